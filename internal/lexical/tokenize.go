@@ -1,0 +1,174 @@
+package lexical
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Tokenize splits s into the terms that [Index] stores and searches for.
+//
+// The analysis chain is, in order:
+//
+//  1. Words are maximal runs of letters and digits (unicode.IsLetter,
+//     unicode.IsDigit); combining marks (unicode.IsMark) continue a word so
+//     that scripts such as Devanagari stay whole. Everything else separates
+//     words: punctuation, spaces, symbols, emoji, "_", "-", ".", "/", ":".
+//     An apostrophe (' or ’) between two letters is dropped, so "don't"
+//     becomes "dont" and "user's" becomes "users" (and then "user").
+//  2. Identifiers are split at case changes: "getUserProfile" → get, user,
+//     profile; "HTTPServer" → http, server; "utf8Decode" → utf8, decode.
+//     Letters and digits are never split apart ("v2", "utf8", "sha256",
+//     "2fa"), and a trailing plural "s" stays with its acronym ("URIs" → uris).
+//  3. Runs of CJK characters (Han, Hiragana, Katakana, Hangul) have no
+//     spaces between words, so they become overlapping character bigrams
+//     ("日本語" → 日本, 本語), as Lucene's CJKBigramFilter does; a lone CJK
+//     character is kept as a unigram. Bigrams need no dictionary and match
+//     most two-character words exactly. Other scripts written without
+//     spaces (Thai, Lao, Khmer, Myanmar) stay one token per run.
+//  4. Each term is lowercased with strings.ToLower.
+//  5. English stop words (see [IsStopWord]) are removed, unless every term
+//     of s is a stop word: then all are kept, so no non-empty input
+//     vanishes completely.
+//  6. Terms are stemmed with the S-stemmer (see [Stem]).
+//
+// Tokenize returns nil when s has no letters or digits. Every returned term
+// is non-empty, lowercase and valid UTF-8. Tokenize is deterministic and
+// safe for concurrent use.
+func Tokenize(s string) []string {
+	toks, _ := analyze(s)
+	return toks
+}
+
+// analyze is [Tokenize] that also reports whether the terms are only stop
+// words kept by the never-drop-everything rule; [Index.Search] treats such
+// a query as empty.
+func analyze(s string) (toks []string, onlyStop bool) {
+	raw := splitWords(s)
+	if len(raw) == 0 {
+		return nil, false
+	}
+	n := 0
+	for _, w := range raw {
+		if !IsStopWord(w) {
+			n++
+		}
+	}
+	onlyStop = n == 0
+	out := raw[:0] // filter in place: raw is ours
+	for _, w := range raw {
+		if onlyStop || !IsStopWord(w) {
+			out = append(out, Stem(w))
+		}
+	}
+	return out, onlyStop
+}
+
+// splitWords runs steps 1–4 of [Tokenize].
+func splitWords(s string) []string {
+	var (
+		out  []string
+		word = make([]rune, 0, 32)
+	)
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+		switch {
+		case isWordRune(r):
+			word = append(word, r)
+		case len(word) > 0 && unicode.IsMark(r):
+			word = append(word, r)
+		case len(word) > 0 && isApostrophe(r) && unicode.IsLetter(word[len(word)-1]) && nextIsLetter(s[i:]):
+			// Elide: "don't" → "dont".
+		default:
+			out = appendWord(out, word)
+			word = word[:0]
+		}
+	}
+	return appendWord(out, word)
+}
+
+func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
+
+func isApostrophe(r rune) bool { return r == '\'' || r == '\u2019' }
+
+func nextIsLetter(s string) bool {
+	r, _ := utf8.DecodeRuneInString(s)
+	return unicode.IsLetter(r)
+}
+
+// isCJK reports whether r belongs to a script written without spaces
+// between words that we index as bigrams.
+func isCJK(r rune) bool {
+	if r < 0x1100 { // fast path: nothing below the Hangul Jamo block
+		return false
+	}
+	// U+30FC KATAKANA-HIRAGANA PROLONGED SOUND MARK (and its halfwidth form)
+	// is in the Common script, but it is part of words such as データ.
+	return r == 0x30FC || r == 0xFF70 || unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Hangul)
+}
+
+// appendWord splits one word (letters, digits and marks only) into terms
+// and appends them, lowercased, to dst.
+func appendWord(dst []string, word []rune) []string {
+	for len(word) > 0 {
+		cjk := isCJK(word[0])
+		j := 1
+		for j < len(word) && (isCJK(word[j]) == cjk || unicode.IsMark(word[j])) {
+			j++
+		}
+		if cjk {
+			dst = appendBigrams(dst, word[:j])
+		} else {
+			dst = appendIdentParts(dst, word[:j])
+		}
+		word = word[j:]
+	}
+	return dst
+}
+
+func appendBigrams(dst []string, run []rune) []string {
+	if len(run) == 1 {
+		return append(dst, strings.ToLower(string(run)))
+	}
+	for i := 0; i+1 < len(run); i++ {
+		dst = append(dst, strings.ToLower(string(run[i:i+2])))
+	}
+	return dst
+}
+
+// appendIdentParts splits run at camelCase and PascalCase boundaries.
+func appendIdentParts(dst []string, run []rune) []string {
+	start := 0
+	for i := 1; i < len(run); i++ {
+		if isCaseBoundary(run, i) {
+			dst = append(dst, strings.ToLower(string(run[start:i])))
+			start = i
+		}
+	}
+	return append(dst, strings.ToLower(string(run[start:])))
+}
+
+// isCaseBoundary reports whether a new identifier part starts at run[i].
+func isCaseBoundary(run []rune, i int) bool {
+	r := run[i]
+	if !unicode.IsUpper(r) && !unicode.IsTitle(r) {
+		return false
+	}
+	p := run[i-1]
+	for k := i - 1; k > 0 && unicode.IsMark(p); k-- {
+		p = run[k-1]
+	}
+	switch {
+	case unicode.IsLower(p) || unicode.IsDigit(p):
+		return true // "getUser", "utf8Decode"
+	case unicode.IsUpper(p) && i+1 < len(run) && unicode.IsLower(run[i+1]):
+		// "HTTPServer": the last capital starts the next part. Keep a
+		// plural acronym together: "IDs", "URIsFor".
+		if run[i+1] == 's' && (i+2 == len(run) || !unicode.IsLower(run[i+2])) {
+			return false
+		}
+		return true
+	}
+	return false
+}
