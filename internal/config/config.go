@@ -1,0 +1,272 @@
+// Package config loads contextd's configuration: where to listen, where to
+// keep the index, which tokenizer to count with, and the upstream MCP servers.
+//
+// The server list uses the shape MCP hosts already use, so a user can point
+// contextd at the file they have:
+//
+//   - Claude Desktop and Cursor: {"mcpServers": {NAME: {command, args, env, cwd} | {url, headers}}}
+//   - VS Code: {"servers": {NAME: {"type": "stdio"|"http"|"sse", ...}}}
+//
+// Files may be YAML or JSON (JSON is read as YAML). String values in command,
+// args, env, cwd, url and headers may reference the environment as ${VAR} or
+// ${VAR:-default}; an unset variable without a default is an error that names
+// the file, the server and the field.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Defaults applied when a field is absent.
+const (
+	DefaultListen    = "127.0.0.1:7878"
+	DefaultTokenizer = "cl100k_base"
+)
+
+// Transport names.
+const (
+	TransportStdio = "stdio" // a subprocess speaking newline-delimited JSON-RPC on stdin/stdout
+	TransportHTTP  = "http"  // Streamable HTTP (MCP 2025-03-26 and later)
+	TransportSSE   = "sse"   // the deprecated HTTP+SSE transport (MCP 2024-11-05)
+)
+
+// ErrInvalid is wrapped by every validation error Load returns.
+var ErrInvalid = errors.New("invalid config")
+
+// Config is a loaded, validated and expanded configuration.
+type Config struct {
+	// Path is the file the configuration came from; "" for the built-in default.
+	Path string
+	// Listen is a TCP host:port or unix:///path. Default DefaultListen.
+	Listen string
+	// DataDir holds the persistent index. Default $XDG_DATA_HOME/contextd or
+	// ~/.local/share/contextd.
+	DataDir string
+	// Tokenizer is the tiktoken encoding used for budgets. Default DefaultTokenizer.
+	Tokenizer string
+	// Servers are the upstream MCP servers, sorted by name.
+	Servers []Server
+}
+
+// Server is one upstream MCP server.
+type Server struct {
+	Name      string
+	Transport string // TransportStdio, TransportHTTP or TransportSSE
+
+	// stdio
+	Command string
+	Args    []string
+	Env     map[string]string // added to contextd's own environment
+	Cwd     string
+
+	// HTTP
+	URL     string
+	Headers map[string]string
+}
+
+// Server returns the server with the given name.
+func (c *Config) Server(name string) (Server, bool) {
+	i := slices.IndexFunc(c.Servers, func(s Server) bool { return s.Name == name })
+	if i < 0 {
+		return Server{}, false
+	}
+	return c.Servers[i], true
+}
+
+// file is the on-disk shape.
+type file struct {
+	Listen     string                `yaml:"listen"`
+	DataDir    string                `yaml:"data_dir"`
+	Tokenizer  string                `yaml:"tokenizer"`
+	MCPServers map[string]serverFile `yaml:"mcpServers"`
+	Servers    map[string]serverFile `yaml:"servers"` // VS Code's mcp.json
+}
+
+type serverFile struct {
+	Type     string            `yaml:"type"`
+	Command  string            `yaml:"command"`
+	Args     []string          `yaml:"args"`
+	Env      map[string]string `yaml:"env"`
+	Cwd      string            `yaml:"cwd"`
+	URL      string            `yaml:"url"`
+	Headers  map[string]string `yaml:"headers"`
+	Disabled bool              `yaml:"disabled"`
+}
+
+// Load reads and validates the configuration at path. Errors wrap ErrInvalid
+// (bad content) or the fs error (unreadable file) and name the file, and where
+// relevant the server and field.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	return Parse(path, data, os.LookupEnv)
+}
+
+// Parse validates data as if read from path. lookup resolves ${VAR} references.
+func Parse(path string, data []byte, lookup func(string) (string, bool)) (*Config, error) {
+	var f file
+	if err := yaml.Unmarshal(data, &f); err != nil {
+		return nil, fmt.Errorf("%s: %w: %v", path, ErrInvalid, err)
+	}
+	c := &Config{Path: path, Listen: f.Listen, DataDir: f.DataDir, Tokenizer: f.Tokenizer}
+	if c.Listen == "" {
+		c.Listen = DefaultListen
+	}
+	if c.Tokenizer == "" {
+		c.Tokenizer = DefaultTokenizer
+	}
+	if c.DataDir == "" {
+		c.DataDir = DefaultDataDir()
+	}
+	c.DataDir = expandHome(c.DataDir)
+
+	all := map[string]serverFile{}
+	for _, m := range []map[string]serverFile{f.Servers, f.MCPServers} {
+		for name, s := range m {
+			if _, dup := all[name]; dup {
+				return nil, fmt.Errorf("%s: %w: server %q is defined under both mcpServers and servers", path, ErrInvalid, name)
+			}
+			all[name] = s
+		}
+	}
+	for name, sf := range all {
+		if sf.Disabled {
+			continue
+		}
+		s, err := sf.resolve(name, lookup)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w: %w", path, ErrInvalid, err)
+		}
+		s.Cwd = expandHome(s.Cwd)
+		c.Servers = append(c.Servers, s)
+	}
+	slices.SortFunc(c.Servers, func(a, b Server) int { return strings.Compare(a.Name, b.Name) })
+	return c, nil
+}
+
+func (sf serverFile) resolve(name string, lookup func(string) (string, bool)) (Server, error) {
+	if strings.TrimSpace(name) == "" {
+		return Server{}, errors.New("a server has an empty name")
+	}
+	s := Server{Name: name}
+	ex := expander{server: name, lookup: lookup}
+	s.Command = ex.str("command", sf.Command)
+	s.Cwd = ex.str("cwd", sf.Cwd)
+	s.URL = ex.str("url", sf.URL)
+	for i, a := range sf.Args {
+		s.Args = append(s.Args, ex.str(fmt.Sprintf("args[%d]", i), a))
+	}
+	s.Env = ex.strMap("env", sf.Env)
+	s.Headers = ex.strMap("headers", sf.Headers)
+	if ex.err != nil {
+		return Server{}, ex.err
+	}
+
+	typ := strings.ToLower(sf.Type)
+	switch typ {
+	case "":
+		switch {
+		case s.Command != "" && s.URL != "":
+			return Server{}, fmt.Errorf("server %q: set either command (stdio) or url (Streamable HTTP), not both", name)
+		case s.Command != "":
+			typ = TransportStdio
+		case s.URL != "":
+			typ = TransportHTTP
+		default:
+			return Server{}, fmt.Errorf("server %q: missing command (stdio) or url (Streamable HTTP)", name)
+		}
+	case "stdio":
+		typ = TransportStdio
+	case "http", "streamable-http", "streamablehttp", "streamable_http":
+		typ = TransportHTTP
+	case "sse":
+		typ = TransportSSE
+	default:
+		return Server{}, fmt.Errorf("server %q: field type: unknown transport %q (want stdio, http or sse)", name, sf.Type)
+	}
+	s.Transport = typ
+	switch typ {
+	case TransportStdio:
+		if s.Command == "" {
+			return Server{}, fmt.Errorf("server %q: field command: required for a stdio server", name)
+		}
+	default:
+		if s.URL == "" {
+			return Server{}, fmt.Errorf("server %q: field url: required for a %s server", name, typ)
+		}
+		u, err := url.Parse(s.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return Server{}, fmt.Errorf("server %q: field url: %q is not an http(s) URL", name, s.URL)
+		}
+	}
+	return s, nil
+}
+
+var varRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
+
+// expander expands ${VAR} references and remembers the first failure.
+type expander struct {
+	server string
+	lookup func(string) (string, bool)
+	err    error
+}
+
+func (e *expander) str(field, s string) string {
+	return varRef.ReplaceAllStringFunc(s, func(ref string) string {
+		m := varRef.FindStringSubmatch(ref)
+		if v, ok := e.lookup(m[1]); ok && v != "" {
+			return v
+		}
+		if m[2] != "" {
+			return m[3]
+		}
+		if v, ok := e.lookup(m[1]); ok {
+			return v
+		}
+		if e.err == nil {
+			e.err = fmt.Errorf("server %q: field %s: environment variable %s is not set", e.server, field, m[1])
+		}
+		return ""
+	})
+}
+
+func (e *expander) strMap(field string, m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = e.str(field+"."+k, v)
+	}
+	return out
+}
+
+// DefaultDataDir is $XDG_DATA_HOME/contextd, or ~/.local/share/contextd.
+func DefaultDataDir() string {
+	if d := os.Getenv("XDG_DATA_HOME"); d != "" {
+		return filepath.Join(d, "contextd")
+	}
+	return filepath.Join("~", ".local", "share", "contextd")
+}
+
+func expandHome(p string) string {
+	if p != "~" && !strings.HasPrefix(p, "~/") {
+		return p
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return p
+	}
+	return filepath.Join(home, strings.TrimPrefix(p, "~"))
+}

@@ -1,0 +1,370 @@
+// Package index is contextd's mirror of every upstream server's resource
+// descriptors: a persistent chromem-go collection for dense (embedding)
+// retrieval and an in-memory BM25F index for lexical retrieval, both keyed by
+// (server, URI).
+//
+// # Persistence
+//
+// With Options.Dir set, descriptors and their embeddings persist in a
+// chromem-go DB (one gob file per document). chromem-go is the only store:
+// on Open every document is loaded back from it, so the lexical index and the
+// descriptor table are rebuilt from the same data the vectors live in.
+// Each document carries a SHA-256 of its embedded text and the embedder's
+// name; Upsert skips a descriptor whose hash is unchanged, so a restart with
+// the same directory re-embeds nothing that did not change. A collection is
+// named after its embedder, so changing the embedder starts a new one.
+//
+// If the directory cannot be loaded (a file cut short by a crash), Open moves
+// it aside to DIR.corrupt-UNIXTIME and starts empty: the index is a mirror and
+// the next sync refills it.
+//
+// # Concurrency
+//
+// All methods are safe for concurrent use.
+package index
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+
+	"github.com/philippgille/chromem-go"
+
+	"github.com/contextd/contextd/internal/lexical"
+	"github.com/contextd/contextd/internal/resource"
+)
+
+// An Embedder maps text to a unit-length vector of Dim() float32s; it must be
+// safe for concurrent use and never return NaN. Name identifies the model and
+// is stored with the index.
+type Embedder interface {
+	Name() string
+	Dim() int
+	Embed(ctx context.Context, text string) ([]float32, error)
+}
+
+// ErrClosed is returned by methods called after Close.
+var ErrClosed = errors.New("index: closed")
+
+// Options configures Open.
+type Options struct {
+	// Dir is the directory of the persistent DB. Empty means in memory only.
+	Dir string
+	// Embedder embeds descriptor text and queries. Required.
+	Embedder Embedder
+	// Logger receives warnings (a corrupt directory moved aside). Nil discards.
+	Logger *slog.Logger
+	// Lexical configures the BM25F index; nil uses its defaults.
+	Lexical *lexical.Options
+}
+
+// An Index holds the mirrored descriptors.
+type Index struct {
+	emb    Embedder
+	log    *slog.Logger
+	coll   *chromem.Collection
+	lex    *lexical.Index
+	closed chan struct{}
+
+	// mu guards the fields that follow. Lock order: mu, then lex's own lock.
+	mu    sync.RWMutex
+	docs  map[resource.Key]entry
+	count map[string]int // server → documents
+}
+
+type entry struct {
+	desc resource.Descriptor
+	hash string
+}
+
+// Open opens (or creates) the index.
+func Open(ctx context.Context, opts Options) (*Index, error) {
+	if opts.Embedder == nil {
+		panic("index: Options.Embedder is nil")
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	ix := &Index{
+		emb:    opts.Embedder,
+		log:    log,
+		lex:    lexical.New(opts.Lexical),
+		closed: make(chan struct{}),
+		docs:   map[resource.Key]entry{},
+		count:  map[string]int{},
+	}
+	db, err := openDB(opts.Dir, log)
+	if err != nil {
+		return nil, err
+	}
+	name := collectionName(opts.Embedder)
+	for other := range db.ListCollections() {
+		if other != name && strings.HasPrefix(other, "descriptors") {
+			log.Info("dropping index built with another embedder", "collection", other)
+			if err := db.DeleteCollection(other); err != nil {
+				return nil, fmt.Errorf("index: drop stale collection %q: %v", other, err)
+			}
+		}
+	}
+	ix.coll, err = db.GetOrCreateCollection(name, map[string]string{"embedder": opts.Embedder.Name()}, ix.emb.Embed)
+	if err != nil {
+		return nil, fmt.Errorf("index: open collection: %v", err)
+	}
+	if err := ix.load(ctx); err != nil {
+		return nil, err
+	}
+	return ix, nil
+}
+
+func openDB(dir string, log *slog.Logger) (*chromem.DB, error) {
+	if dir == "" {
+		return chromem.NewDB(), nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("index: %w", err)
+	}
+	db, err := chromem.NewPersistentDB(dir, true)
+	if err == nil {
+		return db, nil
+	}
+	aside := fmt.Sprintf("%s.corrupt-%d", strings.TrimRight(dir, "/"), time.Now().Unix())
+	log.Warn("index directory unreadable; moving it aside and starting empty", "dir", dir, "moved_to", aside, "err", err)
+	if rerr := os.Rename(dir, aside); rerr != nil {
+		return nil, fmt.Errorf("index: load %s: %v (and moving it aside failed: %v)", dir, err, rerr)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("index: %w", err)
+	}
+	db, err = chromem.NewPersistentDB(dir, true)
+	if err != nil {
+		return nil, fmt.Errorf("index: create %s: %v", dir, err)
+	}
+	return db, nil
+}
+
+func collectionName(e Embedder) string {
+	return "descriptors-" + strings.Map(func(r rune) rune {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) || r == '-' || r == '.' {
+			return r
+		}
+		return '_'
+	}, e.Name()) + "-" + strconv.Itoa(e.Dim())
+}
+
+// load reads every persisted document back. chromem-go has no "list all"
+// call, so this queries with an arbitrary unit vector for Count() results.
+func (ix *Index) load(ctx context.Context) error {
+	n := ix.coll.Count()
+	if n == 0 {
+		return nil
+	}
+	probe := make([]float32, ix.emb.Dim())
+	probe[0] = 1
+	res, err := ix.coll.QueryEmbedding(ctx, probe, n, nil, nil)
+	if err != nil {
+		return fmt.Errorf("index: load: %v", err)
+	}
+	lex := make([]lexical.Doc, 0, len(res))
+	for _, r := range res {
+		d, hash, ok := fromMetadata(r.Metadata)
+		if !ok {
+			continue
+		}
+		ix.docs[d.Key()] = entry{desc: d, hash: hash}
+		ix.count[d.Server]++
+		lex = append(lex, lexDoc(d))
+	}
+	ix.lex.Upsert(lex...)
+	return nil
+}
+
+// Upsert adds or replaces descriptors. A descriptor whose embedded text is
+// unchanged (same SHA-256 with the same embedder) keeps its vector: only its
+// stored fields are rewritten when they differ. It returns how many
+// descriptors were embedded.
+func (ix *Index) Upsert(ctx context.Context, descs ...resource.Descriptor) (embedded int, err error) {
+	for _, d := range descs {
+		if ix.isClosed() {
+			return embedded, ErrClosed
+		}
+		if err := ctx.Err(); err != nil {
+			return embedded, err
+		}
+		text := EmbeddingText(d)
+		hash := textHash(ix.emb.Name(), text)
+		key := d.Key()
+		ix.mu.RLock()
+		old, existed := ix.docs[key]
+		ix.mu.RUnlock()
+		if existed && old.hash == hash && equalDescriptor(old.desc, d) {
+			continue
+		}
+		var vec []float32
+		if existed && old.hash == hash {
+			if prev, err := ix.coll.GetByID(ctx, key.String()); err == nil {
+				vec = prev.Embedding
+			}
+		}
+		if vec == nil {
+			if vec, err = ix.emb.Embed(ctx, text); err != nil {
+				return embedded, fmt.Errorf("index: embed %s %q: %w", d.Server, d.URI, err)
+			}
+			embedded++
+		}
+		doc := chromem.Document{ID: key.String(), Metadata: toMetadata(d, hash), Embedding: vec, Content: text}
+		if err := ix.coll.AddDocument(ctx, doc); err != nil {
+			return embedded, fmt.Errorf("index: store %s %q: %v", d.Server, d.URI, err)
+		}
+		ix.mu.Lock()
+		if _, ok := ix.docs[key]; !ok {
+			ix.count[d.Server]++
+		}
+		ix.docs[key] = entry{desc: d, hash: hash}
+		ix.mu.Unlock()
+		ix.lex.Upsert(lexDoc(d))
+	}
+	return embedded, nil
+}
+
+// Delete removes descriptors by key. Unknown keys are ignored.
+func (ix *Index) Delete(ctx context.Context, keys ...resource.Key) error {
+	if ix.isClosed() {
+		return ErrClosed
+	}
+	var ids []string
+	ix.mu.Lock()
+	for _, k := range keys {
+		if _, ok := ix.docs[k]; !ok {
+			continue
+		}
+		delete(ix.docs, k)
+		ix.count[k.Server]--
+		if ix.count[k.Server] == 0 {
+			delete(ix.count, k.Server)
+		}
+		ids = append(ids, k.String())
+	}
+	ix.mu.Unlock()
+	if len(ids) == 0 {
+		return nil
+	}
+	ix.lex.Delete(ids...)
+	if err := ix.coll.Delete(ctx, nil, nil, ids...); err != nil {
+		return fmt.Errorf("index: delete: %v", err)
+	}
+	return nil
+}
+
+// A Diff counts what Replace changed.
+type Diff struct {
+	Added, Updated, Removed, Unchanged int
+	Embedded                           int // descriptors whose text was (re-)embedded
+}
+
+// Replace makes server's descriptors exactly descs: new ones are added,
+// changed ones updated, missing ones deleted. Descriptors of other servers
+// are untouched. Every desc must have Server == server.
+func (ix *Index) Replace(ctx context.Context, server string, descs []resource.Descriptor) (Diff, error) {
+	var diff Diff
+	want := make(map[resource.Key]bool, len(descs))
+	var changed []resource.Descriptor
+	ix.mu.RLock()
+	for _, d := range descs {
+		if d.Server != server {
+			ix.mu.RUnlock()
+			return diff, fmt.Errorf("index: replace %q: descriptor %q belongs to server %q", server, d.URI, d.Server)
+		}
+		want[d.Key()] = true
+		old, ok := ix.docs[d.Key()]
+		switch {
+		case !ok:
+			diff.Added++
+			changed = append(changed, d)
+		case equalDescriptor(old.desc, d):
+			diff.Unchanged++
+		default:
+			diff.Updated++
+			changed = append(changed, d)
+		}
+	}
+	var gone []resource.Key
+	for k := range ix.docs {
+		if k.Server == server && !want[k] {
+			gone = append(gone, k)
+		}
+	}
+	ix.mu.RUnlock()
+	diff.Removed = len(gone)
+	n, err := ix.Upsert(ctx, changed...)
+	diff.Embedded = n
+	if err != nil {
+		return diff, err
+	}
+	return diff, ix.Delete(ctx, gone...)
+}
+
+// Get returns the descriptor stored under k.
+func (ix *Index) Get(k resource.Key) (resource.Descriptor, bool) {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	e, ok := ix.docs[k]
+	return e.desc, ok
+}
+
+// Len returns the number of descriptors of server, or of all servers when
+// server is "".
+func (ix *Index) Len(server string) int {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	if server == "" {
+		return len(ix.docs)
+	}
+	return ix.count[server]
+}
+
+// Descriptors returns server's descriptors (all servers when ""), sorted by
+// (server, URI).
+func (ix *Index) Descriptors(server string) []resource.Descriptor {
+	ix.mu.RLock()
+	var out []resource.Descriptor
+	for k, e := range ix.docs {
+		if server == "" || k.Server == server {
+			out = append(out, e.desc)
+		}
+	}
+	ix.mu.RUnlock()
+	slices.SortFunc(out, func(a, b resource.Descriptor) int {
+		return cmp.Or(strings.Compare(a.Server, b.Server), strings.Compare(a.URI, b.URI))
+	})
+	return out
+}
+
+// Close releases the index. Every write was persisted when it returned, so
+// Close has nothing to flush; it makes later calls fail with ErrClosed.
+func (ix *Index) Close() error {
+	select {
+	case <-ix.closed:
+	default:
+		close(ix.closed)
+	}
+	return nil
+}
+
+func (ix *Index) isClosed() bool {
+	select {
+	case <-ix.closed:
+		return true
+	default:
+		return false
+	}
+}

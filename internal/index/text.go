@@ -1,0 +1,98 @@
+package index
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode"
+
+	"github.com/contextd/contextd/internal/lexical"
+	"github.com/contextd/contextd/internal/resource"
+)
+
+// EmbeddingText is the text embedded for a descriptor: title, name (when it
+// differs from the title), description, the words of the URI and the MIME
+// type, one per line.
+func EmbeddingText(d resource.Descriptor) string {
+	parts := make([]string, 0, 5)
+	add := func(s string) {
+		if s = strings.TrimSpace(s); s != "" && !slices.Contains(parts, s) {
+			parts = append(parts, s)
+		}
+	}
+	add(d.Title)
+	add(d.Name)
+	add(d.Description)
+	add(URIWords(d.URI))
+	add(d.MIMEType)
+	return strings.Join(parts, "\n")
+}
+
+// URIWords returns the words of a URI after its scheme: "demo://docs/a_b.md"
+// becomes "docs a b md". The URI itself is never altered or resolved.
+func URIWords(uri string) string {
+	if _, rest, ok := strings.Cut(uri, "://"); ok {
+		uri = rest
+	}
+	return strings.Join(strings.FieldsFunc(uri, func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
+	}), " ")
+}
+
+func textHash(embedder, text string) string {
+	h := sha256.Sum256([]byte(embedder + "\x00" + text))
+	return hex.EncodeToString(h[:])
+}
+
+func lexDoc(d resource.Descriptor) lexical.Doc {
+	return lexical.Doc{
+		ID: d.Key().String(), Name: d.Name, Title: d.Title,
+		Description: d.Description, URI: d.URI, MIMEType: d.MIMEType,
+	}
+}
+
+func equalDescriptor(a, b resource.Descriptor) bool {
+	return a.Server == b.Server && a.URI == b.URI && a.Name == b.Name && a.Title == b.Title &&
+		a.Description == b.Description && a.MIMEType == b.MIMEType && a.Size == b.Size &&
+		slices.Equal(a.Audience, b.Audience) && a.Priority == b.Priority && a.LastModified == b.LastModified
+}
+
+// Metadata keys of a stored document.
+const (
+	mServer, mURI, mName, mTitle, mDesc = "server", "uri", "name", "title", "description"
+	mMIME, mSize, mAudience, mPriority  = "mime_type", "size", "audience", "priority"
+	mLastModified, mHash                = "last_modified", "text_sha256"
+)
+
+func toMetadata(d resource.Descriptor, hash string) map[string]string {
+	m := map[string]string{
+		mServer: d.Server, mURI: d.URI, mName: d.Name, mTitle: d.Title, mDesc: d.Description,
+		mMIME: d.MIMEType, mHash: hash, mLastModified: d.LastModified,
+		mAudience: strings.Join(d.Audience, ","),
+	}
+	if d.Size > 0 {
+		m[mSize] = strconv.FormatInt(d.Size, 10)
+	}
+	if d.Priority != 0 {
+		m[mPriority] = strconv.FormatFloat(d.Priority, 'g', -1, 64)
+	}
+	return m
+}
+
+func fromMetadata(m map[string]string) (resource.Descriptor, string, bool) {
+	d := resource.Descriptor{
+		Server: m[mServer], URI: m[mURI], Name: m[mName], Title: m[mTitle], Description: m[mDesc],
+		MIMEType: m[mMIME], LastModified: m[mLastModified],
+	}
+	if d.Server == "" || d.URI == "" || m[mHash] == "" {
+		return d, "", false
+	}
+	if a := m[mAudience]; a != "" {
+		d.Audience = strings.Split(a, ",")
+	}
+	d.Size, _ = strconv.ParseInt(m[mSize], 10, 64)
+	d.Priority, _ = strconv.ParseFloat(m[mPriority], 64)
+	return d, m[mHash], true
+}

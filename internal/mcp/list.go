@@ -1,0 +1,117 @@
+package mcp
+
+import (
+	"context"
+	"fmt"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/contextd/contextd/internal/resource"
+)
+
+// A List is the result of walking every page of a paginated list.
+type List[T any] struct {
+	Items []T
+	// Pages is the number of list requests sent.
+	Pages int
+	// Complete is false when the walk stopped early; Incomplete says why.
+	Complete   bool
+	Incomplete string
+}
+
+// ListResources walks every page of resources/list. A server without the
+// resources capability gets no request: the result is empty and complete.
+// A URI listed twice keeps its first descriptor.
+func (s *Session) ListResources(ctx context.Context) (List[resource.Descriptor], error) {
+	seen := map[string]bool{}
+	return walk(ctx, s, "resources/list", func(ctx context.Context, cursor string) ([]resource.Descriptor, string, error) {
+		res, err := s.cs.ListResources(ctx, &mcpsdk.ListResourcesParams{Cursor: cursor})
+		if err != nil {
+			return nil, "", err
+		}
+		var out []resource.Descriptor
+		for _, r := range res.Resources {
+			if r == nil || r.URI == "" || seen[r.URI] {
+				continue
+			}
+			seen[r.URI] = true
+			out = append(out, descriptor(s.name, r))
+		}
+		return out, res.NextCursor, nil
+	})
+}
+
+// ListTemplates walks every page of resources/templates/list, with the same
+// capability gate and guards as ListResources.
+func (s *Session) ListTemplates(ctx context.Context) (List[resource.Template], error) {
+	return walk(ctx, s, "resources/templates/list", func(ctx context.Context, cursor string) ([]resource.Template, string, error) {
+		res, err := s.cs.ListResourceTemplates(ctx, &mcpsdk.ListResourceTemplatesParams{Cursor: cursor})
+		if err != nil {
+			return nil, "", err
+		}
+		var out []resource.Template
+		for _, t := range res.ResourceTemplates {
+			if t == nil || t.URITemplate == "" {
+				continue
+			}
+			out = append(out, resource.Template{
+				Server: s.name, URITemplate: t.URITemplate, Name: t.Name,
+				Title: t.Title, Description: t.Description, MIMEType: t.MIMEType,
+			})
+		}
+		return out, res.NextCursor, nil
+	})
+}
+
+// walk follows nextCursor until it is empty, repeats, or the page cap is hit.
+func walk[T any](ctx context.Context, s *Session, method string, page func(context.Context, string) ([]T, string, error)) (List[T], error) {
+	var l List[T]
+	if !s.caps.Resources {
+		l.Complete = true
+		return l, nil
+	}
+	seen := map[string]bool{}
+	cursor := ""
+	for {
+		if l.Pages >= s.opts.MaxPages {
+			l.Incomplete = fmt.Sprintf("stopped after %d pages (page cap)", l.Pages)
+			return l, nil
+		}
+		items, next, err := page(ctx, cursor)
+		l.Pages++
+		if err != nil {
+			return l, fmt.Errorf("mcp: server %q: %s (page %d): %w", s.name, method, l.Pages, err)
+		}
+		l.Items = append(l.Items, items...)
+		if next == "" {
+			l.Complete = true
+			return l, nil
+		}
+		if seen[next] {
+			l.Incomplete = fmt.Sprintf("server repeated cursor %q after %d pages", next, l.Pages)
+			return l, nil
+		}
+		seen[next] = true
+		cursor = next
+	}
+}
+
+func descriptor(server string, r *mcpsdk.Resource) resource.Descriptor {
+	d := resource.Descriptor{
+		Server: server, URI: r.URI, Name: r.Name, Title: r.Title,
+		Description: r.Description, MIMEType: r.MIMEType, Size: r.Size,
+	}
+	if d.Size < 0 {
+		d.Size = 0
+	}
+	if a := r.Annotations; a != nil {
+		for _, role := range a.Audience {
+			d.Audience = append(d.Audience, string(role))
+		}
+		if a.Priority >= 0 && a.Priority <= 1 {
+			d.Priority = a.Priority
+		}
+		d.LastModified = a.LastModified
+	}
+	return d
+}

@@ -1,0 +1,80 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/contextd/contextd/internal/resource"
+)
+
+// JSON-RPC error codes that mean "no such resource" (MCP 2025-11-25
+// "Resources > Error Handling" uses -32002; newer revisions and the go-sdk
+// since v1.7 use -32602 Invalid params).
+const (
+	codeResourceNotFound = -32002
+	codeInvalidParams    = jsonrpc.CodeInvalidParams
+)
+
+// A NotFoundError reports that the server does not know a URI.
+type NotFoundError struct {
+	Server, URI string
+	Code        int64  // the JSON-RPC error code the server sent
+	Message     string // the server's message
+}
+
+func (e *NotFoundError) Error() string {
+	return fmt.Sprintf("mcp: server %q: resource %q not found (%d: %s)", e.Server, e.URI, e.Code, e.Message)
+}
+
+// Read sends resources/read for uri and returns every content item. Blob
+// items are base64-decoded; a missing MIME type stays empty.
+//
+// Errors: ErrNoResources (nothing sent), *NotFoundError, or the transport's.
+func (s *Session) Read(ctx context.Context, uri string) ([]resource.Content, error) {
+	if !s.caps.Resources {
+		return nil, fmt.Errorf("mcp: server %q: read %q: %w", s.name, uri, ErrNoResources)
+	}
+	res, err := s.cs.ReadResource(ctx, &mcpsdk.ReadResourceParams{URI: uri})
+	if err != nil {
+		var werr *jsonrpc.Error
+		if errors.As(err, &werr) && (werr.Code == codeResourceNotFound || werr.Code == codeInvalidParams) {
+			return nil, &NotFoundError{Server: s.name, URI: uri, Code: werr.Code, Message: werr.Message}
+		}
+		return nil, fmt.Errorf("mcp: server %q: read %q: %w", s.name, uri, err)
+	}
+	out := make([]resource.Content, 0, len(res.Contents))
+	for _, c := range res.Contents {
+		if c == nil {
+			continue
+		}
+		item := resource.Content{URI: c.URI, MIMEType: c.MIMEType}
+		if c.Blob != nil {
+			item.IsBlob = true
+			item.Blob = c.Blob
+		} else {
+			item.Text = c.Text
+		}
+		out = append(out, item)
+	}
+	return out, nil
+}
+
+// Subscribe asks the server for notifications/resources/updated about uri.
+//
+// Errors: ErrNoResources or ErrNoSubscribe (nothing sent), or the server's.
+func (s *Session) Subscribe(ctx context.Context, uri string) error {
+	switch {
+	case !s.caps.Resources:
+		return fmt.Errorf("mcp: server %q: subscribe %q: %w", s.name, uri, ErrNoResources)
+	case !s.caps.Subscribe:
+		return fmt.Errorf("mcp: server %q: subscribe %q: %w", s.name, uri, ErrNoSubscribe)
+	}
+	if err := s.cs.Subscribe(ctx, &mcpsdk.SubscribeParams{URI: uri}); err != nil {
+		return fmt.Errorf("mcp: server %q: subscribe %q: %w", s.name, uri, err)
+	}
+	return nil
+}

@@ -1,0 +1,235 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"sync"
+	"time"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/contextd/contextd/internal/config"
+)
+
+// DefaultMaxPages bounds one list walk when Options.MaxPages is zero.
+const DefaultMaxPages = 1000
+
+// Sentinel errors.
+var (
+	// ErrNoResources is returned by Read and Subscribe when the server did not
+	// declare the resources capability; no request was sent.
+	ErrNoResources = errors.New("server does not declare the resources capability")
+	// ErrNoSubscribe is returned by Subscribe when the server did not declare
+	// resources.subscribe; no request was sent.
+	ErrNoSubscribe = errors.New("server does not declare resources.subscribe")
+)
+
+// Options configures a Session. The zero value (or nil) is usable.
+type Options struct {
+	// Logger receives session events. Nil discards them.
+	Logger *slog.Logger
+	// OnListChanged is called (from the SDK's reader goroutine: it must not
+	// block) when the server sends notifications/resources/list_changed.
+	OnListChanged func()
+	// OnUpdated is called (must not block) with the URI of
+	// notifications/resources/updated, byte for byte as sent.
+	OnUpdated func(uri string)
+	// MaxPages caps one list walk. Zero means DefaultMaxPages.
+	MaxPages int
+	// TerminateDuration is how long a stdio server gets between closing its
+	// stdin and SIGTERM, then SIGTERM and SIGKILL. Zero means the SDK's 5s.
+	TerminateDuration time.Duration
+	// Stderr, if set, receives a stdio server's stderr. The last 4 KiB are
+	// kept regardless and reported by Session.StderrTail.
+	Stderr io.Writer
+}
+
+// Capabilities are the resource-related server capabilities from initialize.
+type Capabilities struct {
+	Resources   bool // the server declared "resources"
+	Subscribe   bool // resources.subscribe
+	ListChanged bool // resources.listChanged
+	Completions bool // "completions"
+}
+
+// A Session is one live connection to an upstream MCP server.
+// Its methods are safe for concurrent use.
+type Session struct {
+	name   string
+	cs     *mcpsdk.ClientSession
+	caps   Capabilities
+	opts   Options
+	stderr *tailBuffer
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Connect starts (stdio) or dials (HTTP) the configured server and runs the
+// initialize handshake. ctx bounds the handshake only: the session lives until
+// Close, and a stdio child is stopped in stages by Close, never killed by ctx.
+func Connect(ctx context.Context, srv config.Server, opts *Options) (*Session, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	tail := &tailBuffer{max: 4096}
+	var t mcpsdk.Transport
+	switch srv.Transport {
+	case config.TransportStdio:
+		cmd := exec.Command(srv.Command, srv.Args...)
+		cmd.Dir = srv.Cwd
+		cmd.Env = os.Environ()
+		for k, v := range srv.Env {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+		if o.Stderr != nil {
+			cmd.Stderr = io.MultiWriter(tail, o.Stderr)
+		} else {
+			cmd.Stderr = tail
+		}
+		t = &mcpsdk.CommandTransport{Command: cmd, TerminateDuration: o.TerminateDuration}
+	case config.TransportHTTP:
+		t = &mcpsdk.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: httpClient(srv.Headers)}
+	case config.TransportSSE:
+		t = &mcpsdk.SSEClientTransport{Endpoint: srv.URL, HTTPClient: httpClient(srv.Headers)}
+	default:
+		return nil, fmt.Errorf("mcp: server %q: unknown transport %q", srv.Name, srv.Transport)
+	}
+	s, err := ConnectTransport(ctx, srv.Name, t, &o)
+	if err != nil {
+		if tl := tail.String(); tl != "" {
+			return nil, fmt.Errorf("%w; stderr: %s", err, tl)
+		}
+		return nil, err
+	}
+	s.stderr = tail
+	return s, nil
+}
+
+// ConnectTransport runs the initialize handshake over t. Tests use it with
+// mcpsdk.NewInMemoryTransports.
+func ConnectTransport(ctx context.Context, name string, t mcpsdk.Transport, opts *Options) (*Session, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.MaxPages <= 0 {
+		o.MaxPages = DefaultMaxPages
+	}
+	copts := &mcpsdk.ClientOptions{
+		Logger:       o.Logger,
+		Capabilities: &mcpsdk.ClientCapabilities{}, // contextd offers no roots, sampling or elicitation
+	}
+	if f := o.OnListChanged; f != nil {
+		copts.ResourceListChangedHandler = func(context.Context, *mcpsdk.ResourceListChangedRequest) { f() }
+	}
+	if f := o.OnUpdated; f != nil {
+		copts.ResourceUpdatedHandler = func(_ context.Context, req *mcpsdk.ResourceUpdatedNotificationRequest) {
+			if req != nil && req.Params != nil {
+				f(req.Params.URI)
+			}
+		}
+	}
+	client := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "contextd", Version: Version}, copts)
+	cs, err := client.Connect(ctx, t, nil)
+	if err != nil {
+		return nil, fmt.Errorf("mcp: server %q: initialize: %w", name, err)
+	}
+	s := &Session{name: name, cs: cs, opts: o, stderr: &tailBuffer{max: 4096}}
+	if ir := cs.InitializeResult(); ir != nil && ir.Capabilities != nil {
+		c := ir.Capabilities
+		if c.Resources != nil {
+			s.caps = Capabilities{Resources: true, Subscribe: c.Resources.Subscribe, ListChanged: c.Resources.ListChanged}
+		}
+		s.caps.Completions = c.Completions != nil
+	}
+	return s, nil
+}
+
+// Version is the client version contextd sends in initialize.
+var Version = "dev"
+
+// Name returns the configured server name.
+func (s *Session) Name() string { return s.name }
+
+// Capabilities returns what the server declared in initialize.
+func (s *Session) Capabilities() Capabilities { return s.caps }
+
+// ServerInfo returns the server's name, version and the negotiated protocol version.
+func (s *Session) ServerInfo() (name, version, protocol string) {
+	ir := s.cs.InitializeResult()
+	if ir == nil {
+		return "", "", ""
+	}
+	if ir.ServerInfo != nil {
+		name, version = ir.ServerInfo.Name, ir.ServerInfo.Version
+	}
+	return name, version, ir.ProtocolVersion
+}
+
+// StderrTail returns the last bytes a stdio server wrote to stderr.
+func (s *Session) StderrTail() string { return s.stderr.String() }
+
+// Wait blocks until the session ends (the server exits or Close is called).
+func (s *Session) Wait() error { return s.cs.Wait() }
+
+// Close ends the session. For stdio servers the SDK closes stdin, then sends
+// SIGTERM, then SIGKILL. Safe to call more than once.
+func (s *Session) Close() error {
+	s.closeOnce.Do(func() { s.closeErr = s.cs.Close() })
+	return s.closeErr
+}
+
+// httpClient returns a client that adds the configured headers to every request.
+func httpClient(headers map[string]string) *http.Client {
+	if len(headers) == 0 {
+		return nil
+	}
+	return &http.Client{Transport: headerTransport{base: http.DefaultTransport, headers: headers}}
+}
+
+type headerTransport struct {
+	base    http.RoundTripper
+	headers map[string]string
+}
+
+func (h headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	for k, v := range h.headers {
+		req.Header.Set(k, v)
+	}
+	return h.base.RoundTrip(req)
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+func (b *tailBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf = append(b.buf, p...)
+	if over := len(b.buf) - b.max; over > 0 {
+		b.buf = append(b.buf[:0], b.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+func (b *tailBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return string(b.buf)
+}

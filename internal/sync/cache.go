@@ -1,0 +1,96 @@
+package sync
+
+import (
+	gosync "sync"
+
+	"github.com/contextd/contextd/internal/resource"
+)
+
+// readCache holds read results for subscribed URIs, bounded in bytes.
+// Eviction is oldest-first. It is safe for concurrent use.
+type readCache struct {
+	max int64
+
+	// mu guards the fields that follow.
+	mu    gosync.Mutex
+	items map[string]cached
+	order []string // insertion order, for eviction
+	size  int64
+	subs  map[string]bool // URIs subscribed on the current session
+}
+
+type cached struct {
+	contents []resource.Content
+	size     int64
+}
+
+func newReadCache(max int64) *readCache {
+	return &readCache{max: max, items: map[string]cached{}, subs: map[string]bool{}}
+}
+
+func (c *readCache) enabled() bool { return c.max > 0 }
+
+func (c *readCache) get(uri string) ([]resource.Content, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.items[uri]
+	return e.contents, ok
+}
+
+func (c *readCache) subscribed(uri string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.subs[uri]
+}
+
+func (c *readCache) put(uri string, contents []resource.Content) {
+	var size int64
+	for _, x := range contents {
+		size += int64(len(x.Text) + len(x.Blob))
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.subs[uri] = true
+	if size > c.max {
+		return
+	}
+	c.dropLocked(uri)
+	for c.size+size > c.max && len(c.order) > 0 {
+		c.dropLocked(c.order[0])
+	}
+	c.items[uri] = cached{contents: contents, size: size}
+	c.order = append(c.order, uri)
+	c.size += size
+}
+
+// invalidate drops uri's cached content (notifications/resources/updated).
+func (c *readCache) invalidate(uri string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.dropLocked(uri)
+}
+
+func (c *readCache) dropLocked(uri string) {
+	e, ok := c.items[uri]
+	if !ok {
+		return
+	}
+	delete(c.items, uri)
+	c.size -= e.size
+	for i, u := range c.order {
+		if u == uri {
+			c.order = append(c.order[:i], c.order[i+1:]...)
+			break
+		}
+	}
+}
+
+// clear empties the cache and forgets subscriptions (the session is gone).
+func (c *readCache) clear() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.items = map[string]cached{}
+	c.order = nil
+	c.size = 0
+	c.subs = map[string]bool{}
+}

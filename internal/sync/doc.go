@@ -1,0 +1,38 @@
+// Package sync keeps contextd's index in step with each upstream MCP server:
+// one [Mirror] per configured server owns that server's session, its
+// descriptors in the index, and its read cache.
+//
+// Import it as ctxsync; the package shares its name with the standard library.
+//
+// # Lifecycle
+//
+// [Mirror.Run] connects, runs a full sync (every page of resources/list and
+// resources/templates/list, applied to the index as a diff), then waits for
+// events until its context ends. When the session drops, the mirror reports
+// itself stale — the index keeps the last good descriptors — and reconnects
+// with capped exponential backoff and full jitter; the next full sync replaces
+// the stale entries.
+//
+// # Events, ordering and backpressure
+//
+// The SDK calls notification handlers on its reader goroutine, so handlers
+// never block:
+//
+//   - notifications/resources/list_changed sets a one-slot pending flag (a
+//     buffered channel of capacity 1; a send to a full channel is dropped,
+//     because one pending re-list already covers it). The run loop starts a
+//     debounce timer on the first pending flag; notifications during the
+//     window coalesce into it. When the timer fires the loop re-lists once. At
+//     most one re-list is in flight per server, so a storm costs at most one
+//     re-list per debounce window.
+//   - notifications/resources/updated drops the cached content of that URI
+//     (compared byte for byte); a URI with nothing cached is ignored.
+//
+// # Read cache
+//
+// Content is cached only for servers that declare resources.subscribe: the
+// mirror subscribes to a URI when it caches it, so the server's
+// notifications/resources/updated keep the cache honest. Servers without
+// subscriptions are read on every request. The cache is bounded by
+// [Options.CacheBytes] and is cleared when the session drops.
+package sync

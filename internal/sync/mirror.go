@@ -1,0 +1,416 @@
+package sync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	gosync "sync"
+	"time"
+
+	"github.com/contextd/contextd/internal/index"
+	"github.com/contextd/contextd/internal/mcp"
+	"github.com/contextd/contextd/internal/resource"
+)
+
+// State is a mirror's health as reported by ListServers.
+type State int
+
+// States.
+const (
+	StateConnecting State = iota + 1 // no session yet, or reconnecting before any sync
+	StateReady                       // session up, last sync complete
+	StateDegraded                    // session up, last sync incomplete or failed
+	StateStale                       // session lost; the index holds the last good mirror
+	StateFailed                      // never connected (the last attempt's error says why)
+)
+
+func (s State) String() string {
+	switch s {
+	case StateConnecting:
+		return "connecting"
+	case StateReady:
+		return "ready"
+	case StateDegraded:
+		return "degraded"
+	case StateStale:
+		return "stale"
+	case StateFailed:
+		return "failed"
+	}
+	return "unknown"
+}
+
+// Defaults for Options fields left zero.
+const (
+	DefaultDebounce       = 250 * time.Millisecond
+	DefaultMinBackoff     = 500 * time.Millisecond
+	DefaultMaxBackoff     = 30 * time.Second
+	DefaultConnectTimeout = 30 * time.Second
+	DefaultCacheBytes     = 32 << 20
+)
+
+// A DialFunc opens a session to the mirror's server, installing the
+// notification callbacks given in opts.
+type DialFunc func(ctx context.Context, opts *mcp.Options) (*mcp.Session, error)
+
+// Options configures a Mirror.
+type Options struct {
+	// Server is the configured server name. Required.
+	Server string
+	// Dial opens a session. Required.
+	Dial DialFunc
+	// Index receives the descriptors. Required.
+	Index *index.Index
+	// Logger; nil discards.
+	Logger *slog.Logger
+	// Debounce is the list_changed coalescing window. Zero means DefaultDebounce.
+	Debounce time.Duration
+	// MinBackoff and MaxBackoff bound reconnect delays (full jitter).
+	// Zero means DefaultMinBackoff and DefaultMaxBackoff.
+	MinBackoff, MaxBackoff time.Duration
+	// ConnectTimeout bounds one connect + initialize. Zero means DefaultConnectTimeout.
+	ConnectTimeout time.Duration
+	// CacheBytes bounds the read cache (text bytes plus blob bytes). Zero
+	// means DefaultCacheBytes; negative disables caching.
+	CacheBytes int64
+	// OnSync, if set, is called after every sync attempt (tests and progress).
+	OnSync func(Status)
+}
+
+// Status is a snapshot of a mirror.
+type Status struct {
+	Server        string
+	State         State
+	Capabilities  mcp.Capabilities
+	Resources     int  // descriptors in the index for this server
+	Templates     int  // templates from the last sync
+	ListComplete  bool // false when the last list walk stopped early
+	Incomplete    string
+	LastSync      time.Time
+	LastError     string
+	LastErrorTime time.Time
+	ServerName    string // from initialize
+	ServerVersion string
+	Protocol      string // negotiated protocol version
+	Syncs         int    // completed sync attempts since start
+}
+
+// A Mirror keeps one server mirrored. Create it with New and run it with Run.
+type Mirror struct {
+	opts    Options
+	log     *slog.Logger
+	changed chan struct{} // capacity 1: a re-list is pending
+
+	// mu guards the fields that follow.
+	mu        gosync.Mutex
+	status    Status
+	sess      *mcp.Session
+	templates []resource.Template
+	ready     chan struct{} // closed after the first sync attempt (success or not) or failure to connect
+	cache     *readCache
+}
+
+// New returns a mirror; it does nothing until Run.
+func New(opts Options) *Mirror {
+	if opts.Server == "" || opts.Dial == nil || opts.Index == nil {
+		panic("sync: Options.Server, Dial and Index are required")
+	}
+	if opts.Debounce <= 0 {
+		opts.Debounce = DefaultDebounce
+	}
+	if opts.MinBackoff <= 0 {
+		opts.MinBackoff = DefaultMinBackoff
+	}
+	if opts.MaxBackoff <= 0 {
+		opts.MaxBackoff = DefaultMaxBackoff
+	}
+	if opts.ConnectTimeout <= 0 {
+		opts.ConnectTimeout = DefaultConnectTimeout
+	}
+	if opts.CacheBytes == 0 {
+		opts.CacheBytes = DefaultCacheBytes
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Mirror{
+		opts:    opts,
+		log:     log.With("server", opts.Server),
+		changed: make(chan struct{}, 1),
+		status:  Status{Server: opts.Server, State: StateConnecting},
+		ready:   make(chan struct{}),
+		cache:   newReadCache(opts.CacheBytes),
+	}
+}
+
+// Status returns a snapshot.
+func (m *Mirror) Status() Status {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.status
+	s.Resources = m.opts.Index.Len(m.opts.Server)
+	return s
+}
+
+// Templates returns the templates from the last sync.
+func (m *Mirror) Templates() []resource.Template {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]resource.Template(nil), m.templates...)
+}
+
+// Ready is closed once the first connect attempt has either synced or failed,
+// so a one-shot caller can wait for the initial mirror.
+func (m *Mirror) Ready() <-chan struct{} { return m.ready }
+
+// Run mirrors the server until ctx ends, then closes the session. It returns
+// nil on cancellation: that is how a mirror stops.
+func (m *Mirror) Run(ctx context.Context) error {
+	attempt := 0
+	for ctx.Err() == nil {
+		sess, err := m.connect(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			attempt++
+			m.fail(err)
+			if !m.sleep(ctx, m.backoff(attempt)) {
+				break
+			}
+			continue
+		}
+		attempt = 0
+		m.serve(ctx, sess)
+		_ = sess.Close()
+		m.mu.Lock()
+		m.sess = nil
+		m.mu.Unlock()
+		m.cache.clear()
+		if ctx.Err() != nil {
+			break
+		}
+		attempt++
+		if !m.sleep(ctx, m.backoff(attempt)) {
+			break
+		}
+	}
+	m.markReady()
+	return nil
+}
+
+func (m *Mirror) connect(ctx context.Context) (*mcp.Session, error) {
+	cctx, cancel := context.WithTimeout(ctx, m.opts.ConnectTimeout)
+	defer cancel()
+	return m.opts.Dial(cctx, &mcp.Options{
+		Logger:        m.log,
+		OnListChanged: m.notifyListChanged,
+		OnUpdated:     m.cache.invalidate,
+	})
+}
+
+// serve runs one session: a full sync, then events until the session ends.
+func (m *Mirror) serve(ctx context.Context, sess *mcp.Session) {
+	name, version, proto := sess.ServerInfo()
+	m.mu.Lock()
+	m.sess = sess
+	m.status.Capabilities = sess.Capabilities()
+	m.status.ServerName, m.status.ServerVersion, m.status.Protocol = name, version, proto
+	m.mu.Unlock()
+	m.log.Info("connected", "server_info", name+" "+version, "protocol", proto, "capabilities", fmt.Sprintf("%+v", sess.Capabilities()))
+
+	done := make(chan error, 1)
+	go func() { done <- sess.Wait() }()
+
+	// Drain a list_changed that raced the initial sync: the full sync covers it.
+	select {
+	case <-m.changed:
+	default:
+	}
+	m.sync(ctx, sess)
+	m.markReady()
+
+	var timer *time.Timer
+	var fire <-chan time.Time
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case err := <-done:
+			if err == nil {
+				err = errors.New("session closed by server")
+			}
+			if tail := sess.StderrTail(); tail != "" {
+				err = fmt.Errorf("%w; stderr: %s", err, tail)
+			}
+			m.setStale(err)
+			return
+		case <-m.changed:
+			if fire == nil {
+				timer = time.NewTimer(m.opts.Debounce)
+				fire = timer.C
+			}
+		case <-fire:
+			fire = nil
+			m.sync(ctx, sess)
+		}
+	}
+}
+
+// notifyListChanged is the SDK callback; it never blocks.
+func (m *Mirror) notifyListChanged() {
+	select {
+	case m.changed <- struct{}{}:
+	default:
+	}
+}
+
+// sync lists everything and applies it to the index.
+func (m *Mirror) sync(ctx context.Context, sess *mcp.Session) {
+	res, rerr := sess.ListResources(ctx)
+	var diff index.Diff
+	var ierr error
+	if rerr == nil {
+		if res.Complete {
+			diff, ierr = m.opts.Index.Replace(ctx, m.opts.Server, res.Items)
+		} else {
+			// A partial list must not delete what the missing pages hold.
+			_, ierr = m.opts.Index.Upsert(ctx, res.Items...)
+		}
+	}
+	tpl, terr := sess.ListTemplates(ctx)
+	if ctx.Err() != nil {
+		return
+	}
+
+	m.mu.Lock()
+	defer func() {
+		st := m.status
+		st.Resources = m.opts.Index.Len(m.opts.Server)
+		m.mu.Unlock()
+		if m.opts.OnSync != nil {
+			m.opts.OnSync(st)
+		}
+	}()
+	m.status.Syncs++
+	err := errors.Join(rerr, ierr, terr)
+	if terr == nil {
+		m.templates = tpl.Items
+		m.status.Templates = len(tpl.Items)
+	}
+	if rerr == nil {
+		m.status.ListComplete = res.Complete
+		m.status.Incomplete = res.Incomplete
+	}
+	if err != nil {
+		m.status.State = StateDegraded
+		m.status.LastError = err.Error()
+		m.status.LastErrorTime = time.Now()
+		m.log.Warn("sync failed", "err", err)
+		return
+	}
+	m.status.LastSync = time.Now()
+	if res.Complete && (tpl.Complete || !sess.Capabilities().Resources) {
+		m.status.State = StateReady
+	} else {
+		m.status.State = StateDegraded
+		m.status.LastError = "list incomplete: " + res.Incomplete + tpl.Incomplete
+		m.status.LastErrorTime = time.Now()
+	}
+	m.log.Info("synced", "resources", len(res.Items), "templates", len(tpl.Items),
+		"added", diff.Added, "updated", diff.Updated, "removed", diff.Removed, "embedded", diff.Embedded)
+}
+
+func (m *Mirror) fail(err error) {
+	m.mu.Lock()
+	if m.status.Syncs == 0 {
+		m.status.State = StateFailed
+	} else {
+		m.status.State = StateStale
+	}
+	m.status.LastError = err.Error()
+	m.status.LastErrorTime = time.Now()
+	m.mu.Unlock()
+	m.log.Warn("connect failed", "err", err)
+	m.markReady()
+}
+
+func (m *Mirror) setStale(err error) {
+	m.mu.Lock()
+	m.status.State = StateStale
+	m.status.LastError = err.Error()
+	m.status.LastErrorTime = time.Now()
+	m.mu.Unlock()
+	m.log.Warn("session lost; keeping the last mirror until reconnected", "err", err)
+}
+
+func (m *Mirror) markReady() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	select {
+	case <-m.ready:
+	default:
+		close(m.ready)
+	}
+}
+
+// backoff returns a full-jitter delay for the n-th consecutive failure
+// (AWS Architecture Blog, "Exponential Backoff and Jitter", 2015).
+func (m *Mirror) backoff(n int) time.Duration {
+	d := m.opts.MinBackoff << min(n-1, 20)
+	if d <= 0 || d > m.opts.MaxBackoff {
+		d = m.opts.MaxBackoff
+	}
+	return m.opts.MinBackoff/2 + rand.N(d)
+}
+
+func (m *Mirror) sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// ErrUnavailable is returned by Read when the mirror has no live session.
+var ErrUnavailable = errors.New("server not connected")
+
+// Read returns the contents of uri, from the cache when the server keeps it
+// fresh by subscription, otherwise from a resources/read.
+func (m *Mirror) Read(ctx context.Context, uri string) ([]resource.Content, error) {
+	if c, ok := m.cache.get(uri); ok {
+		return c, nil
+	}
+	m.mu.Lock()
+	sess := m.sess
+	m.mu.Unlock()
+	if sess == nil {
+		return nil, fmt.Errorf("server %q: %w", m.opts.Server, ErrUnavailable)
+	}
+	contents, err := sess.Read(ctx, uri)
+	if err != nil {
+		var nf *mcp.NotFoundError
+		if errors.As(err, &nf) {
+			// The list is out of date: re-list soon.
+			m.notifyListChanged()
+		}
+		return nil, err
+	}
+	if sess.Capabilities().Subscribe && m.cache.enabled() {
+		if m.cache.subscribed(uri) || sess.Subscribe(ctx, uri) == nil {
+			m.cache.put(uri, contents)
+		}
+	}
+	return contents, nil
+}
