@@ -1,0 +1,165 @@
+package index_test
+
+import (
+		"os"
+	"path/filepath"
+	"strings"
+		"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/contextd/contextd/internal/index"
+	"github.com/contextd/contextd/internal/index/indextest"
+	"github.com/contextd/contextd/internal/resource"
+)
+
+func descs(server string, names ...string) []resource.Descriptor {
+	var out []resource.Descriptor
+	for _, n := range names {
+		out = append(out, resource.Descriptor{Server: server, URI: "doc://" + n, Name: n, Description: "about " + n, MIMEType: "text/plain"})
+	}
+	return out
+}
+
+func open(t *testing.T, dir string, e index.Embedder) *index.Index {
+	t.Helper()
+	ix, err := index.Open(t.Context(), index.Options{Dir: dir, Embedder: e})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ix.Close() })
+	return ix
+}
+
+func TestReplaceAppliesDiff(t *testing.T) {
+	ix := open(t, "", &indextest.BagEmbedder{})
+	ctx := t.Context()
+	if _, err := ix.Replace(ctx, "a", descs("a", "alpha", "beta", "gamma")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ix.Replace(ctx, "b", descs("b", "alpha")); err != nil {
+		t.Fatal(err)
+	}
+	next := descs("a", "beta", "gamma", "delta")
+	next[0].Description = "changed"
+	diff, err := ix.Replace(ctx, "a", next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (index.Diff{Added: 1, Updated: 1, Removed: 1, Unchanged: 1, Embedded: 2}); diff != want {
+		t.Errorf("diff = %+v, want %+v", diff, want)
+	}
+	var got []string
+	for _, d := range ix.Descriptors("") {
+		got = append(got, d.Server+" "+d.Name)
+	}
+	want := []string{"a beta", "a delta", "a gamma", "b alpha"}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("descriptors (-want +got):\n%s", d)
+	}
+	if ix.Len("a") != 3 || ix.Len("b") != 1 || ix.Len("") != 4 {
+		t.Errorf("Len a=%d b=%d all=%d, want 3 1 4", ix.Len("a"), ix.Len("b"), ix.Len(""))
+	}
+}
+
+func TestSameURIOnTwoServersIsTwoResources(t *testing.T) {
+	ix := open(t, "", &indextest.BagEmbedder{})
+	d := resource.Descriptor{URI: "file:///README.md", Name: "README"}
+	a, b := d, d
+	a.Server, b.Server = "a", "b"
+	if _, err := ix.Upsert(t.Context(), a, b); err != nil {
+		t.Fatal(err)
+	}
+	hits, err := ix.Dense(t.Context(), "readme", 10, index.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hits) != 2 || hits[0].Key == hits[1].Key {
+		t.Fatalf("hits = %+v, want two distinct keys", hits)
+	}
+	hits, _ = ix.Dense(t.Context(), "readme", 10, index.Filter{Servers: []string{"b"}})
+	if len(hits) != 1 || hits[0].Key.Server != "b" {
+		t.Errorf("filtered hits = %+v, want only server b", hits)
+	}
+	lh := ix.Lexical("readme", 10, index.Filter{Servers: []string{"a"}})
+	if len(lh) != 1 || lh[0].Key.Server != "a" {
+		t.Errorf("lexical filtered hits = %+v, want only server a", lh)
+	}
+}
+
+func TestDenseAndLexicalRankTheMatchFirst(t *testing.T) {
+	ix := open(t, "", &indextest.BagEmbedder{})
+	if _, err := ix.Upsert(t.Context(), descs("s", "weather", "architecture", "billing", "calendar")...); err != nil {
+		t.Fatal(err)
+	}
+	dh, err := ix.Dense(t.Context(), "architecture overview", 2, index.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dh) != 2 || dh[0].Key.URI != "doc://architecture" {
+		t.Errorf("dense = %+v, want doc://architecture first of 2", dh)
+	}
+	lh := ix.Lexical("architecture overview", 0, index.Filter{})
+	if len(lh) != 1 || lh[0].Key.URI != "doc://architecture" {
+		t.Errorf("lexical = %+v, want only doc://architecture", lh)
+	}
+}
+
+func TestReopenDoesNotReembed(t *testing.T) {
+	dir := t.TempDir()
+	e1 := &indextest.BagEmbedder{}
+	ix := open(t, dir, e1)
+	if _, err := ix.Replace(t.Context(), "s", descs("s", "one", "two", "three")); err != nil {
+		t.Fatal(err)
+	}
+	ix.Close()
+
+	e2 := &indextest.BagEmbedder{}
+	ix2 := open(t, dir, e2)
+	if ix2.Len("s") != 3 {
+		t.Fatalf("after reopen Len = %d, want 3", ix2.Len("s"))
+	}
+	d, ok := ix2.Get(resource.Key{Server: "s", URI: "doc://two"})
+	if !ok || d.Description != "about two" || d.MIMEType != "text/plain" {
+		t.Errorf("Get after reopen = %+v, %v", d, ok)
+	}
+	next := descs("s", "one", "two", "three")
+	next[2].Size = 42 // a field outside the embedded text
+	diff, err := ix2.Replace(t.Context(), "s", next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff.Embedded != 0 || diff.Updated != 1 || e2.Calls.Load() != 0 {
+		t.Errorf("diff=%+v embed calls=%d; want nothing re-embedded", diff, e2.Calls.Load())
+	}
+	if got := ix2.Lexical("two", 1, index.Filter{}); len(got) != 1 {
+		t.Errorf("lexical index not rebuilt on reopen: %+v", got)
+	}
+}
+
+func TestCorruptDirectoryIsMovedAside(t *testing.T) {
+	dir := t.TempDir()
+	ix := open(t, dir, &indextest.BagEmbedder{})
+	if _, err := ix.Upsert(t.Context(), descs("s", "one")...); err != nil {
+		t.Fatal(err)
+	}
+	ix.Close()
+	// Cut every stored document short, as a crash mid-write would.
+	err := filepath.WalkDir(dir, func(p string, de os.DirEntry, err error) error {
+		if err == nil && !de.IsDir() && strings.HasSuffix(p, ".gob.gz") && !strings.HasSuffix(p, "00000000.gob.gz") {
+			return os.WriteFile(p, []byte{0x1f, 0x8b, 0}, 0o644)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix2 := open(t, dir, &indextest.BagEmbedder{})
+	if ix2.Len("") != 0 {
+		t.Errorf("Len = %d after a corrupt load, want 0 (fresh index)", ix2.Len(""))
+	}
+	matches, _ := filepath.Glob(dir + ".corrupt-*")
+	if len(matches) != 1 {
+		t.Errorf("corrupt dir not moved aside: %v", matches)
+	}
+}

@@ -1,0 +1,189 @@
+package sync_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	gosync "sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/contextd/contextd/internal/index"
+	"github.com/contextd/contextd/internal/index/indextest"
+	"github.com/contextd/contextd/internal/mcp"
+	"github.com/contextd/contextd/internal/mcp/mcptest"
+	"github.com/contextd/contextd/internal/resource"
+	ctxsync "github.com/contextd/contextd/internal/sync"
+)
+
+func newIndex(t *testing.T) *index.Index {
+	t.Helper()
+	ix, err := index.Open(t.Context(), index.Options{Embedder: &indextest.BagEmbedder{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ix
+}
+
+// start runs m until the test ends.
+func start(t *testing.T, m *ctxsync.Mirror) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg gosync.WaitGroup
+	wg.Go(func() { _ = m.Run(ctx) })
+	t.Cleanup(func() { cancel(); wg.Wait() })
+}
+
+func TestListChangedIsMirroredWithinTheDebounceWindow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := mcptest.NewServer(map[string]string{"doc://intro": "hello"}, nil)
+		var lists int
+		var mu gosync.Mutex
+		srv.AddReceivingMiddleware(func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
+			return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
+				if method == "resources/list" {
+					mu.Lock()
+					lists++
+					mu.Unlock()
+				}
+				return next(ctx, method, req)
+			}
+		})
+		ix := newIndex(t)
+		const debounce = 200 * time.Millisecond
+		m := ctxsync.New(ctxsync.Options{Server: "s", Dial: mcptest.Dial(t, "s", srv), Index: ix, Debounce: debounce})
+		start(t, m)
+		<-m.Ready()
+		synctest.Wait()
+		if st := m.Status(); st.State != ctxsync.StateReady || st.Resources != 1 {
+			t.Fatalf("after initial sync: %+v", st)
+		}
+
+		// A burst of changes: each AddResource makes the server send list_changed.
+		t0 := time.Now()
+		mcptest.AddText(srv, "doc://architecture", "architecture", "how it is built")
+		mcptest.AddText(srv, "doc://billing", "billing", "invoices")
+		mcptest.AddText(srv, "doc://calendar", "calendar", "dates")
+		synctest.Wait()
+		if hits := ix.Lexical("architecture", 5, index.Filter{}); len(hits) != 0 {
+			t.Fatalf("found before the debounce window ended: %+v", hits)
+		}
+		time.Sleep(debounce + 20*time.Millisecond) // fake time inside the bubble
+		synctest.Wait()
+		hits := ix.Lexical("architecture", 5, index.Filter{})
+		if len(hits) != 1 || hits[0].Key != (resource.Key{Server: "s", URI: "doc://architecture"}) {
+			t.Fatalf("Search after list_changed = %+v, want doc://architecture", hits)
+		}
+		if el := time.Since(t0); el > debounce+50*time.Millisecond {
+			t.Errorf("mirrored after %v, want within the debounce window (%v) plus notification delay", el, debounce)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if lists != 2 {
+			t.Errorf("server saw %d resources/list, want 2 (initial + one coalesced re-list)", lists)
+		}
+		if m.Status().Resources != 4 {
+			t.Errorf("Resources = %d, want 4", m.Status().Resources)
+		}
+	})
+}
+
+func TestRemovedResourceLeavesTheIndex(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := mcptest.NewServer(map[string]string{"doc://a": "a", "doc://b": "b"}, nil)
+		ix := newIndex(t)
+		m := ctxsync.New(ctxsync.Options{Server: "s", Dial: mcptest.Dial(t, "s", srv), Index: ix})
+		start(t, m)
+		<-m.Ready()
+		srv.RemoveResources("doc://b")
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if _, ok := ix.Get(resource.Key{Server: "s", URI: "doc://b"}); ok {
+			t.Error("doc://b still indexed after removal and list_changed")
+		}
+		if _, ok := ix.Get(resource.Key{Server: "s", URI: "doc://a"}); !ok {
+			t.Error("doc://a lost")
+		}
+	})
+}
+
+func TestUpdatedDropsCachedContent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		body := "v1"
+		var mu gosync.Mutex
+		var subscribed []string
+		srv := mcptest.NewServer(nil, &mcpsdk.ServerOptions{
+			SubscribeHandler: func(_ context.Context, req *mcpsdk.SubscribeRequest) error {
+				mu.Lock()
+				defer mu.Unlock()
+				subscribed = append(subscribed, req.Params.URI)
+				return nil
+			},
+			UnsubscribeHandler: func(context.Context, *mcpsdk.UnsubscribeRequest) error { return nil },
+		})
+		reads := 0
+		srv.AddResource(&mcpsdk.Resource{URI: "doc://live/n%C3%B6te%20one", Name: "live"},
+			func(_ context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				reads++
+				return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: req.Params.URI, Text: body}}}, nil
+			})
+		ix := newIndex(t)
+		m := ctxsync.New(ctxsync.Options{Server: "s", Dial: mcptest.Dial(t, "s", srv), Index: ix})
+		start(t, m)
+		<-m.Ready()
+		ctx := t.Context()
+		read := func() string {
+			c, err := m.Read(ctx, "doc://live/n%C3%B6te%20one")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return c[0].Text
+		}
+		if got := read(); got != "v1" {
+			t.Fatalf("first read = %q", got)
+		}
+		if got := read(); got != "v1" {
+			t.Fatalf("cached read = %q", got)
+		}
+		mu.Lock()
+		if reads != 1 || len(subscribed) != 1 || subscribed[0] != "doc://live/n%C3%B6te%20one" {
+			t.Errorf("reads=%d subscribed=%q; want one read served from cache after subscribing to the exact URI", reads, subscribed)
+		}
+		body = "v2"
+		mu.Unlock()
+		if err := srv.ResourceUpdated(ctx, &mcpsdk.ResourceUpdatedNotificationParams{URI: "doc://live/n%C3%B6te%20one"}); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if got := read(); got != "v2" {
+			t.Errorf("read after notifications/resources/updated = %q, want v2", got)
+		}
+	})
+}
+
+func TestUnreachableServerFailsAndOthersKeepServing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ix := newIndex(t)
+		bad := ctxsync.New(ctxsync.Options{Server: "bad", Index: ix,
+			Dial: func(context.Context, *mcp.Options) (*mcp.Session, error) {
+				return nil, errors.New("exec: \"no-such-server\": executable file not found in $PATH")
+			}})
+		good := ctxsync.New(ctxsync.Options{Server: "good", Index: ix,
+			Dial: mcptest.Dial(t, "good", mcptest.NewServer(map[string]string{"doc://x": "x"}, nil))})
+		start(t, bad)
+		start(t, good)
+		<-bad.Ready()
+		<-good.Ready()
+		synctest.Wait()
+		if st := bad.Status(); st.State != ctxsync.StateFailed || !strings.Contains(st.LastError, "no-such-server") || st.LastErrorTime.IsZero() {
+			t.Errorf("bad status = %+v, want failed with the exec error", st)
+		}
+		if st := good.Status(); st.State != ctxsync.StateReady || st.Resources != 1 {
+			t.Errorf("good status = %+v, want ready with 1 resource", st)
+		}
+	})
+}
