@@ -1,10 +1,10 @@
 package index_test
 
 import (
-		"os"
+	"os"
 	"path/filepath"
 	"strings"
-		"testing"
+	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
