@@ -1,0 +1,228 @@
+package lexical
+
+import (
+	"math"
+	"net/url"
+	"slices"
+	"sync"
+)
+
+// A Doc is a resource descriptor as the index sees it. ID is the caller's
+// key (for contextd, derived from the (server, URI) pair); it is opaque,
+// and any string, including "", is a valid ID. The other fields are the
+// MCP descriptor fields that are searched.
+type Doc struct {
+	ID          string
+	Name        string
+	Title       string
+	Description string
+	URI         string
+	MIMEType    string
+}
+
+// A Hit is one search result.
+type Hit struct {
+	ID    string
+	Score float64
+}
+
+// An Index is an in-memory BM25F index of [Doc]s.
+//
+// All methods are safe for concurrent use. Searches run in parallel with
+// each other; Upsert and Delete take an exclusive lock only to apply
+// already-tokenised documents, so the expensive analysis does not block
+// searches.
+type Index struct {
+	p params // immutable after New
+
+	// mu guards the fields that follow.
+	mu       sync.RWMutex
+	ids      map[string]int32     // doc ID → slot
+	slots    []slot               // indexed by slot; dead slots are on free
+	lens     [][numFields]uint32  // field lengths in terms, indexed by slot
+	free     []int32              // dead slots available for reuse
+	postings map[string][]posting // term → the documents that contain it, unordered
+	totalLen [numFields]int64     // Σ field lengths over live docs, for avglen
+}
+
+// slot is one stored document.
+type slot struct {
+	id    string
+	terms []string // distinct terms of the document
+	pos   []int32  // pos[i] is the index of this document in postings[terms[i]]
+}
+
+// A posting records that a document contains a term. Posting lists are
+// plain slices, fast to scan; a deletion swaps the last entry into the
+// hole and fixes that entry's slot.pos through ti, so it costs O(1) per
+// term instead of a scan of the list.
+type posting struct {
+	slot int32
+	ti   uint32 // index of the term in slots[slot].terms
+	fr   freq
+}
+
+// freq counts a term's occurrences per field, saturating at 65535 (far
+// beyond the point where BM25's saturation makes more occurrences matter).
+type freq [numFields]uint16
+
+// New returns an empty index. opts may be nil; see [Options] for the
+// defaults. New panics if opts holds an invalid parameter (NaN, b > 1,
+// negative weight).
+func New(opts *Options) *Index {
+	return &Index{
+		p:        newParams(opts),
+		ids:      make(map[string]int32),
+		postings: make(map[string][]posting),
+	}
+}
+
+// Len reports the number of documents in the index.
+func (x *Index) Len() int {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return len(x.ids)
+}
+
+// analyzed is a tokenised [Doc], ready to be applied under the lock.
+type analyzed struct {
+	id    string
+	lens  [numFields]uint32
+	terms []string // distinct
+	freqs []freq   // parallel to terms
+}
+
+func (x *Index) analyze(d Doc) analyzed {
+	a := analyzed{id: d.ID}
+	texts := [numFields]string{
+		fieldName:        d.Name,
+		fieldTitle:       d.Title,
+		fieldDescription: d.Description,
+		fieldURI:         uriText(d.URI),
+		fieldMIMEType:    d.MIMEType,
+	}
+	pos := make(map[string]int)
+	for f, text := range texts {
+		if x.p.weights[f] == 0 || text == "" {
+			continue
+		}
+		toks := Tokenize(text)
+		a.lens[f] = uint32(len(toks))
+		for _, t := range toks {
+			i, ok := pos[t]
+			if !ok {
+				i = len(a.terms)
+				pos[t] = i
+				a.terms = append(a.terms, t)
+				a.freqs = append(a.freqs, freq{})
+			}
+			if a.freqs[i][f] < math.MaxUint16 {
+				a.freqs[i][f]++
+			}
+		}
+	}
+	return a
+}
+
+// uriText returns the URI with percent-escapes decoded, so that
+// "my%20notes.md" yields the words "my notes md" and not "20notes". The URI
+// is only tokenised, never interpreted.
+func uriText(uri string) string {
+	if s, err := url.PathUnescape(uri); err == nil {
+		return s
+	}
+	return uri
+}
+
+// Upsert adds docs to the index, replacing any document with the same ID.
+// If docs holds the same ID more than once, the last one wins. Collection
+// statistics (document count, field lengths, document frequencies) are
+// updated exactly.
+func (x *Index) Upsert(docs ...Doc) {
+	if len(docs) == 0 {
+		return
+	}
+	as := make([]analyzed, len(docs))
+	for i, d := range docs {
+		as[i] = x.analyze(d)
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for _, a := range as {
+		x.remove(a.id)
+		x.insert(a)
+	}
+}
+
+// Delete removes the documents with the given IDs. Unknown IDs are ignored.
+func (x *Index) Delete(ids ...string) {
+	if len(ids) == 0 {
+		return
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for _, id := range ids {
+		x.remove(id)
+	}
+}
+
+// insert adds a; the caller holds x.mu and has removed a.id.
+func (x *Index) insert(a analyzed) {
+	var s int32
+	if n := len(x.free); n > 0 {
+		s = x.free[n-1]
+		x.free = x.free[:n-1]
+	} else {
+		if len(x.slots) == math.MaxInt32 {
+			panic("lexical: too many documents")
+		}
+		s = int32(len(x.slots))
+		x.slots = append(x.slots, slot{})
+		x.lens = append(x.lens, [numFields]uint32{})
+	}
+	pos := make([]int32, len(a.terms))
+	for i, t := range a.terms {
+		l := x.postings[t]
+		pos[i] = int32(len(l))
+		x.postings[t] = append(l, posting{slot: s, ti: uint32(i), fr: a.freqs[i]})
+	}
+	x.slots[s] = slot{id: a.id, terms: a.terms, pos: pos}
+	x.lens[s] = a.lens
+	x.ids[a.id] = s
+	for f, n := range a.lens {
+		x.totalLen[f] += int64(n)
+	}
+}
+
+// remove deletes the document id if present; the caller holds x.mu.
+func (x *Index) remove(id string) {
+	s, ok := x.ids[id]
+	if !ok {
+		return
+	}
+	sl := &x.slots[s]
+	for i, t := range sl.terms {
+		l := x.postings[t]
+		p, last := sl.pos[i], int32(len(l)-1)
+		if p != last {
+			l[p] = l[last]
+			x.slots[l[p].slot].pos[l[p].ti] = p
+		}
+		l = l[:last]
+		switch {
+		case len(l) == 0:
+			delete(x.postings, t)
+		case cap(l) > 64 && len(l) < cap(l)/4:
+			x.postings[t] = slices.Clone(l) // give memory back after mass deletes
+		default:
+			x.postings[t] = l
+		}
+	}
+	for f, n := range x.lens[s] {
+		x.totalLen[f] -= int64(n)
+	}
+	*sl = slot{}
+	x.lens[s] = [numFields]uint32{}
+	delete(x.ids, id)
+	x.free = append(x.free, s)
+}

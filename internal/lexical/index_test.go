@@ -1,0 +1,483 @@
+package lexical
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+// bm25f is the scoring formula written out independently of the index, for
+// one query term in one document: fields are parallel slices.
+func bm25f(k1, b float64, w, tf, dl, avgdl []float64, N, df float64) float64 {
+	var pseudo float64
+	for f := range w {
+		if tf[f] == 0 {
+			continue
+		}
+		pseudo += w[f] * tf[f] / ((1 - b) + b*dl[f]/avgdl[f])
+	}
+	idf := math.Log(1 + (N-df+0.5)/(df+0.5))
+	return idf * pseudo * (k1 + 1) / (pseudo + k1)
+}
+
+// threeDocs is the corpus of the hand-computed tests. All its words are
+// unchanged by Tokenize, so term counts can be read off the strings.
+var threeDocs = []Doc{
+	{ID: "d1", Name: "alpha beta", Description: "alpha gamma delta"},
+	{ID: "d2", Name: "gamma", Description: "beta beta kappa"},
+	{ID: "d3", Name: "delta kappa", Description: "omega"},
+}
+
+var approx = cmpopts.EquateApprox(1e-12, 0)
+
+func TestSearchBM25FHandComputed(t *testing.T) {
+	const k1, b = 1.2, 0.75
+	x := New(&Options{Weights: FieldWeights{Name: 3, Description: 1}})
+	x.Upsert(threeDocs...)
+
+	// Counted by hand from threeDocs; fields are (Name, Description).
+	w := []float64{3, 1}
+	avg := []float64{(2 + 1 + 2) / 3.0, (3 + 3 + 1) / 3.0}
+	const N = 3
+	// alpha: d1 (name 1, desc 1). beta: d1 (name 1), d2 (desc 2).
+	d1 := bm25f(k1, b, w, []float64{1, 1}, []float64{2, 3}, avg, N, 1) +
+		bm25f(k1, b, w, []float64{1, 0}, []float64{2, 3}, avg, N, 2)
+	d2 := bm25f(k1, b, w, []float64{0, 2}, []float64{1, 3}, avg, N, 2)
+
+	got := x.Search("alpha beta", 0, nil)
+	want := []Hit{{"d1", d1}, {"d2", d2}}
+	if diff := cmp.Diff(want, got, approx); diff != "" {
+		t.Errorf("Search(alpha beta) mismatch (-want +got):\n%s", diff)
+	}
+
+	// A term in every document has a small but positive idf (Lucene's +1).
+	// kappa: d2 (desc 1), d3 (name 1); gamma: d1 (desc 1), d2 (name 1);
+	// delta: d1 (desc 1), d3 (name 1). So every doc matches.
+	got = x.Search("kappa gamma delta", 0, nil)
+	want = []Hit{
+		{"d1", bm25f(k1, b, w, []float64{0, 1}, []float64{2, 3}, avg, N, 2) + // gamma
+			bm25f(k1, b, w, []float64{0, 1}, []float64{2, 3}, avg, N, 2)}, // delta
+		{"d2", bm25f(k1, b, w, []float64{0, 1}, []float64{1, 3}, avg, N, 2) + // kappa
+			bm25f(k1, b, w, []float64{1, 0}, []float64{1, 3}, avg, N, 2)}, // gamma
+		{"d3", bm25f(k1, b, w, []float64{1, 0}, []float64{2, 1}, avg, N, 2) + // kappa
+			bm25f(k1, b, w, []float64{1, 0}, []float64{2, 1}, avg, N, 2)}, // delta
+	}
+	slices.SortFunc(want, compareHits)
+	if diff := cmp.Diff(want, got, approx); diff != "" {
+		t.Errorf("Search(kappa gamma delta) mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// With one field of weight 1, BM25F is classic BM25.
+func TestSearchSingleFieldIsClassicBM25(t *testing.T) {
+	const k1, b = 2.0, 0.5
+	x := New(&Options{K1: k1, B: b, Weights: FieldWeights{Description: 1}})
+	x.Upsert(threeDocs...)
+
+	// Classic BM25 (Robertson & Zaragoza 2009, with Lucene's idf).
+	bm25 := func(tf, dl, avgdl, N, df float64) float64 {
+		idf := math.Log(1 + (N-df+0.5)/(df+0.5))
+		return idf * tf * (k1 + 1) / (tf + k1*(1-b+b*dl/avgdl))
+	}
+	avg := 7 / 3.0
+	got := x.Search("beta omega", 0, nil)
+	want := []Hit{
+		{"d2", bm25(2, 3, avg, 3, 1)},
+		{"d3", bm25(1, 1, avg, 3, 1)},
+	}
+	slices.SortFunc(want, compareHits)
+	if diff := cmp.Diff(want, got, approx); diff != "" {
+		t.Errorf("Search mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestSearchFieldWeightsChangeOrder(t *testing.T) {
+	docs := []Doc{
+		{ID: "in-name", Name: "parser", Description: "utility for text"},
+		{ID: "in-description", Name: "utility", Description: "parser for text"},
+	}
+	ids := func(hits []Hit) []string {
+		var out []string
+		for _, h := range hits {
+			out = append(out, h.ID)
+		}
+		return out
+	}
+	tests := []struct {
+		name string
+		opts *Options
+		want []string
+	}{
+		{"defaults favour name", nil, []string{"in-name", "in-description"}},
+		{"description weighted up", &Options{Weights: FieldWeights{Name: 0.5, Description: 3}}, []string{"in-description", "in-name"}},
+		{"name not indexed", &Options{Weights: FieldWeights{Description: 1}}, []string{"in-description"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			x := New(tt.opts)
+			x.Upsert(docs...)
+			if diff := cmp.Diff(tt.want, ids(x.Search("parsers", 0, nil))); diff != "" {
+				t.Errorf("order mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// corpus returns n deterministic descriptors.
+func corpus(n int, seed uint64) []Doc {
+	r := rand.New(rand.NewPCG(seed, seed))
+	words := []string{"alpha", "beta", "gamma", "delta", "server", "client", "config", "user",
+		"profile", "token", "budget", "index", "query", "schema", "report", "file", "docs"}
+	pick := func(k int) string {
+		var s string
+		for i := range k {
+			if i > 0 {
+				s += " "
+			}
+			s += words[r.IntN(len(words))]
+		}
+		return s
+	}
+	docs := make([]Doc, n)
+	for i := range docs {
+		docs[i] = Doc{
+			ID:          fmt.Sprintf("doc%03d", i),
+			Name:        pick(1 + r.IntN(2)),
+			Title:       pick(r.IntN(4)),
+			Description: pick(r.IntN(12)),
+			URI:         "file:///" + pick(2) + ".md",
+			MIMEType:    []string{"text/markdown", "application/json", ""}[r.IntN(3)],
+		}
+	}
+	return docs
+}
+
+const statsQuery = "user profile server config docs alpha"
+
+// TestUpsertDeleteKeepStatsExact checks that after any sequence of updates
+// the scores equal those of an index built from scratch from the final set
+// of documents, bit for bit.
+func TestUpsertDeleteKeepStatsExact(t *testing.T) {
+	docs := corpus(40, 1)
+	fresh := func(docs []Doc) []Hit {
+		x := New(nil)
+		x.Upsert(docs...)
+		return x.Search(statsQuery, 0, nil)
+	}
+	without := func(docs []Doc, id string) []Doc {
+		return slices.DeleteFunc(slices.Clone(docs), func(d Doc) bool { return d.ID == id })
+	}
+	replaced := slices.Clone(docs)
+	replaced[7] = Doc{ID: docs[7].ID, Name: "entirely different", Description: "user user user"}
+
+	tests := []struct {
+		name    string
+		update  func(x *Index)
+		want    []Doc
+		wantLen int
+	}{
+		{"delete", func(x *Index) { x.Delete("doc003") }, without(docs, "doc003"), 39},
+		{"delete unknown", func(x *Index) { x.Delete("nope") }, docs, 40},
+		{"delete twice", func(x *Index) { x.Delete("doc003", "doc003") }, without(docs, "doc003"), 39},
+		{"delete then re-add", func(x *Index) { x.Delete("doc003"); x.Upsert(docs[3]) }, docs, 40},
+		{"upsert replaces", func(x *Index) { x.Upsert(replaced[7]) }, replaced, 40},
+		{"upsert same doc twice in one call", func(x *Index) { x.Upsert(docs[7], replaced[7]) }, replaced, 40},
+		{"upsert unchanged", func(x *Index) { x.Upsert(docs...) }, docs, 40},
+		{"delete all", func(x *Index) {
+			for _, d := range docs {
+				x.Delete(d.ID)
+			}
+		}, nil, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			x := New(nil)
+			x.Upsert(docs...)
+			tt.update(x)
+			if got := x.Len(); got != tt.wantLen {
+				t.Errorf("Len() = %d, want %d", got, tt.wantLen)
+			}
+			if diff := cmp.Diff(fresh(tt.want), x.Search(statsQuery, 0, nil)); diff != "" {
+				t.Errorf("scores differ from a fresh index (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestSearch(t *testing.T) {
+	x := New(nil)
+	x.Upsert(
+		Doc{ID: "b", Name: "token budget"},
+		Doc{ID: "a", Name: "token budget"}, // same text: tie broken by ID
+		Doc{ID: "c", Description: "a token"},
+		Doc{ID: "d", Name: "unrelated"},
+	)
+	ids := func(hits []Hit) []string {
+		var out []string
+		for _, h := range hits {
+			out = append(out, h.ID)
+		}
+		return out
+	}
+	tests := []struct {
+		name  string
+		query string
+		n     int
+		keep  func(string) bool
+		want  []string
+	}{
+		{"all", "token budget", 0, nil, []string{"a", "b", "c"}},
+		{"negative n means all", "token budget", -1, nil, []string{"a", "b", "c"}},
+		{"top 1", "token budget", 1, nil, []string{"a"}},
+		{"n beyond hits", "token budget", 10, nil, []string{"a", "b", "c"}},
+		{"keep filters before top n", "token budget", 2, func(id string) bool { return id != "a" }, []string{"b", "c"}},
+		{"keep rejects all", "token", 0, func(string) bool { return false }, nil},
+		{"no match", "kubernetes", 0, nil, nil},
+		{"empty query", "", 0, nil, nil},
+		{"punctuation query", "?!", 0, nil, nil},
+		{"stop words only", "what is the", 0, nil, nil},
+		{"repeated query term counts once", "token token token", 0, nil, []string{"a", "b", "c"}},
+		{"identifier query matches words", "tokenBudget", 1, nil, []string{"a"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := x.Search(tt.query, tt.n, tt.keep)
+			if diff := cmp.Diff(tt.want, ids(got)); diff != "" {
+				t.Errorf("Search(%q, %d) mismatch (-want +got):\n%s", tt.query, tt.n, diff)
+			}
+			for _, h := range got {
+				if !(h.Score > 0) {
+					t.Errorf("hit %v has non-positive score", h)
+				}
+			}
+		})
+	}
+	if a, b := x.Search("token budget", 0, nil), x.Search("token token budget", 0, nil); !cmp.Equal(a, b) {
+		t.Errorf("repeating a query term changed scores: %v vs %v", a, b)
+	}
+}
+
+func TestSearchEmptyIndex(t *testing.T) {
+	x := New(nil)
+	if got := x.Search("anything", 10, nil); got != nil {
+		t.Errorf("Search on empty index = %v, want nil", got)
+	}
+	x.Upsert(Doc{ID: "a", Name: "anything"})
+	x.Delete("a")
+	if got := x.Search("anything", 10, nil); got != nil {
+		t.Errorf("Search after deleting everything = %v, want nil", got)
+	}
+	if x.Len() != 0 {
+		t.Errorf("Len() = %d, want 0", x.Len())
+	}
+}
+
+func TestSearchKeepMayUseIndex(t *testing.T) {
+	x := New(nil)
+	x.Upsert(Doc{ID: "a", Name: "token"}, Doc{ID: "b", Name: "token"})
+	got := x.Search("token", 0, func(id string) bool { return x.Len() > 0 && id == "b" })
+	if len(got) != 1 || got[0].ID != "b" {
+		t.Errorf("Search = %v, want only b", got)
+	}
+}
+
+func TestSearchURIAndMIME(t *testing.T) {
+	x := New(nil)
+	x.Upsert(
+		Doc{ID: "arch", Name: "a", URI: "file:///docs/architecture%20notes.md", MIMEType: "text/markdown"},
+		Doc{ID: "schema", Name: "b", URI: "db://tables/users", MIMEType: "application/json"},
+	)
+	for query, want := range map[string]string{
+		"architecture": "arch", "notes": "arch", "markdown": "arch", "json": "schema", "users table": "schema",
+	} {
+		got := x.Search(query, 0, nil)
+		if len(got) != 1 || got[0].ID != want {
+			t.Errorf("Search(%q) = %v, want only %q", query, got, want)
+		}
+	}
+}
+
+func TestSelectorMatchesFullSort(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 7))
+	for range 200 {
+		hits := make([]Hit, r.IntN(50))
+		for i := range hits {
+			// Few distinct scores and IDs, so ties are common.
+			hits[i] = Hit{ID: fmt.Sprint(r.IntN(20)), Score: float64(r.IntN(5))}
+		}
+		want := slices.Clone(hits)
+		slices.SortFunc(want, compareHits)
+		n := r.IntN(len(hits) + 2)
+		if n > 0 && n < len(want) {
+			want = want[:n]
+		}
+		sel := newSelector(n, len(hits))
+		for _, h := range hits {
+			sel.push(h)
+		}
+		if diff := cmp.Diff(want, sel.result(), cmpopts.EquateEmpty()); diff != "" {
+			t.Fatalf("best(n=%d) mismatch (-want +got):\n%s", n, diff)
+		}
+	}
+}
+
+func TestNewPanicsOnInvalidOptions(t *testing.T) {
+	for _, opts := range []*Options{
+		{B: 1.5},
+		{B: math.NaN()},
+		{K1: math.Inf(1)},
+		{Weights: FieldWeights{Name: -1}},
+		{Weights: FieldWeights{Title: math.NaN()}},
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("New(%+v) did not panic", *opts)
+				}
+			}()
+			New(opts)
+		}()
+	}
+}
+
+// TestConcurrentUse is meant for -race: writers and readers at once.
+func TestConcurrentUse(t *testing.T) {
+	docs := corpus(200, 3)
+	x := New(nil)
+	x.Upsert(docs[:100]...)
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for i := w; i < len(docs); i += 4 {
+				x.Upsert(docs[i])
+				if i%3 == 0 {
+					x.Delete(docs[i].ID)
+				}
+			}
+		})
+		wg.Go(func() {
+			for range 100 {
+				hits := x.Search(statsQuery, 5, func(id string) bool { return id != "doc000" })
+				if !slices.IsSortedFunc(hits, compareHits) {
+					t.Errorf("hits not sorted: %v", hits)
+					return
+				}
+				_ = x.Len()
+			}
+		})
+	}
+	wg.Wait()
+	checkInvariants(t, x)
+	var want []Doc
+	for i, d := range docs {
+		if i%3 != 0 {
+			want = append(want, d)
+		}
+	}
+	y := New(nil)
+	y.Upsert(want...)
+	if diff := cmp.Diff(y.Search(statsQuery, 0, nil), x.Search(statsQuery, 0, nil)); diff != "" {
+		t.Errorf("after concurrent updates, scores differ from a fresh index (-want +got):\n%s", diff)
+	}
+}
+
+// FuzzIndex checks that arbitrary documents and queries never panic and
+// always give positive, sorted, distinct hits.
+func FuzzIndex(f *testing.F) {
+	f.Add("getUserProfile", "Returns the profile", "file:///u/p.json", "user profile")
+	f.Add("日本語", "テキスト", "", "日本")
+	f.Add("", "", "%zz", "the")
+	f.Fuzz(func(t *testing.T, name, desc, uri, query string) {
+		x := New(nil)
+		x.Upsert(Doc{ID: "1", Name: name, Description: desc, URI: uri}, Doc{ID: "2", Title: query})
+		hits := x.Search(query, 0, nil)
+		if !slices.IsSortedFunc(hits, compareHits) {
+			t.Fatalf("hits not sorted: %v", hits)
+		}
+		seen := map[string]bool{}
+		for _, h := range hits {
+			if !(h.Score > 0) || math.IsInf(h.Score, 0) || seen[h.ID] {
+				t.Fatalf("bad hits %v", hits)
+			}
+			seen[h.ID] = true
+		}
+		x.Delete("1", "2")
+		if got := x.Search(query, 0, nil); got != nil || x.Len() != 0 {
+			t.Fatalf("after deleting everything: Len %d, hits %v", x.Len(), got)
+		}
+	})
+}
+
+// checkInvariants verifies the index's internal bookkeeping.
+func checkInvariants(t *testing.T, x *Index) {
+	t.Helper()
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	var total [numFields]int64
+	refs := 0
+	for id, s := range x.ids {
+		sl := x.slots[s]
+		if sl.id != id {
+			t.Fatalf("slot %d holds %q, want %q", s, sl.id, id)
+		}
+		for i, term := range sl.terms {
+			e := x.postings[term][sl.pos[i]]
+			if e.slot != s || e.ti != uint32(i) {
+				t.Fatalf("doc %q term %q: posting %+v does not point back", id, term, e)
+			}
+		}
+		refs += len(sl.terms)
+		for f, n := range x.lens[s] {
+			total[f] += int64(n)
+		}
+	}
+	for _, post := range x.postings {
+		refs -= len(post)
+	}
+	if refs != 0 {
+		t.Fatalf("postings and documents disagree by %d entries", refs)
+	}
+	if total != x.totalLen {
+		t.Fatalf("totalLen = %v, want %v", x.totalLen, total)
+	}
+	if len(x.ids)+len(x.free) != len(x.slots) {
+		t.Fatalf("%d live + %d free != %d slots", len(x.ids), len(x.free), len(x.slots))
+	}
+}
+
+func TestRandomUpdates(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 9))
+	a, b := corpus(100, 5), corpus(100, 6) // two versions of each ID
+	live := map[string]Doc{}
+	x := New(nil)
+	for range 3000 {
+		i := r.IntN(len(a))
+		switch r.IntN(3) {
+		case 0:
+			x.Upsert(a[i])
+			live[a[i].ID] = a[i]
+		case 1:
+			x.Upsert(b[i])
+			live[b[i].ID] = b[i]
+		case 2:
+			x.Delete(a[i].ID)
+			delete(live, a[i].ID)
+		}
+	}
+	checkInvariants(t, x)
+	var docs []Doc
+	for _, d := range live {
+		docs = append(docs, d)
+	}
+	y := New(nil)
+	y.Upsert(docs...)
+	if diff := cmp.Diff(y.Search(statsQuery, 0, nil), x.Search(statsQuery, 0, nil)); diff != "" {
+		t.Errorf("scores differ from a fresh index (-want +got):\n%s", diff)
+	}
+}
