@@ -34,7 +34,8 @@ func synthetic(n int) (docs []Doc, queries []string) {
 	mimes := []string{"text/markdown", "application/json", "text/x-go", "text/plain", ""}
 	docs = make([]Doc, n)
 	for i := range docs {
-		name := word() + strings.Title(word()) //nolint:staticcheck // ASCII only
+		second := word()
+		name := word() + strings.ToUpper(second[:1]) + second[1:] // camelCase
 		docs[i] = Doc{
 			ID:          fmt.Sprintf("srv|file:///%d", i),
 			Name:        name,
