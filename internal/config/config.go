@@ -270,3 +270,45 @@ func expandHome(p string) string {
 	}
 	return filepath.Join(home, strings.TrimPrefix(p, "~"))
 }
+
+// DefaultServerEverything is the server the built-in default configuration
+// mirrors: the MCP reference server that exercises every resource feature.
+// npx prefers a copy installed in the working directory's node_modules.
+var DefaultServerEverything = Server{
+	Name:      "everything",
+	Transport: TransportStdio,
+	Command:   "npx",
+	Args:      []string{"-y", "@modelcontextprotocol/server-everything@2026.8.31", "stdio"},
+}
+
+// Default returns the built-in configuration used when no file is given or
+// found: the default listen address, data directory and tokenizer, and
+// DefaultServerEverything.
+func Default() *Config {
+	return &Config{
+		Listen:    DefaultListen,
+		DataDir:   expandHome(DefaultDataDir()),
+		Tokenizer: DefaultTokenizer,
+		Servers:   []Server{DefaultServerEverything},
+	}
+}
+
+// Find returns the configuration file to use when none is given: the first
+// of $CONTEXTD_CONFIG, ./contextd.yaml, ./contextd.json and
+// $XDG_CONFIG_HOME/contextd/config.yaml (~/.config/contextd/config.yaml)
+// that exists, or "" when none does.
+func Find() string {
+	if p := os.Getenv("CONTEXTD_CONFIG"); p != "" {
+		return p
+	}
+	cands := []string{"contextd.yaml", "contextd.json"}
+	if d, err := os.UserConfigDir(); err == nil {
+		cands = append(cands, filepath.Join(d, "contextd", "config.yaml"))
+	}
+	for _, p := range cands {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	return ""
+}

@@ -39,18 +39,10 @@ import (
 
 	"github.com/philippgille/chromem-go"
 
+	"github.com/contextd/contextd/internal/embed"
 	"github.com/contextd/contextd/internal/lexical"
 	"github.com/contextd/contextd/internal/resource"
 )
-
-// An Embedder maps text to a unit-length vector of Dim() float32s; it must be
-// safe for concurrent use and never return NaN. Name identifies the model and
-// is stored with the index.
-type Embedder interface {
-	Name() string
-	Dim() int
-	Embed(ctx context.Context, text string) ([]float32, error)
-}
 
 // ErrClosed is returned by methods called after Close.
 var ErrClosed = errors.New("index: closed")
@@ -59,8 +51,9 @@ var ErrClosed = errors.New("index: closed")
 type Options struct {
 	// Dir is the directory of the persistent DB. Empty means in memory only.
 	Dir string
-	// Embedder embeds descriptor text and queries. Required.
-	Embedder Embedder
+	// Embedder embeds descriptor text and queries; its vectors must be unit
+	// length (chromem-go divides by the norm without a zero check). Required.
+	Embedder embed.Embedder
 	// Logger receives warnings (a corrupt directory moved aside). Nil discards.
 	Logger *slog.Logger
 	// Lexical configures the BM25F index; nil uses its defaults.
@@ -69,7 +62,7 @@ type Options struct {
 
 // An Index holds the mirrored descriptors.
 type Index struct {
-	emb    Embedder
+	emb    embed.Embedder
 	log    *slog.Logger
 	coll   *chromem.Collection
 	lex    *lexical.Index
@@ -152,7 +145,7 @@ func openDB(dir string, log *slog.Logger) (*chromem.DB, error) {
 	return db, nil
 }
 
-func collectionName(e Embedder) string {
+func collectionName(e embed.Embedder) string {
 	return "descriptors-" + strings.Map(func(r rune) rune {
 		if unicode.IsLetter(r) || unicode.IsDigit(r) || r == '-' || r == '.' {
 			return r

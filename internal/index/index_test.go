@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/contextd/contextd/internal/embed"
 	"github.com/contextd/contextd/internal/index"
 	"github.com/contextd/contextd/internal/index/indextest"
 	"github.com/contextd/contextd/internal/resource"
@@ -21,7 +22,7 @@ func descs(server string, names ...string) []resource.Descriptor {
 	return out
 }
 
-func open(t *testing.T, dir string, e index.Embedder) *index.Index {
+func open(t *testing.T, dir string, e embed.Embedder) *index.Index {
 	t.Helper()
 	ix, err := index.Open(t.Context(), index.Options{Dir: dir, Embedder: e})
 	if err != nil {

@@ -63,6 +63,18 @@ func (s *Session) Read(ctx context.Context, uri string) ([]resource.Content, err
 	return out, nil
 }
 
+// ErrSubscribeListen is returned by Subscribe on sessions that negotiated
+// protocol 2026-07-28 or later, whose subscriptions/listen streams contextd
+// does not hold yet; nothing is sent.
+var ErrSubscribeListen = errors.New("subscriptions/listen (protocol 2026-07-28) is not supported yet")
+
+// streamingSubscriptions reports whether the negotiated protocol moved
+// subscriptions to subscriptions/listen.
+func (s *Session) streamingSubscriptions() bool {
+	_, _, proto := s.ServerInfo()
+	return proto >= "2026-07-28"
+}
+
 // Subscribe asks the server for notifications/resources/updated about uri.
 //
 // Errors: ErrNoResources or ErrNoSubscribe (nothing sent), or the server's.
@@ -72,6 +84,10 @@ func (s *Session) Subscribe(ctx context.Context, uri string) error {
 		return fmt.Errorf("mcp: server %q: subscribe %q: %w", s.name, uri, ErrNoResources)
 	case !s.caps.Subscribe:
 		return fmt.Errorf("mcp: server %q: subscribe %q: %w", s.name, uri, ErrNoSubscribe)
+	case s.streamingSubscriptions():
+		// From 2026-07-28 a subscription is a long-lived subscriptions/listen
+		// request that the go-sdk's Subscribe holds open until cancelled.
+		return fmt.Errorf("mcp: server %q: subscribe %q: %w", s.name, uri, ErrSubscribeListen)
 	}
 	if err := s.cs.Subscribe(ctx, &mcpsdk.SubscribeParams{URI: uri}); err != nil {
 		return fmt.Errorf("mcp: server %q: subscribe %q: %w", s.name, uri, err)

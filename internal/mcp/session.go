@@ -45,6 +45,9 @@ type Options struct {
 	// TerminateDuration is how long a stdio server gets between closing its
 	// stdin and SIGTERM, then SIGTERM and SIGKILL. Zero means the SDK's 5s.
 	TerminateDuration time.Duration
+	// ProtocolVersion is the version offered in initialize. Empty means the
+	// SDK's latest; the server may negotiate an older one.
+	ProtocolVersion string
 	// Stderr, if set, receives a stdio server's stderr. The last 4 KiB are
 	// kept regardless and reported by Session.StderrTail.
 	Stderr io.Writer
@@ -141,7 +144,7 @@ func ConnectTransport(ctx context.Context, name string, t mcpsdk.Transport, opts
 		}
 	}
 	client := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "contextd", Version: Version}, copts)
-	cs, err := client.Connect(ctx, t, nil)
+	cs, err := client.Connect(ctx, t, &mcpsdk.ClientSessionOptions{ProtocolVersion: o.ProtocolVersion})
 	if err != nil {
 		return nil, fmt.Errorf("mcp: server %q: initialize: %w", name, err)
 	}

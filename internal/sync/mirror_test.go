@@ -132,7 +132,12 @@ func TestUpdatedDropsCachedContent(t *testing.T) {
 				return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: req.Params.URI, Text: body}}}, nil
 			})
 		ix := newIndex(t)
-		m := ctxsync.New(ctxsync.Options{Server: "s", Dial: mcptest.Dial(t, "s", srv), Index: ix})
+		dial := mcptest.Dial(t, "s", srv)
+		m := ctxsync.New(ctxsync.Options{Server: "s", Index: ix,
+			Dial: func(ctx context.Context, o *mcp.Options) (*mcp.Session, error) {
+				o.ProtocolVersion = "2025-11-25" // resources/subscribe era
+				return dial(ctx, o)
+			}})
 		start(t, m)
 		<-m.Ready()
 		ctx := t.Context()

@@ -1,0 +1,221 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/contextd/contextd/internal/engine"
+	"github.com/contextd/contextd/internal/service"
+	contextdv1 "github.com/contextd/contextd/proto/contextd/v1"
+)
+
+// oneShot holds the flags shared by assemble and search.
+type oneShot struct {
+	cfgPath  string
+	servers  stringList
+	json     bool
+	timeout  time.Duration
+	logLevel string
+}
+
+func (o *oneShot) register(fs *flag.FlagSet) {
+	fs.StringVar(&o.cfgPath, "config", "", "config file (YAML or JSON)")
+	fs.Var(&o.servers, "server", "only use this configured server (repeatable)")
+	fs.BoolVar(&o.json, "json", false, "print the protojson of the gRPC response")
+	fs.DurationVar(&o.timeout, "timeout", 60*time.Second, "how long to wait for servers to connect and sync")
+	fs.StringVar(&o.logLevel, "log-level", "warn", "debug, info, warn or error (logs go to stderr)")
+}
+
+// start loads the config, starts the engine's mirrors and waits for their
+// first sync. stop ends the mirrors and closes the engine.
+func (o *oneShot) start(ctx context.Context, stderr io.Writer) (eng *engine.Engine, stop func(), err error) {
+	log, err := newLogger(stderr, o.logLevel)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg, err := loadConfig(o.cfgPath, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, s := range o.servers {
+		if _, ok := cfg.Server(s); !ok {
+			return nil, nil, fmt.Errorf("%w: unknown server %q in --server", engine.ErrInvalidArgument, s)
+		}
+	}
+	if len(o.servers) > 0 { // connect only to what was asked for
+		keep := cfg.Servers[:0:0]
+		for _, s := range cfg.Servers {
+			for _, want := range o.servers {
+				if s.Name == want {
+					keep = append(keep, s)
+					break
+				}
+			}
+		}
+		cfg.Servers = keep
+	}
+	eng, err = engine.New(ctx, engine.Options{Config: cfg, Logger: log})
+	if err != nil {
+		return nil, nil, err
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = eng.Run(runCtx) })
+	stop = func() { cancel(); wg.Wait(); _ = eng.Close() }
+
+	fmt.Fprintf(stderr, "contextd: mirroring %d server(s)...\n", len(cfg.Servers))
+	wctx, wcancel := context.WithTimeout(ctx, o.timeout)
+	defer wcancel()
+	if err := eng.WaitReady(wctx); err != nil {
+		stop()
+		if errors.Is(err, context.DeadlineExceeded) {
+			return nil, nil, fmt.Errorf("servers did not finish their first sync within --timeout %v", o.timeout)
+		}
+		return nil, nil, err
+	}
+	for _, s := range eng.Servers() {
+		line := fmt.Sprintf("contextd:   %-16s %-8s %d resources, %d templates", s.Server, s.State, s.Resources, s.Templates)
+		if s.Syncs > 0 && !s.Capabilities.Resources {
+			line += " (no resources capability)"
+		}
+		if s.LastError != "" {
+			line += " — " + firstLine(s.LastError)
+		}
+		fmt.Fprintln(stderr, line)
+	}
+	return eng, stop, nil
+}
+
+func assemble(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("assemble", stderr)
+	var o oneShot
+	o.register(fs)
+	budget := fs.Int("budget", 2000, "token budget for the returned contents (>= 1)")
+	includeBinary := fs.Bool("include-binary", false, "return blob contents as bytes and count them")
+	maxItems := fs.Int("max-items", 0, "maximum items to return (0 = no limit)")
+	showContent := fs.Bool("content", false, "print the returned texts (human output)")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	q := strings.Join(pos, " ")
+	// Validate before connecting anything.
+	if err := validate(q, *budget); err != nil {
+		return err
+	}
+	eng, stop, err := o.start(ctx, stderr)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	res, err := eng.Assemble(ctx, engine.AssembleRequest{
+		Query: q, TokenBudget: *budget, Servers: o.servers, IncludeBinary: *includeBinary, MaxItems: *maxItems,
+	})
+	if err != nil {
+		return err
+	}
+	resp := service.AssembleResponse(res, int32(*budget))
+	if o.json {
+		return printJSON(stdout, resp)
+	}
+	printAssemble(stdout, resp, *showContent)
+	return nil
+}
+
+func validate(q string, budget int) error {
+	if strings.TrimSpace(q) == "" {
+		return fmt.Errorf("%w: query is empty (usage: contextd assemble --budget N QUERY)", engine.ErrInvalidArgument)
+	}
+	if budget < 1 {
+		return fmt.Errorf("%w: --budget %d is below 1", engine.ErrInvalidArgument, budget)
+	}
+	return nil
+}
+
+func search(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("search", stderr)
+	var o oneShot
+	o.register(fs)
+	limit := fs.Int("limit", 10, "maximum results")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	q := strings.Join(pos, " ")
+	if err := validate(q, 1); err != nil {
+		return err
+	}
+	eng, stop, err := o.start(ctx, stderr)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	ranked, err := eng.Search(ctx, engine.SearchRequest{Query: q, Limit: *limit, Servers: o.servers})
+	if err != nil {
+		return err
+	}
+	resp := &contextdv1.SearchResponse{}
+	for _, r := range ranked {
+		resp.Results = append(resp.Results, &contextdv1.SearchResult{
+			Server: r.Server, Uri: r.URI, Name: r.Name, Title: r.Title, Description: r.Description,
+			MimeType: r.MIMEType, Size: r.Size, Score: r.Score, Rank: int32(r.Rank),
+		})
+	}
+	if o.json {
+		return printJSON(stdout, resp)
+	}
+	for _, r := range resp.GetResults() {
+		fmt.Fprintf(stdout, "%3d  %.4f  %s  %s  %s\n", r.GetRank(), r.GetScore(), r.GetServer(), r.GetUri(), r.GetName())
+	}
+	return nil
+}
+
+func printJSON(w io.Writer, m proto.Message) error {
+	b, err := protojson.MarshalOptions{Multiline: true, Indent: "  "}.Marshal(m)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(w, string(b))
+	return err
+}
+
+func printAssemble(w io.Writer, r *contextdv1.AssembleResponse, content bool) {
+	fmt.Fprintf(w, "%d item(s), %d of %d tokens (%s), %d read(s)\n\n", len(r.GetItems()), r.GetTotalTokens(), r.GetTokenBudget(), r.GetTokenizer(), r.GetReads())
+	for _, it := range r.GetItems() {
+		trunc := ""
+		if it.GetTruncated() {
+			trunc = " (truncated)"
+		}
+		fmt.Fprintf(w, "#%d  %s  %s  %d tokens%s\n    %s\n", it.GetRank(), it.GetServer(), it.GetUri(), it.GetTokens(), trunc, it.GetReason())
+		if content {
+			for _, c := range it.GetContents() {
+				if t, ok := c.GetBody().(*contextdv1.Content_Text); ok {
+					fmt.Fprintf(w, "\n%s\n", t.Text)
+				} else {
+					fmt.Fprintf(w, "\n[%d bytes of %s]\n", len(c.GetBlob()), c.GetMimeType())
+				}
+			}
+			fmt.Fprintln(w)
+		}
+	}
+	if len(r.GetOmitted()) > 0 {
+		fmt.Fprintf(w, "\nleft out:\n")
+		for _, o := range r.GetOmitted() {
+			fmt.Fprintf(w, "#%d  %s  %s  %s: %s\n", o.GetRank(), o.GetServer(), o.GetUri(), o.GetReason(), o.GetDetail())
+		}
+	}
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return s
+}

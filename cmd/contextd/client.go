@@ -1,0 +1,110 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	"github.com/contextd/contextd/internal/config"
+	contextdv1 "github.com/contextd/contextd/proto/contextd/v1"
+)
+
+// dial connects to a running daemon at addr (host:port or unix:///path).
+func dial(addr string) (*grpc.ClientConn, contextdv1.ContextServiceClient, error) {
+	target := addr
+	if p, ok := strings.CutPrefix(addr, "unix://"); ok {
+		target = "unix:" + p
+	} else if !strings.Contains(addr, "://") {
+		target = "passthrough:///" + addr
+	}
+	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, nil, fmt.Errorf("dial %s: %w", addr, err)
+	}
+	return conn, contextdv1.NewContextServiceClient(conn), nil
+}
+
+// rpcError makes a gRPC status readable: "INVALID_ARGUMENT: ...".
+func rpcError(addr string, err error) error {
+	if st, ok := status.FromError(err); ok {
+		return fmt.Errorf("daemon at %s: %s: %s", addr, st.Code(), st.Message())
+	}
+	return err
+}
+
+func query(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("query", stderr)
+	addr := fs.String("addr", config.DefaultListen, "daemon address: host:port or unix:///path")
+	budget := fs.Int("budget", 2000, "token budget for the returned contents (>= 1)")
+	var servers stringList
+	fs.Var(&servers, "server", "only use this configured server (repeatable)")
+	asJSON := fs.Bool("json", false, "print the protojson of the response")
+	includeBinary := fs.Bool("include-binary", false, "return blob contents as bytes and count them")
+	maxItems := fs.Int("max-items", 0, "maximum items to return (0 = no limit)")
+	showContent := fs.Bool("content", false, "print the returned texts (human output)")
+	timeout := fs.Duration("timeout", 60*time.Second, "request deadline")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	q := strings.Join(pos, " ")
+	if err := validate(q, *budget); err != nil {
+		return err
+	}
+	conn, client, err := dial(*addr)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	resp, err := client.Assemble(ctx, &contextdv1.AssembleRequest{
+		Query: q, TokenBudget: int32(*budget), Servers: servers, IncludeBinary: *includeBinary, MaxItems: int32(*maxItems),
+	})
+	if err != nil {
+		return rpcError(*addr, err)
+	}
+	if *asJSON {
+		return printJSON(stdout, resp)
+	}
+	printAssemble(stdout, resp, *showContent)
+	return nil
+}
+
+func servers(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("servers", stderr)
+	addr := fs.String("addr", config.DefaultListen, "daemon address: host:port or unix:///path")
+	asJSON := fs.Bool("json", false, "print the protojson of the response")
+	if _, err := parse(fs, args); err != nil {
+		return err
+	}
+	conn, client, err := dial(*addr)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	resp, err := client.ListServers(ctx, &contextdv1.ListServersRequest{})
+	if err != nil {
+		return rpcError(*addr, err)
+	}
+	if *asJSON {
+		return printJSON(stdout, resp)
+	}
+	for _, s := range resp.GetServers() {
+		state := strings.ToLower(strings.TrimPrefix(s.GetState().String(), "STATE_"))
+		fmt.Fprintf(stdout, "%-16s %-10s %-5s %4d resources %3d templates", s.GetName(), state, s.GetTransport(), s.GetResourceCount(), s.GetTemplateCount())
+		if e := s.GetLastError(); e != "" {
+			fmt.Fprintf(stdout, "  last error: %s", firstLine(e))
+		}
+		fmt.Fprintln(stdout)
+	}
+	return nil
+}

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+
+	"github.com/contextd/contextd/internal/config"
+)
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (s *stringList) String() string { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error {
+	if strings.TrimSpace(v) == "" {
+		return fmt.Errorf("empty server name")
+	}
+	*s = append(*s, v)
+	return nil
+}
+
+// parse parses flags that may appear before, after or between positional
+// arguments ("assemble QUERY --budget 500" works) and returns the positional
+// arguments. "--" ends flag parsing.
+func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		if args[0] == "--" {
+			return append(pos, args[1:]...), nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("contextd "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}
+
+// loadConfig loads path, or the file Find returns, or the built-in default.
+func loadConfig(path string, log *slog.Logger) (*config.Config, error) {
+	if path == "" {
+		path = config.Find()
+	}
+	if path == "" {
+		log.Info("no config file found; using the built-in configuration (server-everything via npx)")
+		return config.Default(), nil
+	}
+	return config.Load(path)
+}
+
+// newLogger writes text logs at level to w.
+func newLogger(w io.Writer, level string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
+}

@@ -1,0 +1,88 @@
+// Command contextd is a context-assembly daemon for AI agents: it mirrors the
+// resources of the MCP servers you configure and answers "what does the agent
+// need for this task, in at most N tokens?".
+//
+// Usage:
+//
+//	contextd serve    [--config F] [--listen ADDR]
+//	contextd assemble [--config F] [--budget N] [--server S]... [--json] QUERY
+//	contextd search   [--config F] [--limit N] [--server S]... [--json] QUERY
+//	contextd query    [--addr A] [--budget N] [--server S]... [--json] QUERY
+//	contextd servers  [--addr A] [--json]
+//
+// Run "contextd help" for details.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "contextd:", err)
+		os.Exit(1)
+	}
+}
+
+// run dispatches a subcommand.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		usage(stderr)
+		return errUsage("no command given")
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "serve":
+		return serve(ctx, rest, stderr)
+	case "assemble":
+		return assemble(ctx, rest, stdout, stderr)
+	case "search":
+		return search(ctx, rest, stdout, stderr)
+	case "query":
+		return query(ctx, rest, stdout, stderr)
+	case "servers":
+		return servers(ctx, rest, stdout, stderr)
+	case "help", "-h", "--help":
+		usage(stdout)
+		return nil
+	case "version", "--version":
+		fmt.Fprintln(stdout, "contextd", version)
+		return nil
+	}
+	usage(stderr)
+	return errUsage(fmt.Sprintf("unknown command %q", cmd))
+}
+
+var version = "dev"
+
+type errUsage string
+
+func (e errUsage) Error() string { return string(e) }
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `contextd assembles context for AI agents from the resources of MCP servers.
+
+Commands:
+  serve      run the daemon: mirror every configured server, answer gRPC on --listen
+  assemble   one-shot, in-process: connect, mirror, select and read within --budget, print, exit
+  search     one-shot, in-process: rank resource descriptors without reading any
+  query      ask a running daemon to assemble (gRPC client)
+  servers    list a running daemon's upstream servers and their state
+  version    print the version
+
+Configuration: --config FILE, else $CONTEXTD_CONFIG, ./contextd.yaml, ./contextd.json,
+~/.config/contextd/config.yaml; with none of these, a built-in configuration mirrors
+@modelcontextprotocol/server-everything (via npx). The file may be a Claude Desktop
+or VS Code MCP config ("mcpServers" or "servers").
+
+Run "contextd COMMAND -h" for a command's flags.
+`)
+}

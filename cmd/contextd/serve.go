@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/contextd/contextd/internal/engine"
+	"github.com/contextd/contextd/internal/service"
+)
+
+// shutdownGrace is how long in-flight requests get before a hard stop.
+const shutdownGrace = 10 * time.Second
+
+func serve(ctx context.Context, args []string, stderr io.Writer) error {
+	fs := newFlagSet("serve", stderr)
+	cfgPath := fs.String("config", "", "config file (YAML or JSON)")
+	listen := fs.String("listen", "", "address to listen on: host:port or unix:///path (default from config, else 127.0.0.1:7878)")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	if _, err := parse(fs, args); err != nil {
+		return err
+	}
+	log, err := newLogger(stderr, *logLevel)
+	if err != nil {
+		return err
+	}
+	cfg, err := loadConfig(*cfgPath, log)
+	if err != nil {
+		return err
+	}
+	if *listen != "" {
+		cfg.Listen = *listen
+	}
+	lis, err := listenOn(cfg.Listen)
+	if err != nil {
+		return err
+	}
+	eng, err := engine.New(ctx, engine.Options{Config: cfg, Logger: log})
+	if err != nil {
+		lis.Close()
+		return err
+	}
+	srv := service.NewServer(service.New(eng, log.With("component", "service")))
+	log.Info("contextd serving", "listen", lis.Addr().String(), "servers", len(cfg.Servers), "data_dir", cfg.DataDir, "tokenizer", eng.Tokenizer())
+
+	// Mirrors outlive the gRPC server so in-flight requests can still read.
+	mirrorCtx, stopMirrors := context.WithCancel(context.Background())
+	defer stopMirrors()
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return eng.Run(mirrorCtx) })
+	g.Go(func() error {
+		if err := srv.Serve(lis); err != nil && !errors.Is(err, net.ErrClosed) {
+			return fmt.Errorf("grpc: %w", err)
+		}
+		return nil
+	})
+	g.Go(func() error {
+		<-gctx.Done()
+		log.Info("shutting down: finishing in-flight requests")
+		t := time.AfterFunc(shutdownGrace, srv.Stop)
+		srv.GracefulStop()
+		t.Stop()
+		stopMirrors() // closes upstream sessions; stdio servers are stopped in stages
+		return nil
+	})
+	err = g.Wait()
+	if cerr := eng.Close(); cerr != nil && err == nil {
+		err = cerr
+	}
+	if errors.Is(err, context.Canceled) {
+		return nil // cancellation is how serve stops
+	}
+	log.Info("stopped")
+	return err
+}
+
+// listenOn listens on "host:port" or "unix:///path".
+func listenOn(addr string) (net.Listener, error) {
+	if p, ok := strings.CutPrefix(addr, "unix://"); ok {
+		_ = os.Remove(p) // a stale socket from a previous run
+		return net.Listen("unix", p)
+	}
+	return net.Listen("tcp", addr)
+}

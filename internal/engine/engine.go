@@ -1,0 +1,206 @@
+// Package engine wires contextd's stages into the service the daemon and the
+// one-shot CLI expose: configured servers → mirrors → index → ranking →
+// selection under a token budget. It knows nothing of gRPC: the service layer
+// maps its errors ([ErrInvalidArgument], [ErrUnavailable]) to status codes.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/contextd/contextd/internal/budget"
+	"github.com/contextd/contextd/internal/config"
+	"github.com/contextd/contextd/internal/embed"
+	"github.com/contextd/contextd/internal/embed/glove"
+	"github.com/contextd/contextd/internal/index"
+	"github.com/contextd/contextd/internal/mcp"
+	ctxsync "github.com/contextd/contextd/internal/sync"
+)
+
+// Sentinel errors; the service layer maps them to status codes.
+var (
+	// ErrInvalidArgument wraps every request validation failure: an empty
+	// query, a budget below 1, an unknown server name.
+	ErrInvalidArgument = errors.New("invalid argument")
+	// ErrUnavailable means no server in the request's scope has a usable mirror.
+	ErrUnavailable = errors.New("unavailable")
+)
+
+// Options configures New.
+type Options struct {
+	// Config lists the servers and settings. Required.
+	Config *config.Config
+	// Embedder embeds descriptors and queries. Nil means the built-in GloVe embedder.
+	Embedder embed.Embedder
+	// InMemory keeps the index in memory instead of Config.DataDir.
+	InMemory bool
+	// Logger; nil discards.
+	Logger *slog.Logger
+	// Dial overrides how a server is connected (tests). Nil uses mcp.Connect.
+	Dial func(srv config.Server) ctxsync.DialFunc
+	// Mirror adjusts each mirror's options (tests: debounce, backoff).
+	Mirror func(*ctxsync.Options)
+	// Candidates is how many ranked descriptors Assemble considers. Zero means
+	// DefaultCandidates.
+	Candidates int
+}
+
+// DefaultCandidates is the number of ranked descriptors Assemble considers.
+const DefaultCandidates = 10
+
+// An Engine answers Assemble, Search and ListServers.
+type Engine struct {
+	cfg        *config.Config
+	log        *slog.Logger
+	ix         *index.Index
+	tok        *budget.Tokenizer
+	mirrors    map[string]*ctxsync.Mirror
+	names      []string // configured order (sorted)
+	candidates int
+}
+
+// New opens the index and the tokenizer and prepares one mirror per server.
+// Nothing connects until Run.
+func New(ctx context.Context, opts Options) (*Engine, error) {
+	if opts.Config == nil {
+		panic("engine: Options.Config is nil")
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	tok, err := budget.NewTokenizer(opts.Config.Tokenizer)
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer: %w", err)
+	}
+	emb := opts.Embedder
+	if emb == nil {
+		g, err := glove.New()
+		if err != nil {
+			return nil, fmt.Errorf("embedder: %w", err)
+		}
+		emb = g
+	}
+	dir := ""
+	if !opts.InMemory {
+		dir = filepath.Join(opts.Config.DataDir, "index")
+	}
+	ix, err := index.Open(ctx, index.Options{Dir: dir, Embedder: emb, Logger: log.With("component", "index")})
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{cfg: opts.Config, log: log, ix: ix, tok: tok, mirrors: map[string]*ctxsync.Mirror{}, candidates: opts.Candidates}
+	if e.candidates <= 0 {
+		e.candidates = DefaultCandidates
+	}
+	for _, srv := range opts.Config.Servers {
+		dial := dialer(srv)
+		if opts.Dial != nil {
+			dial = opts.Dial(srv)
+		}
+		mo := ctxsync.Options{Server: srv.Name, Dial: dial, Index: ix, Logger: log.With("component", "sync")}
+		if opts.Mirror != nil {
+			opts.Mirror(&mo)
+		}
+		e.mirrors[srv.Name] = ctxsync.New(mo)
+		e.names = append(e.names, srv.Name)
+	}
+	// Descriptors of servers no longer configured must not be returned.
+	for _, d := range ix.Descriptors("") {
+		if _, ok := e.mirrors[d.Server]; !ok {
+			if _, err := ix.Replace(ctx, d.Server, nil); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return e, nil
+}
+
+func dialer(srv config.Server) ctxsync.DialFunc {
+	return func(ctx context.Context, o *mcp.Options) (*mcp.Session, error) {
+		return mcp.Connect(ctx, srv, o)
+	}
+}
+
+// Run mirrors every server until ctx ends. A server that fails does not stop
+// the others.
+func (e *Engine) Run(ctx context.Context) error {
+	g, ctx := errgroup.WithContext(ctx)
+	for _, name := range e.names {
+		m := e.mirrors[name]
+		g.Go(func() error { return m.Run(ctx) })
+	}
+	return g.Wait()
+}
+
+// WaitReady blocks until every mirror has finished its first connect attempt
+// (synced or failed), or ctx ends.
+func (e *Engine) WaitReady(ctx context.Context) error {
+	for _, name := range e.names {
+		select {
+		case <-e.mirrors[name].Ready():
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// Close releases the index. Call it after Run has returned.
+func (e *Engine) Close() error { return e.ix.Close() }
+
+// Tokenizer returns the encoding budgets are counted in.
+func (e *Engine) Tokenizer() string { return e.tok.Encoding() }
+
+// ServerStatus is a mirror's status plus its configured transport.
+type ServerStatus struct {
+	ctxsync.Status
+	Transport string
+}
+
+// Servers reports every configured server, in name order.
+func (e *Engine) Servers() []ServerStatus {
+	out := make([]ServerStatus, 0, len(e.names))
+	for _, srv := range e.cfg.Servers {
+		out = append(out, ServerStatus{Status: e.mirrors[srv.Name].Status(), Transport: srv.Transport})
+	}
+	return out
+}
+
+// checkServers validates a server filter.
+func (e *Engine) checkServers(names []string) error {
+	for _, n := range names {
+		if _, ok := e.mirrors[n]; !ok {
+			known := strings.Join(e.names, ", ")
+			if known == "" {
+				known = "none configured"
+			}
+			return fmt.Errorf("%w: unknown server %q (configured: %s)", ErrInvalidArgument, n, known)
+		}
+	}
+	return nil
+}
+
+func checkQuery(q string) error {
+	if strings.TrimSpace(q) == "" {
+		return fmt.Errorf("%w: query is empty", ErrInvalidArgument)
+	}
+	return nil
+}
+
+// scope returns the servers a request covers, sorted.
+func (e *Engine) scope(filter []string) []string {
+	if len(filter) == 0 {
+		return e.names
+	}
+	s := slices.Clone(filter)
+	slices.Sort(s)
+	return slices.Compact(s)
+}

@@ -1,0 +1,159 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/contextd/contextd/internal/index"
+	"github.com/contextd/contextd/internal/rank"
+	"github.com/contextd/contextd/internal/resource"
+	"github.com/contextd/contextd/internal/selector"
+)
+
+// rrfK is reciprocal rank fusion's k (Cormack, Clarke and Büttcher, SIGIR 2009).
+const rrfK = 60
+
+// pool is how deep each retrieval list goes before fusion.
+const pool = 100
+
+// A Ranked is a descriptor with its fused score and 1-based rank.
+type Ranked struct {
+	resource.Descriptor
+	Score float64
+	Rank  int
+}
+
+// rank fuses the dense and lexical rankings of the query over the given
+// servers and returns at most n descriptors, best first.
+func (e *Engine) rank(ctx context.Context, query string, servers []string, n int) ([]Ranked, error) {
+	f := index.Filter{Servers: servers}
+	dense, err := e.ix.Dense(ctx, query, pool, f)
+	if err != nil {
+		return nil, err
+	}
+	lex := e.ix.Lexical(query, pool, f)
+	fused := rank.Fuse(rrfK, ids(dense), ids(lex))
+	out := make([]Ranked, 0, min(n, len(fused)))
+	for _, h := range fused {
+		if len(out) == n {
+			break
+		}
+		k, ok := resource.ParseKey(h.ID)
+		if !ok {
+			continue
+		}
+		d, ok := e.ix.Get(k)
+		if !ok { // deleted since retrieval
+			continue
+		}
+		out = append(out, Ranked{Descriptor: d, Score: h.Score, Rank: len(out) + 1})
+	}
+	return out, nil
+}
+
+func ids(hits []index.Hit) []string {
+	out := make([]string, len(hits))
+	for i, h := range hits {
+		out[i] = h.Key.String()
+	}
+	return out
+}
+
+// SearchRequest asks for ranked descriptors without reading anything.
+type SearchRequest struct {
+	Query   string
+	Limit   int // 0 means 10
+	Servers []string
+}
+
+// Search ranks descriptors for the query.
+//
+// Errors: ErrInvalidArgument (empty query, unknown server, negative limit).
+func (e *Engine) Search(ctx context.Context, req SearchRequest) ([]Ranked, error) {
+	if err := checkQuery(req.Query); err != nil {
+		return nil, err
+	}
+	if err := e.checkServers(req.Servers); err != nil {
+		return nil, err
+	}
+	if req.Limit < 0 {
+		return nil, fmt.Errorf("%w: limit %d is negative", ErrInvalidArgument, req.Limit)
+	}
+	if req.Limit == 0 {
+		req.Limit = 10
+	}
+	return e.rank(ctx, req.Query, req.Servers, req.Limit)
+}
+
+// AssembleRequest asks for the contents that best serve a task within a budget.
+type AssembleRequest struct {
+	Query         string
+	TokenBudget   int // tokens, >= 1
+	Servers       []string
+	IncludeBinary bool
+	MaxItems      int // 0 = no limit
+}
+
+// AssembleResult is the selection plus the ranks it came from.
+type AssembleResult struct {
+	selector.Result
+	Tokenizer string
+	Ranks     map[resource.Key]int // 1-based rank of each considered candidate
+}
+
+// Assemble ranks, reads only what may be returned, and packs it so the total
+// never exceeds req.TokenBudget.
+//
+// Errors: ErrInvalidArgument (empty query, budget < 1, unknown server,
+// negative max_items), or ctx's error.
+func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (*AssembleResult, error) {
+	if err := checkQuery(req.Query); err != nil {
+		return nil, err
+	}
+	if req.TokenBudget < 1 {
+		return nil, fmt.Errorf("%w: token budget %d is below 1", ErrInvalidArgument, req.TokenBudget)
+	}
+	if req.MaxItems < 0 {
+		return nil, fmt.Errorf("%w: max items %d is negative", ErrInvalidArgument, req.MaxItems)
+	}
+	if err := e.checkServers(req.Servers); err != nil {
+		return nil, err
+	}
+	ranked, err := e.rank(ctx, req.Query, req.Servers, e.candidates)
+	if err != nil {
+		return nil, err
+	}
+	cands := make([]selector.Candidate, len(ranked))
+	ranks := make(map[resource.Key]int, len(ranked))
+	for i, r := range ranked {
+		cands[i] = selector.Candidate{
+			Server: r.Server, URI: r.URI, Name: r.Name, Title: r.Title, Description: r.Description,
+			MIMEType: r.MIMEType, Size: r.Size, Score: r.Score,
+		}
+		ranks[r.Key()] = r.Rank
+	}
+	res, err := selector.Select(ctx, selector.Request{
+		TokenBudget: req.TokenBudget, IncludeBinary: req.IncludeBinary, MaxItems: req.MaxItems,
+	}, cands, e.read, e.tok)
+	if err != nil {
+		return nil, err
+	}
+	return &AssembleResult{Result: res, Tokenizer: e.tok.Encoding(), Ranks: ranks}, nil
+}
+
+// read is the selector's ReadFunc: it reads through the server's mirror.
+func (e *Engine) read(ctx context.Context, server, uri string) ([]selector.Content, error) {
+	m, ok := e.mirrors[server]
+	if !ok {
+		return nil, fmt.Errorf("server %q is not configured", server)
+	}
+	cs, err := m.Read(ctx, uri)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]selector.Content, len(cs))
+	for i, c := range cs {
+		out[i] = selector.Content(c)
+	}
+	return out, nil
+}

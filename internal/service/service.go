@@ -1,0 +1,180 @@
+// Package service exposes an [engine.Engine] as the contextd.v1 gRPC API,
+// plus the standard health service and server reflection. It is the only
+// package that turns contextd's errors into gRPC status codes.
+package service
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/reflection"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/contextd/contextd/internal/engine"
+	ctxsync "github.com/contextd/contextd/internal/sync"
+	contextdv1 "github.com/contextd/contextd/proto/contextd/v1"
+)
+
+// MaxRecvMsgSize bounds request messages (bytes). Requests are small; the
+// limit keeps a bad client from making the daemon buffer megabytes.
+const MaxRecvMsgSize = 1 << 20
+
+// Service implements contextdv1.ContextServiceServer.
+type Service struct {
+	contextdv1.UnimplementedContextServiceServer
+	eng *engine.Engine
+	log *slog.Logger
+}
+
+var _ contextdv1.ContextServiceServer = (*Service)(nil)
+
+// New returns the service for eng. A nil logger discards.
+func New(eng *engine.Engine, log *slog.Logger) *Service {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Service{eng: eng, log: log}
+}
+
+// NewServer returns a gRPC server with the contextd service, the health
+// service (serving) and reflection registered.
+func NewServer(svc *Service, opts ...grpc.ServerOption) *grpc.Server {
+	s := grpc.NewServer(append([]grpc.ServerOption{grpc.MaxRecvMsgSize(MaxRecvMsgSize)}, opts...)...)
+	contextdv1.RegisterContextServiceServer(s, svc)
+	hs := health.NewServer()
+	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	hs.SetServingStatus(contextdv1.ContextService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+	healthpb.RegisterHealthServer(s, hs)
+	reflection.Register(s)
+	return s
+}
+
+// Assemble implements contextdv1.ContextServiceServer.
+func (s *Service) Assemble(ctx context.Context, in *contextdv1.AssembleRequest) (*contextdv1.AssembleResponse, error) {
+	res, err := s.eng.Assemble(ctx, engine.AssembleRequest{
+		Query: in.GetQuery(), TokenBudget: int(in.GetTokenBudget()), Servers: in.GetServers(),
+		IncludeBinary: in.GetIncludeBinary(), MaxItems: int(in.GetMaxItems()),
+	})
+	if err != nil {
+		return nil, s.status("assemble", err)
+	}
+	return AssembleResponse(res, in.GetTokenBudget()), nil
+}
+
+// Search implements contextdv1.ContextServiceServer.
+func (s *Service) Search(ctx context.Context, in *contextdv1.SearchRequest) (*contextdv1.SearchResponse, error) {
+	ranked, err := s.eng.Search(ctx, engine.SearchRequest{Query: in.GetQuery(), Limit: int(in.GetLimit()), Servers: in.GetServers()})
+	if err != nil {
+		return nil, s.status("search", err)
+	}
+	out := &contextdv1.SearchResponse{}
+	for _, r := range ranked {
+		out.Results = append(out.Results, &contextdv1.SearchResult{
+			Server: r.Server, Uri: r.URI, Name: r.Name, Title: r.Title, Description: r.Description,
+			MimeType: r.MIMEType, Size: r.Size, Score: r.Score, Rank: int32(r.Rank),
+		})
+	}
+	return out, nil
+}
+
+// ListServers implements contextdv1.ContextServiceServer.
+func (s *Service) ListServers(context.Context, *contextdv1.ListServersRequest) (*contextdv1.ListServersResponse, error) {
+	return ListServersResponse(s.eng.Servers()), nil
+}
+
+// status maps an engine error to a gRPC status.
+func (s *Service) status(op string, err error) error {
+	switch {
+	case errors.Is(err, engine.ErrInvalidArgument):
+		return status.Error(codes.InvalidArgument, err.Error())
+	case errors.Is(err, engine.ErrUnavailable):
+		return status.Error(codes.Unavailable, err.Error())
+	case errors.Is(err, context.Canceled):
+		return status.Error(codes.Canceled, err.Error())
+	case errors.Is(err, context.DeadlineExceeded):
+		return status.Error(codes.DeadlineExceeded, err.Error())
+	}
+	s.log.Error(op+" failed", "err", err)
+	return status.Error(codes.Internal, err.Error())
+}
+
+// AssembleResponse converts an engine result to its protobuf form. The CLI's
+// one-shot assemble uses it too, so --json prints the same message the
+// daemon returns.
+func AssembleResponse(res *engine.AssembleResult, budget int32) *contextdv1.AssembleResponse {
+	out := &contextdv1.AssembleResponse{
+		TotalTokens: int32(res.TotalTokens), TokenBudget: budget,
+		Tokenizer: res.Tokenizer, Reads: int32(res.Reads),
+	}
+	for _, it := range res.Items {
+		pi := &contextdv1.Item{
+			Server: it.Server, Uri: it.URI, Name: it.Name, Title: it.Title, MimeType: it.MIMEType,
+			Score: it.Score, Tokens: int32(it.Tokens), Truncated: it.Truncated, Reason: it.Reason,
+			Rank: int32(res.Ranks[it.Key()]),
+		}
+		for _, c := range it.Contents {
+			pc := &contextdv1.Content{Uri: c.URI, MimeType: c.MIMEType, Tokens: int32(c.Tokens), Truncated: c.Truncated}
+			if c.IsBlob {
+				pc.Body = &contextdv1.Content_Blob{Blob: c.Blob}
+			} else {
+				pc.Body = &contextdv1.Content_Text{Text: c.Text}
+			}
+			pi.Contents = append(pi.Contents, pc)
+		}
+		out.Items = append(out.Items, pi)
+	}
+	for _, o := range res.Omitted {
+		out.Omitted = append(out.Omitted, &contextdv1.Omitted{
+			Server: o.Server, Uri: o.URI, Reason: string(o.Reason), Detail: o.Detail,
+			Score: o.Score, Rank: int32(res.Ranks[o.Key()]),
+		})
+	}
+	return out
+}
+
+// ListServersResponse converts server statuses to their protobuf form.
+func ListServersResponse(servers []engine.ServerStatus) *contextdv1.ListServersResponse {
+	out := &contextdv1.ListServersResponse{}
+	for _, s := range servers {
+		ps := &contextdv1.ServerStatus{
+			Name: s.Server, State: state(s.State), Transport: s.Transport,
+			ResourcesCapability: s.Capabilities.Resources, Subscribe: s.Capabilities.Subscribe,
+			ListChanged: s.Capabilities.ListChanged, ResourceCount: int32(s.Resources),
+			TemplateCount: int32(s.Templates), ListComplete: s.ListComplete, LastError: s.LastError,
+			ProtocolVersion: s.Protocol,
+		}
+		if s.ServerName != "" {
+			ps.ServerInfo = s.ServerName + " " + s.ServerVersion
+		}
+		if !s.LastSync.IsZero() {
+			ps.LastSync = timestamppb.New(s.LastSync)
+		}
+		if !s.LastErrorTime.IsZero() {
+			ps.LastErrorTime = timestamppb.New(s.LastErrorTime)
+		}
+		out.Servers = append(out.Servers, ps)
+	}
+	return out
+}
+
+func state(s ctxsync.State) contextdv1.ServerStatus_State {
+	switch s {
+	case ctxsync.StateConnecting:
+		return contextdv1.ServerStatus_STATE_CONNECTING
+	case ctxsync.StateReady:
+		return contextdv1.ServerStatus_STATE_READY
+	case ctxsync.StateDegraded:
+		return contextdv1.ServerStatus_STATE_DEGRADED
+	case ctxsync.StateStale:
+		return contextdv1.ServerStatus_STATE_STALE
+	case ctxsync.StateFailed:
+		return contextdv1.ServerStatus_STATE_FAILED
+	}
+	return contextdv1.ServerStatus_STATE_UNSPECIFIED
+}
