@@ -1,0 +1,280 @@
+package selector
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/contextd/contextd/internal/budget"
+	"github.com/contextd/contextd/internal/resource"
+)
+
+// MinUsefulTokens is the smallest remainder worth reading a resource to trim
+// into. Once an item is selected and fewer tokens than this are left, a
+// candidate is read only if its descriptor declares a Size in bytes no larger
+// than what is left: a BPE token covers at least one byte of UTF-8 text, so
+// such a resource fits whole. The others are omitted unread with
+// [OmitBudgetExhausted].
+const MinUsefulTokens = 32
+
+// Request errors returned by [Select], wrapped with the offending value.
+var (
+	// ErrInvalidBudget means Request.TokenBudget is below 1.
+	ErrInvalidBudget = errors.New("selector: token budget must be at least 1")
+	// ErrInvalidMaxItems means Request.MaxItems is negative.
+	ErrInvalidMaxItems = errors.New("selector: max items must not be negative")
+)
+
+// Select reads and packs the candidates, best first, so that the returned
+// contents cost at most req.TokenBudget tokens under count. See the package
+// documentation for the rules.
+//
+// ranked must be in rank order (best first); Select never reorders it. A
+// repeated (server, URI) is omitted as [OmitDuplicate] without a second read.
+// read is called at most once per candidate, one call at a time, and only
+// for a candidate that may be returned. A read error omits that candidate
+// ([OmitReadFailed]) and selection continues.
+//
+// Select returns ErrInvalidBudget or ErrInvalidMaxItems (wrapped) for a bad
+// request, and ctx.Err() if ctx is done before selection finishes; the
+// result is then empty. It panics if read or count is nil. The same inputs
+// (and read results) always give the same Result.
+func Select(ctx context.Context, req Request, ranked []Candidate, read ReadFunc, count budget.Counter) (Result, error) {
+	if req.TokenBudget < 1 {
+		return Result{}, fmt.Errorf("%w (got %d)", ErrInvalidBudget, req.TokenBudget)
+	}
+	if req.MaxItems < 0 {
+		return Result{}, fmt.Errorf("%w (got %d)", ErrInvalidMaxItems, req.MaxItems)
+	}
+	if read == nil || count == nil {
+		panic("selector: Select needs a ReadFunc and a Counter")
+	}
+	s := &selection{
+		req:       req,
+		read:      read,
+		count:     count,
+		remaining: req.TokenBudget,
+		seen:      make(map[resource.Key]int),
+	}
+	for i, c := range ranked {
+		if err := ctx.Err(); err != nil {
+			return Result{}, err
+		}
+		if err := s.consider(ctx, i+1, c); err != nil {
+			return Result{}, err
+		}
+	}
+	return s.res, nil
+}
+
+// A selection is the state of one Select call.
+type selection struct {
+	req   Request
+	read  ReadFunc
+	count budget.Counter
+
+	res       Result
+	remaining int                  // tokens left: req.TokenBudget - res.TotalTokens
+	fullBy    int                  // rank whose text was trimmed, filling the budget; 0 if none
+	seen      map[resource.Key]int // rank of the first candidate with each key
+}
+
+// consider decides on the candidate at rank: omit it unread, or read and pack it.
+// It returns an error only when ctx is done.
+func (s *selection) consider(ctx context.Context, rank int, c Candidate) error {
+	if first, dup := s.seen[c.Key()]; dup {
+		s.omit(rank, c, OmitDuplicate, fmt.Sprintf("same server and URI as rank %d", first), false)
+		return nil
+	}
+	s.seen[c.Key()] = rank
+	if reason, detail := s.skip(c); reason != "" {
+		s.omit(rank, c, reason, detail, false)
+		return nil
+	}
+	contents, err := s.read(ctx, c.Server, c.URI)
+	s.res.Reads++
+	if err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return ctxErr
+		}
+		s.omit(rank, c, OmitReadFailed, err.Error(), true)
+		return nil
+	}
+	s.pack(rank, c, contents)
+	return nil
+}
+
+// skip returns why c must not be read, judging from the descriptor and the
+// state of the selection alone, or "" if it may be returned.
+func (s *selection) skip(c Candidate) (OmitReason, string) {
+	switch {
+	case s.fullBy > 0:
+		return OmitBudgetExhausted, fmt.Sprintf("budget filled by rank %d", s.fullBy)
+	case s.remaining <= 0:
+		return OmitBudgetExhausted, "no tokens left"
+	case s.req.MaxItems > 0 && len(s.res.Items) >= s.req.MaxItems:
+		return OmitMaxItems, fmt.Sprintf("%d items already selected", len(s.res.Items))
+	case !s.req.IncludeBinary && binaryMIME(c.MIMEType):
+		return OmitBinaryExcluded, fmt.Sprintf("descriptor MIME type %q is binary", c.MIMEType)
+	case len(s.res.Items) > 0 && s.remaining < MinUsefulTokens && (c.Size <= 0 || c.Size > int64(s.remaining)):
+		size := "unknown size"
+		if c.Size > 0 {
+			size = fmt.Sprintf("%d bytes", c.Size)
+		}
+		return OmitBudgetExhausted, fmt.Sprintf("%d tokens left, fewer than the %d worth reading a resource of %s for", s.remaining, MinUsefulTokens, size)
+	}
+	return "", ""
+}
+
+// pack fits the read contents of c into what is left of the budget and
+// records the item, or the omission if nothing of it fits.
+func (s *selection) pack(rank int, c Candidate, contents []Content) {
+	left := s.remaining
+	var (
+		kept        []ItemContent
+		dropped     []DroppedContent
+		stop        bool   // a text was trimmed: the budget is full
+		cut         string // how the trimmed text was cut, for the reason
+		budgetDrop  string // detail of the first content dropped for lack of budget
+		truncatedBy bool   // some content was cut or dropped for lack of budget
+	)
+	for i, ct := range contents {
+		drop := func(r OmitReason, detail string) {
+			dropped = append(dropped, DroppedContent{Index: i, URI: ct.URI, MIMEType: ct.MIMEType, Reason: r})
+			if r != OmitEmpty && r != OmitBinaryExcluded {
+				truncatedBy = true
+				if budgetDrop == "" {
+					budgetDrop = detail
+				}
+			}
+		}
+		switch {
+		case stop:
+			drop(OmitBudgetExhausted, "")
+		case ct.IsBlob && len(ct.Blob) == 0, !ct.IsBlob && ct.Text == "":
+			drop(OmitEmpty, "")
+		case ct.IsBlob && !s.req.IncludeBinary:
+			drop(OmitBinaryExcluded, "")
+		case ct.IsBlob:
+			// Counted as the model would be shown it; the bytes themselves
+			// are returned, never the base64 text.
+			n := s.count.Count(base64.StdEncoding.EncodeToString(ct.Blob))
+			if n > left {
+				drop(OmitBinaryTooLarge, fmt.Sprintf("blob of %d bytes costs %d tokens, %d left", len(ct.Blob), n, left))
+				continue
+			}
+			kept = append(kept, ItemContent{Content: ct, Tokens: n})
+			left -= n
+		default:
+			// TrimToBudget returns the text whole when it fits, and counts
+			// only about as much of a long text as it keeps.
+			out, n := budget.TrimToBudget(s.count, ct.Text, left)
+			if out == ct.Text {
+				kept = append(kept, ItemContent{Content: ct, Tokens: n})
+				left -= n
+				continue
+			}
+			stop = true
+			if out == "" {
+				drop(OmitTooLarge, fmt.Sprintf("not even the first character of a text fits in the %d tokens left", left))
+				continue
+			}
+			truncatedBy = true
+			cut = fmt.Sprintf("cut to %d of %d bytes", len(out), len(ct.Text))
+			if len(contents) > 1 {
+				cut = fmt.Sprintf("content %d of %d %s", i+1, len(contents), cut)
+			}
+			ct.Text = out
+			kept = append(kept, ItemContent{Content: ct, Tokens: n, Truncated: true})
+			left -= n
+		}
+	}
+	if stop {
+		s.fullBy = rank
+	}
+	if len(kept) == 0 {
+		reason, detail := emptyReason(contents, dropped, budgetDrop)
+		s.omit(rank, c, reason, detail, true)
+		return
+	}
+	tokens := s.remaining - left
+	it := Item{
+		Candidate: c,
+		Rank:      rank,
+		Contents:  kept,
+		Dropped:   dropped,
+		Tokens:    tokens,
+		Truncated: truncatedBy,
+	}
+	it.Reason = itemReason(rank, tokens, truncatedBy, cut, dropped)
+	s.remaining = left
+	s.res.TotalTokens += tokens
+	s.res.Items = append(s.res.Items, it)
+}
+
+func (s *selection) omit(rank int, c Candidate, reason OmitReason, detail string, read bool) {
+	s.res.Omitted = append(s.res.Omitted, Omitted{Candidate: c, Rank: rank, Reason: reason, Detail: detail, Read: read})
+}
+
+// emptyReason says why a read resource yielded nothing to return: lack of
+// budget first (it is what the caller can change), then binary exclusion.
+func emptyReason(contents []Content, dropped []DroppedContent, budgetDrop string) (OmitReason, string) {
+	if len(contents) == 0 {
+		return OmitEmpty, "read returned no contents"
+	}
+	for _, d := range dropped {
+		if d.Reason == OmitTooLarge || d.Reason == OmitBinaryTooLarge {
+			return d.Reason, budgetDrop
+		}
+	}
+	blobs := 0
+	for _, d := range dropped {
+		if d.Reason == OmitBinaryExcluded {
+			blobs++
+		}
+	}
+	if blobs > 0 {
+		return OmitBinaryExcluded, fmt.Sprintf("all %d non-empty contents are blobs", blobs)
+	}
+	return OmitEmpty, fmt.Sprintf("all %d contents are empty", len(contents))
+}
+
+// itemReason explains an item, e.g. "rank 1, fits whole (312 tokens)".
+func itemReason(rank, tokens int, truncated bool, cut string, dropped []DroppedContent) string {
+	var b strings.Builder
+	if truncated {
+		fmt.Fprintf(&b, "rank %d, truncated to %d tokens to fit the budget", rank, tokens)
+	} else {
+		fmt.Fprintf(&b, "rank %d, fits whole (%d tokens)", rank, tokens)
+	}
+	if cut != "" {
+		fmt.Fprintf(&b, "; %s", cut)
+	}
+	notes := []struct {
+		reason           OmitReason
+		singular, plural string
+	}{
+		{OmitBudgetExhausted, "later content dropped", "later contents dropped"},
+		{OmitTooLarge, "text over budget dropped", "texts over budget dropped"},
+		{OmitBinaryTooLarge, "blob over budget dropped", "blobs over budget dropped"},
+		{OmitBinaryExcluded, "binary content excluded", "binary contents excluded"},
+		{OmitEmpty, "empty content skipped", "empty contents skipped"},
+	}
+	for _, note := range notes {
+		n := 0
+		for _, d := range dropped {
+			if d.Reason == note.reason {
+				n++
+			}
+		}
+		switch {
+		case n == 1:
+			fmt.Fprintf(&b, "; 1 %s", note.singular)
+		case n > 1:
+			fmt.Fprintf(&b, "; %d %s", n, note.plural)
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,131 @@
+package selector
+
+import (
+	"context"
+
+	"github.com/contextd/contextd/internal/resource"
+)
+
+// A Candidate is a ranked resource descriptor: what is known before reading.
+type Candidate struct {
+	Server      string // configured server name
+	URI         string // opaque, exactly as listed
+	Name        string
+	Title       string
+	Description string
+	MIMEType    string  // "" = unknown; never guessed from the URI
+	Size        int64   // bytes, from the descriptor; 0 = unknown
+	Score       float64 // fused relevance, higher is better; not used to reorder
+}
+
+// Key returns the candidate's identity, (server, URI).
+func (c Candidate) Key() resource.Key { return resource.Key{Server: c.Server, URI: c.URI} }
+
+// A Content is one item of a resources/read result. It has the same fields,
+// in the same order, as resource.Content, so one converts to the other.
+type Content struct {
+	URI      string // the item's own URI (may differ from the URI read)
+	MIMEType string // "" = unknown; never guessed
+	Text     string // meaningful when !IsBlob
+	Blob     []byte // decoded bytes; meaningful when IsBlob
+	IsBlob   bool
+}
+
+// A ReadFunc reads one resource (resources/read on server for uri). It must
+// return ctx's error, or one wrapping it, when ctx is done.
+type ReadFunc func(ctx context.Context, server, uri string) ([]Content, error)
+
+// A Request says how much to select.
+type Request struct {
+	// TokenBudget is the most tokens the returned contents may cost
+	// together, as counted by the Counter given to Select. It must be >= 1.
+	// Only content is counted: a caller that frames each item (headers,
+	// separators) should subtract that framing from its own budget first.
+	TokenBudget int
+
+	// IncludeBinary returns blob contents as bytes. Each blob then costs the
+	// token count of its standard (padded) base64 encoding: what a model is
+	// shown when given the bytes. If false, blobs are dropped from items and
+	// cost nothing, and descriptors with a binary MIME type are not read.
+	IncludeBinary bool
+
+	// MaxItems caps the number of returned items; 0 means no limit. It must
+	// not be negative.
+	MaxItems int
+}
+
+// An ItemContent is one returned content of an item.
+type ItemContent struct {
+	Content // Text is cut short when Truncated
+
+	Tokens    int  // tokens this content costs: of Text, or of Blob's base64
+	Truncated bool // Text was cut to fit the budget
+}
+
+// A DroppedContent is a content of a read result that an item does not
+// return.
+type DroppedContent struct {
+	Index    int    // 0-based position in the read result
+	URI      string // the content's own URI
+	MIMEType string
+	Reason   OmitReason // OmitBinaryExcluded, OmitBinaryTooLarge, OmitTooLarge, OmitBudgetExhausted or OmitEmpty
+}
+
+// An Item is a selected resource and the contents returned for it.
+type Item struct {
+	Candidate
+
+	Rank      int           // 1-based position of the candidate in the ranked input
+	Contents  []ItemContent // in read order; never empty
+	Dropped   []DroppedContent
+	Tokens    int  // sum of Contents[i].Tokens
+	Truncated bool // some content was cut or dropped for lack of budget
+	Reason    string
+}
+
+// An Omitted is a candidate that is not returned.
+type Omitted struct {
+	Candidate
+
+	Rank   int // 1-based position of the candidate in the ranked input
+	Reason OmitReason
+	Detail string // specifics for a person, such as the read error
+	Read   bool   // the resource was read (and counted in Result.Reads)
+}
+
+// An OmitReason says why a candidate, or a content of an item, was left out.
+type OmitReason string
+
+// Omission reasons. The "not read" ones are decided from the descriptor
+// alone, before any read.
+const (
+	// OmitBudgetExhausted: not read because the budget was full (no tokens
+	// left, an earlier text had to be trimmed, or fewer than MinUsefulTokens
+	// left); for a content, dropped after an earlier content was trimmed.
+	OmitBudgetExhausted OmitReason = "budget_exhausted"
+	// OmitMaxItems: not read because Request.MaxItems items were selected.
+	OmitMaxItems OmitReason = "max_items"
+	// OmitDuplicate: not read because an earlier candidate has the same
+	// server and URI.
+	OmitDuplicate OmitReason = "duplicate"
+	// OmitBinaryExcluded: Request.IncludeBinary is off and the descriptor's
+	// MIME type is binary (not read), or every content read was a blob.
+	OmitBinaryExcluded OmitReason = "binary_excluded"
+	// OmitReadFailed: the read returned an error, given in Detail.
+	OmitReadFailed OmitReason = "read_failed"
+	// OmitEmpty: the read returned no contents, or only empty ones.
+	OmitEmpty OmitReason = "empty_content"
+	// OmitBinaryTooLarge: a blob costs more tokens than are left; blobs are
+	// never cut.
+	OmitBinaryTooLarge OmitReason = "binary_too_large"
+	// OmitTooLarge: not even the first rune of a text fits in what is left.
+	OmitTooLarge OmitReason = "too_large"
+)
+
+// A Result is the outcome of Select.
+type Result struct {
+	Items       []Item    // in rank order
+	Omitted     []Omitted // in rank order
+	TotalTokens int       // sum of Items[i].Tokens; never above Request.TokenBudget
+	Reads       int       // ReadFunc calls made
+}
