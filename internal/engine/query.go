@@ -94,11 +94,11 @@ type AssembleRequest struct {
 	MaxItems      int // 0 = no limit
 }
 
-// AssembleResult is the selection plus the ranks it came from.
+// AssembleResult is the selection and the tokenizer it was counted with.
+// Item and Omitted ranks are the candidates' 1-based fused ranks.
 type AssembleResult struct {
 	selector.Result
 	Tokenizer string
-	Ranks     map[resource.Key]int // 1-based rank of each considered candidate
 }
 
 // Assemble ranks, reads only what may be returned, and packs it so the total
@@ -124,13 +124,11 @@ func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (*AssembleRe
 		return nil, err
 	}
 	cands := make([]selector.Candidate, len(ranked))
-	ranks := make(map[resource.Key]int, len(ranked))
 	for i, r := range ranked {
 		cands[i] = selector.Candidate{
 			Server: r.Server, URI: r.URI, Name: r.Name, Title: r.Title, Description: r.Description,
 			MIMEType: r.MIMEType, Size: r.Size, Score: r.Score,
 		}
-		ranks[r.Key()] = r.Rank
 	}
 	res, err := selector.Select(ctx, selector.Request{
 		TokenBudget: req.TokenBudget, IncludeBinary: req.IncludeBinary, MaxItems: req.MaxItems,
@@ -138,7 +136,7 @@ func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (*AssembleRe
 	if err != nil {
 		return nil, err
 	}
-	return &AssembleResult{Result: res, Tokenizer: e.tok.Encoding(), Ranks: ranks}, nil
+	return &AssembleResult{Result: res, Tokenizer: e.tok.Encoding()}, nil
 }
 
 // read is the selector's ReadFunc: it reads through the server's mirror.

@@ -116,7 +116,7 @@ func AssembleResponse(res *engine.AssembleResult, budget int32) *contextdv1.Asse
 		pi := &contextdv1.Item{
 			Server: it.Server, Uri: it.URI, Name: it.Name, Title: it.Title, MimeType: it.MIMEType,
 			Score: it.Score, Tokens: int32(it.Tokens), Truncated: it.Truncated, Reason: it.Reason,
-			Rank: int32(res.Ranks[it.Key()]),
+			Rank: int32(it.Rank),
 		}
 		for _, c := range it.Contents {
 			pc := &contextdv1.Content{Uri: c.URI, MimeType: c.MIMEType, Tokens: int32(c.Tokens), Truncated: c.Truncated}
@@ -127,12 +127,15 @@ func AssembleResponse(res *engine.AssembleResult, budget int32) *contextdv1.Asse
 			}
 			pi.Contents = append(pi.Contents, pc)
 		}
+		for _, d := range it.Dropped {
+			pi.Dropped = append(pi.Dropped, &contextdv1.DroppedContent{Index: int32(d.Index), Uri: d.URI, MimeType: d.MIMEType, Reason: string(d.Reason)})
+		}
 		out.Items = append(out.Items, pi)
 	}
 	for _, o := range res.Omitted {
 		out.Omitted = append(out.Omitted, &contextdv1.Omitted{
 			Server: o.Server, Uri: o.URI, Reason: string(o.Reason), Detail: o.Detail,
-			Score: o.Score, Rank: int32(res.Ranks[o.Key()]),
+			Score: o.Score, Rank: int32(o.Rank),
 		})
 	}
 	return out

@@ -80,7 +80,7 @@ func (x ServerStatus_State) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ServerStatus_State.Descriptor instead.
 func (ServerStatus_State) EnumDescriptor() ([]byte, []int) {
-	return file_contextd_v1_contextd_proto_rawDescGZIP(), []int{10, 0}
+	return file_contextd_v1_contextd_proto_rawDescGZIP(), []int{11, 0}
 }
 
 type AssembleRequest struct {
@@ -275,7 +275,10 @@ type Item struct {
 	// The content items returned by resources/read, possibly trimmed.
 	Contents []*Content `protobuf:"bytes,10,rep,name=contents,proto3" json:"contents,omitempty"`
 	// 1-based rank of the descriptor among all candidates.
-	Rank          int32 `protobuf:"varint,11,opt,name=rank,proto3" json:"rank,omitempty"`
+	Rank int32 `protobuf:"varint,11,opt,name=rank,proto3" json:"rank,omitempty"`
+	// Content items of the read result that are not returned, with reasons
+	// (e.g. a blob without include_binary, or budget exhausted).
+	Dropped       []*DroppedContent `protobuf:"bytes,12,rep,name=dropped,proto3" json:"dropped,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -387,6 +390,83 @@ func (x *Item) GetRank() int32 {
 	return 0
 }
 
+func (x *Item) GetDropped() []*DroppedContent {
+	if x != nil {
+		return x.Dropped
+	}
+	return nil
+}
+
+// DroppedContent is a content item of a read result that was not returned.
+type DroppedContent struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// 0-based position in the read result.
+	Index         int32  `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
+	Uri           string `protobuf:"bytes,2,opt,name=uri,proto3" json:"uri,omitempty"`
+	MimeType      string `protobuf:"bytes,3,opt,name=mime_type,json=mimeType,proto3" json:"mime_type,omitempty"`
+	Reason        string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DroppedContent) Reset() {
+	*x = DroppedContent{}
+	mi := &file_contextd_v1_contextd_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DroppedContent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DroppedContent) ProtoMessage() {}
+
+func (x *DroppedContent) ProtoReflect() protoreflect.Message {
+	mi := &file_contextd_v1_contextd_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DroppedContent.ProtoReflect.Descriptor instead.
+func (*DroppedContent) Descriptor() ([]byte, []int) {
+	return file_contextd_v1_contextd_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *DroppedContent) GetIndex() int32 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *DroppedContent) GetUri() string {
+	if x != nil {
+		return x.Uri
+	}
+	return ""
+}
+
+func (x *DroppedContent) GetMimeType() string {
+	if x != nil {
+		return x.MimeType
+	}
+	return ""
+}
+
+func (x *DroppedContent) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 // Content is one item of a resources/read result.
 type Content struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -406,7 +486,7 @@ type Content struct {
 
 func (x *Content) Reset() {
 	*x = Content{}
-	mi := &file_contextd_v1_contextd_proto_msgTypes[3]
+	mi := &file_contextd_v1_contextd_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -418,7 +498,7 @@ func (x *Content) String() string {
 func (*Content) ProtoMessage() {}
 
 func (x *Content) ProtoReflect() protoreflect.Message {
-	mi := &file_contextd_v1_contextd_proto_msgTypes[3]
+	mi := &file_contextd_v1_contextd_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -431,7 +511,7 @@ func (x *Content) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Content.ProtoReflect.Descriptor instead.
 func (*Content) Descriptor() ([]byte, []int) {
-	return file_contextd_v1_contextd_proto_rawDescGZIP(), []int{3}
+	return file_contextd_v1_contextd_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Content) GetUri() string {
@@ -521,7 +601,7 @@ type Omitted struct {
 
 func (x *Omitted) Reset() {
 	*x = Omitted{}
-	mi := &file_contextd_v1_contextd_proto_msgTypes[4]
+	mi := &file_contextd_v1_contextd_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -533,7 +613,7 @@ func (x *Omitted) String() string {
 func (*Omitted) ProtoMessage() {}
 
 func (x *Omitted) ProtoReflect() protoreflect.Message {
-	mi := &file_contextd_v1_contextd_proto_msgTypes[4]
+	mi := &file_contextd_v1_contextd_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -546,7 +626,7 @@ func (x *Omitted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Omitted.ProtoReflect.Descriptor instead.
 func (*Omitted) Descriptor() ([]byte, []int) {
-	return file_contextd_v1_contextd_proto_rawDescGZIP(), []int{4}
+	return file_contextd_v1_contextd_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Omitted) GetServer() string {
@@ -603,7 +683,7 @@ type SearchRequest struct {
 
 func (x *SearchRequest) Reset() {
 	*x = SearchRequest{}
-	mi := &file_contextd_v1_contextd_proto_msgTypes[5]
+	mi := &file_contextd_v1_contextd_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -615,7 +695,7 @@ func (x *SearchRequest) String() string {
 func (*SearchRequest) ProtoMessage() {}
 
 func (x *SearchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_contextd_v1_contextd_proto_msgTypes[5]
+	mi := &file_contextd_v1_contextd_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -628,7 +708,7 @@ func (x *SearchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchRequest.ProtoReflect.Descriptor instead.
 func (*SearchRequest) Descriptor() ([]byte, []int) {
-	return file_contextd_v1_contextd_proto_rawDescGZIP(), []int{5}
+	return file_contextd_v1_contextd_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *SearchRequest) GetQuery() string {
@@ -661,7 +741,7 @@ type SearchResponse struct {
 
 func (x *SearchResponse) Reset() {
 	*x = SearchResponse{}
-	mi := &file_contextd_v1_contextd_proto_msgTypes[6]
+	mi := &file_contextd_v1_contextd_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -673,7 +753,7 @@ func (x *SearchResponse) String() string {
 func (*SearchResponse) ProtoMessage() {}
 
 func (x *SearchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_contextd_v1_contextd_proto_msgTypes[6]
+	mi := &file_contextd_v1_contextd_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -686,7 +766,7 @@ func (x *SearchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchResponse.ProtoReflect.Descriptor instead.
 func (*SearchResponse) Descriptor() ([]byte, []int) {
-	return file_contextd_v1_contextd_proto_rawDescGZIP(), []int{6}
+	return file_contextd_v1_contextd_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *SearchResponse) GetResults() []*SearchResult {
@@ -714,7 +794,7 @@ type SearchResult struct {
 
 func (x *SearchResult) Reset() {
 	*x = SearchResult{}
-	mi := &file_contextd_v1_contextd_proto_msgTypes[7]
+	mi := &file_contextd_v1_contextd_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -726,7 +806,7 @@ func (x *SearchResult) String() string {
 func (*SearchResult) ProtoMessage() {}
 
 func (x *SearchResult) ProtoReflect() protoreflect.Message {
-	mi := &file_contextd_v1_contextd_proto_msgTypes[7]
+	mi := &file_contextd_v1_contextd_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -739,7 +819,7 @@ func (x *SearchResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchResult.ProtoReflect.Descriptor instead.
 func (*SearchResult) Descriptor() ([]byte, []int) {
-	return file_contextd_v1_contextd_proto_rawDescGZIP(), []int{7}
+	return file_contextd_v1_contextd_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *SearchResult) GetServer() string {
@@ -813,7 +893,7 @@ type ListServersRequest struct {
 
 func (x *ListServersRequest) Reset() {
 	*x = ListServersRequest{}
-	mi := &file_contextd_v1_contextd_proto_msgTypes[8]
+	mi := &file_contextd_v1_contextd_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -825,7 +905,7 @@ func (x *ListServersRequest) String() string {
 func (*ListServersRequest) ProtoMessage() {}
 
 func (x *ListServersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_contextd_v1_contextd_proto_msgTypes[8]
+	mi := &file_contextd_v1_contextd_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -838,7 +918,7 @@ func (x *ListServersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListServersRequest.ProtoReflect.Descriptor instead.
 func (*ListServersRequest) Descriptor() ([]byte, []int) {
-	return file_contextd_v1_contextd_proto_rawDescGZIP(), []int{8}
+	return file_contextd_v1_contextd_proto_rawDescGZIP(), []int{9}
 }
 
 type ListServersResponse struct {
@@ -850,7 +930,7 @@ type ListServersResponse struct {
 
 func (x *ListServersResponse) Reset() {
 	*x = ListServersResponse{}
-	mi := &file_contextd_v1_contextd_proto_msgTypes[9]
+	mi := &file_contextd_v1_contextd_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -862,7 +942,7 @@ func (x *ListServersResponse) String() string {
 func (*ListServersResponse) ProtoMessage() {}
 
 func (x *ListServersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_contextd_v1_contextd_proto_msgTypes[9]
+	mi := &file_contextd_v1_contextd_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -875,7 +955,7 @@ func (x *ListServersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListServersResponse.ProtoReflect.Descriptor instead.
 func (*ListServersResponse) Descriptor() ([]byte, []int) {
-	return file_contextd_v1_contextd_proto_rawDescGZIP(), []int{9}
+	return file_contextd_v1_contextd_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ListServersResponse) GetServers() []*ServerStatus {
@@ -912,7 +992,7 @@ type ServerStatus struct {
 
 func (x *ServerStatus) Reset() {
 	*x = ServerStatus{}
-	mi := &file_contextd_v1_contextd_proto_msgTypes[10]
+	mi := &file_contextd_v1_contextd_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -924,7 +1004,7 @@ func (x *ServerStatus) String() string {
 func (*ServerStatus) ProtoMessage() {}
 
 func (x *ServerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_contextd_v1_contextd_proto_msgTypes[10]
+	mi := &file_contextd_v1_contextd_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -937,7 +1017,7 @@ func (x *ServerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerStatus.ProtoReflect.Descriptor instead.
 func (*ServerStatus) Descriptor() ([]byte, []int) {
-	return file_contextd_v1_contextd_proto_rawDescGZIP(), []int{10}
+	return file_contextd_v1_contextd_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ServerStatus) GetName() string {
@@ -1055,7 +1135,7 @@ const file_contextd_v1_contextd_proto_rawDesc = "" +
 	"\ftoken_budget\x18\x03 \x01(\x05R\vtokenBudget\x12.\n" +
 	"\aomitted\x18\x04 \x03(\v2\x14.contextd.v1.OmittedR\aomitted\x12\x1c\n" +
 	"\ttokenizer\x18\x05 \x01(\tR\ttokenizer\x12\x14\n" +
-	"\x05reads\x18\x06 \x01(\x05R\x05reads\"\xa1\x02\n" +
+	"\x05reads\x18\x06 \x01(\x05R\x05reads\"\xd8\x02\n" +
 	"\x04Item\x12\x16\n" +
 	"\x06server\x18\x01 \x01(\tR\x06server\x12\x10\n" +
 	"\x03uri\x18\x02 \x01(\tR\x03uri\x12\x12\n" +
@@ -1068,7 +1148,13 @@ const file_contextd_v1_contextd_proto_rawDesc = "" +
 	"\x06reason\x18\t \x01(\tR\x06reason\x120\n" +
 	"\bcontents\x18\n" +
 	" \x03(\v2\x14.contextd.v1.ContentR\bcontents\x12\x12\n" +
-	"\x04rank\x18\v \x01(\x05R\x04rank\"\xa2\x01\n" +
+	"\x04rank\x18\v \x01(\x05R\x04rank\x125\n" +
+	"\adropped\x18\f \x03(\v2\x1b.contextd.v1.DroppedContentR\adropped\"m\n" +
+	"\x0eDroppedContent\x12\x14\n" +
+	"\x05index\x18\x01 \x01(\x05R\x05index\x12\x10\n" +
+	"\x03uri\x18\x02 \x01(\tR\x03uri\x12\x1b\n" +
+	"\tmime_type\x18\x03 \x01(\tR\bmimeType\x12\x16\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\"\xa2\x01\n" +
 	"\aContent\x12\x10\n" +
 	"\x03uri\x18\x01 \x01(\tR\x03uri\x12\x1b\n" +
 	"\tmime_type\x18\x02 \x01(\tR\bmimeType\x12\x14\n" +
@@ -1146,42 +1232,44 @@ func file_contextd_v1_contextd_proto_rawDescGZIP() []byte {
 }
 
 var file_contextd_v1_contextd_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_contextd_v1_contextd_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_contextd_v1_contextd_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_contextd_v1_contextd_proto_goTypes = []any{
 	(ServerStatus_State)(0),       // 0: contextd.v1.ServerStatus.State
 	(*AssembleRequest)(nil),       // 1: contextd.v1.AssembleRequest
 	(*AssembleResponse)(nil),      // 2: contextd.v1.AssembleResponse
 	(*Item)(nil),                  // 3: contextd.v1.Item
-	(*Content)(nil),               // 4: contextd.v1.Content
-	(*Omitted)(nil),               // 5: contextd.v1.Omitted
-	(*SearchRequest)(nil),         // 6: contextd.v1.SearchRequest
-	(*SearchResponse)(nil),        // 7: contextd.v1.SearchResponse
-	(*SearchResult)(nil),          // 8: contextd.v1.SearchResult
-	(*ListServersRequest)(nil),    // 9: contextd.v1.ListServersRequest
-	(*ListServersResponse)(nil),   // 10: contextd.v1.ListServersResponse
-	(*ServerStatus)(nil),          // 11: contextd.v1.ServerStatus
-	(*timestamppb.Timestamp)(nil), // 12: google.protobuf.Timestamp
+	(*DroppedContent)(nil),        // 4: contextd.v1.DroppedContent
+	(*Content)(nil),               // 5: contextd.v1.Content
+	(*Omitted)(nil),               // 6: contextd.v1.Omitted
+	(*SearchRequest)(nil),         // 7: contextd.v1.SearchRequest
+	(*SearchResponse)(nil),        // 8: contextd.v1.SearchResponse
+	(*SearchResult)(nil),          // 9: contextd.v1.SearchResult
+	(*ListServersRequest)(nil),    // 10: contextd.v1.ListServersRequest
+	(*ListServersResponse)(nil),   // 11: contextd.v1.ListServersResponse
+	(*ServerStatus)(nil),          // 12: contextd.v1.ServerStatus
+	(*timestamppb.Timestamp)(nil), // 13: google.protobuf.Timestamp
 }
 var file_contextd_v1_contextd_proto_depIdxs = []int32{
 	3,  // 0: contextd.v1.AssembleResponse.items:type_name -> contextd.v1.Item
-	5,  // 1: contextd.v1.AssembleResponse.omitted:type_name -> contextd.v1.Omitted
-	4,  // 2: contextd.v1.Item.contents:type_name -> contextd.v1.Content
-	8,  // 3: contextd.v1.SearchResponse.results:type_name -> contextd.v1.SearchResult
-	11, // 4: contextd.v1.ListServersResponse.servers:type_name -> contextd.v1.ServerStatus
-	0,  // 5: contextd.v1.ServerStatus.state:type_name -> contextd.v1.ServerStatus.State
-	12, // 6: contextd.v1.ServerStatus.last_sync:type_name -> google.protobuf.Timestamp
-	12, // 7: contextd.v1.ServerStatus.last_error_time:type_name -> google.protobuf.Timestamp
-	1,  // 8: contextd.v1.ContextService.Assemble:input_type -> contextd.v1.AssembleRequest
-	6,  // 9: contextd.v1.ContextService.Search:input_type -> contextd.v1.SearchRequest
-	9,  // 10: contextd.v1.ContextService.ListServers:input_type -> contextd.v1.ListServersRequest
-	2,  // 11: contextd.v1.ContextService.Assemble:output_type -> contextd.v1.AssembleResponse
-	7,  // 12: contextd.v1.ContextService.Search:output_type -> contextd.v1.SearchResponse
-	10, // 13: contextd.v1.ContextService.ListServers:output_type -> contextd.v1.ListServersResponse
-	11, // [11:14] is the sub-list for method output_type
-	8,  // [8:11] is the sub-list for method input_type
-	8,  // [8:8] is the sub-list for extension type_name
-	8,  // [8:8] is the sub-list for extension extendee
-	0,  // [0:8] is the sub-list for field type_name
+	6,  // 1: contextd.v1.AssembleResponse.omitted:type_name -> contextd.v1.Omitted
+	5,  // 2: contextd.v1.Item.contents:type_name -> contextd.v1.Content
+	4,  // 3: contextd.v1.Item.dropped:type_name -> contextd.v1.DroppedContent
+	9,  // 4: contextd.v1.SearchResponse.results:type_name -> contextd.v1.SearchResult
+	12, // 5: contextd.v1.ListServersResponse.servers:type_name -> contextd.v1.ServerStatus
+	0,  // 6: contextd.v1.ServerStatus.state:type_name -> contextd.v1.ServerStatus.State
+	13, // 7: contextd.v1.ServerStatus.last_sync:type_name -> google.protobuf.Timestamp
+	13, // 8: contextd.v1.ServerStatus.last_error_time:type_name -> google.protobuf.Timestamp
+	1,  // 9: contextd.v1.ContextService.Assemble:input_type -> contextd.v1.AssembleRequest
+	7,  // 10: contextd.v1.ContextService.Search:input_type -> contextd.v1.SearchRequest
+	10, // 11: contextd.v1.ContextService.ListServers:input_type -> contextd.v1.ListServersRequest
+	2,  // 12: contextd.v1.ContextService.Assemble:output_type -> contextd.v1.AssembleResponse
+	8,  // 13: contextd.v1.ContextService.Search:output_type -> contextd.v1.SearchResponse
+	11, // 14: contextd.v1.ContextService.ListServers:output_type -> contextd.v1.ListServersResponse
+	12, // [12:15] is the sub-list for method output_type
+	9,  // [9:12] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_contextd_v1_contextd_proto_init() }
@@ -1189,7 +1277,7 @@ func file_contextd_v1_contextd_proto_init() {
 	if File_contextd_v1_contextd_proto != nil {
 		return
 	}
-	file_contextd_v1_contextd_proto_msgTypes[3].OneofWrappers = []any{
+	file_contextd_v1_contextd_proto_msgTypes[4].OneofWrappers = []any{
 		(*Content_Text)(nil),
 		(*Content_Blob)(nil),
 	}
@@ -1199,7 +1287,7 @@ func file_contextd_v1_contextd_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_contextd_v1_contextd_proto_rawDesc), len(file_contextd_v1_contextd_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   11,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -1,0 +1,115 @@
+package config_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/contextd/contextd/internal/config"
+)
+
+func env(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+func TestClaudeDesktopFileWorksAsIs(t *testing.T) {
+	const claude = `{
+  "mcpServers": {
+    "filesystem": {
+      "command": "npx",
+      "args": ["-y", "@modelcontextprotocol/server-filesystem", "/Users/me/Desktop"],
+      "env": {"DEBUG": "${DEBUG:-0}"}
+    },
+    "docs": {
+      "url": "https://docs.example.internal/mcp",
+      "headers": {"Authorization": "Bearer ${DOCS_TOKEN}"}
+    }
+  },
+  "globalShortcut": "Ctrl+Space"
+}`
+	c, err := config.Parse("claude_desktop_config.json", []byte(claude), env(map[string]string{"DOCS_TOKEN": "s3cret"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []config.Server{
+		{Name: "docs", Transport: config.TransportHTTP, URL: "https://docs.example.internal/mcp", Headers: map[string]string{"Authorization": "Bearer s3cret"}},
+		{Name: "filesystem", Transport: config.TransportStdio, Command: "npx",
+			Args: []string{"-y", "@modelcontextprotocol/server-filesystem", "/Users/me/Desktop"}, Env: map[string]string{"DEBUG": "0"}},
+	}
+	if diff := cmp.Diff(want, c.Servers); diff != "" {
+		t.Errorf("servers (-want +got):\n%s", diff)
+	}
+	if c.Listen != config.DefaultListen || c.Tokenizer != config.DefaultTokenizer || c.DataDir == "" {
+		t.Errorf("defaults not applied: %+v", c)
+	}
+}
+
+func TestYAMLWithSettingsAndVSCodeServers(t *testing.T) {
+	const y = `
+listen: unix:///run/contextd.sock
+data_dir: /var/lib/contextd
+tokenizer: o200k_base
+servers:            # VS Code's mcp.json shape
+  remote:
+    type: http
+    url: http://127.0.0.1:3001/mcp
+  local:
+    type: stdio
+    command: node
+    args: [server.js]
+    cwd: /srv/mcp
+  old:
+    disabled: true
+    command: ignored
+`
+	c, err := config.Parse("c.yaml", []byte(y), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Listen != "unix:///run/contextd.sock" || c.DataDir != "/var/lib/contextd" || c.Tokenizer != "o200k_base" {
+		t.Errorf("settings = %+v", c)
+	}
+	if len(c.Servers) != 2 || c.Servers[0].Name != "local" || c.Servers[0].Cwd != "/srv/mcp" || c.Servers[1].Transport != config.TransportHTTP {
+		t.Errorf("servers = %+v", c.Servers)
+	}
+}
+
+func TestErrorsNameFileServerAndField(t *testing.T) {
+	for _, tc := range []struct {
+		name, body string
+		want       []string
+	}{
+		{"unset variable", `mcpServers: {docs: {url: "https://x/mcp", headers: {Authorization: "Bearer ${NOPE}"}}}`,
+			[]string{"bad.yaml", `server "docs"`, "headers.Authorization", "NOPE"}},
+		{"neither command nor url", `mcpServers: {empty: {args: [x]}}`, []string{"bad.yaml", `server "empty"`, "command", "url"}},
+		{"both", `mcpServers: {two: {command: a, url: "http://x"}}`, []string{`server "two"`, "not both"}},
+		{"bad url", `mcpServers: {web: {url: "ftp://x"}}`, []string{`server "web"`, "field url", "ftp://x"}},
+		{"bad type", `mcpServers: {t: {type: carrier-pigeon, command: x}}`, []string{`server "t"`, "field type", "carrier-pigeon"}},
+		{"stdio without command", `mcpServers: {s: {type: stdio}}`, []string{`server "s"`, "field command"}},
+		{"not yaml", "mcpServers: [", []string{"bad.yaml"}},
+		{"defined twice", "mcpServers: {a: {command: x}}\nservers: {a: {command: y}}", []string{`server "a"`, "both"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := config.Parse("bad.yaml", []byte(tc.body), env(nil))
+			if !errors.Is(err, config.ErrInvalid) {
+				t.Fatalf("err = %v, want ErrInvalid", err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	_, err := config.Load(filepath.Join(t.TempDir(), "absent.yaml"))
+	if !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), "absent.yaml") {
+		t.Errorf("err = %v, want a not-exist error naming the file", err)
+	}
+}
