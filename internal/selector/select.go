@@ -77,7 +77,7 @@ type selection struct {
 
 	res       Result
 	remaining int                  // tokens left: req.TokenBudget - res.TotalTokens
-	fullBy    int                  // rank whose text was trimmed, filling the budget; 0 if none
+	full      string               // why the budget is full after a text did not fit; "" if not
 	seen      map[resource.Key]int // rank of the first candidate with each key
 }
 
@@ -110,8 +110,8 @@ func (s *selection) consider(ctx context.Context, rank int, c Candidate) error {
 // state of the selection alone, or "" if it may be returned.
 func (s *selection) skip(c Candidate) (OmitReason, string) {
 	switch {
-	case s.fullBy > 0:
-		return OmitBudgetExhausted, fmt.Sprintf("budget filled by rank %d", s.fullBy)
+	case s.full != "":
+		return OmitBudgetExhausted, s.full
 	case s.remaining <= 0:
 		return OmitBudgetExhausted, "no tokens left"
 	case s.req.MaxItems > 0 && len(s.res.Items) >= s.req.MaxItems:
@@ -123,7 +123,7 @@ func (s *selection) skip(c Candidate) (OmitReason, string) {
 		if c.Size > 0 {
 			size = fmt.Sprintf("%d bytes", c.Size)
 		}
-		return OmitBudgetExhausted, fmt.Sprintf("%d tokens left, fewer than the %d worth reading a resource of %s for", s.remaining, MinUsefulTokens, size)
+		return OmitBudgetExhausted, fmt.Sprintf("%s left, fewer than the %d worth reading a resource of %s for", tokens(s.remaining), MinUsefulTokens, size)
 	}
 	return "", ""
 }
@@ -162,7 +162,7 @@ func (s *selection) pack(rank int, c Candidate, contents []Content) {
 			// are returned, never the base64 text.
 			n := s.count.Count(base64.StdEncoding.EncodeToString(ct.Blob))
 			if n > left {
-				drop(OmitBinaryTooLarge, fmt.Sprintf("blob of %d bytes costs %d tokens, %d left", len(ct.Blob), n, left))
+				drop(OmitBinaryTooLarge, fmt.Sprintf("blob of %d bytes costs %s, %d left", len(ct.Blob), tokens(n), left))
 				continue
 			}
 			kept = append(kept, ItemContent{Content: ct, Tokens: n})
@@ -178,7 +178,7 @@ func (s *selection) pack(rank int, c Candidate, contents []Content) {
 			}
 			stop = true
 			if out == "" {
-				drop(OmitTooLarge, fmt.Sprintf("not even the first character of a text fits in the %d tokens left", left))
+				drop(OmitTooLarge, fmt.Sprintf("not even the first character of a text fits in the %s left", tokens(left)))
 				continue
 			}
 			truncatedBy = true
@@ -191,27 +191,30 @@ func (s *selection) pack(rank int, c Candidate, contents []Content) {
 			left -= n
 		}
 	}
-	if stop {
-		s.fullBy = rank
-	}
 	if len(kept) == 0 {
+		if stop {
+			s.full = fmt.Sprintf("budget full: not even the start of rank %d fit in the %s left", rank, tokens(s.remaining))
+		}
 		reason, detail := emptyReason(contents, dropped, budgetDrop)
 		s.omit(rank, c, reason, detail, true)
 		return
 	}
-	tokens := s.remaining - left
+	used := s.remaining - left
 	it := Item{
 		Candidate: c,
 		Rank:      rank,
 		Contents:  kept,
 		Dropped:   dropped,
-		Tokens:    tokens,
+		Tokens:    used,
 		Truncated: truncatedBy,
 	}
-	it.Reason = itemReason(rank, tokens, truncatedBy, cut, dropped)
+	it.Reason = itemReason(rank, used, truncatedBy, cut, dropped)
 	s.remaining = left
-	s.res.TotalTokens += tokens
+	s.res.TotalTokens += used
 	s.res.Items = append(s.res.Items, it)
+	if stop {
+		s.full = fmt.Sprintf("budget filled by rank %d", rank)
+	}
 }
 
 func (s *selection) omit(rank int, c Candidate, reason OmitReason, detail string, read bool) {
@@ -242,12 +245,12 @@ func emptyReason(contents []Content, dropped []DroppedContent, budgetDrop string
 }
 
 // itemReason explains an item, e.g. "rank 1, fits whole (312 tokens)".
-func itemReason(rank, tokens int, truncated bool, cut string, dropped []DroppedContent) string {
+func itemReason(rank, n int, truncated bool, cut string, dropped []DroppedContent) string {
 	var b strings.Builder
 	if truncated {
-		fmt.Fprintf(&b, "rank %d, truncated to %d tokens to fit the budget", rank, tokens)
+		fmt.Fprintf(&b, "rank %d, truncated to %s to fit the budget", rank, tokens(n))
 	} else {
-		fmt.Fprintf(&b, "rank %d, fits whole (%d tokens)", rank, tokens)
+		fmt.Fprintf(&b, "rank %d, fits whole (%s)", rank, tokens(n))
 	}
 	if cut != "" {
 		fmt.Fprintf(&b, "; %s", cut)
@@ -277,4 +280,12 @@ func itemReason(rank, tokens int, truncated bool, cut string, dropped []DroppedC
 		}
 	}
 	return b.String()
+}
+
+// tokens formats a token count for a reason: "1 token", "12 tokens".
+func tokens(n int) string {
+	if n == 1 {
+		return "1 token"
+	}
+	return fmt.Sprintf("%d tokens", n)
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -19,6 +20,12 @@ import (
 type wordCounter struct{}
 
 func (wordCounter) Count(s string) int { return len(strings.Fields(s)) }
+
+// pricyRunes charges two tokens per rune, so that with a budget of 1 not
+// even one rune fits.
+type pricyRunes struct{}
+
+func (pricyRunes) Count(s string) int { return 2 * utf8.RuneCountInString(s) }
 
 // fakeReads serves resources/read results from a map and logs every call.
 type fakeReads struct {
@@ -65,6 +72,7 @@ func TestSelect(t *testing.T) {
 		ranked    []Candidate
 		contents  map[resource.Key][]Content
 		errs      map[resource.Key]error
+		count     budget.Counter // wordCounter if nil
 		want      Result
 		wantCalls []string
 	}{
@@ -79,7 +87,7 @@ func TestSelect(t *testing.T) {
 				Items: []Item{
 					{Candidate: cand("a"), Rank: 1, Contents: []ItemContent{{Content: text(lines(2, 5)), Tokens: 10}}, Tokens: 10, Reason: "rank 1, fits whole (10 tokens)"},
 					{Candidate: cand("b"), Rank: 2, Contents: []ItemContent{{Content: text(lines(1, 3)), Tokens: 3}}, Tokens: 3, Reason: "rank 2, fits whole (3 tokens)"},
-					{Candidate: cand("c"), Rank: 3, Contents: []ItemContent{{Content: text("one"), Tokens: 1}}, Tokens: 1, Reason: "rank 3, fits whole (1 tokens)"},
+					{Candidate: cand("c"), Rank: 3, Contents: []ItemContent{{Content: text("one"), Tokens: 1}}, Tokens: 1, Reason: "rank 3, fits whole (1 token)"},
 				},
 				TotalTokens: 14, Reads: 3,
 			},
@@ -204,8 +212,8 @@ func TestSelect(t *testing.T) {
 			},
 			want: Result{
 				Items: []Item{
-					{Candidate: cand("a"), Rank: 1, Contents: []ItemContent{{Content: text("a"), Tokens: 1}}, Tokens: 1, Reason: "rank 1, fits whole (1 tokens)"},
-					{Candidate: cand("b"), Rank: 2, Contents: []ItemContent{{Content: text("b"), Tokens: 1}}, Tokens: 1, Reason: "rank 2, fits whole (1 tokens)"},
+					{Candidate: cand("a"), Rank: 1, Contents: []ItemContent{{Content: text("a"), Tokens: 1}}, Tokens: 1, Reason: "rank 1, fits whole (1 token)"},
+					{Candidate: cand("b"), Rank: 2, Contents: []ItemContent{{Content: text("b"), Tokens: 1}}, Tokens: 1, Reason: "rank 2, fits whole (1 token)"},
 				},
 				Omitted: []Omitted{
 					{Candidate: cand("c"), Rank: 3, Reason: OmitMaxItems, Detail: "2 items already selected"},
@@ -228,7 +236,7 @@ func TestSelect(t *testing.T) {
 			},
 			want: Result{
 				Items: []Item{
-					{Candidate: Candidate{Server: "s", URI: "svg", MIMEType: "image/svg+xml"}, Rank: 3, Contents: []ItemContent{{Content: text("<svg/>"), Tokens: 1}}, Tokens: 1, Reason: "rank 3, fits whole (1 tokens)"},
+					{Candidate: Candidate{Server: "s", URI: "svg", MIMEType: "image/svg+xml"}, Rank: 3, Contents: []ItemContent{{Content: text("<svg/>"), Tokens: 1}}, Tokens: 1, Reason: "rank 3, fits whole (1 token)"},
 				},
 				Omitted: []Omitted{
 					{Candidate: Candidate{Server: "s", URI: "img", MIMEType: "image/png"}, Rank: 1, Reason: OmitBinaryExcluded, Detail: `descriptor MIME type "image/png" is binary`},
@@ -247,7 +255,7 @@ func TestSelect(t *testing.T) {
 			},
 			want: Result{
 				Items: []Item{
-					{Candidate: cand("b"), Rank: 2, Contents: []ItemContent{{Content: text("b"), Tokens: 1}}, Tokens: 1, Reason: "rank 2, fits whole (1 tokens)"},
+					{Candidate: cand("b"), Rank: 2, Contents: []ItemContent{{Content: text("b"), Tokens: 1}}, Tokens: 1, Reason: "rank 2, fits whole (1 token)"},
 				},
 				Omitted: []Omitted{
 					{Candidate: cand("unknown"), Rank: 1, Reason: OmitBinaryExcluded, Detail: "all 1 non-empty contents are blobs", Read: true},
@@ -267,9 +275,9 @@ func TestSelect(t *testing.T) {
 				Items: []Item{
 					{
 						Candidate: cand("mixed"), Rank: 1,
-						Contents:  []ItemContent{{Content: text("caption here"), Tokens: 2}},
-						Dropped:   []DroppedContent{{Index: 1, URI: "s://img", MIMEType: "image/png", Reason: OmitBinaryExcluded}},
-						Tokens:    2, Reason: "rank 1, fits whole (2 tokens); 1 binary content excluded",
+						Contents: []ItemContent{{Content: text("caption here"), Tokens: 2}},
+						Dropped:  []DroppedContent{{Index: 1, URI: "s://img", MIMEType: "image/png", Reason: OmitBinaryExcluded}},
+						Tokens:   2, Reason: "rank 1, fits whole (2 tokens); 1 binary content excluded",
 					},
 				},
 				TotalTokens: 2, Reads: 1,
@@ -317,7 +325,7 @@ func TestSelect(t *testing.T) {
 			errs: map[resource.Key]error{key("bad"): errBoom},
 			want: Result{
 				Items: []Item{
-					{Candidate: cand("good"), Rank: 3, Contents: []ItemContent{{Content: text("fine"), Tokens: 1}}, Tokens: 1, Reason: "rank 3, fits whole (1 tokens)"},
+					{Candidate: cand("good"), Rank: 3, Contents: []ItemContent{{Content: text("fine"), Tokens: 1}}, Tokens: 1, Reason: "rank 3, fits whole (1 token)"},
 				},
 				Omitted: []Omitted{
 					{Candidate: cand("bad"), Rank: 1, Reason: OmitReadFailed, Detail: "upstream: boom", Read: true},
@@ -340,7 +348,7 @@ func TestSelect(t *testing.T) {
 						Candidate: cand("ok"), Rank: 3,
 						Contents: []ItemContent{{Content: text("ok"), Tokens: 1}},
 						Dropped:  []DroppedContent{{Index: 1, Reason: OmitEmpty}},
-						Tokens:   1, Reason: "rank 3, fits whole (1 tokens); 1 empty content skipped",
+						Tokens:   1, Reason: "rank 3, fits whole (1 token); 1 empty content skipped",
 					},
 				},
 				Omitted: []Omitted{
@@ -371,6 +379,23 @@ func TestSelect(t *testing.T) {
 			wantCalls: []string{"s a", "t a"},
 		},
 		{
+			name:   "not even one rune fits: omitted too large, and the budget is full",
+			req:    Request{TokenBudget: 1},
+			ranked: []Candidate{cand("a"), cand("b")},
+			contents: map[resource.Key][]Content{
+				key("a"): {text("日本")}, key("b"): {text("x")},
+			},
+			count: pricyRunes{},
+			want: Result{
+				Omitted: []Omitted{
+					{Candidate: cand("a"), Rank: 1, Reason: OmitTooLarge, Detail: "not even the first character of a text fits in the 1 token left", Read: true},
+					{Candidate: cand("b"), Rank: 2, Reason: OmitBudgetExhausted, Detail: "budget full: not even the start of rank 1 fit in the 1 token left"},
+				},
+				Reads: 1,
+			},
+			wantCalls: []string{"s a"},
+		},
+		{
 			name:   "no candidates",
 			req:    Request{TokenBudget: 10},
 			ranked: nil,
@@ -380,7 +405,11 @@ func TestSelect(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := &fakeReads{contents: tt.contents, errs: tt.errs}
-			got, err := Select(t.Context(), tt.req, tt.ranked, f.read, wordCounter{})
+			count := tt.count
+			if count == nil {
+				count = wordCounter{}
+			}
+			got, err := Select(t.Context(), tt.req, tt.ranked, f.read, count)
 			if err != nil {
 				t.Fatalf("Select: %v", err)
 			}
@@ -390,7 +419,7 @@ func TestSelect(t *testing.T) {
 			if diff := cmp.Diff(tt.wantCalls, f.calls); diff != "" {
 				t.Errorf("reads mismatch (-want +got):\n%s", diff)
 			}
-			checkInvariants(t, tt.req, tt.ranked, got, wordCounter{})
+			checkInvariants(t, tt.req, tt.ranked, got, count)
 		})
 	}
 }
