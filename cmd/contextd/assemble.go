@@ -42,7 +42,7 @@ func (o *oneShot) start(ctx context.Context, stderr io.Writer) (eng *engine.Engi
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg, err := loadConfig(o.cfgPath, log)
+	cfg, err := loadConfig(o.cfgPath, stderr)
 	if err != nil {
 		return nil, nil, err
 	}

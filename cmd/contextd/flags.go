@@ -49,15 +49,17 @@ func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
-// loadConfig loads path, or the file Find returns, or the built-in default.
-func loadConfig(path string, log *slog.Logger) (*config.Config, error) {
+// loadConfig loads path, or the file Find returns, or the built-in default,
+// and says on stderr which one it used.
+func loadConfig(path string, stderr io.Writer) (*config.Config, error) {
 	if path == "" {
 		path = config.Find()
 	}
 	if path == "" {
-		log.Info("no config file found; using the built-in configuration (server-everything via npx)")
+		fmt.Fprintln(stderr, "contextd: no config file found; using the built-in configuration (server-everything via npx)")
 		return config.Default(), nil
 	}
+	fmt.Fprintln(stderr, "contextd: config", path)
 	return config.Load(path)
 }
 

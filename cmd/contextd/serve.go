@@ -31,7 +31,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := loadConfig(*cfgPath, log)
+	cfg, err := loadConfig(*cfgPath, stderr)
 	if err != nil {
 		return err
 	}
@@ -84,7 +84,14 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 // listenOn listens on "host:port" or "unix:///path".
 func listenOn(addr string) (net.Listener, error) {
 	if p, ok := strings.CutPrefix(addr, "unix://"); ok {
-		_ = os.Remove(p) // a stale socket from a previous run
+		if fi, err := os.Stat(p); err == nil && fi.Mode()&os.ModeSocket != 0 {
+			// Remove a socket left by a previous run, but never a live daemon's.
+			if c, err := net.DialTimeout("unix", p, time.Second); err == nil {
+				c.Close()
+				return nil, fmt.Errorf("listen %s: another daemon is already serving there", addr)
+			}
+			_ = os.Remove(p)
+		}
 		return net.Listen("unix", p)
 	}
 	return net.Listen("tcp", addr)
