@@ -10,9 +10,11 @@
 // [Select] walks the candidates best first. Descriptors are checked before
 // any read, so a resource is read only if it may be returned:
 //
-//   - once the budget is full (nothing left, a text had to be trimmed, or
-//     fewer than [MinUsefulTokens] tokens remain) or [Request.MaxItems]
-//     items are selected, the rest are omitted unread;
+//   - once the budget is full (no tokens left, or a text had to be trimmed)
+//     or [Request.MaxItems] items are selected, the rest are omitted unread;
+//   - once fewer than [MinUsefulTokens] tokens remain, only a candidate whose
+//     descriptor declares a Size that fits whole is still read;
+//   - a repeated (server, URI) is omitted unread;
 //   - with [Request.IncludeBinary] off, a descriptor whose MIME type is
 //     clearly binary (image/*, audio/*, video/*, font/*, PDF, ZIP, …) is
 //     omitted unread.
@@ -30,8 +32,9 @@
 //     are dropped and the budget is full. This happens to the best candidate
 //     too: a big top match is trimmed, never skipped;
 //   - a blob is never shown as base64 text. With IncludeBinary off it is
-//     dropped; with it on, it costs the tokens of its standard base64
-//     encoding and is kept whole or dropped, never cut.
+//     dropped (a resource of blobs only is omitted); with it on, it costs the
+//     tokens of its standard base64 encoding and is kept whole or dropped,
+//     never cut, and later contents are still packed.
 //
 // The total of the returned items never exceeds [Request.TokenBudget].
 //
