@@ -145,13 +145,5 @@ func (e *Engine) read(ctx context.Context, server, uri string) ([]selector.Conte
 	if !ok {
 		return nil, fmt.Errorf("server %q is not configured", server)
 	}
-	cs, err := m.Read(ctx, uri)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]selector.Content, len(cs))
-	for i, c := range cs {
-		out[i] = selector.Content(c)
-	}
-	return out, nil
+	return m.Read(ctx, uri)
 }

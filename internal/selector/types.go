@@ -21,15 +21,8 @@ type Candidate struct {
 // Key returns the candidate's identity, (server, URI).
 func (c Candidate) Key() resource.Key { return resource.Key{Server: c.Server, URI: c.URI} }
 
-// A Content is one item of a resources/read result. It has the same fields,
-// in the same order, as resource.Content, so one converts to the other.
-type Content struct {
-	URI      string // the item's own URI (may differ from the URI read)
-	MIMEType string // "" = unknown; never guessed
-	Text     string // meaningful when !IsBlob
-	Blob     []byte // decoded bytes; meaningful when IsBlob
-	IsBlob   bool
-}
+// A Content is one item of a resources/read result.
+type Content = resource.Content
 
 // A ReadFunc reads one resource (resources/read on server for uri). It must
 // return ctx's error, or one wrapping it, when ctx is done.
