@@ -44,11 +44,32 @@ var ErrUnknownEncoding = errors.New("unknown token encoding")
 // each regex piece in time quadratic in the piece's length, so a single very
 // long run of letters or whitespace (tens of KB with no break) is far slower.
 type Tokenizer struct {
-	encoding string
-	enc      *tiktoken.Tiktoken
+	encoding      string
+	enc           *tiktoken.Tiktoken
+	maxTokenBytes int
 }
 
-var _ Counter = (*Tokenizer)(nil)
+var (
+	_ Counter    = (*Tokenizer)(nil)
+	_ TokenSizer = (*Tokenizer)(nil)
+)
+
+// A TokenSizer knows the most bytes one token can cover. Counters that
+// implement it let TrimToBudget and callers skip counting text that cannot
+// fit: a text of b bytes has at least ceil(b/MaxTokenBytes()) tokens.
+type TokenSizer interface {
+	MaxTokenBytes() int
+}
+
+// Fits reports whether a text of n bytes may fit in maxTokens tokens under c:
+// false only when c is a TokenSizer that proves it cannot.
+func Fits(c Counter, n, maxTokens int) bool {
+	ts, ok := c.(TokenSizer)
+	if !ok || ts.MaxTokenBytes() <= 0 {
+		return true
+	}
+	return n <= maxTokens*ts.MaxTokenBytes()
+}
 
 var (
 	// setLoader installs the offline BPE loader. tiktoken.SetBpeLoader writes a
@@ -61,7 +82,41 @@ var (
 	// encoders holds one built encoder per encoding name; building one parses a
 	// multi-megabyte dictionary, so it is done once per process.
 	encoders = map[string]*tiktoken.Tiktoken{}
+
+	// loader records the longest token of every dictionary it loads.
+	loader = &sizingLoader{base: tiktoken_loader.NewOfflineLoader()}
 )
+
+// sizingLoader wraps the offline loader and remembers the byte length of the
+// longest token seen in any dictionary loaded so far.
+type sizingLoader struct {
+	base interface {
+		LoadTiktokenBpe(file string) (map[string]int, error)
+	}
+	mu      sync.Mutex
+	longest int
+}
+
+func (l *sizingLoader) LoadTiktokenBpe(file string) (map[string]int, error) {
+	ranks, err := l.base.LoadTiktokenBpe(file)
+	if err != nil {
+		return nil, err
+	}
+	n := 0
+	for tok := range ranks {
+		n = max(n, len(tok))
+	}
+	l.mu.Lock()
+	l.longest = max(l.longest, n)
+	l.mu.Unlock()
+	return ranks, nil
+}
+
+func (l *sizingLoader) maxTokenBytes() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.longest
+}
 
 // NewTokenizer returns a Tokenizer for the named encoding: "" or
 // [EncodingCL100K] (the default), or [EncodingO200K]. Any other name returns an
@@ -83,12 +138,12 @@ func NewTokenizer(encoding string) (*Tokenizer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Tokenizer{encoding: encoding, enc: enc}, nil
+	return &Tokenizer{encoding: encoding, enc: enc, maxTokenBytes: loader.maxTokenBytes()}, nil
 }
 
 func encoder(name string) (*tiktoken.Tiktoken, error) {
 	setLoader.Do(func() {
-		tiktoken.SetBpeLoader(tiktoken_loader.NewOfflineLoader())
+		tiktoken.SetBpeLoader(loader)
 	})
 	encodersMu.Lock()
 	defer encodersMu.Unlock()
@@ -104,6 +159,12 @@ func encoder(name string) (*tiktoken.Tiktoken, error) {
 	encoders[name] = enc
 	return enc, nil
 }
+
+// MaxTokenBytes returns an upper bound on the bytes one token covers (the
+// longest token in the encoding's dictionary, at least), so any text of more
+// than n*MaxTokenBytes() bytes counts more than n tokens. It implements
+// [TokenSizer].
+func (t *Tokenizer) MaxTokenBytes() int { return t.maxTokenBytes }
 
 // Encoding returns the name of the tokenizer's encoding, such as "cl100k_base".
 func (t *Tokenizer) Encoding() string { return t.encoding }

@@ -32,6 +32,16 @@ func TrimToBudget(c Counter, text string, maxTokens int) (out string, tokens int
 	if maxTokens <= 0 || text == "" {
 		return "", 0
 	}
+	if ts, ok := c.(TokenSizer); ok && ts.MaxTokenBytes() > 0 {
+		// No prefix longer than this can fit, so never count past it: work
+		// is bounded by the budget, not by the size of the resource.
+		if limit := maxTokens * ts.MaxTokenBytes(); limit < len(text) {
+			for limit > 0 && !utf8.RuneStart(text[limit]) {
+				limit--
+			}
+			text = text[:limit]
+		}
+	}
 	t := trimmer{c: c, text: text, max: maxTokens}
 	b := t.search(lineCuts{text}, bracket{hi: -1})
 	if b.lo > 0 {

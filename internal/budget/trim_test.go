@@ -265,3 +265,44 @@ func ExampleTrimToBudget() {
 	fmt.Printf("%q %d\n", out, n)
 	// Output: "First line.\nSecond line.\n" 6
 }
+
+// sizedCounter is one token per byte, with a declared bound, and remembers
+// the longest text it was asked to count.
+type sizedCounter struct{ longest int }
+
+func (c *sizedCounter) Count(s string) int { c.longest = max(c.longest, len(s)); return len(s) }
+func (*sizedCounter) MaxTokenBytes() int   { return 4 }
+
+func TestTrimToBudgetNeverCountsPastTheBound(t *testing.T) {
+	c := &sizedCounter{}
+	text := strings.Repeat("line of text\n", 100_000) // 1.3 MB
+	out, n := TrimToBudget(c, text, 100)
+	if n > 100 || len(out) != 91 || !strings.HasSuffix(out, "\n") {
+		t.Errorf("TrimToBudget = %d bytes, %d tokens; want the 7 whole lines (91 bytes) within 100", len(out), n)
+	}
+	if c.longest > 100*4 {
+		t.Errorf("counted a %d-byte text; nothing past 100 tokens × 4 bytes can fit", c.longest)
+	}
+}
+
+func TestMaxTokenBytesBoundsRealTokens(t *testing.T) {
+	for _, enc := range []string{EncodingCL100K, EncodingO200K} {
+		tk, err := NewTokenizer(enc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		L := tk.MaxTokenBytes()
+		if L < 16 || L > 4096 {
+			t.Fatalf("%s: MaxTokenBytes = %d, implausible", enc, L)
+		}
+		// The bound holds on text made of long repeated tokens.
+		for _, s := range []string{strings.Repeat(" ", 10_000), strings.Repeat("=", 10_000), strings.Repeat("-", 5000)} {
+			if got := tk.Count(s); got < (len(s)+L-1)/L {
+				t.Errorf("%s: %q×%d counts %d tokens, fewer than len/MaxTokenBytes = %d", enc, s[:1], len(s), got, len(s)/L)
+			}
+		}
+		if Fits(tk, 10*L+1, 10) || !Fits(tk, 10*L, 10) {
+			t.Errorf("%s: Fits disagrees with MaxTokenBytes %d", enc, L)
+		}
+	}
+}

@@ -160,9 +160,13 @@ func (s *selection) pack(rank int, c Candidate, contents []Content) {
 		case ct.IsBlob:
 			// Counted as the model would be shown it; the bytes themselves
 			// are returned, never the base64 text.
-			n := s.count.Count(base64.StdEncoding.EncodeToString(ct.Blob))
+			b64 := base64.StdEncoding.EncodedLen(len(ct.Blob))
+			n := left + 1 // proven not to fit without counting
+			if budget.Fits(s.count, b64, left) {
+				n = s.count.Count(base64.StdEncoding.EncodeToString(ct.Blob))
+			}
 			if n > left {
-				drop(OmitBinaryTooLarge, fmt.Sprintf("blob of %d bytes costs %s, %d left", len(ct.Blob), tokens(n), left))
+				drop(OmitBinaryTooLarge, fmt.Sprintf("blob of %d bytes costs more than the %s left", len(ct.Blob), tokens(left)))
 				continue
 			}
 			kept = append(kept, ItemContent{Content: ct, Tokens: n})

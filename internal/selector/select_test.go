@@ -479,7 +479,7 @@ func TestSelectBlobs(t *testing.T) {
 		},
 		Omitted: []Omitted{
 			// Never trimmed, and the budget stays open for the rest.
-			{Candidate: ranked[0], Rank: 1, Reason: OmitBinaryTooLarge, Detail: fmt.Sprintf("blob of 4096 bytes costs %d tokens, 200 left", largeTok), Read: true},
+			{Candidate: ranked[0], Rank: 1, Reason: OmitBinaryTooLarge, Detail: "blob of 4096 bytes costs more than the 200 tokens left", Read: true},
 		},
 		TotalTokens: smallTok + caption + after,
 		Reads:       3,
