@@ -275,10 +275,11 @@ func (*sizedCounter) MaxTokenBytes() int   { return 4 }
 
 func TestTrimToBudgetNeverCountsPastTheBound(t *testing.T) {
 	c := &sizedCounter{}
-	text := strings.Repeat("line of text\n", 100_000) // 1.3 MB
+	// One 1.5 MB line: without the bound, the only line cut is the whole text.
+	text := strings.Repeat("word ", 300_000)
 	out, n := TrimToBudget(c, text, 100)
-	if n > 100 || len(out) != 91 || !strings.HasSuffix(out, "\n") {
-		t.Errorf("TrimToBudget = %d bytes, %d tokens; want the 7 whole lines (91 bytes) within 100", len(out), n)
+	if n > 100 || len(out) != 99 || !strings.HasPrefix(text, out) {
+		t.Errorf("TrimToBudget = %d bytes, %d tokens; want 20 whole words (99 bytes) within 100", len(out), n)
 	}
 	if c.longest > 100*4 {
 		t.Errorf("counted a %d-byte text; nothing past 100 tokens × 4 bytes can fit", c.longest)
