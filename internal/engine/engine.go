@@ -5,6 +5,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -50,7 +52,13 @@ type Options struct {
 	// Candidates is how many ranked descriptors Assemble considers. Zero means
 	// DefaultCandidates.
 	Candidates int
+	// ReadTimeout bounds one resources/read; a read that takes longer is
+	// omitted as read_failed and selection goes on. Zero means DefaultReadTimeout.
+	ReadTimeout time.Duration
 }
+
+// DefaultReadTimeout bounds one resources/read during Assemble.
+const DefaultReadTimeout = 30 * time.Second
 
 // DefaultCandidates is the number of ranked descriptors Assemble considers.
 const DefaultCandidates = 10
@@ -64,6 +72,7 @@ type Engine struct {
 	mirrors    map[string]*ctxsync.Mirror
 	names      []string // configured order (sorted)
 	candidates int
+	readTO     time.Duration
 }
 
 // New opens the index and the tokenizer and prepares one mirror per server.
@@ -100,6 +109,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	if e.candidates <= 0 {
 		e.candidates = DefaultCandidates
 	}
+	e.readTO = cmp.Or(opts.ReadTimeout, DefaultReadTimeout)
 	for _, srv := range opts.Config.Servers {
 		dial := dialer(srv)
 		if opts.Dial != nil {

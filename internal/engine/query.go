@@ -145,5 +145,12 @@ func (e *Engine) read(ctx context.Context, server, uri string) ([]selector.Conte
 	if !ok {
 		return nil, fmt.Errorf("server %q is not configured", server)
 	}
-	return m.Read(ctx, uri)
+	rctx, cancel := context.WithTimeout(ctx, e.readTO)
+	defer cancel()
+	c, err := m.Read(rctx, uri)
+	if err != nil && ctx.Err() == nil && rctx.Err() != nil {
+		// Our deadline, not the caller's: this read fails, selection goes on.
+		return nil, fmt.Errorf("server %q: read %q: no answer within %v", server, uri, e.readTO)
+	}
+	return c, err
 }
