@@ -210,7 +210,10 @@ mcpServers:
 	var serveErr error
 	done := make(chan struct{})
 	var logs bytes.Buffer
-	go func() { defer close(done); serveErr = run(ctx, []string{"serve", "--config", cfg}, &logs, &syncWriter{w: &logs}) }()
+	go func() {
+		defer close(done)
+		serveErr = run(ctx, []string{"serve", "--config", cfg}, &logs, &syncWriter{w: &logs})
+	}()
 	defer func() {
 		cancel()
 		select {
