@@ -2,10 +2,10 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"sync"
 	"time"
@@ -63,7 +63,8 @@ func (o *oneShot) start(ctx context.Context, stderr io.Writer) (eng *engine.Engi
 		}
 		cfg.Servers = keep
 	}
-	eng, err = engine.New(ctx, engine.Options{Config: cfg, Logger: log})
+	// A run limited to some servers keeps the others' persisted descriptors.
+	eng, err = engine.New(ctx, engine.Options{Config: cfg, Logger: log, KeepOtherServers: len(o.servers) > 0})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -76,11 +77,12 @@ func (o *oneShot) start(ctx context.Context, stderr io.Writer) (eng *engine.Engi
 	wctx, wcancel := context.WithTimeout(ctx, o.timeout)
 	defer wcancel()
 	if err := eng.WaitReady(wctx); err != nil {
-		stop()
-		if errors.Is(err, context.DeadlineExceeded) {
-			return nil, nil, fmt.Errorf("servers did not finish their first sync within --timeout %v", o.timeout)
+		if ctx.Err() != nil {
+			stop()
+			return nil, nil, ctx.Err()
 		}
-		return nil, nil, err
+		// Go on with the servers that did sync; the slow ones show below.
+		fmt.Fprintf(stderr, "contextd: not every server finished its first sync within --timeout %v; going on without them\n", o.timeout)
 	}
 	for _, s := range eng.Servers() {
 		line := fmt.Sprintf("contextd:   %-16s %-8s %d resources, %d templates", s.Server, s.State, s.Resources, s.Templates)
@@ -135,8 +137,8 @@ func validate(q string, budget int) error {
 	if strings.TrimSpace(q) == "" {
 		return fmt.Errorf("%w: query is empty (usage: contextd assemble --budget N QUERY)", engine.ErrInvalidArgument)
 	}
-	if budget < 1 {
-		return fmt.Errorf("%w: --budget %d is below 1", engine.ErrInvalidArgument, budget)
+	if budget < 1 || budget > math.MaxInt32 {
+		return fmt.Errorf("%w: --budget %d is out of range (1..%d tokens)", engine.ErrInvalidArgument, budget, math.MaxInt32)
 	}
 	return nil
 }

@@ -15,6 +15,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -34,6 +36,14 @@ func main() {
 
 // run dispatches a subcommand.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	err := dispatch(ctx, args, stdout, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil // "COMMAND -h" printed its flags, as asked
+	}
+	return err
+}
+
+func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		usage(stderr)
 		return errUsage("no command given")

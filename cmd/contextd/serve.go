@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	"google.golang.org/grpc"
 
 	"github.com/contextd/contextd/internal/engine"
 	"github.com/contextd/contextd/internal/service"
@@ -56,7 +57,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return eng.Run(mirrorCtx) })
 	g.Go(func() error {
-		if err := srv.Serve(lis); err != nil && !errors.Is(err, net.ErrClosed) {
+		// ErrServerStopped: a signal arrived before Serve started.
+		if err := srv.Serve(lis); err != nil && !errors.Is(err, net.ErrClosed) && !errors.Is(err, grpc.ErrServerStopped) {
 			return fmt.Errorf("grpc: %w", err)
 		}
 		return nil

@@ -47,6 +47,10 @@ type Options struct {
 	Logger *slog.Logger
 	// Dial overrides how a server is connected (tests). Nil uses mcp.Connect.
 	Dial func(srv config.Server) ctxsync.DialFunc
+	// KeepOtherServers keeps the persisted descriptors of servers absent
+	// from Config (a one-shot run limited to some servers); by default they
+	// are deleted at startup.
+	KeepOtherServers bool
 	// Mirror adjusts each mirror's options (tests: debounce, backoff).
 	Mirror func(*ctxsync.Options)
 	// Candidates is how many ranked descriptors Assemble considers. Zero means
@@ -73,6 +77,7 @@ type Engine struct {
 	names      []string // configured order (sorted)
 	candidates int
 	readTO     time.Duration
+	unlock     func() // releases data_dir; nil for an in-memory index
 }
 
 // New opens the index and the tokenizer and prepares one mirror per server.
@@ -98,14 +103,26 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		emb = g
 	}
 	dir := ""
+	var unlock func()
 	if !opts.InMemory {
 		dir = filepath.Join(opts.Config.DataDir, "index")
+		unlock, err = lockDir(opts.Config.DataDir)
+		switch {
+		case errors.Is(err, errLocked):
+			log.Warn("data_dir is in use by another contextd; using an in-memory index for this run", "data_dir", opts.Config.DataDir)
+			dir = ""
+		case err != nil:
+			return nil, err
+		}
 	}
 	ix, err := index.Open(ctx, index.Options{Dir: dir, Embedder: emb, Logger: log.With("component", "index")})
 	if err != nil {
+		if unlock != nil {
+			unlock()
+		}
 		return nil, err
 	}
-	e := &Engine{cfg: opts.Config, log: log, ix: ix, tok: tok, mirrors: map[string]*ctxsync.Mirror{}, candidates: opts.Candidates}
+	e := &Engine{cfg: opts.Config, log: log, ix: ix, tok: tok, mirrors: map[string]*ctxsync.Mirror{}, candidates: opts.Candidates, unlock: unlock}
 	if e.candidates <= 0 {
 		e.candidates = DefaultCandidates
 	}
@@ -122,8 +139,12 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		e.mirrors[srv.Name] = ctxsync.New(mo)
 		e.names = append(e.names, srv.Name)
 	}
-	// Descriptors of servers no longer configured must not be returned.
+	// Descriptors of servers no longer configured are dropped (queries are
+	// scoped to configured servers either way).
 	for _, d := range ix.Descriptors("") {
+		if opts.KeepOtherServers {
+			break
+		}
 		if _, ok := e.mirrors[d.Server]; !ok {
 			if _, err := ix.Replace(ctx, d.Server, nil); err != nil {
 				return nil, err
@@ -163,8 +184,15 @@ func (e *Engine) WaitReady(ctx context.Context) error {
 	return nil
 }
 
-// Close releases the index. Call it after Run has returned.
-func (e *Engine) Close() error { return e.ix.Close() }
+// Close releases the index and data_dir. Call it after Run has returned.
+func (e *Engine) Close() error {
+	err := e.ix.Close()
+	if e.unlock != nil {
+		e.unlock()
+		e.unlock = nil
+	}
+	return err
+}
 
 // Tokenizer returns the encoding budgets are counted in.
 func (e *Engine) Tokenizer() string { return e.tok.Encoding() }
@@ -205,7 +233,7 @@ func checkQuery(q string) error {
 	return nil
 }
 
-// scope returns the servers a request covers, sorted.
+// scope returns the configured servers a request covers, sorted.
 func (e *Engine) scope(filter []string) []string {
 	if len(filter) == 0 {
 		return e.names

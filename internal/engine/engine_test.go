@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/contextd/contextd/internal/config"
 	"github.com/contextd/contextd/internal/engine"
 	"github.com/contextd/contextd/internal/index/indextest"
+	"github.com/contextd/contextd/internal/mcp"
 	"github.com/contextd/contextd/internal/mcp/mcptest"
 	"github.com/contextd/contextd/internal/resource"
 	"github.com/contextd/contextd/internal/selector"
@@ -21,14 +23,18 @@ import (
 
 func newEngine(t *testing.T, dataDir string, servers map[string]*mcpsdk.Server, readTimeout time.Duration) *engine.Engine {
 	t.Helper()
+	return newEngineOpts(t, dataDir, servers, engine.Options{ReadTimeout: readTimeout})
+}
+
+func newEngineOpts(t *testing.T, dataDir string, servers map[string]*mcpsdk.Server, opts engine.Options) *engine.Engine {
+	t.Helper()
 	cfg := &config.Config{DataDir: dataDir}
 	for name := range servers {
 		cfg.Servers = append(cfg.Servers, config.Server{Name: name, Transport: config.TransportStdio, Command: "unused"})
 	}
-	eng, err := engine.New(t.Context(), engine.Options{
-		Config: cfg, InMemory: dataDir == "", Embedder: &indextest.BagEmbedder{}, ReadTimeout: readTimeout,
-		Dial: func(s config.Server) ctxsync.DialFunc { return mcptest.Dial(t, s.Name, servers[s.Name]) },
-	})
+	opts.Config, opts.InMemory, opts.Embedder = cfg, dataDir == "", &indextest.BagEmbedder{}
+	opts.Dial = func(s config.Server) ctxsync.DialFunc { return mcptest.Dial(t, s.Name, servers[s.Name]) }
+	eng, err := engine.New(t.Context(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,5 +102,80 @@ func TestRemovedServerIsDroppedFromThePersistentIndex(t *testing.T) {
 	}
 	if len(hits) != 1 {
 		t.Errorf("hits = %+v, want only a's descriptor", hits)
+	}
+}
+
+func TestOneShotLimitedToSomeServersKeepsTheOthers(t *testing.T) {
+	dir := t.TempDir()
+	a := mcptest.NewServer(map[string]string{"doc://a": "alpha"}, nil)
+	b := mcptest.NewServer(map[string]string{"doc://b": "beta"}, nil)
+	eng := newEngine(t, dir, map[string]*mcpsdk.Server{"a": a, "b": b}, 0)
+	eng.Close()
+
+	// Like "assemble --server a": only a is configured for this run.
+	only := newEngineOpts(t, dir, map[string]*mcpsdk.Server{"a": a}, engine.Options{KeepOtherServers: true})
+	if hits, _ := only.Search(t.Context(), engine.SearchRequest{Query: "beta"}); len(hits) != 1 || hits[0].Server != "a" {
+		t.Errorf("search scoped to configured servers returned %+v, want only a's descriptor", hits)
+	}
+	only.Close()
+
+	again := newEngine(t, dir, map[string]*mcpsdk.Server{"a": a, "b": b}, 0)
+	st := again.Servers()
+	for _, s := range st {
+		if s.Server == "b" && s.Resources != 1 {
+			t.Errorf("b has %d resources after a run limited to a; want its descriptor kept", s.Resources)
+		}
+	}
+}
+
+func TestSecondProcessOnTheSameDataDirUsesMemory(t *testing.T) {
+	dir := t.TempDir()
+	a := mcptest.NewServer(map[string]string{"doc://a": "alpha"}, nil)
+	first := newEngine(t, dir, map[string]*mcpsdk.Server{"a": a}, 0)
+	_ = first
+	// The lock is per open file description, so a second engine in this
+	// process contends exactly as a second process would.
+	b := mcptest.NewServer(map[string]string{"doc://b": "beta"}, nil)
+	second := newEngine(t, dir, map[string]*mcpsdk.Server{"b": b}, 0)
+	if hits, _ := second.Search(t.Context(), engine.SearchRequest{Query: "beta"}); len(hits) != 1 {
+		t.Fatalf("second engine does not serve: %+v", hits)
+	}
+	// The first engine's persisted descriptors were not pruned by the second.
+	if hits, _ := first.Search(t.Context(), engine.SearchRequest{Query: "alpha"}); len(hits) != 1 {
+		t.Errorf("first engine lost its descriptors: %+v", hits)
+	}
+	second.Close()
+	first.Close()
+	third := newEngine(t, dir, map[string]*mcpsdk.Server{"a": a}, 0)
+	for _, s := range third.Servers() {
+		if s.Server == "a" && s.Resources != 1 {
+			t.Errorf("persisted index damaged: %+v", s)
+		}
+	}
+}
+
+func TestNoSyncedServerIsUnavailable(t *testing.T) {
+	cfg := &config.Config{Servers: []config.Server{{Name: "down", Transport: config.TransportStdio, Command: "unused"}}}
+	eng, err := engine.New(t.Context(), engine.Options{Config: cfg, InMemory: true, Embedder: &indextest.BagEmbedder{},
+		Dial: func(config.Server) ctxsync.DialFunc {
+			return func(context.Context, *mcp.Options) (*mcp.Session, error) {
+				return nil, errors.New("connection refused")
+			}
+		},
+		Mirror: func(o *ctxsync.Options) { o.MinBackoff, o.MaxBackoff = time.Hour, time.Hour },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = eng.Run(ctx) })
+	defer func() { cancel(); wg.Wait(); eng.Close() }()
+	if err := eng.WaitReady(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	_, err = eng.Assemble(t.Context(), engine.AssembleRequest{Query: "x", TokenBudget: 10})
+	if !errors.Is(err, engine.ErrUnavailable) || !strings.Contains(err.Error(), "connection refused") {
+		t.Errorf("err = %v, want ErrUnavailable naming the server's error", err)
 	}
 }

@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/contextd/contextd/internal/index"
 	"github.com/contextd/contextd/internal/rank"
@@ -26,7 +28,12 @@ type Ranked struct {
 // rank fuses the dense and lexical rankings of the query over the given
 // servers and returns at most n descriptors, best first.
 func (e *Engine) rank(ctx context.Context, query string, servers []string, n int) ([]Ranked, error) {
-	f := index.Filter{Servers: servers}
+	f := index.Filter{Servers: e.scope(servers)}
+	if !slices.ContainsFunc(f.Servers, func(s string) bool { return e.ix.Len(s) > 0 }) {
+		if err := e.unavailable(f.Servers); err != nil {
+			return nil, err
+		}
+	}
 	dense, err := e.ix.Dense(ctx, query, pool, f)
 	if err != nil {
 		return nil, err
@@ -49,6 +56,29 @@ func (e *Engine) rank(ctx context.Context, query string, servers []string, n int
 		out = append(out, Ranked{Descriptor: d, Score: h.Score, Rank: len(out) + 1})
 	}
 	return out, nil
+}
+
+// unavailable returns ErrUnavailable, with each server's state, when no
+// server in scope has synced; nil when one has (it simply has no resources).
+func (e *Engine) unavailable(servers []string) error {
+	var states []string
+	for _, name := range servers {
+		st := e.mirrors[name].Status()
+		if st.Syncs > 0 {
+			return nil
+		}
+		s := name + ": " + st.State.String()
+		if st.LastError != "" {
+			s += " (" + firstLine(st.LastError) + ")"
+		}
+		states = append(states, s)
+	}
+	return fmt.Errorf("%w: no server in scope has synced yet: %s", ErrUnavailable, strings.Join(states, "; "))
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return s
 }
 
 func ids(hits []index.Hit) []string {

@@ -14,9 +14,10 @@
 // the same directory re-embeds nothing that did not change. A collection is
 // named after its embedder, so changing the embedder starts a new one.
 //
-// If the directory cannot be loaded (a file cut short by a crash), Open moves
-// it aside to DIR.corrupt-UNIXTIME and starts empty: the index is a mirror and
-// the next sync refills it.
+// If the directory's content cannot be decoded (a file cut short by a crash),
+// Open moves it aside to DIR.corrupt-UNIXTIME and starts empty: the index is a
+// mirror and the next sync refills it. Errors that are not about the data
+// (permissions, file-descriptor limits, I/O) are returned instead.
 //
 // # Concurrency
 //
@@ -28,12 +29,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 	"unicode"
 
@@ -67,6 +70,12 @@ type Index struct {
 	coll   *chromem.Collection
 	lex    *lexical.Index
 	closed chan struct{}
+
+	// wmu serialises writes (Upsert, Delete, Replace), so the chromem-go
+	// collection, the descriptor table and the lexical index change together;
+	// it also keeps chromem-go's Delete, which reads its document map
+	// without a lock, from racing another write. Lock order: wmu, then mu.
+	wmu sync.Mutex
 
 	// mu guards the fields that follow. Lock order: mu, then lex's own lock.
 	mu    sync.RWMutex
@@ -130,6 +139,10 @@ func openDB(dir string, log *slog.Logger) (*chromem.DB, error) {
 	if err == nil {
 		return db, nil
 	}
+	if errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) || errors.Is(err, syscall.EIO) {
+		// Not damage to the data: moving it aside would throw away a good index.
+		return nil, fmt.Errorf("index: load %s: %v", dir, err)
+	}
 	aside := fmt.Sprintf("%s.corrupt-%d", strings.TrimRight(dir, "/"), time.Now().Unix())
 	log.Warn("index directory unreadable; moving it aside and starting empty", "dir", dir, "moved_to", aside, "err", err)
 	if rerr := os.Rename(dir, aside); rerr != nil {
@@ -186,6 +199,12 @@ func (ix *Index) load(ctx context.Context) error {
 // stored fields are rewritten when they differ. It returns how many
 // descriptors were embedded.
 func (ix *Index) Upsert(ctx context.Context, descs ...resource.Descriptor) (embedded int, err error) {
+	ix.wmu.Lock()
+	defer ix.wmu.Unlock()
+	return ix.upsert(ctx, descs)
+}
+
+func (ix *Index) upsert(ctx context.Context, descs []resource.Descriptor) (embedded int, err error) {
 	for _, d := range descs {
 		if ix.isClosed() {
 			return embedded, ErrClosed
@@ -231,6 +250,12 @@ func (ix *Index) Upsert(ctx context.Context, descs ...resource.Descriptor) (embe
 
 // Delete removes descriptors by key. Unknown keys are ignored.
 func (ix *Index) Delete(ctx context.Context, keys ...resource.Key) error {
+	ix.wmu.Lock()
+	defer ix.wmu.Unlock()
+	return ix.delete(ctx, keys)
+}
+
+func (ix *Index) delete(ctx context.Context, keys []resource.Key) error {
 	if ix.isClosed() {
 		return ErrClosed
 	}
@@ -268,6 +293,8 @@ type Diff struct {
 // changed ones updated, missing ones deleted. Descriptors of other servers
 // are untouched. Every desc must have Server == server.
 func (ix *Index) Replace(ctx context.Context, server string, descs []resource.Descriptor) (Diff, error) {
+	ix.wmu.Lock()
+	defer ix.wmu.Unlock()
 	var diff Diff
 	want := make(map[resource.Key]bool, len(descs))
 	var changed []resource.Descriptor
@@ -298,12 +325,12 @@ func (ix *Index) Replace(ctx context.Context, server string, descs []resource.De
 	}
 	ix.mu.RUnlock()
 	diff.Removed = len(gone)
-	n, err := ix.Upsert(ctx, changed...)
+	n, err := ix.upsert(ctx, changed)
 	diff.Embedded = n
 	if err != nil {
 		return diff, err
 	}
-	return diff, ix.Delete(ctx, gone...)
+	return diff, ix.delete(ctx, gone)
 }
 
 // Get returns the descriptor stored under k.

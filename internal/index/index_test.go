@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -162,5 +163,44 @@ func TestCorruptDirectoryIsMovedAside(t *testing.T) {
 	matches, _ := filepath.Glob(dir + ".corrupt-*")
 	if len(matches) != 1 {
 		t.Errorf("corrupt dir not moved aside: %v", matches)
+	}
+}
+
+func TestConcurrentWritesAndQueries(t *testing.T) {
+	ix := open(t, t.TempDir(), &indextest.BagEmbedder{})
+	ctx := t.Context()
+	var wg sync.WaitGroup
+	for _, server := range []string{"a", "b", "c"} {
+		wg.Go(func() {
+			for i := range 20 {
+				names := []string{"alpha", "beta", "gamma", "delta"}[:1+i%4]
+				if _, err := ix.Replace(ctx, server, descs(server, names...)); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Go(func() {
+		for range 50 {
+			if _, err := ix.Dense(ctx, "alpha beta", 5, index.Filter{}); err != nil {
+				t.Error(err)
+				return
+			}
+			ix.Lexical("gamma", 5, index.Filter{})
+		}
+	})
+	wg.Wait()
+	// Each server's last Replace had 4 descriptors (i = 19).
+	for _, s := range []string{"a", "b", "c"} {
+		if n := ix.Len(s); n != 4 {
+			t.Errorf("server %s: Len = %d, want 4", s, n)
+		}
+	}
+	if got := len(ix.Lexical("alpha beta gamma delta", 0, index.Filter{})); got != 12 {
+		t.Errorf("lexical index holds %d matching docs, want 12 (no orphans, none missing)", got)
+	}
+	if hits, err := ix.Dense(ctx, "alpha", 0, index.Filter{}); err != nil || len(hits) != 12 {
+		t.Errorf("dense index holds %d docs (%v), want 12", len(hits), err)
 	}
 }

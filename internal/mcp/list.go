@@ -2,7 +2,10 @@ package mcp
 
 import (
 	"context"
+	"errors"
 	"fmt"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -42,10 +45,16 @@ func (s *Session) ListResources(ctx context.Context) (List[resource.Descriptor],
 }
 
 // ListTemplates walks every page of resources/templates/list, with the same
-// capability gate and guards as ListResources.
+// capability gate and guards as ListResources. A server that declares
+// resources but answers -32601 (method not found) has no templates: the list
+// is empty and complete.
 func (s *Session) ListTemplates(ctx context.Context) (List[resource.Template], error) {
 	return walk(ctx, s, "resources/templates/list", func(ctx context.Context, cursor string) ([]resource.Template, string, error) {
 		res, err := s.cs.ListResourceTemplates(ctx, &mcpsdk.ListResourceTemplatesParams{Cursor: cursor})
+		var werr *jsonrpc.Error
+		if errors.As(err, &werr) && werr.Code == jsonrpc.CodeMethodNotFound {
+			return nil, "", nil
+		}
 		if err != nil {
 			return nil, "", err
 		}

@@ -199,3 +199,23 @@ func TestReadNotFoundIsTyped(t *testing.T) {
 		})
 	}
 }
+
+func TestTemplatesMethodNotFoundMeansNoTemplates(t *testing.T) {
+	srv := mcptest.NewServer(map[string]string{"a://1": "x"}, nil)
+	srv.AddReceivingMiddleware(func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
+		return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
+			if method == "resources/templates/list" {
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "Method not found"}
+			}
+			return next(ctx, method, req)
+		}
+	})
+	sess := mcptest.Connect(t, "s", srv, nil)
+	tl, err := sess.ListTemplates(t.Context())
+	if err != nil || !tl.Complete || len(tl.Items) != 0 {
+		t.Errorf("ListTemplates = %+v, %v; want empty, complete, no error", tl, err)
+	}
+	if l, err := sess.ListResources(t.Context()); err != nil || len(l.Items) != 1 {
+		t.Errorf("session unusable after -32601: %+v, %v", l, err)
+	}
+}

@@ -8,6 +8,11 @@ import (
 
 // readCache holds read results for subscribed URIs, bounded in bytes.
 // Eviction is oldest-first. It is safe for concurrent use.
+//
+// A read races with notifications: an update that arrives while a read is in
+// flight must not let the older content be cached. Callers take a ticket
+// before subscribing and reading, and put only succeeds if nothing was
+// invalidated and the session did not change since the ticket.
 type readCache struct {
 	max int64
 
@@ -17,6 +22,7 @@ type readCache struct {
 	order []string // insertion order, for eviction
 	size  int64
 	subs  map[string]bool // URIs subscribed on the current session
+	gen   uint64          // bumped by every invalidation and by clear
 }
 
 type cached struct {
@@ -24,11 +30,20 @@ type cached struct {
 	size     int64
 }
 
+// A ticket records the cache generation before a subscribe and read.
+type ticket uint64
+
 func newReadCache(max int64) *readCache {
 	return &readCache{max: max, items: map[string]cached{}, subs: map[string]bool{}}
 }
 
 func (c *readCache) enabled() bool { return c.max > 0 }
+
+func (c *readCache) ticket() ticket {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return ticket(c.gen)
+}
 
 func (c *readCache) get(uri string) ([]resource.Content, bool) {
 	c.mu.Lock()
@@ -43,15 +58,25 @@ func (c *readCache) subscribed(uri string) bool {
 	return c.subs[uri]
 }
 
-func (c *readCache) put(uri string, contents []resource.Content) {
+// markSubscribed records a subscription made under t; it is ignored if the
+// session changed since (clear bumped the generation).
+func (c *readCache) markSubscribed(uri string, t ticket) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if uint64(t) == c.gen {
+		c.subs[uri] = true
+	}
+}
+
+// put caches contents read under t, unless anything was invalidated since.
+func (c *readCache) put(uri string, t ticket, contents []resource.Content) {
 	var size int64
 	for _, x := range contents {
 		size += int64(len(x.Text) + len(x.Blob))
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.subs[uri] = true
-	if size > c.max {
+	if uint64(t) != c.gen || !c.subs[uri] || size > c.max {
 		return
 	}
 	c.dropLocked(uri)
@@ -63,10 +88,12 @@ func (c *readCache) put(uri string, contents []resource.Content) {
 	c.size += size
 }
 
-// invalidate drops uri's cached content (notifications/resources/updated).
+// invalidate drops uri's cached content (notifications/resources/updated) and
+// makes reads in flight uncacheable.
 func (c *readCache) invalidate(uri string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.gen++
 	c.dropLocked(uri)
 }
 
@@ -89,6 +116,7 @@ func (c *readCache) dropLocked(uri string) {
 func (c *readCache) clear() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.gen++
 	c.items = map[string]cached{}
 	c.order = nil
 	c.size = 0

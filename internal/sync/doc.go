@@ -10,7 +10,7 @@
 // resources/templates/list, applied to the index as a diff), then waits for
 // events until its context ends. When the session drops, the mirror reports
 // itself stale — the index keeps the last good descriptors — and reconnects
-// with capped exponential backoff and full jitter; the next full sync replaces
+// with capped exponential backoff with jitter; the next full sync replaces
 // the stale entries.
 //
 // # Events, ordering and backpressure

@@ -48,6 +48,7 @@ const (
 	DefaultMinBackoff     = 500 * time.Millisecond
 	DefaultMaxBackoff     = 30 * time.Second
 	DefaultConnectTimeout = 30 * time.Second
+	DefaultSyncTimeout    = 2 * time.Minute
 	DefaultCacheBytes     = 32 << 20
 )
 
@@ -67,11 +68,15 @@ type Options struct {
 	Logger *slog.Logger
 	// Debounce is the list_changed coalescing window. Zero means DefaultDebounce.
 	Debounce time.Duration
-	// MinBackoff and MaxBackoff bound reconnect delays (full jitter).
-	// Zero means DefaultMinBackoff and DefaultMaxBackoff.
+	// MinBackoff and MaxBackoff bound reconnect delays (see backoff). A
+	// session that stays up for MaxBackoff resets the sequence. Zero means
+	// DefaultMinBackoff and DefaultMaxBackoff.
 	MinBackoff, MaxBackoff time.Duration
 	// ConnectTimeout bounds one connect + initialize. Zero means DefaultConnectTimeout.
 	ConnectTimeout time.Duration
+	// SyncTimeout bounds one full sync (every page of both lists). A sync
+	// that runs out marks the mirror degraded. Zero means DefaultSyncTimeout.
+	SyncTimeout time.Duration
 	// CacheBytes bounds the read cache (text bytes plus blob bytes). Zero
 	// means DefaultCacheBytes; negative disables caching.
 	CacheBytes int64
@@ -129,6 +134,9 @@ func New(opts Options) *Mirror {
 	if opts.ConnectTimeout <= 0 {
 		opts.ConnectTimeout = DefaultConnectTimeout
 	}
+	if opts.SyncTimeout <= 0 {
+		opts.SyncTimeout = DefaultSyncTimeout
+	}
 	if opts.CacheBytes == 0 {
 		opts.CacheBytes = DefaultCacheBytes
 	}
@@ -183,8 +191,11 @@ func (m *Mirror) Run(ctx context.Context) error {
 			}
 			continue
 		}
-		attempt = 0
+		began := time.Now()
 		m.serve(ctx, sess)
+		if time.Since(began) >= m.opts.MaxBackoff {
+			attempt = 0 // it stayed up a while: the next failure starts over
+		}
 		_ = sess.Close()
 		m.mu.Lock()
 		m.sess = nil
@@ -273,8 +284,10 @@ func (m *Mirror) notifyListChanged() {
 	}
 }
 
-// sync lists everything and applies it to the index.
-func (m *Mirror) sync(ctx context.Context, sess *mcp.Session) {
+// sync lists everything and applies it to the index, within SyncTimeout.
+func (m *Mirror) sync(parent context.Context, sess *mcp.Session) {
+	ctx, cancel := context.WithTimeout(parent, m.opts.SyncTimeout)
+	defer cancel()
 	res, rerr := sess.ListResources(ctx)
 	var diff index.Diff
 	var ierr error
@@ -287,7 +300,7 @@ func (m *Mirror) sync(ctx context.Context, sess *mcp.Session) {
 		}
 	}
 	tpl, terr := sess.ListTemplates(ctx)
-	if ctx.Err() != nil {
+	if parent.Err() != nil {
 		return
 	}
 
@@ -362,14 +375,17 @@ func (m *Mirror) markReady() {
 	}
 }
 
-// backoff returns a full-jitter delay for the n-th consecutive failure
-// (AWS Architecture Blog, "Exponential Backoff and Jitter", 2015).
+// backoff returns the delay before the n-th consecutive reconnect: the
+// exponential step d = min(MaxBackoff, MinBackoff·2^(n-1)) with "equal
+// jitter", uniform in [d/2, d) (AWS Architecture Blog, "Exponential Backoff
+// and Jitter", 2015), so the delay never exceeds MaxBackoff and never
+// collapses to zero.
 func (m *Mirror) backoff(n int) time.Duration {
-	d := m.opts.MinBackoff << min(n-1, 20)
+	d := m.opts.MinBackoff << min(n-1, 30)
 	if d <= 0 || d > m.opts.MaxBackoff {
 		d = m.opts.MaxBackoff
 	}
-	return m.opts.MinBackoff/2 + rand.N(d)
+	return d/2 + rand.N(d/2+1)
 }
 
 func (m *Mirror) sleep(ctx context.Context, d time.Duration) bool {
@@ -387,7 +403,8 @@ func (m *Mirror) sleep(ctx context.Context, d time.Duration) bool {
 var ErrUnavailable = errors.New("server not connected")
 
 // Read returns the contents of uri, from the cache when the server keeps it
-// fresh by subscription, otherwise from a resources/read.
+// fresh by subscription, otherwise from a resources/read. A not-found answer
+// removes the descriptor from the index and schedules a re-list.
 func (m *Mirror) Read(ctx context.Context, uri string) ([]resource.Content, error) {
 	if c, ok := m.cache.get(uri); ok {
 		return c, nil
@@ -398,19 +415,29 @@ func (m *Mirror) Read(ctx context.Context, uri string) ([]resource.Content, erro
 	if sess == nil {
 		return nil, fmt.Errorf("server %q: %w", m.opts.Server, ErrUnavailable)
 	}
+	// Subscribe before reading, so a change after the read is notified; the
+	// ticket keeps content from being cached if a notification (or a new
+	// session) came in meanwhile.
+	t := m.cache.ticket()
+	if sess.Capabilities().Subscribe && m.cache.enabled() && !m.cache.subscribed(uri) {
+		if err := sess.Subscribe(ctx, uri); err == nil {
+			m.cache.markSubscribed(uri, t)
+		} else if !errors.Is(err, mcp.ErrSubscribeListen) {
+			m.log.Debug("subscribe failed; not caching", "uri", uri, "err", err)
+		}
+	}
 	contents, err := sess.Read(ctx, uri)
 	if err != nil {
 		var nf *mcp.NotFoundError
 		if errors.As(err, &nf) {
-			// The list is out of date: re-list soon.
+			// The mirror is out of date: forget the descriptor now, re-list soon.
+			if derr := m.opts.Index.Delete(ctx, resource.Key{Server: m.opts.Server, URI: uri}); derr != nil {
+				m.log.Warn("evicting a not-found resource failed", "uri", uri, "err", derr)
+			}
 			m.notifyListChanged()
 		}
 		return nil, err
 	}
-	if sess.Capabilities().Subscribe && m.cache.enabled() {
-		if m.cache.subscribed(uri) || sess.Subscribe(ctx, uri) == nil {
-			m.cache.put(uri, contents)
-		}
-	}
+	m.cache.put(uri, t, contents)
 	return contents, nil
 }

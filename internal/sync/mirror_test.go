@@ -132,12 +132,7 @@ func TestUpdatedDropsCachedContent(t *testing.T) {
 				return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: req.Params.URI, Text: body}}}, nil
 			})
 		ix := newIndex(t)
-		dial := mcptest.Dial(t, "s", srv)
-		m := ctxsync.New(ctxsync.Options{Server: "s", Index: ix,
-			Dial: func(ctx context.Context, o *mcp.Options) (*mcp.Session, error) {
-				o.ProtocolVersion = "2025-11-25" // resources/subscribe era
-				return dial(ctx, o)
-			}})
+		m := ctxsync.New(ctxsync.Options{Server: "s", Index: ix, Dial: legacy(mcptest.Dial(t, "s", srv))})
 		start(t, m)
 		<-m.Ready()
 		ctx := t.Context()
@@ -189,6 +184,143 @@ func TestUnreachableServerFailsAndOthersKeepServing(t *testing.T) {
 		}
 		if st := good.Status(); st.State != ctxsync.StateReady || st.Resources != 1 {
 			t.Errorf("good status = %+v, want ready with 1 resource", st)
+		}
+	})
+}
+
+// legacy dials with protocol 2025-11-25, the resources/subscribe era.
+func legacy(dial ctxsync.DialFunc) ctxsync.DialFunc {
+	return func(ctx context.Context, o *mcp.Options) (*mcp.Session, error) {
+		o.ProtocolVersion = "2025-11-25"
+		return dial(ctx, o)
+	}
+}
+
+func TestUpdateDuringReadIsNotCachedOver(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu gosync.Mutex
+		body, reads := "v1", 0
+		srv := mcptest.NewServer(nil, &mcpsdk.ServerOptions{
+			SubscribeHandler:   func(context.Context, *mcpsdk.SubscribeRequest) error { return nil },
+			UnsubscribeHandler: func(context.Context, *mcpsdk.UnsubscribeRequest) error { return nil },
+		})
+		srv.AddResource(&mcpsdk.Resource{URI: "doc://racy", Name: "racy"},
+			func(ctx context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+				mu.Lock()
+				reads++
+				served := body
+				body = "v2" // the resource changes right after this read...
+				mu.Unlock()
+				// ...and the server says so before its answer reaches the client.
+				if err := srv.ResourceUpdated(ctx, &mcpsdk.ResourceUpdatedNotificationParams{URI: req.Params.URI}); err != nil {
+					return nil, err
+				}
+				return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: req.Params.URI, Text: served}}}, nil
+			})
+		m := ctxsync.New(ctxsync.Options{Server: "s", Index: newIndex(t), Dial: legacy(mcptest.Dial(t, "s", srv))})
+		start(t, m)
+		<-m.Ready()
+		first, err := m.Read(t.Context(), "doc://racy")
+		if err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		second, err := m.Read(t.Context(), "doc://racy")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if first[0].Text != "v1" || second[0].Text != "v2" {
+			t.Errorf("reads = %q then %q; want v1 then v2 (the first answer was outdated when it arrived)", first[0].Text, second[0].Text)
+		}
+	})
+}
+
+func TestCrashLoopingServerBacksOff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := mcptest.NewServer(map[string]string{"doc://a": "a"}, nil)
+		dial := mcptest.Dial(t, "s", srv)
+		var mu gosync.Mutex
+		dials := 0
+		m := ctxsync.New(ctxsync.Options{Server: "s", Index: newIndex(t),
+			MinBackoff: 500 * time.Millisecond, MaxBackoff: 30 * time.Second,
+			Dial: func(ctx context.Context, o *mcp.Options) (*mcp.Session, error) {
+				mu.Lock()
+				dials++
+				mu.Unlock()
+				sess, err := dial(ctx, o)
+				if err == nil {
+					go func() { time.Sleep(10 * time.Millisecond); sess.Close() }() // dies right after connecting
+				}
+				return sess, err
+			}})
+		start(t, m)
+		time.Sleep(2 * time.Minute)
+		synctest.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		// Delays grow 0.5, 1, 2, 4, 8, 16, 30, 30... s (each at least half of
+		// that): 2 minutes hold at most about 12 attempts, where a reset after
+		// every connect would make hundreds.
+		if dials > 14 || dials < 5 {
+			t.Errorf("%d connects in 2 minutes; want capped exponential backoff (5..14)", dials)
+		}
+		if st := m.Status(); st.State != ctxsync.StateStale || st.Resources != 1 {
+			t.Errorf("status = %+v, want stale with the last good mirror kept", st)
+		}
+	})
+}
+
+func TestNotFoundEvictsTheDescriptor(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := mcptest.NewServer(map[string]string{"doc://gone": "x", "doc://kept": "y"}, nil)
+		// The server keeps listing doc://gone but can no longer read it.
+		srv.AddReceivingMiddleware(func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
+			return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
+				if rr, ok := req.(*mcpsdk.ReadResourceRequest); ok && rr.Params.URI == "doc://gone" {
+					return nil, mcpsdk.ResourceNotFoundError("doc://gone")
+				}
+				return next(ctx, method, req)
+			}
+		})
+		ix := newIndex(t)
+		m := ctxsync.New(ctxsync.Options{Server: "s", Index: ix, Dial: mcptest.Dial(t, "s", srv)})
+		start(t, m)
+		<-m.Ready()
+		_, err := m.Read(t.Context(), "doc://gone")
+		var nf *mcp.NotFoundError
+		if !errors.As(err, &nf) {
+			t.Fatalf("Read = %v, want *mcp.NotFoundError", err)
+		}
+		if _, ok := ix.Get(resource.Key{Server: "s", URI: "doc://gone"}); ok {
+			t.Error("not-found resource still indexed right after the failed read")
+		}
+		if _, ok := ix.Get(resource.Key{Server: "s", URI: "doc://kept"}); !ok {
+			t.Error("doc://kept lost")
+		}
+	})
+}
+
+func TestHungListEndsTheFirstSyncWithinSyncTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := mcptest.NewServer(map[string]string{"doc://a": "a"}, nil)
+		srv.AddReceivingMiddleware(func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
+			return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
+				if method == "resources/list" {
+					<-ctx.Done() // initializes fine, never lists
+					return nil, ctx.Err()
+				}
+				return next(ctx, method, req)
+			}
+		})
+		m := ctxsync.New(ctxsync.Options{Server: "s", Index: newIndex(t), Dial: mcptest.Dial(t, "s", srv), SyncTimeout: 10 * time.Second})
+		start(t, m)
+		t0 := time.Now()
+		<-m.Ready()
+		if el := time.Since(t0); el > 11*time.Second {
+			t.Errorf("Ready after %v, want within the 10s sync timeout", el)
+		}
+		if st := m.Status(); st.State != ctxsync.StateDegraded || !strings.Contains(st.LastError, "deadline") {
+			t.Errorf("status = %+v, want degraded with a deadline error", st)
 		}
 	})
 }
