@@ -179,3 +179,47 @@ func TestNoSyncedServerIsUnavailable(t *testing.T) {
 		t.Errorf("err = %v, want ErrUnavailable naming the server's error", err)
 	}
 }
+
+func TestPagedListMirroredAndListChangedFoundBySearch(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		docs := map[string]string{}
+		for _, n := range []string{"alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta"} {
+			docs["doc://"+n] = n
+		}
+		srv := mcptest.NewServer(docs, &mcpsdk.ServerOptions{PageSize: 3}) // 3 pages
+		var mu sync.Mutex
+		lists := 0
+		srv.AddReceivingMiddleware(func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
+			return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
+				if method == "resources/list" {
+					mu.Lock()
+					lists++
+					mu.Unlock()
+				}
+				return next(ctx, method, req)
+			}
+		})
+		eng := newEngine(t, "", map[string]*mcpsdk.Server{"s": srv}, 0)
+		st := eng.Servers()[0]
+		if st.Resources != 7 || !st.ListComplete || st.State != ctxsync.StateReady {
+			t.Fatalf("after the first sync: %+v; want 7 resources, complete, ready", st)
+		}
+		mu.Lock()
+		if lists != 3 {
+			t.Errorf("%d resources/list requests for 7 resources at 3 per page, want 3", lists)
+		}
+		mu.Unlock()
+
+		t0 := time.Now()
+		mcptest.AddText(srv, "doc://architecture", "architecture", "how the system is organised")
+		time.Sleep(ctxsync.DefaultDebounce + 50*time.Millisecond) // fake time: the debounce window plus the SDK's notification delay
+		synctest.Wait()
+		hits, err := eng.Search(t.Context(), engine.SearchRequest{Query: "architecture", Limit: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(hits) != 1 || hits[0].URI != "doc://architecture" {
+			t.Errorf("Search %v after list_changed = %+v, want doc://architecture", time.Since(t0), hits)
+		}
+	})
+}

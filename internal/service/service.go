@@ -62,7 +62,7 @@ func (s *Service) Assemble(ctx context.Context, in *contextdv1.AssembleRequest) 
 		IncludeBinary: in.GetIncludeBinary(), MaxItems: int(in.GetMaxItems()),
 	})
 	if err != nil {
-		return nil, s.status("assemble", err)
+		return nil, s.status(ctx, "assemble", err)
 	}
 	return AssembleResponse(res, in.GetTokenBudget()), nil
 }
@@ -71,7 +71,7 @@ func (s *Service) Assemble(ctx context.Context, in *contextdv1.AssembleRequest) 
 func (s *Service) Search(ctx context.Context, in *contextdv1.SearchRequest) (*contextdv1.SearchResponse, error) {
 	ranked, err := s.eng.Search(ctx, engine.SearchRequest{Query: in.GetQuery(), Limit: int(in.GetLimit()), Servers: in.GetServers()})
 	if err != nil {
-		return nil, s.status("search", err)
+		return nil, s.status(ctx, "search", err)
 	}
 	out := &contextdv1.SearchResponse{}
 	for _, r := range ranked {
@@ -88,8 +88,12 @@ func (s *Service) ListServers(context.Context, *contextdv1.ListServersRequest) (
 	return ListServersResponse(s.eng.Servers()), nil
 }
 
-// status maps an engine error to a gRPC status.
-func (s *Service) status(op string, err error) error {
+// status maps an engine error to a gRPC status. A request whose own context
+// ended is reported as such, whatever error that surfaced as inside.
+func (s *Service) status(ctx context.Context, op string, err error) error {
+	if cerr := ctx.Err(); cerr != nil {
+		err = cerr
+	}
 	switch {
 	case errors.Is(err, engine.ErrInvalidArgument):
 		return status.Error(codes.InvalidArgument, err.Error())

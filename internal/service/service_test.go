@@ -172,3 +172,4 @@ func TestListServersShowsTheBrokenOneAndServesTheRest(t *testing.T) {
 		t.Errorf("Search = %v, want billing first of 2", sr.GetResults())
 	}
 }
+
