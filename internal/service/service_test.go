@@ -172,4 +172,3 @@ func TestListServersShowsTheBrokenOneAndServesTheRest(t *testing.T) {
 		t.Errorf("Search = %v, want billing first of 2", sr.GetResults())
 	}
 }
-
