@@ -1,21 +1,26 @@
 # Tool versions are pinned here; `go run pkg@version` fetches them through the Go module proxy.
 BUF := go run github.com/bufbuild/buf/cmd/buf@v1.75.0
 
-.PHONY: help generate checkgenerate lint test
+.PHONY: help generate checkgenerate buflint lint test
 help: ## show this help
 	@grep -E '^[a-z]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
 generate: ## regenerate proto/contextd/v1/*.pb.go from the .proto files
 	$(BUF) generate
 
-checkgenerate: generate ## fail when the checked-in generated code is stale
-	@test -z "$$(git status --porcelain -- proto)" || (git status --porcelain -- proto; echo "generated code is stale: run make generate"; exit 1)
+checkgenerate: ## fail when the checked-in generated code differs from what make generate writes
+	@tmp=$$(mktemp -d) && $(BUF) generate -o $$tmp && \
+	  for f in $$(cd $$tmp && find . -name '*.pb.go'); do \
+	    cmp -s $$tmp/$$f $$f || { echo "$$f is stale: run make generate"; rm -rf $$tmp; exit 1; }; \
+	  done; rm -rf $$tmp
 
-lint: ## gofmt, go vet, buf lint and buf format
-	@test -z "$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
-	go vet ./...
+buflint: ## buf lint and buf format
 	$(BUF) lint
 	$(BUF) format -d --exit-code
+
+lint: buflint ## gofmt, go vet, buf lint and buf format
+	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$')); test -z "$$out" || { echo "gofmt needed (run gofmt -w):"; echo "$$out"; exit 1; }
+	go vet ./...
 
 test: ## run all tests (see README)
 	go test -race ./...

@@ -15,6 +15,7 @@ import (
 
 	"github.com/contextd/contextd/internal/engine"
 	"github.com/contextd/contextd/internal/service"
+	ctxsync "github.com/contextd/contextd/internal/sync"
 	contextdv1 "github.com/contextd/contextd/proto/contextd/v1"
 )
 
@@ -64,7 +65,9 @@ func (o *oneShot) start(ctx context.Context, stderr io.Writer) (eng *engine.Engi
 		cfg.Servers = keep
 	}
 	// A run limited to some servers keeps the others' persisted descriptors.
-	eng, err = engine.New(ctx, engine.Options{Config: cfg, Logger: log, KeepOtherServers: len(o.servers) > 0})
+	eng, err = engine.New(ctx, engine.Options{Config: cfg, Logger: log, KeepOtherServers: len(o.servers) > 0,
+		// A one-shot run gives stdio servers 1s per shutdown stage, not 5s.
+		Mirror: func(mo *ctxsync.Options) { mo.TerminateDuration = time.Second }})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -114,6 +117,9 @@ func assemble(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := validate(q, *budget); err != nil {
 		return err
 	}
+	if err := validateMaxItems(*maxItems); err != nil {
+		return err
+	}
 	eng, stop, err := o.start(ctx, stderr)
 	if err != nil {
 		return err
@@ -135,10 +141,17 @@ func assemble(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 func validate(q string, budget int) error {
 	if strings.TrimSpace(q) == "" {
-		return fmt.Errorf("%w: query is empty (usage: contextd assemble --budget N QUERY)", engine.ErrInvalidArgument)
+		return fmt.Errorf("%w: query is empty: give the task as the last argument", engine.ErrInvalidArgument)
 	}
 	if budget < 1 || budget > math.MaxInt32 {
 		return fmt.Errorf("%w: --budget %d is out of range (1..%d tokens)", engine.ErrInvalidArgument, budget, math.MaxInt32)
+	}
+	return nil
+}
+
+func validateMaxItems(n int) error {
+	if n < 0 || n > math.MaxInt32 {
+		return fmt.Errorf("%w: --max-items %d is out of range (0..%d; 0 = no limit)", engine.ErrInvalidArgument, n, math.MaxInt32)
 	}
 	return nil
 }
@@ -147,7 +160,7 @@ func search(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs := newFlagSet("search", stderr)
 	var o oneShot
 	o.register(fs)
-	limit := fs.Int("limit", 10, "maximum results")
+	limit := fs.Int("limit", 10, "maximum results (0 means 10)")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err

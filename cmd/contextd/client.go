@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
@@ -33,6 +34,9 @@ func dial(addr string) (*grpc.ClientConn, contextdv1.ContextServiceClient, error
 // rpcError makes a gRPC status readable: "INVALID_ARGUMENT: ...".
 func rpcError(addr string, err error) error {
 	if st, ok := status.FromError(err); ok {
+		if st.Code() == codes.Unavailable {
+			return fmt.Errorf("no daemon answering at %s (start one with `contextd serve`): %s", addr, st.Message())
+		}
 		return fmt.Errorf("daemon at %s: %s: %s", addr, st.Code(), st.Message())
 	}
 	return err
@@ -55,6 +59,9 @@ func query(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	q := strings.Join(pos, " ")
 	if err := validate(q, *budget); err != nil {
+		return err
+	}
+	if err := validateMaxItems(*maxItems); err != nil {
 		return err
 	}
 	conn, client, err := dial(*addr)

@@ -80,6 +80,10 @@ type Options struct {
 	// CacheBytes bounds the read cache (text bytes plus blob bytes). Zero
 	// means DefaultCacheBytes; negative disables caching.
 	CacheBytes int64
+	// TerminateDuration is passed to mcp.Options for stdio servers: how long
+	// each shutdown stage (stdin closed, SIGTERM) may take before the next.
+	// Zero means the SDK's default (5s).
+	TerminateDuration time.Duration
 	// OnSync, if set, is called after every sync attempt (tests and progress).
 	OnSync func(Status)
 }
@@ -220,6 +224,8 @@ func (m *Mirror) connect(ctx context.Context) (*mcp.Session, error) {
 		Logger:        m.log,
 		OnListChanged: m.notifyListChanged,
 		OnUpdated:     m.cache.invalidate,
+
+		TerminateDuration: m.opts.TerminateDuration,
 	})
 }
 
