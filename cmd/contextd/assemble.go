@@ -104,20 +104,14 @@ func assemble(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs := newFlagSet("assemble", stderr)
 	var o oneShot
 	o.register(fs)
-	budget := fs.Int("budget", 2000, "token budget for the returned contents (>= 1)")
-	includeBinary := fs.Bool("include-binary", false, "return blob contents as bytes and count them")
-	maxItems := fs.Int("max-items", 0, "maximum items to return (0 = no limit)")
-	showContent := fs.Bool("content", false, "print the returned texts (human output)")
+	var a assembleFlags
+	a.register(fs)
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
 	}
-	q := strings.Join(pos, " ")
-	// Validate before connecting anything.
-	if err := validate(q, *budget); err != nil {
-		return err
-	}
-	if err := validateMaxItems(*maxItems); err != nil {
+	q, err := a.validate(pos) // before connecting anything
+	if err != nil {
 		return err
 	}
 	eng, stop, err := o.start(ctx, stderr)
@@ -126,17 +120,42 @@ func assemble(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	defer stop()
 	res, err := eng.Assemble(ctx, engine.AssembleRequest{
-		Query: q, TokenBudget: *budget, Servers: o.servers, IncludeBinary: *includeBinary, MaxItems: *maxItems,
+		Query: q, TokenBudget: a.budget, Servers: o.servers, IncludeBinary: a.includeBinary, MaxItems: a.maxItems,
 	})
 	if err != nil {
 		return err
 	}
-	resp := service.AssembleResponse(res, int32(*budget))
+	resp := service.AssembleResponse(res, int32(a.budget))
 	if o.json {
 		return printJSON(stdout, resp)
 	}
-	printAssemble(stdout, resp, *showContent)
+	printAssemble(stdout, resp, a.content)
 	return nil
+}
+
+// assembleFlags are the request flags shared by assemble and query.
+type assembleFlags struct {
+	budget, maxItems       int
+	includeBinary, content bool
+}
+
+func (a *assembleFlags) register(fs *flag.FlagSet) {
+	fs.IntVar(&a.budget, "budget", 2000, "token budget for the returned contents (>= 1)")
+	fs.BoolVar(&a.includeBinary, "include-binary", false, "return blob contents as bytes and count them")
+	fs.IntVar(&a.maxItems, "max-items", 0, "maximum items to return (0 = no limit)")
+	fs.BoolVar(&a.content, "content", false, "print the returned texts (human output)")
+}
+
+// validate joins the positional arguments into the query and checks the flags.
+func (a *assembleFlags) validate(pos []string) (string, error) {
+	q := strings.Join(pos, " ")
+	if err := validate(q, a.budget); err != nil {
+		return "", err
+	}
+	if a.maxItems < 0 || a.maxItems > math.MaxInt32 {
+		return "", fmt.Errorf("%w: --max-items %d is out of range (0..%d; 0 = no limit)", engine.ErrInvalidArgument, a.maxItems, math.MaxInt32)
+	}
+	return q, nil
 }
 
 func validate(q string, budget int) error {
@@ -145,13 +164,6 @@ func validate(q string, budget int) error {
 	}
 	if budget < 1 || budget > math.MaxInt32 {
 		return fmt.Errorf("%w: --budget %d is out of range (1..%d tokens)", engine.ErrInvalidArgument, budget, math.MaxInt32)
-	}
-	return nil
-}
-
-func validateMaxItems(n int) error {
-	if n < 0 || n > math.MaxInt32 {
-		return fmt.Errorf("%w: --max-items %d is out of range (0..%d; 0 = no limit)", engine.ErrInvalidArgument, n, math.MaxInt32)
 	}
 	return nil
 }

@@ -45,23 +45,18 @@ func rpcError(addr string, err error) error {
 func query(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("query", stderr)
 	addr := fs.String("addr", config.DefaultListen, "daemon address: host:port or unix:///path")
-	budget := fs.Int("budget", 2000, "token budget for the returned contents (>= 1)")
+	var a assembleFlags
+	a.register(fs)
 	var servers stringList
 	fs.Var(&servers, "server", "only use this configured server (repeatable)")
 	asJSON := fs.Bool("json", false, "print the protojson of the response")
-	includeBinary := fs.Bool("include-binary", false, "return blob contents as bytes and count them")
-	maxItems := fs.Int("max-items", 0, "maximum items to return (0 = no limit)")
-	showContent := fs.Bool("content", false, "print the returned texts (human output)")
 	timeout := fs.Duration("timeout", 60*time.Second, "request deadline")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
 	}
-	q := strings.Join(pos, " ")
-	if err := validate(q, *budget); err != nil {
-		return err
-	}
-	if err := validateMaxItems(*maxItems); err != nil {
+	q, err := a.validate(pos)
+	if err != nil {
 		return err
 	}
 	conn, client, err := dial(*addr)
@@ -72,7 +67,7 @@ func query(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 	resp, err := client.Assemble(ctx, &contextdv1.AssembleRequest{
-		Query: q, TokenBudget: int32(*budget), Servers: servers, IncludeBinary: *includeBinary, MaxItems: int32(*maxItems),
+		Query: q, TokenBudget: int32(a.budget), Servers: servers, IncludeBinary: a.includeBinary, MaxItems: int32(a.maxItems),
 	})
 	if err != nil {
 		return rpcError(*addr, err)
@@ -80,7 +75,7 @@ func query(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *asJSON {
 		return printJSON(stdout, resp)
 	}
-	printAssemble(stdout, resp, *showContent)
+	printAssemble(stdout, resp, a.content)
 	return nil
 }
 

@@ -84,8 +84,6 @@ type Options struct {
 	// each shutdown stage (stdin closed, SIGTERM) may take before the next.
 	// Zero means the SDK's default (5s).
 	TerminateDuration time.Duration
-	// OnSync, if set, is called after every sync attempt (tests and progress).
-	OnSync func(Status)
 }
 
 // Status is a snapshot of a mirror.
@@ -311,14 +309,7 @@ func (m *Mirror) sync(parent context.Context, sess *mcp.Session) {
 	}
 
 	m.mu.Lock()
-	defer func() {
-		st := m.status
-		st.Resources = m.opts.Index.Len(m.opts.Server)
-		m.mu.Unlock()
-		if m.opts.OnSync != nil {
-			m.opts.OnSync(st)
-		}
-	}()
+	defer m.mu.Unlock()
 	m.status.Syncs++
 	err := errors.Join(rerr, ierr, terr)
 	if terr == nil {
