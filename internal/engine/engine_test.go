@@ -21,18 +21,21 @@ import (
 	ctxsync "github.com/contextd/contextd/internal/sync"
 )
 
-func newEngine(t *testing.T, dataDir string, servers map[string]*mcpsdk.Server, readTimeout time.Duration) *engine.Engine {
+func newEngine(t testing.TB, dataDir string, servers map[string]*mcpsdk.Server, readTimeout time.Duration) *engine.Engine {
 	t.Helper()
 	return newEngineOpts(t, dataDir, servers, engine.Options{ReadTimeout: readTimeout})
 }
 
-func newEngineOpts(t *testing.T, dataDir string, servers map[string]*mcpsdk.Server, opts engine.Options) *engine.Engine {
+func newEngineOpts(t testing.TB, dataDir string, servers map[string]*mcpsdk.Server, opts engine.Options) *engine.Engine {
 	t.Helper()
 	cfg := &config.Config{DataDir: dataDir}
 	for name := range servers {
 		cfg.Servers = append(cfg.Servers, config.Server{Name: name, Transport: config.TransportStdio, Command: "unused"})
 	}
-	opts.Config, opts.InMemory, opts.Embedder = cfg, dataDir == "", &indextest.BagEmbedder{}
+	opts.Config, opts.InMemory = cfg, dataDir == ""
+	if opts.Embedder == nil {
+		opts.Embedder = &indextest.BagEmbedder{}
+	}
 	opts.Dial = func(s config.Server) ctxsync.DialFunc { return mcptest.Dial(t, s.Name, servers[s.Name]) }
 	eng, err := engine.New(t.Context(), opts)
 	if err != nil {
