@@ -3,7 +3,9 @@ package budget
 import (
 	"errors"
 	"fmt"
+	"iter"
 	"sync"
+	"unicode"
 
 	"github.com/pkoukk/tiktoken-go"
 	tiktoken_loader "github.com/pkoukk/tiktoken-go-loader"
@@ -40,9 +42,8 @@ var ErrUnknownEncoding = errors.New("unknown token encoding")
 // of, never as the special token and never as an error, because resource
 // content is data, not a prompt.
 //
-// Cost: about 5 MB/s of typical prose or code on one core. tiktoken-go merges
-// each regex piece in time quadratic in the piece's length, so a single very
-// long run of letters or whitespace (tens of KB with no break) is far slower.
+// Cost: about 5 MB/s of typical prose or code on one core; see [Tokenizer.Count]
+// for how runs longer than [LongRun] bytes are bounded instead of merged.
 type Tokenizer struct {
 	encoding      string
 	enc           *tiktoken.Tiktoken
@@ -169,10 +170,35 @@ func (t *Tokenizer) MaxTokenBytes() int { return t.maxTokenBytes }
 // Encoding returns the name of the tokenizer's encoding, such as "cl100k_base".
 func (t *Tokenizer) Encoding() string { return t.encoding }
 
+// LongRun is the byte length above which an unbroken run of letters,
+// whitespace or punctuation is not handed to the BPE merge (see Count).
+const LongRun = 512
+
 // Count returns the number of tokens in text. Special-token text is counted
 // as ordinary text (see [Tokenizer]). Invalid UTF-8 is counted as if each bad
 // byte were U+FFFD, as tiktoken-go does.
+//
+// Count is exact for text without an unbroken run of more than [LongRun]
+// bytes of one kind (letters, whitespace, or punctuation and symbols).
+// tiktoken-go merges such a run in time quadratic in its length (300 KB of
+// spaces takes tens of seconds), so each one is counted as its byte length
+// plus 2 instead: an upper bound, since a token covers at least one byte and
+// cutting the text at the run's edges changes at most one token on each side.
+// Budgets stay safe (never under-counted); only pathological content, such as
+// padding or a base64 line, costs more than it would exactly.
 func (t *Tokenizer) Count(text string) int {
+	if len(text) <= LongRun {
+		return t.exact(text)
+	}
+	n, start := 0, 0
+	for lo, hi := range longRuns(text) {
+		n += t.exact(text[start:lo]) + (hi - lo) + 2
+		start = hi
+	}
+	return n + t.exact(text[start:])
+}
+
+func (t *Tokenizer) exact(text string) int {
 	if text == "" {
 		return 0
 	}
@@ -183,4 +209,48 @@ func (t *Tokenizer) Count(text string) int {
 	// safe for concurrent use, so no lock is needed here (TestTokenizerConcurrent
 	// runs this under -race).
 	return len(t.enc.EncodeOrdinary(text))
+}
+
+// longRuns yields the byte ranges [lo, hi) of the maximal runs longer than
+// LongRun bytes of letters (with their marks), of whitespace, or of other
+// non-digit characters. Digits never form long BPE pieces: both encodings
+// split them into groups of at most three.
+func longRuns(text string) iter.Seq2[int, int] {
+	return func(yield func(int, int) bool) {
+		start, cls := 0, classDigit
+		for i, r := range text {
+			c := runeClass(r)
+			if c == cls {
+				continue
+			}
+			if cls != classDigit && i-start > LongRun && !yield(start, i) {
+				return
+			}
+			start, cls = i, c
+		}
+		if cls != classDigit && len(text)-start > LongRun {
+			yield(start, len(text))
+		}
+	}
+}
+
+type class uint8
+
+const (
+	classDigit class = iota
+	classLetter
+	classSpace
+	classOther
+)
+
+func runeClass(r rune) class {
+	switch {
+	case unicode.IsLetter(r) || unicode.IsMark(r):
+		return classLetter
+	case unicode.IsNumber(r):
+		return classDigit
+	case unicode.IsSpace(r):
+		return classSpace
+	}
+	return classOther
 }

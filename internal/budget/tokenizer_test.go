@@ -210,3 +210,36 @@ func markdown(r *rand.Rand, n int) string {
 	}
 	return sb.String()
 }
+
+func TestCountBoundsLongRuns(t *testing.T) {
+	tk, err := NewTokenizer(EncodingCL100K)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A 1 MB unbroken run would take minutes to merge; it is counted as its
+	// bytes plus 2, which the exact merge can only undercut.
+	big := strings.Repeat("x", 1<<20)
+	if got := tk.Count(big); got != 1<<20+2 {
+		t.Errorf("Count(1 MiB of x) = %d, want %d", got, 1<<20+2)
+	}
+	// Text with runs just past LongRun: the bound never under-counts.
+	r := rand.New(rand.NewPCG(7, 7))
+	pieces := []string{" ", "-", "a", "é", "中", "\n", "=", "ab", "1"}
+	for i := range 200 {
+		var b strings.Builder
+		for b.Len() < 3000 {
+			p := pieces[r.IntN(len(pieces))]
+			b.WriteString(strings.Repeat(p, 1+r.IntN(LongRun/len(p)+200)))
+			b.WriteString(pieces[r.IntN(len(pieces))])
+		}
+		s := b.String()
+		if got, exact := tk.Count(s), tk.exact(s); got < exact {
+			t.Fatalf("case %d: Count = %d < exact %d for %q…", i, got, exact, s[:40])
+		}
+	}
+	// Ordinary text is exact.
+	prose := strings.Repeat("The quick brown fox jumps over the lazy dog.\n", 200)
+	if got, exact := tk.Count(prose), tk.exact(prose); got != exact {
+		t.Errorf("Count(prose) = %d, exact %d", got, exact)
+	}
+}
