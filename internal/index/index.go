@@ -16,7 +16,10 @@
 //
 // If the directory's content cannot be decoded (a file cut short by a crash),
 // Open moves it aside to DIR.corrupt-UNIXTIME and starts empty: the index is a
-// mirror and the next sync refills it. Errors that are not about the data
+// mirror and the next sync refills it. Before that, documents cut short by a
+// crash (chromem-go writes files in place) are removed on their own and the
+// load retried, so one torn write costs one document, not the index. Only the
+// newest few moved-aside directories are kept. Errors that are not about the data
 // (permissions, file-descriptor limits, I/O) are returned instead.
 //
 // # Concurrency
@@ -143,11 +146,21 @@ func openDB(dir string, log *slog.Logger) (*chromem.DB, error) {
 		// Not damage to the data: moving it aside would throw away a good index.
 		return nil, fmt.Errorf("index: load %s: %v", dir, err)
 	}
-	aside := fmt.Sprintf("%s.corrupt-%d", strings.TrimRight(dir, "/"), time.Now().Unix())
+	// chromem-go writes documents in place, so a crash mid-write leaves one
+	// file cut short and the whole load fails. Drop the undecodable
+	// documents (the next sync re-adds them) and try again.
+	if n, serr := salvage(dir); serr == nil && n > 0 {
+		log.Warn("removed documents cut short by an earlier crash", "dir", dir, "removed", n)
+		if db, err = chromem.NewPersistentDB(dir, true); err == nil {
+			return db, nil
+		}
+	}
+	aside := fmt.Sprintf("%s.corrupt-%s", strings.TrimRight(dir, "/"), time.Now().UTC().Format("20060102T150405.000000000"))
 	log.Warn("index directory unreadable; moving it aside and starting empty", "dir", dir, "moved_to", aside, "err", err)
 	if rerr := os.Rename(dir, aside); rerr != nil {
 		return nil, fmt.Errorf("index: load %s: %v (and moving it aside failed: %v)", dir, err, rerr)
 	}
+	pruneAside(dir, keepAside, log)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("index: %w", err)
 	}

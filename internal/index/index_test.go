@@ -139,16 +139,14 @@ func TestReopenDoesNotReembed(t *testing.T) {
 	}
 }
 
-func TestCorruptDirectoryIsMovedAside(t *testing.T) {
-	dir := t.TempDir()
-	ix := open(t, dir, &indextest.BagEmbedder{})
-	if _, err := ix.Upsert(t.Context(), descs("s", "one")...); err != nil {
-		t.Fatal(err)
-	}
-	ix.Close()
-	// Cut every stored document short, as a crash mid-write would.
+// tear overwrites the files under dir that match keep with a cut-short gzip
+// stream, as a crash in the middle of chromem-go's in-place write leaves them.
+func tear(t *testing.T, dir string, keep func(name string) bool) int {
+	t.Helper()
+	n := 0
 	err := filepath.WalkDir(dir, func(p string, de os.DirEntry, err error) error {
-		if err == nil && !de.IsDir() && strings.HasSuffix(p, ".gob.gz") && !strings.HasSuffix(p, "00000000.gob.gz") {
+		if err == nil && !de.IsDir() && keep(de.Name()) {
+			n++
 			return os.WriteFile(p, []byte{0x1f, 0x8b, 0}, 0o644)
 		}
 		return err
@@ -156,13 +154,57 @@ func TestCorruptDirectoryIsMovedAside(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ix2 := open(t, dir, &indextest.BagEmbedder{})
-	if ix2.Len("") != 0 {
-		t.Errorf("Len = %d after a corrupt load, want 0 (fresh index)", ix2.Len(""))
+	return n
+}
+
+func TestTornDocumentCostsOnlyThatDocument(t *testing.T) {
+	dir := t.TempDir()
+	ix := open(t, dir, &indextest.BagEmbedder{})
+	if _, err := ix.Upsert(t.Context(), descs("s", "one", "two", "three")...); err != nil {
+		t.Fatal(err)
 	}
-	matches, _ := filepath.Glob(dir + ".corrupt-*")
-	if len(matches) != 1 {
-		t.Errorf("corrupt dir not moved aside: %v", matches)
+	ix.Close()
+	first := true
+	if n := tear(t, dir, func(name string) bool {
+		if first && strings.HasSuffix(name, ".gob.gz") && name != "00000000.gob.gz" {
+			first = false
+			return true
+		}
+		return false
+	}); n != 1 {
+		t.Fatalf("tore %d files, want 1", n)
+	}
+	ix2 := open(t, dir, &indextest.BagEmbedder{})
+	if ix2.Len("s") != 2 {
+		t.Errorf("Len = %d after one torn document, want the other 2 kept", ix2.Len("s"))
+	}
+	if m, _ := filepath.Glob(dir + ".corrupt-*"); len(m) != 0 {
+		t.Errorf("index moved aside for one torn document: %v", m)
+	}
+}
+
+func TestUnreadableIndexIsMovedAsideAndOldCopiesPruned(t *testing.T) {
+	dir := t.TempDir()
+	for round := range 5 {
+		ix := open(t, dir, &indextest.BagEmbedder{})
+		if round > 0 && ix.Len("") != 0 {
+			t.Errorf("round %d: Len = %d after a corrupt load, want a fresh index", round, ix.Len(""))
+		}
+		if _, err := ix.Upsert(t.Context(), descs("s", "one")...); err != nil {
+			t.Fatal(err)
+		}
+		ix.Close()
+		// The collection's own metadata cannot be salvaged document by document.
+		if n := tear(t, dir, func(name string) bool { return name == "00000000.gob.gz" }); n != 1 {
+			t.Fatalf("tore %d metadata files, want 1", n)
+		}
+	}
+	ix := open(t, dir, &indextest.BagEmbedder{})
+	if ix.Len("") != 0 {
+		t.Errorf("Len = %d, want 0", ix.Len(""))
+	}
+	if m, _ := filepath.Glob(dir + ".corrupt-*"); len(m) != 3 {
+		t.Errorf("%d moved-aside copies kept, want the newest 3: %v", len(m), m)
 	}
 }
 

@@ -1,0 +1,92 @@
+package index
+
+import (
+	"compress/gzip"
+	"encoding/gob"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/philippgille/chromem-go"
+)
+
+// keepAside is how many DIR.corrupt-* directories are kept for inspection.
+const keepAside = 3
+
+// chromem-go's on-disk names: each collection is a subdirectory holding
+// "00000000.gob.gz" (its metadata) and one "<hash>.gob.gz" per document.
+const (
+	metadataFile = "00000000.gob.gz"
+	docSuffix    = ".gob.gz"
+)
+
+// salvage removes the document files under dir that do not decode as a
+// chromem-go Document and returns how many it removed.
+func salvage(dir string) (int, error) {
+	colls, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, err
+	}
+	removed := 0
+	for _, c := range colls {
+		if !c.IsDir() {
+			continue
+		}
+		files, err := os.ReadDir(filepath.Join(dir, c.Name()))
+		if err != nil {
+			return removed, err
+		}
+		for _, f := range files {
+			if f.IsDir() || f.Name() == metadataFile || !strings.HasSuffix(f.Name(), docSuffix) {
+				continue
+			}
+			p := filepath.Join(dir, c.Name(), f.Name())
+			if decodes(p) {
+				continue
+			}
+			if err := os.Remove(p); err != nil {
+				return removed, err
+			}
+			removed++
+		}
+	}
+	return removed, nil
+}
+
+// decodes reports whether the file at p is a complete gzip'd gob Document.
+func decodes(p string) bool {
+	f, err := os.Open(p)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		return false
+	}
+	var d chromem.Document
+	if err := gob.NewDecoder(zr).Decode(&d); err != nil || d.ID == "" {
+		return false
+	}
+	// Reading to EOF checks the gzip trailer (CRC and length).
+	_, err = io.Copy(io.Discard, zr)
+	return err == nil || errors.Is(err, io.EOF)
+}
+
+// pruneAside deletes all but the newest keep DIR.corrupt-* directories.
+func pruneAside(dir string, keep int, log *slog.Logger) {
+	matches, err := filepath.Glob(strings.TrimRight(dir, "/") + ".corrupt-*")
+	if err != nil || len(matches) <= keep {
+		return
+	}
+	slices.Sort(matches) // the suffix is a UTC timestamp, so lexical order is age
+	for _, m := range matches[:len(matches)-keep] {
+		if err := os.RemoveAll(m); err != nil {
+			log.Warn("removing an old corrupt index failed", "dir", m, "err", err)
+		}
+	}
+}
