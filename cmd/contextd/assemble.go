@@ -39,6 +39,9 @@ func (o *oneShot) register(fs *flag.FlagSet) {
 // start loads the config, starts the engine's mirrors and waits for their
 // first sync. stop ends the mirrors and closes the engine.
 func (o *oneShot) start(ctx context.Context, stderr io.Writer) (eng *engine.Engine, stop func(), err error) {
+	if o.timeout <= 0 {
+		return nil, nil, fmt.Errorf("%w: --timeout %v must be positive", engine.ErrInvalidArgument, o.timeout)
+	}
 	log, err := newLogger(stderr, o.logLevel)
 	if err != nil {
 		return nil, nil, err
@@ -46,6 +49,9 @@ func (o *oneShot) start(ctx context.Context, stderr io.Writer) (eng *engine.Engi
 	cfg, err := loadConfig(o.cfgPath, stderr)
 	if err != nil {
 		return nil, nil, err
+	}
+	if len(cfg.Servers) == 0 {
+		return nil, nil, fmt.Errorf("%s: no servers configured (add mcpServers entries)", cfg.Path)
 	}
 	for _, s := range o.servers {
 		if _, ok := cfg.Server(s); !ok {
@@ -65,7 +71,7 @@ func (o *oneShot) start(ctx context.Context, stderr io.Writer) (eng *engine.Engi
 		cfg.Servers = keep
 	}
 	// A run limited to some servers keeps the others' persisted descriptors.
-	eng, err = engine.New(ctx, engine.Options{Config: cfg, Logger: log, KeepOtherServers: len(o.servers) > 0,
+	eng, err = engine.New(ctx, engine.Options{Config: cfg, Logger: log, KeepOtherServers: len(o.servers) > 0, SharedDataDir: true,
 		// A one-shot run gives stdio servers 1s per shutdown stage, not 5s.
 		Mirror: func(mo *ctxsync.Options) { mo.TerminateDuration = time.Second }})
 	if err != nil {

@@ -39,6 +39,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if *listen != "" {
 		cfg.Listen = *listen
 	}
+	if len(cfg.Servers) == 0 {
+		log.Warn("no servers configured: every request will fail until some are added", "config", cfg.Path)
+	}
 	lis, err := listenOn(cfg.Listen)
 	if err != nil {
 		return err

@@ -47,6 +47,10 @@ type Options struct {
 	Logger *slog.Logger
 	// Dial overrides how a server is connected (tests). Nil uses mcp.Connect.
 	Dial func(srv config.Server) ctxsync.DialFunc
+	// SharedDataDir lets a run whose data_dir is locked by another process
+	// go on with an in-memory index (one-shot commands next to a daemon).
+	// When false, a locked data_dir is an error.
+	SharedDataDir bool
 	// KeepOtherServers keeps the persisted descriptors of servers absent
 	// from Config (a one-shot run limited to some servers); by default they
 	// are deleted at startup.
@@ -108,9 +112,11 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		dir = filepath.Join(opts.Config.DataDir, "index")
 		unlock, err = lockDir(opts.Config.DataDir)
 		switch {
-		case errors.Is(err, errLocked):
+		case errors.Is(err, errLocked) && opts.SharedDataDir:
 			log.Warn("data_dir is in use by another contextd; using an in-memory index for this run", "data_dir", opts.Config.DataDir)
 			dir = ""
+		case errors.Is(err, errLocked):
+			return nil, fmt.Errorf("data_dir %s is in use by another contextd (a daemon?); stop it or set another data_dir", opts.Config.DataDir)
 		case err != nil:
 			return nil, err
 		}

@@ -16,7 +16,7 @@ var errLocked = errors.New("data_dir is locked by another process")
 // process, so a crash never leaves it stale.
 func lockDir(dir string) (unlock func(), err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("data_dir: %w", err)
+		return nil, fmt.Errorf("data_dir %s: %w", dir, err)
 	}
 	f, err := os.OpenFile(filepath.Join(dir, "contextd.lock"), os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {

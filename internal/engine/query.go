@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/contextd/contextd/internal/index"
 	"github.com/contextd/contextd/internal/rank"
@@ -61,6 +62,9 @@ func (e *Engine) rank(ctx context.Context, query string, servers []string, n int
 // unavailable returns ErrUnavailable, with each server's state, when no
 // server in scope has synced; nil when one has (it simply has no resources).
 func (e *Engine) unavailable(servers []string) error {
+	if len(servers) == 0 {
+		return fmt.Errorf("%w: no servers configured", ErrUnavailable)
+	}
 	var states []string
 	for _, name := range servers {
 		st := e.mirrors[name].Status()
@@ -162,25 +166,41 @@ func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (*AssembleRe
 	}
 	res, err := selector.Select(ctx, selector.Request{
 		TokenBudget: req.TokenBudget, IncludeBinary: req.IncludeBinary, MaxItems: req.MaxItems,
-	}, cands, e.read, e.tok)
+	}, cands, e.reader(), e.tok)
 	if err != nil {
 		return nil, err
 	}
 	return &AssembleResult{Result: res, Tokenizer: e.tok.Encoding()}, nil
 }
 
-// read is the selector's ReadFunc: it reads through the server's mirror.
-func (e *Engine) read(ctx context.Context, server, uri string) ([]selector.Content, error) {
-	m, ok := e.mirrors[server]
-	if !ok {
-		return nil, fmt.Errorf("server %q is not configured", server)
+// reader returns the selector's ReadFunc for one request: it reads through
+// the server's mirror, each read bounded by the read timeout. Once a server
+// lets a read time out, its later candidates in the same request fail at
+// once instead of each waiting out the timeout again.
+func (e *Engine) reader() selector.ReadFunc {
+	var mu sync.Mutex
+	stalled := map[string]bool{}
+	return func(ctx context.Context, server, uri string) ([]selector.Content, error) {
+		m, ok := e.mirrors[server]
+		if !ok {
+			return nil, fmt.Errorf("server %q is not configured", server)
+		}
+		mu.Lock()
+		skip := stalled[server]
+		mu.Unlock()
+		if skip {
+			return nil, fmt.Errorf("server %q: skipped: an earlier read in this request got no answer within %v", server, e.readTO)
+		}
+		rctx, cancel := context.WithTimeout(ctx, e.readTO)
+		defer cancel()
+		c, err := m.Read(rctx, uri)
+		if err != nil && ctx.Err() == nil && rctx.Err() != nil {
+			// Our deadline, not the caller's: this read fails, selection goes on.
+			mu.Lock()
+			stalled[server] = true
+			mu.Unlock()
+			return nil, fmt.Errorf("server %q: read %q: no answer within %v", server, uri, e.readTO)
+		}
+		return c, err
 	}
-	rctx, cancel := context.WithTimeout(ctx, e.readTO)
-	defer cancel()
-	c, err := m.Read(rctx, uri)
-	if err != nil && ctx.Err() == nil && rctx.Err() != nil {
-		// Our deadline, not the caller's: this read fails, selection goes on.
-		return nil, fmt.Errorf("server %q: read %q: no answer within %v", server, uri, e.readTO)
-	}
-	return c, err
 }

@@ -245,7 +245,10 @@ func (m *Mirror) serve(ctx context.Context, sess *mcp.Session) {
 	case <-m.changed:
 	default:
 	}
-	m.sync(ctx, sess)
+	failures := 0
+	if !m.sync(ctx, sess) {
+		failures++
+	}
 	m.markReady()
 
 	var timer *time.Timer
@@ -255,6 +258,12 @@ func (m *Mirror) serve(ctx context.Context, sess *mcp.Session) {
 			timer.Stop()
 		}
 	}()
+	// A failed sync is retried with backoff, without waiting for a
+	// notification the server may never send.
+	if failures > 0 {
+		timer = time.NewTimer(m.backoff(failures))
+		fire = timer.C
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -275,7 +284,13 @@ func (m *Mirror) serve(ctx context.Context, sess *mcp.Session) {
 			}
 		case <-fire:
 			fire = nil
-			m.sync(ctx, sess)
+			if m.sync(ctx, sess) {
+				failures = 0
+			} else {
+				failures++
+				timer = time.NewTimer(m.backoff(failures))
+				fire = timer.C
+			}
 		}
 	}
 }
@@ -288,8 +303,9 @@ func (m *Mirror) notifyListChanged() {
 	}
 }
 
-// sync lists everything and applies it to the index, within SyncTimeout.
-func (m *Mirror) sync(parent context.Context, sess *mcp.Session) {
+// sync lists everything and applies it to the index, within SyncTimeout. It
+// reports whether every request succeeded (an incomplete list is not a failure).
+func (m *Mirror) sync(parent context.Context, sess *mcp.Session) (ok bool) {
 	ctx, cancel := context.WithTimeout(parent, m.opts.SyncTimeout)
 	defer cancel()
 	res, rerr := sess.ListResources(ctx)
@@ -305,7 +321,7 @@ func (m *Mirror) sync(parent context.Context, sess *mcp.Session) {
 	}
 	tpl, terr := sess.ListTemplates(ctx)
 	if parent.Err() != nil {
-		return
+		return false
 	}
 
 	m.mu.Lock()
@@ -325,7 +341,7 @@ func (m *Mirror) sync(parent context.Context, sess *mcp.Session) {
 		m.status.LastError = err.Error()
 		m.status.LastErrorTime = time.Now()
 		m.log.Warn("sync failed", "err", err)
-		return
+		return false
 	}
 	m.status.LastSync = time.Now()
 	if res.Complete && (tpl.Complete || !sess.Capabilities().Resources) {
@@ -337,6 +353,7 @@ func (m *Mirror) sync(parent context.Context, sess *mcp.Session) {
 	}
 	m.log.Info("synced", "resources", len(res.Items), "templates", len(tpl.Items),
 		"added", diff.Added, "updated", diff.Updated, "removed", diff.Removed, "embedded", diff.Embedded)
+	return true
 }
 
 func (m *Mirror) fail(err error) {

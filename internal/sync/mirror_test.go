@@ -300,12 +300,17 @@ func TestNotFoundEvictsTheDescriptor(t *testing.T) {
 	})
 }
 
-func TestHungListEndsTheFirstSyncWithinSyncTimeout(t *testing.T) {
+func TestHungListEndsTheFirstSyncWithinSyncTimeoutAndIsRetried(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := mcptest.NewServer(map[string]string{"doc://a": "a"}, nil)
+		var mu gosync.Mutex
+		hang := true
 		srv.AddReceivingMiddleware(func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
 			return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
-				if method == "resources/list" {
+				mu.Lock()
+				h := hang
+				mu.Unlock()
+				if method == "resources/list" && h {
 					<-ctx.Done() // initializes fine, never lists
 					return nil, ctx.Err()
 				}
@@ -321,6 +326,15 @@ func TestHungListEndsTheFirstSyncWithinSyncTimeout(t *testing.T) {
 		}
 		if st := m.Status(); st.State != ctxsync.StateDegraded || !strings.Contains(st.LastError, "deadline") {
 			t.Errorf("status = %+v, want degraded with a deadline error", st)
+		}
+		// The server recovers but sends no notification: the mirror retries.
+		mu.Lock()
+		hang = false
+		mu.Unlock()
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if st := m.Status(); st.State != ctxsync.StateReady || st.Resources != 1 {
+			t.Errorf("a minute after the server recovered: %+v, want ready with 1 resource", st)
 		}
 	})
 }
