@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"strings"
 	"sync"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/pkoukk/tiktoken-go"
 	tiktoken_loader "github.com/pkoukk/tiktoken-go-loader"
@@ -190,6 +192,11 @@ func (t *Tokenizer) Count(text string) int {
 	if len(text) <= LongRun {
 		return t.exact(text)
 	}
+	if !utf8.ValidString(text) {
+		// tiktoken-go reads each bad byte as a 3-byte U+FFFD; do the same
+		// first, so run lengths are measured on the text it merges.
+		text = strings.ToValidUTF8(text, "\uFFFD")
+	}
 	n, start := 0, 0
 	for lo, hi := range longRuns(text) {
 		n += t.exact(text[start:lo]) + (hi - lo) + 2
@@ -212,13 +219,18 @@ func (t *Tokenizer) exact(text string) int {
 }
 
 // longRuns yields the byte ranges [lo, hi) of the maximal runs longer than
-// LongRun bytes of letters (with their marks), of whitespace, or of other
-// non-digit characters. Digits never form long BPE pieces: both encodings
-// split them into groups of at most three.
+// LongRun bytes of letters, of whitespace, or of other non-digit characters.
+// A combining mark continues whatever run it follows: cl100k_base puts marks
+// with punctuation and o200k_base with letters, so "❤\uFE0F" repeated is one
+// BPE piece in both. Digits never form long pieces: both encodings split
+// them into groups of at most three.
 func longRuns(text string) iter.Seq2[int, int] {
 	return func(yield func(int, int) bool) {
 		start, cls := 0, classDigit
 		for i, r := range text {
+			if unicode.IsMark(r) && i > 0 {
+				continue
+			}
 			c := runeClass(r)
 			if c == cls {
 				continue
@@ -245,7 +257,7 @@ const (
 
 func runeClass(r rune) class {
 	switch {
-	case unicode.IsLetter(r) || unicode.IsMark(r):
+	case unicode.IsLetter(r):
 		return classLetter
 	case unicode.IsNumber(r):
 		return classDigit

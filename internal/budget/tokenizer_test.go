@@ -222,6 +222,17 @@ func TestCountBoundsLongRuns(t *testing.T) {
 	if got := tk.Count(big); got != 1<<20+2 {
 		t.Errorf("Count(1 MiB of x) = %d, want %d", got, 1<<20+2)
 	}
+	// Symbols joined by combining marks are one BPE piece too (cl100k puts
+	// marks with punctuation): they must be bounded, not merged.
+	hearts := strings.Repeat("\u2764\uFE0F", 1<<16)
+	if got := tk.Count(hearts); got != len(hearts)+2 {
+		t.Errorf("Count(❤️ x 65536) = %d, want the bound %d", got, len(hearts)+2)
+	}
+	// Invalid UTF-8 is measured as the U+FFFD tiktoken-go sees.
+	bad := "x \u00a0 \u00a0" + strings.Repeat("'\xff", 260) + "\n\n    \n中"
+	if got, exact := tk.Count(bad), tk.exact(bad); got < exact {
+		t.Errorf("Count(invalid UTF-8) = %d < exact %d", got, exact)
+	}
 	// Text with runs just past LongRun: the bound never under-counts.
 	r := rand.New(rand.NewPCG(7, 7))
 	pieces := []string{" ", "-", "a", "é", "中", "\n", "=", "ab", "1"}

@@ -147,12 +147,16 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	}
 	// Descriptors of servers no longer configured are dropped (queries are
 	// scoped to configured servers either way).
-	for _, d := range ix.Descriptors("") {
-		if opts.KeepOtherServers {
-			break
+	if !opts.KeepOtherServers {
+		stale := map[string]bool{}
+		for _, d := range ix.Descriptors("") {
+			if _, ok := e.mirrors[d.Server]; !ok {
+				stale[d.Server] = true
+			}
 		}
-		if _, ok := e.mirrors[d.Server]; !ok {
-			if _, err := ix.Replace(ctx, d.Server, nil); err != nil {
+		for server := range stale {
+			if _, err := ix.Replace(ctx, server, nil); err != nil {
+				e.Close()
 				return nil, err
 			}
 		}

@@ -79,14 +79,25 @@ func decodes(p string) bool {
 
 // pruneAside deletes all but the newest keep DIR.corrupt-* directories.
 func pruneAside(dir string, keep int, log *slog.Logger) {
-	matches, err := filepath.Glob(strings.TrimRight(dir, "/") + ".corrupt-*")
-	if err != nil || len(matches) <= keep {
+	dir = strings.TrimRight(dir, "/")
+	parent, prefix := filepath.Dir(dir), filepath.Base(dir)+".corrupt-"
+	entries, err := os.ReadDir(parent)
+	if err != nil {
 		return
 	}
-	slices.Sort(matches) // the suffix is a UTC timestamp, so lexical order is age
-	for _, m := range matches[:len(matches)-keep] {
-		if err := os.RemoveAll(m); err != nil {
-			log.Warn("removing an old corrupt index failed", "dir", m, "err", err)
+	var aside []string
+	for _, e := range entries {
+		if e.IsDir() && strings.HasPrefix(e.Name(), prefix) {
+			aside = append(aside, e.Name())
+		}
+	}
+	if len(aside) <= keep {
+		return
+	}
+	slices.Sort(aside) // the suffix is a UTC timestamp, so lexical order is age
+	for _, name := range aside[:len(aside)-keep] {
+		if err := os.RemoveAll(filepath.Join(parent, name)); err != nil {
+			log.Warn("removing an old corrupt index failed", "dir", name, "err", err)
 		}
 	}
 }

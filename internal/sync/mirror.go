@@ -117,6 +117,7 @@ type Mirror struct {
 	templates []resource.Template
 	ready     chan struct{} // closed after the first sync attempt (success or not) or failure to connect
 	cache     *readCache
+	notFound  map[string]bool // URIs a read found missing, evicted after the next sync
 }
 
 // New returns a mirror; it does nothing until Run.
@@ -147,12 +148,13 @@ func New(opts Options) *Mirror {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Mirror{
-		opts:    opts,
-		log:     log.With("server", opts.Server),
-		changed: make(chan struct{}, 1),
-		status:  Status{Server: opts.Server, State: StateConnecting},
-		ready:   make(chan struct{}),
-		cache:   newReadCache(opts.CacheBytes),
+		opts:     opts,
+		log:      log.With("server", opts.Server),
+		changed:  make(chan struct{}, 1),
+		status:   Status{Server: opts.Server, State: StateConnecting},
+		ready:    make(chan struct{}),
+		cache:    newReadCache(opts.CacheBytes),
+		notFound: map[string]bool{},
 	}
 }
 
@@ -284,7 +286,9 @@ func (m *Mirror) serve(ctx context.Context, sess *mcp.Session) {
 			}
 		case <-fire:
 			fire = nil
-			if m.sync(ctx, sess) {
+			ok := m.sync(ctx, sess)
+			m.evictNotFound(ctx)
+			if ok {
 				failures = 0
 			} else {
 				failures++
@@ -292,6 +296,25 @@ func (m *Mirror) serve(ctx context.Context, sess *mcp.Session) {
 				fire = timer.C
 			}
 		}
+	}
+}
+
+// evictNotFound removes from the index the URIs reads found missing, even if
+// the server still lists them: a descriptor that cannot be read must not be
+// ranked again until the server's list changes.
+func (m *Mirror) evictNotFound(ctx context.Context) {
+	m.mu.Lock()
+	keys := make([]resource.Key, 0, len(m.notFound))
+	for uri := range m.notFound {
+		keys = append(keys, resource.Key{Server: m.opts.Server, URI: uri})
+	}
+	clear(m.notFound)
+	m.mu.Unlock()
+	if len(keys) == 0 {
+		return
+	}
+	if err := m.opts.Index.Delete(ctx, keys...); err != nil {
+		m.log.Warn("evicting not-found resources failed", "err", err)
 	}
 }
 
@@ -444,10 +467,12 @@ func (m *Mirror) Read(ctx context.Context, uri string) ([]resource.Content, erro
 	if err != nil {
 		var nf *mcp.NotFoundError
 		if errors.As(err, &nf) {
-			// The mirror is out of date: forget the descriptor now, re-list soon.
-			if derr := m.opts.Index.Delete(ctx, resource.Key{Server: m.opts.Server, URI: uri}); derr != nil {
-				m.log.Warn("evicting a not-found resource failed", "uri", uri, "err", derr)
-			}
+			// The mirror is out of date: re-list soon, and evict the
+			// descriptor after that re-list (the run loop owns index writes,
+			// so this read does not wait behind a sync).
+			m.mu.Lock()
+			m.notFound[uri] = true
+			m.mu.Unlock()
 			m.notifyListChanged()
 		}
 		return nil, err

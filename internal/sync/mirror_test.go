@@ -291,8 +291,10 @@ func TestNotFoundEvictsTheDescriptor(t *testing.T) {
 		if !errors.As(err, &nf) {
 			t.Fatalf("Read = %v, want *mcp.NotFoundError", err)
 		}
+		time.Sleep(ctxsync.DefaultDebounce + 50*time.Millisecond)
+		synctest.Wait()
 		if _, ok := ix.Get(resource.Key{Server: "s", URI: "doc://gone"}); ok {
-			t.Error("not-found resource still indexed right after the failed read")
+			t.Error("not-found resource still indexed after the re-list, though it cannot be read")
 		}
 		if _, ok := ix.Get(resource.Key{Server: "s", URI: "doc://kept"}); !ok {
 			t.Error("doc://kept lost")
