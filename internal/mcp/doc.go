@@ -16,4 +16,8 @@
 //     blobs decoded to bytes, a missing MIME type left empty (never guessed).
 //     Not-found (-32002, or -32602 from servers that follow the newer
 //     revision) is a [*NotFoundError], never empty content.
+//   - A stdio server's stdout lines that cannot begin a JSON-RPC message
+//     (banners, log lines) are skipped and logged rather than ending the
+//     session, and Close stops the process in stages: stdin closed, SIGTERM,
+//     SIGKILL.
 package mcp

@@ -97,7 +97,7 @@ func Connect(ctx context.Context, srv config.Server, opts *Options) (*Session, e
 		} else {
 			cmd.Stderr = tail
 		}
-		t = &mcpsdk.CommandTransport{Command: cmd, TerminateDuration: o.TerminateDuration}
+		t = &stdioTransport{cmd: cmd, terminateDuration: o.TerminateDuration, log: o.Logger}
 	case config.TransportHTTP:
 		t = &mcpsdk.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: httpClient(srv.Headers)}
 	case config.TransportSSE:

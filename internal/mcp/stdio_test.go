@@ -1,0 +1,93 @@
+package mcp_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"testing"
+	"time"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/contextd/contextd/internal/config"
+	"github.com/contextd/contextd/internal/mcp"
+	"github.com/contextd/contextd/internal/mcp/mcptest"
+)
+
+// The test binary doubles as a stdio MCP server when CONTEXTD_FAKE_STDIO is
+// set, so stdio tests run a real subprocess without anything to install.
+func TestMain(m *testing.M) {
+	if mode := os.Getenv("CONTEXTD_FAKE_STDIO"); mode != "" {
+		fakeStdioServer(mode)
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// noisyWriter prints a log line before every message it forwards.
+type noisyWriter struct{ n int }
+
+func (w *noisyWriter) Write(p []byte) (int, error) {
+	w.n++
+	fmt.Fprintf(os.Stdout, "[INFO] sending message %d\n   \n{not json either}\n", w.n)
+	return os.Stdout.Write(p)
+}
+func (w *noisyWriter) Close() error { return nil }
+
+func fakeStdioServer(mode string) {
+	srv := mcptest.NewServer(map[string]string{"doc://a": "alpha"}, nil)
+	switch mode {
+	case "banner":
+		fmt.Println("Secure MCP Filesystem Server running on stdio")
+		fmt.Println("Allowed directories: [ '/tmp' ]")
+		_ = srv.Run(context.Background(), &mcpsdk.IOTransport{Reader: os.Stdin, Writer: &noisyWriter{}})
+	case "stubborn":
+		signal.Ignore(syscall.SIGTERM)
+		_ = srv.Run(context.Background(), &mcpsdk.StdioTransport{})
+		time.Sleep(time.Hour) // stdin closed: keep running anyway
+	}
+}
+
+func fakeServer(mode string) config.Server {
+	return config.Server{Name: mode, Transport: config.TransportStdio, Command: os.Args[0],
+		Env: map[string]string{"CONTEXTD_FAKE_STDIO": mode}}
+}
+
+func TestStdioSkipsBannerAndLogLinesOnStdout(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	sess, err := mcp.Connect(ctx, fakeServer("banner"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	l, err := sess.ListResources(ctx)
+	if err != nil || len(l.Items) != 1 {
+		t.Fatalf("ListResources = %+v, %v; want doc://a", l, err)
+	}
+	c, err := sess.Read(ctx, "doc://a")
+	if err != nil || len(c) != 1 || c[0].Text != "alpha" {
+		t.Fatalf("Read = %+v, %v", c, err)
+	}
+}
+
+func TestStdioCloseStopsAServerThatIgnoresStdinAndSIGTERM(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	sess, err := mcp.Connect(ctx, fakeServer("stubborn"), &mcp.Options{TerminateDuration: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sess.ListResources(ctx); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- sess.Close() }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		t.Fatal("Close did not return: the server was not killed")
+	}
+}
