@@ -212,28 +212,30 @@ func (j *jsonLines) decide() (bool, error) {
 		if len(buf) == 0 {
 			return false, err
 		}
-		var first, second byte
+		var nb [2]byte // the line's first non-blank bytes
+		n := 0
 		for _, c := range buf {
 			if c == ' ' || c == '\t' || c == '\r' {
 				continue
 			}
 			if c == '\n' {
-				return true, nil // a blank line is harmless
+				break
 			}
-			if first == 0 {
-				first = c
-				continue
+			nb[n] = c
+			if n++; n == 2 {
+				break
 			}
-			second = c
-			break
 		}
+		ended := bytes.IndexByte(buf, '\n') >= 0
 		switch {
-		case first != 0 && first != '{' && first != '[':
+		case n == 0 && ended:
+			return true, nil // a blank line is harmless
+		case n >= 1 && nb[0] != '{' && nb[0] != '[':
 			return false, nil
-		case second != 0:
-			return first == '{' && (second == '"' || second == '}') ||
-				first == '[' && (second == '{' || second == ']' || second == '['), nil
-		case err != nil, len(buf) >= maxDecide:
+		case n == 2:
+			return nb[0] == '{' && (nb[1] == '"' || nb[1] == '}') ||
+				nb[0] == '[' && (nb[1] == '{' || nb[1] == ']' || nb[1] == '['), nil
+		case ended, err != nil, len(buf) >= maxDecide:
 			return true, nil // let the decoder report what it makes of it
 		}
 		want = len(buf) + 1

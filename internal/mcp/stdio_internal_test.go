@@ -1,0 +1,73 @@
+package mcp
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"strings"
+	"testing"
+)
+
+func filterLines(t testing.TB, in string, bufSize int) string {
+	t.Helper()
+	out, err := io.ReadAll(&jsonLines{r: bufio.NewReaderSize(strings.NewReader(in), bufSize)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
+}
+
+func TestJSONLines(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"Server running on stdio\n{\"jsonrpc\":\"2.0\"}\n", "{\"jsonrpc\":\"2.0\"}\n"},
+		{"[INFO] x\n  {\"a\":1}\r\n[{\"b\":2}]\n[]\n{}\n", "  {\"a\":1}\r\n[{\"b\":2}]\n[]\n{}\n"},
+		{"{level=info}\n{\"ok\":true}\n\n", "{\"ok\":true}\n\n"},
+		{"no newline at end", ""},
+		{"{\"partial\":", "{\"partial\":"},
+		{strings.Repeat("x", 100) + "\n{\"z\":1}\n", "{\"z\":1}\n"},
+	} {
+		for _, size := range []int{16, 4096} {
+			if got := filterLines(t, tc.in, size); got != tc.want {
+				t.Errorf("filter(%q) with %d-byte buffer = %q, want %q", tc.in, size, got, tc.want)
+			}
+		}
+	}
+}
+
+func FuzzJSONLines(f *testing.F) {
+	f.Add("banner\n{\"jsonrpc\":\"2.0\",\"id\":1}\n[warn]\n")
+	f.Add("   \n\t{}\n[[1]]\n")
+	f.Fuzz(func(t *testing.T, in string) {
+		got := filterLines(t, in, 16)
+		// Every line passed is a whole input line, in order; every dropped
+		// line starts with something that cannot begin a JSON-RPC message.
+		lines := strings.SplitAfter(in, "\n")
+		var want strings.Builder
+		for _, l := range lines {
+			var nb []byte // the line's first two non-blank bytes
+			for i := 0; i < len(l) && l[i] != '\n' && len(nb) < 2; i++ {
+				if c := l[i]; c != ' ' && c != '\t' && c != '\r' {
+					nb = append(nb, c)
+				}
+			}
+			var keep bool
+			switch {
+			case len(nb) == 0:
+				keep = true // blank
+			case nb[0] != '{' && nb[0] != '[':
+				keep = false
+			case len(nb) == 1:
+				keep = true // the line ends before a second byte decides: let the decoder judge
+			default:
+				p := string(nb)
+				keep = p == "{\"" || p == "{}" || p == "[{" || p == "[]" || p == "[["
+			}
+			if keep {
+				want.WriteString(l)
+			}
+		}
+		if !bytes.Equal([]byte(got), []byte(want.String())) {
+			t.Fatalf("filter(%q) = %q, want %q", in, got, want.String())
+		}
+	})
+}
