@@ -44,7 +44,7 @@ func (s *Session) Read(ctx context.Context, uri string) ([]resource.Content, err
 		if errors.As(err, &werr) && (werr.Code == codeResourceNotFound || werr.Code == codeInvalidParams) {
 			return nil, &NotFoundError{Server: s.name, URI: uri, Code: werr.Code, Message: werr.Message}
 		}
-		return nil, fmt.Errorf("mcp: server %q: read %q: %w", s.name, uri, err)
+		return nil, fmt.Errorf("mcp: server %q: read %q: %w", s.name, uri, s.exited(err))
 	}
 	out := make([]resource.Content, 0, len(res.Contents))
 	for _, c := range res.Contents {

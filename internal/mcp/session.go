@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"time"
 
@@ -69,6 +70,7 @@ type Session struct {
 	caps   Capabilities
 	opts   Options
 	stderr *tailBuffer
+	proc   *process // stdio servers only
 
 	closeOnce sync.Once
 	closeErr  error
@@ -84,6 +86,7 @@ func Connect(ctx context.Context, srv config.Server, opts *Options) (*Session, e
 	}
 	tail := &tailBuffer{max: 4096}
 	var t mcpsdk.Transport
+	var st *stdioTransport
 	switch srv.Transport {
 	case config.TransportStdio:
 		cmd := exec.Command(srv.Command, srv.Args...)
@@ -97,7 +100,8 @@ func Connect(ctx context.Context, srv config.Server, opts *Options) (*Session, e
 		} else {
 			cmd.Stderr = tail
 		}
-		t = &stdioTransport{cmd: cmd, terminateDuration: o.TerminateDuration, log: o.Logger}
+		st = &stdioTransport{cmd: cmd, terminateDuration: o.TerminateDuration, log: o.Logger}
+		t = st
 	case config.TransportHTTP:
 		t = &mcpsdk.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: httpClient(srv.Headers)}
 	case config.TransportSSE:
@@ -113,7 +117,35 @@ func Connect(ctx context.Context, srv config.Server, opts *Options) (*Session, e
 		return nil, err
 	}
 	s.stderr = tail
+	if st != nil {
+		s.proc = st.proc
+	}
 	return s, nil
+}
+
+// exited wraps err when the session failed because the server process
+// exited: "server exited (exit status 3); stderr: …".
+func (s *Session) exited(err error) error {
+	if s.proc == nil {
+		return err
+	}
+	gone, status := s.proc.exitStatus()
+	if !gone {
+		// The exit and the failed request race: give the reaper a moment.
+		select {
+		case <-s.proc.exited:
+			gone, status = s.proc.exitStatus()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	if !gone {
+		return err
+	}
+	msg := fmt.Sprintf("server exited (%s)", status)
+	if tail := strings.TrimSpace(s.stderr.String()); tail != "" {
+		msg += "; stderr: " + tail
+	}
+	return fmt.Errorf("%s: %w", msg, err)
 }
 
 // ConnectTransport runs the initialize handshake over t. Tests use it with

@@ -32,6 +32,8 @@ type stdioTransport struct {
 	cmd               *exec.Cmd
 	terminateDuration time.Duration
 	log               *slog.Logger
+
+	proc *process // set by Connect
 }
 
 func (t *stdioTransport) Connect(ctx context.Context) (mcpsdk.Connection, error) {
@@ -52,6 +54,7 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcpsdk.Connection, error)
 	}
 	p := &process{cmd: t.cmd, stdin: stdin, td: td, exited: make(chan struct{})}
 	go p.wait()
+	t.proc = p
 	iot := &mcpsdk.IOTransport{
 		Reader: io.NopCloser(&jsonLines{r: bufio.NewReaderSize(stdout, 64<<10), log: t.log}),
 		Writer: p,
@@ -78,6 +81,19 @@ func (p *process) wait() {
 }
 
 func (p *process) Write(b []byte) (int, error) { return p.stdin.Write(b) }
+
+// exitStatus reports whether the process has exited, and how.
+func (p *process) exitStatus() (bool, string) {
+	select {
+	case <-p.exited:
+	default:
+		return false, ""
+	}
+	if p.waitErr != nil {
+		return true, p.waitErr.Error()
+	}
+	return true, "exit status 0"
+}
 
 // Close closes stdin and waits for the server to exit, escalating to SIGTERM
 // and then SIGKILL after td each. Safe to call more than once.

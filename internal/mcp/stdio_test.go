@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -43,6 +44,14 @@ func fakeStdioServer(mode string) {
 		fmt.Println("Secure MCP Filesystem Server running on stdio")
 		fmt.Println("Allowed directories: [ '/tmp' ]")
 		_ = srv.Run(context.Background(), &mcpsdk.IOTransport{Reader: os.Stdin, Writer: &noisyWriter{}})
+	case "crash":
+		srv.AddResource(&mcpsdk.Resource{URI: "doc://boom", Name: "boom"},
+			func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+				fmt.Fprintln(os.Stderr, "fatal error: out of memory reading doc://boom")
+				os.Exit(3)
+				return nil, nil
+			})
+		_ = srv.Run(context.Background(), &mcpsdk.StdioTransport{})
 	case "stubborn":
 		signal.Ignore(syscall.SIGTERM)
 		_ = srv.Run(context.Background(), &mcpsdk.StdioTransport{})
@@ -89,5 +98,22 @@ func TestStdioCloseStopsAServerThatIgnoresStdinAndSIGTERM(t *testing.T) {
 	case <-done:
 	case <-ctx.Done():
 		t.Fatal("Close did not return: the server was not killed")
+	}
+}
+
+func TestStdioServerExitingMidReadFailsThatReadWithItsStderr(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	sess, err := mcp.Connect(ctx, fakeServer("crash"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	_, err = sess.Read(ctx, "doc://boom")
+	if err == nil || !strings.Contains(err.Error(), "server exited (exit status 3)") || !strings.Contains(err.Error(), "out of memory") {
+		t.Fatalf("Read = %v; want the exit status and the stderr tail", err)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("the read waited for the test deadline instead of failing when the server exited")
 	}
 }
