@@ -22,6 +22,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -53,6 +54,10 @@ type Config struct {
 	DataDir string
 	// Tokenizer is the tiktoken encoding used for budgets. Default DefaultTokenizer.
 	Tokenizer string
+	// PollInterval is how often servers that do not declare
+	// resources.listChanged are re-listed. Zero means the mirror's default
+	// (5m); negative disables polling.
+	PollInterval time.Duration
 	// Servers are the upstream MCP servers, sorted by name.
 	Servers []Server
 }
@@ -87,6 +92,7 @@ type file struct {
 	Listen     string                `yaml:"listen"`
 	DataDir    string                `yaml:"data_dir"`
 	Tokenizer  string                `yaml:"tokenizer"`
+	Poll       string                `yaml:"poll_interval"`
 	MCPServers map[string]serverFile `yaml:"mcpServers"`
 	Servers    map[string]serverFile `yaml:"servers"` // VS Code's mcp.json
 }
@@ -120,6 +126,16 @@ func Parse(path string, data []byte, lookup func(string) (string, bool)) (*Confi
 		return nil, fmt.Errorf("%s: %w: %v", path, ErrInvalid, err)
 	}
 	c := &Config{Path: path, Listen: f.Listen, DataDir: f.DataDir, Tokenizer: f.Tokenizer}
+	if f.Poll != "" {
+		d, err := time.ParseDuration(f.Poll)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w: field poll_interval: %q is not a duration like 30s or 5m", path, ErrInvalid, f.Poll)
+		}
+		if d == 0 {
+			d = -1 // "0" means never, as documented
+		}
+		c.PollInterval = d
+	}
 	if c.Listen == "" {
 		c.Listen = DefaultListen
 	}

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -51,6 +52,7 @@ func TestClaudeDesktopFileWorksAsIs(t *testing.T) {
 func TestYAMLWithSettingsAndVSCodeServers(t *testing.T) {
 	const y = `
 listen: unix:///run/contextd.sock
+poll_interval: 90s
 data_dir: /var/lib/contextd
 tokenizer: o200k_base
 servers:            # VS Code's mcp.json shape
@@ -70,7 +72,7 @@ servers:            # VS Code's mcp.json shape
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Listen != "unix:///run/contextd.sock" || c.DataDir != "/var/lib/contextd" || c.Tokenizer != "o200k_base" {
+	if c.Listen != "unix:///run/contextd.sock" || c.DataDir != "/var/lib/contextd" || c.Tokenizer != "o200k_base" || c.PollInterval != 90*time.Second {
 		t.Errorf("settings = %+v", c)
 	}
 	if len(c.Servers) != 2 || c.Servers[0].Name != "local" || c.Servers[0].Cwd != "/srv/mcp" || c.Servers[1].Transport != config.TransportHTTP {
@@ -91,6 +93,7 @@ func TestErrorsNameFileServerAndField(t *testing.T) {
 		{"bad type", `mcpServers: {t: {type: carrier-pigeon, command: x}}`, []string{`server "t"`, "field type", "carrier-pigeon"}},
 		{"stdio without command", `mcpServers: {s: {type: stdio}}`, []string{`server "s"`, "field command"}},
 		{"not yaml", "mcpServers: [", []string{"bad.yaml"}},
+		{"bad poll interval", "poll_interval: often\nmcpServers: {a: {command: x}}", []string{"bad.yaml", "poll_interval", "often"}},
 		{"defined twice", "mcpServers: {a: {command: x}}\nservers: {a: {command: y}}", []string{`server "a"`, "both"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -138,7 +138,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		if opts.Dial != nil {
 			dial = opts.Dial(srv)
 		}
-		mo := ctxsync.Options{Server: srv.Name, Dial: dial, Index: ix, Logger: log.With("component", "sync")}
+		mo := ctxsync.Options{Server: srv.Name, Dial: dial, Index: ix, Logger: log.With("component", "sync"), PollInterval: opts.Config.PollInterval}
 		if opts.Mirror != nil {
 			opts.Mirror(&mo)
 		}

@@ -25,6 +25,12 @@
 //     window coalesce into it. When the timer fires the loop re-lists once. At
 //     most one re-list is in flight per server, so a storm costs at most one
 //     re-list per debounce window.
+//   - A server that keeps notifying right after each re-list (a storm, or
+//     one notification per list) gets, from the third time in a row, a
+//     debounce window that doubles up to [Options.MaxStormDelay] (30s).
+//   - A server that does not declare resources.listChanged is re-listed
+//     every [Options.PollInterval] (5m), and a failed sync is retried with
+//     backoff, so neither depends on a notification that never comes.
 //   - notifications/resources/updated drops the cached content of that URI
 //     (compared byte for byte); a URI with nothing cached is ignored.
 //

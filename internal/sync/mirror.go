@@ -45,6 +45,8 @@ func (s State) String() string {
 // Defaults for Options fields left zero.
 const (
 	DefaultDebounce       = 250 * time.Millisecond
+	DefaultMaxStormDelay  = 30 * time.Second
+	DefaultPollInterval   = 5 * time.Minute
 	DefaultMinBackoff     = 500 * time.Millisecond
 	DefaultMaxBackoff     = 30 * time.Second
 	DefaultConnectTimeout = 30 * time.Second
@@ -68,6 +70,12 @@ type Options struct {
 	Logger *slog.Logger
 	// Debounce is the list_changed coalescing window. Zero means DefaultDebounce.
 	Debounce time.Duration
+	// MaxStormDelay caps the debounce window of a server that notifies again
+	// right after every re-list. Zero means DefaultMaxStormDelay.
+	MaxStormDelay time.Duration
+	// PollInterval re-lists servers that do not declare
+	// resources.listChanged. Zero means DefaultPollInterval; negative never polls.
+	PollInterval time.Duration
 	// MinBackoff and MaxBackoff bound reconnect delays (see backoff). A
 	// session that stays up for MaxBackoff resets the sequence. Zero means
 	// DefaultMinBackoff and DefaultMaxBackoff.
@@ -127,6 +135,12 @@ func New(opts Options) *Mirror {
 	}
 	if opts.Debounce <= 0 {
 		opts.Debounce = DefaultDebounce
+	}
+	if opts.MaxStormDelay <= 0 {
+		opts.MaxStormDelay = DefaultMaxStormDelay
+	}
+	if opts.PollInterval == 0 {
+		opts.PollInterval = DefaultPollInterval
 	}
 	if opts.MinBackoff <= 0 {
 		opts.MinBackoff = DefaultMinBackoff
@@ -247,25 +261,49 @@ func (m *Mirror) serve(ctx context.Context, sess *mcp.Session) {
 	case <-m.changed:
 	default:
 	}
-	failures := 0
-	if !m.sync(ctx, sess) {
-		failures++
-	}
-	m.markReady()
-
+	// One timer drives every re-list: the debounce after list_changed, the
+	// retry after a failed sync, and polling for servers that never notify.
+	// schedule only ever moves the deadline earlier.
 	var timer *time.Timer
 	var fire <-chan time.Time
+	var due time.Time
+	schedule := func(d time.Duration) {
+		at := time.Now().Add(d)
+		if fire != nil && !at.Before(due) {
+			return
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+		timer, due = time.NewTimer(d), at
+		fire = timer.C
+	}
 	defer func() {
 		if timer != nil {
 			timer.Stop()
 		}
 	}()
-	// A failed sync is retried with backoff, without waiting for a
-	// notification the server may never send.
-	if failures > 0 {
-		timer = time.NewTimer(m.backoff(failures))
-		fire = timer.C
+	failures, quick := 0, 0
+	var lastSync time.Time
+	resync := func() {
+		ok := m.sync(ctx, sess)
+		lastSync = time.Now()
+		m.evictNotFound(ctx)
+		switch {
+		case !ok:
+			// Retried with backoff, without waiting for a notification the
+			// server may never send.
+			failures++
+			schedule(m.backoff(failures))
+		case !sess.Capabilities().ListChanged && m.opts.PollInterval > 0:
+			failures = 0
+			schedule(m.opts.PollInterval)
+		default:
+			failures = 0
+		}
 	}
+	resync()
+	m.markReady()
 	for {
 		select {
 		case <-ctx.Done():
@@ -280,21 +318,20 @@ func (m *Mirror) serve(ctx context.Context, sess *mcp.Session) {
 			m.setStale(err)
 			return
 		case <-m.changed:
-			if fire == nil {
-				timer = time.NewTimer(m.opts.Debounce)
-				fire = timer.C
+			// Coalesce: wait out the debounce window. A server that keeps
+			// notifying right after each re-list (a storm, or one
+			// notification per list) gets, from the third time in a row, a
+			// window that doubles each time up to MaxStormDelay; a quiet
+			// spell resets it.
+			if time.Since(lastSync) < m.opts.Debounce {
+				quick = min(quick+1, 20)
+			} else {
+				quick = 0
 			}
+			schedule(min(m.opts.Debounce<<max(quick-2, 0), max(m.opts.Debounce, m.opts.MaxStormDelay)))
 		case <-fire:
 			fire = nil
-			ok := m.sync(ctx, sess)
-			m.evictNotFound(ctx)
-			if ok {
-				failures = 0
-			} else {
-				failures++
-				timer = time.NewTimer(m.backoff(failures))
-				fire = timer.C
-			}
+			resync()
 		}
 	}
 }

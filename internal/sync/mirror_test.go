@@ -340,3 +340,66 @@ func TestHungListEndsTheFirstSyncWithinSyncTimeoutAndIsRetried(t *testing.T) {
 		}
 	})
 }
+
+func TestListChangedAfterEveryListIsThrottled(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := mcptest.NewServer(map[string]string{"doc://a": "a"}, nil)
+		var mu gosync.Mutex
+		lists := 0
+		srv.AddReceivingMiddleware(func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
+			return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
+				res, err := next(ctx, method, req)
+				if method == "resources/list" {
+					mu.Lock()
+					lists++
+					mu.Unlock()
+					// A server that says its list changed after every list.
+					mcptest.AddText(srv, "doc://a", "a", "a")
+				}
+				return res, err
+			}
+		})
+		m := ctxsync.New(ctxsync.Options{Server: "s", Index: newIndex(t), Dial: mcptest.Dial(t, "s", srv),
+			Debounce: 250 * time.Millisecond, MaxStormDelay: 10 * time.Second})
+		start(t, m)
+		<-m.Ready()
+		time.Sleep(2 * time.Minute)
+		synctest.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		// Windows of 0.25, 0.25, 0.5, 1, 2, 4, 8, then 10 s: about 17 lists in
+		// 2 minutes, where a plain debounce would make about 480.
+		t.Logf("%d lists in 2 minutes", lists)
+		if lists > 25 || lists < 8 {
+			t.Errorf("%d lists in 2 minutes under a notify-after-every-list storm; want a throttled 8..25", lists)
+		}
+		if st := m.Status(); st.State != ctxsync.StateReady {
+			t.Errorf("status = %+v", st)
+		}
+	})
+}
+
+func TestServerWithoutListChangedIsPolled(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := mcptest.NewServer(map[string]string{"doc://a": "a"},
+			&mcpsdk.ServerOptions{Capabilities: &mcpsdk.ServerCapabilities{Resources: &mcpsdk.ResourceCapabilities{}}})
+		ix := newIndex(t)
+		m := ctxsync.New(ctxsync.Options{Server: "s", Index: ix, Dial: mcptest.Dial(t, "s", srv), PollInterval: time.Minute})
+		start(t, m)
+		<-m.Ready()
+		if m.Status().Capabilities.ListChanged {
+			t.Fatal("test server declares listChanged")
+		}
+		mcptest.AddText(srv, "doc://b", "b", "b") // the server tells no one
+		time.Sleep(30 * time.Second)
+		synctest.Wait()
+		if ix.Len("s") != 1 {
+			t.Fatalf("Len = %d before the poll interval, want 1", ix.Len("s"))
+		}
+		time.Sleep(31 * time.Second)
+		synctest.Wait()
+		if ix.Len("s") != 2 {
+			t.Errorf("Len = %d after the poll interval, want 2", ix.Len("s"))
+		}
+	})
+}
