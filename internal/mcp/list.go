@@ -20,21 +20,46 @@ type List[T any] struct {
 	// Complete is false when the walk stopped early; Incomplete says why.
 	Complete   bool
 	Incomplete string
+	// Rejected counts entries dropped as malformed (no URI) and Duplicates
+	// those whose URI an earlier page already listed; Problems describes the
+	// first few of either, naming the page.
+	Rejected, Duplicates int
+	Problems             []string
+}
+
+// maxProblems bounds List.Problems.
+const maxProblems = 5
+
+func (l *List[T]) problem(kind *int, format string, args ...any) {
+	*kind++
+	if len(l.Problems) < maxProblems {
+		l.Problems = append(l.Problems, fmt.Sprintf(format, args...))
+	}
 }
 
 // ListResources walks every page of resources/list. A server without the
 // resources capability gets no request: the result is empty and complete.
-// A URI listed twice keeps its first descriptor.
+// A URI listed twice keeps its first descriptor; an entry without a URI is
+// dropped. Both are counted and described in the List.
 func (s *Session) ListResources(ctx context.Context) (List[resource.Descriptor], error) {
 	seen := map[string]bool{}
-	return walk(ctx, s, "resources/list", func(ctx context.Context, cursor string) ([]resource.Descriptor, string, error) {
+	return walk(ctx, s, "resources/list", func(ctx context.Context, l *List[resource.Descriptor], cursor string) ([]resource.Descriptor, string, error) {
 		res, err := s.cs.ListResources(ctx, &mcpsdk.ListResourcesParams{Cursor: cursor})
 		if err != nil {
 			return nil, "", err
 		}
 		var out []resource.Descriptor
-		for _, r := range res.Resources {
-			if r == nil || r.URI == "" || seen[r.URI] {
+		for i, r := range res.Resources {
+			switch {
+			case r == nil || r.URI == "":
+				name := ""
+				if r != nil {
+					name = r.Name
+				}
+				l.problem(&l.Rejected, "page %d, entry %d: no uri (name %q)", l.Pages+1, i, name)
+				continue
+			case seen[r.URI]:
+				l.problem(&l.Duplicates, "page %d: %q listed again; kept the first", l.Pages+1, r.URI)
 				continue
 			}
 			seen[r.URI] = true
@@ -49,7 +74,7 @@ func (s *Session) ListResources(ctx context.Context) (List[resource.Descriptor],
 // resources but answers -32601 (method not found) has no templates: the list
 // is empty and complete.
 func (s *Session) ListTemplates(ctx context.Context) (List[resource.Template], error) {
-	return walk(ctx, s, "resources/templates/list", func(ctx context.Context, cursor string) ([]resource.Template, string, error) {
+	return walk(ctx, s, "resources/templates/list", func(ctx context.Context, l *List[resource.Template], cursor string) ([]resource.Template, string, error) {
 		res, err := s.cs.ListResourceTemplates(ctx, &mcpsdk.ListResourceTemplatesParams{Cursor: cursor})
 		var werr *jsonrpc.Error
 		if errors.As(err, &werr) && werr.Code == jsonrpc.CodeMethodNotFound {
@@ -59,8 +84,9 @@ func (s *Session) ListTemplates(ctx context.Context) (List[resource.Template], e
 			return nil, "", err
 		}
 		var out []resource.Template
-		for _, t := range res.ResourceTemplates {
+		for i, t := range res.ResourceTemplates {
 			if t == nil || t.URITemplate == "" {
+				l.problem(&l.Rejected, "page %d, entry %d: no uriTemplate", l.Pages+1, i)
 				continue
 			}
 			out = append(out, resource.Template{
@@ -73,7 +99,7 @@ func (s *Session) ListTemplates(ctx context.Context) (List[resource.Template], e
 }
 
 // walk follows nextCursor until it is empty, repeats, or the page cap is hit.
-func walk[T any](ctx context.Context, s *Session, method string, page func(context.Context, string) ([]T, string, error)) (List[T], error) {
+func walk[T any](ctx context.Context, s *Session, method string, page func(context.Context, *List[T], string) ([]T, string, error)) (List[T], error) {
 	var l List[T]
 	if !s.caps.Resources {
 		l.Complete = true
@@ -86,7 +112,7 @@ func walk[T any](ctx context.Context, s *Session, method string, page func(conte
 			l.Incomplete = fmt.Sprintf("stopped after %d pages (page cap)", l.Pages)
 			return l, nil
 		}
-		items, next, err := page(ctx, cursor)
+		items, next, err := page(ctx, &l, cursor)
 		l.Pages++
 		if err != nil {
 			return l, fmt.Errorf("mcp: server %q: %s (page %d): %w", s.name, method, l.Pages, err)

@@ -101,6 +101,26 @@ func TestListResourcesStopsOnRepeatedCursor(t *testing.T) {
 	if diff := cmp.Diff([]string{"a://1", "a://2", "a://3"}, got); diff != "" {
 		t.Errorf("URIs (duplicates dropped) (-want +got):\n%s", diff)
 	}
+	if l.Duplicates != 1 || len(l.Problems) != 1 || !strings.Contains(l.Problems[0], `page 2: "a://1" listed again`) {
+		t.Errorf("Duplicates=%d Problems=%q; want the repeat on page 2 reported", l.Duplicates, l.Problems)
+	}
+}
+
+func TestListResourcesKeepsValidEntriesAndReportsMalformed(t *testing.T) {
+	srv := cursorServer(t, []struct {
+		uris []string
+		next string
+	}{
+		{[]string{"a://1", "", "a://2"}, ""},
+	})
+	sess := mcptest.Connect(t, "s", srv, nil)
+	l, err := sess.ListResources(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Items) != 2 || l.Rejected != 1 || !l.Complete || len(l.Problems) != 1 || !strings.Contains(l.Problems[0], "page 1, entry 1: no uri") {
+		t.Errorf("got %d items, Rejected=%d, Problems=%q; want 2 kept and entry 1 of page 1 reported", len(l.Items), l.Rejected, l.Problems)
+	}
 }
 
 func TestListResourcesPageCap(t *testing.T) {

@@ -154,7 +154,8 @@ func ListServersResponse(servers []engine.ServerStatus) *contextdv1.ListServersR
 			ResourcesCapability: s.Capabilities.Resources, Subscribe: s.Capabilities.Subscribe,
 			ListChanged: s.Capabilities.ListChanged, ResourceCount: int32(s.Resources),
 			TemplateCount: int32(s.Templates), ListComplete: s.ListComplete, LastError: s.LastError,
-			ProtocolVersion: s.Protocol,
+			ProtocolVersion: s.Protocol, RejectedEntries: int32(s.Rejected),
+			DuplicateEntries: int32(s.Duplicates), ListProblems: s.Problems,
 		}
 		if s.ServerName != "" {
 			ps.ServerInfo = s.ServerName + " " + s.ServerVersion

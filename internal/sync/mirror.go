@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	gosync "sync"
 	"time"
 
@@ -103,6 +104,9 @@ type Status struct {
 	Templates     int  // templates from the last sync
 	ListComplete  bool // false when the last list walk stopped early
 	Incomplete    string
+	Rejected      int      // list entries dropped as malformed in the last sync
+	Duplicates    int      // list entries dropped as repeats in the last sync
+	Problems      []string // the first few of those, naming the page
 	LastSync      time.Time
 	LastError     string
 	LastErrorTime time.Time
@@ -395,6 +399,12 @@ func (m *Mirror) sync(parent context.Context, sess *mcp.Session) (ok bool) {
 	if rerr == nil {
 		m.status.ListComplete = res.Complete
 		m.status.Incomplete = res.Incomplete
+		m.status.Rejected = res.Rejected + tpl.Rejected
+		m.status.Duplicates = res.Duplicates
+		m.status.Problems = append(slices.Clip(res.Problems), tpl.Problems...)
+		if len(m.status.Problems) > 0 {
+			m.log.Warn("dropped list entries", "rejected", m.status.Rejected, "duplicates", res.Duplicates, "problems", m.status.Problems)
+		}
 	}
 	if err != nil {
 		m.status.State = StateDegraded

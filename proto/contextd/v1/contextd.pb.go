@@ -986,8 +986,14 @@ type ServerStatus struct {
 	// Server name and version from initialize.
 	ServerInfo      string `protobuf:"bytes,13,opt,name=server_info,json=serverInfo,proto3" json:"server_info,omitempty"`
 	ProtocolVersion string `protobuf:"bytes,14,opt,name=protocol_version,json=protocolVersion,proto3" json:"protocol_version,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// List entries dropped in the last sync: malformed (no URI) and repeats
+	// of a URI already listed.
+	RejectedEntries  int32 `protobuf:"varint,15,opt,name=rejected_entries,json=rejectedEntries,proto3" json:"rejected_entries,omitempty"`
+	DuplicateEntries int32 `protobuf:"varint,16,opt,name=duplicate_entries,json=duplicateEntries,proto3" json:"duplicate_entries,omitempty"`
+	// The first few of those, naming the page and entry.
+	ListProblems  []string `protobuf:"bytes,17,rep,name=list_problems,json=listProblems,proto3" json:"list_problems,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ServerStatus) Reset() {
@@ -1118,6 +1124,27 @@ func (x *ServerStatus) GetProtocolVersion() string {
 	return ""
 }
 
+func (x *ServerStatus) GetRejectedEntries() int32 {
+	if x != nil {
+		return x.RejectedEntries
+	}
+	return 0
+}
+
+func (x *ServerStatus) GetDuplicateEntries() int32 {
+	if x != nil {
+		return x.DuplicateEntries
+	}
+	return 0
+}
+
+func (x *ServerStatus) GetListProblems() []string {
+	if x != nil {
+		return x.ListProblems
+	}
+	return nil
+}
+
 var File_contextd_v1_contextd_proto protoreflect.FileDescriptor
 
 const file_contextd_v1_contextd_proto_rawDesc = "" +
@@ -1188,7 +1215,7 @@ const file_contextd_v1_contextd_proto_rawDesc = "" +
 	"\x04rank\x18\t \x01(\x05R\x04rank\"\x14\n" +
 	"\x12ListServersRequest\"J\n" +
 	"\x13ListServersResponse\x123\n" +
-	"\aservers\x18\x01 \x03(\v2\x19.contextd.v1.ServerStatusR\aservers\"\xc4\x05\n" +
+	"\aservers\x18\x01 \x03(\v2\x19.contextd.v1.ServerStatusR\aservers\"\xc1\x06\n" +
 	"\fServerStatus\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x125\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x1f.contextd.v1.ServerStatus.StateR\x05state\x12\x1c\n" +
@@ -1206,7 +1233,10 @@ const file_contextd_v1_contextd_proto_rawDesc = "" +
 	"\x0flast_error_time\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\rlastErrorTime\x12\x1f\n" +
 	"\vserver_info\x18\r \x01(\tR\n" +
 	"serverInfo\x12)\n" +
-	"\x10protocol_version\x18\x0e \x01(\tR\x0fprotocolVersion\"|\n" +
+	"\x10protocol_version\x18\x0e \x01(\tR\x0fprotocolVersion\x12)\n" +
+	"\x10rejected_entries\x18\x0f \x01(\x05R\x0frejectedEntries\x12+\n" +
+	"\x11duplicate_entries\x18\x10 \x01(\x05R\x10duplicateEntries\x12#\n" +
+	"\rlist_problems\x18\x11 \x03(\tR\flistProblems\"|\n" +
 	"\x05State\x12\x15\n" +
 	"\x11STATE_UNSPECIFIED\x10\x00\x12\x14\n" +
 	"\x10STATE_CONNECTING\x10\x01\x12\x0f\n" +
