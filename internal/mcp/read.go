@@ -52,7 +52,9 @@ func (s *Session) Read(ctx context.Context, uri string) ([]resource.Content, err
 			continue
 		}
 		item := resource.Content{URI: c.URI, MIMEType: c.MIMEType}
-		if c.Blob != nil {
+		if why, ok := c.Meta[metaInvalid].(string); ok {
+			item.IsBlob, item.Error = true, why
+		} else if c.Blob != nil {
 			item.IsBlob = true
 			item.Blob = c.Blob
 		} else {

@@ -176,7 +176,7 @@ func ConnectTransport(ctx context.Context, name string, t mcpsdk.Transport, opts
 		}
 	}
 	client := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "contextd", Version: Version}, copts)
-	cs, err := client.Connect(ctx, t, &mcpsdk.ClientSessionOptions{ProtocolVersion: o.ProtocolVersion})
+	cs, err := client.Connect(ctx, repairTransport{base: t}, &mcpsdk.ClientSessionOptions{ProtocolVersion: o.ProtocolVersion})
 	if err != nil {
 		return nil, fmt.Errorf("mcp: server %q: initialize: %w", name, err)
 	}

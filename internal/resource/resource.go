@@ -64,4 +64,7 @@ type Content struct {
 	Text     string
 	Blob     []byte // base64-decoded bytes of a blob item
 	IsBlob   bool
+	// Error, when not empty, says why this item is unusable (a blob that is
+	// not base64); the other items of the same read are unaffected.
+	Error string
 }

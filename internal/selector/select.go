@@ -142,8 +142,8 @@ func (s *selection) pack(rank int, c Candidate, contents []Content) {
 	)
 	for i, ct := range contents {
 		drop := func(r OmitReason, detail string) {
-			dropped = append(dropped, DroppedContent{Index: i, URI: ct.URI, MIMEType: ct.MIMEType, Reason: r})
-			if r != OmitEmpty && r != OmitBinaryExcluded {
+			dropped = append(dropped, DroppedContent{Index: i, URI: ct.URI, MIMEType: ct.MIMEType, Reason: r, Detail: detail})
+			if r != OmitEmpty && r != OmitBinaryExcluded && r != OmitInvalid {
 				truncatedBy = true
 				if budgetDrop == "" {
 					budgetDrop = detail
@@ -153,6 +153,8 @@ func (s *selection) pack(rank int, c Candidate, contents []Content) {
 		switch {
 		case stop:
 			drop(OmitBudgetExhausted, "")
+		case ct.Error != "":
+			drop(OmitInvalid, ct.Error)
 		case ct.IsBlob && len(ct.Blob) == 0, !ct.IsBlob && ct.Text == "":
 			drop(OmitEmpty, "")
 		case ct.IsBlob && !s.req.IncludeBinary:
@@ -236,11 +238,19 @@ func emptyReason(contents []Content, dropped []DroppedContent, budgetDrop string
 			return d.Reason, budgetDrop
 		}
 	}
-	blobs := 0
+	blobs, invalid := 0, ""
 	for _, d := range dropped {
-		if d.Reason == OmitBinaryExcluded {
+		switch d.Reason {
+		case OmitBinaryExcluded:
 			blobs++
+		case OmitInvalid:
+			if invalid == "" {
+				invalid = d.Detail
+			}
 		}
+	}
+	if invalid != "" {
+		return OmitInvalid, invalid
 	}
 	if blobs > 0 {
 		return OmitBinaryExcluded, fmt.Sprintf("all %d non-empty contents are blobs", blobs)

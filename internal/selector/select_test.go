@@ -471,7 +471,7 @@ func TestSelectBlobs(t *testing.T) {
 					{Content: text("a caption\n"), Tokens: caption},
 					{Content: text("after the blob\n"), Tokens: after},
 				},
-				Dropped:   []DroppedContent{{Index: 1, Reason: OmitBinaryTooLarge}},
+				Dropped:   []DroppedContent{{Index: 1, Reason: OmitBinaryTooLarge, Detail: fmt.Sprintf("blob of 4096 bytes costs more than the %d tokens left", budgetTokens-smallTok-caption)}},
 				Tokens:    caption + after,
 				Truncated: true,
 				Reason:    fmt.Sprintf("rank 3, truncated to %d tokens to fit the budget; 1 blob over budget dropped", caption+after),
@@ -721,5 +721,27 @@ func checkInvariants(t *testing.T, req Request, ranked []Candidate, res Result, 
 	}
 	if res.Reads > len(res.Items)+wasted+tooLarge {
 		t.Errorf("Reads = %d > items %d + failed/empty/binary omissions %d + too large %d", res.Reads, len(res.Items), wasted, tooLarge)
+	}
+}
+
+func TestSelectDropsInvalidItemsKeepsTheRest(t *testing.T) {
+	read := func(_ context.Context, _, uri string) ([]Content, error) {
+		switch uri {
+		case "mixed":
+			return []Content{{URI: "mixed#bad", IsBlob: true, Error: "blob is not base64"}, {URI: "mixed#ok", Text: "fine text\n"}}, nil
+		default:
+			return []Content{{URI: uri, IsBlob: true, Error: "blob is not base64"}}, nil
+		}
+	}
+	res, err := Select(t.Context(), Request{TokenBudget: 100}, []Candidate{{Server: "s", URI: "mixed"}, {Server: "s", URI: "allbad"}}, read, wordCounter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Items) != 1 || len(res.Items[0].Contents) != 1 || res.Items[0].Contents[0].URI != "mixed#ok" ||
+		len(res.Items[0].Dropped) != 1 || res.Items[0].Dropped[0].Reason != OmitInvalid || res.Items[0].Truncated {
+		t.Errorf("items = %+v; want mixed with its good item, the bad one dropped as invalid (not truncation)", res.Items)
+	}
+	if len(res.Omitted) != 1 || res.Omitted[0].Reason != OmitInvalid || res.Omitted[0].Detail != "blob is not base64" {
+		t.Errorf("omitted = %+v; want allbad as invalid_content with the reason", res.Omitted)
 	}
 }

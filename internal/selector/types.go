@@ -61,7 +61,8 @@ type DroppedContent struct {
 	Index    int    // 0-based position in the read result
 	URI      string // the content's own URI
 	MIMEType string
-	Reason   OmitReason // OmitBinaryExcluded, OmitBinaryTooLarge, OmitTooLarge, OmitBudgetExhausted or OmitEmpty
+	Reason   OmitReason // OmitBinaryExcluded, OmitBinaryTooLarge, OmitTooLarge, OmitBudgetExhausted, OmitEmpty or OmitInvalid
+	Detail   string     // specifics, such as why an item is invalid
 }
 
 // An Item is a selected resource and the contents returned for it.
@@ -111,6 +112,9 @@ const (
 	// OmitBinaryTooLarge: a blob costs more tokens than are left; blobs are
 	// never cut.
 	OmitBinaryTooLarge OmitReason = "binary_too_large"
+	// OmitInvalid: the content item was unusable as sent (Content.Error,
+	// e.g. a blob that is not base64); the read's other items are unaffected.
+	OmitInvalid OmitReason = "invalid_content"
 	// OmitTooLarge: not even the first rune of a text fits in what is left.
 	OmitTooLarge OmitReason = "too_large"
 )

@@ -132,7 +132,7 @@ func AssembleResponse(res *engine.AssembleResult, budget int32) *contextdv1.Asse
 			pi.Contents = append(pi.Contents, pc)
 		}
 		for _, d := range it.Dropped {
-			pi.Dropped = append(pi.Dropped, &contextdv1.DroppedContent{Index: int32(d.Index), Uri: d.URI, MimeType: d.MIMEType, Reason: string(d.Reason)})
+			pi.Dropped = append(pi.Dropped, &contextdv1.DroppedContent{Index: int32(d.Index), Uri: d.URI, MimeType: d.MIMEType, Reason: string(d.Reason), Detail: d.Detail})
 		}
 		out.Items = append(out.Items, pi)
 	}

@@ -405,6 +405,7 @@ type DroppedContent struct {
 	Uri           string `protobuf:"bytes,2,opt,name=uri,proto3" json:"uri,omitempty"`
 	MimeType      string `protobuf:"bytes,3,opt,name=mime_type,json=mimeType,proto3" json:"mime_type,omitempty"`
 	Reason        string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	Detail        string `protobuf:"bytes,5,opt,name=detail,proto3" json:"detail,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -463,6 +464,13 @@ func (x *DroppedContent) GetMimeType() string {
 func (x *DroppedContent) GetReason() string {
 	if x != nil {
 		return x.Reason
+	}
+	return ""
+}
+
+func (x *DroppedContent) GetDetail() string {
+	if x != nil {
+		return x.Detail
 	}
 	return ""
 }
@@ -1176,12 +1184,13 @@ const file_contextd_v1_contextd_proto_rawDesc = "" +
 	"\bcontents\x18\n" +
 	" \x03(\v2\x14.contextd.v1.ContentR\bcontents\x12\x12\n" +
 	"\x04rank\x18\v \x01(\x05R\x04rank\x125\n" +
-	"\adropped\x18\f \x03(\v2\x1b.contextd.v1.DroppedContentR\adropped\"m\n" +
+	"\adropped\x18\f \x03(\v2\x1b.contextd.v1.DroppedContentR\adropped\"\x85\x01\n" +
 	"\x0eDroppedContent\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x05R\x05index\x12\x10\n" +
 	"\x03uri\x18\x02 \x01(\tR\x03uri\x12\x1b\n" +
 	"\tmime_type\x18\x03 \x01(\tR\bmimeType\x12\x16\n" +
-	"\x06reason\x18\x04 \x01(\tR\x06reason\"\xa2\x01\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x16\n" +
+	"\x06detail\x18\x05 \x01(\tR\x06detail\"\xa2\x01\n" +
 	"\aContent\x12\x10\n" +
 	"\x03uri\x18\x01 \x01(\tR\x03uri\x12\x1b\n" +
 	"\tmime_type\x18\x02 \x01(\tR\bmimeType\x12\x14\n" +

@@ -1,0 +1,84 @@
+package mcp_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/contextd/contextd/internal/mcp"
+	"github.com/contextd/contextd/internal/mcp/mcptest"
+	"github.com/contextd/contextd/internal/resource"
+)
+
+func rawSession(t *testing.T, results map[string]string) *mcp.Session {
+	t.Helper()
+	srv := &mcptest.RawServer{Results: results}
+	sess, err := mcp.ConnectTransport(t.Context(), "raw", srv.Transport(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sess.Close() })
+	return sess
+}
+
+func TestReadSurvivesOneBadItem(t *testing.T) {
+	// "AAEC/w==" is 00 01 02 ff; "AAEC_w" is the same in the URL-safe
+	// alphabet without padding; the MIME-style one has a line break.
+	sess := rawSession(t, map[string]string{"resources/read": `{"contents":[
+		{"uri":"x://std","blob":"AAEC/w=="},
+		{"uri":"x://url","blob":"AAEC_w"},
+		{"uri":"x://mime","blob":"AAEC\r\n/w=="},
+		{"uri":"x://garbage","mimeType":"image/png","blob":"not base64 at all!"},
+		{"uri":"x://surrogate","mimeType":"text/plain","text":"a\ud800b"},
+		{"uri":"x://empty","text":""}
+	]}`})
+	got, err := sess.Read(t.Context(), "x://any")
+	if err != nil {
+		t.Fatalf("Read failed whole: %v", err)
+	}
+	bytes := []byte{0, 1, 2, 255}
+	want := []resource.Content{
+		{URI: "x://std", Blob: bytes, IsBlob: true},
+		{URI: "x://url", Blob: bytes, IsBlob: true},
+		{URI: "x://mime", Blob: bytes, IsBlob: true},
+		{URI: "x://garbage", MIMEType: "image/png", IsBlob: true},
+		{URI: "x://surrogate", MIMEType: "text/plain", Text: "a\uFFFDb"},
+		{URI: "x://empty"},
+	}
+	if len(got) == len(want) {
+		if !strings.HasPrefix(got[3].Error, "blob is not base64") {
+			t.Errorf("garbage item Error = %q, want a base64 error", got[3].Error)
+		}
+		got[3].Error = ""
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("contents (-want +got):\n%s", diff)
+	}
+}
+
+func TestListSurvivesMalformedEntries(t *testing.T) {
+	sess := rawSession(t, map[string]string{"resources/list": `{"resources":[
+		{"uri":"x://ok","name":"ok"},
+		{"uri":"x://bad-annotations","name":"ann","annotations":{"priority":"high"}},
+		{"uri":42,"name":"numeric uri"},
+		{"uri":"x://bad-size","name":"size","size":"big","description":"kept"}
+	]}`})
+	l, err := sess.ListResources(t.Context())
+	if err != nil {
+		t.Fatalf("ListResources failed whole: %v", err)
+	}
+	var uris []string
+	for _, d := range l.Items {
+		uris = append(uris, d.URI)
+	}
+	if diff := cmp.Diff([]string{"x://ok", "x://bad-annotations", "x://bad-size"}, uris); diff != "" {
+		t.Errorf("kept (-want +got):\n%s", diff)
+	}
+	if len(l.Items) == 3 && l.Items[2].Description != "kept" {
+		t.Errorf("repairing the size dropped other fields: %+v", l.Items[2])
+	}
+	if l.Rejected != 1 || len(l.Problems) != 1 || !strings.Contains(l.Problems[0], `entry 2: no uri (name "numeric uri")`) {
+		t.Errorf("Rejected=%d Problems=%q; want entry 2 reported", l.Rejected, l.Problems)
+	}
+}
