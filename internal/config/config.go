@@ -58,6 +58,9 @@ type Config struct {
 	// resources.listChanged are re-listed. Zero means the mirror's default
 	// (5m); negative disables polling.
 	PollInterval time.Duration
+	// MaxMessageBytes caps one JSON-RPC message from a stdio server: a larger
+	// response fails its own request, not the session. Zero means 16 MiB.
+	MaxMessageBytes int
 	// Servers are the upstream MCP servers, sorted by name.
 	Servers []Server
 }
@@ -93,6 +96,7 @@ type file struct {
 	DataDir    string                `yaml:"data_dir"`
 	Tokenizer  string                `yaml:"tokenizer"`
 	Poll       string                `yaml:"poll_interval"`
+	MaxMessage int                   `yaml:"max_message_bytes"`
 	MCPServers map[string]serverFile `yaml:"mcpServers"`
 	Servers    map[string]serverFile `yaml:"servers"` // VS Code's mcp.json
 }
@@ -125,7 +129,10 @@ func Parse(path string, data []byte, lookup func(string) (string, bool)) (*Confi
 	if err := yaml.Unmarshal(data, &f); err != nil {
 		return nil, fmt.Errorf("%s: %w: %v", path, ErrInvalid, err)
 	}
-	c := &Config{Path: path, Listen: f.Listen, DataDir: f.DataDir, Tokenizer: f.Tokenizer}
+	c := &Config{Path: path, Listen: f.Listen, DataDir: f.DataDir, Tokenizer: f.Tokenizer, MaxMessageBytes: f.MaxMessage}
+	if f.MaxMessage < 0 {
+		return nil, fmt.Errorf("%s: %w: field max_message_bytes: %d is negative", path, ErrInvalid, f.MaxMessage)
+	}
 	if f.Poll != "" {
 		d, err := time.ParseDuration(f.Poll)
 		if err != nil {

@@ -53,6 +53,7 @@ func TestYAMLWithSettingsAndVSCodeServers(t *testing.T) {
 	const y = `
 listen: unix:///run/contextd.sock
 poll_interval: 90s
+max_message_bytes: 1048576
 data_dir: /var/lib/contextd
 tokenizer: o200k_base
 servers:            # VS Code's mcp.json shape
@@ -72,7 +73,7 @@ servers:            # VS Code's mcp.json shape
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Listen != "unix:///run/contextd.sock" || c.DataDir != "/var/lib/contextd" || c.Tokenizer != "o200k_base" || c.PollInterval != 90*time.Second {
+	if c.Listen != "unix:///run/contextd.sock" || c.DataDir != "/var/lib/contextd" || c.Tokenizer != "o200k_base" || c.PollInterval != 90*time.Second || c.MaxMessageBytes != 1<<20 {
 		t.Errorf("settings = %+v", c)
 	}
 	if len(c.Servers) != 2 || c.Servers[0].Name != "local" || c.Servers[0].Cwd != "/srv/mcp" || c.Servers[1].Transport != config.TransportHTTP {

@@ -134,7 +134,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	}
 	e.readTO = cmp.Or(opts.ReadTimeout, DefaultReadTimeout)
 	for _, srv := range opts.Config.Servers {
-		dial := dialer(srv)
+		dial := dialer(srv, opts.Config.MaxMessageBytes)
 		if opts.Dial != nil {
 			dial = opts.Dial(srv)
 		}
@@ -164,8 +164,9 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	return e, nil
 }
 
-func dialer(srv config.Server) ctxsync.DialFunc {
+func dialer(srv config.Server, maxMessage int) ctxsync.DialFunc {
 	return func(ctx context.Context, o *mcp.Options) (*mcp.Session, error) {
+		o.MaxMessageBytes = maxMessage
 		return mcp.Connect(ctx, srv, o)
 	}
 }

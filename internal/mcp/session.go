@@ -46,6 +46,11 @@ type Options struct {
 	// TerminateDuration is how long a stdio server gets between closing its
 	// stdin and SIGTERM, then SIGTERM and SIGKILL. Zero means the SDK's 5s.
 	TerminateDuration time.Duration
+	// MaxMessageBytes caps one JSON-RPC message from a stdio server. A larger
+	// response fails its own request ("exceeds max_message_bytes") and the
+	// session stays up; memory per message stays within the cap. Zero means
+	// DefaultMaxMessageBytes (16 MiB).
+	MaxMessageBytes int
 	// ProtocolVersion is the version offered in initialize. Empty means the
 	// SDK's latest; the server may negotiate an older one.
 	ProtocolVersion string
@@ -100,7 +105,7 @@ func Connect(ctx context.Context, srv config.Server, opts *Options) (*Session, e
 		} else {
 			cmd.Stderr = tail
 		}
-		st = &stdioTransport{cmd: cmd, terminateDuration: o.TerminateDuration, log: o.Logger}
+		st = &stdioTransport{cmd: cmd, terminateDuration: o.TerminateDuration, log: o.Logger, maxMessage: o.MaxMessageBytes}
 		t = st
 	case config.TransportHTTP:
 		t = &mcpsdk.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: httpClient(srv.Headers)}

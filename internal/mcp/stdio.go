@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"os/exec"
+	"regexp"
 	"sync"
 	"syscall"
 	"time"
@@ -32,6 +34,7 @@ type stdioTransport struct {
 	cmd               *exec.Cmd
 	terminateDuration time.Duration
 	log               *slog.Logger
+	maxMessage        int // bytes; see Options.MaxMessageBytes
 
 	proc *process // set by Connect
 }
@@ -55,9 +58,14 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcpsdk.Connection, error)
 	p := &process{cmd: t.cmd, stdin: stdin, td: td, exited: make(chan struct{})}
 	go p.wait()
 	t.proc = p
+	limit := t.maxMessage
+	if limit <= 0 {
+		limit = DefaultMaxMessageBytes
+	}
 	iot := &mcpsdk.IOTransport{
-		Reader: io.NopCloser(&jsonLines{r: bufio.NewReaderSize(stdout, 64<<10), log: t.log}),
-		Writer: p,
+		Reader:        io.NopCloser(&jsonLines{r: bufio.NewReaderSize(stdout, 64<<10), log: t.log, max: limit}),
+		Writer:        p,
+		MaxLineLength: limit + 4096, // our own cap answers first, per message
 	}
 	return iot.Connect(ctx)
 }
@@ -146,19 +154,36 @@ func exitErr(err error) error {
 // (first non-blank bytes `{"`, `{}`, `[{`, `[]` or `[[`) and drops every
 // other line whole. It decides on a line's first bytes, so a message line of
 // any length streams through without being buffered.
+//
+// A message line longer than max bytes is not passed on: it is read to its
+// end keeping only its first and last bytes, and replaced by a JSON-RPC
+// error answer to the same request id, so that one oversized response fails
+// its own request while the session, and memory, stay intact.
 type jsonLines struct {
 	r   *bufio.Reader
 	log *slog.Logger
+	max int // bytes per message line; <= 0 means no cap
 
-	mode    int // atLineStart, passing or dropping
+	mode    int // atLineStart, passing, emitting or dropping
 	dropped []byte
+	line    []byte // the message line being gathered (passing)
+	size    int    // its length so far, when over max
+	tail    []byte // its last bytes, when over max
+	out     []byte // what to hand out next (emitting)
+	eof     error  // the error that ended the stream, once out is drained
 }
 
 const (
 	atLineStart = iota
 	passing
+	emitting
 	dropping
 )
+
+// DefaultMaxMessageBytes caps one JSON-RPC message from a stdio server when
+// Options.MaxMessageBytes is zero: the go-sdk's own line limit, which would
+// otherwise end the whole session.
+const DefaultMaxMessageBytes = 16 << 20
 
 // maxDecide bounds how much of a line may be blank before it is passed as is.
 const maxDecide = 4096
@@ -177,25 +202,41 @@ func (j *jsonLines) Read(p []byte) (int, error) {
 				j.mode = dropping
 			}
 		case passing:
-			n := 0
-			for n < len(p) {
-				chunk, err := j.r.Peek(min(len(p)-n, max(j.r.Buffered(), 1)))
-				if len(chunk) == 0 {
-					if n > 0 {
-						return n, nil
+			chunk, err := j.r.ReadSlice('\n')
+			if j.size == 0 && (j.max <= 0 || len(j.line)+len(chunk) <= j.max) {
+				j.line = append(j.line, chunk...)
+			} else {
+				if j.size == 0 {
+					j.size, j.tail = len(j.line), append([]byte(nil), j.line[max(0, len(j.line)-256):]...)
+					j.line = j.line[:min(len(j.line), 256)] // keep the head
+				}
+				j.size += len(chunk)
+				j.tail = append(j.tail, chunk...)
+				j.tail = j.tail[max(0, len(j.tail)-256):]
+			}
+			if errors.Is(err, bufio.ErrBufferFull) {
+				continue
+			}
+			if err != nil && len(j.line) == 0 {
+				return 0, err
+			}
+			j.eof = err
+			j.out = j.line
+			if j.size > 0 {
+				j.out = j.oversized()
+			}
+			j.line, j.size, j.tail = nil, 0, nil
+			j.mode = emitting
+		case emitting:
+			n := copy(p, j.out)
+			j.out = j.out[n:]
+			if len(j.out) == 0 {
+				j.mode = atLineStart
+				if n == 0 {
+					if j.eof != nil {
+						return 0, j.eof
 					}
-					return 0, err
-				}
-				if i := bytes.IndexByte(chunk, '\n'); i >= 0 {
-					n += copy(p[n:], chunk[:i+1])
-					j.r.Discard(i + 1)
-					j.mode = atLineStart
-					return n, nil
-				}
-				n += copy(p[n:], chunk)
-				j.r.Discard(len(chunk))
-				if j.r.Buffered() == 0 {
-					return n, nil // don't block for more while holding data
+					continue // an oversized message with no id: nothing to hand out
 				}
 			}
 			return n, nil
@@ -218,6 +259,41 @@ func (j *jsonLines) Read(p []byte) (int, error) {
 		}
 	}
 }
+
+// idPatterns find a JSON-RPC message's id at the start of the line (the
+// go-sdk writes it second) or at its end (the TypeScript SDK writes it last).
+var idPatterns = []*regexp.Regexp{
+	regexp.MustCompile(`^\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*("(?:[^"\\]|\\.)*"|-?\d+)`),
+	regexp.MustCompile(`"id"\s*:\s*("(?:[^"\\]|\\.)*"|-?\d+)\s*\}\s*$`),
+}
+
+// oversized returns the line that replaces a message of j.size bytes: an
+// error answer to its id, or nothing when no id can be found.
+func (j *jsonLines) oversized() []byte {
+	var id []byte
+	for i, re := range idPatterns {
+		src := j.line
+		if i == 1 {
+			src = j.tail
+		}
+		if m := re.FindSubmatch(src); m != nil {
+			id = m[1]
+			break
+		}
+	}
+	if j.log != nil {
+		j.log.Warn("dropped a message over the size cap", "bytes", j.size, "max_message_bytes", j.max, "id", string(id))
+	}
+	if id == nil {
+		return nil
+	}
+	msg, _ := json.Marshal(fmt.Sprintf("response of %d bytes exceeds max_message_bytes (%d)", j.size, j.max))
+	return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":%s}}`+"\n", id, codeTooLarge, msg)
+}
+
+// codeTooLarge is the JSON-RPC error code of a synthesized answer to an
+// oversized message (-32603, internal error: the server did answer).
+const codeTooLarge = -32603
 
 // decide looks at the start of the next line, waiting only for bytes of that
 // same line, and reports whether to pass it.

@@ -3,6 +3,7 @@ package mcp
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -70,4 +71,23 @@ func FuzzJSONLines(f *testing.F) {
 			t.Fatalf("filter(%q) = %q, want %q", in, got, want.String())
 		}
 	})
+}
+
+func TestJSONLinesAnswersAnOversizedMessageWithAnError(t *testing.T) {
+	big := strings.Repeat("x", 500)
+	first := `{"jsonrpc":"2.0","id":7,"result":{"contents":[{"text":"` + big + `"}]}}` + "\n"
+	second := `{"result":{"contents":[{"text":"` + big + `"}]},"jsonrpc":"2.0","id":"req-8"}` + "\n"
+	in := first + second +
+		`{"method":"notifications/message","params":{"data":"` + big + `"}}` + "\n" + // no id: dropped
+		`{"jsonrpc":"2.0","id":9,"result":{}}` + "\n"
+	out, err := io.ReadAll(&jsonLines{r: bufio.NewReaderSize(strings.NewReader(in), 64), max: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf(`{"jsonrpc":"2.0","id":7,"error":{"code":-32603,"message":"response of %d bytes exceeds max_message_bytes (200)"}}`+"\n", len(first)) +
+		fmt.Sprintf(`{"jsonrpc":"2.0","id":"req-8","error":{"code":-32603,"message":"response of %d bytes exceeds max_message_bytes (200)"}}`+"\n", len(second)) +
+		`{"jsonrpc":"2.0","id":9,"result":{}}` + "\n"
+	if string(out) != want {
+		t.Errorf("got\n%s\nwant\n%s", out, want)
+	}
 }

@@ -44,6 +44,10 @@ func fakeStdioServer(mode string) {
 		fmt.Println("Secure MCP Filesystem Server running on stdio")
 		fmt.Println("Allowed directories: [ '/tmp' ]")
 		_ = srv.Run(context.Background(), &mcpsdk.IOTransport{Reader: os.Stdin, Writer: &noisyWriter{}})
+	case "big":
+		mcptest.AddText(srv, "doc://200k", "200k", strings.Repeat("word ", 40_000))
+		mcptest.AddText(srv, "doc://2m", "2m", strings.Repeat("word ", 400_000))
+		_ = srv.Run(context.Background(), &mcpsdk.StdioTransport{})
 	case "crash":
 		srv.AddResource(&mcpsdk.Resource{URI: "doc://boom", Name: "boom"},
 			func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
@@ -115,5 +119,25 @@ func TestStdioServerExitingMidReadFailsThatReadWithItsStderr(t *testing.T) {
 	}
 	if ctx.Err() != nil {
 		t.Fatal("the read waited for the test deadline instead of failing when the server exited")
+	}
+}
+
+func TestStdioOversizedResponseFailsOnlyItsRead(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	sess, err := mcp.Connect(ctx, fakeServer("big"), &mcp.Options{MaxMessageBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	if c, err := sess.Read(ctx, "doc://200k"); err != nil || len(c[0].Text) != 200_000 {
+		t.Fatalf("a 200 KB message (one JSON line over 64 KiB): %v", err)
+	}
+	_, err = sess.Read(ctx, "doc://2m")
+	if err == nil || !strings.Contains(err.Error(), "exceeds max_message_bytes (1048576)") {
+		t.Fatalf("Read of a 2 MB resource with a 1 MiB cap = %v, want a size error", err)
+	}
+	if c, err := sess.Read(ctx, "doc://a"); err != nil || c[0].Text != "alpha" {
+		t.Fatalf("the session did not survive the oversized response: %v", err)
 	}
 }
