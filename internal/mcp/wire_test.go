@@ -1,6 +1,7 @@
 package mcp_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -80,5 +81,77 @@ func TestListSurvivesMalformedEntries(t *testing.T) {
 	}
 	if l.Rejected != 1 || len(l.Problems) != 1 || !strings.Contains(l.Problems[0], `entry 2: no uri (name "numeric uri")`) {
 		t.Errorf("Rejected=%d Problems=%q; want entry 2 reported", l.Rejected, l.Problems)
+	}
+}
+
+func TestURIsAreKeptByteForByte(t *testing.T) {
+	uris := []string{"file:///notes/a b.md", "x://dir/%41%2f", "x://café/ü#section-2", "x://q?a=1&b=%20"}
+	list := `{"resources":[`
+	for i, u := range uris {
+		if i > 0 {
+			list += ","
+		}
+		b, _ := json.Marshal(u)
+		list += `{"uri":` + string(b) + `,"name":"n"}`
+	}
+	list += `]}`
+	srv := &mcptest.RawServer{Results: map[string]string{
+		"resources/list": list,
+		"resources/read": `{"contents":[{"uri":"echo","text":"ok"}]}`,
+	}}
+	sess, err := mcp.ConnectTransport(t.Context(), "raw", srv.Transport(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	l, err := sess.ListResources(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, d := range l.Items {
+		got = append(got, d.URI)
+		if _, err := sess.Read(t.Context(), d.URI); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if diff := cmp.Diff(uris, got); diff != "" {
+		t.Errorf("listed URIs (-want +got):\n%s", diff)
+	}
+	var sent []string
+	for _, r := range srv.Requests() {
+		if r.Method == "resources/read" {
+			var p struct{ URI string }
+			if err := json.Unmarshal(r.Params, &p); err != nil {
+				t.Fatal(err)
+			}
+			sent = append(sent, p.URI)
+		}
+	}
+	if diff := cmp.Diff(uris, sent); diff != "" {
+		t.Errorf("URIs sent in resources/read (-want +got):\n%s", diff)
+	}
+}
+
+func TestEveryProtocolVersionLists(t *testing.T) {
+	for _, v := range []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"} {
+		t.Run(v, func(t *testing.T) {
+			srv := mcptest.NewServer(map[string]string{"doc://a": "alpha"}, nil)
+			sess, err := mcptest.Dial(t, "s", srv)(t.Context(), &mcp.Options{ProtocolVersion: v})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, _, got := sess.ServerInfo(); got != v {
+				t.Errorf("negotiated %q, want %q", got, v)
+			}
+			l, err := sess.ListResources(t.Context())
+			if err != nil || len(l.Items) != 1 {
+				t.Fatalf("ListResources = %+v, %v", l, err)
+			}
+			c, err := sess.Read(t.Context(), "doc://a")
+			if err != nil || c[0].Text != "alpha" {
+				t.Fatalf("Read = %+v, %v", c, err)
+			}
+		})
 	}
 }

@@ -3,6 +3,7 @@ package mcptest
 import (
 	"context"
 	"encoding/json"
+	"sync"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -16,6 +17,16 @@ import (
 // Results get -32601.
 type RawServer struct {
 	Results map[string]string
+
+	mu       sync.Mutex
+	requests []*jsonrpc.Request
+}
+
+// Requests returns the requests received so far, in order.
+func (s *RawServer) Requests() []*jsonrpc.Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]*jsonrpc.Request(nil), s.requests...)
 }
 
 // Transport starts the server on one end of an in-memory pipe and returns
@@ -40,6 +51,9 @@ func (s *RawServer) Transport(t testing.TB) mcpsdk.Transport {
 			if !ok || !req.ID.IsValid() {
 				continue // a notification
 			}
+			s.mu.Lock()
+			s.requests = append(s.requests, req)
+			s.mu.Unlock()
 			resp := &jsonrpc.Response{ID: req.ID}
 			raw, ok := s.Results[req.Method]
 			switch {
