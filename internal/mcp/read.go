@@ -96,3 +96,19 @@ func (s *Session) Subscribe(ctx context.Context, uri string) error {
 	}
 	return nil
 }
+
+// Unsubscribe cancels a subscription made by Subscribe. Errors: as Subscribe.
+func (s *Session) Unsubscribe(ctx context.Context, uri string) error {
+	switch {
+	case !s.caps.Resources:
+		return fmt.Errorf("mcp: server %q: unsubscribe %q: %w", s.name, uri, ErrNoResources)
+	case !s.caps.Subscribe:
+		return fmt.Errorf("mcp: server %q: unsubscribe %q: %w", s.name, uri, ErrNoSubscribe)
+	case s.streamingSubscriptions():
+		return fmt.Errorf("mcp: server %q: unsubscribe %q: %w", s.name, uri, ErrSubscribeListen)
+	}
+	if err := s.cs.Unsubscribe(ctx, &mcpsdk.UnsubscribeParams{URI: uri}); err != nil {
+		return fmt.Errorf("mcp: server %q: unsubscribe %q: %w", s.name, uri, err)
+	}
+	return nil
+}

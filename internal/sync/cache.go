@@ -69,23 +69,33 @@ func (c *readCache) markSubscribed(uri string, t ticket) {
 }
 
 // put caches contents read under t, unless anything was invalidated since.
-func (c *readCache) put(uri string, t ticket, contents []resource.Content) {
+// It returns the URIs whose subscriptions are no longer worth keeping: those
+// evicted to make room, and uri itself when it can never fit.
+func (c *readCache) put(uri string, t ticket, contents []resource.Content) (unsubscribe []string) {
 	var size int64
 	for _, x := range contents {
 		size += int64(len(x.Text) + len(x.Blob))
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if uint64(t) != c.gen || !c.subs[uri] || size > c.max {
-		return
+	if uint64(t) != c.gen || !c.subs[uri] {
+		return nil
+	}
+	if size > c.max {
+		delete(c.subs, uri)
+		return []string{uri}
 	}
 	c.dropLocked(uri)
 	for c.size+size > c.max && len(c.order) > 0 {
-		c.dropLocked(c.order[0])
+		old := c.order[0]
+		c.dropLocked(old)
+		delete(c.subs, old)
+		unsubscribe = append(unsubscribe, old)
 	}
 	c.items[uri] = cached{contents: contents, size: size}
 	c.order = append(c.order, uri)
 	c.size += size
+	return unsubscribe
 }
 
 // invalidate drops uri's cached content (notifications/resources/updated) and

@@ -524,6 +524,11 @@ func (m *Mirror) Read(ctx context.Context, uri string) ([]resource.Content, erro
 		}
 		return nil, err
 	}
-	m.cache.put(uri, t, contents)
+	// A subscription exists only for what is cached: drop the evicted ones.
+	for _, u := range m.cache.put(uri, t, contents) {
+		if err := sess.Unsubscribe(ctx, u); err != nil {
+			m.log.Debug("unsubscribe failed", "uri", u, "err", err)
+		}
+	}
 	return contents, nil
 }

@@ -3,6 +3,7 @@ package sync_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	gosync "sync"
 	"testing"
@@ -400,6 +401,41 @@ func TestServerWithoutListChangedIsPolled(t *testing.T) {
 		synctest.Wait()
 		if ix.Len("s") != 2 {
 			t.Errorf("Len = %d after the poll interval, want 2", ix.Len("s"))
+		}
+	})
+}
+
+func TestEvictionDropsTheSubscription(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu gosync.Mutex
+		var subs, unsubs []string
+		srv := mcptest.NewServer(map[string]string{"doc://a": strings.Repeat("a", 600), "doc://b": strings.Repeat("b", 600)}, &mcpsdk.ServerOptions{
+			SubscribeHandler: func(_ context.Context, r *mcpsdk.SubscribeRequest) error {
+				mu.Lock()
+				defer mu.Unlock()
+				subs = append(subs, r.Params.URI)
+				return nil
+			},
+			UnsubscribeHandler: func(_ context.Context, r *mcpsdk.UnsubscribeRequest) error {
+				mu.Lock()
+				defer mu.Unlock()
+				unsubs = append(unsubs, r.Params.URI)
+				return nil
+			},
+		})
+		m := ctxsync.New(ctxsync.Options{Server: "s", Index: newIndex(t), Dial: legacy(mcptest.Dial(t, "s", srv)), CacheBytes: 1000})
+		start(t, m)
+		<-m.Ready()
+		for _, u := range []string{"doc://a", "doc://b"} { // b does not fit beside a: a is evicted
+			if _, err := m.Read(t.Context(), u); err != nil {
+				t.Fatal(err)
+			}
+		}
+		synctest.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		if !slices.Equal(subs, []string{"doc://a", "doc://b"}) || !slices.Equal(unsubs, []string{"doc://a"}) {
+			t.Errorf("subscribed %q, unsubscribed %q; want a and b subscribed, a dropped on eviction", subs, unsubs)
 		}
 	})
 }
