@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/contextd/contextd/internal/budget"
+	"github.com/contextd/contextd/internal/mcp/mcptest"
 	contextdv1 "github.com/contextd/contextd/proto/contextd/v1"
 )
 
@@ -24,32 +25,7 @@ import (
 
 const architectureQuery = "how is the everything server's architecture organised"
 
-// peer returns the path of an installed npm server's entry point.
-func peer(t *testing.T, pkg string) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found above the test directory")
-		}
-		dir = parent
-	}
-	p := filepath.Join(dir, "node_modules", "@modelcontextprotocol", pkg, "dist", "index.js")
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("%s is not installed (%v): run `npm ci` in the repository root first", pkg, err)
-	}
-	if _, err := exec.LookPath("node"); err != nil {
-		t.Fatal("node is not on PATH: the integration tests need Node.js 20+")
-	}
-	return p
-}
+func peer(t *testing.T, pkg string) string { return mcptest.NodePeer(t, pkg) }
 
 func writeConfig(t *testing.T, body string) string {
 	t.Helper()

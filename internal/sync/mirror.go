@@ -288,6 +288,7 @@ func (m *Mirror) serve(ctx context.Context, sess *mcp.Session) {
 		}
 	}()
 	failures, quick := 0, 0
+	relist := false // a re-list for a notification is scheduled
 	var lastSync time.Time
 	resync := func() {
 		ok := m.sync(ctx, sess)
@@ -327,14 +328,18 @@ func (m *Mirror) serve(ctx context.Context, sess *mcp.Session) {
 			// notification per list) gets, from the third time in a row, a
 			// window that doubles each time up to MaxStormDelay; a quiet
 			// spell resets it.
+			if relist {
+				continue // already covered by the re-list that is scheduled
+			}
 			if time.Since(lastSync) < m.opts.Debounce {
 				quick = min(quick+1, 20)
 			} else {
 				quick = 0
 			}
+			relist = true
 			schedule(min(m.opts.Debounce<<max(quick-2, 0), max(m.opts.Debounce, m.opts.MaxStormDelay)))
 		case <-fire:
-			fire = nil
+			fire, relist = nil, false
 			resync()
 		}
 	}

@@ -3,6 +3,7 @@ package sync_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	gosync "sync"
@@ -436,6 +437,45 @@ func TestEvictionDropsTheSubscription(t *testing.T) {
 		defer mu.Unlock()
 		if !slices.Equal(subs, []string{"doc://a", "doc://b"}) || !slices.Equal(unsubs, []string{"doc://a"}) {
 			t.Errorf("subscribed %q, unsubscribed %q; want a and b subscribed, a dropped on eviction", subs, unsubs)
+		}
+	})
+}
+
+func TestContinuousListChangedStormIsThrottled(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := mcptest.NewServer(map[string]string{"doc://a": "a"}, nil)
+		var mu gosync.Mutex
+		lists := 0
+		srv.AddReceivingMiddleware(func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
+			return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
+				if method == "resources/list" {
+					mu.Lock()
+					lists++
+					mu.Unlock()
+				}
+				return next(ctx, method, req)
+			}
+		})
+		m := ctxsync.New(ctxsync.Options{Server: "s", Index: newIndex(t), Dial: mcptest.Dial(t, "s", srv), MaxStormDelay: 10 * time.Second})
+		start(t, m)
+		<-m.Ready()
+		ctx, cancel := context.WithCancel(t.Context())
+		var wg gosync.WaitGroup
+		wg.Go(func() { // a list_changed about every 20 ms, for 2 minutes
+			for i := 0; ctx.Err() == nil; i++ {
+				time.Sleep(20 * time.Millisecond)
+				mcptest.AddText(srv, fmt.Sprintf("doc://churn/%d", i%10), "churn", "x")
+			}
+		})
+		time.Sleep(2 * time.Minute)
+		cancel()
+		wg.Wait()
+		synctest.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		t.Logf("%d lists in 2 minutes of ~6000 notifications", lists)
+		if lists > 25 {
+			t.Errorf("%d lists in 2 minutes under a continuous storm; want at most 25", lists)
 		}
 	})
 }

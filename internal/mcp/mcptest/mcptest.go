@@ -5,6 +5,9 @@ package mcptest
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -98,4 +101,33 @@ func (r *Recorder) Methods() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.methods)
+}
+
+// NodePeer returns the entry point of an npm MCP server installed in the
+// repository's node_modules (by npm ci), failing the test with a pointer to
+// npm ci when it is missing.
+func NodePeer(t testing.TB, pkg string) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			break
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("go.mod not found above the test directory")
+		}
+		dir = parent
+	}
+	p := filepath.Join(dir, "node_modules", "@modelcontextprotocol", pkg, "dist", "index.js")
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("%s is not installed (%v): run `npm ci` in the repository root first", pkg, err)
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Fatal("node is not on PATH: these tests need Node.js 20+")
+	}
+	return p
 }
