@@ -76,15 +76,28 @@ func (c *repairConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	if !tracked || len(resp.Result) == 0 {
 		return msg, err
 	}
+	// Each check first asks whether the result needs any repair at all, so
+	// the common case costs one scan or one decode, not a rewrite.
 	switch method {
 	case "resources/read":
-		resp.Result = repairList(resp.Result, "contents", repairContent)
+		if bytes.Contains(resp.Result, []byte(`"blob"`)) {
+			resp.Result = repairList(resp.Result, "contents", repairContent)
+		}
 	case "resources/list":
-		resp.Result = repairList(resp.Result, "resources", repairEntry[mcpsdk.Resource]("uri"))
+		if !decodesAs[mcpsdk.ListResourcesResult](resp.Result) {
+			resp.Result = repairList(resp.Result, "resources", repairEntry[mcpsdk.Resource]("uri"))
+		}
 	case "resources/templates/list":
-		resp.Result = repairList(resp.Result, "resourceTemplates", repairEntry[mcpsdk.ResourceTemplate]("uriTemplate"))
+		if !decodesAs[mcpsdk.ListResourceTemplatesResult](resp.Result) {
+			resp.Result = repairList(resp.Result, "resourceTemplates", repairEntry[mcpsdk.ResourceTemplate]("uriTemplate"))
+		}
 	}
 	return msg, err
+}
+
+func decodesAs[T any](raw json.RawMessage) bool {
+	var v T
+	return json.Unmarshal(raw, &v) == nil
 }
 
 // repairList applies fix to each element of the array field of a result
