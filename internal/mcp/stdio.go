@@ -40,22 +40,34 @@ type stdioTransport struct {
 }
 
 func (t *stdioTransport) Connect(ctx context.Context) (mcpsdk.Connection, error) {
-	stdout, err := t.cmd.StdoutPipe()
+	// Our own pipe, not StdoutPipe: cmd.Wait closes a StdoutPipe as soon as
+	// the child exits, losing whatever it wrote last and we had not read yet
+	// (its final answer, or the error it died with). With os.Pipe the reader
+	// drains to a clean EOF.
+	stdout, pw, err := os.Pipe()
 	if err != nil {
 		return nil, err
 	}
+	t.cmd.Stdout = pw
 	stdin, err := t.cmd.StdinPipe()
 	if err != nil {
-		return nil, err
-	}
-	if err := t.cmd.Start(); err != nil {
+		stdout.Close()
+		pw.Close()
 		return nil, err
 	}
 	td := t.terminateDuration
 	if td <= 0 {
 		td = defaultTerminateDuration
 	}
-	p := &process{cmd: t.cmd, stdin: stdin, td: td, exited: make(chan struct{})}
+	// A grandchild holding stderr open must not keep Wait from returning.
+	t.cmd.WaitDelay = td
+	err = t.cmd.Start()
+	pw.Close() // the child has its copy
+	if err != nil {
+		stdout.Close()
+		return nil, err
+	}
+	p := &process{cmd: t.cmd, stdin: stdin, stdout: stdout, td: td, exited: make(chan struct{})}
 	go p.wait()
 	t.proc = p
 	limit := t.maxMessage
@@ -72,9 +84,10 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcpsdk.Connection, error)
 
 // process is the server's stdin; closing it stops the server in stages.
 type process struct {
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-	td    time.Duration
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stdout *os.File // our read end; closed once the process is gone
+	td     time.Duration
 
 	exited  chan struct{} // closed when the process has been waited for
 	waitErr error
@@ -106,7 +119,10 @@ func (p *process) exitStatus() (bool, string) {
 // Close closes stdin and waits for the server to exit, escalating to SIGTERM
 // and then SIGKILL after td each. Safe to call more than once.
 func (p *process) Close() error {
-	p.closeOnce.Do(func() { p.closeErr = p.stop() })
+	p.closeOnce.Do(func() {
+		p.closeErr = p.stop()
+		p.stdout.Close() // unblock a reader if a grandchild still holds the pipe
+	})
 	return p.closeErr
 }
 
@@ -127,10 +143,10 @@ func (p *process) stop() error {
 	if exited() {
 		return exitErr(p.waitErr)
 	}
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err == nil && exited() {
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); (err == nil || errors.Is(err, os.ErrProcessDone)) && exited() {
 		return exitErr(p.waitErr)
 	}
-	if err := p.cmd.Process.Kill(); err != nil && !errors.Is(err, syscall.ESRCH) {
+	if err := p.cmd.Process.Kill(); err != nil && !errors.Is(err, syscall.ESRCH) && !errors.Is(err, os.ErrProcessDone) {
 		return err
 	}
 	if exited() {
@@ -208,6 +224,9 @@ func (j *jsonLines) Read(p []byte) (int, error) {
 			} else {
 				if j.size == 0 {
 					j.size, j.tail = len(j.line), append([]byte(nil), j.line[max(0, len(j.line)-256):]...)
+					if len(j.line) < 256 { // the head may still be in this chunk
+						j.line = append(j.line, chunk[:min(len(chunk), 256-len(j.line))]...)
+					}
 					j.line = j.line[:min(len(j.line), 256)] // keep the head
 				}
 				j.size += len(chunk)
@@ -268,9 +287,13 @@ var idPatterns = []*regexp.Regexp{
 }
 
 // oversized returns the line that replaces a message of j.size bytes: an
-// error answer to its id, or nothing when no id can be found.
+// error answer to its id, or nothing when no id can be found or the message
+// is a request from the server (its id is in the server's id space).
 func (j *jsonLines) oversized() []byte {
 	var id []byte
+	if isRequest(j.line) {
+		j.line = nil
+	}
 	for i, re := range idPatterns {
 		src := j.line
 		if i == 1 {
@@ -289,6 +312,18 @@ func (j *jsonLines) oversized() []byte {
 	}
 	msg, _ := json.Marshal(fmt.Sprintf("response of %d bytes exceeds max_message_bytes (%d)", j.size, j.max))
 	return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":%s}}`+"\n", id, codeTooLarge, msg)
+}
+
+// isRequest reports whether a message head has a top-level "method" key,
+// i.e. one that comes before the first nested object.
+func isRequest(head []byte) bool {
+	m := bytes.Index(head, []byte(`"method"`))
+	if m < 0 {
+		return false
+	}
+	open := bytes.IndexByte(head, '{')
+	nested := bytes.IndexByte(head[open+1:], '{')
+	return nested < 0 || m < open+1+nested
 }
 
 // codeTooLarge is the JSON-RPC error code of a synthesized answer to an

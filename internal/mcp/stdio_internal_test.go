@@ -91,3 +91,32 @@ func TestJSONLinesAnswersAnOversizedMessageWithAnError(t *testing.T) {
 		t.Errorf("got\n%s\nwant\n%s", out, want)
 	}
 }
+
+func TestJSONLinesOversizedRegressions(t *testing.T) {
+	big := strings.Repeat("y", 5000)
+	for _, tc := range []struct{ name, in, want string }{
+		// The whole message arrives in the first chunk, past the cap: the
+		// id must still come from its head.
+		{"head in first chunk", `{"jsonrpc":"2.0","id":7,"result":{"text":"` + big + `"}}` + "\n", `"id":7,"error"`},
+		// A response whose result mentions "method" is still answered.
+		{"method inside result", `{"jsonrpc":"2.0","id":8,"result":{"method":"` + big + `"}}` + "\n", `"id":8,"error"`},
+		// An oversized request from the server is dropped, not answered.
+		{"server request", `{"jsonrpc":"2.0","id":9,"method":"sampling/createMessage","params":{"x":"` + big + `"}}` + "\n", ""},
+	} {
+		out, err := io.ReadAll(&jsonLines{r: bufio.NewReaderSize(strings.NewReader(tc.in), 64<<10), max: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tc.want == "" && len(out) != 0 || tc.want != "" && !strings.Contains(string(out), tc.want) {
+			t.Errorf("%s: got %q, want %q", tc.name, out, tc.want)
+		}
+	}
+}
+
+func TestMarkInvalidWithNullMeta(t *testing.T) {
+	raw := []byte(`{"contents":[{"uri":"a","blob":"!!!","_meta":null},{"uri":"b","blob":"AA==","_meta":"weird"}]}`)
+	out := repairList(raw, "contents", repairContent) // must not panic
+	if !strings.Contains(string(out), metaInvalid) {
+		t.Errorf("bad blob not marked: %s", out)
+	}
+}

@@ -48,6 +48,13 @@ func fakeStdioServer(mode string) {
 		mcptest.AddText(srv, "doc://200k", "200k", strings.Repeat("word ", 40_000))
 		mcptest.AddText(srv, "doc://2m", "2m", strings.Repeat("word ", 400_000))
 		_ = srv.Run(context.Background(), &mcpsdk.StdioTransport{})
+	case "answer-and-exit":
+		srv.AddResource(&mcpsdk.Resource{URI: "doc://last", Name: "last"},
+			func(_ context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+				go func() { time.Sleep(time.Millisecond); os.Exit(0) }() // right after this answer
+				return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: req.Params.URI, Text: strings.Repeat("last words ", 30_000)}}}, nil
+			})
+		_ = srv.Run(context.Background(), &mcpsdk.StdioTransport{})
 	case "crash":
 		srv.AddResource(&mcpsdk.Resource{URI: "doc://boom", Name: "boom"},
 			func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
@@ -139,5 +146,21 @@ func TestStdioOversizedResponseFailsOnlyItsRead(t *testing.T) {
 	}
 	if c, err := sess.Read(ctx, "doc://a"); err != nil || c[0].Text != "alpha" {
 		t.Fatalf("the session did not survive the oversized response: %v", err)
+	}
+}
+
+func TestStdioAnswerBeforeExitIsNotLost(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	for range 5 {
+		sess, err := mcp.Connect(ctx, fakeServer("answer-and-exit"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := sess.Read(ctx, "doc://last")
+		if err != nil || len(c) != 1 || len(c[0].Text) != 330_000 {
+			t.Fatalf("the answer written just before exiting was lost: %v", err)
+		}
+		sess.Close()
 	}
 }

@@ -52,15 +52,39 @@ type repairConn struct {
 func idKey(id jsonrpc.ID) string { return fmt.Sprintf("%T:%v", id.Raw(), id.Raw()) }
 
 func (c *repairConn) Write(ctx context.Context, msg jsonrpc.Message) error {
-	if req, ok := msg.(*jsonrpc.Request); ok && req.ID.IsValid() {
-		switch req.Method {
-		case "resources/read", "resources/list", "resources/templates/list":
+	var tracked string
+	if req, ok := msg.(*jsonrpc.Request); ok {
+		switch {
+		case req.ID.IsValid() && (req.Method == "resources/read" || req.Method == "resources/list" || req.Method == "resources/templates/list"):
+			tracked = idKey(req.ID)
 			c.mu.Lock()
-			c.calls[idKey(req.ID)] = req.Method
+			c.calls[tracked] = req.Method
 			c.mu.Unlock()
+		case req.Method == "notifications/cancelled":
+			// A cancelled call may never be answered: forget it now.
+			var p struct {
+				RequestID json.RawMessage `json:"requestId"`
+			}
+			if json.Unmarshal(req.Params, &p) == nil {
+				var v any
+				if json.Unmarshal(p.RequestID, &v) == nil {
+					if f, ok := v.(float64); ok {
+						v = int64(f)
+					}
+					c.mu.Lock()
+					delete(c.calls, fmt.Sprintf("%T:%v", v, v))
+					c.mu.Unlock()
+				}
+			}
 		}
 	}
-	return c.Connection.Write(ctx, msg)
+	err := c.Connection.Write(ctx, msg)
+	if err != nil && tracked != "" {
+		c.mu.Lock()
+		delete(c.calls, tracked)
+		c.mu.Unlock()
+	}
+	return err
 }
 
 func (c *repairConn) Read(ctx context.Context) (jsonrpc.Message, error) {
@@ -80,7 +104,7 @@ func (c *repairConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	// the common case costs one scan or one decode, not a rewrite.
 	switch method {
 	case "resources/read":
-		if bytes.Contains(resp.Result, []byte(`"blob"`)) {
+		if bytes.Contains(resp.Result, []byte(`"blob"`)) && !blobsStandard(resp.Result) {
 			resp.Result = repairList(resp.Result, "contents", repairContent)
 		}
 	case "resources/list":
@@ -93,6 +117,42 @@ func (c *repairConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		}
 	}
 	return msg, err
+}
+
+// blobsStandard reports whether every blob in a read result is already
+// padded standard base64, checked by a scan, without decoding any.
+func blobsStandard(raw json.RawMessage) bool {
+	var res struct {
+		Contents []struct {
+			Blob *string `json:"blob"`
+		} `json:"contents"`
+	}
+	if json.Unmarshal(raw, &res) != nil {
+		return false
+	}
+	for _, c := range res.Contents {
+		if c.Blob != nil && !isStdBase64(*c.Blob) {
+			return false
+		}
+	}
+	return true
+}
+
+func isStdBase64(s string) bool {
+	if len(s)%4 != 0 {
+		return false
+	}
+	pad := len(s) - len(strings.TrimRight(s, "="))
+	if pad > 2 {
+		return false
+	}
+	for i := 0; i < len(s)-pad; i++ {
+		c := s[i]
+		if !('A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '+' || c == '/') {
+			return false
+		}
+	}
+	return true
 }
 
 func decodesAs[T any](raw json.RawMessage) bool {
@@ -158,8 +218,11 @@ func repairContent(it map[string]json.RawMessage) bool {
 
 func markInvalid(it map[string]json.RawMessage, why string) bool {
 	it["blob"] = json.RawMessage(`""`)
-	meta := map[string]any{}
+	var meta map[string]any
 	_ = json.Unmarshal(it["_meta"], &meta)
+	if meta == nil { // absent, null or not an object
+		meta = map[string]any{}
+	}
 	meta[metaInvalid] = why
 	it["_meta"], _ = json.Marshal(meta)
 	return true
