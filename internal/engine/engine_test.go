@@ -205,28 +205,16 @@ func TestPagedListMirroredAndListChangedFoundBySearch(t *testing.T) {
 			docs["doc://"+n] = n
 		}
 		srv := mcptest.NewServer(docs, &mcpsdk.ServerOptions{PageSize: 3}) // 3 pages
-		var mu sync.Mutex
-		lists := 0
-		srv.AddReceivingMiddleware(func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
-			return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
-				if method == "resources/list" {
-					mu.Lock()
-					lists++
-					mu.Unlock()
-				}
-				return next(ctx, method, req)
-			}
-		})
+		var rec mcptest.Recorder
+		srv.AddReceivingMiddleware(rec.Middleware())
 		eng := newEngine(t, "", map[string]*mcpsdk.Server{"s": srv}, 0)
 		st := eng.Servers()[0]
 		if st.Resources != 7 || !st.ListComplete || st.State != ctxsync.StateReady {
 			t.Fatalf("after the first sync: %+v; want 7 resources, complete, ready", st)
 		}
-		mu.Lock()
-		if lists != 3 {
+		if lists := rec.Count("resources/list"); lists != 3 {
 			t.Errorf("%d resources/list requests for 7 resources at 3 per page, want 3", lists)
 		}
-		mu.Unlock()
 
 		t0 := time.Now()
 		mcptest.AddText(srv, "doc://architecture", "architecture", "how the system is organised")

@@ -81,15 +81,8 @@ func (s *Session) streamingSubscriptions() bool {
 //
 // Errors: ErrNoResources or ErrNoSubscribe (nothing sent), or the server's.
 func (s *Session) Subscribe(ctx context.Context, uri string) error {
-	switch {
-	case !s.caps.Resources:
-		return fmt.Errorf("mcp: server %q: subscribe %q: %w", s.name, uri, ErrNoResources)
-	case !s.caps.Subscribe:
-		return fmt.Errorf("mcp: server %q: subscribe %q: %w", s.name, uri, ErrNoSubscribe)
-	case s.streamingSubscriptions():
-		// From 2026-07-28 a subscription is a long-lived subscriptions/listen
-		// request that the go-sdk's Subscribe holds open until cancelled.
-		return fmt.Errorf("mcp: server %q: subscribe %q: %w", s.name, uri, ErrSubscribeListen)
+	if err := s.canSubscribe("subscribe", uri); err != nil {
+		return err
 	}
 	if err := s.cs.Subscribe(ctx, &mcpsdk.SubscribeParams{URI: uri}); err != nil {
 		return fmt.Errorf("mcp: server %q: subscribe %q: %w", s.name, uri, err)
@@ -99,16 +92,29 @@ func (s *Session) Subscribe(ctx context.Context, uri string) error {
 
 // Unsubscribe cancels a subscription made by Subscribe. Errors: as Subscribe.
 func (s *Session) Unsubscribe(ctx context.Context, uri string) error {
-	switch {
-	case !s.caps.Resources:
-		return fmt.Errorf("mcp: server %q: unsubscribe %q: %w", s.name, uri, ErrNoResources)
-	case !s.caps.Subscribe:
-		return fmt.Errorf("mcp: server %q: unsubscribe %q: %w", s.name, uri, ErrNoSubscribe)
-	case s.streamingSubscriptions():
-		return fmt.Errorf("mcp: server %q: unsubscribe %q: %w", s.name, uri, ErrSubscribeListen)
+	if err := s.canSubscribe("unsubscribe", uri); err != nil {
+		return err
 	}
 	if err := s.cs.Unsubscribe(ctx, &mcpsdk.UnsubscribeParams{URI: uri}); err != nil {
 		return fmt.Errorf("mcp: server %q: unsubscribe %q: %w", s.name, uri, err)
 	}
 	return nil
+}
+
+// canSubscribe says why op (subscribe or unsubscribe) must not be sent, or nil.
+func (s *Session) canSubscribe(op, uri string) error {
+	var why error
+	switch {
+	case !s.caps.Resources:
+		why = ErrNoResources
+	case !s.caps.Subscribe:
+		why = ErrNoSubscribe
+	case s.streamingSubscriptions():
+		// From 2026-07-28 a subscription is a long-lived subscriptions/listen
+		// request that the go-sdk's Subscribe holds open until cancelled.
+		why = ErrSubscribeListen
+	default:
+		return nil
+	}
+	return fmt.Errorf("mcp: server %q: %s %q: %w", s.name, op, uri, why)
 }

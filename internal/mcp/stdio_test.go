@@ -37,6 +37,19 @@ func (w *noisyWriter) Write(p []byte) (int, error) {
 }
 func (w *noisyWriter) Close() error { return nil }
 
+// exitAfterLastWords exits the process as soon as the answer holding "last
+// words" is written to stdout, before the client can have read it.
+type exitAfterLastWords struct{}
+
+func (exitAfterLastWords) Write(p []byte) (int, error) {
+	n, err := os.Stdout.Write(p)
+	if strings.Contains(string(p), "last words") {
+		os.Exit(0)
+	}
+	return n, err
+}
+func (exitAfterLastWords) Close() error { return nil }
+
 func fakeStdioServer(mode string) {
 	srv := mcptest.NewServer(map[string]string{"doc://a": "alpha"}, nil)
 	switch mode {
@@ -49,12 +62,8 @@ func fakeStdioServer(mode string) {
 		mcptest.AddText(srv, "doc://2m", "2m", strings.Repeat("word ", 400_000))
 		_ = srv.Run(context.Background(), &mcpsdk.StdioTransport{})
 	case "answer-and-exit":
-		srv.AddResource(&mcpsdk.Resource{URI: "doc://last", Name: "last"},
-			func(_ context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
-				go func() { time.Sleep(time.Millisecond); os.Exit(0) }() // right after this answer
-				return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: req.Params.URI, Text: strings.Repeat("last words ", 30_000)}}}, nil
-			})
-		_ = srv.Run(context.Background(), &mcpsdk.StdioTransport{})
+		mcptest.AddText(srv, "doc://last", "last", strings.Repeat("last words ", 30_000))
+		_ = srv.Run(context.Background(), &mcpsdk.IOTransport{Reader: os.Stdin, Writer: exitAfterLastWords{}})
 	case "crash":
 		srv.AddResource(&mcpsdk.Resource{URI: "doc://boom", Name: "boom"},
 			func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {

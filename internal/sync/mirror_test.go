@@ -41,18 +41,8 @@ func start(t *testing.T, m *ctxsync.Mirror) {
 func TestListChangedIsMirroredWithinTheDebounceWindow(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := mcptest.NewServer(map[string]string{"doc://intro": "hello"}, nil)
-		var lists int
-		var mu gosync.Mutex
-		srv.AddReceivingMiddleware(func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
-			return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
-				if method == "resources/list" {
-					mu.Lock()
-					lists++
-					mu.Unlock()
-				}
-				return next(ctx, method, req)
-			}
-		})
+		var rec mcptest.Recorder
+		srv.AddReceivingMiddleware(rec.Middleware())
 		ix := newIndex(t)
 		const debounce = 200 * time.Millisecond
 		m := ctxsync.New(ctxsync.Options{Server: "s", Dial: mcptest.Dial(t, "s", srv), Index: ix, Debounce: debounce})
@@ -81,9 +71,7 @@ func TestListChangedIsMirroredWithinTheDebounceWindow(t *testing.T) {
 		if el := time.Since(t0); el > debounce+50*time.Millisecond {
 			t.Errorf("mirrored after %v, want within the debounce window (%v) plus notification delay", el, debounce)
 		}
-		mu.Lock()
-		defer mu.Unlock()
-		if lists != 2 {
+		if lists := rec.Count("resources/list"); lists != 2 {
 			t.Errorf("server saw %d resources/list, want 2 (initial + one coalesced re-list)", lists)
 		}
 		if m.Status().Resources != 4 {
@@ -444,18 +432,8 @@ func TestEvictionDropsTheSubscription(t *testing.T) {
 func TestContinuousListChangedStormIsThrottled(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := mcptest.NewServer(map[string]string{"doc://a": "a"}, nil)
-		var mu gosync.Mutex
-		lists := 0
-		srv.AddReceivingMiddleware(func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
-			return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
-				if method == "resources/list" {
-					mu.Lock()
-					lists++
-					mu.Unlock()
-				}
-				return next(ctx, method, req)
-			}
-		})
+		var rec mcptest.Recorder
+		srv.AddReceivingMiddleware(rec.Middleware())
 		m := ctxsync.New(ctxsync.Options{Server: "s", Index: newIndex(t), Dial: mcptest.Dial(t, "s", srv), MaxStormDelay: 10 * time.Second})
 		start(t, m)
 		<-m.Ready()
@@ -471,8 +449,7 @@ func TestContinuousListChangedStormIsThrottled(t *testing.T) {
 		cancel()
 		wg.Wait()
 		synctest.Wait()
-		mu.Lock()
-		defer mu.Unlock()
+		lists := rec.Count("resources/list")
 		t.Logf("%d lists in 2 minutes of ~6000 notifications", lists)
 		if lists > 25 {
 			t.Errorf("%d lists in 2 minutes under a continuous storm; want at most 25", lists)

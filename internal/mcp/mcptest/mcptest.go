@@ -96,6 +96,19 @@ func (r *Recorder) Middleware() mcpsdk.Middleware {
 	}
 }
 
+// Count returns how many requests for method were received so far.
+func (r *Recorder) Count(method string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, m := range r.methods {
+		if m == method {
+			n++
+		}
+	}
+	return n
+}
+
 // Methods returns the methods received so far, in order.
 func (r *Recorder) Methods() []string {
 	r.mu.Lock()
