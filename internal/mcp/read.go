@@ -65,6 +65,12 @@ func (s *Session) Read(ctx context.Context, uri string) ([]resource.Content, err
 	return out, nil
 }
 
+// ErrSessionExpired is wrapped by the errors of requests a Streamable HTTP
+// server answered with 404 for the session id: the server ended the session
+// (MCP 2025-06-18, Transports § Session Management) and a client must
+// initialize a new one. It is the go-sdk's ErrSessionMissing.
+var ErrSessionExpired = mcpsdk.ErrSessionMissing
+
 // ErrSubscribeListen is returned by Subscribe on sessions that negotiated
 // protocol 2026-07-28 or later, whose subscriptions/listen streams contextd
 // does not hold yet; nothing is sent.

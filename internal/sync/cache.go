@@ -123,12 +123,15 @@ func (c *readCache) dropLocked(uri string) {
 }
 
 // clear empties the cache and forgets subscriptions (the session is gone).
-func (c *readCache) clear() {
+// It returns the URIs that were cached, oldest first.
+func (c *readCache) clear() (uris []string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	uris = c.order
 	c.gen++
 	c.items = map[string]cached{}
 	c.order = nil
 	c.size = 0
 	c.subs = map[string]bool{}
+	return uris
 }

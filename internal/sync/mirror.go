@@ -128,8 +128,12 @@ type Mirror struct {
 	sess      *mcp.Session
 	templates []resource.Template
 	ready     chan struct{} // closed after the first sync attempt (success or not) or failure to connect
-	cache     *readCache
-	notFound  map[string]bool // URIs a read found missing, evicted after the next sync
+	newSess   chan struct{} // closed and replaced whenever sess changes
+	// backingOff is set while sess is nil and the run loop waits out a
+	// backoff rather than reconnecting at once.
+	backingOff bool
+	cache      *readCache
+	notFound   map[string]bool // URIs a read found missing, evicted after the next sync
 }
 
 // New returns a mirror; it does nothing until Run.
@@ -171,6 +175,7 @@ func New(opts Options) *Mirror {
 		changed:  make(chan struct{}, 1),
 		status:   Status{Server: opts.Server, State: StateConnecting},
 		ready:    make(chan struct{}),
+		newSess:  make(chan struct{}),
 		cache:    newReadCache(opts.CacheBytes),
 		notFound: map[string]bool{},
 	}
@@ -198,8 +203,15 @@ func (m *Mirror) Ready() <-chan struct{} { return m.ready }
 
 // Run mirrors the server until ctx ends, then closes the session. It returns
 // nil on cancellation: that is how a mirror stops.
+//
+// Reconnects back off (see backoff), except once after a Streamable HTTP
+// server expired a session that had synced: that is the server's normal
+// session lifecycle, so the mirror re-initializes at once. A server that
+// expires sessions again within MaxBackoff gets the backoff.
 func (m *Mirror) Run(ctx context.Context) error {
 	attempt := 0
+	var warm []string       // URIs cached on the last session: re-subscribed on the next
+	var expiredAt time.Time // last immediate reconnect after an expired session
 	for ctx.Err() == nil {
 		sess, err := m.connect(ctx)
 		if err != nil {
@@ -214,17 +226,21 @@ func (m *Mirror) Run(ctx context.Context) error {
 			continue
 		}
 		began := time.Now()
-		m.serve(ctx, sess)
+		end, synced := m.serve(ctx, sess, warm)
 		if time.Since(began) >= m.opts.MaxBackoff {
 			attempt = 0 // it stayed up a while: the next failure starts over
 		}
 		_ = sess.Close()
-		m.mu.Lock()
-		m.sess = nil
-		m.mu.Unlock()
-		m.cache.clear()
+		warm = m.cache.clear()
+		immediate := errors.Is(end, mcp.ErrSessionExpired) && synced && time.Since(expiredAt) >= m.opts.MaxBackoff
+		m.setSession(nil, !immediate)
 		if ctx.Err() != nil {
 			break
+		}
+		if immediate {
+			expiredAt = time.Now()
+			m.log.Info("session expired by the server; re-initializing")
+			continue
 		}
 		attempt++
 		if !m.sleep(ctx, m.backoff(attempt)) {
@@ -233,6 +249,37 @@ func (m *Mirror) Run(ctx context.Context) error {
 	}
 	m.markReady()
 	return nil
+}
+
+// setSession installs the live session, or nil and whether the run loop is
+// backing off before the next connect, and wakes reads waiting for a new one.
+func (m *Mirror) setSession(sess *mcp.Session, backingOff bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.sess, m.backingOff = sess, backingOff
+	close(m.newSess)
+	m.newSess = make(chan struct{})
+}
+
+// nextSession waits until a session other than old is live. It gives up when
+// ctx ends or the run loop backs off instead of reconnecting at once.
+func (m *Mirror) nextSession(ctx context.Context, old *mcp.Session) (*mcp.Session, error) {
+	for {
+		m.mu.Lock()
+		sess, wake, backingOff := m.sess, m.newSess, m.backingOff
+		m.mu.Unlock()
+		switch {
+		case sess != nil && sess != old:
+			return sess, nil
+		case sess == nil && backingOff:
+			return nil, errors.New("the server expired sessions twice within max backoff; reconnecting after backoff")
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-wake:
+		}
+	}
 }
 
 func (m *Mirror) connect(ctx context.Context) (*mcp.Session, error) {
@@ -248,10 +295,13 @@ func (m *Mirror) connect(ctx context.Context) (*mcp.Session, error) {
 }
 
 // serve runs one session: a full sync, then events until the session ends.
-func (m *Mirror) serve(ctx context.Context, sess *mcp.Session) {
+// It returns why the session ended (nil when ctx ended) and whether a sync
+// succeeded on it. warm lists URIs the previous session cached: they are read
+// again after the first sync, which re-subscribes them.
+func (m *Mirror) serve(ctx context.Context, sess *mcp.Session, warm []string) (end error, synced bool) {
 	name, version, proto := sess.ServerInfo()
+	m.setSession(sess, false)
 	m.mu.Lock()
-	m.sess = sess
 	m.status.Capabilities = sess.Capabilities()
 	m.status.ServerName, m.status.ServerVersion, m.status.Protocol = name, version, proto
 	m.mu.Unlock()
@@ -292,6 +342,7 @@ func (m *Mirror) serve(ctx context.Context, sess *mcp.Session) {
 	var lastSync time.Time
 	resync := func() {
 		ok := m.sync(ctx, sess)
+		synced = synced || ok
 		lastSync = time.Now()
 		m.evictNotFound(ctx)
 		switch {
@@ -309,10 +360,15 @@ func (m *Mirror) serve(ctx context.Context, sess *mcp.Session) {
 	}
 	resync()
 	m.markReady()
+	if synced && len(warm) > 0 {
+		wctx, stop := context.WithCancel(ctx)
+		defer stop()
+		go m.rewarm(wctx, warm)
+	}
 	for {
 		select {
 		case <-ctx.Done():
-			return
+			return nil, synced
 		case err := <-done:
 			if err == nil {
 				err = errors.New("session closed by server")
@@ -321,7 +377,7 @@ func (m *Mirror) serve(ctx context.Context, sess *mcp.Session) {
 				err = fmt.Errorf("%w; stderr: %s", err, tail)
 			}
 			m.setStale(err)
-			return
+			return err, synced
 		case <-m.changed:
 			// Coalesce: wait out the debounce window. A server that keeps
 			// notifying right after each re-list (a storm, or one
@@ -341,6 +397,26 @@ func (m *Mirror) serve(ctx context.Context, sess *mcp.Session) {
 		case <-fire:
 			fire, relist = nil, false
 			resync()
+		}
+	}
+}
+
+// rewarm reads again, one at a time, the URIs the previous session had
+// cached and still listed: Read subscribes before it reads, so the
+// subscriptions come back with the content.
+func (m *Mirror) rewarm(ctx context.Context, uris []string) {
+	for _, uri := range uris {
+		if _, ok := m.opts.Index.Get(resource.Key{Server: m.opts.Server, URI: uri}); !ok {
+			continue
+		}
+		rctx, cancel := context.WithTimeout(ctx, m.opts.ConnectTimeout)
+		_, err := m.Read(rctx, uri)
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			m.log.Debug("re-reading a cached resource after reconnect failed", "uri", uri, "err", err)
 		}
 	}
 }
@@ -493,7 +569,9 @@ var ErrUnavailable = errors.New("server not connected")
 
 // Read returns the contents of uri, from the cache when the server keeps it
 // fresh by subscription, otherwise from a resources/read. A not-found answer
-// removes the descriptor from the index and schedules a re-list.
+// removes the descriptor from the index and schedules a re-list. When the
+// server expired the session (mcp.ErrSessionExpired), Read waits, within ctx,
+// for the mirror to initialize a new session and retries once on it.
 func (m *Mirror) Read(ctx context.Context, uri string) ([]resource.Content, error) {
 	if c, ok := m.cache.get(uri); ok {
 		return c, nil
@@ -504,6 +582,20 @@ func (m *Mirror) Read(ctx context.Context, uri string) ([]resource.Content, erro
 	if sess == nil {
 		return nil, fmt.Errorf("server %q: %w", m.opts.Server, ErrUnavailable)
 	}
+	contents, err := m.read(ctx, sess, uri)
+	if !errors.Is(err, mcp.ErrSessionExpired) {
+		return contents, err
+	}
+	next, werr := m.nextSession(ctx, sess)
+	if werr != nil {
+		return nil, fmt.Errorf("%w; not retried: %w", err, werr)
+	}
+	return m.read(ctx, next, uri)
+}
+
+// read subscribes (when the server supports it and the cache is on), reads
+// and caches uri over sess.
+func (m *Mirror) read(ctx context.Context, sess *mcp.Session, uri string) ([]resource.Content, error) {
 	// Subscribe before reading, so a change after the read is notified; the
 	// ticket keeps content from being cached if a notification (or a new
 	// session) came in meanwhile.
@@ -511,6 +603,8 @@ func (m *Mirror) Read(ctx context.Context, uri string) ([]resource.Content, erro
 	if sess.Capabilities().Subscribe && m.cache.enabled() && !m.cache.subscribed(uri) {
 		if err := sess.Subscribe(ctx, uri); err == nil {
 			m.cache.markSubscribed(uri, t)
+		} else if errors.Is(err, mcp.ErrSessionExpired) {
+			return nil, err
 		} else if !errors.Is(err, mcp.ErrSubscribeListen) {
 			m.log.Debug("subscribe failed; not caching", "uri", uri, "err", err)
 		}
