@@ -1,0 +1,166 @@
+package metatool
+
+import (
+	"bytes"
+	"crypto/sha256"
+	_ "embed"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/template"
+
+	"github.com/contextd/contextd/eval/beir"
+)
+
+// A File is one generated file: its slash-separated path inside the dataset
+// directory and its bytes.
+type File struct {
+	Path string
+	Data []byte
+}
+
+// Files returns every file of the dataset directory, in a fixed order:
+// corpus.jsonl, queries.jsonl, the qrels of each split, LICENSE, README.md.
+func (d *Dataset) Files() ([]File, error) {
+	var files []File
+	corpus, err := jsonLines(d.Corpus)
+	if err != nil {
+		return nil, err
+	}
+	files = append(files, File{beir.CorpusFile, corpus})
+	queries, err := jsonLines(d.Queries)
+	if err != nil {
+		return nil, err
+	}
+	files = append(files, File{beir.QueriesFile, queries})
+	for _, s := range d.Splits {
+		var b bytes.Buffer
+		b.WriteString(beir.QrelsHeader + "\n")
+		for _, j := range s.Judgement {
+			for _, doc := range j.DocIDs {
+				fmt.Fprintf(&b, "%s\t%s\t1\n", j.QueryID, doc)
+			}
+		}
+		files = append(files, File{beir.QrelsDir + "/" + s.Name + ".tsv", b.Bytes()})
+	}
+	files = append(files, File{"LICENSE", d.License})
+	readme, err := d.readme(files)
+	if err != nil {
+		return nil, err
+	}
+	return append(files, File{"README.md", readme}), nil
+}
+
+// Write writes [Dataset.Files] into dir, creating it and qrels/ as needed and
+// replacing files of the same names. Other files in dir are left alone.
+func (d *Dataset) Write(dir string) error {
+	files, err := d.Files()
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		p := filepath.Join(dir, filepath.FromSlash(f.Path))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return fmt.Errorf("metatool: %w", err)
+		}
+		if err := os.WriteFile(p, f.Data, 0o644); err != nil {
+			return fmt.Errorf("metatool: %w", err)
+		}
+	}
+	return nil
+}
+
+// jsonLines encodes one value per line, without HTML escaping so that "&"
+// in a tool name stays readable.
+func jsonLines[T any](vs []T) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	for _, v := range vs {
+		if err := enc.Encode(v); err != nil {
+			return nil, fmt.Errorf("metatool: %w", err)
+		}
+	}
+	return b.Bytes(), nil
+}
+
+//go:embed readme.md.tmpl
+var readmeTemplate string
+
+// repoPaths maps each source file to its path in the MetaTool repository.
+var repoPaths = map[string]string{
+	ToolsFile:      "dataset/plugin_des.json",
+	PluginInfoFile: "dataset/plugin_info.json",
+	SingleFile:     "dataset/data/all_clean_data.csv",
+	MultiFile:      "dataset/data/multi_tool_query_golden.json",
+	LicenseFile:    "LICENSE",
+}
+
+type splitRow struct {
+	Name, File, FirstID, LastID string
+	Queries, Judgements         int
+	// MultiRelevant counts the queries with more than one relevant tool.
+	MultiRelevant int
+}
+
+func (d *Dataset) readme(files []File) ([]byte, error) {
+	var splits []splitRow
+	for _, s := range d.Splits {
+		r := splitRow{Name: s.Name, File: beir.QrelsDir + "/" + s.Name + ".tsv", Queries: len(s.Judgement)}
+		if n := len(s.Judgement); n > 0 {
+			r.FirstID, r.LastID = s.Judgement[0].QueryID, s.Judgement[n-1].QueryID
+		}
+		for _, j := range s.Judgement {
+			r.Judgements += len(j.DocIDs)
+			if len(j.DocIDs) > 1 {
+				r.MultiRelevant++
+			}
+		}
+		splits = append(splits, r)
+	}
+	type sum struct{ Path, SHA256 string }
+	var sums []sum
+	for _, f := range files {
+		h := sha256.Sum256(f.Data)
+		sums = append(sums, sum{f.Path, hex.EncodeToString(h[:])})
+	}
+	testSize, devSize := 0, 0
+	for _, s := range splits {
+		switch s.Name {
+		case SplitTest:
+			testSize = s.Queries
+		case SplitDev:
+			devSize = s.Queries
+		}
+	}
+	data := map[string]any{
+		"Repo":      SourceRepo,
+		"Commit":    SourceCommit,
+		"Seed1":     Seed1,
+		"Seed2":     Seed2,
+		"URIPrefix": URIPrefix,
+		"TestSize":  testSize,
+		"DevSize":   devSize,
+		"Sources":   d.Sources,
+		"RepoPath":  repoPaths,
+		"Stats":     d.Stats,
+		"Splits":    splits,
+		"Sums":      sums,
+		"Queries":   len(d.Queries),
+	}
+	t, err := template.New("README").Funcs(template.FuncMap{
+		"join": strings.Join,
+		"sub":  func(a, b int) int { return a - b },
+	}).Parse(readmeTemplate)
+	if err != nil {
+		return nil, fmt.Errorf("metatool: README template: %w", err)
+	}
+	var b bytes.Buffer
+	if err := t.Execute(&b, data); err != nil {
+		return nil, fmt.Errorf("metatool: README template: %w", err)
+	}
+	return b.Bytes(), nil
+}
