@@ -42,7 +42,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	for _, s := range ds.Splits {
-		fmt.Fprintf(stdout, "%s: %d queries\n", s.Name, len(s.Judgement))
+		fmt.Fprintf(stdout, "%s: %d queries\n", s.Name, len(s.Judgements))
 	}
 	fmt.Fprintf(stdout, "%d documents, %d queries written to %s\n", len(ds.Corpus), len(ds.Queries), *out)
 	return nil

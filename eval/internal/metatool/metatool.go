@@ -116,8 +116,8 @@ type Dataset struct {
 // A Split is the judgements of one qrels file: for each query (in query id
 // order) its relevant tools, in corpus order.
 type Split struct {
-	Name      string
-	Judgement []Judgement
+	Name       string
+	Judgements []Judgement
 }
 
 // A Judgement is one query and its relevant documents (score 1 each).
@@ -134,24 +134,24 @@ type SourceFile struct {
 
 // Stats counts facts about the source data and the conversion.
 type Stats struct {
-	Tools           int // keys of plugin_des.json
-	ToolsWithInfo   int // tools given a title and content from plugin_info.json
-	AmbiguousInfo   []string
-	PluginInfo      int // records in plugin_info.json
-	SingleRows      int // data rows of all_clean_data.csv
-	SingleExact     int // distinct query texts, byte for byte
-	SingleTrimmed   int // rows whose text had surrounding white space
-	SingleQueries   int // queries after trimming and merging
-	SingleMultiTool int // single-tool queries with more than one relevant tool
-	SingleRepeated  int // rows repeating a (text, tool) pair already seen
-	MultiRows       int // entries of multi_tool_query_golden.json
-	MultiQueries    int // multi-tool queries after trimming and merging
-	MultiTrimmed    int // entries whose text had surrounding white space
-	MultiInSingle   int // multi-tool query texts that are also single-tool texts
-	MultiTools      int // distinct tools named by the multi-tool queries
-	SingleQuoted    int // single-tool queries wrapped in quotation marks
-	MultiQuoted     int // multi-tool queries wrapped in quotation marks
-	ToolsUnused     int // tools no query names
+	Tools           int      // keys of plugin_des.json
+	ToolsWithInfo   int      // tools given a title and content from plugin_info.json
+	AmbiguousInfo   []string // tools with several disagreeing plugin_info.json records
+	PluginInfo      int      // records in plugin_info.json
+	SingleRows      int      // data rows of all_clean_data.csv
+	SingleExact     int      // distinct query texts, byte for byte
+	SingleTrimmed   int      // rows whose text had surrounding white space
+	SingleQueries   int      // queries after trimming and merging
+	SingleMultiTool int      // single-tool queries with more than one relevant tool
+	SingleRepeated  int      // rows repeating a (text, tool) pair already seen
+	MultiRows       int      // entries of multi_tool_query_golden.json
+	MultiQueries    int      // multi-tool queries after trimming and merging
+	MultiTrimmed    int      // entries whose text had surrounding white space
+	MultiInSingle   int      // multi-tool query texts that are also single-tool texts
+	MultiTools      int      // distinct tools named by the multi-tool queries
+	SingleQuoted    int      // single-tool queries wrapped in quotation marks
+	MultiQuoted     int      // multi-tool queries wrapped in quotation marks
+	ToolsUnused     int      // tools no query names
 }
 
 func (o *Options) sizes() (test, dev int) {
@@ -268,7 +268,7 @@ func Convert(src string, opts *Options) (*Dataset, error) {
 					used[tools[pos].name] = true
 				}
 			}
-			s.Judgement = append(s.Judgement, j)
+			s.Judgements = append(s.Judgements, j)
 		}
 		return s
 	}

@@ -132,7 +132,7 @@ func TestFixture(t *testing.T) {
 	got := map[string]map[string][]string{}
 	for _, s := range ds.Splits {
 		got[s.Name] = map[string][]string{}
-		for _, j := range s.Judgement {
+		for _, j := range s.Judgements {
 			got[s.Name][text[j.QueryID]] = j.DocIDs
 		}
 	}
@@ -167,7 +167,7 @@ func TestFixture(t *testing.T) {
 	}
 	sizes := map[string]int{}
 	for _, s := range ds.Splits {
-		sizes[s.Name] = len(s.Judgement)
+		sizes[s.Name] = len(s.Judgements)
 	}
 	if diff := cmp.Diff(map[string]int{"test": 3, "dev": 3, "train": 3, "multi": 3}, sizes); diff != "" {
 		t.Errorf("split sizes (-want +got):\n%s", diff)

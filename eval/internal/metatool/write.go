@@ -39,7 +39,7 @@ func (d *Dataset) Files() ([]File, error) {
 	for _, s := range d.Splits {
 		var b bytes.Buffer
 		b.WriteString(beir.QrelsHeader + "\n")
-		for _, j := range s.Judgement {
+		for _, j := range s.Judgements {
 			for _, doc := range j.DocIDs {
 				fmt.Fprintf(&b, "%s\t%s\t1\n", j.QueryID, doc)
 			}
@@ -109,11 +109,11 @@ type splitRow struct {
 func (d *Dataset) readme(files []File) ([]byte, error) {
 	var splits []splitRow
 	for _, s := range d.Splits {
-		r := splitRow{Name: s.Name, File: beir.QrelsDir + "/" + s.Name + ".tsv", Queries: len(s.Judgement)}
-		if n := len(s.Judgement); n > 0 {
-			r.FirstID, r.LastID = s.Judgement[0].QueryID, s.Judgement[n-1].QueryID
+		r := splitRow{Name: s.Name, File: beir.QrelsDir + "/" + s.Name + ".tsv", Queries: len(s.Judgements)}
+		if n := len(s.Judgements); n > 0 {
+			r.FirstID, r.LastID = s.Judgements[0].QueryID, s.Judgements[n-1].QueryID
 		}
-		for _, j := range s.Judgement {
+		for _, j := range s.Judgements {
 			r.Judgements += len(j.DocIDs)
 			if len(j.DocIDs) > 1 {
 				r.MultiRelevant++
