@@ -1,0 +1,307 @@
+package use
+
+import (
+	"fmt"
+	"math"
+	"sync"
+
+	"github.com/contextd/contextd/internal/embed/use/internal/usefile"
+)
+
+// Dimensions of the model (see the package documentation).
+const (
+	embedDim = 256  // token embedding, timing signal and layer 0 attention width
+	modelDim = 512  // residual stream from layer 0's output on; the output
+	ffnDim   = 1536 // feed-forward hidden width
+	numHeads = 4    // attention heads in both layers
+)
+
+// Numeric constants of the graph, which the converter checks against
+// model.json.
+var (
+	lnEpsilon = float64(float32(1e-6))  // layer_norm/Cast/x
+	l2Epsilon = float64(float32(1e-12)) // l2_normalize/Maximum/y
+)
+
+// A layer is one transformer layer's weights. Matrices are [out, in],
+// row-major: the transpose of the graph's [in, out] kernels.
+type layer struct {
+	in           int       // input width: embedDim (layer 0) or modelDim (layer 1)
+	ln1g, ln1b   []float32 // [in] layer norm before attention
+	qkvW, qkvB   []float32 // [3·in, in], [3·in]: queries, keys, values
+	outW, outB   []float32 // [modelDim, in], [modelDim]: attention output
+	resW, resB   []float32 // [modelDim, in], [modelDim]: layer 0 only, projects the residual to modelDim
+	ln2g, ln2b   []float32 // [modelDim] layer norm before the feed-forward block
+	ffn1W, ffn1B []float32 // [ffnDim, modelDim], [ffnDim]
+	ffn2W, ffn2B []float32 // [modelDim, ffnDim], [modelDim]
+}
+
+// A model is the decoded data file. It is immutable.
+type model struct {
+	tok        *tokenizer
+	emb        []float32 // [vocabulary size, embedDim]
+	timing     []float32 // [embedDim/2] inverse timescales of the timing signal
+	layers     [2]layer
+	tanhW      []float32 // [modelDim, modelDim]
+	tanhB      []float32 // [modelDim]
+	scratch    sync.Pool // of *scratch
+	unitTanhB  []float32 // the embedding of a text with no tokens
+	dtypeLabel string    // storage of the matrices in the data file: "f16" or "f32"
+}
+
+func newModel(data string) (*model, error) {
+	f, err := usefile.Decode(data)
+	if err != nil {
+		return nil, err
+	}
+	m := &model{}
+	var errs []error
+	get := func(name string, shape ...int) []float32 {
+		t := f.Tensor(name)
+		if t == nil {
+			errs = append(errs, fmt.Errorf("no tensor %q", name))
+			return nil
+		}
+		if fmt.Sprint(t.Shape) != fmt.Sprint(shape) {
+			errs = append(errs, fmt.Errorf("tensor %q has shape %v, want %v", name, t.Shape, shape))
+			return nil
+		}
+		if len(shape) == 2 {
+			switch t.DType {
+			case usefile.F16:
+				m.dtypeLabel = "f16"
+			case usefile.F32:
+				m.dtypeLabel = "f32"
+			}
+		}
+		return t.Data
+	}
+	m.emb = get("embeddings", len(f.Pieces), embedDim)
+	m.timing = get("timing", embedDim/2)
+	for l := range m.layers {
+		in := embedDim
+		if l == 1 {
+			in = modelDim
+		}
+		p := fmt.Sprintf("l%d.", l)
+		m.layers[l] = layer{
+			in:    in,
+			ln1g:  get(p+"ln1.g", in),
+			ln1b:  get(p+"ln1.b", in),
+			qkvW:  get(p+"qkv.w", 3*in, in),
+			qkvB:  get(p+"qkv.b", 3*in),
+			outW:  get(p+"out.w", modelDim, in),
+			outB:  get(p+"out.b", modelDim),
+			ln2g:  get(p+"ln2.g", modelDim),
+			ln2b:  get(p+"ln2.b", modelDim),
+			ffn1W: get(p+"ffn1.w", ffnDim, modelDim),
+			ffn1B: get(p+"ffn1.b", ffnDim),
+			ffn2W: get(p+"ffn2.w", modelDim, ffnDim),
+			ffn2B: get(p+"ffn2.b", modelDim),
+		}
+		if l == 0 {
+			m.layers[l].resW = get(p+"res.w", modelDim, in)
+			m.layers[l].resB = get(p+"res.b", modelDim)
+		}
+	}
+	m.tanhW = get("tanh.w", modelDim, modelDim)
+	m.tanhB = get("tanh.b", modelDim)
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("data file: %v", errs)
+	}
+	if m.tok, err = newTokenizer(f.Pieces, f.Scores); err != nil {
+		return nil, err
+	}
+	m.scratch.New = func() any { return new(scratch) }
+
+	// With no tokens the mean over positions is 0 (the graph divides by
+	// max(length, 1)), so the output is tanh(b), normalised.
+	var pooled [modelDim]float32
+	m.unitTanhB = make([]float32, modelDim)
+	if !m.head(m.unitTanhB, pooled[:]) {
+		return nil, fmt.Errorf("data file: tanh bias has no direction")
+	}
+	return m, nil
+}
+
+// A scratch holds the buffers of one forward pass, reused through
+// model.scratch.
+type scratch struct {
+	tok                        tokScratch
+	ids                        []int32
+	x, ln, qkv, ctx, h, tmp, f []float32
+	scores, q                  []float32
+}
+
+// grow returns b resliced to n elements, reallocated if it is too small.
+func grow(b []float32, n int) []float32 {
+	if cap(b) < n {
+		return make([]float32, n, n+n/4)
+	}
+	return b[:n]
+}
+
+// forward computes the embeddings of seqs, token id sequences of at most
+// MaxTokens each, into out[i] (each of length modelDim). It reports
+// false for a sequence whose result is not a finite unit vector, which
+// leaves that out[i] unspecified; see [model.head].
+//
+// The sequences are stacked into one matrix for every per-token operation
+// (layer norms, projections, feed-forward blocks), as the graph's GatherNd
+// over non-padding positions does, and attend only within themselves.
+func (m *model) forward(s *scratch, seqs [][]int32, out [][]float32) []bool {
+	n := 0
+	for _, q := range seqs {
+		n += len(q)
+	}
+	ok := make([]bool, len(seqs))
+	s.x = grow(s.x, n*modelDim)
+	s.ln = grow(s.ln, n*modelDim)
+	s.qkv = grow(s.qkv, n*3*modelDim)
+	s.ctx = grow(s.ctx, n*modelDim)
+	s.h = grow(s.h, n*modelDim)
+	s.tmp = grow(s.tmp, n*modelDim)
+	s.f = grow(s.f, n*ffnDim)
+
+	// Input: 2·E[id] + timing signal. The graph adds the embeddings to
+	// the timing signal (AddTimingSignal/add) and then adds the
+	// embeddings once more (Layer_0/add), so the token embedding counts
+	// twice; this computes it in the same order.
+	x := s.x[:n*embedDim]
+	r := 0
+	half := embedDim / 2
+	for _, q := range seqs {
+		for pos, id := range q {
+			e := m.emb[int(id)*embedDim : (int(id)+1)*embedDim]
+			row := x[r*embedDim : (r+1)*embedDim]
+			for k, inv := range m.timing {
+				arg := float64(float32(pos) * inv)
+				sin, cos := float32(math.Sin(arg)), float32(math.Cos(arg))
+				row[k] = e[k] + (e[k] + sin)
+				row[half+k] = e[half+k] + (e[half+k] + cos)
+			}
+			r++
+		}
+	}
+
+	h := m.layer(s, &m.layers[0], seqs, n, x)
+	h = m.layer(s, &m.layers[1], seqs, n, h)
+
+	// Mean over each sequence's positions, then the tanh layer and l2
+	// normalisation.
+	var pooled [modelDim]float32
+	r = 0
+	for i, q := range seqs {
+		var acc [modelDim]float64
+		for range q {
+			for k, v := range h[r*modelDim : (r+1)*modelDim] {
+				acc[k] += float64(v)
+			}
+			r++
+		}
+		div := float64(max(len(q), 1))
+		for k := range pooled {
+			pooled[k] = float32(acc[k] / div)
+		}
+		ok[i] = m.head(out[i], pooled[:])
+	}
+	return ok
+}
+
+// layer runs transformer layer l over the n stacked rows of x (width l.in)
+// and returns its output, n rows of width modelDim, which is s.h.
+//
+// The layer is pre-norm: h = x' + Attention(LayerNorm(x)), then
+// h + FFN(LayerNorm(h)), where x' is x itself in layer 1 and a dense
+// projection of x to modelDim in layer 0 (AdjustResidualInput).
+func (m *model) layer(s *scratch, l *layer, seqs [][]int32, n int, x []float32) []float32 {
+	in := l.in
+	ln := s.ln[:n*in]
+	layerNorm(ln, x, n, l.ln1g, l.ln1b)
+	qkv := s.qkv[:n*3*in]
+	linear(qkv, ln, n, in, l.qkvW, l.qkvB)
+	ctx := s.ctx[:n*in]
+	m.attention(s, ctx, qkv, seqs, in)
+
+	h := s.tmp[:n*modelDim]
+	linear(h, ctx, n, in, l.outW, l.outB)
+	if l.resW != nil {
+		res := s.h[:n*modelDim]
+		linear(res, x, n, in, l.resW, l.resB)
+		add(h, res)
+	} else {
+		add(h, x)
+	}
+	// Feed-forward block, into s.h (which x may be in layer 1: x is no
+	// longer needed).
+	ln = s.ln[:n*modelDim]
+	layerNorm(ln, h, n, l.ln2g, l.ln2b)
+	f := s.f[:n*ffnDim]
+	linear(f, ln, n, modelDim, l.ffn1W, l.ffn1B)
+	relu(f)
+	out := s.h[:n*modelDim]
+	linear(out, f, n, ffnDim, l.ffn2W, l.ffn2B)
+	add(out, h)
+	return out
+}
+
+// attention computes multi-head scaled dot-product attention within each
+// sequence: qkv holds, for every row, the queries, keys and values (each
+// of width `in`, numHeads heads of depth in/numHeads); ctx receives the
+// heads' outputs side by side. Queries are scaled by 1/sqrt(depth) before
+// the dot products, as the graph does (MultiheadAttention/mul).
+func (m *model) attention(s *scratch, ctx, qkv []float32, seqs [][]int32, in int) {
+	depth := in / numHeads
+	scale := float32(1 / math.Sqrt(float64(depth)))
+	stride := 3 * in
+	r0 := 0
+	for _, seq := range seqs {
+		T := len(seq)
+		s.scores = grow(s.scores, T)
+		s.q = grow(s.q, depth)
+		p, q := s.scores, s.q
+		for hd := range numHeads {
+			qo, ko, vo := hd*depth, in+hd*depth, 2*in+hd*depth
+			for i := range T {
+				row := qkv[(r0+i)*stride:]
+				for c := range q {
+					q[c] = row[qo+c] * scale
+				}
+				for j := range T {
+					p[j] = dot(q, qkv[(r0+j)*stride+ko:])
+				}
+				softmax(p)
+				c := ctx[(r0+i)*in+qo : (r0+i)*in+qo+depth]
+				clear(c)
+				for j, pj := range p {
+					v := qkv[(r0+j)*stride+vo : (r0+j)*stride+vo+depth]
+					for k := range c {
+						c[k] += pj * v[k]
+					}
+				}
+			}
+		}
+		r0 += T
+	}
+}
+
+// head sets out to the l2-normalised tanh(W·pooled + b) and reports whether
+// it is a finite unit vector.
+func (m *model) head(out, pooled []float32) bool {
+	linear(out, pooled, 1, modelDim, m.tanhW, m.tanhB)
+	var ss float64
+	for i, v := range out {
+		t := math.Tanh(float64(v))
+		out[i] = float32(t)
+		ss += t * t
+	}
+	// The graph multiplies by rsqrt(max(Σx², 1e-12)); doing it in float64
+	// keeps the result's norm within float32 rounding of 1.
+	inv := 1 / math.Sqrt(max(ss, l2Epsilon))
+	ss = 0
+	for i, v := range out {
+		out[i] = float32(float64(v) * inv)
+		ss += float64(out[i]) * float64(out[i])
+	}
+	return !math.IsNaN(ss) && math.Abs(ss-1) < 1e-3
+}

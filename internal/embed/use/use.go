@@ -1,0 +1,183 @@
+package use
+
+import (
+	"context"
+	_ "embed" // for the model data
+	"fmt"
+	"runtime"
+	"sync"
+)
+
+// Name is the value of [Embedder.Name]: the model, the port's version and
+// the storage of the weights (float16). It changes whenever the vectors
+// produced for some text change (data, tokenisation, arithmetic), so that
+// stored indexes are re-embedded.
+const Name = "use-lite-v1-f16"
+
+// Dim is the value of [Embedder.Dim].
+const Dim = modelDim
+
+// MaxTokens is how many tokens of a text the model reads: the graph drops
+// every token at a position of 128 or more (ClipToMaxLength), so a text's
+// embedding depends only on its first 128 pieces, roughly its first 80 to
+// 100 English words.
+const MaxTokens = 128
+
+//go:embed data/use-lite-f16.bin
+var data string
+
+// load decodes the embedded model once, on first use.
+var load = sync.OnceValues(func() (*model, error) {
+	m, err := newModel(data)
+	if err != nil {
+		return nil, fmt.Errorf("use: embedded data: %w", err)
+	}
+	return m, nil
+})
+
+// An Embedder embeds text with Universal Sentence Encoder lite. It is safe
+// for concurrent use. The zero value is ready to use; [New] only reports a
+// load error early.
+type Embedder struct {
+	m *model
+}
+
+// New returns an Embedder, decoding the embedded weights on the first call
+// in the process (tens of milliseconds; later calls are free). An error
+// means the embedded data is corrupt, which is a build problem, not a
+// runtime one.
+func New() (*Embedder, error) {
+	m, err := load()
+	if err != nil {
+		return nil, err
+	}
+	return &Embedder{m: m}, nil
+}
+
+func (e *Embedder) model() (*model, error) {
+	if e.m != nil {
+		return e.m, nil
+	}
+	return load()
+}
+
+// Name returns [Name].
+func (*Embedder) Name() string { return Name }
+
+// Dim returns [Dim].
+func (*Embedder) Dim() int { return Dim }
+
+// Embed returns the embedding of text: a unit vector of length [Dim] with no
+// NaN or Inf, the same every time for the same text. It returns an error only
+// if ctx is done or the embedded data is corrupt.
+//
+// Only the first [MaxTokens] tokens of text count. The empty string (and
+// any text with no tokens) gets the model's output for an empty input:
+// the mean over no positions is zero, leaving tanh of the output layer's
+// bias, normalised.
+func (e *Embedder) Embed(ctx context.Context, text string) ([]float32, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m, err := e.model()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]float32, Dim)
+	m.embed([]string{text}, [][]float32{out}, batchTokens)
+	return out, nil
+}
+
+// batchTokens bounds how many tokens [Embedder.EmbedBatch] runs through
+// the network at once: enough to amortise streaming the weights from
+// memory, small enough that the activations stay in cache (about 10 MB).
+const batchTokens = 1024
+
+// EmbedBatch returns the embeddings of texts, each exactly as [Embedder.Embed]
+// returns it. It is faster per text than calling Embed in a loop: texts are
+// run through the network together, so each weight is read once for
+// many tokens, and the batch is split across GOMAXPROCS goroutines. It
+// checks ctx between sub-batches and returns ctx's error if it is done.
+func (e *Embedder) EmbedBatch(ctx context.Context, texts []string) ([][]float32, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m, err := e.model()
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]float32, len(texts))
+	flat := make([]float32, len(texts)*Dim)
+	for i := range out {
+		out[i] = flat[i*Dim : (i+1)*Dim : (i+1)*Dim]
+	}
+	workers := min(runtime.GOMAXPROCS(0), len(texts))
+	if workers <= 1 {
+		return out, m.embedChunks(ctx, texts, out, batchTokens)
+	}
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		lo, hi := w*len(texts)/workers, (w+1)*len(texts)/workers
+		wg.Go(func() {
+			errs[w] = m.embedChunks(ctx, texts[lo:hi], out[lo:hi], batchTokens)
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// embedChunks embeds texts into out in sub-batches of at most limit tokens
+// (or one text), checking ctx before each.
+func (m *model) embedChunks(ctx context.Context, texts []string, out [][]float32, limit int) error {
+	for len(texts) > 0 {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		n := m.embed(texts, out, limit)
+		texts, out = texts[n:], out[n:]
+	}
+	return nil
+}
+
+// embed embeds a prefix of texts, at least one text and as many more as fit
+// in limit tokens, into out, and returns how many it embedded.
+func (m *model) embed(texts []string, out [][]float32, limit int) int {
+	s := m.scratch.Get().(*scratch)
+	defer m.scratch.Put(s)
+	var seqs [][]int32
+	s.ids = s.ids[:0]
+	var bounds []int
+	total := 0
+	k := 0
+	for ; k < len(texts); k++ {
+		ids := m.tok.encode(&s.tok, texts[k])
+		ids = ids[:min(len(ids), MaxTokens)]
+		if k > 0 && total+len(ids) > limit {
+			break
+		}
+		total += len(ids)
+		s.ids = append(s.ids, ids...)
+		bounds = append(bounds, len(s.ids))
+	}
+	seqs = make([][]int32, k)
+	start := 0
+	for i, end := range bounds {
+		seqs[i] = s.ids[start:end:end]
+		start = end
+	}
+	ok := m.forward(s, seqs, out[:k])
+	for i, good := range ok {
+		if !good {
+			// Not reachable with finite weights (the output is a
+			// normalised tanh), but the contract is a unit vector.
+			copy(out[i], m.unitTanhB)
+		}
+	}
+	return k
+}
