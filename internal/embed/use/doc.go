@@ -20,7 +20,7 @@
 //	}
 //	v, err := e.Embed(ctx, "read a file from disk") // len(v) == use.Dim, |v| == 1
 //
-// For many texts, [Embedder.EmbedBatch] is several times faster per text.
+// For many texts, [Embedder.EmbedBatch] spreads them over all cores.
 //
 // # Model
 //
@@ -60,13 +60,14 @@
 // scores and the weights with the matrices in float16 and everything else
 // in float32; its format is documented in package usefile and its
 // provenance, licence (Apache-2.0) and regeneration in data/README.md. It is
-// decoded into float32 on first use (about 60 ms; the process then holds
+// decoded into float32 on first use (about 13 ms; the process then holds
 // 28 MB of weights), not at import.
 //
 // # Speed
 //
 // Matrix products run in plain Go at about 7 billion multiply-adds a second
-// per core on the 2-core dev VM, so a 12-word query takes about 10 ms and a
-// 40-word descriptor about 30 ms; [Embedder.EmbedBatch] uses every core.
-// The package's benchmarks give current numbers.
+// per core on the 2-core dev VM, about 0.7 ms per token: a 12-word query (13
+// tokens) takes about 10 ms, a 40-word tool description (73 tokens) about
+// 50 ms. [Embedder.EmbedBatch] uses every core (about 37 such descriptions a
+// second on 2 cores). The package's benchmarks give current numbers.
 package use

@@ -14,10 +14,11 @@ const tileRows = 48
 //
 // The kernel computes a block of 2 outputs × 3 rows at a time: six
 // independent sums hide the latency of the float adds, and each loaded
-// weight and input is used two or three times. That is about 7 GFLOP/s of
-// multiply-adds per core in plain Go on the dev VM, against about 5 for a
-// single dot product at a time. Each sum runs in input order in float32, so
-// results do not depend on how the rows are batched.
+// weight and input is used two or three times. That runs about 7.4 billion
+// multiply-adds a second per core on the dev VM, against 5.5 for 1 output ×
+// 4 rows (whose four sums wait on the add latency) and less for blocks of 8
+// sums (which the compiler spills to the stack). Each sum runs in input
+// order in float32, so results do not depend on how rows are batched.
 func linear(out, x []float32, n, in int, w, b []float32) {
 	od := len(b)
 	for t0 := 0; t0 < n; t0 += tileRows {

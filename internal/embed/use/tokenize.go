@@ -20,9 +20,9 @@ const unknownID = 0
 
 // A tokenizer is a port of the reference tokenizer in
 // @energetic-ai/embeddings 0.2.0 (lib/tokenizer.ts and lib/trie.ts, itself
-// from @tensorflow-models/universal-sentence-encoder): a Viterbi search for
-// the segmentation of the text into vocabulary pieces with the highest sum
-// of scores. It is immutable.
+// from @tensorflow-models/universal-sentence-encoder; Apache License 2.0,
+// see data/NOTICE.md): a Viterbi search for the segmentation of the text
+// into vocabulary pieces with the highest sum of scores. It is immutable.
 //
 // The port keeps the reference's quirks, because the model was run on its
 // output:
