@@ -284,6 +284,7 @@ func TestNFKCMatchesNode(t *testing.T) {
 		}
 	}
 	if bad > 0 {
-		t.Errorf("%d code points normalise differently from Node (Unicode %s; tables %s)", bad, want.Unicode, nfkcUnicodeVersion)
+		t.Errorf("%d code points normalise differently from Node (Unicode %s; tables %s): "+
+			"if Node's Unicode version changed, regenerate nfkc_tables.go for it (see gen_nfkc.go)", bad, want.Unicode, nfkcUnicodeVersion)
 	}
 }

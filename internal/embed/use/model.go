@@ -3,6 +3,7 @@ package use
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 
 	"github.com/contextd/contextd/internal/embed/use/internal/usefile"
@@ -62,7 +63,7 @@ func newModel(data string) (*model, error) {
 			errs = append(errs, fmt.Errorf("no tensor %q", name))
 			return nil
 		}
-		if fmt.Sprint(t.Shape) != fmt.Sprint(shape) {
+		if !slices.Equal(t.Shape, shape) {
 			errs = append(errs, fmt.Errorf("tensor %q has shape %v, want %v", name, t.Shape, shape))
 			return nil
 		}
