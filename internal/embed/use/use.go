@@ -71,10 +71,14 @@ func (*Embedder) Dim() int { return Dim }
 // NaN or Inf, the same every time for the same text. It returns an error only
 // if ctx is done or the embedded data is corrupt.
 //
-// Only the first [MaxTokens] tokens of text count. The empty string (and
-// any text with no tokens) gets the model's output for an empty input:
-// the mean over no positions is zero, leaving tanh of the output layer's
-// bias, normalised.
+// Only the first [MaxTokens] tokens of text count, but the whole text is
+// tokenized, as the reference does: the best segmentation of a prefix can
+// depend on what follows, and a run of unknown symbols of any length is one
+// token. The cost is linear in the text's length after the first 128
+// tokens. The empty string (the only text with no tokens) gets the model's
+// output for an empty input: the mean over no positions is zero, leaving
+// tanh of the output layer's bias, normalised. (The Node reference throws
+// on it.)
 func (e *Embedder) Embed(ctx context.Context, text string) ([]float32, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -145,11 +149,21 @@ func (m *model) embedChunks(ctx context.Context, texts []string, out [][]float32
 	return nil
 }
 
+// maxPooledSymbols bounds the tokenizer buffers kept for reuse.
+const maxPooledSymbols = 1 << 16
+
 // embed embeds a prefix of texts, at least one text and as many more as fit
 // in limit tokens, into out, and returns how many it embedded.
 func (m *model) embed(texts []string, out [][]float32, limit int) int {
 	s := m.scratch.Get().(*scratch)
-	defer m.scratch.Put(s)
+	defer func() {
+		// The tokenizer's buffers grow with the longest text (16 bytes
+		// a symbol); do not keep a huge text's alive in the pool.
+		if cap(s.tok.symbols) > maxPooledSymbols {
+			s.tok = tokScratch{}
+		}
+		m.scratch.Put(s)
+	}()
 	var seqs [][]int32
 	s.ids = s.ids[:0]
 	var bounds []int
