@@ -58,7 +58,7 @@ type Config struct {
 	// resources.listChanged are re-listed. Zero means the mirror's default
 	// (5m); negative disables polling.
 	PollInterval time.Duration
-	// MaxMessageBytes caps one JSON-RPC message from a stdio server: a larger
+	// MaxMessageBytes caps one JSON-RPC message from a server (stdio, HTTP or SSE): a larger
 	// response fails its own request, not the session. Zero means 16 MiB.
 	MaxMessageBytes int
 	// Servers are the upstream MCP servers, sorted by name.

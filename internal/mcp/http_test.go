@@ -1,8 +1,14 @@
 package mcp_test
 
 import (
+	"context"
 	"errors"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/contextd/contextd/internal/config"
 	"github.com/contextd/contextd/internal/mcp"
@@ -30,10 +36,123 @@ func TestExpiredHTTPSessionIsTyped(t *testing.T) {
 	}
 	srv.ExpireSessions()
 	_, err := sess.Read(t.Context(), "x://a")
-	t.Logf("err = %v", err)
 	if !errors.Is(err, mcp.ErrSessionExpired) {
 		t.Fatalf("Read after expiry: %v, want ErrSessionExpired", err)
 	}
-	werr := sess.Wait()
-	t.Logf("wait = %v", werr)
+	if err := sess.Wait(); !errors.Is(err, mcp.ErrSessionExpired) {
+		t.Fatalf("Wait after expiry = %v, want ErrSessionExpired (the mirror reconnects on it)", err)
+	}
+}
+
+// bigRead returns a resources/read answer of about n bytes of text.
+func bigRead(id string, n int) []byte {
+	return []byte(`{"jsonrpc":"2.0","id":` + id + `,"result":{"contents":[{"uri":"x://big","text":"` + strings.Repeat("a", n) + `"}]}}`)
+}
+
+func TestOversizedHTTPResponseFailsOnlyItsRead(t *testing.T) {
+	const limit = 1 << 20
+	for _, ct := range []string{"application/json", "text/event-stream"} {
+		t.Run(ct, func(t *testing.T) {
+			var calls atomic.Int32
+			srv := &mcptest.RawServer{
+				ContentType: map[string]string{"resources/read": ct},
+				Body: map[string]func(string) []byte{"resources/read": func(id string) []byte {
+					n := 2 * limit
+					if calls.Add(1) > 1 {
+						n = 10
+					}
+					b := bigRead(id, n)
+					if ct == "text/event-stream" {
+						b = append(append([]byte("event: message\ndata: "), b...), "\n\n"...)
+					}
+					return b
+				}},
+			}
+			sess := httpSession(t, srv, &mcp.Options{MaxMessageBytes: limit})
+			_, err := sess.Read(t.Context(), "x://big")
+			if err == nil || !strings.Contains(err.Error(), "exceeds max_message_bytes (1048576)") {
+				t.Fatalf("Read of a 2 MiB answer = %v, want it to exceed max_message_bytes", err)
+			}
+			got, err := sess.Read(t.Context(), "x://big")
+			if err != nil || len(got) != 1 || got[0].Text != strings.Repeat("a", 10) {
+				t.Fatalf("the next read = %+v, %v; want the session to stay up", got, err)
+			}
+		})
+	}
+}
+
+func TestFiftyMegabyteHTTPResourceKeepsMemoryBounded(t *testing.T) {
+	const limit = 1 << 20
+	body := bigRead("0", 50<<20) // allocated before measuring; the id is patched below
+	// The answer's id does not matter: the cap answers with the id of the
+	// request it read.
+	srv := &mcptest.RawServer{Body: map[string]func(string) []byte{"resources/read": func(string) []byte { return body }}}
+	sess := httpSession(t, srv, &mcp.Options{MaxMessageBytes: limit})
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	_, err := sess.Read(ctx, "x://big")
+	runtime.ReadMemStats(&after)
+	if err == nil || !strings.Contains(err.Error(), "exceeds max_message_bytes") {
+		t.Fatalf("Read = %v, want exceeds max_message_bytes", err)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 16<<20 {
+		t.Errorf("reading a 50 MB answer allocated %d MB, want it bounded near the 1 MiB cap", alloc>>20)
+	}
+}
+
+func TestStallAfterHeadersIsBoundedByTheRequestDeadline(t *testing.T) {
+	for _, ct := range []string{"application/json", "text/event-stream"} {
+		t.Run(ct, func(t *testing.T) {
+			srv := &mcptest.RawServer{
+				Results:     map[string]string{"resources/list": `{"resources":[{"uri":"x://a","name":"a"}]}`},
+				Stall:       map[string]bool{"resources/read": true},
+				ContentType: map[string]string{"resources/read": ct},
+			}
+			sess := httpSession(t, srv, nil)
+			ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+			defer cancel()
+			if _, err := sess.Read(ctx, "x://a"); !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("stalled read = %v, want the deadline", err)
+			}
+			if res, err := sess.ListResources(t.Context()); err != nil || len(res.Items) != 1 {
+				t.Fatalf("list after a stalled read = %+v, %v; want the session to stay up", res, err)
+			}
+		})
+	}
+}
+
+func TestMalformedHTTPAnswerFailsOnlyItsRead(t *testing.T) {
+	srv := &mcptest.RawServer{
+		Results: map[string]string{"resources/list": `{"resources":[{"uri":"x://a","name":"a"}]}`},
+		Body:    map[string]func(string) []byte{"resources/read": func(string) []byte { return []byte("<html>502 from a proxy</html>") }},
+	}
+	sess := httpSession(t, srv, nil)
+	if _, err := sess.Read(t.Context(), "x://a"); err == nil || !strings.Contains(err.Error(), "malformed response") {
+		t.Fatalf("Read of an HTML page = %v, want a malformed-response error", err)
+	}
+	if res, err := sess.ListResources(t.Context()); err != nil || len(res.Items) != 1 {
+		t.Fatalf("list after a malformed answer = %+v, %v; want the session to stay up", res, err)
+	}
+}
+
+func TestKeepAliveEndsTheSessionOfADeadHTTPServer(t *testing.T) {
+	srv := &mcptest.RawServer{}
+	hs := httptest.NewServer(srv)
+	sess, err := mcp.Connect(t.Context(), config.Server{Name: "web", Transport: config.TransportHTTP, URL: hs.URL}, &mcp.Options{KeepAlive: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	hs.CloseClientConnections()
+	hs.Close()
+	done := make(chan error, 1)
+	go func() { done <- sess.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the session of a dead server is still up after 5 s")
+	}
 }

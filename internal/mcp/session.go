@@ -21,6 +21,10 @@ import (
 // DefaultMaxPages bounds one list walk when Options.MaxPages is zero.
 const DefaultMaxPages = 1000
 
+// DefaultKeepAlive is the ping interval for HTTP and SSE servers when
+// Options.KeepAlive is zero.
+const DefaultKeepAlive = 30 * time.Second
+
 // Sentinel errors.
 var (
 	// ErrNoResources is returned by Read and Subscribe when the server did not
@@ -46,11 +50,16 @@ type Options struct {
 	// TerminateDuration is how long a stdio server gets between closing its
 	// stdin and SIGTERM, then SIGTERM and SIGKILL. Zero means the SDK's 5s.
 	TerminateDuration time.Duration
-	// MaxMessageBytes caps one JSON-RPC message from a stdio server. A larger
-	// response fails its own request ("exceeds max_message_bytes") and the
-	// session stays up; memory per message stays within the cap. Zero means
-	// DefaultMaxMessageBytes (16 MiB).
+	// MaxMessageBytes caps one JSON-RPC message from the server, over any
+	// transport. A larger response fails its own request ("exceeds
+	// max_message_bytes") and the session stays up; memory per message stays
+	// within the cap. Zero means DefaultMaxMessageBytes (16 MiB).
 	MaxMessageBytes int
+	// KeepAlive is the interval of the pings that detect a dead HTTP or SSE
+	// server (a stdio server's exit is seen at once); two failed pings in a
+	// row end the session. Zero means DefaultKeepAlive for HTTP and SSE
+	// servers and none for stdio; negative means none.
+	KeepAlive time.Duration
 	// ProtocolVersion is the version offered in initialize. Empty means the
 	// SDK's latest; the server may negotiate an older one.
 	ProtocolVersion string
@@ -90,6 +99,12 @@ func Connect(ctx context.Context, srv config.Server, opts *Options) (*Session, e
 		o = *opts
 	}
 	tail := &tailBuffer{max: 4096}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.KeepAlive == 0 && srv.Transport != config.TransportStdio {
+		o.KeepAlive = DefaultKeepAlive
+	}
 	var t mcpsdk.Transport
 	var st *stdioTransport
 	switch srv.Transport {
@@ -108,9 +123,9 @@ func Connect(ctx context.Context, srv config.Server, opts *Options) (*Session, e
 		st = &stdioTransport{cmd: cmd, terminateDuration: o.TerminateDuration, log: o.Logger, maxMessage: o.MaxMessageBytes}
 		t = st
 	case config.TransportHTTP:
-		t = &mcpsdk.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: httpClient(srv.Headers)}
+		t = &mcpsdk.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: httpClient(srv.Headers, &o), MaxEventSize: maxMessage(&o) + 4096}
 	case config.TransportSSE:
-		t = &mcpsdk.SSEClientTransport{Endpoint: srv.URL, HTTPClient: httpClient(srv.Headers)}
+		t = &mcpsdk.SSEClientTransport{Endpoint: srv.URL, HTTPClient: httpClient(srv.Headers, &o), MaxEventSize: maxMessage(&o) + 4096}
 	default:
 		return nil, fmt.Errorf("mcp: server %q: unknown transport %q", srv.Name, srv.Transport)
 	}
@@ -169,6 +184,9 @@ func ConnectTransport(ctx context.Context, name string, t mcpsdk.Transport, opts
 	copts := &mcpsdk.ClientOptions{
 		Logger:       o.Logger,
 		Capabilities: &mcpsdk.ClientCapabilities{}, // contextd offers no roots, sampling or elicitation
+	}
+	if o.KeepAlive > 0 {
+		copts.KeepAlive, copts.KeepAliveFailureThreshold = o.KeepAlive, 2
 	}
 	if f := o.OnListChanged; f != nil {
 		copts.ResourceListChangedHandler = func(context.Context, *mcpsdk.ResourceListChangedRequest) { f() }
@@ -230,12 +248,22 @@ func (s *Session) Close() error {
 	return s.closeErr
 }
 
-// httpClient returns a client that adds the configured headers to every request.
-func httpClient(headers map[string]string) *http.Client {
-	if len(headers) == 0 {
-		return nil
+// httpClient returns a client that bounds every message (see capTransport)
+// and adds the configured headers to every request.
+func httpClient(headers map[string]string, o *Options) *http.Client {
+	var rt http.RoundTripper = capTransport{base: http.DefaultTransport, max: maxMessage(o), log: o.Logger}
+	if len(headers) > 0 {
+		rt = headerTransport{base: rt, headers: headers}
 	}
-	return &http.Client{Transport: headerTransport{base: http.DefaultTransport, headers: headers}}
+	return &http.Client{Transport: rt}
+}
+
+// maxMessage returns the message cap in bytes.
+func maxMessage(o *Options) int {
+	if o.MaxMessageBytes > 0 {
+		return o.MaxMessageBytes
+	}
+	return DefaultMaxMessageBytes
 }
 
 type headerTransport struct {

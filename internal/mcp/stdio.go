@@ -70,10 +70,7 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcpsdk.Connection, error)
 	p := &process{cmd: t.cmd, stdin: stdin, stdout: stdout, td: td, exited: make(chan struct{})}
 	go p.wait()
 	t.proc = p
-	limit := t.maxMessage
-	if limit <= 0 {
-		limit = DefaultMaxMessageBytes
-	}
+	limit := maxMessage(&Options{MaxMessageBytes: t.maxMessage})
 	iot := &mcpsdk.IOTransport{
 		Reader:        io.NopCloser(&jsonLines{r: bufio.NewReaderSize(stdout, 64<<10), log: t.log, max: limit}),
 		Writer:        p,
@@ -196,9 +193,9 @@ const (
 	dropping
 )
 
-// DefaultMaxMessageBytes caps one JSON-RPC message from a stdio server when
-// Options.MaxMessageBytes is zero: the go-sdk's own line limit, which would
-// otherwise end the whole session.
+// DefaultMaxMessageBytes caps one JSON-RPC message from a server when
+// Options.MaxMessageBytes is zero: the go-sdk's own stdio line limit, which
+// would otherwise end the whole session.
 const DefaultMaxMessageBytes = 16 << 20
 
 // maxDecide bounds how much of a line may be blank before it is passed as is.

@@ -70,6 +70,8 @@ func (s *RawServer) answer(req *jsonrpc.Request) *jsonrpc.Response {
 	switch {
 	case ok:
 		resp.Result = json.RawMessage(raw)
+	case req.Method == "ping":
+		resp.Result = json.RawMessage(`{}`)
 	case req.Method == "initialize":
 		resp.Result = json.RawMessage(`{"protocolVersion":"2025-06-18","capabilities":{"resources":{}},"serverInfo":{"name":"raw","version":"0"}}`)
 	default:

@@ -1,0 +1,241 @@
+package mcp
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// capTransport is the http.RoundTripper under every Streamable HTTP and SSE
+// session. It bounds each JSON-RPC message the server sends to max bytes, as
+// the stdio transport does: a larger message is never buffered whole; the
+// call it answers fails on its own ("exceeds max_message_bytes") and the
+// session stays up.
+//
+// An application/json body is one message; a text/event-stream body is
+// checked event by event (the WHATWG HTML "Server-sent events" framing:
+// events end at a blank line). The answer to a call is recognised by the id
+// of the POSTed request, or on streams that carry no request (the standalone
+// GET stream, the legacy SSE transport) by the id near the head or tail of
+// the oversized message.
+type capTransport struct {
+	base http.RoundTripper
+	max  int
+	log  *slog.Logger
+}
+
+func (c capTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	id := postedID(req)
+	resp, err := c.base.RoundTrip(req)
+	if err != nil {
+		return resp, err
+	}
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if mt == "text/event-stream" {
+		resp.Body = &sseCap{body: resp.Body, r: bufio.NewReaderSize(resp.Body, 64<<10), max: c.max, id: id, log: c.log, lineStart: true}
+	} else {
+		resp.Body = &wholeCap{body: resp.Body, max: c.max, id: id, ok: resp.StatusCode/100 == 2, log: c.log}
+	}
+	resp.ContentLength = -1
+	resp.Header.Del("Content-Length")
+	return resp, nil
+}
+
+// postedID returns the raw JSON id of the call a POST carries, or nil.
+func postedID(req *http.Request) []byte {
+	if req.Method != http.MethodPost || req.GetBody == nil {
+		return nil
+	}
+	body, err := req.GetBody()
+	if err != nil {
+		return nil
+	}
+	defer body.Close()
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	if json.NewDecoder(io.LimitReader(body, 1<<20)).Decode(&m) != nil || m.Method == "" || len(m.ID) == 0 {
+		return nil
+	}
+	return m.ID
+}
+
+// tooLarge returns the JSON-RPC error answer that replaces an oversized
+// message answering id.
+func tooLarge(id []byte, size string, max int) []byte {
+	return errorAnswer(id, fmt.Sprintf("response of %s bytes exceeds max_message_bytes (%d)", size, max))
+}
+
+// errorAnswer returns a JSON-RPC error answer to id with code -32603.
+func errorAnswer(id []byte, message string) []byte {
+	msg, _ := json.Marshal(message)
+	return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":%s}}`, id, codeTooLarge, msg)
+}
+
+// errBodyTooLarge ends a non-JSON-RPC body (an error page) over the cap.
+var errBodyTooLarge = errors.New("mcp: HTTP response body exceeds max_message_bytes")
+
+// wholeCap reads a whole (non-stream) body of at most max bytes.
+//
+// It also keeps a failed or malformed answer from ending the session: the
+// go-sdk fails the whole connection when it cannot read or decode a JSON
+// answer (a stall after the headers cut by the call's deadline, a truncated
+// body, a proxy's HTML page with status 200), so those become an error answer
+// to the call instead.
+type wholeCap struct {
+	body io.ReadCloser
+	max  int
+	id   []byte
+	ok   bool // 2xx: the body is the answer to the call
+	log  *slog.Logger
+
+	buf  *bytes.Reader
+	err  error
+	done bool
+}
+
+func (w *wholeCap) Read(p []byte) (int, error) {
+	if !w.done {
+		w.done = true
+		data, err := io.ReadAll(io.LimitReader(w.body, int64(w.max)+1))
+		switch {
+		case err != nil && w.ok && w.id != nil:
+			data = errorAnswer(w.id, "reading the response: "+err.Error())
+		case err != nil:
+			w.err = err
+		case len(data) > w.max:
+			w.log.Warn("dropped an HTTP response over the size cap", "max_message_bytes", w.max, "id", string(w.id))
+			data = nil
+			w.err = errBodyTooLarge
+			if w.ok && w.id != nil {
+				data, w.err = tooLarge(w.id, fmt.Sprintf("more than %d", w.max), w.max), nil
+			}
+			w.body.Close() // do not read the rest
+		case w.ok && w.id != nil:
+			if _, err := jsonrpc.DecodeMessage(data); err != nil {
+				data = errorAnswer(w.id, fmt.Sprintf("malformed response (%v): %.100q", err, data))
+			}
+		}
+		w.buf = bytes.NewReader(data)
+	}
+	n, _ := w.buf.Read(p)
+	if n == 0 {
+		if w.err != nil {
+			return 0, w.err
+		}
+		return 0, io.EOF
+	}
+	return n, nil
+}
+
+func (w *wholeCap) Close() error { return w.body.Close() }
+
+// sseCap passes a server-sent event stream through event by event, replacing
+// an event over max bytes with an error answer to the call it answers (or
+// dropping it when it answers none).
+type sseCap struct {
+	body io.ReadCloser
+	r    *bufio.Reader
+	max  int
+	id   []byte // the POSTed call's id, nil on streams without one
+	log  *slog.Logger
+
+	event     []byte // the event being read, up to max bytes
+	size      int    // bytes of an oversized event so far; 0 while within max
+	head      []byte // the first bytes of an oversized event
+	tail      []byte // its last bytes
+	lineStart bool
+	out       []byte
+	err       error
+}
+
+func (s *sseCap) Close() error { return s.body.Close() }
+
+func (s *sseCap) Read(p []byte) (int, error) {
+	for len(s.out) == 0 {
+		if s.err != nil {
+			return 0, s.err
+		}
+		s.next()
+	}
+	n := copy(p, s.out)
+	s.out = s.out[n:]
+	return n, nil
+}
+
+// next reads one line (or a buffer's worth of one) and moves complete
+// events to out.
+func (s *sseCap) next() {
+	line, err := s.r.ReadSlice('\n')
+	blank := s.lineStart && (string(line) == "\n" || string(line) == "\r\n")
+	s.lineStart = err == nil
+	switch {
+	case s.size > 0:
+		s.size += len(line)
+		s.tail = append(s.tail, line...)
+		s.tail = s.tail[max(0, len(s.tail)-256):]
+	case len(s.event)+len(line) > s.max:
+		s.size = len(s.event) + len(line)
+		s.head = append(s.event[:0:0], s.event[:min(len(s.event), 256)]...)
+		if len(s.head) < 256 {
+			s.head = append(s.head, line[:min(len(line), 256-len(s.head))]...)
+		}
+		s.tail = append([]byte(nil), line[max(0, len(line)-256):]...)
+		s.event = nil
+	default:
+		s.event = append(s.event, line...)
+	}
+	if errors.Is(err, bufio.ErrBufferFull) {
+		return
+	}
+	if blank || err != nil {
+		if s.size > 0 {
+			s.out = s.oversized()
+		} else {
+			s.out = s.event
+		}
+		s.event, s.size, s.head, s.tail = nil, 0, nil, nil
+	}
+	if err != nil {
+		s.err = err
+	}
+}
+
+// oversized returns the event that replaces one of s.size bytes.
+func (s *sseCap) oversized() []byte {
+	data := func(b []byte) []byte { // the event's data, roughly: enough to find an id
+		if i := bytes.Index(b, []byte("data:")); i >= 0 {
+			return bytes.TrimLeft(b[i+len("data:"):], " ")
+		}
+		return nil
+	}
+	head := data(s.head)
+	var id []byte
+	switch {
+	case isRequest(head):
+		// A request from the server: its id is in the server's id space.
+	case s.id != nil:
+		id = s.id
+	default:
+		if m := idPatterns[0].FindSubmatch(head); m != nil {
+			id = m[1]
+		} else if m := idPatterns[1].FindSubmatch(bytes.TrimRight(s.tail, "\r\n")); m != nil {
+			id = m[1]
+		}
+	}
+	s.log.Warn("dropped a server-sent event over the size cap", "bytes", s.size, "max_message_bytes", s.max, "id", string(id))
+	if id == nil {
+		return nil
+	}
+	s.id = nil // one answer per call
+	return append(append([]byte("event: message\ndata: "), tooLarge(id, fmt.Sprint(s.size), s.max)...), "\n\n"...)
+}
