@@ -15,6 +15,8 @@ import (
 	"strings"
 	"time"
 
+	gosync "sync"
+
 	"golang.org/x/sync/errgroup"
 
 	"github.com/contextd/contextd/internal/budget"
@@ -63,7 +65,18 @@ type Options struct {
 	// ReadTimeout bounds one resources/read; a read that takes longer is
 	// omitted as read_failed and selection goes on. Zero means DefaultReadTimeout.
 	ReadTimeout time.Duration
+	// SlowReadTimeout bounds reads from a server that let a read time out
+	// within the last SlowFor, so one slow server delays later answers by
+	// at most this much. A read that succeeds ends the spell. Zero means
+	// DefaultSlowReadTimeout and DefaultSlowFor.
+	SlowReadTimeout, SlowFor time.Duration
 }
+
+// Defaults for the slow-server spell (see Options.SlowReadTimeout).
+const (
+	DefaultSlowReadTimeout = 2 * time.Second
+	DefaultSlowFor         = time.Minute
+)
 
 // DefaultReadTimeout bounds one resources/read during Assemble.
 const DefaultReadTimeout = 30 * time.Second
@@ -81,7 +94,11 @@ type Engine struct {
 	names      []string // configured order (sorted)
 	candidates int
 	readTO     time.Duration
-	unlock     func() // releases data_dir; nil for an in-memory index
+	slowTO     time.Duration
+	slowFor    time.Duration
+	slowMu     gosync.Mutex
+	slowUntil  map[string]time.Time // server → end of its slow spell
+	unlock     func()               // releases data_dir; nil for an in-memory index
 }
 
 // New opens the index and the tokenizer and prepares one mirror per server.
@@ -133,6 +150,9 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		e.candidates = DefaultCandidates
 	}
 	e.readTO = cmp.Or(opts.ReadTimeout, DefaultReadTimeout)
+	e.slowTO = min(cmp.Or(opts.SlowReadTimeout, DefaultSlowReadTimeout), e.readTO)
+	e.slowFor = cmp.Or(opts.SlowFor, DefaultSlowFor)
+	e.slowUntil = map[string]time.Time{}
 	for _, srv := range opts.Config.Servers {
 		dial := dialer(srv, opts.Config.MaxMessageBytes)
 		if opts.Dial != nil {

@@ -91,6 +91,30 @@ func TestSlowReadFailsAloneWithinReadTimeout(t *testing.T) {
 		if len(res.Items) != 1 || res.Items[0].URI != "doc://fast-architecture" {
 			t.Errorf("items = %+v, want the fast resource", res.Items)
 		}
+
+		// The next answers wait for the slow server only SlowReadTimeout.
+		for range 3 {
+			start = time.Now()
+			res, err = eng.Assemble(t.Context(), engine.AssembleRequest{Query: "architecture", TokenBudget: 500})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if el := time.Since(start); el != engine.DefaultSlowReadTimeout {
+				t.Errorf("Assemble during the slow spell took %v, want %v", el, engine.DefaultSlowReadTimeout)
+			}
+			if len(res.Items) != 1 || res.Items[0].URI != "doc://fast-architecture" {
+				t.Errorf("items = %+v, want the fast resource", res.Items)
+			}
+		}
+		// A spell ends SlowFor after the last timeout.
+		time.Sleep(engine.DefaultSlowFor)
+		start = time.Now()
+		if _, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "architecture", TokenBudget: 500}); err != nil {
+			t.Fatal(err)
+		}
+		if el := time.Since(start); el != 5*time.Second {
+			t.Errorf("Assemble after the spell took %v, want the full 5s read timeout", el)
+		}
 	})
 }
 

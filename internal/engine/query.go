@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/contextd/contextd/internal/index"
 	"github.com/contextd/contextd/internal/rank"
@@ -176,7 +177,8 @@ func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (*AssembleRe
 // reader returns the selector's ReadFunc for one request: it reads through
 // the server's mirror, each read bounded by the read timeout. Once a server
 // lets a read time out, its later candidates in the same request fail at
-// once instead of each waiting out the timeout again.
+// once instead of each waiting out the timeout again, and for SlowFor its
+// reads in later requests get only SlowReadTimeout.
 func (e *Engine) reader() selector.ReadFunc {
 	var mu sync.Mutex
 	stalled := map[string]bool{}
@@ -189,18 +191,48 @@ func (e *Engine) reader() selector.ReadFunc {
 		skip := stalled[server]
 		mu.Unlock()
 		if skip {
-			return nil, fmt.Errorf("server %q: skipped: an earlier read in this request got no answer within %v", server, e.readTO)
+			return nil, fmt.Errorf("server %q: skipped: an earlier read in this request got no answer in time", server)
 		}
-		rctx, cancel := context.WithTimeout(ctx, e.readTO)
+		timeout, slow := e.readTimeout(server)
+		rctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
 		c, err := m.Read(rctx, uri)
-		if err != nil && ctx.Err() == nil && rctx.Err() != nil {
+		switch {
+		case err != nil && ctx.Err() == nil && rctx.Err() != nil:
 			// Our deadline, not the caller's: this read fails, selection goes on.
 			mu.Lock()
 			stalled[server] = true
 			mu.Unlock()
-			return nil, fmt.Errorf("server %q: read %q: no answer within %v", server, uri, e.readTO)
+			e.markSlow(server, true)
+			if slow {
+				return nil, fmt.Errorf("server %q: read %q: no answer within %v (the server has been slow: reads get %v until one succeeds or %v pass)", server, uri, timeout, e.slowTO, e.slowFor)
+			}
+			return nil, fmt.Errorf("server %q: read %q: no answer within %v", server, uri, timeout)
+		case err == nil && slow:
+			e.markSlow(server, false)
 		}
 		return c, err
+	}
+}
+
+// readTimeout returns the timeout for a read from server, and whether the
+// server is in a slow spell.
+func (e *Engine) readTimeout(server string) (time.Duration, bool) {
+	e.slowMu.Lock()
+	defer e.slowMu.Unlock()
+	if time.Now().Before(e.slowUntil[server]) {
+		return e.slowTO, true
+	}
+	return e.readTO, false
+}
+
+// markSlow starts (or extends) or ends server's slow spell.
+func (e *Engine) markSlow(server string, slow bool) {
+	e.slowMu.Lock()
+	defer e.slowMu.Unlock()
+	if slow {
+		e.slowUntil[server] = time.Now().Add(e.slowFor)
+	} else {
+		delete(e.slowUntil, server)
 	}
 }
