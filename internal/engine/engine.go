@@ -62,6 +62,9 @@ type Options struct {
 	// Candidates is how many ranked descriptors Assemble considers. Zero means
 	// DefaultCandidates.
 	Candidates int
+	// Ranking is how Search and Assemble rank descriptors. The zero value
+	// means DefaultRanking.
+	Ranking Ranking
 	// ReadTimeout bounds one resources/read; a read that takes longer is
 	// omitted as read_failed and selection goes on. Zero means DefaultReadTimeout.
 	ReadTimeout time.Duration
@@ -93,6 +96,7 @@ type Engine struct {
 	mirrors    map[string]*ctxsync.Mirror
 	names      []string // configured order (sorted)
 	candidates int
+	ranking    Ranking
 	readTO     time.Duration
 	slowTO     time.Duration
 	slowFor    time.Duration
@@ -106,6 +110,9 @@ type Engine struct {
 func New(ctx context.Context, opts Options) (*Engine, error) {
 	if opts.Config == nil {
 		panic("engine: Options.Config is nil")
+	}
+	if r := cmp.Or(opts.Ranking, DefaultRanking); !r.valid() {
+		return nil, fmt.Errorf("engine: ranking %+v: weights must be >= 0 and not both 0", r)
 	}
 	log := opts.Logger
 	if log == nil {
@@ -150,6 +157,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		e.candidates = DefaultCandidates
 	}
 	e.readTO = cmp.Or(opts.ReadTimeout, DefaultReadTimeout)
+	e.ranking = cmp.Or(opts.Ranking, DefaultRanking)
 	e.slowTO = min(cmp.Or(opts.SlowReadTimeout, DefaultSlowReadTimeout), e.readTO)
 	e.slowFor = cmp.Or(opts.SlowFor, DefaultSlowFor)
 	e.slowUntil = map[string]time.Time{}

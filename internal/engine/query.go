@@ -14,11 +14,25 @@ import (
 	"github.com/contextd/contextd/internal/selector"
 )
 
-// rrfK is reciprocal rank fusion's k (Cormack, Clarke and Büttcher, SIGIR 2009).
-const rrfK = 60
-
 // pool is how deep each retrieval list goes before fusion.
 const pool = 100
+
+// A Ranking says how descriptors are ranked: weighted reciprocal rank fusion
+// (Cormack, Clarke and Büttcher, SIGIR 2009) of the dense list (cosine
+// similarity of embeddings) and the lexical list (BM25F), each cut at 100:
+// score(d) = Dense/(K+rank_dense(d)) + Lexical/(K+rank_lexical(d)). A zero
+// weight leaves that list out; both zero is invalid.
+type Ranking struct {
+	Dense, Lexical float64
+	K              float64 // zero means 60, the paper's value
+}
+
+// DefaultRanking is the daemon's ranking when Options.Ranking is zero.
+var DefaultRanking = Ranking{Dense: 1, Lexical: 1, K: 60}
+
+func (r Ranking) valid() bool {
+	return r.Dense >= 0 && r.Lexical >= 0 && r.Dense+r.Lexical > 0 && r.K >= 0
+}
 
 // A Ranked is a descriptor with its fused score and 1-based rank.
 type Ranked struct {
@@ -29,19 +43,24 @@ type Ranked struct {
 
 // rank fuses the dense and lexical rankings of the query over the given
 // servers and returns at most n descriptors, best first.
-func (e *Engine) rank(ctx context.Context, query string, servers []string, n int) ([]Ranked, error) {
+func (e *Engine) rank(ctx context.Context, query string, servers []string, n int, how Ranking) ([]Ranked, error) {
 	f := index.Filter{Servers: e.scope(servers)}
 	if !slices.ContainsFunc(f.Servers, func(s string) bool { return e.ix.Len(s) > 0 }) {
 		if err := e.unavailable(f.Servers); err != nil {
 			return nil, err
 		}
 	}
-	dense, err := e.ix.Dense(ctx, query, pool, f)
-	if err != nil {
-		return nil, err
+	var dense, lex []index.Hit
+	if how.Dense > 0 {
+		var err error
+		if dense, err = e.ix.Dense(ctx, query, pool, f); err != nil {
+			return nil, err
+		}
 	}
-	lex := e.ix.Lexical(query, pool, f)
-	fused := rank.Fuse(rrfK, ids(dense), ids(lex))
+	if how.Lexical > 0 {
+		lex = e.ix.Lexical(query, pool, f)
+	}
+	fused := rank.FuseWeighted(how.K, []float64{how.Dense, how.Lexical}, ids(dense), ids(lex))
 	out := make([]Ranked, 0, min(n, len(fused)))
 	for _, h := range fused {
 		if len(out) == n {
@@ -99,6 +118,9 @@ type SearchRequest struct {
 	Query   string
 	Limit   int // 0 means 10
 	Servers []string
+	// Ranking overrides the engine's ranking (the eval compares strategies);
+	// nil uses it.
+	Ranking *Ranking
 }
 
 // Search ranks descriptors for the query.
@@ -117,7 +139,14 @@ func (e *Engine) Search(ctx context.Context, req SearchRequest) ([]Ranked, error
 	if req.Limit == 0 {
 		req.Limit = 10
 	}
-	return e.rank(ctx, req.Query, req.Servers, req.Limit)
+	how := e.ranking
+	if req.Ranking != nil {
+		if !req.Ranking.valid() {
+			return nil, fmt.Errorf("%w: ranking %+v: weights must be >= 0 and not both 0", ErrInvalidArgument, *req.Ranking)
+		}
+		how = *req.Ranking
+	}
+	return e.rank(ctx, req.Query, req.Servers, req.Limit, how)
 }
 
 // AssembleRequest asks for the contents that best serve a task within a budget.
@@ -154,7 +183,7 @@ func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (*AssembleRe
 	if err := e.checkServers(req.Servers); err != nil {
 		return nil, err
 	}
-	ranked, err := e.rank(ctx, req.Query, req.Servers, e.candidates)
+	ranked, err := e.rank(ctx, req.Query, req.Servers, e.candidates, e.ranking)
 	if err != nil {
 		return nil, err
 	}

@@ -69,6 +69,7 @@ type Options struct {
 // An Index holds the mirrored descriptors.
 type Index struct {
 	emb    embed.Embedder
+	qvecs  queryCache
 	log    *slog.Logger
 	coll   *chromem.Collection
 	lex    *lexical.Index

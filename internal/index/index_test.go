@@ -1,10 +1,12 @@
 package index_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -245,4 +247,35 @@ func TestConcurrentWritesAndQueries(t *testing.T) {
 	if hits, err := ix.Dense(ctx, "alpha", 0, index.Filter{}); err != nil || len(hits) != 12 {
 		t.Errorf("dense index holds %d docs (%v), want 12", len(hits), err)
 	}
+}
+
+func TestDenseEmbedsARepeatedQueryOnce(t *testing.T) {
+	emb := &countingEmbedder{BagEmbedder: &indextest.BagEmbedder{}}
+	ix, err := index.Open(t.Context(), index.Options{Embedder: emb})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	if _, err := ix.Upsert(t.Context(), resource.Descriptor{Server: "s", URI: "x://a", Name: "alpha"}); err != nil {
+		t.Fatal(err)
+	}
+	before := emb.n.Load()
+	for range 3 {
+		if _, err := ix.Dense(t.Context(), "alpha notes", 5, index.Filter{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := emb.n.Load() - before; n != 1 {
+		t.Errorf("three identical queries embedded %d times, want 1", n)
+	}
+}
+
+type countingEmbedder struct {
+	*indextest.BagEmbedder
+	n atomic.Int32
+}
+
+func (c *countingEmbedder) Embed(ctx context.Context, text string) ([]float32, error) {
+	c.n.Add(1)
+	return c.BagEmbedder.Embed(ctx, text)
 }

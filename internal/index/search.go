@@ -30,7 +30,7 @@ func (ix *Index) Dense(ctx context.Context, query string, n int, f Filter) ([]Hi
 	if ix.isClosed() {
 		return nil, ErrClosed
 	}
-	vec, err := ix.emb.Embed(ctx, query)
+	vec, err := ix.qvecs.embed(ctx, ix.emb, query)
 	if err != nil {
 		return nil, fmt.Errorf("index: embed query: %w", err)
 	}
