@@ -35,15 +35,18 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unicode"
 
 	"github.com/philippgille/chromem-go"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/contextd/contextd/internal/embed"
 	"github.com/contextd/contextd/internal/lexical"
@@ -219,13 +222,16 @@ func (ix *Index) Upsert(ctx context.Context, descs ...resource.Descriptor) (embe
 }
 
 func (ix *Index) upsert(ctx context.Context, descs []resource.Descriptor) (embedded int, err error) {
+	// Decide what changed, embed that in parallel, then store in order.
+	type job struct {
+		d    resource.Descriptor
+		text string
+		hash string
+		vec  []float32
+	}
+	var jobs []job
+	var todo []int // jobs that need a new vector
 	for _, d := range descs {
-		if ix.isClosed() {
-			return embedded, ErrClosed
-		}
-		if err := ctx.Err(); err != nil {
-			return embedded, err
-		}
 		text := EmbeddingText(d)
 		hash := textHash(ix.emb.Name(), text)
 		key := d.Key()
@@ -235,31 +241,93 @@ func (ix *Index) upsert(ctx context.Context, descs []resource.Descriptor) (embed
 		if existed && old.hash == hash && equalDescriptor(old.desc, d) {
 			continue
 		}
-		var vec []float32
+		j := job{d: d, text: text, hash: hash}
 		if existed && old.hash == hash {
 			if prev, err := ix.coll.GetByID(ctx, key.String()); err == nil {
-				vec = prev.Embedding
+				j.vec = prev.Embedding
 			}
 		}
-		if vec == nil {
-			if vec, err = ix.emb.Embed(ctx, text); err != nil {
-				return embedded, fmt.Errorf("index: embed %s %q: %w", d.Server, d.URI, err)
-			}
-			embedded++
+		if j.vec == nil {
+			todo = append(todo, len(jobs))
 		}
-		doc := chromem.Document{ID: key.String(), Metadata: toMetadata(d, hash), Embedding: vec, Content: text}
+		jobs = append(jobs, j)
+	}
+	if err := ix.embedAll(ctx, len(todo), func(i int) (*[]float32, string, resource.Descriptor) {
+		j := &jobs[todo[i]]
+		return &j.vec, j.text, j.d
+	}); err != nil {
+		return 0, err
+	}
+	for _, j := range jobs {
+		if ix.isClosed() {
+			return embedded, ErrClosed
+		}
+		if err := ctx.Err(); err != nil {
+			return embedded, err
+		}
+		key := j.d.Key()
+		doc := chromem.Document{ID: key.String(), Metadata: toMetadata(j.d, j.hash), Embedding: j.vec, Content: j.text}
 		if err := ix.coll.AddDocument(ctx, doc); err != nil {
-			return embedded, fmt.Errorf("index: store %s %q: %v", d.Server, d.URI, err)
+			return embedded, fmt.Errorf("index: store %s %q: %v", j.d.Server, j.d.URI, err)
 		}
 		ix.mu.Lock()
 		if _, ok := ix.docs[key]; !ok {
-			ix.count[d.Server]++
+			ix.count[j.d.Server]++
 		}
-		ix.docs[key] = entry{desc: d, hash: hash}
+		ix.docs[key] = entry{desc: j.d, hash: j.hash}
 		ix.mu.Unlock()
-		ix.lex.Upsert(lexDoc(d))
+		ix.lex.Upsert(lexDoc(j.d))
 	}
-	return embedded, nil
+	return len(todo), nil
+}
+
+// embedAll embeds n texts on every core (embedders are safe for concurrent
+// use), logging progress every few seconds when there are many. job(i)
+// returns where the i-th vector goes, its text and its descriptor (for
+// errors).
+func (ix *Index) embedAll(ctx context.Context, n int, job func(i int) (*[]float32, string, resource.Descriptor)) error {
+	if n == 0 {
+		return nil
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	var done atomic.Int64
+	start := time.Now()
+	stop := make(chan struct{})
+	defer close(stop)
+	if n >= 100 {
+		go func() {
+			t := time.NewTicker(5 * time.Second)
+			defer t.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-t.C:
+					ix.log.Info("embedding descriptors", "done", done.Load(), "of", n, "elapsed", time.Since(start).Round(time.Second))
+				}
+			}
+		}()
+	}
+	for i := range n {
+		if ix.isClosed() {
+			return ErrClosed
+		}
+		dst, text, d := job(i)
+		g.Go(func() error {
+			if err := gctx.Err(); err != nil {
+				return err
+			}
+			vec, err := ix.emb.Embed(gctx, text)
+			if err != nil {
+				return fmt.Errorf("index: embed %s %q: %w", d.Server, d.URI, err)
+			}
+			*dst = vec
+			done.Add(1)
+			return nil
+		})
+	}
+	return g.Wait()
 }
 
 // Delete removes descriptors by key. Unknown keys are ignored.
