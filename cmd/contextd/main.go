@@ -9,6 +9,7 @@
 //	contextd search   [--config F] [--limit N] [--server S]... [--json] QUERY
 //	contextd query    [--addr A] [--budget N] [--server S]... [--json] QUERY
 //	contextd servers  [--addr A] [--json]
+//	contextd eval     --dataset DIR [--split NAME] [--json] [--out DIR]
 //
 // Run "contextd help" for details.
 package main
@@ -28,7 +29,11 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
-	if err != nil {
+	var code exitCode
+	switch {
+	case errors.As(err, &code):
+		os.Exit(int(code))
+	case err != nil:
 		fmt.Fprintln(os.Stderr, "contextd:", err)
 		os.Exit(1)
 	}
@@ -60,6 +65,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return query(ctx, rest, stdout, stderr)
 	case "servers":
 		return servers(ctx, rest, stdout, stderr)
+	case "eval":
+		return runEval(ctx, rest, os.Stdin, stdout, stderr)
 	case "help", "-h", "--help":
 		usage(stdout)
 		return nil
@@ -86,6 +93,7 @@ Commands:
   search     one-shot, in-process: rank resource descriptors without reading any
   query      ask a running daemon to assemble (gRPC client)
   servers    list a running daemon's upstream servers and their state
+  eval       measure ranking quality on a BEIR-layout dataset (runs contextd-eval)
   version    print the version
 
 Configuration: --config FILE, else $CONTEXTD_CONFIG, ./contextd.yaml, ./contextd.json,

@@ -1,0 +1,81 @@
+// Command contextd-eval measures contextd's ranking on a BEIR-layout dataset;
+// `contextd eval` runs it. It is a separate program so that the eval (its
+// datasets, charting and extra embedders) is never linked into the daemon.
+//
+//	contextd-eval --dataset DIR --split NAME [--json] [--out DIR] [--strategy NAME]...
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+
+	"github.com/contextd/contextd/eval/harness"
+	"github.com/contextd/contextd/eval/report"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return
+		}
+		fmt.Fprintln(os.Stderr, "contextd eval:", err)
+		os.Exit(1)
+	}
+}
+
+type strategyList []string
+
+func (s *strategyList) String() string     { return strings.Join(*s, ",") }
+func (s *strategyList) Set(v string) error { *s = append(*s, v); return nil }
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("contextd eval", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dataset := fs.String("dataset", "", "BEIR-layout dataset directory (corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv)")
+	split := fs.String("split", "test", "qrels split to evaluate")
+	asJSON := fs.Bool("json", false, "print the results as JSON")
+	out := fs.String("out", "", "also write results.json, report.md and a recall@k chart (SVG) to this directory")
+	quiet := fs.Bool("quiet", false, "no progress on stderr")
+	var only strategyList
+	fs.Var(&only, "strategy", "evaluate only this strategy (repeatable): "+strings.Join(harness.StrategyNames(), ", "))
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: contextd eval --dataset DIR [--split NAME] [--json] [--out DIR] [--strategy NAME]...")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *dataset == "" || fs.NArg() > 0 {
+		fs.Usage()
+		return errors.New("--dataset is required and there are no positional arguments")
+	}
+	opts := harness.Options{Dataset: *dataset, Split: *split, Progress: stderr}
+	if *quiet {
+		opts.Progress = nil
+	}
+	if len(only) > 0 {
+		opts.Strategies = only
+	}
+	res, err := harness.Run(ctx, opts)
+	if err != nil {
+		return err
+	}
+	if *out != "" {
+		if err := report.WriteDir(*out, res); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "eval: wrote %s\n", *out)
+	}
+	if *asJSON {
+		return report.WriteJSON(stdout, res)
+	}
+	return report.WriteMarkdown(stdout, res, "")
+}
