@@ -98,10 +98,19 @@ var strategies = []strategy{
 		return r.search(ctx, embUSE, q.Text, &engine.Ranking{Dense: 1})
 	}},
 	{name: "bm25+glove rrf", needs: []string{embGloVe}, rank: func(ctx context.Context, r *runner, q beir.Query) ([]string, error) {
-		return r.search(ctx, embGloVe, q.Text, &engine.Ranking{Dense: 1, Lexical: 1})
+		return r.search(ctx, embGloVe, q.Text, &engine.Ranking{Dense: 1, Lexical: 1, Fusion: engine.FusionRRF})
 	}},
 	{name: "bm25+use rrf", needs: []string{embUSE}, rank: func(ctx context.Context, r *runner, q beir.Query) ([]string, error) {
-		return r.search(ctx, embUSE, q.Text, &engine.Ranking{Dense: 1, Lexical: 1})
+		return r.search(ctx, embUSE, q.Text, &engine.Ranking{Dense: 1, Lexical: 1, Fusion: engine.FusionRRF})
+	}},
+	{name: "bm25+use convex", needs: []string{embUSE}, rank: func(ctx context.Context, r *runner, q beir.Query) ([]string, error) {
+		how := engine.DefaultRanking
+		how.Clauses = 0
+		return r.search(ctx, embUSE, q.Text, &how)
+	}},
+	{name: "bm25+use convex+clauses", needs: []string{embUSE}, rank: func(ctx context.Context, r *runner, q beir.Query) ([]string, error) {
+		how := engine.DefaultRanking
+		return r.search(ctx, embUSE, q.Text, &how)
 	}},
 	{name: "bm25+use+glove rrf", needs: []string{embUSE, embGloVe}, rank: func(ctx context.Context, r *runner, q beir.Query) ([]string, error) {
 		var lists [][]string
@@ -109,6 +118,7 @@ var strategies = []strategy{
 			emb string
 			how engine.Ranking
 		}{{embUSE, engine.Ranking{Dense: 1}}, {embGloVe, engine.Ranking{Dense: 1}}, {embGloVe, engine.Ranking{Lexical: 1}}} {
+			l.how.Fusion = engine.FusionRRF
 			ids, err := r.searchDepth(ctx, l.emb, q.Text, &l.how, 100)
 			if err != nil {
 				return nil, err
@@ -196,12 +206,13 @@ func Run(ctx context.Context, opts Options) (*report.Results, error) {
 	r := &runner{engines: map[string]*engine.Engine{}, ids: ids, listOrder: order, okapi: newOkapi(docIDs, texts)}
 	defer func() {
 		for _, e := range r.engines {
-			e.Close()
+			e.Close() // closing twice is harmless
 		}
 	}()
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer func() { cancel(); wg.Wait() }()
+	byName := map[string]*engine.Engine{} // one engine per distinct embedder
 	for _, s := range run {
 		for _, key := range s.needs {
 			if r.engines[key] != nil {
@@ -211,13 +222,17 @@ func Run(ctx context.Context, opts Options) (*report.Results, error) {
 			if err != nil {
 				return nil, err
 			}
+			if e := byName[emb.Name()]; e != nil {
+				r.engines[key] = e
+				continue
+			}
 			progress("indexing %d descriptors with %s", len(ds.Corpus), emb.Name())
 			start := time.Now()
 			e, err := startEngine(ctx, &wg, servers, emb)
 			if err != nil {
 				return nil, err
 			}
-			r.engines[key] = e
+			r.engines[key], byName[emb.Name()] = e, e
 			progress("indexed in %v", time.Since(start).Round(time.Millisecond))
 		}
 	}
@@ -234,7 +249,7 @@ func Run(ctx context.Context, opts Options) (*report.Results, error) {
 				return nil, fmt.Errorf("strategy %s, query %s: %w", s.name, q.ID, err)
 			}
 			qs = append(qs, metrics.Query{ID: q.ID, Ranking: ranking, Judgements: ds.Qrels[q.ID], Latency: lat})
-			if time.Since(last) > 5*time.Second {
+			if time.Since(last) > 15*time.Second {
 				progress("%s: %d/%d queries", s.name, i+1, len(ds.Queries))
 				last = time.Now()
 			}

@@ -22,7 +22,7 @@ import (
 	"github.com/contextd/contextd/internal/budget"
 	"github.com/contextd/contextd/internal/config"
 	"github.com/contextd/contextd/internal/embed"
-	"github.com/contextd/contextd/internal/embed/glove"
+	"github.com/contextd/contextd/internal/embed/use"
 	"github.com/contextd/contextd/internal/index"
 	"github.com/contextd/contextd/internal/mcp"
 	ctxsync "github.com/contextd/contextd/internal/sync"
@@ -62,6 +62,9 @@ type Options struct {
 	// Candidates is how many ranked descriptors Assemble considers. Zero means
 	// DefaultCandidates.
 	Candidates int
+	// QueryCache is how many query vectors the index remembers (see
+	// index.Options.QueryCache).
+	QueryCache int
 	// Ranking is how Search and Assemble rank descriptors. The zero value
 	// means DefaultRanking.
 	Ranking Ranking
@@ -80,6 +83,12 @@ const (
 	DefaultSlowReadTimeout = 2 * time.Second
 	DefaultSlowFor         = time.Minute
 )
+
+// DefaultEmbedder returns the embedder the daemon uses when
+// Options.Embedder is nil: Universal Sentence Encoder lite, the best the
+// eval measured among the embedders that run offline in pure Go (see
+// eval/README.md).
+func DefaultEmbedder() (embed.Embedder, error) { return use.New() }
 
 // DefaultReadTimeout bounds one resources/read during Assemble.
 const DefaultReadTimeout = 30 * time.Second
@@ -124,11 +133,9 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	}
 	emb := opts.Embedder
 	if emb == nil {
-		g, err := glove.New()
-		if err != nil {
+		if emb, err = DefaultEmbedder(); err != nil {
 			return nil, fmt.Errorf("embedder: %w", err)
 		}
-		emb = g
 	}
 	dir := ""
 	var unlock func()
@@ -145,7 +152,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 			return nil, err
 		}
 	}
-	ix, err := index.Open(ctx, index.Options{Dir: dir, Embedder: emb, Logger: log.With("component", "index")})
+	ix, err := index.Open(ctx, index.Options{Dir: dir, Embedder: emb, Logger: log.With("component", "index"), QueryCache: opts.QueryCache})
 	if err != nil {
 		if unlock != nil {
 			unlock()

@@ -1,0 +1,95 @@
+package rank
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+)
+
+// A Scored is one item of a retriever's list, with the retriever's score.
+type Scored struct {
+	ID    string
+	Score float64
+}
+
+// A List is one retriever's answer, best first.
+type List struct {
+	Items []Scored
+	// Floor is the lowest score the retriever can give: −1 for cosine
+	// similarity, 0 for BM25.
+	Floor float64
+	// Cut says the retriever stopped at len(Items): an item it did not list
+	// scored at most the last listed score. When false, an unlisted item
+	// scored Floor (BM25 lists every document sharing a term).
+	Cut bool
+}
+
+// Convex fuses two lists by a convex combination of their normalised
+// scores, the TM2C2 fusion of Bruch, Gai and Ingber ("An Analysis of Fusion
+// Functions for Hybrid Retrieval", ACM TOIS 42(1), 2023), which they found
+// to beat reciprocal rank fusion when tuned on a little data:
+//
+//	score(d) = α·n_a(d) + (1−α)·n_b(d),  n(d) = (s(d) − Floor) / (max s − Floor)
+//
+// with max s the list's best score, so each list contributes in [0, 1]
+// whatever its scale. An item missing from a list gets the list's last
+// score if the list was Cut, else Floor. alpha must be in [0, 1]; an empty
+// list contributes 0. The result is the union of both lists, ordered as
+// FuseWeighted orders (score, then best rank, then ID); Ranks has two
+// entries.
+func Convex(alpha float64, a, b List) []Fused {
+	if !(alpha >= 0 && alpha <= 1) {
+		panic(fmt.Sprintf("rank: convex weight %v is outside [0, 1]", alpha))
+	}
+	at := map[string]int{}
+	var out []Fused
+	for li, l := range []List{a, b} {
+		for pos, it := range l.Items {
+			j, ok := at[it.ID]
+			if !ok {
+				j = len(out)
+				at[it.ID] = j
+				out = append(out, Fused{ID: it.ID, Ranks: make([]int, 2)})
+			}
+			if out[j].Ranks[li] == 0 {
+				out[j].Ranks[li] = pos + 1
+			}
+		}
+	}
+	for li, l := range []List{a, b} {
+		w := alpha
+		if li == 1 {
+			w = 1 - alpha
+		}
+		if len(l.Items) == 0 || w == 0 {
+			continue
+		}
+		top := l.Items[0].Score
+		span := top - l.Floor
+		if !(span > 0) || math.IsInf(span, 0) {
+			continue // every score at the floor (or garbage): no information
+		}
+		missing := l.Floor
+		if l.Cut {
+			missing = l.Items[len(l.Items)-1].Score
+		}
+		for i := range out {
+			s := missing
+			if r := out[i].Ranks[li]; r > 0 {
+				s = l.Items[r-1].Score
+			}
+			out[i].Score += w * (s - l.Floor) / span
+		}
+	}
+	slices.SortFunc(out, func(x, y Fused) int {
+		if c := cmp.Compare(y.Score, x.Score); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(bestRank(x.Ranks), bestRank(y.Ranks)); c != 0 {
+			return c
+		}
+		return cmp.Compare(x.ID, y.ID)
+	})
+	return out
+}
