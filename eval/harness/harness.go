@@ -268,7 +268,7 @@ func newEmbedder(key string) (embed.Embedder, error) {
 	case embUSE:
 		return use.New()
 	default:
-		return engine.DefaultEmbedder()
+		return engine.NewEmbedder("") // the daemon's default
 	}
 }
 

@@ -31,6 +31,13 @@ import (
 const (
 	DefaultListen    = "127.0.0.1:7878"
 	DefaultTokenizer = "cl100k_base"
+	DefaultEmbedder  = EmbedderUSELite
+)
+
+// Embedder names (the embedder key).
+const (
+	EmbedderUSELite = "use-lite" // Universal Sentence Encoder lite, 512-d (internal/embed/use)
+	EmbedderGloVe   = "glove"    // GloVe 6B 100-d, SIF-weighted (internal/embed/glove): weaker, ~1000× faster
 )
 
 // Transport names.
@@ -54,6 +61,9 @@ type Config struct {
 	DataDir string
 	// Tokenizer is the tiktoken encoding used for budgets. Default DefaultTokenizer.
 	Tokenizer string
+	// Embedder names the built-in embedder: EmbedderUSELite (the default)
+	// or EmbedderGloVe.
+	Embedder string
 	// PollInterval is how often servers that do not declare
 	// resources.listChanged are re-listed. Zero means the mirror's default
 	// (5m); negative disables polling.
@@ -95,6 +105,7 @@ type file struct {
 	Listen     string                `yaml:"listen"`
 	DataDir    string                `yaml:"data_dir"`
 	Tokenizer  string                `yaml:"tokenizer"`
+	Embedder   string                `yaml:"embedder"`
 	Poll       string                `yaml:"poll_interval"`
 	MaxMessage int                   `yaml:"max_message_bytes"`
 	MCPServers map[string]serverFile `yaml:"mcpServers"`
@@ -129,7 +140,14 @@ func Parse(path string, data []byte, lookup func(string) (string, bool)) (*Confi
 	if err := yaml.Unmarshal(data, &f); err != nil {
 		return nil, fmt.Errorf("%s: %w: %v", path, ErrInvalid, err)
 	}
-	c := &Config{Path: path, Listen: f.Listen, DataDir: f.DataDir, Tokenizer: f.Tokenizer, MaxMessageBytes: f.MaxMessage}
+	c := &Config{Path: path, Listen: f.Listen, DataDir: f.DataDir, Tokenizer: f.Tokenizer, Embedder: f.Embedder, MaxMessageBytes: f.MaxMessage}
+	switch c.Embedder {
+	case "":
+		c.Embedder = DefaultEmbedder
+	case EmbedderUSELite, EmbedderGloVe:
+	default:
+		return nil, fmt.Errorf("%s: %w: field embedder: %q is not %q or %q", path, ErrInvalid, f.Embedder, EmbedderUSELite, EmbedderGloVe)
+	}
 	if f.MaxMessage < 0 {
 		return nil, fmt.Errorf("%s: %w: field max_message_bytes: %d is negative", path, ErrInvalid, f.MaxMessage)
 	}
@@ -312,6 +330,7 @@ func Default() *Config {
 		Listen:    DefaultListen,
 		DataDir:   expandHome(DefaultDataDir()),
 		Tokenizer: DefaultTokenizer,
+		Embedder:  DefaultEmbedder,
 		Servers:   []Server{DefaultServerEverything},
 	}
 }

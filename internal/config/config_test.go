@@ -56,6 +56,7 @@ poll_interval: 90s
 max_message_bytes: 1048576
 data_dir: /var/lib/contextd
 tokenizer: o200k_base
+embedder: glove
 servers:            # VS Code's mcp.json shape
   remote:
     type: http
@@ -73,7 +74,7 @@ servers:            # VS Code's mcp.json shape
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Listen != "unix:///run/contextd.sock" || c.DataDir != "/var/lib/contextd" || c.Tokenizer != "o200k_base" || c.PollInterval != 90*time.Second || c.MaxMessageBytes != 1<<20 {
+	if c.Listen != "unix:///run/contextd.sock" || c.DataDir != "/var/lib/contextd" || c.Tokenizer != "o200k_base" || c.Embedder != config.EmbedderGloVe || c.PollInterval != 90*time.Second || c.MaxMessageBytes != 1<<20 {
 		t.Errorf("settings = %+v", c)
 	}
 	if len(c.Servers) != 2 || c.Servers[0].Name != "local" || c.Servers[0].Cwd != "/srv/mcp" || c.Servers[1].Transport != config.TransportHTTP {
@@ -95,6 +96,7 @@ func TestErrorsNameFileServerAndField(t *testing.T) {
 		{"stdio without command", `mcpServers: {s: {type: stdio}}`, []string{`server "s"`, "field command"}},
 		{"not yaml", "mcpServers: [", []string{"bad.yaml"}},
 		{"bad poll interval", "poll_interval: often\nmcpServers: {a: {command: x}}", []string{"bad.yaml", "poll_interval", "often"}},
+		{"unknown embedder", "embedder: word2vec\nmcpServers: {a: {command: x}}", []string{"bad.yaml", "field embedder", "word2vec", "use-lite"}},
 		{"defined twice", "mcpServers: {a: {command: x}}\nservers: {a: {command: y}}", []string{`server "a"`, "both"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

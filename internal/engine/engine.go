@@ -22,6 +22,7 @@ import (
 	"github.com/contextd/contextd/internal/budget"
 	"github.com/contextd/contextd/internal/config"
 	"github.com/contextd/contextd/internal/embed"
+	"github.com/contextd/contextd/internal/embed/glove"
 	"github.com/contextd/contextd/internal/embed/use"
 	"github.com/contextd/contextd/internal/index"
 	"github.com/contextd/contextd/internal/mcp"
@@ -84,11 +85,19 @@ const (
 	DefaultSlowFor         = time.Minute
 )
 
-// DefaultEmbedder returns the embedder the daemon uses when
-// Options.Embedder is nil: Universal Sentence Encoder lite, the best the
-// eval measured among the embedders that run offline in pure Go (see
-// eval/README.md).
-func DefaultEmbedder() (embed.Embedder, error) { return use.New() }
+// NewEmbedder returns the built-in embedder named by the config's embedder
+// key; "" means config.DefaultEmbedder, Universal Sentence Encoder lite,
+// the best the eval measured among the embedders that run offline in pure
+// Go (see eval/README.md).
+func NewEmbedder(name string) (embed.Embedder, error) {
+	switch name {
+	case "", config.EmbedderUSELite:
+		return use.New()
+	case config.EmbedderGloVe:
+		return glove.New()
+	}
+	return nil, fmt.Errorf("unknown embedder %q (want %q or %q)", name, config.EmbedderUSELite, config.EmbedderGloVe)
+}
 
 // DefaultReadTimeout bounds one resources/read during Assemble.
 const DefaultReadTimeout = 30 * time.Second
@@ -133,7 +142,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	}
 	emb := opts.Embedder
 	if emb == nil {
-		if emb, err = DefaultEmbedder(); err != nil {
+		if emb, err = NewEmbedder(opts.Config.Embedder); err != nil {
 			return nil, fmt.Errorf("embedder: %w", err)
 		}
 	}

@@ -32,7 +32,8 @@ func TestReadSurvivesOneBadItem(t *testing.T) {
 		{"uri":"x://mime","blob":"AAEC\r\n/w=="},
 		{"uri":"x://garbage","mimeType":"image/png","blob":"not base64 at all!"},
 		{"uri":"x://surrogate","mimeType":"text/plain","text":"a\ud800b"},
-		{"uri":"x://empty","text":""}
+		{"uri":"x://empty","text":""},
+		{"uri":"x://empty-blob","blob":""}
 	]}`})
 	got, err := sess.Read(t.Context(), "x://any")
 	if err != nil {
@@ -46,6 +47,7 @@ func TestReadSurvivesOneBadItem(t *testing.T) {
 		{URI: "x://garbage", MIMEType: "image/png", IsBlob: true},
 		{URI: "x://surrogate", MIMEType: "text/plain", Text: "a\uFFFDb"},
 		{URI: "x://empty"},
+		{URI: "x://empty-blob", Blob: []byte{}, IsBlob: true},
 	}
 	if len(got) == len(want) {
 		if !strings.HasPrefix(got[3].Error, "blob is not base64") {
