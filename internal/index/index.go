@@ -67,6 +67,10 @@ type Options struct {
 	Logger *slog.Logger
 	// Lexical configures the BM25F index; nil uses its defaults.
 	Lexical *lexical.Options
+	// QueryCache is how many query vectors Dense remembers. Zero means
+	// DefaultQueryCache; negative remembers none (the eval measures
+	// latency with it off).
+	QueryCache int
 }
 
 // An Index holds the mirrored descriptors.
@@ -106,6 +110,7 @@ func Open(ctx context.Context, opts Options) (*Index, error) {
 	}
 	ix := &Index{
 		emb:    opts.Embedder,
+		qvecs:  queryCache{max: cmp.Or(opts.QueryCache, DefaultQueryCache)},
 		log:    log,
 		lex:    lexical.New(opts.Lexical),
 		closed: make(chan struct{}),
