@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -21,6 +22,11 @@ import (
 
 // pool is how deep each retrieval list goes before fusion.
 const pool = 100
+
+// maxClauses caps how many clauses of a compound query are ranked on their
+// own (each costs a query embedding and a dense scan); later ones count only
+// as part of the whole query.
+const maxClauses = 8
 
 // Fusion names how the dense and lexical lists are combined.
 type Fusion int
@@ -57,7 +63,9 @@ type Ranking struct {
 var DefaultRanking = Ranking{Dense: 0.9, Lexical: 0.1, Fusion: FusionConvex, Clauses: 0.3}
 
 func (r Ranking) valid() bool {
-	return r.Dense >= 0 && r.Lexical >= 0 && r.Dense+r.Lexical > 0 && r.K >= 0 && r.Clauses >= 0 &&
+	finite := func(x float64) bool { return !math.IsInf(x, 0) && !math.IsNaN(x) }
+	return finite(r.Dense) && finite(r.Lexical) && finite(r.K) && finite(r.Clauses) &&
+		r.Dense >= 0 && r.Lexical >= 0 && r.Dense+r.Lexical > 0 && r.K >= 0 && r.Clauses >= 0 &&
 		(r.Fusion == FusionConvex || r.Fusion == FusionRRF)
 }
 
@@ -80,9 +88,11 @@ func (e *Engine) rank(ctx context.Context, query string, servers []string, n int
 	var clauses []string
 	if how.Clauses > 0 {
 		clauses = lexical.Clauses(query)
+		clauses = clauses[:min(len(clauses), maxClauses)]
 	}
 	lists := make([][]rank.Fused, 1+len(clauses))
 	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(runtime.GOMAXPROCS(0))
 	for i, q := range append([]string{query}, clauses...) {
 		g.Go(func() error {
 			var err error
@@ -354,7 +364,12 @@ func (e *Engine) reader() selector.ReadFunc {
 			mu.Lock()
 			stalled[server] = true
 			mu.Unlock()
-			e.markSlow(server, true)
+			if !slow {
+				// Only a full timeout starts a spell; a short one inside a
+				// spell does not extend it, so the spell ends after SlowFor
+				// and the next read gets the full timeout as a probe.
+				e.markSlow(server, true)
+			}
 			if slow {
 				return nil, fmt.Errorf("server %q: read %q: no answer within %v (the server has been slow: reads get %v until one succeeds or %v pass)", server, uri, timeout, e.slowTO, e.slowFor)
 			}

@@ -40,7 +40,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 	"unicode"
@@ -226,7 +225,29 @@ func (ix *Index) Upsert(ctx context.Context, descs ...resource.Descriptor) (embe
 	return ix.upsert(ctx, descs)
 }
 
+// upsertChunk is how many descriptors upsert embeds before storing them, so
+// work done before a cancellation or an error is kept (the next sync skips
+// what was stored).
+const upsertChunk = 256
+
 func (ix *Index) upsert(ctx context.Context, descs []resource.Descriptor) (embedded int, err error) {
+	start, n := time.Now(), len(descs)
+	for len(descs) > 0 {
+		chunk := descs[:min(upsertChunk, len(descs))]
+		descs = descs[len(chunk):]
+		e, err := ix.upsertChunk(ctx, chunk)
+		embedded += e
+		if err != nil {
+			return embedded, err
+		}
+		if len(descs) > 0 && time.Since(start) > 5*time.Second {
+			ix.log.Info("indexing descriptors", "done", n-len(descs), "of", n, "embedded", embedded, "elapsed", time.Since(start).Round(time.Second))
+		}
+	}
+	return embedded, nil
+}
+
+func (ix *Index) upsertChunk(ctx context.Context, descs []resource.Descriptor) (embedded int, err error) {
 	// Decide what changed, embed that in parallel, then store in order.
 	type job struct {
 		d    resource.Descriptor
@@ -287,36 +308,17 @@ func (ix *Index) upsert(ctx context.Context, descs []resource.Descriptor) (embed
 }
 
 // embedAll embeds n texts on every core (embedders are safe for concurrent
-// use), logging progress every few seconds when there are many. job(i)
-// returns where the i-th vector goes, its text and its descriptor (for
-// errors).
+// use). job(i) returns where the i-th vector goes, its text and its
+// descriptor (for errors). It returns when every started embedding is done.
 func (ix *Index) embedAll(ctx context.Context, n int, job func(i int) (*[]float32, string, resource.Descriptor)) error {
 	if n == 0 {
 		return nil
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(runtime.GOMAXPROCS(0))
-	var done atomic.Int64
-	start := time.Now()
-	stop := make(chan struct{})
-	defer close(stop)
-	if n >= 100 {
-		go func() {
-			t := time.NewTicker(5 * time.Second)
-			defer t.Stop()
-			for {
-				select {
-				case <-stop:
-					return
-				case <-t.C:
-					ix.log.Info("embedding descriptors", "done", done.Load(), "of", n, "elapsed", time.Since(start).Round(time.Second))
-				}
-			}
-		}()
-	}
 	for i := range n {
 		if ix.isClosed() {
-			return ErrClosed
+			break
 		}
 		dst, text, d := job(i)
 		g.Go(func() error {
@@ -328,11 +330,16 @@ func (ix *Index) embedAll(ctx context.Context, n int, job func(i int) (*[]float3
 				return fmt.Errorf("index: embed %s %q: %w", d.Server, d.URI, err)
 			}
 			*dst = vec
-			done.Add(1)
 			return nil
 		})
 	}
-	return g.Wait()
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	if ix.isClosed() {
+		return ErrClosed
+	}
+	return nil
 }
 
 // Delete removes descriptors by key. Unknown keys are ignored.

@@ -2,6 +2,7 @@ package index_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -277,5 +278,52 @@ type countingEmbedder struct {
 
 func (c *countingEmbedder) Embed(ctx context.Context, text string) ([]float32, error) {
 	c.n.Add(1)
+	return c.BagEmbedder.Embed(ctx, text)
+}
+
+// An upsert cut short (a shutdown, an embedder error) keeps the chunks it
+// finished, so the next sync embeds only the rest.
+func TestInterruptedUpsertKeepsFinishedChunks(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	emb := &cancellingEmbedder{BagEmbedder: &indextest.BagEmbedder{}, after: 300, cancel: cancel}
+	ix, err := index.Open(t.Context(), index.Options{Embedder: emb})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	var descs []resource.Descriptor
+	for i := range 600 {
+		descs = append(descs, resource.Descriptor{Server: "s", URI: fmt.Sprintf("x://%d", i), Name: fmt.Sprintf("doc %d", i)})
+	}
+	if _, err := ix.Replace(ctx, "s", descs); err == nil {
+		t.Fatal("Replace succeeded although its context was cancelled midway")
+	}
+	if n := ix.Len("s"); n < 256 || n >= 600 {
+		t.Fatalf("after the interruption the index holds %d descriptors, want the finished chunk(s) (256..599)", n)
+	}
+	before := emb.Calls.Load()
+	d, err := ix.Replace(t.Context(), "s", descs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := ix.Len("s"); n != 600 {
+		t.Fatalf("after the retry: %d descriptors, want 600", n)
+	}
+	if got := emb.Calls.Load() - before; int(got) != d.Embedded || d.Embedded > 600-256 {
+		t.Errorf("the retry embedded %d (diff says %d), want only what the first attempt did not store", got, d.Embedded)
+	}
+}
+
+type cancellingEmbedder struct {
+	*indextest.BagEmbedder
+	after  int64
+	cancel func()
+}
+
+func (c *cancellingEmbedder) Embed(ctx context.Context, text string) ([]float32, error) {
+	if c.Calls.Load()+1 == c.after {
+		c.cancel()
+	}
 	return c.BagEmbedder.Embed(ctx, text)
 }

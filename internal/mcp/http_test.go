@@ -125,16 +125,27 @@ func TestStallAfterHeadersIsBoundedByTheRequestDeadline(t *testing.T) {
 }
 
 func TestMalformedHTTPAnswerFailsOnlyItsRead(t *testing.T) {
-	srv := &mcptest.RawServer{
-		Results: map[string]string{"resources/list": `{"resources":[{"uri":"x://a","name":"a"}]}`},
-		Body:    map[string]func(string) []byte{"resources/read": func(string) []byte { return []byte("<html>502 from a proxy</html>") }},
-	}
-	sess := httpSession(t, srv, nil)
-	if _, err := sess.Read(t.Context(), "x://a"); err == nil || !strings.Contains(err.Error(), "malformed response") {
-		t.Fatalf("Read of an HTML page = %v, want a malformed-response error", err)
-	}
-	if res, err := sess.ListResources(t.Context()); err != nil || len(res.Items) != 1 {
-		t.Fatalf("list after a malformed answer = %+v, %v; want the session to stay up", res, err)
+	for _, tc := range []struct{ name, contentType, body string }{
+		{"html labelled json", "application/json", "<html>502 from a proxy</html>"},
+		{"html", "text/html; charset=utf-8", "<html>502 from a proxy</html>"},
+		{"event not json", "text/event-stream", "event: message\ndata: <html>502</html>\n\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := &mcptest.RawServer{
+				Results:     map[string]string{"resources/list": `{"resources":[{"uri":"x://a","name":"a"}]}`},
+				ContentType: map[string]string{"resources/read": tc.contentType},
+				Body:        map[string]func(string) []byte{"resources/read": func(string) []byte { return []byte(tc.body) }},
+			}
+			sess := httpSession(t, srv, nil)
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+			defer cancel()
+			if _, err := sess.Read(ctx, "x://a"); err == nil || !strings.Contains(err.Error(), "malformed response") {
+				t.Fatalf("Read = %v, want a malformed-response error", err)
+			}
+			if res, err := sess.ListResources(ctx); err != nil || len(res.Items) != 1 {
+				t.Fatalf("list after a malformed answer = %+v, %v; want the session to stay up", res, err)
+			}
+		})
 	}
 }
 

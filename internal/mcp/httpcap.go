@@ -39,6 +39,18 @@ func (c capTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return resp, err
 	}
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if id != nil && resp.StatusCode/100 == 2 && mt != "text/event-stream" && mt != "application/json" {
+		// The go-sdk ends the session on any other type (a proxy's HTML
+		// page): answer the call with an error instead.
+		resp.Body.Close()
+		c.log.Warn("an HTTP answer is not JSON-RPC", "content_type", resp.Header.Get("Content-Type"), "id", string(id))
+		body := errorAnswer(id, fmt.Sprintf("malformed response: Content-Type %q is neither application/json nor text/event-stream", resp.Header.Get("Content-Type")))
+		resp.Header.Set("Content-Type", "application/json")
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+		resp.ContentLength = -1
+		resp.Header.Del("Content-Length")
+		return resp, nil
+	}
 	if mt == "text/event-stream" {
 		resp.Body = &sseCap{body: resp.Body, r: bufio.NewReaderSize(resp.Body, 64<<10), max: c.max, id: id, log: c.log, lineStart: true}
 	} else {
@@ -198,9 +210,12 @@ func (s *sseCap) next() {
 		return
 	}
 	if blank || err != nil {
-		if s.size > 0 {
+		switch {
+		case s.size > 0:
 			s.out = s.oversized()
-		} else {
+		case !s.validData():
+			s.out = s.malformed()
+		default:
 			s.out = s.event
 		}
 		s.event, s.size, s.head, s.tail = nil, 0, nil, nil
@@ -238,4 +253,42 @@ func (s *sseCap) oversized() []byte {
 	}
 	s.id = nil // one answer per call
 	return append(append([]byte("event: message\ndata: "), tooLarge(id, fmt.Sprint(s.size), s.max)...), "\n\n"...)
+}
+
+// eventData returns the data of the event in s.event: its data lines joined
+// by newlines (WHATWG HTML, "Server-sent events", interpreting an event
+// stream).
+func (s *sseCap) eventData() (data []byte, ok bool) {
+	for line := range bytes.Lines(s.event) {
+		line = bytes.TrimRight(line, "\r\n")
+		v, found := bytes.CutPrefix(line, []byte("data"))
+		if !found || (len(v) > 0 && v[0] != ':') {
+			continue
+		}
+		v = bytes.TrimPrefix(bytes.TrimPrefix(v, []byte(":")), []byte(" "))
+		if ok {
+			data = append(data, '\n')
+		}
+		data, ok = append(data, v...), true
+	}
+	return data, ok
+}
+
+// validData reports whether the event carries no data or JSON data.
+func (s *sseCap) validData() bool {
+	data, ok := s.eventData()
+	return !ok || len(bytes.TrimSpace(data)) == 0 || json.Valid(data)
+}
+
+// malformed returns the event that replaces one whose data is not JSON: the
+// go-sdk would end the session on it.
+func (s *sseCap) malformed() []byte {
+	data, _ := s.eventData()
+	s.log.Warn("dropped a server-sent event that is not JSON", "data", fmt.Sprintf("%.100q", data), "id", string(s.id))
+	if s.id == nil {
+		return nil
+	}
+	id := s.id
+	s.id = nil // one answer per call
+	return append(append([]byte("event: message\ndata: "), errorAnswer(id, fmt.Sprintf("malformed response: event data is not JSON: %.100q", data))...), "\n\n"...)
 }

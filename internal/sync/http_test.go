@@ -117,6 +117,19 @@ func TestSecondExpiryWithinMaxBackoffBacksOff(t *testing.T) {
 	}
 }
 
+func TestExpiredSessionWhoseReconnectFailsFailsTheReadAtOnce(t *testing.T) {
+	srv := &mcptest.RawServer{Results: rawDocs}
+	m := rawHTTPMirror(t, srv, ctxsync.Options{MinBackoff: time.Hour, MaxBackoff: time.Hour})
+	srv.ExpireOn("resources/read", 1)
+	srv.SetUnavailable("initialize", true)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	_, err := m.Read(ctx, "x://b")
+	if !errors.Is(err, mcp.ErrSessionExpired) || ctx.Err() != nil {
+		t.Fatalf("Read = %v (ctx %v), want ErrSessionExpired as soon as the reconnect failed", err, ctx.Err())
+	}
+}
+
 func subscribes(srv *mcptest.RawServer, uri string) int {
 	n := 0
 	for _, r := range srv.Requests() {

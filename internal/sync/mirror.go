@@ -220,6 +220,7 @@ func (m *Mirror) Run(ctx context.Context) error {
 			}
 			attempt++
 			m.fail(err)
+			m.setSession(nil, true) // reads waiting for a new session give up
 			if !m.sleep(ctx, m.backoff(attempt)) {
 				break
 			}
@@ -451,20 +452,23 @@ func (m *Mirror) notifyListChanged() {
 // sync lists everything and applies it to the index, within SyncTimeout. It
 // reports whether every request succeeded (an incomplete list is not a failure).
 func (m *Mirror) sync(parent context.Context, sess *mcp.Session) (ok bool) {
+	// SyncTimeout bounds the talking to the server; applying the list to the
+	// index is local work (embedding thousands of descriptors can take
+	// minutes) and only stops with the mirror.
 	ctx, cancel := context.WithTimeout(parent, m.opts.SyncTimeout)
 	defer cancel()
 	res, rerr := sess.ListResources(ctx)
+	tpl, terr := sess.ListTemplates(ctx)
 	var diff index.Diff
 	var ierr error
 	if rerr == nil {
 		if res.Complete {
-			diff, ierr = m.opts.Index.Replace(ctx, m.opts.Server, res.Items)
+			diff, ierr = m.opts.Index.Replace(parent, m.opts.Server, res.Items)
 		} else {
 			// A partial list must not delete what the missing pages hold.
-			_, ierr = m.opts.Index.Upsert(ctx, res.Items...)
+			_, ierr = m.opts.Index.Upsert(parent, res.Items...)
 		}
 	}
-	tpl, terr := sess.ListTemplates(ctx)
 	if parent.Err() != nil {
 		return false
 	}

@@ -30,11 +30,12 @@ type RawServer struct {
 	Body        map[string]func(id string) []byte
 	ContentType map[string]string
 
-	mu       sync.Mutex
-	requests []*jsonrpc.Request
-	sessions map[string]bool // HTTP session id → live
-	nextID   int
-	expireAt map[string]int // method → expire the session when it is received
+	mu          sync.Mutex
+	requests    []*jsonrpc.Request
+	sessions    map[string]bool // HTTP session id → live
+	nextID      int
+	expireAt    map[string]int  // method → expire the session when it is received
+	unavailable map[string]bool // method → answer 503
 }
 
 // Requests returns the requests received so far, in order.

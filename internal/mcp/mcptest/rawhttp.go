@@ -63,6 +63,11 @@ func (s *RawServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "session not found", http.StatusNotFound)
 		return
 	}
+	if s.unavailable[req.Method] {
+		s.mu.Unlock()
+		http.Error(w, "try again later", http.StatusServiceUnavailable)
+		return
+	}
 	if _, ok := s.expireAt[req.Method]; ok && req.Method != "initialize" {
 		s.expireAt[req.Method]--
 		if s.expireAt[req.Method] < 0 {
@@ -116,10 +121,25 @@ func (s *RawServer) ExpireOn(method string, n int) {
 	if s.expireAt == nil {
 		s.expireAt = map[string]int{}
 	}
+	if n == 0 {
+		delete(s.expireAt, method)
+		return
+	}
 	if n < 0 {
 		n = 1 << 30
 	}
 	s.expireAt[method] = n - 1
+}
+
+// SetUnavailable makes the server answer requests for method with 503
+// Service Unavailable (or stop doing so).
+func (s *RawServer) SetUnavailable(method string, down bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.unavailable == nil {
+		s.unavailable = map[string]bool{}
+	}
+	s.unavailable[method] = down
 }
 
 // StartHTTP serves s on a loopback httptest server for the test's lifetime
