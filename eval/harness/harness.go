@@ -100,6 +100,10 @@ var strategies = []strategy{
 	{name: "bm25+glove rrf", needs: []string{embGloVe}, rank: func(ctx context.Context, r *runner, q beir.Query) ([]string, error) {
 		return r.search(ctx, embGloVe, q.Text, &engine.Ranking{Dense: 1, Lexical: 1, Fusion: engine.FusionRRF})
 	}},
+	{name: "bm25+glove convex", needs: []string{embGloVe}, rank: func(ctx context.Context, r *runner, q beir.Query) ([]string, error) {
+		how := engine.DefaultRanking
+		return r.search(ctx, embGloVe, q.Text, &how)
+	}},
 	{name: "bm25+use rrf", needs: []string{embUSE}, rank: func(ctx context.Context, r *runner, q beir.Query) ([]string, error) {
 		return r.search(ctx, embUSE, q.Text, &engine.Ranking{Dense: 1, Lexical: 1, Fusion: engine.FusionRRF})
 	}},

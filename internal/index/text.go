@@ -13,8 +13,8 @@ import (
 )
 
 // EmbeddingText is the text embedded for a descriptor: its title, the words
-// of its name (split at camelCase, snake_case and punctuation, as
-// lexical.Tokenize splits them) unless the title already says them, and its
+// of its name (lexical.Words: split at camelCase, snake_case and
+// punctuation, lowercased) unless the title already says them, and its
 // description, joined as sentences. The words of the URI stand in for a
 // missing description. The MIME type is left out: it is noise to a sentence
 // encoder, and BM25F matches it. On MetaTool's dev split this text scores
@@ -28,7 +28,7 @@ func EmbeddingText(d resource.Descriptor) string {
 		}
 	}
 	add(d.Title)
-	if name := strings.Join(lexical.Tokenize(d.Name), " "); name != strings.Join(lexical.Tokenize(d.Title), " ") {
+	if name := strings.Join(lexical.Words(d.Name), " "); name != strings.Join(lexical.Words(d.Title), " ") {
 		add(name)
 	}
 	add(d.Description)

@@ -64,8 +64,18 @@ func analyze(s string) (toks []string, onlyStop bool) {
 	return out, onlyStop
 }
 
+// Words splits s into lowercase words as [Tokenize]'s steps 1, 2 and 4 do
+// (identifiers split at camelCase, snake_case and punctuation), but keeps
+// every word, unstemmed, and each run of CJK characters whole: for text a
+// person or a sentence encoder reads ("get_latest_news" → get latest news),
+// not for matching.
+func Words(s string) []string { return splitWordsMode(s, false) }
+
 // splitWords runs steps 1–4 of [Tokenize].
-func splitWords(s string) []string {
+func splitWords(s string) []string { return splitWordsMode(s, true) }
+
+// splitWordsMode splits s into words, CJK runs into bigrams if bigrams.
+func splitWordsMode(s string, bigrams bool) []string {
 	var (
 		out  []string
 		word = make([]rune, 0, 32)
@@ -81,11 +91,11 @@ func splitWords(s string) []string {
 		case len(word) > 0 && isApostrophe(r) && unicode.IsLetter(word[len(word)-1]) && nextIsLetter(s[i:]):
 			// Elide: "don't" → "dont".
 		default:
-			out = appendWord(out, word)
+			out = appendWord(out, word, bigrams)
 			word = word[:0]
 		}
 	}
-	return appendWord(out, word)
+	return appendWord(out, word, bigrams)
 }
 
 func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
@@ -110,16 +120,19 @@ func isCJK(r rune) bool {
 
 // appendWord splits one word (letters, digits and marks only) into terms
 // and appends them, lowercased, to dst.
-func appendWord(dst []string, word []rune) []string {
+func appendWord(dst []string, word []rune, bigrams bool) []string {
 	for len(word) > 0 {
 		cjk := isCJK(word[0])
 		j := 1
 		for j < len(word) && (isCJK(word[j]) == cjk || unicode.IsMark(word[j])) {
 			j++
 		}
-		if cjk {
+		switch {
+		case cjk && bigrams:
 			dst = appendBigrams(dst, word[:j])
-		} else {
+		case cjk:
+			dst = append(dst, strings.ToLower(string(word[:j])))
+		default:
 			dst = appendIdentParts(dst, word[:j])
 		}
 		word = word[j:]

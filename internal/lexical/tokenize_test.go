@@ -122,3 +122,17 @@ func FuzzTokenize(f *testing.F) {
 		}
 	})
 }
+
+func TestWordsKeepsEveryWordUnstemmed(t *testing.T) {
+	for in, want := range map[string]string{
+		"get_latest_news":   "get latest news",
+		"whatIsTheStatus":   "what is the status",
+		"HTTPServer.config": "http server config",
+		"天気予報":              "天気予報",
+		"":                  "",
+	} {
+		if got := strings.Join(Words(in), " "); got != want {
+			t.Errorf("Words(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
