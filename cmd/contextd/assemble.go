@@ -120,14 +120,16 @@ func assemble(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	in, err := a.request(q, o.servers)
+	if err != nil {
+		return err
+	}
 	eng, stop, err := o.start(ctx, stderr)
 	if err != nil {
 		return err
 	}
 	defer stop()
-	res, err := eng.Assemble(ctx, engine.AssembleRequest{
-		Query: q, TokenBudget: a.budget, Servers: o.servers, IncludeBinary: a.includeBinary, MaxItems: a.maxItems,
-	})
+	res, err := eng.Assemble(ctx, service.AssembleRequest(in))
 	if err != nil {
 		return err
 	}
@@ -143,6 +145,8 @@ func assemble(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 type assembleFlags struct {
 	budget, maxItems       int
 	includeBinary, content bool
+	userAudience           bool
+	pins, mimes, prefixes  stringList
 }
 
 func (a *assembleFlags) register(fs *flag.FlagSet) {
@@ -150,6 +154,26 @@ func (a *assembleFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&a.includeBinary, "include-binary", false, "return blob contents as bytes and count them")
 	fs.IntVar(&a.maxItems, "max-items", 0, "maximum items to return (0 = no limit)")
 	fs.BoolVar(&a.content, "content", false, "print the returned texts (human output)")
+	fs.BoolVar(&a.userAudience, "include-user-audience", false, `also return resources annotated for the user only (audience ["user"])`)
+	fs.Var(&a.pins, "pin", "return this resource first: SERVER=URI (repeatable)")
+	fs.Var(&a.mimes, "mime", "only rank resources of this MIME type, e.g. text/markdown or text/* (repeatable)")
+	fs.Var(&a.prefixes, "uri-prefix", "only rank resources whose URI starts with this (repeatable)")
+}
+
+// request builds the gRPC request the flags describe.
+func (a *assembleFlags) request(q string, servers []string) (*contextdv1.AssembleRequest, error) {
+	req := &contextdv1.AssembleRequest{
+		Query: q, TokenBudget: int32(a.budget), Servers: servers, IncludeBinary: a.includeBinary,
+		MaxItems: int32(a.maxItems), MimeTypes: a.mimes, UriPrefixes: a.prefixes, IncludeUserAudience: a.userAudience,
+	}
+	for _, p := range a.pins {
+		server, uri, ok := strings.Cut(p, "=")
+		if !ok || server == "" || uri == "" {
+			return nil, fmt.Errorf("%w: --pin %q: want SERVER=URI", engine.ErrInvalidArgument, p)
+		}
+		req.Pinned = append(req.Pinned, &contextdv1.ResourceRef{Server: server, Uri: uri})
+	}
+	return req, nil
 }
 
 // validate joins the positional arguments into the query and checks the flags.
@@ -179,6 +203,9 @@ func search(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	var o oneShot
 	o.register(fs)
 	limit := fs.Int("limit", 10, "maximum results (0 means 10)")
+	var mimes, prefixes stringList
+	fs.Var(&mimes, "mime", "only rank resources of this MIME type, e.g. text/markdown or text/* (repeatable)")
+	fs.Var(&prefixes, "uri-prefix", "only rank resources whose URI starts with this (repeatable)")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -192,7 +219,8 @@ func search(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	defer stop()
-	ranked, err := eng.Search(ctx, engine.SearchRequest{Query: q, Limit: *limit, Servers: o.servers})
+	ranked, err := eng.Search(ctx, engine.SearchRequest{Query: q, Limit: *limit,
+		Filter: engine.Filter{Servers: o.servers, MIMETypes: mimes, URIPrefixes: prefixes}})
 	if err != nil {
 		return err
 	}

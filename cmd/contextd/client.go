@@ -69,9 +69,11 @@ func query(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer conn.Close()
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	resp, err := client.Assemble(ctx, &contextdv1.AssembleRequest{
-		Query: q, TokenBudget: int32(a.budget), Servers: servers, IncludeBinary: a.includeBinary, MaxItems: int32(a.maxItems),
-	})
+	in, err := a.request(q, servers)
+	if err != nil {
+		return err
+	}
+	resp, err := client.Assemble(ctx, in)
 	if err != nil {
 		return rpcError(*addr, err)
 	}

@@ -55,6 +55,8 @@ func TestCommandHelpAndBadArguments(t *testing.T) {
 		{"assemble"},
 		{"query", "--budget", "-1", "q"},
 		{"assemble", "--nope", "q"},
+		{"assemble", "--pin", "no-equals-sign", "q"},
+		{"query", "--pin", "=doc://x", "q"},
 	} {
 		if err := run(t.Context(), args, &out, &errb); err == nil {
 			t.Errorf("%q succeeded, want an error", args)

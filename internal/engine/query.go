@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"mime"
 	"runtime"
 	"slices"
 	"strings"
@@ -76,10 +77,59 @@ type Ranked struct {
 	Rank  int
 }
 
-// rank ranks the descriptors of the given servers for the query and returns
-// at most n, best first.
-func (e *Engine) rank(ctx context.Context, query string, servers []string, n int, how Ranking) ([]Ranked, error) {
-	f := index.Filter{Servers: e.scope(servers)}
+// A Filter narrows what Search and Assemble rank. Zero fields match all.
+type Filter struct {
+	Servers []string // configured server names
+	// MIMETypes are media types ("text/markdown") or wildcards ("text/*");
+	// parameters and case are ignored, and a descriptor without a MIME
+	// type matches none.
+	MIMETypes []string
+	// URIPrefixes keep the URIs that start with one of them, byte for byte.
+	URIPrefixes []string
+}
+
+// match reports whether d passes the MIME and URI filters.
+func (f Filter) match(d resource.Descriptor) bool {
+	if len(f.URIPrefixes) > 0 && !slices.ContainsFunc(f.URIPrefixes, func(p string) bool { return strings.HasPrefix(d.URI, p) }) {
+		return false
+	}
+	if len(f.MIMETypes) == 0 {
+		return true
+	}
+	mt, _, _ := mime.ParseMediaType(d.MIMEType)
+	return slices.ContainsFunc(f.MIMETypes, func(want string) bool {
+		want = strings.ToLower(strings.TrimSpace(want))
+		if typ, ok := strings.CutSuffix(want, "/*"); ok {
+			return strings.HasPrefix(mt, typ+"/")
+		}
+		return mt != "" && mt == want
+	})
+}
+
+func (f Filter) narrows() bool { return len(f.MIMETypes) > 0 || len(f.URIPrefixes) > 0 }
+
+func (f Filter) check() error {
+	for _, m := range f.MIMETypes {
+		probe := strings.TrimSpace(m)
+		if base, wild := strings.CutSuffix(probe, "/*"); wild {
+			probe = base + "/x"
+		}
+		if _, _, err := mime.ParseMediaType(probe); err != nil || !strings.Contains(probe, "/") {
+			return fmt.Errorf("%w: MIME type filter %q is not a media type like text/markdown or text/*", ErrInvalidArgument, m)
+		}
+	}
+	for _, p := range f.URIPrefixes {
+		if p == "" {
+			return fmt.Errorf("%w: empty URI prefix", ErrInvalidArgument)
+		}
+	}
+	return nil
+}
+
+// rank ranks the descriptors that pass filt for the query and returns at
+// most n, best first.
+func (e *Engine) rank(ctx context.Context, query string, filt Filter, n int, how Ranking) ([]Ranked, error) {
+	f := index.Filter{Servers: e.scope(filt.Servers)}
 	if !slices.ContainsFunc(f.Servers, func(s string) bool { return e.ix.Len(s) > 0 }) {
 		if err := e.unavailable(f.Servers); err != nil {
 			return nil, err
@@ -96,7 +146,7 @@ func (e *Engine) rank(ctx context.Context, query string, servers []string, n int
 	for i, q := range append([]string{query}, clauses...) {
 		g.Go(func() error {
 			var err error
-			lists[i], err = e.fuse(gctx, q, f, how)
+			lists[i], err = e.fuse(gctx, q, f, filt, how)
 			return err
 		})
 	}
@@ -122,17 +172,35 @@ func (e *Engine) rank(ctx context.Context, query string, servers []string, n int
 	return out, nil
 }
 
-// fuse retrieves and fuses the dense and lexical lists for one query.
-func (e *Engine) fuse(ctx context.Context, query string, f index.Filter, how Ranking) ([]rank.Fused, error) {
+// fuse retrieves and fuses the dense and lexical lists for one query. With
+// a MIME or URI filter every descriptor in scope is scored, then filtered,
+// so a narrow filter cannot come back empty while matches exist.
+func (e *Engine) fuse(ctx context.Context, query string, f index.Filter, filt Filter, how Ranking) ([]rank.Fused, error) {
+	depth := pool
+	if filt.narrows() {
+		depth = 0 // all
+	}
 	var dense, lex []index.Hit
 	if how.Dense > 0 {
 		var err error
-		if dense, err = e.ix.Dense(ctx, query, pool, f); err != nil {
+		if dense, err = e.ix.Dense(ctx, query, depth, f); err != nil {
 			return nil, err
 		}
 	}
 	if how.Lexical > 0 {
-		lex = e.ix.Lexical(query, pool, f)
+		lex = e.ix.Lexical(query, depth, f)
+	}
+	if filt.narrows() {
+		keep := func(hs []index.Hit) []index.Hit {
+			out := hs[:0]
+			for _, h := range hs {
+				if d, ok := e.ix.Get(h.Key); ok && filt.match(d) {
+					out = append(out, h)
+				}
+			}
+			return out[:min(len(out), pool)]
+		}
+		dense, lex = keep(dense), keep(lex)
 	}
 	if how.Fusion == FusionRRF {
 		return rank.FuseWeighted(how.K, []float64{how.Dense, how.Lexical}, ids(dense), ids(lex)), nil
@@ -247,9 +315,9 @@ func ids(hits []index.Hit) []string {
 
 // SearchRequest asks for ranked descriptors without reading anything.
 type SearchRequest struct {
-	Query   string
-	Limit   int // 0 means 10
-	Servers []string
+	Query string
+	Limit int // 0 means 10
+	Filter
 	// Ranking overrides the engine's ranking (the eval compares strategies);
 	// nil uses it.
 	Ranking *Ranking
@@ -262,7 +330,7 @@ func (e *Engine) Search(ctx context.Context, req SearchRequest) ([]Ranked, error
 	if err := checkQuery(req.Query); err != nil {
 		return nil, err
 	}
-	if err := e.checkServers(req.Servers); err != nil {
+	if err := e.checkFilter(req.Filter); err != nil {
 		return nil, err
 	}
 	if req.Limit < 0 {
@@ -278,16 +346,24 @@ func (e *Engine) Search(ctx context.Context, req SearchRequest) ([]Ranked, error
 		}
 		how = *req.Ranking
 	}
-	return e.rank(ctx, req.Query, req.Servers, req.Limit, how)
+	return e.rank(ctx, req.Query, req.Filter, req.Limit, how)
 }
 
 // AssembleRequest asks for the contents that best serve a task within a budget.
 type AssembleRequest struct {
-	Query         string
-	TokenBudget   int // tokens, >= 1
-	Servers       []string
+	Query       string
+	TokenBudget int // tokens, >= 1
+	// Filter narrows the ranked candidates; it does not apply to Pinned.
+	Filter
 	IncludeBinary bool
 	MaxItems      int // 0 = no limit
+	// Pinned resources (an IDE's open file) come first, in this order, and
+	// count against the budget like any item; they need not be listed by
+	// their server, only readable.
+	Pinned []resource.Key
+	// IncludeUserAudience also returns resources annotated for the user
+	// only (selector.Request.IncludeUserAudience).
+	IncludeUserAudience bool
 }
 
 // AssembleResult is the selection and the tokenizer it was counted with.
@@ -312,27 +388,62 @@ func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (*AssembleRe
 	if req.MaxItems < 0 {
 		return nil, fmt.Errorf("%w: max items %d is negative", ErrInvalidArgument, req.MaxItems)
 	}
-	if err := e.checkServers(req.Servers); err != nil {
+	if err := e.checkFilter(req.Filter); err != nil {
 		return nil, err
 	}
-	ranked, err := e.rank(ctx, req.Query, req.Servers, e.candidates, e.ranking)
-	if err != nil {
+	pinned := make(map[resource.Key]bool, len(req.Pinned))
+	cands := make([]selector.Candidate, 0, len(req.Pinned)+e.candidates)
+	for _, k := range req.Pinned {
+		if err := e.checkServers([]string{k.Server}); err != nil {
+			return nil, fmt.Errorf("pinned %q: %w", k.URI, err)
+		}
+		if k.URI == "" {
+			return nil, fmt.Errorf("%w: pinned resource on %q has an empty URI", ErrInvalidArgument, k.Server)
+		}
+		if pinned[k] {
+			continue
+		}
+		pinned[k] = true
+		d, ok := e.ix.Get(k)
+		if !ok {
+			d = resource.Descriptor{Server: k.Server, URI: k.URI, Name: k.URI}
+		}
+		c := candidate(d, 0)
+		c.Pinned = true
+		cands = append(cands, c)
+	}
+	ranked, err := e.rank(ctx, req.Query, req.Filter, e.candidates+len(pinned), e.ranking)
+	if err != nil && len(pinned) == 0 {
 		return nil, err
 	}
-	cands := make([]selector.Candidate, len(ranked))
-	for i, r := range ranked {
-		cands[i] = selector.Candidate{
-			Server: r.Server, URI: r.URI, Name: r.Name, Title: r.Title, Description: r.Description,
-			MIMEType: r.MIMEType, Size: r.Size, Score: r.Score,
+	for _, r := range ranked {
+		if !pinned[r.Key()] && len(cands) < len(pinned)+e.candidates {
+			cands = append(cands, candidate(r.Descriptor, r.Score))
 		}
 	}
 	res, err := selector.Select(ctx, selector.Request{
 		TokenBudget: req.TokenBudget, IncludeBinary: req.IncludeBinary, MaxItems: req.MaxItems,
+		IncludeUserAudience: req.IncludeUserAudience,
 	}, cands, e.reader(), e.tok)
 	if err != nil {
 		return nil, err
 	}
 	return &AssembleResult{Result: res, Tokenizer: e.tok.Encoding()}, nil
+}
+
+func candidate(d resource.Descriptor, score float64) selector.Candidate {
+	return selector.Candidate{
+		Server: d.Server, URI: d.URI, Name: d.Name, Title: d.Title, Description: d.Description,
+		MIMEType: d.MIMEType, Size: d.Size, Score: score, Audience: d.Audience,
+	}
+}
+
+// checkFilter validates a request's filter.
+func (e *Engine) checkFilter(f Filter) error {
+	if err := e.checkServers(f.Servers); err != nil {
+		return err
+	}
+	return f.check()
 }
 
 // reader returns the selector's ReadFunc for one request: it reads through

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/contextd/contextd/internal/budget"
@@ -116,6 +117,8 @@ func (s *selection) skip(c Candidate) (OmitReason, string) {
 		return OmitBudgetExhausted, "no tokens left"
 	case s.req.MaxItems > 0 && len(s.res.Items) >= s.req.MaxItems:
 		return OmitMaxItems, fmt.Sprintf("%d items already selected", len(s.res.Items))
+	case !s.req.IncludeUserAudience && !c.Pinned && userOnly(c.Audience):
+		return OmitUserAudience, "annotated for the user only (audience [\"user\"])"
 	case !s.req.IncludeBinary && binaryMIME(c.MIMEType):
 		return OmitBinaryExcluded, fmt.Sprintf("descriptor MIME type %q is binary", c.MIMEType)
 	case len(s.res.Items) > 0 && s.remaining < MinUsefulTokens && (c.Size <= 0 || c.Size > int64(s.remaining)):
@@ -214,7 +217,7 @@ func (s *selection) pack(rank int, c Candidate, contents []Content) {
 		Tokens:    used,
 		Truncated: truncatedBy,
 	}
-	it.Reason = itemReason(rank, used, truncatedBy, cut, dropped)
+	it.Reason = itemReason(rank, c.Pinned, used, truncatedBy, cut, dropped)
 	s.remaining = left
 	s.res.TotalTokens += used
 	s.res.Items = append(s.res.Items, it)
@@ -259,12 +262,16 @@ func emptyReason(contents []Content, dropped []DroppedContent, budgetDrop string
 }
 
 // itemReason explains an item, e.g. "rank 1, fits whole (312 tokens)".
-func itemReason(rank, n int, truncated bool, cut string, dropped []DroppedContent) string {
+func itemReason(rank int, pinned bool, n int, truncated bool, cut string, dropped []DroppedContent) string {
 	var b strings.Builder
+	why := fmt.Sprintf("rank %d", rank)
+	if pinned {
+		why = "pinned"
+	}
 	if truncated {
-		fmt.Fprintf(&b, "rank %d, truncated to %s to fit the budget", rank, tokens(n))
+		fmt.Fprintf(&b, "%s, truncated to %s to fit the budget", why, tokens(n))
 	} else {
-		fmt.Fprintf(&b, "rank %d, fits whole (%s)", rank, tokens(n))
+		fmt.Fprintf(&b, "%s, fits whole (%s)", why, tokens(n))
 	}
 	if cut != "" {
 		fmt.Fprintf(&b, "; %s", cut)
@@ -302,4 +309,10 @@ func tokens(n int) string {
 		return "1 token"
 	}
 	return fmt.Sprintf("%d tokens", n)
+}
+
+// userOnly reports whether an audience annotation names the user and not
+// the assistant.
+func userOnly(audience []string) bool {
+	return slices.Contains(audience, "user") && !slices.Contains(audience, "assistant")
 }

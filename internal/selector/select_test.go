@@ -5,6 +5,8 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -665,7 +667,7 @@ func checkInvariants(t *testing.T, req Request, ranked []Candidate, res Result, 
 		if i > 0 && it.Rank <= res.Items[i-1].Rank {
 			t.Errorf("items out of rank order: %d after %d", it.Rank, res.Items[i-1].Rank)
 		}
-		if it.Rank < 1 || it.Rank > len(ranked) || it.Candidate != ranked[it.Rank-1] {
+		if it.Rank < 1 || it.Rank > len(ranked) || !reflect.DeepEqual(it.Candidate, ranked[it.Rank-1]) {
 			t.Fatalf("item rank %d does not match its candidate", it.Rank)
 		}
 		seen[it.Rank-1]++
@@ -675,7 +677,7 @@ func checkInvariants(t *testing.T, req Request, ranked []Candidate, res Result, 
 		if i > 0 && o.Rank <= res.Omitted[i-1].Rank {
 			t.Errorf("omissions out of rank order: %d after %d", o.Rank, res.Omitted[i-1].Rank)
 		}
-		if o.Rank < 1 || o.Rank > len(ranked) || o.Candidate != ranked[o.Rank-1] {
+		if o.Rank < 1 || o.Rank > len(ranked) || !reflect.DeepEqual(o.Candidate, ranked[o.Rank-1]) {
 			t.Fatalf("omitted rank %d does not match its candidate", o.Rank)
 		}
 		seen[o.Rank-1]++
@@ -743,5 +745,41 @@ func TestSelectDropsInvalidItemsKeepsTheRest(t *testing.T) {
 	}
 	if len(res.Omitted) != 1 || res.Omitted[0].Reason != OmitInvalid || res.Omitted[0].Detail != "blob is not base64" {
 		t.Errorf("omitted = %+v; want allbad as invalid_content with the reason", res.Omitted)
+	}
+}
+
+// MCP 2025-11-25 "Annotations": audience ["user"] marks content meant for
+// the user, not the model; it stays out of context unless asked for, and a
+// pinned resource is the caller's explicit choice.
+func TestSelectAudienceAndPinned(t *testing.T) {
+	reads := &fakeReads{contents: map[resource.Key][]Content{
+		key("user-only"): {text("shown to the user")},
+		key("both"):      {text("for everyone")},
+		key("mine"):      {text("the open file")},
+	}}
+	userOnly := Candidate{Server: "s", URI: "user-only", Audience: []string{"user"}}
+	both := Candidate{Server: "s", URI: "both", Audience: []string{"user", "assistant"}}
+	pinned := Candidate{Server: "s", URI: "mine", Audience: []string{"user"}, Pinned: true}
+
+	res, err := Select(t.Context(), Request{TokenBudget: 100}, []Candidate{pinned, userOnly, both}, reads.read, wordCounter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Items) != 2 || res.Items[0].URI != "mine" || res.Items[1].URI != "both" {
+		t.Fatalf("items = %+v, want the pinned file then the resource for both audiences", res.Items)
+	}
+	if !strings.HasPrefix(res.Items[0].Reason, "pinned, fits whole") {
+		t.Errorf("pinned item reason = %q", res.Items[0].Reason)
+	}
+	if len(res.Omitted) != 1 || res.Omitted[0].Reason != OmitUserAudience || res.Omitted[0].Read {
+		t.Errorf("omitted = %+v, want user-only left out unread", res.Omitted)
+	}
+	if slices.Contains(reads.calls, "s user-only") {
+		t.Errorf("the user-only resource was read: %v", reads.calls)
+	}
+
+	res, err = Select(t.Context(), Request{TokenBudget: 100, IncludeUserAudience: true}, []Candidate{userOnly}, reads.read, wordCounter{})
+	if err != nil || len(res.Items) != 1 {
+		t.Fatalf("with IncludeUserAudience: %+v, %v; want the user-only resource", res, err)
 	}
 }

@@ -16,6 +16,13 @@ type Candidate struct {
 	MIMEType    string  // "" = unknown; never guessed from the URI
 	Size        int64   // bytes, from the descriptor; 0 = unknown
 	Score       float64 // fused relevance, higher is better; not used to reorder
+	// Audience is the descriptor's audience annotation ("user",
+	// "assistant"; MCP 2025-11-25 "Annotations"); empty means both.
+	Audience []string
+	// Pinned marks a resource the caller asked for by URI (an IDE's open
+	// file): callers put pinned candidates first, and the audience rule
+	// does not apply to them.
+	Pinned bool
 }
 
 // Key returns the candidate's identity, (server, URI).
@@ -45,6 +52,11 @@ type Request struct {
 	// MaxItems caps the number of returned items; 0 means no limit. It must
 	// not be negative.
 	MaxItems int
+
+	// IncludeUserAudience also returns resources annotated for the user
+	// only (audience ["user"]), which are otherwise left out of model
+	// context unread (OmitUserAudience).
+	IncludeUserAudience bool
 }
 
 // An ItemContent is one returned content of an item.
@@ -117,6 +129,10 @@ const (
 	OmitInvalid OmitReason = "invalid_content"
 	// OmitTooLarge: not even the first rune of a text fits in what is left.
 	OmitTooLarge OmitReason = "too_large"
+	// OmitUserAudience: not read because the descriptor is annotated for
+	// the user only (audience ["user"]) and Request.IncludeUserAudience is
+	// off.
+	OmitUserAudience OmitReason = "audience_user"
 )
 
 // A Result is the outcome of Select.

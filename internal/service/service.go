@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/contextd/contextd/internal/engine"
+	"github.com/contextd/contextd/internal/resource"
 	ctxsync "github.com/contextd/contextd/internal/sync"
 	contextdv1 "github.com/contextd/contextd/proto/contextd/v1"
 )
@@ -55,12 +56,24 @@ func NewServer(svc *Service, opts ...grpc.ServerOption) *grpc.Server {
 	return s
 }
 
+// AssembleRequest converts a gRPC request to the engine's.
+func AssembleRequest(in *contextdv1.AssembleRequest) engine.AssembleRequest {
+	req := engine.AssembleRequest{
+		Query: in.GetQuery(), TokenBudget: int(in.GetTokenBudget()),
+		Filter:        engine.Filter{Servers: in.GetServers(), MIMETypes: in.GetMimeTypes(), URIPrefixes: in.GetUriPrefixes()},
+		IncludeBinary: in.GetIncludeBinary(), MaxItems: int(in.GetMaxItems()),
+		IncludeUserAudience: in.GetIncludeUserAudience(),
+	}
+	for _, p := range in.GetPinned() {
+		req.Pinned = append(req.Pinned, resource.Key{Server: p.GetServer(), URI: p.GetUri()})
+	}
+	return req
+}
+
 // Assemble implements contextdv1.ContextServiceServer.
 func (s *Service) Assemble(ctx context.Context, in *contextdv1.AssembleRequest) (*contextdv1.AssembleResponse, error) {
-	res, err := s.eng.Assemble(ctx, engine.AssembleRequest{
-		Query: in.GetQuery(), TokenBudget: int(in.GetTokenBudget()), Servers: in.GetServers(),
-		IncludeBinary: in.GetIncludeBinary(), MaxItems: int(in.GetMaxItems()),
-	})
+	req := AssembleRequest(in)
+	res, err := s.eng.Assemble(ctx, req)
 	if err != nil {
 		return nil, s.status(ctx, "assemble", err)
 	}
@@ -69,7 +82,8 @@ func (s *Service) Assemble(ctx context.Context, in *contextdv1.AssembleRequest) 
 
 // Search implements contextdv1.ContextServiceServer.
 func (s *Service) Search(ctx context.Context, in *contextdv1.SearchRequest) (*contextdv1.SearchResponse, error) {
-	ranked, err := s.eng.Search(ctx, engine.SearchRequest{Query: in.GetQuery(), Limit: int(in.GetLimit()), Servers: in.GetServers()})
+	ranked, err := s.eng.Search(ctx, engine.SearchRequest{Query: in.GetQuery(), Limit: int(in.GetLimit()),
+		Filter: engine.Filter{Servers: in.GetServers(), MIMETypes: in.GetMimeTypes(), URIPrefixes: in.GetUriPrefixes()}})
 	if err != nil {
 		return nil, s.status(ctx, "search", err)
 	}

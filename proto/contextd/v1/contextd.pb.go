@@ -80,7 +80,7 @@ func (x ServerStatus_State) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ServerStatus_State.Descriptor instead.
 func (ServerStatus_State) EnumDescriptor() ([]byte, []int) {
-	return file_contextd_v1_contextd_proto_rawDescGZIP(), []int{11, 0}
+	return file_contextd_v1_contextd_proto_rawDescGZIP(), []int{12, 0}
 }
 
 type AssembleRequest struct {
@@ -96,9 +96,22 @@ type AssembleRequest struct {
 	// When false, binary contents are left out and cost nothing.
 	IncludeBinary bool `protobuf:"varint,4,opt,name=include_binary,json=includeBinary,proto3" json:"include_binary,omitempty"`
 	// Maximum number of items to return; 0 means no limit.
-	MaxItems      int32 `protobuf:"varint,5,opt,name=max_items,json=maxItems,proto3" json:"max_items,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	MaxItems int32 `protobuf:"varint,5,opt,name=max_items,json=maxItems,proto3" json:"max_items,omitempty"`
+	// Resources to return first, in this order (an IDE's open file). They
+	// count against the budget, ignore the filters, and need not be listed
+	// by their server, only readable.
+	Pinned []*ResourceRef `protobuf:"bytes,6,rep,name=pinned,proto3" json:"pinned,omitempty"`
+	// Keep only descriptors whose MIME type is one of these ("text/markdown")
+	// or matches a wildcard ("text/*"). Empty means all.
+	MimeTypes []string `protobuf:"bytes,7,rep,name=mime_types,json=mimeTypes,proto3" json:"mime_types,omitempty"`
+	// Keep only descriptors whose URI starts with one of these, byte for
+	// byte. Empty means all.
+	UriPrefixes []string `protobuf:"bytes,8,rep,name=uri_prefixes,json=uriPrefixes,proto3" json:"uri_prefixes,omitempty"`
+	// Also return resources annotated for the user only (audience ["user"]);
+	// by default they stay out of model context (omitted as "audience_user").
+	IncludeUserAudience bool `protobuf:"varint,9,opt,name=include_user_audience,json=includeUserAudience,proto3" json:"include_user_audience,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *AssembleRequest) Reset() {
@@ -166,6 +179,88 @@ func (x *AssembleRequest) GetMaxItems() int32 {
 	return 0
 }
 
+func (x *AssembleRequest) GetPinned() []*ResourceRef {
+	if x != nil {
+		return x.Pinned
+	}
+	return nil
+}
+
+func (x *AssembleRequest) GetMimeTypes() []string {
+	if x != nil {
+		return x.MimeTypes
+	}
+	return nil
+}
+
+func (x *AssembleRequest) GetUriPrefixes() []string {
+	if x != nil {
+		return x.UriPrefixes
+	}
+	return nil
+}
+
+func (x *AssembleRequest) GetIncludeUserAudience() bool {
+	if x != nil {
+		return x.IncludeUserAudience
+	}
+	return false
+}
+
+// A resource's identity: the configured server name and the URI exactly as
+// the server lists it.
+type ResourceRef struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Server        string                 `protobuf:"bytes,1,opt,name=server,proto3" json:"server,omitempty"`
+	Uri           string                 `protobuf:"bytes,2,opt,name=uri,proto3" json:"uri,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResourceRef) Reset() {
+	*x = ResourceRef{}
+	mi := &file_contextd_v1_contextd_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResourceRef) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResourceRef) ProtoMessage() {}
+
+func (x *ResourceRef) ProtoReflect() protoreflect.Message {
+	mi := &file_contextd_v1_contextd_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResourceRef.ProtoReflect.Descriptor instead.
+func (*ResourceRef) Descriptor() ([]byte, []int) {
+	return file_contextd_v1_contextd_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ResourceRef) GetServer() string {
+	if x != nil {
+		return x.Server
+	}
+	return ""
+}
+
+func (x *ResourceRef) GetUri() string {
+	if x != nil {
+		return x.Uri
+	}
+	return ""
+}
+
 type AssembleResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The selected resources, in rank order.
@@ -186,7 +281,7 @@ type AssembleResponse struct {
 
 func (x *AssembleResponse) Reset() {
 	*x = AssembleResponse{}
-	mi := &file_contextd_v1_contextd_proto_msgTypes[1]
+	mi := &file_contextd_v1_contextd_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -198,7 +293,7 @@ func (x *AssembleResponse) String() string {
 func (*AssembleResponse) ProtoMessage() {}
 
 func (x *AssembleResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_contextd_v1_contextd_proto_msgTypes[1]
+	mi := &file_contextd_v1_contextd_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -211,7 +306,7 @@ func (x *AssembleResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AssembleResponse.ProtoReflect.Descriptor instead.
 func (*AssembleResponse) Descriptor() ([]byte, []int) {
-	return file_contextd_v1_contextd_proto_rawDescGZIP(), []int{1}
+	return file_contextd_v1_contextd_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *AssembleResponse) GetItems() []*Item {
@@ -285,7 +380,7 @@ type Item struct {
 
 func (x *Item) Reset() {
 	*x = Item{}
-	mi := &file_contextd_v1_contextd_proto_msgTypes[2]
+	mi := &file_contextd_v1_contextd_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -297,7 +392,7 @@ func (x *Item) String() string {
 func (*Item) ProtoMessage() {}
 
 func (x *Item) ProtoReflect() protoreflect.Message {
-	mi := &file_contextd_v1_contextd_proto_msgTypes[2]
+	mi := &file_contextd_v1_contextd_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -310,7 +405,7 @@ func (x *Item) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Item.ProtoReflect.Descriptor instead.
 func (*Item) Descriptor() ([]byte, []int) {
-	return file_contextd_v1_contextd_proto_rawDescGZIP(), []int{2}
+	return file_contextd_v1_contextd_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Item) GetServer() string {
@@ -412,7 +507,7 @@ type DroppedContent struct {
 
 func (x *DroppedContent) Reset() {
 	*x = DroppedContent{}
-	mi := &file_contextd_v1_contextd_proto_msgTypes[3]
+	mi := &file_contextd_v1_contextd_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -424,7 +519,7 @@ func (x *DroppedContent) String() string {
 func (*DroppedContent) ProtoMessage() {}
 
 func (x *DroppedContent) ProtoReflect() protoreflect.Message {
-	mi := &file_contextd_v1_contextd_proto_msgTypes[3]
+	mi := &file_contextd_v1_contextd_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -437,7 +532,7 @@ func (x *DroppedContent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DroppedContent.ProtoReflect.Descriptor instead.
 func (*DroppedContent) Descriptor() ([]byte, []int) {
-	return file_contextd_v1_contextd_proto_rawDescGZIP(), []int{3}
+	return file_contextd_v1_contextd_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *DroppedContent) GetIndex() int32 {
@@ -494,7 +589,7 @@ type Content struct {
 
 func (x *Content) Reset() {
 	*x = Content{}
-	mi := &file_contextd_v1_contextd_proto_msgTypes[4]
+	mi := &file_contextd_v1_contextd_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -506,7 +601,7 @@ func (x *Content) String() string {
 func (*Content) ProtoMessage() {}
 
 func (x *Content) ProtoReflect() protoreflect.Message {
-	mi := &file_contextd_v1_contextd_proto_msgTypes[4]
+	mi := &file_contextd_v1_contextd_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -519,7 +614,7 @@ func (x *Content) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Content.ProtoReflect.Descriptor instead.
 func (*Content) Descriptor() ([]byte, []int) {
-	return file_contextd_v1_contextd_proto_rawDescGZIP(), []int{4}
+	return file_contextd_v1_contextd_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Content) GetUri() string {
@@ -609,7 +704,7 @@ type Omitted struct {
 
 func (x *Omitted) Reset() {
 	*x = Omitted{}
-	mi := &file_contextd_v1_contextd_proto_msgTypes[5]
+	mi := &file_contextd_v1_contextd_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -621,7 +716,7 @@ func (x *Omitted) String() string {
 func (*Omitted) ProtoMessage() {}
 
 func (x *Omitted) ProtoReflect() protoreflect.Message {
-	mi := &file_contextd_v1_contextd_proto_msgTypes[5]
+	mi := &file_contextd_v1_contextd_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -634,7 +729,7 @@ func (x *Omitted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Omitted.ProtoReflect.Descriptor instead.
 func (*Omitted) Descriptor() ([]byte, []int) {
-	return file_contextd_v1_contextd_proto_rawDescGZIP(), []int{5}
+	return file_contextd_v1_contextd_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Omitted) GetServer() string {
@@ -683,15 +778,18 @@ type SearchRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Query string                 `protobuf:"bytes,1,opt,name=query,proto3" json:"query,omitempty"`
 	// Maximum number of results; 0 means 10.
-	Limit         int32    `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`
-	Servers       []string `protobuf:"bytes,3,rep,name=servers,proto3" json:"servers,omitempty"`
+	Limit   int32    `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`
+	Servers []string `protobuf:"bytes,3,rep,name=servers,proto3" json:"servers,omitempty"`
+	// As in AssembleRequest.
+	MimeTypes     []string `protobuf:"bytes,4,rep,name=mime_types,json=mimeTypes,proto3" json:"mime_types,omitempty"`
+	UriPrefixes   []string `protobuf:"bytes,5,rep,name=uri_prefixes,json=uriPrefixes,proto3" json:"uri_prefixes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SearchRequest) Reset() {
 	*x = SearchRequest{}
-	mi := &file_contextd_v1_contextd_proto_msgTypes[6]
+	mi := &file_contextd_v1_contextd_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -703,7 +801,7 @@ func (x *SearchRequest) String() string {
 func (*SearchRequest) ProtoMessage() {}
 
 func (x *SearchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_contextd_v1_contextd_proto_msgTypes[6]
+	mi := &file_contextd_v1_contextd_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -716,7 +814,7 @@ func (x *SearchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchRequest.ProtoReflect.Descriptor instead.
 func (*SearchRequest) Descriptor() ([]byte, []int) {
-	return file_contextd_v1_contextd_proto_rawDescGZIP(), []int{6}
+	return file_contextd_v1_contextd_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *SearchRequest) GetQuery() string {
@@ -740,6 +838,20 @@ func (x *SearchRequest) GetServers() []string {
 	return nil
 }
 
+func (x *SearchRequest) GetMimeTypes() []string {
+	if x != nil {
+		return x.MimeTypes
+	}
+	return nil
+}
+
+func (x *SearchRequest) GetUriPrefixes() []string {
+	if x != nil {
+		return x.UriPrefixes
+	}
+	return nil
+}
+
 type SearchResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Results       []*SearchResult        `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
@@ -749,7 +861,7 @@ type SearchResponse struct {
 
 func (x *SearchResponse) Reset() {
 	*x = SearchResponse{}
-	mi := &file_contextd_v1_contextd_proto_msgTypes[7]
+	mi := &file_contextd_v1_contextd_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -761,7 +873,7 @@ func (x *SearchResponse) String() string {
 func (*SearchResponse) ProtoMessage() {}
 
 func (x *SearchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_contextd_v1_contextd_proto_msgTypes[7]
+	mi := &file_contextd_v1_contextd_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -774,7 +886,7 @@ func (x *SearchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchResponse.ProtoReflect.Descriptor instead.
 func (*SearchResponse) Descriptor() ([]byte, []int) {
-	return file_contextd_v1_contextd_proto_rawDescGZIP(), []int{7}
+	return file_contextd_v1_contextd_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *SearchResponse) GetResults() []*SearchResult {
@@ -802,7 +914,7 @@ type SearchResult struct {
 
 func (x *SearchResult) Reset() {
 	*x = SearchResult{}
-	mi := &file_contextd_v1_contextd_proto_msgTypes[8]
+	mi := &file_contextd_v1_contextd_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -814,7 +926,7 @@ func (x *SearchResult) String() string {
 func (*SearchResult) ProtoMessage() {}
 
 func (x *SearchResult) ProtoReflect() protoreflect.Message {
-	mi := &file_contextd_v1_contextd_proto_msgTypes[8]
+	mi := &file_contextd_v1_contextd_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -827,7 +939,7 @@ func (x *SearchResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchResult.ProtoReflect.Descriptor instead.
 func (*SearchResult) Descriptor() ([]byte, []int) {
-	return file_contextd_v1_contextd_proto_rawDescGZIP(), []int{8}
+	return file_contextd_v1_contextd_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *SearchResult) GetServer() string {
@@ -901,7 +1013,7 @@ type ListServersRequest struct {
 
 func (x *ListServersRequest) Reset() {
 	*x = ListServersRequest{}
-	mi := &file_contextd_v1_contextd_proto_msgTypes[9]
+	mi := &file_contextd_v1_contextd_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -913,7 +1025,7 @@ func (x *ListServersRequest) String() string {
 func (*ListServersRequest) ProtoMessage() {}
 
 func (x *ListServersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_contextd_v1_contextd_proto_msgTypes[9]
+	mi := &file_contextd_v1_contextd_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -926,7 +1038,7 @@ func (x *ListServersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListServersRequest.ProtoReflect.Descriptor instead.
 func (*ListServersRequest) Descriptor() ([]byte, []int) {
-	return file_contextd_v1_contextd_proto_rawDescGZIP(), []int{9}
+	return file_contextd_v1_contextd_proto_rawDescGZIP(), []int{10}
 }
 
 type ListServersResponse struct {
@@ -938,7 +1050,7 @@ type ListServersResponse struct {
 
 func (x *ListServersResponse) Reset() {
 	*x = ListServersResponse{}
-	mi := &file_contextd_v1_contextd_proto_msgTypes[10]
+	mi := &file_contextd_v1_contextd_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -950,7 +1062,7 @@ func (x *ListServersResponse) String() string {
 func (*ListServersResponse) ProtoMessage() {}
 
 func (x *ListServersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_contextd_v1_contextd_proto_msgTypes[10]
+	mi := &file_contextd_v1_contextd_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -963,7 +1075,7 @@ func (x *ListServersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListServersResponse.ProtoReflect.Descriptor instead.
 func (*ListServersResponse) Descriptor() ([]byte, []int) {
-	return file_contextd_v1_contextd_proto_rawDescGZIP(), []int{10}
+	return file_contextd_v1_contextd_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ListServersResponse) GetServers() []*ServerStatus {
@@ -1006,7 +1118,7 @@ type ServerStatus struct {
 
 func (x *ServerStatus) Reset() {
 	*x = ServerStatus{}
-	mi := &file_contextd_v1_contextd_proto_msgTypes[11]
+	mi := &file_contextd_v1_contextd_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1018,7 +1130,7 @@ func (x *ServerStatus) String() string {
 func (*ServerStatus) ProtoMessage() {}
 
 func (x *ServerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_contextd_v1_contextd_proto_msgTypes[11]
+	mi := &file_contextd_v1_contextd_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1031,7 +1143,7 @@ func (x *ServerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerStatus.ProtoReflect.Descriptor instead.
 func (*ServerStatus) Descriptor() ([]byte, []int) {
-	return file_contextd_v1_contextd_proto_rawDescGZIP(), []int{11}
+	return file_contextd_v1_contextd_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ServerStatus) GetName() string {
@@ -1157,13 +1269,21 @@ var File_contextd_v1_contextd_proto protoreflect.FileDescriptor
 
 const file_contextd_v1_contextd_proto_rawDesc = "" +
 	"\n" +
-	"\x1acontextd/v1/contextd.proto\x12\vcontextd.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa8\x01\n" +
+	"\x1acontextd/v1/contextd.proto\x12\vcontextd.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd0\x02\n" +
 	"\x0fAssembleRequest\x12\x14\n" +
 	"\x05query\x18\x01 \x01(\tR\x05query\x12!\n" +
 	"\ftoken_budget\x18\x02 \x01(\x05R\vtokenBudget\x12\x18\n" +
 	"\aservers\x18\x03 \x03(\tR\aservers\x12%\n" +
 	"\x0einclude_binary\x18\x04 \x01(\bR\rincludeBinary\x12\x1b\n" +
-	"\tmax_items\x18\x05 \x01(\x05R\bmaxItems\"\xe5\x01\n" +
+	"\tmax_items\x18\x05 \x01(\x05R\bmaxItems\x120\n" +
+	"\x06pinned\x18\x06 \x03(\v2\x18.contextd.v1.ResourceRefR\x06pinned\x12\x1d\n" +
+	"\n" +
+	"mime_types\x18\a \x03(\tR\tmimeTypes\x12!\n" +
+	"\furi_prefixes\x18\b \x03(\tR\vuriPrefixes\x122\n" +
+	"\x15include_user_audience\x18\t \x01(\bR\x13includeUserAudience\"7\n" +
+	"\vResourceRef\x12\x16\n" +
+	"\x06server\x18\x01 \x01(\tR\x06server\x12\x10\n" +
+	"\x03uri\x18\x02 \x01(\tR\x03uri\"\xe5\x01\n" +
 	"\x10AssembleResponse\x12'\n" +
 	"\x05items\x18\x01 \x03(\v2\x11.contextd.v1.ItemR\x05items\x12!\n" +
 	"\ftotal_tokens\x18\x02 \x01(\x05R\vtotalTokens\x12!\n" +
@@ -1205,11 +1325,14 @@ const file_contextd_v1_contextd_proto_rawDesc = "" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x16\n" +
 	"\x06detail\x18\x04 \x01(\tR\x06detail\x12\x14\n" +
 	"\x05score\x18\x05 \x01(\x01R\x05score\x12\x12\n" +
-	"\x04rank\x18\x06 \x01(\x05R\x04rank\"U\n" +
+	"\x04rank\x18\x06 \x01(\x05R\x04rank\"\x97\x01\n" +
 	"\rSearchRequest\x12\x14\n" +
 	"\x05query\x18\x01 \x01(\tR\x05query\x12\x14\n" +
 	"\x05limit\x18\x02 \x01(\x05R\x05limit\x12\x18\n" +
-	"\aservers\x18\x03 \x03(\tR\aservers\"E\n" +
+	"\aservers\x18\x03 \x03(\tR\aservers\x12\x1d\n" +
+	"\n" +
+	"mime_types\x18\x04 \x03(\tR\tmimeTypes\x12!\n" +
+	"\furi_prefixes\x18\x05 \x03(\tR\vuriPrefixes\"E\n" +
 	"\x0eSearchResponse\x123\n" +
 	"\aresults\x18\x01 \x03(\v2\x19.contextd.v1.SearchResultR\aresults\"\xdf\x01\n" +
 	"\fSearchResult\x12\x16\n" +
@@ -1271,44 +1394,46 @@ func file_contextd_v1_contextd_proto_rawDescGZIP() []byte {
 }
 
 var file_contextd_v1_contextd_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_contextd_v1_contextd_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_contextd_v1_contextd_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_contextd_v1_contextd_proto_goTypes = []any{
 	(ServerStatus_State)(0),       // 0: contextd.v1.ServerStatus.State
 	(*AssembleRequest)(nil),       // 1: contextd.v1.AssembleRequest
-	(*AssembleResponse)(nil),      // 2: contextd.v1.AssembleResponse
-	(*Item)(nil),                  // 3: contextd.v1.Item
-	(*DroppedContent)(nil),        // 4: contextd.v1.DroppedContent
-	(*Content)(nil),               // 5: contextd.v1.Content
-	(*Omitted)(nil),               // 6: contextd.v1.Omitted
-	(*SearchRequest)(nil),         // 7: contextd.v1.SearchRequest
-	(*SearchResponse)(nil),        // 8: contextd.v1.SearchResponse
-	(*SearchResult)(nil),          // 9: contextd.v1.SearchResult
-	(*ListServersRequest)(nil),    // 10: contextd.v1.ListServersRequest
-	(*ListServersResponse)(nil),   // 11: contextd.v1.ListServersResponse
-	(*ServerStatus)(nil),          // 12: contextd.v1.ServerStatus
-	(*timestamppb.Timestamp)(nil), // 13: google.protobuf.Timestamp
+	(*ResourceRef)(nil),           // 2: contextd.v1.ResourceRef
+	(*AssembleResponse)(nil),      // 3: contextd.v1.AssembleResponse
+	(*Item)(nil),                  // 4: contextd.v1.Item
+	(*DroppedContent)(nil),        // 5: contextd.v1.DroppedContent
+	(*Content)(nil),               // 6: contextd.v1.Content
+	(*Omitted)(nil),               // 7: contextd.v1.Omitted
+	(*SearchRequest)(nil),         // 8: contextd.v1.SearchRequest
+	(*SearchResponse)(nil),        // 9: contextd.v1.SearchResponse
+	(*SearchResult)(nil),          // 10: contextd.v1.SearchResult
+	(*ListServersRequest)(nil),    // 11: contextd.v1.ListServersRequest
+	(*ListServersResponse)(nil),   // 12: contextd.v1.ListServersResponse
+	(*ServerStatus)(nil),          // 13: contextd.v1.ServerStatus
+	(*timestamppb.Timestamp)(nil), // 14: google.protobuf.Timestamp
 }
 var file_contextd_v1_contextd_proto_depIdxs = []int32{
-	3,  // 0: contextd.v1.AssembleResponse.items:type_name -> contextd.v1.Item
-	6,  // 1: contextd.v1.AssembleResponse.omitted:type_name -> contextd.v1.Omitted
-	5,  // 2: contextd.v1.Item.contents:type_name -> contextd.v1.Content
-	4,  // 3: contextd.v1.Item.dropped:type_name -> contextd.v1.DroppedContent
-	9,  // 4: contextd.v1.SearchResponse.results:type_name -> contextd.v1.SearchResult
-	12, // 5: contextd.v1.ListServersResponse.servers:type_name -> contextd.v1.ServerStatus
-	0,  // 6: contextd.v1.ServerStatus.state:type_name -> contextd.v1.ServerStatus.State
-	13, // 7: contextd.v1.ServerStatus.last_sync:type_name -> google.protobuf.Timestamp
-	13, // 8: contextd.v1.ServerStatus.last_error_time:type_name -> google.protobuf.Timestamp
-	1,  // 9: contextd.v1.ContextService.Assemble:input_type -> contextd.v1.AssembleRequest
-	7,  // 10: contextd.v1.ContextService.Search:input_type -> contextd.v1.SearchRequest
-	10, // 11: contextd.v1.ContextService.ListServers:input_type -> contextd.v1.ListServersRequest
-	2,  // 12: contextd.v1.ContextService.Assemble:output_type -> contextd.v1.AssembleResponse
-	8,  // 13: contextd.v1.ContextService.Search:output_type -> contextd.v1.SearchResponse
-	11, // 14: contextd.v1.ContextService.ListServers:output_type -> contextd.v1.ListServersResponse
-	12, // [12:15] is the sub-list for method output_type
-	9,  // [9:12] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	2,  // 0: contextd.v1.AssembleRequest.pinned:type_name -> contextd.v1.ResourceRef
+	4,  // 1: contextd.v1.AssembleResponse.items:type_name -> contextd.v1.Item
+	7,  // 2: contextd.v1.AssembleResponse.omitted:type_name -> contextd.v1.Omitted
+	6,  // 3: contextd.v1.Item.contents:type_name -> contextd.v1.Content
+	5,  // 4: contextd.v1.Item.dropped:type_name -> contextd.v1.DroppedContent
+	10, // 5: contextd.v1.SearchResponse.results:type_name -> contextd.v1.SearchResult
+	13, // 6: contextd.v1.ListServersResponse.servers:type_name -> contextd.v1.ServerStatus
+	0,  // 7: contextd.v1.ServerStatus.state:type_name -> contextd.v1.ServerStatus.State
+	14, // 8: contextd.v1.ServerStatus.last_sync:type_name -> google.protobuf.Timestamp
+	14, // 9: contextd.v1.ServerStatus.last_error_time:type_name -> google.protobuf.Timestamp
+	1,  // 10: contextd.v1.ContextService.Assemble:input_type -> contextd.v1.AssembleRequest
+	8,  // 11: contextd.v1.ContextService.Search:input_type -> contextd.v1.SearchRequest
+	11, // 12: contextd.v1.ContextService.ListServers:input_type -> contextd.v1.ListServersRequest
+	3,  // 13: contextd.v1.ContextService.Assemble:output_type -> contextd.v1.AssembleResponse
+	9,  // 14: contextd.v1.ContextService.Search:output_type -> contextd.v1.SearchResponse
+	12, // 15: contextd.v1.ContextService.ListServers:output_type -> contextd.v1.ListServersResponse
+	13, // [13:16] is the sub-list for method output_type
+	10, // [10:13] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_contextd_v1_contextd_proto_init() }
@@ -1316,7 +1441,7 @@ func file_contextd_v1_contextd_proto_init() {
 	if File_contextd_v1_contextd_proto != nil {
 		return
 	}
-	file_contextd_v1_contextd_proto_msgTypes[4].OneofWrappers = []any{
+	file_contextd_v1_contextd_proto_msgTypes[5].OneofWrappers = []any{
 		(*Content_Text)(nil),
 		(*Content_Blob)(nil),
 	}
@@ -1326,7 +1451,7 @@ func file_contextd_v1_contextd_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_contextd_v1_contextd_proto_rawDesc), len(file_contextd_v1_contextd_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   12,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -1,0 +1,87 @@
+package engine_test
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/contextd/contextd/internal/engine"
+	"github.com/contextd/contextd/internal/mcp/mcptest"
+	"github.com/contextd/contextd/internal/resource"
+	"github.com/contextd/contextd/internal/selector"
+)
+
+// A narrow filter must find its matches even when they rank far below the
+// 100 candidates each retrieval list keeps.
+func TestFiltersFindMatchesBeyondThePool(t *testing.T) {
+	srv := mcptest.NewServer(nil, &mcpsdk.ServerOptions{PageSize: 500})
+	for i := range 250 {
+		mcptest.AddText(srv, fmt.Sprintf("doc://notes/%03d", i), fmt.Sprintf("architecture notes %d", i), "architecture")
+	}
+	srv.AddResource(&mcpsdk.Resource{URI: "src://main.go", Name: "main.go", Description: "entry point", MIMEType: "text/x-go; charset=utf-8"}, nil)
+	eng := newEngine(t, "", map[string]*mcpsdk.Server{"s": srv}, 0)
+
+	for _, tc := range []struct {
+		name   string
+		filter engine.Filter
+		want   int
+	}{
+		{"mime", engine.Filter{MIMETypes: []string{"text/x-go"}}, 1},
+		{"prefix", engine.Filter{URIPrefixes: []string{"src://"}}, 1},
+		{"wildcard", engine.Filter{MIMETypes: []string{"TEXT/*"}}, 10},
+		{"nothing matches", engine.Filter{MIMETypes: []string{"image/png"}}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := eng.Search(t.Context(), engine.SearchRequest{Query: "architecture notes", Filter: tc.filter})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != tc.want {
+				t.Fatalf("%d results, want %d: %+v", len(got), tc.want, got)
+			}
+			if tc.want == 1 && got[0].URI != "src://main.go" {
+				t.Errorf("result %q, want src://main.go", got[0].URI)
+			}
+		})
+	}
+	if _, err := eng.Search(t.Context(), engine.SearchRequest{Query: "x", Filter: engine.Filter{MIMETypes: []string{"markdown"}}}); !errors.Is(err, engine.ErrInvalidArgument) {
+		t.Errorf("a MIME filter without a slash: %v, want ErrInvalidArgument", err)
+	}
+}
+
+func TestPinnedComeFirstAndUserAudienceStaysOut(t *testing.T) {
+	srv := mcptest.NewServer(map[string]string{
+		"doc://architecture": "how the system is built",
+		"doc://open-file":    "the file the user is editing",
+	}, nil)
+	srv.AddResource(&mcpsdk.Resource{URI: "doc://architecture-for-humans", Name: "architecture for humans",
+		Annotations: &mcpsdk.Annotations{Audience: []mcpsdk.Role{"user"}}}, nil)
+	eng := newEngine(t, "", map[string]*mcpsdk.Server{"s": srv}, 0)
+
+	res, err := eng.Assemble(t.Context(), engine.AssembleRequest{
+		Query: "architecture", TokenBudget: 500,
+		Pinned: []resource.Key{{Server: "s", URI: "doc://open-file"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Items) < 2 || res.Items[0].URI != "doc://open-file" || res.Items[1].URI != "doc://architecture" {
+		t.Fatalf("items = %+v, want the pinned file first, then the best match", res.Items)
+	}
+	found := false
+	for _, o := range res.Omitted {
+		if o.URI == "doc://architecture-for-humans" {
+			found = o.Reason == selector.OmitUserAudience && !o.Read
+		}
+	}
+	if !found {
+		t.Errorf("omitted = %+v, want the user-only resource omitted unread as audience_user", res.Omitted)
+	}
+
+	_, err = eng.Assemble(t.Context(), engine.AssembleRequest{Query: "x", TokenBudget: 10, Pinned: []resource.Key{{Server: "nope", URI: "doc://a"}}})
+	if !errors.Is(err, engine.ErrInvalidArgument) {
+		t.Errorf("pinned on an unknown server: %v, want ErrInvalidArgument", err)
+	}
+}
