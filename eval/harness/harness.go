@@ -88,8 +88,8 @@ var strategies = []strategy{
 	{name: "default", needs: []string{embDefault}, rank: func(ctx context.Context, r *runner, q beir.Query) ([]string, error) {
 		return r.search(ctx, embDefault, q.Text, nil)
 	}},
-	{name: "bm25", needs: []string{embGloVe}, rank: func(ctx context.Context, r *runner, q beir.Query) ([]string, error) {
-		return r.search(ctx, embGloVe, q.Text, &engine.Ranking{Lexical: 1})
+	{name: "bm25", needs: []string{embDefault}, rank: func(ctx context.Context, r *runner, q beir.Query) ([]string, error) {
+		return r.search(ctx, embDefault, q.Text, &engine.Ranking{Lexical: 1}) // no embedding involved
 	}},
 	{name: "glove", needs: []string{embGloVe}, rank: func(ctx context.Context, r *runner, q beir.Query) ([]string, error) {
 		return r.search(ctx, embGloVe, q.Text, &engine.Ranking{Dense: 1})

@@ -141,6 +141,11 @@ func Parse(path string, data []byte, lookup func(string) (string, bool)) (*Confi
 		return nil, fmt.Errorf("%s: %w: %v", path, ErrInvalid, err)
 	}
 	c := &Config{Path: path, Listen: f.Listen, DataDir: f.DataDir, Tokenizer: f.Tokenizer, Embedder: f.Embedder, MaxMessageBytes: f.MaxMessage}
+	switch c.Tokenizer {
+	case "", "cl100k_base", "o200k_base":
+	default:
+		return nil, fmt.Errorf("%s: %w: field tokenizer: %q is not \"cl100k_base\" or \"o200k_base\"", path, ErrInvalid, f.Tokenizer)
+	}
 	switch c.Embedder {
 	case "":
 		c.Embedder = DefaultEmbedder

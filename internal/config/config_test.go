@@ -96,6 +96,7 @@ func TestErrorsNameFileServerAndField(t *testing.T) {
 		{"stdio without command", `mcpServers: {s: {type: stdio}}`, []string{`server "s"`, "field command"}},
 		{"not yaml", "mcpServers: [", []string{"bad.yaml"}},
 		{"bad poll interval", "poll_interval: often\nmcpServers: {a: {command: x}}", []string{"bad.yaml", "poll_interval", "often"}},
+		{"unknown tokenizer", "tokenizer: p50k\nmcpServers: {a: {command: x}}", []string{"bad.yaml", "field tokenizer", "p50k", "cl100k_base"}},
 		{"unknown embedder", "embedder: word2vec\nmcpServers: {a: {command: x}}", []string{"bad.yaml", "field embedder", "word2vec", "use-lite"}},
 		{"defined twice", "mcpServers: {a: {command: x}}\nservers: {a: {command: y}}", []string{`server "a"`, "both"}},
 	} {
