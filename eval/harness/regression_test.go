@@ -1,0 +1,50 @@
+//go:build !race
+
+// The race detector slows USE-lite's arithmetic about tenfold, so this test
+// runs in the suite's plain `go test ./eval/...` pass (README, .ci/run)
+// rather than under -race.
+
+package harness_test
+
+import (
+	"testing"
+
+	"github.com/contextd/contextd/eval/harness"
+)
+
+// TestMetaToolRegressionFloor runs the daemon's default ranking on the
+// shipped MetaTool splits and fails if it falls below what it measured when
+// it was chosen (eval/README.md), less 0.005 for floating-point differences
+// between machines. Raise the floors when the ranking improves.
+func TestMetaToolRegressionFloor(t *testing.T) {
+	for _, tc := range []struct {
+		split                           string
+		ndcg10, hit5, recall5, recall10 float64
+	}{
+		{split: "test", ndcg10: 0.6994, hit5: 0.7870, recall5: 0.7870, recall10: 0.8557},
+		{split: "multi", ndcg10: 0.6685, hit5: 0.9517, recall5: 0.7173, recall10: 0.8119},
+	} {
+		t.Run(tc.split, func(t *testing.T) {
+			res, err := harness.Run(t.Context(), harness.Options{Dataset: "../datasets/metatool", Split: tc.split, Strategies: []string{"default"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := res.Strategies[0].Summary.Mean
+			t.Logf("%s: nDCG@10 %.4f hit@5 %.4f recall@5 %.4f recall@10 %.4f", tc.split, m.NDCGAt10, m.HitAt5, m.RecallAt5, m.RecallAt10)
+			const slack = 0.005
+			for _, c := range []struct {
+				name       string
+				got, floor float64
+			}{
+				{"nDCG@10", m.NDCGAt10, tc.ndcg10},
+				{"hit@5", m.HitAt5, tc.hit5},
+				{"recall@5", m.RecallAt5, tc.recall5},
+				{"recall@10", m.RecallAt10, tc.recall10},
+			} {
+				if c.got < c.floor-slack {
+					t.Errorf("%s %s = %.4f, below its floor %.4f", tc.split, c.name, c.got, c.floor)
+				}
+			}
+		})
+	}
+}
