@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -38,7 +39,10 @@ func (o *oneShot) register(fs *flag.FlagSet) {
 
 // start loads the config, starts the engine's mirrors and waits for their
 // first sync. stop ends the mirrors and closes the engine.
-func (o *oneShot) start(ctx context.Context, stderr io.Writer) (eng *engine.Engine, stop func(), err error) {
+//
+// extra names servers to connect to beyond --server (the servers of pinned
+// resources); they do not widen the ranking scope, which is --server.
+func (o *oneShot) start(ctx context.Context, stderr io.Writer, extra ...string) (eng *engine.Engine, stop func(), err error) {
 	if o.timeout <= 0 {
 		return nil, nil, fmt.Errorf("%w: --timeout %v must be positive", engine.ErrInvalidArgument, o.timeout)
 	}
@@ -53,19 +57,26 @@ func (o *oneShot) start(ctx context.Context, stderr io.Writer) (eng *engine.Engi
 	if len(cfg.Servers) == 0 {
 		return nil, nil, fmt.Errorf("%s: no servers configured (add mcpServers entries)", cfg.Path)
 	}
+	var names []string
+	for _, s := range cfg.Servers {
+		names = append(names, s.Name)
+	}
 	for _, s := range o.servers {
 		if _, ok := cfg.Server(s); !ok {
-			return nil, nil, fmt.Errorf("%w: unknown server %q in --server", engine.ErrInvalidArgument, s)
+			return nil, nil, fmt.Errorf("%w: unknown server %q in --server (configured: %s)", engine.ErrInvalidArgument, s, strings.Join(names, ", "))
+		}
+	}
+	for _, s := range extra {
+		if _, ok := cfg.Server(s); !ok {
+			return nil, nil, fmt.Errorf("%w: unknown server %q in --pin (configured: %s)", engine.ErrInvalidArgument, s, strings.Join(names, ", "))
 		}
 	}
 	if len(o.servers) > 0 { // connect only to what was asked for
+		want := append(slices.Clone(o.servers), extra...)
 		keep := cfg.Servers[:0:0]
 		for _, s := range cfg.Servers {
-			for _, want := range o.servers {
-				if s.Name == want {
-					keep = append(keep, s)
-					break
-				}
+			if slices.Contains(want, s.Name) {
+				keep = append(keep, s)
 			}
 		}
 		cfg.Servers = keep
@@ -124,7 +135,11 @@ func assemble(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	eng, stop, err := o.start(ctx, stderr)
+	var pinnedServers []string
+	for _, p := range in.GetPinned() {
+		pinnedServers = append(pinnedServers, p.GetServer())
+	}
+	eng, stop, err := o.start(ctx, stderr, pinnedServers...)
 	if err != nil {
 		return err
 	}

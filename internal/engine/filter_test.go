@@ -31,6 +31,8 @@ func TestFiltersFindMatchesBeyondThePool(t *testing.T) {
 		{"mime", engine.Filter{MIMETypes: []string{"text/x-go"}}, 1},
 		{"prefix", engine.Filter{URIPrefixes: []string{"src://"}}, 1},
 		{"wildcard", engine.Filter{MIMETypes: []string{"TEXT/*"}}, 10},
+		{"parameters ignored", engine.Filter{MIMETypes: []string{"text/x-go; charset=utf-8"}}, 1},
+		{"any type", engine.Filter{MIMETypes: []string{"*/*"}}, 10},
 		{"nothing matches", engine.Filter{MIMETypes: []string{"image/png"}}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -46,8 +48,10 @@ func TestFiltersFindMatchesBeyondThePool(t *testing.T) {
 			}
 		})
 	}
-	if _, err := eng.Search(t.Context(), engine.SearchRequest{Query: "x", Filter: engine.Filter{MIMETypes: []string{"markdown"}}}); !errors.Is(err, engine.ErrInvalidArgument) {
-		t.Errorf("a MIME filter without a slash: %v, want ErrInvalidArgument", err)
+	for _, bad := range []string{"markdown", "*/markdown", "text/", ""} {
+		if _, err := eng.Search(t.Context(), engine.SearchRequest{Query: "x", Filter: engine.Filter{MIMETypes: []string{bad}}}); !errors.Is(err, engine.ErrInvalidArgument) {
+			t.Errorf("MIME filter %q: %v, want ErrInvalidArgument", bad, err)
+		}
 	}
 }
 
@@ -70,6 +74,11 @@ func TestPinnedComeFirstAndUserAudienceStaysOut(t *testing.T) {
 	if len(res.Items) < 2 || res.Items[0].URI != "doc://open-file" || res.Items[1].URI != "doc://architecture" {
 		t.Fatalf("items = %+v, want the pinned file first, then the best match", res.Items)
 	}
+	for _, it := range res.Items[1:] {
+		if it.URI == "doc://open-file" {
+			t.Errorf("the pinned file is returned twice: %+v", res.Items)
+		}
+	}
 	found := false
 	for _, o := range res.Omitted {
 		if o.URI == "doc://architecture-for-humans" {
@@ -78,6 +87,18 @@ func TestPinnedComeFirstAndUserAudienceStaysOut(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("omitted = %+v, want the user-only resource omitted unread as audience_user", res.Omitted)
+	}
+
+	// A repeated pin counts once, and max_items applies to pins too.
+	res, err = eng.Assemble(t.Context(), engine.AssembleRequest{
+		Query: "architecture", TokenBudget: 500, MaxItems: 1,
+		Pinned: []resource.Key{{Server: "s", URI: "doc://open-file"}, {Server: "s", URI: "doc://open-file"}, {Server: "s", URI: "doc://architecture"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Items) != 1 || res.Items[0].URI != "doc://open-file" || res.Omitted[0].URI != "doc://architecture" || res.Omitted[0].Reason != selector.OmitMaxItems {
+		t.Errorf("max_items 1 with two pins: items %+v omitted %+v", res.Items, res.Omitted)
 	}
 
 	_, err = eng.Assemble(t.Context(), engine.AssembleRequest{Query: "x", TokenBudget: 10, Pinned: []resource.Key{{Server: "nope", URI: "doc://a"}}})

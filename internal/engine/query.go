@@ -3,9 +3,9 @@ package engine
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"math"
-	"mime"
 	"runtime"
 	"slices"
 	"strings"
@@ -80,9 +80,9 @@ type Ranked struct {
 // A Filter narrows what Search and Assemble rank. Zero fields match all.
 type Filter struct {
 	Servers []string // configured server names
-	// MIMETypes are media types ("text/markdown") or wildcards ("text/*");
-	// parameters and case are ignored, and a descriptor without a MIME
-	// type matches none.
+	// MIMETypes are media types ("text/markdown") or wildcards ("text/*",
+	// "*/*"); parameters and case are ignored, and a descriptor without a
+	// MIME type matches none.
 	MIMETypes []string
 	// URIPrefixes keep the URIs that start with one of them, byte for byte.
 	URIPrefixes []string
@@ -96,26 +96,32 @@ func (f Filter) match(d resource.Descriptor) bool {
 	if len(f.MIMETypes) == 0 {
 		return true
 	}
-	mt, _, _ := mime.ParseMediaType(d.MIMEType)
-	return slices.ContainsFunc(f.MIMETypes, func(want string) bool {
-		want = strings.ToLower(strings.TrimSpace(want))
-		if typ, ok := strings.CutSuffix(want, "/*"); ok {
+	mt := baseMIME(d.MIMEType)
+	return mt != "" && slices.ContainsFunc(f.MIMETypes, func(want string) bool {
+		want = baseMIME(want)
+		switch typ, sub, _ := strings.Cut(want, "/"); {
+		case want == "*/*":
+			return true
+		case sub == "*":
 			return strings.HasPrefix(mt, typ+"/")
 		}
-		return mt != "" && mt == want
+		return mt == want
 	})
+}
+
+// baseMIME returns a media type without parameters, lowercased, or "".
+func baseMIME(s string) string {
+	base, _, _ := strings.Cut(s, ";")
+	return strings.ToLower(strings.TrimSpace(base))
 }
 
 func (f Filter) narrows() bool { return len(f.MIMETypes) > 0 || len(f.URIPrefixes) > 0 }
 
 func (f Filter) check() error {
 	for _, m := range f.MIMETypes {
-		probe := strings.TrimSpace(m)
-		if base, wild := strings.CutSuffix(probe, "/*"); wild {
-			probe = base + "/x"
-		}
-		if _, _, err := mime.ParseMediaType(probe); err != nil || !strings.Contains(probe, "/") {
-			return fmt.Errorf("%w: MIME type filter %q is not a media type like text/markdown or text/*", ErrInvalidArgument, m)
+		typ, sub, ok := strings.Cut(baseMIME(m), "/")
+		if !ok || typ == "" || sub == "" || strings.ContainsAny(typ+sub, " /") || (typ == "*" && sub != "*") {
+			return fmt.Errorf("%w: MIME type filter %q is not a media type like text/markdown, text/* or */*", ErrInvalidArgument, m)
 		}
 	}
 	for _, p := range f.URIPrefixes {
@@ -325,7 +331,8 @@ type SearchRequest struct {
 
 // Search ranks descriptors for the query.
 //
-// Errors: ErrInvalidArgument (empty query, unknown server, negative limit).
+// Errors: ErrInvalidArgument (empty query, unknown server, bad filter,
+// negative limit), ErrUnavailable (no server in scope has synced).
 func (e *Engine) Search(ctx context.Context, req SearchRequest) ([]Ranked, error) {
 	if err := checkQuery(req.Query); err != nil {
 		return nil, err
@@ -367,7 +374,8 @@ type AssembleRequest struct {
 }
 
 // AssembleResult is the selection and the tokenizer it was counted with.
-// Item and Omitted ranks are the candidates' 1-based fused ranks.
+// Item and Omitted ranks are the candidates' 1-based positions: pinned
+// resources first, then the ranked ones in fused order.
 type AssembleResult struct {
 	selector.Result
 	Tokenizer string
@@ -376,8 +384,9 @@ type AssembleResult struct {
 // Assemble ranks, reads only what may be returned, and packs it so the total
 // never exceeds req.TokenBudget.
 //
-// Errors: ErrInvalidArgument (empty query, budget < 1, unknown server,
-// negative max_items), or ctx's error.
+// Errors: ErrInvalidArgument (empty query, budget < 1, unknown server, bad
+// filter or pin, negative max_items), ErrUnavailable (no server in scope has
+// synced, and nothing is pinned), or ctx's error.
 func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (*AssembleResult, error) {
 	if err := checkQuery(req.Query); err != nil {
 		return nil, err
@@ -413,9 +422,11 @@ func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (*AssembleRe
 		cands = append(cands, c)
 	}
 	ranked, err := e.rank(ctx, req.Query, req.Filter, e.candidates+len(pinned), e.ranking)
-	if err != nil && len(pinned) == 0 {
+	if err != nil && (len(pinned) == 0 || !errors.Is(err, ErrUnavailable)) {
 		return nil, err
 	}
+	// With pins, no synced server to rank is not an error: the pinned
+	// resources are still read (from servers that are up).
 	for _, r := range ranked {
 		if !pinned[r.Key()] && len(cands) < len(pinned)+e.candidates {
 			cands = append(cands, candidate(r.Descriptor, r.Score))
@@ -503,7 +514,7 @@ func (e *Engine) readTimeout(server string) (time.Duration, bool) {
 	return e.readTO, false
 }
 
-// markSlow starts (or extends) or ends server's slow spell.
+// markSlow starts or ends server's slow spell.
 func (e *Engine) markSlow(server string, slow bool) {
 	e.slowMu.Lock()
 	defer e.slowMu.Unlock()

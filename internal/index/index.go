@@ -284,6 +284,7 @@ func (ix *Index) upsertChunk(ctx context.Context, descs []resource.Descriptor) (
 	}); err != nil {
 		return 0, err
 	}
+	embedded = len(todo)
 	for _, j := range jobs {
 		if ix.isClosed() {
 			return embedded, ErrClosed
@@ -304,7 +305,7 @@ func (ix *Index) upsertChunk(ctx context.Context, descs []resource.Descriptor) (
 		ix.mu.Unlock()
 		ix.lex.Upsert(lexDoc(j.d))
 	}
-	return len(todo), nil
+	return embedded, nil
 }
 
 // embedAll embeds n texts on every core (embedders are safe for concurrent

@@ -129,6 +129,8 @@ func TestMalformedHTTPAnswerFailsOnlyItsRead(t *testing.T) {
 		{"html labelled json", "application/json", "<html>502 from a proxy</html>"},
 		{"html", "text/html; charset=utf-8", "<html>502 from a proxy</html>"},
 		{"event not json", "text/event-stream", "event: message\ndata: <html>502</html>\n\n"},
+		{"event json but not json-rpc", "text/event-stream", "data: 42\n\n"},
+		{"bad content-type parameter", "application/json; charset", `{"jsonrpc":"2.0","id":1,"result":{}}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := &mcptest.RawServer{
@@ -146,6 +148,21 @@ func TestMalformedHTTPAnswerFailsOnlyItsRead(t *testing.T) {
 				t.Fatalf("list after a malformed answer = %+v, %v; want the session to stay up", res, err)
 			}
 		})
+	}
+}
+
+// The go-sdk skips events that are not message events; so do we.
+func TestOtherSSEEventsPassThrough(t *testing.T) {
+	srv := &mcptest.RawServer{
+		ContentType: map[string]string{"resources/read": "text/event-stream"},
+		Body: map[string]func(string) []byte{"resources/read": func(id string) []byte {
+			return []byte("event: ping\ndata: hello\n\n: a comment\n\nevent: message\ndata: " + string(bigRead(id, 3)) + "\n\n")
+		}},
+	}
+	sess := httpSession(t, srv, nil)
+	got, err := sess.Read(t.Context(), "x://big")
+	if err != nil || len(got) != 1 || got[0].Text != "aaa" {
+		t.Fatalf("Read = %+v, %v; want the answer after a ping event and a comment", got, err)
 	}
 }
 

@@ -38,7 +38,10 @@ func (c capTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return resp, err
 	}
-	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	mt, _, perr := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if perr != nil {
+		mt = "" // as the go-sdk reads it: an unsupported type
+	}
 	if id != nil && resp.StatusCode/100 == 2 && mt != "text/event-stream" && mt != "application/json" {
 		// The go-sdk ends the session on any other type (a proxy's HTML
 		// page): answer the call with an error instead.
@@ -274,21 +277,33 @@ func (s *sseCap) eventData() (data []byte, ok bool) {
 	return data, ok
 }
 
-// validData reports whether the event carries no data or JSON data.
+// validData reports whether the event is one the go-sdk can take: not a
+// message event (it skips those), no data, or a JSON-RPC message.
 func (s *sseCap) validData() bool {
+	for line := range bytes.Lines(s.event) {
+		if name, ok := bytes.CutPrefix(bytes.TrimRight(line, "\r\n"), []byte("event:")); ok {
+			if n := bytes.TrimSpace(name); len(n) > 0 && string(n) != "message" {
+				return true
+			}
+		}
+	}
 	data, ok := s.eventData()
-	return !ok || len(bytes.TrimSpace(data)) == 0 || json.Valid(data)
+	if !ok || len(bytes.TrimSpace(data)) == 0 {
+		return true
+	}
+	_, err := jsonrpc.DecodeMessage(data)
+	return err == nil
 }
 
-// malformed returns the event that replaces one whose data is not JSON: the
-// go-sdk would end the session on it.
+// malformed returns the event that replaces one whose data is not a
+// JSON-RPC message: the go-sdk would end the session on it.
 func (s *sseCap) malformed() []byte {
 	data, _ := s.eventData()
-	s.log.Warn("dropped a server-sent event that is not JSON", "data", fmt.Sprintf("%.100q", data), "id", string(s.id))
+	s.log.Warn("dropped a server-sent event that is not JSON-RPC", "data", fmt.Sprintf("%.100q", data), "id", string(s.id))
 	if s.id == nil {
 		return nil
 	}
 	id := s.id
 	s.id = nil // one answer per call
-	return append(append([]byte("event: message\ndata: "), errorAnswer(id, fmt.Sprintf("malformed response: event data is not JSON: %.100q", data))...), "\n\n"...)
+	return append(append([]byte("event: message\ndata: "), errorAnswer(id, fmt.Sprintf("malformed response: event data is not a JSON-RPC message: %.100q", data))...), "\n\n"...)
 }

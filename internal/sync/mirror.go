@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	gosync "sync"
 	"time"
 
@@ -273,7 +274,10 @@ func (m *Mirror) nextSession(ctx context.Context, old *mcp.Session) (*mcp.Sessio
 		case sess != nil && sess != old:
 			return sess, nil
 		case sess == nil && backingOff:
-			return nil, errors.New("the server expired sessions twice within max backoff; reconnecting after backoff")
+			m.mu.Lock()
+			last := m.status.LastError
+			m.mu.Unlock()
+			return nil, fmt.Errorf("reconnecting after a backoff (last error: %s)", firstLine(last))
 		}
 		select {
 		case <-ctx.Done():
@@ -449,8 +453,9 @@ func (m *Mirror) notifyListChanged() {
 	}
 }
 
-// sync lists everything and applies it to the index, within SyncTimeout. It
-// reports whether every request succeeded (an incomplete list is not a failure).
+// sync lists everything, within SyncTimeout, and applies it to the index
+// (without a deadline: embedding is local work). It reports whether every
+// request succeeded (an incomplete list is not a failure).
 func (m *Mirror) sync(parent context.Context, sess *mcp.Session) (ok bool) {
 	// SyncTimeout bounds the talking to the server; applying the list to the
 	// index is local work (embedding thousands of descriptors can take
@@ -634,4 +639,9 @@ func (m *Mirror) read(ctx context.Context, sess *mcp.Session, uri string) ([]res
 		}
 	}
 	return contents, nil
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return s
 }
