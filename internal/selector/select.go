@@ -80,6 +80,14 @@ type selection struct {
 	remaining int                  // tokens left: req.TokenBudget - res.TotalTokens
 	full      string               // why the budget is full after a text did not fit; "" if not
 	seen      map[resource.Key]int // rank of the first candidate with each key
+	fps       []packed             // the contents of the items so far
+}
+
+// packed remembers an item's content fingerprint.
+type packed struct {
+	fp   fingerprint
+	rank int
+	key  resource.Key
 }
 
 // consider decides on the candidate at rank: omit it unread, or read and pack it.
@@ -134,6 +142,17 @@ func (s *selection) skip(c Candidate) (OmitReason, string) {
 // pack fits the read contents of c into what is left of the budget and
 // records the item, or the omission if nothing of it fits.
 func (s *selection) pack(rank int, c Candidate, contents []Content) {
+	fp := fingerprintOf(contents)
+	for _, seen := range s.fps {
+		if exact, near := fp.same(seen.fp); exact || near {
+			how := "the same content as"
+			if !exact {
+				how = "nearly the same content as"
+			}
+			s.omit(rank, c, OmitDuplicateContent, fmt.Sprintf("%s rank %d (%s %s)", how, seen.rank, seen.key.Server, seen.key.URI), true)
+			return
+		}
+	}
 	left := s.remaining
 	var (
 		kept        []ItemContent
@@ -218,6 +237,7 @@ func (s *selection) pack(rank int, c Candidate, contents []Content) {
 		Truncated: truncatedBy,
 	}
 	it.Reason = itemReason(rank, c.Pinned, used, truncatedBy, cut, dropped)
+	s.fps = append(s.fps, packed{fp: fp, rank: rank, key: c.Key()})
 	s.remaining = left
 	s.res.TotalTokens += used
 	s.res.Items = append(s.res.Items, it)

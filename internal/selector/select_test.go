@@ -61,8 +61,11 @@ func text(s string) Content { return Content{Text: s} }
 func blob(b []byte) Content { return Content{Blob: b, IsBlob: true} }
 
 // lines returns n lines of w words each: n·w tokens under wordCounter.
-func lines(n, w int) string {
-	return strings.Repeat(strings.TrimSpace(strings.Repeat("w ", w))+"\n", n)
+func lines(n, w int) string { return linesOf("w", n, w) }
+
+// linesOf is lines with another word, for a text that is not a duplicate.
+func linesOf(word string, n, w int) string {
+	return strings.Repeat(strings.TrimSpace(strings.Repeat(word+" ", w))+"\n", n)
 }
 
 func TestSelect(t *testing.T) {
@@ -100,12 +103,12 @@ func TestSelect(t *testing.T) {
 			req:    Request{TokenBudget: 100},
 			ranked: []Candidate{cand("a"), cand("b"), cand("c")},
 			contents: map[resource.Key][]Content{
-				key("a"): {text(lines(30, 2))}, key("b"): {text(lines(30, 2))}, key("c"): {text("x")},
+				key("a"): {text(lines(30, 2))}, key("b"): {text(linesOf("v", 30, 2))}, key("c"): {text("x")},
 			},
 			want: Result{
 				Items: []Item{
 					{Candidate: cand("a"), Rank: 1, Contents: []ItemContent{{Content: text(lines(30, 2)), Tokens: 60}}, Tokens: 60, Reason: "rank 1, fits whole (60 tokens)"},
-					{Candidate: cand("b"), Rank: 2, Contents: []ItemContent{{Content: text(lines(20, 2)), Tokens: 40, Truncated: true}}, Tokens: 40, Truncated: true, Reason: "rank 2, truncated to 40 tokens to fit the budget; cut to 80 of 120 bytes"},
+					{Candidate: cand("b"), Rank: 2, Contents: []ItemContent{{Content: text(linesOf("v", 20, 2)), Tokens: 40, Truncated: true}}, Tokens: 40, Truncated: true, Reason: "rank 2, truncated to 40 tokens to fit the budget; cut to 80 of 120 bytes"},
 				},
 				Omitted: []Omitted{
 					{Candidate: cand("c"), Rank: 3, Reason: OmitBudgetExhausted, Detail: "budget filled by rank 2"},
@@ -682,11 +685,11 @@ func checkInvariants(t *testing.T, req Request, ranked []Candidate, res Result, 
 		}
 		seen[o.Rank-1]++
 		switch o.Reason {
-		case OmitReadFailed, OmitEmpty, OmitBinaryTooLarge, OmitTooLarge:
+		case OmitReadFailed, OmitEmpty, OmitBinaryTooLarge, OmitTooLarge, OmitDuplicateContent:
 			if !o.Read {
 				t.Errorf("omitted rank %d (%s) not marked read", o.Rank, o.Reason)
 			}
-		case OmitBudgetExhausted, OmitMaxItems, OmitDuplicate:
+		case OmitBudgetExhausted, OmitMaxItems, OmitDuplicate, OmitUserAudience:
 			if o.Read {
 				t.Errorf("omitted rank %d (%s) marked read", o.Rank, o.Reason)
 			}
@@ -698,8 +701,8 @@ func checkInvariants(t *testing.T, req Request, ranked []Candidate, res Result, 
 			readOmissions++
 		}
 		switch o.Reason {
-		case OmitReadFailed, OmitEmpty, OmitBinaryExcluded, OmitBinaryTooLarge:
-			wasted++
+		case OmitReadFailed, OmitEmpty, OmitBinaryExcluded, OmitBinaryTooLarge, OmitDuplicateContent:
+			wasted++ // a duplicate is known only once read
 		}
 	}
 	for i, n := range seen {
@@ -782,4 +785,42 @@ func TestSelectAudienceAndPinned(t *testing.T) {
 	if err != nil || len(res.Items) != 1 {
 		t.Fatalf("with IncludeUserAudience: %+v, %v; want the user-only resource", res, err)
 	}
+}
+
+func TestSelectReturnsDuplicateContentOnce(t *testing.T) {
+	doc := strings.Repeat("The mirror keeps every server's descriptors in the index and re-lists on change. ", 8)
+	reads := &fakeReads{contents: map[resource.Key][]Content{
+		{Server: "a", URI: "file:///docs/guide.md"}:    {text(doc)},
+		{Server: "b", URI: "https://x/guide"}:          {text(strings.ReplaceAll(doc, ". ", ".\r\n"))}, // same words, other line breaks
+		{Server: "a", URI: "file:///docs/guide-v2.md"}: {text(doc + " One more sentence at the end.")}, // nearly the same
+		{Server: "a", URI: "file:///docs/other.md"}:    {text(strings.Repeat("Budgets are counted in tokens with tiktoken before anything is packed. ", 8))},
+	}}
+	ranked := []Candidate{
+		{Server: "a", URI: "file:///docs/guide.md"}, {Server: "b", URI: "https://x/guide"},
+		{Server: "a", URI: "file:///docs/guide-v2.md"}, {Server: "a", URI: "file:///docs/other.md"},
+	}
+	res, err := Select(t.Context(), Request{TokenBudget: 10_000}, ranked, reads.read, wordCounter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Items) != 2 || res.Items[0].URI != "file:///docs/guide.md" || res.Items[1].URI != "file:///docs/other.md" {
+		t.Fatalf("items = %v, want the guide once and the other document", uris(res.Items))
+	}
+	want := []string{"the same content as rank 1 (a file:///docs/guide.md)", "nearly the same content as rank 1 (a file:///docs/guide.md)"}
+	for i, o := range res.Omitted {
+		if o.Reason != OmitDuplicateContent || o.Detail != want[i] || !o.Read {
+			t.Errorf("omitted[%d] = %s %q (read %v), want duplicate_content %q", i, o.Reason, o.Detail, o.Read, want[i])
+		}
+	}
+	if res.TotalTokens != res.Items[0].Tokens+res.Items[1].Tokens {
+		t.Errorf("duplicates were counted: total %d", res.TotalTokens)
+	}
+}
+
+func uris(items []Item) []string {
+	var out []string
+	for _, it := range items {
+		out = append(out, it.Server+" "+it.URI)
+	}
+	return out
 }
