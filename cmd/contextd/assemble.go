@@ -271,7 +271,11 @@ func printAssemble(w io.Writer, r *contextdv1.AssembleResponse, content bool) {
 		if it.GetTruncated() {
 			trunc = " (truncated)"
 		}
-		fmt.Fprintf(w, "#%d  %s  %s  %d tokens%s\n    %s\n", it.GetRank(), it.GetServer(), it.GetUri(), it.GetTokens(), trunc, it.GetReason())
+		fetched := ""
+		if f := it.GetFetchedAt(); f != nil {
+			fetched = fmt.Sprintf("; fetched %s (%s)", f.AsTime().Local().Format("15:04:05"), it.GetFreshness())
+		}
+		fmt.Fprintf(w, "#%d  %s  %s  %d tokens%s\n    %s%s\n", it.GetRank(), it.GetServer(), it.GetUri(), it.GetTokens(), trunc, it.GetReason(), fetched)
 		if content {
 			for _, c := range it.GetContents() {
 				if t, ok := c.GetBody().(*contextdv1.Content_Text); ok {

@@ -79,6 +79,11 @@ func TestPinnedComeFirstAndUserAudienceStaysOut(t *testing.T) {
 			t.Errorf("the pinned file is returned twice: %+v", res.Items)
 		}
 	}
+	for _, it := range res.Items {
+		if f, ok := res.Fetched[it.Key()]; !ok || f.At.IsZero() {
+			t.Errorf("item %s has no fetch time: %+v", it.URI, res.Fetched)
+		}
+	}
 	found := false
 	for _, o := range res.Omitted {
 		if o.URI == "doc://architecture-for-humans" {

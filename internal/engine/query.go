@@ -19,6 +19,7 @@ import (
 	"github.com/contextd/contextd/internal/rank"
 	"github.com/contextd/contextd/internal/resource"
 	"github.com/contextd/contextd/internal/selector"
+	ctxsync "github.com/contextd/contextd/internal/sync"
 )
 
 // pool is how deep each retrieval list goes before fusion.
@@ -378,6 +379,9 @@ type AssembleRequest struct {
 // resources first, then the ranked ones in fused order.
 type AssembleResult struct {
 	selector.Result
+	// Fetched says, for each item read, when and how its contents were
+	// fetched (items without an entry were not read by this request).
+	Fetched   map[resource.Key]ctxsync.Fetch
 	Tokenizer string
 }
 
@@ -400,6 +404,7 @@ func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (*AssembleRe
 	if err := e.checkFilter(req.Filter); err != nil {
 		return nil, err
 	}
+	fetched := &fetchLog{m: map[resource.Key]ctxsync.Fetch{}}
 	pinned := make(map[resource.Key]bool, len(req.Pinned))
 	cands := make([]selector.Candidate, 0, len(req.Pinned)+e.candidates)
 	for _, k := range req.Pinned {
@@ -435,11 +440,11 @@ func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (*AssembleRe
 	res, err := selector.Select(ctx, selector.Request{
 		TokenBudget: req.TokenBudget, IncludeBinary: req.IncludeBinary, MaxItems: req.MaxItems,
 		IncludeUserAudience: req.IncludeUserAudience,
-	}, cands, e.reader(), e.tok)
+	}, cands, e.reader(fetched), e.tok)
 	if err != nil {
 		return nil, err
 	}
-	return &AssembleResult{Result: res, Tokenizer: e.tok.Encoding()}, nil
+	return &AssembleResult{Result: res, Tokenizer: e.tok.Encoding(), Fetched: fetched.m}, nil
 }
 
 func candidate(d resource.Descriptor, score float64) selector.Candidate {
@@ -462,7 +467,13 @@ func (e *Engine) checkFilter(f Filter) error {
 // lets a read time out, its later candidates in the same request fail at
 // once instead of each waiting out the timeout again, and for SlowFor its
 // reads in later requests get only SlowReadTimeout.
-func (e *Engine) reader() selector.ReadFunc {
+// fetchLog collects the Fetch of every read of one request.
+type fetchLog struct {
+	mu sync.Mutex
+	m  map[resource.Key]ctxsync.Fetch
+}
+
+func (e *Engine) reader(log *fetchLog) selector.ReadFunc {
 	var mu sync.Mutex
 	stalled := map[string]bool{}
 	return func(ctx context.Context, server, uri string) ([]selector.Content, error) {
@@ -479,7 +490,12 @@ func (e *Engine) reader() selector.ReadFunc {
 		timeout, slow := e.readTimeout(server)
 		rctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
-		c, err := m.Read(rctx, uri)
+		c, f, err := m.ReadFetch(rctx, uri)
+		if err == nil {
+			log.mu.Lock()
+			log.m[resource.Key{Server: server, URI: uri}] = f
+			log.mu.Unlock()
+		}
 		switch {
 		case err != nil && ctx.Err() == nil && rctx.Err() != nil:
 			// Our deadline, not the caller's: this read fails, selection goes on.

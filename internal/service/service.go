@@ -136,6 +136,13 @@ func AssembleResponse(res *engine.AssembleResult, budget int32) *contextdv1.Asse
 			Score: it.Score, Tokens: int32(it.Tokens), Truncated: it.Truncated, Reason: it.Reason,
 			Rank: int32(it.Rank),
 		}
+		if f, ok := res.Fetched[it.Key()]; ok {
+			pi.FetchedAt = timestamppb.New(f.At)
+			pi.Freshness = "read"
+			if f.Subscribed {
+				pi.Freshness = "subscription"
+			}
+		}
 		for _, c := range it.Contents {
 			pc := &contextdv1.Content{Uri: c.URI, MimeType: c.MIMEType, Tokens: int32(c.Tokens), Truncated: c.Truncated}
 			if c.IsBlob {

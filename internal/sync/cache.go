@@ -2,6 +2,7 @@ package sync
 
 import (
 	gosync "sync"
+	"time"
 
 	"github.com/contextd/contextd/internal/resource"
 )
@@ -28,6 +29,7 @@ type readCache struct {
 type cached struct {
 	contents []resource.Content
 	size     int64
+	at       time.Time // when it was read from the server
 }
 
 // A ticket records the cache generation before a subscribe and read.
@@ -45,11 +47,11 @@ func (c *readCache) ticket() ticket {
 	return ticket(c.gen)
 }
 
-func (c *readCache) get(uri string) ([]resource.Content, bool) {
+func (c *readCache) get(uri string) ([]resource.Content, time.Time, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.items[uri]
-	return e.contents, ok
+	return e.contents, e.at, ok
 }
 
 func (c *readCache) subscribed(uri string) bool {
@@ -68,10 +70,11 @@ func (c *readCache) markSubscribed(uri string, t ticket) {
 	}
 }
 
-// put caches contents read under t, unless anything was invalidated since.
-// It returns the URIs whose subscriptions are no longer worth keeping: those
-// evicted to make room, and uri itself when it can never fit.
-func (c *readCache) put(uri string, t ticket, contents []resource.Content) (unsubscribe []string) {
+// put caches contents read at time at under t, unless anything was
+// invalidated since. It reports whether it cached them, and returns the URIs
+// whose subscriptions are no longer worth keeping: those evicted to make
+// room, and uri itself when it can never fit.
+func (c *readCache) put(uri string, t ticket, contents []resource.Content, at time.Time) (stored bool, unsubscribe []string) {
 	var size int64
 	for _, x := range contents {
 		size += int64(len(x.Text) + len(x.Blob))
@@ -79,11 +82,11 @@ func (c *readCache) put(uri string, t ticket, contents []resource.Content) (unsu
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if uint64(t) != c.gen || !c.subs[uri] {
-		return nil
+		return false, nil
 	}
 	if size > c.max {
 		delete(c.subs, uri)
-		return []string{uri}
+		return false, []string{uri}
 	}
 	c.dropLocked(uri)
 	for c.size+size > c.max && len(c.order) > 0 {
@@ -92,10 +95,10 @@ func (c *readCache) put(uri string, t ticket, contents []resource.Content) (unsu
 		delete(c.subs, old)
 		unsubscribe = append(unsubscribe, old)
 	}
-	c.items[uri] = cached{contents: contents, size: size}
+	c.items[uri] = cached{contents: contents, size: size, at: at}
 	c.order = append(c.order, uri)
 	c.size += size
-	return unsubscribe
+	return true, unsubscribe
 }
 
 // invalidate drops uri's cached content (notifications/resources/updated) and

@@ -2,6 +2,7 @@ package sync
 
 import (
 	"testing"
+	"time"
 
 	"github.com/contextd/contextd/internal/resource"
 )
@@ -12,16 +13,16 @@ func TestUpdatedForAnUnsubscribedURIDropsNothing(t *testing.T) {
 	c := newReadCache(1 << 20)
 	tk := c.ticket()
 	c.markSubscribed("x://a", tk)
-	c.put("x://a", tk, []resource.Content{{URI: "x://a", Text: "alpha"}})
+	c.put("x://a", tk, []resource.Content{{URI: "x://a", Text: "alpha"}}, time.Now())
 	c.invalidate("x://not-subscribed")
-	if got, ok := c.get("x://a"); !ok || got[0].Text != "alpha" {
+	if got, _, ok := c.get("x://a"); !ok || got[0].Text != "alpha" {
 		t.Fatalf("x://a after an update for another URI = %v, %v; want it still cached", got, ok)
 	}
 	if c.subscribed("x://not-subscribed") {
 		t.Error("an update made a URI subscribed")
 	}
 	c.invalidate("x://a")
-	if _, ok := c.get("x://a"); ok {
+	if _, _, ok := c.get("x://a"); ok {
 		t.Error("x://a still cached after its own update")
 	}
 }

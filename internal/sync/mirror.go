@@ -582,29 +582,47 @@ var ErrUnavailable = errors.New("server not connected")
 // server expired the session (mcp.ErrSessionExpired), Read waits, within ctx,
 // for the mirror to initialize a new session and retries once on it.
 func (m *Mirror) Read(ctx context.Context, uri string) ([]resource.Content, error) {
-	if c, ok := m.cache.get(uri); ok {
-		return c, nil
+	c, _, err := m.ReadFetch(ctx, uri)
+	return c, err
+}
+
+// A Fetch says when contents were read from the server and how they are
+// kept fresh.
+type Fetch struct {
+	At time.Time
+	// Subscribed is true when the contents are cached under a
+	// resources/subscribe subscription: the server's
+	// notifications/resources/updated evicts them, so a cached copy is
+	// current. When false, they were read for this request.
+	Subscribed bool
+}
+
+// ReadFetch is Read, also saying when the contents were fetched and how
+// they are kept fresh.
+func (m *Mirror) ReadFetch(ctx context.Context, uri string) ([]resource.Content, Fetch, error) {
+	if c, at, ok := m.cache.get(uri); ok {
+		return c, Fetch{At: at, Subscribed: true}, nil
 	}
 	m.mu.Lock()
 	sess := m.sess
 	m.mu.Unlock()
 	if sess == nil {
-		return nil, fmt.Errorf("server %q: %w", m.opts.Server, ErrUnavailable)
+		return nil, Fetch{}, fmt.Errorf("server %q: %w", m.opts.Server, ErrUnavailable)
 	}
-	contents, err := m.read(ctx, sess, uri)
+	contents, f, err := m.read(ctx, sess, uri)
 	if !errors.Is(err, mcp.ErrSessionExpired) {
-		return contents, err
+		return contents, f, err
 	}
 	next, werr := m.nextSession(ctx, sess)
 	if werr != nil {
-		return nil, fmt.Errorf("%w; not retried: %w", err, werr)
+		return nil, Fetch{}, fmt.Errorf("%w; not retried: %w", err, werr)
 	}
 	return m.read(ctx, next, uri)
 }
 
 // read subscribes (when the server supports it and the cache is on), reads
 // and caches uri over sess.
-func (m *Mirror) read(ctx context.Context, sess *mcp.Session, uri string) ([]resource.Content, error) {
+func (m *Mirror) read(ctx context.Context, sess *mcp.Session, uri string) ([]resource.Content, Fetch, error) {
 	// Subscribe before reading, so a change after the read is notified; the
 	// ticket keeps content from being cached if a notification (or a new
 	// session) came in meanwhile.
@@ -613,12 +631,13 @@ func (m *Mirror) read(ctx context.Context, sess *mcp.Session, uri string) ([]res
 		if err := sess.Subscribe(ctx, uri); err == nil {
 			m.cache.markSubscribed(uri, t)
 		} else if errors.Is(err, mcp.ErrSessionExpired) {
-			return nil, err
+			return nil, Fetch{}, err
 		} else if !errors.Is(err, mcp.ErrSubscribeListen) {
 			m.log.Debug("subscribe failed; not caching", "uri", uri, "err", err)
 		}
 	}
 	contents, err := sess.Read(ctx, uri)
+	at := time.Now()
 	if err != nil {
 		var nf *mcp.NotFoundError
 		if errors.As(err, &nf) {
@@ -630,15 +649,16 @@ func (m *Mirror) read(ctx context.Context, sess *mcp.Session, uri string) ([]res
 			m.mu.Unlock()
 			m.notifyListChanged()
 		}
-		return nil, err
+		return nil, Fetch{}, err
 	}
 	// A subscription exists only for what is cached: drop the evicted ones.
-	for _, u := range m.cache.put(uri, t, contents) {
+	stored, drop := m.cache.put(uri, t, contents, at)
+	for _, u := range drop {
 		if err := sess.Unsubscribe(ctx, u); err != nil {
 			m.log.Debug("unsubscribe failed", "uri", u, "err", err)
 		}
 	}
-	return contents, nil
+	return contents, Fetch{At: at, Subscribed: stored}, nil
 }
 
 func firstLine(s string) string {

@@ -456,3 +456,39 @@ func TestContinuousListChangedStormIsThrottled(t *testing.T) {
 		}
 	})
 }
+
+func TestReadFetchSaysWhenAndHowContentIsKeptFresh(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := mcptest.NewServer(map[string]string{"doc://a": "alpha"}, &mcpsdk.ServerOptions{
+			SubscribeHandler:   func(context.Context, *mcpsdk.SubscribeRequest) error { return nil },
+			UnsubscribeHandler: func(context.Context, *mcpsdk.UnsubscribeRequest) error { return nil },
+		})
+		plain := mcptest.NewServer(map[string]string{"doc://b": "beta"}, nil) // no subscribe
+		subscribing := ctxsync.New(ctxsync.Options{Server: "s", Index: newIndex(t), Dial: legacy(mcptest.Dial(t, "s", srv))})
+		reading := ctxsync.New(ctxsync.Options{Server: "p", Index: newIndex(t), Dial: legacy(mcptest.Dial(t, "p", plain))})
+		start(t, subscribing)
+		start(t, reading)
+		<-subscribing.Ready()
+		<-reading.Ready()
+
+		_, first, err := subscribing.ReadFetch(t.Context(), "doc://a")
+		if err != nil || !first.Subscribed || first.At.IsZero() {
+			t.Fatalf("first read: %+v, %v; want a fetch time, kept fresh by subscription", first, err)
+		}
+		time.Sleep(time.Minute)
+		_, again, err := subscribing.ReadFetch(t.Context(), "doc://a")
+		if err != nil || !again.Subscribed || !again.At.Equal(first.At) {
+			t.Errorf("cached read: %+v, %v; want the first fetch's time %v", again, err, first.At)
+		}
+
+		_, f1, err := reading.ReadFetch(t.Context(), "doc://b")
+		if err != nil || f1.Subscribed {
+			t.Fatalf("read without subscribe: %+v, %v; want not subscribed", f1, err)
+		}
+		time.Sleep(time.Minute)
+		_, f2, err := reading.ReadFetch(t.Context(), "doc://b")
+		if err != nil || !f2.At.After(f1.At) {
+			t.Errorf("second read without subscribe: %+v, %v; want a new fetch after %v", f2, err, f1.At)
+		}
+	})
+}

@@ -373,7 +373,14 @@ type Item struct {
 	Rank int32 `protobuf:"varint,11,opt,name=rank,proto3" json:"rank,omitempty"`
 	// Content items of the read result that are not returned, with reasons
 	// (e.g. a blob without include_binary, or budget exhausted).
-	Dropped       []*DroppedContent `protobuf:"bytes,12,rep,name=dropped,proto3" json:"dropped,omitempty"`
+	Dropped []*DroppedContent `protobuf:"bytes,12,rep,name=dropped,proto3" json:"dropped,omitempty"`
+	// When the contents were read from the server.
+	FetchedAt *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=fetched_at,json=fetchedAt,proto3" json:"fetched_at,omitempty"`
+	// How the contents are kept fresh: "subscription" (cached under a
+	// resources/subscribe subscription; the server's updates evict it, so a
+	// cached copy is current) or "read" (read from the server for this
+	// request).
+	Freshness     string `protobuf:"bytes,14,opt,name=freshness,proto3" json:"freshness,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -490,6 +497,20 @@ func (x *Item) GetDropped() []*DroppedContent {
 		return x.Dropped
 	}
 	return nil
+}
+
+func (x *Item) GetFetchedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.FetchedAt
+	}
+	return nil
+}
+
+func (x *Item) GetFreshness() string {
+	if x != nil {
+		return x.Freshness
+	}
+	return ""
 }
 
 // DroppedContent is a content item of a read result that was not returned.
@@ -1290,7 +1311,7 @@ const file_contextd_v1_contextd_proto_rawDesc = "" +
 	"\ftoken_budget\x18\x03 \x01(\x05R\vtokenBudget\x12.\n" +
 	"\aomitted\x18\x04 \x03(\v2\x14.contextd.v1.OmittedR\aomitted\x12\x1c\n" +
 	"\ttokenizer\x18\x05 \x01(\tR\ttokenizer\x12\x14\n" +
-	"\x05reads\x18\x06 \x01(\x05R\x05reads\"\xd8\x02\n" +
+	"\x05reads\x18\x06 \x01(\x05R\x05reads\"\xb1\x03\n" +
 	"\x04Item\x12\x16\n" +
 	"\x06server\x18\x01 \x01(\tR\x06server\x12\x10\n" +
 	"\x03uri\x18\x02 \x01(\tR\x03uri\x12\x12\n" +
@@ -1304,7 +1325,10 @@ const file_contextd_v1_contextd_proto_rawDesc = "" +
 	"\bcontents\x18\n" +
 	" \x03(\v2\x14.contextd.v1.ContentR\bcontents\x12\x12\n" +
 	"\x04rank\x18\v \x01(\x05R\x04rank\x125\n" +
-	"\adropped\x18\f \x03(\v2\x1b.contextd.v1.DroppedContentR\adropped\"\x85\x01\n" +
+	"\adropped\x18\f \x03(\v2\x1b.contextd.v1.DroppedContentR\adropped\x129\n" +
+	"\n" +
+	"fetched_at\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\tfetchedAt\x12\x1c\n" +
+	"\tfreshness\x18\x0e \x01(\tR\tfreshness\"\x85\x01\n" +
 	"\x0eDroppedContent\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x05R\x05index\x12\x10\n" +
 	"\x03uri\x18\x02 \x01(\tR\x03uri\x12\x1b\n" +
@@ -1418,22 +1442,23 @@ var file_contextd_v1_contextd_proto_depIdxs = []int32{
 	7,  // 2: contextd.v1.AssembleResponse.omitted:type_name -> contextd.v1.Omitted
 	6,  // 3: contextd.v1.Item.contents:type_name -> contextd.v1.Content
 	5,  // 4: contextd.v1.Item.dropped:type_name -> contextd.v1.DroppedContent
-	10, // 5: contextd.v1.SearchResponse.results:type_name -> contextd.v1.SearchResult
-	13, // 6: contextd.v1.ListServersResponse.servers:type_name -> contextd.v1.ServerStatus
-	0,  // 7: contextd.v1.ServerStatus.state:type_name -> contextd.v1.ServerStatus.State
-	14, // 8: contextd.v1.ServerStatus.last_sync:type_name -> google.protobuf.Timestamp
-	14, // 9: contextd.v1.ServerStatus.last_error_time:type_name -> google.protobuf.Timestamp
-	1,  // 10: contextd.v1.ContextService.Assemble:input_type -> contextd.v1.AssembleRequest
-	8,  // 11: contextd.v1.ContextService.Search:input_type -> contextd.v1.SearchRequest
-	11, // 12: contextd.v1.ContextService.ListServers:input_type -> contextd.v1.ListServersRequest
-	3,  // 13: contextd.v1.ContextService.Assemble:output_type -> contextd.v1.AssembleResponse
-	9,  // 14: contextd.v1.ContextService.Search:output_type -> contextd.v1.SearchResponse
-	12, // 15: contextd.v1.ContextService.ListServers:output_type -> contextd.v1.ListServersResponse
-	13, // [13:16] is the sub-list for method output_type
-	10, // [10:13] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	14, // 5: contextd.v1.Item.fetched_at:type_name -> google.protobuf.Timestamp
+	10, // 6: contextd.v1.SearchResponse.results:type_name -> contextd.v1.SearchResult
+	13, // 7: contextd.v1.ListServersResponse.servers:type_name -> contextd.v1.ServerStatus
+	0,  // 8: contextd.v1.ServerStatus.state:type_name -> contextd.v1.ServerStatus.State
+	14, // 9: contextd.v1.ServerStatus.last_sync:type_name -> google.protobuf.Timestamp
+	14, // 10: contextd.v1.ServerStatus.last_error_time:type_name -> google.protobuf.Timestamp
+	1,  // 11: contextd.v1.ContextService.Assemble:input_type -> contextd.v1.AssembleRequest
+	8,  // 12: contextd.v1.ContextService.Search:input_type -> contextd.v1.SearchRequest
+	11, // 13: contextd.v1.ContextService.ListServers:input_type -> contextd.v1.ListServersRequest
+	3,  // 14: contextd.v1.ContextService.Assemble:output_type -> contextd.v1.AssembleResponse
+	9,  // 15: contextd.v1.ContextService.Search:output_type -> contextd.v1.SearchResponse
+	12, // 16: contextd.v1.ContextService.ListServers:output_type -> contextd.v1.ListServersResponse
+	14, // [14:17] is the sub-list for method output_type
+	11, // [11:14] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_contextd_v1_contextd_proto_init() }
