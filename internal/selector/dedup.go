@@ -16,6 +16,7 @@ type fingerprint struct {
 	// 3-shingles; near is false for texts too short for it to mean much.
 	sim  uint64
 	near bool
+	none bool // nothing usable was hashed: never a duplicate
 }
 
 // nearWords is the fewest words a text needs for near-duplicate matching;
@@ -32,22 +33,28 @@ const nearBits = 3
 func fingerprintOf(contents []Content) fingerprint {
 	h := sha256.New()
 	var words []string
+	hashed := false
 	for _, c := range contents {
 		switch {
 		case c.Error != "":
 		case c.IsBlob:
 			h.Write([]byte{0})
 			h.Write(c.Blob)
+			hashed = hashed || len(c.Blob) > 0
 		default:
 			w := strings.FieldsFunc(strings.ToLower(c.Text), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+			if len(w) == 0 { // no words ("----"): the text itself
+				w = strings.Fields(c.Text)
+			}
 			for _, x := range w {
 				h.Write([]byte(x))
 				h.Write([]byte{' '})
 			}
 			words = append(words, w...)
+			hashed = hashed || len(w) > 0
 		}
 	}
-	var fp fingerprint
+	fp := fingerprint{none: !hashed}
 	copy(fp.exact[:], h.Sum(nil))
 	if len(words) >= nearWords {
 		fp.sim, fp.near = simHash(words), true
@@ -84,6 +91,9 @@ func simHash(words []string) uint64 {
 
 // same reports whether a and b are the same content, exactly or nearly.
 func (a fingerprint) same(b fingerprint) (exact, near bool) {
+	if a.none || b.none {
+		return false, false
+	}
 	if a.exact == b.exact {
 		return true, false
 	}

@@ -824,3 +824,21 @@ func uris(items []Item) []string {
 	}
 	return out
 }
+
+func TestFingerprintEdgeCases(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		a, b []Content
+		dup  bool
+	}{
+		{"different punctuation-only texts", []Content{text("-----")}, []Content{text("*****")}, false},
+		{"same punctuation-only text", []Content{text("-----")}, []Content{text("-----")}, true},
+		{"nothing usable", []Content{{Error: "bad"}}, []Content{{Error: "bad"}}, false},
+		{"same blob", []Content{blob([]byte{1, 2})}, []Content{blob([]byte{1, 2})}, true},
+		{"short texts differ by a word", []Content{text("alpha beta")}, []Content{text("alpha gamma")}, false},
+	} {
+		if exact, near := fingerprintOf(tc.a).same(fingerprintOf(tc.b)); (exact || near) != tc.dup {
+			t.Errorf("%s: exact %v near %v, want duplicate %v", tc.name, exact, near, tc.dup)
+		}
+	}
+}
