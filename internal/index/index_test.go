@@ -90,6 +90,21 @@ func TestSameURIOnTwoServersIsTwoResources(t *testing.T) {
 	if len(lh) != 1 || lh[0].Key.Server != "a" {
 		t.Errorf("lexical filtered hits = %+v, want only server a", lh)
 	}
+	// Naming every server (and one without descriptors) is the same as no filter.
+	hits, _ = ix.Dense(t.Context(), "readme", 10, index.Filter{Servers: []string{"a", "b", "empty"}})
+	if len(hits) != 2 {
+		t.Errorf("hits for every server = %+v, want both", hits)
+	}
+	// A server not named stays out even when the others are all named.
+	c := d
+	c.Server = "c"
+	if _, err := ix.Upsert(t.Context(), c); err != nil {
+		t.Fatal(err)
+	}
+	hits, _ = ix.Dense(t.Context(), "readme", 10, index.Filter{Servers: []string{"a", "b"}})
+	if len(hits) != 2 || hits[0].Key.Server == "c" || hits[1].Key.Server == "c" {
+		t.Errorf("hits for a and b = %+v, want server c left out", hits)
+	}
 }
 
 func TestDenseAndLexicalRankTheMatchFirst(t *testing.T) {

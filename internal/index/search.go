@@ -37,8 +37,10 @@ func (ix *Index) Dense(ctx context.Context, query string, n int, f Filter) ([]Hi
 	var hits []Hit
 	// chromem-go filters by exact metadata match only, so a multi-server
 	// filter is one query per server.
+	// A filter naming every server that has descriptors is no filter: one
+	// unfiltered scan is much cheaper than a metadata match per document.
 	servers := []string{""}
-	if len(f.Servers) > 0 {
+	if len(f.Servers) > 0 && !ix.coversAll(f.Servers) {
 		servers = f.Servers
 	}
 	for _, s := range servers {
@@ -105,4 +107,16 @@ func sortHits(h []Hit) {
 		}
 		return strings.Compare(a.Key.String(), b.Key.String())
 	})
+}
+
+// coversAll reports whether servers include every server with descriptors.
+func (ix *Index) coversAll(servers []string) bool {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	for s, n := range ix.count {
+		if n > 0 && !slices.Contains(servers, s) {
+			return false
+		}
+	}
+	return true
 }
