@@ -125,24 +125,31 @@ func TestStallAfterHeadersIsBoundedByTheRequestDeadline(t *testing.T) {
 }
 
 func TestMalformedHTTPAnswerFailsOnlyItsRead(t *testing.T) {
-	for _, tc := range []struct{ name, contentType, body string }{
-		{"html labelled json", "application/json", "<html>502 from a proxy</html>"},
-		{"html", "text/html; charset=utf-8", "<html>502 from a proxy</html>"},
-		{"event not json", "text/event-stream", "event: message\ndata: <html>502</html>\n\n"},
-		{"event json but not json-rpc", "text/event-stream", "data: 42\n\n"},
-		{"bad content-type parameter", "application/json; charset", `{"jsonrpc":"2.0","id":1,"result":{}}`},
+	for _, tc := range []struct {
+		name, contentType, body string
+		status                  int
+	}{
+		{name: "413 in plain text", contentType: "text/plain", body: "Request Entity Too Large", status: 413},
+		{name: "400 in html", contentType: "text/html", body: "<h1>Bad Request</h1>", status: 400},
+		{name: "answer to another call", contentType: "application/json", body: `{"jsonrpc":"2.0","id":999,"result":{}}`},
+		{name: "a notification instead of the answer", contentType: "application/json", body: `{"jsonrpc":"2.0","method":"notifications/message","params":{}}`},
+		{name: "html", contentType: "text/html; charset=utf-8", body: "<html>502 from a proxy</html>"},
+		{name: "event not json", contentType: "text/event-stream", body: "event: message\ndata: <html>502</html>\n\n"},
+		{name: "event json but not json-rpc", contentType: "text/event-stream", body: "data: 42\n\n"},
+		{name: "bad content-type parameter", contentType: "application/json; charset", body: `{"jsonrpc":"2.0","id":1,"result":{}}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := &mcptest.RawServer{
 				Results:     map[string]string{"resources/list": `{"resources":[{"uri":"x://a","name":"a"}]}`},
 				ContentType: map[string]string{"resources/read": tc.contentType},
 				Body:        map[string]func(string) []byte{"resources/read": func(string) []byte { return []byte(tc.body) }},
+				Status:      map[string]int{"resources/read": tc.status},
 			}
 			sess := httpSession(t, srv, nil)
 			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 			defer cancel()
-			if _, err := sess.Read(ctx, "x://a"); err == nil || !strings.Contains(err.Error(), "malformed response") {
-				t.Fatalf("Read = %v, want a malformed-response error", err)
+			if _, err := sess.Read(ctx, "x://a"); err == nil || !(strings.Contains(err.Error(), "malformed response") || strings.Contains(err.Error(), "HTTP 4")) {
+				t.Fatalf("Read = %v, want a malformed-response or HTTP error", err)
 			}
 			if res, err := sess.ListResources(ctx); err != nil || len(res.Items) != 1 {
 				t.Fatalf("list after a malformed answer = %+v, %v; want the session to stay up", res, err)
@@ -156,13 +163,27 @@ func TestOtherSSEEventsPassThrough(t *testing.T) {
 	srv := &mcptest.RawServer{
 		ContentType: map[string]string{"resources/read": "text/event-stream"},
 		Body: map[string]func(string) []byte{"resources/read": func(id string) []byte {
-			return []byte("event: ping\ndata: hello\n\n: a comment\n\nevent: message\ndata: " + string(bigRead(id, 3)) + "\n\n")
+			return []byte("event: ping\ndata: hello\n\n: a comment\n\nhello world\n \nevent: message\ndata: " + string(bigRead(id, 3)) + "\n\n")
 		}},
 	}
 	sess := httpSession(t, srv, nil)
 	got, err := sess.Read(t.Context(), "x://big")
 	if err != nil || len(got) != 1 || got[0].Text != "aaa" {
 		t.Fatalf("Read = %+v, %v; want the answer after a ping event and a comment", got, err)
+	}
+}
+
+func TestAnotherSessionIDInAnAnswerIsIgnored(t *testing.T) {
+	srv := &mcptest.RawServer{
+		Results:   map[string]string{"resources/read": `{"contents":[{"uri":"x://a","text":"hi"}]}`, "resources/list": `{"resources":[]}`},
+		SessionID: map[string]string{"resources/read": "someone-else"},
+	}
+	sess := httpSession(t, srv, nil)
+	if _, err := sess.Read(t.Context(), "x://a"); err != nil {
+		t.Fatalf("Read = %v; want the answer, whatever session id it carried", err)
+	}
+	if _, err := sess.ListResources(t.Context()); err != nil {
+		t.Fatalf("list after an answer with another session id: %v; want the session up", err)
 	}
 }
 

@@ -38,6 +38,20 @@ func (c capTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return resp, err
 	}
+	if sent, got := req.Header.Get(sessionIDHeader), resp.Header.Get(sessionIDHeader); sent != "" && got != "" && got != sent {
+		// A session id is fixed by initialize; the go-sdk ends the session
+		// on a different one. Keep ours: the server still knows it, or
+		// answers 404 and the session is re-initialized.
+		c.log.Warn("the server answered with another session id; ignoring it", "sent", sent, "got", got)
+		resp.Header.Del(sessionIDHeader)
+	}
+	if id != nil && resp.StatusCode >= 400 && resp.StatusCode < 500 &&
+		resp.StatusCode != http.StatusNotFound && resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusForbidden {
+		// The go-sdk keeps the session only when a 4xx body is a JSON-RPC
+		// error (404 means an expired session; 401/403 are authorization).
+		rejectPlainError(resp, id, c.log)
+		return resp, nil
+	}
 	mt, _, perr := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if perr != nil {
 		mt = "" // as the go-sdk reads it: an unsupported type
@@ -136,8 +150,13 @@ func (w *wholeCap) Read(p []byte) (int, error) {
 			}
 			w.body.Close() // do not read the rest
 		case w.ok && w.id != nil:
-			if _, err := jsonrpc.DecodeMessage(data); err != nil {
+			msg, err := jsonrpc.DecodeMessage(data)
+			if err != nil {
 				data = errorAnswer(w.id, fmt.Sprintf("malformed response (%v): %.100q", err, data))
+			} else if r, ok := msg.(*jsonrpc.Response); !ok || !sameID(w.id, r.ID) {
+				// A JSON body answers the POSTed call and nothing else; any
+				// other message would leave the call waiting for its timeout.
+				data = errorAnswer(w.id, fmt.Sprintf("malformed response: the body is not the answer to call %s: %.100q", w.id, data))
 			}
 		}
 		w.buf = bytes.NewReader(data)
@@ -192,6 +211,9 @@ func (s *sseCap) Read(p []byte) (int, error) {
 func (s *sseCap) next() {
 	line, err := s.r.ReadSlice('\n')
 	blank := s.lineStart && (string(line) == "\n" || string(line) == "\r\n")
+	if s.lineStart && !blank && err == nil && ignorableLine(line) {
+		return // a field the SSE spec ignores, which the go-sdk rejects
+	}
 	s.lineStart = err == nil
 	switch {
 	case s.size > 0:
@@ -306,4 +328,61 @@ func (s *sseCap) malformed() []byte {
 	id := s.id
 	s.id = nil // one answer per call
 	return append(append([]byte("event: message\ndata: "), errorAnswer(id, fmt.Sprintf("malformed response: event data is not a JSON-RPC message: %.100q", data))...), "\n\n"...)
+}
+
+// ignorableLine reports whether a complete, non-blank SSE line is one the
+// WHATWG "Server-sent events" interpretation ignores: no colon, and not one
+// of the field names data, event, id or retry (a line without a colon is a
+// field with an empty value; unknown fields are ignored).
+func ignorableLine(line []byte) bool {
+	l := bytes.TrimRight(line, "\r\n")
+	if bytes.IndexByte(l, ':') >= 0 {
+		return false
+	}
+	switch string(l) {
+	case "data", "event", "id", "retry":
+		return false
+	}
+	return true
+}
+
+// sessionIDHeader is the Streamable HTTP session header (MCP 2025-06-18,
+// Transports, Session Management).
+const sessionIDHeader = "Mcp-Session-Id"
+
+// rejectPlainError makes a 4xx answer to call id a JSON-RPC error answer
+// unless it already is one, keeping the status.
+func rejectPlainError(resp *http.Response, id []byte, log *slog.Logger) {
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	if msg, err := jsonrpc.DecodeMessage(data); err != nil || !isErrorAnswer(msg) {
+		log.Warn("an HTTP error answer is not JSON-RPC", "status", resp.Status, "id", string(id))
+		data = errorAnswer(id, fmt.Sprintf("HTTP %s: %.200s", resp.Status, bytes.TrimSpace(data)))
+		resp.Header.Set("Content-Type", "application/json")
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(data))
+	resp.ContentLength = -1
+	resp.Header.Del("Content-Length")
+}
+
+func isErrorAnswer(msg jsonrpc.Message) bool {
+	r, ok := msg.(*jsonrpc.Response)
+	return ok && r.Error != nil
+}
+
+// sameID reports whether the raw JSON id of a request names id.
+func sameID(raw []byte, id jsonrpc.ID) bool {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return false
+	}
+	switch x := id.Raw().(type) {
+	case int64:
+		f, ok := v.(float64)
+		return ok && f == float64(x)
+	case string:
+		s, ok := v.(string)
+		return ok && s == x
+	}
+	return false
 }

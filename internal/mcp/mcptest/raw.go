@@ -29,6 +29,10 @@ type RawServer struct {
 	Stall       map[string]bool
 	Body        map[string]func(id string) []byte
 	ContentType map[string]string
+	// Status, when set for a method, is the HTTP status of its answer, and
+	// SessionID the Mcp-Session-Id it carries instead of the session's.
+	Status    map[string]int
+	SessionID map[string]string
 
 	mu          sync.Mutex
 	requests    []*jsonrpc.Request

@@ -84,6 +84,9 @@ func (s *RawServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.record(req)
+	if sid := s.SessionID[req.Method]; sid != "" {
+		id = sid
+	}
 	w.Header().Set(sessionHeader, id)
 	ct := "application/json"
 	if c := s.ContentType[req.Method]; c != "" {
@@ -95,6 +98,9 @@ func (s *RawServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.(http.Flusher).Flush()
 		<-r.Context().Done()
 		return
+	}
+	if code := s.Status[req.Method]; code != 0 {
+		w.WriteHeader(code)
 	}
 	var body []byte
 	if f := s.Body[req.Method]; f != nil {
