@@ -5,13 +5,12 @@ import (
 	"hash/fnv"
 	"math/bits"
 	"strings"
-	"unicode"
 )
 
 // A fingerprint identifies what a read returned, to find the same content
 // reached through another URI or server (a mirror, an alias, a copy).
 type fingerprint struct {
-	exact [sha256.Size]byte // SHA-256 of the words (text) and bytes (blobs)
+	exact [sha256.Size]byte // SHA-256 of the text with runs of white space made one space, and of blob bytes
 	// sim is the 64-bit SimHash (Charikar, STOC 2002) of the text's word
 	// 3-shingles; near is false for texts too short for it to mean much.
 	sim  uint64
@@ -20,16 +19,19 @@ type fingerprint struct {
 }
 
 // nearWords is the fewest words a text needs for near-duplicate matching;
-// shorter texts match only exactly.
-const nearWords = 50
+// shorter texts match only exactly. A one-word change ("never") in a short
+// text changes its meaning, and SimHash cannot tell; in a long document
+// that is a few shingles among hundreds.
+const nearWords = 300
 
 // nearBits is the largest Hamming distance between two SimHashes that counts
 // as near-identical: 3 of 64 bits, the threshold Manku, Jain and Das Sarma
 // (WWW 2007) found right for web pages.
 const nearBits = 3
 
-// fingerprintOf hashes the usable contents of a read: texts by their words
-// (so whitespace and line endings do not matter), blobs by their bytes.
+// fingerprintOf hashes the usable contents of a read: texts by their
+// white-space-separated fields (so line endings and indentation do not
+// matter, but case and punctuation do), blobs by their bytes.
 func fingerprintOf(contents []Content) fingerprint {
 	h := sha256.New()
 	var words []string
@@ -42,10 +44,9 @@ func fingerprintOf(contents []Content) fingerprint {
 			h.Write(c.Blob)
 			hashed = hashed || len(c.Blob) > 0
 		default:
-			w := strings.FieldsFunc(strings.ToLower(c.Text), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
-			if len(w) == 0 { // no words ("----"): the text itself
-				w = strings.Fields(c.Text)
-			}
+			// Case, punctuation and digits are kept (code, hashes and
+			// figures differ in nothing else); only the layout is ignored.
+			w := strings.Fields(c.Text)
 			for _, x := range w {
 				h.Write([]byte(x))
 				h.Write([]byte{' '})

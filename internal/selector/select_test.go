@@ -788,7 +788,7 @@ func TestSelectAudienceAndPinned(t *testing.T) {
 }
 
 func TestSelectReturnsDuplicateContentOnce(t *testing.T) {
-	doc := strings.Repeat("The mirror keeps every server's descriptors in the index and re-lists on change. ", 8)
+	doc := strings.Repeat("The mirror keeps every server's descriptors in the index and re-lists on change. ", 30)
 	reads := &fakeReads{contents: map[resource.Key][]Content{
 		{Server: "a", URI: "file:///docs/guide.md"}:    {text(doc)},
 		{Server: "b", URI: "https://x/guide"}:          {text(strings.ReplaceAll(doc, ". ", ".\r\n"))}, // same words, other line breaks
@@ -836,6 +836,10 @@ func TestFingerprintEdgeCases(t *testing.T) {
 		{"nothing usable", []Content{{Error: "bad"}}, []Content{{Error: "bad"}}, false},
 		{"same blob", []Content{blob([]byte{1, 2})}, []Content{blob([]byte{1, 2})}, true},
 		{"short texts differ by a word", []Content{text("alpha beta")}, []Content{text("alpha gamma")}, false},
+		{"code differs by an operator", []Content{text("if balance > limit { return a - b }")}, []Content{text("if balance < limit { return a + b }")}, false},
+		{"values differ by case", []Content{text("HANDLER_CODE=AbC123")}, []Content{text("handler_code=abc123")}, false},
+		{"same text, other layout", []Content{text("a  b\n\tc")}, []Content{text("a b c")}, true},
+		{"a short rule negated", []Content{text(strings.Repeat("Always check the budget before reading. ", 10))}, []Content{text(strings.Repeat("Always check the budget before reading. ", 9) + "Never check the budget before reading.")}, false},
 	} {
 		if exact, near := fingerprintOf(tc.a).same(fingerprintOf(tc.b)); (exact || near) != tc.dup {
 			t.Errorf("%s: exact %v near %v, want duplicate %v", tc.name, exact, near, tc.dup)

@@ -133,9 +133,10 @@ const (
 	// the user only (audience ["user"]) and Request.IncludeUserAudience is
 	// off.
 	OmitUserAudience OmitReason = "audience_user"
-	// OmitDuplicateContent: read, but its contents are the same as, or
-	// nearly the same as (SimHash of word 3-shingles within 3 of 64 bits),
-	// an item already returned through another URI or server.
+	// OmitDuplicateContent: read, but its contents are the same as an item
+	// already returned through another URI or server (the same text up to
+	// white space, or the same bytes), or, for texts of 300 words or more,
+	// nearly the same (SimHash of word 3-shingles within 3 of 64 bits).
 	OmitDuplicateContent OmitReason = "duplicate_content"
 )
 
