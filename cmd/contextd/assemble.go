@@ -135,6 +135,9 @@ func assemble(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	if err := (engine.Filter{MIMETypes: a.mimes, URIPrefixes: a.prefixes}).Check(); err != nil {
+		return err // before connecting anything
+	}
 	var pinnedServers []string
 	for _, p := range in.GetPinned() {
 		pinnedServers = append(pinnedServers, p.GetServer())
@@ -228,6 +231,9 @@ func search(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	q := strings.Join(pos, " ")
 	if err := validate(q, 1); err != nil {
 		return err
+	}
+	if err := (engine.Filter{MIMETypes: mimes, URIPrefixes: prefixes}).Check(); err != nil {
+		return err // before connecting anything
 	}
 	eng, stop, err := o.start(ctx, stderr)
 	if err != nil {

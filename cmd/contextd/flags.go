@@ -16,7 +16,7 @@ type stringList []string
 func (s *stringList) String() string { return strings.Join(*s, ",") }
 func (s *stringList) Set(v string) error {
 	if strings.TrimSpace(v) == "" {
-		return fmt.Errorf("empty server name")
+		return fmt.Errorf("empty value")
 	}
 	*s = append(*s, v)
 	return nil

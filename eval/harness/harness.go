@@ -201,7 +201,10 @@ func Run(ctx context.Context, opts Options) (*report.Results, error) {
 	name := filepath.Base(filepath.Clean(opts.Dataset))
 	progress("%s/%s: %d documents, %d queries", name, opts.Split, len(ds.Corpus), len(ds.Queries))
 
-	servers, ids, order := serve(ds, name)
+	servers, ids, order, err := serve(ds, name)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", opts.Dataset, err)
+	}
 	var docIDs, texts []string
 	for _, d := range ds.Corpus {
 		docIDs = append(docIDs, d.ID)
@@ -280,7 +283,10 @@ func newEmbedder(key string) (embed.Embedder, error) {
 // dataset's name when empty), each listing its documents as resources in
 // corpus order. It returns the servers, the corpus id of every resource, and
 // the corpus ids in listing order (servers by name).
-func serve(ds *beir.Dataset, name string) (map[string]*mcpsdk.Server, map[resource.Key]string, []string) {
+//
+// Two documents with the same uri on the same server would be one resource,
+// so that is an error.
+func serve(ds *beir.Dataset, name string) (map[string]*mcpsdk.Server, map[resource.Key]string, []string, error) {
 	servers := map[string]*mcpsdk.Server{}
 	ids := map[resource.Key]string{}
 	byServer := map[string][]string{}
@@ -300,14 +306,18 @@ func serve(ds *beir.Dataset, name string) (map[string]*mcpsdk.Server, map[resour
 			func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
 				return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: mime, Text: body}}}, nil
 			})
-		ids[resource.Key{Server: srvName, URI: uri}] = d.ID
+		key := resource.Key{Server: srvName, URI: uri}
+		if other, dup := ids[key]; dup {
+			return nil, nil, nil, fmt.Errorf("corpus.jsonl: documents %q and %q have the same uri %q on server %q; a resource is identified by (server, uri)", other, d.ID, uri, srvName)
+		}
+		ids[key] = d.ID
 		byServer[srvName] = append(byServer[srvName], d.ID)
 	}
 	var order []string
 	for _, s := range slices.Sorted(maps.Keys(byServer)) {
 		order = append(order, byServer[s]...)
 	}
-	return servers, ids, order
+	return servers, ids, order, nil
 }
 
 // startEngine runs an in-memory engine that mirrors servers over in-memory

@@ -48,7 +48,7 @@ func TestFiltersFindMatchesBeyondThePool(t *testing.T) {
 			}
 		})
 	}
-	for _, bad := range []string{"markdown", "*/markdown", "text/", ""} {
+	for _, bad := range []string{"markdown", "*/markdown", "text/", "", "text/mark*", "text/**"} {
 		if _, err := eng.Search(t.Context(), engine.SearchRequest{Query: "x", Filter: engine.Filter{MIMETypes: []string{bad}}}); !errors.Is(err, engine.ErrInvalidArgument) {
 			t.Errorf("MIME filter %q: %v, want ErrInvalidArgument", bad, err)
 		}

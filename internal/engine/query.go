@@ -118,10 +118,16 @@ func baseMIME(s string) string {
 
 func (f Filter) narrows() bool { return len(f.MIMETypes) > 0 || len(f.URIPrefixes) > 0 }
 
-func (f Filter) check() error {
+// Check validates the MIME and URI filters (not the server names, which
+// need the engine's configuration).
+//
+// Errors: ErrInvalidArgument.
+func (f Filter) Check() error {
 	for _, m := range f.MIMETypes {
 		typ, sub, ok := strings.Cut(baseMIME(m), "/")
-		if !ok || typ == "" || sub == "" || strings.ContainsAny(typ+sub, " /") || (typ == "*" && sub != "*") {
+		wild := typ+"/"+sub == "*/*" || sub == "*"
+		if !ok || typ == "" || sub == "" || strings.ContainsAny(typ+sub, " /") || (typ == "*" && sub != "*") ||
+			(!wild && strings.Contains(typ+sub, "*")) || (wild && strings.Contains(strings.TrimSuffix(typ, "*"), "*")) {
 			return fmt.Errorf("%w: MIME type filter %q is not a media type like text/markdown, text/* or */*", ErrInvalidArgument, m)
 		}
 	}
@@ -459,7 +465,7 @@ func (e *Engine) checkFilter(f Filter) error {
 	if err := e.checkServers(f.Servers); err != nil {
 		return err
 	}
-	return f.check()
+	return f.Check()
 }
 
 // reader returns the selector's ReadFunc for one request: it reads through

@@ -64,6 +64,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(only) > 0 {
 		opts.Strategies = only
 	}
+	if *out != "" { // fail before a long run, not after it
+		if err := os.MkdirAll(*out, 0o755); err != nil {
+			return fmt.Errorf("--out: %w", err)
+		}
+	}
 	res, err := harness.Run(ctx, opts)
 	if err != nil {
 		return err
