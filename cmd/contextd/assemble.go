@@ -255,6 +255,9 @@ func search(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if o.json {
 		return printJSON(stdout, resp)
 	}
+	if len(resp.GetResults()) == 0 {
+		fmt.Fprintln(stderr, "contextd: no resource matches (check --server, --mime and --uri-prefix)")
+	}
 	for _, r := range resp.GetResults() {
 		fmt.Fprintf(stdout, "%3d  %.4f  %s  %s  %s\n", r.GetRank(), r.GetScore(), r.GetServer(), r.GetUri(), r.GetName())
 	}
