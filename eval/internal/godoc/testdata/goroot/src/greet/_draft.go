@@ -1,0 +1,4 @@
+package greet
+
+// Draft is in a file the go command ignores.
+func Draft() {}

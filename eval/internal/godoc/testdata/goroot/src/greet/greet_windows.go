@@ -1,0 +1,4 @@
+package greet
+
+// WindowsOnly is built for windows only.
+func WindowsOnly() {}

@@ -1,0 +1,2 @@
+// Package webx sorts between net/web and net/web/sub.
+package webx

@@ -1,0 +1,2 @@
+// Package sub is nested below net/web.
+package sub

@@ -1,0 +1,5 @@
+// Package web serves pages.
+package web
+
+// Serve serves.
+func Serve() error { return nil }

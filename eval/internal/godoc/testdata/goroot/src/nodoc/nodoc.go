@@ -1,0 +1,4 @@
+package nodoc
+
+// X is documented; the package is not.
+const X = 1

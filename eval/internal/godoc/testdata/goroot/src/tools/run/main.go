@@ -1,0 +1,4 @@
+// Run is a command.
+package main
+
+func main() {}

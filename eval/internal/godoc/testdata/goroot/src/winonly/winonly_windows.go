@@ -1,0 +1,2 @@
+// Package winonly is built for windows only.
+package winonly

@@ -1,0 +1,179 @@
+package godoc
+
+import (
+	"bytes"
+	"crypto/sha256"
+	_ "embed"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/template"
+
+	"github.com/contextd/contextd/eval/beir"
+)
+
+// A File is one generated file: its slash-separated path inside the dataset
+// directory and its bytes.
+type File struct {
+	Path string
+	Data []byte
+}
+
+// Files returns every file of the dataset directory, in a fixed order:
+// corpus.jsonl, queries.jsonl, qrels/test.tsv, qrels/dev.tsv, LICENSE,
+// README.md.
+func (d *Dataset) Files() ([]File, error) {
+	var files []File
+	corpus, err := jsonLines(d.Corpus)
+	if err != nil {
+		return nil, err
+	}
+	files = append(files, File{beir.CorpusFile, corpus})
+	queries, err := jsonLines(d.Queries)
+	if err != nil {
+		return nil, err
+	}
+	files = append(files, File{beir.QueriesFile, queries})
+	for _, s := range d.Splits {
+		var b bytes.Buffer
+		b.WriteString(beir.QrelsHeader + "\n")
+		for _, j := range s.Judgements {
+			for _, doc := range j.Answers {
+				fmt.Fprintf(&b, "%s\t%s\t%d\n", j.QueryID, doc, GradeAnswer)
+			}
+			for _, doc := range j.Helps {
+				fmt.Fprintf(&b, "%s\t%s\t%d\n", j.QueryID, doc, GradeHelps)
+			}
+		}
+		files = append(files, File{beir.QrelsDir + "/" + s.Name + ".tsv", b.Bytes()})
+	}
+	files = append(files, File{"LICENSE", d.License})
+	readme, err := d.readme(files)
+	if err != nil {
+		return nil, err
+	}
+	return append(files, File{"README.md", readme}), nil
+}
+
+// Write writes [Dataset.Files] into dir, creating it and qrels/ as needed and
+// replacing files of the same names. Other files in dir are left alone.
+func (d *Dataset) Write(dir string) error {
+	files, err := d.Files()
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		p := filepath.Join(dir, filepath.FromSlash(f.Path))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return fmt.Errorf("godoc: %w", err)
+		}
+		if err := os.WriteFile(p, f.Data, 0o644); err != nil {
+			return fmt.Errorf("godoc: %w", err)
+		}
+	}
+	return nil
+}
+
+// jsonLines encodes one value per line, without HTML escaping so that "<",
+// ">" and "&" in documentation stay readable.
+func jsonLines[T any](vs []T) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	for _, v := range vs {
+		if err := enc.Encode(v); err != nil {
+			return nil, fmt.Errorf("godoc: %w", err)
+		}
+	}
+	return b.Bytes(), nil
+}
+
+//go:embed readme.md.tmpl
+var readmeTemplate string
+
+type splitRow struct {
+	Name, File      string
+	Queries, Multi  int
+	Answers, Helps  int
+	QueriesWithHelp int
+	MultiIDs        []string
+}
+
+type fileRow struct {
+	Path, SHA256, What string
+	Bytes              int
+}
+
+func (d *Dataset) readme(files []File) ([]byte, error) {
+	var splits []splitRow
+	for _, s := range d.Splits {
+		r := splitRow{Name: s.Name, File: beir.QrelsDir + "/" + s.Name + ".tsv", Queries: len(s.Judgements)}
+		for _, j := range s.Judgements {
+			r.Answers += len(j.Answers)
+			r.Helps += len(j.Helps)
+			if len(j.Helps) > 0 {
+				r.QueriesWithHelp++
+			}
+			if j.Multi {
+				r.Multi++
+				r.MultiIDs = append(r.MultiIDs, j.QueryID)
+			}
+		}
+		splits = append(splits, r)
+	}
+	var rows []fileRow
+	for _, f := range files {
+		h := sha256.Sum256(f.Data)
+		r := fileRow{Path: f.Path, SHA256: hex.EncodeToString(h[:]), Bytes: len(f.Data)}
+		switch f.Path {
+		case beir.CorpusFile:
+			r.What = fmt.Sprintf("%d packages, %.2f MB of Markdown content", len(d.Corpus), float64(d.Stats.ContentBytes)/1e6)
+		case beir.QueriesFile:
+			r.What = fmt.Sprintf("%d queries of both splits", len(d.Queries))
+		case "LICENSE":
+			r.What = "Go's licence, as GOROOT/LICENSE"
+		}
+		for _, s := range splits {
+			if s.File == f.Path {
+				r.What = fmt.Sprintf("judgements of the %d %s queries", s.Queries, s.Name)
+			}
+		}
+		rows = append(rows, r)
+	}
+	data := map[string]any{
+		"GoVersion":     d.GoVersion,
+		"GoVersionTime": d.GoVersionTime,
+		"Seed1":         Seed1,
+		"Seed2":         Seed2,
+		"URIPrefix":     URIPrefix,
+		"MIMEType":      MIMEType,
+		"Docs":          len(d.Corpus),
+		"Queries":       len(d.Queries),
+		"Stats":         d.Stats,
+		"Splits":        splits,
+		"Files":         rows,
+		"CorpusBytes":   len(files[0].Data),
+	}
+	t, err := template.New("README").Funcs(template.FuncMap{
+		"join": strings.Join,
+		"kb":   func(n int) string { return fmt.Sprintf("%.1f KB", float64(n)/1000) },
+		"mb":   func(n int) string { return fmt.Sprintf("%.2f MB", float64(n)/1e6) },
+		"code": func(s []string) string {
+			if len(s) == 0 {
+				return "none"
+			}
+			return "`" + strings.Join(s, "`, `") + "`"
+		},
+	}).Parse(readmeTemplate)
+	if err != nil {
+		return nil, fmt.Errorf("godoc: README template: %w", err)
+	}
+	var b bytes.Buffer
+	if err := t.Execute(&b, data); err != nil {
+		return nil, fmt.Errorf("godoc: README template: %w", err)
+	}
+	return b.Bytes(), nil
+}
