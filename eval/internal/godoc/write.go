@@ -5,57 +5,49 @@ import (
 	"crypto/sha256"
 	_ "embed"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"text/template"
 
 	"github.com/contextd/contextd/eval/beir"
 )
 
-// A File is one generated file: its slash-separated path inside the dataset
-// directory and its bytes.
-type File struct {
-	Path string
-	Data []byte
-}
+// A File is one generated file (beir.File).
+type File = beir.File
 
 // Files returns every file of the dataset directory, in a fixed order:
 // corpus.jsonl, queries.jsonl, qrels/test.tsv, qrels/dev.tsv, LICENSE,
 // README.md.
 func (d *Dataset) Files() ([]File, error) {
 	var files []File
-	corpus, err := jsonLines(d.Corpus)
+	corpus, err := beir.JSONLines(d.Corpus)
 	if err != nil {
 		return nil, err
 	}
-	files = append(files, File{beir.CorpusFile, corpus})
-	queries, err := jsonLines(d.Queries)
+	files = append(files, File{Path: beir.CorpusFile, Data: corpus})
+	queries, err := beir.JSONLines(d.Queries)
 	if err != nil {
 		return nil, err
 	}
-	files = append(files, File{beir.QueriesFile, queries})
+	files = append(files, File{Path: beir.QueriesFile, Data: queries})
 	for _, s := range d.Splits {
-		var b bytes.Buffer
-		b.WriteString(beir.QrelsHeader + "\n")
+		var qrels []beir.Qrel
 		for _, j := range s.Judgements {
 			for _, doc := range j.Answers {
-				fmt.Fprintf(&b, "%s\t%s\t%d\n", j.QueryID, doc, GradeAnswer)
+				qrels = append(qrels, beir.Qrel{QueryID: j.QueryID, CorpusID: doc, Score: GradeAnswer})
 			}
 			for _, doc := range j.Helps {
-				fmt.Fprintf(&b, "%s\t%s\t%d\n", j.QueryID, doc, GradeHelps)
+				qrels = append(qrels, beir.Qrel{QueryID: j.QueryID, CorpusID: doc, Score: GradeHelps})
 			}
 		}
-		files = append(files, File{beir.QrelsDir + "/" + s.Name + ".tsv", b.Bytes()})
+		files = append(files, beir.QrelsFile(s.Name, qrels))
 	}
-	files = append(files, File{"LICENSE", d.License})
+	files = append(files, File{Path: "LICENSE", Data: d.License})
 	readme, err := d.readme(files)
 	if err != nil {
 		return nil, err
 	}
-	return append(files, File{"README.md", readme}), nil
+	return append(files, File{Path: "README.md", Data: readme}), nil
 }
 
 // Write writes [Dataset.Files] into dir, creating it and qrels/ as needed and
@@ -65,30 +57,7 @@ func (d *Dataset) Write(dir string) error {
 	if err != nil {
 		return err
 	}
-	for _, f := range files {
-		p := filepath.Join(dir, filepath.FromSlash(f.Path))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return fmt.Errorf("godoc: %w", err)
-		}
-		if err := os.WriteFile(p, f.Data, 0o644); err != nil {
-			return fmt.Errorf("godoc: %w", err)
-		}
-	}
-	return nil
-}
-
-// jsonLines encodes one value per line, without HTML escaping so that "<",
-// ">" and "&" in documentation stay readable.
-func jsonLines[T any](vs []T) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	for _, v := range vs {
-		if err := enc.Encode(v); err != nil {
-			return nil, fmt.Errorf("godoc: %w", err)
-		}
-	}
-	return b.Bytes(), nil
+	return beir.WriteFiles(dir, files)
 }
 
 //go:embed readme.md.tmpl
