@@ -7,12 +7,14 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 
 	"github.com/contextd/contextd/eval/harness"
@@ -44,6 +46,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	asJSON := fs.Bool("json", false, "print the results as JSON")
 	out := fs.String("out", "", "also write results.json, report.md and a recall@k chart (SVG) to this directory")
 	quiet := fs.Bool("quiet", false, "no progress on stderr")
+	budgets := fs.String("budgets", "", "instead of ranking, compare assembly at these token budgets (e.g. 500,2000,8000): contextd vs read-all+trim vs greedy-in-order")
 	var only strategyList
 	fs.Var(&only, "strategy", "evaluate only this strategy (repeatable): "+strings.Join(harness.StrategyNames(), ", "))
 	fs.Usage = func() {
@@ -63,6 +66,27 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if len(only) > 0 {
 		opts.Strategies = only
+	}
+	if *budgets != "" {
+		var bs []int
+		for _, f := range strings.Split(*budgets, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n < 1 {
+				return fmt.Errorf("--budgets: %q is not a token budget >= 1", f)
+			}
+			bs = append(bs, n)
+		}
+		rows, err := harness.RunBudget(ctx, opts, bs)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			enc := json.NewEncoder(stdout)
+			enc.SetIndent("", "  ")
+			return enc.Encode(rows)
+		}
+		_, err = io.WriteString(stdout, harness.BudgetTable(rows))
+		return err
 	}
 	if *out != "" { // fail before a long run, not after it
 		if err := os.MkdirAll(*out, 0o755); err != nil {
