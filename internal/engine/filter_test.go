@@ -1,8 +1,10 @@
 package engine_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -60,6 +62,10 @@ func TestPinnedComeFirstAndUserAudienceStaysOut(t *testing.T) {
 		"doc://architecture": "how the system is built",
 		"doc://open-file":    "the file the user is editing",
 	}, nil)
+	srv.AddResourceTemplate(&mcpsdk.ResourceTemplate{URITemplate: "doc://unlisted/{name}", Name: "unlisted"},
+		func(_ context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+			return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: req.Params.URI, Text: "scratch notes"}}}, nil
+		})
 	srv.AddResource(&mcpsdk.Resource{URI: "doc://architecture-for-humans", Name: "architecture for humans",
 		Annotations: &mcpsdk.Annotations{Audience: []mcpsdk.Role{"user"}}}, nil)
 	eng := newEngine(t, "", map[string]*mcpsdk.Server{"s": srv}, 0)
@@ -104,6 +110,17 @@ func TestPinnedComeFirstAndUserAudienceStaysOut(t *testing.T) {
 	}
 	if len(res.Items) != 1 || res.Items[0].URI != "doc://open-file" || res.Omitted[0].URI != "doc://architecture" || res.Omitted[0].Reason != selector.OmitMaxItems {
 		t.Errorf("max_items 1 with two pins: items %+v omitted %+v", res.Items, res.Omitted)
+	}
+
+	// A pin need not be listed, only readable (here through a template).
+	res, err = eng.Assemble(t.Context(), engine.AssembleRequest{
+		Query: "architecture", TokenBudget: 500, Pinned: []resource.Key{{Server: "s", URI: "doc://unlisted/scratch"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Items) == 0 || res.Items[0].URI != "doc://unlisted/scratch" || !strings.HasPrefix(res.Items[0].Reason, "pinned") {
+		t.Errorf("unlisted pin: items %+v omitted %+v", res.Items, res.Omitted)
 	}
 
 	_, err = eng.Assemble(t.Context(), engine.AssembleRequest{Query: "x", TokenBudget: 10, Pinned: []resource.Key{{Server: "nope", URI: "doc://a"}}})
