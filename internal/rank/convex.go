@@ -1,10 +1,8 @@
 package rank
 
 import (
-	"cmp"
 	"fmt"
 	"math"
-	"slices"
 )
 
 // A Scored is one item of a retriever's list, with the retriever's score.
@@ -82,14 +80,6 @@ func Convex(alpha float64, a, b List) []Fused {
 			out[i].Score += w * (s - l.Floor) / span
 		}
 	}
-	slices.SortFunc(out, func(x, y Fused) int {
-		if c := cmp.Compare(y.Score, x.Score); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(bestRank(x.Ranks), bestRank(y.Ranks)); c != 0 {
-			return c
-		}
-		return cmp.Compare(x.ID, y.ID)
-	})
+	sortFused(out)
 	return out
 }

@@ -126,6 +126,13 @@ func FuseWeighted(k float64, weights []float64, lists ...[]string) []Fused {
 		out[i].Score = s
 	}
 
+	sortFused(out)
+	return out
+}
+
+// sortFused orders a fused ranking: by score (descending), then by the best
+// single rank (ascending), then by ID.
+func sortFused(out []Fused) {
 	slices.SortFunc(out, func(a, b Fused) int {
 		if c := cmp.Compare(b.Score, a.Score); c != 0 {
 			return c
@@ -135,7 +142,6 @@ func FuseWeighted(k float64, weights []float64, lists ...[]string) []Fused {
 		}
 		return cmp.Compare(a.ID, b.ID)
 	})
-	return out
 }
 
 // bestRank returns the smallest non-zero rank.
