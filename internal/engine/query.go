@@ -1,82 +1,18 @@
 package engine
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"math"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-
-	"github.com/contextd/contextd/internal/index"
-	"github.com/contextd/contextd/internal/lexical"
-	"github.com/contextd/contextd/internal/rank"
 	"github.com/contextd/contextd/internal/resource"
 	"github.com/contextd/contextd/internal/selector"
 	ctxsync "github.com/contextd/contextd/internal/sync"
 )
-
-// pool is how deep each retrieval list goes before fusion.
-const pool = 100
-
-// maxClauses caps how many clauses of a compound query are ranked on their
-// own (each costs a query embedding and a dense scan); later ones count only
-// as part of the whole query.
-const maxClauses = 8
-
-// Fusion names how the dense and lexical lists are combined.
-type Fusion int
-
-// Fusions.
-const (
-	// FusionConvex is a convex combination of normalised scores
-	// (rank.Convex, Bruch et al. 2023) with α = Dense/(Dense+Lexical).
-	FusionConvex Fusion = iota
-	// FusionRRF is weighted reciprocal rank fusion (rank.FuseWeighted,
-	// Cormack et al. 2009) with the weights Dense and Lexical.
-	FusionRRF
-)
-
-// A Ranking says how descriptors are ranked. The dense list ranks by cosine
-// similarity of embeddings, the lexical list by BM25F; each is cut at 100.
-type Ranking struct {
-	// Dense and Lexical weigh the two lists; a zero weight leaves that
-	// list out, and both zero is invalid.
-	Dense, Lexical float64
-	Fusion         Fusion
-	K              float64 // RRF's k; zero means 60, the paper's value
-	// Clauses is the weight, for a compound query (lexical.Clauses), of a
-	// descriptor's best score over the clauses ranked on their own, added
-	// to its score for the whole query, so that each need of "the stock
-	// price of Apple and the latest news about it" finds its resources.
-	// Zero ranks the whole query only.
-	Clauses float64
-}
-
-// DefaultRanking is the daemon's ranking when Options.Ranking is zero: the
-// one the eval measured best on MetaTool's dev split with the default
-// embedder (see eval/README.md).
-var DefaultRanking = Ranking{Dense: 0.9, Lexical: 0.1, Fusion: FusionConvex, Clauses: 0.3}
-
-func (r Ranking) valid() bool {
-	finite := func(x float64) bool { return !math.IsInf(x, 0) && !math.IsNaN(x) }
-	return finite(r.Dense) && finite(r.Lexical) && finite(r.K) && finite(r.Clauses) &&
-		r.Dense >= 0 && r.Lexical >= 0 && r.Dense+r.Lexical > 0 && r.K >= 0 && r.Clauses >= 0 &&
-		(r.Fusion == FusionConvex || r.Fusion == FusionRRF)
-}
-
-// A Ranked is a descriptor with its fused score and 1-based rank.
-type Ranked struct {
-	resource.Descriptor
-	Score float64
-	Rank  int
-}
 
 // A Filter narrows what Search and Assemble rank. Zero fields match all.
 type Filter struct {
@@ -139,159 +75,6 @@ func (f Filter) Check() error {
 	return nil
 }
 
-// rank ranks the descriptors that pass filt for the query and returns at
-// most n, best first.
-func (e *Engine) rank(ctx context.Context, query string, filt Filter, n int, how Ranking) ([]Ranked, error) {
-	f := index.Filter{Servers: e.scope(filt.Servers)}
-	if !slices.ContainsFunc(f.Servers, func(s string) bool { return e.ix.Len(s) > 0 }) {
-		if err := e.unavailable(f.Servers); err != nil {
-			return nil, err
-		}
-	}
-	var clauses []string
-	if how.Clauses > 0 {
-		clauses = lexical.Clauses(query)
-		clauses = clauses[:min(len(clauses), maxClauses)]
-	}
-	lists := make([][]rank.Fused, 1+len(clauses))
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(runtime.GOMAXPROCS(0))
-	for i, q := range append([]string{query}, clauses...) {
-		g.Go(func() error {
-			var err error
-			lists[i], err = e.fuse(gctx, q, f, filt, how)
-			return err
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return nil, err
-	}
-	fused := combineClauses(lists[0], lists[1:], how.Clauses)
-	out := make([]Ranked, 0, min(n, len(fused)))
-	for _, h := range fused {
-		if len(out) == n {
-			break
-		}
-		k, ok := resource.ParseKey(h.ID)
-		if !ok {
-			continue
-		}
-		d, ok := e.ix.Get(k)
-		if !ok { // deleted since retrieval
-			continue
-		}
-		out = append(out, Ranked{Descriptor: d, Score: h.Score, Rank: len(out) + 1})
-	}
-	return out, nil
-}
-
-// fuse retrieves and fuses the dense and lexical lists for one query. With
-// a MIME or URI filter every descriptor in scope is scored, then filtered,
-// so a narrow filter cannot come back empty while matches exist.
-func (e *Engine) fuse(ctx context.Context, query string, f index.Filter, filt Filter, how Ranking) ([]rank.Fused, error) {
-	depth := pool
-	if filt.narrows() {
-		depth = 0 // all
-	}
-	var dense, lex []index.Hit
-	if how.Dense > 0 {
-		var err error
-		if dense, err = e.ix.Dense(ctx, query, depth, f); err != nil {
-			return nil, err
-		}
-	}
-	if how.Lexical > 0 {
-		lex = e.ix.Lexical(query, depth, f)
-	}
-	if filt.narrows() {
-		keep := func(hs []index.Hit) []index.Hit {
-			out := hs[:0]
-			for _, h := range hs {
-				if d, ok := e.ix.Get(h.Key); ok && filt.match(d) {
-					out = append(out, h)
-				}
-			}
-			return out[:min(len(out), pool)]
-		}
-		dense, lex = keep(dense), keep(lex)
-	}
-	if how.Fusion == FusionRRF {
-		return rank.FuseWeighted(how.K, []float64{how.Dense, how.Lexical}, ids(dense), ids(lex)), nil
-	}
-	return rank.Convex(how.Dense/(how.Dense+how.Lexical),
-		rank.List{Items: scored(dense), Floor: -1, Cut: len(dense) == pool},
-		rank.List{Items: scored(lex), Floor: 0, Cut: len(lex) == pool}), nil
-}
-
-// combineClauses adds to each item's score for the whole query weight ×
-// its best score over the clauses. An item missing from a list scores that
-// list's lowest score. Ties keep the whole query's order.
-func combineClauses(whole []rank.Fused, clauses [][]rank.Fused, weight float64) []rank.Fused {
-	if len(clauses) == 0 || weight == 0 {
-		return whole
-	}
-	floor := func(l []rank.Fused) float64 {
-		if len(l) == 0 {
-			return 0
-		}
-		return l[len(l)-1].Score
-	}
-	type acc struct {
-		whole, best float64
-		order       int
-	}
-	all := map[string]*acc{}
-	get := func(id string) *acc {
-		a := all[id]
-		if a == nil {
-			a = &acc{whole: floor(whole), best: math.Inf(-1), order: len(whole) + len(all)}
-			all[id] = a
-		}
-		return a
-	}
-	for i, h := range whole {
-		a := get(h.ID)
-		a.whole, a.order = h.Score, i
-	}
-	for _, l := range clauses {
-		for _, h := range l {
-			get(h.ID)
-		}
-	}
-	for _, l := range clauses {
-		seen := make(map[string]float64, len(l))
-		for _, h := range l {
-			seen[h.ID] = h.Score
-		}
-		for id, a := range all {
-			s, ok := seen[id]
-			if !ok {
-				s = floor(l)
-			}
-			a.best = max(a.best, s)
-		}
-	}
-	out := make([]rank.Fused, 0, len(all))
-	for id, a := range all {
-		out = append(out, rank.Fused{ID: id, Score: a.whole + weight*a.best})
-	}
-	slices.SortFunc(out, func(x, y rank.Fused) int {
-		if c := cmp.Compare(y.Score, x.Score); c != 0 {
-			return c
-		}
-		return cmp.Compare(all[x.ID].order, all[y.ID].order)
-	})
-	return out
-}
-
-func scored(hits []index.Hit) []rank.Scored {
-	out := make([]rank.Scored, len(hits))
-	for i, h := range hits {
-		out[i] = rank.Scored{ID: h.Key.String(), Score: h.Score}
-	}
-	return out
-}
-
 // unavailable returns ErrUnavailable, with each server's state, when no
 // server in scope has synced; nil when one has (it simply has no resources).
 func (e *Engine) unavailable(servers []string) error {
@@ -316,14 +99,6 @@ func (e *Engine) unavailable(servers []string) error {
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(s, "\n")
 	return s
-}
-
-func ids(hits []index.Hit) []string {
-	out := make([]string, len(hits))
-	for i, h := range hits {
-		out[i] = h.Key.String()
-	}
-	return out
 }
 
 // SearchRequest asks for ranked descriptors without reading anything.
