@@ -1,0 +1,135 @@
+package section
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/contextd/contextd/internal/budget"
+	"github.com/contextd/contextd/internal/lexical"
+)
+
+// BM25 parameters for scoring sections (Robertson and Zaragoza 2009,
+// "The Probabilistic Relevance Framework: BM25 and Beyond", §3).
+const (
+	k1 = 1.2
+	b  = 0.75
+	// headingWeight counts each heading term this many times: a heading
+	// names what its section is about.
+	headingWeight = 3
+)
+
+// Score returns each section's BM25 score for the query, with the
+// sections of one text as the collection (so a term found in every section
+// counts for little) and the heading's terms counted [headingWeight] times.
+// Terms are lexical.Tokenize's. A section that shares no term with the
+// query scores 0.
+func Score(sections []Section, query string) []float64 {
+	q := lexical.Tokenize(query)
+	slices.Sort(q)
+	q = slices.Compact(q)
+	scores := make([]float64, len(sections))
+	if len(q) == 0 || len(sections) == 0 {
+		return scores
+	}
+	tfs := make([]map[string]int, len(sections))
+	lens := make([]int, len(sections))
+	df := map[string]int{}
+	total := 0
+	for i, s := range sections {
+		tf := map[string]int{}
+		for _, t := range lexical.Tokenize(s.Text) {
+			tf[t]++
+			lens[i]++
+		}
+		for _, t := range lexical.Tokenize(s.Heading) {
+			tf[t] += headingWeight - 1 // the heading line is in Text once already
+			lens[i] += headingWeight - 1
+		}
+		for t := range tf {
+			df[t]++
+		}
+		tfs[i] = tf
+		total += lens[i]
+	}
+	n := float64(len(sections))
+	avg := max(float64(total)/n, 1)
+	for i := range sections {
+		for _, t := range q {
+			f := float64(tfs[i][t])
+			if f == 0 {
+				continue
+			}
+			idf := math.Log(1 + (n-float64(df[t])+0.5)/(float64(df[t])+0.5))
+			scores[i] += idf * f * (k1 + 1) / (f + k1*(1-b+b*float64(lens[i])/avg))
+		}
+	}
+	return scores
+}
+
+// A Pick is a section chosen to be returned, with its exact token count.
+type Pick struct {
+	Section
+	Tokens int
+}
+
+// maxProbes bounds how many sections Best counts for one text.
+const maxProbes = 64
+
+// Best returns the sections with the highest scores (ties: earlier first)
+// whose texts, each counted exactly with c, fit together in maxTokens, in
+// text order. Sections that score 0 are never picked, so it returns nil
+// when no section shares a term with the query. At most [maxProbes]
+// sections are counted.
+func Best(sections []Section, scores []float64, c budget.Counter, maxTokens int) []Pick {
+	order := make([]int, 0, len(sections))
+	for i := range sections {
+		if scores[i] > 0 {
+			order = append(order, i)
+		}
+	}
+	slices.SortStableFunc(order, func(x, y int) int { return cmp.Compare(scores[y], scores[x]) })
+	var picks []Pick
+	left := maxTokens
+	for probes := 0; probes < len(order) && probes < maxProbes && left > 0; probes++ {
+		s := sections[order[probes]]
+		if !budget.Fits(c, len(s.Text), left) {
+			continue
+		}
+		n := c.Count(s.Text)
+		if n > left {
+			continue
+		}
+		picks = append(picks, Pick{Section: s, Tokens: n})
+		left -= n
+	}
+	slices.SortFunc(picks, func(x, y Pick) int { return cmp.Compare(x.Start, y.Start) })
+	return picks
+}
+
+// Outline returns a table of contents of the sections that have headings,
+// one line each, "L12-40 ## Heading" for Markdown or "L12-40 func F()" for
+// code; "" if none has one. Windows of one section are listed once, with
+// the whole range.
+func Outline(sections []Section) string {
+	var b strings.Builder
+	for i := 0; i < len(sections); i++ {
+		s := sections[i]
+		if s.Heading == "" {
+			continue
+		}
+		end := s.End
+		for i+1 < len(sections) && sections[i+1].Heading == s.Heading && sections[i+1].Level == s.Level && sections[i+1].Start == end+1 {
+			i++
+			end = sections[i].End
+		}
+		mark := ""
+		if s.Level > 0 {
+			mark = strings.Repeat("#", s.Level) + " "
+		}
+		fmt.Fprintf(&b, "L%d-%d %s%s\n", s.Start, end, mark, s.Heading)
+	}
+	return b.String()
+}
