@@ -138,9 +138,9 @@ func AssembleResponse(res *engine.AssembleResult, budget int32) *contextdv1.Asse
 		}
 		if f, ok := res.Fetched[it.Key()]; ok {
 			pi.FetchedAt = timestamppb.New(f.At)
-			pi.Freshness = "read"
-			if f.Subscribed {
-				pi.Freshness = "subscription"
+			pi.Freshness = f.Freshness()
+			if !f.Expires.IsZero() {
+				pi.ExpiresAt = timestamppb.New(f.Expires)
 			}
 		}
 		for _, c := range it.Contents {

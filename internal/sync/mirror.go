@@ -589,12 +589,34 @@ func (m *Mirror) Read(ctx context.Context, uri string) ([]resource.Content, erro
 // A Fetch says when contents were read from the server and how they are
 // kept fresh.
 type Fetch struct {
+	// At is when the contents were read from the server.
 	At time.Time
 	// Subscribed is true when the contents are cached under a
 	// resources/subscribe subscription: the server's
 	// notifications/resources/updated evicts them, so a cached copy is
-	// current. When false, they were read for this request.
+	// current.
 	Subscribed bool
+	// Expires, when not zero, is when a copy cached under the ttlMs the
+	// server put on its read result (MCP draft, Server Utilities > Caching)
+	// stops being served: At + ttlMs. Until then later reads get this copy,
+	// unless notifications/resources/updated for the URI or a
+	// notifications/resources/list_changed evicts it first. It is zero when
+	// Subscribed is true (the subscription keeps the copy current, so the
+	// TTL is not needed) and for contents read for this request only.
+	Expires time.Time
+}
+
+// Freshness names how the contents are kept fresh: "subscription" (cached
+// under a subscription), "ttl" (cached until Expires) or "read" (read from
+// the server for this request, not cached).
+func (f Fetch) Freshness() string {
+	switch {
+	case f.Subscribed:
+		return "subscription"
+	case !f.Expires.IsZero():
+		return "ttl"
+	}
+	return "read"
 }
 
 // ReadFetch is Read, also saying when the contents were fetched and how

@@ -378,9 +378,16 @@ type Item struct {
 	FetchedAt *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=fetched_at,json=fetchedAt,proto3" json:"fetched_at,omitempty"`
 	// How the contents are kept fresh: "subscription" (cached under a
 	// resources/subscribe subscription; the server's updates evict it, so a
-	// cached copy is current) or "read" (read from the server for this
-	// request).
-	Freshness     string `protobuf:"bytes,14,opt,name=freshness,proto3" json:"freshness,omitempty"`
+	// cached copy is current), "ttl" (cached for the ttlMs the server put on
+	// its read result, until expires_at, unless the server's updates or list
+	// changes evict it first; only results with cacheScope "public" are
+	// cached) or "read" (read from the server for this request, not cached).
+	// contextd does not poll resource contents.
+	Freshness string `protobuf:"bytes,14,opt,name=freshness,proto3" json:"freshness,omitempty"`
+	// For freshness "ttl": when the cached copy expires (fetched_at plus the
+	// server's ttlMs); a request after that reads the resource again. Unset
+	// otherwise.
+	ExpiresAt     *timestamppb.Timestamp `protobuf:"bytes,15,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -511,6 +518,13 @@ func (x *Item) GetFreshness() string {
 		return x.Freshness
 	}
 	return ""
+}
+
+func (x *Item) GetExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpiresAt
+	}
+	return nil
 }
 
 // DroppedContent is a content item of a read result that was not returned.
@@ -1311,7 +1325,7 @@ const file_contextd_v1_contextd_proto_rawDesc = "" +
 	"\ftoken_budget\x18\x03 \x01(\x05R\vtokenBudget\x12.\n" +
 	"\aomitted\x18\x04 \x03(\v2\x14.contextd.v1.OmittedR\aomitted\x12\x1c\n" +
 	"\ttokenizer\x18\x05 \x01(\tR\ttokenizer\x12\x14\n" +
-	"\x05reads\x18\x06 \x01(\x05R\x05reads\"\xb1\x03\n" +
+	"\x05reads\x18\x06 \x01(\x05R\x05reads\"\xec\x03\n" +
 	"\x04Item\x12\x16\n" +
 	"\x06server\x18\x01 \x01(\tR\x06server\x12\x10\n" +
 	"\x03uri\x18\x02 \x01(\tR\x03uri\x12\x12\n" +
@@ -1328,7 +1342,9 @@ const file_contextd_v1_contextd_proto_rawDesc = "" +
 	"\adropped\x18\f \x03(\v2\x1b.contextd.v1.DroppedContentR\adropped\x129\n" +
 	"\n" +
 	"fetched_at\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\tfetchedAt\x12\x1c\n" +
-	"\tfreshness\x18\x0e \x01(\tR\tfreshness\"\x85\x01\n" +
+	"\tfreshness\x18\x0e \x01(\tR\tfreshness\x129\n" +
+	"\n" +
+	"expires_at\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"\x85\x01\n" +
 	"\x0eDroppedContent\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x05R\x05index\x12\x10\n" +
 	"\x03uri\x18\x02 \x01(\tR\x03uri\x12\x1b\n" +
@@ -1443,22 +1459,23 @@ var file_contextd_v1_contextd_proto_depIdxs = []int32{
 	6,  // 3: contextd.v1.Item.contents:type_name -> contextd.v1.Content
 	5,  // 4: contextd.v1.Item.dropped:type_name -> contextd.v1.DroppedContent
 	14, // 5: contextd.v1.Item.fetched_at:type_name -> google.protobuf.Timestamp
-	10, // 6: contextd.v1.SearchResponse.results:type_name -> contextd.v1.SearchResult
-	13, // 7: contextd.v1.ListServersResponse.servers:type_name -> contextd.v1.ServerStatus
-	0,  // 8: contextd.v1.ServerStatus.state:type_name -> contextd.v1.ServerStatus.State
-	14, // 9: contextd.v1.ServerStatus.last_sync:type_name -> google.protobuf.Timestamp
-	14, // 10: contextd.v1.ServerStatus.last_error_time:type_name -> google.protobuf.Timestamp
-	1,  // 11: contextd.v1.ContextService.Assemble:input_type -> contextd.v1.AssembleRequest
-	8,  // 12: contextd.v1.ContextService.Search:input_type -> contextd.v1.SearchRequest
-	11, // 13: contextd.v1.ContextService.ListServers:input_type -> contextd.v1.ListServersRequest
-	3,  // 14: contextd.v1.ContextService.Assemble:output_type -> contextd.v1.AssembleResponse
-	9,  // 15: contextd.v1.ContextService.Search:output_type -> contextd.v1.SearchResponse
-	12, // 16: contextd.v1.ContextService.ListServers:output_type -> contextd.v1.ListServersResponse
-	14, // [14:17] is the sub-list for method output_type
-	11, // [11:14] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	14, // 6: contextd.v1.Item.expires_at:type_name -> google.protobuf.Timestamp
+	10, // 7: contextd.v1.SearchResponse.results:type_name -> contextd.v1.SearchResult
+	13, // 8: contextd.v1.ListServersResponse.servers:type_name -> contextd.v1.ServerStatus
+	0,  // 9: contextd.v1.ServerStatus.state:type_name -> contextd.v1.ServerStatus.State
+	14, // 10: contextd.v1.ServerStatus.last_sync:type_name -> google.protobuf.Timestamp
+	14, // 11: contextd.v1.ServerStatus.last_error_time:type_name -> google.protobuf.Timestamp
+	1,  // 12: contextd.v1.ContextService.Assemble:input_type -> contextd.v1.AssembleRequest
+	8,  // 13: contextd.v1.ContextService.Search:input_type -> contextd.v1.SearchRequest
+	11, // 14: contextd.v1.ContextService.ListServers:input_type -> contextd.v1.ListServersRequest
+	3,  // 15: contextd.v1.ContextService.Assemble:output_type -> contextd.v1.AssembleResponse
+	9,  // 16: contextd.v1.ContextService.Search:output_type -> contextd.v1.SearchResponse
+	12, // 17: contextd.v1.ContextService.ListServers:output_type -> contextd.v1.ListServersResponse
+	15, // [15:18] is the sub-list for method output_type
+	12, // [12:15] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_contextd_v1_contextd_proto_init() }
