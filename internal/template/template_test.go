@@ -104,12 +104,12 @@ func TestExpand(t *testing.T) {
 		{"file:///{+path}", map[string]string{"path": "src/main.go"}, "file:///src/main.go", false},
 		{"repo://{owner}/{repo}{?page}", map[string]string{"owner": "golang", "repo": "go"}, "repo://golang/go", false},
 		{"repo://{owner}/{repo}{?page}", map[string]string{"owner": "golang", "repo": "go", "page": "2"}, "repo://golang/go?page=2", false},
-		{"users://{id}/profile", map[string]string{}, "", true},                               // required variable missing
-		{"users://{id}/profile", map[string]string{"id": "a b"}, "", true},                    // fails Fits
-		{"users://{id}/profile", map[string]string{"id": "4", "x": "1"}, "", true},            // no such variable
-		{"file:///{+path}", map[string]string{"path": "../secrets"}, "", true},                // traversal
-		{"x://{+path}/raw", map[string]string{"path": "a/raw/b"}, "x://a/raw/b/raw", false},   // round-trips
-		{"x://{+a}{+b}", map[string]string{"a": "ab", "b": "cd"}, "", true},                   // ambiguous: does not round-trip
+		{"users://{id}/profile", map[string]string{}, "", true},                                  // required variable missing
+		{"users://{id}/profile", map[string]string{"id": "a b"}, "", true},                       // fails Fits
+		{"users://{id}/profile", map[string]string{"id": "4", "x": "1"}, "", true},               // no such variable
+		{"file:///{+path}", map[string]string{"path": "../secrets"}, "", true},                   // traversal
+		{"x://{+path}/raw", map[string]string{"path": "a/raw/b"}, "x://a/raw/b/raw", false},      // round-trips
+		{"x://{+a}{+b}", map[string]string{"a": "ab", "b": "cd"}, "", true},                      // ambiguous: does not round-trip
 		{"users://{id}/profile", map[string]string{"id": "x:1"}, "users://x%3A1/profile", false}, // reserved character escaped
 	}
 	for _, tt := range tests {
