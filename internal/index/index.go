@@ -76,6 +76,7 @@ type Options struct {
 type Index struct {
 	emb    embed.Embedder
 	qvecs  queryCache
+	texts  queryCache // vectors of descriptors scored by Score, never indexed
 	log    *slog.Logger
 	coll   *chromem.Collection
 	lex    *lexical.Index
@@ -110,6 +111,7 @@ func Open(ctx context.Context, opts Options) (*Index, error) {
 	ix := &Index{
 		emb:    opts.Embedder,
 		qvecs:  queryCache{max: cmp.Or(opts.QueryCache, DefaultQueryCache)},
+		texts:  queryCache{max: DefaultTextCache},
 		log:    log,
 		lex:    lexical.New(opts.Lexical),
 		closed: make(chan struct{}),
