@@ -1,11 +1,331 @@
 package engine
 
-import "context"
+import (
+	"cmp"
+	"context"
+	"math"
+	"slices"
+	"strings"
+	gosync "sync"
+	"time"
+
+	"github.com/contextd/contextd/internal/index"
+	"github.com/contextd/contextd/internal/lexical"
+	"github.com/contextd/contextd/internal/resource"
+	"github.com/contextd/contextd/internal/template"
+)
+
+// Bounds on template expansion per query (issue 5, rule 8).
+const (
+	// MaxExpansions caps the resources one query adds from templates.
+	MaxExpansions = 4
+	// maxProposals caps the ways to fill a template that one query
+	// considers (over every template in scope), best first; each may cost
+	// completion calls.
+	maxProposals = 8
+	// proposalsPerTemplate caps the proposals taken from one template.
+	proposalsPerTemplate = 2
+	// MaxCompletionCalls caps the completion/complete requests one query
+	// sends.
+	MaxCompletionCalls = 8
+	// CompletionTimeout bounds the confirmation of a query's expansions:
+	// every completion call runs concurrently under this one deadline, so
+	// a slow or hung server delays a query by at most this much. A call
+	// that fails or runs out drops only its own expansion.
+	CompletionTimeout = 300 * time.Millisecond
+)
+
+// An expansion is a resource built from a template for values in the query.
+type expansion struct {
+	desc      resource.Descriptor
+	denseText string // the template's embedded text: one vector per template, cached by the index
+}
 
 // withTemplates adds to ranked the resources that the servers' resource
-// templates yield for values found in the query, ranked alongside the listed
-// ones, and returns at most n. (Issue 5, rule 8: not yet implemented; the
-// listed resources are returned as ranked.)
+// templates yield for values found in the query (package template), ranked
+// alongside the listed ones, and returns at most n, best first.
+//
+// A proposal is used only if every value is confirmed by the server's
+// completion/complete (the server's exact value, its spelling of it, or
+// its single suggestion for the value as a prefix) when the server
+// declares completions, or, when it does not, only if every value's shape
+// alone makes it one (no plain words; see template.Proposal.Weak). An
+// expansion whose URI the server lists is dropped: the listed resource
+// wins. Each expansion is a descriptor with the expanded URI and the
+// template's name, title, description and MIME type, scored as the listed
+// ones are (see scoreExpansions) with the engine's ranking; a Search with
+// its own Ranking still scores expansions with the engine's.
 func (e *Engine) withTemplates(ctx context.Context, query string, filt Filter, ranked []Ranked, n int) []Ranked {
-	return ranked
+	type prop struct {
+		server string
+		tp     *template.Template
+		p      template.Proposal
+		order  int
+	}
+	var q *template.Query
+	var props []prop
+	for _, server := range e.scope(filt.Servers) {
+		for _, t := range e.mirrors[server].Templates() {
+			tp, err := template.Parse(t)
+			if err != nil {
+				e.log.Debug("template not usable", "server", server, "err", err)
+				continue
+			}
+			if q == nil {
+				if q = template.ParseQuery(query); len(q.Values) == 0 {
+					return ranked
+				}
+			}
+			for _, p := range tp.Propose(q, proposalsPerTemplate) {
+				props = append(props, prop{server: server, tp: tp, p: p, order: len(props)})
+			}
+		}
+	}
+	if len(props) == 0 {
+		return ranked
+	}
+	slices.SortStableFunc(props, func(a, b prop) int { return cmp.Compare(b.p.Score, a.p.Score) })
+	props = props[:min(len(props), maxProposals)]
+
+	// Confirm: plan the completion calls in order, within the cap, then run
+	// every proposal's calls concurrently under one deadline.
+	confirmed := make([]map[string]string, len(props))
+	calls := 0
+	cctx, cancel := context.WithTimeout(ctx, CompletionTimeout)
+	defer cancel()
+	var wg gosync.WaitGroup
+	for i, pr := range props {
+		if !e.mirrors[pr.server].OffersCompletions() {
+			if len(pr.p.Weak) == 0 {
+				confirmed[i] = pr.p.Values
+			}
+			continue
+		}
+		if calls+len(pr.p.Values) > MaxCompletionCalls {
+			continue
+		}
+		calls += len(pr.p.Values)
+		wg.Go(func() { confirmed[i] = e.confirm(cctx, pr.server, pr.tp, pr.p.Values) })
+	}
+	wg.Wait()
+
+	seen := map[resource.Key]bool{}
+	for _, r := range ranked {
+		seen[r.Key()] = true
+	}
+	var exps []expansion
+	for i, pr := range props {
+		if confirmed[i] == nil || len(exps) == MaxExpansions {
+			continue
+		}
+		uri, err := pr.tp.Expand(confirmed[i])
+		if err != nil {
+			e.log.Debug("template expansion rejected", "server", pr.server, "err", err)
+			continue
+		}
+		t := pr.tp.Template
+		d := resource.Descriptor{Server: pr.server, URI: uri, Name: t.Name, Title: t.Title, Description: t.Description, MIMEType: t.MIMEType}
+		if seen[d.Key()] || !filt.match(d) {
+			continue
+		}
+		seen[d.Key()] = true
+		if _, listed := e.ix.Get(d.Key()); listed {
+			continue // the listed descriptor is ranked on its own
+		}
+		text := index.EmbeddingText(resource.Descriptor{Name: t.Name, Title: t.Title, Description: t.Description, URI: t.URITemplate})
+		exps = append(exps, expansion{desc: d, denseText: text})
+	}
+	if len(exps) == 0 {
+		return ranked
+	}
+	scores, err := e.scoreExpansions(ctx, query, filt, exps)
+	if err != nil {
+		e.log.Debug("scoring template expansions failed", "err", err)
+		return ranked
+	}
+	out := slices.Clone(ranked)
+	for i, x := range exps {
+		out = append(out, Ranked{Descriptor: x.desc, Score: scores[i]})
+	}
+	// Stable: on a tie the listed descriptor stays first.
+	slices.SortStableFunc(out, func(a, b Ranked) int { return cmp.Compare(b.Score, a.Score) })
+	out = out[:min(len(out), n)]
+	for i := range out {
+		out[i].Rank = i + 1
+	}
+	return out
+}
+
+// confirm asks server's completion for each value of a proposal, in the
+// template's variable order, each with the values confirmed before it as
+// context, and returns the confirmed values (the server's spelling), or nil
+// when one is not confirmed or a call fails.
+func (e *Engine) confirm(ctx context.Context, server string, tp *template.Template, values map[string]string) map[string]string {
+	m := e.mirrors[server]
+	out := make(map[string]string, len(values))
+	for _, v := range tp.Vars {
+		val, ok := values[v.Name]
+		if !ok {
+			continue
+		}
+		var resolved map[string]string
+		if len(out) > 0 {
+			resolved = out
+		}
+		c, err := m.Complete(ctx, tp.URITemplate, v.Name, val, resolved)
+		if err != nil {
+			e.log.Debug("completion failed; template expansion dropped", "server", server, "template", tp.URITemplate, "variable", v.Name, "err", err)
+			return nil
+		}
+		got, ok := confirmedValue(val, c.Values, c.HasMore)
+		if !ok || !template.Fits(v, got) {
+			return nil
+		}
+		out[v.Name] = got
+	}
+	return out
+}
+
+// confirmedValue returns the server's value for val among its completions:
+// val itself, the same text in other case (the server's spelling), or the
+// single suggestion that starts with val ("ali" → "alice") when the server
+// has no more.
+func confirmedValue(val string, completions []string, hasMore bool) (string, bool) {
+	if slices.Contains(completions, val) {
+		return val, true
+	}
+	for _, c := range completions {
+		if strings.EqualFold(c, val) {
+			return c, true
+		}
+	}
+	if len(completions) == 1 && !hasMore && len(completions[0]) > len(val) &&
+		strings.HasPrefix(strings.ToLower(completions[0]), strings.ToLower(val)) {
+		return completions[0], true
+	}
+	return "", false
+}
+
+// scoreExpansions scores expansions on the scale of the listed descriptors'
+// fused scores: for the query (and, with Ranking.Clauses, each clause) it
+// takes the listed descriptors' dense and lexical lists as fuse does, and
+// each expansion's own dense and lexical scores (index.Score: as if it were
+// indexed), then fuses them the same way: for convex fusion, each list's
+// score normalised by the list's best (the expansion's own when it beats
+// them, without re-normalising the listed ones); for RRF, the rank the
+// expansion would take in each list. Clauses combine as in combineClauses.
+func (e *Engine) scoreExpansions(ctx context.Context, query string, filt Filter, exps []expansion) ([]float64, error) {
+	how := e.ranking
+	texts := []string{query}
+	if how.Clauses > 0 {
+		cl := lexical.Clauses(query)
+		texts = append(texts, cl[:min(len(cl), maxClauses)]...)
+	}
+	f := index.Filter{Servers: e.scope(filt.Servers)}
+	per := make([][]float64, len(texts)) // per[text][expansion]
+	for ti, text := range texts {
+		dense, lex, err := e.lists(ctx, text, f, filt, how)
+		if err != nil {
+			return nil, err
+		}
+		per[ti] = make([]float64, len(exps))
+		for xi, x := range exps {
+			ds, ls, err := e.ix.Score(ctx, text, x.desc, x.denseText)
+			if err != nil {
+				return nil, err
+			}
+			if how.Fusion == FusionRRF {
+				k := how.K
+				if k <= 0 {
+					k = 60
+				}
+				if r := rankIn(dense, ds, how.Dense > 0); r > 0 {
+					per[ti][xi] += how.Dense / (k + float64(r))
+				}
+				if r := rankIn(lex, ls, how.Lexical > 0 && ls > 0); r > 0 {
+					per[ti][xi] += how.Lexical / (k + float64(r))
+				}
+				continue
+			}
+			alpha := how.Dense / (how.Dense + how.Lexical)
+			per[ti][xi] = alpha*normalised(dense, ds, -1, how.Dense > 0) + (1-alpha)*normalised(lex, ls, 0, how.Lexical > 0)
+		}
+	}
+	out := make([]float64, len(exps))
+	for xi := range exps {
+		out[xi] = per[0][xi]
+		if len(texts) > 1 {
+			best := math.Inf(-1)
+			for _, p := range per[1:] {
+				best = max(best, p[xi])
+			}
+			out[xi] += how.Clauses * best
+		}
+	}
+	return out, nil
+}
+
+// lists retrieves the listed descriptors' dense and lexical lists for one
+// query text, as fuse does.
+func (e *Engine) lists(ctx context.Context, text string, f index.Filter, filt Filter, how Ranking) (dense, lex []index.Hit, err error) {
+	depth := pool
+	if filt.narrows() {
+		depth = 0
+	}
+	if how.Dense > 0 {
+		if dense, err = e.ix.Dense(ctx, text, depth, f); err != nil {
+			return nil, nil, err
+		}
+	}
+	if how.Lexical > 0 {
+		lex = e.ix.Lexical(text, depth, f)
+	}
+	if filt.narrows() {
+		keep := func(hs []index.Hit) []index.Hit {
+			out := hs[:0]
+			for _, h := range hs {
+				if d, ok := e.ix.Get(h.Key); ok && filt.match(d) {
+					out = append(out, h)
+				}
+			}
+			return out[:min(len(out), pool)]
+		}
+		dense, lex = keep(dense), keep(lex)
+	}
+	return dense, lex, nil
+}
+
+// normalised is rank.Convex's normalisation of score s against a list
+// whose lowest possible score is floor, as if s had been in the list: the
+// list's best is max(best, s), so the result is in [0, 1]. A list that is
+// off, or has no information, contributes 0.
+func normalised(l []index.Hit, s, floor float64, on bool) float64 {
+	if !on {
+		return 0
+	}
+	top := s
+	if len(l) > 0 {
+		top = max(top, l[0].Score)
+	}
+	span := top - floor
+	if !(span > 0) || math.IsInf(span, 0) {
+		return 0
+	}
+	return (s - floor) / span
+}
+
+// rankIn returns the 1-based rank score s would take in list l (best
+// first), or 0 when it would fall off a list cut at pool.
+func rankIn(l []index.Hit, s float64, on bool) int {
+	if !on {
+		return 0
+	}
+	r := 1 + slices.IndexFunc(l, func(h index.Hit) bool { return h.Score < s })
+	if r == 0 { // no listed score is lower
+		r = len(l) + 1
+		if len(l) >= pool {
+			return 0
+		}
+	}
+	return r
 }

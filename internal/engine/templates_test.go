@@ -1,0 +1,250 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/contextd/contextd/internal/engine"
+	"github.com/contextd/contextd/internal/mcp/mcptest"
+)
+
+const profileTemplate = "users://{id}/profile"
+
+// templateServer returns a server listing two unrelated documents and
+// serving the template users://{id}/profile. complete, when not nil, is its
+// completion handler (the server then declares completions).
+func templateServer(complete func(context.Context, *mcpsdk.CompleteRequest) (*mcpsdk.CompleteResult, error)) (*mcpsdk.Server, *mcptest.Recorder) {
+	srv := mcptest.NewServer(map[string]string{
+		"doc://billing": "Invoices and payments.",
+		"doc://guide":   "How to use the admin console.",
+	}, &mcpsdk.ServerOptions{CompletionHandler: complete})
+	srv.AddResourceTemplate(&mcpsdk.ResourceTemplate{
+		URITemplate: profileTemplate, Name: "user-profile", Title: "User profile",
+		Description: "The profile of one user: name, email and settings.", MIMEType: "text/plain",
+	}, func(_ context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+		id := strings.TrimSuffix(strings.TrimPrefix(req.Params.URI, "users://"), "/profile")
+		return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: "profile of user " + id}}}, nil
+	})
+	rec := &mcptest.Recorder{}
+	srv.AddReceivingMiddleware(rec.Middleware())
+	return srv, rec
+}
+
+// knownIDs completes the id variable of users://{id}/profile from ids.
+func knownIDs(ids ...string) func(context.Context, *mcpsdk.CompleteRequest) (*mcpsdk.CompleteResult, error) {
+	return func(_ context.Context, req *mcpsdk.CompleteRequest) (*mcpsdk.CompleteResult, error) {
+		var vals []string
+		if req.Params.Ref.URI == profileTemplate && req.Params.Argument.Name == "id" {
+			for _, id := range ids {
+				if strings.HasPrefix(id, req.Params.Argument.Value) {
+					vals = append(vals, id)
+				}
+			}
+		}
+		return &mcpsdk.CompleteResult{Completion: mcpsdk.CompletionResultDetails{Values: vals, Total: len(vals)}}, nil
+	}
+}
+
+func search(t *testing.T, eng *engine.Engine, q string) []engine.Ranked {
+	t.Helper()
+	res, err := eng.Search(t.Context(), engine.SearchRequest{Query: q})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func uris(rs []engine.Ranked) []string {
+	var out []string
+	for _, r := range rs {
+		out = append(out, r.Server+" "+r.URI)
+	}
+	return out
+}
+
+func TestTemplateExpansionConfirmedByCompletionIsRankedAndRead(t *testing.T) {
+	srv, rec := templateServer(knownIDs("42", "7"))
+	eng := newEngine(t, "", map[string]*mcpsdk.Server{"s": srv}, 0)
+
+	got := search(t, eng, "show the profile of user 42")
+	if len(got) == 0 || got[0].URI != "users://42/profile" {
+		t.Fatalf("Search = %v, want users://42/profile first", uris(got))
+	}
+	if g := got[0]; g.Name != "user-profile" || g.Title != "User profile" || g.MIMEType != "text/plain" || g.Rank != 1 || !(g.Score > 0) {
+		t.Errorf("expanded descriptor = %+v, want the template's name, title and MIME type, rank 1, a positive score", g)
+	}
+	if rec.Count("completion/complete") == 0 {
+		t.Error("the server offers completions but was not asked to confirm 42")
+	}
+
+	res, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "show the profile of user 42", TokenBudget: 500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Items) == 0 || res.Items[0].URI != "users://42/profile" || len(res.Items[0].Contents) != 1 || res.Items[0].Contents[0].Text != "profile of user 42" {
+		t.Fatalf("Assemble items = %+v, want users://42/profile read first", res.Items)
+	}
+}
+
+func TestTemplateExpansionRankedByRelevanceNotAlwaysFirst(t *testing.T) {
+	srv, _ := templateServer(knownIDs("42"))
+	eng := newEngine(t, "", map[string]*mcpsdk.Server{"s": srv}, 0)
+	got := search(t, eng, "billing invoices and payments for 42")
+	i := slices.Index(uris(got), "s users://42/profile")
+	if i < 0 {
+		t.Fatalf("Search = %v, want the expansion ranked too", uris(got))
+	}
+	if got[0].URI != "doc://billing" || i == 0 || got[i].Score >= got[0].Score {
+		t.Errorf("Search = %v (scores %v, %v): a query about billing must rank doc://billing above a weakly related expansion", uris(got), got[0].Score, got[i].Score)
+	}
+}
+
+func TestTemplateExpansionRejectedByCompletion(t *testing.T) {
+	srv, rec := templateServer(knownIDs("7"))
+	eng := newEngine(t, "", map[string]*mcpsdk.Server{"s": srv}, 0)
+	got := search(t, eng, "show the profile of user 42")
+	if slices.Contains(uris(got), "s users://42/profile") {
+		t.Errorf("Search = %v: 42 is not a user the server knows, yet it was expanded", uris(got))
+	}
+	if rec.Count("completion/complete") == 0 {
+		t.Error("completion was not asked; the test would pass for the wrong reason")
+	}
+}
+
+func TestTemplateWithoutCompletionsExpandsOnlyByShape(t *testing.T) {
+	srv, rec := templateServer(nil)
+	srv.AddResourceTemplate(&mcpsdk.ResourceTemplate{URITemplate: "accounts://{username}", Name: "account", Title: "User account"},
+		func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) { return nil, errors.New("unused") })
+	eng := newEngine(t, "", map[string]*mcpsdk.Server{"s": srv}, 0)
+
+	if got := search(t, eng, "show the profile of user 42"); !slices.Contains(uris(got), "s users://42/profile") {
+		t.Errorf("Search = %v, want users://42/profile: 42 has an id's shape", uris(got))
+	}
+	// "alice" has a name's shape, but so has every word: unconfirmed, no expansion.
+	for _, r := range search(t, eng, "the account of user alice") {
+		if strings.HasPrefix(r.URI, "accounts://") {
+			t.Errorf("expanded %s from a plain word without a completion to confirm it", r.URI)
+		}
+	}
+	// Nothing fits a numeric id here.
+	for _, r := range search(t, eng, "show the profile of user alice") {
+		if strings.HasPrefix(r.URI, "users://") {
+			t.Errorf("expanded %s without a value of an id's shape", r.URI)
+		}
+	}
+	if n := rec.Count("completion/complete"); n != 0 {
+		t.Errorf("server without completions got %d completion/complete requests", n)
+	}
+}
+
+func TestCompletionConfirmsAWordAndSuggestsForAPrefix(t *testing.T) {
+	srv := mcptest.NewServer(nil, &mcpsdk.ServerOptions{CompletionHandler: func(_ context.Context, req *mcpsdk.CompleteRequest) (*mcpsdk.CompleteResult, error) {
+		var vals []string
+		for _, u := range []string{"alice", "bob"} {
+			if strings.HasPrefix(u, strings.ToLower(req.Params.Argument.Value)) {
+				vals = append(vals, u)
+			}
+		}
+		return &mcpsdk.CompleteResult{Completion: mcpsdk.CompletionResultDetails{Values: vals}}, nil
+	}})
+	srv.AddResourceTemplate(&mcpsdk.ResourceTemplate{URITemplate: "accounts://{username}", Name: "account", Title: "User account"},
+		func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) { return nil, errors.New("unused") })
+	mcptest.AddText(srv, "doc://x", "x", "unrelated")
+	eng := newEngine(t, "", map[string]*mcpsdk.Server{"s": srv}, 0)
+
+	if got := search(t, eng, "the account of user alice"); !slices.Contains(uris(got), "s accounts://alice") {
+		t.Errorf("Search = %v, want accounts://alice (the server confirms alice)", uris(got))
+	}
+	if got := search(t, eng, "the account of user Bo"); !slices.Contains(uris(got), "s accounts://bob") {
+		t.Errorf("Search = %v, want accounts://bob (the server's one completion of Bo)", uris(got))
+	}
+	if got := search(t, eng, "the account of user carol"); slices.ContainsFunc(got, func(r engine.Ranked) bool { return strings.HasPrefix(r.URI, "accounts://") }) {
+		t.Errorf("Search = %v, want no account: the server does not know carol", uris(got))
+	}
+}
+
+func TestListedResourceWinsOverItsExpansion(t *testing.T) {
+	srv, _ := templateServer(nil)
+	srv.AddResource(&mcpsdk.Resource{URI: "users://42/profile", Name: "listed profile of 42"},
+		func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) { return nil, errors.New("unused") })
+	eng := newEngine(t, "", map[string]*mcpsdk.Server{"s": srv}, 0)
+	var hits []engine.Ranked
+	for _, r := range search(t, eng, "show the profile of user 42") {
+		if r.URI == "users://42/profile" {
+			hits = append(hits, r)
+		}
+	}
+	if len(hits) != 1 || hits[0].Name != "listed profile of 42" {
+		t.Errorf("users://42/profile appears as %+v, want once, as listed", hits)
+	}
+}
+
+func TestExpansionsRespectFilters(t *testing.T) {
+	srv, _ := templateServer(nil)
+	eng := newEngine(t, "", map[string]*mcpsdk.Server{"s": srv}, 0)
+	res, err := eng.Search(t.Context(), engine.SearchRequest{Query: "show the profile of user 42", Filter: engine.Filter{URIPrefixes: []string{"doc://"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(uris(res), "s users://42/profile") {
+		t.Errorf("Search with URI prefix doc:// = %v, want no users:// expansion", uris(res))
+	}
+}
+
+func TestExpansionsAndCompletionCallsAreCapped(t *testing.T) {
+	var ids []string
+	var q strings.Builder
+	q.WriteString("profiles of users")
+	for i := range 20 {
+		id := string(rune('1'+i%9)) + strings.Repeat("0", i/9+1)
+		ids = append(ids, id)
+		q.WriteString(" user " + id)
+	}
+	srv, rec := templateServer(knownIDs(ids...))
+	eng := newEngine(t, "", map[string]*mcpsdk.Server{"s": srv}, 0)
+	n := 0
+	for _, r := range search(t, eng, q.String()) {
+		if strings.HasPrefix(r.URI, "users://") {
+			n++
+		}
+	}
+	if n == 0 || n > engine.MaxExpansions {
+		t.Errorf("%d expansions, want 1..%d", n, engine.MaxExpansions)
+	}
+	if c := rec.Count("completion/complete"); c > engine.MaxCompletionCalls {
+		t.Errorf("%d completion calls, want at most %d", c, engine.MaxCompletionCalls)
+	}
+}
+
+func TestFailingOrSlowCompletionFailsOnlyItsExpansion(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		hung, _ := templateServer(func(ctx context.Context, _ *mcpsdk.CompleteRequest) (*mcpsdk.CompleteResult, error) {
+			<-ctx.Done() // never answers
+			return nil, ctx.Err()
+		})
+		broken, _ := templateServer(func(context.Context, *mcpsdk.CompleteRequest) (*mcpsdk.CompleteResult, error) {
+			return nil, errors.New("completion backend down")
+		})
+		good, _ := templateServer(knownIDs("42"))
+		eng := newEngine(t, "", map[string]*mcpsdk.Server{"hung": hung, "broken": broken, "good": good}, 0)
+		start := time.Now()
+		got := search(t, eng, "show the profile of user 42")
+		if el := time.Since(start); el > engine.CompletionTimeout {
+			t.Errorf("Search took %v, want at most the completion timeout %v", el, engine.CompletionTimeout)
+		}
+		u := uris(got)
+		if !slices.Contains(u, "good users://42/profile") {
+			t.Errorf("Search = %v, want good's expansion", u)
+		}
+		if slices.Contains(u, "hung users://42/profile") || slices.Contains(u, "broken users://42/profile") {
+			t.Errorf("Search = %v: an unconfirmed expansion was used", u)
+		}
+	})
+}
