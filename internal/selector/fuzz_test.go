@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -35,7 +37,7 @@ func realTokenizer(tb testing.TB) *budget.Tokenizer {
 // reads, binary MIME types, duplicate keys and declared sizes.
 func scenario(seed uint64, n int) ([]Candidate, *fakeReads) {
 	r := rand.New(rand.NewPCG(seed, 0x5eed))
-	mimes := []string{"", "text/plain", "text/markdown", "application/json", "image/png", "image/svg+xml", "application/pdf", "application/octet-stream"}
+	mimes := []string{"", "text/plain", "text/markdown", "application/json", "image/png", "image/svg+xml", "application/pdf", "application/octet-stream", "application/x-custom"}
 	f := &fakeReads{contents: map[resource.Key][]Content{}, errs: map[resource.Key]error{}}
 	var ranked []Candidate
 	for range n {
@@ -44,6 +46,10 @@ func scenario(seed uint64, n int) ([]Candidate, *fakeReads) {
 			URI:      fmt.Sprintf("res://%d", r.IntN(2*n)),
 			MIMEType: mimes[r.IntN(len(mimes))],
 			Score:    r.Float64(),
+		}
+		if r.IntN(3) == 0 {
+			c.Priority = r.Float64()
+			c.LastModified = time.Date(2026, time.Month(1+r.IntN(12)), 1, 0, 0, 0, 0, time.UTC).Format(time.RFC3339)
 		}
 		var contents []Content
 		switch r.IntN(10) {
@@ -115,12 +121,24 @@ func FuzzSelect(f *testing.F) {
 	f.Add(uint64(3), uint16(4999), uint8(40), uint8(2))
 	f.Add(uint64(4), uint16(33), uint8(20), uint8(7))
 	f.Add(uint64(5), uint16(700), uint8(30), uint8(12))
+	// With a query: values, sections, outlines, pointers.
+	f.Add(uint64(6), uint16(300), uint8(30), uint8(16|2))
+	f.Add(uint64(7), uint16(2000), uint8(35), uint8(16|2|1))
+	f.Add(uint64(8), uint16(60), uint8(20), uint8(16))
+	f.Add(uint64(9), uint16(900), uint8(39), uint8(16|4|2))
 	tk := realTokenizer(f)
 	f.Fuzz(func(t *testing.T, seed uint64, budgetIn uint16, n uint8, flags uint8) {
 		req := Request{
 			TokenBudget:   1 + int(budgetIn)%5000,
 			IncludeBinary: flags&1 != 0,
 			MaxItems:      int(flags>>2) % 4,
+		}
+		if flags&16 != 0 { // the engine's way: a query, values, estimates
+			r := rand.New(rand.NewPCG(seed, 7))
+			req.Query = randomText(r, 4)
+			req.ValueFloor = float64(seed%3) / 4
+			req.Now = time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
+			req.Estimator = budget.NewEstimator()
 		}
 		var count budget.Counter = wordCounter{}
 		if flags&2 != 0 {
@@ -146,6 +164,14 @@ func FuzzSelect(f *testing.F) {
 		for _, it := range res.Items {
 			orig := reads.contents[it.Key()]
 			j := 0
+			if it.Form == FormSections || it.Form == FormOutline {
+				for _, c := range it.Contents {
+					if it.Form == FormSections && !slices.ContainsFunc(orig, func(o Content) bool { return strings.Contains(o.Text, c.Text) }) {
+						t.Fatalf("item rank %d: section %q is not part of a content read", it.Rank, c.Text)
+					}
+				}
+				continue
+			}
 			for _, c := range it.Contents {
 				for j < len(orig) && !sameOrPrefix(orig[j], c.Content) {
 					j++
@@ -160,6 +186,9 @@ func FuzzSelect(f *testing.F) {
 			}
 		}
 
+		if req.Estimator != nil {
+			req.Estimator = budget.NewEstimator() // what it learned is an input too
+		}
 		again, err := Select(t.Context(), req, ranked, (&fakeReads{contents: reads.contents, errs: reads.errs}).read, count)
 		if err != nil {
 			t.Fatalf("Select again: %v", err)

@@ -24,3 +24,25 @@ func binaryMIME(mimeType string) bool {
 	}
 	return false
 }
+
+// cuttable reports whether a text of this MIME type may be cut into
+// sections: text of any kind, JSON, XML, YAML, TOML, JavaScript and the
+// like, and unknown (""). Other types (application/x-custom, vendor types)
+// are kept intact: whole or not at all (issue 5, rule 4).
+func cuttable(mimeType string) bool {
+	t, _, _ := strings.Cut(mimeType, ";")
+	t = strings.ToLower(strings.TrimSpace(t))
+	major, sub, _ := strings.Cut(t, "/")
+	switch {
+	case t == "", major == "text":
+		return true
+	case major != "application" && t != "image/svg+xml":
+		return false
+	}
+	switch sub {
+	case "json", "xml", "yaml", "x-yaml", "toml", "javascript", "x-javascript", "typescript",
+		"x-typescript", "x-sh", "sql", "x-python", "x-ruby", "x-php", "x-ndjson", "jsonl", "graphql":
+		return true
+	}
+	return strings.HasSuffix(sub, "+json") || strings.HasSuffix(sub, "+xml") || strings.HasSuffix(sub, "+yaml") || t == "image/svg+xml"
+}

@@ -1,6 +1,7 @@
 package selector
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"errors"
@@ -26,7 +27,14 @@ var (
 	ErrInvalidBudget = errors.New("selector: token budget must be at least 1")
 	// ErrInvalidMaxItems means Request.MaxItems is negative.
 	ErrInvalidMaxItems = errors.New("selector: max items must not be negative")
+	// ErrInvalidValueFloor means Request.ValueFloor is outside [0, 1].
+	ErrInvalidValueFloor = errors.New("selector: value floor must be in [0, 1]")
 )
+
+// MaxPointerShare is the share of the budget that pointer items
+// ([FormPointer]) may take together, so that pointers never crowd out
+// content.
+const MaxPointerShare = 0.125
 
 // Select reads and packs the candidates, best first, so that the returned
 // contents cost at most req.TokenBudget tokens under count. See the package
@@ -49,6 +57,9 @@ func Select(ctx context.Context, req Request, ranked []Candidate, read ReadFunc,
 	if req.MaxItems < 0 {
 		return Result{}, fmt.Errorf("%w (got %d)", ErrInvalidMaxItems, req.MaxItems)
 	}
+	if !(req.ValueFloor >= 0 && req.ValueFloor <= 1) {
+		return Result{}, fmt.Errorf("%w (got %v)", ErrInvalidValueFloor, req.ValueFloor)
+	}
 	if read == nil || count == nil {
 		panic("selector: Select needs a ReadFunc and a Counter")
 	}
@@ -59,14 +70,54 @@ func Select(ctx context.Context, req Request, ranked []Candidate, read ReadFunc,
 		remaining: req.TokenBudget,
 		seen:      make(map[resource.Key]int),
 	}
+	best := 0.0
+	for _, c := range ranked {
+		if !c.Pinned && c.Score > best {
+			best = c.Score
+		}
+	}
+	values := make([]Value, len(ranked))
 	for i, c := range ranked {
+		values[i] = valueOf(c, best, req.Now)
+		if !c.Pinned {
+			s.bestValue = max(s.bestValue, values[i].Total())
+		}
+	}
+	// Pinned candidates first, in their order; then by value, ties in rank
+	// order. Without annotations the value order is the rank order.
+	order := make([]int, len(ranked))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(x, y int) int {
+		if px, py := ranked[x].Pinned, ranked[y].Pinned; px != py {
+			if px {
+				return -1
+			}
+			return 1
+		}
+		if ranked[x].Pinned {
+			return 0
+		}
+		return cmp.Compare(values[y].Total(), values[x].Total())
+	})
+	// A repeated key is a duplicate of its first occurrence in rank order,
+	// whatever order the values give.
+	for i, c := range ranked {
+		if _, dup := s.seen[c.Key()]; !dup {
+			s.seen[c.Key()] = i + 1
+		}
+	}
+	for _, i := range order {
 		if err := ctx.Err(); err != nil {
 			return Result{}, err
 		}
-		if err := s.consider(ctx, i+1, c); err != nil {
+		if err := s.consider(ctx, i+1, ranked[i], values[i]); err != nil {
 			return Result{}, err
 		}
 	}
+	slices.SortStableFunc(s.res.Items, func(x, y Item) int { return cmp.Compare(x.Rank, y.Rank) })
+	slices.SortStableFunc(s.res.Omitted, func(x, y Omitted) int { return cmp.Compare(x.Rank, y.Rank) })
 	return s.res, nil
 }
 
@@ -81,6 +132,8 @@ type selection struct {
 	full      string               // why the budget is full after a text did not fit; "" if not
 	seen      map[resource.Key]int // rank of the first candidate with each key
 	fps       []packed             // the contents of the items so far
+	bestValue float64              // the best unpinned candidate's Value.Total
+	pointers  int                  // tokens taken by pointer items
 }
 
 // packed remembers an item's content fingerprint.
@@ -92,14 +145,28 @@ type packed struct {
 
 // consider decides on the candidate at rank: omit it unread, or read and pack it.
 // It returns an error only when ctx is done.
-func (s *selection) consider(ctx context.Context, rank int, c Candidate) error {
-	if first, dup := s.seen[c.Key()]; dup {
-		s.omit(rank, c, OmitDuplicate, fmt.Sprintf("same server and URI as rank %d", first), false)
+func (s *selection) consider(ctx context.Context, rank int, c Candidate, v Value) error {
+	if first := s.seen[c.Key()]; first != rank {
+		s.omit(rank, c, v, OmitDuplicate, fmt.Sprintf("same server and URI as rank %d", first), false)
 		return nil
 	}
-	s.seen[c.Key()] = rank
-	if reason, detail := s.skip(c); reason != "" {
-		s.omit(rank, c, reason, detail, false)
+	if reason, detail := s.skip(c, v); reason != "" {
+		s.omit(rank, c, v, reason, detail, false)
+		return nil
+	}
+	est, known := s.estimate(c)
+	if len(s.res.Items) > 0 && s.remaining < MinUsefulTokens && (!known || est > s.remaining) {
+		size := "unknown size"
+		switch {
+		case known && s.req.Estimator != nil:
+			size = fmt.Sprintf("%d bytes, about %s", c.Size, tokens(est))
+		case known:
+			size = fmt.Sprintf("%d bytes", c.Size)
+		}
+		why := fmt.Sprintf("%s left, fewer than the %d worth reading a resource of %s for", tokens(s.remaining), MinUsefulTokens, size)
+		if !s.pointer(rank, c, v, why, false) {
+			s.omit(rank, c, v, OmitBudgetExhausted, why, false)
+		}
 		return nil
 	}
 	contents, err := s.read(ctx, c.Server, c.URI)
@@ -108,16 +175,33 @@ func (s *selection) consider(ctx context.Context, rank int, c Candidate) error {
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return ctxErr
 		}
-		s.omit(rank, c, OmitReadFailed, err.Error(), true)
+		s.omit(rank, c, v, OmitReadFailed, err.Error(), true)
 		return nil
 	}
-	s.pack(rank, c, contents)
+	if !known {
+		est = -1
+	}
+	s.pack(rank, c, v, contents, est)
 	return nil
+}
+
+// estimate returns the tokens c is expected to cost whole, from its
+// descriptor's size: the Estimator's estimate, or without one the size in
+// bytes (a BPE token covers at least one byte of UTF-8 text). ok is false
+// when the size is unknown.
+func (s *selection) estimate(c Candidate) (int, bool) {
+	if c.Size <= 0 {
+		return 0, false
+	}
+	if s.req.Estimator != nil {
+		return s.req.Estimator.Estimate(c.Server, c.MIMEType, c.Size)
+	}
+	return int(min(c.Size, int64(s.req.TokenBudget)+1)), true
 }
 
 // skip returns why c must not be read, judging from the descriptor and the
 // state of the selection alone, or "" if it may be returned.
-func (s *selection) skip(c Candidate) (OmitReason, string) {
+func (s *selection) skip(c Candidate, v Value) (OmitReason, string) {
 	switch {
 	case s.full != "":
 		return OmitBudgetExhausted, s.full
@@ -129,19 +213,16 @@ func (s *selection) skip(c Candidate) (OmitReason, string) {
 		return OmitUserAudience, "annotated for the user only (audience [\"user\"])"
 	case !s.req.IncludeBinary && binaryMIME(c.MIMEType):
 		return OmitBinaryExcluded, fmt.Sprintf("descriptor MIME type %q is binary", c.MIMEType)
-	case len(s.res.Items) > 0 && s.remaining < MinUsefulTokens && (c.Size <= 0 || c.Size > int64(s.remaining)):
-		size := "unknown size"
-		if c.Size > 0 {
-			size = fmt.Sprintf("%d bytes", c.Size)
-		}
-		return OmitBudgetExhausted, fmt.Sprintf("%s left, fewer than the %d worth reading a resource of %s for", tokens(s.remaining), MinUsefulTokens, size)
+	case !c.Pinned && v.Total() < s.req.ValueFloor*s.bestValue:
+		return OmitLowValue, fmt.Sprintf("%s is below %.2f × the best value %.2f", v, s.req.ValueFloor, s.bestValue)
 	}
 	return "", ""
 }
 
 // pack fits the read contents of c into what is left of the budget and
-// records the item, or the omission if nothing of it fits.
-func (s *selection) pack(rank int, c Candidate, contents []Content) {
+// records the item, or the omission if nothing of it fits. est is the
+// estimated whole cost, or -1 if unknown.
+func (s *selection) pack(rank int, c Candidate, v Value, contents []Content, est int) {
 	fp := fingerprintOf(contents)
 	for _, seen := range s.fps {
 		if exact, near := fp.same(seen.fp); exact || near {
@@ -149,10 +230,20 @@ func (s *selection) pack(rank int, c Candidate, contents []Content) {
 			if !exact {
 				how = "nearly the same content as"
 			}
-			s.omit(rank, c, OmitDuplicateContent, fmt.Sprintf("%s rank %d (%s %s)", how, seen.rank, seen.key.Server, seen.key.URI), true)
+			s.omit(rank, c, v, OmitDuplicateContent, fmt.Sprintf("%s rank %d (%s %s)", how, seen.rank, seen.key.Server, seen.key.URI), true)
 			return
 		}
 	}
+	if s.req.Query != "" {
+		s.packQuery(rank, c, v, contents, fp, est)
+		return
+	}
+	s.packHead(rank, c, v, contents, fp)
+}
+
+// packHead packs without a query: contents in order, whole while they fit;
+// the first text that does not fit is cut to its head and fills the budget.
+func (s *selection) packHead(rank int, c Candidate, v Value, contents []Content, fp fingerprint) {
 	left := s.remaining
 	var (
 		kept        []ItemContent
@@ -214,8 +305,12 @@ func (s *selection) pack(rank int, c Candidate, contents []Content) {
 			if len(contents) > 1 {
 				cut = fmt.Sprintf("content %d of %d %s", i+1, len(contents), cut)
 			}
+			lines := strings.Count(out, "\n") + 1
+			if strings.HasSuffix(out, "\n") {
+				lines--
+			}
 			ct.Text = out
-			kept = append(kept, ItemContent{Content: ct, Tokens: n, Truncated: true})
+			kept = append(kept, ItemContent{Content: ct, Tokens: n, Truncated: true, StartLine: 1, EndLine: lines})
 			left -= n
 		}
 	}
@@ -224,30 +319,40 @@ func (s *selection) pack(rank int, c Candidate, contents []Content) {
 			s.full = fmt.Sprintf("budget full: not even the start of rank %d fit in the %s left", rank, tokens(s.remaining))
 		}
 		reason, detail := emptyReason(contents, dropped, budgetDrop)
-		s.omit(rank, c, reason, detail, true)
+		s.omit(rank, c, v, reason, detail, true)
 		return
 	}
 	used := s.remaining - left
-	it := Item{
+	form := FormWhole
+	if truncatedBy {
+		form = FormTruncated
+	}
+	s.add(Item{
 		Candidate: c,
 		Rank:      rank,
+		Form:      form,
+		Value:     v.Total(),
 		Contents:  kept,
 		Dropped:   dropped,
 		Tokens:    used,
 		Truncated: truncatedBy,
-	}
-	it.Reason = itemReason(rank, c.Pinned, used, truncatedBy, cut, dropped)
-	s.fps = append(s.fps, packed{fp: fp, rank: rank, key: c.Key()})
-	s.remaining = left
-	s.res.TotalTokens += used
-	s.res.Items = append(s.res.Items, it)
+		Reason:    itemReason(rank, c.Pinned, used, truncatedBy, cut, dropped),
+	}, fp)
 	if stop {
 		s.full = fmt.Sprintf("budget filled by rank %d", rank)
 	}
 }
 
-func (s *selection) omit(rank int, c Candidate, reason OmitReason, detail string, read bool) {
-	s.res.Omitted = append(s.res.Omitted, Omitted{Candidate: c, Rank: rank, Reason: reason, Detail: detail, Read: read})
+// add records an item and charges its tokens.
+func (s *selection) add(it Item, fp fingerprint) {
+	s.fps = append(s.fps, packed{fp: fp, rank: it.Rank, key: it.Key()})
+	s.remaining -= it.Tokens
+	s.res.TotalTokens += it.Tokens
+	s.res.Items = append(s.res.Items, it)
+}
+
+func (s *selection) omit(rank int, c Candidate, v Value, reason OmitReason, detail string, read bool) {
+	s.res.Omitted = append(s.res.Omitted, Omitted{Candidate: c, Rank: rank, Value: v.Total(), Reason: reason, Detail: detail, Read: read})
 }
 
 // emptyReason says why a read resource yielded nothing to return: lack of

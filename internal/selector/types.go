@@ -2,6 +2,9 @@ package selector
 
 import (
 	"context"
+	"time"
+
+	"github.com/contextd/contextd/internal/budget"
 
 	"github.com/contextd/contextd/internal/resource"
 )
@@ -20,9 +23,15 @@ type Candidate struct {
 	// "assistant"; MCP 2025-11-25 "Annotations"); empty means both.
 	Audience []string
 	// Pinned marks a resource the caller asked for by URI (an IDE's open
-	// file): callers put pinned candidates first, and the audience rule
-	// does not apply to them.
+	// file): callers put pinned candidates first, and neither the audience
+	// rule nor the value floor applies to them.
 	Pinned bool
+	// Priority is the descriptor's priority annotation in [0, 1] (1: most
+	// important); 0 means absent and counts as neutral.
+	Priority float64
+	// LastModified is the descriptor's lastModified annotation (ISO 8601,
+	// as sent); "" or unparsable counts as neutral.
+	LastModified string
 }
 
 // Key returns the candidate's identity, (server, URI).
@@ -57,7 +66,51 @@ type Request struct {
 	// only (audience ["user"]), which are otherwise left out of model
 	// context unread (OmitUserAudience).
 	IncludeUserAudience bool
+
+	// Query is the task the candidates were ranked for. With it, a text
+	// too big for what is left is cut into sections and its best sections
+	// for the query are returned ([FormSections]), degrading to an outline
+	// and then a pointer; without it, the text's head is kept
+	// ([FormTruncated]) and the budget is then full.
+	Query string
+
+	// ValueFloor leaves out, unread ([OmitLowValue]), a candidate whose
+	// value is below ValueFloor times the best candidate's value (see
+	// [Value]). It must be in [0, 1]; 0 keeps every candidate.
+	ValueFloor float64
+
+	// Now is the time lastModified recency is measured from; zero turns
+	// recency off.
+	Now time.Time
+
+	// Estimator predicts a candidate's tokens from its descriptor's size
+	// and MIME type, so that one that cannot fit whole is not read for it
+	// (rule 1 of issue 5), and learns from every exact count. nil uses
+	// only the descriptor's size as a byte bound.
+	Estimator *budget.Estimator
 }
+
+// A Form is how much of a resource an item returns.
+type Form string
+
+// Forms, from most to least of the resource. A resource degrades along
+// them until one fits: whole → sections → outline → pointer.
+const (
+	// FormWhole: every usable content, whole.
+	FormWhole Form = "whole"
+	// FormSections: the sections of its texts that best match the query
+	// (package section), each a content with its line range.
+	FormSections Form = "sections"
+	// FormOutline: no matching section fits; one text content listing its
+	// sections' headings with their line ranges, cut at a line if need be.
+	FormOutline Form = "outline"
+	// FormPointer: nothing of the content fits or matches; the item has no
+	// contents and costs the tokens of its descriptor ([PointerText]).
+	FormPointer Form = "pointer"
+	// FormTruncated: without a Request.Query, a text cut at a line
+	// boundary to what was left (its head).
+	FormTruncated Form = "truncated"
+)
 
 // An ItemContent is one returned content of an item.
 type ItemContent struct {
@@ -65,6 +118,10 @@ type ItemContent struct {
 
 	Tokens    int  // tokens this content costs: of Text, or of Blob's base64
 	Truncated bool // Text was cut to fit the budget
+	// StartLine and EndLine are the 1-based, inclusive lines of the
+	// content's text that Text holds, for a section or a cut head; both 0
+	// when Text is the whole text (or an outline, or a blob).
+	StartLine, EndLine int
 }
 
 // A DroppedContent is a content of a read result that an item does not
@@ -82,18 +139,24 @@ type Item struct {
 	Candidate
 
 	Rank      int           // 1-based position of the candidate in the ranked input
-	Contents  []ItemContent // in read order; never empty
+	Form      Form          // how much of the resource is returned
+	Value     float64       // see [Value]
+	Contents  []ItemContent // in read order; empty only for FormPointer
 	Dropped   []DroppedContent
-	Tokens    int  // sum of Contents[i].Tokens
-	Truncated bool // some content was cut or dropped for lack of budget
-	Reason    string
+	Tokens    int  // sum of Contents[i].Tokens, or the pointer's tokens
+	Truncated bool // some content was cut or dropped for lack of budget (any form but whole)
+	// Unread marks a pointer decided from the descriptor alone, without a
+	// read (and not counted in Result.Reads).
+	Unread bool
+	Reason string
 }
 
 // An Omitted is a candidate that is not returned.
 type Omitted struct {
 	Candidate
 
-	Rank   int // 1-based position of the candidate in the ranked input
+	Rank   int     // 1-based position of the candidate in the ranked input
+	Value  float64 // see [Value]
 	Reason OmitReason
 	Detail string // specifics for a person, such as the read error
 	Read   bool   // the resource was read (and counted in Result.Reads)
@@ -138,11 +201,18 @@ const (
 	// white space, or the same bytes), or, for texts of 300 words or more,
 	// nearly the same (SimHash of word 3-shingles within 3 of 64 bits).
 	OmitDuplicateContent OmitReason = "duplicate_content"
+	// OmitLowValue: not read because its value is below
+	// Request.ValueFloor times the best candidate's value.
+	OmitLowValue OmitReason = "low_value"
+	// OmitUnsupported: a text of a MIME type contextd cannot cut
+	// (application/* other than JSON, XML, YAML, JavaScript and the like)
+	// did not fit whole; it is kept intact or not at all.
+	OmitUnsupported OmitReason = "unsupported_too_large"
 )
 
 // A Result is the outcome of Select.
 type Result struct {
-	Items       []Item    // in rank order
+	Items       []Item    // in rank order (pinned first)
 	Omitted     []Omitted // in rank order
 	TotalTokens int       // sum of Items[i].Tokens; never above Request.TokenBudget
 	Reads       int       // ReadFunc calls made

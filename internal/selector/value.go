@@ -1,0 +1,94 @@
+package selector
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+)
+
+// Value factors (issue 5, rule 2). Each is 1 when its annotation is
+// absent, so a server that sends none is ranked by relevance alone.
+const (
+	// PriorityWeight spreads the priority annotation p in [0, 1] (MCP
+	// 2025-11-25 "Annotations") around 1: factor 1 + PriorityWeight·(p −
+	// 0.5), from 0.75 for p = 0 to 1.25 for p = 1.
+	PriorityWeight = 0.5
+	// RecencyWeight spreads lastModified recency around 1: factor
+	// 1 + RecencyWeight·(2^(−age/RecencyHalfLife) − 0.5), from 1.1 for a
+	// resource modified now down to 0.9 for a very old one.
+	RecencyWeight = 0.2
+	// RecencyHalfLife is the age at which the recency factor is neutral.
+	RecencyHalfLife = 30 * 24 * time.Hour
+)
+
+// A Value is what a candidate is worth to the request, before its size:
+// Relevance × Priority × Recency. Candidates are considered in decreasing
+// Value (pinned ones first), and Request.ValueFloor compares Values.
+type Value struct {
+	Relevance float64 // Candidate.Score over the best unpinned Score, in [0, 1]; 1 for pinned
+	Priority  float64 // priority factor, 1 if absent (PriorityWeight)
+	Recency   float64 // recency factor, 1 if absent (RecencyWeight)
+}
+
+// Total returns Relevance × Priority × Recency.
+func (v Value) Total() float64 { return v.Relevance * v.Priority * v.Recency }
+
+// String formats the value for reasons: "value 0.82 (relevance 0.91 ×
+// priority 1.00 × recency 0.90)", leaving out factors that are 1.
+func (v Value) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "value %.2f (relevance %.2f", v.Total(), v.Relevance)
+	if v.Priority != 1 {
+		fmt.Fprintf(&b, " × priority %.2f", v.Priority)
+	}
+	if v.Recency != 1 {
+		fmt.Fprintf(&b, " × recency %.2f", v.Recency)
+	}
+	b.WriteString(")")
+	return b.String()
+}
+
+// valueOf returns c's value given the best unpinned score and the time
+// recency is measured from (zero: recency off).
+func valueOf(c Candidate, best float64, now time.Time) Value {
+	v := Value{Relevance: 1, Priority: 1, Recency: 1}
+	if !c.Pinned && best > 0 {
+		v.Relevance = min(max(c.Score/best, 0), 1)
+	}
+	if p := c.Priority; p > 0 && p <= 1 {
+		v.Priority = 1 + PriorityWeight*(p-0.5)
+	}
+	if !now.IsZero() && c.LastModified != "" {
+		if t, err := time.Parse(time.RFC3339, c.LastModified); err == nil {
+			age := max(now.Sub(t), 0)
+			v.Recency = 1 + RecencyWeight*(math.Exp2(-float64(age)/float64(RecencyHalfLife))-0.5)
+		}
+	}
+	return v
+}
+
+// PointerText is what a pointer item stands for, and what it is counted
+// as: the resource's URI, then its title (or name) and description, as a
+// model would be shown them, e.g.
+//
+//	file:///notes.md — Meeting notes: decisions of the weekly sync
+func PointerText(c Candidate) string {
+	s := c.URI
+	name := c.Title
+	if name == "" && c.Name != c.URI {
+		name = c.Name
+	}
+	if name != "" {
+		s += " — " + name
+	}
+	if c.Description != "" {
+		if name == "" {
+			s += " —"
+		} else {
+			s += ":"
+		}
+		s += " " + c.Description
+	}
+	return s
+}
