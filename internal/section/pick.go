@@ -72,6 +72,7 @@ func Score(sections []Section, query string) []float64 {
 // A Pick is a section chosen to be returned, with its exact token count.
 type Pick struct {
 	Section
+	Index  int // position in the sections given to Best
 	Tokens int
 }
 
@@ -102,7 +103,7 @@ func Best(sections []Section, scores []float64, c budget.Counter, maxTokens int)
 		if n > left {
 			continue
 		}
-		picks = append(picks, Pick{Section: s, Tokens: n})
+		picks = append(picks, Pick{Section: s, Index: order[probes], Tokens: n})
 		left -= n
 	}
 	slices.SortFunc(picks, func(x, y Pick) int { return cmp.Compare(x.Start, y.Start) })
