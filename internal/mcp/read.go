@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -35,16 +36,72 @@ func (e *NotFoundError) Error() string {
 //
 // Errors: ErrNoResources (nothing sent), *NotFoundError, or the transport's.
 func (s *Session) Read(ctx context.Context, uri string) ([]resource.Content, error) {
-	if !s.caps.Resources {
-		return nil, fmt.Errorf("mcp: server %q: read %q: %w", s.name, uri, ErrNoResources)
+	c, _, err := s.ReadHint(ctx, uri)
+	return c, err
+}
+
+// MaxCacheTTL caps CacheHint.TTL: a server cannot have a result kept for
+// longer than a day, and a huge ttlMs cannot overflow a time.Duration.
+const MaxCacheTTL = 24 * time.Hour
+
+// A CacheHint is the caching advice a server put on a read result: its
+// ttlMs and cacheScope (MCP draft revision 2026-07-28, Server Utilities >
+// Caching; SEP-2549). go-sdk servers send both fields on every protocol
+// revision, so older sessions can carry them too.
+type CacheHint struct {
+	// TTL is how long after the result was received it may be considered
+	// fresh: ttlMs milliseconds. An absent, zero or negative ttlMs gives 0,
+	// "immediately stale" (the draft's default for an absent field); a
+	// ttlMs above MaxCacheTTL gives MaxCacheTTL.
+	TTL time.Duration
+	// Scope is the cacheScope as sent: "public" (any caller may be served
+	// the result), "private" (only the requesting user may), "" when the
+	// server sent none, or any other string a server sent. Only "public"
+	// allows sharing; see Public.
+	Scope string
+}
+
+// Public reports whether the result may be served to a caller other than
+// the one whose request fetched it: only cacheScope "public" allows that.
+// "private", an absent scope and values the draft does not define are all
+// treated as private, the most conservative reading.
+func (h CacheHint) Public() bool { return h.Scope == "public" }
+
+func cacheHint(c mcpsdk.Cacheable) CacheHint {
+	h := CacheHint{Scope: c.CacheScope}
+	if c.TTLMs > 0 {
+		h.TTL = MaxCacheTTL
+		if int64(c.TTLMs) < MaxCacheTTL.Milliseconds() {
+			h.TTL = time.Duration(c.TTLMs) * time.Millisecond
+		}
 	}
-	res, err := s.cs.ReadResource(ctx, &mcpsdk.ReadResourceParams{URI: uri})
+	return h
+}
+
+// ReadHint is Read, also returning the caching advice the server put on the
+// result. Errors: as Read.
+//
+// The go-sdk (v1.8.0) ClientSession keeps its own cache of resources/read
+// results on sessions that negotiated 2026-07-28: it serves a result again
+// for its ttlMs whatever its cacheScope, keeps no byte bound, and is not
+// cleared by notifications/resources/list_changed. The mirror's cache does
+// all of that per contextd's rules, so contextd turns the SDK's off: the
+// sending middleware installed by ConnectTransport (readHints) moves the
+// hint out of each result before the SDK stores it, so the SDK sees ttlMs 0
+// ("immediately stale") and never serves a stored result. Every ReadHint is
+// a request to the server.
+func (s *Session) ReadHint(ctx context.Context, uri string) ([]resource.Content, CacheHint, error) {
+	if !s.caps.Resources {
+		return nil, CacheHint{}, fmt.Errorf("mcp: server %q: read %q: %w", s.name, uri, ErrNoResources)
+	}
+	var hint mcpsdk.Cacheable
+	res, err := s.cs.ReadResource(context.WithValue(ctx, hintKey{}, &hint), &mcpsdk.ReadResourceParams{URI: uri})
 	if err != nil {
 		var werr *jsonrpc.Error
 		if errors.As(err, &werr) && (werr.Code == codeResourceNotFound || werr.Code == codeInvalidParams) {
-			return nil, &NotFoundError{Server: s.name, URI: uri, Code: werr.Code, Message: werr.Message}
+			return nil, CacheHint{}, &NotFoundError{Server: s.name, URI: uri, Code: werr.Code, Message: werr.Message}
 		}
-		return nil, fmt.Errorf("mcp: server %q: read %q: %w", s.name, uri, s.exited(err))
+		return nil, CacheHint{}, fmt.Errorf("mcp: server %q: read %q: %w", s.name, uri, s.exited(err))
 	}
 	out := make([]resource.Content, 0, len(res.Contents))
 	for _, c := range res.Contents {
@@ -62,7 +119,32 @@ func (s *Session) Read(ctx context.Context, uri string) ([]resource.Content, err
 		}
 		out = append(out, item)
 	}
-	return out, nil
+	// The SDK keeps res in its (disabled) cache until the URI is read again;
+	// let the contents go with this call. The SDK never hands out a stored
+	// result whose ttlMs is 0, so nothing else reads res.
+	res.Contents = nil
+	return out, cacheHint(hint), nil
+}
+
+// hintKey is the context key under which ReadHint passes readHints the
+// place to put a read result's cache hint.
+type hintKey struct{}
+
+// readHints is a client sending middleware (see ReadHint): for
+// resources/read it copies the result's ttlMs and cacheScope to the
+// *mcpsdk.Cacheable in the context and sets the result's ttlMs to 0, before
+// the SDK's own cache stores the result.
+func readHints(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
+	return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
+		res, err := next(ctx, method, req)
+		if r, ok := res.(*mcpsdk.ReadResourceResult); ok && r != nil {
+			if dst, ok := ctx.Value(hintKey{}).(*mcpsdk.Cacheable); ok {
+				*dst = r.Cacheable
+			}
+			r.TTLMs = 0
+		}
+		return res, err
+	}
 }
 
 // ErrSessionExpired is wrapped by the errors of requests a Streamable HTTP

@@ -199,6 +199,7 @@ func ConnectTransport(ctx context.Context, name string, t mcpsdk.Transport, opts
 		}
 	}
 	client := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "contextd", Version: Version}, copts)
+	client.AddSendingMiddleware(readHints) // the SDK's read cache stays off: see ReadHint
 	cs, err := client.Connect(ctx, repairTransport{base: t}, &mcpsdk.ClientSessionOptions{ProtocolVersion: o.ProtocolVersion})
 	if err != nil {
 		return nil, fmt.Errorf("mcp: server %q: initialize: %w", name, err)
