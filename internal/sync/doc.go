@@ -36,9 +36,16 @@
 //
 // # Read cache
 //
-// Content is cached only for servers that declare resources.subscribe: the
-// mirror subscribes to a URI when it caches it, so the server's
-// notifications/resources/updated keep the cache honest. Servers without
-// subscriptions are read on every request. The cache is bounded by
-// [Options.CacheBytes] and is cleared when the session drops.
+// Each mirror caches read results, keyed by URI, bounded by
+// [Options.CacheBytes] and cleared when the session drops. A result is
+// cached in two cases (see [Mirror.ReadFetch]): its URI is subscribed
+// (servers that declare resources.subscribe; the mirror subscribes before
+// it reads, and notifications/resources/updated evicts), or the server put
+// ttlMs > 0 and cacheScope "public" on it (MCP draft, Server Utilities >
+// Caching; served until the TTL runs out, and evicted earlier by
+// notifications/resources/updated for the URI or any
+// notifications/resources/list_changed). Results marked "private", with an
+// unknown scope, or without a TTL or subscription are read on every
+// request: contextd does not know its callers apart, so it keeps nothing it
+// may not share, and it does not poll contents.
 package sync

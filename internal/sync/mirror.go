@@ -292,7 +292,7 @@ func (m *Mirror) connect(ctx context.Context) (*mcp.Session, error) {
 	defer cancel()
 	return m.opts.Dial(cctx, &mcp.Options{
 		Logger:        m.log,
-		OnListChanged: m.notifyListChanged,
+		OnListChanged: m.listChanged,
 		OnUpdated:     m.cache.invalidate,
 
 		TerminateDuration: m.opts.TerminateDuration,
@@ -445,7 +445,15 @@ func (m *Mirror) evictNotFound(ctx context.Context) {
 	}
 }
 
-// notifyListChanged is the SDK callback; it never blocks.
+// listChanged is the SDK callback for notifications/resources/list_changed;
+// it never blocks. It drops the TTL entries of the read cache and schedules
+// a re-list.
+func (m *Mirror) listChanged() {
+	m.cache.listChanged()
+	m.notifyListChanged()
+}
+
+// notifyListChanged schedules a re-list; it never blocks.
 func (m *Mirror) notifyListChanged() {
 	select {
 	case m.changed <- struct{}{}:
@@ -576,8 +584,8 @@ func (m *Mirror) sleep(ctx context.Context, d time.Duration) bool {
 // ErrUnavailable is returned by Read when the mirror has no live session.
 var ErrUnavailable = errors.New("server not connected")
 
-// Read returns the contents of uri, from the cache when the server keeps it
-// fresh by subscription, otherwise from a resources/read. A not-found answer
+// Read returns the contents of uri, from the cache when a copy there is
+// fresh (see ReadFetch), otherwise from a resources/read. A not-found answer
 // removes the descriptor from the index and schedules a re-list. When the
 // server expired the session (mcp.ErrSessionExpired), Read waits, within ctx,
 // for the mirror to initialize a new session and retries once on it.
@@ -620,10 +628,32 @@ func (f Fetch) Freshness() string {
 }
 
 // ReadFetch is Read, also saying when the contents were fetched and how
-// they are kept fresh.
+// they are kept fresh. Errors: ErrUnavailable (no session), and Read's.
+//
+// A result is cached (within Options.CacheBytes) and served to later reads,
+// from any caller, in two cases:
+//   - the URI is subscribed (resources/subscribe, on servers that declare
+//     resources.subscribe and a protocol before 2026-07-28): until the
+//     server's notifications/resources/updated for it. A result whose
+//     cacheScope is "private" or a value the protocol does not define is
+//     not cached even then; one without cacheScope is (the field does not
+//     exist before 2026-07-28).
+//   - the result carries ttlMs > 0 and cacheScope "public" (MCP draft,
+//     Server Utilities > Caching): for ttlMs milliseconds after it was
+//     received (capped at mcp.MaxCacheTTL), or until
+//     notifications/resources/updated for the URI or any
+//     notifications/resources/list_changed from the server, whichever comes
+//     first. A request at or after the expiry reads again.
+//
+// Everything else is read from the server for each request and not kept:
+// ttlMs absent, 0 or negative ("immediately stale"), and any result whose
+// cacheScope is not "public". contextd has no notion of who is calling, so
+// it cannot keep a private result for its own caller only; it keeps none.
+// contextd does not poll contents: without a subscription or a TTL, every
+// request reads.
 func (m *Mirror) ReadFetch(ctx context.Context, uri string) ([]resource.Content, Fetch, error) {
-	if c, at, ok := m.cache.get(uri); ok {
-		return c, Fetch{At: at, Subscribed: true}, nil
+	if e, ok := m.cache.get(uri, time.Now()); ok {
+		return e.contents, Fetch{At: e.at, Subscribed: e.expires.IsZero(), Expires: e.expires}, nil
 	}
 	m.mu.Lock()
 	sess := m.sess
@@ -658,7 +688,7 @@ func (m *Mirror) read(ctx context.Context, sess *mcp.Session, uri string) ([]res
 			m.log.Debug("subscribe failed; not caching", "uri", uri, "err", err)
 		}
 	}
-	contents, err := sess.Read(ctx, uri)
+	contents, hint, err := sess.ReadHint(ctx, uri)
 	at := time.Now()
 	if err != nil {
 		var nf *mcp.NotFoundError
@@ -673,14 +703,36 @@ func (m *Mirror) read(ctx context.Context, sess *mcp.Session, uri string) ([]res
 		}
 		return nil, Fetch{}, err
 	}
+	var stored bool
+	var drop []string
+	var expires time.Time
+	switch {
+	case m.cache.subscribed(uri):
+		// A subscription keeps the copy current; its ttlMs is not needed.
+		// Before 2026-07-28 results carry no cacheScope, so only a scope
+		// that says anything but "public" keeps the result out.
+		if hint.Scope == "" || hint.Public() {
+			stored, drop = m.cache.put(uri, t, contents, at, time.Time{})
+		}
+	case hint.TTL > 0 && hint.Public():
+		expires = at.Add(hint.TTL)
+		stored, drop = m.cache.put(uri, t, contents, at, expires)
+	}
 	// A subscription exists only for what is cached: drop the evicted ones.
-	stored, drop := m.cache.put(uri, t, contents, at)
+	// (A subscribed URI whose result was not cached keeps its subscription,
+	// so a private resource is not subscribed again on every read.)
 	for _, u := range drop {
 		if err := sess.Unsubscribe(ctx, u); err != nil {
 			m.log.Debug("unsubscribe failed", "uri", u, "err", err)
 		}
 	}
-	return contents, Fetch{At: at, Subscribed: stored}, nil
+	switch {
+	case !stored:
+		return contents, Fetch{At: at}, nil
+	case expires.IsZero():
+		return contents, Fetch{At: at, Subscribed: true}, nil
+	}
+	return contents, Fetch{At: at, Expires: expires}, nil
 }
 
 func firstLine(s string) string {
