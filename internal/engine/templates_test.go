@@ -121,7 +121,9 @@ func TestTemplateExpansionRejectedByCompletion(t *testing.T) {
 func TestTemplateWithoutCompletionsExpandsOnlyByShape(t *testing.T) {
 	srv, rec := templateServer(nil)
 	srv.AddResourceTemplate(&mcpsdk.ResourceTemplate{URITemplate: "accounts://{username}", Name: "account", Title: "User account"},
-		func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) { return nil, errors.New("unused") })
+		func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+			return nil, errors.New("unused")
+		})
 	eng := newEngine(t, "", map[string]*mcpsdk.Server{"s": srv}, 0)
 
 	if got := search(t, eng, "show the profile of user 42"); !slices.Contains(uris(got), "s users://42/profile") {
@@ -155,7 +157,9 @@ func TestCompletionConfirmsAWordAndSuggestsForAPrefix(t *testing.T) {
 		return &mcpsdk.CompleteResult{Completion: mcpsdk.CompletionResultDetails{Values: vals}}, nil
 	}})
 	srv.AddResourceTemplate(&mcpsdk.ResourceTemplate{URITemplate: "accounts://{username}", Name: "account", Title: "User account"},
-		func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) { return nil, errors.New("unused") })
+		func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+			return nil, errors.New("unused")
+		})
 	mcptest.AddText(srv, "doc://x", "x", "unrelated")
 	eng := newEngine(t, "", map[string]*mcpsdk.Server{"s": srv}, 0)
 
@@ -173,7 +177,9 @@ func TestCompletionConfirmsAWordAndSuggestsForAPrefix(t *testing.T) {
 func TestListedResourceWinsOverItsExpansion(t *testing.T) {
 	srv, _ := templateServer(nil)
 	srv.AddResource(&mcpsdk.Resource{URI: "users://42/profile", Name: "listed profile of 42"},
-		func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) { return nil, errors.New("unused") })
+		func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+			return nil, errors.New("unused")
+		})
 	eng := newEngine(t, "", map[string]*mcpsdk.Server{"s": srv}, 0)
 	var hits []engine.Ranked
 	for _, r := range search(t, eng, "show the profile of user 42") {
@@ -199,27 +205,71 @@ func TestExpansionsRespectFilters(t *testing.T) {
 }
 
 func TestExpansionsAndCompletionCallsAreCapped(t *testing.T) {
-	var ids []string
-	var q strings.Builder
-	q.WriteString("profiles of users")
-	for i := range 20 {
-		id := string(rune('1'+i%9)) + strings.Repeat("0", i/9+1)
-		ids = append(ids, id)
-		q.WriteString(" user " + id)
+	srv, rec := templateServer(func(_ context.Context, req *mcpsdk.CompleteRequest) (*mcpsdk.CompleteResult, error) {
+		// Every value is a known id, for every template.
+		return &mcpsdk.CompleteResult{Completion: mcpsdk.CompletionResultDetails{Values: []string{req.Params.Argument.Value}}}, nil
+	})
+	aspects := []string{"settings", "orders", "invoices", "sessions", "devices", "groups"}
+	for _, a := range aspects {
+		srv.AddResourceTemplate(&mcpsdk.ResourceTemplate{URITemplate: "users://{id}/" + a, Name: "user " + a, Title: "User " + a},
+			func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) { return nil, errors.New("unused") })
 	}
-	srv, rec := templateServer(knownIDs(ids...))
 	eng := newEngine(t, "", map[string]*mcpsdk.Server{"s": srv}, 0)
+	// 7 templates × 2 proposals each: more than the caps allow.
+	res, err := eng.Search(t.Context(), engine.SearchRequest{Query: "user 11 and user 12: profile " + strings.Join(aspects, " "), Limit: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
 	n := 0
-	for _, r := range search(t, eng, q.String()) {
+	for _, r := range res {
 		if strings.HasPrefix(r.URI, "users://") {
 			n++
 		}
 	}
-	if n == 0 || n > engine.MaxExpansions {
-		t.Errorf("%d expansions, want 1..%d", n, engine.MaxExpansions)
+	if n != engine.MaxExpansions {
+		t.Errorf("%d expansions, want the cap, %d", n, engine.MaxExpansions)
 	}
-	if c := rec.Count("completion/complete"); c > engine.MaxCompletionCalls {
-		t.Errorf("%d completion calls, want at most %d", c, engine.MaxCompletionCalls)
+	if c := rec.Count("completion/complete"); c != engine.MaxCompletionCalls {
+		t.Errorf("%d completion calls, want the cap, %d", c, engine.MaxCompletionCalls)
+	}
+}
+
+func TestCompletionCallsAreCappedForMultiVariableTemplates(t *testing.T) {
+	srv, rec := templateServer(func(_ context.Context, req *mcpsdk.CompleteRequest) (*mcpsdk.CompleteResult, error) {
+		return &mcpsdk.CompleteResult{Completion: mcpsdk.CompletionResultDetails{Values: []string{req.Params.Argument.Value}}}, nil
+	})
+	aspects := []string{"settings", "orders", "invoices", "sessions", "devices", "groups"}
+	for _, a := range aspects {
+		srv.AddResourceTemplate(&mcpsdk.ResourceTemplate{URITemplate: "orgs://{org_id}/users/{user_id}/" + a, Name: "member " + a},
+			func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) { return nil, errors.New("unused") })
+	}
+	eng := newEngine(t, "", map[string]*mcpsdk.Server{"s": srv}, 0)
+	// Each proposal needs two calls (org_id, then user_id): the call cap binds first.
+	if _, err := eng.Search(t.Context(), engine.SearchRequest{Query: "org 5 user 11: member " + strings.Join(aspects, " ")}); err != nil {
+		t.Fatal(err)
+	}
+	if c := rec.Count("completion/complete"); c != engine.MaxCompletionCalls {
+		t.Errorf("%d completion calls, want the cap, %d", c, engine.MaxCompletionCalls)
+	}
+}
+
+func TestListedResourceWinsEvenWhenRankedLow(t *testing.T) {
+	srv, _ := templateServer(nil)
+	// Listed under a description that says nothing of profiles, it ranks
+	// below these two; its expansion, described by the template, would not.
+	srv.AddResource(&mcpsdk.Resource{URI: "users://42/profile", Name: "zzz", Description: "quarterly tax ledger archive"},
+		func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) { return nil, errors.New("unused") })
+	mcptest.AddText(srv, "doc://profiles", "show the profile of a user", "")
+	mcptest.AddText(srv, "doc://users", "user profile overview", "")
+	eng := newEngine(t, "", map[string]*mcpsdk.Server{"s": srv}, 0)
+	res, err := eng.Search(t.Context(), engine.SearchRequest{Query: "show the profile of user 42", Limit: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res {
+		if r.URI == "users://42/profile" && r.Name != "zzz" {
+			t.Errorf("Search = %v: the expansion of a listed URI took a place", uris(res))
+		}
 	}
 }
 
