@@ -1,14 +1,21 @@
 package service_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/contextd/contextd/internal/config"
 	"github.com/contextd/contextd/internal/engine"
+	"github.com/contextd/contextd/internal/index/indextest"
+	"github.com/contextd/contextd/internal/mcp/mcptest"
 	"github.com/contextd/contextd/internal/resource"
 	"github.com/contextd/contextd/internal/selector"
 	"github.com/contextd/contextd/internal/service"
 	ctxsync "github.com/contextd/contextd/internal/sync"
+	contextdv1 "github.com/contextd/contextd/proto/contextd/v1"
 )
 
 func TestAssembleResponseSaysWhenAndHowEachItemWasFetched(t *testing.T) {
@@ -34,5 +41,63 @@ func TestAssembleResponseSaysWhenAndHowEachItemWasFetched(t *testing.T) {
 	}
 	if got := out.Items[2]; got.GetFreshness() != "ttl" || !got.GetFetchedAt().AsTime().Equal(at) || !got.GetExpiresAt().AsTime().Equal(at.Add(time.Minute)) {
 		t.Errorf("ttl item: freshness %q fetched %v expires %v; want ttl until %v", got.GetFreshness(), got.GetFetchedAt().AsTime(), got.GetExpiresAt(), at.Add(time.Minute))
+	}
+}
+
+// End to end: an upstream whose read results carry ttlMs and cacheScope
+// "public" is read once for two Assembles, and both answers report the
+// item as kept fresh by "ttl", with the first fetch's time and its expiry.
+func TestAssembleReportsTTLFreshness(t *testing.T) {
+	const ttl = time.Hour
+	srv := mcptest.NewServer(map[string]string{"doc://a": "# Alpha\n\nThe alpha document.\n"}, &mcpsdk.ServerOptions{
+		SetCacheable: func(_ context.Context, req mcpsdk.Request, c *mcpsdk.Cacheable) {
+			if _, ok := req.(*mcpsdk.ReadResourceRequest); ok {
+				c.TTLMs, c.CacheScope = int(ttl.Milliseconds()), "public"
+			}
+		},
+	})
+	var rec mcptest.Recorder
+	srv.AddReceivingMiddleware(rec.Middleware())
+	cfg := &config.Config{Tokenizer: "cl100k_base", Servers: []config.Server{{Name: "docs", Transport: config.TransportStdio, Command: "unused"}}}
+	eng, err := engine.New(t.Context(), engine.Options{
+		Config: cfg, InMemory: true, Embedder: &indextest.BagEmbedder{},
+		Dial: func(s config.Server) ctxsync.DialFunc { return mcptest.Dial(t, s.Name, srv) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = eng.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done; eng.Close() })
+	wctx, wcancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer wcancel()
+	if err := eng.WaitReady(wctx); err != nil {
+		t.Fatal(err)
+	}
+	assemble := func() *contextdv1.Item {
+		t.Helper()
+		res, err := eng.Assemble(wctx, engine.AssembleRequest{Query: "alpha", TokenBudget: 100, Pinned: []resource.Key{{Server: "docs", URI: "doc://a"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := service.AssembleResponse(res, 100)
+		if len(out.GetItems()) == 0 || out.GetItems()[0].GetUri() != "doc://a" {
+			t.Fatalf("items = %v, want doc://a first", out.GetItems())
+		}
+		return out.GetItems()[0]
+	}
+	first, second := assemble(), assemble()
+	for i, it := range []*contextdv1.Item{first, second} {
+		fetched, expires := it.GetFetchedAt().AsTime(), it.GetExpiresAt().AsTime()
+		if it.GetFreshness() != "ttl" || it.GetExpiresAt() == nil || expires.Sub(fetched) != ttl {
+			t.Errorf("answer %d: freshness %q, fetched %v, expires %v; want ttl, expiring %v after the fetch", i+1, it.GetFreshness(), fetched, expires, ttl)
+		}
+	}
+	if !second.GetFetchedAt().AsTime().Equal(first.GetFetchedAt().AsTime()) {
+		t.Errorf("second answer fetched at %v, want the first fetch (%v)", second.GetFetchedAt().AsTime(), first.GetFetchedAt().AsTime())
+	}
+	if n := rec.Count("resources/read"); n != 1 {
+		t.Errorf("%d reads for two answers within the TTL, want 1", n)
 	}
 }
