@@ -212,7 +212,9 @@ func TestExpansionsAndCompletionCallsAreCapped(t *testing.T) {
 	aspects := []string{"settings", "orders", "invoices", "sessions", "devices", "groups"}
 	for _, a := range aspects {
 		srv.AddResourceTemplate(&mcpsdk.ResourceTemplate{URITemplate: "users://{id}/" + a, Name: "user " + a, Title: "User " + a},
-			func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) { return nil, errors.New("unused") })
+			func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+				return nil, errors.New("unused")
+			})
 	}
 	eng := newEngine(t, "", map[string]*mcpsdk.Server{"s": srv}, 0)
 	// 7 templates × 2 proposals each: more than the caps allow.
@@ -241,7 +243,9 @@ func TestCompletionCallsAreCappedForMultiVariableTemplates(t *testing.T) {
 	aspects := []string{"settings", "orders", "invoices", "sessions", "devices", "groups"}
 	for _, a := range aspects {
 		srv.AddResourceTemplate(&mcpsdk.ResourceTemplate{URITemplate: "orgs://{org_id}/users/{user_id}/" + a, Name: "member " + a},
-			func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) { return nil, errors.New("unused") })
+			func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+				return nil, errors.New("unused")
+			})
 	}
 	eng := newEngine(t, "", map[string]*mcpsdk.Server{"s": srv}, 0)
 	// Each proposal needs two calls (org_id, then user_id): the call cap binds first.
@@ -258,7 +262,9 @@ func TestListedResourceWinsEvenWhenRankedLow(t *testing.T) {
 	// Listed under a description that says nothing of profiles, it ranks
 	// below these two; its expansion, described by the template, would not.
 	srv.AddResource(&mcpsdk.Resource{URI: "users://42/profile", Name: "zzz", Description: "quarterly tax ledger archive"},
-		func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) { return nil, errors.New("unused") })
+		func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+			return nil, errors.New("unused")
+		})
 	mcptest.AddText(srv, "doc://profiles", "show the profile of a user", "")
 	mcptest.AddText(srv, "doc://users", "user profile overview", "")
 	eng := newEngine(t, "", map[string]*mcpsdk.Server{"s": srv}, 0)

@@ -155,6 +155,11 @@ func TestPropose(t *testing.T) {
 			},
 		},
 		{
+			name: "a word of the template is not a value", uri: "users://{username}/profile", title: "User profile",
+			query: "profile of user alice",
+			want:  []Proposal{{Values: map[string]string{"username": "alice"}, Weak: []string{"username"}, Score: 5}},
+		},
+		{
 			name: "a plain word far from any hint is no value", uri: "users://{username}", title: "User",
 			query: "alice wants the account settings page",
 		},
