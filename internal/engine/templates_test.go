@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -303,4 +304,50 @@ func TestFailingOrSlowCompletionFailsOnlyItsExpansion(t *testing.T) {
 			t.Errorf("Search = %v: an unconfirmed expansion was used", u)
 		}
 	})
+}
+
+// BenchmarkSearchTemplates measures what template expansion adds to a
+// Search over 1,000 listed descriptors (512-d stand-in vectors, as in
+// BenchmarkSearch) from a server with 10 templates and completions over an
+// in-memory transport: "none" has no value that fits a variable (the
+// common case: extraction only), "expand" expands users://42/profile after
+// one completion call, and "listed-only" is the same server without
+// templates, the baseline.
+func BenchmarkSearchTemplates(b *testing.B) {
+	for _, bc := range []struct {
+		name, query string
+		templates   bool
+	}{
+		{"listed-only", "show the profile of user 42", false},
+		{"none", "show the profile of the current user", true},
+		{"expand", "show the profile of user 42", true},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			srv, _ := templateServer(knownIDs("42"))
+			if !bc.templates {
+				srv.RemoveResourceTemplates(profileTemplate)
+			}
+			for i := range 1000 {
+				mcptest.AddText(srv, fmt.Sprintf("doc://%d", i), fmt.Sprintf("note %d about billing and accounts", i), "x")
+			}
+			for i := range 9 {
+				if bc.templates {
+					srv.AddResourceTemplate(&mcpsdk.ResourceTemplate{URITemplate: fmt.Sprintf("t%d://{name}/item", i), Name: fmt.Sprintf("item %d", i)},
+						func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) { return nil, errors.New("unused") })
+				}
+			}
+			eng := newEngineOpts(b, "", map[string]*mcpsdk.Server{"s": srv}, engine.Options{Embedder: randomEmbedder{dim: 512}})
+			req := engine.SearchRequest{Query: bc.query, Limit: 10}
+			b.ResetTimer()
+			for b.Loop() {
+				hits, err := eng.Search(b.Context(), req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if got := slices.Contains(uris(hits), "s users://42/profile"); got != (bc.name == "expand") {
+					b.Fatalf("expansion present = %v in %v", got, uris(hits))
+				}
+			}
+		})
+	}
 }
