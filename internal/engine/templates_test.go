@@ -333,7 +333,9 @@ func BenchmarkSearchTemplates(b *testing.B) {
 			for i := range 9 {
 				if bc.templates {
 					srv.AddResourceTemplate(&mcpsdk.ResourceTemplate{URITemplate: fmt.Sprintf("t%d://{name}/item", i), Name: fmt.Sprintf("item %d", i)},
-						func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) { return nil, errors.New("unused") })
+						func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+							return nil, errors.New("unused")
+						})
 				}
 			}
 			eng := newEngineOpts(b, "", map[string]*mcpsdk.Server{"s": srv}, engine.Options{Embedder: randomEmbedder{dim: 512}})
