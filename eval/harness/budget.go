@@ -28,6 +28,10 @@ type BudgetRow struct {
 	ReadsPerAnswer float64
 	// OverBudget counts answers whose tokens exceed the budget (must be 0).
 	OverBudget int
+	// RelevantRecall is the mean, over queries, of the share of the
+	// resources judged relevant that the answer returns something of: what
+	// a floor on value costs in coverage.
+	RelevantRecall float64
 }
 
 // Assemblers compared by RunBudget, in report order.
@@ -43,7 +47,10 @@ const (
 // trimming their concatenation, and greedy packing in rank order. Tokens
 // are counted with cl100k_base. The corpus needs `content` (or its `text`
 // is the body).
-func RunBudget(ctx context.Context, opts Options, budgets []int) ([]BudgetRow, error) {
+//
+// Each of floors adds a row "contextd floor=F" that assembles with that
+// engine.AssembleRequest.ValueFloor (for choosing the default on dev).
+func RunBudget(ctx context.Context, opts Options, budgets []int, floors ...float64) ([]BudgetRow, error) {
 	progress := func(format string, args ...any) {
 		if opts.Progress != nil {
 			fmt.Fprintf(opts.Progress, "eval: "+format+"\n", args...)
@@ -80,7 +87,19 @@ func RunBudget(ctx context.Context, opts Options, budgets []int) ([]BudgetRow, e
 	}
 	defer eng.Close()
 
-	type acc struct{ relevant, total, reads, over int }
+	type acc struct {
+		relevant, total, reads, over int
+		recall                       float64
+	}
+	nRelevant := func(judged map[string]int) int {
+		n := 0
+		for _, g := range judged {
+			if g > 0 {
+				n++
+			}
+		}
+		return max(n, 1)
+	}
 	sums := map[string]*acc{}
 	key := func(a string, b int) string { return fmt.Sprintf("%s@%d", a, b) }
 	for qi, q := range ds.Queries {
@@ -94,21 +113,30 @@ func RunBudget(ctx context.Context, opts Options, budgets []int) ([]BudgetRow, e
 			order[i] = ids[r.Key()]
 		}
 		for _, b := range budgets {
-			res, err := eng.Assemble(ctx, engine.AssembleRequest{Query: q.Text, TokenBudget: b})
-			if err != nil {
-				return nil, fmt.Errorf("query %s: %w", q.ID, err)
-			}
-			c := cmp.Or(sums[key(AssemblerContextd, b)], &acc{})
-			sums[key(AssemblerContextd, b)] = c
-			for _, it := range res.Items {
-				c.total += it.Tokens
-				if judged[ids[it.Key()]] > 0 {
-					c.relevant += it.Tokens
+			for fi := -1; fi < len(floors); fi++ {
+				req := engine.AssembleRequest{Query: q.Text, TokenBudget: b}
+				name := AssemblerContextd
+				if fi >= 0 {
+					req.ValueFloor = &floors[fi]
+					name = fmt.Sprintf("%s floor=%.2f", AssemblerContextd, floors[fi])
 				}
-			}
-			c.reads += res.Reads
-			if res.TotalTokens > b {
-				c.over++
+				res, err := eng.Assemble(ctx, req)
+				if err != nil {
+					return nil, fmt.Errorf("query %s: %w", q.ID, err)
+				}
+				c := cmp.Or(sums[key(name, b)], &acc{})
+				sums[key(name, b)] = c
+				for _, it := range res.Items {
+					c.total += it.Tokens
+					if judged[ids[it.Key()]] > 0 {
+						c.relevant += it.Tokens
+						c.recall += 1 / float64(nRelevant(judged))
+					}
+				}
+				c.reads += res.Reads
+				if res.TotalTokens > b {
+					c.over++
+				}
 			}
 
 			// (a) read every candidate, then trim the concatenation.
@@ -125,6 +153,9 @@ func RunBudget(ctx context.Context, opts Options, budgets []int) ([]BudgetRow, e
 				n += t
 				if judged[id] > 0 {
 					a.relevant += t
+					if t > 0 {
+						a.recall += 1 / float64(nRelevant(judged))
+					}
 				}
 				if out != text {
 					break
@@ -150,6 +181,9 @@ func RunBudget(ctx context.Context, opts Options, budgets []int) ([]BudgetRow, e
 				n += t
 				if judged[id] > 0 {
 					g.relevant += t
+					if t > 0 {
+						g.recall += 1 / float64(nRelevant(judged))
+					}
 				}
 				if out != body[id] {
 					break
@@ -165,8 +199,13 @@ func RunBudget(ctx context.Context, opts Options, budgets []int) ([]BudgetRow, e
 		}
 	}
 	var rows []BudgetRow
+	names := []string{AssemblerContextd}
+	for _, f := range floors {
+		names = append(names, fmt.Sprintf("%s floor=%.2f", AssemblerContextd, f))
+	}
+	names = append(names, AssemblerReadAll, AssemblerGreedy)
 	for _, b := range budgets {
-		for _, a := range []string{AssemblerContextd, AssemblerReadAll, AssemblerGreedy} {
+		for _, a := range names {
 			s := sums[key(a, b)]
 			row := BudgetRow{Assembler: a, Budget: b, Queries: len(ds.Queries), OverBudget: s.over}
 			if s.total > 0 {
@@ -174,6 +213,7 @@ func RunBudget(ctx context.Context, opts Options, budgets []int) ([]BudgetRow, e
 			}
 			if len(ds.Queries) > 0 {
 				row.ReadsPerAnswer = float64(s.reads) / float64(len(ds.Queries))
+				row.RelevantRecall = s.recall / float64(len(ds.Queries))
 			}
 			rows = append(rows, row)
 		}
@@ -184,9 +224,9 @@ func RunBudget(ctx context.Context, opts Options, budgets []int) ([]BudgetRow, e
 // BudgetTable renders rows as a Markdown table.
 func BudgetTable(rows []BudgetRow) string {
 	var b strings.Builder
-	b.WriteString("| budget | assembler | relevant share of tokens | reads per answer | over budget |\n|--:|---|--:|--:|--:|\n")
+	b.WriteString("| budget | assembler | relevant share of tokens | reads per answer | over budget | relevant resources returned |\n|--:|---|--:|--:|--:|--:|\n")
 	for _, r := range slices.Clone(rows) {
-		fmt.Fprintf(&b, "| %d | %s | %.3f | %.2f | %d |\n", r.Budget, r.Assembler, r.RelevantShare, r.ReadsPerAnswer, r.OverBudget)
+		fmt.Fprintf(&b, "| %d | %s | %.3f | %.2f | %d | %.3f |\n", r.Budget, r.Assembler, r.RelevantShare, r.ReadsPerAnswer, r.OverBudget, r.RelevantRecall)
 	}
 	return b.String()
 }

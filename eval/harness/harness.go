@@ -302,7 +302,11 @@ func serve(ds *beir.Dataset, name string) (map[string]*mcpsdk.Server, map[resour
 		uri := cmp.Or(d.URI, "beir://"+url.PathEscape(name)+"/"+url.PathEscape(d.ID))
 		mime := cmp.Or(d.MIMEType, "text/plain")
 		body := cmp.Or(d.Content, d.Text)
-		s.AddResource(&mcpsdk.Resource{URI: uri, Name: cmp.Or(d.Name, d.ID), Title: d.Title, Description: d.Text, MIMEType: mime},
+		var size int64
+		if d.Content != "" {
+			size = int64(len(body)) // as a file server declares it
+		}
+		s.AddResource(&mcpsdk.Resource{URI: uri, Name: cmp.Or(d.Name, d.ID), Title: d.Title, Description: d.Text, MIMEType: mime, Size: size},
 			func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
 				return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: mime, Text: body}}}, nil
 			})

@@ -114,6 +114,7 @@ type Engine struct {
 	mirrors    map[string]*ctxsync.Mirror
 	names      []string // configured order (sorted)
 	candidates int
+	est        *budget.Estimator // learns each server's bytes per token across requests
 	ranking    Ranking
 	readTO     time.Duration
 	slowTO     time.Duration
@@ -168,7 +169,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		}
 		return nil, err
 	}
-	e := &Engine{cfg: opts.Config, log: log, ix: ix, tok: tok, mirrors: map[string]*ctxsync.Mirror{}, candidates: opts.Candidates, unlock: unlock}
+	e := &Engine{cfg: opts.Config, log: log, ix: ix, tok: tok, mirrors: map[string]*ctxsync.Mirror{}, candidates: opts.Candidates, est: budget.NewEstimator(), unlock: unlock}
 	if e.candidates <= 0 {
 		e.candidates = DefaultCandidates
 	}

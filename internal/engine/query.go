@@ -153,7 +153,16 @@ type AssembleRequest struct {
 	// IncludeUserAudience also returns resources annotated for the user
 	// only (selector.Request.IncludeUserAudience).
 	IncludeUserAudience bool
+	// ValueFloor overrides DefaultValueFloor (the eval compares floors);
+	// nil uses it.
+	ValueFloor *float64
 }
+
+// DefaultValueFloor is the selector.Request.ValueFloor of Assemble: a
+// candidate worth less than this share of the best one is not read. It is
+// the floor the budget benchmark measured best on eval/datasets/godoc's dev
+// split (see eval/README.md).
+const DefaultValueFloor = 0.9
 
 // AssembleResult is the selection and the tokenizer it was counted with.
 // Item and Omitted ranks are the candidates' 1-based positions: pinned
@@ -218,9 +227,17 @@ func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (*AssembleRe
 			cands = append(cands, candidate(r.Descriptor, r.Score))
 		}
 	}
+	floor := DefaultValueFloor
+	if req.ValueFloor != nil {
+		floor = *req.ValueFloor
+		if !(floor >= 0 && floor <= 1) {
+			return nil, fmt.Errorf("%w: value floor %v is outside [0, 1]", ErrInvalidArgument, floor)
+		}
+	}
 	res, err := selector.Select(ctx, selector.Request{
 		TokenBudget: req.TokenBudget, IncludeBinary: req.IncludeBinary, MaxItems: req.MaxItems,
 		IncludeUserAudience: req.IncludeUserAudience,
+		Query:               req.Query, ValueFloor: floor, Now: time.Now(), Estimator: e.est,
 	}, cands, e.reader(fetched), e.tok)
 	if err != nil {
 		return nil, err
@@ -232,6 +249,7 @@ func candidate(d resource.Descriptor, score float64) selector.Candidate {
 	return selector.Candidate{
 		Server: d.Server, URI: d.URI, Name: d.Name, Title: d.Title, Description: d.Description,
 		MIMEType: d.MIMEType, Size: d.Size, Score: score, Audience: d.Audience,
+		Priority: d.Priority, LastModified: d.LastModified,
 	}
 }
 

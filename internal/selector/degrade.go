@@ -140,24 +140,39 @@ func (s *selection) degrade(rank int, c Candidate, v Value, contents []Content, 
 			scores[i] = max(scores[i], introShare*top, 1e-9)
 		}
 	}
-	if picks := section.Best(secs, scores, s.count, left); len(picks) > 0 {
-		var (
-			out    []ItemContent
-			used   int
-			ranges []string
-		)
-		for _, p := range picks {
-			ct := contents[from[p.Index]]
-			ct.Text = p.Text
-			out = append(out, ItemContent{Content: ct, Tokens: p.Tokens, Truncated: true, StartLine: p.Start, EndLine: p.End})
-			used += p.Tokens
-			ranges = append(ranges, fmt.Sprintf("%d-%d", p.Start, p.End))
+	picks := section.Best(secs, scores, s.count, left)
+	if len(picks) == 0 {
+		// No section fits whole: the best one, cut at a line to what is
+		// left, still beats an outline.
+		best := 0
+		for j := range secs {
+			if scores[j] > scores[best] {
+				best = j
+			}
 		}
+		if out, n := budget.TrimToBudget(s.count, secs[best].Text, left); out != "" {
+			cut := secs[best]
+			cut.End = cut.Start + strings.Count(strings.TrimSuffix(out, "\n"), "\n")
+			cut.Text = out
+			secs[best] = cut
+			picks = []section.Pick{{Section: cut, Index: best, Tokens: n}}
+		}
+	}
+	if len(picks) > 0 {
+		st := &sectioned{rank: rank, secs: secs, from: from, contents: contents, picked: map[int]int{}}
+		used := 0
+		for _, p := range picks {
+			st.picked[p.Index] = p.Tokens
+			used += p.Tokens
+		}
+		out, ranges := st.build()
+		st.item = len(s.res.Items)
+		s.sectioned = append(s.sectioned, st)
 		s.add(Item{
 			Candidate: c, Rank: rank, Form: FormSections, Value: v.Total(), Contents: out, Dropped: dropped,
 			Tokens: used, Truncated: true,
 			Reason: fmt.Sprintf("%s, %s; best %d of %d sections for the query (lines %s), %s: %s",
-				why(rank, c.Pinned), v, len(picks), len(secs), strings.Join(ranges, ", "), tokens(used), whole),
+				why(rank, c.Pinned), v, len(picks), len(secs), ranges, tokens(used), whole),
 		}, fp)
 		return
 	}
@@ -257,3 +272,75 @@ func firstBudgetDrop(dropped []DroppedContent) string {
 	}
 	return ""
 }
+
+// A sectioned remembers the sections of an item returned as
+// [FormSections], so that budget left at the end can take more of them
+// without another read.
+type sectioned struct {
+	item     int // index in Result.Items while selecting
+	rank     int
+	secs     []section.Section
+	from     []int // content index of each section
+	contents []Content
+	picked   map[int]int // section index → tokens
+}
+
+// build returns the item contents of the picked sections, in text order,
+// and their line ranges for a reason ("3-10, 40-52").
+func (st *sectioned) build() ([]ItemContent, string) {
+	var (
+		out    []ItemContent
+		ranges []string
+	)
+	for j, sec := range st.secs {
+		n, ok := st.picked[j]
+		if !ok {
+			continue
+		}
+		ct := st.contents[st.from[j]]
+		ct.Text = sec.Text
+		out = append(out, ItemContent{Content: ct, Tokens: n, Truncated: true, StartLine: sec.Start, EndLine: sec.End})
+		ranges = append(ranges, fmt.Sprintf("%d-%d", sec.Start, sec.End))
+	}
+	return out, strings.Join(ranges, ", ")
+}
+
+// topUp spends what is left of the budget after every candidate was
+// considered on more sections of the items returned as sections, best item
+// first and each in text order: the rest of a resource that was worth
+// reading is better than an unused budget, and costs no read.
+func (s *selection) topUp() {
+	for _, st := range s.sectioned {
+		added, probes := 0, 0
+		for j, sec := range st.secs {
+			if s.remaining <= 0 || probes == maxTopUpProbes {
+				break
+			}
+			if _, ok := st.picked[j]; ok {
+				continue
+			}
+			probes++
+			if !budget.Fits(s.count, len(sec.Text), s.remaining) {
+				continue
+			}
+			n := s.count.Count(sec.Text)
+			if n > s.remaining {
+				continue
+			}
+			st.picked[j] = n
+			s.remaining -= n
+			s.res.TotalTokens += n
+			added++
+			it := &s.res.Items[st.item]
+			it.Tokens += n
+		}
+		if added > 0 {
+			it := &s.res.Items[st.item]
+			it.Contents, _ = st.build()
+			it.Reason += fmt.Sprintf("; then %d more in text order to use the budget left at the end (%s in all)", added, tokens(it.Tokens))
+		}
+	}
+}
+
+// maxTopUpProbes bounds the sections topUp counts per item.
+const maxTopUpProbes = 64

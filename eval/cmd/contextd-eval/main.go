@@ -46,6 +46,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	asJSON := fs.Bool("json", false, "print the results as JSON")
 	out := fs.String("out", "", "also write results.json, report.md and a recall@k chart (SVG) to this directory")
 	quiet := fs.Bool("quiet", false, "no progress on stderr")
+	floors := fs.String("floors", "", "with --budgets, also assemble with each of these value floors (e.g. 0.5,0.8) to compare them")
 	budgets := fs.String("budgets", "", "instead of ranking, compare assembly at these token budgets (e.g. 500,2000,8000): contextd vs read-all+trim vs greedy-in-order")
 	var only strategyList
 	fs.Var(&only, "strategy", "evaluate only this strategy (repeatable): "+strings.Join(harness.StrategyNames(), ", "))
@@ -76,7 +77,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			}
 			bs = append(bs, n)
 		}
-		rows, err := harness.RunBudget(ctx, opts, bs)
+		var fl []float64
+		if *floors != "" {
+			for _, f := range strings.Split(*floors, ",") {
+				v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+				if err != nil || v < 0 || v > 1 {
+					return fmt.Errorf("--floors: %q is not a value floor in [0, 1]", f)
+				}
+				fl = append(fl, v)
+			}
+		}
+		rows, err := harness.RunBudget(ctx, opts, bs, fl...)
 		if err != nil {
 			return err
 		}
