@@ -31,6 +31,12 @@ var (
 	ErrInvalidValueFloor = errors.New("selector: value floor must be in [0, 1]")
 )
 
+// MinSectionRead is the fewest tokens left for which, once an item is
+// selected, a candidate estimated not to fit whole is still read for its
+// best sections (with a query); below it, the candidate becomes a pointer
+// unread.
+const MinSectionRead = 256
+
 // MaxPointerShare is the share of the budget that pointer items
 // ([FormPointer]) may take together, so that pointers never crowd out
 // content.
@@ -116,6 +122,7 @@ func Select(ctx context.Context, req Request, ranked []Candidate, read ReadFunc,
 			return Result{}, err
 		}
 	}
+	s.topUp()
 	slices.SortStableFunc(s.res.Items, func(x, y Item) int { return cmp.Compare(x.Rank, y.Rank) })
 	slices.SortStableFunc(s.res.Omitted, func(x, y Omitted) int { return cmp.Compare(x.Rank, y.Rank) })
 	return s.res, nil
@@ -134,6 +141,7 @@ type selection struct {
 	fps       []packed             // the contents of the items so far
 	bestValue float64              // the best unpinned candidate's Value.Total
 	pointers  int                  // tokens taken by pointer items
+	sectioned []*sectioned         // items returned as sections, in the order added
 }
 
 // packed remembers an item's content fingerprint.
@@ -155,6 +163,13 @@ func (s *selection) consider(ctx context.Context, rank int, c Candidate, v Value
 		return nil
 	}
 	est, known := s.estimate(c)
+	if len(s.res.Items) > 0 && s.req.Query != "" && known && est > s.remaining && s.remaining < MinSectionRead {
+		why := fmt.Sprintf("about %s whole, more than the %s left, which is under the %d worth reading it for its sections", tokens(est), tokens(s.remaining), MinSectionRead)
+		if !s.pointer(rank, c, v, why, false) {
+			s.omit(rank, c, v, OmitBudgetExhausted, why, false)
+		}
+		return nil
+	}
 	if len(s.res.Items) > 0 && s.remaining < MinUsefulTokens && (!known || est > s.remaining) {
 		size := "unknown size"
 		switch {
