@@ -135,27 +135,30 @@ func (s *selection) degrade(rank int, c Candidate, v Value, contents []Content, 
 	for _, x := range scores {
 		top = max(top, x)
 	}
-	for i := range secs {
-		if i == 0 || from[i] != from[i-1] { // a text's first section
-			scores[i] = max(scores[i], introShare*top, 1e-9)
-		}
-	}
-	picks := section.Best(secs, scores, s.count, left)
-	if len(picks) == 0 {
-		// No section fits whole: the best one, cut at a line to what is
-		// left, still beats an outline.
+	var picks []section.Pick
+	if top > 0 { // some section matches the query
 		best := 0
 		for j := range secs {
 			if scores[j] > scores[best] {
 				best = j
 			}
 		}
-		if out, n := budget.TrimToBudget(s.count, secs[best].Text, left); out != "" {
-			cut := secs[best]
-			cut.End = cut.Start + strings.Count(strings.TrimSuffix(out, "\n"), "\n")
-			cut.Text = out
-			secs[best] = cut
-			picks = []section.Pick{{Section: cut, Index: best, Tokens: n}}
+		for j := range secs {
+			if j == 0 || from[j] != from[j-1] { // a text's first section
+				scores[j] = max(scores[j], introShare*top)
+			}
+		}
+		picks = section.Best(secs, scores, s.count, left)
+		if len(picks) == 0 {
+			// No section fits whole: the best one, cut at a line to what
+			// is left.
+			if out, n := budget.TrimToBudget(s.count, secs[best].Text, left); out != "" {
+				cut := secs[best]
+				cut.End = cut.Start + strings.Count(strings.TrimSuffix(out, "\n"), "\n")
+				cut.Text = out
+				secs[best] = cut
+				picks = []section.Pick{{Section: cut, Index: best, Tokens: n}}
+			}
 		}
 	}
 	if len(picks) > 0 {
@@ -200,13 +203,13 @@ func (s *selection) degrade(rank int, c Candidate, v Value, contents []Content, 
 				Candidate: c, Rank: rank, Form: FormOutline, Value: v.Total(),
 				Contents: []ItemContent{{Content: ct, Tokens: n, Truncated: text != outline.String()}},
 				Dropped:  dropped, Tokens: n, Truncated: true,
-				Reason: fmt.Sprintf("%s, %s; outline of its sections (%s): no section fits in the %s left; %s",
+				Reason: fmt.Sprintf("%s, %s; outline of its sections (%s): no section matches the query, or none fits in the %s left; %s",
 					why(rank, c.Pinned), v, tokens(n), tokens(left), whole),
 			}, fp)
 			return
 		}
 	}
-	if !s.pointer(rank, c, v, fmt.Sprintf("no section or outline fits in the %s left; %s", tokens(left), whole), true) {
+	if !s.pointer(rank, c, v, fmt.Sprintf("no section matches the query or fits in the %s left, and it has no outline that fits; %s", tokens(left), whole), true) {
 		s.omit(rank, c, v, OmitBudgetExhausted, fmt.Sprintf("not even a section, an outline or a pointer fits in the %s left; %s", tokens(left), whole), true)
 	}
 }

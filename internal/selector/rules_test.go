@@ -1,0 +1,280 @@
+package selector
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/contextd/contextd/internal/budget"
+	"github.com/contextd/contextd/internal/resource"
+)
+
+// The tests of issue 5's rules 1–4, with a query (the engine's way).
+
+func prose(words int) string {
+	var b strings.Builder
+	for i := range words {
+		if i > 0 {
+			b.WriteString(" ")
+		}
+		b.WriteString([]string{"alpha", "beta", "gamma", "delta"}[i%4])
+	}
+	return b.String()
+}
+
+func withItem(items []Item, uri string) (Item, bool) {
+	i := slices.IndexFunc(items, func(it Item) bool { return it.URI == uri })
+	if i < 0 {
+		return Item{}, false
+	}
+	return items[i], true
+}
+
+func withOmitted(om []Omitted, uri string) (Omitted, bool) {
+	i := slices.IndexFunc(om, func(o Omitted) bool { return o.URI == uri })
+	if i < 0 {
+		return Omitted{}, false
+	}
+	return om[i], true
+}
+
+// Rule 1: once the budget is nearly full, the size estimate decides what is
+// read. A byte bound alone would not read a 60-byte resource into 24
+// tokens; the estimate (about 15 tokens) does, and verifies with the exact
+// count. A resource estimated far over what is left is not read.
+func TestEstimateDecidesWhatIsReadWhenNearlyFull(t *testing.T) {
+	tk := realTokenizer(t)
+	first := prose(70)
+	small := "alpha beta gamma delta alpha beta gamma delta alpha beta gamma de"[:60]
+	f := &fakeReads{contents: map[resource.Key][]Content{
+		key("first"): {text(first)},
+		key("small"): {text(small)},
+		key("big"):   {text(prose(400))},
+	}}
+	ranked := []Candidate{
+		{Server: "s", URI: "first", Score: 1},
+		{Server: "s", URI: "big", Score: 0.99, Size: int64(len(prose(400))), MIMEType: "text/plain"},
+		{Server: "s", URI: "small", Score: 0.98, Size: 60, MIMEType: "text/plain"},
+	}
+	req := Request{TokenBudget: tk.Count(first) + 24, Query: "alpha", Estimator: budget.NewEstimator()}
+	res, err := Select(t.Context(), req, ranked, f.read, tk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if it, ok := withItem(res.Items, "small"); !ok || it.Form != FormWhole {
+		t.Fatalf("the 60-byte resource estimated to fit was not returned whole: %+v %+v", res.Items, res.Omitted)
+	}
+	if slices.Contains(f.calls, "s big") {
+		t.Errorf("the resource estimated at ~400 tokens was read into %d tokens: calls %v", 24, f.calls)
+	}
+}
+
+// Rule 1: exact counts teach the estimator each server's ratio.
+func TestSelectTeachesTheEstimator(t *testing.T) {
+	tk := realTokenizer(t)
+	dense := strings.Repeat("3.14159 2.71828 1.41421 0.57721\n", 40)
+	f := &fakeReads{contents: map[resource.Key][]Content{key("nums"): {{Text: dense, MIMEType: "text/plain"}}}}
+	est := budget.NewEstimator()
+	before := est.BytesPerToken("s", "text/plain")
+	if _, err := Select(t.Context(), Request{TokenBudget: 10000, Query: "pi", Estimator: est},
+		[]Candidate{{Server: "s", URI: "nums", MIMEType: "text/plain"}}, f.read, tk); err != nil {
+		t.Fatal(err)
+	}
+	exact := float64(len(dense)) / float64(tk.Count(dense))
+	after := est.BytesPerToken("s", "text/plain")
+	if !(after < before && after-exact < before-exact) {
+		t.Fatalf("ratio %.2f → %.2f bytes/token, exact %.2f: not learned", before, after, exact)
+	}
+}
+
+// Rule 2: value = relevance × priority × recency decides the order when
+// the budget binds, and every candidate's reason shows its value.
+func TestValueOrdersByPriorityAndRecency(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	cases := []struct {
+		name        string
+		first, next Candidate
+	}{
+		{"priority", Candidate{Priority: 0.1}, Candidate{Priority: 1}},
+		{"recency", Candidate{LastModified: "2020-01-01T00:00:00Z"}, Candidate{LastModified: now.Add(-time.Hour).Format(time.RFC3339)}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b := tc.first, tc.next
+			a.Server, a.URI, a.Score = "s", "a", 1
+			b.Server, b.URI, b.Score = "s", "b", 0.97
+			f := &fakeReads{contents: map[resource.Key][]Content{key("a"): {text(lines(20, 3))}, key("b"): {text(lines(20, 3))}}}
+			res, err := Select(t.Context(), Request{TokenBudget: 70, Query: "w", Now: now}, []Candidate{a, b}, f.read, wordCounter{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			it, ok := withItem(res.Items, "b")
+			if !ok || it.Form != FormWhole || f.calls[0] != "s b" {
+				t.Fatalf("rank 2 with the higher %s was not packed first: calls %v, items %+v", tc.name, f.calls, res.Items)
+			}
+			if !strings.Contains(it.Reason, "value ") || !strings.Contains(it.Reason, tc.name+" ") {
+				t.Errorf("reason %q does not show the value and its %s factor", it.Reason, tc.name)
+			}
+			if res.TotalTokens > 70 {
+				t.Errorf("over budget: %d", res.TotalTokens)
+			}
+		})
+	}
+}
+
+// Rule 2: the value floor leaves far worse candidates unread, pinned ones
+// excepted.
+func TestValueFloorLeavesLowValueUnread(t *testing.T) {
+	f := &fakeReads{contents: map[resource.Key][]Content{key("a"): {text("w w")}, key("b"): {text("w w")}, key("pin"): {text("w")}}}
+	ranked := []Candidate{
+		{Server: "s", URI: "pin", Pinned: true},
+		{Server: "s", URI: "a", Score: 1},
+		{Server: "s", URI: "b", Score: 0.5},
+	}
+	res, err := Select(t.Context(), Request{TokenBudget: 100, Query: "w", ValueFloor: 0.9}, ranked, f.read, wordCounter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, ok := withOmitted(res.Omitted, "b")
+	if !ok || o.Reason != OmitLowValue || o.Read || !strings.Contains(o.Detail, "0.90 × the best value 1.00") {
+		t.Fatalf("b: %+v", o)
+	}
+	if _, ok := withItem(res.Items, "pin"); !ok {
+		t.Errorf("the pinned resource fell under the floor")
+	}
+	if slices.Contains(f.calls, "s b") {
+		t.Errorf("b was read")
+	}
+}
+
+// markdownDoc has a heading section per topic, the one about retries deep
+// in the file.
+func markdownDoc() string {
+	var b strings.Builder
+	b.WriteString("# Client\n\nThe client talks to the server.\n\n")
+	for i := range 12 {
+		fmt.Fprintf(&b, "## Option %d\n\n%s\n\n", i, prose(60))
+	}
+	b.WriteString("## Retries\n\nFailed calls retry with exponential backoff, doubling the wait each time.\n\n")
+	for i := range 6 {
+		fmt.Fprintf(&b, "## Appendix %d\n\n%s\n\n", i, prose(60))
+	}
+	return b.String()
+}
+
+// Rule 3: a text too big for the budget gives its best sections for the
+// query, with their line ranges, not its head.
+func TestBigTextGivesItsBestSectionsNotItsHead(t *testing.T) {
+	tk := realTokenizer(t)
+	doc := markdownDoc()
+	f := &fakeReads{contents: map[resource.Key][]Content{key("doc"): {{URI: "doc", MIMEType: "text/markdown", Text: doc}}}}
+	res, err := Select(t.Context(), Request{TokenBudget: 60, Query: "how do retries back off"}, []Candidate{{Server: "s", URI: "doc", Score: 1, MIMEType: "text/markdown"}}, f.read, tk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Items) != 1 || res.Items[0].Form != FormSections {
+		t.Fatalf("items %+v omitted %+v", res.Items, res.Omitted)
+	}
+	it := res.Items[0]
+	var got []string
+	docLines := strings.SplitAfter(doc, "\n")
+	for _, c := range it.Contents {
+		if want := strings.Join(docLines[c.StartLine-1:c.EndLine], ""); c.Text != want {
+			t.Errorf("content lines %d-%d do not hold that text: %q", c.StartLine, c.EndLine, c.Text)
+		}
+		got = append(got, c.Text)
+	}
+	if !strings.Contains(strings.Join(got, ""), "exponential backoff") || strings.Contains(strings.Join(got, ""), "Option 0") {
+		t.Fatalf("returned %q, want the Retries section and not the head", got)
+	}
+	if res.TotalTokens > 60 || !strings.Contains(it.Reason, "sections for the query (lines ") {
+		t.Errorf("%d tokens, reason %q", res.TotalTokens, it.Reason)
+	}
+}
+
+// Rule 3: when no section matches, the outline; when not even that fits,
+// a pointer (descriptor only, unread fields aside, counted).
+func TestDegradeToOutlineThenPointer(t *testing.T) {
+	tk := realTokenizer(t)
+	doc := markdownDoc()
+	c := Candidate{Server: "s", URI: "doc", Score: 1, MIMEType: "text/markdown", Title: "Client guide", Description: "How the client works"}
+	f := &fakeReads{contents: map[resource.Key][]Content{key("doc"): {{URI: "doc", MIMEType: "text/markdown", Text: doc}}}}
+	res, err := Select(t.Context(), Request{TokenBudget: 80, Query: "kubernetes"}, []Candidate{c}, f.read, tk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Items) != 1 || res.Items[0].Form != FormOutline || !strings.HasPrefix(res.Items[0].Contents[0].Text, "L1-4 # Client\nL5-8 ## Option 0\n") {
+		t.Fatalf("want an outline: %+v %+v", res.Items, res.Omitted)
+	}
+
+	plain := &fakeReads{contents: map[resource.Key][]Content{key("doc"): {{URI: "doc", MIMEType: "text/plain", Text: prose(3000)}}}}
+	c.MIMEType = "text/plain"
+	res, err = Select(t.Context(), Request{TokenBudget: 200, Query: "kubernetes"}, []Candidate{c}, plain.read, tk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Items) != 1 || res.Items[0].Form != FormPointer || len(res.Items[0].Contents) != 0 ||
+		res.Items[0].Tokens != tk.Count(PointerText(c)) || PointerText(c) != "doc — Client guide: How the client works" {
+		t.Fatalf("want a pointer: %+v %+v", res.Items, res.Omitted)
+	}
+}
+
+// Rule 4: a text of a MIME type that cannot be cut is kept intact: whole
+// when it fits, never sectioned or trimmed.
+func TestUnsupportedMIMETypeIsKeptIntact(t *testing.T) {
+	tk := realTokenizer(t)
+	body := strings.Repeat("record alpha beta\n", 200)
+	f := &fakeReads{contents: map[resource.Key][]Content{key("x"): {{URI: "x", MIMEType: "application/x-custom", Text: body}}}}
+	c := Candidate{Server: "s", URI: "x", Score: 1, MIMEType: "application/x-custom"}
+	res, err := Select(t.Context(), Request{TokenBudget: 100, Query: "alpha record"}, []Candidate{c}, f.read, tk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range res.Items {
+		if len(it.Contents) > 0 {
+			t.Fatalf("an application/x-custom text was cut: %+v", it)
+		}
+	}
+	if o, ok := withOmitted(res.Omitted, "x"); ok {
+		if o.Reason != OmitUnsupported {
+			t.Errorf("omitted as %s: %s", o.Reason, o.Detail)
+		}
+	} else if len(res.Items) != 1 || res.Items[0].Form != FormPointer || !strings.Contains(res.Items[0].Reason, "kept intact") {
+		t.Errorf("want an unsupported omission or a pointer saying so: %+v", res.Items)
+	}
+	res, err = Select(t.Context(), Request{TokenBudget: 10000, Query: "alpha"}, []Candidate{c}, f.read, tk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Items) != 1 || res.Items[0].Form != FormWhole || res.Items[0].Contents[0].Text != body {
+		t.Fatalf("it fits, so it comes whole: %+v", res.Items)
+	}
+}
+
+// Rule 3: budget left at the end goes to more of a sectioned resource, in
+// text order, without another read.
+func TestBudgetLeftTopsUpASectionedResource(t *testing.T) {
+	tk := realTokenizer(t)
+	doc := markdownDoc()
+	f := &fakeReads{contents: map[resource.Key][]Content{key("doc"): {{URI: "doc", MIMEType: "text/markdown", Text: doc}}}}
+	res, err := Select(t.Context(), Request{TokenBudget: 300, Query: "how do retries back off"}, []Candidate{{Server: "s", URI: "doc", Score: 1}}, f.read, tk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Items) != 1 || res.Reads != 1 {
+		t.Fatalf("items %+v, reads %d", res.Items, res.Reads)
+	}
+	it := res.Items[0]
+	var starts []int
+	for _, c := range it.Contents {
+		starts = append(starts, c.StartLine)
+	}
+	if !slices.IsSorted(starts) || !strings.Contains(it.Contents[1].Text, "Option 0") || !strings.Contains(it.Reason, "then ") {
+		t.Fatalf("want the Retries section, then more in text order: starts %v, reason %q", starts, it.Reason)
+	}
+	if res.TotalTokens > 300 || res.TotalTokens < 250 {
+		t.Errorf("%d tokens of 300: the budget was not used", res.TotalTokens)
+	}
+}
