@@ -277,7 +277,9 @@ func printAssemble(w io.Writer, r *contextdv1.AssembleResponse, content bool) {
 	fmt.Fprintf(w, "%d item(s), %d of %d tokens (%s), %d read(s)\n\n", len(r.GetItems()), r.GetTotalTokens(), r.GetTokenBudget(), r.GetTokenizer(), r.GetReads())
 	for _, it := range r.GetItems() {
 		trunc := ""
-		if it.GetTruncated() {
+		if f := it.GetForm(); f != "" && f != "whole" {
+			trunc = " (" + f + ")"
+		} else if it.GetTruncated() {
 			trunc = " (truncated)"
 		}
 		fetched := ""
@@ -288,6 +290,9 @@ func printAssemble(w io.Writer, r *contextdv1.AssembleResponse, content bool) {
 		if content {
 			for _, c := range it.GetContents() {
 				if t, ok := c.GetBody().(*contextdv1.Content_Text); ok {
+					if c.GetStartLine() > 0 {
+						fmt.Fprintf(w, "\n[lines %d-%d]", c.GetStartLine(), c.GetEndLine())
+					}
 					fmt.Fprintf(w, "\n%s\n", t.Text)
 				} else {
 					fmt.Fprintf(w, "\n[%d bytes of %s]\n", len(c.GetBlob()), c.GetMimeType())

@@ -134,6 +134,7 @@ func AssembleResponse(res *engine.AssembleResult, budget int32) *contextdv1.Asse
 		pi := &contextdv1.Item{
 			Server: it.Server, Uri: it.URI, Name: it.Name, Title: it.Title, MimeType: it.MIMEType,
 			Score: it.Score, Tokens: int32(it.Tokens), Truncated: it.Truncated, Reason: it.Reason,
+			Form: string(it.Form), Value: it.Value,
 			Rank: int32(it.Rank),
 		}
 		if f, ok := res.Fetched[it.Key()]; ok {
@@ -144,7 +145,8 @@ func AssembleResponse(res *engine.AssembleResult, budget int32) *contextdv1.Asse
 			}
 		}
 		for _, c := range it.Contents {
-			pc := &contextdv1.Content{Uri: c.URI, MimeType: c.MIMEType, Tokens: int32(c.Tokens), Truncated: c.Truncated}
+			pc := &contextdv1.Content{Uri: c.URI, MimeType: c.MIMEType, Tokens: int32(c.Tokens), Truncated: c.Truncated,
+				StartLine: int32(c.StartLine), EndLine: int32(c.EndLine)}
 			if c.IsBlob {
 				pc.Body = &contextdv1.Content_Blob{Blob: c.Blob}
 			} else {

@@ -387,7 +387,19 @@ type Item struct {
 	// For freshness "ttl": when the cached copy expires (fetched_at plus the
 	// server's ttlMs); a request after that reads the resource again. Unset
 	// otherwise.
-	ExpiresAt     *timestamppb.Timestamp `protobuf:"bytes,15,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	ExpiresAt *timestamppb.Timestamp `protobuf:"bytes,15,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	// How much of the resource is returned, degrading until it fits:
+	// "whole"; "sections" (the sections of a big text that best match the
+	// query, each a content with its start_line/end_line); "outline" (one
+	// text/plain content listing the text's headings with line ranges, when
+	// no section matches); "pointer" (no contents: the descriptor alone,
+	// counted as "uri — title: description"); or "truncated" (a head cut to
+	// fit, for texts that cannot be cut into sections).
+	Form string `protobuf:"bytes,16,opt,name=form,proto3" json:"form,omitempty"`
+	// What the candidate was worth: relevance (score over the best score) ×
+	// priority factor × lastModified recency factor; candidates are
+	// considered in decreasing value.
+	Value         float64 `protobuf:"fixed64,17,opt,name=value,proto3" json:"value,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -527,6 +539,20 @@ func (x *Item) GetExpiresAt() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *Item) GetForm() string {
+	if x != nil {
+		return x.Form
+	}
+	return ""
+}
+
+func (x *Item) GetValue() float64 {
+	if x != nil {
+		return x.Value
+	}
+	return 0
+}
+
 // DroppedContent is a content item of a read result that was not returned.
 type DroppedContent struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -615,9 +641,13 @@ type Content struct {
 	//
 	//	*Content_Text
 	//	*Content_Blob
-	Body          isContent_Body `protobuf_oneof:"body"`
-	Tokens        int32          `protobuf:"varint,5,opt,name=tokens,proto3" json:"tokens,omitempty"`
-	Truncated     bool           `protobuf:"varint,6,opt,name=truncated,proto3" json:"truncated,omitempty"`
+	Body      isContent_Body `protobuf_oneof:"body"`
+	Tokens    int32          `protobuf:"varint,5,opt,name=tokens,proto3" json:"tokens,omitempty"`
+	Truncated bool           `protobuf:"varint,6,opt,name=truncated,proto3" json:"truncated,omitempty"`
+	// For a section or a cut head: the 1-based, inclusive lines of the
+	// resource's text that text holds. Both 0 when text is whole.
+	StartLine     int32 `protobuf:"varint,7,opt,name=start_line,json=startLine,proto3" json:"start_line,omitempty"`
+	EndLine       int32 `protobuf:"varint,8,opt,name=end_line,json=endLine,proto3" json:"end_line,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -703,6 +733,20 @@ func (x *Content) GetTruncated() bool {
 		return x.Truncated
 	}
 	return false
+}
+
+func (x *Content) GetStartLine() int32 {
+	if x != nil {
+		return x.StartLine
+	}
+	return 0
+}
+
+func (x *Content) GetEndLine() int32 {
+	if x != nil {
+		return x.EndLine
+	}
+	return 0
 }
 
 type isContent_Body interface {
@@ -1325,7 +1369,7 @@ const file_contextd_v1_contextd_proto_rawDesc = "" +
 	"\ftoken_budget\x18\x03 \x01(\x05R\vtokenBudget\x12.\n" +
 	"\aomitted\x18\x04 \x03(\v2\x14.contextd.v1.OmittedR\aomitted\x12\x1c\n" +
 	"\ttokenizer\x18\x05 \x01(\tR\ttokenizer\x12\x14\n" +
-	"\x05reads\x18\x06 \x01(\x05R\x05reads\"\xec\x03\n" +
+	"\x05reads\x18\x06 \x01(\x05R\x05reads\"\x96\x04\n" +
 	"\x04Item\x12\x16\n" +
 	"\x06server\x18\x01 \x01(\tR\x06server\x12\x10\n" +
 	"\x03uri\x18\x02 \x01(\tR\x03uri\x12\x12\n" +
@@ -1344,20 +1388,25 @@ const file_contextd_v1_contextd_proto_rawDesc = "" +
 	"fetched_at\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\tfetchedAt\x12\x1c\n" +
 	"\tfreshness\x18\x0e \x01(\tR\tfreshness\x129\n" +
 	"\n" +
-	"expires_at\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"\x85\x01\n" +
+	"expires_at\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12\x12\n" +
+	"\x04form\x18\x10 \x01(\tR\x04form\x12\x14\n" +
+	"\x05value\x18\x11 \x01(\x01R\x05value\"\x85\x01\n" +
 	"\x0eDroppedContent\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x05R\x05index\x12\x10\n" +
 	"\x03uri\x18\x02 \x01(\tR\x03uri\x12\x1b\n" +
 	"\tmime_type\x18\x03 \x01(\tR\bmimeType\x12\x16\n" +
 	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x16\n" +
-	"\x06detail\x18\x05 \x01(\tR\x06detail\"\xa2\x01\n" +
+	"\x06detail\x18\x05 \x01(\tR\x06detail\"\xdc\x01\n" +
 	"\aContent\x12\x10\n" +
 	"\x03uri\x18\x01 \x01(\tR\x03uri\x12\x1b\n" +
 	"\tmime_type\x18\x02 \x01(\tR\bmimeType\x12\x14\n" +
 	"\x04text\x18\x03 \x01(\tH\x00R\x04text\x12\x14\n" +
 	"\x04blob\x18\x04 \x01(\fH\x00R\x04blob\x12\x16\n" +
 	"\x06tokens\x18\x05 \x01(\x05R\x06tokens\x12\x1c\n" +
-	"\ttruncated\x18\x06 \x01(\bR\ttruncatedB\x06\n" +
+	"\ttruncated\x18\x06 \x01(\bR\ttruncated\x12\x1d\n" +
+	"\n" +
+	"start_line\x18\a \x01(\x05R\tstartLine\x12\x19\n" +
+	"\bend_line\x18\b \x01(\x05R\aendLineB\x06\n" +
 	"\x04body\"\x8d\x01\n" +
 	"\aOmitted\x12\x16\n" +
 	"\x06server\x18\x01 \x01(\tR\x06server\x12\x10\n" +
