@@ -164,6 +164,7 @@ type assembleFlags struct {
 	budget, maxItems       int
 	includeBinary, content bool
 	userAudience           bool
+	valueFloor             float64 // < 0: the daemon's default
 	pins, mimes, prefixes  stringList
 }
 
@@ -173,6 +174,7 @@ func (a *assembleFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&a.maxItems, "max-items", 0, "maximum items to return (0 = no limit)")
 	fs.BoolVar(&a.content, "content", false, "print the returned texts (human output)")
 	fs.BoolVar(&a.userAudience, "include-user-audience", false, `also return resources annotated for the user only (audience ["user"])`)
+	fs.Float64Var(&a.valueFloor, "value-floor", -1, "leave out candidates worth less than this share of the best one, in [0, 1] (default: the daemon's, 0.9)")
 	fs.Var(&a.pins, "pin", "return this resource first: SERVER=URI (repeatable)")
 	fs.Var(&a.mimes, "mime", "only rank resources of this MIME type, e.g. text/markdown or text/* (repeatable)")
 	fs.Var(&a.prefixes, "uri-prefix", "only rank resources whose URI starts with this (repeatable)")
@@ -183,6 +185,9 @@ func (a *assembleFlags) request(q string, servers []string) (*contextdv1.Assembl
 	req := &contextdv1.AssembleRequest{
 		Query: q, TokenBudget: int32(a.budget), Servers: servers, IncludeBinary: a.includeBinary,
 		MaxItems: int32(a.maxItems), MimeTypes: a.mimes, UriPrefixes: a.prefixes, IncludeUserAudience: a.userAudience,
+	}
+	if a.valueFloor >= 0 {
+		req.ValueFloor = &a.valueFloor
 	}
 	for _, p := range a.pins {
 		server, uri, ok := strings.Cut(p, "=")
@@ -202,6 +207,9 @@ func (a *assembleFlags) validate(pos []string) (string, error) {
 	}
 	if a.maxItems < 0 || a.maxItems > math.MaxInt32 {
 		return "", fmt.Errorf("%w: --max-items %d is out of range (0..%d; 0 = no limit)", engine.ErrInvalidArgument, a.maxItems, math.MaxInt32)
+	}
+	if a.valueFloor != -1 && !(a.valueFloor >= 0 && a.valueFloor <= 1) {
+		return "", fmt.Errorf("%w: --value-floor %v is outside [0, 1]", engine.ErrInvalidArgument, a.valueFloor)
 	}
 	return q, nil
 }

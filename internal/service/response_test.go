@@ -101,3 +101,24 @@ func TestAssembleReportsTTLFreshness(t *testing.T) {
 		t.Errorf("%d reads for two answers within the TTL, want 1", n)
 	}
 }
+
+func TestAssembleRequestCarriesTheValueFloorOnlyWhenSet(t *testing.T) {
+	if got := service.AssembleRequest(&contextdv1.AssembleRequest{Query: "q", TokenBudget: 10}); got.ValueFloor != nil {
+		t.Errorf("unset value_floor became %v, want the daemon's default (nil)", *got.ValueFloor)
+	}
+	zero := 0.0
+	if got := service.AssembleRequest(&contextdv1.AssembleRequest{Query: "q", TokenBudget: 10, ValueFloor: &zero}); got.ValueFloor == nil || *got.ValueFloor != 0 {
+		t.Errorf("value_floor 0 (keep everything) was lost: %v", got.ValueFloor)
+	}
+}
+
+func TestAssembleResponseCarriesFormValueAndLines(t *testing.T) {
+	res := &engine.AssembleResult{Result: selector.Result{Items: []selector.Item{{
+		Candidate: selector.Candidate{Server: "s", URI: "doc://big"}, Form: selector.FormSections, Value: 0.75,
+		Contents: []selector.ItemContent{{Content: selector.Content{Text: "## Retries\n"}, Tokens: 3, Truncated: true, StartLine: 40, EndLine: 40}},
+	}}}}
+	it := service.AssembleResponse(res, 100).GetItems()[0]
+	if it.GetForm() != "sections" || it.GetValue() != 0.75 || it.GetContents()[0].GetStartLine() != 40 || it.GetContents()[0].GetEndLine() != 40 {
+		t.Fatalf("item %v", it)
+	}
+}

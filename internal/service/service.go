@@ -67,6 +67,10 @@ func AssembleRequest(in *contextdv1.AssembleRequest) engine.AssembleRequest {
 	for _, p := range in.GetPinned() {
 		req.Pinned = append(req.Pinned, resource.Key{Server: p.GetServer(), URI: p.GetUri()})
 	}
+	if in.ValueFloor != nil {
+		f := in.GetValueFloor()
+		req.ValueFloor = &f
+	}
 	return req
 }
 

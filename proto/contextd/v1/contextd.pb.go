@@ -110,8 +110,13 @@ type AssembleRequest struct {
 	// Also return resources annotated for the user only (audience ["user"]);
 	// by default they stay out of model context (omitted as "audience_user").
 	IncludeUserAudience bool `protobuf:"varint,9,opt,name=include_user_audience,json=includeUserAudience,proto3" json:"include_user_audience,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// Leave out, unread (omitted as "low_value"), candidates worth less than
+	// this share of the best one (value = relevance × priority × recency, see
+	// Item.value). In [0, 1]; unset means the daemon's default (0.9, chosen
+	// on the eval's budget benchmark); 0 keeps every candidate that fits.
+	ValueFloor    *float64 `protobuf:"fixed64,10,opt,name=value_floor,json=valueFloor,proto3,oneof" json:"value_floor,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *AssembleRequest) Reset() {
@@ -205,6 +210,13 @@ func (x *AssembleRequest) GetIncludeUserAudience() bool {
 		return x.IncludeUserAudience
 	}
 	return false
+}
+
+func (x *AssembleRequest) GetValueFloor() float64 {
+	if x != nil && x.ValueFloor != nil {
+		return *x.ValueFloor
+	}
+	return 0
 }
 
 // A resource's identity: the configured server name and the URI exactly as
@@ -1348,7 +1360,7 @@ var File_contextd_v1_contextd_proto protoreflect.FileDescriptor
 
 const file_contextd_v1_contextd_proto_rawDesc = "" +
 	"\n" +
-	"\x1acontextd/v1/contextd.proto\x12\vcontextd.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd0\x02\n" +
+	"\x1acontextd/v1/contextd.proto\x12\vcontextd.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x86\x03\n" +
 	"\x0fAssembleRequest\x12\x14\n" +
 	"\x05query\x18\x01 \x01(\tR\x05query\x12!\n" +
 	"\ftoken_budget\x18\x02 \x01(\x05R\vtokenBudget\x12\x18\n" +
@@ -1359,7 +1371,11 @@ const file_contextd_v1_contextd_proto_rawDesc = "" +
 	"\n" +
 	"mime_types\x18\a \x03(\tR\tmimeTypes\x12!\n" +
 	"\furi_prefixes\x18\b \x03(\tR\vuriPrefixes\x122\n" +
-	"\x15include_user_audience\x18\t \x01(\bR\x13includeUserAudience\"7\n" +
+	"\x15include_user_audience\x18\t \x01(\bR\x13includeUserAudience\x12$\n" +
+	"\vvalue_floor\x18\n" +
+	" \x01(\x01H\x00R\n" +
+	"valueFloor\x88\x01\x01B\x0e\n" +
+	"\f_value_floor\"7\n" +
 	"\vResourceRef\x12\x16\n" +
 	"\x06server\x18\x01 \x01(\tR\x06server\x12\x10\n" +
 	"\x03uri\x18\x02 \x01(\tR\x03uri\"\xe5\x01\n" +
@@ -1532,6 +1548,7 @@ func file_contextd_v1_contextd_proto_init() {
 	if File_contextd_v1_contextd_proto != nil {
 		return
 	}
+	file_contextd_v1_contextd_proto_msgTypes[0].OneofWrappers = []any{}
 	file_contextd_v1_contextd_proto_msgTypes[5].OneofWrappers = []any{
 		(*Content_Text)(nil),
 		(*Content_Blob)(nil),
