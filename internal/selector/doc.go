@@ -3,45 +3,77 @@
 //
 // It is pure: it reads through a caller-supplied [ReadFunc] and counts with a
 // caller-supplied [budget.Counter], and does no I/O of its own. Ranking and
-// fusion happen before; [Select] takes candidates already in rank order.
+// fusion happen before; [Select] takes candidates in rank order and never
+// changes the ranks it reports.
 //
-// # Selection
+// # Value
 //
-// [Select] walks the candidates best first. Descriptors are checked before
-// any read, so a resource is read only if it may be returned:
-//
-//   - once the budget is full (no tokens left, or a text had to be trimmed)
-//     or [Request.MaxItems] items are selected, the rest are omitted unread;
-//   - once fewer than [MinUsefulTokens] tokens remain, only a candidate whose
-//     descriptor declares a Size that fits whole is still read;
-//   - a repeated (server, URI) is omitted unread;
-//   - with [Request.IncludeBinary] off, a descriptor whose MIME type is
-//     clearly binary (image/*, audio/*, video/*, font/*, PDF, ZIP, …) is
-//     omitted unread.
-//
-// Every candidate ends up in exactly one of [Result.Items] or
-// [Result.Omitted], each with a reason a person can read.
-//
-// # Packing
-//
-// The contents of a read result are packed in order, each counted exactly:
-//
-//   - a text that fits is kept whole;
-//   - a text that does not fit is cut at a line boundary to what is left
-//     ([budget.TrimToBudget]), the item is marked truncated, later contents
-//     are dropped and the budget is full. This happens to the best candidate
-//     too: a big top match is trimmed, never skipped;
-//   - a blob is never shown as base64 text. With IncludeBinary off it is
-//     dropped (a resource of blobs only is omitted); with it on, it costs the
-//     tokens of its standard base64 encoding and is kept whole or dropped,
-//     never cut, and later contents are still packed.
-//
-// The total of the returned items never exceeds [Request.TokenBudget].
+// Each candidate has a [Value]: its relevance (its score over the best
+// unpinned score) × a priority factor (the priority annotation, 0.75–1.25)
+// × a recency factor (lastModified, 0.9–1.1, neutral at 30 days); absent
+// annotations count as 1. Pinned candidates are considered first, in their
+// order; the others in decreasing value, ties in rank order. A candidate
+// worth less than [Request.ValueFloor] × the best value is omitted unread
+// ([OmitLowValue]). Items and omissions are reported in rank order.
 //
 // # Reads
 //
-// [Result.Reads] counts ReadFunc calls. Each read candidate is either
-// returned or omitted with [Omitted.Read] set, so Reads equals len(Items)
-// plus the omissions marked Read. A failed read omits that candidate and
-// selection goes on; a cancelled context stops it.
+// Descriptors are checked before any read, so a resource is read only if
+// it may be returned:
+//
+//   - once [Request.MaxItems] items are selected, or no tokens are left,
+//     the rest are omitted unread;
+//   - a candidate's cost is estimated from its descriptor's size and MIME
+//     type ([budget.Estimator], which learns each server's bytes per token
+//     from every exact count); once fewer than [MinUsefulTokens] are left,
+//     only one estimated to fit whole is read, and once fewer than
+//     [MinSectionRead] are left (with a query), one estimated not to fit
+//     whole becomes a pointer without a read;
+//   - a repeated (server, URI), a descriptor for the user only (unless
+//     asked for), and with [Request.IncludeBinary] off a descriptor whose
+//     MIME type is clearly binary, are omitted unread.
+//
+// [Result.Reads] counts ReadFunc calls: each read candidate is an item or
+// an omission with [Omitted.Read] set, and an unread item is a pointer
+// ([Item.Unread]). A failed read omits that candidate and selection goes
+// on; a cancelled context stops it.
+//
+// # Packing
+//
+// A read resource is counted exactly. Every usable content that fits is
+// returned whole ([FormWhole]). With a [Request.Query], a resource whose
+// texts do not fit degrades, and selection goes on after it:
+//
+//  1. [FormSections]: its texts are split into sections (package section:
+//     Markdown headings, top-level declarations of code, paragraphs) and
+//     the sections that best match the query (BM25 over the resource's own
+//     sections) are returned whole, each with its line range, in text order;
+//     if none fits whole, the best is cut at a line. The opening section
+//     counts as a weak match, so an overview follows the matches when there
+//     is room.
+//  2. [FormOutline]: no section matches the query: its headings with their
+//     line ranges.
+//  3. [FormPointer]: not even that: the descriptor alone ([PointerText]),
+//     counted; pointers together take at most [MaxPointerShare] of the
+//     budget.
+//
+// Budget still left after every candidate goes to more sections of the
+// items returned as sections, in text order, without another read.
+// Without a query a text that does not fit is cut at a line to what is left
+// ([FormTruncated]) and the budget is then full, as a caller that cannot
+// say what it needs gets the head.
+//
+// A text whose MIME type cannot be cut (application/* other than JSON,
+// XML, YAML, JavaScript and the like) is kept intact: whole or not at all
+// ([OmitUnsupported]). A blob is never shown as base64 text: with
+// IncludeBinary off it is dropped (a resource of blobs only is omitted);
+// with it on, it is returned as bytes, costs the tokens of its standard
+// base64 encoding, and is kept whole or dropped, never cut.
+//
+// Content already returned through another URI or server is omitted
+// ([OmitDuplicateContent]). The total of the returned items never exceeds
+// [Request.TokenBudget], and every candidate ends up in exactly one of
+// [Result.Items] or [Result.Omitted], each with a reason a person can read.
+// The same inputs (and read results, and Estimator state) give the same
+// Result.
 package selector
