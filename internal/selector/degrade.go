@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/base64"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/contextd/contextd/internal/budget"
@@ -23,6 +24,7 @@ func (s *selection) packQuery(rank int, c Candidate, v Value, contents []Content
 	left := s.remaining
 	var (
 		kept    []ItemContent
+		keptIdx []int // content index of each kept content
 		dropped []DroppedContent
 		over    []int // indexes of texts that do not fit whole
 		used    int
@@ -51,6 +53,7 @@ func (s *selection) packQuery(rank int, c Candidate, v Value, contents []Content
 				continue
 			}
 			kept = append(kept, ItemContent{Content: ct, Tokens: n})
+			keptIdx = append(keptIdx, i)
 			used += n
 		default:
 			if !budget.Fits(s.count, len(ct.Text), left-used) {
@@ -64,6 +67,7 @@ func (s *selection) packQuery(rank int, c Candidate, v Value, contents []Content
 				continue
 			}
 			kept = append(kept, ItemContent{Content: ct, Tokens: n})
+			keptIdx = append(keptIdx, i)
 			used += n
 		}
 	}
@@ -74,108 +78,74 @@ func (s *selection) packQuery(rank int, c Candidate, v Value, contents []Content
 			return
 		}
 		truncated := firstBudgetDrop(dropped) != ""
-		form := FormWhole
-		if truncated {
-			form = FormTruncated
-		}
 		s.add(Item{
-			Candidate: c, Rank: rank, Form: form, Value: v.Total(), Contents: kept, Dropped: dropped,
+			Candidate: c, Rank: rank, Form: FormWhole, Value: v.Total(), Contents: kept, Dropped: dropped,
 			Tokens: used, Truncated: truncated,
 			Reason: fmt.Sprintf("%s, %s; %s", why(rank, c.Pinned), v, wholeNote(used, truncated, dropped)),
 		}, fp)
 		return
 	}
-	s.degrade(rank, c, v, contents, dropped, over, fp, est)
+	s.degrade(rank, c, v, contents, wholeParts{whole: kept, wholeIdx: keptIdx, tokens: used}, dropped, over, fp, est)
 }
 
 // degrade returns the best sections of the texts of contents that did not
-// fit whole (over), or their outline, or a pointer, or omits c. Whatever
-// else the resource holds is dropped: one resource is returned in one form.
-func (s *selection) degrade(rank int, c Candidate, v Value, contents []Content, dropped []DroppedContent, over []int, fp fingerprint, est int) {
-	left := s.remaining
+// fit whole (over) together with the contents that did (done), or, when no
+// section matches, their outline, or else only the contents that fit, or a
+// pointer; or it omits c.
+func (s *selection) degrade(rank int, c Candidate, v Value, contents []Content, done wholeParts, dropped []DroppedContent, over []int, fp fingerprint, est int) {
+	left := s.remaining - done.tokens
 	whole := "it does not fit whole"
 	if est >= 0 {
 		whole = fmt.Sprintf("about %s whole", tokens(est))
 	}
 	var (
-		secs []section.Section
-		from []int // content index of each section
-		kept = map[int]bool{}
+		secs     []section.Section
+		from     []int // content index of each section
+		intact   string
+		cuttable = map[int]bool{}
 	)
 	for _, i := range over {
-		kept[i] = true
 		ct := contents[i]
 		mt := cmp.Or(ct.MIMEType, c.MIMEType)
-		if !cuttable(mt) {
-			dropped = append(dropped, DroppedContent{Index: i, URI: ct.URI, MIMEType: ct.MIMEType, Reason: OmitUnsupported,
-				Detail: fmt.Sprintf("MIME type %q is kept intact, and it does not fit in the %s left", mt, tokens(left))})
+		if !cuttableMIME(mt) {
+			intact = fmt.Sprintf("MIME type %q is kept intact, and it does not fit in the %s left", mt, tokens(left))
+			dropped = append(dropped, DroppedContent{Index: i, URI: ct.URI, MIMEType: ct.MIMEType, Reason: OmitUnsupported, Detail: intact})
 			continue
 		}
+		cuttable[i] = true
 		ss, _ := section.Split(ct.Text, mt)
 		for range ss {
 			from = append(from, i)
 		}
 		secs = append(secs, ss...)
 	}
-	for i, ct := range contents {
-		if !kept[i] && ct.Error == "" && !(ct.IsBlob && len(ct.Blob) == 0) && !(!ct.IsBlob && ct.Text == "") && !(ct.IsBlob && !s.req.IncludeBinary) {
-			dropped = append(dropped, DroppedContent{Index: i, URI: ct.URI, MIMEType: ct.MIMEType, Reason: OmitBudgetExhausted,
-				Detail: "the resource does not fit whole; only its best sections are returned"})
+	dropCut := func(why string) {
+		for _, i := range over {
+			if cuttable[i] {
+				ct := contents[i]
+				dropped = append(dropped, DroppedContent{Index: i, URI: ct.URI, MIMEType: ct.MIMEType, Reason: OmitBudgetExhausted, Detail: why})
+			}
 		}
-	}
-	if len(secs) == 0 {
-		if !s.pointer(rank, c, v, fmt.Sprintf("%s, and it cannot be cut (%s)", whole, dropped[len(dropped)-1].Detail), true) {
-			last := dropped[len(dropped)-1]
-			s.omit(rank, c, v, last.Reason, last.Detail, true)
-		}
-		return
-	}
-	scores := section.Score(secs, s.req.Query)
-	top := 0.0
-	for _, x := range scores {
-		top = max(top, x)
+		slices.SortStableFunc(dropped, func(x, y DroppedContent) int { return cmp.Compare(x.Index, y.Index) })
 	}
 	var picks []section.Pick
-	if top > 0 { // some section matches the query
-		best := 0
-		for j := range secs {
-			if scores[j] > scores[best] {
-				best = j
-			}
-		}
-		for j := range secs {
-			if j == 0 || from[j] != from[j-1] { // a text's first section
-				scores[j] = max(scores[j], introShare*top)
-			}
-		}
-		picks = section.Best(secs, scores, s.count, left)
-		if len(picks) == 0 {
-			// No section fits whole: the best one, cut at a line to what
-			// is left.
-			if out, n := budget.TrimToBudget(s.count, secs[best].Text, left); out != "" {
-				cut := secs[best]
-				cut.End = cut.Start + strings.Count(strings.TrimSuffix(out, "\n"), "\n")
-				cut.Text = out
-				secs[best] = cut
-				picks = []section.Pick{{Section: cut, Index: best, Tokens: n}}
-			}
-		}
+	if len(secs) > 0 {
+		picks = s.bestSections(secs, from, left)
 	}
 	if len(picks) > 0 {
-		st := &sectioned{rank: rank, secs: secs, from: from, contents: contents, picked: map[int]int{}}
-		used := 0
+		st := &sectioned{rank: rank, secs: secs, from: from, contents: contents, picked: map[int]int{}, done: done}
 		for _, p := range picks {
 			st.picked[p.Index] = p.Tokens
-			used += p.Tokens
 		}
-		out, ranges := st.build()
+		out, n, ranges := st.build(s.count)
 		st.item = len(s.res.Items)
 		s.sectioned = append(s.sectioned, st)
+		slices.SortStableFunc(dropped, func(x, y DroppedContent) int { return cmp.Compare(x.Index, y.Index) })
 		s.add(Item{
 			Candidate: c, Rank: rank, Form: FormSections, Value: v.Total(), Contents: out, Dropped: dropped,
-			Tokens: used, Truncated: true,
+			Tokens: n, Truncated: true,
 			Reason: fmt.Sprintf("%s, %s; best %d of %d sections for the query (lines %s), %s: %s",
-				why(rank, c.Pinned), v, len(picks), len(secs), ranges, tokens(used), whole),
+				why(rank, c.Pinned), v, len(picks), len(secs), ranges, tokens(n), whole),
 		}, fp)
 		return
 	}
@@ -195,23 +165,75 @@ func (s *selection) degrade(rank int, c Candidate, v Value, contents []Content, 
 			outline.WriteString(o)
 		}
 	}
-	if first >= 0 {
+	if first >= 0 && left > 0 {
 		if text, n := budget.TrimToBudget(s.count, outline.String(), left); text != "" {
 			ct := contents[first]
 			ct.Text, ct.MIMEType = text, "text/plain"
+			dropCut("its outline is returned instead: no section matches the query or fits")
 			s.add(Item{
 				Candidate: c, Rank: rank, Form: FormOutline, Value: v.Total(),
-				Contents: []ItemContent{{Content: ct, Tokens: n, Truncated: text != outline.String()}},
-				Dropped:  dropped, Tokens: n, Truncated: true,
+				Contents: append(slices.Clone(done.whole), ItemContent{Content: ct, Tokens: n, Truncated: text != outline.String()}),
+				Dropped:  dropped, Tokens: done.tokens + n, Truncated: true,
 				Reason: fmt.Sprintf("%s, %s; outline of its sections (%s): no section matches the query, or none fits in the %s left; %s",
 					why(rank, c.Pinned), v, tokens(n), tokens(left), whole),
 			}, fp)
 			return
 		}
 	}
-	if !s.pointer(rank, c, v, fmt.Sprintf("no section matches the query or fits in the %s left, and it has no outline that fits; %s", tokens(left), whole), true) {
-		s.omit(rank, c, v, OmitBudgetExhausted, fmt.Sprintf("not even a section, an outline or a pointer fits in the %s left; %s", tokens(left), whole), true)
+	if len(done.whole) > 0 {
+		dropCut(fmt.Sprintf("no section of it matches the query or fits in the %s left", tokens(left)))
+		s.add(Item{
+			Candidate: c, Rank: rank, Form: FormWhole, Value: v.Total(), Contents: done.whole, Dropped: dropped,
+			Tokens: done.tokens, Truncated: true,
+			Reason: fmt.Sprintf("%s, %s; the contents that fit, whole (%s); %d dropped", why(rank, c.Pinned), v, tokens(done.tokens), len(over)),
+		}, fp)
+		return
 	}
+	because := fmt.Sprintf("no section matches the query or fits in the %s left, and it has no outline that fits; %s", tokens(left), whole)
+	reason := OmitBudgetExhausted
+	if len(secs) == 0 {
+		because, reason = fmt.Sprintf("%s, and it cannot be cut (%s)", whole, intact), OmitUnsupported
+	}
+	if !s.pointer(rank, c, v, because, true) {
+		s.omit(rank, c, v, reason, because, true)
+	}
+}
+
+// bestSections scores secs for the query and returns the best that fit in
+// left, or, if none fits whole, the best cut at a line; nil when none
+// matches the query.
+func (s *selection) bestSections(secs []section.Section, from []int, left int) []section.Pick {
+	if left <= 0 {
+		return nil
+	}
+	scores := section.Score(secs, s.req.Query)
+	top, best := 0.0, 0
+	for j, x := range scores {
+		if x > top {
+			top, best = x, j
+		}
+	}
+	if top == 0 {
+		return nil
+	}
+	for j := range secs {
+		if j == 0 || from[j] != from[j-1] { // a text's first section
+			scores[j] = max(scores[j], introShare*top)
+		}
+	}
+	if picks := section.Best(secs, scores, s.count, left); len(picks) > 0 {
+		return picks
+	}
+	// No section fits whole: the best one, cut at a line.
+	out, n := budget.TrimToBudget(s.count, secs[best].Text, left)
+	if out == "" {
+		return nil
+	}
+	cut := secs[best]
+	cut.End = cut.Start + strings.Count(strings.TrimSuffix(out, "\n"), "\n")
+	cut.Text = out
+	secs[best] = cut
+	return []section.Pick{{Section: cut, Index: best, Tokens: n}}
 }
 
 // pointer returns c as a pointer item (its descriptor only) if that fits
@@ -276,6 +298,14 @@ func firstBudgetDrop(dropped []DroppedContent) string {
 	return ""
 }
 
+// wholeParts holds the contents of a resource that fit whole while its other
+// texts are degraded.
+type wholeParts struct {
+	whole    []ItemContent
+	wholeIdx []int // content index of each
+	tokens   int
+}
+
 // A sectioned remembers the sections of an item returned as
 // [FormSections], so that budget left at the end can take more of them
 // without another read.
@@ -286,40 +316,66 @@ type sectioned struct {
 	from     []int // content index of each section
 	contents []Content
 	picked   map[int]int // section index → tokens
+	done     wholeParts  // contents returned whole alongside
 }
 
-// build returns the item contents of the picked sections, in text order,
-// and their line ranges for a reason ("3-10, 40-52").
-func (st *sectioned) build() ([]ItemContent, string) {
+// build returns the item's contents in read order (whole contents, and
+// picked sections in text order, adjacent ones merged when that costs no
+// more), their tokens, and the sections' line ranges for a reason.
+func (st *sectioned) build(count budget.Counter) ([]ItemContent, int, string) {
 	var (
 		out    []ItemContent
 		ranges []string
+		total  int
 	)
-	for j, sec := range st.secs {
-		n, ok := st.picked[j]
-		if !ok {
-			continue
+	for i := range st.contents {
+		if k := slices.Index(st.done.wholeIdx, i); k >= 0 {
+			out = append(out, st.done.whole[k])
+			total += st.done.whole[k].Tokens
 		}
-		ct := st.contents[st.from[j]]
-		ct.Text = sec.Text
-		out = append(out, ItemContent{Content: ct, Tokens: n, Truncated: true, StartLine: sec.Start, EndLine: sec.End})
-		ranges = append(ranges, fmt.Sprintf("%d-%d", sec.Start, sec.End))
+		var run *ItemContent // the last section content of content i
+		for j, sec := range st.secs {
+			n, ok := st.picked[j]
+			if !ok || st.from[j] != i {
+				continue
+			}
+			if run != nil && run.EndLine+1 == sec.Start {
+				if m := count.Count(run.Text + sec.Text); m <= run.Tokens+n {
+					total += m - run.Tokens
+					run.Text += sec.Text
+					run.Tokens, run.EndLine = m, sec.End
+					continue
+				}
+			}
+			ct := st.contents[i]
+			ct.Text = sec.Text
+			out = append(out, ItemContent{Content: ct, Tokens: n, Truncated: true, StartLine: sec.Start, EndLine: sec.End})
+			run = &out[len(out)-1]
+			total += n
+		}
 	}
-	return out, strings.Join(ranges, ", ")
+	for _, c := range out {
+		if c.StartLine > 0 {
+			ranges = append(ranges, fmt.Sprintf("%d-%d", c.StartLine, c.EndLine))
+		}
+	}
+	return out, total, strings.Join(ranges, ", ")
 }
 
 // topUp spends what is left of the budget after every candidate was
 // considered on more sections of the items returned as sections, best item
 // first and each in text order: the rest of a resource that was worth
-// reading is better than an unused budget, and costs no read.
+// reading is better than an unused budget, and costs no read. Sections of
+// white space only are skipped.
 func (s *selection) topUp() {
 	for _, st := range s.sectioned {
 		added, probes := 0, 0
+		it := &s.res.Items[st.item]
 		for j, sec := range st.secs {
 			if s.remaining <= 0 || probes == maxTopUpProbes {
 				break
 			}
-			if _, ok := st.picked[j]; ok {
+			if _, ok := st.picked[j]; ok || strings.TrimSpace(sec.Text) == "" {
 				continue
 			}
 			probes++
@@ -332,14 +388,16 @@ func (s *selection) topUp() {
 			}
 			st.picked[j] = n
 			s.remaining -= n
+			it.Tokens += n
 			s.res.TotalTokens += n
 			added++
-			it := &s.res.Items[st.item]
-			it.Tokens += n
 		}
 		if added > 0 {
-			it := &s.res.Items[st.item]
-			it.Contents, _ = st.build()
+			out, n, _ := st.build(s.count)
+			// Merging adjacent sections never costs more than their parts.
+			s.remaining += it.Tokens - n
+			s.res.TotalTokens -= it.Tokens - n
+			it.Contents, it.Tokens = out, n
 			it.Reason += fmt.Sprintf("; then %d more in text order to use the budget left at the end (%s in all)", added, tokens(it.Tokens))
 		}
 	}

@@ -138,7 +138,7 @@ func TestValueFloorLeavesLowValueUnread(t *testing.T) {
 		t.Fatal(err)
 	}
 	o, ok := withOmitted(res.Omitted, "b")
-	if !ok || o.Reason != OmitLowValue || o.Read || !strings.Contains(o.Detail, "0.90 × the best value 1.00") {
+	if !ok || o.Reason != OmitLowValue || o.Read || !strings.Contains(o.Detail, "0.90 × the best returned value 1.00") {
 		t.Fatalf("b: %+v", o)
 	}
 	if _, ok := withItem(res.Items, "pin"); !ok {
@@ -271,10 +271,84 @@ func TestBudgetLeftTopsUpASectionedResource(t *testing.T) {
 	for _, c := range it.Contents {
 		starts = append(starts, c.StartLine)
 	}
-	if !slices.IsSorted(starts) || !strings.Contains(it.Contents[1].Text, "Option 0") || !strings.Contains(it.Reason, "then ") {
+	all := ""
+	for _, c := range it.Contents {
+		all += c.Text
+	}
+	if !slices.IsSorted(starts) || !strings.Contains(all, "## Option 0") || !strings.Contains(all, "## Retries") || !strings.Contains(it.Reason, "then ") {
 		t.Fatalf("want the Retries section, then more in text order: starts %v, reason %q", starts, it.Reason)
 	}
 	if res.TotalTokens > 300 || res.TotalTokens < 250 {
 		t.Errorf("%d tokens of 300: the budget was not used", res.TotalTokens)
+	}
+}
+
+// The value floor is a share of the best value that can be returned: a
+// better candidate left out before packing (binary, for the user only, or
+// unreadable) does not push the rest under the floor.
+func TestValueFloorIsAnchoredOnWhatCanBeReturned(t *testing.T) {
+	for _, top := range []Candidate{
+		{Server: "s", URI: "top", Score: 1, MIMEType: "image/png"},
+		{Server: "s", URI: "top", Score: 1, Audience: []string{"user"}},
+		{Server: "s", URI: "top", Score: 1}, // its read fails
+	} {
+		f := &fakeReads{contents: map[resource.Key][]Content{key("a"): {text("w w")}, key("b"): {text("w w w")}}}
+		res, err := Select(t.Context(), Request{TokenBudget: 100, Query: "w", ValueFloor: 0.9},
+			[]Candidate{top, {Server: "s", URI: "a", Score: 0.85}, {Server: "s", URI: "b", Score: 0.7}}, f.read, wordCounter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := withItem(res.Items, "a"); !ok {
+			t.Errorf("%+v on top: a was not returned: %+v", top, res.Omitted)
+		}
+		if o, ok := withOmitted(res.Omitted, "b"); !ok || o.Reason != OmitLowValue {
+			t.Errorf("%+v on top: b (0.70 < 0.9 × 0.85) should be low_value: %+v", top, res.Items)
+		}
+	}
+}
+
+// Rule 1: a resource that is never cut (a blob, or a text of a type kept
+// intact) and that its size says cannot fit is not read.
+func TestNeverCutResourceEstimatedTooBigIsNotRead(t *testing.T) {
+	tk := realTokenizer(t)
+	f := &fakeReads{contents: map[resource.Key][]Content{
+		key("img"): {{URI: "img", MIMEType: "image/png", Blob: make([]byte, 1<<20), IsBlob: true}},
+		key("x"):   {{URI: "x", MIMEType: "application/x-custom", Text: strings.Repeat("alpha ", 60000)}},
+		key("doc"): {text("alpha beta")},
+	}}
+	ranked := []Candidate{
+		{Server: "s", URI: "img", Score: 1, MIMEType: "image/png", Size: 1 << 20},
+		{Server: "s", URI: "x", Score: 1, MIMEType: "application/x-custom", Size: 360000},
+		{Server: "s", URI: "doc", Score: 1},
+	}
+	res, err := Select(t.Context(), Request{TokenBudget: 2000, Query: "alpha", IncludeBinary: true, Estimator: budget.NewEstimator()}, ranked, f.read, tk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(f.calls, "s img") || slices.Contains(f.calls, "s x") {
+		t.Fatalf("read what its size says cannot fit: %v", f.calls)
+	}
+	if _, ok := withItem(res.Items, "doc"); !ok || res.Reads != 1 {
+		t.Errorf("doc not returned from 1 read: %+v, %d reads", res.Items, res.Reads)
+	}
+}
+
+// A read with a text too big to cut (kept intact) and a small text that
+// fits returns the small one, and says why the other is left out.
+func TestMixedContentsKeepWhatFits(t *testing.T) {
+	f := &fakeReads{contents: map[resource.Key][]Content{key("r"): {
+		{URI: "r#big", MIMEType: "application/x-custom", Text: strings.Repeat("w ", 500)},
+		{URI: "r#small", MIMEType: "text/plain", Text: "w w w"},
+	}}}
+	res, err := Select(t.Context(), Request{TokenBudget: 100, Query: "w"}, []Candidate{{Server: "s", URI: "r", Score: 1}}, f.read, wordCounter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Items) != 1 || len(res.Items[0].Contents) != 1 || res.Items[0].Contents[0].URI != "r#small" {
+		t.Fatalf("items %+v omitted %+v", res.Items, res.Omitted)
+	}
+	d := res.Items[0].Dropped
+	if len(d) != 1 || d[0].Reason != OmitUnsupported || !strings.Contains(d[0].Detail, "kept intact") {
+		t.Errorf("dropped %+v", d)
 	}
 }

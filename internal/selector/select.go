@@ -15,10 +15,10 @@ import (
 
 // MinUsefulTokens is the smallest remainder worth reading a resource to trim
 // into. Once an item is selected and fewer tokens than this are left, a
-// candidate is read only if its descriptor declares a Size in bytes no larger
-// than what is left: a BPE token covers at least one byte of UTF-8 text, so
-// such a resource fits whole. The others are omitted unread with
-// [OmitBudgetExhausted].
+// candidate is read only if its descriptor's Size says it fits whole: by
+// the Request's Estimator when there is one, else as a byte bound (a BPE
+// token covers at least one byte of UTF-8 text). The others become
+// pointers or are omitted unread with [OmitBudgetExhausted].
 const MinUsefulTokens = 32
 
 // Request errors returned by [Select], wrapped with the offending value.
@@ -52,8 +52,9 @@ const MaxPointerShare = 0.125
 // for a candidate that may be returned. A read error omits that candidate
 // ([OmitReadFailed]) and selection continues.
 //
-// Select returns ErrInvalidBudget or ErrInvalidMaxItems (wrapped) for a bad
-// request, and ctx.Err() if ctx is done before selection finishes; the
+// Select returns ErrInvalidBudget, ErrInvalidMaxItems or
+// ErrInvalidValueFloor (wrapped) for a bad request, and ctx.Err() if ctx is
+// done before selection finishes; the
 // result is then empty. It panics if read or count is nil. The same inputs
 // (and read results) always give the same Result.
 func Select(ctx context.Context, req Request, ranked []Candidate, read ReadFunc, count budget.Counter) (Result, error) {
@@ -85,9 +86,6 @@ func Select(ctx context.Context, req Request, ranked []Candidate, read ReadFunc,
 	values := make([]Value, len(ranked))
 	for i, c := range ranked {
 		values[i] = valueOf(c, best, req.Now)
-		if !c.Pinned {
-			s.bestValue = max(s.bestValue, values[i].Total())
-		}
 	}
 	// Pinned candidates first, in their order; then by value, ties in rank
 	// order. Without annotations the value order is the rank order.
@@ -139,9 +137,14 @@ type selection struct {
 	full      string               // why the budget is full after a text did not fit; "" if not
 	seen      map[resource.Key]int // rank of the first candidate with each key
 	fps       []packed             // the contents of the items so far
-	bestValue float64              // the best unpinned candidate's Value.Total
-	pointers  int                  // tokens taken by pointer items
-	sectioned []*sectioned         // items returned as sections, in the order added
+	// anchor is the value of the first unpinned item returned: candidates
+	// come in decreasing value, so it is the best value among those that
+	// can be returned, and ValueFloor is a share of it. 0 until then: a
+	// best candidate that is omitted (binary, for the user, unreadable)
+	// does not raise the floor for the rest.
+	anchor    float64
+	pointers  int          // tokens taken by pointer items
+	sectioned []*sectioned // items returned as sections, in the order added
 }
 
 // packed remembers an item's content fingerprint.
@@ -163,6 +166,18 @@ func (s *selection) consider(ctx context.Context, rank int, c Candidate, v Value
 		return nil
 	}
 	est, known := s.estimate(c)
+	if neverCut := binaryMIME(c.MIMEType) || (s.req.Query != "" && !cuttableMIME(c.MIMEType)); neverCut && known && s.req.Estimator != nil && est > s.remaining {
+		// It can only come whole, and the estimate says it will not fit.
+		reason := OmitUnsupported
+		if binaryMIME(c.MIMEType) {
+			reason = OmitBinaryTooLarge
+		}
+		why := fmt.Sprintf("%q is never cut, and about %s whole (%d bytes) is more than the %s left", c.MIMEType, tokens(est), c.Size, tokens(s.remaining))
+		if !s.pointer(rank, c, v, why, false) {
+			s.omit(rank, c, v, reason, why, false)
+		}
+		return nil
+	}
 	if len(s.res.Items) > 0 && s.req.Query != "" && known && est > s.remaining && s.remaining < MinSectionRead {
 		why := fmt.Sprintf("about %s whole, more than the %s left, which is under the %d worth reading it for its sections", tokens(est), tokens(s.remaining), MinSectionRead)
 		if !s.pointer(rank, c, v, why, false) {
@@ -228,8 +243,8 @@ func (s *selection) skip(c Candidate, v Value) (OmitReason, string) {
 		return OmitUserAudience, "annotated for the user only (audience [\"user\"])"
 	case !s.req.IncludeBinary && binaryMIME(c.MIMEType):
 		return OmitBinaryExcluded, fmt.Sprintf("descriptor MIME type %q is binary", c.MIMEType)
-	case !c.Pinned && v.Total() < s.req.ValueFloor*s.bestValue:
-		return OmitLowValue, fmt.Sprintf("%s is below %.2f × the best value %.2f", v, s.req.ValueFloor, s.bestValue)
+	case !c.Pinned && v.Total() < s.req.ValueFloor*s.anchor:
+		return OmitLowValue, fmt.Sprintf("%s is below %.2f × the best returned value %.2f", v, s.req.ValueFloor, s.anchor)
 	}
 	return "", ""
 }
@@ -360,6 +375,9 @@ func (s *selection) packHead(rank int, c Candidate, v Value, contents []Content,
 
 // add records an item and charges its tokens.
 func (s *selection) add(it Item, fp fingerprint) {
+	if !it.Pinned && s.anchor == 0 {
+		s.anchor = it.Value
+	}
 	s.fps = append(s.fps, packed{fp: fp, rank: it.Rank, key: it.Key()})
 	s.remaining -= it.Tokens
 	s.res.TotalTokens += it.Tokens

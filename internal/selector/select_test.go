@@ -695,7 +695,12 @@ func checkInvariants(t *testing.T, req Request, ranked []Candidate, res Result, 
 		}
 		seen[o.Rank-1]++
 		switch o.Reason {
-		case OmitReadFailed, OmitEmpty, OmitBinaryTooLarge, OmitTooLarge, OmitDuplicateContent, OmitUnsupported:
+		case OmitBinaryTooLarge, OmitUnsupported:
+			// Read, or judged unread from the size estimate (never cut).
+			if !o.Read && req.Estimator == nil {
+				t.Errorf("omitted rank %d (%s) unread without an estimator", o.Rank, o.Reason)
+			}
+		case OmitReadFailed, OmitEmpty, OmitTooLarge, OmitDuplicateContent:
 			if !o.Read {
 				t.Errorf("omitted rank %d (%s) not marked read", o.Rank, o.Reason)
 			}
