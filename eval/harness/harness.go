@@ -109,7 +109,7 @@ var strategies = []strategy{
 	}},
 	{name: "bm25+use convex", needs: []string{embUSE}, rank: func(ctx context.Context, r *runner, q beir.Query) ([]string, error) {
 		how := engine.DefaultRanking
-		how.Clauses = 0
+		how.Clauses, how.Diversify = 0, 0
 		return r.search(ctx, embUSE, q.Text, &how)
 	}},
 	{name: "bm25+use convex+clauses", needs: []string{embUSE}, rank: func(ctx context.Context, r *runner, q beir.Query) ([]string, error) {

@@ -18,6 +18,18 @@ import (
 // pool is how deep each retrieval list goes before fusion.
 const pool = 100
 
+// Diversification of compound queries (Ranking.Diversify): the first
+// diversifyK results are chosen from the first diversifyDepth by xQuAD
+// (rank.Diversify) with temperature diversifyTau, in units of the fused
+// score (a convex score of at most 1 plus Clauses times a clause's). They
+// were set on MetaTool's dev split, with two-need requests made by joining
+// two dev queries (eval/README.md).
+const (
+	diversifyK     = 10
+	diversifyDepth = 20
+	diversifyTau   = 0.1
+)
+
 // maxClauses caps how many clauses of a compound query are ranked on their
 // own (each costs a query embedding and a dense scan); later ones count only
 // as part of the whole query.
@@ -50,17 +62,25 @@ type Ranking struct {
 	// price of Apple and the latest news about it" finds its resources.
 	// Zero ranks the whole query only.
 	Clauses float64
+	// Diversify is xQuAD's λ in [0, 1] (rank.Diversify) for a compound
+	// query: how much the head of the ranking is re-ordered so that each
+	// clause is served, rather than the clause the whole query leans to
+	// filling it. Zero keeps the fused order. Re-ordered results keep their
+	// fused scores, so scores need not be descending. It applies to
+	// FusionConvex only: its temperature is in units of the convex score.
+	Diversify float64
 }
 
 // DefaultRanking is the daemon's ranking when Options.Ranking is zero: the
 // one the eval measured best on MetaTool's dev split with the default
 // embedder (see eval/README.md).
-var DefaultRanking = Ranking{Dense: 0.9, Lexical: 0.1, Fusion: FusionConvex, Clauses: 0.3}
+var DefaultRanking = Ranking{Dense: 0.9, Lexical: 0.1, Fusion: FusionConvex, Clauses: 0.3, Diversify: 0.4}
 
 func (r Ranking) valid() bool {
 	finite := func(x float64) bool { return !math.IsInf(x, 0) && !math.IsNaN(x) }
 	return finite(r.Dense) && finite(r.Lexical) && finite(r.K) && finite(r.Clauses) &&
 		r.Dense >= 0 && r.Lexical >= 0 && r.Dense+r.Lexical > 0 && r.K >= 0 && r.Clauses >= 0 &&
+		r.Diversify >= 0 && r.Diversify <= 1 &&
 		(r.Fusion == FusionConvex || r.Fusion == FusionRRF)
 }
 
@@ -81,7 +101,7 @@ func (e *Engine) rank(ctx context.Context, query string, filt Filter, n int, how
 		}
 	}
 	var clauses []string
-	if how.Clauses > 0 {
+	if how.Clauses > 0 || how.Diversify > 0 {
 		clauses = lexical.Clauses(query)
 		clauses = clauses[:min(len(clauses), maxClauses)]
 	}
@@ -99,6 +119,9 @@ func (e *Engine) rank(ctx context.Context, query string, filt Filter, n int, how
 		return nil, err
 	}
 	fused := combineClauses(lists[0], lists[1:], how.Clauses)
+	if how.Diversify > 0 && how.Fusion == FusionConvex {
+		fused = rank.Diversify(fused, lists[1:], how.Diversify, diversifyTau, diversifyK, diversifyDepth)
+	}
 	out := make([]Ranked, 0, min(n, len(fused)))
 	for _, h := range fused {
 		if len(out) == n {

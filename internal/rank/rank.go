@@ -14,6 +14,9 @@
 // the paper found k = 60 to work well across collections, and a k ≤ 0
 // passed to [Fuse] means that value. Plain RRF has every weight w_i = 1;
 // [FuseWeighted] lets a caller trust one ranker more than another.
+// [Convex] fuses two lists by their normalised scores instead, and
+// [Diversify] re-orders the head of a fused ranking so that it serves each
+// aspect (clause) of a compound query.
 //
 // # Determinism
 //

@@ -1,0 +1,58 @@
+package engine_test
+
+import (
+	"testing"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/contextd/contextd/internal/engine"
+	"github.com/contextd/contextd/internal/mcp/mcptest"
+)
+
+// TestCompoundQueryServesEachClause checks that the default ranking
+// diversifies the head of a compound query's ranking: the whole query
+// leans to the weather (more of its words), and without diversification
+// the weather resources fill the first three places.
+func TestCompoundQueryServesEachClause(t *testing.T) {
+	srv := mcptest.NewServer(nil, &mcpsdk.ServerOptions{PageSize: 500})
+	for uri, desc := range map[string]string{
+		"w://forecast": "weather forecast for a city, rain and sun tomorrow",
+		"w://radar":    "weather radar map of rain over the city",
+		"w://alerts":   "severe weather alerts for a city: storm, rain, wind",
+		"w://climate":  "climate and average weather of a city by month",
+		"s://quote":    "stock quote: the share price of a company",
+		"x://recipes":  "recipes for dinner",
+	} {
+		mcptest.AddText(srv, uri, desc, desc)
+	}
+	eng := newEngine(t, "", map[string]*mcpsdk.Server{"s": srv}, 0)
+	const query = "What will the weather forecast, weather radar and weather alerts say about rain, sun and storm in the city tomorrow? Also the share price of the company"
+
+	top := func(how engine.Ranking) []string {
+		t.Helper()
+		got, err := eng.Search(t.Context(), engine.SearchRequest{Query: query, Limit: 3, Ranking: &how})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var uris []string
+		for _, r := range got {
+			uris = append(uris, r.URI)
+		}
+		return uris
+	}
+	flat := engine.DefaultRanking
+	flat.Diversify = 0
+	for _, u := range top(flat) {
+		if u == "s://quote" {
+			t.Fatalf("without diversification the stock quote is already in the top 3 (%v): the test shows nothing", top(flat))
+		}
+	}
+	got := top(engine.DefaultRanking)
+	found := false
+	for _, u := range got {
+		found = found || u == "s://quote"
+	}
+	if !found {
+		t.Errorf("default ranking top 3 = %v, want the stock quote among them", got)
+	}
+}
