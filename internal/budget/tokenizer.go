@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"math"
 	"strings"
 	"sync"
 	"unicode"
@@ -71,7 +72,7 @@ func Fits(c Counter, n, maxTokens int) bool {
 	if !ok || ts.MaxTokenBytes() <= 0 {
 		return true
 	}
-	return n <= maxTokens*ts.MaxTokenBytes()
+	return maxTokens >= math.MaxInt/ts.MaxTokenBytes() || n <= maxTokens*ts.MaxTokenBytes()
 }
 
 var (

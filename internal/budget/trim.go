@@ -1,6 +1,7 @@
 package budget
 
 import (
+	"math"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -35,7 +36,7 @@ func TrimToBudget(c Counter, text string, maxTokens int) (out string, tokens int
 	if ts, ok := c.(TokenSizer); ok && ts.MaxTokenBytes() > 0 {
 		// No prefix longer than this can fit, so never count past it: work
 		// is bounded by the budget, not by the size of the resource.
-		if limit := maxTokens * ts.MaxTokenBytes(); limit < len(text) {
+		if limit := maxTokens * ts.MaxTokenBytes(); maxTokens < math.MaxInt/ts.MaxTokenBytes() && limit < len(text) {
 			for limit > 0 && !utf8.RuneStart(text[limit]) {
 				limit--
 			}

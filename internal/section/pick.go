@@ -81,13 +81,14 @@ const maxProbes = 64
 
 // Best returns the sections with the highest scores (ties: earlier first)
 // whose texts, each counted exactly with c, fit together in maxTokens, in
-// text order. Sections that score 0 are never picked, so it returns nil
+// text order. Sections that score 0 or hold only white space are never
+// picked, so it returns nil
 // when no section shares a term with the query. At most [maxProbes]
 // sections are counted.
 func Best(sections []Section, scores []float64, c budget.Counter, maxTokens int) []Pick {
 	order := make([]int, 0, len(sections))
 	for i := range sections {
-		if scores[i] > 0 {
+		if scores[i] > 0 && strings.TrimSpace(sections[i].Text) != "" {
 			order = append(order, i)
 		}
 	}

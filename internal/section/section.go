@@ -170,6 +170,9 @@ func fence(line string) string {
 	for _, c := range []string{"`", "~"} {
 		n := len(s) - len(strings.TrimLeft(s, c))
 		if n >= 3 {
+			if c == "`" && strings.Contains(s[n:], "`") {
+				return "" // inline code: a backtick fence's info string has no backtick
+			}
 			return s[:n]
 		}
 	}

@@ -220,3 +220,21 @@ func TestBestPicksTopSectionsThatFitInTextOrder(t *testing.T) {
 		t.Errorf("no section matches, yet picked %+v", got)
 	}
 }
+
+func TestInlineCodeIsNotAFence(t *testing.T) {
+	ss, _ := Split("# a\n``` x ```\n# yes\n# b\n", "text/markdown")
+	if len(ss) != 3 {
+		t.Fatalf("a line of inline code hid the headings after it: %v", headings(ss))
+	}
+}
+
+func TestBestNeverPicksBlankSections(t *testing.T) {
+	tok, err := budget.NewTokenizer("cl100k_base")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss := []Section{{Start: 1, End: 3, Text: "\n\n\n"}, {Start: 4, End: 4, Text: "retry\n"}}
+	if got := Best(ss, []float64{1, 1}, tok, 100); len(got) != 1 || got[0].Start != 4 {
+		t.Fatalf("picks %+v", got)
+	}
+}

@@ -46,7 +46,8 @@ func (s *selection) packQuery(rank int, c Candidate, v Value, contents []Content
 			n := left - used + 1
 			if budget.Fits(s.count, b64, left-used) {
 				n = s.count.Count(base64.StdEncoding.EncodeToString(ct.Blob))
-				s.observe(c.Server, mt, len(ct.Blob), n)
+				// Whatever its MIME type says, a blob costs its base64.
+				s.observe(c.Server, "application/octet-stream", len(ct.Blob), n)
 			}
 			if n > left-used {
 				drop(OmitBinaryTooLarge, fmt.Sprintf("blob of %d bytes costs more than the %s left", len(ct.Blob), tokens(left-used)))
@@ -136,6 +137,7 @@ func (s *selection) degrade(rank int, c Candidate, v Value, contents []Content, 
 		st := &sectioned{rank: rank, secs: secs, from: from, contents: contents, picked: map[int]int{}, done: done}
 		for _, p := range picks {
 			st.picked[p.Index] = p.Tokens
+			s.observe(c.Server, cmp.Or(contents[from[p.Index]].MIMEType, c.MIMEType), len(p.Text), p.Tokens)
 		}
 		out, n, ranges := st.build(s.count)
 		st.item = len(s.res.Items)
@@ -151,19 +153,18 @@ func (s *selection) degrade(rank int, c Candidate, v Value, contents []Content, 
 	}
 	var outline strings.Builder
 	first := -1
-	for _, i := range over {
-		var own []section.Section
-		for j, sec := range secs {
-			if from[j] == i {
-				own = append(own, sec)
-			}
+	for lo := 0; lo < len(secs); { // secs are grouped by content, in order
+		hi := lo + 1
+		for hi < len(secs) && from[hi] == from[lo] {
+			hi++
 		}
-		if o := section.Outline(own); o != "" {
+		if o := section.Outline(secs[lo:hi]); o != "" {
 			if first < 0 {
-				first = i
+				first = from[lo]
 			}
 			outline.WriteString(o)
 		}
+		lo = hi
 	}
 	if first >= 0 && left > 0 {
 		if text, n := budget.TrimToBudget(s.count, outline.String(), left); text != "" {
@@ -257,7 +258,7 @@ func (s *selection) pointer(rank int, c Candidate, v Value, because string, read
 	s.add(Item{
 		Candidate: c, Rank: rank, Form: FormPointer, Value: v.Total(), Tokens: n, Truncated: true, Unread: !read,
 		Reason: fmt.Sprintf("%s, %s; pointer only (%s): %s", why(rank, c.Pinned), v, tokens(n), because),
-	}, fingerprint{})
+	}, fingerprint{none: true})
 	return true
 }
 

@@ -352,3 +352,49 @@ func TestMixedContentsKeepWhatFits(t *testing.T) {
 		t.Errorf("dropped %+v", d)
 	}
 }
+
+// Without a query too, a text of a type kept intact is never cut.
+func TestUnsupportedMIMETypeIsNotCutWithoutAQuery(t *testing.T) {
+	f := &fakeReads{contents: map[resource.Key][]Content{key("a"): {{URI: "a", MIMEType: "application/x-custom", Text: "one two\nthree four\n"}}}}
+	res, err := Select(t.Context(), Request{TokenBudget: 2}, []Candidate{{Server: "s", URI: "a", MIMEType: "application/x-custom"}}, f.read, wordCounter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Items) != 0 {
+		t.Fatalf("cut: %+v", res.Items)
+	}
+	if o, ok := withOmitted(res.Omitted, "a"); !ok || o.Reason != OmitUnsupported {
+		t.Errorf("omitted %+v", res.Omitted)
+	}
+}
+
+// A blob teaches the estimator the binary ratio, never a text one.
+func TestBlobDoesNotTeachATextRatio(t *testing.T) {
+	tk, est := realTokenizer(t), budget.NewEstimator()
+	b := make([]byte, 64<<10)
+	for i := range b {
+		b[i] = byte(i * 7919)
+	}
+	f := &fakeReads{contents: map[resource.Key][]Content{key("img"): {{URI: "img", Blob: b, IsBlob: true}}}}
+	if _, err := Select(t.Context(), Request{TokenBudget: 200000, Query: "x", IncludeBinary: true, Estimator: est}, []Candidate{cand("img")}, f.read, tk); err != nil {
+		t.Fatal(err)
+	}
+	if r := est.BytesPerToken("s", "text/plain"); r != 4 {
+		t.Errorf("prose ratio now %.2f", r)
+	}
+	if r := est.BytesPerToken("s", "image/png"); r == 1.05 {
+		t.Errorf("binary ratio not learned")
+	}
+}
+
+// A budget near the int range does not overflow the byte bound.
+func TestHugeBudget(t *testing.T) {
+	f := &fakeReads{contents: map[resource.Key][]Content{key("a"): {text("hello world")}}}
+	res, err := Select(t.Context(), Request{TokenBudget: int(^uint(0)>>1) / 64, Query: "hello"}, []Candidate{cand("a")}, f.read, realTokenizer(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Items) != 1 || res.Items[0].Form != FormWhole {
+		t.Fatalf("%+v", res)
+	}
+}

@@ -316,11 +316,14 @@ func (s *selection) packHead(rank int, c Candidate, v Value, contents []Content,
 			}
 			kept = append(kept, ItemContent{Content: ct, Tokens: n})
 			left -= n
+		case !cuttableMIME(cmp.Or(ct.MIMEType, c.MIMEType)) && !s.wholeFits(ct, left):
+			drop(OmitUnsupported, fmt.Sprintf("MIME type %q is kept intact, and it does not fit in the %s left", cmp.Or(ct.MIMEType, c.MIMEType), tokens(left)))
 		default:
 			// TrimToBudget returns the text whole when it fits, and counts
 			// only about as much of a long text as it keeps.
 			out, n := budget.TrimToBudget(s.count, ct.Text, left)
 			if out == ct.Text {
+				s.observe(c.Server, cmp.Or(ct.MIMEType, c.MIMEType), len(ct.Text), n)
 				kept = append(kept, ItemContent{Content: ct, Tokens: n})
 				left -= n
 				continue
@@ -373,6 +376,11 @@ func (s *selection) packHead(rank int, c Candidate, v Value, contents []Content,
 	}
 }
 
+// wholeFits reports whether text content ct fits whole in left tokens.
+func (s *selection) wholeFits(ct Content, left int) bool {
+	return budget.Fits(s.count, len(ct.Text), left) && s.count.Count(ct.Text) <= left
+}
+
 // add records an item and charges its tokens.
 func (s *selection) add(it Item, fp fingerprint) {
 	if !it.Pinned && s.anchor == 0 {
@@ -395,8 +403,11 @@ func emptyReason(contents []Content, dropped []DroppedContent, budgetDrop string
 		return OmitEmpty, "read returned no contents"
 	}
 	for _, d := range dropped {
-		if d.Reason == OmitTooLarge || d.Reason == OmitBinaryTooLarge {
+		switch d.Reason {
+		case OmitTooLarge, OmitBinaryTooLarge:
 			return d.Reason, budgetDrop
+		case OmitUnsupported:
+			return d.Reason, d.Detail
 		}
 	}
 	blobs, invalid := 0, ""
