@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -164,7 +165,7 @@ type assembleFlags struct {
 	budget, maxItems       int
 	includeBinary, content bool
 	userAudience           bool
-	valueFloor             float64 // < 0: the daemon's default
+	valueFloor             optionalFloat
 	pins, mimes, prefixes  stringList
 }
 
@@ -174,7 +175,7 @@ func (a *assembleFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&a.maxItems, "max-items", 0, "maximum items to return (0 = no limit)")
 	fs.BoolVar(&a.content, "content", false, "print the returned texts (human output)")
 	fs.BoolVar(&a.userAudience, "include-user-audience", false, `also return resources annotated for the user only (audience ["user"])`)
-	fs.Float64Var(&a.valueFloor, "value-floor", -1, "leave out candidates worth less than this share of the best one, in [0, 1] (default: the daemon's, 0.9)")
+	fs.Var(&a.valueFloor, "value-floor", "leave out candidates worth less than this share of the best one, in [0, 1] (default: the daemon's, 0.9; 0 keeps all that fit)")
 	fs.Var(&a.pins, "pin", "return this resource first: SERVER=URI (repeatable)")
 	fs.Var(&a.mimes, "mime", "only rank resources of this MIME type, e.g. text/markdown or text/* (repeatable)")
 	fs.Var(&a.prefixes, "uri-prefix", "only rank resources whose URI starts with this (repeatable)")
@@ -186,8 +187,8 @@ func (a *assembleFlags) request(q string, servers []string) (*contextdv1.Assembl
 		Query: q, TokenBudget: int32(a.budget), Servers: servers, IncludeBinary: a.includeBinary,
 		MaxItems: int32(a.maxItems), MimeTypes: a.mimes, UriPrefixes: a.prefixes, IncludeUserAudience: a.userAudience,
 	}
-	if a.valueFloor >= 0 {
-		req.ValueFloor = &a.valueFloor
+	if a.valueFloor.set {
+		req.ValueFloor = &a.valueFloor.v
 	}
 	for _, p := range a.pins {
 		server, uri, ok := strings.Cut(p, "=")
@@ -208,8 +209,8 @@ func (a *assembleFlags) validate(pos []string) (string, error) {
 	if a.maxItems < 0 || a.maxItems > math.MaxInt32 {
 		return "", fmt.Errorf("%w: --max-items %d is out of range (0..%d; 0 = no limit)", engine.ErrInvalidArgument, a.maxItems, math.MaxInt32)
 	}
-	if a.valueFloor != -1 && !(a.valueFloor >= 0 && a.valueFloor <= 1) {
-		return "", fmt.Errorf("%w: --value-floor %v is outside [0, 1]", engine.ErrInvalidArgument, a.valueFloor)
+	if a.valueFloor.set && !(a.valueFloor.v >= 0 && a.valueFloor.v <= 1) {
+		return "", fmt.Errorf("%w: --value-floor %v is outside [0, 1]", engine.ErrInvalidArgument, a.valueFloor.v)
 	}
 	return q, nil
 }
@@ -320,4 +321,26 @@ func printAssemble(w io.Writer, r *contextdv1.AssembleResponse, content bool) {
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(s, "\n")
 	return s
+}
+
+// optionalFloat is a float flag that knows whether it was given.
+type optionalFloat struct {
+	v   float64
+	set bool
+}
+
+func (f *optionalFloat) String() string {
+	if f == nil || !f.set {
+		return ""
+	}
+	return strconv.FormatFloat(f.v, 'g', -1, 64)
+}
+
+func (f *optionalFloat) Set(s string) error {
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return fmt.Errorf("%q is not a number", s)
+	}
+	f.v, f.set = v, true
+	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/contextd/contextd/internal/budget"
 	"github.com/contextd/contextd/internal/config"
 	"github.com/contextd/contextd/internal/engine"
+	"github.com/contextd/contextd/internal/selector"
 )
 
 // BudgetRow is one assembler at one token budget, summed over a split's
@@ -128,7 +129,10 @@ func RunBudget(ctx context.Context, opts Options, budgets []int, floors ...float
 				sums[key(name, b)] = c
 				for _, it := range res.Items {
 					c.total += it.Tokens
-					if judged[ids[it.Key()]] > 0 {
+					// A pointer is a descriptor, not content: it costs its
+					// tokens but counts as neither relevant content nor a
+					// relevant resource returned.
+					if it.Form != selector.FormPointer && judged[ids[it.Key()]] > 0 {
 						c.relevant += it.Tokens
 						c.recall += 1 / float64(nRelevant(judged))
 					}

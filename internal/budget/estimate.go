@@ -43,7 +43,8 @@ func ClassOf(mimeType string) ContentClass {
 		return Structured
 	case major == "image", major == "audio", major == "video", major == "font",
 		t == "application/octet-stream", t == "application/pdf", t == "application/zip",
-		t == "application/gzip", t == "application/x-tar", t == "application/wasm":
+		t == "application/gzip", t == "application/x-gzip", t == "application/x-tar", t == "application/wasm",
+		t == "application/x-7z-compressed", t == "application/vnd.rar":
 		return Binary
 	case strings.HasPrefix(t, "text/x-") && t != "text/x-markdown",
 		sub == "javascript", sub == "x-javascript", sub == "typescript", sub == "x-sh", sub == "sql",

@@ -27,10 +27,13 @@ type Candidate struct {
 	// rule nor the value floor applies to them.
 	Pinned bool
 	// Priority is the descriptor's priority annotation in [0, 1] (1: most
-	// important); 0 means absent and counts as neutral.
+	// important); 0 means absent and counts as neutral. The go-sdk decodes
+	// the annotation into a float64, so an explicit 0 cannot be told from
+	// an absent one and counts as neutral too.
 	Priority float64
 	// LastModified is the descriptor's lastModified annotation (ISO 8601,
-	// as sent); "" or unparsable counts as neutral.
+	// as sent: an RFC 3339 time, or a date such as 2025-01-12 taken as its
+	// midnight UTC); "" or unparsable counts as neutral.
 	LastModified string
 }
 
@@ -108,7 +111,8 @@ const (
 	// contents and costs the tokens of its descriptor ([PointerText]).
 	FormPointer Form = "pointer"
 	// FormTruncated: without a Request.Query, a text cut at a line
-	// boundary to what was left (its head).
+	// boundary to what was left (its head), or a content dropped for lack
+	// of budget. With a query, a resource is whole or degraded instead.
 	FormTruncated Form = "truncated"
 )
 

@@ -60,7 +60,11 @@ func valueOf(c Candidate, best float64, now time.Time) Value {
 		v.Priority = 1 + PriorityWeight*(p-0.5)
 	}
 	if !now.IsZero() && c.LastModified != "" {
-		if t, err := time.Parse(time.RFC3339, c.LastModified); err == nil {
+		t, err := time.Parse(time.RFC3339, c.LastModified)
+		if err != nil {
+			t, err = time.Parse(time.DateOnly, c.LastModified)
+		}
+		if err == nil {
 			age := max(now.Sub(t), 0)
 			v.Recency = 1 + RecencyWeight*(math.Exp2(-float64(age)/float64(RecencyHalfLife))-0.5)
 		}

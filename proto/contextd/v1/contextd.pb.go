@@ -405,8 +405,8 @@ type Item struct {
 	// query, each a content with its start_line/end_line); "outline" (one
 	// text/plain content listing the text's headings with line ranges, when
 	// no section matches); "pointer" (no contents: the descriptor alone,
-	// counted as "uri — title: description"); or "truncated" (a head cut to
-	// fit, for texts that cannot be cut into sections).
+	// counted as "uri — title: description"). "whole" with truncated set
+	// means some contents did not fit and are listed in dropped.
 	Form string `protobuf:"bytes,16,opt,name=form,proto3" json:"form,omitempty"`
 	// What the candidate was worth: relevance (score over the best score) ×
 	// priority factor × lastModified recency factor; candidates are
