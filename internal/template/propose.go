@@ -46,10 +46,16 @@ type Proposal struct {
 }
 
 // maxPerVar is how many candidate values per required variable Propose
-// combines; maxCombos bounds the combinations it scores.
+// combines; maxCombos bounds the combinations it scores; maxRequired is
+// the most required variables a template may have for Propose to fill it
+// (a query rarely names more values, and each one multiplies the search);
+// maxNodes bounds the partial assignments Propose visits, dead ends
+// included.
 const (
-	maxPerVar = 3
-	maxCombos = 256
+	maxPerVar   = 3
+	maxCombos   = 256
+	maxRequired = 8
+	maxNodes    = 4096
 )
 
 // Propose returns at most max ways to fill t's variables from the query's
@@ -57,11 +63,26 @@ const (
 // one value (one token of the query) fills at most one variable; an
 // optional variable gets a value only when a word of its name stands next
 // to one ("page 2" for {?page}). A word that is itself a word of the
-// template ("profile" for users://{id}/profile) is never a value. Propose
-// neither expands nor confirms anything: see Expand and Proposal.Weak.
+// template ("profile" for users://{id}/profile) is never a value. A
+// template with more than 8 required variables gets no proposal. The
+// search is bounded: it only extends a partial assignment that the
+// remaining candidates can still complete, and it stops after 4,096 steps
+// or 256 complete assignments, so its cost does not grow exponentially
+// with the variables. Propose neither expands nor confirms anything: see
+// Expand and Proposal.Weak.
 func (t *Template) Propose(q *Query, max int) []Proposal {
+	out, _ := t.propose(q, max)
+	return out
+}
+
+// propose is Propose; it also returns how many partial assignments it
+// visited (calls of fill), which the tests bound.
+func (t *Template) propose(q *Query, max int) ([]Proposal, int) {
 	if max <= 0 || len(q.Values) == 0 {
-		return nil
+		return nil, 0
+	}
+	if n := len(t.Vars) - t.optionalVars(); n > maxRequired {
+		return nil, 0
 	}
 	type cand struct {
 		val   Value
@@ -118,10 +139,38 @@ func (t *Template) Propose(q *Query, max int) []Proposal {
 			continue
 		}
 		if len(cs) == 0 {
-			return nil // a required variable nothing fits
+			return nil, 0 // a required variable nothing fits
 		}
 		cands[v.Name] = cs[:min(len(cs), maxPerVar)]
 		required = append(required, v)
+	}
+
+	// completable reports whether required[i:] can each take a distinct
+	// candidate not in used: a bipartite matching (Kuhn's augmenting
+	// paths; at most 8 variables of at most 3 candidates each).
+	completable := func(i int, used map[int]bool) bool {
+		owner := map[int]int{} // token position → index into required
+		var augment func(vi int, seen map[int]bool) bool
+		augment = func(vi int, seen map[int]bool) bool {
+			for _, c := range cands[required[vi].Name] {
+				p := c.val.Pos
+				if used[p] || seen[p] {
+					continue
+				}
+				seen[p] = true
+				if o, taken := owner[p]; !taken || augment(o, seen) {
+					owner[p] = vi
+					return true
+				}
+			}
+			return false
+		}
+		for vi := i; vi < len(required); vi++ {
+			if !augment(vi, map[int]bool{}) {
+				return false
+			}
+		}
+		return true
 	}
 
 	var out []Proposal
@@ -129,10 +178,11 @@ func (t *Template) Propose(q *Query, max int) []Proposal {
 	values := map[string]string{}
 	used := map[int]bool{} // token positions
 	var weak []string
-	score, combos := 0, 0
+	score, combos, nodes := 0, 0, 0
 	var fill func(i int)
 	fill = func(i int) {
-		if combos >= maxCombos {
+		nodes++
+		if combos >= maxCombos || nodes > maxNodes {
 			return
 		}
 		if i == len(required) {
@@ -161,7 +211,12 @@ func (t *Template) Propose(q *Query, max int) []Proposal {
 			if used[c.val.Pos] {
 				continue
 			}
-			used[c.val.Pos], values[v.Name], score = true, c.val.Text, score+c.score
+			used[c.val.Pos] = true
+			if !completable(i+1, used) { // a dead end: the rest cannot be filled
+				delete(used, c.val.Pos)
+				continue
+			}
+			values[v.Name], score = c.val.Text, score+c.score
 			if c.weak {
 				weak = append(weak, v.Name)
 			}
@@ -174,14 +229,27 @@ func (t *Template) Propose(q *Query, max int) []Proposal {
 			score -= c.score
 		}
 	}
-	fill(0)
+	if completable(0, used) {
+		fill(0)
+	}
 	slices.SortStableFunc(out, func(a, b Proposal) int {
 		if c := cmp.Compare(b.Score, a.Score); c != 0 {
 			return c
 		}
 		return strings.Compare(key(a.Values), key(b.Values))
 	})
-	return out[:min(len(out), max)]
+	return out[:min(len(out), max)], nodes
+}
+
+// optionalVars counts t's optional variables.
+func (t *Template) optionalVars() int {
+	n := 0
+	for _, v := range t.Vars {
+		if v.Optional {
+			n++
+		}
+	}
+	return n
 }
 
 // fitLevel says how well a value of kind k fits a variable of class c:
