@@ -83,17 +83,23 @@ type token struct {
 }
 
 // tokens splits a query at white space, keeping a quoted string ("…", `…`,
-// “…”, and '…' when the quotes stand at word boundaries) as one token.
+// “…”, and '…' when the quotes stand at word boundaries) as one token. It
+// is linear in the query's length: a quote without a closer does not send
+// every later quote of its kind scanning to the end again.
 func tokens(q string) []token {
 	var out []token
+	unclosed := map[rune]bool{} // closers absent from the rest of q
 	for i := 0; i < len(q); {
 		r, n := utf8.DecodeRuneInString(q[i:])
 		if unicode.IsSpace(r) {
 			i += n
 			continue
 		}
-		if closeQ, ok := quotePair(r); ok {
-			if j := strings.IndexRune(q[i+n:], closeQ); j >= 0 {
+		if closeQ, ok := quotePair(r); ok && !unclosed[closeQ] {
+			j := strings.IndexRune(q[i+n:], closeQ)
+			if j < 0 {
+				unclosed[closeQ] = true // later quotes start further on: none there either
+			} else {
 				end := i + n + j
 				after, _ := utf8.DecodeRuneInString(q[end+utf8.RuneLen(closeQ):])
 				if r != '\'' || end+1 == len(q) || !unicode.IsLetter(after) {
