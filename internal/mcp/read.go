@@ -47,7 +47,9 @@ const MaxCacheTTL = 24 * time.Hour
 // A CacheHint is the caching advice a server put on a read result: its
 // ttlMs and cacheScope (MCP draft revision 2026-07-28, Server Utilities >
 // Caching; SEP-2549). go-sdk servers send both fields on every protocol
-// revision, so older sessions can carry them too.
+// revision, so older sessions can carry them too. Malformed or repeated
+// fields fail no read: the connection repairs them first, erring towards
+// no TTL and a private scope (see repairHints in wire.go).
 type CacheHint struct {
 	// TTL is how long after the result was received it may be considered
 	// fresh: ttlMs milliseconds. An absent, zero or negative ttlMs gives 0,

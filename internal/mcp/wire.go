@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -30,6 +31,9 @@ const metaInvalid = "io.contextd/invalid"
 //     decode is replaced by one without a URI (which the list walk rejects
 //     and reports), after dropping a malformed optional field if that alone
 //     makes it decode.
+//   - all three: the caching hints (ttlMs, cacheScope; MCP draft, Server
+//     Utilities > Caching) are advisory, so a malformed one must not cost
+//     the result: see repairHints.
 type repairTransport struct {
 	base mcpsdk.Transport
 }
@@ -102,6 +106,7 @@ func (c *repairConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	}
 	// Each check first asks whether the result needs any repair at all, so
 	// the common case costs one scan or one decode, not a rewrite.
+	resp.Result = repairHints(resp.Result)
 	switch method {
 	case "resources/read":
 		if bytes.Contains(resp.Result, []byte(`"blob"`)) && !blobsStandard(resp.Result) {
@@ -286,4 +291,233 @@ func repairEntry[T any](key string) func(map[string]json.RawMessage) bool {
 		}
 		return true
 	}
+}
+
+// repairHints makes a result's caching hints decode, erring towards not
+// caching. The go-sdk decodes ttlMs as an int and cacheScope as a string
+// and fails the whole result on anything else (1.5, "60000", true, 1e308; 5,
+// ["public"]), so:
+//
+//   - a ttlMs that is not a JSON integer within int is dropped: the result
+//     is "immediately stale", read and not kept by TTL;
+//   - a cacheScope that is neither a string nor null becomes "private": the
+//     result is read and never shared, even under a subscription (where an
+//     absent scope would let it be cached);
+//   - a member that appears more than once (the SDK keeps the last) is kept
+//     only if every occurrence is the same valid value; otherwise ttlMs is
+//     dropped and cacheScope becomes "private", whatever the order.
+//
+// The common case, each hint once and well-formed or absent, costs one scan
+// of the result that decodes nothing but the hints themselves, and no
+// rewrite.
+func repairHints(raw json.RawMessage) json.RawMessage {
+	var ttls, scopes [][]byte
+	ok := topMembers(raw, func(name []byte, val []byte) {
+		switch {
+		case string(name) == `"ttlMs"`:
+			ttls = append(ttls, val)
+		case string(name) == `"cacheScope"`:
+			scopes = append(scopes, val)
+		case bytes.IndexByte(name, '\\') >= 0:
+			// An escaped name, as the SDK's decoder unescapes it.
+			var s string
+			if json.Unmarshal(name, &s) != nil {
+				return
+			}
+			switch s {
+			case "ttlMs":
+				ttls = append(ttls, val)
+			case "cacheScope":
+				scopes = append(scopes, val)
+			}
+		}
+	})
+	if !ok {
+		return raw // not an object: the SDK reports it as it would have
+	}
+	ttl, ttlFix := resolveTTL(ttls)
+	scope, scopeFix := resolveScope(scopes)
+	if !ttlFix && !scopeFix {
+		return raw
+	}
+	var res map[string]json.RawMessage
+	if json.Unmarshal(raw, &res) != nil {
+		return raw
+	}
+	if ttlFix {
+		if ttl == nil {
+			delete(res, "ttlMs")
+		} else {
+			res["ttlMs"] = ttl
+		}
+	}
+	if scopeFix {
+		res["cacheScope"] = scope
+	}
+	out, err := json.Marshal(res)
+	if err != nil {
+		return raw
+	}
+	return out
+}
+
+// resolveTTL decides the ttlMs of a result from its occurrences: fix is
+// false when they need no change (none, or every one the same integer);
+// otherwise val is the one to put in their place, nil to drop them.
+func resolveTTL(vals [][]byte) (val json.RawMessage, fix bool) {
+	if len(vals) == 0 {
+		return nil, false
+	}
+	for _, v := range vals {
+		if !isJSONInt(v) || !bytes.Equal(v, vals[0]) {
+			return nil, true
+		}
+	}
+	return nil, false // the SDK reads the one value there is
+}
+
+// isJSONInt reports whether v is a JSON number without fraction or
+// exponent that fits an int (the go-sdk's type for ttlMs).
+func isJSONInt(v []byte) bool {
+	s := string(v)
+	digits := strings.TrimPrefix(s, "-")
+	if digits == "" || len(digits) > 1 && digits[0] == '0' {
+		return false
+	}
+	for i := 0; i < len(digits); i++ {
+		if digits[i] < '0' || digits[i] > '9' {
+			return false
+		}
+	}
+	_, err := strconv.ParseInt(s, 10, strconv.IntSize)
+	return err == nil
+}
+
+// resolveScope decides the cacheScope of a result from its occurrences, as
+// resolveTTL does; when they need a fix it is "private".
+func resolveScope(vals [][]byte) (val json.RawMessage, fix bool) {
+	if len(vals) == 0 {
+		return nil, false
+	}
+	private := json.RawMessage(`"private"`)
+	var first *string
+	for i, v := range vals {
+		var s *string // nil for null
+		if len(v) == 0 || v[0] != '"' && !bytes.Equal(v, []byte("null")) || json.Unmarshal(v, &s) != nil {
+			return private, true
+		}
+		if i == 0 {
+			first = s
+		} else if (s == nil) != (first == nil) || s != nil && *s != *first {
+			return private, true
+		}
+	}
+	return nil, false
+}
+
+// topMembers calls f with the name (as written, quotes included) and the
+// value (as written) of each member of the JSON object raw, in order, without
+// decoding anything. It reports false if raw is not an object; values are
+// only delimited, not checked (the SDK's decoder reports bad JSON).
+func topMembers(raw []byte, f func(name, val []byte)) bool {
+	i := skipSpace(raw, 0)
+	if i >= len(raw) || raw[i] != '{' {
+		return false
+	}
+	i = skipSpace(raw, i+1)
+	if i < len(raw) && raw[i] == '}' {
+		return true
+	}
+	for {
+		if i >= len(raw) || raw[i] != '"' {
+			return false
+		}
+		end := endOfString(raw, i)
+		if end < 0 {
+			return false
+		}
+		name := raw[i:end]
+		i = skipSpace(raw, end)
+		if i >= len(raw) || raw[i] != ':' {
+			return false
+		}
+		i = skipSpace(raw, i+1)
+		end = endOfValue(raw, i)
+		if end < 0 {
+			return false
+		}
+		f(name, raw[i:end])
+		i = skipSpace(raw, end)
+		if i >= len(raw) {
+			return false
+		}
+		switch raw[i] {
+		case ',':
+			i = skipSpace(raw, i+1)
+		case '}':
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+func skipSpace(raw []byte, i int) int {
+	for i < len(raw) && (raw[i] == ' ' || raw[i] == '\t' || raw[i] == '\r' || raw[i] == '\n') {
+		i++
+	}
+	return i
+}
+
+// endOfString returns the index just past the string starting at raw[i]
+// (a '"'), or -1.
+func endOfString(raw []byte, i int) int {
+	for j := i + 1; j < len(raw); j++ {
+		switch raw[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1
+		}
+	}
+	return -1
+}
+
+// endOfValue returns the index just past the value starting at raw[i], or -1.
+func endOfValue(raw []byte, i int) int {
+	if i >= len(raw) {
+		return -1
+	}
+	switch raw[i] {
+	case '"':
+		return endOfString(raw, i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(raw); j++ {
+			switch raw[j] {
+			case '"':
+				end := endOfString(raw, j)
+				if end < 0 {
+					return -1
+				}
+				j = end - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return -1
+	}
+	j := i
+	for j < len(raw) && !strings.ContainsRune(",}] \t\r\n", rune(raw[j])) {
+		j++
+	}
+	if j == i {
+		return -1
+	}
+	return j
 }
