@@ -8,8 +8,8 @@ import (
 )
 
 // readCache holds read results of one server, keyed by URI (the mirror is
-// the server, so the key is (server, URI)), bounded in bytes. It is safe for
-// concurrent use.
+// the server, so the key is (server, URI)), bounded in bytes (see
+// entrySize). It is safe for concurrent use.
 //
 // An entry is kept fresh in one of two ways:
 //   - subscription: the URI is subscribed on the current session
@@ -24,20 +24,55 @@ import (
 //
 // Eviction for room is oldest-first; expired entries go first.
 //
+// Subscriptions: a URI is subscribed before it is read, and the
+// subscription is worth keeping while its result is cached. Evicting an
+// entry for room gives back its subscription for unsubscribing. A
+// subscribed URI with nothing cached (its result was private, its read
+// raced a notification, or an update evicted it) is "idle": idle
+// subscriptions are kept, so reading such a URI again does not subscribe
+// again each time, but at most maxIdleSubs of them; beyond that the least
+// recently read is given back for unsubscribing.
+//
 // A read races with notifications: an update that arrives while a read is in
 // flight must not let the older content be cached. Callers take a ticket
 // before subscribing and reading, and put only succeeds if nothing was
 // invalidated and the session did not change since the ticket.
 type readCache struct {
-	max int64
+	max     int64
+	maxIdle int
 
 	// mu guards the fields that follow.
 	mu    gosync.Mutex
 	items map[string]cached
 	order []string // insertion order, for eviction
 	size  int64
-	subs  map[string]bool // URIs subscribed on the current session
-	gen   uint64          // bumped by every invalidation and by clear
+	subs  map[string]bool   // URIs subscribed on the current session
+	idle  map[string]uint64 // subscribed URIs with no entry → seq when last read or evicted by an update
+	seq   uint64
+	gen   uint64 // bumped by every invalidation and by clear
+	epoch uint64 // bumped by clear: the session
+}
+
+// maxIdleSubs bounds the subscriptions kept for URIs with nothing cached.
+const maxIdleSubs = 64
+
+// The byte bound counts, for each entry, its URI and entryOverhead, and for
+// each of its content items the URI, MIME type, text, blob and error plus
+// contentOverhead: an approximation of the memory held (a resource.Content
+// is 96 bytes on 64-bit platforms; an entry, its map slot and order slot
+// about 128), so that items with no text, or long URIs, are not free.
+const (
+	contentOverhead = 96
+	entryOverhead   = 128
+)
+
+// entrySize is what caching contents under uri counts against the bound.
+func entrySize(uri string, contents []resource.Content) int64 {
+	n := int64(entryOverhead + len(uri))
+	for _, x := range contents {
+		n += int64(contentOverhead + len(x.URI) + len(x.MIMEType) + len(x.Text) + len(x.Blob) + len(x.Error))
+	}
+	return n
 }
 
 type cached struct {
@@ -47,11 +82,12 @@ type cached struct {
 	expires  time.Time // TTL entries: when they stop being served; zero for subscription entries
 }
 
-// A ticket records the cache generation before a subscribe and read.
-type ticket uint64
+// A ticket records the cache generation and session before a subscribe and
+// read.
+type ticket struct{ gen, epoch uint64 }
 
 func newReadCache(max int64) *readCache {
-	return &readCache{max: max, items: map[string]cached{}, subs: map[string]bool{}}
+	return &readCache{max: max, maxIdle: maxIdleSubs, items: map[string]cached{}, subs: map[string]bool{}, idle: map[string]uint64{}}
 }
 
 func (c *readCache) enabled() bool { return c.max > 0 }
@@ -59,7 +95,7 @@ func (c *readCache) enabled() bool { return c.max > 0 }
 func (c *readCache) ticket() ticket {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return ticket(c.gen)
+	return ticket{c.gen, c.epoch}
 }
 
 // get returns uri's entry as of now. A TTL entry is fresh while now is
@@ -86,12 +122,19 @@ func (c *readCache) subscribed(uri string) bool {
 }
 
 // markSubscribed records a subscription made under t; it is ignored if the
-// session changed since (clear bumped the generation).
+// session changed since (clear). A notification since t does not matter:
+// the subscription is live on the session, and must be accounted for so it
+// is unsubscribed in time.
 func (c *readCache) markSubscribed(uri string, t ticket) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if uint64(t) == c.gen {
-		c.subs[uri] = true
+	if t.epoch != c.epoch {
+		return
+	}
+	c.subs[uri] = true
+	if _, ok := c.items[uri]; !ok {
+		c.seq++
+		c.idle[uri] = c.seq
 	}
 }
 
@@ -100,15 +143,13 @@ func (c *readCache) markSubscribed(uri string, t ticket) {
 // needs uri to be subscribed; otherwise it is a TTL entry served until
 // expires. It reports whether it cached them, and
 // returns the URIs whose subscriptions are no longer worth keeping: those
-// evicted to make room, and uri itself when it can never fit.
+// evicted to make room, uri itself when it can never fit, and idle ones
+// beyond maxIdleSubs. When it did not cache them, the caller calls unused.
 func (c *readCache) put(uri string, t ticket, contents []resource.Content, at, expires time.Time) (stored bool, unsubscribe []string) {
-	var size int64
-	for _, x := range contents {
-		size += int64(len(x.Text) + len(x.Blob))
-	}
+	size := entrySize(uri, contents)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if uint64(t) != c.gen {
+	if t != (ticket{c.gen, c.epoch}) {
 		return false, nil
 	}
 	if expires.IsZero() && !c.subs[uri] {
@@ -116,7 +157,7 @@ func (c *readCache) put(uri string, t ticket, contents []resource.Content, at, e
 	}
 	if size > c.max {
 		if c.subs[uri] {
-			delete(c.subs, uri)
+			c.unsubLocked(uri)
 			unsubscribe = append(unsubscribe, uri)
 		}
 		return false, unsubscribe
@@ -129,14 +170,51 @@ func (c *readCache) put(uri string, t ticket, contents []resource.Content, at, e
 		old := c.order[0]
 		c.dropLocked(old)
 		if c.subs[old] {
-			delete(c.subs, old)
+			c.unsubLocked(old)
 			unsubscribe = append(unsubscribe, old)
 		}
 	}
 	c.items[uri] = cached{contents: contents, size: size, at: at, expires: expires}
 	c.order = append(c.order, uri)
 	c.size += size
-	return true, unsubscribe
+	delete(c.idle, uri)
+	return true, c.trimIdleLocked(unsubscribe)
+}
+
+// unused records that a read of uri was not cached. A subscribed uri stays
+// subscribed as the most recently read idle one; it returns the idle URIs
+// beyond maxIdleSubs, least recently read first, now unsubscribed.
+func (c *readCache) unused(uri string) (unsubscribe []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.items[uri]; c.subs[uri] && !ok {
+		c.seq++
+		c.idle[uri] = c.seq
+	}
+	return c.trimIdleLocked(nil)
+}
+
+// trimIdleLocked forgets the least recently read idle subscriptions beyond
+// maxIdle, appending their URIs to unsubscribe.
+func (c *readCache) trimIdleLocked(unsubscribe []string) []string {
+	for len(c.idle) > c.maxIdle {
+		var oldest string
+		var at uint64
+		for u, seq := range c.idle {
+			if oldest == "" || seq < at {
+				oldest, at = u, seq
+			}
+		}
+		c.unsubLocked(oldest)
+		unsubscribe = append(unsubscribe, oldest)
+	}
+	return unsubscribe
+}
+
+// unsubLocked forgets uri's subscription.
+func (c *readCache) unsubLocked(uri string) {
+	delete(c.subs, uri)
+	delete(c.idle, uri)
 }
 
 // invalidate drops uri's cached content (notifications/resources/updated) and
@@ -145,6 +223,11 @@ func (c *readCache) invalidate(uri string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.gen++
+	if _, ok := c.items[uri]; ok && c.subs[uri] {
+		// Idle from now: the next read caches it again, or trims it.
+		c.seq++
+		c.idle[uri] = c.seq
+	}
 	c.dropLocked(uri)
 }
 
@@ -202,9 +285,11 @@ func (c *readCache) clear() (uris []string) {
 		}
 	}
 	c.gen++
+	c.epoch++
 	c.items = map[string]cached{}
 	c.order = nil
 	c.size = 0
 	c.subs = map[string]bool{}
+	c.idle = map[string]uint64{}
 	return uris
 }

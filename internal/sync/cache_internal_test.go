@@ -2,6 +2,7 @@ package sync
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -82,15 +83,16 @@ func TestListChangedDropsTTLEntriesOnly(t *testing.T) {
 	if _, ok := c.get("x://sub", t0); !ok {
 		t.Error("subscription entry dropped by list_changed")
 	}
-	if c.size != int64(len("sub")) {
-		t.Errorf("size = %d after list_changed, want %d", c.size, len("sub"))
+	if want := entrySize("x://sub", text("x://sub", "sub")); c.size != want {
+		t.Errorf("size = %d after list_changed, want %d", c.size, want)
 	}
 }
 
 // TTL entries count against the byte bound; expired ones make room before
 // live ones are evicted, and evicting a TTL entry unsubscribes nothing.
 func TestByteBoundHoldsWithTTLEntries(t *testing.T) {
-	c := newReadCache(10)
+	// Room for two entries of four bytes of text, and 2 bytes to spare.
+	c := newReadCache(2*entrySize("x://sub", text("x://sub", "ssss")) + 2)
 	tk := c.ticket()
 	c.markSubscribed("x://sub", tk)
 	c.put("x://sub", tk, text("x://sub", "ssss"), t0, time.Time{})         // oldest
@@ -117,7 +119,7 @@ func TestByteBoundHoldsWithTTLEntries(t *testing.T) {
 	}
 	// Larger than the whole cache: not cached, nothing evicted.
 	before := c.size
-	if stored, unsub := c.put("x://big", tk, text("x://big", "01234567890"), t0.Add(5*time.Second), t0.Add(time.Hour)); stored || len(unsub) != 0 || c.size != before {
+	if stored, unsub := c.put("x://big", tk, text("x://big", strings.Repeat("0", int(c.max))), t0.Add(5*time.Second), t0.Add(time.Hour)); stored || len(unsub) != 0 || c.size != before {
 		t.Errorf("oversized TTL result: stored %v, unsubscribe %v, size %d → %d", stored, unsub, before, c.size)
 	}
 }

@@ -87,8 +87,10 @@ type Options struct {
 	// SyncTimeout bounds one full sync (every page of both lists). A sync
 	// that runs out marks the mirror degraded. Zero means DefaultSyncTimeout.
 	SyncTimeout time.Duration
-	// CacheBytes bounds the read cache (text bytes plus blob bytes). Zero
-	// means DefaultCacheBytes; negative disables caching.
+	// CacheBytes bounds the read cache: text and blob bytes, plus URIs,
+	// MIME types and a fixed overhead per content item and per entry (96
+	// and 128 bytes). Zero means DefaultCacheBytes; negative disables
+	// caching.
 	CacheBytes int64
 	// TerminateDuration is passed to mcp.Options for stdio servers: how long
 	// each shutdown stage (stdin closed, SIGTERM) may take before the next.
@@ -718,9 +720,14 @@ func (m *Mirror) read(ctx context.Context, sess *mcp.Session, uri string) ([]res
 		expires = at.Add(hint.TTL)
 		stored, drop = m.cache.put(uri, t, contents, at, expires)
 	}
-	// A subscription exists only for what is cached: drop the evicted ones.
-	// (A subscribed URI whose result was not cached keeps its subscription,
-	// so a private resource is not subscribed again on every read.)
+	if !stored {
+		// A subscribed URI whose result was not cached keeps its
+		// subscription, so a private resource is not subscribed again on
+		// every read, but only among the maxIdleSubs most recently read.
+		drop = append(drop, m.cache.unused(uri)...)
+	}
+	// A subscription exists for what is cached and the few idle ones:
+	// drop those evicted and those beyond the idle bound.
 	for _, u := range drop {
 		if err := sess.Unsubscribe(ctx, u); err != nil {
 			m.log.Debug("unsubscribe failed", "uri", u, "err", err)

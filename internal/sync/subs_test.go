@@ -1,0 +1,137 @@
+package sync_test
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	gosync "sync"
+	"testing"
+	"testing/synctest"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/contextd/contextd/internal/mcp/mcptest"
+	ctxsync "github.com/contextd/contextd/internal/sync"
+)
+
+// maxIdle is the mirror's bound on subscriptions kept for URIs with nothing
+// cached (maxIdleSubs).
+const maxIdle = 64
+
+// subscriber is a go-sdk server of n text resources doc://0 … whose read
+// results carry cacheScope scope, and that keeps the set of URIs it holds a
+// subscription for.
+type subscriber struct {
+	srv *mcpsdk.Server
+
+	mu         gosync.Mutex
+	live       map[string]bool
+	subscribes int
+}
+
+func newSubscriber(n int, scope string) *subscriber {
+	s := &subscriber{live: map[string]bool{}}
+	docs := map[string]string{}
+	for i := range n {
+		docs[fmt.Sprintf("doc://%d", i)] = fmt.Sprintf("text %d", i)
+	}
+	s.srv = mcptest.NewServer(docs, &mcpsdk.ServerOptions{
+		SetCacheable: func(_ context.Context, req mcpsdk.Request, c *mcpsdk.Cacheable) {
+			if _, ok := req.(*mcpsdk.ReadResourceRequest); ok {
+				c.TTLMs, c.CacheScope = 0, scope
+			}
+		},
+		SubscribeHandler: func(_ context.Context, r *mcpsdk.SubscribeRequest) error {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			s.live[r.Params.URI] = true
+			s.subscribes++
+			return nil
+		},
+		UnsubscribeHandler: func(_ context.Context, r *mcpsdk.UnsubscribeRequest) error {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			delete(s.live, r.Params.URI)
+			return nil
+		},
+	})
+	return s
+}
+
+func (s *subscriber) state() (live []string, subscribes int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Sorted(maps.Keys(s.live)), s.subscribes
+}
+
+func uris(from, to int) []string {
+	var out []string
+	for i := from; i < to; i++ {
+		out = append(out, fmt.Sprintf("doc://%d", i))
+	}
+	return slices.Sorted(slices.Values(out))
+}
+
+// Reading many distinct private resources (subscribed before the read, never
+// cached) keeps at most maxIdle subscriptions, the most recently read: the
+// others are unsubscribed, not left to pile up until the session ends. A
+// kept one is not subscribed again when read again.
+func TestSubscriptionsOfUncachedResultsStayBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const n = 3 * maxIdle
+		s := newSubscriber(n, "private")
+		m := ctxsync.New(ctxsync.Options{Server: "s", Index: newIndex(t), Dial: legacy(mcptest.Dial(t, "s", s.srv))})
+		start(t, m)
+		<-m.Ready()
+		for i := range n {
+			if f := read(t, m, fmt.Sprintf("doc://%d", i)); f.Freshness() != "read" {
+				t.Fatalf("private doc://%d: %s, want read (not cached)", i, f.Freshness())
+			}
+			if live, _ := s.state(); len(live) > maxIdle {
+				t.Fatalf("after reading %d private resources: %d live subscriptions, want at most %d", i+1, len(live), maxIdle)
+			}
+		}
+		live, subs := s.state()
+		if want := uris(n-maxIdle, n); !slices.Equal(live, want) {
+			t.Fatalf("live subscriptions %q, want the %d most recently read %q", live, maxIdle, want)
+		}
+		read(t, m, fmt.Sprintf("doc://%d", n-maxIdle)) // kept: not subscribed again, and now the most recent
+		read(t, m, "doc://0")                          // unsubscribed: subscribed again, the oldest kept goes
+		live, again := s.state()
+		if again != subs+1 || len(live) != maxIdle || !slices.Contains(live, "doc://0") ||
+			!slices.Contains(live, fmt.Sprintf("doc://%d", n-maxIdle)) || slices.Contains(live, fmt.Sprintf("doc://%d", n-maxIdle+1)) {
+			t.Errorf("after re-reading a kept and a dropped URI: %d subscribes (want %d), live %q", again, subs+1, live)
+		}
+	})
+}
+
+// Entries evicted by notifications/resources/updated leave their
+// subscriptions idle: the next reads that do not cache them again unsubscribe
+// all but maxIdle of them.
+func TestSubscriptionsOfUpdatedEntriesStayBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const n = 2 * maxIdle
+		s := newSubscriber(n+1, "public")
+		nt := &notifier{t: t, srv: s.srv}
+		m := ctxsync.New(ctxsync.Options{Server: "s", Index: newIndex(t), Dial: legacy(nt.dial)})
+		start(t, m)
+		<-m.Ready()
+		for i := range n {
+			if f := read(t, m, fmt.Sprintf("doc://%d", i)); f.Freshness() != "subscription" {
+				t.Fatalf("doc://%d: %s, want cached under its subscription", i, f.Freshness())
+			}
+		}
+		if live, _ := s.state(); len(live) != n {
+			t.Fatalf("%d live subscriptions for %d cached entries", len(live), n)
+		}
+		for i := range n {
+			nt.send("notifications/resources/updated", map[string]string{"uri": fmt.Sprintf("doc://%d", i)})
+		}
+		read(t, m, fmt.Sprintf("doc://%d", n)) // cached, subscribed
+		live, _ := s.state()
+		if want := append(uris(n-maxIdle, n), fmt.Sprintf("doc://%d", n)); !slices.Equal(live, slices.Sorted(slices.Values(want))) {
+			t.Errorf("live subscriptions %q, want the %d most recently updated and the one cached %q", live, maxIdle, want)
+		}
+	})
+}
