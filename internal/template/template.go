@@ -185,16 +185,22 @@ var (
 )
 
 // Fits reports whether value may fill v: non-empty, at most 256 bytes of
-// valid UTF-8 without control characters, and of v's shape:
+// valid UTF-8 without control characters, no "." or ".." segment (between
+// "/" or "\", also percent-encoded: "%2e%2e", "..%2f"), no "#" or "?" for
+// a reserved or fragment expansion ({+path}, {#frag}: they would pass
+// unencoded and end the path), and of v's shape:
 //
 //   - ClassID: letters, digits and . _ : + - , no spaces ("42", "ABC-123", "9f86d08");
-//   - ClassPath: no ".." segment, no NUL, not a URL ("src/main.go", "/etc/hosts");
+//   - ClassPath: no NUL, not a URL ("src/main.go", "/etc/hosts");
 //   - ClassURL: an absolute URL with a scheme and a host or path;
 //   - ClassName: letters, digits, spaces and . _ @ + ' - ("alice", "api-gateway", "Q3 plan");
 //   - ClassAny: anything else these rules allow.
 func Fits(v Var, value string) bool {
 	if value == "" || len(value) > maxValueBytes || !utf8.ValidString(value) ||
-		strings.IndexFunc(value, unicode.IsControl) >= 0 {
+		strings.IndexFunc(value, unicode.IsControl) >= 0 || hasDotSegment(value) {
+		return false
+	}
+	if (v.Op == '+' || v.Op == '#') && strings.ContainsAny(value, "#?") {
 		return false
 	}
 	switch v.Class {
@@ -203,11 +209,6 @@ func Fits(v Var, value string) bool {
 	case ClassPath:
 		if strings.Contains(value, "://") {
 			return false
-		}
-		for _, seg := range strings.FieldsFunc(value, func(r rune) bool { return r == '/' || r == '\\' }) {
-			if seg == ".." {
-				return false
-			}
 		}
 		return strings.IndexFunc(value, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) >= 0
 	case ClassURL:
@@ -219,6 +220,65 @@ func Fits(v Var, value string) bool {
 	return true
 }
 
+// maxDecodes bounds how many times hasDotSegment percent-decodes.
+const maxDecodes = 4
+
+// hasDotSegment reports whether s, percent-decoded up to maxDecodes times
+// (a server may decode more than once), has a "." or ".." segment between
+// "/" or "\" (RFC 3986 §5.2.4: such a segment climbs out of where the
+// template put the value), or is still percent-encoded after that many
+// decodings.
+func hasDotSegment(s string) bool {
+	for i := 0; ; i++ {
+		for _, seg := range strings.FieldsFunc(s, func(r rune) bool { return r == '/' || r == '\\' }) {
+			if seg == "." || seg == ".." {
+				return true
+			}
+		}
+		d := percentDecode(s)
+		if d == s {
+			return false
+		}
+		if i == maxDecodes {
+			return true
+		}
+		s = d
+	}
+}
+
+// percentDecode decodes every well-formed %XX triplet of s and leaves the
+// rest as it is.
+func percentDecode(s string) string {
+	if !strings.Contains(s, "%") {
+		return s
+	}
+	unhex := func(c byte) (byte, bool) {
+		switch {
+		case '0' <= c && c <= '9':
+			return c - '0', true
+		case 'a' <= c && c <= 'f':
+			return c - 'a' + 10, true
+		case 'A' <= c && c <= 'F':
+			return c - 'A' + 10, true
+		}
+		return 0, false
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' && i+2 < len(s) {
+			if hi, ok := unhex(s[i+1]); ok {
+				if lo, ok := unhex(s[i+2]); ok {
+					b.WriteByte(hi<<4 | lo)
+					i += 2
+					continue
+				}
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
 // ErrInvalidValue is wrapped by Expand's errors for a value that fails Fits,
 // a missing required variable, or an expansion that does not round-trip.
 var ErrInvalidValue = errors.New("invalid template value")
@@ -228,9 +288,13 @@ const maxURIBytes = 2048
 
 // Expand expands the template with values (variable → value), RFC 6570 §3,
 // and checks the result: every value Fits its variable, every required
-// variable has a value, and matching the URI against the template gives
-// the values back (so a value cannot spill into another variable or the
-// literal parts). Variables absent from values stay undefined.
+// variable has a value, matching the URI against the template gives the
+// values back (so a value cannot spill into another variable or the
+// literal parts), the URI before its query and fragment has no "." or ".."
+// segment, even percent-encoded (so it cannot climb out of the template's
+// literal prefix: file:///srv/docs/{+rest} stays under /srv/docs/), and it
+// has a query or a fragment only where the template has one. Variables
+// absent from values stay undefined.
 //
 // Errors: ErrInvalidValue (wrapped, naming the variable), or the library's.
 func (t *Template) Expand(values map[string]string) (string, error) {
@@ -259,6 +323,16 @@ func (t *Template) Expand(values map[string]string) (string, error) {
 	}
 	if len(uri) > maxURIBytes || strings.IndexFunc(uri, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0 {
 		return "", fmt.Errorf("%w: %s: expansion %q is not a usable URI", ErrInvalidValue, t.URITemplate, uri)
+	}
+	hier, _, _ := strings.Cut(uri, "#")
+	hier, _, _ = strings.Cut(hier, "?")
+	if hasDotSegment(hier) {
+		return "", fmt.Errorf("%w: %s: expansion %q has a dot segment", ErrInvalidValue, t.URITemplate, uri)
+	}
+	for _, c := range "?#" {
+		if strings.ContainsRune(uri, c) && !strings.ContainsRune(t.URITemplate, c) {
+			return "", fmt.Errorf("%w: %s: expansion %q has a %q the template does not", ErrInvalidValue, t.URITemplate, uri, c)
+		}
 	}
 	back := t.tmpl.Match(uri)
 	for name, val := range values {

@@ -1,0 +1,100 @@
+package template
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestFitsRejectsDotSegmentsForEveryClass(t *testing.T) {
+	bad := []string{"..", ".", "../../etc/passwd", "a/../b", `a\..\b`, "a/./b", "x/..",
+		"%2e%2e", "%2E%2e/x", ".%2e", "..%2fetc", "..%5cetc", "%252e%252e", "%25252525252e"}
+	good := []string{"a..b", "...", "v1.2", "a.b/c", "%41"}
+	for _, c := range []Class{ClassAny, ClassID, ClassPath, ClassURL, ClassName} {
+		for _, op := range []byte{0, '+', '/', '.', '#', '?'} {
+			v := Var{Name: "x", Op: op, Class: c}
+			for _, s := range bad {
+				if Fits(v, s) {
+					t.Errorf("Fits(%s, op %q, %q) = true, want false: a dot segment", c, op, s)
+				}
+			}
+		}
+	}
+	for _, s := range good {
+		if !Fits(Var{Name: "x", Op: '+'}, s) {
+			t.Errorf("Fits(any, op '+', %q) = false, want true", s)
+		}
+	}
+}
+
+func TestFitsRejectsDelimitersInReservedExpansion(t *testing.T) {
+	for _, op := range []byte{'+', '#'} {
+		for _, s := range []string{"secret#", "a?x=1", "#", "a#b"} {
+			for _, c := range []Class{ClassAny, ClassPath} {
+				if Fits(Var{Name: "p", Op: op, Class: c}, s) {
+					t.Errorf("Fits(%s, op %q, %q) = true, want false", c, op, s)
+				}
+			}
+		}
+	}
+	// Simple and path expansions percent-encode them: allowed.
+	for _, op := range []byte{0, '/'} {
+		if !Fits(Var{Name: "p", Op: op}, "secret#") {
+			t.Errorf("Fits(any, op %q, \"secret#\") = false, want true: it is encoded", op)
+		}
+	}
+}
+
+func TestExpandStaysInsideTheTemplate(t *testing.T) {
+	tests := []struct {
+		uri    string
+		values map[string]string
+		want   string // "" for an error
+	}{
+		{"file:///srv/docs/{+rest}", map[string]string{"rest": "../../etc/passwd"}, ""},
+		{"file:///srv/docs/{+rest}", map[string]string{"rest": "%2e%2e/%2e%2e/etc/passwd"}, ""},
+		{"file:///srv/docs/{+rest}", map[string]string{"rest": "guides/../../x"}, ""},
+		{"file:///srv/docs/{seg}", map[string]string{"seg": ".."}, ""},
+		{"x://a{/a,b}", map[string]string{"a": "..", "b": "c"}, ""},
+		{"x://{seg}/y", map[string]string{"seg": ".."}, ""},
+		{"file:///docs/{+path}.md", map[string]string{"path": "secret#"}, ""},
+		{"file:///docs/{+path}.md", map[string]string{"path": "secret?x=1"}, ""},
+		// Neither value has a dot segment; with the literal "." between
+		// them they make one, and the URI still round-trips.
+		{"x://d/{+a}.{+b}", map[string]string{"a": "x/", "b": "/y"}, ""},
+		{"file:///srv/docs/{+rest}", map[string]string{"rest": "guides/intro.md"}, "file:///srv/docs/guides/intro.md"},
+		{"file:///docs/{+path}.md", map[string]string{"path": "notes/a..b"}, "file:///docs/notes/a..b.md"},
+		{"x://a{/a,b}", map[string]string{"a": "x", "b": "y"}, "x://a/x/y"},
+		{"doc://d{#frag}", map[string]string{"frag": "intro"}, "doc://d#intro"},
+		{"search://d{?q}", map[string]string{"q": "a?b"}, "search://d?q=a%3Fb"},
+	}
+	for _, tt := range tests {
+		tp := mustParse(t, tt.uri, "", "")
+		got, err := tp.Expand(tt.values)
+		if tt.want == "" {
+			if !errors.Is(err, ErrInvalidValue) {
+				t.Errorf("%s %v = %q, %v; want ErrInvalidValue", tt.uri, tt.values, got, err)
+			}
+			continue
+		}
+		if err != nil || got != tt.want {
+			t.Errorf("%s %v = %q, %v; want %q", tt.uri, tt.values, got, err, tt.want)
+		}
+	}
+}
+
+func TestProposeNeverTraverses(t *testing.T) {
+	tp := mustParse(t, "file:///srv/docs/{+rest}", "", "")
+	if got := tp.Propose(ParseQuery("docs rest ../../etc/passwd"), 2); got != nil {
+		t.Errorf("Propose = %v, want none: the value climbs out of /srv/docs/", got)
+	}
+	want := []Proposal{{Values: map[string]string{"rest": "guides/intro.md"}, Score: 6}}
+	if diff := cmp.Diff(want, tp.Propose(ParseQuery("docs rest guides/intro.md"), 2)); diff != "" {
+		t.Errorf("Propose mismatch (-want +got):\n%s", diff)
+	}
+	md := mustParse(t, "file:///docs/{+path}.md", "", "")
+	if got := md.Propose(ParseQuery(`docs path "secret#"`), 2); got != nil {
+		t.Errorf("Propose = %v, want none: # would end the path", got)
+	}
+}
