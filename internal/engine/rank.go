@@ -137,7 +137,7 @@ func (e *Engine) rank(ctx context.Context, query string, filt Filter, n int, how
 		}
 		out = append(out, Ranked{Descriptor: d, Score: h.Score, Rank: len(out) + 1})
 	}
-	return e.withTemplates(ctx, query, filt, out, n), nil
+	return e.withTemplates(ctx, query, filt, out, n, how), nil
 }
 
 // fuse retrieves and fuses the dense and lexical lists for one query. With

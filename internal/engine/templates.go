@@ -41,9 +41,12 @@ type expansion struct {
 	denseText string // the template's embedded text: one vector per template, cached by the index
 }
 
-// withTemplates adds to ranked the resources that the servers' resource
-// templates yield for values found in the query (package template), ranked
-// alongside the listed ones, and returns at most n, best first.
+// withTemplates adds to ranked (the listed descriptors, ranked by how) the
+// resources that the servers' resource templates yield for values found in
+// the query (package template), ranked alongside the listed ones, and
+// returns at most n, best first. The listed ones keep their order (a
+// diversified ranking's too); each expansion goes before the first listed
+// one whose score is lower than its own.
 //
 // A proposal is used only if every value is confirmed by the server's
 // completion/complete (the server's exact value, its spelling of it, or
@@ -53,9 +56,9 @@ type expansion struct {
 // expansion whose URI the server lists is dropped: the listed resource
 // wins. Each expansion is a descriptor with the expanded URI and the
 // template's name, title, description and MIME type, scored as the listed
-// ones are (see scoreExpansions) with the engine's ranking; a Search with
-// its own Ranking still scores expansions with the engine's.
-func (e *Engine) withTemplates(ctx context.Context, query string, filt Filter, ranked []Ranked, n int) []Ranked {
+// ones are (see scoreExpansions) with how, the ranking of the request, so
+// its score is on the listed ones' scale (RRF's, convex's).
+func (e *Engine) withTemplates(ctx context.Context, query string, filt Filter, ranked []Ranked, n int, how Ranking) []Ranked {
 	type prop struct {
 		server string
 		tp     *template.Template
@@ -138,17 +141,28 @@ func (e *Engine) withTemplates(ctx context.Context, query string, filt Filter, r
 	if len(exps) == 0 {
 		return ranked
 	}
-	scores, err := e.scoreExpansions(ctx, query, filt, exps)
+	scores, err := e.scoreExpansions(ctx, query, filt, exps, how)
 	if err != nil {
 		e.log.Debug("scoring template expansions failed", "err", err)
 		return ranked
 	}
-	out := slices.Clone(ranked)
+	xs := make([]Ranked, len(exps))
 	for i, x := range exps {
-		out = append(out, Ranked{Descriptor: x.desc, Score: scores[i]})
+		xs[i] = Ranked{Descriptor: x.desc, Score: scores[i]}
 	}
-	// Stable: on a tie the listed descriptor stays first.
-	slices.SortStableFunc(out, func(a, b Ranked) int { return cmp.Compare(b.Score, a.Score) })
+	slices.SortStableFunc(xs, func(a, b Ranked) int { return cmp.Compare(b.Score, a.Score) })
+	// Merge without re-ordering the listed ones (Ranking.Diversify may
+	// leave their scores out of order): an expansion goes before the first
+	// listed descriptor it beats; on a tie the listed one stays first.
+	out := make([]Ranked, 0, len(ranked)+len(xs))
+	j := 0
+	for _, r := range ranked {
+		for j < len(xs) && xs[j].Score > r.Score {
+			out, j = append(out, xs[j]), j+1
+		}
+		out = append(out, r)
+	}
+	out = append(out, xs[j:]...)
 	out = out[:min(len(out), n)]
 	for i := range out {
 		out[i].Rank = i + 1
@@ -207,15 +221,16 @@ func confirmedValue(val string, completions []string, hasMore bool) (string, boo
 }
 
 // scoreExpansions scores expansions on the scale of the listed descriptors'
-// fused scores: for the query (and, with Ranking.Clauses, each clause) it
-// takes the listed descriptors' dense and lexical lists as fuse does, and
-// each expansion's own dense and lexical scores (index.Score: as if it were
-// indexed), then fuses them the same way: for convex fusion, each list's
-// score normalised by the list's best (the expansion's own when it beats
-// them, without re-normalising the listed ones); for RRF, the rank the
-// expansion would take in each list. Clauses combine as in combineClauses.
-func (e *Engine) scoreExpansions(ctx context.Context, query string, filt Filter, exps []expansion) ([]float64, error) {
-	how := e.ranking
+// fused scores under how: for the query (and, with Ranking.Clauses, each
+// clause) it retrieves the listed descriptors' dense and lexical lists
+// again, as fuse does (rank keeps only their fusion; this runs only for a
+// query that yields expansions), and each expansion's own dense and
+// lexical scores (index.Score: as if it were indexed), then fuses them the
+// same way: for convex fusion, each list's score normalised by the list's
+// best (the expansion's own when it beats them, without re-normalising the
+// listed ones); for RRF, the rank the expansion would take in each list.
+// Clauses combine as in combineClauses.
+func (e *Engine) scoreExpansions(ctx context.Context, query string, filt Filter, exps []expansion, how Ranking) ([]float64, error) {
 	texts := []string{query}
 	if how.Clauses > 0 {
 		cl := lexical.Clauses(query)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -351,5 +352,134 @@ func BenchmarkSearchTemplates(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+func TestExpansionNeverClimbsOutOfTheTemplate(t *testing.T) {
+	srv := mcptest.NewServer(map[string]string{"doc://x": "unrelated"}, nil) // no completions: shape only
+	for _, uri := range []string{"file:///srv/docs/{+rest}", "file:///notes/{+path}.md"} {
+		srv.AddResourceTemplate(&mcpsdk.ResourceTemplate{URITemplate: uri, Name: "docs", Title: "Docs"},
+			func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+				return nil, errors.New("unused")
+			})
+	}
+	eng := newEngine(t, "", map[string]*mcpsdk.Server{"s": srv}, 0)
+
+	if got := search(t, eng, "docs rest guides/intro.md"); !slices.Contains(uris(got), "s file:///srv/docs/guides/intro.md") {
+		t.Fatalf("Search = %v, want file:///srv/docs/guides/intro.md: the control", uris(got))
+	}
+	for _, q := range []string{
+		"docs rest ../../etc/passwd",
+		"docs rest guides/../../../etc/passwd",
+		"docs rest %2e%2e/%2e%2e/etc/passwd",
+		`notes path "secret#"`,
+		`notes path "secret?raw=1"`,
+	} {
+		for _, r := range search(t, eng, q) {
+			if strings.HasPrefix(r.URI, "file://") {
+				t.Errorf("Search(%q) expanded %s", q, r.URI)
+			}
+		}
+	}
+}
+
+func TestExpansionsScoredWithTheRequestsRanking(t *testing.T) {
+	srv, _ := templateServer(knownIDs("42"))
+	eng := newEngine(t, "", map[string]*mcpsdk.Server{"s": srv}, 0) // engine: DefaultRanking, convex
+	for _, how := range []engine.Ranking{
+		{Dense: 1, Lexical: 1, Fusion: engine.FusionRRF},
+		{Dense: 1, Lexical: 1, Fusion: engine.FusionRRF, Clauses: 0.3},
+		{Lexical: 1, Fusion: engine.FusionConvex},
+	} {
+		res, err := eng.Search(t.Context(), engine.SearchRequest{Query: "billing invoices and payments for 42", Ranking: &how})
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := slices.Index(uris(res), "s users://42/profile")
+		if i < 0 {
+			t.Errorf("%+v: Search = %v, want the expansion ranked too", how, uris(res))
+			continue
+		}
+		if res[0].URI != "doc://billing" || i == 0 || res[i].Score >= res[0].Score {
+			t.Errorf("%+v: Search = %v (scores %v, %v): doc://billing must stay above a weakly related expansion, on the same scale",
+				how, uris(res), res[0].Score, res[i].Score)
+		}
+	}
+}
+
+func TestExpansionUnderBM25DoesNotDependOnTheEmbedder(t *testing.T) {
+	// With the lexical list alone every listed score is the same whatever
+	// the embedder; so must the expansion's be, or it is not on their scale.
+	how := engine.Ranking{Lexical: 1, Fusion: engine.FusionConvex, Clauses: 0.3}
+	var scores []map[string]float64
+	for _, emb := range []engine.Options{{}, {Embedder: randomEmbedder{dim: 64}}} {
+		srv, _ := templateServer(knownIDs("42"))
+		eng := newEngineOpts(t, "", map[string]*mcpsdk.Server{"s": srv}, emb)
+		res, err := eng.Search(t.Context(), engine.SearchRequest{Query: "billing invoices and payments for user 42", Ranking: &how})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]float64{}
+		for _, r := range res {
+			m[r.URI] = r.Score
+		}
+		if _, ok := m["users://42/profile"]; !ok {
+			t.Fatalf("Search = %v, want the expansion", uris(res))
+		}
+		scores = append(scores, m)
+	}
+	for uri, s := range scores[0] {
+		if d := math.Abs(s - scores[1][uri]); d > 1e-9 {
+			t.Errorf("%s scores %v with one embedder, %v with another, under a lexical-only ranking", uri, s, scores[1][uri])
+		}
+	}
+}
+
+func TestExpansionsKeepTheDiversifiedOrder(t *testing.T) {
+	// TestCompoundQueryServesEachClause's resources and query: the default
+	// ranking lifts the stock quote above a weather resource with a higher
+	// score. A template that expands for the query must not undo that.
+	listed := func(templates bool) []string {
+		srv := mcptest.NewServer(nil, &mcpsdk.ServerOptions{PageSize: 500, CompletionHandler: func(_ context.Context, req *mcpsdk.CompleteRequest) (*mcpsdk.CompleteResult, error) {
+			return &mcpsdk.CompleteResult{Completion: mcpsdk.CompletionResultDetails{Values: []string{req.Params.Argument.Value}}}, nil
+		}})
+		for uri, desc := range map[string]string{
+			"w://forecast": "weather forecast for a city, rain and sun tomorrow",
+			"w://radar":    "weather radar map of rain over the city",
+			"w://alerts":   "severe weather alerts for a city: storm, rain, wind",
+			"w://climate":  "climate and average weather of a city by month",
+			"s://quote":    "stock quote: the share price of a company",
+			"x://recipes":  "recipes for dinner",
+		} {
+			mcptest.AddText(srv, uri, desc, desc)
+		}
+		if templates {
+			srv.AddResourceTemplate(&mcpsdk.ResourceTemplate{URITemplate: "city://{city}/weather", Name: "city weather", Title: "Weather of a city"},
+				func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+					return nil, errors.New("unused")
+				})
+		}
+		eng := newEngine(t, "", map[string]*mcpsdk.Server{"s": srv}, 0)
+		res := search(t, eng, "What will the weather forecast, weather radar and weather alerts say about rain, sun and storm in the city tomorrow? Also the share price of the company")
+		var out []string
+		expanded := false
+		for _, r := range res {
+			if strings.HasPrefix(r.URI, "city://") {
+				expanded = true
+				continue
+			}
+			out = append(out, r.URI)
+		}
+		if templates && !expanded {
+			t.Fatalf("Search = %v, want an expansion of city://{city}/weather", uris(res))
+		}
+		return out
+	}
+	without := listed(false)
+	if i := slices.Index(without, "s://quote"); i < 0 || i >= 3 {
+		t.Fatalf("without templates the quote is not lifted into the top 3 (%v): the test shows nothing", without)
+	}
+	if with := listed(true); !slices.Equal(with, without) {
+		t.Errorf("listed order with an expansion = %v, want %v (as without templates)", with, without)
 	}
 }
