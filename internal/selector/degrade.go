@@ -2,7 +2,6 @@ package selector
 
 import (
 	"cmp"
-	"encoding/base64"
 	"fmt"
 	"slices"
 	"strings"
@@ -42,13 +41,7 @@ func (s *selection) packQuery(rank int, c Candidate, v Value, contents []Content
 		case ct.IsBlob && !s.req.IncludeBinary:
 			drop(OmitBinaryExcluded, "")
 		case ct.IsBlob:
-			b64 := base64.StdEncoding.EncodedLen(len(ct.Blob))
-			n := left - used + 1
-			if budget.Fits(s.count, b64, left-used) {
-				n = s.count.Count(base64.StdEncoding.EncodeToString(ct.Blob))
-				// Whatever its MIME type says, a blob costs its base64.
-				s.observe(c.Server, "application/octet-stream", len(ct.Blob), n)
-			}
+			n := s.blobCost(c.Server, ct.Blob, left-used)
 			if n > left-used {
 				drop(OmitBinaryTooLarge, fmt.Sprintf("blob of %d bytes costs more than the %s left", len(ct.Blob), tokens(left-used)))
 				continue

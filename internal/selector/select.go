@@ -303,13 +303,7 @@ func (s *selection) packHead(rank int, c Candidate, v Value, contents []Content,
 		case ct.IsBlob && !s.req.IncludeBinary:
 			drop(OmitBinaryExcluded, "")
 		case ct.IsBlob:
-			// Counted as the model would be shown it; the bytes themselves
-			// are returned, never the base64 text.
-			b64 := base64.StdEncoding.EncodedLen(len(ct.Blob))
-			n := left + 1 // proven not to fit without counting
-			if budget.Fits(s.count, b64, left) {
-				n = s.count.Count(base64.StdEncoding.EncodeToString(ct.Blob))
-			}
+			n := s.blobCost(c.Server, ct.Blob, left)
 			if n > left {
 				drop(OmitBinaryTooLarge, fmt.Sprintf("blob of %d bytes costs more than the %s left", len(ct.Blob), tokens(left)))
 				continue
@@ -374,6 +368,20 @@ func (s *selection) packHead(rank int, c Candidate, v Value, contents []Content,
 	if stop {
 		s.full = fmt.Sprintf("budget filled by rank %d", rank)
 	}
+}
+
+// blobCost returns what a blob costs: the tokens of its standard base64
+// encoding, as a model would be shown it (the bytes themselves are
+// returned, never the base64 text); or left+1 when its length proves it
+// cannot fit in left, without counting. A count teaches the estimator the
+// binary ratio, whatever the blob's MIME type says.
+func (s *selection) blobCost(server string, blob []byte, left int) int {
+	if !budget.Fits(s.count, base64.StdEncoding.EncodedLen(len(blob)), left) {
+		return left + 1
+	}
+	n := s.count.Count(base64.StdEncoding.EncodeToString(blob))
+	s.observe(server, "application/octet-stream", len(blob), n)
+	return n
 }
 
 // wholeFits reports whether text content ct fits whole in left tokens.
