@@ -65,9 +65,11 @@ type Ranking struct {
 	// Diversify is xQuAD's λ in [0, 1] (rank.Diversify) for a compound
 	// query: how much the head of the ranking is re-ordered so that each
 	// clause is served, rather than the clause the whole query leans to
-	// filling it. Zero keeps the fused order. Re-ordered results keep their
-	// fused scores, so scores need not be descending. It applies to
-	// FusionConvex only: its temperature is in units of the convex score.
+	// filling it. Zero keeps the fused order. A result moved up takes the
+	// score of the best result after it, so scores stay non-increasing and
+	// Assemble's value order and value floor keep the diversified order. It
+	// applies to FusionConvex only: its temperature is in units of the
+	// convex score.
 	Diversify float64
 }
 

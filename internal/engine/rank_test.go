@@ -12,7 +12,8 @@ import (
 // TestCompoundQueryServesEachClause checks that the default ranking
 // diversifies the head of a compound query's ranking: the whole query
 // leans to the weather (more of its words), and without diversification
-// the weather resources fill the first three places.
+// the weather resources fill the first three places. Scores must stay
+// non-increasing, or Assemble, which orders by score, would undo it.
 func TestCompoundQueryServesEachClause(t *testing.T) {
 	srv := mcptest.NewServer(nil, &mcpsdk.ServerOptions{PageSize: 500})
 	for uri, desc := range map[string]string{
@@ -30,15 +31,22 @@ func TestCompoundQueryServesEachClause(t *testing.T) {
 
 	top := func(how engine.Ranking) []string {
 		t.Helper()
-		got, err := eng.Search(t.Context(), engine.SearchRequest{Query: query, Limit: 3, Ranking: &how})
+		// One more than the top 3, so a result moved up into them is
+		// compared with the one it passed.
+		got, err := eng.Search(t.Context(), engine.SearchRequest{Query: query, Limit: 4, Ranking: &how})
 		if err != nil {
 			t.Fatal(err)
 		}
 		var uris []string
-		for _, r := range got {
+		for i, r := range got {
 			uris = append(uris, r.URI)
+			if i > 0 && r.Score > got[i-1].Score {
+				// Assemble's selector orders by score: a rising score
+				// would undo the diversification there.
+				t.Errorf("result %d (%s) scores %v, above result %d's %v", i+1, r.URI, r.Score, i, got[i-1].Score)
+			}
 		}
-		return uris
+		return uris[:3]
 	}
 	flat := engine.DefaultRanking
 	flat.Diversify = 0

@@ -29,9 +29,13 @@ import (
 // so an item scoring tau below the best counts e⁻¹ as much. The product
 // term is how much of aspect a is still uncovered: once an item that
 // serves a well is placed, more items serving only a gain little. Ties
-// keep ranked's order. The remaining items follow in ranked's order,
-// with their scores unchanged: after Diversify the scores need not be
-// descending.
+// keep ranked's order. The remaining items follow in ranked's order.
+//
+// An item placed above items that outscored it takes the highest score
+// among the items after it, so scores stay non-increasing along the
+// result: a consumer that orders or thresholds by score (the selector's
+// value order and value floor) keeps the diversified order rather than
+// undoing it. ranked must be sorted by score, best first.
 //
 // lambda must be in [0, 1] and tau positive. With lambda 0, no aspects,
 // k ≤ 0 or depth < 2, Diversify returns ranked as it is; otherwise it
@@ -99,5 +103,11 @@ func Diversify(ranked []Fused, aspects [][]Fused, lambda, tau float64, k, depth 
 	for _, i := range cands {
 		out = append(out, ranked[i])
 	}
-	return append(out, ranked[depth:]...)
+	out = append(out, ranked[depth:]...)
+	for i := k - 1; i >= 0; i-- {
+		if i+1 < len(out) && out[i+1].Score > out[i].Score {
+			out[i].Score = out[i+1].Score
+		}
+	}
+	return out
 }

@@ -2,7 +2,6 @@ package rank
 
 import (
 	"math"
-	"slices"
 	"testing"
 
 	gocmp "github.com/google/go-cmp/cmp"
@@ -53,7 +52,7 @@ func TestDiversifyKeepsOrderWhenOff(t *testing.T) {
 	}
 }
 
-func TestDiversifyLeavesTheTailAndScores(t *testing.T) {
+func TestDiversifyLeavesTheTailAndKeepsScoresDescending(t *testing.T) {
 	// Only the first depth items are candidates, and only k positions are
 	// chosen: b1 is beyond depth 3, so it cannot move up.
 	got := Diversify(whole, [][]Fused{aspectA, aspectB}, 1, 0.1, 2, 3)
@@ -64,11 +63,16 @@ func TestDiversifyLeavesTheTailAndScores(t *testing.T) {
 	if diff := gocmp.Diff([]string{"a1", "b1", "a2", "a3", "b2", "x"}, fusedIDs(got)); diff != "" {
 		t.Errorf("order mismatch (-want +got):\n%s", diff)
 	}
-	for _, f := range got {
-		i := slices.IndexFunc(whole, func(w Fused) bool { return w.ID == f.ID })
-		if f.Score != whole[i].Score {
-			t.Errorf("%s: score %v, want its fused score %v", f.ID, f.Score, whole[i].Score)
+	// b1 (0.93) now precedes a2 (0.98) and a3 (0.96): it takes the best
+	// score after it, so the scores stay non-increasing; nothing else moves.
+	wantScores := []float64{1.0, 0.98, 0.98, 0.96, 0.90, 0.5}
+	for i, f := range got {
+		if f.Score != wantScores[i] {
+			t.Errorf("%s at %d: score %v, want %v", f.ID, i+1, f.Score, wantScores[i])
 		}
+	}
+	if whole[3].Score != 0.93 {
+		t.Errorf("Diversify changed its input: b1 scores %v", whole[3].Score)
 	}
 }
 
