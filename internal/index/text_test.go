@@ -1,6 +1,7 @@
 package index_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/contextd/contextd/internal/index"
@@ -46,5 +47,17 @@ func TestEmbeddingText(t *testing.T) {
 				t.Errorf("EmbeddingText = %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestLongDescriptionGoesLast(t *testing.T) {
+	long := strings.Repeat("word ", index.LongDescriptionWords+1)
+	got := index.EmbeddingText(resource.Descriptor{Name: "billing_report", Title: "Billing report", Description: long})
+	if !strings.HasPrefix(got, "Billing report. ") {
+		t.Fatalf("a %d-word description hides the title: %.60q", index.LongDescriptionWords+1, got)
+	}
+	short := strings.Repeat("word ", index.LongDescriptionWords)
+	if got := index.EmbeddingText(resource.Descriptor{Title: "Billing report", Description: short}); strings.HasPrefix(got, "Billing") {
+		t.Errorf("a %d-word description should still come first: %.60q", index.LongDescriptionWords, got)
 	}
 }
