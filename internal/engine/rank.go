@@ -142,23 +142,22 @@ func (e *Engine) rank(ctx context.Context, query string, filt Filter, n int, how
 	return e.withTemplates(ctx, query, filt, out, n, how), nil
 }
 
-// fuse retrieves and fuses the dense and lexical lists for one query. With
-// a MIME or URI filter every descriptor in scope is scored, then filtered,
-// so a narrow filter cannot come back empty while matches exist.
-func (e *Engine) fuse(ctx context.Context, query string, f index.Filter, filt Filter, how Ranking) ([]rank.Fused, error) {
+// lists retrieves the listed descriptors' dense and lexical lists for one
+// query text, each at most pool deep. With a MIME or URI filter every
+// descriptor in scope is scored, then filtered, so a narrow filter cannot
+// come back empty while matches exist.
+func (e *Engine) lists(ctx context.Context, text string, f index.Filter, filt Filter, how Ranking) (dense, lex []index.Hit, err error) {
 	depth := pool
 	if filt.narrows() {
-		depth = 0 // all
+		depth = 0
 	}
-	var dense, lex []index.Hit
 	if how.Dense > 0 {
-		var err error
-		if dense, err = e.ix.Dense(ctx, query, depth, f); err != nil {
-			return nil, err
+		if dense, err = e.ix.Dense(ctx, text, depth, f); err != nil {
+			return nil, nil, err
 		}
 	}
 	if how.Lexical > 0 {
-		lex = e.ix.Lexical(query, depth, f)
+		lex = e.ix.Lexical(text, depth, f)
 	}
 	if filt.narrows() {
 		keep := func(hs []index.Hit) []index.Hit {
@@ -171,6 +170,16 @@ func (e *Engine) fuse(ctx context.Context, query string, f index.Filter, filt Fi
 			return out[:min(len(out), pool)]
 		}
 		dense, lex = keep(dense), keep(lex)
+	}
+	return dense, lex, nil
+}
+
+// fuse retrieves (lists) and fuses the dense and lexical lists for one
+// query.
+func (e *Engine) fuse(ctx context.Context, query string, f index.Filter, filt Filter, how Ranking) ([]rank.Fused, error) {
+	dense, lex, err := e.lists(ctx, query, f, filt, how)
+	if err != nil {
+		return nil, err
 	}
 	if how.Fusion == FusionRRF {
 		return rank.FuseWeighted(how.K, []float64{how.Dense, how.Lexical}, ids(dense), ids(lex)), nil

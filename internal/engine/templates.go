@@ -280,36 +280,6 @@ func (e *Engine) scoreExpansions(ctx context.Context, query string, filt Filter,
 	return out, nil
 }
 
-// lists retrieves the listed descriptors' dense and lexical lists for one
-// query text, as fuse does.
-func (e *Engine) lists(ctx context.Context, text string, f index.Filter, filt Filter, how Ranking) (dense, lex []index.Hit, err error) {
-	depth := pool
-	if filt.narrows() {
-		depth = 0
-	}
-	if how.Dense > 0 {
-		if dense, err = e.ix.Dense(ctx, text, depth, f); err != nil {
-			return nil, nil, err
-		}
-	}
-	if how.Lexical > 0 {
-		lex = e.ix.Lexical(text, depth, f)
-	}
-	if filt.narrows() {
-		keep := func(hs []index.Hit) []index.Hit {
-			out := hs[:0]
-			for _, h := range hs {
-				if d, ok := e.ix.Get(h.Key); ok && filt.match(d) {
-					out = append(out, h)
-				}
-			}
-			return out[:min(len(out), pool)]
-		}
-		dense, lex = keep(dense), keep(lex)
-	}
-	return dense, lex, nil
-}
-
 // normalised is rank.Convex's normalisation of score s against a list
 // whose lowest possible score is floor, as if s had been in the list: the
 // list's best is max(best, s), so the result is in [0, 1]. A list that is
