@@ -188,9 +188,7 @@ func (s *selection) degrade(rank int, c Candidate, v Value, contents []Content, 
 	if len(secs) == 0 {
 		because, reason = fmt.Sprintf("%s, and it cannot be cut (%s)", whole, intact), OmitUnsupported
 	}
-	if !s.pointer(rank, c, v, because, true) {
-		s.omit(rank, c, v, reason, because, true)
-	}
+	s.pointerOr(rank, c, v, because, true, reason)
 }
 
 // bestSections scores secs for the query and returns the best that fit in
@@ -230,29 +228,60 @@ func (s *selection) bestSections(secs []section.Section, from []int, left int) [
 	return []section.Pick{{Section: cut, Index: best, Tokens: n}}
 }
 
-// pointer returns c as a pointer item (its descriptor only) if that fits
-// in what is left and in the pointers' share of the budget
-// ([MaxPointerShare]), and reports whether it did. Only requests with a
-// query degrade to pointers.
-func (s *selection) pointer(rank int, c Candidate, v Value, because string, read bool) bool {
+// A pendingPointer is a candidate of which nothing but its descriptor can
+// be returned: it becomes a pointer, or is omitted with reason, once the
+// budget left after the top-up is known.
+type pendingPointer struct {
+	rank    int
+	c       Candidate
+	v       Value
+	because string
+	read    bool
+	reason  OmitReason
+}
+
+// pointerOr makes c a pointer if there is room once the other candidates
+// and the top-up are served, else omits it with reason; without a query it
+// omits it now. Pointers come last because content that matches beats a
+// reference to more of it.
+func (s *selection) pointerOr(rank int, c Candidate, v Value, because string, read bool, reason OmitReason) {
 	if s.req.Query == "" {
-		return false
+		s.omit(rank, c, v, reason, because, read)
+		return
 	}
-	text := PointerText(c)
-	limit := min(s.remaining, int(MaxPointerShare*float64(s.req.TokenBudget))-s.pointers)
-	if limit <= 0 || !budget.Fits(s.count, len(text), limit) {
-		return false
+	s.pending = append(s.pending, pendingPointer{rank: rank, c: c, v: v, because: because, read: read, reason: reason})
+}
+
+// placePointers turns pending candidates, in value order, into pointer
+// items while they fit in what is left and in the pointers' share of the
+// budget ([MaxPointerShare]); the rest are omitted.
+func (s *selection) placePointers() {
+	for _, p := range s.pending {
+		if s.req.MaxItems > 0 && len(s.res.Items) >= s.req.MaxItems {
+			reason, because := OmitMaxItems, fmt.Sprintf("%d items already selected", len(s.res.Items))
+			if p.read {
+				// Read, and nothing of it fits: that is why, not the cap.
+				reason, because = p.reason, p.because
+			}
+			s.omit(p.rank, p.c, p.v, reason, because, p.read)
+			continue
+		}
+		text := PointerText(p.c)
+		limit := min(s.remaining, int(MaxPointerShare*float64(s.req.TokenBudget))-s.pointers)
+		n := limit + 1
+		if limit > 0 && budget.Fits(s.count, len(text), limit) {
+			n = s.count.Count(text)
+		}
+		if n > limit {
+			s.omit(p.rank, p.c, p.v, p.reason, p.because, p.read)
+			continue
+		}
+		s.pointers += n
+		s.add(Item{
+			Candidate: p.c, Rank: p.rank, Form: FormPointer, Value: p.v.Total(), Tokens: n, Truncated: true, Unread: !p.read,
+			Reason: fmt.Sprintf("%s, %s; pointer only (%s): %s", why(p.rank, p.c.Pinned), p.v, tokens(n), p.because),
+		}, fingerprint{none: true})
 	}
-	n := s.count.Count(text)
-	if n > limit {
-		return false
-	}
-	s.pointers += n
-	s.add(Item{
-		Candidate: c, Rank: rank, Form: FormPointer, Value: v.Total(), Tokens: n, Truncated: true, Unread: !read,
-		Reason: fmt.Sprintf("%s, %s; pointer only (%s): %s", why(rank, c.Pinned), v, tokens(n), because),
-	}, fingerprint{none: true})
-	return true
 }
 
 // observe feeds an exact count to the estimator, if any.

@@ -121,6 +121,7 @@ func Select(ctx context.Context, req Request, ranked []Candidate, read ReadFunc,
 		}
 	}
 	s.topUp()
+	s.placePointers()
 	slices.SortStableFunc(s.res.Items, func(x, y Item) int { return cmp.Compare(x.Rank, y.Rank) })
 	slices.SortStableFunc(s.res.Omitted, func(x, y Omitted) int { return cmp.Compare(x.Rank, y.Rank) })
 	return s.res, nil
@@ -143,8 +144,9 @@ type selection struct {
 	// best candidate that is omitted (binary, for the user, unreadable)
 	// does not raise the floor for the rest.
 	anchor    float64
-	pointers  int          // tokens taken by pointer items
-	sectioned []*sectioned // items returned as sections, in the order added
+	pointers  int              // tokens taken by pointer items
+	sectioned []*sectioned     // items returned as sections, in the order added
+	pending   []pendingPointer // candidates that can only be pointers, in value order
 }
 
 // packed remembers an item's content fingerprint.
@@ -173,16 +175,12 @@ func (s *selection) consider(ctx context.Context, rank int, c Candidate, v Value
 			reason = OmitBinaryTooLarge
 		}
 		why := fmt.Sprintf("%q is never cut, and about %s whole (%d bytes) is more than the %s left", c.MIMEType, tokens(est), c.Size, tokens(s.remaining))
-		if !s.pointer(rank, c, v, why, false) {
-			s.omit(rank, c, v, reason, why, false)
-		}
+		s.pointerOr(rank, c, v, why, false, reason)
 		return nil
 	}
 	if len(s.res.Items) > 0 && s.req.Query != "" && known && est > s.remaining && s.remaining < MinSectionRead {
 		why := fmt.Sprintf("about %s whole, more than the %s left, which is under the %d worth reading it for its sections", tokens(est), tokens(s.remaining), MinSectionRead)
-		if !s.pointer(rank, c, v, why, false) {
-			s.omit(rank, c, v, OmitBudgetExhausted, why, false)
-		}
+		s.pointerOr(rank, c, v, why, false, OmitBudgetExhausted)
 		return nil
 	}
 	if len(s.res.Items) > 0 && s.remaining < MinUsefulTokens && (!known || est > s.remaining) {
@@ -194,9 +192,7 @@ func (s *selection) consider(ctx context.Context, rank int, c Candidate, v Value
 			size = fmt.Sprintf("%d bytes", c.Size)
 		}
 		why := fmt.Sprintf("%s left, fewer than the %d worth reading a resource of %s for", tokens(s.remaining), MinUsefulTokens, size)
-		if !s.pointer(rank, c, v, why, false) {
-			s.omit(rank, c, v, OmitBudgetExhausted, why, false)
-		}
+		s.pointerOr(rank, c, v, why, false, OmitBudgetExhausted)
 		return nil
 	}
 	contents, err := s.read(ctx, c.Server, c.URI)
