@@ -62,11 +62,12 @@
 //  2. [FormOutline]: no section matches the query: its headings with their
 //     line ranges.
 //  3. [FormPointer]: not even that: the descriptor alone ([PointerText]),
-//     counted; pointers together take at most [MaxPointerShare] of the
-//     budget.
+//     counted.
 //
 // Budget still left after every candidate goes to more sections of the
-// items returned as sections, in text order, without another read.
+// items returned as sections, in text order, without another read; then
+// the candidates that could only be pointers get what is left, in value
+// order, at most [MaxPointerShare] of the budget together.
 // Without a query a text that does not fit is cut at a line to what is left
 // ([FormTruncated]) and the budget is then full, as a caller that cannot
 // say what it needs gets the head.
