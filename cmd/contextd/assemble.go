@@ -175,7 +175,7 @@ func (a *assembleFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&a.maxItems, "max-items", 0, "maximum items to return (0 = no limit)")
 	fs.BoolVar(&a.content, "content", false, "print the returned texts (human output)")
 	fs.BoolVar(&a.userAudience, "include-user-audience", false, `also return resources annotated for the user only (audience ["user"])`)
-	fs.Var(&a.valueFloor, "value-floor", "leave out candidates worth less than this share of the best one, in [0, 1] (default: the daemon's, 0.9; 0 keeps all that fit)")
+	fs.Var(&a.valueFloor, "value-floor", "leave out candidates worth less than this share of the best one returned, in [0, 1] (default: the daemon's, 0.9; 0 keeps all that fit)")
 	fs.Var(&a.pins, "pin", "return this resource first: SERVER=URI (repeatable)")
 	fs.Var(&a.mimes, "mime", "only rank resources of this MIME type, e.g. text/markdown or text/* (repeatable)")
 	fs.Var(&a.prefixes, "uri-prefix", "only rank resources whose URI starts with this (repeatable)")

@@ -159,7 +159,8 @@ type AssembleRequest struct {
 }
 
 // DefaultValueFloor is the selector.Request.ValueFloor of Assemble: a
-// candidate worth less than this share of the best one is not read. It is
+// candidate worth less than this share of the first unpinned item returned
+// (the best that can be returned) is not read. It is
 // the floor the budget benchmark measured best on eval/datasets/godoc's dev
 // split (see eval/README.md).
 const DefaultValueFloor = 0.9
@@ -261,17 +262,17 @@ func (e *Engine) checkFilter(f Filter) error {
 	return f.Check()
 }
 
-// reader returns the selector's ReadFunc for one request: it reads through
-// the server's mirror, each read bounded by the read timeout. Once a server
-// lets a read time out, its later candidates in the same request fail at
-// once instead of each waiting out the timeout again, and for SlowFor its
-// reads in later requests get only SlowReadTimeout.
 // fetchLog collects the Fetch of every read of one request.
 type fetchLog struct {
 	mu sync.Mutex
 	m  map[resource.Key]ctxsync.Fetch
 }
 
+// reader returns the selector's ReadFunc for one request: it reads through
+// the server's mirror, each read bounded by the read timeout. Once a server
+// lets a read time out, its later candidates in the same request fail at
+// once instead of each waiting out the timeout again, and for SlowFor its
+// reads in later requests get only SlowReadTimeout.
 func (e *Engine) reader(log *fetchLog) selector.ReadFunc {
 	var mu sync.Mutex
 	stalled := map[string]bool{}

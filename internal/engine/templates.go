@@ -151,9 +151,9 @@ func (e *Engine) withTemplates(ctx context.Context, query string, filt Filter, r
 		xs[i] = Ranked{Descriptor: x.desc, Score: scores[i]}
 	}
 	slices.SortStableFunc(xs, func(a, b Ranked) int { return cmp.Compare(b.Score, a.Score) })
-	// Merge without re-ordering the listed ones (Ranking.Diversify may
-	// leave their scores out of order): an expansion goes before the first
-	// listed descriptor it beats; on a tie the listed one stays first.
+	// Merge without re-ordering the listed ones (their order is the
+	// diversified one): an expansion goes before the first listed
+	// descriptor it beats; on a tie the listed one stays first.
 	out := make([]Ranked, 0, len(ranked)+len(xs))
 	j := 0
 	for _, r := range ranked {

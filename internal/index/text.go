@@ -31,7 +31,8 @@ import (
 // scored 0.624 against 0.572 for title, name, description, URI words and
 // MIME type one per line.
 //
-// A description longer than [LongDescriptionWords] words comes last
+// A description longer than [LongDescriptionWords] words (each character
+// of a script written without spaces counting as one) comes last
 // instead, so that the title and name stay within what the encoder reads.
 // Neither MetaTool nor the godoc corpus has such descriptions, so this
 // guard is unmeasured; it keeps real servers' long descriptions from
@@ -47,7 +48,7 @@ func EmbeddingText(d resource.Descriptor) string {
 	if name == strings.Join(lexical.Words(d.Title), " ") {
 		name = ""
 	}
-	if len(strings.Fields(d.Description)) > LongDescriptionWords {
+	if words(d.Description) > LongDescriptionWords {
 		// The encoder reads a bounded number of tokens (USE-lite: 128), so
 		// a long description first would push the title and name out.
 		add(d.Title)
@@ -78,6 +79,27 @@ func EmbeddingText(d resource.Descriptor) string {
 // come first in EmbeddingText: about 64 words are 90 SentencePiece tokens,
 // leaving room for a title and name within USE-lite's 128.
 const LongDescriptionWords = 64
+
+// words counts a text's words for LongDescriptionWords: runs between
+// spaces, and each character of a script written without spaces (Han,
+// Hiragana, Katakana, Hangul, Thai) on its own, since an encoder's
+// vocabulary splits those about per character.
+func words(s string) int {
+	n, inWord := 0, false
+	for _, r := range s {
+		switch {
+		case unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Hangul, unicode.Thai):
+			n++
+			inWord = false
+		case unicode.IsSpace(r):
+			inWord = false
+		case !inWord:
+			n++
+			inWord = true
+		}
+	}
+	return n
+}
 
 // URIWords returns the words of a URI after its scheme: "demo://docs/a_b.md"
 // becomes "docs a b md". The URI itself is never altered or resolved.

@@ -61,3 +61,10 @@ func TestLongDescriptionGoesLast(t *testing.T) {
 		t.Errorf("a %d-word description should still come first: %.60q", index.LongDescriptionWords, got)
 	}
 }
+
+func TestLongUnspacedDescriptionGoesLast(t *testing.T) {
+	long := strings.Repeat("検索", index.LongDescriptionWords)
+	if got := index.EmbeddingText(resource.Descriptor{Title: "検索ツール", Description: long}); !strings.HasPrefix(got, "検索ツール. ") {
+		t.Fatalf("a %d-character Japanese description hides the title: %.40q", 2*index.LongDescriptionWords, got)
+	}
+}

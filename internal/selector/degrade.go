@@ -10,12 +10,6 @@ import (
 	"github.com/contextd/contextd/internal/section"
 )
 
-// introShare is the score a text's first section gets, as a share of the
-// best section score, when it matches the query less: the opening of a
-// document (its overview) is worth returning when the budget has room left
-// after the sections that match.
-const introShare = 0.1
-
 // packQuery packs a read resource for a request with a query: whole if it
 // fits, else degraded to its best sections, an outline or a pointer
 // (issue 5, rule 3). est is the estimated whole cost, or -1 if unknown.
@@ -128,13 +122,22 @@ func (s *selection) degrade(rank int, c Candidate, v Value, contents []Content, 
 	}
 	if len(picks) > 0 {
 		st := &sectioned{rank: rank, secs: secs, from: from, contents: contents, picked: map[int]int{}, done: done}
+		charged := done.tokens
 		for _, p := range picks {
 			st.picked[p.Index] = p.Tokens
+			charged += p.Tokens
 			s.observe(c.Server, cmp.Or(contents[from[p.Index]].MIMEType, c.MIMEType), len(p.Text), p.Tokens)
 		}
 		out, n, ranges := st.build(s.count)
-		st.item = len(s.res.Items)
+		st.item, st.charged = len(s.res.Items), charged
 		s.sectioned = append(s.sectioned, st)
+		for _, i := range over {
+			if cuttable[i] && !slices.ContainsFunc(picks, func(p section.Pick) bool { return from[p.Index] == i }) {
+				ct := contents[i]
+				dropped = append(dropped, DroppedContent{Index: i, URI: ct.URI, MIMEType: ct.MIMEType, Reason: OmitBudgetExhausted,
+					Detail: "no section of it matches the query or fits beside the others"})
+			}
+		}
 		slices.SortStableFunc(dropped, func(x, y DroppedContent) int { return cmp.Compare(x.Index, y.Index) })
 		s.add(Item{
 			Candidate: c, Rank: rank, Form: FormSections, Value: v.Total(), Contents: out, Dropped: dropped,
@@ -142,6 +145,9 @@ func (s *selection) degrade(rank int, c Candidate, v Value, contents []Content, 
 			Reason: fmt.Sprintf("%s, %s; best %d of %d sections for the query (lines %s), %s: %s",
 				why(rank, c.Pinned), v, len(picks), len(secs), ranges, tokens(n), whole),
 		}, fp)
+		// Merged sections may cost less than their parts; the budget is
+		// charged the parts, so no later merge can take it over.
+		s.remaining -= charged - n
 		return
 	}
 	var outline strings.Builder
@@ -166,7 +172,7 @@ func (s *selection) degrade(rank int, c Candidate, v Value, contents []Content, 
 			dropCut("its outline is returned instead: no section matches the query or fits")
 			s.add(Item{
 				Candidate: c, Rank: rank, Form: FormOutline, Value: v.Total(),
-				Contents: append(slices.Clone(done.whole), ItemContent{Content: ct, Tokens: n, Truncated: text != outline.String()}),
+				Contents: withOutline(done, first, ItemContent{Content: ct, Tokens: n, Truncated: text != outline.String()}),
 				Dropped:  dropped, Tokens: done.tokens + n, Truncated: true,
 				Reason: fmt.Sprintf("%s, %s; outline of its sections (%s): no section matches the query, or none fits in the %s left; %s",
 					why(rank, c.Pinned), v, tokens(n), tokens(left), whole),
@@ -192,40 +198,55 @@ func (s *selection) degrade(rank int, c Candidate, v Value, contents []Content, 
 }
 
 // bestSections scores secs for the query and returns the best that fit in
-// left, or, if none fits whole, the best cut at a line; nil when none
-// matches the query.
+// left (or, if none fits whole, the best cut to fit), then each text's
+// opening section (its overview) if there is room left after them; nil
+// when no section matches the query. Picks are in section order.
 func (s *selection) bestSections(secs []section.Section, from []int, left int) []section.Pick {
 	if left <= 0 {
 		return nil
 	}
 	scores := section.Score(secs, s.req.Query)
-	top, best := 0.0, 0
+	best := -1
 	for j, x := range scores {
-		if x > top {
-			top, best = x, j
+		if x > 0 && strings.TrimSpace(secs[j].Text) != "" && (best < 0 || x > scores[best]) {
+			best = j
 		}
 	}
-	if top == 0 {
+	if best < 0 {
 		return nil
+	}
+	picks := section.Best(secs, scores, s.count, left)
+	if len(picks) == 0 {
+		// No matching section fits whole: the best one, cut to fit (at a
+		// line, or within the first line if not even that fits).
+		out, n := budget.TrimToBudget(s.count, secs[best].Text, left)
+		if out == "" {
+			return nil
+		}
+		cut := secs[best]
+		cut.End = cut.Start + strings.Count(strings.TrimSuffix(out, "\n"), "\n")
+		cut.Text = out
+		secs[best] = cut
+		picks = []section.Pick{{Section: cut, Index: best, Tokens: n}}
+	}
+	used := 0
+	picked := map[int]bool{}
+	for _, p := range picks {
+		used += p.Tokens
+		picked[p.Index] = true
 	}
 	for j := range secs {
-		if j == 0 || from[j] != from[j-1] { // a text's first section
-			scores[j] = max(scores[j], introShare*top)
+		opening := j == 0 || from[j] != from[j-1]
+		if !opening || picked[j] || strings.TrimSpace(secs[j].Text) == "" || !budget.Fits(s.count, len(secs[j].Text), left-used) {
+			continue
+		}
+		if n := s.count.Count(secs[j].Text); n <= left-used {
+			picks = append(picks, section.Pick{Section: secs[j], Index: j, Tokens: n})
+			used += n
 		}
 	}
-	if picks := section.Best(secs, scores, s.count, left); len(picks) > 0 {
-		return picks
-	}
-	// No section fits whole: the best one, cut at a line.
-	out, n := budget.TrimToBudget(s.count, secs[best].Text, left)
-	if out == "" {
-		return nil
-	}
-	cut := secs[best]
-	cut.End = cut.Start + strings.Count(strings.TrimSuffix(out, "\n"), "\n")
-	cut.Text = out
-	secs[best] = cut
-	return []section.Pick{{Section: cut, Index: best, Tokens: n}}
+	slices.SortFunc(picks, func(x, y section.Pick) int { return cmp.Compare(x.Index, y.Index) })
+	return picks
 }
 
 // A pendingPointer is a candidate of which nothing but its descriptor can
@@ -258,12 +279,9 @@ func (s *selection) pointerOr(rank int, c Candidate, v Value, because string, re
 func (s *selection) placePointers() {
 	for _, p := range s.pending {
 		if s.req.MaxItems > 0 && len(s.res.Items) >= s.req.MaxItems {
-			reason, because := OmitMaxItems, fmt.Sprintf("%d items already selected", len(s.res.Items))
-			if p.read {
-				// Read, and nothing of it fits: that is why, not the cap.
-				reason, because = p.reason, p.because
-			}
-			s.omit(p.rank, p.c, p.v, reason, because, p.read)
+			// It was deferred because nothing of it fit: that is why, not
+			// the cap reached since.
+			s.omit(p.rank, p.c, p.v, p.reason, p.because, p.read)
 			continue
 		}
 		text := PointerText(p.c)
@@ -321,6 +339,23 @@ func firstBudgetDrop(dropped []DroppedContent) string {
 	return ""
 }
 
+// withOutline returns the whole contents and the outline of content first,
+// in read order.
+func withOutline(done wholeParts, first int, outline ItemContent) []ItemContent {
+	out := make([]ItemContent, 0, len(done.whole)+1)
+	placed := false
+	for k, ic := range done.whole {
+		if !placed && done.wholeIdx[k] > first {
+			out, placed = append(out, outline), true
+		}
+		out = append(out, ic)
+	}
+	if !placed {
+		out = append(out, outline)
+	}
+	return out
+}
+
 // wholeParts holds the contents of a resource that fit whole while its other
 // texts are degraded.
 type wholeParts struct {
@@ -336,51 +371,77 @@ type sectioned struct {
 	item     int // index in Result.Items while selecting
 	rank     int
 	secs     []section.Section
-	from     []int // content index of each section
+	from     []int // content index of each section, non-decreasing
 	contents []Content
 	picked   map[int]int // section index → tokens
 	done     wholeParts  // contents returned whole alongside
+	// charged is what the budget was charged for the item: the sum of its
+	// parts' tokens, never less than Item.Tokens.
+	charged int
 }
 
 // build returns the item's contents in read order (whole contents, and
-// picked sections in text order, adjacent ones merged when that costs no
-// more), their tokens, and the sections' line ranges for a reason.
+// picked sections in text order), their tokens, and the sections' line
+// ranges for a reason. A run of adjacent picked sections, each ending with
+// a line break, is one content when its count is no more than the sum of
+// its parts (each run is counted once).
 func (st *sectioned) build(count budget.Counter) ([]ItemContent, int, string) {
 	var (
 		out    []ItemContent
 		ranges []string
 		total  int
 	)
+	j := 0
 	for i := range st.contents {
 		if k := slices.Index(st.done.wholeIdx, i); k >= 0 {
 			out = append(out, st.done.whole[k])
 			total += st.done.whole[k].Tokens
 		}
-		var run *ItemContent // the last section content of content i
-		for j, sec := range st.secs {
-			n, ok := st.picked[j]
-			if !ok || st.from[j] != i {
-				continue
-			}
-			if run != nil && run.EndLine+1 == sec.Start {
-				if m := count.Count(run.Text + sec.Text); m <= run.Tokens+n {
-					total += m - run.Tokens
-					run.Text += sec.Text
-					run.Tokens, run.EndLine = m, sec.End
-					continue
-				}
+		var run []int
+		flush := func() {
+			if len(run) == 0 {
+				return
 			}
 			ct := st.contents[i]
-			ct.Text = sec.Text
-			out = append(out, ItemContent{Content: ct, Tokens: n, Truncated: true, StartLine: sec.Start, EndLine: sec.End})
-			run = &out[len(out)-1]
-			total += n
+			first, last := st.secs[run[0]], st.secs[run[len(run)-1]]
+			if len(run) > 1 {
+				var b strings.Builder
+				parts := 0
+				for _, k := range run {
+					b.WriteString(st.secs[k].Text)
+					parts += st.picked[k]
+				}
+				if m := count.Count(b.String()); m <= parts {
+					ct.Text = b.String()
+					out = append(out, ItemContent{Content: ct, Tokens: m, Truncated: true, StartLine: first.Start, EndLine: last.End})
+					total += m
+					ranges = append(ranges, fmt.Sprintf("%d-%d", first.Start, last.End))
+					run = run[:0]
+					return
+				}
+			}
+			for _, k := range run {
+				ct.Text = st.secs[k].Text
+				out = append(out, ItemContent{Content: ct, Tokens: st.picked[k], Truncated: true, StartLine: st.secs[k].Start, EndLine: st.secs[k].End})
+				total += st.picked[k]
+				ranges = append(ranges, fmt.Sprintf("%d-%d", st.secs[k].Start, st.secs[k].End))
+			}
+			run = run[:0]
 		}
-	}
-	for _, c := range out {
-		if c.StartLine > 0 {
-			ranges = append(ranges, fmt.Sprintf("%d-%d", c.StartLine, c.EndLine))
+		for ; j < len(st.secs) && st.from[j] == i; j++ {
+			if _, ok := st.picked[j]; !ok {
+				flush()
+				continue
+			}
+			if len(run) > 0 {
+				prev := st.secs[run[len(run)-1]]
+				if prev.End+1 != st.secs[j].Start || !strings.HasSuffix(prev.Text, "\n") {
+					flush()
+				}
+			}
+			run = append(run, j)
 		}
+		flush()
 	}
 	return out, total, strings.Join(ranges, ", ")
 }
@@ -389,11 +450,11 @@ func (st *sectioned) build(count budget.Counter) ([]ItemContent, int, string) {
 // considered on more sections of the items returned as sections, best item
 // first and each in text order: the rest of a resource that was worth
 // reading is better than an unused budget, and costs no read. Sections of
-// white space only are skipped.
+// white space only are skipped. Each added section is charged its own
+// count.
 func (s *selection) topUp() {
 	for _, st := range s.sectioned {
 		added, probes := 0, 0
-		it := &s.res.Items[st.item]
 		for j, sec := range st.secs {
 			if s.remaining <= 0 || probes == maxTopUpProbes {
 				break
@@ -410,16 +471,14 @@ func (s *selection) topUp() {
 				continue
 			}
 			st.picked[j] = n
+			st.charged += n
 			s.remaining -= n
-			it.Tokens += n
-			s.res.TotalTokens += n
 			added++
 		}
 		if added > 0 {
+			it := &s.res.Items[st.item]
 			out, n, _ := st.build(s.count)
-			// Merging adjacent sections never costs more than their parts.
-			s.remaining += it.Tokens - n
-			s.res.TotalTokens -= it.Tokens - n
+			s.res.TotalTokens += n - it.Tokens
 			it.Contents, it.Tokens = out, n
 			it.Reason += fmt.Sprintf("; then %d more in text order to use the budget left at the end (%s in all)", added, tokens(it.Tokens))
 		}

@@ -13,7 +13,8 @@
 // × a recency factor (lastModified, 0.9–1.1, neutral at 30 days); absent
 // annotations count as 1. Pinned candidates are considered first, in their
 // order; the others in decreasing value, ties in rank order. A candidate
-// worth less than [Request.ValueFloor] × the best value is omitted unread
+// worth less than [Request.ValueFloor] × the value of the first unpinned
+// item returned (the best that can be returned) is omitted unread
 // ([OmitLowValue]). Items and omissions are reported in rank order.
 //
 // Tokens enter through the form, not the order: what a resource costs
@@ -56,9 +57,9 @@
 //     Markdown headings, top-level declarations of code, paragraphs) and
 //     the sections that best match the query (BM25 over the resource's own
 //     sections) are returned whole, each with its line range, in text order;
-//     if none fits whole, the best is cut at a line. The opening section
-//     counts as a weak match, so an overview follows the matches when there
-//     is room.
+//     if none fits whole, the best is cut to fit (at a line, or within its
+//     first line). Each text's opening section (its overview) is added when
+//     there is room after the matches.
 //  2. [FormOutline]: no section matches the query: its headings with their
 //     line ranges.
 //  3. [FormPointer]: not even that: the descriptor alone ([PointerText]),
@@ -68,8 +69,8 @@
 // items returned as sections, in text order, without another read; then
 // the candidates that could only be pointers get what is left, in value
 // order, at most [MaxPointerShare] of the budget together.
-// Without a query a text that does not fit is cut at a line to what is left
-// ([FormTruncated]) and the budget is then full, as a caller that cannot
+// Without a query a text that does not fit is cut to what is left, at a
+// line where it can be ([FormTruncated]), and the budget is then full, as a caller that cannot
 // say what it needs gets the head.
 //
 // A text whose MIME type cannot be cut (application/* other than JSON,

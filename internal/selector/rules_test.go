@@ -9,6 +9,7 @@ import (
 
 	"github.com/contextd/contextd/internal/budget"
 	"github.com/contextd/contextd/internal/resource"
+	"github.com/contextd/contextd/internal/section"
 )
 
 // The tests of issue 5's rules 1–4, with a query (the engine's way).
@@ -406,5 +407,191 @@ func TestRecencyAcceptsADateOnly(t *testing.T) {
 	}
 	if v := valueOf(Candidate{LastModified: "last week"}, 1, now); v.Recency != 1 {
 		t.Errorf("unparsable lastModified: recency %v, want neutral", v.Recency)
+	}
+}
+
+// docWithBigMatch has a short intro, unrelated options, and one long
+// section that matches, too big for the budgets below.
+func docWithBigMatch() string {
+	var b strings.Builder
+	b.WriteString("# Client\n\nThe client talks to the server.\n\n")
+	for i := range 8 {
+		fmt.Fprintf(&b, "## Option %d\n\n%s\n\n", i, prose(40))
+	}
+	b.WriteString("## Retries\n\n")
+	for i := range 30 {
+		fmt.Fprintf(&b, "Retry step %d waits with exponential backoff before the next attempt.\n", i)
+	}
+	return b.String()
+}
+
+// Rule 3: when the matching section is too big, it is cut to fit; the
+// head of the file is not returned in its place.
+func TestBestSectionTooBigIsCutNotReplacedByTheHead(t *testing.T) {
+	tk := realTokenizer(t)
+	f := &fakeReads{contents: map[resource.Key][]Content{key("doc"): {{URI: "doc", MIMEType: "text/markdown", Text: docWithBigMatch()}}}}
+	res, err := Select(t.Context(), Request{TokenBudget: 150, Query: "exponential backoff retries"}, []Candidate{{Server: "s", URI: "doc", Score: 1}}, f.read, tk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Items) != 1 || res.Items[0].Form != FormSections {
+		t.Fatalf("%+v %+v", res.Items, res.Omitted)
+	}
+	if c := res.Items[0].Contents[0]; !strings.Contains(c.Text, "backoff") || strings.Contains(c.Text, "Option") {
+		t.Fatalf("first content lines %d-%d: %q", c.StartLine, c.EndLine, c.Text)
+	}
+}
+
+// Rule 3: adjacent picked sections become one content when that costs no
+// more, and its line range holds its text.
+func TestAdjacentSectionsAreOneContent(t *testing.T) {
+	tk := realTokenizer(t)
+	doc := markdownDoc()
+	f := &fakeReads{contents: map[resource.Key][]Content{key("doc"): {{URI: "doc", MIMEType: "text/markdown", Text: doc}}}}
+	res, err := Select(t.Context(), Request{TokenBudget: 400, Query: "how do retries back off"}, []Candidate{{Server: "s", URI: "doc", Score: 1}}, f.read, tk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	it := res.Items[0]
+	lines := strings.SplitAfter(doc, "\n")
+	sum := 0
+	for _, c := range it.Contents {
+		if want := strings.Join(lines[c.StartLine-1:c.EndLine], ""); c.Text != want {
+			t.Errorf("lines %d-%d do not hold the text", c.StartLine, c.EndLine)
+		}
+		sum += c.Tokens
+		if c.Tokens != tk.Count(c.Text) {
+			t.Errorf("lines %d-%d: %d tokens, recount %d", c.StartLine, c.EndLine, c.Tokens, tk.Count(c.Text))
+		}
+	}
+	if len(it.Contents) != 2 || it.Contents[0].StartLine != 1 || it.Contents[0].EndLine < 12 {
+		t.Fatalf("want the opening run merged into one content and the Retries section: %+v", it.Contents)
+	}
+	if sum != it.Tokens || res.TotalTokens > 400 {
+		t.Errorf("tokens %d, sum %d, total %d", it.Tokens, sum, res.TotalTokens)
+	}
+}
+
+// Rule 3: a text's opening section follows its matches before later
+// candidates take the budget.
+func TestOpeningSectionComesBeforeLaterCandidates(t *testing.T) {
+	tk := realTokenizer(t)
+	doc := strings.Replace(markdownDoc(), "The client talks to the server.", "The client talks to the server. "+prose(60), 1)
+	ss, _ := section.Split(doc, "text/markdown")
+	var intro, retries int
+	for _, s := range ss {
+		switch s.Heading {
+		case "Client":
+			intro = tk.Count(s.Text)
+		case "Retries":
+			retries = tk.Count(s.Text)
+		}
+	}
+	f := &fakeReads{contents: map[resource.Key][]Content{
+		key("doc"):   {{URI: "doc", MIMEType: "text/markdown", Text: doc}},
+		key("other"): {text(strings.TrimSpace(strings.Repeat("retries ", intro)))},
+	}}
+	res, err := Select(t.Context(), Request{TokenBudget: intro + retries, Query: "how do retries back off"},
+		[]Candidate{{Server: "s", URI: "doc", Score: 1}, {Server: "s", URI: "other", Score: 0.95}}, f.read, tk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Items) != 1 || len(res.Items[0].Contents) != 2 || res.Items[0].Contents[0].StartLine != 1 {
+		t.Fatalf("want the doc's match and its opening section, and nothing else: %+v", res.Items)
+	}
+}
+
+// Rule 1: with fewer than MinSectionRead tokens left, a candidate
+// estimated not to fit whole is not read for a sliver of sections.
+func TestSmallRemainderDoesNotReadABigResource(t *testing.T) {
+	tk := realTokenizer(t)
+	first := prose(100)
+	big := strings.Repeat("alpha beta gamma delta\n", 2000)
+	f := &fakeReads{contents: map[resource.Key][]Content{key("first"): {text(first)}, key("big"): {text(big)}}}
+	ranked := []Candidate{{Server: "s", URI: "first", Score: 1}, {Server: "s", URI: "big", Score: 0.99, Size: int64(len(big)), MIMEType: "text/plain"}}
+	res, err := Select(t.Context(), Request{TokenBudget: tk.Count(first) + MinSectionRead - 1, Query: "alpha", Estimator: budget.NewEstimator()}, ranked, f.read, tk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(f.calls, "s big") {
+		t.Fatalf("read a ~12,000-token resource for %d tokens", MinSectionRead-1)
+	}
+	if it, ok := withItem(res.Items, "big"); !ok || it.Form != FormPointer || !it.Unread {
+		t.Errorf("want an unread pointer: %+v %+v", res.Items, res.Omitted)
+	}
+}
+
+// Pointers come after the top-up and take at most MaxPointerShare of the
+// budget together.
+func TestPointersComeLastWithinTheirShare(t *testing.T) {
+	tk := realTokenizer(t)
+	doc := markdownDoc()
+	contents := map[resource.Key][]Content{key("doc"): {{URI: "doc", MIMEType: "text/markdown", Text: doc}}}
+	ranked := []Candidate{{Server: "s", URI: "doc", Score: 1}}
+	for i := range 20 {
+		u := fmt.Sprintf("p%d", i)
+		contents[key(u)] = []Content{{URI: u, MIMEType: "application/x-custom", Text: strings.Repeat("w ", 5000)}}
+		ranked = append(ranked, Candidate{Server: "s", URI: u, Score: 0.99, MIMEType: "application/x-custom", Size: 10000,
+			Title: "a pointer", Description: "a descriptor long enough that its pointer costs a few dozen tokens of the budget, more than what is left after the top-up"})
+	}
+	f := &fakeReads{contents: contents}
+	res, err := Select(t.Context(), Request{TokenBudget: 2000, Query: "how do retries back off", Estimator: budget.NewEstimator()}, ranked[1:], f.read, tk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pointers := 0
+	for _, it := range res.Items {
+		if it.Form == FormPointer {
+			pointers += it.Tokens
+		}
+	}
+	if pointers == 0 || pointers > 2000/8 {
+		t.Errorf("pointers take %d tokens of 2000, want some and at most an eighth", pointers)
+	}
+	small := &fakeReads{contents: contents}
+	res, err = Select(t.Context(), Request{TokenBudget: 300, Query: "how do retries back off", Estimator: budget.NewEstimator()}, ranked[:2], small.read, tk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if doc, _ := withItem(res.Items, "doc"); doc.Tokens < 280 {
+		t.Errorf("the top-up should use the budget before a pointer: the doc got %d tokens of 300", doc.Tokens)
+	}
+	if _, ok := withItem(res.Items, "p0"); ok {
+		t.Errorf("the pointer did not fit in what the top-up left, yet it is an item: %+v", res.Items)
+	}
+}
+
+// A pinned item does not set the value floor's reference: pins have
+// relevance 1 whatever their score, and a priority annotation could push
+// them above every ranked candidate.
+func TestPinnedDoesNotAnchorTheFloor(t *testing.T) {
+	f := &fakeReads{contents: map[resource.Key][]Content{key("pin"): {text("w")}, key("a"): {text("w w")}}}
+	res, err := Select(t.Context(), Request{TokenBudget: 100, Query: "w", ValueFloor: 0.9},
+		[]Candidate{{Server: "s", URI: "pin", Pinned: true, Priority: 1}, {Server: "s", URI: "a", Score: 1}}, f.read, wordCounter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := withItem(res.Items, "a"); !ok {
+		t.Errorf("the best ranked candidate fell under a floor set by a pin: %+v", res.Omitted)
+	}
+}
+
+// A section cut within its line is never joined to the next line.
+func TestCutSectionKeepsItsLineRange(t *testing.T) {
+	tk := realTokenizer(t)
+	doc := "# " + prose(200) + " retries\n#\n"
+	for b := 35; b < 80; b++ {
+		f := &fakeReads{contents: map[resource.Key][]Content{key("doc"): {{URI: "doc", MIMEType: "text/markdown", Text: doc}}}}
+		res, err := Select(t.Context(), Request{TokenBudget: b, Query: "retries"}, []Candidate{{Server: "s", URI: "doc", Score: 1}}, f.read, tk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range res.Items {
+			for _, c := range it.Contents {
+				if c.StartLine > 0 && !linesHold(doc, c) {
+					t.Fatalf("budget %d: lines %d-%d do not hold %q", b, c.StartLine, c.EndLine, c.Text)
+				}
+			}
+		}
 	}
 }

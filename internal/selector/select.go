@@ -56,7 +56,8 @@ const MaxPointerShare = 0.125
 // ErrInvalidValueFloor (wrapped) for a bad request, and ctx.Err() if ctx is
 // done before selection finishes; the
 // result is then empty. It panics if read or count is nil. The same inputs
-// (and read results) always give the same Result.
+// (candidates, Request including Now, read results, and the Estimator's
+// state) always give the same Result.
 func Select(ctx context.Context, req Request, ranked []Candidate, read ReadFunc, count budget.Counter) (Result, error) {
 	if req.TokenBudget < 1 {
 		return Result{}, fmt.Errorf("%w (got %d)", ErrInvalidBudget, req.TokenBudget)

@@ -78,8 +78,9 @@ type Request struct {
 	Query string
 
 	// ValueFloor leaves out, unread ([OmitLowValue]), a candidate whose
-	// value is below ValueFloor times the best candidate's value (see
-	// [Value]). It must be in [0, 1]; 0 keeps every candidate.
+	// value is below ValueFloor times the value of the first unpinned item
+	// returned (the best that can be returned; see [Value]). It must be in
+	// [0, 1]; 0 keeps every candidate.
 	ValueFloor float64
 
 	// Now is the time lastModified recency is measured from; zero turns
@@ -99,10 +100,13 @@ type Form string
 // Forms, from most to least of the resource. A resource degrades along
 // them until one fits: whole → sections → outline → pointer.
 const (
-	// FormWhole: every usable content, whole.
+	// FormWhole: every returned content whole. With Item.Truncated set,
+	// some contents did not fit and are listed in Item.Dropped.
 	FormWhole Form = "whole"
 	// FormSections: the sections of its texts that best match the query
-	// (package section), each a content with its line range.
+	// (package section), each a content with its line range; the best one
+	// is cut to fit when none fits whole (at a line, or within its first
+	// line), so a content's last line may be partial.
 	FormSections Form = "sections"
 	// FormOutline: no matching section fits; one text content listing its
 	// sections' headings with their line ranges, cut at a line if need be.
@@ -123,8 +127,9 @@ type ItemContent struct {
 	Tokens    int  // tokens this content costs: of Text, or of Blob's base64
 	Truncated bool // Text was cut to fit the budget
 	// StartLine and EndLine are the 1-based, inclusive lines of the
-	// content's text that Text holds, for a section or a cut head; both 0
-	// when Text is the whole text (or an outline, or a blob).
+	// content's text that Text holds, for a section or a cut head (whose
+	// last line may be cut within the line, then Truncated); both 0 when
+	// Text is the whole text (or an outline, or a blob).
 	StartLine, EndLine int
 }
 
@@ -148,7 +153,7 @@ type Item struct {
 	Contents  []ItemContent // in read order; empty only for FormPointer
 	Dropped   []DroppedContent
 	Tokens    int  // sum of Contents[i].Tokens, or the pointer's tokens
-	Truncated bool // some content was cut or dropped for lack of budget (any form but whole)
+	Truncated bool // some content was cut or dropped for lack of budget (always, but for FormWhole with nothing dropped)
 	// Unread marks a pointer decided from the descriptor alone, without a
 	// read (and not counted in Result.Reads).
 	Unread bool
@@ -206,7 +211,8 @@ const (
 	// nearly the same (SimHash of word 3-shingles within 3 of 64 bits).
 	OmitDuplicateContent OmitReason = "duplicate_content"
 	// OmitLowValue: not read because its value is below
-	// Request.ValueFloor times the best candidate's value.
+	// Request.ValueFloor times the value of the first unpinned item
+	// returned.
 	OmitLowValue OmitReason = "low_value"
 	// OmitUnsupported: a text of a MIME type contextd cannot cut
 	// (application/* other than JSON, XML, YAML, JavaScript and the like)

@@ -111,7 +111,7 @@ type AssembleRequest struct {
 	// by default they stay out of model context (omitted as "audience_user").
 	IncludeUserAudience bool `protobuf:"varint,9,opt,name=include_user_audience,json=includeUserAudience,proto3" json:"include_user_audience,omitempty"`
 	// Leave out, unread (omitted as "low_value"), candidates worth less than
-	// this share of the best one (value = relevance × priority × recency, see
+	// this share of the best one returned (value = relevance × priority × recency, see
 	// Item.value). In [0, 1]; unset means the daemon's default (0.9, chosen
 	// on the eval's budget benchmark); 0 keeps every candidate that fits.
 	ValueFloor    *float64 `protobuf:"fixed64,10,opt,name=value_floor,json=valueFloor,proto3,oneof" json:"value_floor,omitempty"`
@@ -372,6 +372,9 @@ type Item struct {
 	Title    string                 `protobuf:"bytes,4,opt,name=title,proto3" json:"title,omitempty"`
 	MimeType string                 `protobuf:"bytes,5,opt,name=mime_type,json=mimeType,proto3" json:"mime_type,omitempty"`
 	// Fused relevance score; higher is better. Comparable within one response.
+	// A result that diversification over a compound task's clauses moved up
+	// takes the score of the best one after it, so scores never increase
+	// down the list.
 	Score float64 `protobuf:"fixed64,6,opt,name=score,proto3" json:"score,omitempty"`
 	// Tokens of the returned contents.
 	Tokens int32 `protobuf:"varint,7,opt,name=tokens,proto3" json:"tokens,omitempty"`
