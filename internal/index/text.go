@@ -26,7 +26,8 @@ import (
 // identifier such as "TotalQuery Search. total query meta search engine."
 // shifts the description into positions it rarely saw leading. On MetaTool's
 // dev split, description-first took USE-lite alone from nDCG@10 0.615 to
-// 0.633 and the default fusion from 0.683 to 0.692 (per-query paired
+// 0.633 and the default fusion from 0.683 to 0.692 before diversification
+// (0.691 with it, eval/README.md) (per-query paired
 // difference +0.009 ± 0.002 s.e.), against title-first; title-first in turn
 // scored 0.624 against 0.572 for title, name, description, URI words and
 // MIME type one per line.
