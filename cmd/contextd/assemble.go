@@ -153,11 +153,19 @@ func assemble(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	resp := service.AssembleResponse(res, int32(a.budget))
+	noMatch(stderr, resp)
 	if o.json {
 		return printJSON(stdout, resp)
 	}
 	printAssemble(stdout, resp, a.content)
 	return nil
+}
+
+// noMatch says on stderr when an answer considered no resource at all.
+func noMatch(stderr io.Writer, resp *contextdv1.AssembleResponse) {
+	if len(resp.GetItems()) == 0 && len(resp.GetOmitted()) == 0 {
+		fmt.Fprintln(stderr, "contextd: no resource matches (check --server, --mime and --uri-prefix)")
+	}
 }
 
 // assembleFlags are the request flags shared by assemble and query.
@@ -274,7 +282,9 @@ func search(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 }
 
 func printJSON(w io.Writer, m proto.Message) error {
-	b, err := protojson.MarshalOptions{Multiline: true, Indent: "  "}.Marshal(m)
+	// Proto field names (start_line, total_tokens), as the README and the
+	// .proto spell them.
+	b, err := protojson.MarshalOptions{Multiline: true, Indent: "  ", UseProtoNames: true}.Marshal(m)
 	if err != nil {
 		return err
 	}

@@ -77,6 +77,7 @@ func query(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return rpcError(*addr, err)
 	}
+	noMatch(stderr, resp)
 	if *asJSON {
 		return printJSON(stdout, resp)
 	}

@@ -477,10 +477,10 @@ func (s *selection) topUp() {
 		}
 		if added > 0 {
 			it := &s.res.Items[st.item]
-			out, n, _ := st.build(s.count)
+			out, n, ranges := st.build(s.count)
 			s.res.TotalTokens += n - it.Tokens
 			it.Contents, it.Tokens = out, n
-			it.Reason += fmt.Sprintf("; then %d more in text order to use the budget left at the end (%s in all)", added, tokens(it.Tokens))
+			it.Reason += fmt.Sprintf("; then %d more in text order to use the budget left at the end: lines %s, %s in all", added, ranges, tokens(it.Tokens))
 		}
 	}
 }
