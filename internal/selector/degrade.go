@@ -27,13 +27,9 @@ func (s *selection) packQuery(rank int, c Candidate, v Value, contents []Content
 			dropped = append(dropped, DroppedContent{Index: i, URI: ct.URI, MIMEType: ct.MIMEType, Reason: r, Detail: detail})
 		}
 		mt := cmp.Or(ct.MIMEType, c.MIMEType)
-		switch {
-		case ct.Error != "":
-			drop(OmitInvalid, ct.Error)
-		case ct.IsBlob && len(ct.Blob) == 0, !ct.IsBlob && ct.Text == "":
-			drop(OmitEmpty, "")
-		case ct.IsBlob && !s.req.IncludeBinary:
-			drop(OmitBinaryExcluded, "")
+		switch r, detail := s.unusable(ct); {
+		case r != "":
+			drop(r, detail)
 		case ct.IsBlob:
 			n := s.blobCost(c.Server, ct.Blob, left-used)
 			if n > left-used {

@@ -290,15 +290,11 @@ func (s *selection) packHead(rank int, c Candidate, v Value, contents []Content,
 				}
 			}
 		}
-		switch {
+		switch r, detail := s.unusable(ct); {
 		case stop:
 			drop(OmitBudgetExhausted, "")
-		case ct.Error != "":
-			drop(OmitInvalid, ct.Error)
-		case ct.IsBlob && len(ct.Blob) == 0, !ct.IsBlob && ct.Text == "":
-			drop(OmitEmpty, "")
-		case ct.IsBlob && !s.req.IncludeBinary:
-			drop(OmitBinaryExcluded, "")
+		case r != "":
+			drop(r, detail)
 		case ct.IsBlob:
 			n := s.blobCost(c.Server, ct.Blob, left)
 			if n > left {
@@ -365,6 +361,21 @@ func (s *selection) packHead(rank int, c Candidate, v Value, contents []Content,
 	if stop {
 		s.full = fmt.Sprintf("budget filled by rank %d", rank)
 	}
+}
+
+// unusable returns why a content of a read result cannot be returned
+// whatever the budget (OmitInvalid, OmitEmpty or OmitBinaryExcluded), or
+// "" if it can.
+func (s *selection) unusable(ct Content) (OmitReason, string) {
+	switch {
+	case ct.Error != "":
+		return OmitInvalid, ct.Error
+	case ct.IsBlob && len(ct.Blob) == 0, !ct.IsBlob && ct.Text == "":
+		return OmitEmpty, ""
+	case ct.IsBlob && !s.req.IncludeBinary:
+		return OmitBinaryExcluded, ""
+	}
+	return "", ""
 }
 
 // blobCost returns what a blob costs: the tokens of its standard base64
