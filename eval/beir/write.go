@@ -49,6 +49,32 @@ func QrelsFile(split string, qrels []Qrel) File {
 	return File{Path: QrelsDir + "/" + split + ".tsv", Data: b.Bytes()}
 }
 
+// A SplitQrels is one split's judgements, written as qrels/<Name>.tsv.
+type SplitQrels struct {
+	Name  string
+	Qrels []Qrel
+}
+
+// DatasetFiles returns the files of a BEIR dataset directory in a fixed
+// order: corpus.jsonl and queries.jsonl (JSONLines of corpus and queries),
+// the qrels of each split in the order given, then LICENSE. Errors are
+// JSONLines's.
+func DatasetFiles[C, Q any](corpus []C, queries []Q, splits []SplitQrels, license []byte) ([]File, error) {
+	c, err := JSONLines(corpus)
+	if err != nil {
+		return nil, err
+	}
+	q, err := JSONLines(queries)
+	if err != nil {
+		return nil, err
+	}
+	files := []File{{Path: CorpusFile, Data: c}, {Path: QueriesFile, Data: q}}
+	for _, s := range splits {
+		files = append(files, QrelsFile(s.Name, s.Qrels))
+	}
+	return append(files, File{Path: "LICENSE", Data: license}), nil
+}
+
 // WriteFiles writes files into dir, creating directories as needed and
 // replacing files of the same names; other files in dir are left alone.
 func WriteFiles(dir string, files []File) error {

@@ -1,6 +1,7 @@
 package beir_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/contextd/contextd/eval/beir"
@@ -33,5 +34,20 @@ func TestWrittenFilesLoadBack(t *testing.T) {
 	}
 	if ds.Qrels["q1"]["d1"] != 2 || ds.Qrels["q1"]["d2"] != 1 {
 		t.Errorf("qrels = %+v", ds.Qrels)
+	}
+}
+
+func TestDatasetFilesOrder(t *testing.T) {
+	files, err := beir.DatasetFiles([]beir.Doc{{ID: "d"}}, []beir.Query{{ID: "q", Text: "x"}},
+		[]beir.SplitQrels{{Name: "test", Qrels: []beir.Qrel{{QueryID: "q", CorpusID: "d", Score: 1}}}, {Name: "dev"}}, []byte("MIT"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for _, f := range files {
+		paths = append(paths, f.Path)
+	}
+	if got, want := strings.Join(paths, " "), "corpus.jsonl queries.jsonl qrels/test.tsv qrels/dev.tsv LICENSE"; got != want {
+		t.Fatalf("paths %q, want %q", got, want)
 	}
 }

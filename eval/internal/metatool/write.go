@@ -18,17 +18,7 @@ type File = beir.File
 // Files returns every file of the dataset directory, in a fixed order:
 // corpus.jsonl, queries.jsonl, the qrels of each split, LICENSE, README.md.
 func (d *Dataset) Files() ([]File, error) {
-	var files []File
-	corpus, err := beir.JSONLines(d.Corpus)
-	if err != nil {
-		return nil, err
-	}
-	files = append(files, File{Path: beir.CorpusFile, Data: corpus})
-	queries, err := beir.JSONLines(d.Queries)
-	if err != nil {
-		return nil, err
-	}
-	files = append(files, File{Path: beir.QueriesFile, Data: queries})
+	var splits []beir.SplitQrels
 	for _, s := range d.Splits {
 		var qrels []beir.Qrel
 		for _, j := range s.Judgements {
@@ -36,9 +26,12 @@ func (d *Dataset) Files() ([]File, error) {
 				qrels = append(qrels, beir.Qrel{QueryID: j.QueryID, CorpusID: doc, Score: 1})
 			}
 		}
-		files = append(files, beir.QrelsFile(s.Name, qrels))
+		splits = append(splits, beir.SplitQrels{Name: s.Name, Qrels: qrels})
 	}
-	files = append(files, File{Path: "LICENSE", Data: d.License})
+	files, err := beir.DatasetFiles(d.Corpus, d.Queries, splits, d.License)
+	if err != nil {
+		return nil, err
+	}
 	readme, err := d.readme(files)
 	if err != nil {
 		return nil, err
