@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -22,6 +23,13 @@ func (s *stringList) Set(v string) error {
 	return nil
 }
 
+// A flagError is a flag the flag package rejected; it has already printed
+// the error and the usage, so main exits 2 without printing it again.
+type flagError struct{ err error }
+
+func (e flagError) Error() string { return e.err.Error() }
+func (e flagError) Unwrap() error { return e.err }
+
 // parse parses flags that may appear before, after or between positional
 // arguments ("assemble QUERY --budget 500" works) and returns the positional
 // arguments. "--" ends flag parsing.
@@ -29,7 +37,10 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
-			return nil, err
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, flagError{err}
 		}
 		rest := fs.Args()
 		if used := len(args) - len(rest); used > 0 && args[used-1] == "--" {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"io"
 	"strings"
@@ -61,5 +62,21 @@ func TestCommandHelpAndBadArguments(t *testing.T) {
 		if err := run(t.Context(), args, &out, &errb); err == nil {
 			t.Errorf("%q succeeded, want an error", args)
 		}
+	}
+}
+
+// A rejected flag is reported once, by the flag package, and main exits 2
+// without printing it again.
+func TestRejectedFlagIsAFlagError(t *testing.T) {
+	var a assembleFlags
+	fs := newFlagSet("assemble", io.Discard)
+	a.register(fs)
+	_, err := parse(fs, []string{"--value-floor", "abc", "q"})
+	var fe flagError
+	if !errors.As(err, &fe) {
+		t.Fatalf("parse: %v (%T), want a flagError", err, err)
+	}
+	if _, err := parse(newFlagSet("assemble", io.Discard), []string{"-h"}); !errors.Is(err, flag.ErrHelp) {
+		t.Errorf("-h: %v, want flag.ErrHelp", err)
 	}
 }

@@ -29,10 +29,15 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
-	var code exitCode
+	var (
+		code exitCode
+		fe   flagError
+	)
 	switch {
 	case errors.As(err, &code):
 		os.Exit(int(code))
+	case errors.As(err, &fe):
+		os.Exit(2) // the flag package printed why, and the usage
 	case err != nil:
 		fmt.Fprintln(os.Stderr, "contextd:", err)
 		os.Exit(1)
