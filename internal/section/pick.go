@@ -76,15 +76,17 @@ type Pick struct {
 	Tokens int
 }
 
-// maxProbes bounds how many sections Best counts for one text.
-const maxProbes = 64
+// maxMisses bounds how many sections that do not fit Best counts for one
+// text: a section that fits takes at least one token, so the sections
+// counted are bounded by the budget plus maxMisses.
+const maxMisses = 64
 
 // Best returns the sections with the highest scores (ties: earlier first)
 // whose texts, each counted exactly with c, fit together in maxTokens, in
 // text order. Sections that score 0 or hold only white space are never
 // picked, so it returns nil
-// when no section shares a term with the query. At most [maxProbes]
-// sections are counted.
+// when no section shares a term with the query. Once [maxMisses]
+// counted sections have not fit, Best stops.
 func Best(sections []Section, scores []float64, c budget.Counter, maxTokens int) []Pick {
 	order := make([]int, 0, len(sections))
 	for i := range sections {
@@ -95,16 +97,17 @@ func Best(sections []Section, scores []float64, c budget.Counter, maxTokens int)
 	slices.SortStableFunc(order, func(x, y int) int { return cmp.Compare(scores[y], scores[x]) })
 	var picks []Pick
 	left := maxTokens
-	for probes := 0; probes < len(order) && probes < maxProbes && left > 0; probes++ {
-		s := sections[order[probes]]
+	for k, misses := 0, 0; k < len(order) && misses < maxMisses && left > 0; k++ {
+		s := sections[order[k]]
 		if !budget.Fits(c, len(s.Text), left) {
-			continue
+			continue // proven without counting
 		}
 		n := c.Count(s.Text)
 		if n > left {
+			misses++
 			continue
 		}
-		picks = append(picks, Pick{Section: s, Index: order[probes], Tokens: n})
+		picks = append(picks, Pick{Section: s, Index: order[k], Tokens: n})
 		left -= n
 	}
 	slices.SortFunc(picks, func(x, y Pick) int { return cmp.Compare(x.Start, y.Start) })

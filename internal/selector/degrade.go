@@ -266,6 +266,11 @@ func (s *selection) pointerOr(rank int, c Candidate, v Value, because string, re
 		s.omit(rank, c, v, reason, because, read)
 		return
 	}
+	if !c.Pinned && s.anchor == 0 {
+		// The best candidate that can still be returned, if only as a
+		// pointer: the floor is a share of it from now on.
+		s.anchor = v.Total()
+	}
 	s.pending = append(s.pending, pendingPointer{rank: rank, c: c, v: v, because: because, read: read, reason: reason})
 }
 
@@ -450,20 +455,20 @@ func (st *sectioned) build(count budget.Counter) ([]ItemContent, int, string) {
 // count.
 func (s *selection) topUp() {
 	for _, st := range s.sectioned {
-		added, probes := 0, 0
+		added, misses := 0, 0
 		for j, sec := range st.secs {
-			if s.remaining <= 0 || probes == maxTopUpProbes {
+			if s.remaining <= 0 || misses == maxTopUpMisses {
 				break
 			}
 			if _, ok := st.picked[j]; ok || strings.TrimSpace(sec.Text) == "" {
 				continue
 			}
-			probes++
 			if !budget.Fits(s.count, len(sec.Text), s.remaining) {
-				continue
+				continue // proven without counting
 			}
 			n := s.count.Count(sec.Text)
 			if n > s.remaining {
+				misses++
 				continue
 			}
 			st.picked[j] = n
@@ -476,10 +481,25 @@ func (s *selection) topUp() {
 			out, n, ranges := st.build(s.count)
 			s.res.TotalTokens += n - it.Tokens
 			it.Contents, it.Tokens = out, n
+			// A text dropped for want of a matching section may now be
+			// returned in part.
+			it.Dropped = slices.DeleteFunc(slices.Clone(it.Dropped), func(d DroppedContent) bool {
+				if d.Reason != OmitBudgetExhausted {
+					return false
+				}
+				for j := range st.picked {
+					if st.from[j] == d.Index {
+						return true
+					}
+				}
+				return false
+			})
 			it.Reason += fmt.Sprintf("; then %d more in text order to use the budget left at the end: lines %s, %s in all", added, ranges, tokens(it.Tokens))
 		}
 	}
 }
 
-// maxTopUpProbes bounds the sections topUp counts per item.
-const maxTopUpProbes = 64
+// maxTopUpMisses bounds the counted sections that do not fit, per item,
+// after which topUp stops: each section that fits takes at least one token,
+// so the work is bounded by the budget plus this.
+const maxTopUpMisses = 64

@@ -14,8 +14,8 @@
 // annotations count as 1. Pinned candidates are considered first, in their
 // order; the others in decreasing value, ties in rank order. A candidate
 // worth less than [Request.ValueFloor] × the value of the first unpinned
-// item returned (the best that can be returned) is omitted unread
-// ([OmitLowValue]). Items and omissions are reported in rank order.
+// item returned or deferred as a pointer (the best that can be returned)
+// is omitted unread ([OmitLowValue]). Items and omissions are reported in rank order.
 //
 // Tokens enter through the form, not the order: what a resource costs
 // decides whether it is read whole, in sections, as an outline or as a

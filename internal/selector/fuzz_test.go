@@ -59,6 +59,10 @@ func scenario(seed uint64, n int) ([]Candidate, *fakeReads) {
 			// empty read result
 		default:
 			for range 1 + r.IntN(3) {
+				if r.IntN(25) == 0 {
+					contents = append(contents, Content{URI: c.URI, MIMEType: "image/png", IsBlob: true, Error: "blob is not valid base64"})
+					continue
+				}
 				if r.IntN(4) == 0 {
 					b := make([]byte, r.IntN(600))
 					for i := range b {

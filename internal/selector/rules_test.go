@@ -2,6 +2,7 @@ package selector
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -592,6 +593,90 @@ func TestCutSectionKeepsItsLineRange(t *testing.T) {
 					t.Fatalf("budget %d: lines %d-%d do not hold %q", b, c.StartLine, c.EndLine, c.Text)
 				}
 			}
+		}
+	}
+}
+
+// A best candidate that can only be a pointer anchors the value floor as
+// it is deferred: the rest are not read at any value.
+func TestDeferredPointerAnchorsTheFloor(t *testing.T) {
+	tk := realTokenizer(t)
+	big := Candidate{Server: "s", URI: "big", MIMEType: "application/x-custom", Size: 1 << 20, Score: 1}
+	low := Candidate{Server: "s", URI: "low", MIMEType: "text/plain", Score: 0.1}
+	f := &fakeReads{contents: map[resource.Key][]Content{
+		key("big"): {{Text: strings.Repeat("x ", 1<<19)}},
+		key("low"): {{Text: "query words here"}},
+	}}
+	res, err := Select(t.Context(), Request{TokenBudget: 1000, Query: "query", ValueFloor: 0.5, Estimator: budget.NewEstimator()}, []Candidate{big, low}, f.read, tk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, ok := withOmitted(res.Omitted, "low"); !ok || o.Reason != OmitLowValue {
+		t.Errorf("low (0.1 < 0.5 × 1) was not left out as low_value: items %+v", res.Items)
+	}
+}
+
+// A text the top-up returns in part is no longer listed as dropped.
+func TestTopUpClearsDroppedTexts(t *testing.T) {
+	tk := realTokenizer(t)
+	filler := strings.Repeat("lorem ipsum dolor ", 200) + "\n"
+	f := &fakeReads{contents: map[resource.Key][]Content{key("doc"): {
+		{URI: "doc#0", MIMEType: "text/markdown", Text: "# alpha\nalpha here\n# big0\n" + filler},
+		{URI: "doc#1", MIMEType: "text/markdown", Text: "# big1\n" + filler + "# small\nsmall words\n"},
+	}}}
+	res, err := Select(t.Context(), Request{TokenBudget: 200, Query: "alpha"}, []Candidate{{Server: "s", URI: "doc"}}, f.read, tk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	it := res.Items[0]
+	returned := map[string]bool{}
+	for _, ct := range it.Contents {
+		returned[ct.URI] = true
+	}
+	if !returned["doc#1"] {
+		t.Fatalf("the top-up should return a section of doc#1: %+v", it.Contents)
+	}
+	for _, d := range it.Dropped {
+		if returned[d.URI] {
+			t.Errorf("content %d both returned and dropped (%s)", d.Index, d.Reason)
+		}
+	}
+}
+
+// The top-up is bounded by the budget, not by a count of sections: a
+// document of many small sections fills what is left.
+func TestTopUpFillsTheBudgetWithManySmallSections(t *testing.T) {
+	tk := realTokenizer(t)
+	var b strings.Builder
+	for i := range 400 {
+		fmt.Fprintf(&b, "## v1.%d.0\n\n- fixed a bug in the parser\n- improved logging\n\n", i)
+	}
+	doc := strings.Replace(b.String(), "v1.200.0\n\n- fixed", "v1.200.0\n\n- retry backoff fixed", 1)
+	f := &fakeReads{contents: map[resource.Key][]Content{key("CHANGELOG.md"): {{Text: doc}}}}
+	res, err := Select(t.Context(), Request{TokenBudget: 4000, Query: "retry backoff", Estimator: budget.NewEstimator()},
+		[]Candidate{{Server: "s", URI: "CHANGELOG.md", MIMEType: "text/markdown"}}, f.read, tk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.TotalTokens < 3900 || res.TotalTokens > 4000 {
+		t.Errorf("%d of 4000 tokens used; the resource has %d", res.TotalTokens, tk.Count(doc))
+	}
+}
+
+// A non-finite score cannot break the value order or the floor.
+func TestNonFiniteScores(t *testing.T) {
+	f := &fakeReads{contents: map[resource.Key][]Content{key("a"): {text("w")}, key("b"): {text("w w")}, key("c"): {text("w w w")}}}
+	res, err := Select(t.Context(), Request{TokenBudget: 2, Query: "w", ValueFloor: 0.5},
+		[]Candidate{{Server: "s", URI: "a", Score: math.Inf(1)}, {Server: "s", URI: "b", Score: math.NaN()}, {Server: "s", URI: "c", Score: 1}}, f.read, wordCounter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if it, ok := withItem(res.Items, "a"); !ok || f.calls[0] != "s a" {
+		t.Fatalf("the +Inf candidate was not first: calls %v, items %+v", f.calls, it)
+	}
+	for _, o := range res.Omitted {
+		if o.Reason != OmitLowValue {
+			t.Errorf("%s: %s, want low_value below the +Inf candidate", o.URI, o.Reason)
 		}
 	}
 }

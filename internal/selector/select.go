@@ -80,8 +80,8 @@ func Select(ctx context.Context, req Request, ranked []Candidate, read ReadFunc,
 	}
 	best := 0.0
 	for _, c := range ranked {
-		if !c.Pinned && c.Score > best {
-			best = c.Score
+		if !c.Pinned && finite(c.Score) > best {
+			best = finite(c.Score)
 		}
 	}
 	values := make([]Value, len(ranked))
@@ -139,9 +139,10 @@ type selection struct {
 	full      string               // why the budget is full after a text did not fit; "" if not
 	seen      map[resource.Key]int // rank of the first candidate with each key
 	fps       []packed             // the contents of the items so far
-	// anchor is the value of the first unpinned item returned: candidates
-	// come in decreasing value, so it is the best value among those that
-	// can be returned, and ValueFloor is a share of it. 0 until then: a
+	// anchor is the value of the first unpinned item returned or deferred
+	// as a pointer: candidates come in decreasing value, so it is the best
+	// value among those that can be returned, and ValueFloor is a share of
+	// it. 0 until then: a
 	// best candidate that is omitted (binary, for the user, unreadable)
 	// does not raise the floor for the rest.
 	anchor    float64

@@ -700,7 +700,7 @@ func checkInvariants(t *testing.T, req Request, ranked []Candidate, res Result, 
 			if !o.Read && req.Estimator == nil {
 				t.Errorf("omitted rank %d (%s) unread without an estimator", o.Rank, o.Reason)
 			}
-		case OmitReadFailed, OmitEmpty, OmitTooLarge, OmitDuplicateContent:
+		case OmitReadFailed, OmitEmpty, OmitTooLarge, OmitDuplicateContent, OmitInvalid:
 			if !o.Read {
 				t.Errorf("omitted rank %d (%s) not marked read", o.Rank, o.Reason)
 			}
@@ -723,6 +723,7 @@ func checkInvariants(t *testing.T, req Request, ranked []Candidate, res Result, 
 		switch {
 		case o.Reason == OmitReadFailed, o.Reason == OmitEmpty, o.Reason == OmitBinaryExcluded,
 			o.Reason == OmitBinaryTooLarge, o.Reason == OmitDuplicateContent, o.Reason == OmitUnsupported,
+			o.Reason == OmitInvalid,
 			o.Reason == OmitBudgetExhausted && o.Read:
 			wasted++ // a duplicate is known only once read
 		}

@@ -79,7 +79,8 @@ type Request struct {
 
 	// ValueFloor leaves out, unread ([OmitLowValue]), a candidate whose
 	// value is below ValueFloor times the value of the first unpinned item
-	// returned (the best that can be returned; see [Value]). It must be in
+	// returned or deferred as a pointer (the best that can be returned;
+	// see [Value]). It must be in
 	// [0, 1]; 0 keeps every candidate.
 	ValueFloor float64
 

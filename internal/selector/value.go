@@ -54,7 +54,7 @@ func (v Value) String() string {
 func valueOf(c Candidate, best float64, now time.Time) Value {
 	v := Value{Relevance: 1, Priority: 1, Recency: 1}
 	if !c.Pinned && best > 0 {
-		v.Relevance = min(max(c.Score/best, 0), 1)
+		v.Relevance = min(max(finite(c.Score)/best, 0), 1)
 	}
 	if p := c.Priority; p > 0 && p <= 1 {
 		v.Priority = 1 + PriorityWeight*(p-0.5)
@@ -70,6 +70,21 @@ func valueOf(c Candidate, best float64, now time.Time) Value {
 		}
 	}
 	return v
+}
+
+// finite returns a score usable in arithmetic: NaN counts as 0 and ±Inf
+// as the largest finite magnitude, so a broken score cannot turn values
+// into NaN.
+func finite(x float64) float64 {
+	switch {
+	case math.IsNaN(x):
+		return 0
+	case math.IsInf(x, 1):
+		return math.MaxFloat64
+	case math.IsInf(x, -1):
+		return -math.MaxFloat64
+	}
+	return x
 }
 
 // PointerText is what a pointer item stands for, and what it is counted
