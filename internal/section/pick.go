@@ -44,9 +44,15 @@ func Score(sections []Section, query string) []float64 {
 			tf[t]++
 			lens[i]++
 		}
+		// The heading line is in Text once already, except in the windows
+		// after the first of a long section.
+		extra := headingWeight - 1
+		if first, _, _ := strings.Cut(s.Text, "\n"); s.Heading != "" && !strings.Contains(first, s.Heading) {
+			extra = headingWeight
+		}
 		for _, t := range lexical.Tokenize(s.Heading) {
-			tf[t] += headingWeight - 1 // the heading line is in Text once already
-			lens[i] += headingWeight - 1
+			tf[t] += extra
+			lens[i] += extra
 		}
 		for t := range tf {
 			df[t]++

@@ -238,3 +238,13 @@ func TestBestNeverPicksBlankSections(t *testing.T) {
 		t.Fatalf("picks %+v", got)
 	}
 }
+
+// A window cut from a long section weighs its heading as the section's
+// first window does, though the heading line is not in its text.
+func TestWindowsWeighTheirHeadingAlike(t *testing.T) {
+	first := Score([]Section{{Heading: "Retries", Level: 1, Text: "# Retries\nfiller\n"}}, "retries")
+	later := Score([]Section{{Heading: "Retries", Level: 1, Text: "filler\n"}}, "retries")
+	if first[0] == 0 || later[0] != first[0] {
+		t.Errorf("a later window scores %v for its heading's word, the first %v", later[0], first[0])
+	}
+}
