@@ -18,6 +18,9 @@ type Doc struct {
 	Description string
 	URI         string
 	MIMEType    string
+	// Content is the text of the resource itself, when the caller has it
+	// (contextd indexes the contents of small text resources).
+	Content string
 }
 
 // A Hit is one search result.
@@ -100,6 +103,7 @@ func (x *Index) analyze(d Doc) analyzed {
 		fieldDescription: d.Description,
 		fieldURI:         uriText(d.URI),
 		fieldMIMEType:    d.MIMEType,
+		fieldContent:     d.Content,
 	}
 	pos := make(map[string]int)
 	for f, text := range texts {

@@ -129,6 +129,39 @@ func TestSearchFieldWeightsChangeOrder(t *testing.T) {
 	}
 }
 
+// TestSearchContentField checks that a resource's own text is searched, at
+// a quarter of the description's weight by default, and that a zero Content
+// weight leaves it out.
+func TestSearchContentField(t *testing.T) {
+	docs := []Doc{
+		{ID: "in-content", Name: "notes", Description: "meeting notes", Content: "the quarterly budget was approved"},
+		{ID: "in-description", Name: "plan", Description: "budget plan for the year"},
+		{ID: "unrelated", Name: "todo", Description: "things to do", Content: "buy milk"},
+	}
+	ids := func(hits []Hit) []string {
+		var out []string
+		for _, h := range hits {
+			out = append(out, h.ID)
+		}
+		return out
+	}
+	x := New(nil)
+	x.Upsert(docs...)
+	if diff := cmp.Diff([]string{"in-description", "in-content"}, ids(x.Search("budget", 0, nil))); diff != "" {
+		t.Errorf("default weights (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"in-content"}, ids(x.Search("quarterly approved", 0, nil))); diff != "" {
+		t.Errorf("content-only words (-want +got):\n%s", diff)
+	}
+	w := DefaultWeights()
+	w.Content = 0
+	x = New(&Options{Weights: w})
+	x.Upsert(docs...)
+	if got := ids(x.Search("quarterly approved", 0, nil)); len(got) != 0 {
+		t.Errorf("content weight 0 still matched content: %v", got)
+	}
+}
+
 // corpus returns n deterministic descriptors.
 func corpus(n int, seed uint64) []Doc {
 	r := rand.New(rand.NewPCG(seed, seed))
