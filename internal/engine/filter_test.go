@@ -22,7 +22,10 @@ func TestFiltersFindMatchesBeyondThePool(t *testing.T) {
 	for i := range 250 {
 		mcptest.AddText(srv, fmt.Sprintf("doc://notes/%03d", i), fmt.Sprintf("architecture notes %d", i), "architecture")
 	}
-	srv.AddResource(&mcpsdk.Resource{URI: "src://main.go", Name: "main.go", Description: "entry point", MIMEType: "text/x-go; charset=utf-8"}, nil)
+	srv.AddResource(&mcpsdk.Resource{URI: "src://main.go", Name: "main.go", Description: "entry point", MIMEType: "text/x-go; charset=utf-8"},
+		func(_ context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+			return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: req.Params.URI, Text: "package main"}}}, nil
+		})
 	eng := newEngine(t, "", map[string]*mcpsdk.Server{"s": srv}, 0)
 
 	for _, tc := range []struct {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/contextd/contextd/internal/engine"
 	"github.com/contextd/contextd/internal/mcp/mcptest"
+	ctxsync "github.com/contextd/contextd/internal/sync"
 )
 
 // TestCompoundQueryServesEachClause checks that the default ranking
@@ -26,7 +27,11 @@ func TestCompoundQueryServesEachClause(t *testing.T) {
 	} {
 		mcptest.AddText(srv, uri, desc, desc)
 	}
-	eng := newEngine(t, "", map[string]*mcpsdk.Server{"s": srv}, 0)
+	// Descriptors only: each body repeats its description, and the test is
+	// about how the descriptor ranking is diversified.
+	eng := newEngineOpts(t, "", map[string]*mcpsdk.Server{"s": srv}, engine.Options{
+		Mirror: func(o *ctxsync.Options) { o.ContentMaxResources = -1 },
+	})
 	const query = "What will the weather forecast, weather radar and weather alerts say about rain, sun and storm in the city tomorrow? Also the share price of the company"
 
 	top := func(how engine.Ranking) []string {

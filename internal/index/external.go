@@ -39,5 +39,5 @@ func (ix *Index) Score(ctx context.Context, query string, d resource.Descriptor,
 	for i := range qv {
 		dot += qv[i] * dv[i]
 	}
-	return float64(dot), ix.lex.ScoreDoc(query, lexDoc(d)), nil
+	return float64(dot), ix.lex.ScoreDoc(query, lexDoc(d, "")), nil
 }

@@ -70,6 +70,11 @@ type Options struct {
 	// DefaultQueryCache; negative remembers none (the eval measures
 	// latency with it off).
 	QueryCache int
+	// ContentWeight is w in the dense score of a resource with indexed
+	// content (see SetContents), in [0, 1]. Zero means
+	// DefaultContentWeight; negative leaves content out of the dense score
+	// (it is still searched lexically).
+	ContentWeight float64
 }
 
 // An Index holds the mirrored descriptors.
@@ -78,7 +83,9 @@ type Index struct {
 	qvecs  queryCache
 	texts  queryCache // vectors of descriptors scored by Score, never indexed
 	log    *slog.Logger
-	coll   *chromem.Collection
+	coll   *chromem.Collection // descriptors
+	ccoll  *chromem.Collection // passages of indexed contents
+	cw     float64             // Options.ContentWeight, resolved
 	lex    *lexical.Index
 	closed chan struct{}
 
@@ -95,14 +102,18 @@ type Index struct {
 }
 
 type entry struct {
-	desc resource.Descriptor
-	hash string
+	desc    resource.Descriptor
+	hash    string
+	content *contentInfo // nil until SetContents
 }
 
 // Open opens (or creates) the index.
 func Open(ctx context.Context, opts Options) (*Index, error) {
 	if opts.Embedder == nil {
 		panic("index: Options.Embedder is nil")
+	}
+	if !(opts.ContentWeight <= 1) {
+		panic(fmt.Sprintf("index: Options.ContentWeight %v is above 1", opts.ContentWeight))
 	}
 	log := opts.Logger
 	if log == nil {
@@ -115,6 +126,7 @@ func Open(ctx context.Context, opts Options) (*Index, error) {
 		log:    log,
 		lex:    lexical.New(opts.Lexical),
 		closed: make(chan struct{}),
+		cw:     max(cmp.Or(opts.ContentWeight, DefaultContentWeight), 0),
 		docs:   map[resource.Key]entry{},
 		count:  map[string]int{},
 	}
@@ -122,9 +134,9 @@ func Open(ctx context.Context, opts Options) (*Index, error) {
 	if err != nil {
 		return nil, err
 	}
-	name := collectionName(opts.Embedder)
+	name, cname := collectionName("descriptors", opts.Embedder), collectionName("contents", opts.Embedder)
 	for other := range db.ListCollections() {
-		if other != name && strings.HasPrefix(other, "descriptors") {
+		if other != name && other != cname && (strings.HasPrefix(other, "descriptors") || strings.HasPrefix(other, "contents")) {
 			log.Info("dropping index built with another embedder", "collection", other)
 			if err := db.DeleteCollection(other); err != nil {
 				return nil, fmt.Errorf("index: drop stale collection %q: %v", other, err)
@@ -135,7 +147,14 @@ func Open(ctx context.Context, opts Options) (*Index, error) {
 	if err != nil {
 		return nil, fmt.Errorf("index: open collection: %v", err)
 	}
+	ix.ccoll, err = db.GetOrCreateCollection(cname, map[string]string{"embedder": opts.Embedder.Name()}, ix.emb.Embed)
+	if err != nil {
+		return nil, fmt.Errorf("index: open contents collection: %v", err)
+	}
 	if err := ix.load(ctx); err != nil {
+		return nil, err
+	}
+	if err := ix.loadContents(ctx); err != nil {
 		return nil, err
 	}
 	return ix, nil
@@ -181,8 +200,8 @@ func openDB(dir string, log *slog.Logger) (*chromem.DB, error) {
 	return db, nil
 }
 
-func collectionName(e embed.Embedder) string {
-	return "descriptors-" + strings.Map(func(r rune) rune {
+func collectionName(kind string, e embed.Embedder) string {
+	return kind + "-" + strings.Map(func(r rune) rune {
 		if unicode.IsLetter(r) || unicode.IsDigit(r) || r == '-' || r == '.' {
 			return r
 		}
@@ -211,7 +230,7 @@ func (ix *Index) load(ctx context.Context) error {
 		}
 		ix.docs[d.Key()] = entry{desc: d, hash: hash}
 		ix.count[d.Server]++
-		lex = append(lex, lexDoc(d))
+		lex = append(lex, lexDoc(d, ""))
 	}
 	ix.lex.Upsert(lex...)
 	return nil
@@ -252,10 +271,12 @@ func (ix *Index) upsert(ctx context.Context, descs []resource.Descriptor) (embed
 func (ix *Index) upsertChunk(ctx context.Context, descs []resource.Descriptor) (embedded int, err error) {
 	// Decide what changed, embed that in parallel, then store in order.
 	type job struct {
-		d    resource.Descriptor
-		text string
-		hash string
-		vec  []float32
+		d       resource.Descriptor
+		text    string
+		hash    string
+		vec     []float32
+		content *contentInfo // kept from the old version
+		dropC   bool         // the old version's passage must go
 	}
 	var jobs []job
 	var todo []int // jobs that need a new vector
@@ -270,6 +291,13 @@ func (ix *Index) upsertChunk(ctx context.Context, descs []resource.Descriptor) (
 			continue
 		}
 		j := job{d: d, text: text, hash: hash}
+		if existed && old.content != nil {
+			if old.content.stamp == ContentStamp(d) {
+				j.content = old.content
+			} else {
+				j.dropC = old.content.vector
+			}
+		}
 		if existed && old.hash == hash {
 			if prev, err := ix.coll.GetByID(ctx, key.String()); err == nil {
 				j.vec = prev.Embedding
@@ -299,13 +327,21 @@ func (ix *Index) upsertChunk(ctx context.Context, descs []resource.Descriptor) (
 		if err := ix.coll.AddDocument(ctx, doc); err != nil {
 			return embedded, fmt.Errorf("index: store %s %q: %v", j.d.Server, j.d.URI, err)
 		}
+		var ctext string
+		if j.content != nil {
+			ctext = ix.contentText(ctx, key)
+		} else if j.dropC {
+			if err := ix.ccoll.Delete(ctx, nil, nil, key.String()); err != nil {
+				return embedded, fmt.Errorf("index: delete content of %s %q: %v", j.d.Server, j.d.URI, err)
+			}
+		}
 		ix.mu.Lock()
 		if _, ok := ix.docs[key]; !ok {
 			ix.count[j.d.Server]++
 		}
-		ix.docs[key] = entry{desc: j.d, hash: j.hash}
+		ix.docs[key] = entry{desc: j.d, hash: j.hash, content: j.content}
 		ix.mu.Unlock()
-		ix.lex.Upsert(lexDoc(j.d))
+		ix.lex.Upsert(lexDoc(j.d, ctext))
 	}
 	return embedded, nil
 }
@@ -356,11 +392,15 @@ func (ix *Index) delete(ctx context.Context, keys []resource.Key) error {
 	if ix.isClosed() {
 		return ErrClosed
 	}
-	var ids []string
+	var ids, cids []string
 	ix.mu.Lock()
 	for _, k := range keys {
-		if _, ok := ix.docs[k]; !ok {
+		e, ok := ix.docs[k]
+		if !ok {
 			continue
+		}
+		if e.content != nil && e.content.vector {
+			cids = append(cids, k.String())
 		}
 		delete(ix.docs, k)
 		ix.count[k.Server]--
@@ -376,6 +416,11 @@ func (ix *Index) delete(ctx context.Context, keys []resource.Key) error {
 	ix.lex.Delete(ids...)
 	if err := ix.coll.Delete(ctx, nil, nil, ids...); err != nil {
 		return fmt.Errorf("index: delete: %v", err)
+	}
+	if len(cids) > 0 {
+		if err := ix.ccoll.Delete(ctx, nil, nil, cids...); err != nil {
+			return fmt.Errorf("index: delete contents: %v", err)
+		}
 	}
 	return nil
 }

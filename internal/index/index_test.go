@@ -213,8 +213,9 @@ func TestUnreadableIndexIsMovedAsideAndOldCopiesPruned(t *testing.T) {
 		}
 		ix.Close()
 		// The collection's own metadata cannot be salvaged document by document.
-		if n := tear(t, dir, func(name string) bool { return name == "00000000.gob.gz" }); n != 1 {
-			t.Fatalf("tore %d metadata files, want 1", n)
+		// Two collections: descriptors and contents.
+		if n := tear(t, dir, func(name string) bool { return name == "00000000.gob.gz" }); n != 2 {
+			t.Fatalf("tore %d metadata files, want 2", n)
 		}
 	}
 	ix := open(t, dir, &indextest.BagEmbedder{})

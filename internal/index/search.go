@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/philippgille/chromem-go"
+
 	"github.com/contextd/contextd/internal/resource"
 )
 
@@ -26,6 +28,13 @@ func (f Filter) keep(k resource.Key) bool {
 
 // Dense returns up to n descriptors most similar to query by cosine
 // similarity of embeddings, best first (ties by key). n <= 0 means all.
+//
+// The score of a descriptor with indexed content mixes in the similarity of
+// its passage (see SetContents): (1 − w)·cos(q, descriptor) + w·cos(q,
+// passage), in [−1, 1]. The candidates are the n best of each of the two
+// collections, each scored exactly; a descriptor in neither list, whose
+// mixed score could still reach the head only if both its similarities were
+// just below both lists' last, is not considered.
 func (ix *Index) Dense(ctx context.Context, query string, n int, f Filter) ([]Hit, error) {
 	if ix.isClosed() {
 		return nil, ErrClosed
@@ -64,6 +73,12 @@ func (ix *Index) Dense(ctx context.Context, query string, n int, f Filter) ([]Hi
 			}
 			if err != nil {
 				return nil, fmt.Errorf("index: dense query: %v", err)
+			}
+		}
+		if ix.cw > 0 {
+			res, err = ix.mixContents(ctx, vec, k, where, res)
+			if err != nil {
+				return nil, err
 			}
 		}
 		for _, r := range res {
@@ -119,4 +134,78 @@ func (ix *Index) coversAll(servers []string) bool {
 		}
 	}
 	return true
+}
+
+// mixContents rescores desc, the k best descriptors for the unit query
+// vector vec, with the passages of their contents, adding the resources
+// whose passages are among the k best: see Dense.
+func (ix *Index) mixContents(ctx context.Context, vec []float32, k int, where map[string]string, desc []chromem.Result) ([]chromem.Result, error) {
+	total := ix.ccoll.Count()
+	if total == 0 {
+		return desc, nil
+	}
+	cres, err := ix.ccoll.QueryEmbedding(ctx, vec, min(k, total), where, nil)
+	if err != nil {
+		return nil, fmt.Errorf("index: dense query of contents: %v", err)
+	}
+	dsim := make(map[string]float32, len(desc)+len(cres))
+	for _, r := range desc {
+		dsim[r.ID] = r.Similarity
+	}
+	csim := make(map[string]float32, len(cres))
+	for _, r := range cres {
+		csim[r.ID] = r.Similarity
+		if _, ok := dsim[r.ID]; !ok {
+			d, err := ix.coll.GetByID(ctx, r.ID)
+			if err != nil {
+				continue // deleted meanwhile
+			}
+			dsim[r.ID] = dot(d.Embedding, vec)
+		}
+	}
+	// Which of the rest have a passage that was not among the k best.
+	var fill []string
+	ix.mu.RLock()
+	for id := range dsim {
+		if _, ok := csim[id]; ok {
+			continue
+		}
+		if key, ok := resource.ParseKey(id); ok {
+			if e := ix.docs[key]; e.content != nil && e.content.vector {
+				fill = append(fill, id)
+			}
+		}
+	}
+	ix.mu.RUnlock()
+	for _, id := range fill {
+		if d, err := ix.ccoll.GetByID(ctx, id); err == nil {
+			csim[id] = dot(d.Embedding, vec)
+		}
+	}
+	w := float32(ix.cw)
+	out := make([]chromem.Result, 0, len(dsim))
+	for id, s := range dsim {
+		if cs, ok := csim[id]; ok {
+			s = (1-w)*s + w*cs
+		}
+		out = append(out, chromem.Result{ID: id, Similarity: s})
+	}
+	slices.SortFunc(out, func(a, b chromem.Result) int {
+		switch {
+		case a.Similarity > b.Similarity:
+			return -1
+		case a.Similarity < b.Similarity:
+			return 1
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return out[:min(len(out), k)], nil
+}
+
+func dot(a, b []float32) float32 {
+	var s float32
+	for i := range min(len(a), len(b)) {
+		s += a[i] * b[i]
+	}
+	return s
 }

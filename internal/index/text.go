@@ -118,10 +118,11 @@ func textHash(embedder, text string) string {
 	return hex.EncodeToString(h[:])
 }
 
-func lexDoc(d resource.Descriptor) lexical.Doc {
+func lexDoc(d resource.Descriptor, content string) lexical.Doc {
 	return lexical.Doc{
 		ID: d.Key().String(), Name: d.Name, Title: d.Title,
 		Description: d.Description, URI: d.URI, MIMEType: d.MIMEType,
+		Content: content,
 	}
 }
 
@@ -136,6 +137,7 @@ const (
 	mServer, mURI, mName, mTitle, mDesc = "server", "uri", "name", "title", "description"
 	mMIME, mSize, mAudience, mPriority  = "mime_type", "size", "audience", "priority"
 	mLastModified, mHash                = "last_modified", "text_sha256"
+	mStamp, mAt                         = "content_stamp", "indexed_at" // of a content
 )
 
 func toMetadata(d resource.Descriptor, hash string) map[string]string {

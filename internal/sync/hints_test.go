@@ -21,7 +21,7 @@ func rawMirror(t *testing.T, read string, cacheBytes int64) (*ctxsync.Mirror, *m
 	}}
 	m := ctxsync.New(ctxsync.Options{Server: "s", Index: newIndex(t), Dial: func(ctx context.Context, o *mcp.Options) (*mcp.Session, error) {
 		return mcp.ConnectTransport(ctx, "s", srv.Transport(t), o)
-	}, MinBackoff: time.Hour, MaxBackoff: time.Hour, CacheBytes: cacheBytes})
+	}, MinBackoff: time.Hour, MaxBackoff: time.Hour, CacheBytes: cacheBytes, ContentMaxResources: noContentIndex})
 	start(t, m)
 	<-m.Ready()
 	return m, srv

@@ -78,7 +78,7 @@ func TestExpiredHTTPSessionIsReinitializedResubscribedAndRetriedOnce(t *testing.
 
 func TestServerExpiringEverySessionGetsOneRetryNotALoop(t *testing.T) {
 	srv := &mcptest.RawServer{Results: rawDocs}
-	m := rawHTTPMirror(t, srv, ctxsync.Options{MinBackoff: time.Hour, MaxBackoff: time.Hour})
+	m := rawHTTPMirror(t, srv, ctxsync.Options{ContentMaxResources: noContentIndex, MinBackoff: time.Hour, MaxBackoff: time.Hour})
 	srv.ExpireOn("resources/read", -1)
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()

@@ -54,6 +54,7 @@ const (
 	DefaultConnectTimeout = 30 * time.Second
 	DefaultSyncTimeout    = 2 * time.Minute
 	DefaultCacheBytes     = 32 << 20
+	// DefaultContentMaxResources and DefaultContentMaxBytes are in content.go.
 )
 
 // A DialFunc opens a session to the mirror's server, installing the
@@ -92,6 +93,15 @@ type Options struct {
 	// and 128 bytes). Zero means DefaultCacheBytes; negative disables
 	// caching.
 	CacheBytes int64
+	// ContentMaxResources caps how many of the server's resources have
+	// their content indexed (the content pass, see indexContents and
+	// index.SetContents). Zero means DefaultContentMaxResources; negative
+	// turns the content index off for the server.
+	ContentMaxResources int
+	// ContentMaxBytes is the largest declared size, in bytes, of a
+	// resource read for the content index. Zero means
+	// DefaultContentMaxBytes.
+	ContentMaxBytes int64
 	// TerminateDuration is passed to mcp.Options for stdio servers: how long
 	// each shutdown stage (stdin closed, SIGTERM) may take before the next.
 	// Zero means the SDK's default (5s).
@@ -117,6 +127,7 @@ type Status struct {
 	ServerVersion string
 	Protocol      string // negotiated protocol version
 	Syncs         int    // completed sync attempts since start
+	Contents      int    // resources whose content is indexed (index.SetContents)
 }
 
 // A Mirror keeps one server mirrored. Create it with New and run it with Run.
@@ -137,6 +148,10 @@ type Mirror struct {
 	backingOff bool
 	cache      *readCache
 	notFound   map[string]bool // URIs a read found missing, evicted after the next sync
+	// contentStale holds URIs whose indexed content the server said was
+	// updated; recontent (capacity 1) asks the run loop for a content pass.
+	contentStale map[string]bool
+	recontent    chan struct{}
 }
 
 // New returns a mirror; it does nothing until Run.
@@ -168,6 +183,12 @@ func New(opts Options) *Mirror {
 	if opts.CacheBytes == 0 {
 		opts.CacheBytes = DefaultCacheBytes
 	}
+	if opts.ContentMaxResources == 0 {
+		opts.ContentMaxResources = DefaultContentMaxResources
+	}
+	if opts.ContentMaxBytes <= 0 {
+		opts.ContentMaxBytes = DefaultContentMaxBytes
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -181,6 +202,9 @@ func New(opts Options) *Mirror {
 		newSess:  make(chan struct{}),
 		cache:    newReadCache(opts.CacheBytes),
 		notFound: map[string]bool{},
+
+		contentStale: map[string]bool{},
+		recontent:    make(chan struct{}, 1),
 	}
 }
 
@@ -190,6 +214,7 @@ func (m *Mirror) Status() Status {
 	defer m.mu.Unlock()
 	s := m.status
 	s.Resources = m.opts.Index.Len(m.opts.Server)
+	s.Contents = m.opts.Index.ContentLen(m.opts.Server)
 	return s
 }
 
@@ -295,7 +320,10 @@ func (m *Mirror) connect(ctx context.Context) (*mcp.Session, error) {
 	return m.opts.Dial(cctx, &mcp.Options{
 		Logger:        m.log,
 		OnListChanged: m.listChanged,
-		OnUpdated:     m.cache.invalidate,
+		OnUpdated: func(uri string) {
+			m.cache.invalidate(uri)
+			m.contentUpdated(uri)
+		},
 
 		TerminateDuration: m.opts.TerminateDuration,
 	})
@@ -344,12 +372,16 @@ func (m *Mirror) serve(ctx context.Context, sess *mcp.Session, warm []string) (e
 			timer.Stop()
 		}
 	}()
+	var contentDue <-chan time.Time // a content pass after resources/updated
 	failures, quick := 0, 0
 	relist := false // a re-list for a notification is scheduled
 	var lastSync time.Time
 	resync := func() {
 		ok := m.sync(ctx, sess)
 		synced = synced || ok
+		if ok {
+			m.indexContents(ctx, sess)
+		}
 		lastSync = time.Now()
 		m.evictNotFound(ctx)
 		switch {
@@ -404,6 +436,13 @@ func (m *Mirror) serve(ctx context.Context, sess *mcp.Session, warm []string) (e
 		case <-fire:
 			fire, relist = nil, false
 			resync()
+		case <-m.recontent:
+			if contentDue == nil {
+				contentDue = time.After(m.opts.Debounce)
+			}
+		case <-contentDue:
+			contentDue = nil
+			m.indexContents(ctx, sess)
 		}
 	}
 }

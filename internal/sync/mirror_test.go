@@ -21,6 +21,10 @@ import (
 	ctxsync "github.com/contextd/contextd/internal/sync"
 )
 
+// noContentIndex turns the content pass off, for tests that count the
+// server's reads of the read cache.
+const noContentIndex = -1
+
 func newIndex(t *testing.T) *index.Index {
 	t.Helper()
 	ix, err := index.Open(t.Context(), index.Options{Embedder: &indextest.BagEmbedder{}})
@@ -122,7 +126,7 @@ func TestUpdatedDropsCachedContent(t *testing.T) {
 				return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: req.Params.URI, Text: body}}}, nil
 			})
 		ix := newIndex(t)
-		m := ctxsync.New(ctxsync.Options{Server: "s", Index: ix, Dial: legacy(mcptest.Dial(t, "s", srv))})
+		m := ctxsync.New(ctxsync.Options{ContentMaxResources: noContentIndex, Server: "s", Index: ix, Dial: legacy(mcptest.Dial(t, "s", srv))})
 		start(t, m)
 		<-m.Ready()
 		ctx := t.Context()
@@ -207,7 +211,7 @@ func TestUpdateDuringReadIsNotCachedOver(t *testing.T) {
 				}
 				return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: req.Params.URI, Text: served}}}, nil
 			})
-		m := ctxsync.New(ctxsync.Options{Server: "s", Index: newIndex(t), Dial: legacy(mcptest.Dial(t, "s", srv))})
+		m := ctxsync.New(ctxsync.Options{ContentMaxResources: noContentIndex, Server: "s", Index: newIndex(t), Dial: legacy(mcptest.Dial(t, "s", srv))})
 		start(t, m)
 		<-m.Ready()
 		first, err := m.Read(t.Context(), "doc://racy")

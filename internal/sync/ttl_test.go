@@ -117,7 +117,7 @@ func TestTTLResultIsReadOnceWithinItsTTL(t *testing.T) {
 				const ttl = time.Minute
 				srv, rec := hinting(int(ttl.Milliseconds()), "public", nil)
 				dial := mcptest.Dial(t, "s", srv)
-				m := ctxsync.New(ctxsync.Options{Server: "s", Index: newIndex(t), Dial: func(ctx context.Context, o *mcp.Options) (*mcp.Session, error) {
+				m := ctxsync.New(ctxsync.Options{ContentMaxResources: noContentIndex, Server: "s", Index: newIndex(t), Dial: func(ctx context.Context, o *mcp.Options) (*mcp.Session, error) {
 					o.ProtocolVersion = proto
 					return dial(ctx, o)
 				}})
@@ -154,7 +154,7 @@ func TestNotificationsEvictATTLEntry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv, rec := hinting(int(time.Hour.Milliseconds()), "public", nil)
 		n := &notifier{t: t, srv: srv}
-		m := ctxsync.New(ctxsync.Options{Server: "s", Index: newIndex(t), Dial: n.dial})
+		m := ctxsync.New(ctxsync.Options{ContentMaxResources: noContentIndex, Server: "s", Index: newIndex(t), Dial: n.dial})
 		start(t, m)
 		<-m.Ready()
 
@@ -192,7 +192,7 @@ func TestPrivateResultsAreNeverServedFromCache(t *testing.T) {
 		t.Run(scope, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				srv, rec := hinting(int(time.Hour.Milliseconds()), scope, nil)
-				m := ctxsync.New(ctxsync.Options{Server: "s", Index: newIndex(t), Dial: mcptest.Dial(t, "s", srv)})
+				m := ctxsync.New(ctxsync.Options{ContentMaxResources: noContentIndex, Server: "s", Index: newIndex(t), Dial: mcptest.Dial(t, "s", srv)})
 				start(t, m)
 				<-m.Ready()
 				for i := range 3 {
@@ -214,7 +214,7 @@ func TestPrivateResultsAreNeverServedFromCache(t *testing.T) {
 				SubscribeHandler:   func(context.Context, *mcpsdk.SubscribeRequest) error { return nil },
 				UnsubscribeHandler: func(context.Context, *mcpsdk.UnsubscribeRequest) error { return nil },
 			})
-			m := ctxsync.New(ctxsync.Options{Server: "s", Index: newIndex(t), Dial: legacy(mcptest.Dial(t, "s", srv))})
+			m := ctxsync.New(ctxsync.Options{ContentMaxResources: noContentIndex, Server: "s", Index: newIndex(t), Dial: legacy(mcptest.Dial(t, "s", srv))})
 			start(t, m)
 			<-m.Ready()
 			for i := range 3 {
@@ -267,7 +267,7 @@ func TestTTLEdgeCases(t *testing.T) {
 				if tt.subscribe {
 					d = legacy(d)
 				}
-				m := ctxsync.New(ctxsync.Options{Server: "s", Index: newIndex(t), Dial: d, CacheBytes: tt.cacheBytes})
+				m := ctxsync.New(ctxsync.Options{ContentMaxResources: noContentIndex, Server: "s", Index: newIndex(t), Dial: d, CacheBytes: tt.cacheBytes})
 				start(t, m)
 				<-m.Ready()
 				read(t, m, "doc://a")
@@ -307,7 +307,7 @@ func TestRawCacheHints(t *testing.T) {
 				"resources/list": `{"resources":[{"uri":"x://a","name":"a"}]}`,
 				"resources/read": `{"contents":[{"uri":"x://a","mimeType":"text/plain","text":"hello"}]` + tt.hints + `}`,
 			}}
-			m := ctxsync.New(ctxsync.Options{Server: "s", Index: newIndex(t), Dial: func(ctx context.Context, o *mcp.Options) (*mcp.Session, error) {
+			m := ctxsync.New(ctxsync.Options{ContentMaxResources: noContentIndex, Server: "s", Index: newIndex(t), Dial: func(ctx context.Context, o *mcp.Options) (*mcp.Session, error) {
 				return mcp.ConnectTransport(ctx, "s", srv.Transport(t), o)
 			}, MinBackoff: time.Hour, MaxBackoff: time.Hour})
 			start(t, m)

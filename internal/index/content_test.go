@@ -1,0 +1,197 @@
+package index_test
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/contextd/contextd/internal/index"
+	"github.com/contextd/contextd/internal/index/indextest"
+	"github.com/contextd/contextd/internal/resource"
+)
+
+func cosine(t *testing.T, e *indextest.BagEmbedder, a, b string) float64 {
+	t.Helper()
+	va, _ := e.Embed(t.Context(), a)
+	vb, _ := e.Embed(t.Context(), b)
+	var s float64
+	for i := range va {
+		s += float64(va[i]) * float64(vb[i])
+	}
+	return s
+}
+
+func denseScore(t *testing.T, ix *index.Index, query string, k resource.Key) (float64, bool) {
+	t.Helper()
+	hits, err := ix.Dense(t.Context(), query, 0, index.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range hits {
+		if h.Key == k {
+			return h.Score, true
+		}
+	}
+	return 0, false
+}
+
+func lexKeys(ix *index.Index, query string) []string {
+	var out []string
+	for _, h := range ix.Lexical(query, 0, index.Filter{}) {
+		out = append(out, h.Key.URI)
+	}
+	return out
+}
+
+// TestContentIsSearchedBothWays checks the content-level index: a word
+// only in a resource's text finds it lexically, and its dense score is the
+// documented mix of descriptor and passage similarities.
+func TestContentIsSearchedBothWays(t *testing.T) {
+	emb := &indextest.BagEmbedder{}
+	ix, err := index.Open(t.Context(), index.Options{Embedder: emb, ContentWeight: 0.4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	ds := descs("s", "alpha", "beta")
+	if _, err := ix.Replace(t.Context(), "s", ds); err != nil {
+		t.Fatal(err)
+	}
+	const text = "The reconciliation ledger for quarterly invoices."
+	const query = "quarterly invoices ledger"
+	if got := lexKeys(ix, query); len(got) != 0 {
+		t.Fatalf("lexical matched before any content: %v", got)
+	}
+	before, _ := denseScore(t, ix, query, ds[0].Key())
+	n, err := ix.SetContents(t.Context(), index.Content{Key: ds[0].Key(), Stamp: index.ContentStamp(ds[0]), Text: text})
+	if err != nil || n != 1 {
+		t.Fatalf("SetContents = %d, %v; want 1 passage embedded", n, err)
+	}
+	if got := lexKeys(ix, query); len(got) != 1 || got[0] != ds[0].URI {
+		t.Errorf("lexical = %v, want only %s", got, ds[0].URI)
+	}
+	got, ok := denseScore(t, ix, query, ds[0].Key())
+	want := 0.6*cosine(t, emb, index.EmbeddingText(ds[0]), query) + 0.4*cosine(t, emb, index.Passage(text), query)
+	if !ok || math.Abs(got-want) > 1e-5 {
+		t.Errorf("dense score = %v (listed %v), want 0.6·cos(descriptor) + 0.4·cos(passage) = %v", got, ok, want)
+	}
+	if !(got > before) {
+		t.Errorf("dense score %v did not rise from %v with matching content", got, before)
+	}
+	// The other resource has no content: its score is its descriptor's.
+	other, _ := denseScore(t, ix, query, ds[1].Key())
+	if w := cosine(t, emb, index.EmbeddingText(ds[1]), query); math.Abs(other-w) > 1e-5 {
+		t.Errorf("score without content = %v, want cos(descriptor) = %v", other, w)
+	}
+	if has, at := ix.HasContent(ds[0].Key()); !has || at.IsZero() {
+		t.Errorf("HasContent = %v, %v", has, at)
+	}
+	if ix.ContentLen("s") != 1 || ix.ContentLen("") != 1 {
+		t.Errorf("ContentLen = %d, %d; want 1", ix.ContentLen("s"), ix.ContentLen(""))
+	}
+}
+
+// TestContentFollowsItsDescriptorVersion checks that content belongs to one
+// version of a descriptor: a new size drops it, a new description keeps it,
+// and a read stamped with an old version is ignored.
+func TestContentFollowsItsDescriptorVersion(t *testing.T) {
+	ix := open(t, "", &indextest.BagEmbedder{})
+	ctx := t.Context()
+	ds := descs("s", "alpha")
+	d := ds[0]
+	if _, err := ix.Replace(ctx, "s", ds); err != nil {
+		t.Fatal(err)
+	}
+	stamp := index.ContentStamp(d)
+	if _, err := ix.SetContents(ctx, index.Content{Key: d.Key(), Stamp: stamp, Text: "zebra crossing"}); err != nil {
+		t.Fatal(err)
+	}
+
+	d.Description = "reworded"
+	if _, err := ix.Replace(ctx, "s", []resource.Descriptor{d}); err != nil {
+		t.Fatal(err)
+	}
+	if has, _ := ix.HasContent(d.Key()); !has || len(lexKeys(ix, "zebra")) != 1 {
+		t.Errorf("a new description dropped the content (has %v, lexical %v)", has, lexKeys(ix, "zebra"))
+	}
+
+	d.Size = 4096
+	if _, err := ix.Replace(ctx, "s", []resource.Descriptor{d}); err != nil {
+		t.Fatal(err)
+	}
+	if has, _ := ix.HasContent(d.Key()); has || len(lexKeys(ix, "zebra")) != 0 {
+		t.Errorf("a new size kept the content (has %v, lexical %v)", has, lexKeys(ix, "zebra"))
+	}
+
+	// A read that started before the change carries the old stamp.
+	if _, err := ix.SetContents(ctx, index.Content{Key: d.Key(), Stamp: stamp, Text: "zebra crossing"}); err != nil {
+		t.Fatal(err)
+	}
+	if has, _ := ix.HasContent(d.Key()); has {
+		t.Error("content stamped with an old version was indexed")
+	}
+	// Unknown keys are skipped, not errors.
+	if n, err := ix.SetContents(ctx, index.Content{Key: resource.Key{Server: "s", URI: "doc://nope"}, Text: "x"}); n != 0 || err != nil {
+		t.Errorf("SetContents(unknown) = %d, %v", n, err)
+	}
+	// Empty text is remembered as read, with nothing to embed.
+	if n, err := ix.SetContents(ctx, index.Content{Key: d.Key(), Stamp: index.ContentStamp(d)}); n != 0 || err != nil {
+		t.Errorf("SetContents(empty) = %d, %v", n, err)
+	}
+	if has, _ := ix.HasContent(d.Key()); !has {
+		t.Error("empty content not remembered")
+	}
+}
+
+// TestContentPersistsAndIsDeletedWithItsDescriptor reopens a directory.
+func TestContentPersistsAndIsDeletedWithItsDescriptor(t *testing.T) {
+	dir := t.TempDir()
+	ctx := t.Context()
+	ds := descs("s", "alpha", "beta")
+	ix := open(t, dir, &indextest.BagEmbedder{})
+	if _, err := ix.Replace(ctx, "s", ds); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range ds {
+		if _, err := ix.SetContents(ctx, index.Content{Key: d.Key(), Stamp: index.ContentStamp(d), Text: "walrus " + d.Name}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ix.Close()
+
+	emb := &indextest.BagEmbedder{}
+	ix = open(t, dir, emb)
+	if got := lexKeys(ix, "walrus"); len(got) != 2 {
+		t.Errorf("after reopening, lexical content matches %v, want both", got)
+	}
+	if emb.Calls.Load() != 0 {
+		t.Errorf("reopening embedded %d texts, want none", emb.Calls.Load())
+	}
+	if err := ix.Delete(ctx, ds[0].Key()); err != nil {
+		t.Fatal(err)
+	}
+	if got := lexKeys(ix, "walrus"); len(got) != 1 || got[0] != ds[1].URI {
+		t.Errorf("after delete, lexical = %v", got)
+	}
+	ix.Close()
+
+	ix = open(t, dir, &indextest.BagEmbedder{})
+	if ix.ContentLen("") != 1 {
+		t.Errorf("ContentLen after delete and reopen = %d, want 1", ix.ContentLen(""))
+	}
+}
+
+func TestPassage(t *testing.T) {
+	long := strings.Repeat("word ", index.PassageBytes) // 5× the bound
+	p := index.Passage(long)
+	if len(p) > index.PassageBytes || strings.HasSuffix(p, " ") || strings.HasSuffix(p, "wor") {
+		t.Errorf("Passage cut badly: %d bytes, ends %q", len(p), p[max(0, len(p)-8):])
+	}
+	if got := index.Passage("  a\n\n b\tc "); got != "a b c" {
+		t.Errorf("Passage collapses white space: %q", got)
+	}
+	cjk := strings.Repeat("語", index.PassageBytes) // no spaces: cut at a rune
+	if p := index.Passage(cjk); len(p) > index.PassageBytes || !strings.HasSuffix(p, "語") {
+		t.Errorf("Passage of unspaced text: %d bytes", len(p))
+	}
+}

@@ -1,0 +1,171 @@
+package sync_test
+
+import (
+	"context"
+	"slices"
+	gosync "sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/contextd/contextd/internal/index"
+	"github.com/contextd/contextd/internal/mcp"
+	"github.com/contextd/contextd/internal/mcp/mcptest"
+	"github.com/contextd/contextd/internal/resource"
+	ctxsync "github.com/contextd/contextd/internal/sync"
+)
+
+func lexURIs(ix *index.Index, query string) []string {
+	var out []string
+	for _, h := range ix.Lexical(query, 0, index.Filter{}) {
+		out = append(out, h.Key.URI)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestContentPassIndexesSmallTextResources checks which resources the
+// content pass reads after the first sync, and that their words are then
+// searchable.
+func TestContentPassIndexesSmallTextResources(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := mcptest.NewServer(nil, nil)
+		var mu gosync.Mutex
+		var read []string
+		add := func(r *mcpsdk.Resource, text string) {
+			srv.AddResource(r, func(_ context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+				mu.Lock()
+				read = append(read, req.Params.URI)
+				mu.Unlock()
+				return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: req.Params.URI, MIMEType: r.MIMEType, Text: text}}}, nil
+			})
+		}
+		add(&mcpsdk.Resource{URI: "doc://small", Name: "small", MIMEType: "text/markdown", Size: 40}, "the walrus ledger")
+		add(&mcpsdk.Resource{URI: "doc://unsized", Name: "unsized"}, "walrus again")
+		add(&mcpsdk.Resource{URI: "doc://big", Name: "big", MIMEType: "text/plain", Size: 1 << 20}, "walrus too big")
+		add(&mcpsdk.Resource{URI: "doc://picture", Name: "picture", MIMEType: "image/png", Size: 10}, "walrus")
+		add(&mcpsdk.Resource{URI: "doc://for-user", Name: "for-user", MIMEType: "text/plain",
+			Annotations: &mcpsdk.Annotations{Audience: []mcpsdk.Role{"user"}}}, "walrus")
+
+		ix := newIndex(t)
+		m := ctxsync.New(ctxsync.Options{Server: "s", Index: ix, Dial: mcptest.Dial(t, "s", srv)})
+		start(t, m)
+		<-m.Ready()
+		mu.Lock()
+		slices.Sort(read)
+		got := slices.Clone(read)
+		mu.Unlock()
+		if want := []string{"doc://small", "doc://unsized"}; !slices.Equal(got, want) {
+			t.Errorf("content pass read %v, want %v", got, want)
+		}
+		if got, want := lexURIs(ix, "walrus"), []string{"doc://small", "doc://unsized"}; !slices.Equal(got, want) {
+			t.Errorf("lexical walrus = %v, want %v", got, want)
+		}
+		if st := m.Status(); st.Contents != 2 {
+			t.Errorf("Status.Contents = %d, want 2", st.Contents)
+		}
+
+		// A new resource (AddResource notifies list_changed) is read; the
+		// ones already indexed are not read again.
+		add(&mcpsdk.Resource{URI: "doc://new", Name: "new"}, "fresh")
+		time.Sleep(time.Second)
+		synctest.Wait()
+		mu.Lock()
+		got = slices.Clone(read[2:])
+		mu.Unlock()
+		if want := []string{"doc://new"}; !slices.Equal(got, want) {
+			t.Errorf("after a re-list, read %v, want %v", got, want)
+		}
+	})
+}
+
+// TestContentPassRespectsCapAndOptOut checks ContentMaxResources.
+func TestContentPassRespectsCapAndOptOut(t *testing.T) {
+	for _, tt := range []struct {
+		max  int
+		want int
+	}{{-1, 0}, {2, 2}, {0, 3}} {
+		synctest.Test(t, func(t *testing.T) {
+			srv := mcptest.NewServer(map[string]string{"doc://a": "alpha", "doc://b": "beta", "doc://c": "gamma"}, nil)
+			ix := newIndex(t)
+			m := ctxsync.New(ctxsync.Options{Server: "s", Index: ix, Dial: mcptest.Dial(t, "s", srv), ContentMaxResources: tt.max})
+			start(t, m)
+			<-m.Ready()
+			if got := ix.ContentLen("s"); got != tt.want {
+				t.Errorf("ContentMaxResources %d: %d contents indexed, want %d", tt.max, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestPrivateResultIsNotIndexed checks that text whose read result says
+// cacheScope "private" never enters the index.
+func TestPrivateResultIsNotIndexed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &mcptest.RawServer{Results: map[string]string{
+			"resources/list": `{"resources":[{"uri":"x://a","name":"a"}]}`,
+			"resources/read": `{"contents":[{"uri":"x://a","text":"secret walrus"}],"cacheScope":"private"}`,
+		}}
+		ix := newIndex(t)
+		m := ctxsync.New(ctxsync.Options{Server: "s", Index: ix, Dial: func(ctx context.Context, o *mcp.Options) (*mcp.Session, error) {
+			return mcp.ConnectTransport(ctx, "s", srv.Transport(t), o)
+		}, MinBackoff: time.Hour, MaxBackoff: time.Hour})
+		start(t, m)
+		<-m.Ready()
+		if srv.Count("resources/read") != 1 {
+			t.Fatalf("%d reads, want the content pass's 1", srv.Count("resources/read"))
+		}
+		if got := lexURIs(ix, "walrus"); len(got) != 0 {
+			t.Errorf("private text indexed: %v", got)
+		}
+		if has, _ := ix.HasContent(resource.Key{Server: "s", URI: "x://a"}); !has {
+			t.Error("private result not remembered as read: it would be read on every pass")
+		}
+	})
+}
+
+// TestUpdatedContentIsReadAgain checks that notifications/resources/updated
+// for a resource with indexed content (subscribed by an earlier read)
+// replaces its text in the index.
+func TestUpdatedContentIsReadAgain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu gosync.Mutex
+		body := "walrus"
+		srv := mcptest.NewServer(nil, &mcpsdk.ServerOptions{
+			SubscribeHandler:   func(context.Context, *mcpsdk.SubscribeRequest) error { return nil },
+			UnsubscribeHandler: func(context.Context, *mcpsdk.UnsubscribeRequest) error { return nil },
+		})
+		srv.AddResource(&mcpsdk.Resource{URI: "doc://live", Name: "live"},
+			func(_ context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: req.Params.URI, Text: body}}}, nil
+			})
+		ix := newIndex(t)
+		m := ctxsync.New(ctxsync.Options{Server: "s", Index: ix, Dial: legacy(mcptest.Dial(t, "s", srv))})
+		start(t, m)
+		<-m.Ready()
+		if got := lexURIs(ix, "walrus"); len(got) != 1 {
+			t.Fatalf("first pass: walrus in %v", got)
+		}
+		if _, err := m.Read(t.Context(), "doc://live"); err != nil { // subscribes
+			t.Fatal(err)
+		}
+		mu.Lock()
+		body = "narwhal"
+		mu.Unlock()
+		if err := srv.ResourceUpdated(t.Context(), &mcpsdk.ResourceUpdatedNotificationParams{URI: "doc://live"}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second) // past the debounce window
+		synctest.Wait()
+		if got := lexURIs(ix, "narwhal"); len(got) != 1 {
+			t.Errorf("after resources/updated: narwhal in %v, want doc://live", got)
+		}
+		if got := lexURIs(ix, "walrus"); len(got) != 0 {
+			t.Errorf("after resources/updated: old text still indexed in %v", got)
+		}
+	})
+}
