@@ -82,7 +82,7 @@ func RunBudget(ctx context.Context, opts Options, budgets []int, floors ...float
 	var wg sync.WaitGroup
 	defer func() { cancel(); wg.Wait() }()
 	progress("indexing %d descriptors with %s", len(ds.Corpus), emb.Name())
-	eng, err := startEngine(ctx, &wg, servers, emb)
+	eng, err := startEngine(ctx, &wg, servers, emb, true)
 	if err != nil {
 		return nil, err
 	}

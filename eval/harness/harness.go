@@ -82,11 +82,17 @@ const (
 	embGloVe   = "glove"
 	embUSE     = "use"
 	embDefault = "default"
+	// embDescriptors is the default embedder with the content-level index
+	// off: what the daemon ranked before it indexed resources' text.
+	embDescriptors = "default, descriptors only"
 )
 
 var strategies = []strategy{
 	{name: "default", needs: []string{embDefault}, rank: func(ctx context.Context, r *runner, q beir.Query) ([]string, error) {
 		return r.search(ctx, embDefault, q.Text, nil)
+	}},
+	{name: "default, descriptors only", needs: []string{embDescriptors}, rank: func(ctx context.Context, r *runner, q beir.Query) ([]string, error) {
+		return r.search(ctx, embDescriptors, q.Text, nil)
 	}},
 	{name: "bm25", needs: []string{embDefault}, rank: func(ctx context.Context, r *runner, q beir.Query) ([]string, error) {
 		return r.search(ctx, embDefault, q.Text, &engine.Ranking{Lexical: 1}) // no embedding involved
@@ -229,17 +235,23 @@ func Run(ctx context.Context, opts Options) (*report.Results, error) {
 			if err != nil {
 				return nil, err
 			}
-			if e := byName[emb.Name()]; e != nil {
+			contents := key != embDescriptors
+			engineKey := fmt.Sprintf("%s, contents %v", emb.Name(), contents)
+			if e := byName[engineKey]; e != nil {
 				r.engines[key] = e
 				continue
 			}
-			progress("indexing %d descriptors with %s", len(ds.Corpus), emb.Name())
+			what := "descriptors and contents"
+			if !contents {
+				what = "descriptors"
+			}
+			progress("indexing %d %s with %s", len(ds.Corpus), what, emb.Name())
 			start := time.Now()
-			e, err := startEngine(ctx, &wg, servers, emb)
+			e, err := startEngine(ctx, &wg, servers, emb, contents)
 			if err != nil {
 				return nil, err
 			}
-			r.engines[key], byName[emb.Name()] = e, e
+			r.engines[key], byName[engineKey] = e, e
 			progress("indexed in %v", time.Since(start).Round(time.Millisecond))
 		}
 	}
@@ -325,8 +337,9 @@ func serve(ds *beir.Dataset, name string) (map[string]*mcpsdk.Server, map[resour
 }
 
 // startEngine runs an in-memory engine that mirrors servers over in-memory
-// MCP transports, and waits for the first sync.
-func startEngine(ctx context.Context, wg *sync.WaitGroup, servers map[string]*mcpsdk.Server, emb embed.Embedder) (*engine.Engine, error) {
+// MCP transports, and waits for the first sync (and, with contents, the
+// first content pass).
+func startEngine(ctx context.Context, wg *sync.WaitGroup, servers map[string]*mcpsdk.Server, emb embed.Embedder, contents bool) (*engine.Engine, error) {
 	cfg := &config.Config{}
 	for name := range servers {
 		cfg.Servers = append(cfg.Servers, config.Server{Name: name, Transport: config.TransportStdio, Command: "(in-memory)"})
@@ -347,7 +360,12 @@ func startEngine(ctx context.Context, wg *sync.WaitGroup, servers map[string]*mc
 				return mcp.ConnectTransport(ctx, srv.Name, ct, o)
 			}
 		},
-		Mirror: func(o *ctxsync.Options) { o.SyncTimeout = time.Hour }, // a big corpus embeds for minutes
+		Mirror: func(o *ctxsync.Options) {
+			o.SyncTimeout = time.Hour // a big corpus embeds for minutes
+			if !contents {
+				o.ContentMaxResources = -1
+			}
+		},
 	})
 	if err != nil {
 		return nil, err

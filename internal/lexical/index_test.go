@@ -130,7 +130,7 @@ func TestSearchFieldWeightsChangeOrder(t *testing.T) {
 }
 
 // TestSearchContentField checks that a resource's own text is searched, at
-// a quarter of the description's weight by default, and that a zero Content
+// a tenth of the description's weight by default, and that a zero Content
 // weight leaves it out.
 func TestSearchContentField(t *testing.T) {
 	docs := []Doc{
