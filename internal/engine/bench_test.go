@@ -14,12 +14,15 @@ import (
 	"github.com/contextd/contextd/internal/engine"
 	"github.com/contextd/contextd/internal/lexical"
 	"github.com/contextd/contextd/internal/mcp/mcptest"
+	ctxsync "github.com/contextd/contextd/internal/sync"
 )
 
 // BenchmarkSearch measures one query's ranking as Assemble does it (dense
 // top-100 with chromem-go, BM25F top-100, convex fusion, and the same again
 // for each clause of a compound query) over n descriptors mirrored from an
-// in-memory go-sdk server, with a fixed-seed synthetic corpus. The query's
+// in-memory go-sdk server, with a fixed-seed synthetic corpus: each
+// resource has a 40-word body, and "/contents" cases index every body (the
+// content-level index; its passages double the dense scan). The query's
 // vector comes from the index's query cache after the first iteration, so
 // this is the cost of ranking alone; embedding a query is
 // internal/embed/use's BenchmarkEmbedQuery. The stand-in embedder gives
@@ -32,17 +35,22 @@ func BenchmarkSearch(b *testing.B) {
 		log metric alert email message chat contact order product price stock report chart`)
 	emb := randomEmbedder{dim: 512}
 	for _, bc := range []struct {
-		n     int
-		query string
+		n        int
+		query    string
+		contents bool
 	}{
-		{1_000, "find the invoice payment report for this project"},
-		{10_000, "find the invoice payment report for this project"},
-		{10_000, "find the invoice payment report for this project and email it to the team"},
+		{1_000, "find the invoice payment report for this project", true},
+		{10_000, "find the invoice payment report for this project", false},
+		{10_000, "find the invoice payment report for this project", true},
+		{10_000, "find the invoice payment report for this project and email it to the team", true},
 	} {
 		n := bc.n
 		name := fmt.Sprint(n)
 		if len(lexical.Clauses(bc.query)) > 0 {
 			name += "/clauses"
+		}
+		if bc.contents {
+			name += "/contents"
 		}
 		b.Run(name, func(b *testing.B) {
 			r := rand.New(rand.NewPCG(42, 42))
@@ -55,12 +63,21 @@ func BenchmarkSearch(b *testing.B) {
 			}
 			srv := mcptest.NewServer(nil, &mcpsdk.ServerOptions{PageSize: 1000})
 			for i := range n {
+				body := phrase(40)
 				srv.AddResource(&mcpsdk.Resource{URI: fmt.Sprintf("doc://%d/%s", i, strings.ReplaceAll(phrase(2), " ", "-")),
-					Name: phrase(2), Description: phrase(12), MIMEType: "text/plain"}, nil)
+					Name: phrase(2), Description: phrase(12), MIMEType: "text/plain"},
+					func(_ context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+						return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: req.Params.URI, Text: body}}}, nil
+					})
 			}
-			eng := newEngineOpts(b, "", map[string]*mcpsdk.Server{"s": srv}, engine.Options{Embedder: emb})
-			if got := eng.Servers()[0].Resources; got != n {
-				b.Fatalf("mirrored %d descriptors, want %d", got, n)
+			contents := -1
+			if bc.contents {
+				contents = n
+			}
+			eng := newEngineOpts(b, "", map[string]*mcpsdk.Server{"s": srv}, engine.Options{Embedder: emb,
+				Mirror: func(o *ctxsync.Options) { o.ContentMaxResources = contents }})
+			if got := eng.Servers()[0]; got.Resources != n || got.Contents != max(contents, 0) {
+				b.Fatalf("mirrored %d descriptors and %d contents, want %d and %d", got.Resources, got.Contents, n, max(contents, 0))
 			}
 			req := engine.SearchRequest{Query: bc.query, Limit: 10}
 			b.ResetTimer()
