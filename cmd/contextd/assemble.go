@@ -106,7 +106,7 @@ func (o *oneShot) start(ctx context.Context, stderr io.Writer, extra ...string) 
 		fmt.Fprintf(stderr, "contextd: not every server finished its first sync within --timeout %v; going on without them\n", o.timeout)
 	}
 	for _, s := range eng.Servers() {
-		line := fmt.Sprintf("contextd:   %-16s %-8s %d resources, %d templates", s.Server, s.State, s.Resources, s.Templates)
+		line := fmt.Sprintf("contextd:   %-16s %-8s %d resources (%d with content indexed), %d templates", s.Server, s.State, s.Resources, s.Contents, s.Templates)
 		if s.Syncs > 0 && !s.Capabilities.Resources {
 			line += " (no resources capability)"
 		}

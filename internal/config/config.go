@@ -89,6 +89,12 @@ type Server struct {
 	// HTTP
 	URL     string
 	Headers map[string]string
+
+	// NoContentIndex is set by index_content: false: the server's small
+	// text resources are not read after each sync for the content-level
+	// index, and it is ranked by its descriptors alone. For a server whose
+	// reads are costly or have effects.
+	NoContentIndex bool
 }
 
 // Server returns the server with the given name.
@@ -121,6 +127,8 @@ type serverFile struct {
 	URL      string            `yaml:"url"`
 	Headers  map[string]string `yaml:"headers"`
 	Disabled bool              `yaml:"disabled"`
+	// IndexContent is a pointer so that an absent field means true.
+	IndexContent *bool `yaml:"index_content"`
 }
 
 // Load reads and validates the configuration at path. Errors wrap ErrInvalid
@@ -205,7 +213,7 @@ func (sf serverFile) resolve(name string, lookup func(string) (string, bool)) (S
 	if strings.TrimSpace(name) == "" {
 		return Server{}, errors.New("a server has an empty name")
 	}
-	s := Server{Name: name}
+	s := Server{Name: name, NoContentIndex: sf.IndexContent != nil && !*sf.IndexContent}
 	ex := expander{server: name, lookup: lookup}
 	s.Command = ex.str("command", sf.Command)
 	s.Cwd = ex.str("cwd", sf.Cwd)

@@ -61,6 +61,7 @@ servers:            # VS Code's mcp.json shape
   remote:
     type: http
     url: http://127.0.0.1:3001/mcp
+    index_content: false
   local:
     type: stdio
     command: node
@@ -79,6 +80,12 @@ servers:            # VS Code's mcp.json shape
 	}
 	if len(c.Servers) != 2 || c.Servers[0].Name != "local" || c.Servers[0].Cwd != "/srv/mcp" || c.Servers[1].Transport != config.TransportHTTP {
 		t.Errorf("servers = %+v", c.Servers)
+	}
+	if len(c.Servers) == 2 && (c.Servers[0].NoContentIndex || !c.Servers[1].NoContentIndex) {
+		t.Errorf("index_content: local %v, remote %v; want indexed by default, off where set false", !c.Servers[0].NoContentIndex, !c.Servers[1].NoContentIndex)
+	}
+	if _, err := config.Parse("c.yaml", []byte("mcpServers:\n  a:\n    command: x\n    index_content: maybe\n"), env(nil)); err == nil || !strings.Contains(err.Error(), "c.yaml") {
+		t.Errorf("index_content: maybe: err = %v, want an error naming the file", err)
 	}
 }
 

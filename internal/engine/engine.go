@@ -184,6 +184,9 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 			dial = opts.Dial(srv)
 		}
 		mo := ctxsync.Options{Server: srv.Name, Dial: dial, Index: ix, Logger: log.With("component", "sync"), PollInterval: opts.Config.PollInterval}
+		if srv.NoContentIndex {
+			mo.ContentMaxResources = -1
+		}
 		if opts.Mirror != nil {
 			opts.Mirror(&mo)
 		}

@@ -28,11 +28,13 @@ func newEngine(t testing.TB, dataDir string, servers map[string]*mcpsdk.Server, 
 
 func newEngineOpts(t testing.TB, dataDir string, servers map[string]*mcpsdk.Server, opts engine.Options) *engine.Engine {
 	t.Helper()
-	cfg := &config.Config{DataDir: dataDir}
-	for name := range servers {
-		cfg.Servers = append(cfg.Servers, config.Server{Name: name, Transport: config.TransportStdio, Command: "unused"})
+	if opts.Config == nil {
+		opts.Config = &config.Config{DataDir: dataDir}
+		for name := range servers {
+			opts.Config.Servers = append(opts.Config.Servers, config.Server{Name: name, Transport: config.TransportStdio, Command: "unused"})
+		}
 	}
-	opts.Config, opts.InMemory = cfg, dataDir == ""
+	opts.InMemory = dataDir == ""
 	if opts.Embedder == nil {
 		opts.Embedder = &indextest.BagEmbedder{}
 	}
@@ -252,4 +254,29 @@ func TestPagedListMirroredAndListChangedFoundBySearch(t *testing.T) {
 			t.Errorf("Search %v after list_changed = %+v, want doc://architecture", time.Since(t0), hits)
 		}
 	})
+}
+
+// TestIndexContentFalseReadsNothingAfterSync checks the per-server switch:
+// a server configured with index_content: false is ranked by descriptors
+// alone, and the content pass does not read it.
+func TestIndexContentFalseReadsNothingAfterSync(t *testing.T) {
+	on := mcptest.NewServer(map[string]string{"doc://a": "walrus"}, nil)
+	off := mcptest.NewServer(map[string]string{"doc://b": "walrus"}, nil)
+	var rec mcptest.Recorder
+	off.AddReceivingMiddleware(rec.Middleware())
+	cfg := &config.Config{Servers: []config.Server{
+		{Name: "off", Transport: config.TransportStdio, Command: "unused", NoContentIndex: true},
+		{Name: "on", Transport: config.TransportStdio, Command: "unused"},
+	}}
+	eng := newEngineOpts(t, "", map[string]*mcpsdk.Server{"on": on, "off": off}, engine.Options{Config: cfg})
+	got := map[string]int{}
+	for _, s := range eng.Servers() {
+		got[s.Server] = s.Contents
+	}
+	if got["on"] != 1 || got["off"] != 0 {
+		t.Errorf("contents indexed = %v, want on:1 off:0", got)
+	}
+	if n := rec.Count("resources/read"); n != 0 {
+		t.Errorf("server with index_content: false was read %d times during sync", n)
+	}
 }

@@ -180,6 +180,7 @@ func ListServersResponse(servers []engine.ServerStatus) *contextdv1.ListServersR
 			Name: s.Server, State: state(s.State), Transport: s.Transport,
 			ResourcesCapability: s.Capabilities.Resources, Subscribe: s.Capabilities.Subscribe,
 			ListChanged: s.Capabilities.ListChanged, ResourceCount: int32(s.Resources),
+			ContentCount:  int32(s.Contents),
 			TemplateCount: int32(s.Templates), ListComplete: s.ListComplete, LastError: s.LastError,
 			ProtocolVersion: s.Protocol, RejectedEntries: int32(s.Rejected),
 			DuplicateEntries: int32(s.Duplicates), ListProblems: s.Problems,

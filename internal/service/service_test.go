@@ -161,8 +161,8 @@ func TestListServersShowsTheBrokenOneAndServesTheRest(t *testing.T) {
 	if b := got["broken"]; b.GetState() != contextdv1.ServerStatus_STATE_FAILED || !strings.Contains(b.GetLastError(), "does-not-exist") || b.GetLastErrorTime() == nil {
 		t.Errorf("broken = %v, want FAILED with its error and time", b)
 	}
-	if d := got["docs"]; d.GetState() != contextdv1.ServerStatus_STATE_READY || d.GetResourceCount() != 3 || !d.GetResourcesCapability() {
-		t.Errorf("docs = %v, want READY with 3 resources", d)
+	if d := got["docs"]; d.GetState() != contextdv1.ServerStatus_STATE_READY || d.GetResourceCount() != 3 || d.GetContentCount() != 3 || !d.GetResourcesCapability() {
+		t.Errorf("docs = %v, want READY with 3 resources, their text indexed", d)
 	}
 	sr, err := c.Search(t.Context(), &contextdv1.SearchRequest{Query: "billing invoices", Limit: 2})
 	if err != nil {

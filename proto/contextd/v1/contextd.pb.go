@@ -1205,7 +1205,10 @@ type ServerStatus struct {
 	RejectedEntries  int32 `protobuf:"varint,15,opt,name=rejected_entries,json=rejectedEntries,proto3" json:"rejected_entries,omitempty"`
 	DuplicateEntries int32 `protobuf:"varint,16,opt,name=duplicate_entries,json=duplicateEntries,proto3" json:"duplicate_entries,omitempty"`
 	// The first few of those, naming the page and entry.
-	ListProblems  []string `protobuf:"bytes,17,rep,name=list_problems,json=listProblems,proto3" json:"list_problems,omitempty"`
+	ListProblems []string `protobuf:"bytes,17,rep,name=list_problems,json=listProblems,proto3" json:"list_problems,omitempty"`
+	// Resources whose text is in the content-level index (read after each
+	// sync: text resources of at most 64 KiB, up to 1,000 per server).
+	ContentCount  int32 `protobuf:"varint,18,opt,name=content_count,json=contentCount,proto3" json:"content_count,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1359,6 +1362,13 @@ func (x *ServerStatus) GetListProblems() []string {
 	return nil
 }
 
+func (x *ServerStatus) GetContentCount() int32 {
+	if x != nil {
+		return x.ContentCount
+	}
+	return 0
+}
+
 var File_contextd_v1_contextd_proto protoreflect.FileDescriptor
 
 const file_contextd_v1_contextd_proto_rawDesc = "" +
@@ -1455,7 +1465,7 @@ const file_contextd_v1_contextd_proto_rawDesc = "" +
 	"\x04rank\x18\t \x01(\x05R\x04rank\"\x14\n" +
 	"\x12ListServersRequest\"J\n" +
 	"\x13ListServersResponse\x123\n" +
-	"\aservers\x18\x01 \x03(\v2\x19.contextd.v1.ServerStatusR\aservers\"\xc1\x06\n" +
+	"\aservers\x18\x01 \x03(\v2\x19.contextd.v1.ServerStatusR\aservers\"\xe6\x06\n" +
 	"\fServerStatus\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x125\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x1f.contextd.v1.ServerStatus.StateR\x05state\x12\x1c\n" +
@@ -1476,7 +1486,8 @@ const file_contextd_v1_contextd_proto_rawDesc = "" +
 	"\x10protocol_version\x18\x0e \x01(\tR\x0fprotocolVersion\x12)\n" +
 	"\x10rejected_entries\x18\x0f \x01(\x05R\x0frejectedEntries\x12+\n" +
 	"\x11duplicate_entries\x18\x10 \x01(\x05R\x10duplicateEntries\x12#\n" +
-	"\rlist_problems\x18\x11 \x03(\tR\flistProblems\"|\n" +
+	"\rlist_problems\x18\x11 \x03(\tR\flistProblems\x12#\n" +
+	"\rcontent_count\x18\x12 \x01(\x05R\fcontentCount\"|\n" +
 	"\x05State\x12\x15\n" +
 	"\x11STATE_UNSPECIFIED\x10\x00\x12\x14\n" +
 	"\x10STATE_CONNECTING\x10\x01\x12\x0f\n" +
