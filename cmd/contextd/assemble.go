@@ -34,7 +34,7 @@ func (o *oneShot) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.cfgPath, "config", "", "config file (YAML or JSON)")
 	fs.Var(&o.servers, "server", "only use this configured server (repeatable)")
 	fs.BoolVar(&o.json, "json", false, "print the protojson of the gRPC response")
-	fs.DurationVar(&o.timeout, "timeout", 60*time.Second, "how long to wait for servers to connect and sync")
+	fs.DurationVar(&o.timeout, "timeout", 60*time.Second, "how long to wait for servers to connect, sync and index their small resources' text")
 	fs.StringVar(&o.logLevel, "log-level", "warn", "debug, info, warn or error (logs go to stderr)")
 }
 
@@ -103,7 +103,7 @@ func (o *oneShot) start(ctx context.Context, stderr io.Writer, extra ...string) 
 			return nil, nil, ctx.Err()
 		}
 		// Go on with the servers that did sync; the slow ones show below.
-		fmt.Fprintf(stderr, "contextd: not every server finished its first sync within --timeout %v; going on without them\n", o.timeout)
+		fmt.Fprintf(stderr, "contextd: not every server finished its first sync and content pass within --timeout %v; going on with what is indexed\n", o.timeout)
 	}
 	for _, s := range eng.Servers() {
 		line := fmt.Sprintf("contextd:   %-16s %-8s %d resources (%d with content indexed), %d templates", s.Server, s.State, s.Resources, s.Contents, s.Templates)
