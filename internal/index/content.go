@@ -141,7 +141,9 @@ func (ix *Index) SetContents(ctx context.Context, cs ...Content) (embedded int, 
 		if !ok || ContentStamp(e.desc) != c.Stamp {
 			continue
 		}
-		j := job{c: c, d: e.desc, text: cutBytes(c.Text, MaxContentBytes)}
+		// A copy: the indexed text is kept (in the contents collection), and a
+		// prefix of a big read would keep all of it alive.
+		j := job{c: c, d: e.desc, text: strings.Clone(cutBytes(c.Text, MaxContentBytes))}
 		j.passage = Passage(j.text)
 		if j.passage != "" {
 			todo = append(todo, len(jobs))

@@ -5,8 +5,11 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	gosync "sync"
 	"time"
+	"unicode/utf8"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/contextd/contextd/internal/budget"
@@ -27,8 +30,11 @@ const (
 	contentReaders     = 4                // reads in flight per server
 	contentChunk       = 32               // reads indexed together
 	contentReadTimeout = 10 * time.Second // per read
-	contentMaxFailures = 8                // consecutive failed reads that end a pass
+	contentMaxFailures = 8                // reads in a row without an answer that end a pass
 )
+
+// errStopContent cancels the reads of a content pass that is ending.
+var errStopContent = errors.New("content pass stopped")
 
 // contentWanted reports whether d is read for the content-level index: a
 // resource a model may be given (its audience, if any, includes
@@ -46,15 +52,24 @@ func contentWanted(d resource.Descriptor, maxBytes int64) bool {
 }
 
 // contentText joins the text items of a read, in order; blobs and unusable
-// items are left out.
+// items are left out. It keeps a little more than the index.MaxContentBytes
+// that SetContents indexes (which cuts at a rune), in a copy: a chunk of
+// reads waiting to be indexed holds that much each, not whole reads.
 func contentText(cs []resource.Content) string {
-	var parts []string
+	var b strings.Builder
 	for _, c := range cs {
+		if b.Len() >= index.MaxContentBytes {
+			break
+		}
 		if !c.IsBlob && c.Error == "" && strings.TrimSpace(c.Text) != "" {
-			parts = append(parts, c.Text)
+			if b.Len() > 0 {
+				b.WriteString("\n\n")
+			}
+			rest := index.MaxContentBytes + utf8.UTFMax - b.Len()
+			b.WriteString(c.Text[:min(len(c.Text), rest)])
 		}
 	}
-	return strings.Join(parts, "\n\n")
+	return b.String()
 }
 
 // contentUpdated is called with the URI of notifications/resources/updated:
@@ -80,9 +95,11 @@ func (m *Mirror) contentUpdated(uri string) {
 // in list order. Reads go straight to the session, without subscribing or
 // caching; a result whose cacheScope is set and not "public" is recorded as
 // read but its text is not indexed. A failed read is skipped until the
-// descriptor changes or the next pass; after contentMaxFailures failures in
-// a row the pass stops. It reports progress every few seconds on big
-// servers.
+// descriptor changes or the next pass; one the server answers with "not
+// found" evicts the descriptor at the end of the pass, as Read does. After
+// contentMaxFailures reads in a row get no answer (they time out or the
+// connection fails) the pass cancels the reads in flight and stops. It
+// reports progress every few seconds on big servers.
 func (m *Mirror) indexContents(ctx context.Context, sess *mcp.Session) {
 	if m.opts.ContentMaxResources < 0 || !sess.Capabilities().Resources {
 		return
@@ -104,6 +121,22 @@ func (m *Mirror) indexContents(ctx context.Context, sess *mcp.Session) {
 		}
 		todo = append(todo, d)
 	}
+	// The server said these were updated: they stay stale until their new
+	// text is indexed, however this pass ends, or the old text would stay
+	// indexed for good.
+	pending := map[string]bool{}
+	for _, d := range todo {
+		if stale[d.URI] {
+			pending[d.URI] = true
+		}
+	}
+	defer func() {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		for uri := range pending {
+			m.contentStale[uri] = true
+		}
+	}()
 	if room := max(m.opts.ContentMaxResources-have, 0); len(todo) > room {
 		m.log.Info("content index full for this server; the rest are ranked by their descriptors",
 			"indexed", have, "left_out", len(todo)-room, "max", m.opts.ContentMaxResources)
@@ -113,9 +146,17 @@ func (m *Mirror) indexContents(ctx context.Context, sess *mcp.Session) {
 		return
 	}
 	start := time.Now()
-	var read, failed, empty, fails int
+	var read, failed, empty int
+	// streak counts reads in a row, in the order they end, that got no
+	// answer (a timeout, a broken connection); an error answer shows the
+	// server is alive and only that resource is unreadable, so it neither
+	// counts nor resets. A streak of contentMaxFailures cancels the reads
+	// in flight and ends the pass.
+	var smu gosync.Mutex
+	streak, stop := 0, false
+	evict := false // a read said not found
 	last := start
-	for len(todo) > 0 && ctx.Err() == nil {
+	for len(todo) > 0 && ctx.Err() == nil && !stop {
 		chunk := todo[:min(contentChunk, len(todo))]
 		todo = todo[len(chunk):]
 		got := make([]*index.Content, len(chunk))
@@ -124,11 +165,31 @@ func (m *Mirror) indexContents(ctx context.Context, sess *mcp.Session) {
 		g.SetLimit(contentReaders)
 		for i, d := range chunk {
 			g.Go(func() error {
+				if gctx.Err() != nil {
+					return nil // the pass is ending: not read
+				}
 				rctx, cancel := context.WithTimeout(gctx, contentReadTimeout)
 				defer cancel()
 				cs, hint, err := sess.ReadHint(rctx, d.URI)
+				if err != nil && gctx.Err() != nil {
+					return nil // cut short by the pass ending, not the resource's failure
+				}
 				if err != nil {
 					errs[i] = err
+					if errors.Is(err, mcp.ErrSessionExpired) {
+						return err // the rest would fail too
+					}
+					var werr *jsonrpc.Error
+					var nf *mcp.NotFoundError
+					if errors.As(err, &werr) || errors.As(err, &nf) {
+						return nil
+					}
+					smu.Lock()
+					defer smu.Unlock()
+					if streak++; streak >= contentMaxFailures {
+						stop = true
+						return errStopContent
+					}
 					return nil
 				}
 				c := &index.Content{Key: d.Key(), Stamp: index.ContentStamp(d)}
@@ -136,6 +197,9 @@ func (m *Mirror) indexContents(ctx context.Context, sess *mcp.Session) {
 					c.Text = contentText(cs)
 				}
 				got[i] = c
+				smu.Lock()
+				streak = 0
+				smu.Unlock()
 				return nil
 			})
 		}
@@ -147,21 +211,25 @@ func (m *Mirror) indexContents(ctx context.Context, sess *mcp.Session) {
 			case c != nil:
 				cs = append(cs, *c)
 				read++
-				fails = 0
 				if c.Text == "" {
 					empty++ // no text, or a private result
 				}
+			case err == nil:
+				// not read: the pass is ending
 			case errors.Is(err, mcp.ErrSessionExpired) || ctx.Err() != nil:
 				return // the next session's sync runs a new pass
 			default:
 				failed++
-				fails++
 				var nf *mcp.NotFoundError
 				if errors.As(err, &nf) {
+					// Evicted at the end of the pass. No re-list: the list
+					// was just read (or the server will say it changed),
+					// and a re-list would add it back, read it and evict
+					// it again, forever.
 					m.mu.Lock()
 					m.notFound[chunk[i].URI] = true
 					m.mu.Unlock()
-					m.notifyListChanged()
+					evict = true
 				}
 				m.log.Debug("reading for the content index failed", "uri", chunk[i].URI, "err", err)
 			}
@@ -173,14 +241,20 @@ func (m *Mirror) indexContents(ctx context.Context, sess *mcp.Session) {
 			m.log.Warn("content index: indexing failed", "err", err)
 			return
 		}
-		if fails >= contentMaxFailures {
-			m.log.Warn("content index: stopping after failed reads in a row; the rest keep their descriptors only", "failed", fails)
+		for _, c := range cs {
+			delete(pending, c.Key.URI)
+		}
+		if stop {
+			m.log.Warn("content index: stopping after reads in a row got no answer; the rest keep their descriptors only", "unanswered", streak)
 			break
 		}
 		if time.Since(last) > 5*time.Second && len(todo) > 0 {
 			last = time.Now()
 			m.log.Info("indexing contents", "read", read, "left", len(todo), "elapsed", time.Since(start).Round(time.Second))
 		}
+	}
+	if evict {
+		m.evictNotFound(ctx)
 	}
 	m.log.Info("contents indexed", "read", read, "failed", failed, "without_text", empty, "indexed_total", ix.ContentLen(m.opts.Server), "elapsed", time.Since(start).Round(time.Millisecond))
 }
