@@ -1,6 +1,7 @@
 package index_test
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -193,5 +194,53 @@ func TestPassage(t *testing.T) {
 	cjk := strings.Repeat("語", index.PassageBytes) // no spaces: cut at a rune
 	if p := index.Passage(cjk); len(p) > index.PassageBytes || !strings.HasSuffix(p, "語") {
 		t.Errorf("Passage of unspaced text: %d bytes", len(p))
+	}
+}
+
+// TestDenseWithContentsIsExact checks that the n best by mixed score are
+// the first n of the full ranking, for every n: a descriptor whose own
+// similarity is low can rise into the head on its passage's, and one high
+// on its descriptor can fall out on a passage that does not match.
+func TestDenseWithContentsIsExact(t *testing.T) {
+	ix := open(t, "", &indextest.BagEmbedder{})
+	ctx := t.Context()
+	words := strings.Fields("alpha beta gamma delta ledger invoice weather radar stock price recipe dinner music playlist map route")
+	var ds []resource.Descriptor
+	for i := range 120 {
+		d := resource.Descriptor{Server: "s", URI: fmt.Sprintf("doc://%d", i), Name: words[i%len(words)],
+			Description: words[(i*7)%len(words)] + " " + words[(i*11+3)%len(words)], MIMEType: "text/plain"}
+		ds = append(ds, d)
+	}
+	if _, err := ix.Replace(ctx, "s", ds); err != nil {
+		t.Fatal(err)
+	}
+	for i, d := range ds {
+		if i%2 == 0 {
+			text := words[(i*5+1)%len(words)] + " " + words[(i*13+2)%len(words)] + " " + words[(i*3)%len(words)]
+			if _, err := ix.SetContents(ctx, index.Content{Key: d.Key(), Stamp: index.ContentStamp(d), Text: text}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, q := range []string{"ledger invoice", "weather radar map", "music playlist dinner", "stock"} {
+		all, err := ix.Dense(ctx, q, 0, index.Filter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(all) != len(ds) {
+			t.Fatalf("Dense(%q, all) = %d hits, want %d", q, len(all), len(ds))
+		}
+		for _, n := range []int{1, 3, 10, 40} {
+			head, err := ix.Dense(ctx, q, n, index.Filter{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range n {
+				if head[i].Score != all[i].Score {
+					t.Errorf("Dense(%q, %d)[%d] = %s %.4f, want %s %.4f (the full ranking's)", q, n, i, head[i].Key.URI, head[i].Score, all[i].Key.URI, all[i].Score)
+					break
+				}
+			}
+		}
 	}
 }

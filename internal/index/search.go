@@ -31,10 +31,11 @@ func (f Filter) keep(k resource.Key) bool {
 //
 // The score of a descriptor with indexed content mixes in the similarity of
 // its passage (see SetContents): (1 − w)·cos(q, descriptor) + w·cos(q,
-// passage), in [−1, 1]. The candidates are the n best of each of the two
-// collections, each scored exactly; a descriptor in neither list, whose
-// mixed score could still reach the head only if both its similarities were
-// just below both lists' last, is not considered.
+// passage), in [−1, 1]. The result is exact: the candidates are the n best
+// of each of the two collections, each scored in full; when a descriptor
+// outside both lists could still score above the n-th candidate (at most
+// the descriptors' n-th similarity, or the mix of both lists' n-th), every
+// descriptor in scope is scored.
 func (ix *Index) Dense(ctx context.Context, query string, n int, f Filter) ([]Hit, error) {
 	if ix.isClosed() {
 		return nil, ErrClosed
@@ -65,21 +66,34 @@ func (ix *Index) Dense(ctx context.Context, query string, n int, f Filter) ([]Hi
 		if s != "" {
 			where = map[string]string{mServer: s}
 		}
-		res, err := ix.coll.QueryEmbedding(ctx, vec, k, where, nil)
-		if err != nil {
-			// A concurrent delete can shrink the collection below k.
-			if k2 := ix.Len(s); k2 > 0 && k2 < k {
-				res, err = ix.coll.QueryEmbedding(ctx, vec, k2, where, nil)
-			}
+		var res []chromem.Result
+		for {
+			res, err = ix.coll.QueryEmbedding(ctx, vec, k, where, nil)
 			if err != nil {
-				return nil, fmt.Errorf("index: dense query: %v", err)
+				// A concurrent delete can shrink the collection below k.
+				if k2 := ix.Len(s); k2 > 0 && k2 < k {
+					k = k2
+					res, err = ix.coll.QueryEmbedding(ctx, vec, k, where, nil)
+				}
+				if err != nil {
+					return nil, fmt.Errorf("index: dense query: %v", err)
+				}
 			}
-		}
-		if ix.cw > 0 {
-			res, err = ix.mixContents(ctx, vec, k, where, res)
+			if ix.cw == 0 {
+				break
+			}
+			var exact bool
+			res, exact, err = ix.mixContents(ctx, vec, k, n, where, res)
 			if err != nil {
 				return nil, err
 			}
+			if exact || k >= total {
+				break
+			}
+			// Scoring all of them costs two full scans and no
+			// per-document look-ups: cheaper than deepening step by step
+			// when the scores are close together.
+			k = total
 		}
 		for _, r := range res {
 			key, ok := resource.ParseKey(r.ID)
@@ -138,45 +152,63 @@ func (ix *Index) coversAll(servers []string) bool {
 
 // mixContents rescores desc, the k best descriptors for the unit query
 // vector vec, with the passages of their contents, adding the resources
-// whose passages are among the k best: see Dense.
-func (ix *Index) mixContents(ctx context.Context, vec []float32, k int, where map[string]string, desc []chromem.Result) ([]chromem.Result, error) {
-	total := ix.ccoll.Count()
-	if total == 0 {
-		return desc, nil
+// whose passages are among the k best: see Dense. It returns every
+// candidate, best first, and whether the first n of them are exactly the n
+// best of all (n <= 0: all of them).
+func (ix *Index) mixContents(ctx context.Context, vec []float32, k, n int, where map[string]string, desc []chromem.Result) ([]chromem.Result, bool, error) {
+	kc := min(k, ix.ccoll.Count())
+	if kc == 0 {
+		return desc, true, nil
 	}
-	cres, err := ix.ccoll.QueryEmbedding(ctx, vec, min(k, total), where, nil)
+	cres, err := ix.ccoll.QueryEmbedding(ctx, vec, kc, where, nil)
 	if err != nil {
-		return nil, fmt.Errorf("index: dense query of contents: %v", err)
+		// A concurrent write can shrink the collection below kc.
+		if kc = min(k, ix.ccoll.Count()); kc == 0 {
+			return desc, true, nil
+		}
+		if cres, err = ix.ccoll.QueryEmbedding(ctx, vec, kc, where, nil); err != nil {
+			return nil, false, fmt.Errorf("index: dense query of contents: %v", err)
+		}
+	}
+	// Only passages of entries that have one count: a passage left behind
+	// by a failed delete must not score.
+	hasPassage := func(id string) bool {
+		key, ok := resource.ParseKey(id)
+		if !ok {
+			return false
+		}
+		e := ix.docs[key]
+		return e.content != nil && e.content.vector
 	}
 	dsim := make(map[string]float32, len(desc)+len(cres))
 	for _, r := range desc {
 		dsim[r.ID] = r.Similarity
 	}
 	csim := make(map[string]float32, len(cres))
+	var fill []string // listed descriptors whose passage was not among the kc best
+	ix.mu.RLock()
 	for _, r := range cres {
-		csim[r.ID] = r.Similarity
-		if _, ok := dsim[r.ID]; !ok {
-			d, err := ix.coll.GetByID(ctx, r.ID)
-			if err != nil {
-				continue // deleted meanwhile
-			}
-			dsim[r.ID] = dot(d.Embedding, vec)
+		if hasPassage(r.ID) {
+			csim[r.ID] = r.Similarity
 		}
 	}
-	// Which of the rest have a passage that was not among the k best.
-	var fill []string
-	ix.mu.RLock()
 	for id := range dsim {
-		if _, ok := csim[id]; ok {
-			continue
-		}
-		if key, ok := resource.ParseKey(id); ok {
-			if e := ix.docs[key]; e.content != nil && e.content.vector {
-				fill = append(fill, id)
-			}
+		if _, ok := csim[id]; !ok && hasPassage(id) {
+			fill = append(fill, id)
 		}
 	}
 	ix.mu.RUnlock()
+	for id := range csim {
+		if _, ok := dsim[id]; ok {
+			continue
+		}
+		d, err := ix.coll.GetByID(ctx, id)
+		if err != nil {
+			delete(csim, id) // deleted meanwhile
+			continue
+		}
+		dsim[id] = dot(d.Embedding, vec)
+	}
 	for _, id := range fill {
 		if d, err := ix.ccoll.GetByID(ctx, id); err == nil {
 			csim[id] = dot(d.Embedding, vec)
@@ -199,7 +231,19 @@ func (ix *Index) mixContents(ctx context.Context, vec []float32, k int, where ma
 		}
 		return strings.Compare(a.ID, b.ID)
 	})
-	return out[:min(len(out), k)], nil
+	// A descriptor in neither list has a similarity at most the
+	// descriptors' k-th; with a passage, at most the passages' kc-th too.
+	if len(desc) < k {
+		return out, true, nil // every descriptor in scope is a candidate
+	}
+	bound := desc[len(desc)-1].Similarity
+	if len(cres) == kc {
+		bound = max(bound, (1-w)*bound+w*cres[len(cres)-1].Similarity)
+	}
+	if n <= 0 || n > len(out) {
+		return out, false, nil
+	}
+	return out, out[n-1].Similarity >= bound, nil
 }
 
 func dot(a, b []float32) float32 {
