@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/philippgille/chromem-go"
@@ -247,9 +248,12 @@ func (ix *Index) loadContents(ctx context.Context) error {
 
 // Passage returns the start of text that is embedded for it: at most
 // PassageBytes, cut at the last white space before that (at a rune when
-// there is none), with runs of white space collapsed to one space.
+// there is none), with runs of white space collapsed to one space. Leading
+// white space is skipped first, however long: a text has a passage exactly
+// when it has a word, so a content with words always has its text stored
+// with a passage (Upsert and Open take it back from there).
 func Passage(text string) string {
-	text = cutBytes(text, PassageBytes*2)
+	text = cutBytes(strings.TrimLeftFunc(text, unicode.IsSpace), PassageBytes*2)
 	text = strings.Join(strings.Fields(text), " ")
 	if len(text) <= PassageBytes {
 		return text

@@ -14,6 +14,8 @@ import (
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/contextd/contextd/internal/config"
+	"github.com/contextd/contextd/internal/index"
 	"github.com/contextd/contextd/internal/mcp"
 	"github.com/contextd/contextd/internal/mcp/mcptest"
 	"github.com/contextd/contextd/internal/resource"
@@ -243,18 +245,6 @@ func TestHugeUndeclaredTextIsCutAndNotRetained(t *testing.T) {
 	})
 }
 
-// rawContentMirror runs a mirror of a RawServer over an in-memory pipe.
-func rawContentMirror(t *testing.T, srv *mcptest.RawServer) (*ctxsync.Mirror, func() []string) {
-	t.Helper()
-	ix := newIndex(t)
-	m := ctxsync.New(ctxsync.Options{Server: "s", Index: ix, Dial: func(ctx context.Context, o *mcp.Options) (*mcp.Session, error) {
-		return mcp.ConnectTransport(ctx, "s", srv.Transport(t), o)
-	}, MinBackoff: time.Hour, MaxBackoff: time.Hour})
-	start(t, m)
-	<-m.Ready()
-	return m, func() []string { return lexURIs(ix, "walrus") }
-}
-
 // TestUpdatedResourceWhoseReadFailsIsReadAgainNextPass: the server says an
 // indexed resource changed, and the read for it fails. Its old text must
 // not stay indexed for good: the next pass reads it again.
@@ -305,6 +295,381 @@ func TestUpdatedResourceWhoseReadFailsIsReadAgainNextPass(t *testing.T) {
 		}
 		if got := lexURIs(ix, "walrus"); len(got) != 0 {
 			t.Errorf("old text still indexed in %v", got)
+		}
+	})
+}
+
+// TestOddReadResultsAreIndexedOrRememberedOnce: reads that return blobs
+// mixed with text, only blobs, no contents at all, another URI's contents,
+// or text with invalid UTF-8. Text items are indexed under the URI read;
+// a read with nothing to index is remembered, and none is read again by a
+// later pass while its descriptor is unchanged.
+func TestOddReadResultsAreIndexedOrRememberedOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := mcptest.NewServer(nil, nil)
+		var rc readCounter
+		srv.AddReceivingMiddleware(rc.middleware())
+		results := map[string][]*mcpsdk.ResourceContents{
+			"doc://mixed": {
+				{URI: "doc://mixed", MIMEType: "image/png", Blob: []byte("walrus in a blob")},
+				{URI: "doc://mixed", Text: "walrus in text"},
+				{URI: "doc://mixed", Text: "   \n\t "},
+			},
+			"doc://blob-only": {{URI: "doc://blob-only", MIMEType: "application/octet-stream", Blob: []byte("walrus")}},
+			"doc://empty":     {},
+			"doc://elsewhere": {{URI: "doc://somewhere-else", Text: "narwhal"}},
+			"doc://bad-utf8":  {{URI: "doc://bad-utf8", Text: "caf\xe9 \xff\xfe dugong \xc3"}},
+		}
+		for uri, cs := range results {
+			addHandler(srv, uri, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+				return &mcpsdk.ReadResourceResult{Contents: cs}, nil
+			})
+		}
+		ix := newIndex(t)
+		m := ctxsync.New(ctxsync.Options{Server: "s", Index: ix, Dial: mcptest.Dial(t, "s", srv)})
+		start(t, m)
+		<-m.Ready()
+		if got := lexURIs(ix, "walrus"); len(got) != 1 || got[0] != "doc://mixed" {
+			t.Errorf("walrus in %v, want only doc://mixed (its text item; blobs are not indexed)", got)
+		}
+		if got := lexURIs(ix, "narwhal"); len(got) != 1 || got[0] != "doc://elsewhere" {
+			t.Errorf("narwhal in %v, want doc://elsewhere, the URI read", got)
+		}
+		if got := lexURIs(ix, "dugong"); len(got) != 1 || got[0] != "doc://bad-utf8" {
+			t.Errorf("dugong in %v, want doc://bad-utf8", got)
+		}
+		if _, ok := ix.Get(key("doc://somewhere-else")); ok {
+			t.Error("a read result's URI became a descriptor")
+		}
+		for uri := range results {
+			if has, _ := ix.HasContent(key(uri)); !has {
+				t.Errorf("%s not remembered as read", uri)
+			}
+		}
+		mcptest.AddText(srv, "doc://later", "later", "later") // list_changed: a re-list and a pass
+		time.Sleep(time.Second)
+		synctest.Wait()
+		for uri := range results {
+			if n := rc.get(uri); n != 1 {
+				t.Errorf("%s read %d times, want once", uri, n)
+			}
+		}
+		if n := rc.get("doc://later"); n != 1 {
+			t.Errorf("new resource read %d times by the next pass, want 1", n)
+		}
+	})
+}
+
+// TestUpdatedStormReadsAtMostOncePerDebounce: a server that sends
+// notifications/resources/updated for an indexed resource without pause.
+// The content pass runs at most once per debounce window, not once per
+// notification.
+func TestUpdatedStormReadsAtMostOncePerDebounce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := mcptest.NewServer(nil, &mcpsdk.ServerOptions{
+			SubscribeHandler:   func(context.Context, *mcpsdk.SubscribeRequest) error { return nil },
+			UnsubscribeHandler: func(context.Context, *mcpsdk.UnsubscribeRequest) error { return nil },
+		})
+		var rc readCounter
+		srv.AddReceivingMiddleware(rc.middleware())
+		addHandler(srv, "doc://busy", func(_ context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+			return textResult(req.Params.URI, "walrus"), nil
+		})
+		ix := newIndex(t)
+		m := ctxsync.New(ctxsync.Options{Server: "s", Index: ix, Dial: legacy(mcptest.Dial(t, "s", srv))})
+		start(t, m)
+		<-m.Ready()
+		if _, err := m.Read(t.Context(), "doc://busy"); err != nil { // subscribes
+			t.Fatal(err)
+		}
+		reads0 := rc.get("doc://busy")
+		// 1000 at once, then one every 10 ms for 10 s.
+		for range 1000 {
+			if err := srv.ResourceUpdated(t.Context(), &mcpsdk.ResourceUpdatedNotificationParams{URI: "doc://busy"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for range 1000 {
+			time.Sleep(10 * time.Millisecond)
+			if err := srv.ResourceUpdated(t.Context(), &mcpsdk.ResourceUpdatedNotificationParams{URI: "doc://busy"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		n := rc.get("doc://busy") - reads0
+		if n < 1 || n > 10*4+2 {
+			t.Errorf("%d reads for 2000 updates over 10 s, want between 1 and one per 250 ms debounce window", n)
+		}
+		if got := lexURIs(ix, "walrus"); len(got) != 1 {
+			t.Errorf("after the storm: walrus in %v", got)
+		}
+	})
+}
+
+// TestDescriptorChangingDuringThePass: the server changes a resource while
+// the pass reads it (its list entry grows and the read returns the new
+// text), and adds another. The index ends with the new text under the new
+// descriptor and the new resource's text, without help.
+func TestDescriptorChangingDuringThePass(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := mcptest.NewServer(nil, nil)
+		var rc readCounter
+		srv.AddReceivingMiddleware(rc.middleware())
+		var once gosync.Once
+		srv.AddResource(&mcpsdk.Resource{URI: "doc://racy", Name: "racy", MIMEType: "text/plain", Size: 6},
+			func(_ context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+				once.Do(func() {
+					// While this read is in flight: the resource grows, and
+					// a new one appears (each sends list_changed).
+					go func() {
+						mcptest.AddText(srv, "doc://racy", "racy", "walrus narwhal")
+						mcptest.AddText(srv, "doc://new", "new", "dugong")
+					}()
+					time.Sleep(time.Millisecond)
+				})
+				return textResult(req.Params.URI, "walrus narwhal"), nil
+			})
+		ix := newIndex(t)
+		m := ctxsync.New(ctxsync.Options{Server: "s", Index: ix, Dial: mcptest.Dial(t, "s", srv)})
+		start(t, m)
+		<-m.Ready()
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		d, ok := ix.Get(key("doc://racy"))
+		if !ok || d.Size != int64(len("walrus narwhal")) {
+			t.Fatalf("descriptor after the re-list = %+v, %v", d, ok)
+		}
+		if has, _ := ix.HasContent(key("doc://racy")); !has {
+			t.Error("the changed resource has no content for its new descriptor")
+		}
+		if got := lexURIs(ix, "narwhal"); len(got) != 1 {
+			t.Errorf("narwhal in %v, want doc://racy", got)
+		}
+		if got := lexURIs(ix, "dugong"); len(got) != 1 {
+			t.Errorf("dugong in %v, want doc://new, added during the pass", got)
+		}
+		if n := rc.get("doc://racy"); n != 2 {
+			t.Errorf("doc://racy read %d times, want 2 (once per version)", n)
+		}
+	})
+}
+
+// TestStopDuringAHungPass: the mirror is stopped while every content read
+// of a pass hangs. Run returns at once, and the index keeps what earlier
+// passes indexed.
+func TestStopDuringAHungPass(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := mcptest.NewServer(map[string]string{"doc://a-ok": "walrus"}, nil)
+		ix := newIndex(t)
+		m := ctxsync.New(ctxsync.Options{Server: "s", Index: ix, Dial: mcptest.Dial(t, "s", srv)})
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- m.Run(ctx) }()
+		<-m.Ready()
+		for i := range 10 {
+			addHandler(srv, fmt.Sprintf("doc://b-hung-%d", i), func(ctx context.Context, _ *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+				<-ctx.Done()
+				return nil, ctx.Err()
+			})
+		}
+		time.Sleep(3 * time.Second) // re-listed; the pass waits on the hung reads
+		synctest.Wait()
+		if got := ix.Len("s"); got != 11 {
+			t.Fatalf("%d descriptors before stopping, want 11", got)
+		}
+		cancel()
+		t0 := time.Now()
+		if err := <-done; err != nil {
+			t.Errorf("Run = %v, want nil on cancellation", err)
+		}
+		if el := time.Since(t0); el > 100*time.Millisecond {
+			t.Errorf("Run returned %v after cancellation, want at once", el)
+		}
+		if got := ix.Len("s"); got != 11 {
+			t.Errorf("%d descriptors after stopping, want 11", got)
+		}
+		if got := ix.ContentLen("s"); got != 1 {
+			t.Errorf("%d contents after stopping, want doc://a-ok's", got)
+		}
+		if got := lexURIs(ix, "walrus"); len(got) != 1 {
+			t.Errorf("walrus in %v after stopping, want doc://a-ok", got)
+		}
+	})
+}
+
+// TestThousandsOfResourcesAreCapped: 2,500 small text resources. The pass
+// reads ContentMaxResources of them, later passes read none while the cap
+// is full, and room freed by removals is filled.
+func TestThousandsOfResourcesAreCapped(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := mcptest.NewServer(nil, nil)
+		var rc readCounter
+		srv.AddReceivingMiddleware(rc.middleware())
+		for i := range 2500 {
+			mcptest.AddText(srv, fmt.Sprintf("doc://r%04d", i), fmt.Sprintf("r%04d", i), fmt.Sprintf("walrus number %d", i))
+		}
+		ix := newIndex(t)
+		m := ctxsync.New(ctxsync.Options{Server: "s", Index: ix, Dial: mcptest.Dial(t, "s", srv), ContentMaxResources: 1000})
+		start(t, m)
+		<-m.Ready()
+		if got, n := ix.ContentLen("s"), rc.total(); got != 1000 || n != 1000 {
+			t.Fatalf("first pass: %d contents from %d reads, want 1000 from 1000", got, n)
+		}
+		mcptest.AddText(srv, "doc://zz-extra", "extra", "extra")
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if n := rc.total(); n != 1000 {
+			t.Errorf("a pass with the cap full read %d more", n-1000)
+		}
+		// Remove ten indexed ones: ten others are read.
+		var uris []string
+		for i := range 10 {
+			uris = append(uris, fmt.Sprintf("doc://r%04d", i))
+		}
+		srv.RemoveResources(uris...)
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if got, n := ix.ContentLen("s"), rc.total(); got != 1000 || n != 1010 {
+			t.Errorf("after removing 10: %d contents from %d reads, want 1000 from 1010", got, n)
+		}
+	})
+}
+
+// TestSessionExpiringDuringThePass: a Streamable HTTP server expires the
+// session on the content pass's first read. The mirror re-initializes and
+// the next session's pass indexes everything.
+func TestSessionExpiringDuringThePass(t *testing.T) {
+	srv := &mcptest.RawServer{Results: map[string]string{
+		"initialize":     `{"protocolVersion":"2025-06-18","capabilities":{"resources":{}},"serverInfo":{"name":"raw","version":"0"}}`,
+		"resources/list": `{"resources":[{"uri":"x://a","name":"a"},{"uri":"x://b","name":"b"}]}`,
+		"resources/read": `{"contents":[{"uri":"x://a","mimeType":"text/plain","text":"walrus"}]}`,
+	}}
+	srv.ExpireOn("resources/read", 1)
+	url := srv.StartHTTP(t)
+	m := ctxsync.New(ctxsync.Options{Server: "web", Index: newIndex(t), Dial: func(ctx context.Context, o *mcp.Options) (*mcp.Session, error) {
+		return mcp.Connect(ctx, config.Server{Name: "web", Transport: config.TransportHTTP, URL: url}, o)
+	}})
+	start(t, m)
+	<-m.Ready()
+	eventually(t, "both contents indexed on a new session", func() bool { return m.Status().Contents == 2 })
+	if n := srv.Count("initialize"); n != 2 {
+		t.Errorf("%d initializes, want 2 (one re-initialize after the expiry)", n)
+	}
+	if st := m.Status(); st.State != ctxsync.StateReady {
+		t.Errorf("state %v after the expiry, want ready", st.State)
+	}
+}
+
+// rawContentMirror runs a mirror of a RawServer over an in-memory pipe and
+// waits for its first content pass.
+func rawContentMirror(t *testing.T, srv *mcptest.RawServer) (*ctxsync.Mirror, *index.Index) {
+	t.Helper()
+	ix := newIndex(t)
+	m := ctxsync.New(ctxsync.Options{Server: "s", Index: ix, Dial: func(ctx context.Context, o *mcp.Options) (*mcp.Session, error) {
+		return mcp.ConnectTransport(ctx, "s", srv.Transport(t), o)
+	}, MinBackoff: time.Hour, MaxBackoff: time.Hour})
+	start(t, m)
+	<-m.Ready()
+	return m, ix
+}
+
+func rawList(n int) string {
+	var b strings.Builder
+	b.WriteString(`{"resources":[`)
+	for i := range n {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `{"uri":"x://r%02d","name":"r%02d"}`, i, i)
+	}
+	b.WriteString("]}")
+	return b.String()
+}
+
+// TestMalformedReadResults: read results that do not decode (a number for
+// text) fail each read at once, and a server that answers nothing else
+// stops the pass like one that does not answer; invalid UTF-8 bytes and lone surrogates in
+// text are replaced, and the rest of the text is indexed.
+func TestMalformedReadResults(t *testing.T) {
+	t.Run("undecodable", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			srv := &mcptest.RawServer{Results: map[string]string{
+				"resources/list": rawList(40),
+				"resources/read": `{"contents":[{"uri":"x://r00","text":42}]}`,
+			}}
+			t0 := time.Now()
+			m, ix := rawContentMirror(t, srv)
+			if el := time.Since(t0); el > time.Second {
+				t.Errorf("Ready after %v, want at once", el)
+			}
+			// A server that answers only garbage trips the breaker.
+			if n := srv.Count("resources/read"); n < 8 || n > 12 {
+				t.Errorf("%d reads, want the pass to stop after about 8", n)
+			}
+			if st := m.Status(); st.State != ctxsync.StateReady || st.Resources != 40 || st.Contents != 0 {
+				t.Errorf("status %v, %d resources, %d contents; want ready, 40, 0", st.State, st.Resources, st.Contents)
+			}
+			if got := ix.ContentLen("s"); got != 0 {
+				t.Errorf("ContentLen = %d, want 0", got)
+			}
+		})
+	})
+	t.Run("bad text", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			srv := &mcptest.RawServer{Results: map[string]string{
+				"resources/list": rawList(1),
+				"resources/read": "{\"contents\":[{\"uri\":\"x://r00\",\"text\":\"walrus \\ud800 \xff\xfe caf\xe9 dugong\"}]}",
+			}}
+			_, ix := rawContentMirror(t, srv)
+			for _, w := range []string{"walrus", "dugong"} {
+				if got := lexURIs(ix, w); len(got) != 1 {
+					t.Errorf("%s in %v, want x://r00", w, got)
+				}
+			}
+		})
+	})
+}
+
+// TestContentWithBlankStartSurvivesADescriptorEdit: text whose first
+// kilobytes are blank (a generated file padded with spaces, say) is still
+// indexed, and stays indexed when the server edits the descriptor's
+// description (its content stamp, so its content, is unchanged and it is
+// not read again).
+func TestContentWithBlankStartSurvivesADescriptorEdit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		text := strings.Repeat(" ", 5000) + "walrus ledger"
+		srv := mcptest.NewServer(nil, nil)
+		var rc readCounter
+		srv.AddReceivingMiddleware(rc.middleware())
+		add := func(desc string) {
+			srv.AddResource(&mcpsdk.Resource{URI: "doc://padded", Name: "padded", Description: desc, MIMEType: "text/plain", Size: int64(len(text))},
+				func(_ context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+					return textResult(req.Params.URI, text), nil
+				})
+		}
+		add("a padded file")
+		ix := newIndex(t)
+		m := ctxsync.New(ctxsync.Options{Server: "s", Index: ix, Dial: mcptest.Dial(t, "s", srv)})
+		start(t, m)
+		<-m.Ready()
+		if got := lexURIs(ix, "walrus"); len(got) != 1 {
+			t.Fatalf("walrus in %v after the first pass, want doc://padded", got)
+		}
+		add("a padded file, described better") // list_changed
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if d, _ := ix.Get(key("doc://padded")); d.Description != "a padded file, described better" {
+			t.Fatalf("description not re-listed: %q", d.Description)
+		}
+		if n := rc.get("doc://padded"); n != 1 {
+			t.Fatalf("read %d times, want once (its content is current)", n)
+		}
+		if has, _ := ix.HasContent(key("doc://padded")); !has {
+			t.Fatal("content dropped by a description edit")
+		}
+		if got := lexURIs(ix, "walrus"); len(got) != 1 {
+			t.Errorf("walrus in %v after a description edit, want doc://padded: its content is marked indexed but its words are gone", got)
 		}
 	})
 }
