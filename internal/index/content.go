@@ -78,9 +78,11 @@ type Content struct {
 
 // contentInfo is what an entry knows of its indexed content.
 type contentInfo struct {
-	stamp  string
-	at     time.Time
-	vector bool // a passage vector is stored in the contents collection
+	stamp string
+	at    time.Time
+	// passage is the passage's unit vector, shared with the contents
+	// collection (never modified); nil when the text had no words.
+	passage []float32
 }
 
 // ContentStamp identifies the version of a descriptor that content read now
@@ -164,7 +166,7 @@ func (ix *Index) SetContents(ctx context.Context, cs ...Content) (embedded int, 
 			return len(todo), err
 		}
 		id := j.c.Key.String()
-		info := &contentInfo{stamp: j.c.Stamp, at: now, vector: j.vec != nil}
+		info := &contentInfo{stamp: j.c.Stamp, at: now, passage: j.vec}
 		if j.vec != nil {
 			doc := chromem.Document{ID: id, Embedding: j.vec, Content: j.text, Metadata: map[string]string{
 				mServer: j.c.Key.Server, mURI: j.c.Key.URI, mStamp: j.c.Stamp, mAt: now.UTC().Format(time.RFC3339),
@@ -233,7 +235,7 @@ func (ix *Index) loadContents(ctx context.Context) error {
 			continue
 		}
 		at, _ := time.Parse(time.RFC3339, r.Metadata[mAt])
-		e.content = &contentInfo{stamp: r.Metadata[mStamp], at: at, vector: true}
+		e.content = &contentInfo{stamp: r.Metadata[mStamp], at: at, passage: r.Embedding}
 		ix.docs[k] = e
 		ix.lex.Upsert(lexDoc(e.desc, r.Content))
 	}

@@ -102,8 +102,11 @@ type Index struct {
 }
 
 type entry struct {
-	desc    resource.Descriptor
-	hash    string
+	desc resource.Descriptor
+	hash string
+	// vec is the descriptor's unit vector, shared with the collection
+	// (never modified): Dense scores from it when it must score everything.
+	vec     []float32
 	content *contentInfo // nil until SetContents
 }
 
@@ -228,7 +231,7 @@ func (ix *Index) load(ctx context.Context) error {
 		if !ok {
 			continue
 		}
-		ix.docs[d.Key()] = entry{desc: d, hash: hash}
+		ix.docs[d.Key()] = entry{desc: d, hash: hash, vec: r.Embedding}
 		ix.count[d.Server]++
 		lex = append(lex, lexDoc(d, ""))
 	}
@@ -295,7 +298,7 @@ func (ix *Index) upsertChunk(ctx context.Context, descs []resource.Descriptor) (
 			if old.content.stamp == ContentStamp(d) {
 				j.content = old.content
 			} else {
-				j.dropC = old.content.vector
+				j.dropC = old.content.passage != nil
 			}
 		}
 		if existed && old.hash == hash {
@@ -339,7 +342,7 @@ func (ix *Index) upsertChunk(ctx context.Context, descs []resource.Descriptor) (
 		if _, ok := ix.docs[key]; !ok {
 			ix.count[j.d.Server]++
 		}
-		ix.docs[key] = entry{desc: j.d, hash: j.hash, content: j.content}
+		ix.docs[key] = entry{desc: j.d, hash: j.hash, vec: j.vec, content: j.content}
 		ix.mu.Unlock()
 		ix.lex.Upsert(lexDoc(j.d, ctext))
 	}
@@ -399,7 +402,7 @@ func (ix *Index) delete(ctx context.Context, keys []resource.Key) error {
 		if !ok {
 			continue
 		}
-		if e.content != nil && e.content.vector {
+		if e.content != nil && e.content.passage != nil {
 			cids = append(cids, k.String())
 		}
 		delete(ix.docs, k)

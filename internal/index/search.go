@@ -1,12 +1,13 @@
 package index
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
-
-	"github.com/philippgille/chromem-go"
+	"sync"
 
 	"github.com/contextd/contextd/internal/resource"
 )
@@ -31,11 +32,12 @@ func (f Filter) keep(k resource.Key) bool {
 //
 // The score of a descriptor with indexed content mixes in the similarity of
 // its passage (see SetContents): (1 − w)·cos(q, descriptor) + w·cos(q,
-// passage), in [−1, 1]. The result is exact: the candidates are the n best
-// of each of the two collections, each scored in full; when a descriptor
-// outside both lists could still score above the n-th candidate (at most
-// the descriptors' n-th similarity, or the mix of both lists' n-th), every
-// descriptor in scope is scored.
+// passage), in [−1, 1]. Once any passage is indexed, every descriptor in
+// scope is scored from the vectors the index holds (shared with the
+// collections), on every core: mixing can pull a descriptor high on its
+// own similarity below one that is not, so the two collections' top lists
+// cannot be merged exactly. Without passages the descriptors' collection
+// is queried as it is.
 func (ix *Index) Dense(ctx context.Context, query string, n int, f Filter) ([]Hit, error) {
 	if ix.isClosed() {
 		return nil, ErrClosed
@@ -66,34 +68,19 @@ func (ix *Index) Dense(ctx context.Context, query string, n int, f Filter) ([]Hi
 		if s != "" {
 			where = map[string]string{mServer: s}
 		}
-		var res []chromem.Result
-		for {
-			res, err = ix.coll.QueryEmbedding(ctx, vec, k, where, nil)
+		if ix.cw > 0 && ix.ccoll.Count() > 0 {
+			hits = append(hits, ix.scanMixed(vec, n, s)...)
+			continue
+		}
+		res, err := ix.coll.QueryEmbedding(ctx, vec, k, where, nil)
+		if err != nil {
+			// A concurrent delete can shrink the collection below k.
+			if k2 := ix.Len(s); k2 > 0 && k2 < k {
+				res, err = ix.coll.QueryEmbedding(ctx, vec, k2, where, nil)
+			}
 			if err != nil {
-				// A concurrent delete can shrink the collection below k.
-				if k2 := ix.Len(s); k2 > 0 && k2 < k {
-					k = k2
-					res, err = ix.coll.QueryEmbedding(ctx, vec, k, where, nil)
-				}
-				if err != nil {
-					return nil, fmt.Errorf("index: dense query: %v", err)
-				}
+				return nil, fmt.Errorf("index: dense query: %v", err)
 			}
-			if ix.cw == 0 {
-				break
-			}
-			var exact bool
-			res, exact, err = ix.mixContents(ctx, vec, k, n, where, res)
-			if err != nil {
-				return nil, err
-			}
-			if exact || k >= total {
-				break
-			}
-			// Scoring all of them costs two full scans and no
-			// per-document look-ups: cheaper than deepening step by step
-			// when the scores are close together.
-			k = total
 		}
 		for _, r := range res {
 			key, ok := resource.ParseKey(r.ID)
@@ -150,106 +137,83 @@ func (ix *Index) coversAll(servers []string) bool {
 	return true
 }
 
-// mixContents rescores desc, the k best descriptors for the unit query
-// vector vec, with the passages of their contents, adding the resources
-// whose passages are among the k best: see Dense. It returns every
-// candidate, best first, and whether the first n of them are exactly the n
-// best of all (n <= 0: all of them).
-func (ix *Index) mixContents(ctx context.Context, vec []float32, k, n int, where map[string]string, desc []chromem.Result) ([]chromem.Result, bool, error) {
-	kc := min(k, ix.ccoll.Count())
-	if kc == 0 {
-		return desc, true, nil
+// scanMixed scores every descriptor of server ("" for all) by Dense's mixed
+// score from the vectors the entries share with the collections, on every
+// core, and returns the n best (all when n <= 0), best first, ties by key.
+func (ix *Index) scanMixed(vec []float32, n int, server string) []Hit {
+	type cand struct {
+		key          resource.Key
+		vec, passage []float32
+		s            float32
 	}
-	cres, err := ix.ccoll.QueryEmbedding(ctx, vec, kc, where, nil)
-	if err != nil {
-		// A concurrent write can shrink the collection below kc.
-		if kc = min(k, ix.ccoll.Count()); kc == 0 {
-			return desc, true, nil
-		}
-		if cres, err = ix.ccoll.QueryEmbedding(ctx, vec, kc, where, nil); err != nil {
-			return nil, false, fmt.Errorf("index: dense query of contents: %v", err)
-		}
-	}
-	// Only passages of entries that have one count: a passage left behind
-	// by a failed delete must not score.
-	hasPassage := func(id string) bool {
-		key, ok := resource.ParseKey(id)
-		if !ok {
-			return false
-		}
-		e := ix.docs[key]
-		return e.content != nil && e.content.vector
-	}
-	dsim := make(map[string]float32, len(desc)+len(cres))
-	for _, r := range desc {
-		dsim[r.ID] = r.Similarity
-	}
-	csim := make(map[string]float32, len(cres))
-	var fill []string // listed descriptors whose passage was not among the kc best
 	ix.mu.RLock()
-	for _, r := range cres {
-		if hasPassage(r.ID) {
-			csim[r.ID] = r.Similarity
-		}
-	}
-	for id := range dsim {
-		if _, ok := csim[id]; !ok && hasPassage(id) {
-			fill = append(fill, id)
+	cs := make([]cand, 0, len(ix.docs))
+	for k, e := range ix.docs {
+		if (server == "" || k.Server == server) && e.vec != nil {
+			c := cand{key: k, vec: e.vec}
+			if e.content != nil {
+				c.passage = e.content.passage
+			}
+			cs = append(cs, c)
 		}
 	}
 	ix.mu.RUnlock()
-	for id := range csim {
-		if _, ok := dsim[id]; ok {
-			continue
-		}
-		d, err := ix.coll.GetByID(ctx, id)
-		if err != nil {
-			delete(csim, id) // deleted meanwhile
-			continue
-		}
-		dsim[id] = dot(d.Embedding, vec)
-	}
-	for _, id := range fill {
-		if d, err := ix.ccoll.GetByID(ctx, id); err == nil {
-			csim[id] = dot(d.Embedding, vec)
-		}
-	}
 	w := float32(ix.cw)
-	out := make([]chromem.Result, 0, len(dsim))
-	for id, s := range dsim {
-		if cs, ok := csim[id]; ok {
-			s = (1-w)*s + w*cs
-		}
-		out = append(out, chromem.Result{ID: id, Similarity: s})
+	var wg sync.WaitGroup
+	parts := max(1, min(runtime.GOMAXPROCS(0), len(cs)/1024))
+	for p := range parts {
+		lo, hi := p*len(cs)/parts, (p+1)*len(cs)/parts
+		wg.Go(func() {
+			for i := lo; i < hi; i++ {
+				cs[i].s = mixed(cs[i].vec, cs[i].passage, vec, w)
+			}
+		})
 	}
-	slices.SortFunc(out, func(a, b chromem.Result) int {
+	wg.Wait()
+	slices.SortFunc(cs, func(a, b cand) int {
 		switch {
-		case a.Similarity > b.Similarity:
+		case a.s > b.s:
 			return -1
-		case a.Similarity < b.Similarity:
+		case a.s < b.s:
 			return 1
 		}
-		return strings.Compare(a.ID, b.ID)
+		return cmp.Or(strings.Compare(a.key.Server, b.key.Server), strings.Compare(a.key.URI, b.key.URI))
 	})
-	// A descriptor in neither list has a similarity at most the
-	// descriptors' k-th; with a passage, at most the passages' kc-th too.
-	if len(desc) < k {
-		return out, true, nil // every descriptor in scope is a candidate
+	if n > 0 && len(cs) > n {
+		cs = cs[:n]
 	}
-	bound := desc[len(desc)-1].Similarity
-	if len(cres) == kc {
-		bound = max(bound, (1-w)*bound+w*cres[len(cres)-1].Similarity)
+	hits := make([]Hit, len(cs))
+	for i, c := range cs {
+		hits[i] = Hit{Key: c.key, Score: float64(c.s)}
 	}
-	if n <= 0 || n > len(out) {
-		return out, false, nil
-	}
-	return out, out[n-1].Similarity >= bound, nil
+	return hits
 }
 
-func dot(a, b []float32) float32 {
-	var s float32
-	for i := range min(len(a), len(b)) {
-		s += a[i] * b[i]
+// mixed is Dense's score for the unit query vector q of a descriptor's
+// vector d and its passage's p (nil when none), at weight w.
+func mixed(d, p, q []float32, w float32) float32 {
+	s := dot(d, q)
+	if p != nil {
+		s = (1-w)*s + w*dot(p, q)
 	}
 	return s
+}
+
+// dot is the dot product of a and b over their common length, summed in
+// four lanes (so the compiler keeps them in registers).
+func dot(a, b []float32) float32 {
+	n := min(len(a), len(b))
+	a, b = a[:n], b[:n]
+	var s0, s1, s2, s3 float32
+	i := 0
+	for ; i+4 <= n; i += 4 {
+		s0 += a[i] * b[i]
+		s1 += a[i+1] * b[i+1]
+		s2 += a[i+2] * b[i+2]
+		s3 += a[i+3] * b[i+3]
+	}
+	for ; i < n; i++ {
+		s0 += a[i] * b[i]
+	}
+	return (s0 + s1) + (s2 + s3)
 }
