@@ -83,6 +83,7 @@ type contentInfo struct {
 	// passage is the passage's unit vector, shared with the contents
 	// collection (never modified); nil when the text had no words.
 	passage []float32
+	hash    string // textHash of the indexed text
 }
 
 // ContentStamp identifies the version of a descriptor that content read now
@@ -120,9 +121,11 @@ func (ix *Index) ContentLen(server string) int {
 
 // SetContents indexes the text of resources whose descriptors are in the
 // index. Contents of unknown keys, or whose Stamp no longer matches the
-// descriptor, are skipped. It returns how many passages were embedded. An
-// embedding error fails the whole call and changes nothing already
-// committed by it; ErrClosed after Close.
+// descriptor, are skipped; a text the same as the one indexed (by SHA-256)
+// only renews the time HasContent reports, without embedding. It returns
+// how many passages were embedded. Errors: ErrClosed; an embedding error
+// (wrapped), before anything of this call is stored; a store error, with
+// the contents before the failing one stored.
 func (ix *Index) SetContents(ctx context.Context, cs ...Content) (embedded int, err error) {
 	ix.wmu.Lock()
 	defer ix.wmu.Unlock()
@@ -134,10 +137,12 @@ func (ix *Index) SetContents(ctx context.Context, cs ...Content) (embedded int, 
 		d       resource.Descriptor
 		text    string // indexed lexically
 		passage string // embedded
+		hash    string // of text
 		vec     []float32
 	}
 	var jobs []job
 	var todo []int
+	var renew []resource.Key // the same text again
 	ix.mu.RLock()
 	for _, c := range cs {
 		e, ok := ix.docs[c.Key]
@@ -147,6 +152,11 @@ func (ix *Index) SetContents(ctx context.Context, cs ...Content) (embedded int, 
 		// A copy: the indexed text is kept (in the contents collection), and a
 		// prefix of a big read would keep all of it alive.
 		j := job{c: c, d: e.desc, text: strings.Clone(cutBytes(c.Text, MaxContentBytes))}
+		j.hash = textHash(ix.emb.Name(), j.text)
+		if e.content != nil && e.content.stamp == c.Stamp && e.content.hash == j.hash {
+			renew = append(renew, c.Key)
+			continue
+		}
 		j.passage = Passage(j.text)
 		if j.passage != "" {
 			todo = append(todo, len(jobs))
@@ -161,15 +171,29 @@ func (ix *Index) SetContents(ctx context.Context, cs ...Content) (embedded int, 
 		return 0, err
 	}
 	now := time.Now()
+	ix.mu.Lock()
+	for _, k := range renew {
+		if e, ok := ix.docs[k]; ok && e.content != nil {
+			c := *e.content
+			c.at = now
+			e.content = &c
+			ix.docs[k] = e
+		}
+	}
+	ix.mu.Unlock()
 	for _, j := range jobs {
+		if ix.isClosed() {
+			return len(todo), ErrClosed
+		}
 		if err := ctx.Err(); err != nil {
 			return len(todo), err
 		}
 		id := j.c.Key.String()
-		info := &contentInfo{stamp: j.c.Stamp, at: now, passage: j.vec}
+		info := &contentInfo{stamp: j.c.Stamp, at: now, passage: j.vec, hash: j.hash}
 		if j.vec != nil {
 			doc := chromem.Document{ID: id, Embedding: j.vec, Content: j.text, Metadata: map[string]string{
 				mServer: j.c.Key.Server, mURI: j.c.Key.URI, mStamp: j.c.Stamp, mAt: now.UTC().Format(time.RFC3339),
+				mHash: j.hash,
 			}}
 			if err := ix.ccoll.AddDocument(ctx, doc); err != nil {
 				return len(todo), fmt.Errorf("index: store content of %s %q: %v", j.c.Key.Server, j.c.Key.URI, err)
@@ -235,7 +259,7 @@ func (ix *Index) loadContents(ctx context.Context) error {
 			continue
 		}
 		at, _ := time.Parse(time.RFC3339, r.Metadata[mAt])
-		e.content = &contentInfo{stamp: r.Metadata[mStamp], at: at, passage: r.Embedding}
+		e.content = &contentInfo{stamp: r.Metadata[mStamp], at: at, passage: r.Embedding, hash: r.Metadata[mHash]}
 		ix.docs[k] = e
 		ix.lex.Upsert(lexDoc(e.desc, r.Content))
 	}

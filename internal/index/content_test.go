@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/contextd/contextd/internal/index"
 	"github.com/contextd/contextd/internal/index/indextest"
@@ -242,5 +243,40 @@ func TestDenseWithContentsIsExact(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestSameTextOnlyRenews checks that indexing the same text again embeds
+// nothing and renews the time HasContent reports, and that a changed text
+// is embedded.
+func TestSameTextOnlyRenews(t *testing.T) {
+	emb := &indextest.BagEmbedder{}
+	ix := open(t, "", emb)
+	ctx := t.Context()
+	d := descs("s", "alpha")[0]
+	if _, err := ix.Replace(ctx, "s", []resource.Descriptor{d}); err != nil {
+		t.Fatal(err)
+	}
+	set := func(text string) int {
+		t.Helper()
+		n, err := ix.SetContents(ctx, index.Content{Key: d.Key(), Stamp: index.ContentStamp(d), Text: text})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := set("walrus notes"); n != 1 {
+		t.Fatalf("first text: %d embedded, want 1", n)
+	}
+	_, first := ix.HasContent(d.Key())
+	time.Sleep(10 * time.Millisecond)
+	if n := set("walrus notes"); n != 0 {
+		t.Errorf("the same text again: %d embedded, want 0", n)
+	}
+	if _, again := ix.HasContent(d.Key()); !again.After(first) {
+		t.Errorf("the same text again: indexed at %v, not after %v", again, first)
+	}
+	if n := set("narwhal notes"); n != 1 || len(lexKeys(ix, "narwhal")) != 1 {
+		t.Errorf("a new text: %d embedded, lexical %v", n, lexKeys(ix, "narwhal"))
 	}
 }

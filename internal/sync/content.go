@@ -18,12 +18,24 @@ import (
 	"github.com/contextd/contextd/internal/resource"
 )
 
-// Defaults of the content pass (Options.ContentMaxResources and
-// Options.ContentMaxBytes).
+// Defaults of the content pass (Options.ContentMaxResources,
+// Options.ContentMaxBytes and Options.ContentMaxAge).
 const (
 	DefaultContentMaxResources = 1000
 	DefaultContentMaxBytes     = 64 << 10
+	DefaultContentMaxAge       = time.Hour
 )
+
+// contentRetryAfter is how long a resource whose read failed in a content
+// pass is skipped by later passes, unless its descriptor changes.
+const contentRetryAfter = 30 * time.Minute
+
+// A contentFailure is a failed read of the content pass: which version of
+// the descriptor failed, and until when it is not tried again.
+type contentFailure struct {
+	stamp string
+	until time.Time
+}
 
 // Content pass limits.
 const (
@@ -89,17 +101,21 @@ func (m *Mirror) contentUpdated(uri string) {
 }
 
 // indexContents is the content pass: it reads the text of the server's
-// resources that contentWanted accepts and whose content is not indexed for
-// their current descriptor (or that the server said were updated), and
-// indexes it (index.SetContents), at most ContentMaxResources per server,
-// in list order. Reads go straight to the session, without subscribing or
+// resources that contentWanted accepts and indexes it (index.SetContents):
+// first those the server said were updated, then those with no text
+// indexed for their current descriptor (at most ContentMaxResources
+// indexed per server, in list order), then those whose text is older than
+// ContentMaxAge. Reads go straight to the session, without subscribing or
 // caching; a result whose cacheScope is set and not "public" is recorded as
-// read but its text is not indexed. A failed read is skipped until the
-// descriptor changes or the next pass; one the server answers with "not
-// found" evicts the descriptor at the end of the pass, as Read does. After
-// contentMaxFailures reads in a row get no answer (they time out or the
-// connection fails) the pass cancels the reads in flight and stops. It
-// reports progress every few seconds on big servers.
+// read but its text is not indexed. A failed read is not tried again for
+// contentRetryAfter, unless the descriptor changes or the server says the
+// resource was updated; one the server answers
+// with "not found" evicts the descriptor at the end of the pass, as Read
+// does. After contentMaxFailures reads in a row get no answer (they time
+// out or the connection fails) the pass cancels the reads in flight and
+// stops; the next pass skips those and goes on. It reports progress every
+// few seconds on big servers. Only the content worker calls it, one pass at
+// a time.
 func (m *Mirror) indexContents(ctx context.Context, sess *mcp.Session) {
 	if m.opts.ContentMaxResources < 0 || !sess.Capabilities().Resources {
 		return
@@ -109,26 +125,50 @@ func (m *Mirror) indexContents(ctx context.Context, sess *mcp.Session) {
 	stale := m.contentStale
 	m.contentStale = map[string]bool{}
 	m.mu.Unlock()
-	var todo []resource.Descriptor
+	var updated, fresh, aged []resource.Descriptor
 	have := 0
+	now := time.Now()
+	listed := map[string]bool{}
 	for _, d := range ix.Descriptors(m.opts.Server) {
+		listed[d.URI] = true
 		if !contentWanted(d, m.opts.ContentMaxBytes) {
 			continue
 		}
-		if has, _ := ix.HasContent(d.Key()); has && !stale[d.URI] {
+		has, at := ix.HasContent(d.Key())
+		if has {
 			have++
+		}
+		// The server's word that a resource changed outweighs a failed
+		// read: its old text is stale, so it is tried on every pass.
+		if f, ok := m.contentFailed[d.URI]; ok && f.stamp == index.ContentStamp(d) && now.Before(f.until) && !stale[d.URI] {
 			continue
 		}
-		todo = append(todo, d)
+		switch {
+		case stale[d.URI]:
+			updated = append(updated, d)
+		case !has:
+			fresh = append(fresh, d)
+		case m.opts.ContentMaxAge > 0 && now.Sub(at) > m.opts.ContentMaxAge:
+			aged = append(aged, d)
+		}
 	}
+	for uri := range m.contentFailed {
+		if !listed[uri] {
+			delete(m.contentFailed, uri)
+		}
+	}
+	if room := max(m.opts.ContentMaxResources-have, 0); len(fresh) > room {
+		m.log.Info("content index full for this server; the rest are ranked by their descriptors",
+			"indexed", have, "left_out", len(fresh)-room, "max", m.opts.ContentMaxResources)
+		fresh = fresh[:room]
+	}
+	todo := slices.Concat(updated, fresh, aged)
 	// The server said these were updated: they stay stale until their new
 	// text is indexed, however this pass ends, or the old text would stay
 	// indexed for good.
 	pending := map[string]bool{}
-	for _, d := range todo {
-		if stale[d.URI] {
-			pending[d.URI] = true
-		}
+	for _, d := range updated {
+		pending[d.URI] = true
 	}
 	defer func() {
 		m.mu.Lock()
@@ -137,11 +177,6 @@ func (m *Mirror) indexContents(ctx context.Context, sess *mcp.Session) {
 			m.contentStale[uri] = true
 		}
 	}()
-	if room := max(m.opts.ContentMaxResources-have, 0); len(todo) > room {
-		m.log.Info("content index full for this server; the rest are ranked by their descriptors",
-			"indexed", have, "left_out", len(todo)-room, "max", m.opts.ContentMaxResources)
-		todo = todo[:room]
-	}
 	if len(todo) == 0 {
 		return
 	}
@@ -210,6 +245,7 @@ func (m *Mirror) indexContents(ctx context.Context, sess *mcp.Session) {
 			switch {
 			case c != nil:
 				cs = append(cs, *c)
+				delete(m.contentFailed, chunk[i].URI)
 				read++
 				if c.Text == "" {
 					empty++ // no text, or a private result
@@ -220,6 +256,7 @@ func (m *Mirror) indexContents(ctx context.Context, sess *mcp.Session) {
 				return // the next session's sync runs a new pass
 			default:
 				failed++
+				m.contentFailed[chunk[i].URI] = contentFailure{stamp: index.ContentStamp(chunk[i]), until: time.Now().Add(contentRetryAfter)}
 				var nf *mcp.NotFoundError
 				if errors.As(err, &nf) {
 					// Evicted at the end of the pass. No re-list: the list

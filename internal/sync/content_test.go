@@ -2,6 +2,8 @@ package sync_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
 	gosync "sync"
 	"testing"
@@ -166,6 +168,126 @@ func TestUpdatedContentIsReadAgain(t *testing.T) {
 		}
 		if got := lexURIs(ix, "walrus"); len(got) != 0 {
 			t.Errorf("after resources/updated: old text still indexed in %v", got)
+		}
+	})
+}
+
+// TestContentPassDoesNotHoldTheMirror checks that the mirror handles a
+// list_changed while a content pass waits on a hung read: the new resource
+// is listed (and searchable by its descriptor) long before the pass ends.
+func TestContentPassDoesNotHoldTheMirror(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := mcptest.NewServer(nil, nil)
+		for i := range 4 {
+			srv.AddResource(&mcpsdk.Resource{URI: fmt.Sprintf("doc://hung-%d", i), Name: "hung"},
+				func(ctx context.Context, _ *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+					<-ctx.Done()
+					return nil, ctx.Err()
+				})
+		}
+		ix := newIndex(t)
+		m := ctxsync.New(ctxsync.Options{Server: "s", Index: ix, Dial: mcptest.Dial(t, "s", srv)})
+		start(t, m)
+		time.Sleep(time.Second) // synced; the pass waits on four hung reads (10 s each)
+		mcptest.AddText(srv, "doc://walrus", "walrus notes", "walrus")
+		time.Sleep(time.Second) // the debounce window, then the re-list
+		synctest.Wait()
+		if _, ok := ix.Get(resource.Key{Server: "s", URI: "doc://walrus"}); !ok {
+			t.Error("a resource added during a hung content pass was not listed within a second")
+		}
+	})
+}
+
+// TestFailedReadsAreNotRetriedEveryPass checks the content pass's memory
+// of failed reads: a resource whose read fails is skipped by the next pass
+// (here after a re-list) and read again once contentRetryAfter has passed;
+// resources after a run of hung ones get indexed by that next pass.
+func TestFailedReadsAreNotRetriedEveryPass(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := mcptest.NewServer(nil, nil)
+		var mu gosync.Mutex
+		reads := map[string]int{}
+		count := func(uri string) {
+			mu.Lock()
+			reads[uri]++
+			mu.Unlock()
+		}
+		srv.AddResource(&mcpsdk.Resource{URI: "doc://denied", Name: "denied"},
+			func(_ context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+				count(req.Params.URI)
+				return nil, errors.New("permission denied")
+			})
+		for i := range 8 { // a run that ends the first pass
+			srv.AddResource(&mcpsdk.Resource{URI: fmt.Sprintf("doc://hung-%d", i), Name: "hung"},
+				func(ctx context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+					count(req.Params.URI)
+					<-ctx.Done()
+					return nil, ctx.Err()
+				})
+		}
+		for i := range 40 {
+			mcptest.AddText(srv, fmt.Sprintf("doc://ok-%02d", i), "ok", "walrus")
+		}
+		ix := newIndex(t)
+		m := ctxsync.New(ctxsync.Options{Server: "s", Index: ix, Dial: mcptest.Dial(t, "s", srv)})
+		start(t, m)
+		<-m.Ready()
+		first := ix.ContentLen("s")
+
+		mcptest.AddText(srv, "doc://new", "new", "narwhal") // a re-list and another pass
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		mu.Lock()
+		denied, hung := reads["doc://denied"], reads["doc://hung-0"]
+		mu.Unlock()
+		if denied != 1 || hung > 1 {
+			t.Errorf("after a second pass: denied read %d times, hung-0 %d; want each at most once", denied, hung)
+		}
+		if got := ix.ContentLen("s"); got != 41 {
+			t.Errorf("after the second pass %d contents indexed (%d after the first), want the 40 readable ones and the new one", got, first)
+		}
+
+		time.Sleep(31 * time.Minute) // past contentRetryAfter; the age refresh runs a pass
+		synctest.Wait()
+		mu.Lock()
+		denied = reads["doc://denied"]
+		mu.Unlock()
+		if denied != 2 {
+			t.Errorf("after the retry time: denied read %d times in all, want 2", denied)
+		}
+	})
+}
+
+// TestOldContentIsReadAgain checks ContentMaxAge: a server that never says
+// a resource changed (no size, no lastModified, no notification) still gets
+// its new text indexed once the old one is older than the maximum age.
+func TestOldContentIsReadAgain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu gosync.Mutex
+		body := "walrus"
+		srv := mcptest.NewServer(nil, nil)
+		srv.AddResource(&mcpsdk.Resource{URI: "doc://notes", Name: "notes"},
+			func(_ context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: req.Params.URI, Text: body}}}, nil
+			})
+		ix := newIndex(t)
+		m := ctxsync.New(ctxsync.Options{Server: "s", Index: ix, Dial: mcptest.Dial(t, "s", srv), ContentMaxAge: 10 * time.Minute})
+		start(t, m)
+		<-m.Ready()
+		mu.Lock()
+		body = "narwhal"
+		mu.Unlock()
+		time.Sleep(5 * time.Minute)
+		synctest.Wait()
+		if got := lexURIs(ix, "walrus"); len(got) != 1 {
+			t.Errorf("text re-read before it was old: walrus in %v", got)
+		}
+		time.Sleep(10 * time.Minute)
+		synctest.Wait()
+		if got := lexURIs(ix, "narwhal"); len(got) != 1 {
+			t.Errorf("after ContentMaxAge: narwhal in %v, want doc://notes", got)
 		}
 	})
 }

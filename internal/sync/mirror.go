@@ -99,9 +99,14 @@ type Options struct {
 	// turns the content index off for the server.
 	ContentMaxResources int
 	// ContentMaxBytes is the largest declared size, in bytes, of a
-	// resource read for the content index. Zero means
+	// resource read for the content index. Zero or negative means
 	// DefaultContentMaxBytes.
 	ContentMaxBytes int64
+	// ContentMaxAge is how long indexed text is trusted when the server
+	// says nothing of it: older text is read again (and re-embedded only
+	// if it changed). Zero means DefaultContentMaxAge; negative never
+	// reads again for age alone.
+	ContentMaxAge time.Duration
 	// TerminateDuration is passed to mcp.Options for stdio servers: how long
 	// each shutdown stage (stdin closed, SIGTERM) may take before the next.
 	// Zero means the SDK's default (5s).
@@ -152,6 +157,10 @@ type Mirror struct {
 	// updated; recontent (capacity 1) asks the run loop for a content pass.
 	contentStale map[string]bool
 	recontent    chan struct{}
+	// contentFailed holds the reads of the content pass that failed, so
+	// later passes skip them until the descriptor changes or the retry
+	// time comes. Only the content worker uses it.
+	contentFailed map[string]contentFailure
 }
 
 // New returns a mirror; it does nothing until Run.
@@ -189,6 +198,9 @@ func New(opts Options) *Mirror {
 	if opts.ContentMaxBytes <= 0 {
 		opts.ContentMaxBytes = DefaultContentMaxBytes
 	}
+	if opts.ContentMaxAge == 0 {
+		opts.ContentMaxAge = DefaultContentMaxAge
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -203,8 +215,9 @@ func New(opts Options) *Mirror {
 		cache:    newReadCache(opts.CacheBytes),
 		notFound: map[string]bool{},
 
-		contentStale: map[string]bool{},
-		recontent:    make(chan struct{}, 1),
+		contentStale:  map[string]bool{},
+		recontent:     make(chan struct{}, 1),
+		contentFailed: map[string]contentFailure{},
 	}
 }
 
@@ -372,6 +385,37 @@ func (m *Mirror) serve(ctx context.Context, sess *mcp.Session, warm []string) (e
 			timer.Stop()
 		}
 	}()
+	// The content pass runs beside this loop, so notifications and the
+	// session's end are handled while it reads; a kick asks for a pass
+	// (kicks during one coalesce into the next). Ready is marked after the
+	// first pass, so one-shot commands and the eval rank with contents.
+	kick := make(chan struct{}, 1)
+	pass := func() {
+		select {
+		case kick <- struct{}{}:
+		default:
+		}
+	}
+	wctx, stopWorker := context.WithCancel(ctx)
+	var worker gosync.WaitGroup
+	defer func() { stopWorker(); worker.Wait() }()
+	worker.Go(func() {
+		defer m.markReady() // a session that ends before its first pass
+		var refresh <-chan time.Time
+		for {
+			select {
+			case <-wctx.Done():
+				return
+			case <-kick:
+			case <-refresh:
+			}
+			m.indexContents(wctx, sess)
+			m.markReady()
+			if m.opts.ContentMaxAge > 0 && m.opts.ContentMaxResources >= 0 {
+				refresh = time.After(max(m.opts.ContentMaxAge/4, time.Minute))
+			}
+		}
+	})
 	var contentDue <-chan time.Time // a content pass after resources/updated
 	failures, quick := 0, 0
 	relist := false // a re-list for a notification is scheduled
@@ -380,7 +424,7 @@ func (m *Mirror) serve(ctx context.Context, sess *mcp.Session, warm []string) (e
 		ok := m.sync(ctx, sess)
 		synced = synced || ok
 		if ok {
-			m.indexContents(ctx, sess)
+			pass()
 		}
 		lastSync = time.Now()
 		m.evictNotFound(ctx)
@@ -398,7 +442,9 @@ func (m *Mirror) serve(ctx context.Context, sess *mcp.Session, warm []string) (e
 		}
 	}
 	resync()
-	m.markReady()
+	if !synced {
+		m.markReady() // no pass follows a failed sync
+	}
 	if synced && len(warm) > 0 {
 		wctx, stop := context.WithCancel(ctx)
 		defer stop()
@@ -442,7 +488,7 @@ func (m *Mirror) serve(ctx context.Context, sess *mcp.Session, warm []string) (e
 			}
 		case <-contentDue:
 			contentDue = nil
-			m.indexContents(ctx, sess)
+			pass()
 		}
 	}
 }
