@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -512,5 +513,25 @@ func TestRandomUpdates(t *testing.T) {
 	y.Upsert(docs...)
 	if diff := cmp.Diff(y.Search(statsQuery, 0, nil), x.Search(statsQuery, 0, nil)); diff != "" {
 		t.Errorf("scores differ from a fresh index (-want +got):\n%s", diff)
+	}
+}
+
+// TestContentTermsAreCapped checks MaxContentTerms: a text of unique tokens
+// adds at most that many terms, the first ones in text order, while the
+// descriptor's own fields are indexed in full.
+func TestContentTermsAreCapped(t *testing.T) {
+	var b strings.Builder
+	for i := range MaxContentTerms + 500 {
+		fmt.Fprintf(&b, "tok%dx ", i)
+	}
+	x := New(&Options{Weights: FieldWeights{Name: 1, Content: 1}})
+	x.Upsert(Doc{ID: "d", Name: "unusualname", Content: b.String()})
+	if got := len(x.slots[x.ids["d"]].terms); got > MaxContentTerms+1 {
+		t.Errorf("%d distinct terms indexed, want at most %d (content) + 1 (name)", got, MaxContentTerms+1)
+	}
+	for q, want := range map[string]int{"tok0x": 1, fmt.Sprintf("tok%dx", MaxContentTerms-1): 1, fmt.Sprintf("tok%dx", MaxContentTerms+10): 0, "unusualname": 1} {
+		if got := len(x.Search(q, 0, nil)); got != want {
+			t.Errorf("Search(%q) = %d hits, want %d", q, got, want)
+		}
 	}
 }
