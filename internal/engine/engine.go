@@ -231,6 +231,7 @@ func (e *Engine) Run(ctx context.Context) error {
 }
 
 // WaitReady blocks until every mirror has finished its first connect attempt
+// and, when it synced, its first content pass
 // (synced or failed), or ctx ends.
 func (e *Engine) WaitReady(ctx context.Context) error {
 	for _, name := range e.names {

@@ -142,7 +142,7 @@ func (ix *Index) SetContents(ctx context.Context, cs ...Content) (embedded int, 
 	}
 	var jobs []job
 	var todo []int
-	var renew []resource.Key // the same text again
+	var renew []job // the same text again
 	ix.mu.RLock()
 	for _, c := range cs {
 		e, ok := ix.docs[c.Key]
@@ -154,7 +154,7 @@ func (ix *Index) SetContents(ctx context.Context, cs ...Content) (embedded int, 
 		j := job{c: c, d: e.desc, text: strings.Clone(cutBytes(c.Text, MaxContentBytes))}
 		j.hash = textHash(ix.emb.Name(), j.text)
 		if e.content != nil && e.content.stamp == c.Stamp && e.content.hash == j.hash {
-			renew = append(renew, c.Key)
+			renew = append(renew, j)
 			continue
 		}
 		j.passage = Passage(j.text)
@@ -171,16 +171,27 @@ func (ix *Index) SetContents(ctx context.Context, cs ...Content) (embedded int, 
 		return 0, err
 	}
 	now := time.Now()
-	ix.mu.Lock()
-	for _, k := range renew {
-		if e, ok := ix.docs[k]; ok && e.content != nil {
-			c := *e.content
-			c.at = now
-			e.content = &c
-			ix.docs[k] = e
+	for _, j := range renew {
+		ix.mu.RLock()
+		e, ok := ix.docs[j.c.Key]
+		ix.mu.RUnlock()
+		if !ok || e.content == nil {
+			continue
 		}
+		c := *e.content
+		c.at = now
+		if c.passage != nil { // the time is stored with the passage
+			if err := ix.ccoll.AddDocument(ctx, contentDoc(j.c, j.text, j.hash, c.passage, now)); err != nil {
+				return len(todo), fmt.Errorf("index: store content of %s %q: %v", j.c.Key.Server, j.c.Key.URI, err)
+			}
+		}
+		ix.mu.Lock()
+		if e, ok := ix.docs[j.c.Key]; ok {
+			e.content = &c
+			ix.docs[j.c.Key] = e
+		}
+		ix.mu.Unlock()
 	}
-	ix.mu.Unlock()
 	for _, j := range jobs {
 		if ix.isClosed() {
 			return len(todo), ErrClosed
@@ -188,14 +199,9 @@ func (ix *Index) SetContents(ctx context.Context, cs ...Content) (embedded int, 
 		if err := ctx.Err(); err != nil {
 			return len(todo), err
 		}
-		id := j.c.Key.String()
 		info := &contentInfo{stamp: j.c.Stamp, at: now, passage: j.vec, hash: j.hash}
 		if j.vec != nil {
-			doc := chromem.Document{ID: id, Embedding: j.vec, Content: j.text, Metadata: map[string]string{
-				mServer: j.c.Key.Server, mURI: j.c.Key.URI, mStamp: j.c.Stamp, mAt: now.UTC().Format(time.RFC3339),
-				mHash: j.hash,
-			}}
-			if err := ix.ccoll.AddDocument(ctx, doc); err != nil {
+			if err := ix.ccoll.AddDocument(ctx, contentDoc(j.c, j.text, j.hash, j.vec, now)); err != nil {
 				return len(todo), fmt.Errorf("index: store content of %s %q: %v", j.c.Key.Server, j.c.Key.URI, err)
 			}
 		} else if err := ix.dropContentVector(ctx, j.c.Key); err != nil {
@@ -213,6 +219,15 @@ func (ix *Index) SetContents(ctx context.Context, cs ...Content) (embedded int, 
 		}
 	}
 	return len(todo), nil
+}
+
+// contentDoc is how a passage is stored: its vector, the indexed text, and
+// what loadContents needs to attach it again.
+func contentDoc(c Content, text, hash string, vec []float32, at time.Time) chromem.Document {
+	return chromem.Document{ID: c.Key.String(), Embedding: vec, Content: text, Metadata: map[string]string{
+		mServer: c.Key.Server, mURI: c.Key.URI, mStamp: c.Stamp, mHash: hash,
+		mAt: at.UTC().Format(time.RFC3339Nano),
+	}}
 }
 
 // dropContentVector deletes k's stored passage, if any. The caller holds wmu.
@@ -258,7 +273,7 @@ func (ix *Index) loadContents(ctx context.Context) error {
 			stale = append(stale, r.ID)
 			continue
 		}
-		at, _ := time.Parse(time.RFC3339, r.Metadata[mAt])
+		at, _ := time.Parse(time.RFC3339Nano, r.Metadata[mAt])
 		e.content = &contentInfo{stamp: r.Metadata[mStamp], at: at, passage: r.Embedding, hash: r.Metadata[mHash]}
 		ix.docs[k] = e
 		ix.lex.Upsert(lexDoc(e.desc, r.Content))

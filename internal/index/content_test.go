@@ -280,3 +280,29 @@ func TestSameTextOnlyRenews(t *testing.T) {
 		t.Errorf("a new text: %d embedded, lexical %v", n, lexKeys(ix, "narwhal"))
 	}
 }
+
+// TestRenewedTimeIsStored checks that renewing the same text persists the
+// new time, so a restart does not find every text old.
+func TestRenewedTimeIsStored(t *testing.T) {
+	dir := t.TempDir()
+	ctx := t.Context()
+	d := descs("s", "alpha")[0]
+	ix := open(t, dir, &indextest.BagEmbedder{})
+	if _, err := ix.Replace(ctx, "s", []resource.Descriptor{d}); err != nil {
+		t.Fatal(err)
+	}
+	c := index.Content{Key: d.Key(), Stamp: index.ContentStamp(d), Text: "walrus notes"}
+	if _, err := ix.SetContents(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(10 * time.Millisecond)
+	if _, err := ix.SetContents(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	_, renewed := ix.HasContent(d.Key())
+	ix.Close()
+	ix = open(t, dir, &indextest.BagEmbedder{})
+	if _, at := ix.HasContent(d.Key()); !at.Equal(renewed) {
+		t.Errorf("after reopening, indexed at %v, want the renewed time %v", at, renewed)
+	}
+}

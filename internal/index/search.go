@@ -200,20 +200,14 @@ func mixed(d, p, q []float32, w float32) float32 {
 }
 
 // dot is the dot product of a and b over their common length, summed in
-// four lanes (so the compiler keeps them in registers).
+// order as chromem-go sums it, so a descriptor scores the same to the last
+// bit whichever path of Dense (or Score) computes it.
 func dot(a, b []float32) float32 {
 	n := min(len(a), len(b))
 	a, b = a[:n], b[:n]
-	var s0, s1, s2, s3 float32
-	i := 0
-	for ; i+4 <= n; i += 4 {
-		s0 += a[i] * b[i]
-		s1 += a[i+1] * b[i+1]
-		s2 += a[i+2] * b[i+2]
-		s3 += a[i+3] * b[i+3]
+	var s float32
+	for i := range a {
+		s += a[i] * b[i]
 	}
-	for ; i < n; i++ {
-		s0 += a[i] * b[i]
-	}
-	return (s0 + s1) + (s2 + s3)
+	return s
 }

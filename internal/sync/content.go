@@ -104,8 +104,8 @@ func (m *Mirror) contentUpdated(uri string) {
 // resources that contentWanted accepts and indexes it (index.SetContents):
 // first those the server said were updated, then those with no text
 // indexed for their current descriptor (at most ContentMaxResources
-// indexed per server, in list order), then those whose text is older than
-// ContentMaxAge. Reads go straight to the session, without subscribing or
+// indexed per server, in URI order), then, with refreshAged, those without
+// lastModified whose text is older than ContentMaxAge. Reads go straight to the session, without subscribing or
 // caching; a result whose cacheScope is set and not "public" is recorded as
 // read but its text is not indexed. A failed read is not tried again for
 // contentRetryAfter, unless the descriptor changes or the server says the
@@ -116,7 +116,7 @@ func (m *Mirror) contentUpdated(uri string) {
 // stops; the next pass skips those and goes on. It reports progress every
 // few seconds on big servers. Only the content worker calls it, one pass at
 // a time.
-func (m *Mirror) indexContents(ctx context.Context, sess *mcp.Session) {
+func (m *Mirror) indexContents(ctx context.Context, sess *mcp.Session, refreshAged bool) {
 	if m.opts.ContentMaxResources < 0 || !sess.Capabilities().Resources {
 		return
 	}
@@ -148,7 +148,7 @@ func (m *Mirror) indexContents(ctx context.Context, sess *mcp.Session) {
 			updated = append(updated, d)
 		case !has:
 			fresh = append(fresh, d)
-		case m.opts.ContentMaxAge > 0 && now.Sub(at) > m.opts.ContentMaxAge:
+		case refreshAged && d.LastModified == "" && m.opts.ContentMaxAge > 0 && now.Sub(at) > m.opts.ContentMaxAge:
 			aged = append(aged, d)
 		}
 	}
@@ -256,9 +256,16 @@ func (m *Mirror) indexContents(ctx context.Context, sess *mcp.Session) {
 				return // the next session's sync runs a new pass
 			default:
 				failed++
-				m.contentFailed[chunk[i].URI] = contentFailure{stamp: index.ContentStamp(chunk[i]), until: time.Now().Add(contentRetryAfter)}
+				// Remembered only when the resource itself failed: the
+				// server answered an error, or did not answer in time. A
+				// broken connection says nothing of the resource, and the
+				// next session's pass tries it.
+				var werr *jsonrpc.Error
 				var nf *mcp.NotFoundError
-				if errors.As(err, &nf) {
+				if errors.As(err, &werr) || errors.As(err, &nf) || errors.Is(err, context.DeadlineExceeded) {
+					m.contentFailed[chunk[i].URI] = contentFailure{stamp: index.ContentStamp(chunk[i]), until: time.Now().Add(contentRetryAfter)}
+				}
+				if nf != nil {
 					// Evicted at the end of the pass. No re-list: the list
 					// was just read (or the server will say it changed),
 					// and a re-list would add it back, read it and evict

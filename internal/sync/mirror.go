@@ -102,10 +102,11 @@ type Options struct {
 	// resource read for the content index. Zero or negative means
 	// DefaultContentMaxBytes.
 	ContentMaxBytes int64
-	// ContentMaxAge is how long indexed text is trusted when the server
-	// says nothing of it: older text is read again (and re-embedded only
-	// if it changed). Zero means DefaultContentMaxAge; negative never
-	// reads again for age alone.
+	// ContentMaxAge is how long indexed text of a resource without
+	// lastModified is trusted: older text is read again (and re-embedded
+	// only if it changed) by the passes after the first. A resource with
+	// lastModified is read again when that changes. Zero means
+	// DefaultContentMaxAge; negative never reads again for age alone.
 	ContentMaxAge time.Duration
 	// TerminateDuration is passed to mcp.Options for stdio servers: how long
 	// each shutdown stage (stdin closed, SIGTERM) may take before the next.
@@ -238,7 +239,9 @@ func (m *Mirror) Templates() []resource.Template {
 	return append([]resource.Template(nil), m.templates...)
 }
 
-// Ready is closed once the first connect attempt has either synced or failed,
+// Ready is closed once the first connect attempt has either failed, or
+// synced and finished its first content pass (see indexContents; a pass cut
+// short by the session's end counts),
 // so a one-shot caller can wait for the initial mirror.
 func (m *Mirror) Ready() <-chan struct{} { return m.ready }
 
@@ -402,14 +405,16 @@ func (m *Mirror) serve(ctx context.Context, sess *mcp.Session, warm []string) (e
 	worker.Go(func() {
 		defer m.markReady() // a session that ends before its first pass
 		var refresh <-chan time.Time
-		for {
+		for first := true; ; first = false {
 			select {
 			case <-wctx.Done():
 				return
 			case <-kick:
 			case <-refresh:
 			}
-			m.indexContents(wctx, sess)
+			// The first pass leaves old text for later, so Ready does not
+			// wait for texts that are only being checked.
+			m.indexContents(wctx, sess, !first)
 			m.markReady()
 			if m.opts.ContentMaxAge > 0 && m.opts.ContentMaxResources >= 0 {
 				refresh = time.After(max(m.opts.ContentMaxAge/4, time.Minute))
@@ -446,9 +451,9 @@ func (m *Mirror) serve(ctx context.Context, sess *mcp.Session, warm []string) (e
 		m.markReady() // no pass follows a failed sync
 	}
 	if synced && len(warm) > 0 {
-		wctx, stop := context.WithCancel(ctx)
+		rctx, stop := context.WithCancel(ctx)
 		defer stop()
-		go m.rewarm(wctx, warm)
+		go m.rewarm(rctx, warm)
 	}
 	for {
 		select {
@@ -781,8 +786,9 @@ func (m *Mirror) read(ctx context.Context, sess *mcp.Session, uri string) ([]res
 		var nf *mcp.NotFoundError
 		if errors.As(err, &nf) {
 			// The mirror is out of date: re-list soon, and evict the
-			// descriptor after that re-list (the run loop owns index writes,
-			// so this read does not wait behind a sync).
+			// descriptor after that re-list (the run loop and the content
+			// worker write the index, so this read does not wait behind a
+			// sync).
 			m.mu.Lock()
 			m.notFound[uri] = true
 			m.mu.Unlock()
