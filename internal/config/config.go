@@ -127,8 +127,9 @@ type serverFile struct {
 	URL      string            `yaml:"url"`
 	Headers  map[string]string `yaml:"headers"`
 	Disabled bool              `yaml:"disabled"`
-	// IndexContent is a pointer so that an absent field means true.
-	IndexContent *bool `yaml:"index_content"`
+	// IndexContent is read as a string so that a bad value gets an error
+	// naming the server and the field; absent means true.
+	IndexContent *string `yaml:"index_content"`
 }
 
 // Load reads and validates the configuration at path. Errors wrap ErrInvalid
@@ -213,7 +214,16 @@ func (sf serverFile) resolve(name string, lookup func(string) (string, bool)) (S
 	if strings.TrimSpace(name) == "" {
 		return Server{}, errors.New("a server has an empty name")
 	}
-	s := Server{Name: name, NoContentIndex: sf.IndexContent != nil && !*sf.IndexContent}
+	s := Server{Name: name}
+	if v := sf.IndexContent; v != nil {
+		switch strings.ToLower(*v) {
+		case "true":
+		case "false":
+			s.NoContentIndex = true
+		default:
+			return Server{}, fmt.Errorf("server %q: field index_content: %q is not true or false", name, *v)
+		}
+	}
 	ex := expander{server: name, lookup: lookup}
 	s.Command = ex.str("command", sf.Command)
 	s.Cwd = ex.str("cwd", sf.Cwd)

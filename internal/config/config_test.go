@@ -84,8 +84,9 @@ servers:            # VS Code's mcp.json shape
 	if len(c.Servers) == 2 && (c.Servers[0].NoContentIndex || !c.Servers[1].NoContentIndex) {
 		t.Errorf("index_content: local %v, remote %v; want indexed by default, off where set false", !c.Servers[0].NoContentIndex, !c.Servers[1].NoContentIndex)
 	}
-	if _, err := config.Parse("c.yaml", []byte("mcpServers:\n  a:\n    command: x\n    index_content: maybe\n"), env(nil)); err == nil || !strings.Contains(err.Error(), "c.yaml") {
-		t.Errorf("index_content: maybe: err = %v, want an error naming the file", err)
+	_, err = config.Parse("c.yaml", []byte("mcpServers:\n  a:\n    command: x\n    index_content: maybe\n"), env(nil))
+	if err == nil || !strings.Contains(err.Error(), "c.yaml") || !strings.Contains(err.Error(), `server "a": field index_content: "maybe"`) {
+		t.Errorf("index_content: maybe: err = %v, want an error naming the file, the server and the field", err)
 	}
 }
 

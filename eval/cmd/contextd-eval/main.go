@@ -49,7 +49,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	floors := fs.String("floors", "", "with --budgets, also assemble with each of these value floors (e.g. 0.5,0.8) to compare them")
 	budgets := fs.String("budgets", "", "instead of ranking, compare assembly at these token budgets (e.g. 500,2000,8000): contextd vs read-all+trim vs greedy-in-order")
 	var only strategyList
-	fs.Var(&only, "strategy", "evaluate only this strategy (repeatable): "+strings.Join(harness.StrategyNames(), ", "))
+	fs.Var(&only, "strategy", "evaluate only this strategy (repeatable): \""+strings.Join(harness.StrategyNames(), "\", \"")+"\"")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: contextd eval --dataset DIR [--split NAME] [--json] [--out DIR] [--strategy NAME]...")
 		fs.PrintDefaults()
