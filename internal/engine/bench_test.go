@@ -3,8 +3,6 @@ package engine_test
 import (
 	"context"
 	"fmt"
-	"hash/fnv"
-	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -12,6 +10,7 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/contextd/contextd/internal/engine"
+	"github.com/contextd/contextd/internal/index/indextest"
 	"github.com/contextd/contextd/internal/lexical"
 	"github.com/contextd/contextd/internal/mcp/mcptest"
 	ctxsync "github.com/contextd/contextd/internal/sync"
@@ -33,7 +32,7 @@ func BenchmarkSearch(b *testing.B) {
 		invoice payment calendar event meeting weather forecast map route image photo video audio
 		document page note task project issue commit branch build test deploy server client cache
 		log metric alert email message chat contact order product price stock report chart`)
-	emb := randomEmbedder{dim: 512}
+	emb := indextest.RandomEmbedder{Dims: 512}
 	for _, bc := range []struct {
 		n        int
 		query    string
@@ -88,27 +87,4 @@ func BenchmarkSearch(b *testing.B) {
 			}
 		})
 	}
-}
-
-// randomEmbedder maps each text to a fixed pseudo-random unit vector: the
-// shape of a sentence encoder's output without its cost.
-type randomEmbedder struct{ dim int }
-
-func (e randomEmbedder) Name() string { return fmt.Sprintf("random-%d", e.dim) }
-func (e randomEmbedder) Dim() int     { return e.dim }
-
-func (e randomEmbedder) Embed(_ context.Context, text string) ([]float32, error) {
-	h := fnv.New64a()
-	h.Write([]byte(text))
-	r := rand.New(rand.NewPCG(h.Sum64(), 1))
-	v := make([]float32, e.dim)
-	var n float64
-	for i := range v {
-		v[i] = float32(r.NormFloat64())
-		n += float64(v[i]) * float64(v[i])
-	}
-	for i := range v {
-		v[i] /= float32(math.Sqrt(n))
-	}
-	return v, nil
 }

@@ -14,6 +14,7 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/contextd/contextd/internal/engine"
+	"github.com/contextd/contextd/internal/index/indextest"
 	"github.com/contextd/contextd/internal/mcp/mcptest"
 )
 
@@ -339,7 +340,7 @@ func BenchmarkSearchTemplates(b *testing.B) {
 						})
 				}
 			}
-			eng := newEngineOpts(b, "", map[string]*mcpsdk.Server{"s": srv}, engine.Options{Embedder: randomEmbedder{dim: 512}})
+			eng := newEngineOpts(b, "", map[string]*mcpsdk.Server{"s": srv}, engine.Options{Embedder: indextest.RandomEmbedder{Dims: 512}})
 			req := engine.SearchRequest{Query: bc.query, Limit: 10}
 			b.ResetTimer()
 			for b.Loop() {
@@ -412,7 +413,7 @@ func TestExpansionUnderBM25DoesNotDependOnTheEmbedder(t *testing.T) {
 	// the embedder; so must the expansion's be, or it is not on their scale.
 	how := engine.Ranking{Lexical: 1, Fusion: engine.FusionConvex, Clauses: 0.3}
 	var scores []map[string]float64
-	for _, emb := range []engine.Options{{}, {Embedder: randomEmbedder{dim: 64}}} {
+	for _, emb := range []engine.Options{{}, {Embedder: indextest.RandomEmbedder{Dims: 64}}} {
 		srv, _ := templateServer(knownIDs("42"))
 		eng := newEngineOpts(t, "", map[string]*mcpsdk.Server{"s": srv}, emb)
 		res, err := eng.Search(t.Context(), engine.SearchRequest{Query: "billing invoices and payments for user 42", Ranking: &how})

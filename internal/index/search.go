@@ -113,6 +113,8 @@ func (ix *Index) Lexical(query string, n int, f Filter) []Hit {
 	return hits
 }
 
+// sortHits orders hits by score, best first, then by key ((server, URI),
+// the order of Key.String, without building the strings).
 func sortHits(h []Hit) {
 	slices.SortStableFunc(h, func(a, b Hit) int {
 		switch {
@@ -121,7 +123,7 @@ func sortHits(h []Hit) {
 		case a.Score < b.Score:
 			return 1
 		}
-		return strings.Compare(a.Key.String(), b.Key.String())
+		return cmp.Or(strings.Compare(a.Key.Server, b.Key.Server), strings.Compare(a.Key.URI, b.Key.URI))
 	})
 }
 
@@ -141,50 +143,36 @@ func (ix *Index) coversAll(servers []string) bool {
 // score from the vectors the entries share with the collections, on every
 // core, and returns the n best (all when n <= 0), best first, ties by key.
 func (ix *Index) scanMixed(vec []float32, n int, server string) []Hit {
-	type cand struct {
-		key          resource.Key
-		vec, passage []float32
-		s            float32
-	}
+	var hits []Hit
+	var vecs, passages [][]float32 // parallel to hits
 	ix.mu.RLock()
-	cs := make([]cand, 0, len(ix.docs))
 	for k, e := range ix.docs {
 		if (server == "" || k.Server == server) && e.vec != nil {
-			c := cand{key: k, vec: e.vec}
+			hits = append(hits, Hit{Key: k})
+			vecs = append(vecs, e.vec)
+			var p []float32
 			if e.content != nil {
-				c.passage = e.content.passage
+				p = e.content.passage
 			}
-			cs = append(cs, c)
+			passages = append(passages, p)
 		}
 	}
 	ix.mu.RUnlock()
 	w := float32(ix.cw)
 	var wg sync.WaitGroup
-	parts := max(1, min(runtime.GOMAXPROCS(0), len(cs)/1024))
+	parts := max(1, min(runtime.GOMAXPROCS(0), len(hits)/1024))
 	for p := range parts {
-		lo, hi := p*len(cs)/parts, (p+1)*len(cs)/parts
+		lo, hi := p*len(hits)/parts, (p+1)*len(hits)/parts
 		wg.Go(func() {
 			for i := lo; i < hi; i++ {
-				cs[i].s = mixed(cs[i].vec, cs[i].passage, vec, w)
+				hits[i].Score = float64(mixed(vecs[i], passages[i], vec, w))
 			}
 		})
 	}
 	wg.Wait()
-	slices.SortFunc(cs, func(a, b cand) int {
-		switch {
-		case a.s > b.s:
-			return -1
-		case a.s < b.s:
-			return 1
-		}
-		return cmp.Or(strings.Compare(a.key.Server, b.key.Server), strings.Compare(a.key.URI, b.key.URI))
-	})
-	if n > 0 && len(cs) > n {
-		cs = cs[:n]
-	}
-	hits := make([]Hit, len(cs))
-	for i, c := range cs {
-		hits[i] = Hit{Key: c.key, Score: float64(c.s)}
+	sortHits(hits)
+	if n > 0 && len(hits) > n {
+		hits = hits[:n]
 	}
 	return hits
 }

@@ -4,8 +4,10 @@ package indextest
 
 import (
 	"context"
+	"fmt"
 	"hash/fnv"
 	"math"
+	"math/rand/v2"
 	"strings"
 	"sync/atomic"
 	"unicode"
@@ -38,6 +40,34 @@ func (e *BagEmbedder) Embed(_ context.Context, text string) ([]float32, error) {
 	}
 	for i := range v {
 		v[i] = float32(float64(v[i]) / math.Sqrt(n))
+	}
+	return v, nil
+}
+
+// RandomEmbedder maps each text to a fixed pseudo-random unit vector of
+// length Dims (Gaussian coordinates, normalised): the shape of a sentence
+// encoder's output without its cost, for benchmarks.
+type RandomEmbedder struct{ Dims int }
+
+// Name implements index.Embedder.
+func (e RandomEmbedder) Name() string { return fmt.Sprintf("random-%d", e.Dims) }
+
+// Dim implements index.Embedder.
+func (e RandomEmbedder) Dim() int { return e.Dims }
+
+// Embed implements index.Embedder.
+func (e RandomEmbedder) Embed(_ context.Context, text string) ([]float32, error) {
+	h := fnv.New64a()
+	h.Write([]byte(text))
+	r := rand.New(rand.NewPCG(h.Sum64(), 1))
+	v := make([]float32, e.Dims)
+	var n float64
+	for i := range v {
+		v[i] = float32(r.NormFloat64())
+		n += float64(v[i]) * float64(v[i])
+	}
+	for i := range v {
+		v[i] /= float32(math.Sqrt(n))
 	}
 	return v, nil
 }
