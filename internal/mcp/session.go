@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/contextd/contextd/internal/config"
@@ -144,12 +145,18 @@ func Connect(ctx context.Context, srv config.Server, opts *Options) (*Session, e
 }
 
 // exited wraps err when the session failed because the server process
-// exited: "server exited (exit status 3); stderr: …".
+// exited: "server exited (exit status 3); stderr: …". An error the server
+// answered, or the caller's deadline, says the process was alive: those
+// are returned at once, without waiting to see whether it exits.
 func (s *Session) exited(err error) error {
 	if s.proc == nil {
 		return err
 	}
+	var werr *jsonrpc.Error
 	gone, status := s.proc.exitStatus()
+	if !gone && (errors.As(err, &werr) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) {
+		return err
+	}
 	if !gone {
 		// The exit and the failed request race: give the reaper a moment.
 		select {

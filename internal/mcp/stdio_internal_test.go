@@ -3,10 +3,16 @@ package mcp
 import (
 	"bufio"
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
 	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
 func filterLines(t testing.TB, in string, bufSize int) string {
@@ -119,4 +125,31 @@ func TestMarkInvalidWithNullMeta(t *testing.T) {
 	if !strings.Contains(string(out), metaInvalid) {
 		t.Errorf("bad blob not marked: %s", out)
 	}
+}
+
+// TestExitedDoesNotWaitOnAnAnswer checks that an error the server answered
+// (or the caller's deadline) is returned at once, while a transport failure
+// gives a running process a moment to be reaped. Fake time (synctest) makes
+// the wait observable without timing the test.
+func TestExitedDoesNotWaitOnAnAnswer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := &Session{proc: &process{exited: make(chan struct{})}, stderr: &tailBuffer{}}
+		for _, tc := range []struct {
+			name string
+			err  error
+			wait bool
+		}{
+			{"error answer", fmt.Errorf("read: %w", &jsonrpc.Error{Code: -32603, Message: "permission denied"}), false},
+			{"deadline", fmt.Errorf("read: %w", context.DeadlineExceeded), false},
+			{"broken pipe", errors.New("connection closed"), true},
+		} {
+			start := time.Now()
+			if got := s.exited(tc.err); got != tc.err {
+				t.Errorf("%s: exited = %v, want the error as it was", tc.name, got)
+			}
+			if waited := time.Since(start) > 0; waited != tc.wait {
+				t.Errorf("%s: waited %v, want a wait: %v", tc.name, time.Since(start), tc.wait)
+			}
+		}
+	})
 }
