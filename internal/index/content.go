@@ -34,17 +34,17 @@ import (
 // (a tool's body is its model-facing description, or its description when
 // it has none) nDCG@10 goes from 0.692 to 0.709, and the queries whose
 // tool has no second description to index still gain (0.648 → 0.660); on
-// the Go standard library docs it goes from 0.589 to 0.743, mostly from the
+// the Go standard library docs it goes from 0.588 to 0.743, mostly from the
 // Content field. A heavier Content field helps the second kind and costs
 // the first; mixing a separate BM25 list of the texts, like the passages,
-// was worse on MetaTool (0.706 at best) and on the Go docs (0.735).
+// was worse on MetaTool (0.706 at best) and on the Go docs (0.740 at best).
 //
 // Content belongs to one version of its descriptor (ContentStamp): when a
 // sync changes the descriptor's size, lastModified or MIME type, the content
 // is dropped, so stale text never ranks, and the caller reads it again.
 // Content of a deleted descriptor is deleted with it. With Options.Dir set
 // it persists in a second chromem-go collection, named like the descriptors'
-// with "contents" for "descriptors".
+// with "contents" for "descriptors". DropContents removes a server's.
 
 // Content limits.
 const (
@@ -106,17 +106,54 @@ func (ix *Index) HasContent(k resource.Key) (bool, time.Time) {
 }
 
 // ContentLen returns how many of server's descriptors (all servers when "")
-// have content indexed.
+// have text indexed. A resource read with no words to index (or whose
+// result was private) does not count, though HasContent reports it.
 func (ix *Index) ContentLen(server string) int {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	n := 0
 	for k, e := range ix.docs {
-		if e.content != nil && (server == "" || k.Server == server) {
+		if e.content != nil && e.content.passage != nil && (server == "" || k.Server == server) {
 			n++
 		}
 	}
 	return n
+}
+
+// DropContents removes the indexed text of every resource of server, so
+// its descriptors rank alone (a server switched to index_content: false
+// over a data_dir that indexed it before). It returns how many resources
+// had content. Errors: ErrClosed, or the store's.
+func (ix *Index) DropContents(ctx context.Context, server string) (int, error) {
+	ix.wmu.Lock()
+	defer ix.wmu.Unlock()
+	if ix.isClosed() {
+		return 0, ErrClosed
+	}
+	var descs []resource.Descriptor
+	var ids []string
+	ix.mu.Lock()
+	for k, e := range ix.docs {
+		if k.Server != server || e.content == nil {
+			continue
+		}
+		if e.content.passage != nil {
+			ids = append(ids, k.String())
+		}
+		e.content = nil
+		ix.docs[k] = e
+		descs = append(descs, e.desc)
+	}
+	ix.mu.Unlock()
+	for _, d := range descs {
+		ix.lex.Upsert(lexDoc(d, ""))
+	}
+	if len(ids) > 0 {
+		if err := ix.ccoll.Delete(ctx, nil, nil, ids...); err != nil {
+			return len(descs), fmt.Errorf("index: drop contents of %s: %v", server, err)
+		}
+	}
+	return len(descs), nil
 }
 
 // SetContents indexes the text of resources whose descriptors are in the

@@ -117,7 +117,17 @@ func (m *Mirror) contentUpdated(uri string) {
 // few seconds on big servers. Only the content worker calls it, one pass at
 // a time.
 func (m *Mirror) indexContents(ctx context.Context, sess *mcp.Session, refreshAged bool) {
-	if m.opts.ContentMaxResources < 0 || !sess.Capabilities().Resources {
+	if m.opts.ContentMaxResources < 0 {
+		// Off: text indexed by an earlier run (a kept data_dir) must not
+		// go on ranking this server.
+		if n, err := m.opts.Index.DropContents(ctx, m.opts.Server); err != nil {
+			m.log.Warn("content index: dropping this server's indexed text failed", "err", err)
+		} else if n > 0 {
+			m.log.Info("content index is off for this server; dropped its indexed text", "resources", n)
+		}
+		return
+	}
+	if !sess.Capabilities().Resources {
 		return
 	}
 	ix := m.opts.Index

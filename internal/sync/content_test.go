@@ -291,3 +291,30 @@ func TestOldContentIsReadAgain(t *testing.T) {
 		}
 	})
 }
+
+// TestContentIndexOffDropsEarlierText checks that a server switched to
+// index_content: false (ContentMaxResources < 0) over an index that holds
+// its text from an earlier run ranks by its descriptors alone.
+func TestContentIndexOffDropsEarlierText(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := mcptest.NewServer(map[string]string{"doc://a": "walrus"}, nil)
+		ix := newIndex(t)
+		on := ctxsync.New(ctxsync.Options{Server: "s", Index: ix, Dial: mcptest.Dial(t, "s", srv)})
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() { defer close(done); _ = on.Run(ctx) }()
+		<-on.Ready()
+		cancel()
+		<-done
+		if got := lexURIs(ix, "walrus"); len(got) != 1 {
+			t.Fatalf("with the content index on: walrus in %v", got)
+		}
+		off := ctxsync.New(ctxsync.Options{Server: "s", Index: ix, Dial: mcptest.Dial(t, "s", srv), ContentMaxResources: -1})
+		start(t, off)
+		<-off.Ready()
+		synctest.Wait()
+		if got := lexURIs(ix, "walrus"); len(got) != 0 || ix.ContentLen("s") != 0 {
+			t.Errorf("with the content index off: walrus in %v, %d contents; want none", got, ix.ContentLen("s"))
+		}
+	})
+}
