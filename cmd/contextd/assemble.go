@@ -39,7 +39,7 @@ func (o *oneShot) register(fs *flag.FlagSet) {
 }
 
 // start loads the config, starts the engine's mirrors and waits for their
-// first sync. stop ends the mirrors and closes the engine.
+// first sync and content pass. stop ends the mirrors and closes the engine.
 //
 // extra names servers to connect to beyond --server (the servers of pinned
 // resources); they do not widen the ranking scope, which is --server.

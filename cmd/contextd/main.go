@@ -95,7 +95,7 @@ func usage(w io.Writer) {
 Commands:
   serve      run the daemon: mirror every configured server, answer gRPC on --listen
   assemble   one-shot, in-process: connect, mirror, select and read within --budget, print, exit
-  search     one-shot, in-process: rank resource descriptors without reading any
+  search     one-shot, in-process: rank resources (descriptors and indexed text); assemble nothing
   query      ask a running daemon to assemble (gRPC client)
   servers    list a running daemon's upstream servers and their state
   eval       measure ranking quality on a BEIR-layout dataset (runs contextd-eval)

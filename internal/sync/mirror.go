@@ -147,7 +147,7 @@ type Mirror struct {
 	status    Status
 	sess      *mcp.Session
 	templates []resource.Template
-	ready     chan struct{} // closed after the first sync attempt (success or not) or failure to connect
+	ready     chan struct{} // see Ready
 	newSess   chan struct{} // closed and replaced whenever sess changes
 	// backingOff is set while sess is nil and the run loop waits out a
 	// backoff rather than reconnecting at once.
@@ -239,9 +239,9 @@ func (m *Mirror) Templates() []resource.Template {
 	return append([]resource.Template(nil), m.templates...)
 }
 
-// Ready is closed once the first connect attempt has either failed, or
-// synced and finished its first content pass (see indexContents; a pass cut
-// short by the session's end counts),
+// Ready is closed once the first connect attempt has either failed (to
+// connect or to sync), or synced and finished its first content pass (see
+// indexContents; a pass cut short by the session's end counts),
 // so a one-shot caller can wait for the initial mirror.
 func (m *Mirror) Ready() <-chan struct{} { return m.ready }
 

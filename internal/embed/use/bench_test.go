@@ -27,7 +27,7 @@ func benchEmbed(b *testing.B, text string) {
 	b.ReportMetric(float64(len(ids)), "tokens")
 }
 
-// BenchmarkEmbedQuery embeds a 12-word query (15 tokens).
+// BenchmarkEmbedQuery embeds a 12-word query (13 tokens).
 func BenchmarkEmbedQuery(b *testing.B) { benchEmbed(b, benchQuery) }
 
 // BenchmarkEmbedDescriptor embeds a 40-word tool description.
