@@ -61,7 +61,7 @@ func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
 }
 
 // loadConfig loads path, or the file Find returns, or the built-in default,
-// and says on stderr which one it used.
+// and says on stderr which one it used and which of its keys it ignores.
 func loadConfig(path string, stderr io.Writer) (*config.Config, error) {
 	if path == "" {
 		path = config.Find()
@@ -71,7 +71,14 @@ func loadConfig(path string, stderr io.Writer) (*config.Config, error) {
 		return config.Default(), nil
 	}
 	fmt.Fprintln(stderr, "contextd: config", path)
-	return config.Load(path)
+	cfg, err := config.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range cfg.Warnings {
+		fmt.Fprintln(stderr, "contextd: warning:", w)
+	}
+	return cfg, nil
 }
 
 // newLogger writes text logs at level to w.

@@ -73,6 +73,11 @@ type Config struct {
 	MaxMessageBytes int
 	// Servers are the upstream MCP servers, sorted by name.
 	Servers []Server
+	// Warnings name the keys the file has that contextd does not read, such
+	// as a host's own (VS Code's inputs, a server's envFile): they are
+	// ignored, and each warning says where. A key a letter or two away from
+	// one contextd reads is not a warning but an error (see Parse).
+	Warnings []string
 }
 
 // Server is one upstream MCP server.
@@ -144,12 +149,29 @@ func Load(path string) (*Config, error) {
 }
 
 // Parse validates data as if read from path. lookup resolves ${VAR} references.
+//
+// A key contextd does not read is ignored with a warning (Config.Warnings),
+// so a host's file works as it is; but a key that looks like a misspelling
+// of one it reads (index_contents, mcp_servers, header) is an error that
+// names the key and suggests the one meant, because ignoring it would
+// silently drop what the user asked for.
 func Parse(path string, data []byte, lookup func(string) (string, bool)) (*Config, error) {
 	var f file
 	if err := yaml.Unmarshal(data, &f); err != nil {
 		return nil, fmt.Errorf("%s: %w: %v", path, ErrInvalid, err)
 	}
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil { // cannot fail where the first did not
+		return nil, fmt.Errorf("%s: %w: %v", path, ErrInvalid, err)
+	}
+	warnings, err := checkKeys(&root)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w: %w", path, ErrInvalid, err)
+	}
 	c := &Config{Path: path, Listen: f.Listen, DataDir: f.DataDir, Tokenizer: f.Tokenizer, Embedder: f.Embedder, MaxMessageBytes: f.MaxMessage}
+	for _, w := range warnings {
+		c.Warnings = append(c.Warnings, path+": "+w)
+	}
 	switch c.Tokenizer {
 	case "", "cl100k_base", "o200k_base":
 	default:

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -46,6 +47,51 @@ func TestClaudeDesktopFileWorksAsIs(t *testing.T) {
 	}
 	if c.Listen != config.DefaultListen || c.Tokenizer != config.DefaultTokenizer || c.DataDir == "" {
 		t.Errorf("defaults not applied: %+v", c)
+	}
+	if want := []string{`claude_desktop_config.json: line 13: key "globalShortcut" is ignored (not one contextd reads)`}; !slices.Equal(c.Warnings, want) {
+		t.Errorf("warnings = %q, want %q", c.Warnings, want)
+	}
+}
+
+// A misspelt key would silently drop what the user asked for (a server
+// whose reads have effects would be read), so it is an error that suggests
+// the key meant; a key contextd has no use for, such as a host's own, is
+// only a warning, so the host's file keeps working.
+func TestMisspeltKeysFailAndForeignKeysWarn(t *testing.T) {
+	for _, tc := range []struct{ body, want string }{
+		{"mcpServers: {a: {command: x, index_contents: false}}", `server "a": line 1: field "index_contents" is not one contextd reads; did you mean "index_content"?`},
+		{"mcpServers: {a: {url: 'http://h/mcp', header: {X: y}}}", `did you mean "headers"?`},
+		{"mcpServers: {a: {command: x, Disable: true}}", `did you mean "disabled"?`},
+		{"mcp_servers: {a: {command: x}}", `line 1: key "mcp_servers" is not one contextd reads; did you mean "mcpServers"?`},
+		{"dataDir: /tmp/x\nmcpServers: {a: {command: x}}", `did you mean "data_dir"?`},
+		{"pollinterval: 1m\nmcpServers: {a: {command: x}}", `did you mean "poll_interval"?`},
+		{"mcpServers: {a: {command: x, agrs: [y]}}", `did you mean "args"?`},
+	} {
+		_, err := config.Parse("c.yaml", []byte(tc.body), env(nil))
+		if !errors.Is(err, config.ErrInvalid) || !strings.Contains(err.Error(), "c.yaml: ") || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s:\n err = %v\nwant ErrInvalid naming the file and %q", tc.body, err, tc.want)
+		}
+	}
+	const vscode = `{
+  "inputs": [{"type": "promptString", "id": "token"}],
+  "servers": {
+    "gh": {"type": "stdio", "command": "gh-mcp", "envFile": "${workspaceFolder}/.env", "timeout": 30}
+  }
+}`
+	c, err := config.Parse("mcp.json", []byte(vscode), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		`mcp.json: line 2: key "inputs" is ignored (not one contextd reads)`,
+		`mcp.json: server "gh": line 4: field "envFile" is ignored (not one contextd reads)`,
+		`mcp.json: server "gh": line 4: field "timeout" is ignored (not one contextd reads)`,
+	}
+	if !slices.Equal(c.Warnings, want) {
+		t.Errorf("warnings = %q\nwant %q", c.Warnings, want)
+	}
+	if len(c.Servers) != 1 || c.Servers[0].Command != "gh-mcp" {
+		t.Errorf("servers = %+v, want gh kept", c.Servers)
 	}
 }
 
