@@ -66,6 +66,8 @@ func TestMisspeltKeysFailAndForeignKeysWarn(t *testing.T) {
 		{"dataDir: /tmp/x\nmcpServers: {a: {command: x}}", `did you mean "data_dir"?`},
 		{"pollinterval: 1m\nmcpServers: {a: {command: x}}", `did you mean "poll_interval"?`},
 		{"mcpServers: {a: {command: x, agrs: [y]}}", `did you mean "args"?`},
+		{"base: &b {command: x, index_contents: false}\nmcpServers: {a: {<<: *b, args: [y]}}", `server "a": line 1: field "index_contents"`},
+		{"base: &b {command: x, index_contents: false}\nmcpServers: {a: *b}", `server "a": line 1: field "index_contents"`},
 	} {
 		_, err := config.Parse("c.yaml", []byte(tc.body), env(nil))
 		if !errors.Is(err, config.ErrInvalid) || !strings.Contains(err.Error(), "c.yaml: ") || !strings.Contains(err.Error(), tc.want) {
@@ -92,6 +94,11 @@ func TestMisspeltKeysFailAndForeignKeysWarn(t *testing.T) {
 	}
 	if len(c.Servers) != 1 || c.Servers[0].Command != "gh-mcp" {
 		t.Errorf("servers = %+v, want gh kept", c.Servers)
+	}
+	// YAML merge keys and aliases are YAML, not unknown keys.
+	c, err = config.Parse("m.yaml", []byte("mcpServers:\n  a: &a {command: x, index_content: false}\n  b: {<<: *a, args: [y]}\n  c: *a\n"), env(nil))
+	if err != nil || len(c.Warnings) != 0 || len(c.Servers) != 3 || !c.Servers[1].NoContentIndex || c.Servers[1].Command != "x" {
+		t.Errorf("merge keys: err %v, warnings %q, servers %+v", err, c.Warnings, c.Servers)
 	}
 }
 

@@ -49,20 +49,54 @@ func checkKeys(doc *yaml.Node) (warnings []string, err error) {
 			continue
 		}
 		for j := 0; j+1 < len(v.Content); j += 2 {
-			name, s := v.Content[j].Value, v.Content[j+1]
-			if s.Kind != yaml.MappingNode {
-				continue
+			w, err := checkServer(v.Content[j].Value, v.Content[j+1], 0)
+			if err != nil {
+				return nil, err
 			}
-			for l := 0; l < len(s.Content); l += 2 {
-				key := s.Content[l]
-				if slices.Contains(serverKeys, key.Value) {
-					continue
-				}
-				if want := suggest(key.Value, serverKeys); want != "" {
-					return nil, fmt.Errorf("server %q: line %d: field %q is not one contextd reads; did you mean %q?", name, key.Line, key.Value, want)
-				}
-				warnings = append(warnings, fmt.Sprintf("server %q: line %d: field %q is ignored (not one contextd reads)", name, key.Line, key.Value))
+			warnings = append(warnings, w...)
+		}
+	}
+	return warnings, nil
+}
+
+// checkServer checks one server's mapping as checkKeys does, following
+// aliases (b: *a) and YAML merge keys (<<: *defaults), whose keys count as
+// the server's own. depth bounds alias chains.
+func checkServer(name string, s *yaml.Node, depth int) (warnings []string, err error) {
+	if depth > 8 {
+		return nil, nil
+	}
+	switch s.Kind {
+	case yaml.AliasNode:
+		return checkServer(name, s.Alias, depth+1)
+	case yaml.SequenceNode: // <<: [*a, *b]
+		for _, m := range s.Content {
+			w, err := checkServer(name, m, depth+1)
+			if err != nil {
+				return nil, err
 			}
+			warnings = append(warnings, w...)
+		}
+		return warnings, nil
+	case yaml.MappingNode:
+	default:
+		return nil, nil
+	}
+	for l := 0; l+1 < len(s.Content); l += 2 {
+		key := s.Content[l]
+		switch {
+		case key.Value == "<<" && key.Tag == "!!merge":
+			w, err := checkServer(name, s.Content[l+1], depth+1)
+			if err != nil {
+				return nil, err
+			}
+			warnings = append(warnings, w...)
+		case slices.Contains(serverKeys, key.Value):
+		default:
+			if want := suggest(key.Value, serverKeys); want != "" {
+				return nil, fmt.Errorf("server %q: line %d: field %q is not one contextd reads; did you mean %q?", name, key.Line, key.Value, want)
+			}
+			warnings = append(warnings, fmt.Sprintf("server %q: line %d: field %q is ignored (not one contextd reads)", name, key.Line, key.Value))
 		}
 	}
 	return warnings, nil
