@@ -102,6 +102,40 @@ func TestMisspeltKeysFailAndForeignKeysWarn(t *testing.T) {
 	}
 }
 
+// Servers reached through an alias or a merge key, at the top level or in
+// the server map, are decoded like any other, so they are checked like any
+// other; the merge key itself is neither a key nor a server, and a merged
+// entry the mapping overrides is not what the decoder uses, so it is not
+// checked. A null server name (~) would make the decoder drop the server.
+func TestMergedAndAliasedServersAreChecked(t *testing.T) {
+	for _, tc := range []struct{ body, want string }{
+		{"d: &d {a: {command: x, index_contents: false}}\nmcpServers: *d", `server "a": line 1: field "index_contents"`},
+		{"d: &d {a: {command: x, index_contents: false}}\nmcpServers: {<<: *d, b: {command: y}}", `server "a": line 1: field "index_contents"`},
+		{"d: &d {mcpServers: {a: {command: x, index_contents: false}}}\n<<: *d", `server "a": line 1: field "index_contents"`},
+		{"d: &d {mcp_servers: {a: {command: x}}}\n<<: *d", `line 1: key "mcp_servers"`},
+		{"mcpServers: {~: {command: x}}", `line 1: server name ~ is YAML's null`},
+	} {
+		_, err := config.Parse("c.yaml", []byte(tc.body), env(nil))
+		if !errors.Is(err, config.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s:\n err = %v\nwant ErrInvalid naming %q", tc.body, err, tc.want)
+		}
+	}
+	const y = `shared: &s {a: {command: x}, b: {command: z, index_contents: false}}
+<<: {listen: "unix:///s"}
+mcpServers: {<<: *s, b: {command: y}}
+`
+	c, err := config.Parse("m.yaml", []byte(y), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{`m.yaml: line 1: key "shared" is ignored (not one contextd reads)`}; !slices.Equal(c.Warnings, want) {
+		t.Errorf("warnings = %q, want %q", c.Warnings, want)
+	}
+	if c.Listen != "unix:///s" || len(c.Servers) != 2 || c.Servers[0].Command != "x" || c.Servers[1].Command != "y" {
+		t.Errorf("listen %q, servers %+v; want the merged listen, a from the merge, b its own", c.Listen, c.Servers)
+	}
+}
+
 func TestYAMLWithSettingsAndVSCodeServers(t *testing.T) {
 	const y = `
 listen: unix:///run/contextd.sock

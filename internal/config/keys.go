@@ -30,26 +30,31 @@ func yamlKeys(v any) []string {
 // checkKeys walks a parsed file's top-level mapping and each server's
 // mapping. It returns a warning for each key contextd does not read, and an
 // error for the first that looks like a misspelling of one it does
-// (suggest).
+// (suggest). It sees each mapping as the decoder does (pairs), so servers
+// reached through an alias or a merge key are checked too, and a merge key
+// is not mistaken for a key or a server.
 func checkKeys(doc *yaml.Node) (warnings []string, err error) {
-	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
-		return nil, nil // empty, or a shape the typed decode already judged
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
+		return nil, nil // empty
 	}
-	top := doc.Content[0]
-	for i := 0; i+1 < len(top.Content); i += 2 {
-		k, v := top.Content[i].Value, top.Content[i+1]
-		if !slices.Contains(topKeys, k) {
-			if want := suggest(k, topKeys); want != "" {
-				return nil, fmt.Errorf("line %d: key %q is not one contextd reads; did you mean %q?", top.Content[i].Line, k, want)
+	for _, kv := range pairs(doc.Content[0], 0) {
+		k, v := kv[0], kv[1]
+		if !slices.Contains(topKeys, k.Value) {
+			if want := suggest(k.Value, topKeys); want != "" {
+				return nil, fmt.Errorf("line %d: key %q is not one contextd reads; did you mean %q?", k.Line, k.Value, want)
 			}
-			warnings = append(warnings, fmt.Sprintf("line %d: key %q is ignored (not one contextd reads)", top.Content[i].Line, k))
+			warnings = append(warnings, fmt.Sprintf("line %d: key %q is ignored (not one contextd reads)", k.Line, k.Value))
 			continue
 		}
-		if (k != "mcpServers" && k != "servers") || v.Kind != yaml.MappingNode {
+		if k.Value != "mcpServers" && k.Value != "servers" {
 			continue
 		}
-		for j := 0; j+1 < len(v.Content); j += 2 {
-			w, err := checkServer(v.Content[j].Value, v.Content[j+1], 0)
+		for _, s := range pairs(v, 0) {
+			if s[0].ShortTag() == "!!null" {
+				// The decoder drops a null key, and the server with it.
+				return nil, fmt.Errorf("line %d: server name %s is YAML's null; quote it to use it as a name", s[0].Line, s[0].Value)
+			}
+			w, err := checkServer(s[0].Value, s[1])
 			if err != nil {
 				return nil, err
 			}
@@ -59,47 +64,68 @@ func checkKeys(doc *yaml.Node) (warnings []string, err error) {
 	return warnings, nil
 }
 
-// checkServer checks one server's mapping as checkKeys does, following
-// aliases (b: *a) and YAML merge keys (<<: *defaults), whose keys count as
-// the server's own. depth bounds alias chains.
-func checkServer(name string, s *yaml.Node, depth int) (warnings []string, err error) {
-	if depth > 8 {
-		return nil, nil
-	}
-	switch s.Kind {
-	case yaml.AliasNode:
-		return checkServer(name, s.Alias, depth+1)
-	case yaml.SequenceNode: // <<: [*a, *b]
-		for _, m := range s.Content {
-			w, err := checkServer(name, m, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			warnings = append(warnings, w...)
+// checkServer checks one server's mapping as checkKeys does; the keys of
+// mappings it merges (<<: *defaults) count as the server's own.
+func checkServer(name string, s *yaml.Node) (warnings []string, err error) {
+	for _, kv := range pairs(s, 0) {
+		key := kv[0]
+		if slices.Contains(serverKeys, key.Value) {
+			continue
 		}
-		return warnings, nil
-	case yaml.MappingNode:
-	default:
-		return nil, nil
-	}
-	for l := 0; l+1 < len(s.Content); l += 2 {
-		key := s.Content[l]
-		switch {
-		case key.Value == "<<" && key.Tag == "!!merge":
-			w, err := checkServer(name, s.Content[l+1], depth+1)
-			if err != nil {
-				return nil, err
-			}
-			warnings = append(warnings, w...)
-		case slices.Contains(serverKeys, key.Value):
-		default:
-			if want := suggest(key.Value, serverKeys); want != "" {
-				return nil, fmt.Errorf("server %q: line %d: field %q is not one contextd reads; did you mean %q?", name, key.Line, key.Value, want)
-			}
-			warnings = append(warnings, fmt.Sprintf("server %q: line %d: field %q is ignored (not one contextd reads)", name, key.Line, key.Value))
+		if want := suggest(key.Value, serverKeys); want != "" {
+			return nil, fmt.Errorf("server %q: line %d: field %q is not one contextd reads; did you mean %q?", name, key.Line, key.Value, want)
 		}
+		warnings = append(warnings, fmt.Sprintf("server %q: line %d: field %q is ignored (not one contextd reads)", name, key.Line, key.Value))
 	}
 	return warnings, nil
+}
+
+// pairs returns the key and value nodes of mapping n as the decoder sees
+// them: an alias (*a) is followed, and a merge key (<<: *a or
+// <<: [*a, *b]) is replaced by the pairs of the mappings it merges, less
+// those whose key n, or a mapping merged before, already has (that one
+// wins). It returns nil when n is not a mapping. depth bounds alias and
+// merge chains; the decoder has already rejected a cycle on these paths.
+func pairs(n *yaml.Node, depth int) [][2]*yaml.Node {
+	for n != nil && n.Kind == yaml.AliasNode && depth <= 8 {
+		n, depth = n.Alias, depth+1
+	}
+	if n == nil || n.Kind != yaml.MappingNode || depth > 8 {
+		return nil
+	}
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if !isMerge(n.Content[i]) {
+			seen[n.Content[i].Value] = true
+		}
+	}
+	var out [][2]*yaml.Node
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if !isMerge(k) {
+			out = append(out, [2]*yaml.Node{k, v})
+			continue
+		}
+		merged := []*yaml.Node{v}
+		if v.Kind == yaml.SequenceNode {
+			merged = v.Content
+		}
+		for _, m := range merged {
+			for _, kv := range pairs(m, depth+1) {
+				if !seen[kv[0].Value] {
+					seen[kv[0].Value] = true
+					out = append(out, kv)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// isMerge reports whether k is a YAML merge key (<<), as the decoder
+// decides it: a quoted "<<" is an ordinary key.
+func isMerge(k *yaml.Node) bool {
+	return k.Kind == yaml.ScalarNode && k.Value == "<<" && (k.Tag == "!" || k.ShortTag() == "!!merge")
 }
 
 // suggest returns the key in known that k is most likely a misspelling of:
