@@ -95,6 +95,15 @@ func TestMisspeltKeysFailAndForeignKeysWarn(t *testing.T) {
 	if len(c.Servers) != 1 || c.Servers[0].Command != "gh-mcp" {
 		t.Errorf("servers = %+v, want gh kept", c.Servers)
 	}
+	// A key marked as no setting, the way a JSON file comments one out, is
+	// foreign even where dropping "_" and "-" would spell one of ours.
+	c, err = config.Parse("c.json", []byte(`{"$schema": "s", "x-servers": {}, "_servers": {}, "mcpServers": {"a": {"command": "x", "_command": "y", "_env": {}, "X-Url": "u", "//": "c"}}}`), env(nil))
+	if err != nil {
+		t.Fatalf("marked keys: %v", err)
+	}
+	if len(c.Warnings) != 7 || len(c.Servers) != 1 || c.Servers[0].Command != "x" {
+		t.Errorf("marked keys: warnings %q, servers %+v; want 7 warnings and a kept", c.Warnings, c.Servers)
+	}
 	// YAML merge keys and aliases are YAML, not unknown keys.
 	c, err = config.Parse("m.yaml", []byte("mcpServers:\n  a: &a {command: x, index_content: false}\n  b: {<<: *a, args: [y]}\n  c: *a\n"), env(nil))
 	if err != nil || len(c.Warnings) != 0 || len(c.Servers) != 3 || !c.Servers[1].NoContentIndex || c.Servers[1].Command != "x" {

@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -132,8 +134,11 @@ func isMerge(k *yaml.Node) bool {
 // the same letters in another case or with "_" and "-" moved, or at most
 // one edit away (two for keys of eight or more letters), by Damerau–
 // Levenshtein distance over lower-case letters. It returns "" when none is
-// that close.
+// that close, and for a key marked as not a setting (markedForeign).
 func suggest(k string, known []string) string {
+	if markedForeign(k) {
+		return ""
+	}
 	norm := func(s string) string {
 		return strings.NewReplacer("_", "", "-", "").Replace(strings.ToLower(s))
 	}
@@ -149,6 +154,16 @@ func suggest(k string, known []string) string {
 		}
 	}
 	return best
+}
+
+// markedForeign reports whether k starts with something other than a
+// letter or with "x-": the way a person marks a key as no setting in a file
+// without comments, such as "_command" for a command switched off, "_comment",
+// "$schema" or an "x-defaults" that holds YAML anchors. Such a key is never
+// a misspelling, though once "_" and "-" are dropped it may spell one.
+func markedForeign(k string) bool {
+	r, _ := utf8.DecodeRuneInString(k)
+	return !unicode.IsLetter(r) || len(k) > 1 && (k[0] == 'x' || k[0] == 'X') && (k[1] == '-' || k[1] == '_')
 }
 
 // editDistance is the optimal string alignment distance between a and b
