@@ -14,8 +14,10 @@
 package config
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -164,6 +166,9 @@ func Parse(path string, data []byte, lookup func(string) (string, bool)) (*Confi
 	if err := yaml.Unmarshal(data, &root); err != nil { // cannot fail where the first did not
 		return nil, fmt.Errorf("%s: %w: %v", path, ErrInvalid, err)
 	}
+	if err := checkOneDocument(data); err != nil {
+		return nil, fmt.Errorf("%s: %w: %w", path, ErrInvalid, err)
+	}
 	warnings, err := checkKeys(&root)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w: %w", path, ErrInvalid, err)
@@ -230,6 +235,30 @@ func Parse(path string, data []byte, lookup func(string) (string, bool)) (*Confi
 	}
 	slices.SortFunc(c.Servers, func(a, b Server) int { return strings.Compare(a.Name, b.Name) })
 	return c, nil
+}
+
+// checkOneDocument returns an error when data has more than its first
+// document: yaml.Unmarshal reads only the first, so the keys of a later one
+// (after a "---"), or text after a JSON object's closing brace, would be
+// dropped without a word. An empty document, as after a trailing "---", is
+// not one.
+func checkOneDocument(data []byte) error {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var n yaml.Node
+	if dec.Decode(&n) != nil {
+		return nil // empty, or an error Unmarshal has reported
+	}
+	for {
+		n = yaml.Node{}
+		switch err := dec.Decode(&n); {
+		case errors.Is(err, io.EOF):
+			return nil
+		case err != nil:
+			return fmt.Errorf("text after the end of the first document: %v", err)
+		case len(n.Content) > 0 && n.Content[0].ShortTag() != "!!null":
+			return fmt.Errorf("line %d: a second YAML document; contextd reads one, so put its keys in the first", n.Content[0].Line)
+		}
+	}
 }
 
 func (sf serverFile) resolve(name string, lookup func(string) (string, bool)) (Server, error) {

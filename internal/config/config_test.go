@@ -104,6 +104,12 @@ func TestMisspeltKeysFailAndForeignKeysWarn(t *testing.T) {
 	if len(c.Warnings) != 7 || len(c.Servers) != 1 || c.Servers[0].Command != "x" {
 		t.Errorf("marked keys: warnings %q, servers %+v; want 7 warnings and a kept", c.Warnings, c.Servers)
 	}
+	// A document end marker or an empty document after the first is no setting.
+	for _, tail := range []string{"---\n", "...\n", "---\n# all off\n", "---\n~\n"} {
+		if c, err := config.Parse("c.yaml", []byte("mcpServers: {a: {command: x}}\n"+tail), env(nil)); err != nil || len(c.Servers) != 1 {
+			t.Errorf("then %q: err %v", tail, err)
+		}
+	}
 	// YAML merge keys and aliases are YAML, not unknown keys.
 	c, err = config.Parse("m.yaml", []byte("mcpServers:\n  a: &a {command: x, index_content: false}\n  b: {<<: *a, args: [y]}\n  c: *a\n"), env(nil))
 	if err != nil || len(c.Warnings) != 0 || len(c.Servers) != 3 || !c.Servers[1].NoContentIndex || c.Servers[1].Command != "x" {
@@ -203,6 +209,9 @@ func TestErrorsNameFileServerAndField(t *testing.T) {
 		{"unknown tokenizer", "tokenizer: p50k\nmcpServers: {a: {command: x}}", []string{"bad.yaml", "field tokenizer", "p50k", "cl100k_base"}},
 		{"unknown embedder", "embedder: word2vec\nmcpServers: {a: {command: x}}", []string{"bad.yaml", "field embedder", "word2vec", "use-lite"}},
 		{"defined twice", "mcpServers: {a: {command: x}}\nservers: {a: {command: y}}", []string{`server "a"`, "both"}},
+		// yaml.Unmarshal reads the first document and stops, dropping the rest.
+		{"second document", "mcpServers: {a: {command: x}}\n---\nlisten: 127.0.0.1:1\n", []string{"bad.yaml", "line 3", "second YAML document"}},
+		{"a stray brace", "{\"mcpServers\": {\"a\": {\"command\": \"x\"}}},\n  \"b\": {\"command\": \"y\"}\n}}\n", []string{"bad.yaml", "after the end of the first document"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := config.Parse("bad.yaml", []byte(tc.body), env(nil))
