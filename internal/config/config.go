@@ -6,6 +6,7 @@
 //
 //   - Claude Desktop and Cursor: {"mcpServers": {NAME: {command, args, env, cwd} | {url, headers}}}
 //   - VS Code: {"servers": {NAME: {"type": "stdio"|"http"|"sse", ...}}}
+//   - GitHub Copilot CLI: {"mcpServers": {NAME: {"type": "local"|"http"|"sse", ...}}}
 //
 // Files may be YAML or JSON (JSON is read as YAML). String values in command,
 // args, env, cwd, url and headers may reference the environment as ${VAR} or
@@ -301,7 +302,7 @@ func (sf serverFile) resolve(name string, lookup func(string) (string, bool)) (S
 		default:
 			return Server{}, fmt.Errorf("server %q: missing command (stdio) or url (Streamable HTTP)", name)
 		}
-	case "stdio":
+	case "stdio", "local": // "local": GitHub Copilot CLI's mcp-config.json
 		typ = TransportStdio
 	case "http", "streamable-http", "streamablehttp", "streamable_http":
 		typ = TransportHTTP

@@ -151,6 +151,22 @@ mcpServers: {<<: *s, b: {command: y}}
 	}
 }
 
+// GitHub Copilot CLI's mcp-config.json calls a stdio server "local" and
+// has keys of its own (tools), which are only warnings.
+func TestCopilotCLIFileWorksAsIs(t *testing.T) {
+	const copilot = `{"mcpServers": {
+  "playwright": {"type": "local", "command": "npx", "args": ["@playwright/mcp@latest"], "env": {}, "tools": ["*"]},
+  "github": {"type": "http", "url": "https://api.githubcopilot.com/mcp/", "headers": {"X-MCP-Toolsets": "repos"}, "tools": ["*"]}
+}}`
+	c, err := config.Parse("mcp-config.json", []byte(copilot), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Servers) != 2 || c.Servers[1].Transport != config.TransportStdio || c.Servers[1].Command != "npx" || len(c.Warnings) != 2 {
+		t.Errorf("servers %+v, warnings %q; want playwright on stdio and two warnings for tools", c.Servers, c.Warnings)
+	}
+}
+
 func TestYAMLWithSettingsAndVSCodeServers(t *testing.T) {
 	const y = `
 listen: unix:///run/contextd.sock
