@@ -159,12 +159,15 @@ func Load(path string) (*Config, error) {
 // names the key and suggests the one meant, because ignoring it would
 // silently drop what the user asked for.
 func Parse(path string, data []byte, lookup func(string) (string, bool)) (*Config, error) {
-	var f file
-	if err := yaml.Unmarshal(data, &f); err != nil {
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
 		return nil, fmt.Errorf("%s: %w: %v", path, ErrInvalid, err)
 	}
-	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil { // cannot fail where the first did not
+	if err := checkServerLists(&root); err != nil { // before the decoder names Go types
+		return nil, fmt.Errorf("%s: %w: %w", path, ErrInvalid, err)
+	}
+	var f file
+	if err := yaml.Unmarshal(data, &f); err != nil {
 		return nil, fmt.Errorf("%s: %w: %v", path, ErrInvalid, err)
 	}
 	if err := checkOneDocument(data); err != nil {

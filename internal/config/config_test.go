@@ -2,6 +2,7 @@ package config_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -221,6 +222,7 @@ func TestErrorsNameFileServerAndField(t *testing.T) {
 		{"bad type", `mcpServers: {t: {type: carrier-pigeon, command: x}}`, []string{`server "t"`, "field type", "carrier-pigeon"}},
 		{"stdio without command", `mcpServers: {s: {type: stdio}}`, []string{`server "s"`, "field command"}},
 		{"not yaml", "mcpServers: [", []string{"bad.yaml"}},
+		{"servers as a list", "mcpServers:\n  - name: a\n    command: x\n", []string{"bad.yaml", "line 1", "field mcpServers: a list; want a mapping"}},
 		{"bad poll interval", "poll_interval: often\nmcpServers: {a: {command: x}}", []string{"bad.yaml", "poll_interval", "often"}},
 		{"unknown tokenizer", "tokenizer: p50k\nmcpServers: {a: {command: x}}", []string{"bad.yaml", "field tokenizer", "p50k", "cl100k_base"}},
 		{"unknown embedder", "embedder: word2vec\nmcpServers: {a: {command: x}}", []string{"bad.yaml", "field embedder", "word2vec", "use-lite"}},
@@ -240,6 +242,27 @@ func TestErrorsNameFileServerAndField(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A small file of aliases to aliases (<<: [*a, *a, …] four deep) names
+// 10⁸ merges; checking its keys must not make them.
+func TestAliasesOfAliasesAreCheap(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("a0: &a0 {command: x}\n")
+	for i := 1; i <= 4; i++ {
+		fmt.Fprintf(&b, "a%d: &a%d {<<: [*a%d%s]}\n", i, i, i-1, strings.Repeat(fmt.Sprintf(", *a%d", i-1), 99))
+	}
+	b.WriteString("<<: *a4\nmcpServers: {s: *a4}\n")
+	done := make(chan error, 1)
+	go func() { _, err := config.Parse("c.yaml", []byte(b.String()), env(nil)); done <- err }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, config.ErrInvalid) {
+			t.Errorf("err = %v, want ErrInvalid (excessive aliasing)", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("Parse of %d bytes still running after 10s", b.Len())
 	}
 }
 

@@ -39,7 +39,7 @@ func checkKeys(doc *yaml.Node) (warnings []string, err error) {
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
 		return nil, nil // empty
 	}
-	for _, kv := range pairs(doc.Content[0], 0) {
+	for _, kv := range pairs(doc.Content[0]) {
 		k, v := kv[0], kv[1]
 		if !slices.Contains(topKeys, k.Value) {
 			if want := suggest(k.Value, topKeys); want != "" {
@@ -51,7 +51,7 @@ func checkKeys(doc *yaml.Node) (warnings []string, err error) {
 		if k.Value != "mcpServers" && k.Value != "servers" {
 			continue
 		}
-		for _, s := range pairs(v, 0) {
+		for _, s := range pairs(v) {
 			if s[0].ShortTag() == "!!null" {
 				// The decoder drops a null key, and the server with it.
 				return nil, fmt.Errorf("line %d: server name %s is YAML's null; quote it to use it as a name", s[0].Line, s[0].Value)
@@ -66,10 +66,29 @@ func checkKeys(doc *yaml.Node) (warnings []string, err error) {
 	return warnings, nil
 }
 
+// checkServerLists returns an error when mcpServers or servers is a list,
+// as in Continue's config.yaml, rather than a mapping from name to server:
+// the decoder's own error would name Go types.
+func checkServerLists(doc *yaml.Node) error {
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
+		return nil
+	}
+	for _, kv := range pairs(doc.Content[0]) {
+		v := kv[1]
+		if v.Kind == yaml.AliasNode {
+			v = v.Alias
+		}
+		if (kv[0].Value == "mcpServers" || kv[0].Value == "servers") && v != nil && v.Kind == yaml.SequenceNode {
+			return fmt.Errorf("line %d: field %s: a list; want a mapping from each server's name to its command or url, as in Claude Desktop's file", kv[0].Line, kv[0].Value)
+		}
+	}
+	return nil
+}
+
 // checkServer checks one server's mapping as checkKeys does; the keys of
 // mappings it merges (<<: *defaults) count as the server's own.
 func checkServer(name string, s *yaml.Node) (warnings []string, err error) {
-	for _, kv := range pairs(s, 0) {
+	for _, kv := range pairs(s) {
 		key := kv[0]
 		if slices.Contains(serverKeys, key.Value) {
 			continue
@@ -86,15 +105,24 @@ func checkServer(name string, s *yaml.Node) (warnings []string, err error) {
 // them: an alias (*a) is followed, and a merge key (<<: *a or
 // <<: [*a, *b]) is replaced by the pairs of the mappings it merges, less
 // those whose key n, or a mapping merged before, already has (that one
-// wins). It returns nil when n is not a mapping. depth bounds alias and
-// merge chains; the decoder has already rejected a cycle on these paths.
-func pairs(n *yaml.Node, depth int) [][2]*yaml.Node {
-	for n != nil && n.Kind == yaml.AliasNode && depth <= 8 {
-		n, depth = n.Alias, depth+1
+// wins). It returns nil when n is not a mapping.
+func pairs(n *yaml.Node) [][2]*yaml.Node {
+	return mergedPairs(n, map[*yaml.Node]bool{})
+}
+
+// mergedPairs is pairs, skipping the mappings in visited: a mapping merged
+// a second time adds no key the first did not, and skipping it keeps a
+// small file of aliases to aliases (<<: [*a, *a, …]) from costing
+// exponential time, or a cycle from never ending.
+func mergedPairs(n *yaml.Node, visited map[*yaml.Node]bool) [][2]*yaml.Node {
+	for n != nil && n.Kind == yaml.AliasNode && !visited[n] {
+		visited[n] = true
+		n = n.Alias
 	}
-	if n == nil || n.Kind != yaml.MappingNode || depth > 8 {
+	if n == nil || n.Kind != yaml.MappingNode || visited[n] {
 		return nil
 	}
+	visited[n] = true
 	seen := map[string]bool{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		if !isMerge(n.Content[i]) {
@@ -113,7 +141,7 @@ func pairs(n *yaml.Node, depth int) [][2]*yaml.Node {
 			merged = v.Content
 		}
 		for _, m := range merged {
-			for _, kv := range pairs(m, depth+1) {
+			for _, kv := range mergedPairs(m, visited) {
 				if !seen[kv[0].Value] {
 					seen[kv[0].Value] = true
 					out = append(out, kv)
