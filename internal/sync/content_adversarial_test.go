@@ -672,3 +672,60 @@ func TestContentWithBlankStartSurvivesADescriptorEdit(t *testing.T) {
 		}
 	})
 }
+
+// TestReadyWaitsForAFirstPassThatCompletes: a session that ends in the
+// middle of the first content pass must not close Ready with part of the
+// text indexed; the next session's pass does, so a one-shot command ranks
+// with every text.
+func TestReadyWaitsForAFirstPassThatCompletes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := mcptest.NewServer(nil, nil)
+		var mu gosync.Mutex
+		var first *mcpsdk.ServerSession // the first session, ended by its first read
+		killed := false
+		for i := range 3 {
+			uri := fmt.Sprintf("doc://%d", i)
+			addHandler(srv, uri, func(ctx context.Context, _ *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+				mu.Lock()
+				kill := !killed && first != nil
+				killed = killed || kill
+				ss := first
+				mu.Unlock()
+				if kill {
+					go ss.Close()
+					<-ctx.Done()
+					return nil, ctx.Err()
+				}
+				return textResult(uri, "text of "+uri), nil
+			})
+		}
+		dial := func(ctx context.Context, opts *mcp.Options) (*mcp.Session, error) {
+			ct, st := mcpsdk.NewInMemoryTransports()
+			ss, err := srv.Connect(ctx, st, nil)
+			if err != nil {
+				return nil, err
+			}
+			t.Cleanup(func() { _ = ss.Close() })
+			mu.Lock()
+			if first == nil {
+				first = ss
+			}
+			mu.Unlock()
+			sess, err := mcp.ConnectTransport(ctx, "s", ct, opts)
+			if err == nil {
+				t.Cleanup(func() { _ = sess.Close() })
+			}
+			return sess, err
+		}
+		ix := newIndex(t)
+		m := ctxsync.New(ctxsync.Options{Server: "s", Index: ix, Dial: dial})
+		start(t, m)
+		<-m.Ready()
+		if got := ix.ContentLen("s"); got != 3 {
+			t.Errorf("at Ready, %d texts indexed; want all 3 (the session that ended mid-pass must not count as a first pass)", got)
+		}
+		if st := m.Status(); st.Syncs < 2 {
+			t.Errorf("%d syncs at Ready; want the second session's", st.Syncs)
+		}
+	})
+}

@@ -239,10 +239,11 @@ func (m *Mirror) Templates() []resource.Template {
 	return append([]resource.Template(nil), m.templates...)
 }
 
-// Ready is closed once the first connect attempt has either failed (to
-// connect or to sync), or synced and finished its first content pass (see
-// indexContents; a pass cut short by the session's end counts),
-// so a one-shot caller can wait for the initial mirror.
+// Ready is closed once a connect attempt has failed (to connect or to
+// sync), or a session has synced and finished its first content pass (see
+// indexContents), or the mirror stops, so a one-shot caller can wait for the
+// initial mirror. A session that ends in the middle of its first pass does
+// not count: the next attempt decides.
 func (m *Mirror) Ready() <-chan struct{} { return m.ready }
 
 // Run mirrors the server until ctx ends, then closes the session. It returns
@@ -403,7 +404,10 @@ func (m *Mirror) serve(ctx context.Context, sess *mcp.Session, warm []string) (e
 	var worker gosync.WaitGroup
 	defer func() { stopWorker(); worker.Wait() }()
 	worker.Go(func() {
-		defer m.markReady() // a session that ends before its first pass
+		// A session that ends before its first pass completes leaves Ready
+		// to the next session (its first pass, or a failure to connect or
+		// sync), so a one-shot command never ranks with part of the text.
+		// A mirror that stops marks Ready on its way out (Run).
 		var refresh <-chan time.Time
 		for first := true; ; first = false {
 			select {
@@ -415,6 +419,9 @@ func (m *Mirror) serve(ctx context.Context, sess *mcp.Session, warm []string) (e
 			// The first pass leaves old text for later, so Ready does not
 			// wait for texts that are only being checked.
 			m.indexContents(wctx, sess, !first)
+			if wctx.Err() != nil {
+				return // cut short by the session's end
+			}
 			m.markReady()
 			if m.opts.ContentMaxAge > 0 && m.opts.ContentMaxResources >= 0 {
 				refresh = time.After(max(m.opts.ContentMaxAge/4, time.Minute))
