@@ -35,9 +35,7 @@ func (ix *Index) Score(ctx context.Context, query string, d resource.Descriptor,
 	if len(qv) != len(dv) {
 		return 0, 0, fmt.Errorf("index: embedder returned vectors of %d and %d dimensions", len(qv), len(dv))
 	}
-	var dot float32 // as chromem-go computes it: both vectors are unit length
-	for i := range qv {
-		dot += qv[i] * dv[i]
-	}
-	return float64(dot), ix.lex.ScoreDoc(query, lexDoc(d, "")), nil
+	// Both vectors are unit length, so the dot product is the cosine, and
+	// dot computes it as Dense does.
+	return float64(dot(qv, dv)), ix.lex.ScoreDoc(query, lexDoc(d, "")), nil
 }

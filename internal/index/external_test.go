@@ -1,6 +1,7 @@
 package index_test
 
 import (
+	"fmt"
 	"math"
 	"testing"
 
@@ -59,5 +60,52 @@ func TestScoreMatchesDenseAndLexicalOnceIndexed(t *testing.T) {
 	}
 	if got := find(ix.Lexical(q, 0, index.Filter{})); math.Abs(got-lex) > 1e-9 {
 		t.Errorf("lexical: Score %v, Lexical after indexing %v", lex, got)
+	}
+}
+
+// Every path of Dense, and Score, must give a descriptor the same score to
+// the last bit, on every target (CI also runs this package built with
+// GOAMD64=v3, where the compiler fuses multiply-adds it may): chromem-go's
+// query (no passages indexed), the exact scan (some passages indexed, this
+// descriptor without one) and Score.
+func TestDensePathsScoreBitForBit(t *testing.T) {
+	ix, err := index.Open(t.Context(), index.Options{Embedder: indextest.RandomEmbedder{Dims: 512}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	var ds []resource.Descriptor
+	for i := range 40 {
+		ds = append(ds, resource.Descriptor{Server: "s", URI: fmt.Sprintf("doc://%02d", i), Name: fmt.Sprint("doc ", i), Description: fmt.Sprint("descriptor number ", i)})
+	}
+	if _, err := ix.Upsert(t.Context(), ds...); err != nil {
+		t.Fatal(err)
+	}
+	const q = "find the invoice"
+	scores := func() map[resource.Key]float64 {
+		hs, err := ix.Dense(t.Context(), q, 0, index.Filter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[resource.Key]float64{}
+		for _, h := range hs {
+			m[h.Key] = h.Score
+		}
+		return m
+	}
+	viaChromem := scores()
+	if _, err := ix.SetContents(t.Context(), index.Content{Key: ds[0].Key(), Stamp: index.ContentStamp(ds[0]), Text: "a passage"}); err != nil {
+		t.Fatal(err)
+	}
+	viaScan := scores()
+	for _, d := range ds[1:] {
+		viaScore, _, err := ix.Score(t.Context(), q, d, index.EmbeddingText(d))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, s := viaChromem[d.Key()], viaScan[d.Key()]
+		if math.Float64bits(c) != math.Float64bits(s) || math.Float64bits(c) != math.Float64bits(viaScore) {
+			t.Errorf("%s: chromem-go path %v, scan %v, Score %v; want one score", d.URI, c, s, viaScore)
+		}
 	}
 }

@@ -105,6 +105,11 @@ func TestSameURIOnTwoServersIsTwoResources(t *testing.T) {
 	if len(hits) != 2 || hits[0].Key.Server == "c" || hits[1].Key.Server == "c" {
 		t.Errorf("hits for a and b = %+v, want server c left out", hits)
 	}
+	// A server named twice is searched once: no hit comes back twice.
+	hits, _ = ix.Dense(t.Context(), "readme", 10, index.Filter{Servers: []string{"a", "a"}})
+	if len(hits) != 1 || hits[0].Key.Server != "a" {
+		t.Errorf("hits for a, a = %+v, want server a's one", hits)
+	}
 }
 
 func TestDenseAndLexicalRankTheMatchFirst(t *testing.T) {

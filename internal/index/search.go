@@ -54,7 +54,7 @@ func (ix *Index) Dense(ctx context.Context, query string, n int, f Filter) ([]Hi
 	// unfiltered scan is much cheaper than a metadata match per document.
 	servers := []string{""}
 	if len(f.Servers) > 0 && !ix.coversAll(f.Servers) {
-		servers = f.Servers
+		servers = slices.Compact(slices.Sorted(slices.Values(f.Servers))) // a server named twice is searched once
 	}
 	for _, s := range servers {
 		total := ix.Len(s)
@@ -86,7 +86,7 @@ func (ix *Index) Dense(ctx context.Context, query string, n int, f Filter) ([]Hi
 		for _, r := range res {
 			key, ok := resource.ParseKey(r.ID)
 			if ok {
-				hits = append(hits, Hit{Key: key, Score: float64(r.Similarity)})
+				hits = append(hits, Hit{Key: key, Score: ix.rescore(key, r.Embedding, vec, r.Similarity)})
 			}
 		}
 	}
@@ -225,25 +225,49 @@ func scoreMixed(hits []Hit, vecs, passages [][]float32, q []float32, w float32) 
 		hits[i].Score = float64(d[i])
 	}
 	for j, i := range at {
-		hits[i].Score = float64((1-w)*d[i] + w*pd[j])
+		hits[i].Score = float64(float32((1-w)*d[i]) + float32(w*pd[j])) // unfused, as dot
 	}
 }
 
+// rescore returns dot(v, q) for a hit of chromem-go's query, v being the
+// hit's stored vector, so that every path of Dense (and Score) scores a
+// descriptor with the same arithmetic: chromem-go's own sum may be fused
+// into multiply-adds on some targets (arm64, or amd64 built with
+// GOAMD64=v3) where dot is not. chromem-go still chooses the top k; only a
+// last-bit tie at the k-th place could differ. Without a vector it keeps
+// chromem-go's similarity.
+func (ix *Index) rescore(k resource.Key, v, q []float32, sim float32) float64 {
+	if len(v) == 0 {
+		ix.mu.RLock()
+		if e, ok := ix.docs[k]; ok {
+			v = e.vec
+		}
+		ix.mu.RUnlock()
+	}
+	if len(v) != len(q) {
+		return float64(sim)
+	}
+	return float64(dot(v, q))
+}
+
 // dot is the dot product of a and b over their common length, summed in
-// order as chromem-go sums it, so a descriptor scores the same to the last
-// bit whichever path of Dense (or Score) computes it.
+// order, each product rounded to float32 before it is added (the explicit
+// conversion keeps the compiler from fusing them into multiply-adds, which
+// it does on some targets only), so a descriptor scores the same to the last
+// bit whichever path of Dense (or Score) computes it, on every target.
 func dot(a, b []float32) float32 {
 	n := min(len(a), len(b))
 	a, b = a[:n], b[:n]
 	var s float32
 	for i := range a {
-		s += a[i] * b[i]
+		s += float32(a[i] * b[i])
 	}
 	return s
 }
 
 // dots sets out[i] to dot(vs[i], q) for every row. It sums four rows at a
-// time, each still in order, so every result is dot's to the last bit: the
+// time, each still in order and unfused, so every result is dot's to the
+// last bit: the
 // four independent sums keep the floating-point unit busy where one sum
 // waits on its own latency (about 2.5× faster on 512-dimension vectors,
 // BenchmarkDense). Rows of another length than q fall back to dot.
@@ -261,10 +285,10 @@ func dots(vs [][]float32, q []float32, out []float32) {
 		a, b, c, d = a[:n], b[:n], c[:n], d[:n]
 		var sa, sb, sc, sd float32
 		for k, x := range q {
-			sa += a[k] * x
-			sb += b[k] * x
-			sc += c[k] * x
-			sd += d[k] * x
+			sa += float32(a[k] * x)
+			sb += float32(b[k] * x)
+			sc += float32(c[k] * x)
+			sd += float32(d[k] * x)
 		}
 		out[i], out[i+1], out[i+2], out[i+3] = sa, sb, sc, sd
 	}

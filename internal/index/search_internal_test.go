@@ -48,11 +48,13 @@ func TestDotsMatchDotBitForBit(t *testing.T) {
 			ps[i] = vec(512)
 		}
 	}
-	scoreMixed(hits, vs, ps, q, 0.5)
+	const w = 0.3 // not a power of two, so a fused multiply-add would show
+	scoreMixed(hits, vs, ps, q, w)
 	for i := range hits {
 		want := dot(vs[i], q)
 		if ps[i] != nil {
-			want = 0.5*want + 0.5*dot(ps[i], q)
+			a, b := float32((1-w)*want), float32(w*dot(ps[i], q))
+			want = a + b
 		}
 		if hits[i].Score != float64(want) {
 			t.Errorf("row %d: scoreMixed %v, want %v", i, hits[i].Score, want)
