@@ -159,30 +159,40 @@ func isMerge(k *yaml.Node) bool {
 }
 
 // suggest returns the key in known that k is most likely a misspelling of:
-// the same letters in another case or with "_" and "-" moved, or at most
-// one edit away (two for keys of eight or more letters), by Damerau–
-// Levenshtein distance over lower-case letters. It returns "" when none is
-// that close, and for a key marked as not a setting (markedForeign).
+// a common abbreviation of it (cmd for command), the same letters in another
+// case or with "_" and "-" moved, or at most one edit away (two for keys of
+// eight or more letters, not counting "_" and "-"), by Damerau–Levenshtein
+// distance over lower-case letters. It returns "" when none is that close,
+// and for a key marked as not a setting (markedForeign).
 func suggest(k string, known []string) string {
 	if markedForeign(k) {
 		return ""
 	}
-	norm := func(s string) string {
-		return strings.NewReplacer("_", "", "-", "").Replace(strings.ToLower(s))
+	if want, ok := abbreviations[strings.ToLower(k)]; ok && slices.Contains(known, want) {
+		return want
 	}
 	best, bestD := "", 0
 	for _, want := range known {
 		limit := 1
-		if len(want) >= 8 {
+		if len(normKey(want)) >= 8 {
 			limit = 2
 		}
-		d := editDistance(norm(k), norm(want))
+		d := editDistance(normKey(k), normKey(want))
 		if d <= limit && (best == "" || d < bestD) {
 			best, bestD = want, d
 		}
 	}
 	return best
 }
+
+// abbreviations maps short forms people write for a key to the key; by
+// edit distance alone cmd would suggest cwd.
+var abbreviations = map[string]string{"cmd": "command", "argv": "args", "environment": "env"}
+
+var keySeparators = strings.NewReplacer("_", "", "-", "")
+
+// normKey lower-cases k and drops "_" and "-".
+func normKey(k string) string { return keySeparators.Replace(strings.ToLower(k)) }
 
 // markedForeign reports whether k starts with something other than a
 // letter or with "x-": the way a person marks a key as no setting in a file
