@@ -494,7 +494,7 @@ func (s *selection) topUp() {
 				}
 				return false
 			})
-			it.Reason += fmt.Sprintf("; then %d more in text order to use the budget left at the end: lines %s, %s in all", added, ranges, tokens(it.Tokens))
+			it.Reason += fmt.Sprintf("; then %d more in text order to use the budget left at the end, so it now holds lines %s, %s in all", added, ranges, tokens(it.Tokens))
 		}
 	}
 }

@@ -146,6 +146,15 @@ func TestValueFloorLeavesLowValueUnread(t *testing.T) {
 	if _, ok := withItem(res.Items, "pin"); !ok {
 		t.Errorf("the pinned resource fell under the floor")
 	}
+	// Just under the floor: the reason shows the digits that tell them apart.
+	ranked[2].Score = 0.8996
+	res, err = Select(t.Context(), Request{TokenBudget: 100, Query: "w", ValueFloor: 0.9}, ranked, f.read, wordCounter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, ok := withOmitted(res.Omitted, "b"); !ok || !strings.Contains(o.Detail, "value 0.8996 (relevance 0.90) is below the floor 0.9000 (0.90 × the best returned value 1.00)") {
+		t.Errorf("b just under the floor: %+v", o)
+	}
 	if slices.Contains(f.calls, "s b") {
 		t.Errorf("b was read")
 	}
@@ -277,7 +286,7 @@ func TestBudgetLeftTopsUpASectionedResource(t *testing.T) {
 	for _, c := range it.Contents {
 		all += c.Text
 	}
-	if !slices.IsSorted(starts) || !strings.Contains(all, "## Option 0") || !strings.Contains(all, "## Retries") || !strings.Contains(it.Reason, "then ") {
+	if !slices.IsSorted(starts) || !strings.Contains(all, "## Option 0") || !strings.Contains(all, "## Retries") || !strings.Contains(it.Reason, "more in text order to use the budget left at the end, so it now holds lines ") {
 		t.Fatalf("want the Retries section, then more in text order: starts %v, reason %q", starts, it.Reason)
 	}
 	if res.TotalTokens > 300 || res.TotalTokens < 250 {

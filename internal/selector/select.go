@@ -242,7 +242,10 @@ func (s *selection) skip(c Candidate, v Value) (OmitReason, string) {
 	case !s.req.IncludeBinary && binaryMIME(c.MIMEType):
 		return OmitBinaryExcluded, fmt.Sprintf("descriptor MIME type %q is binary", c.MIMEType)
 	case !c.Pinned && v.Total() < s.req.ValueFloor*s.anchor:
-		return OmitLowValue, fmt.Sprintf("%s is below %.2f × the best returned value %.2f", v, s.req.ValueFloor, s.anchor)
+		floor := s.req.ValueFloor * s.anchor
+		prec := distinctPrecision(v.Total(), floor)
+		return OmitLowValue, fmt.Sprintf("%s is below the floor %.*f (%.2f × the best returned value %.2f)",
+			v.format(prec), prec, floor, s.req.ValueFloor, s.anchor)
 	}
 	return "", ""
 }

@@ -36,9 +36,12 @@ func (v Value) Total() float64 { return v.Relevance * v.Priority * v.Recency }
 
 // String formats the value for reasons: "value 0.82 (relevance 0.91 ×
 // priority 1.00 × recency 0.90)", leaving out factors that are 1.
-func (v Value) String() string {
+func (v Value) String() string { return v.format(2) }
+
+// format is String with the value itself given to prec decimals.
+func (v Value) format(prec int) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "value %.2f (relevance %.2f", v.Total(), v.Relevance)
+	fmt.Fprintf(&b, "value %.*f (relevance %.2f", prec, v.Total(), v.Relevance)
 	if v.Priority != 1 {
 		fmt.Fprintf(&b, " × priority %.2f", v.Priority)
 	}
@@ -47,6 +50,18 @@ func (v Value) String() string {
 	}
 	b.WriteString(")")
 	return b.String()
+}
+
+// distinctPrecision returns the fewest decimals, from 2 to 6, at which a
+// and b print differently, so a reason never says "0.90 is below 0.90".
+func distinctPrecision(a, b float64) int {
+	p := 2
+	for ; p < 6; p++ {
+		if fmt.Sprintf("%.*f", p, a) != fmt.Sprintf("%.*f", p, b) {
+			break
+		}
+	}
+	return p
 }
 
 // valueOf returns c's value given the best unpinned score and the time
