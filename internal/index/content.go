@@ -2,7 +2,9 @@ package index
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -62,6 +64,17 @@ const (
 // score above.
 const DefaultContentWeight = 0.5
 
+// DefaultContentBytes is Options.ContentBytes when zero: 256 MiB of text
+// across all servers, 4,096 texts of MaxContentBytes or about 40,000 of the
+// Go docs' median size. It bounds what the content index costs in memory:
+// the texts themselves (kept in the contents collection) and their BM25F
+// postings (at most lexical.MaxContentTerms distinct terms per text).
+const DefaultContentBytes = 256 << 20
+
+// ErrContentFull is wrapped by SetContents' error when it left texts out
+// because the index holds Options.ContentBytes of text.
+var ErrContentFull = errors.New("content index full")
+
 // A Content is the text of one resource, as read, for SetContents.
 type Content struct {
 	Key resource.Key
@@ -84,6 +97,7 @@ type contentInfo struct {
 	// collection (never modified); nil when the text had no words.
 	passage []float32
 	hash    string // textHash of the indexed text
+	size    int    // bytes of the indexed text, counted against ContentBytes
 }
 
 // ContentStamp identifies the version of a descriptor that content read now
@@ -115,6 +129,29 @@ func (ix *Index) ContentLen(server string) int {
 	for k, e := range ix.docs {
 		if e.content != nil && e.content.passage != nil && (server == "" || k.Server == server) {
 			n++
+		}
+	}
+	return n
+}
+
+// ContentRoom returns how many more bytes of text the content index takes
+// before it is full (Options.ContentBytes less the text it holds), at
+// least 0; math.MaxInt64 when there is no cap.
+func (ix *Index) ContentRoom() int64 {
+	if ix.cbytes == 0 {
+		return math.MaxInt64
+	}
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return max(ix.cbytes-ix.contentBytes(), 0)
+}
+
+// contentBytes is the text the index holds, in bytes. ix.mu must be held.
+func (ix *Index) contentBytes() int64 {
+	var n int64
+	for _, e := range ix.docs {
+		if e.content != nil {
+			n += int64(e.content.size)
 		}
 	}
 	return n
@@ -159,10 +196,13 @@ func (ix *Index) DropContents(ctx context.Context, server string) (int, error) {
 // SetContents indexes the text of resources whose descriptors are in the
 // index. Contents of unknown keys, or whose Stamp no longer matches the
 // descriptor, are skipped; a text the same as the one indexed (by SHA-256)
-// only renews the time HasContent reports, without embedding. It returns
-// how many passages were embedded. Errors: ErrClosed; an embedding error
-// (wrapped), before anything of this call is stored; a store error, with
-// the contents before the failing one stored.
+// only renews the time HasContent reports, without embedding. A text that
+// would take the index past Options.ContentBytes is left out (the
+// resource keeps any text it had), in the order given. It returns how many
+// passages were embedded. Errors: ErrClosed; an embedding error (wrapped),
+// before anything of this call is stored; a store error, with the contents
+// before the failing one stored; ErrContentFull (wrapped) after everything
+// else is stored, when texts were left out.
 func (ix *Index) SetContents(ctx context.Context, cs ...Content) (embedded int, err error) {
 	ix.wmu.Lock()
 	defer ix.wmu.Unlock()
@@ -180,7 +220,9 @@ func (ix *Index) SetContents(ctx context.Context, cs ...Content) (embedded int, 
 	var jobs []job
 	var todo []int
 	var renew []job // the same text again
+	full := 0       // texts left out for ContentBytes
 	ix.mu.RLock()
+	used := ix.contentBytes()
 	for _, c := range cs {
 		e, ok := ix.docs[c.Key]
 		if !ok || ContentStamp(e.desc) != c.Stamp {
@@ -194,6 +236,15 @@ func (ix *Index) SetContents(ctx context.Context, cs ...Content) (embedded int, 
 			renew = append(renew, j)
 			continue
 		}
+		grow := int64(len(j.text))
+		if e.content != nil {
+			grow -= int64(e.content.size)
+		}
+		if ix.cbytes > 0 && grow > 0 && used+grow > ix.cbytes {
+			full++
+			continue
+		}
+		used += grow
 		j.passage = Passage(j.text)
 		if j.passage != "" {
 			todo = append(todo, len(jobs))
@@ -236,7 +287,7 @@ func (ix *Index) SetContents(ctx context.Context, cs ...Content) (embedded int, 
 		if err := ctx.Err(); err != nil {
 			return len(todo), err
 		}
-		info := &contentInfo{stamp: j.c.Stamp, at: now, passage: j.vec, hash: j.hash}
+		info := &contentInfo{stamp: j.c.Stamp, at: now, passage: j.vec, hash: j.hash, size: len(j.text)}
 		if j.vec != nil {
 			if err := ix.ccoll.AddDocument(ctx, contentDoc(j.c, j.text, j.hash, j.vec, now)); err != nil {
 				return len(todo), fmt.Errorf("index: store content of %s %q: %v", j.c.Key.Server, j.c.Key.URI, err)
@@ -254,6 +305,9 @@ func (ix *Index) SetContents(ctx context.Context, cs ...Content) (embedded int, 
 		if ok {
 			ix.lex.Upsert(lexDoc(j.d, j.text))
 		}
+	}
+	if full > 0 {
+		return len(todo), fmt.Errorf("index: %w: %d texts left out (the cap is %d bytes of text across all servers)", ErrContentFull, full, ix.cbytes)
 	}
 	return len(todo), nil
 }
@@ -311,7 +365,7 @@ func (ix *Index) loadContents(ctx context.Context) error {
 			continue
 		}
 		at, _ := time.Parse(time.RFC3339Nano, r.Metadata[mAt])
-		e.content = &contentInfo{stamp: r.Metadata[mStamp], at: at, passage: r.Embedding, hash: r.Metadata[mHash]}
+		e.content = &contentInfo{stamp: r.Metadata[mStamp], at: at, passage: r.Embedding, hash: r.Metadata[mHash], size: len(r.Content)}
 		ix.docs[k] = e
 		ix.lex.Upsert(lexDoc(e.desc, r.Content))
 	}

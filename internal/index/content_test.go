@@ -1,6 +1,7 @@
 package index_test
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -304,5 +305,70 @@ func TestRenewedTimeIsStored(t *testing.T) {
 	ix = open(t, dir, &indextest.BagEmbedder{})
 	if _, at := ix.HasContent(d.Key()); !at.Equal(renewed) {
 		t.Errorf("after reopening, indexed at %v, want the renewed time %v", at, renewed)
+	}
+}
+
+// TestContentBytesCapsTextAcrossServers: past Options.ContentBytes, new
+// texts are left out with ErrContentFull (the rest of the call is stored),
+// a text may still be replaced by one no longer, and the count survives a
+// restart.
+func TestContentBytesCapsTextAcrossServers(t *testing.T) {
+	dir := t.TempDir()
+	openCapped := func() *index.Index {
+		ix, err := index.Open(t.Context(), index.Options{Dir: dir, Embedder: &indextest.BagEmbedder{}, ContentBytes: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ix
+	}
+	ix := openCapped()
+	ds := append(descs("a", "one", "two"), descs("b", "three")...)
+	if _, err := ix.Upsert(t.Context(), ds...); err != nil {
+		t.Fatal(err)
+	}
+	text := func(d resource.Descriptor, word string, n int) index.Content {
+		return index.Content{Key: d.Key(), Stamp: index.ContentStamp(d), Text: strings.Repeat(word+" ", n/(len(word)+1))}
+	}
+	_, err := ix.SetContents(t.Context(), text(ds[0], "alpha", 42), text(ds[2], "gamma", 42), text(ds[1], "beta", 40))
+	if !errors.Is(err, index.ErrContentFull) {
+		t.Fatalf("err = %v, want ErrContentFull for the third 40-byte text over a 100-byte cap", err)
+	}
+	if got := lexKeys(ix, "gamma"); len(got) != 1 {
+		t.Errorf("the text before the cap was not stored: %v", got)
+	}
+	if got := lexKeys(ix, "beta"); len(got) != 0 {
+		t.Errorf("the text past the cap was indexed: %v", got)
+	}
+	if got := ix.ContentRoom(); got != 100-84 {
+		t.Errorf("ContentRoom = %d, want 16", got)
+	}
+	// Full, but a text may shrink, and the room it frees takes a new one.
+	if _, err := ix.SetContents(t.Context(), text(ds[0], "delta", 12), text(ds[1], "beta", 40)); err != nil {
+		t.Fatalf("replacing with a shorter text, then adding one that fits: %v", err)
+	}
+	if got := lexKeys(ix, "beta"); len(got) != 1 {
+		t.Errorf("beta after room was freed: %v", got)
+	}
+	// A text that would grow past the cap keeps the old one.
+	if _, err := ix.SetContents(t.Context(), text(ds[2], "epsilon", 80)); !errors.Is(err, index.ErrContentFull) {
+		t.Errorf("growing past the cap: err = %v, want ErrContentFull", err)
+	}
+	if got := lexKeys(ix, "gamma"); len(got) != 1 {
+		t.Errorf("the old text went when its longer replacement did not fit: %v", got)
+	}
+	room := ix.ContentRoom()
+	ix.Close()
+	ix = openCapped()
+	defer ix.Close()
+	if got := ix.ContentRoom(); got != room {
+		t.Errorf("ContentRoom after reopening = %d, want %d", got, room)
+	}
+	unc, err := index.Open(t.Context(), index.Options{Embedder: &indextest.BagEmbedder{}, ContentBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unc.Close()
+	if got := unc.ContentRoom(); got != math.MaxInt64 {
+		t.Errorf("ContentRoom without a cap = %d", got)
 	}
 }

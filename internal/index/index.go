@@ -75,6 +75,11 @@ type Options struct {
 	// DefaultContentWeight; negative leaves content out of the dense score
 	// (it is still searched lexically).
 	ContentWeight float64
+	// ContentBytes caps the text the content-level index holds across all
+	// servers, in bytes (each text counted up to MaxContentBytes): past it,
+	// SetContents leaves new texts out (ErrContentFull). Zero means
+	// DefaultContentBytes; negative, no cap.
+	ContentBytes int64
 }
 
 // An Index holds the mirrored descriptors.
@@ -86,6 +91,7 @@ type Index struct {
 	coll   *chromem.Collection // descriptors
 	ccoll  *chromem.Collection // passages of indexed contents
 	cw     float64             // Options.ContentWeight, resolved
+	cbytes int64               // Options.ContentBytes, resolved; 0: no cap
 	lex    *lexical.Index
 	closed chan struct{}
 
@@ -130,6 +136,7 @@ func Open(ctx context.Context, opts Options) (*Index, error) {
 		lex:    lexical.New(opts.Lexical),
 		closed: make(chan struct{}),
 		cw:     max(cmp.Or(opts.ContentWeight, DefaultContentWeight), 0),
+		cbytes: max(cmp.Or(opts.ContentBytes, DefaultContentBytes), 0),
 		docs:   map[resource.Key]entry{},
 		count:  map[string]int{},
 	}

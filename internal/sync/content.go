@@ -201,7 +201,29 @@ func (m *Mirror) indexContents(ctx context.Context, sess *mcp.Session, refreshAg
 	streak, stop := 0, false
 	evict := false // a read said not found
 	last := start
+	isFresh := make(map[string]bool, len(fresh))
+	for _, d := range fresh {
+		isFresh[d.URI] = true
+	}
+	warned := false
 	for len(todo) > 0 && ctx.Err() == nil && !stop {
+		// The index holds at most its cap of text across all servers: a
+		// new text that cannot fit (its declared size is over the room
+		// left, or there is none) is not read, since it would be thrown
+		// away. Texts that replace one are read: they may fit.
+		room := ix.ContentRoom()
+		n := len(todo)
+		todo = slices.DeleteFunc(todo, func(d resource.Descriptor) bool {
+			return isFresh[d.URI] && (room <= 0 || min(d.Size, index.MaxContentBytes) > room)
+		})
+		if n > len(todo) && !warned {
+			warned = true
+			m.log.Warn("content index full across servers; resources whose text has no room are ranked by their descriptors",
+				"left_out", n-len(todo), "room_bytes", room)
+		}
+		if len(todo) == 0 {
+			break
+		}
 		chunk := todo[:min(contentChunk, len(todo))]
 		todo = todo[len(chunk):]
 		got := make([]*index.Content, len(chunk))
@@ -288,15 +310,23 @@ func (m *Mirror) indexContents(ctx context.Context, sess *mcp.Session, refreshAg
 				m.log.Debug("reading for the content index failed", "uri", chunk[i].URI, "err", err)
 			}
 		}
-		if _, err := ix.SetContents(ctx, cs...); err != nil {
+		_, err := ix.SetContents(ctx, cs...)
+		switch {
+		case errors.Is(err, index.ErrContentFull):
+			// The rest of cs is stored; what was left out is read again
+			// on a later pass, once there is room. Which of the updated
+			// ones kept their old text is not known, so they all stay
+			// pending: a read too many at worst.
+		case err != nil:
 			if ctx.Err() != nil {
 				return
 			}
 			m.log.Warn("content index: indexing failed", "err", err)
 			return
-		}
-		for _, c := range cs {
-			delete(pending, c.Key.URI)
+		default:
+			for _, c := range cs {
+				delete(pending, c.Key.URI)
+			}
 		}
 		if stop {
 			m.log.Warn("content index: stopping after reads in a row got no answer; the rest keep their descriptors only", "unanswered", streak)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	gosync "sync"
 	"testing"
 	"testing/synctest"
@@ -13,6 +14,7 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/contextd/contextd/internal/index"
+	"github.com/contextd/contextd/internal/index/indextest"
 	"github.com/contextd/contextd/internal/mcp"
 	"github.com/contextd/contextd/internal/mcp/mcptest"
 	"github.com/contextd/contextd/internal/resource"
@@ -315,6 +317,49 @@ func TestContentIndexOffDropsEarlierText(t *testing.T) {
 		synctest.Wait()
 		if got := lexURIs(ix, "walrus"); len(got) != 0 || ix.ContentLen("s") != 0 {
 			t.Errorf("with the content index off: walrus in %v, %d contents; want none", got, ix.ContentLen("s"))
+		}
+	})
+}
+
+// TestFullContentIndexStopsReadingNewTexts: once the index holds its cap of
+// text across servers (index.Options.ContentBytes), the pass indexes what
+// fits and later passes do not read resources whose text has no place.
+func TestFullContentIndexStopsReadingNewTexts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := mcptest.NewServer(nil, nil)
+		var rc readCounter
+		srv.AddReceivingMiddleware(rc.middleware())
+		for i := range 10 {
+			mcptest.AddText(srv, fmt.Sprintf("doc://%d", i), "doc", strings.Repeat("walrus ", 14)) // 98 bytes
+		}
+		ix, err := index.Open(t.Context(), index.Options{Embedder: &indextest.BagEmbedder{}, ContentBytes: 500})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ix.Close()
+		m := ctxsync.New(ctxsync.Options{Server: "s", Index: ix, Dial: mcptest.Dial(t, "s", srv)})
+		start(t, m)
+		<-m.Ready()
+		if got := ix.ContentLen("s"); got != 5 {
+			t.Errorf("%d texts indexed under a 500-byte cap, want 5 of 98 bytes", got)
+		}
+		// 10 bytes of room are left: a re-list brings a pass that reads none
+		// of the 98-byte texts, then one that reads a 4-byte text.
+		before := rc.total()
+		mcptest.AddText(srv, "doc://new", "new", strings.Repeat("narwhal ", 12))
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if m.Status().Resources != 11 {
+			t.Fatalf("the re-list did not happen: %+v", m.Status())
+		}
+		if n := rc.total() - before; n != 0 {
+			t.Errorf("%d reads on a pass with no room for any text; want none", n)
+		}
+		mcptest.AddText(srv, "doc://tiny", "tiny", "tusk")
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if n := rc.total() - before; n != 1 || rc.get("doc://tiny") != 1 || ix.ContentLen("s") != 6 {
+			t.Errorf("%d reads (tiny read %d times), %d texts; want the 4-byte text read and indexed", n, rc.get("doc://tiny"), ix.ContentLen("s"))
 		}
 	})
 }
