@@ -115,8 +115,10 @@ func (m *Mirror) contentUpdated(uri string) {
 // out or the connection fails) the pass cancels the reads in flight and
 // stops; the next pass skips those and goes on. It reports progress every
 // few seconds on big servers. Only the content worker calls it, one pass at
-// a time.
-func (m *Mirror) indexContents(ctx context.Context, sess *mcp.Session, refreshAged bool) {
+// a time. It reports whether a read failed in a way that says nothing of the
+// resource (the connection broke, or the session expired): the session may
+// be ending, and the pass with it.
+func (m *Mirror) indexContents(ctx context.Context, sess *mcp.Session, refreshAged bool) (broken bool) {
 	if m.opts.ContentMaxResources < 0 {
 		// Off: text indexed by an earlier run (a kept data_dir) must not
 		// go on ranking this server.
@@ -285,7 +287,7 @@ func (m *Mirror) indexContents(ctx context.Context, sess *mcp.Session, refreshAg
 			case err == nil:
 				// not read: the pass is ending
 			case errors.Is(err, mcp.ErrSessionExpired) || ctx.Err() != nil:
-				return // the next session's sync runs a new pass
+				return true // the next session's sync runs a new pass
 			default:
 				failed++
 				// Remembered only when the resource itself failed: the
@@ -296,6 +298,8 @@ func (m *Mirror) indexContents(ctx context.Context, sess *mcp.Session, refreshAg
 				var nf *mcp.NotFoundError
 				if errors.As(err, &werr) || errors.As(err, &nf) || errors.Is(err, context.DeadlineExceeded) {
 					m.contentFailed[chunk[i].URI] = contentFailure{stamp: index.ContentStamp(chunk[i]), until: time.Now().Add(contentRetryAfter)}
+				} else {
+					broken = true
 				}
 				if nf != nil {
 					// Evicted at the end of the pass. No re-list: the list
@@ -341,4 +345,5 @@ func (m *Mirror) indexContents(ctx context.Context, sess *mcp.Session, refreshAg
 		m.evictNotFound(ctx)
 	}
 	m.log.Info("contents indexed", "read", read, "failed", failed, "without_text", empty, "indexed_total", ix.ContentLen(m.opts.Server), "elapsed", time.Since(start).Round(time.Millisecond))
+	return broken
 }

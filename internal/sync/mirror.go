@@ -360,7 +360,12 @@ func (m *Mirror) serve(ctx context.Context, sess *mcp.Session, warm []string) (e
 	m.log.Info("connected", "server_info", name+" "+version, "protocol", proto, "capabilities", fmt.Sprintf("%+v", sess.Capabilities()))
 
 	done := make(chan error, 1)
-	go func() { done <- sess.Wait() }()
+	ended := make(chan struct{}) // closed when the session ends
+	go func() {
+		err := sess.Wait()
+		close(ended)
+		done <- err
+	}()
 
 	// Drain a list_changed that raced the initial sync: the full sync covers it.
 	select {
@@ -418,9 +423,22 @@ func (m *Mirror) serve(ctx context.Context, sess *mcp.Session, warm []string) (e
 			}
 			// The first pass leaves old text for later, so Ready does not
 			// wait for texts that are only being checked.
-			m.indexContents(wctx, sess, !first)
-			if wctx.Err() != nil {
+			if broken := m.indexContents(wctx, sess, !first); broken {
+				// Reads failed as a closing connection fails them: give
+				// the session a moment to show whether it ended.
+				select {
+				case <-ended:
+				case <-wctx.Done():
+				case <-time.After(time.Second):
+				}
+			}
+			select {
+			case <-ended:
 				return // cut short by the session's end
+			default:
+			}
+			if wctx.Err() != nil {
+				return
 			}
 			m.markReady()
 			if m.opts.ContentMaxAge > 0 && m.opts.ContentMaxResources >= 0 {
