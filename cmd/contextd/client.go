@@ -8,12 +8,14 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	"github.com/contextd/contextd/internal/config"
+	"github.com/contextd/contextd/internal/service"
 	contextdv1 "github.com/contextd/contextd/proto/contextd/v1"
 )
 
@@ -34,15 +36,27 @@ func dial(addr string) (*grpc.ClientConn, contextdv1.ContextServiceClient, error
 	return conn, contextdv1.NewContextServiceClient(conn), nil
 }
 
-// rpcError makes a gRPC status readable: "INVALID_ARGUMENT: ...".
+// rpcError makes a gRPC status readable: "INVALID_ARGUMENT: ...". An
+// UNAVAILABLE without the daemon's ErrorInfo means nothing answered.
 func rpcError(addr string, err error) error {
 	if st, ok := status.FromError(err); ok {
-		if st.Code() == codes.Unavailable {
+		if st.Code() == codes.Unavailable && !fromDaemon(st) {
 			return fmt.Errorf("no daemon answering at %s (start one with `contextd serve`): %s", addr, st.Message())
 		}
 		return fmt.Errorf("daemon at %s: %s: %s", addr, st.Code(), st.Message())
 	}
 	return err
+}
+
+// fromDaemon reports whether st carries the ErrorInfo the daemon puts on
+// its own errors.
+func fromDaemon(st *status.Status) bool {
+	for _, d := range st.Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetDomain() == service.ErrorDomain {
+			return true
+		}
+	}
+	return false
 }
 
 func query(ctx context.Context, args []string, stdout, stderr io.Writer) error {

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 
 	"google.golang.org/grpc"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -106,6 +107,13 @@ func (s *Service) ListServers(context.Context, *contextdv1.ListServersRequest) (
 	return ListServersResponse(s.eng.Servers()), nil
 }
 
+// The ErrorInfo a status carries when the daemon itself answered UNAVAILABLE
+// (no server in scope has synced, or every one failed): its domain and reason.
+const (
+	ErrorDomain               = "contextd"
+	ReasonUpstreamUnavailable = "UPSTREAM_UNAVAILABLE"
+)
+
 // status maps an engine error to a gRPC status. A request whose own context
 // ended is reported as such, whatever error that surfaced as inside.
 func (s *Service) status(ctx context.Context, op string, err error) error {
@@ -116,7 +124,13 @@ func (s *Service) status(ctx context.Context, op string, err error) error {
 	case errors.Is(err, engine.ErrInvalidArgument):
 		return status.Error(codes.InvalidArgument, err.Error())
 	case errors.Is(err, engine.ErrUnavailable):
-		return status.Error(codes.Unavailable, err.Error())
+		// UNAVAILABLE is also what a client sees when no daemon answers;
+		// the ErrorInfo (AIP-193) says this one is the daemon's.
+		st, derr := status.New(codes.Unavailable, err.Error()).WithDetails(&errdetails.ErrorInfo{Reason: ReasonUpstreamUnavailable, Domain: ErrorDomain})
+		if derr != nil {
+			return status.Error(codes.Unavailable, err.Error())
+		}
+		return st.Err()
 	case errors.Is(err, context.Canceled):
 		return status.Error(codes.Canceled, err.Error())
 	case errors.Is(err, context.DeadlineExceeded):

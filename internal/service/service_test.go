@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -170,5 +171,25 @@ func TestListServersShowsTheBrokenOneAndServesTheRest(t *testing.T) {
 	}
 	if len(sr.GetResults()) != 2 || sr.GetResults()[0].GetUri() != "doc://billing.md" || sr.GetResults()[0].GetRank() != 1 {
 		t.Errorf("Search = %v, want billing first of 2", sr.GetResults())
+	}
+}
+
+// The daemon's own UNAVAILABLE (every server in scope failed) carries an
+// ErrorInfo, so a client can tell it from no daemon answering at all.
+func TestUpstreamUnavailableSaysItIsTheDaemons(t *testing.T) {
+	c := newClient(t)
+	_, err := c.Assemble(t.Context(), &contextdv1.AssembleRequest{Query: "x", TokenBudget: 10, Servers: []string{"broken"}})
+	st := status.Convert(err)
+	if st.Code() != codes.Unavailable || !strings.Contains(st.Message(), "broken") {
+		t.Fatalf("err = %v, want UNAVAILABLE naming the broken server", err)
+	}
+	var info *errdetails.ErrorInfo
+	for _, d := range st.Details() {
+		if i, ok := d.(*errdetails.ErrorInfo); ok {
+			info = i
+		}
+	}
+	if info.GetDomain() != service.ErrorDomain || info.GetReason() != service.ReasonUpstreamUnavailable {
+		t.Errorf("details = %v, want ErrorInfo{%s, %s}", st.Details(), service.ErrorDomain, service.ReasonUpstreamUnavailable)
 	}
 }
