@@ -8,8 +8,8 @@ import (
 	"errors"
 	"log/slog"
 
-	"google.golang.org/grpc"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
