@@ -132,6 +132,13 @@ func Connect(ctx context.Context, srv config.Server, opts *Options) (*Session, e
 	}
 	s, err := ConnectTransport(ctx, srv.Name, t, &o)
 	if err != nil {
+		if st != nil && st.proc != nil {
+			// A server that exits during the handshake says how, as one
+			// that exits later does.
+			if werr := (&Session{proc: st.proc, stderr: tail}).exited(err); werr != err {
+				return nil, werr
+			}
+		}
 		if tl := tail.String(); tl != "" {
 			return nil, fmt.Errorf("%w; stderr: %s", err, tl)
 		}

@@ -173,3 +173,14 @@ func TestStdioAnswerBeforeExitIsNotLost(t *testing.T) {
 		sess.Close()
 	}
 }
+
+func TestStdioServerExitingDuringInitializeSaysHow(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	srv := config.Server{Name: "dying", Transport: config.TransportStdio, Command: "sh",
+		Args: []string{"-c", "read line; echo 'dying now' >&2; exit 4"}}
+	_, err := mcp.Connect(ctx, srv, nil)
+	if err == nil || !strings.Contains(err.Error(), "server exited (exit status 4); stderr: dying now") || !strings.Contains(err.Error(), `server "dying": initialize`) {
+		t.Fatalf("Connect = %v; want the exit status, the stderr tail and the server's name", err)
+	}
+}
