@@ -68,6 +68,8 @@ func TestMisspeltKeysFailAndForeignKeysWarn(t *testing.T) {
 		{"pollinterval: 1m\nmcpServers: {a: {command: x}}", `did you mean "poll_interval"?`},
 		{"mcpServers: {a: {command: x, agrs: [y]}}", `did you mean "args"?`},
 		{"mcpServers: {a: {cmd: x}}", `field "cmd" is not one contextd reads; did you mean "command"?`},
+		{"polling_interval: 5m\nmcpServers: {a: {command: x}}", `key "polling_interval" is not one contextd reads; did you mean "poll_interval"?`},
+		{"mcpServers: {a: {command: x, index_the_content: false}}", `did you mean "index_content"?`},
 		{"data_dr: /x\nmcpServers: {a: {command: x}}", `did you mean "data_dir"?`},
 		{"base: &b {command: x, index_contents: false}\nmcpServers: {a: {<<: *b, args: [y]}}", `server "a": line 1: field "index_contents"`},
 		{"base: &b {command: x, index_contents: false}\nmcpServers: {a: *b}", `server "a": line 1: field "index_contents"`},

@@ -162,7 +162,8 @@ func isMerge(k *yaml.Node) bool {
 // a common abbreviation of it (cmd for command), the same letters in another
 // case or with "_" and "-" moved, or at most one edit away (two for keys of
 // eight or more letters, not counting "_" and "-"), by Damerau–Levenshtein
-// distance over lower-case letters. It returns "" when none is that close,
+// distance over lower-case letters, or, for keys of eight or more letters,
+// the key with up to three letters more. It returns "" when none is that close,
 // and for a key marked as not a setting (markedForeign).
 func suggest(k string, known []string) string {
 	if markedForeign(k) {
@@ -182,7 +183,28 @@ func suggest(k string, known []string) string {
 			best, bestD = want, d
 		}
 	}
+	if best == "" {
+		// A long key with a few letters more in the middle
+		// (polling_interval for poll_interval).
+		for _, want := range known {
+			nk, nw := normKey(k), normKey(want)
+			if len(nw) >= 8 && len(nk)-len(nw) <= 3 && isSubsequence(nw, nk) {
+				return want
+			}
+		}
+	}
 	return best
+}
+
+// isSubsequence reports whether a's bytes appear in b in order.
+func isSubsequence(a, b string) bool {
+	i := 0
+	for j := 0; j < len(b) && i < len(a); j++ {
+		if a[i] == b[j] {
+			i++
+		}
+	}
+	return i == len(a)
 }
 
 // abbreviations maps short forms people write for a key to the key; by
