@@ -451,49 +451,30 @@ func (st *sectioned) build(count budget.Counter) ([]ItemContent, int, string) {
 // considered on more sections of the items returned as sections, best item
 // first and each in text order: the rest of a resource that was worth
 // reading is better than an unused budget, and costs no read. Sections of
-// white space only are skipped, and so are bare headings (a Markdown
-// heading with nothing under it before its first subsection): alone they
-// say nothing. Then each returned subsection whose section before it is
-// its bare parent heading (of a higher level) gets that heading too, when
-// it fits, so a subsection comes with the heading it belongs to. Each added section is charged its own
+// white space only are skipped. Each added section is charged its own
 // count.
 func (s *selection) topUp() {
 	for _, st := range s.sectioned {
 		added, misses := 0, 0
-		add := func(j int) bool {
-			sec := st.secs[j]
+		for j, sec := range st.secs {
+			if s.remaining <= 0 || misses == maxTopUpMisses {
+				break
+			}
+			if _, ok := st.picked[j]; ok || strings.TrimSpace(sec.Text) == "" {
+				continue
+			}
 			if !budget.Fits(s.count, len(sec.Text), s.remaining) {
-				return false // proven without counting
+				continue // proven without counting
 			}
 			n := s.count.Count(sec.Text)
 			if n > s.remaining {
 				misses++
-				return false
+				continue
 			}
 			st.picked[j] = n
 			st.charged += n
 			s.remaining -= n
 			added++
-			return true
-		}
-		for j, sec := range st.secs {
-			if s.remaining <= 0 || misses == maxTopUpMisses {
-				break
-			}
-			if _, ok := st.picked[j]; ok || strings.TrimSpace(sec.Text) == "" || bareHeading(sec) {
-				continue
-			}
-			add(j)
-		}
-		for j := len(st.secs) - 1; j > 0; j-- {
-			if s.remaining <= 0 || misses == maxTopUpMisses {
-				break
-			}
-			_, have := st.picked[j]
-			_, parent := st.picked[j-1]
-			if have && !parent && st.from[j-1] == st.from[j] && bareHeading(st.secs[j-1]) && st.secs[j].Level > st.secs[j-1].Level {
-				add(j - 1)
-			}
 		}
 		if added > 0 {
 			it := &s.res.Items[st.item]
@@ -516,16 +497,6 @@ func (s *selection) topUp() {
 			it.Reason += fmt.Sprintf("; then %d more in text order to use the budget left at the end, so it now holds lines %s, %s in all", added, ranges, tokens(it.Tokens))
 		}
 	}
-}
-
-// bareHeading reports whether sec is a Markdown heading with nothing under
-// it: its first line is the heading and the rest is white space.
-func bareHeading(sec section.Section) bool {
-	if sec.Level == 0 {
-		return false
-	}
-	_, rest, _ := strings.Cut(sec.Text, "\n")
-	return strings.TrimSpace(rest) == ""
 }
 
 // maxTopUpMisses bounds the counted sections that do not fit, per item,

@@ -689,33 +689,3 @@ func TestNonFiniteScores(t *testing.T) {
 		}
 	}
 }
-
-// Budget left at the end is not spent on bare headings: a heading with
-// nothing under it comes only with a returned subsection, as its parent.
-func TestTopUpSkipsBareHeadingsButKeepsAParentsOne(t *testing.T) {
-	tk := realTokenizer(t)
-	var b strings.Builder
-	b.WriteString("# Guide\n\n" + prose(40) + "\n\n## Networking\n\n### Retries\n\nFailed calls retry with exponential backoff, doubling the wait each time.\n\n")
-	for i := range 8 {
-		fmt.Fprintf(&b, "## Empty %d\n\n## Topic %d\n\n%s\n\n", i, i, prose(60))
-	}
-	doc := b.String()
-	f := &fakeReads{contents: map[resource.Key][]Content{key("doc"): {{URI: "doc", MIMEType: "text/markdown", Text: doc}}}}
-	res, err := Select(t.Context(), Request{TokenBudget: 400, Query: "how do retries back off"}, []Candidate{{Server: "s", URI: "doc", Score: 1, MIMEType: "text/markdown"}}, f.read, tk)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(res.Items) != 1 || res.Items[0].Form != FormSections {
-		t.Fatalf("items %+v, want doc in sections", res.Items)
-	}
-	all := ""
-	for _, c := range res.Items[0].Contents {
-		all += c.Text
-	}
-	if !strings.Contains(all, "### Retries") || !strings.Contains(all, "## Networking") || !strings.Contains(all, "## Topic 0") {
-		t.Errorf("want Retries with its parent heading, and more topics in text order:\n%s", all)
-	}
-	if strings.Contains(all, "## Empty") {
-		t.Errorf("a bare heading was returned:\n%s", all)
-	}
-}
