@@ -81,7 +81,7 @@ func RunBudget(ctx context.Context, opts Options, budgets []int, floors ...float
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer func() { cancel(); wg.Wait() }()
-	progress("indexing %d descriptors with %s", len(ds.Corpus), emb.Name())
+	progress("indexing %d descriptors and their contents with %s", len(ds.Corpus), emb.Name())
 	eng, err := startEngine(ctx, &wg, servers, emb, true)
 	if err != nil {
 		return nil, err

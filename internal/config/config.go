@@ -161,6 +161,9 @@ func Load(path string) (*Config, error) {
 func Parse(path string, data []byte, lookup func(string) (string, bool)) (*Config, error) {
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
+		if line, ok := commentLine(data); ok {
+			return nil, fmt.Errorf("%s: %w: line %d: a // comment (JSON has none; in YAML, comments start with #): %v", path, ErrInvalid, line, err)
+		}
 		return nil, fmt.Errorf("%s: %w: %v", path, ErrInvalid, err)
 	}
 	if err := checkServerLists(&root); err != nil { // before the decoder names Go types
@@ -369,6 +372,18 @@ func (e *expander) strMap(field string, m map[string]string) map[string]string {
 		out[k] = e.str(field+"."+k, v)
 	}
 	return out
+}
+
+// commentLine returns the first line that starts with "//" (after
+// indentation): the JSON-with-comments that VS Code and Cursor accept, which
+// neither JSON nor YAML does.
+func commentLine(data []byte) (int, bool) {
+	for i, l := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), "//") {
+			return i + 1, true
+		}
+	}
+	return 0, false
 }
 
 // DefaultDataDir is $XDG_DATA_HOME/contextd, or ~/.local/share/contextd.

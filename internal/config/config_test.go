@@ -226,6 +226,7 @@ func TestErrorsNameFileServerAndField(t *testing.T) {
 		{"bad type", `mcpServers: {t: {type: carrier-pigeon, command: x}}`, []string{`server "t"`, "field type", "carrier-pigeon"}},
 		{"stdio without command", `mcpServers: {s: {type: stdio}}`, []string{`server "s"`, "field command"}},
 		{"not yaml", "mcpServers: [", []string{"bad.yaml"}},
+		{"json with a comment", "{\n  // my servers\n  \"mcpServers\": {\"a\": {\"command\": \"x\"}}\n}", []string{"bad.yaml", "line 2: a // comment"}},
 		{"servers as a list", "mcpServers:\n  - name: a\n    command: x\n", []string{"bad.yaml", "line 1", "field mcpServers: a list; want a mapping"}},
 		{"bad poll interval", "poll_interval: often\nmcpServers: {a: {command: x}}", []string{"bad.yaml", "poll_interval", "often"}},
 		{"unknown tokenizer", "tokenizer: p50k\nmcpServers: {a: {command: x}}", []string{"bad.yaml", "field tokenizer", "p50k", "cl100k_base"}},
