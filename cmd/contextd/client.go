@@ -123,6 +123,9 @@ func servers(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	for _, s := range resp.GetServers() {
 		state := strings.ToLower(strings.TrimPrefix(s.GetState().String(), "STATE_"))
 		fmt.Fprintf(stdout, "%-16s %-10s %-5s %4d resources (%d with content indexed) %3d templates", s.GetName(), state, s.GetTransport(), s.GetResourceCount(), s.GetContentCount(), s.GetTemplateCount())
+		if s.GetLastSync() != nil && !s.GetResourcesCapability() {
+			fmt.Fprint(stdout, " (no resources capability)") // as the one-shot commands say
+		}
 		if n, d := s.GetRejectedEntries(), s.GetDuplicateEntries(); n+d > 0 {
 			fmt.Fprintf(stdout, "  dropped %d malformed and %d repeated list entries", n, d)
 		}

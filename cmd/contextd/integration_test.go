@@ -234,6 +234,15 @@ mcpServers:
 			}
 		}
 	}
+	var human, herr bytes.Buffer
+	if err := run(t.Context(), []string{"servers", "--addr", addr}, &human, &herr); err != nil {
+		t.Fatalf("servers: %v", err)
+	}
+	for _, l := range strings.Split(human.String(), "\n") {
+		if strings.HasPrefix(l, "filesystem ") != strings.Contains(l, "(no resources capability)") {
+			t.Errorf("servers line %q: want the note on filesystem's line only", l)
+		}
+	}
 
 	var out, errb bytes.Buffer
 	if err := run(t.Context(), []string{"query", "--addr", addr, "--budget", "1200", "--json", architectureQuery}, &out, &errb); err != nil {
