@@ -641,8 +641,12 @@ func (m *Mirror) sync(parent context.Context, sess *mcp.Session) (ok bool) {
 	return true
 }
 
+// fail records a failed connect. The same failure again (a server that is
+// down stays down) is logged at debug level, so a dead server does not
+// repeat its warning at every backoff; Status still has the latest.
 func (m *Mirror) fail(err error) {
 	m.mu.Lock()
+	again := (m.status.State == StateFailed || m.status.State == StateStale) && m.status.LastError == err.Error()
 	if m.status.Syncs == 0 {
 		m.status.State = StateFailed
 	} else {
@@ -651,7 +655,11 @@ func (m *Mirror) fail(err error) {
 	m.status.LastError = err.Error()
 	m.status.LastErrorTime = time.Now()
 	m.mu.Unlock()
-	m.log.Warn("connect failed", "err", err)
+	if again {
+		m.log.Debug("connect failed again", "err", err)
+	} else {
+		m.log.Warn("connect failed", "err", err)
+	}
 	m.markReady()
 }
 

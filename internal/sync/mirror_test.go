@@ -1,9 +1,12 @@
 package sync_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"slices"
 	"strings"
 	gosync "sync"
@@ -495,4 +498,40 @@ func TestReadFetchSaysWhenAndHowContentIsKeptFresh(t *testing.T) {
 			t.Errorf("second read without subscribe: %+v, %v; want a new fetch after %v", f2, err, f1.At)
 		}
 	})
+}
+
+// A server that stays down is warned about once, not at every backoff.
+func TestTheSameConnectFailureIsWarnedOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var logs bytes.Buffer
+		var mu gosync.Mutex
+		log := slog.New(slog.NewTextHandler(&lockedWriter{mu: &mu, w: &logs}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		attempts := 0
+		m := ctxsync.New(ctxsync.Options{Server: "s", Index: newIndex(t), Logger: log,
+			Dial: func(context.Context, *mcp.Options) (*mcp.Session, error) {
+				mu.Lock()
+				attempts++
+				mu.Unlock()
+				return nil, errors.New("dial tcp 127.0.0.1:1: connect: connection refused")
+			}})
+		start(t, m)
+		time.Sleep(5 * time.Minute)
+		synctest.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		if n := strings.Count(logs.String(), "connect failed"); attempts < 3 || n != 1 {
+			t.Errorf("%d attempts, %d warnings; want one warning for the same failure\n%s", attempts, n, logs.String())
+		}
+	})
+}
+
+type lockedWriter struct {
+	mu *gosync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
