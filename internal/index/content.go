@@ -72,8 +72,25 @@ const DefaultContentWeight = 0.5
 const DefaultContentBytes = 256 << 20
 
 // ErrContentFull is wrapped by SetContents' error when it left texts out
-// because the index holds Options.ContentBytes of text.
+// because the index holds Options.ContentBytes of text; the error is a
+// *ContentFullError, which says which.
 var ErrContentFull = errors.New("content index full")
+
+// A ContentFullError lists the texts SetContents left out for want of room.
+type ContentFullError struct {
+	// Left maps each left-out resource to its text's size, in the bytes
+	// that would count against Options.ContentBytes.
+	Left map[resource.Key]int
+	// Cap is Options.ContentBytes, resolved.
+	Cap int64
+}
+
+func (e *ContentFullError) Error() string {
+	return fmt.Sprintf("index: %v: %d texts left out (the cap is %d bytes of text across all servers)", ErrContentFull, len(e.Left), e.Cap)
+}
+
+// Unwrap returns ErrContentFull.
+func (e *ContentFullError) Unwrap() error { return ErrContentFull }
 
 // A Content is the text of one resource, as read, for SetContents.
 type Content struct {
@@ -197,12 +214,13 @@ func (ix *Index) DropContents(ctx context.Context, server string) (int, error) {
 // index. Contents of unknown keys, or whose Stamp no longer matches the
 // descriptor, are skipped; a text the same as the one indexed (by SHA-256)
 // only renews the time HasContent reports, without embedding. A text that
-// would take the index past Options.ContentBytes is left out (the
-// resource keeps any text it had), in the order given. It returns how many
+// would take the index past Options.ContentBytes is left out, in the order
+// given; a resource whose new text is left out loses the old one too, since
+// the caller read it because it changed (stale text never ranks). It returns how many
 // passages were embedded. Errors: ErrClosed; an embedding error (wrapped),
 // before anything of this call is stored; a store error, with the contents
-// before the failing one stored; ErrContentFull (wrapped) after everything
-// else is stored, when texts were left out.
+// before the failing one stored; a *ContentFullError (ErrContentFull)
+// after everything else is stored, when texts were left out.
 func (ix *Index) SetContents(ctx context.Context, cs ...Content) (embedded int, err error) {
 	ix.wmu.Lock()
 	defer ix.wmu.Unlock()
@@ -220,7 +238,8 @@ func (ix *Index) SetContents(ctx context.Context, cs ...Content) (embedded int, 
 	var jobs []job
 	var todo []int
 	var renew []job // the same text again
-	full := 0       // texts left out for ContentBytes
+	var left map[resource.Key]int // texts left out for ContentBytes
+	var drop []job                // their resources' old texts
 	ix.mu.RLock()
 	used := ix.contentBytes()
 	for _, c := range cs {
@@ -241,7 +260,14 @@ func (ix *Index) SetContents(ctx context.Context, cs ...Content) (embedded int, 
 			grow -= int64(e.content.size)
 		}
 		if ix.cbytes > 0 && grow > 0 && used+grow > ix.cbytes {
-			full++
+			if left == nil {
+				left = map[resource.Key]int{}
+			}
+			left[c.Key] = len(j.text)
+			if e.content != nil {
+				used -= int64(e.content.size)
+				drop = append(drop, job{c: c, d: e.desc})
+			}
 			continue
 		}
 		used += grow
@@ -306,8 +332,23 @@ func (ix *Index) SetContents(ctx context.Context, cs ...Content) (embedded int, 
 			ix.lex.Upsert(lexDoc(j.d, j.text))
 		}
 	}
-	if full > 0 {
-		return len(todo), fmt.Errorf("index: %w: %d texts left out (the cap is %d bytes of text across all servers)", ErrContentFull, full, ix.cbytes)
+	for _, j := range drop {
+		if err := ix.dropContentVector(ctx, j.c.Key); err != nil {
+			return len(todo), err
+		}
+		ix.mu.Lock()
+		e, ok := ix.docs[j.c.Key]
+		if ok {
+			e.content = nil
+			ix.docs[j.c.Key] = e
+		}
+		ix.mu.Unlock()
+		if ok {
+			ix.lex.Upsert(lexDoc(e.desc, ""))
+		}
+	}
+	if left != nil {
+		return len(todo), &ContentFullError{Left: left, Cap: ix.cbytes}
 	}
 	return len(todo), nil
 }

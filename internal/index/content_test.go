@@ -349,12 +349,18 @@ func TestContentBytesCapsTextAcrossServers(t *testing.T) {
 	if got := lexKeys(ix, "beta"); len(got) != 1 {
 		t.Errorf("beta after room was freed: %v", got)
 	}
-	// A text that would grow past the cap keeps the old one.
-	if _, err := ix.SetContents(t.Context(), text(ds[2], "epsilon", 80)); !errors.Is(err, index.ErrContentFull) {
-		t.Errorf("growing past the cap: err = %v, want ErrContentFull", err)
+	// A new text that does not fit is left out, and the old one goes too:
+	// the resource was read again because it changed.
+	_, err = ix.SetContents(t.Context(), text(ds[2], "epsilon", 80))
+	var full *index.ContentFullError
+	if !errors.As(err, &full) || !errors.Is(err, index.ErrContentFull) || len(full.Left) != 1 || full.Left[ds[2].Key()] != 80 {
+		t.Fatalf("growing past the cap: err = %v, want a ContentFullError naming %s (80 bytes)", err, ds[2].URI)
 	}
-	if got := lexKeys(ix, "gamma"); len(got) != 1 {
-		t.Errorf("the old text went when its longer replacement did not fit: %v", got)
+	if got := lexKeys(ix, "gamma"); len(got) != 0 {
+		t.Errorf("the stale text stayed when its replacement did not fit: %v", got)
+	}
+	if has, _ := ix.HasContent(ds[2].Key()); has || ix.ContentRoom() != 100-52 {
+		t.Errorf("after the stale text went: HasContent %v, ContentRoom %d; want false, 48", has, ix.ContentRoom())
 	}
 	room := ix.ContentRoom()
 	ix.Close()

@@ -37,6 +37,14 @@ type contentFailure struct {
 	until time.Time
 }
 
+// contentNoRoom is a text the content index had no room for: the pass does
+// not read that version of the resource again while the room left is
+// smaller than size (bytes).
+type contentNoRoom struct {
+	stamp string
+	size  int
+}
+
 // Content pass limits.
 const (
 	contentReaders     = 4                // reads in flight per server
@@ -169,12 +177,31 @@ func (m *Mirror) indexContents(ctx context.Context, sess *mcp.Session, refreshAg
 			delete(m.contentFailed, uri)
 		}
 	}
+	for uri := range m.contentNoRoom {
+		if !listed[uri] {
+			delete(m.contentNoRoom, uri)
+		}
+	}
 	if room := max(m.opts.ContentMaxResources-have, 0); len(fresh) > room {
 		m.log.Info("content index full for this server; the rest are ranked by their descriptors",
 			"indexed", have, "left_out", len(fresh)-room, "max", m.opts.ContentMaxResources)
 		fresh = fresh[:room]
 	}
 	todo := slices.Concat(updated, fresh, aged)
+	// Reads the connection cut off when the last session broke go first,
+	// one at a time: if the session breaks again during one of them, that
+	// read is the cause (a resource whose read kills the server), and it
+	// alone is left for a while. The others in flight with it were not.
+	prev := m.contentSuspects
+	slices.SortStableFunc(todo, func(a, b resource.Descriptor) int {
+		switch {
+		case prev[a.URI] && !prev[b.URI]:
+			return -1
+		case prev[b.URI] && !prev[a.URI]:
+			return 1
+		}
+		return 0
+	})
 	// The server said these were updated: they stay stale until their new
 	// text is indexed, however this pass ends, or the old text would stay
 	// indexed for good.
@@ -207,29 +234,47 @@ func (m *Mirror) indexContents(ctx context.Context, sess *mcp.Session, refreshAg
 	for _, d := range fresh {
 		isFresh[d.URI] = true
 	}
-	warned := false
+	noRoom := 0 // texts left out for the index's cap
+	defer func() {
+		if noRoom > 0 {
+			m.log.Warn("content index full across servers; resources whose text has no room are ranked by their descriptors",
+				"left_out", noRoom, "room_bytes", ix.ContentRoom())
+		}
+	}()
+	// suspects: URIs whose reads the connection cut off in this pass.
+	suspects := map[string]bool{}
+	defer func() { m.contentSuspects = suspects }()
 	for len(todo) > 0 && ctx.Err() == nil && !stop {
 		// The index holds at most its cap of text across all servers: a
-		// new text that cannot fit (its declared size is over the room
-		// left, or there is none) is not read, since it would be thrown
-		// away. Texts that replace one are read: they may fit.
+		// new text that cannot fit (its declared size, or the size it had
+		// when it was left out before, is over the room left, or there is
+		// none) is not read, since it would be thrown away. Texts that
+		// replace one are read: they may fit.
 		room := ix.ContentRoom()
 		n := len(todo)
 		todo = slices.DeleteFunc(todo, func(d resource.Descriptor) bool {
-			return isFresh[d.URI] && (room <= 0 || min(d.Size, index.MaxContentBytes) > room)
+			if !isFresh[d.URI] {
+				return false
+			}
+			size := min(d.Size, index.MaxContentBytes)
+			if nr, ok := m.contentNoRoom[d.URI]; ok && nr.stamp == index.ContentStamp(d) {
+				size = max(size, int64(nr.size))
+			}
+			return room <= 0 || size > room
 		})
-		if n > len(todo) && !warned {
-			warned = true
-			m.log.Warn("content index full across servers; resources whose text has no room are ranked by their descriptors",
-				"left_out", n-len(todo), "room_bytes", room)
-		}
+		noRoom += n - len(todo)
 		if len(todo) == 0 {
 			break
 		}
-		chunk := todo[:min(contentChunk, len(todo))]
+		size := contentChunk
+		if prev[todo[0].URI] {
+			size = 1
+		}
+		chunk := todo[:min(size, len(todo))]
 		todo = todo[len(chunk):]
 		got := make([]*index.Content, len(chunk))
 		errs := make([]error, len(chunk))
+		cut := make([]bool, len(chunk)) // the read failed because the pass ended
 		g, gctx := errgroup.WithContext(ctx)
 		g.SetLimit(contentReaders)
 		for i, d := range chunk {
@@ -241,7 +286,9 @@ func (m *Mirror) indexContents(ctx context.Context, sess *mcp.Session, refreshAg
 				defer cancel()
 				cs, hint, err := sess.ReadHint(rctx, d.URI)
 				if err != nil && gctx.Err() != nil {
-					return nil // cut short by the pass ending, not the resource's failure
+					cut[i] = true // by the pass ending, not the resource's failure
+					errs[i] = err
+					return nil
 				}
 				if err != nil {
 					errs[i] = err
@@ -274,8 +321,24 @@ func (m *Mirror) indexContents(ctx context.Context, sess *mcp.Session, refreshAg
 		}
 		_ = g.Wait()
 		var cs []index.Content
+		ended := false // the session is ending: store what was read, then stop
 		for i, c := range got {
 			err := errs[i]
+			var werr *jsonrpc.Error
+			var nf *mcp.NotFoundError
+			if err != nil && !errors.As(err, &werr) && !errors.As(err, &nf) && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, mcp.ErrSessionExpired) {
+				// Cut off by the connection, not failed by the server. Cut
+				// off again, alone in flight, the read is taken for the
+				// cause (a resource whose read kills the server) and not
+				// tried again for a while.
+				broken = true
+				uri := chunk[i].URI
+				suspects[uri] = true
+				if prev[uri] && len(chunk) == 1 {
+					m.contentFailed[uri] = contentFailure{stamp: index.ContentStamp(chunk[i]), until: time.Now().Add(contentRetryAfter)}
+					m.log.Warn("content index: the session broke twice while reading this resource, the second time with no other read in flight; not reading it again for a while", "uri", uri, "retry_after", contentRetryAfter)
+				}
+			}
 			switch {
 			case c != nil:
 				cs = append(cs, *c)
@@ -284,22 +347,18 @@ func (m *Mirror) indexContents(ctx context.Context, sess *mcp.Session, refreshAg
 				if c.Text == "" {
 					empty++ // no text, or a private result
 				}
-			case err == nil:
+			case err == nil || cut[i]:
 				// not read: the pass is ending
 			case errors.Is(err, mcp.ErrSessionExpired) || ctx.Err() != nil:
-				return true // the next session's sync runs a new pass
+				ended = true // the next session's sync runs a new pass
 			default:
 				failed++
 				// Remembered only when the resource itself failed: the
 				// server answered an error, or did not answer in time. A
 				// broken connection says nothing of the resource, and the
 				// next session's pass tries it.
-				var werr *jsonrpc.Error
-				var nf *mcp.NotFoundError
 				if errors.As(err, &werr) || errors.As(err, &nf) || errors.Is(err, context.DeadlineExceeded) {
 					m.contentFailed[chunk[i].URI] = contentFailure{stamp: index.ContentStamp(chunk[i]), until: time.Now().Add(contentRetryAfter)}
-				} else {
-					broken = true
 				}
 				if nf != nil {
 					// Evicted at the end of the pass. No re-list: the list
@@ -314,23 +373,45 @@ func (m *Mirror) indexContents(ctx context.Context, sess *mcp.Session, refreshAg
 				m.log.Debug("reading for the content index failed", "uri", chunk[i].URI, "err", err)
 			}
 		}
-		_, err := ix.SetContents(ctx, cs...)
+		// What was read is stored even when the session is ending: the
+		// index is local, and the reads were answered.
+		ended = ended || ctx.Err() != nil
+		sctx := ctx
+		if ended {
+			sctx = context.WithoutCancel(ctx)
+		}
+		_, err := ix.SetContents(sctx, cs...)
+		var full *index.ContentFullError
 		switch {
-		case errors.Is(err, index.ErrContentFull):
-			// The rest of cs is stored; what was left out is read again
-			// on a later pass, once there is room. Which of the updated
-			// ones kept their old text is not known, so they all stay
-			// pending: a read too many at worst.
+		case errors.As(err, &full):
+			// The rest of cs is stored. A text left out took the old one
+			// with it, so none stays stale; it is not read again while
+			// the room left is smaller than it.
+			for k, size := range full.Left {
+				noRoom++
+				for _, c := range cs {
+					if c.Key == k {
+						m.contentNoRoom[k.URI] = contentNoRoom{stamp: c.Stamp, size: size}
+					}
+				}
+			}
 		case err != nil:
 			if ctx.Err() != nil {
-				return
+				return true
 			}
 			m.log.Warn("content index: indexing failed", "err", err)
-			return
-		default:
+			return broken
+		}
+		if err == nil || full != nil {
 			for _, c := range cs {
 				delete(pending, c.Key.URI)
+				if full == nil || full.Left[c.Key] == 0 {
+					delete(m.contentNoRoom, c.Key.URI)
+				}
 			}
+		}
+		if ended {
+			return true
 		}
 		if stop {
 			m.log.Warn("content index: stopping after reads in a row got no answer; the rest keep their descriptors only", "unanswered", streak)

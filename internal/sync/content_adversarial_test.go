@@ -729,3 +729,100 @@ func TestReadyWaitsForAFirstPassThatCompletes(t *testing.T) {
 		}
 	})
 }
+
+// TestAResourceWhoseReadKillsTheServer: every session dies while the
+// content pass reads doc://poison. Ready must still close (a second session
+// cut short does not defer it again), and after two breaks with the read in
+// flight the pass stops reading it, so the server stays up and the rest is
+// indexed.
+func TestAResourceWhoseReadKillsTheServer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := mcptest.NewServer(nil, nil)
+		var mu gosync.Mutex
+		sessions := map[*mcpsdk.ServerSession]bool{}
+		poisonReads, dials := 0, 0
+		addHandler(srv, "doc://poison", func(ctx context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+			mu.Lock()
+			poisonReads++
+			mu.Unlock()
+			go req.Session.Close()
+			<-ctx.Done()
+			return nil, ctx.Err()
+		})
+		for i := range 5 {
+			mcptest.AddText(srv, fmt.Sprintf("doc://%d", i), "doc", fmt.Sprintf("text %d", i))
+		}
+		dial := func(ctx context.Context, opts *mcp.Options) (*mcp.Session, error) {
+			ct, st := mcpsdk.NewInMemoryTransports()
+			ss, err := srv.Connect(ctx, st, nil)
+			if err != nil {
+				return nil, err
+			}
+			mu.Lock()
+			dials++
+			sessions[ss] = true
+			mu.Unlock()
+			t.Cleanup(func() { _ = ss.Close() })
+			sess, err := mcp.ConnectTransport(ctx, "s", ct, opts)
+			if err == nil {
+				t.Cleanup(func() { _ = sess.Close() })
+			}
+			return sess, err
+		}
+		ix := newIndex(t)
+		m := ctxsync.New(ctxsync.Options{Server: "s", Index: ix, Dial: dial})
+		start(t, m)
+		select {
+		case <-m.Ready():
+		case <-time.After(10 * time.Minute):
+			mu.Lock()
+			defer mu.Unlock()
+			t.Fatalf("Ready still open after 10 minutes: %d sessions, %+v", dials, m.Status())
+		}
+		time.Sleep(10 * time.Minute)
+		synctest.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		if poisonReads != 2 {
+			t.Errorf("doc://poison read %d times in 10 minutes; want 2 (then left alone for a while)", poisonReads)
+		}
+		if dials > 3 {
+			t.Errorf("%d sessions in 10 minutes; want the server to stay up once the poison is left alone", dials)
+		}
+		if got := ix.ContentLen("s"); got != 5 {
+			t.Errorf("%d texts indexed; want the 5 whose reads do not kill the server (the reads in flight beside it are not blamed)", got)
+		}
+	})
+}
+
+// TestReadyClosesWhenEverySessionDiesInItsFirstPass: a server that dies at
+// any read. The first session cut short leaves Ready to the next; the
+// second closes it, rather than one-shot commands waiting out --timeout.
+func TestReadyClosesWhenEverySessionDiesInItsFirstPass(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := mcptest.NewServer(nil, nil)
+		for i := range 6 {
+			addHandler(srv, fmt.Sprintf("doc://%d", i), func(ctx context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+				go req.Session.Close()
+				<-ctx.Done()
+				return nil, ctx.Err()
+			})
+		}
+		var mu gosync.Mutex
+		dials := 0
+		dial := mcptest.Dial(t, "s", srv)
+		m := ctxsync.New(ctxsync.Options{Server: "s", Index: newIndex(t), Dial: func(ctx context.Context, o *mcp.Options) (*mcp.Session, error) {
+			mu.Lock()
+			dials++
+			mu.Unlock()
+			return dial(ctx, o)
+		}})
+		start(t, m)
+		<-m.Ready()
+		mu.Lock()
+		defer mu.Unlock()
+		if dials != 2 {
+			t.Errorf("Ready after %d sessions; want 2 (one cut-short session is waited past, not more)", dials)
+		}
+	})
+}

@@ -363,3 +363,39 @@ func TestFullContentIndexStopsReadingNewTexts(t *testing.T) {
 		}
 	})
 }
+
+// TestTextsWithoutADeclaredSizeLeftOutForRoomAreNotReadAgain: a server
+// that declares no sizes. Texts the full index left out are remembered with
+// their size, so later passes do not read them again while there is no room
+// for them.
+func TestTextsWithoutADeclaredSizeLeftOutForRoomAreNotReadAgain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := mcptest.NewServer(nil, nil)
+		var rc readCounter
+		srv.AddReceivingMiddleware(rc.middleware())
+		for i := range 10 {
+			uri := fmt.Sprintf("doc://%d", i)
+			addHandler(srv, uri, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+				return textResult(uri, strings.Repeat("walrus ", 14)), nil // 98 bytes, not declared
+			})
+		}
+		ix, err := index.Open(t.Context(), index.Options{Embedder: &indextest.BagEmbedder{}, ContentBytes: 500})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ix.Close()
+		m := ctxsync.New(ctxsync.Options{Server: "s", Index: ix, Dial: mcptest.Dial(t, "s", srv)})
+		start(t, m)
+		<-m.Ready()
+		if got := ix.ContentLen("s"); got != 5 {
+			t.Fatalf("%d texts indexed under a 500-byte cap, want 5 of 98 bytes", got)
+		}
+		before := rc.total()
+		mcptest.AddText(srv, "doc://tiny", "tiny", "tusk") // a re-list and another pass
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if n := rc.total() - before; n != 1 || rc.get("doc://tiny") != 1 {
+			t.Errorf("%d reads on the next pass (tiny %d); want only the new 4-byte text, not the 5 left out", n, rc.get("doc://tiny"))
+		}
+	})
+}

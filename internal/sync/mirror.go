@@ -160,8 +160,18 @@ type Mirror struct {
 	recontent    chan struct{}
 	// contentFailed holds the reads of the content pass that failed, so
 	// later passes skip them until the descriptor changes or the retry
-	// time comes. Only the content worker uses it.
-	contentFailed map[string]contentFailure
+	// time comes. contentSuspects holds the URIs whose reads were cut off
+	// when the last session broke during a pass: cut off again by the next
+	// break, they go to contentFailed (a resource whose read kills the
+	// server). contentNoRoom holds texts the content index had no room
+	// for. Only the content worker uses these.
+	contentFailed   map[string]contentFailure
+	contentSuspects map[string]bool
+	contentNoRoom   map[string]contentNoRoom
+	// readyDeferred is set once a session ended before its first content
+	// pass completed and left Ready to the next one; a second such session
+	// closes Ready (see serve's content worker).
+	readyDeferred bool
 }
 
 // New returns a mirror; it does nothing until Run.
@@ -216,9 +226,11 @@ func New(opts Options) *Mirror {
 		cache:    newReadCache(opts.CacheBytes),
 		notFound: map[string]bool{},
 
-		contentStale:  map[string]bool{},
-		recontent:     make(chan struct{}, 1),
-		contentFailed: map[string]contentFailure{},
+		contentStale:    map[string]bool{},
+		recontent:       make(chan struct{}, 1),
+		contentFailed:   map[string]contentFailure{},
+		contentSuspects: map[string]bool{},
+		contentNoRoom:   map[string]contentNoRoom{},
 	}
 }
 
@@ -409,10 +421,26 @@ func (m *Mirror) serve(ctx context.Context, sess *mcp.Session, warm []string) (e
 	var worker gosync.WaitGroup
 	defer func() { stopWorker(); worker.Wait() }()
 	worker.Go(func() {
-		// A session that ends before its first pass completes leaves Ready
-		// to the next session (its first pass, or a failure to connect or
-		// sync), so a one-shot command never ranks with part of the text.
-		// A mirror that stops marks Ready on its way out (Run).
+		// The first session that ends before its first pass completes
+		// leaves Ready to the next session (its first pass, or a failure
+		// to connect or sync), so a one-shot command does not rank with
+		// part of the text because a session was cut. Only once: a server
+		// that dies on every session (a read that kills it, an exit right
+		// after listing) would otherwise keep Ready open for good. A
+		// mirror that stops marks Ready on its way out (Run).
+		passed := false
+		defer func() {
+			if passed || ctx.Err() != nil {
+				return
+			}
+			m.mu.Lock()
+			deferred := m.readyDeferred
+			m.readyDeferred = true
+			m.mu.Unlock()
+			if deferred {
+				m.markReady()
+			}
+		}()
 		var refresh <-chan time.Time
 		for first := true; ; first = false {
 			select {
@@ -425,7 +453,10 @@ func (m *Mirror) serve(ctx context.Context, sess *mcp.Session, warm []string) (e
 			// wait for texts that are only being checked.
 			if broken := m.indexContents(wctx, sess, !first); broken {
 				// Reads failed as a closing connection fails them: give
-				// the session a moment to show whether it ended.
+				// the session a moment to show whether it ended (a stdio
+				// server's exit shows at once; an HTTP server that stops
+				// answering shows only after missed pings, and the pass
+				// then counts as complete).
 				select {
 				case <-ended:
 				case <-wctx.Done():
@@ -440,6 +471,7 @@ func (m *Mirror) serve(ctx context.Context, sess *mcp.Session, warm []string) (e
 			if wctx.Err() != nil {
 				return
 			}
+			passed = true
 			m.markReady()
 			if m.opts.ContentMaxAge > 0 && m.opts.ContentMaxResources >= 0 {
 				refresh = time.After(max(m.opts.ContentMaxAge/4, time.Minute))
