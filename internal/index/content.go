@@ -237,7 +237,7 @@ func (ix *Index) SetContents(ctx context.Context, cs ...Content) (embedded int, 
 	}
 	var jobs []job
 	var todo []int
-	var renew []job // the same text again
+	var renew []job               // the same text again
 	var left map[resource.Key]int // texts left out for ContentBytes
 	var drop []job                // their resources' old texts
 	ix.mu.RLock()
