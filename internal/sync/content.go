@@ -336,7 +336,7 @@ func (m *Mirror) indexContents(ctx context.Context, sess *mcp.Session, refreshAg
 				suspects[uri] = true
 				if prev[uri] && len(chunk) == 1 {
 					m.contentFailed[uri] = contentFailure{stamp: index.ContentStamp(chunk[i]), until: time.Now().Add(contentRetryAfter)}
-					m.log.Warn("content index: the session broke twice while reading this resource, the second time with no other read in flight; not reading it again for a while", "uri", uri, "retry_after", contentRetryAfter)
+					m.log.Warn("content index: reading this resource failed twice without an answer (the connection broke, or the response was unusable), the second time with no other read in flight; not reading it again for a while", "uri", uri, "retry_after", contentRetryAfter)
 				}
 			}
 			switch {
