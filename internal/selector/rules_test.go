@@ -143,8 +143,10 @@ func TestValueFloorLeavesLowValueUnread(t *testing.T) {
 	if !ok || o.Reason != OmitLowValue || o.Read || !strings.Contains(o.Detail, "0.90 × the best returned value 1.00") {
 		t.Fatalf("b: %+v", o)
 	}
-	if _, ok := withItem(res.Items, "pin"); !ok {
+	if it, ok := withItem(res.Items, "pin"); !ok {
 		t.Errorf("the pinned resource fell under the floor")
+	} else if !strings.Contains(it.Reason, "pinned, value 1.00 (relevance 1 by the pin)") {
+		t.Errorf("pinned reason %q: want its value said to be by rule, not a relevance", it.Reason)
 	}
 	// Just under the floor: the reason shows the digits that tell them apart.
 	ranked[2].Score = 0.8996

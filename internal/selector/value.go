@@ -29,19 +29,28 @@ type Value struct {
 	Relevance float64 // Candidate.Score over the best unpinned Score, in [0, 1]; 1 for pinned
 	Priority  float64 // priority factor, 1 if absent (PriorityWeight)
 	Recency   float64 // recency factor, 1 if absent (RecencyWeight)
+	// Pinned is Candidate.Pinned: its Relevance is 1 by rule, not from a
+	// search score, and reasons say "pinned" rather than a relevance.
+	Pinned bool
 }
 
 // Total returns Relevance × Priority × Recency.
 func (v Value) Total() float64 { return v.Relevance * v.Priority * v.Recency }
 
 // String formats the value for reasons: "value 0.82 (relevance 0.91 ×
-// priority 1.00 × recency 0.90)", leaving out factors that are 1.
+// priority 1.00 × recency 0.90)", leaving out factors that are 1;
+// "value 1.00 (relevance 1 by the pin)" for a pinned candidate, whose
+// relevance is not a search score.
 func (v Value) String() string { return v.format(2) }
 
 // format is String with the value itself given to prec decimals.
 func (v Value) format(prec int) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "value %.*f (relevance %.2f", prec, v.Total(), v.Relevance)
+	if v.Pinned {
+		fmt.Fprintf(&b, "value %.*f (relevance 1 by the pin", prec, v.Total())
+	} else {
+		fmt.Fprintf(&b, "value %.*f (relevance %.2f", prec, v.Total(), v.Relevance)
+	}
 	if v.Priority != 1 {
 		fmt.Fprintf(&b, " × priority %.2f", v.Priority)
 	}
@@ -67,7 +76,7 @@ func distinctPrecision(a, b float64) int {
 // valueOf returns c's value given the best unpinned score and the time
 // recency is measured from (zero: recency off).
 func valueOf(c Candidate, best float64, now time.Time) Value {
-	v := Value{Relevance: 1, Priority: 1, Recency: 1}
+	v := Value{Relevance: 1, Priority: 1, Recency: 1, Pinned: c.Pinned}
 	if !c.Pinned && best > 0 {
 		v.Relevance = min(max(finite(c.Score)/best, 0), 1)
 	}
