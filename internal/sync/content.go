@@ -35,6 +35,10 @@ const contentRetryAfter = 30 * time.Minute
 type contentFailure struct {
 	stamp string
 	until time.Time
+	// stale: the read got no answer after the server said the resource
+	// changed, so the server's word is already spent on it (see
+	// indexContents).
+	stale bool
 }
 
 // contentNoRoom is a text the content index had no room for: the pass does
@@ -43,6 +47,47 @@ type contentFailure struct {
 type contentNoRoom struct {
 	stamp string
 	size  int
+}
+
+// dropStale takes out of the index the text of resources the server said
+// changed but whose new text cannot be read now, so stale text never ranks;
+// they count as read with nothing until they are read again.
+func (m *Mirror) dropStale(ctx context.Context, ds []resource.Descriptor) {
+	if len(ds) == 0 {
+		return
+	}
+	cs := make([]index.Content, len(ds))
+	for i, d := range ds {
+		cs[i] = index.Content{Key: d.Key(), Stamp: index.ContentStamp(d)}
+	}
+	if _, err := m.opts.Index.SetContents(context.WithoutCancel(ctx), cs...); err != nil {
+		m.log.Warn("content index: dropping stale text failed", "err", err)
+	}
+}
+
+// sessionEnd tells the content pass whether, and how, its session ended.
+type sessionEnd struct {
+	done chan struct{} // closed when the session has ended
+	err  error         // why (the session's Wait); read only after done
+}
+
+// wait waits up to d for the session to end and returns whether it did,
+// and why.
+func (e *sessionEnd) wait(ctx context.Context, d time.Duration) (bool, error) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-e.done:
+		return true, e.err
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	select { // the end and ctx's cancellation race: the end says more
+	case <-e.done:
+		return true, e.err
+	default:
+		return false, nil
+	}
 }
 
 // Content pass limits.
@@ -123,10 +168,18 @@ func (m *Mirror) contentUpdated(uri string) {
 // out or the connection fails) the pass cancels the reads in flight and
 // stops; the next pass skips those and goes on. It reports progress every
 // few seconds on big servers. Only the content worker calls it, one pass at
-// a time. It reports whether a read failed in a way that says nothing of the
-// resource (the connection broke, or the session expired): the session may
-// be ending, and the pass with it.
-func (m *Mirror) indexContents(ctx context.Context, sess *mcp.Session, refreshAged bool) (broken bool) {
+// a time. It reports whether the pass was cut short: its session ended
+// (end), or ctx did.
+//
+// When reads fail without an answer, the pass waits up to a second to see
+// whether the session ended. If it did (and the server did not merely
+// expire it, the normal end of an HTTP session), the reads it cut off are
+// suspects: the next session's pass reads them first, one at a time, and
+// one whose lone read ends that session too is left alone for
+// contentRetryAfter, whatever its version or the server's word that it
+// changed (a resource whose read kills the server). If the session lives
+// on, the failures were the reads' own.
+func (m *Mirror) indexContents(ctx context.Context, sess *mcp.Session, refreshAged bool, end *sessionEnd) (cut bool) {
 	if m.opts.ContentMaxResources < 0 {
 		// Off: text indexed by an earlier run (a kept data_dir) must not
 		// go on ranking this server.
@@ -146,6 +199,7 @@ func (m *Mirror) indexContents(ctx context.Context, sess *mcp.Session, refreshAg
 	m.contentStale = map[string]bool{}
 	m.mu.Unlock()
 	var updated, fresh, aged []resource.Descriptor
+	var held []resource.Descriptor // stale, but not to be read yet: they stay stale, their old text gone
 	have := 0
 	now := time.Now()
 	listed := map[string]bool{}
@@ -158,9 +212,27 @@ func (m *Mirror) indexContents(ctx context.Context, sess *mcp.Session, refreshAg
 		if has {
 			have++
 		}
-		// The server's word that a resource changed outweighs a failed
-		// read: its old text is stale, so it is tried on every pass.
-		if f, ok := m.contentFailed[d.URI]; ok && f.stamp == index.ContentStamp(d) && now.Before(f.until) && !stale[d.URI] {
+		// A resource whose read ended sessions is left alone for a while,
+		// whatever its version or the server's word that it changed (its
+		// old text goes, and it stays stale).
+		if until, ok := m.contentKillers[d.URI]; ok {
+			if now.Before(until) {
+				if stale[d.URI] {
+					held = append(held, d)
+				}
+				continue
+			}
+			delete(m.contentKillers, d.URI)
+		}
+		// The server's word that a resource changed outweighs a read that
+		// failed before it, or was answered with an error after it: its old
+		// text is stale, so it is tried on every pass. A read that got no
+		// answer after it waits out the retry time like any other, its old
+		// text gone.
+		if f, ok := m.contentFailed[d.URI]; ok && f.stamp == index.ContentStamp(d) && now.Before(f.until) && (!stale[d.URI] || f.stale) {
+			if stale[d.URI] {
+				held = append(held, d)
+			}
 			continue
 		}
 		switch {
@@ -180,6 +252,11 @@ func (m *Mirror) indexContents(ctx context.Context, sess *mcp.Session, refreshAg
 	for uri := range m.contentNoRoom {
 		if !listed[uri] {
 			delete(m.contentNoRoom, uri)
+		}
+	}
+	for uri := range m.contentKillers {
+		if !listed[uri] {
+			delete(m.contentKillers, uri)
 		}
 	}
 	if room := max(m.opts.ContentMaxResources-have, 0); len(fresh) > room {
@@ -209,6 +286,10 @@ func (m *Mirror) indexContents(ctx context.Context, sess *mcp.Session, refreshAg
 	for _, d := range updated {
 		pending[d.URI] = true
 	}
+	for _, d := range held {
+		pending[d.URI] = true
+	}
+	m.dropStale(ctx, held)
 	defer func() {
 		m.mu.Lock()
 		defer m.mu.Unlock()
@@ -320,67 +401,75 @@ func (m *Mirror) indexContents(ctx context.Context, sess *mcp.Session, refreshAg
 			})
 		}
 		_ = g.Wait()
-		var cs []index.Content
-		ended := false // the session is ending: store what was read, then stop
-		for i, c := range got {
-			err := errs[i]
+		// Did the session end under these reads?
+		unanswered := func(err error) bool {
 			var werr *jsonrpc.Error
 			var nf *mcp.NotFoundError
-			if err != nil && !errors.As(err, &werr) && !errors.As(err, &nf) && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, mcp.ErrSessionExpired) {
-				// Cut off by the connection, not failed by the server. Cut
-				// off again, alone in flight, the read is taken for the
-				// cause (a resource whose read kills the server) and not
-				// tried again for a while.
-				broken = true
-				uri := chunk[i].URI
+			return err != nil && !errors.As(err, &werr) && !errors.As(err, &nf) && !errors.Is(err, context.DeadlineExceeded)
+		}
+		ended, blame := false, false
+		if ctx.Err() != nil || slices.ContainsFunc(errs, unanswered) {
+			var endErr error
+			ended, endErr = end.wait(ctx, time.Second)
+			blame = ended && !errors.Is(endErr, mcp.ErrSessionExpired)
+			ended = ended || ctx.Err() != nil
+		}
+		var cs []index.Content
+		var staleFailed []resource.Descriptor
+		for i, c := range got {
+			err := errs[i]
+			uri := chunk[i].URI
+			if blame && unanswered(err) {
 				suspects[uri] = true
 				if prev[uri] && len(chunk) == 1 {
-					m.contentFailed[uri] = contentFailure{stamp: index.ContentStamp(chunk[i]), until: time.Now().Add(contentRetryAfter)}
-					m.log.Warn("content index: reading this resource failed twice without an answer (the connection broke, or the response was unusable), the second time with no other read in flight; not reading it again for a while", "uri", uri, "retry_after", contentRetryAfter)
+					m.contentKillers[uri] = time.Now().Add(contentRetryAfter)
+					m.log.Warn("content index: the session ended during this resource's read twice, the second time with no other read in flight; not reading it again for a while",
+						"uri", uri, "retry_after", contentRetryAfter)
 				}
 			}
+			var nf *mcp.NotFoundError
 			switch {
 			case c != nil:
 				cs = append(cs, *c)
-				delete(m.contentFailed, chunk[i].URI)
+				delete(m.contentFailed, uri)
 				read++
 				if c.Text == "" {
 					empty++ // no text, or a private result
 				}
-			case err == nil || cut[i]:
-				// not read: the pass is ending
-			case errors.Is(err, mcp.ErrSessionExpired) || ctx.Err() != nil:
-				ended = true // the next session's sync runs a new pass
+			case err == nil || cut[i] || ended:
+				// not read: the pass is ending (the next session's sync
+				// runs a new one)
 			default:
 				failed++
-				// Remembered only when the resource itself failed: the
-				// server answered an error, or did not answer in time. A
-				// broken connection says nothing of the resource, and the
-				// next session's pass tries it.
-				if errors.As(err, &werr) || errors.As(err, &nf) || errors.Is(err, context.DeadlineExceeded) {
-					m.contentFailed[chunk[i].URI] = contentFailure{stamp: index.ContentStamp(chunk[i]), until: time.Now().Add(contentRetryAfter)}
+				// Remembered when the resource itself failed: the server
+				// answered an error, did not answer in time, or sent what
+				// could not be used while the session lived on.
+				// A resource the server said changed is read again on the
+				// next pass after an error answer (the server is alive),
+				// but not after no answer: a read that hangs or kills the
+				// server would do it again at every session.
+				var werr *jsonrpc.Error
+				hold := stale[uri] && !errors.As(err, &werr) && !errors.As(err, &nf)
+				m.contentFailed[uri] = contentFailure{stamp: index.ContentStamp(chunk[i]), until: time.Now().Add(contentRetryAfter), stale: hold}
+				if hold {
+					staleFailed = append(staleFailed, chunk[i])
 				}
-				if nf != nil {
+				if errors.As(err, &nf) {
 					// Evicted at the end of the pass. No re-list: the list
 					// was just read (or the server will say it changed),
 					// and a re-list would add it back, read it and evict
 					// it again, forever.
 					m.mu.Lock()
-					m.notFound[chunk[i].URI] = true
+					m.notFound[uri] = true
 					m.mu.Unlock()
 					evict = true
 				}
-				m.log.Debug("reading for the content index failed", "uri", chunk[i].URI, "err", err)
+				m.log.Debug("reading for the content index failed", "uri", uri, "err", err)
 			}
 		}
-		// What was read is stored even when the session is ending: the
-		// index is local, and the reads were answered.
-		ended = ended || ctx.Err() != nil
-		sctx := ctx
-		if ended {
-			sctx = context.WithoutCancel(ctx)
-		}
-		_, err := ix.SetContents(sctx, cs...)
+		// What was read is stored however the pass ends: the index is
+		// local, and the reads were answered.
+		_, err := ix.SetContents(context.WithoutCancel(ctx), cs...)
 		var full *index.ContentFullError
 		switch {
 		case errors.As(err, &full):
@@ -396,20 +485,16 @@ func (m *Mirror) indexContents(ctx context.Context, sess *mcp.Session, refreshAg
 				}
 			}
 		case err != nil:
-			if ctx.Err() != nil {
-				return true
-			}
 			m.log.Warn("content index: indexing failed", "err", err)
-			return broken
+			return ended
 		}
-		if err == nil || full != nil {
-			for _, c := range cs {
-				delete(pending, c.Key.URI)
-				if full == nil || full.Left[c.Key] == 0 {
-					delete(m.contentNoRoom, c.Key.URI)
-				}
+		for _, c := range cs {
+			delete(pending, c.Key.URI)
+			if full == nil || full.Left[c.Key] == 0 {
+				delete(m.contentNoRoom, c.Key.URI)
 			}
 		}
+		m.dropStale(ctx, staleFailed) // they stay pending
 		if ended {
 			return true
 		}
@@ -426,5 +511,5 @@ func (m *Mirror) indexContents(ctx context.Context, sess *mcp.Session, refreshAg
 		m.evictNotFound(ctx)
 	}
 	m.log.Info("contents indexed", "read", read, "failed", failed, "without_text", empty, "indexed_total", ix.ContentLen(m.opts.Server), "elapsed", time.Since(start).Round(time.Millisecond))
-	return broken
+	return ctx.Err() != nil
 }

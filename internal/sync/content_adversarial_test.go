@@ -16,6 +16,7 @@ import (
 
 	"github.com/contextd/contextd/internal/config"
 	"github.com/contextd/contextd/internal/index"
+	"github.com/contextd/contextd/internal/index/indextest"
 	"github.com/contextd/contextd/internal/mcp"
 	"github.com/contextd/contextd/internal/mcp/mcptest"
 	"github.com/contextd/contextd/internal/resource"
@@ -823,6 +824,207 @@ func TestReadyClosesWhenEverySessionDiesInItsFirstPass(t *testing.T) {
 		defer mu.Unlock()
 		if dials != 2 {
 			t.Errorf("Ready after %d sessions; want 2 (one cut-short session is waited past, not more)", dials)
+		}
+	})
+}
+
+// countingDial connects to srv over in-memory transports and counts the
+// sessions.
+func countingDial(t *testing.T, srv *mcpsdk.Server, mu *gosync.Mutex, dials *int) ctxsync.DialFunc {
+	return func(ctx context.Context, opts *mcp.Options) (*mcp.Session, error) {
+		ct, st := mcpsdk.NewInMemoryTransports()
+		ss, err := srv.Connect(ctx, st, nil)
+		if err != nil {
+			return nil, err
+		}
+		mu.Lock()
+		*dials++
+		mu.Unlock()
+		t.Cleanup(func() { _ = ss.Close() })
+		sess, err := mcp.ConnectTransport(ctx, "s", ct, opts)
+		if err == nil {
+			t.Cleanup(func() { _ = sess.Close() })
+		}
+		return sess, err
+	}
+}
+
+// killer is a read handler that ends its session and never answers.
+func killer(count func()) mcpsdk.ResourceHandler {
+	return func(ctx context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+		count()
+		go req.Session.Close()
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+}
+
+// A resource the server says was updated, whose read now kills the server:
+// the server's word must not override the blame, or every session dies.
+func TestAnUpdatedResourceWhoseReadKillsTheServerIsLeftAlone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := mcptest.NewServer(nil, &mcpsdk.ServerOptions{
+			SubscribeHandler:   func(context.Context, *mcpsdk.SubscribeRequest) error { return nil },
+			UnsubscribeHandler: func(context.Context, *mcpsdk.UnsubscribeRequest) error { return nil },
+		})
+		var mu gosync.Mutex
+		poisoned, poisonReads, dials := false, 0, 0
+		kill := killer(func() {
+			mu.Lock()
+			poisonReads++
+			mu.Unlock()
+		})
+		addHandler(srv, "doc://x", func(ctx context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+			mu.Lock()
+			p := poisoned
+			mu.Unlock()
+			if p {
+				return kill(ctx, req)
+			}
+			return textResult(req.Params.URI, "walrus"), nil
+		})
+		mcptest.AddText(srv, "doc://y", "y", "narwhal")
+		ix := newIndex(t)
+		m := ctxsync.New(ctxsync.Options{Server: "s", Index: ix, Dial: legacy(countingDial(t, srv, &mu, &dials))})
+		start(t, m)
+		<-m.Ready()
+		if _, err := m.Read(t.Context(), "doc://x"); err != nil { // subscribes
+			t.Fatal(err)
+		}
+		mu.Lock()
+		poisoned = true
+		mu.Unlock()
+		if err := srv.ResourceUpdated(t.Context(), &mcpsdk.ResourceUpdatedNotificationParams{URI: "doc://x"}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Minute)
+		synctest.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		// Read by the content pass, by the re-read of the cache after the
+		// reconnect, and alone by the next pass: then left alone.
+		if poisonReads > 3 || dials > 4 {
+			t.Errorf("in 10 minutes: the killing read was sent %d times over %d sessions; want it left alone after three", poisonReads, dials)
+		}
+		if got := lexURIs(ix, "walrus"); len(got) != 0 {
+			t.Errorf("the stale text of the updated resource still ranks: %v", got)
+		}
+	})
+}
+
+// The blame is the resource's, not its version's: a lastModified that moves
+// at every session must not make it innocent again.
+func TestAKillingReadIsBlamedWhateverItsVersion(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := mcptest.NewServer(map[string]string{"doc://ok": "walrus"}, nil)
+		var mu gosync.Mutex
+		poisonReads, dials := 0, 0
+		kill := killer(func() {
+			mu.Lock()
+			poisonReads++
+			mu.Unlock()
+		})
+		inner := countingDial(t, srv, &mu, &dials)
+		dial := func(ctx context.Context, o *mcp.Options) (*mcp.Session, error) {
+			lm := time.Now().UTC().Format(time.RFC3339Nano)
+			srv.AddResource(&mcpsdk.Resource{URI: "doc://log", Name: "log", MIMEType: "text/plain", Annotations: &mcpsdk.Annotations{LastModified: lm}}, kill)
+			return inner(ctx, o)
+		}
+		m := ctxsync.New(ctxsync.Options{Server: "s", Index: newIndex(t), Dial: dial})
+		start(t, m)
+		<-m.Ready()
+		time.Sleep(10 * time.Minute)
+		synctest.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		if poisonReads > 2 || dials > 3 {
+			t.Errorf("in 10 minutes: the killing read was sent %d times over %d sessions", poisonReads, dials)
+		}
+	})
+}
+
+// The killing read sorted first: once the session has ended, the pass must
+// not read the next suspect alone on the dead connection and blame it.
+func TestNoReadIsBlamedOnADeadConnection(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := mcptest.NewServer(nil, nil)
+		addHandler(srv, "doc://a-poison", killer(func() {}))
+		for i := range 5 {
+			mcptest.AddText(srv, fmt.Sprintf("doc://b-%d", i), "doc", fmt.Sprintf("text %d", i))
+		}
+		var mu gosync.Mutex
+		dials := 0
+		ix := newIndex(t)
+		m := ctxsync.New(ctxsync.Options{Server: "s", Index: ix, Dial: countingDial(t, srv, &mu, &dials)})
+		start(t, m)
+		<-m.Ready()
+		time.Sleep(10 * time.Minute)
+		synctest.Wait()
+		if got := ix.ContentLen("s"); got != 5 {
+			t.Errorf("%d texts indexed after 10 minutes; want the 5 that do not kill the server", got)
+		}
+	})
+}
+
+// slowEmbedder takes d to embed a text with "walrus" in it.
+type slowEmbedder struct {
+	indextest.BagEmbedder
+	d time.Duration
+}
+
+func (e *slowEmbedder) Embed(ctx context.Context, text string) ([]float32, error) {
+	if strings.Contains(text, "walrus") {
+		select {
+		case <-time.After(e.d):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return e.BagEmbedder.Embed(ctx, text)
+}
+
+// Reads answered before the session ended are indexed even when it ends
+// while their texts are being embedded.
+func TestAnsweredReadsAreKeptWhenTheSessionEndsDuringIndexing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := mcptest.NewServer(nil, nil)
+		var mu gosync.Mutex
+		answered := 0
+		for i := range 4 {
+			addHandler(srv, fmt.Sprintf("doc://%d", i), func(_ context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+				mu.Lock()
+				answered++
+				if answered == 4 {
+					go func() { time.Sleep(100 * time.Millisecond); req.Session.Close() }()
+				}
+				mu.Unlock()
+				return textResult(req.Params.URI, "walrus "+req.Params.URI), nil
+			})
+		}
+		dials := 0
+		inner := mcptest.Dial(t, "s", srv)
+		dial := func(ctx context.Context, o *mcp.Options) (*mcp.Session, error) {
+			mu.Lock()
+			dials++
+			n := dials
+			mu.Unlock()
+			if n > 1 {
+				return nil, fmt.Errorf("server gone")
+			}
+			return inner(ctx, o)
+		}
+		ix, err := index.Open(t.Context(), index.Options{Embedder: &slowEmbedder{d: time.Second}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ix.Close()
+		m := ctxsync.New(ctxsync.Options{Server: "s", Index: ix, Dial: dial, MinBackoff: time.Hour, MaxBackoff: time.Hour})
+		start(t, m)
+		<-m.Ready()
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		if got := ix.ContentLen("s"); got != 4 {
+			t.Errorf("%d of 4 answered reads indexed", got)
 		}
 	})
 }

@@ -167,7 +167,11 @@ type Mirror struct {
 	// for. Only the content worker uses these.
 	contentFailed   map[string]contentFailure
 	contentSuspects map[string]bool
+	contentKillers  map[string]time.Time // URI → until: reads that ended sessions
 	contentNoRoom   map[string]contentNoRoom
+	// unwarm holds cached URIs whose re-read after a reconnect was cut off
+	// by the session's end: the next session does not re-read them.
+	unwarm map[string]bool
 	// readyDeferred is set once a session ended before its first content
 	// pass completed and left Ready to the next one; a second such session
 	// closes Ready (see serve's content worker).
@@ -230,6 +234,8 @@ func New(opts Options) *Mirror {
 		recontent:       make(chan struct{}, 1),
 		contentFailed:   map[string]contentFailure{},
 		contentSuspects: map[string]bool{},
+		contentKillers:  map[string]time.Time{},
+		unwarm:          map[string]bool{},
 		contentNoRoom:   map[string]contentNoRoom{},
 	}
 }
@@ -290,6 +296,10 @@ func (m *Mirror) Run(ctx context.Context) error {
 		}
 		_ = sess.Close()
 		warm = m.cache.clear()
+		m.mu.Lock()
+		warm = slices.DeleteFunc(warm, func(uri string) bool { return m.unwarm[uri] })
+		clear(m.unwarm)
+		m.mu.Unlock()
 		immediate := errors.Is(end, mcp.ErrSessionExpired) && synced && time.Since(expiredAt) >= m.opts.MaxBackoff
 		m.setSession(nil, !immediate)
 		if ctx.Err() != nil {
@@ -372,10 +382,11 @@ func (m *Mirror) serve(ctx context.Context, sess *mcp.Session, warm []string) (e
 	m.log.Info("connected", "server_info", name+" "+version, "protocol", proto, "capabilities", fmt.Sprintf("%+v", sess.Capabilities()))
 
 	done := make(chan error, 1)
-	ended := make(chan struct{}) // closed when the session ends
+	sessEnd := &sessionEnd{done: make(chan struct{})}
 	go func() {
 		err := sess.Wait()
-		close(ended)
+		sessEnd.err = err
+		close(sessEnd.done)
 		done <- err
 	}()
 
@@ -451,25 +462,8 @@ func (m *Mirror) serve(ctx context.Context, sess *mcp.Session, warm []string) (e
 			}
 			// The first pass leaves old text for later, so Ready does not
 			// wait for texts that are only being checked.
-			if broken := m.indexContents(wctx, sess, !first); broken {
-				// Reads failed as a closing connection fails them: give
-				// the session a moment to show whether it ended (a stdio
-				// server's exit shows at once; an HTTP server that stops
-				// answering shows only after missed pings, and the pass
-				// then counts as complete).
-				select {
-				case <-ended:
-				case <-wctx.Done():
-				case <-time.After(time.Second):
-				}
-			}
-			select {
-			case <-ended:
+			if m.indexContents(wctx, sess, !first, sessEnd) {
 				return // cut short by the session's end
-			default:
-			}
-			if wctx.Err() != nil {
-				return
 			}
 			passed = true
 			m.markReady()
@@ -567,6 +561,13 @@ func (m *Mirror) rewarm(ctx context.Context, uris []string) {
 		_, err := m.Read(rctx, uri)
 		cancel()
 		if ctx.Err() != nil {
+			if err != nil {
+				// The session ended during this read: the next one does
+				// not re-read it, in case the read is what ends them.
+				m.mu.Lock()
+				m.unwarm[uri] = true
+				m.mu.Unlock()
+			}
 			return
 		}
 		if err != nil {
