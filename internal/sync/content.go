@@ -158,13 +158,14 @@ func (m *Mirror) contentUpdated(uri string) {
 // first those the server said were updated, then those with no text
 // indexed for their current descriptor (at most ContentMaxResources
 // indexed per server, in URI order), then, with refreshAged, those without
-// lastModified whose text is older than ContentMaxAge. Reads go straight to the session, without subscribing or
-// caching; a result whose cacheScope is set and not "public" is recorded as
+// lastModified whose text is older than ContentMaxAge. Reads go straight to
+// the session, without subscribing or caching; a result whose cacheScope is set and not "public" is recorded as
 // read but its text is not indexed. A failed read is not tried again for
-// contentRetryAfter, unless the descriptor changes or the server says the
-// resource was updated; one the server answers
-// with "not found" evicts the descriptor at the end of the pass, as Read
-// does. After contentMaxFailures reads in a row get no answer (they time
+// contentRetryAfter, unless the descriptor changes, or the server says the
+// resource was updated after the failure, or the failure after that word
+// was an error answer (a read that got no answer then waits, its stale text
+// dropped); one the server answers with "not found" evicts the descriptor at
+// the end of the pass, as Read does. After contentMaxFailures reads in a row get no answer (they time
 // out or the connection fails) the pass cancels the reads in flight and
 // stops; the next pass skips those and goes on. It reports progress every
 // few seconds on big servers. Only the content worker calls it, one pass at
@@ -324,8 +325,22 @@ func (m *Mirror) indexContents(ctx context.Context, sess *mcp.Session, refreshAg
 	}()
 	// suspects: URIs whose reads the connection cut off in this pass.
 	suspects := map[string]bool{}
-	defer func() { m.contentSuspects = suspects }()
+	attempted := map[string]bool{} // reads sent in this pass
+	defer func() {
+		// Suspects this pass did not get to stay suspects.
+		for uri := range prev {
+			if !attempted[uri] {
+				suspects[uri] = true
+			}
+		}
+		m.contentSuspects = suspects
+	}()
 	for len(todo) > 0 && ctx.Err() == nil && !stop {
+		select {
+		case <-end.done:
+			return true // nothing more is sent on a dead connection
+		default:
+		}
 		// The index holds at most its cap of text across all servers: a
 		// new text that cannot fit (its declared size, or the size it had
 		// when it was left out before, is over the room left, or there is
@@ -365,6 +380,9 @@ func (m *Mirror) indexContents(ctx context.Context, sess *mcp.Session, refreshAg
 				}
 				rctx, cancel := context.WithTimeout(gctx, contentReadTimeout)
 				defer cancel()
+				smu.Lock()
+				attempted[d.URI] = true
+				smu.Unlock()
 				cs, hint, err := sess.ReadHint(rctx, d.URI)
 				if err != nil && gctx.Err() != nil {
 					cut[i] = true // by the pass ending, not the resource's failure
@@ -451,8 +469,8 @@ func (m *Mirror) indexContents(ctx context.Context, sess *mcp.Session, refreshAg
 				var werr *jsonrpc.Error
 				hold := stale[uri] && !errors.As(err, &werr) && !errors.As(err, &nf)
 				m.contentFailed[uri] = contentFailure{stamp: index.ContentStamp(chunk[i]), until: time.Now().Add(contentRetryAfter), stale: hold}
-				if hold {
-					staleFailed = append(staleFailed, chunk[i])
+				if stale[uri] && !errors.As(err, &nf) {
+					staleFailed = append(staleFailed, chunk[i]) // its old text goes either way
 				}
 				if errors.As(err, &nf) {
 					// Evicted at the end of the pass. No re-list: the list

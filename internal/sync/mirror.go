@@ -161,10 +161,11 @@ type Mirror struct {
 	// contentFailed holds the reads of the content pass that failed, so
 	// later passes skip them until the descriptor changes or the retry
 	// time comes. contentSuspects holds the URIs whose reads were cut off
-	// when the last session broke during a pass: cut off again by the next
-	// break, they go to contentFailed (a resource whose read kills the
-	// server). contentNoRoom holds texts the content index had no room
-	// for. Only the content worker uses these.
+	// when the last session broke during a pass: the next pass reads them
+	// first, alone, and one cut off again goes to contentKillers (a
+	// resource whose read kills the server), left alone for a while by
+	// URI. contentNoRoom holds texts the content index had no room for.
+	// Only the content worker uses these.
 	contentFailed   map[string]contentFailure
 	contentSuspects map[string]bool
 	contentKillers  map[string]time.Time // URI → until: reads that ended sessions
@@ -260,8 +261,9 @@ func (m *Mirror) Templates() []resource.Template {
 // Ready is closed once a connect attempt has failed (to connect or to
 // sync), or a session has synced and finished its first content pass (see
 // indexContents), or the mirror stops, so a one-shot caller can wait for the
-// initial mirror. A session that ends in the middle of its first pass does
-// not count: the next attempt decides.
+// initial mirror. The first session that ends before its first pass
+// completes does not count: the next attempt decides. A second such
+// session closes it.
 func (m *Mirror) Ready() <-chan struct{} { return m.ready }
 
 // Run mirrors the server until ctx ends, then closes the session. It returns
@@ -503,8 +505,11 @@ func (m *Mirror) serve(ctx context.Context, sess *mcp.Session, warm []string) (e
 	}
 	if synced && len(warm) > 0 {
 		rctx, stop := context.WithCancel(ctx)
-		defer stop()
-		go m.rewarm(rctx, warm)
+		var rw gosync.WaitGroup
+		// Waited for, so what it learns (unwarm) is in before Run takes
+		// the next session's list.
+		defer func() { stop(); rw.Wait() }()
+		rw.Go(func() { m.rewarm(rctx, warm, sessEnd) })
 	}
 	for {
 		select {
@@ -551,8 +556,10 @@ func (m *Mirror) serve(ctx context.Context, sess *mcp.Session, warm []string) (e
 
 // rewarm reads again, one at a time, the URIs the previous session had
 // cached and still listed: Read subscribes before it reads, so the
-// subscriptions come back with the content.
-func (m *Mirror) rewarm(ctx context.Context, uris []string) {
+// subscriptions come back with the content. A URI whose re-read the session
+// ended during, or just after (rewarmGrace), is left out of the next
+// session's list (unwarm): cached again, it would end every session.
+func (m *Mirror) rewarm(ctx context.Context, uris []string, end *sessionEnd) {
 	for _, uri := range uris {
 		if _, ok := m.opts.Index.Get(resource.Key{Server: m.opts.Server, URI: uri}); !ok {
 			continue
@@ -560,14 +567,16 @@ func (m *Mirror) rewarm(ctx context.Context, uris []string) {
 		rctx, cancel := context.WithTimeout(ctx, m.opts.ConnectTimeout)
 		_, err := m.Read(rctx, uri)
 		cancel()
-		if ctx.Err() != nil {
-			if err != nil {
-				// The session ended during this read: the next one does
-				// not re-read it, in case the read is what ends them.
+		if ended, why := end.wait(ctx, rewarmGrace); ended {
+			if !errors.Is(why, mcp.ErrSessionExpired) {
 				m.mu.Lock()
 				m.unwarm[uri] = true
 				m.mu.Unlock()
+				m.log.Warn("the session ended as a cached resource was re-read after a reconnect; the next session does not re-read it", "uri", uri)
 			}
+			return
+		}
+		if ctx.Err() != nil {
 			return
 		}
 		if err != nil {
@@ -575,6 +584,10 @@ func (m *Mirror) rewarm(ctx context.Context, uris []string) {
 		}
 	}
 }
+
+// rewarmGrace is how long after a re-read a session's end is still laid to
+// it.
+const rewarmGrace = 250 * time.Millisecond
 
 // evictNotFound removes from the index the URIs reads found missing, even if
 // the server still lists them: a descriptor that cannot be read must not be
