@@ -321,36 +321,34 @@ func (ix *Index) SetContents(ctx context.Context, cs ...Content) (embedded int, 
 		} else if err := ix.dropContentVector(ctx, j.c.Key); err != nil {
 			return len(todo), err
 		}
-		ix.mu.Lock()
-		e, ok := ix.docs[j.c.Key]
-		if ok {
-			e.content = info
-			ix.docs[j.c.Key] = e
-		}
-		ix.mu.Unlock()
-		if ok {
-			ix.lex.Upsert(lexDoc(j.d, j.text))
-		}
+		ix.attach(j.c.Key, info, j.text)
 	}
 	for _, j := range drop {
 		if err := ix.dropContentVector(ctx, j.c.Key); err != nil {
 			return len(todo), err
 		}
-		ix.mu.Lock()
-		e, ok := ix.docs[j.c.Key]
-		if ok {
-			e.content = nil
-			ix.docs[j.c.Key] = e
-		}
-		ix.mu.Unlock()
-		if ok {
-			ix.lex.Upsert(lexDoc(e.desc, ""))
-		}
+		ix.attach(j.c.Key, nil, "")
 	}
 	if left != nil {
 		return len(todo), &ContentFullError{Left: left, Cap: ix.cbytes}
 	}
 	return len(todo), nil
+}
+
+// attach sets the content of the descriptor stored under k (nil clears
+// it) and its lexical Content field to text; a key no longer indexed is
+// left alone. The caller holds wmu.
+func (ix *Index) attach(k resource.Key, info *contentInfo, text string) {
+	ix.mu.Lock()
+	e, ok := ix.docs[k]
+	if ok {
+		e.content = info
+		ix.docs[k] = e
+	}
+	ix.mu.Unlock()
+	if ok {
+		ix.lex.Upsert(lexDoc(e.desc, text))
+	}
 }
 
 // contentDoc is how a passage is stored: its vector, the indexed text, and
