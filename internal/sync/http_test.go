@@ -140,3 +140,19 @@ func subscribes(srv *mcptest.RawServer, uri string) int {
 	}
 	return n
 }
+
+// An HTTP server that expires sessions during the content pass is ending
+// them as it may, not dying of a read: no read is blamed, and every text is
+// indexed once the reads are answered.
+func TestExpiredSessionsDuringTheContentPassBlameNoRead(t *testing.T) {
+	srv := &mcptest.RawServer{Results: rawDocs}
+	srv.ExpireOn("resources/read", 3)
+	url := srv.StartHTTP(t)
+	ix := newIndex(t)
+	m := ctxsync.New(ctxsync.Options{Server: "web", Index: ix, MinBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond,
+		Dial: func(ctx context.Context, o *mcp.Options) (*mcp.Session, error) {
+			return mcp.Connect(ctx, config.Server{Name: "web", Transport: config.TransportHTTP, URL: url}, o)
+		}})
+	start(t, m)
+	eventually(t, "both texts indexed", func() bool { return ix.ContentLen("web") == 2 })
+}
