@@ -102,7 +102,8 @@ Commands:
   version    print the version
 
 Configuration: --config FILE, else $CONTEXTD_CONFIG, ./contextd.yaml, ./contextd.json,
-~/.config/contextd/config.yaml; with none of these, a built-in configuration mirrors
+contextd/config.yaml in the user config directory ($XDG_CONFIG_HOME or ~/.config on
+Linux); with none of these, a built-in configuration mirrors
 @modelcontextprotocol/server-everything (via npx). The file may be a Claude Desktop
 or VS Code MCP config ("mcpServers" or "servers").
 

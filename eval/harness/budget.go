@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/contextd/contextd/eval/beir"
 	"github.com/contextd/contextd/internal/budget"
@@ -81,12 +82,15 @@ func RunBudget(ctx context.Context, opts Options, budgets []int, floors ...float
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer func() { cancel(); wg.Wait() }()
+	progress("%s/%s: %d documents, %d queries, budgets %v", name, opts.Split, len(ds.Corpus), len(ds.Queries), budgets)
 	progress("indexing %d descriptors and their contents with %s", len(ds.Corpus), emb.Name())
+	start := time.Now()
 	eng, err := startEngine(ctx, &wg, servers, emb, true)
 	if err != nil {
 		return nil, err
 	}
 	defer eng.Close()
+	progress("indexed in %v", time.Since(start).Round(time.Millisecond))
 
 	type acc struct {
 		relevant, total, reads, over int

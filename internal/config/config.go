@@ -161,10 +161,7 @@ func Load(path string) (*Config, error) {
 func Parse(path string, data []byte, lookup func(string) (string, bool)) (*Config, error) {
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
-		if line, ok := commentLine(data); ok {
-			return nil, fmt.Errorf("%s: %w: line %d: a // comment (JSON has none; in YAML, comments start with #): %v", path, ErrInvalid, line, err)
-		}
-		return nil, fmt.Errorf("%s: %w: %v", path, ErrInvalid, err)
+		return nil, syntaxError(path, data, err)
 	}
 	if err := checkServerLists(&root); err != nil { // before the decoder names Go types
 		return nil, fmt.Errorf("%s: %w: %w", path, ErrInvalid, err)
@@ -174,7 +171,7 @@ func Parse(path string, data []byte, lookup func(string) (string, bool)) (*Confi
 		return nil, fmt.Errorf("%s: %w: %v", path, ErrInvalid, err)
 	}
 	if err := checkOneDocument(data); err != nil {
-		return nil, fmt.Errorf("%s: %w: %w", path, ErrInvalid, err)
+		return nil, syntaxError(path, data, err)
 	}
 	warnings, err := checkKeys(&root)
 	if err != nil {
@@ -335,7 +332,20 @@ func (sf serverFile) resolve(name string, lookup func(string) (string, bool)) (S
 	return s, nil
 }
 
-var varRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
+// varRef matches ${VAR}, ${VAR:-default} and VS Code's ${env:VAR}.
+var varRef = regexp.MustCompile(`\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
+
+// vscodeVars are VS Code's predefined variables (code.visualstudio.com,
+// "Variables reference"). Unless the environment sets one, a reference to
+// it is left as it is: contextd does not know the editor's workspace, and
+// a VS Code file must still load.
+var vscodeVars = map[string]bool{
+	"userHome": true, "workspaceFolder": true, "workspaceFolderBasename": true,
+	"file": true, "fileWorkspaceFolder": true, "relativeFile": true, "relativeFileDirname": true,
+	"fileBasename": true, "fileBasenameNoExtension": true, "fileExtname": true, "fileDirname": true,
+	"fileDirnameBasename": true, "cwd": true, "lineNumber": true, "selectedText": true,
+	"execPath": true, "defaultBuildTask": true, "pathSeparator": true,
+}
 
 // expander expands ${VAR} references and remembers the first failure.
 type expander struct {
@@ -356,6 +366,9 @@ func (e *expander) str(field, s string) string {
 		if v, ok := e.lookup(m[1]); ok {
 			return v
 		}
+		if vscodeVars[m[1]] && !strings.HasPrefix(ref, "${env:") {
+			return ref
+		}
 		if e.err == nil {
 			e.err = fmt.Errorf("server %q: field %s: environment variable %s is not set", e.server, field, m[1])
 		}
@@ -374,16 +387,43 @@ func (e *expander) strMap(field string, m map[string]string) map[string]string {
 	return out
 }
 
-// commentLine returns the first line that starts with "//" (after
-// indentation): the JSON-with-comments that VS Code and Cursor accept, which
-// neither JSON nor YAML does.
+// syntaxError reports a file that does not parse, naming a // comment
+// when it has one: the likely cause in a JSON file written for an editor.
+func syntaxError(path string, data []byte, err error) error {
+	if line, ok := commentLine(data); ok {
+		return fmt.Errorf("%s: %w: line %d: a // comment (JSON has none; in YAML, comments start with #): %w", path, ErrInvalid, line, err)
+	}
+	return fmt.Errorf("%s: %w: %w", path, ErrInvalid, err)
+}
+
+// commentLine returns the first line with a // comment: one that starts
+// the line, or, in a file that reads as JSON (its first character is "{"),
+// one after the content outside a string. That is the JSON-with-comments
+// VS Code and Cursor accept, which neither JSON nor YAML does.
 func commentLine(data []byte) (int, bool) {
+	asJSON := strings.HasPrefix(strings.TrimSpace(string(data)), "{")
 	for i, l := range strings.Split(string(data), "\n") {
-		if strings.HasPrefix(strings.TrimSpace(l), "//") {
+		if strings.HasPrefix(strings.TrimSpace(l), "//") || asJSON && commentOutsideString(l) {
 			return i + 1, true
 		}
 	}
 	return 0, false
+}
+
+// commentOutsideString reports whether line has "//" outside a JSON string.
+func commentOutsideString(line string) bool {
+	in := false
+	for i := 0; i < len(line); i++ {
+		switch c := line[i]; {
+		case in && c == '\\':
+			i++ // the escaped byte
+		case c == '"':
+			in = !in
+		case !in && c == '/' && i+1 < len(line) && line[i+1] == '/':
+			return true
+		}
+	}
+	return false
 }
 
 // DefaultDataDir is $XDG_DATA_HOME/contextd, or ~/.local/share/contextd.

@@ -227,6 +227,7 @@ func TestErrorsNameFileServerAndField(t *testing.T) {
 		{"stdio without command", `mcpServers: {s: {type: stdio}}`, []string{`server "s"`, "field command"}},
 		{"not yaml", "mcpServers: [", []string{"bad.yaml"}},
 		{"json with a comment", "{\n  // my servers\n  \"mcpServers\": {\"a\": {\"command\": \"x\"}}\n}", []string{"bad.yaml", "line 2: a // comment"}},
+		{"json with a trailing comment", "{\"mcpServers\": {\"a\": {\"url\": \"http://h/mcp\"}}}  // mine\n", []string{"bad.yaml", "line 1: a // comment"}},
 		{"servers as a list", "mcpServers:\n  - name: a\n    command: x\n", []string{"bad.yaml", "line 1", "field mcpServers: a list; want a mapping"}},
 		{"bad poll interval", "poll_interval: often\nmcpServers: {a: {command: x}}", []string{"bad.yaml", "poll_interval", "often"}},
 		{"unknown tokenizer", "tokenizer: p50k\nmcpServers: {a: {command: x}}", []string{"bad.yaml", "field tokenizer", "p50k", "cl100k_base"}},
@@ -275,5 +276,28 @@ func TestLoadMissingFile(t *testing.T) {
 	_, err := config.Load(filepath.Join(t.TempDir(), "absent.yaml"))
 	if !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), "absent.yaml") {
 		t.Errorf("err = %v, want a not-exist error naming the file", err)
+	}
+}
+
+// VS Code's own variables are left as they are unless the environment sets
+// them, so a VS Code file loads; its ${env:VAR} is the environment's VAR.
+func TestVSCodeVariables(t *testing.T) {
+	const vscode = `{"servers": {"fs": {"type": "stdio", "command": "mcp-fs",
+  "args": ["${workspaceFolder}/docs", "${input:token}", "${userHome}"],
+  "env": {"TOKEN": "${env:GH_TOKEN}", "WS": "${workspaceFolder}"}}}}`
+	c, err := config.Parse("mcp.json", []byte(vscode), env(map[string]string{"GH_TOKEN": "t0k", "userHome": "/home/me"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := c.Servers[0]
+	if want := []string{"${workspaceFolder}/docs", "${input:token}", "/home/me"}; !slices.Equal(s.Args, want) {
+		t.Errorf("args = %q, want %q", s.Args, want)
+	}
+	if s.Env["TOKEN"] != "t0k" || s.Env["WS"] != "${workspaceFolder}" {
+		t.Errorf("env = %q, want TOKEN from the environment and WS as written", s.Env)
+	}
+	// ${env:NAME} of an unset variable is an error, like ${NAME}.
+	if _, err := config.Parse("mcp.json", []byte(`{"servers": {"fs": {"command": "x", "args": ["${env:NOPE}"]}}}`), env(nil)); err == nil || !strings.Contains(err.Error(), "environment variable NOPE is not set") {
+		t.Errorf("${env:NOPE}: err = %v", err)
 	}
 }

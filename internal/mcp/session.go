@@ -132,9 +132,10 @@ func Connect(ctx context.Context, srv config.Server, opts *Options) (*Session, e
 	}
 	s, err := ConnectTransport(ctx, srv.Name, t, &o)
 	if err != nil {
-		if st != nil && st.proc != nil {
+		if st != nil && st.proc != nil && ctx.Err() == nil && !errors.Is(err, context.DeadlineExceeded) {
 			// A server that exits during the handshake says how, as one
-			// that exits later does.
+			// that exits later does. (One that did not answer in time was
+			// stopped by contextd: its exit says nothing.)
 			if werr := (&Session{proc: st.proc, stderr: tail}).exited(err); werr != err {
 				return nil, werr
 			}
@@ -216,6 +217,9 @@ func ConnectTransport(ctx context.Context, name string, t mcpsdk.Transport, opts
 	client.AddSendingMiddleware(readHints) // the SDK's read cache stays off: see ReadHint
 	cs, err := client.Connect(ctx, repairTransport{base: t}, &mcpsdk.ClientSessionOptions{ProtocolVersion: o.ProtocolVersion})
 	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return nil, fmt.Errorf("mcp: server %q: initialize: no answer before the connect deadline (is it an MCP server?): %w", name, err)
+		}
 		return nil, fmt.Errorf("mcp: server %q: initialize: %w", name, err)
 	}
 	s := &Session{name: name, cs: cs, opts: o, stderr: &tailBuffer{max: 4096}}

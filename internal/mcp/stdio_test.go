@@ -184,3 +184,15 @@ func TestStdioServerExitingDuringInitializeSaysHow(t *testing.T) {
 		t.Fatalf("Connect = %v; want the exit status, the stderr tail and the server's name", err)
 	}
 }
+
+// A server that never answers initialize is stopped at the deadline; the
+// error says it did not answer, not that it exited (contextd stopped it).
+func TestStdioServerSilentAtInitializeSaysItDidNotAnswer(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	srv := config.Server{Name: "mute", Transport: config.TransportStdio, Command: "sh", Args: []string{"-c", "exec sleep 100"}}
+	_, err := mcp.Connect(ctx, srv, &mcp.Options{TerminateDuration: 50 * time.Millisecond})
+	if err == nil || !strings.Contains(err.Error(), `server "mute": initialize: no answer before the connect deadline`) || strings.Contains(err.Error(), "server exited") {
+		t.Fatalf("Connect = %v; want no answer, not an exit", err)
+	}
+}
