@@ -252,10 +252,7 @@ func TestUpdatedResourceWhoseReadFailsIsReadAgainNextPass(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var mu gosync.Mutex
 		body, failNext := "walrus", false
-		srv := mcptest.NewServer(nil, &mcpsdk.ServerOptions{
-			SubscribeHandler:   func(context.Context, *mcpsdk.SubscribeRequest) error { return nil },
-			UnsubscribeHandler: func(context.Context, *mcpsdk.UnsubscribeRequest) error { return nil },
-		})
+		srv := subscribableServer()
 		addHandler(srv, "doc://live", func(_ context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -366,10 +363,7 @@ func TestOddReadResultsAreIndexedOrRememberedOnce(t *testing.T) {
 // notification.
 func TestUpdatedStormReadsAtMostOncePerDebounce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		srv := mcptest.NewServer(nil, &mcpsdk.ServerOptions{
-			SubscribeHandler:   func(context.Context, *mcpsdk.SubscribeRequest) error { return nil },
-			UnsubscribeHandler: func(context.Context, *mcpsdk.UnsubscribeRequest) error { return nil },
-		})
+		srv := subscribableServer()
 		var rc readCounter
 		srv.AddReceivingMiddleware(rc.middleware())
 		addHandler(srv, "doc://busy", func(_ context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
@@ -700,24 +694,13 @@ func TestReadyWaitsForAFirstPassThatCompletes(t *testing.T) {
 				return textResult(uri, "text of "+uri), nil
 			})
 		}
-		dial := func(ctx context.Context, opts *mcp.Options) (*mcp.Session, error) {
-			ct, st := mcpsdk.NewInMemoryTransports()
-			ss, err := srv.Connect(ctx, st, nil)
-			if err != nil {
-				return nil, err
-			}
-			t.Cleanup(func() { _ = ss.Close() })
+		dial := dialWith(t, srv, func(ss *mcpsdk.ServerSession) {
 			mu.Lock()
 			if first == nil {
 				first = ss
 			}
 			mu.Unlock()
-			sess, err := mcp.ConnectTransport(ctx, "s", ct, opts)
-			if err == nil {
-				t.Cleanup(func() { _ = sess.Close() })
-			}
-			return sess, err
-		}
+		})
 		ix := newIndex(t)
 		m := ctxsync.New(ctxsync.Options{Server: "s", Index: ix, Dial: dial})
 		start(t, m)
@@ -740,7 +723,6 @@ func TestAResourceWhoseReadKillsTheServer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := mcptest.NewServer(nil, nil)
 		var mu gosync.Mutex
-		sessions := map[*mcpsdk.ServerSession]bool{}
 		poisonReads, dials := 0, 0
 		addHandler(srv, "doc://poison", func(ctx context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
 			mu.Lock()
@@ -753,23 +735,7 @@ func TestAResourceWhoseReadKillsTheServer(t *testing.T) {
 		for i := range 5 {
 			mcptest.AddText(srv, fmt.Sprintf("doc://%d", i), "doc", fmt.Sprintf("text %d", i))
 		}
-		dial := func(ctx context.Context, opts *mcp.Options) (*mcp.Session, error) {
-			ct, st := mcpsdk.NewInMemoryTransports()
-			ss, err := srv.Connect(ctx, st, nil)
-			if err != nil {
-				return nil, err
-			}
-			mu.Lock()
-			dials++
-			sessions[ss] = true
-			mu.Unlock()
-			t.Cleanup(func() { _ = ss.Close() })
-			sess, err := mcp.ConnectTransport(ctx, "s", ct, opts)
-			if err == nil {
-				t.Cleanup(func() { _ = sess.Close() })
-			}
-			return sess, err
-		}
+		dial := countingDial(t, srv, &mu, &dials)
 		ix := newIndex(t)
 		m := ctxsync.New(ctxsync.Options{Server: "s", Index: ix, Dial: dial})
 		start(t, m)
@@ -832,18 +798,16 @@ func TestReadyClosesWhenEverySessionDiesInItsFirstPass(t *testing.T) {
 	})
 }
 
-// countingDial connects to srv over in-memory transports and counts the
-// sessions.
-func countingDial(t *testing.T, srv *mcpsdk.Server, mu *gosync.Mutex, dials *int) ctxsync.DialFunc {
+// dialWith connects to srv over in-memory transports and hands each new
+// server-side session to onConnect (under no lock of its own).
+func dialWith(t *testing.T, srv *mcpsdk.Server, onConnect func(*mcpsdk.ServerSession)) ctxsync.DialFunc {
 	return func(ctx context.Context, opts *mcp.Options) (*mcp.Session, error) {
 		ct, st := mcpsdk.NewInMemoryTransports()
 		ss, err := srv.Connect(ctx, st, nil)
 		if err != nil {
 			return nil, err
 		}
-		mu.Lock()
-		*dials++
-		mu.Unlock()
+		onConnect(ss)
 		t.Cleanup(func() { _ = ss.Close() })
 		sess, err := mcp.ConnectTransport(ctx, "s", ct, opts)
 		if err == nil {
@@ -851,6 +815,23 @@ func countingDial(t *testing.T, srv *mcpsdk.Server, mu *gosync.Mutex, dials *int
 		}
 		return sess, err
 	}
+}
+
+// countingDial is dialWith counting the sessions in *dials, under mu.
+func countingDial(t *testing.T, srv *mcpsdk.Server, mu *gosync.Mutex, dials *int) ctxsync.DialFunc {
+	return dialWith(t, srv, func(*mcpsdk.ServerSession) {
+		mu.Lock()
+		*dials++
+		mu.Unlock()
+	})
+}
+
+// subscribableServer is an empty go-sdk server that accepts subscriptions.
+func subscribableServer() *mcpsdk.Server {
+	return mcptest.NewServer(nil, &mcpsdk.ServerOptions{
+		SubscribeHandler:   func(context.Context, *mcpsdk.SubscribeRequest) error { return nil },
+		UnsubscribeHandler: func(context.Context, *mcpsdk.UnsubscribeRequest) error { return nil },
+	})
 }
 
 // killer is a read handler that ends its session and never answers.
@@ -868,10 +849,7 @@ func killer(count func()) mcpsdk.ResourceHandler {
 // override the failure, or every session reads it again.
 func TestAnUpdatedResourceWhoseReadHangsIsNotReadAtEverySession(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		srv := mcptest.NewServer(nil, &mcpsdk.ServerOptions{
-			SubscribeHandler:   func(context.Context, *mcpsdk.SubscribeRequest) error { return nil },
-			UnsubscribeHandler: func(context.Context, *mcpsdk.UnsubscribeRequest) error { return nil },
-		})
+		srv := subscribableServer()
 		var mu gosync.Mutex
 		poisoned, poisonReads, dials := false, 0, 0
 		kill := killer(func() {
@@ -1036,10 +1014,7 @@ func TestAnsweredReadsAreKeptWhenTheSessionEndsDuringIndexing(t *testing.T) {
 // on the next pass, but its old text must not rank meanwhile.
 func TestStaleTextGoesWhenTheReReadFails(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		srv := mcptest.NewServer(nil, &mcpsdk.ServerOptions{
-			SubscribeHandler:   func(context.Context, *mcpsdk.SubscribeRequest) error { return nil },
-			UnsubscribeHandler: func(context.Context, *mcpsdk.UnsubscribeRequest) error { return nil },
-		})
+		srv := subscribableServer()
 		var mu gosync.Mutex
 		failing := false
 		addHandler(srv, "doc://x", func(_ context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
@@ -1075,10 +1050,7 @@ func TestStaleTextGoesWhenTheReReadFails(t *testing.T) {
 // re-read of the cache after a reconnect must not do that at every session.
 func TestACachedResourceWhoseReadKillsTheServerIsNotReWarmedForever(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		srv := mcptest.NewServer(nil, &mcpsdk.ServerOptions{
-			SubscribeHandler:   func(context.Context, *mcpsdk.SubscribeRequest) error { return nil },
-			UnsubscribeHandler: func(context.Context, *mcpsdk.UnsubscribeRequest) error { return nil },
-		})
+		srv := subscribableServer()
 		var mu gosync.Mutex
 		armed, reads, dials := false, 0, 0
 		addHandler(srv, "doc://x", func(_ context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {

@@ -137,10 +137,7 @@ func TestUpdatedContentIsReadAgain(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var mu gosync.Mutex
 		body := "walrus"
-		srv := mcptest.NewServer(nil, &mcpsdk.ServerOptions{
-			SubscribeHandler:   func(context.Context, *mcpsdk.SubscribeRequest) error { return nil },
-			UnsubscribeHandler: func(context.Context, *mcpsdk.UnsubscribeRequest) error { return nil },
-		})
+		srv := subscribableServer()
 		srv.AddResource(&mcpsdk.Resource{URI: "doc://live", Name: "live"},
 			func(_ context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
 				mu.Lock()

@@ -197,10 +197,7 @@ func TestUpdateDuringReadIsNotCachedOver(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var mu gosync.Mutex
 		body, reads := "v1", 0
-		srv := mcptest.NewServer(nil, &mcpsdk.ServerOptions{
-			SubscribeHandler:   func(context.Context, *mcpsdk.SubscribeRequest) error { return nil },
-			UnsubscribeHandler: func(context.Context, *mcpsdk.UnsubscribeRequest) error { return nil },
-		})
+		srv := subscribableServer()
 		srv.AddResource(&mcpsdk.Resource{URI: "doc://racy", Name: "racy"},
 			func(ctx context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
 				mu.Lock()
