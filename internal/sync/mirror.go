@@ -441,9 +441,10 @@ func (m *Mirror) serve(ctx context.Context, sess *mcp.Session, warm []string) (e
 		// that dies on every session (a read that kills it, an exit right
 		// after listing) would otherwise keep Ready open for good. A
 		// mirror that stops marks Ready on its way out (Run).
-		passed := false
 		defer func() {
-			if passed || ctx.Err() != nil {
+			// Run marks Ready itself when the mirror stops; after a
+			// first pass, Ready is closed already and this changes nothing.
+			if ctx.Err() != nil {
 				return
 			}
 			m.mu.Lock()
@@ -467,7 +468,6 @@ func (m *Mirror) serve(ctx context.Context, sess *mcp.Session, warm []string) (e
 			if m.indexContents(wctx, sess, !first, sessEnd) {
 				return // cut short by the session's end
 			}
-			passed = true
 			m.markReady()
 			if m.opts.ContentMaxAge > 0 && m.opts.ContentMaxResources >= 0 {
 				refresh = time.After(max(m.opts.ContentMaxAge/4, time.Minute))
