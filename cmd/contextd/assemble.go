@@ -97,7 +97,7 @@ func (o *oneShot) start(ctx context.Context, stderr io.Writer, extra ...string) 
 	fmt.Fprintf(stderr, "contextd: mirroring %d server(s)...\n", len(cfg.Servers))
 	wctx, wcancel := context.WithTimeout(ctx, o.timeout)
 	defer wcancel()
-	if err := eng.WaitReady(wctx); err != nil {
+	if err := waitReady(wctx, eng, stderr); err != nil {
 		if ctx.Err() != nil {
 			stop()
 			return nil, nil, ctx.Err()
@@ -353,4 +353,37 @@ func (f *optionalFloat) Set(s string) error {
 	}
 	f.v, f.set = v, true
 	return nil
+}
+
+// waitReport is how often a one-shot command that is still waiting for
+// servers says which.
+var waitReport = 5 * time.Second
+
+// waitReady is eng.WaitReady that says, every waitReport, which servers it
+// is still waiting for and what they are doing, so a server that hangs at
+// connect does not look like contextd hanging.
+func waitReady(ctx context.Context, eng *engine.Engine, stderr io.Writer) error {
+	done := make(chan error, 1)
+	go func() { done <- eng.WaitReady(ctx) }()
+	tick := time.NewTicker(waitReport)
+	defer tick.Stop()
+	start := time.Now()
+	for {
+		select {
+		case err := <-done:
+			return err
+		case <-tick.C:
+			waiting := eng.Waiting()
+			if len(waiting) == 0 {
+				continue
+			}
+			var parts []string
+			for _, s := range eng.Servers() {
+				if slices.Contains(waiting, s.Server) {
+					parts = append(parts, fmt.Sprintf("%s (%s, %d resources, %d with content indexed)", s.Server, s.State, s.Resources, s.Contents))
+				}
+			}
+			fmt.Fprintf(stderr, "contextd: still waiting after %v for %s\n", time.Since(start).Round(time.Second), strings.Join(parts, ", "))
+		}
+	}
 }

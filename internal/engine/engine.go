@@ -244,6 +244,20 @@ func (e *Engine) WaitReady(ctx context.Context) error {
 	return nil
 }
 
+// Waiting returns the configured servers whose mirror is not Ready yet
+// (see WaitReady), in name order.
+func (e *Engine) Waiting() []string {
+	var out []string
+	for _, name := range e.names {
+		select {
+		case <-e.mirrors[name].Ready():
+		default:
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
 // Close releases the index and data_dir. Call it after Run has returned.
 func (e *Engine) Close() error {
 	err := e.ix.Close()
