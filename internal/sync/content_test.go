@@ -329,14 +329,7 @@ func TestFullContentIndexStopsReadingNewTexts(t *testing.T) {
 		for i := range 10 {
 			mcptest.AddText(srv, fmt.Sprintf("doc://%d", i), "doc", strings.Repeat("walrus ", 14)) // 98 bytes
 		}
-		ix, err := index.Open(t.Context(), index.Options{Embedder: &indextest.BagEmbedder{}, ContentBytes: 500})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ix.Close()
-		m := ctxsync.New(ctxsync.Options{Server: "s", Index: ix, Dial: mcptest.Dial(t, "s", srv)})
-		start(t, m)
-		<-m.Ready()
+		ix, m := mirrorUnderCap(t, srv, 500)
 		if got := ix.ContentLen("s"); got != 5 {
 			t.Errorf("%d texts indexed under a 500-byte cap, want 5 of 98 bytes", got)
 		}
@@ -376,14 +369,7 @@ func TestTextsWithoutADeclaredSizeLeftOutForRoomAreNotReadAgain(t *testing.T) {
 				return textResult(uri, strings.Repeat("walrus ", 14)), nil // 98 bytes, not declared
 			})
 		}
-		ix, err := index.Open(t.Context(), index.Options{Embedder: &indextest.BagEmbedder{}, ContentBytes: 500})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ix.Close()
-		m := ctxsync.New(ctxsync.Options{Server: "s", Index: ix, Dial: mcptest.Dial(t, "s", srv)})
-		start(t, m)
-		<-m.Ready()
+		ix, _ := mirrorUnderCap(t, srv, 500)
 		if got := ix.ContentLen("s"); got != 5 {
 			t.Fatalf("%d texts indexed under a 500-byte cap, want 5 of 98 bytes", got)
 		}
@@ -395,4 +381,19 @@ func TestTextsWithoutADeclaredSizeLeftOutForRoomAreNotReadAgain(t *testing.T) {
 			t.Errorf("%d reads on the next pass (tiny %d); want only the new 4-byte text, not the 5 left out", n, rc.get("doc://tiny"))
 		}
 	})
+}
+
+// mirrorUnderCap mirrors srv as "s" into an index holding at most capBytes
+// of text, and waits for its first content pass.
+func mirrorUnderCap(t *testing.T, srv *mcpsdk.Server, capBytes int64) (*index.Index, *ctxsync.Mirror) {
+	t.Helper()
+	ix, err := index.Open(t.Context(), index.Options{Embedder: &indextest.BagEmbedder{}, ContentBytes: capBytes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ix.Close() })
+	m := ctxsync.New(ctxsync.Options{Server: "s", Index: ix, Dial: mcptest.Dial(t, "s", srv)})
+	start(t, m)
+	<-m.Ready()
+	return ix, m
 }
