@@ -114,7 +114,7 @@ func (s *selection) degrade(rank int, c Candidate, v Value, contents []Content, 
 	}
 	var picks []section.Pick
 	if len(secs) > 0 {
-		picks = s.bestSections(secs, from, left)
+		picks = s.bestSections(secs, from, s.sectionCap(c, left))
 	}
 	if len(picks) > 0 {
 		st := &sectioned{rank: rank, secs: secs, from: from, contents: contents, picked: map[int]int{}, done: done}
@@ -269,7 +269,7 @@ func (s *selection) pointerOr(rank int, c Candidate, v Value, because string, re
 	if !c.Pinned && s.anchor == 0 {
 		// The best candidate that can still be returned, if only as a
 		// pointer: the floor is a share of it from now on.
-		s.anchor = v.Total()
+		s.anchor = v.Relevance
 	}
 	s.pending = append(s.pending, pendingPointer{rank: rank, c: c, v: v, because: because, read: read, reason: reason})
 }
@@ -448,54 +448,88 @@ func (st *sectioned) build(count budget.Counter) ([]ItemContent, int, string) {
 }
 
 // topUp spends what is left of the budget after every candidate was
-// considered on more sections of the items returned as sections, best item
-// first and each in text order: the rest of a resource that was worth
-// reading is better than an unused budget, and costs no read. Sections of
-// white space only are skipped. Each added section is charged its own
-// count.
+// considered on more sections of the items returned as sections: the rest
+// of a resource that was worth reading is better than an unused budget,
+// and costs no read. The sections of all those items are scored together
+// for the query (BM25 with all of them as the collection, so scores
+// compare across resources), each weighed by its item's relevance, and
+// taken best first while they fit; sections that match nothing come last,
+// best item first and each in text order. Sections of white space only are
+// skipped. Each added section is charged its own count.
 func (s *selection) topUp() {
-	for _, st := range s.sectioned {
-		added, misses := 0, 0
+	if len(s.sectioned) == 0 || s.remaining <= 0 {
+		return
+	}
+	type ref struct{ st, j int }
+	var (
+		all  []section.Section
+		refs []ref
+	)
+	for si, st := range s.sectioned {
 		for j, sec := range st.secs {
-			if s.remaining <= 0 || misses == maxTopUpMisses {
-				break
-			}
-			if _, ok := st.picked[j]; ok || strings.TrimSpace(sec.Text) == "" {
-				continue
-			}
-			if !budget.Fits(s.count, len(sec.Text), s.remaining) {
-				continue // proven without counting
-			}
-			n := s.count.Count(sec.Text)
-			if n > s.remaining {
-				misses++
-				continue
-			}
-			st.picked[j] = n
-			st.charged += n
-			s.remaining -= n
-			added++
+			all = append(all, sec)
+			refs = append(refs, ref{si, j})
 		}
-		if added > 0 {
-			it := &s.res.Items[st.item]
-			out, n, ranges := st.build(s.count)
-			s.res.TotalTokens += n - it.Tokens
-			it.Contents, it.Tokens = out, n
-			// A text dropped for want of a matching section may now be
-			// returned in part.
-			it.Dropped = slices.DeleteFunc(slices.Clone(it.Dropped), func(d DroppedContent) bool {
-				if d.Reason != OmitBudgetExhausted {
-					return false
-				}
-				for j := range st.picked {
-					if st.from[j] == d.Index {
-						return true
-					}
-				}
+	}
+	scores := section.Score(all, s.req.Query)
+	utility := make([]float64, len(all))
+	for g, r := range refs {
+		utility[g] = scores[g] * s.values[s.sectioned[r.st].rank-1].Relevance
+	}
+	order := make([]int, len(all))
+	for g := range order {
+		order[g] = g
+	}
+	// Stable: equal utilities (every section that matches nothing) keep
+	// item order, then text order.
+	slices.SortStableFunc(order, func(x, y int) int { return cmp.Compare(utility[y], utility[x]) })
+	added := make([]int, len(s.sectioned))
+	misses := 0
+	for _, g := range order {
+		if s.remaining <= 0 || misses == maxTopUpMisses {
+			break
+		}
+		r := refs[g]
+		st := s.sectioned[r.st]
+		sec := st.secs[r.j]
+		if _, ok := st.picked[r.j]; ok || strings.TrimSpace(sec.Text) == "" {
+			continue
+		}
+		if !budget.Fits(s.count, len(sec.Text), s.remaining) {
+			continue // proven without counting
+		}
+		n := s.count.Count(sec.Text)
+		if n > s.remaining {
+			misses++
+			continue
+		}
+		st.picked[r.j] = n
+		st.charged += n
+		s.remaining -= n
+		added[r.st]++
+	}
+	for si, st := range s.sectioned {
+		if added[si] == 0 {
+			continue
+		}
+		it := &s.res.Items[st.item]
+		out, n, ranges := st.build(s.count)
+		s.res.TotalTokens += n - it.Tokens
+		it.Contents, it.Tokens = out, n
+		// A text dropped for want of a matching section may now be
+		// returned in part.
+		it.Dropped = slices.DeleteFunc(slices.Clone(it.Dropped), func(d DroppedContent) bool {
+			if d.Reason != OmitBudgetExhausted {
 				return false
-			})
-			it.Reason += fmt.Sprintf("; then %d more in text order to use the budget left at the end, so it now holds lines %s, %s in all", added, ranges, tokens(it.Tokens))
-		}
+			}
+			for j := range st.picked {
+				if st.from[j] == d.Index {
+					return true
+				}
+			}
+			return false
+		})
+		it.Reason += fmt.Sprintf("; then %d more, the best left for the query among all items' sections, to use the budget left at the end, so it now holds lines %s, %s in all", added[si], ranges, tokens(it.Tokens))
 	}
 }
 
