@@ -153,15 +153,15 @@ type selection struct {
 	// clearly better one. 0 until then: a best candidate that is omitted
 	// (binary, for the user, unreadable) does not raise the floor for the
 	// rest.
-	anchor    float64
-	values    []Value // each ranked candidate's value, by rank − 1
+	anchor float64
+	values []Value // each ranked candidate's value, by rank − 1
 	// shareCap is the share of the budget one resource's sections may take
 	// while other candidates close to the best are still to be considered
 	// (see sectionShare); what it leaves goes to them, and what is left at
 	// the end to the best sections of all (topUp).
 	shareCap float64
 	// filling is set while fill reads candidates below the floor.
-	filling bool
+	filling   bool
 	pointers  int              // tokens taken by pointer items
 	sectioned []*sectioned     // items returned as sections, in the order added
 	pending   []pendingPointer // candidates that can only be pointers, in value order
