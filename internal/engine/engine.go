@@ -60,8 +60,8 @@ type Options struct {
 	KeepOtherServers bool
 	// Mirror adjusts each mirror's options (tests: debounce, backoff).
 	Mirror func(*ctxsync.Options)
-	// Candidates is how many ranked descriptors Assemble considers. Zero means
-	// DefaultCandidates.
+	// Candidates is how many ranked descriptors Assemble considers. Zero
+	// sizes the pool by the request's budget (CandidatesFor).
 	Candidates int
 	// QueryCache is how many query vectors the index remembers (see
 	// index.Options.QueryCache).
@@ -102,8 +102,25 @@ func NewEmbedder(name string) (embed.Embedder, error) {
 // DefaultReadTimeout bounds one resources/read during Assemble.
 const DefaultReadTimeout = 30 * time.Second
 
-// DefaultCandidates is the number of ranked descriptors Assemble considers.
+// DefaultCandidates is the fewest ranked descriptors Assemble considers,
+// and how many the eval's baselines are given.
 const DefaultCandidates = 10
+
+// MaxCandidates is the most ranked descriptors Assemble considers.
+const MaxCandidates = 40
+
+// tokensPerCandidate sizes Assemble's pool: one candidate per this many
+// tokens of budget, between DefaultCandidates and MaxCandidates. A big
+// budget has room for more resources than the best ten, and those the
+// value floor leaves out are never read, so a deeper pool costs a read
+// only where the budget can use it.
+const tokensPerCandidate = 200
+
+// CandidatesFor returns how many ranked descriptors Assemble considers for
+// a token budget.
+func CandidatesFor(tokenBudget int) int {
+	return min(max(tokenBudget/tokensPerCandidate, DefaultCandidates), MaxCandidates)
+}
 
 // An Engine answers Assemble, Search and ListServers.
 type Engine struct {
@@ -170,8 +187,8 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		return nil, err
 	}
 	e := &Engine{cfg: opts.Config, log: log, ix: ix, tok: tok, mirrors: map[string]*ctxsync.Mirror{}, candidates: opts.Candidates, est: budget.NewEstimator(), unlock: unlock}
-	if e.candidates <= 0 {
-		e.candidates = DefaultCandidates
+	if e.candidates < 0 {
+		e.candidates = 0
 	}
 	e.readTO = cmp.Or(opts.ReadTimeout, DefaultReadTimeout)
 	e.ranking = cmp.Or(opts.Ranking, DefaultRanking)

@@ -197,7 +197,11 @@ func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (*AssembleRe
 	}
 	fetched := &fetchLog{m: map[resource.Key]ctxsync.Fetch{}}
 	pinned := make(map[resource.Key]bool, len(req.Pinned))
-	cands := make([]selector.Candidate, 0, len(req.Pinned)+e.candidates)
+	depth := e.candidates
+	if depth == 0 {
+		depth = CandidatesFor(req.TokenBudget)
+	}
+	cands := make([]selector.Candidate, 0, len(req.Pinned)+depth)
 	for _, k := range req.Pinned {
 		if err := e.checkServers([]string{k.Server}); err != nil {
 			return nil, fmt.Errorf("pinned %q: %w", k.URI, err)
@@ -217,14 +221,14 @@ func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (*AssembleRe
 		c.Pinned = true
 		cands = append(cands, c)
 	}
-	ranked, err := e.rank(ctx, req.Query, req.Filter, e.candidates+len(pinned), e.ranking)
+	ranked, err := e.rank(ctx, req.Query, req.Filter, depth+len(pinned), e.ranking)
 	if err != nil && (len(pinned) == 0 || !errors.Is(err, ErrUnavailable)) {
 		return nil, err
 	}
 	// With pins, no synced server to rank is not an error: the pinned
 	// resources are still read (from servers that are up).
 	for _, r := range ranked {
-		if !pinned[r.Key()] && len(cands) < len(pinned)+e.candidates {
+		if !pinned[r.Key()] && len(cands) < len(pinned)+depth {
 			cands = append(cands, candidate(r.Descriptor, r.Score))
 		}
 	}

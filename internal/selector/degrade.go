@@ -124,6 +124,9 @@ func (s *selection) degrade(rank int, c Candidate, v Value, contents []Content, 
 			charged += p.Tokens
 			s.observe(c.Server, cmp.Or(contents[from[p.Index]].MIMEType, c.MIMEType), len(p.Text), p.Tokens)
 		}
+		for _, p := range picks {
+			charged += st.addLeads(s.count, p.Index, left-charged)
+		}
 		out, n, ranges := st.build(s.count)
 		st.item, st.charged = len(s.res.Items), charged
 		s.sectioned = append(s.sectioned, st)
@@ -375,6 +378,7 @@ type sectioned struct {
 	from     []int // content index of each section, non-decreasing
 	contents []Content
 	picked   map[int]int // section index → tokens
+	leads    []lead      // lines returned to place picked sections
 	done     wholeParts  // contents returned whole alongside
 	// charged is what the budget was charged for the item: the sum of its
 	// parts' tokens, never less than Item.Tokens.
@@ -429,10 +433,22 @@ func (st *sectioned) build(count budget.Counter) ([]ItemContent, int, string) {
 			}
 			run = run[:0]
 		}
+		leads := st.leadsFor(i)
 		for ; j < len(st.secs) && st.from[j] == i; j++ {
 			if _, ok := st.picked[j]; !ok {
 				flush()
 				continue
+			}
+			if len(run) == 0 {
+				for len(leads) > 0 && leads[0].line < st.secs[j].Start {
+					l := leads[0]
+					leads = leads[1:]
+					ct := st.contents[i]
+					ct.Text = l.text
+					out = append(out, ItemContent{Content: ct, Tokens: l.tokens, Truncated: true, StartLine: l.line, EndLine: l.line})
+					total += l.tokens
+					ranges = append(ranges, fmt.Sprintf("%d", l.line))
+				}
 			}
 			if len(run) > 0 {
 				prev := st.secs[run[len(run)-1]]
@@ -507,6 +523,9 @@ func (s *selection) topUp() {
 		st.charged += n
 		s.remaining -= n
 		added[r.st]++
+		extra := st.addLeads(s.count, r.j, s.remaining)
+		st.charged += extra
+		s.remaining -= extra
 	}
 	for si, st := range s.sectioned {
 		if added[si] == 0 {
