@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/contextd/contextd/eval/internal/answers"
 )
@@ -32,6 +33,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 	godocDir := fs.String("godoc", "eval/datasets/godoc", "godoc dataset whose package documents to include")
 	out := fs.String("out", "eval/datasets/answers", "dataset directory to write")
 	questions := fs.String("questions", "", "question file to use instead of the embedded eval/internal/answers/questions.jsonl")
+	packages := fs.String("packages", "", "comma-separated Go packages whose source to include instead of the built-in list")
+	pages := fs.String("pages", "", "comma-separated files of GOROOT/doc to include instead of the built-in list")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -46,6 +49,12 @@ func run(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		opts.Questions, opts.QuestionsName = b, *questions
+	}
+	if *packages != "" {
+		opts.Packages = strings.Split(*packages, ",")
+	}
+	if *pages != "" {
+		opts.Pages = strings.Split(*pages, ",")
 	}
 	ds, err := answers.Convert(*goroot, *npmDocs, *godocDir, opts)
 	if err != nil {

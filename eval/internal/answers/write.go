@@ -168,6 +168,8 @@ func (d *Dataset) readme(files []beir.File) ([]byte, error) {
 		"MinSharedWord": MinSharedWord,
 		"MedianDeep":    medianDeep,
 		"Deep":          len(deepOffsets),
+		"PageCount":     len(d.Pages),
+		"PkgDocs":       d.Stats.Docs[ServerGoDoc] - len(d.Pages),
 	}
 	t, err := template.New("README").Funcs(template.FuncMap{
 		"mb": func(n int) string { return fmt.Sprintf("%.2f MB", float64(n)/1e6) },
