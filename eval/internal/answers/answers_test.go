@@ -209,7 +209,8 @@ func TestFixtureFiles(t *testing.T) {
 		t.Errorf("%d test questions (InTest %d), want 2", test, len(ds.InTest))
 	}
 	readme := string(byName["README.md"])
-	for _, s := range []string{"go1.23.4", "npm** 1.2.3", "| `gosrc` | 2 |", "Artistic License 2.0"} {
+	for _, s := range []string{"go1.23.4", "npm** 1.2.3", "| `gosrc` | 2 |", "Artistic License 2.0",
+		"| similar | 4 | 0 | 0 | 0 |", "| reworded | 3 | 0 | 0 | 0 |"} {
 		if !strings.Contains(readme, s) {
 			t.Errorf("README lacks %q", s)
 		}

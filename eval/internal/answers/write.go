@@ -68,6 +68,10 @@ func (d *Dataset) Write(dir string) error {
 //go:embed readme.md.tmpl
 var readmeTemplate string
 
+// depthLimits are the byte offsets the README's depth table counts answers
+// below.
+var depthLimits = []int{2_000, 8_000, 32_000}
+
 // A countRow is one line of the README's count tables.
 type countRow struct {
 	Label       string
@@ -129,6 +133,21 @@ func (d *Dataset) readme(files []beir.File) ([]byte, error) {
 		total.Docs += r.Docs
 		total.Bytes += r.Bytes
 	}
+	// depth[kind] counts answers by the byte offset of their first
+	// occurrence, in the buckets of depthLimits.
+	depth := map[string][]int{}
+	for _, k := range kinds {
+		depth[k] = make([]int, len(depthLimits)+1)
+	}
+	for _, q := range d.Questions {
+		off := slices.Min(q.Offsets)
+		i, _ := slices.BinarySearch(depthLimits, off+1)
+		depth[q.Kind][i]++
+	}
+	var depthRows []countRow
+	for _, k := range kinds {
+		depthRows = append(depthRows, countRow{Label: k, Cells: depth[k]})
+	}
 	var deepOffsets []int
 	for _, q := range d.Questions {
 		if q.Kind == KindDeep {
@@ -169,6 +188,7 @@ func (d *Dataset) readme(files []beir.File) ([]byte, error) {
 		"MedianDeep":    medianDeep,
 		"Deep":          len(deepOffsets),
 		"PageCount":     len(d.Pages),
+		"DepthRows":     depthRows,
 		"PkgDocs":       d.Stats.Docs[ServerGoDoc] - len(d.Pages),
 	}
 	t, err := template.New("README").Funcs(template.FuncMap{
