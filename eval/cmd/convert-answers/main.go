@@ -6,6 +6,11 @@
 //
 //	go run ./eval/cmd/convert-answers -goroot $(go env GOROOT) \
 //	  -npmdocs /usr/lib/node_modules/npm/docs/content -out eval/datasets/answers
+//
+// With -locate STRING it converts nothing and prints which documents of the
+// dataset in -out contain STRING, for writing questions:
+//
+//	go run ./eval/cmd/convert-answers -locate 'MaxScanTokenSize = 64 * 1024'
 package main
 
 import (
@@ -15,6 +20,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/contextd/contextd/eval/beir"
 	"github.com/contextd/contextd/eval/internal/answers"
 )
 
@@ -34,9 +40,16 @@ func run(args []string, stdout, stderr io.Writer) error {
 	out := fs.String("out", "eval/datasets/answers", "dataset directory to write")
 	questions := fs.String("questions", "", "question file to use instead of the embedded eval/internal/answers/questions.jsonl")
 	packages := fs.String("packages", "", "comma-separated Go packages whose source to include instead of the built-in list")
+	locate := fs.String("locate", "", "print the documents of the dataset in -out that contain this exact string, and convert nothing")
 	pages := fs.String("pages", "", "comma-separated files of GOROOT/doc to include instead of the built-in list")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *locate != "" {
+		if fs.NArg() > 0 {
+			return fmt.Errorf("want no arguments")
+		}
+		return locateIn(*out, *locate, stdout)
 	}
 	if *goroot == "" || *npmDocs == "" || fs.NArg() > 0 {
 		fs.Usage()
@@ -66,5 +79,21 @@ func run(args []string, stdout, stderr io.Writer) error {
 	test := len(ds.InTest)
 	fmt.Fprintf(stdout, "%s, npm %s: %d documents, %d questions (%d test, %d dev) written to %s\n",
 		ds.GoVersion, ds.NPMVersion, len(ds.Corpus), len(ds.Questions), test, len(ds.Questions)-test, *out)
+	return nil
+}
+
+// locateIn prints the documents of the dataset in dir that contain s: one
+// line per document, "ID<tab>first byte offset<tab>content bytes", then a
+// count. It helps question writers find an answer string that is unique.
+func locateIn(dir, s string, stdout io.Writer) error {
+	ds, err := beir.Load(dir, answers.SplitDev)
+	if err != nil {
+		return err
+	}
+	hits := answers.Locate(ds.Corpus, s)
+	for _, h := range hits {
+		fmt.Fprintf(stdout, "%s\t%d\t%d\n", h.ID, h.Offset, h.Size)
+	}
+	fmt.Fprintf(stdout, "%q: %d of %d documents\n", s, len(hits), len(ds.Corpus))
 	return nil
 }

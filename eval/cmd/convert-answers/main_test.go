@@ -94,3 +94,35 @@ func readTree(t *testing.T, dir string) map[string]string {
 	}
 	return files
 }
+
+// TestLocate converts the fixture, then looks strings up in the result.
+func TestLocate(t *testing.T) {
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	if err := run(fixtureArgs(out, "-questions", fixture+"questions.jsonl"), &stdout, &stderr); err != nil {
+		t.Fatalf("run: %v\n%s", err, stderr.String())
+	}
+	for s, want := range map[string]string{
+		"modulus = 65521": "gosrc:hash/one/one.go\t49\t",
+		"section: ":       "npmdocs:commands/npm-ci.md\t",
+		"no such text":    `"no such text": 0 of 7 documents`,
+	} {
+		stdout.Reset()
+		if err := run([]string{"-out", out, "-locate", s}, &stdout, &stderr); err != nil {
+			t.Fatalf("-locate %q: %v", s, err)
+		}
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("-locate %q printed\n%s\nwant a line containing %q", s, stdout.String(), want)
+		}
+	}
+	stdout.Reset()
+	if err := run([]string{"-out", out, "-locate", "section: "}, &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(stdout.String(), `"section: ": 2 of 7 documents`+"\n") {
+		t.Errorf("-locate section: printed\n%s", stdout.String())
+	}
+	if err := run([]string{"-out", t.TempDir(), "-locate", "x"}, &stdout, &stderr); err == nil {
+		t.Error("-locate in a directory without a dataset succeeded")
+	}
+}

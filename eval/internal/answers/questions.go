@@ -223,10 +223,8 @@ func Check(name string, qs []*Question, corpus []beir.Doc) ([]*Located, error) {
 		l := &Located{Question: q, Server: d.Server, Size: len(d.Content)}
 		for _, a := range q.Answers {
 			var in []string
-			for i := range corpus {
-				if strings.Contains(corpus[i].Content, a) {
-					in = append(in, corpus[i].ID)
-				}
+			for _, h := range Locate(corpus, a) {
+				in = append(in, h.ID)
 			}
 			switch {
 			case len(in) == 0:
@@ -249,6 +247,26 @@ func Check(name string, qs []*Question, corpus []beir.Doc) ([]*Located, error) {
 		return nil, errors.Join(errs...)
 	}
 	return out, nil
+}
+
+// A Hit is a document that contains a string.
+type Hit struct {
+	ID string
+	// Offset is the byte offset of the first occurrence in the content;
+	// Size the content's size in bytes.
+	Offset, Size int
+}
+
+// Locate returns the documents of corpus whose content contains s, byte for
+// byte, in corpus order.
+func Locate(corpus []beir.Doc, s string) []Hit {
+	var hits []Hit
+	for _, d := range corpus {
+		if i := strings.Index(d.Content, s); i >= 0 {
+			hits = append(hits, Hit{ID: d.ID, Offset: i, Size: len(d.Content)})
+		}
+	}
+	return hits
 }
 
 // answerLine is one line of answers.jsonl.
