@@ -35,6 +35,12 @@
 //
 // The output is a pure function of its inputs: converting twice gives
 // identical bytes.
+//
+// # Using the dataset
+//
+// A harness loads the corpus and a split's queries with [beir.Load], the
+// answer strings with [LoadAnswers], and judges a returned text with
+// [Answer.Found].
 package answers
 
 import (

@@ -269,15 +269,6 @@ func Locate(corpus []beir.Doc, s string) []Hit {
 	return hits
 }
 
-// answerLine is one line of answers.jsonl.
-type answerLine struct {
-	ID       string   `json:"_id"`
-	Split    string   `json:"split"`
-	Answers  []string `json:"answers"`
-	CorpusID string   `json:"corpus-id"`
-	Kind     string   `json:"kind"`
-}
-
 // jsonLine encodes v on one line without HTML escaping.
 func jsonLine(b *bytes.Buffer, v any) error {
 	enc := json.NewEncoder(b)

@@ -1,7 +1,6 @@
 package answers
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"os"
@@ -72,6 +71,7 @@ func TestShipped(t *testing.T) {
 	count := map[string]int{}
 	for _, q := range located {
 		count[judged[q.ID]+" "+q.Server+" "+q.Kind]++
+		count[judged[q.ID]]++
 	}
 	if len(qs) < 150 {
 		t.Errorf("%d questions, want at least 150", len(qs))
@@ -86,32 +86,25 @@ func TestShipped(t *testing.T) {
 		}
 	}
 
-	f, err := os.Open(filepath.Join(shipped, AnswersFile))
+	all, err := LoadAnswers(shipped, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	n := 0
-	for sc.Scan() {
-		var a answerLine
-		dec := json.NewDecoder(bytes.NewReader(sc.Bytes()))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&a); err != nil {
-			t.Fatalf("%s line %d: %v", AnswersFile, n+1, err)
-		}
-		n++
+	for _, a := range all {
 		q := byID[a.ID]
 		if q == nil || a.Split != judged[a.ID] || a.CorpusID != q.Doc || a.Kind != q.Kind || strings.Join(a.Answers, "\x00") != strings.Join(q.Answers, "\x00") {
-			t.Errorf("%s line %d %+v disagrees with the question file or the qrels", AnswersFile, n, a)
+			t.Errorf("%s: %+v disagrees with the question file or the qrels", AnswersFile, a)
 		}
 	}
-	if err := sc.Err(); err != nil {
+	if len(all) != len(qs) {
+		t.Errorf("%s has %d answers, want %d", AnswersFile, len(all), len(qs))
+	}
+	test, err := LoadAnswers(shipped, SplitTest)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if n != len(qs) {
-		t.Errorf("%s has %d lines, want %d", AnswersFile, n, len(qs))
+	if n := count[SplitTest]; len(test) != n {
+		t.Errorf("LoadAnswers(test) gave %d answers, the qrels %d", len(test), n)
 	}
 }
 

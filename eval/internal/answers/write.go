@@ -36,7 +36,7 @@ func (d *Dataset) Files() ([]beir.File, error) {
 		} else {
 			dev = append(dev, qr)
 		}
-		if err := jsonLine(&ans, answerLine{ID: q.ID, Split: s, Answers: q.Answers, CorpusID: q.Doc, Kind: q.Kind}); err != nil {
+		if err := jsonLine(&ans, Answer{ID: q.ID, Split: s, Answers: q.Answers, CorpusID: q.Doc, Kind: q.Kind}); err != nil {
 			return nil, fmt.Errorf("answers: %w", err)
 		}
 	}
