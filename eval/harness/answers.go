@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/contextd/contextd/eval/beir"
+	"github.com/contextd/contextd/eval/internal/answers"
 	"github.com/contextd/contextd/internal/budget"
 	"github.com/contextd/contextd/internal/config"
 	"github.com/contextd/contextd/internal/engine"
@@ -77,9 +78,13 @@ func RunAnswers(ctx context.Context, opts Options, budgets []int) ([]AnswerRow, 
 	if err != nil {
 		return nil, nil, err
 	}
-	answers, err := beir.LoadAnswers(opts.Dataset, opts.Split)
+	list, err := answers.LoadAnswers(opts.Dataset, opts.Split)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", opts.Dataset, err)
+	}
+	byQuery := make(map[string]answers.Answer, len(list))
+	for _, a := range list {
+		byQuery[a.ID] = a
 	}
 	name := filepath.Base(filepath.Clean(opts.Dataset))
 	servers, ids, _, err := serve(ds, name)
@@ -103,7 +108,7 @@ func RunAnswers(ctx context.Context, opts Options, budgets []int) ([]AnswerRow, 
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer func() { cancel(); wg.Wait() }()
-	progress("%s/%s: %d documents, %d answered queries, budgets %v", name, opts.Split, len(ds.Corpus), len(answers), budgets)
+	progress("%s/%s: %d documents, %d answered queries, budgets %v", name, opts.Split, len(ds.Corpus), len(byQuery), budgets)
 	start := time.Now()
 	eng, err := startEngineIn(ctx, &wg, servers, emb, true, opts.DataDir)
 	if err != nil {
@@ -125,8 +130,8 @@ func RunAnswers(ctx context.Context, opts Options, budgets []int) ([]AnswerRow, 
 		return sums[k]
 	}
 	var cases []AnswerCase
-	record := func(q beir.Query, a beir.Answer, asm string, b int, text string, tokens, reads int, returned []string) {
-		bearing := slices.ContainsFunc(a.Answers, func(s string) bool { return strings.Contains(text, s) })
+	record := func(q beir.Query, a answers.Answer, asm string, b int, text string, tokens, reads int, returned []string) {
+		bearing := a.Found(text)
 		s := get(asm, b)
 		s.tokens += tokens
 		s.reads += reads
@@ -145,7 +150,7 @@ func RunAnswers(ctx context.Context, opts Options, budgets []int) ([]AnswerRow, 
 	}
 	n := 0
 	for _, q := range ds.Queries {
-		a, ok := answers[q.ID]
+		a, ok := byQuery[q.ID]
 		if !ok {
 			continue
 		}
@@ -216,7 +221,7 @@ func RunAnswers(ctx context.Context, opts Options, budgets []int) ([]AnswerRow, 
 			record(q, a, AssemblerHeadCut, b, text.String(), b-left, reads, returned)
 		}
 		if n%20 == 0 {
-			progress("%d/%d queries", n, len(answers))
+			progress("%d/%d queries", n, len(byQuery))
 		}
 	}
 	var rows []AnswerRow

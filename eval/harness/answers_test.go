@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/contextd/contextd/eval/beir"
+	"github.com/contextd/contextd/eval/internal/answers"
 	"github.com/contextd/contextd/eval/harness"
 )
 
@@ -29,7 +30,7 @@ func TestRunAnswersFindsADeepAnswerTheBaselinesCut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ans, err := json.Marshal(beir.Answer{QueryID: "q1", Split: "dev", Answers: []string{"gzip trailer is crc32 then isize"}, CorpusID: "gzip", Kind: "deep"})
+	ans, err := json.Marshal(answers.Answer{ID: "q1", Split: "dev", Answers: []string{"gzip trailer is crc32 then isize"}, CorpusID: "gzip", Kind: "deep"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +41,7 @@ func TestRunAnswersFindsADeepAnswerTheBaselinesCut(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, beir.AnswersFile), append(ans, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, answers.AnswersFile), append(ans, '\n'), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	rows, cases, err := harness.RunAnswers(t.Context(), harness.Options{Dataset: dir, Split: "dev"}, []int{200})
