@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/contextd/contextd/eval/beir"
-	"github.com/contextd/contextd/eval/internal/answers"
 	"github.com/contextd/contextd/eval/harness"
+	"github.com/contextd/contextd/eval/internal/answers"
 )
 
 func TestRunAnswersFindsADeepAnswerTheBaselinesCut(t *testing.T) {
