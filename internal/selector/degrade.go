@@ -114,10 +114,10 @@ func (s *selection) degrade(rank int, c Candidate, v Value, contents []Content, 
 	}
 	var picks []section.Pick
 	if len(secs) > 0 {
-		picks = s.bestSections(secs, from, s.sectionCap(c, left))
+		picks = s.bestSections(c, secs, from, s.sectionCap(c, left))
 	}
 	if len(picks) > 0 {
-		st := &sectioned{rank: rank, secs: secs, from: from, contents: contents, picked: map[int]int{}, done: done}
+		st := &sectioned{rank: rank, c: c, secs: secs, from: from, contents: contents, picked: map[int]int{}, done: done}
 		charged := done.tokens
 		for _, p := range picks {
 			st.picked[p.Index] = p.Tokens
@@ -200,11 +200,11 @@ func (s *selection) degrade(rank int, c Candidate, v Value, contents []Content, 
 // left (or, if none fits whole, the best cut to fit), then each text's
 // opening section (its overview) if there is room left after them; nil
 // when no section matches the query. Picks are in section order.
-func (s *selection) bestSections(secs []section.Section, from []int, left int) []section.Pick {
+func (s *selection) bestSections(c Candidate, secs []section.Section, from []int, left int) []section.Pick {
 	if left <= 0 {
 		return nil
 	}
-	scores := section.Score(secs, s.req.Query)
+	scores := withDense(section.Score(secs, s.req.Query), denseOf(c, secs, from))
 	best := -1
 	for j, x := range scores {
 		if x > 0 && strings.TrimSpace(secs[j].Text) != "" && (best < 0 || x > scores[best]) {
@@ -374,6 +374,7 @@ type wholeParts struct {
 type sectioned struct {
 	item     int // index in Result.Items while selecting
 	rank     int
+	c        Candidate
 	secs     []section.Section
 	from     []int // content index of each section, non-decreasing
 	contents []Content
@@ -487,7 +488,16 @@ func (s *selection) topUp() {
 			refs = append(refs, ref{si, j})
 		}
 	}
-	scores := section.Score(all, s.req.Query)
+	lexical := section.Score(all, s.req.Query)
+	dense := make([]float64, 0, len(all))
+	for _, st := range s.sectioned {
+		d := denseOf(st.c, st.secs, st.from)
+		if d == nil {
+			d = make([]float64, len(st.secs))
+		}
+		dense = append(dense, d...)
+	}
+	scores := withDense(lexical, dense)
 	utility := make([]float64, len(all))
 	for g, r := range refs {
 		utility[g] = scores[g] * s.values[s.sectioned[r.st].rank-1].Relevance
