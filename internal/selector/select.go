@@ -89,7 +89,7 @@ func Select(ctx context.Context, req Request, ranked []Candidate, read ReadFunc,
 		values[i] = valueOf(c, best, req.Now)
 	}
 	s.values = values
-	s.shareCap = sectionShare(values, ranked, req.ValueFloor)
+	s.shareCap = sectionShare(values, ranked, req.ValueFloor, req.TokenBudget)
 	// Pinned candidates first, in their order; then by value, ties in rank
 	// order. Without annotations the value order is the rank order.
 	order := make([]int, len(ranked))

@@ -27,17 +27,23 @@ const (
 	FillShare = 0.25
 )
 
+// MinShareTokens is the smallest share worth splitting the budget into: a
+// budget under twice this is not shared, since a share too small to hold a
+// section's worth of text serves no candidate.
+const MinShareTokens = 600
+
 // sectionShare returns the share of the budget one degraded resource may
-// take while others are considered: 1/min(m, MaxShareWays) for the m
-// unpinned candidates whose relevance is at least floor × the best.
-func sectionShare(values []Value, ranked []Candidate, floor float64) float64 {
+// take while others are considered: 1/min(m, MaxShareWays, budget /
+// MinShareTokens) for the m unpinned candidates whose relevance is at
+// least floor × the best.
+func sectionShare(values []Value, ranked []Candidate, floor float64, budget int) float64 {
 	m := 0
 	for i, v := range values {
 		if !ranked[i].Pinned && v.Relevance > 0 && v.Relevance >= floor {
 			m++
 		}
 	}
-	return 1 / float64(max(1, min(m, MaxShareWays)))
+	return 1 / float64(max(1, min(m, MaxShareWays, budget/MinShareTokens)))
 }
 
 // sectionCap returns the most tokens a resource's best sections may take
