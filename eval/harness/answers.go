@@ -61,6 +61,9 @@ type AnswerCase struct {
 	Bearing                    bool
 	Tokens                     int
 	Returned                   []string // "corpus-id (form, tokens)", in order
+	// Text is what contextd returned, its contents in order, for reading
+	// (empty for the baselines).
+	Text string `json:",omitempty"`
 }
 
 // RunAnswers answers every query of the split that answers.jsonl answers,
@@ -145,8 +148,12 @@ func RunAnswers(ctx context.Context, opts Options, budgets []int) ([]AnswerRow, 
 			s.kind[a.Kind]++
 			s.srv[server[a.CorpusID]]++
 		}
-		cases = append(cases, AnswerCase{QueryID: q.ID, Query: q.Text, Kind: a.Kind, Want: a.CorpusID, Assembler: asm, Budget: b,
-			Bearing: bearing, Tokens: tokens, Returned: returned})
+		c := AnswerCase{QueryID: q.ID, Query: q.Text, Kind: a.Kind, Want: a.CorpusID, Assembler: asm, Budget: b,
+			Bearing: bearing, Tokens: tokens, Returned: returned}
+		if asm == AssemblerContextd {
+			c.Text = text
+		}
+		cases = append(cases, c)
 	}
 	n := 0
 	for _, q := range ds.Queries {
