@@ -59,8 +59,11 @@ type AnswerCase struct {
 	Assembler                  string
 	Budget                     int
 	Bearing                    bool
-	Tokens                     int
-	Returned                   []string // "corpus-id (form, tokens)", in order
+	// WantRank is the answer document's 1-based rank in the engine's
+	// ranking (0: not in the first 50).
+	WantRank int
+	Tokens   int
+	Returned []string // "corpus-id (form, tokens)", in order
 	// Text is what contextd returned, its contents in order, for reading
 	// (empty for the baselines).
 	Text string `json:",omitempty"`
@@ -132,7 +135,10 @@ func RunAnswers(ctx context.Context, opts Options, budgets []int) ([]AnswerRow, 
 		}
 		return sums[k]
 	}
-	var cases []AnswerCase
+	var (
+		cases    []AnswerCase
+		wantRank int // of the query being answered
+	)
 	record := func(q beir.Query, a answers.Answer, asm string, b int, text string, tokens, reads int, returned []string) {
 		bearing := a.Found(text)
 		s := get(asm, b)
@@ -149,7 +155,7 @@ func RunAnswers(ctx context.Context, opts Options, budgets []int) ([]AnswerRow, 
 			s.srv[server[a.CorpusID]]++
 		}
 		c := AnswerCase{QueryID: q.ID, Query: q.Text, Kind: a.Kind, Want: a.CorpusID, Assembler: asm, Budget: b,
-			Bearing: bearing, Tokens: tokens, Returned: returned}
+			Bearing: bearing, WantRank: wantRank, Tokens: tokens, Returned: returned}
 		if asm == AssemblerContextd {
 			c.Text = text
 		}
@@ -167,8 +173,12 @@ func RunAnswers(ctx context.Context, opts Options, budgets []int) ([]AnswerRow, 
 			return nil, nil, fmt.Errorf("query %s: %w", q.ID, err)
 		}
 		order := make([]string, len(ranked))
+		wantRank = 0
 		for i, r := range ranked {
 			order[i] = ids[r.Key()]
+			if order[i] == a.CorpusID {
+				wantRank = i + 1
+			}
 		}
 		for _, b := range budgets {
 			res, err := eng.Assemble(ctx, engine.AssembleRequest{Query: q.Text, TokenBudget: b})
