@@ -368,6 +368,7 @@ func startEngine(ctx context.Context, wg *sync.WaitGroup, servers map[string]*mc
 			if !contents {
 				o.ContentMaxResources = -1
 			}
+			o.PassagesBeforeReady = true // rank with every passage embedded
 		},
 	})
 	if err != nil {
