@@ -48,7 +48,7 @@ func TestContentPassIndexesSmallTextResources(t *testing.T) {
 		}
 		add(&mcpsdk.Resource{URI: "doc://small", Name: "small", MIMEType: "text/markdown", Size: 40}, "the walrus ledger")
 		add(&mcpsdk.Resource{URI: "doc://unsized", Name: "unsized"}, "walrus again")
-		add(&mcpsdk.Resource{URI: "doc://big", Name: "big", MIMEType: "text/plain", Size: 1 << 20}, "walrus too big")
+		add(&mcpsdk.Resource{URI: "doc://big", Name: "big", MIMEType: "text/plain", Size: ctxsync.DefaultContentMaxBytes + 1}, "walrus too big")
 		add(&mcpsdk.Resource{URI: "doc://picture", Name: "picture", MIMEType: "image/png", Size: 10}, "walrus")
 		add(&mcpsdk.Resource{URI: "doc://for-user", Name: "for-user", MIMEType: "text/plain",
 			Annotations: &mcpsdk.Annotations{Audience: []mcpsdk.Role{"user"}}}, "walrus")
