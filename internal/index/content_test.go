@@ -220,6 +220,10 @@ func TestPassages(t *testing.T) {
 	}
 	// One long line of words: cut at spaces, never inside a word.
 	check("words", strings.Repeat("alpha beta ", index.PassageBytes/4))
+	// Just over one passage: two halves, not a passage and a scrap.
+	if sp := check("halves", strings.Repeat("gamma ", (index.PassageBytes+60)/6)); len(sp) != 2 || sp[1].End-sp[1].Start < index.PassageBytes/4 {
+		t.Errorf("a text of %d bytes cut into %+v, want two about equal passages", index.PassageBytes+60, sp)
+	}
 	// No spaces at all: cut at runes.
 	check("unspaced", strings.Repeat("語", index.PassageBytes))
 	// Markdown sections of about 1.2 KiB: each opens a passage.

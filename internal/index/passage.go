@@ -34,7 +34,8 @@ type Span struct {
 }
 
 // Passages cuts text into the passages that are embedded for it, in text
-// order. A passage holds at most PassageBytes; it ends before the first
+// order. A passage holds at most PassageBytes (the last two of a text
+// about the same, so neither is a scrap); it ends before the first
 // Markdown heading past minPassageBytes, else before the last heading that
 // fits, else at the last paragraph break (a blank line), line break or
 // white space that fits, in that order of preference, past
@@ -71,6 +72,11 @@ func Passages(text string) []Span {
 			li++
 		}
 		limit := pos + PassageBytes
+		if rest := len(text) - pos; rest > PassageBytes && rest < PassageBytes+minPassageBytes {
+			// The rest takes two passages: cut it near the middle rather
+			// than leave a scrap whose vector says little.
+			limit = pos + rest/2 + minPassageBytes/4
+		}
 		cut := -1
 		// Candidates: lines starting in (pos, limit].
 		var lastHeading, lastPara, lastLine = -1, -1, -1
@@ -101,7 +107,7 @@ func Passages(text string) []Span {
 		case lastLine >= 0:
 			cut = lastLine
 		default:
-			cut = pos + len(cutBytes(text[pos:], PassageBytes))
+			cut = pos + len(cutBytes(text[pos:], limit-pos))
 			if i := strings.LastIndexFunc(text[pos+minPassageBytes/2:cut], unicode.IsSpace); i >= 0 {
 				cut = pos + minPassageBytes/2 + i
 			}
