@@ -379,6 +379,7 @@ func startEngineIn(ctx context.Context, wg *sync.WaitGroup, servers map[string]*
 			if !contents {
 				o.ContentMaxResources = -1
 			}
+			o.PassagesBeforeReady = true // rank with every passage embedded
 		},
 	})
 	if err != nil {

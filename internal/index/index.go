@@ -80,6 +80,10 @@ type Options struct {
 	// SetContents leaves new texts out (ErrContentFull). Zero means
 	// DefaultContentBytes; negative, no cap.
 	ContentBytes int64
+	// ContentPassages caps how many passages after texts' first
+	// EmbedPassages embeds across all servers (each vector costs 4 bytes
+	// per dimension). Zero means DefaultContentPassages; negative, no cap.
+	ContentPassages int
 }
 
 // An Index holds the mirrored descriptors.
@@ -92,6 +96,7 @@ type Index struct {
 	ccoll  *chromem.Collection // passages of indexed contents
 	cw     float64             // Options.ContentWeight, resolved
 	cbytes int64               // Options.ContentBytes, resolved; 0: no cap
+	cpass  int                 // Options.ContentPassages, resolved; 0: no cap
 	lex    *lexical.Index
 	closed chan struct{}
 
@@ -137,6 +142,7 @@ func Open(ctx context.Context, opts Options) (*Index, error) {
 		closed: make(chan struct{}),
 		cw:     max(cmp.Or(opts.ContentWeight, DefaultContentWeight), 0),
 		cbytes: max(cmp.Or(opts.ContentBytes, DefaultContentBytes), 0),
+		cpass:  max(cmp.Or(opts.ContentPassages, DefaultContentPassages), 0),
 		docs:   map[resource.Key]entry{},
 		count:  map[string]int{},
 	}
@@ -286,7 +292,7 @@ func (ix *Index) upsertChunk(ctx context.Context, descs []resource.Descriptor) (
 		hash    string
 		vec     []float32
 		content *contentInfo // kept from the old version
-		dropC   bool         // the old version's passage must go
+		dropC   []string     // the old version's passages, which must go
 	}
 	var jobs []job
 	var todo []int // jobs that need a new vector
@@ -305,7 +311,7 @@ func (ix *Index) upsertChunk(ctx context.Context, descs []resource.Descriptor) (
 			if old.content.stamp == ContentStamp(d) {
 				j.content = old.content
 			} else {
-				j.dropC = old.content.passage != nil
+				j.dropC = old.content.docIDs(key)
 			}
 		}
 		if existed && old.hash == hash {
@@ -340,8 +346,8 @@ func (ix *Index) upsertChunk(ctx context.Context, descs []resource.Descriptor) (
 		var ctext string
 		if j.content != nil {
 			ctext = ix.contentText(ctx, key)
-		} else if j.dropC {
-			if err := ix.ccoll.Delete(ctx, nil, nil, key.String()); err != nil {
+		} else if len(j.dropC) > 0 {
+			if err := ix.ccoll.Delete(ctx, nil, nil, j.dropC...); err != nil {
 				return embedded, fmt.Errorf("index: delete content of %s %q: %v", j.d.Server, j.d.URI, err)
 			}
 		}
@@ -409,8 +415,8 @@ func (ix *Index) delete(ctx context.Context, keys []resource.Key) error {
 		if !ok {
 			continue
 		}
-		if e.content != nil && e.content.passage != nil {
-			cids = append(cids, k.String())
+		if e.content != nil {
+			cids = append(cids, e.content.docIDs(k)...)
 		}
 		delete(ix.docs, k)
 		ix.count[k.Server]--

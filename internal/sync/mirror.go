@@ -108,6 +108,12 @@ type Options struct {
 	// lastModified is read again when that changes. Zero means
 	// DefaultContentMaxAge; negative never reads again for age alone.
 	ContentMaxAge time.Duration
+	// PassagesBeforeReady makes Ready wait, after the first content pass,
+	// until every passage of the server's texts has a vector
+	// (index.EmbedPassages), so a one-shot ranking (the eval) sees the
+	// whole content index. By default Ready follows the pass, which embeds
+	// each text's first passage only, and the others are embedded after.
+	PassagesBeforeReady bool
 	// TerminateDuration is passed to mcp.Options for stdio servers: how long
 	// each shutdown stage (stdin closed, SIGTERM) may take before the next.
 	// Zero means the SDK's default (5s).
@@ -468,7 +474,13 @@ func (m *Mirror) serve(ctx context.Context, sess *mcp.Session, warm []string) (e
 			if m.indexContents(wctx, sess, !first, sessEnd) {
 				return // cut short by the session's end
 			}
+			if m.opts.PassagesBeforeReady {
+				m.embedPassages(wctx, nil)
+			}
 			m.markReady()
+			if !m.embedPassages(wctx, kick) {
+				pass() // a pass was asked for meanwhile: it goes first
+			}
 			if m.opts.ContentMaxAge > 0 && m.opts.ContentMaxResources >= 0 {
 				refresh = time.After(max(m.opts.ContentMaxAge/4, time.Minute))
 			}
