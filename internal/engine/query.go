@@ -232,6 +232,7 @@ func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (*AssembleRe
 			cands = append(cands, candidate(r.Descriptor, r.Score))
 		}
 	}
+	e.attachPassages(ctx, req.Query, cands)
 	floor := DefaultValueFloor
 	if req.ValueFloor != nil {
 		floor = *req.ValueFloor
@@ -248,6 +249,27 @@ func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (*AssembleRe
 		return nil, err
 	}
 	return &AssembleResult{Result: res, Tokenizer: e.tok.Encoding(), Fetched: fetched.m}, nil
+}
+
+// attachPassages gives each candidate the passages of its indexed text
+// with their similarity to the query, for choosing its sections. Without
+// them (no text indexed, or the index cannot embed the query) sections are
+// chosen by their words, so a failure here costs quality, not the answer.
+func (e *Engine) attachPassages(ctx context.Context, query string, cands []selector.Candidate) {
+	keys := make([]resource.Key, len(cands))
+	for i, c := range cands {
+		keys[i] = c.Key()
+	}
+	hits, err := e.ix.PassageHits(ctx, query, keys)
+	if err != nil {
+		e.log.Debug("passage similarities unavailable; sections are chosen by their words", "err", err)
+		return
+	}
+	for i := range cands {
+		for _, h := range hits[cands[i].Key()] {
+			cands[i].Passages = append(cands[i].Passages, selector.Passage{StartLine: h.Line, EndLine: h.EndLine, Similarity: h.Score})
+		}
+	}
 }
 
 func candidate(d resource.Descriptor, score float64) selector.Candidate {
