@@ -487,3 +487,61 @@ func Find() string {
 	}
 	return ""
 }
+
+// secretName matches flag and variable names that hold credentials.
+var secretName = regexp.MustCompile(`(?i)(token|secret|passw|pwd|api[_-]?key|apikey|credential|auth|cookie|session)`)
+
+// Secrets returns the values of s that may be credentials, for masking in
+// errors and logs: the values of headers and env variables whose name
+// contains token, secret, password, key, auth, cookie or session (and, for
+// "Bearer X" or "Basic X", X alone); the user info and query values of the
+// URL and of any env value that is a URL; and args that follow (or are
+// joined by "=" to) a flag with such a name.
+func (s Server) Secrets() []string {
+	var out []string
+	named := func(m map[string]string) {
+		for k, v := range m {
+			out = append(out, urlSecrets(v)...)
+			if !secretName.MatchString(k) {
+				continue
+			}
+			out = append(out, v)
+			if _, cred, ok := strings.Cut(v, " "); ok {
+				out = append(out, cred)
+			}
+		}
+	}
+	named(s.Headers)
+	named(s.Env)
+	out = append(out, urlSecrets(s.URL)...)
+	for i, a := range s.Args {
+		if !strings.HasPrefix(a, "-") || !secretName.MatchString(a) {
+			continue
+		}
+		if _, v, ok := strings.Cut(a, "="); ok {
+			out = append(out, v)
+		} else if i+1 < len(s.Args) {
+			out = append(out, s.Args[i+1])
+		}
+	}
+	return out
+}
+
+// urlSecrets returns the user info and query values of raw when it is a URL.
+func urlSecrets(raw string) []string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return nil
+	}
+	var out []string
+	if u.User != nil {
+		out = append(out, u.User.Username())
+		if p, ok := u.User.Password(); ok {
+			out = append(out, p)
+		}
+	}
+	for _, vs := range u.Query() {
+		out = append(out, vs...)
+	}
+	return out
+}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/contextd/contextd/internal/index"
 	"github.com/contextd/contextd/internal/mcp"
+	"github.com/contextd/contextd/internal/redact"
 	"github.com/contextd/contextd/internal/resource"
 )
 
@@ -108,6 +109,10 @@ type Options struct {
 	// lastModified is read again when that changes. Zero means
 	// DefaultContentMaxAge; negative never reads again for age alone.
 	ContentMaxAge time.Duration
+	// Redact masks credentials in everything the mirror reports: Status's
+	// LastError, the errors Read returns, its log. Nil masks URL
+	// credentials, query values and bearer tokens only.
+	Redact *redact.Redactor
 	// TerminateDuration is passed to mcp.Options for stdio servers: how long
 	// each shutdown stage (stdin closed, SIGTERM) may take before the next.
 	// Zero means the SDK's default (5s).
@@ -221,6 +226,7 @@ func New(opts Options) *Mirror {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	log = slog.New(redact.Handler(log.Handler(), opts.Redact))
 	return &Mirror{
 		opts:     opts,
 		log:      log.With("server", opts.Server),
@@ -367,6 +373,7 @@ func (m *Mirror) connect(ctx context.Context) (*mcp.Session, error) {
 		},
 
 		TerminateDuration: m.opts.TerminateDuration,
+		Redact:            m.opts.Redact,
 	})
 }
 
@@ -519,8 +526,8 @@ func (m *Mirror) serve(ctx context.Context, sess *mcp.Session, warm []string) (e
 			if err == nil {
 				err = errors.New("session closed by server")
 			}
-			if tail := sess.StderrTail(); tail != "" {
-				err = fmt.Errorf("%w; stderr: %s", err, tail)
+			if line := sess.StderrLine(); line != "" {
+				err = fmt.Errorf("%w; stderr: %s", err, line)
 			}
 			m.setStale(err)
 			return err, synced
@@ -669,7 +676,7 @@ func (m *Mirror) sync(parent context.Context, sess *mcp.Session) (ok bool) {
 	}
 	if err != nil {
 		m.status.State = StateDegraded
-		m.status.LastError = err.Error()
+		m.status.LastError = m.opts.Redact.String(err.Error())
 		m.status.LastErrorTime = time.Now()
 		m.log.Warn("sync failed", "err", err)
 		return false
@@ -679,7 +686,7 @@ func (m *Mirror) sync(parent context.Context, sess *mcp.Session) (ok bool) {
 		m.status.State = StateReady
 	} else {
 		m.status.State = StateDegraded
-		m.status.LastError = "list incomplete: " + res.Incomplete + tpl.Incomplete
+		m.status.LastError = m.opts.Redact.String("list incomplete: " + res.Incomplete + tpl.Incomplete)
 		m.status.LastErrorTime = time.Now()
 	}
 	m.log.Info("synced", "resources", len(res.Items), "templates", len(tpl.Items),
@@ -691,14 +698,15 @@ func (m *Mirror) sync(parent context.Context, sess *mcp.Session) (ok bool) {
 // down stays down) is logged at debug level, so a dead server does not
 // repeat its warning at every backoff; Status still has the latest.
 func (m *Mirror) fail(err error) {
+	msg := m.opts.Redact.String(err.Error())
 	m.mu.Lock()
-	again := (m.status.State == StateFailed || m.status.State == StateStale) && m.status.LastError == err.Error()
+	again := (m.status.State == StateFailed || m.status.State == StateStale) && m.status.LastError == msg
 	if m.status.Syncs == 0 {
 		m.status.State = StateFailed
 	} else {
 		m.status.State = StateStale
 	}
-	m.status.LastError = err.Error()
+	m.status.LastError = msg
 	m.status.LastErrorTime = time.Now()
 	m.mu.Unlock()
 	if again {
@@ -712,7 +720,7 @@ func (m *Mirror) fail(err error) {
 func (m *Mirror) setStale(err error) {
 	m.mu.Lock()
 	m.status.State = StateStale
-	m.status.LastError = err.Error()
+	m.status.LastError = m.opts.Redact.String(err.Error())
 	m.status.LastErrorTime = time.Now()
 	m.mu.Unlock()
 	m.log.Warn("session lost; keeping the last mirror until reconnected", "err", err)
@@ -823,6 +831,11 @@ func (f Fetch) Freshness() string {
 // contextd does not poll contents: without a subscription or a TTL, every
 // request reads.
 func (m *Mirror) ReadFetch(ctx context.Context, uri string) ([]resource.Content, Fetch, error) {
+	c, f, err := m.readFetch(ctx, uri)
+	return c, f, m.opts.Redact.Error(err)
+}
+
+func (m *Mirror) readFetch(ctx context.Context, uri string) ([]resource.Content, Fetch, error) {
 	if e, ok := m.cache.get(uri, time.Now()); ok {
 		return e.contents, Fetch{At: e.at, Subscribed: e.expires.IsZero(), Expires: e.expires}, nil
 	}
