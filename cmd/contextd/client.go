@@ -41,9 +41,9 @@ func dial(addr string) (*grpc.ClientConn, contextdv1.ContextServiceClient, error
 func rpcError(addr string, err error) error {
 	if st, ok := status.FromError(err); ok {
 		if st.Code() == codes.Unavailable && !fromDaemon(st) {
-			return fmt.Errorf("no daemon answering at %s (start one with `contextd serve`): %s", addr, st.Message())
+			return fmt.Errorf("no daemon answering at %s (start one with `contextd serve`): %s", addr, esc(st.Message()))
 		}
-		return fmt.Errorf("daemon at %s: %s: %s", addr, st.Code(), st.Message())
+		return fmt.Errorf("daemon at %s: %s: %s", addr, st.Code(), esc(st.Message()))
 	}
 	return err
 }
@@ -122,7 +122,7 @@ func servers(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	for _, s := range resp.GetServers() {
 		state := strings.ToLower(strings.TrimPrefix(s.GetState().String(), "STATE_"))
-		fmt.Fprintf(stdout, "%-16s %-10s %-5s %4d resources (%d with content indexed) %3d templates", s.GetName(), state, s.GetTransport(), s.GetResourceCount(), s.GetContentCount(), s.GetTemplateCount())
+		fmt.Fprintf(stdout, "%-16s %-10s %-5s %4d resources (%d with content indexed) %3d templates", esc(s.GetName()), state, esc(s.GetTransport()), s.GetResourceCount(), s.GetContentCount(), s.GetTemplateCount())
 		if s.GetLastSync() != nil && !s.GetResourcesCapability() {
 			fmt.Fprint(stdout, " (no resources capability)") // as the one-shot commands say
 		}
@@ -130,7 +130,7 @@ func servers(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			fmt.Fprintf(stdout, "  dropped %d malformed and %d repeated list entries", n, d)
 		}
 		if e := s.GetLastError(); e != "" {
-			fmt.Fprintf(stdout, "  last error: %s", firstLine(e))
+			fmt.Fprintf(stdout, "  last error: %s", esc(firstLine(e)))
 		}
 		fmt.Fprintln(stdout)
 	}
