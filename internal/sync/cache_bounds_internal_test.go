@@ -1,6 +1,7 @@
 package sync
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -65,7 +66,7 @@ func TestIdleSubscriptionsAreTrackedAndBounded(t *testing.T) {
 		c.unused(u)
 	}
 	// x://a was read first: it goes.
-	if !slices.Equal(c.unused("x://c"), nil) || len(c.idle) != 2 || c.subscribed("x://a") {
+	if !slices.Equal(c.unused("x://c"), nil) || c.idle.len() != 2 || c.subscribed("x://a") {
 		t.Errorf("idle %v, x://a subscribed %v; want x://b and x://c", c.idle, c.subscribed("x://a"))
 	}
 	// Reading x://b again makes x://c the least recently read.
@@ -77,11 +78,11 @@ func TestIdleSubscriptionsAreTrackedAndBounded(t *testing.T) {
 	}
 	// An idle URI cached again is idle no more; an update makes it idle again.
 	tk = c.ticket()
-	if stored, _ := c.put("x://b", tk, text("x://b", "b"), t0, time.Time{}); !stored || len(c.idle) != 1 {
+	if stored, _ := c.put("x://b", tk, text("x://b", "b"), t0, time.Time{}); !stored || c.idle.len() != 1 {
 		t.Fatalf("put x://b: stored %v, idle %v", stored, c.idle)
 	}
 	c.invalidate("x://b")
-	if _, ok := c.idle["x://b"]; !ok || len(c.idle) != 2 {
+	if !c.idle.has("x://b") || c.idle.len() != 2 {
 		t.Errorf("after an update for cached x://b: idle %v", c.idle)
 	}
 	// A session change forgets them all, and a subscription made on the old
@@ -89,7 +90,28 @@ func TestIdleSubscriptionsAreTrackedAndBounded(t *testing.T) {
 	tk = c.ticket()
 	c.clear()
 	c.markSubscribed("x://e", tk)
-	if len(c.idle) != 0 || c.subscribed("x://e") {
+	if c.idle.len() != 0 || c.subscribed("x://e") {
 		t.Errorf("after clear: idle %v, x://e subscribed %v", c.idle, c.subscribed("x://e"))
+	}
+}
+
+// BenchmarkTrimIdleSubscriptions marks 60,000 URIs subscribed with nothing
+// cached (what failed reads used to leave behind), then trims them to
+// maxIdleSubs with one read: linear in the URIs, not quadratic.
+func BenchmarkTrimIdleSubscriptions(b *testing.B) {
+	const n = 60_000
+	uris := make([]string, n)
+	for i := range uris {
+		uris[i] = fmt.Sprintf("doc://missing/%d", i)
+	}
+	for b.Loop() {
+		c := newReadCache(1 << 20)
+		tk := c.ticket()
+		for _, u := range uris {
+			c.markSubscribed(u, tk)
+		}
+		if un := c.unused(uris[0]); len(un) != n-maxIdleSubs {
+			b.Fatalf("unused gave back %d, want %d", len(un), n-maxIdleSubs)
+		}
 	}
 }

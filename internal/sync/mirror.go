@@ -886,6 +886,10 @@ func (m *Mirror) read(ctx context.Context, sess *mcp.Session, uri string) ([]res
 			m.mu.Unlock()
 			m.notifyListChanged()
 		}
+		// Nothing is cached, so the subscription made for it is given back
+		// (a request pinning thousands of missing URIs must not leave
+		// thousands of subscriptions behind).
+		m.unsubscribe(ctx, sess, m.cache.failed(uri))
 		return nil, Fetch{}, err
 	}
 	var stored bool
@@ -911,11 +915,7 @@ func (m *Mirror) read(ctx context.Context, sess *mcp.Session, uri string) ([]res
 	}
 	// A subscription exists for what is cached and the few idle ones:
 	// drop those evicted and those beyond the idle bound.
-	for _, u := range drop {
-		if err := sess.Unsubscribe(ctx, u); err != nil {
-			m.log.Debug("unsubscribe failed", "uri", u, "err", err)
-		}
-	}
+	m.unsubscribe(ctx, sess, drop)
 	switch {
 	case !stored:
 		return contents, Fetch{At: at}, nil
@@ -923,6 +923,26 @@ func (m *Mirror) read(ctx context.Context, sess *mcp.Session, uri string) ([]res
 		return contents, Fetch{At: at, Subscribed: true}, nil
 	}
 	return contents, Fetch{At: at, Expires: expires}, nil
+}
+
+// unsubscribeTimeout bounds each resources/unsubscribe. They are sent even
+// when the read's own context has ended (a read that timed out still gives
+// its subscription back).
+const unsubscribeTimeout = 5 * time.Second
+
+// unsubscribe sends resources/unsubscribe for uris over sess.
+func (m *Mirror) unsubscribe(ctx context.Context, sess *mcp.Session, uris []string) {
+	for _, u := range uris {
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unsubscribeTimeout)
+		err := sess.Unsubscribe(uctx, u)
+		cancel()
+		if err != nil {
+			m.log.Debug("unsubscribe failed", "uri", u, "err", err)
+			if errors.Is(err, mcp.ErrSessionExpired) || errors.Is(err, context.DeadlineExceeded) {
+				return // the session is gone or hung: the rest would wait too
+			}
+		}
+	}
 }
 
 func firstLine(s string) string {

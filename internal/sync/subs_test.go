@@ -135,3 +135,31 @@ func TestSubscriptionsOfUpdatedEntriesStayBounded(t *testing.T) {
 		}
 	})
 }
+
+// A read that fails (the URI does not exist) gives back the subscription
+// made for it: pinning many missing URIs leaves no subscriptions behind,
+// and the ones kept for earlier reads stay within maxIdle.
+func TestFailedReadsGiveBackTheirSubscriptions(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newSubscriber(maxIdle/2, "private")
+		m := ctxsync.New(ctxsync.Options{Server: "s", Index: newIndex(t), Dial: legacy(mcptest.Dial(t, "s", s.srv))})
+		start(t, m)
+		<-m.Ready()
+		for i := range maxIdle / 2 { // idle: private results, not cached
+			read(t, m, fmt.Sprintf("doc://%d", i))
+		}
+		const missing = 5 * maxIdle
+		for i := range missing {
+			if _, err := m.Read(t.Context(), fmt.Sprintf("doc://missing/%d", i)); err == nil {
+				t.Fatalf("Read(doc://missing/%d) succeeded", i)
+			}
+		}
+		live, subs := s.state()
+		if subs != maxIdle/2+missing {
+			t.Fatalf("%d subscribes, want %d (one per read)", subs, maxIdle/2+missing)
+		}
+		if want := uris(0, maxIdle/2); !slices.Equal(live, want) {
+			t.Fatalf("live subscriptions after %d failed reads: %d (%q…); want only the %d idle ones read before", missing, len(live), live[:min(3, len(live))], len(want))
+		}
+	})
+}
