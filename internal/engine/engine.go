@@ -123,6 +123,7 @@ type Engine struct {
 	slowMu     gosync.Mutex
 	slowUntil  map[string]time.Time // server → end of its slow spell
 	unlock     func()               // releases data_dir; nil for an in-memory index
+	limits     config.Limits        // with defaults
 }
 
 // New opens the index and the tokenizer and prepares one mirror per server.
@@ -187,6 +188,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	e.slowTO = min(cmp.Or(opts.SlowReadTimeout, DefaultSlowReadTimeout), e.readTO)
 	e.slowFor = cmp.Or(opts.SlowFor, DefaultSlowFor)
 	e.slowUntil = map[string]time.Time{}
+	e.limits = opts.Config.Limits.WithDefaults()
 	for _, srv := range opts.Config.Servers {
 		dial := dialer(srv, opts.Config.MaxMessageBytes)
 		if opts.Dial != nil {

@@ -196,6 +196,9 @@ func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (*AssembleRe
 		return nil, err
 	}
 	fetched := &fetchLog{m: map[resource.Key]ctxsync.Fetch{}}
+	if err := e.checkPins(req.Pinned); err != nil {
+		return nil, err
+	}
 	pinned := make(map[resource.Key]bool, len(req.Pinned))
 	cands := make([]selector.Candidate, 0, len(req.Pinned)+e.candidates)
 	for _, k := range req.Pinned {
@@ -239,7 +242,7 @@ func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (*AssembleRe
 		TokenBudget: req.TokenBudget, IncludeBinary: req.IncludeBinary, MaxItems: req.MaxItems,
 		IncludeUserAudience: req.IncludeUserAudience,
 		Query:               req.Query, ValueFloor: floor, Now: time.Now(), Estimator: e.est,
-	}, cands, e.reader(fetched), e.tok)
+	}, cands, e.reader(fetched, &readBudget{lim: e.limits}), e.tok)
 	if err != nil {
 		return nil, err
 	}
@@ -269,11 +272,12 @@ type fetchLog struct {
 }
 
 // reader returns the selector's ReadFunc for one request: it reads through
-// the server's mirror, each read bounded by the read timeout. Once a server
+// the server's mirror, each read bounded by the read timeout, and all of
+// them by budget (max_reads, max_response_bytes). Once a server
 // lets a read time out, its later candidates in the same request fail at
 // once instead of each waiting out the timeout again, and for SlowFor its
 // reads in later requests get only SlowReadTimeout.
-func (e *Engine) reader(log *fetchLog) selector.ReadFunc {
+func (e *Engine) reader(log *fetchLog, budget *readBudget) selector.ReadFunc {
 	var mu sync.Mutex
 	stalled := map[string]bool{}
 	return func(ctx context.Context, server, uri string) ([]selector.Content, error) {
@@ -287,11 +291,17 @@ func (e *Engine) reader(log *fetchLog) selector.ReadFunc {
 		if skip {
 			return nil, fmt.Errorf("server %q: skipped: an earlier read in this request got no answer in time", server)
 		}
+		if err := budget.start(); err != nil {
+			return nil, err
+		}
 		timeout, slow := e.readTimeout(server)
 		rctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
 		c, f, err := m.ReadFetch(rctx, uri)
 		if err == nil {
+			if err := budget.spend(c); err != nil {
+				return nil, err
+			}
 			log.mu.Lock()
 			log.m[resource.Key{Server: server, URI: uri}] = f
 			log.mu.Unlock()
