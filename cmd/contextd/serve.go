@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
-	"strings"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -39,6 +37,13 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if *listen != "" {
 		cfg.Listen = *listen
 	}
+	if err := cfg.Auth.CheckListen(cfg.Listen); err != nil {
+		return err
+	}
+	creds, err := serverTLS(cfg.Auth.TLS)
+	if err != nil {
+		return err
+	}
 	if len(cfg.Servers) == 0 {
 		log.Warn("no servers configured: every request will fail until some are added", "config", cfg.Path)
 	}
@@ -51,8 +56,14 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		lis.Close()
 		return err
 	}
-	srv := service.NewServer(service.New(eng, log.With("component", "service")))
-	log.Info("contextd serving", "listen", lis.Addr().String(), "servers", len(cfg.Servers), "data_dir", cfg.DataDir, "tokenizer", eng.Tokenizer())
+	sopts := service.Guard(service.GuardOptions{Token: cfg.Auth.Token,
+		MaxConcurrent: cfg.Limits.MaxConcurrent, MaxQueued: cfg.Limits.MaxQueued})
+	if creds != nil {
+		sopts = append(sopts, creds)
+	}
+	srv := service.NewServer(service.New(eng, log.With("component", "service")), sopts...)
+	log.Info("contextd serving", "listen", lis.Addr().String(), "servers", len(cfg.Servers), "data_dir", cfg.DataDir, "tokenizer", eng.Tokenizer(),
+		"token", cfg.Auth.Token != "", "tls", cfg.Auth.TLS.Enabled(), "client_certs", cfg.Auth.TLS.ClientCAFile != "")
 
 	// Mirrors outlive the gRPC server so in-flight requests can still read.
 	mirrorCtx, stopMirrors := context.WithCancel(context.Background())
@@ -86,18 +97,5 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	return err
 }
 
-// listenOn listens on "host:port" or "unix:///path".
-func listenOn(addr string) (net.Listener, error) {
-	if p, ok := strings.CutPrefix(addr, "unix://"); ok {
-		if fi, err := os.Stat(p); err == nil && fi.Mode()&os.ModeSocket != 0 {
-			// Remove a socket left by a previous run, but never a live daemon's.
-			if c, err := net.DialTimeout("unix", p, time.Second); err == nil {
-				c.Close()
-				return nil, fmt.Errorf("listen %s: another daemon is already serving there", addr)
-			}
-			_ = os.Remove(p)
-		}
-		return net.Listen("unix", p)
-	}
-	return net.Listen("tcp", addr)
-}
+// dialProbe bounds the check for a live daemon on an existing socket.
+const dialProbe = time.Second
