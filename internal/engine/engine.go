@@ -124,6 +124,7 @@ type Engine struct {
 	slowUntil  map[string]time.Time // server → end of its slow spell
 	unlock     func()               // releases data_dir; nil for an in-memory index
 	limits     config.Limits        // with defaults
+	tooLarge   tooLargeReads
 }
 
 // New opens the index and the tokenizer and prepares one mirror per server.

@@ -2,7 +2,10 @@ package engine
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/contextd/contextd/internal/config"
 	"github.com/contextd/contextd/internal/resource"
@@ -89,4 +92,93 @@ func (b *readBudget) spend(contents []resource.Content) error {
 	}
 	b.bytes += n
 	return nil
+}
+
+// checkItems marks, in a copy of contents, each item whose URI is neither
+// empty, the URI read, nor under it (a read of "file:///dir/" may return
+// "file:///dir/a.md"): a server answering for a URI it was not asked about
+// (another server's, say) must not have its text passed off as the
+// resource's. A marked item is dropped as invalid_content, saying which
+// URI it claimed. contents itself, which the read cache may share, is not
+// changed.
+func checkItems(uri string, contents []resource.Content) []resource.Content {
+	var out []resource.Content
+	for i, c := range contents {
+		if c.URI == "" || c.URI == uri || c.Error != "" || under(c.URI, uri) {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(contents)
+		}
+		out[i].Error = fmt.Sprintf("the item claims URI %q, which is not the URI read nor under it", c.URI)
+		out[i].Text, out[i].Blob = "", nil
+	}
+	if out == nil {
+		return contents
+	}
+	return out
+}
+
+// under reports whether item is a sub-resource of uri: uri ends in "/" and
+// item extends it, without a dot segment climbing back out.
+func under(item, uri string) bool {
+	rest, ok := strings.CutPrefix(item, uri)
+	if !ok || !strings.HasSuffix(uri, "/") || rest == "" {
+		return false
+	}
+	for _, seg := range strings.Split(rest, "/") {
+		if seg == "." || seg == ".." || strings.EqualFold(seg, "%2e") || strings.EqualFold(seg, "%2e%2e") {
+			return false
+		}
+	}
+	return true
+}
+
+// tooLargeFor is how long a read over max_message_bytes is remembered for
+// a resource whose version (size, lastModified, MIME type) does not change.
+const tooLargeFor = time.Hour
+
+// maxTooLarge bounds the resources remembered as too large.
+const maxTooLarge = 4096
+
+// tooLargeReads remembers the resources whose read was over
+// max_message_bytes, per version of their descriptor, so that every
+// Assemble that ranks one does not download it again to fail the same way.
+type tooLargeReads struct {
+	mu sync.Mutex
+	m  map[resource.Key]tooLarge
+}
+
+type tooLarge struct {
+	version string
+	until   time.Time
+	err     string
+}
+
+// version identifies what a read of d returns: a change of size,
+// lastModified or MIME type is a new version, read again.
+func version(d resource.Descriptor, ok bool) string {
+	if !ok {
+		return "unlisted"
+	}
+	return fmt.Sprintf("%d|%s|%s", d.Size, d.LastModified, d.MIMEType)
+}
+
+func (t *tooLargeReads) check(k resource.Key, v string, now time.Time) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e, ok := t.m[k]
+	if !ok || e.version != v || now.After(e.until) {
+		return nil
+	}
+	return fmt.Errorf("not read again: this version's last read failed: %s", e.err)
+}
+
+func (t *tooLargeReads) remember(k resource.Key, v string, err error, now time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.m == nil || len(t.m) >= maxTooLarge {
+		t.m = map[resource.Key]tooLarge{} // a crude bound: forget them all
+	}
+	t.m[k] = tooLarge{version: v, until: now.Add(tooLargeFor), err: err.Error()}
 }

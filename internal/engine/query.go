@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/contextd/contextd/internal/mcp"
 	"github.com/contextd/contextd/internal/resource"
 	"github.com/contextd/contextd/internal/selector"
 	ctxsync "github.com/contextd/contextd/internal/sync"
@@ -291,6 +292,12 @@ func (e *Engine) reader(log *fetchLog, budget *readBudget) selector.ReadFunc {
 		if skip {
 			return nil, fmt.Errorf("server %q: skipped: an earlier read in this request got no answer in time", server)
 		}
+		key := resource.Key{Server: server, URI: uri}
+		d, listed := e.ix.Get(key)
+		ver := version(d, listed)
+		if err := e.tooLarge.check(key, ver, time.Now()); err != nil {
+			return nil, err
+		}
 		if err := budget.start(); err != nil {
 			return nil, err
 		}
@@ -298,10 +305,14 @@ func (e *Engine) reader(log *fetchLog, budget *readBudget) selector.ReadFunc {
 		rctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
 		c, f, err := m.ReadFetch(rctx, uri)
+		if errors.Is(err, mcp.ErrTooLarge) {
+			e.tooLarge.remember(key, ver, err, time.Now())
+		}
 		if err == nil {
 			if err := budget.spend(c); err != nil {
 				return nil, err
 			}
+			c = checkItems(uri, c)
 			log.mu.Lock()
 			log.m[resource.Key{Server: server, URI: uri}] = f
 			log.mu.Unlock()
