@@ -95,10 +95,19 @@ type Index struct {
 	lex    *lexical.Index
 	closed chan struct{}
 
-	// wmu serialises writes (Upsert, Delete, Replace), so the chromem-go
-	// collection, the descriptor table and the lexical index change together;
-	// it also keeps chromem-go's Delete, which reads its document map
-	// without a lock, from racing another write. Lock order: wmu, then mu.
+	// slocks serialise the writes of one server (Upsert, Replace, Delete):
+	// each decides what changed and embeds it holding only its server's
+	// lock, so a server with thousands of descriptors to embed does not
+	// hold up another's first sync. smu guards the map. Lock order: a
+	// server's lock (several in name order), then wmu.
+	smu    sync.Mutex
+	slocks map[string]*sync.Mutex
+
+	// wmu serialises the stores (chromem-go writes, descriptor table and
+	// lexical index changing together) and the content writes; it also keeps
+	// chromem-go's Delete, which reads its document map without a lock, from
+	// racing another write. It is never held while embedding descriptors.
+	// Lock order: wmu, then mu.
 	wmu sync.Mutex
 
 	// mu guards the fields that follow. Lock order: mu, then lex's own lock.
@@ -139,6 +148,7 @@ func Open(ctx context.Context, opts Options) (*Index, error) {
 		cbytes: max(cmp.Or(opts.ContentBytes, DefaultContentBytes), 0),
 		docs:   map[resource.Key]entry{},
 		count:  map[string]int{},
+		slocks: map[string]*sync.Mutex{},
 	}
 	db, err := openDB(opts.Dir, log)
 	if err != nil {
@@ -251,9 +261,35 @@ func (ix *Index) load(ctx context.Context) error {
 // stored fields are rewritten when they differ. It returns how many
 // descriptors were embedded.
 func (ix *Index) Upsert(ctx context.Context, descs ...resource.Descriptor) (embedded int, err error) {
-	ix.wmu.Lock()
-	defer ix.wmu.Unlock()
+	servers := make([]string, len(descs))
+	for i, d := range descs {
+		servers[i] = d.Server
+	}
+	defer ix.lockServers(servers...)()
 	return ix.upsert(ctx, descs)
+}
+
+// lockServers locks the write locks of servers, in name order, and returns
+// the function that unlocks them.
+func (ix *Index) lockServers(servers ...string) (unlock func()) {
+	servers = slices.Compact(slices.Sorted(slices.Values(servers)))
+	locks := make([]*sync.Mutex, len(servers))
+	ix.smu.Lock()
+	for i, s := range servers {
+		if ix.slocks[s] == nil {
+			ix.slocks[s] = &sync.Mutex{}
+		}
+		locks[i] = ix.slocks[s]
+	}
+	ix.smu.Unlock()
+	for _, l := range locks {
+		l.Lock()
+	}
+	return func() {
+		for _, l := range slices.Backward(locks) {
+			l.Unlock()
+		}
+	}
 }
 
 // upsertChunk is how many descriptors upsert embeds before storing them, so
@@ -278,6 +314,8 @@ func (ix *Index) upsert(ctx context.Context, descs []resource.Descriptor) (embed
 	return embedded, nil
 }
 
+// upsertChunk decides what changed and embeds it holding only the
+// servers' write locks (the caller's), then stores it under wmu.
 func (ix *Index) upsertChunk(ctx context.Context, descs []resource.Descriptor) (embedded int, err error) {
 	// Decide what changed, embed that in parallel, then store in order.
 	type job struct {
@@ -301,13 +339,6 @@ func (ix *Index) upsertChunk(ctx context.Context, descs []resource.Descriptor) (
 			continue
 		}
 		j := job{d: d, text: text, hash: hash}
-		if existed && old.content != nil {
-			if old.content.stamp == ContentStamp(d) {
-				j.content = old.content
-			} else {
-				j.dropC = old.content.passage != nil
-			}
-		}
 		if existed && old.hash == hash {
 			if prev, err := ix.coll.GetByID(ctx, key.String()); err == nil {
 				j.vec = prev.Embedding
@@ -325,6 +356,8 @@ func (ix *Index) upsertChunk(ctx context.Context, descs []resource.Descriptor) (
 		return 0, err
 	}
 	embedded = len(todo)
+	ix.wmu.Lock()
+	defer ix.wmu.Unlock()
 	for _, j := range jobs {
 		if ix.isClosed() {
 			return embedded, ErrClosed
@@ -333,6 +366,18 @@ func (ix *Index) upsertChunk(ctx context.Context, descs []resource.Descriptor) (
 			return embedded, err
 		}
 		key := j.d.Key()
+		// The content is decided now, under wmu: SetContents may have
+		// changed it while this chunk was embedding.
+		ix.mu.RLock()
+		old, existed := ix.docs[key]
+		ix.mu.RUnlock()
+		if existed && old.content != nil {
+			if old.content.stamp == ContentStamp(j.d) {
+				j.content = old.content
+			} else {
+				j.dropC = old.content.passage != nil
+			}
+		}
 		doc := chromem.Document{ID: key.String(), Metadata: toMetadata(j.d, j.hash), Embedding: j.vec, Content: j.text}
 		if err := ix.coll.AddDocument(ctx, doc); err != nil {
 			return embedded, fmt.Errorf("index: store %s %q: %v", j.d.Server, j.d.URI, err)
@@ -393,11 +438,17 @@ func (ix *Index) embedAll(ctx context.Context, n int, job func(i int) (*[]float3
 
 // Delete removes descriptors by key. Unknown keys are ignored.
 func (ix *Index) Delete(ctx context.Context, keys ...resource.Key) error {
+	servers := make([]string, len(keys))
+	for i, k := range keys {
+		servers[i] = k.Server
+	}
+	defer ix.lockServers(servers...)()
 	ix.wmu.Lock()
 	defer ix.wmu.Unlock()
 	return ix.delete(ctx, keys)
 }
 
+// delete removes keys; the caller holds wmu.
 func (ix *Index) delete(ctx context.Context, keys []resource.Key) error {
 	if ix.isClosed() {
 		return ErrClosed
@@ -445,8 +496,7 @@ type Diff struct {
 // changed ones updated, missing ones deleted. Descriptors of other servers
 // are untouched. Every desc must have Server == server.
 func (ix *Index) Replace(ctx context.Context, server string, descs []resource.Descriptor) (Diff, error) {
-	ix.wmu.Lock()
-	defer ix.wmu.Unlock()
+	defer ix.lockServers(server)()
 	var diff Diff
 	want := make(map[resource.Key]bool, len(descs))
 	var changed []resource.Descriptor
@@ -482,6 +532,8 @@ func (ix *Index) Replace(ctx context.Context, server string, descs []resource.De
 	if err != nil {
 		return diff, err
 	}
+	ix.wmu.Lock()
+	defer ix.wmu.Unlock()
 	return diff, ix.delete(ctx, gone)
 }
 
