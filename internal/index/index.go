@@ -110,11 +110,25 @@ type Index struct {
 	// Lock order: wmu, then mu.
 	wmu sync.Mutex
 
+	// umu guards unstored: vectors embedded but not stored (a full disk),
+	// kept so that the retry stores them without embedding again.
+	umu      sync.Mutex
+	unstored map[resource.Key]unstoredVec
+
 	// mu guards the fields that follow. Lock order: mu, then lex's own lock.
 	mu    sync.RWMutex
 	docs  map[resource.Key]entry
 	count map[string]int // server → documents
 }
+
+type unstoredVec struct {
+	hash string
+	vec  []float32
+}
+
+// maxUnstored bounds the vectors kept for a retry (at 512 dimensions, 2 KiB
+// each).
+const maxUnstored = 1 << 14
 
 type entry struct {
 	desc resource.Descriptor
@@ -345,6 +359,13 @@ func (ix *Index) upsertChunk(ctx context.Context, descs []resource.Descriptor) (
 			}
 		}
 		if j.vec == nil {
+			ix.umu.Lock()
+			if u, ok := ix.unstored[key]; ok && u.hash == hash {
+				j.vec = u.vec
+			}
+			ix.umu.Unlock()
+		}
+		if j.vec == nil {
 			todo = append(todo, len(jobs))
 		}
 		jobs = append(jobs, j)
@@ -358,6 +379,25 @@ func (ix *Index) upsertChunk(ctx context.Context, descs []resource.Descriptor) (
 	embedded = len(todo)
 	ix.wmu.Lock()
 	defer ix.wmu.Unlock()
+	stored := 0
+	defer func() {
+		// What could not be stored (a full disk, a write error) keeps its
+		// vector for the retry; what was stored needs it no more.
+		ix.umu.Lock()
+		defer ix.umu.Unlock()
+		for _, j := range jobs[:stored] {
+			delete(ix.unstored, j.d.Key())
+		}
+		for _, j := range jobs[stored:] {
+			if j.vec == nil {
+				continue
+			}
+			if ix.unstored == nil || len(ix.unstored) >= maxUnstored {
+				ix.unstored = map[resource.Key]unstoredVec{}
+			}
+			ix.unstored[j.d.Key()] = unstoredVec{hash: j.hash, vec: j.vec}
+		}
+	}()
 	for _, j := range jobs {
 		if ix.isClosed() {
 			return embedded, ErrClosed
@@ -397,6 +437,7 @@ func (ix *Index) upsertChunk(ctx context.Context, descs []resource.Descriptor) (
 		ix.docs[key] = entry{desc: j.d, hash: j.hash, vec: j.vec, content: j.content}
 		ix.mu.Unlock()
 		ix.lex.Upsert(lexDoc(j.d, ctext))
+		stored++
 	}
 	return embedded, nil
 }

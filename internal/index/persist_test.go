@@ -2,6 +2,8 @@ package index_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -65,5 +67,78 @@ func TestEmbeddingOneServerDoesNotBlockAnother(t *testing.T) {
 	}
 	if ix.Len("big") != 5 {
 		t.Errorf("big has %d descriptors, want 5", ix.Len("big"))
+	}
+}
+
+// breakDir replaces every collection directory under dir by a file, so
+// that every write fails as on a full disk, and returns the function that
+// puts them back.
+func breakDir(t *testing.T, dir string) (restore func()) {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var moved []string
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		if err := os.Rename(p, p+".away"); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		moved = append(moved, p)
+	}
+	if len(moved) == 0 {
+		t.Fatal("no collection directories to break")
+	}
+	return func() {
+		for _, p := range moved {
+			if err := os.Remove(p); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(p+".away", p); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// Vectors that could not be stored are kept: retrying a write that failed
+// (a full disk) stores them without embedding them again.
+func TestFailedStoreKeepsItsVectors(t *testing.T) {
+	dir := t.TempDir()
+	emb := &indextest.BagEmbedder{}
+	ix := open(t, dir, emb)
+	if _, err := ix.Replace(t.Context(), "s", descs("s", "seed")); err != nil { // creates the collection directories
+		t.Fatal(err)
+	}
+	restore := breakDir(t, dir)
+	ds := descs("s", "seed", "a", "b", "c", "d", "e", "f", "g")
+	calls := emb.Calls.Load()
+	for range 3 {
+		if _, err := ix.Replace(t.Context(), "s", ds); err == nil {
+			t.Fatal("Replace on a broken directory succeeded")
+		}
+	}
+	if n := emb.Calls.Load() - calls; n != 7 {
+		t.Errorf("3 failed writes embedded %d texts, want 7 (each new descriptor once)", n)
+	}
+	restore()
+	diff, err := ix.Replace(t.Context(), "s", ds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := emb.Calls.Load() - calls; n != 7 || diff.Embedded != 0 || ix.Len("s") != 8 {
+		t.Errorf("after the disk recovered: %d embeddings in all (want 7), %d embedded by the retry (want 0), %d stored (want 8)", n, diff.Embedded, ix.Len("s"))
+	}
+	// And they are on disk.
+	ix.Close()
+	if re := open(t, dir, emb); re.Len("s") != 8 {
+		t.Errorf("reopened: %d descriptors, want 8", re.Len("s"))
 	}
 }

@@ -684,6 +684,9 @@ func (m *Mirror) sync(parent context.Context, sess *mcp.Session) (ok bool) {
 	m.status.LastSync = time.Now()
 	if res.Complete && (tpl.Complete || !sess.Capabilities().Resources) {
 		m.status.State = StateReady
+		// The last error was about a sync that failed (a full disk, a
+		// server error): this one succeeded, so it no longer holds.
+		m.status.LastError, m.status.LastErrorTime = "", time.Time{}
 	} else {
 		m.status.State = StateDegraded
 		m.status.LastError = m.opts.Redact.String("list incomplete: " + res.Incomplete + tpl.Incomplete)
