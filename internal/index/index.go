@@ -141,6 +141,23 @@ type entry struct {
 
 // Open opens (or creates) the index.
 func Open(ctx context.Context, opts Options) (*Index, error) {
+	ix, err := open(ctx, opts)
+	if err == nil || opts.Dir == "" || ctx.Err() != nil {
+		return ix, err
+	}
+	// A document that decodes but holds a vector of another length makes
+	// chromem-go fail every query, so the load: drop such documents, as
+	// torn ones are, and load again (the next sync embeds them anew).
+	if n, serr := salvageVectors(opts.Dir, opts.Embedder.Dim()); serr == nil && n > 0 {
+		if opts.Logger != nil {
+			opts.Logger.Warn("removed stored documents with unusable vectors", "dir", opts.Dir, "removed", n, "err", err)
+		}
+		return open(ctx, opts)
+	}
+	return nil, err
+}
+
+func open(ctx context.Context, opts Options) (*Index, error) {
 	if opts.Embedder == nil {
 		panic("index: Options.Embedder is nil")
 	}
@@ -257,9 +274,16 @@ func (ix *Index) load(ctx context.Context) error {
 		return fmt.Errorf("index: load: %v", err)
 	}
 	lex := make([]lexical.Doc, 0, len(res))
+	var bad []string
 	for _, r := range res {
 		d, hash, ok := fromMetadata(r.Metadata)
 		if !ok {
+			continue
+		}
+		if !validVector(r.Embedding, ix.emb.Dim()) {
+			// A NaN would rank the resource by lexical scores alone for
+			// good: drop it like a torn document; the next sync embeds it.
+			bad = append(bad, r.ID)
 			continue
 		}
 		ix.docs[d.Key()] = entry{desc: d, hash: hash, vec: r.Embedding}
@@ -267,6 +291,12 @@ func (ix *Index) load(ctx context.Context) error {
 		lex = append(lex, lexDoc(d, ""))
 	}
 	ix.lex.Upsert(lex...)
+	if len(bad) > 0 {
+		ix.log.Warn("removed stored descriptors with unusable vectors", "removed", len(bad))
+		if err := ix.coll.Delete(ctx, nil, nil, bad...); err != nil {
+			return fmt.Errorf("index: load: remove unusable vectors: %v", err)
+		}
+	}
 	return nil
 }
 

@@ -1,13 +1,20 @@
 package index_test
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
+	"encoding/gob"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/philippgille/chromem-go"
+
+	"github.com/contextd/contextd/internal/index"
 	"github.com/contextd/contextd/internal/index/indextest"
 	"github.com/contextd/contextd/internal/resource"
 )
@@ -140,5 +147,79 @@ func TestFailedStoreKeepsItsVectors(t *testing.T) {
 	ix.Close()
 	if re := open(t, dir, emb); re.Len("s") != 8 {
 		t.Errorf("reopened: %d descriptors, want 8", re.Len("s"))
+	}
+}
+
+// rewriteDoc changes, on disk, the stored document whose ID contains id.
+func rewriteDoc(t *testing.T, dir, id string, change func(*chromem.Document)) {
+	t.Helper()
+	paths, _ := filepath.Glob(filepath.Join(dir, "*", "*.gob.gz"))
+	for _, p := range paths {
+		f, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		zr, err := gzip.NewReader(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var d chromem.Document
+		err = gob.NewDecoder(zr).Decode(&d)
+		f.Close()
+		if err != nil || !strings.Contains(d.ID, id) {
+			continue
+		}
+		change(&d)
+		var buf bytes.Buffer
+		zw := gzip.NewWriter(&buf)
+		if err := gob.NewEncoder(zw).Encode(&d); err != nil {
+			t.Fatal(err)
+		}
+		zw.Close()
+		if err := os.WriteFile(p, buf.Bytes(), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	t.Fatalf("no stored document %q", id)
+}
+
+// A stored vector of the wrong length (which made every load fail) or with
+// a NaN (which loaded, and ranked its resource lexically forever) is
+// dropped at load like a torn document, and embedded again by the next sync.
+func TestUnusableStoredVectorsAreSalvaged(t *testing.T) {
+	for name, change := range map[string]func(*chromem.Document){
+		"short": func(d *chromem.Document) { d.Embedding = d.Embedding[:3] },
+		"NaN":   func(d *chromem.Document) { d.Embedding[1] = float32(math.NaN()) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			emb := &indextest.BagEmbedder{}
+			ix := open(t, dir, emb)
+			ds := descs("s", "alpha", "beta", "gamma")
+			if _, err := ix.Replace(t.Context(), "s", ds); err != nil {
+				t.Fatal(err)
+			}
+			ix.Close()
+			rewriteDoc(t, dir, "doc://beta", change)
+
+			re := open(t, dir, emb)
+			if re.Len("s") != 2 {
+				t.Fatalf("loaded %d descriptors, want the 2 intact ones", re.Len("s"))
+			}
+			diff, err := re.Replace(t.Context(), "s", ds)
+			if err != nil || diff.Embedded != 1 || re.Len("s") != 3 {
+				t.Fatalf("next sync: %+v, %v; want beta embedded again", diff, err)
+			}
+			hits, err := re.Dense(t.Context(), "about beta", 3, index.Filter{})
+			if err != nil || len(hits) != 3 {
+				t.Fatalf("Dense = %v, %v", hits, err)
+			}
+			for _, h := range hits {
+				if math.IsNaN(h.Score) {
+					t.Errorf("%v scores NaN", h)
+				}
+			}
+		})
 	}
 }
