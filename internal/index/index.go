@@ -30,6 +30,8 @@ package index
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -119,6 +121,9 @@ type Index struct {
 	mu    sync.RWMutex
 	docs  map[resource.Key]entry
 	count map[string]int // server → documents
+	// files maps each stored descriptor's file name (docFile of its
+	// document ID) to its key, so no two keys share a file.
+	files map[string]resource.Key
 }
 
 type unstoredVec struct {
@@ -132,6 +137,10 @@ const maxUnstored = 1 << 14
 
 type entry struct {
 	desc resource.Descriptor
+	// id is the descriptor's document ID in the collection: Key.String(),
+	// or that with "\x00N" appended when its file name was taken (see
+	// docID). Its key is in its metadata, not parsed from it.
+	id   string
 	hash string
 	// vec is the descriptor's unit vector, shared with the collection
 	// (never modified): Dense scores from it when it must score everything.
@@ -179,6 +188,7 @@ func open(ctx context.Context, opts Options) (*Index, error) {
 		cbytes: max(cmp.Or(opts.ContentBytes, DefaultContentBytes), 0),
 		docs:   map[resource.Key]entry{},
 		count:  map[string]int{},
+		files:  map[string]resource.Key{},
 		slocks: map[string]*sync.Mutex{},
 	}
 	db, err := openDB(opts.Dir, log)
@@ -286,7 +296,8 @@ func (ix *Index) load(ctx context.Context) error {
 			bad = append(bad, r.ID)
 			continue
 		}
-		ix.docs[d.Key()] = entry{desc: d, hash: hash, vec: r.Embedding}
+		ix.docs[d.Key()] = entry{desc: d, id: r.ID, hash: hash, vec: r.Embedding}
+		ix.files[docFile(r.ID)] = d.Key()
 		ix.count[d.Server]++
 		lex = append(lex, lexDoc(d, ""))
 	}
@@ -384,7 +395,7 @@ func (ix *Index) upsertChunk(ctx context.Context, descs []resource.Descriptor) (
 		}
 		j := job{d: d, text: text, hash: hash}
 		if existed && old.hash == hash {
-			if prev, err := ix.coll.GetByID(ctx, key.String()); err == nil {
+			if prev, err := ix.coll.GetByID(ctx, old.id); err == nil {
 				j.vec = prev.Embedding
 			}
 		}
@@ -448,7 +459,11 @@ func (ix *Index) upsertChunk(ctx context.Context, descs []resource.Descriptor) (
 				j.dropC = old.content.passage != nil
 			}
 		}
-		doc := chromem.Document{ID: key.String(), Metadata: toMetadata(j.d, j.hash), Embedding: j.vec, Content: j.text}
+		id := old.id
+		if !existed {
+			id = ix.docID(key)
+		}
+		doc := chromem.Document{ID: id, Metadata: toMetadata(j.d, j.hash), Embedding: j.vec, Content: j.text}
 		if err := ix.coll.AddDocument(ctx, doc); err != nil {
 			return embedded, fmt.Errorf("index: store %s %q: %v", j.d.Server, j.d.URI, err)
 		}
@@ -464,7 +479,8 @@ func (ix *Index) upsertChunk(ctx context.Context, descs []resource.Descriptor) (
 		if _, ok := ix.docs[key]; !ok {
 			ix.count[j.d.Server]++
 		}
-		ix.docs[key] = entry{desc: j.d, hash: j.hash, vec: j.vec, content: j.content}
+		ix.files[docFile(id)] = key
+		ix.docs[key] = entry{desc: j.d, id: id, hash: j.hash, vec: j.vec, content: j.content}
 		ix.mu.Unlock()
 		ix.lex.Upsert(lexDoc(j.d, ctext))
 		stored++
@@ -524,7 +540,7 @@ func (ix *Index) delete(ctx context.Context, keys []resource.Key) error {
 	if ix.isClosed() {
 		return ErrClosed
 	}
-	var ids, cids []string
+	var ids, lexIDs, cids []string
 	ix.mu.Lock()
 	for _, k := range keys {
 		e, ok := ix.docs[k]
@@ -539,13 +555,15 @@ func (ix *Index) delete(ctx context.Context, keys []resource.Key) error {
 		if ix.count[k.Server] == 0 {
 			delete(ix.count, k.Server)
 		}
-		ids = append(ids, k.String())
+		ids = append(ids, e.id)
+		lexIDs = append(lexIDs, k.String())
+		delete(ix.files, docFile(e.id))
 	}
 	ix.mu.Unlock()
 	if len(ids) == 0 {
 		return nil
 	}
-	ix.lex.Delete(ids...)
+	ix.lex.Delete(lexIDs...)
 	if err := ix.coll.Delete(ctx, nil, nil, ids...); err != nil {
 		return fmt.Errorf("index: delete: %v", err)
 	}
@@ -662,4 +680,37 @@ func (ix *Index) isClosed() bool {
 	default:
 		return false
 	}
+}
+
+// docFile is the name chromem-go gives the file of the document with ID
+// id: the first 4 bytes of its SHA-256, in hex. 32 bits collide (2 in
+// 100,000 real keys), and a collision made one key's file overwrite
+// another's; docID picks IDs whose files are free.
+func docFile(id string) string {
+	h := sha256.Sum256([]byte(id))
+	return hex.EncodeToString(h[:4])
+}
+
+// docID returns the document ID for a new key: Key.String() when its file
+// is free, else the first of Key.String()+"\x00"+N (N = 1, 2, …) whose
+// file is. Data directories written before keep their IDs (Key.String()):
+// each loads as it is, and a key that lost its file to a collision gets a
+// free one at the next sync. The caller holds wmu (and not mu).
+func (ix *Index) docID(k resource.Key) string {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	id := k.String()
+	for n := 1; ; n++ {
+		if owner, taken := ix.files[docFile(id)]; !taken || owner == k {
+			return id
+		}
+		id = k.String() + "\x00" + strconv.Itoa(n)
+	}
+}
+
+// docKey returns the key of a document of the descriptors collection, from
+// its metadata.
+func docKey(r chromem.Result) (resource.Key, bool) {
+	s, u := r.Metadata[mServer], r.Metadata[mURI]
+	return resource.Key{Server: s, URI: u}, s != "" && u != ""
 }

@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"crypto/sha256"
 	"encoding/gob"
+	"encoding/hex"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -221,5 +224,58 @@ func TestUnusableStoredVectorsAreSalvaged(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// collidingURIs returns two URIs of server s whose chromem-go file names
+// (the first 4 bytes of the SHA-256 of the document ID) are the same.
+func collidingURIs(t *testing.T, s string) (string, string) {
+	t.Helper()
+	seen := map[[4]byte]string{}
+	for i := range 1 << 20 {
+		u := fmt.Sprintf("doc://%d", i)
+		h := sha256.Sum256([]byte(resource.Key{Server: s, URI: u}.String()))
+		var k [4]byte
+		copy(k[:], h[:4])
+		if prev, ok := seen[k]; ok {
+			return prev, u
+		}
+		seen[k] = u
+	}
+	t.Fatal("no collision found")
+	return "", ""
+}
+
+// Two keys whose 32-bit file names collide are both stored, and both load
+// back; a key without a collision keeps the ID (and file) older versions
+// gave it, so their data directories load as they are.
+func TestFileNameCollisionsKeepBothDocuments(t *testing.T) {
+	a, b := collidingURIs(t, "s")
+	dir := t.TempDir()
+	emb := &indextest.BagEmbedder{}
+	ix := open(t, dir, emb)
+	ds := []resource.Descriptor{{Server: "s", URI: a, Name: "first"}, {Server: "s", URI: b, Name: "second"}, {Server: "s", URI: "doc://plain", Name: "plain"}}
+	if _, err := ix.Replace(t.Context(), "s", ds); err != nil {
+		t.Fatal(err)
+	}
+	ix.Close()
+	re := open(t, dir, emb)
+	if re.Len("s") != 3 {
+		t.Fatalf("reopened: %d descriptors, want 3", re.Len("s"))
+	}
+	if diff, err := re.Replace(t.Context(), "s", ds); err != nil || diff.Embedded != 0 {
+		t.Fatalf("sync after restart: %+v, %v; want nothing embedded again", diff, err)
+	}
+	h := sha256.Sum256([]byte(resource.Key{Server: "s", URI: "doc://plain"}.String()))
+	if files, _ := filepath.Glob(filepath.Join(dir, "*", hex.EncodeToString(h[:4])+".gob.gz")); len(files) != 1 {
+		t.Errorf("doc://plain is not stored under the file name of its key: %v", files)
+	}
+	// Deleting one of the pair leaves the other.
+	if _, err := re.Replace(t.Context(), "s", ds[1:]); err != nil {
+		t.Fatal(err)
+	}
+	re.Close()
+	if again := open(t, dir, emb); again.Len("s") != 2 {
+		t.Errorf("after deleting %s: %d descriptors load, want 2", a, again.Len("s"))
 	}
 }
