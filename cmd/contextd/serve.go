@@ -5,13 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
+	"strings"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
 
+	"github.com/contextd/contextd/internal/config"
 	"github.com/contextd/contextd/internal/engine"
+	"github.com/contextd/contextd/internal/redact"
 	"github.com/contextd/contextd/internal/service"
 )
 
@@ -39,6 +43,15 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	if err := cfg.Auth.CheckListen(cfg.Listen); err != nil {
 		return err
+	}
+	// The service's log masks credentials as the engine's does.
+	var secrets []string
+	for _, srv := range cfg.Servers {
+		secrets = append(secrets, srv.Secrets()...)
+	}
+	log = slog.New(redact.Handler(log.Handler(), redact.New(append(secrets, cfg.Auth.Token)...)))
+	if cfg.Auth.Token != "" && !cfg.Auth.TLS.Enabled() && !strings.HasPrefix(cfg.Listen, "unix://") && (config.Auth{}).CheckListen(cfg.Listen) != nil {
+		log.Warn("the token crosses the network in clear text: set tls.cert_file and tls.key_file", "listen", cfg.Listen)
 	}
 	creds, err := serverTLS(cfg.Auth.TLS)
 	if err != nil {

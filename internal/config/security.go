@@ -135,6 +135,9 @@ func (c *Config) parseSecurity(f *file, lookup func(string) (string, bool)) erro
 		if err != nil {
 			return fmt.Errorf("field auth.token_file: %w", err)
 		}
+		if fi, err := os.Stat(file); err == nil && fi.Mode().Perm()&0o077 != 0 {
+			c.Warnings = append(c.Warnings, fmt.Sprintf("auth.token_file %s is readable by others (mode %v): chmod 600 it", file, fi.Mode().Perm()))
+		}
 		tok, _, _ = strings.Cut(string(b), "\n")
 		if tok = strings.TrimSpace(tok); tok == "" {
 			return fmt.Errorf("field auth.token_file: %s is empty", file)

@@ -85,3 +85,17 @@ func TestCheckListen(t *testing.T) {
 		}
 	}
 }
+
+func TestTokenFileReadableByOthersIsWarnedAbout(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(f, []byte("0123456789abcdef0123\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := config.Parse("c.yaml", []byte("auth: { token_file: "+f+" }\n"), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Warnings) != 1 || !strings.Contains(c.Warnings[0], "readable by others") {
+		t.Errorf("warnings %q", c.Warnings)
+	}
+}

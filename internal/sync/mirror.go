@@ -670,6 +670,9 @@ func (m *Mirror) sync(parent context.Context, sess *mcp.Session) (ok bool) {
 		m.status.Rejected = res.Rejected + tpl.Rejected
 		m.status.Duplicates = res.Duplicates
 		m.status.Problems = append(slices.Clip(res.Problems), tpl.Problems...)
+		for i, p := range m.status.Problems {
+			m.status.Problems[i] = m.opts.Redact.String(p)
+		}
 		if len(m.status.Problems) > 0 {
 			m.log.Warn("dropped list entries", "rejected", m.status.Rejected, "duplicates", res.Duplicates, "problems", m.status.Problems)
 		}
