@@ -125,6 +125,9 @@ func listenOn(addr string) (net.Listener, error) {
 	if !ok {
 		return net.Listen("tcp", addr)
 	}
+	if fi, err := os.Lstat(p); err == nil && fi.Mode()&os.ModeSocket == 0 {
+		return nil, fmt.Errorf("listen %s: %s exists and is not a socket", addr, p)
+	}
 	if fi, err := os.Stat(p); err == nil && fi.Mode()&os.ModeSocket != 0 {
 		// Remove a socket left by a previous run, but never a live daemon's.
 		if c, err := net.DialTimeout("unix", p, dialProbe); err == nil {

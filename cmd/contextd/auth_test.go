@@ -53,6 +53,16 @@ func TestUnixSocketIsPrivateWhateverTheUmask(t *testing.T) {
 	if _, err := os.Stat(sock); !os.IsNotExist(err) {
 		t.Errorf("socket still there after Close: %v", err)
 	}
+	// A file that is not a socket is never replaced.
+	if err := os.WriteFile(sock, []byte("keep me"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := listenOn("unix://" + sock); err == nil || !strings.Contains(err.Error(), "not a socket") {
+		t.Errorf("listen over a regular file: %v", err)
+	}
+	if b, _ := os.ReadFile(sock); string(b) != "keep me" {
+		t.Error("listen replaced a regular file")
+	}
 }
 
 // writePKI writes a CA, a server certificate for 127.0.0.1 and a client

@@ -25,6 +25,9 @@ func (e *Engine) checkPins(pins []resource.Key) error {
 		return fmt.Errorf("%w: %d pinned resources; at most %d (max_pins)", ErrInvalidArgument, len(pins), e.limits.MaxPins)
 	}
 	for _, k := range pins {
+		if _, known := e.mirrors[k.Server]; !known || k.URI == "" {
+			continue // Assemble reports these
+		}
 		if _, ok := e.ix.Get(k); ok {
 			continue
 		}
