@@ -26,6 +26,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -522,8 +523,9 @@ var secretName = regexp.MustCompile(`(?i)(token|secret|passw|pwd|api[_-]?key|api
 // Secrets returns the values of s that may be credentials, for masking in
 // errors and logs: the values of headers and env variables whose name
 // contains token, secret, password, key, auth, cookie or session (and, for
-// "Bearer X" or "Basic X", X alone); the user info and query values of the
-// URL and of any env value that is a URL; and args that follow (or are
+// "Bearer X" or "Basic X", X alone); the user info, query values and long
+// path segments mixing letters and digits of the URL and of any env value
+// that is a URL; and args that follow (or are
 // joined by "=" to) a flag with such a name.
 func (s Server) Secrets() []string {
 	var out []string
@@ -570,6 +572,12 @@ func urlSecrets(raw string) []string {
 	}
 	for _, vs := range u.Query() {
 		out = append(out, vs...)
+	}
+	// Some services put the key in the path (https://host/mcp/sk-ak-…/sse).
+	for _, seg := range strings.Split(u.Path, "/") {
+		if len(seg) >= 16 && strings.ContainsAny(seg, "0123456789") && strings.IndexFunc(seg, unicode.IsLetter) >= 0 {
+			out = append(out, seg)
+		}
 	}
 	return out
 }

@@ -41,6 +41,10 @@ mcpServers:
 	if !fs.AllowUnlistedPins || docs.AllowUnlistedPins {
 		t.Errorf("allow_unlisted_pins: fs %v, docs %v", fs.AllowUnlistedPins, docs.AllowUnlistedPins)
 	}
+	zap := config.Server{URL: "https://actions.example.com/mcp/sk-ak-7f3a9c2e1b5d4f60/sse"}
+	if got := zap.Secrets(); !slices.Equal(got, []string{"sk-ak-7f3a9c2e1b5d4f60"}) {
+		t.Errorf("secrets of a URL with a key in its path: %q", got)
+	}
 	if !slices.Contains(docs.Secrets(), "qk-1234") {
 		t.Errorf("docs secrets %q lack the URL's query value", docs.Secrets())
 	}

@@ -35,7 +35,7 @@ const minSecret = 4
 
 var (
 	urlRE    = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^\s"'<>\x00-\x1f\x7f` + "`" + `]+`)
-	schemeRE = regexp.MustCompile(`(?i)\b(bearer|basic|token)\s+[A-Za-z0-9._~+/=-]{6,}`)
+	schemeRE = regexp.MustCompile(`(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{6,}`)
 	keyRE    = regexp.MustCompile(`(?i)((?:access[_-]?token|refresh[_-]?token|api[_-]?key|apikey|auth[_-]?token|client[_-]?secret|secret|password|passwd|pwd|token)"?\s*[=:]\s*"?)([^\s"'&,;]+)`)
 )
 

@@ -40,7 +40,7 @@ import (
 // goroutine and live-heap growth between the first and the last second, and
 // fails if p99 exceeds 15 s (the 10 s queue bound plus one answer), if
 // goroutines grow by more than 20, or if the live heap grows by more than
-// 64 MiB.
+// 64 MiB. CONTEXTD_LOAD_NO_ADMISSION=1 turns admission off, for a baseline.
 //
 //	go test -run X -bench BenchmarkLoad -benchtime 1x ./internal/service/
 //	CONTEXTD_LOAD=60s go test -run X -bench BenchmarkLoad -benchtime 1x -timeout 10m ./internal/service/
@@ -86,8 +86,11 @@ func BenchmarkLoad(b *testing.B) {
 			b.Fatal(err)
 		}
 		lis := bufconn.Listen(1 << 20)
-		gs := service.NewServer(service.New(eng, nil), service.Guard(service.GuardOptions{Token: token,
-			MaxConcurrent: cfg.Limits.MaxConcurrent, MaxQueued: cfg.Limits.MaxQueued})...)
+		guard := service.GuardOptions{Token: token, MaxConcurrent: cfg.Limits.MaxConcurrent, MaxQueued: cfg.Limits.MaxQueued}
+		if os.Getenv("CONTEXTD_LOAD_NO_ADMISSION") != "" {
+			guard.MaxConcurrent = 0 // the baseline: every request runs at once
+		}
+		gs := service.NewServer(service.New(eng, nil), service.Guard(guard)...)
 		go func() { _ = gs.Serve(lis) }()
 		conn, err := grpc.NewClient("passthrough:///bufnet",
 			grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
