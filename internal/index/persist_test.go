@@ -153,8 +153,17 @@ func TestFailedStoreKeepsItsVectors(t *testing.T) {
 	}
 }
 
-// rewriteDoc changes, on disk, the stored document whose ID contains id.
+// rewriteDoc changes, on disk, the stored descriptor whose ID contains id.
 func rewriteDoc(t *testing.T, dir, id string, change func(*chromem.Document)) {
+	t.Helper()
+	rewriteWhere(t, dir, func(d *chromem.Document) bool {
+		_, content := d.Metadata["content_stamp"]
+		return strings.Contains(d.ID, id) && !content
+	}, change)
+}
+
+// rewriteWhere changes, on disk, the first stored document match accepts.
+func rewriteWhere(t *testing.T, dir string, match func(*chromem.Document) bool, change func(*chromem.Document)) {
 	t.Helper()
 	paths, _ := filepath.Glob(filepath.Join(dir, "*", "*.gob.gz"))
 	for _, p := range paths {
@@ -169,7 +178,7 @@ func rewriteDoc(t *testing.T, dir, id string, change func(*chromem.Document)) {
 		var d chromem.Document
 		err = gob.NewDecoder(zr).Decode(&d)
 		f.Close()
-		if err != nil || !strings.Contains(d.ID, id) {
+		if err != nil || !match(&d) {
 			continue
 		}
 		change(&d)
@@ -184,7 +193,7 @@ func rewriteDoc(t *testing.T, dir, id string, change func(*chromem.Document)) {
 		}
 		return
 	}
-	t.Fatalf("no stored document %q", id)
+	t.Fatal("no such stored document")
 }
 
 // A stored vector of the wrong length (which made every load fail) or with
@@ -277,5 +286,36 @@ func TestFileNameCollisionsKeepBothDocuments(t *testing.T) {
 	re.Close()
 	if again := open(t, dir, emb); again.Len("s") != 2 {
 		t.Errorf("after deleting %s: %d descriptors load, want 2", a, again.Len("s"))
+	}
+}
+
+// A content passage stored with a NaN is dropped at load; the resource
+// keeps its descriptor and is read again by the next content pass.
+func TestNaNContentPassageIsDroppedAtLoad(t *testing.T) {
+	dir := t.TempDir()
+	emb := &indextest.BagEmbedder{}
+	ix := open(t, dir, emb)
+	ds := descs("s", "alpha", "beta")
+	if _, err := ix.Replace(t.Context(), "s", ds); err != nil {
+		t.Fatal(err)
+	}
+	var cs []index.Content
+	for _, d := range ds {
+		cs = append(cs, index.Content{Key: d.Key(), Stamp: index.ContentStamp(d), Text: "the text of " + d.Name})
+	}
+	if _, err := ix.SetContents(t.Context(), cs...); err != nil {
+		t.Fatal(err)
+	}
+	ix.Close()
+	rewriteWhere(t, dir, func(d *chromem.Document) bool {
+		_, content := d.Metadata["content_stamp"]
+		return content && strings.Contains(d.ID, "doc://beta")
+	}, func(d *chromem.Document) { d.Embedding[0] = float32(math.NaN()) })
+	re := open(t, dir, emb)
+	if ok, _ := re.HasContent(ds[1].Key()); ok {
+		t.Error("beta's NaN passage was loaded")
+	}
+	if ok, _ := re.HasContent(ds[0].Key()); !ok || re.Len("s") != 2 {
+		t.Errorf("alpha's content or the descriptors were lost: content %v, %d descriptors", ok, re.Len("s"))
 	}
 }
