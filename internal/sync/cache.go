@@ -45,7 +45,8 @@ type readCache struct {
 	// mu guards the fields that follow.
 	mu    gosync.Mutex
 	items map[string]cached
-	order []string // insertion order, for eviction
+	order *lruSet // the cached URIs in insertion order, for eviction
+	ttl   *lruSet // the URIs of TTL entries, the only ones that expire
 	size  int64
 	subs  map[string]bool // URIs subscribed on the current session
 	idle  *lruSet         // subscribed URIs with no entry, least recently read or evicted by an update first
@@ -87,7 +88,7 @@ type cached struct {
 type ticket struct{ gen, epoch uint64 }
 
 func newReadCache(max int64) *readCache {
-	return &readCache{max: max, maxIdle: maxIdleSubs, items: map[string]cached{}, subs: map[string]bool{}, idle: newLRUSet()}
+	return &readCache{max: max, maxIdle: maxIdleSubs, items: map[string]cached{}, order: newLRUSet(), ttl: newLRUSet(), subs: map[string]bool{}, idle: newLRUSet()}
 }
 
 func (c *readCache) enabled() bool { return c.max > 0 }
@@ -178,10 +179,10 @@ func (c *readCache) put(uri string, t ticket, contents []resource.Content, at, e
 	}
 	c.dropLocked(uri)
 	if c.size+size > c.max {
-		c.dropWhereLocked(func(e cached) bool { return e.expired(at) })
+		c.dropTTLWhereLocked(func(e cached) bool { return e.expired(at) })
 	}
-	for c.size+size > c.max && len(c.order) > 0 {
-		old := c.order[0]
+	for c.size+size > c.max && c.order.len() > 0 {
+		old := c.order.oldest()
 		c.dropLocked(old)
 		if c.subs[old] {
 			c.unsubLocked(old)
@@ -189,7 +190,10 @@ func (c *readCache) put(uri string, t ticket, contents []resource.Content, at, e
 		}
 	}
 	c.items[uri] = cached{contents: contents, size: size, at: at, expires: expires}
-	c.order = append(c.order, uri)
+	c.order.touch(uri)
+	if !expires.IsZero() {
+		c.ttl.touch(uri)
+	}
 	c.size += size
 	c.idle.remove(uri)
 	return true, c.trimIdleLocked(unsubscribe)
@@ -245,23 +249,20 @@ func (c *readCache) listChanged() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.gen++
-	c.dropWhereLocked(func(e cached) bool { return !e.expires.IsZero() })
+	c.dropTTLWhereLocked(func(cached) bool { return true })
 }
 
-// dropWhereLocked drops every entry for which drop is true.
-func (c *readCache) dropWhereLocked(drop func(cached) bool) {
-	keep := c.order[:0]
-	for _, u := range c.order {
-		e := c.items[u]
-		if drop(e) {
-			delete(c.items, u)
-			c.size -= e.size
-			continue
+// dropTTLWhereLocked drops every TTL entry for which drop is true; it
+// looks at TTL entries only, so a cache of subscription entries costs
+// nothing to scan.
+func (c *readCache) dropTTLWhereLocked(drop func(cached) bool) {
+	for el := c.ttl.order.Front(); el != nil; {
+		next := el.Next()
+		if u := el.Value.(string); drop(c.items[u]) {
+			c.dropLocked(u)
 		}
-		keep = append(keep, u)
+		el = next
 	}
-	clear(c.order[len(keep):])
-	c.order = keep
 }
 
 func (c *readCache) dropLocked(uri string) {
@@ -271,12 +272,8 @@ func (c *readCache) dropLocked(uri string) {
 	}
 	delete(c.items, uri)
 	c.size -= e.size
-	for i, u := range c.order {
-		if u == uri {
-			c.order = append(c.order[:i], c.order[i+1:]...)
-			break
-		}
-	}
+	c.order.remove(uri)
+	c.ttl.remove(uri)
 }
 
 // clear empties the cache and forgets subscriptions (the session is gone).
@@ -285,15 +282,15 @@ func (c *readCache) dropLocked(uri string) {
 func (c *readCache) clear() (uris []string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, u := range c.order {
-		if c.items[u].expires.IsZero() {
+	for el := c.order.order.Front(); el != nil; el = el.Next() {
+		if u := el.Value.(string); c.items[u].expires.IsZero() {
 			uris = append(uris, u)
 		}
 	}
 	c.gen++
 	c.epoch++
 	c.items = map[string]cached{}
-	c.order = nil
+	c.order, c.ttl = newLRUSet(), newLRUSet()
 	c.size = 0
 	c.subs = map[string]bool{}
 	c.idle = newLRUSet()

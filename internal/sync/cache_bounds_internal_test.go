@@ -115,3 +115,32 @@ func BenchmarkTrimIdleSubscriptions(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkEvictManySmallEntries fills the cache with 100,000 tiny
+// subscription entries, then caches one that needs the room of all of
+// them: each eviction costs O(1), so the put is linear, not quadratic.
+func BenchmarkEvictManySmallEntries(b *testing.B) {
+	const n = 100_000
+	uris := make([]string, n)
+	for i := range uris {
+		uris[i] = fmt.Sprintf("doc://%d", i)
+	}
+	small := entrySize(uris[0], text(uris[0], "x"))
+	big := text("doc://big", strings.Repeat("x", int(small)*(n-2)))
+	for b.Loop() {
+		b.StopTimer()
+		c := newReadCache(small * n)
+		c.maxIdle = n
+		tk := c.ticket()
+		for _, u := range uris {
+			c.markSubscribed(u, tk)
+			c.put(u, tk, text(u, "x"), t0, time.Time{})
+		}
+		c.markSubscribed("doc://big", tk)
+		b.StartTimer()
+		stored, un := c.put("doc://big", tk, big, t0, time.Time{})
+		if !stored || len(un) < n/2 {
+			b.Fatalf("big entry stored %v, %d evicted", stored, len(un))
+		}
+	}
+}
