@@ -8,6 +8,7 @@ import (
 	gosync "sync"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -162,4 +163,27 @@ func TestFailedReadsGiveBackTheirSubscriptions(t *testing.T) {
 			t.Fatalf("live subscriptions after %d failed reads: %d (%q…); want only the %d idle ones read before", missing, len(live), live[:min(3, len(live))], len(want))
 		}
 	})
+}
+
+// A read that times out still gives its subscription back: the unsubscribe
+// is sent after the read's own context has ended.
+func TestTimedOutReadGivesBackItsSubscription(t *testing.T) {
+	s := newSubscriber(0, "")
+	s.srv.AddResource(&mcpsdk.Resource{URI: "doc://hang", Name: "hang"},
+		func(ctx context.Context, _ *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		})
+	m := ctxsync.New(ctxsync.Options{Server: "s", Index: newIndex(t), Dial: legacy(mcptest.Dial(t, "s", s.srv)), ContentMaxResources: -1})
+	start(t, m)
+	<-m.Ready()
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	if _, err := m.Read(ctx, "doc://hang"); err == nil {
+		t.Fatal("a read that never answers succeeded")
+	}
+	if _, subs := s.state(); subs != 1 {
+		t.Fatalf("%d subscribes, want 1", subs)
+	}
+	eventually(t, "the subscription given back", func() bool { live, _ := s.state(); return len(live) == 0 })
 }
