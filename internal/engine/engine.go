@@ -26,6 +26,7 @@ import (
 	"github.com/contextd/contextd/internal/embed/use"
 	"github.com/contextd/contextd/internal/index"
 	"github.com/contextd/contextd/internal/mcp"
+	"github.com/contextd/contextd/internal/redact"
 	ctxsync "github.com/contextd/contextd/internal/sync"
 )
 
@@ -139,6 +140,8 @@ type Engine struct {
 	slowMu     gosync.Mutex
 	slowUntil  map[string]time.Time // server → end of its slow spell
 	unlock     func()               // releases data_dir; nil for an in-memory index
+	limits     config.Limits        // with defaults
+	tooLarge   tooLargeReads
 }
 
 // New opens the index and the tokenizer and prepares one mirror per server.
@@ -154,6 +157,14 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	// Every server's credentials are masked everywhere: one server's error
+	// may quote another's (a shared proxy URL, a copied header).
+	var secrets []string
+	for _, srv := range opts.Config.Servers {
+		secrets = append(secrets, srv.Secrets()...)
+	}
+	red := redact.New(secrets...)
+	log = slog.New(redact.Handler(log.Handler(), red))
 	tok, err := budget.NewTokenizer(opts.Config.Tokenizer)
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: %w", err)
@@ -195,12 +206,13 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	e.slowTO = min(cmp.Or(opts.SlowReadTimeout, DefaultSlowReadTimeout), e.readTO)
 	e.slowFor = cmp.Or(opts.SlowFor, DefaultSlowFor)
 	e.slowUntil = map[string]time.Time{}
+	e.limits = opts.Config.Limits.WithDefaults()
 	for _, srv := range opts.Config.Servers {
 		dial := dialer(srv, opts.Config.MaxMessageBytes)
 		if opts.Dial != nil {
 			dial = opts.Dial(srv)
 		}
-		mo := ctxsync.Options{Server: srv.Name, Dial: dial, Index: ix, Logger: log.With("component", "sync"), PollInterval: opts.Config.PollInterval}
+		mo := ctxsync.Options{Server: srv.Name, Dial: dial, Index: ix, Logger: log.With("component", "sync"), PollInterval: opts.Config.PollInterval, Redact: red}
 		if srv.NoContentIndex {
 			mo.ContentMaxResources = -1
 		}

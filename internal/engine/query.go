@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/contextd/contextd/internal/mcp"
 	"github.com/contextd/contextd/internal/resource"
 	"github.com/contextd/contextd/internal/selector"
 	ctxsync "github.com/contextd/contextd/internal/sync"
@@ -196,6 +197,9 @@ func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (*AssembleRe
 		return nil, err
 	}
 	fetched := &fetchLog{m: map[resource.Key]ctxsync.Fetch{}}
+	if err := e.checkPins(req.Pinned); err != nil {
+		return nil, err
+	}
 	pinned := make(map[resource.Key]bool, len(req.Pinned))
 	depth := e.candidates
 	if depth == 0 {
@@ -244,7 +248,7 @@ func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (*AssembleRe
 		TokenBudget: req.TokenBudget, IncludeBinary: req.IncludeBinary, MaxItems: req.MaxItems,
 		IncludeUserAudience: req.IncludeUserAudience,
 		Query:               req.Query, ValueFloor: floor, Now: time.Now(), Estimator: e.est,
-	}, cands, e.reader(fetched), e.tok)
+	}, cands, e.reader(fetched, &readBudget{lim: e.limits}), e.tok)
 	if err != nil {
 		return nil, err
 	}
@@ -295,11 +299,12 @@ type fetchLog struct {
 }
 
 // reader returns the selector's ReadFunc for one request: it reads through
-// the server's mirror, each read bounded by the read timeout. Once a server
+// the server's mirror, each read bounded by the read timeout, and all of
+// them by budget (max_reads, max_response_bytes). Once a server
 // lets a read time out, its later candidates in the same request fail at
 // once instead of each waiting out the timeout again, and for SlowFor its
 // reads in later requests get only SlowReadTimeout.
-func (e *Engine) reader(log *fetchLog) selector.ReadFunc {
+func (e *Engine) reader(log *fetchLog, budget *readBudget) selector.ReadFunc {
 	var mu sync.Mutex
 	stalled := map[string]bool{}
 	return func(ctx context.Context, server, uri string) ([]selector.Content, error) {
@@ -313,11 +318,27 @@ func (e *Engine) reader(log *fetchLog) selector.ReadFunc {
 		if skip {
 			return nil, fmt.Errorf("server %q: skipped: an earlier read in this request got no answer in time", server)
 		}
+		key := resource.Key{Server: server, URI: uri}
+		d, listed := e.ix.Get(key)
+		ver := version(d, listed)
+		if err := e.tooLarge.check(key, ver, time.Now()); err != nil {
+			return nil, err
+		}
+		if err := budget.start(); err != nil {
+			return nil, err
+		}
 		timeout, slow := e.readTimeout(server)
 		rctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
 		c, f, err := m.ReadFetch(rctx, uri)
+		if errors.Is(err, mcp.ErrTooLarge) {
+			e.tooLarge.remember(key, ver, err, time.Now())
+		}
 		if err == nil {
+			if err := budget.spend(c); err != nil {
+				return nil, err
+			}
+			c = checkItems(uri, c)
 			log.mu.Lock()
 			log.m[resource.Key{Server: server, URI: uri}] = f
 			log.mu.Unlock()

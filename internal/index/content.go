@@ -631,7 +631,9 @@ func (ix *Index) loadContents(ctx context.Context) error {
 		}
 		k := resource.Key{Server: r.Metadata[mServer], URI: r.Metadata[mURI]}
 		e, ok := ix.docs[k]
-		if !ok || ContentStamp(e.desc) != r.Metadata[mStamp] || k.String() != r.ID {
+		// A passage vector with a NaN (or an infinity) would score NaN: it
+		// goes like a stale one, and the next content pass reads it again.
+		if !ok || ContentStamp(e.desc) != r.Metadata[mStamp] || k.String() != r.ID || (len(r.Embedding) > 0 && !validVector(r.Embedding, ix.emb.Dim())) {
 			stale = append(stale, r.ID)
 			continue
 		}

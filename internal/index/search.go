@@ -84,7 +84,7 @@ func (ix *Index) Dense(ctx context.Context, query string, n int, f Filter) ([]Hi
 			}
 		}
 		for _, r := range res {
-			key, ok := resource.ParseKey(r.ID)
+			key, ok := docKey(r)
 			if ok {
 				hits = append(hits, Hit{Key: key, Score: ix.rescore(key, r.Embedding, vec, r.Similarity)})
 			}
