@@ -264,8 +264,13 @@ func (ix *Index) DropContents(ctx context.Context, server string) (int, error) {
 // a *ContentFullError (ErrContentFull) after everything else is stored,
 // when texts were left out.
 func (ix *Index) SetContents(ctx context.Context, cs ...Content) (embedded int, err error) {
-	ix.wmu.Lock()
-	defer ix.wmu.Unlock()
+	// Decide and embed holding only the servers' write locks, so that one
+	// server's texts do not hold up another's writes; store under wmu.
+	servers := make([]string, len(cs))
+	for i, c := range cs {
+		servers[i] = c.Key.Server
+	}
+	defer ix.lockServers(servers...)()
 	if ix.isClosed() {
 		return 0, ErrClosed
 	}
@@ -325,6 +330,37 @@ func (ix *Index) SetContents(ctx context.Context, cs ...Content) (embedded int, 
 		return &j.vec, passageText(j.text, j.spans[0]), j.d
 	}); err != nil {
 		return 0, err
+	}
+	ix.wmu.Lock()
+	defer ix.wmu.Unlock()
+	if ix.cbytes > 0 {
+		// Other servers may have stored text while these were embedded:
+		// what no longer fits is left out now, as it would have been then.
+		ix.mu.RLock()
+		used := ix.contentBytes()
+		kept := jobs[:0]
+		for _, j := range jobs {
+			grow := int64(len(j.text))
+			e, ok := ix.docs[j.c.Key]
+			if ok && e.content != nil {
+				grow -= int64(e.content.size)
+			}
+			if grow > 0 && used+grow > ix.cbytes {
+				if left == nil {
+					left = map[resource.Key]int{}
+				}
+				left[j.c.Key] = len(j.text)
+				if ok && e.content != nil {
+					used -= int64(e.content.size)
+					drop = append(drop, job{c: j.c, d: e.desc})
+				}
+				continue
+			}
+			used += grow
+			kept = append(kept, j)
+		}
+		jobs = kept
+		ix.mu.RUnlock()
 	}
 	now := time.Now()
 	for _, j := range renew {

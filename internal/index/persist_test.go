@@ -319,3 +319,38 @@ func TestNaNContentPassageIsDroppedAtLoad(t *testing.T) {
 		t.Errorf("alpha's content or the descriptors were lost: content %v, %d descriptors", ok, re.Len("s"))
 	}
 }
+
+// One server's texts being embedded for the content index must not hold up
+// another server's writes either.
+func TestEmbeddingOneServersTextsDoesNotBlockAnother(t *testing.T) {
+	g := &gateEmbedder{entered: make(chan struct{}, 1), gate: make(chan struct{})}
+	ix := open(t, t.TempDir(), g)
+	if _, err := ix.Replace(t.Context(), "big", descs("big", "manual")); err != nil {
+		t.Fatal(err)
+	}
+	d, _ := ix.Get(resource.Key{Server: "big", URI: "doc://manual"})
+	done := make(chan error, 1)
+	go func() {
+		_, err := ix.SetContents(t.Context(), index.Content{Key: d.Key(), Stamp: index.ContentStamp(d), Text: "a slow text to embed"})
+		done <- err
+	}()
+	<-g.entered
+	other := make(chan error, 1)
+	go func() { _, err := ix.Replace(t.Context(), "small", descs("small", "intro")); other <- err }()
+	select {
+	case err := <-other:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		close(g.gate)
+		t.Fatal("the small server's sync waited for the big server's texts to embed")
+	}
+	close(g.gate)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := ix.HasContent(d.Key()); !ok {
+		t.Error("the big server's text was not indexed")
+	}
+}
