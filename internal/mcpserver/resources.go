@@ -172,6 +172,10 @@ func (s *Server) readContext(ctx context.Context, req *mcpsdk.ReadResourceReques
 	return out, nil
 }
 
+// listenEra is the first protocol version whose subscriptions are
+// subscriptions/listen streams rather than resources/subscribe.
+const listenEra = "2026-07-28"
+
 // subscribe accepts resources/subscribe for a namespaced URI whose server
 // offers subscriptions, and reads the resource once through the mirror,
 // which subscribes upstream before it reads.
@@ -188,20 +192,38 @@ func (s *Server) subscribe(ctx context.Context, req *mcpsdk.SubscribeRequest) er
 			continue
 		}
 		found = true
-		if st.Syncs > 0 && !st.Capabilities.Subscribe {
+		switch {
+		case st.Syncs > 0 && !st.Capabilities.Subscribe:
 			return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("server %q does not offer resource subscriptions: its resources' updates cannot be relayed (its list changes still are, as notifications/resources/list_changed)", k.Server)}
+		case st.Protocol >= listenEra:
+			// The mirrors subscribe with resources/subscribe only.
+			return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("server %q speaks MCP %s, whose subscriptions (subscriptions/listen) contextd does not hold upstream: its resources' updates cannot be relayed", k.Server, st.Protocol)}
 		}
 	}
 	if !found {
 		return rpcError(ctx, fmt.Errorf("%w: unknown server %q", engine.ErrInvalidArgument, k.Server), uri)
 	}
-	if _, _, err := s.eng.Read(ctx, k); err != nil {
-		return rpcError(ctx, err, uri)
-	}
+	// Counted before the read, so an update that arrives while it is in
+	// flight is relayed.
 	s.mu.Lock()
 	s.subs[k]++
 	s.mu.Unlock()
+	if _, _, err := s.eng.Read(ctx, k); err != nil {
+		s.drop(k)
+		return rpcError(ctx, err, uri)
+	}
 	return nil
+}
+
+// drop forgets one downstream subscription to k.
+func (s *Server) drop(k resource.Key) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.subs[k] > 1 {
+		s.subs[k]--
+	} else {
+		delete(s.subs, k)
+	}
 }
 
 func (s *Server) unsubscribe(ctx context.Context, req *mcpsdk.UnsubscribeRequest) error {
@@ -209,13 +231,7 @@ func (s *Server) unsubscribe(ctx context.Context, req *mcpsdk.UnsubscribeRequest
 	if err != nil {
 		return rpcError(ctx, err, req.Params.URI)
 	}
-	s.mu.Lock()
-	if s.subs[k] > 1 {
-		s.subs[k]--
-	} else {
-		delete(s.subs, k)
-	}
-	s.mu.Unlock()
+	s.drop(k)
 	return nil
 }
 
