@@ -193,6 +193,14 @@ func New(eng *engine.Engine, opts *Options) *Server {
 			Resources:   &mcpsdk.ResourceCapabilities{ListChanged: true, Subscribe: true},
 			Completions: &mcpsdk.CompletionCapabilities{},
 		},
+		// A read's contents may be one user's (upstream cacheScope
+		// private): no intermediary may keep them, and nobody should
+		// keep them past the answer (ttlMs 0: immediately stale).
+		SetCacheable: func(_ context.Context, req mcpsdk.Request, c *mcpsdk.Cacheable) {
+			if _, ok := req.(*mcpsdk.ReadResourceRequest); ok {
+				c.TTLMs, c.CacheScope = 0, "private"
+			}
+		},
 		SubscribeHandler:   s.subscribe,
 		UnsubscribeHandler: s.unsubscribe,
 		CompletionHandler:  s.complete,

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -273,7 +274,10 @@ func TestListChangedAndUpdatedReachSubscribedClients(t *testing.T) {
 		SupportedProtocolVersions: []string{"2025-11-25"},
 	}
 	up := oddServer(map[string]string{"doc://a": "alpha"}, subOpts)
-	f := newFacade(t, map[string]*mcpsdk.Server{"odd": up, "plain": mcptest.NewServer(map[string]string{"doc://p": "plain"}, nil)}, nil, engine.Options{})
+	modern := mcptest.NewServer(map[string]string{"doc://m": "modern"}, &mcpsdk.ServerOptions{
+		SubscribeHandler: subOpts.SubscribeHandler, UnsubscribeHandler: subOpts.UnsubscribeHandler,
+	})
+	f := newFacade(t, map[string]*mcpsdk.Server{"odd": up, "plain": mcptest.NewServer(map[string]string{"doc://p": "plain"}, nil), "modern": modern}, nil, engine.Options{})
 	listChanged := make(chan struct{}, 16)
 	updated := make(chan string, 16)
 	cs := f.connect(t, &mcpsdk.ClientOptions{
@@ -344,6 +348,8 @@ func TestListChangedAndUpdatedReachSubscribedClients(t *testing.T) {
 	legacy := f.connectVersion(t, nil, "2025-11-25")
 	err := legacy.Subscribe(t.Context(), &mcpsdk.SubscribeParams{URI: "contextd:resource/plain/doc://p"})
 	checkCode(t, "subscribe on a server without subscriptions", err, jsonrpc.CodeInvalidParams, "does not offer resource subscriptions")
+	err = legacy.Subscribe(t.Context(), &mcpsdk.SubscribeParams{URI: "contextd:resource/modern/doc://m"})
+	checkCode(t, "subscribe on a server whose subscriptions are listen streams", err, jsonrpc.CodeInvalidParams, "speaks MCP 2026-07-28")
 }
 
 func TestCapabilitiesAreDeclaredExactlyAsServed(t *testing.T) {
@@ -618,4 +624,52 @@ func newFacadeRaw(t *testing.T, ups map[string]*mcpsdk.Server, raws map[string]*
 			return nil
 		},
 	})
+}
+
+func TestReadsFollowTheMirrorsCacheRulesAndAreMarkedPrivate(t *testing.T) {
+	var mu sync.Mutex
+	reads := map[string]int{}
+	up := mcptest.NewServer(nil, &mcpsdk.ServerOptions{
+		// The upstream marks doc://private private and doc://public public,
+		// both fresh for a minute (MCP 2026-07-28 caching hints).
+		SetCacheable: func(_ context.Context, req mcpsdk.Request, c *mcpsdk.Cacheable) {
+			if r, ok := req.(*mcpsdk.ReadResourceRequest); ok {
+				c.TTLMs, c.CacheScope = 60000, strings.TrimPrefix(r.Params.URI, "doc://")
+			}
+		},
+	})
+	for _, u := range []string{"doc://private", "doc://public"} {
+		up.AddResource(&mcpsdk.Resource{URI: u, Name: u, MIMEType: "text/plain"},
+			func(_ context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+				mu.Lock()
+				reads[req.Params.URI]++
+				mu.Unlock()
+				return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: "secret of " + req.Params.URI}}}, nil
+			})
+	}
+	f := newFacade(t, map[string]*mcpsdk.Server{"up": up}, nil, engine.Options{})
+	cs := f.connect(t, nil)
+	waitList(t, cs, func(rs []*mcpsdk.Resource) bool { return len(rs) == 2 })
+	mu.Lock()
+	before := maps.Clone(reads) // the content pass reads too
+	mu.Unlock()
+	for range 2 {
+		for _, u := range []string{"doc://private", "doc://public"} {
+			res, err := cs.ReadResource(t.Context(), &mcpsdk.ReadResourceParams{URI: "contextd:resource/up/" + u})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.CacheScope != "private" || res.TTLMs != 0 {
+				t.Errorf("read %s: cacheScope %q, ttlMs %d; want private, 0", u, res.CacheScope, res.TTLMs)
+			}
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if n := reads["doc://private"] - before["doc://private"]; n != 2 {
+		t.Errorf("two reads of the private resource reached the upstream %d times, want 2 (never cached)", n)
+	}
+	if n := reads["doc://public"] - before["doc://public"]; n != 1 {
+		t.Errorf("two reads of the public resource reached the upstream %d times, want 1 (the mirror's TTL cache)", n)
+	}
 }
