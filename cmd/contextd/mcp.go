@@ -8,6 +8,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
 	"time"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -36,6 +39,7 @@ func mcpStdio(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	dropSelf(cfg, log)
 	if len(cfg.Servers) == 0 {
 		log.Warn("no servers configured: every request will fail until some are added", "config", cfg.Path)
 	}
@@ -64,6 +68,25 @@ func mcpStdio(ctx context.Context, args []string, stderr io.Writer) error {
 		return nil // the host closed stdin, or a signal: how mcp stops
 	}
 	return err
+}
+
+// dropSelf removes from cfg the servers that are contextd's own MCP server
+// (command contextd, or this executable, with the mcp argument): a host's
+// config file, which contextd can read as it is, lists contextd itself once
+// it fronts the host, and mirroring it would start contextd inside contextd.
+func dropSelf(cfg *config.Config, log *slog.Logger) {
+	self, _ := os.Executable()
+	kept := cfg.Servers[:0]
+	for _, s := range cfg.Servers {
+		isSelf := s.Transport == config.TransportStdio && slices.Contains(s.Args, "mcp") &&
+			(filepath.Base(s.Command) == "contextd" || (self != "" && s.Command == self))
+		if isSelf {
+			log.Warn("not mirroring a server that is contextd's own MCP server", "server", s.Name, "command", s.Command)
+			continue
+		}
+		kept = append(kept, s)
+	}
+	cfg.Servers = kept
 }
 
 // runBeside runs the engine's mirrors and the MCP server's list upkeep until

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -18,6 +19,7 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/contextd/contextd/internal/budget"
+	"github.com/contextd/contextd/internal/config"
 	"github.com/contextd/contextd/internal/mcpserver"
 	"github.com/contextd/contextd/internal/resource"
 )
@@ -377,5 +379,25 @@ mcpServers:
 	t.Logf("list_changed after %d ms, resources/updated after %d ms", got.ListChangedMs, got.UpdatedMs)
 	if got.ListChangedMs > 3000 || got.UpdatedMs > 3000 {
 		t.Errorf("list_changed after %d ms and updated after %d ms, want both within 3 s", got.ListChangedMs, got.UpdatedMs)
+	}
+}
+
+func TestAHostConfigListingContextdItselfIsNotMirrored(t *testing.T) {
+	cfg := &config.Config{Servers: []config.Server{
+		{Name: "contextd", Transport: config.TransportStdio, Command: "/usr/local/bin/contextd", Args: []string{"mcp", "--config", "x.json"}},
+		{Name: "daemon-client", Transport: config.TransportStdio, Command: "contextd", Args: []string{"query", "x"}},
+		{Name: "docs", Transport: config.TransportStdio, Command: "node", Args: []string{"docs.js", "mcp"}},
+	}}
+	var logs bytes.Buffer
+	dropSelf(cfg, slog.New(slog.NewTextHandler(&logs, nil)))
+	var names []string
+	for _, s := range cfg.Servers {
+		names = append(names, s.Name)
+	}
+	if !slices.Equal(names, []string{"daemon-client", "docs"}) {
+		t.Errorf("kept %v, want every server but contextd's own MCP server", names)
+	}
+	if !strings.Contains(logs.String(), `server=contextd`) {
+		t.Errorf("no warning names the dropped server: %s", logs.String())
 	}
 }

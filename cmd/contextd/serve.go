@@ -45,6 +45,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if *mcpListen != "" {
 		cfg.MCPListen = *mcpListen
 	}
+	dropSelf(cfg, log)
 	if len(cfg.Servers) == 0 {
 		log.Warn("no servers configured: every request will fail until some are added", "config", cfg.Path)
 	}
