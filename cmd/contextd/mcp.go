@@ -28,8 +28,12 @@ func mcpStdio(ctx context.Context, args []string, stderr io.Writer) error {
 	cfgPath := fs.String("config", "", "config file (YAML or JSON)")
 	logLevel := fs.String("log-level", "warn", "debug, info, warn or error (logs go to stderr)")
 	readyWait := fs.Duration("ready-wait", mcpserver.DefaultReadyWait, "how long a request waits for servers still on their first sync")
-	if _, err := parse(fs, args); err != nil {
+	pos, err := parse(fs, args)
+	if err != nil {
 		return err
+	}
+	if len(pos) > 0 {
+		return errUsage(fmt.Sprintf("mcp takes no arguments, got %q (the host sends the tasks over MCP)", pos))
 	}
 	log, err := newLogger(stderr, *logLevel)
 	if err != nil {
