@@ -25,6 +25,8 @@ const (
 // since the last call (a sync ran, or the count moved), in one batch, so the
 // go-sdk sends connected sessions one notifications/resources/list_changed.
 func (s *Server) refresh() {
+	s.refreshing.Lock()
+	defer s.refreshing.Unlock()
 	var changed []string
 	s.mu.Lock()
 	for _, st := range s.eng.Servers() {

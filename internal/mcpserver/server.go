@@ -133,8 +133,9 @@ type Server struct {
 	order   []*mcpsdk.ServerSession // sessions in recent, oldest first
 	stopped bool                    // Run has returned: no more relays start
 
-	relays sync.WaitGroup // re-reads after relayed updates
-	stop   chan struct{}  // closed when Run returns
+	refreshing sync.Mutex     // one refresh at a time, so a list waits for one in flight
+	relays     sync.WaitGroup // re-reads after relayed updates
+	stop       chan struct{}  // closed when Run returns
 }
 
 // mirrorVersion is what Run compares to see that a mirror may have changed.
@@ -204,6 +205,18 @@ func New(eng *engine.Engine, opts *Options) *Server {
 		SubscribeHandler:   s.subscribe,
 		UnsubscribeHandler: s.unsubscribe,
 		CompletionHandler:  s.complete,
+	})
+	// A host asks for the list as soon as it has started contextd: the
+	// first lists wait (at most ReadyWait) for the mirrors' first sync,
+	// so they are not answered empty.
+	s.mcp.AddReceivingMiddleware(func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
+		return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
+			if method == "resources/list" {
+				s.waitReady(ctx, nil)
+				s.refresh()
+			}
+			return next(ctx, method, req)
+		}
 	})
 	if o.Relay != nil {
 		o.Relay.mu.Lock()

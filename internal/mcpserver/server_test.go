@@ -30,7 +30,7 @@ import (
 // An awkward upstream URI: spaces, a percent-escape, non-ASCII, "#" and "?".
 const oddURI = "file:///srv/My Notes/Überblick 50%25 fertig #1?.md"
 
-// facade runs an engine over upstreams (go-sdk servers over in-memory
+// startFacade runs an engine over upstreams (go-sdk servers over in-memory
 // transports; a nil server is one that cannot be reached) and the MCP
 // server in front of it.
 type facade struct {
@@ -38,7 +38,7 @@ type facade struct {
 	srv *mcpserver.Server
 }
 
-func newFacade(t *testing.T, upstreams map[string]*mcpsdk.Server, opts *mcpserver.Options, eopts engine.Options) *facade {
+func startFacade(t *testing.T, upstreams map[string]*mcpsdk.Server, opts *mcpserver.Options, eopts engine.Options) *facade {
 	t.Helper()
 	cfg := &config.Config{}
 	for name := range upstreams {
@@ -87,10 +87,17 @@ func newFacade(t *testing.T, upstreams map[string]*mcpsdk.Server, opts *mcpserve
 	wg.Go(func() { _ = eng.Run(ctx) })
 	wg.Go(func() { _ = srv.Run(ctx) })
 	t.Cleanup(func() { cancel(); wg.Wait(); eng.Close() })
-	if err := eng.WaitReady(t.Context()); err != nil {
+	return &facade{eng: eng, srv: srv}
+}
+
+// newFacade is startFacade, returning once every mirror is ready.
+func newFacade(t *testing.T, upstreams map[string]*mcpsdk.Server, opts *mcpserver.Options, eopts engine.Options) *facade {
+	t.Helper()
+	f := startFacade(t, upstreams, opts, eopts)
+	if err := f.eng.WaitReady(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	return &facade{eng: eng, srv: srv}
+	return f
 }
 
 // connect opens a go-sdk client session to the facade.
@@ -671,5 +678,26 @@ func TestReadsFollowTheMirrorsCacheRulesAndAreMarkedPrivate(t *testing.T) {
 	}
 	if n := reads["doc://public"] - before["doc://public"]; n != 1 {
 		t.Errorf("two reads of the public resource reached the upstream %d times, want 1 (the mirror's TTL cache)", n)
+	}
+}
+
+func TestTheFirstListWaitsForTheMirrorsFirstSync(t *testing.T) {
+	up := mcptest.NewServer(map[string]string{"doc://a": "alpha", "doc://b": "beta"}, nil)
+	f := startFacade(t, map[string]*mcpsdk.Server{"slow-start": up}, &mcpserver.Options{CheckInterval: time.Hour}, engine.Options{
+		Dial: func(s config.Server) ctxsync.DialFunc {
+			dial := mcptest.Dial(t, s.Name, up)
+			return func(ctx context.Context, o *mcp.Options) (*mcp.Session, error) {
+				time.Sleep(300 * time.Millisecond) // a server that takes a while to start
+				return dial(ctx, o)
+			}
+		},
+	})
+	cs := f.connect(t, nil) // at once, as a host does
+	res, err := cs.ListResources(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Resources) != 2 {
+		t.Errorf("the first list has %v, want both resources of the server still starting", uris(res.Resources))
 	}
 }
