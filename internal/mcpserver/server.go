@@ -270,12 +270,15 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 }
 
-// HTTPHandler returns the Streamable HTTP handler of the server. It refuses
-// requests whose Host header is not a loopback name or address (the go-sdk's
-// DNS rebinding protection).
+// HTTPHandler returns the Streamable HTTP handler of the server. Served on
+// a loopback address, it refuses requests whose Host header is not a
+// loopback name or address (the go-sdk's DNS rebinding protection), and
+// cross-origin requests from browsers (Sec-Fetch-Site or Origin, see
+// http.CrossOriginProtection): a web page the user visits must not reach
+// the user's resources through it.
 func (s *Server) HTTPHandler() http.Handler {
 	return mcpsdk.NewStreamableHTTPHandler(func(*http.Request) *mcpsdk.Server { return s.mcp },
-		&mcpsdk.StreamableHTTPOptions{Logger: s.log})
+		&mcpsdk.StreamableHTTPOptions{Logger: s.log, CrossOriginProtection: http.NewCrossOriginProtection()})
 }
 
 // waitReady waits, at most ReadyWait, until the servers in scope (every
