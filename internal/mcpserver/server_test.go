@@ -701,3 +701,40 @@ func TestTheFirstListWaitsForTheMirrorsFirstSync(t *testing.T) {
 		t.Errorf("the first list has %v, want both resources of the server still starting", uris(res.Resources))
 	}
 }
+
+func TestAnUpstreamStormReachesHostsAsAtMostOneListChangedPerCheck(t *testing.T) {
+	up := mcptest.NewServer(map[string]string{"doc://base": "base"}, nil)
+	f := newFacade(t, map[string]*mcpsdk.Server{"storm": up}, &mcpserver.Options{CheckInterval: 100 * time.Millisecond}, engine.Options{})
+	var mu sync.Mutex
+	notified := 0
+	cs := f.connect(t, &mcpsdk.ClientOptions{ResourceListChangedHandler: func(context.Context, *mcpsdk.ResourceListChangedRequest) {
+		mu.Lock()
+		notified++
+		mu.Unlock()
+	}})
+	waitList(t, cs, hasURI("contextd:resource/storm/doc://base"))
+	time.Sleep(200 * time.Millisecond)
+	mu.Lock()
+	notified = 0
+	mu.Unlock()
+
+	// 200 changes in about a second, each with its own list_changed.
+	start := time.Now()
+	for i := range 200 {
+		mcptest.AddText(up, fmt.Sprintf("doc://storm/%d", i), "storm", "storm")
+		time.Sleep(5 * time.Millisecond)
+	}
+	rs := waitList(t, cs, hasURI("contextd:resource/storm/doc://storm/199"))
+	took := time.Since(start)
+	time.Sleep(300 * time.Millisecond) // the last notification
+	mu.Lock()
+	n := notified
+	mu.Unlock()
+	if len(rs) != 201 {
+		t.Errorf("after the storm the list has %d resources, want 201", len(rs))
+	}
+	if limit := int(took/(100*time.Millisecond)) + 4; n == 0 || n > limit {
+		t.Errorf("%d list_changed for 200 upstream changes over %v, want 1 to %d (one per 100ms check)", n, took, limit)
+	}
+	t.Logf("%d list_changed downstream for 200 upstream changes over %v", n, took)
+}
