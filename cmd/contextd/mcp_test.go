@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -399,5 +401,78 @@ func TestAHostConfigListingContextdItselfIsNotMirrored(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), `server=contextd`) {
 		t.Errorf("no warning names the dropped server: %s", logs.String())
+	}
+}
+
+func TestMCPStdoutCarriesOnlyTheProtocolAndEOFEndsIt(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := writeConfig(t, fmt.Sprintf(`
+data_dir: %s
+embedder: glove
+mcpServers:
+  notes:
+    command: %q
+    env: { CONTEXTD_TEST_EXEC: changing-upstream, FAKE_TRIGGER: %q }
+`, t.TempDir(), self, filepath.Join(t.TempDir(), "never")))
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, self, "mcp", "--config", cfg, "--log-level", "debug")
+	cmd.Env = append(os.Environ(), "CONTEXTD_TEST_EXEC=contextd")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprint(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}
+{"jsonrpc":"2.0","method":"notifications/initialized"}
+{"jsonrpc":"2.0","id":2,"method":"resources/list"}
+`)
+	var all strings.Builder
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(nil, 1<<20)
+	listed := false
+	for !listed && sc.Scan() {
+		l := sc.Text()
+		all.WriteString(l + "\n")
+		var msg struct {
+			JSONRPC string          `json:"jsonrpc"`
+			ID      float64         `json:"id"`
+			Result  json.RawMessage `json:"result"`
+		}
+		if err := json.Unmarshal([]byte(l), &msg); err != nil || msg.JSONRPC != "2.0" {
+			t.Errorf("stdout line is not a JSON-RPC message: %q", l)
+			continue
+		}
+		if msg.ID == 2 {
+			listed = true
+			if !strings.Contains(string(msg.Result), "contextd:resource/notes/doc://notes") {
+				t.Errorf("resources/list = %s, want the upstream's resources", msg.Result)
+			}
+		}
+	}
+	if !listed {
+		t.Errorf("no answer to resources/list on stdout:\n%s", all.String())
+	}
+	stdin.Close() // the host goes away
+	rest, _ := io.ReadAll(stdout)
+	if len(bytes.TrimSpace(rest)) > 0 {
+		t.Errorf("stdout after the last answer: %q", rest)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("contextd mcp after stdin closed: %v, want exit 0\nstderr:\n%s", err, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "level=") {
+		t.Errorf("no log line on stderr at --log-level debug:\n%s", stderr.String())
 	}
 }
