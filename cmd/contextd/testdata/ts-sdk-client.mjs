@@ -63,14 +63,22 @@ await until("the target resource to be listed", async () => {
 const read = await client.readResource({ uri: target });
 await client.subscribeResource({ uri: target });
 
+// A host re-lists on each list_changed; the change must show after one.
 listChanged = 0;
 const t0 = Date.now();
 writeFileSync(process.env.TRIGGER, "go");
-await until("list_changed", async () => listChanged > 0, 20000);
-const listChangedMs = Date.now() - t0;
+let seen = 0;
+let after;
+let listChangedMs;
+await until("list_changed followed by a list with the new resource", async () => {
+  if (listChanged === seen) return false;
+  seen = listChanged;
+  listChangedMs = Date.now() - t0;
+  after = await listAll();
+  return after.resources.some((r) => r.uri === late);
+}, 20000);
 await until("resources/updated", async () => updated.length > 0, 20000);
 const updatedMs = Date.now() - t0;
-const after = await listAll();
 
 console.log(JSON.stringify({
   capabilities: client.getServerCapabilities(),
