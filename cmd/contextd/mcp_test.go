@@ -122,6 +122,13 @@ mcpServers:
 // inspector runs the MCP Inspector's CLI with args and returns its stdout.
 func inspector(t *testing.T, args ...string) []byte {
 	t.Helper()
+	out, _ := inspectorBoth(t, args...)
+	return out
+}
+
+// inspectorBoth is inspector, returning stderr too.
+func inspectorBoth(t *testing.T, args ...string) (stdout, stderr []byte) {
+	t.Helper()
 	cli := filepath.Join(filepath.Dir(filepath.Dir(filepath.Dir(peer(t, "server-everything")))), "inspector", "clients", "cli", "build", "index.js")
 	if _, err := os.Stat(cli); err != nil {
 		t.Fatalf("the MCP Inspector is not installed (%v): run `npm ci` in the repository root", err)
@@ -131,12 +138,12 @@ func inspector(t *testing.T, args ...string) []byte {
 	cmd := exec.CommandContext(ctx, "node", append([]string{cli}, args...)...)
 	// Its catalog of servers goes to a temporary file, not ~/.mcp-inspector.
 	cmd.Env = append(os.Environ(), "MCP_CATALOG_PATH="+filepath.Join(t.TempDir(), "catalog.json"))
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("inspector %q: %v\nstdout:\n%s\nstderr:\n%s", args, err, stdout.String(), stderr.String())
+		t.Fatalf("inspector %q: %v\nstdout:\n%s\nstderr:\n%s", args, err, out.String(), errb.String())
 	}
-	return stdout.Bytes()
+	return out.Bytes(), errb.Bytes()
 }
 
 // inspectorJSON runs the Inspector CLI and decodes its JSON answer.
@@ -172,7 +179,14 @@ func checkInspector(t *testing.T, target []string) {
 			OutputSchema map[string]any `json:"outputSchema"`
 		} `json:"tools"`
 	}
-	call(&tools, "--method", "tools/list")
+	// --strict reports tool schemas that some hosts cannot map.
+	out, strict := inspectorBoth(t, append(slices.Clone(target), "--method", "tools/list", "--strict")...)
+	if err := json.Unmarshal(out, &tools); err != nil {
+		t.Fatalf("tools/list: %v\n%s", err, out)
+	}
+	if bytes.Contains(strict, []byte("Warning: tool")) || bytes.Contains(strict, []byte("Error: tool")) {
+		t.Errorf("tools/list --strict found schema portability problems:\n%s", strict)
+	}
 	var names []string
 	for _, tl := range tools.Tools {
 		names = append(names, tl.Name)

@@ -3,6 +3,7 @@ package mcpserver_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -384,6 +385,16 @@ func TestCapabilitiesAreDeclaredExactlyAsServed(t *testing.T) {
 		}
 		if !tl.Annotations.ReadOnlyHint {
 			t.Errorf("tool %s is not marked read-only", tl.Name)
+		}
+		// Portable to single-type schema dialects (Gemini): no "type" arrays.
+		for what, sc := range map[string]any{"input": tl.InputSchema, "output": tl.OutputSchema} {
+			b, err := json.Marshal(sc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(string(b), `"type":[`) {
+				t.Errorf("tool %s: %s schema has a type array: %s", tl.Name, what, b)
+			}
 		}
 	}
 	if d := cmp.Diff([]string{"assemble_context", "search_resources"}, names); d != "" {

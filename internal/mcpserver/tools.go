@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -89,9 +90,37 @@ type SearchResult struct {
 	Rank        int     `json:"rank"`
 }
 
+// schemaFor returns T's JSON schema with every optional list typed "array"
+// alone: jsonschema-go types a Go slice ["null", "array"], which hosts that
+// map tool schemas onto a single-type dialect (Gemini's function
+// declarations) reject. contextd never sends null for a list, and a
+// caller omits a list rather than sending null.
+func schemaFor[T any]() *jsonschema.Schema {
+	sc, err := jsonschema.For[T](nil)
+	if err != nil {
+		panic(fmt.Sprintf("mcpserver: schema of %T: %v", *new(T), err)) // a programming error
+	}
+	var walk func(*jsonschema.Schema)
+	walk = func(sc *jsonschema.Schema) {
+		if sc == nil {
+			return
+		}
+		if len(sc.Types) == 2 && slices.Contains(sc.Types, "null") {
+			sc.Type, sc.Types = slices.DeleteFunc(slices.Clone(sc.Types), func(t string) bool { return t == "null" })[0], nil
+		}
+		for _, p := range sc.Properties {
+			walk(p)
+		}
+		walk(sc.Items)
+	}
+	walk(sc)
+	return sc
+}
+
 func (s *Server) addTools() {
 	readOnly := &mcpsdk.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: new(false)}
 	mcpsdk.AddTool(s.mcp, &mcpsdk.Tool{
+		InputSchema: schemaFor[AssembleInput](), OutputSchema: schemaFor[AssembleOutput](),
 		Name:  "assemble_context",
 		Title: "Assemble context for a task",
 		Description: "Returns the documents, code and data from the user's MCP servers that best serve a task, read and packed within a token budget. " +
@@ -101,6 +130,7 @@ func (s *Server) addTools() {
 		Annotations: readOnly,
 	}, s.assembleTool)
 	mcpsdk.AddTool(s.mcp, &mcpsdk.Tool{
+		InputSchema: schemaFor[SearchInput](), OutputSchema: schemaFor[SearchOutput](),
 		Name:  "search_resources",
 		Title: "Search the user's resources",
 		Description: "Ranks the resources of the user's MCP servers for a query and returns links to the best ones with their scores, reading nothing. " +
