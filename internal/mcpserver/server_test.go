@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -250,6 +251,14 @@ func TestReadReturnsExactlyTheUpstreamContents(t *testing.T) {
 		if c.MIMEType != w.MIMEType || c.Text != w.Text || !bytes.Equal(c.Blob, w.Blob) || (c.Blob != nil) != w.IsBlob {
 			t.Errorf("item %d = {%q %q %v}, upstream {%q %q %v (blob %v)}", i, c.MIMEType, c.Text, c.Blob, w.MIMEType, w.Text, w.Blob, w.IsBlob)
 		}
+	}
+	// The same URI encoded otherwise (lower-case hex, "~" escaped) is not
+	// the listed one, but the template reads it, from the same resource.
+	other := regexp.MustCompile(`%[0-9A-F]{2}`).ReplaceAllStringFunc(strings.TrimPrefix(oddNS, "contextd:resource/odd/"), strings.ToLower)
+	other = strings.Replace(other, "file:", "%66ile:", 1)
+	res2, err := cs.ReadResource(t.Context(), &mcpsdk.ReadResourceParams{URI: "contextd:resource/%6Fdd/" + other})
+	if err != nil || len(res2.Contents) != 2 || res2.Contents[0].Text != res.Contents[0].Text {
+		t.Errorf("read of %s encoded otherwise: %v, %v", oddNS, res2, err)
 	}
 	// An upstream URI that is not listed is read through the template.
 	nope := mcpserver.ResourceURI(resource.Key{Server: "odd", URI: "file:///missing"})
