@@ -576,6 +576,21 @@ func TestContextTemplatePromptAndCompletions(t *testing.T) {
 	if got := complete(cs, resRef, "server", ""); !slices.Equal(got, []string{"gone", "good"}) {
 		t.Errorf("server completions = %v, want both servers", got)
 	}
+	uriComplete := func(server, value string) []string {
+		t.Helper()
+		res, err := cs.Complete(t.Context(), &mcpsdk.CompleteParams{Ref: resRef, Argument: mcpsdk.CompleteParamsArgument{Name: "uri", Value: value},
+			Context: &mcpsdk.CompleteContext{Arguments: map[string]string{"server": server}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Completion.Values
+	}
+	if got := uriComplete("good", "doc://a"); !slices.Equal(got, []string{"doc://arch"}) {
+		t.Errorf("uri completions on good for doc://a = %v, want [doc://arch]", got)
+	}
+	if got := uriComplete("gone", ""); len(got) != 0 {
+		t.Errorf("uri completions on a server with nothing mirrored = %v", got)
+	}
 	promptRef := &mcpsdk.CompleteReference{Type: "ref/prompt", Name: "context"}
 	if got := complete(cs, promptRef, "task", "bill"); !slices.Equal(got, []string{"billing architecture"}) {
 		t.Errorf("task completions = %v, want the recent task", got)

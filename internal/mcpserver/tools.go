@@ -359,9 +359,9 @@ func (s *Server) remember(sess *mcpsdk.ServerSession, task string) {
 }
 
 // complete answers completion/complete: server names for a "server"
-// argument, the session's recent tasks for a "task" argument, a few
-// budgets for a "budget" argument.
-func (s *Server) complete(_ context.Context, req *mcpsdk.CompleteRequest) (*mcpsdk.CompleteResult, error) {
+// argument, mirrored URIs for a "uri" argument, the session's recent tasks
+// for a "task" argument, a few budgets for a "budget" argument.
+func (s *Server) complete(ctx context.Context, req *mcpsdk.CompleteRequest) (*mcpsdk.CompleteResult, error) {
 	p := req.Params
 	switch p.Ref.Type {
 	case "ref/prompt":
@@ -388,6 +388,27 @@ func (s *Server) complete(_ context.Context, req *mcpsdk.CompleteRequest) (*mcps
 		s.mu.Unlock()
 	case "budget":
 		values = []string{"1000", "2000", "4000", "8000", "16000"}
+	case "uri":
+		// The mirrored URIs of the server already chosen (of every server
+		// when none is), as the {+uri} variable holds them; matched by
+		// prefix, case and all, since URIs are opaque.
+		server := ""
+		if p.Context != nil {
+			server = p.Context.Arguments["server"]
+		}
+		descs, err := s.eng.Descriptors(server)
+		if err != nil {
+			return nil, rpcError(ctx, err, "")
+		}
+		var out []string
+		for _, d := range descs {
+			var b strings.Builder
+			escape(&b, d.URI, true)
+			if u := b.String(); strings.HasPrefix(u, prefix) || strings.HasPrefix(d.URI, prefix) {
+				out = append(out, u)
+			}
+		}
+		return completion(slices.Compact(out)), nil
 	}
 	var out []string
 	for _, v := range values {
@@ -395,11 +416,17 @@ func (s *Server) complete(_ context.Context, req *mcpsdk.CompleteRequest) (*mcps
 			out = append(out, v)
 		}
 	}
-	total := len(out)
-	if len(out) > 100 { // the protocol's cap per response
-		out = out[:100]
+	return completion(out), nil
+}
+
+// completion returns at most 100 values (the protocol's cap), saying how
+// many there are.
+func completion(values []string) *mcpsdk.CompleteResult {
+	total := len(values)
+	if len(values) > 100 {
+		values = values[:100]
 	}
-	return &mcpsdk.CompleteResult{Completion: mcpsdk.CompletionResultDetails{Values: nonNil(out), Total: total, HasMore: total > len(out)}}, nil
+	return &mcpsdk.CompleteResult{Completion: mcpsdk.CompletionResultDetails{Values: nonNil(values), Total: total, HasMore: total > len(values)}}
 }
 
 func nonNil(s []string) []string {
