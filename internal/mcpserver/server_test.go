@@ -484,6 +484,27 @@ func TestAssembleContextEmbedsWhatFitsAndMatchesItsOutputSchema(t *testing.T) {
 		t.Errorf("structuredContent = %v, want 2 items and token_budget 60", sc)
 	}
 
+	// With include_binary the pinned resource's blob comes back as bytes.
+	res, err = cs.CallTool(t.Context(), &mcpsdk.CallToolParams{Name: "assemble_context", Arguments: map[string]any{
+		"task": "overview", "budget": 200, "include_binary": true,
+		"pins": []string{mcpserver.ResourceURI(resource.Key{Server: "a", URI: oddURI})},
+	}})
+	if err != nil || res.IsError {
+		t.Fatalf("include_binary: %v %v", err, res)
+	}
+	var blobs [][]byte
+	for _, c := range res.Content {
+		if e, ok := c.(*mcpsdk.EmbeddedResource); ok && e.Resource.Blob != nil {
+			blobs = append(blobs, e.Resource.Blob)
+			if e.Resource.MIMEType != "image/png" {
+				t.Errorf("blob MIME type %q, want image/png", e.Resource.MIMEType)
+			}
+		}
+	}
+	if len(blobs) != 1 || !bytes.Equal(blobs[0], []byte{0x89, 'P', 'N', 'G', 0, 1, 2, 0xff}) {
+		t.Errorf("include_binary returned blobs %x, want the upstream's one", blobs)
+	}
+
 	// Bad input comes back as a tool error the model can act on.
 	for args, want := range map[string]map[string]any{
 		`unknown server "nope"`:      {"task": "x", "servers": []string{"nope"}},
