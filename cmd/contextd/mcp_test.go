@@ -130,7 +130,10 @@ func inspector(t *testing.T, args ...string) []byte {
 func inspectorBoth(t *testing.T, args ...string) (stdout, stderr []byte) {
 	t.Helper()
 	cli := filepath.Join(filepath.Dir(filepath.Dir(filepath.Dir(peer(t, "server-everything")))), "inspector", "clients", "cli", "build", "index.js")
-	if _, err := os.Stat(cli); err != nil {
+	// The CLI runs only when started by its real path (it compares its
+	// own module URL with argv[1]), so a symlinked node_modules is resolved.
+	cli, err := filepath.EvalSymlinks(cli)
+	if err != nil {
 		t.Fatalf("the MCP Inspector is not installed (%v): run `npm ci` in the repository root", err)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
@@ -182,7 +185,7 @@ func checkInspector(t *testing.T, target []string) {
 	// --strict reports tool schemas that some hosts cannot map.
 	out, strict := inspectorBoth(t, append(slices.Clone(target), "--method", "tools/list", "--strict")...)
 	if err := json.Unmarshal(out, &tools); err != nil {
-		t.Fatalf("tools/list: %v\n%s", err, out)
+		t.Fatalf("tools/list --strict printed no JSON answer: %v\nstdout:\n%s\nstderr:\n%s", err, out, strict)
 	}
 	if bytes.Contains(strict, []byte("Warning: tool")) || bytes.Contains(strict, []byte("Error: tool")) {
 		t.Errorf("tools/list --strict found schema portability problems:\n%s", strict)
