@@ -4,7 +4,8 @@
 //
 // Usage:
 //
-//	contextd serve    [--config F] [--listen ADDR]
+//	contextd serve    [--config F] [--listen ADDR] [--mcp-listen ADDR]
+//	contextd mcp      [--config F]
 //	contextd assemble [--config F] [--budget N] [--server S]... [--json] QUERY
 //	contextd search   [--config F] [--limit N] [--server S]... [--json] QUERY
 //	contextd query    [--addr A] [--budget N] [--server S]... [--json] QUERY
@@ -64,6 +65,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	switch cmd {
 	case "serve":
 		return serve(ctx, rest, stderr)
+	case "mcp":
+		return mcpStdio(ctx, rest, stderr)
 	case "assemble":
 		return assemble(ctx, rest, stdout, stderr)
 	case "search":
@@ -96,6 +99,8 @@ func usage(w io.Writer) {
 
 Commands:
   serve      run the daemon: mirror every configured server, answer gRPC on --listen
+             (and MCP over Streamable HTTP on --mcp-listen)
+  mcp        serve MCP on stdin/stdout, for an MCP host's mcpServers entry
   assemble   one-shot, in-process: connect, mirror, select and read within --budget, print, exit
   search     one-shot, in-process: rank resources (descriptors and indexed text); assemble nothing
   query      ask a running daemon to assemble (gRPC client)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"strings"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/contextd/contextd/internal/config"
 	"github.com/contextd/contextd/internal/engine"
 	"github.com/contextd/contextd/internal/redact"
+	"github.com/contextd/contextd/internal/mcpserver"
 	"github.com/contextd/contextd/internal/service"
 )
 
@@ -26,6 +28,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := newFlagSet("serve", stderr)
 	cfgPath := fs.String("config", "", "config file (YAML or JSON)")
 	listen := fs.String("listen", "", "address to listen on: host:port or unix:///path (default from config, else 127.0.0.1:7878)")
+	mcpListen := fs.String("mcp-listen", "", "also serve MCP over Streamable HTTP on this loopback host:port (default from config mcp_listen, else none)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	if _, err := parse(fs, args); err != nil {
 		return err
@@ -57,6 +60,10 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if *mcpListen != "" {
+		cfg.MCPListen = *mcpListen
+	}
+	dropSelf(cfg, log)
 	if len(cfg.Servers) == 0 {
 		log.Warn("no servers configured: every request will fail until some are added", "config", cfg.Path)
 	}
@@ -64,7 +71,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	eng, err := engine.New(ctx, engine.Options{Config: cfg, Logger: log})
+	relay := &mcpserver.Relay{}
+	eng, err := engine.New(ctx, engine.Options{Config: cfg, Logger: log, Mirror: relayMirror(relay)})
 	if err != nil {
 		lis.Close()
 		return err
@@ -75,6 +83,16 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		sopts = append(sopts, creds)
 	}
 	srv := service.NewServer(service.New(eng, log.With("component", "service")), sopts...)
+	fac := mcpserver.New(eng, &mcpserver.Options{Version: version, Logger: log.With("component", "mcpserver"), Relay: relay})
+	var web *mcpHTTP
+	if cfg.MCPListen != "" {
+		if web, err = newMCPHTTP(cfg, fac, log); err != nil {
+			lis.Close()
+			eng.Close()
+			return err
+		}
+		log.Info("contextd serving MCP (Streamable HTTP)", "url", "http://"+web.lis.Addr().String()+cfg.MCPPath)
+	}
 	log.Info("contextd serving", "listen", lis.Addr().String(), "servers", len(cfg.Servers), "data_dir", cfg.DataDir, "tokenizer", eng.Tokenizer(),
 		"token", cfg.Auth.Token != "", "tls", cfg.Auth.TLS.Enabled(), "client_certs", cfg.Auth.TLS.ClientCAFile != "")
 
@@ -82,7 +100,15 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	mirrorCtx, stopMirrors := context.WithCancel(context.Background())
 	defer stopMirrors()
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return eng.Run(mirrorCtx) })
+	g.Go(func() error { runBeside(mirrorCtx, eng, fac); return nil })
+	if web != nil {
+		g.Go(func() error {
+			if err := web.srv.Serve(web.lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				return fmt.Errorf("mcp http: %w", err)
+			}
+			return nil
+		})
+	}
 	g.Go(func() error {
 		// ErrServerStopped: a signal arrived before Serve started.
 		if err := srv.Serve(lis); err != nil && !errors.Is(err, net.ErrClosed) && !errors.Is(err, grpc.ErrServerStopped) {
@@ -94,6 +120,13 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		<-gctx.Done()
 		log.Info("shutting down: finishing in-flight requests")
 		t := time.AfterFunc(shutdownGrace, srv.Stop)
+		if web != nil {
+			sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+			if web.srv.Shutdown(sctx) != nil {
+				web.srv.Close() // streams still open at the deadline
+			}
+			cancel()
+		}
 		srv.GracefulStop()
 		t.Stop()
 		stopMirrors() // closes upstream sessions; stdio servers are stopped in stages

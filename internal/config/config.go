@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -36,6 +37,7 @@ const (
 	DefaultListen    = "127.0.0.1:7878"
 	DefaultTokenizer = "cl100k_base"
 	DefaultEmbedder  = EmbedderUSELite
+	DefaultMCPPath   = "/mcp"
 )
 
 // Embedder names (the embedder key).
@@ -75,6 +77,11 @@ type Config struct {
 	// MaxMessageBytes caps one JSON-RPC message from a server (stdio, HTTP or SSE): a larger
 	// response fails its own request, not the session. Zero means 16 MiB.
 	MaxMessageBytes int
+	// MCPListen, when set, is the loopback host:port where serve also
+	// answers MCP over Streamable HTTP (at MCPPath); "" serves none.
+	MCPListen string
+	// MCPPath is the HTTP path of that endpoint. Default DefaultMCPPath.
+	MCPPath string
 	// Servers are the upstream MCP servers, sorted by name.
 	Servers []Server
 	// Limits bound each request's work and how many run at once.
@@ -143,6 +150,8 @@ type file struct {
 	Auth             authFile              `yaml:"auth"`
 	TLS              tlsFile               `yaml:"tls"`
 	AllowInsecure    bool                  `yaml:"allow_insecure_listen"`
+	MCPListen        string                `yaml:"mcp_listen"`
+	MCPPath          string                `yaml:"mcp_path"`
 	MCPServers       map[string]serverFile `yaml:"mcpServers"`
 	Servers          map[string]serverFile `yaml:"servers"` // VS Code's mcp.json
 }
@@ -200,7 +209,8 @@ func Parse(path string, data []byte, lookup func(string) (string, bool)) (*Confi
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w: %w", path, ErrInvalid, err)
 	}
-	c := &Config{Path: path, Listen: f.Listen, DataDir: f.DataDir, Tokenizer: f.Tokenizer, Embedder: f.Embedder, MaxMessageBytes: f.MaxMessage}
+	c := &Config{Path: path, Listen: f.Listen, DataDir: f.DataDir, Tokenizer: f.Tokenizer, Embedder: f.Embedder, MaxMessageBytes: f.MaxMessage,
+		MCPListen: f.MCPListen, MCPPath: f.MCPPath}
 	for _, w := range warnings {
 		c.Warnings = append(c.Warnings, path+": "+w)
 	}
@@ -234,6 +244,17 @@ func Parse(path string, data []byte, lookup func(string) (string, bool)) (*Confi
 	}
 	if c.Listen == "" {
 		c.Listen = DefaultListen
+	}
+	if c.MCPPath == "" {
+		c.MCPPath = DefaultMCPPath
+	}
+	if !strings.HasPrefix(c.MCPPath, "/") {
+		return nil, fmt.Errorf("%s: %w: field mcp_path: %q does not start with /", path, ErrInvalid, f.MCPPath)
+	}
+	if c.MCPListen != "" {
+		if err := CheckLoopback(c.MCPListen); err != nil {
+			return nil, fmt.Errorf("%s: %w: field mcp_listen: %w", path, ErrInvalid, err)
+		}
 	}
 	if c.Tokenizer == "" {
 		c.Tokenizer = DefaultTokenizer
@@ -489,6 +510,7 @@ var DefaultServerEverything = Server{
 func Default() *Config {
 	return &Config{
 		Listen:    DefaultListen,
+		MCPPath:   DefaultMCPPath,
 		DataDir:   expandHome(DefaultDataDir()),
 		Tokenizer: DefaultTokenizer,
 		Embedder:  DefaultEmbedder,
@@ -580,4 +602,21 @@ func urlSecrets(raw string) []string {
 		}
 	}
 	return out
+}
+
+// CheckLoopback returns an error unless addr is host:port with a loopback
+// host ("localhost", 127.0.0.0/8 or ::1): contextd's MCP endpoint has no
+// authentication, so it must not be reachable from other machines.
+func CheckLoopback(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%q is not host:port (%v); want a loopback address such as 127.0.0.1:7879", addr, err)
+	}
+	if host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("%q is not a loopback address: the MCP endpoint has no authentication; use 127.0.0.1, [::1] or localhost", addr)
 }

@@ -28,17 +28,24 @@ func (e *Engine) checkPins(pins []resource.Key) error {
 		if _, known := e.mirrors[k.Server]; !known || k.URI == "" {
 			continue // Assemble reports these
 		}
-		if _, ok := e.ix.Get(k); ok {
-			continue
-		}
-		if srv, _ := e.cfg.Server(k.Server); srv.AllowUnlistedPins {
-			continue
-		}
-		if !e.offeredByTemplate(k) {
+		if !e.readable(k) {
 			return fmt.Errorf("%w: pinned %q: server %q does not list it and none of its templates yields it (set allow_unlisted_pins: true on the server to pin any URI)", ErrInvalidArgument, k.URI, k.Server)
 		}
 	}
 	return nil
+}
+
+// readable reports whether the pin policy lets a caller have k read: its
+// server lists it, one of its templates yields it, or the server's
+// configuration sets allow_unlisted_pins.
+func (e *Engine) readable(k resource.Key) bool {
+	if _, ok := e.ix.Get(k); ok {
+		return true
+	}
+	if srv, _ := e.cfg.Server(k.Server); srv.AllowUnlistedPins {
+		return true
+	}
+	return e.offeredByTemplate(k)
 }
 
 // offeredByTemplate reports whether one of k.Server's templates expands to k.URI.
@@ -122,12 +129,18 @@ func checkItems(uri string, contents []resource.Content) []resource.Content {
 	return out
 }
 
-// under reports whether item is a sub-resource of uri: uri ends in "/" and
-// item extends it, without a dot segment climbing back out.
+// under reports whether item is a sub-resource of uri: item extends uri by
+// a path below it ("file:///dir/" → "file:///dir/a.md", "doc://x" →
+// "doc://x/figure"), without a dot segment climbing back out.
 func under(item, uri string) bool {
 	rest, ok := strings.CutPrefix(item, uri)
-	if !ok || !strings.HasSuffix(uri, "/") || rest == "" {
+	if !ok || rest == "" {
 		return false
+	}
+	if !strings.HasSuffix(uri, "/") {
+		if rest, ok = strings.CutPrefix(rest, "/"); !ok || rest == "" {
+			return false
+		}
 	}
 	for _, seg := range strings.Split(rest, "/") {
 		if seg == "." || seg == ".." || strings.EqualFold(seg, "%2e") || strings.EqualFold(seg, "%2e%2e") {

@@ -1,0 +1,131 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/contextd/contextd/internal/config"
+	"github.com/contextd/contextd/internal/engine"
+	"github.com/contextd/contextd/internal/mcpserver"
+	ctxsync "github.com/contextd/contextd/internal/sync"
+)
+
+// mcpStdio serves MCP on stdin/stdout for an MCP host's mcpServers entry.
+// stdout carries the protocol only: every log line goes to stderr.
+func mcpStdio(ctx context.Context, args []string, stderr io.Writer) error {
+	fs := newFlagSet("mcp", stderr)
+	cfgPath := fs.String("config", "", "config file (YAML or JSON)")
+	logLevel := fs.String("log-level", "warn", "debug, info, warn or error (logs go to stderr)")
+	readyWait := fs.Duration("ready-wait", mcpserver.DefaultReadyWait, "how long a request waits for servers still on their first sync")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return errUsage(fmt.Sprintf("mcp takes no arguments, got %q (the host sends the tasks over MCP)", pos))
+	}
+	log, err := newLogger(stderr, *logLevel)
+	if err != nil {
+		return err
+	}
+	cfg, err := loadConfig(*cfgPath, stderr)
+	if err != nil {
+		return err
+	}
+	dropSelf(cfg, log)
+	if len(cfg.Servers) == 0 {
+		log.Warn("no servers configured: every request will fail until some are added", "config", cfg.Path)
+	}
+	relay := &mcpserver.Relay{}
+	// Next to a daemon on the same data_dir, the host's contextd keeps its
+	// index in memory.
+	eng, err := engine.New(ctx, engine.Options{Config: cfg, Logger: log, SharedDataDir: true, Mirror: relay.WrapMirror})
+	if err != nil {
+		return err
+	}
+	fac := mcpserver.New(eng, &mcpserver.Options{Version: version, Logger: log.With("component", "mcpserver"), Relay: relay, ReadyWait: *readyWait})
+
+	mirrorCtx, stopMirrors := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		runBeside(mirrorCtx, eng, fac)
+	}()
+	err = fac.MCP().Run(ctx, &mcpsdk.StdioTransport{})
+	stopMirrors() // closes upstream sessions; stdio servers are stopped in stages
+	<-done
+	if cerr := eng.Close(); cerr != nil && err == nil {
+		err = cerr
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
+		return nil // the host closed stdin, or a signal: how mcp stops
+	}
+	return err
+}
+
+// dropSelf removes from cfg the servers that are contextd's own MCP server
+// (command contextd, or this executable, with the mcp argument): a host's
+// config file, which contextd can read as it is, lists contextd itself once
+// it fronts the host, and mirroring it would start contextd inside contextd.
+func dropSelf(cfg *config.Config, log *slog.Logger) {
+	self, _ := os.Executable()
+	kept := cfg.Servers[:0]
+	for _, s := range cfg.Servers {
+		isSelf := s.Transport == config.TransportStdio && slices.Contains(s.Args, "mcp") &&
+			(filepath.Base(s.Command) == "contextd" || (self != "" && s.Command == self))
+		if isSelf {
+			log.Warn("not mirroring a server that is contextd's own MCP server", "server", s.Name, "command", s.Command)
+			continue
+		}
+		kept = append(kept, s)
+	}
+	cfg.Servers = kept
+}
+
+// runBeside runs the engine's mirrors and the MCP server's list upkeep until
+// ctx ends.
+func runBeside(ctx context.Context, eng *engine.Engine, fac *mcpserver.Server) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = fac.Run(ctx)
+	}()
+	_ = eng.Run(ctx)
+	<-done
+}
+
+// mcpHTTP is serve's Streamable HTTP endpoint.
+type mcpHTTP struct {
+	srv *http.Server
+	lis net.Listener
+}
+
+// newMCPHTTP listens on cfg.MCPListen (loopback only) and serves fac at
+// cfg.MCPPath.
+func newMCPHTTP(cfg *config.Config, fac *mcpserver.Server, log *slog.Logger) (*mcpHTTP, error) {
+	if err := config.CheckLoopback(cfg.MCPListen); err != nil {
+		return nil, fmt.Errorf("--mcp-listen: %w", err)
+	}
+	lis, err := net.Listen("tcp", cfg.MCPListen)
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle(cfg.MCPPath, fac.HTTPHandler())
+	return &mcpHTTP{lis: lis, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}}, nil
+}
+
+// relayMirror returns the engine's Mirror option that installs relay.
+func relayMirror(relay *mcpserver.Relay) func(*ctxsync.Options) { return relay.WrapMirror }

@@ -1,0 +1,495 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/contextd/contextd/internal/budget"
+	"github.com/contextd/contextd/internal/config"
+	"github.com/contextd/contextd/internal/mcpserver"
+	"github.com/contextd/contextd/internal/resource"
+)
+
+// These tests drive contextd's MCP server with clients nobody on this
+// project wrote: the MCP Inspector's CLI and the TypeScript SDK, both from
+// the node_modules `npm ci` installs. The test binary plays two more parts,
+// chosen by CONTEXTD_TEST_EXEC: contextd itself (for clients that start a
+// stdio server), and an upstream whose list and resources change on cue.
+
+func TestMain(m *testing.M) {
+	switch os.Getenv("CONTEXTD_TEST_EXEC") {
+	case "contextd":
+		main()
+		os.Exit(0)
+	case "changing-upstream":
+		changingUpstream(os.Getenv("FAKE_TRIGGER"))
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// The changing upstream's awkward resource: a URI with spaces, a
+// percent-escape, non-ASCII characters, "#" and "?", read as a text and a
+// blob item.
+const (
+	oddURI  = "file:///srv/My Notes/Überblick 50%25 fertig #1?.md"
+	oddText = "# Überblick\n\nThe overview of the notes, 50% done.\n"
+	lateURI = "doc://late/added after the trigger"
+)
+
+var oddBlob = []byte{0x89, 'P', 'N', 'G', 0, 1, 2, 0xff}
+
+// changingUpstream serves, on stdio, oddURI and a note; once the trigger
+// file exists it adds lateURI (notifications/resources/list_changed) and
+// announces an update of oddURI every 200 ms to the sessions subscribed to it.
+func changingUpstream(trigger string) {
+	s := mcpsdk.NewServer(&mcpsdk.Implementation{Name: "changing-upstream", Version: "v0"}, &mcpsdk.ServerOptions{
+		Capabilities:       &mcpsdk.ServerCapabilities{Resources: &mcpsdk.ResourceCapabilities{ListChanged: true}},
+		SubscribeHandler:   func(context.Context, *mcpsdk.SubscribeRequest) error { return nil },
+		UnsubscribeHandler: func(context.Context, *mcpsdk.UnsubscribeRequest) error { return nil },
+		// resources/subscribe, which the mirrors use, is 2025-11-25's.
+		SupportedProtocolVersions: []string{"2025-11-25"},
+	})
+	s.AddResource(&mcpsdk.Resource{URI: oddURI, Name: "überblick", Title: "Überblick", MIMEType: "text/markdown", Size: int64(len(oddText))},
+		func(_ context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+			return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{
+				{URI: req.Params.URI, MIMEType: "text/markdown", Text: oddText},
+				{URI: req.Params.URI, MIMEType: "image/png", Blob: oddBlob},
+			}}, nil
+		})
+	addText(s, "doc://notes", "notes on the changing upstream")
+	go func() {
+		for {
+			if _, err := os.Stat(trigger); err == nil {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		addText(s, lateURI, "a document added after the trigger")
+		for {
+			_ = s.ResourceUpdated(context.Background(), &mcpsdk.ResourceUpdatedNotificationParams{URI: oddURI})
+			time.Sleep(200 * time.Millisecond)
+		}
+	}()
+	_ = s.Run(context.Background(), &mcpsdk.StdioTransport{})
+}
+
+func addText(s *mcpsdk.Server, uri, text string) {
+	s.AddResource(&mcpsdk.Resource{URI: uri, Name: uri, MIMEType: "text/plain"},
+		func(_ context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+			return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: text}}}, nil
+		})
+}
+
+// mcpConfig writes a config with server-everything and the changing
+// upstream (named "notes"), sharing dataDir, so that the contextd processes
+// the Inspector starts one per call reuse each other's embeddings.
+func mcpConfig(t *testing.T, dataDir, trigger, extra string) string {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return writeConfig(t, fmt.Sprintf(`
+data_dir: %s
+%s
+mcpServers:
+  everything:
+    command: node
+    args: [%q, stdio]
+  notes:
+    command: %q
+    env: { CONTEXTD_TEST_EXEC: changing-upstream, FAKE_TRIGGER: %q }
+`, dataDir, extra, peer(t, "server-everything"), self, trigger))
+}
+
+// inspector runs the MCP Inspector's CLI with args and returns its stdout.
+func inspector(t *testing.T, args ...string) []byte {
+	t.Helper()
+	out, _ := inspectorBoth(t, args...)
+	return out
+}
+
+// inspectorBoth is inspector, returning stderr too.
+func inspectorBoth(t *testing.T, args ...string) (stdout, stderr []byte) {
+	t.Helper()
+	cli := filepath.Join(filepath.Dir(filepath.Dir(filepath.Dir(peer(t, "server-everything")))), "inspector", "clients", "cli", "build", "index.js")
+	// The CLI runs only when started by its real path (it compares its
+	// own module URL with argv[1]), so a symlinked node_modules is resolved.
+	cli, err := filepath.EvalSymlinks(cli)
+	if err != nil {
+		t.Fatalf("the MCP Inspector is not installed (%v): run `npm ci` in the repository root", err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", append([]string{cli}, args...)...)
+	// Its catalog of servers goes to a temporary file, not ~/.mcp-inspector.
+	cmd.Env = append(os.Environ(), "MCP_CATALOG_PATH="+filepath.Join(t.TempDir(), "catalog.json"))
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("inspector %q: %v\nstdout:\n%s\nstderr:\n%s", args, err, out.String(), errb.String())
+	}
+	return out.Bytes(), errb.Bytes()
+}
+
+// inspectorJSON runs the Inspector CLI and decodes its JSON answer.
+func inspectorJSON(t *testing.T, v any, args ...string) {
+	t.Helper()
+	out := inspector(t, args...)
+	if err := json.Unmarshal(out, v); err != nil {
+		t.Fatalf("inspector %q printed no JSON answer: %v\n%s", args, err, out)
+	}
+}
+
+// wireContent is a content block or resource contents as JSON.
+type wireContent struct {
+	Type     string       `json:"type"`
+	Text     string       `json:"text"`
+	URI      string       `json:"uri"`
+	MIMEType string       `json:"mimeType"`
+	Blob     string       `json:"blob"`
+	Resource *wireContent `json:"resource"`
+}
+
+// checkInspector makes the five calls of the issue through the Inspector
+// CLI against one contextd (target: the CLI's arguments that name it) and
+// checks each answer.
+func checkInspector(t *testing.T, target []string) {
+	call := func(v any, args ...string) { t.Helper(); inspectorJSON(t, v, append(slices.Clone(target), args...)...) }
+	oddNS := mcpserver.ResourceURI(resource.Key{Server: "notes", URI: oddURI})
+
+	var tools struct {
+		Tools []struct {
+			Name         string         `json:"name"`
+			Description  string         `json:"description"`
+			OutputSchema map[string]any `json:"outputSchema"`
+		} `json:"tools"`
+	}
+	// --strict reports tool schemas that some hosts cannot map.
+	out, strict := inspectorBoth(t, append(slices.Clone(target), "--method", "tools/list", "--strict")...)
+	if err := json.Unmarshal(out, &tools); err != nil {
+		t.Fatalf("tools/list --strict printed no JSON answer: %v\nstdout:\n%s\nstderr:\n%s", err, out, strict)
+	}
+	if bytes.Contains(strict, []byte("Warning: tool")) || bytes.Contains(strict, []byte("Error: tool")) {
+		t.Errorf("tools/list --strict found schema portability problems:\n%s", strict)
+	}
+	var names []string
+	for _, tl := range tools.Tools {
+		names = append(names, tl.Name)
+		if tl.OutputSchema == nil || tl.Description == "" {
+			t.Errorf("tool %s: outputSchema %v, description %q", tl.Name, tl.OutputSchema, tl.Description)
+		}
+	}
+	if !slices.Equal(names, []string{"assemble_context", "search_resources"}) {
+		t.Errorf("tools/list = %v", names)
+	}
+
+	// Done when: assemble_context for the architecture question at 1,200
+	// tokens returns architecture.md, and the texts re-count to ≤ 1,200.
+	var res struct {
+		Content           []wireContent `json:"content"`
+		StructuredContent struct {
+			TotalTokens int `json:"total_tokens"`
+			Items       []struct {
+				UpstreamURI string `json:"upstream_uri"`
+			} `json:"items"`
+		} `json:"structuredContent"`
+		IsError bool `json:"isError"`
+	}
+	call(&res, "--method", "tools/call", "--tool-name", "assemble_context", "--tool-arg", "task="+architectureQuery, "budget=1200")
+	tok, err := budget.NewTokenizer("cl100k_base")
+	if err != nil {
+		t.Fatal(err)
+	}
+	recount, arch := 0, false
+	for _, c := range res.Content {
+		if c.Type != "resource" || c.Resource == nil {
+			continue
+		}
+		recount += tok.Count(c.Resource.Text)
+		if c.Resource.URI == "contextd:resource/everything/demo://resource/static/document/architecture.md" {
+			arch = true
+		}
+	}
+	if res.IsError || !arch {
+		t.Errorf("assemble_context did not embed architecture.md (isError %v): %+v", res.IsError, res.Content)
+	}
+	if recount > 1200 || recount != res.StructuredContent.TotalTokens {
+		t.Errorf("embedded texts re-count to %d tokens; budget 1200, total_tokens %d", recount, res.StructuredContent.TotalTokens)
+	}
+	t.Logf("assemble_context: %d items, %d tokens re-counted", len(res.StructuredContent.Items), recount)
+
+	var list struct {
+		Resources []struct {
+			URI, Name, MIMEType string
+		} `json:"resources"`
+	}
+	call(&list, "--method", "resources/list")
+	var uris []string
+	for _, r := range list.Resources {
+		uris = append(uris, r.URI)
+	}
+	for _, want := range []string{oddNS, "contextd:resource/everything/demo://resource/static/document/architecture.md"} {
+		if !slices.Contains(uris, want) {
+			t.Errorf("resources/list lacks %s: %v", want, uris)
+		}
+	}
+
+	// Done when: resources/read of a namespaced URI with spaces,
+	// percent-escapes and non-ASCII returns exactly the upstream's contents.
+	var read struct {
+		Contents []wireContent `json:"contents"`
+	}
+	call(&read, "--method", "resources/read", "--uri", oddNS)
+	if len(read.Contents) != 2 {
+		t.Fatalf("read %s: %d items, want the text and the blob: %+v", oddNS, len(read.Contents), read.Contents)
+	}
+	blob, err := base64.StdEncoding.DecodeString(read.Contents[1].Blob)
+	if c := read.Contents[0]; c.URI != oddNS || c.MIMEType != "text/markdown" || c.Text != oddText {
+		t.Errorf("text item = %+v, want %q (text/markdown) under %s", c, oddText, oddNS)
+	}
+	if c := read.Contents[1]; c.URI != oddNS || c.MIMEType != "image/png" || err != nil || !bytes.Equal(blob, oddBlob) {
+		t.Errorf("blob item = %+v (%v), want %x (image/png)", c, err, oddBlob)
+	}
+
+	var prompt struct {
+		Messages []struct {
+			Role    string      `json:"role"`
+			Content wireContent `json:"content"`
+		} `json:"messages"`
+	}
+	call(&prompt, "--method", "prompts/get", "--prompt-name", "context", "--prompt-args", "task="+architectureQuery, "budget=800")
+	if len(prompt.Messages) < 2 || prompt.Messages[0].Content.Type != "resource" || prompt.Messages[0].Role != "user" ||
+		!strings.HasPrefix(prompt.Messages[len(prompt.Messages)-1].Content.Text, architectureQuery) {
+		t.Errorf("prompts/get = %+v, want embedded resources then the task", prompt.Messages)
+	}
+}
+
+func TestMCPOverStdioWithTheInspectorCLI(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := mcpConfig(t, t.TempDir(), filepath.Join(t.TempDir(), "never"), "")
+	// The CLI reads --config itself, so contextd gets its config from the
+	// environment.
+	checkInspector(t, []string{"-e", "CONTEXTD_TEST_EXEC=contextd", "-e", "CONTEXTD_CONFIG=" + cfg, self, "mcp"})
+}
+
+func TestMCPOverStreamableHTTPWithTheInspectorCLI(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	cfg := mcpConfig(t, t.TempDir(), filepath.Join(t.TempDir(), "never"),
+		fmt.Sprintf("listen: unix://%s\nmcp_listen: %s\nmcp_path: /ctx/mcp", filepath.Join(t.TempDir(), "contextd.sock"), addr))
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	var logs bytes.Buffer
+	go func() { done <- run(ctx, []string{"serve", "--config", cfg}, &logs, &syncWriter{w: &logs}) }()
+	defer func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("serve returned %v after cancellation, want nil", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Error("serve did not shut down within 30s of cancellation")
+		}
+	}()
+	url := "http://" + addr + "/ctx/mcp"
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("nothing listens on %s after 30s", addr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	checkInspector(t, []string{"--transport", "http", "--server-url", url})
+}
+
+func TestMCPTypeScriptSDKClientListsReadsSubscribesAndHearsChanges(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	trigger := filepath.Join(t.TempDir(), "trigger")
+	cfg := writeConfig(t, fmt.Sprintf(`
+data_dir: %s
+embedder: glove
+mcpServers:
+  notes:
+    command: %q
+    env: { CONTEXTD_TEST_EXEC: changing-upstream, FAKE_TRIGGER: %q }
+`, t.TempDir(), self, trigger))
+	cmdJSON, _ := json.Marshal([]string{self, "mcp", "--config", cfg})
+	oddNS := mcpserver.ResourceURI(resource.Key{Server: "notes", URI: oddURI})
+	lateNS := mcpserver.ResourceURI(resource.Key{Server: "notes", URI: lateURI})
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", filepath.Join("testdata", "ts-sdk-client.mjs"))
+	cmd.Env = append(os.Environ(), "CONTEXTD_TEST_EXEC=contextd", "CONTEXTD_CMD="+string(cmdJSON),
+		"TARGET_URI="+oddNS, "LATE_URI="+lateNS, "TRIGGER="+trigger)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	peer(t, "server-everything") // fails with a pointer to npm ci when node_modules is missing
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("TypeScript SDK client: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	}
+	var got struct {
+		Capabilities struct {
+			Resources struct{ Subscribe, ListChanged bool } `json:"resources"`
+		} `json:"capabilities"`
+		Listed        []string      `json:"listed"`
+		Read          []wireContent `json:"read"`
+		Updated       []string      `json:"updated"`
+		ListChangedMs int           `json:"listChangedMs"`
+		UpdatedMs     int           `json:"updatedMs"`
+		LateListed    bool          `json:"lateListed"`
+		Pages         int           `json:"pages"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &got); err != nil {
+		t.Fatalf("client output: %v\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	}
+	if !got.Capabilities.Resources.Subscribe || !got.Capabilities.Resources.ListChanged {
+		t.Errorf("capabilities = %+v, want resources.subscribe and listChanged", got.Capabilities)
+	}
+	if !slices.Contains(got.Listed, oddNS) {
+		t.Errorf("listed %v, want %s", got.Listed, oddNS)
+	}
+	if len(got.Read) != 2 || got.Read[0].Text != oddText || got.Read[1].MIMEType != "image/png" {
+		t.Errorf("read = %+v, want the upstream's text and blob", got.Read)
+	}
+	if len(got.Updated) == 0 || got.Updated[0] != oddNS {
+		t.Errorf("updated = %v, want %s", got.Updated, oddNS)
+	}
+	if !got.LateListed {
+		t.Errorf("after list_changed the list lacks %s", lateNS)
+	}
+	// The window: the mirror's debounce (250 ms) plus the facade's check
+	// interval (250 ms), with room for a loaded machine.
+	// Measured about 450 ms on an idle machine; the bound leaves room for a
+	// loaded one and the race detector.
+	t.Logf("list_changed after %d ms, resources/updated after %d ms", got.ListChangedMs, got.UpdatedMs)
+	if got.ListChangedMs > 3000 || got.UpdatedMs > 3000 {
+		t.Errorf("list_changed after %d ms and updated after %d ms, want both within 3 s", got.ListChangedMs, got.UpdatedMs)
+	}
+}
+
+func TestAHostConfigListingContextdItselfIsNotMirrored(t *testing.T) {
+	cfg := &config.Config{Servers: []config.Server{
+		{Name: "contextd", Transport: config.TransportStdio, Command: "/usr/local/bin/contextd", Args: []string{"mcp", "--config", "x.json"}},
+		{Name: "daemon-client", Transport: config.TransportStdio, Command: "contextd", Args: []string{"query", "x"}},
+		{Name: "docs", Transport: config.TransportStdio, Command: "node", Args: []string{"docs.js", "mcp"}},
+	}}
+	var logs bytes.Buffer
+	dropSelf(cfg, slog.New(slog.NewTextHandler(&logs, nil)))
+	var names []string
+	for _, s := range cfg.Servers {
+		names = append(names, s.Name)
+	}
+	if !slices.Equal(names, []string{"daemon-client", "docs"}) {
+		t.Errorf("kept %v, want every server but contextd's own MCP server", names)
+	}
+	if !strings.Contains(logs.String(), `server=contextd`) {
+		t.Errorf("no warning names the dropped server: %s", logs.String())
+	}
+}
+
+func TestMCPStdoutCarriesOnlyTheProtocolAndEOFEndsIt(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := writeConfig(t, fmt.Sprintf(`
+data_dir: %s
+embedder: glove
+mcpServers:
+  notes:
+    command: %q
+    env: { CONTEXTD_TEST_EXEC: changing-upstream, FAKE_TRIGGER: %q }
+`, t.TempDir(), self, filepath.Join(t.TempDir(), "never")))
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, self, "mcp", "--config", cfg, "--log-level", "debug")
+	cmd.Env = append(os.Environ(), "CONTEXTD_TEST_EXEC=contextd")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprint(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}
+{"jsonrpc":"2.0","method":"notifications/initialized"}
+{"jsonrpc":"2.0","id":2,"method":"resources/list"}
+`)
+	var all strings.Builder
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(nil, 1<<20)
+	listed := false
+	for !listed && sc.Scan() {
+		l := sc.Text()
+		all.WriteString(l + "\n")
+		var msg struct {
+			JSONRPC string          `json:"jsonrpc"`
+			ID      float64         `json:"id"`
+			Result  json.RawMessage `json:"result"`
+		}
+		if err := json.Unmarshal([]byte(l), &msg); err != nil || msg.JSONRPC != "2.0" {
+			t.Errorf("stdout line is not a JSON-RPC message: %q", l)
+			continue
+		}
+		if msg.ID == 2 {
+			listed = true
+			if !strings.Contains(string(msg.Result), "contextd:resource/notes/doc://notes") {
+				t.Errorf("resources/list = %s, want the upstream's resources", msg.Result)
+			}
+		}
+	}
+	if !listed {
+		t.Errorf("no answer to resources/list on stdout:\n%s", all.String())
+	}
+	stdin.Close() // the host goes away
+	rest, _ := io.ReadAll(stdout)
+	if len(bytes.TrimSpace(rest)) > 0 {
+		t.Errorf("stdout after the last answer: %q", rest)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("contextd mcp after stdin closed: %v, want exit 0\nstderr:\n%s", err, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "level=") {
+		t.Errorf("no log line on stderr at --log-level debug:\n%s", stderr.String())
+	}
+}

@@ -1,0 +1,280 @@
+package mcpserver
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/contextd/contextd/internal/engine"
+	"github.com/contextd/contextd/internal/resource"
+)
+
+// Keys of the _meta contextd puts on resources and content it re-exposes.
+const (
+	MetaServer = "contextd/server" // the configured upstream server name
+	MetaURI    = "contextd/uri"    // the upstream's URI, byte for byte
+)
+
+// refresh brings the resource list up to date with the mirrors that changed
+// since the last call (a sync ran, or the count moved), in one batch, so the
+// go-sdk sends connected sessions one notifications/resources/list_changed.
+func (s *Server) refresh() {
+	s.refreshing.Lock()
+	defer s.refreshing.Unlock()
+	var changed []string
+	s.mu.Lock()
+	for _, st := range s.eng.Servers() {
+		v := mirrorVersion{syncs: st.Syncs, resources: st.Resources, lastSync: st.LastSync}
+		if old, ok := s.seen[st.Server]; !ok || old != v {
+			s.seen[st.Server] = v
+			changed = append(changed, st.Server)
+		}
+	}
+	s.mu.Unlock()
+	for _, server := range changed {
+		descs, err := s.eng.Descriptors(server)
+		if err != nil {
+			s.log.Warn("listing a mirror failed", "server", server, "err", err)
+			continue
+		}
+		s.apply(server, descs)
+	}
+}
+
+// apply replaces server's part of the resource list with descs.
+func (s *Server) apply(server string, descs []resource.Descriptor) {
+	want := make(map[resource.Key]*mcpsdk.Resource, len(descs))
+	for _, d := range descs {
+		want[d.Key()] = descriptor(d)
+	}
+	var gone []string
+	var added []*mcpsdk.Resource
+	s.mu.Lock()
+	for k, r := range s.listed {
+		if k.Server == server && want[k] == nil {
+			gone = append(gone, r.URI)
+			delete(s.listed, k)
+		}
+	}
+	for k, r := range want {
+		if old := s.listed[k]; old == nil || !reflect.DeepEqual(old, r) {
+			s.listed[k] = r
+			added = append(added, r)
+		}
+	}
+	s.mu.Unlock()
+	if len(gone) > 0 {
+		s.mcp.RemoveResources(gone...)
+	}
+	for _, r := range added {
+		s.mcp.AddResource(r, s.readResource)
+	}
+	if len(gone)+len(added) > 0 {
+		s.log.Debug("resource list updated", "server", server, "added_or_changed", len(added), "removed", len(gone))
+	}
+}
+
+// descriptor returns the namespaced MCP descriptor of d.
+func descriptor(d resource.Descriptor) *mcpsdk.Resource {
+	r := &mcpsdk.Resource{
+		URI: ResourceURI(d.Key()), Name: d.Name, Title: d.Title, Description: d.Description,
+		MIMEType: d.MIMEType, Size: d.Size,
+		Meta: mcpsdk.Meta{MetaServer: d.Server, MetaURI: d.URI},
+	}
+	if r.Name == "" {
+		r.Name = d.URI // required by the protocol
+	}
+	if len(d.Audience) > 0 || d.Priority != 0 || d.LastModified != "" {
+		a := &mcpsdk.Annotations{Priority: d.Priority, LastModified: d.LastModified}
+		for _, role := range d.Audience {
+			a.Audience = append(a.Audience, mcpsdk.Role(role))
+		}
+		r.Annotations = a
+	}
+	return r
+}
+
+// readResource serves resources/read of a namespaced URI through the
+// engine's mirror of its server.
+func (s *Server) readResource(ctx context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+	uri := req.Params.URI
+	k, err := ParseResourceURI(uri)
+	if err != nil {
+		return nil, rpcError(ctx, err, uri)
+	}
+	s.waitReady(ctx, []string{k.Server})
+	cs, _, err := s.eng.Read(ctx, k)
+	if err != nil {
+		return nil, rpcError(ctx, err, uri)
+	}
+	out := &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{}}
+	var bad []string
+	for _, c := range cs {
+		if c.Error != "" {
+			bad = append(bad, c.Error)
+			continue
+		}
+		out.Contents = append(out.Contents, contents(k, c))
+	}
+	if len(out.Contents) == 0 && len(bad) > 0 {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("server %q: read %q: no usable content item: %s", k.Server, k.URI, strings.Join(bad, "; "))}
+	}
+	return out, nil
+}
+
+// contents returns one upstream content item under its namespaced URI
+// (an item whose own URI differs from the one read keeps it, namespaced).
+func contents(read resource.Key, c resource.Content) *mcpsdk.ResourceContents {
+	k := read
+	if c.URI != "" {
+		k.URI = c.URI
+	}
+	rc := &mcpsdk.ResourceContents{URI: ResourceURI(k), MIMEType: c.MIMEType, Meta: mcpsdk.Meta{MetaServer: k.Server, MetaURI: k.URI}}
+	if c.IsBlob {
+		rc.Blob = c.Blob
+		if rc.Blob == nil {
+			rc.Blob = []byte{}
+		}
+	} else {
+		rc.Text = c.Text
+	}
+	return rc
+}
+
+// readContext serves resources/read of contextd:context?task=…&budget=….
+func (s *Server) readContext(ctx context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+	uri := req.Params.URI
+	u, err := url.Parse(uri)
+	if err != nil || u.Scheme+":"+u.Opaque != contextPrefix {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("%q is not of the form %s", uri, ContextTemplate)}
+	}
+	q := u.Query()
+	budget := DefaultBudget
+	if b := q.Get("budget"); b != "" {
+		if budget, err = strconv.Atoi(b); err != nil {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("budget %q is not a whole number of tokens", b)}
+		}
+	}
+	res, err := s.assemble(ctx, req.Session, engine.AssembleRequest{Query: q.Get("task"), TokenBudget: budget})
+	if err != nil {
+		return nil, rpcError(ctx, err, uri)
+	}
+	out := &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{}}
+	for _, it := range res.Items {
+		for _, c := range it.Contents {
+			out.Contents = append(out.Contents, contents(it.Key(), c.Content))
+		}
+	}
+	return out, nil
+}
+
+// listenEra is the first protocol version whose subscriptions are
+// subscriptions/listen streams rather than resources/subscribe.
+const listenEra = "2026-07-28"
+
+// subscribe accepts resources/subscribe for a namespaced URI whose server
+// offers subscriptions, and reads the resource once through the mirror,
+// which subscribes upstream before it reads.
+func (s *Server) subscribe(ctx context.Context, req *mcpsdk.SubscribeRequest) error {
+	uri := req.Params.URI
+	k, err := ParseResourceURI(uri)
+	if err != nil {
+		return rpcError(ctx, err, uri)
+	}
+	s.waitReady(ctx, []string{k.Server})
+	found := false
+	for _, st := range s.eng.Servers() {
+		if st.Server != k.Server {
+			continue
+		}
+		found = true
+		switch {
+		case st.Syncs > 0 && !st.Capabilities.Subscribe:
+			return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("server %q does not offer resource subscriptions: its resources' updates cannot be relayed (its list changes still are, as notifications/resources/list_changed)", k.Server)}
+		case st.Protocol >= listenEra:
+			// The mirrors subscribe with resources/subscribe only.
+			return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("server %q speaks MCP %s, whose subscriptions (subscriptions/listen) contextd does not hold upstream: its resources' updates cannot be relayed", k.Server, st.Protocol)}
+		}
+	}
+	if !found {
+		return rpcError(ctx, fmt.Errorf("%w: unknown server %q", engine.ErrInvalidArgument, k.Server), uri)
+	}
+	// Counted before the read, so an update that arrives while it is in
+	// flight is relayed.
+	s.mu.Lock()
+	s.subs[k]++
+	s.mu.Unlock()
+	if _, _, err := s.eng.Read(ctx, k); err != nil {
+		s.drop(k)
+		return rpcError(ctx, err, uri)
+	}
+	return nil
+}
+
+// drop forgets one downstream subscription to k.
+func (s *Server) drop(k resource.Key) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.subs[k] > 1 {
+		s.subs[k]--
+	} else {
+		delete(s.subs, k)
+	}
+}
+
+func (s *Server) unsubscribe(ctx context.Context, req *mcpsdk.UnsubscribeRequest) error {
+	k, err := ParseResourceURI(req.Params.URI)
+	if err != nil {
+		return rpcError(ctx, err, req.Params.URI)
+	}
+	s.drop(k)
+	return nil
+}
+
+// updated relays an upstream notifications/resources/updated (called from
+// the SDK's reader goroutine: it must not block) and, when a downstream
+// session subscribed to the resource, reads it again in the background, so
+// the mirror keeps its upstream subscription (and the next read is cached).
+func (s *Server) updated(k resource.Key) {
+	s.mu.Lock()
+	subscribed := s.subs[k] > 0 && !s.stopped
+	again := subscribed && !s.rereads[k]
+	if again {
+		s.rereads[k] = true
+	}
+	s.mu.Unlock()
+	if !subscribed {
+		return
+	}
+	s.relays.Go(func() {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go func() {
+			select {
+			case <-s.stop:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		if err := s.mcp.ResourceUpdated(ctx, &mcpsdk.ResourceUpdatedNotificationParams{URI: ResourceURI(k)}); err != nil {
+			s.log.Debug("relaying resources/updated failed", "uri", k.URI, "err", err)
+		}
+		if !again {
+			return
+		}
+		defer func() {
+			s.mu.Lock()
+			delete(s.rereads, k)
+			s.mu.Unlock()
+		}()
+		if _, _, err := s.eng.Read(ctx, k); err != nil {
+			s.log.Debug("re-reading an updated resource failed", "server", k.Server, "uri", k.URI, "err", err)
+		}
+	})
+}

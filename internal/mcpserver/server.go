@@ -1,0 +1,331 @@
+// Package mcpserver serves contextd to MCP hosts (Claude Desktop, Claude
+// Code, VS Code, …) as an MCP server, on the go-sdk's server side, driven by
+// the same [engine.Engine] as the gRPC API: one pipeline, one set of rules.
+//
+// What a host sees:
+//   - Tools: assemble_context (the packed items for a task within a token
+//     budget, as embedded resources, with structured content matching the
+//     published output schema) and search_resources (ranked resource links
+//     with scores).
+//   - Resources: every mirrored resource of every upstream server, under
+//     contextd:resource/<server>/<uri> (see ResourceURI), with the
+//     upstream's name, title, description, MIME type, size and annotations.
+//     Reads go through the engine's mirror and cache. A template
+//     (contextd:resource/{server}/{+uri}) reads any upstream URI, listed or
+//     not; another (ContextTemplate) assembles context for a task and
+//     budget. The list is the go-sdk's, paginated (Options.PageSize), and
+//     follows the mirrors: Run checks them every Options.CheckInterval and
+//     applies all changes found at once, so a host gets at most one
+//     notifications/resources/list_changed per check.
+//   - Subscriptions: resources/subscribe on a namespaced URI reads the
+//     resource once through its mirror, which subscribes upstream (on
+//     servers that offer subscriptions); the upstream's
+//     notifications/resources/updated is relayed as
+//     notifications/resources/updated for the namespaced URI to the
+//     sessions that subscribed. Install it with a Relay.
+//   - Prompt: "context" (task, budget) returns the assembled context as
+//     embedded resources in user messages, and the task.
+//   - Completions: server names for the {server} variable, and the
+//     session's recent tasks for "task" arguments.
+//
+// contextd does not tell its callers apart, so it exposes through MCP what
+// the gRPC API exposes and nothing more: results marked cacheScope private
+// are read per request, never kept here; no upstream configuration
+// (commands, URLs, headers) is shown; a session's recent tasks are offered
+// to that session only.
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/contextd/contextd/internal/engine"
+	"github.com/contextd/contextd/internal/mcp"
+	"github.com/contextd/contextd/internal/resource"
+	ctxsync "github.com/contextd/contextd/internal/sync"
+)
+
+// Defaults for Options fields left zero.
+const (
+	DefaultBudget        = 2000
+	DefaultPageSize      = 100
+	DefaultCheckInterval = 250 * time.Millisecond
+	DefaultReadyWait     = 30 * time.Second
+)
+
+// Options configures New.
+type Options struct {
+	// Name and Version are the serverInfo sent in initialize. Empty means
+	// "contextd" and "dev".
+	Name, Version string
+	// Logger; nil discards. Never stdout when serving stdio.
+	Logger *slog.Logger
+	// PageSize is how many resources one resources/list page holds. Zero
+	// means DefaultPageSize.
+	PageSize int
+	// CheckInterval is how often Run looks for changed mirrors and applies
+	// what changed to the resource list. Zero means DefaultCheckInterval.
+	CheckInterval time.Duration
+	// ReadyWait is how long a request waits for the servers it needs to
+	// finish their first sync (a host starting contextd asks at once).
+	// Zero means DefaultReadyWait.
+	ReadyWait time.Duration
+	// Relay, when set, is the Relay whose WrapMirror was given to the
+	// engine (engine.Options.Mirror): upstream resource updates reach this
+	// server through it. Nil means updates are not relayed.
+	Relay *Relay
+}
+
+// A Relay carries upstream notifications/resources/updated from the
+// engine's mirrors to a Server. The engine is built before the Server, so
+// the Relay is created first, given to the engine (WrapMirror), then to New.
+type Relay struct {
+	mu sync.Mutex
+	s  *Server
+}
+
+// WrapMirror installs the relay on a mirror's options; pass it as (or call
+// it from) engine.Options.Mirror. The mirror's own handling of the
+// notification is unchanged; updates that arrive before New bound the
+// Relay are not relayed (nobody can have subscribed yet).
+func (r *Relay) WrapMirror(o *ctxsync.Options) {
+	dial, server := o.Dial, o.Server
+	o.Dial = func(ctx context.Context, mo *mcp.Options) (*mcp.Session, error) {
+		inner := mo.OnUpdated
+		mo.OnUpdated = func(uri string) {
+			if inner != nil {
+				inner(uri)
+			}
+			r.mu.Lock()
+			s := r.s
+			r.mu.Unlock()
+			if s != nil {
+				s.updated(resource.Key{Server: server, URI: uri})
+			}
+		}
+		return dial(ctx, mo)
+	}
+}
+
+// A Server is contextd's MCP server. Create it with New, run Run beside the
+// engine, and connect transports to MCP().
+type Server struct {
+	eng  *engine.Engine
+	log  *slog.Logger
+	mcp  *mcpsdk.Server
+	opts Options
+
+	// mu guards the fields that follow.
+	mu      sync.Mutex
+	listed  map[resource.Key]*mcpsdk.Resource // what the resource list holds
+	seen    map[string]mirrorVersion          // per server, when listed was last brought up to date
+	subs    map[resource.Key]int              // downstream subscriptions per resource
+	rereads map[resource.Key]bool             // re-reads in flight after an update
+	recent  map[*mcpsdk.ServerSession][]string
+	order   []*mcpsdk.ServerSession // sessions in recent, oldest first
+	stopped bool                    // Run has returned: no more relays start
+
+	refreshing sync.Mutex     // one refresh at a time, so a list waits for one in flight
+	relays     sync.WaitGroup // re-reads after relayed updates
+	stop       chan struct{}  // closed when Run returns
+}
+
+// mirrorVersion is what Run compares to see that a mirror may have changed.
+type mirrorVersion struct {
+	syncs, resources int
+	lastSync         time.Time
+}
+
+// New returns the server for eng, with its tools, prompt, templates and
+// handlers registered. The resource list fills as Run finds the mirrors
+// synced.
+func New(eng *engine.Engine, opts *Options) *Server {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Name == "" {
+		o.Name = "contextd"
+	}
+	if o.Version == "" {
+		o.Version = "dev"
+	}
+	if o.PageSize <= 0 {
+		o.PageSize = DefaultPageSize
+	}
+	if o.CheckInterval <= 0 {
+		o.CheckInterval = DefaultCheckInterval
+	}
+	if o.ReadyWait <= 0 {
+		o.ReadyWait = DefaultReadyWait
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{
+		eng: eng, log: log, opts: o,
+		listed:  map[resource.Key]*mcpsdk.Resource{},
+		seen:    map[string]mirrorVersion{},
+		subs:    map[resource.Key]int{},
+		rereads: map[resource.Key]bool{},
+		recent:  map[*mcpsdk.ServerSession][]string{},
+		stop:    make(chan struct{}),
+	}
+	// Capabilities are declared exactly as served: tools, prompts and
+	// resources whose lists change (the resource list does), resource
+	// subscriptions, and completions. No logging capability: logs go to
+	// contextd's own log, never to the protocol stream.
+	s.mcp = mcpsdk.NewServer(&mcpsdk.Implementation{Name: o.Name, Title: "contextd", Version: o.Version}, &mcpsdk.ServerOptions{
+		Instructions: instructions,
+		Logger:       log,
+		PageSize:     o.PageSize,
+		Capabilities: &mcpsdk.ServerCapabilities{
+			Tools:       &mcpsdk.ToolCapabilities{ListChanged: false},
+			Prompts:     &mcpsdk.PromptCapabilities{ListChanged: false},
+			Resources:   &mcpsdk.ResourceCapabilities{ListChanged: true, Subscribe: true},
+			Completions: &mcpsdk.CompletionCapabilities{},
+		},
+		// A read's contents may be one user's (upstream cacheScope
+		// private): no intermediary may keep them, and nobody should
+		// keep them past the answer (ttlMs 0: immediately stale).
+		SetCacheable: func(_ context.Context, req mcpsdk.Request, c *mcpsdk.Cacheable) {
+			if _, ok := req.(*mcpsdk.ReadResourceRequest); ok {
+				c.TTLMs, c.CacheScope = 0, "private"
+			}
+		},
+		SubscribeHandler:   s.subscribe,
+		UnsubscribeHandler: s.unsubscribe,
+		CompletionHandler:  s.complete,
+	})
+	// A host asks for the list as soon as it has started contextd: the
+	// first lists wait (at most ReadyWait) for the mirrors' first sync,
+	// so they are not answered empty.
+	s.mcp.AddReceivingMiddleware(func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
+		return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
+			if method == "resources/list" {
+				s.waitReady(ctx, nil)
+				s.refresh()
+			}
+			return next(ctx, method, req)
+		}
+	})
+	if o.Relay != nil {
+		o.Relay.mu.Lock()
+		o.Relay.s = s
+		o.Relay.mu.Unlock()
+	}
+	s.addTools()
+	s.addPrompt()
+	s.mcp.AddResourceTemplate(&mcpsdk.ResourceTemplate{
+		URITemplate: resourceTemplate,
+		Name:        "upstream-resource",
+		Title:       "A resource of an upstream MCP server",
+		Description: "Any resource of a server contextd mirrors, listed or not, read through contextd's mirror and cache: server is the configured server name, uri the server's own URI (percent-encode %, ?, #, spaces and non-ASCII characters).",
+	}, s.readResource)
+	s.mcp.AddResourceTemplate(&mcpsdk.ResourceTemplate{
+		URITemplate: ContextTemplate,
+		Name:        "assembled-context",
+		Title:       "Assembled context for a task",
+		Description: fmt.Sprintf("The resources of every mirrored server that best serve a task, read and packed within a token budget (default %d): each content item is one resource (or the sections of it that fit), its URI the resource's contextd: URI.", DefaultBudget),
+	}, s.readContext)
+	return s
+}
+
+const instructions = `contextd fronts the user's MCP servers: it mirrors their resources, ranks them for a task and packs the best within a token budget.
+Call assemble_context with the task in plain words before answering a question that may depend on the user's documents, code or data; call search_resources to see what exists without reading it.
+Resource URIs have the form contextd:resource/<server>/<upstream URI, percent-encoded>.`
+
+// MCP returns the go-sdk server, to connect transports to (Run, Connect,
+// NewStreamableHTTPHandler).
+func (s *Server) MCP() *mcpsdk.Server { return s.mcp }
+
+// Run keeps the resource list in step with the mirrors until ctx ends. It
+// brings it up to date at once, then every Options.CheckInterval.
+func (s *Server) Run(ctx context.Context) error {
+	defer func() {
+		s.mu.Lock()
+		s.stopped = true
+		s.mu.Unlock()
+		close(s.stop)
+		s.relays.Wait()
+	}()
+	t := time.NewTicker(s.opts.CheckInterval)
+	defer t.Stop()
+	for {
+		s.refresh()
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// HTTPHandler returns the Streamable HTTP handler of the server. Served on
+// a loopback address, it refuses requests whose Host header is not a
+// loopback name or address (the go-sdk's DNS rebinding protection), and
+// cross-origin requests from browsers (Sec-Fetch-Site or Origin, see
+// http.CrossOriginProtection): a web page the user visits must not reach
+// the user's resources through it.
+func (s *Server) HTTPHandler() http.Handler {
+	return mcpsdk.NewStreamableHTTPHandler(func(*http.Request) *mcpsdk.Server { return s.mcp },
+		&mcpsdk.StreamableHTTPOptions{Logger: s.log, CrossOriginProtection: http.NewCrossOriginProtection()})
+}
+
+// waitReady waits, at most ReadyWait, until the servers in scope (every
+// configured server when none are named) have finished their first sync.
+// A server that never gets there only delays the request; it is answered
+// with what is mirrored.
+func (s *Server) waitReady(ctx context.Context, servers []string) {
+	if len(servers) == 0 {
+		for _, st := range s.eng.Servers() {
+			servers = append(servers, st.Server)
+		}
+	}
+	t := time.NewTimer(s.opts.ReadyWait)
+	defer t.Stop()
+	for _, name := range servers {
+		ch := s.eng.Ready(name)
+		if ch == nil {
+			continue
+		}
+		select {
+		case <-ch:
+		case <-t.C:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// rpcError maps an engine or upstream error to a JSON-RPC error with a
+// clear message. uri names the resource, for not-found errors.
+func rpcError(ctx context.Context, err error, uri string) error {
+	var je *jsonrpc.Error
+	var nf *mcp.NotFoundError
+	switch {
+	case errors.As(err, &je):
+		return je
+	case ctx.Err() != nil:
+		return ctx.Err() // the SDK answers a cancelled request itself
+	case errors.Is(err, errNotOurs), errors.Is(err, engine.ErrInvalidArgument):
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
+	case errors.As(err, &nf):
+		e := mcpsdk.ResourceNotFoundError(uri).(*jsonrpc.Error)
+		e.Message = "Resource not found: " + err.Error()
+		return e
+	case errors.Is(err, engine.ErrUnavailable), errors.Is(err, ctxsync.ErrUnavailable):
+		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "upstream unavailable: " + err.Error()}
+	}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+}
