@@ -16,8 +16,8 @@ import (
 
 	"github.com/contextd/contextd/internal/config"
 	"github.com/contextd/contextd/internal/engine"
-	"github.com/contextd/contextd/internal/redact"
 	"github.com/contextd/contextd/internal/mcpserver"
+	"github.com/contextd/contextd/internal/redact"
 	"github.com/contextd/contextd/internal/service"
 )
 
