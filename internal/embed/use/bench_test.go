@@ -14,6 +14,12 @@ const benchDescriptor = "search_issues: Search GitHub issues and pull requests a
 	"string, filtered by state, labels, milestone and assignee; returns up to one hundred results sorted by " +
 	"the last update, each with its title, number, author, labels and URL."
 
+// benchLongQuery is a multi-step agent task of about 100 tokens.
+const benchLongQuery = "First find the failing integration test in the payments service from last night's CI run, " +
+	"read its logs and the stack trace, then open the source file that raised the exception and the recent " +
+	"commits touching it; summarise what changed, propose a minimal fix with a regression test, and draft " +
+	"a pull request description that links the original issue and lists the risks for the on-call reviewer."
+
 func benchEmbed(b *testing.B, text string) {
 	e := &Embedder{m: testModel(b)}
 	ids, _ := e.Tokenize(text)
@@ -32,6 +38,10 @@ func BenchmarkEmbedQuery(b *testing.B) { benchEmbed(b, benchQuery) }
 
 // BenchmarkEmbedDescriptor embeds a 40-word tool description.
 func BenchmarkEmbedDescriptor(b *testing.B) { benchEmbed(b, benchDescriptor) }
+
+// BenchmarkEmbedLongQuery embeds a multi-step task query of about 100
+// tokens.
+func BenchmarkEmbedLongQuery(b *testing.B) { benchEmbed(b, benchLongQuery) }
 
 // BenchmarkEmbedBatch embeds 64 descriptors per op with EmbedBatch and
 // reports texts per second over all cores.

@@ -164,9 +164,8 @@ func (m *model) embed(texts []string, out [][]float32, limit int) int {
 		}
 		m.scratch.Put(s)
 	}()
-	var seqs [][]int32
 	s.ids = s.ids[:0]
-	var bounds []int
+	s.bounds = s.bounds[:0]
 	total := 0
 	k := 0
 	for ; k < len(texts); k++ {
@@ -177,14 +176,15 @@ func (m *model) embed(texts []string, out [][]float32, limit int) int {
 		}
 		total += len(ids)
 		s.ids = append(s.ids, ids...)
-		bounds = append(bounds, len(s.ids))
+		s.bounds = append(s.bounds, len(s.ids))
 	}
-	seqs = make([][]int32, k)
+	s.seqs = s.seqs[:0]
 	start := 0
-	for i, end := range bounds {
-		seqs[i] = s.ids[start:end:end]
+	for _, end := range s.bounds {
+		s.seqs = append(s.seqs, s.ids[start:end:end])
 		start = end
 	}
+	seqs := s.seqs
 	ok := m.forward(s, seqs, out[:k])
 	for i, good := range ok {
 		if !good {

@@ -1,0 +1,71 @@
+//go:build !purego
+
+package use
+
+import "golang.org/x/sys/cpu"
+
+// haveSIMD reports whether the CPU (and the operating system) supports
+// AVX2 and FMA, which the assembly kernel needs.
+var haveSIMD = cpu.X86.HasAVX2 && cpu.X86.HasFMA
+
+// dot4x3 sets dst[r*ds+c] = bias[c] + Σ_{i<k} x[r*xs+i]·w[c*ws+i] for
+// the 3 rows r and 4 columns c (bias nil: +0). Strides are in floats; a
+// stride of 0 repeats a row. Each sum accumulates eight lanes with fused
+// multiply-adds in input order (lane i mod 8), the last k mod 8 floats
+// under a mask, then adds the lanes pairwise; so a result does not depend
+// on which row or column of the block it is in.
+//
+//go:noescape
+func dot4x3(k int, x *float32, xs int, w *float32, ws int, dst *float32, ds int, bias *float32)
+
+// gemmSIMD is [gemm] on the assembly kernel: blocks of 3 rows × 4
+// columns, rows in tiles that stay in cache while each block of 4 columns
+// of w (at most 24 KiB) is used for every row of the tile. Leftover rows
+// and columns run through the same kernel with a stride of 0, so every
+// result is computed the same way.
+func gemmSIMD(dst []float32, ds int, x []float32, xs, rows int, w []float32, ws, cols, k int, bias []float32) {
+	if rows == 0 || cols == 0 {
+		return
+	}
+	checkGemm(dst, ds, x, xs, rows, w, ws, cols, k, bias)
+	if k == 0 {
+		gemmGo(dst, ds, x, xs, rows, w, ws, cols, k, bias)
+		return
+	}
+	tile := max(3, tileFloats/k/3*3)
+	for r0 := 0; r0 < rows; r0 += tile {
+		r1 := min(rows, r0+tile)
+		c := 0
+		for ; c+4 <= cols; c += 4 {
+			wp := &w[c*ws]
+			var bp *float32
+			if bias != nil {
+				bp = &bias[c]
+			}
+			r := r0
+			for ; r+3 <= r1; r += 3 {
+				dot4x3(k, &x[r*xs], xs, wp, ws, &dst[r*ds+c], ds, bp)
+			}
+			for ; r < r1; r++ {
+				dot4x3(k, &x[r*xs], 0, wp, ws, &dst[r*ds+c], 0, bp)
+			}
+		}
+		// Leftover columns, one at a time as four copies, into a buffer.
+		for ; c < cols; c++ {
+			var b4 [4]float32
+			if bias != nil {
+				b4 = [4]float32{bias[c], bias[c], bias[c], bias[c]}
+			}
+			var buf [12]float32
+			r := r0
+			for ; r+3 <= r1; r += 3 {
+				dot4x3(k, &x[r*xs], xs, &w[c*ws], 0, &buf[0], 4, &b4[0])
+				dst[r*ds+c], dst[(r+1)*ds+c], dst[(r+2)*ds+c] = buf[0], buf[4], buf[8]
+			}
+			for ; r < r1; r++ {
+				dot4x3(k, &x[r*xs], 0, &w[c*ws], 0, &buf[0], 4, &b4[0])
+				dst[r*ds+c] = buf[0]
+			}
+		}
+	}
+}

@@ -1,0 +1,192 @@
+package use
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// kernelPaths returns the values of simd this build and CPU can run: the
+// plain-Go kernel always, the assembly one where there is one.
+func kernelPaths() []bool {
+	if haveSIMD {
+		return []bool{false, true}
+	}
+	return []bool{false}
+}
+
+func pathName(on bool) string {
+	if on {
+		return "simd"
+	}
+	return "go"
+}
+
+// withKernel runs f with simd set to on, and restores it.
+func withKernel(t *testing.T, on bool, f func(t *testing.T)) {
+	t.Helper()
+	t.Run(pathName(on), func(t *testing.T) {
+		old := simd
+		simd = on
+		defer func() { simd = old }()
+		f(t)
+	})
+}
+
+// gemmCase is a product with awkward sizes and with padding between rows,
+// which holds NaN so that a kernel reading or writing outside a row shows.
+type gemmCase struct {
+	rows, cols, k   int
+	xs, ws, ds      int
+	x, w, bias, dst []float32
+}
+
+func newGemmCase(rng *rand.Rand, rows, cols, k int, withBias bool) *gemmCase {
+	c := &gemmCase{rows: rows, cols: cols, k: k}
+	c.xs, c.ws, c.ds = k+rng.IntN(9), k+rng.IntN(9), cols+rng.IntN(5)
+	nan := float32(math.NaN())
+	fill := func(n, stride, width int) []float32 {
+		s := make([]float32, max(0, (n-1)*stride+width))
+		for i := range s {
+			if i%stride < width {
+				s[i] = rng.Float32()*2 - 1
+			} else {
+				s[i] = nan
+			}
+		}
+		return s
+	}
+	c.x = fill(rows, c.xs, k)
+	c.w = fill(cols, c.ws, k)
+	if withBias {
+		c.bias = fill(1, cols, cols)
+	}
+	c.dst = make([]float32, max(0, (rows-1)*c.ds+cols))
+	for i := range c.dst {
+		c.dst[i] = nan
+	}
+	return c
+}
+
+func (c *gemmCase) run(f func(dst []float32, ds int, x []float32, xs, rows int, w []float32, ws, cols, k int, bias []float32)) []float32 {
+	dst := append([]float32(nil), c.dst...)
+	f(dst, c.ds, c.x, c.xs, c.rows, c.w, c.ws, c.cols, c.k, c.bias)
+	return dst
+}
+
+// check compares got with the float64 product: each result within the
+// rounding bound of a float32 sum of k+1 terms, (k+2)·2⁻²⁴·Σ|terms|, and
+// the padding of dst untouched.
+func (c *gemmCase) check(t *testing.T, name string, got []float32) {
+	t.Helper()
+	const u = 1.0 / (1 << 24)
+	bad := 0
+	for i, v := range got {
+		r, col := i/c.ds, i%c.ds
+		if col >= c.cols {
+			if !math.IsNaN(float64(v)) {
+				t.Errorf("%s: wrote padding dst[%d] (row %d, column %d)", name, i, r, col)
+				bad++
+			}
+			continue
+		}
+		var want, mag float64
+		if c.bias != nil {
+			want, mag = float64(c.bias[col]), math.Abs(float64(c.bias[col]))
+		}
+		for j := range c.k {
+			p := float64(c.x[r*c.xs+j]) * float64(c.w[col*c.ws+j])
+			want += p
+			mag += math.Abs(p)
+		}
+		if d := math.Abs(float64(v) - want); !(d <= float64(c.k+2)*u*mag) {
+			t.Errorf("%s: dst[%d][%d] = %v, want %v (error %.2g, bound %.2g)", name, r, col, v, want, d, float64(c.k+2)*u*mag)
+			bad++
+		}
+		if bad > 5 {
+			t.FailNow()
+		}
+	}
+}
+
+// TestGemmKernelsAgree runs both kernels on products of awkward sizes and
+// checks each against the float64 product and against the other.
+func TestGemmKernelsAgree(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	ks := []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 127, 128, 255, 256, 512, 1536}
+	shapes := [][2]int{{1, 1}, {1, 4}, {1, 5}, {2, 3}, {3, 4}, {3, 8}, {4, 7}, {5, 2}, {7, 9}, {13, 12}, {50, 17}}
+	for _, k := range ks {
+		for _, sh := range shapes {
+			for _, withBias := range []bool{true, false} {
+				c := newGemmCase(rng, sh[0], sh[1], k, withBias)
+				name := fmt.Sprintf("k=%d %dx%d bias=%v", k, sh[0], sh[1], withBias)
+				g := c.run(gemmGo)
+				c.check(t, name+" go", g)
+				if !haveSIMD {
+					continue
+				}
+				s := c.run(gemmSIMD)
+				c.check(t, name+" simd", s)
+				for i := range s {
+					if d := math.Abs(float64(s[i] - g[i])); d > 1e-5*float64(max(k, 1)) {
+						t.Errorf("%s: element %d: simd %v, go %v", name, i, s[i], g[i])
+					}
+				}
+			}
+		}
+	}
+	if !haveSIMD {
+		t.Log("no assembly kernel in this build or on this CPU: checked the Go kernel only")
+	}
+}
+
+// TestGemmRowIndependent checks, on each kernel, that a result is the
+// same bits whether its row and column are computed alone or inside a
+// larger product, at every position of the kernels' blocks: what makes
+// EmbedBatch return exactly what Embed does.
+func TestGemmRowIndependent(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, on := range kernelPaths() {
+		withKernel(t, on, func(t *testing.T) {
+			for _, k := range []int{1, 7, 8, 9, 64, 257} {
+				c := newGemmCase(rng, 11, 10, k, true)
+				all := c.run(gemm)
+				for r := range c.rows {
+					for col := range c.cols {
+						var one [1]float32
+						gemm(one[:], 1, c.x[r*c.xs:], c.xs, 1, c.w[col*c.ws:], c.ws, 1, k, c.bias[col:])
+						if got := all[r*c.ds+col]; math.Float32bits(got) != math.Float32bits(one[0]) {
+							t.Fatalf("k=%d: [%d][%d] is %v in the product, %v alone", k, r, col, got, one[0])
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestGemmShortSlice checks that a product whose slices are too short for
+// its shape panics instead of reaching past them.
+func TestGemmShortSlice(t *testing.T) {
+	for _, on := range kernelPaths() {
+		withKernel(t, on, func(t *testing.T) {
+			x, w, dst := make([]float32, 2*8), make([]float32, 4*8), make([]float32, 2*4)
+			for name, f := range map[string]func(){
+				"x":    func() { gemm(dst, 4, x[:15], 8, 2, w, 8, 4, 8, nil) },
+				"w":    func() { gemm(dst, 4, x, 8, 2, w[:31], 8, 4, 8, nil) },
+				"dst":  func() { gemm(dst[:7], 4, x, 8, 2, w, 8, 4, 8, nil) },
+				"bias": func() { gemm(dst, 4, x, 8, 2, w, 8, 4, 8, make([]float32, 3)) },
+			} {
+				func() {
+					defer func() {
+						if recover() == nil {
+							t.Errorf("short %s: no panic", name)
+						}
+					}()
+					f()
+				}()
+			}
+		})
+	}
+}
