@@ -111,7 +111,8 @@ func BenchmarkTokenize(b *testing.B) {
 
 // BenchmarkLinear runs the feed-forward block's first product (94 rows of
 // 512 inputs to 1,536 outputs, 74 million multiply-adds) on one goroutine
-// with each kernel, and reports multiply-adds per second.
+// with each kernel (the assembly one on float32 and on float16 weights),
+// and reports multiply-adds per second.
 func BenchmarkLinear(b *testing.B) {
 	const rows, in, out = 94, modelDim, ffnDim
 	m := testModel(b)
@@ -121,17 +122,24 @@ func BenchmarkLinear(b *testing.B) {
 		x[i] = float32(i%17)/17 - 0.5
 	}
 	dst := make([]float32, rows*out)
-	for _, on := range kernelPaths() {
-		b.Run(pathName(on), func(b *testing.B) {
+	run := func(name string, on bool, w matrix) {
+		b.Run(name, func(b *testing.B) {
 			old := simd
 			simd = on
 			defer func() { simd = old }()
 			cpu := startCPU(b)
 			for b.Loop() {
-				linear(1, dst, x, rows, in, l.ffn1W, l.ffn1B)
+				linear(1, dst, x, rows, in, w, l.ffn1B)
 			}
 			cpu.report()
 			b.ReportMetric(float64(rows*in*out)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
 		})
+	}
+	run("go", false, matrix{f32: l.ffn1W.f32})
+	if haveSIMD {
+		run("simd", true, matrix{f32: l.ffn1W.f32})
+	}
+	if l.ffn1W.f16 != nil {
+		run("simd-f16", true, l.ffn1W)
 	}
 }

@@ -35,7 +35,7 @@ func gemm(dst []float32, ds int, x []float32, xs, rows int, w []float32, ws, col
 
 // checkGemm panics unless the slices hold every element [gemm] reads or
 // writes, so that no kernel touches memory outside them.
-func checkGemm(dst []float32, ds int, x []float32, xs, rows int, w []float32, ws, cols, k int, bias []float32) {
+func checkGemm[W float32 | uint16](dst []float32, ds int, x []float32, xs, rows int, w []W, ws, cols, k int, bias []float32) {
 	if rows == 0 || cols == 0 {
 		return
 	}
@@ -46,12 +46,40 @@ func checkGemm(dst []float32, ds int, x []float32, xs, rows int, w []float32, ws
 	}
 }
 
+// A matrix is a weight matrix, [out, in] row-major, in float32 and, when
+// the assembly kernel can read it so, in float16 too: the data file's
+// own values, which widen exactly, so the results are the same bits in
+// half the bytes to stream from memory.
+type matrix struct {
+	f32 []float32
+	f16 []uint16 // nil unless the weights are float16 and haveF16
+}
+
+// sub returns the matrix from element off on.
+func (w matrix) sub(off int) matrix {
+	v := matrix{f32: w.f32[off:]}
+	if w.f16 != nil {
+		v.f16 = w.f16[off:]
+	}
+	return v
+}
+
 // linear sets out[t*len(b)+o] = b[o] + Σ_i x[t*in+i]·w[o*in+i] for the n
 // rows t of x: a dense layer with its weight matrix w stored transposed,
 // [out, in], so that every output is a dot product of two contiguous rows.
 // It splits the work across par goroutines (see [gemmPar]).
-func linear(par int, out, x []float32, n, in int, w, b []float32) {
+func linear(par int, out, x []float32, n, in int, w matrix, b []float32) {
 	gemmPar(par, out, len(b), x, in, n, w, in, len(b), in, b)
+}
+
+// gemmMatrix is [gemm] on a weight matrix, read in float16 when the
+// assembly kernel is on and the matrix has a float16 copy.
+func gemmMatrix(dst []float32, ds int, x []float32, xs, rows int, w matrix, ws, cols, k int, bias []float32) {
+	if simd && w.f16 != nil {
+		gemmSIMDh(dst, ds, x, xs, rows, w.f16, ws, cols, k, bias)
+		return
+	}
+	gemm(dst, ds, x, xs, rows, w.f32, ws, cols, k, bias)
 }
 
 // parMinWork is the smallest product, in multiply-adds, that [gemmPar]
@@ -59,17 +87,17 @@ func linear(par int, out, x []float32, n, in int, w, b []float32) {
 // wait for a goroutine.
 const parMinWork = 2 << 20
 
-// gemmPar is [gemm] with the columns split into par ranges (multiples of
-// 4) computed in parallel, when the product is large enough to gain from
-// it. Each result is computed exactly as gemm computes it, so the split
-// changes no bit of the output.
-func gemmPar(par int, dst []float32, ds int, x []float32, xs, rows int, w []float32, ws, cols, k int, bias []float32) {
+// gemmPar is [gemmMatrix] with the columns split into par ranges
+// (multiples of 4) computed in parallel, when the product is large enough
+// to gain from it. Each result is computed exactly as gemmMatrix computes
+// it, so the split changes no bit of the output.
+func gemmPar(par int, dst []float32, ds int, x []float32, xs, rows int, w matrix, ws, cols, k int, bias []float32) {
 	par = min(par, cols/8)
 	if par <= 1 || rows*cols*k < parMinWork {
-		gemm(dst, ds, x, xs, rows, w, ws, cols, k, bias)
+		gemmMatrix(dst, ds, x, xs, rows, w, ws, cols, k, bias)
 		return
 	}
-	checkGemm(dst, ds, x, xs, rows, w, ws, cols, k, bias)
+	checkGemm(dst, ds, x, xs, rows, w.f32, ws, cols, k, bias)
 	var wg sync.WaitGroup
 	for p := range par {
 		c0, c1 := p*cols/par/4*4, (p+1)*cols/par/4*4
@@ -80,7 +108,7 @@ func gemmPar(par int, dst []float32, ds int, x []float32, xs, rows int, w []floa
 		if bias != nil {
 			b = bias[c0:c1]
 		}
-		part := func() { gemm(dst[c0:], ds, x, xs, rows, w[c0*ws:], ws, c1-c0, k, b) }
+		part := func() { gemmMatrix(dst[c0:], ds, x, xs, rows, w.sub(c0*ws), ws, c1-c0, k, b) }
 		if p == par-1 {
 			part()
 		} else {

@@ -149,3 +149,103 @@ store:
 	VMOVUPS X12, (DX)(R11*2)
 	VZEROUPPER
 	RET
+
+// func dot4x3h(k int, x *float32, xs int, w *uint16, ws int, dst *float32, ds int, bias *float32)
+//
+// dot4x3 with w in float16, widened exactly to float32 as it is loaded
+// (F16C), for k a multiple of 8: the same operations in the same order.
+TEXT ·dot4x3h(SB), NOSPLIT, $0-64
+	MOVQ k+0(FP), CX
+	MOVQ x+8(FP), SI
+	MOVQ xs+16(FP), R8
+	MOVQ w+24(FP), DI
+	MOVQ ws+32(FP), R9
+	MOVQ dst+40(FP), DX
+	MOVQ ds+48(FP), R11
+	MOVQ bias+56(FP), BX
+	SHLQ $2, R8
+	SHLQ $1, R9
+	SHLQ $2, R11
+	LEAQ (DI)(R9*2), R10
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	MOVQ CX, AX
+	SHRQ $3, AX
+	JZ   hreduce
+
+hloop:
+	VMOVUPS (SI), Y12
+	VMOVUPS (SI)(R8*1), Y13
+	VMOVUPS (SI)(R8*2), Y14
+	VCVTPH2PS (DI), Y15
+	VFMADD231PS Y15, Y12, Y0
+	VFMADD231PS Y15, Y13, Y1
+	VFMADD231PS Y15, Y14, Y2
+	VCVTPH2PS (DI)(R9*1), Y15
+	VFMADD231PS Y15, Y12, Y3
+	VFMADD231PS Y15, Y13, Y4
+	VFMADD231PS Y15, Y14, Y5
+	VCVTPH2PS (R10), Y15
+	VFMADD231PS Y15, Y12, Y6
+	VFMADD231PS Y15, Y13, Y7
+	VFMADD231PS Y15, Y14, Y8
+	VCVTPH2PS (R10)(R9*1), Y15
+	VFMADD231PS Y15, Y12, Y9
+	VFMADD231PS Y15, Y13, Y10
+	VFMADD231PS Y15, Y14, Y11
+	ADDQ $32, SI
+	ADDQ $16, DI
+	ADDQ $16, R10
+	DECQ AX
+	JNZ  hloop
+
+hreduce:
+	// Each sum is ((l0+l1)+(l2+l3)) + ((l4+l5)+(l6+l7)) of its lanes,
+	// then plus the bias: the same order for every row and column.
+	VXORPS Y15, Y15, Y15
+	TESTQ BX, BX
+	JZ   hstore
+	VMOVUPS (BX), X15
+
+hstore:
+	VHADDPS Y3, Y0, Y12
+	VHADDPS Y9, Y6, Y13
+	VHADDPS Y13, Y12, Y12
+	VEXTRACTF128 $1, Y12, X13
+	VADDPS X13, X12, X12
+	VADDPS X15, X12, X12
+	VMOVUPS X12, (DX)
+	VHADDPS Y4, Y1, Y12
+	VHADDPS Y10, Y7, Y13
+	VHADDPS Y13, Y12, Y12
+	VEXTRACTF128 $1, Y12, X13
+	VADDPS X13, X12, X12
+	VADDPS X15, X12, X12
+	VMOVUPS X12, (DX)(R11*1)
+	VHADDPS Y5, Y2, Y12
+	VHADDPS Y11, Y8, Y13
+	VHADDPS Y13, Y12, Y12
+	VEXTRACTF128 $1, Y12, X13
+	VADDPS X13, X12, X12
+	VADDPS X15, X12, X12
+	VMOVUPS X12, (DX)(R11*2)
+	VZEROUPPER
+	RET
+
+// func cpuid1ECX() uint32
+TEXT ·cpuid1ECX(SB), NOSPLIT, $0-4
+	MOVL $1, AX
+	XORL CX, CX
+	CPUID
+	MOVL CX, ret+0(FP)
+	RET

@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/contextd/contextd/internal/embed/use/internal/usefile"
 )
 
 // kernelPaths returns the values of simd this build and CPU can run: the
@@ -188,5 +190,51 @@ func TestGemmShortSlice(t *testing.T) {
 				}()
 			}
 		})
+	}
+}
+
+// TestGemmFloat16Weights checks that the kernel on float16 weights
+// returns the same bits as the float32 kernel on the same weights widened,
+// and that the model's float16 copies widen back to its float32 weights.
+func TestGemmFloat16Weights(t *testing.T) {
+	if !haveF16 {
+		t.Skip("no float16 kernel in this build or on this CPU")
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, k := range []int{0, 8, 16, 24, 64, 256, 1536} {
+		for _, sh := range [][2]int{{1, 1}, {1, 4}, {2, 5}, {3, 4}, {7, 9}, {13, 12}} {
+			c := newGemmCase(rng, sh[0], sh[1], k, true)
+			h := make([]uint16, len(c.w))
+			for i, v := range c.w {
+				h[i] = usefile.F32ToF16(v)
+				c.w[i] = usefile.F16ToF32(h[i])
+			}
+			want := c.run(gemmSIMD)
+			got := c.run(func(dst []float32, ds int, x []float32, xs, rows int, _ []float32, ws, cols, k int, bias []float32) {
+				gemmSIMDh(dst, ds, x, xs, rows, h, ws, cols, k, bias)
+			})
+			for i := range want {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("k=%d %dx%d: element %d: float16 kernel %v, float32 kernel %v", k, sh[0], sh[1], i, got[i], want[i])
+				}
+			}
+		}
+	}
+
+	m := testModel(t)
+	ws := []matrix{m.tanhW}
+	for _, l := range m.layers {
+		ws = append(ws, l.qkvW, l.outW, l.ffn1W, l.ffn2W)
+	}
+	ws = append(ws, m.layers[0].resW)
+	for i, w := range ws {
+		if m.dtypeLabel == "f16" && w.f16 == nil {
+			t.Fatalf("matrix %d has no float16 copy", i)
+		}
+		for j, h := range w.f16 {
+			if usefile.F16ToF32(h) != w.f32[j] {
+				t.Fatalf("matrix %d element %d: float16 %#04x widens to %v, weight %v", i, j, h, usefile.F16ToF32(h), w.f32[j])
+			}
+		}
 	}
 }

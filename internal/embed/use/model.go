@@ -27,14 +27,19 @@ var (
 // A layer is one transformer layer's weights. Matrices are [out, in],
 // row-major: the transpose of the graph's [in, out] kernels.
 type layer struct {
-	in           int       // input width: embedDim (layer 0) or modelDim (layer 1)
-	ln1g, ln1b   []float32 // [in] layer norm before attention
-	qkvW, qkvB   []float32 // [3·in, in], [3·in]: queries, keys, values
-	outW, outB   []float32 // [modelDim, in], [modelDim]: attention output
-	resW, resB   []float32 // [modelDim, in], [modelDim]: layer 0 only, projects the residual to modelDim
-	ln2g, ln2b   []float32 // [modelDim] layer norm before the feed-forward block
-	ffn1W, ffn1B []float32 // [ffnDim, modelDim], [ffnDim]
-	ffn2W, ffn2B []float32 // [modelDim, ffnDim], [modelDim]
+	in         int       // input width: embedDim (layer 0) or modelDim (layer 1)
+	ln1g, ln1b []float32 // [in] layer norm before attention
+	qkvW       matrix    // [3·in, in]: queries, keys, values
+	qkvB       []float32 // [3·in]
+	outW       matrix    // [modelDim, in]: attention output
+	outB       []float32 // [modelDim]
+	resW       matrix    // [modelDim, in]: layer 0 only, projects the residual to modelDim
+	resB       []float32 // [modelDim]
+	ln2g, ln2b []float32 // [modelDim] layer norm before the feed-forward block
+	ffn1W      matrix    // [ffnDim, modelDim]
+	ffn1B      []float32 // [ffnDim]
+	ffn2W      matrix    // [modelDim, ffnDim]
+	ffn2B      []float32 // [modelDim]
 }
 
 // A model is the decoded data file. It is immutable.
@@ -44,7 +49,7 @@ type model struct {
 	timing     []float32 // [embedDim/2] inverse timescales of the timing signal
 	signal     []float32 // [MaxTokens, embedDim] the timing signal at each position
 	layers     [2]layer
-	tanhW      []float32 // [modelDim, modelDim]
+	tanhW      matrix    // [modelDim, modelDim]
 	tanhB      []float32 // [modelDim]
 	scratch    sync.Pool // of *scratch
 	unitTanhB  []float32 // the embedding of a text with no tokens
@@ -78,6 +83,18 @@ func newModel(data string) (*model, error) {
 		}
 		return t.Data
 	}
+	// A float16 copy of each matrix the data file stores in float16, for
+	// the assembly kernel (rows of a multiple of 8 elements).
+	getMatrix := func(name string, out, in int) matrix {
+		w := matrix{f32: get(name, out, in)}
+		if t := f.Tensor(name); w.f32 != nil && haveF16 && t.DType == usefile.F16 && in%8 == 0 {
+			w.f16 = make([]uint16, len(w.f32))
+			for i, v := range w.f32 {
+				w.f16[i] = usefile.F32ToF16(v)
+			}
+		}
+		return w
+	}
 	m.emb = get("embeddings", len(f.Pieces), embedDim)
 	m.timing = get("timing", embedDim/2)
 	for l := range m.layers {
@@ -90,23 +107,23 @@ func newModel(data string) (*model, error) {
 			in:    in,
 			ln1g:  get(p+"ln1.g", in),
 			ln1b:  get(p+"ln1.b", in),
-			qkvW:  get(p+"qkv.w", 3*in, in),
+			qkvW:  getMatrix(p+"qkv.w", 3*in, in),
 			qkvB:  get(p+"qkv.b", 3*in),
-			outW:  get(p+"out.w", modelDim, in),
+			outW:  getMatrix(p+"out.w", modelDim, in),
 			outB:  get(p+"out.b", modelDim),
 			ln2g:  get(p+"ln2.g", modelDim),
 			ln2b:  get(p+"ln2.b", modelDim),
-			ffn1W: get(p+"ffn1.w", ffnDim, modelDim),
+			ffn1W: getMatrix(p+"ffn1.w", ffnDim, modelDim),
 			ffn1B: get(p+"ffn1.b", ffnDim),
-			ffn2W: get(p+"ffn2.w", modelDim, ffnDim),
+			ffn2W: getMatrix(p+"ffn2.w", modelDim, ffnDim),
 			ffn2B: get(p+"ffn2.b", modelDim),
 		}
 		if l == 0 {
-			m.layers[l].resW = get(p+"res.w", modelDim, in)
+			m.layers[l].resW = getMatrix(p+"res.w", modelDim, in)
 			m.layers[l].resB = get(p+"res.b", modelDim)
 		}
 	}
-	m.tanhW = get("tanh.w", modelDim, modelDim)
+	m.tanhW = getMatrix("tanh.w", modelDim, modelDim)
 	m.tanhB = get("tanh.b", modelDim)
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("data file: %v", errs)
@@ -248,7 +265,7 @@ func (m *model) layer(s *scratch, l *layer, seqs [][]int32, n int, x []float32) 
 
 	h := s.tmp[:n*modelDim]
 	linear(s.par, h, ctx, n, in, l.outW, l.outB)
-	if l.resW != nil {
+	if l.resW.f32 != nil {
 		res := s.h[:n*modelDim]
 		linear(s.par, res, x, n, in, l.resW, l.resB)
 		add(h, res)
