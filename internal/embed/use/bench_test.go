@@ -3,6 +3,7 @@ package use
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 )
@@ -26,13 +27,18 @@ func benchEmbed(b *testing.B, text string) {
 	ids, _ := e.Tokenize(text)
 	ctx := context.Background()
 	b.ReportAllocs()
+	var lat []time.Duration
 	cpu := startCPU(b)
 	for b.Loop() {
+		t0 := time.Now()
 		if _, err := e.Embed(ctx, text); err != nil {
 			b.Fatal(err)
 		}
+		lat = append(lat, time.Since(t0))
 	}
 	cpu.report()
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds()), "p50-ns")
 	b.ReportMetric(float64(len(ids)), "tokens")
 }
 

@@ -38,7 +38,7 @@ func gemmSIMD(dst []float32, ds int, x []float32, xs, rows int, w []float32, ws,
 		gemmGo(dst, ds, x, xs, rows, w, ws, cols, k, bias)
 		return
 	}
-	gemmBlocks(dot4x3, dst, ds, x, xs, rows, w, ws, cols, k, bias)
+	gemmBlocks(dst, ds, x, xs, rows, w, ws, cols, k, bias)
 }
 
 // gemmSIMDh is [gemm] with w in float16, on the assembly kernel. k must
@@ -59,19 +59,32 @@ func gemmSIMDh(dst []float32, ds int, x []float32, xs, rows int, w []uint16, ws,
 		}
 		return
 	}
-	gemmBlocks(dot4x3h, dst, ds, x, xs, rows, w, ws, cols, k, bias)
+	gemmBlocks(dst, ds, x, xs, rows, w, ws, cols, k, bias)
 }
 
-// gemmBlocks runs a product, already checked, through kern in blocks of 3
+// kern4x3 calls the kernel for W: a direct call, so that the compiler
+// knows the kernel keeps no pointer (go:noescape) and the buffers of
+// gemmBlocks stay on the stack.
+func kern4x3[W float32 | uint16](k int, x *float32, xs int, w *W, ws int, dst *float32, ds int, bias *float32) {
+	switch w := any(w).(type) {
+	case *float32:
+		dot4x3(k, x, xs, w, ws, dst, ds, bias)
+	case *uint16:
+		dot4x3h(k, x, xs, w, ws, dst, ds, bias)
+	}
+}
+
+// gemmBlocks runs a product, already checked, through the kernel in blocks of 3
 // rows × 4 columns: rows in tiles that stay in cache while each block of 4
 // columns of w (at most 24 KiB) is used for every row of the tile.
 // Leftover rows and columns run through the same kernel with a stride of
 // 0, so every result is computed the same way.
-func gemmBlocks[W float32 | uint16](kern func(k int, x *float32, xs int, w *W, ws int, dst *float32, ds int, bias *float32),
-	dst []float32, ds int, x []float32, xs, rows int, w []W, ws, cols, k int, bias []float32) {
+func gemmBlocks[W float32 | uint16](dst []float32, ds int, x []float32, xs, rows int, w []W, ws, cols, k int, bias []float32) {
 	if rows == 0 || cols == 0 {
 		return
 	}
+	var b4 [4]float32
+	var buf [12]float32
 	tile := max(3, tileFloats/k/3*3)
 	for r0 := 0; r0 < rows; r0 += tile {
 		r1 := min(rows, r0+tile)
@@ -84,26 +97,25 @@ func gemmBlocks[W float32 | uint16](kern func(k int, x *float32, xs int, w *W, w
 			}
 			r := r0
 			for ; r+3 <= r1; r += 3 {
-				kern(k, &x[r*xs], xs, wp, ws, &dst[r*ds+c], ds, bp)
+				kern4x3(k, &x[r*xs], xs, wp, ws, &dst[r*ds+c], ds, bp)
 			}
 			for ; r < r1; r++ {
-				kern(k, &x[r*xs], 0, wp, ws, &dst[r*ds+c], 0, bp)
+				kern4x3(k, &x[r*xs], 0, wp, ws, &dst[r*ds+c], 0, bp)
 			}
 		}
 		// Leftover columns, one at a time as four copies, into a buffer.
 		for ; c < cols; c++ {
-			var b4 [4]float32
+			b4 = [4]float32{}
 			if bias != nil {
 				b4 = [4]float32{bias[c], bias[c], bias[c], bias[c]}
 			}
-			var buf [12]float32
 			r := r0
 			for ; r+3 <= r1; r += 3 {
-				kern(k, &x[r*xs], xs, &w[c*ws], 0, &buf[0], 4, &b4[0])
+				kern4x3(k, &x[r*xs], xs, &w[c*ws], 0, &buf[0], 4, &b4[0])
 				dst[r*ds+c], dst[(r+1)*ds+c], dst[(r+2)*ds+c] = buf[0], buf[4], buf[8]
 			}
 			for ; r < r1; r++ {
-				kern(k, &x[r*xs], 0, &w[c*ws], 0, &buf[0], 4, &b4[0])
+				kern4x3(k, &x[r*xs], 0, &w[c*ws], 0, &buf[0], 4, &b4[0])
 				dst[r*ds+c] = buf[0]
 			}
 		}
