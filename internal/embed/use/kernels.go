@@ -14,6 +14,11 @@ import (
 // result whatever the rows around it.
 var simd = haveSIMD
 
+// simdF16 lets the assembly kernel read a weight matrix's float16 copy,
+// when it has one. It starts as haveF16; the tests switch it off to check
+// the float32 assembly kernel on the weights too.
+var simdF16 = haveF16
+
 // tileFloats bounds the rows of x a kernel runs against a block of w
 // before moving on: 64 Ki floats (256 KiB) stay in a core's L2 cache while
 // the blocks of w stream past.
@@ -75,7 +80,7 @@ func linear(par int, out, x []float32, n, in int, w matrix, b []float32) {
 // gemmMatrix is [gemm] on a weight matrix, read in float16 when the
 // assembly kernel is on and the matrix has a float16 copy.
 func gemmMatrix(dst []float32, ds int, x []float32, xs, rows int, w matrix, ws, cols, k int, bias []float32) {
-	if simd && w.f16 != nil {
+	if simd && simdF16 && w.f16 != nil {
 		gemmSIMDh(dst, ds, x, xs, rows, w.f16, ws, cols, k, bias)
 		return
 	}

@@ -9,29 +9,33 @@ import (
 	"github.com/contextd/contextd/internal/embed/use/internal/usefile"
 )
 
-// kernelPaths returns the values of simd this build and CPU can run: the
-// plain-Go kernel always, the assembly one where there is one.
-func kernelPaths() []bool {
+// A kernelPath is a choice of kernels: plain Go, the assembly kernel on
+// float32 weights, or the assembly kernel reading float16 weights.
+type kernelPath struct {
+	name      string
+	simd, f16 bool
+}
+
+// kernelPaths returns the kernel paths this build and CPU can run: plain
+// Go always, the assembly ones where there are.
+func kernelPaths() []kernelPath {
+	paths := []kernelPath{{name: "go"}}
 	if haveSIMD {
-		return []bool{false, true}
+		paths = append(paths, kernelPath{name: "simd", simd: true})
 	}
-	return []bool{false}
+	if haveF16 {
+		paths = append(paths, kernelPath{name: "simd-f16", simd: true, f16: true})
+	}
+	return paths
 }
 
-func pathName(on bool) string {
-	if on {
-		return "simd"
-	}
-	return "go"
-}
-
-// withKernel runs f with simd set to on, and restores it.
-func withKernel(t *testing.T, on bool, f func(t *testing.T)) {
+// withKernel runs f as a subtest on path, and restores the kernels.
+func withKernel(t *testing.T, path kernelPath, f func(t *testing.T)) {
 	t.Helper()
-	t.Run(pathName(on), func(t *testing.T) {
-		old := simd
-		simd = on
-		defer func() { simd = old }()
+	t.Run(path.name, func(t *testing.T) {
+		oldSIMD, oldF16 := simd, simdF16
+		simd, simdF16 = path.simd, path.f16
+		defer func() { simd, simdF16 = oldSIMD, oldF16 }()
 		f(t)
 	})
 }
@@ -149,8 +153,8 @@ func TestGemmKernelsAgree(t *testing.T) {
 // EmbedBatch return exactly what Embed does.
 func TestGemmRowIndependent(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	for _, on := range kernelPaths() {
-		withKernel(t, on, func(t *testing.T) {
+	for _, path := range kernelPaths() {
+		withKernel(t, path, func(t *testing.T) {
 			for _, k := range []int{1, 7, 8, 9, 64, 257} {
 				c := newGemmCase(rng, 11, 10, k, true)
 				all := c.run(gemm)
@@ -171,8 +175,8 @@ func TestGemmRowIndependent(t *testing.T) {
 // TestGemmShortSlice checks that a product whose slices are too short for
 // its shape panics instead of reaching past them.
 func TestGemmShortSlice(t *testing.T) {
-	for _, on := range kernelPaths() {
-		withKernel(t, on, func(t *testing.T) {
+	for _, path := range kernelPaths() {
+		withKernel(t, path, func(t *testing.T) {
 			x, w, dst := make([]float32, 2*8), make([]float32, 4*8), make([]float32, 2*4)
 			for name, f := range map[string]func(){
 				"x":    func() { gemm(dst, 4, x[:15], 8, 2, w, 8, 4, 8, nil) },
