@@ -89,8 +89,8 @@ func newModel(data string) (*model, error) {
 		w := matrix{f32: get(name, out, in)}
 		if t := f.Tensor(name); w.f32 != nil && haveF16 && t.DType == usefile.F16 && in%8 == 0 {
 			w.f16 = make([]uint16, len(w.f32))
-			for i, v := range w.f32 {
-				w.f16[i] = usefile.F32ToF16(v)
+			for i := range w.f16 {
+				w.f16[i] = uint16(t.Raw[2*i]) | uint16(t.Raw[2*i+1])<<8
 			}
 		}
 		return w
