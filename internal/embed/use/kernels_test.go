@@ -242,3 +242,35 @@ func TestGemmFloat16Weights(t *testing.T) {
 		}
 	}
 }
+
+// TestGemmParMatches checks that splitting a product's columns across
+// goroutines writes every result, and the same bits as one goroutine.
+func TestGemmParMatches(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, path := range kernelPaths() {
+		withKernel(t, path, func(t *testing.T) {
+			for _, cols := range []int{97, 130, 1536} {
+				rows, k := 50, 520
+				if cols == 1536 {
+					rows, k = 7, 512
+				}
+				if rows*cols*k < parMinWork {
+					t.Fatalf("%dx%dx%d is too small to be split", rows, cols, k)
+				}
+				c := newGemmCase(rng, rows, cols, k, true)
+				w := matrix{f32: c.w}
+				want := c.run(gemm)
+				for _, par := range []int{2, 3, 4} {
+					got := c.run(func(dst []float32, ds int, x []float32, xs, rows int, _ []float32, ws, cols, k int, bias []float32) {
+						gemmPar(par, dst, ds, x, xs, rows, w, ws, cols, k, bias)
+					})
+					for i := range want {
+						if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+							t.Fatalf("cols=%d par=%d: element %d is %v, %v on one goroutine", cols, par, i, got[i], want[i])
+						}
+					}
+				}
+			}
+		})
+	}
+}
