@@ -135,7 +135,7 @@ func BenchmarkLinear(b *testing.B) {
 			defer func() { simd = old }()
 			cpu := startCPU(b)
 			for b.Loop() {
-				linear(1, dst, x, rows, in, w, l.ffn1B)
+				linear(&splitter{par: 1}, dst, x, rows, in, w, l.ffn1B)
 			}
 			cpu.report()
 			b.ReportMetric(float64(rows*in*out)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")

@@ -2,6 +2,7 @@ package use
 
 import (
 	"math"
+	"runtime"
 	"sync"
 )
 
@@ -72,9 +73,9 @@ func (w matrix) sub(off int) matrix {
 // linear sets out[t*len(b)+o] = b[o] + Σ_i x[t*in+i]·w[o*in+i] for the n
 // rows t of x: a dense layer with its weight matrix w stored transposed,
 // [out, in], so that every output is a dot product of two contiguous rows.
-// It splits the work across par goroutines (see [gemmPar]).
-func linear(par int, out, x []float32, n, in int, w matrix, b []float32) {
-	gemmPar(par, out, len(b), x, in, n, w, in, len(b), in, b)
+// sp splits the work across goroutines.
+func linear(sp *splitter, out, x []float32, n, in int, w matrix, b []float32) {
+	sp.gemm(out, len(b), x, in, n, w, in, len(b), in, b)
 }
 
 // gemmMatrix is [gemm] on a weight matrix, read in float16 when the
@@ -87,23 +88,68 @@ func gemmMatrix(dst []float32, ds int, x []float32, xs, rows int, w matrix, ws, 
 	gemm(dst, ds, x, xs, rows, w.f32, ws, cols, k, bias)
 }
 
-// parMinWork is the smallest product, in multiply-adds, that [gemmPar]
-// splits: about 50 µs of one core's work, against a few µs to start and
-// wait for a goroutine.
+// parMinWork is the smallest product, in multiply-adds, that a
+// [splitter] splits: about 50 µs of one core's work, against a few µs to
+// hand a part to another goroutine and wait for it.
 const parMinWork = 2 << 20
 
-// gemmPar is [gemmMatrix] with the columns split into par ranges
-// (multiples of 4) computed in parallel, when the product is large enough
-// to gain from it. Each result is computed exactly as gemmMatrix computes
-// it, so the split changes no bit of the output.
-func gemmPar(par int, dst []float32, ds int, x []float32, xs, rows int, w matrix, ws, cols, k int, bias []float32) {
-	par = min(par, cols/8)
+// A splitter computes products with their columns split into par ranges
+// (multiples of 4) computed in parallel, when a product is large enough
+// to gain from it. Each result is computed exactly as [gemmMatrix]
+// computes it, so the split changes no bit of the output. The parts run
+// on helper goroutines that are free at the time, or on the caller's; a
+// splitter keeps its parts for reuse, so splitting allocates nothing. A
+// splitter is for one goroutine at a time.
+type splitter struct {
+	par   int
+	parts []gemmPart
+	wg    sync.WaitGroup
+}
+
+// A gemmPart is the arguments of one [gemmMatrix] call.
+type gemmPart struct {
+	dst, x, bias []float32
+	ds, xs, rows int
+	w            matrix
+	ws, cols, k  int
+	done         *sync.WaitGroup
+}
+
+func (p *gemmPart) run() {
+	gemmMatrix(p.dst, p.ds, p.x, p.xs, p.rows, p.w, p.ws, p.cols, p.k, p.bias)
+}
+
+// helperParts feeds the helper goroutines: GOMAXPROCS−1 of them, started
+// on the first split and parked on this channel when idle, for the life
+// of the process (starting a goroutine per part would allocate).
+var (
+	helpersOnce sync.Once
+	helperParts = make(chan *gemmPart)
+)
+
+func startHelpers() {
+	for range runtime.GOMAXPROCS(0) - 1 {
+		go func() {
+			for p := range helperParts {
+				p.run()
+				p.done.Done()
+			}
+		}()
+	}
+}
+
+// gemm is [gemmMatrix], split across up to sp.par goroutines.
+func (sp *splitter) gemm(dst []float32, ds int, x []float32, xs, rows int, w matrix, ws, cols, k int, bias []float32) {
+	par := min(sp.par, cols/8)
 	if par <= 1 || rows*cols*k < parMinWork {
 		gemmMatrix(dst, ds, x, xs, rows, w, ws, cols, k, bias)
 		return
 	}
 	checkGemm(dst, ds, x, xs, rows, w.f32, ws, cols, k, bias)
-	var wg sync.WaitGroup
+	helpersOnce.Do(startHelpers)
+	if len(sp.parts) < par {
+		sp.parts = make([]gemmPart, par)
+	}
 	for p := range par {
 		c0, c1 := p*cols/par/4*4, (p+1)*cols/par/4*4
 		if p == par-1 {
@@ -113,14 +159,22 @@ func gemmPar(par int, dst []float32, ds int, x []float32, xs, rows int, w matrix
 		if bias != nil {
 			b = bias[c0:c1]
 		}
-		part := func() { gemmMatrix(dst[c0:], ds, x, xs, rows, w.sub(c0*ws), ws, c1-c0, k, b) }
+		part := &sp.parts[p]
+		*part = gemmPart{dst: dst[c0:], ds: ds, x: x, xs: xs, rows: rows, w: w.sub(c0 * ws), ws: ws, cols: c1 - c0, k: k, bias: b, done: &sp.wg}
 		if p == par-1 {
-			part()
-		} else {
-			wg.Go(part)
+			part.run()
+			break
+		}
+		sp.wg.Add(1)
+		select {
+		case helperParts <- part:
+		default: // no helper free: run it here
+			part.run()
+			sp.wg.Done()
 		}
 	}
-	wg.Wait()
+	sp.wg.Wait()
+	clear(sp.parts) // hold no slices between products
 }
 
 // goTileRows is how many rows of x [gemmGo] multiplies against the whole

@@ -261,8 +261,9 @@ func TestGemmParMatches(t *testing.T) {
 				w := matrix{f32: c.w}
 				want := c.run(gemm)
 				for _, par := range []int{2, 3, 4} {
+					sp := &splitter{par: par}
 					got := c.run(func(dst []float32, ds int, x []float32, xs, rows int, _ []float32, ws, cols, k int, bias []float32) {
-						gemmPar(par, dst, ds, x, xs, rows, w, ws, cols, k, bias)
+						sp.gemm(dst, ds, x, xs, rows, w, ws, cols, k, bias)
 					})
 					for i := range want {
 						if math.Float32bits(got[i]) != math.Float32bits(want[i]) {

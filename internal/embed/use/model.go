@@ -166,7 +166,7 @@ type scratch struct {
 	x, ln, qkv, ctx, h, tmp, f []float32
 	scores, vt                 []float32
 	pooled, head               []float32
-	par                        int // goroutines per matrix product; see gemmPar
+	split                      splitter // of this pass's matrix products
 }
 
 // grow returns b resliced to n elements, reallocated if it is too small.
@@ -240,7 +240,7 @@ func (m *model) forward(s *scratch, seqs [][]int32, out [][]float32) []bool {
 			pooled[k] = float32(acc[k] / div)
 		}
 	}
-	linear(s.par, s.head, s.pooled, len(seqs), modelDim, m.tanhW, m.tanhB)
+	linear(&s.split, s.head, s.pooled, len(seqs), modelDim, m.tanhW, m.tanhB)
 	for i := range seqs {
 		copy(out[i], s.head[i*modelDim:(i+1)*modelDim])
 		ok[i] = tanhNormalize(out[i])
@@ -259,15 +259,15 @@ func (m *model) layer(s *scratch, l *layer, seqs [][]int32, n int, x []float32) 
 	ln := s.ln[:n*in]
 	layerNorm(ln, x, n, l.ln1g, l.ln1b)
 	qkv := s.qkv[:n*3*in]
-	linear(s.par, qkv, ln, n, in, l.qkvW, l.qkvB)
+	linear(&s.split, qkv, ln, n, in, l.qkvW, l.qkvB)
 	ctx := s.ctx[:n*in]
 	m.attention(s, ctx, qkv, seqs, n, in)
 
 	h := s.tmp[:n*modelDim]
-	linear(s.par, h, ctx, n, in, l.outW, l.outB)
+	linear(&s.split, h, ctx, n, in, l.outW, l.outB)
 	if l.resW.f32 != nil {
 		res := s.h[:n*modelDim]
-		linear(s.par, res, x, n, in, l.resW, l.resB)
+		linear(&s.split, res, x, n, in, l.resW, l.resB)
 		add(h, res)
 	} else {
 		add(h, x)
@@ -277,10 +277,10 @@ func (m *model) layer(s *scratch, l *layer, seqs [][]int32, n int, x []float32) 
 	ln = s.ln[:n*modelDim]
 	layerNorm(ln, h, n, l.ln2g, l.ln2b)
 	f := s.f[:n*ffnDim]
-	linear(s.par, f, ln, n, modelDim, l.ffn1W, l.ffn1B)
+	linear(&s.split, f, ln, n, modelDim, l.ffn1W, l.ffn1B)
 	relu(f)
 	out := s.h[:n*modelDim]
-	linear(s.par, out, f, n, ffnDim, l.ffn2W, l.ffn2B)
+	linear(&s.split, out, f, n, ffnDim, l.ffn2W, l.ffn2B)
 	add(out, h)
 	return out
 }
@@ -335,7 +335,7 @@ func (m *model) attention(s *scratch, ctx, qkv []float32, seqs [][]int32, n, in 
 // head sets out to the l2-normalised tanh(W·pooled + b) and reports whether
 // it is a finite unit vector.
 func (m *model) head(out, pooled []float32) bool {
-	linear(1, out, pooled, 1, modelDim, m.tanhW, m.tanhB)
+	linear(&splitter{par: 1}, out, pooled, 1, modelDim, m.tanhW, m.tanhB)
 	return tanhNormalize(out)
 }
 

@@ -180,7 +180,7 @@ const maxPooledSymbols = 1 << 16
 // matrix products are split across par goroutines.
 func (m *model) embed(texts []string, out [][]float32, limit, par int) int {
 	s := m.scratch.Get().(*scratch)
-	s.par = par
+	s.split.par = par
 	defer func() {
 		// The tokenizer's buffers grow with the longest text (16 bytes
 		// a symbol); do not keep a huge text's alive in the pool.
