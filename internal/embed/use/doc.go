@@ -78,11 +78,11 @@
 // else is in its batch; the two differ only in float32 rounding.
 //
 // Embed splits a text's large products across GOMAXPROCS goroutines;
-// EmbedBatch runs texts on all cores, packed together without padding.
-// Medians on the 2-core dev VM while it was shared with other work (load
-// average 5 to 12): a 13-token query takes about 2.5 ms (p50), a 73-token
-// tool description about 10 ms, a 94-token task about 13 ms, and EmbedBatch
-// embeds about 58 descriptions a second: 7 to 12 times as fast as the
-// plain-Go encoder was in the same run. The package's benchmarks give
+// EmbedBatch runs texts on all cores, packed together without padding. On
+// the 2-core dev VM a 13-token query costs about 3 ms of CPU time, a
+// 73-token tool description 10 ms and a 94-token task 13 ms (a fifth to a
+// ninth of the plain-Go encoder's, measured in the same run), and
+// EmbedBatch about 10 ms per description; with a core to spare, Embed's
+// wall time is lower than its CPU time. The package's benchmarks give
 // current numbers, with the CPU time per op next to the wall time.
 package use

@@ -339,7 +339,7 @@ func (m *model) head(out, pooled []float32) bool {
 	return tanhNormalize(out)
 }
 
-// tanhNormalize replaces x by tanh(x), l2-normalised, and reports whether
+// tanhNormalize replaces out by tanh(out), l2-normalised, and reports whether
 // the result is a finite unit vector.
 func tanhNormalize(out []float32) bool {
 	var ss float64
