@@ -82,7 +82,6 @@
 // the 2-core dev VM a 13-token query costs about 3 ms of CPU time, a
 // 73-token tool description 10 ms and a 94-token task 13 ms (a fifth to a
 // ninth of the plain-Go encoder's, measured in the same run), and
-// EmbedBatch about 10 ms per description; with a core to spare, Embed's
-// wall time is lower than its CPU time. The package's benchmarks give
+// EmbedBatch about 10 ms per description. The package's benchmarks give
 // current numbers, with the CPU time per op next to the wall time.
 package use
