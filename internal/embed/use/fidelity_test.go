@@ -188,6 +188,14 @@ func TestFidelity(t *testing.T) {
 	}
 
 	m := testModel(t)
+	for _, path := range kernelPaths() {
+		withKernel(t, path, func(t *testing.T) { checkFidelity(t, m, want, path.name) })
+	}
+}
+
+// checkFidelity embeds fidelityTexts with m on the current kernel path and
+// compares them with the reference's results.
+func checkFidelity(t *testing.T, m *model, want []nodeResult, path string) {
 	e := &Embedder{m: m}
 	got, err := e.EmbedBatch(t.Context(), fidelityTexts)
 	if err != nil {
@@ -224,7 +232,7 @@ func TestFidelity(t *testing.T) {
 		t.Errorf("no fidelity text is over %d tokens", MaxTokens)
 	}
 	mean := sumCos / float64(len(fidelityTexts))
-	t.Logf("%s weights, %d texts: min cosine %.9f (1-cos %.1e), mean %.9f (1-cos %.1e)", m.dtypeLabel, len(fidelityTexts), minCos, 1-minCos, mean, 1-mean)
+	t.Logf("%s weights, %s kernel, %d texts: min cosine %.9f (1-cos %.1e), mean %.9f (1-cos %.1e)", m.dtypeLabel, path, len(fidelityTexts), minCos, 1-minCos, mean, 1-mean)
 }
 
 func pieces(m *model, ids []int32) []string {

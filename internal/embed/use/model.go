@@ -27,14 +27,19 @@ var (
 // A layer is one transformer layer's weights. Matrices are [out, in],
 // row-major: the transpose of the graph's [in, out] kernels.
 type layer struct {
-	in           int       // input width: embedDim (layer 0) or modelDim (layer 1)
-	ln1g, ln1b   []float32 // [in] layer norm before attention
-	qkvW, qkvB   []float32 // [3·in, in], [3·in]: queries, keys, values
-	outW, outB   []float32 // [modelDim, in], [modelDim]: attention output
-	resW, resB   []float32 // [modelDim, in], [modelDim]: layer 0 only, projects the residual to modelDim
-	ln2g, ln2b   []float32 // [modelDim] layer norm before the feed-forward block
-	ffn1W, ffn1B []float32 // [ffnDim, modelDim], [ffnDim]
-	ffn2W, ffn2B []float32 // [modelDim, ffnDim], [modelDim]
+	in         int       // input width: embedDim (layer 0) or modelDim (layer 1)
+	ln1g, ln1b []float32 // [in] layer norm before attention
+	qkvW       matrix    // [3·in, in]: queries, keys, values
+	qkvB       []float32 // [3·in]
+	outW       matrix    // [modelDim, in]: attention output
+	outB       []float32 // [modelDim]
+	resW       matrix    // [modelDim, in]: layer 0 only, projects the residual to modelDim
+	resB       []float32 // [modelDim]
+	ln2g, ln2b []float32 // [modelDim] layer norm before the feed-forward block
+	ffn1W      matrix    // [ffnDim, modelDim]
+	ffn1B      []float32 // [ffnDim]
+	ffn2W      matrix    // [modelDim, ffnDim]
+	ffn2B      []float32 // [modelDim]
 }
 
 // A model is the decoded data file. It is immutable.
@@ -42,8 +47,9 @@ type model struct {
 	tok        *tokenizer
 	emb        []float32 // [vocabulary size, embedDim]
 	timing     []float32 // [embedDim/2] inverse timescales of the timing signal
+	signal     []float32 // [MaxTokens, embedDim] the timing signal at each position
 	layers     [2]layer
-	tanhW      []float32 // [modelDim, modelDim]
+	tanhW      matrix    // [modelDim, modelDim]
 	tanhB      []float32 // [modelDim]
 	scratch    sync.Pool // of *scratch
 	unitTanhB  []float32 // the embedding of a text with no tokens
@@ -77,6 +83,18 @@ func newModel(data string) (*model, error) {
 		}
 		return t.Data
 	}
+	// A float16 copy of each matrix the data file stores in float16, for
+	// the assembly kernel (rows of a multiple of 8 elements).
+	getMatrix := func(name string, out, in int) matrix {
+		w := matrix{f32: get(name, out, in)}
+		if t := f.Tensor(name); w.f32 != nil && haveF16 && t.DType == usefile.F16 && in%8 == 0 {
+			w.f16 = make([]uint16, len(w.f32))
+			for i := range w.f16 {
+				w.f16[i] = uint16(t.Raw[2*i]) | uint16(t.Raw[2*i+1])<<8
+			}
+		}
+		return w
+	}
 	m.emb = get("embeddings", len(f.Pieces), embedDim)
 	m.timing = get("timing", embedDim/2)
 	for l := range m.layers {
@@ -89,23 +107,23 @@ func newModel(data string) (*model, error) {
 			in:    in,
 			ln1g:  get(p+"ln1.g", in),
 			ln1b:  get(p+"ln1.b", in),
-			qkvW:  get(p+"qkv.w", 3*in, in),
+			qkvW:  getMatrix(p+"qkv.w", 3*in, in),
 			qkvB:  get(p+"qkv.b", 3*in),
-			outW:  get(p+"out.w", modelDim, in),
+			outW:  getMatrix(p+"out.w", modelDim, in),
 			outB:  get(p+"out.b", modelDim),
 			ln2g:  get(p+"ln2.g", modelDim),
 			ln2b:  get(p+"ln2.b", modelDim),
-			ffn1W: get(p+"ffn1.w", ffnDim, modelDim),
+			ffn1W: getMatrix(p+"ffn1.w", ffnDim, modelDim),
 			ffn1B: get(p+"ffn1.b", ffnDim),
-			ffn2W: get(p+"ffn2.w", modelDim, ffnDim),
+			ffn2W: getMatrix(p+"ffn2.w", modelDim, ffnDim),
 			ffn2B: get(p+"ffn2.b", modelDim),
 		}
 		if l == 0 {
-			m.layers[l].resW = get(p+"res.w", modelDim, in)
+			m.layers[l].resW = getMatrix(p+"res.w", modelDim, in)
 			m.layers[l].resB = get(p+"res.b", modelDim)
 		}
 	}
-	m.tanhW = get("tanh.w", modelDim, modelDim)
+	m.tanhW = getMatrix("tanh.w", modelDim, modelDim)
 	m.tanhB = get("tanh.b", modelDim)
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("data file: %v", errs)
@@ -114,6 +132,18 @@ func newModel(data string) (*model, error) {
 		return nil, err
 	}
 	m.scratch.New = func() any { return new(scratch) }
+
+	// The timing signal at position pos: sin(pos·f_k) for the first half
+	// of the row, cos(pos·f_k) for the second, rounded to float32.
+	half := embedDim / 2
+	m.signal = make([]float32, MaxTokens*embedDim)
+	for pos := range MaxTokens {
+		row := m.signal[pos*embedDim : (pos+1)*embedDim]
+		for k, inv := range m.timing {
+			arg := float64(float32(pos) * inv)
+			row[k], row[half+k] = float32(math.Sin(arg)), float32(math.Cos(arg))
+		}
+	}
 
 	// With no tokens the mean over positions is 0 (the graph divides by
 	// max(length, 1)), so the output is tanh(b), normalised.
@@ -130,8 +160,13 @@ func newModel(data string) (*model, error) {
 type scratch struct {
 	tok                        tokScratch
 	ids                        []int32
+	bounds                     []int
+	seqs                       [][]int32
+	ok                         []bool
 	x, ln, qkv, ctx, h, tmp, f []float32
-	scores, q                  []float32
+	scores, vt                 []float32
+	pooled, head               []float32
+	split                      splitter // of this pass's matrix products
 }
 
 // grow returns b resliced to n elements, reallocated if it is too small.
@@ -155,7 +190,8 @@ func (m *model) forward(s *scratch, seqs [][]int32, out [][]float32) []bool {
 	for _, q := range seqs {
 		n += len(q)
 	}
-	ok := make([]bool, len(seqs))
+	s.ok = slices.Grow(s.ok[:0], len(seqs))[:len(seqs)]
+	ok := s.ok
 	s.x = grow(s.x, n*modelDim)
 	s.ln = grow(s.ln, n*modelDim)
 	s.qkv = grow(s.qkv, n*3*modelDim)
@@ -170,16 +206,13 @@ func (m *model) forward(s *scratch, seqs [][]int32, out [][]float32) []bool {
 	// twice; this computes it in the same order.
 	x := s.x[:n*embedDim]
 	r := 0
-	half := embedDim / 2
 	for _, q := range seqs {
 		for pos, id := range q {
 			e := m.emb[int(id)*embedDim : (int(id)+1)*embedDim]
+			sig := m.signal[pos*embedDim : (pos+1)*embedDim]
 			row := x[r*embedDim : (r+1)*embedDim]
-			for k, inv := range m.timing {
-				arg := float64(float32(pos) * inv)
-				sin, cos := float32(math.Sin(arg)), float32(math.Cos(arg))
-				row[k] = e[k] + (e[k] + sin)
-				row[half+k] = e[half+k] + (e[half+k] + cos)
+			for k, v := range e {
+				row[k] = v + (v + sig[k])
 			}
 			r++
 		}
@@ -188,9 +221,10 @@ func (m *model) forward(s *scratch, seqs [][]int32, out [][]float32) []bool {
 	h := m.layer(s, &m.layers[0], seqs, n, x)
 	h = m.layer(s, &m.layers[1], seqs, n, h)
 
-	// Mean over each sequence's positions, then the tanh layer and l2
-	// normalisation.
-	var pooled [modelDim]float32
+	// Mean over each sequence's positions, then the tanh layer (one
+	// product for all sequences) and l2 normalisation.
+	s.pooled = grow(s.pooled, len(seqs)*modelDim)
+	s.head = grow(s.head, len(seqs)*modelDim)
 	r = 0
 	for i, q := range seqs {
 		var acc [modelDim]float64
@@ -201,10 +235,15 @@ func (m *model) forward(s *scratch, seqs [][]int32, out [][]float32) []bool {
 			r++
 		}
 		div := float64(max(len(q), 1))
+		pooled := s.pooled[i*modelDim : (i+1)*modelDim]
 		for k := range pooled {
 			pooled[k] = float32(acc[k] / div)
 		}
-		ok[i] = m.head(out[i], pooled[:])
+	}
+	linear(&s.split, s.head, s.pooled, len(seqs), modelDim, m.tanhW, m.tanhB)
+	for i := range seqs {
+		copy(out[i], s.head[i*modelDim:(i+1)*modelDim])
+		ok[i] = tanhNormalize(out[i])
 	}
 	return ok
 }
@@ -220,15 +259,15 @@ func (m *model) layer(s *scratch, l *layer, seqs [][]int32, n int, x []float32) 
 	ln := s.ln[:n*in]
 	layerNorm(ln, x, n, l.ln1g, l.ln1b)
 	qkv := s.qkv[:n*3*in]
-	linear(qkv, ln, n, in, l.qkvW, l.qkvB)
+	linear(&s.split, qkv, ln, n, in, l.qkvW, l.qkvB)
 	ctx := s.ctx[:n*in]
-	m.attention(s, ctx, qkv, seqs, in)
+	m.attention(s, ctx, qkv, seqs, n, in)
 
 	h := s.tmp[:n*modelDim]
-	linear(h, ctx, n, in, l.outW, l.outB)
-	if l.resW != nil {
+	linear(&s.split, h, ctx, n, in, l.outW, l.outB)
+	if l.resW.f32 != nil {
 		res := s.h[:n*modelDim]
-		linear(res, x, n, in, l.resW, l.resB)
+		linear(&s.split, res, x, n, in, l.resW, l.resB)
 		add(h, res)
 	} else {
 		add(h, x)
@@ -238,10 +277,10 @@ func (m *model) layer(s *scratch, l *layer, seqs [][]int32, n int, x []float32) 
 	ln = s.ln[:n*modelDim]
 	layerNorm(ln, h, n, l.ln2g, l.ln2b)
 	f := s.f[:n*ffnDim]
-	linear(f, ln, n, modelDim, l.ffn1W, l.ffn1B)
+	linear(&s.split, f, ln, n, modelDim, l.ffn1W, l.ffn1B)
 	relu(f)
 	out := s.h[:n*modelDim]
-	linear(out, f, n, ffnDim, l.ffn2W, l.ffn2B)
+	linear(&s.split, out, f, n, ffnDim, l.ffn2W, l.ffn2B)
 	add(out, h)
 	return out
 }
@@ -250,37 +289,44 @@ func (m *model) layer(s *scratch, l *layer, seqs [][]int32, n int, x []float32) 
 // sequence: qkv holds, for every row, the queries, keys and values (each
 // of width `in`, numHeads heads of depth in/numHeads); ctx receives the
 // heads' outputs side by side. Queries are scaled by 1/sqrt(depth) before
-// the dot products, as the graph does (MultiheadAttention/mul).
-func (m *model) attention(s *scratch, ctx, qkv []float32, seqs [][]int32, in int) {
+// the dot products, as the graph does (MultiheadAttention/mul); this
+// scales them in place in qkv.
+//
+// Per sequence of T rows and per head, the scores Q·Kᵀ (T × T) and the
+// outputs P·V are two calls of [gemm], the second on V transposed into
+// depth × T so that its rows are contiguous.
+func (m *model) attention(s *scratch, ctx, qkv []float32, seqs [][]int32, n, in int) {
 	depth := in / numHeads
 	scale := float32(1 / math.Sqrt(float64(depth)))
 	stride := 3 * in
+	for r := range n {
+		q := qkv[r*stride : r*stride+in]
+		for c := range q {
+			q[c] *= scale
+		}
+	}
 	r0 := 0
 	for _, seq := range seqs {
 		T := len(seq)
-		s.scores = grow(s.scores, T)
-		s.q = grow(s.q, depth)
-		p, q := s.scores, s.q
+		if T == 0 {
+			continue
+		}
+		s.scores = grow(s.scores, T*T)
+		s.vt = grow(s.vt, depth*T)
+		p, vt := s.scores, s.vt
+		rows := qkv[r0*stride : (r0+T)*stride]
 		for hd := range numHeads {
 			qo, ko, vo := hd*depth, in+hd*depth, 2*in+hd*depth
+			gemm(p, T, rows[qo:], stride, T, rows[ko:], stride, T, depth, nil)
 			for i := range T {
-				row := qkv[(r0+i)*stride:]
-				for c := range q {
-					q[c] = row[qo+c] * scale
-				}
-				for j := range T {
-					p[j] = dot(q, qkv[(r0+j)*stride+ko:])
-				}
-				softmax(p)
-				c := ctx[(r0+i)*in+qo : (r0+i)*in+qo+depth]
-				clear(c)
-				for j, pj := range p {
-					v := qkv[(r0+j)*stride+vo : (r0+j)*stride+vo+depth]
-					for k := range c {
-						c[k] += pj * v[k]
-					}
+				softmax(p[i*T : (i+1)*T])
+			}
+			for j := range T {
+				for c, v := range rows[j*stride+vo : j*stride+vo+depth] {
+					vt[c*T+j] = v
 				}
 			}
+			gemm(ctx[r0*in+qo:(r0+T)*in], in, p, T, T, vt, T, depth, T, nil)
 		}
 		r0 += T
 	}
@@ -289,7 +335,13 @@ func (m *model) attention(s *scratch, ctx, qkv []float32, seqs [][]int32, in int
 // head sets out to the l2-normalised tanh(W·pooled + b) and reports whether
 // it is a finite unit vector.
 func (m *model) head(out, pooled []float32) bool {
-	linear(out, pooled, 1, modelDim, m.tanhW, m.tanhB)
+	linear(&splitter{par: 1}, out, pooled, 1, modelDim, m.tanhW, m.tanhB)
+	return tanhNormalize(out)
+}
+
+// tanhNormalize replaces out by tanh(out), l2-normalised, and reports whether
+// the result is a finite unit vector.
+func tanhNormalize(out []float32) bool {
 	var ss float64
 	for i, v := range out {
 		t := math.Tanh(float64(v))

@@ -6,12 +6,16 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 )
 
 // Name is the value of [Embedder.Name]: the model, the port's version and
 // the storage of the weights (float16). It changes whenever the vectors
-// produced for some text change (data, tokenisation, arithmetic), so that
-// stored indexes are re-embedded.
+// produced for some text change (data, tokenisation, the operations
+// computed), so that stored indexes are re-embedded. It does not change
+// with the kernel the CPU selects (see the package documentation's
+// Speed): the kernels differ only in float32 rounding, and each keeps a
+// cosine of at least 0.9999993 to the reference.
 const Name = "use-lite-v1-f16"
 
 // Dim is the value of [Embedder.Dim].
@@ -88,7 +92,7 @@ func (e *Embedder) Embed(ctx context.Context, text string) ([]float32, error) {
 		return nil, err
 	}
 	out := make([]float32, Dim)
-	m.embed([]string{text}, [][]float32{out}, batchTokens)
+	m.embed([]string{text}, [][]float32{out}, batchTokens, runtime.GOMAXPROCS(0))
 	return out, nil
 }
 
@@ -100,7 +104,7 @@ const batchTokens = 1024
 // EmbedBatch returns the embeddings of texts, each exactly as [Embedder.Embed]
 // returns it. It is faster per text than calling Embed in a loop: texts are
 // run through the network together, so each weight is read once for
-// many tokens, and the batch is split across GOMAXPROCS goroutines. It
+// many tokens, and the batch is shared among GOMAXPROCS goroutines. It
 // checks ctx between sub-batches and returns ctx's error if it is done.
 func (e *Embedder) EmbedBatch(ctx context.Context, texts []string) ([][]float32, error) {
 	if err := ctx.Err(); err != nil {
@@ -115,16 +119,30 @@ func (e *Embedder) EmbedBatch(ctx context.Context, texts []string) ([][]float32,
 	for i := range out {
 		out[i] = flat[i*Dim : (i+1)*Dim : (i+1)*Dim]
 	}
-	workers := min(runtime.GOMAXPROCS(0), len(texts))
+	procs := runtime.GOMAXPROCS(0)
+	workers := min(procs, len(texts))
 	if workers <= 1 {
-		return out, m.embedChunks(ctx, texts, out, batchTokens)
+		return out, m.embedChunks(ctx, texts, out, batchTokens, procs)
 	}
+	// Each worker takes the next few texts until none are left, so that
+	// a worker given longer texts does not hold up the others.
+	grab := max(1, min(maxGrab, len(texts)/(4*workers)))
+	var next atomic.Int64
 	errs := make([]error, workers)
 	var wg sync.WaitGroup
 	for w := range workers {
-		lo, hi := w*len(texts)/workers, (w+1)*len(texts)/workers
 		wg.Go(func() {
-			errs[w] = m.embedChunks(ctx, texts[lo:hi], out[lo:hi], batchTokens)
+			for {
+				lo := int(next.Add(int64(grab))) - grab
+				if lo >= len(texts) {
+					return
+				}
+				hi := min(len(texts), lo+grab)
+				if err := m.embedChunks(ctx, texts[lo:hi], out[lo:hi], batchTokens, 1); err != nil {
+					errs[w] = err
+					return
+				}
+			}
 		})
 	}
 	wg.Wait()
@@ -136,14 +154,19 @@ func (e *Embedder) EmbedBatch(ctx context.Context, texts []string) ([][]float32,
 	return out, nil
 }
 
+// maxGrab bounds how many texts an [Embedder.EmbedBatch] worker takes at a
+// time: 16 tool descriptions are about 1,000 tokens, one full sub-batch.
+const maxGrab = 16
+
 // embedChunks embeds texts into out in sub-batches of at most limit tokens
-// (or one text), checking ctx before each.
-func (m *model) embedChunks(ctx context.Context, texts []string, out [][]float32, limit int) error {
+// (or one text), checking ctx before each, with the matrix products of
+// each split across par goroutines.
+func (m *model) embedChunks(ctx context.Context, texts []string, out [][]float32, limit, par int) error {
 	for len(texts) > 0 {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		n := m.embed(texts, out, limit)
+		n := m.embed(texts, out, limit, par)
 		texts, out = texts[n:], out[n:]
 	}
 	return nil
@@ -153,9 +176,11 @@ func (m *model) embedChunks(ctx context.Context, texts []string, out [][]float32
 const maxPooledSymbols = 1 << 16
 
 // embed embeds a prefix of texts, at least one text and as many more as fit
-// in limit tokens, into out, and returns how many it embedded.
-func (m *model) embed(texts []string, out [][]float32, limit int) int {
+// in limit tokens, into out, and returns how many it embedded. Large
+// matrix products are split across par goroutines.
+func (m *model) embed(texts []string, out [][]float32, limit, par int) int {
 	s := m.scratch.Get().(*scratch)
+	s.split.par = par
 	defer func() {
 		// The tokenizer's buffers grow with the longest text (16 bytes
 		// a symbol); do not keep a huge text's alive in the pool.
@@ -164,9 +189,8 @@ func (m *model) embed(texts []string, out [][]float32, limit int) int {
 		}
 		m.scratch.Put(s)
 	}()
-	var seqs [][]int32
 	s.ids = s.ids[:0]
-	var bounds []int
+	s.bounds = s.bounds[:0]
 	total := 0
 	k := 0
 	for ; k < len(texts); k++ {
@@ -177,14 +201,15 @@ func (m *model) embed(texts []string, out [][]float32, limit int) int {
 		}
 		total += len(ids)
 		s.ids = append(s.ids, ids...)
-		bounds = append(bounds, len(s.ids))
+		s.bounds = append(s.bounds, len(s.ids))
 	}
-	seqs = make([][]int32, k)
+	s.seqs = s.seqs[:0]
 	start := 0
-	for i, end := range bounds {
-		seqs[i] = s.ids[start:end:end]
+	for _, end := range s.bounds {
+		s.seqs = append(s.seqs, s.ids[start:end:end])
 		start = end
 	}
+	seqs := s.seqs
 	ok := m.forward(s, seqs, out[:k])
 	for i, good := range ok {
 		if !good {

@@ -82,6 +82,9 @@ type Tensor struct {
 	// always float32: decoding F16 widens each element exactly.
 	DType DType
 	Data  []float32
+	// Raw is the tensor's bytes as stored, little-endian in DType: a
+	// substring of the decoded data, so it costs no memory of its own.
+	Raw string
 }
 
 // A File is the decoded content of a data file.
@@ -196,6 +199,7 @@ func Decode(data string) (*File, error) {
 		if d.err != nil {
 			break
 		}
+		t.Raw = raw
 		t.Data = make([]float32, ne)
 		if t.DType == F16 {
 			for i := range t.Data {

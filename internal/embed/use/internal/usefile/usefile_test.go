@@ -27,6 +27,16 @@ func TestRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Raw holds the stored bytes: float16 1, -0.5, 65504, 0.099975586.
+	if raw := out.Tensor("b").Raw; raw != "\x00\x3c\x00\xb8\xff\x7b\x66\x2e" {
+		t.Errorf("Raw of the float16 tensor: %q", raw)
+	}
+	if raw := out.Tensor("scalar").Raw; raw != "\x00\x00\xe0\x40" {
+		t.Errorf("Raw of the float32 scalar 7: %q", raw)
+	}
+	for i := range out.Tensors {
+		out.Tensors[i].Raw = ""
+	}
 	if diff := cmp.Diff(in, out); diff != "" {
 		t.Errorf("round trip mismatch (-want +got):\n%s", diff)
 	}

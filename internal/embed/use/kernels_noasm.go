@@ -1,0 +1,19 @@
+//go:build !amd64 || purego
+
+package use
+
+// haveSIMD and haveF16 are false: this build has no assembly kernel.
+const (
+	haveSIMD = false
+	haveF16  = false
+)
+
+// gemmSIMD is never called when haveSIMD is false.
+func gemmSIMD(dst []float32, ds int, x []float32, xs, rows int, w []float32, ws, cols, k int, bias []float32) {
+	gemmGo(dst, ds, x, xs, rows, w, ws, cols, k, bias)
+}
+
+// gemmSIMDh is never called when haveF16 is false.
+func gemmSIMDh(dst []float32, ds int, x []float32, xs, rows int, w []uint16, ws, cols, k int, bias []float32) {
+	panic("use: no float16 kernel in this build")
+}
