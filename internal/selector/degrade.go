@@ -488,16 +488,26 @@ func (s *selection) topUp() {
 			refs = append(refs, ref{si, j})
 		}
 	}
+	// Words decide across items (BM25 over all their sections); an item
+	// none of whose sections shares a word with the query is scored by
+	// its passages instead (withDense), below the best matches.
 	lexical := section.Score(all, s.req.Query)
-	dense := make([]float64, 0, len(all))
-	for _, st := range s.sectioned {
-		d := denseOf(st.c, st.secs, st.from)
-		if d == nil {
-			d = make([]float64, len(st.secs))
-		}
-		dense = append(dense, d...)
+	top := 0.0
+	for _, x := range lexical {
+		top = max(top, x)
 	}
-	scores := withDense(lexical, dense)
+	scores := make([]float64, 0, len(all))
+	for g := 0; g < len(all); {
+		st := s.sectioned[refs[g].st]
+		item := withDense(lexical[g:g+len(st.secs)], denseOf(st.c, st.secs, st.from))
+		for j, x := range lexical[g : g+len(st.secs)] {
+			if x > 0 {
+				item[j] = x / top // comparable across items
+			}
+		}
+		scores = append(scores, item...)
+		g += len(st.secs)
+	}
 	utility := make([]float64, len(all))
 	for g, r := range refs {
 		utility[g] = scores[g] * s.values[s.sectioned[r.st].rank-1].Relevance
