@@ -1,11 +1,20 @@
 package mcp_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -203,5 +212,97 @@ func TestKeepAliveEndsTheSessionOfADeadHTTPServer(t *testing.T) {
 	case <-done:
 	case <-time.After(5 * time.Second):
 		t.Fatal("the session of a dead server is still up after 5 s")
+	}
+}
+
+// logBuffer is a slog handler target that tests can read while sessions log.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// A 2025-era Streamable HTTP server answers the go-sdk's first request,
+// server/discover (2026-07-28), with 400 and a JSON-RPC error whose id is
+// null (as server-everything does); the SDK then initializes. That is the
+// normal version fallback: it must not log a warning, and the session must
+// come up on the older revision.
+func TestDiscoverFallbackIsNotAWarning(t *testing.T) {
+	raw := &mcptest.RawServer{}
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if bytes.Contains(body, []byte(`"server/discover"`)) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			w.Write([]byte(`{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: Server not initialized"},"id":null}`))
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		raw.ServeHTTP(w, r)
+	}))
+	t.Cleanup(hs.Close)
+	var logs logBuffer
+	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	sess, err := mcp.Connect(t.Context(), config.Server{Name: "web", Transport: config.TransportHTTP, URL: hs.URL}, &mcp.Options{Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	if _, _, proto := sess.ServerInfo(); proto == "" || proto >= "2026-07-28" {
+		t.Errorf("negotiated %q, want a 2025 revision after the fallback", proto)
+	}
+	if strings.Contains(logs.String(), "level=WARN") {
+		t.Errorf("the server/discover fallback logged a warning:\n%s", logs.String())
+	}
+}
+
+// The same against the real server-everything over Streamable HTTP.
+func TestDiscoverFallbackEverythingIsNotAWarning(t *testing.T) {
+	entry := mcptest.NodePeer(t, "server-everything")
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	cmd := exec.Command("node", entry, "streamableHttp")
+	cmd.Env = append(os.Environ(), fmt.Sprintf("PORT=%d", port))
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	var logs logBuffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	url := fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
+	var sess *mcp.Session
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		sess, err = mcp.Connect(ctx, config.Server{Name: "everything", Transport: config.TransportHTTP, URL: url}, &mcp.Options{Logger: log})
+		cancel()
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("server-everything (streamableHttp) did not accept a session within 30s: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	defer sess.Close()
+	if _, err := sess.ListResources(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(logs.String(), "level=WARN") {
+		t.Errorf("connecting to server-everything logged a warning:\n%s", logs.String())
 	}
 }

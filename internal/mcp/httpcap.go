@@ -356,13 +356,45 @@ func rejectPlainError(resp *http.Response, id []byte, log *slog.Logger) {
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	resp.Body.Close()
 	if msg, err := jsonrpc.DecodeMessage(data); err != nil || !isErrorAnswer(msg) {
-		log.Warn("an HTTP error answer is not JSON-RPC", "status", resp.Status, "id", string(id))
-		data = errorAnswer(id, fmt.Sprintf("HTTP %s: %.200s", resp.Status, bytes.TrimSpace(data)))
+		if fixed, ok := withID(data, id); ok {
+			// A JSON-RPC error without an id (JSON-RPC 2.0 § 5: null when
+			// the request could not be read). Servers of the 2025 era answer
+			// the go-sdk's first try, server/discover (2026-07-28), this way
+			// before it falls back to initialize: a normal exchange, not a
+			// fault. The id is the posted one, so the call gets the error.
+			log.Debug("an HTTP error answer has no id; answering the posted call with it", "status", resp.Status, "id", string(id))
+			data = fixed
+		} else {
+			log.Warn("an HTTP error answer is not JSON-RPC", "status", resp.Status, "id", string(id))
+			data = errorAnswer(id, fmt.Sprintf("HTTP %s: %.200s", resp.Status, bytes.TrimSpace(data)))
+		}
 		resp.Header.Set("Content-Type", "application/json")
 	}
 	resp.Body = io.NopCloser(bytes.NewReader(data))
 	resp.ContentLength = -1
 	resp.Header.Del("Content-Length")
+}
+
+// withID returns data, a JSON-RPC error answer whose id is null or absent,
+// with id in its place, and whether data was such an answer.
+func withID(data, id []byte) ([]byte, bool) {
+	var m struct {
+		Version string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   *struct {
+			Code    int64           `json:"code"`
+			Message string          `json:"message"`
+			Data    json.RawMessage `json:"data,omitempty"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(data, &m) != nil || m.Version != "2.0" || m.Error == nil || (len(m.ID) > 0 && string(m.ID) != "null") {
+		return nil, false
+	}
+	e, err := json.Marshal(m.Error)
+	if err != nil {
+		return nil, false
+	}
+	return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":%s}`, id, e), true
 }
 
 func isErrorAnswer(msg jsonrpc.Message) bool {
