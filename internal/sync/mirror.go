@@ -634,6 +634,9 @@ func (m *Mirror) sync(parent context.Context, sess *mcp.Session) (ok bool) {
 	ctx, cancel := context.WithTimeout(parent, m.opts.SyncTimeout)
 	defer cancel()
 	res, rerr := sess.ListResources(ctx)
+	if rerr == nil {
+		m.dropRelisted(res)
+	}
 	tpl, terr := sess.ListTemplates(ctx)
 	var diff index.Diff
 	var ierr error
@@ -685,6 +688,32 @@ func (m *Mirror) sync(parent context.Context, sess *mcp.Session) (ok bool) {
 	m.log.Info("synced", "resources", len(res.Items), "templates", len(tpl.Items),
 		"added", diff.Added, "updated", diff.Updated, "removed", diff.Removed, "embedded", diff.Embedded)
 	return true
+}
+
+// dropRelisted drops the cached contents of the resources whose descriptor
+// the list shows changed since the index took it (size, lastModified or MIME
+// type: index.ContentStamp), and, when the list is complete, of those it no
+// longer shows. The server announced those changes (even without
+// notifications/resources/updated), so the cached copies are stale from
+// now: they are dropped before the list is applied to the index, and reads
+// in flight are not cached. A removed URI that is read again goes to the
+// server (and fails there if the server no longer has it).
+func (m *Mirror) dropRelisted(res mcp.List[resource.Descriptor]) {
+	listed := make(map[string]bool, len(res.Items))
+	for _, d := range res.Items {
+		listed[d.URI] = true
+		if old, ok := m.opts.Index.Get(d.Key()); ok && index.ContentStamp(old) != index.ContentStamp(d) {
+			m.cache.invalidate(d.URI)
+		}
+	}
+	if !res.Complete {
+		return
+	}
+	for _, d := range m.opts.Index.Descriptors(m.opts.Server) {
+		if !listed[d.URI] {
+			m.cache.invalidate(d.URI)
+		}
+	}
 }
 
 // fail records a failed connect. The same failure again (a server that is
