@@ -3,9 +3,12 @@ package sync_test
 import (
 	"context"
 	"errors"
+	gosync "sync"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/contextd/contextd/internal/mcp"
 	"github.com/contextd/contextd/internal/mcp/mcptest"
@@ -60,5 +63,93 @@ func era(proto string, dial ctxsync.DialFunc) ctxsync.DialFunc {
 	return func(ctx context.Context, o *mcp.Options) (*mcp.Session, error) {
 		o.ProtocolVersion = proto
 		return dial(ctx, o)
+	}
+}
+
+// A read that comes while the mirror reconnects after a lost session waits
+// for the new session (a backoff shorter than ReconnectWait) and is served
+// on it, instead of failing as "server not connected".
+func TestReadDuringReconnectWaitsForTheNewSession(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := mcptest.NewServer(map[string]string{"doc://a": "a"}, nil)
+		var mu gosync.Mutex
+		var sessions []*mcpsdk.ServerSession
+		dial := dialWith(t, srv, func(ss *mcpsdk.ServerSession) {
+			mu.Lock()
+			defer mu.Unlock()
+			sessions = append(sessions, ss)
+		})
+		m := ctxsync.New(ctxsync.Options{Server: "s", Index: newIndex(t), Dial: dial, ContentMaxResources: noContentIndex,
+			MinBackoff: 700 * time.Millisecond, MaxBackoff: 700 * time.Millisecond})
+		start(t, m)
+		<-m.Ready()
+		synctest.Wait()
+		mu.Lock()
+		sessions[0].Close()
+		mu.Unlock()
+		synctest.Wait() // the mirror is backing off, with no session
+		t0 := time.Now()
+		c, _, err := m.ReadFetch(t.Context(), "doc://a")
+		if err != nil || len(c) != 1 || c[0].Text != "a" {
+			t.Fatalf("read during the reconnect: %+v, %v; want it served on the new session", c, err)
+		}
+		if waited := time.Since(t0); waited > ctxsync.DefaultReconnectWait {
+			t.Errorf("waited %v, more than the bound %v", waited, ctxsync.DefaultReconnectWait)
+		}
+	})
+}
+
+// The wait is bounded: a reconnect that does not come within ReconnectWait
+// fails the read then, and one due later than that fails it at once.
+func TestReadDuringReconnectWaitIsBounded(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		backoff time.Duration
+		want    time.Duration
+	}{
+		{"connect hangs", time.Millisecond, ctxsync.DefaultReconnectWait},
+		{"backoff longer than the bound", time.Hour, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv := mcptest.NewServer(map[string]string{"doc://a": "a"}, nil)
+				var mu gosync.Mutex
+				var sessions []*mcpsdk.ServerSession
+				inner := dialWith(t, srv, func(ss *mcpsdk.ServerSession) {
+					mu.Lock()
+					defer mu.Unlock()
+					sessions = append(sessions, ss)
+				})
+				dials := 0
+				dial := func(ctx context.Context, o *mcp.Options) (*mcp.Session, error) {
+					mu.Lock()
+					dials++
+					n := dials
+					mu.Unlock()
+					if n > 1 {
+						<-ctx.Done() // the server never answers again
+						return nil, ctx.Err()
+					}
+					return inner(ctx, o)
+				}
+				m := ctxsync.New(ctxsync.Options{Server: "s", Index: newIndex(t), Dial: dial, ContentMaxResources: noContentIndex,
+					MinBackoff: tc.backoff, MaxBackoff: tc.backoff})
+				start(t, m)
+				<-m.Ready()
+				synctest.Wait()
+				mu.Lock()
+				sessions[0].Close()
+				mu.Unlock()
+				synctest.Wait()
+				t0 := time.Now()
+				_, _, err := m.ReadFetch(t.Context(), "doc://a")
+				if !errors.Is(err, ctxsync.ErrUnavailable) {
+					t.Fatalf("read with no session coming: %v, want ErrUnavailable", err)
+				}
+				if waited := time.Since(t0); waited != tc.want {
+					t.Errorf("failed after %v, want %v", waited, tc.want)
+				}
+			})
+		})
 	}
 }

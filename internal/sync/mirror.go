@@ -54,6 +54,7 @@ const (
 	DefaultConnectTimeout = 30 * time.Second
 	DefaultSyncTimeout    = 2 * time.Minute
 	DefaultCacheBytes     = 32 << 20
+	DefaultReconnectWait  = 2 * time.Second
 	// DefaultContentMaxResources and DefaultContentMaxBytes are in content.go.
 )
 
@@ -108,6 +109,14 @@ type Options struct {
 	// lastModified is read again when that changes. Zero means
 	// DefaultContentMaxAge; negative never reads again for age alone.
 	ContentMaxAge time.Duration
+	// ReconnectWait bounds how long a read waits for a session while the
+	// mirror reconnects (after a lost session, or during its first
+	// connect): a read that finds no session waits up to this long for the
+	// next one, and fails with ErrUnavailable at once when the next attempt
+	// is due later than that, or the server has never connected and its
+	// last attempt failed. Zero means DefaultReconnectWait; negative never
+	// waits.
+	ReconnectWait time.Duration
 	// TerminateDuration is passed to mcp.Options for stdio servers: how long
 	// each shutdown stage (stdin closed, SIGTERM) may take before the next.
 	// Zero means the SDK's default (5s).
@@ -134,6 +143,10 @@ type Status struct {
 	Protocol      string // negotiated protocol version
 	Syncs         int    // completed sync attempts since start
 	Contents      int    // resources whose content is indexed (index.SetContents)
+	// Activity says what a connected server's mirror is doing, or is empty:
+	// "listing" while it walks the lists, "indexing N/M" while it stores the
+	// M descriptors the list added or changed (embedding them).
+	Activity string
 }
 
 // A Mirror keeps one server mirrored. Create it with New and run it with Run.
@@ -150,8 +163,10 @@ type Mirror struct {
 	ready     chan struct{} // see Ready
 	newSess   chan struct{} // closed and replaced whenever sess changes
 	// backingOff is set while sess is nil and the run loop waits out a
-	// backoff rather than reconnecting at once.
+	// backoff rather than reconnecting at once; retryAt is when that
+	// backoff ends.
 	backingOff bool
+	retryAt    time.Time
 	cache      *readCache
 	notFound   map[string]bool // URIs a read found missing, evicted after the next sync
 	// contentStale holds URIs whose indexed content the server said was
@@ -216,6 +231,9 @@ func New(opts Options) *Mirror {
 	}
 	if opts.ContentMaxAge == 0 {
 		opts.ContentMaxAge = DefaultContentMaxAge
+	}
+	if opts.ReconnectWait == 0 {
+		opts.ReconnectWait = DefaultReconnectWait
 	}
 	log := opts.Logger
 	if log == nil {
@@ -286,7 +304,7 @@ func (m *Mirror) Run(ctx context.Context) error {
 			attempt++
 			m.fail(err)
 			m.setSession(nil, true) // reads waiting for a new session give up
-			if !m.sleep(ctx, m.backoff(attempt)) {
+			if !m.backOff(ctx, m.backoff(attempt)) {
 				break
 			}
 			continue
@@ -313,12 +331,60 @@ func (m *Mirror) Run(ctx context.Context) error {
 			continue
 		}
 		attempt++
-		if !m.sleep(ctx, m.backoff(attempt)) {
+		if !m.backOff(ctx, m.backoff(attempt)) {
 			break
 		}
 	}
 	m.markReady()
 	return nil
+}
+
+// backOff sleeps d before the next connect, telling reads (awaitSession)
+// when that connect is due. It reports false when ctx ended first.
+func (m *Mirror) backOff(ctx context.Context, d time.Duration) bool {
+	m.mu.Lock()
+	m.retryAt = time.Now().Add(d)
+	m.mu.Unlock()
+	ok := m.sleep(ctx, d)
+	m.mu.Lock()
+	m.retryAt = time.Time{}
+	m.mu.Unlock()
+	return ok
+}
+
+// awaitSession waits, up to Options.ReconnectWait, for the session of a
+// mirror that has none; see Options.ReconnectWait for when it does not wait.
+func (m *Mirror) awaitSession(ctx context.Context) (*mcp.Session, error) {
+	wait := m.opts.ReconnectWait
+	deadline := time.Now().Add(wait)
+	var timeout <-chan time.Time
+	if wait > 0 {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		timeout = t.C
+	}
+	for {
+		m.mu.Lock()
+		sess, wake, state, retryAt := m.sess, m.newSess, m.status.State, m.retryAt
+		m.mu.Unlock()
+		switch {
+		case sess != nil:
+			return sess, nil
+		case wait <= 0:
+			return nil, fmt.Errorf("server %q: %w", m.opts.Server, ErrUnavailable)
+		case state == StateFailed:
+			return nil, fmt.Errorf("server %q: %w (never connected)", m.opts.Server, ErrUnavailable)
+		case retryAt.After(deadline):
+			return nil, fmt.Errorf("server %q: %w (reconnecting in %v)", m.opts.Server, ErrUnavailable, time.Until(retryAt).Round(time.Millisecond))
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("server %q: %w (reconnecting): %w", m.opts.Server, ErrUnavailable, ctx.Err())
+		case <-timeout:
+			return nil, fmt.Errorf("server %q: %w (reconnecting; no session within %v)", m.opts.Server, ErrUnavailable, wait)
+		case <-wake:
+		}
+	}
 }
 
 // setSession installs the live session, or nil and whether the run loop is
@@ -519,7 +585,7 @@ func (m *Mirror) serve(ctx context.Context, sess *mcp.Session, warm []string) (e
 			if err == nil {
 				err = errors.New("session closed by server")
 			}
-			if tail := sess.StderrTail(); tail != "" {
+			if tail := lastLines(sess.StderrTail(), maxStderrTail); tail != "" {
 				err = fmt.Errorf("%w; stderr: %s", err, tail)
 			}
 			m.setStale(err)
@@ -633,6 +699,8 @@ func (m *Mirror) sync(parent context.Context, sess *mcp.Session) (ok bool) {
 	// minutes) and only stops with the mirror.
 	ctx, cancel := context.WithTimeout(parent, m.opts.SyncTimeout)
 	defer cancel()
+	m.setActivity("listing")
+	defer m.setActivity("")
 	res, rerr := sess.ListResources(ctx)
 	if rerr == nil {
 		m.dropRelisted(res)
@@ -641,11 +709,14 @@ func (m *Mirror) sync(parent context.Context, sess *mcp.Session) (ok bool) {
 	var diff index.Diff
 	var ierr error
 	if rerr == nil {
+		ictx := index.WithProgress(parent, func(done, total int) {
+			m.setActivity(fmt.Sprintf("indexing %d/%d", done, total))
+		})
 		if res.Complete {
-			diff, ierr = m.opts.Index.Replace(parent, m.opts.Server, res.Items)
+			diff, ierr = m.opts.Index.Replace(ictx, m.opts.Server, res.Items)
 		} else {
 			// A partial list must not delete what the missing pages hold.
-			_, ierr = m.opts.Index.Upsert(parent, res.Items...)
+			_, ierr = m.opts.Index.Upsert(ictx, res.Items...)
 		}
 	}
 	if parent.Err() != nil {
@@ -680,6 +751,8 @@ func (m *Mirror) sync(parent context.Context, sess *mcp.Session) (ok bool) {
 	m.status.LastSync = time.Now()
 	if res.Complete && (tpl.Complete || !sess.Capabilities().Resources) {
 		m.status.State = StateReady
+		// What went wrong before (a lost session, a failed sync) is over.
+		m.status.LastError, m.status.LastErrorTime = "", time.Time{}
 	} else {
 		m.status.State = StateDegraded
 		m.status.LastError = "list incomplete: " + res.Incomplete + tpl.Incomplete
@@ -738,6 +811,13 @@ func (m *Mirror) fail(err error) {
 	m.markReady()
 }
 
+// setActivity records what the mirror is doing (Status.Activity).
+func (m *Mirror) setActivity(a string) {
+	m.mu.Lock()
+	m.status.Activity = a
+	m.mu.Unlock()
+}
+
 func (m *Mirror) setStale(err error) {
 	m.mu.Lock()
 	m.status.State = StateStale
@@ -781,7 +861,8 @@ func (m *Mirror) sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// ErrUnavailable is returned by Read when the mirror has no live session.
+// ErrUnavailable is returned by Read when the mirror has no live session
+// (and none came within Options.ReconnectWait).
 var ErrUnavailable = errors.New("server not connected")
 
 // Read returns the contents of uri, from the cache when a copy there is
@@ -859,7 +940,10 @@ func (m *Mirror) ReadFetch(ctx context.Context, uri string) ([]resource.Content,
 	sess := m.sess
 	m.mu.Unlock()
 	if sess == nil {
-		return nil, Fetch{}, fmt.Errorf("server %q: %w", m.opts.Server, ErrUnavailable)
+		var err error
+		if sess, err = m.awaitSession(ctx); err != nil {
+			return nil, Fetch{}, err
+		}
 	}
 	contents, f, err := m.read(ctx, sess, uri)
 	if !errors.Is(err, mcp.ErrSessionExpired) {
@@ -939,6 +1023,25 @@ func (m *Mirror) read(ctx context.Context, sess *mcp.Session, uri string) ([]res
 		return contents, Fetch{At: at, Subscribed: true}, nil
 	}
 	return contents, Fetch{At: at, Expires: expires}, nil
+}
+
+// maxStderrTail bounds the bytes of a stdio server's stderr that a lost
+// session's error (logged, and kept as Status.LastError) quotes.
+const maxStderrTail = 512
+
+// lastLines returns the end of s, at most max bytes of it, starting at a
+// line when it can: "…" and the whole lines that fit, or the last max bytes
+// when even the last line does not fit. Surrounding white space goes.
+func lastLines(s string, max int) string {
+	s = strings.TrimSpace(s)
+	if len(s) <= max {
+		return s
+	}
+	cut := s[len(s)-max:]
+	if i := strings.IndexByte(cut, '\n'); i >= 0 && i < len(cut)-1 {
+		cut = cut[i+1:]
+	}
+	return "…" + strings.ToValidUTF8(cut, "")
 }
 
 func firstLine(s string) string {
