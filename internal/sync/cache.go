@@ -195,9 +195,13 @@ func (c *readCache) unused(uri string) (unsubscribe []string) {
 }
 
 // trimIdleLocked forgets the least recently read idle subscriptions beyond
-// maxIdle, appending their URIs to unsubscribe.
-func (c *readCache) trimIdleLocked(unsubscribe []string) []string {
-	for len(c.idle) > c.maxIdle {
+// keep (maxIdle when omitted), appending their URIs to unsubscribe.
+func (c *readCache) trimIdleLocked(unsubscribe []string, keep ...int) []string {
+	limit := c.maxIdle
+	if len(keep) > 0 {
+		limit = keep[0]
+	}
+	for len(c.idle) > limit {
 		var oldest string
 		var at uint64
 		for u, seq := range c.idle {
@@ -215,6 +219,30 @@ func (c *readCache) trimIdleLocked(unsubscribe []string) []string {
 func (c *readCache) unsubLocked(uri string) {
 	delete(c.subs, uri)
 	delete(c.idle, uri)
+}
+
+// lost forgets uri's subscription, which the server ended (a
+// subscriptions/listen stream it answered or that broke), and drops its
+// cached content, since updates may have been missed; reads in flight are
+// not cached. The next read of uri subscribes again.
+func (c *readCache) lost(uri string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gen++
+	c.dropLocked(uri)
+	c.unsubLocked(uri)
+}
+
+// releaseIdle forgets the least recently read idle subscription and returns
+// its URI, for unsubscribing, or false when there is none.
+func (c *readCache) releaseIdle() (string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.idle) == 0 {
+		return "", false
+	}
+	u := c.trimIdleLocked(nil, len(c.idle)-1)
+	return u[0], true
 }
 
 // invalidate drops uri's cached content (notifications/resources/updated) and

@@ -23,7 +23,7 @@ import (
 // there. Both eras: 2025-11-25 (resources/subscribe) and 2026-07-28
 // (subscriptions/listen).
 func TestRelistedChangeDropsCachedContent(t *testing.T) {
-	for _, proto := range []string{"2025-11-25"} {
+	for _, proto := range []string{"2025-11-25", "2026-07-28"} {
 		t.Run(proto, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				srv := subscribableServer()

@@ -431,6 +431,11 @@ func (m *Mirror) connect(ctx context.Context) (*mcp.Session, error) {
 			m.cache.invalidate(uri)
 			m.contentUpdated(uri)
 		},
+		OnSubscriptionEnded: func(uris []string) {
+			for _, uri := range uris {
+				m.cache.lost(uri)
+			}
+		},
 
 		TerminateDuration: m.opts.TerminateDuration,
 	})
@@ -575,7 +580,7 @@ func (m *Mirror) serve(ctx context.Context, sess *mcp.Session, warm []string) (e
 		// Waited for, so what it learns (unwarm) is in before Run takes
 		// the next session's list.
 		defer func() { stop(); rw.Wait() }()
-		rw.Go(func() { m.rewarm(rctx, warm, sessEnd) })
+		rw.Go(func() { m.rewarm(rctx, sess, warm, sessEnd) })
 	}
 	for {
 		select {
@@ -625,13 +630,15 @@ func (m *Mirror) serve(ctx context.Context, sess *mcp.Session, warm []string) (e
 // subscriptions come back with the content. A URI whose re-read the session
 // ended during, or just after (rewarmGrace), is left out of the next
 // session's list (unwarm): cached again, it would end every session.
-func (m *Mirror) rewarm(ctx context.Context, uris []string, end *sessionEnd) {
+func (m *Mirror) rewarm(ctx context.Context, sess *mcp.Session, uris []string, end *sessionEnd) {
 	for _, uri := range uris {
 		if _, ok := m.opts.Index.Get(resource.Key{Server: m.opts.Server, URI: uri}); !ok {
 			continue
 		}
 		rctx, cancel := context.WithTimeout(ctx, m.opts.ConnectTimeout)
-		_, err := m.Read(rctx, uri)
+		// On this session only: a read that waited for the next one
+		// (ReadFetch) would be laid to the wrong session.
+		_, _, err := m.read(rctx, sess, uri)
 		cancel()
 		if ended, why := end.wait(ctx, rewarmGrace); ended {
 			if !errors.Is(why, mcp.ErrSessionExpired) {
@@ -964,11 +971,25 @@ func (m *Mirror) read(ctx context.Context, sess *mcp.Session, uri string) ([]res
 	// session) came in meanwhile.
 	t := m.cache.ticket()
 	if sess.Capabilities().Subscribe && m.cache.enabled() && !m.cache.subscribed(uri) {
-		if err := sess.Subscribe(ctx, uri); err == nil {
+		err := sess.Subscribe(ctx, uri)
+		if errors.Is(err, mcp.ErrListenLimit) {
+			// Each subscription is a stream (2026-07-28): give up the
+			// least recently read one that caches nothing, and try again.
+			if old, ok := m.cache.releaseIdle(); ok {
+				if uerr := sess.Unsubscribe(ctx, old); uerr != nil {
+					m.log.Debug("unsubscribe failed", "uri", old, "err", uerr)
+				}
+				err = sess.Subscribe(ctx, uri)
+			}
+		}
+		switch {
+		case err == nil:
 			m.cache.markSubscribed(uri, t)
-		} else if errors.Is(err, mcp.ErrSessionExpired) {
+		case errors.Is(err, mcp.ErrSessionExpired):
 			return nil, Fetch{}, err
-		} else if !errors.Is(err, mcp.ErrSubscribeListen) {
+		default:
+			// Not honoured, over the stream bound, or failed: the URI is
+			// not subscribed, so its result is not cached under one.
 			m.log.Debug("subscribe failed; not caching", "uri", uri, "err", err)
 		}
 	}

@@ -1,0 +1,244 @@
+package mcp
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// From protocol revision 2026-07-28 a resource subscription is a
+// subscriptions/listen request that stays open: the server first sends
+// notifications/subscriptions/acknowledged with the subset of the request
+// it honours, then notifications/resources/updated for those URIs, and
+// answers the request only when it ends the subscription. The go-sdk
+// (v1.8.0) ClientSession.Subscribe opens one such stream per URI and
+// returns without waiting for the acknowledgement, ignores the
+// acknowledgement (so a URI the server did not honour looks subscribed),
+// and never learns that a stream ended (the answer of the call it did not
+// await is dropped; on Streamable HTTP a stream that breaks is dropped
+// too). A listenTracker watches the connection to fill those gaps: it
+// pairs each listen request with its acknowledgement and its end.
+
+// DefaultMaxListens bounds the subscriptions/listen streams one session
+// keeps open for resource subscriptions when Options.MaxListens is zero.
+// Each stream costs a pending request on both sides and, over Streamable
+// HTTP, an open HTTP response (a connection of its own under HTTP/1.1);
+// see BenchmarkListenStreams.
+const DefaultMaxListens = 32
+
+// Errors of Subscribe on sessions that negotiated 2026-07-28 or later.
+var (
+	// ErrNotHonoured is returned by Subscribe when the server's
+	// acknowledgement left the URI out, or it refused the listen request:
+	// the URI is not subscribed, and nothing the server sends keeps a copy
+	// of it fresh.
+	ErrNotHonoured = errors.New("the server did not honour the subscription")
+	// ErrListenLimit is returned by Subscribe when the session already
+	// holds Options.MaxListens subscription streams; nothing is sent.
+	ErrListenLimit = errors.New("too many open subscriptions/listen streams")
+)
+
+// A listen is one subscriptions/listen request on the connection.
+type listen struct {
+	uris      []string
+	acked     chan struct{} // closed by the acknowledgement or the end
+	honoured  map[string]bool
+	refusal   string // the error answer, when the request ended before any acknowledgement
+	cancelled bool   // contextd cancelled it (Unsubscribe)
+}
+
+// A listenTracker follows the subscriptions/listen requests of one
+// connection. It is safe for concurrent use.
+type listenTracker struct {
+	// onEnd is called, outside the lock, with the honoured URIs of a
+	// stream the server ended (answered) without contextd cancelling it.
+	onEnd func(uris []string)
+
+	mu    sync.Mutex
+	byID  map[string]*listen // idKey of the request → listen, until answered
+	byURI map[string]*listen // resource URI → the live listen that asked for it
+}
+
+func newListenTracker() *listenTracker {
+	return &listenTracker{byID: map[string]*listen{}, byURI: map[string]*listen{}}
+}
+
+// listenParams is the part of subscriptions/listen params and of the
+// acknowledgement that the tracker reads.
+type listenParams struct {
+	Meta          map[string]any `json:"_meta"`
+	Notifications struct {
+		ResourceSubscriptions []string `json:"resourceSubscriptions"`
+	} `json:"notifications"`
+}
+
+// sent records a request or notification contextd writes.
+func (t *listenTracker) sent(req *jsonrpc.Request) {
+	switch {
+	case req.Method == "subscriptions/listen" && req.ID.IsValid():
+		var p listenParams
+		if json.Unmarshal(req.Params, &p) != nil {
+			return
+		}
+		l := &listen{uris: p.Notifications.ResourceSubscriptions, acked: make(chan struct{}), honoured: map[string]bool{}}
+		t.mu.Lock()
+		t.byID[idKey(req.ID)] = l
+		for _, u := range l.uris {
+			t.byURI[u] = l
+		}
+		t.mu.Unlock()
+	case req.Method == "notifications/cancelled":
+		key, ok := cancelledID(req.Params)
+		if !ok {
+			return
+		}
+		t.mu.Lock()
+		if l := t.byID[key]; l != nil {
+			l.cancelled = true
+			t.forgetLocked(l)
+		}
+		t.mu.Unlock()
+	}
+}
+
+// received records a message from the server.
+func (t *listenTracker) received(msg jsonrpc.Message) {
+	switch m := msg.(type) {
+	case *jsonrpc.Request:
+		if m.Method != "notifications/subscriptions/acknowledged" {
+			return
+		}
+		var p listenParams
+		if json.Unmarshal(m.Params, &p) != nil {
+			return
+		}
+		id, ok := subscriptionID(p.Meta)
+		if !ok {
+			return
+		}
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		l := t.byID[id]
+		if l == nil {
+			return
+		}
+		select {
+		case <-l.acked:
+			return // one acknowledgement per stream
+		default:
+		}
+		for _, u := range p.Notifications.ResourceSubscriptions {
+			l.honoured[u] = true
+		}
+		close(l.acked)
+	case *jsonrpc.Response:
+		if !m.ID.IsValid() {
+			return
+		}
+		t.mu.Lock()
+		l := t.byID[idKey(m.ID)]
+		if l == nil {
+			t.mu.Unlock()
+			return
+		}
+		delete(t.byID, idKey(m.ID))
+		var ended []string
+		select {
+		case <-l.acked:
+			if !l.cancelled {
+				for _, u := range l.uris {
+					if l.honoured[u] && t.byURI[u] == l {
+						ended = append(ended, u)
+					}
+				}
+			}
+		default:
+			l.refusal = "ended without an acknowledgement"
+			if m.Error != nil {
+				l.refusal = m.Error.Error()
+			}
+			close(l.acked)
+		}
+		t.forgetLocked(l)
+		t.mu.Unlock()
+		if len(ended) > 0 && t.onEnd != nil {
+			t.onEnd(ended)
+		}
+	}
+}
+
+// forgetLocked removes l's URIs from byURI.
+func (t *listenTracker) forgetLocked(l *listen) {
+	for _, u := range l.uris {
+		if t.byURI[u] == l {
+			delete(t.byURI, u)
+		}
+	}
+}
+
+// lookup returns the live listen for uri.
+func (t *listenTracker) lookup(uri string) *listen {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.byURI[uri]
+}
+
+// open returns how many resource subscription streams are live.
+func (t *listenTracker) open() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := 0
+	for _, l := range t.byID {
+		if len(l.uris) > 0 && !l.cancelled {
+			n++
+		}
+	}
+	return n
+}
+
+// verdict reports, once l is acknowledged or ended, whether uri is honoured
+// and, if not, why.
+func (t *listenTracker) verdict(l *listen, uri string) (bool, string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if l.refusal != "" {
+		return false, l.refusal
+	}
+	return l.honoured[uri], "left out of the acknowledgement"
+}
+
+// cancelledID returns the idKey of the request a notifications/cancelled
+// names.
+func cancelledID(params json.RawMessage) (string, bool) {
+	var p struct {
+		RequestID any `json:"requestId"`
+	}
+	if json.Unmarshal(params, &p) != nil || p.RequestID == nil {
+		return "", false
+	}
+	return rawIDKey(p.RequestID)
+}
+
+// subscriptionID returns the idKey of the listen request named in an
+// acknowledgement's _meta.
+func subscriptionID(meta map[string]any) (string, bool) {
+	v, ok := meta["io.modelcontextprotocol/subscriptionId"]
+	if !ok {
+		return "", false
+	}
+	return rawIDKey(v)
+}
+
+// rawIDKey is idKey for an id decoded from JSON into an any.
+func rawIDKey(v any) (string, bool) {
+	switch x := v.(type) {
+	case float64:
+		return fmt.Sprintf("%T:%v", int64(x), int64(x)), true
+	case string:
+		return fmt.Sprintf("%T:%v", x, x), true
+	}
+	return "", false
+}
