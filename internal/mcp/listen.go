@@ -1,10 +1,14 @@
 package mcp
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -43,7 +47,9 @@ var (
 
 // A listen is one subscriptions/listen request on the connection.
 type listen struct {
-	uris      []string
+	listChanged bool          // it asked for notifications/resources/list_changed
+	done        chan struct{} // closed when the server answers it
+	uris        []string
 	acked     chan struct{} // closed by the acknowledgement or the end
 	honoured  map[string]bool
 	refusal   string // the error answer, when the request ended before any acknowledgement
@@ -56,6 +62,11 @@ type listenTracker struct {
 	// onEnd is called, outside the lock, with the honoured URIs of a
 	// stream the server ended (answered) without contextd cancelling it.
 	onEnd func(uris []string)
+	// ended (capacity 1) is signalled whenever a listen stream is
+	// answered; see restoreListChanged.
+	ended chan struct{}
+
+	conn *repairConn // set when the connection opens
 
 	mu    sync.Mutex
 	byID  map[string]*listen // idKey of the request → listen, until answered
@@ -63,7 +74,7 @@ type listenTracker struct {
 }
 
 func newListenTracker() *listenTracker {
-	return &listenTracker{byID: map[string]*listen{}, byURI: map[string]*listen{}}
+	return &listenTracker{byID: map[string]*listen{}, byURI: map[string]*listen{}, ended: make(chan struct{}, 1)}
 }
 
 // listenParams is the part of subscriptions/listen params and of the
@@ -71,6 +82,7 @@ func newListenTracker() *listenTracker {
 type listenParams struct {
 	Meta          map[string]any `json:"_meta"`
 	Notifications struct {
+		ResourcesListChanged  bool     `json:"resourcesListChanged"`
 		ResourceSubscriptions []string `json:"resourceSubscriptions"`
 	} `json:"notifications"`
 }
@@ -83,7 +95,8 @@ func (t *listenTracker) sent(req *jsonrpc.Request) {
 		if json.Unmarshal(req.Params, &p) != nil {
 			return
 		}
-		l := &listen{uris: p.Notifications.ResourceSubscriptions, acked: make(chan struct{}), honoured: map[string]bool{}}
+		l := &listen{uris: p.Notifications.ResourceSubscriptions, listChanged: p.Notifications.ResourcesListChanged,
+			acked: make(chan struct{}), done: make(chan struct{}), honoured: map[string]bool{}}
 		t.mu.Lock()
 		t.byID[idKey(req.ID)] = l
 		for _, u := range l.uris {
@@ -163,7 +176,12 @@ func (t *listenTracker) received(msg jsonrpc.Message) {
 			close(l.acked)
 		}
 		t.forgetLocked(l)
+		close(l.done)
 		t.mu.Unlock()
+		select {
+		case t.ended <- struct{}{}:
+		default:
+		}
 		if len(ended) > 0 && t.onEnd != nil {
 			t.onEnd(ended)
 		}
@@ -241,4 +259,118 @@ func rawIDKey(v any) (string, bool) {
 		return fmt.Sprintf("%T:%v", x, x), true
 	}
 	return "", false
+}
+
+// ourListen reports whether a response answers a listen request contextd
+// wrote itself (restoreListChanged): the go-sdk, which did not send it,
+// must not see the answer.
+func ourListen(msg jsonrpc.Message) bool {
+	r, ok := msg.(*jsonrpc.Response)
+	if !ok || !r.ID.IsValid() {
+		return false
+	}
+	s, ok := r.ID.Raw().(string)
+	return ok && strings.HasPrefix(s, listenIDPrefix)
+}
+
+// listenIDPrefix starts the ids of the listen requests contextd writes; the
+// go-sdk's own ids are numbers.
+const listenIDPrefix = "contextd/list_changed/"
+
+// currentListChanged returns the listen that asked for list_changed and is
+// neither cancelled nor answered (restoreListChanged keeps at most one).
+func (t *listenTracker) currentListChanged() (string, *listen) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for k, l := range t.byID {
+		if l.listChanged && !l.cancelled {
+			return k, l
+		}
+	}
+	return "", nil
+}
+
+// restoreListChanged keeps a 2026-07-28 session's list_changed
+// subscription alive. go-sdk servers (v1.8.0) keep one list_changed
+// registration per session, and every subscriptions/listen stream that ends
+// (a resource subscription cancelled on eviction, or ended by the server)
+// deletes it, whatever it asked for: from then on the server sends no
+// notifications/resources/list_changed. So after each stream's answer,
+// this cancels the list_changed stream in use (and waits for its answer,
+// after which its own end can delete nothing more), opens a new one, and
+// calls relist, since a list change may have gone unnoticed meanwhile. It
+// runs until ctx ends.
+func (s *Session) restoreListChanged(ctx context.Context, conn *repairConn, relist func()) {
+	n := 0
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.listens.ended:
+		}
+		id, cur := s.listens.currentListChanged()
+		if cur != nil {
+			select {
+			case <-cur.done:
+			default:
+				// Still open on the server: replace it.
+				raw, ok := idFromKey(id)
+				if !ok {
+					continue
+				}
+				s.listens.mu.Lock()
+				cur.cancelled = true
+				s.listens.mu.Unlock()
+				params, _ := json.Marshal(map[string]any{"requestId": raw, "reason": "replaced"})
+				if err := conn.Write(ctx, &jsonrpc.Request{Method: "notifications/cancelled", Params: params}); err != nil {
+					return
+				}
+				wait := time.NewTimer(listenAckWait)
+				select {
+				case <-cur.done:
+				case <-wait.C:
+				case <-ctx.Done():
+					wait.Stop()
+					return
+				}
+				wait.Stop()
+				// That answer signalled ended again: it needs no new round.
+				select {
+				case <-s.listens.ended:
+				default:
+				}
+			}
+		}
+		n++
+		_, _, proto := s.ServerInfo()
+		params, _ := json.Marshal(map[string]any{
+			"_meta": map[string]any{
+				"io.modelcontextprotocol/protocolVersion":    proto,
+				"io.modelcontextprotocol/clientInfo":         map[string]string{"name": "contextd", "version": Version},
+				"io.modelcontextprotocol/clientCapabilities": map[string]any{},
+			},
+			"notifications": map[string]bool{"resourcesListChanged": true},
+		})
+		id2, _ := jsonrpc.MakeID(fmt.Sprintf("%s%d", listenIDPrefix, n))
+		if err := conn.Write(ctx, &jsonrpc.Request{ID: id2, Method: "subscriptions/listen", Params: params}); err != nil {
+			return
+		}
+		relist()
+	}
+}
+
+// idFromKey turns an idKey back into the raw id it was made from.
+func idFromKey(key string) (any, bool) {
+	typ, v, ok := strings.Cut(key, ":")
+	if !ok {
+		return nil, false
+	}
+	switch typ {
+	case "int64":
+		n, err := strconv.ParseInt(v, 10, 64)
+		return n, err == nil
+	case "string":
+		return v, true
+	}
+	return nil, false
 }

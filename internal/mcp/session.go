@@ -98,8 +98,10 @@ type Session struct {
 	stderr *tailBuffer
 	proc   *process // stdio servers only
 
-	listens  *listenTracker
-	listenMu sync.Mutex // serializes opening subscriptions/listen streams
+	listens     *listenTracker
+	listenMu    sync.Mutex         // serializes opening subscriptions/listen streams
+	stopRestore context.CancelFunc // ends restoreListChanged, or nil
+	restoring   sync.WaitGroup
 
 	closeOnce sync.Once
 	closeErr  error
@@ -250,6 +252,11 @@ func ConnectTransport(ctx context.Context, name string, t mcpsdk.Transport, opts
 		}
 		s.caps.Completions = c.Completions != nil
 	}
+	if s.streamingSubscriptions() && s.caps.ListChanged && s.caps.Subscribe && o.OnListChanged != nil && listens.conn != nil {
+		rctx, stop := context.WithCancel(context.Background())
+		s.stopRestore = stop
+		s.restoring.Go(func() { s.restoreListChanged(rctx, listens.conn, o.OnListChanged) })
+	}
 	return s, nil
 }
 
@@ -283,7 +290,13 @@ func (s *Session) Wait() error { return s.cs.Wait() }
 // Close ends the session. For stdio servers the SDK closes stdin, then sends
 // SIGTERM, then SIGKILL. Safe to call more than once.
 func (s *Session) Close() error {
-	s.closeOnce.Do(func() { s.closeErr = s.cs.Close() })
+	s.closeOnce.Do(func() {
+		if s.stopRestore != nil {
+			s.stopRestore()
+		}
+		s.closeErr = s.cs.Close()
+		s.restoring.Wait() // after the close, which unblocks its writes
+	})
 	return s.closeErr
 }
 

@@ -44,7 +44,11 @@ func (t repairTransport) Connect(ctx context.Context) (mcpsdk.Connection, error)
 	if err != nil {
 		return nil, err
 	}
-	return &repairConn{Connection: c, calls: map[string]string{}, listens: t.listens}, nil
+	rc := &repairConn{Connection: c, calls: map[string]string{}, listens: t.listens}
+	if t.listens != nil {
+		t.listens.conn = rc
+	}
+	return rc, nil
 }
 
 type repairConn struct {
@@ -101,6 +105,13 @@ func (c *repairConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	msg, err := c.Connection.Read(ctx)
 	if err == nil && c.listens != nil {
 		c.listens.received(msg)
+		for err == nil && ourListen(msg) {
+			// The answer to a listen contextd wrote: not the go-sdk's.
+			msg, err = c.Connection.Read(ctx)
+			if err == nil {
+				c.listens.received(msg)
+			}
+		}
 	}
 	resp, ok := msg.(*jsonrpc.Response)
 	if err != nil || !ok || !resp.ID.IsValid() {

@@ -244,3 +244,29 @@ func TestInputRequiredReadFailsOnce(t *testing.T) {
 		})
 	}
 }
+
+// Cancelling a resource's listen stream (eviction) must not cost the
+// session its list_changed notifications: the next list change is still
+// mirrored within the debounce window.
+func TestListChangedSurvivesACancelledStream(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ls := newListenServer(2, "public")
+		ix := newIndex(t)
+		m := ctxsync.New(ctxsync.Options{Server: "s", Index: ix, ContentMaxResources: noContentIndex, CacheBytes: 300,
+			Dial: era("2026-07-28", mcptest.Dial(t, "s", ls.srv))})
+		start(t, m)
+		<-m.Ready()
+		read(t, m, "doc://0")
+		read(t, m, "doc://1") // evicts doc://0 for room: its stream is cancelled
+		synctest.Wait()
+		if open, _ := ls.state("doc://0"); open != 0 {
+			t.Fatalf("doc://0 evicted, yet %d streams open for it", open)
+		}
+		mcptest.AddText(ls.srv, "doc://new", "new", "new")
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if m.Status().Resources != 3 {
+			t.Errorf("%d resources mirrored a second after a list change, want 3: list_changed was lost with the cancelled stream", m.Status().Resources)
+		}
+	})
+}
