@@ -50,10 +50,10 @@ type listen struct {
 	listChanged bool          // it asked for notifications/resources/list_changed
 	done        chan struct{} // closed when the server answers it
 	uris        []string
-	acked     chan struct{} // closed by the acknowledgement or the end
-	honoured  map[string]bool
-	refusal   string // the error answer, when the request ended before any acknowledgement
-	cancelled bool   // contextd cancelled it (Unsubscribe)
+	acked       chan struct{} // closed by the acknowledgement or the end
+	honoured    map[string]bool
+	refusal     string // the error answer, when the request ended before any acknowledgement
+	cancelled   bool   // contextd cancelled it (Unsubscribe)
 }
 
 // A listenTracker follows the subscriptions/listen requests of one
