@@ -270,3 +270,53 @@ func TestListChangedSurvivesACancelledStream(t *testing.T) {
 		}
 	})
 }
+
+// A server that speaks 2026-07-28 on one session and 2025-11-25 on the
+// next (a rollback, or a proxy in front of two versions) is served on both:
+// each session subscribes in its own era, caches, and evicts on
+// notifications/resources/updated.
+func TestEraChangesOnReconnect(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ls := newListenServer(1, "public")
+		var mu gosync.Mutex
+		var sessions []*mcpsdk.ServerSession
+		inner := dialWith(t, ls.srv, func(ss *mcpsdk.ServerSession) {
+			mu.Lock()
+			defer mu.Unlock()
+			sessions = append(sessions, ss)
+		})
+		eras := []string{"2026-07-28", "2025-11-25", "2026-07-28"}
+		dial := func(ctx context.Context, o *mcp.Options) (*mcp.Session, error) {
+			mu.Lock()
+			o.ProtocolVersion = eras[min(len(sessions), len(eras)-1)]
+			mu.Unlock()
+			return inner(ctx, o)
+		}
+		m := ctxsync.New(ctxsync.Options{Server: "s", Index: newIndex(t), ContentMaxResources: noContentIndex, Dial: dial,
+			MinBackoff: 10 * time.Millisecond, MaxBackoff: 20 * time.Millisecond})
+		start(t, m)
+		<-m.Ready()
+		for i, want := range eras {
+			synctest.Wait()
+			if got := m.Status().Protocol; got != want {
+				t.Fatalf("session %d negotiated %q, want %q", i+1, got, want)
+			}
+			read(t, m, "doc://0")
+			if f := read(t, m, "doc://0"); f.Freshness() != "subscription" {
+				t.Errorf("session %d (%s): read twice: %s, want cached under its subscription", i+1, want, f.Freshness())
+			}
+			if err := ls.srv.ResourceUpdated(t.Context(), &mcpsdk.ResourceUpdatedNotificationParams{URI: "doc://0"}); err != nil {
+				t.Fatal(err)
+			}
+			synctest.Wait()
+			time.Sleep(time.Second)
+			if f := read(t, m, "doc://0"); f.Freshness() == "subscription" && f.At.Before(time.Now()) {
+				t.Errorf("session %d (%s): after resources/updated, the copy cached at %v is still served", i+1, want, f.At)
+			}
+			mu.Lock()
+			sessions[len(sessions)-1].Close()
+			mu.Unlock()
+			time.Sleep(time.Second)
+		}
+	})
+}
