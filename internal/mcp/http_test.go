@@ -6,10 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	neturl "net/url"
 	"os"
 	"os/exec"
 	"runtime"
@@ -18,6 +21,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/contextd/contextd/internal/config"
 	"github.com/contextd/contextd/internal/mcp"
@@ -304,5 +309,74 @@ func TestDiscoverFallbackEverythingIsNotAWarning(t *testing.T) {
 	}
 	if strings.Contains(logs.String(), "level=WARN") {
 		t.Errorf("connecting to server-everything logged a warning:\n%s", logs.String())
+	}
+}
+
+// On 2026-07-28 over Streamable HTTP, a subscriptions/listen stream that
+// breaks (a proxy cuts it, the server restarts) without the server's answer
+// ends the subscription as an answer would (the go-sdk makes up an error
+// answer, which its ClientSession drops): OnSubscriptionEnded reports it,
+// and Subscribe opens a new stream.
+func TestBrokenListenStreamEndsTheSubscription(t *testing.T) {
+	srv := mcptest.NewServer(map[string]string{"doc://0": "zero"}, &mcpsdk.ServerOptions{
+		SubscribeHandler:   func(context.Context, *mcpsdk.SubscribeRequest) error { return nil },
+		UnsubscribeHandler: func(context.Context, *mcpsdk.UnsubscribeRequest) error { return nil },
+	})
+	origin := httptest.NewServer(mcpsdk.NewStreamableHTTPHandler(func(*http.Request) *mcpsdk.Server { return srv },
+		&mcpsdk.StreamableHTTPOptions{Stateless: true}))
+	t.Cleanup(origin.Close)
+	target, _ := neturl.Parse(origin.URL)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy.FlushInterval = -1
+	proxy.ErrorLog = log.New(io.Discard, "", 0)
+	var mu sync.Mutex
+	var cuts []context.CancelFunc
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if bytes.Contains(body, []byte(`"resourceSubscriptions"`)) {
+			ctx, cancel := context.WithCancel(r.Context())
+			mu.Lock()
+			cuts = append(cuts, cancel)
+			mu.Unlock()
+			r = r.WithContext(ctx)
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(front.Close)
+
+	ended := make(chan []string, 4)
+	sess, err := mcp.Connect(t.Context(), config.Server{Name: "web", Transport: config.TransportHTTP, URL: front.URL},
+		&mcp.Options{OnSubscriptionEnded: func(uris []string) { ended <- uris }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	if _, _, proto := sess.ServerInfo(); proto != "2026-07-28" {
+		t.Fatalf("negotiated %q, want 2026-07-28", proto)
+	}
+	if err := sess.Subscribe(t.Context(), "doc://0"); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	for _, cut := range cuts {
+		cut()
+	}
+	mu.Unlock()
+	select {
+	case uris := <-ended:
+		if len(uris) != 1 || uris[0] != "doc://0" {
+			t.Errorf("OnSubscriptionEnded(%q), want doc://0", uris)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the broken listen stream was not reported within 10s")
+	}
+	if err := sess.Subscribe(t.Context(), "doc://0"); err != nil {
+		t.Errorf("subscribing again after the break: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(cuts) != 2 {
+		t.Errorf("%d listen streams opened for doc://0, want 2 (the second after the break)", len(cuts))
 	}
 }

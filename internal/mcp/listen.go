@@ -21,10 +21,12 @@ import (
 // (v1.8.0) ClientSession.Subscribe opens one such stream per URI and
 // returns without waiting for the acknowledgement, ignores the
 // acknowledgement (so a URI the server did not honour looks subscribed),
-// and never learns that a stream ended (the answer of the call it did not
-// await is dropped; on Streamable HTTP a stream that breaks is dropped
-// too). A listenTracker watches the connection to fill those gaps: it
-// pairs each listen request with its acknowledgement and its end.
+// and never learns that a stream ended: it does not await the call, so the
+// server's answer, or the error its Streamable HTTP transport makes up for
+// a stream that broke ("request terminated without response"), is dropped,
+// and the URI stays in its table of subscriptions. A listenTracker watches
+// the connection to fill those gaps: it pairs each listen request with its
+// acknowledgement and its end.
 
 // DefaultMaxListens bounds the subscriptions/listen streams one session
 // keeps open for resource subscriptions when Options.MaxListens is zero.
