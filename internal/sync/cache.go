@@ -195,13 +195,9 @@ func (c *readCache) unused(uri string) (unsubscribe []string) {
 }
 
 // trimIdleLocked forgets the least recently read idle subscriptions beyond
-// keep (maxIdle when omitted), appending their URIs to unsubscribe.
-func (c *readCache) trimIdleLocked(unsubscribe []string, keep ...int) []string {
-	limit := c.maxIdle
-	if len(keep) > 0 {
-		limit = keep[0]
-	}
-	for len(c.idle) > limit {
+// maxIdle, appending their URIs to unsubscribe.
+func (c *readCache) trimIdleLocked(unsubscribe []string) []string {
+	for len(c.idle) > c.maxIdle {
 		var oldest string
 		var at uint64
 		for u, seq := range c.idle {
@@ -238,11 +234,18 @@ func (c *readCache) lost(uri string) {
 func (c *readCache) releaseIdle() (string, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.idle) == 0 {
-		return "", false
+	var oldest string
+	var at uint64
+	found := false
+	for u, seq := range c.idle {
+		if !found || seq < at {
+			oldest, at, found = u, seq, true
+		}
 	}
-	u := c.trimIdleLocked(nil, len(c.idle)-1)
-	return u[0], true
+	if found {
+		c.unsubLocked(oldest)
+	}
+	return oldest, found
 }
 
 // invalidate drops uri's cached content (notifications/resources/updated) and
