@@ -199,6 +199,18 @@ func (t *listenTracker) forgetLocked(l *listen) {
 	}
 }
 
+// cancel marks the live listen for uri cancelled, before the go-sdk sends
+// the notifications/cancelled (asynchronously), so that open no longer
+// counts it.
+func (t *listenTracker) cancel(uri string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if l := t.byURI[uri]; l != nil {
+		l.cancelled = true
+		t.forgetLocked(l)
+	}
+}
+
 // lookup returns the live listen for uri.
 func (t *listenTracker) lookup(uri string) *listen {
 	t.mu.Lock()

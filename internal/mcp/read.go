@@ -206,6 +206,9 @@ func (s *Session) Unsubscribe(ctx context.Context, uri string) error {
 	if err := s.canSubscribe("unsubscribe", uri); err != nil {
 		return err
 	}
+	if s.streamingSubscriptions() {
+		s.listens.cancel(uri) // counted closed now; the go-sdk sends the cancellation later
+	}
 	if err := s.cs.Unsubscribe(ctx, &mcpsdk.UnsubscribeParams{URI: uri}); err != nil {
 		return fmt.Errorf("mcp: server %q: unsubscribe %q: %w", s.name, uri, err)
 	}
@@ -254,10 +257,12 @@ func (s *Session) listen(ctx context.Context, uri string) error {
 	select {
 	case <-l.acked:
 	case <-wctx.Done():
+		s.listens.cancel(uri)
 		_ = s.cs.Unsubscribe(context.WithoutCancel(ctx), &mcpsdk.UnsubscribeParams{URI: uri})
 		return fail(fmt.Errorf("no acknowledgement of subscriptions/listen: %w", wctx.Err()))
 	}
 	if ok, why := s.listens.verdict(l, uri); !ok {
+		s.listens.cancel(uri)
 		_ = s.cs.Unsubscribe(ctx, &mcpsdk.UnsubscribeParams{URI: uri})
 		return fail(fmt.Errorf("%w: %s", ErrNotHonoured, why))
 	}
