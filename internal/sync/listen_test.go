@@ -320,3 +320,68 @@ func TestEraChangesOnReconnect(t *testing.T) {
 		}
 	})
 }
+
+// Two servers, one negotiated at 2026-07-28 and one at 2025-11-25, side by
+// side: each mirror's requests carry the per-request _meta of its own era
+// (the protocol version on every 2026-07-28 request, none before), each
+// caches under its era's subscription and drops the copy on the server's
+// update.
+func TestBothErasSideBySide(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		type server struct {
+			proto string
+			ls    *listenServer
+			m     *ctxsync.Mirror
+			mu    gosync.Mutex
+			meta  map[string]string // method → the _meta protocol version of its last request
+		}
+		var servers []*server
+		for _, proto := range []string{"2026-07-28", "2025-11-25"} {
+			s := &server{proto: proto, ls: newListenServer(1, "public"), meta: map[string]string{}}
+			s.ls.srv.AddReceivingMiddleware(func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
+				return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
+					if p, ok := req.GetParams().(interface{ GetMeta() map[string]any }); ok && p != nil {
+						v, _ := p.GetMeta()["io.modelcontextprotocol/protocolVersion"].(string)
+						s.mu.Lock()
+						s.meta[method] = v
+						s.mu.Unlock()
+					}
+					return next(ctx, method, req)
+				}
+			})
+			s.m = ctxsync.New(ctxsync.Options{Server: "s", Index: newIndex(t), ContentMaxResources: noContentIndex,
+				Dial: era(proto, mcptest.Dial(t, "s", s.ls.srv))})
+			start(t, s.m)
+			servers = append(servers, s)
+		}
+		for _, s := range servers {
+			<-s.m.Ready()
+			if got := s.m.Status().Protocol; got != s.proto {
+				t.Errorf("%s server: negotiated %q", s.proto, got)
+			}
+			read(t, s.m, "doc://0")
+			if f := read(t, s.m, "doc://0"); f.Freshness() != "subscription" {
+				t.Errorf("%s server: read twice: %s, want cached under its subscription", s.proto, f.Freshness())
+			}
+			if err := s.ls.srv.ResourceUpdated(t.Context(), &mcpsdk.ResourceUpdatedNotificationParams{URI: "doc://0"}); err != nil {
+				t.Fatal(err)
+			}
+			synctest.Wait()
+			time.Sleep(time.Second)
+			if f := read(t, s.m, "doc://0"); f.Freshness() == "subscription" && f.At.Before(time.Now()) {
+				t.Errorf("%s server: the copy cached at %v outlived the update", s.proto, f.At)
+			}
+			want := ""
+			if s.proto >= "2026-07-28" {
+				want = s.proto
+			}
+			s.mu.Lock()
+			for _, method := range []string{"resources/list", "resources/read"} {
+				if got := s.meta[method]; got != want {
+					t.Errorf("%s server: %s carried _meta protocolVersion %q, want %q", s.proto, method, got, want)
+				}
+			}
+			s.mu.Unlock()
+		}
+	})
+}
