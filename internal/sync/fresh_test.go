@@ -149,6 +149,10 @@ func TestReadDuringReconnectWaitIsBounded(t *testing.T) {
 				if waited := time.Since(t0); waited != tc.want {
 					t.Errorf("failed after %v, want %v", waited, tc.want)
 				}
+				t0 = time.Now()
+				if _, _, err := m.ReadFetch(t.Context(), "doc://a"); !errors.Is(err, ctxsync.ErrUnavailable) || time.Since(t0) != 0 {
+					t.Errorf("the next read, same outage: %v after %v; want ErrUnavailable at once", err, time.Since(t0))
+				}
 			})
 		})
 	}

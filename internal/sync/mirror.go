@@ -113,8 +113,9 @@ type Options struct {
 	// mirror reconnects (after a lost session, or during its first
 	// connect): a read that finds no session waits up to this long for the
 	// next one, and fails with ErrUnavailable at once when the next attempt
-	// is due later than that, or the server has never connected and its
-	// last attempt failed. Zero means DefaultReconnectWait; negative never
+	// is due later than that, the server has never connected and its last
+	// attempt failed, or another read already waited in vain since the
+	// last session. Zero means DefaultReconnectWait; negative never
 	// waits.
 	ReconnectWait time.Duration
 	// TerminateDuration is passed to mcp.Options for stdio servers: how long
@@ -167,6 +168,9 @@ type Mirror struct {
 	// backoff ends.
 	backingOff bool
 	retryAt    time.Time
+	// waitedOut is set when a read waited ReconnectWait for a session in
+	// vain; until a session comes, later reads fail at once.
+	waitedOut bool
 	cache      *readCache
 	notFound   map[string]bool // URIs a read found missing, evicted after the next sync
 	// contentStale holds URIs whose indexed content the server said was
@@ -354,6 +358,8 @@ func (m *Mirror) backOff(ctx context.Context, d time.Duration) bool {
 
 // awaitSession waits, up to Options.ReconnectWait, for the session of a
 // mirror that has none; see Options.ReconnectWait for when it does not wait.
+// Once a read has waited in vain, the others fail at once until a session
+// comes, so a request with many reads of one server waits once.
 func (m *Mirror) awaitSession(ctx context.Context) (*mcp.Session, error) {
 	wait := m.opts.ReconnectWait
 	deadline := time.Now().Add(wait)
@@ -365,12 +371,12 @@ func (m *Mirror) awaitSession(ctx context.Context) (*mcp.Session, error) {
 	}
 	for {
 		m.mu.Lock()
-		sess, wake, state, retryAt := m.sess, m.newSess, m.status.State, m.retryAt
+		sess, wake, state, retryAt, waitedOut := m.sess, m.newSess, m.status.State, m.retryAt, m.waitedOut
 		m.mu.Unlock()
 		switch {
 		case sess != nil:
 			return sess, nil
-		case wait <= 0:
+		case wait <= 0 || waitedOut:
 			return nil, fmt.Errorf("server %q: %w", m.opts.Server, ErrUnavailable)
 		case state == StateFailed:
 			return nil, fmt.Errorf("server %q: %w (never connected)", m.opts.Server, ErrUnavailable)
@@ -381,6 +387,9 @@ func (m *Mirror) awaitSession(ctx context.Context) (*mcp.Session, error) {
 		case <-ctx.Done():
 			return nil, fmt.Errorf("server %q: %w (reconnecting): %w", m.opts.Server, ErrUnavailable, ctx.Err())
 		case <-timeout:
+			m.mu.Lock()
+			m.waitedOut = m.sess == nil
+			m.mu.Unlock()
 			return nil, fmt.Errorf("server %q: %w (reconnecting; no session within %v)", m.opts.Server, ErrUnavailable, wait)
 		case <-wake:
 		}
@@ -393,6 +402,9 @@ func (m *Mirror) setSession(sess *mcp.Session, backingOff bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.sess, m.backingOff = sess, backingOff
+	if sess != nil {
+		m.waitedOut = false
+	}
 	close(m.newSess)
 	m.newSess = make(chan struct{})
 }
