@@ -171,8 +171,8 @@ type Mirror struct {
 	// waitedOut is set when a read waited ReconnectWait for a session in
 	// vain; until a session comes, later reads fail at once.
 	waitedOut bool
-	cache      *readCache
-	notFound   map[string]bool // URIs a read found missing, evicted after the next sync
+	cache     *readCache
+	notFound  map[string]bool // URIs a read found missing, evicted after the next sync
 	// contentStale holds URIs whose indexed content the server said was
 	// updated; recontent (capacity 1) asks the run loop for a content pass.
 	contentStale map[string]bool
