@@ -70,13 +70,14 @@ type listenTracker struct {
 
 	conn *repairConn // set when the connection opens
 
-	mu    sync.Mutex
-	byID  map[string]*listen // idKey of the request → listen, until answered
-	byURI map[string]*listen // resource URI → the live listen that asked for it
+	mu      sync.Mutex
+	byID    map[string]*listen // idKey of the request → listen, until answered
+	byURI   map[string]*listen // resource URI → the live listen that asked for it
+	refused map[string]string  // resource URI → why the server did not honour it
 }
 
 func newListenTracker() *listenTracker {
-	return &listenTracker{byID: map[string]*listen{}, byURI: map[string]*listen{}, ended: make(chan struct{}, 1)}
+	return &listenTracker{byID: map[string]*listen{}, byURI: map[string]*listen{}, refused: map[string]string{}, ended: make(chan struct{}, 1)}
 }
 
 // listenParams is the part of subscriptions/listen params and of the
@@ -233,13 +234,29 @@ func (t *listenTracker) open() int {
 
 // verdict reports, once l is acknowledged or ended, whether uri is honoured
 // and, if not, why.
+// A URI not honoured is remembered (see refusal).
 func (t *listenTracker) verdict(l *listen, uri string) (bool, string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if l.refusal != "" {
-		return false, l.refusal
+	why := l.refusal
+	if why == "" {
+		if l.honoured[uri] {
+			return true, ""
+		}
+		why = "left out of the acknowledgement"
 	}
-	return l.honoured[uri], "left out of the acknowledgement"
+	t.refused[uri] = why
+	return false, why
+}
+
+// refusal returns why the server did not honour uri on this connection, or
+// "" if it did not refuse it. The session does not ask again: each listen
+// request costs the server a stream, and a go-sdk server its list_changed
+// registration when it ends (see restoreListChanged).
+func (t *listenTracker) refusal(uri string) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.refused[uri]
 }
 
 // cancelledID returns the idKey of the request a notifications/cancelled

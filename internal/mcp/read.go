@@ -186,7 +186,8 @@ func (s *Session) streamingSubscriptions() bool {
 // stream the server ends later.
 //
 // Errors: ErrNoResources or ErrNoSubscribe (nothing sent), ErrListenLimit
-// (nothing sent), ErrNotHonoured (the stream is cancelled), or the server's.
+// (nothing sent), ErrNotHonoured (the stream is cancelled; a URI refused
+// once is not asked for again on the session), or the server's.
 func (s *Session) Subscribe(ctx context.Context, uri string) error {
 	if err := s.canSubscribe("subscribe", uri); err != nil {
 		return err
@@ -232,6 +233,9 @@ func (s *Session) canSubscribe(op, uri string) error {
 // listen subscribes uri with a subscriptions/listen stream (see Subscribe).
 func (s *Session) listen(ctx context.Context, uri string) error {
 	fail := func(err error) error { return fmt.Errorf("mcp: server %q: subscribe %q: %w", s.name, uri, err) }
+	if why := s.listens.refusal(uri); why != "" {
+		return fail(fmt.Errorf("%w: %s (earlier on this session)", ErrNotHonoured, why))
+	}
 	s.listenMu.Lock()
 	l := s.listens.lookup(uri)
 	if l == nil {

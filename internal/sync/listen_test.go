@@ -142,6 +142,9 @@ func TestListenHonouredSubset(t *testing.T) {
 				t.Errorf("doc://1, left out of the acknowledgement: %s, want read (not cached)", f.Freshness())
 			}
 		}
+		if _, listens := ls.state("doc://1"); listens != 1 {
+			t.Errorf("doc://1 asked for %d times, want once: a URI refused on a session is not asked for again", listens)
+		}
 	})
 }
 
