@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -56,6 +57,7 @@ type listen struct {
 	honoured    map[string]bool
 	refusal     string // the error answer, when the request ended before any acknowledgement
 	cancelled   bool   // contextd cancelled it (Unsubscribe)
+	cancelledAt time.Time
 }
 
 // A listenTracker follows the subscriptions/listen requests of one
@@ -112,8 +114,8 @@ func (t *listenTracker) sent(req *jsonrpc.Request) {
 			return
 		}
 		t.mu.Lock()
-		if l := t.byID[key]; l != nil {
-			l.cancelled = true
+		if l := t.byID[key]; l != nil && !l.cancelled {
+			l.cancelled, l.cancelledAt = true, time.Now()
 			t.forgetLocked(l)
 		}
 		t.mu.Unlock()
@@ -207,9 +209,37 @@ func (t *listenTracker) cancel(uri string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if l := t.byURI[uri]; l != nil {
-		l.cancelled = true
+		l.cancelled, l.cancelledAt = true, time.Now()
 		t.forgetLocked(l)
 	}
+}
+
+// closingGrace is how long a cancelled listen stream counts as closing when
+// the server does not answer it (MCP lets a receiver leave a cancelled
+// request unanswered).
+const closingGrace = 10 * time.Second
+
+// closing reports whether a cancelled listen stream for uri has not been
+// answered yet (within closingGrace). A go-sdk server (v1.8.0) keeps one
+// subscription per URI and session and removes it when any stream for the
+// URI ends: a new stream opened before the old one's answer would be
+// removed by it, silently.
+func (t *listenTracker) closing(uri string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for k, l := range t.byID {
+		if !l.cancelled {
+			continue
+		}
+		if time.Since(l.cancelledAt) >= closingGrace {
+			delete(t.byID, k) // never answered: forget it
+			continue
+		}
+		if slices.Contains(l.uris, uri) {
+			return true
+		}
+	}
+	return false
 }
 
 // lookup returns the live listen for uri.

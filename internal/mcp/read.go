@@ -165,6 +165,11 @@ var ErrSessionExpired = mcpsdk.ErrSessionMissing
 // to ask and does not retry.
 var ErrInputRequired = errors.New("the server asks for input before it gives the contents (input_required); contextd cannot answer it")
 
+// errListenClosing fails a Subscribe while the stream of an earlier
+// subscription to the URI is still closing (see listenTracker.closing); a
+// later Subscribe succeeds.
+var errListenClosing = errors.New("the previous subscriptions/listen stream for the URI is still closing")
+
 // listenAckWait bounds how long Subscribe waits for the server to
 // acknowledge a subscriptions/listen request.
 const listenAckWait = 10 * time.Second
@@ -239,6 +244,10 @@ func (s *Session) listen(ctx context.Context, uri string) error {
 	s.listenMu.Lock()
 	l := s.listens.lookup(uri)
 	if l == nil {
+		if s.listens.closing(uri) {
+			s.listenMu.Unlock()
+			return fail(errListenClosing)
+		}
 		if s.listens.open() >= s.maxListens() {
 			s.listenMu.Unlock()
 			return fail(fmt.Errorf("%w (%d)", ErrListenLimit, s.maxListens()))

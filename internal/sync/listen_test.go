@@ -388,3 +388,33 @@ func TestBothErasSideBySide(t *testing.T) {
 		}
 	})
 }
+
+// A URI evicted (its stream cancelled) and read again at once: a go-sdk
+// server drops the URI's subscription when the old stream ends, so a new
+// stream opened before that would be dropped with it, silently. The update
+// that follows must still reach the cached copy.
+func TestResubscribeAfterEvictionIsNotLost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ls := newListenServer(2, "public")
+		m := ctxsync.New(ctxsync.Options{Server: "s", Index: newIndex(t), ContentMaxResources: noContentIndex, CacheBytes: 300,
+			Dial: era("2026-07-28", mcptest.Dial(t, "s", ls.srv))})
+		start(t, m)
+		<-m.Ready()
+		for range 3 {
+			read(t, m, "doc://0")
+			read(t, m, "doc://1") // evicts doc://0: its stream is cancelled
+			read(t, m, "doc://0") // at once
+			synctest.Wait()
+			read(t, m, "doc://0")
+		}
+		synctest.Wait()
+		if err := ls.srv.ResourceUpdated(t.Context(), &mcpsdk.ResourceUpdatedNotificationParams{URI: "doc://0"}); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		time.Sleep(time.Second)
+		if f := read(t, m, "doc://0"); f.Freshness() == "subscription" && f.At.Before(time.Now()) {
+			t.Errorf("after resources/updated: the copy cached at %v is still served; its subscription was lost", f.At)
+		}
+	})
+}

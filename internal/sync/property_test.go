@@ -102,7 +102,8 @@ func (ms *modelServer) dial(t *testing.T, proto string) ctxsync.DialFunc {
 //
 // It runs a fixed set of seeds (the first is the default) for three servers:
 // subscriptions on 2025-11-25 (resources/subscribe) and on 2026-07-28
-// (subscriptions/listen), and TTL caching without subscriptions.
+// (subscriptions/listen), and TTL caching without subscriptions; each with
+// and without removals and lost sessions.
 // -freshness.seed=N runs seed N alone.
 func TestFreshnessProperty(t *testing.T) {
 	seeds := []uint64{1, 2, 3, 4}
@@ -120,17 +121,21 @@ func TestFreshnessProperty(t *testing.T) {
 		{"ttl-2026-07-28", "2026-07-28", false, time.Minute},
 	}
 	for _, v := range variants {
-		for _, seed := range seeds {
-			t.Run(fmt.Sprintf("%s/seed=%d", v.name, seed), func(t *testing.T) {
-				synctest.Test(t, func(t *testing.T) {
-					runFreshness(t, seed, v.proto, v.subscribe, v.ttl)
+		// With churn, removals and lost sessions too; without, the re-lists
+		// they cause cannot hide a list change that went unnoticed.
+		for _, churn := range []bool{true, false} {
+			for _, seed := range seeds {
+				t.Run(fmt.Sprintf("%s/churn=%t/seed=%d", v.name, churn, seed), func(t *testing.T) {
+					synctest.Test(t, func(t *testing.T) {
+						runFreshness(t, seed, v.proto, v.subscribe, v.ttl, churn)
+					})
 				})
-			})
+			}
 		}
 	}
 }
 
-func runFreshness(t *testing.T, seed uint64, proto string, subscribe bool, ttl time.Duration) {
+func runFreshness(t *testing.T, seed uint64, proto string, subscribe bool, ttl time.Duration, churn bool) {
 	const (
 		n        = 6
 		steps    = 300
@@ -195,7 +200,7 @@ func runFreshness(t *testing.T, seed uint64, proto string, subscribe bool, ttl t
 			trace = append(trace, "edit "+uri)
 			ms.add(uri)
 			pending[uri] = v
-		case op < 37 && listed: // removal (list_changed)
+		case op < 37 && listed && churn: // removal (list_changed)
 			ms.mu.Lock()
 			ms.listed[uri] = false
 			ms.mu.Unlock()
@@ -207,7 +212,7 @@ func runFreshness(t *testing.T, seed uint64, proto string, subscribe bool, ttl t
 			ms.add(uri)
 			delete(gone, uri)
 			delete(goneSoon, uri)
-		case op < 48: // the session is lost
+		case op < 48 && churn: // the session is lost
 			trace = append(trace, "drop session")
 			ms.mu.Lock()
 			last := ms.sessions[len(ms.sessions)-1]
