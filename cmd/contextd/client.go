@@ -124,6 +124,8 @@ func servers(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		state := strings.ToLower(strings.TrimPrefix(s.GetState().String(), "STATE_"))
 		if a := s.GetActivity(); a != "" && s.GetState() == contextdv1.ServerStatus_STATE_CONNECTING {
 			state = a // connected: say what it is doing
+		} else if a != "" {
+			state += " (" + a + ")"
 		}
 		fmt.Fprintf(stdout, "%-16s %-10s %-5s %4d resources (%d with content indexed) %3d templates", s.GetName(), state, s.GetTransport(), s.GetResourceCount(), s.GetContentCount(), s.GetTemplateCount())
 		if s.GetLastSync() != nil && !s.GetResourcesCapability() {
