@@ -220,13 +220,17 @@ func (c *readCache) unsubLocked(uri string) {
 // lost forgets uri's subscription, which the server ended (a
 // subscriptions/listen stream it answered or that broke), and drops its
 // cached content, since updates may have been missed; reads in flight are
-// not cached. The next read of uri subscribes again.
-func (c *readCache) lost(uri string) {
+// not cached. The next read of uri subscribes again. It reports whether
+// uri had an entry under the subscription.
+func (c *readCache) lost(uri string) (cached bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.gen++
+	e, ok := c.items[uri]
+	cached = ok && e.expires.IsZero() && c.subs[uri]
 	c.dropLocked(uri)
 	c.unsubLocked(uri)
+	return cached
 }
 
 // releaseIdle forgets the least recently read idle subscription and returns

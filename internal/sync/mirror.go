@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -192,6 +193,13 @@ type Mirror struct {
 	// unwarm holds cached URIs whose re-read after a reconnect was cut off
 	// by the session's end: the next session does not re-read them.
 	unwarm map[string]bool
+	// relisten holds cached URIs whose subscription the server ended, to be
+	// read (and so subscribed) again by the session's relisten worker;
+	// relistened says when each was last queued. relistenKick (capacity 1)
+	// wakes the worker.
+	relisten     map[string]bool
+	relistened   map[string]time.Time
+	relistenKick chan struct{}
 	// readyDeferred is set once a session ended before its first content
 	// pass completed and left Ready to the next one; a second such session
 	// closes Ready (see serve's content worker).
@@ -259,6 +267,9 @@ func New(opts Options) *Mirror {
 		contentSuspects: map[string]bool{},
 		contentKillers:  map[string]time.Time{},
 		unwarm:          map[string]bool{},
+		relisten:        map[string]bool{},
+		relistened:      map[string]time.Time{},
+		relistenKick:    make(chan struct{}, 1),
 		contentNoRoom:   map[string]contentNoRoom{},
 	}
 }
@@ -443,11 +454,7 @@ func (m *Mirror) connect(ctx context.Context) (*mcp.Session, error) {
 			m.cache.invalidate(uri)
 			m.contentUpdated(uri)
 		},
-		OnSubscriptionEnded: func(uris []string) {
-			for _, uri := range uris {
-				m.cache.lost(uri)
-			}
-		},
+		OnSubscriptionEnded: m.subscriptionEnded,
 
 		TerminateDuration: m.opts.TerminateDuration,
 	})
@@ -516,6 +523,7 @@ func (m *Mirror) serve(ctx context.Context, sess *mcp.Session, warm []string) (e
 	wctx, stopWorker := context.WithCancel(ctx)
 	var worker gosync.WaitGroup
 	defer func() { stopWorker(); worker.Wait() }()
+	worker.Go(func() { m.relistenWorker(wctx, sess) })
 	worker.Go(func() {
 		// The first session that ends before its first pass completes
 		// leaves Ready to the next session (its first pass, or a failure
@@ -666,6 +674,64 @@ func (m *Mirror) rewarm(ctx context.Context, sess *mcp.Session, uris []string, e
 		}
 		if err != nil {
 			m.log.Debug("re-reading a cached resource after reconnect failed", "uri", uri, "err", err)
+		}
+	}
+}
+
+// relistenEvery is how often at most a URI whose subscription the server
+// ended is subscribed again at once: a server that ends a stream each time
+// it is opened gets one re-listen a minute, not a loop; later reads
+// subscribe it again anyway.
+const relistenEvery = time.Minute
+
+// subscriptionEnded is the session's OnSubscriptionEnded: the server ended
+// the subscriptions of uris (protocol 2026-07-28), so their cached copies
+// go. Those that were cached are read again, which listens again, unless
+// that was done within relistenEvery. It never blocks.
+func (m *Mirror) subscriptionEnded(uris []string) {
+	queued := false
+	for _, uri := range uris {
+		if !m.cache.lost(uri) {
+			continue
+		}
+		m.mu.Lock()
+		if now := time.Now(); now.Sub(m.relistened[uri]) >= relistenEvery {
+			m.relisten[uri], m.relistened[uri] = true, now
+			queued = true
+		}
+		m.mu.Unlock()
+	}
+	if queued {
+		select {
+		case m.relistenKick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// relistenWorker reads the URIs subscriptionEnded queues, one at a time,
+// over sess, until ctx ends.
+func (m *Mirror) relistenWorker(ctx context.Context, sess *mcp.Session) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-m.relistenKick:
+		}
+		m.mu.Lock()
+		uris := slices.Sorted(maps.Keys(m.relisten))
+		clear(m.relisten)
+		m.mu.Unlock()
+		for _, uri := range uris {
+			rctx, cancel := context.WithTimeout(ctx, m.opts.ConnectTimeout)
+			_, _, err := m.read(rctx, sess, uri)
+			cancel()
+			if ctx.Err() != nil {
+				return
+			}
+			if err != nil {
+				m.log.Debug("listening again after the server ended a subscription failed", "uri", uri, "err", err)
+			}
 		}
 	}
 }
