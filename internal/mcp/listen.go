@@ -374,7 +374,19 @@ func (s *Session) restoreListChanged(ctx context.Context, conn *repairConn, reli
 			select {
 			case <-cur.done:
 			default:
-				// Still open on the server: replace it.
+				// Still open on the server: replace it. Not before the
+				// server acknowledged it, though: a cancellation that
+				// overtakes the request on the server cancels nothing, and
+				// the stream would stay open for good.
+				ack := time.NewTimer(listenAckWait)
+				select {
+				case <-cur.acked:
+				case <-ack.C:
+				case <-ctx.Done():
+					ack.Stop()
+					return
+				}
+				ack.Stop()
 				raw, ok := idFromKey(id)
 				if !ok {
 					continue
@@ -386,7 +398,10 @@ func (s *Session) restoreListChanged(ctx context.Context, conn *repairConn, reli
 				if err := conn.Write(ctx, &jsonrpc.Request{Method: "notifications/cancelled", Params: params}); err != nil {
 					return
 				}
-				wait := time.NewTimer(listenAckWait)
+				// Its answer says its end can delete nothing more. Some
+				// ends go unanswered (a go-sdk server sometimes ends a
+				// cancelled listen without a response), so do not wait long.
+				wait := time.NewTimer(replaceWait)
 				select {
 				case <-cur.done:
 				case <-wait.C:
@@ -419,6 +434,10 @@ func (s *Session) restoreListChanged(ctx context.Context, conn *repairConn, reli
 		relist()
 	}
 }
+
+// replaceWait bounds how long restoreListChanged waits for the answer to
+// the list_changed stream it cancelled before it opens the next one.
+const replaceWait = 500 * time.Millisecond
 
 // idFromKey turns an idKey back into the raw id it was made from.
 func idFromKey(key string) (any, bool) {
