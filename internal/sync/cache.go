@@ -1,6 +1,7 @@
 package sync
 
 import (
+	"slices"
 	gosync "sync"
 	"time"
 
@@ -231,6 +232,13 @@ func (c *readCache) lost(uri string) (cached bool) {
 	c.dropLocked(uri)
 	c.unsubLocked(uri)
 	return cached
+}
+
+// uris returns the URIs with an entry.
+func (c *readCache) uris() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.order)
 }
 
 // releaseIdle forgets the least recently read idle subscription and returns

@@ -157,3 +157,41 @@ func TestReadDuringReconnectWaitIsBounded(t *testing.T) {
 		})
 	}
 }
+
+// A resource read (and cached) after the server listed it but before a
+// re-list showed it to the mirror has no indexed version to compare with:
+// the re-list that first shows it drops the copy, and one that shows it gone
+// drops it too, though the index never had it. (Found by the property test,
+// seeds 90 and 132.)
+func TestCopyReadBeforeTheMirrorKnewTheResource(t *testing.T) {
+	for _, proto := range []string{"2025-11-25", "2026-07-28"} {
+		t.Run(proto, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv := subscribableServer()
+				mcptest.AddText(srv, "doc://a", "a", "a")
+				m := ctxsync.New(ctxsync.Options{Server: "s", Index: newIndex(t), ContentMaxResources: noContentIndex,
+					Dial: era(proto, mcptest.Dial(t, "s", srv))})
+				start(t, m)
+				<-m.Ready()
+				synctest.Wait()
+				mcptest.AddText(srv, "doc://new", "new", "v1")
+				mcptest.AddText(srv, "doc://brief", "brief", "here")
+				read(t, m, "doc://new") // before the re-list: cached, subscribed
+				read(t, m, "doc://brief")
+				mcptest.AddText(srv, "doc://new", "new", "v2, longer")
+				srv.RemoveResources("doc://brief")
+				time.Sleep(time.Second)
+				synctest.Wait()
+				c, f, err := m.ReadFetch(t.Context(), "doc://new")
+				if err != nil || len(c) != 1 || c[0].Text != "v2, longer" {
+					t.Errorf("doc://new after the re-list that first showed it: %+v (%s), %v; want the new text", c, f.Freshness(), err)
+				}
+				c, f, err = m.ReadFetch(t.Context(), "doc://brief")
+				var nf *mcp.NotFoundError
+				if !errors.As(err, &nf) {
+					t.Errorf("doc://brief, listed and removed between two re-lists: %+v (%s), %v; want the server's not-found", c, f.Freshness(), err)
+				}
+			})
+		})
+	}
+}

@@ -850,22 +850,30 @@ func (m *Mirror) sync(parent context.Context, sess *mcp.Session) (ok bool) {
 
 // dropRelisted drops the cached contents of the resources whose descriptor
 // the list shows changed since the index took it (size, lastModified or MIME
-// type: index.ContentStamp), and, when the list is complete, of those it no
-// longer shows. The server announced those changes (even without
-// notifications/resources/updated), so the cached copies are stale from
-// now: they are dropped before the list is applied to the index, and reads
-// in flight are not cached. A removed URI that is read again goes to the
-// server (and fails there if the server no longer has it).
+// type: index.ContentStamp) or that the index did not have (a copy read
+// before the mirror knew the resource has no version to compare), and, when
+// the list is complete, of every URI it does not show, listed before or not
+// (a URI read while the server listed it, before a sync saw it, and removed
+// since, was never in the index). The server announced those changes (even
+// without notifications/resources/updated), so the cached copies are stale
+// from now: they are dropped before the list is applied to the index, and
+// reads in flight are not cached. A URI dropped this way that is read again
+// goes to the server (and fails there if the server no longer has it).
 func (m *Mirror) dropRelisted(res mcp.List[resource.Descriptor]) {
 	listed := make(map[string]bool, len(res.Items))
 	for _, d := range res.Items {
 		listed[d.URI] = true
-		if old, ok := m.opts.Index.Get(d.Key()); ok && index.ContentStamp(old) != index.ContentStamp(d) {
+		if old, ok := m.opts.Index.Get(d.Key()); !ok || index.ContentStamp(old) != index.ContentStamp(d) {
 			m.cache.invalidate(d.URI)
 		}
 	}
 	if !res.Complete {
 		return
+	}
+	for _, uri := range m.cache.uris() {
+		if !listed[uri] {
+			m.cache.invalidate(uri)
+		}
 	}
 	for _, d := range m.opts.Index.Descriptors(m.opts.Server) {
 		if !listed[d.URI] {
