@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/contextd/contextd/internal/engine"
+	"github.com/contextd/contextd/internal/redact"
 	"github.com/contextd/contextd/internal/service"
 	ctxsync "github.com/contextd/contextd/internal/sync"
 	contextdv1 "github.com/contextd/contextd/proto/contextd/v1"
@@ -106,12 +107,12 @@ func (o *oneShot) start(ctx context.Context, stderr io.Writer, extra ...string) 
 		fmt.Fprintf(stderr, "contextd: not every server finished its first sync and content pass within --timeout %v; going on with what is indexed\n", o.timeout)
 	}
 	for _, s := range eng.Servers() {
-		line := fmt.Sprintf("contextd:   %-16s %-8s %d resources (%d with content indexed), %d templates", s.Server, s.State, s.Resources, s.Contents, s.Templates)
+		line := fmt.Sprintf("contextd:   %-16s %-8s %d resources (%d with content indexed), %d templates", esc(s.Server), s.State, s.Resources, s.Contents, s.Templates)
 		if s.Syncs > 0 && !s.Capabilities.Resources {
 			line += " (no resources capability)"
 		}
 		if s.LastError != "" {
-			line += " — " + firstLine(s.LastError)
+			line += " — " + esc(firstLine(s.LastError))
 		}
 		fmt.Fprintln(stderr, line)
 	}
@@ -275,10 +276,14 @@ func search(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if len(resp.GetResults()) == 0 {
 		fmt.Fprintln(stderr, "contextd: no resource matches (check --server, --mime and --uri-prefix)")
 	}
-	for _, r := range resp.GetResults() {
-		fmt.Fprintf(stdout, "%3d  %.4f  %s  %s  %s\n", r.GetRank(), r.GetScore(), r.GetServer(), r.GetUri(), r.GetName())
-	}
+	printSearch(stdout, resp)
 	return nil
+}
+
+func printSearch(w io.Writer, resp *contextdv1.SearchResponse) {
+	for _, r := range resp.GetResults() {
+		fmt.Fprintf(w, "%3d  %.4f  %s  %s  %s\n", r.GetRank(), r.GetScore(), esc(r.GetServer()), esc(r.GetUri()), esc(r.GetName()))
+	}
 }
 
 func printJSON(w io.Writer, m proto.Message) error {
@@ -305,16 +310,16 @@ func printAssemble(w io.Writer, r *contextdv1.AssembleResponse, content bool) {
 		if f := it.GetFetchedAt(); f != nil {
 			fetched = fmt.Sprintf("; fetched %s (%s)", f.AsTime().Local().Format("15:04:05"), it.GetFreshness())
 		}
-		fmt.Fprintf(w, "#%d  %s  %s  %d tokens%s\n    %s%s\n", it.GetRank(), it.GetServer(), it.GetUri(), it.GetTokens(), trunc, it.GetReason(), fetched)
+		fmt.Fprintf(w, "#%d  %s  %s  %d tokens%s\n    %s%s\n", it.GetRank(), esc(it.GetServer()), esc(it.GetUri()), it.GetTokens(), esc(trunc), esc(it.GetReason()), esc(fetched))
 		if content {
 			for _, c := range it.GetContents() {
 				if t, ok := c.GetBody().(*contextdv1.Content_Text); ok {
 					if c.GetStartLine() > 0 {
 						fmt.Fprintf(w, "\n[lines %d-%d]", c.GetStartLine(), c.GetEndLine())
 					}
-					fmt.Fprintf(w, "\n%s\n", t.Text)
+					fmt.Fprintf(w, "\n%s\n", redact.ControlText(t.Text))
 				} else {
-					fmt.Fprintf(w, "\n[%d bytes of %s]\n", len(c.GetBlob()), c.GetMimeType())
+					fmt.Fprintf(w, "\n[%d bytes of %s]\n", len(c.GetBlob()), esc(c.GetMimeType()))
 				}
 			}
 			fmt.Fprintln(w)
@@ -323,10 +328,15 @@ func printAssemble(w io.Writer, r *contextdv1.AssembleResponse, content bool) {
 	if len(r.GetOmitted()) > 0 {
 		fmt.Fprintf(w, "\nleft out:\n")
 		for _, o := range r.GetOmitted() {
-			fmt.Fprintf(w, "#%d  %s  %s  %s: %s\n", o.GetRank(), o.GetServer(), o.GetUri(), o.GetReason(), o.GetDetail())
+			fmt.Fprintf(w, "#%d  %s  %s  %s: %s\n", o.GetRank(), esc(o.GetServer()), esc(o.GetUri()), esc(o.GetReason()), esc(o.GetDetail()))
 		}
 	}
 }
+
+// esc escapes what a terminal would act on (escape sequences, other control
+// characters, bidi overrides, bytes that are not UTF-8) in upstream text shown
+// on one line: a server's URIs, names, errors. --json output is not escaped.
+func esc(s string) string { return redact.Control(s) }
 
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(s, "\n")

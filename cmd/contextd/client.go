@@ -11,7 +11,6 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	"github.com/contextd/contextd/internal/config"
@@ -19,17 +18,22 @@ import (
 	contextdv1 "github.com/contextd/contextd/proto/contextd/v1"
 )
 
-// dial connects to a running daemon at addr (host:port or unix:///path).
-func dial(addr string) (*grpc.ClientConn, contextdv1.ContextServiceClient, error) {
+// dial connects to a running daemon at addr (host:port or unix:///path),
+// with auth's TLS and token.
+func dial(addr string, auth config.Auth) (*grpc.ClientConn, contextdv1.ContextServiceClient, error) {
 	target := addr
 	if p, ok := strings.CutPrefix(addr, "unix://"); ok {
 		target = "unix:" + p
 	} else if !strings.Contains(addr, "://") {
 		target = "passthrough:///" + addr
 	}
-	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()),
+	opts, err := clientCreds(auth)
+	if err != nil {
+		return nil, nil, err
+	}
+	conn, err := grpc.NewClient(target, append(opts,
 		// An answer holds up to the token budget of text plus any blobs asked for.
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(math.MaxInt32)))
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(math.MaxInt32)))...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("dial %s: %w", addr, err)
 	}
@@ -41,9 +45,9 @@ func dial(addr string) (*grpc.ClientConn, contextdv1.ContextServiceClient, error
 func rpcError(addr string, err error) error {
 	if st, ok := status.FromError(err); ok {
 		if st.Code() == codes.Unavailable && !fromDaemon(st) {
-			return fmt.Errorf("no daemon answering at %s (start one with `contextd serve`): %s", addr, st.Message())
+			return fmt.Errorf("no daemon answering at %s (start one with `contextd serve`): %s", addr, esc(st.Message()))
 		}
-		return fmt.Errorf("daemon at %s: %s: %s", addr, st.Code(), st.Message())
+		return fmt.Errorf("daemon at %s: %s: %s", addr, st.Code(), esc(st.Message()))
 	}
 	return err
 }
@@ -61,7 +65,8 @@ func fromDaemon(st *status.Status) bool {
 
 func query(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("query", stderr)
-	addr := fs.String("addr", config.DefaultListen, "daemon address: host:port or unix:///path")
+	addr := fs.String("addr", "", "daemon address: host:port or unix:///path (default: the config's listen, else "+config.DefaultListen+")")
+	cfgPath := fs.String("config", "", "config file to read the daemon's address, auth and tls from")
 	var a assembleFlags
 	a.register(fs)
 	var servers stringList
@@ -76,7 +81,14 @@ func query(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	conn, client, err := dial(*addr)
+	cfg, err := clientConfig(*cfgPath, stderr)
+	if err != nil {
+		return err
+	}
+	if *addr == "" {
+		*addr = cfg.Listen
+	}
+	conn, client, err := dial(*addr, cfg.Auth)
 	if err != nil {
 		return err
 	}
@@ -101,12 +113,20 @@ func query(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 func servers(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("servers", stderr)
-	addr := fs.String("addr", config.DefaultListen, "daemon address: host:port or unix:///path")
+	addr := fs.String("addr", "", "daemon address: host:port or unix:///path (default: the config's listen, else "+config.DefaultListen+")")
+	cfgPath := fs.String("config", "", "config file to read the daemon's address, auth and tls from")
 	asJSON := fs.Bool("json", false, "print the protojson of the response")
 	if _, err := parse(fs, args); err != nil {
 		return err
 	}
-	conn, client, err := dial(*addr)
+	cfg, err := clientConfig(*cfgPath, stderr)
+	if err != nil {
+		return err
+	}
+	if *addr == "" {
+		*addr = cfg.Listen
+	}
+	conn, client, err := dial(*addr, cfg.Auth)
 	if err != nil {
 		return err
 	}
@@ -123,11 +143,11 @@ func servers(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	for _, s := range resp.GetServers() {
 		state := strings.ToLower(strings.TrimPrefix(s.GetState().String(), "STATE_"))
 		if a := s.GetActivity(); a != "" && s.GetState() == contextdv1.ServerStatus_STATE_CONNECTING {
-			state = a // connected: say what it is doing
+			state = esc(a) // connected: say what it is doing
 		} else if a != "" {
-			state += " (" + a + ")"
+			state += " (" + esc(a) + ")"
 		}
-		fmt.Fprintf(stdout, "%-16s %-10s %-5s %4d resources (%d with content indexed) %3d templates", s.GetName(), state, s.GetTransport(), s.GetResourceCount(), s.GetContentCount(), s.GetTemplateCount())
+		fmt.Fprintf(stdout, "%-16s %-10s %-5s %4d resources (%d with content indexed) %3d templates", esc(s.GetName()), state, esc(s.GetTransport()), s.GetResourceCount(), s.GetContentCount(), s.GetTemplateCount())
 		if s.GetLastSync() != nil && !s.GetResourcesCapability() {
 			fmt.Fprint(stdout, " (no resources capability)") // as the one-shot commands say
 		}
@@ -135,7 +155,7 @@ func servers(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			fmt.Fprintf(stdout, "  dropped %d malformed and %d repeated list entries", n, d)
 		}
 		if e := s.GetLastError(); e != "" {
-			fmt.Fprintf(stdout, "  last error: %s", firstLine(e))
+			fmt.Fprintf(stdout, "  last error: %s", esc(firstLine(e)))
 		}
 		fmt.Fprintln(stdout)
 	}

@@ -23,6 +23,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/contextd/contextd/internal/redact"
 )
 
 func main() {
@@ -39,7 +41,7 @@ func main() {
 	case errors.As(err, &fe):
 		os.Exit(2) // the flag package printed why, and the usage
 	case err != nil:
-		fmt.Fprintln(os.Stderr, "contextd:", err)
+		fmt.Fprintln(os.Stderr, "contextd:", redact.ControlText(err.Error()))
 		os.Exit(1)
 	}
 }

@@ -5,15 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
-	"os"
 	"strings"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
 
+	"github.com/contextd/contextd/internal/config"
 	"github.com/contextd/contextd/internal/engine"
+	"github.com/contextd/contextd/internal/redact"
 	"github.com/contextd/contextd/internal/service"
 )
 
@@ -39,6 +41,22 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if *listen != "" {
 		cfg.Listen = *listen
 	}
+	if err := cfg.Auth.CheckListen(cfg.Listen); err != nil {
+		return err
+	}
+	// The service's log masks credentials as the engine's does.
+	var secrets []string
+	for _, srv := range cfg.Servers {
+		secrets = append(secrets, srv.Secrets()...)
+	}
+	log = slog.New(redact.Handler(log.Handler(), redact.New(append(secrets, cfg.Auth.Token)...)))
+	if cfg.Auth.Token != "" && !cfg.Auth.TLS.Enabled() && !strings.HasPrefix(cfg.Listen, "unix://") && (config.Auth{}).CheckListen(cfg.Listen) != nil {
+		log.Warn("the token crosses the network in clear text: set tls.cert_file and tls.key_file", "listen", cfg.Listen)
+	}
+	creds, err := serverTLS(cfg.Auth.TLS)
+	if err != nil {
+		return err
+	}
 	if len(cfg.Servers) == 0 {
 		log.Warn("no servers configured: every request will fail until some are added", "config", cfg.Path)
 	}
@@ -51,8 +69,14 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		lis.Close()
 		return err
 	}
-	srv := service.NewServer(service.New(eng, log.With("component", "service")))
-	log.Info("contextd serving", "listen", lis.Addr().String(), "servers", len(cfg.Servers), "data_dir", cfg.DataDir, "tokenizer", eng.Tokenizer())
+	sopts := service.Guard(service.GuardOptions{Token: cfg.Auth.Token,
+		MaxConcurrent: cfg.Limits.MaxConcurrent, MaxQueued: cfg.Limits.MaxQueued})
+	if creds != nil {
+		sopts = append(sopts, creds)
+	}
+	srv := service.NewServer(service.New(eng, log.With("component", "service")), sopts...)
+	log.Info("contextd serving", "listen", lis.Addr().String(), "servers", len(cfg.Servers), "data_dir", cfg.DataDir, "tokenizer", eng.Tokenizer(),
+		"token", cfg.Auth.Token != "", "tls", cfg.Auth.TLS.Enabled(), "client_certs", cfg.Auth.TLS.ClientCAFile != "")
 
 	// Mirrors outlive the gRPC server so in-flight requests can still read.
 	mirrorCtx, stopMirrors := context.WithCancel(context.Background())
@@ -86,18 +110,5 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	return err
 }
 
-// listenOn listens on "host:port" or "unix:///path".
-func listenOn(addr string) (net.Listener, error) {
-	if p, ok := strings.CutPrefix(addr, "unix://"); ok {
-		if fi, err := os.Stat(p); err == nil && fi.Mode()&os.ModeSocket != 0 {
-			// Remove a socket left by a previous run, but never a live daemon's.
-			if c, err := net.DialTimeout("unix", p, time.Second); err == nil {
-				c.Close()
-				return nil, fmt.Errorf("listen %s: another daemon is already serving there", addr)
-			}
-			_ = os.Remove(p)
-		}
-		return net.Listen("unix", p)
-	}
-	return net.Listen("tcp", addr)
-}
+// dialProbe bounds the check for a live daemon on an existing socket.
+const dialProbe = time.Second

@@ -59,6 +59,10 @@ type Options struct {
 	Strategies []string
 	// Progress receives progress lines; nil is silent.
 	Progress io.Writer
+	// DataDir keeps the index of RunAnswers in this directory, so that a
+	// second run over the same dataset embeds nothing again; "" keeps it in
+	// memory.
+	DataDir string
 }
 
 // StrategyNames lists every strategy, in report order.
@@ -343,7 +347,14 @@ func serve(ds *beir.Dataset, name string) (map[string]*mcpsdk.Server, map[resour
 // MCP transports, and waits for the first sync (and, with contents, the
 // first content pass).
 func startEngine(ctx context.Context, wg *sync.WaitGroup, servers map[string]*mcpsdk.Server, emb embed.Embedder, contents bool) (*engine.Engine, error) {
-	cfg := &config.Config{}
+	return startEngineIn(ctx, wg, servers, emb, contents, "")
+}
+
+// startEngineIn is startEngine with the index kept in dataDir ("" keeps it
+// in memory), so that a later run over the same corpus and embedder loads
+// its vectors instead of embedding everything again.
+func startEngineIn(ctx context.Context, wg *sync.WaitGroup, servers map[string]*mcpsdk.Server, emb embed.Embedder, contents bool, dataDir string) (*engine.Engine, error) {
+	cfg := &config.Config{DataDir: dataDir}
 	for name := range servers {
 		cfg.Servers = append(cfg.Servers, config.Server{Name: name, Transport: config.TransportStdio, Command: "(in-memory)"})
 	}
@@ -351,7 +362,7 @@ func startEngine(ctx context.Context, wg *sync.WaitGroup, servers map[string]*mc
 	e, err := engine.New(ctx, engine.Options{
 		Config:     cfg,
 		Embedder:   emb,
-		InMemory:   true,
+		InMemory:   dataDir == "",
 		QueryCache: -1,
 		Logger:     slog.New(slog.DiscardHandler),
 		Dial: func(srv config.Server) ctxsync.DialFunc {
@@ -368,6 +379,7 @@ func startEngine(ctx context.Context, wg *sync.WaitGroup, servers map[string]*mc
 			if !contents {
 				o.ContentMaxResources = -1
 			}
+			o.PassagesBeforeReady = true // rank with every passage embedded
 		},
 	})
 	if err != nil {

@@ -26,6 +26,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -76,6 +77,11 @@ type Config struct {
 	MaxMessageBytes int
 	// Servers are the upstream MCP servers, sorted by name.
 	Servers []Server
+	// Limits bound each request's work and how many run at once.
+	Limits Limits
+	// Auth is who may call the daemon: a token, TLS and client
+	// certificates. The CLI clients (query, servers) use it too.
+	Auth Auth
 	// Warnings name the keys the file has that contextd does not read, such
 	// as a host's own (VS Code's inputs, a server's envFile): they are
 	// ignored, and each warning says where. A key a letter or two away from
@@ -98,6 +104,12 @@ type Server struct {
 	URL     string
 	Headers map[string]string
 
+	// AllowUnlistedPins (allow_unlisted_pins: true) lets a request pin a
+	// URI the server neither lists nor offers through a template: the URI
+	// goes to the server as given, read with contextd's credentials. By
+	// default such a pin is refused.
+	AllowUnlistedPins bool
+
 	// NoContentIndex is set by index_content: false: the server's small
 	// text resources are not read after each sync for the content-level
 	// index, and it is ranked by its descriptors alone. For a server whose
@@ -116,14 +128,23 @@ func (c *Config) Server(name string) (Server, bool) {
 
 // file is the on-disk shape.
 type file struct {
-	Listen     string                `yaml:"listen"`
-	DataDir    string                `yaml:"data_dir"`
-	Tokenizer  string                `yaml:"tokenizer"`
-	Embedder   string                `yaml:"embedder"`
-	Poll       string                `yaml:"poll_interval"`
-	MaxMessage int                   `yaml:"max_message_bytes"`
-	MCPServers map[string]serverFile `yaml:"mcpServers"`
-	Servers    map[string]serverFile `yaml:"servers"` // VS Code's mcp.json
+	Listen     string `yaml:"listen"`
+	DataDir    string `yaml:"data_dir"`
+	Tokenizer  string `yaml:"tokenizer"`
+	Embedder   string `yaml:"embedder"`
+	Poll       string `yaml:"poll_interval"`
+	MaxMessage int    `yaml:"max_message_bytes"`
+	// Limits, access control and TLS: see security.go.
+	MaxPins          int                   `yaml:"max_pins"`
+	MaxReads         int                   `yaml:"max_reads"`
+	MaxResponseBytes int                   `yaml:"max_response_bytes"`
+	MaxConcurrent    int                   `yaml:"max_concurrent_requests"`
+	MaxQueued        int                   `yaml:"max_queued_requests"`
+	Auth             authFile              `yaml:"auth"`
+	TLS              tlsFile               `yaml:"tls"`
+	AllowInsecure    bool                  `yaml:"allow_insecure_listen"`
+	MCPServers       map[string]serverFile `yaml:"mcpServers"`
+	Servers          map[string]serverFile `yaml:"servers"` // VS Code's mcp.json
 }
 
 type serverFile struct {
@@ -138,6 +159,8 @@ type serverFile struct {
 	// IndexContent is read as a string so that a bad value gets an error
 	// naming the server and the field; absent means true.
 	IndexContent *string `yaml:"index_content"`
+	// AllowUnlistedPins: see Server.AllowUnlistedPins.
+	AllowUnlistedPins bool `yaml:"allow_unlisted_pins"`
 }
 
 // Load reads and validates the configuration at path. Errors wrap ErrInvalid
@@ -206,6 +229,9 @@ func Parse(path string, data []byte, lookup func(string) (string, bool)) (*Confi
 		}
 		c.PollInterval = d
 	}
+	if err := c.parseSecurity(&f, lookup); err != nil {
+		return nil, fmt.Errorf("%s: %w: %w", path, ErrInvalid, err)
+	}
 	if c.Listen == "" {
 		c.Listen = DefaultListen
 	}
@@ -269,7 +295,7 @@ func (sf serverFile) resolve(name string, lookup func(string) (string, bool)) (S
 	if strings.TrimSpace(name) == "" {
 		return Server{}, errors.New("a server has an empty name")
 	}
-	s := Server{Name: name}
+	s := Server{Name: name, AllowUnlistedPins: sf.AllowUnlistedPins}
 	if v := sf.IndexContent; v != nil {
 		switch strings.ToLower(*v) {
 		case "true":
@@ -369,7 +395,9 @@ func (e *expander) str(field, s string) string {
 		if vscodeVars[m[1]] && !strings.HasPrefix(ref, "${env:") {
 			return ref
 		}
-		if e.err == nil {
+		if e.err == nil && e.server == "" {
+			e.err = fmt.Errorf("field %s: environment variable %s is not set", field, m[1])
+		} else if e.err == nil {
 			e.err = fmt.Errorf("server %q: field %s: environment variable %s is not set", e.server, field, m[1])
 		}
 		return ""
@@ -465,6 +493,7 @@ func Default() *Config {
 		Tokenizer: DefaultTokenizer,
 		Embedder:  DefaultEmbedder,
 		Servers:   []Server{DefaultServerEverything},
+		Limits:    Limits{}.WithDefaults(),
 	}
 }
 
@@ -486,4 +515,69 @@ func Find() string {
 		}
 	}
 	return ""
+}
+
+// secretName matches flag and variable names that hold credentials.
+var secretName = regexp.MustCompile(`(?i)(token|secret|passw|pwd|api[_-]?key|apikey|credential|auth|cookie|session)`)
+
+// Secrets returns the values of s that may be credentials, for masking in
+// errors and logs: the values of headers and env variables whose name
+// contains token, secret, password, key, auth, cookie or session (and, for
+// "Bearer X" or "Basic X", X alone); the user info, query values and long
+// path segments mixing letters and digits of the URL and of any env value
+// that is a URL; and args that follow (or are
+// joined by "=" to) a flag with such a name.
+func (s Server) Secrets() []string {
+	var out []string
+	named := func(m map[string]string) {
+		for k, v := range m {
+			out = append(out, urlSecrets(v)...)
+			if !secretName.MatchString(k) {
+				continue
+			}
+			out = append(out, v)
+			if _, cred, ok := strings.Cut(v, " "); ok {
+				out = append(out, cred)
+			}
+		}
+	}
+	named(s.Headers)
+	named(s.Env)
+	out = append(out, urlSecrets(s.URL)...)
+	for i, a := range s.Args {
+		if !strings.HasPrefix(a, "-") || !secretName.MatchString(a) {
+			continue
+		}
+		if _, v, ok := strings.Cut(a, "="); ok {
+			out = append(out, v)
+		} else if i+1 < len(s.Args) {
+			out = append(out, s.Args[i+1])
+		}
+	}
+	return out
+}
+
+// urlSecrets returns the user info and query values of raw when it is a URL.
+func urlSecrets(raw string) []string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return nil
+	}
+	var out []string
+	if u.User != nil {
+		out = append(out, u.User.Username())
+		if p, ok := u.User.Password(); ok {
+			out = append(out, p)
+		}
+	}
+	for _, vs := range u.Query() {
+		out = append(out, vs...)
+	}
+	// Some services put the key in the path (https://host/mcp/sk-ak-…/sse).
+	for _, seg := range strings.Split(u.Path, "/") {
+		if len(seg) >= 16 && strings.ContainsAny(seg, "0123456789") && strings.IndexFunc(seg, unicode.IsLetter) >= 0 {
+			out = append(out, seg)
+		}
+	}
+	return out
 }

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -16,6 +17,8 @@ import (
 var (
 	topKeys    = yamlKeys(file{})
 	serverKeys = yamlKeys(serverFile{})
+	// securityKeys are the keys of the mappings under auth and tls.
+	securityKeys = map[string][]string{"auth": yamlKeys(authFile{}), "tls": yamlKeys(tlsFile{})}
 )
 
 func yamlKeys(v any) []string {
@@ -46,6 +49,20 @@ func checkKeys(doc *yaml.Node) (warnings []string, err error) {
 				return nil, fmt.Errorf("line %d: key %q is not one contextd reads; did you mean %q?", k.Line, k.Value, want)
 			}
 			warnings = append(warnings, fmt.Sprintf("line %d: key %q is ignored (not one contextd reads)", k.Line, k.Value))
+			continue
+		}
+		if keys, ok := securityKeys[k.Value]; ok {
+			// An unread key here is an error, never a warning: a misspelt
+			// auth key would leave the daemon open.
+			for _, kv := range pairs(v) {
+				if !slices.Contains(keys, kv[0].Value) {
+					msg := fmt.Sprintf("line %d: field %s.%s is not one contextd reads", kv[0].Line, k.Value, kv[0].Value)
+					if want := suggest(kv[0].Value, keys); want != "" {
+						msg += fmt.Sprintf("; did you mean %q?", want)
+					}
+					return nil, errors.New(msg)
+				}
+			}
 			continue
 		}
 		if k.Value != "mcpServers" && k.Value != "servers" {

@@ -61,7 +61,7 @@ func TestAssembleReturnsBestSectionsOfABigResource(t *testing.T) {
 	if !found {
 		t.Errorf("the Retries section is not among %+v", it.Contents)
 	}
-	if !strings.Contains(it.Reason, "priority 1.20") {
-		t.Errorf("reason %q does not show the priority annotation (0.9 → factor 1.20)", it.Reason)
+	if !strings.Contains(it.Reason, "priority 1.03") {
+		t.Errorf("reason %q does not show the priority annotation (0.9 → factor 1.03)", it.Reason)
 	}
 }

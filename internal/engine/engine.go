@@ -26,6 +26,7 @@ import (
 	"github.com/contextd/contextd/internal/embed/use"
 	"github.com/contextd/contextd/internal/index"
 	"github.com/contextd/contextd/internal/mcp"
+	"github.com/contextd/contextd/internal/redact"
 	ctxsync "github.com/contextd/contextd/internal/sync"
 )
 
@@ -60,8 +61,8 @@ type Options struct {
 	KeepOtherServers bool
 	// Mirror adjusts each mirror's options (tests: debounce, backoff).
 	Mirror func(*ctxsync.Options)
-	// Candidates is how many ranked descriptors Assemble considers. Zero means
-	// DefaultCandidates.
+	// Candidates is how many ranked descriptors Assemble considers. Zero
+	// sizes the pool by the request's budget (CandidatesFor).
 	Candidates int
 	// QueryCache is how many query vectors the index remembers (see
 	// index.Options.QueryCache).
@@ -102,8 +103,25 @@ func NewEmbedder(name string) (embed.Embedder, error) {
 // DefaultReadTimeout bounds one resources/read during Assemble.
 const DefaultReadTimeout = 30 * time.Second
 
-// DefaultCandidates is the number of ranked descriptors Assemble considers.
+// DefaultCandidates is the fewest ranked descriptors Assemble considers,
+// and how many the eval's baselines are given.
 const DefaultCandidates = 10
+
+// MaxCandidates is the most ranked descriptors Assemble considers.
+const MaxCandidates = 40
+
+// tokensPerCandidate sizes Assemble's pool: one candidate per this many
+// tokens of budget, between DefaultCandidates and MaxCandidates. A big
+// budget has room for more resources than the best ten, and those the
+// value floor leaves out are never read, so a deeper pool costs a read
+// only where the budget can use it.
+const tokensPerCandidate = 200
+
+// CandidatesFor returns how many ranked descriptors Assemble considers for
+// a token budget.
+func CandidatesFor(tokenBudget int) int {
+	return min(max(tokenBudget/tokensPerCandidate, DefaultCandidates), MaxCandidates)
+}
 
 // An Engine answers Assemble, Search and ListServers.
 type Engine struct {
@@ -122,6 +140,8 @@ type Engine struct {
 	slowMu     gosync.Mutex
 	slowUntil  map[string]time.Time // server → end of its slow spell
 	unlock     func()               // releases data_dir; nil for an in-memory index
+	limits     config.Limits        // with defaults
+	tooLarge   tooLargeReads
 }
 
 // New opens the index and the tokenizer and prepares one mirror per server.
@@ -137,6 +157,14 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	// Every server's credentials are masked everywhere: one server's error
+	// may quote another's (a shared proxy URL, a copied header).
+	var secrets []string
+	for _, srv := range opts.Config.Servers {
+		secrets = append(secrets, srv.Secrets()...)
+	}
+	red := redact.New(secrets...)
+	log = slog.New(redact.Handler(log.Handler(), red))
 	tok, err := budget.NewTokenizer(opts.Config.Tokenizer)
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: %w", err)
@@ -170,20 +198,21 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		return nil, err
 	}
 	e := &Engine{cfg: opts.Config, log: log, ix: ix, tok: tok, mirrors: map[string]*ctxsync.Mirror{}, candidates: opts.Candidates, est: budget.NewEstimator(), unlock: unlock}
-	if e.candidates <= 0 {
-		e.candidates = DefaultCandidates
+	if e.candidates < 0 {
+		e.candidates = 0
 	}
 	e.readTO = cmp.Or(opts.ReadTimeout, DefaultReadTimeout)
 	e.ranking = cmp.Or(opts.Ranking, DefaultRanking)
 	e.slowTO = min(cmp.Or(opts.SlowReadTimeout, DefaultSlowReadTimeout), e.readTO)
 	e.slowFor = cmp.Or(opts.SlowFor, DefaultSlowFor)
 	e.slowUntil = map[string]time.Time{}
+	e.limits = opts.Config.Limits.WithDefaults()
 	for _, srv := range opts.Config.Servers {
 		dial := dialer(srv, opts.Config.MaxMessageBytes)
 		if opts.Dial != nil {
 			dial = opts.Dial(srv)
 		}
-		mo := ctxsync.Options{Server: srv.Name, Dial: dial, Index: ix, Logger: log.With("component", "sync"), PollInterval: opts.Config.PollInterval}
+		mo := ctxsync.Options{Server: srv.Name, Dial: dial, Index: ix, Logger: log.With("component", "sync"), PollInterval: opts.Config.PollInterval, Redact: red}
 		if srv.NoContentIndex {
 			mo.ContentMaxResources = -1
 		}

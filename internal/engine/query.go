@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/contextd/contextd/internal/mcp"
 	"github.com/contextd/contextd/internal/resource"
 	"github.com/contextd/contextd/internal/selector"
 	ctxsync "github.com/contextd/contextd/internal/sync"
@@ -196,8 +197,15 @@ func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (*AssembleRe
 		return nil, err
 	}
 	fetched := &fetchLog{m: map[resource.Key]ctxsync.Fetch{}}
+	if err := e.checkPins(req.Pinned); err != nil {
+		return nil, err
+	}
 	pinned := make(map[resource.Key]bool, len(req.Pinned))
-	cands := make([]selector.Candidate, 0, len(req.Pinned)+e.candidates)
+	depth := e.candidates
+	if depth == 0 {
+		depth = CandidatesFor(req.TokenBudget)
+	}
+	cands := make([]selector.Candidate, 0, len(req.Pinned)+depth)
 	for _, k := range req.Pinned {
 		if err := e.checkServers([]string{k.Server}); err != nil {
 			return nil, fmt.Errorf("pinned %q: %w", k.URI, err)
@@ -217,17 +225,18 @@ func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (*AssembleRe
 		c.Pinned = true
 		cands = append(cands, c)
 	}
-	ranked, err := e.rank(ctx, req.Query, req.Filter, e.candidates+len(pinned), e.ranking)
+	ranked, err := e.rank(ctx, req.Query, req.Filter, depth+len(pinned), e.ranking)
 	if err != nil && (len(pinned) == 0 || !errors.Is(err, ErrUnavailable)) {
 		return nil, err
 	}
 	// With pins, no synced server to rank is not an error: the pinned
 	// resources are still read (from servers that are up).
 	for _, r := range ranked {
-		if !pinned[r.Key()] && len(cands) < len(pinned)+e.candidates {
+		if !pinned[r.Key()] && len(cands) < len(pinned)+depth {
 			cands = append(cands, candidate(r.Descriptor, r.Score))
 		}
 	}
+	e.attachPassages(ctx, req.Query, cands)
 	floor := DefaultValueFloor
 	if req.ValueFloor != nil {
 		floor = *req.ValueFloor
@@ -239,11 +248,32 @@ func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (*AssembleRe
 		TokenBudget: req.TokenBudget, IncludeBinary: req.IncludeBinary, MaxItems: req.MaxItems,
 		IncludeUserAudience: req.IncludeUserAudience,
 		Query:               req.Query, ValueFloor: floor, Now: time.Now(), Estimator: e.est,
-	}, cands, e.reader(fetched), e.tok)
+	}, cands, e.reader(fetched, &readBudget{lim: e.limits}), e.tok)
 	if err != nil {
 		return nil, err
 	}
 	return &AssembleResult{Result: res, Tokenizer: e.tok.Encoding(), Fetched: fetched.m}, nil
+}
+
+// attachPassages gives each candidate the passages of its indexed text
+// with their similarity to the query, for choosing its sections. Without
+// them (no text indexed, or the index cannot embed the query) sections are
+// chosen by their words, so a failure here costs quality, not the answer.
+func (e *Engine) attachPassages(ctx context.Context, query string, cands []selector.Candidate) {
+	keys := make([]resource.Key, len(cands))
+	for i, c := range cands {
+		keys[i] = c.Key()
+	}
+	hits, err := e.ix.PassageHits(ctx, query, keys)
+	if err != nil {
+		e.log.Debug("passage similarities unavailable; sections are chosen by their words", "err", err)
+		return
+	}
+	for i := range cands {
+		for _, h := range hits[cands[i].Key()] {
+			cands[i].Passages = append(cands[i].Passages, selector.Passage{StartLine: h.Line, EndLine: h.EndLine, Similarity: h.Score})
+		}
+	}
 }
 
 func candidate(d resource.Descriptor, score float64) selector.Candidate {
@@ -269,11 +299,12 @@ type fetchLog struct {
 }
 
 // reader returns the selector's ReadFunc for one request: it reads through
-// the server's mirror, each read bounded by the read timeout. Once a server
+// the server's mirror, each read bounded by the read timeout, and all of
+// them by budget (max_reads, max_response_bytes). Once a server
 // lets a read time out, its later candidates in the same request fail at
 // once instead of each waiting out the timeout again, and for SlowFor its
 // reads in later requests get only SlowReadTimeout.
-func (e *Engine) reader(log *fetchLog) selector.ReadFunc {
+func (e *Engine) reader(log *fetchLog, budget *readBudget) selector.ReadFunc {
 	var mu sync.Mutex
 	stalled := map[string]bool{}
 	return func(ctx context.Context, server, uri string) ([]selector.Content, error) {
@@ -287,11 +318,27 @@ func (e *Engine) reader(log *fetchLog) selector.ReadFunc {
 		if skip {
 			return nil, fmt.Errorf("server %q: skipped: an earlier read in this request got no answer in time", server)
 		}
+		key := resource.Key{Server: server, URI: uri}
+		d, listed := e.ix.Get(key)
+		ver := version(d, listed)
+		if err := e.tooLarge.check(key, ver, time.Now()); err != nil {
+			return nil, err
+		}
+		if err := budget.start(); err != nil {
+			return nil, err
+		}
 		timeout, slow := e.readTimeout(server)
 		rctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
 		c, f, err := m.ReadFetch(rctx, uri)
+		if errors.Is(err, mcp.ErrTooLarge) {
+			e.tooLarge.remember(key, ver, err, time.Now())
+		}
 		if err == nil {
+			if err := budget.spend(c); err != nil {
+				return nil, err
+			}
+			c = checkItems(uri, c)
 			log.mu.Lock()
 			log.m[resource.Key{Server: server, URI: uri}] = f
 			log.mu.Unlock()

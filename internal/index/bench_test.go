@@ -2,6 +2,9 @@ package index_test
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/contextd/contextd/internal/index"
@@ -43,4 +46,116 @@ func BenchmarkDense(b *testing.B) {
 			}
 		})
 	}
+}
+
+// longDoc returns about size bytes of Markdown: sections of a few
+// paragraphs of words drawn with a fixed seed, so passages cut as in real
+// documents.
+func longDoc(size int, seed uint64) string {
+	words := strings.Fields(`read write file directory search query database table schema user account
+		invoice payment calendar event meeting weather forecast map route image photo video audio
+		document page note task project issue commit branch build test deploy server client cache`)
+	r := rand.New(rand.NewPCG(seed, 1))
+	var b strings.Builder
+	for i := 0; b.Len() < size; i++ {
+		fmt.Fprintf(&b, "## Section %d\n\n", i)
+		for range 1 + r.IntN(4) {
+			for range 20 + r.IntN(80) {
+				b.WriteString(words[r.IntN(len(words))])
+				b.WriteByte(' ')
+			}
+			b.WriteString("\n\n")
+		}
+	}
+	return cutBytes(b.String(), size)
+}
+
+func cutBytes(s string, n int) string { return s[:min(len(s), n)] }
+
+// BenchmarkSetContents indexes one 1 MiB Markdown text (a new version each
+// iteration, so nothing is skipped as unchanged): SetContents (the lexical
+// field of the whole text and the first passage's vector), then
+// EmbedPassages for the rest (up to MaxPassages). The stand-in embedder
+// costs microseconds, so this is the index's own cost; a real encoder adds
+// its time per passage (internal/embed/use's benchmarks).
+func BenchmarkSetContents(b *testing.B) {
+	ix, err := index.Open(b.Context(), index.Options{Embedder: indextest.RandomEmbedder{Dims: 512}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ix.Close()
+	d := resource.Descriptor{Server: "s", URI: "doc://manual", Name: "manual"}
+	if _, err := ix.Replace(b.Context(), "s", []resource.Descriptor{d}); err != nil {
+		b.Fatal(err)
+	}
+	texts := []string{longDoc(index.MaxContentBytes, 1), longDoc(index.MaxContentBytes, 2)}
+	passages := 0
+	b.SetBytes(index.MaxContentBytes)
+	i := 0
+	for b.Loop() {
+		if _, err := ix.SetContents(b.Context(), index.Content{Key: d.Key(), Stamp: index.ContentStamp(d), Text: texts[i%2]}); err != nil {
+			b.Fatal(err)
+		}
+		n, err := ix.EmbedPassages(b.Context(), "", 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		passages = n + 1
+		i++
+	}
+	b.ReportMetric(float64(passages), "passages/op")
+}
+
+// BenchmarkDensePassages ranks 2,000 descriptors whose texts have 16
+// embedded passages each (random vectors), for the engine's pool of 100:
+// 32,000 passages, DefaultContentPassages' worth, so the mixed score's
+// scan takes 34,000 dot products. It also reports the heap each passage
+// vector costs once stored (512 dimensions).
+func BenchmarkDensePassages(b *testing.B) {
+	const n, per = 2_000, 16
+	ix, err := index.Open(b.Context(), index.Options{Embedder: indextest.RandomEmbedder{Dims: 512}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ix.Close()
+	var ds []resource.Descriptor
+	for i := range n {
+		ds = append(ds, resource.Descriptor{Server: "s", URI: fmt.Sprintf("doc://%d", i), Name: fmt.Sprint(i), Description: fmt.Sprintf("descriptor %d", i)})
+	}
+	if _, err := ix.Replace(b.Context(), "s", ds); err != nil {
+		b.Fatal(err)
+	}
+	var cs []index.Content
+	for i, d := range ds {
+		var t strings.Builder
+		for j := range per { // sections of 1.1 KiB: one passage each
+			fmt.Fprintf(&t, "# Part %d of %d\n\n%s\n\n", j, i, strings.Repeat("lorem ipsum ", 95))
+		}
+		cs = append(cs, index.Content{Key: d.Key(), Stamp: index.ContentStamp(d), Text: t.String()})
+	}
+	if _, err := ix.SetContents(b.Context(), cs...); err != nil {
+		b.Fatal(err)
+	}
+	before := heap()
+	deep, err := ix.EmbedPassages(b.Context(), "", 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if deep != n*(per-1) {
+		b.Fatalf("%d passages embedded, want %d", deep, n*(per-1))
+	}
+	b.ReportMetric(float64(heap()-before)/float64(deep), "heapB/passage")
+	for b.Loop() {
+		if hits, err := ix.Dense(b.Context(), "find the invoice", 100, index.Filter{}); err != nil || len(hits) != 100 {
+			b.Fatal(len(hits), err)
+		}
+	}
+}
+
+func heap() int64 {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapAlloc)
 }

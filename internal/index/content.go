@@ -1,14 +1,15 @@
 package index
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/philippgille/chromem-go"
@@ -19,17 +20,33 @@ import (
 // The content-level index.
 //
 // Descriptors say what a resource is for; its text says what it holds. When
-// the caller has read a resource (internal/sync reads small text resources
-// after each sync), SetContents indexes that text beside the descriptor:
+// the caller has read a resource (internal/sync reads text resources after
+// each sync), SetContents indexes that text beside the descriptor:
 //
 //   - lexically, as the BM25F Content field (lexical.DefaultWeights gives it
 //     a tenth of the description's weight), from the first MaxContentBytes
-//     of the text;
-//   - densely, as the embedding of its first passage (the first
-//     PassageBytes, cut at a word): the dense score of a resource with
-//     content becomes (1 − w)·cos(query, descriptor) + w·cos(query, passage),
-//     w = Options.ContentWeight. A resource without indexed content keeps
+//     (1 MiB) of the text, so a term deep in a long page is found;
+//   - densely, as passages (Passages: runs of lines of at most
+//     PassageBytes, ended at headings and paragraph breaks, at most
+//     MaxPassages per text), each embedded on its own: the dense score of
+//     a resource with content is (1 − w)·cos(query, descriptor) +
+//     w·maxᵢ cos(query, passageᵢ), w = Options.ContentWeight, over the
+//     passages embedded so far. A resource without indexed content keeps
 //     cos(query, descriptor).
+//
+// SetContents embeds each text's first passage; EmbedPassages embeds the
+// others later, the shallowest first across all texts (every text's
+// second passage, then every third, …), so a big server is searchable by
+// its texts' openings soon and deep passages follow.
+//
+// # Memory
+//
+// A passage's vector takes 4·d bytes (2 KiB at USE-lite's 512
+// dimensions), plus its span (40 bytes) and its stored document's
+// metadata (about 200 bytes). Every text has one first passage; the
+// others are capped across all servers by Options.ContentPassages
+// (DefaultContentPassages, 32,768: 64 MiB of 512-d vectors), and per text
+// by MaxPassages. The texts themselves are capped by Options.ContentBytes.
 //
 // Both weights were chosen on the dev splits of the shipped eval datasets
 // (eval/README.md), where every resource has a body to index. On MetaTool
@@ -46,30 +63,28 @@ import (
 // is dropped, so stale text never ranks, and the caller reads it again.
 // Content of a deleted descriptor is deleted with it. With Options.Dir set
 // it persists in a second chromem-go collection, named like the descriptors'
-// with "contents" for "descriptors". DropContents removes a server's.
+// with "contents" for "descriptors": one document per embedded passage, the
+// first holding the indexed text. DropContents removes a server's.
 
-// Content limits.
-const (
-	// MaxContentBytes is how much of a resource's text is indexed
-	// lexically, in bytes of UTF-8 (cut at a rune).
-	MaxContentBytes = 64 << 10
-	// PassageBytes is how much of the text's start is embedded, in bytes
-	// (cut at a word): USE-lite reads 128 tokens, and an embedder with a
-	// longer window should still embed what the resource is about rather
-	// than all of it.
-	PassageBytes = 2 << 10
-)
+// MaxContentBytes is how much of a resource's text is indexed, in bytes
+// of UTF-8 (cut at a rune).
+const MaxContentBytes = 1 << 20
 
 // DefaultContentWeight is Options.ContentWeight when zero: w in the dense
 // score above.
 const DefaultContentWeight = 0.5
 
 // DefaultContentBytes is Options.ContentBytes when zero: 256 MiB of text
-// across all servers, 4,096 texts of MaxContentBytes or about 40,000 of the
+// across all servers, 256 texts of MaxContentBytes or about 40,000 of the
 // Go docs' median size. It bounds what the content index costs in memory:
 // the texts themselves (kept in the contents collection) and their BM25F
-// postings (at most lexical.MaxContentTerms distinct terms per text).
+// postings (at most lexical.ContentTerms distinct terms per text).
 const DefaultContentBytes = 256 << 20
+
+// DefaultContentPassages is Options.ContentPassages when zero: how many
+// passages after texts' first are embedded across all servers, 64 MiB of
+// vectors at 512 dimensions.
+const DefaultContentPassages = 32 << 10
 
 // ErrContentFull is wrapped by SetContents' error when it left texts out
 // because the index holds Options.ContentBytes of text; the error is a
@@ -110,11 +125,37 @@ type Content struct {
 type contentInfo struct {
 	stamp string
 	at    time.Time
-	// passage is the passage's unit vector, shared with the contents
-	// collection (never modified); nil when the text had no words.
-	passage []float32
-	hash    string // textHash of the indexed text
-	size    int    // bytes of the indexed text, counted against ContentBytes
+	hash  string // textHash of the indexed text
+	size  int    // bytes of the indexed text, counted against ContentBytes
+	// spans are the text's passages (Passages); none when it has no words.
+	spans []Span
+	// vecs, parallel to spans, are the passages' unit vectors, shared with
+	// the contents collection (never modified); nil until embedded. The
+	// first is embedded with the text. Elements are set under ix.mu.
+	vecs [][]float32
+}
+
+// hasWords reports whether c is indexed text with a passage.
+func (c *contentInfo) hasWords() bool { return c != nil && len(c.spans) > 0 }
+
+// docIDs returns the IDs of every document k's content may have stored,
+// embedded or not (chromem-go ignores unknown IDs on delete).
+func (c *contentInfo) docIDs(k resource.Key) []string {
+	ids := make([]string, len(c.spans))
+	for i := range ids {
+		ids[i] = passageID(k, i)
+	}
+	return ids
+}
+
+// passageID is the ID of the stored document of k's i-th passage: the
+// key's own for the first (as when a text had one passage), then
+// "KEY\x00#i".
+func passageID(k resource.Key, i int) string {
+	if i == 0 {
+		return k.String()
+	}
+	return k.String() + "\x00#" + strconv.Itoa(i)
 }
 
 // ContentStamp identifies the version of a descriptor that content read now
@@ -144,7 +185,7 @@ func (ix *Index) ContentLen(server string) int {
 	defer ix.mu.RUnlock()
 	n := 0
 	for k, e := range ix.docs {
-		if e.content != nil && e.content.passage != nil && (server == "" || k.Server == server) {
+		if e.content.hasWords() && (server == "" || k.Server == server) {
 			n++
 		}
 	}
@@ -191,9 +232,7 @@ func (ix *Index) DropContents(ctx context.Context, server string) (int, error) {
 		if k.Server != server || e.content == nil {
 			continue
 		}
-		if e.content.passage != nil {
-			ids = append(ids, k.String())
-		}
+		ids = append(ids, e.content.docIDs(k)...)
 		e.content = nil
 		ix.docs[k] = e
 		descs = append(descs, e.desc)
@@ -211,29 +250,37 @@ func (ix *Index) DropContents(ctx context.Context, server string) (int, error) {
 }
 
 // SetContents indexes the text of resources whose descriptors are in the
-// index. Contents of unknown keys, or whose Stamp no longer matches the
-// descriptor, are skipped; a text the same as the one indexed (by SHA-256)
-// only renews the time HasContent reports, without embedding. A text that
-// would take the index past Options.ContentBytes is left out, in the order
-// given; a resource whose new text is left out loses the old one too, since
-// the caller read it because it changed (stale text never ranks). It returns how many
-// passages were embedded. Errors: ErrClosed; an embedding error (wrapped),
-// before anything of this call is stored; a store error, with the contents
-// before the failing one stored; a *ContentFullError (ErrContentFull)
-// after everything else is stored, when texts were left out.
+// index: its first MaxContentBytes lexically, and the vector of its first
+// passage (Passages); its other passages wait for EmbedPassages. Contents
+// of unknown keys, or whose Stamp no longer matches the descriptor, are
+// skipped; a text the same as the one indexed (by SHA-256) only renews the
+// time HasContent reports, keeping its vectors. A text that would take the
+// index past Options.ContentBytes is left out, in the order given; a
+// resource whose new text is left out loses the old one too, since the
+// caller read it because it changed (stale text never ranks). It returns
+// how many passages were embedded (one per new text with words). Errors:
+// ErrClosed; an embedding error (wrapped), before anything of this call is
+// stored; a store error, with the contents before the failing one stored;
+// a *ContentFullError (ErrContentFull) after everything else is stored,
+// when texts were left out.
 func (ix *Index) SetContents(ctx context.Context, cs ...Content) (embedded int, err error) {
-	ix.wmu.Lock()
-	defer ix.wmu.Unlock()
+	// Decide and embed holding only the servers' write locks, so that one
+	// server's texts do not hold up another's writes; store under wmu.
+	servers := make([]string, len(cs))
+	for i, c := range cs {
+		servers[i] = c.Key.Server
+	}
+	defer ix.lockServers(servers...)()
 	if ix.isClosed() {
 		return 0, ErrClosed
 	}
 	type job struct {
-		c       Content
-		d       resource.Descriptor
-		text    string // indexed lexically
-		passage string // embedded
-		hash    string // of text
-		vec     []float32
+		c     Content
+		d     resource.Descriptor
+		text  string // indexed
+		hash  string // of text
+		spans []Span
+		vec   []float32 // of the first passage
 	}
 	var jobs []job
 	var todo []int
@@ -271,8 +318,8 @@ func (ix *Index) SetContents(ctx context.Context, cs ...Content) (embedded int, 
 			continue
 		}
 		used += grow
-		j.passage = Passage(j.text)
-		if j.passage != "" {
+		j.spans = Passages(j.text)
+		if len(j.spans) > 0 {
 			todo = append(todo, len(jobs))
 		}
 		jobs = append(jobs, j)
@@ -280,22 +327,57 @@ func (ix *Index) SetContents(ctx context.Context, cs ...Content) (embedded int, 
 	ix.mu.RUnlock()
 	if err := ix.embedAll(ctx, len(todo), func(i int) (*[]float32, string, resource.Descriptor) {
 		j := &jobs[todo[i]]
-		return &j.vec, j.passage, j.d
+		return &j.vec, passageText(j.text, j.spans[0]), j.d
 	}); err != nil {
 		return 0, err
+	}
+	ix.wmu.Lock()
+	defer ix.wmu.Unlock()
+	if ix.cbytes > 0 {
+		// Other servers may have stored text while these were embedded:
+		// what no longer fits is left out now, as it would have been then.
+		ix.mu.RLock()
+		used := ix.contentBytes()
+		kept := jobs[:0]
+		for _, j := range jobs {
+			grow := int64(len(j.text))
+			e, ok := ix.docs[j.c.Key]
+			if ok && e.content != nil {
+				grow -= int64(e.content.size)
+			}
+			if grow > 0 && used+grow > ix.cbytes {
+				if left == nil {
+					left = map[resource.Key]int{}
+				}
+				left[j.c.Key] = len(j.text)
+				if ok && e.content != nil {
+					used -= int64(e.content.size)
+					drop = append(drop, job{c: j.c, d: e.desc})
+				}
+				continue
+			}
+			used += grow
+			kept = append(kept, j)
+		}
+		jobs = kept
+		ix.mu.RUnlock()
 	}
 	now := time.Now()
 	for _, j := range renew {
 		ix.mu.RLock()
 		e, ok := ix.docs[j.c.Key]
+		var c contentInfo
+		if ok && e.content != nil {
+			c = *e.content
+			c.vecs = slices.Clone(c.vecs)
+		}
 		ix.mu.RUnlock()
 		if !ok || e.content == nil {
 			continue
 		}
-		c := *e.content
 		c.at = now
-		if c.passage != nil { // the time is stored with the passage
-			if err := ix.ccoll.AddDocument(ctx, contentDoc(j.c, j.text, j.hash, c.passage, now)); err != nil {
+		if c.hasWords() && c.vecs[0] != nil { // the time is stored with the first passage
+			if err := ix.ccoll.AddDocument(ctx, contentDoc(j.c, j.text, j.hash, c.vecs[0], now)); err != nil {
 				return len(todo), fmt.Errorf("index: store content of %s %q: %v", j.c.Key.Server, j.c.Key.URI, err)
 			}
 		}
@@ -313,18 +395,24 @@ func (ix *Index) SetContents(ctx context.Context, cs ...Content) (embedded int, 
 		if err := ctx.Err(); err != nil {
 			return len(todo), err
 		}
-		info := &contentInfo{stamp: j.c.Stamp, at: now, passage: j.vec, hash: j.hash, size: len(j.text)}
+		info := &contentInfo{stamp: j.c.Stamp, at: now, hash: j.hash, size: len(j.text), spans: j.spans}
+		if len(j.spans) > 0 {
+			info.vecs = make([][]float32, len(j.spans))
+			info.vecs[0] = j.vec
+		}
+		// The old text's passages go (all of them when there are no words).
+		if err := ix.dropContentVectors(ctx, j.c.Key, min(len(j.spans), 1)); err != nil {
+			return len(todo), err
+		}
 		if j.vec != nil {
 			if err := ix.ccoll.AddDocument(ctx, contentDoc(j.c, j.text, j.hash, j.vec, now)); err != nil {
 				return len(todo), fmt.Errorf("index: store content of %s %q: %v", j.c.Key.Server, j.c.Key.URI, err)
 			}
-		} else if err := ix.dropContentVector(ctx, j.c.Key); err != nil {
-			return len(todo), err
 		}
 		ix.attach(j.c.Key, info, j.text)
 	}
 	for _, j := range drop {
-		if err := ix.dropContentVector(ctx, j.c.Key); err != nil {
+		if err := ix.dropContentVectors(ctx, j.c.Key, 0); err != nil {
 			return len(todo), err
 		}
 		ix.attach(j.c.Key, nil, "")
@@ -333,6 +421,156 @@ func (ix *Index) SetContents(ctx context.Context, cs ...Content) (embedded int, 
 		return len(todo), &ContentFullError{Left: left, Cap: ix.cbytes}
 	}
 	return len(todo), nil
+}
+
+// passageRound is how many passages EmbedPassages embeds between checks
+// that the texts they belong to are still indexed: a few seconds of work.
+const passageRound = 32
+
+// EmbedPassages embeds up to n (all when n <= 0) passages of server's
+// indexed texts ("" for every server) that have no vector yet, the
+// shallowest first: every text's second passage, then every third, and so
+// on (ties by key), within Options.ContentPassages across all servers. It
+// embeds without blocking other writes, a few dozen passages at a time,
+// and stores each round; a passage whose text changed meanwhile is thrown
+// away. It returns how many passages it stored; fewer than n means none is
+// left that fits. Errors: ErrClosed; ctx's; an embedding error (wrapped);
+// a store error. Work stored before an error is kept.
+func (ix *Index) EmbedPassages(ctx context.Context, server string, n int) (embedded int, err error) {
+	for n <= 0 || embedded < n {
+		if ix.isClosed() {
+			return embedded, ErrClosed
+		}
+		if err := ctx.Err(); err != nil {
+			return embedded, err
+		}
+		want := passageRound
+		if n > 0 {
+			want = min(want, n-embedded)
+		}
+		got, err := ix.embedRound(ctx, server, want)
+		embedded += got
+		if err != nil || got == 0 {
+			return embedded, err
+		}
+	}
+	return embedded, nil
+}
+
+// PendingPassages returns how many passages of server's texts ("" for
+// every server) EmbedPassages would embed now: those without a vector,
+// within the room Options.ContentPassages leaves.
+func (ix *Index) PendingPassages(server string) int {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	pending, deep := 0, 0
+	for k, e := range ix.docs {
+		if !e.content.hasWords() {
+			continue
+		}
+		for _, v := range e.content.vecs[1:] {
+			switch {
+			case v != nil:
+				deep++
+			case server == "" || k.Server == server:
+				pending++
+			}
+		}
+	}
+	if ix.cpass > 0 {
+		pending = min(pending, max(ix.cpass-deep, 0))
+	}
+	return pending
+}
+
+// passageJob is one passage EmbedPassages embeds.
+type passageJob struct {
+	k     resource.Key
+	i     int
+	span  Span
+	stamp string
+	hash  string
+	text  string
+	vec   []float32
+}
+
+// embedRound embeds and stores up to n pending passages, the shallowest
+// first, and returns how many it stored.
+func (ix *Index) embedRound(ctx context.Context, server string, n int) (int, error) {
+	var jobs []passageJob
+	deep := 0
+	ix.mu.RLock()
+	for k, e := range ix.docs {
+		c := e.content
+		if !c.hasWords() {
+			continue
+		}
+		for i, v := range c.vecs {
+			switch {
+			case i == 0:
+			case v != nil:
+				deep++
+			case server == "" || k.Server == server:
+				jobs = append(jobs, passageJob{k: k, i: i, span: c.spans[i], stamp: c.stamp, hash: c.hash})
+			}
+		}
+	}
+	ix.mu.RUnlock()
+	if ix.cpass > 0 {
+		n = min(n, ix.cpass-deep)
+	}
+	if n <= 0 || len(jobs) == 0 {
+		return 0, nil
+	}
+	slices.SortFunc(jobs, func(a, b passageJob) int {
+		return cmp.Or(cmp.Compare(a.i, b.i), strings.Compare(a.k.Server, b.k.Server), strings.Compare(a.k.URI, b.k.URI))
+	})
+	jobs = jobs[:min(n, len(jobs))]
+	texts := map[resource.Key]string{}
+	for j := range jobs {
+		job := &jobs[j]
+		text, ok := texts[job.k]
+		if !ok {
+			if doc, err := ix.ccoll.GetByID(ctx, job.k.String()); err == nil && doc.Metadata[mHash] == job.hash {
+				text = doc.Content
+			}
+			texts[job.k] = text
+		}
+		if job.span.End <= len(text) {
+			job.text = passageText(text, job.span)
+		}
+	}
+	jobs = slices.DeleteFunc(jobs, func(j passageJob) bool { return j.text == "" })
+	if err := ix.embedAll(ctx, len(jobs), func(i int) (*[]float32, string, resource.Descriptor) {
+		j := &jobs[i]
+		return &j.vec, j.text, resource.Descriptor{Server: j.k.Server, URI: j.k.URI}
+	}); err != nil {
+		return 0, err
+	}
+	ix.wmu.Lock()
+	defer ix.wmu.Unlock()
+	stored := 0
+	for _, j := range jobs {
+		if ix.isClosed() {
+			return stored, ErrClosed
+		}
+		ix.mu.RLock()
+		e, ok := ix.docs[j.k]
+		c := e.content
+		ok = ok && c.hasWords() && c.hash == j.hash && c.stamp == j.stamp && j.i < len(c.spans) && c.spans[j.i] == j.span && c.vecs[j.i] == nil
+		ix.mu.RUnlock()
+		if !ok {
+			continue // the text changed or went meanwhile
+		}
+		if err := ix.ccoll.AddDocument(ctx, passageDoc(j)); err != nil {
+			return stored, fmt.Errorf("index: store passage %d of %s %q: %v", j.i, j.k.Server, j.k.URI, err)
+		}
+		ix.mu.Lock()
+		c.vecs[j.i] = j.vec
+		ix.mu.Unlock()
+		stored++
+	}
+	return stored, nil
 }
 
 // attach sets the content of the descriptor stored under k (nil clears
@@ -351,8 +589,8 @@ func (ix *Index) attach(k resource.Key, info *contentInfo, text string) {
 	}
 }
 
-// contentDoc is how a passage is stored: its vector, the indexed text, and
-// what loadContents needs to attach it again.
+// contentDoc is how a text's first passage is stored: its vector, the
+// indexed text, and what loadContents needs to attach it again.
 func contentDoc(c Content, text, hash string, vec []float32, at time.Time) chromem.Document {
 	return chromem.Document{ID: c.Key.String(), Embedding: vec, Content: text, Metadata: map[string]string{
 		mServer: c.Key.Server, mURI: c.Key.URI, mStamp: c.Stamp, mHash: hash,
@@ -360,13 +598,36 @@ func contentDoc(c Content, text, hash string, vec []float32, at time.Time) chrom
 	}}
 }
 
-// dropContentVector deletes k's stored passage, if any. The caller holds wmu.
-func (ix *Index) dropContentVector(ctx context.Context, k resource.Key) error {
-	id := k.String()
-	if _, err := ix.ccoll.GetByID(ctx, id); err != nil {
-		return nil // none stored
+// passageDoc is how a later passage is stored: its vector, and what ties it
+// to its text (the text's hash, the passage's number and span).
+func passageDoc(j passageJob) chromem.Document {
+	return chromem.Document{ID: passageID(j.k, j.i), Embedding: j.vec, Metadata: map[string]string{
+		mServer: j.k.Server, mURI: j.k.URI, mStamp: j.stamp, mHash: j.hash,
+		mPassage: strconv.Itoa(j.i), mSpan: spanString(j.span),
+	}}
+}
+
+func spanString(sp Span) string {
+	return strconv.Itoa(sp.Start) + "-" + strconv.Itoa(sp.End)
+}
+
+// dropContentVectors deletes k's stored passages from the from-th on. The
+// caller holds wmu.
+func (ix *Index) dropContentVectors(ctx context.Context, k resource.Key, from int) error {
+	ix.mu.RLock()
+	e, ok := ix.docs[k]
+	ix.mu.RUnlock()
+	if !ok || e.content == nil {
+		return nil
 	}
-	if err := ix.ccoll.Delete(ctx, nil, nil, id); err != nil {
+	ids := e.content.docIDs(k)
+	if from == 0 && len(ids) == 0 {
+		ids = []string{k.String()}
+	}
+	if from >= len(ids) {
+		return nil
+	}
+	if err := ix.ccoll.Delete(ctx, nil, nil, ids[from:]...); err != nil {
 		return fmt.Errorf("index: delete content of %s %q: %v", k.Server, k.URI, err)
 	}
 	return nil
@@ -383,7 +644,9 @@ func (ix *Index) contentText(ctx context.Context, k resource.Key) string {
 }
 
 // loadContents attaches the persisted contents to the loaded descriptors and
-// deletes those whose descriptor is gone or changed. It runs from Open.
+// deletes those whose descriptor is gone or changed, and passages that no
+// longer match their text. A first passage stored without a number (a
+// text indexed as one passage) is the text's first. It runs from Open.
 func (ix *Index) loadContents(ctx context.Context) error {
 	n := ix.ccoll.Count()
 	if n == 0 {
@@ -396,17 +659,43 @@ func (ix *Index) loadContents(ctx context.Context) error {
 		return fmt.Errorf("index: load contents: %v", err)
 	}
 	var stale []string
+	var later []chromem.Result
 	for _, r := range res {
+		if p := r.Metadata[mPassage]; p != "" && p != "0" {
+			later = append(later, r)
+			continue
+		}
 		k := resource.Key{Server: r.Metadata[mServer], URI: r.Metadata[mURI]}
 		e, ok := ix.docs[k]
-		if !ok || ContentStamp(e.desc) != r.Metadata[mStamp] || k.String() != r.ID {
+		// A passage vector with a NaN (or an infinity) would score NaN: it
+		// goes like a stale one, and the next content pass reads it again.
+		if !ok || ContentStamp(e.desc) != r.Metadata[mStamp] || k.String() != r.ID || (len(r.Embedding) > 0 && !validVector(r.Embedding, ix.emb.Dim())) {
+			stale = append(stale, r.ID)
+			continue
+		}
+		spans := Passages(r.Content)
+		if len(spans) == 0 {
 			stale = append(stale, r.ID)
 			continue
 		}
 		at, _ := time.Parse(time.RFC3339Nano, r.Metadata[mAt])
-		e.content = &contentInfo{stamp: r.Metadata[mStamp], at: at, passage: r.Embedding, hash: r.Metadata[mHash], size: len(r.Content)}
+		c := &contentInfo{stamp: r.Metadata[mStamp], at: at, hash: r.Metadata[mHash], size: len(r.Content),
+			spans: spans, vecs: make([][]float32, len(spans))}
+		c.vecs[0] = r.Embedding
+		e.content = c
 		ix.docs[k] = e
 		ix.lex.Upsert(lexDoc(e.desc, r.Content))
+	}
+	for _, r := range later {
+		k := resource.Key{Server: r.Metadata[mServer], URI: r.Metadata[mURI]}
+		i, _ := strconv.Atoi(r.Metadata[mPassage])
+		c := ix.docs[k].content
+		if !c.hasWords() || c.hash != r.Metadata[mHash] || c.stamp != r.Metadata[mStamp] || i <= 0 || i >= len(c.spans) ||
+			spanString(c.spans[i]) != r.Metadata[mSpan] || passageID(k, i) != r.ID || c.vecs[i] != nil {
+			stale = append(stale, r.ID)
+			continue
+		}
+		c.vecs[i] = r.Embedding
 	}
 	if len(stale) > 0 {
 		ix.log.Info("dropping contents of changed or removed descriptors", "count", len(stale))
@@ -415,25 +704,6 @@ func (ix *Index) loadContents(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-// Passage returns the start of text that is embedded for it: at most
-// PassageBytes, cut at the last white space before that (at a rune when
-// there is none), with runs of white space collapsed to one space. Leading
-// white space is skipped first, however long: a text has a passage exactly
-// when it has a word, so a content with words always has its text stored
-// with a passage (Upsert and Open take it back from there).
-func Passage(text string) string {
-	text = cutBytes(strings.TrimLeftFunc(text, unicode.IsSpace), PassageBytes*2)
-	text = strings.Join(strings.Fields(text), " ")
-	if len(text) <= PassageBytes {
-		return text
-	}
-	cut := cutBytes(text, PassageBytes)
-	if i := strings.LastIndexByte(cut, ' '); i > 0 {
-		cut = cut[:i]
-	}
-	return cut
 }
 
 // cutBytes returns the longest prefix of s of at most n bytes that does not

@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/contextd/contextd/internal/index"
 	"github.com/contextd/contextd/internal/index/indextest"
@@ -74,7 +77,7 @@ func TestContentIsSearchedBothWays(t *testing.T) {
 		t.Errorf("lexical = %v, want only %s", got, ds[0].URI)
 	}
 	got, ok := denseScore(t, ix, query, ds[0].Key())
-	want := 0.6*cosine(t, emb, index.EmbeddingText(ds[0]), query) + 0.4*cosine(t, emb, index.Passage(text), query)
+	want := 0.6*cosine(t, emb, index.EmbeddingText(ds[0]), query) + 0.4*cosine(t, emb, text, query)
 	if !ok || math.Abs(got-want) > 1e-5 {
 		t.Errorf("dense score = %v (listed %v), want 0.6·cos(descriptor) + 0.4·cos(passage) = %v", got, ok, want)
 	}
@@ -184,18 +187,79 @@ func TestContentPersistsAndIsDeletedWithItsDescriptor(t *testing.T) {
 	}
 }
 
-func TestPassage(t *testing.T) {
-	long := strings.Repeat("word ", index.PassageBytes) // 5× the bound
-	p := index.Passage(long)
-	if len(p) > index.PassageBytes || strings.HasSuffix(p, " ") || strings.HasSuffix(p, "wor") {
-		t.Errorf("Passage cut badly: %d bytes, ends %q", len(p), p[max(0, len(p)-8):])
+// TestPassages checks how texts are cut into passages: every word in
+// exactly one passage (up to MaxPassages), none longer than PassageBytes,
+// cuts at white space and runes, sections opening passages, and line
+// numbers that point at the passage.
+func TestPassages(t *testing.T) {
+	if got := index.Passages(" \n\t\n "); got != nil {
+		t.Errorf("Passages of white space = %v, want none", got)
 	}
-	if got := index.Passage("  a\n\n b\tc "); got != "a b c" {
-		t.Errorf("Passage collapses white space: %q", got)
+	check := func(name, text string) []index.Span {
+		t.Helper()
+		spans := index.Passages(text)
+		var words []string
+		at := 0
+		for i, sp := range spans {
+			p := text[sp.Start:sp.End]
+			if len(p) > index.PassageBytes || p != strings.TrimSpace(p) || p == "" || !utf8.ValidString(p) || sp.Start < at {
+				t.Fatalf("%s: passage %d [%d, %d) is %d bytes, %q…%q", name, i, sp.Start, sp.End, len(p), p[:min(len(p), 8)], p[max(0, len(p)-8):])
+			}
+			if line := strings.Count(text[:sp.Start], "\n") + 1; sp.Line != line || sp.EndLine != line+strings.Count(p, "\n") {
+				t.Errorf("%s: passage %d on lines %d–%d, want %d–%d", name, i, sp.Line, sp.EndLine, line, line+strings.Count(p, "\n"))
+			}
+			words = append(words, strings.Fields(p)...)
+			at = sp.End
+		}
+		if len(spans) < index.MaxPassages {
+			if diff := cmp.Diff(strings.Join(strings.Fields(text), ""), strings.Join(words, "")); diff != "" {
+				t.Errorf("%s: words of the passages differ from the text's (-want +got):\n%s", name, diff)
+			}
+		}
+		return spans
 	}
-	cjk := strings.Repeat("語", index.PassageBytes) // no spaces: cut at a rune
-	if p := index.Passage(cjk); len(p) > index.PassageBytes || !strings.HasSuffix(p, "語") {
-		t.Errorf("Passage of unspaced text: %d bytes", len(p))
+	// One long line of words: cut at spaces, never inside a word.
+	check("words", strings.Repeat("alpha beta ", index.PassageBytes/4))
+	// Just over one passage: two halves, not a passage and a scrap.
+	if sp := check("halves", strings.Repeat("gamma ", (index.PassageBytes+60)/6)); len(sp) != 2 || sp[1].End-sp[1].Start < index.PassageBytes/4 {
+		t.Errorf("a text of %d bytes cut into %+v, want two about equal passages", index.PassageBytes+60, sp)
+	}
+	// No spaces at all: cut at runes.
+	check("unspaced", strings.Repeat("語", index.PassageBytes))
+	// Markdown sections of about 1.2 KiB: each opens a passage.
+	var md strings.Builder
+	for i := range 8 {
+		fmt.Fprintf(&md, "## Section %d\n\n", i)
+		for range 6 {
+			md.WriteString(strings.Repeat("lorem ipsum dolor ", 10) + "\n\n")
+		}
+	}
+	spans := check("markdown", md.String())
+	if len(spans) != 8 {
+		t.Errorf("%d passages of 8 sections, want 8", len(spans))
+	}
+	for i, sp := range spans {
+		if want := fmt.Sprintf("## Section %d", i); !strings.HasPrefix(md.String()[sp.Start:], want) || !sp.Heading {
+			t.Errorf("passage %d starts %q (heading %v), want %q", i, md.String()[sp.Start:sp.Start+14], sp.Heading, want)
+		}
+	}
+	// Too many passages: the first, then the sections, then the rest.
+	var big strings.Builder
+	for range 40 { // paragraphs of 1.5 KiB: one passage each
+		big.WriteString(strings.Repeat("intro words here\n", 90) + "\n")
+	}
+	for i := range index.MaxPassages / 2 {
+		fmt.Fprintf(&big, "# Part %d\n%s\n", i, strings.Repeat("filler text ", index.PassageBytes/16)) // one each
+	}
+	spans = check("long", big.String())
+	headings := 0
+	for _, sp := range spans {
+		if sp.Heading {
+			headings++
+		}
+	}
+	if len(spans) != index.MaxPassages || spans[0].Start != 0 || headings != index.MaxPassages/2 {
+		t.Errorf("%d passages (want %d), first at %d, %d at headings (want all %d)", len(spans), index.MaxPassages, spans[0].Start, headings, index.MaxPassages/2)
 	}
 }
 

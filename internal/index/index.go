@@ -30,6 +30,8 @@ package index
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -80,6 +82,10 @@ type Options struct {
 	// SetContents leaves new texts out (ErrContentFull). Zero means
 	// DefaultContentBytes; negative, no cap.
 	ContentBytes int64
+	// ContentPassages caps how many passages after texts' first
+	// EmbedPassages embeds across all servers (each vector costs 4 bytes
+	// per dimension). Zero means DefaultContentPassages; negative, no cap.
+	ContentPassages int
 }
 
 // An Index holds the mirrored descriptors.
@@ -92,23 +98,54 @@ type Index struct {
 	ccoll  *chromem.Collection // passages of indexed contents
 	cw     float64             // Options.ContentWeight, resolved
 	cbytes int64               // Options.ContentBytes, resolved; 0: no cap
+	cpass  int                 // Options.ContentPassages, resolved; 0: no cap
 	lex    *lexical.Index
 	closed chan struct{}
 
-	// wmu serialises writes (Upsert, Delete, Replace), so the chromem-go
-	// collection, the descriptor table and the lexical index change together;
-	// it also keeps chromem-go's Delete, which reads its document map
-	// without a lock, from racing another write. Lock order: wmu, then mu.
+	// slocks serialise the writes of one server (Upsert, Replace, Delete):
+	// each decides what changed and embeds it holding only its server's
+	// lock, so a server with thousands of descriptors to embed does not
+	// hold up another's first sync. smu guards the map. Lock order: a
+	// server's lock (several in name order), then wmu.
+	smu    sync.Mutex
+	slocks map[string]*sync.Mutex
+
+	// wmu serialises the stores (chromem-go writes, descriptor table and
+	// lexical index changing together) and the content writes; it also keeps
+	// chromem-go's Delete, which reads its document map without a lock, from
+	// racing another write. It is never held while embedding descriptors.
+	// Lock order: wmu, then mu.
 	wmu sync.Mutex
+
+	// umu guards unstored: vectors embedded but not stored (a full disk),
+	// kept so that the retry stores them without embedding again.
+	umu      sync.Mutex
+	unstored map[resource.Key]unstoredVec
 
 	// mu guards the fields that follow. Lock order: mu, then lex's own lock.
 	mu    sync.RWMutex
 	docs  map[resource.Key]entry
 	count map[string]int // server → documents
+	// files maps each stored descriptor's file name (docFile of its
+	// document ID) to its key, so no two keys share a file.
+	files map[string]resource.Key
 }
+
+type unstoredVec struct {
+	hash string
+	vec  []float32
+}
+
+// maxUnstored bounds the vectors kept for a retry (at 512 dimensions, 2 KiB
+// each).
+const maxUnstored = 1 << 14
 
 type entry struct {
 	desc resource.Descriptor
+	// id is the descriptor's document ID in the collection: Key.String(),
+	// or that with "\x00N" appended when its file name was taken (see
+	// docID). Its key is in its metadata, not parsed from it.
+	id   string
 	hash string
 	// vec is the descriptor's unit vector, shared with the collection
 	// (never modified): Dense scores from it when it must score everything.
@@ -118,6 +155,23 @@ type entry struct {
 
 // Open opens (or creates) the index.
 func Open(ctx context.Context, opts Options) (*Index, error) {
+	ix, err := open(ctx, opts)
+	if err == nil || opts.Dir == "" || ctx.Err() != nil {
+		return ix, err
+	}
+	// A document that decodes but holds a vector of another length makes
+	// chromem-go fail every query, so the load: drop such documents, as
+	// torn ones are, and load again (the next sync embeds them anew).
+	if n, serr := salvageVectors(opts.Dir, opts.Embedder.Dim()); serr == nil && n > 0 {
+		if opts.Logger != nil {
+			opts.Logger.Warn("removed stored documents with unusable vectors", "dir", opts.Dir, "removed", n, "err", err)
+		}
+		return open(ctx, opts)
+	}
+	return nil, err
+}
+
+func open(ctx context.Context, opts Options) (*Index, error) {
 	if opts.Embedder == nil {
 		panic("index: Options.Embedder is nil")
 	}
@@ -137,8 +191,11 @@ func Open(ctx context.Context, opts Options) (*Index, error) {
 		closed: make(chan struct{}),
 		cw:     max(cmp.Or(opts.ContentWeight, DefaultContentWeight), 0),
 		cbytes: max(cmp.Or(opts.ContentBytes, DefaultContentBytes), 0),
+		cpass:  max(cmp.Or(opts.ContentPassages, DefaultContentPassages), 0),
 		docs:   map[resource.Key]entry{},
 		count:  map[string]int{},
+		files:  map[string]resource.Key{},
+		slocks: map[string]*sync.Mutex{},
 	}
 	db, err := openDB(opts.Dir, log)
 	if err != nil {
@@ -233,16 +290,30 @@ func (ix *Index) load(ctx context.Context) error {
 		return fmt.Errorf("index: load: %v", err)
 	}
 	lex := make([]lexical.Doc, 0, len(res))
+	var bad []string
 	for _, r := range res {
 		d, hash, ok := fromMetadata(r.Metadata)
 		if !ok {
 			continue
 		}
-		ix.docs[d.Key()] = entry{desc: d, hash: hash, vec: r.Embedding}
+		if !validVector(r.Embedding, ix.emb.Dim()) {
+			// A NaN would rank the resource by lexical scores alone for
+			// good: drop it like a torn document; the next sync embeds it.
+			bad = append(bad, r.ID)
+			continue
+		}
+		ix.docs[d.Key()] = entry{desc: d, id: r.ID, hash: hash, vec: r.Embedding}
+		ix.files[docFile(r.ID)] = d.Key()
 		ix.count[d.Server]++
 		lex = append(lex, lexDoc(d, ""))
 	}
 	ix.lex.Upsert(lex...)
+	if len(bad) > 0 {
+		ix.log.Warn("removed stored descriptors with unusable vectors", "removed", len(bad))
+		if err := ix.coll.Delete(ctx, nil, nil, bad...); err != nil {
+			return fmt.Errorf("index: load: remove unusable vectors: %v", err)
+		}
+	}
 	return nil
 }
 
@@ -251,8 +322,11 @@ func (ix *Index) load(ctx context.Context) error {
 // stored fields are rewritten when they differ. It returns how many
 // descriptors were embedded.
 func (ix *Index) Upsert(ctx context.Context, descs ...resource.Descriptor) (embedded int, err error) {
-	ix.wmu.Lock()
-	defer ix.wmu.Unlock()
+	servers := make([]string, len(descs))
+	for i, d := range descs {
+		servers[i] = d.Server
+	}
+	defer ix.lockServers(servers...)()
 	return ix.upsert(ctx, descs)
 }
 
@@ -265,6 +339,29 @@ type progressKey struct{}
 // block.
 func WithProgress(ctx context.Context, progress func(done, total int)) context.Context {
 	return context.WithValue(ctx, progressKey{}, progress)
+}
+
+// lockServers locks the write locks of servers, in name order, and returns
+// the function that unlocks them.
+func (ix *Index) lockServers(servers ...string) (unlock func()) {
+	servers = slices.Compact(slices.Sorted(slices.Values(servers)))
+	locks := make([]*sync.Mutex, len(servers))
+	ix.smu.Lock()
+	for i, s := range servers {
+		if ix.slocks[s] == nil {
+			ix.slocks[s] = &sync.Mutex{}
+		}
+		locks[i] = ix.slocks[s]
+	}
+	ix.smu.Unlock()
+	for _, l := range locks {
+		l.Lock()
+	}
+	return func() {
+		for _, l := range slices.Backward(locks) {
+			l.Unlock()
+		}
+	}
 }
 
 // upsertChunk is how many descriptors upsert embeds before storing them, so
@@ -293,6 +390,8 @@ func (ix *Index) upsert(ctx context.Context, descs []resource.Descriptor) (embed
 	return embedded, nil
 }
 
+// upsertChunk decides what changed and embeds it holding only the
+// servers' write locks (the caller's), then stores it under wmu.
 func (ix *Index) upsertChunk(ctx context.Context, descs []resource.Descriptor) (embedded int, err error) {
 	// Decide what changed, embed that in parallel, then store in order.
 	type job struct {
@@ -301,7 +400,7 @@ func (ix *Index) upsertChunk(ctx context.Context, descs []resource.Descriptor) (
 		hash    string
 		vec     []float32
 		content *contentInfo // kept from the old version
-		dropC   bool         // the old version's passage must go
+		dropC   []string     // the old version's passages, which must go
 	}
 	var jobs []job
 	var todo []int // jobs that need a new vector
@@ -316,17 +415,17 @@ func (ix *Index) upsertChunk(ctx context.Context, descs []resource.Descriptor) (
 			continue
 		}
 		j := job{d: d, text: text, hash: hash}
-		if existed && old.content != nil {
-			if old.content.stamp == ContentStamp(d) {
-				j.content = old.content
-			} else {
-				j.dropC = old.content.passage != nil
-			}
-		}
 		if existed && old.hash == hash {
-			if prev, err := ix.coll.GetByID(ctx, key.String()); err == nil {
+			if prev, err := ix.coll.GetByID(ctx, old.id); err == nil {
 				j.vec = prev.Embedding
 			}
+		}
+		if j.vec == nil {
+			ix.umu.Lock()
+			if u, ok := ix.unstored[key]; ok && u.hash == hash {
+				j.vec = u.vec
+			}
+			ix.umu.Unlock()
 		}
 		if j.vec == nil {
 			todo = append(todo, len(jobs))
@@ -340,6 +439,27 @@ func (ix *Index) upsertChunk(ctx context.Context, descs []resource.Descriptor) (
 		return 0, err
 	}
 	embedded = len(todo)
+	ix.wmu.Lock()
+	defer ix.wmu.Unlock()
+	stored := 0
+	defer func() {
+		// What could not be stored (a full disk, a write error) keeps its
+		// vector for the retry; what was stored needs it no more.
+		ix.umu.Lock()
+		defer ix.umu.Unlock()
+		for _, j := range jobs[:stored] {
+			delete(ix.unstored, j.d.Key())
+		}
+		for _, j := range jobs[stored:] {
+			if j.vec == nil {
+				continue
+			}
+			if ix.unstored == nil || len(ix.unstored) >= maxUnstored {
+				ix.unstored = map[resource.Key]unstoredVec{}
+			}
+			ix.unstored[j.d.Key()] = unstoredVec{hash: j.hash, vec: j.vec}
+		}
+	}()
 	for _, j := range jobs {
 		if ix.isClosed() {
 			return embedded, ErrClosed
@@ -348,15 +468,31 @@ func (ix *Index) upsertChunk(ctx context.Context, descs []resource.Descriptor) (
 			return embedded, err
 		}
 		key := j.d.Key()
-		doc := chromem.Document{ID: key.String(), Metadata: toMetadata(j.d, j.hash), Embedding: j.vec, Content: j.text}
+		// The content is decided now, under wmu: SetContents may have
+		// changed it while this chunk was embedding.
+		ix.mu.RLock()
+		old, existed := ix.docs[key]
+		ix.mu.RUnlock()
+		if existed && old.content != nil {
+			if old.content.stamp == ContentStamp(j.d) {
+				j.content = old.content
+			} else {
+				j.dropC = old.content.docIDs(key)
+			}
+		}
+		id := old.id
+		if !existed {
+			id = ix.docID(key)
+		}
+		doc := chromem.Document{ID: id, Metadata: toMetadata(j.d, j.hash), Embedding: j.vec, Content: j.text}
 		if err := ix.coll.AddDocument(ctx, doc); err != nil {
 			return embedded, fmt.Errorf("index: store %s %q: %v", j.d.Server, j.d.URI, err)
 		}
 		var ctext string
 		if j.content != nil {
 			ctext = ix.contentText(ctx, key)
-		} else if j.dropC {
-			if err := ix.ccoll.Delete(ctx, nil, nil, key.String()); err != nil {
+		} else if len(j.dropC) > 0 {
+			if err := ix.ccoll.Delete(ctx, nil, nil, j.dropC...); err != nil {
 				return embedded, fmt.Errorf("index: delete content of %s %q: %v", j.d.Server, j.d.URI, err)
 			}
 		}
@@ -364,9 +500,11 @@ func (ix *Index) upsertChunk(ctx context.Context, descs []resource.Descriptor) (
 		if _, ok := ix.docs[key]; !ok {
 			ix.count[j.d.Server]++
 		}
-		ix.docs[key] = entry{desc: j.d, hash: j.hash, vec: j.vec, content: j.content}
+		ix.files[docFile(id)] = key
+		ix.docs[key] = entry{desc: j.d, id: id, hash: j.hash, vec: j.vec, content: j.content}
 		ix.mu.Unlock()
 		ix.lex.Upsert(lexDoc(j.d, ctext))
+		stored++
 	}
 	return embedded, nil
 }
@@ -408,37 +546,45 @@ func (ix *Index) embedAll(ctx context.Context, n int, job func(i int) (*[]float3
 
 // Delete removes descriptors by key. Unknown keys are ignored.
 func (ix *Index) Delete(ctx context.Context, keys ...resource.Key) error {
+	servers := make([]string, len(keys))
+	for i, k := range keys {
+		servers[i] = k.Server
+	}
+	defer ix.lockServers(servers...)()
 	ix.wmu.Lock()
 	defer ix.wmu.Unlock()
 	return ix.delete(ctx, keys)
 }
 
+// delete removes keys; the caller holds wmu.
 func (ix *Index) delete(ctx context.Context, keys []resource.Key) error {
 	if ix.isClosed() {
 		return ErrClosed
 	}
-	var ids, cids []string
+	var ids, lexIDs, cids []string
 	ix.mu.Lock()
 	for _, k := range keys {
 		e, ok := ix.docs[k]
 		if !ok {
 			continue
 		}
-		if e.content != nil && e.content.passage != nil {
-			cids = append(cids, k.String())
+		if e.content != nil {
+			cids = append(cids, e.content.docIDs(k)...)
 		}
 		delete(ix.docs, k)
 		ix.count[k.Server]--
 		if ix.count[k.Server] == 0 {
 			delete(ix.count, k.Server)
 		}
-		ids = append(ids, k.String())
+		ids = append(ids, e.id)
+		lexIDs = append(lexIDs, k.String())
+		delete(ix.files, docFile(e.id))
 	}
 	ix.mu.Unlock()
 	if len(ids) == 0 {
 		return nil
 	}
-	ix.lex.Delete(ids...)
+	ix.lex.Delete(lexIDs...)
 	if err := ix.coll.Delete(ctx, nil, nil, ids...); err != nil {
 		return fmt.Errorf("index: delete: %v", err)
 	}
@@ -460,8 +606,7 @@ type Diff struct {
 // changed ones updated, missing ones deleted. Descriptors of other servers
 // are untouched. Every desc must have Server == server.
 func (ix *Index) Replace(ctx context.Context, server string, descs []resource.Descriptor) (Diff, error) {
-	ix.wmu.Lock()
-	defer ix.wmu.Unlock()
+	defer ix.lockServers(server)()
 	var diff Diff
 	want := make(map[resource.Key]bool, len(descs))
 	var changed []resource.Descriptor
@@ -497,6 +642,8 @@ func (ix *Index) Replace(ctx context.Context, server string, descs []resource.De
 	if err != nil {
 		return diff, err
 	}
+	ix.wmu.Lock()
+	defer ix.wmu.Unlock()
 	return diff, ix.delete(ctx, gone)
 }
 
@@ -554,4 +701,37 @@ func (ix *Index) isClosed() bool {
 	default:
 		return false
 	}
+}
+
+// docFile is the name chromem-go gives the file of the document with ID
+// id: the first 4 bytes of its SHA-256, in hex. 32 bits collide (2 in
+// 100,000 real keys), and a collision made one key's file overwrite
+// another's; docID picks IDs whose files are free.
+func docFile(id string) string {
+	h := sha256.Sum256([]byte(id))
+	return hex.EncodeToString(h[:4])
+}
+
+// docID returns the document ID for a new key: Key.String() when its file
+// is free, else the first of Key.String()+"\x00"+N (N = 1, 2, …) whose
+// file is. Data directories written before keep their IDs (Key.String()):
+// each loads as it is, and a key that lost its file to a collision gets a
+// free one at the next sync. The caller holds wmu (and not mu).
+func (ix *Index) docID(k resource.Key) string {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	id := k.String()
+	for n := 1; ; n++ {
+		if owner, taken := ix.files[docFile(id)]; !taken || owner == k {
+			return id
+		}
+		id = k.String() + "\x00" + strconv.Itoa(n)
+	}
+}
+
+// docKey returns the key of a document of the descriptors collection, from
+// its metadata.
+func docKey(r chromem.Result) (resource.Key, bool) {
+	s, u := r.Metadata[mServer], r.Metadata[mURI]
+	return resource.Key{Server: s, URI: u}, s != "" && u != ""
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -27,6 +28,34 @@ const (
 // salvage removes the document files under dir that do not decode as a
 // chromem-go Document and returns how many it removed.
 func salvage(dir string) (int, error) {
+	return salvageWhere(dir, func(*chromem.Document) bool { return false })
+}
+
+// salvageVectors removes, besides what salvage does, the documents whose
+// vector is not dim long or holds a NaN or an infinity: chromem-go fails
+// every query over a collection holding a vector of another length, and a
+// NaN ranks its resource by lexical scores alone, forever. The next sync
+// embeds them again.
+func salvageVectors(dir string, dim int) (int, error) {
+	return salvageWhere(dir, func(d *chromem.Document) bool { return !validVector(d.Embedding, dim) })
+}
+
+// validVector reports whether v has dim finite components.
+func validVector(v []float32, dim int) bool {
+	if len(v) != dim {
+		return false
+	}
+	for _, x := range v {
+		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// salvageWhere removes the document files under dir that do not decode, or
+// whose document bad reports, and returns how many it removed.
+func salvageWhere(dir string, bad func(*chromem.Document) bool) (int, error) {
 	colls, err := os.ReadDir(dir)
 	if err != nil {
 		return 0, err
@@ -45,7 +74,7 @@ func salvage(dir string) (int, error) {
 				continue
 			}
 			p := filepath.Join(dir, c.Name(), f.Name())
-			if decodes(p) {
+			if d, ok := decode(p); ok && !bad(d) {
 				continue
 			}
 			if err := os.Remove(p); err != nil {
@@ -57,24 +86,25 @@ func salvage(dir string) (int, error) {
 	return removed, nil
 }
 
-// decodes reports whether the file at p is a complete gzip'd gob Document.
-func decodes(p string) bool {
+// decode returns the document in the file at p, and whether it is a
+// complete gzip'd gob Document.
+func decode(p string) (*chromem.Document, bool) {
 	f, err := os.Open(p)
 	if err != nil {
-		return false
+		return nil, false
 	}
 	defer f.Close()
 	zr, err := gzip.NewReader(f)
 	if err != nil {
-		return false
+		return nil, false
 	}
 	var d chromem.Document
 	if err := gob.NewDecoder(zr).Decode(&d); err != nil || d.ID == "" {
-		return false
+		return nil, false
 	}
 	// Reading to EOF checks the gzip trailer (CRC and length).
 	_, err = io.Copy(io.Discard, zr)
-	return err == nil || errors.Is(err, io.EOF)
+	return &d, err == nil || errors.Is(err, io.EOF)
 }
 
 // pruneAside deletes all but the newest keep DIR.corrupt-* directories.

@@ -32,8 +32,8 @@ func (f Filter) keep(k resource.Key) bool {
 // similarity of embeddings, best first (ties by key). n <= 0 means all.
 //
 // The score of a descriptor with indexed content mixes in the similarity of
-// its passage (see SetContents): (1 − w)·cos(q, descriptor) + w·cos(q,
-// passage), in [−1, 1]. Once any passage is indexed, every descriptor in
+// its best passage (see SetContents): (1 − w)·cos(q, descriptor) +
+// w·maxᵢ cos(q, passageᵢ), in [−1, 1]. Once any passage is indexed, every descriptor in
 // scope is scored from the vectors the index holds (shared with the
 // collections), on every core: mixing can pull a descriptor high on its
 // own similarity below one that is not, so the two collections' top lists
@@ -84,7 +84,7 @@ func (ix *Index) Dense(ctx context.Context, query string, n int, f Filter) ([]Hi
 			}
 		}
 		for _, r := range res {
-			key, ok := resource.ParseKey(r.ID)
+			key, ok := docKey(r)
 			if ok {
 				hits = append(hits, Hit{Key: key, Score: ix.rescore(key, r.Embedding, vec, r.Similarity)})
 			}
@@ -180,53 +180,121 @@ func (ix *Index) coversAll(servers []string) bool {
 // core, and returns the n best (all when n <= 0), best first, ties by key.
 func (ix *Index) scanMixed(vec []float32, n int, server string) []Hit {
 	var hits []Hit
-	var vecs, passages [][]float32 // parallel to hits
+	var vecs [][]float32 // parallel to hits
+	var ps [][]float32   // the embedded passages of every hit, in hit order
+	var upto []int       // parallel to hits: the end of the hit's passages in ps
 	ix.mu.RLock()
 	for k, e := range ix.docs {
 		if (server == "" || k.Server == server) && e.vec != nil {
 			hits = append(hits, Hit{Key: k})
 			vecs = append(vecs, e.vec)
-			var p []float32
 			if e.content != nil {
-				p = e.content.passage
+				for _, p := range e.content.vecs {
+					if p != nil {
+						ps = append(ps, p)
+					}
+				}
 			}
-			passages = append(passages, p)
+			upto = append(upto, len(ps))
 		}
 	}
 	ix.mu.RUnlock()
 	w := float32(ix.cw)
 	var wg sync.WaitGroup
-	parts := max(1, min(runtime.GOMAXPROCS(0), len(hits)/1024))
+	parts := max(1, min(runtime.GOMAXPROCS(0), (len(hits)+len(ps))/1024))
 	for p := range parts {
 		lo, hi := p*len(hits)/parts, (p+1)*len(hits)/parts
-		wg.Go(func() { scoreMixed(hits[lo:hi], vecs[lo:hi], passages[lo:hi], vec, w) })
+		wg.Go(func() { scoreMixed(hits[lo:hi], vecs[lo:hi], ps, upto[lo:hi], firstPassage(upto, lo), vec, w) })
 	}
 	wg.Wait()
 	return topHits(hits, n)
 }
 
+// firstPassage is where the passages of hit lo start in ps, given upto.
+func firstPassage(upto []int, lo int) int {
+	if lo == 0 {
+		return 0
+	}
+	return upto[lo-1]
+}
+
 // scoreMixed sets each hit's score to Dense's mixed score for the unit query
-// vector q: dot(vecs[i], q), or (1 − w)·dot(vecs[i], q) + w·dot(passages[i],
-// q) when the row has a passage (non-nil). It goes through dots, four rows
-// at a time.
-func scoreMixed(hits []Hit, vecs, passages [][]float32, q []float32, w float32) {
+// vector q: dot(vecs[i], q), or (1 − w)·dot(vecs[i], q) + w·maxⱼ dot(pⱼ, q)
+// over the hit's passages ps[from:upto[0]], ps[upto[0]:upto[1]], … when it
+// has some. It goes through dots, four rows at a time.
+func scoreMixed(hits []Hit, vecs, ps [][]float32, upto []int, from int, q []float32, w float32) {
 	d := make([]float32, len(vecs))
 	dots(vecs, q, d)
-	var ps [][]float32
-	var at []int
-	for i, p := range passages {
-		if p != nil {
-			ps, at = append(ps, p), append(at, i)
-		}
+	to := from
+	if len(upto) > 0 {
+		to = upto[len(upto)-1]
 	}
-	pd := make([]float32, len(ps))
-	dots(ps, q, pd)
+	pd := make([]float32, to-from)
+	dots(ps[from:to], q, pd)
+	at := from
 	for i := range hits {
 		hits[i].Score = float64(d[i])
+		if upto[i] == at {
+			continue
+		}
+		best := pd[at-from]
+		for _, x := range pd[at-from+1 : upto[i]-from] {
+			best = max(best, x)
+		}
+		at = upto[i]
+		hits[i].Score = float64(float32((1-w)*d[i]) + float32(w*best)) // unfused, as dot
 	}
-	for j, i := range at {
-		hits[i].Score = float64(float32((1-w)*d[i]) + float32(w*pd[j])) // unfused, as dot
+}
+
+// A PassageHit is one embedded passage of a resource's indexed text, with
+// its similarity to a query.
+type PassageHit struct {
+	// Span is where the passage is: byte offsets into the text as
+	// SetContents indexed it (Content.Text cut at MaxContentBytes; for
+	// internal/sync, the read's text items joined by a blank line), and the
+	// 1-based lines it covers.
+	Span
+	// Passage is the passage's number among the text's passages
+	// (Passages), 0 for the first.
+	Passage int
+	// Score is the cosine similarity in [−1, 1] of the query's embedding
+	// and the passage's, computed as Dense does.
+	Score float64
+}
+
+// PassageHits returns, for each of keys that has indexed text, its
+// embedded passages ranked by similarity to query, best first (ties in
+// text order). Passages not embedded yet (EmbedPassages) or past
+// MaxPassages are not listed, so a text's list may be shorter than its
+// passages; a key without indexed text, or unknown, is absent from the map.
+// It costs one query embedding (cached, as for Dense) and one dot product
+// per passage. Errors: ErrClosed, or the embedder's (wrapped).
+func (ix *Index) PassageHits(ctx context.Context, query string, keys []resource.Key) (map[resource.Key][]PassageHit, error) {
+	if ix.isClosed() {
+		return nil, ErrClosed
 	}
+	q, err := ix.qvecs.embed(ctx, ix.emb, query)
+	if err != nil {
+		return nil, fmt.Errorf("index: embed query: %w", err)
+	}
+	out := map[resource.Key][]PassageHit{}
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	for _, k := range keys {
+		e, ok := ix.docs[k]
+		if !ok || !e.content.hasWords() {
+			continue
+		}
+		var hs []PassageHit
+		for i, v := range e.content.vecs {
+			if v != nil {
+				hs = append(hs, PassageHit{Span: e.content.spans[i], Passage: i, Score: float64(dot(v, q))})
+			}
+		}
+		slices.SortStableFunc(hs, func(a, b PassageHit) int { return cmp.Compare(b.Score, a.Score) })
+		out[k] = hs
+	}
+	return out, nil
 }
 
 // rescore returns dot(v, q) for a hit of chromem-go's query, v being the

@@ -40,24 +40,38 @@ func TestDotsMatchDotBitForBit(t *testing.T) {
 			}
 		}
 	}
+	// Rows with no, one and three passages: the mixed score takes the best.
 	hits := make([]Hit, 6)
-	vs, ps := make([][]float32, 6), make([][]float32, 6)
-	for i := range vs {
+	vs := make([][]float32, 6)
+	per := make([][][]float32, 6)
+	var ps [][]float32
+	var upto []int
+	for i, n := range []int{0, 1, 0, 3, 2, 1} {
 		vs[i] = vec(512)
-		if i%2 == 0 {
-			ps[i] = vec(512)
+		for range n {
+			per[i] = append(per[i], vec(512))
 		}
+		ps = append(ps, per[i]...)
+		upto = append(upto, len(ps))
 	}
 	const w = 0.3 // not a power of two, so a fused multiply-add would show
-	scoreMixed(hits, vs, ps, q, w)
+	scoreMixed(hits, vs, ps, upto, 0, q, w)
+	// The same rows scored in two parts, as scanMixed splits them.
+	split := make([]Hit, 6)
+	scoreMixed(split[:3], vs[:3], ps, upto[:3], 0, q, w)
+	scoreMixed(split[3:], vs[3:], ps, upto[3:], upto[2], q, w)
 	for i := range hits {
 		want := dot(vs[i], q)
-		if ps[i] != nil {
-			a, b := float32((1-w)*want), float32(w*dot(ps[i], q))
+		if len(per[i]) > 0 {
+			best := dot(per[i][0], q)
+			for _, p := range per[i][1:] {
+				best = max(best, dot(p, q))
+			}
+			a, b := float32((1-w)*want), float32(w*best)
 			want = a + b
 		}
-		if hits[i].Score != float64(want) {
-			t.Errorf("row %d: scoreMixed %v, want %v", i, hits[i].Score, want)
+		if hits[i].Score != float64(want) || split[i].Score != float64(want) {
+			t.Errorf("row %d (%d passages): scoreMixed %v (split %v), want %v", i, len(per[i]), hits[i].Score, split[i].Score, want)
 		}
 	}
 }

@@ -137,7 +137,7 @@ const (
 	mServer, mURI, mName, mTitle, mDesc = "server", "uri", "name", "title", "description"
 	mMIME, mSize, mAudience, mPriority  = "mime_type", "size", "audience", "priority"
 	mLastModified, mHash                = "last_modified", "text_sha256"
-	mStamp, mAt                         = "content_stamp", "indexed_at" // of a content
+	mStamp, mAt, mPassage, mSpan        = "content_stamp", "indexed_at", "passage", "span" // of a content
 )
 
 func toMetadata(d resource.Descriptor, hash string) map[string]string {

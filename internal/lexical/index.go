@@ -66,13 +66,28 @@ type posting struct {
 }
 
 // MaxContentTerms is how many distinct terms the Content field may add to
-// one document, in text order; later new terms are not indexed (their
+// one document per ContentTermBytes of its text, at least MaxContentTerms
+// ([ContentTerms]), in text order; later new terms are not indexed (their
 // occurrences still count in the field's length). Natural text is mostly
 // below it: the Go standard library's docs, cut at 64 KiB, have a median
 // of 186 distinct terms, and one of 177 goes over (2,228). It bounds what a text of
 // unique tokens (logs, identifiers, hashes) costs: a thousand 64 KiB texts
 // of 8-hex-digit tokens took 317 MiB of heap, against 1,011 MiB uncapped.
+// Scaled by length, the bound per byte of text is the same for a long
+// text as for a 64 KiB one, so a cap on the bytes of text indexed bounds
+// the postings too.
 const MaxContentTerms = 2048
+
+// ContentTermBytes is the bytes of Content text per distinct term allowed
+// beyond MaxContentTerms: 32, so a 64 KiB text may add 2,048 terms and a
+// 1 MiB one 32,768.
+const ContentTermBytes = 32
+
+// ContentTerms returns how many distinct terms a Content text of n bytes
+// may add to its document: max(MaxContentTerms, n / ContentTermBytes).
+func ContentTerms(n int) int {
+	return max(MaxContentTerms, n/ContentTermBytes)
+}
 
 // freq counts a term's occurrences per field, saturating at 65535 (far
 // beyond the point where BM25's saturation makes more occurrences matter).
@@ -115,6 +130,7 @@ func (x *Index) analyze(d Doc) analyzed {
 		fieldContent:     d.Content,
 	}
 	pos := make(map[string]int)
+	maxContent := ContentTerms(len(d.Content))
 	for f, text := range texts {
 		if x.p.weights[f] == 0 || text == "" {
 			continue
@@ -125,7 +141,7 @@ func (x *Index) analyze(d Doc) analyzed {
 		for _, t := range toks {
 			i, ok := pos[t]
 			if !ok {
-				if field(f) == fieldContent && added >= MaxContentTerms {
+				if field(f) == fieldContent && added >= maxContent {
 					continue
 				}
 				added++

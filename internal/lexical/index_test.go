@@ -535,3 +535,28 @@ func TestContentTermsAreCapped(t *testing.T) {
 		}
 	}
 }
+
+// TestContentTermCapScalesWithLength checks ContentTerms: a long text may
+// add a term per ContentTermBytes, so its late terms are searchable, and
+// no more.
+func TestContentTermCapScalesWithLength(t *testing.T) {
+	var b strings.Builder
+	for i := 0; b.Len() < 1<<20; i++ {
+		fmt.Fprintf(&b, "tok%dx ", i) // about 10 bytes per distinct term
+	}
+	text := b.String()
+	x := New(&Options{Weights: FieldWeights{Name: 1, Content: 1}})
+	x.Upsert(Doc{ID: "d", Name: "n", Content: text})
+	limit := ContentTerms(len(text))
+	if limit <= MaxContentTerms || limit != len(text)/ContentTermBytes {
+		t.Fatalf("ContentTerms(%d) = %d, want %d", len(text), limit, len(text)/ContentTermBytes)
+	}
+	if got := len(x.slots[x.ids["d"]].terms); got != limit+1 {
+		t.Errorf("%d distinct terms indexed, want %d (content) + 1 (name)", got, limit+1)
+	}
+	for q, want := range map[string]int{fmt.Sprintf("tok%dx", limit-1): 1, fmt.Sprintf("tok%dx", limit): 0} {
+		if got := len(x.Search(q, 0, nil)); got != want {
+			t.Errorf("Search(%q) = %d hits, want %d", q, got, want)
+		}
+	}
+}

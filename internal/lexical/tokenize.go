@@ -17,9 +17,12 @@ import (
 //     An apostrophe (' or ’) between two letters is dropped, so "don't"
 //     becomes "dont" and "user's" becomes "users" (and then "user").
 //  2. Identifiers are split at case changes: "getUserProfile" → get, user,
-//     profile; "HTTPServer" → http, server; "utf8Decode" → utf8, decode.
-//     Letters and digits are never split apart ("v2", "utf8", "sha256",
-//     "2fa"), and a trailing plural "s" stays with its acronym ("URIs" → uris).
+//     profile; "HTTPServer" → http, server; "utf8Decode" → utf8, decode;
+//     and also kept whole ("waitgroup" for "WaitGroup"), as a file name or
+//     URI writes them. Letters and digits are never split apart ("v2",
+//     "utf8", "sha256", "2fa"), and a trailing plural "s" stays with its
+//     acronym ("URIs" → uris). Two words joined by a hyphen, one of them
+//     all digits, are also kept joined: "SHA-256" → sha, 256, sha256.
 //  3. Runs of CJK characters (Han, Hiragana, Katakana, Hangul) have no
 //     spaces between words, so they become overlapping character bigrams
 //     ("日本語" → 日本, 本語), as Lucene's CJKBigramFilter does; a lone CJK
@@ -79,7 +82,22 @@ func splitWordsMode(s string, bigrams bool) []string {
 	var (
 		out  []string
 		word = make([]rune, 0, 32)
+		// hyphened is the word before a hyphen that joins it to the next
+		// one ("SHA-256"), while that next word is read; nil otherwise.
+		hyphened []rune
 	)
+	end := func(sep rune, rest string) {
+		out = appendWord(out, word, bigrams)
+		if bigrams && hyphened != nil && len(word) > 0 && (allDigits(hyphened) != allDigits(word)) && !isCJK(word[0]) && !isCJK(hyphened[0]) {
+			// "SHA-256" and "UTF-8" are also written "sha256" and "utf8".
+			out = append(out, strings.ToLower(string(hyphened)+string(word)))
+		}
+		hyphened = nil
+		if sep == '-' && len(word) > 0 && nextIsWordRune(rest) {
+			hyphened = append([]rune(nil), word...)
+		}
+		word = word[:0]
+	}
 	for i := 0; i < len(s); {
 		r, size := utf8.DecodeRuneInString(s[i:])
 		i += size
@@ -91,11 +109,25 @@ func splitWordsMode(s string, bigrams bool) []string {
 		case len(word) > 0 && isApostrophe(r) && unicode.IsLetter(word[len(word)-1]) && nextIsLetter(s[i:]):
 			// Elide: "don't" → "dont".
 		default:
-			out = appendWord(out, word, bigrams)
-			word = word[:0]
+			end(r, s[i:])
 		}
 	}
-	return appendWord(out, word, bigrams)
+	end(0, "")
+	return out
+}
+
+func allDigits(w []rune) bool {
+	for _, r := range w {
+		if !unicode.IsDigit(r) {
+			return false
+		}
+	}
+	return true
+}
+
+func nextIsWordRune(s string) bool {
+	r, _ := utf8.DecodeRuneInString(s)
+	return isWordRune(r)
 }
 
 func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
@@ -133,7 +165,7 @@ func appendWord(dst []string, word []rune, bigrams bool) []string {
 		case cjk:
 			dst = append(dst, strings.ToLower(string(word[:j])))
 		default:
-			dst = appendIdentParts(dst, word[:j])
+			dst = appendIdentParts(dst, word[:j], bigrams)
 		}
 		word = word[j:]
 	}
@@ -150,16 +182,23 @@ func appendBigrams(dst []string, run []rune) []string {
 	return dst
 }
 
-// appendIdentParts splits run at camelCase and PascalCase boundaries.
-func appendIdentParts(dst []string, run []rune) []string {
-	start := 0
+// appendIdentParts splits run at camelCase and PascalCase boundaries. A
+// split identifier is also kept whole when bigrams (the matching mode), so
+// that "WaitGroup" matches "waitgroup.go" as well as "wait group".
+func appendIdentParts(dst []string, run []rune, whole bool) []string {
+	start, parts := 0, 1
 	for i := 1; i < len(run); i++ {
 		if isCaseBoundary(run, i) {
 			dst = append(dst, strings.ToLower(string(run[start:i])))
 			start = i
+			parts++
 		}
 	}
-	return append(dst, strings.ToLower(string(run[start:])))
+	dst = append(dst, strings.ToLower(string(run[start:])))
+	if whole && parts > 1 {
+		dst = append(dst, strings.ToLower(string(run)))
+	}
+	return dst
 }
 
 // isCaseBoundary reports whether a new identifier part starts at run[i].

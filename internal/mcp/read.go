@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -103,6 +104,9 @@ func (s *Session) ReadHint(ctx context.Context, uri string) ([]resource.Content,
 		if errors.As(err, &werr) && (werr.Code == codeResourceNotFound || werr.Code == codeInvalidParams) {
 			return nil, CacheHint{}, &NotFoundError{Server: s.name, URI: uri, Code: werr.Code, Message: werr.Message}
 		}
+		if errors.As(err, &werr) && werr.Code == codeTooLarge && strings.Contains(werr.Message, "exceeds max_message_bytes") {
+			return nil, CacheHint{}, fmt.Errorf("mcp: server %q: read %q: %w (%s)", s.name, uri, ErrTooLarge, werr.Message)
+		}
 		return nil, CacheHint{}, fmt.Errorf("mcp: server %q: read %q: %w", s.name, uri, s.exited(err))
 	}
 	if res.NeedsInput() {
@@ -151,6 +155,11 @@ func readHints(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
 		return res, err
 	}
 }
+
+// ErrTooLarge is wrapped by the error of a read whose response was over
+// Options.MaxMessageBytes: the session stays up, and reading the same
+// version of the resource again would fail the same way.
+var ErrTooLarge = errors.New("response exceeds max_message_bytes")
 
 // ErrSessionExpired is wrapped by the errors of requests a Streamable HTTP
 // server answered with 404 for the session id: the server ended the session

@@ -17,6 +17,7 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/contextd/contextd/internal/config"
+	"github.com/contextd/contextd/internal/redact"
 )
 
 // DefaultMaxPages bounds one list walk when Options.MaxPages is zero.
@@ -78,6 +79,10 @@ type Options struct {
 	// session holds for resource subscriptions; Subscribe beyond it fails
 	// with ErrListenLimit. Zero means DefaultMaxListens.
 	MaxListens int
+	// Redact masks the server's credentials in what errors quote of its
+	// stderr (one short line, see Session.StderrLine). Nil masks only URL
+	// credentials, query values and bearer tokens.
+	Redact *redact.Redactor
 }
 
 // Capabilities are the resource-related server capabilities from initialize.
@@ -152,12 +157,15 @@ func Connect(ctx context.Context, srv config.Server, opts *Options) (*Session, e
 			// A server that exits during the handshake says how, as one
 			// that exits later does. (One that did not answer in time was
 			// stopped by contextd: its exit says nothing.)
-			if werr := (&Session{proc: st.proc, stderr: tail}).exited(err); werr != err {
+			if werr := (&Session{name: srv.Name, opts: o, proc: st.proc, stderr: tail}).exited(err); werr != err {
 				return nil, werr
 			}
 		}
 		if tl := tail.String(); tl != "" {
-			return nil, fmt.Errorf("%w; stderr: %s", err, tl)
+			o.Logger.Debug("stdio server stderr", "server", srv.Name, "stderr", tl)
+			if line := o.Redact.Line(tl); line != "" {
+				return nil, fmt.Errorf("%w; stderr: %s", err, line)
+			}
 		}
 		return nil, err
 	}
@@ -169,7 +177,8 @@ func Connect(ctx context.Context, srv config.Server, opts *Options) (*Session, e
 }
 
 // exited wraps err when the session failed because the server process
-// exited: "server exited (exit status 3); stderr: …". An error the server
+// exited: "server exited (exit status 3); stderr: LAST LINE" (see
+// StderrLine; the whole tail goes to the log at debug level). An error the server
 // answered, or the caller's deadline, says the process was alive: those
 // are returned at once, without waiting to see whether it exits.
 func (s *Session) exited(err error) error {
@@ -193,8 +202,8 @@ func (s *Session) exited(err error) error {
 		return err
 	}
 	msg := fmt.Sprintf("server exited (%s)", status)
-	if tail := strings.TrimSpace(s.stderr.String()); tail != "" {
-		msg += "; stderr: " + tail
+	if line := s.StderrLine(); line != "" {
+		msg += "; stderr: " + line
 	}
 	return fmt.Errorf("%s: %w", msg, err)
 }
@@ -281,8 +290,24 @@ func (s *Session) ServerInfo() (name, version, protocol string) {
 	return name, version, ir.ProtocolVersion
 }
 
-// StderrTail returns the last bytes a stdio server wrote to stderr.
+// StderrTail returns the last bytes a stdio server wrote to stderr. It may
+// hold anything the server printed, secrets included: log it, at debug
+// level, and show callers StderrLine.
 func (s *Session) StderrTail() string { return s.stderr.String() }
+
+// StderrLine returns the last line a stdio server wrote to stderr, masked
+// (Options.Redact), control characters escaped, at most 200 bytes; "" when
+// it wrote nothing. The whole tail is logged at debug level.
+func (s *Session) StderrLine() string {
+	tail := s.stderr.String()
+	if strings.TrimSpace(tail) == "" {
+		return ""
+	}
+	if s.opts.Logger != nil {
+		s.opts.Logger.Debug("stdio server stderr", "server", s.name, "stderr", tail)
+	}
+	return s.opts.Redact.Line(tail)
+}
 
 // Wait blocks until the session ends (the server exits or Close is called).
 func (s *Session) Wait() error { return s.cs.Wait() }

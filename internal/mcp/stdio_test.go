@@ -1,8 +1,10 @@
 package mcp_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
@@ -15,6 +17,7 @@ import (
 	"github.com/contextd/contextd/internal/config"
 	"github.com/contextd/contextd/internal/mcp"
 	"github.com/contextd/contextd/internal/mcp/mcptest"
+	"github.com/contextd/contextd/internal/redact"
 )
 
 // The test binary doubles as a stdio MCP server when CONTEXTD_FAKE_STDIO is
@@ -68,6 +71,17 @@ func fakeStdioServer(mode string) {
 		srv.AddResource(&mcpsdk.Resource{URI: "doc://boom", Name: "boom"},
 			func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
 				fmt.Fprintln(os.Stderr, "fatal error: out of memory reading doc://boom")
+				os.Exit(3)
+				return nil, nil
+			})
+		_ = srv.Run(context.Background(), &mcpsdk.StdioTransport{})
+	case "leaky":
+		// A crashing server that prints its credentials on the way out.
+		srv.AddResource(&mcpsdk.Resource{URI: "doc://leak", Name: "leak"},
+			func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+				tok := os.Getenv("LEAK_TOKEN")
+				fmt.Fprintf(os.Stderr, "debug: config {\"apiKey\": %q}\n%s\n", tok, strings.Repeat("trace line\n", 200))
+				fmt.Fprintf(os.Stderr, "fatal: upstream rejected token %s at https://api.example/v1?key=%s\x1b]0;owned\x07\n", tok, tok)
 				os.Exit(3)
 				return nil, nil
 			})
@@ -194,5 +208,34 @@ func TestStdioServerSilentAtInitializeSaysItDidNotAnswer(t *testing.T) {
 	_, err := mcp.Connect(ctx, srv, &mcp.Options{TerminateDuration: 50 * time.Millisecond})
 	if err == nil || !strings.Contains(err.Error(), `server "mute": initialize: no answer before the connect deadline`) || strings.Contains(err.Error(), "server exited") {
 		t.Fatalf("Connect = %v; want no answer, not an exit", err)
+	}
+}
+
+func TestStdioStderrReachesCallersAsOneMaskedLine(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	const secret = "ghp_leak0123456789abcdef"
+	srv := fakeServer("leaky")
+	srv.Env["LEAK_TOKEN"] = secret
+	var logs bytes.Buffer
+	log := slog.New(redact.Handler(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}), redact.New(srv.Secrets()...)))
+	sess, err := mcp.Connect(ctx, srv, &mcp.Options{Redact: redact.New(srv.Secrets()...), Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	_, err = sess.Read(ctx, "doc://leak")
+	if err == nil {
+		t.Fatal("Read of a crashing server succeeded")
+	}
+	msg := err.Error()
+	if strings.Contains(msg, "leak0123") || strings.Contains(msg, "trace line") || strings.Contains(msg, "apiKey") || strings.ContainsRune(msg, 0x1b) {
+		t.Fatalf("Read error carries more than one masked stderr line: %q", msg)
+	}
+	if !strings.Contains(msg, "stderr: fatal: upstream rejected token REDACTED at https://api.example/v1?key=REDACTED") {
+		t.Fatalf("Read error = %q; want the last stderr line, masked", msg)
+	}
+	if !strings.Contains(logs.String(), "trace line") || strings.Contains(logs.String(), "leak0123") {
+		t.Fatalf("debug log does not hold the masked stderr tail:\n%s", logs.String())
 	}
 }

@@ -9,7 +9,9 @@
 //   - Markdown (text/markdown, or any text with at least two ATX headings
 //     outside code fences): one section per ATX heading (CommonMark 0.31
 //     §4.2), from the heading to the line before the next one; text before
-//     the first heading is a section of its own.
+//     the first heading is a section of its own. A heading with nothing
+//     under it but blank lines runs on into the next heading's section, so
+//     no section is a bare heading.
 //   - Source code (text/x-*, application/javascript, application/typescript
 //     and the like): one section per top-level declaration, a run that starts
 //     at an unindented line after a blank line, with the comments directly
@@ -24,6 +26,7 @@
 package section
 
 import (
+	"slices"
 	"strings"
 )
 
@@ -84,7 +87,7 @@ func Split(text, mimeType string) ([]Section, Kind) {
 	var starts []int // 0-based line index where each section starts
 	switch kind {
 	case Markdown:
-		starts = markdownStarts(lines)
+		starts = joinBareHeadings(lines, markdownStarts(lines))
 	case Code:
 		starts = codeStarts(lines)
 	default:
@@ -199,6 +202,21 @@ func markdownStarts(lines []string) []int {
 		}
 	}
 	return starts
+}
+
+// joinBareHeadings drops the start of each section that follows a heading
+// with nothing under it, so that "## Routes" directly over "### With
+// changing geometry" is one section: a heading alone tells a reader
+// nothing, and picked alone it is a fragment.
+func joinBareHeadings(lines []string, starts []int) []int {
+	out := starts[:0:0]
+	for i, s := range starts {
+		if i > 0 && !slices.ContainsFunc(lines[starts[i-1]+1:s], func(l string) bool { return !blank(l) }) {
+			continue // the section ends on a bare heading: it runs on
+		}
+		out = append(out, s)
+	}
+	return out
 }
 
 // closer reports whether a line only closes a block: "}", ");", "end", …

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/contextd/contextd/internal/budget"
 )
 
@@ -222,10 +224,31 @@ func TestBestPicksTopSectionsThatFitInTextOrder(t *testing.T) {
 }
 
 func TestInlineCodeIsNotAFence(t *testing.T) {
-	ss, _ := Split("# a\n``` x ```\n# yes\n# b\n", "text/markdown")
+	ss, _ := Split("# a\n``` x ```\n# yes\ntext\n# b\ntext\n", "text/markdown")
 	if len(ss) != 3 {
 		t.Fatalf("a line of inline code hid the headings after it: %v", headings(ss))
 	}
+}
+
+func TestBareHeadingRunsOnIntoTheNextSection(t *testing.T) {
+	text := "# Guide\nIntro.\n\n## Routes\n\n### With changing geometry\n\n#### Example\nCode here.\n## Stops\nText.\n"
+	ss, _ := Split(text, "text/markdown")
+	if diff := cmp.Diff([]string{"1-3 Guide", "4-9 Routes", "10-11 Stops"}, spans(ss)); diff != "" {
+		t.Errorf("sections (-want +got):\n%s", diff)
+	}
+	for _, s := range ss {
+		if strings.TrimSpace(strings.Join(strings.Split(s.Text, "\n")[1:], "")) == "" {
+			t.Errorf("section %d-%d is a bare heading: %q", s.Start, s.End, s.Text)
+		}
+	}
+}
+
+func spans(ss []Section) []string {
+	var out []string
+	for _, s := range ss {
+		out = append(out, fmt.Sprintf("%d-%d %s", s.Start, s.End, s.Heading))
+	}
+	return out
 }
 
 func TestBestNeverPicksBlankSections(t *testing.T) {

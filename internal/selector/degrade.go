@@ -114,15 +114,18 @@ func (s *selection) degrade(rank int, c Candidate, v Value, contents []Content, 
 	}
 	var picks []section.Pick
 	if len(secs) > 0 {
-		picks = s.bestSections(secs, from, left)
+		picks = s.bestSections(c, secs, from, s.sectionCap(c, left))
 	}
 	if len(picks) > 0 {
-		st := &sectioned{rank: rank, secs: secs, from: from, contents: contents, picked: map[int]int{}, done: done}
+		st := &sectioned{rank: rank, c: c, secs: secs, from: from, contents: contents, picked: map[int]int{}, done: done}
 		charged := done.tokens
 		for _, p := range picks {
 			st.picked[p.Index] = p.Tokens
 			charged += p.Tokens
 			s.observe(c.Server, cmp.Or(contents[from[p.Index]].MIMEType, c.MIMEType), len(p.Text), p.Tokens)
+		}
+		for _, p := range picks {
+			charged += st.addLeads(s.count, p.Index, left-charged)
 		}
 		out, n, ranges := st.build(s.count)
 		st.item, st.charged = len(s.res.Items), charged
@@ -197,11 +200,11 @@ func (s *selection) degrade(rank int, c Candidate, v Value, contents []Content, 
 // left (or, if none fits whole, the best cut to fit), then each text's
 // opening section (its overview) if there is room left after them; nil
 // when no section matches the query. Picks are in section order.
-func (s *selection) bestSections(secs []section.Section, from []int, left int) []section.Pick {
+func (s *selection) bestSections(c Candidate, secs []section.Section, from []int, left int) []section.Pick {
 	if left <= 0 {
 		return nil
 	}
-	scores := section.Score(secs, s.req.Query)
+	scores := withDense(section.Score(secs, s.req.Query), denseOf(c, secs, from))
 	best := -1
 	for j, x := range scores {
 		if x > 0 && strings.TrimSpace(secs[j].Text) != "" && (best < 0 || x > scores[best]) {
@@ -269,7 +272,7 @@ func (s *selection) pointerOr(rank int, c Candidate, v Value, because string, re
 	if !c.Pinned && s.anchor == 0 {
 		// The best candidate that can still be returned, if only as a
 		// pointer: the floor is a share of it from now on.
-		s.anchor = v.Total()
+		s.anchor = v.Relevance
 	}
 	s.pending = append(s.pending, pendingPointer{rank: rank, c: c, v: v, because: because, read: read, reason: reason})
 }
@@ -371,10 +374,12 @@ type wholeParts struct {
 type sectioned struct {
 	item     int // index in Result.Items while selecting
 	rank     int
+	c        Candidate
 	secs     []section.Section
 	from     []int // content index of each section, non-decreasing
 	contents []Content
 	picked   map[int]int // section index → tokens
+	leads    []lead      // lines returned to place picked sections
 	done     wholeParts  // contents returned whole alongside
 	// charged is what the budget was charged for the item: the sum of its
 	// parts' tokens, never less than Item.Tokens.
@@ -429,10 +434,22 @@ func (st *sectioned) build(count budget.Counter) ([]ItemContent, int, string) {
 			}
 			run = run[:0]
 		}
+		leads := st.leadsFor(i)
 		for ; j < len(st.secs) && st.from[j] == i; j++ {
 			if _, ok := st.picked[j]; !ok {
 				flush()
 				continue
+			}
+			if len(run) == 0 {
+				for len(leads) > 0 && leads[0].line < st.secs[j].Start {
+					l := leads[0]
+					leads = leads[1:]
+					ct := st.contents[i]
+					ct.Text = l.text
+					out = append(out, ItemContent{Content: ct, Tokens: l.tokens, Truncated: true, StartLine: l.line, EndLine: l.line})
+					total += l.tokens
+					ranges = append(ranges, fmt.Sprintf("%d", l.line))
+				}
 			}
 			if len(run) > 0 {
 				prev := st.secs[run[len(run)-1]]
@@ -448,54 +465,100 @@ func (st *sectioned) build(count budget.Counter) ([]ItemContent, int, string) {
 }
 
 // topUp spends what is left of the budget after every candidate was
-// considered on more sections of the items returned as sections, best item
-// first and each in text order: the rest of a resource that was worth
-// reading is better than an unused budget, and costs no read. Sections of
-// white space only are skipped. Each added section is charged its own
-// count.
+// considered on more sections of the items returned as sections: the rest
+// of a resource that was worth reading is better than an unused budget,
+// and costs no read. The sections of all those items are scored together
+// for the query (BM25 with all of them as the collection, so scores
+// compare across resources), each weighed by its item's relevance, and
+// taken best first while they fit; sections that match nothing come last,
+// best item first and each in text order. Sections of white space only are
+// skipped. Each added section is charged its own count.
 func (s *selection) topUp() {
-	for _, st := range s.sectioned {
-		added, misses := 0, 0
+	if len(s.sectioned) == 0 || s.remaining <= 0 {
+		return
+	}
+	type ref struct{ st, j int }
+	var (
+		all  []section.Section
+		refs []ref
+	)
+	for si, st := range s.sectioned {
 		for j, sec := range st.secs {
-			if s.remaining <= 0 || misses == maxTopUpMisses {
-				break
-			}
-			if _, ok := st.picked[j]; ok || strings.TrimSpace(sec.Text) == "" {
-				continue
-			}
-			if !budget.Fits(s.count, len(sec.Text), s.remaining) {
-				continue // proven without counting
-			}
-			n := s.count.Count(sec.Text)
-			if n > s.remaining {
-				misses++
-				continue
-			}
-			st.picked[j] = n
-			st.charged += n
-			s.remaining -= n
-			added++
+			all = append(all, sec)
+			refs = append(refs, ref{si, j})
 		}
-		if added > 0 {
-			it := &s.res.Items[st.item]
-			out, n, ranges := st.build(s.count)
-			s.res.TotalTokens += n - it.Tokens
-			it.Contents, it.Tokens = out, n
-			// A text dropped for want of a matching section may now be
-			// returned in part.
-			it.Dropped = slices.DeleteFunc(slices.Clone(it.Dropped), func(d DroppedContent) bool {
-				if d.Reason != OmitBudgetExhausted {
-					return false
-				}
-				for j := range st.picked {
-					if st.from[j] == d.Index {
-						return true
-					}
-				}
+	}
+	lexical := section.Score(all, s.req.Query)
+	dense := make([]float64, 0, len(all))
+	for _, st := range s.sectioned {
+		d := denseOf(st.c, st.secs, st.from)
+		if d == nil {
+			d = make([]float64, len(st.secs))
+		}
+		dense = append(dense, d...)
+	}
+	scores := withDense(lexical, dense)
+	utility := make([]float64, len(all))
+	for g, r := range refs {
+		utility[g] = scores[g] * s.values[s.sectioned[r.st].rank-1].Relevance
+	}
+	order := make([]int, len(all))
+	for g := range order {
+		order[g] = g
+	}
+	// Stable: equal utilities (every section that matches nothing) keep
+	// item order, then text order.
+	slices.SortStableFunc(order, func(x, y int) int { return cmp.Compare(utility[y], utility[x]) })
+	added := make([]int, len(s.sectioned))
+	misses := 0
+	for _, g := range order {
+		if s.remaining <= 0 || misses == maxTopUpMisses {
+			break
+		}
+		r := refs[g]
+		st := s.sectioned[r.st]
+		sec := st.secs[r.j]
+		if _, ok := st.picked[r.j]; ok || strings.TrimSpace(sec.Text) == "" {
+			continue
+		}
+		if !budget.Fits(s.count, len(sec.Text), s.remaining) {
+			continue // proven without counting
+		}
+		n := s.count.Count(sec.Text)
+		if n > s.remaining {
+			misses++
+			continue
+		}
+		st.picked[r.j] = n
+		st.charged += n
+		s.remaining -= n
+		added[r.st]++
+		extra := st.addLeads(s.count, r.j, s.remaining)
+		st.charged += extra
+		s.remaining -= extra
+	}
+	for si, st := range s.sectioned {
+		if added[si] == 0 {
+			continue
+		}
+		it := &s.res.Items[st.item]
+		out, n, ranges := st.build(s.count)
+		s.res.TotalTokens += n - it.Tokens
+		it.Contents, it.Tokens = out, n
+		// A text dropped for want of a matching section may now be
+		// returned in part.
+		it.Dropped = slices.DeleteFunc(slices.Clone(it.Dropped), func(d DroppedContent) bool {
+			if d.Reason != OmitBudgetExhausted {
 				return false
-			})
-			it.Reason += fmt.Sprintf("; then %d more in text order to use the budget left at the end, so it now holds lines %s, %s in all", added, ranges, tokens(it.Tokens))
-		}
+			}
+			for j := range st.picked {
+				if st.from[j] == d.Index {
+					return true
+				}
+			}
+			return false
+		})
+		it.Reason += fmt.Sprintf("; then %d more, the best left for the query among all items' sections, to use the budget left at the end, so it now holds lines %s, %s in all", added[si], ranges, tokens(it.Tokens))
 	}
 }
 

@@ -9,13 +9,17 @@
 // # Value
 //
 // Each candidate has a [Value]: its relevance (its score over the best
-// unpinned score) × a priority factor (the priority annotation, 0.75–1.25)
-// × a recency factor (lastModified, 0.9–1.1, neutral at 30 days); absent
-// annotations count as 1. Pinned candidates are considered first, in their
-// order; the others in decreasing value, ties in rank order. A candidate
-// worth less than [Request.ValueFloor] × the value of the first unpinned
-// item returned or deferred as a pointer (the best that can be returned)
-// is omitted unread ([OmitLowValue]). Items and omissions are reported in rank order.
+// unpinned score) × a priority factor (the priority annotation, 0.96–1.04)
+// × a recency factor (lastModified, 0.98–1.02, neutral at 30 days); absent
+// annotations count as 1, and they reorder close matches only. Pinned
+// candidates are considered first, in their order; the others in
+// decreasing value, ties in rank order. A candidate whose relevance is
+// below [Request.ValueFloor] × the relevance of the first unpinned item
+// returned or deferred as a pointer (the best that can be returned) is
+// omitted unread ([OmitLowValue]), unless, once every candidate was
+// considered, at least [FillShare] of the budget is left: then those
+// within [FillBand] under the floor are read in value order while it is.
+// Items and omissions are reported in rank order.
 //
 // Tokens enter through the form, not the order: what a resource costs
 // decides whether it is read whole, in sections, as an outline or as a
@@ -65,8 +69,16 @@
 //  3. [FormPointer]: not even that: the descriptor alone ([PointerText]),
 //     counted.
 //
+// While the m unpinned candidates at or above the floor are considered, a
+// resource degraded to sections takes at most 1/min(m, [MaxShareWays]) of
+// the budget. Each picked section brings its leads: the declaration or
+// heading line of the section a window was cut from, and its Markdown
+// parent headings, each a one-line content, when they fit.
+//
 // Budget still left after every candidate goes to more sections of the
-// items returned as sections, in text order, without another read; then
+// items returned as sections, the best for the query among all of them
+// (BM25 over all their sections, weighed by relevance), without another
+// read; then
 // the candidates that could only be pointers get what is left, in value
 // order, at most [MaxPointerShare] of the budget together.
 // Without a query a text that does not fit is cut to what is left, at a

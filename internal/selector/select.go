@@ -88,6 +88,8 @@ func Select(ctx context.Context, req Request, ranked []Candidate, read ReadFunc,
 	for i, c := range ranked {
 		values[i] = valueOf(c, best, req.Now)
 	}
+	s.values = values
+	s.shareCap = sectionShare(values, ranked, req.ValueFloor, req.TokenBudget)
 	// Pinned candidates first, in their order; then by value, ties in rank
 	// order. Without annotations the value order is the rank order.
 	order := make([]int, len(ranked))
@@ -121,6 +123,10 @@ func Select(ctx context.Context, req Request, ranked []Candidate, read ReadFunc,
 			return Result{}, err
 		}
 	}
+	s.fill(ctx)
+	if err := ctx.Err(); err != nil {
+		return Result{}, err
+	}
 	s.topUp()
 	s.placePointers()
 	slices.SortStableFunc(s.res.Items, func(x, y Item) int { return cmp.Compare(x.Rank, y.Rank) })
@@ -139,13 +145,23 @@ type selection struct {
 	full      string               // why the budget is full after a text did not fit; "" if not
 	seen      map[resource.Key]int // rank of the first candidate with each key
 	fps       []packed             // the contents of the items so far
-	// anchor is the value of the first unpinned item returned or deferred
-	// as a pointer: candidates come in decreasing value, so it is the best
-	// value among those that can be returned, and ValueFloor is a share of
-	// it. 0 until then: a
-	// best candidate that is omitted (binary, for the user, unreadable)
-	// does not raise the floor for the rest.
-	anchor    float64
+	// anchor is the relevance of the first unpinned item returned or
+	// deferred as a pointer: candidates come in decreasing value, so it is
+	// about the best relevance among those that can be returned, and
+	// ValueFloor is a share of it. It is a relevance, not a value, so that
+	// annotations reorder close matches but cannot lift the floor over a
+	// clearly better one. 0 until then: a best candidate that is omitted
+	// (binary, for the user, unreadable) does not raise the floor for the
+	// rest.
+	anchor float64
+	values []Value // each ranked candidate's value, by rank − 1
+	// shareCap is the share of the budget one resource's sections may take
+	// while other candidates close to the best are still to be considered
+	// (see sectionShare); what it leaves goes to them, and what is left at
+	// the end to the best sections of all (topUp).
+	shareCap float64
+	// filling is set while fill reads candidates below the floor.
+	filling   bool
 	pointers  int              // tokens taken by pointer items
 	sectioned []*sectioned     // items returned as sections, in the order added
 	pending   []pendingPointer // candidates that can only be pointers, in value order
@@ -241,11 +257,11 @@ func (s *selection) skip(c Candidate, v Value) (OmitReason, string) {
 		return OmitUserAudience, "annotated for the user only (audience [\"user\"])"
 	case !s.req.IncludeBinary && binaryMIME(c.MIMEType):
 		return OmitBinaryExcluded, fmt.Sprintf("descriptor MIME type %q is binary", c.MIMEType)
-	case !c.Pinned && v.Total() < s.req.ValueFloor*s.anchor:
+	case !c.Pinned && !s.filling && v.Relevance < s.req.ValueFloor*s.anchor:
 		floor := s.req.ValueFloor * s.anchor
-		prec := distinctPrecision(v.Total(), floor)
-		return OmitLowValue, fmt.Sprintf("%s is below the floor %.*f (%.2f × the best returned value %.2f)",
-			v.format(prec), prec, floor, s.req.ValueFloor, s.anchor)
+		prec := distinctPrecision(v.Relevance, floor)
+		return OmitLowValue, fmt.Sprintf("relevance %.*f is below the floor %.*f (%.2f × the best returned relevance %.2f)",
+			prec, v.Relevance, prec, floor, s.req.ValueFloor, s.anchor)
 	}
 	return "", ""
 }
@@ -404,7 +420,7 @@ func (s *selection) wholeFits(ct Content, left int) bool {
 // add records an item and charges its tokens.
 func (s *selection) add(it Item, fp fingerprint) {
 	if !it.Pinned && s.anchor == 0 {
-		s.anchor = it.Value
+		s.anchor = s.values[it.Rank-1].Relevance
 	}
 	s.fps = append(s.fps, packed{fp: fp, rank: it.Rank, key: it.Key()})
 	s.remaining -= it.Tokens

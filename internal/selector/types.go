@@ -35,6 +35,19 @@ type Candidate struct {
 	// as sent: an RFC 3339 time, or a date such as 2025-01-12 taken as its
 	// midnight UTC); "" or unparsable counts as neutral.
 	LastModified string
+	// Passages are the passages of the resource's text that the content
+	// index embedded, with their similarity to the query: a dense signal
+	// for choosing its sections when the task's words are not the text's.
+	// Lines are those of the text as indexed (a read of one text content).
+	// nil: sections are chosen by their words alone.
+	Passages []Passage
+}
+
+// A Passage is a run of lines of a resource's text and its embedding's
+// cosine similarity to the query, in [−1, 1].
+type Passage struct {
+	StartLine, EndLine int // 1-based, inclusive
+	Similarity         float64
 }
 
 // Key returns the candidate's identity, (server, URI).

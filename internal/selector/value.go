@@ -7,17 +7,20 @@ import (
 	"time"
 )
 
-// Value factors (issue 5, rule 2). Each is 1 when its annotation is
-// absent, so a server that sends none is ranked by relevance alone.
+// Value factors. Each is 1 when its annotation is absent, so a server that
+// sends none is ranked by relevance alone. They are narrow on purpose:
+// annotations reorder close matches, but together they move a value by at
+// most about 12%, so a clearly better match is never outranked, and the
+// value floor compares relevances, which they do not touch.
 const (
 	// PriorityWeight spreads the priority annotation p in [0, 1] (MCP
 	// 2025-11-25 "Annotations") around 1: factor 1 + PriorityWeight·(p −
-	// 0.5), from 0.75 for p = 0 to 1.25 for p = 1.
-	PriorityWeight = 0.5
+	// 0.5), from 0.96 for p = 0 to 1.04 for p = 1.
+	PriorityWeight = 0.08
 	// RecencyWeight spreads lastModified recency around 1: factor
-	// 1 + RecencyWeight·(2^(−age/RecencyHalfLife) − 0.5), from 1.1 for a
-	// resource modified now down to 0.9 for a very old one.
-	RecencyWeight = 0.2
+	// 1 + RecencyWeight·(2^(−age/RecencyHalfLife) − 0.5), from 1.02 for a
+	// resource modified now down to 0.98 for a very old one.
+	RecencyWeight = 0.04
 	// RecencyHalfLife is the age at which the recency factor is neutral.
 	RecencyHalfLife = 30 * 24 * time.Hour
 )

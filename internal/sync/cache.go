@@ -1,7 +1,7 @@
 package sync
 
 import (
-	"slices"
+	"container/list"
 	gosync "sync"
 	"time"
 
@@ -45,13 +45,13 @@ type readCache struct {
 	// mu guards the fields that follow.
 	mu    gosync.Mutex
 	items map[string]cached
-	order []string // insertion order, for eviction
+	order *lruSet // the cached URIs in insertion order, for eviction
+	ttl   *lruSet // the URIs of TTL entries, the only ones that expire
 	size  int64
-	subs  map[string]bool   // URIs subscribed on the current session
-	idle  map[string]uint64 // subscribed URIs with no entry → seq when last read or evicted by an update
-	seq   uint64
-	gen   uint64 // bumped by every invalidation and by clear
-	epoch uint64 // bumped by clear: the session
+	subs  map[string]bool // URIs subscribed on the current session
+	idle  *lruSet         // subscribed URIs with no entry, least recently read or evicted by an update first
+	gen   uint64          // bumped by every invalidation and by clear
+	epoch uint64          // bumped by clear: the session
 }
 
 // maxIdleSubs bounds the subscriptions kept for URIs with nothing cached.
@@ -88,7 +88,7 @@ type cached struct {
 type ticket struct{ gen, epoch uint64 }
 
 func newReadCache(max int64) *readCache {
-	return &readCache{max: max, maxIdle: maxIdleSubs, items: map[string]cached{}, subs: map[string]bool{}, idle: map[string]uint64{}}
+	return &readCache{max: max, maxIdle: maxIdleSubs, items: map[string]cached{}, order: newLRUSet(), ttl: newLRUSet(), subs: map[string]bool{}, idle: newLRUSet()}
 }
 
 func (c *readCache) enabled() bool { return c.max > 0 }
@@ -125,7 +125,8 @@ func (c *readCache) subscribed(uri string) bool {
 // markSubscribed records a subscription made under t; it is ignored if the
 // session changed since (clear). A notification since t does not matter:
 // the subscription is live on the session, and must be accounted for so it
-// is unsubscribed in time.
+// is unsubscribed in time: the read that follows calls put, unused or
+// failed, which bound the idle ones.
 func (c *readCache) markSubscribed(uri string, t ticket) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -134,9 +135,22 @@ func (c *readCache) markSubscribed(uri string, t ticket) {
 	}
 	c.subs[uri] = true
 	if _, ok := c.items[uri]; !ok {
-		c.seq++
-		c.idle[uri] = c.seq
+		c.idle.touch(uri)
 	}
+}
+
+// failed records that a read of uri failed: a subscription with nothing
+// cached is worth nothing (the resource may not even exist), so it is
+// forgotten and returned for unsubscribing, with the idle ones beyond
+// maxIdleSubs.
+func (c *readCache) failed(uri string) (unsubscribe []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.items[uri]; c.subs[uri] && !ok {
+		c.unsubLocked(uri)
+		unsubscribe = append(unsubscribe, uri)
+	}
+	return c.trimIdleLocked(unsubscribe)
 }
 
 // put caches contents read at time at under t, unless anything was
@@ -165,10 +179,10 @@ func (c *readCache) put(uri string, t ticket, contents []resource.Content, at, e
 	}
 	c.dropLocked(uri)
 	if c.size+size > c.max {
-		c.dropWhereLocked(func(e cached) bool { return e.expired(at) })
+		c.dropTTLWhereLocked(func(e cached) bool { return e.expired(at) })
 	}
-	for c.size+size > c.max && len(c.order) > 0 {
-		old := c.order[0]
+	for c.size+size > c.max && c.order.len() > 0 {
+		old := c.order.oldest()
 		c.dropLocked(old)
 		if c.subs[old] {
 			c.unsubLocked(old)
@@ -176,9 +190,12 @@ func (c *readCache) put(uri string, t ticket, contents []resource.Content, at, e
 		}
 	}
 	c.items[uri] = cached{contents: contents, size: size, at: at, expires: expires}
-	c.order = append(c.order, uri)
+	c.order.touch(uri)
+	if !expires.IsZero() {
+		c.ttl.touch(uri)
+	}
 	c.size += size
-	delete(c.idle, uri)
+	c.idle.remove(uri)
 	return true, c.trimIdleLocked(unsubscribe)
 }
 
@@ -189,23 +206,16 @@ func (c *readCache) unused(uri string) (unsubscribe []string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.items[uri]; c.subs[uri] && !ok {
-		c.seq++
-		c.idle[uri] = c.seq
+		c.idle.touch(uri)
 	}
 	return c.trimIdleLocked(nil)
 }
 
 // trimIdleLocked forgets the least recently read idle subscriptions beyond
-// maxIdle, appending their URIs to unsubscribe.
+// maxIdle, appending their URIs to unsubscribe. Each costs O(1).
 func (c *readCache) trimIdleLocked(unsubscribe []string) []string {
-	for len(c.idle) > c.maxIdle {
-		var oldest string
-		var at uint64
-		for u, seq := range c.idle {
-			if oldest == "" || seq < at {
-				oldest, at = u, seq
-			}
-		}
+	for c.idle.len() > c.maxIdle {
+		oldest := c.idle.oldest()
 		c.unsubLocked(oldest)
 		unsubscribe = append(unsubscribe, oldest)
 	}
@@ -215,7 +225,7 @@ func (c *readCache) trimIdleLocked(unsubscribe []string) []string {
 // unsubLocked forgets uri's subscription.
 func (c *readCache) unsubLocked(uri string) {
 	delete(c.subs, uri)
-	delete(c.idle, uri)
+	c.idle.remove(uri)
 }
 
 // lost forgets uri's subscription, which the server ended (a
@@ -234,11 +244,15 @@ func (c *readCache) lost(uri string) (cached bool) {
 	return cached
 }
 
-// uris returns the URIs with an entry.
+// uris returns the URIs with an entry, oldest first.
 func (c *readCache) uris() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return slices.Clone(c.order)
+	out := make([]string, 0, c.order.len())
+	for el := c.order.order.Front(); el != nil; el = el.Next() {
+		out = append(out, el.Value.(string))
+	}
+	return out
 }
 
 // releaseIdle forgets the least recently read idle subscription and returns
@@ -246,18 +260,12 @@ func (c *readCache) uris() []string {
 func (c *readCache) releaseIdle() (string, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var oldest string
-	var at uint64
-	found := false
-	for u, seq := range c.idle {
-		if !found || seq < at {
-			oldest, at, found = u, seq, true
-		}
+	if c.idle.len() == 0 {
+		return "", false
 	}
-	if found {
-		c.unsubLocked(oldest)
-	}
-	return oldest, found
+	oldest := c.idle.oldest()
+	c.unsubLocked(oldest)
+	return oldest, true
 }
 
 // invalidate drops uri's cached content (notifications/resources/updated) and
@@ -268,8 +276,7 @@ func (c *readCache) invalidate(uri string) {
 	c.gen++
 	if _, ok := c.items[uri]; ok && c.subs[uri] {
 		// Idle from now: the next read caches it again, or trims it.
-		c.seq++
-		c.idle[uri] = c.seq
+		c.idle.touch(uri)
 	}
 	c.dropLocked(uri)
 }
@@ -282,23 +289,20 @@ func (c *readCache) listChanged() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.gen++
-	c.dropWhereLocked(func(e cached) bool { return !e.expires.IsZero() })
+	c.dropTTLWhereLocked(func(cached) bool { return true })
 }
 
-// dropWhereLocked drops every entry for which drop is true.
-func (c *readCache) dropWhereLocked(drop func(cached) bool) {
-	keep := c.order[:0]
-	for _, u := range c.order {
-		e := c.items[u]
-		if drop(e) {
-			delete(c.items, u)
-			c.size -= e.size
-			continue
+// dropTTLWhereLocked drops every TTL entry for which drop is true; it
+// looks at TTL entries only, so a cache of subscription entries costs
+// nothing to scan.
+func (c *readCache) dropTTLWhereLocked(drop func(cached) bool) {
+	for el := c.ttl.order.Front(); el != nil; {
+		next := el.Next()
+		if u := el.Value.(string); drop(c.items[u]) {
+			c.dropLocked(u)
 		}
-		keep = append(keep, u)
+		el = next
 	}
-	clear(c.order[len(keep):])
-	c.order = keep
 }
 
 func (c *readCache) dropLocked(uri string) {
@@ -308,12 +312,8 @@ func (c *readCache) dropLocked(uri string) {
 	}
 	delete(c.items, uri)
 	c.size -= e.size
-	for i, u := range c.order {
-		if u == uri {
-			c.order = append(c.order[:i], c.order[i+1:]...)
-			break
-		}
-	}
+	c.order.remove(uri)
+	c.ttl.remove(uri)
 }
 
 // clear empties the cache and forgets subscriptions (the session is gone).
@@ -322,17 +322,49 @@ func (c *readCache) dropLocked(uri string) {
 func (c *readCache) clear() (uris []string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, u := range c.order {
-		if c.items[u].expires.IsZero() {
+	for el := c.order.order.Front(); el != nil; el = el.Next() {
+		if u := el.Value.(string); c.items[u].expires.IsZero() {
 			uris = append(uris, u)
 		}
 	}
 	c.gen++
 	c.epoch++
 	c.items = map[string]cached{}
-	c.order = nil
+	c.order, c.ttl = newLRUSet(), newLRUSet()
 	c.size = 0
 	c.subs = map[string]bool{}
-	c.idle = map[string]uint64{}
+	c.idle = newLRUSet()
 	return uris
 }
+
+// An lruSet is a set of strings ordered by when each was last touched, with
+// O(1) touch, remove and oldest.
+type lruSet struct {
+	order list.List // of string, least recently touched first
+	elems map[string]*list.Element
+}
+
+func newLRUSet() *lruSet { return &lruSet{elems: map[string]*list.Element{}} }
+
+func (s *lruSet) len() int { return len(s.elems) }
+
+func (s *lruSet) has(k string) bool { _, ok := s.elems[k]; return ok }
+
+// touch adds k, or makes it the most recently touched.
+func (s *lruSet) touch(k string) {
+	if e, ok := s.elems[k]; ok {
+		s.order.MoveToBack(e)
+		return
+	}
+	s.elems[k] = s.order.PushBack(k)
+}
+
+func (s *lruSet) remove(k string) {
+	if e, ok := s.elems[k]; ok {
+		s.order.Remove(e)
+		delete(s.elems, k)
+	}
+}
+
+// oldest returns the least recently touched key; the set must not be empty.
+func (s *lruSet) oldest() string { return s.order.Front().Value.(string) }

@@ -1,6 +1,7 @@
 package sync
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -65,7 +66,7 @@ func TestIdleSubscriptionsAreTrackedAndBounded(t *testing.T) {
 		c.unused(u)
 	}
 	// x://a was read first: it goes.
-	if !slices.Equal(c.unused("x://c"), nil) || len(c.idle) != 2 || c.subscribed("x://a") {
+	if !slices.Equal(c.unused("x://c"), nil) || c.idle.len() != 2 || c.subscribed("x://a") {
 		t.Errorf("idle %v, x://a subscribed %v; want x://b and x://c", c.idle, c.subscribed("x://a"))
 	}
 	// Reading x://b again makes x://c the least recently read.
@@ -77,11 +78,11 @@ func TestIdleSubscriptionsAreTrackedAndBounded(t *testing.T) {
 	}
 	// An idle URI cached again is idle no more; an update makes it idle again.
 	tk = c.ticket()
-	if stored, _ := c.put("x://b", tk, text("x://b", "b"), t0, time.Time{}); !stored || len(c.idle) != 1 {
+	if stored, _ := c.put("x://b", tk, text("x://b", "b"), t0, time.Time{}); !stored || c.idle.len() != 1 {
 		t.Fatalf("put x://b: stored %v, idle %v", stored, c.idle)
 	}
 	c.invalidate("x://b")
-	if _, ok := c.idle["x://b"]; !ok || len(c.idle) != 2 {
+	if !c.idle.has("x://b") || c.idle.len() != 2 {
 		t.Errorf("after an update for cached x://b: idle %v", c.idle)
 	}
 	// A session change forgets them all, and a subscription made on the old
@@ -89,7 +90,57 @@ func TestIdleSubscriptionsAreTrackedAndBounded(t *testing.T) {
 	tk = c.ticket()
 	c.clear()
 	c.markSubscribed("x://e", tk)
-	if len(c.idle) != 0 || c.subscribed("x://e") {
+	if c.idle.len() != 0 || c.subscribed("x://e") {
 		t.Errorf("after clear: idle %v, x://e subscribed %v", c.idle, c.subscribed("x://e"))
+	}
+}
+
+// BenchmarkTrimIdleSubscriptions marks 60,000 URIs subscribed with nothing
+// cached (what failed reads used to leave behind), then trims them to
+// maxIdleSubs with one read: linear in the URIs, not quadratic.
+func BenchmarkTrimIdleSubscriptions(b *testing.B) {
+	const n = 60_000
+	uris := make([]string, n)
+	for i := range uris {
+		uris[i] = fmt.Sprintf("doc://missing/%d", i)
+	}
+	for b.Loop() {
+		c := newReadCache(1 << 20)
+		tk := c.ticket()
+		for _, u := range uris {
+			c.markSubscribed(u, tk)
+		}
+		if un := c.unused(uris[0]); len(un) != n-maxIdleSubs {
+			b.Fatalf("unused gave back %d, want %d", len(un), n-maxIdleSubs)
+		}
+	}
+}
+
+// BenchmarkEvictManySmallEntries fills the cache with 100,000 tiny
+// subscription entries, then caches one that needs the room of all of
+// them: each eviction costs O(1), so the put is linear, not quadratic.
+func BenchmarkEvictManySmallEntries(b *testing.B) {
+	const n = 100_000
+	uris := make([]string, n)
+	for i := range uris {
+		uris[i] = fmt.Sprintf("doc://%d", i)
+	}
+	small := entrySize(uris[0], text(uris[0], "x"))
+	big := text("doc://big", strings.Repeat("x", int(small)*(n-2)))
+	for b.Loop() {
+		b.StopTimer()
+		c := newReadCache(small * n)
+		c.maxIdle = n
+		tk := c.ticket()
+		for _, u := range uris {
+			c.markSubscribed(u, tk)
+			c.put(u, tk, text(u, "x"), t0, time.Time{})
+		}
+		c.markSubscribed("doc://big", tk)
+		b.StartTimer()
+		stored, un := c.put("doc://big", tk, big, t0, time.Time{})
+		if !stored || len(un) < n/2 {
+			b.Fatalf("big entry stored %v, %d evicted", stored, len(un))
+		}
 	}
 }

@@ -47,8 +47,8 @@ func TestTTLEntryExpiresExactly(t *testing.T) {
 	if _, ok := c.get("x://t", exp); ok {
 		t.Fatal("served at its expiry time")
 	}
-	if c.size != 0 || len(c.order) != 0 {
-		t.Errorf("expired entry still held: size %d, order %v", c.size, c.order)
+	if c.size != 0 || c.order.len() != 0 {
+		t.Errorf("expired entry still held: size %d, order %d", c.size, c.order.len())
 	}
 }
 

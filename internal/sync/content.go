@@ -22,7 +22,7 @@ import (
 // Options.ContentMaxBytes and Options.ContentMaxAge).
 const (
 	DefaultContentMaxResources = 1000
-	DefaultContentMaxBytes     = 64 << 10
+	DefaultContentMaxBytes     = index.MaxContentBytes
 	DefaultContentMaxAge       = time.Hour
 )
 
@@ -40,6 +40,49 @@ type contentFailure struct {
 	// indexContents).
 	stale bool
 }
+
+// embedPassages embeds the passages of the server's texts that have no
+// vector yet (index.EmbedPassages), the shallowest first, a round at a
+// time, until none is left (or the index's cap on passages is reached),
+// ctx ends, or, between rounds, a pass is asked for on kick (nil: never);
+// it reports false in that last case, having taken the request, which the
+// caller renews after it.
+func (m *Mirror) embedPassages(ctx context.Context, kick <-chan struct{}) bool {
+	ix := m.opts.Index
+	start, last, total := time.Now(), time.Now(), 0
+	defer func() {
+		if total > 0 {
+			m.log.Info("passages embedded", "passages", total, "left", ix.PendingPassages(m.opts.Server), "elapsed", time.Since(start).Round(time.Millisecond))
+		}
+	}()
+	for ctx.Err() == nil {
+		n, err := ix.EmbedPassages(ctx, m.opts.Server, passagesPerRound)
+		total += n
+		if err != nil {
+			if ctx.Err() == nil {
+				m.log.Warn("content index: embedding passages failed", "err", err)
+			}
+			return true
+		}
+		if n == 0 {
+			return true
+		}
+		select {
+		case <-kick:
+			return false
+		default:
+		}
+		if time.Since(last) > 5*time.Second {
+			last = time.Now()
+			m.log.Info("embedding passages", "embedded", total, "left", ix.PendingPassages(m.opts.Server), "elapsed", time.Since(start).Round(time.Second))
+		}
+	}
+	return true
+}
+
+// passagesPerRound is how many passages embedPassages embeds between looks
+// at kick: a few seconds with USE-lite on two cores.
+const passagesPerRound = 64
 
 // contentNoRoom is a text the content index had no room for: the pass does
 // not read that version of the resource again while the room left is

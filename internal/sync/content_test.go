@@ -48,7 +48,7 @@ func TestContentPassIndexesSmallTextResources(t *testing.T) {
 		}
 		add(&mcpsdk.Resource{URI: "doc://small", Name: "small", MIMEType: "text/markdown", Size: 40}, "the walrus ledger")
 		add(&mcpsdk.Resource{URI: "doc://unsized", Name: "unsized"}, "walrus again")
-		add(&mcpsdk.Resource{URI: "doc://big", Name: "big", MIMEType: "text/plain", Size: 1 << 20}, "walrus too big")
+		add(&mcpsdk.Resource{URI: "doc://big", Name: "big", MIMEType: "text/plain", Size: ctxsync.DefaultContentMaxBytes + 1}, "walrus too big")
 		add(&mcpsdk.Resource{URI: "doc://picture", Name: "picture", MIMEType: "image/png", Size: 10}, "walrus")
 		add(&mcpsdk.Resource{URI: "doc://for-user", Name: "for-user", MIMEType: "text/plain",
 			Annotations: &mcpsdk.Annotations{Audience: []mcpsdk.Role{"user"}}}, "walrus")
@@ -396,4 +396,37 @@ func mirrorUnderCap(t *testing.T, srv *mcpsdk.Server, capBytes int64) (*index.In
 	start(t, m)
 	<-m.Ready()
 	return ix, m
+}
+
+// TestPassagesAreEmbeddedAfterThePass: a long text's first passage is
+// embedded by the content pass, its others after it (before Ready with
+// PassagesBeforeReady), and the mirror then holds every one.
+func TestPassagesAreEmbeddedAfterThePass(t *testing.T) {
+	for _, before := range []bool{false, true} {
+		t.Run(fmt.Sprintf("PassagesBeforeReady=%v", before), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var b strings.Builder
+				for i := range 20 {
+					fmt.Fprintf(&b, "## Part %d\n\n%s\n\n", i, strings.Repeat("walrus ledger ", 100))
+				}
+				want := len(index.Passages(b.String()))
+				srv := mcptest.NewServer(map[string]string{"doc://long": b.String()}, nil)
+				ix := newIndex(t)
+				m := ctxsync.New(ctxsync.Options{Server: "s", Index: ix, Dial: mcptest.Dial(t, "s", srv), PassagesBeforeReady: before})
+				start(t, m)
+				<-m.Ready()
+				if n := ix.PendingPassages("s"); before && n != 0 {
+					t.Errorf("at Ready, %d passages pending, want none", n)
+				}
+				synctest.Wait()
+				if n := ix.PendingPassages("s"); n != 0 || want < 10 {
+					t.Errorf("after the pass, %d of %d passages pending, want none", n, want)
+				}
+				hits, err := ix.PassageHits(t.Context(), "walrus", []resource.Key{{Server: "s", URI: "doc://long"}})
+				if err != nil || len(hits[resource.Key{Server: "s", URI: "doc://long"}]) != want {
+					t.Errorf("PassageHits = %v, %v; want all %d passages", len(hits), err, want)
+				}
+			})
+		})
+	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/contextd/contextd/internal/index"
 	"github.com/contextd/contextd/internal/mcp"
+	"github.com/contextd/contextd/internal/redact"
 	"github.com/contextd/contextd/internal/resource"
 )
 
@@ -119,6 +120,16 @@ type Options struct {
 	// last session. Zero means DefaultReconnectWait; negative never
 	// waits.
 	ReconnectWait time.Duration
+	// PassagesBeforeReady makes Ready wait, after the first content pass,
+	// until every passage of the server's texts has a vector
+	// (index.EmbedPassages), so a one-shot ranking (the eval) sees the
+	// whole content index. By default Ready follows the pass, which embeds
+	// each text's first passage only, and the others are embedded after.
+	PassagesBeforeReady bool
+	// Redact masks credentials in everything the mirror reports: Status's
+	// LastError, the errors Read returns, its log. Nil masks URL
+	// credentials, query values and bearer tokens only.
+	Redact *redact.Redactor
 	// TerminateDuration is passed to mcp.Options for stdio servers: how long
 	// each shutdown stage (stdin closed, SIGTERM) may take before the next.
 	// Zero means the SDK's default (5s).
@@ -251,6 +262,7 @@ func New(opts Options) *Mirror {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	log = slog.New(redact.Handler(log.Handler(), opts.Redact))
 	return &Mirror{
 		opts:     opts,
 		log:      log.With("server", opts.Server),
@@ -457,6 +469,7 @@ func (m *Mirror) connect(ctx context.Context) (*mcp.Session, error) {
 		OnSubscriptionEnded: m.subscriptionEnded,
 
 		TerminateDuration: m.opts.TerminateDuration,
+		Redact:            m.opts.Redact,
 	})
 }
 
@@ -559,7 +572,13 @@ func (m *Mirror) serve(ctx context.Context, sess *mcp.Session, warm []string) (e
 			if m.indexContents(wctx, sess, !first, sessEnd) {
 				return // cut short by the session's end
 			}
+			if m.opts.PassagesBeforeReady {
+				m.embedPassages(wctx, nil)
+			}
 			m.markReady()
+			if !m.embedPassages(wctx, kick) {
+				pass() // a pass was asked for meanwhile: it goes first
+			}
 			if m.opts.ContentMaxAge > 0 && m.opts.ContentMaxResources >= 0 {
 				refresh = time.After(max(m.opts.ContentMaxAge/4, time.Minute))
 			}
@@ -610,8 +629,8 @@ func (m *Mirror) serve(ctx context.Context, sess *mcp.Session, warm []string) (e
 			if err == nil {
 				err = errors.New("session closed by server")
 			}
-			if tail := lastLines(sess.StderrTail(), maxStderrTail); tail != "" {
-				err = fmt.Errorf("%w; stderr: %s", err, tail)
+			if line := sess.StderrLine(); line != "" {
+				err = fmt.Errorf("%w; stderr: %s", err, line)
 			}
 			m.setStale(err)
 			return err, synced
@@ -822,13 +841,16 @@ func (m *Mirror) sync(parent context.Context, sess *mcp.Session) (ok bool) {
 		m.status.Rejected = res.Rejected + tpl.Rejected
 		m.status.Duplicates = res.Duplicates
 		m.status.Problems = append(slices.Clip(res.Problems), tpl.Problems...)
+		for i, p := range m.status.Problems {
+			m.status.Problems[i] = m.opts.Redact.String(p)
+		}
 		if len(m.status.Problems) > 0 {
 			m.log.Warn("dropped list entries", "rejected", m.status.Rejected, "duplicates", res.Duplicates, "problems", m.status.Problems)
 		}
 	}
 	if err != nil {
 		m.status.State = StateDegraded
-		m.status.LastError = err.Error()
+		m.status.LastError = m.opts.Redact.String(err.Error())
 		m.status.LastErrorTime = time.Now()
 		m.log.Warn("sync failed", "err", err)
 		return false
@@ -836,11 +858,12 @@ func (m *Mirror) sync(parent context.Context, sess *mcp.Session) (ok bool) {
 	m.status.LastSync = time.Now()
 	if res.Complete && (tpl.Complete || !sess.Capabilities().Resources) {
 		m.status.State = StateReady
-		// What went wrong before (a lost session, a failed sync) is over.
+		// What went wrong before (a lost session, a sync that failed: a full
+		// disk, a server error) no longer holds.
 		m.status.LastError, m.status.LastErrorTime = "", time.Time{}
 	} else {
 		m.status.State = StateDegraded
-		m.status.LastError = "list incomplete: " + res.Incomplete + tpl.Incomplete
+		m.status.LastError = m.opts.Redact.String("list incomplete: " + res.Incomplete + tpl.Incomplete)
 		m.status.LastErrorTime = time.Now()
 	}
 	m.log.Info("synced", "resources", len(res.Items), "templates", len(tpl.Items),
@@ -886,14 +909,15 @@ func (m *Mirror) dropRelisted(res mcp.List[resource.Descriptor]) {
 // down stays down) is logged at debug level, so a dead server does not
 // repeat its warning at every backoff; Status still has the latest.
 func (m *Mirror) fail(err error) {
+	msg := m.opts.Redact.String(err.Error())
 	m.mu.Lock()
-	again := (m.status.State == StateFailed || m.status.State == StateStale) && m.status.LastError == err.Error()
+	again := (m.status.State == StateFailed || m.status.State == StateStale) && m.status.LastError == msg
 	if m.status.Syncs == 0 {
 		m.status.State = StateFailed
 	} else {
 		m.status.State = StateStale
 	}
-	m.status.LastError = err.Error()
+	m.status.LastError = msg
 	m.status.LastErrorTime = time.Now()
 	m.mu.Unlock()
 	if again {
@@ -914,7 +938,7 @@ func (m *Mirror) setActivity(a string) {
 func (m *Mirror) setStale(err error) {
 	m.mu.Lock()
 	m.status.State = StateStale
-	m.status.LastError = err.Error()
+	m.status.LastError = m.opts.Redact.String(err.Error())
 	m.status.LastErrorTime = time.Now()
 	m.mu.Unlock()
 	m.log.Warn("session lost; keeping the last mirror until reconnected", "err", err)
@@ -1026,6 +1050,11 @@ func (f Fetch) Freshness() string {
 // contextd does not poll contents: without a subscription or a TTL, every
 // request reads.
 func (m *Mirror) ReadFetch(ctx context.Context, uri string) ([]resource.Content, Fetch, error) {
+	c, f, err := m.readFetch(ctx, uri)
+	return c, f, m.opts.Redact.Error(err)
+}
+
+func (m *Mirror) readFetch(ctx context.Context, uri string) ([]resource.Content, Fetch, error) {
 	if e, ok := m.cache.get(uri, time.Now()); ok {
 		return e.contents, Fetch{At: e.at, Subscribed: e.expires.IsZero(), Expires: e.expires}, nil
 	}
@@ -1062,9 +1091,7 @@ func (m *Mirror) read(ctx context.Context, sess *mcp.Session, uri string) ([]res
 			// Each subscription is a stream (2026-07-28): give up the
 			// least recently read one that caches nothing, and try again.
 			if old, ok := m.cache.releaseIdle(); ok {
-				if uerr := sess.Unsubscribe(ctx, old); uerr != nil {
-					m.log.Debug("unsubscribe failed", "uri", old, "err", uerr)
-				}
+				m.unsubscribe(ctx, sess, []string{old})
 				err = sess.Subscribe(ctx, uri)
 			}
 		}
@@ -1093,6 +1120,10 @@ func (m *Mirror) read(ctx context.Context, sess *mcp.Session, uri string) ([]res
 			m.mu.Unlock()
 			m.notifyListChanged()
 		}
+		// Nothing is cached, so the subscription made for it is given back
+		// (a request pinning thousands of missing URIs must not leave
+		// thousands of subscriptions behind).
+		m.unsubscribe(ctx, sess, m.cache.failed(uri))
 		return nil, Fetch{}, err
 	}
 	var stored bool
@@ -1118,11 +1149,7 @@ func (m *Mirror) read(ctx context.Context, sess *mcp.Session, uri string) ([]res
 	}
 	// A subscription exists for what is cached and the few idle ones:
 	// drop those evicted and those beyond the idle bound.
-	for _, u := range drop {
-		if err := sess.Unsubscribe(ctx, u); err != nil {
-			m.log.Debug("unsubscribe failed", "uri", u, "err", err)
-		}
-	}
+	m.unsubscribe(ctx, sess, drop)
 	switch {
 	case !stored:
 		return contents, Fetch{At: at}, nil
@@ -1132,23 +1159,24 @@ func (m *Mirror) read(ctx context.Context, sess *mcp.Session, uri string) ([]res
 	return contents, Fetch{At: at, Expires: expires}, nil
 }
 
-// maxStderrTail bounds the bytes of a stdio server's stderr that a lost
-// session's error (logged, and kept as Status.LastError) quotes.
-const maxStderrTail = 512
+// unsubscribeTimeout bounds each resources/unsubscribe. They are sent even
+// when the read's own context has ended (a read that timed out still gives
+// its subscription back).
+const unsubscribeTimeout = 5 * time.Second
 
-// lastLines returns the end of s, at most max bytes of it, starting at a
-// line when it can: "…" and the whole lines that fit, or the last max bytes
-// when even the last line does not fit. Surrounding white space goes.
-func lastLines(s string, max int) string {
-	s = strings.TrimSpace(s)
-	if len(s) <= max {
-		return s
+// unsubscribe sends resources/unsubscribe for uris over sess.
+func (m *Mirror) unsubscribe(ctx context.Context, sess *mcp.Session, uris []string) {
+	for _, u := range uris {
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unsubscribeTimeout)
+		err := sess.Unsubscribe(uctx, u)
+		cancel()
+		if err != nil {
+			m.log.Debug("unsubscribe failed", "uri", u, "err", err)
+			if errors.Is(err, mcp.ErrSessionExpired) || errors.Is(err, context.DeadlineExceeded) {
+				return // the session is gone or hung: the rest would wait too
+			}
+		}
 	}
-	cut := s[len(s)-max:]
-	if i := strings.IndexByte(cut, '\n'); i >= 0 && i < len(cut)-1 {
-		cut = cut[i+1:]
-	}
-	return "…" + strings.ToValidUTF8(cut, "")
 }
 
 func firstLine(s string) string {

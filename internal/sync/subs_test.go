@@ -8,6 +8,7 @@ import (
 	gosync "sync"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -134,4 +135,55 @@ func TestSubscriptionsOfUpdatedEntriesStayBounded(t *testing.T) {
 			t.Errorf("live subscriptions %q, want the %d most recently updated and the one cached %q", live, maxIdle, want)
 		}
 	})
+}
+
+// A read that fails (the URI does not exist) gives back the subscription
+// made for it: pinning many missing URIs leaves no subscriptions behind,
+// and the ones kept for earlier reads stay within maxIdle.
+func TestFailedReadsGiveBackTheirSubscriptions(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newSubscriber(maxIdle/2, "private")
+		m := ctxsync.New(ctxsync.Options{Server: "s", Index: newIndex(t), Dial: legacy(mcptest.Dial(t, "s", s.srv))})
+		start(t, m)
+		<-m.Ready()
+		for i := range maxIdle / 2 { // idle: private results, not cached
+			read(t, m, fmt.Sprintf("doc://%d", i))
+		}
+		const missing = 5 * maxIdle
+		for i := range missing {
+			if _, err := m.Read(t.Context(), fmt.Sprintf("doc://missing/%d", i)); err == nil {
+				t.Fatalf("Read(doc://missing/%d) succeeded", i)
+			}
+		}
+		live, subs := s.state()
+		if subs != maxIdle/2+missing {
+			t.Fatalf("%d subscribes, want %d (one per read)", subs, maxIdle/2+missing)
+		}
+		if want := uris(0, maxIdle/2); !slices.Equal(live, want) {
+			t.Fatalf("live subscriptions after %d failed reads: %d (%q…); want only the %d idle ones read before", missing, len(live), live[:min(3, len(live))], len(want))
+		}
+	})
+}
+
+// A read that times out still gives its subscription back: the unsubscribe
+// is sent after the read's own context has ended.
+func TestTimedOutReadGivesBackItsSubscription(t *testing.T) {
+	s := newSubscriber(0, "")
+	s.srv.AddResource(&mcpsdk.Resource{URI: "doc://hang", Name: "hang"},
+		func(ctx context.Context, _ *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		})
+	m := ctxsync.New(ctxsync.Options{Server: "s", Index: newIndex(t), Dial: legacy(mcptest.Dial(t, "s", s.srv)), ContentMaxResources: -1})
+	start(t, m)
+	<-m.Ready()
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	if _, err := m.Read(ctx, "doc://hang"); err == nil {
+		t.Fatal("a read that never answers succeeded")
+	}
+	if _, subs := s.state(); subs != 1 {
+		t.Fatalf("%d subscribes, want 1", subs)
+	}
+	eventually(t, "the subscription given back", func() bool { live, _ := s.state(); return len(live) == 0 })
 }

@@ -342,3 +342,26 @@ func (t *Template) Expand(values map[string]string) (string, error) {
 	}
 	return uri, nil
 }
+
+// Matches reports whether uri is what Expand gives for some values: the
+// template matches it (RFC 6570 in reverse), and expanding the values it
+// yields passes Expand's checks (every value fits its variable, no dot
+// segment, the expansion round-trips) and gives uri back byte for byte. A
+// pinned URI that Matches a server's template is one the server offers.
+func (t *Template) Matches(uri string) bool {
+	if len(uri) > maxURIBytes {
+		return false
+	}
+	m := t.tmpl.Match(uri)
+	if m == nil {
+		return false
+	}
+	values := map[string]string{}
+	for _, v := range t.Vars {
+		if x := m.Get(v.Name); x.Valid() && x.T == uritemplate.ValueTypeString {
+			values[v.Name] = x.String()
+		}
+	}
+	got, err := t.Expand(values)
+	return err == nil && got == uri
+}

@@ -207,3 +207,28 @@ func TestPropose(t *testing.T) {
 		})
 	}
 }
+
+func TestMatches(t *testing.T) {
+	tests := []struct {
+		tmpl, uri string
+		want      bool
+	}{
+		{"users://{id}/profile", "users://42/profile", true},
+		{"users://{id}/profile", "users://42/settings", false},
+		{"users://{id}/profile", "users://a%2Fb/profile", false}, // not an id
+		{"file:///srv/docs/{+rest}", "file:///srv/docs/guide/intro.md", true},
+		{"file:///srv/docs/{+rest}", "file:///srv/docs/../secrets/.env", false},
+		{"file:///srv/docs/{+rest}", "file:///srv/docs/%2e%2e/x", false},
+		{"file:///srv/docs/{+rest}", "file:///etc/passwd", false},
+		{"file:///srv/docs/{+rest}", "file:///srv/docs/a?b=c", false},
+	}
+	for _, tt := range tests {
+		tp, err := Parse(resource.Template{URITemplate: tt.tmpl, Name: "t"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := tp.Matches(tt.uri); got != tt.want {
+			t.Errorf("%s Matches %q = %v, want %v", tt.tmpl, tt.uri, got, tt.want)
+		}
+	}
+}

@@ -48,6 +48,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	quiet := fs.Bool("quiet", false, "no progress on stderr")
 	floors := fs.String("floors", "", "with --budgets, also assemble with each of these value floors (e.g. 0.5,0.8) to compare them")
 	budgets := fs.String("budgets", "", "instead of ranking, compare assembly at these token budgets (e.g. 500,2000,8000): contextd vs read-all+trim vs greedy-in-order")
+	answers := fs.Bool("answers", false, "with --budgets, measure how often the answer holds the query's answer string (the dataset's answers.jsonl): contextd vs greedy-whole vs head-cut")
+	cases := fs.String("cases", "", "with --answers, also write every answer (query, assembler, budget, what was returned) as JSON to this file")
+	dataDir := fs.String("data-dir", "", "with --answers, keep the index in this directory so that a second run embeds nothing again")
 	var only strategyList
 	fs.Var(&only, "strategy", "evaluate only this strategy (repeatable): \""+strings.Join(harness.StrategyNames(), "\", \"")+"\"")
 	fs.Usage = func() {
@@ -86,6 +89,29 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				}
 				fl = append(fl, v)
 			}
+		}
+		if *answers {
+			opts.DataDir = *dataDir
+			rows, all, err := harness.RunAnswers(ctx, opts, bs)
+			if err != nil {
+				return err
+			}
+			if *cases != "" {
+				b, err := json.MarshalIndent(all, "", "  ")
+				if err != nil {
+					return err
+				}
+				if err := os.WriteFile(*cases, b, 0o644); err != nil {
+					return fmt.Errorf("--cases: %w", err)
+				}
+			}
+			if *asJSON {
+				enc := json.NewEncoder(stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(rows)
+			}
+			_, err = io.WriteString(stdout, harness.AnswerTable(rows))
+			return err
 		}
 		rows, err := harness.RunBudget(ctx, opts, bs, fl...)
 		if err != nil {

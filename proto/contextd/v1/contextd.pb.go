@@ -1207,7 +1207,7 @@ type ServerStatus struct {
 	// The first few of those, naming the page and entry.
 	ListProblems []string `protobuf:"bytes,17,rep,name=list_problems,json=listProblems,proto3" json:"list_problems,omitempty"`
 	// Resources whose text is in the content-level index (read after each
-	// sync: text resources declared at most 64 KiB or without a size, up to
+	// sync: text resources declared at most 1 MiB or without a size, up to
 	// 1,000 per server by default).
 	ContentCount int32 `protobuf:"varint,18,opt,name=content_count,json=contentCount,proto3" json:"content_count,omitempty"`
 	// What a connected server's mirror is doing, or empty: "listing" while

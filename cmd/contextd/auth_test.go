@@ -1,0 +1,167 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestServeRefusesAnOpenNonLoopbackListen(t *testing.T) {
+	cfg := writeConfig(t, fmt.Sprintf("listen: 0.0.0.0:0\ndata_dir: %s\nmcpServers: {}\n", t.TempDir()))
+	out := &syncWriter{w: &bytes.Buffer{}}
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second) // a serve that starts stops here
+	defer cancel()
+	err := run(ctx, []string{"serve", "--config", cfg}, out, out)
+	if err == nil || !strings.Contains(err.Error(), "allow_insecure_listen") {
+		t.Fatalf("serve on 0.0.0.0 without auth: %v", err)
+	}
+}
+
+func TestUnixSocketIsPrivateWhateverTheUmask(t *testing.T) {
+	old := syscall.Umask(0)
+	defer syscall.Umask(old)
+	sock := filepath.Join(t.TempDir(), "c.sock")
+	l, err := listenOn("unix://" + sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 || fi.Mode()&os.ModeSocket == 0 {
+		t.Errorf("socket mode %v, want a socket with 0600", fi.Mode())
+	}
+	if entries, _ := os.ReadDir(filepath.Dir(sock)); len(entries) != 1 {
+		t.Errorf("listen left %d entries next to the socket", len(entries))
+	}
+	l.Close()
+	if _, err := os.Stat(sock); !os.IsNotExist(err) {
+		t.Errorf("socket still there after Close: %v", err)
+	}
+	// A file that is not a socket is never replaced.
+	if err := os.WriteFile(sock, []byte("keep me"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := listenOn("unix://" + sock); err == nil || !strings.Contains(err.Error(), "not a socket") {
+		t.Errorf("listen over a regular file: %v", err)
+	}
+	if b, _ := os.ReadFile(sock); string(b) != "keep me" {
+		t.Error("listen replaced a regular file")
+	}
+}
+
+// writePKI writes a CA, a server certificate for 127.0.0.1 and a client
+// certificate, both signed by the CA, as PEM files in dir.
+func writePKI(t *testing.T, dir string) {
+	t.Helper()
+	key := func() *ecdsa.PrivateKey {
+		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	write := func(name, typ string, der []byte) {
+		if err := os.WriteFile(filepath.Join(dir, name), pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	caKey := key()
+	ca := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test ca"}, NotBefore: time.Now().Add(-time.Hour),
+		NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	caDER, err := x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write("ca.pem", "CERTIFICATE", caDER)
+	for i, name := range []string{"server", "client"} {
+		k := key()
+		c := &x509.Certificate{SerialNumber: big.NewInt(int64(i + 2)), Subject: pkix.Name{CommonName: name}, NotBefore: time.Now().Add(-time.Hour),
+			NotAfter: time.Now().Add(time.Hour), IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, DNSNames: []string{"localhost"},
+			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}, KeyUsage: x509.KeyUsageDigitalSignature}
+		der, err := x509.CreateCertificate(rand.Reader, c, ca, &k.PublicKey, caKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kder, err := x509.MarshalECPrivateKey(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		write(name+".pem", "CERTIFICATE", der)
+		write(name+"-key.pem", "EC PRIVATE KEY", kder)
+	}
+}
+
+// The daemon requires the token and a client certificate over TLS; query
+// and servers find the address, token and certificates in the same config.
+func TestCLIClientsUseTheConfigsTokenAndTLS(t *testing.T) {
+	pki := t.TempDir()
+	writePKI(t, pki)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	t.Setenv("CTX_TEST_TOKEN", "0123456789abcdef0123456789abcdef")
+	config := func(auth, clientCert string) string {
+		return writeConfig(t, fmt.Sprintf(`
+listen: %s
+data_dir: %s
+%s
+tls:
+  cert_file: %[4]s/server.pem
+  key_file: %[4]s/server-key.pem
+  client_ca_file: %[4]s/ca.pem
+  ca_file: %[4]s/ca.pem
+%s
+mcpServers: {}
+`, addr, t.TempDir(), auth, pki, clientCert))
+	}
+	const withToken = "auth: { token: '${CTX_TEST_TOKEN}' }"
+	clientCert := fmt.Sprintf("  client_cert_file: %[1]s/client.pem\n  client_key_file: %[1]s/client-key.pem", pki)
+	full := config(withToken, clientCert)
+
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	var logs bytes.Buffer
+	go func() { done <- run(ctx, []string{"serve", "--config", full}, &logs, &syncWriter{w: &logs}) }()
+	defer func() { cancel(); <-done }()
+
+	servers := func(cfg string) error {
+		var out, errb bytes.Buffer
+		return run(t.Context(), []string{"servers", "--config", cfg}, &out, &errb)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for err := servers(full); err != nil; err = servers(full) {
+		if time.Now().After(deadline) {
+			t.Fatalf("servers with the token and a client certificate: %v\nlogs:\n%s", err, logs.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err := servers(config("", clientCert)); err == nil || !strings.Contains(err.Error(), "Unauthenticated") {
+		t.Errorf("servers without the token: %v, want UNAUTHENTICATED", err)
+	}
+	if err := servers(config(withToken, "")); err == nil {
+		t.Error("servers without a client certificate succeeded")
+	}
+	var out, errb bytes.Buffer
+	if err := run(t.Context(), []string{"query", "--config", full, "anything"}, &out, &errb); err == nil || !strings.Contains(err.Error(), "no servers configured") {
+		t.Errorf("query through TLS and the token: %v (want the daemon's own answer: no servers configured)", err)
+	}
+}

@@ -1,0 +1,3 @@
+package greet
+
+const testOnly = "TEST-ONLY"

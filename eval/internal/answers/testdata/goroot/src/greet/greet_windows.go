@@ -1,0 +1,3 @@
+package greet
+
+const windowsOnly = "WINDOWS-ONLY"

@@ -1,0 +1,3 @@
+package internal
+
+const inInternal = "IN-INTERNAL"

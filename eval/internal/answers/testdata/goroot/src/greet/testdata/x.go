@@ -1,0 +1,3 @@
+package x
+
+const inTestdata = "IN-TESTDATA"

@@ -1,0 +1,185 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+)
+
+// Limits bound the work one request, and all requests together, can make
+// the daemon do. A zero field means its default.
+type Limits struct {
+	// MaxPins is the most resources one Assemble may pin (max_pins).
+	// Default DefaultMaxPins.
+	MaxPins int
+	// MaxReads is the most resources/read calls one Assemble may make
+	// (max_reads); the candidates past it are omitted as read_failed.
+	// Default DefaultMaxReads.
+	MaxReads int
+	// MaxResponseBytes bounds the bytes of contents (text and blobs) one
+	// Assemble reads from servers (max_response_bytes); once they are spent,
+	// later reads are not made and their candidates are omitted as
+	// read_failed. Default DefaultMaxResponseBytes.
+	MaxResponseBytes int
+	// MaxConcurrent is how many Assemble and Search calls run at once
+	// (max_concurrent_requests). Default DefaultMaxConcurrent.
+	MaxConcurrent int
+	// MaxQueued is how many more may wait for a turn
+	// (max_queued_requests); a call beyond it, or one that waits longer
+	// than MaxQueueWait, fails at once with RESOURCE_EXHAUSTED. Default
+	// DefaultMaxQueued.
+	MaxQueued int
+}
+
+// Limit defaults.
+const (
+	DefaultMaxPins          = 32
+	DefaultMaxReads         = 64
+	DefaultMaxResponseBytes = 8 << 20
+	DefaultMaxConcurrent    = 8
+	DefaultMaxQueued        = 64
+)
+
+// WithDefaults returns l with each zero field set to its default.
+func (l Limits) WithDefaults() Limits {
+	def := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&l.MaxPins, DefaultMaxPins)
+	def(&l.MaxReads, DefaultMaxReads)
+	def(&l.MaxResponseBytes, DefaultMaxResponseBytes)
+	def(&l.MaxConcurrent, DefaultMaxConcurrent)
+	def(&l.MaxQueued, DefaultMaxQueued)
+	return l
+}
+
+// Auth is who may call the daemon.
+type Auth struct {
+	// Token, when not empty, must come with every gRPC call as
+	// "authorization: Bearer TOKEN" (auth.token, usually "${VAR}", or the
+	// first line of the file auth.token_file).
+	Token string
+	// TokenFile is where Token was read from, for messages.
+	TokenFile string
+	// TLS serves gRPC over TLS; CLI clients dial with TLS.
+	TLS TLS
+	// AllowInsecureListen lets the daemon listen on an address other than
+	// loopback or a unix socket with no token and no client certificates
+	// (allow_insecure_listen). Without it, such a listen is refused.
+	AllowInsecureListen bool
+}
+
+// TLS holds the tls block's file paths.
+type TLS struct {
+	CertFile string // the daemon's certificate (PEM); with KeyFile, turns TLS on
+	KeyFile  string
+	// ClientCAFile, when set, makes the daemon require client certificates
+	// signed by one of its CAs (mTLS).
+	ClientCAFile string
+	// CAFile is what CLI clients trust for the daemon's certificate;
+	// empty means the system roots plus CertFile itself (a self-signed
+	// certificate).
+	CAFile string
+	// ClientCertFile and ClientKeyFile are what CLI clients present (mTLS).
+	ClientCertFile, ClientKeyFile string
+}
+
+// Enabled reports whether the daemon serves TLS.
+func (t TLS) Enabled() bool { return t.CertFile != "" }
+
+type authFile struct {
+	Token     string `yaml:"token"`
+	TokenFile string `yaml:"token_file"`
+}
+
+type tlsFile struct {
+	CertFile       string `yaml:"cert_file"`
+	KeyFile        string `yaml:"key_file"`
+	ClientCAFile   string `yaml:"client_ca_file"`
+	CAFile         string `yaml:"ca_file"`
+	ClientCertFile string `yaml:"client_cert_file"`
+	ClientKeyFile  string `yaml:"client_key_file"`
+}
+
+// minTokenBytes is the shortest token accepted: shorter ones can be guessed.
+const minTokenBytes = 16
+
+func (c *Config) parseSecurity(f *file, lookup func(string) (string, bool)) error {
+	for _, v := range []struct {
+		name string
+		n    int
+	}{{"max_pins", f.MaxPins}, {"max_reads", f.MaxReads}, {"max_response_bytes", f.MaxResponseBytes},
+		{"max_concurrent_requests", f.MaxConcurrent}, {"max_queued_requests", f.MaxQueued}} {
+		if v.n < 0 {
+			return fmt.Errorf("field %s: %d is negative", v.name, v.n)
+		}
+	}
+	c.Limits = Limits{MaxPins: f.MaxPins, MaxReads: f.MaxReads, MaxResponseBytes: f.MaxResponseBytes,
+		MaxConcurrent: f.MaxConcurrent, MaxQueued: f.MaxQueued}.WithDefaults()
+
+	ex := expander{lookup: lookup}
+	tok := ex.str("auth.token", f.Auth.Token)
+	file := expandHome(ex.str("auth.token_file", f.Auth.TokenFile))
+	if ex.err != nil {
+		return ex.err
+	}
+	switch {
+	case tok != "" && file != "":
+		return errors.New("field auth: set token or token_file, not both")
+	case file != "":
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return fmt.Errorf("field auth.token_file: %w", err)
+		}
+		if fi, err := os.Stat(file); err == nil && fi.Mode().Perm()&0o077 != 0 {
+			c.Warnings = append(c.Warnings, fmt.Sprintf("auth.token_file %s is readable by others (mode %v): chmod 600 it", file, fi.Mode().Perm()))
+		}
+		tok, _, _ = strings.Cut(string(b), "\n")
+		if tok = strings.TrimSpace(tok); tok == "" {
+			return fmt.Errorf("field auth.token_file: %s is empty", file)
+		}
+	}
+	if tok != "" && len(tok) < minTokenBytes {
+		return fmt.Errorf("field auth: the token is %d bytes; use at least %d (e.g. openssl rand -hex 32)", len(tok), minTokenBytes)
+	}
+	c.Auth = Auth{Token: tok, TokenFile: file, AllowInsecureListen: f.AllowInsecure, TLS: TLS{
+		CertFile: expandHome(f.TLS.CertFile), KeyFile: expandHome(f.TLS.KeyFile), ClientCAFile: expandHome(f.TLS.ClientCAFile),
+		CAFile: expandHome(f.TLS.CAFile), ClientCertFile: expandHome(f.TLS.ClientCertFile), ClientKeyFile: expandHome(f.TLS.ClientKeyFile),
+	}}
+	t := c.Auth.TLS
+	if (t.CertFile == "") != (t.KeyFile == "") {
+		return errors.New("field tls: set both cert_file and key_file")
+	}
+	if t.ClientCAFile != "" && t.CertFile == "" {
+		return errors.New("field tls.client_ca_file: client certificates need TLS: set cert_file and key_file")
+	}
+	if (t.ClientCertFile == "") != (t.ClientKeyFile == "") {
+		return errors.New("field tls: set both client_cert_file and client_key_file")
+	}
+	return nil
+}
+
+// CheckListen returns an error when addr (host:port or unix:///path) is
+// reachable from other machines while nothing authenticates callers: no
+// token and no client certificates, and AllowInsecureListen not set.
+// Loopback addresses and unix sockets are always allowed.
+func (a Auth) CheckListen(addr string) error {
+	if a.Token != "" || a.TLS.ClientCAFile != "" || a.AllowInsecureListen || strings.HasPrefix(addr, "unix://") {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", addr, err)
+	}
+	if host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("listen %s: not a loopback address, and no auth.token or tls.client_ca_file is set: anyone who can reach it could read what your servers' credentials can (set allow_insecure_listen: true to accept that)", addr)
+}

@@ -1,0 +1,105 @@
+package config_test
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/contextd/contextd/internal/config"
+)
+
+func TestSecurityKeys(t *testing.T) {
+	dir := t.TempDir()
+	tokFile := filepath.Join(dir, "token")
+	if err := os.WriteFile(tokFile, []byte("0123456789abcdef0123\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := config.Parse("c.yaml", []byte(`
+max_pins: 4
+max_reads: 9
+auth: { token_file: `+tokFile+` }
+tls: { cert_file: /c.pem, key_file: /k.pem, client_ca_file: /ca.pem }
+mcpServers:
+  fs: { command: x, allow_unlisted_pins: true }
+  docs: { url: "https://d.example/mcp?key=${K}" }
+`), env(map[string]string{"K": "qk-1234"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := config.Limits{MaxPins: 4, MaxReads: 9, MaxResponseBytes: config.DefaultMaxResponseBytes,
+		MaxConcurrent: config.DefaultMaxConcurrent, MaxQueued: config.DefaultMaxQueued}
+	if c.Limits != want {
+		t.Errorf("limits %+v, want %+v", c.Limits, want)
+	}
+	if c.Auth.Token != "0123456789abcdef0123" || c.Auth.TLS.ClientCAFile != "/ca.pem" || !c.Auth.TLS.Enabled() {
+		t.Errorf("auth %+v", c.Auth)
+	}
+	fs, _ := c.Server("fs")
+	docs, _ := c.Server("docs")
+	if !fs.AllowUnlistedPins || docs.AllowUnlistedPins {
+		t.Errorf("allow_unlisted_pins: fs %v, docs %v", fs.AllowUnlistedPins, docs.AllowUnlistedPins)
+	}
+	zap := config.Server{URL: "https://actions.example.com/mcp/sk-ak-7f3a9c2e1b5d4f60/sse"}
+	if got := zap.Secrets(); !slices.Equal(got, []string{"sk-ak-7f3a9c2e1b5d4f60"}) {
+		t.Errorf("secrets of a URL with a key in its path: %q", got)
+	}
+	if !slices.Contains(docs.Secrets(), "qk-1234") {
+		t.Errorf("docs secrets %q lack the URL's query value", docs.Secrets())
+	}
+	if d := config.Default(); d.Limits != (config.Limits{}).WithDefaults() || d.Auth.Token != "" {
+		t.Errorf("default config: %+v %+v", d.Limits, d.Auth)
+	}
+}
+
+func TestSecurityKeyErrors(t *testing.T) {
+	for _, tt := range []struct{ file, want string }{
+		{"auth: { token_fle: /x }", `field auth.token_fle is not one contextd reads; did you mean "token_file"?`},
+		{"tls: { cert: /x }", `field tls.cert is not one contextd reads`},
+		{"auth: { token: short }", "the token is 5 bytes; use at least 16"},
+		{"auth: { token: '${NOPE}' }", "field auth.token: environment variable NOPE is not set"},
+		{"auth: { token_file: /does/not/exist }", "field auth.token_file: open /does/not/exist"},
+		{"tls: { cert_file: /c }", "set both cert_file and key_file"},
+		{"tls: { client_ca_file: /c }", "client certificates need TLS"},
+		{"max_reads: -1", "field max_reads: -1 is negative"},
+	} {
+		_, err := config.Parse("c.yaml", []byte(tt.file), env(nil))
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: err = %v, want %q", tt.file, err, tt.want)
+		}
+	}
+}
+
+func TestCheckListen(t *testing.T) {
+	open := config.Auth{}
+	for _, addr := range []string{"127.0.0.1:7878", "[::1]:1", "localhost:7878", "unix:///tmp/c.sock"} {
+		if err := open.CheckListen(addr); err != nil {
+			t.Errorf("CheckListen(%s) = %v", addr, err)
+		}
+	}
+	for _, addr := range []string{"0.0.0.0:7878", ":7878", "192.168.1.2:7878", "[::]:7878"} {
+		if err := open.CheckListen(addr); err == nil || !strings.Contains(err.Error(), "allow_insecure_listen") {
+			t.Errorf("CheckListen(%s) = %v, want a refusal", addr, err)
+		}
+	}
+	for _, a := range []config.Auth{{Token: "0123456789abcdef"}, {TLS: config.TLS{ClientCAFile: "/ca"}}, {AllowInsecureListen: true}} {
+		if err := a.CheckListen("0.0.0.0:7878"); err != nil {
+			t.Errorf("%+v: CheckListen = %v", a, err)
+		}
+	}
+}
+
+func TestTokenFileReadableByOthersIsWarnedAbout(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(f, []byte("0123456789abcdef0123\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := config.Parse("c.yaml", []byte("auth: { token_file: "+f+" }\n"), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Warnings) != 1 || !strings.Contains(c.Warnings[0], "readable by others") {
+		t.Errorf("warnings %q", c.Warnings)
+	}
+}

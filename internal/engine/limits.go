@@ -1,0 +1,187 @@
+package engine
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/contextd/contextd/internal/config"
+	"github.com/contextd/contextd/internal/resource"
+	"github.com/contextd/contextd/internal/template"
+)
+
+// checkPins enforces max_pins and the pin policy: a pinned URI must be
+// listed by its server (in the index) or be an expansion of one of the
+// server's templates (template.Matches), unless the server's configuration
+// sets allow_unlisted_pins. A pin goes to the server with contextd's
+// credentials, so without the policy any caller could make the daemon read
+// whatever the server would serve it (an unlisted dotfile, a "../" path).
+//
+// Errors: ErrInvalidArgument.
+func (e *Engine) checkPins(pins []resource.Key) error {
+	if len(pins) > e.limits.MaxPins {
+		return fmt.Errorf("%w: %d pinned resources; at most %d (max_pins)", ErrInvalidArgument, len(pins), e.limits.MaxPins)
+	}
+	for _, k := range pins {
+		if _, known := e.mirrors[k.Server]; !known || k.URI == "" {
+			continue // Assemble reports these
+		}
+		if _, ok := e.ix.Get(k); ok {
+			continue
+		}
+		if srv, _ := e.cfg.Server(k.Server); srv.AllowUnlistedPins {
+			continue
+		}
+		if !e.offeredByTemplate(k) {
+			return fmt.Errorf("%w: pinned %q: server %q does not list it and none of its templates yields it (set allow_unlisted_pins: true on the server to pin any URI)", ErrInvalidArgument, k.URI, k.Server)
+		}
+	}
+	return nil
+}
+
+// offeredByTemplate reports whether one of k.Server's templates expands to k.URI.
+func (e *Engine) offeredByTemplate(k resource.Key) bool {
+	m, ok := e.mirrors[k.Server]
+	if !ok {
+		return false
+	}
+	for _, t := range m.Templates() {
+		if tp, err := template.Parse(t); err == nil && tp.Matches(k.URI) {
+			return true
+		}
+	}
+	return false
+}
+
+// A readBudget bounds the reads of one Assemble: at most MaxReads reads, and
+// at most MaxResponseBytes bytes of contents (text and blobs) in all. It is
+// safe for concurrent use.
+type readBudget struct {
+	lim config.Limits
+
+	mu    sync.Mutex
+	reads int
+	bytes int
+}
+
+// start claims one read; it fails when the request has used up its reads
+// or its bytes.
+func (b *readBudget) start() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch {
+	case b.reads >= b.lim.MaxReads:
+		return fmt.Errorf("not read: this request made its %d reads (max_reads)", b.lim.MaxReads)
+	case b.bytes >= b.lim.MaxResponseBytes:
+		return fmt.Errorf("not read: this request read its %d bytes (max_response_bytes)", b.lim.MaxResponseBytes)
+	}
+	b.reads++
+	return nil
+}
+
+// spend counts the bytes of contents read; it fails, and the contents are
+// not used, when they would take the request past MaxResponseBytes.
+func (b *readBudget) spend(contents []resource.Content) error {
+	n := 0
+	for _, c := range contents {
+		n += len(c.Text) + len(c.Blob)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.bytes+n > b.lim.MaxResponseBytes {
+		return fmt.Errorf("dropped: %d bytes would take this request past %d (max_response_bytes)", n, b.lim.MaxResponseBytes)
+	}
+	b.bytes += n
+	return nil
+}
+
+// checkItems marks, in a copy of contents, each item whose URI is neither
+// empty, the URI read, nor under it (a read of "file:///dir/" may return
+// "file:///dir/a.md"): a server answering for a URI it was not asked about
+// (another server's, say) must not have its text passed off as the
+// resource's. A marked item is dropped as invalid_content, saying which
+// URI it claimed. contents itself, which the read cache may share, is not
+// changed.
+func checkItems(uri string, contents []resource.Content) []resource.Content {
+	var out []resource.Content
+	for i, c := range contents {
+		if c.URI == "" || c.URI == uri || c.Error != "" || under(c.URI, uri) {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(contents)
+		}
+		out[i].Error = fmt.Sprintf("the item claims URI %q, which is not the URI read nor under it", c.URI)
+		out[i].Text, out[i].Blob = "", nil
+	}
+	if out == nil {
+		return contents
+	}
+	return out
+}
+
+// under reports whether item is a sub-resource of uri: uri ends in "/" and
+// item extends it, without a dot segment climbing back out.
+func under(item, uri string) bool {
+	rest, ok := strings.CutPrefix(item, uri)
+	if !ok || !strings.HasSuffix(uri, "/") || rest == "" {
+		return false
+	}
+	for _, seg := range strings.Split(rest, "/") {
+		if seg == "." || seg == ".." || strings.EqualFold(seg, "%2e") || strings.EqualFold(seg, "%2e%2e") {
+			return false
+		}
+	}
+	return true
+}
+
+// tooLargeFor is how long a read over max_message_bytes is remembered for
+// a resource whose version (size, lastModified, MIME type) does not change.
+const tooLargeFor = time.Hour
+
+// maxTooLarge bounds the resources remembered as too large.
+const maxTooLarge = 4096
+
+// tooLargeReads remembers the resources whose read was over
+// max_message_bytes, per version of their descriptor, so that every
+// Assemble that ranks one does not download it again to fail the same way.
+type tooLargeReads struct {
+	mu sync.Mutex
+	m  map[resource.Key]tooLarge
+}
+
+type tooLarge struct {
+	version string
+	until   time.Time
+	err     string
+}
+
+// version identifies what a read of d returns: a change of size,
+// lastModified or MIME type is a new version, read again.
+func version(d resource.Descriptor, ok bool) string {
+	if !ok {
+		return "unlisted"
+	}
+	return fmt.Sprintf("%d|%s|%s", d.Size, d.LastModified, d.MIMEType)
+}
+
+func (t *tooLargeReads) check(k resource.Key, v string, now time.Time) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e, ok := t.m[k]
+	if !ok || e.version != v || now.After(e.until) {
+		return nil
+	}
+	return fmt.Errorf("not read again: this version's last read failed: %s", e.err)
+}
+
+func (t *tooLargeReads) remember(k resource.Key, v string, err error, now time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.m == nil || len(t.m) >= maxTooLarge {
+		t.m = map[resource.Key]tooLarge{} // a crude bound: forget them all
+	}
+	t.m[k] = tooLarge{version: v, until: now.Add(tooLargeFor), err: err.Error()}
+}

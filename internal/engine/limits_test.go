@@ -1,0 +1,141 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	gosync "sync"
+	"testing"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/contextd/contextd/internal/config"
+	"github.com/contextd/contextd/internal/engine"
+	"github.com/contextd/contextd/internal/mcp/mcptest"
+	"github.com/contextd/contextd/internal/resource"
+	"github.com/contextd/contextd/internal/selector"
+)
+
+// naiveFileServer lists one document but, like a naive file server, reads
+// whatever path it is asked for: its dotfiles and paths outside its root
+// included. reads records every URI it was asked to read.
+type naiveFileServer struct {
+	srv   *mcpsdk.Server
+	mu    gosync.Mutex
+	reads []string
+}
+
+func newNaiveFileServer(template string) *naiveFileServer {
+	n := &naiveFileServer{srv: mcptest.NewServer(map[string]string{"file:///srv/docs/readme.md": "the readme"}, nil)}
+	if template != "" {
+		n.srv.AddResourceTemplate(&mcpsdk.ResourceTemplate{URITemplate: template, Name: "docs"}, nil)
+	}
+	n.srv.AddReceivingMiddleware(func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
+		return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
+			if r, ok := req.(*mcpsdk.ReadResourceRequest); ok {
+				n.mu.Lock()
+				n.reads = append(n.reads, r.Params.URI)
+				n.mu.Unlock()
+				return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: r.Params.URI, Text: "contents of " + r.Params.URI}}}, nil
+			}
+			return next(ctx, method, req)
+		}
+	})
+	return n
+}
+
+func (n *naiveFileServer) read(uri string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, u := range n.reads {
+		if u == uri {
+			return true
+		}
+	}
+	return false
+}
+
+func fileEngine(t *testing.T, n *naiveFileServer, allowUnlisted bool, lim config.Limits) *engine.Engine {
+	t.Helper()
+	cfg := &config.Config{Limits: lim, Servers: []config.Server{{Name: "fs", Transport: config.TransportStdio, Command: "unused", AllowUnlistedPins: allowUnlisted}}}
+	return newEngineOpts(t, "", map[string]*mcpsdk.Server{"fs": n.srv}, engine.Options{Config: cfg})
+}
+
+func pin(uris ...string) []resource.Key {
+	var out []resource.Key
+	for _, u := range uris {
+		out = append(out, resource.Key{Server: "fs", URI: u})
+	}
+	return out
+}
+
+func TestPinsMustBeListedOrOfferedByATemplate(t *testing.T) {
+	n := newNaiveFileServer("file:///srv/docs/{+path}")
+	eng := fileEngine(t, n, false, config.Limits{})
+	for _, uri := range []string{"file:///srv/.hidden_secret", "file:///srv/docs/../../etc/passwd", "file:///srv/docs/%2e%2e/x", "file:///etc/shadow"} {
+		_, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "readme", TokenBudget: 100, Pinned: pin(uri)})
+		if !errors.Is(err, engine.ErrInvalidArgument) || !strings.Contains(err.Error(), "allow_unlisted_pins") {
+			t.Errorf("pin %s: err = %v, want ErrInvalidArgument naming allow_unlisted_pins", uri, err)
+		}
+		if n.read(uri) {
+			t.Errorf("pin %s was read from the server", uri)
+		}
+	}
+	// Listed, and offered by the template: read.
+	res, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "readme", TokenBudget: 100,
+		Pinned: pin("file:///srv/docs/readme.md", "file:///srv/docs/guide/intro.md")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Items) < 2 || res.Items[1].URI != "file:///srv/docs/guide/intro.md" {
+		t.Errorf("items %+v, want both pins", res.Items)
+	}
+}
+
+func TestUnlistedPinsNeedTheServersOptIn(t *testing.T) {
+	n := newNaiveFileServer("")
+	eng := fileEngine(t, n, true, config.Limits{})
+	res, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "x", TokenBudget: 100, Pinned: pin("file:///srv/.hidden_secret")})
+	if err != nil || len(res.Items) == 0 || res.Items[0].URI != "file:///srv/.hidden_secret" || !n.read("file:///srv/.hidden_secret") {
+		t.Fatalf("allow_unlisted_pins: %+v, %v", res, err)
+	}
+}
+
+func TestRequestLimits(t *testing.T) {
+	n := newNaiveFileServer("file:///srv/docs/{name}")
+	eng := fileEngine(t, n, false, config.Limits{MaxPins: 4, MaxReads: 2})
+	var many []string
+	for i := range 5 {
+		many = append(many, fmt.Sprintf("file:///srv/docs/p%d", i))
+	}
+	if _, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "x", TokenBudget: 100, Pinned: pin(many...)}); !errors.Is(err, engine.ErrInvalidArgument) || !strings.Contains(err.Error(), "max_pins") {
+		t.Fatalf("5 pins with max_pins 4: %v", err)
+	}
+	// Three pins, two reads allowed: the third is not read.
+	res, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "x", TokenBudget: 1000, ValueFloor: new(float64), Pinned: pin(many[:3]...)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !n.read(many[1]) || n.read(many[2]) || !omittedFor(res, many[2], "max_reads") {
+		t.Errorf("max_reads 2: third read %v, omitted %+v", n.read(many[2]), res.Omitted)
+	}
+	// 60 bytes: "contents of file:///srv/docs/pN" is 31, so the second does not fit.
+	eng = fileEngine(t, n, false, config.Limits{MaxResponseBytes: 60})
+	res, err = eng.Assemble(t.Context(), engine.AssembleRequest{Query: "x", TokenBudget: 1000, Pinned: pin(many[3], many[0])})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Items) != 1 || !omittedFor(res, many[0], "max_response_bytes") {
+		t.Errorf("max_response_bytes 60: items %+v omitted %+v", res.Items, res.Omitted)
+	}
+}
+
+func omittedFor(res *engine.AssembleResult, uri, detail string) bool {
+	for _, o := range res.Omitted {
+		if o.URI == uri && o.Reason == selector.OmitReadFailed && strings.Contains(o.Detail, detail) {
+			return true
+		}
+	}
+	return false
+}

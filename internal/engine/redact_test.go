@@ -1,0 +1,75 @@
+package engine_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net"
+	"strings"
+	gosync "sync"
+	"testing"
+	"time"
+
+	"github.com/contextd/contextd/internal/config"
+	"github.com/contextd/contextd/internal/engine"
+	"github.com/contextd/contextd/internal/index/indextest"
+	ctxsync "github.com/contextd/contextd/internal/sync"
+)
+
+// syncBuffer is a bytes.Buffer safe for the log's concurrent writers.
+type syncBuffer struct {
+	mu gosync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// A server URL's credentials must not reach ListServers' last error or the
+// log, even at debug level.
+func TestURLCredentialsStayOutOfStatusAndLogs(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nothing listens: every connect fails, quoting the URL
+	cfg := &config.Config{Servers: []config.Server{{Name: "web", Transport: config.TransportHTTP,
+		URL:     "http://alice:pw-0451-secret@" + addr + "/mcp?token=qs-9931-secret&page=2",
+		Headers: map[string]string{"Authorization": "Bearer hdr-7777-secret"}}}}
+	var logs syncBuffer
+	eng, err := engine.New(t.Context(), engine.Options{Config: cfg, InMemory: true, Embedder: &indextest.BagEmbedder{},
+		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Mirror: func(o *ctxsync.Options) { o.MinBackoff, o.MaxBackoff = time.Hour, time.Hour }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg gosync.WaitGroup
+	wg.Go(func() { _ = eng.Run(ctx) })
+	t.Cleanup(func() { cancel(); wg.Wait(); eng.Close() })
+	if err := eng.WaitReady(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	st := eng.Servers()[0]
+	if st.LastError == "" || !strings.Contains(st.LastError, addr) {
+		t.Fatalf("last error = %q; want the failed connect, naming the host", st.LastError)
+	}
+	for what, text := range map[string]string{"last error": st.LastError, "log": logs.String()} {
+		if strings.Contains(text, "-secret") {
+			t.Errorf("%s holds a credential:\n%s", what, text)
+		}
+	}
+	if !strings.Contains(logs.String(), "connect failed") {
+		t.Errorf("the log does not report the failed connect:\n%s", logs.String())
+	}
+}

@@ -1,0 +1,298 @@
+// Package redact keeps secrets out of what contextd shows: error messages
+// given to callers (ListServers.last_error, Assemble's omitted details) and
+// log records.
+//
+// A [Redactor] replaces three kinds of text with "REDACTED":
+//   - the secrets it was given (a server's header values, environment
+//     values, URL user info and query values, from its configuration);
+//   - in every URL in the text (scheme://…), the user info and each query
+//     value (the keys stay, so "?token=REDACTED&page=2" still says what
+//     was sent);
+//   - the value after "Bearer " or "Basic ", and after a key that names a
+//     secret ("token=", "password: ", "api_key=", …).
+//
+// Redaction is best effort: it cannot know every secret a server prints.
+// That is why a stdio server's stderr reaches callers only as [Line]'s one
+// short line, and reaches the log in full only at debug level.
+package redact
+
+import (
+	"context"
+	"log/slog"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"unicode/utf8"
+)
+
+// Mask is what a secret is replaced with.
+const Mask = "REDACTED"
+
+// minSecret is the shortest configured value treated as a secret: shorter
+// ones ("1", "on") would mask ordinary words.
+const minSecret = 4
+
+var (
+	urlRE    = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^\s"'<>\x00-\x1f\x7f` + "`" + `]+`)
+	schemeRE = regexp.MustCompile(`(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{6,}`)
+	keyRE    = regexp.MustCompile(`(?i)((?:access[_-]?token|refresh[_-]?token|api[_-]?key|apikey|auth[_-]?token|client[_-]?secret|secret|password|passwd|pwd|token)"?\s*[=:]\s*"?)([^\s"'&,;]+)`)
+)
+
+// A Redactor masks secrets in text. The zero value and nil mask only the
+// generic patterns (URLs, bearer tokens, secret-named keys). It is safe for
+// concurrent use and immutable after New.
+type Redactor struct {
+	secrets []string // longest first, so a secret containing another is masked whole
+}
+
+// New returns a Redactor for the given secrets; values shorter than four
+// bytes are ignored.
+func New(secrets ...string) *Redactor {
+	r := &Redactor{}
+	for _, s := range secrets {
+		if s = strings.TrimSpace(s); len(s) >= minSecret && !slices.Contains(r.secrets, s) {
+			r.secrets = append(r.secrets, s)
+		}
+	}
+	slices.SortFunc(r.secrets, func(a, b string) int { return len(b) - len(a) })
+	return r
+}
+
+// String returns s with every secret masked.
+func (r *Redactor) String(s string) string {
+	if r != nil {
+		for _, sec := range r.secrets {
+			s = strings.ReplaceAll(s, sec, Mask)
+		}
+	}
+	s = urlRE.ReplaceAllStringFunc(s, URL)
+	s = schemeRE.ReplaceAllString(s, "$1 "+Mask)
+	return keyRE.ReplaceAllString(s, "${1}"+Mask)
+}
+
+// Error returns err with its message masked; errors.Is and errors.As still
+// see err's chain. It returns nil for nil.
+func (r *Redactor) Error(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	red := r.String(msg)
+	if red == msg {
+		return err
+	}
+	return &redacted{msg: red, err: err}
+}
+
+type redacted struct {
+	msg string
+	err error
+}
+
+func (e *redacted) Error() string { return e.msg }
+func (e *redacted) Unwrap() error { return e.err }
+
+// URL masks the user info and every query value of one URL. Text that does
+// not parse as a URL is returned with everything after "?" masked.
+func URL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		if i := strings.IndexAny(raw, "?@"); i >= 0 {
+			return raw[:i+1] + Mask
+		}
+		return raw
+	}
+	changed := false
+	if u.User != nil {
+		u.User = url.User(Mask)
+		changed = true
+	}
+	if u.RawQuery != "" {
+		u.RawQuery = maskQuery(u.RawQuery)
+		changed = true
+	}
+	if strings.Contains(u.Fragment, "=") {
+		// OAuth's implicit flow puts tokens in the fragment.
+		u.Fragment, u.RawFragment = maskQuery(u.Fragment), ""
+		changed = true
+	}
+	if !changed {
+		return raw
+	}
+	return u.String()
+}
+
+// maskQuery masks each value of a query string, keeping its keys and order.
+func maskQuery(q string) string {
+	parts := strings.Split(q, "&")
+	for i, p := range parts {
+		k, _, ok := strings.Cut(p, "=")
+		if ok {
+			parts[i] = k + "=" + Mask
+		} else if p != "" {
+			parts[i] = Mask
+		}
+	}
+	return strings.Join(parts, "&")
+}
+
+// maxLine bounds Line's result, in bytes.
+const maxLine = 200
+
+// Line returns one short, safe line from text a program printed (a stdio
+// server's stderr): its last non-blank line, masked by r, with control
+// characters escaped, cut to 200 bytes. It returns "" when text is blank.
+func (r *Redactor) Line(text string) string {
+	lines := strings.Split(strings.TrimSpace(text), "\n")
+	last := strings.TrimSpace(lines[len(lines)-1])
+	if last == "" {
+		return ""
+	}
+	last = Control(r.String(last))
+	if len(last) > maxLine {
+		cut := maxLine
+		for cut > 0 && !utf8.RuneStart(last[cut]) {
+			cut--
+		}
+		last = last[:cut] + "…"
+	}
+	return last
+}
+
+// Control escapes what a terminal would act on: C0 and C1 control
+// characters (ESC starts cursor, title and OSC 8 hyperlink sequences), DEL,
+// bidirectional overrides, and bytes that are not UTF-8. Newlines and tabs
+// are escaped too; see [ControlText] for multi-line text.
+func Control(s string) string { return escape(s, false) }
+
+// ControlText is Control keeping newlines and tabs, for text shown as a
+// block (a resource's contents).
+func ControlText(s string) string { return escape(s, true) }
+
+func escape(s string, keepLines bool) string {
+	clean := true
+	for i, c := range s {
+		if unsafe(c, keepLines) || (c == utf8.RuneError && !validAt(s, i)) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		c, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case c == utf8.RuneError && n <= 1:
+			b.WriteString(`\x` + hex2(s[i]))
+		case unsafe(c, keepLines):
+			switch c {
+			case '\n':
+				b.WriteString(`\n`)
+			case '\t':
+				b.WriteString(`\t`)
+			case '\r':
+				b.WriteString(`\r`)
+			case 0x1b:
+				b.WriteString(`\e`)
+			default:
+				if c < 0x100 {
+					b.WriteString(`\x` + hex2(byte(c)))
+				} else {
+					b.WriteString(`\u` + hex2(byte(c>>8)) + hex2(byte(c)))
+				}
+			}
+		default:
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
+}
+
+func validAt(s string, i int) bool {
+	c, n := utf8.DecodeRuneInString(s[i:])
+	return !(c == utf8.RuneError && n <= 1)
+}
+
+func unsafe(c rune, keepLines bool) bool {
+	switch {
+	case c == '\n' || c == '\t':
+		return !keepLines
+	case c < 0x20 || c == 0x7f || (c >= 0x80 && c < 0xa0):
+		return true
+	case c >= 0x202a && c <= 0x202e, c >= 0x2066 && c <= 0x2069: // bidi embeddings, overrides, isolates
+		return true
+	}
+	return false
+}
+
+func hex2(b byte) string {
+	const digits = "0123456789abcdef"
+	return string([]byte{digits[b>>4], digits[b&15]})
+}
+
+// Handler returns a slog.Handler that masks, with r, the message and every
+// string and error attribute before passing records to h.
+func Handler(h slog.Handler, r *Redactor) slog.Handler {
+	return &handler{next: h, r: r}
+}
+
+type handler struct {
+	next slog.Handler
+	r    *Redactor
+}
+
+func (h *handler) Enabled(ctx context.Context, l slog.Level) bool { return h.next.Enabled(ctx, l) }
+
+func (h *handler) Handle(ctx context.Context, rec slog.Record) error {
+	out := slog.NewRecord(rec.Time, rec.Level, h.r.String(rec.Message), rec.PC)
+	rec.Attrs(func(a slog.Attr) bool {
+		out.AddAttrs(h.attr(a))
+		return true
+	})
+	return h.next.Handle(ctx, out)
+}
+
+func (h *handler) WithAttrs(as []slog.Attr) slog.Handler {
+	red := make([]slog.Attr, len(as))
+	for i, a := range as {
+		red[i] = h.attr(a)
+	}
+	return &handler{next: h.next.WithAttrs(red), r: h.r}
+}
+
+func (h *handler) WithGroup(name string) slog.Handler {
+	return &handler{next: h.next.WithGroup(name), r: h.r}
+}
+
+func (h *handler) attr(a slog.Attr) slog.Attr {
+	v := a.Value.Resolve()
+	switch v.Kind() {
+	case slog.KindString:
+		return slog.String(a.Key, h.r.String(v.String()))
+	case slog.KindGroup:
+		g := v.Group()
+		red := make([]any, len(g))
+		for i, x := range g {
+			red[i] = h.attr(x)
+		}
+		return slog.Group(a.Key, red...)
+	case slog.KindAny:
+		switch x := v.Any().(type) {
+		case error:
+			return slog.String(a.Key, h.r.String(x.Error()))
+		case []string:
+			red := make([]string, len(x))
+			for i, s := range x {
+				red[i] = h.r.String(s)
+			}
+			return slog.Any(a.Key, red)
+		case interface{ String() string }:
+			return slog.String(a.Key, h.r.String(x.String()))
+		}
+	}
+	return slog.Attr{Key: a.Key, Value: v}
+}

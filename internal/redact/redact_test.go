@@ -1,0 +1,89 @@
+package redact_test
+
+import (
+	"bytes"
+	"errors"
+	"io/fs"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/contextd/contextd/internal/redact"
+)
+
+func TestStringMasksURLCredentialsQueryValuesAndTokens(t *testing.T) {
+	r := redact.New("hunter22", "x") // "x" is too short to mask
+	tests := []struct{ in, want string }{
+		{`Post "https://api.example/mcp?token=abc123&page=2": dial tcp: refused`,
+			`Post "https://api.example/mcp?token=REDACTED&page=REDACTED": dial tcp: refused`},
+		{`GET https://bob:pa55@host/x failed`, `GET https://REDACTED@host/x failed`},
+		{`https://host/cb#access_token=zzz&state=1`, `https://host/cb#access_token=REDACTED&state=REDACTED`},
+		{`Authorization: Bearer eyJhbGciOi.abc.def`, `Authorization: Bearer REDACTED`},
+		{`login failed: password=hunter22 for x`, `login failed: password=REDACTED for x`},
+		{`the key is hunter22`, `the key is REDACTED`},
+		{`api_key: "sk-live-123"`, `api_key: "REDACTED"`},
+		{`plain text with no secrets, x marks the spot`, `plain text with no secrets, x marks the spot`},
+		{`https://host/path/no-query`, `https://host/path/no-query`},
+	}
+	for _, tt := range tests {
+		if got := r.String(tt.in); got != tt.want {
+			t.Errorf("String(%q)\n got %q\nwant %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestErrorKeepsTheChain(t *testing.T) {
+	err := redact.New("s3cr3t-value").Error(errors.Join(errors.New("token s3cr3t-value rejected"), fs.ErrNotExist))
+	if strings.Contains(err.Error(), "s3cr3t") || !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("Error = %q (Is ErrNotExist: %v)", err, errors.Is(err, fs.ErrNotExist))
+	}
+	if redact.New().Error(nil) != nil {
+		t.Fatal("Error(nil) != nil")
+	}
+}
+
+func TestLineIsTheLastLineMaskedEscapedAndShort(t *testing.T) {
+	r := redact.New("tok-0123456789")
+	stderr := "config: token tok-0123456789 loaded\n" + strings.Repeat("noise ", 100) + "\npanic: \x1b]0;pwned\x07 bad auth tok-0123456789 " + strings.Repeat("é", 200) + "\n\n"
+	got := r.Line(stderr)
+	if strings.Contains(got, "tok-0123") || strings.Contains(got, "noise") || strings.ContainsRune(got, 0x1b) {
+		t.Fatalf("Line = %q", got)
+	}
+	if !strings.HasPrefix(got, `panic: \e]0;pwned\x07 bad auth REDACTED`) || len(got) > 200+len("…") {
+		t.Fatalf("Line = %q (%d bytes)", got, len(got))
+	}
+	if r.Line(" \n\t\n") != "" {
+		t.Fatal("Line of blank text is not empty")
+	}
+}
+
+func TestControlEscapesWhatATerminalActsOn(t *testing.T) {
+	tests := []struct{ in, line, text string }{
+		{"plain ünïcode", "plain ünïcode", "plain ünïcode"},
+		{"a\x1b[2Jb", `a\e[2Jb`, `a\e[2Jb`},
+		{"\x1b]8;;http://evil\x1b\\x\x1b]8;;\x1b\\", `\e]8;;http://evil\e\x\e]8;;\e\`, `\e]8;;http://evil\e\x\e]8;;\e\`},
+		{"line1\nline2\tx\r", `line1\nline2\tx\r`, "line1\nline2\tx\\r"},
+		{"c1\u009bx del\x7f", `c1\x9bx del\x7f`, `c1\x9bx del\x7f`},
+		{"bidi\u202eevil", `bidi\u202eevil`, `bidi\u202eevil`},
+		{"bad\xffutf8", `bad\xffutf8`, `bad\xffutf8`},
+	}
+	for _, tt := range tests {
+		if got := redact.Control(tt.in); got != tt.line {
+			t.Errorf("Control(%q) = %q, want %q", tt.in, got, tt.line)
+		}
+		if got := redact.ControlText(tt.in); got != tt.text {
+			t.Errorf("ControlText(%q) = %q, want %q", tt.in, got, tt.text)
+		}
+	}
+}
+
+func TestHandlerMasksMessagesAndAttributes(t *testing.T) {
+	var buf bytes.Buffer
+	log := slog.New(redact.Handler(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}), redact.New("topsecret1")))
+	log = log.With("url", "https://h/mcp?key=topsecret2")
+	log.Debug("connect to https://h/?a=topsecret3 failed", "err", errors.New("bad topsecret1"),
+		slog.Group("g", "s", "password=topsecret4"), "list", []string{"Bearer topsecret5x"})
+	if out := buf.String(); strings.Contains(out, "topsecret") {
+		t.Fatalf("log holds a secret:\n%s", out)
+	}
+}

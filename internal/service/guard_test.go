@@ -1,0 +1,146 @@
+package service_test
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/reflection"
+	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
+	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/test/bufconn"
+
+	"github.com/contextd/contextd/internal/service"
+	contextdv1 "github.com/contextd/contextd/proto/contextd/v1"
+)
+
+// stubService answers Search after release is closed, and ListServers at once.
+type stubService struct {
+	contextdv1.UnimplementedContextServiceServer
+	release chan struct{}
+	started chan struct{}
+}
+
+func (s *stubService) Search(ctx context.Context, _ *contextdv1.SearchRequest) (*contextdv1.SearchResponse, error) {
+	s.started <- struct{}{}
+	select {
+	case <-s.release:
+	case <-ctx.Done():
+	}
+	return &contextdv1.SearchResponse{}, nil
+}
+
+func (s *stubService) ListServers(context.Context, *contextdv1.ListServersRequest) (*contextdv1.ListServersResponse, error) {
+	return &contextdv1.ListServersResponse{}, nil
+}
+
+func startGuarded(t *testing.T, o service.GuardOptions, svc contextdv1.ContextServiceServer) func(...grpc.DialOption) *grpc.ClientConn {
+	t.Helper()
+	lis := bufconn.Listen(1 << 20)
+	s := grpc.NewServer(service.Guard(o)...)
+	contextdv1.RegisterContextServiceServer(s, svc)
+	healthpb.RegisterHealthServer(s, healthStub{})
+	reflection.Register(s)
+	go s.Serve(lis)
+	t.Cleanup(s.Stop)
+	return func(opts ...grpc.DialOption) *grpc.ClientConn {
+		conn, err := grpc.NewClient("passthrough:///bufnet", append([]grpc.DialOption{
+			grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
+			grpc.WithTransportCredentials(insecure.NewCredentials())}, opts...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		return conn
+	}
+}
+
+type healthStub struct {
+	healthpb.UnimplementedHealthServer
+}
+
+func (healthStub) Check(context.Context, *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
+	return &healthpb.HealthCheckResponse{Status: healthpb.HealthCheckResponse_SERVING}, nil
+}
+
+func TestTokenIsCheckedOnEveryCall(t *testing.T) {
+	const token = "0123456789abcdef-token"
+	dial := startGuarded(t, service.GuardOptions{Token: token}, &stubService{})
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	calls := func(conn *grpc.ClientConn) map[string]error {
+		_, lerr := contextdv1.NewContextServiceClient(conn).ListServers(ctx, &contextdv1.ListServersRequest{})
+		_, herr := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{})
+		var rerr error
+		if st, err := reflectionpb.NewServerReflectionClient(conn).ServerReflectionInfo(ctx); err != nil {
+			rerr = err
+		} else if err := st.Send(&reflectionpb.ServerReflectionRequest{MessageRequest: &reflectionpb.ServerReflectionRequest_ListServices{}}); err != nil {
+			rerr = err
+		} else {
+			_, rerr = st.Recv()
+		}
+		return map[string]error{"ListServers": lerr, "health": herr, "reflection": rerr}
+	}
+	for name, err := range calls(dial()) {
+		if status.Code(err) != codes.Unauthenticated {
+			t.Errorf("%s without a token: %v, want UNAUTHENTICATED", name, err)
+		}
+	}
+	for name, err := range calls(dial(grpc.WithPerRPCCredentials(service.BearerToken{Token: "0123456789abcdef-wrong"}))) {
+		if status.Code(err) != codes.Unauthenticated {
+			t.Errorf("%s with a wrong token: %v, want UNAUTHENTICATED", name, err)
+		}
+	}
+	for name, err := range calls(dial(grpc.WithPerRPCCredentials(service.BearerToken{Token: token}))) {
+		if err != nil {
+			t.Errorf("%s with the token: %v", name, err)
+		}
+	}
+}
+
+func TestAdmissionQueuesThenRefusesFast(t *testing.T) {
+	svc := &stubService{release: make(chan struct{}), started: make(chan struct{}, 4)}
+	dial := startGuarded(t, service.GuardOptions{MaxConcurrent: 1, MaxQueued: 1, MaxQueueWait: time.Minute}, svc)
+	client := contextdv1.NewContextServiceClient(dial())
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	errs := make(chan error, 2)
+	search := func() { _, err := client.Search(ctx, &contextdv1.SearchRequest{Query: "q"}); errs <- err }
+	go search()
+	<-svc.started // running
+	go search()   // queued
+	time.Sleep(50 * time.Millisecond)
+	start := time.Now()
+	_, err := client.Search(ctx, &contextdv1.SearchRequest{Query: "q"})
+	if status.Code(err) != codes.ResourceExhausted || time.Since(start) > 5*time.Second {
+		t.Fatalf("third call with one running and one queued: %v after %v, want RESOURCE_EXHAUSTED at once", err, time.Since(start))
+	}
+	if _, err := client.ListServers(ctx, &contextdv1.ListServersRequest{}); err != nil {
+		t.Fatalf("ListServers is not admitted, yet: %v", err)
+	}
+	close(svc.release)
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Errorf("running or queued call: %v", err)
+		}
+	}
+}
+
+func TestAdmissionWaitIsBounded(t *testing.T) {
+	svc := &stubService{release: make(chan struct{}), started: make(chan struct{}, 4)}
+	defer close(svc.release)
+	dial := startGuarded(t, service.GuardOptions{MaxConcurrent: 1, MaxQueued: 4, MaxQueueWait: 100 * time.Millisecond}, svc)
+	client := contextdv1.NewContextServiceClient(dial())
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	go client.Search(ctx, &contextdv1.SearchRequest{Query: "q"})
+	<-svc.started
+	if _, err := client.Search(ctx, &contextdv1.SearchRequest{Query: "q"}); status.Code(err) != codes.ResourceExhausted {
+		t.Fatalf("queued past MaxQueueWait: %v, want RESOURCE_EXHAUSTED", err)
+	}
+}
