@@ -251,6 +251,10 @@ func (s *Session) listen(ctx context.Context, uri string) error {
 		return fail(fmt.Errorf("%w: %s (earlier on this session)", ErrNotHonoured, why))
 	}
 	s.listenMu.Lock()
+	if s.closed {
+		s.listenMu.Unlock()
+		return fail(mcpsdk.ErrConnectionClosed)
+	}
 	l := s.listens.lookup(uri)
 	if l == nil {
 		if s.listens.closing(uri) {

@@ -104,7 +104,8 @@ type Session struct {
 	proc   *process // stdio servers only
 
 	listens     *listenTracker
-	listenMu    sync.Mutex         // serializes opening subscriptions/listen streams
+	listenMu    sync.Mutex         // serializes opening subscriptions/listen streams, and guards closed
+	closed      bool               // Close has begun: no stream is opened any more
 	stopRestore context.CancelFunc // ends restoreListChanged, or nil
 	restoring   sync.WaitGroup
 
@@ -316,6 +317,11 @@ func (s *Session) Wait() error { return s.cs.Wait() }
 // SIGTERM, then SIGKILL. Safe to call more than once.
 func (s *Session) Close() error {
 	s.closeOnce.Do(func() {
+		// A stream the go-sdk opens after its Close began would never be
+		// cancelled (its goroutine would wait for good).
+		s.listenMu.Lock()
+		s.closed = true
+		s.listenMu.Unlock()
 		if s.stopRestore != nil {
 			s.stopRestore()
 		}
