@@ -380,3 +380,37 @@ func TestBrokenListenStreamEndsTheSubscription(t *testing.T) {
 		t.Errorf("%d listen streams opened for doc://0, want 2 (the second after the break)", len(cuts))
 	}
 }
+
+// A listen stream reads with a small buffer: a message longer than it (here
+// a 10 KB URI in the acknowledgement and the update) still arrives whole.
+func TestListenStreamCarriesLongMessages(t *testing.T) {
+	uri := "doc://" + strings.Repeat("x", 10_000)
+	srv := mcptest.NewServer(map[string]string{uri: "long"}, &mcpsdk.ServerOptions{
+		SubscribeHandler:   func(context.Context, *mcpsdk.SubscribeRequest) error { return nil },
+		UnsubscribeHandler: func(context.Context, *mcpsdk.UnsubscribeRequest) error { return nil },
+	})
+	hs := httptest.NewServer(mcpsdk.NewStreamableHTTPHandler(func(*http.Request) *mcpsdk.Server { return srv },
+		&mcpsdk.StreamableHTTPOptions{Stateless: true}))
+	t.Cleanup(hs.Close)
+	updated := make(chan string, 1)
+	sess, err := mcp.Connect(t.Context(), config.Server{Name: "web", Transport: config.TransportHTTP, URL: hs.URL},
+		&mcp.Options{OnUpdated: func(u string) { updated <- u }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	if err := sess.Subscribe(t.Context(), uri); err != nil {
+		t.Fatalf("subscribing a 10 KB URI: %v", err)
+	}
+	if err := srv.ResourceUpdated(t.Context(), &mcpsdk.ResourceUpdatedNotificationParams{URI: uri}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got := <-updated:
+		if got != uri {
+			t.Errorf("updated %d bytes of URI, want the %d sent", len(got), len(uri))
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no resources/updated within 10s")
+	}
+}

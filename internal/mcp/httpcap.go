@@ -33,7 +33,7 @@ type capTransport struct {
 }
 
 func (c capTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	id := postedID(req)
+	id, method := postedCall(req)
 	resp, err := c.base.RoundTrip(req)
 	if err != nil {
 		return resp, err
@@ -69,7 +69,14 @@ func (c capTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return resp, nil
 	}
 	if mt == "text/event-stream" {
-		resp.Body = &sseCap{body: resp.Body, r: bufio.NewReaderSize(resp.Body, 64<<10), max: c.max, id: id, log: c.log, lineStart: true}
+		buf := 64 << 10
+		if method == "subscriptions/listen" {
+			// A listen stream stays open for the subscription's life and
+			// carries small notifications: a small buffer (longer lines
+			// are read in pieces) keeps each subscription cheap.
+			buf = 4 << 10
+		}
+		resp.Body = &sseCap{body: resp.Body, r: bufio.NewReaderSize(resp.Body, buf), max: c.max, id: id, log: c.log, lineStart: true}
 	} else {
 		resp.Body = &wholeCap{body: resp.Body, max: c.max, id: id, ok: resp.StatusCode/100 == 2, log: c.log}
 	}
@@ -78,14 +85,15 @@ func (c capTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-// postedID returns the raw JSON id of the call a POST carries, or nil.
-func postedID(req *http.Request) []byte {
+// postedCall returns the raw JSON id and the method of the call a POST
+// carries, or nil and "".
+func postedCall(req *http.Request) (id []byte, method string) {
 	if req.Method != http.MethodPost || req.GetBody == nil {
-		return nil
+		return nil, ""
 	}
 	body, err := req.GetBody()
 	if err != nil {
-		return nil
+		return nil, ""
 	}
 	defer body.Close()
 	var m struct {
@@ -93,9 +101,9 @@ func postedID(req *http.Request) []byte {
 		Method string          `json:"method"`
 	}
 	if json.NewDecoder(io.LimitReader(body, 1<<20)).Decode(&m) != nil || m.Method == "" || len(m.ID) == 0 {
-		return nil
+		return nil, ""
 	}
-	return m.ID
+	return m.ID, m.Method
 }
 
 // tooLarge returns the JSON-RPC error answer that replaces an oversized
