@@ -102,7 +102,8 @@ exit 3
 	m := ctxsync.New(ctxsync.Options{Server: "sh", Index: newIndex(t), Dial: dial, Logger: log, MinBackoff: time.Hour, MaxBackoff: time.Hour})
 	start(t, m)
 	deadline := time.Now().Add(20 * time.Second)
-	for m.Status().State != ctxsync.StateStale {
+	// The state turns stale just before the warning is logged: wait for both.
+	for m.Status().State != ctxsync.StateStale || !strings.Contains(logs.String(), "session lost") {
 		if time.Now().After(deadline) {
 			t.Fatalf("the session did not end: %+v", m.Status())
 		}
