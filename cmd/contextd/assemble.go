@@ -390,7 +390,11 @@ func waitReady(ctx context.Context, eng *engine.Engine, stderr io.Writer) error 
 			var parts []string
 			for _, s := range eng.Servers() {
 				if slices.Contains(waiting, s.Server) {
-					parts = append(parts, fmt.Sprintf("%s (%s, %d resources, %d with content indexed)", s.Server, s.State, s.Resources, s.Contents))
+					state := s.State.String()
+					if s.Activity != "" {
+						state = s.Activity
+					}
+					parts = append(parts, fmt.Sprintf("%s (%s, %d resources, %d with content indexed)", s.Server, state, s.Resources, s.Contents))
 				}
 			}
 			fmt.Fprintf(stderr, "contextd: still waiting after %v for %s\n", time.Since(start).Round(time.Second), strings.Join(parts, ", "))

@@ -142,6 +142,11 @@ func servers(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	for _, s := range resp.GetServers() {
 		state := strings.ToLower(strings.TrimPrefix(s.GetState().String(), "STATE_"))
+		if a := s.GetActivity(); a != "" && s.GetState() == contextdv1.ServerStatus_STATE_CONNECTING {
+			state = esc(a) // connected: say what it is doing
+		} else if a != "" {
+			state += " (" + esc(a) + ")"
+		}
 		fmt.Fprintf(stdout, "%-16s %-10s %-5s %4d resources (%d with content indexed) %3d templates", esc(s.GetName()), state, esc(s.GetTransport()), s.GetResourceCount(), s.GetContentCount(), s.GetTemplateCount())
 		if s.GetLastSync() != nil && !s.GetResourcesCapability() {
 			fmt.Fprint(stdout, " (no resources capability)") // as the one-shot commands say

@@ -330,6 +330,17 @@ func (ix *Index) Upsert(ctx context.Context, descs ...resource.Descriptor) (embe
 	return ix.upsert(ctx, descs)
 }
 
+type progressKey struct{}
+
+// WithProgress returns a context under which Upsert and Replace call
+// progress(done, total) before each chunk of descriptors they store: total
+// is how many descriptors the call adds or changes, done how many of those
+// are stored so far. It is called from the writing goroutine and must not
+// block.
+func WithProgress(ctx context.Context, progress func(done, total int)) context.Context {
+	return context.WithValue(ctx, progressKey{}, progress)
+}
+
 // lockServers locks the write locks of servers, in name order, and returns
 // the function that unlocks them.
 func (ix *Index) lockServers(servers ...string) (unlock func()) {
@@ -360,7 +371,11 @@ const upsertChunk = 256
 
 func (ix *Index) upsert(ctx context.Context, descs []resource.Descriptor) (embedded int, err error) {
 	start, n := time.Now(), len(descs)
+	progress, _ := ctx.Value(progressKey{}).(func(done, total int))
 	for len(descs) > 0 {
+		if progress != nil {
+			progress(n-len(descs), n)
+		}
 		chunk := descs[:min(upsertChunk, len(descs))]
 		descs = descs[len(chunk):]
 		e, err := ix.upsertChunk(ctx, chunk)

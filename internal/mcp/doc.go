@@ -16,6 +16,10 @@
 //     blobs decoded to bytes, a missing MIME type left empty (never guessed).
 //     Not-found (-32002, or -32602 from servers that follow the newer
 //     revision) is a [*NotFoundError], never empty content.
+//   - [Session.Subscribe] uses resources/subscribe before protocol
+//     2026-07-28 and a subscriptions/listen stream per URI from it, and
+//     succeeds only for a URI the server's acknowledgement honours; see
+//     listen.go for what the session adds to the go-sdk there.
 //   - A stdio server's stdout lines that cannot begin a JSON-RPC message
 //     (banners, log lines) are skipped and logged rather than ending the
 //     session, and Close stops the process in stages: stdin closed, SIGTERM,

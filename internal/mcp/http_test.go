@@ -1,14 +1,28 @@
 package mcp_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"net"
+	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	neturl "net/url"
+	"os"
+	"os/exec"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/contextd/contextd/internal/config"
 	"github.com/contextd/contextd/internal/mcp"
@@ -203,5 +217,200 @@ func TestKeepAliveEndsTheSessionOfADeadHTTPServer(t *testing.T) {
 	case <-done:
 	case <-time.After(5 * time.Second):
 		t.Fatal("the session of a dead server is still up after 5 s")
+	}
+}
+
+// logBuffer is a slog handler target that tests can read while sessions log.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// A 2025-era Streamable HTTP server answers the go-sdk's first request,
+// server/discover (2026-07-28), with 400 and a JSON-RPC error whose id is
+// null (as server-everything does); the SDK then initializes. That is the
+// normal version fallback: it must not log a warning, and the session must
+// come up on the older revision.
+func TestDiscoverFallbackIsNotAWarning(t *testing.T) {
+	raw := &mcptest.RawServer{}
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if bytes.Contains(body, []byte(`"server/discover"`)) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			w.Write([]byte(`{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: Server not initialized"},"id":null}`))
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		raw.ServeHTTP(w, r)
+	}))
+	t.Cleanup(hs.Close)
+	var logs logBuffer
+	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	sess, err := mcp.Connect(t.Context(), config.Server{Name: "web", Transport: config.TransportHTTP, URL: hs.URL}, &mcp.Options{Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	if _, _, proto := sess.ServerInfo(); proto == "" || proto >= "2026-07-28" {
+		t.Errorf("negotiated %q, want a 2025 revision after the fallback", proto)
+	}
+	if strings.Contains(logs.String(), "level=WARN") {
+		t.Errorf("the server/discover fallback logged a warning:\n%s", logs.String())
+	}
+}
+
+// The same against the real server-everything over Streamable HTTP.
+func TestDiscoverFallbackEverythingIsNotAWarning(t *testing.T) {
+	entry := mcptest.NodePeer(t, "server-everything")
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	cmd := exec.Command("node", entry, "streamableHttp")
+	cmd.Env = append(os.Environ(), fmt.Sprintf("PORT=%d", port))
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	var logs logBuffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	url := fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
+	var sess *mcp.Session
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		sess, err = mcp.Connect(ctx, config.Server{Name: "everything", Transport: config.TransportHTTP, URL: url}, &mcp.Options{Logger: log})
+		cancel()
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("server-everything (streamableHttp) did not accept a session within 30s: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	defer sess.Close()
+	if _, err := sess.ListResources(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(logs.String(), "level=WARN") {
+		t.Errorf("connecting to server-everything logged a warning:\n%s", logs.String())
+	}
+}
+
+// On 2026-07-28 over Streamable HTTP, a subscriptions/listen stream that
+// breaks (a proxy cuts it, the server restarts) without the server's answer
+// ends the subscription as an answer would (the go-sdk makes up an error
+// answer, which its ClientSession drops): OnSubscriptionEnded reports it,
+// and Subscribe opens a new stream.
+func TestBrokenListenStreamEndsTheSubscription(t *testing.T) {
+	srv := mcptest.NewServer(map[string]string{"doc://0": "zero"}, &mcpsdk.ServerOptions{
+		SubscribeHandler:   func(context.Context, *mcpsdk.SubscribeRequest) error { return nil },
+		UnsubscribeHandler: func(context.Context, *mcpsdk.UnsubscribeRequest) error { return nil },
+	})
+	origin := httptest.NewServer(mcpsdk.NewStreamableHTTPHandler(func(*http.Request) *mcpsdk.Server { return srv },
+		&mcpsdk.StreamableHTTPOptions{Stateless: true}))
+	t.Cleanup(origin.Close)
+	target, _ := neturl.Parse(origin.URL)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy.FlushInterval = -1
+	proxy.ErrorLog = log.New(io.Discard, "", 0)
+	var mu sync.Mutex
+	var cuts []context.CancelFunc
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if bytes.Contains(body, []byte(`"resourceSubscriptions"`)) {
+			ctx, cancel := context.WithCancel(r.Context())
+			mu.Lock()
+			cuts = append(cuts, cancel)
+			mu.Unlock()
+			r = r.WithContext(ctx)
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(front.Close)
+
+	ended := make(chan []string, 4)
+	sess, err := mcp.Connect(t.Context(), config.Server{Name: "web", Transport: config.TransportHTTP, URL: front.URL},
+		&mcp.Options{OnSubscriptionEnded: func(uris []string) { ended <- uris }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	if _, _, proto := sess.ServerInfo(); proto != "2026-07-28" {
+		t.Fatalf("negotiated %q, want 2026-07-28", proto)
+	}
+	if err := sess.Subscribe(t.Context(), "doc://0"); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	for _, cut := range cuts {
+		cut()
+	}
+	mu.Unlock()
+	select {
+	case uris := <-ended:
+		if len(uris) != 1 || uris[0] != "doc://0" {
+			t.Errorf("OnSubscriptionEnded(%q), want doc://0", uris)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the broken listen stream was not reported within 10s")
+	}
+	if err := sess.Subscribe(t.Context(), "doc://0"); err != nil {
+		t.Errorf("subscribing again after the break: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(cuts) != 2 {
+		t.Errorf("%d listen streams opened for doc://0, want 2 (the second after the break)", len(cuts))
+	}
+}
+
+// A listen stream reads with a small buffer: a message longer than it (here
+// a 10 KB URI in the acknowledgement and the update) still arrives whole.
+func TestListenStreamCarriesLongMessages(t *testing.T) {
+	uri := "doc://" + strings.Repeat("x", 10_000)
+	srv := mcptest.NewServer(map[string]string{uri: "long"}, &mcpsdk.ServerOptions{
+		SubscribeHandler:   func(context.Context, *mcpsdk.SubscribeRequest) error { return nil },
+		UnsubscribeHandler: func(context.Context, *mcpsdk.UnsubscribeRequest) error { return nil },
+	})
+	hs := httptest.NewServer(mcpsdk.NewStreamableHTTPHandler(func(*http.Request) *mcpsdk.Server { return srv },
+		&mcpsdk.StreamableHTTPOptions{Stateless: true}))
+	t.Cleanup(hs.Close)
+	updated := make(chan string, 1)
+	sess, err := mcp.Connect(t.Context(), config.Server{Name: "web", Transport: config.TransportHTTP, URL: hs.URL},
+		&mcp.Options{OnUpdated: func(u string) { updated <- u }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	if err := sess.Subscribe(t.Context(), uri); err != nil {
+		t.Fatalf("subscribing a 10 KB URI: %v", err)
+	}
+	if err := srv.ResourceUpdated(t.Context(), &mcpsdk.ResourceUpdatedNotificationParams{URI: uri}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got := <-updated:
+		if got != uri {
+			t.Errorf("updated %d bytes of URI, want the %d sent", len(got), len(uri))
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no resources/updated within 10s")
 	}
 }

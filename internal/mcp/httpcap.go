@@ -33,7 +33,7 @@ type capTransport struct {
 }
 
 func (c capTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	id := postedID(req)
+	id, method := postedCall(req)
 	resp, err := c.base.RoundTrip(req)
 	if err != nil {
 		return resp, err
@@ -69,7 +69,14 @@ func (c capTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return resp, nil
 	}
 	if mt == "text/event-stream" {
-		resp.Body = &sseCap{body: resp.Body, r: bufio.NewReaderSize(resp.Body, 64<<10), max: c.max, id: id, log: c.log, lineStart: true}
+		buf := 64 << 10
+		if method == "subscriptions/listen" {
+			// A listen stream stays open for the subscription's life and
+			// carries small notifications: a small buffer (longer lines
+			// are read in pieces) keeps each subscription cheap.
+			buf = 4 << 10
+		}
+		resp.Body = &sseCap{body: resp.Body, r: bufio.NewReaderSize(resp.Body, buf), max: c.max, id: id, log: c.log, lineStart: true}
 	} else {
 		resp.Body = &wholeCap{body: resp.Body, max: c.max, id: id, ok: resp.StatusCode/100 == 2, log: c.log}
 	}
@@ -78,14 +85,15 @@ func (c capTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-// postedID returns the raw JSON id of the call a POST carries, or nil.
-func postedID(req *http.Request) []byte {
+// postedCall returns the raw JSON id and the method of the call a POST
+// carries, or nil and "".
+func postedCall(req *http.Request) (id []byte, method string) {
 	if req.Method != http.MethodPost || req.GetBody == nil {
-		return nil
+		return nil, ""
 	}
 	body, err := req.GetBody()
 	if err != nil {
-		return nil
+		return nil, ""
 	}
 	defer body.Close()
 	var m struct {
@@ -93,9 +101,9 @@ func postedID(req *http.Request) []byte {
 		Method string          `json:"method"`
 	}
 	if json.NewDecoder(io.LimitReader(body, 1<<20)).Decode(&m) != nil || m.Method == "" || len(m.ID) == 0 {
-		return nil
+		return nil, ""
 	}
-	return m.ID
+	return m.ID, m.Method
 }
 
 // tooLarge returns the JSON-RPC error answer that replaces an oversized
@@ -356,13 +364,45 @@ func rejectPlainError(resp *http.Response, id []byte, log *slog.Logger) {
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	resp.Body.Close()
 	if msg, err := jsonrpc.DecodeMessage(data); err != nil || !isErrorAnswer(msg) {
-		log.Warn("an HTTP error answer is not JSON-RPC", "status", resp.Status, "id", string(id))
-		data = errorAnswer(id, fmt.Sprintf("HTTP %s: %.200s", resp.Status, bytes.TrimSpace(data)))
+		if fixed, ok := withID(data, id); ok {
+			// A JSON-RPC error without an id (JSON-RPC 2.0 § 5: null when
+			// the request could not be read). Servers of the 2025 era answer
+			// the go-sdk's first try, server/discover (2026-07-28), this way
+			// before it falls back to initialize: a normal exchange, not a
+			// fault. The id is the posted one, so the call gets the error.
+			log.Debug("an HTTP error answer has no id; answering the posted call with it", "status", resp.Status, "id", string(id))
+			data = fixed
+		} else {
+			log.Warn("an HTTP error answer is not JSON-RPC", "status", resp.Status, "id", string(id))
+			data = errorAnswer(id, fmt.Sprintf("HTTP %s: %.200s", resp.Status, bytes.TrimSpace(data)))
+		}
 		resp.Header.Set("Content-Type", "application/json")
 	}
 	resp.Body = io.NopCloser(bytes.NewReader(data))
 	resp.ContentLength = -1
 	resp.Header.Del("Content-Length")
+}
+
+// withID returns data, a JSON-RPC error answer whose id is null or absent,
+// with id in its place, and whether data was such an answer.
+func withID(data, id []byte) ([]byte, bool) {
+	var m struct {
+		Version string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   *struct {
+			Code    int64           `json:"code"`
+			Message string          `json:"message"`
+			Data    json.RawMessage `json:"data,omitempty"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(data, &m) != nil || m.Version != "2.0" || m.Error == nil || (len(m.ID) > 0 && string(m.ID) != "null") {
+		return nil, false
+	}
+	e, err := json.Marshal(m.Error)
+	if err != nil {
+		return nil, false
+	}
+	return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":%s}`, id, e), true
 }
 
 func isErrorAnswer(msg jsonrpc.Message) bool {

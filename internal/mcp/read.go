@@ -109,6 +109,9 @@ func (s *Session) ReadHint(ctx context.Context, uri string) ([]resource.Content,
 		}
 		return nil, CacheHint{}, fmt.Errorf("mcp: server %q: read %q: %w", s.name, uri, s.exited(err))
 	}
+	if res.NeedsInput() {
+		return nil, CacheHint{}, fmt.Errorf("mcp: server %q: read %q: %w", s.name, uri, ErrInputRequired)
+	}
 	out := make([]resource.Content, 0, len(res.Contents))
 	for _, c := range res.Contents {
 		if c == nil {
@@ -164,10 +167,21 @@ var ErrTooLarge = errors.New("response exceeds max_message_bytes")
 // initialize a new one. It is the go-sdk's ErrSessionMissing.
 var ErrSessionExpired = mcpsdk.ErrSessionMissing
 
-// ErrSubscribeListen is returned by Subscribe on sessions that negotiated
-// protocol 2026-07-28 or later, whose subscriptions/listen streams contextd
-// does not hold yet; nothing is sent.
-var ErrSubscribeListen = errors.New("subscriptions/listen (protocol 2026-07-28) is not supported yet")
+// ErrInputRequired is returned by Read when the server answered with an
+// input-required result (resultType "input_required", multi round-trip
+// requests, protocol 2026-07-28): it asks the client for input (an
+// elicitation, a sampling) before it gives the contents. contextd has no one
+// to ask and does not retry.
+var ErrInputRequired = errors.New("the server asks for input before it gives the contents (input_required); contextd cannot answer it")
+
+// errListenClosing fails a Subscribe while the stream of an earlier
+// subscription to the URI is still closing (see listenTracker.closing); a
+// later Subscribe succeeds.
+var errListenClosing = errors.New("the previous subscriptions/listen stream for the URI is still closing")
+
+// listenAckWait bounds how long Subscribe waits for the server to
+// acknowledge a subscriptions/listen request.
+const listenAckWait = 10 * time.Second
 
 // streamingSubscriptions reports whether the negotiated protocol moved
 // subscriptions to subscriptions/listen.
@@ -178,10 +192,22 @@ func (s *Session) streamingSubscriptions() bool {
 
 // Subscribe asks the server for notifications/resources/updated about uri.
 //
-// Errors: ErrNoResources or ErrNoSubscribe (nothing sent), or the server's.
+// On sessions that negotiated 2026-07-28 or later it opens a
+// subscriptions/listen stream for uri and waits (within ctx, at most
+// listenAckWait) for the server's acknowledgement: it returns nil only when
+// the acknowledgement includes uri. A URI already subscribed on a live
+// stream is not subscribed again. Options.OnSubscriptionEnded reports a
+// stream the server ends later.
+//
+// Errors: ErrNoResources or ErrNoSubscribe (nothing sent), ErrListenLimit
+// (nothing sent), ErrNotHonoured (the stream is cancelled; a URI refused
+// once is not asked for again on the session), or the server's.
 func (s *Session) Subscribe(ctx context.Context, uri string) error {
 	if err := s.canSubscribe("subscribe", uri); err != nil {
 		return err
+	}
+	if s.streamingSubscriptions() {
+		return s.listen(ctx, uri)
 	}
 	if err := s.cs.Subscribe(ctx, &mcpsdk.SubscribeParams{URI: uri}); err != nil {
 		return fmt.Errorf("mcp: server %q: subscribe %q: %w", s.name, uri, err)
@@ -189,10 +215,14 @@ func (s *Session) Subscribe(ctx context.Context, uri string) error {
 	return nil
 }
 
-// Unsubscribe cancels a subscription made by Subscribe. Errors: as Subscribe.
+// Unsubscribe cancels a subscription made by Subscribe (on 2026-07-28
+// sessions: cancels its subscriptions/listen stream). Errors: as Subscribe.
 func (s *Session) Unsubscribe(ctx context.Context, uri string) error {
 	if err := s.canSubscribe("unsubscribe", uri); err != nil {
 		return err
+	}
+	if s.streamingSubscriptions() {
+		s.listens.cancel(uri) // counted closed now; the go-sdk sends the cancellation later
 	}
 	if err := s.cs.Unsubscribe(ctx, &mcpsdk.UnsubscribeParams{URI: uri}); err != nil {
 		return fmt.Errorf("mcp: server %q: unsubscribe %q: %w", s.name, uri, err)
@@ -208,12 +238,66 @@ func (s *Session) canSubscribe(op, uri string) error {
 		why = ErrNoResources
 	case !s.caps.Subscribe:
 		why = ErrNoSubscribe
-	case s.streamingSubscriptions():
-		// From 2026-07-28 a subscription is a long-lived subscriptions/listen
-		// request that the go-sdk's Subscribe holds open until cancelled.
-		why = ErrSubscribeListen
 	default:
 		return nil
 	}
 	return fmt.Errorf("mcp: server %q: %s %q: %w", s.name, op, uri, why)
+}
+
+// listen subscribes uri with a subscriptions/listen stream (see Subscribe).
+func (s *Session) listen(ctx context.Context, uri string) error {
+	fail := func(err error) error { return fmt.Errorf("mcp: server %q: subscribe %q: %w", s.name, uri, err) }
+	if why := s.listens.refusal(uri); why != "" {
+		return fail(fmt.Errorf("%w: %s (earlier on this session)", ErrNotHonoured, why))
+	}
+	s.listenMu.Lock()
+	if s.closed {
+		s.listenMu.Unlock()
+		return fail(mcpsdk.ErrConnectionClosed)
+	}
+	l := s.listens.lookup(uri)
+	if l == nil {
+		if s.listens.closing(uri) {
+			s.listenMu.Unlock()
+			return fail(errListenClosing)
+		}
+		if s.listens.open() >= s.maxListens() {
+			s.listenMu.Unlock()
+			return fail(fmt.Errorf("%w (%d)", ErrListenLimit, s.maxListens()))
+		}
+		// The go-sdk skips a URI it still counts as subscribed, even when
+		// the server has ended that stream: forget it first.
+		_ = s.cs.Unsubscribe(ctx, &mcpsdk.UnsubscribeParams{URI: uri})
+		if err := s.cs.Subscribe(ctx, &mcpsdk.SubscribeParams{URI: uri}); err != nil {
+			s.listenMu.Unlock()
+			return fail(err)
+		}
+		l = s.listens.lookup(uri)
+	}
+	s.listenMu.Unlock()
+	if l == nil {
+		return fail(errors.New("the subscriptions/listen request was not sent"))
+	}
+	wctx, cancel := context.WithTimeout(ctx, listenAckWait)
+	defer cancel()
+	select {
+	case <-l.acked:
+	case <-wctx.Done():
+		s.listens.cancel(uri)
+		_ = s.cs.Unsubscribe(context.WithoutCancel(ctx), &mcpsdk.UnsubscribeParams{URI: uri})
+		return fail(fmt.Errorf("no acknowledgement of subscriptions/listen: %w", wctx.Err()))
+	}
+	if ok, why := s.listens.verdict(l, uri); !ok {
+		s.listens.cancel(uri)
+		_ = s.cs.Unsubscribe(ctx, &mcpsdk.UnsubscribeParams{URI: uri})
+		return fail(fmt.Errorf("%w: %s", ErrNotHonoured, why))
+	}
+	return nil
+}
+
+func (s *Session) maxListens() int {
+	if s.opts.MaxListens > 0 {
+		return s.opts.MaxListens
+	}
+	return DefaultMaxListens
 }

@@ -68,6 +68,17 @@ type Options struct {
 	// Stderr, if set, receives a stdio server's stderr. The last 4 KiB are
 	// kept regardless and reported by Session.StderrTail.
 	Stderr io.Writer
+	// OnSubscriptionEnded is called (must not block) with the URIs whose
+	// subscription the server ended on a session that negotiated
+	// 2026-07-28 or later: it answered their subscriptions/listen request
+	// (or, over Streamable HTTP, the stream broke) without contextd
+	// cancelling it. Those URIs are no longer subscribed; notifications for
+	// them may have been missed.
+	OnSubscriptionEnded func(uris []string)
+	// MaxListens bounds the subscriptions/listen streams a 2026-07-28
+	// session holds for resource subscriptions; Subscribe beyond it fails
+	// with ErrListenLimit. Zero means DefaultMaxListens.
+	MaxListens int
 	// Redact masks the server's credentials in what errors quote of its
 	// stderr (one short line, see Session.StderrLine). Nil masks only URL
 	// credentials, query values and bearer tokens.
@@ -91,6 +102,12 @@ type Session struct {
 	opts   Options
 	stderr *tailBuffer
 	proc   *process // stdio servers only
+
+	listens     *listenTracker
+	listenMu    sync.Mutex         // serializes opening subscriptions/listen streams, and guards closed
+	closed      bool               // Close has begun: no stream is opened any more
+	stopRestore context.CancelFunc // ends restoreListChanged, or nil
+	restoring   sync.WaitGroup
 
 	closeOnce sync.Once
 	closeErr  error
@@ -208,6 +225,10 @@ func ConnectTransport(ctx context.Context, name string, t mcpsdk.Transport, opts
 	copts := &mcpsdk.ClientOptions{
 		Logger:       o.Logger,
 		Capabilities: &mcpsdk.ClientCapabilities{}, // contextd offers no roots, sampling or elicitation
+		// A read that needs input (resultType "input_required", 2026-07-28)
+		// comes back as it is and fails with ErrInputRequired: contextd has
+		// no user to ask, so retrying it could only loop.
+		MultiRoundTrip: &mcpsdk.MultiRoundTripOptions{Disabled: true},
 	}
 	if o.KeepAlive > 0 {
 		copts.KeepAlive, copts.KeepAliveFailureThreshold = o.KeepAlive, 2
@@ -224,20 +245,27 @@ func ConnectTransport(ctx context.Context, name string, t mcpsdk.Transport, opts
 	}
 	client := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "contextd", Version: Version}, copts)
 	client.AddSendingMiddleware(readHints) // the SDK's read cache stays off: see ReadHint
-	cs, err := client.Connect(ctx, repairTransport{base: t}, &mcpsdk.ClientSessionOptions{ProtocolVersion: o.ProtocolVersion})
+	listens := newListenTracker()
+	listens.onEnd = o.OnSubscriptionEnded
+	cs, err := client.Connect(ctx, repairTransport{base: t, listens: listens}, &mcpsdk.ClientSessionOptions{ProtocolVersion: o.ProtocolVersion})
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
 			return nil, fmt.Errorf("mcp: server %q: initialize: no answer before the connect deadline (is it an MCP server?): %w", name, err)
 		}
 		return nil, fmt.Errorf("mcp: server %q: initialize: %w", name, err)
 	}
-	s := &Session{name: name, cs: cs, opts: o, stderr: &tailBuffer{max: 4096}}
+	s := &Session{name: name, cs: cs, opts: o, stderr: &tailBuffer{max: 4096}, listens: listens}
 	if ir := cs.InitializeResult(); ir != nil && ir.Capabilities != nil {
 		c := ir.Capabilities
 		if c.Resources != nil {
 			s.caps = Capabilities{Resources: true, Subscribe: c.Resources.Subscribe, ListChanged: c.Resources.ListChanged}
 		}
 		s.caps.Completions = c.Completions != nil
+	}
+	if s.streamingSubscriptions() && s.caps.ListChanged && s.caps.Subscribe && o.OnListChanged != nil && listens.conn != nil {
+		rctx, stop := context.WithCancel(context.Background())
+		s.stopRestore = stop
+		s.restoring.Go(func() { s.restoreListChanged(rctx, listens.conn, o.OnListChanged) })
 	}
 	return s, nil
 }
@@ -288,7 +316,18 @@ func (s *Session) Wait() error { return s.cs.Wait() }
 // Close ends the session. For stdio servers the SDK closes stdin, then sends
 // SIGTERM, then SIGKILL. Safe to call more than once.
 func (s *Session) Close() error {
-	s.closeOnce.Do(func() { s.closeErr = s.cs.Close() })
+	s.closeOnce.Do(func() {
+		// A stream the go-sdk opens after its Close began would never be
+		// cancelled (its goroutine would wait for good).
+		s.listenMu.Lock()
+		s.closed = true
+		s.listenMu.Unlock()
+		if s.stopRestore != nil {
+			s.stopRestore()
+		}
+		s.closeErr = s.cs.Close()
+		s.restoring.Wait() // after the close, which unblocks its writes
+	})
 	return s.closeErr
 }
 

@@ -35,7 +35,8 @@ const metaInvalid = "io.contextd/invalid"
 //     Utilities > Caching) are advisory, so a malformed one must not cost
 //     the result: see repairHints.
 type repairTransport struct {
-	base mcpsdk.Transport
+	base    mcpsdk.Transport
+	listens *listenTracker // nil: not tracked
 }
 
 func (t repairTransport) Connect(ctx context.Context) (mcpsdk.Connection, error) {
@@ -43,11 +44,17 @@ func (t repairTransport) Connect(ctx context.Context) (mcpsdk.Connection, error)
 	if err != nil {
 		return nil, err
 	}
-	return &repairConn{Connection: c, calls: map[string]string{}}, nil
+	rc := &repairConn{Connection: c, calls: map[string]string{}, listens: t.listens}
+	if t.listens != nil {
+		t.listens.conn = rc
+	}
+	return rc, nil
 }
 
 type repairConn struct {
 	mcpsdk.Connection
+
+	listens *listenTracker // subscriptions/listen streams, or nil
 
 	mu    sync.Mutex
 	calls map[string]string // request ID → method, for calls awaiting an answer
@@ -58,6 +65,9 @@ func idKey(id jsonrpc.ID) string { return fmt.Sprintf("%T:%v", id.Raw(), id.Raw(
 func (c *repairConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	var tracked string
 	if req, ok := msg.(*jsonrpc.Request); ok {
+		if c.listens != nil {
+			c.listens.sent(req)
+		}
 		switch {
 		case req.ID.IsValid() && (req.Method == "resources/read" || req.Method == "resources/list" || req.Method == "resources/templates/list"):
 			tracked = idKey(req.ID)
@@ -93,6 +103,16 @@ func (c *repairConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 
 func (c *repairConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	msg, err := c.Connection.Read(ctx)
+	if err == nil && c.listens != nil {
+		c.listens.received(msg)
+		for err == nil && ourListen(msg) {
+			// The answer to a listen contextd wrote: not the go-sdk's.
+			msg, err = c.Connection.Read(ctx)
+			if err == nil {
+				c.listens.received(msg)
+			}
+		}
+	}
 	resp, ok := msg.(*jsonrpc.Response)
 	if err != nil || !ok || !resp.ID.IsValid() {
 		return msg, err

@@ -123,3 +123,14 @@ func TestAssembleResponseCarriesFormValueAndLines(t *testing.T) {
 		t.Fatalf("item %v", it)
 	}
 }
+
+// A connected server that is still syncing says what it does.
+func TestListServersResponseSaysWhatAServerDoes(t *testing.T) {
+	resp := service.ListServersResponse([]engine.ServerStatus{{
+		Status:    ctxsync.Status{Server: "s", State: ctxsync.StateConnecting, Activity: "indexing 812/1838"},
+		Transport: "stdio",
+	}})
+	if got := resp.GetServers()[0].GetActivity(); got != "indexing 812/1838" {
+		t.Errorf("activity %q, want indexing 812/1838", got)
+	}
+}

@@ -198,6 +198,7 @@ func ListServersResponse(servers []engine.ServerStatus) *contextdv1.ListServersR
 			TemplateCount: int32(s.Templates), ListComplete: s.ListComplete, LastError: s.LastError,
 			ProtocolVersion: s.Protocol, RejectedEntries: int32(s.Rejected),
 			DuplicateEntries: int32(s.Duplicates), ListProblems: s.Problems,
+			Activity: s.Activity,
 		}
 		if s.ServerName != "" {
 			ps.ServerInfo = s.ServerName + " " + s.ServerVersion

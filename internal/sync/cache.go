@@ -228,6 +228,46 @@ func (c *readCache) unsubLocked(uri string) {
 	c.idle.remove(uri)
 }
 
+// lost forgets uri's subscription, which the server ended (a
+// subscriptions/listen stream it answered or that broke), and drops its
+// cached content, since updates may have been missed; reads in flight are
+// not cached. The next read of uri subscribes again. It reports whether
+// uri had an entry under the subscription.
+func (c *readCache) lost(uri string) (cached bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gen++
+	e, ok := c.items[uri]
+	cached = ok && e.expires.IsZero() && c.subs[uri]
+	c.dropLocked(uri)
+	c.unsubLocked(uri)
+	return cached
+}
+
+// uris returns the URIs with an entry, oldest first.
+func (c *readCache) uris() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]string, 0, c.order.len())
+	for el := c.order.order.Front(); el != nil; el = el.Next() {
+		out = append(out, el.Value.(string))
+	}
+	return out
+}
+
+// releaseIdle forgets the least recently read idle subscription and returns
+// its URI, for unsubscribing, or false when there is none.
+func (c *readCache) releaseIdle() (string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.idle.len() == 0 {
+		return "", false
+	}
+	oldest := c.idle.oldest()
+	c.unsubLocked(oldest)
+	return oldest, true
+}
+
 // invalidate drops uri's cached content (notifications/resources/updated) and
 // makes reads in flight uncacheable.
 func (c *readCache) invalidate(uri string) {

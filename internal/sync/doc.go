@@ -33,6 +33,9 @@
 //     backoff, so neither depends on a notification that never comes.
 //   - notifications/resources/updated drops the cached content of that URI
 //     (compared byte for byte); a URI with nothing cached is ignored.
+//   - Each re-list drops the cached content of every URI whose descriptor
+//     changed (size, lastModified, MIME type) or, when the list is
+//     complete, that is no longer listed, before the list reaches the index.
 //
 // # Read cache
 //
@@ -40,7 +43,9 @@
 // [Options.CacheBytes] and cleared when the session drops. A result is
 // cached in two cases (see [Mirror.ReadFetch]): its URI is subscribed
 // (servers that declare resources.subscribe; the mirror subscribes before
-// it reads, and notifications/resources/updated evicts), or the server put
+// it reads, with resources/subscribe or, from protocol 2026-07-28, a
+// subscriptions/listen stream the server acknowledged for the URI; and
+// notifications/resources/updated evicts), or the server put
 // ttlMs > 0 and cacheScope "public" on it (MCP draft, Server Utilities >
 // Caching; served until the TTL runs out, and evicted earlier by
 // notifications/resources/updated for the URI or any
@@ -48,4 +53,7 @@
 // unknown scope, or without a TTL or subscription are read on every
 // request: contextd does not know its callers apart, so it keeps nothing it
 // may not share, and it does not poll contents.
+//
+// A read that finds no session while the mirror reconnects waits for the
+// next one, up to [Options.ReconnectWait].
 package sync

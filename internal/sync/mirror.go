@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -55,6 +56,7 @@ const (
 	DefaultConnectTimeout = 30 * time.Second
 	DefaultSyncTimeout    = 2 * time.Minute
 	DefaultCacheBytes     = 32 << 20
+	DefaultReconnectWait  = 2 * time.Second
 	// DefaultContentMaxResources and DefaultContentMaxBytes are in content.go.
 )
 
@@ -109,6 +111,15 @@ type Options struct {
 	// lastModified is read again when that changes. Zero means
 	// DefaultContentMaxAge; negative never reads again for age alone.
 	ContentMaxAge time.Duration
+	// ReconnectWait bounds how long a read waits for a session while the
+	// mirror reconnects (after a lost session, or during its first
+	// connect): a read that finds no session waits up to this long for the
+	// next one, and fails with ErrUnavailable at once when the next attempt
+	// is due later than that, the server has never connected and its last
+	// attempt failed, or another read already waited in vain since the
+	// last session. Zero means DefaultReconnectWait; negative never
+	// waits.
+	ReconnectWait time.Duration
 	// PassagesBeforeReady makes Ready wait, after the first content pass,
 	// until every passage of the server's texts has a vector
 	// (index.EmbedPassages), so a one-shot ranking (the eval) sees the
@@ -145,6 +156,10 @@ type Status struct {
 	Protocol      string // negotiated protocol version
 	Syncs         int    // completed sync attempts since start
 	Contents      int    // resources whose content is indexed (index.SetContents)
+	// Activity says what a connected server's mirror is doing, or is empty:
+	// "listing" while it walks the lists, "indexing N/M" while it stores the
+	// M descriptors the list added or changed (embedding them).
+	Activity string
 }
 
 // A Mirror keeps one server mirrored. Create it with New and run it with Run.
@@ -161,10 +176,15 @@ type Mirror struct {
 	ready     chan struct{} // see Ready
 	newSess   chan struct{} // closed and replaced whenever sess changes
 	// backingOff is set while sess is nil and the run loop waits out a
-	// backoff rather than reconnecting at once.
+	// backoff rather than reconnecting at once; retryAt is when that
+	// backoff ends.
 	backingOff bool
-	cache      *readCache
-	notFound   map[string]bool // URIs a read found missing, evicted after the next sync
+	retryAt    time.Time
+	// waitedOut is set when a read waited ReconnectWait for a session in
+	// vain; until a session comes, later reads fail at once.
+	waitedOut bool
+	cache     *readCache
+	notFound  map[string]bool // URIs a read found missing, evicted after the next sync
 	// contentStale holds URIs whose indexed content the server said was
 	// updated; recontent (capacity 1) asks the run loop for a content pass.
 	contentStale map[string]bool
@@ -184,6 +204,13 @@ type Mirror struct {
 	// unwarm holds cached URIs whose re-read after a reconnect was cut off
 	// by the session's end: the next session does not re-read them.
 	unwarm map[string]bool
+	// relisten holds cached URIs whose subscription the server ended, to be
+	// read (and so subscribed) again by the session's relisten worker;
+	// relistened says when each was last queued. relistenKick (capacity 1)
+	// wakes the worker.
+	relisten     map[string]bool
+	relistened   map[string]time.Time
+	relistenKick chan struct{}
 	// readyDeferred is set once a session ended before its first content
 	// pass completed and left Ready to the next one; a second such session
 	// closes Ready (see serve's content worker).
@@ -228,6 +255,9 @@ func New(opts Options) *Mirror {
 	if opts.ContentMaxAge == 0 {
 		opts.ContentMaxAge = DefaultContentMaxAge
 	}
+	if opts.ReconnectWait == 0 {
+		opts.ReconnectWait = DefaultReconnectWait
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -249,6 +279,9 @@ func New(opts Options) *Mirror {
 		contentSuspects: map[string]bool{},
 		contentKillers:  map[string]time.Time{},
 		unwarm:          map[string]bool{},
+		relisten:        map[string]bool{},
+		relistened:      map[string]time.Time{},
+		relistenKick:    make(chan struct{}, 1),
 		contentNoRoom:   map[string]contentNoRoom{},
 	}
 }
@@ -298,7 +331,7 @@ func (m *Mirror) Run(ctx context.Context) error {
 			attempt++
 			m.fail(err)
 			m.setSession(nil, true) // reads waiting for a new session give up
-			if !m.sleep(ctx, m.backoff(attempt)) {
+			if !m.backOff(ctx, m.backoff(attempt)) {
 				break
 			}
 			continue
@@ -325,12 +358,65 @@ func (m *Mirror) Run(ctx context.Context) error {
 			continue
 		}
 		attempt++
-		if !m.sleep(ctx, m.backoff(attempt)) {
+		if !m.backOff(ctx, m.backoff(attempt)) {
 			break
 		}
 	}
 	m.markReady()
 	return nil
+}
+
+// backOff sleeps d before the next connect, telling reads (awaitSession)
+// when that connect is due. It reports false when ctx ended first.
+func (m *Mirror) backOff(ctx context.Context, d time.Duration) bool {
+	m.mu.Lock()
+	m.retryAt = time.Now().Add(d)
+	m.mu.Unlock()
+	ok := m.sleep(ctx, d)
+	m.mu.Lock()
+	m.retryAt = time.Time{}
+	m.mu.Unlock()
+	return ok
+}
+
+// awaitSession waits, up to Options.ReconnectWait, for the session of a
+// mirror that has none; see Options.ReconnectWait for when it does not wait.
+// Once a read has waited in vain, the others fail at once until a session
+// comes, so a request with many reads of one server waits once.
+func (m *Mirror) awaitSession(ctx context.Context) (*mcp.Session, error) {
+	wait := m.opts.ReconnectWait
+	deadline := time.Now().Add(wait)
+	var timeout <-chan time.Time
+	if wait > 0 {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		timeout = t.C
+	}
+	for {
+		m.mu.Lock()
+		sess, wake, state, retryAt, waitedOut := m.sess, m.newSess, m.status.State, m.retryAt, m.waitedOut
+		m.mu.Unlock()
+		switch {
+		case sess != nil:
+			return sess, nil
+		case wait <= 0 || waitedOut:
+			return nil, fmt.Errorf("server %q: %w", m.opts.Server, ErrUnavailable)
+		case state == StateFailed:
+			return nil, fmt.Errorf("server %q: %w (never connected)", m.opts.Server, ErrUnavailable)
+		case retryAt.After(deadline):
+			return nil, fmt.Errorf("server %q: %w (reconnecting in %v)", m.opts.Server, ErrUnavailable, time.Until(retryAt).Round(time.Millisecond))
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("server %q: %w (reconnecting): %w", m.opts.Server, ErrUnavailable, ctx.Err())
+		case <-timeout:
+			m.mu.Lock()
+			m.waitedOut = m.sess == nil
+			m.mu.Unlock()
+			return nil, fmt.Errorf("server %q: %w (reconnecting; no session within %v)", m.opts.Server, ErrUnavailable, wait)
+		case <-wake:
+		}
+	}
 }
 
 // setSession installs the live session, or nil and whether the run loop is
@@ -339,6 +425,9 @@ func (m *Mirror) setSession(sess *mcp.Session, backingOff bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.sess, m.backingOff = sess, backingOff
+	if sess != nil {
+		m.waitedOut = false
+	}
 	close(m.newSess)
 	m.newSess = make(chan struct{})
 }
@@ -377,6 +466,7 @@ func (m *Mirror) connect(ctx context.Context) (*mcp.Session, error) {
 			m.cache.invalidate(uri)
 			m.contentUpdated(uri)
 		},
+		OnSubscriptionEnded: m.subscriptionEnded,
 
 		TerminateDuration: m.opts.TerminateDuration,
 		Redact:            m.opts.Redact,
@@ -446,6 +536,7 @@ func (m *Mirror) serve(ctx context.Context, sess *mcp.Session, warm []string) (e
 	wctx, stopWorker := context.WithCancel(ctx)
 	var worker gosync.WaitGroup
 	defer func() { stopWorker(); worker.Wait() }()
+	worker.Go(func() { m.relistenWorker(wctx, sess) })
 	worker.Go(func() {
 		// The first session that ends before its first pass completes
 		// leaves Ready to the next session (its first pass, or a failure
@@ -528,7 +619,7 @@ func (m *Mirror) serve(ctx context.Context, sess *mcp.Session, warm []string) (e
 		// Waited for, so what it learns (unwarm) is in before Run takes
 		// the next session's list.
 		defer func() { stop(); rw.Wait() }()
-		rw.Go(func() { m.rewarm(rctx, warm, sessEnd) })
+		rw.Go(func() { m.rewarm(rctx, sess, warm, sessEnd) })
 	}
 	for {
 		select {
@@ -578,13 +669,15 @@ func (m *Mirror) serve(ctx context.Context, sess *mcp.Session, warm []string) (e
 // subscriptions come back with the content. A URI whose re-read the session
 // ended during, or just after (rewarmGrace), is left out of the next
 // session's list (unwarm): cached again, it would end every session.
-func (m *Mirror) rewarm(ctx context.Context, uris []string, end *sessionEnd) {
+func (m *Mirror) rewarm(ctx context.Context, sess *mcp.Session, uris []string, end *sessionEnd) {
 	for _, uri := range uris {
 		if _, ok := m.opts.Index.Get(resource.Key{Server: m.opts.Server, URI: uri}); !ok {
 			continue
 		}
 		rctx, cancel := context.WithTimeout(ctx, m.opts.ConnectTimeout)
-		_, err := m.Read(rctx, uri)
+		// On this session only: a read that waited for the next one
+		// (ReadFetch) would be laid to the wrong session.
+		_, _, err := m.read(rctx, sess, uri)
 		cancel()
 		if ended, why := end.wait(ctx, rewarmGrace); ended {
 			if !errors.Is(why, mcp.ErrSessionExpired) {
@@ -600,6 +693,64 @@ func (m *Mirror) rewarm(ctx context.Context, uris []string, end *sessionEnd) {
 		}
 		if err != nil {
 			m.log.Debug("re-reading a cached resource after reconnect failed", "uri", uri, "err", err)
+		}
+	}
+}
+
+// relistenEvery is how often at most a URI whose subscription the server
+// ended is subscribed again at once: a server that ends a stream each time
+// it is opened gets one re-listen a minute, not a loop; later reads
+// subscribe it again anyway.
+const relistenEvery = time.Minute
+
+// subscriptionEnded is the session's OnSubscriptionEnded: the server ended
+// the subscriptions of uris (protocol 2026-07-28), so their cached copies
+// go. Those that were cached are read again, which listens again, unless
+// that was done within relistenEvery. It never blocks.
+func (m *Mirror) subscriptionEnded(uris []string) {
+	queued := false
+	for _, uri := range uris {
+		if !m.cache.lost(uri) {
+			continue
+		}
+		m.mu.Lock()
+		if now := time.Now(); now.Sub(m.relistened[uri]) >= relistenEvery {
+			m.relisten[uri], m.relistened[uri] = true, now
+			queued = true
+		}
+		m.mu.Unlock()
+	}
+	if queued {
+		select {
+		case m.relistenKick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// relistenWorker reads the URIs subscriptionEnded queues, one at a time,
+// over sess, until ctx ends.
+func (m *Mirror) relistenWorker(ctx context.Context, sess *mcp.Session) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-m.relistenKick:
+		}
+		m.mu.Lock()
+		uris := slices.Sorted(maps.Keys(m.relisten))
+		clear(m.relisten)
+		m.mu.Unlock()
+		for _, uri := range uris {
+			rctx, cancel := context.WithTimeout(ctx, m.opts.ConnectTimeout)
+			_, _, err := m.read(rctx, sess, uri)
+			cancel()
+			if ctx.Err() != nil {
+				return
+			}
+			if err != nil {
+				m.log.Debug("listening again after the server ended a subscription failed", "uri", uri, "err", err)
+			}
 		}
 	}
 }
@@ -652,16 +803,24 @@ func (m *Mirror) sync(parent context.Context, sess *mcp.Session) (ok bool) {
 	// minutes) and only stops with the mirror.
 	ctx, cancel := context.WithTimeout(parent, m.opts.SyncTimeout)
 	defer cancel()
+	m.setActivity("listing")
+	defer m.setActivity("")
 	res, rerr := sess.ListResources(ctx)
+	if rerr == nil {
+		m.dropRelisted(res)
+	}
 	tpl, terr := sess.ListTemplates(ctx)
 	var diff index.Diff
 	var ierr error
 	if rerr == nil {
+		ictx := index.WithProgress(parent, func(done, total int) {
+			m.setActivity(fmt.Sprintf("indexing %d/%d", done, total))
+		})
 		if res.Complete {
-			diff, ierr = m.opts.Index.Replace(parent, m.opts.Server, res.Items)
+			diff, ierr = m.opts.Index.Replace(ictx, m.opts.Server, res.Items)
 		} else {
 			// A partial list must not delete what the missing pages hold.
-			_, ierr = m.opts.Index.Upsert(parent, res.Items...)
+			_, ierr = m.opts.Index.Upsert(ictx, res.Items...)
 		}
 	}
 	if parent.Err() != nil {
@@ -699,8 +858,8 @@ func (m *Mirror) sync(parent context.Context, sess *mcp.Session) (ok bool) {
 	m.status.LastSync = time.Now()
 	if res.Complete && (tpl.Complete || !sess.Capabilities().Resources) {
 		m.status.State = StateReady
-		// The last error was about a sync that failed (a full disk, a
-		// server error): this one succeeded, so it no longer holds.
+		// What went wrong before (a lost session, a sync that failed: a full
+		// disk, a server error) no longer holds.
 		m.status.LastError, m.status.LastErrorTime = "", time.Time{}
 	} else {
 		m.status.State = StateDegraded
@@ -710,6 +869,40 @@ func (m *Mirror) sync(parent context.Context, sess *mcp.Session) (ok bool) {
 	m.log.Info("synced", "resources", len(res.Items), "templates", len(tpl.Items),
 		"added", diff.Added, "updated", diff.Updated, "removed", diff.Removed, "embedded", diff.Embedded)
 	return true
+}
+
+// dropRelisted drops the cached contents of the resources whose descriptor
+// the list shows changed since the index took it (size, lastModified or MIME
+// type: index.ContentStamp) or that the index did not have (a copy read
+// before the mirror knew the resource has no version to compare), and, when
+// the list is complete, of every URI it does not show, listed before or not
+// (a URI read while the server listed it, before a sync saw it, and removed
+// since, was never in the index). The server announced those changes (even
+// without notifications/resources/updated), so the cached copies are stale
+// from now: they are dropped before the list is applied to the index, and
+// reads in flight are not cached. A URI dropped this way that is read again
+// goes to the server (and fails there if the server no longer has it).
+func (m *Mirror) dropRelisted(res mcp.List[resource.Descriptor]) {
+	listed := make(map[string]bool, len(res.Items))
+	for _, d := range res.Items {
+		listed[d.URI] = true
+		if old, ok := m.opts.Index.Get(d.Key()); !ok || index.ContentStamp(old) != index.ContentStamp(d) {
+			m.cache.invalidate(d.URI)
+		}
+	}
+	if !res.Complete {
+		return
+	}
+	for _, uri := range m.cache.uris() {
+		if !listed[uri] {
+			m.cache.invalidate(uri)
+		}
+	}
+	for _, d := range m.opts.Index.Descriptors(m.opts.Server) {
+		if !listed[d.URI] {
+			m.cache.invalidate(d.URI)
+		}
+	}
 }
 
 // fail records a failed connect. The same failure again (a server that is
@@ -733,6 +926,13 @@ func (m *Mirror) fail(err error) {
 		m.log.Warn("connect failed", "err", err)
 	}
 	m.markReady()
+}
+
+// setActivity records what the mirror is doing (Status.Activity).
+func (m *Mirror) setActivity(a string) {
+	m.mu.Lock()
+	m.status.Activity = a
+	m.mu.Unlock()
 }
 
 func (m *Mirror) setStale(err error) {
@@ -778,7 +978,8 @@ func (m *Mirror) sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// ErrUnavailable is returned by Read when the mirror has no live session.
+// ErrUnavailable is returned by Read when the mirror has no live session
+// (and none came within Options.ReconnectWait).
 var ErrUnavailable = errors.New("server not connected")
 
 // Read returns the contents of uri, from the cache when a copy there is
@@ -861,7 +1062,10 @@ func (m *Mirror) readFetch(ctx context.Context, uri string) ([]resource.Content,
 	sess := m.sess
 	m.mu.Unlock()
 	if sess == nil {
-		return nil, Fetch{}, fmt.Errorf("server %q: %w", m.opts.Server, ErrUnavailable)
+		var err error
+		if sess, err = m.awaitSession(ctx); err != nil {
+			return nil, Fetch{}, err
+		}
 	}
 	contents, f, err := m.read(ctx, sess, uri)
 	if !errors.Is(err, mcp.ErrSessionExpired) {
@@ -882,11 +1086,23 @@ func (m *Mirror) read(ctx context.Context, sess *mcp.Session, uri string) ([]res
 	// session) came in meanwhile.
 	t := m.cache.ticket()
 	if sess.Capabilities().Subscribe && m.cache.enabled() && !m.cache.subscribed(uri) {
-		if err := sess.Subscribe(ctx, uri); err == nil {
+		err := sess.Subscribe(ctx, uri)
+		if errors.Is(err, mcp.ErrListenLimit) {
+			// Each subscription is a stream (2026-07-28): give up the
+			// least recently read one that caches nothing, and try again.
+			if old, ok := m.cache.releaseIdle(); ok {
+				m.unsubscribe(ctx, sess, []string{old})
+				err = sess.Subscribe(ctx, uri)
+			}
+		}
+		switch {
+		case err == nil:
 			m.cache.markSubscribed(uri, t)
-		} else if errors.Is(err, mcp.ErrSessionExpired) {
+		case errors.Is(err, mcp.ErrSessionExpired):
 			return nil, Fetch{}, err
-		} else if !errors.Is(err, mcp.ErrSubscribeListen) {
+		default:
+			// Not honoured, over the stream bound, or failed: the URI is
+			// not subscribed, so its result is not cached under one.
 			m.log.Debug("subscribe failed; not caching", "uri", uri, "err", err)
 		}
 	}

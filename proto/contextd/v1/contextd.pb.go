@@ -1209,7 +1209,11 @@ type ServerStatus struct {
 	// Resources whose text is in the content-level index (read after each
 	// sync: text resources declared at most 1 MiB or without a size, up to
 	// 1,000 per server by default).
-	ContentCount  int32 `protobuf:"varint,18,opt,name=content_count,json=contentCount,proto3" json:"content_count,omitempty"`
+	ContentCount int32 `protobuf:"varint,18,opt,name=content_count,json=contentCount,proto3" json:"content_count,omitempty"`
+	// What a connected server's mirror is doing, or empty: "listing" while
+	// it walks the server's lists, "indexing N/M" while it stores (embeds)
+	// the M descriptors a list added or changed.
+	Activity      string `protobuf:"bytes,19,opt,name=activity,proto3" json:"activity,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1370,6 +1374,13 @@ func (x *ServerStatus) GetContentCount() int32 {
 	return 0
 }
 
+func (x *ServerStatus) GetActivity() string {
+	if x != nil {
+		return x.Activity
+	}
+	return ""
+}
+
 var File_contextd_v1_contextd_proto protoreflect.FileDescriptor
 
 const file_contextd_v1_contextd_proto_rawDesc = "" +
@@ -1466,7 +1477,7 @@ const file_contextd_v1_contextd_proto_rawDesc = "" +
 	"\x04rank\x18\t \x01(\x05R\x04rank\"\x14\n" +
 	"\x12ListServersRequest\"J\n" +
 	"\x13ListServersResponse\x123\n" +
-	"\aservers\x18\x01 \x03(\v2\x19.contextd.v1.ServerStatusR\aservers\"\xe6\x06\n" +
+	"\aservers\x18\x01 \x03(\v2\x19.contextd.v1.ServerStatusR\aservers\"\x82\a\n" +
 	"\fServerStatus\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x125\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x1f.contextd.v1.ServerStatus.StateR\x05state\x12\x1c\n" +
@@ -1488,7 +1499,8 @@ const file_contextd_v1_contextd_proto_rawDesc = "" +
 	"\x10rejected_entries\x18\x0f \x01(\x05R\x0frejectedEntries\x12+\n" +
 	"\x11duplicate_entries\x18\x10 \x01(\x05R\x10duplicateEntries\x12#\n" +
 	"\rlist_problems\x18\x11 \x03(\tR\flistProblems\x12#\n" +
-	"\rcontent_count\x18\x12 \x01(\x05R\fcontentCount\"|\n" +
+	"\rcontent_count\x18\x12 \x01(\x05R\fcontentCount\x12\x1a\n" +
+	"\bactivity\x18\x13 \x01(\tR\bactivity\"|\n" +
 	"\x05State\x12\x15\n" +
 	"\x11STATE_UNSPECIFIED\x10\x00\x12\x14\n" +
 	"\x10STATE_CONNECTING\x10\x01\x12\x0f\n" +

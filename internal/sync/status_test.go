@@ -1,0 +1,143 @@
+package sync_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	gosync "sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/contextd/contextd/internal/config"
+	"github.com/contextd/contextd/internal/index"
+	"github.com/contextd/contextd/internal/mcp"
+	"github.com/contextd/contextd/internal/mcp/mcptest"
+	ctxsync "github.com/contextd/contextd/internal/sync"
+)
+
+// A connected server whose descriptors are being embedded says so
+// ("indexing N/M"), rather than looking like one still connecting; the
+// activity is gone once the sync is done.
+func TestStatusSaysIndexingWhileEmbedding(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const n = 300
+		docs := map[string]string{}
+		for i := range n {
+			docs[fmt.Sprintf("doc://walrus/%03d", i)] = "text"
+		}
+		srv := mcptest.NewServer(docs, nil)
+		ix, err := index.Open(t.Context(), index.Options{Embedder: &slowEmbedder{d: time.Second}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ix.Close()
+		m := ctxsync.New(ctxsync.Options{Server: "s", Index: ix, Dial: mcptest.Dial(t, "s", srv), ContentMaxResources: noContentIndex})
+		start(t, m)
+		synctest.Wait()
+		if st := m.Status(); st.Activity != fmt.Sprintf("indexing 0/%d", n) {
+			t.Errorf("while the first descriptors are embedded: state %s, activity %q; want indexing 0/%d", st.State, st.Activity, n)
+		}
+		<-m.Ready()
+		if st := m.Status(); st.State != ctxsync.StateReady || st.Activity != "" || st.Resources != n {
+			t.Errorf("after the sync: state %s, activity %q, %d resources; want ready, no activity, %d", st.State, st.Activity, st.Resources, n)
+		}
+	})
+}
+
+// A server whose session was lost and that is ready again on a new session
+// does not show the old session's end as its last error.
+func TestReadyAfterReconnectShowsNoOldError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := mcptest.NewServer(map[string]string{"doc://a": "a"}, nil)
+		var mu gosync.Mutex
+		var first *mcpsdk.ServerSession
+		dial := dialWith(t, srv, func(ss *mcpsdk.ServerSession) {
+			mu.Lock()
+			defer mu.Unlock()
+			if first == nil {
+				first = ss
+			}
+		})
+		m := ctxsync.New(ctxsync.Options{Server: "s", Index: newIndex(t), Dial: dial, MinBackoff: 10 * time.Millisecond, MaxBackoff: 20 * time.Millisecond})
+		start(t, m)
+		<-m.Ready()
+		synctest.Wait()
+		mu.Lock()
+		first.Close()
+		mu.Unlock()
+		time.Sleep(time.Second)
+		synctest.Wait()
+		st := m.Status()
+		if st.State != ctxsync.StateReady || st.Syncs != 2 {
+			t.Fatalf("after the reconnect: state %s after %d syncs, want ready after 2", st.State, st.Syncs)
+		}
+		if st.LastError != "" {
+			t.Errorf("ready, yet last error %q", st.LastError)
+		}
+	})
+}
+
+// A stdio server that writes kilobytes to stderr and exits: the lost
+// session's warning and last error quote only a bounded tail of it.
+func TestLostSessionQuotesABoundedStderrTail(t *testing.T) {
+	script := `read -r l
+printf '%s\n' '{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"sh","version":"1"}}}'
+read -r l
+i=0
+while [ $i -lt 100 ]; do echo "stderr line $i: the server is chatty on stderr" >&2; i=$((i+1)); done
+sleep 0.2
+exit 3
+`
+	var logs logBuffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	dial := func(ctx context.Context, o *mcp.Options) (*mcp.Session, error) {
+		o.ProtocolVersion = "2025-11-25"
+		return mcp.Connect(ctx, config.Server{Name: "sh", Transport: config.TransportStdio, Command: "sh", Args: []string{"-c", script}}, o)
+	}
+	m := ctxsync.New(ctxsync.Options{Server: "sh", Index: newIndex(t), Dial: dial, Logger: log, MinBackoff: time.Hour, MaxBackoff: time.Hour})
+	start(t, m)
+	deadline := time.Now().Add(20 * time.Second)
+	// The state turns stale just before the warning is logged: wait for both.
+	for m.Status().State != ctxsync.StateStale || !strings.Contains(logs.String(), "session lost") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the session did not end: %+v", m.Status())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	st := m.Status()
+	if !strings.Contains(st.LastError, "stderr line 99:") || strings.Contains(st.LastError, "stderr line 0:") || len(st.LastError) > 700 {
+		t.Errorf("last error (%d bytes) = %q; want the end of stderr, at most about 512 bytes of it", len(st.LastError), st.LastError)
+	}
+	var warn string
+	for _, l := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(l, "session lost") {
+			warn = l
+		}
+	}
+	if warn == "" || len(warn) > 1000 || !strings.Contains(warn, "stderr line 99:") {
+		t.Errorf("session lost warning (%d bytes): %q; want one with a bounded stderr tail", len(warn), warn)
+	}
+}
+
+// logBuffer collects log output written from several goroutines.
+type logBuffer struct {
+	mu  gosync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
