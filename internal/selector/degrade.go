@@ -112,12 +112,15 @@ func (s *selection) degrade(rank int, c Candidate, v Value, contents []Content, 
 		}
 		slices.SortStableFunc(dropped, func(x, y DroppedContent) int { return cmp.Compare(x.Index, y.Index) })
 	}
-	var picks []section.Pick
+	var (
+		picks   []section.Pick
+		cutFrom map[int]section.Section
+	)
 	if len(secs) > 0 {
-		picks = s.bestSections(c, secs, from, s.sectionCap(c, left))
+		picks, cutFrom = s.bestSections(c, secs, from, s.sectionCap(c, left))
 	}
 	if len(picks) > 0 {
-		st := &sectioned{rank: rank, c: c, secs: secs, from: from, contents: contents, picked: map[int]int{}, done: done}
+		st := &sectioned{rank: rank, c: c, secs: secs, from: from, contents: contents, picked: map[int]int{}, done: done, cutFrom: cutFrom}
 		charged := done.tokens
 		for _, p := range picks {
 			st.picked[p.Index] = p.Tokens
@@ -200,9 +203,12 @@ func (s *selection) degrade(rank int, c Candidate, v Value, contents []Content, 
 // left (or, if none fits whole, the best cut to fit), then each text's
 // opening section (its overview) if there is room left after them; nil
 // when no section matches the query. Picks are in section order.
-func (s *selection) bestSections(c Candidate, secs []section.Section, from []int, left int) []section.Pick {
+//
+// When the best section had to be cut, cutFrom maps its index to the
+// section as it was, so that its heading can be returned as a lead.
+func (s *selection) bestSections(c Candidate, secs []section.Section, from []int, left int) (picks []section.Pick, cutFrom map[int]section.Section) {
 	if left <= 0 {
-		return nil
+		return nil, nil
 	}
 	scores := withDense(section.Score(secs, s.req.Query), denseOf(c, secs, from))
 	best := -1
@@ -212,19 +218,25 @@ func (s *selection) bestSections(c Candidate, secs []section.Section, from []int
 		}
 	}
 	if best < 0 {
-		return nil
+		return nil, nil
 	}
-	picks := section.Best(secs, scores, s.count, left)
+	picks = section.Best(secs, scores, s.count, left)
 	if len(picks) == 0 {
-		// No matching section fits whole: the best one, cut to fit (at a
-		// line, or within the first line if not even that fits).
-		out, n := budget.TrimToBudget(s.count, secs[best].Text, left)
-		if out == "" {
-			return nil
+		// No matching section fits whole: the lines of the best one around
+		// its match, or else its head, cut to fit (at a line, or within
+		// the first line if not even that fits). Its heading line comes
+		// as a lead (sectioned.origin).
+		cut, n, ok := section.Focus(secs[best], s.req.Query, s.count, left)
+		if !ok {
+			var out string
+			if out, n = budget.TrimToBudget(s.count, secs[best].Text, left); out == "" {
+				return nil, nil
+			}
+			cut = secs[best]
+			cut.End = cut.Start + strings.Count(strings.TrimSuffix(out, "\n"), "\n")
+			cut.Text = out
 		}
-		cut := secs[best]
-		cut.End = cut.Start + strings.Count(strings.TrimSuffix(out, "\n"), "\n")
-		cut.Text = out
+		cutFrom = map[int]section.Section{best: secs[best]}
 		secs[best] = cut
 		picks = []section.Pick{{Section: cut, Index: best, Tokens: n}}
 	}
@@ -245,7 +257,7 @@ func (s *selection) bestSections(c Candidate, secs []section.Section, from []int
 		}
 	}
 	slices.SortFunc(picks, func(x, y section.Pick) int { return cmp.Compare(x.Index, y.Index) })
-	return picks
+	return picks, cutFrom
 }
 
 // A pendingPointer is a candidate of which nothing but its descriptor can
@@ -380,6 +392,9 @@ type sectioned struct {
 	contents []Content
 	picked   map[int]int // section index → tokens
 	leads    []lead      // lines returned to place picked sections
+	// cutFrom holds, by index, the sections as they were before they were
+	// cut to fit (secs holds the cut).
+	cutFrom map[int]section.Section
 	done     wholeParts  // contents returned whole alongside
 	// charged is what the budget was charged for the item: the sum of its
 	// parts' tokens, never less than Item.Tokens.

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/contextd/contextd/internal/budget"
+	"github.com/contextd/contextd/internal/section"
 )
 
 // A lead is a line of a text returned beside a picked section to say where
@@ -37,15 +38,11 @@ func (st *sectioned) leadsOf(j int) []lead {
 		k--
 	}
 	if k != j {
-		// The heading is the section's first line (Markdown) or its
-		// declaration line, after the comments above it (code).
-		line, text := st.secs[k].Start, first(k)
-		for off, l := range strings.SplitAfter(st.secs[k].Text, "\n") {
-			if strings.HasPrefix(strings.TrimSpace(l), sec.Heading) {
-				line, text = st.secs[k].Start+off, l
-				break
-			}
-		}
+		line, text := headLine(st.secs[k])
+		out = append(out, lead{content: st.from[j], line: line, text: text})
+	} else if orig, ok := st.cutFrom[j]; ok && orig.Start < sec.Start && sec.Heading != "" {
+		// Cut from the middle of its section: the section's heading.
+		line, text := headLine(orig)
 		out = append(out, lead{content: st.from[j], line: line, text: text})
 	}
 	// Markdown parents: the nearest earlier headings of lower levels.
@@ -57,6 +54,18 @@ func (st *sectioned) leadsOf(j int) []lead {
 		}
 	}
 	return out
+}
+
+// headLine returns the line of sec that holds its heading: its first line
+// (Markdown) or its declaration line, after the comments above it (code).
+func headLine(sec section.Section) (int, string) {
+	lines := strings.SplitAfter(sec.Text, "\n")
+	for off, l := range lines {
+		if sec.Heading != "" && strings.HasPrefix(strings.TrimSpace(l), sec.Heading) {
+			return sec.Start + off, l
+		}
+	}
+	return sec.Start, lines[0]
 }
 
 // covered reports whether line of content i is within a picked section or
