@@ -395,7 +395,7 @@ type sectioned struct {
 	// cutFrom holds, by index, the sections as they were before they were
 	// cut to fit (secs holds the cut).
 	cutFrom map[int]section.Section
-	done     wholeParts  // contents returned whole alongside
+	done    wholeParts // contents returned whole alongside
 	// charged is what the budget was charged for the item: the sum of its
 	// parts' tokens, never less than Item.Tokens.
 	charged int
