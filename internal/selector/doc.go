@@ -61,8 +61,11 @@
 //     Markdown headings, top-level declarations of code, paragraphs) and
 //     the sections that best match the query (BM25 over the resource's own
 //     sections) are returned whole, each with its line range, in text order;
-//     if none fits whole, the best is cut to fit (at a line, or within its
-//     first line). Each text's opening section (its overview) is added when
+//     if none fits whole, the run of the best one's lines that holds the
+//     most of the query (section.Focus), or else its head, cut to fit (at a
+//     line, or within its first line). Where no section shares a word with
+//     the query, the candidate's indexed passages ([Candidate.Passages])
+//     score its sections instead. Each text's opening section (its overview) is added when
 //     there is room after the matches.
 //  2. [FormOutline]: no section matches the query: its headings with their
 //     line ranges.
