@@ -36,10 +36,10 @@ type Span struct {
 // Passages cuts text into the passages that are embedded for it, in text
 // order. A passage holds at most PassageBytes (the last two of a text
 // about the same, so neither is a scrap); it ends before the first
-// Markdown heading past minPassageBytes, else before the last heading that
-// fits, else at the last paragraph break (a blank line), line break or
-// white space that fits, in that order of preference, past
-// minPassageBytes/2 (else at a rune). Passages hold at least one non-space
+// Markdown heading 1 KiB or more into it, else before the last heading
+// that fits (128 bytes or more into it), else at the last paragraph break
+// (a blank line), line break or white space that fits, in that order of
+// preference, 512 bytes or more into it (else at a rune). Passages hold at least one non-space
 // character and no surrounding white space; a text without words has
 // none. Of a text with more than MaxPassages passages, the first is kept,
 // then those that open at a heading, then the others in text order, up to
