@@ -30,8 +30,11 @@ import (
 //     PassageBytes, ended at headings and paragraph breaks, at most
 //     MaxPassages per text), each embedded on its own: the dense score of
 //     a resource with content is (1 − w)·cos(query, descriptor) +
-//     w·maxᵢ cos(query, passageᵢ), w = Options.ContentWeight, over the
-//     passages embedded so far. A resource without indexed content keeps
+//     w·(cos(query, passage₀) + maxᵢ cos(query, passageᵢ))/2, w =
+//     Options.ContentWeight, over the passages embedded so far: what the
+//     text opens with and its best passage, so a deep passage is found
+//     without letting one good passage of a long text outrank what a short
+//     text is about. A resource without indexed content keeps
 //     cos(query, descriptor).
 //
 // SetContents embeds each text's first passage; EmbedPassages embeds the

@@ -2,6 +2,7 @@ package index_test
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -100,11 +101,16 @@ func TestDeepPassageIsFoundDensely(t *testing.T) {
 			t.Fatalf("passage hits not best first at %d: %v > %v", i, h[i].Score, h[i-1].Score)
 		}
 	}
-	// The dense score is the documented mix with the best passage.
+	// The dense score is the documented mix with the first and the best
+	// passage.
+	p0 := h[slices.IndexFunc(h, func(p index.PassageHit) bool { return p.Passage == 0 })]
 	got, _ := denseScore(t, ix, topic, ds[0].Key())
-	want := 0.5*cosine(t, &indextest.BagEmbedder{}, index.EmbeddingText(ds[0]), topic) + 0.5*best.Score
+	want := 0.5*cosine(t, &indextest.BagEmbedder{}, index.EmbeddingText(ds[0]), topic) + 0.25*(p0.Score+best.Score)
 	if d := got - want; d > 1e-5 || d < -1e-5 {
-		t.Errorf("dense score %v, want 0.5·cos(descriptor) + 0.5·best passage = %v", got, want)
+		t.Errorf("dense score %v, want 0.5·cos(descriptor) + 0.5·(first + best passage)/2 = %v", got, want)
+	}
+	if p0.Score >= best.Score || got <= 0.5*cosine(t, &indextest.BagEmbedder{}, index.EmbeddingText(ds[0]), topic)+0.5*p0.Score {
+		t.Errorf("the deep passage (%v) did not lift the score above the first passage's (%v)", best.Score, p0.Score)
 	}
 }
 

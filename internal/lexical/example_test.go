@@ -39,5 +39,5 @@ func Example() {
 	// Output:
 	// api|api://users/getUserProfile
 	// api|api://users/listUsers
-	// [http server httpserver get user profile getuserprofile file doc architecture md]
+	// [http server get user profile file doc architecture md]
 }

@@ -10,7 +10,7 @@ import "math"
 // query or query has only stop words, like Search. contextd uses it to
 // rank a resource expanded from a template alongside the listed ones.
 func (x *Index) ScoreDoc(query string, d Doc) float64 {
-	terms, onlyStop := analyze(query)
+	terms, onlyStop := analyze(query, true)
 	if len(terms) == 0 || onlyStop {
 		return 0
 	}

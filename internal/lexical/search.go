@@ -39,7 +39,7 @@ import (
 // query term counts once, however often it is repeated (k3 = 0 in the
 // paper's terms).
 func (x *Index) Search(query string, n int, keep func(id string) bool) []Hit {
-	terms, onlyStop := analyze(query)
+	terms, onlyStop := analyze(query, true)
 	if len(terms) == 0 || onlyStop {
 		return nil
 	}

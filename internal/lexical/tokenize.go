@@ -17,12 +17,10 @@ import (
 //     An apostrophe (' or ’) between two letters is dropped, so "don't"
 //     becomes "dont" and "user's" becomes "users" (and then "user").
 //  2. Identifiers are split at case changes: "getUserProfile" → get, user,
-//     profile; "HTTPServer" → http, server; "utf8Decode" → utf8, decode;
-//     and also kept whole ("waitgroup" for "WaitGroup"), as a file name or
-//     URI writes them. Letters and digits are never split apart ("v2",
-//     "utf8", "sha256", "2fa"), and a trailing plural "s" stays with its
-//     acronym ("URIs" → uris). Two words joined by a hyphen, one of them
-//     all digits, are also kept joined: "SHA-256" → sha, 256, sha256.
+//     profile; "HTTPServer" → http, server; "utf8Decode" → utf8, decode.
+//     Letters and digits are never split apart ("v2", "utf8", "sha256",
+//     "2fa"), and a trailing plural "s" stays with its acronym ("URIs" →
+//     uris). [TokenizeQuery] adds compound terms.
 //  3. Runs of CJK characters (Han, Hiragana, Katakana, Hangul) have no
 //     spaces between words, so they become overlapping character bigrams
 //     ("日本語" → 日本, 本語), as Lucene's CJKBigramFilter does; a lone CJK
@@ -39,15 +37,28 @@ import (
 // is non-empty, lowercase and valid UTF-8. Tokenize is deterministic and
 // safe for concurrent use.
 func Tokenize(s string) []string {
-	toks, _ := analyze(s)
+	toks, _ := analyze(s, false)
+	return toks
+}
+
+// TokenizeQuery is [Tokenize] for a query: it also keeps each split
+// identifier whole ("WaitGroup" → wait, group, waitgroup) and joins two
+// words a hyphen joins when one of them is all digits ("SHA-256" → sha,
+// 256, sha256), so that a task naming a thing the way people write it
+// matches a document or URI that writes it as one word (waitgroup.go,
+// crypto/sha256). Only queries get the extra terms: documents keep their
+// lengths and term counts, so their BM25 scores for other queries do not
+// move.
+func TokenizeQuery(s string) []string {
+	toks, _ := analyze(s, true)
 	return toks
 }
 
 // analyze is [Tokenize] that also reports whether the terms are only stop
 // words kept by the never-drop-everything rule; [Index.Search] treats such
 // a query as empty.
-func analyze(s string) (toks []string, onlyStop bool) {
-	raw := splitWords(s)
+func analyze(s string, compounds bool) (toks []string, onlyStop bool) {
+	raw := splitWordsMode(s, true, compounds)
 	if len(raw) == 0 {
 		return nil, false
 	}
@@ -72,13 +83,11 @@ func analyze(s string) (toks []string, onlyStop bool) {
 // every word, unstemmed, and each run of CJK characters whole: for text a
 // person or a sentence encoder reads ("get_latest_news" → get latest news),
 // not for matching.
-func Words(s string) []string { return splitWordsMode(s, false) }
+func Words(s string) []string { return splitWordsMode(s, false, false) }
 
-// splitWords runs steps 1–4 of [Tokenize].
-func splitWords(s string) []string { return splitWordsMode(s, true) }
-
-// splitWordsMode splits s into words, CJK runs into bigrams if bigrams.
-func splitWordsMode(s string, bigrams bool) []string {
+// splitWordsMode splits s into words, CJK runs into bigrams if bigrams,
+// with the compound terms of [TokenizeQuery] if compounds.
+func splitWordsMode(s string, bigrams, compounds bool) []string {
 	var (
 		out  []string
 		word = make([]rune, 0, 32)
@@ -87,8 +96,8 @@ func splitWordsMode(s string, bigrams bool) []string {
 		hyphened []rune
 	)
 	end := func(sep rune, rest string) {
-		out = appendWord(out, word, bigrams)
-		if bigrams && hyphened != nil && len(word) > 0 && (allDigits(hyphened) != allDigits(word)) && !isCJK(word[0]) && !isCJK(hyphened[0]) {
+		out = appendWord(out, word, bigrams, compounds)
+		if compounds && hyphened != nil && len(word) > 0 && (allDigits(hyphened) != allDigits(word)) && !isCJK(word[0]) && !isCJK(hyphened[0]) {
 			// "SHA-256" and "UTF-8" are also written "sha256" and "utf8".
 			out = append(out, strings.ToLower(string(hyphened)+string(word)))
 		}
@@ -152,7 +161,7 @@ func isCJK(r rune) bool {
 
 // appendWord splits one word (letters, digits and marks only) into terms
 // and appends them, lowercased, to dst.
-func appendWord(dst []string, word []rune, bigrams bool) []string {
+func appendWord(dst []string, word []rune, bigrams, compounds bool) []string {
 	for len(word) > 0 {
 		cjk := isCJK(word[0])
 		j := 1
@@ -165,7 +174,7 @@ func appendWord(dst []string, word []rune, bigrams bool) []string {
 		case cjk:
 			dst = append(dst, strings.ToLower(string(word[:j])))
 		default:
-			dst = appendIdentParts(dst, word[:j], bigrams)
+			dst = appendIdentParts(dst, word[:j], compounds)
 		}
 		word = word[j:]
 	}
@@ -183,8 +192,8 @@ func appendBigrams(dst []string, run []rune) []string {
 }
 
 // appendIdentParts splits run at camelCase and PascalCase boundaries. A
-// split identifier is also kept whole when bigrams (the matching mode), so
-// that "WaitGroup" matches "waitgroup.go" as well as "wait group".
+// split identifier is also kept whole if whole, so that "WaitGroup" matches
+// "waitgroup.go" as well as "wait group".
 func appendIdentParts(dst []string, run []rune, whole bool) []string {
 	start, parts := 0, 1
 	for i := 1; i < len(run); i++ {

@@ -19,7 +19,7 @@ import (
 // own line range and text, and its exact token count. ok is false when no
 // line of the section holds a query term, or not even one such line fits.
 func Focus(sec Section, query string, c budget.Counter, maxTokens int) (Section, int, bool) {
-	q := lexical.Tokenize(query)
+	q := lexical.TokenizeQuery(query)
 	slices.Sort(q)
 	q = slices.Compact(q)
 	if len(q) == 0 || maxTokens <= 0 {

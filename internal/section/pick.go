@@ -27,7 +27,7 @@ const (
 // Terms are lexical.Tokenize's. A section that shares no term with the
 // query scores 0.
 func Score(sections []Section, query string) []float64 {
-	q := lexical.Tokenize(query)
+	q := lexical.TokenizeQuery(query)
 	slices.Sort(q)
 	q = slices.Compact(q)
 	scores := make([]float64, len(sections))
