@@ -30,9 +30,10 @@ import (
 //     PassageBytes, ended at headings and paragraph breaks, at most
 //     MaxPassages per text), each embedded on its own: the dense score of
 //     a resource with content is (1 − w)·cos(query, descriptor) +
-//     w·maxᵢ cos(query, passageᵢ), w = Options.ContentWeight, over the
-//     passages embedded so far. A resource without indexed content keeps
-//     cos(query, descriptor).
+//     w·(cos(query, passage₀) + maxᵢ cos(query, passageᵢ))/2, w =
+//     Options.ContentWeight, over the passages embedded so far: the text's
+//     opening, which says what it is about, and its best match. A
+//     resource without indexed content keeps cos(query, descriptor).
 //
 // SetContents embeds each text's first passage; EmbedPassages embeds the
 // others later, the shallowest first across all texts (every text's
@@ -63,9 +64,13 @@ import (
 //
 // Passages replaced a single embedding of each text's first 2 KiB, and the
 // whole text replaced its first 64 KiB in the Content field: on the Go
-// docs' dev split nDCG@10 went from 0.726 to 0.776 (USE-lite alone 0.475 →
-// 0.521, BM25F alone 0.713 → 0.756); on MetaTool's, where 9 of 199 bodies
-// pass 2 KiB, from 0.709 to 0.707.
+// docs' dev split nDCG@10 went from 0.726 to 0.765 (USE-lite alone 0.475 →
+// 0.495; BM25F alone 0.713 → 0.756); on MetaTool's, where 9 of 199 bodies
+// pass 2 KiB, from 0.7087 to 0.7080. The best passage alone, instead of
+// its mean with the first, gave 0.776 on the Go docs but 0.7070 on
+// MetaTool dev, and took MetaTool multi's recall@5 from 0.729 to 0.724:
+// the best of several passages of a long tool description lifts that tool
+// for queries about others.
 //
 // Content belongs to one version of its descriptor (ContentStamp): when a
 // sync changes the descriptor's size, lastModified or MIME type, the content

@@ -32,8 +32,8 @@ func (f Filter) keep(k resource.Key) bool {
 // similarity of embeddings, best first (ties by key). n <= 0 means all.
 //
 // The score of a descriptor with indexed content mixes in the similarity of
-// its best passage (see SetContents): (1 − w)·cos(q, descriptor) +
-// w·maxᵢ cos(q, passageᵢ), in [−1, 1]. Once any passage is indexed, every descriptor in
+// its text (see SetContents): (1 − w)·cos(q, descriptor) + w·(cos(q,
+// passage₀) + maxᵢ cos(q, passageᵢ))/2, in [−1, 1]. Once any passage is indexed, every descriptor in
 // scope is scored from the vectors the index holds (shared with the
 // collections), on every core: mixing can pull a descriptor high on its
 // own similarity below one that is not, so the two collections' top lists
@@ -219,9 +219,10 @@ func firstPassage(upto []int, lo int) int {
 }
 
 // scoreMixed sets each hit's score to Dense's mixed score for the unit query
-// vector q: dot(vecs[i], q), or (1 − w)·dot(vecs[i], q) + w·maxⱼ dot(pⱼ, q)
-// over the hit's passages ps[from:upto[0]], ps[upto[0]:upto[1]], … when it
-// has some. It goes through dots, four rows at a time.
+// vector q: dot(vecs[i], q), or (1 − w)·dot(vecs[i], q) + w·(dot(p₀, q) +
+// maxⱼ dot(pⱼ, q))/2 over the hit's passages ps[from:upto[0]],
+// ps[upto[0]:upto[1]], … (the first being the text's first) when it has
+// some. It goes through dots, four rows at a time.
 func scoreMixed(hits []Hit, vecs, ps [][]float32, upto []int, from int, q []float32, w float32) {
 	d := make([]float32, len(vecs))
 	dots(vecs, q, d)
@@ -241,6 +242,7 @@ func scoreMixed(hits []Hit, vecs, ps [][]float32, upto []int, from int, q []floa
 		for _, x := range pd[at-from+1 : upto[i]-from] {
 			best = max(best, x)
 		}
+		best = float32(pd[at-from]+best) / 2
 		at = upto[i]
 		hits[i].Score = float64(float32((1-w)*d[i]) + float32(w*best)) // unfused, as dot
 	}
