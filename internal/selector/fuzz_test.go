@@ -212,7 +212,7 @@ func BenchmarkSelect(b *testing.B) {
 	f := &fakeReads{contents: map[resource.Key][]Content{}}
 	var ranked []Candidate
 	for i := range 50 {
-		c := Candidate{Server: "s", URI: fmt.Sprintf("file:///doc%02d.md", i), MIMEType: "text/markdown"}
+		c := Candidate{Server: "s", URI: fmt.Sprintf("file:///doc%02d.md", i), MIMEType: "text/markdown", Score: 1 - float64(i)*0.005}
 		var sb strings.Builder
 		for sb.Len() < 2048 {
 			fmt.Fprintf(&sb, "## Section %d\n\n%s\n\n", r.IntN(100), randomText(r, 200))
@@ -220,9 +220,16 @@ func BenchmarkSelect(b *testing.B) {
 		f.contents[c.Key()] = []Content{{URI: c.URI, MIMEType: c.MIMEType, Text: sb.String()}}
 		ranked = append(ranked, c)
 	}
-	for _, tokens := range []int{4_000, 100_000} {
-		b.Run(fmt.Sprintf("50x2KB/budget=%d", tokens), func(b *testing.B) {
-			req := Request{TokenBudget: tokens}
+	for _, tc := range []struct {
+		tokens int
+		query  string
+	}{{4_000, ""}, {100_000, ""}, {500, "token budget section"}, {2_000, "token budget section"}, {8_000, "token budget section"}} {
+		name := fmt.Sprintf("50x2KB/budget=%d", tc.tokens)
+		if tc.query != "" {
+			name += "/query"
+		}
+		b.Run(name, func(b *testing.B) {
+			req := Request{TokenBudget: tc.tokens, Query: tc.query, ValueFloor: 0.9}
 			var res Result
 			for b.Loop() {
 				f.calls = f.calls[:0]
