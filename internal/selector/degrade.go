@@ -128,7 +128,7 @@ func (s *selection) degrade(rank int, c Candidate, v Value, contents []Content, 
 			s.observe(c.Server, cmp.Or(contents[from[p.Index]].MIMEType, c.MIMEType), len(p.Text), p.Tokens)
 		}
 		for _, p := range picks {
-			charged += st.addLeads(s.count, p.Index, left-charged)
+			charged += st.addLeads(s.count, p.Index, left-(charged-done.tokens))
 		}
 		out, n, ranges := st.build(s.count)
 		st.item, st.charged = len(s.res.Items), charged
