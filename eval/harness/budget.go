@@ -18,7 +18,7 @@ import (
 )
 
 // BudgetRow is one assembler at one token budget, summed over a split's
-// queries (issue 5's benchmark).
+// queries (the budget benchmark).
 type BudgetRow struct {
 	Assembler string
 	Budget    int // tokens

@@ -55,7 +55,7 @@ func ClassOf(mimeType string) ContentClass {
 }
 
 // An Estimator predicts the token cost of a resource from its descriptor's
-// size in bytes and MIME type, before reading it (issue 5, rule 1). It
+// size in bytes and MIME type, before reading it. It
 // learns each server's bytes-per-token ratio, per content class, from the
 // exact counts it is shown with [Estimator.Observe], starting from the
 // class's measured ratio. It is safe for concurrent use; the zero value is

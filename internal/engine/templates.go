@@ -15,7 +15,7 @@ import (
 	"github.com/contextd/contextd/internal/template"
 )
 
-// Bounds on template expansion per query (issue 5, rule 8).
+// Bounds on template expansion per query.
 const (
 	// MaxExpansions caps the resources one query adds from templates.
 	MaxExpansions = 4

@@ -1,7 +1,6 @@
 // Package section splits a text resource into sections and picks the ones
 // that best serve a query, so that a resource too big for the token budget
-// can still contribute its relevant part instead of its head (issue 5,
-// rule 3).
+// can still contribute its relevant part instead of its head.
 //
 // A text is split by its structure, chosen from its MIME type and, when
 // that says nothing more specific than text, from its content:

@@ -11,8 +11,8 @@ import (
 )
 
 // packQuery packs a read resource for a request with a query: whole if it
-// fits, else degraded to its best sections, an outline or a pointer
-// (issue 5, rule 3). est is the estimated whole cost, or -1 if unknown.
+// fits, else degraded to its best sections, an outline or a pointer.
+// est is the estimated whole cost, or -1 if unknown.
 func (s *selection) packQuery(rank int, c Candidate, v Value, contents []Content, fp fingerprint, est int) {
 	left := s.remaining
 	var (

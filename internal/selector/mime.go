@@ -28,7 +28,7 @@ func binaryMIME(mimeType string) bool {
 // cuttableMIME reports whether a text of this MIME type may be cut into
 // sections: text of any kind, JSON, XML, YAML, TOML, JavaScript and the
 // like, and unknown (""). Other types (application/x-custom, vendor types)
-// are kept intact: whole or not at all (issue 5, rule 4).
+// are kept intact: whole or not at all.
 func cuttableMIME(mimeType string) bool {
 	t, _, _ := strings.Cut(mimeType, ";")
 	t = strings.ToLower(strings.TrimSpace(t))

@@ -13,7 +13,7 @@ import (
 	"github.com/contextd/contextd/internal/section"
 )
 
-// The tests of issue 5's rules 1–4, with a query (the engine's way).
+// The tests of selection's rules for a request with a query (the engine's way).
 
 func prose(words int) string {
 	var b strings.Builder
@@ -42,7 +42,7 @@ func withOmitted(om []Omitted, uri string) (Omitted, bool) {
 	return om[i], true
 }
 
-// Rule 1: once the budget is nearly full, the size estimate decides what is
+// Once the budget is nearly full, the size estimate decides what is
 // read. A byte bound alone would not read a 60-byte resource into 24
 // tokens; the estimate (about 15 tokens) does, and verifies with the exact
 // count. A resource estimated far over what is left is not read.
@@ -73,7 +73,7 @@ func TestEstimateDecidesWhatIsReadWhenNearlyFull(t *testing.T) {
 	}
 }
 
-// Rule 1: exact counts teach the estimator each server's ratio.
+// Exact counts teach the estimator each server's ratio.
 func TestSelectTeachesTheEstimator(t *testing.T) {
 	tk := realTokenizer(t)
 	dense := strings.Repeat("3.14159 2.71828 1.41421 0.57721\n", 40)
@@ -91,7 +91,7 @@ func TestSelectTeachesTheEstimator(t *testing.T) {
 	}
 }
 
-// Rule 2: value = relevance × priority × recency decides the order when
+// Value = relevance × priority × recency decides the order when
 // the budget binds, and every candidate's reason shows its value.
 func TestValueOrdersByPriorityAndRecency(t *testing.T) {
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
@@ -126,7 +126,7 @@ func TestValueOrdersByPriorityAndRecency(t *testing.T) {
 	}
 }
 
-// Rule 2: the value floor leaves far worse candidates unread, pinned ones
+// The value floor leaves far worse candidates unread, pinned ones
 // excepted.
 func TestValueFloorLeavesLowValueUnread(t *testing.T) {
 	f := &fakeReads{contents: map[resource.Key][]Content{key("a"): {text("w w")}, key("b"): {text("w w")}, key("pin"): {text("w")}}}
@@ -179,7 +179,7 @@ func markdownDoc() string {
 	return b.String()
 }
 
-// Rule 3: a text too big for the budget gives its best sections for the
+// A text too big for the budget gives its best sections for the
 // query, with their line ranges, not its head.
 func TestBigTextGivesItsBestSectionsNotItsHead(t *testing.T) {
 	tk := realTokenizer(t)
@@ -209,7 +209,7 @@ func TestBigTextGivesItsBestSectionsNotItsHead(t *testing.T) {
 	}
 }
 
-// Rule 3: when no section matches, the outline; when not even that fits,
+// When no section matches, the outline; when not even that fits,
 // a pointer (descriptor only, unread fields aside, counted).
 func TestDegradeToOutlineThenPointer(t *testing.T) {
 	tk := realTokenizer(t)
@@ -236,7 +236,7 @@ func TestDegradeToOutlineThenPointer(t *testing.T) {
 	}
 }
 
-// Rule 4: a text of a MIME type that cannot be cut is kept intact: whole
+// A text of a MIME type that cannot be cut is kept intact: whole
 // when it fits, never sectioned or trimmed.
 func TestUnsupportedMIMETypeIsKeptIntact(t *testing.T) {
 	tk := realTokenizer(t)
@@ -268,7 +268,7 @@ func TestUnsupportedMIMETypeIsKeptIntact(t *testing.T) {
 	}
 }
 
-// Rule 3: budget left at the end goes to more of a sectioned resource,
+// Budget left at the end goes to more of a sectioned resource,
 // without another read.
 func TestBudgetLeftTopsUpASectionedResource(t *testing.T) {
 	tk := realTokenizer(t)
@@ -322,7 +322,7 @@ func TestValueFloorIsAnchoredOnWhatCanBeReturned(t *testing.T) {
 	}
 }
 
-// Rule 1: a resource that is never cut (a blob, or a text of a type kept
+// A resource that is never cut (a blob, or a text of a type kept
 // intact) and that its size says cannot fit is not read.
 func TestNeverCutResourceEstimatedTooBigIsNotRead(t *testing.T) {
 	tk := realTokenizer(t)
@@ -439,7 +439,7 @@ func docWithBigMatch() string {
 	return b.String()
 }
 
-// Rule 3: when the matching section is too big, it is cut to fit; the
+// When the matching section is too big, it is cut to fit; the
 // head of the file is not returned in its place.
 func TestBestSectionTooBigIsCutNotReplacedByTheHead(t *testing.T) {
 	tk := realTokenizer(t)
@@ -462,7 +462,7 @@ func TestBestSectionTooBigIsCutNotReplacedByTheHead(t *testing.T) {
 	}
 }
 
-// Rule 3: adjacent picked sections become one content when that costs no
+// Adjacent picked sections become one content when that costs no
 // more, and its line range holds its text.
 func TestAdjacentSectionsAreOneContent(t *testing.T) {
 	tk := realTokenizer(t)
@@ -492,7 +492,7 @@ func TestAdjacentSectionsAreOneContent(t *testing.T) {
 	}
 }
 
-// Rule 3: a text's opening section follows its matches before later
+// A text's opening section follows its matches before later
 // candidates take the budget.
 func TestOpeningSectionComesBeforeLaterCandidates(t *testing.T) {
 	tk := realTokenizer(t)
@@ -521,7 +521,7 @@ func TestOpeningSectionComesBeforeLaterCandidates(t *testing.T) {
 	}
 }
 
-// Rule 1: with fewer than MinSectionRead tokens left, a candidate
+// With fewer than MinSectionRead tokens left, a candidate
 // estimated not to fit whole is not read for a sliver of sections.
 func TestSmallRemainderDoesNotReadABigResource(t *testing.T) {
 	tk := realTokenizer(t)

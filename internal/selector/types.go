@@ -103,7 +103,7 @@ type Request struct {
 
 	// Estimator predicts a candidate's tokens from its descriptor's size
 	// and MIME type, so that one that cannot fit whole is not read for it
-	// (rule 1 of issue 5), and learns from every exact count. nil uses
+	// and learns from every exact count. nil uses
 	// only the descriptor's size as a byte bound.
 	Estimator *budget.Estimator
 }
