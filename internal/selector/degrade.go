@@ -116,6 +116,11 @@ func (s *selection) degrade(rank int, c Candidate, v Value, contents []Content, 
 		picks   []section.Pick
 		cutFrom map[int]section.Section
 	)
+	if len(contents) != 1 {
+		// The index's passage lines are those of the text items joined:
+		// they line up with one content's lines only when it is the only one.
+		c.Passages = nil
+	}
 	if len(secs) > 0 {
 		picks, cutFrom = s.bestSections(c, secs, from, s.sectionCap(c, left))
 	}
