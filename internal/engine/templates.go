@@ -239,10 +239,17 @@ func (e *Engine) scoreExpansions(ctx context.Context, query string, filt Filter,
 	f := index.Filter{Servers: e.scope(filt.Servers)}
 	per := make([][]float64, len(texts)) // per[text][expansion]
 	for ti, text := range texts {
-		dense, lex, err := e.lists(ctx, text, f, filt, how)
+		dense, lex, pass, err := e.lists(ctx, text, f, filt, how)
 		if err != nil {
 			return nil, err
 		}
+		// An expansion has no indexed text, so no passage score; the
+		// passage list still takes its share of the weight, as in fuse.
+		wp := how.Passages
+		if len(pass) == 0 {
+			wp = 0
+		}
+		total := how.Dense + how.Lexical + wp
 		per[ti] = make([]float64, len(exps))
 		for xi, x := range exps {
 			ds, ls, err := e.ix.Score(ctx, text, x.desc, x.denseText)
@@ -262,8 +269,7 @@ func (e *Engine) scoreExpansions(ctx context.Context, query string, filt Filter,
 				}
 				continue
 			}
-			alpha := how.Dense / (how.Dense + how.Lexical)
-			per[ti][xi] = alpha*normalised(dense, ds, -1, how.Dense > 0) + (1-alpha)*normalised(lex, ls, 0, how.Lexical > 0)
+			per[ti][xi] = how.Dense/total*normalised(dense, ds, -1, how.Dense > 0) + how.Lexical/total*normalised(lex, ls, 0, how.Lexical > 0)
 		}
 	}
 	out := make([]float64, len(exps))

@@ -89,8 +89,10 @@ const DefaultContentWeight = 0.5
 // DefaultContentBytes is Options.ContentBytes when zero: 256 MiB of text
 // across all servers, 256 texts of MaxContentBytes or about 40,000 of the
 // Go docs' median size. It bounds what the content index costs in memory:
-// the texts themselves (kept in the contents collection) and their BM25F
-// postings (at most lexical.ContentTerms distinct terms per text).
+// the texts themselves (kept in the contents collection), their BM25F
+// postings (at most lexical.ContentTerms distinct terms per text) and the
+// passage index (PassageLexical), about 2.6 bytes of heap per byte of
+// text (BenchmarkPassageWords).
 const DefaultContentBytes = 256 << 20
 
 // DefaultContentPassages is Options.ContentPassages when zero: how many
@@ -253,6 +255,7 @@ func (ix *Index) DropContents(ctx context.Context, server string) (int, error) {
 	ix.mu.Unlock()
 	for _, d := range descs {
 		ix.lex.Upsert(lexDoc(d, ""))
+		ix.words.drop(d.Key())
 	}
 	if len(ids) > 0 {
 		if err := ix.ccoll.Delete(ctx, nil, nil, ids...); err != nil {
@@ -599,6 +602,7 @@ func (ix *Index) attach(k resource.Key, info *contentInfo, text string) {
 	ix.mu.Unlock()
 	if ok {
 		ix.lex.Upsert(lexDoc(e.desc, text))
+		ix.words.set(k, text)
 	}
 }
 
@@ -698,6 +702,7 @@ func (ix *Index) loadContents(ctx context.Context) error {
 		e.content = c
 		ix.docs[k] = e
 		ix.lex.Upsert(lexDoc(e.desc, r.Content))
+		ix.words.set(k, r.Content)
 	}
 	for _, r := range later {
 		k := resource.Key{Server: r.Metadata[mServer], URI: r.Metadata[mURI]}
