@@ -50,7 +50,6 @@ type Metrics struct {
 	reloads  *prometheus.CounterVec // result
 	reloadOK prometheus.Gauge
 	reloadAt prometheus.Gauge
-	serving  prometheus.Gauge
 }
 
 var _ engine.Observer = (*Metrics)(nil)
@@ -81,9 +80,7 @@ func New() *Metrics {
 		Help: "1 when the last reload was applied (or none was tried), 0 when the file on disk was refused."})
 	m.reloadAt = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: "config_last_reload_success_timestamp_seconds",
 		Help: "When the configuration in use was loaded (start or reload), Unix time."})
-	m.serving = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: "serving",
-		Help: "1 while gRPC health is SERVING (a server has synced and the daemon is not stopping), else 0."})
-	for _, c := range []prometheus.Collector{m.syncs, m.calls, m.cache, m.latency, m.tokens, m.grpc, m.reloads, m.reloadOK, m.reloadAt, m.serving,
+	for _, c := range []prometheus.Collector{m.syncs, m.calls, m.cache, m.latency, m.tokens, m.grpc, m.reloads, m.reloadOK, m.reloadAt,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)
 	}
@@ -157,13 +154,17 @@ func (m *Metrics) Reloaded(err error) {
 	m.reloadAt.SetToCurrentTime()
 }
 
-// SetServing records the health status.
-func (m *Metrics) SetServing(serving bool) {
-	if serving {
-		m.serving.Set(1)
-	} else {
-		m.serving.Set(0)
-	}
+// WatchServing registers contextd_serving, read from serving at each
+// scrape (the gRPC health status). Call it once.
+func (m *Metrics) WatchServing(serving func() bool) {
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: namespace, Name: "serving",
+		Help: "1 while gRPC health is SERVING (a server has synced and the daemon is not stopping), else 0."},
+		func() float64 {
+			if serving() {
+				return 1
+			}
+			return 0
+		}))
 }
 
 // Handler serves the metrics at /metrics, and with pprof the runtime

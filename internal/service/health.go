@@ -65,6 +65,9 @@ func (h *Health) status() healthpb.HealthCheckResponse_ServingStatus {
 	}
 }
 
+// Serving reports whether the status is SERVING.
+func (h *Health) Serving() bool { return h.status() == healthpb.HealthCheckResponse_SERVING }
+
 // known reports whether the service name is one this server has.
 func known(service string) bool {
 	return service == "" || service == contextdv1.ContextService_ServiceDesc.ServiceName
