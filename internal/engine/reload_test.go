@@ -39,6 +39,9 @@ func TestReloadAddsRemovesAndChangesServers(t *testing.T) {
 			}
 			return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: "the walrus ledger of invoices"}}}, nil
 		})
+	// A second resource of the removed server, read after the first: it
+	// needs the removed server's mirror to outlive the reload too.
+	mcptest.AddText(removed, "doc://ledger-appendix", "walrus ledger appendix", "the walrus ledger appendix")
 	servers := map[string]*mcpsdk.Server{
 		"kept":    mcptest.NewServer(map[string]string{"doc://kept": "narwhal notes"}, nil),
 		"removed": removed,
@@ -114,8 +117,13 @@ func TestReloadAddsRemovesAndChangesServers(t *testing.T) {
 	if a.err != nil {
 		t.Fatalf("in-flight Assemble failed across the reload: %v", a.err)
 	}
-	if len(a.res.Items) != 1 || a.res.Items[0].URI != "doc://ledger" {
-		t.Errorf("in-flight Assemble items = %+v, omitted %+v; want the removed server's ledger", a.res.Items, a.res.Omitted)
+	var got []string
+	for _, it := range a.res.Items {
+		got = append(got, it.URI)
+	}
+	slices.Sort(got)
+	if diff := cmp.Diff([]string{"doc://ledger", "doc://ledger-appendix"}, got); diff != "" {
+		t.Errorf("in-flight Assemble items (-want +got):\n%s\nomitted %+v", diff, a.res.Omitted)
 	}
 	r := <-reloaded
 	if r.err != nil {
@@ -146,7 +154,7 @@ func TestReloadAddsRemovesAndChangesServers(t *testing.T) {
 		}
 	}
 	if st := eng.IndexStats(); st.Descriptors != 3 {
-		t.Errorf("index holds %d descriptors; want 3 (the removed server's dropped)", st.Descriptors)
+		t.Errorf("index holds %d descriptors; want 3 (the removed server's two dropped)", st.Descriptors)
 	}
 	if _, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "walrus", TokenBudget: 100, Filter: engine.Filter{Servers: []string{"removed"}}}); err == nil {
 		t.Error("Assemble scoped to the removed server succeeded; want an unknown-server error")
