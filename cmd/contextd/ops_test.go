@@ -291,10 +291,21 @@ func TestServeHealthMetricsAndReload(t *testing.T) {
 	if !strings.Contains(logs.String(), "config reload refused") || !strings.Contains(logs.String(), "not both") {
 		t.Errorf("the refused reload is not logged with its reason; logs:\n%s", logs.String())
 	}
+	if r, err := client.ListServers(t.Context(), &contextdv1.ListServersRequest{}); err != nil || !strings.Contains(r.GetConfigError(), "not both") {
+		t.Errorf("ListServers config_error = %q (%v), want why the file was refused", r.GetConfigError(), err)
+	}
+	var human bytes.Buffer
+	if err := run(t.Context(), []string{"servers", "--addr", "unix://" + sock}, &human, io.Discard); err != nil || !strings.Contains(human.String(), "config: the daemon refused its config file") {
+		t.Errorf("contextd servers = %q (%v), want a line saying the file was refused", human.String(), err)
+	}
 
 	// A change of the file alone, no signal, is picked up.
 	write(head + upstreamEntry("beta", map[string]string{"FAKE_DOCS": docsJSON(map[string]string{"doc://beta": "manatee notes"})}))
 	eventually("the watched file's change applied", func() bool { return slices.Equal(servers(), []string{"beta"}) })
+	eventually("config_error cleared by the good file", func() bool {
+		r, err := client.ListServers(t.Context(), &contextdv1.ListServersRequest{})
+		return err == nil && r.GetConfigError() == ""
+	})
 
 	// Shutdown: an open Watch sees NOT_SERVING before the connection closes.
 	wctx, wcancel := context.WithTimeout(t.Context(), 20*time.Second)

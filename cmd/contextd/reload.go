@@ -17,6 +17,7 @@ import (
 	"github.com/contextd/contextd/internal/config"
 	"github.com/contextd/contextd/internal/engine"
 	"github.com/contextd/contextd/internal/metrics"
+	"github.com/contextd/contextd/internal/redact"
 )
 
 // reloadDebounce coalesces the events of one save (an editor's write,
@@ -35,6 +36,11 @@ type reloader struct {
 	eng   *engine.Engine
 	m     *metrics.Metrics
 	log   *slog.Logger
+	// red masks credentials, in the refusal ListServers shows.
+	red *redact.Redactor
+	// refused is told why a file was refused ("" once one is applied);
+	// ListServers shows it.
+	refused func(msg string)
 }
 
 // reload reads the file and applies it. A file that does not load or
@@ -50,6 +56,7 @@ func (r *reloader) reload(ctx context.Context, why string) error {
 	if err != nil {
 		r.log.Error("config reload refused; the running configuration is kept", "why", why, "config", r.path, "err", err)
 		r.m.Reloaded(err)
+		r.refused(r.red.String(err.Error()))
 		return err
 	}
 	for _, w := range next.Warnings {
@@ -70,6 +77,7 @@ func (r *reloader) reload(ctx context.Context, why string) error {
 	}
 	r.cur = next
 	r.m.Reloaded(nil)
+	r.refused("")
 	r.log.Info("config reloaded", "why", why, "config", r.path, "added", ch.Added, "removed", ch.Removed, "changed", ch.Changed, "kept", ch.Kept)
 	return nil
 }

@@ -154,7 +154,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		})
 	}
 	if cfg.Path != "" {
-		r := &reloader{path: cfg.Path, cur: cfg, flags: overrides, eng: eng, m: met, log: log.With("component", "reload")}
+		r := &reloader{path: cfg.Path, cur: cfg, flags: overrides, eng: eng, m: met, log: log.With("component", "reload"),
+			red: redact.New(append(secrets, cfg.Auth.Token)...), refused: svc.SetConfigError}
 		g.Go(func() error { r.watch(gctx, watch); return nil })
 	} else {
 		g.Go(func() error { ignoreHangup(gctx, watch, log); return nil })

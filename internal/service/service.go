@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync/atomic"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
@@ -32,6 +33,9 @@ type Service struct {
 	eng    *engine.Engine
 	log    *slog.Logger
 	health *Health
+	// configError is why the configuration file was last refused ("" when
+	// it was not); see SetConfigError.
+	configError atomic.Pointer[string]
 }
 
 var _ contextdv1.ContextServiceServer = (*Service)(nil)
@@ -106,8 +110,17 @@ func (s *Service) Search(ctx context.Context, in *contextdv1.SearchRequest) (*co
 
 // ListServers implements contextdv1.ContextServiceServer.
 func (s *Service) ListServers(context.Context, *contextdv1.ListServersRequest) (*contextdv1.ListServersResponse, error) {
-	return ListServersResponse(s.eng.Servers()), nil
+	out := ListServersResponse(s.eng.Servers())
+	if msg := s.configError.Load(); msg != nil {
+		out.ConfigError = *msg
+	}
+	return out, nil
 }
+
+// SetConfigError records why the daemon's configuration file was refused
+// at a reload (ListServersResponse.config_error), or clears it with "".
+// msg must already be free of credentials.
+func (s *Service) SetConfigError(msg string) { s.configError.Store(&msg) }
 
 // The ErrorInfo a status carries when the daemon itself answered UNAVAILABLE
 // (no server in scope has synced, or every one failed): its domain and reason.
