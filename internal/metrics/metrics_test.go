@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"google.golang.org/grpc/codes"
 
 	"github.com/contextd/contextd/internal/config"
@@ -28,7 +29,12 @@ func TestMetricsMoveWithCalls(t *testing.T) {
 	srv := mcptest.NewServer(map[string]string{
 		"doc://architecture": "# Architecture\n\nThe walrus service is organised in layers.\n",
 		"doc://billing":      "# Billing\n\nInvoices go out monthly.\n",
-	}, nil)
+	}, &mcpsdk.ServerOptions{
+		// Subscribed reads are cached, so a second read is a cache hit.
+		SubscribeHandler:          func(context.Context, *mcpsdk.SubscribeRequest) error { return nil },
+		UnsubscribeHandler:        func(context.Context, *mcpsdk.UnsubscribeRequest) error { return nil },
+		SupportedProtocolVersions: []string{"2025-11-25"},
+	})
 	cfg := &config.Config{Servers: []config.Server{
 		{Name: "broken", Transport: config.TransportStdio, Command: "unused"},
 		{Name: "docs", Transport: config.TransportStdio, Command: "unused"},
@@ -121,6 +127,19 @@ func TestMetricsMoveWithCalls(t *testing.T) {
 		if got := delta(key); got != want {
 			t.Errorf("%s moved by %v, want %v", key, got, want)
 		}
+	}
+	// The same answer again comes from the read cache.
+	again, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "how is the walrus service organised", TokenBudget: 400})
+	if err != nil {
+		t.Fatal(err)
+	}
+	third := metricstest.Scrape(t, url)
+	hits := metricstest.Key("contextd_read_cache_requests_total", "server", "docs", "result", "hit")
+	if got := third[hits] - after[hits]; got != float64(len(again.Items)) || got < 1 {
+		t.Errorf("cache hits counted %v, want one per item of the repeated Assemble (%d)", got, len(again.Items))
+	}
+	if got := third[reads] - after[reads]; got != 0 {
+		t.Errorf("the repeated Assemble counted %v reads upstream, want 0 (cached)", got)
 	}
 	if res.TotalTokens == 0 {
 		t.Error("the Assemble returned no tokens; the test needs some")
