@@ -326,3 +326,46 @@ func TestServeHealthMetricsAndReload(t *testing.T) {
 	}
 	done <- nil // for the deferred wait
 }
+
+// TestReloadFollowsASymlinkedConfig: a config file that is a symbolic link
+// to a file elsewhere is reloaded when the target is edited in place.
+func TestReloadFollowsASymlinkedConfig(t *testing.T) {
+	dir, elsewhere := t.TempDir(), t.TempDir()
+	target := filepath.Join(elsewhere, "real.yaml")
+	head := fmt.Sprintf("listen: unix://%s\ndata_dir: %s\nembedder: glove\nmcpServers:\n", filepath.Join(dir, "c.sock"), filepath.Join(dir, "data"))
+	one := upstreamEntry("one", map[string]string{"FAKE_DOCS": `{"doc://one":"one"}`})
+	if err := os.WriteFile(target, []byte(head+one), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "contextd.yaml")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	logs := &lockedBuffer{}
+	go func() { done <- run(ctx, []string{"serve", "--config", link}, io.Discard, logs) }()
+	defer func() { cancel(); <-done }()
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(logs.String(), "contextd serving") {
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not start; logs:\n%s", logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	two := upstreamEntry("two", map[string]string{"FAKE_DOCS": `{"doc://two":"two"}`})
+	f, err := os.OpenFile(target, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(two); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	for !strings.Contains(logs.String(), `msg="config reloaded"`) || !strings.Contains(logs.String(), "added=[two]") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the edit of the link's target was not reloaded; logs:\n%s", logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -127,8 +127,13 @@ func startWatch(path string, log *slog.Logger) *watcher {
 	fw, err := fsnotify.NewWatcher()
 	if err == nil {
 		// The directory: editors and ConfigMaps replace the file rather
-		// than write it in place.
-		if err = fw.Add(filepath.Dir(path)); err != nil {
+		// than write it in place. For a symbolic link, the target's
+		// directory too, where an edit of the target shows.
+		err = fw.Add(filepath.Dir(path))
+		if real, rerr := filepath.EvalSymlinks(path); err == nil && rerr == nil && filepath.Dir(real) != filepath.Dir(path) {
+			err = fw.Add(filepath.Dir(real))
+		}
+		if err != nil {
 			fw.Close()
 		}
 	}
