@@ -330,9 +330,11 @@ func TestServeHealthMetricsAndReload(t *testing.T) {
 // TestReloadFollowsASymlinkedConfig: a config file that is a symbolic link
 // to a file elsewhere is reloaded when the target is edited in place.
 func TestReloadFollowsASymlinkedConfig(t *testing.T) {
-	dir, elsewhere := t.TempDir(), t.TempDir()
+	// The daemon writes its socket and data elsewhere, so nothing else
+	// stirs the link's directory.
+	dir, elsewhere, state := t.TempDir(), t.TempDir(), t.TempDir()
 	target := filepath.Join(elsewhere, "real.yaml")
-	head := fmt.Sprintf("listen: unix://%s\ndata_dir: %s\nembedder: glove\nmcpServers:\n", filepath.Join(dir, "c.sock"), filepath.Join(dir, "data"))
+	head := fmt.Sprintf("listen: unix://%s\ndata_dir: %s\nembedder: glove\nmcpServers:\n", filepath.Join(state, "c.sock"), filepath.Join(state, "data"))
 	one := upstreamEntry("one", map[string]string{"FAKE_DOCS": `{"doc://one":"one"}`})
 	if err := os.WriteFile(target, []byte(head+one), 0o644); err != nil {
 		t.Fatal(err)
