@@ -36,7 +36,8 @@ type reloader struct {
 	eng   *engine.Engine
 	m     *metrics.Metrics
 	log   *slog.Logger
-	// red masks credentials, in the refusal ListServers shows.
+	// red masks credentials, in the refusal ListServers shows: those of
+	// the configuration in use.
 	red *redact.Redactor
 	// refused is told why a file was refused ("" once one is applied);
 	// ListServers shows it.
@@ -78,6 +79,12 @@ func (r *reloader) reload(ctx context.Context, why string) error {
 	r.cur = next
 	r.m.Reloaded(nil)
 	r.refused("")
+	// The next refusal may quote the servers just added.
+	var secrets []string
+	for _, srv := range next.Servers {
+		secrets = append(secrets, srv.Secrets()...)
+	}
+	r.red = redact.New(append(secrets, next.Auth.Token)...)
 	r.log.Info("config reloaded", "why", why, "config", r.path, "added", ch.Added, "removed", ch.Removed, "changed", ch.Changed, "kept", ch.Kept)
 	return nil
 }
