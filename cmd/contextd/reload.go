@@ -77,6 +77,7 @@ func (r *reloader) reload(ctx context.Context, why string) error {
 		return err
 	}
 	r.cur = next
+	r.m.Forget(ch.Removed...)
 	r.m.Reloaded(nil)
 	r.refused("")
 	// The next refusal may quote the servers just added.

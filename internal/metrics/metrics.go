@@ -138,6 +138,17 @@ func (m *Metrics) Searched(took time.Duration, err error) {
 	m.latency.WithLabelValues("search", result(err)).Observe(took.Seconds())
 }
 
+// Forget drops the counters of servers no longer configured, so that a
+// removed server's series end instead of staying at their last values.
+func (m *Metrics) Forget(servers ...string) {
+	for _, s := range servers {
+		l := prometheus.Labels{"server": s}
+		m.syncs.DeletePartialMatch(l)
+		m.calls.DeletePartialMatch(l)
+		m.cache.DeletePartialMatch(l)
+	}
+}
+
 // GRPC counts one unary gRPC call; it fits service.Instrument.
 func (m *Metrics) GRPC(method string, code codes.Code, _ time.Duration) {
 	m.grpc.WithLabelValues(strings.TrimPrefix(method, "/"), code.String()).Inc()

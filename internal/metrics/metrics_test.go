@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -146,6 +147,26 @@ func TestMetricsMoveWithCalls(t *testing.T) {
 	}
 	if after[metricstest.Key("contextd_config_last_reload_successful")] != 0 {
 		t.Error("a refused reload left contextd_config_last_reload_successful at 1")
+	}
+}
+
+func TestForgetDropsARemovedServersSeries(t *testing.T) {
+	m := metrics.New()
+	m.Called("gone", "resources/read", nil)
+	m.Called("kept", "resources/read", nil)
+	m.Synced("gone", true)
+	m.Cached("gone", false)
+	m.Forget("gone")
+	web := httptest.NewServer(m.Handler(false))
+	defer web.Close()
+	got := metricstest.Scrape(t, web.URL+"/metrics")
+	for key := range got {
+		if strings.Contains(key, `server="gone"`) {
+			t.Errorf("%s still exported after Forget", key)
+		}
+	}
+	if got[metricstest.Key("contextd_upstream_requests_total", "server", "kept", "method", "resources/read", "result", "ok")] != 1 {
+		t.Error("Forget dropped another server's series")
 	}
 }
 
