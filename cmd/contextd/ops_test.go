@@ -267,6 +267,11 @@ func TestServeHealthMetricsAndReload(t *testing.T) {
 	eventually("the reload counted", func() bool {
 		return metricstest.Scrape(t, metricsURL)[metricstest.Key("contextd_config_reloads_total", "result", "ok")] >= 1
 	})
+	for key := range metricstest.Scrape(t, metricsURL) {
+		if strings.Contains(key, `server="gone"`) {
+			t.Errorf("%s still exported after gone was removed", key)
+		}
+	}
 	if !strings.Contains(logs.String(), `"removed":["gone"]`) || !strings.Contains(logs.String(), `"changed":["alpha"]`) {
 		t.Errorf("no reload log line naming the removed and changed servers; logs:\n%s", logs.String())
 	}
