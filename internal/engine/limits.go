@@ -21,11 +21,11 @@ import (
 //
 // Errors: ErrInvalidArgument.
 func (e *Engine) checkPins(pins []resource.Key) error {
-	if len(pins) > e.limits.MaxPins {
-		return fmt.Errorf("%w: %d pinned resources; at most %d (max_pins)", ErrInvalidArgument, len(pins), e.limits.MaxPins)
+	if lim := e.set().limits.MaxPins; len(pins) > lim {
+		return fmt.Errorf("%w: %d pinned resources; at most %d (max_pins)", ErrInvalidArgument, len(pins), lim)
 	}
 	for _, k := range pins {
-		if _, known := e.mirrors[k.Server]; !known || k.URI == "" {
+		if _, known := e.mirror(k.Server); !known || k.URI == "" {
 			continue // Assemble reports these
 		}
 		if !e.readable(k) {
@@ -42,7 +42,7 @@ func (e *Engine) readable(k resource.Key) bool {
 	if _, ok := e.ix.Get(k); ok {
 		return true
 	}
-	if srv, _ := e.cfg.Server(k.Server); srv.AllowUnlistedPins {
+	if srv, _ := e.set().cfg.Server(k.Server); srv.AllowUnlistedPins {
 		return true
 	}
 	return e.offeredByTemplate(k)
@@ -50,7 +50,7 @@ func (e *Engine) readable(k resource.Key) bool {
 
 // offeredByTemplate reports whether one of k.Server's templates expands to k.URI.
 func (e *Engine) offeredByTemplate(k resource.Key) bool {
-	m, ok := e.mirrors[k.Server]
+	m, ok := e.mirror(k.Server)
 	if !ok {
 		return false
 	}

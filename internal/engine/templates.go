@@ -68,7 +68,11 @@ func (e *Engine) withTemplates(ctx context.Context, query string, filt Filter, r
 	var q *template.Query
 	var props []prop
 	for _, server := range e.scope(filt.Servers) {
-		for _, t := range e.mirrors[server].Templates() {
+		m, ok := e.mirror(server)
+		if !ok {
+			continue
+		}
+		for _, t := range m.Templates() {
 			tp, err := template.Parse(t)
 			if err != nil {
 				e.log.Debug("template not usable", "server", server, "err", err)
@@ -98,7 +102,7 @@ func (e *Engine) withTemplates(ctx context.Context, query string, filt Filter, r
 	defer cancel()
 	var wg gosync.WaitGroup
 	for i, pr := range props {
-		if !e.mirrors[pr.server].OffersCompletions() {
+		if m, _ := e.mirror(pr.server); !m.OffersCompletions() {
 			if len(pr.p.Weak) == 0 {
 				confirmed[i] = pr.p.Values
 			}
@@ -175,7 +179,7 @@ func (e *Engine) withTemplates(ctx context.Context, query string, filt Filter, r
 // context, and returns the confirmed values (the server's spelling), or nil
 // when one is not confirmed or a call fails.
 func (e *Engine) confirm(ctx context.Context, server string, tp *template.Template, values map[string]string) map[string]string {
-	m := e.mirrors[server]
+	m, _ := e.mirror(server) // one withTemplates found
 	out := make(map[string]string, len(values))
 	for _, v := range tp.Vars {
 		val, ok := values[v.Name]

@@ -219,6 +219,14 @@ func (ix *Index) ContentRoom() int64 {
 	return max(ix.cbytes-ix.contentBytes(), 0)
 }
 
+// ContentBytes returns the text the content index holds, in bytes, all
+// servers.
+func (ix *Index) ContentBytes() int64 {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return ix.contentBytes()
+}
+
 // contentBytes is the text the index holds, in bytes. ix.mu must be held.
 func (ix *Index) contentBytes() int64 {
 	var n int64
