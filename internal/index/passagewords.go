@@ -50,10 +50,17 @@ func passageWordsKey(id string) (resource.Key, bool) {
 	return resource.ParseKey(id[:i])
 }
 
-// set replaces k's passages with those of text ("" removes them). Callers
+// set replaces k's passages with those of text ("" removes them). A text
+// of one passage is not indexed: its passage is the whole text, which the
+// descriptor's own BM25F Content field and dense score already weigh, and
+// listing it again would only add weight to words where a resource's text
+// is as short as its description (as in tool catalogues). Callers
 // serialise set and drop for one key.
 func (p *passageWords) set(k resource.Key, text string) {
 	spans := cutPassages(text)
+	if len(spans) < 2 {
+		spans = nil
+	}
 	docs := make([]lexical.Doc, len(spans))
 	for i, sp := range spans {
 		docs[i] = lexical.Doc{ID: passageWordsID(k, i), Content: text[sp.Start:sp.End]}

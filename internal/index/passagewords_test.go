@@ -34,10 +34,11 @@ func passageKeys(ix *index.Index, query string) []string {
 
 // TestPassageLexicalFindsTheDeepPassage: a paragraph about closing channels
 // deep in a long text (past the passages that get a vector) makes that
-// text the best passage match for a question about it, above a short text
-// that mentions the same words in passing; the whole-text BM25F, which
-// normalises by the long text's length, ranks them the other way. The
-// passages follow the text through a change, a restart and a delete.
+// text a passage match for a question about it, while the whole-text
+// BM25F, which normalises by the long text's length, ranks a short text
+// that mentions the same words in passing first. A text of one passage is
+// not listed (its BM25F Content field is that passage). The passages
+// follow the text through a change, a restart and a delete.
 func TestPassageLexicalFindsTheDeepPassage(t *testing.T) {
 	dir := t.TempDir()
 	ctx := t.Context()
@@ -64,8 +65,8 @@ func TestPassageLexicalFindsTheDeepPassage(t *testing.T) {
 	if got := lexKeys(ix, query); len(got) != 2 || got[0] != ds[1].URI {
 		t.Fatalf("whole-text lexical = %v; this test needs the short text first there", got)
 	}
-	if got := passageKeys(ix, query); len(got) != 2 || got[0] != ds[0].URI {
-		t.Errorf("passage lexical = %v, want %s first", got, ds[0].URI)
+	if got := passageKeys(ix, query); len(got) != 1 || got[0] != ds[0].URI {
+		t.Errorf("passage lexical = %v, want only %s", got, ds[0].URI)
 	}
 	if got := passageKeys(ix, "reconciled clerk"); len(got) != 1 || got[0] != ds[0].URI {
 		t.Errorf("passage lexical for the filler = %v, want only %s", got, ds[0].URI)
@@ -77,22 +78,33 @@ func TestPassageLexicalFindsTheDeepPassage(t *testing.T) {
 		t.Errorf("PassageLexical filtered to another server = %v", got)
 	}
 	// A shorter new text drops the passages past its end.
+	set(ds[0], fillerText(40, 20, "Closing a nil channel panics."))
+	if got := passageKeys(ix, "reconciled clerk"); len(got) != 1 {
+		t.Fatalf("passage lexical = %v after a shorter text", got)
+	}
+	if got := ix.PassageLexical("clerk", 0, index.Filter{}); len(got) != 1 || got[0].Score <= 0 {
+		t.Errorf("passage lexical for the shorter text = %v", got)
+	}
 	set(ds[0], "Quarterly totals only.")
-	if got := passageKeys(ix, query); len(got) != 1 || got[0] != ds[1].URI {
-		t.Errorf("after the text changed, passage lexical = %v, want only %s", got, ds[1].URI)
+	if got := passageKeys(ix, "quarterly reconciled clerk"); len(got) != 0 {
+		t.Errorf("after the text became one passage, passage lexical = %v, want none", got)
 	}
 	set(ds[0], long)
 	ix.Close()
 
 	ix = open(t, dir, &indextest.BagEmbedder{})
-	if got := passageKeys(ix, query); len(got) != 2 || got[0] != ds[0].URI {
-		t.Errorf("after reopening, passage lexical = %v, want %s first", got, ds[0].URI)
+	if got := passageKeys(ix, query); len(got) != 1 || got[0] != ds[0].URI {
+		t.Errorf("after reopening, passage lexical = %v, want only %s", got, ds[0].URI)
 	}
 	if err := ix.Delete(ctx, ds[0].Key()); err != nil {
 		t.Fatal(err)
 	}
 	if got := passageKeys(ix, "reconciled clerk"); len(got) != 0 {
 		t.Errorf("after delete, passage lexical = %v, want none", got)
+	}
+	set(ds[1], fillerText(60, 30, "Closing a nil channel panics."))
+	if got := passageKeys(ix, query); len(got) != 1 || got[0] != ds[1].URI {
+		t.Fatalf("passage lexical = %v, want only %s", got, ds[1].URI)
 	}
 	if _, err := ix.DropContents(ctx, "s"); err != nil {
 		t.Fatal(err)
