@@ -130,4 +130,3 @@ func (ix *Index) PassageLexical(query string, n int, f Filter) []Hit {
 	}
 	return hits
 }
-
