@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"crypto/subtle"
+	"net/http"
 	"strings"
 	"time"
 
@@ -42,16 +43,13 @@ const DefaultMaxQueueWait = 10 * time.Second
 // the token on every call and admitting Assemble and Search calls.
 func Guard(o GuardOptions) []grpc.ServerOption {
 	a := newAdmission(o.MaxConcurrent, o.MaxQueued, o.MaxQueueWait)
-	want := []byte("Bearer " + o.Token)
 	auth := func(ctx context.Context) error {
 		if o.Token == "" {
 			return nil
 		}
 		md, _ := metadata.FromIncomingContext(ctx)
-		for _, got := range md.Get("authorization") {
-			if subtle.ConstantTimeCompare([]byte(got), want) == 1 {
-				return nil
-			}
+		if bearerOK(md.Get("authorization"), o.Token) {
+			return nil
 		}
 		return status.Error(codes.Unauthenticated, "missing or wrong token: send \"authorization: Bearer TOKEN\" with the token of the daemon's auth config")
 	}
@@ -75,6 +73,38 @@ func Guard(o GuardOptions) []grpc.ServerOption {
 		return handler(srv, ss)
 	}
 	return []grpc.ServerOption{grpc.ChainUnaryInterceptor(unary), grpc.ChainStreamInterceptor(stream)}
+}
+
+// bearerOK reports whether one of the authorization values is
+// "Bearer TOKEN", compared in constant time.
+func bearerOK(values []string, token string) bool {
+	want := []byte("Bearer " + token)
+	ok := false
+	for _, got := range values {
+		if subtle.ConstantTimeCompare([]byte(got), want) == 1 {
+			ok = true
+		}
+	}
+	return ok
+}
+
+// RequireBearer returns h guarded like the gRPC calls: when token is not
+// empty, a request without the header "Authorization: Bearer TOKEN" gets
+// 401 Unauthorized and never reaches h. It guards the MCP endpoint
+// (Streamable HTTP) that serve runs beside the gRPC one, so a token set
+// for a shared machine is not bypassed there.
+func RequireBearer(token string, h http.Handler) http.Handler {
+	if token == "" {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !bearerOK(r.Header.Values("Authorization"), token) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="contextd"`)
+			http.Error(w, "missing or wrong token: send \"Authorization: Bearer TOKEN\" with the token of the daemon's auth config", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // admitted reports whether method waits for a turn: the calls that rank,
