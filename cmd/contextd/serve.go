@@ -77,13 +77,14 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		lis.Close()
 		return err
 	}
-	sopts := service.Guard(service.GuardOptions{Token: cfg.Auth.Token,
-		MaxConcurrent: cfg.Limits.MaxConcurrent, MaxQueued: cfg.Limits.MaxQueued})
+	// gRPC and the MCP endpoint take their turns from one admission.
+	adm := service.NewAdmission(cfg.Limits.MaxConcurrent, cfg.Limits.MaxQueued, 0)
+	sopts := service.Guard(service.GuardOptions{Token: cfg.Auth.Token, Admission: adm})
 	if creds != nil {
 		sopts = append(sopts, creds)
 	}
 	srv := service.NewServer(service.New(eng, log.With("component", "service")), sopts...)
-	fac := mcpserver.New(eng, &mcpserver.Options{Version: version, Logger: log.With("component", "mcpserver"), Relay: relay})
+	fac := mcpserver.New(eng, &mcpserver.Options{Version: version, Logger: log.With("component", "mcpserver"), Relay: relay, Admit: adm.Admit})
 	var web *mcpHTTP
 	if cfg.MCPListen != "" {
 		if web, err = newMCPHTTP(cfg, fac, log); err != nil {

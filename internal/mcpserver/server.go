@@ -82,6 +82,13 @@ type Options struct {
 	// engine (engine.Options.Mirror): upstream resource updates reach this
 	// server through it. Nil means updates are not relayed.
 	Relay *Relay
+	// Admit, when set, is called before every tools/call and
+	// resources/read (the requests that rank, read upstream and pack) and
+	// must return before the request runs; release is called when it is
+	// done. An error refuses the request with it (a JSON-RPC error). serve
+	// passes the admission its gRPC calls share, so the MCP endpoint is
+	// bounded by max_concurrent_requests too. Nil admits every request.
+	Admit func(ctx context.Context) (release func(), err error)
 }
 
 // A Relay carries upstream notifications/resources/updated from the
@@ -218,6 +225,24 @@ func New(eng *engine.Engine, opts *Options) *Server {
 			return next(ctx, method, req)
 		}
 	})
+	if admit := o.Admit; admit != nil {
+		s.mcp.AddReceivingMiddleware(func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
+			return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
+				if method != "tools/call" && method != "resources/read" {
+					return next(ctx, method, req)
+				}
+				release, err := admit(ctx)
+				if err != nil {
+					if ctx.Err() != nil {
+						return nil, ctx.Err()
+					}
+					return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+				}
+				defer release()
+				return next(ctx, method, req)
+			}
+		})
+	}
 	if o.Relay != nil {
 		o.Relay.mu.Lock()
 		o.Relay.s = s

@@ -3,6 +3,8 @@ package service
 import (
 	"context"
 	"crypto/subtle"
+	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -34,6 +36,10 @@ type GuardOptions struct {
 	// MaxQueueWait bounds a call's wait for a turn. Zero means
 	// DefaultMaxQueueWait.
 	MaxQueueWait time.Duration
+	// Admission, when set, is used instead of one built from
+	// MaxConcurrent, MaxQueued and MaxQueueWait, so that other entry points
+	// (the MCP endpoint) share the turns with gRPC.
+	Admission *Admission
 }
 
 // DefaultMaxQueueWait is how long a call waits for a turn by default.
@@ -42,7 +48,10 @@ const DefaultMaxQueueWait = 10 * time.Second
 // Guard returns the server options that enforce o: interceptors checking
 // the token on every call and admitting Assemble and Search calls.
 func Guard(o GuardOptions) []grpc.ServerOption {
-	a := newAdmission(o.MaxConcurrent, o.MaxQueued, o.MaxQueueWait)
+	a := o.Admission
+	if a == nil {
+		a = NewAdmission(o.MaxConcurrent, o.MaxQueued, o.MaxQueueWait)
+	}
 	auth := func(ctx context.Context) error {
 		if o.Token == "" {
 			return nil
@@ -57,10 +66,10 @@ func Guard(o GuardOptions) []grpc.ServerOption {
 		if err := auth(ctx); err != nil {
 			return nil, err
 		}
-		if a != nil && admitted(info.FullMethod) {
-			release, err := a.admit(ctx)
+		if admitted(info.FullMethod) {
+			release, err := a.Admit(ctx)
 			if err != nil {
-				return nil, err
+				return nil, admitStatus(err)
 			}
 			defer release()
 		}
@@ -113,30 +122,43 @@ func admitted(method string) bool {
 	return method == contextdv1.ContextService_Assemble_FullMethodName || method == contextdv1.ContextService_Search_FullMethodName
 }
 
-// An admission lets max calls run at once and up to queued more wait.
-type admission struct {
+// ErrBusy is wrapped by Admission.Admit's error when the queue is full or
+// the wait for a turn ran out.
+var ErrBusy = errors.New("busy")
+
+// An Admission lets a number of calls run at once and a number more wait
+// for a turn. It is safe for concurrent use; a nil *Admission admits every
+// call at once.
+type Admission struct {
 	run     chan struct{} // a token per running call
 	tickets chan struct{} // a token per running or waiting call
 	wait    time.Duration
 }
 
-func newAdmission(running, queued int, wait time.Duration) *admission {
+// NewAdmission returns an Admission that runs at most running calls at
+// once and lets at most queued more wait, each at most wait (zero means
+// DefaultMaxQueueWait). running <= 0 means no limit: it returns nil.
+func NewAdmission(running, queued int, wait time.Duration) *Admission {
 	if running <= 0 {
 		return nil
 	}
 	if wait <= 0 {
 		wait = DefaultMaxQueueWait
 	}
-	return &admission{run: make(chan struct{}, running), tickets: make(chan struct{}, running+max(queued, 0)), wait: wait}
+	return &Admission{run: make(chan struct{}, running), tickets: make(chan struct{}, running+max(queued, 0)), wait: wait}
 }
 
-// admit waits for a turn. Errors: RESOURCE_EXHAUSTED when the queue is
-// full or the wait ran out, or the status of ctx's end.
-func (a *admission) admit(ctx context.Context) (release func(), err error) {
+// Admit waits for a turn; the caller calls release when its call is done.
+// Errors: ErrBusy (wrapped) when the queue is full or the wait ran out, at
+// once in the first case; ctx's error when it ends first.
+func (a *Admission) Admit(ctx context.Context) (release func(), err error) {
+	if a == nil {
+		return func() {}, nil
+	}
 	select {
 	case a.tickets <- struct{}{}:
 	default:
-		return nil, status.Errorf(codes.ResourceExhausted, "busy: %d requests running and %d waiting; retry later", cap(a.run), cap(a.tickets)-cap(a.run))
+		return nil, fmt.Errorf("%w: %d requests running and %d waiting; retry later", ErrBusy, cap(a.run), cap(a.tickets)-cap(a.run))
 	}
 	select {
 	case a.run <- struct{}{}:
@@ -150,14 +172,23 @@ func (a *admission) admit(ctx context.Context) (release func(), err error) {
 		return func() { <-a.run; <-a.tickets }, nil
 	case <-t.C:
 		<-a.tickets
-		return nil, status.Errorf(codes.ResourceExhausted, "busy: no turn within %v; retry later", a.wait)
+		return nil, fmt.Errorf("%w: no turn within %v; retry later", ErrBusy, a.wait)
 	case <-ctx.Done():
 		<-a.tickets
-		if ctx.Err() == context.DeadlineExceeded {
-			return nil, status.Error(codes.DeadlineExceeded, "deadline exceeded while waiting for a turn")
-		}
-		return nil, status.Error(codes.Canceled, "canceled while waiting for a turn")
+		return nil, fmt.Errorf("while waiting for a turn: %w", ctx.Err())
 	}
+}
+
+// admitStatus maps an Admit error to a gRPC status: RESOURCE_EXHAUSTED
+// when busy, else DEADLINE_EXCEEDED or CANCELED.
+func admitStatus(err error) error {
+	switch {
+	case errors.Is(err, ErrBusy):
+		return status.Error(codes.ResourceExhausted, err.Error())
+	case errors.Is(err, context.DeadlineExceeded):
+		return status.Error(codes.DeadlineExceeded, "deadline exceeded while waiting for a turn")
+	}
+	return status.Error(codes.Canceled, "canceled while waiting for a turn")
 }
 
 // BearerToken is the call credential CLI clients send: the token as
