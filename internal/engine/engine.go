@@ -78,6 +78,12 @@ type Options struct {
 	// at most this much. A read that succeeds ends the spell. Zero means
 	// DefaultSlowReadTimeout and DefaultSlowFor.
 	SlowReadTimeout, SlowFor time.Duration
+	// RequestReadTime bounds the time one Assemble spends reading: each
+	// read gets at most what is left of it, and a candidate reached after
+	// it ran out is omitted as read_failed, so a server answering every
+	// read just within ReadTimeout cannot hold a request (and its turn)
+	// for max_reads read timeouts. Zero means twice ReadTimeout.
+	RequestReadTime time.Duration
 }
 
 // Defaults for the slow-server spell (see Options.SlowReadTimeout).
@@ -135,6 +141,7 @@ type Engine struct {
 	est        *budget.Estimator // learns each server's bytes per token across requests
 	ranking    Ranking
 	readTO     time.Duration
+	reqReadTO  time.Duration // Options.RequestReadTime, resolved
 	slowTO     time.Duration
 	slowFor    time.Duration
 	slowMu     gosync.Mutex
@@ -202,6 +209,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		e.candidates = 0
 	}
 	e.readTO = cmp.Or(opts.ReadTimeout, DefaultReadTimeout)
+	e.reqReadTO = cmp.Or(opts.RequestReadTime, 2*e.readTO)
 	e.ranking = cmp.Or(opts.Ranking, DefaultRanking)
 	e.slowTO = min(cmp.Or(opts.SlowReadTimeout, DefaultSlowReadTimeout), e.readTO)
 	e.slowFor = cmp.Or(opts.SlowFor, DefaultSlowFor)

@@ -62,30 +62,42 @@ func (e *Engine) offeredByTemplate(k resource.Key) bool {
 	return false
 }
 
-// A readBudget bounds the reads of one Assemble: at most MaxReads reads, and
-// at most MaxResponseBytes bytes of contents (text and blobs) in all. It is
-// safe for concurrent use.
+// A readBudget bounds the reads of one Assemble: at most MaxReads reads, at
+// most MaxResponseBytes bytes of contents (text and blobs) in all, and no
+// read after its time (Options.RequestReadTime from the request's start).
+// It is safe for concurrent use.
 type readBudget struct {
-	lim config.Limits
+	lim   config.Limits
+	until time.Time
+	time  time.Duration // until less the request's start
 
 	mu    sync.Mutex
 	reads int
 	bytes int
 }
 
-// start claims one read; it fails when the request has used up its reads
-// or its bytes.
-func (b *readBudget) start() error {
+// newReadBudget returns the read budget of a request starting now.
+func (e *Engine) newReadBudget() *readBudget {
+	return &readBudget{lim: e.limits, until: time.Now().Add(e.reqReadTO), time: e.reqReadTO}
+}
+
+// start claims one read and returns how much of the request's read time is
+// left; it fails when the request has used up its reads, its bytes or its
+// time.
+func (b *readBudget) start() (time.Duration, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	left := time.Until(b.until)
 	switch {
 	case b.reads >= b.lim.MaxReads:
-		return fmt.Errorf("not read: this request made its %d reads (max_reads)", b.lim.MaxReads)
+		return 0, fmt.Errorf("not read: this request made its %d reads (max_reads)", b.lim.MaxReads)
 	case b.bytes >= b.lim.MaxResponseBytes:
-		return fmt.Errorf("not read: this request read its %d bytes (max_response_bytes)", b.lim.MaxResponseBytes)
+		return 0, fmt.Errorf("not read: this request read its %d bytes (max_response_bytes)", b.lim.MaxResponseBytes)
+	case left <= 0:
+		return 0, fmt.Errorf("not read: this request spent its %v of read time", b.time)
 	}
 	b.reads++
-	return nil
+	return left, nil
 }
 
 // spend counts the bytes of contents read; it fails, and the contents are

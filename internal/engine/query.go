@@ -248,7 +248,7 @@ func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (*AssembleRe
 		TokenBudget: req.TokenBudget, IncludeBinary: req.IncludeBinary, MaxItems: req.MaxItems,
 		IncludeUserAudience: req.IncludeUserAudience,
 		Query:               req.Query, ValueFloor: floor, Now: time.Now(), Estimator: e.est,
-	}, cands, e.reader(fetched, &readBudget{lim: e.limits}), e.tok)
+	}, cands, e.reader(fetched, e.newReadBudget()), e.tok)
 	if err != nil {
 		return nil, err
 	}
@@ -324,10 +324,15 @@ func (e *Engine) reader(log *fetchLog, budget *readBudget) selector.ReadFunc {
 		if err := e.tooLarge.check(key, ver, time.Now()); err != nil {
 			return nil, err
 		}
-		if err := budget.start(); err != nil {
+		left, err := budget.start()
+		if err != nil {
 			return nil, err
 		}
 		timeout, slow := e.readTimeout(server)
+		cut := left < timeout // the request's read time ends first
+		if cut {
+			timeout = left
+		}
 		rctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
 		c, f, err := m.ReadFetch(rctx, uri)
@@ -344,6 +349,9 @@ func (e *Engine) reader(log *fetchLog, budget *readBudget) selector.ReadFunc {
 			log.mu.Unlock()
 		}
 		switch {
+		case err != nil && ctx.Err() == nil && rctx.Err() != nil && cut:
+			// The request's deadline, not the server's fault alone.
+			return nil, fmt.Errorf("server %q: read %q: no answer within the %v left of this request's %v of reads", server, uri, timeout.Round(time.Millisecond), e.reqReadTO)
 		case err != nil && ctx.Err() == nil && rctx.Err() != nil:
 			// Our deadline, not the caller's: this read fails, selection goes on.
 			mu.Lock()
