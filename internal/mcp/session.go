@@ -23,6 +23,15 @@ import (
 // DefaultMaxPages bounds one list walk when Options.MaxPages is zero.
 const DefaultMaxPages = 1000
 
+// Defaults for Options.MaxResources and Options.MaxTemplates.
+const (
+	// DefaultMaxResources is about 300 MiB of index at 512 dimensions.
+	DefaultMaxResources = 100_000
+	// DefaultMaxTemplates: every Search and Assemble parses every template
+	// of the servers in scope.
+	DefaultMaxTemplates = 1000
+)
+
 // DefaultKeepAlive is the ping interval for HTTP and SSE servers when
 // Options.KeepAlive is zero.
 const DefaultKeepAlive = 30 * time.Second
@@ -49,6 +58,11 @@ type Options struct {
 	OnUpdated func(uri string)
 	// MaxPages caps one list walk. Zero means DefaultMaxPages.
 	MaxPages int
+	// MaxResources and MaxTemplates cap the entries one walk of
+	// resources/list and of resources/templates/list keeps: a server
+	// listing more has the first ones kept and its list marked Capped.
+	// Zero means DefaultMaxResources and DefaultMaxTemplates.
+	MaxResources, MaxTemplates int
 	// TerminateDuration is how long a stdio server gets between closing its
 	// stdin and SIGTERM, then SIGTERM and SIGKILL. Zero means the SDK's 5s.
 	TerminateDuration time.Duration
@@ -221,6 +235,12 @@ func ConnectTransport(ctx context.Context, name string, t mcpsdk.Transport, opts
 	}
 	if o.MaxPages <= 0 {
 		o.MaxPages = DefaultMaxPages
+	}
+	if o.MaxResources <= 0 {
+		o.MaxResources = DefaultMaxResources
+	}
+	if o.MaxTemplates <= 0 {
+		o.MaxTemplates = DefaultMaxTemplates
 	}
 	copts := &mcpsdk.ClientOptions{
 		Logger:       o.Logger,
