@@ -24,11 +24,12 @@ func (e *Engine) checkPins(pins []resource.Key) error {
 	if len(pins) > e.limits.MaxPins {
 		return fmt.Errorf("%w: %d pinned resources; at most %d (max_pins)", ErrInvalidArgument, len(pins), e.limits.MaxPins)
 	}
+	tries := maxTemplateMatches
 	for _, k := range pins {
 		if _, known := e.mirrors[k.Server]; !known || k.URI == "" {
 			continue // Assemble reports these
 		}
-		if !e.readable(k) {
+		if !e.readable(k, &tries) {
 			return fmt.Errorf("%w: pinned %q: server %q does not list it and none of its templates yields it (set allow_unlisted_pins: true on the server to pin any URI)", ErrInvalidArgument, k.URI, k.Server)
 		}
 	}
@@ -37,25 +38,44 @@ func (e *Engine) checkPins(pins []resource.Key) error {
 
 // readable reports whether the pin policy lets a caller have k read: its
 // server lists it, one of its templates yields it, or the server's
-// configuration sets allow_unlisted_pins.
-func (e *Engine) readable(k resource.Key) bool {
+// configuration sets allow_unlisted_pins. tries is what is left of the
+// request's template matches (see offeredByTemplate).
+func (e *Engine) readable(k resource.Key, tries *int) bool {
 	if _, ok := e.ix.Get(k); ok {
 		return true
 	}
 	if srv, _ := e.cfg.Server(k.Server); srv.AllowUnlistedPins {
 		return true
 	}
-	return e.offeredByTemplate(k)
+	return e.offeredByTemplate(k, tries)
 }
 
-// offeredByTemplate reports whether one of k.Server's templates expands to k.URI.
-func (e *Engine) offeredByTemplate(k resource.Key) bool {
+// maxTemplateMatches bounds the templates one request's pins (or one
+// read) are matched against, after the cheap checks (URI length, literal
+// prefix): one match can cost tens of milliseconds of CPU, more for a
+// template of many variables in one expression, and a server may have
+// template.MaxVars variables in each of its mcp.DefaultMaxTemplates
+// templates.
+const maxTemplateMatches = 64
+
+// offeredByTemplate reports whether one of k.Server's templates expands to
+// k.URI, trying at most *tries templates whose literal prefix k.URI has
+// (and counting them off).
+func (e *Engine) offeredByTemplate(k resource.Key, tries *int) bool {
 	m, ok := e.mirrors[k.Server]
-	if !ok {
+	if !ok || len(k.URI) > template.MaxMatchBytes {
 		return false
 	}
 	for _, t := range m.Templates() {
-		if tp, err := template.Parse(t); err == nil && tp.Matches(k.URI) {
+		if *tries <= 0 {
+			return false
+		}
+		tp, err := template.Parse(t)
+		if err != nil || !tp.MayMatch(k.URI) {
+			continue
+		}
+		*tries--
+		if tp.Matches(k.URI) {
 			return true
 		}
 	}
