@@ -110,7 +110,7 @@ const (
 	// maxClassifyBytes is how much of the title and description classify
 	// reads.
 	maxClassifyBytes = 4096
-	// MaxMatchBytes bounds the URIs Matches considers.
+	// MaxMatchBytes bounds the URIs Matches considers and Expand gives.
 	MaxMatchBytes = 512
 )
 
@@ -306,9 +306,6 @@ func percentDecode(s string) string {
 // a missing required variable, or an expansion that does not round-trip.
 var ErrInvalidValue = errors.New("invalid template value")
 
-// maxURIBytes bounds an expanded URI.
-const maxURIBytes = 2048
-
 // Expand expands the template with values (variable → value), RFC 6570 §3,
 // and checks the result: every value Fits its variable, every required
 // variable has a value, matching the URI against the template gives the
@@ -344,7 +341,7 @@ func (t *Template) Expand(values map[string]string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("template %q: expand: %w", t.URITemplate, err)
 	}
-	if len(uri) > maxURIBytes || strings.IndexFunc(uri, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0 {
+	if len(uri) > MaxMatchBytes || strings.IndexFunc(uri, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0 {
 		return "", fmt.Errorf("%w: %s: expansion %q is not a usable URI", ErrInvalidValue, t.URITemplate, uri)
 	}
 	hier, _, _ := strings.Cut(uri, "#")
