@@ -122,3 +122,19 @@ func TestCostlyTemplatesAndURIsAreRefused(t *testing.T) {
 		t.Error("MayMatch does not check the literal prefix")
 	}
 }
+
+// An expansion is matched back against its template, at a cost that grows
+// faster than its length: one longer than MaxMatchBytes is refused.
+func TestLongExpansionsAreRefused(t *testing.T) {
+	tp, err := Parse(resource.Template{URITemplate: "x://{a}/{b}/{c}"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := strings.Repeat("v", 200)
+	if uri, err := tp.Expand(map[string]string{"a": v, "b": v, "c": v}); err == nil {
+		t.Errorf("a %d-byte expansion was given", len(uri))
+	}
+	if _, err := tp.Expand(map[string]string{"a": v, "b": "b", "c": "c"}); err != nil {
+		t.Errorf("a short expansion: %v", err)
+	}
+}
