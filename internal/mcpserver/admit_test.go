@@ -1,6 +1,7 @@
 package mcpserver_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -13,14 +14,20 @@ import (
 	"github.com/contextd/contextd/internal/service"
 )
 
-// Tool calls and reads take their turns from the admission serve shares
+// Tool calls, reads and subscriptions take their turns from the admission serve shares
 // with gRPC: with every turn taken and no room to queue, they are refused
 // at once; lists are not counted.
 func TestToolCallsAndReadsWaitForTheSharedAdmission(t *testing.T) {
 	adm := service.NewAdmission(1, 0, time.Minute)
 	docs := map[string]string{"doc://arch": "architecture of the billing service"}
-	f := newFacade(t, map[string]*mcpsdk.Server{"a": mcptest.NewServer(docs, nil)}, &mcpserver.Options{Admit: adm.Admit}, engine.Options{})
+	up := mcptest.NewServer(docs, &mcpsdk.ServerOptions{
+		SubscribeHandler:          func(context.Context, *mcpsdk.SubscribeRequest) error { return nil },
+		UnsubscribeHandler:        func(context.Context, *mcpsdk.UnsubscribeRequest) error { return nil },
+		SupportedProtocolVersions: []string{"2025-11-25"}, // resources/subscribe, not subscriptions/listen
+	})
+	f := newFacade(t, map[string]*mcpsdk.Server{"a": up}, &mcpserver.Options{Admit: adm.Admit}, engine.Options{})
 	cs := f.connect(t, nil)
+	legacy := f.connectVersion(t, nil, "2025-11-25") // resources/subscribe answers when subscribed
 	waitList(t, cs, func(rs []*mcpsdk.Resource) bool { return len(rs) == 1 })
 
 	release, err := adm.Admit(t.Context()) // a gRPC call holds the only turn
@@ -39,6 +46,9 @@ func TestToolCallsAndReadsWaitForTheSharedAdmission(t *testing.T) {
 		"resources/read": func() error {
 			_, err := cs.ReadResource(t.Context(), &mcpsdk.ReadResourceParams{URI: "contextd:resource/a/doc://arch"})
 			return err
+		},
+		"resources/subscribe": func() error { // reads the resource upstream
+			return legacy.Subscribe(t.Context(), &mcpsdk.SubscribeParams{URI: "contextd:resource/a/doc://arch"})
 		},
 	}
 	for name, call := range calls {

@@ -93,7 +93,9 @@ type Options struct {
 	// server through it. Nil means updates are not relayed.
 	Relay *Relay
 	// Admit, when set, is called before every tools/call and
-	// resources/read (the requests that rank, read upstream and pack) and
+	// resources/read (the requests that rank, read upstream and pack), and
+	// around the upstream read of each subscription (resources/subscribe,
+	// or each URI of subscriptions/listen, whose stream outlives it), and
 	// must return before the request runs; release is called when it is
 	// done. An error refuses the request with it (a JSON-RPC error). serve
 	// passes the admission its gRPC calls share, so the MCP endpoint is
