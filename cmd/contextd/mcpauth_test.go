@@ -84,6 +84,32 @@ func TestMCPOverHTTPRequiresTheToken(t *testing.T) {
 	if resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("a request without the token: %s, want 401", resp.Status)
 	}
+	// With the token, a browser's request still does not get through: a
+	// rebound DNS name (Host not loopback), or a cross-origin page.
+	for name, set := range map[string]func(*http.Request){
+		"non-loopback Host": func(r *http.Request) { r.Host = "evil.example:80" },
+		"cross-origin": func(r *http.Request) {
+			r.Header.Set("Sec-Fetch-Site", "cross-site")
+			r.Header.Set("Origin", "http://evil.example")
+		},
+	} {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		set(req)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("%s with the token: %s, want 403", name, resp.Status)
+		}
+	}
 	cs, err := connect(&http.Client{Transport: bearerTransport{token: token}})
 	if err != nil {
 		t.Fatalf("with the token: %v", err)
