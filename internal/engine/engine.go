@@ -220,7 +220,10 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		if opts.Dial != nil {
 			dial = opts.Dial(srv)
 		}
-		mo := ctxsync.Options{Server: srv.Name, Dial: dial, Index: ix, Logger: log.With("component", "sync"), PollInterval: opts.Config.PollInterval, Redact: red}
+		mo := ctxsync.Options{Server: srv.Name, Dial: dial, Index: ix, Logger: log.With("component", "sync"), PollInterval: opts.Config.PollInterval, Redact: red,
+			// No stdio server inherits the daemon's token or another
+			// server's credentials from contextd's environment.
+			HiddenEnv: append(slices.Clip(secrets), opts.Config.Auth.Token)}
 		if srv.NoContentIndex {
 			mo.ContentMaxResources = -1
 		}

@@ -97,6 +97,12 @@ type Options struct {
 	// stderr (one short line, see Session.StderrLine). Nil masks only URL
 	// credentials, query values and bearer tokens.
 	Redact *redact.Redactor
+	// HiddenEnv are credentials (the daemon's token, every server's
+	// secrets) that a stdio server must not inherit: a variable of
+	// contextd's environment whose value is one of them (8 bytes or more)
+	// is left out of the server's environment. The server's own env entries
+	// are passed whatever they hold.
+	HiddenEnv []string
 }
 
 // Capabilities are the resource-related server capabilities from initialize.
@@ -148,7 +154,7 @@ func Connect(ctx context.Context, srv config.Server, opts *Options) (*Session, e
 	case config.TransportStdio:
 		cmd := exec.Command(srv.Command, srv.Args...)
 		cmd.Dir = srv.Cwd
-		cmd.Env = os.Environ()
+		cmd.Env = inheritedEnv(os.Environ(), o.HiddenEnv)
 		for k, v := range srv.Env {
 			cmd.Env = append(cmd.Env, k+"="+v)
 		}
@@ -403,4 +409,31 @@ func (b *tailBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return string(b.buf)
+}
+
+// minHidden is the shortest HiddenEnv value looked for: shorter ones ("1",
+// "true") are what many harmless variables hold.
+const minHidden = 8
+
+// inheritedEnv returns env ("KEY=value" entries) without the variables
+// whose value is one of hidden: a stdio server inherits contextd's
+// environment (PATH, HOME, …) but not the credentials it holds for the
+// daemon and for the other servers.
+func inheritedEnv(env, hidden []string) []string {
+	hide := map[string]bool{}
+	for _, h := range hidden {
+		if len(h) >= minHidden {
+			hide[h] = true
+		}
+	}
+	if len(hide) == 0 {
+		return env
+	}
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		if _, v, _ := strings.Cut(kv, "="); !hide[v] {
+			out = append(out, kv)
+		}
+	}
+	return out
 }

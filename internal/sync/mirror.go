@@ -139,6 +139,9 @@ type Options struct {
 	// (mcp.Options.MaxResources): a list walk stops there, and partial
 	// lists add no more. Zero means mcp.DefaultMaxResources.
 	MaxResources int
+	// HiddenEnv is passed to mcp.Options: credentials a stdio server must
+	// not inherit from contextd's environment.
+	HiddenEnv []string
 }
 
 // Status is a snapshot of a mirror.
@@ -476,6 +479,7 @@ func (m *Mirror) connect(ctx context.Context) (*mcp.Session, error) {
 		TerminateDuration: m.opts.TerminateDuration,
 		Redact:            m.opts.Redact,
 		MaxResources:      m.opts.MaxResources,
+		HiddenEnv:         m.opts.HiddenEnv,
 	})
 }
 
