@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"strings"
@@ -166,9 +167,9 @@ func Connect(ctx context.Context, srv config.Server, opts *Options) (*Session, e
 		st = &stdioTransport{cmd: cmd, terminateDuration: o.TerminateDuration, log: o.Logger, maxMessage: o.MaxMessageBytes}
 		t = st
 	case config.TransportHTTP:
-		t = &mcpsdk.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: httpClient(srv.Headers, &o), MaxEventSize: maxMessage(&o) + 4096}
+		t = &mcpsdk.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: httpClient(srv.URL, srv.Headers, &o), MaxEventSize: maxMessage(&o) + 4096}
 	case config.TransportSSE:
-		t = &mcpsdk.SSEClientTransport{Endpoint: srv.URL, HTTPClient: httpClient(srv.Headers, &o), MaxEventSize: maxMessage(&o) + 4096}
+		t = &mcpsdk.SSEClientTransport{Endpoint: srv.URL, HTTPClient: httpClient(srv.URL, srv.Headers, &o), MaxEventSize: maxMessage(&o) + 4096}
 	default:
 		return nil, fmt.Errorf("mcp: server %q: unknown transport %q", srv.Name, srv.Transport)
 	}
@@ -359,10 +360,14 @@ func (s *Session) Close() error {
 
 // httpClient returns a client that bounds every message (see capTransport)
 // and adds the configured headers to every request.
-func httpClient(headers map[string]string, o *Options) *http.Client {
+func httpClient(endpoint string, headers map[string]string, o *Options) *http.Client {
 	var rt http.RoundTripper = capTransport{base: http.DefaultTransport, max: maxMessage(o), log: o.Logger}
 	if len(headers) > 0 {
-		rt = headerTransport{base: rt, headers: headers}
+		h := headerTransport{base: rt, headers: headers}
+		if u, err := url.Parse(endpoint); err == nil {
+			h.scheme, h.host = u.Scheme, u.Host
+		}
+		rt = h
 	}
 	return &http.Client{Transport: rt}
 }
@@ -375,12 +380,20 @@ func maxMessage(o *Options) int {
 	return DefaultMaxMessageBytes
 }
 
+// headerTransport adds the configured headers to the requests that go to
+// the server's own origin (scheme and host of its URL) only: a redirect,
+// or an SSE endpoint event, naming another origin must not receive its
+// credentials (browsers' fetch drops Authorization the same way).
 type headerTransport struct {
-	base    http.RoundTripper
-	headers map[string]string
+	base         http.RoundTripper
+	headers      map[string]string
+	scheme, host string
 }
 
 func (h headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if !strings.EqualFold(req.URL.Scheme, h.scheme) || !strings.EqualFold(req.URL.Host, h.host) {
+		return h.base.RoundTrip(req)
+	}
 	req = req.Clone(req.Context())
 	for k, v := range h.headers {
 		req.Header.Set(k, v)
