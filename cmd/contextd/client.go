@@ -168,6 +168,9 @@ func servers(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		fmt.Fprintln(stdout)
 	}
+	if e := resp.GetConfigError(); e != "" {
+		fmt.Fprintf(stdout, "config: the daemon refused its config file at the last reload and runs the one it loaded before: %s\n", esc(firstLine(e)))
+	}
 	return nil
 }
 

@@ -40,6 +40,9 @@ func TestMain(m *testing.M) {
 	case "changing-upstream":
 		changingUpstream(os.Getenv("FAKE_TRIGGER"))
 		os.Exit(0)
+	case "doc-upstream":
+		docUpstream()
+		os.Exit(0)
 	}
 	os.Exit(m.Run())
 }

@@ -89,6 +89,8 @@ type Config struct {
 	// Auth is who may call the daemon: a token, TLS and client
 	// certificates. The CLI clients (query, servers) use it too.
 	Auth Auth
+	// Ops is the metrics endpoint and the log format (see ops.go).
+	Ops Ops
 	// Warnings name the keys the file has that contextd does not read, such
 	// as a host's own (VS Code's inputs, a server's envFile): they are
 	// ignored, and each warning says where. A key a letter or two away from
@@ -154,6 +156,8 @@ type file struct {
 	MCPPath          string                `yaml:"mcp_path"`
 	MCPServers       map[string]serverFile `yaml:"mcpServers"`
 	Servers          map[string]serverFile `yaml:"servers"` // VS Code's mcp.json
+	// Metrics and logs: see ops.go.
+	Ops opsFile `yaml:",inline"`
 }
 
 type serverFile struct {
@@ -246,6 +250,9 @@ func Parse(path string, data []byte, lookup func(string) (string, bool)) (*Confi
 		c.PollInterval = d
 	}
 	if err := c.parseSecurity(&f, lookup); err != nil {
+		return nil, fmt.Errorf("%s: %w: %w", path, ErrInvalid, err)
+	}
+	if err := c.parseOps(&f.Ops); err != nil {
 		return nil, fmt.Errorf("%s: %w: %w", path, ErrInvalid, err)
 	}
 	if c.Listen == "" {
@@ -522,6 +529,7 @@ func Default() *Config {
 		Embedder:  DefaultEmbedder,
 		Servers:   []Server{DefaultServerEverything},
 		Limits:    Limits{}.WithDefaults(),
+		Ops:       Ops{LogFormat: LogText},
 	}
 }
 

@@ -21,12 +21,12 @@ import (
 //
 // Errors: ErrInvalidArgument.
 func (e *Engine) checkPins(pins []resource.Key) error {
-	if len(pins) > e.limits.MaxPins {
-		return fmt.Errorf("%w: %d pinned resources; at most %d (max_pins)", ErrInvalidArgument, len(pins), e.limits.MaxPins)
+	if lim := e.set().limits.MaxPins; len(pins) > lim {
+		return fmt.Errorf("%w: %d pinned resources; at most %d (max_pins)", ErrInvalidArgument, len(pins), lim)
 	}
 	tries := maxTemplateMatches
 	for _, k := range pins {
-		if _, known := e.mirrors[k.Server]; !known || k.URI == "" {
+		if _, known := e.mirror(k.Server); !known || k.URI == "" {
 			continue // Assemble reports these
 		}
 		if !e.readable(k, &tries) {
@@ -44,7 +44,7 @@ func (e *Engine) readable(k resource.Key, tries *int) bool {
 	if _, ok := e.ix.Get(k); ok {
 		return true
 	}
-	if srv, _ := e.cfg.Server(k.Server); srv.AllowUnlistedPins {
+	if srv, _ := e.set().cfg.Server(k.Server); srv.AllowUnlistedPins {
 		return true
 	}
 	return e.offeredByTemplate(k, tries)
@@ -62,7 +62,7 @@ const maxTemplateMatches = 64
 // k.URI, trying at most *tries templates whose literal prefix k.URI has
 // (and counting them off).
 func (e *Engine) offeredByTemplate(k resource.Key, tries *int) bool {
-	m, ok := e.mirrors[k.Server]
+	m, ok := e.mirror(k.Server)
 	if !ok || len(k.URI) > template.MaxMatchBytes {
 		return false
 	}
@@ -98,7 +98,7 @@ type readBudget struct {
 
 // newReadBudget returns the read budget of a request starting now.
 func (e *Engine) newReadBudget() *readBudget {
-	return &readBudget{lim: e.limits, until: time.Now().Add(e.reqReadTO), time: e.reqReadTO}
+	return &readBudget{lim: e.set().limits, until: time.Now().Add(e.reqReadTO), time: e.reqReadTO}
 }
 
 // start claims one read and returns how much of the request's read time is

@@ -93,7 +93,11 @@ func (e *Engine) unavailable(servers []string) error {
 	}
 	var states []string
 	for _, name := range servers {
-		st := e.mirrors[name].Status()
+		m, ok := e.mirror(name)
+		if !ok {
+			continue
+		}
+		st := m.Status()
 		if st.Syncs > 0 {
 			return nil
 		}
@@ -125,7 +129,11 @@ type SearchRequest struct {
 //
 // Errors: ErrInvalidArgument (empty query, unknown server, bad filter,
 // negative limit), ErrUnavailable (no server in scope has synced).
-func (e *Engine) Search(ctx context.Context, req SearchRequest) ([]Ranked, error) {
+func (e *Engine) Search(ctx context.Context, req SearchRequest) (out []Ranked, err error) {
+	defer e.enter()()
+	if e.observer != nil {
+		defer func(begun time.Time) { e.observer.Searched(time.Since(begun), err) }(time.Now())
+	}
 	if err := checkQuery(req.Query); err != nil {
 		return nil, err
 	}
@@ -192,7 +200,17 @@ type AssembleResult struct {
 // Errors: ErrInvalidArgument (empty query, budget < 1, unknown server, bad
 // filter or pin, negative max_items), ErrUnavailable (no server in scope has
 // synced, and nothing is pinned), or ctx's error.
-func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (*AssembleResult, error) {
+func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (out *AssembleResult, err error) {
+	defer e.enter()()
+	if e.observer != nil {
+		defer func(begun time.Time) {
+			tokens := 0
+			if out != nil {
+				tokens = out.TotalTokens
+			}
+			e.observer.Assembled(time.Since(begun), tokens, err)
+		}(time.Now())
+	}
 	if err := checkQuery(req.Query); err != nil {
 		return nil, err
 	}
@@ -317,7 +335,7 @@ func (e *Engine) reader(log *fetchLog, budget *readBudget) selector.ReadFunc {
 	var mu sync.Mutex
 	stalled := map[string]bool{}
 	return func(ctx context.Context, server, uri string) ([]selector.Content, error) {
-		m, ok := e.mirrors[server]
+		m, ok := e.mirror(server)
 		if !ok {
 			return nil, fmt.Errorf("server %q is not configured", server)
 		}

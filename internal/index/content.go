@@ -89,8 +89,10 @@ const DefaultContentWeight = 0.5
 // DefaultContentBytes is Options.ContentBytes when zero: 256 MiB of text
 // across all servers, 256 texts of MaxContentBytes or about 40,000 of the
 // Go docs' median size. It bounds what the content index costs in memory:
-// the texts themselves (kept in the contents collection) and their BM25F
-// postings (at most lexical.ContentTerms distinct terms per text).
+// the texts themselves (kept in the contents collection), their BM25F
+// postings (at most lexical.ContentTerms distinct terms per text) and the
+// passage index (PassageLexical), about 2.6 bytes of heap per byte of
+// text (BenchmarkPassageWords).
 const DefaultContentBytes = 256 << 20
 
 // DefaultContentPassages is Options.ContentPassages when zero: how many
@@ -308,6 +310,14 @@ func (ix *Index) ContentRoom() int64 {
 	return max(ix.cbytes-ix.contentBytes(), 0)
 }
 
+// ContentBytes returns the text the content index holds, in bytes, all
+// servers.
+func (ix *Index) ContentBytes() int64 {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return ix.contentBytes()
+}
+
 // contentBytes is the text the index holds, in bytes. ix.mu must be held.
 func (ix *Index) contentBytes() int64 {
 	var n int64
@@ -344,6 +354,7 @@ func (ix *Index) DropContents(ctx context.Context, server string) (int, error) {
 	ix.mu.Unlock()
 	for _, d := range descs {
 		ix.lex.Upsert(lexDoc(d, ""))
+		ix.words.drop(d.Key())
 	}
 	if len(ids) > 0 {
 		if err := ix.ccoll.Delete(ctx, nil, nil, ids...); err != nil {
@@ -692,6 +703,7 @@ func (ix *Index) attach(k resource.Key, info *contentInfo, text string) {
 	ix.mu.Unlock()
 	if ok {
 		ix.lex.Upsert(lexDoc(e.desc, text))
+		ix.words.set(k, text)
 	}
 }
 
@@ -787,6 +799,7 @@ func (ix *Index) loadContents(ctx context.Context) error {
 		ix.docs[k] = e
 		ix.keepPassageID(k, 0, r.ID)
 		ix.lex.Upsert(lexDoc(e.desc, r.Content))
+		ix.words.set(k, r.Content)
 	}
 	for _, r := range later {
 		k := resource.Key{Server: r.Metadata[mServer], URI: r.Metadata[mURI]}

@@ -100,6 +100,7 @@ type Index struct {
 	cbytes int64               // Options.ContentBytes, resolved; 0: no cap
 	cpass  int                 // Options.ContentPassages, resolved; 0: no cap
 	lex    *lexical.Index
+	words  *passageWords // every passage of every indexed text
 	closed chan struct{}
 
 	// slocks serialise the writes of one server (Upsert, Replace, Delete):
@@ -194,6 +195,7 @@ func open(ctx context.Context, opts Options) (*Index, error) {
 		texts:  queryCache{max: DefaultTextCache},
 		log:    log,
 		lex:    lexical.New(opts.Lexical),
+		words:  newPassageWords(),
 		closed: make(chan struct{}),
 		cw:     max(cmp.Or(opts.ContentWeight, DefaultContentWeight), 0),
 		cbytes: max(cmp.Or(opts.ContentBytes, DefaultContentBytes), 0),
@@ -514,6 +516,9 @@ func (ix *Index) upsertChunk(ctx context.Context, descs []resource.Descriptor) (
 		ix.docs[key] = entry{desc: j.d, id: id, hash: j.hash, vec: j.vec, content: j.content}
 		ix.mu.Unlock()
 		ix.lex.Upsert(lexDoc(j.d, ctext))
+		if j.content == nil {
+			ix.words.drop(key)
+		}
 		stored++
 	}
 	return embedded, nil
@@ -593,6 +598,7 @@ func (ix *Index) delete(ctx context.Context, keys []resource.Key) error {
 		return nil
 	}
 	ix.lex.Delete(lexIDs...)
+	ix.words.drop(keys...)
 	if err := ix.coll.Delete(ctx, nil, nil, ids...); err != nil {
 		return fmt.Errorf("index: delete: %v", err)
 	}

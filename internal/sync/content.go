@@ -427,6 +427,7 @@ func (m *Mirror) indexContents(ctx context.Context, sess *mcp.Session, refreshAg
 				attempted[d.URI] = true
 				smu.Unlock()
 				cs, hint, err := sess.ReadHint(rctx, d.URI)
+				m.opts.Observer.Called(m.opts.Server, MethodRead, err)
 				if err != nil && gctx.Err() != nil {
 					cut[i] = true // by the pass ending, not the resource's failure
 					errs[i] = err

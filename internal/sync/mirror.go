@@ -142,6 +142,9 @@ type Options struct {
 	// HiddenEnv is passed to mcp.Options: credentials a stdio server must
 	// not inherit from contextd's environment.
 	HiddenEnv []string
+	// Observer is told of syncs, upstream requests and cache lookups
+	// (metrics). Nil tells nobody.
+	Observer Observer
 }
 
 // Status is a snapshot of a mirror.
@@ -265,6 +268,9 @@ func New(opts Options) *Mirror {
 	}
 	if opts.ReconnectWait == 0 {
 		opts.ReconnectWait = DefaultReconnectWait
+	}
+	if opts.Observer == nil {
+		opts.Observer = noObserver{}
 	}
 	log := opts.Logger
 	if log == nil {
@@ -820,6 +826,10 @@ func (m *Mirror) sync(parent context.Context, sess *mcp.Session) (ok bool) {
 		m.dropRelisted(res)
 	}
 	tpl, terr := sess.ListTemplates(ctx)
+	if sess.Capabilities().Resources {
+		m.opts.Observer.Called(m.opts.Server, MethodList, rerr)
+		m.opts.Observer.Called(m.opts.Server, MethodTemplates, terr)
+	}
 	var diff index.Diff
 	var ierr error
 	if rerr == nil {
@@ -840,10 +850,11 @@ func (m *Mirror) sync(parent context.Context, sess *mcp.Session) (ok bool) {
 		return false
 	}
 
+	err := errors.Join(rerr, ierr, terr)
+	m.opts.Observer.Synced(m.opts.Server, err == nil)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.status.Syncs++
-	err := errors.Join(rerr, ierr, terr)
 	if terr == nil {
 		m.templates = tpl.Items
 		m.status.Templates = len(tpl.Items)
@@ -1086,8 +1097,10 @@ func (m *Mirror) ReadFetch(ctx context.Context, uri string) ([]resource.Content,
 
 func (m *Mirror) readFetch(ctx context.Context, uri string) ([]resource.Content, Fetch, error) {
 	if e, ok := m.cache.get(uri, time.Now()); ok {
+		m.opts.Observer.Cached(m.opts.Server, true)
 		return e.contents, Fetch{At: e.at, Subscribed: e.expires.IsZero(), Expires: e.expires}, nil
 	}
+	m.opts.Observer.Cached(m.opts.Server, false)
 	m.mu.Lock()
 	sess := m.sess
 	m.mu.Unlock()
@@ -1137,6 +1150,7 @@ func (m *Mirror) read(ctx context.Context, sess *mcp.Session, uri string) ([]res
 		}
 	}
 	contents, hint, err := sess.ReadHint(ctx, uri)
+	m.opts.Observer.Called(m.opts.Server, MethodRead, err)
 	at := time.Now()
 	if err != nil {
 		var nf *mcp.NotFoundError
