@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -19,11 +21,18 @@ import (
 )
 
 // dial connects to a running daemon at addr (host:port or unix:///path),
-// with auth's TLS and token.
+// with auth's TLS and token. It refuses to send the token without TLS over
+// a unix socket another user owns: whoever can create the socket's path
+// while no daemon runs (a shared /tmp) would receive it.
 func dial(addr string, auth config.Auth) (*grpc.ClientConn, contextdv1.ContextServiceClient, error) {
 	target := addr
 	if p, ok := strings.CutPrefix(addr, "unix://"); ok {
 		target = "unix:" + p
+		if auth.Token != "" && !auth.TLS.Enabled() {
+			if err := checkSocketOwner(p); err != nil {
+				return nil, nil, err
+			}
+		}
 	} else if !strings.Contains(addr, "://") {
 		target = "passthrough:///" + addr
 	}
@@ -161,6 +170,19 @@ func servers(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	if e := resp.GetConfigError(); e != "" {
 		fmt.Fprintf(stdout, "config: the daemon refused its config file at the last reload and runs the one it loaded before: %s\n", esc(firstLine(e)))
+	}
+	return nil
+}
+
+// checkSocketOwner fails when the unix socket at path belongs to another
+// user. A missing socket is no error here: the dial reports it.
+func checkSocketOwner(path string) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Getuid() {
+		return fmt.Errorf("dial unix://%s: the socket belongs to uid %d, not to you (uid %d): not sending the token to it", path, st.Uid, os.Getuid())
 	}
 	return nil
 }

@@ -104,8 +104,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	met.Watch(eng)
 	// Instrument first, so the calls Guard refuses are counted too.
-	sopts := append([]grpc.ServerOption{service.Instrument(met.GRPC)}, service.Guard(service.GuardOptions{Token: cfg.Auth.Token,
-		MaxConcurrent: cfg.Limits.MaxConcurrent, MaxQueued: cfg.Limits.MaxQueued})...)
+	// gRPC and the MCP endpoint take their turns from one admission.
+	adm := service.NewAdmission(cfg.Limits.MaxConcurrent, cfg.Limits.MaxQueued, 0)
+	sopts := append([]grpc.ServerOption{service.Instrument(met.GRPC)}, service.Guard(service.GuardOptions{Token: cfg.Auth.Token, Admission: adm})...)
 	if creds != nil {
 		sopts = append(sopts, creds)
 	}
@@ -124,7 +125,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 		log.Info("contextd serving metrics", "url", "http://"+metricsLis.Addr().String()+"/metrics", "pprof", cfg.Ops.Pprof)
 	}
-	fac := mcpserver.New(eng, &mcpserver.Options{Version: version, Logger: log.With("component", "mcpserver"), Relay: relay})
+	fac := mcpserver.New(eng, &mcpserver.Options{Version: version, Logger: log.With("component", "mcpserver"), Relay: relay, Admit: adm.Admit})
 	var web *mcpHTTP
 	if cfg.MCPListen != "" {
 		if web, err = newMCPHTTP(cfg, fac, log); err != nil {

@@ -178,13 +178,19 @@ type serverFile struct {
 
 // Load reads and validates the configuration at path. Errors wrap ErrInvalid
 // (bad content) or the fs error (unreadable file) and name the file, and where
-// relevant the server and field.
+// relevant the server and field. A file readable by other users that has
+// credentials written in it gets a warning.
 func Load(path string) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	return Parse(path, data, os.LookupEnv)
+	c, err := Parse(path, data, os.LookupEnv)
+	if err != nil {
+		return nil, err
+	}
+	c.warnWrittenSecrets(path, data)
+	return c, nil
 }
 
 // Parse validates data as if read from path. lookup resolves ${VAR} references.

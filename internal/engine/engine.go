@@ -79,6 +79,12 @@ type Options struct {
 	// at most this much. A read that succeeds ends the spell. Zero means
 	// DefaultSlowReadTimeout and DefaultSlowFor.
 	SlowReadTimeout, SlowFor time.Duration
+	// RequestReadTime bounds the time one Assemble spends reading: each
+	// read gets at most what is left of it, and a candidate reached after
+	// it ran out is omitted as read_failed, so a server answering every
+	// read just within ReadTimeout cannot hold a request (and its turn)
+	// for max_reads read timeouts. Zero means twice ReadTimeout.
+	RequestReadTime time.Duration
 }
 
 // Defaults for the slow-server spell (see Options.SlowReadTimeout).
@@ -133,6 +139,7 @@ type Engine struct {
 	est        *budget.Estimator // learns each server's bytes per token across requests
 	ranking    Ranking
 	readTO     time.Duration
+	reqReadTO  time.Duration // Options.RequestReadTime, resolved
 	slowTO     time.Duration
 	slowFor    time.Duration
 	slowMu     gosync.Mutex
@@ -243,6 +250,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		e.candidates = 0
 	}
 	e.readTO = cmp.Or(opts.ReadTimeout, DefaultReadTimeout)
+	e.reqReadTO = cmp.Or(opts.RequestReadTime, 2*e.readTO)
 	e.ranking = cmp.Or(opts.Ranking, DefaultRanking)
 	e.slowTO = min(cmp.Or(opts.SlowReadTimeout, DefaultSlowReadTimeout), e.readTO)
 	e.slowFor = cmp.Or(opts.SlowFor, DefaultSlowFor)
@@ -277,8 +285,14 @@ func (e *Engine) newMirror(cfg *config.Config, srv config.Server, red *redact.Re
 	if e.dial != nil {
 		dial = e.dial(srv)
 	}
+	// No stdio server inherits the daemon's token or another server's
+	// credentials from contextd's environment.
+	hidden := []string{cfg.Auth.Token}
+	for _, s := range cfg.Servers {
+		hidden = append(hidden, s.Secrets()...)
+	}
 	mo := ctxsync.Options{Server: srv.Name, Dial: dial, Index: e.ix, Logger: e.log.With("component", "sync"), PollInterval: cfg.PollInterval, Redact: red,
-		Observer: mirrorObserver{e}}
+		Observer: mirrorObserver{e}, HiddenEnv: hidden}
 	if srv.NoContentIndex {
 		mo.ContentMaxResources = -1
 	}

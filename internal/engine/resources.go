@@ -59,11 +59,11 @@ func (e *Engine) Read(ctx context.Context, k resource.Key) ([]resource.Content, 
 	if st := m.Status(); st.Syncs == 0 {
 		return nil, ctxsync.Fetch{}, fmt.Errorf("server %q has not synced yet: %w", k.Server, ctxsync.ErrUnavailable)
 	}
-	if !e.readable(k) {
+	if tries := maxTemplateMatches; !e.readable(k, &tries) {
 		return nil, ctxsync.Fetch{}, fmt.Errorf("%w: resource %q not found: server %q does not list it and none of its templates yields it (set allow_unlisted_pins: true on the server to read any URI)", ErrInvalidArgument, k.URI, k.Server)
 	}
 	log := &fetchLog{m: map[resource.Key]ctxsync.Fetch{}}
-	cs, err := e.reader(log, &readBudget{lim: e.set().limits})(ctx, k.Server, k.URI)
+	cs, err := e.reader(log, e.newReadBudget())(ctx, k.Server, k.URI)
 	if err != nil {
 		return nil, ctxsync.Fetch{}, err
 	}

@@ -130,6 +130,12 @@ type Index struct {
 	// files maps each stored descriptor's file name (docFile of its
 	// document ID) to its key, so no two keys share a file.
 	files map[string]resource.Key
+	// cids holds, for each key with stored passages, their document IDs in
+	// the contents collection by passage number ("" where none is stored);
+	// cfiles maps those IDs' file names to their passages, so no two
+	// passages share a file either (see passageDocID).
+	cids   map[resource.Key][]string
+	cfiles map[string]passageRef
 }
 
 type unstoredVec struct {
@@ -197,6 +203,8 @@ func open(ctx context.Context, opts Options) (*Index, error) {
 		docs:   map[resource.Key]entry{},
 		count:  map[string]int{},
 		files:  map[string]resource.Key{},
+		cids:   map[resource.Key][]string{},
+		cfiles: map[string]passageRef{},
 		slocks: map[string]*sync.Mutex{},
 	}
 	db, err := openDB(opts.Dir, log)
@@ -402,7 +410,7 @@ func (ix *Index) upsertChunk(ctx context.Context, descs []resource.Descriptor) (
 		hash    string
 		vec     []float32
 		content *contentInfo // kept from the old version
-		dropC   []string     // the old version's passages, which must go
+		dropC   bool         // the old version's passages must go
 	}
 	var jobs []job
 	var todo []int // jobs that need a new vector
@@ -479,7 +487,7 @@ func (ix *Index) upsertChunk(ctx context.Context, descs []resource.Descriptor) (
 			if old.content.stamp == ContentStamp(j.d) {
 				j.content = old.content
 			} else {
-				j.dropC = old.content.docIDs(key)
+				j.dropC = true
 			}
 		}
 		id := old.id
@@ -493,9 +501,11 @@ func (ix *Index) upsertChunk(ctx context.Context, descs []resource.Descriptor) (
 		var ctext string
 		if j.content != nil {
 			ctext = ix.contentText(ctx, key)
-		} else if len(j.dropC) > 0 {
-			if err := ix.ccoll.Delete(ctx, nil, nil, j.dropC...); err != nil {
-				return embedded, fmt.Errorf("index: delete content of %s %q: %v", j.d.Server, j.d.URI, err)
+		} else if j.dropC {
+			if ids := ix.releasePassages(key, 0); len(ids) > 0 {
+				if err := ix.ccoll.Delete(ctx, nil, nil, ids...); err != nil {
+					return embedded, fmt.Errorf("index: delete content of %s %q: %v", j.d.Server, j.d.URI, err)
+				}
 			}
 		}
 		ix.mu.Lock()
@@ -573,9 +583,7 @@ func (ix *Index) delete(ctx context.Context, keys []resource.Key) error {
 		if !ok {
 			continue
 		}
-		if e.content != nil {
-			cids = append(cids, e.content.docIDs(k)...)
-		}
+		cids = append(cids, ix.releasePassagesLocked(k, 0)...)
 		delete(ix.docs, k)
 		ix.count[k.Server]--
 		if ix.count[k.Server] == 0 {
@@ -712,7 +720,9 @@ func (ix *Index) isClosed() bool {
 // docFile is the name chromem-go gives the file of the document with ID
 // id: the first 4 bytes of its SHA-256, in hex. 32 bits collide (2 in
 // 100,000 real keys), and a collision made one key's file overwrite
-// another's; docID picks IDs whose files are free.
+// another's; docID and passageDocID pick IDs whose files are free. One
+// name is never free: metadataName, the collection's own file, which a
+// document written over would keep the whole directory from loading.
 func docFile(id string) string {
 	h := sha256.Sum256([]byte(id))
 	return hex.EncodeToString(h[:4])
@@ -720,7 +730,7 @@ func docFile(id string) string {
 
 // docID returns the document ID for a new key: Key.String() when its file
 // is free, else the first of Key.String()+"\x00"+N (N = 1, 2, …) whose
-// file is. Data directories written before keep their IDs (Key.String()):
+// file is (see docFile). Data directories written before keep their IDs (Key.String()):
 // each loads as it is, and a key that lost its file to a collision gets a
 // free one at the next sync. The caller holds wmu (and not mu).
 func (ix *Index) docID(k resource.Key) string {
@@ -728,7 +738,8 @@ func (ix *Index) docID(k resource.Key) string {
 	defer ix.mu.RUnlock()
 	id := k.String()
 	for n := 1; ; n++ {
-		if owner, taken := ix.files[docFile(id)]; !taken || owner == k {
+		f := docFile(id)
+		if owner, taken := ix.files[f]; (!taken || owner == k) && f != metadataName {
 			return id
 		}
 		id = k.String() + "\x00" + strconv.Itoa(n)

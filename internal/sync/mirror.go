@@ -1,6 +1,7 @@
 package sync
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -134,6 +135,13 @@ type Options struct {
 	// each shutdown stage (stdin closed, SIGTERM) may take before the next.
 	// Zero means the SDK's default (5s).
 	TerminateDuration time.Duration
+	// MaxResources caps the descriptors the mirror keeps for its server
+	// (mcp.Options.MaxResources): a list walk stops there, and partial
+	// lists add no more. Zero means mcp.DefaultMaxResources.
+	MaxResources int
+	// HiddenEnv is passed to mcp.Options: credentials a stdio server must
+	// not inherit from contextd's environment.
+	HiddenEnv []string
 	// Observer is told of syncs, upstream requests and cache lookups
 	// (metrics). Nil tells nobody.
 	Observer Observer
@@ -476,6 +484,8 @@ func (m *Mirror) connect(ctx context.Context) (*mcp.Session, error) {
 
 		TerminateDuration: m.opts.TerminateDuration,
 		Redact:            m.opts.Redact,
+		MaxResources:      m.opts.MaxResources,
+		HiddenEnv:         m.opts.HiddenEnv,
 	})
 }
 
@@ -826,11 +836,14 @@ func (m *Mirror) sync(parent context.Context, sess *mcp.Session) (ok bool) {
 		ictx := index.WithProgress(parent, func(done, total int) {
 			m.setActivity(fmt.Sprintf("indexing %d/%d", done, total))
 		})
-		if res.Complete {
+		switch {
+		case res.Complete, res.Capped:
+			// A capped list is the server's first entries: they stand for it.
 			diff, ierr = m.opts.Index.Replace(ictx, m.opts.Server, res.Items)
-		} else {
-			// A partial list must not delete what the missing pages hold.
-			_, ierr = m.opts.Index.Upsert(ictx, res.Items...)
+		default:
+			// A partial list must not delete what the missing pages hold,
+			// nor take the server past the entries one list may hold.
+			_, ierr = m.opts.Index.Upsert(ictx, m.within(res.Items)...)
 		}
 	}
 	if parent.Err() != nil {
@@ -880,6 +893,23 @@ func (m *Mirror) sync(parent context.Context, sess *mcp.Session) (ok bool) {
 	m.log.Info("synced", "resources", len(res.Items), "templates", len(tpl.Items),
 		"added", diff.Added, "updated", diff.Updated, "removed", diff.Removed, "embedded", diff.Embedded)
 	return true
+}
+
+// within returns the descriptors of a partial list that the index takes:
+// those it holds already, and new ones while the server has fewer than
+// mcp.Options.MaxResources.
+func (m *Mirror) within(ds []resource.Descriptor) []resource.Descriptor {
+	room := cmp.Or(m.opts.MaxResources, mcp.DefaultMaxResources) - m.opts.Index.Len(m.opts.Server)
+	out := ds[:0:0]
+	for _, d := range ds {
+		if _, ok := m.opts.Index.Get(d.Key()); ok {
+			out = append(out, d)
+		} else if room > 0 {
+			room--
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // dropRelisted drops the cached contents of the resources whose descriptor
