@@ -8,8 +8,8 @@
 //	contextd mcp      [--config F]
 //	contextd assemble [--config F] [--budget N] [--server S]... [--json] QUERY
 //	contextd search   [--config F] [--limit N] [--server S]... [--json] QUERY
-//	contextd query    [--addr A] [--budget N] [--server S]... [--json] QUERY
-//	contextd servers  [--addr A] [--json]
+//	contextd query    [--config F] [--addr A] [--budget N] [--server S]... [--json] QUERY
+//	contextd servers  [--config F] [--addr A] [--json]
 //	contextd eval     --dataset DIR [--split NAME] [--json] [--out DIR]
 //
 // Run "contextd help" for details.

@@ -191,6 +191,12 @@ func Load(path string) (*Config, error) {
 // names the key and suggests the one meant, because ignoring it would
 // silently drop what the user asked for.
 func Parse(path string, data []byte, lookup func(string) (string, bool)) (*Config, error) {
+	return parse(path, data, lookup, false)
+}
+
+// parse is Parse; with clientOnly, the servers are left unresolved (see
+// ParseClient).
+func parse(path string, data []byte, lookup func(string) (string, bool), clientOnly bool) (*Config, error) {
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
 		return nil, syntaxError(path, data, err)
@@ -264,6 +270,9 @@ func Parse(path string, data []byte, lookup func(string) (string, bool)) (*Confi
 	}
 	c.DataDir = expandHome(c.DataDir)
 
+	if clientOnly {
+		return c, nil
+	}
 	all := map[string]serverFile{}
 	for _, m := range []map[string]serverFile{f.Servers, f.MCPServers} {
 		for name, s := range m {
