@@ -18,7 +18,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	const token = "0123456789abcdef0123456789abcdef" // the daemon's auth.token
+	const token = "0123456789abcdef0123456789abcdef"      // the daemon's auth.token
 	stop, err := startDaemon(l, token, map[string]string{ // stands in for `contextd serve`
 		"doc://architecture": "# Architecture\n\nThe daemon mirrors each server's resources into one index.\n",
 		"doc://changelog":    "# Changelog\n\nVersion 2 renamed the flags.\n",
