@@ -55,7 +55,8 @@ func TestShortVersion(t *testing.T) {
 
 // A binary built by go build in a git checkout prints the checkout's
 // revision. The go command stamps it only where the module's .git is a
-// directory: a clone, as CI has, not a git worktree (whose .git is a file).
+// directory: a clone, as CI has, not a git worktree (whose .git is a file);
+// -buildvcs=true overrides a GOFLAGS=-buildvcs=false in the go env.
 func TestVersionPrintsTheRevisionOfTheCheckout(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
@@ -72,7 +73,7 @@ func TestVersionPrintsTheRevisionOfTheCheckout(t *testing.T) {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(t.TempDir(), "contextd")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-buildvcs=true", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	out, err := exec.Command(bin, "version").CombinedOutput()
