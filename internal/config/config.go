@@ -8,7 +8,8 @@
 //   - VS Code: {"servers": {NAME: {"type": "stdio"|"http"|"sse", ...}}}
 //   - GitHub Copilot CLI: {"mcpServers": {NAME: {"type": "local"|"http"|"sse", ...}}}
 //
-// Files may be YAML or JSON (JSON is read as YAML). String values in command,
+// Files may be YAML or JSON (JSON is read as YAML); a JSON file may have
+// comments and trailing commas, as VS Code's mcp.json does. String values in command,
 // args, env, cwd, url and headers may reference the environment as ${VAR} or
 // ${VAR:-default}; an unset variable without a default is an error that names
 // the file, the server and the field.
@@ -197,9 +198,13 @@ func Parse(path string, data []byte, lookup func(string) (string, bool)) (*Confi
 // parse is Parse; with clientOnly, the servers are left unresolved (see
 // ParseClient).
 func parse(path string, data []byte, lookup func(string) (string, bool), clientOnly bool) (*Config, error) {
+	data, jsonErr := standardizeJSON(data)
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, syntaxError(path, data, err)
+		if jsonErr != nil {
+			return nil, jsonSyntaxError(path, jsonErr)
+		}
+		return nil, yamlSyntaxError(path, data, err)
 	}
 	if err := checkServerLists(&root); err != nil { // before the decoder names Go types
 		return nil, fmt.Errorf("%s: %w: %w", path, ErrInvalid, err)
