@@ -57,7 +57,7 @@ func certPool(files ...string) (*x509.CertPool, error) {
 func listenOn(addr string) (net.Listener, error) {
 	p, ok := strings.CutPrefix(addr, "unix://")
 	if !ok {
-		return net.Listen("tcp", addr)
+		return listenTCP(addr, listenWhat)
 	}
 	if fi, err := os.Lstat(p); err == nil && fi.Mode()&os.ModeSocket == 0 {
 		return nil, fmt.Errorf("listen %s: %s exists and is not a socket", addr, p)
