@@ -63,8 +63,7 @@ type Config struct {
 	Path string
 	// Listen is a TCP host:port or unix:///path. Default DefaultListen.
 	Listen string
-	// DataDir holds the persistent index. Default $XDG_DATA_HOME/contextd or
-	// ~/.local/share/contextd.
+	// DataDir holds the persistent index. Default DefaultDataDir().
 	DataDir string
 	// Tokenizer is the tiktoken encoding used for budgets. Default DefaultTokenizer.
 	Tokenizer string
@@ -487,14 +486,6 @@ func commentOutsideString(line string) bool {
 		}
 	}
 	return false
-}
-
-// DefaultDataDir is $XDG_DATA_HOME/contextd, or ~/.local/share/contextd.
-func DefaultDataDir() string {
-	if d := os.Getenv("XDG_DATA_HOME"); d != "" {
-		return filepath.Join(d, "contextd")
-	}
-	return filepath.Join("~", ".local", "share", "contextd")
 }
 
 func expandHome(p string) string {
