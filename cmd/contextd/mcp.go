@@ -118,7 +118,7 @@ func newMCPHTTP(cfg *config.Config, fac *mcpserver.Server, log *slog.Logger) (*m
 	if err := config.CheckLoopback(cfg.MCPListen); err != nil {
 		return nil, fmt.Errorf("--mcp-listen: %w", err)
 	}
-	lis, err := net.Listen("tcp", cfg.MCPListen)
+	lis, err := listenTCP(cfg.MCPListen, mcpListenWhat)
 	if err != nil {
 		return nil, err
 	}

@@ -8,7 +8,8 @@
 //   - VS Code: {"servers": {NAME: {"type": "stdio"|"http"|"sse", ...}}}
 //   - GitHub Copilot CLI: {"mcpServers": {NAME: {"type": "local"|"http"|"sse", ...}}}
 //
-// Files may be YAML or JSON (JSON is read as YAML). String values in command,
+// Files may be YAML or JSON (JSON is read as YAML); a JSON file may have
+// comments and trailing commas, as VS Code's mcp.json does. String values in command,
 // args, env, cwd, url and headers may reference the environment as ${VAR} or
 // ${VAR:-default}; an unset variable without a default is an error that names
 // the file, the server and the field.
@@ -62,8 +63,7 @@ type Config struct {
 	Path string
 	// Listen is a TCP host:port or unix:///path. Default DefaultListen.
 	Listen string
-	// DataDir holds the persistent index. Default $XDG_DATA_HOME/contextd or
-	// ~/.local/share/contextd.
+	// DataDir holds the persistent index. Default DefaultDataDir().
 	DataDir string
 	// Tokenizer is the tiktoken encoding used for budgets. Default DefaultTokenizer.
 	Tokenizer string
@@ -201,9 +201,19 @@ func Load(path string) (*Config, error) {
 // names the key and suggests the one meant, because ignoring it would
 // silently drop what the user asked for.
 func Parse(path string, data []byte, lookup func(string) (string, bool)) (*Config, error) {
+	return parse(path, data, lookup, false)
+}
+
+// parse is Parse; with clientOnly, the servers are left unresolved (see
+// ParseClient).
+func parse(path string, data []byte, lookup func(string) (string, bool), clientOnly bool) (*Config, error) {
+	data, jsonErr := standardizeJSON(data)
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, syntaxError(path, data, err)
+		if jsonErr != nil {
+			return nil, jsonSyntaxError(path, jsonErr)
+		}
+		return nil, yamlSyntaxError(path, data, err)
 	}
 	if err := checkServerLists(&root); err != nil { // before the decoder names Go types
 		return nil, fmt.Errorf("%s: %w: %w", path, ErrInvalid, err)
@@ -277,6 +287,9 @@ func Parse(path string, data []byte, lookup func(string) (string, bool)) (*Confi
 	}
 	c.DataDir = expandHome(c.DataDir)
 
+	if clientOnly {
+		return c, nil
+	}
 	all := map[string]serverFile{}
 	for _, m := range []map[string]serverFile{f.Servers, f.MCPServers} {
 		for name, s := range m {
@@ -486,14 +499,6 @@ func commentOutsideString(line string) bool {
 		}
 	}
 	return false
-}
-
-// DefaultDataDir is $XDG_DATA_HOME/contextd, or ~/.local/share/contextd.
-func DefaultDataDir() string {
-	if d := os.Getenv("XDG_DATA_HOME"); d != "" {
-		return filepath.Join(d, "contextd")
-	}
-	return filepath.Join("~", ".local", "share", "contextd")
 }
 
 func expandHome(p string) string {
