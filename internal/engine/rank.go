@@ -56,8 +56,11 @@ type Ranking struct {
 	Dense, Lexical float64
 	// Passages weighs a third list, of the descriptors whose indexed text
 	// holds a passage sharing words with the query, by that passage's BM25
-	// (index.PassageLexical): it finds the answer deep in a long text. A
-	// query no passage matches is ranked by the other two lists alone.
+	// (index.PassageLexical): it finds the answer deep in a long text. It
+	// judges only texts of two or more passages; every other descriptor
+	// takes the mean of its two other normalised scores in its place
+	// (rank.List.Known), and a query no passage matches is ranked by the
+	// other two lists alone.
 	Passages float64
 	Fusion   Fusion
 	K        float64 // RRF's k; zero means 60, the paper's value
@@ -202,10 +205,17 @@ func (e *Engine) fuse(ctx context.Context, query string, f index.Filter, filt Fi
 		wp = 0
 	}
 	total := how.Dense + how.Lexical + wp
+	// Only a text of two or more passages is in the passage list; for any
+	// other item the list has no say, and it keeps its score from the
+	// other two.
+	hasPassages := func(id string) bool {
+		k, ok := resource.ParseKey(id)
+		return ok && e.ix.HasPassages(k)
+	}
 	return rank.ConvexN([]float64{how.Dense / total, how.Lexical / total, wp / total},
 		rank.List{Items: scored(dense), Floor: -1, Cut: len(dense) == pool},
 		rank.List{Items: scored(lex), Floor: 0, Cut: len(lex) == pool},
-		rank.List{Items: scored(pass), Floor: 0, Cut: len(pass) == pool}), nil
+		rank.List{Items: scored(pass), Floor: 0, Cut: len(pass) == pool, Known: hasPassages}), nil
 }
 
 // combineClauses adds to each item's score for the whole query weight ×

@@ -247,8 +247,8 @@ func (e *Engine) scoreExpansions(ctx context.Context, query string, filt Filter,
 		if err != nil {
 			return nil, err
 		}
-		// An expansion has no indexed text, so no passage score; the
-		// passage list still takes its share of the weight, as in fuse.
+		// An expansion has no indexed text, so the passage list has no say
+		// in its score, as in fuse for a descriptor without passages.
 		wp := how.Passages
 		if len(pass) == 0 {
 			wp = 0
@@ -274,6 +274,9 @@ func (e *Engine) scoreExpansions(ctx context.Context, query string, filt Filter,
 				continue
 			}
 			per[ti][xi] = how.Dense/total*normalised(dense, ds, -1, how.Dense > 0) + how.Lexical/total*normalised(lex, ls, 0, how.Lexical > 0)
+			if wp > 0 { // no text: the passage list has no say (rank.List.Known)
+				per[ti][xi] *= total / (how.Dense + how.Lexical)
+			}
 		}
 	}
 	out := make([]float64, len(exps))

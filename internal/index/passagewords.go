@@ -101,6 +101,14 @@ func (p *passageWords) drop(keys ...resource.Key) {
 	}
 }
 
+// HasPassages reports whether k's indexed text is in the passage index
+// (PassageLexical): it has two passages or more.
+func (ix *Index) HasPassages(k resource.Key) bool {
+	ix.words.mu.Lock()
+	defer ix.words.mu.Unlock()
+	return ix.words.n[k] > 0
+}
+
 // PassageLexical returns up to n descriptors whose indexed text holds a
 // passage matching query, best first, each scored by its best passage's
 // BM25 (over that passage's words only, k1 1.2, b 0.75). n <= 0 means all.

@@ -21,6 +21,12 @@ type List struct {
 	// scored at most the last listed score. When false, an unlisted item
 	// scored Floor (BM25 lists every document sharing a term).
 	Cut bool
+	// Known, when not nil, says which items the retriever can score at
+	// all; for an unlisted item it returns false when the retriever had
+	// nothing to judge it by (not a low score: no score). ConvexN gives
+	// such an item the weighted mean of its other lists' normalised
+	// scores for this one. Nil: every item is known.
+	Known func(id string) bool
 }
 
 // Convex fuses two lists by a convex combination of their normalised
@@ -44,9 +50,13 @@ func Convex(alpha float64, a, b List) []Fused {
 }
 
 // ConvexN is Convex over any number of lists: score(d) = Σᵢ wᵢ·nᵢ(d), with
-// weights[i] the weight of lists[i]. The weights must be finite and
-// non-negative and sum to at most 1 (ConvexN panics otherwise); Ranks has
-// one entry per list.
+// weights[i] the weight of lists[i]. A list with no information (empty,
+// or every score at its floor) contributes 0 to every item. Where a list
+// does not know an item (List.Known), the item's nᵢ is the weighted mean
+// of its nⱼ over the lists that do: a retriever that cannot judge an item
+// neither lifts nor sinks it. The weights must be finite and non-negative
+// and sum to at most 1 (ConvexN panics otherwise); Ranks has one entry
+// per list.
 func ConvexN(weights []float64, lists ...List) []Fused {
 	if len(weights) != len(lists) {
 		panic(fmt.Sprintf("rank: %d convex weights for %d lists", len(weights), len(lists)))
@@ -76,15 +86,20 @@ func ConvexN(weights []float64, lists ...List) []Fused {
 			}
 		}
 	}
+	known := make([]float64, len(out)) // Σ wᵢ over the lists that know item i
+	unknown := make([]float64, len(out))
 	for li, l := range lists {
 		w := weights[li]
-		if len(l.Items) == 0 || w == 0 {
+		if w == 0 {
 			continue
 		}
-		top := l.Items[0].Score
-		span := top - l.Floor
+		top, span := 0.0, 0.0
+		if len(l.Items) > 0 {
+			top = l.Items[0].Score
+			span = top - l.Floor
+		}
 		if !(span > 0) || math.IsInf(span, 0) {
-			continue // every score at the floor (or garbage): no information
+			continue // empty, every score at the floor, or garbage: no information
 		}
 		missing := l.Floor
 		if l.Cut {
@@ -94,8 +109,17 @@ func ConvexN(weights []float64, lists ...List) []Fused {
 			s := missing
 			if r := out[i].Ranks[li]; r > 0 {
 				s = l.Items[r-1].Score
+			} else if l.Known != nil && !l.Known(out[i].ID) {
+				unknown[i] += w
+				continue
 			}
 			out[i].Score += w * (s - l.Floor) / span
+			known[i] += w
+		}
+	}
+	for i := range out {
+		if unknown[i] > 0 && known[i] > 0 {
+			out[i].Score += unknown[i] * out[i].Score / known[i]
 		}
 	}
 	sortFused(out)

@@ -104,3 +104,40 @@ func TestConvexNWeighsThreeLists(t *testing.T) {
 		}()
 	}
 }
+
+func TestConvexNGivesAnItemAListCannotJudgeItsOtherScores(t *testing.T) {
+	dense := rank.List{Floor: -1, Items: []rank.Scored{{"short", 0.6}, {"plain", 0.5}, {"long", 0.2}}}
+	lex := rank.List{Floor: 0, Items: []rank.Scored{{"short", 2}, {"long", 1}}}
+	// Only "long" has passages: "short" and "plain" are unknown to the
+	// passage list, "gone" is known and unlisted (a floor score).
+	known := map[string]bool{"long": true, "gone": true}
+	pass := rank.List{Floor: 0, Items: []rank.Scored{{"long", 8}}, Known: func(id string) bool { return known[id] }}
+	got := rank.ConvexN([]float64{0.6, 0.1, 0.3}, dense, lex, pass)
+	byID := map[string]float64{}
+	for _, f := range got {
+		byID[f.ID] = f.Score
+	}
+	nd := func(s float64) float64 { return (s + 1) / 1.6 }
+	want := map[string]float64{
+		"long":  0.6*nd(0.2) + 0.1*0.5 + 0.3*1,
+		"short": (0.6*nd(0.6) + 0.1*1) / 0.7,
+		"plain": (0.6 * nd(0.5)) / 0.7,
+	}
+	for id, w := range want {
+		if math.Abs(byID[id]-w) > 1e-12 {
+			t.Errorf("%s: %v, want %v", id, byID[id], w)
+		}
+	}
+	if got[0].ID != "short" || got[1].ID != "plain" || got[2].ID != "long" {
+		t.Errorf("order %v", got)
+	}
+	// A list that holds items but knows none of the others gives them
+	// their two-list scores exactly.
+	two := rank.ConvexN([]float64{0.6 / 0.7, 0.1 / 0.7}, dense, lex)
+	other := rank.ConvexN([]float64{0.6, 0.1, 0.3}, dense, lex, rank.List{Floor: 0, Items: []rank.Scored{{"x", 3}}, Known: func(id string) bool { return id == "x" }})
+	for i := range two {
+		if two[i].ID != other[i].ID || math.Abs(two[i].Score-other[i].Score) > 1e-12 {
+			t.Fatalf("items the third list cannot judge: %v, want %v then x", other, two)
+		}
+	}
+}
