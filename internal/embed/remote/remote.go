@@ -232,7 +232,7 @@ func New(ctx context.Context, opts Options) (*Embedder, error) {
 	if e.dim == 0 {
 		vecs, err := e.EmbedBatch(ctx, []string{"contextd dimension probe"})
 		if err != nil {
-			return nil, fmt.Errorf("embedder: learning the dimension (set dimensions to skip this): %w", err)
+			return nil, fmt.Errorf("learning the dimension (set dimensions to skip this): %w", err)
 		}
 		e.dim = len(vecs[0])
 	}
