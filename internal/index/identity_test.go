@@ -154,4 +154,3 @@ func TestEmbedderSwitchReembedsOnce(t *testing.T) {
 		t.Fatalf("switching back: %+v, %v", d, err)
 	}
 }
-
