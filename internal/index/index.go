@@ -42,6 +42,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unicode"
@@ -102,6 +103,11 @@ type Index struct {
 	lex    *lexical.Index
 	closed chan struct{}
 
+	// rowsMu guards scan, the rows Dense last scanned (see rows). Lock
+	// order: rowsMu, then mu.
+	rowsMu sync.Mutex
+	scan   *scanRows
+
 	// slocks serialise the writes of one server (Upsert, Replace, Delete):
 	// each decides what changed and embeds it holding only its server's
 	// lock, so a server with thousands of descriptors to embed does not
@@ -123,8 +129,11 @@ type Index struct {
 	unstored map[resource.Key]unstoredVec
 
 	// mu guards the fields that follow. Lock order: mu, then lex's own lock.
-	mu    sync.RWMutex
-	docs  map[resource.Key]entry
+	mu   sync.RWMutex
+	docs map[resource.Key]entry
+	// gen counts the writes to docs (and to the passage vectors their
+	// contents hold): every holder of mu's write lock adds one.
+	gen   atomic.Uint64
 	count map[string]int // server → documents
 	// files maps each stored descriptor's file name (docFile of its
 	// document ID) to its key, so no two keys share a file.
@@ -508,6 +517,7 @@ func (ix *Index) upsertChunk(ctx context.Context, descs []resource.Descriptor) (
 			}
 		}
 		ix.mu.Lock()
+		ix.gen.Add(1)
 		if _, ok := ix.docs[key]; !ok {
 			ix.count[j.d.Server]++
 		}
@@ -617,6 +627,7 @@ func (ix *Index) delete(ctx context.Context, keys []resource.Key) error {
 	}
 	var ids, lexIDs, cids []string
 	ix.mu.Lock()
+	ix.gen.Add(1)
 	for _, k := range keys {
 		e, ok := ix.docs[k]
 		if !ok {
