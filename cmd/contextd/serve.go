@@ -74,6 +74,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	for _, srv := range cfg.Servers {
 		secrets = append(secrets, srv.Secrets()...)
 	}
+	secrets = append(secrets, cfg.EmbedderSecrets()...)
 	log = slog.New(redact.Handler(log.Handler(), redact.New(append(secrets, cfg.Auth.Token)...)))
 	if cfg.Auth.Token != "" && !cfg.Auth.TLS.Enabled() && !strings.HasPrefix(cfg.Listen, "unix://") && (config.Auth{}).CheckListen(cfg.Listen) != nil {
 		log.Warn("the token crosses the network in clear text: set tls.cert_file and tls.key_file", "listen", cfg.Listen)

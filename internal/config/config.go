@@ -67,9 +67,12 @@ type Config struct {
 	DataDir string
 	// Tokenizer is the tiktoken encoding used for budgets. Default DefaultTokenizer.
 	Tokenizer string
-	// Embedder names the built-in embedder: EmbedderUSELite (the default)
-	// or EmbedderGloVe.
+	// Embedder names the embedder: EmbedderUSELite (the default),
+	// EmbedderGloVe, or a remote one's provider (EmbedderOpenAI,
+	// EmbedderOllama), configured by RemoteEmbedder.
 	Embedder string
+	// RemoteEmbedder configures the remote embedder; nil for a built-in.
+	RemoteEmbedder *RemoteEmbedder
 	// PollInterval is how often servers that do not declare
 	// resources.listChanged are re-listed. Zero means the mirror's default
 	// (5m); negative disables polling.
@@ -137,12 +140,12 @@ func (c *Config) Server(name string) (Server, bool) {
 
 // file is the on-disk shape.
 type file struct {
-	Listen     string `yaml:"listen"`
-	DataDir    string `yaml:"data_dir"`
-	Tokenizer  string `yaml:"tokenizer"`
-	Embedder   string `yaml:"embedder"`
-	Poll       string `yaml:"poll_interval"`
-	MaxMessage int    `yaml:"max_message_bytes"`
+	Listen     string    `yaml:"listen"`
+	DataDir    string    `yaml:"data_dir"`
+	Tokenizer  string    `yaml:"tokenizer"`
+	Embedder   yaml.Node `yaml:"embedder"` // a name or a mapping: see embedder.go
+	Poll       string    `yaml:"poll_interval"`
+	MaxMessage int       `yaml:"max_message_bytes"`
 	// Limits, access control and TLS: see security.go.
 	MaxPins          int                   `yaml:"max_pins"`
 	MaxReads         int                   `yaml:"max_reads"`
@@ -229,7 +232,7 @@ func parse(path string, data []byte, lookup func(string) (string, bool), clientO
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w: %w", path, ErrInvalid, err)
 	}
-	c := &Config{Path: path, Listen: f.Listen, DataDir: f.DataDir, Tokenizer: f.Tokenizer, Embedder: f.Embedder, MaxMessageBytes: f.MaxMessage,
+	c := &Config{Path: path, Listen: f.Listen, DataDir: f.DataDir, Tokenizer: f.Tokenizer, MaxMessageBytes: f.MaxMessage,
 		MCPListen: f.MCPListen, MCPPath: f.MCPPath}
 	for _, w := range warnings {
 		c.Warnings = append(c.Warnings, path+": "+w)
@@ -239,12 +242,8 @@ func parse(path string, data []byte, lookup func(string) (string, bool), clientO
 	default:
 		return nil, fmt.Errorf("%s: %w: field tokenizer: %q is not \"cl100k_base\" or \"o200k_base\"", path, ErrInvalid, f.Tokenizer)
 	}
-	switch c.Embedder {
-	case "":
-		c.Embedder = DefaultEmbedder
-	case EmbedderUSELite, EmbedderGloVe:
-	default:
-		return nil, fmt.Errorf("%s: %w: field embedder: %q is not %q or %q", path, ErrInvalid, f.Embedder, EmbedderUSELite, EmbedderGloVe)
+	if err := c.parseEmbedder(&f.Embedder, lookup); err != nil {
+		return nil, fmt.Errorf("%s: %w: %w", path, ErrInvalid, err)
 	}
 	if f.MaxMessage < 0 {
 		return nil, fmt.Errorf("%s: %w: field max_message_bytes: %d is negative", path, ErrInvalid, f.MaxMessage)

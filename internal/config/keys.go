@@ -18,7 +18,8 @@ var (
 	topKeys    = yamlKeys(file{})
 	serverKeys = yamlKeys(serverFile{})
 	// securityKeys are the keys of the mappings under auth and tls.
-	securityKeys = map[string][]string{"auth": yamlKeys(authFile{}), "tls": yamlKeys(tlsFile{})}
+	// The embedder's mapping is checked as strictly.
+	securityKeys = map[string][]string{"auth": yamlKeys(authFile{}), "tls": yamlKeys(tlsFile{}), "embedder": yamlKeys(embedderFile{})}
 )
 
 func yamlKeys(v any) []string {

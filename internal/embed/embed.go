@@ -7,11 +7,14 @@
 //
 // # Implementations
 //
-// Package [github.com/contextd/contextd/internal/embed/glove] is the built-in
-// embedder: GloVe word vectors compiled into the binary, so contextd works
-// offline and needs no model server. It is weak on paraphrase and
-// word order, but it is fast (a few microseconds per short text) and
-// deterministic.
+// Package [github.com/contextd/contextd/internal/embed/use] is the default:
+// Universal Sentence Encoder lite, ported to Go with its weights compiled
+// in, so contextd works offline and needs no model server. Package
+// [github.com/contextd/contextd/internal/embed/glove] is the other built-in:
+// GloVe word vectors, weak on paraphrase and word order but a few
+// microseconds per short text. Package
+// [github.com/contextd/contextd/internal/embed/remote] calls an embedding
+// server the user runs (an OpenAI-compatible API or Ollama).
 //
 // This package holds only the interface, so that importing it does not link
 // any model data.
@@ -35,4 +38,14 @@ type Embedder interface {
 	// Embed returns a vector of length Dim() with unit L2 norm and no NaN
 	// or Inf, for any text, including the empty string.
 	Embed(ctx context.Context, text string) ([]float32, error)
+}
+
+// A Batcher is an Embedder that embeds many texts at once more cheaply than
+// one at a time (a model run over a batch, one HTTP request for many
+// inputs). The index uses EmbedBatch when its embedder has it.
+type Batcher interface {
+	Embedder
+	// EmbedBatch returns one vector per text, in order, each as Embed
+	// would return it; on error, none.
+	EmbedBatch(ctx context.Context, texts []string) ([][]float32, error)
 }

@@ -41,7 +41,8 @@ var (
 type Options struct {
 	// Config lists the servers and settings. Required.
 	Config *config.Config
-	// Embedder embeds descriptors and queries. Nil means the built-in GloVe embedder.
+	// Embedder embeds descriptors and queries. Nil means the one Config
+	// names (ConfiguredEmbedder).
 	Embedder embed.Embedder
 	// InMemory keeps the index in memory instead of Config.DataDir.
 	InMemory bool
@@ -209,7 +210,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	for _, srv := range opts.Config.Servers {
 		secrets = append(secrets, srv.Secrets()...)
 	}
-	red := redact.New(secrets...)
+	red := redact.New(append(secrets, opts.Config.EmbedderSecrets()...)...)
 	log = slog.New(redact.Handler(log.Handler(), red))
 	tok, err := budget.NewTokenizer(opts.Config.Tokenizer)
 	if err != nil {
@@ -217,7 +218,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	}
 	emb := opts.Embedder
 	if emb == nil {
-		if emb, err = NewEmbedder(opts.Config.Embedder); err != nil {
+		if emb, err = ConfiguredEmbedder(ctx, opts.Config, log.With("component", "embedder")); err != nil {
 			return nil, fmt.Errorf("embedder: %w", err)
 		}
 	}

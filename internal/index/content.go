@@ -342,6 +342,7 @@ func (ix *Index) DropContents(ctx context.Context, server string) (int, error) {
 	var descs []resource.Descriptor
 	var ids []string
 	ix.mu.Lock()
+	ix.gen.Add(1)
 	for k, e := range ix.docs {
 		if k.Server != server || e.content == nil {
 			continue
@@ -497,6 +498,7 @@ func (ix *Index) SetContents(ctx context.Context, cs ...Content) (embedded int, 
 			}
 		}
 		ix.mu.Lock()
+		ix.gen.Add(1)
 		if e, ok := ix.docs[j.c.Key]; ok {
 			e.content = &c
 			ix.docs[j.c.Key] = e
@@ -683,6 +685,7 @@ func (ix *Index) embedRound(ctx context.Context, server string, n int) (int, err
 			return stored, fmt.Errorf("index: store passage %d of %s %q: %v", j.i, j.k.Server, j.k.URI, err)
 		}
 		ix.mu.Lock()
+		ix.gen.Add(1)
 		c.vecs[j.i] = j.vec
 		ix.mu.Unlock()
 		stored++
@@ -695,6 +698,7 @@ func (ix *Index) embedRound(ctx context.Context, server string, n int) (int, err
 // left alone. The caller holds wmu.
 func (ix *Index) attach(k resource.Key, info *contentInfo, text string) {
 	ix.mu.Lock()
+	ix.gen.Add(1)
 	e, ok := ix.docs[k]
 	if ok {
 		e.content = info

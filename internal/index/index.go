@@ -42,6 +42,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unicode"
@@ -103,6 +104,11 @@ type Index struct {
 	words  *passageWords // every passage of every indexed text
 	closed chan struct{}
 
+	// rowsMu guards scan, the rows Dense last scanned (see rows). Lock
+	// order: rowsMu, then mu.
+	rowsMu sync.Mutex
+	scan   *scanRows
+
 	// slocks serialise the writes of one server (Upsert, Replace, Delete):
 	// each decides what changed and embeds it holding only its server's
 	// lock, so a server with thousands of descriptors to embed does not
@@ -124,8 +130,11 @@ type Index struct {
 	unstored map[resource.Key]unstoredVec
 
 	// mu guards the fields that follow. Lock order: mu, then lex's own lock.
-	mu    sync.RWMutex
-	docs  map[resource.Key]entry
+	mu   sync.RWMutex
+	docs map[resource.Key]entry
+	// gen counts the writes to docs (and to the passage vectors their
+	// contents hold): every holder of mu's write lock adds one.
+	gen   atomic.Uint64
 	count map[string]int // server → documents
 	// files maps each stored descriptor's file name (docFile of its
 	// document ID) to its key, so no two keys share a file.
@@ -277,13 +286,24 @@ func openDB(dir string, log *slog.Logger) (*chromem.DB, error) {
 	return db, nil
 }
 
+// collectionName is the name of the collection of kind built by e: its
+// name with characters other than letters, digits, "-" and "." replaced,
+// then its dimension. A name that needed replacements ("ollama:nomic-embed-text:d768:l2")
+// also gets 8 hex digits of its SHA-256, so that two embedders whose names
+// differ only there never share a collection.
 func collectionName(kind string, e embed.Embedder) string {
-	return kind + "-" + strings.Map(func(r rune) rune {
+	name := e.Name()
+	safe := strings.Map(func(r rune) rune {
 		if unicode.IsLetter(r) || unicode.IsDigit(r) || r == '-' || r == '.' {
 			return r
 		}
 		return '_'
-	}, e.Name()) + "-" + strconv.Itoa(e.Dim())
+	}, name)
+	if safe != name {
+		h := sha256.Sum256([]byte(name))
+		safe += "-" + hex.EncodeToString(h[:4])
+	}
+	return kind + "-" + safe + "-" + strconv.Itoa(e.Dim())
 }
 
 // load reads every persisted document back. chromem-go has no "list all"
@@ -509,6 +529,7 @@ func (ix *Index) upsertChunk(ctx context.Context, descs []resource.Descriptor) (
 			}
 		}
 		ix.mu.Lock()
+		ix.gen.Add(1)
 		if _, ok := ix.docs[key]; !ok {
 			ix.count[j.d.Server]++
 		}
@@ -524,12 +545,17 @@ func (ix *Index) upsertChunk(ctx context.Context, descs []resource.Descriptor) (
 	return embedded, nil
 }
 
-// embedAll embeds n texts on every core (embedders are safe for concurrent
-// use). job(i) returns where the i-th vector goes, its text and its
-// descriptor (for errors). It returns when every started embedding is done.
+// embedAll embeds n texts: in one EmbedBatch call when the embedder is an
+// embed.Batcher, else one Embed call per text on every core (embedders are
+// safe for concurrent use). job(i) returns where the i-th vector goes, its
+// text and its descriptor (for errors). It returns when every started
+// embedding is done.
 func (ix *Index) embedAll(ctx context.Context, n int, job func(i int) (*[]float32, string, resource.Descriptor)) error {
 	if n == 0 {
 		return nil
+	}
+	if b, ok := ix.emb.(embed.Batcher); ok {
+		return ix.embedBatch(ctx, b, n, job)
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(runtime.GOMAXPROCS(0))
@@ -559,6 +585,44 @@ func (ix *Index) embedAll(ctx context.Context, n int, job func(i int) (*[]float3
 	return nil
 }
 
+// embedBatch is embedAll through b.EmbedBatch. A vector of another length
+// than Dim, or not finite, fails the call: stored, it would break every
+// query (chromem-go) or rank its resource by lexical scores alone.
+func (ix *Index) embedBatch(ctx context.Context, b embed.Batcher, n int, job func(i int) (*[]float32, string, resource.Descriptor)) error {
+	texts := make([]string, n)
+	dsts := make([]*[]float32, n)
+	var first resource.Descriptor
+	for i := range n {
+		var d resource.Descriptor
+		dsts[i], texts[i], d = job(i)
+		if i == 0 {
+			first = d
+		}
+	}
+	if ix.isClosed() {
+		return ErrClosed
+	}
+	vecs, err := b.EmbedBatch(ctx, texts)
+	if err == nil && len(vecs) != n {
+		err = fmt.Errorf("%d vectors for %d texts", len(vecs), n)
+	}
+	for i := 0; err == nil && i < len(vecs); i++ {
+		if !validVector(vecs[i], ix.emb.Dim()) {
+			err = fmt.Errorf("text %d: a vector of %d dimensions (want %d) or not finite", i, len(vecs[i]), ix.emb.Dim())
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("index: embed %d texts (the first %s %q): %w", n, first.Server, first.URI, err)
+	}
+	for i, v := range vecs {
+		*dsts[i] = v
+	}
+	if ix.isClosed() {
+		return ErrClosed
+	}
+	return nil
+}
+
 // Delete removes descriptors by key. Unknown keys are ignored.
 func (ix *Index) Delete(ctx context.Context, keys ...resource.Key) error {
 	servers := make([]string, len(keys))
@@ -578,6 +642,7 @@ func (ix *Index) delete(ctx context.Context, keys []resource.Key) error {
 	}
 	var ids, lexIDs, cids []string
 	ix.mu.Lock()
+	ix.gen.Add(1)
 	for _, k := range keys {
 		e, ok := ix.docs[k]
 		if !ok {

@@ -37,8 +37,10 @@ func (f Filter) keep(k resource.Key) bool {
 // scope is scored from the vectors the index holds (shared with the
 // collections), on every core: mixing can pull a descriptor high on its
 // own similarity below one that is not, so the two collections' top lists
-// cannot be merged exactly. Without passages the descriptors' collection
-// is queried as it is.
+// cannot be merged exactly. Without passages the same scan scores the
+// descriptors alone: it is several times faster than chromem-go's query
+// (four rows at a time, no copy of each document's metadata), and scores
+// exactly as the mixed path does.
 func (ix *Index) Dense(ctx context.Context, query string, n int, f Filter) ([]Hit, error) {
 	if ix.isClosed() {
 		return nil, ErrClosed
@@ -48,46 +50,15 @@ func (ix *Index) Dense(ctx context.Context, query string, n int, f Filter) ([]Hi
 		return nil, fmt.Errorf("index: embed query: %w", err)
 	}
 	var hits []Hit
-	// chromem-go filters by exact metadata match only, so a multi-server
-	// filter is one query per server.
 	// A filter naming every server that has descriptors is no filter: one
-	// unfiltered scan is much cheaper than a metadata match per document.
+	// scan of every descriptor.
 	servers := []string{""}
 	if len(f.Servers) > 0 && !ix.coversAll(f.Servers) {
 		servers = slices.Compact(slices.Sorted(slices.Values(f.Servers))) // a server named twice is searched once
 	}
 	for _, s := range servers {
-		total := ix.Len(s)
-		if total == 0 {
-			continue
-		}
-		k := total
-		if n > 0 && n < k {
-			k = n
-		}
-		var where map[string]string
-		if s != "" {
-			where = map[string]string{mServer: s}
-		}
-		if ix.cw > 0 && ix.ccoll.Count() > 0 {
+		if ix.Len(s) > 0 {
 			hits = append(hits, ix.scanMixed(vec, n, s)...)
-			continue
-		}
-		res, err := ix.coll.QueryEmbedding(ctx, vec, k, where, nil)
-		if err != nil {
-			// A concurrent delete can shrink the collection below k.
-			if k2 := ix.Len(s); k2 > 0 && k2 < k {
-				res, err = ix.coll.QueryEmbedding(ctx, vec, k2, where, nil)
-			}
-			if err != nil {
-				return nil, fmt.Errorf("index: dense query: %v", err)
-			}
-		}
-		for _, r := range res {
-			key, ok := docKey(r)
-			if ok {
-				hits = append(hits, Hit{Key: key, Score: ix.rescore(key, r.Embedding, vec, r.Similarity)})
-			}
 		}
 	}
 	return topHits(hits, n), nil
@@ -179,26 +150,23 @@ func (ix *Index) coversAll(servers []string) bool {
 // score from the vectors the entries share with the collections, on every
 // core, and returns the n best (all when n <= 0), best first, ties by key.
 func (ix *Index) scanMixed(vec []float32, n int, server string) []Hit {
-	var hits []Hit
-	var vecs [][]float32 // parallel to hits
-	var ps [][]float32   // the embedded passages of every hit, in hit order
-	var upto []int       // parallel to hits: the end of the hit's passages in ps
-	ix.mu.RLock()
-	for k, e := range ix.docs {
-		if (server == "" || k.Server == server) && e.vec != nil {
-			hits = append(hits, Hit{Key: k})
-			vecs = append(vecs, e.vec)
-			if e.content != nil {
-				for _, p := range e.content.vecs {
-					if p != nil {
-						ps = append(ps, p)
-					}
-				}
+	r := ix.rows()
+	keys, vecs, ps, upto := r.keys, r.vecs, r.ps, r.upto
+	if server != "" {
+		keys, vecs, ps, upto = nil, nil, nil, nil
+		for i, k := range r.keys {
+			if k.Server == server {
+				keys = append(keys, k)
+				vecs = append(vecs, r.vecs[i])
+				ps = append(ps, r.ps[firstPassage(r.upto, i):r.upto[i]]...)
+				upto = append(upto, len(ps))
 			}
-			upto = append(upto, len(ps))
 		}
 	}
-	ix.mu.RUnlock()
+	hits := make([]Hit, len(keys))
+	for i, k := range keys {
+		hits[i].Key = k
+	}
 	w := float32(ix.cw)
 	var wg sync.WaitGroup
 	parts := max(1, min(runtime.GOMAXPROCS(0), (len(hits)+len(ps))/1024))
@@ -208,6 +176,57 @@ func (ix *Index) scanMixed(vec []float32, n int, server string) []Hit {
 	}
 	wg.Wait()
 	return topHits(hits, n)
+}
+
+// scanRows is what Dense scans: every descriptor that has a vector, with
+// its vector and its embedded passages (ps[upto[i-1]:upto[i]] are row i's),
+// in no particular order. It is built from docs when they changed since
+// the last scan (gen), then shared by every scan until they change again,
+// and never modified: a sync's writes cost one rebuild at the next query,
+// not one walk of the whole map per query.
+type scanRows struct {
+	gen  uint64
+	keys []resource.Key
+	vecs [][]float32
+	ps   [][]float32
+	upto []int
+}
+
+// rows returns the current scanRows, building it if docs changed.
+func (ix *Index) rows() *scanRows {
+	ix.rowsMu.Lock()
+	defer ix.rowsMu.Unlock()
+	if r := ix.scan; r != nil && r.gen == ix.gen.Load() {
+		return r
+	}
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	// Writers bump gen holding mu, so gen read under the read lock
+	// belongs to exactly the docs read with it.
+	r := &scanRows{gen: ix.gen.Load()}
+	if old := ix.scan; old != nil {
+		r.keys = make([]resource.Key, 0, len(old.keys))
+		r.vecs = make([][]float32, 0, len(old.vecs))
+		r.upto = make([]int, 0, len(old.upto))
+		r.ps = make([][]float32, 0, len(old.ps))
+	}
+	for k, e := range ix.docs {
+		if e.vec == nil {
+			continue
+		}
+		r.keys = append(r.keys, k)
+		r.vecs = append(r.vecs, e.vec)
+		if e.content != nil {
+			for _, p := range e.content.vecs {
+				if p != nil {
+					r.ps = append(r.ps, p)
+				}
+			}
+		}
+		r.upto = append(r.upto, len(r.ps))
+	}
+	ix.scan = r
+	return r
 }
 
 // firstPassage is where the passages of hit lo start in ps, given upto.
