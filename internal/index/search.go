@@ -57,7 +57,7 @@ func (ix *Index) Dense(ctx context.Context, query string, n int, f Filter) ([]Hi
 		servers = slices.Compact(slices.Sorted(slices.Values(f.Servers))) // a server named twice is searched once
 	}
 	for _, s := range servers {
-		total := ix.Len(s)
+		total := ix.stored(s)
 		if total == 0 {
 			continue
 		}
@@ -76,7 +76,7 @@ func (ix *Index) Dense(ctx context.Context, query string, n int, f Filter) ([]Hi
 		res, err := ix.coll.QueryEmbedding(ctx, vec, k, where, nil)
 		if err != nil {
 			// A concurrent delete can shrink the collection below k.
-			if k2 := ix.Len(s); k2 > 0 && k2 < k {
+			if k2 := ix.stored(s); k2 > 0 && k2 < k {
 				res, err = ix.coll.QueryEmbedding(ctx, vec, k2, where, nil)
 			}
 			if err != nil {
