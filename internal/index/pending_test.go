@@ -18,8 +18,8 @@ type heldEmbedder struct {
 	indextest.BagEmbedder
 	open  chan struct{}
 	query string
-	mu   sync.Mutex
-	seen []string // texts in the order Embed was called
+	mu    sync.Mutex
+	seen  []string // texts in the order Embed was called
 }
 
 func (e *heldEmbedder) Embed(ctx context.Context, text string) ([]float32, error) {
