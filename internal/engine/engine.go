@@ -43,6 +43,10 @@ var (
 type Options struct {
 	// Config lists the servers and settings. Required.
 	Config *config.Config
+	// Focus is the query a one-shot command will answer, or "": the
+	// mirrors embed and read first what it needs (index.SetFocus), and
+	// WaitAnswerable returns once that is indexed.
+	Focus string
 	// Embedder embeds descriptors and queries. Nil means the built-in GloVe embedder.
 	Embedder embed.Embedder
 	// InMemory keeps the index in memory instead of Config.DataDir.
@@ -197,6 +201,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		}
 		return nil, err
 	}
+	ix.SetFocus(opts.Focus)
 	e := &Engine{cfg: opts.Config, log: log, ix: ix, tok: tok, mirrors: map[string]*ctxsync.Mirror{}, candidates: opts.Candidates, est: budget.NewEstimator(), unlock: unlock}
 	if e.candidates < 0 {
 		e.candidates = 0
@@ -213,6 +218,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 			dial = opts.Dial(srv)
 		}
 		mo := ctxsync.Options{Server: srv.Name, Dial: dial, Index: ix, Logger: log.With("component", "sync"), PollInterval: opts.Config.PollInterval, Redact: red}
+		mo.ContentBytes, mo.ContentPassTime = opts.Config.ContentBytes, opts.Config.ContentPassTime
 		if srv.NoContentIndex {
 			mo.ContentMaxResources = -1
 		}
@@ -266,6 +272,22 @@ func (e *Engine) WaitReady(ctx context.Context) error {
 	for _, name := range e.names {
 		select {
 		case <-e.mirrors[name].Ready():
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// WaitAnswerable blocks until every mirror can answer the focus query
+// (Options.Focus) well: its first sync stored every descriptor and its
+// first content pass indexed the text of what the query ranks highest
+// (ctxsync.Mirror.Answerable), or its first attempt failed; or until ctx
+// ends. Without a focus query it is WaitReady.
+func (e *Engine) WaitAnswerable(ctx context.Context) error {
+	for _, name := range e.names {
+		select {
+		case <-e.mirrors[name].Answerable():
 		case <-ctx.Done():
 			return ctx.Err()
 		}

@@ -100,6 +100,7 @@ type Index struct {
 	cbytes int64               // Options.ContentBytes, resolved; 0: no cap
 	cpass  int                 // Options.ContentPassages, resolved; 0: no cap
 	lex    *lexical.Index
+	lexOpt *lexical.Options // Options.Lexical
 	closed chan struct{}
 
 	// slocks serialise the writes of one server (Upsert, Replace, Delete):
@@ -199,6 +200,7 @@ func open(ctx context.Context, opts Options) (*Index, error) {
 		texts:  queryCache{max: DefaultTextCache},
 		log:    log,
 		lex:    lexical.New(opts.Lexical),
+		lexOpt: opts.Lexical,
 		closed: make(chan struct{}),
 		cw:     max(cmp.Or(opts.ContentWeight, DefaultContentWeight), 0),
 		cbytes: max(cmp.Or(opts.ContentBytes, DefaultContentBytes), 0),
@@ -774,6 +776,30 @@ func (ix *Index) Focus() string {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	return ix.focus
+}
+
+// FocusCandidates returns up to n of descs that the focus query (SetFocus)
+// matches best by BM25F, scored among descs alone (as if they were all the
+// index held), best first; nil without a focus query or a match. A mirror
+// embeds and reads these before the rest of a big list.
+func (ix *Index) FocusCandidates(descs []resource.Descriptor, n int) []resource.Descriptor {
+	q := ix.Focus()
+	if q == "" || n <= 0 {
+		return nil
+	}
+	lex := lexical.New(ix.lexOpt)
+	at := make(map[string]int, len(descs))
+	docs := make([]lexical.Doc, len(descs))
+	for i, d := range descs {
+		docs[i] = lexDoc(d, "")
+		at[docs[i].ID] = i
+	}
+	lex.Upsert(docs...)
+	var out []resource.Descriptor
+	for _, h := range lex.Search(q, n, func(string) bool { return true }) {
+		out = append(out, descs[at[h.ID]])
+	}
+	return out
 }
 
 // maxHits bounds the resources NoteHits remembers: past it the counts
