@@ -183,7 +183,7 @@ func (e *focusEmbedder) Embed(ctx context.Context, text string) ([]float32, erro
 // lexically meanwhile.
 func TestFocusQueryIsAnswerableBeforeTheWholeList(t *testing.T) {
 	srv := mcptest.NewServer(nil, nil)
-	for i := range 300 {
+	for i := range 600 {
 		uri := fmt.Sprintf("doc://%03d", i)
 		srv.AddResource(&mcpsdk.Resource{URI: uri, Name: fmt.Sprintf("notes %d", i), Description: "ordinary notes", MIMEType: "text/plain"},
 			func(_ context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {

@@ -798,9 +798,14 @@ func modified(d resource.Descriptor) time.Time {
 // the rest of the list: twice the most candidates an answer considers.
 const focusCandidates = 80
 
+// focusMinList is how many descriptors a list must add for focusFirst to
+// go ahead of it: two chunks of index.Upsert, a few seconds of embedding
+// with USE-lite on two idle cores.
+const focusMinList = 512
+
 // focusFirst serves a one-shot query before the rest of a big list: when
-// the index has a focus query (index.SetFocus) and Answerable is not
-// closed yet, it stores the listed descriptors the query matches best by
+// the index has a focus query (index.SetFocus), Answerable is not closed
+// yet, and the list adds at least focusMinList descriptors, it stores the listed descriptors the query matches best by
 // BM25F (index.FocusCandidates), reads the text of those the content pass
 // wants and indexes it, and reports true: the caller closes Answerable
 // once the rest of the list is pending (it ranks lexically until stored).
@@ -812,6 +817,15 @@ func (m *Mirror) focusFirst(ctx context.Context, sess *mcp.Session, listed []res
 	default:
 	}
 	ix := m.opts.Index
+	unstored := 0
+	for _, d := range listed {
+		if _, ok := ix.Get(d.Key()); !ok {
+			unstored++
+		}
+	}
+	if unstored < focusMinList {
+		return false // storing the whole list first costs little
+	}
 	top := ix.FocusCandidates(listed, focusCandidates)
 	if len(top) == 0 {
 		return false

@@ -79,6 +79,13 @@ func run(bin, server, corpus string, n, nq int, limit time.Duration, budget int)
 	}
 	qs = qs[:min(nq, len(qs))]
 
+	load := func() string {
+		b, _ := os.ReadFile("/proc/loadavg")
+		return strings.TrimSpace(string(b))
+	}
+	fmt.Printf("%s: load average at the start: %s\n", bin, load())
+	defer func() { fmt.Printf("%s: load average at the end: %s\n", bin, load()) }()
+
 	// serve
 	dir, err := os.MkdirTemp("", "coldbench")
 	if err != nil {
