@@ -114,7 +114,7 @@ func run(bin, server, corpus string, n, nq int, limit time.Duration, budget int)
 	mark := func(name string) {
 		if _, ok := marks[name]; !ok {
 			marks[name] = time.Since(start)
-			fmt.Printf("serve: %-24s %6.1f s\n", name, marks[name].Seconds())
+			fmt.Printf("serve: %-24s %6.1f s (daemon CPU %5.1f s)\n", name, marks[name].Seconds(), cpuSeconds(cmd.Process.Pid))
 		}
 	}
 	var last *contextdv1.ServerStatus
@@ -213,8 +213,9 @@ func run(bin, server, corpus string, n, nq int, limit time.Duration, budget int)
 			}
 		}
 		walls = append(walls, wall)
-		fmt.Printf("assemble %s: %5.1f s, %d items, %d of the fully indexed answer's %d, answer-bearing %v (fully indexed: %v)\n",
-			q.ID, wall, len(got), common, len(full[q.ID]), bearing, fullBearing)
+		cpu := (c.ProcessState.UserTime() + c.ProcessState.SystemTime()).Seconds()
+		fmt.Printf("assemble %s: %5.1f s (CPU %5.1f s), %d items, %d of the fully indexed answer's %d, answer-bearing %v (fully indexed: %v)\n",
+			q.ID, wall, cpu, len(got), common, len(full[q.ID]), bearing, fullBearing)
 		for _, l := range strings.Split(strings.TrimSpace(errb.String()), "\n") {
 			if strings.Contains(l, "pending") || strings.Contains(l, "within --timeout") {
 				fmt.Println("    stderr:", strings.TrimSpace(l))
@@ -226,4 +227,22 @@ func run(bin, server, corpus string, n, nq int, limit time.Duration, budget int)
 		fmt.Printf("assemble: median %.1f s over %d questions\n", walls[len(walls)/2], len(walls))
 	}
 	return nil
+}
+
+// cpuSeconds returns the user and system CPU time of process pid so far, in
+// seconds (Linux: /proc/PID/stat, clock ticks of 1/100 s), or -1.
+func cpuSeconds(pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return -1
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	if len(f) < 13 {
+		return -1
+	}
+	var u, k float64
+	fmt.Sscan(f[11], &u)
+	fmt.Sscan(f[12], &k)
+	return (u + k) / 100
 }
