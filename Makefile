@@ -1,7 +1,7 @@
 # Tool versions are pinned here; `go run pkg@version` fetches them through the Go module proxy.
 BUF := go run github.com/bufbuild/buf/cmd/buf@v1.75.0
 
-.PHONY: help generate checkgenerate buflint lint test
+.PHONY: help generate checkgenerate buflint lint test snapshot
 help: ## show this help
 	@grep -E '^[a-z]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
@@ -25,3 +25,6 @@ lint: buflint ## gofmt, go vet, buf lint and buf format
 test: ## run all tests (see README)
 	go test -race ./...
 	go test ./eval/...
+
+snapshot: ## build release archives for every platform into dist/, as CI does (goreleaser, pinned)
+	go run github.com/goreleaser/goreleaser/v2@v2.15.1 release --snapshot --clean

@@ -5,7 +5,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -13,10 +12,8 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/contextd/contextd/internal/config"
-	"github.com/contextd/contextd/internal/service"
 )
 
 // serverTLS returns the gRPC server's transport credentials: TLS with the
@@ -55,75 +52,12 @@ func certPool(files ...string) (*x509.CertPool, error) {
 	return pool, nil
 }
 
-// clientCreds returns the dial options a CLI client uses to reach the
-// daemon with auth: TLS when the daemon serves it (trusting tls.ca_file,
-// or the system roots plus tls.cert_file for a self-signed certificate),
-// the client certificate when configured, and the token on every call.
-func clientCreds(a config.Auth) ([]grpc.DialOption, error) {
-	var opts []grpc.DialOption
-	t := a.TLS
-	if t.Enabled() || t.CAFile != "" {
-		tc := &tls.Config{MinVersion: tls.VersionTLS12}
-		roots, err := x509.SystemCertPool()
-		if err != nil {
-			roots = x509.NewCertPool()
-		}
-		trust := t.CAFile
-		if trust == "" {
-			trust = t.CertFile
-		}
-		pem, err := os.ReadFile(trust)
-		if err != nil {
-			return nil, fmt.Errorf("tls: %w", err)
-		}
-		roots.AppendCertsFromPEM(pem)
-		tc.RootCAs = roots
-		if t.ClientCertFile != "" {
-			cert, err := tls.LoadX509KeyPair(t.ClientCertFile, t.ClientKeyFile)
-			if err != nil {
-				return nil, fmt.Errorf("tls client certificate: %w", err)
-			}
-			tc.Certificates = []tls.Certificate{cert}
-		}
-		opts = append(opts, grpc.WithTransportCredentials(credentials.NewTLS(tc)))
-	} else {
-		opts = append(opts, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	}
-	if a.Token != "" {
-		// Over plain TCP the token crosses the network in clear text: the
-		// daemon refuses a non-loopback listen without TLS or auth, and a
-		// token on loopback or a unix socket stays on this machine.
-		opts = append(opts, grpc.WithPerRPCCredentials(service.BearerToken{Token: a.Token}))
-	}
-	return opts, nil
-}
-
-// clientConfig loads what query and servers need from the configuration
-// (the daemon's address, token and TLS), quietly: only its problems are
-// printed.
-func clientConfig(path string, stderr io.Writer) (*config.Config, error) {
-	if path == "" {
-		path = config.Find()
-	}
-	if path == "" {
-		return config.Default(), nil
-	}
-	cfg, err := config.Load(path)
-	if err != nil {
-		return nil, err
-	}
-	for _, w := range cfg.Warnings {
-		fmt.Fprintln(stderr, "contextd: warning:", w)
-	}
-	return cfg, nil
-}
-
 // listenOn listens on "host:port" or "unix:///path". A unix socket is
 // created with mode 0600 whatever the umask: only its owner may connect.
 func listenOn(addr string) (net.Listener, error) {
 	p, ok := strings.CutPrefix(addr, "unix://")
 	if !ok {
-		return net.Listen("tcp", addr)
+		return listenTCP(addr, listenWhat)
 	}
 	if fi, err := os.Lstat(p); err == nil && fi.Mode()&os.ModeSocket == 0 {
 		return nil, fmt.Errorf("listen %s: %s exists and is not a socket", addr, p)

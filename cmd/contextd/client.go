@@ -2,65 +2,42 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
-	"math"
 	"strings"
 	"time"
 
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-
+	"github.com/contextd/contextd/client"
 	"github.com/contextd/contextd/internal/config"
-	"github.com/contextd/contextd/internal/service"
 	contextdv1 "github.com/contextd/contextd/proto/contextd/v1"
 )
 
-// dial connects to a running daemon at addr (host:port or unix:///path),
-// with auth's TLS and token.
-func dial(addr string, auth config.Auth) (*grpc.ClientConn, contextdv1.ContextServiceClient, error) {
-	target := addr
-	if p, ok := strings.CutPrefix(addr, "unix://"); ok {
-		target = "unix:" + p
-	} else if !strings.Contains(addr, "://") {
-		target = "passthrough:///" + addr
-	}
-	opts, err := clientCreds(auth)
+// daemonClient dials the daemon that the configuration at cfgPath (or the
+// one found, see client.ReadConfig) describes, at addr when it is set.
+// Problems with the file are printed as warnings on stderr.
+func daemonClient(cfgPath, addr string, stderr io.Writer) (*client.Client, error) {
+	t, err := client.ReadConfig(cfgPath)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	conn, err := grpc.NewClient(target, append(opts,
-		// An answer holds up to the token budget of text plus any blobs asked for.
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(math.MaxInt32)))...)
-	if err != nil {
-		return nil, nil, fmt.Errorf("dial %s: %w", addr, err)
+	for _, w := range t.Warnings {
+		fmt.Fprintln(stderr, "contextd: warning:", w)
 	}
-	return conn, contextdv1.NewContextServiceClient(conn), nil
+	if addr == "" {
+		addr = t.Addr
+	}
+	return client.Dial(addr, &t.Options)
 }
 
-// rpcError makes a gRPC status readable: "INVALID_ARGUMENT: ...". An
-// UNAVAILABLE without the daemon's ErrorInfo means nothing answered.
-func rpcError(addr string, err error) error {
-	if st, ok := status.FromError(err); ok {
-		if st.Code() == codes.Unavailable && !fromDaemon(st) {
-			return fmt.Errorf("no daemon answering at %s (start one with `contextd serve`): %s", addr, esc(st.Message()))
-		}
-		return fmt.Errorf("daemon at %s: %s: %s", addr, st.Code(), esc(st.Message()))
+// rpcError makes a call's error printable: the daemon's message may carry
+// control characters.
+func rpcError(err error) error {
+	var ce *client.Error
+	if errors.As(err, &ce) {
+		return errors.New(esc(ce.Error()))
 	}
 	return err
-}
-
-// fromDaemon reports whether st carries the ErrorInfo the daemon puts on
-// its own errors.
-func fromDaemon(st *status.Status) bool {
-	for _, d := range st.Details() {
-		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetDomain() == service.ErrorDomain {
-			return true
-		}
-	}
-	return false
 }
 
 func query(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -81,27 +58,20 @@ func query(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := clientConfig(*cfgPath, stderr)
+	c, err := daemonClient(*cfgPath, *addr, stderr)
 	if err != nil {
 		return err
 	}
-	if *addr == "" {
-		*addr = cfg.Listen
-	}
-	conn, client, err := dial(*addr, cfg.Auth)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
+	defer c.Close()
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 	in, err := a.request(q, servers)
 	if err != nil {
 		return err
 	}
-	resp, err := client.Assemble(ctx, in)
+	resp, err := c.Assemble(ctx, in)
 	if err != nil {
-		return rpcError(*addr, err)
+		return rpcError(err)
 	}
 	noMatch(stderr, resp)
 	if *asJSON {
@@ -119,23 +89,16 @@ func servers(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if _, err := parse(fs, args); err != nil {
 		return err
 	}
-	cfg, err := clientConfig(*cfgPath, stderr)
+	c, err := daemonClient(*cfgPath, *addr, stderr)
 	if err != nil {
 		return err
 	}
-	if *addr == "" {
-		*addr = cfg.Listen
-	}
-	conn, client, err := dial(*addr, cfg.Auth)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
+	defer c.Close()
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	resp, err := client.ListServers(ctx, &contextdv1.ListServersRequest{})
+	resp, err := c.ListServers(ctx)
 	if err != nil {
-		return rpcError(*addr, err)
+		return rpcError(err)
 	}
 	if *asJSON {
 		return printJSON(stdout, resp)
@@ -167,6 +130,9 @@ func servers(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			fmt.Fprintf(stdout, "  last error: %s", esc(firstLine(e)))
 		}
 		fmt.Fprintln(stdout)
+	}
+	if e := resp.GetConfigError(); e != "" {
+		fmt.Fprintf(stdout, "config: the daemon refused its config file at the last reload and runs the one it loaded before: %s\n", esc(firstLine(e)))
 	}
 	return nil
 }

@@ -83,9 +83,20 @@ func loadConfig(path string, stderr io.Writer) (*config.Config, error) {
 
 // newLogger writes text logs at level to w.
 func newLogger(w io.Writer, level string) (*slog.Logger, error) {
+	return newLoggerFormat(w, level, config.LogText)
+}
+
+// newLoggerFormat writes logs at level to w, as text or JSON
+// (config.LogText, config.LogJSON: one object per line, with the keys
+// time, level, msg and the record's own).
+func newLoggerFormat(w io.Writer, level, format string) (*slog.Logger, error) {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(level)); err != nil {
 		return nil, fmt.Errorf("--log-level: %w", err)
 	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
+	o := &slog.HandlerOptions{Level: l}
+	if format == config.LogJSON {
+		return slog.New(slog.NewJSONHandler(w, o)), nil
+	}
+	return slog.New(slog.NewTextHandler(w, o)), nil
 }

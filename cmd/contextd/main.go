@@ -8,8 +8,8 @@
 //	contextd mcp      [--config F]
 //	contextd assemble [--config F] [--budget N] [--server S]... [--json] QUERY
 //	contextd search   [--config F] [--limit N] [--server S]... [--json] QUERY
-//	contextd query    [--addr A] [--budget N] [--server S]... [--json] QUERY
-//	contextd servers  [--addr A] [--json]
+//	contextd query    [--config F] [--addr A] [--budget N] [--server S]... [--json] QUERY
+//	contextd servers  [--config F] [--addr A] [--json]
 //	contextd eval     --dataset DIR [--split NAME] [--json] [--out DIR]
 //
 // Run "contextd help" for details.
@@ -81,14 +81,12 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		usage(stdout)
 		return nil
 	case "version", "--version":
-		fmt.Fprintln(stdout, "contextd", version)
+		printVersion(stdout, readBuildInfo())
 		return nil
 	}
 	usage(stderr)
 	return errUsage(fmt.Sprintf("unknown command %q", cmd))
 }
-
-var version = "dev"
 
 type errUsage string
 
@@ -106,7 +104,7 @@ Commands:
   query      ask a running daemon to assemble (gRPC client)
   servers    list a running daemon's upstream servers and their state
   eval       measure ranking quality on a BEIR-layout dataset (runs contextd-eval)
-  version    print the version
+  version    print the version, VCS revision (and whether it was dirty) and Go version
 
 Configuration: --config FILE, else $CONTEXTD_CONFIG, ./contextd.yaml, ./contextd.json,
 contextd/config.yaml in the user config directory ($XDG_CONFIG_HOME or ~/.config on

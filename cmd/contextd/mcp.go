@@ -18,6 +18,7 @@ import (
 	"github.com/contextd/contextd/internal/config"
 	"github.com/contextd/contextd/internal/engine"
 	"github.com/contextd/contextd/internal/mcpserver"
+	"github.com/contextd/contextd/internal/service"
 	ctxsync "github.com/contextd/contextd/internal/sync"
 )
 
@@ -112,17 +113,19 @@ type mcpHTTP struct {
 }
 
 // newMCPHTTP listens on cfg.MCPListen (loopback only) and serves fac at
-// cfg.MCPPath.
+// cfg.MCPPath, to requests with the token of cfg.Auth when one is set.
 func newMCPHTTP(cfg *config.Config, fac *mcpserver.Server, log *slog.Logger) (*mcpHTTP, error) {
 	if err := config.CheckLoopback(cfg.MCPListen); err != nil {
 		return nil, fmt.Errorf("--mcp-listen: %w", err)
 	}
-	lis, err := net.Listen("tcp", cfg.MCPListen)
+	lis, err := listenTCP(cfg.MCPListen, mcpListenWhat)
 	if err != nil {
 		return nil, err
 	}
 	mux := http.NewServeMux()
-	mux.Handle(cfg.MCPPath, fac.HTTPHandler())
+	// The endpoint asks for the daemon's token as the gRPC one does: on a
+	// shared machine every local user can reach a loopback port.
+	mux.Handle(cfg.MCPPath, service.RequireBearer(cfg.Auth.Token, fac.HTTPHandler()))
 	return &mcpHTTP{lis: lis, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}}, nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/contextd/contextd/internal/config"
 	"github.com/contextd/contextd/internal/engine"
 	"github.com/contextd/contextd/internal/mcpserver"
+	"github.com/contextd/contextd/internal/metrics"
 	"github.com/contextd/contextd/internal/redact"
 	"github.com/contextd/contextd/internal/service"
 )
@@ -30,20 +31,41 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	listen := fs.String("listen", "", "address to listen on: host:port or unix:///path (default from config, else 127.0.0.1:7878)")
 	mcpListen := fs.String("mcp-listen", "", "also serve MCP over Streamable HTTP on this loopback host:port (default from config mcp_listen, else none)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	logFormat := fs.String("log-format", "", "text or json (default from config log_format, else text)")
+	metricsListen := fs.String("metrics-listen", "", "serve Prometheus /metrics on this loopback host:port (default from config metrics_listen, else none)")
 	if _, err := parse(fs, args); err != nil {
 		return err
 	}
-	log, err := newLogger(stderr, *logLevel)
-	if err != nil {
-		return err
+	if err := config.CheckLogFormat(*logFormat); err != nil {
+		return fmt.Errorf("--log-format: %w", err)
 	}
 	cfg, err := loadConfig(*cfgPath, stderr)
 	if err != nil {
 		return err
 	}
-	if *listen != "" {
-		cfg.Listen = *listen
+	// Flags win over the file, at start and at every reload.
+	overrides := func(c *config.Config) {
+		if *listen != "" {
+			c.Listen = *listen
+		}
+		if *mcpListen != "" {
+			c.MCPListen = *mcpListen
+		}
+		if *metricsListen != "" {
+			c.Ops.MetricsListen = *metricsListen
+		}
+		if *logFormat != "" {
+			c.Ops.LogFormat = *logFormat
+		}
 	}
+	overrides(cfg)
+	log, err := newLoggerFormat(stderr, *logLevel, cfg.Ops.LogFormat)
+	if err != nil {
+		return err
+	}
+	// From here on SIGHUP reloads the file; it no longer stops the process.
+	watch := startWatch(cfg.Path, log)
+	defer watch.Close()
 	if err := cfg.Auth.CheckListen(cfg.Listen); err != nil {
 		return err
 	}
@@ -60,8 +82,10 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if *mcpListen != "" {
-		cfg.MCPListen = *mcpListen
+	if cfg.Ops.MetricsListen != "" {
+		if err := cfg.Ops.CheckMetricsListen(cfg.Ops.MetricsListen); err != nil {
+			return fmt.Errorf("metrics_listen: %w", err)
+		}
 	}
 	dropSelf(cfg, log)
 	if len(cfg.Servers) == 0 {
@@ -72,22 +96,43 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	relay := &mcpserver.Relay{}
-	eng, err := engine.New(ctx, engine.Options{Config: cfg, Logger: log, Mirror: relayMirror(relay)})
+	met := metrics.New()
+	eng, err := engine.New(ctx, engine.Options{Config: cfg, Logger: log, Mirror: relayMirror(relay), Observer: met})
 	if err != nil {
 		lis.Close()
 		return err
 	}
-	sopts := service.Guard(service.GuardOptions{Token: cfg.Auth.Token,
-		MaxConcurrent: cfg.Limits.MaxConcurrent, MaxQueued: cfg.Limits.MaxQueued})
+	met.Watch(eng)
+	// Instrument first, so the calls Guard refuses are counted too.
+	// gRPC and the MCP endpoint take their turns from one admission.
+	adm := service.NewAdmission(cfg.Limits.MaxConcurrent, cfg.Limits.MaxQueued, 0)
+	sopts := append([]grpc.ServerOption{service.Instrument(met.GRPC)}, service.Guard(service.GuardOptions{Token: cfg.Auth.Token, Admission: adm})...)
 	if creds != nil {
 		sopts = append(sopts, creds)
 	}
-	srv := service.NewServer(service.New(eng, log.With("component", "service")), sopts...)
-	fac := mcpserver.New(eng, &mcpserver.Options{Version: version, Logger: log.With("component", "mcpserver"), Relay: relay})
+	svc := service.New(eng, log.With("component", "service"))
+	met.WatchServing(svc.Health().Serving)
+	srv := service.NewServer(svc, sopts...)
+	var metricsWeb *http.Server
+	var metricsLis net.Listener
+	if cfg.Ops.MetricsListen != "" {
+		if metricsLis, err = net.Listen("tcp", cfg.Ops.MetricsListen); err != nil {
+			lis.Close()
+			eng.Close()
+			return fmt.Errorf("metrics_listen: %w", err)
+		}
+		metricsWeb = &http.Server{Handler: met.Handler(cfg.Ops.Pprof), ReadHeaderTimeout: 10 * time.Second,
+			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+		log.Info("contextd serving metrics", "url", "http://"+metricsLis.Addr().String()+"/metrics", "pprof", cfg.Ops.Pprof)
+	}
+	fac := mcpserver.New(eng, &mcpserver.Options{Version: version, Logger: log.With("component", "mcpserver"), Relay: relay, Admit: adm.Admit})
 	var web *mcpHTTP
 	if cfg.MCPListen != "" {
 		if web, err = newMCPHTTP(cfg, fac, log); err != nil {
 			lis.Close()
+			if metricsLis != nil {
+				metricsLis.Close()
+			}
 			eng.Close()
 			return err
 		}
@@ -101,6 +146,21 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	defer stopMirrors()
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { runBeside(mirrorCtx, eng, fac); return nil })
+	if metricsWeb != nil {
+		g.Go(func() error {
+			if err := metricsWeb.Serve(metricsLis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				return fmt.Errorf("metrics http: %w", err)
+			}
+			return nil
+		})
+	}
+	if cfg.Path != "" {
+		r := &reloader{path: cfg.Path, cur: cfg, flags: overrides, eng: eng, m: met, log: log.With("component", "reload"),
+			red: redact.New(append(secrets, cfg.Auth.Token)...), refused: svc.SetConfigError}
+		g.Go(func() error { r.watch(gctx, watch); return nil })
+	} else {
+		g.Go(func() error { ignoreHangup(gctx, watch, log); return nil })
+	}
 	if web != nil {
 		g.Go(func() error {
 			if err := web.srv.Serve(web.lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -118,6 +178,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	})
 	g.Go(func() error {
 		<-gctx.Done()
+		// Health turns NOT_SERVING before anything closes, so probes and
+		// balancers stop sending work while requests in flight finish.
+		svc.Health().Shutdown()
 		log.Info("shutting down: finishing in-flight requests")
 		t := time.AfterFunc(shutdownGrace, srv.Stop)
 		if web != nil {
@@ -130,6 +193,14 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		srv.GracefulStop()
 		t.Stop()
 		stopMirrors() // closes upstream sessions; stdio servers are stopped in stages
+		if metricsWeb != nil {
+			// Last, so a scrape sees the drain.
+			sctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			if metricsWeb.Shutdown(sctx) != nil {
+				metricsWeb.Close()
+			}
+			cancel()
+		}
 		return nil
 	})
 	err = g.Wait()

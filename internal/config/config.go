@@ -8,7 +8,8 @@
 //   - VS Code: {"servers": {NAME: {"type": "stdio"|"http"|"sse", ...}}}
 //   - GitHub Copilot CLI: {"mcpServers": {NAME: {"type": "local"|"http"|"sse", ...}}}
 //
-// Files may be YAML or JSON (JSON is read as YAML). String values in command,
+// Files may be YAML or JSON (JSON is read as YAML); a JSON file may have
+// comments and trailing commas, as VS Code's mcp.json does. String values in command,
 // args, env, cwd, url and headers may reference the environment as ${VAR} or
 // ${VAR:-default}; an unset variable without a default is an error that names
 // the file, the server and the field.
@@ -62,8 +63,7 @@ type Config struct {
 	Path string
 	// Listen is a TCP host:port or unix:///path. Default DefaultListen.
 	Listen string
-	// DataDir holds the persistent index. Default $XDG_DATA_HOME/contextd or
-	// ~/.local/share/contextd.
+	// DataDir holds the persistent index. Default DefaultDataDir().
 	DataDir string
 	// Tokenizer is the tiktoken encoding used for budgets. Default DefaultTokenizer.
 	Tokenizer string
@@ -96,6 +96,8 @@ type Config struct {
 	// Auth is who may call the daemon: a token, TLS and client
 	// certificates. The CLI clients (query, servers) use it too.
 	Auth Auth
+	// Ops is the metrics endpoint and the log format (see ops.go).
+	Ops Ops
 	// Warnings name the keys the file has that contextd does not read, such
 	// as a host's own (VS Code's inputs, a server's envFile): they are
 	// ignored, and each warning says where. A key a letter or two away from
@@ -164,6 +166,8 @@ type file struct {
 	MCPPath          string                `yaml:"mcp_path"`
 	MCPServers       map[string]serverFile `yaml:"mcpServers"`
 	Servers          map[string]serverFile `yaml:"servers"` // VS Code's mcp.json
+	// Metrics and logs: see ops.go.
+	Ops opsFile `yaml:",inline"`
 }
 
 type serverFile struct {
@@ -184,13 +188,19 @@ type serverFile struct {
 
 // Load reads and validates the configuration at path. Errors wrap ErrInvalid
 // (bad content) or the fs error (unreadable file) and name the file, and where
-// relevant the server and field.
+// relevant the server and field. A file readable by other users that has
+// credentials written in it gets a warning.
 func Load(path string) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	return Parse(path, data, os.LookupEnv)
+	c, err := Parse(path, data, os.LookupEnv)
+	if err != nil {
+		return nil, err
+	}
+	c.warnWrittenSecrets(path, data)
+	return c, nil
 }
 
 // Parse validates data as if read from path. lookup resolves ${VAR} references.
@@ -201,9 +211,19 @@ func Load(path string) (*Config, error) {
 // names the key and suggests the one meant, because ignoring it would
 // silently drop what the user asked for.
 func Parse(path string, data []byte, lookup func(string) (string, bool)) (*Config, error) {
+	return parse(path, data, lookup, false)
+}
+
+// parse is Parse; with clientOnly, the servers are left unresolved (see
+// ParseClient).
+func parse(path string, data []byte, lookup func(string) (string, bool), clientOnly bool) (*Config, error) {
+	data, jsonErr := standardizeJSON(data)
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, syntaxError(path, data, err)
+		if jsonErr != nil {
+			return nil, jsonSyntaxError(path, jsonErr)
+		}
+		return nil, yamlSyntaxError(path, data, err)
 	}
 	if err := checkServerLists(&root); err != nil { // before the decoder names Go types
 		return nil, fmt.Errorf("%s: %w: %w", path, ErrInvalid, err)
@@ -255,6 +275,9 @@ func Parse(path string, data []byte, lookup func(string) (string, bool)) (*Confi
 	if err := c.parseSecurity(&f, lookup); err != nil {
 		return nil, fmt.Errorf("%s: %w: %w", path, ErrInvalid, err)
 	}
+	if err := c.parseOps(&f.Ops); err != nil {
+		return nil, fmt.Errorf("%s: %w: %w", path, ErrInvalid, err)
+	}
 	if c.Listen == "" {
 		c.Listen = DefaultListen
 	}
@@ -277,6 +300,9 @@ func Parse(path string, data []byte, lookup func(string) (string, bool)) (*Confi
 	}
 	c.DataDir = expandHome(c.DataDir)
 
+	if clientOnly {
+		return c, nil
+	}
 	all := map[string]serverFile{}
 	for _, m := range []map[string]serverFile{f.Servers, f.MCPServers} {
 		for name, s := range m {
@@ -488,14 +514,6 @@ func commentOutsideString(line string) bool {
 	return false
 }
 
-// DefaultDataDir is $XDG_DATA_HOME/contextd, or ~/.local/share/contextd.
-func DefaultDataDir() string {
-	if d := os.Getenv("XDG_DATA_HOME"); d != "" {
-		return filepath.Join(d, "contextd")
-	}
-	return filepath.Join("~", ".local", "share", "contextd")
-}
-
 func expandHome(p string) string {
 	if p != "~" && !strings.HasPrefix(p, "~/") {
 		return p
@@ -529,6 +547,7 @@ func Default() *Config {
 		Embedder:  DefaultEmbedder,
 		Servers:   []Server{DefaultServerEverything},
 		Limits:    Limits{}.WithDefaults(),
+		Ops:       Ops{LogFormat: LogText},
 	}
 }
 

@@ -25,8 +25,12 @@ func yamlKeys(v any) []string {
 	t := reflect.TypeOf(v)
 	keys := make([]string, 0, t.NumField())
 	for i := range t.NumField() {
-		if k, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ","); k != "" {
+		k, opts, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
+		switch {
+		case k != "":
 			keys = append(keys, k)
+		case opts == "inline":
+			keys = append(keys, yamlKeys(reflect.New(t.Field(i).Type).Elem().Interface())...)
 		}
 	}
 	return keys

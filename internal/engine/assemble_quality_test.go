@@ -32,7 +32,9 @@ func item(res *engine.AssembleResult, uri string) (selector.Item, bool) {
 
 // A first-ranked resource that does not fit whole no longer spends the
 // budget on its sections while the resources the task needs, ranked just
-// after it, are left out.
+// after it, are left out. The ranking is the default without the passage
+// list, which puts the guide first here (with it, the range picker's one
+// passage matches the query best, and the guide comes second).
 func TestAWrongFirstResourceDoesNotTakeTheBudget(t *testing.T) {
 	var guide strings.Builder
 	guide.WriteString("# Date formatting\n\nShow a date, a range of days, in the user's format.\n\n")
@@ -48,7 +50,9 @@ func TestAWrongFirstResourceDoesNotTakeTheBudget(t *testing.T) {
 			Description: "A calendar widget for choosing days", MIMEType: "text/markdown"},
 			fmt.Sprintf("# Date picker (%s)\n\nUse <DatePicker mode=%q> to let the user pick days; a range picker selects a start and an end day.\n", n, n))
 	}
-	eng := newEngine(t, "", map[string]*mcpsdk.Server{"s": srv}, 0)
+	how := engine.DefaultRanking
+	how.Passages = 0
+	eng := newEngineOpts(t, "", map[string]*mcpsdk.Server{"s": srv}, engine.Options{Ranking: how})
 	res, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "date picker for selecting a range of days", TokenBudget: 2000})
 	if err != nil {
 		t.Fatal(err)

@@ -17,8 +17,6 @@ import (
 
 	gosync "sync"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/contextd/contextd/internal/budget"
 	"github.com/contextd/contextd/internal/config"
 	"github.com/contextd/contextd/internal/embed"
@@ -71,6 +69,9 @@ type Options struct {
 	// QueryCache is how many query vectors the index remembers (see
 	// index.Options.QueryCache).
 	QueryCache int
+	// Observer is told of syncs, upstream requests, cache lookups and
+	// answers (metrics). Nil tells nobody.
+	Observer Observer
 	// Ranking is how Search and Assemble rank descriptors. The zero value
 	// means DefaultRanking.
 	Ranking Ranking
@@ -82,6 +83,12 @@ type Options struct {
 	// at most this much. A read that succeeds ends the spell. Zero means
 	// DefaultSlowReadTimeout and DefaultSlowFor.
 	SlowReadTimeout, SlowFor time.Duration
+	// RequestReadTime bounds the time one Assemble spends reading: each
+	// read gets at most what is left of it, and a candidate reached after
+	// it ran out is omitted as read_failed, so a server answering every
+	// read just within ReadTimeout cannot hold a request (and its turn)
+	// for max_reads read timeouts. Zero means twice ReadTimeout.
+	RequestReadTime time.Duration
 }
 
 // Defaults for the slow-server spell (see Options.SlowReadTimeout).
@@ -129,23 +136,62 @@ func CandidatesFor(tokenBudget int) int {
 
 // An Engine answers Assemble, Search and ListServers.
 type Engine struct {
-	cfg        *config.Config
 	log        *slog.Logger
 	ix         *index.Index
 	tok        *budget.Tokenizer
-	mirrors    map[string]*ctxsync.Mirror
-	names      []string // configured order (sorted)
 	candidates int
 	est        *budget.Estimator // learns each server's bytes per token across requests
 	ranking    Ranking
 	readTO     time.Duration
+	reqReadTO  time.Duration // Options.RequestReadTime, resolved
 	slowTO     time.Duration
 	slowFor    time.Duration
 	slowMu     gosync.Mutex
 	slowUntil  map[string]time.Time // server → end of its slow spell
 	unlock     func()               // releases data_dir; nil for an in-memory index
-	limits     config.Limits        // with defaults
 	tooLarge   tooLargeReads
+
+	// How mirrors are made (New, Reload).
+	dial     func(srv config.Server) ctxsync.DialFunc
+	adjust   func(*ctxsync.Options)
+	observer Observer
+	// synced is closed when a mirror first completes a sync (Synced).
+	synced     chan struct{}
+	syncedOnce gosync.Once
+
+	// setMu guards cur and retired. cur is replaced whole by Reload;
+	// retired holds the mirrors Reload took out, by name, until the
+	// requests that began before it have finished.
+	setMu   gosync.RWMutex
+	cur     *serverSet
+	retired map[string]*ctxsync.Mirror
+
+	// reloadMu serialises Reload. runMu guards spawn and runs: spawn
+	// starts a mirror under Run's context (nil outside Run), runs holds
+	// each running mirror's stop function.
+	reloadMu gosync.Mutex
+	runMu    gosync.Mutex
+	spawn    func(*ctxsync.Mirror) *mirrorRun
+	runs     map[*ctxsync.Mirror]*mirrorRun
+	runWG    gosync.WaitGroup
+}
+
+// A serverSet is the configuration the engine serves at one moment: its
+// servers' mirrors and the limits. It is never modified once installed.
+type serverSet struct {
+	cfg     *config.Config
+	mirrors map[string]*ctxsync.Mirror
+	names   []string      // configured order (sorted)
+	limits  config.Limits // with defaults
+	// inflight counts the requests that began under this set; Reload
+	// waits for them before it stops the mirrors it took out.
+	inflight gosync.WaitGroup
+}
+
+// mirrorRun is one running mirror.
+type mirrorRun struct {
+	cancel context.CancelFunc
+	done   chan struct{}
 }
 
 // New opens the index and the tokenizer and prepares one mirror per server.
@@ -202,38 +248,29 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		return nil, err
 	}
 	ix.SetFocus(opts.Focus)
-	e := &Engine{cfg: opts.Config, log: log, ix: ix, tok: tok, mirrors: map[string]*ctxsync.Mirror{}, candidates: opts.Candidates, est: budget.NewEstimator(), unlock: unlock}
+	e := &Engine{log: log, ix: ix, tok: tok, candidates: opts.Candidates, est: budget.NewEstimator(), unlock: unlock,
+		dial: opts.Dial, adjust: opts.Mirror, observer: opts.Observer, synced: make(chan struct{}),
+		retired: map[string]*ctxsync.Mirror{}, runs: map[*ctxsync.Mirror]*mirrorRun{}}
 	if e.candidates < 0 {
 		e.candidates = 0
 	}
 	e.readTO = cmp.Or(opts.ReadTimeout, DefaultReadTimeout)
+	e.reqReadTO = cmp.Or(opts.RequestReadTime, 2*e.readTO)
 	e.ranking = cmp.Or(opts.Ranking, DefaultRanking)
 	e.slowTO = min(cmp.Or(opts.SlowReadTimeout, DefaultSlowReadTimeout), e.readTO)
 	e.slowFor = cmp.Or(opts.SlowFor, DefaultSlowFor)
 	e.slowUntil = map[string]time.Time{}
-	e.limits = opts.Config.Limits.WithDefaults()
+	e.cur = &serverSet{cfg: opts.Config, mirrors: map[string]*ctxsync.Mirror{}, limits: opts.Config.Limits.WithDefaults()}
 	for _, srv := range opts.Config.Servers {
-		dial := dialer(srv, opts.Config.MaxMessageBytes)
-		if opts.Dial != nil {
-			dial = opts.Dial(srv)
-		}
-		mo := ctxsync.Options{Server: srv.Name, Dial: dial, Index: ix, Logger: log.With("component", "sync"), PollInterval: opts.Config.PollInterval, Redact: red}
-		mo.ContentBytes, mo.ContentPassTime = opts.Config.ContentBytes, opts.Config.ContentPassTime
-		if srv.NoContentIndex {
-			mo.ContentMaxResources = -1
-		}
-		if opts.Mirror != nil {
-			opts.Mirror(&mo)
-		}
-		e.mirrors[srv.Name] = ctxsync.New(mo)
-		e.names = append(e.names, srv.Name)
+		e.cur.mirrors[srv.Name] = e.newMirror(opts.Config, srv, red)
+		e.cur.names = append(e.cur.names, srv.Name)
 	}
 	// Descriptors of servers no longer configured are dropped (queries are
 	// scoped to configured servers either way).
 	if !opts.KeepOtherServers {
 		stale := map[string]bool{}
 		for _, d := range ix.Descriptors("") {
-			if _, ok := e.mirrors[d.Server]; !ok {
+			if _, ok := e.cur.mirrors[d.Server]; !ok {
 				stale[d.Server] = true
 			}
 		}
@@ -247,6 +284,29 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	return e, nil
 }
 
+// newMirror makes the mirror of srv, one of cfg's servers.
+func (e *Engine) newMirror(cfg *config.Config, srv config.Server, red *redact.Redactor) *ctxsync.Mirror {
+	dial := dialer(srv, cfg.MaxMessageBytes)
+	if e.dial != nil {
+		dial = e.dial(srv)
+	}
+	// No stdio server inherits the daemon's token or another server's
+	// credentials from contextd's environment.
+	hidden := []string{cfg.Auth.Token}
+	for _, s := range cfg.Servers {
+		hidden = append(hidden, s.Secrets()...)
+	}
+	mo := ctxsync.Options{Server: srv.Name, Dial: dial, Index: e.ix, Logger: e.log.With("component", "sync"), PollInterval: cfg.PollInterval, Redact: red,
+		Observer: mirrorObserver{e}, HiddenEnv: hidden, ContentBytes: cfg.ContentBytes, ContentPassTime: cfg.ContentPassTime}
+	if srv.NoContentIndex {
+		mo.ContentMaxResources = -1
+	}
+	if e.adjust != nil {
+		e.adjust(&mo)
+	}
+	return ctxsync.New(mo)
+}
+
 func dialer(srv config.Server, maxMessage int) ctxsync.DialFunc {
 	return func(ctx context.Context, o *mcp.Options) (*mcp.Session, error) {
 		o.MaxMessageBytes = maxMessage
@@ -254,24 +314,72 @@ func dialer(srv config.Server, maxMessage int) ctxsync.DialFunc {
 	}
 }
 
-// Run mirrors every server until ctx ends. A server that fails does not stop
-// the others.
+// Run mirrors every server until ctx ends, including those Reload adds
+// meanwhile. A server that fails does not stop the others. Run returns
+// once every mirror has stopped; call it once.
 func (e *Engine) Run(ctx context.Context) error {
-	g, ctx := errgroup.WithContext(ctx)
-	for _, name := range e.names {
-		m := e.mirrors[name]
-		g.Go(func() error { return m.Run(ctx) })
+	e.runMu.Lock()
+	if e.spawn != nil {
+		e.runMu.Unlock()
+		panic("engine: Run called twice")
 	}
-	return g.Wait()
+	e.spawn = func(m *ctxsync.Mirror) *mirrorRun {
+		mctx, cancel := context.WithCancel(ctx)
+		r := &mirrorRun{cancel: cancel, done: make(chan struct{})}
+		e.runWG.Go(func() {
+			defer close(r.done)
+			_ = m.Run(mctx)
+		})
+		return r
+	}
+	for _, m := range e.set().mirrors {
+		e.runs[m] = e.spawn(m)
+	}
+	e.runMu.Unlock()
+	<-ctx.Done()
+	e.runMu.Lock()
+	e.spawn = func(*ctxsync.Mirror) *mirrorRun { return nil } // stopping: start nothing more
+	e.runMu.Unlock()
+	e.runWG.Wait()
+	return nil
+}
+
+// set returns the server set requests are served from now.
+func (e *Engine) set() *serverSet {
+	e.setMu.RLock()
+	defer e.setMu.RUnlock()
+	return e.cur
+}
+
+// enter counts a request against the current server set, so that Reload
+// waits for it before stopping the mirrors it replaces; call the function
+// it returns when the request ends.
+func (e *Engine) enter() (leave func()) {
+	e.setMu.RLock()
+	defer e.setMu.RUnlock()
+	e.cur.inflight.Add(1)
+	return e.cur.inflight.Done
+}
+
+// mirror returns the mirror of a configured server, or of one a reload took
+// out while a request that began before it still runs.
+func (e *Engine) mirror(name string) (*ctxsync.Mirror, bool) {
+	e.setMu.RLock()
+	defer e.setMu.RUnlock()
+	if m, ok := e.cur.mirrors[name]; ok {
+		return m, true
+	}
+	m, ok := e.retired[name]
+	return m, ok
 }
 
 // WaitReady blocks until every mirror has finished its first connect attempt
 // and, when it synced, its first content pass
 // (synced or failed), or ctx ends.
 func (e *Engine) WaitReady(ctx context.Context) error {
-	for _, name := range e.names {
+	for _, m := range e.set().mirrors {
 		select {
-		case <-e.mirrors[name].Ready():
+		case <-m.Ready():
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -280,14 +388,14 @@ func (e *Engine) WaitReady(ctx context.Context) error {
 }
 
 // WaitAnswerable blocks until every mirror can answer the focus query
-// (Options.Focus) well: its first sync stored every descriptor and its
-// first content pass indexed the text of what the query ranks highest
+// (Options.Focus) well: the text of what the query needs is indexed and
+// the rest of its first list is at least searchable by words
 // (ctxsync.Mirror.Answerable), or its first attempt failed; or until ctx
 // ends. Without a focus query it is WaitReady.
 func (e *Engine) WaitAnswerable(ctx context.Context) error {
-	for _, name := range e.names {
+	for _, m := range e.set().mirrors {
 		select {
-		case <-e.mirrors[name].Answerable():
+		case <-m.Answerable():
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -299,15 +407,20 @@ func (e *Engine) WaitAnswerable(ctx context.Context) error {
 // (see WaitReady), in name order.
 func (e *Engine) Waiting() []string {
 	var out []string
-	for _, name := range e.names {
+	s := e.set()
+	for _, name := range s.names {
 		select {
-		case <-e.mirrors[name].Ready():
+		case <-s.mirrors[name].Ready():
 		default:
 			out = append(out, name)
 		}
 	}
 	return out
 }
+
+// Synced returns a channel closed once any server has completed a sync:
+// from then on the engine has something to answer from. It stays closed.
+func (e *Engine) Synced() <-chan struct{} { return e.synced }
 
 // Close releases the index and data_dir. Call it after Run has returned.
 func (e *Engine) Close() error {
@@ -330,18 +443,20 @@ type ServerStatus struct {
 
 // Servers reports every configured server, in name order.
 func (e *Engine) Servers() []ServerStatus {
-	out := make([]ServerStatus, 0, len(e.names))
-	for _, srv := range e.cfg.Servers {
-		out = append(out, ServerStatus{Status: e.mirrors[srv.Name].Status(), Transport: srv.Transport})
+	s := e.set()
+	out := make([]ServerStatus, 0, len(s.names))
+	for _, srv := range s.cfg.Servers {
+		out = append(out, ServerStatus{Status: s.mirrors[srv.Name].Status(), Transport: srv.Transport})
 	}
 	return out
 }
 
 // checkServers validates a server filter.
 func (e *Engine) checkServers(names []string) error {
+	s := e.set()
 	for _, n := range names {
-		if _, ok := e.mirrors[n]; !ok {
-			known := strings.Join(e.names, ", ")
+		if _, ok := s.mirrors[n]; !ok {
+			known := strings.Join(s.names, ", ")
 			if known == "" {
 				known = "none configured"
 			}
@@ -361,7 +476,7 @@ func checkQuery(q string) error {
 // scope returns the configured servers a request covers, sorted.
 func (e *Engine) scope(filter []string) []string {
 	if len(filter) == 0 {
-		return e.names
+		return e.set().names
 	}
 	s := slices.Clone(filter)
 	slices.Sort(s)

@@ -21,14 +21,15 @@ import (
 //
 // Errors: ErrInvalidArgument.
 func (e *Engine) checkPins(pins []resource.Key) error {
-	if len(pins) > e.limits.MaxPins {
-		return fmt.Errorf("%w: %d pinned resources; at most %d (max_pins)", ErrInvalidArgument, len(pins), e.limits.MaxPins)
+	if lim := e.set().limits.MaxPins; len(pins) > lim {
+		return fmt.Errorf("%w: %d pinned resources; at most %d (max_pins)", ErrInvalidArgument, len(pins), lim)
 	}
+	tries := maxTemplateMatches
 	for _, k := range pins {
-		if _, known := e.mirrors[k.Server]; !known || k.URI == "" {
+		if _, known := e.mirror(k.Server); !known || k.URI == "" {
 			continue // Assemble reports these
 		}
-		if !e.readable(k) {
+		if !e.readable(k, &tries) {
 			return fmt.Errorf("%w: pinned %q: server %q does not list it and none of its templates yields it (set allow_unlisted_pins: true on the server to pin any URI)", ErrInvalidArgument, k.URI, k.Server)
 		}
 	}
@@ -37,55 +38,86 @@ func (e *Engine) checkPins(pins []resource.Key) error {
 
 // readable reports whether the pin policy lets a caller have k read: its
 // server lists it, one of its templates yields it, or the server's
-// configuration sets allow_unlisted_pins.
-func (e *Engine) readable(k resource.Key) bool {
+// configuration sets allow_unlisted_pins. tries is what is left of the
+// request's template matches (see offeredByTemplate).
+func (e *Engine) readable(k resource.Key, tries *int) bool {
 	if _, ok := e.ix.Get(k); ok {
 		return true
 	}
-	if srv, _ := e.cfg.Server(k.Server); srv.AllowUnlistedPins {
+	if srv, _ := e.set().cfg.Server(k.Server); srv.AllowUnlistedPins {
 		return true
 	}
-	return e.offeredByTemplate(k)
+	return e.offeredByTemplate(k, tries)
 }
 
-// offeredByTemplate reports whether one of k.Server's templates expands to k.URI.
-func (e *Engine) offeredByTemplate(k resource.Key) bool {
-	m, ok := e.mirrors[k.Server]
-	if !ok {
+// maxTemplateMatches bounds the templates one request's pins (or one
+// read) are matched against, after the cheap checks (URI length, literal
+// prefix): one match can cost tens of milliseconds of CPU, more for a
+// template of many variables in one expression, and a server may have
+// template.MaxVars variables in each of its mcp.DefaultMaxTemplates
+// templates.
+const maxTemplateMatches = 64
+
+// offeredByTemplate reports whether one of k.Server's templates expands to
+// k.URI, trying at most *tries templates whose literal prefix k.URI has
+// (and counting them off).
+func (e *Engine) offeredByTemplate(k resource.Key, tries *int) bool {
+	m, ok := e.mirror(k.Server)
+	if !ok || len(k.URI) > template.MaxMatchBytes {
 		return false
 	}
 	for _, t := range m.Templates() {
-		if tp, err := template.Parse(t); err == nil && tp.Matches(k.URI) {
+		if *tries <= 0 {
+			return false
+		}
+		tp, err := template.Parse(t)
+		if err != nil || !tp.MayMatch(k.URI) {
+			continue
+		}
+		*tries--
+		if tp.Matches(k.URI) {
 			return true
 		}
 	}
 	return false
 }
 
-// A readBudget bounds the reads of one Assemble: at most MaxReads reads, and
-// at most MaxResponseBytes bytes of contents (text and blobs) in all. It is
-// safe for concurrent use.
+// A readBudget bounds the reads of one Assemble: at most MaxReads reads, at
+// most MaxResponseBytes bytes of contents (text and blobs) in all, and no
+// read after its time (Options.RequestReadTime from the request's start).
+// It is safe for concurrent use.
 type readBudget struct {
-	lim config.Limits
+	lim   config.Limits
+	until time.Time
+	time  time.Duration // until less the request's start
 
 	mu    sync.Mutex
 	reads int
 	bytes int
 }
 
-// start claims one read; it fails when the request has used up its reads
-// or its bytes.
-func (b *readBudget) start() error {
+// newReadBudget returns the read budget of a request starting now.
+func (e *Engine) newReadBudget() *readBudget {
+	return &readBudget{lim: e.set().limits, until: time.Now().Add(e.reqReadTO), time: e.reqReadTO}
+}
+
+// start claims one read and returns how much of the request's read time is
+// left; it fails when the request has used up its reads, its bytes or its
+// time.
+func (b *readBudget) start() (time.Duration, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	left := time.Until(b.until)
 	switch {
 	case b.reads >= b.lim.MaxReads:
-		return fmt.Errorf("not read: this request made its %d reads (max_reads)", b.lim.MaxReads)
+		return 0, fmt.Errorf("not read: this request made its %d reads (max_reads)", b.lim.MaxReads)
 	case b.bytes >= b.lim.MaxResponseBytes:
-		return fmt.Errorf("not read: this request read its %d bytes (max_response_bytes)", b.lim.MaxResponseBytes)
+		return 0, fmt.Errorf("not read: this request read its %d bytes (max_response_bytes)", b.lim.MaxResponseBytes)
+	case left <= 0:
+		return 0, fmt.Errorf("not read: this request spent its %v of read time", b.time)
 	}
 	b.reads++
-	return nil
+	return left, nil
 }
 
 // spend counts the bytes of contents read; it fails, and the contents are

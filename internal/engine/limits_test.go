@@ -7,6 +7,7 @@ import (
 	"strings"
 	gosync "sync"
 	"testing"
+	"time"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -138,4 +139,35 @@ func omittedFor(res *engine.AssembleResult, uri, detail string) bool {
 		}
 	}
 	return false
+}
+
+// Pins matched against a server's templates cost a bounded amount of work
+// per request: a template match can take tens of milliseconds, and a
+// server may have a thousand templates, all sharing the pins' prefix.
+func TestPinsAgainstManyTemplatesAreBounded(t *testing.T) {
+	srv := mcptest.NewServer(map[string]string{"x://readme": "the readme"}, nil)
+	for i := range 1000 {
+		srv.AddResourceTemplate(&mcpsdk.ResourceTemplate{URITemplate: fmt.Sprintf("x://{a%d,b%d}", i, i), Name: "pair"}, nil)
+	}
+	cfg := &config.Config{Servers: []config.Server{{Name: "fs", Transport: config.TransportStdio, Command: "unused"}}}
+	eng := newEngineOpts(t, "", map[string]*mcpsdk.Server{"fs": srv}, engine.Options{Config: cfg})
+	var pins []resource.Key
+	for i := range 32 {
+		// Under the length matched, sharing every template's prefix, and
+		// matching none ("}" is never in an expansion).
+		pins = append(pins, resource.Key{Server: "fs", URI: fmt.Sprintf("x://%d", i) + strings.Repeat("a,", 240) + "}"})
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "readme", TokenBudget: 100, Pinned: pins})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, engine.ErrInvalidArgument) {
+			t.Errorf("pins no template yields: %v, want ErrInvalidArgument", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("checking 32 pins against 1,000 templates took over 30 s")
+	}
 }

@@ -55,11 +55,20 @@ func baseMIME(s string) string {
 
 func (f Filter) narrows() bool { return len(f.MIMETypes) > 0 || len(f.URIPrefixes) > 0 }
 
+// MaxFilterValues bounds the MIME types and the URI prefixes of one
+// Filter: a narrowing filter is checked against every descriptor in scope
+// for every query text ranked (500 descriptors and 200,000 MIME types took
+// 21 s).
+const MaxFilterValues = 64
+
 // Check validates the MIME and URI filters (not the server names, which
 // need the engine's configuration).
 //
 // Errors: ErrInvalidArgument.
 func (f Filter) Check() error {
+	if len(f.MIMETypes) > MaxFilterValues || len(f.URIPrefixes) > MaxFilterValues {
+		return fmt.Errorf("%w: %d MIME types and %d URI prefixes to filter by; at most %d of each", ErrInvalidArgument, len(f.MIMETypes), len(f.URIPrefixes), MaxFilterValues)
+	}
 	for _, m := range f.MIMETypes {
 		typ, sub, ok := strings.Cut(baseMIME(m), "/")
 		wild := typ+"/"+sub == "*/*" || sub == "*"
@@ -84,7 +93,11 @@ func (e *Engine) unavailable(servers []string) error {
 	}
 	var states []string
 	for _, name := range servers {
-		st := e.mirrors[name].Status()
+		m, ok := e.mirror(name)
+		if !ok {
+			continue
+		}
+		st := m.Status()
 		if st.Syncs > 0 {
 			return nil
 		}
@@ -116,7 +129,11 @@ type SearchRequest struct {
 //
 // Errors: ErrInvalidArgument (empty query, unknown server, bad filter,
 // negative limit), ErrUnavailable (no server in scope has synced).
-func (e *Engine) Search(ctx context.Context, req SearchRequest) ([]Ranked, error) {
+func (e *Engine) Search(ctx context.Context, req SearchRequest) (out []Ranked, err error) {
+	defer e.enter()()
+	if e.observer != nil {
+		defer func(begun time.Time) { e.observer.Searched(time.Since(begun), err) }(time.Now())
+	}
 	if err := checkQuery(req.Query); err != nil {
 		return nil, err
 	}
@@ -196,7 +213,17 @@ type AssembleResult struct {
 // Errors: ErrInvalidArgument (empty query, budget < 1, unknown server, bad
 // filter or pin, negative max_items), ErrUnavailable (no server in scope has
 // synced, and nothing is pinned), or ctx's error.
-func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (*AssembleResult, error) {
+func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (out *AssembleResult, err error) {
+	defer e.enter()()
+	if e.observer != nil {
+		defer func(begun time.Time) {
+			tokens := 0
+			if out != nil {
+				tokens = out.TotalTokens
+			}
+			e.observer.Assembled(time.Since(begun), tokens, err)
+		}(time.Now())
+	}
 	if err := checkQuery(req.Query); err != nil {
 		return nil, err
 	}
@@ -262,7 +289,7 @@ func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (*AssembleRe
 		TokenBudget: req.TokenBudget, IncludeBinary: req.IncludeBinary, MaxItems: req.MaxItems,
 		IncludeUserAudience: req.IncludeUserAudience,
 		Query:               req.Query, ValueFloor: floor, Now: time.Now(), Estimator: e.est,
-	}, cands, e.reader(fetched, &readBudget{lim: e.limits}), e.tok)
+	}, cands, e.reader(fetched, e.newReadBudget()), e.tok)
 	if err != nil {
 		return nil, err
 	}
@@ -322,7 +349,7 @@ func (e *Engine) reader(log *fetchLog, budget *readBudget) selector.ReadFunc {
 	var mu sync.Mutex
 	stalled := map[string]bool{}
 	return func(ctx context.Context, server, uri string) ([]selector.Content, error) {
-		m, ok := e.mirrors[server]
+		m, ok := e.mirror(server)
 		if !ok {
 			return nil, fmt.Errorf("server %q is not configured", server)
 		}
@@ -338,10 +365,15 @@ func (e *Engine) reader(log *fetchLog, budget *readBudget) selector.ReadFunc {
 		if err := e.tooLarge.check(key, ver, time.Now()); err != nil {
 			return nil, err
 		}
-		if err := budget.start(); err != nil {
+		left, err := budget.start()
+		if err != nil {
 			return nil, err
 		}
 		timeout, slow := e.readTimeout(server)
+		cut := left < timeout // the request's read time ends first
+		if cut {
+			timeout = left
+		}
 		rctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
 		c, f, err := m.ReadFetch(rctx, uri)
@@ -358,6 +390,9 @@ func (e *Engine) reader(log *fetchLog, budget *readBudget) selector.ReadFunc {
 			log.mu.Unlock()
 		}
 		switch {
+		case err != nil && ctx.Err() == nil && rctx.Err() != nil && cut:
+			// The request's deadline, not the server's fault alone.
+			return nil, fmt.Errorf("server %q: read %q: no answer within the %v left of this request's %v of reads", server, uri, timeout.Round(time.Millisecond), e.reqReadTO)
 		case err != nil && ctx.Err() == nil && rctx.Err() != nil:
 			// Our deadline, not the caller's: this read fails, selection goes on.
 			mu.Lock()

@@ -54,8 +54,13 @@ type Ranking struct {
 	// Dense and Lexical weigh the two lists; a zero weight leaves that
 	// list out, and both zero is invalid.
 	Dense, Lexical float64
-	Fusion         Fusion
-	K              float64 // RRF's k; zero means 60, the paper's value
+	// Passages weighs a third list, of the descriptors whose indexed text
+	// holds a passage sharing words with the query, by that passage's BM25
+	// (index.PassageLexical): it finds the answer deep in a long text. A
+	// query no passage matches is ranked by the other two lists alone.
+	Passages float64
+	Fusion   Fusion
+	K        float64 // RRF's k; zero means 60, the paper's value
 	// Clauses is the weight, for a compound query (lexical.Clauses), of a
 	// descriptor's best score over the clauses ranked on their own, added
 	// to its score for the whole query, so that each need of "the stock
@@ -75,13 +80,18 @@ type Ranking struct {
 
 // DefaultRanking is the daemon's ranking when Options.Ranking is zero: the
 // one the eval measured best on MetaTool's dev split with the default
-// embedder (see eval/README.md).
-var DefaultRanking = Ranking{Dense: 0.9, Lexical: 0.1, Fusion: FusionConvex, Clauses: 0.3, Diversify: 0.4}
+// embedder (see eval/README.md), with the passage list weighed 0.3, best on
+// the answers dataset's dev split (answer-bearing at 500 / 2,000 / 8,000
+// tokens: 0.247 / 0.481 / 0.654 without it, 0.346 / 0.605 / 0.728 at 0.1,
+// 0.444 / 0.654 / 0.765 at 0.3, 0.444 / 0.617 / 0.765 at 0.6, 0.444 /
+// 0.630 / 0.778 at 1). MetaTool's descriptors have no text, so its
+// ranking is unchanged.
+var DefaultRanking = Ranking{Dense: 0.9, Lexical: 0.1, Passages: 0.3, Fusion: FusionConvex, Clauses: 0.3, Diversify: 0.4}
 
 func (r Ranking) valid() bool {
 	finite := func(x float64) bool { return !math.IsInf(x, 0) && !math.IsNaN(x) }
-	return finite(r.Dense) && finite(r.Lexical) && finite(r.K) && finite(r.Clauses) &&
-		r.Dense >= 0 && r.Lexical >= 0 && r.Dense+r.Lexical > 0 && r.K >= 0 && r.Clauses >= 0 &&
+	return finite(r.Dense) && finite(r.Lexical) && finite(r.Passages) && finite(r.K) && finite(r.Clauses) &&
+		r.Dense >= 0 && r.Lexical >= 0 && r.Passages >= 0 && r.Dense+r.Lexical > 0 && r.K >= 0 && r.Clauses >= 0 &&
 		r.Diversify >= 0 && r.Diversify <= 1 &&
 		(r.Fusion == FusionConvex || r.Fusion == FusionRRF)
 }
@@ -146,18 +156,21 @@ func (e *Engine) rank(ctx context.Context, query string, filt Filter, n int, how
 // query text, each at most pool deep. With a MIME or URI filter every
 // descriptor in scope is scored, then filtered, so a narrow filter cannot
 // come back empty while matches exist.
-func (e *Engine) lists(ctx context.Context, text string, f index.Filter, filt Filter, how Ranking) (dense, lex []index.Hit, err error) {
+func (e *Engine) lists(ctx context.Context, text string, f index.Filter, filt Filter, how Ranking) (dense, lex, pass []index.Hit, err error) {
 	depth := pool
 	if filt.narrows() {
 		depth = 0
 	}
 	if how.Dense > 0 {
 		if dense, err = e.ix.Dense(ctx, text, depth, f); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
 	if how.Lexical > 0 {
 		lex = e.ix.Lexical(text, depth, f)
+	}
+	if how.Passages > 0 {
+		pass = e.ix.PassageLexical(text, depth, f)
 	}
 	if filt.narrows() {
 		keep := func(hs []index.Hit) []index.Hit {
@@ -169,24 +182,30 @@ func (e *Engine) lists(ctx context.Context, text string, f index.Filter, filt Fi
 			}
 			return out[:min(len(out), pool)]
 		}
-		dense, lex = keep(dense), keep(lex)
+		dense, lex, pass = keep(dense), keep(lex), keep(pass)
 	}
-	return dense, lex, nil
+	return dense, lex, pass, nil
 }
 
 // fuse retrieves (lists) and fuses the dense and lexical lists for one
 // query.
 func (e *Engine) fuse(ctx context.Context, query string, f index.Filter, filt Filter, how Ranking) ([]rank.Fused, error) {
-	dense, lex, err := e.lists(ctx, query, f, filt, how)
+	dense, lex, pass, err := e.lists(ctx, query, f, filt, how)
 	if err != nil {
 		return nil, err
 	}
 	if how.Fusion == FusionRRF {
-		return rank.FuseWeighted(how.K, []float64{how.Dense, how.Lexical}, ids(dense), ids(lex)), nil
+		return rank.FuseWeighted(how.K, []float64{how.Dense, how.Lexical, how.Passages}, ids(dense), ids(lex), ids(pass)), nil
 	}
-	return rank.Convex(how.Dense/(how.Dense+how.Lexical),
+	wp := how.Passages
+	if len(pass) == 0 {
+		wp = 0
+	}
+	total := how.Dense + how.Lexical + wp
+	return rank.ConvexN([]float64{how.Dense / total, how.Lexical / total, wp / total},
 		rank.List{Items: scored(dense), Floor: -1, Cut: len(dense) == pool},
-		rank.List{Items: scored(lex), Floor: 0, Cut: len(lex) == pool}), nil
+		rank.List{Items: scored(lex), Floor: 0, Cut: len(lex) == pool},
+		rank.List{Items: scored(pass), Floor: 0, Cut: len(pass) == pool}), nil
 }
 
 // combineClauses adds to each item's score for the whole query weight ×

@@ -5,6 +5,7 @@ import (
 	"context"
 	"log/slog"
 	"net"
+	"slices"
 	"strings"
 	gosync "sync"
 	"testing"
@@ -13,6 +14,8 @@ import (
 	"github.com/contextd/contextd/internal/config"
 	"github.com/contextd/contextd/internal/engine"
 	"github.com/contextd/contextd/internal/index/indextest"
+	"github.com/contextd/contextd/internal/mcp"
+	"github.com/contextd/contextd/internal/mcp/mcptest"
 	ctxsync "github.com/contextd/contextd/internal/sync"
 )
 
@@ -71,5 +74,44 @@ func TestURLCredentialsStayOutOfStatusAndLogs(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "connect failed") {
 		t.Errorf("the log does not report the failed connect:\n%s", logs.String())
+	}
+}
+
+// The engine tells every mirror which credentials its server must not
+// inherit: the daemon's token and every server's secrets.
+func TestStdioServersAreToldWhatNotToInherit(t *testing.T) {
+	cfg := &config.Config{Auth: config.Auth{Token: "daemon-token-0123456789"}, Servers: []config.Server{
+		{Name: "docs", Transport: config.TransportHTTP, URL: "http://127.0.0.1:1/mcp", Headers: map[string]string{"Authorization": "Bearer docs-secret-0123456789"}},
+		{Name: "local", Transport: config.TransportStdio, Command: "unused"},
+	}}
+	var mu gosync.Mutex
+	hidden := map[string][]string{}
+	eng, err := engine.New(t.Context(), engine.Options{Config: cfg, InMemory: true, Embedder: &indextest.BagEmbedder{},
+		Dial: func(s config.Server) ctxsync.DialFunc {
+			return func(ctx context.Context, o *mcp.Options) (*mcp.Session, error) {
+				mu.Lock()
+				hidden[s.Name] = o.HiddenEnv
+				mu.Unlock()
+				return mcptest.Dial(t, s.Name, mcptest.NewServer(nil, nil))(ctx, o)
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg gosync.WaitGroup
+	wg.Go(func() { _ = eng.Run(ctx) })
+	t.Cleanup(func() { cancel(); wg.Wait(); eng.Close() })
+	if err := eng.WaitReady(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, name := range []string{"docs", "local"} {
+		for _, secret := range []string{"daemon-token-0123456789", "docs-secret-0123456789"} {
+			if !slices.Contains(hidden[name], secret) {
+				t.Errorf("server %s may inherit %s (hidden: %q)", name, secret[:4]+"…", hidden[name])
+			}
+		}
 	}
 }

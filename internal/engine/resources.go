@@ -20,11 +20,12 @@ func (e *Engine) Descriptors(server string) ([]resource.Descriptor, error) {
 		return e.ix.Descriptors(server), nil
 	}
 	out := e.ix.Descriptors("")
+	mirrors := e.set().mirrors
 	// The index may still hold servers a one-shot run kept but did not
 	// configure; they are not this engine's to show.
 	kept := out[:0]
 	for _, d := range out {
-		if _, ok := e.mirrors[d.Server]; ok {
+		if _, ok := mirrors[d.Server]; ok {
 			kept = append(kept, d)
 		}
 	}
@@ -43,6 +44,7 @@ func (e *Engine) Descriptors(server string) ([]resource.Descriptor, error) {
 // (ctxsync.ErrUnavailable when the server is not connected, the upstream's
 // read error, such as *mcp.NotFoundError), or ctx's.
 func (e *Engine) Read(ctx context.Context, k resource.Key) ([]resource.Content, ctxsync.Fetch, error) {
+	defer e.enter()()
 	if err := e.checkServers([]string{k.Server}); err != nil {
 		return nil, ctxsync.Fetch{}, err
 	}
@@ -53,14 +55,15 @@ func (e *Engine) Read(ctx context.Context, k resource.Key) ([]resource.Content, 
 	// applies, and so do the per-request read limits. A server that has
 	// not synced cannot say what it lists: that is its state, not the
 	// caller's mistake.
-	if st := e.mirrors[k.Server].Status(); st.Syncs == 0 {
+	m, _ := e.mirror(k.Server) // checked above
+	if st := m.Status(); st.Syncs == 0 {
 		return nil, ctxsync.Fetch{}, fmt.Errorf("server %q has not synced yet: %w", k.Server, ctxsync.ErrUnavailable)
 	}
-	if !e.readable(k) {
+	if tries := maxTemplateMatches; !e.readable(k, &tries) {
 		return nil, ctxsync.Fetch{}, fmt.Errorf("%w: resource %q not found: server %q does not list it and none of its templates yields it (set allow_unlisted_pins: true on the server to read any URI)", ErrInvalidArgument, k.URI, k.Server)
 	}
 	log := &fetchLog{m: map[resource.Key]ctxsync.Fetch{}}
-	cs, err := e.reader(log, &readBudget{lim: e.limits})(ctx, k.Server, k.URI)
+	cs, err := e.reader(log, e.newReadBudget())(ctx, k.Server, k.URI)
 	if err != nil {
 		return nil, ctxsync.Fetch{}, err
 	}
@@ -71,7 +74,7 @@ func (e *Engine) Read(ctx context.Context, k resource.Key) ([]resource.Content, 
 // connect attempt and, when it synced, its first content pass (see
 // WaitReady); nil when server is not configured.
 func (e *Engine) Ready(server string) <-chan struct{} {
-	m, ok := e.mirrors[server]
+	m, ok := e.mirror(server)
 	if !ok {
 		return nil
 	}

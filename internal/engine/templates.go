@@ -68,7 +68,11 @@ func (e *Engine) withTemplates(ctx context.Context, query string, filt Filter, r
 	var q *template.Query
 	var props []prop
 	for _, server := range e.scope(filt.Servers) {
-		for _, t := range e.mirrors[server].Templates() {
+		m, ok := e.mirror(server)
+		if !ok {
+			continue
+		}
+		for _, t := range m.Templates() {
 			tp, err := template.Parse(t)
 			if err != nil {
 				e.log.Debug("template not usable", "server", server, "err", err)
@@ -98,7 +102,7 @@ func (e *Engine) withTemplates(ctx context.Context, query string, filt Filter, r
 	defer cancel()
 	var wg gosync.WaitGroup
 	for i, pr := range props {
-		if !e.mirrors[pr.server].OffersCompletions() {
+		if m, _ := e.mirror(pr.server); !m.OffersCompletions() {
 			if len(pr.p.Weak) == 0 {
 				confirmed[i] = pr.p.Values
 			}
@@ -175,7 +179,7 @@ func (e *Engine) withTemplates(ctx context.Context, query string, filt Filter, r
 // context, and returns the confirmed values (the server's spelling), or nil
 // when one is not confirmed or a call fails.
 func (e *Engine) confirm(ctx context.Context, server string, tp *template.Template, values map[string]string) map[string]string {
-	m := e.mirrors[server]
+	m, _ := e.mirror(server) // one withTemplates found
 	out := make(map[string]string, len(values))
 	for _, v := range tp.Vars {
 		val, ok := values[v.Name]
@@ -239,10 +243,17 @@ func (e *Engine) scoreExpansions(ctx context.Context, query string, filt Filter,
 	f := index.Filter{Servers: e.scope(filt.Servers)}
 	per := make([][]float64, len(texts)) // per[text][expansion]
 	for ti, text := range texts {
-		dense, lex, err := e.lists(ctx, text, f, filt, how)
+		dense, lex, pass, err := e.lists(ctx, text, f, filt, how)
 		if err != nil {
 			return nil, err
 		}
+		// An expansion has no indexed text, so no passage score; the
+		// passage list still takes its share of the weight, as in fuse.
+		wp := how.Passages
+		if len(pass) == 0 {
+			wp = 0
+		}
+		total := how.Dense + how.Lexical + wp
 		per[ti] = make([]float64, len(exps))
 		for xi, x := range exps {
 			ds, ls, err := e.ix.Score(ctx, text, x.desc, x.denseText)
@@ -262,8 +273,7 @@ func (e *Engine) scoreExpansions(ctx context.Context, query string, filt Filter,
 				}
 				continue
 			}
-			alpha := how.Dense / (how.Dense + how.Lexical)
-			per[ti][xi] = alpha*normalised(dense, ds, -1, how.Dense > 0) + (1-alpha)*normalised(lex, ls, 0, how.Lexical > 0)
+			per[ti][xi] = how.Dense/total*normalised(dense, ds, -1, how.Dense > 0) + how.Lexical/total*normalised(lex, ls, 0, how.Lexical > 0)
 		}
 	}
 	out := make([]float64, len(exps))

@@ -89,8 +89,10 @@ const DefaultContentWeight = 0.5
 // DefaultContentBytes is Options.ContentBytes when zero: 256 MiB of text
 // across all servers, 256 texts of MaxContentBytes or about 40,000 of the
 // Go docs' median size. It bounds what the content index costs in memory:
-// the texts themselves (kept in the contents collection) and their BM25F
-// postings (at most lexical.ContentTerms distinct terms per text).
+// the texts themselves (kept in the contents collection), their BM25F
+// postings (at most lexical.ContentTerms distinct terms per text) and the
+// passage index (PassageLexical), about 2.6 bytes of heap per byte of
+// text (BenchmarkPassageWords).
 const DefaultContentBytes = 256 << 20
 
 // DefaultContentPassages is Options.ContentPassages when zero: how many
@@ -151,24 +153,115 @@ type contentInfo struct {
 // hasWords reports whether c is indexed text with a passage.
 func (c *contentInfo) hasWords() bool { return c != nil && len(c.spans) > 0 }
 
-// docIDs returns the IDs of every document k's content may have stored,
-// embedded or not (chromem-go ignores unknown IDs on delete).
-func (c *contentInfo) docIDs(k resource.Key) []string {
-	ids := make([]string, len(c.spans))
-	for i := range ids {
-		ids[i] = passageID(k, i)
-	}
-	return ids
-}
-
-// passageID is the ID of the stored document of k's i-th passage: the
-// key's own for the first (as when a text had one passage), then
-// "KEY\x00#i".
+// passageID is the document ID k's i-th passage is stored under when its
+// file is free (see passageDocID): the key's own for the first (as when a
+// text had one passage), then "KEY\x00#i".
 func passageID(k resource.Key, i int) string {
 	if i == 0 {
 		return k.String()
 	}
 	return k.String() + "\x00#" + strconv.Itoa(i)
+}
+
+// isPassageID reports whether id is one passageDocID may give k's i-th
+// passage: passageID(k, i), or that with "\x00N" appended.
+func isPassageID(id string, k resource.Key, i int) bool {
+	base := passageID(k, i)
+	if id == base {
+		return true
+	}
+	n, ok := strings.CutPrefix(id, base+"\x00")
+	return ok && n != "" && strings.Trim(n, "0123456789") == ""
+}
+
+// A passageRef names a stored passage: key k's i-th.
+type passageRef struct {
+	k resource.Key
+	i int
+}
+
+// passageDocID returns the document ID of k's i-th passage in the contents
+// collection: the one it is stored under, else passageID(k, i) when that
+// ID's file (docFile) is free, else the first of passageID(k, i)+"\x00"+N
+// (N = 1, 2, …) whose file is; the ID is then k's i-th until
+// releasePassages. chromem-go names a document's file by 32 bits of its
+// ID's hash and writes (and deletes) that file whatever it holds, so two
+// passages sharing a file would lose one at the next load. The caller
+// holds wmu.
+func (ix *Index) passageDocID(k resource.Key, i int) string {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	ids := ix.cids[k]
+	if i < len(ids) && ids[i] != "" {
+		return ids[i]
+	}
+	base := passageID(k, i)
+	id := base
+	for n := 1; ; n++ {
+		f := docFile(id)
+		if _, taken := ix.cfiles[f]; !taken && f != metadataName {
+			break
+		}
+		id = base + "\x00" + strconv.Itoa(n)
+	}
+	ix.keepPassageID(k, i, id)
+	return id
+}
+
+// keepPassageID records id as the document ID of k's i-th passage. The
+// caller holds mu.
+func (ix *Index) keepPassageID(k resource.Key, i int, id string) {
+	ids := ix.cids[k]
+	if i >= len(ids) {
+		ids = append(ids, make([]string, i+1-len(ids))...)
+	}
+	ids[i] = id
+	ix.cids[k] = ids
+	ix.cfiles[docFile(id)] = passageRef{k: k, i: i}
+}
+
+// firstPassageID returns the document ID of k's stored first passage
+// (which holds the indexed text), if any.
+func (ix *Index) firstPassageID(k resource.Key) (string, bool) {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	if ids := ix.cids[k]; len(ids) > 0 && ids[0] != "" {
+		return ids[0], true
+	}
+	return "", false
+}
+
+// releasePassages forgets the document IDs of k's passages from the
+// from-th on and returns them, for the caller to delete. The caller holds
+// wmu.
+func (ix *Index) releasePassages(k resource.Key, from int) []string {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	return ix.releasePassagesLocked(k, from)
+}
+
+// releasePassagesLocked is releasePassages for a caller holding mu too.
+func (ix *Index) releasePassagesLocked(k resource.Key, from int) []string {
+	ids := ix.cids[k]
+	if from >= len(ids) {
+		return nil
+	}
+	var out []string
+	for i, id := range ids[from:] {
+		if id == "" {
+			continue
+		}
+		out = append(out, id)
+		if f := docFile(id); ix.cfiles[f] == (passageRef{k: k, i: from + i}) {
+			delete(ix.cfiles, f)
+		}
+	}
+	if from == 0 {
+		delete(ix.cids, k)
+	} else {
+		ix.cids[k] = ids[:from:from]
+	}
+	return out
 }
 
 // ContentStamp identifies the version of a descriptor that content read now
@@ -217,9 +310,17 @@ func (ix *Index) ContentRoom() int64 {
 	return max(ix.cbytes-ix.contentBytes(), 0)
 }
 
-// ContentBytes returns the bytes of server's text the content index holds
-// (every server's when ""), as counted against Options.ContentBytes.
-func (ix *Index) ContentBytes(server string) int64 {
+// ContentBytes returns the text the content index holds, in bytes, all
+// servers.
+func (ix *Index) ContentBytes() int64 {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return ix.contentBytes()
+}
+
+// ServerContentBytes returns the bytes of server's text the content index
+// holds (every server's when ""), as counted against Options.ContentBytes.
+func (ix *Index) ServerContentBytes(server string) int64 {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	var n int64
@@ -269,7 +370,7 @@ func (ix *Index) DropContents(ctx context.Context, server string) (int, error) {
 		if k.Server != server || e.content == nil {
 			continue
 		}
-		ids = append(ids, e.content.docIDs(k)...)
+		ids = append(ids, ix.releasePassagesLocked(k, 0)...)
 		e.content = nil
 		ix.docs[k] = e
 		descs = append(descs, e.desc)
@@ -277,6 +378,7 @@ func (ix *Index) DropContents(ctx context.Context, server string) (int, error) {
 	ix.mu.Unlock()
 	for _, d := range descs {
 		ix.lex.Upsert(lexDoc(d, ""))
+		ix.words.drop(d.Key())
 	}
 	if len(ids) > 0 {
 		if err := ix.ccoll.Delete(ctx, nil, nil, ids...); err != nil {
@@ -414,7 +516,7 @@ func (ix *Index) SetContents(ctx context.Context, cs ...Content) (embedded int, 
 		}
 		c.at = now
 		if c.hasWords() && c.vecs[0] != nil { // the time is stored with the first passage
-			if err := ix.ccoll.AddDocument(ctx, contentDoc(j.c, j.text, j.hash, c.vecs[0], now)); err != nil {
+			if err := ix.ccoll.AddDocument(ctx, contentDoc(ix.passageDocID(j.c.Key, 0), j.c, j.text, j.hash, c.vecs[0], now)); err != nil {
 				return len(todo), fmt.Errorf("index: store content of %s %q: %v", j.c.Key.Server, j.c.Key.URI, err)
 			}
 		}
@@ -442,7 +544,7 @@ func (ix *Index) SetContents(ctx context.Context, cs ...Content) (embedded int, 
 			return len(todo), err
 		}
 		if j.vec != nil {
-			if err := ix.ccoll.AddDocument(ctx, contentDoc(j.c, j.text, j.hash, j.vec, now)); err != nil {
+			if err := ix.ccoll.AddDocument(ctx, contentDoc(ix.passageDocID(j.c.Key, 0), j.c, j.text, j.hash, j.vec, now)); err != nil {
 				return len(todo), fmt.Errorf("index: store content of %s %q: %v", j.c.Key.Server, j.c.Key.URI, err)
 			}
 		}
@@ -568,8 +670,10 @@ func (ix *Index) embedRound(ctx context.Context, server string, n int) (int, err
 		job := &jobs[j]
 		text, ok := texts[job.k]
 		if !ok {
-			if doc, err := ix.ccoll.GetByID(ctx, job.k.String()); err == nil && doc.Metadata[mHash] == job.hash {
-				text = doc.Content
+			if id, ok := ix.firstPassageID(job.k); ok {
+				if doc, err := ix.ccoll.GetByID(ctx, id); err == nil && doc.Metadata[mHash] == job.hash {
+					text = doc.Content
+				}
 			}
 			texts[job.k] = text
 		}
@@ -599,7 +703,7 @@ func (ix *Index) embedRound(ctx context.Context, server string, n int) (int, err
 		if !ok {
 			continue // the text changed or went meanwhile
 		}
-		if err := ix.ccoll.AddDocument(ctx, passageDoc(j)); err != nil {
+		if err := ix.ccoll.AddDocument(ctx, passageDoc(ix.passageDocID(j.k, j.i), j)); err != nil {
 			return stored, fmt.Errorf("index: store passage %d of %s %q: %v", j.i, j.k.Server, j.k.URI, err)
 		}
 		ix.mu.Lock()
@@ -623,13 +727,14 @@ func (ix *Index) attach(k resource.Key, info *contentInfo, text string) {
 	ix.mu.Unlock()
 	if ok {
 		ix.lex.Upsert(lexDoc(e.desc, text))
+		ix.words.set(k, text)
 	}
 }
 
 // contentDoc is how a text's first passage is stored: its vector, the
 // indexed text, and what loadContents needs to attach it again.
-func contentDoc(c Content, text, hash string, vec []float32, at time.Time) chromem.Document {
-	return chromem.Document{ID: c.Key.String(), Embedding: vec, Content: text, Metadata: map[string]string{
+func contentDoc(id string, c Content, text, hash string, vec []float32, at time.Time) chromem.Document {
+	return chromem.Document{ID: id, Embedding: vec, Content: text, Metadata: map[string]string{
 		mServer: c.Key.Server, mURI: c.Key.URI, mStamp: c.Stamp, mHash: hash,
 		mAt: at.UTC().Format(time.RFC3339Nano),
 	}}
@@ -637,8 +742,8 @@ func contentDoc(c Content, text, hash string, vec []float32, at time.Time) chrom
 
 // passageDoc is how a later passage is stored: its vector, and what ties it
 // to its text (the text's hash, the passage's number and span).
-func passageDoc(j passageJob) chromem.Document {
-	return chromem.Document{ID: passageID(j.k, j.i), Embedding: j.vec, Metadata: map[string]string{
+func passageDoc(id string, j passageJob) chromem.Document {
+	return chromem.Document{ID: id, Embedding: j.vec, Metadata: map[string]string{
 		mServer: j.k.Server, mURI: j.k.URI, mStamp: j.stamp, mHash: j.hash,
 		mPassage: strconv.Itoa(j.i), mSpan: spanString(j.span),
 	}}
@@ -651,20 +756,11 @@ func spanString(sp Span) string {
 // dropContentVectors deletes k's stored passages from the from-th on. The
 // caller holds wmu.
 func (ix *Index) dropContentVectors(ctx context.Context, k resource.Key, from int) error {
-	ix.mu.RLock()
-	e, ok := ix.docs[k]
-	ix.mu.RUnlock()
-	if !ok || e.content == nil {
+	ids := ix.releasePassages(k, from)
+	if len(ids) == 0 {
 		return nil
 	}
-	ids := e.content.docIDs(k)
-	if from == 0 && len(ids) == 0 {
-		ids = []string{k.String()}
-	}
-	if from >= len(ids) {
-		return nil
-	}
-	if err := ix.ccoll.Delete(ctx, nil, nil, ids[from:]...); err != nil {
+	if err := ix.ccoll.Delete(ctx, nil, nil, ids...); err != nil {
 		return fmt.Errorf("index: delete content of %s %q: %v", k.Server, k.URI, err)
 	}
 	return nil
@@ -673,7 +769,11 @@ func (ix *Index) dropContentVectors(ctx context.Context, k resource.Key, from in
 // contentText returns the indexed text of k ("" when none). The caller
 // holds wmu.
 func (ix *Index) contentText(ctx context.Context, k resource.Key) string {
-	doc, err := ix.ccoll.GetByID(ctx, k.String())
+	id, ok := ix.firstPassageID(k)
+	if !ok {
+		return ""
+	}
+	doc, err := ix.ccoll.GetByID(ctx, id)
 	if err != nil {
 		return ""
 	}
@@ -706,7 +806,7 @@ func (ix *Index) loadContents(ctx context.Context) error {
 		e, ok := ix.docs[k]
 		// A passage vector with a NaN (or an infinity) would score NaN: it
 		// goes like a stale one, and the next content pass reads it again.
-		if !ok || ContentStamp(e.desc) != r.Metadata[mStamp] || k.String() != r.ID || (len(r.Embedding) > 0 && !validVector(r.Embedding, ix.emb.Dim())) {
+		if !ok || e.content != nil || ContentStamp(e.desc) != r.Metadata[mStamp] || !isPassageID(r.ID, k, 0) || (len(r.Embedding) > 0 && !validVector(r.Embedding, ix.emb.Dim())) {
 			stale = append(stale, r.ID)
 			continue
 		}
@@ -721,18 +821,21 @@ func (ix *Index) loadContents(ctx context.Context) error {
 		c.vecs[0] = r.Embedding
 		e.content = c
 		ix.docs[k] = e
+		ix.keepPassageID(k, 0, r.ID)
 		ix.lex.Upsert(lexDoc(e.desc, r.Content))
+		ix.words.set(k, r.Content)
 	}
 	for _, r := range later {
 		k := resource.Key{Server: r.Metadata[mServer], URI: r.Metadata[mURI]}
 		i, _ := strconv.Atoi(r.Metadata[mPassage])
 		c := ix.docs[k].content
 		if !c.hasWords() || c.hash != r.Metadata[mHash] || c.stamp != r.Metadata[mStamp] || i <= 0 || i >= len(c.spans) ||
-			spanString(c.spans[i]) != r.Metadata[mSpan] || passageID(k, i) != r.ID || c.vecs[i] != nil {
+			spanString(c.spans[i]) != r.Metadata[mSpan] || !isPassageID(r.ID, k, i) || c.vecs[i] != nil {
 			stale = append(stale, r.ID)
 			continue
 		}
 		c.vecs[i] = r.Embedding
+		ix.keepPassageID(k, i, r.ID)
 	}
 	if len(stale) > 0 {
 		ix.log.Info("dropping contents of changed or removed descriptors", "count", len(stale))

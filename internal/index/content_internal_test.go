@@ -1,7 +1,9 @@
 package index
 
 import (
+	"crypto/sha256"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -217,5 +219,159 @@ func TestContentPassagesCapsVectors(t *testing.T) {
 	}
 	if c := ix.docs[ds[0].Key()].content; c.vecs[2] == nil || c.vecs[3] != nil {
 		t.Errorf("the fifth passage went elsewhere than the first text's third (ties by key)")
+	}
+}
+
+// A passageAt names a passage: key k's i-th.
+type passageAt struct {
+	k resource.Key
+	i int
+}
+
+// collidingPassages returns two pairs of passages of keys {s, doc://N}
+// whose document IDs (passageID) get the same chromem-go file name (the
+// first 4 bytes of the ID's SHA-256, in hex): two texts' first passages,
+// and one text's second passage with another's first. The four keys are
+// distinct.
+func collidingPassages(t *testing.T) (firsts, mixed [2]passageAt) {
+	t.Helper()
+	seen := map[[4]byte]passageAt{}
+	used := map[resource.Key]bool{}
+	var haveFirsts, haveMixed bool
+	for n := 0; n < 1<<21 && !(haveFirsts && haveMixed); n++ {
+		k := resource.Key{Server: "s", URI: fmt.Sprintf("doc://%d", n)}
+		for i := range 2 {
+			h := sha256.Sum256([]byte(passageID(k, i)))
+			f := [4]byte(h[:4])
+			prev, ok := seen[f]
+			if !ok {
+				seen[f] = passageAt{k: k, i: i}
+				continue
+			}
+			if prev.k == k || used[prev.k] || used[k] {
+				continue
+			}
+			pair := [2]passageAt{prev, {k: k, i: i}}
+			switch {
+			case prev.i == 0 && i == 0 && !haveFirsts:
+				firsts, haveFirsts = pair, true
+			case prev.i != i && !haveMixed:
+				mixed, haveMixed = pair, true
+			default:
+				continue
+			}
+			used[prev.k], used[k] = true, true
+		}
+	}
+	if !haveFirsts || !haveMixed {
+		t.Fatal("no colliding passages found")
+	}
+	return firsts, mixed
+}
+
+// TestPassageFileNameCollisionsKeepBoth: passages whose document IDs
+// chromem-go would store in the same file (two texts' first passages, or
+// one text's second and another's first) are all stored, all load back
+// after a restart with nothing embedded again, and deleting one text
+// leaves the other's passages on disk.
+func TestPassageFileNameCollisionsKeepBoth(t *testing.T) {
+	firsts, mixed := collidingPassages(t)
+	dir := t.TempDir()
+	ctx := t.Context()
+	emb := &indextest.BagEmbedder{}
+	openIx := func() *Index {
+		t.Helper()
+		ix, err := Open(ctx, Options{Dir: dir, Embedder: emb})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ix
+	}
+	words := []string{"alpha", "beta", "gamma", "delta"}
+	var ds []resource.Descriptor
+	var keys []resource.Key
+	for _, p := range [...]passageAt{firsts[0], firsts[1], mixed[0], mixed[1]} {
+		ds = append(ds, resource.Descriptor{Server: "s", URI: p.k.URI, Name: words[len(ds)]})
+		keys = append(keys, p.k)
+	}
+	ix := openIx()
+	if _, err := ix.Replace(ctx, "s", ds); err != nil {
+		t.Fatal(err)
+	}
+	for i, d := range ds {
+		// Two passages each: the first, and one whose ID is KEY\x00#1.
+		if _, err := ix.SetContents(ctx, Content{Key: d.Key(), Stamp: ContentStamp(d), Text: sections(2, words[i]+" words")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := ix.EmbedPassages(ctx, "", 0); err != nil || n != 4 {
+		t.Fatalf("EmbedPassages = %d, %v; want 4", n, err)
+	}
+	want := map[string]map[resource.Key][]PassageHit{}
+	for _, w := range words {
+		hits, err := ix.PassageHits(ctx, w+" words", keys)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[w] = hits
+	}
+	files := func() int {
+		t.Helper()
+		fs, err := filepath.Glob(filepath.Join(dir, "*", "*"+docSuffix))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, f := range fs {
+			if filepath.Base(f) != metadataFile {
+				n++
+			}
+		}
+		return n
+	}
+	if n := files(); n != len(ds)+8 {
+		t.Errorf("%d document files, want %d (4 descriptors, 8 passages)", n, len(ds)+8)
+	}
+	ix.Close()
+
+	calls := emb.Calls.Load()
+	ix = openIx()
+	for i, k := range keys {
+		if has, _ := ix.HasContent(k); !has {
+			t.Errorf("%s (%s) lost its text at the restart", k.URI, words[i])
+		}
+		if hits := ix.Lexical(words[i], 0, Filter{}); len(hits) == 0 || hits[0].Key != k {
+			t.Errorf("%s: its text is not searchable after the restart: %v", words[i], hits)
+		}
+	}
+	if n := ix.PendingPassages(""); n != 0 {
+		t.Errorf("after the restart %d passages are pending, want 0", n)
+	}
+	for _, w := range words {
+		got, err := ix.PassageHits(ctx, w+" words", keys)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want[w], got); diff != "" {
+			t.Errorf("passage hits for %q after the restart differ (-before +after):\n%s", w, diff)
+		}
+	}
+	if n := emb.Calls.Load() - calls; n != int64(len(words)) { // the queries only
+		t.Errorf("%d embeddings after the restart, want %d (the queries')", n, len(words))
+	}
+	// Deleting one of each pair leaves the other's passages in place.
+	if err := ix.Delete(ctx, firsts[0].k, mixed[1].k); err != nil {
+		t.Fatal(err)
+	}
+	ix.Close()
+	ix = openIx()
+	defer ix.Close()
+	for _, k := range []resource.Key{firsts[1].k, mixed[0].k} {
+		if has, _ := ix.HasContent(k); !has {
+			t.Errorf("%s lost its text when the other of its pair was deleted", k.URI)
+		}
+	}
+	if n := ix.PendingPassages(""); n != 0 || ix.ccoll.Count() != 4 {
+		t.Errorf("after deleting two texts: %d passages pending, %d stored; want 0 and 4", n, ix.ccoll.Count())
 	}
 }

@@ -100,6 +100,7 @@ type Index struct {
 	cbytes int64               // Options.ContentBytes, resolved; 0: no cap
 	cpass  int                 // Options.ContentPassages, resolved; 0: no cap
 	lex    *lexical.Index
+	words  *passageWords    // every passage of every indexed text
 	lexOpt *lexical.Options // Options.Lexical
 	closed chan struct{}
 
@@ -130,6 +131,12 @@ type Index struct {
 	// files maps each stored descriptor's file name (docFile of its
 	// document ID) to its key, so no two keys share a file.
 	files map[string]resource.Key
+	// cids holds, for each key with stored passages, their document IDs in
+	// the contents collection by passage number ("" where none is stored);
+	// cfiles maps those IDs' file names to their passages, so no two
+	// passages share a file either (see passageDocID).
+	cids   map[resource.Key][]string
+	cfiles map[string]passageRef
 	// pending holds descriptors an Upsert or Replace in progress has
 	// listed but not stored yet (no vector): they are in the lexical index,
 	// and Get and Len see them, so a big server is searchable by BM25F as
@@ -200,6 +207,7 @@ func open(ctx context.Context, opts Options) (*Index, error) {
 		texts:  queryCache{max: DefaultTextCache},
 		log:    log,
 		lex:    lexical.New(opts.Lexical),
+		words:  newPassageWords(),
 		lexOpt: opts.Lexical,
 		closed: make(chan struct{}),
 		cw:     max(cmp.Or(opts.ContentWeight, DefaultContentWeight), 0),
@@ -208,6 +216,8 @@ func open(ctx context.Context, opts Options) (*Index, error) {
 		docs:   map[resource.Key]entry{},
 		count:  map[string]int{},
 		files:  map[string]resource.Key{},
+		cids:   map[resource.Key][]string{},
+		cfiles: map[string]passageRef{},
 		slocks: map[string]*sync.Mutex{},
 
 		pending: map[resource.Key]resource.Descriptor{},
@@ -421,7 +431,7 @@ func (ix *Index) upsertChunk(ctx context.Context, descs []resource.Descriptor) (
 		hash    string
 		vec     []float32
 		content *contentInfo // kept from the old version
-		dropC   []string     // the old version's passages, which must go
+		dropC   bool         // the old version's passages must go
 	}
 	var jobs []job
 	var todo []int // jobs that need a new vector
@@ -498,7 +508,7 @@ func (ix *Index) upsertChunk(ctx context.Context, descs []resource.Descriptor) (
 			if old.content.stamp == ContentStamp(j.d) {
 				j.content = old.content
 			} else {
-				j.dropC = old.content.docIDs(key)
+				j.dropC = true
 			}
 		}
 		id := old.id
@@ -512,9 +522,11 @@ func (ix *Index) upsertChunk(ctx context.Context, descs []resource.Descriptor) (
 		var ctext string
 		if j.content != nil {
 			ctext = ix.contentText(ctx, key)
-		} else if len(j.dropC) > 0 {
-			if err := ix.ccoll.Delete(ctx, nil, nil, j.dropC...); err != nil {
-				return embedded, fmt.Errorf("index: delete content of %s %q: %v", j.d.Server, j.d.URI, err)
+		} else if j.dropC {
+			if ids := ix.releasePassages(key, 0); len(ids) > 0 {
+				if err := ix.ccoll.Delete(ctx, nil, nil, ids...); err != nil {
+					return embedded, fmt.Errorf("index: delete content of %s %q: %v", j.d.Server, j.d.URI, err)
+				}
 			}
 		}
 		ix.mu.Lock()
@@ -529,6 +541,9 @@ func (ix *Index) upsertChunk(ctx context.Context, descs []resource.Descriptor) (
 		ix.docs[key] = entry{desc: j.d, id: id, hash: j.hash, vec: j.vec, content: j.content}
 		ix.mu.Unlock()
 		ix.lex.Upsert(lexDoc(j.d, ctext))
+		if j.content == nil {
+			ix.words.drop(key)
+		}
 		stored++
 	}
 	return embedded, nil
@@ -593,9 +608,7 @@ func (ix *Index) delete(ctx context.Context, keys []resource.Key) error {
 		if !ok {
 			continue
 		}
-		if e.content != nil {
-			cids = append(cids, e.content.docIDs(k)...)
-		}
+		cids = append(cids, ix.releasePassagesLocked(k, 0)...)
 		delete(ix.docs, k)
 		ix.count[k.Server]--
 		if ix.count[k.Server] == 0 {
@@ -610,6 +623,7 @@ func (ix *Index) delete(ctx context.Context, keys []resource.Key) error {
 		return nil
 	}
 	ix.lex.Delete(lexIDs...)
+	ix.words.drop(keys...)
 	if err := ix.coll.Delete(ctx, nil, nil, ids...); err != nil {
 		return fmt.Errorf("index: delete: %v", err)
 	}
@@ -899,7 +913,9 @@ func (ix *Index) isClosed() bool {
 // docFile is the name chromem-go gives the file of the document with ID
 // id: the first 4 bytes of its SHA-256, in hex. 32 bits collide (2 in
 // 100,000 real keys), and a collision made one key's file overwrite
-// another's; docID picks IDs whose files are free.
+// another's; docID and passageDocID pick IDs whose files are free. One
+// name is never free: metadataName, the collection's own file, which a
+// document written over would keep the whole directory from loading.
 func docFile(id string) string {
 	h := sha256.Sum256([]byte(id))
 	return hex.EncodeToString(h[:4])
@@ -907,7 +923,7 @@ func docFile(id string) string {
 
 // docID returns the document ID for a new key: Key.String() when its file
 // is free, else the first of Key.String()+"\x00"+N (N = 1, 2, …) whose
-// file is. Data directories written before keep their IDs (Key.String()):
+// file is (see docFile). Data directories written before keep their IDs (Key.String()):
 // each loads as it is, and a key that lost its file to a collision gets a
 // free one at the next sync. The caller holds wmu (and not mu).
 func (ix *Index) docID(k resource.Key) string {
@@ -915,7 +931,8 @@ func (ix *Index) docID(k resource.Key) string {
 	defer ix.mu.RUnlock()
 	id := k.String()
 	for n := 1; ; n++ {
-		if owner, taken := ix.files[docFile(id)]; !taken || owner == k {
+		f := docFile(id)
+		if owner, taken := ix.files[f]; (!taken || owner == k) && f != metadataName {
 			return id
 		}
 		id = k.String() + "\x00" + strconv.Itoa(n)

@@ -45,6 +45,17 @@ type Span struct {
 // then those that open at a heading, then the others in text order, up to
 // MaxPassages, returned in text order.
 func Passages(text string) []Span {
+	spans := cutPassages(text)
+	if len(spans) > MaxPassages {
+		spans = keepPassages(spans)
+	}
+	numberLines(text, spans)
+	return spans
+}
+
+// cutPassages cuts the whole of text into passages as Passages describes,
+// without choosing MaxPassages of them or numbering their lines.
+func cutPassages(text string) []Span {
 	type lineInfo struct {
 		start         int // first non-space byte
 		heading, para bool
@@ -122,9 +133,11 @@ func Passages(text string) []Span {
 		}
 		pos = skipSpace(text, cut)
 	}
-	if len(spans) > MaxPassages {
-		spans = keepPassages(spans)
-	}
+	return spans
+}
+
+// numberLines sets the Line and EndLine of spans, which are in text order.
+func numberLines(text string, spans []Span) {
 	line, at := 1, 0
 	for i := range spans {
 		sp := &spans[i]
@@ -134,7 +147,6 @@ func Passages(text string) []Span {
 		sp.EndLine = line
 		at = sp.End
 	}
-	return spans
 }
 
 // skipSpace returns the offset of the first non-space character of text at

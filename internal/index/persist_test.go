@@ -290,6 +290,50 @@ func TestFileNameCollisionsKeepBothDocuments(t *testing.T) {
 	}
 }
 
+// metaNamedURI is a URI of server "s" whose document ID (its key,
+// "s\x00doc://zjwo5za") chromem-go would store in "00000000.gob.gz", the
+// file that holds the collection's own name: the SHA-256 of the ID begins
+// with four zero bytes (found by brute force, about 2^32 tries).
+const metaNamedURI = "doc://zjwo5za"
+
+// A key whose document would be written over the collection's own file is
+// stored under another ID, in both collections: otherwise the next open
+// found no collection name, moved the whole data directory aside and
+// started empty.
+func TestAnIDNamedLikeTheCollectionsOwnFileIsStoredElsewhere(t *testing.T) {
+	k := resource.Key{Server: "s", URI: metaNamedURI}
+	if h := sha256.Sum256([]byte(k.String())); hex.EncodeToString(h[:4]) != "00000000" {
+		t.Fatalf("the key's file name is %x, not the metadata file's", h[:4])
+	}
+	dir := t.TempDir()
+	emb := &indextest.BagEmbedder{}
+	ix := open(t, dir, emb)
+	ds := []resource.Descriptor{{Server: "s", URI: metaNamedURI, Name: "unlucky"}, {Server: "s", URI: "doc://plain", Name: "plain"}}
+	if _, err := ix.Replace(t.Context(), "s", ds); err != nil {
+		t.Fatal(err)
+	}
+	var cs []index.Content
+	for _, d := range ds {
+		cs = append(cs, index.Content{Key: d.Key(), Stamp: index.ContentStamp(d), Text: "the text of " + d.Name})
+	}
+	if _, err := ix.SetContents(t.Context(), cs...); err != nil {
+		t.Fatal(err)
+	}
+	ix.Close()
+	re := open(t, dir, emb)
+	if n := re.Len("s"); n != 2 {
+		t.Errorf("reopened: %d descriptors, want 2", n)
+	}
+	for _, d := range ds {
+		if ok, _ := re.HasContent(d.Key()); !ok {
+			t.Errorf("reopened: %s lost its text", d.URI)
+		}
+	}
+	if aside, _ := filepath.Glob(dir + ".corrupt-*"); len(aside) > 0 {
+		t.Errorf("the data directory was moved aside: %v", aside)
+	}
+}
+
 // A content passage stored with a NaN is dropped at load; the resource
 // keeps its descriptor and is read again by the next content pass.
 func TestNaNContentPassageIsDroppedAtLoad(t *testing.T) {

@@ -21,8 +21,9 @@ const keepAside = 3
 // chromem-go's on-disk names: each collection is a subdirectory holding
 // "00000000.gob.gz" (its metadata) and one "<hash>.gob.gz" per document.
 const (
-	metadataFile = "00000000.gob.gz"
+	metadataName = "00000000"
 	docSuffix    = ".gob.gz"
+	metadataFile = metadataName + docSuffix
 )
 
 // salvage removes the document files under dir that do not decode as a

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
@@ -20,6 +21,10 @@ type List[T any] struct {
 	// Complete is false when the walk stopped early; Incomplete says why.
 	Complete   bool
 	Incomplete string
+	// Capped reports that the walk stopped because it held the most
+	// entries it keeps (Options.MaxResources or MaxTemplates): Items are
+	// the server's first ones, and the rest were not asked for.
+	Capped bool
 	// Rejected counts entries dropped as malformed (no URI) and Duplicates
 	// those whose URI an earlier page already listed; Problems describes the
 	// first few of either, naming the page.
@@ -43,7 +48,7 @@ func (l *List[T]) problem(kind *int, format string, args ...any) {
 // dropped. Both are counted and described in the List.
 func (s *Session) ListResources(ctx context.Context) (List[resource.Descriptor], error) {
 	seen := map[string]bool{}
-	return walk(ctx, s, "resources/list", func(ctx context.Context, l *List[resource.Descriptor], cursor string) ([]resource.Descriptor, string, error) {
+	return walk(ctx, s, "resources/list", s.opts.MaxResources, func(ctx context.Context, l *List[resource.Descriptor], cursor string) ([]resource.Descriptor, string, error) {
 		res, err := s.cs.ListResources(ctx, &mcpsdk.ListResourcesParams{Cursor: cursor})
 		if err != nil {
 			return nil, "", err
@@ -74,7 +79,7 @@ func (s *Session) ListResources(ctx context.Context) (List[resource.Descriptor],
 // resources but answers -32601 (method not found) has no templates: the list
 // is empty and complete.
 func (s *Session) ListTemplates(ctx context.Context) (List[resource.Template], error) {
-	return walk(ctx, s, "resources/templates/list", func(ctx context.Context, l *List[resource.Template], cursor string) ([]resource.Template, string, error) {
+	return walk(ctx, s, "resources/templates/list", s.opts.MaxTemplates, func(ctx context.Context, l *List[resource.Template], cursor string) ([]resource.Template, string, error) {
 		res, err := s.cs.ListResourceTemplates(ctx, &mcpsdk.ListResourceTemplatesParams{Cursor: cursor})
 		var werr *jsonrpc.Error
 		if errors.As(err, &werr) && werr.Code == jsonrpc.CodeMethodNotFound {
@@ -98,8 +103,9 @@ func (s *Session) ListTemplates(ctx context.Context) (List[resource.Template], e
 	})
 }
 
-// walk follows nextCursor until it is empty, repeats, or the page cap is hit.
-func walk[T any](ctx context.Context, s *Session, method string, page func(context.Context, *List[T], string) ([]T, string, error)) (List[T], error) {
+// walk follows nextCursor until it is empty, repeats, or the page cap or
+// maxItems entries are reached.
+func walk[T any](ctx context.Context, s *Session, method string, maxItems int, page func(context.Context, *List[T], string) ([]T, string, error)) (List[T], error) {
 	var l List[T]
 	if !s.caps.Resources {
 		l.Complete = true
@@ -118,6 +124,12 @@ func walk[T any](ctx context.Context, s *Session, method string, page func(conte
 			return l, fmt.Errorf("mcp: server %q: %s (page %d): %w", s.name, method, l.Pages, err)
 		}
 		l.Items = append(l.Items, items...)
+		if len(l.Items) > maxItems || (len(l.Items) == maxItems && next != "") {
+			l.Items = slices.Clip(l.Items[:maxItems])
+			l.Capped = true
+			l.Incomplete = fmt.Sprintf("stopped at %d entries (the most kept per server)", maxItems)
+			return l, nil
+		}
 		if next == "" {
 			l.Complete = true
 			return l, nil

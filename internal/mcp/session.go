@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"strings"
@@ -22,6 +23,15 @@ import (
 
 // DefaultMaxPages bounds one list walk when Options.MaxPages is zero.
 const DefaultMaxPages = 1000
+
+// Defaults for Options.MaxResources and Options.MaxTemplates.
+const (
+	// DefaultMaxResources is about 300 MiB of index at 512 dimensions.
+	DefaultMaxResources = 100_000
+	// DefaultMaxTemplates: every Search and Assemble parses every template
+	// of the servers in scope.
+	DefaultMaxTemplates = 1000
+)
 
 // DefaultKeepAlive is the ping interval for HTTP and SSE servers when
 // Options.KeepAlive is zero.
@@ -49,6 +59,11 @@ type Options struct {
 	OnUpdated func(uri string)
 	// MaxPages caps one list walk. Zero means DefaultMaxPages.
 	MaxPages int
+	// MaxResources and MaxTemplates cap the entries one walk of
+	// resources/list and of resources/templates/list keeps: a server
+	// listing more has the first ones kept and its list marked Capped.
+	// Zero means DefaultMaxResources and DefaultMaxTemplates.
+	MaxResources, MaxTemplates int
 	// TerminateDuration is how long a stdio server gets between closing its
 	// stdin and SIGTERM, then SIGTERM and SIGKILL. Zero means the SDK's 5s.
 	TerminateDuration time.Duration
@@ -83,6 +98,12 @@ type Options struct {
 	// stderr (one short line, see Session.StderrLine). Nil masks only URL
 	// credentials, query values and bearer tokens.
 	Redact *redact.Redactor
+	// HiddenEnv are credentials (the daemon's token, every server's
+	// secrets) that a stdio server must not inherit: a variable of
+	// contextd's environment whose value is one of them (8 bytes or more)
+	// is left out of the server's environment. The server's own env entries
+	// are passed whatever they hold.
+	HiddenEnv []string
 }
 
 // Capabilities are the resource-related server capabilities from initialize.
@@ -134,7 +155,7 @@ func Connect(ctx context.Context, srv config.Server, opts *Options) (*Session, e
 	case config.TransportStdio:
 		cmd := exec.Command(srv.Command, srv.Args...)
 		cmd.Dir = srv.Cwd
-		cmd.Env = os.Environ()
+		cmd.Env = inheritedEnv(os.Environ(), o.HiddenEnv)
 		for k, v := range srv.Env {
 			cmd.Env = append(cmd.Env, k+"="+v)
 		}
@@ -146,9 +167,9 @@ func Connect(ctx context.Context, srv config.Server, opts *Options) (*Session, e
 		st = &stdioTransport{cmd: cmd, terminateDuration: o.TerminateDuration, log: o.Logger, maxMessage: o.MaxMessageBytes}
 		t = st
 	case config.TransportHTTP:
-		t = &mcpsdk.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: httpClient(srv.Headers, &o), MaxEventSize: maxMessage(&o) + 4096}
+		t = &mcpsdk.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: httpClient(srv.URL, srv.Headers, &o), MaxEventSize: maxMessage(&o) + 4096}
 	case config.TransportSSE:
-		t = &mcpsdk.SSEClientTransport{Endpoint: srv.URL, HTTPClient: httpClient(srv.Headers, &o), MaxEventSize: maxMessage(&o) + 4096}
+		t = &mcpsdk.SSEClientTransport{Endpoint: srv.URL, HTTPClient: httpClient(srv.URL, srv.Headers, &o), MaxEventSize: maxMessage(&o) + 4096}
 	default:
 		return nil, fmt.Errorf("mcp: server %q: unknown transport %q", srv.Name, srv.Transport)
 	}
@@ -221,6 +242,12 @@ func ConnectTransport(ctx context.Context, name string, t mcpsdk.Transport, opts
 	}
 	if o.MaxPages <= 0 {
 		o.MaxPages = DefaultMaxPages
+	}
+	if o.MaxResources <= 0 {
+		o.MaxResources = DefaultMaxResources
+	}
+	if o.MaxTemplates <= 0 {
+		o.MaxTemplates = DefaultMaxTemplates
 	}
 	copts := &mcpsdk.ClientOptions{
 		Logger:       o.Logger,
@@ -333,10 +360,14 @@ func (s *Session) Close() error {
 
 // httpClient returns a client that bounds every message (see capTransport)
 // and adds the configured headers to every request.
-func httpClient(headers map[string]string, o *Options) *http.Client {
+func httpClient(endpoint string, headers map[string]string, o *Options) *http.Client {
 	var rt http.RoundTripper = capTransport{base: http.DefaultTransport, max: maxMessage(o), log: o.Logger}
 	if len(headers) > 0 {
-		rt = headerTransport{base: rt, headers: headers}
+		h := headerTransport{base: rt, headers: headers}
+		if u, err := url.Parse(endpoint); err == nil {
+			h.scheme, h.host = u.Scheme, u.Host
+		}
+		rt = h
 	}
 	return &http.Client{Transport: rt}
 }
@@ -349,12 +380,20 @@ func maxMessage(o *Options) int {
 	return DefaultMaxMessageBytes
 }
 
+// headerTransport adds the configured headers to the requests that go to
+// the server's own origin (scheme and host of its URL) only: a redirect,
+// or an SSE endpoint event, naming another origin must not receive its
+// credentials (browsers' fetch drops Authorization the same way).
 type headerTransport struct {
-	base    http.RoundTripper
-	headers map[string]string
+	base         http.RoundTripper
+	headers      map[string]string
+	scheme, host string
 }
 
 func (h headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if !strings.EqualFold(req.URL.Scheme, h.scheme) || !strings.EqualFold(req.URL.Host, h.host) {
+		return h.base.RoundTrip(req)
+	}
 	req = req.Clone(req.Context())
 	for k, v := range h.headers {
 		req.Header.Set(k, v)
@@ -383,4 +422,31 @@ func (b *tailBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return string(b.buf)
+}
+
+// minHidden is the shortest HiddenEnv value looked for: shorter ones ("1",
+// "true") are what many harmless variables hold.
+const minHidden = 8
+
+// inheritedEnv returns env ("KEY=value" entries) without the variables
+// whose value is one of hidden: a stdio server inherits contextd's
+// environment (PATH, HOME, …) but not the credentials it holds for the
+// daemon and for the other servers.
+func inheritedEnv(env, hidden []string) []string {
+	hide := map[string]bool{}
+	for _, h := range hidden {
+		if len(h) >= minHidden {
+			hide[h] = true
+		}
+	}
+	if len(hide) == 0 {
+		return env
+	}
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		if _, v, _ := strings.Cut(kv, "="); !hide[v] {
+			out = append(out, kv)
+		}
+	}
+	return out
 }

@@ -75,6 +75,9 @@ func fakeStdioServer(mode string) {
 				return nil, nil
 			})
 		_ = srv.Run(context.Background(), &mcpsdk.StdioTransport{})
+	case "env":
+		mcptest.AddText(srv, "doc://env", "env", strings.Join(os.Environ(), "\n"))
+		_ = srv.Run(context.Background(), &mcpsdk.StdioTransport{})
 	case "leaky":
 		// A crashing server that prints its credentials on the way out.
 		srv.AddResource(&mcpsdk.Resource{URI: "doc://leak", Name: "leak"},

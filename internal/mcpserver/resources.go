@@ -210,7 +210,21 @@ func (s *Server) subscribe(ctx context.Context, req *mcpsdk.SubscribeRequest) er
 	s.mu.Lock()
 	s.subs[k]++
 	s.mu.Unlock()
-	if _, _, err := s.eng.Read(ctx, k); err != nil {
+	release := func() {}
+	if s.opts.Admit != nil {
+		r, err := s.opts.Admit(ctx)
+		if err != nil {
+			s.drop(k)
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+		}
+		release = r
+	}
+	_, _, err = s.eng.Read(ctx, k)
+	release()
+	if err != nil {
 		s.drop(k)
 		return rpcError(ctx, err, uri)
 	}

@@ -59,6 +59,8 @@ const (
 	DefaultPageSize      = 100
 	DefaultCheckInterval = 250 * time.Millisecond
 	DefaultReadyWait     = 30 * time.Second
+	// DefaultSessionTimeout is Options.SessionTimeout when zero.
+	DefaultSessionTimeout = time.Hour
 )
 
 // Options configures New.
@@ -78,10 +80,27 @@ type Options struct {
 	// finish their first sync (a host starting contextd asks at once).
 	// Zero means DefaultReadyWait.
 	ReadyWait time.Duration
+	// SessionTimeout closes a Streamable HTTP session that has had no
+	// request for this long (a request running keeps it open). A client
+	// that never ends its session (a script that initializes, calls once
+	// and exits) would otherwise leave a goroutine and its state behind
+	// for good; a host whose session was closed gets 404 and, as the
+	// protocol says, initializes a new one. Zero means
+	// DefaultSessionTimeout; negative never closes idle sessions.
+	SessionTimeout time.Duration
 	// Relay, when set, is the Relay whose WrapMirror was given to the
 	// engine (engine.Options.Mirror): upstream resource updates reach this
 	// server through it. Nil means updates are not relayed.
 	Relay *Relay
+	// Admit, when set, is called before every tools/call and
+	// resources/read (the requests that rank, read upstream and pack), and
+	// around the upstream read of each subscription (resources/subscribe,
+	// or each URI of subscriptions/listen, whose stream outlives it), and
+	// must return before the request runs; release is called when it is
+	// done. An error refuses the request with it (a JSON-RPC error). serve
+	// passes the admission its gRPC calls share, so the MCP endpoint is
+	// bounded by max_concurrent_requests too. Nil admits every request.
+	Admit func(ctx context.Context) (release func(), err error)
 }
 
 // A Relay carries upstream notifications/resources/updated from the
@@ -167,6 +186,9 @@ func New(eng *engine.Engine, opts *Options) *Server {
 	if o.ReadyWait <= 0 {
 		o.ReadyWait = DefaultReadyWait
 	}
+	if o.SessionTimeout == 0 {
+		o.SessionTimeout = DefaultSessionTimeout
+	}
 	log := o.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -218,6 +240,24 @@ func New(eng *engine.Engine, opts *Options) *Server {
 			return next(ctx, method, req)
 		}
 	})
+	if admit := o.Admit; admit != nil {
+		s.mcp.AddReceivingMiddleware(func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
+			return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
+				if method != "tools/call" && method != "resources/read" {
+					return next(ctx, method, req)
+				}
+				release, err := admit(ctx)
+				if err != nil {
+					if ctx.Err() != nil {
+						return nil, ctx.Err()
+					}
+					return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+				}
+				defer release()
+				return next(ctx, method, req)
+			}
+		})
+	}
 	if o.Relay != nil {
 		o.Relay.mu.Lock()
 		o.Relay.s = s
@@ -275,10 +315,12 @@ func (s *Server) Run(ctx context.Context) error {
 // loopback name or address (the go-sdk's DNS rebinding protection), and
 // cross-origin requests from browsers (Sec-Fetch-Site or Origin, see
 // http.CrossOriginProtection): a web page the user visits must not reach
-// the user's resources through it.
+// the user's resources through it. Sessions idle for
+// Options.SessionTimeout are closed.
 func (s *Server) HTTPHandler() http.Handler {
 	return mcpsdk.NewStreamableHTTPHandler(func(*http.Request) *mcpsdk.Server { return s.mcp },
-		&mcpsdk.StreamableHTTPOptions{Logger: s.log, CrossOriginProtection: http.NewCrossOriginProtection()})
+		&mcpsdk.StreamableHTTPOptions{Logger: s.log, CrossOriginProtection: http.NewCrossOriginProtection(),
+			SessionTimeout: max(s.opts.SessionTimeout, 0)})
 }
 
 // waitReady waits, at most ReadyWait, until the servers in scope (every

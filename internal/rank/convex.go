@@ -40,26 +40,44 @@ func Convex(alpha float64, a, b List) []Fused {
 	if !(alpha >= 0 && alpha <= 1) {
 		panic(fmt.Sprintf("rank: convex weight %v is outside [0, 1]", alpha))
 	}
+	return ConvexN([]float64{alpha, 1 - alpha}, a, b)
+}
+
+// ConvexN is Convex over any number of lists: score(d) = Σᵢ wᵢ·nᵢ(d), with
+// weights[i] the weight of lists[i]. The weights must be finite and
+// non-negative and sum to at most 1 (ConvexN panics otherwise); Ranks has
+// one entry per list.
+func ConvexN(weights []float64, lists ...List) []Fused {
+	if len(weights) != len(lists) {
+		panic(fmt.Sprintf("rank: %d convex weights for %d lists", len(weights), len(lists)))
+	}
+	sum := 0.0
+	for _, w := range weights {
+		if !(w >= 0 && w <= 1) {
+			panic(fmt.Sprintf("rank: convex weight %v is outside [0, 1]", w))
+		}
+		sum += w
+	}
+	if sum > 1+1e-9 {
+		panic(fmt.Sprintf("rank: convex weights sum to %v, more than 1", sum))
+	}
 	at := map[string]int{}
 	var out []Fused
-	for li, l := range []List{a, b} {
+	for li, l := range lists {
 		for pos, it := range l.Items {
 			j, ok := at[it.ID]
 			if !ok {
 				j = len(out)
 				at[it.ID] = j
-				out = append(out, Fused{ID: it.ID, Ranks: make([]int, 2)})
+				out = append(out, Fused{ID: it.ID, Ranks: make([]int, len(lists))})
 			}
 			if out[j].Ranks[li] == 0 {
 				out[j].Ranks[li] = pos + 1
 			}
 		}
 	}
-	for li, l := range []List{a, b} {
-		w := alpha
-		if li == 1 {
-			w = 1 - alpha
-		}
+	for li, l := range lists {
+		w := weights[li]
 		if len(l.Items) == 0 || w == 0 {
 			continue
 		}

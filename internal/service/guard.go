@@ -3,6 +3,9 @@ package service
 import (
 	"context"
 	"crypto/subtle"
+	"errors"
+	"fmt"
+	"net/http"
 	"strings"
 	"time"
 
@@ -33,6 +36,10 @@ type GuardOptions struct {
 	// MaxQueueWait bounds a call's wait for a turn. Zero means
 	// DefaultMaxQueueWait.
 	MaxQueueWait time.Duration
+	// Admission, when set, is used instead of one built from
+	// MaxConcurrent, MaxQueued and MaxQueueWait, so that other entry points
+	// (the MCP endpoint) share the turns with gRPC.
+	Admission *Admission
 }
 
 // DefaultMaxQueueWait is how long a call waits for a turn by default.
@@ -41,17 +48,17 @@ const DefaultMaxQueueWait = 10 * time.Second
 // Guard returns the server options that enforce o: interceptors checking
 // the token on every call and admitting Assemble and Search calls.
 func Guard(o GuardOptions) []grpc.ServerOption {
-	a := newAdmission(o.MaxConcurrent, o.MaxQueued, o.MaxQueueWait)
-	want := []byte("Bearer " + o.Token)
+	a := o.Admission
+	if a == nil {
+		a = NewAdmission(o.MaxConcurrent, o.MaxQueued, o.MaxQueueWait)
+	}
 	auth := func(ctx context.Context) error {
 		if o.Token == "" {
 			return nil
 		}
 		md, _ := metadata.FromIncomingContext(ctx)
-		for _, got := range md.Get("authorization") {
-			if subtle.ConstantTimeCompare([]byte(got), want) == 1 {
-				return nil
-			}
+		if bearerOK(md.Get("authorization"), o.Token) {
+			return nil
 		}
 		return status.Error(codes.Unauthenticated, "missing or wrong token: send \"authorization: Bearer TOKEN\" with the token of the daemon's auth config")
 	}
@@ -59,10 +66,10 @@ func Guard(o GuardOptions) []grpc.ServerOption {
 		if err := auth(ctx); err != nil {
 			return nil, err
 		}
-		if a != nil && admitted(info.FullMethod) {
-			release, err := a.admit(ctx)
+		if admitted(info.FullMethod) {
+			release, err := a.Admit(ctx)
 			if err != nil {
-				return nil, err
+				return nil, admitStatus(err)
 			}
 			defer release()
 		}
@@ -77,36 +84,81 @@ func Guard(o GuardOptions) []grpc.ServerOption {
 	return []grpc.ServerOption{grpc.ChainUnaryInterceptor(unary), grpc.ChainStreamInterceptor(stream)}
 }
 
+// bearerOK reports whether one of the authorization values is
+// "Bearer TOKEN", compared in constant time.
+func bearerOK(values []string, token string) bool {
+	want := []byte("Bearer " + token)
+	ok := false
+	for _, got := range values {
+		if subtle.ConstantTimeCompare([]byte(got), want) == 1 {
+			ok = true
+		}
+	}
+	return ok
+}
+
+// RequireBearer returns h guarded like the gRPC calls: when token is not
+// empty, a request without the header "Authorization: Bearer TOKEN" gets
+// 401 Unauthorized and never reaches h. It guards the MCP endpoint
+// (Streamable HTTP) that serve runs beside the gRPC one, so a token set
+// for a shared machine is not bypassed there.
+func RequireBearer(token string, h http.Handler) http.Handler {
+	if token == "" {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !bearerOK(r.Header.Values("Authorization"), token) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="contextd"`)
+			http.Error(w, "missing or wrong token: send \"Authorization: Bearer TOKEN\" with the token of the daemon's auth config", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
 // admitted reports whether method waits for a turn: the calls that rank,
 // read and pack.
 func admitted(method string) bool {
 	return method == contextdv1.ContextService_Assemble_FullMethodName || method == contextdv1.ContextService_Search_FullMethodName
 }
 
-// An admission lets max calls run at once and up to queued more wait.
-type admission struct {
+// ErrBusy is wrapped by Admission.Admit's error when the queue is full or
+// the wait for a turn ran out.
+var ErrBusy = errors.New("busy")
+
+// An Admission lets a number of calls run at once and a number more wait
+// for a turn. It is safe for concurrent use; a nil *Admission admits every
+// call at once.
+type Admission struct {
 	run     chan struct{} // a token per running call
 	tickets chan struct{} // a token per running or waiting call
 	wait    time.Duration
 }
 
-func newAdmission(running, queued int, wait time.Duration) *admission {
+// NewAdmission returns an Admission that runs at most running calls at
+// once and lets at most queued more wait, each at most wait (zero means
+// DefaultMaxQueueWait). running <= 0 means no limit: it returns nil.
+func NewAdmission(running, queued int, wait time.Duration) *Admission {
 	if running <= 0 {
 		return nil
 	}
 	if wait <= 0 {
 		wait = DefaultMaxQueueWait
 	}
-	return &admission{run: make(chan struct{}, running), tickets: make(chan struct{}, running+max(queued, 0)), wait: wait}
+	return &Admission{run: make(chan struct{}, running), tickets: make(chan struct{}, running+max(queued, 0)), wait: wait}
 }
 
-// admit waits for a turn. Errors: RESOURCE_EXHAUSTED when the queue is
-// full or the wait ran out, or the status of ctx's end.
-func (a *admission) admit(ctx context.Context) (release func(), err error) {
+// Admit waits for a turn; the caller calls release when its call is done.
+// Errors: ErrBusy (wrapped) when the queue is full or the wait ran out, at
+// once in the first case; ctx's error when it ends first.
+func (a *Admission) Admit(ctx context.Context) (release func(), err error) {
+	if a == nil {
+		return func() {}, nil
+	}
 	select {
 	case a.tickets <- struct{}{}:
 	default:
-		return nil, status.Errorf(codes.ResourceExhausted, "busy: %d requests running and %d waiting; retry later", cap(a.run), cap(a.tickets)-cap(a.run))
+		return nil, fmt.Errorf("%w: %d requests running and %d waiting; retry later", ErrBusy, cap(a.run), cap(a.tickets)-cap(a.run))
 	}
 	select {
 	case a.run <- struct{}{}:
@@ -120,14 +172,23 @@ func (a *admission) admit(ctx context.Context) (release func(), err error) {
 		return func() { <-a.run; <-a.tickets }, nil
 	case <-t.C:
 		<-a.tickets
-		return nil, status.Errorf(codes.ResourceExhausted, "busy: no turn within %v; retry later", a.wait)
+		return nil, fmt.Errorf("%w: no turn within %v; retry later", ErrBusy, a.wait)
 	case <-ctx.Done():
 		<-a.tickets
-		if ctx.Err() == context.DeadlineExceeded {
-			return nil, status.Error(codes.DeadlineExceeded, "deadline exceeded while waiting for a turn")
-		}
-		return nil, status.Error(codes.Canceled, "canceled while waiting for a turn")
+		return nil, fmt.Errorf("while waiting for a turn: %w", ctx.Err())
 	}
+}
+
+// admitStatus maps an Admit error to a gRPC status: RESOURCE_EXHAUSTED
+// when busy, else DEADLINE_EXCEEDED or CANCELED.
+func admitStatus(err error) error {
+	switch {
+	case errors.Is(err, ErrBusy):
+		return status.Error(codes.ResourceExhausted, err.Error())
+	case errors.Is(err, context.DeadlineExceeded):
+		return status.Error(codes.DeadlineExceeded, "deadline exceeded while waiting for a turn")
+	}
+	return status.Error(codes.Canceled, "canceled while waiting for a turn")
 }
 
 // BearerToken is the call credential CLI clients send: the token as

@@ -7,11 +7,11 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync/atomic"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
@@ -30,8 +30,12 @@ const MaxRecvMsgSize = 1 << 20
 // Service implements contextdv1.ContextServiceServer.
 type Service struct {
 	contextdv1.UnimplementedContextServiceServer
-	eng *engine.Engine
-	log *slog.Logger
+	eng    *engine.Engine
+	log    *slog.Logger
+	health *Health
+	// configError is why the configuration file was last refused ("" when
+	// it was not); see SetConfigError.
+	configError atomic.Pointer[string]
 }
 
 var _ contextdv1.ContextServiceServer = (*Service)(nil)
@@ -41,21 +45,23 @@ func New(eng *engine.Engine, log *slog.Logger) *Service {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Service{eng: eng, log: log}
+	return &Service{eng: eng, log: log, health: NewHealth(eng.Synced())}
 }
 
 // NewServer returns a gRPC server with the contextd service, the health
-// service (serving) and reflection registered.
+// service (svc.Health: NOT_SERVING until a server has synced) and
+// reflection registered.
 func NewServer(svc *Service, opts ...grpc.ServerOption) *grpc.Server {
 	s := grpc.NewServer(append([]grpc.ServerOption{grpc.MaxRecvMsgSize(MaxRecvMsgSize)}, opts...)...)
 	contextdv1.RegisterContextServiceServer(s, svc)
-	hs := health.NewServer()
-	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
-	hs.SetServingStatus(contextdv1.ContextService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
-	healthpb.RegisterHealthServer(s, hs)
+	healthpb.RegisterHealthServer(s, svc.health)
 	reflection.Register(s)
 	return s
 }
+
+// Health returns the service's health service (see NewServer); call its
+// Shutdown when the daemon begins to stop.
+func (s *Service) Health() *Health { return s.health }
 
 // AssembleRequest converts a gRPC request to the engine's.
 func AssembleRequest(in *contextdv1.AssembleRequest) engine.AssembleRequest {
@@ -104,8 +110,17 @@ func (s *Service) Search(ctx context.Context, in *contextdv1.SearchRequest) (*co
 
 // ListServers implements contextdv1.ContextServiceServer.
 func (s *Service) ListServers(context.Context, *contextdv1.ListServersRequest) (*contextdv1.ListServersResponse, error) {
-	return ListServersResponse(s.eng.Servers()), nil
+	out := ListServersResponse(s.eng.Servers())
+	if msg := s.configError.Load(); msg != nil {
+		out.ConfigError = *msg
+	}
+	return out, nil
 }
+
+// SetConfigError records why the daemon's configuration file was refused
+// at a reload (ListServersResponse.config_error), or clears it with "".
+// msg must already be free of credentials.
+func (s *Service) SetConfigError(msg string) { s.configError.Store(&msg) }
 
 // The ErrorInfo a status carries when the daemon itself answered UNAVAILABLE
 // (no server in scope has synced, or every one failed): its domain and reason.

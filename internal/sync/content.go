@@ -353,7 +353,7 @@ func (m *Mirror) indexContents(ctx context.Context, sess *mcp.Session, refreshAg
 	// one is checked once read).
 	serverRoom := int64(math.MaxInt64)
 	if m.opts.ContentBytes > 0 {
-		serverRoom = m.opts.ContentBytes - ix.ContentBytes(m.opts.Server)
+		serverRoom = m.opts.ContentBytes - ix.ServerContentBytes(m.opts.Server)
 		for _, d := range regain {
 			serverRoom -= int64(m.contentHad[d.URI])
 		}
@@ -517,6 +517,7 @@ func (m *Mirror) indexContents(ctx context.Context, sess *mcp.Session, refreshAg
 				attempted[d.URI] = true
 				smu.Unlock()
 				cs, hint, err := sess.ReadHint(rctx, d.URI)
+				m.opts.Observer.Called(m.opts.Server, MethodRead, err)
 				if err != nil && gctx.Err() != nil {
 					cut[i] = true // by the pass ending, not the resource's failure
 					errs[i] = err

@@ -1,6 +1,7 @@
 package sync
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -150,6 +151,16 @@ type Options struct {
 	// each shutdown stage (stdin closed, SIGTERM) may take before the next.
 	// Zero means the SDK's default (5s).
 	TerminateDuration time.Duration
+	// MaxResources caps the descriptors the mirror keeps for its server
+	// (mcp.Options.MaxResources): a list walk stops there, and partial
+	// lists add no more. Zero means mcp.DefaultMaxResources.
+	MaxResources int
+	// HiddenEnv is passed to mcp.Options: credentials a stdio server must
+	// not inherit from contextd's environment.
+	HiddenEnv []string
+	// Observer is told of syncs, upstream requests and cache lookups
+	// (metrics). Nil tells nobody.
+	Observer Observer
 }
 
 // Status is a snapshot of a mirror.
@@ -306,6 +317,9 @@ func New(opts Options) *Mirror {
 	if opts.ReconnectWait == 0 {
 		opts.ReconnectWait = DefaultReconnectWait
 	}
+	if opts.Observer == nil {
+		opts.Observer = noObserver{}
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -357,7 +371,7 @@ func (m *Mirror) Status() Status {
 	s.Resources = ix.Len(m.opts.Server)
 	s.Contents = ix.ContentLen(m.opts.Server)
 	s.DescriptorsPending = ix.Pending(m.opts.Server)
-	s.ContentBytes = ix.ContentBytes(m.opts.Server)
+	s.ContentBytes = ix.ServerContentBytes(m.opts.Server)
 	s.ContentMaxBytes = max(m.opts.ContentBytes, 0)
 	s.PassagesPending = ix.PendingPassages(m.opts.Server)
 	if !m.contentPassed && m.opts.ContentMaxResources >= 0 {
@@ -541,6 +555,8 @@ func (m *Mirror) connect(ctx context.Context) (*mcp.Session, error) {
 
 		TerminateDuration: m.opts.TerminateDuration,
 		Redact:            m.opts.Redact,
+		MaxResources:      m.opts.MaxResources,
+		HiddenEnv:         m.opts.HiddenEnv,
 	})
 }
 
@@ -881,6 +897,10 @@ func (m *Mirror) sync(parent context.Context, sess *mcp.Session) (ok bool) {
 		m.dropRelisted(res)
 	}
 	tpl, terr := sess.ListTemplates(ctx)
+	if sess.Capabilities().Resources {
+		m.opts.Observer.Called(m.opts.Server, MethodList, rerr)
+		m.opts.Observer.Called(m.opts.Server, MethodTemplates, terr)
+	}
 	var diff index.Diff
 	var ierr error
 	if rerr == nil {
@@ -896,21 +916,25 @@ func (m *Mirror) sync(parent context.Context, sess *mcp.Session) (ok bool) {
 			}
 			m.setActivity(fmt.Sprintf("indexing %d/%d", done, total))
 		})
-		if res.Complete {
+		switch {
+		case res.Complete, res.Capped:
+			// A capped list is the server's first entries: they stand for it.
 			diff, ierr = m.opts.Index.Replace(ictx, m.opts.Server, res.Items)
-		} else {
-			// A partial list must not delete what the missing pages hold.
-			_, ierr = m.opts.Index.Upsert(ictx, res.Items...)
+		default:
+			// A partial list must not delete what the missing pages hold,
+			// nor take the server past the entries one list may hold.
+			_, ierr = m.opts.Index.Upsert(ictx, m.within(res.Items)...)
 		}
 	}
 	if parent.Err() != nil {
 		return false
 	}
 
+	err := errors.Join(rerr, ierr, terr)
+	m.opts.Observer.Synced(m.opts.Server, err == nil)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.status.Syncs++
-	err := errors.Join(rerr, ierr, terr)
 	if terr == nil {
 		m.templates = tpl.Items
 		m.status.Templates = len(tpl.Items)
@@ -949,6 +973,23 @@ func (m *Mirror) sync(parent context.Context, sess *mcp.Session) (ok bool) {
 	m.log.Info("synced", "resources", len(res.Items), "templates", len(tpl.Items),
 		"added", diff.Added, "updated", diff.Updated, "removed", diff.Removed, "embedded", diff.Embedded)
 	return true
+}
+
+// within returns the descriptors of a partial list that the index takes:
+// those it holds already, and new ones while the server has fewer than
+// mcp.Options.MaxResources.
+func (m *Mirror) within(ds []resource.Descriptor) []resource.Descriptor {
+	room := cmp.Or(m.opts.MaxResources, mcp.DefaultMaxResources) - m.opts.Index.Len(m.opts.Server)
+	out := ds[:0:0]
+	for _, d := range ds {
+		if _, ok := m.opts.Index.Get(d.Key()); ok {
+			out = append(out, d)
+		} else if room > 0 {
+			room--
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // dropRelisted drops the cached contents of the resources whose descriptor
@@ -1137,8 +1178,10 @@ func (m *Mirror) ReadFetch(ctx context.Context, uri string) ([]resource.Content,
 
 func (m *Mirror) readFetch(ctx context.Context, uri string) ([]resource.Content, Fetch, error) {
 	if e, ok := m.cache.get(uri, time.Now()); ok {
+		m.opts.Observer.Cached(m.opts.Server, true)
 		return e.contents, Fetch{At: e.at, Subscribed: e.expires.IsZero(), Expires: e.expires}, nil
 	}
+	m.opts.Observer.Cached(m.opts.Server, false)
 	m.mu.Lock()
 	sess := m.sess
 	m.mu.Unlock()
@@ -1188,6 +1231,7 @@ func (m *Mirror) read(ctx context.Context, sess *mcp.Session, uri string) ([]res
 		}
 	}
 	contents, hint, err := sess.ReadHint(ctx, uri)
+	m.opts.Observer.Called(m.opts.Server, MethodRead, err)
 	at := time.Now()
 	if err != nil {
 		var nf *mcp.NotFoundError

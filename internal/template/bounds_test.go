@@ -90,3 +90,51 @@ func TestProposeManyVariablesIsBounded(t *testing.T) {
 		}
 	}
 }
+
+// Templates that would make parsing or matching costly are refused, and
+// URIs that would are not matched: matching costs more than linearly in
+// the URI's length and in proportion to the variables, and every request
+// parses every template.
+func TestCostlyTemplatesAndURIsAreRefused(t *testing.T) {
+	var many []string
+	for i := range MaxVars + 1 {
+		many = append(many, fmt.Sprintf("{v%d}", i))
+	}
+	for name, tmpl := range map[string]string{
+		"too many variables": "x://" + strings.Join(many, "/"),
+		"too long":           "x://{id}/" + strings.Repeat("a", MaxTemplateBytes),
+	} {
+		if _, err := Parse(resource.Template{URITemplate: tmpl}); err == nil {
+			t.Errorf("%s: parsed", name)
+		}
+	}
+	tp, err := Parse(resource.Template{URITemplate: "file:///srv/{+path}"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok := tp.Matches("file:///srv/" + strings.Repeat("a/", 100)); !ok {
+		t.Error("a short URI under the template does not match")
+	}
+	if tp.MayMatch("file:///srv/" + strings.Repeat("a/", MaxMatchBytes/2)) {
+		t.Errorf("a URI over %d bytes may match", MaxMatchBytes)
+	}
+	if tp.MayMatch("file:///etc/passwd") || !tp.MayMatch("file:///srv/x") {
+		t.Error("MayMatch does not check the literal prefix")
+	}
+}
+
+// An expansion is matched back against its template, at a cost that grows
+// faster than its length: one longer than MaxMatchBytes is refused.
+func TestLongExpansionsAreRefused(t *testing.T) {
+	tp, err := Parse(resource.Template{URITemplate: "x://{a}/{b}/{c}"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := strings.Repeat("v", 200)
+	if uri, err := tp.Expand(map[string]string{"a": v, "b": v, "c": v}); err == nil {
+		t.Errorf("a %d-byte expansion was given", len(uri))
+	}
+	if _, err := tp.Expand(map[string]string{"a": v, "b": "b", "c": "c"}); err != nil {
+		t.Errorf("a short expansion: %v", err)
+	}
+}

@@ -98,17 +98,37 @@ type Template struct {
 
 var reExpr = regexp.MustCompile(`\{([^{}]*)\}`)
 
+// Bounds on what Parse takes: matching a URI against a template costs in
+// proportion to its variables and more than linearly in the URI's length
+// (the library copies every capture per step), and each request parses
+// every template of the servers in scope.
+const (
+	// MaxTemplateBytes bounds t.URITemplate.
+	MaxTemplateBytes = 1024
+	// MaxVars bounds a template's variables.
+	MaxVars = 32
+	// maxClassifyBytes is how much of the title and description classify
+	// reads.
+	maxClassifyBytes = 4096
+	// MaxMatchBytes bounds the URIs Matches considers and Expand gives.
+	MaxMatchBytes = 512
+)
+
 // Parse parses t.URITemplate (RFC 6570, levels 1–4).
 //
-// Errors: the library's parse error, or a template without variables (a
-// fixed URI is a resource, not a template).
+// Errors: the library's parse error, a template without variables (a
+// fixed URI is a resource, not a template), or one longer than
+// MaxTemplateBytes or with more than MaxVars variables.
 func Parse(t resource.Template) (*Template, error) {
+	if len(t.URITemplate) > MaxTemplateBytes {
+		return nil, fmt.Errorf("template %.64q…: longer than %d bytes", t.URITemplate, MaxTemplateBytes)
+	}
 	ut, err := uritemplate.New(t.URITemplate)
 	if err != nil {
 		return nil, fmt.Errorf("template %q: %w", t.URITemplate, err)
 	}
 	out := &Template{Template: t, tmpl: ut, anchors: map[string]bool{}}
-	text := strings.ToLower(t.Title + " " + t.Description)
+	text := lexical.Words(strings.ToLower(cutText(t.Title+" "+t.Description, maxClassifyBytes)))
 	seen := map[string]bool{}
 	for _, m := range reExpr.FindAllStringSubmatch(t.URITemplate, -1) {
 		expr := m[1]
@@ -131,6 +151,9 @@ func Parse(t resource.Template) (*Template, error) {
 	if len(out.Vars) == 0 {
 		return nil, fmt.Errorf("template %q has no variables", t.URITemplate)
 	}
+	if len(out.Vars) > MaxVars {
+		return nil, fmt.Errorf("template %q has %d variables, more than %d", t.URITemplate, len(out.Vars), MaxVars)
+	}
 	// The literal parts (scheme included: "users://{id}"), the name and the
 	// title are the words a query uses next to a value for this template.
 	for _, s := range []string{reExpr.ReplaceAllString(t.URITemplate, " "), t.Name, t.Title} {
@@ -144,14 +167,14 @@ func Parse(t resource.Template) (*Template, error) {
 // classify judges a variable's class from its name's words ("userId" →
 // user, id: the last word decides, so userId is an id and fileName a
 // name), then from the template's title and description.
-func classify(name, text string) Class {
+func classify(name string, text []string) Class {
 	ws := lexical.Words(name)
 	for i := len(ws) - 1; i >= 0; i-- {
 		if c := classOfWord(ws[i]); c != ClassAny {
 			return c
 		}
 	}
-	for _, w := range lexical.Words(text) {
+	for _, w := range text {
 		switch {
 		case w == "id" || w == "identifier" || w == "number":
 			return ClassID
@@ -283,9 +306,6 @@ func percentDecode(s string) string {
 // a missing required variable, or an expansion that does not round-trip.
 var ErrInvalidValue = errors.New("invalid template value")
 
-// maxURIBytes bounds an expanded URI.
-const maxURIBytes = 2048
-
 // Expand expands the template with values (variable → value), RFC 6570 §3,
 // and checks the result: every value Fits its variable, every required
 // variable has a value, matching the URI against the template gives the
@@ -321,7 +341,7 @@ func (t *Template) Expand(values map[string]string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("template %q: expand: %w", t.URITemplate, err)
 	}
-	if len(uri) > maxURIBytes || strings.IndexFunc(uri, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0 {
+	if len(uri) > MaxMatchBytes || strings.IndexFunc(uri, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0 {
 		return "", fmt.Errorf("%w: %s: expansion %q is not a usable URI", ErrInvalidValue, t.URITemplate, uri)
 	}
 	hier, _, _ := strings.Cut(uri, "#")
@@ -348,8 +368,11 @@ func (t *Template) Expand(values map[string]string) (string, error) {
 // yields passes Expand's checks (every value fits its variable, no dot
 // segment, the expansion round-trips) and gives uri back byte for byte. A
 // pinned URI that Matches a server's template is one the server offers.
+//
+// A URI longer than MaxMatchBytes, or not starting with the template's
+// literal prefix, does not match.
 func (t *Template) Matches(uri string) bool {
-	if len(uri) > maxURIBytes {
+	if !t.MayMatch(uri) {
 		return false
 	}
 	m := t.tmpl.Match(uri)
@@ -364,4 +387,34 @@ func (t *Template) Matches(uri string) bool {
 	}
 	got, err := t.Expand(values)
 	return err == nil && got == uri
+}
+
+// MayMatch reports whether uri passes Matches' cheap checks: it is at most
+// MaxMatchBytes long and starts with the template's literal prefix.
+func (t *Template) MayMatch(uri string) bool {
+	return len(uri) <= MaxMatchBytes && strings.HasPrefix(uri, literalPrefix(t.URITemplate))
+}
+
+// literalPrefix returns the start of a template that every expansion
+// starts with as it is: its literal text before the first expression, up
+// to the first character an expansion would percent-encode.
+func literalPrefix(tmpl string) string {
+	for i := 0; i < len(tmpl); i++ {
+		if c := tmpl[i]; c <= ' ' || c >= 0x7f || strings.IndexByte("\"<>\\^`{|}", c) >= 0 {
+			return tmpl[:i]
+		}
+	}
+	return tmpl
+}
+
+// cutText returns the longest prefix of s of at most n bytes that does not
+// split a UTF-8 sequence.
+func cutText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }

@@ -1136,8 +1136,13 @@ func (*ListServersRequest) Descriptor() ([]byte, []int) {
 }
 
 type ListServersResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Servers       []*ServerStatus        `protobuf:"bytes,1,rep,name=servers,proto3" json:"servers,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Servers []*ServerStatus        `protobuf:"bytes,1,rep,name=servers,proto3" json:"servers,omitempty"`
+	// Why the daemon refused its configuration file the last time it tried to
+	// reload it (SIGHUP or a change of the file); the daemon keeps serving the
+	// configuration it loaded before. Empty when the file in use is the one
+	// on disk, as far as the daemon has read it.
+	ConfigError   string `protobuf:"bytes,2,opt,name=config_error,json=configError,proto3" json:"config_error,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1177,6 +1182,13 @@ func (x *ListServersResponse) GetServers() []*ServerStatus {
 		return x.Servers
 	}
 	return nil
+}
+
+func (x *ListServersResponse) GetConfigError() string {
+	if x != nil {
+		return x.ConfigError
+	}
+	return ""
 }
 
 // ServerStatus describes one configured upstream MCP server.
@@ -1535,9 +1547,10 @@ const file_contextd_v1_contextd_proto_rawDesc = "" +
 	"\x04size\x18\a \x01(\x03R\x04size\x12\x14\n" +
 	"\x05score\x18\b \x01(\x01R\x05score\x12\x12\n" +
 	"\x04rank\x18\t \x01(\x05R\x04rank\"\x14\n" +
-	"\x12ListServersRequest\"J\n" +
+	"\x12ListServersRequest\"m\n" +
 	"\x13ListServersResponse\x123\n" +
-	"\aservers\x18\x01 \x03(\v2\x19.contextd.v1.ServerStatusR\aservers\"\xfd\b\n" +
+	"\aservers\x18\x01 \x03(\v2\x19.contextd.v1.ServerStatusR\aservers\x12!\n" +
+	"\fconfig_error\x18\x02 \x01(\tR\vconfigError\"\xfd\b\n" +
 	"\fServerStatus\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x125\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x1f.contextd.v1.ServerStatus.StateR\x05state\x12\x1c\n" +

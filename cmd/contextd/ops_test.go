@@ -1,0 +1,378 @@
+//go:build unix
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/contextd/contextd/internal/metrics/metricstest"
+	contextdv1 "github.com/contextd/contextd/proto/contextd/v1"
+)
+
+// docUpstream serves, on stdio, the documents in $FAKE_DOCS (a JSON object
+// URI → text), once the file $FAKE_GATE exists (when set). With
+// $FAKE_SLOW_URI it also serves that resource ("walrus ledger"), whose read
+// creates $FAKE_STARTED and answers once $FAKE_RELEASE exists.
+func docUpstream() {
+	waitFile := func(ctx context.Context, p string) error {
+		for {
+			if _, err := os.Stat(p); err == nil {
+				return nil
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}
+	if gate := os.Getenv("FAKE_GATE"); gate != "" {
+		_ = waitFile(context.Background(), gate)
+	}
+	var docs map[string]string
+	_ = json.Unmarshal([]byte(os.Getenv("FAKE_DOCS")), &docs)
+	s := mcpsdk.NewServer(&mcpsdk.Implementation{Name: "doc-upstream", Version: "v0"}, &mcpsdk.ServerOptions{
+		Capabilities: &mcpsdk.ServerCapabilities{Resources: &mcpsdk.ResourceCapabilities{ListChanged: true}},
+	})
+	for uri, text := range docs {
+		addText(s, uri, text)
+	}
+	if slow := os.Getenv("FAKE_SLOW_URI"); slow != "" {
+		s.AddResource(&mcpsdk.Resource{URI: slow, Name: "walrus ledger", MIMEType: "text/plain"},
+			func(ctx context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+				_ = os.WriteFile(os.Getenv("FAKE_STARTED"), nil, 0o644)
+				if err := waitFile(ctx, os.Getenv("FAKE_RELEASE")); err != nil {
+					return nil, err
+				}
+				return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: "the walrus ledger of invoices"}}}, nil
+			})
+	}
+	_ = s.Run(context.Background(), &mcpsdk.StdioTransport{})
+}
+
+// lockedBuffer is a bytes.Buffer safe to write from serve and read here.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// upstreamEntry is a config entry running the test binary as docUpstream.
+func upstreamEntry(name string, env map[string]string) string {
+	self, _ := os.Executable()
+	env["CONTEXTD_TEST_EXEC"] = "doc-upstream"
+	b, _ := json.Marshal(env)
+	return fmt.Sprintf("  %s:\n    command: %q\n    env: %s\n", name, self, b)
+}
+
+// TestServeHealthMetricsAndReload runs the daemon with JSON logs and
+// metrics, and checks, over its real socket and HTTP endpoint: health is
+// NOT_SERVING until a server has synced; metrics move with a query; SIGHUP
+// adds, removes and changes servers while an Assemble reading from the
+// removed one is in flight, and that Assemble completes; a bad file is
+// refused and the old configuration keeps serving; a change of the file
+// alone is picked up; and at shutdown health turns NOT_SERVING on an open
+// Watch stream before the connection closes.
+func TestServeHealthMetricsAndReload(t *testing.T) {
+	dir := t.TempDir()
+	gate, started, release := filepath.Join(dir, "gate"), filepath.Join(dir, "started"), filepath.Join(dir, "release")
+	sock := filepath.Join(dir, "contextd.sock")
+	head := fmt.Sprintf("listen: unix://%s\ndata_dir: %s\nlog_format: json\nmetrics_listen: 127.0.0.1:0\nembedder: glove\nmcpServers:\n", sock, filepath.Join(dir, "data"))
+	docsJSON := func(m map[string]string) string { b, _ := json.Marshal(m); return string(b) }
+	cfgPath := filepath.Join(dir, "contextd.yaml")
+	write := func(body string) {
+		t.Helper()
+		// Replace the file as editors do, so the watcher sees one change.
+		tmp := cfgPath + ".tmp"
+		if err := os.WriteFile(tmp, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, cfgPath); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(head +
+		upstreamEntry("alpha", map[string]string{"FAKE_GATE": gate, "FAKE_DOCS": docsJSON(map[string]string{"doc://alpha": "narwhal notes"})}) +
+		upstreamEntry("gone", map[string]string{"FAKE_GATE": gate, "FAKE_DOCS": "{}", "FAKE_SLOW_URI": "doc://gone-ledger",
+			"FAKE_STARTED": started, "FAKE_RELEASE": release}) +
+		"    index_content: false\n")
+
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	logs := &lockedBuffer{}
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, []string{"serve", "--config", cfgPath}, io.Discard, logs) }()
+	defer func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Error("serve did not stop within 30s")
+		}
+	}()
+	eventually := func(what string, ok func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for !ok() {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s; logs:\n%s", what, logs.String())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	// JSON logs: find the metrics URL.
+	var metricsURL string
+	eventually("the metrics URL in the log", func() bool {
+		for _, l := range strings.Split(logs.String(), "\n") {
+			var rec map[string]any
+			if json.Unmarshal([]byte(l), &rec) == nil && rec["msg"] == "contextd serving metrics" {
+				metricsURL, _ = rec["url"].(string)
+				return true
+			}
+		}
+		return false
+	})
+	eventually("the socket", func() bool { _, err := os.Stat(sock); return err == nil })
+	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	health := healthpb.NewHealthClient(conn)
+	client := contextdv1.NewContextServiceClient(conn)
+	check := func() healthpb.HealthCheckResponse_ServingStatus {
+		t.Helper()
+		r, err := health.Check(t.Context(), &healthpb.HealthCheckRequest{})
+		if err != nil {
+			t.Fatalf("health check: %v", err)
+		}
+		return r.GetStatus()
+	}
+
+	// Before any server has synced (both wait for the gate).
+	if got := check(); got != healthpb.HealthCheckResponse_NOT_SERVING {
+		t.Errorf("health before any sync = %v, want NOT_SERVING", got)
+	}
+	if got := metricstest.Scrape(t, metricsURL)["contextd_serving"]; got != 0 {
+		t.Errorf("contextd_serving before any sync = %v, want 0", got)
+	}
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	eventually("health SERVING after the first sync", func() bool { return check() == healthpb.HealthCheckResponse_SERVING })
+
+	// Metrics move with a query.
+	eventually("alpha and gone ready", func() bool {
+		s := metricstest.Scrape(t, metricsURL)
+		return s[metricstest.Key("contextd_server_state", "server", "alpha", "state", "ready")] == 1 &&
+			s[metricstest.Key("contextd_server_state", "server", "gone", "state", "ready")] == 1
+	})
+	before := metricstest.Scrape(t, metricsURL)
+	resp, err := client.Assemble(t.Context(), &contextdv1.AssembleRequest{Query: "narwhal notes", TokenBudget: 200, Servers: []string{"alpha"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := metricstest.Scrape(t, metricsURL)
+	for key, want := range map[string]float64{
+		metricstest.Key("contextd_request_duration_seconds_count", "method", "assemble", "result", "ok"):                   1,
+		metricstest.Key("contextd_grpc_requests_total", "method", "contextd.v1.ContextService/Assemble", "code", "OK"):     1,
+		metricstest.Key("contextd_upstream_requests_total", "server", "alpha", "method", "resources/read", "result", "ok"): float64(resp.GetReads()),
+		metricstest.Key("contextd_assemble_tokens_sum"):                                                                    float64(resp.GetTotalTokens()),
+	} {
+		if got := after[key] - before[key]; got != want {
+			t.Errorf("%s moved by %v, want %v", key, got, want)
+		}
+	}
+	if after["contextd_serving"] != 1 || resp.GetReads() == 0 {
+		t.Errorf("contextd_serving = %v, reads = %d; want 1 and at least one read", after["contextd_serving"], resp.GetReads())
+	}
+
+	// An Assemble reading from "gone" is in flight across the reload.
+	type answer struct {
+		r   *contextdv1.AssembleResponse
+		err error
+	}
+	inflight := make(chan answer, 1)
+	go func() {
+		r, err := client.Assemble(t.Context(), &contextdv1.AssembleRequest{Query: "walrus ledger", TokenBudget: 200, Servers: []string{"gone"}})
+		inflight <- answer{r, err}
+	}()
+	eventually("the slow read to start", func() bool { _, err := os.Stat(started); return err == nil })
+
+	write(head +
+		upstreamEntry("alpha", map[string]string{"FAKE_DOCS": docsJSON(map[string]string{"doc://alpha": "narwhal notes, second edition"})}) +
+		upstreamEntry("beta", map[string]string{"FAKE_DOCS": docsJSON(map[string]string{"doc://beta": "manatee notes"})}))
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	servers := func() []string {
+		r, err := client.ListServers(t.Context(), &contextdv1.ListServersRequest{})
+		if err != nil {
+			t.Fatalf("ListServers: %v", err)
+		}
+		var out []string
+		for _, s := range r.GetServers() {
+			out = append(out, s.GetName())
+		}
+		return out
+	}
+	eventually("the new server list", func() bool { return slices.Equal(servers(), []string{"alpha", "beta"}) })
+	select {
+	case a := <-inflight:
+		t.Fatalf("the in-flight Assemble ended before its read was released: %v", a.err)
+	default:
+	}
+	if err := os.WriteFile(release, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a := <-inflight
+	if a.err != nil {
+		t.Fatalf("in-flight Assemble across the reload: %v", a.err)
+	}
+	if items := a.r.GetItems(); len(items) != 1 || items[0].GetUri() != "doc://gone-ledger" {
+		t.Errorf("in-flight Assemble items = %v, omitted %v; want the ledger of the removed server", items, a.r.GetOmitted())
+	}
+	eventually("beta answering", func() bool {
+		r, err := client.Search(t.Context(), &contextdv1.SearchRequest{Query: "manatee", Servers: []string{"beta"}})
+		return err == nil && len(r.GetResults()) == 1
+	})
+	eventually("the reload counted", func() bool {
+		return metricstest.Scrape(t, metricsURL)[metricstest.Key("contextd_config_reloads_total", "result", "ok")] >= 1
+	})
+	for key := range metricstest.Scrape(t, metricsURL) {
+		if strings.Contains(key, `server="gone"`) {
+			t.Errorf("%s still exported after gone was removed", key)
+		}
+	}
+	if !strings.Contains(logs.String(), `"removed":["gone"]`) || !strings.Contains(logs.String(), `"changed":["alpha"]`) {
+		t.Errorf("no reload log line naming the removed and changed servers; logs:\n%s", logs.String())
+	}
+
+	// A bad file is refused; the old configuration keeps serving.
+	write(head + "  broken:\n    command: x\n    url: http://127.0.0.1:1/mcp\n")
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	eventually("the refused reload counted", func() bool {
+		return metricstest.Scrape(t, metricsURL)[metricstest.Key("contextd_config_reloads_total", "result", "error")] >= 1
+	})
+	if got := metricstest.Scrape(t, metricsURL)["contextd_config_last_reload_successful"]; got != 0 {
+		t.Errorf("contextd_config_last_reload_successful = %v after a refused file, want 0", got)
+	}
+	if got := servers(); !slices.Equal(got, []string{"alpha", "beta"}) {
+		t.Errorf("servers after a refused reload = %v, want the old alpha, beta", got)
+	}
+	if _, err := client.Assemble(t.Context(), &contextdv1.AssembleRequest{Query: "manatee", TokenBudget: 100}); err != nil {
+		t.Errorf("Assemble after a refused reload: %v", err)
+	}
+	if !strings.Contains(logs.String(), "config reload refused") || !strings.Contains(logs.String(), "not both") {
+		t.Errorf("the refused reload is not logged with its reason; logs:\n%s", logs.String())
+	}
+	if r, err := client.ListServers(t.Context(), &contextdv1.ListServersRequest{}); err != nil || !strings.Contains(r.GetConfigError(), "not both") {
+		t.Errorf("ListServers config_error = %q (%v), want why the file was refused", r.GetConfigError(), err)
+	}
+	var human bytes.Buffer
+	if err := run(t.Context(), []string{"servers", "--addr", "unix://" + sock}, &human, io.Discard); err != nil || !strings.Contains(human.String(), "config: the daemon refused its config file") {
+		t.Errorf("contextd servers = %q (%v), want a line saying the file was refused", human.String(), err)
+	}
+
+	// A change of the file alone, no signal, is picked up.
+	write(head + upstreamEntry("beta", map[string]string{"FAKE_DOCS": docsJSON(map[string]string{"doc://beta": "manatee notes"})}))
+	eventually("the watched file's change applied", func() bool { return slices.Equal(servers(), []string{"beta"}) })
+	eventually("config_error cleared by the good file", func() bool {
+		r, err := client.ListServers(t.Context(), &contextdv1.ListServersRequest{})
+		return err == nil && r.GetConfigError() == ""
+	})
+
+	// Shutdown: an open Watch sees NOT_SERVING before the connection closes.
+	wctx, wcancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer wcancel()
+	watch, err := health.Watch(wctx, &healthpb.HealthCheckRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := watch.Recv(); err != nil || r.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+		t.Fatalf("watch = %v, %v; want SERVING", r, err)
+	}
+	cancel() // what SIGTERM does (main's signal.NotifyContext)
+	if r, err := watch.Recv(); err != nil || r.GetStatus() != healthpb.HealthCheckResponse_NOT_SERVING {
+		t.Errorf("watch after shutdown began = %v, %v; want NOT_SERVING before the connection closed", r, err)
+	}
+	if err := <-done; err != nil {
+		t.Errorf("serve: %v", err)
+	}
+	done <- nil // for the deferred wait
+}
+
+// TestReloadFollowsASymlinkedConfig: a config file that is a symbolic link
+// to a file elsewhere is reloaded when the target is edited in place.
+func TestReloadFollowsASymlinkedConfig(t *testing.T) {
+	// The daemon writes its socket and data elsewhere, so nothing else
+	// stirs the link's directory.
+	dir, elsewhere, state := t.TempDir(), t.TempDir(), t.TempDir()
+	target := filepath.Join(elsewhere, "real.yaml")
+	head := fmt.Sprintf("listen: unix://%s\ndata_dir: %s\nembedder: glove\nmcpServers:\n", filepath.Join(state, "c.sock"), filepath.Join(state, "data"))
+	one := upstreamEntry("one", map[string]string{"FAKE_DOCS": `{"doc://one":"one"}`})
+	if err := os.WriteFile(target, []byte(head+one), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "contextd.yaml")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	logs := &lockedBuffer{}
+	go func() { done <- run(ctx, []string{"serve", "--config", link}, io.Discard, logs) }()
+	defer func() { cancel(); <-done }()
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(logs.String(), "contextd serving") {
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not start; logs:\n%s", logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	two := upstreamEntry("two", map[string]string{"FAKE_DOCS": `{"doc://two":"two"}`})
+	f, err := os.OpenFile(target, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(two); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	for !strings.Contains(logs.String(), `msg="config reloaded"`) || !strings.Contains(logs.String(), "added=[two]") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the edit of the link's target was not reloaded; logs:\n%s", logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

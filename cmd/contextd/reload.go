@@ -1,0 +1,238 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"reflect"
+	"syscall"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+
+	"github.com/contextd/contextd/internal/config"
+	"github.com/contextd/contextd/internal/engine"
+	"github.com/contextd/contextd/internal/metrics"
+	"github.com/contextd/contextd/internal/redact"
+)
+
+// reloadDebounce coalesces the events of one save (an editor's write,
+// rename and chmod) into one reload.
+const reloadDebounce = 300 * time.Millisecond
+
+// pollEvery is how often the file is checked when it cannot be watched.
+const pollEvery = 2 * time.Second
+
+// reloader re-reads serve's configuration file and applies it to the engine.
+type reloader struct {
+	path string         // the configuration file
+	cur  *config.Config // the configuration in use, as loaded
+	// flags are serve's flag overrides, applied to every configuration read.
+	flags func(*config.Config)
+	eng   *engine.Engine
+	m     *metrics.Metrics
+	log   *slog.Logger
+	// red masks credentials, in the refusal ListServers shows: those of
+	// the configuration in use.
+	red *redact.Redactor
+	// refused is told why a file was refused ("" once one is applied);
+	// ListServers shows it.
+	refused func(msg string)
+}
+
+// reload reads the file and applies it. A file that does not load or
+// validate is refused: the error is logged and counted, and the running
+// configuration stays. Settings that cannot change while serving are
+// logged and keep their running value.
+func (r *reloader) reload(ctx context.Context, why string) error {
+	next, err := config.Load(r.path)
+	if err == nil {
+		r.flags(next)
+		err = next.Auth.CheckListen(next.Listen)
+	}
+	if err != nil {
+		r.log.Error("config reload refused; the running configuration is kept", "why", why, "config", r.path, "err", err)
+		r.m.Reloaded(err)
+		r.refused(r.red.String(err.Error()))
+		return err
+	}
+	for _, w := range next.Warnings {
+		r.log.Warn("config: " + w)
+	}
+	dropSelf(next, r.log)
+	for _, key := range restartOnly(r.cur, next) {
+		r.log.Warn("config reload: this setting changed but takes effect only when contextd restarts", "setting", key)
+	}
+	ch, err := r.eng.Reload(ctx, next)
+	for _, key := range ch.Restart {
+		r.log.Warn("config reload: this setting changed but takes effect only when contextd restarts", "setting", key)
+	}
+	if err != nil {
+		r.log.Error("config reload failed part way", "why", why, "err", err)
+		r.m.Reloaded(err)
+		return err
+	}
+	r.cur = next
+	r.m.Forget(ch.Removed...)
+	r.m.Reloaded(nil)
+	r.refused("")
+	// The next refusal may quote the servers just added.
+	var secrets []string
+	for _, srv := range next.Servers {
+		secrets = append(secrets, srv.Secrets()...)
+	}
+	r.red = redact.New(append(secrets, next.Auth.Token)...)
+	r.log.Info("config reloaded", "why", why, "config", r.path, "added", ch.Added, "removed", ch.Removed, "changed", ch.Changed, "kept", ch.Kept)
+	return nil
+}
+
+// restartOnly names serve's settings that differ between cur and next and
+// are read once, at start: the listeners, access control, admission, log
+// format. (The engine reports its own: data_dir, tokenizer, embedder.)
+func restartOnly(cur, next *config.Config) []string {
+	var out []string
+	for _, s := range []struct {
+		key  string
+		a, b any
+	}{
+		{"listen", cur.Listen, next.Listen},
+		{"mcp_listen", cur.MCPListen, next.MCPListen},
+		{"mcp_path", cur.MCPPath, next.MCPPath},
+		{"auth, tls or allow_insecure_listen", cur.Auth, next.Auth},
+		{"max_concurrent_requests", cur.Limits.MaxConcurrent, next.Limits.MaxConcurrent},
+		{"max_queued_requests", cur.Limits.MaxQueued, next.Limits.MaxQueued},
+		{"metrics_listen, metrics_pprof or allow_insecure_metrics", [3]any{cur.Ops.MetricsListen, cur.Ops.Pprof, cur.Ops.AllowInsecureMetrics},
+			[3]any{next.Ops.MetricsListen, next.Ops.Pprof, next.Ops.AllowInsecureMetrics}},
+		{"log_format", cur.Ops.LogFormat, next.Ops.LogFormat},
+	} {
+		if !reflect.DeepEqual(s.a, s.b) {
+			out = append(out, s.key)
+		}
+	}
+	return out
+}
+
+// watcher is what reloader.watch listens to: SIGHUP, and the file's
+// directory or, when that cannot be watched, a poll ticker.
+type watcher struct {
+	hup  chan os.Signal
+	fs   *fsnotify.Watcher // nil when polling
+	poll *time.Ticker      // nil when watching
+}
+
+// startWatch starts listening for SIGHUP (from now on SIGHUP no longer
+// stops the process) and for changes of path. Close the watcher when done.
+func startWatch(path string, log *slog.Logger) *watcher {
+	w := &watcher{hup: make(chan os.Signal, 1)}
+	signal.Notify(w.hup, syscall.SIGHUP)
+	if path == "" {
+		return w
+	}
+	fw, err := fsnotify.NewWatcher()
+	if err == nil {
+		// The directory: editors and ConfigMaps replace the file rather
+		// than write it in place. For a symbolic link, the target's
+		// directory too, where an edit of the target shows.
+		err = fw.Add(filepath.Dir(path))
+		if real, rerr := filepath.EvalSymlinks(path); err == nil && rerr == nil && filepath.Dir(real) != filepath.Dir(path) {
+			err = fw.Add(filepath.Dir(real))
+		}
+		if err != nil {
+			fw.Close()
+		}
+	}
+	if err != nil {
+		log.Warn("cannot watch the config file; checking it every "+pollEvery.String(), "config", path, "err", err)
+		w.poll = time.NewTicker(pollEvery)
+		return w
+	}
+	w.fs = fw
+	return w
+}
+
+// Close stops listening.
+func (w *watcher) Close() {
+	signal.Stop(w.hup)
+	if w.fs != nil {
+		w.fs.Close()
+	}
+	if w.poll != nil {
+		w.poll.Stop()
+	}
+}
+
+// watch reloads on SIGHUP and when the file's content changes, until ctx
+// ends. A change is a change of the file's SHA-256, so events that leave it
+// as it was (a touch, an editor's backup file beside it) reload nothing;
+// SIGHUP always reloads.
+func (r *reloader) watch(ctx context.Context, w *watcher) {
+	last := fileHash(r.path)
+	var events <-chan fsnotify.Event
+	var errs <-chan error
+	var poll <-chan time.Time
+	if w.fs != nil {
+		events, errs = w.fs.Events, w.fs.Errors
+	}
+	if w.poll != nil {
+		poll = w.poll.C
+	}
+	debounce := time.NewTimer(time.Hour)
+	debounce.Stop()
+	defer debounce.Stop()
+	changed := func() bool {
+		h := fileHash(r.path)
+		if h == last {
+			return false
+		}
+		last = h
+		return true
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.hup:
+			last = fileHash(r.path)
+			_ = r.reload(ctx, "SIGHUP")
+		case <-events:
+			debounce.Reset(reloadDebounce)
+		case err := <-errs:
+			r.log.Warn("config watch", "err", err)
+		case <-poll:
+			if changed() {
+				_ = r.reload(ctx, "file changed")
+			}
+		case <-debounce.C:
+			if changed() {
+				_ = r.reload(ctx, "file changed")
+			}
+		}
+	}
+}
+
+// fileHash returns the SHA-256 of path's content, or "" when it cannot be
+// read (a rename in progress: the next event reads it again).
+func fileHash(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	return fmt.Sprintf("%x", sha256.Sum256(b))
+}
+
+// ignoreHangup keeps SIGHUP from stopping a daemon that runs on the
+// built-in configuration (there is no file to re-read), until ctx ends.
+func ignoreHangup(ctx context.Context, w *watcher, log *slog.Logger) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.hup:
+			log.Warn("SIGHUP: no config file to reload (running on the built-in configuration)")
+		}
+	}
+}

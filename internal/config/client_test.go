@@ -1,0 +1,44 @@
+package config_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/contextd/contextd/internal/config"
+)
+
+// A client needs listen and auth only: a server's unset variable, which
+// fails the daemon, must not stop it, while its own settings are still
+// checked.
+func TestParseClientIgnoresTheServersButNotAuth(t *testing.T) {
+	const file = `
+listen: unix:///run/contextd/c.sock
+auth: { token: "${CTX_TOKEN}" }
+mcpServers:
+  docs:
+    url: https://docs.example.internal/mcp
+    headers: { Authorization: "Bearer ${DOCS_TOKEN}" }
+  broken: { type: carrier-pigeon }
+`
+	vars := env(map[string]string{"CTX_TOKEN": "0123456789abcdef0123"})
+	if _, err := config.Parse("c.yaml", []byte(file), vars); err == nil || !strings.Contains(err.Error(), `server "`) {
+		t.Fatalf("the daemon's Parse: %v, want a server's error", err)
+	}
+	c, err := config.ParseClient("c.yaml", []byte(file), vars)
+	if err != nil {
+		t.Fatalf("ParseClient: %v", err)
+	}
+	if c.Listen != "unix:///run/contextd/c.sock" || c.Auth.Token != "0123456789abcdef0123" || c.Servers != nil {
+		t.Errorf("ParseClient: listen %q, token %q, servers %v", c.Listen, c.Auth.Token, c.Servers)
+	}
+	// The token's own variable is the client's business.
+	_, err = config.ParseClient("c.yaml", []byte(file), env(nil))
+	if !errors.Is(err, config.ErrInvalid) || !strings.Contains(err.Error(), "field auth.token: environment variable CTX_TOKEN is not set") {
+		t.Errorf("ParseClient without the token's variable: %v", err)
+	}
+	// So are a bad listen-side setting and a misspelt key.
+	if _, err := config.ParseClient("c.yaml", []byte("lisen: 127.0.0.1:1\n"), env(nil)); err == nil || !strings.Contains(err.Error(), `did you mean "listen"`) {
+		t.Errorf("ParseClient with a misspelt listen: %v", err)
+	}
+}

@@ -1,0 +1,89 @@
+package config
+
+import (
+	"bytes"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/tailscale/hujson"
+	"go.yaml.in/yaml/v3"
+)
+
+// standardizeJSON returns data with the comments and trailing commas of
+// JSON with comments (VS Code's and Cursor's mcp.json) blanked out, so
+// that it reads as JSON (and so as YAML), when data looks like JSON (its
+// first non-space byte is "{"). hujson replaces each removed byte by a
+// space, so every line and column stays where it was in the file, and the
+// positions of later errors are the file's. When data does not parse as
+// JSON with comments it is returned as it is, with the parse error (which
+// gives its line and column): it may still be YAML in flow style.
+func standardizeJSON(data []byte) ([]byte, error) {
+	if !bytes.HasPrefix(bytes.TrimSpace(data), []byte("{")) {
+		return data, nil
+	}
+	if !bytes.HasSuffix(data, []byte("\n")) {
+		// hujson wants a line comment ended by a newline, even the last.
+		data = append(data[:len(data):len(data)], '\n')
+	}
+	std, err := hujson.Standardize(data)
+	if err != nil {
+		return data, err
+	}
+	return std, nil
+}
+
+// jsonSyntaxError reports a JSON file that does not parse, at the line and
+// column hujson found.
+func jsonSyntaxError(path string, err error) error {
+	return fmt.Errorf("%s: %w: %s", path, ErrInvalid, strings.TrimPrefix(err.Error(), "hujson: "))
+}
+
+// yamlLine matches the position in a yaml syntax error: "yaml: line 4: …".
+var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+// maxScanLines bounds the re-parses problemLine makes.
+const maxScanLines = 5000
+
+// yamlSyntaxError reports a YAML file that does not parse. The yaml
+// package gives the line where the enclosing block starts (the mapping
+// a mis-indented line breaks, often line 1), not the line at fault; that
+// one is the first line whose addition makes the text fail with the same
+// message, and the error names both.
+func yamlSyntaxError(path string, data []byte, err error) error {
+	m := yamlLine.FindStringSubmatch(err.Error())
+	if m == nil {
+		return syntaxError(path, data, err)
+	}
+	reported, _ := strconv.Atoi(m[1])
+	if at := problemLine(data, reported, m[2]); at > reported {
+		hint := ""
+		if m[2] == "did not find expected key" {
+			hint = ": check this line's indentation"
+		}
+		return syntaxError(path, data, fmt.Errorf("yaml: line %d: %s%s (the block it breaks starts on line %d)", at, m[2], hint, reported))
+	}
+	return syntaxError(path, data, err)
+}
+
+// problemLine returns the first line L at or after from such that data's
+// first L lines fail to parse with msg, or 0.
+func problemLine(data []byte, from int, msg string) int {
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	if len(lines) > maxScanLines {
+		return 0
+	}
+	for l := max(from, 1); l <= len(lines); l++ {
+		var n yaml.Node
+		err := yaml.Unmarshal(bytes.Join(lines[:l], nil), &n)
+		if err == nil {
+			continue
+		}
+		if m := yamlLine.FindStringSubmatch(err.Error()); m != nil && m[2] == msg {
+			return l
+		}
+		return 0 // another error: a block the prefix leaves open
+	}
+	return 0
+}

@@ -1,0 +1,212 @@
+package engine_test
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/contextd/contextd/internal/config"
+	"github.com/contextd/contextd/internal/engine"
+	"github.com/contextd/contextd/internal/index/indextest"
+	"github.com/contextd/contextd/internal/mcp"
+	"github.com/contextd/contextd/internal/mcp/mcptest"
+	"github.com/contextd/contextd/internal/resource"
+	ctxsync "github.com/contextd/contextd/internal/sync"
+)
+
+// TestReloadAddsRemovesAndChangesServers reloads a running engine with one
+// server kept, one removed (while an Assemble is reading from it), one
+// changed and one added: the Assemble finishes with the removed server's
+// content, the kept server keeps its session, the changed one reconnects,
+// the added one syncs, and the removed one leaves the index.
+func TestReloadAddsRemovesAndChangesServers(t *testing.T) {
+	readStarted := make(chan struct{})
+	release := make(chan struct{})
+	removed := mcptest.NewServer(nil, nil)
+	removed.AddResource(&mcpsdk.Resource{URI: "doc://ledger", Name: "walrus ledger", MIMEType: "text/plain"},
+		func(ctx context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+			close(readStarted)
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: "the walrus ledger of invoices"}}}, nil
+		})
+	// A second resource of the removed server, read after the first: it
+	// needs the removed server's mirror to outlive the reload too.
+	mcptest.AddText(removed, "doc://ledger-appendix", "walrus ledger appendix", "the walrus ledger appendix")
+	servers := map[string]*mcpsdk.Server{
+		"kept":    mcptest.NewServer(map[string]string{"doc://kept": "narwhal notes"}, nil),
+		"removed": removed,
+		"changed": mcptest.NewServer(map[string]string{"doc://changed": "dugong notes"}, nil),
+		"added":   mcptest.NewServer(map[string]string{"doc://added": "manatee notes"}, nil),
+	}
+	var dials sync.Map // server name → *atomic.Int32
+	dial := func(s config.Server) ctxsync.DialFunc {
+		inner := mcptest.Dial(t, s.Name, servers[s.Name])
+		return func(ctx context.Context, o *mcp.Options) (*mcp.Session, error) {
+			n, _ := dials.LoadOrStore(s.Name, new(atomic.Int32))
+			n.(*atomic.Int32).Add(1)
+			return inner(ctx, o)
+		}
+	}
+	dialsOf := func(name string) int32 {
+		n, ok := dials.Load(name)
+		if !ok {
+			return 0
+		}
+		return n.(*atomic.Int32).Load()
+	}
+	entry := func(name string, env ...string) config.Server {
+		s := config.Server{Name: name, Transport: config.TransportStdio, Command: "unused", NoContentIndex: true}
+		if len(env) > 0 {
+			s.Env = map[string]string{env[0]: env[1]}
+		}
+		return s
+	}
+	cfg := &config.Config{Servers: []config.Server{entry("changed"), entry("kept"), entry("removed")}}
+	eng, err := engine.New(t.Context(), engine.Options{Config: cfg, InMemory: true, Embedder: &indextest.BagEmbedder{}, Dial: dial})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = eng.Run(ctx) })
+	t.Cleanup(func() { cancel(); wg.Wait(); eng.Close() })
+	if err := eng.WaitReady(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+
+	type answer struct {
+		res *engine.AssembleResult
+		err error
+	}
+	assembled := make(chan answer, 1)
+	go func() {
+		res, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "walrus ledger", TokenBudget: 500, Filter: engine.Filter{Servers: []string{"removed"}}})
+		assembled <- answer{res, err}
+	}()
+	<-readStarted
+
+	next := &config.Config{Servers: []config.Server{entry("added"), entry("changed", "MODE", "new"), entry("kept")}}
+	type reload struct {
+		ch  engine.Changes
+		err error
+	}
+	reloaded := make(chan reload, 1)
+	go func() {
+		ch, err := eng.Reload(t.Context(), next)
+		reloaded <- reload{ch, err}
+	}()
+	// The new set is served at once, while the Assemble still reads.
+	waitFor(t, "the added server in Servers", func() bool { return slices.Contains(names(eng.Servers()), "added") })
+	select {
+	case r := <-reloaded:
+		t.Fatalf("Reload returned %+v before the request in flight finished", r)
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(release)
+	a := <-assembled
+	if a.err != nil {
+		t.Fatalf("in-flight Assemble failed across the reload: %v", a.err)
+	}
+	var got []string
+	for _, it := range a.res.Items {
+		got = append(got, it.URI)
+	}
+	slices.Sort(got)
+	if diff := cmp.Diff([]string{"doc://ledger", "doc://ledger-appendix"}, got); diff != "" {
+		t.Errorf("in-flight Assemble items (-want +got):\n%s\nomitted %+v", diff, a.res.Omitted)
+	}
+	r := <-reloaded
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	want := engine.Changes{Added: []string{"added"}, Removed: []string{"removed"}, Changed: []string{"changed"}, Kept: 1}
+	if diff := cmp.Diff(want, r.ch); diff != "" {
+		t.Errorf("Changes mismatch (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"added", "changed", "kept"}, names(eng.Servers())); diff != "" {
+		t.Errorf("servers after reload (-want +got):\n%s", diff)
+	}
+	if got := dialsOf("kept"); got != 1 {
+		t.Errorf("kept server dialled %d times; want its one session kept", got)
+	}
+	waitFor(t, "the changed server to reconnect", func() bool { return dialsOf("changed") == 2 })
+	waitFor(t, "the added server to sync", func() bool {
+		hits, err := eng.Search(t.Context(), engine.SearchRequest{Query: "manatee"})
+		return err == nil && len(hits) > 0 && hits[0].Server == "added"
+	})
+	descs, err := eng.Descriptors("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range descs {
+		if d.Server == "removed" {
+			t.Errorf("removed server's descriptor still served: %+v", d)
+		}
+	}
+	if st := eng.IndexStats(); st.Descriptors != 3 {
+		t.Errorf("index holds %d descriptors; want 3 (the removed server's two dropped)", st.Descriptors)
+	}
+	if _, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "walrus", TokenBudget: 100, Filter: engine.Filter{Servers: []string{"removed"}}}); err == nil {
+		t.Error("Assemble scoped to the removed server succeeded; want an unknown-server error")
+	}
+}
+
+// TestReloadKeepsRestartOnlySettings: data_dir, tokenizer and embedder are
+// reported, not applied.
+func TestReloadKeepsRestartOnlySettings(t *testing.T) {
+	a := mcptest.NewServer(map[string]string{"doc://a": "alpha"}, nil)
+	eng := newEngine(t, "", map[string]*mcpsdk.Server{"a": a}, 0)
+	next := *eng.Config()
+	next.Tokenizer, next.Embedder, next.DataDir = "o200k_base", config.EmbedderGloVe, "/elsewhere"
+	next.Limits.MaxPins = 2
+	ch, err := eng.Reload(t.Context(), &next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"data_dir", "tokenizer", "embedder"}, ch.Restart); diff != "" {
+		t.Errorf("Restart (-want +got):\n%s", diff)
+	}
+	if !ch.Empty() || ch.Kept != 1 {
+		t.Errorf("changes = %+v; want the server kept", ch)
+	}
+	if got := eng.Config(); got.Tokenizer == "o200k_base" || got.DataDir == "/elsewhere" {
+		t.Errorf("restart-only settings applied: %+v", got)
+	}
+	if eng.Tokenizer() != "cl100k_base" {
+		t.Errorf("tokenizer = %s", eng.Tokenizer())
+	}
+	// Limits apply at once.
+	_, err = eng.Assemble(t.Context(), engine.AssembleRequest{Query: "alpha", TokenBudget: 100, Pinned: []resource.Key{{Server: "a", URI: "doc://a"}, {Server: "a", URI: "doc://a2"}, {Server: "a", URI: "doc://a3"}}})
+	if err == nil {
+		t.Error("three pins accepted after max_pins was reloaded to 2")
+	}
+}
+
+func names(st []engine.ServerStatus) []string {
+	var out []string
+	for _, s := range st {
+		out = append(out, s.Server)
+	}
+	return out
+}
+
+func waitFor(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -1,0 +1,132 @@
+package index
+
+import (
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/contextd/contextd/internal/lexical"
+	"github.com/contextd/contextd/internal/resource"
+)
+
+// passageDepth is how many passages PassageLexical scores per descriptor it
+// returns: a long text can hold many of the best passages, and the list
+// should still reach past it.
+const passageDepth = 4
+
+// passageWords is the lexical index of every passage of every indexed text,
+// all of them and not only the MaxPassages that get a vector, each a
+// document of BM25 over its words alone. It finds the one passage of a long
+// text that answers a query, which the text's own BM25F Content field, one
+// long field normalised by the whole text's length, cannot: a 288 KB page
+// that holds the answer in one paragraph scores like a page that mentions
+// the query's words in passing.
+type passageWords struct {
+	x *lexical.Index
+
+	mu sync.Mutex
+	n  map[resource.Key]int // passages indexed per text
+}
+
+func newPassageWords() *passageWords {
+	return &passageWords{
+		x: lexical.New(&lexical.Options{Weights: lexical.FieldWeights{Content: 1}}),
+		n: make(map[resource.Key]int),
+	}
+}
+
+// passageWordsID is the lexical document ID of k's i-th passage: the key,
+// "\x00#" and i, as passageID names stored passages.
+func passageWordsID(k resource.Key, i int) string {
+	return k.String() + "\x00#" + strconv.Itoa(i)
+}
+
+// passageWordsKey is the key of a passageWordsID.
+func passageWordsKey(id string) (resource.Key, bool) {
+	i := strings.LastIndex(id, "\x00#")
+	if i < 0 {
+		return resource.Key{}, false
+	}
+	return resource.ParseKey(id[:i])
+}
+
+// set replaces k's passages with those of text ("" removes them). A text
+// of one passage is not indexed: its passage is the whole text, which the
+// descriptor's own BM25F Content field and dense score already weigh, and
+// listing it again would only add weight to words where a resource's text
+// is as short as its description (as in tool catalogues). Callers
+// serialise set and drop for one key.
+func (p *passageWords) set(k resource.Key, text string) {
+	spans := cutPassages(text)
+	if len(spans) < 2 {
+		spans = nil
+	}
+	docs := make([]lexical.Doc, len(spans))
+	for i, sp := range spans {
+		docs[i] = lexical.Doc{ID: passageWordsID(k, i), Content: text[sp.Start:sp.End]}
+	}
+	p.mu.Lock()
+	old := p.n[k]
+	if len(spans) == 0 {
+		delete(p.n, k)
+	} else {
+		p.n[k] = len(spans)
+	}
+	p.mu.Unlock()
+	if old > len(spans) {
+		ids := make([]string, 0, old-len(spans))
+		for i := len(spans); i < old; i++ {
+			ids = append(ids, passageWordsID(k, i))
+		}
+		p.x.Delete(ids...)
+	}
+	if len(docs) > 0 {
+		p.x.Upsert(docs...)
+	}
+}
+
+// drop removes the passages of keys.
+func (p *passageWords) drop(keys ...resource.Key) {
+	var ids []string
+	p.mu.Lock()
+	for _, k := range keys {
+		for i := range p.n[k] {
+			ids = append(ids, passageWordsID(k, i))
+		}
+		delete(p.n, k)
+	}
+	p.mu.Unlock()
+	if len(ids) > 0 {
+		p.x.Delete(ids...)
+	}
+}
+
+// PassageLexical returns up to n descriptors whose indexed text holds a
+// passage matching query, best first, each scored by its best passage's
+// BM25 (over that passage's words only, k1 1.2, b 0.75). n <= 0 means all.
+// Descriptors without indexed text, or with no passage sharing a term with
+// the query, are not returned.
+func (ix *Index) PassageLexical(query string, n int, f Filter) []Hit {
+	depth := 0
+	if n > 0 {
+		depth = n * passageDepth
+	}
+	ph := ix.words.x.Search(query, depth, func(id string) bool {
+		k, ok := passageWordsKey(id)
+		return ok && f.keep(k)
+	})
+	seen := make(map[resource.Key]bool, len(ph))
+	var hits []Hit
+	for _, h := range ph { // best first: a key's first passage is its best
+		k, ok := passageWordsKey(h.ID)
+		if !ok || seen[k] {
+			continue
+		}
+		seen[k] = true
+		hits = append(hits, Hit{Key: k, Score: h.Score})
+		if n > 0 && len(hits) == n {
+			break
+		}
+	}
+	return hits
+}

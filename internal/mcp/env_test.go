@@ -1,0 +1,44 @@
+package mcp_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/contextd/contextd/internal/mcp"
+)
+
+// A stdio server inherits contextd's environment, but not the credentials
+// in it: the daemon's token and the other servers' secrets (a third-party
+// server must not learn the GitHub token meant for another). Its own env
+// entries reach it whatever they hold.
+func TestStdioServersDoNotInheritOtherCredentials(t *testing.T) {
+	t.Setenv("SEC2_DAEMON_TOKEN", "daemon-token-0123456789abcdef")
+	t.Setenv("SEC2_OTHER_SERVERS_KEY", "other-servers-key-0123456789")
+	t.Setenv("SEC2_HARMLESS", "harmless-value")
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	srv := fakeServer("env")
+	srv.Env["OWN_KEY"] = "own-key-0123456789"
+	sess, err := mcp.Connect(ctx, srv, &mcp.Options{HiddenEnv: []string{"daemon-token-0123456789abcdef", "other-servers-key-0123456789", "own-key-0123456789"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	cs, err := sess.Read(ctx, "doc://env")
+	if err != nil || len(cs) != 1 {
+		t.Fatalf("read the server's environment: %v, %v", cs, err)
+	}
+	env := "\n" + cs[0].Text + "\n"
+	for _, gone := range []string{"SEC2_DAEMON_TOKEN=", "SEC2_OTHER_SERVERS_KEY="} {
+		if strings.Contains(env, "\n"+gone) {
+			t.Errorf("the server inherited %s…", gone)
+		}
+	}
+	for _, kept := range []string{"\nSEC2_HARMLESS=harmless-value\n", "\nOWN_KEY=own-key-0123456789\n", "\nPATH="} {
+		if !strings.Contains(env, kept) {
+			t.Errorf("the server's environment lacks %q", strings.TrimSpace(kept))
+		}
+	}
+}

@@ -1,0 +1,186 @@
+package metrics_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"google.golang.org/grpc/codes"
+
+	"github.com/contextd/contextd/internal/config"
+	"github.com/contextd/contextd/internal/engine"
+	"github.com/contextd/contextd/internal/index/indextest"
+	"github.com/contextd/contextd/internal/mcp"
+	"github.com/contextd/contextd/internal/mcp/mcptest"
+	"github.com/contextd/contextd/internal/metrics"
+	"github.com/contextd/contextd/internal/metrics/metricstest"
+	ctxsync "github.com/contextd/contextd/internal/sync"
+)
+
+// TestMetricsMoveWithCalls runs an engine with the metrics as its observer
+// against an in-memory server and a server that never connects, scrapes
+// /metrics over HTTP, answers an Assemble and a Search, and scrapes again.
+func TestMetricsMoveWithCalls(t *testing.T) {
+	m := metrics.New()
+	srv := mcptest.NewServer(map[string]string{
+		"doc://architecture": "# Architecture\n\nThe walrus service is organised in layers.\n",
+		"doc://billing":      "# Billing\n\nInvoices go out monthly.\n",
+	}, &mcpsdk.ServerOptions{
+		// Subscribed reads are cached, so a second read is a cache hit.
+		SubscribeHandler:          func(context.Context, *mcpsdk.SubscribeRequest) error { return nil },
+		UnsubscribeHandler:        func(context.Context, *mcpsdk.UnsubscribeRequest) error { return nil },
+		SupportedProtocolVersions: []string{"2025-11-25"},
+	})
+	cfg := &config.Config{Servers: []config.Server{
+		{Name: "broken", Transport: config.TransportStdio, Command: "unused"},
+		{Name: "docs", Transport: config.TransportStdio, Command: "unused"},
+	}}
+	eng, err := engine.New(t.Context(), engine.Options{Config: cfg, InMemory: true, Embedder: &indextest.BagEmbedder{}, Observer: m,
+		Dial: func(s config.Server) ctxsync.DialFunc {
+			if s.Name == "broken" {
+				return func(context.Context, *mcp.Options) (*mcp.Session, error) { return nil, context.DeadlineExceeded }
+			}
+			return mcptest.Dial(t, s.Name, srv)
+		},
+		Mirror: func(o *ctxsync.Options) { o.MinBackoff, o.MaxBackoff = time.Hour, time.Hour },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Watch(eng)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = eng.Run(ctx) })
+	t.Cleanup(func() { cancel(); wg.Wait(); eng.Close() })
+	if err := eng.WaitReady(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	web := httptest.NewServer(m.Handler(false))
+	defer web.Close()
+	url := web.URL + "/metrics"
+
+	before := metricstest.Scrape(t, url)
+	for key, want := range map[string]float64{
+		metricstest.Key("contextd_server_state", "server", "docs", "state", "ready"):                                      1,
+		metricstest.Key("contextd_server_state", "server", "docs", "state", "failed"):                                     0,
+		metricstest.Key("contextd_server_state", "server", "broken", "state", "failed"):                                   1,
+		metricstest.Key("contextd_server_resources", "server", "docs"):                                                    2,
+		metricstest.Key("contextd_index_descriptors"):                                                                     2,
+		metricstest.Key("contextd_content_index_texts"):                                                                   2,
+		metricstest.Key("contextd_syncs_total", "server", "docs", "result", "ok"):                                         1,
+		metricstest.Key("contextd_upstream_requests_total", "server", "docs", "method", "resources/list", "result", "ok"): 1,
+		metricstest.Key("contextd_upstream_requests_total", "server", "docs", "method", "resources/read", "result", "ok"): 2, // the content pass
+		metricstest.Key("contextd_config_last_reload_successful"):                                                         1,
+	} {
+		if got, ok := before[key]; !ok || got != want {
+			t.Errorf("%s = %v (present %v), want %v", key, got, ok, want)
+		}
+	}
+	if before[metricstest.Key("contextd_content_index_bytes")] <= 0 {
+		t.Errorf("contextd_content_index_bytes = %v, want the texts' size", before[metricstest.Key("contextd_content_index_bytes")])
+	}
+	if _, ok := before[metricstest.Key("contextd_embedding_queue_passages")]; !ok {
+		t.Error("contextd_embedding_queue_passages missing")
+	}
+	if before[metricstest.Key("contextd_server_last_sync_timestamp_seconds", "server", "docs")] < float64(time.Now().Add(-time.Minute).Unix()) {
+		t.Error("docs' last sync timestamp is not recent")
+	}
+	if _, ok := before[metricstest.Key("go_goroutines")]; !ok {
+		t.Error("Go runtime metrics missing")
+	}
+
+	res, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "how is the walrus service organised", TokenBudget: 400})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eng.Search(t.Context(), engine.SearchRequest{Query: "invoices"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eng.Search(t.Context(), engine.SearchRequest{Query: " "}); err == nil {
+		t.Fatal("empty search succeeded")
+	}
+	m.GRPC("/contextd.v1.ContextService/Assemble", codes.OK, time.Millisecond)
+	m.Reloaded(context.Canceled)
+
+	after := metricstest.Scrape(t, url)
+	delta := func(key string) float64 { return after[key] - before[key] }
+	reads := metricstest.Key("contextd_upstream_requests_total", "server", "docs", "method", "resources/read", "result", "ok")
+	if got := delta(reads); got != float64(res.Reads) || got < 1 {
+		t.Errorf("reads counted %v, want the Assemble's %d", got, res.Reads)
+	}
+	if got := delta(metricstest.Key("contextd_read_cache_requests_total", "server", "docs", "result", "miss")); got != float64(res.Reads) {
+		t.Errorf("cache misses counted %v, want %d", got, res.Reads)
+	}
+	for key, want := range map[string]float64{
+		metricstest.Key("contextd_request_duration_seconds_count", "method", "assemble", "result", "ok"):               1,
+		metricstest.Key("contextd_request_duration_seconds_count", "method", "search", "result", "ok"):                 1,
+		metricstest.Key("contextd_request_duration_seconds_count", "method", "search", "result", "error"):              1,
+		metricstest.Key("contextd_assemble_tokens_count"):                                                              1,
+		metricstest.Key("contextd_assemble_tokens_sum"):                                                                float64(res.TotalTokens),
+		metricstest.Key("contextd_grpc_requests_total", "method", "contextd.v1.ContextService/Assemble", "code", "OK"): 1,
+		metricstest.Key("contextd_config_reloads_total", "result", "error"):                                            1,
+	} {
+		if got := delta(key); got != want {
+			t.Errorf("%s moved by %v, want %v", key, got, want)
+		}
+	}
+	// The same answer again comes from the read cache.
+	again, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "how is the walrus service organised", TokenBudget: 400})
+	if err != nil {
+		t.Fatal(err)
+	}
+	third := metricstest.Scrape(t, url)
+	hits := metricstest.Key("contextd_read_cache_requests_total", "server", "docs", "result", "hit")
+	if got := third[hits] - after[hits]; got != float64(len(again.Items)) || got < 1 {
+		t.Errorf("cache hits counted %v, want one per item of the repeated Assemble (%d)", got, len(again.Items))
+	}
+	if got := third[reads] - after[reads]; got != 0 {
+		t.Errorf("the repeated Assemble counted %v reads upstream, want 0 (cached)", got)
+	}
+	if res.TotalTokens == 0 {
+		t.Error("the Assemble returned no tokens; the test needs some")
+	}
+	if after[metricstest.Key("contextd_config_last_reload_successful")] != 0 {
+		t.Error("a refused reload left contextd_config_last_reload_successful at 1")
+	}
+}
+
+func TestForgetDropsARemovedServersSeries(t *testing.T) {
+	m := metrics.New()
+	m.Called("gone", "resources/read", nil)
+	m.Called("kept", "resources/read", nil)
+	m.Synced("gone", true)
+	m.Cached("gone", false)
+	m.Forget("gone")
+	web := httptest.NewServer(m.Handler(false))
+	defer web.Close()
+	got := metricstest.Scrape(t, web.URL+"/metrics")
+	for key := range got {
+		if strings.Contains(key, `server="gone"`) {
+			t.Errorf("%s still exported after Forget", key)
+		}
+	}
+	if got[metricstest.Key("contextd_upstream_requests_total", "server", "kept", "method", "resources/read", "result", "ok")] != 1 {
+		t.Error("Forget dropped another server's series")
+	}
+}
+
+func TestPprofOnlyWhenAsked(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		web := httptest.NewServer(metrics.New().Handler(on))
+		resp, err := http.Get(web.URL + "/debug/pprof/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		web.Close()
+		if want := map[bool]int{false: http.StatusNotFound, true: http.StatusOK}[on]; resp.StatusCode != want {
+			t.Errorf("pprof %v: /debug/pprof/ answered %d, want %d", on, resp.StatusCode, want)
+		}
+	}
+}
