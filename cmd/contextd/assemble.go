@@ -29,6 +29,7 @@ type oneShot struct {
 	json     bool
 	timeout  time.Duration
 	logLevel string
+	waitFull bool
 }
 
 func (o *oneShot) register(fs *flag.FlagSet) {
@@ -37,14 +38,19 @@ func (o *oneShot) register(fs *flag.FlagSet) {
 	fs.BoolVar(&o.json, "json", false, "print the protojson of the gRPC response")
 	fs.DurationVar(&o.timeout, "timeout", 60*time.Second, "how long to wait for servers to connect, sync and index their small resources' text")
 	fs.StringVar(&o.logLevel, "log-level", "warn", "debug, info, warn or error (logs go to stderr)")
+	fs.BoolVar(&o.waitFull, "wait-full", false, "wait for every server's whole first content pass (up to --timeout), not only for the resources the query needs")
 }
 
 // start loads the config, starts the engine's mirrors and waits for their
-// first sync and content pass. stop ends the mirrors and closes the engine.
+// first sync and the part of their first content pass that focus (the
+// query) needs: the text of the resources it ranks highest, read first
+// (with --wait-full, or without focus, the whole pass). It says on stderr
+// what is still being indexed. stop ends the mirrors and closes the
+// engine.
 //
 // extra names servers to connect to beyond --server (the servers of pinned
 // resources); they do not widen the ranking scope, which is --server.
-func (o *oneShot) start(ctx context.Context, stderr io.Writer, extra ...string) (eng *engine.Engine, stop func(), err error) {
+func (o *oneShot) start(ctx context.Context, stderr io.Writer, focus string, extra ...string) (eng *engine.Engine, stop func(), err error) {
 	if o.timeout <= 0 {
 		return nil, nil, fmt.Errorf("%w: --timeout %v must be positive", engine.ErrInvalidArgument, o.timeout)
 	}
@@ -84,7 +90,10 @@ func (o *oneShot) start(ctx context.Context, stderr io.Writer, extra ...string) 
 		cfg.Servers = keep
 	}
 	// A run limited to some servers keeps the others' persisted descriptors.
-	eng, err = engine.New(ctx, engine.Options{Config: cfg, Logger: log, KeepOtherServers: len(o.servers) > 0, SharedDataDir: true,
+	if o.waitFull {
+		focus = ""
+	}
+	eng, err = engine.New(ctx, engine.Options{Config: cfg, Logger: log, KeepOtherServers: len(o.servers) > 0, SharedDataDir: true, Focus: focus,
 		// A one-shot run gives stdio servers 1s per shutdown stage, not 5s.
 		Mirror: func(mo *ctxsync.Options) { mo.TerminateDuration = time.Second }})
 	if err != nil {
@@ -98,7 +107,7 @@ func (o *oneShot) start(ctx context.Context, stderr io.Writer, extra ...string) 
 	fmt.Fprintf(stderr, "contextd: mirroring %d server(s)...\n", len(cfg.Servers))
 	wctx, wcancel := context.WithTimeout(ctx, o.timeout)
 	defer wcancel()
-	if err := waitReady(wctx, eng, stderr); err != nil {
+	if err := waitReady(wctx, eng, focus != "", stderr); err != nil {
 		if ctx.Err() != nil {
 			stop()
 			return nil, nil, ctx.Err()
@@ -115,8 +124,38 @@ func (o *oneShot) start(ctx context.Context, stderr io.Writer, extra ...string) 
 			line += " — " + esc(firstLine(s.LastError))
 		}
 		fmt.Fprintln(stderr, line)
+		if p := pendingLine(s.Status); p != "" {
+			fmt.Fprintln(stderr, "contextd:   "+strings.Repeat(" ", 17)+p)
+		}
 	}
 	return eng, stop, nil
+}
+
+// pendingLine says what of a server is not indexed yet, so an answer given
+// before the whole content pass says what it could not see, or "" when
+// nothing is pending.
+func pendingLine(s ctxsync.Status) string {
+	var parts []string
+	if s.DescriptorsPending > 0 {
+		parts = append(parts, fmt.Sprintf("%d descriptors not embedded yet (ranked by their words only)", s.DescriptorsPending))
+	}
+	if s.ContentWaiting > 0 {
+		w := fmt.Sprintf("%d resources' text not indexed", s.ContentWaiting)
+		switch s.ContentBound {
+		case "":
+			w += " yet (the query's best candidates were read first)"
+		default:
+			w += fmt.Sprintf(" (bound reached: %s)", s.ContentBound)
+		}
+		parts = append(parts, w)
+	}
+	if s.PassagesPending > 0 {
+		parts = append(parts, fmt.Sprintf("%d passages not embedded yet", s.PassagesPending))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "pending: " + strings.Join(parts, "; ")
 }
 
 func assemble(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -144,7 +183,7 @@ func assemble(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	for _, p := range in.GetPinned() {
 		pinnedServers = append(pinnedServers, p.GetServer())
 	}
-	eng, stop, err := o.start(ctx, stderr, pinnedServers...)
+	eng, stop, err := o.start(ctx, stderr, q, pinnedServers...)
 	if err != nil {
 		return err
 	}
@@ -253,7 +292,7 @@ func search(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := (engine.Filter{MIMETypes: mimes, URIPrefixes: prefixes}).Check(); err != nil {
 		return err // before connecting anything
 	}
-	eng, stop, err := o.start(ctx, stderr)
+	eng, stop, err := o.start(ctx, stderr, q)
 	if err != nil {
 		return err
 	}
@@ -369,12 +408,19 @@ func (f *optionalFloat) Set(s string) error {
 // servers says which.
 var waitReport = 5 * time.Second
 
-// waitReady is eng.WaitReady that says, every waitReport, which servers it
-// is still waiting for and what they are doing, so a server that hangs at
-// connect does not look like contextd hanging.
-func waitReady(ctx context.Context, eng *engine.Engine, stderr io.Writer) error {
+// waitReady is eng.WaitReady (eng.WaitAnswerable with focus) that says,
+// every waitReport, which servers it is still waiting for and what they
+// are doing, so a server that hangs at connect does not look like contextd
+// hanging.
+func waitReady(ctx context.Context, eng *engine.Engine, focus bool, stderr io.Writer) error {
 	done := make(chan error, 1)
-	go func() { done <- eng.WaitReady(ctx) }()
+	go func() {
+		if focus {
+			done <- eng.WaitAnswerable(ctx)
+			return
+		}
+		done <- eng.WaitReady(ctx)
+	}()
 	tick := time.NewTicker(waitReport)
 	defer tick.Stop()
 	start := time.Now()

@@ -114,6 +114,15 @@ func servers(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if s.GetLastSync() != nil && !s.GetResourcesCapability() {
 			fmt.Fprint(stdout, " (no resources capability)") // as the one-shot commands say
 		}
+		if w := s.GetContentWaiting(); w > 0 {
+			fmt.Fprintf(stdout, "  %d waiting for content", w)
+			if b := s.GetContentBound(); b != "" {
+				fmt.Fprintf(stdout, " (%s bound reached; the most useful indexed first)", esc(b))
+			}
+		}
+		if n := s.GetDescriptorsPending(); n > 0 {
+			fmt.Fprintf(stdout, "  %d descriptors not embedded yet", n)
+		}
 		if n, d := s.GetRejectedEntries(), s.GetDuplicateEntries(); n+d > 0 {
 			fmt.Fprintf(stdout, "  dropped %d malformed and %d repeated list entries", n, d)
 		}

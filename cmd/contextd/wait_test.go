@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	ctxsync "github.com/contextd/contextd/internal/sync"
 )
 
 // A one-shot command waiting on a server that never answers says which
@@ -22,5 +24,20 @@ func TestOneShotSaysWhichServerItIsWaitingFor(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "contextd: still waiting after") || !strings.Contains(stderr.String(), "for mute (") {
 		t.Errorf("stderr does not say which server it waits for:\n%s", stderr.String())
+	}
+}
+
+func TestPendingLineSaysWhatIsNotIndexed(t *testing.T) {
+	if got := pendingLine(ctxsync.Status{}); got != "" {
+		t.Errorf("nothing pending: %q, want empty", got)
+	}
+	got := pendingLine(ctxsync.Status{DescriptorsPending: 1920, ContentWaiting: 12, PassagesPending: 50})
+	for _, want := range []string{"1920 descriptors not embedded yet", "12 resources' text not indexed yet", "50 passages"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("pendingLine = %q, want it to say %q", got, want)
+		}
+	}
+	if got := pendingLine(ctxsync.Status{ContentWaiting: 3, ContentBound: "bytes"}); !strings.Contains(got, "bound reached: bytes") {
+		t.Errorf("pendingLine with a bound = %q", got)
 	}
 }

@@ -380,6 +380,7 @@ func startEngineIn(ctx context.Context, wg *sync.WaitGroup, servers map[string]*
 				o.ContentMaxResources = -1
 			}
 			o.PassagesBeforeReady = true // rank with every passage embedded
+			o.ContentPassTime = -1       // and every text read, however slow the machine
 		},
 	})
 	if err != nil {

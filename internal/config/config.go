@@ -89,6 +89,13 @@ type Config struct {
 	Servers []Server
 	// Limits bound each request's work and how many run at once.
 	Limits Limits
+	// ContentBytes (content_bytes_per_server) bounds each server's text in
+	// the content index, in bytes: 0 means the default (64 MiB), negative
+	// no bound per server. ContentPassTime (content_pass_time) bounds one
+	// content pass: 0 means the default (10m), negative none. See
+	// internal/sync's Options.ContentBytes and ContentPassTime.
+	ContentBytes    int64
+	ContentPassTime time.Duration
 	// Auth is who may call the daemon: a token, TLS and client
 	// certificates. The CLI clients (query, servers) use it too.
 	Auth Auth
@@ -146,6 +153,9 @@ type file struct {
 	Embedder   yaml.Node `yaml:"embedder"` // a name or a mapping: see embedder.go
 	Poll       string    `yaml:"poll_interval"`
 	MaxMessage int       `yaml:"max_message_bytes"`
+	// The content index's bounds: see content.go.
+	ContentBytes    *string `yaml:"content_bytes_per_server"`
+	ContentPassTime string  `yaml:"content_pass_time"`
 	// Limits, access control and TLS: see security.go.
 	MaxPins          int                   `yaml:"max_pins"`
 	MaxReads         int                   `yaml:"max_reads"`
@@ -257,6 +267,9 @@ func parse(path string, data []byte, lookup func(string) (string, bool), clientO
 			d = -1 // "0" means never, as documented
 		}
 		c.PollInterval = d
+	}
+	if err := c.parseContent(&f); err != nil {
+		return nil, fmt.Errorf("%s: %w: %w", path, ErrInvalid, err)
 	}
 	if err := c.parseSecurity(&f, lookup); err != nil {
 		return nil, fmt.Errorf("%s: %w: %w", path, ErrInvalid, err)

@@ -41,6 +41,10 @@ var (
 type Options struct {
 	// Config lists the servers and settings. Required.
 	Config *config.Config
+	// Focus is the query a one-shot command will answer, or "": the
+	// mirrors embed and read first what it needs (index.SetFocus), and
+	// WaitAnswerable returns once that is indexed.
+	Focus string
 	// Embedder embeds descriptors and queries. Nil means the one Config
 	// names (ConfiguredEmbedder).
 	Embedder embed.Embedder
@@ -244,6 +248,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		}
 		return nil, err
 	}
+	ix.SetFocus(opts.Focus)
 	e := &Engine{log: log, ix: ix, tok: tok, candidates: opts.Candidates, est: budget.NewEstimator(), unlock: unlock,
 		dial: opts.Dial, adjust: opts.Mirror, observer: opts.Observer, synced: make(chan struct{}),
 		retired: map[string]*ctxsync.Mirror{}, runs: map[*ctxsync.Mirror]*mirrorRun{}}
@@ -293,7 +298,7 @@ func (e *Engine) newMirror(cfg *config.Config, srv config.Server, red *redact.Re
 		hidden = append(hidden, s.Secrets()...)
 	}
 	mo := ctxsync.Options{Server: srv.Name, Dial: dial, Index: e.ix, Logger: e.log.With("component", "sync"), PollInterval: cfg.PollInterval, Redact: red,
-		Observer: mirrorObserver{e}, HiddenEnv: hidden}
+		Observer: mirrorObserver{e}, HiddenEnv: hidden, ContentBytes: cfg.ContentBytes, ContentPassTime: cfg.ContentPassTime}
 	if srv.NoContentIndex {
 		mo.ContentMaxResources = -1
 	}
@@ -376,6 +381,22 @@ func (e *Engine) WaitReady(ctx context.Context) error {
 	for _, m := range e.set().mirrors {
 		select {
 		case <-m.Ready():
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// WaitAnswerable blocks until every mirror can answer the focus query
+// (Options.Focus) well: the text of what the query needs is indexed and
+// the rest of its first list is at least searchable by words
+// (ctxsync.Mirror.Answerable), or its first attempt failed; or until ctx
+// ends. Without a focus query it is WaitReady.
+func (e *Engine) WaitAnswerable(ctx context.Context) error {
+	for _, m := range e.set().mirrors {
+		select {
+		case <-m.Answerable():
 		case <-ctx.Done():
 			return ctx.Err()
 		}

@@ -153,7 +153,20 @@ func (e *Engine) Search(ctx context.Context, req SearchRequest) (out []Ranked, e
 		}
 		how = *req.Ranking
 	}
-	return e.rank(ctx, req.Query, req.Filter, req.Limit, how)
+	ranked, err := e.rank(ctx, req.Query, req.Filter, req.Limit, how)
+	e.noteHits(ranked)
+	return ranked, err
+}
+
+// noteHits tells the index which resources a query ranked among its
+// candidates, so content passes that cannot read everything read those
+// first (index.NoteHits).
+func (e *Engine) noteHits(ranked []Ranked) {
+	keys := make([]resource.Key, len(ranked))
+	for i, r := range ranked {
+		keys[i] = r.Key()
+	}
+	e.ix.NoteHits(keys...)
 }
 
 // AssembleRequest asks for the contents that best serve a task within a budget.
@@ -256,6 +269,7 @@ func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (out *Assemb
 	if err != nil && (len(pinned) == 0 || !errors.Is(err, ErrUnavailable)) {
 		return nil, err
 	}
+	e.noteHits(ranked)
 	// With pins, no synced server to rank is not an error: the pinned
 	// resources are still read (from servers that are up).
 	for _, r := range ranked {

@@ -318,6 +318,30 @@ func (ix *Index) ContentBytes() int64 {
 	return ix.contentBytes()
 }
 
+// ServerContentBytes returns the bytes of server's text the content index
+// holds (every server's when ""), as counted against Options.ContentBytes.
+func (ix *Index) ServerContentBytes(server string) int64 {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	var n int64
+	for k, e := range ix.docs {
+		if e.content != nil && (server == "" || k.Server == server) {
+			n += int64(e.content.size)
+		}
+	}
+	return n
+}
+
+// ContentSize returns the bytes of k's indexed text, 0 when it has none.
+func (ix *Index) ContentSize(k resource.Key) int {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	if e, ok := ix.docs[k]; ok && e.content != nil {
+		return e.content.size
+	}
+	return 0
+}
+
 // contentBytes is the text the index holds, in bytes. ix.mu must be held.
 func (ix *Index) contentBytes() int64 {
 	var n int64

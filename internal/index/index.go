@@ -101,7 +101,8 @@ type Index struct {
 	cbytes int64               // Options.ContentBytes, resolved; 0: no cap
 	cpass  int                 // Options.ContentPassages, resolved; 0: no cap
 	lex    *lexical.Index
-	words  *passageWords // every passage of every indexed text
+	words  *passageWords    // every passage of every indexed text
+	lexOpt *lexical.Options // Options.Lexical
 	closed chan struct{}
 
 	// rowsMu guards scan, the rows Dense last scanned (see rows). Lock
@@ -145,6 +146,17 @@ type Index struct {
 	// passages share a file either (see passageDocID).
 	cids   map[resource.Key][]string
 	cfiles map[string]passageRef
+	// pending holds descriptors an Upsert or Replace in progress has
+	// listed but not stored yet (no vector): they are in the lexical index,
+	// and Get and Len see them, so a big server is searchable by BM25F as
+	// soon as it is listed. pcount counts them per server. They exist only
+	// while their server's write lock is held by that call.
+	pending map[resource.Key]resource.Descriptor
+	pcount  map[string]int
+	// focus is the query SetFocus set; hits counts how often each
+	// resource was among a query's candidates (NoteHits).
+	focus string
+	hits  map[resource.Key]int
 }
 
 type unstoredVec struct {
@@ -205,6 +217,7 @@ func open(ctx context.Context, opts Options) (*Index, error) {
 		log:    log,
 		lex:    lexical.New(opts.Lexical),
 		words:  newPassageWords(),
+		lexOpt: opts.Lexical,
 		closed: make(chan struct{}),
 		cw:     max(cmp.Or(opts.ContentWeight, DefaultContentWeight), 0),
 		cbytes: max(cmp.Or(opts.ContentBytes, DefaultContentBytes), 0),
@@ -215,6 +228,10 @@ func open(ctx context.Context, opts Options) (*Index, error) {
 		cids:   map[resource.Key][]string{},
 		cfiles: map[string]passageRef{},
 		slocks: map[string]*sync.Mutex{},
+
+		pending: map[resource.Key]resource.Descriptor{},
+		pcount:  map[string]int{},
+		hits:    map[resource.Key]int{},
 	}
 	db, err := openDB(opts.Dir, log)
 	if err != nil {
@@ -400,6 +417,10 @@ func (ix *Index) lockServers(servers ...string) (unlock func()) {
 const upsertChunk = 256
 
 func (ix *Index) upsert(ctx context.Context, descs []resource.Descriptor) (embedded int, err error) {
+	// New descriptors rank lexically while they wait for their vectors;
+	// those not stored when this call ends (an error, a cancellation) go.
+	defer ix.dropPending(ix.addPending(descs))
+	descs = ix.focusFirst(descs)
 	start, n := time.Now(), len(descs)
 	progress, _ := ctx.Value(progressKey{}).(func(done, total int))
 	for len(descs) > 0 {
@@ -532,6 +553,10 @@ func (ix *Index) upsertChunk(ctx context.Context, descs []resource.Descriptor) (
 		ix.gen.Add(1)
 		if _, ok := ix.docs[key]; !ok {
 			ix.count[j.d.Server]++
+		}
+		if _, ok := ix.pending[key]; ok {
+			delete(ix.pending, key)
+			ix.pcount[key.Server]--
 		}
 		ix.files[docFile(id)] = key
 		ix.docs[key] = entry{desc: j.d, id: id, hash: j.hash, vec: j.vec, content: j.content}
@@ -726,17 +751,45 @@ func (ix *Index) Replace(ctx context.Context, server string, descs []resource.De
 	return diff, ix.delete(ctx, gone)
 }
 
-// Get returns the descriptor stored under k.
+// Get returns the descriptor stored under k, or listed by an Upsert or
+// Replace in progress and waiting for its vector.
 func (ix *Index) Get(k resource.Key) (resource.Descriptor, bool) {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	e, ok := ix.docs[k]
+	if !ok {
+		d, ok := ix.pending[k]
+		return d, ok
+	}
 	return e.desc, ok
 }
 
 // Len returns the number of descriptors of server, or of all servers when
-// server is "".
+// server is "", counting those waiting for their vector (Pending).
 func (ix *Index) Len(server string) int {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	if server == "" {
+		return len(ix.docs) + len(ix.pending)
+	}
+	return ix.count[server] + ix.pcount[server]
+}
+
+// Pending returns how many of server's descriptors (all servers' when "")
+// an Upsert or Replace in progress has listed but not embedded yet: they
+// rank by BM25F alone (Lexical) until their vectors are stored.
+func (ix *Index) Pending(server string) int {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	if server == "" {
+		return len(ix.pending)
+	}
+	return ix.pcount[server]
+}
+
+// stored returns the number of stored (embedded) descriptors of server, or
+// of all servers when server is "".
+func (ix *Index) stored(server string) int {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	if server == "" {
@@ -745,8 +798,148 @@ func (ix *Index) Len(server string) int {
 	return ix.count[server]
 }
 
-// Descriptors returns server's descriptors (all servers when ""), sorted by
-// (server, URI).
+// addPending lists the descriptors of descs the index does not hold yet
+// as pending (see Index.pending) and returns their keys. The caller holds
+// their servers' write locks.
+func (ix *Index) addPending(descs []resource.Descriptor) []resource.Key {
+	var keys []resource.Key
+	var lex []lexical.Doc
+	ix.mu.Lock()
+	for _, d := range descs {
+		k := d.Key()
+		if _, ok := ix.docs[k]; ok {
+			continue // it ranks by its old version until the new one is stored
+		}
+		if _, ok := ix.pending[k]; !ok {
+			ix.pcount[k.Server]++
+		}
+		ix.pending[k] = d
+		keys = append(keys, k)
+		lex = append(lex, lexDoc(d, ""))
+	}
+	ix.mu.Unlock()
+	ix.lex.Upsert(lex...)
+	return keys
+}
+
+// dropPending removes those of keys still pending: their Upsert ended
+// before storing them.
+func (ix *Index) dropPending(keys []resource.Key) {
+	var gone []string
+	ix.mu.Lock()
+	for _, k := range keys {
+		if _, ok := ix.pending[k]; ok {
+			delete(ix.pending, k)
+			if ix.pcount[k.Server]--; ix.pcount[k.Server] == 0 {
+				delete(ix.pcount, k.Server)
+			}
+			gone = append(gone, k.String())
+		}
+	}
+	ix.mu.Unlock()
+	ix.lex.Delete(gone...)
+}
+
+// SetFocus names the query a one-shot command is about to answer ("" for
+// none): Upsert and Replace then embed first the descriptors it matches
+// by BM25F, and Focus tells internal/sync's content pass to read first
+// what it ranks high, so the answer does not wait for the whole server.
+func (ix *Index) SetFocus(query string) {
+	ix.mu.Lock()
+	ix.focus = query
+	ix.mu.Unlock()
+}
+
+// Focus returns the query SetFocus set, or "".
+func (ix *Index) Focus() string {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return ix.focus
+}
+
+// FocusCandidates returns up to n of descs that the focus query (SetFocus)
+// matches best by BM25F, scored among descs alone (as if they were all the
+// index held), best first; nil without a focus query or a match. A mirror
+// embeds and reads these before the rest of a big list.
+func (ix *Index) FocusCandidates(descs []resource.Descriptor, n int) []resource.Descriptor {
+	q := ix.Focus()
+	if q == "" || n <= 0 {
+		return nil
+	}
+	lex := lexical.New(ix.lexOpt)
+	at := make(map[string]int, len(descs))
+	docs := make([]lexical.Doc, len(descs))
+	for i, d := range descs {
+		docs[i] = lexDoc(d, "")
+		at[docs[i].ID] = i
+	}
+	lex.Upsert(docs...)
+	var out []resource.Descriptor
+	for _, h := range lex.Search(q, n, func(string) bool { return true }) {
+		out = append(out, descs[at[h.ID]])
+	}
+	return out
+}
+
+// maxHits bounds the resources NoteHits remembers: past it the counts
+// start over.
+const maxHits = 1 << 16
+
+// NoteHits records that keys were among a query's candidates (the engine
+// calls it for what it considered); Hits returns the count. The content
+// pass reads the most hit first when it cannot read everything.
+func (ix *Index) NoteHits(keys ...resource.Key) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if len(ix.hits)+len(keys) > maxHits {
+		clear(ix.hits)
+	}
+	for _, k := range keys {
+		ix.hits[k]++
+	}
+}
+
+// Hits returns how often k was noted by NoteHits.
+func (ix *Index) Hits(k resource.Key) int {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return ix.hits[k]
+}
+
+// focusFirst moves to the front the descriptors of descs that the focus
+// query (SetFocus) matches best by BM25F, up to one chunk's worth, so their
+// vectors are stored first; the others keep their order.
+func (ix *Index) focusFirst(descs []resource.Descriptor) []resource.Descriptor {
+	q := ix.Focus()
+	if q == "" || len(descs) <= upsertChunk {
+		return descs
+	}
+	at := make(map[string]int, len(descs))
+	for i, d := range descs {
+		at[d.Key().String()] = i
+	}
+	hits := ix.lex.Search(q, upsertChunk, func(id string) bool { _, ok := at[id]; return ok })
+	if len(hits) == 0 {
+		return descs
+	}
+	first := make([]bool, len(descs))
+	out := make([]resource.Descriptor, 0, len(descs))
+	for _, h := range hits {
+		i := at[h.ID]
+		first[i] = true
+		out = append(out, descs[i])
+	}
+	for i, d := range descs {
+		if !first[i] {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// Descriptors returns server's stored descriptors (all servers when ""),
+// sorted by (server, URI); descriptors waiting for their vector (Pending)
+// are not among them.
 func (ix *Index) Descriptors(server string) []resource.Descriptor {
 	ix.mu.RLock()
 	var out []resource.Descriptor

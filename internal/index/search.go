@@ -57,7 +57,7 @@ func (ix *Index) Dense(ctx context.Context, query string, n int, f Filter) ([]Hi
 		servers = slices.Compact(slices.Sorted(slices.Values(f.Servers))) // a server named twice is searched once
 	}
 	for _, s := range servers {
-		if ix.Len(s) > 0 {
+		if ix.stored(s) > 0 {
 			hits = append(hits, ix.scanMixed(vec, n, s)...)
 		}
 	}

@@ -213,7 +213,10 @@ func ListServersResponse(servers []engine.ServerStatus) *contextdv1.ListServersR
 			TemplateCount: int32(s.Templates), ListComplete: s.ListComplete, LastError: s.LastError,
 			ProtocolVersion: s.Protocol, RejectedEntries: int32(s.Rejected),
 			DuplicateEntries: int32(s.Duplicates), ListProblems: s.Problems,
-			Activity: s.Activity,
+			Activity: s.Activity, DescriptorsPending: int32(s.DescriptorsPending),
+			ContentWaiting: int32(s.ContentWaiting), ContentBytes: s.ContentBytes,
+			ContentMaxBytes: s.ContentMaxBytes, ContentBound: s.ContentBound,
+			PassagesPending: int32(s.PassagesPending),
 		}
 		if s.ServerName != "" {
 			ps.ServerInfo = s.ServerName + " " + s.ServerVersion

@@ -1,8 +1,10 @@
 package sync
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"math"
 	"slices"
 	"strings"
 	gosync "sync"
@@ -18,12 +20,15 @@ import (
 	"github.com/contextd/contextd/internal/resource"
 )
 
-// Defaults of the content pass (Options.ContentMaxResources,
-// Options.ContentMaxBytes and Options.ContentMaxAge).
+// Defaults of the content pass (Options.ContentMaxBytes,
+// Options.ContentBytes, Options.ContentPassTime and Options.ContentMaxAge).
 const (
-	DefaultContentMaxResources = 1000
-	DefaultContentMaxBytes     = index.MaxContentBytes
-	DefaultContentMaxAge       = time.Hour
+	DefaultContentMaxBytes = index.MaxContentBytes
+	// DefaultContentBytes is a quarter of index.DefaultContentBytes, so
+	// one big server leaves room for others.
+	DefaultContentBytes    = 64 << 20
+	DefaultContentPassTime = 10 * time.Minute
+	DefaultContentMaxAge   = time.Hour
 )
 
 // contentRetryAfter is how long a resource whose read failed in a content
@@ -242,7 +247,7 @@ func (m *Mirror) indexContents(ctx context.Context, sess *mcp.Session, refreshAg
 	stale := m.contentStale
 	m.contentStale = map[string]bool{}
 	m.mu.Unlock()
-	var updated, fresh, aged []resource.Descriptor
+	var updated, regain, fresh, aged []resource.Descriptor
 	var held []resource.Descriptor // stale, but not to be read yet: they stay stale, their old text gone
 	have := 0
 	now := time.Now()
@@ -255,6 +260,9 @@ func (m *Mirror) indexContents(ctx context.Context, sess *mcp.Session, refreshAg
 		has, at := ix.HasContent(d.Key())
 		if has {
 			have++
+			if size := ix.ContentSize(d.Key()); size > 0 {
+				m.contentHad[d.URI] = size
+			}
 		}
 		// A resource whose read ended sessions is left alone for a while,
 		// whatever its version or the server's word that it changed (its
@@ -282,6 +290,8 @@ func (m *Mirror) indexContents(ctx context.Context, sess *mcp.Session, refreshAg
 		switch {
 		case stale[d.URI]:
 			updated = append(updated, d)
+		case !has && m.contentHad[d.URI] > 0:
+			regain = append(regain, d) // edited, or removed and listed again
 		case !has:
 			fresh = append(fresh, d)
 		case refreshAged && d.LastModified == "" && m.opts.ContentMaxAge > 0 && now.Sub(at) > m.opts.ContentMaxAge:
@@ -303,12 +313,78 @@ func (m *Mirror) indexContents(ctx context.Context, sess *mcp.Session, refreshAg
 			delete(m.contentKillers, uri)
 		}
 	}
-	if room := max(m.opts.ContentMaxResources-have, 0); len(fresh) > room {
-		m.log.Info("content index full for this server; the rest are ranked by their descriptors",
-			"indexed", have, "left_out", len(fresh)-room, "max", m.opts.ContentMaxResources)
-		fresh = fresh[:room]
+	if len(m.contentHad) > 2*len(listed)+1024 {
+		// Forget removed resources once they would outnumber the listed.
+		for uri := range m.contentHad {
+			if !listed[uri] {
+				delete(m.contentHad, uri)
+			}
+		}
 	}
-	todo := slices.Concat(updated, fresh, aged)
+	useful := m.usefulness(ctx)
+	slices.SortStableFunc(fresh, useful.compare)
+	focusLeft := 0 // focus resources this pass reads
+	for _, d := range slices.Concat(updated, regain, fresh) {
+		if _, ok := useful.focus[d.URI]; ok {
+			focusLeft++
+		}
+	}
+	// What waits for a bound, and which bound.
+	waiting, bound := 0, ""
+	leave := func(n int, why string) {
+		if n > 0 {
+			waiting += n
+			if bound == "" {
+				bound = why
+			}
+		}
+	}
+	if m.opts.ContentMaxResources > 0 {
+		if room := max(m.opts.ContentMaxResources-have-len(regain), 0); len(fresh) > room {
+			m.log.Info("content index full for this server (count); the rest are ranked by their descriptors",
+				"indexed", have, "left_out", len(fresh)-room, "max", m.opts.ContentMaxResources)
+			leave(len(fresh)-room, "count")
+			fresh = fresh[:room]
+		}
+	}
+	// The server's byte bound: resources that had text keep the bytes it
+	// took; the others are taken in order of usefulness while they fit
+	// (by declared size, or the size a read found before; an undeclared
+	// one is checked once read).
+	serverRoom := int64(math.MaxInt64)
+	if m.opts.ContentBytes > 0 {
+		serverRoom = m.opts.ContentBytes - ix.ServerContentBytes(m.opts.Server)
+		for _, d := range regain {
+			serverRoom -= int64(m.contentHad[d.URI])
+		}
+		var planned int64
+		kept := fresh[:0]
+		for _, d := range fresh {
+			size := m.knownSize(d)
+			if planned+size > serverRoom {
+				leave(1, "bytes")
+				continue
+			}
+			planned += size
+			kept = append(kept, d)
+		}
+		if n := len(fresh) - len(kept); n > 0 {
+			m.log.Info("content bound of this server reached; the less useful resources are ranked by their descriptors",
+				"left_out", n, "bound_bytes", m.opts.ContentBytes)
+		}
+		fresh = kept
+	}
+	var spent int64 // bytes of text indexed this pass for resources that never had text
+	todo := slices.Concat(updated, regain, fresh, aged)
+	isRegain := make(map[string]bool, len(regain))
+	for _, d := range regain {
+		isRegain[d.URI] = true
+	}
+	m.setContentWaiting(len(todo)+waiting, bound)
+	defer func() { m.setContentWaiting(len(todo)+waiting, bound) }()
+	if focusLeft == 0 && len(useful.focus) > 0 {
+		m.markAnswerable() // what the focus query needs is indexed already
+	}
 	// Reads the connection cut off when the last session broke go first,
 	// one at a time: if the session breaks again during one of them, that
 	// read is the cause (a resource whose read kills the server), and it
@@ -384,6 +460,19 @@ func (m *Mirror) indexContents(ctx context.Context, sess *mcp.Session, refreshAg
 			return true // nothing more is sent on a dead connection
 		default:
 		}
+		if m.opts.ContentPassTime > 0 && time.Since(start) > m.opts.ContentPassTime {
+			// Out of time: resources that never had text wait for the next
+			// pass; the others still go.
+			n := len(todo)
+			todo = slices.DeleteFunc(todo, func(d resource.Descriptor) bool { return isFresh[d.URI] })
+			if n > len(todo) {
+				m.log.Info("content pass ran out of time; the rest wait for the next pass", "left", n-len(todo), "pass_time", m.opts.ContentPassTime)
+				leave(n-len(todo), "time")
+			}
+			if len(todo) == 0 {
+				break
+			}
+		}
 		// The index holds at most its cap of text across all servers: a
 		// new text that cannot fit (its declared size, or the size it had
 		// when it was left out before, is over the room left, or there is
@@ -402,6 +491,7 @@ func (m *Mirror) indexContents(ctx context.Context, sess *mcp.Session, refreshAg
 			return room <= 0 || size > room
 		})
 		noRoom += n - len(todo)
+		leave(n-len(todo), "index")
 		if len(todo) == 0 {
 			break
 		}
@@ -529,6 +619,23 @@ func (m *Mirror) indexContents(ctx context.Context, sess *mcp.Session, refreshAg
 				m.log.Debug("reading for the content index failed", "uri", uri, "err", err)
 			}
 		}
+		// A text that never had a place takes the server's bytes only while
+		// they last.
+		if m.opts.ContentBytes > 0 {
+			cs = slices.DeleteFunc(cs, func(c index.Content) bool {
+				if !isFresh[c.Key.URI] {
+					return false
+				}
+				size := int64(min(len(c.Text), index.MaxContentBytes))
+				if spent+size > serverRoom {
+					m.contentNoRoom[c.Key.URI] = contentNoRoom{stamp: c.Stamp, size: int(size)}
+					leave(1, "bytes")
+					return true
+				}
+				spent += size
+				return false
+			})
+		}
 		// What was read is stored however the pass ends: the index is
 		// local, and the reads were answered.
 		_, err := ix.SetContents(context.WithoutCancel(ctx), cs...)
@@ -538,6 +645,7 @@ func (m *Mirror) indexContents(ctx context.Context, sess *mcp.Session, refreshAg
 			// The rest of cs is stored. A text left out took the old one
 			// with it, so none stays stale; it is not read again while
 			// the room left is smaller than it.
+			leave(len(full.Left), "index")
 			for k, size := range full.Left {
 				noRoom++
 				for _, c := range cs {
@@ -554,8 +662,20 @@ func (m *Mirror) indexContents(ctx context.Context, sess *mcp.Session, refreshAg
 			delete(pending, c.Key.URI)
 			if full == nil || full.Left[c.Key] == 0 {
 				delete(m.contentNoRoom, c.Key.URI)
+				if size := ix.ContentSize(c.Key); size > 0 {
+					m.contentHad[c.Key.URI] = size
+				}
 			}
 		}
+		for _, d := range chunk {
+			if _, ok := useful.focus[d.URI]; ok {
+				focusLeft--
+			}
+		}
+		if focusLeft <= 0 && len(useful.focus) > 0 {
+			m.markAnswerable()
+		}
+		m.setContentWaiting(len(todo)+waiting, bound)
 		m.dropStale(ctx, staleFailed) // they stay pending
 		if ended {
 			return true
@@ -574,4 +694,182 @@ func (m *Mirror) indexContents(ctx context.Context, sess *mcp.Session, refreshAg
 	}
 	m.log.Info("contents indexed", "read", read, "failed", failed, "without_text", empty, "indexed_total", ix.ContentLen(m.opts.Server), "elapsed", time.Since(start).Round(time.Millisecond))
 	return ctx.Err() != nil
+}
+
+// setContentWaiting records Status.ContentWaiting and ContentBound.
+func (m *Mirror) setContentWaiting(n int, bound string) {
+	m.mu.Lock()
+	m.contentPassed = true
+	m.status.ContentWaiting, m.status.ContentBound = n, bound
+	m.mu.Unlock()
+}
+
+// knownSize is the bytes d's text is expected to take in the content
+// index: what a read found when it was left out before (for this version),
+// else its declared size (0 when undeclared), at most MaxContentBytes.
+func (m *Mirror) knownSize(d resource.Descriptor) int64 {
+	size := min(d.Size, index.MaxContentBytes)
+	if nr, ok := m.contentNoRoom[d.URI]; ok && nr.stamp == index.ContentStamp(d) {
+		size = max(size, int64(nr.size))
+	}
+	return size
+}
+
+// focusDepth is how many of the focus query's best-ranked resources a
+// content pass reads first (each of its dense and lexical lists).
+const focusDepth = 48
+
+// A usefulness orders resources that never had text for the content pass.
+type usefulness struct {
+	ix    *index.Index
+	focus map[string]int // URI → best rank for the focus query
+}
+
+// usefulness ranks the server's descriptors for the index's focus query
+// (index.SetFocus), if any, by its dense and lexical lists.
+func (m *Mirror) usefulness(ctx context.Context) usefulness {
+	u := usefulness{ix: m.opts.Index, focus: map[string]int{}}
+	q := u.ix.Focus()
+	if q == "" {
+		return u
+	}
+	f := index.Filter{Servers: []string{m.opts.Server}}
+	lex := u.ix.Lexical(q, focusDepth, f)
+	dense, err := u.ix.Dense(ctx, q, focusDepth, f)
+	if err != nil {
+		m.log.Debug("ranking for the focus query failed", "err", err)
+	}
+	for _, hs := range [][]index.Hit{dense, lex} {
+		for i, h := range hs {
+			if r, ok := u.focus[h.Key.URI]; !ok || i < r {
+				u.focus[h.Key.URI] = i
+			}
+		}
+	}
+	return u
+}
+
+// compare orders a before b when a is more useful: ranked for the focus
+// query (the better rank first), then more often among queries'
+// candidates (index.Hits), then a higher priority annotation (none counts
+// as 0.5), then a later lastModified (none counts as oldest), then by URI.
+func (u usefulness) compare(a, b resource.Descriptor) int {
+	fa, oka := u.focus[a.URI]
+	fb, okb := u.focus[b.URI]
+	switch {
+	case oka && okb:
+		if c := cmp.Compare(fa, fb); c != 0 {
+			return c
+		}
+	case oka:
+		return -1
+	case okb:
+		return 1
+	}
+	if c := cmp.Compare(u.ix.Hits(b.Key()), u.ix.Hits(a.Key())); c != 0 {
+		return c
+	}
+	prio := func(d resource.Descriptor) float64 {
+		if d.Priority > 0 {
+			return d.Priority
+		}
+		return 0.5
+	}
+	if c := cmp.Compare(prio(b), prio(a)); c != 0 {
+		return c
+	}
+	if c := modified(b).Compare(modified(a)); c != 0 {
+		return c
+	}
+	return strings.Compare(a.URI, b.URI)
+}
+
+// modified parses d's lastModified (ISO 8601), zero when absent or
+// unreadable.
+func modified(d resource.Descriptor) time.Time {
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02"} {
+		if t, err := time.Parse(layout, d.LastModified); err == nil {
+			return t
+		}
+	}
+	return time.Time{}
+}
+
+// focusCandidates is how many resources focusFirst embeds and reads before
+// the rest of the list: twice the most candidates an answer considers.
+const focusCandidates = 80
+
+// focusMinList is how many descriptors a list must add for focusFirst to
+// go ahead of it: two chunks of index.Upsert, a few seconds of embedding
+// with USE-lite on two idle cores.
+const focusMinList = 512
+
+// focusFirst serves a one-shot query before the rest of a big list: when
+// the index has a focus query (index.SetFocus), Answerable is not closed
+// yet, and the list adds at least focusMinList descriptors, it stores the listed descriptors the query matches best by
+// BM25F (index.FocusCandidates), reads the text of those the content pass
+// wants and indexes it, and reports true: the caller closes Answerable
+// once the rest of the list is pending (it ranks lexically until stored).
+// Reads that fail are left to the content pass.
+func (m *Mirror) focusFirst(ctx context.Context, sess *mcp.Session, listed []resource.Descriptor) bool {
+	select {
+	case <-m.answerable:
+		return false
+	default:
+	}
+	ix := m.opts.Index
+	unstored := 0
+	for _, d := range listed {
+		if _, ok := ix.Get(d.Key()); !ok {
+			unstored++
+		}
+	}
+	if unstored < focusMinList {
+		return false // storing the whole list first costs little
+	}
+	top := ix.FocusCandidates(listed, focusCandidates)
+	if len(top) == 0 {
+		return false
+	}
+	start := time.Now()
+	if _, err := ix.Upsert(ctx, top...); err != nil {
+		m.log.Debug("storing the focus query's candidates failed", "err", err)
+		return false
+	}
+	if m.opts.ContentMaxResources >= 0 && sess.Capabilities().Resources {
+		got := make([]*index.Content, len(top))
+		g, gctx := errgroup.WithContext(ctx)
+		g.SetLimit(contentReaders)
+		for i, d := range top {
+			if has, _ := ix.HasContent(d.Key()); has || !contentWanted(d, m.opts.ContentMaxBytes) {
+				continue
+			}
+			g.Go(func() error {
+				rctx, cancel := context.WithTimeout(gctx, contentReadTimeout)
+				defer cancel()
+				cs, hint, err := sess.ReadHint(rctx, d.URI)
+				if err != nil {
+					return nil // the content pass tries again
+				}
+				c := &index.Content{Key: d.Key(), Stamp: index.ContentStamp(d)}
+				if hint.Scope == "" || hint.Public() {
+					c.Text = contentText(cs)
+				}
+				got[i] = c
+				return nil
+			})
+		}
+		_ = g.Wait()
+		var cs []index.Content
+		for _, c := range got {
+			if c != nil {
+				cs = append(cs, *c)
+			}
+		}
+		if _, err := ix.SetContents(context.WithoutCancel(ctx), cs...); err != nil && !errors.Is(err, index.ErrContentFull) {
+			m.log.Debug("indexing the focus query's candidates failed", "err", err)
+		}
+	}
+	m.log.Info("indexed the focus query's candidates first", "resources", len(top), "elapsed", time.Since(start).Round(time.Millisecond))
+	return true
 }

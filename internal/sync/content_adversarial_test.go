@@ -495,10 +495,24 @@ func TestStopDuringAHungPass(t *testing.T) {
 	})
 }
 
-// TestThousandsOfResourcesAreCapped: 1,500 small text resources. The pass
-// reads DefaultContentMaxResources of them, later passes read none while the cap
-// is full, and room freed by removals is filled.
+// TestThousandsOfResourcesAreCapped: 1,500 small text resources. By
+// default the pass reads them all; with ContentMaxResources 1,000 it reads
+// that many, later passes read none while the cap is full, and room freed
+// by removals is filled.
 func TestThousandsOfResourcesAreCapped(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := mcptest.NewServer(nil, nil)
+		for i := range 1500 {
+			mcptest.AddText(srv, fmt.Sprintf("doc://r%04d", i), fmt.Sprintf("r%04d", i), fmt.Sprintf("walrus number %d", i))
+		}
+		ix := newIndex(t)
+		m := ctxsync.New(ctxsync.Options{Server: "s", Index: ix, Dial: mcptest.Dial(t, "s", srv)})
+		start(t, m)
+		<-m.Ready()
+		if got := ix.ContentLen("s"); got != 1500 {
+			t.Fatalf("no cap: %d contents, want 1500", got)
+		}
+	})
 	synctest.Test(t, func(t *testing.T) {
 		srv := mcptest.NewServer(nil, nil)
 		var rc readCounter
@@ -507,9 +521,12 @@ func TestThousandsOfResourcesAreCapped(t *testing.T) {
 			mcptest.AddText(srv, fmt.Sprintf("doc://r%04d", i), fmt.Sprintf("r%04d", i), fmt.Sprintf("walrus number %d", i))
 		}
 		ix := newIndex(t)
-		m := ctxsync.New(ctxsync.Options{Server: "s", Index: ix, Dial: mcptest.Dial(t, "s", srv)})
+		m := ctxsync.New(ctxsync.Options{Server: "s", Index: ix, Dial: mcptest.Dial(t, "s", srv), ContentMaxResources: 1000})
 		start(t, m)
 		<-m.Ready()
+		if st := m.Status(); st.ContentWaiting != 500 || st.ContentBound != "count" {
+			t.Errorf("first pass: %d waiting (%q), want 500 (\"count\")", st.ContentWaiting, st.ContentBound)
+		}
 		if got, n := ix.ContentLen("s"), rc.total(); got != 1000 || n != 1000 {
 			t.Fatalf("first pass: %d contents from %d reads, want 1000 from 1000", got, n)
 		}

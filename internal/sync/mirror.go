@@ -99,9 +99,25 @@ type Options struct {
 	CacheBytes int64
 	// ContentMaxResources caps how many of the server's resources have
 	// their content indexed (the content pass, see indexContents and
-	// index.SetContents). Zero means DefaultContentMaxResources; negative
-	// turns the content index off for the server.
+	// index.SetContents), the most useful first (see ContentBytes). Zero
+	// means no cap; negative turns the content index off for the server.
 	ContentMaxResources int
+	// ContentBytes bounds the server's text in the content index, in bytes
+	// (each text counted up to index.MaxContentBytes). When the pass cannot
+	// index everything, it reads by usefulness: first what the server said
+	// changed, then resources that had text indexed and lost it (edited, or
+	// removed and listed again: the bytes their last text took are kept
+	// for them), then the others by the focus query (index.SetFocus), how
+	// often queries hit them (index.NoteHits), their priority annotation,
+	// and their lastModified (newest first); what does not fit waits
+	// (Status.ContentWaiting). Zero means DefaultContentBytes; negative, no
+	// bound for the server (the index's across all servers still holds).
+	ContentBytes int64
+	// ContentPassTime bounds one content pass: once it has run this long,
+	// it reads no more resources that never had text, and those wait for
+	// the next pass (a quarter of ContentMaxAge later, at least a minute).
+	// Zero means DefaultContentPassTime; negative, no bound.
+	ContentPassTime time.Duration
 	// ContentMaxBytes is the largest declared size, in bytes, of a
 	// resource read for the content index. Zero or negative means
 	// DefaultContentMaxBytes.
@@ -171,6 +187,24 @@ type Status struct {
 	// "listing" while it walks the lists, "indexing N/M" while it stores the
 	// M descriptors the list added or changed (embedding them).
 	Activity string
+	// DescriptorsPending counts listed descriptors without a vector yet
+	// (index.Pending): they rank by BM25F alone meanwhile.
+	DescriptorsPending int
+	// ContentWaiting counts resources whose text the content pass wants but
+	// the index does not hold: not read yet in the pass under way, or left
+	// out of the last one by a bound (ContentBound).
+	ContentWaiting int
+	// ContentBytes is the server's text in the content index, in bytes;
+	// ContentMaxBytes its bound (Options.ContentBytes; 0: none).
+	ContentBytes, ContentMaxBytes int64
+	// ContentBound says which bound left resources waiting in the last
+	// pass: "bytes" (ContentMaxBytes), "time" (Options.ContentPassTime),
+	// "count" (Options.ContentMaxResources), "index" (the index's bound
+	// across servers), or "" for none.
+	ContentBound string
+	// PassagesPending counts passages of the server's indexed texts not
+	// embedded yet (index.PendingPassages).
+	PassagesPending int
 }
 
 // A Mirror keeps one server mirrored. Create it with New and run it with Run.
@@ -212,6 +246,17 @@ type Mirror struct {
 	contentSuspects map[string]bool
 	contentKillers  map[string]time.Time // URI → until: reads that ended sessions
 	contentNoRoom   map[string]contentNoRoom
+	// contentHad maps the URIs whose text was indexed to its size in
+	// bytes, kept when the text goes (an edit, a removal from the list):
+	// such a resource is read before those that never had text, and its
+	// bytes are kept for it (see Options.ContentBytes).
+	contentHad map[string]int
+	// contentPassed is set once a content pass has counted ContentWaiting.
+	contentPassed bool
+	// answerable is closed once the resources the focus query ranks high
+	// have their text indexed (see Answerable).
+	answerable     chan struct{}
+	answerableOnce gosync.Once
 	// unwarm holds cached URIs whose re-read after a reconnect was cut off
 	// by the session's end: the next session does not re-read them.
 	unwarm map[string]bool
@@ -257,8 +302,11 @@ func New(opts Options) *Mirror {
 	if opts.CacheBytes == 0 {
 		opts.CacheBytes = DefaultCacheBytes
 	}
-	if opts.ContentMaxResources == 0 {
-		opts.ContentMaxResources = DefaultContentMaxResources
+	if opts.ContentBytes == 0 {
+		opts.ContentBytes = DefaultContentBytes
+	}
+	if opts.ContentPassTime == 0 {
+		opts.ContentPassTime = DefaultContentPassTime
 	}
 	if opts.ContentMaxBytes <= 0 {
 		opts.ContentMaxBytes = DefaultContentMaxBytes
@@ -297,7 +345,21 @@ func New(opts Options) *Mirror {
 		relistened:      map[string]time.Time{},
 		relistenKick:    make(chan struct{}, 1),
 		contentNoRoom:   map[string]contentNoRoom{},
+		contentHad:      map[string]int{},
+		answerable:      make(chan struct{}),
 	}
+}
+
+// Answerable is closed when a one-shot query can be answered well: the
+// first sync has listed every descriptor (those not embedded yet rank
+// lexically) and stored, read and indexed first the resources the focus
+// query (index.SetFocus) matches best (focusFirst), or the content pass
+// has indexed those it ranks highest; or when Ready is closed. Without a
+// focus query it is closed with Ready.
+func (m *Mirror) Answerable() <-chan struct{} { return m.answerable }
+
+func (m *Mirror) markAnswerable() {
+	m.answerableOnce.Do(func() { close(m.answerable) })
 }
 
 // Status returns a snapshot.
@@ -305,8 +367,17 @@ func (m *Mirror) Status() Status {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s := m.status
-	s.Resources = m.opts.Index.Len(m.opts.Server)
-	s.Contents = m.opts.Index.ContentLen(m.opts.Server)
+	ix := m.opts.Index
+	s.Resources = ix.Len(m.opts.Server)
+	s.Contents = ix.ContentLen(m.opts.Server)
+	s.DescriptorsPending = ix.Pending(m.opts.Server)
+	s.ContentBytes = ix.ServerContentBytes(m.opts.Server)
+	s.ContentMaxBytes = max(m.opts.ContentBytes, 0)
+	s.PassagesPending = ix.PendingPassages(m.opts.Server)
+	if !m.contentPassed && m.opts.ContentMaxResources >= 0 {
+		// No pass has counted yet: every listed resource without text waits.
+		s.ContentWaiting = max(s.Resources-s.Contents, 0)
+	}
 	return s
 }
 
@@ -833,7 +904,16 @@ func (m *Mirror) sync(parent context.Context, sess *mcp.Session) (ok bool) {
 	var diff index.Diff
 	var ierr error
 	if rerr == nil {
+		// Answerable once the rest of the list is pending (searchable
+		// lexically): Replace lists it before its first progress call.
+		focused := m.focusFirst(parent, sess, res.Items)
+		if focused {
+			defer m.markAnswerable()
+		}
 		ictx := index.WithProgress(parent, func(done, total int) {
+			if focused {
+				m.markAnswerable()
+			}
 			m.setActivity(fmt.Sprintf("indexing %d/%d", done, total))
 		})
 		switch {
@@ -986,6 +1066,7 @@ func (m *Mirror) setStale(err error) {
 }
 
 func (m *Mirror) markReady() {
+	m.markAnswerable()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	select {

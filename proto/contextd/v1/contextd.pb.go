@@ -1219,15 +1219,33 @@ type ServerStatus struct {
 	// The first few of those, naming the page and entry.
 	ListProblems []string `protobuf:"bytes,17,rep,name=list_problems,json=listProblems,proto3" json:"list_problems,omitempty"`
 	// Resources whose text is in the content-level index (read after each
-	// sync: text resources declared at most 1 MiB or without a size, up to
-	// 1,000 per server by default).
+	// sync: text resources declared at most 1 MiB or without a size, within
+	// the server's content bounds; see content_waiting).
 	ContentCount int32 `protobuf:"varint,18,opt,name=content_count,json=contentCount,proto3" json:"content_count,omitempty"`
 	// What a connected server's mirror is doing, or empty: "listing" while
 	// it walks the server's lists, "indexing N/M" while it stores (embeds)
 	// the M descriptors a list added or changed.
-	Activity      string `protobuf:"bytes,19,opt,name=activity,proto3" json:"activity,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Activity string `protobuf:"bytes,19,opt,name=activity,proto3" json:"activity,omitempty"`
+	// Listed descriptors not embedded yet: they rank by BM25F alone until
+	// their vectors are in.
+	DescriptorsPending int32 `protobuf:"varint,20,opt,name=descriptors_pending,json=descriptorsPending,proto3" json:"descriptors_pending,omitempty"`
+	// Resources whose text the content index wants but does not hold yet:
+	// not read yet, or left out because a bound was reached (content_bound).
+	ContentWaiting int32 `protobuf:"varint,21,opt,name=content_waiting,json=contentWaiting,proto3" json:"content_waiting,omitempty"`
+	// Bytes of this server's text in the content index, and the most it may
+	// hold (content_max_bytes in the config; 0: no per-server bound).
+	ContentBytes    int64 `protobuf:"varint,22,opt,name=content_bytes,json=contentBytes,proto3" json:"content_bytes,omitempty"`
+	ContentMaxBytes int64 `protobuf:"varint,23,opt,name=content_max_bytes,json=contentMaxBytes,proto3" json:"content_max_bytes,omitempty"`
+	// Why the last content pass left resources waiting, or empty: "bytes"
+	// (content_max_bytes), "time" (content_pass_time), "index" (the index's
+	// bound across all servers). What waits is chosen by usefulness: what
+	// queries hit, then priority, then recency.
+	ContentBound string `protobuf:"bytes,24,opt,name=content_bound,json=contentBound,proto3" json:"content_bound,omitempty"`
+	// Passages of indexed texts not embedded yet (each text's first passage
+	// is embedded as it is read, the others after).
+	PassagesPending int32 `protobuf:"varint,25,opt,name=passages_pending,json=passagesPending,proto3" json:"passages_pending,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *ServerStatus) Reset() {
@@ -1393,6 +1411,48 @@ func (x *ServerStatus) GetActivity() string {
 	return ""
 }
 
+func (x *ServerStatus) GetDescriptorsPending() int32 {
+	if x != nil {
+		return x.DescriptorsPending
+	}
+	return 0
+}
+
+func (x *ServerStatus) GetContentWaiting() int32 {
+	if x != nil {
+		return x.ContentWaiting
+	}
+	return 0
+}
+
+func (x *ServerStatus) GetContentBytes() int64 {
+	if x != nil {
+		return x.ContentBytes
+	}
+	return 0
+}
+
+func (x *ServerStatus) GetContentMaxBytes() int64 {
+	if x != nil {
+		return x.ContentMaxBytes
+	}
+	return 0
+}
+
+func (x *ServerStatus) GetContentBound() string {
+	if x != nil {
+		return x.ContentBound
+	}
+	return ""
+}
+
+func (x *ServerStatus) GetPassagesPending() int32 {
+	if x != nil {
+		return x.PassagesPending
+	}
+	return 0
+}
+
 var File_contextd_v1_contextd_proto protoreflect.FileDescriptor
 
 const file_contextd_v1_contextd_proto_rawDesc = "" +
@@ -1490,7 +1550,7 @@ const file_contextd_v1_contextd_proto_rawDesc = "" +
 	"\x12ListServersRequest\"m\n" +
 	"\x13ListServersResponse\x123\n" +
 	"\aservers\x18\x01 \x03(\v2\x19.contextd.v1.ServerStatusR\aservers\x12!\n" +
-	"\fconfig_error\x18\x02 \x01(\tR\vconfigError\"\x82\a\n" +
+	"\fconfig_error\x18\x02 \x01(\tR\vconfigError\"\xfd\b\n" +
 	"\fServerStatus\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x125\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x1f.contextd.v1.ServerStatus.StateR\x05state\x12\x1c\n" +
@@ -1513,7 +1573,13 @@ const file_contextd_v1_contextd_proto_rawDesc = "" +
 	"\x11duplicate_entries\x18\x10 \x01(\x05R\x10duplicateEntries\x12#\n" +
 	"\rlist_problems\x18\x11 \x03(\tR\flistProblems\x12#\n" +
 	"\rcontent_count\x18\x12 \x01(\x05R\fcontentCount\x12\x1a\n" +
-	"\bactivity\x18\x13 \x01(\tR\bactivity\"|\n" +
+	"\bactivity\x18\x13 \x01(\tR\bactivity\x12/\n" +
+	"\x13descriptors_pending\x18\x14 \x01(\x05R\x12descriptorsPending\x12'\n" +
+	"\x0fcontent_waiting\x18\x15 \x01(\x05R\x0econtentWaiting\x12#\n" +
+	"\rcontent_bytes\x18\x16 \x01(\x03R\fcontentBytes\x12*\n" +
+	"\x11content_max_bytes\x18\x17 \x01(\x03R\x0fcontentMaxBytes\x12#\n" +
+	"\rcontent_bound\x18\x18 \x01(\tR\fcontentBound\x12)\n" +
+	"\x10passages_pending\x18\x19 \x01(\x05R\x0fpassagesPending\"|\n" +
 	"\x05State\x12\x15\n" +
 	"\x11STATE_UNSPECIFIED\x10\x00\x12\x14\n" +
 	"\x10STATE_CONNECTING\x10\x01\x12\x0f\n" +
