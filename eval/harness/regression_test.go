@@ -24,7 +24,11 @@ func TestRegressionFloor(t *testing.T) {
 	}{
 		{dataset: "metatool", split: "test", ndcg10: 0.7219, hit5: 0.8100, recall5: 0.8100, recall10: 0.8773},
 		{dataset: "metatool", split: "multi", ndcg10: 0.6813, hit5: 0.9497, recall5: 0.7294, recall10: 0.8109},
-		{dataset: "godoc", split: "test", ndcg10: 0.7842, hit5: 0.9504, recall5: 0.7631, recall10: 0.8088},
+		// The passage list (engine.Ranking.Passages) raised nDCG@10 from
+		// 0.7842 and hit@5 from 0.9504, and took recall@10 down from 0.8088:
+		// the best passage lifts the package that answers, and a package
+		// that only helps drops out of the ten more often.
+		{dataset: "godoc", split: "test", ndcg10: 0.8053, hit5: 0.9835, recall5: 0.7642, recall10: 0.7996},
 	} {
 		t.Run(tc.dataset+"/"+tc.split, func(t *testing.T) {
 			res, err := harness.Run(t.Context(), harness.Options{Dataset: "../datasets/" + tc.dataset, Split: tc.split, Strategies: []string{"default"}})
