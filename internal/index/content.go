@@ -249,6 +249,7 @@ func (ix *Index) DropContents(ctx context.Context, server string) (int, error) {
 		e.content = nil
 		ix.docs[k] = e
 		descs = append(descs, e.desc)
+		ix.changed(k)
 	}
 	ix.mu.Unlock()
 	for _, d := range descs {
@@ -400,6 +401,7 @@ func (ix *Index) SetContents(ctx context.Context, cs ...Content) (embedded int, 
 			ix.docs[j.c.Key] = e
 		}
 		ix.mu.Unlock()
+		ix.changed(j.c.Key)
 	}
 	for _, j := range jobs {
 		if ix.isClosed() {
@@ -581,6 +583,7 @@ func (ix *Index) embedRound(ctx context.Context, server string, n int) (int, err
 		ix.mu.Lock()
 		c.vecs[j.i] = j.vec
 		ix.mu.Unlock()
+		ix.changed(j.k)
 		stored++
 	}
 	return stored, nil
@@ -599,6 +602,7 @@ func (ix *Index) attach(k resource.Key, info *contentInfo, text string) {
 	ix.mu.Unlock()
 	if ok {
 		ix.lex.Upsert(lexDoc(e.desc, text))
+		ix.changed(k)
 	}
 }
 
