@@ -89,6 +89,9 @@ type Config struct {
 	// Auth is who may call the daemon: a token, TLS and client
 	// certificates. The CLI clients (query, servers) use it too.
 	Auth Auth
+	// Store is where the index lives: "" (embedded, in DataDir) or a
+	// PostgreSQL URL shared by several replicas (see store.go).
+	Store string
 	// Warnings name the keys the file has that contextd does not read, such
 	// as a host's own (VS Code's inputs, a server's envFile): they are
 	// ignored, and each warning says where. A key a letter or two away from
@@ -140,6 +143,7 @@ type file struct {
 	Tokenizer  string `yaml:"tokenizer"`
 	Embedder   string `yaml:"embedder"`
 	Poll       string `yaml:"poll_interval"`
+	Store      string `yaml:"store"`
 	MaxMessage int    `yaml:"max_message_bytes"`
 	// Limits, access control and TLS: see security.go.
 	MaxPins          int                   `yaml:"max_pins"`
@@ -238,6 +242,9 @@ func Parse(path string, data []byte, lookup func(string) (string, bool)) (*Confi
 			d = -1 // "0" means never, as documented
 		}
 		c.PollInterval = d
+	}
+	if err := c.parseStore(f.Store, lookup); err != nil {
+		return nil, fmt.Errorf("%s: %w: %w", path, ErrInvalid, err)
 	}
 	if err := c.parseSecurity(&f, lookup); err != nil {
 		return nil, fmt.Errorf("%s: %w: %w", path, ErrInvalid, err)

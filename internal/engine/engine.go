@@ -27,6 +27,8 @@ import (
 	"github.com/contextd/contextd/internal/index"
 	"github.com/contextd/contextd/internal/mcp"
 	"github.com/contextd/contextd/internal/redact"
+	"github.com/contextd/contextd/internal/replica"
+	"github.com/contextd/contextd/internal/resource"
 	ctxsync "github.com/contextd/contextd/internal/sync"
 )
 
@@ -78,6 +80,9 @@ type Options struct {
 	// at most this much. A read that succeeds ends the spell. Zero means
 	// DefaultSlowReadTimeout and DefaultSlowFor.
 	SlowReadTimeout, SlowFor time.Duration
+	// Replica adjusts the replica's options when Config.Store names a
+	// PostgreSQL store (tests: lease times, holder names).
+	Replica func(*replica.Options)
 }
 
 // Defaults for the slow-server spell (see Options.SlowReadTimeout).
@@ -142,6 +147,7 @@ type Engine struct {
 	unlock     func()               // releases data_dir; nil for an in-memory index
 	limits     config.Limits        // with defaults
 	tooLarge   tooLargeReads
+	shared     *shared // nil for an embedded index
 }
 
 // New opens the index and the tokenizer and prepares one mirror per server.
@@ -163,6 +169,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	for _, srv := range opts.Config.Servers {
 		secrets = append(secrets, srv.Secrets()...)
 	}
+	secrets = append(secrets, opts.Config.StoreSecrets()...)
 	red := redact.New(secrets...)
 	log = slog.New(redact.Handler(log.Handler(), red))
 	tok, err := budget.NewTokenizer(opts.Config.Tokenizer)
@@ -177,7 +184,17 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	}
 	dir := ""
 	var unlock func()
-	if !opts.InMemory {
+	var e *Engine
+	var sh *shared
+	var onChange func(resource.Key)
+	if opts.Config.Store != "" {
+		// The shared store holds the mirror; the index is its in-memory
+		// copy, and data_dir is not used.
+		if sh, err = openShared(ctx, opts, emb, log, &e); err != nil {
+			return nil, err
+		}
+		onChange = sh.rep.Changed
+	} else if !opts.InMemory {
 		dir = filepath.Join(opts.Config.DataDir, "index")
 		unlock, err = lockDir(opts.Config.DataDir)
 		switch {
@@ -190,14 +207,17 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 			return nil, err
 		}
 	}
-	ix, err := index.Open(ctx, index.Options{Dir: dir, Embedder: emb, Logger: log.With("component", "index"), QueryCache: opts.QueryCache})
+	ix, err := index.Open(ctx, index.Options{Dir: dir, Embedder: emb, Logger: log.With("component", "index"), QueryCache: opts.QueryCache, OnChange: onChange})
 	if err != nil {
 		if unlock != nil {
 			unlock()
 		}
+		if sh != nil {
+			sh.store.Close()
+		}
 		return nil, err
 	}
-	e := &Engine{cfg: opts.Config, log: log, ix: ix, tok: tok, mirrors: map[string]*ctxsync.Mirror{}, candidates: opts.Candidates, est: budget.NewEstimator(), unlock: unlock}
+	e = &Engine{cfg: opts.Config, log: log, ix: ix, tok: tok, mirrors: map[string]*ctxsync.Mirror{}, candidates: opts.Candidates, est: budget.NewEstimator(), unlock: unlock, shared: sh}
 	if e.candidates < 0 {
 		e.candidates = 0
 	}
@@ -216,15 +236,31 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		if srv.NoContentIndex {
 			mo.ContentMaxResources = -1
 		}
+		if sh != nil {
+			sh.mirrorOptions(&mo)
+		}
 		if opts.Mirror != nil {
 			opts.Mirror(&mo)
 		}
 		e.mirrors[srv.Name] = ctxsync.New(mo)
 		e.names = append(e.names, srv.Name)
 	}
+	if sh != nil {
+		// Every replica serves from the store's copy, loaded without
+		// embedding; servers this one does not configure stay in the
+		// store for the replicas that do (queries are scoped to
+		// configured servers).
+		sh.rep.Attach(ix)
+		n, err := sh.rep.Load(ctx)
+		if err != nil {
+			e.Close()
+			return nil, err
+		}
+		log.Info("loaded the shared mirror", "descriptors", n, "replica", sh.rep.Holder())
+	}
 	// Descriptors of servers no longer configured are dropped (queries are
 	// scoped to configured servers either way).
-	if !opts.KeepOtherServers {
+	if !opts.KeepOtherServers && sh == nil {
 		stale := map[string]bool{}
 		for _, d := range ix.Descriptors("") {
 			if _, ok := e.mirrors[d.Server]; !ok {
@@ -255,6 +291,9 @@ func (e *Engine) Run(ctx context.Context) error {
 	for _, name := range e.names {
 		m := e.mirrors[name]
 		g.Go(func() error { return m.Run(ctx) })
+	}
+	if e.shared != nil {
+		g.Go(func() error { return e.shared.rep.Run(ctx) })
 	}
 	return g.Wait()
 }
@@ -290,6 +329,9 @@ func (e *Engine) Waiting() []string {
 // Close releases the index and data_dir. Call it after Run has returned.
 func (e *Engine) Close() error {
 	err := e.ix.Close()
+	if e.shared != nil {
+		e.shared.store.Close()
+	}
 	if e.unlock != nil {
 		e.unlock()
 		e.unlock = nil

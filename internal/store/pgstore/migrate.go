@@ -27,6 +27,11 @@ CREATE TABLE leases (
 	token      bigint NOT NULL,
 	expires_at timestamptz NOT NULL
 );
+-- Live replicas (a heartbeat each), so each takes a fair share of servers.
+CREATE TABLE replicas (
+	holder     text PRIMARY KEY,
+	expires_at timestamptz NOT NULL
+);
 CREATE TABLE descriptors (
 	server        text NOT NULL,
 	uri           text NOT NULL,

@@ -132,22 +132,46 @@ WHERE server = $1 AND holder = $2 AND token = $3`, server, holder, token)
 	return err
 }
 
+// Heartbeat records that holder is live for ttl, and returns how many
+// replicas are live (holder included).
+func (s *Store) Heartbeat(ctx context.Context, holder string, ttl time.Duration) (int, error) {
+	var n int
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO replicas (holder, expires_at) VALUES ($1, now() + $2 * interval '1 millisecond')
+ON CONFLICT (holder) DO UPDATE SET expires_at = EXCLUDED.expires_at`, holder, ttl.Milliseconds()); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, "DELETE FROM replicas WHERE expires_at < now() - interval '1 hour'"); err != nil {
+			return err
+		}
+		return tx.QueryRow(ctx, "SELECT count(*) FROM replicas WHERE expires_at >= now()").Scan(&n)
+	})
+	return n, err
+}
+
+// Leave removes holder's heartbeat (a clean shutdown).
+func (s *Store) Leave(ctx context.Context, holder string) error {
+	_, err := s.pool.Exec(ctx, "DELETE FROM replicas WHERE holder = $1", holder)
+	return err
+}
+
 // A Lease is who holds a server.
 type Lease struct {
 	Server, Holder string
 	Token          int64
 	Expires        time.Time
+	Live           bool // not expired, by the database's clock
 }
 
 // Leases returns every lease.
 func (s *Store) Leases(ctx context.Context) ([]Lease, error) {
-	rows, err := s.pool.Query(ctx, "SELECT server, holder, token, expires_at FROM leases ORDER BY server")
+	rows, err := s.pool.Query(ctx, "SELECT server, holder, token, expires_at, expires_at >= now() FROM leases ORDER BY server")
 	if err != nil {
 		return nil, err
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Lease, error) {
 		var l Lease
-		err := r.Scan(&l.Server, &l.Holder, &l.Token, &l.Expires)
+		err := r.Scan(&l.Server, &l.Holder, &l.Token, &l.Expires, &l.Live)
 		return l, err
 	})
 }
@@ -355,10 +379,11 @@ func (s *Store) Servers(ctx context.Context) ([]ServerRow, error) {
 	})
 }
 
-// Load streams every record made with embedder to fn, from one snapshot,
-// in batches of up to batch records, and returns the change log position
-// the snapshot includes: follow the log after it.
-func (s *Store) Load(ctx context.Context, embedder string, batch int, fn func([]index.Record) error) (seq int64, err error) {
+// Load streams every record made with embedder (of server only, unless
+// server is "") to fn, from one snapshot, in batches of up to batch
+// records, and returns the change log position the snapshot includes:
+// follow the log after it.
+func (s *Store) Load(ctx context.Context, embedder, server string, batch int, fn func([]index.Record) error) (seq int64, err error) {
 	err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		if err := tx.QueryRow(ctx, "SELECT coalesce(max(seq), 0) FROM changes").Scan(&seq); err != nil {
 			return err
@@ -368,7 +393,7 @@ func (s *Store) Load(ctx context.Context, embedder string, batch int, fn func([]
 			return err
 		}
 		seq = max(seq, pruned)
-		rows, err := tx.Query(ctx, "SELECT "+recordColumns+" FROM descriptors WHERE embedder = $1", embedder)
+		rows, err := tx.Query(ctx, "SELECT "+recordColumns+" FROM descriptors WHERE embedder = $1 AND ($2 = '' OR server = $2)", embedder, server)
 		if err != nil {
 			return err
 		}

@@ -120,7 +120,7 @@ func TestApplyLoadAndChangeLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	var loaded []index.Record
-	seq, err := s.Load(ctx, "e/8", 10, func(rs []index.Record) error {
+	seq, err := s.Load(ctx, "e/8", "", 10, func(rs []index.Record) error {
 		if len(rs) > 10 {
 			t.Errorf("batch of %d", len(rs))
 		}
@@ -140,7 +140,7 @@ func TestApplyLoadAndChangeLog(t *testing.T) {
 	if diff := cmp.Diff(put[3], byURI["a://03"]); diff != "" {
 		t.Errorf("record round trip (-put +loaded):\n%s", diff)
 	}
-	if n, _ := s.Load(ctx, "other/8", 10, func(rs []index.Record) error { t.Error("another embedder's records loaded"); return nil }); n != seq {
+	if n, _ := s.Load(ctx, "other/8", "", 10, func(rs []index.Record) error { t.Error("another embedder's records loaded"); return nil }); n != seq {
 		t.Errorf("seq %d vs %d", n, seq)
 	}
 	ch, err := s.Changes(ctx, 0, 1000)
