@@ -3,8 +3,11 @@ package engine_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -78,6 +81,8 @@ func (u *upstreams) lists(server string) []int {
 	return out
 }
 
+var starts atomic.Int64
+
 type testReplica struct {
 	eng  *engine.Engine
 	emb  *indextest.BagEmbedder
@@ -101,7 +106,7 @@ func startReplica(t *testing.T, url string, u *upstreams, i int) *testReplica {
 		},
 		Mirror: func(o *ctxsync.Options) { o.Debounce = 20 * time.Millisecond },
 		Replica: func(o *replica.Options) {
-			o.Holder = fmt.Sprintf("r%d", i)
+			o.Holder = fmt.Sprintf("r%d-%d", i, starts.Add(1)) // unique, as a restarted process's is
 			o.LeaseTTL, o.RenewEvery, o.PollEvery = testTTL, testRenew, testPoll
 			o.LeaveLeases = true
 		},
@@ -323,4 +328,92 @@ func textCount(e *engine.Engine) int {
 		n += s.Contents
 	}
 	return n
+}
+
+// pgctl runs $CONTEXTD_TEST_PG_CTL (scripts/pg-test.sh) with arg, which
+// stops or starts the test database; without it the test is skipped.
+func pgctl(t *testing.T, arg string) {
+	t.Helper()
+	script := os.Getenv("CONTEXTD_TEST_PG_CTL")
+	if script == "" {
+		t.Skip("NOT TESTED: set CONTEXTD_TEST_PG_CTL=scripts/pg-test.sh to let this test stop and start the test database (it disturbs other tests using it: run it alone)")
+	}
+	out, err := exec.Command(script, arg).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", script, arg, err, out)
+	}
+}
+
+func TestPostgresRestartedMidRunLosesNothing(t *testing.T) {
+	if os.Getenv("CONTEXTD_TEST_PG_CTL") == "" {
+		pgctl(t, "") // skips
+	}
+	url := pgtest.URL(t)
+	u := newUpstreams(2, 2, 10)
+	reps := []*testReplica{startReplica(t, url, u, 0), startReplica(t, url, u, 1)}
+	waitFor(t, 10*time.Second, "both replicas hold everything", func() bool {
+		for _, r := range reps {
+			if descCount(t, r.eng) != 20 || textCount(r.eng) != 20 {
+				return false
+			}
+		}
+		return len(owners(reps)) == 2
+	})
+	owner := owners(reps)["up0"][0]
+	restarted := false
+	defer func() {
+		if !restarted {
+			pgctl(t, "start")
+		}
+	}()
+	pgctl(t, "stop")
+	// Down: every replica answers from memory and says it is stale; the
+	// owner goes on mirroring.
+	u.add("up0", "doc://up0/during", "narwhal tusks")
+	waitFor(t, 5*time.Second, "the owner mirrors the change while the store is down", func() bool {
+		return found(searchHits(t, reps[owner].eng, "narwhal tusks"), "doc://up0/during")
+	})
+	for i, r := range reps {
+		if hits := searchHits(t, r.eng, "topic5"); len(hits) == 0 {
+			t.Errorf("replica r%d answers nothing while the store is down", i)
+		}
+		waitFor(t, 5*time.Second, fmt.Sprintf("replica r%d reports the store stale", i), func() bool {
+			st, _ := r.eng.Replica()
+			return st.Stale && st.LastError != ""
+		})
+	}
+	time.Sleep(testTTL) // past the leases
+	pgctl(t, "start")
+	restarted = true
+	for i, r := range reps {
+		waitFor(t, 15*time.Second, fmt.Sprintf("replica r%d finds what changed while the store was down", i), func() bool {
+			return found(searchHits(t, r.eng, "narwhal tusks"), "doc://up0/during")
+		})
+		waitFor(t, 5*time.Second, fmt.Sprintf("replica r%d is current again", i), func() bool {
+			st, _ := r.eng.Replica()
+			return !st.Stale && st.Pending == 0
+		})
+	}
+	// Nothing lost or doubled: a new replica loads exactly the upstreams.
+	fresh := startReplica(t, url, u, 0)
+	ds, err := fresh.eng.Descriptors("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got, want []string
+	for _, d := range ds {
+		got = append(got, d.URI)
+	}
+	for _, s := range u.names {
+		for uri := range u.docs[s] {
+			want = append(want, uri)
+		}
+	}
+	slices.Sort(want)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the store after the restart (-upstreams +stored):\n%s", diff)
+	}
+	if n := fresh.emb.Calls.Load(); n != 0 {
+		t.Errorf("a replica started from the store embedded %d texts", n)
+	}
 }
