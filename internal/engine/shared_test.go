@@ -17,6 +17,7 @@ import (
 	"github.com/contextd/contextd/internal/config"
 	"github.com/contextd/contextd/internal/engine"
 	"github.com/contextd/contextd/internal/index/indextest"
+	"github.com/contextd/contextd/internal/mcp"
 	"github.com/contextd/contextd/internal/mcp/mcptest"
 	"github.com/contextd/contextd/internal/replica"
 	"github.com/contextd/contextd/internal/resource"
@@ -40,6 +41,8 @@ type upstreams struct {
 	copies map[string][]*mcpsdk.Server    // server → per replica
 	recs   map[string][]*mcptest.Recorder // server → per replica
 	docs   map[string]map[string]string   // server → uri → text
+	// sessions counts the sessions replicas opened to the upstreams.
+	sessions atomic.Int64
 }
 
 func newUpstreams(servers, replicas, docs int) *upstreams {
@@ -91,7 +94,7 @@ type testReplica struct {
 
 // startReplica starts replica i of the store at url against its copies of
 // the upstreams.
-func startReplica(t *testing.T, url string, u *upstreams, i int) *testReplica {
+func startReplica(t testing.TB, url string, u *upstreams, i int) *testReplica {
 	t.Helper()
 	cfg := &config.Config{Store: url}
 	for _, name := range u.names {
@@ -102,7 +105,11 @@ func startReplica(t *testing.T, url string, u *upstreams, i int) *testReplica {
 		Config:   cfg,
 		Embedder: emb,
 		Dial: func(s config.Server) ctxsync.DialFunc {
-			return mcptest.Dial(t, s.Name, u.copies[s.Name][i])
+			dial := mcptest.Dial(t, s.Name, u.copies[s.Name][i])
+			return func(ctx context.Context, o *mcp.Options) (*mcp.Session, error) {
+				u.sessions.Add(1)
+				return dial(ctx, o)
+			}
 		},
 		Mirror: func(o *ctxsync.Options) { o.Debounce = 20 * time.Millisecond },
 		Replica: func(o *replica.Options) {
@@ -125,7 +132,7 @@ func startReplica(t *testing.T, url string, u *upstreams, i int) *testReplica {
 }
 
 // waitFor polls cond every 10ms until it holds or d passes.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) time.Duration {
+func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) time.Duration {
 	t.Helper()
 	start := time.Now()
 	for !cond() {
@@ -312,7 +319,7 @@ func TestRestartedReplicaServesWithoutEmbedding(t *testing.T) {
 	}
 }
 
-func descCount(t *testing.T, e *engine.Engine) int {
+func descCount(t testing.TB, e *engine.Engine) int {
 	t.Helper()
 	ds, err := e.Descriptors("")
 	if err != nil {
