@@ -256,12 +256,40 @@ func (r *Replica) fail(what string, err error) {
 // hands each server's templates to OnShared. It returns how many records
 // it installed.
 func (r *Replica) Load(ctx context.Context) (int, error) {
+	// Decoding rows and indexing them overlap: the index takes batches
+	// from a goroutine of its own while the next ones stream in.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	batches := make(chan []index.Record, 4)
 	n := 0
-	seq, err := r.opts.Store.Load(ctx, r.opts.Embedder, "", 1000, func(recs []index.Record) error {
-		got, err := r.ix.Apply(ctx, recs...)
-		n += got
-		return err
+	var applyErr error
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for recs := range batches {
+			if applyErr != nil {
+				continue
+			}
+			got, err := r.ix.Apply(ctx, recs...)
+			n += got
+			if err != nil {
+				applyErr = err
+				cancel()
+			}
+		}
 	})
+	seq, err := r.opts.Store.Load(ctx, r.opts.Embedder, "", 1000, func(recs []index.Record) error {
+		select {
+		case batches <- slices.Clone(recs):
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+	close(batches)
+	wg.Wait()
+	if applyErr != nil {
+		err = applyErr
+	}
 	if err != nil {
 		return n, fmt.Errorf("replica: load the shared mirror: %w", err)
 	}
