@@ -84,3 +84,53 @@ func BenchmarkColdStart(b *testing.B) {
 		b.ReportMetric(float64(n)/(b.Elapsed().Seconds()/float64(b.N)), "descriptors/s")
 	})
 }
+
+// BenchmarkQuery ranks 10,000 descriptors (512-dimensional random vectors,
+// the dense and the lexical list, the engine's pool of 100) in an index
+// built by embedding (embedded mode) and in one installed from another's
+// records (a replica, as Load and the change log install them), so their
+// latencies compare.
+func BenchmarkQuery(b *testing.B) {
+	ctx := context.Background()
+	emb := indextest.RandomEmbedder{Dims: 512}
+	src, err := index.Open(ctx, index.Options{Embedder: emb, QueryCache: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var descs []resource.Descriptor
+	for i := range 10_000 {
+		descs = append(descs, resource.Descriptor{Server: fmt.Sprintf("srv%02d", i%20), URI: fmt.Sprintf("doc://%d", i), Name: fmt.Sprintf("doc %d", i),
+			Description: fmt.Sprintf("reference page %d about topic%d and its configuration", i, i%97)})
+	}
+	if _, err := src.Upsert(ctx, descs...); err != nil {
+		b.Fatal(err)
+	}
+	var recs []index.Record
+	for _, d := range descs {
+		r, _ := src.Export(ctx, d.Key())
+		recs = append(recs, r)
+	}
+	rep, err := index.Open(ctx, index.Options{Embedder: emb, QueryCache: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := rep.Apply(ctx, recs...); err != nil {
+		b.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		ix   *index.Index
+	}{{"embedded", src}, {"replica", rep}} {
+		b.Run(tc.name, func(b *testing.B) {
+			i := 0
+			for b.Loop() {
+				q := fmt.Sprintf("configuration of topic%d", i%97)
+				i++
+				if _, err := tc.ix.Dense(ctx, q, 100, index.Filter{}); err != nil {
+					b.Fatal(err)
+				}
+				tc.ix.Lexical(q, 100, index.Filter{})
+			}
+		})
+	}
+}
