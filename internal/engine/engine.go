@@ -187,10 +187,11 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	var e *Engine
 	var sh *shared
 	var onChange func(resource.Key)
+	est := budget.NewEstimator()
 	if opts.Config.Store != "" {
 		// The shared store holds the mirror; the index is its in-memory
 		// copy, and data_dir is not used.
-		if sh, err = openShared(ctx, opts, emb, log, &e); err != nil {
+		if sh, err = openShared(ctx, opts, emb, est, log, &e); err != nil {
 			return nil, err
 		}
 		onChange = sh.rep.Changed
@@ -217,7 +218,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		}
 		return nil, err
 	}
-	e = &Engine{cfg: opts.Config, log: log, ix: ix, tok: tok, mirrors: map[string]*ctxsync.Mirror{}, candidates: opts.Candidates, est: budget.NewEstimator(), unlock: unlock, shared: sh}
+	e = &Engine{cfg: opts.Config, log: log, ix: ix, tok: tok, mirrors: map[string]*ctxsync.Mirror{}, candidates: opts.Candidates, est: est, unlock: unlock, shared: sh}
 	if e.candidates < 0 {
 		e.candidates = 0
 	}

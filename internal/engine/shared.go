@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/contextd/contextd/internal/budget"
 	"github.com/contextd/contextd/internal/embed"
 	"github.com/contextd/contextd/internal/replica"
 	"github.com/contextd/contextd/internal/resource"
@@ -24,7 +25,7 @@ type shared struct {
 // openShared connects to the store and prepares the replica; the engine's
 // mirrors are wired to it by wireShared, and the index filled by
 // loadShared.
-func openShared(ctx context.Context, opts Options, emb embed.Embedder, log *slog.Logger, e **Engine) (*shared, error) {
+func openShared(ctx context.Context, opts Options, emb embed.Embedder, est *budget.Estimator, log *slog.Logger, e **Engine) (*shared, error) {
 	st, err := pgstore.Open(ctx, opts.Config.Store)
 	if err != nil {
 		return nil, fmt.Errorf("store: %w", err)
@@ -34,10 +35,11 @@ func openShared(ctx context.Context, opts Options, emb embed.Embedder, log *slog
 		servers = append(servers, srv.Name)
 	}
 	ro := replica.Options{
-		Store:    st,
-		Embedder: pgstore.EmbedderID(emb.Name(), emb.Dim()),
-		Servers:  servers,
-		Logger:   log.With("component", "replica"),
+		Store:     st,
+		Embedder:  pgstore.EmbedderID(emb.Name(), emb.Dim()),
+		Servers:   servers,
+		Estimator: est,
+		Logger:    log.With("component", "replica"),
 		OnOwner: func(server string, _ bool) {
 			if m, ok := (*e).mirrors[server]; ok {
 				m.OwnerChanged()

@@ -42,6 +42,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/contextd/contextd/internal/budget"
 	"github.com/contextd/contextd/internal/index"
 	"github.com/contextd/contextd/internal/resource"
 	"github.com/contextd/contextd/internal/store/pgstore"
@@ -87,10 +88,29 @@ type Options struct {
 	OnShared func(server string, templates []resource.Template, lastSync time.Time)
 	// Logger; nil discards.
 	Logger *slog.Logger
+	// Estimator, when set, shares learned token ratios: every ShareEvery
+	// the replica stores what it learned and gives it what the others
+	// learned (within DefaultEvidenceAge).
+	Estimator Estimator
+	// ShareEvery is how often token ratios are shared. Zero means
+	// DefaultShareEvery.
+	ShareEvery time.Duration
 	// LeaveLeases makes Run, on its way out, neither write what is pending
 	// nor release its leases, which then expire: what a crash does (tests).
 	LeaveLeases bool
 }
+
+// An Estimator learns bytes per token (budget.Estimator).
+type Estimator interface {
+	Learned() []budget.Evidence
+	SetShared([]budget.Evidence)
+}
+
+// Token ratio sharing defaults.
+const (
+	DefaultShareEvery  = 30 * time.Second
+	DefaultEvidenceAge = 7 * 24 * time.Hour
+)
 
 // A Replica coordinates one process's index with the shared mirror.
 type Replica struct {
@@ -127,6 +147,7 @@ func New(opts Options) *Replica {
 	opts.LeaseTTL = cmp.Or(opts.LeaseTTL, DefaultLeaseTTL)
 	opts.RenewEvery = cmp.Or(opts.RenewEvery, opts.LeaseTTL/3)
 	opts.PollEvery = cmp.Or(opts.PollEvery, DefaultPollEvery)
+	opts.ShareEvery = cmp.Or(opts.ShareEvery, DefaultShareEvery)
 	if opts.Holder == "" {
 		host, _ := os.Hostname()
 		b := make([]byte, 4)
@@ -326,6 +347,9 @@ func (r *Replica) Run(ctx context.Context) error {
 	wg.Go(func() { _ = r.opts.Store.Listen(ctx, func() { r.poke(r.wake) }) })
 	wg.Go(func() { r.follow(ctx) })
 	wg.Go(func() { r.leases(ctx) })
+	if r.opts.Estimator != nil {
+		wg.Go(func() { r.shareRatios(ctx) })
+	}
 	r.publish(ctx)
 	wg.Wait()
 	if r.opts.LeaveLeases {
@@ -335,6 +359,9 @@ func (r *Replica) Run(ctx context.Context) error {
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	r.flush(fctx)
+	if r.opts.Estimator != nil {
+		_ = r.opts.Store.PutEvidence(fctx, r.opts.Holder, r.opts.Estimator.Learned())
+	}
 	r.mu.Lock()
 	owned := r.owned
 	r.owned = map[string]int64{}
@@ -754,4 +781,25 @@ func (r *Replica) applyChanges(ctx context.Context, ch []pgstore.Change) error {
 		return r.shareServers(ctx, servers)
 	}
 	return nil
+}
+
+// shareRatios stores this replica's learned token ratios and takes the
+// others' every ShareEvery, and once at start.
+func (r *Replica) shareRatios(ctx context.Context) {
+	t := time.NewTicker(r.opts.ShareEvery)
+	defer t.Stop()
+	for {
+		if err := r.opts.Store.PutEvidence(ctx, r.opts.Holder, r.opts.Estimator.Learned()); err != nil && ctx.Err() == nil {
+			r.fail("share token ratios", err)
+		} else if ev, err := r.opts.Store.SharedEvidence(ctx, r.opts.Holder, DefaultEvidenceAge); err == nil {
+			r.opts.Estimator.SetShared(ev)
+		} else if ctx.Err() == nil {
+			r.fail("share token ratios", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }

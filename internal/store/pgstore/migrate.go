@@ -57,10 +57,16 @@ CREATE TABLE changes (
 	at     timestamptz NOT NULL DEFAULT now()
 );
 CREATE INDEX changes_at ON changes (at);
+-- What each replica learned of each server's bytes per token (budget
+-- estimates), per content class; every replica weighs the others'.
 CREATE TABLE token_ratios (
-	server          text PRIMARY KEY,
-	bytes_per_token double precision NOT NULL,
-	updated_at      timestamptz NOT NULL DEFAULT now()
+	holder     text NOT NULL,
+	server     text NOT NULL,
+	class      int NOT NULL,
+	bytes      double precision NOT NULL,
+	tokens     double precision NOT NULL,
+	updated_at timestamptz NOT NULL DEFAULT now(),
+	PRIMARY KEY (holder, server, class)
 );
 -- pruned_upto: the highest seq pruned from changes; a replica behind it
 -- reloads.

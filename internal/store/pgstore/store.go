@@ -38,6 +38,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/contextd/contextd/internal/budget"
 	"github.com/contextd/contextd/internal/index"
 	"github.com/contextd/contextd/internal/resource"
 )
@@ -422,30 +423,39 @@ func (s *Store) Load(ctx context.Context, embedder, server string, batch int, fn
 	return seq, err
 }
 
-// SetTokenRatio stores server's learned bytes per token.
-func (s *Store) SetTokenRatio(ctx context.Context, server string, bytesPerToken float64) error {
-	_, err := s.pool.Exec(ctx, `INSERT INTO token_ratios (server, bytes_per_token) VALUES ($1, $2)
-ON CONFLICT (server) DO UPDATE SET bytes_per_token = EXCLUDED.bytes_per_token, updated_at = now()`, server, bytesPerToken)
-	return err
+// PutEvidence stores what holder learned of servers' bytes per token
+// (budget.Estimator.Learned), replacing what it stored before.
+func (s *Store) PutEvidence(ctx context.Context, holder string, ev []budget.Evidence) error {
+	if len(ev) == 0 {
+		return nil
+	}
+	b := &pgx.Batch{}
+	for _, x := range ev {
+		b.Queue(`INSERT INTO token_ratios (holder, server, class, bytes, tokens) VALUES ($1, $2, $3, $4, $5)
+ON CONFLICT (holder, server, class) DO UPDATE SET bytes = EXCLUDED.bytes, tokens = EXCLUDED.tokens, updated_at = now()`,
+			holder, x.Server, int(x.Class), x.Bytes, x.Tokens)
+	}
+	return s.pool.SendBatch(ctx, b).Close()
 }
 
-// TokenRatios returns every server's learned bytes per token.
-func (s *Store) TokenRatios(ctx context.Context) (map[string]float64, error) {
-	rows, err := s.pool.Query(ctx, "SELECT server, bytes_per_token FROM token_ratios")
+// SharedEvidence returns what replicas other than holder learned within
+// maxAge, summed per server and class, and deletes what is older.
+func (s *Store) SharedEvidence(ctx context.Context, holder string, maxAge time.Duration) ([]budget.Evidence, error) {
+	if _, err := s.pool.Exec(ctx, "DELETE FROM token_ratios WHERE updated_at < now() - $1 * interval '1 millisecond'", maxAge.Milliseconds()); err != nil {
+		return nil, err
+	}
+	rows, err := s.pool.Query(ctx, `SELECT server, class, sum(bytes), sum(tokens) FROM token_ratios
+WHERE holder <> $1 GROUP BY server, class`, holder)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	out := map[string]float64{}
-	for rows.Next() {
-		var s string
-		var r float64
-		if err := rows.Scan(&s, &r); err != nil {
-			return nil, err
-		}
-		out[s] = r
-	}
-	return out, rows.Err()
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (budget.Evidence, error) {
+		var x budget.Evidence
+		var class int
+		err := r.Scan(&x.Server, &class, &x.Bytes, &x.Tokens)
+		x.Class = budget.ContentClass(class)
+		return x, err
+	})
 }
 
 // Listen calls wake (which must not block) after each notification on
