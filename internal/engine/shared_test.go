@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"slices"
@@ -28,8 +29,8 @@ import (
 // Lease times of the replica tests: a dead owner's servers are taken within
 // testTTL + testRenew.
 const (
-	testTTL   = time.Second
-	testRenew = 250 * time.Millisecond
+	testTTL   = 2 * time.Second
+	testRenew = 500 * time.Millisecond
 	testPoll  = 200 * time.Millisecond
 )
 
@@ -94,7 +95,7 @@ type testReplica struct {
 
 // startReplica starts replica i of the store at url against its copies of
 // the upstreams.
-func startReplica(t testing.TB, url string, u *upstreams, i int) *testReplica {
+func startReplica(t testing.TB, url string, u *upstreams, i int, adjust ...func(*replica.Options)) *testReplica {
 	t.Helper()
 	cfg := &config.Config{Store: url}
 	for _, name := range u.names {
@@ -116,6 +117,12 @@ func startReplica(t testing.TB, url string, u *upstreams, i int) *testReplica {
 			o.Holder = fmt.Sprintf("r%d-%d", i, starts.Add(1)) // unique, as a restarted process's is
 			o.LeaseTTL, o.RenewEvery, o.PollEvery = testTTL, testRenew, testPoll
 			o.LeaveLeases = true
+			if os.Getenv("CONTEXTD_TEST_REPLICA_LOG") != "" {
+				o.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+			}
+			for _, f := range adjust {
+				f(o)
+			}
 		},
 	}
 	eng, err := engine.New(t.Context(), opts)
@@ -134,12 +141,18 @@ func startReplica(t testing.TB, url string, u *upstreams, i int) *testReplica {
 // waitFor polls cond every 10ms until it holds or d passes.
 func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) time.Duration {
 	t.Helper()
+	return waitEvery(t, d, 10*time.Millisecond, what, cond)
+}
+
+// waitEvery polls cond every step until it holds or d passes.
+func waitEvery(t testing.TB, d, step time.Duration, what string, cond func() bool) time.Duration {
+	t.Helper()
 	start := time.Now()
 	for !cond() {
 		if time.Since(start) > d {
 			t.Fatalf("after %v: %s", d, what)
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(step)
 	}
 	return time.Since(start)
 }
@@ -423,4 +436,35 @@ func TestPostgresRestartedMidRunLosesNothing(t *testing.T) {
 	if n := fresh.emb.Calls.Load(); n != 0 {
 		t.Errorf("a replica started from the store embedded %d texts", n)
 	}
+}
+
+// A replica that joins takes its fair share: the first hands servers over,
+// and no server has two owners at any time.
+func TestJoiningReplicaTakesItsShare(t *testing.T) {
+	url := pgtest.URL(t)
+	u := newUpstreams(4, 2, 5)
+	reps := []*testReplica{startReplica(t, url, u, 0), nil}
+	waitFor(t, 10*time.Second, "the first replica owns every server", func() bool {
+		st, _ := reps[0].eng.Replica()
+		return len(st.Owned) == 4
+	})
+	reps[1] = startReplica(t, url, u, 1)
+	waitFor(t, 10*time.Second, "each replica owns two servers", func() bool {
+		for _, o := range owners(reps) {
+			if len(o) > 1 {
+				t.Fatalf("a server has two owners: %v", owners(reps))
+			}
+		}
+		st0, _ := reps[0].eng.Replica()
+		st1, _ := reps[1].eng.Replica()
+		return len(st0.Owned) == 2 && len(st1.Owned) == 2
+	})
+	st1, _ := reps[1].eng.Replica()
+	for _, s := range st1.Owned {
+		waitFor(t, 5*time.Second, "the new owner lists "+s, func() bool { return u.lists(s)[1] > 0 })
+	}
+	// Both still answer alike.
+	waitFor(t, 5*time.Second, "both replicas answer alike", func() bool {
+		return cmp.Equal(searchHits(t, reps[0].eng, "topic7"), searchHits(t, reps[1].eng, "topic7"))
+	})
 }

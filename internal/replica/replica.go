@@ -106,6 +106,14 @@ type Estimator interface {
 	SetShared([]budget.Evidence)
 }
 
+// LogRetention is how long change log entries are kept: a replica away
+// longer reloads.
+const LogRetention = 24 * time.Hour
+
+// pruneRounds is how many lease rounds pass between prunings of the change
+// log (every replica prunes; deleting what another deleted costs little).
+const pruneRounds = 120
+
 // Token ratio sharing defaults.
 const (
 	DefaultShareEvery  = 30 * time.Second
@@ -385,6 +393,13 @@ func (r *Replica) leases(ctx context.Context) {
 		// The first round only announces this replica, so replicas that
 		// start together see each other before taking their shares.
 		r.leaseRound(ctx, round > 0)
+		if round%pruneRounds == pruneRounds-1 {
+			if n, err := r.opts.Store.Prune(ctx, LogRetention); err != nil && ctx.Err() == nil {
+				r.fail("prune the change log", err)
+			} else if n > 0 {
+				r.log.Debug("pruned the change log", "entries", n)
+			}
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -442,12 +457,8 @@ func (r *Replica) leaseRound(ctx context.Context, take bool) {
 		// over (released, so another takes it at its next round).
 		mine := slices.Sorted(maps.Keys(owned))
 		for _, s := range mine[share:] {
-			tok := owned[s]
+			r.handOver(ctx, s, owned[s])
 			delete(owned, s)
-			r.lose(ctx, s, "handed over: more replicas share the servers")
-			if err := st.Release(ctx, s, r.opts.Holder, tok); err != nil && ctx.Err() == nil {
-				r.fail("release", err)
-			}
 		}
 	}
 	for _, s := range r.opts.Servers {
@@ -507,6 +518,37 @@ func (r *Replica) lose(ctx context.Context, server, why string) {
 	r.log.Warn("no longer mirroring server", "server", server, "why", why)
 	if r.opts.OnOwner != nil {
 		r.opts.OnOwner(server, false)
+	}
+	if err := r.reload(ctx, server); err != nil && ctx.Err() == nil {
+		r.fail("reload "+server, err)
+	}
+}
+
+// handOver stops mirroring server, writes what it had not written yet
+// (so the next owner embeds none of it again), releases the lease, and
+// aligns the index with the store.
+func (r *Replica) handOver(ctx context.Context, server string, tok int64) {
+	r.mu.Lock()
+	delete(r.owned, server)
+	var keys []resource.Key
+	for k := range r.dirty {
+		if k.Server == server {
+			keys = append(keys, k)
+			delete(r.dirty, k)
+		}
+	}
+	st := r.dirtySrv[server]
+	delete(r.dirtySrv, server)
+	r.mu.Unlock()
+	r.log.Info("handing server over: more replicas share the servers", "server", server)
+	if r.opts.OnOwner != nil {
+		r.opts.OnOwner(server, false)
+	}
+	if err := r.write(ctx, server, tok, keys, st); err != nil && ctx.Err() == nil {
+		r.fail("write before handing over", err)
+	}
+	if err := r.opts.Store.Release(ctx, server, r.opts.Holder, tok); err != nil && ctx.Err() == nil {
+		r.fail("release", err)
 	}
 	if err := r.reload(ctx, server); err != nil && ctx.Err() == nil {
 		r.fail("reload "+server, err)
