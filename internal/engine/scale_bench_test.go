@@ -10,6 +10,7 @@ import (
 
 	"github.com/contextd/contextd/internal/replica"
 	"github.com/contextd/contextd/internal/store/pgstore/pgtest"
+	ctxsync "github.com/contextd/contextd/internal/sync"
 )
 
 func envInt(name string, def int) int {
@@ -52,6 +53,9 @@ func scaleOnce(b *testing.B, nup, nres, nrep int) {
 		reps[i] = startReplica(b, url, u, i, func(o *replica.Options) { o.LeaseTTL, o.RenewEvery = 5*time.Second, time.Second })
 	}
 	total := nup * nres
+	// Texts: the content pass indexes at most DefaultContentMaxResources
+	// per server.
+	texts := nup * min(nres, ctxsync.DefaultContentMaxResources)
 	// Checked every half second, cheapest first: counting texts scans
 	// every descriptor once per server.
 	converged := func() bool {
@@ -64,7 +68,7 @@ func scaleOnce(b *testing.B, nup, nres, nrep int) {
 			}
 		}
 		for _, r := range reps {
-			if textCount(r.eng) != total {
+			if textCount(r.eng) != texts {
 				return false
 			}
 		}
@@ -81,9 +85,10 @@ func scaleOnce(b *testing.B, nup, nres, nrep int) {
 				u.add(s, fmt.Sprintf("doc://%s/%d", s, rng.IntN(nres)), fmt.Sprintf("rewritten in round %d, item %d", round, j))
 			}
 		}
-		total = 0
+		total, texts = 0, 0
 		for _, s := range u.names {
 			total += len(u.docs[s])
+			texts += min(len(u.docs[s]), ctxsync.DefaultContentMaxResources)
 		}
 		waitEvery(b, 10*time.Minute, 100*time.Millisecond, fmt.Sprintf("churn round %d reaches every replica", round), converged)
 	}
