@@ -132,7 +132,8 @@ type Replica struct {
 	followMu sync.Mutex
 
 	mu        sync.Mutex
-	owned     map[string]int64 // server → lease token
+	owned     map[string]int64 // server → lease token: leases held (renewed)
+	active    map[string]bool  // servers mirrored: held and caught up
 	dirty     map[resource.Key]bool
 	dirtySrv  map[string]serverState
 	seq       int64 // change log position applied
@@ -167,7 +168,7 @@ func New(opts Options) *Replica {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Replica{opts: opts, log: log.With("replica", opts.Holder), kick: make(chan struct{}, 1), wake: make(chan struct{}, 1),
-		owned: map[string]int64{}, dirty: map[resource.Key]bool{}, dirtySrv: map[string]serverState{}}
+		owned: map[string]int64{}, active: map[string]bool{}, dirty: map[resource.Key]bool{}, dirtySrv: map[string]serverState{}}
 }
 
 // Attach gives the replica its index. Call it once, before Load.
@@ -180,27 +181,21 @@ func (r *Replica) Holder() string { return r.opts.Holder }
 func (r *Replica) Owns(server string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	_, ok := r.owned[server]
-	return ok
+	return r.active[server]
 }
 
 // Owned returns the servers this replica mirrors, sorted.
 func (r *Replica) Owned() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var out []string
-	for s := range r.owned {
-		out = append(out, s)
-	}
-	slices.Sort(out)
-	return out
+	return slices.Sorted(maps.Keys(r.active))
 }
 
 // Changed is the index's OnChange: a key of an owned server is published.
 // It never blocks.
 func (r *Replica) Changed(k resource.Key) {
 	r.mu.Lock()
-	_, owned := r.owned[k.Server]
+	owned := r.active[k.Server]
 	if owned {
 		r.dirty[k] = true
 	}
@@ -214,7 +209,7 @@ func (r *Replica) Changed(k resource.Key) {
 // are published. It never blocks.
 func (r *Replica) Synced(server string, templates []resource.Template, at time.Time) {
 	r.mu.Lock()
-	_, owned := r.owned[server]
+	owned := r.active[server]
 	if owned {
 		if templates == nil {
 			templates = []resource.Template{}
@@ -255,10 +250,7 @@ func (r *Replica) Status() Status {
 	defer r.mu.Unlock()
 	st := Status{Holder: r.opts.Holder, LastOK: r.lastOK, LastError: r.lastErr, Seq: r.seq,
 		Pending: len(r.dirty), Published: r.published, Applied: r.applied}
-	for s := range r.owned {
-		st.Owned = append(st.Owned, s)
-	}
-	slices.Sort(st.Owned)
+	st.Owned = slices.Sorted(maps.Keys(r.active))
 	st.Stale = time.Since(r.lastOK) >= 3*r.opts.PollEvery
 	return st
 }
@@ -354,6 +346,7 @@ func (r *Replica) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = r.opts.Store.Listen(ctx, func() { r.poke(r.wake) }) })
 	wg.Go(func() { r.follow(ctx) })
+	wg.Go(func() { r.renewals(ctx) })
 	wg.Go(func() { r.leases(ctx) })
 	if r.opts.Estimator != nil {
 		wg.Go(func() { r.shareRatios(ctx) })
@@ -372,7 +365,7 @@ func (r *Replica) Run(ctx context.Context) error {
 	}
 	r.mu.Lock()
 	owned := r.owned
-	r.owned = map[string]int64{}
+	r.owned, r.active = map[string]int64{}, map[string]bool{}
 	r.mu.Unlock()
 	for s, tok := range owned {
 		if err := r.opts.Store.Release(fctx, s, r.opts.Holder, tok); err != nil {
@@ -385,21 +378,16 @@ func (r *Replica) Run(ctx context.Context) error {
 	return nil
 }
 
-// leases renews and takes leases every RenewEvery.
-func (r *Replica) leases(ctx context.Context) {
+// renewals renews this replica's heartbeat and leases every RenewEvery,
+// in one statement each, apart from taking leases (whose catching up may
+// take long), so a busy replica does not let its leases lapse.
+func (r *Replica) renewals(ctx context.Context) {
+	var bg sync.WaitGroup
+	defer bg.Wait()
 	t := time.NewTicker(r.opts.RenewEvery)
 	defer t.Stop()
-	for round := 0; ; round++ {
-		// The first round only announces this replica, so replicas that
-		// start together see each other before taking their shares.
-		r.leaseRound(ctx, round > 0)
-		if round%pruneRounds == pruneRounds-1 {
-			if n, err := r.opts.Store.Prune(ctx, LogRetention); err != nil && ctx.Err() == nil {
-				r.fail("prune the change log", err)
-			} else if n > 0 {
-				r.log.Debug("pruned the change log", "entries", n)
-			}
-		}
+	for {
+		r.renewRound(ctx, &bg)
 		select {
 		case <-ctx.Done():
 			return
@@ -408,9 +396,62 @@ func (r *Replica) leases(ctx context.Context) {
 	}
 }
 
-func (r *Replica) leaseRound(ctx context.Context, take bool) {
+func (r *Replica) renewRound(ctx context.Context, bg *sync.WaitGroup) {
+	st := r.opts.Store
+	_, err := st.Heartbeat(ctx, r.opts.Holder, r.opts.LeaseTTL)
+	if err != nil {
+		if ctx.Err() == nil {
+			r.fail("heartbeat", err)
+		}
+		return
+	}
+	r.mu.Lock()
+	owned := maps.Clone(r.owned)
+	r.mu.Unlock()
+	if len(owned) > 0 {
+		renewed, err := st.RenewAll(ctx, r.opts.Holder, owned, r.opts.LeaseTTL)
+		if err != nil {
+			if ctx.Err() == nil {
+				r.fail("renew", err)
+			}
+			return // keep mirroring; written when the store is back
+		}
+		for s := range owned {
+			if !renewed[s] {
+				bg.Go(func() { r.lose(ctx, s, "lease taken by another replica") })
+			}
+		}
+	}
+	r.ok()
+}
+
+// leases takes and hands over leases every RenewEvery, starting one
+// RenewEvery after the first heartbeat, so replicas started together see
+// each other before they take their shares.
+func (r *Replica) leases(ctx context.Context) {
+	t := time.NewTicker(r.opts.RenewEvery)
+	defer t.Stop()
+	for round := 0; ; round++ {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		r.leaseRound(ctx)
+		if round%pruneRounds == pruneRounds-1 {
+			if n, err := r.opts.Store.Prune(ctx, LogRetention); err != nil && ctx.Err() == nil {
+				r.fail("prune the change log", err)
+			} else if n > 0 {
+				r.log.Debug("pruned the change log", "entries", n)
+			}
+		}
+	}
+}
+
+func (r *Replica) leaseRound(ctx context.Context) {
 	st := r.opts.Store
 	ttl := r.opts.LeaseTTL
+	// A fresh count: the share must see replicas that started since.
 	live, err := st.Heartbeat(ctx, r.opts.Holder, ttl)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -419,24 +460,8 @@ func (r *Replica) leaseRound(ctx context.Context, take bool) {
 		return
 	}
 	r.mu.Lock()
-	owned := make(map[string]int64, len(r.owned))
-	for s, tok := range r.owned {
-		owned[s] = tok
-	}
+	owned := maps.Clone(r.owned)
 	r.mu.Unlock()
-	for s, tok := range owned {
-		ok, err := st.Renew(ctx, s, r.opts.Holder, tok, ttl)
-		if err != nil {
-			if ctx.Err() == nil {
-				r.fail("renew", err)
-			}
-			return // keep mirroring; written when the store is back
-		}
-		if !ok {
-			r.lose(ctx, s, "lease taken by another replica")
-			delete(owned, s)
-		}
-	}
 	ls, err := st.Leases(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -444,7 +469,6 @@ func (r *Replica) leaseRound(ctx context.Context, take bool) {
 		}
 		return
 	}
-	r.ok()
 	held := map[string]bool{}
 	for _, l := range ls {
 		if l.Live {
@@ -462,9 +486,6 @@ func (r *Replica) leaseRound(ctx context.Context, take bool) {
 		}
 	}
 	for _, s := range r.opts.Servers {
-		if !take {
-			break
-		}
 		if len(owned) >= share {
 			break
 		}
@@ -488,10 +509,17 @@ func (r *Replica) leaseRound(ctx context.Context, take bool) {
 // gain makes this replica the owner of server: the index first catches up
 // with the store, so the first sync diffs against the latest shared state.
 func (r *Replica) gain(ctx context.Context, server string, tok int64) {
+	r.mu.Lock()
+	r.owned[server] = tok // renewed from now on, while the index catches up
+	r.mu.Unlock()
 	r.catchUp(ctx)
 	r.mu.Lock()
-	r.owned[server] = tok
+	_, still := r.owned[server]
+	r.active[server] = still
 	r.mu.Unlock()
+	if !still {
+		return
+	}
 	r.log.Info("mirroring server (lease taken)", "server", server, "token", tok)
 	if r.opts.OnOwner != nil {
 		r.opts.OnOwner(server, true)
@@ -505,6 +533,7 @@ func (r *Replica) lose(ctx context.Context, server, why string) {
 	r.mu.Lock()
 	_, had := r.owned[server]
 	delete(r.owned, server)
+	delete(r.active, server)
 	for k := range r.dirty {
 		if k.Server == server {
 			delete(r.dirty, k)
@@ -530,6 +559,7 @@ func (r *Replica) lose(ctx context.Context, server, why string) {
 func (r *Replica) handOver(ctx context.Context, server string, tok int64) {
 	r.mu.Lock()
 	delete(r.owned, server)
+	delete(r.active, server)
 	var keys []resource.Key
 	for k := range r.dirty {
 		if k.Server == server {

@@ -125,6 +125,32 @@ WHERE server = $1 AND holder = $2 AND token = $3`, server, holder, token, ttl.Mi
 	return tag.RowsAffected() == 1, nil
 }
 
+// RenewAll extends by ttl every lease of tokens (server → token) that holder
+// still holds with that token, in one statement, and returns the servers
+// it renewed.
+func (s *Store) RenewAll(ctx context.Context, holder string, tokens map[string]int64, ttl time.Duration) (map[string]bool, error) {
+	servers, toks := make([]string, 0, len(tokens)), make([]int64, 0, len(tokens))
+	for srv, t := range tokens {
+		servers, toks = append(servers, srv), append(toks, t)
+	}
+	rows, err := s.pool.Query(ctx, `UPDATE leases SET expires_at = now() + $3 * interval '1 millisecond'
+FROM unnest($1::text[], $2::bigint[]) AS m(server, token)
+WHERE leases.server = m.server AND leases.token = m.token AND leases.holder = $4
+RETURNING leases.server`, servers, toks, ttl.Milliseconds(), holder)
+	if err != nil {
+		return nil, err
+	}
+	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]bool, len(got))
+	for _, srv := range got {
+		out[srv] = true
+	}
+	return out, nil
+}
+
 // Release expires holder's lease on server at once (a clean shutdown), so
 // another replica takes over without waiting out the lease.
 func (s *Store) Release(ctx context.Context, server, holder string, token int64) error {
