@@ -138,8 +138,8 @@ func startReplica(t testing.TB, url string, u *upstreams, i int, adjust ...func(
 	return &testReplica{eng: eng, emb: emb, stop: stop}
 }
 
-// waitFor polls cond every 10ms until it holds or d passes.
-func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) time.Duration {
+// waitUntil polls cond every 10ms until it holds or d passes.
+func waitUntil(t testing.TB, d time.Duration, what string, cond func() bool) time.Duration {
 	t.Helper()
 	return waitEvery(t, d, 10*time.Millisecond, what, cond)
 }
@@ -194,7 +194,7 @@ func TestReplicasShareOneMirror(t *testing.T) {
 		reps[i] = startReplica(t, url, u, i)
 	}
 	total := nsrv * ndocs
-	waitFor(t, 10*time.Second, "every replica holds every upstream's descriptors and texts", func() bool {
+	waitUntil(t, 10*time.Second, "every replica holds every upstream's descriptors and texts", func() bool {
 		for _, r := range reps {
 			if n, c := descCount(t, r.eng), textCount(r.eng); n != total || c != total {
 				return false
@@ -247,7 +247,7 @@ func TestReplicasShareOneMirror(t *testing.T) {
 	start := time.Now()
 	u.add("up1", "doc://up1/new", "zygomorphic flowers")
 	for i, r := range reps {
-		waitFor(t, 5*time.Second, fmt.Sprintf("replica r%d finds the new resource", i), func() bool {
+		waitUntil(t, 5*time.Second, fmt.Sprintf("replica r%d finds the new resource", i), func() bool {
 			return found(searchHits(t, r.eng, "zygomorphic flowers"), "doc://up1/new")
 		})
 	}
@@ -276,13 +276,13 @@ func TestOwnerKilledIsTakenOverWithinTheLease(t *testing.T) {
 	for i := range reps {
 		reps[i] = startReplica(t, url, u, i)
 	}
-	waitFor(t, 10*time.Second, "every server has an owner", func() bool { return len(owners(reps)) == nsrv })
+	waitUntil(t, 10*time.Second, "every server has an owner", func() bool { return len(owners(reps)) == nsrv })
 	victim := owners(reps)["up0"][0]
 	before := slices.Clone(u.lists("up0"))
 	killed := time.Now()
 	reps[victim].stop()
 	reps[victim] = nil
-	took := waitFor(t, testTTL+testRenew+5*time.Second, "another replica owns and lists up0", func() bool {
+	took := waitUntil(t, testTTL+testRenew+5*time.Second, "another replica owns and lists up0", func() bool {
 		o := owners(reps)["up0"]
 		if len(o) != 1 {
 			return false
@@ -300,7 +300,7 @@ func TestOwnerKilledIsTakenOverWithinTheLease(t *testing.T) {
 		if r == nil {
 			continue
 		}
-		waitFor(t, 5*time.Second, fmt.Sprintf("replica r%d finds the change made after the takeover", i), func() bool {
+		waitUntil(t, 5*time.Second, fmt.Sprintf("replica r%d finds the change made after the takeover", i), func() bool {
 			// A replica that owned nothing before the takeover may not
 			// have synced any server yet: unavailable until then.
 			hits, err := r.eng.Search(t.Context(), engine.SearchRequest{Query: "quokka habitat", Limit: 5})
@@ -313,7 +313,7 @@ func TestRestartedReplicaServesWithoutEmbedding(t *testing.T) {
 	url := pgtest.URL(t)
 	u := newUpstreams(2, 2, 30)
 	first := startReplica(t, url, u, 0)
-	waitFor(t, 10*time.Second, "the first replica mirrors and publishes everything", func() bool {
+	waitUntil(t, 10*time.Second, "the first replica mirrors and publishes everything", func() bool {
 		st, _ := first.eng.Replica()
 		return descCount(t, first.eng) == 60 && textCount(first.eng) == 60 && st.Pending == 0 && st.Published >= 120
 	})
@@ -323,7 +323,7 @@ func TestRestartedReplicaServesWithoutEmbedding(t *testing.T) {
 	if n := descCount(t, second.eng); n != 60 {
 		t.Fatalf("restarted replica holds %d descriptors at start; want 60", n)
 	}
-	waitFor(t, 10*time.Second, "the restarted replica owns both servers and synced", func() bool {
+	waitUntil(t, 10*time.Second, "the restarted replica owns both servers and synced", func() bool {
 		return len(owners([]*testReplica{second})) == 2 && u.lists("up0")[1] > 0 && u.lists("up1")[1] > 0
 	})
 	time.Sleep(200 * time.Millisecond) // any embedding the syncs started
@@ -374,7 +374,7 @@ func TestPostgresRestartedMidRunLosesNothing(t *testing.T) {
 	url := pgtest.URL(t)
 	u := newUpstreams(2, 2, 10)
 	reps := []*testReplica{startReplica(t, url, u, 0), startReplica(t, url, u, 1)}
-	waitFor(t, 10*time.Second, "both replicas hold everything", func() bool {
+	waitUntil(t, 10*time.Second, "both replicas hold everything", func() bool {
 		for _, r := range reps {
 			if descCount(t, r.eng) != 20 || textCount(r.eng) != 20 {
 				return false
@@ -393,14 +393,14 @@ func TestPostgresRestartedMidRunLosesNothing(t *testing.T) {
 	// Down: every replica answers from memory and says it is stale; the
 	// owner goes on mirroring.
 	u.add("up0", "doc://up0/during", "narwhal tusks")
-	waitFor(t, 5*time.Second, "the owner mirrors the change while the store is down", func() bool {
+	waitUntil(t, 5*time.Second, "the owner mirrors the change while the store is down", func() bool {
 		return found(searchHits(t, reps[owner].eng, "narwhal tusks"), "doc://up0/during")
 	})
 	for i, r := range reps {
 		if hits := searchHits(t, r.eng, "topic5"); len(hits) == 0 {
 			t.Errorf("replica r%d answers nothing while the store is down", i)
 		}
-		waitFor(t, 5*time.Second, fmt.Sprintf("replica r%d reports the store stale", i), func() bool {
+		waitUntil(t, 5*time.Second, fmt.Sprintf("replica r%d reports the store stale", i), func() bool {
 			st, _ := r.eng.Replica()
 			return st.Stale && st.LastError != ""
 		})
@@ -409,10 +409,10 @@ func TestPostgresRestartedMidRunLosesNothing(t *testing.T) {
 	pgctl(t, "start")
 	restarted = true
 	for i, r := range reps {
-		waitFor(t, 15*time.Second, fmt.Sprintf("replica r%d finds what changed while the store was down", i), func() bool {
+		waitUntil(t, 15*time.Second, fmt.Sprintf("replica r%d finds what changed while the store was down", i), func() bool {
 			return found(searchHits(t, r.eng, "narwhal tusks"), "doc://up0/during")
 		})
-		waitFor(t, 5*time.Second, fmt.Sprintf("replica r%d is current again", i), func() bool {
+		waitUntil(t, 5*time.Second, fmt.Sprintf("replica r%d is current again", i), func() bool {
 			st, _ := r.eng.Replica()
 			return !st.Stale && st.Pending == 0
 		})
@@ -447,12 +447,12 @@ func TestJoiningReplicaTakesItsShare(t *testing.T) {
 	url := pgtest.URL(t)
 	u := newUpstreams(4, 2, 5)
 	reps := []*testReplica{startReplica(t, url, u, 0), nil}
-	waitFor(t, 10*time.Second, "the first replica owns every server", func() bool {
+	waitUntil(t, 10*time.Second, "the first replica owns every server", func() bool {
 		st, _ := reps[0].eng.Replica()
 		return len(st.Owned) == 4
 	})
 	reps[1] = startReplica(t, url, u, 1)
-	waitFor(t, 10*time.Second, "each replica owns two servers", func() bool {
+	waitUntil(t, 10*time.Second, "each replica owns two servers", func() bool {
 		for _, o := range owners(reps) {
 			if len(o) > 1 {
 				t.Fatalf("a server has two owners: %v", owners(reps))
@@ -464,10 +464,10 @@ func TestJoiningReplicaTakesItsShare(t *testing.T) {
 	})
 	st1, _ := reps[1].eng.Replica()
 	for _, s := range st1.Owned {
-		waitFor(t, 5*time.Second, "the new owner lists "+s, func() bool { return u.lists(s)[1] > 0 })
+		waitUntil(t, 5*time.Second, "the new owner lists "+s, func() bool { return u.lists(s)[1] > 0 })
 	}
 	// Both still answer alike.
-	waitFor(t, 5*time.Second, "both replicas answer alike", func() bool {
+	waitUntil(t, 5*time.Second, "both replicas answer alike", func() bool {
 		return cmp.Equal(searchHits(t, reps[0].eng, "topic7"), searchHits(t, reps[1].eng, "topic7"))
 	})
 }
