@@ -63,6 +63,7 @@ func ClassOf(mimeType string) ContentClass {
 type Estimator struct {
 	mu     sync.Mutex
 	ratios map[estimateKey]*observed
+	shared map[estimateKey]*observed // other replicas' (SetShared)
 }
 
 type estimateKey struct {
@@ -95,11 +96,18 @@ func (e *Estimator) BytesPerToken(server, mimeType string) float64 {
 	prior := priorBytesPerToken[class]
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	o := e.ratios[estimateKey{server, class}]
-	if o == nil {
+	k := estimateKey{server, class}
+	o, sh := e.ratios[k], e.shared[k]
+	if o == nil && sh == nil {
 		return prior
 	}
-	return (priorBytes + o.bytes) / (priorBytes/prior + o.tokens)
+	var b, t float64
+	for _, x := range []*observed{o, sh} {
+		if x != nil {
+			b, t = b+x.bytes, t+x.tokens
+		}
+	}
+	return (priorBytes + b) / (priorBytes/prior + t)
 }
 
 // Estimate returns the estimated tokens of a resource of size bytes (the

@@ -101,6 +101,9 @@ type Config struct {
 	Auth Auth
 	// Ops is the metrics endpoint and the log format (see ops.go).
 	Ops Ops
+	// Store is where the index lives: "" (embedded, in DataDir) or a
+	// PostgreSQL URL shared by several replicas (see store.go).
+	Store string
 	// Warnings name the keys the file has that contextd does not read, such
 	// as a host's own (VS Code's inputs, a server's envFile): they are
 	// ignored, and each warning says where. A key a letter or two away from
@@ -152,6 +155,7 @@ type file struct {
 	Tokenizer  string    `yaml:"tokenizer"`
 	Embedder   yaml.Node `yaml:"embedder"` // a name or a mapping: see embedder.go
 	Poll       string    `yaml:"poll_interval"`
+	Store      string    `yaml:"store"`
 	MaxMessage int       `yaml:"max_message_bytes"`
 	// The content index's bounds: see content.go.
 	ContentBytes    *string `yaml:"content_bytes_per_server"`
@@ -269,6 +273,9 @@ func parse(path string, data []byte, lookup func(string) (string, bool), clientO
 		c.PollInterval = d
 	}
 	if err := c.parseContent(&f); err != nil {
+		return nil, fmt.Errorf("%s: %w: %w", path, ErrInvalid, err)
+	}
+	if err := c.parseStore(f.Store, lookup); err != nil {
 		return nil, fmt.Errorf("%s: %w: %w", path, ErrInvalid, err)
 	}
 	if err := c.parseSecurity(&f, lookup); err != nil {

@@ -25,6 +25,8 @@ import (
 	"github.com/contextd/contextd/internal/index"
 	"github.com/contextd/contextd/internal/mcp"
 	"github.com/contextd/contextd/internal/redact"
+	"github.com/contextd/contextd/internal/replica"
+	"github.com/contextd/contextd/internal/resource"
 	ctxsync "github.com/contextd/contextd/internal/sync"
 )
 
@@ -90,6 +92,9 @@ type Options struct {
 	// read just within ReadTimeout cannot hold a request (and its turn)
 	// for max_reads read timeouts. Zero means twice ReadTimeout.
 	RequestReadTime time.Duration
+	// Replica adjusts the replica's options when Config.Store names a
+	// PostgreSQL store (tests: lease times, holder names).
+	Replica func(*replica.Options)
 }
 
 // Defaults for the slow-server spell (see Options.SlowReadTimeout).
@@ -151,6 +156,7 @@ type Engine struct {
 	slowUntil  map[string]time.Time // server → end of its slow spell
 	unlock     func()               // releases data_dir; nil for an in-memory index
 	tooLarge   tooLargeReads
+	shared     *shared // nil for an embedded index
 
 	// How mirrors are made (New, Reload).
 	dial     func(srv config.Server) ctxsync.DialFunc
@@ -214,6 +220,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	for _, srv := range opts.Config.Servers {
 		secrets = append(secrets, srv.Secrets()...)
 	}
+	secrets = append(secrets, opts.Config.StoreSecrets()...)
 	red := redact.New(append(secrets, opts.Config.EmbedderSecrets()...)...)
 	log = slog.New(redact.Handler(log.Handler(), red))
 	tok, err := budget.NewTokenizer(opts.Config.Tokenizer)
@@ -228,7 +235,18 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	}
 	dir := ""
 	var unlock func()
-	if !opts.InMemory {
+	var e *Engine
+	var sh *shared
+	var onChange func(resource.Key)
+	est := budget.NewEstimator()
+	if opts.Config.Store != "" {
+		// The shared store holds the mirror; the index is its in-memory
+		// copy, and data_dir is not used.
+		if sh, err = openShared(ctx, opts, emb, est, log, &e); err != nil {
+			return nil, err
+		}
+		onChange = sh.rep.Changed
+	} else if !opts.InMemory {
 		dir = filepath.Join(opts.Config.DataDir, "index")
 		unlock, err = lockDir(opts.Config.DataDir)
 		switch {
@@ -241,15 +259,18 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 			return nil, err
 		}
 	}
-	ix, err := index.Open(ctx, index.Options{Dir: dir, Embedder: emb, Logger: log.With("component", "index"), QueryCache: opts.QueryCache})
+	ix, err := index.Open(ctx, index.Options{Dir: dir, Embedder: emb, Logger: log.With("component", "index"), QueryCache: opts.QueryCache, OnChange: onChange})
 	if err != nil {
 		if unlock != nil {
 			unlock()
 		}
+		if sh != nil {
+			sh.store.Close()
+		}
 		return nil, err
 	}
 	ix.SetFocus(opts.Focus)
-	e := &Engine{log: log, ix: ix, tok: tok, candidates: opts.Candidates, est: budget.NewEstimator(), unlock: unlock,
+	e = &Engine{log: log, ix: ix, tok: tok, candidates: opts.Candidates, est: est, unlock: unlock, shared: sh,
 		dial: opts.Dial, adjust: opts.Mirror, observer: opts.Observer, synced: make(chan struct{}),
 		retired: map[string]*ctxsync.Mirror{}, runs: map[*ctxsync.Mirror]*mirrorRun{}}
 	if e.candidates < 0 {
@@ -266,9 +287,22 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		e.cur.mirrors[srv.Name] = e.newMirror(opts.Config, srv, red)
 		e.cur.names = append(e.cur.names, srv.Name)
 	}
+	if sh != nil {
+		// Every replica serves from the store's copy, loaded without
+		// embedding; servers this one does not configure stay in the
+		// store for the replicas that do (queries are scoped to
+		// configured servers).
+		sh.rep.Attach(ix)
+		n, err := sh.rep.Load(ctx)
+		if err != nil {
+			e.Close()
+			return nil, err
+		}
+		log.Info("loaded the shared mirror", "descriptors", n, "replica", sh.rep.Holder())
+	}
 	// Descriptors of servers no longer configured are dropped (queries are
 	// scoped to configured servers either way).
-	if !opts.KeepOtherServers {
+	if !opts.KeepOtherServers && sh == nil {
 		stale := map[string]bool{}
 		for _, d := range ix.Descriptors("") {
 			if _, ok := e.cur.mirrors[d.Server]; !ok {
@@ -301,6 +335,9 @@ func (e *Engine) newMirror(cfg *config.Config, srv config.Server, red *redact.Re
 		Observer: mirrorObserver{e}, HiddenEnv: hidden, ContentBytes: cfg.ContentBytes, ContentPassTime: cfg.ContentPassTime}
 	if srv.NoContentIndex {
 		mo.ContentMaxResources = -1
+	}
+	if e.shared != nil {
+		e.shared.mirrorOptions(&mo)
 	}
 	if e.adjust != nil {
 		e.adjust(&mo)
@@ -335,6 +372,13 @@ func (e *Engine) Run(ctx context.Context) error {
 	}
 	for _, m := range e.set().mirrors {
 		e.runs[m] = e.spawn(m)
+	}
+	if e.shared != nil {
+		e.runWG.Go(func() {
+			if err := e.shared.rep.Run(ctx); err != nil && ctx.Err() == nil {
+				e.log.Error("the shared store's replica stopped", "err", err)
+			}
+		})
 	}
 	e.runMu.Unlock()
 	<-ctx.Done()
@@ -426,6 +470,9 @@ func (e *Engine) Synced() <-chan struct{} { return e.synced }
 // Close releases the index and data_dir. Call it after Run has returned.
 func (e *Engine) Close() error {
 	err := e.ix.Close()
+	if e.shared != nil {
+		e.shared.store.Close()
+	}
 	if e.unlock != nil {
 		e.unlock()
 		e.unlock = nil

@@ -375,6 +375,7 @@ func (ix *Index) DropContents(ctx context.Context, server string) (int, error) {
 		e.content = nil
 		ix.docs[k] = e
 		descs = append(descs, e.desc)
+		ix.changed(k)
 	}
 	ix.mu.Unlock()
 	for _, d := range descs {
@@ -528,6 +529,7 @@ func (ix *Index) SetContents(ctx context.Context, cs ...Content) (embedded int, 
 			ix.docs[j.c.Key] = e
 		}
 		ix.mu.Unlock()
+		ix.changed(j.c.Key)
 	}
 	for _, j := range jobs {
 		if ix.isClosed() {
@@ -712,6 +714,7 @@ func (ix *Index) embedRound(ctx context.Context, server string, n int) (int, err
 		ix.gen.Add(1)
 		c.vecs[j.i] = j.vec
 		ix.mu.Unlock()
+		ix.changed(j.k)
 		stored++
 	}
 	return stored, nil
@@ -732,6 +735,7 @@ func (ix *Index) attach(k resource.Key, info *contentInfo, text string) {
 	if ok {
 		ix.lex.Upsert(lexDoc(e.desc, text))
 		ix.words.set(k, text)
+		ix.changed(k)
 	}
 }
 

@@ -87,6 +87,12 @@ type Options struct {
 	// EmbedPassages embeds across all servers (each vector costs 4 bytes
 	// per dimension). Zero means DefaultContentPassages; negative, no cap.
 	ContentPassages int
+	// OnChange, when set, is called with the key of each descriptor whose
+	// stored state (descriptor, vector or content) a write changed, once
+	// Export sees the change. It is called with the index's locks held and
+	// must not block or call into the index. A shared store uses it to
+	// publish what this replica mirrors (see Export).
+	OnChange func(resource.Key)
 }
 
 // An Index holds the mirrored descriptors.
@@ -100,6 +106,7 @@ type Index struct {
 	cw     float64             // Options.ContentWeight, resolved
 	cbytes int64               // Options.ContentBytes, resolved; 0: no cap
 	cpass  int                 // Options.ContentPassages, resolved; 0: no cap
+	onChg  func(resource.Key)  // Options.OnChange; nil: none
 	lex    *lexical.Index
 	words  *passageWords    // every passage of every indexed text
 	lexOpt *lexical.Options // Options.Lexical
@@ -222,6 +229,7 @@ func open(ctx context.Context, opts Options) (*Index, error) {
 		cw:     max(cmp.Or(opts.ContentWeight, DefaultContentWeight), 0),
 		cbytes: max(cmp.Or(opts.ContentBytes, DefaultContentBytes), 0),
 		cpass:  max(cmp.Or(opts.ContentPassages, DefaultContentPassages), 0),
+		onChg:  opts.OnChange,
 		docs:   map[resource.Key]entry{},
 		count:  map[string]int{},
 		files:  map[string]resource.Key{},
@@ -565,6 +573,7 @@ func (ix *Index) upsertChunk(ctx context.Context, descs []resource.Descriptor) (
 		if j.content == nil {
 			ix.words.drop(key)
 		}
+		ix.changed(key)
 		stored++
 	}
 	return embedded, nil
@@ -682,6 +691,7 @@ func (ix *Index) delete(ctx context.Context, keys []resource.Key) error {
 		ids = append(ids, e.id)
 		lexIDs = append(lexIDs, k.String())
 		delete(ix.files, docFile(e.id))
+		ix.changed(k)
 	}
 	ix.mu.Unlock()
 	if len(ids) == 0 {

@@ -53,6 +53,9 @@ type contentFailure struct {
 // it reports false in that last case, having taken the request, which the
 // caller renews after it.
 func (m *Mirror) embedPassages(ctx context.Context, kick <-chan struct{}) bool {
+	if !m.owns() {
+		return true // the owner embeds them
+	}
 	ix := m.opts.Index
 	start, last, total := time.Now(), time.Now(), 0
 	defer func() {
@@ -229,6 +232,9 @@ func (m *Mirror) contentUpdated(uri string) {
 // changed (a resource whose read kills the server). If the session lives
 // on, the failures were the reads' own.
 func (m *Mirror) indexContents(ctx context.Context, sess *mcp.Session, refreshAged bool, end *sessionEnd) (cut bool) {
+	if !m.owns() {
+		return // the owner indexes them
+	}
 	if m.opts.ContentMaxResources < 0 {
 		// Off: text indexed by an earlier run (a kept data_dir) must not
 		// go on ranking this server.

@@ -161,6 +161,18 @@ type Options struct {
 	// Observer is told of syncs, upstream requests and cache lookups
 	// (metrics). Nil tells nobody.
 	Observer Observer
+	// Owner, when set, reports whether this replica mirrors the server now
+	// (a shared store gives each server one owner among the replicas).
+	// While it reports false the mirror lists nothing, runs no content
+	// pass and writes nothing to the index, which another replica keeps
+	// (see SetShared); it connects only when a read needs a session, and
+	// reads keep the cache, subscription and freshness rules. Call
+	// OwnerChanged when its answer changes. Nil means always.
+	Owner func() bool
+	// OnSync, when set, is called after each successful sync with the
+	// templates listed and the time, with the mirror's lock held: it must
+	// not block or call the mirror.
+	OnSync func(templates []resource.Template, at time.Time)
 }
 
 // Status is a snapshot of a mirror.
@@ -271,6 +283,10 @@ type Mirror struct {
 	// pass completed and left Ready to the next one; a second such session
 	// closes Ready (see serve's content worker).
 	readyDeferred bool
+	// demand (capacity 1) wakes a mirror that does not own its server
+	// (Options.Owner) to connect: a read needs a session, or it became
+	// the owner.
+	demand chan struct{}
 }
 
 // New returns a mirror; it does nothing until Run.
@@ -347,6 +363,7 @@ func New(opts Options) *Mirror {
 		contentNoRoom:   map[string]contentNoRoom{},
 		contentHad:      map[string]int{},
 		answerable:      make(chan struct{}),
+		demand:          make(chan struct{}, 1),
 	}
 }
 
@@ -360,6 +377,44 @@ func (m *Mirror) Answerable() <-chan struct{} { return m.answerable }
 
 func (m *Mirror) markAnswerable() {
 	m.answerableOnce.Do(func() { close(m.answerable) })
+}
+
+// owns reports whether this replica mirrors the server (Options.Owner).
+func (m *Mirror) owns() bool { return m.opts.Owner == nil || m.opts.Owner() }
+
+// OwnerChanged tells the mirror Options.Owner's answer may have changed:
+// a new owner connects (if it was not) and lists the server at once.
+func (m *Mirror) OwnerChanged() {
+	m.wantSession()
+	m.notifyListChanged()
+}
+
+// wantSession wakes a mirror waiting to connect on demand; it never blocks.
+func (m *Mirror) wantSession() {
+	select {
+	case m.demand <- struct{}{}:
+	default:
+	}
+}
+
+// SetShared gives a mirror that does not own its server the templates and
+// last sync time the owner stored (a shared store): Templates and Status
+// report them, and the mirror counts as synced. It does nothing while the
+// mirror owns the server.
+func (m *Mirror) SetShared(templates []resource.Template, lastSync time.Time) {
+	if m.owns() {
+		return
+	}
+	m.mu.Lock()
+	m.templates = slices.Clone(templates)
+	m.status.Templates = len(templates)
+	m.status.LastSync = lastSync
+	m.status.Syncs = max(m.status.Syncs, 1)
+	if m.status.State == StateConnecting || m.status.State == StateFailed {
+		m.status.State = StateReady
+	}
+	m.mu.Unlock()
+	m.markReady()
 }
 
 // Status returns a snapshot.
@@ -408,6 +463,15 @@ func (m *Mirror) Run(ctx context.Context) error {
 	var warm []string       // URIs cached on the last session: re-subscribed on the next
 	var expiredAt time.Time // last immediate reconnect after an expired session
 	for ctx.Err() == nil {
+		if !m.owns() {
+			// Another replica mirrors the server: connect when a read
+			// needs a session or this one becomes the owner.
+			select {
+			case <-ctx.Done():
+				continue
+			case <-m.demand:
+			}
+		}
 		sess, err := m.connect(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -850,6 +914,9 @@ const rewarmGrace = 250 * time.Millisecond
 // the server still lists them: a descriptor that cannot be read must not be
 // ranked again until the server's list changes.
 func (m *Mirror) evictNotFound(ctx context.Context) {
+	if !m.owns() {
+		return // the owner's next list decides
+	}
 	m.mu.Lock()
 	keys := make([]resource.Key, 0, len(m.notFound))
 	for uri := range m.notFound {
@@ -885,6 +952,9 @@ func (m *Mirror) notifyListChanged() {
 // (without a deadline: embedding is local work). It reports whether every
 // request succeeded (an incomplete list is not a failure).
 func (m *Mirror) sync(parent context.Context, sess *mcp.Session) (ok bool) {
+	if !m.owns() {
+		return true // the owner lists it
+	}
 	// SyncTimeout bounds the talking to the server; applying the list to the
 	// index is local work (embedding thousands of descriptors can take
 	// minutes) and only stops with the mirror.
@@ -969,6 +1039,9 @@ func (m *Mirror) sync(parent context.Context, sess *mcp.Session) (ok bool) {
 		m.status.State = StateDegraded
 		m.status.LastError = m.opts.Redact.String("list incomplete: " + res.Incomplete + tpl.Incomplete)
 		m.status.LastErrorTime = time.Now()
+	}
+	if m.opts.OnSync != nil {
+		m.opts.OnSync(slices.Clone(tpl.Items), m.status.LastSync)
 	}
 	m.log.Info("synced", "resources", len(res.Items), "templates", len(tpl.Items),
 		"added", diff.Added, "updated", diff.Updated, "removed", diff.Removed, "embedded", diff.Embedded)
@@ -1186,6 +1259,7 @@ func (m *Mirror) readFetch(ctx context.Context, uri string) ([]resource.Content,
 	sess := m.sess
 	m.mu.Unlock()
 	if sess == nil {
+		m.wantSession()
 		var err error
 		if sess, err = m.awaitSession(ctx); err != nil {
 			return nil, Fetch{}, err

@@ -1,0 +1,43 @@
+package config
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestStoreKey(t *testing.T) {
+	env := map[string]string{"PGPASS": "s3cret"}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	for _, tc := range []struct {
+		yaml, want, err string
+	}{
+		{yaml: "", want: ""},
+		{yaml: "store: embedded", want: ""},
+		{yaml: "store: postgres://u:${PGPASS}@db:5432/ctx", want: "postgres://u:s3cret@db:5432/ctx"},
+		{yaml: "store: postgresql://db/ctx?sslmode=require", want: "postgresql://db/ctx?sslmode=require"},
+		{yaml: "store: mysql://u:pw@db/x", err: `field store: "mysql://u:xxxxx@db/x" is not "embedded" or a postgres:// or postgresql:// URL`},
+		{yaml: "store: postgres:///ctx", err: "names no host"},
+		{yaml: "store: postgres://u:${NOPE}@db/x", err: "environment variable NOPE is not set"},
+		{yaml: "store: chromem", err: "is not \"embedded\""},
+	} {
+		c, err := Parse("c.yaml", []byte(tc.yaml), lookup)
+		if tc.err != "" {
+			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.err) || strings.Contains(err.Error(), "pw@") {
+				t.Errorf("%q: error %v; want one containing %q", tc.yaml, err, tc.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%q: %v", tc.yaml, err)
+			continue
+		}
+		if c.Store != tc.want {
+			t.Errorf("%q: Store = %q; want %q", tc.yaml, c.Store, tc.want)
+		}
+	}
+	c, _ := Parse("c.yaml", []byte("store: postgres://u:${PGPASS}@db/x?password=qq&sslmode=disable"), lookup)
+	if got := c.StoreSecrets(); len(got) != 2 || got[0] != "s3cret" || got[1] != "qq" {
+		t.Errorf("StoreSecrets = %q", got)
+	}
+}

@@ -1,0 +1,202 @@
+package pgstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/contextd/contextd/internal/index"
+	"github.com/contextd/contextd/internal/resource"
+	"github.com/contextd/contextd/internal/store/pgstore"
+	"github.com/contextd/contextd/internal/store/pgstore/pgtest"
+)
+
+func open(t *testing.T, url string) *pgstore.Store {
+	t.Helper()
+	s, err := pgstore.Open(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+func rec(server, uri string, dim int) index.Record {
+	v := make([]float32, dim)
+	v[len(uri)%dim] = 1
+	return index.Record{Desc: resource.Descriptor{Server: server, URI: uri, Name: uri, Audience: []string{"assistant"}, Size: 12},
+		Hash: "h-" + uri, Vec: v}
+}
+
+func TestMigrateTwiceAndConcurrently(t *testing.T) {
+	url := pgtest.URL(t)
+	done := make(chan error, 3)
+	for range 3 {
+		go func() {
+			s, err := pgstore.Open(context.Background(), url)
+			if err == nil {
+				s.Close()
+			}
+			done <- err
+		}()
+	}
+	for range 3 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	open(t, url) // and once more, with everything applied
+}
+
+func TestLeaseFencesAStaleOwner(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, pgtest.URL(t))
+	const ttl = 300 * time.Millisecond
+	tokA, ok, err := s.Acquire(ctx, "srv", "A", ttl)
+	if err != nil || !ok {
+		t.Fatalf("A acquire: %v %v", ok, err)
+	}
+	if _, ok, _ := s.Acquire(ctx, "srv", "B", ttl); ok {
+		t.Fatal("B took a live lease")
+	}
+	w := pgstore.Write{Server: "srv", Holder: "A", Token: tokA, Embedder: "e/4", Put: []index.Record{rec("srv", "a://1", 4)}}
+	if err := s.Apply(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(ttl + 50*time.Millisecond)
+	tokB, ok, err := s.Acquire(ctx, "srv", "B", ttl)
+	if err != nil || !ok || tokB <= tokA {
+		t.Fatalf("B takeover after expiry: token %d (A had %d), %v %v", tokB, tokA, ok, err)
+	}
+	// A's late write and renewal are rejected and change nothing.
+	late := w
+	late.Put = []index.Record{rec("srv", "a://late", 4)}
+	if err := s.Apply(ctx, late); !errors.Is(err, pgstore.ErrFenced) {
+		t.Fatalf("stale owner's write: %v; want ErrFenced", err)
+	}
+	if ok, err := s.Renew(ctx, "srv", "A", tokA, ttl); ok || err != nil {
+		t.Fatalf("stale renew = %v, %v", ok, err)
+	}
+	got, err := s.Get(ctx, "e/4", []resource.Key{{Server: "srv", URI: "a://late"}, {Server: "srv", URI: "a://1"}})
+	if err != nil || len(got) != 1 || got[0].Desc.URI != "a://1" {
+		t.Fatalf("Get after the fenced write = %+v, %v", got, err)
+	}
+	// An expired lease nobody took renews with its token.
+	time.Sleep(ttl + 50*time.Millisecond)
+	if ok, err := s.Renew(ctx, "srv", "B", tokB, ttl); !ok || err != nil {
+		t.Fatalf("renew of an expired lease nobody took = %v, %v", ok, err)
+	}
+	if err := s.Release(ctx, "srv", "B", tokB); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := s.Acquire(ctx, "srv", "A", ttl); !ok {
+		t.Fatal("a released lease was not free")
+	}
+}
+
+func TestApplyLoadAndChangeLog(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, pgtest.URL(t))
+	tok, _, err := s.Acquire(ctx, "srv", "A", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var put []index.Record
+	for i := range 25 {
+		put = append(put, rec("srv", fmt.Sprintf("a://%02d", i), 8))
+	}
+	put[3].Content = &index.RecordContent{Stamp: "12||", Hash: "ch", At: time.Now().UTC().Truncate(time.Microsecond), Text: "some text",
+		Vecs: [][]float32{{1, 0, 0, 0, 0, 0, 0, 0}, nil, {0, 1, 0, 0, 0, 0, 0, 0}}}
+	tpl := []resource.Template{{Server: "srv", URITemplate: "a://{x}", Name: "x"}}
+	if err := s.Apply(ctx, pgstore.Write{Server: "srv", Holder: "A", Token: tok, Embedder: "e/8", Put: put, Templates: tpl, LastSync: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Apply(ctx, pgstore.Write{Server: "srv", Holder: "A", Token: tok, Embedder: "e/8", Deleted: []string{"a://00"}}); err != nil {
+		t.Fatal(err)
+	}
+	var loaded []index.Record
+	seq, err := s.Load(ctx, "e/8", "", 10, func(rs []index.Record) error {
+		if len(rs) > 10 {
+			t.Errorf("batch of %d", len(rs))
+		}
+		loaded = append(loaded, rs...)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(loaded) != 24 {
+		t.Fatalf("loaded %d records; want 24", len(loaded))
+	}
+	byURI := map[string]index.Record{}
+	for _, r := range loaded {
+		byURI[r.Desc.URI] = r
+	}
+	if diff := cmp.Diff(put[3], byURI["a://03"]); diff != "" {
+		t.Errorf("record round trip (-put +loaded):\n%s", diff)
+	}
+	if n, _ := s.Load(ctx, "other/8", "", 10, func(rs []index.Record) error { t.Error("another embedder's records loaded"); return nil }); n != seq {
+		t.Errorf("seq %d vs %d", n, seq)
+	}
+	ch, err := s.Changes(ctx, 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ch) != 27 || ch[len(ch)-1].Seq != seq || ch[len(ch)-1].URI != "a://00" {
+		t.Fatalf("change log: %d entries, last %+v; want 27 ending with the delete at seq %d", len(ch), ch[len(ch)-1], seq)
+	}
+	srv, err := s.Servers(ctx)
+	if err != nil || len(srv) != 1 || !cmp.Equal(srv[0].Templates, tpl) || srv[0].LastSync.IsZero() {
+		t.Fatalf("Servers = %+v, %v", srv, err)
+	}
+	// Pruning past a reader's position makes it reload.
+	time.Sleep(20 * time.Millisecond)
+	if n, err := s.Prune(ctx, time.Millisecond); err != nil || n != 27 {
+		t.Fatalf("Prune = %d, %v", n, err)
+	}
+	if _, err := s.Changes(ctx, 5, 10); !errors.Is(err, pgstore.ErrBehind) {
+		t.Fatalf("Changes behind the pruned log: %v; want ErrBehind", err)
+	}
+	if c, err := s.Changes(ctx, seq, 10); err != nil || len(c) != 0 {
+		t.Fatalf("Changes at the head: %v %v", c, err)
+	}
+}
+
+func TestListenWakes(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s := open(t, pgtest.URL(t))
+	woke := make(chan struct{}, 16)
+	go s.Listen(ctx, func() {
+		select {
+		case woke <- struct{}{}:
+		default:
+		}
+	})
+	<-woke // the first wake follows LISTEN
+	tok, _, _ := s.Acquire(ctx, "srv", "A", time.Minute)
+	if err := s.Apply(ctx, pgstore.Write{Server: "srv", Holder: "A", Token: tok, Embedder: "e/4", Put: []index.Record{rec("srv", "a://1", 4)}}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-woke:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no wake-up after a write")
+	}
+}
+
+func TestRedactHidesThePassword(t *testing.T) {
+	got := pgstore.Redact("postgres://u:s3cret@h:5432/db")
+	if got != "postgres://u:xxxxx@h:5432/db" {
+		t.Errorf("Redact = %q", got)
+	}
+	_, err := pgstore.Open(context.Background(), "postgres://u:s3cret@127.0.0.1:1/db?connect_timeout=1")
+	if err == nil || strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("Open of an unreachable database: %v", err)
+	}
+}
