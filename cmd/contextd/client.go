@@ -131,6 +131,26 @@ func servers(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		fmt.Fprintln(stdout)
 	}
+	if st := resp.GetStore(); st != nil {
+		fmt.Fprintf(stdout, "store: replica %s mirrors %d server(s)", esc(st.GetReplica()), len(st.GetOwned()))
+		if len(st.GetOwned()) > 0 {
+			owned := make([]string, len(st.GetOwned()))
+			for i, o := range st.GetOwned() {
+				owned[i] = esc(o)
+			}
+			fmt.Fprintf(stdout, " (%s)", strings.Join(owned, ", "))
+		}
+		if st.GetStale() {
+			fmt.Fprintf(stdout, "; STALE: the store has not answered since %s, answers come from memory", st.GetLastOk().AsTime().Local().Format(time.DateTime))
+		}
+		if n := st.GetPending(); n > 0 {
+			fmt.Fprintf(stdout, "; %d change(s) not written yet", n)
+		}
+		if e := st.GetLastError(); e != "" {
+			fmt.Fprintf(stdout, "; last error: %s", esc(firstLine(e)))
+		}
+		fmt.Fprintln(stdout)
+	}
 	if e := resp.GetConfigError(); e != "" {
 		fmt.Fprintf(stdout, "config: the daemon refused its config file at the last reload and runs the one it loaded before: %s\n", esc(firstLine(e)))
 	}

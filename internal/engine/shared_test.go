@@ -22,8 +22,10 @@ import (
 	"github.com/contextd/contextd/internal/mcp/mcptest"
 	"github.com/contextd/contextd/internal/replica"
 	"github.com/contextd/contextd/internal/resource"
+	"github.com/contextd/contextd/internal/service"
 	"github.com/contextd/contextd/internal/store/pgstore/pgtest"
 	ctxsync "github.com/contextd/contextd/internal/sync"
+	contextdv1 "github.com/contextd/contextd/proto/contextd/v1"
 )
 
 // Lease times of the replica tests: a dead owner's servers are taken within
@@ -404,6 +406,14 @@ func TestPostgresRestartedMidRunLosesNothing(t *testing.T) {
 			st, _ := r.eng.Replica()
 			return st.Stale && st.LastError != ""
 		})
+		// Callers see it too, in ListServers.
+		ls, err := service.New(r.eng, slog.New(slog.DiscardHandler)).ListServers(t.Context(), &contextdv1.ListServersRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := ls.GetStore(); !st.GetStale() || st.GetLastError() == "" || st.GetReplica() == "" {
+			t.Errorf("replica r%d: ListServers store = %v, want stale with the last error", i, st)
+		}
 	}
 	time.Sleep(testTTL) // past the leases
 	pgctl(t, "start")

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math"
 	"sync/atomic"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -18,6 +19,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/contextd/contextd/internal/engine"
+	"github.com/contextd/contextd/internal/replica"
 	"github.com/contextd/contextd/internal/resource"
 	ctxsync "github.com/contextd/contextd/internal/sync"
 	contextdv1 "github.com/contextd/contextd/proto/contextd/v1"
@@ -113,6 +115,9 @@ func (s *Service) ListServers(context.Context, *contextdv1.ListServersRequest) (
 	out := ListServersResponse(s.eng.Servers())
 	if msg := s.configError.Load(); msg != nil {
 		out.ConfigError = *msg
+	}
+	if st, ok := s.eng.Replica(); ok {
+		out.Store = StoreStatus(st)
 	}
 	return out, nil
 }
@@ -246,4 +251,14 @@ func state(s ctxsync.State) contextdv1.ServerStatus_State {
 		return contextdv1.ServerStatus_STATE_FAILED
 	}
 	return contextdv1.ServerStatus_STATE_UNSPECIFIED
+}
+
+// StoreStatus is the proto form of a replica's view of the shared store.
+func StoreStatus(st replica.Status) *contextdv1.StoreStatus {
+	out := &contextdv1.StoreStatus{Replica: st.Holder, Owned: st.Owned, Stale: st.Stale,
+		LastError: st.LastError, Pending: int32(min(st.Pending, math.MaxInt32))}
+	if !st.LastOK.IsZero() {
+		out.LastOk = timestamppb.New(st.LastOK)
+	}
+	return out
 }

@@ -80,7 +80,7 @@ func (x ServerStatus_State) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ServerStatus_State.Descriptor instead.
 func (ServerStatus_State) EnumDescriptor() ([]byte, []int) {
-	return file_contextd_v1_contextd_proto_rawDescGZIP(), []int{12, 0}
+	return file_contextd_v1_contextd_proto_rawDescGZIP(), []int{13, 0}
 }
 
 type AssembleRequest struct {
@@ -1142,7 +1142,10 @@ type ListServersResponse struct {
 	// reload it (SIGHUP or a change of the file); the daemon keeps serving the
 	// configuration it loaded before. Empty when the file in use is the one
 	// on disk, as far as the daemon has read it.
-	ConfigError   string `protobuf:"bytes,2,opt,name=config_error,json=configError,proto3" json:"config_error,omitempty"`
+	ConfigError string `protobuf:"bytes,2,opt,name=config_error,json=configError,proto3" json:"config_error,omitempty"`
+	// The shared store, when the configuration names one (store: a
+	// PostgreSQL URL); absent for the embedded index.
+	Store         *StoreStatus `protobuf:"bytes,3,opt,name=store,proto3" json:"store,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1189,6 +1192,108 @@ func (x *ListServersResponse) GetConfigError() string {
 		return x.ConfigError
 	}
 	return ""
+}
+
+func (x *ListServersResponse) GetStore() *StoreStatus {
+	if x != nil {
+		return x.Store
+	}
+	return nil
+}
+
+// StoreStatus is this replica's view of the shared PostgreSQL store.
+type StoreStatus struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// This replica's name among the replicas (its lease holder name).
+	Replica string `protobuf:"bytes,1,opt,name=replica,proto3" json:"replica,omitempty"`
+	// The servers this replica mirrors now (it holds their leases); the
+	// others are mirrored by other replicas and reach this one through the
+	// store.
+	Owned []string `protobuf:"bytes,2,rep,name=owned,proto3" json:"owned,omitempty"`
+	// The store has not answered for three polls or longer: this replica
+	// answers from what its index held then, and writes what its servers
+	// changed once the store is back.
+	Stale bool `protobuf:"varint,3,opt,name=stale,proto3" json:"stale,omitempty"`
+	// When the store last answered.
+	LastOk *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=last_ok,json=lastOk,proto3" json:"last_ok,omitempty"`
+	// The store's last error (credentials masked); empty when it answers.
+	LastError string `protobuf:"bytes,5,opt,name=last_error,json=lastError,proto3" json:"last_error,omitempty"`
+	// Changes of owned servers not written to the store yet.
+	Pending       int32 `protobuf:"varint,6,opt,name=pending,proto3" json:"pending,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StoreStatus) Reset() {
+	*x = StoreStatus{}
+	mi := &file_contextd_v1_contextd_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StoreStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StoreStatus) ProtoMessage() {}
+
+func (x *StoreStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_contextd_v1_contextd_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StoreStatus.ProtoReflect.Descriptor instead.
+func (*StoreStatus) Descriptor() ([]byte, []int) {
+	return file_contextd_v1_contextd_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *StoreStatus) GetReplica() string {
+	if x != nil {
+		return x.Replica
+	}
+	return ""
+}
+
+func (x *StoreStatus) GetOwned() []string {
+	if x != nil {
+		return x.Owned
+	}
+	return nil
+}
+
+func (x *StoreStatus) GetStale() bool {
+	if x != nil {
+		return x.Stale
+	}
+	return false
+}
+
+func (x *StoreStatus) GetLastOk() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LastOk
+	}
+	return nil
+}
+
+func (x *StoreStatus) GetLastError() string {
+	if x != nil {
+		return x.LastError
+	}
+	return ""
+}
+
+func (x *StoreStatus) GetPending() int32 {
+	if x != nil {
+		return x.Pending
+	}
+	return 0
 }
 
 // ServerStatus describes one configured upstream MCP server.
@@ -1250,7 +1355,7 @@ type ServerStatus struct {
 
 func (x *ServerStatus) Reset() {
 	*x = ServerStatus{}
-	mi := &file_contextd_v1_contextd_proto_msgTypes[12]
+	mi := &file_contextd_v1_contextd_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1262,7 +1367,7 @@ func (x *ServerStatus) String() string {
 func (*ServerStatus) ProtoMessage() {}
 
 func (x *ServerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_contextd_v1_contextd_proto_msgTypes[12]
+	mi := &file_contextd_v1_contextd_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1275,7 +1380,7 @@ func (x *ServerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerStatus.ProtoReflect.Descriptor instead.
 func (*ServerStatus) Descriptor() ([]byte, []int) {
-	return file_contextd_v1_contextd_proto_rawDescGZIP(), []int{12}
+	return file_contextd_v1_contextd_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ServerStatus) GetName() string {
@@ -1547,10 +1652,19 @@ const file_contextd_v1_contextd_proto_rawDesc = "" +
 	"\x04size\x18\a \x01(\x03R\x04size\x12\x14\n" +
 	"\x05score\x18\b \x01(\x01R\x05score\x12\x12\n" +
 	"\x04rank\x18\t \x01(\x05R\x04rank\"\x14\n" +
-	"\x12ListServersRequest\"m\n" +
+	"\x12ListServersRequest\"\x9d\x01\n" +
 	"\x13ListServersResponse\x123\n" +
 	"\aservers\x18\x01 \x03(\v2\x19.contextd.v1.ServerStatusR\aservers\x12!\n" +
-	"\fconfig_error\x18\x02 \x01(\tR\vconfigError\"\xfd\b\n" +
+	"\fconfig_error\x18\x02 \x01(\tR\vconfigError\x12.\n" +
+	"\x05store\x18\x03 \x01(\v2\x18.contextd.v1.StoreStatusR\x05store\"\xc1\x01\n" +
+	"\vStoreStatus\x12\x18\n" +
+	"\areplica\x18\x01 \x01(\tR\areplica\x12\x14\n" +
+	"\x05owned\x18\x02 \x03(\tR\x05owned\x12\x14\n" +
+	"\x05stale\x18\x03 \x01(\bR\x05stale\x123\n" +
+	"\alast_ok\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x06lastOk\x12\x1d\n" +
+	"\n" +
+	"last_error\x18\x05 \x01(\tR\tlastError\x12\x18\n" +
+	"\apending\x18\x06 \x01(\x05R\apending\"\xfd\b\n" +
 	"\fServerStatus\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x125\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x1f.contextd.v1.ServerStatus.StateR\x05state\x12\x1c\n" +
@@ -1605,7 +1719,7 @@ func file_contextd_v1_contextd_proto_rawDescGZIP() []byte {
 }
 
 var file_contextd_v1_contextd_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_contextd_v1_contextd_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_contextd_v1_contextd_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_contextd_v1_contextd_proto_goTypes = []any{
 	(ServerStatus_State)(0),       // 0: contextd.v1.ServerStatus.State
 	(*AssembleRequest)(nil),       // 1: contextd.v1.AssembleRequest
@@ -1620,8 +1734,9 @@ var file_contextd_v1_contextd_proto_goTypes = []any{
 	(*SearchResult)(nil),          // 10: contextd.v1.SearchResult
 	(*ListServersRequest)(nil),    // 11: contextd.v1.ListServersRequest
 	(*ListServersResponse)(nil),   // 12: contextd.v1.ListServersResponse
-	(*ServerStatus)(nil),          // 13: contextd.v1.ServerStatus
-	(*timestamppb.Timestamp)(nil), // 14: google.protobuf.Timestamp
+	(*StoreStatus)(nil),           // 13: contextd.v1.StoreStatus
+	(*ServerStatus)(nil),          // 14: contextd.v1.ServerStatus
+	(*timestamppb.Timestamp)(nil), // 15: google.protobuf.Timestamp
 }
 var file_contextd_v1_contextd_proto_depIdxs = []int32{
 	2,  // 0: contextd.v1.AssembleRequest.pinned:type_name -> contextd.v1.ResourceRef
@@ -1629,24 +1744,26 @@ var file_contextd_v1_contextd_proto_depIdxs = []int32{
 	7,  // 2: contextd.v1.AssembleResponse.omitted:type_name -> contextd.v1.Omitted
 	6,  // 3: contextd.v1.Item.contents:type_name -> contextd.v1.Content
 	5,  // 4: contextd.v1.Item.dropped:type_name -> contextd.v1.DroppedContent
-	14, // 5: contextd.v1.Item.fetched_at:type_name -> google.protobuf.Timestamp
-	14, // 6: contextd.v1.Item.expires_at:type_name -> google.protobuf.Timestamp
+	15, // 5: contextd.v1.Item.fetched_at:type_name -> google.protobuf.Timestamp
+	15, // 6: contextd.v1.Item.expires_at:type_name -> google.protobuf.Timestamp
 	10, // 7: contextd.v1.SearchResponse.results:type_name -> contextd.v1.SearchResult
-	13, // 8: contextd.v1.ListServersResponse.servers:type_name -> contextd.v1.ServerStatus
-	0,  // 9: contextd.v1.ServerStatus.state:type_name -> contextd.v1.ServerStatus.State
-	14, // 10: contextd.v1.ServerStatus.last_sync:type_name -> google.protobuf.Timestamp
-	14, // 11: contextd.v1.ServerStatus.last_error_time:type_name -> google.protobuf.Timestamp
-	1,  // 12: contextd.v1.ContextService.Assemble:input_type -> contextd.v1.AssembleRequest
-	8,  // 13: contextd.v1.ContextService.Search:input_type -> contextd.v1.SearchRequest
-	11, // 14: contextd.v1.ContextService.ListServers:input_type -> contextd.v1.ListServersRequest
-	3,  // 15: contextd.v1.ContextService.Assemble:output_type -> contextd.v1.AssembleResponse
-	9,  // 16: contextd.v1.ContextService.Search:output_type -> contextd.v1.SearchResponse
-	12, // 17: contextd.v1.ContextService.ListServers:output_type -> contextd.v1.ListServersResponse
-	15, // [15:18] is the sub-list for method output_type
-	12, // [12:15] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	14, // 8: contextd.v1.ListServersResponse.servers:type_name -> contextd.v1.ServerStatus
+	13, // 9: contextd.v1.ListServersResponse.store:type_name -> contextd.v1.StoreStatus
+	15, // 10: contextd.v1.StoreStatus.last_ok:type_name -> google.protobuf.Timestamp
+	0,  // 11: contextd.v1.ServerStatus.state:type_name -> contextd.v1.ServerStatus.State
+	15, // 12: contextd.v1.ServerStatus.last_sync:type_name -> google.protobuf.Timestamp
+	15, // 13: contextd.v1.ServerStatus.last_error_time:type_name -> google.protobuf.Timestamp
+	1,  // 14: contextd.v1.ContextService.Assemble:input_type -> contextd.v1.AssembleRequest
+	8,  // 15: contextd.v1.ContextService.Search:input_type -> contextd.v1.SearchRequest
+	11, // 16: contextd.v1.ContextService.ListServers:input_type -> contextd.v1.ListServersRequest
+	3,  // 17: contextd.v1.ContextService.Assemble:output_type -> contextd.v1.AssembleResponse
+	9,  // 18: contextd.v1.ContextService.Search:output_type -> contextd.v1.SearchResponse
+	12, // 19: contextd.v1.ContextService.ListServers:output_type -> contextd.v1.ListServersResponse
+	17, // [17:20] is the sub-list for method output_type
+	14, // [14:17] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_contextd_v1_contextd_proto_init() }
@@ -1665,7 +1782,7 @@ func file_contextd_v1_contextd_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_contextd_v1_contextd_proto_rawDesc), len(file_contextd_v1_contextd_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   13,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
