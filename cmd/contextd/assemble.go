@@ -62,6 +62,7 @@ func (o *oneShot) start(ctx context.Context, stderr io.Writer, focus string, ext
 	if err != nil {
 		return nil, nil, err
 	}
+	dropSelf(cfg, log) // a host's file lists contextd itself, as serve and mcp skip it
 	if len(cfg.Servers) == 0 {
 		return nil, nil, fmt.Errorf("%s: no servers configured (add mcpServers entries)", cfg.Path)
 	}

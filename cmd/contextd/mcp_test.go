@@ -508,3 +508,22 @@ mcpServers:
 		t.Errorf("no log line on stderr at --log-level debug:\n%s", stderr.String())
 	}
 }
+
+// A one-shot command reading a host's file skips contextd's own entry too:
+// it would otherwise start contextd mcp as an upstream and return every
+// resource twice.
+func TestOneShotCommandsSkipContextdsOwnEntry(t *testing.T) {
+	cfg := writeConfig(t, `{"mcpServers": {"contextd": {"command": "contextd", "args": ["mcp"]}}}`)
+	for _, cmd := range []string{"search", "assemble"} {
+		var out, errb bytes.Buffer
+		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+		err := run(ctx, []string{cmd, "--config", cfg, "--timeout", "5s", "anything"}, &out, &errb)
+		cancel()
+		if err == nil || !strings.Contains(err.Error(), "no servers configured") {
+			t.Errorf("%s over a file listing only contextd itself: %v, want no servers configured\n%s", cmd, err, errb.String())
+		}
+		if !strings.Contains(errb.String(), "contextd's own MCP server") {
+			t.Errorf("%s: no warning names the skipped entry:\n%s", cmd, errb.String())
+		}
+	}
+}
