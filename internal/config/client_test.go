@@ -42,3 +42,33 @@ mcpServers:
 		t.Errorf("ParseClient with a misspelt listen: %v", err)
 	}
 }
+
+// A file the daemon refuses at a reload for a key only it reads (a
+// misspelt server field or top-level key) still tells its clients where
+// the daemon is, so that contextd servers can say why it was refused.
+func TestParseClientReadsAFileTheDaemonRefuses(t *testing.T) {
+	const file = `
+listen: 127.0.0.1:17999
+poll_intervl: 5m
+embedder: {provider: openai, url: "https://x.example/v1", model: m, api_key: "${UNSET_KEY}"}
+mcpServers:
+  docs: { comand: node }
+`
+	if _, err := config.Parse("c.yaml", []byte(file), env(nil)); err == nil {
+		t.Fatal("the daemon's Parse accepted the file")
+	}
+	c, err := config.ParseClient("c.yaml", []byte(file), env(nil))
+	if err != nil {
+		t.Fatalf("ParseClient: %v", err)
+	}
+	if c.Listen != "127.0.0.1:17999" {
+		t.Errorf("listen = %q", c.Listen)
+	}
+	if w := strings.Join(c.Warnings, "\n"); !strings.Contains(w, `did you mean "poll_interval"`) {
+		t.Errorf("warnings %q do not name the misspelt key", w)
+	}
+	// Keys inside auth and tls stay errors: a misspelt one would send no token.
+	if _, err := config.ParseClient("c.yaml", []byte("auth: {tokn: x}\n"), env(nil)); err == nil {
+		t.Error("ParseClient accepted a misspelt auth key")
+	}
+}

@@ -242,7 +242,7 @@ func parse(path string, data []byte, lookup func(string) (string, bool), clientO
 	if err := checkOneDocument(data); err != nil {
 		return nil, syntaxError(path, data, err)
 	}
-	warnings, err := checkKeys(&root)
+	warnings, err := checkKeys(&root, clientOnly)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w: %w", path, ErrInvalid, err)
 	}
@@ -250,6 +250,17 @@ func parse(path string, data []byte, lookup func(string) (string, bool), clientO
 		MCPListen: f.MCPListen, MCPPath: f.MCPPath}
 	for _, w := range warnings {
 		c.Warnings = append(c.Warnings, path+": "+w)
+	}
+	if clientOnly {
+		// What only the daemon reads (its embedder's ${VAR} key, content
+		// bounds, store, metrics) is no client's concern.
+		if err := c.parseSecurity(&f, lookup); err != nil {
+			return nil, fmt.Errorf("%s: %w: %w", path, ErrInvalid, err)
+		}
+		if c.Listen == "" {
+			c.Listen = DefaultListen
+		}
+		return c, nil
 	}
 	switch c.Tokenizer {
 	case "", "cl100k_base", "o200k_base":
@@ -306,9 +317,6 @@ func parse(path string, data []byte, lookup func(string) (string, bool), clientO
 	}
 	c.DataDir = expandHome(c.DataDir)
 
-	if clientOnly {
-		return c, nil
-	}
 	all := map[string]serverFile{}
 	for _, m := range []map[string]serverFile{f.Servers, f.MCPServers} {
 		for name, s := range m {

@@ -37,13 +37,19 @@ func yamlKeys(v any) []string {
 	return keys
 }
 
+// clientKeys are the top-level keys a client of the daemon reads
+// (LoadClient).
+var clientKeys = []string{"listen", "auth", "tls"}
+
 // checkKeys walks a parsed file's top-level mapping and each server's
 // mapping. It returns a warning for each key contextd does not read, and an
 // error for the first that looks like a misspelling of one it does
 // (suggest). It sees each mapping as the decoder does (pairs), so servers
 // reached through an alias or a merge key are checked too, and a merge key
-// is not mistaken for a key or a server.
-func checkKeys(doc *yaml.Node) (warnings []string, err error) {
+// is not mistaken for a key or a server. For a client (clientOnly), only
+// keys that look like listen, auth or tls, and keys inside auth and tls,
+// are errors; servers are not checked.
+func checkKeys(doc *yaml.Node, clientOnly bool) (warnings []string, err error) {
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
 		return nil, nil // empty
 	}
@@ -51,7 +57,14 @@ func checkKeys(doc *yaml.Node) (warnings []string, err error) {
 		k, v := kv[0], kv[1]
 		if !slices.Contains(topKeys, k.Value) {
 			if want := suggest(k.Value, topKeys); want != "" {
-				return nil, fmt.Errorf("line %d: key %q is not one contextd reads; did you mean %q?", k.Line, k.Value, want)
+				err := fmt.Errorf("line %d: key %q is not one contextd reads; did you mean %q?", k.Line, k.Value, want)
+				if clientOnly && !slices.Contains(clientKeys, want) {
+					// Only the daemon reads it; a client must still reach
+					// a daemon that refused the file, to be told why.
+					warnings = append(warnings, err.Error()+" (the daemon refuses the file; clients read only listen, auth and tls)")
+					continue
+				}
+				return nil, err
 			}
 			warnings = append(warnings, fmt.Sprintf("line %d: key %q is ignored (not one contextd reads)", k.Line, k.Value))
 			continue
@@ -70,7 +83,7 @@ func checkKeys(doc *yaml.Node) (warnings []string, err error) {
 			}
 			continue
 		}
-		if k.Value != "mcpServers" && k.Value != "servers" {
+		if clientOnly || k.Value != "mcpServers" && k.Value != "servers" {
 			continue
 		}
 		for _, s := range pairs(v) {
