@@ -282,7 +282,7 @@ func New(eng *engine.Engine, opts *Options) *Server {
 
 const instructions = `contextd fronts the user's MCP servers: it mirrors their resources, ranks them for a task and packs the best within a token budget.
 Call assemble_context with the task in plain words before answering a question that may depend on the user's documents, code or data; call search_resources to see what exists without reading it.
-Resource URIs have the form contextd:resource/<server>/<upstream URI, percent-encoded>.`
+Resource URIs have the form contextd:resource/<server>/<upstream URI>, where only characters a URI cannot carry there are percent-encoded.`
 
 // MCP returns the go-sdk server, to connect transports to (Run, Connect,
 // NewStreamableHTTPHandler).
