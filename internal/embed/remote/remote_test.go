@@ -9,6 +9,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -513,5 +514,50 @@ func TestEndpoint(t *testing.T) {
 		if e.endpoint != tt.want {
 			t.Errorf("%s %q: endpoint %q, want %q", tt.provider, tt.url, e.endpoint, tt.want)
 		}
+	}
+}
+
+// A hostile or broken server cannot make one answer cost much more memory
+// than its batch needs: an answer of millions of empty vectors (or empty
+// objects) decoded whole took 10 GB of allocations and 5.8 GB of memory
+// for a 180 MiB body of "[]," before it was refused for its count.
+func TestHugeAnswersCostWhatTheBatchNeeds(t *testing.T) {
+	for _, tt := range []struct{ provider, answer string }{
+		{Ollama, `{"embeddings":[` + strings.Repeat("[],", 6<<20) + `[]]}`},
+		{OpenAI, `{"data":[` + strings.Repeat("{},", 6<<20) + `{}]}`},
+		// Within the bound of a batch of two, but far more elements.
+		{Ollama, `{"embeddings":[` + strings.Repeat("[],", 20<<10) + `[]]}`},
+		{OpenAI, `{"data":[` + strings.Repeat("{},", 20<<10) + `{}]}`},
+	} {
+		t.Run(fmt.Sprintf("%s/%d", tt.provider, len(tt.answer)), func(t *testing.T) {
+			body := []byte(tt.answer)
+			f, srv := newFake(t, tt.provider, 4)
+			f.script = func(w http.ResponseWriter, _ int, _ []string) bool {
+				w.Write(body)
+				return true
+			}
+			e, _ := newEmbedder(t, Options{Provider: tt.provider, URL: baseURL(srv, tt.provider), Model: "m", Dimensions: 4})
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			_, err := e.EmbedBatch(t.Context(), []string{"a", "b"})
+			runtime.ReadMemStats(&after)
+			if !errors.Is(err, ErrBadResponse) {
+				t.Fatalf("err = %v, want ErrBadResponse", err)
+			}
+			if got := after.TotalAlloc - before.TotalAlloc; got > 4<<20 {
+				t.Errorf("refusing a %d-byte answer for 2 inputs allocated %d MiB (%v)", len(body), got>>20, err)
+			}
+		})
+	}
+}
+
+// The dimension probe does not accept a vector of any length: every later
+// vector, and the index, would take its size.
+func TestDimensionProbeIsBounded(t *testing.T) {
+	f, srv := newFake(t, Ollama, MaxDimensions+1)
+	_ = f
+	_, err := New(t.Context(), Options{Provider: Ollama, URL: srv.URL, Model: "m"})
+	if !errors.Is(err, ErrBadResponse) {
+		t.Fatalf("New with a %d-dimension probe answer: err = %v, want ErrBadResponse", MaxDimensions+1, err)
 	}
 }
