@@ -19,7 +19,9 @@
 // normalised to unit length, as chromem-go requires; servers differ on
 // whether they normalise.
 //
-// The API key goes only into the Authorization header. It never appears in
+// The API key goes only into the Authorization header, and only to the
+// endpoint's origin: a redirect elsewhere (another scheme, host or port)
+// fails the request. It never appears in
 // an error or a log record: errors are passed through [redact] with the key
 // and the URL's secrets before they leave the package.
 //
@@ -201,7 +203,19 @@ func New(ctx context.Context, opts Options) (*Embedder, error) {
 		sleep:      sleepCtx,
 	}
 	if e.client == nil {
-		e.client = &http.Client{}
+		// net/http keeps Authorization on a redirect to the same host name
+		// whatever the scheme and port (https → http, another local port)
+		// and to its subdomains: the key goes only to the endpoint's own
+		// origin.
+		e.client = &http.Client{CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			if len(via) >= 10 {
+				return errors.New("stopped after 10 redirects")
+			}
+			if o := via[0].URL; e.key != "" && (req.URL.Scheme != o.Scheme || req.URL.Host != o.Host) {
+				return fmt.Errorf("redirected to %s, another origin: not sending the API key there", redact.URL(req.URL.String()))
+			}
+			return nil
+		}}
 	}
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)

@@ -561,3 +561,30 @@ func TestDimensionProbeIsBounded(t *testing.T) {
 		t.Fatalf("New with a %d-dimension probe answer: err = %v, want ErrBadResponse", MaxDimensions+1, err)
 	}
 }
+
+// A redirect to another origin does not carry the API key: net/http keeps
+// Authorization for the same host name on another port or scheme (and for
+// subdomains), here another loopback port, as another local user's would be.
+func TestAPIKeyDoesNotFollowARedirectToAnotherOrigin(t *testing.T) {
+	var got atomic.Value
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got.Store(r.Header.Get("Authorization"))
+		http.Error(w, "no", http.StatusTeapot)
+	}))
+	defer other.Close()
+	redirector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+"/v1/embeddings", http.StatusTemporaryRedirect)
+	}))
+	defer redirector.Close()
+	e, _ := newEmbedder(t, Options{Provider: OpenAI, URL: redirector.URL + "/v1", Model: "m", Dimensions: 4, APIKey: "sk-redirected-key-0123456789", MaxRetries: -1})
+	_, err := e.Embed(t.Context(), "x")
+	if err == nil {
+		t.Fatal("embedding through a cross-origin redirect succeeded")
+	}
+	if a, _ := got.Load().(string); strings.Contains(a, "sk-redirected") {
+		t.Errorf("the other origin received Authorization %q", a)
+	}
+	if strings.Contains(err.Error(), "sk-redirected") {
+		t.Errorf("the error quotes the key: %v", err)
+	}
+}
