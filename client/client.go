@@ -26,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"strings"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -92,6 +93,9 @@ func Dial(addr string, opts *Options) (*Client, error) {
 		if err := checkSocketOwner(p); err != nil {
 			return nil, err
 		}
+		// The socket may not exist yet, or be made again later (a daemon
+		// restarted): every connection is checked, not only the first.
+		opts = &Options{Token: opts.Token, TLS: opts.TLS, DialOptions: append([]grpc.DialOption{grpc.WithContextDialer(ownSocketDialer(p))}, opts.DialOptions...)}
 	}
 	var dopts []grpc.DialOption
 	if opts.TLS != nil {
@@ -113,6 +117,28 @@ func Dial(addr string, opts *Options) (*Client, error) {
 }
 
 // grpcTarget turns a contextd address into a gRPC target.
+// ownSocketDialer connects to the unix socket at path and keeps the
+// connection only when the socket, and on Linux the process listening on
+// it, belong to this user: the token is sent on it next.
+func ownSocketDialer(path string) func(context.Context, string) (net.Conn, error) {
+	return func(ctx context.Context, _ string) (net.Conn, error) {
+		var d net.Dialer
+		c, err := d.DialContext(ctx, "unix", path)
+		if err != nil {
+			return nil, err
+		}
+		if err := checkSocketOwner(path); err != nil {
+			c.Close()
+			return nil, err
+		}
+		if err := checkPeerOwner(c, path); err != nil {
+			c.Close()
+			return nil, err
+		}
+		return c, nil
+	}
+}
+
 func grpcTarget(addr string) (string, error) {
 	switch p, ok := strings.CutPrefix(addr, "unix://"); {
 	case ok && p == "":

@@ -49,7 +49,7 @@ type reloader struct {
 // configuration stays. Settings that cannot change while serving are
 // logged and keep their running value.
 func (r *reloader) reload(ctx context.Context, why string) error {
-	next, err := config.Load(r.path)
+	next, err := config.LoadRegular(r.path)
 	if err == nil {
 		r.flags(next)
 		err = next.Auth.CheckListen(next.Listen)
@@ -215,9 +215,10 @@ func (r *reloader) watch(ctx context.Context, w *watcher) {
 }
 
 // fileHash returns the SHA-256 of path's content, or "" when it cannot be
-// read (a rename in progress: the next event reads it again).
+// read (a rename in progress: the next event reads it again) or is not a
+// regular file of at most config.MaxReloadBytes (a FIFO is not waited on).
 func fileHash(path string) string {
-	b, err := os.ReadFile(path)
+	b, err := config.ReadRegular(path)
 	if err != nil {
 		return ""
 	}

@@ -27,6 +27,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 	"unicode"
 
@@ -202,6 +203,55 @@ func Load(path string) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
+	return load(path, data)
+}
+
+// MaxReloadBytes bounds the file [LoadRegular] reads.
+const MaxReloadBytes = 16 << 20
+
+// LoadRegular is [Load] for a daemon re-reading its file while it serves:
+// path must name (or link to) a regular file of at most MaxReloadBytes. A
+// FIFO, a device or a directory is refused without blocking on it, so a
+// file swapped for a pipe with no writer, or a link to /dev/zero, neither
+// hangs the reload (and the daemon's shutdown behind it) nor fills memory.
+func LoadRegular(path string) (*Config, error) {
+	data, err := ReadRegular(path)
+	if err != nil {
+		return nil, err
+	}
+	return load(path, data)
+}
+
+// ReadRegular returns the content of the regular file at path (links
+// followed), at most MaxReloadBytes; see [LoadRegular].
+func ReadRegular(path string) ([]byte, error) {
+	// O_NONBLOCK: opening a FIFO without a writer does not wait for one.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("config: %s is not a regular file (%v)", path, fi.Mode().Type())
+	}
+	if fi.Size() > MaxReloadBytes {
+		return nil, fmt.Errorf("config: %s is %d bytes, over %d", path, fi.Size(), MaxReloadBytes)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxReloadBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	if len(data) > MaxReloadBytes {
+		return nil, fmt.Errorf("config: %s is over %d bytes", path, MaxReloadBytes)
+	}
+	return data, nil
+}
+
+func load(path string, data []byte) (*Config, error) {
 	c, err := Parse(path, data, os.LookupEnv)
 	if err != nil {
 		return nil, err

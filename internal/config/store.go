@@ -29,13 +29,29 @@ func (c *Config) parseStore(raw string, lookup func(string) (string, bool)) erro
 		return fmt.Errorf("field store: not %q or a postgres:// URL (it does not parse as a URL)", StoreEmbedded)
 	}
 	if u.Scheme != "postgres" && u.Scheme != "postgresql" {
-		return fmt.Errorf("field store: %q is not %q or a postgres:// or postgresql:// URL", u.Redacted(), StoreEmbedded)
+		return fmt.Errorf("field store: %q is not %q or a postgres:// or postgresql:// URL", redactedStore(u), StoreEmbedded)
 	}
 	if u.Host == "" && !strings.Contains(u.RawQuery, "host=") {
-		return fmt.Errorf("field store: %q names no host", u.Redacted())
+		return fmt.Errorf("field store: %q names no host", redactedStore(u))
 	}
 	c.Store = v
 	return nil
+}
+
+// redactedStore is u for an error: its password, and the value of any
+// parameter whose name says password (password=, sslpassword=), as xxxxx.
+func redactedStore(u *url.URL) string {
+	c := *u
+	if c.RawQuery != "" {
+		q := c.Query()
+		for k := range q {
+			if strings.Contains(strings.ToLower(k), "password") {
+				q[k] = []string{"xxxxx"}
+			}
+		}
+		c.RawQuery = q.Encode()
+	}
+	return c.Redacted()
 }
 
 // StoreSecrets returns the credentials in Store (its password, and a
@@ -49,8 +65,14 @@ func (c *Config) StoreSecrets() []string {
 	if p, ok := u.User.Password(); ok && p != "" {
 		out = append(out, p)
 	}
-	if p := u.Query().Get("password"); p != "" {
-		out = append(out, p)
+	for k, vs := range u.Query() {
+		if strings.Contains(strings.ToLower(k), "password") {
+			for _, p := range vs {
+				if p != "" {
+					out = append(out, p)
+				}
+			}
+		}
 	}
 	return out
 }

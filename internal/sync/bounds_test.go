@@ -2,6 +2,7 @@ package sync_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/contextd/contextd/internal/index"
 	"github.com/contextd/contextd/internal/index/indextest"
+	"github.com/contextd/contextd/internal/mcp"
 	"github.com/contextd/contextd/internal/mcp/mcptest"
 	"github.com/contextd/contextd/internal/resource"
 	ctxsync "github.com/contextd/contextd/internal/sync"
@@ -220,5 +222,21 @@ func TestFocusQueryIsAnswerableBeforeTheWholeList(t *testing.T) {
 	}
 	if st := m.Status(); st.DescriptorsPending == 0 {
 		t.Errorf("Status.DescriptorsPending = 0 while descriptors wait")
+	}
+}
+
+// A replica that does not own a server takes its templates from the shared
+// store as they are: a peer that wrote a million of them made every request
+// of every replica parse a million templates (the list walk keeps 1,000).
+func TestSharedTemplatesAreCappedAsAListWalk(t *testing.T) {
+	m := ctxsync.New(ctxsync.Options{Server: "s", Index: newIndex(t), Owner: func() bool { return false },
+		Dial: func(context.Context, *mcp.Options) (*mcp.Session, error) { return nil, errors.New("unused") }})
+	tpls := make([]resource.Template, 5000)
+	for i := range tpls {
+		tpls[i] = resource.Template{Server: "s", URITemplate: fmt.Sprintf("x://t%d/{id}", i), Name: "t"}
+	}
+	m.SetShared(tpls, time.Now())
+	if got := len(m.Templates()); got != mcp.DefaultMaxTemplates {
+		t.Errorf("%d templates kept from the store, want %d", got, mcp.DefaultMaxTemplates)
 	}
 }

@@ -400,10 +400,16 @@ func (m *Mirror) wantSession() {
 // SetShared gives a mirror that does not own its server the templates and
 // last sync time the owner stored (a shared store): Templates and Status
 // report them, and the mirror counts as synced. It does nothing while the
-// mirror owns the server.
+// mirror owns the server. It keeps the first mcp.DefaultMaxTemplates, as a
+// list walk does: every request parses every template in scope, and the
+// store's row is another replica's word, not the server's.
 func (m *Mirror) SetShared(templates []resource.Template, lastSync time.Time) {
 	if m.owns() {
 		return
+	}
+	if len(templates) > mcp.DefaultMaxTemplates {
+		m.log.Warn("the shared store lists more templates for this server than a list walk keeps; using the first", "templates", len(templates), "max", mcp.DefaultMaxTemplates)
+		templates = templates[:mcp.DefaultMaxTemplates]
 	}
 	m.mu.Lock()
 	m.templates = slices.Clone(templates)

@@ -19,7 +19,9 @@
 // normalised to unit length, as chromem-go requires; servers differ on
 // whether they normalise.
 //
-// The API key goes only into the Authorization header. It never appears in
+// The API key goes only into the Authorization header, and only to the
+// endpoint's origin: a redirect elsewhere (another scheme, host or port)
+// fails the request. It never appears in
 // an error or a log record: errors are passed through [redact] with the key
 // and the URL's secrets before they leave the package.
 //
@@ -70,9 +72,30 @@ const (
 	MaxRetryWait = time.Minute
 )
 
-// maxResponseBytes bounds one answer's body: a batch of 2,048 vectors of
-// 4,096 dimensions written as JSON is under 200 MB.
+// maxResponseBytes bounds one answer's body whatever its batch: a batch of
+// 2,048 vectors of 4,096 dimensions written as JSON is under 200 MB.
 const maxResponseBytes = 256 << 20
+
+// Bounds of one answer, from its batch: a vector takes at most
+// maxCoordBytes per coordinate (pretty-printed JSON included) and
+// maxVectorOverhead besides; the dimension probe in New, whose length is
+// not known yet, may answer up to MaxDimensions.
+const (
+	maxCoordBytes     = 64
+	maxVectorOverhead = 1 << 10
+	maxAnswerOverhead = 64 << 10
+	// MaxDimensions is the longest vector the dimension probe accepts.
+	MaxDimensions = 1 << 16
+)
+
+// responseLimit is the largest answer a batch of n texts may get.
+func (e *Embedder) responseLimit(n int) int64 {
+	dim := e.dim
+	if dim == 0 {
+		dim = MaxDimensions
+	}
+	return min(maxResponseBytes, maxAnswerOverhead+int64(n)*(int64(dim)*maxCoordBytes+maxVectorOverhead))
+}
 
 // Errors an [Embedder] returns wrap one of these, so callers can tell a
 // configuration to fix from a server to wait for.
@@ -180,7 +203,19 @@ func New(ctx context.Context, opts Options) (*Embedder, error) {
 		sleep:      sleepCtx,
 	}
 	if e.client == nil {
-		e.client = &http.Client{}
+		// net/http keeps Authorization on a redirect to the same host name
+		// whatever the scheme and port (https → http, another local port)
+		// and to its subdomains: the key goes only to the endpoint's own
+		// origin.
+		e.client = &http.Client{CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			if len(via) >= 10 {
+				return errors.New("stopped after 10 redirects")
+			}
+			if o := via[0].URL; e.key != "" && (req.URL.Scheme != o.Scheme || req.URL.Host != o.Host) {
+				return fmt.Errorf("redirected to %s, another origin: not sending the API key there", redact.URL(req.URL.String()))
+			}
+			return nil
+		}}
 	}
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)
@@ -378,15 +413,16 @@ func (e *Embedder) attempt(ctx context.Context, body []byte, out [][]float32) (w
 		return 0, fmt.Errorf("embedder: POST %s: %v", e.endpoint, unwrapURLError(err))
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
+	limit := e.responseLimit(len(out))
+	data, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
 		return 0, fmt.Errorf("embedder: POST %s: reading the answer: %v", e.endpoint, err)
 	}
 	if resp.StatusCode != http.StatusOK {
 		return statusError(resp, data, e.endpoint, e.model)
 	}
-	if len(data) > maxResponseBytes {
-		return -1, fmt.Errorf("%w: the answer is over %d MiB", ErrBadResponse, maxResponseBytes>>20)
+	if int64(len(data)) > limit {
+		return -1, fmt.Errorf("%w: the answer is over %d bytes, the most %d inputs can take", ErrBadResponse, limit, len(out))
 	}
 	if err := e.decode(data, out); err != nil {
 		return -1, err
@@ -476,20 +512,22 @@ func (e *Embedder) decode(data []byte, out [][]float32) error {
 	var vecs [][]float32
 	switch e.provider {
 	case OpenAI:
-		var r struct {
-			Data []struct {
-				Index     *int      `json:"index"`
-				Embedding []float32 `json:"embedding"`
-			} `json:"data"`
+		items, err := decodeList(data, "data", len(out))
+		if err != nil {
+			return e.listError(err, "not the embeddings API's JSON", len(out))
 		}
-		if err := json.Unmarshal(data, &r); err != nil {
-			return fmt.Errorf("%w: not the embeddings API's JSON: %v", ErrBadResponse, err)
-		}
-		if len(r.Data) != len(out) {
-			return fmt.Errorf("%w: %d embeddings for %d inputs", ErrBadResponse, len(r.Data), len(out))
+		if len(items) != len(out) {
+			return fmt.Errorf("%w: %d embeddings for %d inputs", ErrBadResponse, len(items), len(out))
 		}
 		vecs = make([][]float32, len(out))
-		for i, d := range r.Data {
+		for i, item := range items {
+			var d struct {
+				Index     *int      `json:"index"`
+				Embedding []float32 `json:"embedding"`
+			}
+			if err := json.Unmarshal(item, &d); err != nil {
+				return fmt.Errorf("%w: not the embeddings API's JSON: %v", ErrBadResponse, err)
+			}
 			j := i
 			if d.Index != nil {
 				j = *d.Index
@@ -503,16 +541,22 @@ func (e *Embedder) decode(data []byte, out [][]float32) error {
 			vecs[j] = d.Embedding
 		}
 	case Ollama:
-		var r struct {
-			Embeddings [][]float32 `json:"embeddings"`
+		items, err := decodeList(data, "embeddings", len(out))
+		if err != nil {
+			return e.listError(err, "not Ollama's /api/embed JSON", len(out))
 		}
-		if err := json.Unmarshal(data, &r); err != nil {
-			return fmt.Errorf("%w: not Ollama's /api/embed JSON: %v", ErrBadResponse, err)
+		if len(items) != len(out) {
+			return fmt.Errorf("%w: %d embeddings for %d inputs", ErrBadResponse, len(items), len(out))
 		}
-		if len(r.Embeddings) != len(out) {
-			return fmt.Errorf("%w: %d embeddings for %d inputs", ErrBadResponse, len(r.Embeddings), len(out))
+		vecs = make([][]float32, len(out))
+		for i, item := range items {
+			if err := json.Unmarshal(item, &vecs[i]); err != nil {
+				return fmt.Errorf("%w: not Ollama's /api/embed JSON: %v", ErrBadResponse, err)
+			}
 		}
-		vecs = r.Embeddings
+	}
+	if e.dim == 0 && len(vecs[0]) > MaxDimensions {
+		return fmt.Errorf("%w: a vector of %d dimensions, over %d", ErrBadResponse, len(vecs[0]), MaxDimensions)
 	}
 	want := e.dim
 	if want == 0 {
@@ -532,6 +576,75 @@ func (e *Embedder) decode(data []byte, out [][]float32) error {
 	}
 	copy(out, vecs)
 	return nil
+}
+
+// errTooMany: an answer lists more embeddings than its batch has inputs.
+var errTooMany = errors.New("too many embeddings")
+
+// listError describes decodeList's error.
+func (e *Embedder) listError(err error, what string, n int) error {
+	if errors.Is(err, errTooMany) {
+		return fmt.Errorf("%w: over %d embeddings for %d inputs", ErrBadResponse, n, n)
+	}
+	return fmt.Errorf("%w: %s: %v", ErrBadResponse, what, err)
+}
+
+// decodeList returns the elements of the array under key (matched as
+// encoding/json matches a field: the last one, case-insensitively) in
+// data's top-level object, undecoded. It stops at the (limit+1)th element
+// with errTooMany, so that an answer of millions of tiny elements costs no
+// more than its bytes.
+func decodeList(data []byte, key string, limit int) ([]json.RawMessage, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if t, err := dec.Token(); err != nil {
+		return nil, err
+	} else if t != json.Delim('{') {
+		return nil, errors.New("the answer is not a JSON object")
+	}
+	var list []json.RawMessage
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		if k, _ := t.(string); !strings.EqualFold(k, key) {
+			var skip json.RawMessage
+			if err := dec.Decode(&skip); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		list = list[:0]
+		if t, err = dec.Token(); err != nil {
+			return nil, err
+		}
+		if t == nil {
+			continue
+		}
+		if t != json.Delim('[') {
+			return nil, fmt.Errorf("%q is not an array", key)
+		}
+		for dec.More() {
+			if len(list) == limit {
+				return nil, errTooMany
+			}
+			var raw json.RawMessage
+			if err := dec.Decode(&raw); err != nil {
+				return nil, err
+			}
+			list = append(list, raw)
+		}
+		if _, err := dec.Token(); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("data after the JSON answer")
+	}
+	return list, nil
 }
 
 // normalise scales v to unit length in place. It fails on a NaN or an

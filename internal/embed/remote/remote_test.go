@@ -9,6 +9,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -513,5 +514,77 @@ func TestEndpoint(t *testing.T) {
 		if e.endpoint != tt.want {
 			t.Errorf("%s %q: endpoint %q, want %q", tt.provider, tt.url, e.endpoint, tt.want)
 		}
+	}
+}
+
+// A hostile or broken server cannot make one answer cost much more memory
+// than its batch needs: an answer of millions of empty vectors (or empty
+// objects) decoded whole took 10 GB of allocations and 5.8 GB of memory
+// for a 180 MiB body of "[]," before it was refused for its count.
+func TestHugeAnswersCostWhatTheBatchNeeds(t *testing.T) {
+	for _, tt := range []struct{ provider, answer string }{
+		{Ollama, `{"embeddings":[` + strings.Repeat("[],", 6<<20) + `[]]}`},
+		{OpenAI, `{"data":[` + strings.Repeat("{},", 6<<20) + `{}]}`},
+		// Within the bound of a batch of two, but far more elements.
+		{Ollama, `{"embeddings":[` + strings.Repeat("[],", 20<<10) + `[]]}`},
+		{OpenAI, `{"data":[` + strings.Repeat("{},", 20<<10) + `{}]}`},
+	} {
+		t.Run(fmt.Sprintf("%s/%d", tt.provider, len(tt.answer)), func(t *testing.T) {
+			body := []byte(tt.answer)
+			f, srv := newFake(t, tt.provider, 4)
+			f.script = func(w http.ResponseWriter, _ int, _ []string) bool {
+				w.Write(body)
+				return true
+			}
+			e, _ := newEmbedder(t, Options{Provider: tt.provider, URL: baseURL(srv, tt.provider), Model: "m", Dimensions: 4})
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			_, err := e.EmbedBatch(t.Context(), []string{"a", "b"})
+			runtime.ReadMemStats(&after)
+			if !errors.Is(err, ErrBadResponse) {
+				t.Fatalf("err = %v, want ErrBadResponse", err)
+			}
+			if got := after.TotalAlloc - before.TotalAlloc; got > 4<<20 {
+				t.Errorf("refusing a %d-byte answer for 2 inputs allocated %d MiB (%v)", len(body), got>>20, err)
+			}
+		})
+	}
+}
+
+// The dimension probe does not accept a vector of any length: every later
+// vector, and the index, would take its size.
+func TestDimensionProbeIsBounded(t *testing.T) {
+	f, srv := newFake(t, Ollama, MaxDimensions+1)
+	_ = f
+	_, err := New(t.Context(), Options{Provider: Ollama, URL: srv.URL, Model: "m"})
+	if !errors.Is(err, ErrBadResponse) {
+		t.Fatalf("New with a %d-dimension probe answer: err = %v, want ErrBadResponse", MaxDimensions+1, err)
+	}
+}
+
+// A redirect to another origin does not carry the API key: net/http keeps
+// Authorization for the same host name on another port or scheme (and for
+// subdomains), here another loopback port, as another local user's would be.
+func TestAPIKeyDoesNotFollowARedirectToAnotherOrigin(t *testing.T) {
+	var got atomic.Value
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got.Store(r.Header.Get("Authorization"))
+		http.Error(w, "no", http.StatusTeapot)
+	}))
+	defer other.Close()
+	redirector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+"/v1/embeddings", http.StatusTemporaryRedirect)
+	}))
+	defer redirector.Close()
+	e, _ := newEmbedder(t, Options{Provider: OpenAI, URL: redirector.URL + "/v1", Model: "m", Dimensions: 4, APIKey: "sk-redirected-key-0123456789", MaxRetries: -1})
+	_, err := e.Embed(t.Context(), "x")
+	if err == nil {
+		t.Fatal("embedding through a cross-origin redirect succeeded")
+	}
+	if a, _ := got.Load().(string); strings.Contains(a, "sk-redirected") {
+		t.Errorf("the other origin received Authorization %q", a)
+	}
+	if strings.Contains(err.Error(), "sk-redirected") {
+		t.Errorf("the error quotes the key: %v", err)
 	}
 }

@@ -33,6 +33,7 @@ import (
 	"fmt"
 	"math"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -82,11 +83,22 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 // Close closes the pool.
 func (s *Store) Close() { s.pool.Close() }
 
-// Redact returns rawURL with its password, if any, replaced by "xxxxx".
+// Redact returns rawURL with its password, if any, replaced by "xxxxx":
+// the user info's, and the value of any parameter whose name says password
+// (password=, sslpassword=).
 func Redact(rawURL string) string {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return "(unparseable URL)"
+	}
+	if u.RawQuery != "" {
+		q := u.Query()
+		for k := range q {
+			if strings.Contains(strings.ToLower(k), "password") {
+				q[k] = []string{"xxxxx"}
+			}
+		}
+		u.RawQuery = q.Encode()
 	}
 	return u.Redacted()
 }

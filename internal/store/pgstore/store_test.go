@@ -199,4 +199,12 @@ func TestRedactHidesThePassword(t *testing.T) {
 	if err == nil || strings.Contains(err.Error(), "s3cret") {
 		t.Errorf("Open of an unreachable database: %v", err)
 	}
+	// A password given as a parameter, as libpq and pgx take it.
+	if got := pgstore.Redact("postgres://h/db?password=s3cret&sslmode=disable"); got != "postgres://h/db?password=xxxxx&sslmode=disable" {
+		t.Errorf("Redact = %q", got)
+	}
+	_, err = pgstore.Open(context.Background(), "postgres://u@127.0.0.1:1/db?connect_timeout=1&password=s3cret")
+	if err == nil || strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("Open of an unreachable database, password as a parameter: %v", err)
+	}
 }
