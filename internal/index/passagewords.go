@@ -14,6 +14,15 @@ import (
 // should still reach past it.
 const passageDepth = 4
 
+// MaxPassageWordsBytes is the most text, across all servers, whose
+// passages the passage index holds: 32 MiB. Its heap cost per byte of text
+// depends on how many distinct words a passage has: about 2.6 bytes for Go
+// source (BenchmarkPassageWords), up to about 17 for text of unique tokens,
+// so at most about 550 MiB. A text that would pass the bound is left out
+// of the passage list (rank.List.Known: it ranks by its other scores, as a
+// short text does) until texts already in it leave.
+const MaxPassageWordsBytes = 32 << 20
+
 // passageWords is the lexical index of every passage of every indexed text,
 // all of them and not only the MaxPassages that get a vector, each a
 // document of BM25 over its words alone. It finds the one passage of a long
@@ -24,14 +33,19 @@ const passageDepth = 4
 type passageWords struct {
 	x *lexical.Index
 
-	mu sync.Mutex
-	n  map[resource.Key]int // passages indexed per text
+	mu    sync.Mutex
+	n     map[resource.Key]int // passages indexed per text
+	size  map[resource.Key]int // bytes of text indexed per text
+	total int                  // Σ size
+	max   int                  // MaxPassageWordsBytes, or a test's bound
 }
 
 func newPassageWords() *passageWords {
 	return &passageWords{
 		x: lexical.New(&lexical.Options{Weights: lexical.FieldWeights{Content: 1}}),
-		n: make(map[resource.Key]int),
+		n:    make(map[resource.Key]int),
+		size: make(map[resource.Key]int),
+		max:  MaxPassageWordsBytes,
 	}
 }
 
@@ -61,18 +75,25 @@ func (p *passageWords) set(k resource.Key, text string) {
 	if len(spans) < 2 {
 		spans = nil
 	}
+	p.mu.Lock()
+	old := p.n[k]
+	p.total -= p.size[k]
+	if len(spans) > 0 && p.total+len(text) > p.max {
+		spans = nil // no room: left out, as a text of one passage is
+	}
+	if len(spans) == 0 {
+		delete(p.n, k)
+		delete(p.size, k)
+	} else {
+		p.n[k] = len(spans)
+		p.size[k] = len(text)
+		p.total += len(text)
+	}
+	p.mu.Unlock()
 	docs := make([]lexical.Doc, len(spans))
 	for i, sp := range spans {
 		docs[i] = lexical.Doc{ID: passageWordsID(k, i), Content: text[sp.Start:sp.End]}
 	}
-	p.mu.Lock()
-	old := p.n[k]
-	if len(spans) == 0 {
-		delete(p.n, k)
-	} else {
-		p.n[k] = len(spans)
-	}
-	p.mu.Unlock()
 	if old > len(spans) {
 		ids := make([]string, 0, old-len(spans))
 		for i := len(spans); i < old; i++ {
@@ -94,6 +115,8 @@ func (p *passageWords) drop(keys ...resource.Key) {
 			ids = append(ids, passageWordsID(k, i))
 		}
 		delete(p.n, k)
+		p.total -= p.size[k]
+		delete(p.size, k)
 	}
 	p.mu.Unlock()
 	if len(ids) > 0 {
