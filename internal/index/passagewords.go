@@ -42,7 +42,7 @@ type passageWords struct {
 
 func newPassageWords() *passageWords {
 	return &passageWords{
-		x: lexical.New(&lexical.Options{Weights: lexical.FieldWeights{Content: 1}}),
+		x:    lexical.New(&lexical.Options{Weights: lexical.FieldWeights{Content: 1}}),
 		n:    make(map[resource.Key]int),
 		size: make(map[resource.Key]int),
 		max:  MaxPassageWordsBytes,
