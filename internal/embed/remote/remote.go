@@ -67,6 +67,7 @@ const (
 	DefaultConcurrency   = 2
 	DefaultMaxRetries    = 5
 	DefaultTimeout       = 60 * time.Second
+	DefaultQueryTimeout  = 20 * time.Second
 	DefaultMaxInputBytes = 8 << 10
 	// MaxRetryWait caps one wait between attempts, a Retry-After's included.
 	MaxRetryWait = time.Minute
@@ -147,6 +148,12 @@ type Options struct {
 	MaxRetries int
 	// Timeout bounds one request (each attempt). Zero means DefaultTimeout.
 	Timeout time.Duration
+	// QueryTimeout bounds Embed (a query's vector) as a whole, retries and
+	// their waits included, so that a server that accepts connections and
+	// never answers cannot hold a Search for every attempt's Timeout.
+	// Zero means DefaultQueryTimeout; it is never more than the attempts
+	// would take.
+	QueryTimeout time.Duration
 	// MaxInputBytes cuts each text to at most this many bytes (at a
 	// character boundary) before it is sent, so that a long description
 	// does not exceed the model's context. Zero means
@@ -170,7 +177,7 @@ type Embedder struct {
 	sendDim                        bool
 	batch                          int
 	retries                        int
-	timeout                        time.Duration
+	timeout, queryTimeout          time.Duration
 	maxInput                       int
 	minBackoff                     time.Duration
 	client                         *http.Client
@@ -187,20 +194,21 @@ type Embedder struct {
 // reported here rather than at the first sync.
 func New(ctx context.Context, opts Options) (*Embedder, error) {
 	e := &Embedder{
-		provider:   opts.Provider,
-		model:      opts.Model,
-		key:        opts.APIKey,
-		dim:        opts.Dimensions,
-		sendDim:    opts.Dimensions > 0,
-		batch:      cmp.Or(opts.BatchSize, DefaultBatchSize),
-		retries:    cmp.Or(opts.MaxRetries, DefaultMaxRetries),
-		timeout:    cmp.Or(opts.Timeout, DefaultTimeout),
-		maxInput:   cmp.Or(opts.MaxInputBytes, DefaultMaxInputBytes),
-		minBackoff: cmp.Or(opts.MinBackoff, 500*time.Millisecond),
-		client:     opts.HTTPClient,
-		log:        opts.Logger,
-		sem:        make(chan struct{}, max(1, cmp.Or(opts.Concurrency, DefaultConcurrency))),
-		sleep:      sleepCtx,
+		provider:     opts.Provider,
+		model:        opts.Model,
+		key:          opts.APIKey,
+		dim:          opts.Dimensions,
+		sendDim:      opts.Dimensions > 0,
+		batch:        cmp.Or(opts.BatchSize, DefaultBatchSize),
+		retries:      cmp.Or(opts.MaxRetries, DefaultMaxRetries),
+		timeout:      cmp.Or(opts.Timeout, DefaultTimeout),
+		queryTimeout: cmp.Or(opts.QueryTimeout, DefaultQueryTimeout),
+		maxInput:     cmp.Or(opts.MaxInputBytes, DefaultMaxInputBytes),
+		minBackoff:   cmp.Or(opts.MinBackoff, 500*time.Millisecond),
+		client:       opts.HTTPClient,
+		log:          opts.Logger,
+		sem:          make(chan struct{}, max(1, cmp.Or(opts.Concurrency, DefaultConcurrency))),
+		sleep:        sleepCtx,
 	}
 	if e.client == nil {
 		// net/http keeps Authorization on a redirect to the same host name
@@ -263,6 +271,8 @@ func New(ctx context.Context, opts Options) (*Embedder, error) {
 		return nil, fmt.Errorf("embedder: concurrency %d is negative", opts.Concurrency)
 	case opts.Timeout < 0:
 		return nil, fmt.Errorf("embedder: timeout %v is negative", opts.Timeout)
+	case opts.QueryTimeout < 0:
+		return nil, fmt.Errorf("embedder: query timeout %v is negative", opts.QueryTimeout)
 	}
 	if e.dim == 0 {
 		vecs, err := e.EmbedBatch(ctx, []string{"contextd dimension probe"})
@@ -284,9 +294,12 @@ func (e *Embedder) Name() string {
 // Dim returns the vector length.
 func (e *Embedder) Dim() int { return e.dim }
 
-// Embed returns text's unit vector. Errors wrap one of the package's
-// sentinels, or ctx's error.
+// Embed returns text's unit vector (a query's: it takes at most
+// Options.QueryTimeout). Errors wrap one of the package's sentinels, or
+// ctx's error.
 func (e *Embedder) Embed(ctx context.Context, text string) ([]float32, error) {
+	ctx, cancel := context.WithTimeout(ctx, e.queryTimeout)
+	defer cancel()
 	vecs, err := e.EmbedBatch(ctx, []string{text})
 	if err != nil {
 		return nil, err

@@ -588,3 +588,28 @@ func TestAPIKeyDoesNotFollowARedirectToAnotherOrigin(t *testing.T) {
 		t.Errorf("the error quotes the key: %v", err)
 	}
 }
+
+// A server that accepts the connection and never answers holds a query's
+// vector for QueryTimeout, not for every attempt's Timeout and the waits
+// between them.
+func TestAQueryIsBoundedAsAWhole(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	e, _ := newEmbedder(t, Options{Provider: Ollama, URL: srv.URL, Model: "m", Dimensions: 8,
+		Timeout: 2 * time.Second, MaxRetries: 5, QueryTimeout: 300 * time.Millisecond})
+	start := time.Now()
+	_, err := e.Embed(t.Context(), "what is the answer")
+	if err == nil {
+		t.Fatal("Embed against a server that never answers succeeded")
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("Embed took %v, want about the 300 ms query timeout", took)
+	}
+}
