@@ -240,3 +240,33 @@ func TestSharedTemplatesAreCappedAsAListWalk(t *testing.T) {
 		t.Errorf("%d templates kept from the store, want %d", got, mcp.DefaultMaxTemplates)
 	}
 }
+
+// TestEditsThatGrowCannotPassTheBound checks that resources whose text was
+// indexed, edited to grow, take what they grew by from the server's room:
+// twenty 100-byte texts edited to 50 KB stay within a 2,500-byte bound.
+func TestEditsThatGrowCannotPassTheBound(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := mcptest.NewServer(nil, nil)
+		for i := range 20 {
+			addDoc(srv, fmt.Sprintf("doc://r%02d", i), 100, nil)
+		}
+		ix := newIndex(t)
+		m := ctxsync.New(ctxsync.Options{Server: "s", Index: ix, Dial: mcptest.Dial(t, "s", srv), ContentBytes: 2500})
+		start(t, m)
+		<-m.Ready()
+		if got := len(indexed(ix)); got != 20 {
+			t.Fatalf("%d texts indexed, want all 20", got)
+		}
+		for i := range 20 {
+			addDoc(srv, fmt.Sprintf("doc://r%02d", i), 50_000, nil)
+		}
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if got := ix.ServerContentBytes("s"); got > 2500 {
+			t.Errorf("%d bytes of text indexed after the edits, over the 2,500-byte bound", got)
+		}
+		if st := m.Status(); st.ContentBound != "bytes" {
+			t.Errorf("Status bound %q, want \"bytes\"", st.ContentBound)
+		}
+	})
+}

@@ -380,7 +380,7 @@ func (m *Mirror) indexContents(ctx context.Context, sess *mcp.Session, refreshAg
 		}
 		fresh = kept
 	}
-	var spent int64 // bytes of text indexed this pass for resources that never had text
+	var spent int64 // bytes of the server's room taken this pass: new texts, and what old ones grew by
 	todo := slices.Concat(updated, regain, fresh, aged)
 	isRegain := make(map[string]bool, len(regain))
 	for _, d := range regain {
@@ -626,13 +626,28 @@ func (m *Mirror) indexContents(ctx context.Context, sess *mcp.Session, refreshAg
 			}
 		}
 		// A text that never had a place takes the server's bytes only while
-		// they last.
+		// they last; one that had (edited, updated, re-added, aged) keeps
+		// the bytes it took, and what it grew by comes out of the same room.
 		if m.opts.ContentBytes > 0 {
 			cs = slices.DeleteFunc(cs, func(c index.Content) bool {
+				size := int64(min(len(c.Text), index.MaxContentBytes))
 				if !isFresh[c.Key.URI] {
+					base := int64(ix.ContentSize(c.Key))
+					if isRegain[c.Key.URI] {
+						base = int64(m.contentHad[c.Key.URI])
+					}
+					grow := size - base
+					if grow <= 0 {
+						return false
+					}
+					if spent+grow > serverRoom {
+						m.contentNoRoom[c.Key.URI] = contentNoRoom{stamp: c.Stamp, size: int(size)}
+						leave(1, "bytes")
+						return true
+					}
+					spent += grow
 					return false
 				}
-				size := int64(min(len(c.Text), index.MaxContentBytes))
 				if spent+size > serverRoom {
 					m.contentNoRoom[c.Key.URI] = contentNoRoom{stamp: c.Stamp, size: int(size)}
 					leave(1, "bytes")
