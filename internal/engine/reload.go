@@ -70,7 +70,9 @@ func (e *Engine) Reload(ctx context.Context, cfg *config.Config) (Changes, error
 	for _, srv := range cfg.Servers {
 		secrets = append(secrets, srv.Secrets()...)
 	}
-	red := redact.New(secrets...)
+	// The store and the embedder stay as they were (restart-only): their
+	// secrets are cfg's, kept from the old configuration.
+	red := redact.New(append(append(secrets, cfg.StoreSecrets()...), cfg.EmbedderSecrets()...)...)
 	next := &serverSet{cfg: cfg, mirrors: make(map[string]*ctxsync.Mirror, len(cfg.Servers)), limits: cfg.Limits.WithDefaults()}
 	var stop []*ctxsync.Mirror
 	for _, srv := range cfg.Servers {
@@ -100,6 +102,9 @@ func (e *Engine) Reload(ctx context.Context, cfg *config.Config) (Changes, error
 
 	// Install the new set; requests from now on see it. A request that
 	// began before still finds the mirrors it may read, in retired.
+	if e.shared != nil {
+		e.shared.rep.SetServers(next.names)
+	}
 	e.setMu.Lock()
 	e.cur = next
 	for _, m := range stop {

@@ -481,3 +481,40 @@ func TestJoiningReplicaTakesItsShare(t *testing.T) {
 		return cmp.Equal(searchHits(t, reps[0].eng, "topic7"), searchHits(t, reps[1].eng, "topic7"))
 	})
 }
+
+// A reload that adds a server to a replica's configuration makes the
+// replica mirror it through the store; one that removes a server it owns
+// hands that server over.
+func TestReloadChangesTheServersAReplicaMayOwn(t *testing.T) {
+	url := pgtest.URL(t)
+	u := newUpstreams(2, 1, 10)
+	all := u.names
+	u.names = all[:1]
+	r := startReplica(t, url, u, 0)
+	waitUntil(t, 10*time.Second, "the replica owns up0", func() bool {
+		st, _ := r.eng.Replica()
+		return slices.Equal(st.Owned, []string{"up0"})
+	})
+	cfg := func(names ...string) *config.Config {
+		c := &config.Config{Store: url}
+		for _, n := range names {
+			c.Servers = append(c.Servers, config.Server{Name: n, Transport: config.TransportStdio, Command: "unused"})
+		}
+		return c
+	}
+	if _, err := r.eng.Reload(t.Context(), cfg("up0", "up1")); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 15*time.Second, "the server the reload added is mirrored", func() bool {
+		st, _ := r.eng.Replica()
+		ds, err := r.eng.Descriptors("up1")
+		return err == nil && len(ds) == 10 && slices.Contains(st.Owned, "up1")
+	})
+	if _, err := r.eng.Reload(t.Context(), cfg("up1")); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 15*time.Second, "the server the reload removed is handed over", func() bool {
+		st, _ := r.eng.Replica()
+		return slices.Equal(st.Owned, []string{"up1"})
+	})
+}

@@ -132,6 +132,7 @@ type Replica struct {
 	followMu sync.Mutex
 
 	mu        sync.Mutex
+	servers   []string         // Options.Servers, then SetServers'
 	owned     map[string]int64 // server → lease token: leases held (renewed)
 	active    map[string]bool  // servers mirrored: held and caught up
 	dirty     map[resource.Key]bool
@@ -168,7 +169,7 @@ func New(opts Options) *Replica {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Replica{opts: opts, log: log.With("replica", opts.Holder), kick: make(chan struct{}, 1), wake: make(chan struct{}, 1),
-		owned: map[string]int64{}, active: map[string]bool{}, dirty: map[resource.Key]bool{}, dirtySrv: map[string]serverState{}}
+		servers: slices.Clone(opts.Servers), owned: map[string]int64{}, active: map[string]bool{}, dirty: map[resource.Key]bool{}, dirtySrv: map[string]serverState{}}
 }
 
 // Attach gives the replica its index. Call it once, before Load.
@@ -182,6 +183,15 @@ func (r *Replica) Owns(server string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.active[server]
+}
+
+// SetServers replaces the configured servers this replica may own (a
+// reload): at its next lease round it hands over those it owns and no
+// longer configures, and may take new ones up to its share.
+func (r *Replica) SetServers(servers []string) {
+	r.mu.Lock()
+	r.servers = slices.Clone(servers)
+	r.mu.Unlock()
 }
 
 // Owned returns the servers this replica mirrors, sorted.
@@ -475,7 +485,18 @@ func (r *Replica) leaseRound(ctx context.Context) {
 			held[l.Server] = true
 		}
 	}
-	share := (len(r.opts.Servers) + max(live, 1) - 1) / max(live, 1)
+	r.mu.Lock()
+	servers := slices.Clone(r.servers)
+	r.mu.Unlock()
+	for s, tok := range owned {
+		if !slices.Contains(servers, s) {
+			// No longer configured here (a reload): another replica that
+			// configures it takes it.
+			r.handOver(ctx, s, tok)
+			delete(owned, s)
+		}
+	}
+	share := (len(servers) + max(live, 1) - 1) / max(live, 1)
 	if len(owned) > share {
 		// More replicas than when these were taken: hand the excess
 		// over (released, so another takes it at its next round).
@@ -485,7 +506,7 @@ func (r *Replica) leaseRound(ctx context.Context) {
 			delete(owned, s)
 		}
 	}
-	for _, s := range r.opts.Servers {
+	for _, s := range servers {
 		if len(owned) >= share {
 			break
 		}
