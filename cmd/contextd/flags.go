@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/contextd/contextd/internal/config"
+	"github.com/contextd/contextd/internal/redact"
 )
 
 // stringList is a repeatable string flag.
@@ -73,7 +74,9 @@ func loadConfig(path string, stderr io.Writer) (*config.Config, error) {
 	fmt.Fprintln(stderr, "contextd: config", path)
 	cfg, err := config.Load(path)
 	if err != nil {
-		return nil, err
+		// The error may quote the value it refused: a URL with its
+		// password, a connection string. Mask what is credential-shaped.
+		return nil, redact.New().Error(err)
 	}
 	for _, w := range cfg.Warnings {
 		fmt.Fprintln(stderr, "contextd: warning:", w)

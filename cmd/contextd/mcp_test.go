@@ -527,3 +527,16 @@ func TestOneShotCommandsSkipContextdsOwnEntry(t *testing.T) {
 		}
 	}
 }
+
+// A config refused at start does not print the credential it quotes.
+func TestAConfigRefusedAtStartIsMasked(t *testing.T) {
+	cfg := writeConfig(t, "mcpServers:\n  x: {url: \"ftp://u:Sup3rS3cretPw@h/mcp\"}\n")
+	var out, errb bytes.Buffer
+	err := run(t.Context(), []string{"search", "--config", cfg, "anything"}, &out, &errb)
+	if err == nil {
+		t.Fatal("a bad url was accepted")
+	}
+	if strings.Contains(err.Error()+errb.String(), "Sup3rS3cretPw") {
+		t.Errorf("the refusal shows the password: %v\n%s", err, errb.String())
+	}
+}

@@ -327,7 +327,8 @@ func (e *Engine) newMirror(cfg *config.Config, srv config.Server, red *redact.Re
 	}
 	// No stdio server inherits the daemon's token or another server's
 	// credentials from contextd's environment.
-	hidden := []string{cfg.Auth.Token}
+	hidden := append([]string{cfg.Auth.Token}, cfg.EmbedderSecrets()...)
+	hidden = append(hidden, cfg.StoreSecrets()...)
 	for _, s := range cfg.Servers {
 		hidden = append(hidden, s.Secrets()...)
 	}

@@ -17,7 +17,7 @@ var errLocked = errors.New("data_dir is locked by another process")
 // persistent index. The lock goes with the process, so a crash never
 // leaves it stale.
 func lockDir(dir string) (unlock func(), err error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("data_dir %s: %w", dir, err)
 	}
 	l := flock.New(filepath.Join(dir, "contextd.lock"), flock.SetPermissions(0o644))

@@ -80,7 +80,7 @@ func TestURLCredentialsStayOutOfStatusAndLogs(t *testing.T) {
 // The engine tells every mirror which credentials its server must not
 // inherit: the daemon's token and every server's secrets.
 func TestStdioServersAreToldWhatNotToInherit(t *testing.T) {
-	cfg := &config.Config{Auth: config.Auth{Token: "daemon-token-0123456789"}, Servers: []config.Server{
+	cfg := &config.Config{Auth: config.Auth{Token: "daemon-token-0123456789"}, RemoteEmbedder: &config.RemoteEmbedder{APIKey: "embedder-key-0123456789"}, Servers: []config.Server{
 		{Name: "docs", Transport: config.TransportHTTP, URL: "http://127.0.0.1:1/mcp", Headers: map[string]string{"Authorization": "Bearer docs-secret-0123456789"}},
 		{Name: "local", Transport: config.TransportStdio, Command: "unused"},
 	}}
@@ -108,7 +108,7 @@ func TestStdioServersAreToldWhatNotToInherit(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	for _, name := range []string{"docs", "local"} {
-		for _, secret := range []string{"daemon-token-0123456789", "docs-secret-0123456789"} {
+		for _, secret := range []string{"daemon-token-0123456789", "docs-secret-0123456789", "embedder-key-0123456789"} {
 			if !slices.Contains(hidden[name], secret) {
 				t.Errorf("server %s may inherit %s (hidden: %q)", name, secret[:4]+"…", hidden[name])
 			}

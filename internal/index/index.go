@@ -275,7 +275,7 @@ func openDB(dir string, log *slog.Logger) (*chromem.DB, error) {
 	if dir == "" {
 		return chromem.NewDB(), nil
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("index: %w", err)
 	}
 	db, err := chromem.NewPersistentDB(dir, true)
@@ -301,7 +301,7 @@ func openDB(dir string, log *slog.Logger) (*chromem.DB, error) {
 		return nil, fmt.Errorf("index: load %s: %v (and moving it aside failed: %v)", dir, err, rerr)
 	}
 	pruneAside(dir, keepAside, log)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("index: %w", err)
 	}
 	db, err = chromem.NewPersistentDB(dir, true)

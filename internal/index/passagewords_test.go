@@ -1,6 +1,8 @@
 package index_test
 
 import (
+	"io/fs"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -111,5 +113,28 @@ func TestPassageLexicalFindsTheDeepPassage(t *testing.T) {
 	}
 	if got := passageKeys(ix, query); len(got) != 0 {
 		t.Errorf("after DropContents, passage lexical = %v, want none", got)
+	}
+}
+
+// The index's directories are the daemon user's alone: they hold the text
+// of resources read with the operator's credentials.
+func TestIndexDirectoriesArePrivate(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data", "index")
+	open(t, dir, &indextest.BagEmbedder{})
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if fi.Mode().Perm()&0o077 != 0 {
+			t.Errorf("%s is %v, want no access for others", path, fi.Mode().Perm())
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -11,17 +11,19 @@ import (
 )
 
 // maxRecent is how many recent tasks each session keeps; maxSessions how
-// many sessions keep them.
+// many sessions keep them; maxRecentBytes the longest task kept (a longer
+// one is no completion a host would offer), so they hold at most 5 MiB.
 const (
-	maxRecent   = 20
-	maxSessions = 64
+	maxRecent      = 20
+	maxSessions    = 64
+	maxRecentBytes = 4 << 10
 )
 
 // remember records task as the session's most recent.
 func (s *Server) remember(sess *mcpsdk.ServerSession, task string) {
 	task = strings.TrimSpace(task)
-	if sess == nil || task == "" {
-		return
+	if sess == nil || task == "" || len(task) > maxRecentBytes {
+		return // a task longer than a completion could offer is not kept
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
