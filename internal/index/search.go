@@ -151,6 +151,16 @@ func (ix *Index) coversAll(servers []string) bool {
 // core, and returns the n best (all when n <= 0), best first, ties by key.
 func (ix *Index) scanMixed(vec []float32, n int, server string) []Hit {
 	r := ix.rows()
+	w := float32(ix.cw)
+	if hits, ok := r.prefiltered([][]float32{vec}, n, server, w); ok {
+		return hits[0]
+	}
+	return r.scanAll(vec, n, server, w)
+}
+
+// scanAll is scanMixed without the prefilter: every row of server ("" for
+// all) scored exactly with weight w.
+func (r *scanRows) scanAll(vec []float32, n int, server string, w float32) []Hit {
 	keys, vecs, ps, upto := r.keys, r.vecs, r.ps, r.upto
 	if server != "" {
 		keys, vecs, ps, upto = nil, nil, nil, nil
@@ -167,7 +177,6 @@ func (ix *Index) scanMixed(vec []float32, n int, server string) []Hit {
 	for i, k := range keys {
 		hits[i].Key = k
 	}
-	w := float32(ix.cw)
 	var wg sync.WaitGroup
 	parts := max(1, min(runtime.GOMAXPROCS(0), (len(hits)+len(ps))/1024))
 	for p := range parts {
@@ -190,6 +199,7 @@ type scanRows struct {
 	vecs [][]float32
 	ps   [][]float32
 	upto []int
+	q    *quantRows // their int8 copies, for the prefilter; nil: none
 }
 
 // rows returns the current scanRows, building it if docs changed.
@@ -225,6 +235,11 @@ func (ix *Index) rows() *scanRows {
 		}
 		r.upto = append(r.upto, len(r.ps))
 	}
+	var old *quantRows
+	if ix.scan != nil {
+		old = ix.scan.q
+	}
+	r.quantize(old)
 	ix.scan = r
 	return r
 }
@@ -263,8 +278,7 @@ func scoreMixed(hits []Hit, vecs, ps [][]float32, upto []int, from int, q []floa
 			best = max(best, x)
 		}
 		at = upto[i]
-		p := (first + best) * 0.5
-		hits[i].Score = float64(float32((1-w)*d[i]) + float32(w*p)) // unfused, as dot
+		hits[i].Score = mix32(d[i], first, best, w)
 	}
 }
 
