@@ -142,10 +142,7 @@ func (ix *Index) PassageLexical(query string, n int, f Filter) []Hit {
 	if n > 0 {
 		depth = n * passageDepth
 	}
-	ph := ix.words.x.Search(query, depth, func(id string) bool {
-		k, ok := passageWordsKey(id)
-		return ok && f.keep(k)
-	})
+	ph := ix.words.x.Search(query, depth, ix.lexKeep(f, passageWordsKey))
 	seen := make(map[resource.Key]bool, len(ph))
 	var hits []Hit
 	for _, h := range ph { // best first: a key's first passage is its best

@@ -117,3 +117,47 @@ func TestFocusEmbedsMatchingDescriptorsFirst(t *testing.T) {
 		t.Fatalf("the focus match was embedded %dth of %d; want in the first chunk", first, len(emb.seen))
 	}
 }
+
+// A server filter that names every server with stored descriptors but
+// not one whose descriptors are still pending (listed, not embedded) must
+// keep the pending ones out of Lexical; naming it too lets them in.
+func TestLexicalFilterKeepsPendingServersOut(t *testing.T) {
+	emb := &heldEmbedder{open: make(chan struct{}), query: "walrus"}
+	close(emb.open)
+	ix := open(t, "", emb)
+	if _, err := ix.Replace(t.Context(), "a", descs("a", "walrus-census", "seal-census")); err != nil {
+		t.Fatal(err)
+	}
+	emb.open = make(chan struct{})
+	done := make(chan error, 1)
+	go func() { _, err := ix.Replace(t.Context(), "p", descs("p", "walrus-feeding", "otter-habitat")); done <- err }()
+	defer func() {
+		close(emb.open)
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for ix.Pending("p") != 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("Pending = %d, want 2 while the vectors wait", ix.Pending("p"))
+		}
+		time.Sleep(time.Millisecond)
+	}
+	servers := func(hits []index.Hit) map[string]int {
+		out := map[string]int{}
+		for _, h := range hits {
+			out[h.Key.Server]++
+		}
+		return out
+	}
+	if got := servers(ix.Lexical("walrus", 10, index.Filter{Servers: []string{"a"}})); got["p"] != 0 || got["a"] != 1 {
+		t.Fatalf("Lexical filtered to a: hits per server %v, want only a's walrus", got)
+	}
+	if got := servers(ix.Lexical("walrus", 10, index.Filter{Servers: []string{"a", "p"}})); got["p"] != 1 || got["a"] != 1 {
+		t.Fatalf("Lexical filtered to a and p: hits per server %v, want a walrus of each", got)
+	}
+	if got := servers(ix.Lexical("walrus", 10, index.Filter{Servers: []string{"p"}})); got["p"] != 1 || got["a"] != 0 {
+		t.Fatalf("Lexical filtered to p: hits per server %v, want only p's walrus", got)
+	}
+}
