@@ -130,7 +130,10 @@ func TestLexicalFilterKeepsPendingServersOut(t *testing.T) {
 	}
 	emb.open = make(chan struct{})
 	done := make(chan error, 1)
-	go func() { _, err := ix.Replace(t.Context(), "p", descs("p", "walrus-feeding", "otter-habitat")); done <- err }()
+	go func() {
+		_, err := ix.Replace(t.Context(), "p", descs("p", "walrus-feeding", "otter-habitat"))
+		done <- err
+	}()
 	defer func() {
 		close(emb.open)
 		if err := <-done; err != nil {
