@@ -121,13 +121,23 @@ func (e *Engine) rank(ctx context.Context, query string, filt Filter, n int, how
 		clauses = lexical.Clauses(query)
 		clauses = clauses[:min(len(clauses), maxClauses)]
 	}
-	lists := make([][]rank.Fused, 1+len(clauses))
+	texts := append([]string{query}, clauses...)
+	// The dense lists of the query and its clauses in one pass over the
+	// vectors.
+	dense := make([][]index.Hit, len(texts))
+	if how.Dense > 0 {
+		var err error
+		if dense, err = e.ix.DenseEach(ctx, texts, listDepth(filt), f); err != nil {
+			return nil, err
+		}
+	}
+	lists := make([][]rank.Fused, len(texts))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(runtime.GOMAXPROCS(0))
-	for i, q := range append([]string{query}, clauses...) {
+	for i, q := range texts {
 		g.Go(func() error {
 			var err error
-			lists[i], err = e.fuse(gctx, q, f, filt, how)
+			lists[i], err = e.fuse(gctx, q, dense[i], f, filt, how)
 			return err
 		})
 	}
@@ -156,16 +166,23 @@ func (e *Engine) rank(ctx context.Context, query string, filt Filter, n int, how
 	return e.withTemplates(ctx, query, filt, out, n, how), nil
 }
 
+// listDepth is how deep lists retrieves each list: pool, or all (0) with
+// a filter that narrows.
+func listDepth(filt Filter) int {
+	if filt.narrows() {
+		return 0
+	}
+	return pool
+}
+
 // lists retrieves the listed descriptors' dense and lexical lists for one
 // query text, each at most pool deep. With a MIME or URI filter every
 // descriptor in scope is scored, then filtered, so a narrow filter cannot
-// come back empty while matches exist.
-func (e *Engine) lists(ctx context.Context, text string, f index.Filter, filt Filter, how Ranking) (dense, lex, pass []index.Hit, err error) {
-	depth := pool
-	if filt.narrows() {
-		depth = 0
-	}
-	if how.Dense > 0 {
+// come back empty while matches exist. A non-nil dense is the text's dense
+// list, already retrieved (Index.DenseEach at listDepth).
+func (e *Engine) lists(ctx context.Context, text string, dense []index.Hit, f index.Filter, filt Filter, how Ranking) (_, lex, pass []index.Hit, err error) {
+	depth := listDepth(filt)
+	if how.Dense > 0 && dense == nil {
 		if dense, err = e.ix.Dense(ctx, text, depth, f); err != nil {
 			return nil, nil, nil, err
 		}
@@ -192,9 +209,9 @@ func (e *Engine) lists(ctx context.Context, text string, f index.Filter, filt Fi
 }
 
 // fuse retrieves (lists) and fuses the dense and lexical lists for one
-// query.
-func (e *Engine) fuse(ctx context.Context, query string, f index.Filter, filt Filter, how Ranking) ([]rank.Fused, error) {
-	dense, lex, pass, err := e.lists(ctx, query, f, filt, how)
+// query; a non-nil dense is its dense list, already retrieved.
+func (e *Engine) fuse(ctx context.Context, query string, dense []index.Hit, f index.Filter, filt Filter, how Ranking) ([]rank.Fused, error) {
+	dense, lex, pass, err := e.lists(ctx, query, dense, f, filt, how)
 	if err != nil {
 		return nil, err
 	}

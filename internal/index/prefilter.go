@@ -296,21 +296,35 @@ func (old *quantRows) lookup(v []float32) (qvec, bool) {
 	return c, len(c.c) == padDim(len(v))
 }
 
-// down32 and up32 round x to a float32 toward −∞ and +∞.
+// down32 and up32 round x (not NaN) to a float32 toward −∞ and +∞.
 func down32(x float64) float32 {
 	f := float32(x)
-	if float64(f) > x {
-		f = math.Nextafter32(f, float32(math.Inf(-1)))
+	if float64(f) <= x {
+		return f
 	}
-	return f
+	switch b := math.Float32bits(f); {
+	case f == 0:
+		return -math.Float32frombits(1) // the least negative float32
+	case f > 0:
+		return math.Float32frombits(b - 1)
+	default:
+		return math.Float32frombits(b + 1)
+	}
 }
 
 func up32(x float64) float32 {
 	f := float32(x)
-	if float64(f) < x {
-		f = math.Nextafter32(f, float32(math.Inf(1)))
+	if float64(f) >= x {
+		return f
 	}
-	return f
+	switch b := math.Float32bits(f); {
+	case f == 0:
+		return math.Float32frombits(1) // the least positive float32
+	case f > 0:
+		return math.Float32frombits(b + 1)
+	default:
+		return math.Float32frombits(b - 1)
+	}
 }
 
 // mix32 is Dense's mixed score of a descriptor whose dot product with the
@@ -464,31 +478,35 @@ func (r *scanRows) boundsPart(qqs []qquery, qd []int16, kp, lo, hi int, row func
 	pints := make([]int32, len(prows)*m)
 	qdots(prows, qd, m, kp, pints)
 	tops := make([][]float64, m)
-	for j := range tops {
-		tops[j] = make([]float64, 0, n)
-	}
-	for x := range drows {
-		at := lo + x
-		for j := range m {
-			qq := &qqs[j]
-			dlo, dhi := qq.bounds(&drows[x], dints[x*m+j])
-			var l, h float64
-			if pfrom[x] == pfrom[x+1] {
-				l, h = dlo, dhi
-			} else {
-				p0 := pfrom[x]
+	for j := range m {
+		qq := &qqs[j]
+		b, nq, eq, tiny := qq.b, qq.nq, qq.eq, qq.tiny
+		top := make([]float64, 0, n)
+		floor := math.Inf(-1) // top's least once it holds n
+		for x := range drows {
+			dr := &drows[x]
+			a := dr.a * b * float64(dints[x*m+j])
+			e := (dr.alpha*nq + dr.beta*eq + tiny) * (1 + 1e-9)
+			l, h := a-e, a+e
+			if p0, p1 := pfrom[x], pfrom[x+1]; p0 != p1 {
 				flo, fhi := qq.bounds(&prows[p0], pints[p0*m+j])
 				blo, bhi := flo, fhi
-				for y := p0 + 1; y < pfrom[x+1]; y++ {
+				for y := p0 + 1; y < p1; y++ {
 					plo, phi := qq.bounds(&prows[y], pints[y*m+j])
 					blo, bhi = max(blo, plo), max(bhi, phi)
 				}
-				l = mix32(down32(dlo), down32(flo), down32(blo), w)
-				h = mix32(up32(dhi), up32(fhi), up32(bhi), w)
+				l = mix32(down32(l), down32(flo), down32(blo), w)
+				h = mix32(up32(h), up32(fhi), up32(bhi), w)
 			}
-			his[at*m+j] = up32(h)
-			tops[j] = pushLargest(tops[j], l, n)
+			his[(lo+x)*m+j] = up32(h)
+			if l > floor || len(top) < n {
+				top = pushLargest(top, l, n)
+				if len(top) == n {
+					floor = top[0]
+				}
+			}
 		}
+		tops[j] = top
 	}
 	return tops
 }

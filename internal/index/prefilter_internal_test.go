@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/contextd/contextd/internal/index/indextest"
 	"github.com/contextd/contextd/internal/resource"
 )
 
@@ -320,5 +321,108 @@ func BenchmarkQuantize(b *testing.B) {
 	v := unit(rand.New(rand.NewPCG(1, 1)), 512)
 	for b.Loop() {
 		quantize(v)
+	}
+}
+
+// down32 and up32 must bound x from below and above by the nearest
+// float32s.
+func TestRound32Outwards(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	xs := []float64{0, 1, -1, 1e-46, -1e-46, math.SmallestNonzeroFloat32, 3.4e38, -3.4e38, 0.1, -0.1, 1.0000001}
+	for range 100000 {
+		xs = append(xs, r.NormFloat64()*math.Pow(10, float64(r.IntN(60)-30)))
+	}
+	for _, x := range xs {
+		d, u := down32(x), up32(x)
+		if float64(d) > x || float64(u) < x {
+			t.Fatalf("%g: down %g, up %g", x, d, u)
+		}
+		if float64(float32(x)) == x {
+			if float64(d) != x || float64(u) != x {
+				t.Fatalf("%g is a float32: down %g, up %g", x, d, u)
+			}
+			continue
+		}
+		if math.Nextafter32(d, float32(math.Inf(1))) != u {
+			t.Fatalf("%g: down %g and up %g are not adjacent", x, d, u)
+		}
+	}
+}
+
+// BenchmarkQdots is the kernel over 100,000 rows of 512 dimensions, for
+// one query and for nine (a compound task's clauses).
+func BenchmarkQdots(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 1))
+	rows := make([]qvec, 100_000)
+	for i := range rows {
+		rows[i], _ = quantize(unit(r, 512))
+	}
+	for _, m := range []int{1, 9} {
+		q := make([]int16, 512*m)
+		for i := range q {
+			q[i] = int16(r.IntN(32767) - 16383)
+		}
+		out := make([]int32, len(rows)*m)
+		for _, simd := range []bool{false, true} {
+			if simd && !haveQSIMD {
+				continue
+			}
+			b.Run(fmt.Sprintf("m=%d/simd=%v", m, simd), func(b *testing.B) {
+				defer func(was bool) { qsimd = was }(qsimd)
+				qsimd = simd
+				for b.Loop() {
+					qdots(rows, q, m, 512, out)
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1e6, "ms/op")
+			})
+		}
+	}
+}
+
+// DenseEach must return, for each query, what the exhaustive scan of
+// every row in scope returns, whether the queries share a pass or not,
+// with and without a server filter and at every depth.
+func TestDenseEachMatchesExhaustive(t *testing.T) {
+	ix, err := Open(t.Context(), Options{Embedder: indextest.RandomEmbedder{Dims: 64}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	for _, s := range []string{"a", "b"} {
+		var ds []resource.Descriptor
+		for i := range 1500 {
+			ds = append(ds, resource.Descriptor{Server: s, URI: fmt.Sprintf("doc://%d", i), Name: fmt.Sprint("n", i)})
+		}
+		if _, err := ix.Replace(t.Context(), s, ds); err != nil {
+			t.Fatal(err)
+		}
+	}
+	queries := []string{"invoice", "weather map", "a long task: book the flight and pay the invoice", "invoice"}
+	for _, f := range []Filter{{}, {Servers: []string{"a", "b"}}, {Servers: []string{"b"}}} {
+		for _, n := range []int{0, 1, 100, 1499, 3001} {
+			got, err := ix.DenseEach(t.Context(), queries, n, f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := ix.rows()
+			if r.q == nil || !r.q.ok {
+				t.Fatal("rows not quantized")
+			}
+			for i, q := range queries {
+				v, _ := ix.qvecs.embed(t.Context(), ix.emb, q)
+				var want []Hit
+				if len(f.Servers) == 1 {
+					want = r.scanAll(v, n, f.Servers[0], float32(ix.cw))
+				} else {
+					want = r.scanAll(v, n, "", float32(ix.cw))
+				}
+				if !slices.Equal(got[i], want) {
+					t.Fatalf("filter %v n=%d query %q: DenseEach\n%v\nexhaustive\n%v", f, n, q, head(got[i]), head(want))
+				}
+				if one, _ := ix.Dense(t.Context(), q, n, f); !slices.Equal(one, want) {
+					t.Fatalf("filter %v n=%d query %q: Dense differs from the exhaustive scan", f, n, q)
+				}
+			}
+		}
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/contextd/contextd/internal/resource"
 )
 
@@ -42,14 +44,42 @@ func (f Filter) keep(k resource.Key) bool {
 // (four rows at a time, no copy of each document's metadata), and scores
 // exactly as the mixed path does.
 func (ix *Index) Dense(ctx context.Context, query string, n int, f Filter) ([]Hit, error) {
+	hits, err := ix.DenseEach(ctx, []string{query}, n, f)
+	if err != nil {
+		return nil, err
+	}
+	return hits[0], nil
+}
+
+// DenseEach returns Dense(ctx, queries[i], n, f) as its i-th list (never
+// nil), for every query, reading the rows once for all of them where it
+// can: the clauses of a compound task cost one pass over the int8 copies
+// instead of one each. It embeds the queries on every core. Errors:
+// ErrClosed, or the embedder's (wrapped).
+func (ix *Index) DenseEach(ctx context.Context, queries []string, n int, f Filter) ([][]Hit, error) {
 	if ix.isClosed() {
 		return nil, ErrClosed
 	}
-	vec, err := ix.qvecs.embed(ctx, ix.emb, query)
-	if err != nil {
-		return nil, fmt.Errorf("index: embed query: %w", err)
+	vecs := make([][]float32, len(queries))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for i, q := range queries {
+		g.Go(func() error {
+			v, err := ix.qvecs.embed(gctx, ix.emb, q)
+			if err != nil {
+				return fmt.Errorf("index: embed query: %w", err)
+			}
+			vecs[i] = v
+			return nil
+		})
 	}
-	var hits []Hit
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	out := make([][]Hit, len(queries))
+	for i := range out {
+		out[i] = []Hit{}
+	}
 	// A filter naming every server that has descriptors is no filter: one
 	// scan of every descriptor.
 	servers := []string{""}
@@ -58,10 +88,15 @@ func (ix *Index) Dense(ctx context.Context, query string, n int, f Filter) ([]Hi
 	}
 	for _, s := range servers {
 		if ix.stored(s) > 0 {
-			hits = append(hits, ix.scanMixed(vec, n, s)...)
+			for i, hits := range ix.scanMixed(vecs, n, s) {
+				out[i] = append(out[i], hits...)
+			}
 		}
 	}
-	return topHits(hits, n), nil
+	for i := range out {
+		out[i] = topHits(out[i], n)
+	}
+	return out, nil
 }
 
 // Lexical returns up to n descriptors matching query by BM25F, best first.
@@ -173,15 +208,27 @@ func (ix *Index) coversAll(servers []string) bool {
 }
 
 // scanMixed scores every descriptor of server ("" for all) by Dense's mixed
-// score from the vectors the entries share with the collections, on every
-// core, and returns the n best (all when n <= 0), best first, ties by key.
-func (ix *Index) scanMixed(vec []float32, n int, server string) []Hit {
+// score for the query vector from the vectors the entries share with the
+// collections, on every core, and returns the n best (all when n <= 0),
+// best first, ties by key.
+//
+// With several query vectors it returns each one's hits, in one pass over
+// the rows' int8 copies when the prefilter can serve them.
+func (ix *Index) scanMixed(vecs [][]float32, n int, server string) [][]Hit {
 	r := ix.rows()
 	w := float32(ix.cw)
-	if hits, ok := r.prefiltered([][]float32{vec}, n, server, w); ok {
-		return hits[0]
+	if hits, ok := r.prefiltered(vecs, n, server, w); ok {
+		return hits
 	}
-	return r.scanAll(vec, n, server, w)
+	out := make([][]Hit, len(vecs))
+	for i, v := range vecs {
+		if hits, ok := r.prefiltered([][]float32{v}, n, server, w); ok {
+			out[i] = hits[0]
+			continue
+		}
+		out[i] = r.scanAll(v, n, server, w)
+	}
+	return out
 }
 
 // scanAll is scanMixed without the prefilter: every row of server ("" for
