@@ -560,3 +560,34 @@ func TestContentTermCapScalesWithLength(t *testing.T) {
 		}
 	}
 }
+
+// Search's top n must be the first n of the full ranking, ties (documents
+// scoring alike) broken by ID, for every n, with and without a filter.
+func TestSearchTopNIsPrefixOfAll(t *testing.T) {
+	x := New(nil)
+	var docs []Doc
+	for i := range 300 {
+		d := Doc{ID: fmt.Sprintf("d%03d", (i*37)%300), Name: "invoice payment", Description: "monthly ledger"}
+		if i%3 == 0 {
+			d.Description = fmt.Sprintf("invoice %d", i%7) // some differ, many tie
+		}
+		docs = append(docs, d)
+	}
+	x.Upsert(docs...)
+	keepAll := func(string) bool { return true }
+	for _, q := range []string{"invoice", "invoice ledger", "payment 3"} {
+		all := x.Search(q, 0, nil)
+		if len(all) < 100 {
+			t.Fatalf("%q: only %d hits", q, len(all))
+		}
+		for _, n := range []int{1, 2, 10, 99, 100, 150, len(all) - 1, len(all), len(all) + 5} {
+			want := all[:min(n, len(all))]
+			if got := x.Search(q, n, nil); !slices.Equal(got, want) {
+				t.Fatalf("%q n=%d: %v, want %v", q, n, got, want)
+			}
+			if got := x.Search(q, n, keepAll); !slices.Equal(got, want) {
+				t.Fatalf("%q n=%d with a filter: %v, want %v", q, n, got, want)
+			}
+		}
+	}
+}
