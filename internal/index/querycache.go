@@ -3,7 +3,11 @@ package index
 import (
 	"context"
 	"crypto/sha256"
+	"fmt"
+	"runtime"
 	"sync"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/contextd/contextd/internal/embed"
 )
@@ -27,20 +31,80 @@ type queryCache struct {
 }
 
 func (c *queryCache) embed(ctx context.Context, e embed.Embedder, query string) ([]float32, error) {
-	if c.max < 0 {
-		return e.Embed(ctx, query)
-	}
-	key := cacheKey(query)
-	c.mu.Lock()
-	v, ok := c.vecs[key]
-	c.mu.Unlock()
-	if ok {
+	if v, ok := c.get(query); ok {
 		return v, nil
 	}
 	v, err := e.Embed(ctx, query)
 	if err != nil {
 		return nil, err
 	}
+	c.put(query, v)
+	return v, nil
+}
+
+// embedAll returns the vectors of queries, in order, from the cache or
+// else embedded: with one EmbedBatch for those missing when e is an
+// embed.Batcher and more than one is missing (a query and its clauses:
+// USE-lite then reads its weights once for all), else with Embed, on
+// every core.
+func (c *queryCache) embedAll(ctx context.Context, e embed.Embedder, queries []string) ([][]float32, error) {
+	out := make([][]float32, len(queries))
+	var miss []int
+	for i, q := range queries {
+		if v, ok := c.get(q); ok {
+			out[i] = v
+		} else {
+			miss = append(miss, i)
+		}
+	}
+	if b, ok := e.(embed.Batcher); ok && len(miss) > 1 {
+		texts := make([]string, len(miss))
+		for j, i := range miss {
+			texts[j] = queries[i]
+		}
+		vs, err := b.EmbedBatch(ctx, texts)
+		if err != nil {
+			return nil, err
+		}
+		if len(vs) != len(texts) {
+			return nil, fmt.Errorf("embedder returned %d vectors for %d queries", len(vs), len(texts))
+		}
+		for j, i := range miss {
+			out[i] = vs[j]
+			c.put(queries[i], vs[j])
+		}
+		return out, nil
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for _, i := range miss {
+		g.Go(func() error {
+			v, err := c.embed(gctx, e, queries[i])
+			out[i] = v
+			return err
+		})
+	}
+	return out, g.Wait()
+}
+
+// get returns query's cached vector, if any.
+func (c *queryCache) get(query string) ([]float32, bool) {
+	if c.max < 0 {
+		return nil, false
+	}
+	key := cacheKey(query)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.vecs[key]
+	return v, ok
+}
+
+// put caches v as query's vector.
+func (c *queryCache) put(query string, v []float32) {
+	if c.max < 0 {
+		return
+	}
+	key := cacheKey(query)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.vecs == nil {
@@ -48,7 +112,7 @@ func (c *queryCache) embed(ctx context.Context, e embed.Embedder, query string) 
 		c.order = make([]string, 0, c.max)
 	}
 	if _, ok := c.vecs[key]; ok {
-		return v, nil
+		return
 	}
 	if len(c.order) < c.max {
 		c.order = append(c.order, key)
@@ -58,7 +122,6 @@ func (c *queryCache) embed(ctx context.Context, e embed.Embedder, query string) 
 		c.next = (c.next + 1) % c.max
 	}
 	c.vecs[key] = v
-	return v, nil
 }
 
 // maxCacheKey is the longest query that is its own cache key.

@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/contextd/contextd/internal/index/indextest"
 )
 
 type constEmbedder struct{ n *int }
@@ -47,5 +50,58 @@ func TestQueryCacheDoesNotHoldLongQueries(t *testing.T) {
 	}
 	if n != was {
 		t.Error("a long query is embedded again, not found in the cache")
+	}
+}
+
+// batchCounter is a batching embedder that records each call.
+type batchCounter struct {
+	indextest.RandomEmbedder
+	embeds  []string
+	batches [][]string
+}
+
+func (e *batchCounter) Embed(ctx context.Context, text string) ([]float32, error) {
+	e.embeds = append(e.embeds, text)
+	return e.RandomEmbedder.Embed(ctx, text)
+}
+
+func (e *batchCounter) EmbedBatch(ctx context.Context, texts []string) ([][]float32, error) {
+	e.batches = append(e.batches, slices.Clone(texts))
+	out := make([][]float32, len(texts))
+	for i, t := range texts {
+		out[i], _ = e.RandomEmbedder.Embed(ctx, t)
+	}
+	return out, nil
+}
+
+// embedAll embeds only the queries not cached, in one batch when the
+// embedder batches, and returns each query's own vector in order.
+func TestQueryCacheEmbedAllBatchesMisses(t *testing.T) {
+	e := &batchCounter{RandomEmbedder: indextest.RandomEmbedder{Dims: 8}}
+	c := &queryCache{max: DefaultQueryCache}
+	if _, err := c.embed(t.Context(), e, "cached"); err != nil {
+		t.Fatal(err)
+	}
+	qs := []string{"a task", "cached", "first clause", "second clause"}
+	got, err := c.embedAll(t.Context(), e, qs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := [][]string{{"a task", "first clause", "second clause"}}; !slices.EqualFunc(e.batches, want, slices.Equal) || len(e.embeds) != 1 {
+		t.Fatalf("batches %q and embeds %q, want one batch of the three misses after the one embed", e.batches, e.embeds)
+	}
+	for i, q := range qs {
+		want, _ := e.RandomEmbedder.Embed(t.Context(), q)
+		if !slices.Equal(got[i], want) {
+			t.Fatalf("query %d (%q): not its vector", i, q)
+		}
+	}
+	// Now all cached: nothing embedded.
+	if _, err := c.embedAll(t.Context(), e, qs); err != nil || len(e.batches) != 1 || len(e.embeds) != 1 {
+		t.Fatalf("all cached: %v, %d batches, %d embeds", err, len(e.batches), len(e.embeds))
+	}
+	// A single miss goes through Embed.
+	if _, err := c.embedAll(t.Context(), e, []string{"cached", "new"}); err != nil || len(e.batches) != 1 || len(e.embeds) != 2 {
+		t.Fatalf("one miss: %v, %d batches, %d embeds", err, len(e.batches), len(e.embeds))
 	}
 }

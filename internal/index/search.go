@@ -10,8 +10,6 @@ import (
 	"strings"
 	"sync"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/contextd/contextd/internal/resource"
 )
 
@@ -54,27 +52,16 @@ func (ix *Index) Dense(ctx context.Context, query string, n int, f Filter) ([]Hi
 // DenseEach returns Dense(ctx, queries[i], n, f) as its i-th list (never
 // nil), for every query, reading the rows once for all of them where it
 // can: the clauses of a compound task cost one pass over the int8 copies
-// instead of one each. It embeds the queries on every core. Errors:
+// instead of one each. It embeds the queries not cached in one batch when
+// the embedder batches, else on every core. Errors:
 // ErrClosed, or the embedder's (wrapped).
 func (ix *Index) DenseEach(ctx context.Context, queries []string, n int, f Filter) ([][]Hit, error) {
 	if ix.isClosed() {
 		return nil, ErrClosed
 	}
-	vecs := make([][]float32, len(queries))
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(runtime.GOMAXPROCS(0))
-	for i, q := range queries {
-		g.Go(func() error {
-			v, err := ix.qvecs.embed(gctx, ix.emb, q)
-			if err != nil {
-				return fmt.Errorf("index: embed query: %w", err)
-			}
-			vecs[i] = v
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return nil, err
+	vecs, err := ix.qvecs.embedAll(ctx, ix.emb, queries)
+	if err != nil {
+		return nil, fmt.Errorf("index: embed query: %w", err)
 	}
 	out := make([][]Hit, len(queries))
 	for i := range out {

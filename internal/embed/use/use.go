@@ -121,7 +121,10 @@ func (e *Embedder) EmbedBatch(ctx context.Context, texts []string) ([][]float32,
 	}
 	procs := runtime.GOMAXPROCS(0)
 	workers := min(procs, len(texts))
-	if workers <= 1 {
+	if workers <= 1 || len(texts) < smallBatch*workers {
+		// Few texts (a query and its clauses): one stream of sub-batches,
+		// each product split across every core, so the weights are read
+		// once per sub-batch rather than once per text.
 		return out, m.embedChunks(ctx, texts, out, batchTokens, procs)
 	}
 	// Each worker takes the next few texts until none are left, so that
@@ -153,6 +156,11 @@ func (e *Embedder) EmbedBatch(ctx context.Context, texts []string) ([][]float32,
 	}
 	return out, nil
 }
+
+// smallBatch is the fewest texts per worker for which [Embedder.EmbedBatch]
+// hands texts to workers: below it each worker would take one text at a
+// time, reading the weights once per text.
+const smallBatch = 4
 
 // maxGrab bounds how many texts an [Embedder.EmbedBatch] worker takes at a
 // time: 16 tool descriptions are about 1,000 tokens, one full sub-batch.

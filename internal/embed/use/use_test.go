@@ -3,6 +3,7 @@ package use_test
 import (
 	"context"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -138,21 +139,27 @@ func TestSimilarity(t *testing.T) {
 	}
 }
 
+// EmbedBatch returns Embed's vectors to the bit, for a few texts (one
+// stream of sub-batches, each product split across cores) and for many
+// (texts handed out to workers).
 func TestEmbedBatchMatchesEmbed(t *testing.T) {
 	e := newEmbedder(t)
-	texts := []string{"", "read a file", "list_open_issues(repo)", "über straße", "🚀", "read a file"}
-	got, err := e.EmbedBatch(t.Context(), texts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(got) != len(texts) {
-		t.Fatalf("%d vectors for %d texts", len(got), len(texts))
-	}
-	for i, text := range texts {
-		want := mustEmbed(t, e, text)
-		for k := range want {
-			if got[i][k] != want[k] {
-				t.Fatalf("EmbedBatch[%d] (%q) differs from Embed at %d: %v vs %v", i, text, k, got[i][k], want[k])
+	few := []string{"", "read a file", "list_open_issues(repo)", "über straße", "🚀", "read a file"}
+	many := append(slices.Repeat(few, 4), "a longer text: "+strings.Repeat("gather every invoice and payment ", 20))
+	for _, texts := range [][]string{few, many} {
+		got, err := e.EmbedBatch(t.Context(), texts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(texts) {
+			t.Fatalf("%d vectors for %d texts", len(got), len(texts))
+		}
+		for i, text := range texts {
+			want := mustEmbed(t, e, text)
+			for k := range want {
+				if got[i][k] != want[k] {
+					t.Fatalf("%d texts: EmbedBatch[%d] (%q) differs from Embed at %d: %v vs %v", len(texts), i, text, k, got[i][k], want[k])
+				}
 			}
 		}
 	}
