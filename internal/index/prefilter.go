@@ -457,11 +457,13 @@ func (r *scanRows) boundsPart(qqs []qquery, qd []int16, kp, lo, hi int, row func
 		drows = q.qd[lo:hi]
 		p0, p1 := firstPassage(r.upto, lo), r.upto[hi-1]
 		prows = q.qp[p0:p1]
-		pfrom = make([]int, hi-lo+1)
-		for at := lo; at < hi; at++ {
-			pfrom[at-lo] = firstPassage(r.upto, at) - p0
+		if p1 > p0 {
+			pfrom = make([]int, hi-lo+1)
+			for at := lo; at < hi; at++ {
+				pfrom[at-lo] = firstPassage(r.upto, at) - p0
+			}
+			pfrom[hi-lo] = p1 - p0
 		}
-		pfrom[hi-lo] = p1 - p0
 	} else {
 		drows = make([]qvec, 0, hi-lo)
 		pfrom = make([]int, 0, hi-lo+1)
@@ -483,6 +485,24 @@ func (r *scanRows) boundsPart(qqs []qquery, qd []int16, kp, lo, hi int, row func
 		b, nq, eq, tiny := qq.b, qq.nq, qq.eq, qq.tiny
 		top := make([]float64, 0, n)
 		floor := math.Inf(-1) // top's least once it holds n
+		if len(prows) == 0 {  // descriptors alone: the same bounds, a tighter loop
+			his := his[lo*m : hi*m]
+			dints := dints[:len(drows)*m]
+			for x := range drows {
+				dr := &drows[x]
+				a := dr.a * b * float64(dints[x*m+j])
+				e := (dr.alpha*nq + dr.beta*eq + tiny) * (1 + 1e-9)
+				his[x*m+j] = up32(a + e)
+				if l := a - e; l > floor || len(top) < n {
+					top = pushLargest(top, l, n)
+					if len(top) == n {
+						floor = top[0]
+					}
+				}
+			}
+			tops[j] = top
+			continue
+		}
 		for x := range drows {
 			dr := &drows[x]
 			a := dr.a * b * float64(dints[x*m+j])
