@@ -20,19 +20,23 @@ import (
 	"github.com/contextd/contextd/internal/embed/use"
 	"github.com/contextd/contextd/internal/engine"
 	"github.com/contextd/contextd/internal/index/indextest"
+	"github.com/contextd/contextd/internal/lexical"
 	"github.com/contextd/contextd/internal/mcp/mcptest"
 	ctxsync "github.com/contextd/contextd/internal/sync"
 )
 
 // queryOnlyUSE embeds queries with USE-lite and documents (descriptors
-// and passages, which the index sends through EmbedBatch) with
-// indextest.RandomEmbedder's hash-seeded 512-d vectors: a catalogue of
-// 100,000 is built in seconds instead of an hour, while every query pays
-// the real encoder's cost. Rankings are meaningless; costs are not (the
-// same dimension, the same scans).
+// and passages) with indextest.RandomEmbedder's hash-seeded 512-d vectors:
+// a catalogue of 100,000 is built in seconds instead of an hour, while
+// every query pays the real encoder's cost. Rankings are meaningless;
+// costs are not (the same dimension, the same scans). The index sends
+// documents through EmbedBatch, and a query's clauses too (in one batch
+// with the query): queries holds those texts, which EmbedBatch gives to
+// USE-lite.
 type queryOnlyUSE struct {
-	q    *use.Embedder
-	docs indextest.RandomEmbedder
+	q       *use.Embedder
+	docs    indextest.RandomEmbedder
+	queries map[string]bool
 }
 
 func (e queryOnlyUSE) Name() string { return "bench-use-queries-random-docs" }
@@ -41,11 +45,37 @@ func (e queryOnlyUSE) Embed(ctx context.Context, text string) ([]float32, error)
 	return e.q.Embed(ctx, text)
 }
 func (e queryOnlyUSE) EmbedBatch(ctx context.Context, texts []string) ([][]float32, error) {
+	nq := 0
+	for _, t := range texts {
+		if e.queries[t] {
+			nq++
+		}
+	}
+	switch nq {
+	case 0:
+	case len(texts):
+		return e.q.EmbedBatch(ctx, texts)
+	default:
+		return nil, fmt.Errorf("bench embedder: a batch of %d texts mixes %d queries with documents", len(texts), nq)
+	}
 	out := make([][]float32, len(texts))
 	for i, t := range texts {
 		out[i], _ = e.docs.Embed(ctx, t)
 	}
 	return out, nil
+}
+
+// queryTexts is every text a Search of queries embeds: each query and its
+// clauses.
+func queryTexts(queries []string) map[string]bool {
+	out := map[string]bool{}
+	for _, q := range queries {
+		out[q] = true
+		for _, c := range lexical.Clauses(q) {
+			out[c] = true
+		}
+	}
+	return out
 }
 
 // scaleQueries are agent tasks of 4 to about 100 tokens, used in turn.
@@ -82,7 +112,7 @@ func BenchmarkScaleSearch(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	emb := queryOnlyUSE{q: q, docs: indextest.RandomEmbedder{Dims: use.Dim}}
+	emb := queryOnlyUSE{q: q, docs: indextest.RandomEmbedder{Dims: use.Dim}, queries: queryTexts(scaleQueries)}
 	for _, n := range sizes {
 		for _, contents := range []bool{false, true} {
 			b.Run(fmt.Sprintf("%d/contents=%v", n, contents), func(b *testing.B) {

@@ -392,7 +392,7 @@ func (r *scanRows) prefiltered(qs [][]float32, n int, server string, w float32) 
 	}
 	// Pass 1, in parts on every core: bounds of every row in scope; each
 	// part keeps its n largest lower bounds per query.
-	hi := make([]float32, nrows*m) // upper bounds, rounded up
+	hi := make([]float64, nrows*m) // upper bounds
 	parts := max(1, min(runtime.GOMAXPROCS(0), nrows/prefilterMinRows))
 	tops := make([][][]float64, parts)
 	var wg sync.WaitGroup
@@ -412,11 +412,10 @@ func (r *scanRows) prefiltered(qs [][]float32, n int, server string, w float32) 
 			lows = append(lows, tops[p][j]...)
 		}
 		t := nthLargest(lows, n)
-		t32 := down32(t) // hi holds float32s: compare in their precision, outwards
 		var hits []Hit
 		pd := make([]float32, 0, 16)
 		for at := range nrows {
-			if hi[at*m+j] < t32 {
+			if hi[at*m+j] < t {
 				continue
 			}
 			i := row(at)
@@ -446,7 +445,7 @@ func (r *scanRows) exact(i int, q []float32, w float32, pd *[]float32) float64 {
 // hi) (row(at) is the row at position at), for each of the m queries:
 // their upper bounds into his[at*m+j], and returns each query's n largest
 // lower bounds (fewer if the part has fewer rows).
-func (r *scanRows) boundsPart(qqs []qquery, qd []int16, kp, lo, hi int, row func(int) int, gather bool, w float32, his []float32, n int) [][]float64 {
+func (r *scanRows) boundsPart(qqs []qquery, qd []int16, kp, lo, hi int, row func(int) int, gather bool, w float32, his []float64, n int) [][]float64 {
 	q := r.q
 	m := len(qqs)
 	// The part's rows and passages, contiguous unless the scope is a
@@ -492,7 +491,7 @@ func (r *scanRows) boundsPart(qqs []qquery, qd []int16, kp, lo, hi int, row func
 				dr := &drows[x]
 				a := dr.a * b * float64(dints[x*m+j])
 				e := (dr.alpha*nq + dr.beta*eq + tiny) * (1 + 1e-9)
-				his[x*m+j] = up32(a + e)
+				his[x*m+j] = a + e
 				if l := a - e; l > floor || len(top) < n {
 					top = pushLargest(top, l, n)
 					if len(top) == n {
@@ -518,7 +517,7 @@ func (r *scanRows) boundsPart(qqs []qquery, qd []int16, kp, lo, hi int, row func
 				l = mix32(down32(l), down32(flo), down32(blo), w)
 				h = mix32(up32(h), up32(fhi), up32(bhi), w)
 			}
-			his[(lo+x)*m+j] = up32(h)
+			his[(lo+x)*m+j] = h
 			if l > floor || len(top) < n {
 				top = pushLargest(top, l, n)
 				if len(top) == n {
