@@ -18,8 +18,10 @@ import (
 // CONTEXTD_SCALE=1) for the engine's pool of 100, without and with every
 // descriptor's passage indexed (random vectors: the worst case for the
 // mixed ranking, which then scores every descriptor). The query's vector
-// is cached, so an op is the scan alone. first-ms is the first query's
-// time, which also builds the rows the scans share and their int8 copies.
+// is cached, so an op is the scan alone. first-ms (and first-cpu-ms) is
+// the first query's time, which also builds the rows the scans share and
+// their int8 copies. cpu-ms/op is the process's CPU time per op (every
+// thread), which other processes' load inflates less than wall time.
 func BenchmarkDense(b *testing.B) {
 	sizes := []int{10_000}
 	if os.Getenv("CONTEXTD_SCALE") == "1" {
@@ -59,13 +61,16 @@ func benchDense(b *testing.B, size int, contents bool) {
 			b.Fatal(len(hits), err)
 		}
 	}
-	t0 := time.Now()
+	t0, c0 := time.Now(), processCPU()
 	dense()
-	first := time.Since(t0)
+	first, firstCPU := time.Since(t0), processCPU()-c0
+	c0 = processCPU()
 	for b.Loop() {
 		dense()
 	}
+	b.ReportMetric(float64((processCPU()-c0).Microseconds())/1000/float64(b.N), "cpu-ms/op")
 	b.ReportMetric(float64(first.Microseconds())/1000, "first-ms")
+	b.ReportMetric(float64(firstCPU.Microseconds())/1000, "first-cpu-ms")
 }
 
 // longDoc returns about size bytes of Markdown: sections of a few

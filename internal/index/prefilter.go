@@ -170,11 +170,20 @@ func qdots(rows []qvec, q []int16, m, kp int, out []int32) {
 		}
 	}
 	if qsimd {
-		qdotsAsm(unsafe.Pointer(&rows[0]), len(rows), int(unsafe.Sizeof(qvec{})), &q[0], m, kp, &out[0])
+		// In blocks, so that the goroutine can be preempted between them
+		// (the assembly cannot be).
+		for lo := 0; lo < len(rows); lo += qdotsBlock {
+			hi := min(len(rows), lo+qdotsBlock)
+			qdotsAsm(unsafe.Pointer(&rows[lo]), hi-lo, int(unsafe.Sizeof(qvec{})), &q[0], m, kp, &out[lo*m])
+		}
 		return
 	}
 	qdotsGo(rows, q, m, kp, out)
 }
+
+// qdotsBlock is how many rows qdots hands the assembly kernel at a time:
+// well under a millisecond of work.
+const qdotsBlock = 1024
 
 // qdotsGo is qdots in plain Go, four partial sums per dot product.
 func qdotsGo(rows []qvec, q []int16, m, kp int, out []int32) {

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"unsafe"
 
 	"github.com/contextd/contextd/internal/index/indextest"
 	"github.com/contextd/contextd/internal/resource"
@@ -34,6 +35,9 @@ func kernelPaths(t *testing.T, f func(t *testing.T)) {
 // the extremes of the int8 rows and int16 queries that quantizeQuery
 // allows (no int32 sum may overflow).
 func TestQdotsExact(t *testing.T) {
+	if unsafe.Offsetof(qvec{}.c) != 0 {
+		t.Fatal("the assembly kernel reads a qvec's row pointer at offset 0")
+	}
 	r := rand.New(rand.NewPCG(3, 4))
 	kernelPaths(t, func(t *testing.T) {
 		for _, k := range []int{1, 31, 100, 512, 1536, 4096} {
@@ -41,7 +45,7 @@ func TestQdotsExact(t *testing.T) {
 			qmax := min(16383, (math.MaxInt32-1)/(127*kp))
 			for _, m := range []int{1, 2, 3, 9} {
 				for _, extreme := range []bool{false, true} {
-					rows := make([]qvec, 7)
+					rows := make([]qvec, 7+qdotsBlock) // past a block of the kernel
 					for i := range rows {
 						rows[i].c = make([]int8, kp)
 						for x := range k {
