@@ -401,7 +401,8 @@ func (r *scanRows) prefiltered(qs [][]float32, n int, server string, w float32) 
 	}
 	// Pass 1, in parts on every core: bounds of every row in scope; each
 	// part keeps its n largest lower bounds per query.
-	hi := make([]float64, nrows*m) // upper bounds
+	hi := getBuf[float64](nrows * m) // upper bounds
+	defer putBuf(hi)
 	parts := max(1, min(runtime.GOMAXPROCS(0), nrows/prefilterMinRows))
 	tops := make([][][]float64, parts)
 	var wg sync.WaitGroup
@@ -483,9 +484,11 @@ func (r *scanRows) boundsPart(qqs []qquery, qd []int16, kp, lo, hi int, row func
 		}
 		pfrom = append(pfrom, len(prows))
 	}
-	dints := make([]int32, len(drows)*m)
+	dints := getBuf[int32](len(drows) * m)
+	defer putBuf(dints)
 	qdots(drows, qd, m, kp, dints)
-	pints := make([]int32, len(prows)*m)
+	pints := getBuf[int32](len(prows) * m)
+	defer putBuf(pints)
 	qdots(prows, qd, m, kp, pints)
 	tops := make([][]float64, m)
 	for j := range m {
@@ -578,4 +581,35 @@ func pushLargest(h []float64, x float64, n int) []float64 {
 func nthLargest(xs []float64, n int) float64 {
 	slices.SortFunc(xs, func(a, b float64) int { return cmp.Compare(b, a) })
 	return xs[n-1]
+}
+
+// The prefilter's scratch buffers (about 1.2 MB a query at 100,000 rows)
+// are pooled: allocated anew, they would set off a collection of the
+// whole heap every few hundred queries.
+var (
+	f64Bufs sync.Pool
+	i32Bufs sync.Pool
+)
+
+// getBuf returns a slice of n elements, not zeroed.
+func getBuf[T float64 | int32](n int) []T {
+	pool := &i32Bufs
+	var zero T
+	if _, ok := any(zero).(float64); ok {
+		pool = &f64Bufs
+	}
+	if b, ok := pool.Get().(*[]T); ok && cap(*b) >= n {
+		return (*b)[:n]
+	}
+	return make([]T, n)
+}
+
+// putBuf returns b to its pool.
+func putBuf[T float64 | int32](b []T) {
+	pool := &i32Bufs
+	var zero T
+	if _, ok := any(zero).(float64); ok {
+		pool = &f64Bufs
+	}
+	pool.Put(&b)
 }
