@@ -96,6 +96,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	nconns := maxConns(cfg.Conns, openFileLimit())
+	lis = limitConns(lis, nconns, "listen", log)
 	relay := &mcpserver.Relay{}
 	met := metrics.New()
 	eng, err := engine.New(ctx, engine.Options{Config: cfg, Logger: log, Mirror: relayMirror(relay), Observer: met})
@@ -108,6 +110,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	// gRPC and the MCP endpoint take their turns from one admission.
 	adm := service.NewAdmission(cfg.Limits.MaxConcurrent, cfg.Limits.MaxQueued, 0)
 	sopts := append([]grpc.ServerOption{service.Instrument(met.GRPC)}, service.Guard(service.GuardOptions{Token: cfg.Auth.Token, Admission: adm})...)
+	sopts = append(sopts, grpcConnOptions(cfg.Conns)...)
 	if creds != nil {
 		sopts = append(sopts, creds)
 	}
@@ -122,14 +125,14 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 			eng.Close()
 			return fmt.Errorf("metrics_listen: %w", err)
 		}
-		metricsWeb = &http.Server{Handler: met.Handler(cfg.Ops.Pprof), ReadHeaderTimeout: 10 * time.Second,
-			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+		metricsLis = limitConns(metricsLis, nconns, "metrics_listen", log)
+		metricsWeb = newHTTPServer(met.Handler(cfg.Ops.Pprof), cfg.Conns, log)
 		log.Info("contextd serving metrics", "url", "http://"+metricsLis.Addr().String()+"/metrics", "pprof", cfg.Ops.Pprof)
 	}
 	fac := mcpserver.New(eng, &mcpserver.Options{Version: version, Logger: log.With("component", "mcpserver"), Relay: relay, Admit: adm.Admit})
 	var web *mcpHTTP
 	if cfg.MCPListen != "" {
-		if web, err = newMCPHTTP(cfg, fac, log); err != nil {
+		if web, err = newMCPHTTP(cfg, fac, nconns, log); err != nil {
 			lis.Close()
 			if metricsLis != nil {
 				metricsLis.Close()
@@ -140,7 +143,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		log.Info("contextd serving MCP (Streamable HTTP)", "url", "http://"+web.lis.Addr().String()+cfg.MCPPath)
 	}
 	log.Info("contextd serving", "listen", lis.Addr().String(), "servers", len(cfg.Servers), "data_dir", cfg.DataDir, "tokenizer", eng.Tokenizer(),
-		"token", cfg.Auth.Token != "", "tls", cfg.Auth.TLS.Enabled(), "client_certs", cfg.Auth.TLS.ClientCAFile != "")
+		"token", cfg.Auth.Token != "", "tls", cfg.Auth.TLS.Enabled(), "client_certs", cfg.Auth.TLS.ClientCAFile != "",
+		"max_connections", nconns, "idle_timeout", cfg.Conns.IdleTimeout)
 
 	// Mirrors outlive the gRPC server so in-flight requests can still read.
 	mirrorCtx, stopMirrors := context.WithCancel(context.Background())

@@ -1,0 +1,169 @@
+package main
+
+import (
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/keepalive"
+
+	"github.com/contextd/contextd/internal/config"
+)
+
+// Bounds on the default connection cap (max_connections unset): a quarter
+// of the open-file limit per listener, so that three listeners full at
+// once still leave a quarter of it for the index, the upstream sessions
+// and the stdio servers' pipes.
+const (
+	minDefaultConns = 16
+	maxDefaultConns = 1024
+)
+
+// maxConns returns the per-listener connection cap: c.Max, or a default
+// derived from the open-file limit nofile (0 when unknown).
+func maxConns(c config.Conns, nofile uint64) int {
+	if c.Max > 0 {
+		return c.Max
+	}
+	if nofile == 0 {
+		return maxDefaultConns
+	}
+	return int(min(max(nofile/4, minDefaultConns), maxDefaultConns))
+}
+
+// grpcConnOptions returns the gRPC server options that bound a connection's
+// life by c: a handshake deadline, MaxConnectionIdle, and a ping policy.
+// A connection with a call in flight (a Health Watch, a slow Assemble) is
+// never idle.
+func grpcConnOptions(c config.Conns) []grpc.ServerOption {
+	return []grpc.ServerOption{
+		grpc.ConnectionTimeout(c.HandshakeTimeout),
+		grpc.KeepaliveParams(keepalive.ServerParameters{
+			MaxConnectionIdle: c.IdleTimeout,
+			// Ping a connection silent this long, and close it when the
+			// ping is not answered: a peer that vanished mid-stream.
+			Time:    time.Minute,
+			Timeout: 20 * time.Second,
+		}),
+		// A client may ping every 10 s, and only while it has a call in
+		// flight; one that pings more often is sent GOAWAY.
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second}),
+	}
+}
+
+// newHTTPServer returns an http.Server for h bounded by c. It sets no
+// ReadTimeout or WriteTimeout: those would also cut responses that stream
+// for long (MCP's SSE streams, pprof's profile and trace), since net/http
+// cancels a request's context when its connection's read deadline
+// passes. The request body gets its own deadline instead (bodyDeadline).
+func newHTTPServer(h http.Handler, c config.Conns, log *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           bodyDeadline(h, c.HandshakeTimeout),
+		ReadHeaderTimeout: c.HandshakeTimeout,
+		IdleTimeout:       c.IdleTimeout,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+}
+
+// bodyDeadline returns h with a read deadline of d on a request's body:
+// a client that declares a body and does not send it within d has its
+// connection closed, rather than held. The deadline is lifted once the
+// body has been read to its end, so a response that streams after it is
+// not cut.
+func bodyDeadline(h http.Handler, d time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body == nil || r.Body == http.NoBody {
+			h.ServeHTTP(w, r)
+			return
+		}
+		rc := http.NewResponseController(w)
+		if rc.SetReadDeadline(time.Now().Add(d)) == nil {
+			r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// deadlineBody lifts its connection's read deadline when the body ends.
+type deadlineBody struct {
+	io.ReadCloser
+	rc   *http.ResponseController
+	done bool
+}
+
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF && !b.done {
+		b.done = true
+		_ = b.rc.SetReadDeadline(time.Time{})
+	}
+	return n, err
+}
+
+// limitListener accepts at most a fixed number of connections at once.
+// While that many are open, Accept waits: the next connection stays in
+// the kernel's accept queue, holding none of the daemon's descriptors, and
+// is accepted in arrival order when one closes (the idle and handshake
+// timeouts see that held connections do). A client therefore waits, up to
+// its own deadline, rather than being refused; the first wait of a run
+// of them is logged.
+type limitListener struct {
+	net.Listener
+	slots     chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
+	full      atomic.Bool // the cap was reached and not yet left
+	log       *slog.Logger
+	what      string
+}
+
+// limitConns returns l accepting at most n connections at once.
+func limitConns(l net.Listener, n int, what string, log *slog.Logger) net.Listener {
+	return &limitListener{Listener: l, slots: make(chan struct{}, n), done: make(chan struct{}), log: log, what: what}
+}
+
+func (l *limitListener) Accept() (net.Conn, error) {
+	select {
+	case l.slots <- struct{}{}:
+		l.full.Store(false)
+	default:
+		if !l.full.Swap(true) {
+			l.log.Warn("connection limit reached: new connections wait until one closes (max_connections)",
+				"listener", l.what, "max_connections", cap(l.slots))
+		}
+		select {
+		case l.slots <- struct{}{}:
+		case <-l.done:
+			return nil, net.ErrClosed
+		}
+	}
+	c, err := l.Listener.Accept()
+	if err != nil {
+		<-l.slots
+		return nil, err
+	}
+	return &limitConn{Conn: c, release: sync.OnceFunc(func() { <-l.slots })}, nil
+}
+
+func (l *limitListener) Close() error {
+	l.closeOnce.Do(func() { close(l.done) })
+	return l.Listener.Close()
+}
+
+// limitConn gives its slot back on its first Close.
+type limitConn struct {
+	net.Conn
+	release func()
+}
+
+func (c *limitConn) Close() error {
+	err := c.Conn.Close()
+	c.release()
+	return err
+}
