@@ -1,0 +1,271 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/connectivity"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+
+	"github.com/contextd/contextd/internal/config"
+	contextdv1 "github.com/contextd/contextd/proto/contextd/v1"
+)
+
+// freeAddr returns a loopback host:port nothing listens on.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// openFDs counts this process's open file descriptors.
+func openFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
+}
+
+// waitDial waits until something accepts connections at addr.
+func waitDial(t *testing.T, addr string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("nothing listens on %s after 30s", addr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Connections held open by a client without the token, more than
+// max_connections on each of the daemon's three listeners, neither use up
+// its descriptors nor lock out a client with the token: the daemon holds
+// at most max_connections per listener, closes the silent ones after
+// handshake_timeout, and serves the waiting client in turn; a gRPC
+// connection left idle is closed after idle_timeout.
+func TestHeldConnectionsAreBounded(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("counts descriptors in /proc/self/fd")
+	}
+	const (
+		token  = "held-connections-token-0123456789"
+		maxC   = 4
+		held   = 40 // per listener
+		listen = 3
+	)
+	addr, mcpAddr, metAddr := freeAddr(t), freeAddr(t), freeAddr(t)
+	cfg := writeConfig(t, fmt.Sprintf("listen: %s\nmcp_listen: %s\nmetrics_listen: %s\nauth: {token: %s}\ndata_dir: %s\nmcpServers: {}\n"+
+		"max_connections: %d\nidle_timeout: 300ms\nhandshake_timeout: 100ms\n", addr, mcpAddr, metAddr, token, t.TempDir(), maxC))
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	var buf bytes.Buffer
+	logs := &syncWriter{w: &buf}
+	go func() { done <- run(ctx, []string{"serve", "--config", cfg}, logs, logs) }()
+	defer func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Error("serve did not stop within 30s")
+		}
+	}()
+	for _, a := range []string{addr, mcpAddr, metAddr} {
+		waitDial(t, a)
+	}
+	time.Sleep(200 * time.Millisecond) // the probes' connections close
+	base := openFDs(t)
+
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for _, a := range []string{addr, mcpAddr, metAddr} {
+		for range held {
+			c, err := net.Dial("tcp", a)
+			if err != nil {
+				t.Fatalf("dial %s: %v", a, err)
+			}
+			conns = append(conns, c)
+		}
+	}
+	// The daemon's own descriptors for them: what the process holds
+	// beyond the client ends this test opened.
+	most := 0
+	for range 20 {
+		most = max(most, openFDs(t)-base-len(conns))
+		time.Sleep(25 * time.Millisecond)
+	}
+	t.Logf("the daemon held at most %d descriptors for %d silent connections", most, len(conns))
+	if slack := 4; most > listen*maxC+slack {
+		t.Errorf("the daemon held %d descriptors for %d silent connections; want at most %d (max_connections %d on %d listeners, +%d)",
+			most, len(conns), listen*maxC+slack, maxC, listen, slack)
+	}
+
+	// A client with the token is served on each listener while the
+	// silent connections are still open on the client side.
+	cctx, ccancel := context.WithTimeout(ctx, 20*time.Second)
+	defer ccancel()
+	gc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gc.Close()
+	if _, err := contextdv1.NewContextServiceClient(gc).ListServers(metadata.AppendToOutgoingContext(cctx, "authorization", "Bearer "+token),
+		&contextdv1.ListServersRequest{}); err != nil {
+		t.Errorf("gRPC ListServers with the token, past %d held connections: %v", held, err)
+	}
+	mc := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "t", Version: "v"}, nil)
+	cs, err := mc.Connect(cctx, &mcpsdk.StreamableClientTransport{Endpoint: "http://" + mcpAddr + "/mcp",
+		HTTPClient: &http.Client{Transport: bearerTransport{token: token}}, MaxRetries: -1, DisableStandaloneSSE: true}, nil)
+	if err != nil {
+		t.Errorf("MCP connect with the token, past %d held connections: %v", held, err)
+	} else {
+		if _, err := cs.ListTools(cctx, nil); err != nil {
+			t.Errorf("MCP tools/list: %v", err)
+		}
+		cs.Close()
+	}
+	req, _ := http.NewRequestWithContext(cctx, http.MethodGet, "http://"+metAddr+"/metrics", nil)
+	if resp, err := http.DefaultClient.Do(req); err != nil {
+		t.Errorf("GET /metrics past %d held connections: %v", held, err)
+	} else {
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("GET /metrics: %s", resp.Status)
+		}
+	}
+
+	// Every silent connection was closed by the daemon.
+	for i, c := range conns {
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		// (gRPC sends its settings first, HTTP maybe a 408.)
+		if _, err := io.Copy(io.Discard, c); err != nil && !isReset(err) {
+			t.Fatalf("silent connection %d: %v, want EOF: the daemon kept it open", i, err)
+		}
+	}
+
+	// A gRPC connection with no call in flight is closed (GOAWAY) after
+	// idle_timeout; the client goes IDLE and would reconnect on its next call.
+	wctx, wcancel := context.WithTimeout(ctx, 5*time.Second)
+	defer wcancel()
+	for s := gc.GetState(); s != connectivity.Idle; s = gc.GetState() {
+		if !gc.WaitForStateChange(wctx, s) {
+			t.Fatalf("the gRPC connection is still %v 5s after its call: idle_timeout did not close it", s)
+		}
+	}
+	logs.mu.Lock()
+	defer logs.mu.Unlock()
+	if !strings.Contains(buf.String(), "connection limit reached") {
+		t.Errorf("reaching max_connections was not logged:\n%s", buf.String())
+	}
+}
+
+// isReset reports whether err is a connection reset by the peer.
+func isReset(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "connection reset")
+}
+
+// An HTTP request that declares a body and never sends it has its
+// connection closed after handshake_timeout, but a response streamed for
+// longer than that, once the body is in, is not cut.
+func TestHTTPBodyDeadline(t *testing.T) {
+	const d = 100 * time.Millisecond
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := io.ReadAll(r.Body); err != nil {
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		for i := range 6 { // 600 ms, six times the deadline
+			fmt.Fprintf(w, "data: %d\n\n", i)
+			w.(http.Flusher).Flush()
+			select {
+			case <-r.Context().Done():
+				return
+			case <-time.After(d):
+			}
+		}
+		fmt.Fprint(w, "data: end\n\n")
+	})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := newHTTPServer(h, config.Conns{IdleTimeout: time.Minute, HandshakeTimeout: d}, discardLogger())
+	go srv.Serve(l)
+	defer srv.Close()
+
+	c, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprint(c, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n")
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	start := time.Now()
+	if _, err := io.ReadAll(c); err != nil {
+		t.Fatalf("a body never sent: %v after %v, want the daemon to close the connection", err, time.Since(start))
+	}
+
+	resp, err := http.Post("http://"+l.Addr().String()+"/", "text/plain", strings.NewReader("hello"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var last string
+	for sc := bufio.NewScanner(resp.Body); sc.Scan(); {
+		if sc.Text() != "" {
+			last = sc.Text()
+		}
+	}
+	if last != "data: end" {
+		t.Errorf("a stream longer than the body deadline ended at %q, want \"data: end\"", last)
+	}
+}
+
+func TestMaxConns(t *testing.T) {
+	for _, tc := range []struct {
+		max    int
+		nofile uint64
+		want   int
+	}{
+		{7, 1 << 20, 7},
+		{0, 1 << 20, maxDefaultConns},
+		{0, 1024, 256},
+		{0, 32, minDefaultConns},
+		{0, 0, maxDefaultConns},
+	} {
+		if got := maxConns(config.Conns{Max: tc.max}, tc.nofile); got != tc.want {
+			t.Errorf("maxConns(max %d, nofile %d) = %d, want %d", tc.max, tc.nofile, got, tc.want)
+		}
+	}
+}
+
+func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
