@@ -1,7 +1,6 @@
 package main
 
 import (
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -56,54 +55,22 @@ func grpcConnOptions(c config.Conns) []grpc.ServerOption {
 	}
 }
 
-// newHTTPServer returns an http.Server for h bounded by c. It sets no
-// ReadTimeout or WriteTimeout: those would also cut responses that stream
-// for long (MCP's SSE streams, pprof's profile and trace), since net/http
-// cancels a request's context when its connection's read deadline
-// passes. The request body gets its own deadline instead (bodyDeadline).
+// newHTTPServer returns an http.Server for h bounded by c: a request's
+// headers, then the rest of the request, must arrive within
+// c.HandshakeTimeout each (ReadHeaderTimeout, ReadTimeout), and a
+// keep-alive connection is closed after c.IdleTimeout without a request.
+// ReadTimeout does not cut a response that streams for longer (MCP's SSE
+// streams, pprof's profile): net/http lifts the read deadline once the
+// request's body has been read. There is no WriteTimeout, which would.
 func newHTTPServer(h http.Handler, c config.Conns, log *slog.Logger) *http.Server {
 	return &http.Server{
-		Handler:           bodyDeadline(h, c.HandshakeTimeout),
+		Handler:           h,
 		ReadHeaderTimeout: c.HandshakeTimeout,
+		ReadTimeout:       c.HandshakeTimeout,
 		IdleTimeout:       c.IdleTimeout,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-}
-
-// bodyDeadline returns h with a read deadline of d on a request's body:
-// a client that declares a body and does not send it within d has its
-// connection closed, rather than held. The deadline is lifted once the
-// body has been read to its end, so a response that streams after it is
-// not cut.
-func bodyDeadline(h http.Handler, d time.Duration) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Body == nil || r.Body == http.NoBody {
-			h.ServeHTTP(w, r)
-			return
-		}
-		rc := http.NewResponseController(w)
-		if rc.SetReadDeadline(time.Now().Add(d)) == nil {
-			r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
-		}
-		h.ServeHTTP(w, r)
-	})
-}
-
-// deadlineBody lifts its connection's read deadline when the body ends.
-type deadlineBody struct {
-	io.ReadCloser
-	rc   *http.ResponseController
-	done bool
-}
-
-func (b *deadlineBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	if err == io.EOF && !b.done {
-		b.done = true
-		_ = b.rc.SetReadDeadline(time.Time{})
-	}
-	return n, err
 }
 
 // limitListener accepts at most a fixed number of connections at once.

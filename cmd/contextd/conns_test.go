@@ -172,6 +172,38 @@ func TestHeldConnectionsAreBounded(t *testing.T) {
 		}
 	}
 
+	// An HTTP keep-alive connection left idle after its response is closed
+	// after idle_timeout.
+	for name, r := range map[string]string{
+		"metrics_listen": "GET /metrics HTTP/1.1\r\nHost: " + metAddr + "\r\n\r\n",
+		"mcp_listen":     "GET /mcp HTTP/1.1\r\nHost: " + mcpAddr + "\r\nAuthorization: Bearer " + token + "\r\n\r\n",
+	} {
+		a := metAddr
+		if name == "mcp_listen" {
+			a = mcpAddr
+		}
+		c, err := net.Dial("tcp", a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		io.WriteString(c, r)
+		br := bufio.NewReader(c)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.Close {
+			t.Fatalf("%s: the response to %q closes its connection; the test wants a keep-alive one", name, r)
+		}
+		if _, err := io.Copy(io.Discard, br); err != nil && !isReset(err) {
+			t.Errorf("%s: a keep-alive connection left idle: %v, want EOF after idle_timeout", name, err)
+		}
+	}
+
 	// A gRPC connection with no call in flight is closed (GOAWAY) after
 	// idle_timeout; the client goes IDLE and would reconnect on its next call.
 	wctx, wcancel := context.WithTimeout(ctx, 5*time.Second)
@@ -196,7 +228,7 @@ func isReset(err error) bool {
 // An HTTP request that declares a body and never sends it has its
 // connection closed after handshake_timeout, but a response streamed for
 // longer than that, once the body is in, is not cut.
-func TestHTTPBodyDeadline(t *testing.T) {
+func TestHTTPReadTimeoutSparesStreams(t *testing.T) {
 	const d = 100 * time.Millisecond
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, err := io.ReadAll(r.Body); err != nil {
