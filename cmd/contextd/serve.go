@@ -96,7 +96,12 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	nconns := maxConns(cfg.Conns, openFileLimit())
+	nofile := openFileLimit()
+	nconns := maxConns(cfg.Conns, nofile)
+	if n := uint64(nconns) * uint64(1+btoi(cfg.MCPListen != "")+btoi(cfg.Ops.MetricsListen != "")); nofile > 0 && n >= nofile*3/4 {
+		log.Warn("max_connections on every listener adds up to most of the open-file limit: held connections could still starve the daemon of descriptors; lower max_connections or raise the limit (ulimit -n, LimitNOFILE=)",
+			"max_connections", nconns, "open_file_limit", nofile)
+	}
 	lis = limitConns(lis, nconns, "listen", log)
 	relay := &mcpserver.Relay{}
 	met := metrics.New()
@@ -221,3 +226,10 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 
 // dialProbe bounds the check for a live daemon on an existing socket.
 const dialProbe = time.Second
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
