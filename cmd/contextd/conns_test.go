@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -63,6 +64,30 @@ func waitDial(t *testing.T, addr string) {
 	}
 }
 
+// startServe runs serve with the config file cfg until the test ends, and
+// waits until each of addrs accepts connections. Its log is in buf, which
+// logs guards.
+func startServe(t *testing.T, cfg string, addrs ...string) (logs *syncWriter, buf *bytes.Buffer) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	buf = &bytes.Buffer{}
+	logs = &syncWriter{w: buf}
+	go func() { done <- run(ctx, []string{"serve", "--config", cfg}, logs, logs) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Error("serve did not stop within 30s")
+		}
+	})
+	for _, a := range addrs {
+		waitDial(t, a)
+	}
+	return logs, buf
+}
+
 // Connections held open by a client without the token, more than
 // max_connections on each of the daemon's three listeners, neither use up
 // its descriptors nor lock out a client with the token: the daemon holds
@@ -82,22 +107,8 @@ func TestHeldConnectionsAreBounded(t *testing.T) {
 	addr, mcpAddr, metAddr := freeAddr(t), freeAddr(t), freeAddr(t)
 	cfg := writeConfig(t, fmt.Sprintf("listen: %s\nmcp_listen: %s\nmetrics_listen: %s\nauth: {token: %s}\ndata_dir: %s\nmcpServers: {}\n"+
 		"max_connections: %d\nidle_timeout: 300ms\nhandshake_timeout: 100ms\n", addr, mcpAddr, metAddr, token, t.TempDir(), maxC))
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	var buf bytes.Buffer
-	logs := &syncWriter{w: &buf}
-	go func() { done <- run(ctx, []string{"serve", "--config", cfg}, logs, logs) }()
-	defer func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			t.Error("serve did not stop within 30s")
-		}
-	}()
-	for _, a := range []string{addr, mcpAddr, metAddr} {
-		waitDial(t, a)
-	}
+	logs, buf := startServe(t, cfg, addr, mcpAddr, metAddr)
+	ctx := t.Context()
 	time.Sleep(200 * time.Millisecond) // the probes' connections close
 	base := openFDs(t)
 
@@ -301,3 +312,40 @@ func TestMaxConns(t *testing.T) {
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// With auth.token set, pprof's profiles on metrics_listen ask for the
+// token (a heap profile shows the process's memory); /metrics does not.
+func TestPprofRequiresTheToken(t *testing.T) {
+	const token = "pprof-token-0123456789abcdef"
+	metAddr := freeAddr(t)
+	cfg := writeConfig(t, fmt.Sprintf("listen: unix://%s\nmetrics_listen: %s\nmetrics_pprof: true\nauth: {token: %s}\ndata_dir: %s\nmcpServers: {}\n",
+		filepath.Join(t.TempDir(), "c.sock"), metAddr, token, t.TempDir()))
+	startServe(t, cfg, metAddr)
+	get := func(path, tok string) int {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://"+metAddr+path, nil)
+		if tok != "" {
+			req.Header.Set("Authorization", "Bearer "+tok)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, tc := range []struct {
+		path, token string
+		want        int
+	}{
+		{"/debug/pprof/", "", http.StatusUnauthorized},
+		{"/debug/pprof/heap", "", http.StatusUnauthorized},
+		{"/debug/pprof/cmdline", "wrong-token-0123456789", http.StatusUnauthorized},
+		{"/debug/pprof/heap", token, http.StatusOK},
+		{"/metrics", "", http.StatusOK},
+	} {
+		if got := get(tc.path, tc.token); got != tc.want {
+			t.Errorf("GET %s (token %q): %d, want %d", tc.path, tc.token, got, tc.want)
+		}
+	}
+}

@@ -131,7 +131,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 			return fmt.Errorf("metrics_listen: %w", err)
 		}
 		metricsLis = limitConns(metricsLis, nconns, "metrics_listen", log)
-		metricsWeb = newHTTPServer(met.Handler(cfg.Ops.Pprof), cfg.Conns, log)
+		metricsWeb = newHTTPServer(guardMetrics(cfg.Auth.Token, met.Handler(cfg.Ops.Pprof)), cfg.Conns, log)
 		log.Info("contextd serving metrics", "url", "http://"+metricsLis.Addr().String()+"/metrics", "pprof", cfg.Ops.Pprof)
 	}
 	fac := mcpserver.New(eng, &mcpserver.Options{Version: version, Logger: log.With("component", "mcpserver"), Relay: relay, Admit: adm.Admit})
@@ -232,4 +232,22 @@ func btoi(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// guardMetrics returns the metrics listener's handler h with everything
+// but /metrics (that is, pprof's profiles, which expose the process's
+// memory) asking for the daemon's token when one is set. /metrics stays
+// open to scrapers: it is loopback-only unless allow_insecure_metrics.
+func guardMetrics(token string, h http.Handler) http.Handler {
+	if token == "" {
+		return h
+	}
+	guarded := service.RequireBearer(token, h)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/metrics" {
+			h.ServeHTTP(w, r)
+			return
+		}
+		guarded.ServeHTTP(w, r)
+	})
 }
