@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 
+	"github.com/contextd/contextd/client"
 	"github.com/contextd/contextd/internal/config"
 	contextdv1 "github.com/contextd/contextd/proto/contextd/v1"
 )
@@ -346,6 +347,75 @@ func TestPprofRequiresTheToken(t *testing.T) {
 	} {
 		if got := get(tc.path, tc.token); got != tc.want {
 			t.Errorf("GET %s (token %q): %d, want %d", tc.path, tc.token, got, tc.want)
+		}
+	}
+}
+
+// On a unix socket too, the daemon holds at most max_connections and
+// closes silent ones, and a client with the token is served past them.
+func TestHeldUnixConnectionsAreBounded(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("counts descriptors in /proc/self/fd")
+	}
+	const (
+		token = "held-unix-token-0123456789abcdef"
+		maxC  = 3
+		held  = 30
+	)
+	sock := filepath.Join(t.TempDir(), "c.sock")
+	cfg := writeConfig(t, fmt.Sprintf("listen: unix://%s\nauth: {token: %s}\ndata_dir: %s\nmcpServers: {}\n"+
+		"max_connections: %d\nidle_timeout: 300ms\nhandshake_timeout: 100ms\n", sock, token, t.TempDir(), maxC))
+	startServe(t, cfg)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		c, err := net.Dial("unix", sock)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("nothing listens on %s after 30s", sock)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond)
+	base := openFDs(t)
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for range held {
+		c, err := net.Dial("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	most := 0
+	for range 20 {
+		most = max(most, openFDs(t)-base-len(conns))
+		time.Sleep(25 * time.Millisecond)
+	}
+	t.Logf("the daemon held at most %d descriptors for %d silent connections", most, len(conns))
+	if slack := 2; most > maxC+slack {
+		t.Errorf("the daemon held %d descriptors for %d silent connections; want at most %d (max_connections %d, +%d)", most, len(conns), maxC+slack, maxC, slack)
+	}
+	c, err := client.Dial("unix://"+sock, &client.Options{Token: token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	cctx, ccancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer ccancel()
+	if _, err := c.ListServers(cctx); err != nil {
+		t.Errorf("ListServers with the token, past %d held connections: %v", held, err)
+	}
+	for i, c := range conns {
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if _, err := io.Copy(io.Discard, c); err != nil && !isReset(err) {
+			t.Fatalf("silent connection %d: %v, want EOF: the daemon kept it open", i, err)
 		}
 	}
 }
