@@ -38,6 +38,18 @@ func freeAddr(t *testing.T) string {
 	return l.Addr().String()
 }
 
+// quietFDs is openFDs at its lowest over a few samples: the baseline
+// before a test opens connections.
+func quietFDs(t *testing.T) int {
+	t.Helper()
+	n := openFDs(t)
+	for range 5 {
+		time.Sleep(20 * time.Millisecond)
+		n = min(n, openFDs(t))
+	}
+	return n
+}
+
 // openFDs counts this process's open file descriptors.
 func openFDs(t *testing.T) int {
 	t.Helper()
@@ -111,7 +123,7 @@ func TestHeldConnectionsAreBounded(t *testing.T) {
 	logs, buf := startServe(t, cfg, addr, mcpAddr, metAddr)
 	ctx := t.Context()
 	time.Sleep(200 * time.Millisecond) // the probes' connections close
-	base := openFDs(t)
+	base := quietFDs(t)
 
 	var conns []net.Conn
 	defer func() {
@@ -379,7 +391,7 @@ func TestHeldUnixConnectionsAreBounded(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	time.Sleep(200 * time.Millisecond)
-	base := openFDs(t)
+	base := quietFDs(t)
 	var conns []net.Conn
 	defer func() {
 		for _, c := range conns {
