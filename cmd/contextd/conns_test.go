@@ -119,7 +119,7 @@ func TestHeldConnectionsAreBounded(t *testing.T) {
 	)
 	addr, mcpAddr, metAddr := freeAddr(t), freeAddr(t), freeAddr(t)
 	cfg := writeConfig(t, fmt.Sprintf("listen: %s\nmcp_listen: %s\nmetrics_listen: %s\nauth: {token: %s}\ndata_dir: %s\nmcpServers: {}\n"+
-		"max_connections: %d\nidle_timeout: 300ms\nhandshake_timeout: 100ms\n", addr, mcpAddr, metAddr, token, t.TempDir(), maxC))
+		"max_connections: %d\nidle_timeout: 400ms\nhandshake_timeout: 200ms\n", addr, mcpAddr, metAddr, token, t.TempDir(), maxC))
 	logs, buf := startServe(t, cfg, addr, mcpAddr, metAddr)
 	ctx := t.Context()
 	time.Sleep(200 * time.Millisecond) // the probes' connections close
@@ -253,13 +253,13 @@ func isReset(err error) bool {
 // connection closed after handshake_timeout, but a response streamed for
 // longer than that, once the body is in, is not cut.
 func TestHTTPReadTimeoutSparesStreams(t *testing.T) {
-	const d = 100 * time.Millisecond
+	const d = 200 * time.Millisecond
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, err := io.ReadAll(r.Body); err != nil {
 			return
 		}
 		w.Header().Set("Content-Type", "text/event-stream")
-		for i := range 6 { // 600 ms, six times the deadline
+		for i := range 6 { // six times the deadline
 			fmt.Fprintf(w, "data: %d\n\n", i)
 			w.(http.Flusher).Flush()
 			select {
@@ -376,7 +376,7 @@ func TestHeldUnixConnectionsAreBounded(t *testing.T) {
 	)
 	sock := filepath.Join(t.TempDir(), "c.sock")
 	cfg := writeConfig(t, fmt.Sprintf("listen: unix://%s\nauth: {token: %s}\ndata_dir: %s\nmcpServers: {}\n"+
-		"max_connections: %d\nidle_timeout: 300ms\nhandshake_timeout: 100ms\n", sock, token, t.TempDir(), maxC))
+		"max_connections: %d\nidle_timeout: 400ms\nhandshake_timeout: 200ms\n", sock, token, t.TempDir(), maxC))
 	startServe(t, cfg)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
