@@ -431,3 +431,14 @@ func TestHeldUnixConnectionsAreBounded(t *testing.T) {
 		}
 	}
 }
+
+// A reload that changes a connection bound names it as needing a restart:
+// the listeners are built once.
+func TestReloadNamesConnectionKeys(t *testing.T) {
+	cur := config.Default()
+	next := config.Default()
+	next.Conns.IdleTimeout = 5 * time.Second
+	if got := restartOnly(cur, next); len(got) != 1 || !strings.Contains(got[0], "idle_timeout") {
+		t.Errorf("restartOnly = %q, want the connection keys named", got)
+	}
+}
