@@ -442,3 +442,57 @@ func TestReloadNamesConnectionKeys(t *testing.T) {
 		t.Errorf("restartOnly = %q, want the connection keys named", got)
 	}
 }
+
+// A go-sdk MCP session over the bounded HTTP server outlives both
+// timeouts: a tool call that answers after five handshake timeouts, and a
+// notification on the standalone SSE stream (GET) well after the idle
+// timeout, both arrive.
+func TestMCPStreamsOutliveTheTimeouts(t *testing.T) {
+	const d = 200 * time.Millisecond
+	srv := mcpsdk.NewServer(&mcpsdk.Implementation{Name: "s", Version: "v"}, nil)
+	mcpsdk.AddTool(srv, &mcpsdk.Tool{Name: "slow"}, func(ctx context.Context, _ *mcpsdk.CallToolRequest, _ struct{}) (*mcpsdk.CallToolResult, any, error) {
+		select {
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		case <-time.After(5 * d):
+		}
+		return &mcpsdk.CallToolResult{Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: "done"}}}, nil, nil
+	})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := newHTTPServer(mcpsdk.NewStreamableHTTPHandler(func(*http.Request) *mcpsdk.Server { return srv }, nil),
+		config.Conns{IdleTimeout: 2 * d, HandshakeTimeout: d}, discardLogger())
+	go hs.Serve(l)
+	defer hs.Close()
+
+	changed := make(chan struct{}, 1)
+	c := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "c", Version: "v"}, &mcpsdk.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcpsdk.ToolListChangedRequest) {
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
+		}})
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	cs, err := c.Connect(ctx, &mcpsdk.StreamableClientTransport{Endpoint: "http://" + l.Addr().String(), MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &mcpsdk.CallToolParams{Name: "slow"})
+	if err != nil || res.IsError || len(res.Content) != 1 {
+		t.Fatalf("a tool answering after %v: %+v, %v", 5*d, res, err)
+	}
+	time.Sleep(3 * d) // the standalone stream is older than both timeouts
+	mcpsdk.AddTool(srv, &mcpsdk.Tool{Name: "late"}, func(context.Context, *mcpsdk.CallToolRequest, struct{}) (*mcpsdk.CallToolResult, any, error) {
+		return &mcpsdk.CallToolResult{}, nil, nil
+	})
+	select {
+	case <-changed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("tools/list_changed did not arrive on the standalone SSE stream: the stream was cut")
+	}
+}
