@@ -148,9 +148,10 @@ func TestHeldConnectionsAreBounded(t *testing.T) {
 		time.Sleep(25 * time.Millisecond)
 	}
 	t.Logf("the daemon held at most %d descriptors for %d silent connections", most, len(conns))
-	if slack := 4; most > listen*maxC+slack {
-		t.Errorf("the daemon held %d descriptors for %d silent connections; want at most %d (max_connections %d on %d listeners, +%d)",
-			most, len(conns), listen*maxC+slack, maxC, listen, slack)
+	// Each listener holds max_connections, and one more waiting for room.
+	if want := listen*(maxC+1) + 2; most > want {
+		t.Errorf("the daemon held %d descriptors for %d silent connections; want at most %d (max_connections %d + 1 on %d listeners, +2)",
+			most, len(conns), want, maxC, listen)
 	}
 
 	// A client with the token is served on each listener while the
@@ -411,8 +412,8 @@ func TestHeldUnixConnectionsAreBounded(t *testing.T) {
 		time.Sleep(25 * time.Millisecond)
 	}
 	t.Logf("the daemon held at most %d descriptors for %d silent connections", most, len(conns))
-	if slack := 2; most > maxC+slack {
-		t.Errorf("the daemon held %d descriptors for %d silent connections; want at most %d (max_connections %d, +%d)", most, len(conns), maxC+slack, maxC, slack)
+	if want := maxC + 1 + 1; most > want {
+		t.Errorf("the daemon held %d descriptors for %d silent connections; want at most %d (max_connections %d + 1, +1)", most, len(conns), want, maxC)
 	}
 	c, err := client.Dial("unix://"+sock, &client.Options{Token: token})
 	if err != nil {
@@ -494,5 +495,69 @@ func TestMCPStreamsOutliveTheTimeouts(t *testing.T) {
 	case <-changed:
 	case <-time.After(5 * time.Second):
 		t.Fatal("tools/list_changed did not arrive on the standalone SSE stream: the stream was cut")
+	}
+}
+
+// At the cap, connections that have sent nothing make room for a new
+// one at once, long before handshake_timeout; connections that have sent
+// something are not closed for it, and a new client waits behind them.
+func TestSilentConnectionsMakeRoom(t *testing.T) {
+	const (
+		token = "silent-room-token-0123456789abc"
+		maxC  = 4
+	)
+	addr := freeAddr(t)
+	cfg := writeConfig(t, fmt.Sprintf("listen: %s\nauth: {token: %s}\ndata_dir: %s\nmcpServers: {}\n"+
+		"max_connections: %d\nhandshake_timeout: 10s\n", addr, token, t.TempDir(), maxC))
+	startServe(t, cfg, addr)
+	dialN := func(n int, say string) []net.Conn {
+		t.Helper()
+		var cs []net.Conn
+		for range n {
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { c.Close() })
+			if say != "" {
+				io.WriteString(c, say)
+			}
+			cs = append(cs, c)
+		}
+		return cs
+	}
+	listServers := func(wait time.Duration) error {
+		t.Helper()
+		gc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer gc.Close()
+		ctx, cancel := context.WithTimeout(metadata.AppendToOutgoingContext(t.Context(), "authorization", "Bearer "+token), wait)
+		defer cancel()
+		_, err = contextdv1.NewContextServiceClient(gc).ListServers(ctx, &contextdv1.ListServersRequest{})
+		return err
+	}
+
+	dialN(40, "")
+	start := time.Now()
+	if err := listServers(5 * time.Second); err != nil {
+		t.Fatalf("behind 40 silent connections (max_connections %d, handshake_timeout 10s): %v after %v", maxC, err, time.Since(start))
+	}
+	t.Logf("served behind 40 silent connections in %v", time.Since(start))
+
+	// Connections that began their preface fill the cap; they are not
+	// closed to make room.
+	time.Sleep(200 * time.Millisecond) // the silent ones are gone
+	busy := dialN(maxC, "PRI * HTTP/2.0\r\n")
+	time.Sleep(100 * time.Millisecond)
+	if err := listServers(2 * time.Second); err == nil {
+		t.Errorf("served while %d connections that had spoken held every slot: one of them was closed", maxC)
+	}
+	for i, c := range busy {
+		c.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+		if _, err := io.Copy(io.Discard, c); err == nil || isReset(err) {
+			t.Errorf("connection %d, which had spoken, was closed (%v)", i, err)
+		}
 	}
 }

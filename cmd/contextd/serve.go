@@ -102,7 +102,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		log.Warn("max_connections on every listener adds up to most of the open-file limit: held connections could still starve the daemon of descriptors; lower max_connections or raise the limit (ulimit -n, LimitNOFILE=)",
 			"max_connections", nconns, "open_file_limit", nofile)
 	}
-	lis = limitConns(lis, nconns, "listen", log)
+	lis = limitConns(lis, nconns, silentGrace(cfg.Conns), "listen", log)
 	relay := &mcpserver.Relay{}
 	met := metrics.New()
 	eng, err := engine.New(ctx, engine.Options{Config: cfg, Logger: log, Mirror: relayMirror(relay), Observer: met})
@@ -130,7 +130,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 			eng.Close()
 			return fmt.Errorf("metrics_listen: %w", err)
 		}
-		metricsLis = limitConns(metricsLis, nconns, "metrics_listen", log)
+		metricsLis = limitConns(metricsLis, nconns, silentGrace(cfg.Conns), "metrics_listen", log)
 		metricsWeb = newHTTPServer(guardMetrics(cfg.Auth.Token, met.Handler(cfg.Ops.Pprof)), cfg.Conns, log)
 		log.Info("contextd serving metrics", "url", "http://"+metricsLis.Addr().String()+"/metrics", "pprof", cfg.Ops.Pprof)
 	}
