@@ -110,7 +110,9 @@ func limitConns(l net.Listener, n int, grace time.Duration, what string, log *sl
 // HTTP/2 preface, request line) as soon as it connects, so on loopback
 // they are in long before; a client more than about 200 ms of round trip
 // away may lose its connection while the listener is full.
-func silentGrace(c config.Conns) time.Duration { return min(c.HandshakeTimeout/10, 100*time.Millisecond) }
+func silentGrace(c config.Conns) time.Duration {
+	return min(c.HandshakeTimeout/10, 100*time.Millisecond)
+}
 
 func (l *limitListener) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
