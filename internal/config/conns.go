@@ -10,10 +10,10 @@ import (
 // authenticated or not, cannot use up the daemon's file descriptors.
 type Conns struct {
 	// Max is how many connections each listener holds open at once
-	// (max_connections). A connection beyond it waits in the kernel's
-	// accept queue, holding no descriptor of the daemon, and is served in
-	// arrival order once another closes. Zero means a default derived from
-	// the process's open-file limit (see serve).
+	// (max_connections). When a connection arrives beyond it, the oldest
+	// connection that has sent nothing is closed to make room; when every
+	// one has spoken, the new one waits until one closes. Zero means a
+	// default derived from the process's open-file limit (see serve).
 	Max int
 	// IdleTimeout closes a connection with no call or request in flight for
 	// this long (idle_timeout): gRPC's MaxConnectionIdle (a GOAWAY, which
