@@ -46,7 +46,8 @@ const OneSectionShare = 600
 // sectionShare returns the share of the budget one degraded resource may
 // take while others are considered: 1/min(m, MaxShareWays, budget /
 // MinShareTokens) for the m unpinned candidates whose relevance is at
-// least floor × the best.
+// least floor × the best and, with a floor above 0, whose Spread is at
+// least SpreadFloor.
 func sectionShare(values []Value, ranked []Candidate, floor float64, budget int) float64 {
 	m := 0
 	for i, v := range values {
@@ -88,7 +89,9 @@ func (s *selection) oneSection(c Candidate) bool {
 // whose relevance is within FillBand of the floor, while at least
 // FillShare of the budget is left. Each is considered as any candidate
 // (whole, sections, outline or pointer), and its reason says why it was
-// read.
+// read; one that would come whole but holds no word of the query is taken
+// back (the floors said its score was weak, and its text does not say
+// otherwise).
 func (s *selection) fill(ctx context.Context) {
 	if s.req.Query == "" || s.anchor == 0 || s.full != "" {
 		return
