@@ -121,8 +121,9 @@ func (s *selection) degrade(rank int, c Candidate, v Value, contents []Content, 
 		// they line up with one content's lines only when it is the only one.
 		c.Passages = nil
 	}
+	limit := s.sectionCap(c, left) // sections and their leads
 	if len(secs) > 0 {
-		picks, cutFrom = s.bestSections(c, secs, from, s.sectionCap(c, left))
+		picks, cutFrom = s.bestSections(c, secs, from, limit)
 	}
 	if len(picks) > 0 {
 		st := &sectioned{rank: rank, c: c, secs: secs, from: from, contents: contents, picked: map[int]int{}, done: done, cutFrom: cutFrom}
@@ -133,7 +134,7 @@ func (s *selection) degrade(rank int, c Candidate, v Value, contents []Content, 
 			s.observe(c.Server, cmp.Or(contents[from[p.Index]].MIMEType, c.MIMEType), len(p.Text), p.Tokens)
 		}
 		for _, p := range picks {
-			charged += st.addLeads(s.count, p.Index, left-(charged-done.tokens))
+			charged += st.addLeads(s.count, p.Index, limit-(charged-done.tokens))
 		}
 		out, n, ranges := st.build(s.count)
 		st.item, st.charged = len(s.res.Items), charged

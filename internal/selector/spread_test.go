@@ -202,3 +202,39 @@ func itemText(it Item) string {
 	}
 	return b.String()
 }
+
+// The lines that place a picked section (its parent headings) count
+// against its resource's share: taken beyond it, they left the next
+// candidate less than it needs to be read.
+func TestLeadsStayWithinTheShare(t *testing.T) {
+	var first strings.Builder
+	first.WriteString("# Top\n\n## Parent\n\n### Flag option\n\nflag option " + strings.Repeat("w ", 244) + "\n\n")
+	for i := range 4 {
+		fmt.Fprintf(&first, "### Other %d\n\n%s\n\n", i, strings.Repeat("x ", 200))
+	}
+	var second strings.Builder
+	second.WriteString("# Source\n\n## Define\n\nflag option panics here\n\n")
+	for i := range 4 {
+		fmt.Fprintf(&second, "## More %d\n\n%s\n\n", i, strings.Repeat("y ", 200))
+	}
+	f := &fakeReads{contents: map[resource.Key][]Content{
+		key("doc"): {{MIMEType: "text/markdown", Text: first.String()}},
+		key("src"): {{MIMEType: "text/markdown", Text: second.String()}},
+	}}
+	ranked := []Candidate{
+		{Server: "s", URI: "doc", Score: 1, Size: int64(first.Len())},
+		{Server: "s", URI: "src", Score: 0.97, Size: int64(second.Len())},
+	}
+	res, err := Select(t.Context(), Request{TokenBudget: 500, Query: "flag option", ValueFloor: 0.9}, ranked, f.read, wordCounter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, ok := withItem(res.Items, "doc")
+	if !ok {
+		t.Fatalf("doc is not returned: %+v", res.Omitted)
+	}
+	src, ok := withItem(res.Items, "src")
+	if !ok || src.Form != FormSections || !strings.Contains(itemText(src), "panics") {
+		t.Errorf("src is not returned with its best section (doc took %d tokens): %+v, omitted %+v", doc.Tokens, src, res.Omitted)
+	}
+}
