@@ -5,22 +5,30 @@
 //
 // # Persistence
 //
-// With Options.Dir set, descriptors and their embeddings persist in a
-// chromem-go DB (one gob file per document). chromem-go is the only store:
-// on Open every document is loaded back from it, so the lexical index and the
-// descriptor table are rebuilt from the same data the vectors live in.
-// Each document carries a SHA-256 of its embedded text and the embedder's
-// name; Upsert skips a descriptor whose hash is unchanged, so a restart with
-// the same directory re-embeds nothing that did not change. A collection is
-// named after its embedder, so changing the embedder starts a new one.
+// With Options.Dir set, descriptors and their embeddings persist in
+// chromem-go's on-disk layout and format: one gzip'd gob file per document,
+// which the index writes itself (through a temporary file renamed over the
+// old one) while chromem-go holds the collections in memory. Those files
+// are the data: on Open every document is loaded back from them, so the
+// lexical index and the descriptor table are rebuilt from the same data the
+// vectors live in. A snapshot file beside them (snapshot.go, written by
+// Close and in the background) saves decoding them one by one: Open takes
+// a document from it only while its file is unchanged since, and reads the
+// other files in parallel. Each document carries a SHA-256 of its embedded
+// text and the embedder's name; Upsert skips a descriptor whose hash is
+// unchanged, so a restart with the same directory re-embeds nothing that
+// did not change. A collection is named after its embedder, so changing the
+// embedder starts a new one.
 //
-// If the directory's content cannot be decoded (a file cut short by a crash),
-// Open moves it aside to DIR.corrupt-UNIXTIME and starts empty: the index is a
-// mirror and the next sync refills it. Before that, documents cut short by a
-// crash (chromem-go writes files in place) are removed on their own and the
-// load retried, so one torn write costs one document, not the index. Only the
-// newest few moved-aside directories are kept. Errors that are not about the data
-// (permissions, file-descriptor limits, I/O) are returned instead.
+// A document file that does not decode (cut short by a crash in an older
+// version's in-place write, or damaged) is removed on its own: one torn
+// write costs one document, not the index, and the next sync refills it. A
+// damaged or cut-short snapshot is ignored. If a collection's own metadata
+// file cannot be decoded, Open moves the directory aside to
+// DIR.corrupt-UNIXTIME and starts empty: the index is a mirror and the next
+// sync refills it. Only the newest few moved-aside directories are kept.
+// Errors that are not about the data (permissions, file-descriptor limits,
+// I/O) are returned instead.
 //
 // # Concurrency
 //
