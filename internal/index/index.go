@@ -283,7 +283,7 @@ func open(ctx context.Context, opts Options) (*Index, error) {
 	}
 	if ix.db != nil {
 		ix.snapStop, ix.snapDone = make(chan struct{}), make(chan struct{})
-		go ix.snapshotLoop(snapshotEvery)
+		go ix.snapshotLoop(snapshotEvery.get())
 	}
 	return ix, nil
 }
@@ -994,8 +994,8 @@ func (ix *Index) Close() error {
 }
 
 // snapshotEvery is how often snapshotLoop checks whether to write a
-// snapshot.
-const snapshotEvery = 10 * time.Second
+// snapshot. Tests shorten it.
+var snapshotEvery = newDuration(10 * time.Second)
 
 // snapshotLoop writes a snapshot when enough document files changed since
 // the last one that reading them at Open would cost more than a fraction

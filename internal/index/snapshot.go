@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/philippgille/chromem-go"
@@ -51,7 +52,19 @@ const (
 // racyWindow: a file modified this close to the snapshot could be modified
 // again within the file system's clock tick without its times changing, so
 // it is left out (read from its file next time). Tests shorten it.
-var racyWindow = 2 * time.Second
+var racyWindow = newDuration(2 * time.Second)
+
+// duration is a time.Duration tests may change while goroutines read it.
+type duration struct{ ns atomic.Int64 }
+
+func newDuration(d time.Duration) *duration {
+	var v duration
+	v.ns.Store(int64(d))
+	return &v
+}
+
+func (d *duration) get() time.Duration  { return time.Duration(d.ns.Load()) }
+func (d *duration) set(v time.Duration) { d.ns.Store(int64(v)) }
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
@@ -258,7 +271,7 @@ func (db *diskDB) snapshot(stores ...*docStore) (int, error) {
 	db.snapMu.Lock()
 	defer db.snapMu.Unlock()
 	dirty := db.dirty.Load()
-	cutoff := time.Now().Add(-racyWindow).UnixNano()
+	cutoff := time.Now().Add(-racyWindow.get()).UnixNano()
 	type rec struct {
 		key string
 		fd  fileDoc

@@ -20,9 +20,9 @@ import (
 // noRacyWindow lets a snapshot take files written just before it; the
 // tests wait a clock tick before changing a file the snapshot took.
 func noRacyWindow(t *testing.T) {
-	old := racyWindow
-	racyWindow = 0
-	t.Cleanup(func() { racyWindow = old })
+	old := racyWindow.get()
+	racyWindow.set(0)
+	t.Cleanup(func() { racyWindow.set(old) })
 }
 
 func tick() { time.Sleep(30 * time.Millisecond) }
@@ -358,5 +358,32 @@ func TestChromemWrittenDirLoadsWithoutReembedding(t *testing.T) {
 	}
 	if c := db.GetCollection(collectionName("descriptors", emb), nil); c == nil || c.Count() != len(ds)+1 {
 		t.Errorf("chromem-go reads the index's directory as %v", c)
+	}
+}
+
+// Once writes stop, a snapshot is written in the background: a crash
+// later costs no file reads.
+func TestSnapshotIsWrittenWhenWritesStop(t *testing.T) {
+	noRacyWindow(t)
+	old := snapshotEvery.get()
+	snapshotEvery.set(20 * time.Millisecond)
+	t.Cleanup(func() { snapshotEvery.set(old) })
+	dir := t.TempDir()
+	emb := &indextest.BagEmbedder{}
+	ix := openSnap(t, dir, emb)
+	if _, err := ix.Upsert(t.Context(), resource.Descriptor{Server: "s", URI: "doc://a", Name: "a"}, resource.Descriptor{Server: "s", URI: "doc://b", Name: "b"}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for ix.db.dirty.Load() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no snapshot written 10 s after the last write")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	crash(ix)
+	ix = openSnap(t, dir, emb)
+	if ls := ix.loadStats; ls.fromSnapshot != 2 || ls.fromFiles != 0 {
+		t.Errorf("after a crash: load %+v, want both documents from the background snapshot", ls)
 	}
 }

@@ -39,9 +39,10 @@ import (
 // directory, one file per document. Its writes are serialised by the
 // index's wmu; its methods are safe for concurrent use.
 type docStore struct {
-	c   *chromem.Collection
-	db  *diskDB // nil in memory
-	sub string  // the collection's directory name under db.dir
+	c     *chromem.Collection
+	embed chromem.EmbeddingFunc // for a document stored without a vector
+	db    *diskDB               // nil in memory
+	sub   string                // the collection's directory name under db.dir
 
 	mu    sync.Mutex
 	files map[string]fileDoc // document file name (docFile) → its document
@@ -147,8 +148,18 @@ func (s *docStore) AddDocument(ctx context.Context, doc chromem.Document) error 
 		if doc.ID == "" {
 			return errors.New("document ID is empty")
 		}
-		if len(doc.Embedding) > 0 && !isNormalized(doc.Embedding) {
-			doc.Embedding = normalizeVector(doc.Embedding) // as chromem-go stores it
+		// What chromem-go's AddDocument does before it stores a document.
+		switch {
+		case len(doc.Embedding) == 0 && doc.Content == "":
+			return errors.New("either document embedding or content must be filled")
+		case len(doc.Embedding) == 0:
+			vec, err := s.embed(ctx, doc.Content)
+			if err != nil {
+				return fmt.Errorf("couldn't create embedding of document: %w", err)
+			}
+			doc.Embedding = vec
+		case !isNormalized(doc.Embedding):
+			doc.Embedding = normalizeVector(doc.Embedding)
 		}
 		data, err := encodeDoc(doc)
 		if err != nil {
@@ -461,7 +472,7 @@ func openStore(ctx context.Context, mem *chromem.DB, db *diskDB, name string, me
 	if err != nil {
 		return nil, err
 	}
-	s := &docStore{c: c, db: db, sub: hashName(name), files: map[string]fileDoc{}}
+	s := &docStore{c: c, embed: embed, db: db, sub: hashName(name), files: map[string]fileDoc{}}
 	if db == nil {
 		return s, nil
 	}
