@@ -148,7 +148,6 @@ func BenchmarkScaleRestartFromFiles(b *testing.B) {
 	benchRestart(b, true)
 }
 
-//
 // With CONTEXTD_SCALE_DIR set, the index is built in (or, when a run
 // before built it, reused from) $CONTEXTD_SCALE_DIR/<n>, so that a second
 // run's peak resident set is the restart's alone.
