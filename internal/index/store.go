@@ -473,6 +473,9 @@ func openStore(ctx context.Context, mem *chromem.DB, db *diskDB, name string, me
 		return nil, err
 	}
 	s := &docStore{c: c, embed: embed, db: db, sub: hashName(name), files: map[string]fileDoc{}}
+	if lc != nil {
+		s.sub = lc.sub // where its files are, whatever the directory's name
+	}
 	if db == nil {
 		return s, nil
 	}
