@@ -368,7 +368,12 @@ func (ix *Index) load(ctx context.Context) error {
 		ix.count[d.Server]++
 		lex = append(lex, lexDoc(d, ""))
 	}
-	ix.lex.Upsert(lex...)
+	// Lexical analysis is most of the load: analyse on every core (Upsert
+	// inserts under its lock; hits tie-break by ID, not insertion order).
+	const chunk = 4096
+	parallel((len(lex)+chunk-1)/chunk, func(i int) {
+		ix.lex.Upsert(lex[i*chunk : min((i+1)*chunk, len(lex))]...)
+	})
 	if len(bad) > 0 {
 		ix.log.Warn("removed stored descriptors with unusable vectors", "removed", len(bad))
 		if err := ix.coll.Delete(ctx, nil, nil, bad...); err != nil {

@@ -70,7 +70,8 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // readSnapshot returns the records of the snapshot at p by "<collection
 // dir>/<file name>", or nil and why it is not used ("" when there is none).
-func readSnapshot(p string) (map[string]fileDoc, string) {
+// hint is how many records it probably holds.
+func readSnapshot(p string, hint int) (map[string]fileDoc, string) {
 	f, err := os.Open(p)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, ""
@@ -83,7 +84,7 @@ func readSnapshot(p string) (map[string]fileDoc, string) {
 	if _, err := io.ReadFull(br, head); err != nil || string(head) != snapshotMagic {
 		return nil, "not a snapshot (bad magic)"
 	}
-	out := map[string]fileDoc{}
+	out := make(map[string]fileDoc, hint)
 	var hdr [8]byte
 	var body []byte
 	for {

@@ -3,6 +3,7 @@ package index
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"compress/gzip"
 	"context"
 	"encoding/gob"
@@ -272,10 +273,11 @@ func readDB(dir string, want []string, log *slog.Logger) (map[string]*loadedColl
 	type job struct {
 		lc   *loadedColl
 		name string
+		ent  os.DirEntry
 		st   fileStat
+		gone bool
 	}
 	var jobs []job
-	var pending []*loadedColl
 	for _, e := range entries {
 		if !e.IsDir() {
 			continue
@@ -325,22 +327,34 @@ func readDB(dir string, want []string, log *slog.Logger) (map[string]*loadedColl
 		}
 		lc := &loadedColl{meta: *meta, sub: e.Name(), files: make(map[string]fileDoc, len(docs))}
 		out[meta.Name] = lc
-		pending = append(pending, lc)
 		for _, f := range docs {
-			fi, err := f.Info()
-			if errors.Is(err, fs.ErrNotExist) {
-				continue
-			} else if err != nil {
-				return nil, ls, err
-			}
-			st, _ := statOf(fi)
-			jobs = append(jobs, job{lc: lc, name: strings.TrimSuffix(f.Name(), docSuffix), st: st})
+			jobs = append(jobs, job{lc: lc, name: strings.TrimSuffix(f.Name(), docSuffix), ent: f})
 		}
 	}
+	// One lstat per file, on every core.
+	var statErr error
+	var statMu sync.Mutex
+	parallel(len(jobs), func(i int) {
+		fi, err := jobs[i].ent.Info()
+		if err != nil {
+			jobs[i].gone = true
+			if !errors.Is(err, fs.ErrNotExist) {
+				statMu.Lock()
+				statErr = cmp.Or(statErr, err)
+				statMu.Unlock()
+			}
+			return
+		}
+		jobs[i].st, _ = statOf(fi)
+	})
+	if statErr != nil {
+		return nil, ls, statErr
+	}
+	jobs = slices.DeleteFunc(jobs, func(j job) bool { return j.gone })
 	if len(jobs) == 0 {
 		return out, ls, nil
 	}
-	snap, why := readSnapshot(filepath.Join(dir, snapshotName))
+	snap, why := readSnapshot(filepath.Join(dir, snapshotName), len(jobs))
 	ls.snapshot = why
 	ls.unused = len(snap)
 	var disk []job
@@ -382,9 +396,7 @@ func readDB(dir string, want []string, log *slog.Logger) (map[string]*loadedColl
 					broken = append(broken, p)
 				case errors.Is(err, fs.ErrNotExist):
 				default:
-					if ioErr == nil {
-						ioErr = err
-					}
+					ioErr = cmp.Or(ioErr, err)
 				}
 				mu.Unlock()
 			}
@@ -493,10 +505,21 @@ func openStore(ctx context.Context, mem *chromem.DB, db *diskDB, name string, me
 		return s, nil
 	}
 	s.files = lc.files
+	docs := make([]*chromem.Document, 0, len(s.files))
 	for _, fd := range s.files {
-		if err := c.AddDocument(ctx, *fd.doc); err != nil {
-			return nil, err
+		docs = append(docs, fd.doc)
+	}
+	var mu sync.Mutex
+	var addErr error
+	parallel(len(docs), func(i int) {
+		if err := c.AddDocument(ctx, *docs[i]); err != nil {
+			mu.Lock()
+			addErr = cmp.Or(addErr, err)
+			mu.Unlock()
 		}
+	})
+	if addErr != nil {
+		return nil, addErr
 	}
 	return s, nil
 }
@@ -537,4 +560,23 @@ func normalizeVector(v []float32) []float32 {
 		res[i] = x / norm
 	}
 	return res
+}
+
+// parallel calls f(i) for every i in [0, n) on every core and returns when
+// all calls have.
+func parallel(n int, f func(i int)) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), n) {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				f(i)
+			}
+		})
+	}
+	wg.Wait()
 }
