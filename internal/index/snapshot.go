@@ -320,6 +320,7 @@ func (db *diskDB) snapshot(stores ...*docStore) (int, error) {
 		if err := f.Close(); err != nil {
 			return err
 		}
+		crashPoint(tmp)
 		if err := os.Rename(tmp, p); err != nil {
 			return err
 		}
@@ -327,6 +328,7 @@ func (db *diskDB) snapshot(stores ...*docStore) (int, error) {
 			d.Sync()
 			d.Close()
 		}
+		crashPoint("")
 		return nil
 	}()
 	if err != nil {

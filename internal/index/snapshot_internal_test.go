@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -385,5 +386,107 @@ func TestSnapshotIsWrittenWhenWritesStop(t *testing.T) {
 	ix = openSnap(t, dir, emb)
 	if ls := ix.loadStats; ls.fromSnapshot != 2 || ls.fromFiles != 0 {
 		t.Errorf("after a crash: load %+v, want both documents from the background snapshot", ls)
+	}
+}
+
+// A crash at any point of a run of writes (a descriptor changed, one
+// added, one deleted, a text and its passages, and the snapshot Close
+// writes) leaves an index that opens, holds each descriptor in its old or
+// new version, and loads from the snapshot exactly what it loads from the
+// files alone. Each crash point is tried in turn: the writer stops there
+// (a temporary file it was writing is cut in half) and the index is
+// abandoned without Close.
+func TestCrashAtAnyWritePointLeavesALoadableIndex(t *testing.T) {
+	noRacyWindow(t)
+	emb := &indextest.BagEmbedder{}
+	changed := resource.Descriptor{Server: "s", URI: "doc://0", Name: "doc 0", Description: "changed after the snapshot"}
+	added := resource.Descriptor{Server: "s", URI: "doc://new", Name: "new"}
+	writes := func(ix *Index, ds []resource.Descriptor) {
+		if _, err := ix.Upsert(t.Context(), changed, added); err != nil {
+			t.Error(err)
+		}
+		if err := ix.Delete(t.Context(), ds[1].Key()); err != nil {
+			t.Error(err)
+		}
+		if _, err := ix.SetContents(t.Context(), Content{Key: ds[2].Key(), Stamp: ContentStamp(ds[2]), Text: sections(4, "gamma words")}); err != nil {
+			t.Error(err)
+		}
+		if _, err := ix.EmbedPassages(t.Context(), "", 0); err != nil {
+			t.Error(err)
+		}
+		ix.Close()
+	}
+	// Count the crash points.
+	points := 0
+	count := func(string) { points++ }
+	dir := t.TempDir()
+	_, ds := buildSnapIndex(t, dir, emb, 5)
+	tick()
+	ix := openSnap(t, dir, emb)
+	crashHook.Store(&count)
+	writes(ix, ds)
+	crashHook.Store(nil)
+	t.Logf("%d crash points", points)
+	if points < 10 {
+		t.Fatalf("%d crash points, want the writes' (at least 10)", points)
+	}
+	old := map[resource.Key]resource.Descriptor{}
+	for _, d := range ds {
+		old[d.Key()] = d
+	}
+	for k := range points {
+		dir := t.TempDir()
+		buildSnapIndex(t, dir, emb, 5)
+		tick()
+		ix, err := Open(t.Context(), Options{Dir: dir, Embedder: emb})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		stop := func(tmp string) {
+			if n++; n <= k {
+				return
+			}
+			if tmp != "" {
+				if fi, err := os.Stat(tmp); err == nil {
+					os.Truncate(tmp, fi.Size()/2)
+				}
+			}
+			runtime.Goexit()
+		}
+		crashHook.Store(&stop)
+		done := make(chan struct{})
+		go func() { defer close(done); writes(ix, ds) }()
+		<-done
+		crashHook.Store(nil)
+		ix.closeOnce.Do(func() { close(ix.closed); close(ix.snapStop); <-ix.snapDone })
+
+		ix, err = Open(t.Context(), Options{Dir: dir, Embedder: emb})
+		if err != nil {
+			t.Fatalf("crash at point %d: Open: %v", k, err)
+		}
+		for _, d := range ix.Descriptors("") {
+			if o, ok := old[d.Key()]; !(ok && cmp.Equal(d, o)) && !cmp.Equal(d, changed) && !cmp.Equal(d, added) {
+				t.Errorf("crash at point %d: loaded %+v, neither its old nor its new version", k, d)
+			}
+		}
+		for _, d := range ds[2:] {
+			if _, ok := ix.Get(d.Key()); !ok {
+				t.Errorf("crash at point %d: %s lost", k, d.URI)
+			}
+		}
+		fromSnap := stateOf(t, ix)
+		crash(ix)
+		if m, _ := filepath.Glob(filepath.Join(dir, "*", "*.tmp")); len(m) > 0 {
+			t.Errorf("crash at point %d: temporaries left after Open: %v", k, m)
+		}
+		if m, _ := filepath.Glob(dir + ".corrupt-*"); len(m) > 0 {
+			t.Errorf("crash at point %d: index moved aside", k)
+		}
+		os.Remove(filepath.Join(dir, snapshotName))
+		ix = openSnap(t, dir, emb)
+		if fromFiles := stateOf(t, ix); !cmp.Equal(fromSnap, fromFiles, cmp.AllowUnexported(PassageHit{})) {
+			t.Errorf("crash at point %d: the snapshot and the files disagree (-snapshot +files):\n%s", k, cmp.Diff(fromSnap, fromFiles, cmp.AllowUnexported(PassageHit{})))
+		}
 	}
 }

@@ -123,12 +123,14 @@ func writeFile(p string, data []byte) (fileStat, error) {
 		err = cerr
 	}
 	if err == nil {
+		crashPoint(tmp)
 		err = os.Rename(tmp, p)
 	}
 	if err != nil {
 		os.Remove(tmp)
 		return fileStat{}, err
 	}
+	crashPoint("")
 	fi, err := os.Lstat(p)
 	if err != nil {
 		return fileStat{}, err
@@ -208,6 +210,7 @@ func (s *docStore) Delete(ctx context.Context, where, whereDocument map[string]s
 		}
 		err := os.Remove(filepath.Join(s.db.dir, s.sub, name+docSuffix))
 		s.db.noteWrite()
+		crashPoint("")
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("couldn't remove document %s: %w", name, err)
 		}
@@ -579,4 +582,16 @@ func parallel(n int, f func(i int)) {
 		})
 	}
 	wg.Wait()
+}
+
+// crashHook, when set (tests only), is called at every point of a write
+// where a crash would leave a distinct state on disk: with the temporary
+// file written and not renamed yet (its path), and after a rename or a
+// removal ("").
+var crashHook atomic.Pointer[func(tmp string)]
+
+func crashPoint(tmp string) {
+	if h := crashHook.Load(); h != nil {
+		(*h)(tmp)
+	}
 }
