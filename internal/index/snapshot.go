@@ -148,7 +148,7 @@ func decodeRecord(b []byte) (string, fileDoc, error) {
 	if m > uint64(len(scan.b)) {
 		return "", fd, errors.New("bad metadata count")
 	}
-	for range 2*m + 1 {
+	for i := uint64(0); i < 2*m+1 && scan.err == nil; i++ {
 		scan.str()
 	}
 	if scan.err != nil {
@@ -164,7 +164,7 @@ func decodeRecord(b []byte) (string, fileDoc, error) {
 	}
 	d.Content = s.sstr()
 	dim := scan.uvarint()
-	if scan.err != nil || uint64(len(scan.b)) != 4*dim {
+	if scan.err != nil || dim > uint64(len(scan.b))/4 || uint64(len(scan.b)) != 4*dim {
 		return "", fd, errors.New("bad vector length")
 	}
 	d.Embedding = make([]float32, dim)

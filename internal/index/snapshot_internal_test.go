@@ -3,6 +3,7 @@ package index
 import (
 	"bufio"
 	"compress/gzip"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -488,5 +489,40 @@ func TestCrashAtAnyWritePointLeavesALoadableIndex(t *testing.T) {
 		if fromFiles := stateOf(t, ix); !cmp.Equal(fromSnap, fromFiles, cmp.AllowUnexported(PassageHit{})) {
 			t.Errorf("crash at point %d: the snapshot and the files disagree (-snapshot +files):\n%s", k, cmp.Diff(fromSnap, fromFiles, cmp.AllowUnexported(PassageHit{})))
 		}
+	}
+}
+
+// A damaged record (whose checksum happened to match) is an error, never
+// a panic or a huge allocation.
+func FuzzDecodeRecord(f *testing.F) {
+	fd := fileDoc{doc: &chromem.Document{ID: "s\x00doc://a", Metadata: map[string]string{mServer: "s", mURI: "doc://a"}, Content: "text", Embedding: []float32{0.6, 0.8}},
+		st: fileStat{ino: 7, size: 100, mtime: 1, ctime: 2}}
+	good := appendRecord(nil, "0a78140b/274c78a1", fd)
+	f.Add(good)
+	f.Add(good[:len(good)-1])
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		key, got, err := decodeRecord(b)
+		if err != nil {
+			return
+		}
+		if again := appendRecord(nil, key, got); len(again) > len(b) {
+			t.Errorf("decoded %d bytes into a record of %d", len(b), len(again))
+		}
+	})
+}
+
+func TestRecordRoundTrip(t *testing.T) {
+	fd := fileDoc{doc: &chromem.Document{ID: "id", Metadata: map[string]string{"b": "2", "a": "1"}, Content: "c", Embedding: []float32{1, -0.5, 3e-9}},
+		st: fileStat{ino: 1 << 40, size: 3, mtime: -1, ctime: 1 << 62}}
+	key, got, err := decodeRecord(appendRecord(nil, "dir/file", fd))
+	if err != nil || key != "dir/file" || !cmp.Equal(got, fd, cmp.AllowUnexported(fileDoc{}, fileStat{})) {
+		t.Errorf("round trip: %q %+v %v, want %+v", key, got, err, fd)
+	}
+	// A vector length that overflows 4 × dim.
+	b := appendRecord(nil, "k", fileDoc{doc: &chromem.Document{ID: "x"}})
+	b = binary.AppendUvarint(b[:len(b)-1], 1<<62)
+	if _, _, err := decodeRecord(b); err == nil {
+		t.Error("a vector length of 2^62 decoded")
 	}
 }
