@@ -79,6 +79,10 @@ func readSnapshot(p string, hint int) (map[string]fileDoc, string) {
 		return nil, err.Error()
 	}
 	defer f.Close()
+	var left int64 // bytes after the record being read
+	if fi, err := f.Stat(); err == nil {
+		left = fi.Size() - int64(len(snapshotMagic))
+	}
 	br := bufio.NewReaderSize(f, 1<<20)
 	head := make([]byte, len(snapshotMagic))
 	if _, err := io.ReadFull(br, head); err != nil || string(head) != snapshotMagic {
@@ -107,7 +111,7 @@ func readSnapshot(p string, hint int) (map[string]fileDoc, string) {
 			}
 			return out, ""
 		}
-		if n > maxSnapRecord {
+		if left -= 8 + int64(n); n > maxSnapRecord || left < 0 {
 			return nil, "damaged record length"
 		}
 		body = slices.Grow(body[:0], int(n))[:n]
