@@ -103,26 +103,29 @@ type Options struct {
 
 // An Index holds the mirrored descriptors.
 type Index struct {
-	emb   embed.Embedder
-	qvecs queryCache
-	texts queryCache // vectors of descriptors scored by Score, never indexed
-	log   *slog.Logger
-	coll  *docStore // descriptors
-	ccoll *docStore // passages of indexed contents
-	db    *diskDB   // nil in memory
-	// snapStop ends the goroutine that writes snapshots (snapshotLoop),
-	// which closes snapDone; both nil in memory.
+	emb    embed.Embedder
+	qvecs  queryCache
+	texts  queryCache // vectors of descriptors scored by Score, never indexed
+	log    *slog.Logger
+	coll   *docStore          // descriptors
+	ccoll  *docStore          // passages of indexed contents
+	cw     float64            // Options.ContentWeight, resolved
+	cbytes int64              // Options.ContentBytes, resolved; 0: no cap
+	cpass  int                // Options.ContentPassages, resolved; 0: no cap
+	onChg  func(resource.Key) // Options.OnChange; nil: none
+	lex    *lexical.Index
+	words  *passageWords    // every passage of every indexed text
+	lexOpt *lexical.Options // Options.Lexical
+	closed chan struct{}
+
+	// db is the directory the stores persist in (nil in memory);
+	// loadStats says where Open found the documents. snapStop ends the
+	// goroutine that writes snapshots (snapshotLoop), which closes
+	// snapDone; both nil in memory.
+	db                 *diskDB
+	loadStats          loadStats
 	snapStop, snapDone chan struct{}
-	cw                 float64            // Options.ContentWeight, resolved
-	cbytes             int64              // Options.ContentBytes, resolved; 0: no cap
-	cpass              int                // Options.ContentPassages, resolved; 0: no cap
-	onChg              func(resource.Key) // Options.OnChange; nil: none
-	lex                *lexical.Index
-	words              *passageWords    // every passage of every indexed text
-	lexOpt             *lexical.Options // Options.Lexical
-	closed             chan struct{}
 	closeOnce          sync.Once
-	loadStats          loadStats // where Open found the documents
 
 	// rowsMu guards scan, the rows Dense last scanned (see rows). Lock
 	// order: rowsMu, then mu.
