@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"time"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -113,8 +112,9 @@ type mcpHTTP struct {
 }
 
 // newMCPHTTP listens on cfg.MCPListen (loopback only) and serves fac at
-// cfg.MCPPath, to requests with the token of cfg.Auth when one is set.
-func newMCPHTTP(cfg *config.Config, fac *mcpserver.Server, log *slog.Logger) (*mcpHTTP, error) {
+// cfg.MCPPath, to requests with the token of cfg.Auth when one is set,
+// holding at most maxConns connections at once.
+func newMCPHTTP(cfg *config.Config, fac *mcpserver.Server, maxConns int, log *slog.Logger) (*mcpHTTP, error) {
 	if err := config.CheckLoopback(cfg.MCPListen); err != nil {
 		return nil, fmt.Errorf("--mcp-listen: %w", err)
 	}
@@ -126,8 +126,7 @@ func newMCPHTTP(cfg *config.Config, fac *mcpserver.Server, log *slog.Logger) (*m
 	// The endpoint asks for the daemon's token as the gRPC one does: on a
 	// shared machine every local user can reach a loopback port.
 	mux.Handle(cfg.MCPPath, service.RequireBearer(cfg.Auth.Token, fac.HTTPHandler()))
-	return &mcpHTTP{lis: lis, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}}, nil
+	return &mcpHTTP{lis: limitConns(lis, maxConns, silentGrace(cfg.Conns), "mcp_listen", log), srv: newHTTPServer(mux, cfg.Conns, log)}, nil
 }
 
 // relayMirror returns the engine's Mirror option that installs relay.

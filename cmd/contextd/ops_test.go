@@ -195,6 +195,11 @@ func TestServeHealthMetricsAndReload(t *testing.T) {
 		return s[metricstest.Key("contextd_server_state", "server", "alpha", "state", "ready")] == 1 &&
 			s[metricstest.Key("contextd_server_state", "server", "gone", "state", "ready")] == 1
 	})
+	// alpha's content pass reads doc://alpha once; wait for it, so that the
+	// read counter below moves by the Assemble's reads alone.
+	eventually("alpha's text in the content index", func() bool {
+		return metricstest.Scrape(t, metricsURL)["contextd_content_index_texts"] >= 1
+	})
 	before := metricstest.Scrape(t, metricsURL)
 	resp, err := client.Assemble(t.Context(), &contextdv1.AssembleRequest{Query: "narwhal notes", TokenBudget: 200, Servers: []string{"alpha"}})
 	if err != nil {

@@ -108,6 +108,7 @@ func restartOnly(cur, next *config.Config) []string {
 		{"metrics_listen, metrics_pprof or allow_insecure_metrics", [3]any{cur.Ops.MetricsListen, cur.Ops.Pprof, cur.Ops.AllowInsecureMetrics},
 			[3]any{next.Ops.MetricsListen, next.Ops.Pprof, next.Ops.AllowInsecureMetrics}},
 		{"log_format", cur.Ops.LogFormat, next.Ops.LogFormat},
+		{"max_connections, idle_timeout or handshake_timeout", cur.Conns, next.Conns},
 	} {
 		if !reflect.DeepEqual(s.a, s.b) {
 			out = append(out, s.key)

@@ -96,6 +96,13 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	nofile := openFileLimit()
+	nconns := maxConns(cfg.Conns, nofile)
+	if n := uint64(nconns) * uint64(1+btoi(cfg.MCPListen != "")+btoi(cfg.Ops.MetricsListen != "")); nofile > 0 && n >= nofile*3/4 {
+		log.Warn("max_connections on every listener adds up to most of the open-file limit: held connections could still starve the daemon of descriptors; lower max_connections or raise the limit (ulimit -n, LimitNOFILE=)",
+			"max_connections", nconns, "open_file_limit", nofile)
+	}
+	lis = limitConns(lis, nconns, silentGrace(cfg.Conns), "listen", log)
 	relay := &mcpserver.Relay{}
 	met := metrics.New()
 	eng, err := engine.New(ctx, engine.Options{Config: cfg, Logger: log, Mirror: relayMirror(relay), Observer: met})
@@ -108,6 +115,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	// gRPC and the MCP endpoint take their turns from one admission.
 	adm := service.NewAdmission(cfg.Limits.MaxConcurrent, cfg.Limits.MaxQueued, 0)
 	sopts := append([]grpc.ServerOption{service.Instrument(met.GRPC)}, service.Guard(service.GuardOptions{Token: cfg.Auth.Token, Admission: adm})...)
+	sopts = append(sopts, grpcConnOptions(cfg.Conns)...)
 	if creds != nil {
 		sopts = append(sopts, creds)
 	}
@@ -122,14 +130,14 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 			eng.Close()
 			return fmt.Errorf("metrics_listen: %w", err)
 		}
-		metricsWeb = &http.Server{Handler: met.Handler(cfg.Ops.Pprof), ReadHeaderTimeout: 10 * time.Second,
-			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+		metricsLis = limitConns(metricsLis, nconns, silentGrace(cfg.Conns), "metrics_listen", log)
+		metricsWeb = newHTTPServer(guardMetrics(cfg.Auth.Token, met.Handler(cfg.Ops.Pprof)), cfg.Conns, log)
 		log.Info("contextd serving metrics", "url", "http://"+metricsLis.Addr().String()+"/metrics", "pprof", cfg.Ops.Pprof)
 	}
 	fac := mcpserver.New(eng, &mcpserver.Options{Version: version, Logger: log.With("component", "mcpserver"), Relay: relay, Admit: adm.Admit})
 	var web *mcpHTTP
 	if cfg.MCPListen != "" {
-		if web, err = newMCPHTTP(cfg, fac, log); err != nil {
+		if web, err = newMCPHTTP(cfg, fac, nconns, log); err != nil {
 			lis.Close()
 			if metricsLis != nil {
 				metricsLis.Close()
@@ -140,7 +148,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		log.Info("contextd serving MCP (Streamable HTTP)", "url", "http://"+web.lis.Addr().String()+cfg.MCPPath)
 	}
 	log.Info("contextd serving", "listen", lis.Addr().String(), "servers", len(cfg.Servers), "data_dir", cfg.DataDir, "tokenizer", eng.Tokenizer(),
-		"token", cfg.Auth.Token != "", "tls", cfg.Auth.TLS.Enabled(), "client_certs", cfg.Auth.TLS.ClientCAFile != "")
+		"token", cfg.Auth.Token != "", "tls", cfg.Auth.TLS.Enabled(), "client_certs", cfg.Auth.TLS.ClientCAFile != "",
+		"max_connections", nconns, "idle_timeout", cfg.Conns.IdleTimeout)
 
 	// Mirrors outlive the gRPC server so in-flight requests can still read.
 	mirrorCtx, stopMirrors := context.WithCancel(context.Background())
@@ -217,3 +226,28 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 
 // dialProbe bounds the check for a live daemon on an existing socket.
 const dialProbe = time.Second
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// guardMetrics returns the metrics listener's handler h with everything
+// but /metrics (that is, pprof's profiles, which expose the process's
+// memory) asking for the daemon's token when one is set. /metrics stays
+// open to scrapers: it is loopback-only unless allow_insecure_metrics.
+func guardMetrics(token string, h http.Handler) http.Handler {
+	if token == "" {
+		return h
+	}
+	guarded := service.RequireBearer(token, h)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/metrics" {
+			h.ServeHTTP(w, r)
+			return
+		}
+		guarded.ServeHTTP(w, r)
+	})
+}

@@ -67,6 +67,9 @@ type AnswerCase struct {
 	// Text is what contextd returned, its contents in order, for reading
 	// (empty for the baselines).
 	Text string `json:",omitempty"`
+	// Reasons are contextd's reasons, each item's then each omitted
+	// candidate's, "corpus-id: reason" (empty for the baselines).
+	Reasons []string `json:",omitempty"`
 }
 
 // RunAnswers answers every query of the split that answers.jsonl answers,
@@ -139,6 +142,7 @@ func RunAnswers(ctx context.Context, opts Options, budgets []int) ([]AnswerRow, 
 		cases    []AnswerCase
 		wantRank int // of the query being answered
 	)
+	var reasons []string // of the contextd answer being recorded
 	record := func(q beir.Query, a answers.Answer, asm string, b int, text string, tokens, reads int, returned []string) {
 		bearing := a.Found(text)
 		s := get(asm, b)
@@ -157,7 +161,7 @@ func RunAnswers(ctx context.Context, opts Options, budgets []int) ([]AnswerRow, 
 		c := AnswerCase{QueryID: q.ID, Query: q.Text, Kind: a.Kind, Want: a.CorpusID, Assembler: asm, Budget: b,
 			Bearing: bearing, WantRank: wantRank, Tokens: tokens, Returned: returned}
 		if asm == AssemblerContextd {
-			c.Text = text
+			c.Text, c.Reasons = text, reasons
 		}
 		cases = append(cases, c)
 	}
@@ -193,6 +197,13 @@ func RunAnswers(ctx context.Context, opts Options, budgets []int) ([]AnswerRow, 
 					text.WriteString("\n")
 				}
 				returned = append(returned, fmt.Sprintf("%s (%s, %d)", ids[it.Key()], it.Form, it.Tokens))
+			}
+			reasons = nil
+			for _, it := range res.Items {
+				reasons = append(reasons, fmt.Sprintf("%s: %s", ids[it.Key()], it.Reason))
+			}
+			for _, o := range res.Omitted {
+				reasons = append(reasons, fmt.Sprintf("%s: %s (%s)", ids[o.Key()], o.Reason, o.Detail))
 			}
 			record(q, a, AssemblerContextd, b, text.String(), res.TotalTokens, res.Reads, returned)
 

@@ -102,6 +102,8 @@ type Config struct {
 	Auth Auth
 	// Ops is the metrics endpoint and the log format (see ops.go).
 	Ops Ops
+	// Conns bounds each listener's connections (see conns.go).
+	Conns Conns
 	// Store is where the index lives: "" (embedded, in DataDir) or a
 	// PostgreSQL URL shared by several replicas (see store.go).
 	Store string
@@ -176,6 +178,8 @@ type file struct {
 	Servers          map[string]serverFile `yaml:"servers"` // VS Code's mcp.json
 	// Metrics and logs: see ops.go.
 	Ops opsFile `yaml:",inline"`
+	// Connection bounds: see conns.go.
+	Conns connsFile `yaml:",inline"`
 }
 
 type serverFile struct {
@@ -343,6 +347,9 @@ func parse(path string, data []byte, lookup func(string) (string, bool), clientO
 		return nil, fmt.Errorf("%s: %w: %w", path, ErrInvalid, err)
 	}
 	if err := c.parseOps(&f.Ops); err != nil {
+		return nil, fmt.Errorf("%s: %w: %w", path, ErrInvalid, err)
+	}
+	if err := c.parseConns(&f.Conns); err != nil {
 		return nil, fmt.Errorf("%s: %w: %w", path, ErrInvalid, err)
 	}
 	if c.Listen == "" {
@@ -612,6 +619,7 @@ func Default() *Config {
 		Servers:   []Server{DefaultServerEverything},
 		Limits:    Limits{}.WithDefaults(),
 		Ops:       Ops{LogFormat: LogText},
+		Conns:     Conns{IdleTimeout: DefaultIdleTimeout, HandshakeTimeout: DefaultHandshakeTimeout},
 	}
 }
 

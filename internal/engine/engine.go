@@ -257,6 +257,16 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 			return nil, fmt.Errorf("data_dir %s is in use by another contextd (a daemon?); stop it or set another data_dir", opts.Config.DataDir)
 		case err != nil:
 			return nil, err
+		default:
+			// Earlier versions created data_dir with the umask's mode.
+			switch before, changed, err := tightenDir(opts.Config.DataDir); {
+			case err != nil:
+				log.Warn("data_dir is readable by other users and could not be made private", "data_dir", opts.Config.DataDir, "mode", before, "err", err)
+			case changed:
+				log.Info("data_dir was readable by other users: made it private (0700)", "data_dir", opts.Config.DataDir, "mode_was", before)
+			case before&0o077 != 0:
+				log.Warn("data_dir is readable by other users and owned by another: the index holds your servers' content; chmod 700 it", "data_dir", opts.Config.DataDir, "mode", before)
+			}
 		}
 	}
 	ix, err := index.Open(ctx, index.Options{Dir: dir, Embedder: emb, Logger: log.With("component", "index"), QueryCache: opts.QueryCache, OnChange: onChange})

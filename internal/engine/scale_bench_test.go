@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -201,6 +202,14 @@ func reportMem(b *testing.B) {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	b.ReportMetric(float64(ms.HeapAlloc)/(1<<20), "heap-MiB")
+	if p := os.Getenv("CONTEXTD_HEAP_PROFILE"); p != "" {
+		// The live heap while the engine is still open (-memprofile is
+		// written after it closed).
+		if f, err := os.Create(p); err == nil {
+			pprof.WriteHeapProfile(f)
+			f.Close()
+		}
+	}
 	st, err := os.ReadFile("/proc/self/status")
 	if err != nil {
 		return

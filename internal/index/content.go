@@ -793,18 +793,9 @@ func (ix *Index) contentText(ctx context.Context, k resource.Key) string {
 // longer match their text. A first passage stored without a number (a
 // text indexed as one passage) is the text's first. It runs from Open.
 func (ix *Index) loadContents(ctx context.Context) error {
-	n := ix.ccoll.Count()
-	if n == 0 {
-		return nil
-	}
-	probe := make([]float32, ix.emb.Dim())
-	probe[0] = 1
-	res, err := ix.ccoll.QueryEmbedding(ctx, probe, n, nil, nil)
-	if err != nil {
-		return fmt.Errorf("index: load contents: %v", err)
-	}
+	res := ix.ccoll.loaded()
 	var stale []string
-	var later []chromem.Result
+	var later []*chromem.Document
 	for _, r := range res {
 		if p := r.Metadata[mPassage]; p != "" && p != "0" {
 			later = append(later, r)

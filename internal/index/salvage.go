@@ -26,13 +26,7 @@ const (
 	metadataFile = metadataName + docSuffix
 )
 
-// salvage removes the document files under dir that do not decode as a
-// chromem-go Document and returns how many it removed.
-func salvage(dir string) (int, error) {
-	return salvageWhere(dir, func(*chromem.Document) bool { return false })
-}
-
-// salvageVectors removes, besides what salvage does, the documents whose
+// salvageVectors removes the document files that do not decode or whose
 // vector is not dim long or holds a NaN or an infinity: chromem-go fails
 // every query over a collection holding a vector of another length, and a
 // NaN ranks its resource by lexical scores alone, forever. The next sync

@@ -88,17 +88,19 @@ func cacheHint(c mcpsdk.Cacheable) CacheHint {
 // results on sessions that negotiated 2026-07-28: it serves a result again
 // for its ttlMs whatever its cacheScope, keeps no byte bound, and is not
 // cleared by notifications/resources/list_changed. The mirror's cache does
-// all of that per contextd's rules, so contextd turns the SDK's off: the
-// sending middleware installed by ConnectTransport (readHints) moves the
-// hint out of each result before the SDK stores it, so the SDK sees ttlMs 0
-// ("immediately stale") and never serves a stored result. Every ReadHint is
-// a request to the server.
+// all of that per contextd's rules, so contextd keeps the SDK's empty: the
+// sending middleware installed by ConnectTransport (readHints) hands each
+// result to ReadHint through the context and gives the SDK an empty one
+// with ttlMs 0 ("immediately stale") to store instead, so the SDK never
+// serves a stored result and holds none of a result's memory (its _meta
+// maps, about 5 KB per resource, stayed reachable from the SDK's cache
+// until the URI was read again). Every ReadHint is a request to the server.
 func (s *Session) ReadHint(ctx context.Context, uri string) ([]resource.Content, CacheHint, error) {
 	if !s.caps.Resources {
 		return nil, CacheHint{}, fmt.Errorf("mcp: server %q: read %q: %w", s.name, uri, ErrNoResources)
 	}
-	var hint mcpsdk.Cacheable
-	res, err := s.cs.ReadResource(context.WithValue(ctx, hintKey{}, &hint), &mcpsdk.ReadResourceParams{URI: uri})
+	var slot readSlot
+	res, err := s.cs.ReadResource(context.WithValue(ctx, hintKey{}, &slot), &mcpsdk.ReadResourceParams{URI: uri})
 	if err != nil {
 		var werr *jsonrpc.Error
 		if errors.As(err, &werr) && (werr.Code == codeResourceNotFound || werr.Code == codeInvalidParams) {
@@ -108,6 +110,12 @@ func (s *Session) ReadHint(ctx context.Context, uri string) ([]resource.Content,
 			return nil, CacheHint{}, fmt.Errorf("mcp: server %q: read %q: %w (%s)", s.name, uri, ErrTooLarge, werr.Message)
 		}
 		return nil, CacheHint{}, fmt.Errorf("mcp: server %q: read %q: %w", s.name, uri, s.exited(err))
+	}
+	if slot.res != nil {
+		res = slot.res
+	}
+	if res == nil || res == emptyRead {
+		return nil, CacheHint{}, fmt.Errorf("mcp: server %q: read %q: no result", s.name, uri)
 	}
 	if res.NeedsInput() {
 		return nil, CacheHint{}, fmt.Errorf("mcp: server %q: read %q: %w", s.name, uri, ErrInputRequired)
@@ -128,27 +136,37 @@ func (s *Session) ReadHint(ctx context.Context, uri string) ([]resource.Content,
 		}
 		out = append(out, item)
 	}
-	// The SDK keeps res in its (disabled) cache until the URI is read again;
-	// let the contents go with this call. The SDK never hands out a stored
-	// result whose ttlMs is 0, so nothing else reads res.
-	res.Contents = nil
-	return out, cacheHint(hint), nil
+	return out, cacheHint(slot.hint), nil
 }
 
 // hintKey is the context key under which ReadHint passes readHints the
-// place to put a read result's cache hint.
+// *readSlot to put a read's result in.
 type hintKey struct{}
 
-// readHints is a client sending middleware (see ReadHint): for
-// resources/read it copies the result's ttlMs and cacheScope to the
-// *mcpsdk.Cacheable in the context and sets the result's ttlMs to 0, before
-// the SDK's own cache stores the result.
+// readSlot is where readHints puts a resources/read result and its cache
+// hint for ReadHint.
+type readSlot struct {
+	res  *mcpsdk.ReadResourceResult
+	hint mcpsdk.Cacheable
+}
+
+// emptyRead is the result readHints gives the SDK (which stores it) in
+// place of the one it hands ReadHint: no contents, ttlMs 0. It is never
+// modified.
+var emptyRead = &mcpsdk.ReadResourceResult{}
+
+// readHints is a client sending middleware (see ReadHint): for a
+// resources/read that ReadHint sent, it puts the result and its ttlMs and
+// cacheScope in the *readSlot in the context and returns emptyRead for the
+// SDK to store; for any other read it sets the result's ttlMs to 0 before
+// the SDK's own cache stores it.
 func readHints(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
 	return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
 		res, err := next(ctx, method, req)
-		if r, ok := res.(*mcpsdk.ReadResourceResult); ok && r != nil {
-			if dst, ok := ctx.Value(hintKey{}).(*mcpsdk.Cacheable); ok {
-				*dst = r.Cacheable
+		if r, ok := res.(*mcpsdk.ReadResourceResult); ok && r != nil && r != emptyRead {
+			if slot, ok := ctx.Value(hintKey{}).(*readSlot); ok {
+				slot.res, slot.hint = r, r.Cacheable
+				return emptyRead, err
 			}
 			r.TTLMs = 0
 		}

@@ -121,8 +121,9 @@ func (s *selection) degrade(rank int, c Candidate, v Value, contents []Content, 
 		// they line up with one content's lines only when it is the only one.
 		c.Passages = nil
 	}
+	limit := s.sectionCap(c, left) // sections and their leads
 	if len(secs) > 0 {
-		picks, cutFrom = s.bestSections(c, secs, from, s.sectionCap(c, left))
+		picks, cutFrom = s.bestSections(c, secs, from, limit)
 	}
 	if len(picks) > 0 {
 		st := &sectioned{rank: rank, c: c, secs: secs, from: from, contents: contents, picked: map[int]int{}, done: done, cutFrom: cutFrom}
@@ -133,7 +134,7 @@ func (s *selection) degrade(rank int, c Candidate, v Value, contents []Content, 
 			s.observe(c.Server, cmp.Or(contents[from[p.Index]].MIMEType, c.MIMEType), len(p.Text), p.Tokens)
 		}
 		for _, p := range picks {
-			charged += st.addLeads(s.count, p.Index, left-(charged-done.tokens))
+			charged += st.addLeads(s.count, p.Index, limit-(charged-done.tokens))
 		}
 		out, n, ranges := st.build(s.count)
 		st.item, st.charged = len(s.res.Items), charged
@@ -226,6 +227,16 @@ func (s *selection) bestSections(c Candidate, secs []section.Section, from []int
 		return nil, nil
 	}
 	picks = section.Best(secs, scores, s.count, left)
+	if s.oneSection(c) && len(picks) > 0 {
+		// Its best section alone, if it fits the share; else the lines of
+		// it around its match (below).
+		top := slices.IndexFunc(picks, func(p section.Pick) bool { return p.Index == best })
+		if top < 0 {
+			picks = nil
+		} else {
+			picks = picks[top : top+1]
+		}
+	}
 	if len(picks) == 0 {
 		// No matching section fits whole: the lines of the best one around
 		// its match, or else its head, cut to fit (at a line, or within
@@ -289,7 +300,7 @@ func (s *selection) pointerOr(rank int, c Candidate, v Value, because string, re
 	if !c.Pinned && s.anchor == 0 {
 		// The best candidate that can still be returned, if only as a
 		// pointer: the floor is a share of it from now on.
-		s.anchor = v.Relevance
+		s.anchor, s.anchorSpread = v.Relevance, v.Spread
 	}
 	s.pending = append(s.pending, pendingPointer{rank: rank, c: c, v: v, because: because, read: read, reason: reason})
 }

@@ -15,11 +15,15 @@
 // candidates are considered first, in their order; the others in
 // decreasing value, ties in rank order. A candidate whose relevance is
 // below [Request.ValueFloor] × the relevance of the first unpinned item
-// returned or deferred as a pointer (the best that can be returned) is
-// omitted unread ([OmitLowValue]), unless, once every candidate was
-// considered, at least [FillShare] of the budget is left: then those
-// within [FillBand] under the floor are read in value order while it is.
-// Items and omissions are reported in rank order.
+// returned or deferred as a pointer (the best that can be returned), or,
+// among at least [CalibrationPool] unpinned candidates, whose place in the
+// spread of their scores ([Value].Spread: 0 the weakest, 1 the best) is
+// below [SpreadFloor] × that item's, is omitted unread ([OmitLowValue]),
+// unless, once every candidate was considered, at least [FillShare] of the
+// budget is left: then those within [FillBand] under the first floor are
+// read in value order while it is, and one of them that would come whole
+// is kept only if its text holds a word of the query. A ValueFloor of 0
+// turns both floors off. Items and omissions are reported in rank order.
 //
 // Tokens enter through the form, not the order: what a resource costs
 // decides whether it is read whole, in sections, as an outline or as a
@@ -40,7 +44,8 @@
 //     type ([budget.Estimator], which learns each server's bytes per token
 //     from every exact count); once fewer than [MinUsefulTokens] are left,
 //     only one estimated to fit whole is read, and once fewer than
-//     [MinSectionRead] are left (with a query), one estimated not to fit
+//     [MinSectionRead] are left (with a query; or fewer than the share,
+//     when the budget is shared in smaller ones), one estimated not to fit
 //     whole becomes a pointer without a read;
 //   - a repeated (server, URI), a descriptor for the user only (unless
 //     asked for), and with [Request.IncludeBinary] off a descriptor whose
@@ -72,9 +77,11 @@
 //  3. [FormPointer]: not even that: the descriptor alone ([PointerText]),
 //     counted.
 //
-// While the m unpinned candidates at or above the floor are considered, a
-// resource degraded to sections takes at most 1/min(m, [MaxShareWays]) of
-// the budget. Each picked section brings its leads: the declaration or
+// While the m unpinned candidates at or above the floors are considered, a
+// resource degraded to sections takes at most 1/min(m, [MaxShareWays],
+// budget/[MinShareTokens]) of the budget, and when that share is under
+// [OneSectionShare] tokens, its one best section only (or the lines of it
+// around its match). Each picked section brings its leads: the declaration or
 // heading line of the section a window was cut from, and its Markdown
 // parent headings, each a one-line content, when they fit.
 //

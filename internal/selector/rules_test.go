@@ -416,10 +416,10 @@ func TestHugeBudget(t *testing.T) {
 
 func TestRecencyAcceptsADateOnly(t *testing.T) {
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	if v := valueOf(Candidate{LastModified: "2026-11-30"}, 1, now); v.Recency <= 1 {
+	if v := valueOf(Candidate{LastModified: "2026-11-30"}, relevanceScale{best: 1}, now); v.Recency <= 1 {
 		t.Errorf("a date-only lastModified of today: recency %v", v.Recency)
 	}
-	if v := valueOf(Candidate{LastModified: "last week"}, 1, now); v.Recency != 1 {
+	if v := valueOf(Candidate{LastModified: "last week"}, relevanceScale{best: 1}, now); v.Recency != 1 {
 		t.Errorf("unparsable lastModified: recency %v, want neutral", v.Recency)
 	}
 }

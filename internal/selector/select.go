@@ -78,15 +78,10 @@ func Select(ctx context.Context, req Request, ranked []Candidate, read ReadFunc,
 		remaining: req.TokenBudget,
 		seen:      make(map[resource.Key]int),
 	}
-	best := 0.0
-	for _, c := range ranked {
-		if !c.Pinned && finite(c.Score) > best {
-			best = finite(c.Score)
-		}
-	}
 	values := make([]Value, len(ranked))
+	scale := scaleOf(ranked)
 	for i, c := range ranked {
-		values[i] = valueOf(c, best, req.Now)
+		values[i] = valueOf(c, scale, req.Now)
 	}
 	s.values = values
 	s.shareCap = sectionShare(values, ranked, req.ValueFloor, req.TokenBudget)
@@ -154,7 +149,10 @@ type selection struct {
 	// (binary, for the user, unreadable) does not raise the floor for the
 	// rest.
 	anchor float64
-	values []Value // each ranked candidate's value, by rank − 1
+	// anchorSpread is the Spread of the candidate that set anchor; the
+	// spread floor is a share of it.
+	anchorSpread float64
+	values       []Value // each ranked candidate's value, by rank − 1
 	// shareCap is the share of the budget one resource's sections may take
 	// while other candidates close to the best are still to be considered
 	// (see sectionShare); what it leaves goes to them, and what is left at
@@ -196,8 +194,8 @@ func (s *selection) consider(ctx context.Context, rank int, c Candidate, v Value
 		s.pointerOr(rank, c, v, why, false, reason)
 		return nil
 	}
-	if len(s.res.Items) > 0 && s.req.Query != "" && known && est > s.remaining && s.remaining < MinSectionRead {
-		why := fmt.Sprintf("about %s whole, more than the %s left, which is under the %d worth reading it for its sections", tokens(est), tokens(s.remaining), MinSectionRead)
+	if least := s.minSectionRead(); len(s.res.Items) > 0 && s.req.Query != "" && known && est > s.remaining && s.remaining < least {
+		why := fmt.Sprintf("about %s whole, more than the %s left, which is under the %d worth reading it for its sections", tokens(est), tokens(s.remaining), least)
 		s.pointerOr(rank, c, v, why, false, OmitBudgetExhausted)
 		return nil
 	}
@@ -262,6 +260,11 @@ func (s *selection) skip(c Candidate, v Value) (OmitReason, string) {
 		prec := distinctPrecision(v.Relevance, floor)
 		return OmitLowValue, fmt.Sprintf("relevance %.*f is below the floor %.*f (%.2f × the best returned relevance %.2f)",
 			prec, v.Relevance, prec, floor, s.req.ValueFloor, s.anchor)
+	case !c.Pinned && !s.filling && s.req.ValueFloor > 0 && v.Spread < SpreadFloor*s.anchorSpread:
+		floor := SpreadFloor * s.anchorSpread
+		prec := distinctPrecision(v.Spread, floor)
+		return OmitLowValue, fmt.Sprintf("relevance %.2f is in the lower part of the candidates' scores: %.*f of the way from the weakest to the best, below the floor %.*f (%.2f × the best returned's %.2f)",
+			v.Relevance, prec, v.Spread, prec, floor, SpreadFloor, s.anchorSpread)
 	}
 	return "", ""
 }
@@ -420,7 +423,7 @@ func (s *selection) wholeFits(ct Content, left int) bool {
 // add records an item and charges its tokens.
 func (s *selection) add(it Item, fp fingerprint) {
 	if !it.Pinned && s.anchor == 0 {
-		s.anchor = s.values[it.Rank-1].Relevance
+		s.anchor, s.anchorSpread = s.values[it.Rank-1].Relevance, s.values[it.Rank-1].Spread
 	}
 	s.fps = append(s.fps, packed{fp: fp, rank: it.Rank, key: it.Key()})
 	s.remaining -= it.Tokens

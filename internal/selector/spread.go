@@ -3,6 +3,8 @@ package selector
 import (
 	"context"
 	"slices"
+
+	"github.com/contextd/contextd/internal/lexical"
 )
 
 // Spreading the budget over the candidates that may hold what the task
@@ -28,18 +30,28 @@ const (
 )
 
 // MinShareTokens is the smallest share worth splitting the budget into: a
-// budget under twice this is not shared, since a share too small to hold a
-// section's worth of text serves no candidate.
-const MinShareTokens = 600
+// budget under twice this is not shared, since a share too small to hold
+// the lines around a match serves no candidate.
+const MinShareTokens = 250
+
+// OneSectionShare is the share under which a resource degraded to
+// sections takes only its best one (or the lines of it around its match,
+// if it does not fit) while other candidates at or above the floor wait:
+// a share this small holds about one section, and at a small budget the
+// best section of the next candidate serves more often than the second
+// best of the first. The budget left at the end goes to the best sections
+// of all of them (topUp).
+const OneSectionShare = 600
 
 // sectionShare returns the share of the budget one degraded resource may
 // take while others are considered: 1/min(m, MaxShareWays, budget /
 // MinShareTokens) for the m unpinned candidates whose relevance is at
-// least floor × the best.
+// least floor × the best and, with a floor above 0, whose Spread is at
+// least SpreadFloor.
 func sectionShare(values []Value, ranked []Candidate, floor float64, budget int) float64 {
 	m := 0
 	for i, v := range values {
-		if !ranked[i].Pinned && v.Relevance > 0 && v.Relevance >= floor {
+		if !ranked[i].Pinned && v.Relevance > 0 && v.Relevance >= floor && (floor == 0 || v.Spread >= SpreadFloor) {
 			m++
 		}
 	}
@@ -52,14 +64,34 @@ func (s *selection) sectionCap(c Candidate, left int) int {
 	if c.Pinned || s.shareCap >= 1 {
 		return left
 	}
-	return min(left, max(MinSectionRead, int(s.shareCap*float64(s.req.TokenBudget))))
+	return min(left, max(s.minSectionRead(), int(s.shareCap*float64(s.req.TokenBudget))))
+}
+
+// minSectionRead returns the fewest tokens left for which a candidate
+// estimated not to fit whole is still read for its sections:
+// MinSectionRead, or the share when the budget is shared in smaller ones,
+// so that a share taken leaves the next candidate what it needs.
+func (s *selection) minSectionRead() int {
+	if s.shareCap >= 1 {
+		return MinSectionRead
+	}
+	return min(MinSectionRead, int(s.shareCap*float64(s.req.TokenBudget)))
+}
+
+// oneSection reports whether c, degraded to sections, takes only its best
+// one while others wait: the share is under OneSectionShare tokens and c
+// is not pinned.
+func (s *selection) oneSection(c Candidate) bool {
+	return !c.Pinned && s.shareCap < 1 && s.shareCap*float64(s.req.TokenBudget) < OneSectionShare
 }
 
 // fill reads, in value order, the candidates left unread as low value
 // whose relevance is within FillBand of the floor, while at least
 // FillShare of the budget is left. Each is considered as any candidate
 // (whole, sections, outline or pointer), and its reason says why it was
-// read.
+// read; one that would come whole but holds no word of the query is taken
+// back (the floors said its score was weak, and its text does not say
+// otherwise).
 func (s *selection) fill(ctx context.Context) {
 	if s.req.Query == "" || s.anchor == 0 || s.full != "" {
 		return
@@ -84,7 +116,44 @@ func (s *selection) fill(ctx context.Context) {
 		}
 		if len(s.res.Items) > items {
 			it := &s.res.Items[len(s.res.Items)-1]
+			if it.Form == FormWhole && !holdsQueryTerm(it.Contents, s.req.Query) {
+				// Under the floor, only its words could justify it.
+				s.drop(len(s.res.Items) - 1)
+				s.omit(o.Rank, o.Candidate, s.values[o.Rank-1], OmitLowValue,
+					o.Detail+"; read because the candidates above the floor left the budget unused, but its text holds none of the query's words", true)
+				continue
+			}
 			it.Reason += "; under the floor, read because the candidates above it left the budget unused"
 		}
 	}
+}
+
+// holdsQueryTerm reports whether any text of contents holds a term of the
+// query (lexical.TokenizeQuery's terms, as sections are scored by).
+func holdsQueryTerm(contents []ItemContent, query string) bool {
+	q := map[string]bool{}
+	for _, t := range lexical.TokenizeQuery(query) {
+		q[t] = true
+	}
+	for _, c := range contents {
+		if c.IsBlob {
+			continue
+		}
+		for _, t := range lexical.Tokenize(c.Text) {
+			if q[t] {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// drop takes back the last item added, i, with its tokens and content
+// fingerprint; it must not be an item returned as sections.
+func (s *selection) drop(i int) {
+	it := s.res.Items[i]
+	s.remaining += it.Tokens
+	s.res.TotalTokens -= it.Tokens
+	s.res.Items = slices.Delete(s.res.Items, i, i+1)
+	s.fps = slices.DeleteFunc(s.fps, func(p packed) bool { return p.rank == it.Rank })
 }

@@ -91,10 +91,11 @@ type Request struct {
 	Query string
 
 	// ValueFloor leaves out, unread ([OmitLowValue]), a candidate whose
-	// value is below ValueFloor times the value of the first unpinned item
+	// relevance is below ValueFloor times that of the first unpinned item
 	// returned or deferred as a pointer (the best that can be returned;
-	// see [Value]). It must be in
-	// [0, 1]; 0 keeps every candidate.
+	// see [Value]), and, when it is above 0, one in the lower part of the
+	// pool's spread of scores ([SpreadFloor]). It must be in [0, 1]; 0
+	// keeps every candidate.
 	ValueFloor float64
 
 	// Now is the time lastModified recency is measured from; zero turns
@@ -224,9 +225,11 @@ const (
 	// white space, or the same bytes), or, for texts of 300 words or more,
 	// nearly the same (SimHash of word 3-shingles within 3 of 64 bits).
 	OmitDuplicateContent OmitReason = "duplicate_content"
-	// OmitLowValue: not read because its value is below
-	// Request.ValueFloor times the value of the first unpinned item
-	// returned.
+	// OmitLowValue: not read because its relevance is below
+	// Request.ValueFloor times that of the first unpinned item returned,
+	// or its Spread below SpreadFloor times that item's; or read to use
+	// a budget left unused, and not kept because its text holds no word
+	// of the query.
 	OmitLowValue OmitReason = "low_value"
 	// OmitUnsupported: a text of a MIME type contextd cannot cut
 	// (application/* other than JSON, XML, YAML, JavaScript and the like)

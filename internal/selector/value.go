@@ -30,8 +30,12 @@ const (
 // Value (pinned ones first), and Request.ValueFloor compares Values.
 type Value struct {
 	Relevance float64 // Candidate.Score over the best unpinned Score, in [0, 1]; 1 for pinned
-	Priority  float64 // priority factor, 1 if absent (PriorityWeight)
-	Recency   float64 // recency factor, 1 if absent (RecencyWeight)
+	// Spread is where Candidate.Score lies between the weakest and the
+	// best unpinned Score (0 and 1) when at least [CalibrationPool]
+	// unpinned candidates are given; else, and for pinned, 1.
+	Spread   float64
+	Priority float64 // priority factor, 1 if absent (PriorityWeight)
+	Recency  float64 // recency factor, 1 if absent (RecencyWeight)
 	// Pinned is Candidate.Pinned: its Relevance is 1 by rule, not from a
 	// search score, and reasons say "pinned" rather than a relevance.
 	Pinned bool
@@ -76,12 +80,56 @@ func distinctPrecision(a, b float64) int {
 	return p
 }
 
-// valueOf returns c's value given the best unpinned score and the time
-// recency is measured from (zero: recency off).
-func valueOf(c Candidate, best float64, now time.Time) Value {
-	v := Value{Relevance: 1, Priority: 1, Recency: 1, Pinned: c.Pinned}
-	if !c.Pinned && best > 0 {
-		v.Relevance = min(max(finite(c.Score)/best, 0), 1)
+// SpreadFloor is the second floor, on a candidate's place in the spread of
+// the pool's scores ([Value].Spread): a candidate whose Spread is below
+// SpreadFloor times that of the best returned item is left out unread
+// ([OmitLowValue]), unless the request's ValueFloor is 0. Fused scores sit
+// in a narrow band (on the answers benchmark, a Go question's best match
+// at 1.00 and an unrelated npm page at 0.95 of it), so ValueFloor, a
+// share of the best score, cuts at random within the band; the spread
+// says how a score compares with the other candidates'. 0.5 reads the
+// upper half; on the answers benchmark's dev split it was best among 0.3
+// to 0.9 (eval/README.md).
+const SpreadFloor = 0.5
+
+// CalibrationPool is the fewest unpinned candidates over which Spread is
+// measured: fewer say too little about what a weak score is, and each then
+// has Spread 1 (only ValueFloor applies). The engine's pool is never
+// smaller when its servers list that many resources (one candidate per
+// 200 tokens of budget, at least 10).
+const CalibrationPool = 10
+
+// A relevanceScale holds the best unpinned score and the spread's low end:
+// the weakest unpinned score, or the best when there are fewer than
+// CalibrationPool unpinned candidates (no spread).
+type relevanceScale struct{ lo, best float64 }
+
+// scaleOf returns the scale of the unpinned candidates' scores.
+func scaleOf(ranked []Candidate) relevanceScale {
+	best, lo, n := 0.0, math.Inf(1), 0
+	for _, c := range ranked {
+		if c.Pinned {
+			continue
+		}
+		n++
+		best = max(best, finite(c.Score))
+		lo = min(lo, finite(c.Score))
+	}
+	if n < CalibrationPool || !(best > lo) {
+		lo = best
+	}
+	return relevanceScale{lo: lo, best: best}
+}
+
+// valueOf returns c's value given the scale of the unpinned scores and the
+// time recency is measured from (zero: recency off).
+func valueOf(c Candidate, scale relevanceScale, now time.Time) Value {
+	v := Value{Relevance: 1, Spread: 1, Priority: 1, Recency: 1, Pinned: c.Pinned}
+	if !c.Pinned && scale.best > 0 {
+		v.Relevance = min(max(finite(c.Score)/scale.best, 0), 1)
+	}
+	if span := scale.best - scale.lo; !c.Pinned && span > 0 {
+		v.Spread = min(max((finite(c.Score)-scale.lo)/span, 0), 1)
 	}
 	if p := c.Priority; p > 0 && p <= 1 {
 		v.Priority = 1 + PriorityWeight*(p-0.5)

@@ -99,15 +99,21 @@ func bearerOK(values []string, token string) bool {
 
 // RequireBearer returns h guarded like the gRPC calls: when token is not
 // empty, a request without the header "Authorization: Bearer TOKEN" gets
-// 401 Unauthorized and never reaches h. It guards the MCP endpoint
-// (Streamable HTTP) that serve runs beside the gRPC one, so a token set
-// for a shared machine is not bypassed there.
+// 401 Unauthorized and never reaches h, and its connection is closed
+// (nothing more is read from it), so a client without the token cannot
+// hold connections open. It guards the MCP endpoint (Streamable HTTP) that
+// serve runs beside the gRPC one, so a token set for a shared machine is
+// not bypassed there.
 func RequireBearer(token string, h http.Handler) http.Handler {
 	if token == "" {
 		return h
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !bearerOK(r.Header.Values("Authorization"), token) {
+			// Without the read deadline, net/http would still wait for a
+			// declared body that never comes before closing.
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now())
+			w.Header().Set("Connection", "close")
 			w.Header().Set("WWW-Authenticate", `Bearer realm="contextd"`)
 			http.Error(w, "missing or wrong token: send \"Authorization: Bearer TOKEN\" with the token of the daemon's auth config", http.StatusUnauthorized)
 			return

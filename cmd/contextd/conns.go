@@ -1,0 +1,224 @@
+package main
+
+import (
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/keepalive"
+
+	"github.com/contextd/contextd/internal/config"
+)
+
+// Bounds on the default connection cap (max_connections unset): a quarter
+// of the open-file limit per listener, so that three listeners full at
+// once still leave a quarter of it for the index, the upstream sessions
+// and the stdio servers' pipes.
+const (
+	minDefaultConns = 16
+	maxDefaultConns = 1024
+)
+
+// maxConns returns the per-listener connection cap: c.Max, or a default
+// derived from the open-file limit nofile (0 when unknown).
+func maxConns(c config.Conns, nofile uint64) int {
+	if c.Max > 0 {
+		return c.Max
+	}
+	if nofile == 0 {
+		return maxDefaultConns
+	}
+	return int(min(max(nofile/4, minDefaultConns), maxDefaultConns))
+}
+
+// grpcConnOptions returns the gRPC server options that bound a connection's
+// life by c: a handshake deadline, MaxConnectionIdle, and a ping policy.
+// A connection with a call in flight (a Health Watch, a slow Assemble) is
+// never idle.
+func grpcConnOptions(c config.Conns) []grpc.ServerOption {
+	return []grpc.ServerOption{
+		grpc.ConnectionTimeout(c.HandshakeTimeout),
+		grpc.KeepaliveParams(keepalive.ServerParameters{
+			MaxConnectionIdle: c.IdleTimeout,
+			// Ping a connection silent this long, and close it when the
+			// ping is not answered: a peer that vanished mid-stream.
+			Time:    time.Minute,
+			Timeout: 20 * time.Second,
+		}),
+		// A client may ping every 10 s, and only while it has a call in
+		// flight; one that pings more often is sent GOAWAY.
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second}),
+	}
+}
+
+// newHTTPServer returns an http.Server for h bounded by c: a request's
+// headers, then the rest of the request, must arrive within
+// c.HandshakeTimeout each (ReadHeaderTimeout, ReadTimeout), and a
+// keep-alive connection is closed after c.IdleTimeout without a request.
+// ReadTimeout does not cut a response that streams for longer (MCP's SSE
+// streams, pprof's profile): net/http lifts the read deadline once the
+// request's body has been read. There is no WriteTimeout, which would.
+func newHTTPServer(h http.Handler, c config.Conns, log *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: c.HandshakeTimeout,
+		ReadTimeout:       c.HandshakeTimeout,
+		IdleTimeout:       c.IdleTimeout,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+}
+
+// limitListener holds at most a fixed number of connections at once.
+// When that many are open and another arrives, it closes the oldest
+// connection that has not sent a byte in silentGrace (a client that
+// connects and says nothing: nothing is lost by closing it) to make room;
+// when there is none, the new connection waits, accepted but not yet
+// served, until one closes (the idle and handshake timeouts see that held
+// connections do). So the daemon holds at most the cap plus one
+// connection's descriptors, a client behind silent connections is served
+// at once, and one behind busy ones waits up to its own deadline rather
+// than being refused. Reaching the cap is logged, at most once a minute.
+type limitListener struct {
+	net.Listener
+	slots     chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
+	grace     time.Duration
+	log       *slog.Logger
+	what      string
+	lastWarn  atomic.Int64 // unix nanoseconds
+
+	mu    sync.Mutex
+	conns map[*limitConn]struct{} // the open connections
+}
+
+// limitConns returns l holding at most n connections at once; a connection
+// silent for grace may be closed to make room (see limitListener).
+func limitConns(l net.Listener, n int, grace time.Duration, what string, log *slog.Logger) net.Listener {
+	return &limitListener{Listener: l, slots: make(chan struct{}, n), done: make(chan struct{}), grace: grace,
+		log: log, what: what, conns: map[*limitConn]struct{}{}}
+}
+
+// silentGrace is how long a new connection may stay silent before it may
+// be closed to make room for another: a tenth of the handshake timeout,
+// at most 100 ms. A client sends its first bytes (TLS ClientHello,
+// HTTP/2 preface, request line) as soon as it connects, so on loopback
+// they are in long before; a client more than about 200 ms of round trip
+// away may lose its connection while the listener is full.
+func silentGrace(c config.Conns) time.Duration {
+	return min(c.HandshakeTimeout/10, 100*time.Millisecond)
+}
+
+func (l *limitListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case l.slots <- struct{}{}:
+	default:
+		if now := time.Now().UnixNano(); now-l.lastWarn.Load() > int64(time.Minute) {
+			l.lastWarn.Store(now)
+			l.log.Warn("connection limit reached: closing silent connections, or waiting for one to close (max_connections)",
+				"listener", l.what, "max_connections", cap(l.slots))
+		}
+		if !l.makeRoom() {
+			c.Close()
+			return nil, net.ErrClosed
+		}
+	}
+	lc := &limitConn{Conn: c, l: l, accepted: time.Now()}
+	l.mu.Lock()
+	l.conns[lc] = struct{}{}
+	l.mu.Unlock()
+	return lc, nil
+}
+
+// makeRoom takes a slot, closing silent connections to free one; it
+// reports false when the listener closed first.
+func (l *limitListener) makeRoom() bool {
+	for {
+		// Close the oldest silent connection once it is l.grace old;
+		// until then, or when none is silent, wait for a slot.
+		wait := l.grace
+		if victim := l.oldestSilent(); victim != nil {
+			if age := time.Since(victim.accepted); age >= l.grace {
+				victim.Close()
+				wait = 0
+			} else {
+				wait = l.grace - age
+			}
+		}
+		if wait == 0 {
+			select {
+			case l.slots <- struct{}{}:
+				return true
+			default: // another Close took the slot first: look again
+				continue
+			}
+		}
+		t := time.NewTimer(wait)
+		select {
+		case l.slots <- struct{}{}:
+			t.Stop()
+			return true
+		case <-t.C:
+		case <-l.done:
+			t.Stop()
+			return false
+		}
+	}
+}
+
+// oldestSilent returns the oldest connection that has sent nothing, or
+// nil.
+func (l *limitListener) oldestSilent() *limitConn {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var oldest *limitConn
+	for c := range l.conns {
+		if !c.heard.Load() && (oldest == nil || c.accepted.Before(oldest.accepted)) {
+			oldest = c
+		}
+	}
+	return oldest
+}
+
+func (l *limitListener) Close() error {
+	l.closeOnce.Do(func() { close(l.done) })
+	return l.Listener.Close()
+}
+
+// limitConn gives its slot back on its first Close, and records whether
+// its peer has sent anything.
+type limitConn struct {
+	net.Conn
+	l         *limitListener
+	accepted  time.Time
+	heard     atomic.Bool
+	closeOnce sync.Once
+}
+
+func (c *limitConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 && !c.heard.Load() {
+		c.heard.Store(true)
+	}
+	return n, err
+}
+
+func (c *limitConn) Close() error {
+	err := c.Conn.Close()
+	c.closeOnce.Do(func() {
+		c.l.mu.Lock()
+		delete(c.l.conns, c)
+		c.l.mu.Unlock()
+		<-c.l.slots
+	})
+	return err
+}

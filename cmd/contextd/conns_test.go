@@ -1,0 +1,563 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/connectivity"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+
+	"github.com/contextd/contextd/client"
+	"github.com/contextd/contextd/internal/config"
+	contextdv1 "github.com/contextd/contextd/proto/contextd/v1"
+)
+
+// freeAddr returns a loopback host:port nothing listens on.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// quietFDs is openFDs at its lowest over a few samples: the baseline
+// before a test opens connections.
+func quietFDs(t *testing.T) int {
+	t.Helper()
+	n := openFDs(t)
+	for range 5 {
+		time.Sleep(20 * time.Millisecond)
+		n = min(n, openFDs(t))
+	}
+	return n
+}
+
+// openFDs counts this process's open file descriptors.
+func openFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
+}
+
+// waitDial waits until something accepts connections at addr.
+func waitDial(t *testing.T, addr string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("nothing listens on %s after 30s", addr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// startServe runs serve with the config file cfg until the test ends, and
+// waits until each of addrs accepts connections. Its log is in buf, which
+// logs guards.
+func startServe(t *testing.T, cfg string, addrs ...string) (logs *syncWriter, buf *bytes.Buffer) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	buf = &bytes.Buffer{}
+	logs = &syncWriter{w: buf}
+	go func() { done <- run(ctx, []string{"serve", "--config", cfg}, logs, logs) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Error("serve did not stop within 30s")
+		}
+	})
+	for _, a := range addrs {
+		waitDial(t, a)
+	}
+	return logs, buf
+}
+
+// Connections held open by a client without the token, more than
+// max_connections on each of the daemon's three listeners, neither use up
+// its descriptors nor lock out a client with the token: the daemon holds
+// at most max_connections per listener, closes the silent ones after
+// handshake_timeout, and serves the waiting client in turn; a gRPC
+// connection left idle is closed after idle_timeout.
+func TestHeldConnectionsAreBounded(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("counts descriptors in /proc/self/fd")
+	}
+	const (
+		token  = "held-connections-token-0123456789"
+		maxC   = 4
+		held   = 40 // per listener
+		listen = 3
+	)
+	addr, mcpAddr, metAddr := freeAddr(t), freeAddr(t), freeAddr(t)
+	cfg := writeConfig(t, fmt.Sprintf("listen: %s\nmcp_listen: %s\nmetrics_listen: %s\nauth: {token: %s}\ndata_dir: %s\nmcpServers: {}\n"+
+		"max_connections: %d\nidle_timeout: 400ms\nhandshake_timeout: 200ms\n", addr, mcpAddr, metAddr, token, t.TempDir(), maxC))
+	logs, buf := startServe(t, cfg, addr, mcpAddr, metAddr)
+	ctx := t.Context()
+	time.Sleep(200 * time.Millisecond) // the probes' connections close
+	base := quietFDs(t)
+
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for _, a := range []string{addr, mcpAddr, metAddr} {
+		for range held {
+			c, err := net.Dial("tcp", a)
+			if err != nil {
+				t.Fatalf("dial %s: %v", a, err)
+			}
+			conns = append(conns, c)
+		}
+	}
+	// The daemon's own descriptors for them: what the process holds
+	// beyond the client ends this test opened.
+	most := 0
+	for range 20 {
+		most = max(most, openFDs(t)-base-len(conns))
+		time.Sleep(25 * time.Millisecond)
+	}
+	t.Logf("the daemon held at most %d descriptors for %d silent connections", most, len(conns))
+	// Each listener holds max_connections, and one more waiting for room.
+	if want := listen*(maxC+1) + 2; most > want {
+		t.Errorf("the daemon held %d descriptors for %d silent connections; want at most %d (max_connections %d + 1 on %d listeners, +2)",
+			most, len(conns), want, maxC, listen)
+	}
+
+	// A client with the token is served on each listener while the
+	// silent connections are still open on the client side.
+	cctx, ccancel := context.WithTimeout(ctx, 20*time.Second)
+	defer ccancel()
+	gc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gc.Close()
+	if _, err := contextdv1.NewContextServiceClient(gc).ListServers(metadata.AppendToOutgoingContext(cctx, "authorization", "Bearer "+token),
+		&contextdv1.ListServersRequest{}); err != nil {
+		t.Errorf("gRPC ListServers with the token, past %d held connections: %v", held, err)
+	}
+	mc := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "t", Version: "v"}, nil)
+	cs, err := mc.Connect(cctx, &mcpsdk.StreamableClientTransport{Endpoint: "http://" + mcpAddr + "/mcp",
+		HTTPClient: &http.Client{Transport: bearerTransport{token: token}}, MaxRetries: -1, DisableStandaloneSSE: true}, nil)
+	if err != nil {
+		t.Errorf("MCP connect with the token, past %d held connections: %v", held, err)
+	} else {
+		if _, err := cs.ListTools(cctx, nil); err != nil {
+			t.Errorf("MCP tools/list: %v", err)
+		}
+		cs.Close()
+	}
+	req, _ := http.NewRequestWithContext(cctx, http.MethodGet, "http://"+metAddr+"/metrics", nil)
+	if resp, err := http.DefaultClient.Do(req); err != nil {
+		t.Errorf("GET /metrics past %d held connections: %v", held, err)
+	} else {
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("GET /metrics: %s", resp.Status)
+		}
+	}
+
+	// Every silent connection was closed by the daemon.
+	for i, c := range conns {
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		// (gRPC sends its settings first, HTTP maybe a 408.)
+		if _, err := io.Copy(io.Discard, c); err != nil && !isReset(err) {
+			t.Fatalf("silent connection %d: %v, want EOF: the daemon kept it open", i, err)
+		}
+	}
+
+	// An HTTP keep-alive connection left idle after its response is closed
+	// after idle_timeout.
+	for name, r := range map[string]string{
+		"metrics_listen": "GET /metrics HTTP/1.1\r\nHost: " + metAddr + "\r\n\r\n",
+		"mcp_listen":     "GET /mcp HTTP/1.1\r\nHost: " + mcpAddr + "\r\nAuthorization: Bearer " + token + "\r\n\r\n",
+	} {
+		a := metAddr
+		if name == "mcp_listen" {
+			a = mcpAddr
+		}
+		c, err := net.Dial("tcp", a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		io.WriteString(c, r)
+		br := bufio.NewReader(c)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.Close {
+			t.Fatalf("%s: the response to %q closes its connection; the test wants a keep-alive one", name, r)
+		}
+		if _, err := io.Copy(io.Discard, br); err != nil && !isReset(err) {
+			t.Errorf("%s: a keep-alive connection left idle: %v, want EOF after idle_timeout", name, err)
+		}
+	}
+
+	// A gRPC connection with no call in flight is closed (GOAWAY) after
+	// idle_timeout; the client goes IDLE and would reconnect on its next call.
+	wctx, wcancel := context.WithTimeout(ctx, 5*time.Second)
+	defer wcancel()
+	for s := gc.GetState(); s != connectivity.Idle; s = gc.GetState() {
+		if !gc.WaitForStateChange(wctx, s) {
+			t.Fatalf("the gRPC connection is still %v 5s after its call: idle_timeout did not close it", s)
+		}
+	}
+	logs.mu.Lock()
+	defer logs.mu.Unlock()
+	if !strings.Contains(buf.String(), "connection limit reached") {
+		t.Errorf("reaching max_connections was not logged:\n%s", buf.String())
+	}
+}
+
+// isReset reports whether err is a connection reset by the peer.
+func isReset(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "connection reset")
+}
+
+// An HTTP request that declares a body and never sends it has its
+// connection closed after handshake_timeout, but a response streamed for
+// longer than that, once the body is in, is not cut.
+func TestHTTPReadTimeoutSparesStreams(t *testing.T) {
+	const d = 200 * time.Millisecond
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := io.ReadAll(r.Body); err != nil {
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		for i := range 6 { // six times the deadline
+			fmt.Fprintf(w, "data: %d\n\n", i)
+			w.(http.Flusher).Flush()
+			select {
+			case <-r.Context().Done():
+				return
+			case <-time.After(d):
+			}
+		}
+		fmt.Fprint(w, "data: end\n\n")
+	})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := newHTTPServer(h, config.Conns{IdleTimeout: time.Minute, HandshakeTimeout: d}, discardLogger())
+	go srv.Serve(l)
+	defer srv.Close()
+
+	c, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprint(c, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n")
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	start := time.Now()
+	if _, err := io.ReadAll(c); err != nil {
+		t.Fatalf("a body never sent: %v after %v, want the daemon to close the connection", err, time.Since(start))
+	}
+
+	resp, err := http.Post("http://"+l.Addr().String()+"/", "text/plain", strings.NewReader("hello"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var last string
+	for sc := bufio.NewScanner(resp.Body); sc.Scan(); {
+		if sc.Text() != "" {
+			last = sc.Text()
+		}
+	}
+	if last != "data: end" {
+		t.Errorf("a stream longer than the body deadline ended at %q, want \"data: end\"", last)
+	}
+}
+
+func TestMaxConns(t *testing.T) {
+	for _, tc := range []struct {
+		max    int
+		nofile uint64
+		want   int
+	}{
+		{7, 1 << 20, 7},
+		{0, 1 << 20, maxDefaultConns},
+		{0, 1024, 256},
+		{0, 32, minDefaultConns},
+		{0, 0, maxDefaultConns},
+	} {
+		if got := maxConns(config.Conns{Max: tc.max}, tc.nofile); got != tc.want {
+			t.Errorf("maxConns(max %d, nofile %d) = %d, want %d", tc.max, tc.nofile, got, tc.want)
+		}
+	}
+}
+
+func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// With auth.token set, pprof's profiles on metrics_listen ask for the
+// token (a heap profile shows the process's memory); /metrics does not.
+func TestPprofRequiresTheToken(t *testing.T) {
+	const token = "pprof-token-0123456789abcdef"
+	metAddr := freeAddr(t)
+	cfg := writeConfig(t, fmt.Sprintf("listen: unix://%s\nmetrics_listen: %s\nmetrics_pprof: true\nauth: {token: %s}\ndata_dir: %s\nmcpServers: {}\n",
+		filepath.Join(t.TempDir(), "c.sock"), metAddr, token, t.TempDir()))
+	startServe(t, cfg, metAddr)
+	get := func(path, tok string) int {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://"+metAddr+path, nil)
+		if tok != "" {
+			req.Header.Set("Authorization", "Bearer "+tok)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, tc := range []struct {
+		path, token string
+		want        int
+	}{
+		{"/debug/pprof/", "", http.StatusUnauthorized},
+		{"/debug/pprof/heap", "", http.StatusUnauthorized},
+		{"/debug/pprof/cmdline", "wrong-token-0123456789", http.StatusUnauthorized},
+		{"/debug/pprof/heap", token, http.StatusOK},
+		{"/metrics", "", http.StatusOK},
+	} {
+		if got := get(tc.path, tc.token); got != tc.want {
+			t.Errorf("GET %s (token %q): %d, want %d", tc.path, tc.token, got, tc.want)
+		}
+	}
+}
+
+// On a unix socket too, the daemon holds at most max_connections and
+// closes silent ones, and a client with the token is served past them.
+func TestHeldUnixConnectionsAreBounded(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("counts descriptors in /proc/self/fd")
+	}
+	const (
+		token = "held-unix-token-0123456789abcdef"
+		maxC  = 3
+		held  = 30
+	)
+	sock := filepath.Join(t.TempDir(), "c.sock")
+	cfg := writeConfig(t, fmt.Sprintf("listen: unix://%s\nauth: {token: %s}\ndata_dir: %s\nmcpServers: {}\n"+
+		"max_connections: %d\nidle_timeout: 400ms\nhandshake_timeout: 200ms\n", sock, token, t.TempDir(), maxC))
+	startServe(t, cfg)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		c, err := net.Dial("unix", sock)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("nothing listens on %s after 30s", sock)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond)
+	base := quietFDs(t)
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for range held {
+		c, err := net.Dial("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	most := 0
+	for range 20 {
+		most = max(most, openFDs(t)-base-len(conns))
+		time.Sleep(25 * time.Millisecond)
+	}
+	t.Logf("the daemon held at most %d descriptors for %d silent connections", most, len(conns))
+	if want := maxC + 1 + 1; most > want {
+		t.Errorf("the daemon held %d descriptors for %d silent connections; want at most %d (max_connections %d + 1, +1)", most, len(conns), want, maxC)
+	}
+	c, err := client.Dial("unix://"+sock, &client.Options{Token: token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	cctx, ccancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer ccancel()
+	if _, err := c.ListServers(cctx); err != nil {
+		t.Errorf("ListServers with the token, past %d held connections: %v", held, err)
+	}
+	for i, c := range conns {
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if _, err := io.Copy(io.Discard, c); err != nil && !isReset(err) {
+			t.Fatalf("silent connection %d: %v, want EOF: the daemon kept it open", i, err)
+		}
+	}
+}
+
+// A reload that changes a connection bound names it as needing a restart:
+// the listeners are built once.
+func TestReloadNamesConnectionKeys(t *testing.T) {
+	cur := config.Default()
+	next := config.Default()
+	next.Conns.IdleTimeout = 5 * time.Second
+	if got := restartOnly(cur, next); len(got) != 1 || !strings.Contains(got[0], "idle_timeout") {
+		t.Errorf("restartOnly = %q, want the connection keys named", got)
+	}
+}
+
+// A go-sdk MCP session over the bounded HTTP server outlives both
+// timeouts: a tool call that answers after five handshake timeouts, and a
+// notification on the standalone SSE stream (GET) well after the idle
+// timeout, both arrive.
+func TestMCPStreamsOutliveTheTimeouts(t *testing.T) {
+	const d = 200 * time.Millisecond
+	srv := mcpsdk.NewServer(&mcpsdk.Implementation{Name: "s", Version: "v"}, nil)
+	mcpsdk.AddTool(srv, &mcpsdk.Tool{Name: "slow"}, func(ctx context.Context, _ *mcpsdk.CallToolRequest, _ struct{}) (*mcpsdk.CallToolResult, any, error) {
+		select {
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		case <-time.After(5 * d):
+		}
+		return &mcpsdk.CallToolResult{Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: "done"}}}, nil, nil
+	})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := newHTTPServer(mcpsdk.NewStreamableHTTPHandler(func(*http.Request) *mcpsdk.Server { return srv }, nil),
+		config.Conns{IdleTimeout: 2 * d, HandshakeTimeout: d}, discardLogger())
+	go hs.Serve(l)
+	defer hs.Close()
+
+	changed := make(chan struct{}, 1)
+	c := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "c", Version: "v"}, &mcpsdk.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcpsdk.ToolListChangedRequest) {
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
+		}})
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	cs, err := c.Connect(ctx, &mcpsdk.StreamableClientTransport{Endpoint: "http://" + l.Addr().String(), MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &mcpsdk.CallToolParams{Name: "slow"})
+	if err != nil || res.IsError || len(res.Content) != 1 {
+		t.Fatalf("a tool answering after %v: %+v, %v", 5*d, res, err)
+	}
+	time.Sleep(3 * d) // the standalone stream is older than both timeouts
+	mcpsdk.AddTool(srv, &mcpsdk.Tool{Name: "late"}, func(context.Context, *mcpsdk.CallToolRequest, struct{}) (*mcpsdk.CallToolResult, any, error) {
+		return &mcpsdk.CallToolResult{}, nil, nil
+	})
+	select {
+	case <-changed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("tools/list_changed did not arrive on the standalone SSE stream: the stream was cut")
+	}
+}
+
+// At the cap, connections that have sent nothing make room for a new
+// one at once, long before handshake_timeout; connections that have sent
+// something are not closed for it, and a new client waits behind them.
+func TestSilentConnectionsMakeRoom(t *testing.T) {
+	const (
+		token = "silent-room-token-0123456789abc"
+		maxC  = 4
+	)
+	addr := freeAddr(t)
+	cfg := writeConfig(t, fmt.Sprintf("listen: %s\nauth: {token: %s}\ndata_dir: %s\nmcpServers: {}\n"+
+		"max_connections: %d\nhandshake_timeout: 10s\n", addr, token, t.TempDir(), maxC))
+	startServe(t, cfg, addr)
+	dialN := func(n int, say string) []net.Conn {
+		t.Helper()
+		var cs []net.Conn
+		for range n {
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { c.Close() })
+			if say != "" {
+				io.WriteString(c, say)
+			}
+			cs = append(cs, c)
+		}
+		return cs
+	}
+	listServers := func(wait time.Duration) error {
+		t.Helper()
+		gc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer gc.Close()
+		ctx, cancel := context.WithTimeout(metadata.AppendToOutgoingContext(t.Context(), "authorization", "Bearer "+token), wait)
+		defer cancel()
+		_, err = contextdv1.NewContextServiceClient(gc).ListServers(ctx, &contextdv1.ListServersRequest{})
+		return err
+	}
+
+	dialN(40, "")
+	start := time.Now()
+	if err := listServers(5 * time.Second); err != nil {
+		t.Fatalf("behind 40 silent connections (max_connections %d, handshake_timeout 10s): %v after %v", maxC, err, time.Since(start))
+	}
+	t.Logf("served behind 40 silent connections in %v", time.Since(start))
+
+	// Connections that began their preface fill the cap; they are not
+	// closed to make room.
+	time.Sleep(200 * time.Millisecond) // the silent ones are gone
+	busy := dialN(maxC, "PRI * HTTP/2.0\r\n")
+	time.Sleep(100 * time.Millisecond)
+	if err := listServers(2 * time.Second); err == nil {
+		t.Errorf("served while %d connections that had spoken held every slot: one of them was closed", maxC)
+	}
+	for i, c := range busy {
+		c.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+		if _, err := io.Copy(io.Discard, c); err == nil || isReset(err) {
+			t.Errorf("connection %d, which had spoken, was closed (%v)", i, err)
+		}
+	}
+}
