@@ -64,14 +64,6 @@ type fileStat struct {
 	mtime, ctime int64 // Unix nanoseconds
 }
 
-func statOf(fi fs.FileInfo) (fileStat, bool) {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return fileStat{}, false
-	}
-	return fileStat{ino: st.Ino, size: st.Size, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano()}, true
-}
-
 // diskDB is the directory of an index's collections.
 type diskDB struct {
 	dir string
@@ -361,8 +353,9 @@ func readDB(dir string, want []string, log *slog.Logger) (map[string]*loadedColl
 	ls.snapshot = why
 	ls.unused = len(snap)
 	var disk []job
+	// A file without an identity (statOf reports none) is always read.
 	for _, j := range jobs {
-		if r, ok := snap[j.lc.sub+"/"+j.name]; ok && r.st == j.st {
+		if r, ok := snap[j.lc.sub+"/"+j.name]; ok && j.st != (fileStat{}) && r.st == j.st {
 			j.lc.files[j.name] = r
 			ls.fromSnapshot++
 			ls.unused--
