@@ -826,23 +826,34 @@ func (ix *Index) stored(server string) int {
 // as pending (see Index.pending) and returns their keys. The caller holds
 // their servers' write locks.
 func (ix *Index) addPending(descs []resource.Descriptor) []resource.Key {
-	var keys []resource.Key
-	var lex []lexical.Doc
-	ix.mu.Lock()
+	var (
+		keys []resource.Key
+		add  []resource.Descriptor
+		lex  []lexical.Doc
+	)
+	ix.mu.RLock()
 	for _, d := range descs {
-		k := d.Key()
-		if _, ok := ix.docs[k]; ok {
+		if _, ok := ix.docs[d.Key()]; ok {
 			continue // it ranks by its old version until the new one is stored
 		}
+		add = append(add, d)
+		lex = append(lex, lexDoc(d, ""))
+	}
+	ix.mu.RUnlock()
+	// Words first, then the count: whoever sees a descriptor pending can
+	// find it by its words. No other writer stores these servers' descriptors
+	// meanwhile (the caller holds their locks).
+	ix.lex.Upsert(lex...)
+	ix.mu.Lock()
+	for _, d := range add {
+		k := d.Key()
 		if _, ok := ix.pending[k]; !ok {
 			ix.pcount[k.Server]++
 		}
 		ix.pending[k] = d
 		keys = append(keys, k)
-		lex = append(lex, lexDoc(d, ""))
 	}
 	ix.mu.Unlock()
-	ix.lex.Upsert(lex...)
 	return keys
 }
 
