@@ -643,8 +643,12 @@ func Find() string {
 	return ""
 }
 
-// secretName matches flag and variable names that hold credentials.
-var secretName = regexp.MustCompile(`(?i)(token|secret|passw|pwd|api[_-]?key|apikey|credential|auth|cookie|session)`)
+// secretName matches flag and variable names that hold credentials: those
+// containing token, secret, password, credential, auth, cookie or session,
+// and those with a word key, pat (personal access token) or pass
+// (STRIPE_KEY, X-Key, Ocp-Apim-Subscription-Key, stripeKey, ADO_PAT,
+// SMTP_PASS), but not KEYBOARD or PATH.
+var secretName = regexp.MustCompile(`(?i:token|secret|passw|pwd|api[_-]?key|apikey|credential|auth|cookie|session)|(?i:(^|[^a-z])(key|pat|pass)([^a-z]|$))|[a-z0-9](Key|Pat|Pass)([^a-z]|$)`)
 
 // Secrets returns the values of s that may be credentials, for masking in
 // errors and logs: the values of headers and env variables whose name
