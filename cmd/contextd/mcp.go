@@ -39,7 +39,7 @@ func mcpStdio(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := loadConfig(*cfgPath, stderr)
+	cfg, err := loadMCPConfig(*cfgPath, stderr)
 	if err != nil {
 		return err
 	}
@@ -72,6 +72,30 @@ func mcpStdio(ctx context.Context, args []string, stderr io.Writer) error {
 		return nil // the host closed stdin, or a signal: how mcp stops
 	}
 	return err
+}
+
+// loadMCPConfig loads the configuration of `contextd mcp`: path, or the file
+// config.FindUser returns, or the built-in default. A host starts contextd
+// mcp in the project it opens, so neither a contextd.yaml there nor the
+// project's node_modules (where npx looks first for the default's
+// server-everything) is trusted: the first is ignored, with a note on
+// stderr, and the default's stdio servers run in the home directory.
+func loadMCPConfig(path string, stderr io.Writer) (*config.Config, error) {
+	if p := config.InWorkingDir(); path == "" && p != "" {
+		fmt.Fprintf(stderr, "contextd: not reading %s from the working directory (a host starts contextd mcp in the project it opens); pass --config to use it\n", p)
+	}
+	cfg, err := loadConfigFound(path, config.FindUser, stderr)
+	if err != nil || cfg.Path != "" {
+		return cfg, err
+	}
+	if home, herr := os.UserHomeDir(); herr == nil {
+		for i := range cfg.Servers {
+			if cfg.Servers[i].Transport == config.TransportStdio && cfg.Servers[i].Cwd == "" {
+				cfg.Servers[i].Cwd = home
+			}
+		}
+	}
+	return cfg, nil
 }
 
 // dropSelf removes from cfg the servers that are contextd's own MCP server

@@ -627,11 +627,36 @@ func Default() *Config {
 // of $CONTEXTD_CONFIG, ./contextd.yaml, ./contextd.json and
 // $XDG_CONFIG_HOME/contextd/config.yaml (~/.config/contextd/config.yaml)
 // that exists, or "" when none does.
-func Find() string {
+func Find() string { return find(true) }
+
+// FindUser is Find without the working directory: the first of
+// $CONTEXTD_CONFIG and $XDG_CONFIG_HOME/contextd/config.yaml that exists.
+// `contextd mcp` uses it: a host starts it in whatever project is open, and
+// a contextd.yaml there (a cloned repository's) would otherwise choose the
+// commands it runs and where it sends the user's credentials.
+func FindUser() string { return find(false) }
+
+// InWorkingDir returns the config file Find would take from the working
+// directory, or "".
+func InWorkingDir() string {
+	for _, p := range workingDirFiles {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+var workingDirFiles = []string{"contextd.yaml", "contextd.json"}
+
+func find(workingDir bool) string {
 	if p := os.Getenv("CONTEXTD_CONFIG"); p != "" {
 		return p
 	}
-	cands := []string{"contextd.yaml", "contextd.json"}
+	var cands []string
+	if workingDir {
+		cands = append(cands, workingDirFiles...)
+	}
 	if d, err := os.UserConfigDir(); err == nil {
 		cands = append(cands, filepath.Join(d, "contextd", "config.yaml"))
 	}
