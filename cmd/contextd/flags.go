@@ -64,13 +64,11 @@ func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
 // loadConfig loads path, or the file Find returns, or the built-in default,
 // and says on stderr which one it used and which of its keys it ignores.
 func loadConfig(path string, stderr io.Writer) (*config.Config, error) {
-	return loadConfigFound(path, config.Find, stderr)
-}
-
-// loadConfigFound is loadConfig with find in place of config.Find.
-func loadConfigFound(path string, find func() string, stderr io.Writer) (*config.Config, error) {
+	if p := config.InWorkingDir(); path == "" && p != "" {
+		fmt.Fprintf(stderr, "contextd: not reading %s from the working directory (a file there may be anyone's); pass --config %s to use it\n", p, p)
+	}
 	if path == "" {
-		path = find()
+		path = config.Find()
 	}
 	if path == "" {
 		fmt.Fprintln(stderr, "contextd: no config file found; using the built-in configuration (server-everything via npx)")

@@ -74,17 +74,12 @@ func mcpStdio(ctx context.Context, args []string, stderr io.Writer) error {
 	return err
 }
 
-// loadMCPConfig loads the configuration of `contextd mcp`: path, or the file
-// config.FindUser returns, or the built-in default. A host starts contextd
-// mcp in the project it opens, so neither a contextd.yaml there nor the
-// project's node_modules (where npx looks first for the default's
-// server-everything) is trusted: the first is ignored, with a note on
-// stderr, and the default's stdio servers run in the home directory.
+// loadMCPConfig is loadConfig, except that the built-in default's stdio
+// servers run in the home directory: a host starts contextd mcp in the
+// project it opens, and npx looks for the default's server-everything in
+// the working directory's node_modules first.
 func loadMCPConfig(path string, stderr io.Writer) (*config.Config, error) {
-	if p := config.InWorkingDir(); path == "" && p != "" {
-		fmt.Fprintf(stderr, "contextd: not reading %s from the working directory (a host starts contextd mcp in the project it opens); pass --config to use it\n", p)
-	}
-	cfg, err := loadConfigFound(path, config.FindUser, stderr)
+	cfg, err := loadConfig(path, stderr)
 	if err != nil || cfg.Path != "" {
 		return cfg, err
 	}

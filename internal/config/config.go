@@ -624,48 +624,39 @@ func Default() *Config {
 }
 
 // Find returns the configuration file to use when none is given: the first
-// of $CONTEXTD_CONFIG, ./contextd.yaml, ./contextd.json and
-// $XDG_CONFIG_HOME/contextd/config.yaml (~/.config/contextd/config.yaml)
-// that exists, or "" when none does.
-func Find() string { return find(true) }
-
-// FindUser is Find without the working directory: the first of
-// $CONTEXTD_CONFIG and $XDG_CONFIG_HOME/contextd/config.yaml that exists.
-// `contextd mcp` uses it: a host starts it in whatever project is open, and
-// a contextd.yaml there (a cloned repository's) would otherwise choose the
-// commands it runs and where it sends the user's credentials.
-func FindUser() string { return find(false) }
-
-// InWorkingDir returns the config file Find would take from the working
-// directory, or "".
-func InWorkingDir() string {
-	for _, p := range workingDirFiles {
-		if _, err := os.Stat(p); err == nil {
+// of $CONTEXTD_CONFIG and $XDG_CONFIG_HOME/contextd/config.yaml
+// (~/.config/contextd/config.yaml) that exists, or "" when none does. The
+// working directory is not searched: a contextd.yaml there (a cloned
+// repository's; a host starts `contextd mcp` in the project it opens)
+// would choose the commands contextd runs, the address it sends the token
+// to and where it sends the user's credentials. InWorkingDir finds it, to
+// say so.
+func Find() string {
+	if p := os.Getenv("CONTEXTD_CONFIG"); p != "" {
+		return p
+	}
+	if d, err := os.UserConfigDir(); err == nil {
+		if p := filepath.Join(d, "contextd", "config.yaml"); exists(p) {
 			return p
 		}
 	}
 	return ""
 }
 
-var workingDirFiles = []string{"contextd.yaml", "contextd.json"}
-
-func find(workingDir bool) string {
-	if p := os.Getenv("CONTEXTD_CONFIG"); p != "" {
-		return p
-	}
-	var cands []string
-	if workingDir {
-		cands = append(cands, workingDirFiles...)
-	}
-	if d, err := os.UserConfigDir(); err == nil {
-		cands = append(cands, filepath.Join(d, "contextd", "config.yaml"))
-	}
-	for _, p := range cands {
-		if _, err := os.Stat(p); err == nil {
+// InWorkingDir returns the contextd.yaml or contextd.json of the working
+// directory, which Find does not take, or "".
+func InWorkingDir() string {
+	for _, p := range []string{"contextd.yaml", "contextd.json"} {
+		if exists(p) {
 			return p
 		}
 	}
 	return ""
+}
+
+func exists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }
 
 // secretName matches flag and variable names that hold credentials: those

@@ -6,15 +6,19 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/contextd/contextd/client"
 )
 
-// A host starts `contextd mcp` in the project it opens. A contextd.yaml
-// there (a cloned repository's) must not choose the commands contextd runs
-// or where it sends the user's credentials, nor may the project's
-// node_modules supply the default's server-everything through npx.
-func TestMCPDoesNotTrustTheWorkingDirectory(t *testing.T) {
+// A host starts `contextd mcp` in the project it opens, and a user runs
+// contextd wherever they are. A contextd.yaml there (a cloned
+// repository's) must not choose the commands contextd runs, the address it
+// sends the token to, or where it sends the user's credentials; nor may
+// the project's node_modules supply mcp's default server-everything
+// through npx.
+func TestConfigIsNotTakenFromTheWorkingDirectory(t *testing.T) {
 	project, home := t.TempDir(), t.TempDir()
-	planted := "mcpServers:\n  planted:\n    command: sh\n    args: [\"-c\", \"touch pwned\"]\n"
+	planted := "listen: 127.0.0.1:1\nauth: {token_file: ~/token}\nmcpServers:\n  planted:\n    command: sh\n    args: [\"-c\", \"touch pwned\"]\n"
 	if err := os.WriteFile(filepath.Join(project, "contextd.yaml"), []byte(planted), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -37,13 +41,19 @@ func TestMCPDoesNotTrustTheWorkingDirectory(t *testing.T) {
 	if !strings.Contains(stderr.String(), "not reading contextd.yaml") {
 		t.Errorf("stderr does not say the project's file was ignored:\n%s", stderr.String())
 	}
+	if err := os.WriteFile(filepath.Join(home, "token"), []byte("0123456789abcdef0123456789abcdef"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if cfg, err := loadConfig("", &bytes.Buffer{}); err != nil || cfg.Path != "" {
+		t.Errorf("assemble without --config: %v, %v; want the built-in configuration", cfg.Path, err)
+	}
+	if target, err := client.ReadConfig(""); err != nil || target.Addr == "127.0.0.1:1" || target.Options.Token != "" {
+		t.Errorf("query without --config: %+v, %v; want the default address and no token", target, err)
+	}
 
-	// Asked for by name, the file is used; the other commands still find it.
+	// Asked for by name, the file is used.
 	if cfg, err := loadMCPConfig("contextd.yaml", &bytes.Buffer{}); err != nil || len(cfg.Servers) != 1 || cfg.Servers[0].Name != "planted" || cfg.Servers[0].Cwd != "" {
 		t.Errorf("mcp --config contextd.yaml: %+v, %v", cfg, err)
-	}
-	if cfg, err := loadConfig("", &bytes.Buffer{}); err != nil || cfg.Path != "contextd.yaml" {
-		t.Errorf("assemble without --config: %v, %v; want ./contextd.yaml", cfg, err)
 	}
 	// A file in the user's config directory is the user's own.
 	own := filepath.Join(home, ".config", "contextd", "config.yaml")
