@@ -7,7 +7,7 @@
 // [ReadConfig] reads them from a contextd configuration file, as the
 // contextd CLI does, so a program finds the daemon the same way:
 //
-//	t, err := client.ReadConfig("") // $CONTEXTD_CONFIG, ./contextd.yaml, …
+//	t, err := client.ReadConfig("") // $CONTEXTD_CONFIG, ~/.config/contextd/config.yaml
 //	if err != nil { … }
 //	c, err := client.Dial(t.Addr, &t.Options)
 //	if err != nil { … }

@@ -27,9 +27,9 @@ type Target struct {
 }
 
 // ReadConfig reads the contextd configuration at path, or when path is ""
-// the one the contextd CLI would find ($CONTEXTD_CONFIG, ./contextd.yaml,
-// ./contextd.json, then contextd/config.yaml in the user config
-// directory), and returns where its daemon listens and how to
+// the one the contextd CLI would find ($CONTEXTD_CONFIG, then
+// contextd/config.yaml in the user config directory; never the working
+// directory's), and returns where its daemon listens and how to
 // authenticate. With no file it returns DefaultAddr and no credentials.
 //
 // Only listen, auth and tls are read: the upstream servers, which only the

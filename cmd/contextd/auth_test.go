@@ -130,3 +130,33 @@ mcpServers: {}
 		t.Errorf("query through TLS and the token: %v (want the daemon's own answer: no servers configured)", err)
 	}
 }
+
+// With client certificates as the only access control, serve refuses the
+// plain-HTTP endpoints that cannot ask for one (the MCP endpoint, pprof),
+// which would otherwise answer every local user; with a token it serves
+// them, guarded by the token.
+func TestServeRefusesHTTPEndpointsClientCertificatesCannotGuard(t *testing.T) {
+	pki := t.TempDir()
+	writePKI(t, pki)
+	base := fmt.Sprintf("listen: 127.0.0.1:0\ndata_dir: %s\nmcpServers: {}\ntls: {cert_file: %s, key_file: %s, client_ca_file: %s}\n",
+		t.TempDir(), filepath.Join(pki, "server.pem"), filepath.Join(pki, "server-key.pem"), filepath.Join(pki, "ca.pem"))
+	for _, tc := range []struct{ extra, want string }{
+		{"mcp_listen: 127.0.0.1:0\n", "mcp_listen"},
+		{"metrics_listen: 127.0.0.1:0\nmetrics_pprof: true\n", "metrics_pprof"},
+	} {
+		out := &syncWriter{w: &bytes.Buffer{}}
+		ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second) // a serve that starts stops here
+		err := run(ctx, []string{"serve", "--config", writeConfig(t, base+tc.extra)}, out, out)
+		cancel()
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "auth.token") {
+			t.Errorf("serve with client certificates only and %q: %v; want refused, naming %s and auth.token", tc.extra, err, tc.want)
+		}
+	}
+	t.Setenv("CTX_TEST_TOKEN", "0123456789abcdef0123456789abcdef")
+	out := &syncWriter{w: &bytes.Buffer{}}
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+	defer cancel()
+	if err := run(ctx, []string{"serve", "--config", writeConfig(t, base+"mcp_listen: 127.0.0.1:0\nauth: {token: \"${CTX_TEST_TOKEN}\"}\n")}, out, out); err != nil {
+		t.Errorf("serve with client certificates, a token and mcp_listen: %v", err)
+	}
+}

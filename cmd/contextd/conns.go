@@ -35,13 +35,22 @@ func maxConns(c config.Conns, nofile uint64) int {
 	return int(min(max(nofile/4, minDefaultConns), maxDefaultConns))
 }
 
+// maxStreamsPerConn is the most calls (streams) one gRPC connection may
+// have open at once; more wait in the client. With max_connections it
+// bounds what calls can hold: at the 1,024 cap, about 1.1 GiB.
+const maxStreamsPerConn = 100
+
 // grpcConnOptions returns the gRPC server options that bound a connection's
-// life by c: a handshake deadline, MaxConnectionIdle, and a ping policy.
-// A connection with a call in flight (a Health Watch, a slow Assemble) is
-// never idle.
+// life by c: a handshake deadline, MaxConnectionIdle, a ping policy, and
+// its streams at once. A connection with a call in flight (a Health Watch,
+// a slow Assemble) is never idle.
 func grpcConnOptions(c config.Conns) []grpc.ServerOption {
 	return []grpc.ServerOption{
 		grpc.ConnectionTimeout(c.HandshakeTimeout),
+		// gRPC allows any number of streams per connection; each pending
+		// one holds a goroutine and about 11 KiB, and a unary call waits
+		// for its request message without a deadline.
+		grpc.MaxConcurrentStreams(maxStreamsPerConn),
 		grpc.KeepaliveParams(keepalive.ServerParameters{
 			MaxConnectionIdle: c.IdleTimeout,
 			// Ping a connection silent this long, and close it when the

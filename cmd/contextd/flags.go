@@ -64,6 +64,9 @@ func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
 // loadConfig loads path, or the file Find returns, or the built-in default,
 // and says on stderr which one it used and which of its keys it ignores.
 func loadConfig(path string, stderr io.Writer) (*config.Config, error) {
+	if p := config.InWorkingDir(); path == "" && p != "" {
+		fmt.Fprintf(stderr, "contextd: not reading %s from the working directory (a file there may be anyone's); pass --config %s to use it\n", p, p)
+	}
 	if path == "" {
 		path = config.Find()
 	}

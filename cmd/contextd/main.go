@@ -106,8 +106,8 @@ Commands:
   eval       measure ranking quality on a BEIR-layout dataset (runs contextd-eval)
   version    print the version, VCS revision (and whether it was dirty) and Go version
 
-Configuration: --config FILE, else $CONTEXTD_CONFIG, ./contextd.yaml, ./contextd.json,
-contextd/config.yaml in the user config directory ($XDG_CONFIG_HOME or ~/.config on
+Configuration: --config FILE, else $CONTEXTD_CONFIG, else
+contextd/config.yaml in the user config directory (never the working directory's) ($XDG_CONFIG_HOME or ~/.config on
 Linux); with none of these, a built-in configuration mirrors
 @modelcontextprotocol/server-everything (via npx). The file may be a Claude Desktop
 or VS Code MCP config ("mcpServers" or "servers").

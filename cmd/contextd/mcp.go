@@ -39,7 +39,7 @@ func mcpStdio(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := loadConfig(*cfgPath, stderr)
+	cfg, err := loadMCPConfig(*cfgPath, stderr)
 	if err != nil {
 		return err
 	}
@@ -72,6 +72,25 @@ func mcpStdio(ctx context.Context, args []string, stderr io.Writer) error {
 		return nil // the host closed stdin, or a signal: how mcp stops
 	}
 	return err
+}
+
+// loadMCPConfig is loadConfig, except that the built-in default's stdio
+// servers run in the home directory: a host starts contextd mcp in the
+// project it opens, and npx looks for the default's server-everything in
+// the working directory's node_modules first.
+func loadMCPConfig(path string, stderr io.Writer) (*config.Config, error) {
+	cfg, err := loadConfig(path, stderr)
+	if err != nil || cfg.Path != "" {
+		return cfg, err
+	}
+	if home, herr := os.UserHomeDir(); herr == nil {
+		for i := range cfg.Servers {
+			if cfg.Servers[i].Transport == config.TransportStdio && cfg.Servers[i].Cwd == "" {
+				cfg.Servers[i].Cwd = home
+			}
+		}
+	}
+	return cfg, nil
 }
 
 // dropSelf removes from cfg the servers that are contextd's own MCP server

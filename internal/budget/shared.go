@@ -1,5 +1,7 @@
 package budget
 
+import "math"
+
 // Evidence is what an Estimator learned of one server's content class: the
 // bytes observed and the tokens they cost.
 type Evidence struct {
@@ -23,11 +25,12 @@ func (e *Estimator) Learned() []Evidence {
 // SetShared replaces the evidence other replicas learned (each its own,
 // summed): BytesPerToken weighs it beside this estimator's own
 // observations, each side bounded as Observe bounds its own. Entries with
-// a zero or negative side are ignored.
+// a side that is zero, negative, infinite or NaN are ignored (the store
+// holds whatever a replica wrote).
 func (e *Estimator) SetShared(ev []Evidence) {
 	m := make(map[estimateKey]*observed, len(ev))
 	for _, x := range ev {
-		if x.Bytes <= 0 || x.Tokens <= 0 {
+		if !positive(x.Bytes) || !positive(x.Tokens) {
 			continue
 		}
 		k := estimateKey{x.Server, x.Class}
@@ -47,3 +50,6 @@ func (e *Estimator) SetShared(ev []Evidence) {
 	e.shared = m
 	e.mu.Unlock()
 }
+
+// positive reports whether f is finite and above zero.
+func positive(f float64) bool { return f > 0 && !math.IsInf(f, 1) }

@@ -624,27 +624,47 @@ func Default() *Config {
 }
 
 // Find returns the configuration file to use when none is given: the first
-// of $CONTEXTD_CONFIG, ./contextd.yaml, ./contextd.json and
-// $XDG_CONFIG_HOME/contextd/config.yaml (~/.config/contextd/config.yaml)
-// that exists, or "" when none does.
+// of $CONTEXTD_CONFIG and $XDG_CONFIG_HOME/contextd/config.yaml
+// (~/.config/contextd/config.yaml) that exists, or "" when none does. The
+// working directory is not searched: a contextd.yaml there (a cloned
+// repository's; a host starts `contextd mcp` in the project it opens)
+// would choose the commands contextd runs, the address it sends the token
+// to and where it sends the user's credentials. InWorkingDir finds it, to
+// say so.
 func Find() string {
 	if p := os.Getenv("CONTEXTD_CONFIG"); p != "" {
 		return p
 	}
-	cands := []string{"contextd.yaml", "contextd.json"}
 	if d, err := os.UserConfigDir(); err == nil {
-		cands = append(cands, filepath.Join(d, "contextd", "config.yaml"))
-	}
-	for _, p := range cands {
-		if _, err := os.Stat(p); err == nil {
+		if p := filepath.Join(d, "contextd", "config.yaml"); exists(p) {
 			return p
 		}
 	}
 	return ""
 }
 
-// secretName matches flag and variable names that hold credentials.
-var secretName = regexp.MustCompile(`(?i)(token|secret|passw|pwd|api[_-]?key|apikey|credential|auth|cookie|session)`)
+// InWorkingDir returns the contextd.yaml or contextd.json of the working
+// directory, which Find does not take, or "".
+func InWorkingDir() string {
+	for _, p := range []string{"contextd.yaml", "contextd.json"} {
+		if exists(p) {
+			return p
+		}
+	}
+	return ""
+}
+
+func exists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+// secretName matches flag and variable names that hold credentials: those
+// containing token, secret, password, credential, auth, cookie or session,
+// and those with a word key, pat (personal access token) or pass
+// (STRIPE_KEY, X-Key, Ocp-Apim-Subscription-Key, stripeKey, ADO_PAT,
+// SMTP_PASS), but not KEYBOARD or PATH.
+var secretName = regexp.MustCompile(`(?i:token|secret|passw|pwd|api[_-]?key|apikey|credential|auth|cookie|session)|(?i:(^|[^a-z])(key|pat|pass)([^a-z]|$))|[a-z0-9](Key|Pat|Pass)([^a-z]|$)`)
 
 // Secrets returns the values of s that may be credentials, for masking in
 // errors and logs: the values of headers and env variables whose name

@@ -163,6 +163,28 @@ func (c *Config) parseSecurity(f *file, lookup func(string) (string, bool)) erro
 	return nil
 }
 
+// CheckHTTPEndpoints returns an error when client certificates are the
+// only access control (tls.client_ca_file without auth.token) and serve
+// would also answer on an HTTP endpoint that cannot check them: the MCP
+// endpoint (mcpListen not empty) or pprof's profiles (pprof). Those are
+// plain HTTP, guarded by the token alone, so every local user could read
+// through them what the certificates keep from callers.
+func (a Auth) CheckHTTPEndpoints(mcpListen string, pprof bool) error {
+	if a.Token != "" || a.TLS.ClientCAFile == "" {
+		return nil
+	}
+	what := ""
+	switch {
+	case mcpListen != "":
+		what = "mcp_listen " + mcpListen
+	case pprof:
+		what = "metrics_pprof"
+	default:
+		return nil
+	}
+	return fmt.Errorf("%s: tls.client_ca_file is set, but that endpoint is plain HTTP and cannot ask for a client certificate; set auth.token (it asks for it), or drop %s", what, strings.Fields(what)[0])
+}
+
 // CheckListen returns an error when addr (host:port or unix:///path) is
 // reachable from other machines while nothing authenticates callers: no
 // token and no client certificates, and AllowInsecureListen not set.

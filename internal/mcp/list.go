@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
@@ -63,6 +65,9 @@ func (s *Session) ListResources(ctx context.Context) (List[resource.Descriptor],
 				}
 				l.problem(&l.Rejected, "page %d, entry %d: no uri (name %q)", l.Pages+1, i, name)
 				continue
+			case len(r.URI) > MaxURIBytes:
+				l.problem(&l.Rejected, "page %d, entry %d: uri of %d bytes (over %d)", l.Pages+1, i, len(r.URI), MaxURIBytes)
+				continue
 			case seen[r.URI]:
 				l.problem(&l.Duplicates, "page %d: %q listed again; kept the first", l.Pages+1, r.URI)
 				continue
@@ -94,9 +99,13 @@ func (s *Session) ListTemplates(ctx context.Context) (List[resource.Template], e
 				l.problem(&l.Rejected, "page %d, entry %d: no uriTemplate", l.Pages+1, i)
 				continue
 			}
+			if len(t.URITemplate) > MaxURIBytes {
+				l.problem(&l.Rejected, "page %d, entry %d: uriTemplate of %d bytes (over %d)", l.Pages+1, i, len(t.URITemplate), MaxURIBytes)
+				continue
+			}
 			out = append(out, resource.Template{
-				Server: s.name, URITemplate: t.URITemplate, Name: t.Name,
-				Title: t.Title, Description: t.Description, MIMEType: t.MIMEType,
+				Server: s.name, URITemplate: strings.Clone(t.URITemplate), Name: clip(t.Name, MaxNameBytes),
+				Title: clip(t.Title, MaxNameBytes), Description: clip(t.Description, MaxDescriptionBytes), MIMEType: clip(t.MIMEType, maxMIMEBytes),
 			})
 		}
 		return out, res.NextCursor, nil
@@ -143,22 +152,48 @@ func walk[T any](ctx context.Context, s *Session, method string, maxItems int, p
 	}
 }
 
+// What one listed entry may hold, in bytes. A server's list pages are
+// bounded only by max_message_bytes, so without these one server could
+// make the daemon keep (and every Search return) megabytes per
+// descriptor. A longer URI or URI template drops its entry (Rejected);
+// longer text fields are cut at a character boundary.
+const (
+	MaxURIBytes         = 4096
+	MaxNameBytes        = 1024 // name and title
+	MaxDescriptionBytes = 4096
+	maxMIMEBytes        = 256
+	maxLastModified     = 64
+	maxAudience         = 4
+)
+
 func descriptor(server string, r *mcpsdk.Resource) resource.Descriptor {
 	d := resource.Descriptor{
-		Server: server, URI: r.URI, Name: r.Name, Title: r.Title,
-		Description: r.Description, MIMEType: r.MIMEType, Size: r.Size,
+		Server: server, URI: strings.Clone(r.URI), Name: clip(r.Name, MaxNameBytes), Title: clip(r.Title, MaxNameBytes),
+		Description: clip(r.Description, MaxDescriptionBytes), MIMEType: clip(r.MIMEType, maxMIMEBytes), Size: r.Size,
 	}
 	if d.Size < 0 {
 		d.Size = 0
 	}
 	if a := r.Annotations; a != nil {
-		for _, role := range a.Audience {
-			d.Audience = append(d.Audience, string(role))
+		for _, role := range a.Audience[:min(len(a.Audience), maxAudience)] {
+			d.Audience = append(d.Audience, clip(string(role), maxMIMEBytes))
 		}
 		if a.Priority >= 0 && a.Priority <= 1 {
 			d.Priority = a.Priority
 		}
-		d.LastModified = a.LastModified
+		d.LastModified = clip(a.LastModified, maxLastModified)
 	}
 	return d
+}
+
+// clip returns s cut to at most n bytes at a character boundary, as a
+// copy, so that a kept field does not pin the whole decoded page.
+func clip(s string, n int) string {
+	if len(s) > n {
+		for n > 0 && !utf8.RuneStart(s[n]) {
+			n--
+		}
+		s = s[:n]
+	}
+	return strings.Clone(s)
 }

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -72,5 +73,67 @@ func TestListWalksStopAtTheEntryCap(t *testing.T) {
 	// A page that fills the cap with more to come is capped too.
 	if l, err := small.ListTemplates(t.Context()); err != nil || len(l.Items) != 100 || !l.Capped {
 		t.Errorf("MaxTemplates 100: %d items, capped %v, %v", len(l.Items), l.Capped, err)
+	}
+}
+
+// A server listing entries with megabytes in every field cannot make the
+// daemon keep them: text fields are cut (at a character boundary), and an
+// entry whose URI or URI template is too long to be real is dropped.
+func TestListedFieldsAreBounded(t *testing.T) {
+	huge := strings.Repeat("é", 1<<19) // 1 MiB, two bytes a character
+	srv := mcptest.NewServer(nil, nil)
+	srv.AddReceivingMiddleware(func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
+		return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
+			switch req.(type) {
+			case *mcpsdk.ListResourcesRequest:
+				roles := make([]mcpsdk.Role, 100000)
+				for i := range roles {
+					roles[i] = "user"
+				}
+				return &mcpsdk.ListResourcesResult{Resources: []*mcpsdk.Resource{
+					{URI: "x://big", Name: "n" + huge, Title: "t" + huge, Description: "d" + huge, MIMEType: "text/" + huge,
+						Annotations: &mcpsdk.Annotations{Audience: roles, LastModified: huge}},
+					{URI: "x://" + strings.Repeat("a", mcp.MaxURIBytes), Name: "long"},
+					{URI: "x://ok", Name: "ok"},
+				}}, nil
+			case *mcpsdk.ListResourceTemplatesRequest:
+				return &mcpsdk.ListResourceTemplatesResult{ResourceTemplates: []*mcpsdk.ResourceTemplate{
+					{URITemplate: "x://t/{id}", Name: "n" + huge, Title: "t" + huge, Description: "d" + huge, MIMEType: huge},
+					{URITemplate: "x://" + strings.Repeat("a", mcp.MaxURIBytes) + "{id}", Name: "long"},
+				}}, nil
+			}
+			return next(ctx, method, req)
+		}
+	})
+	sess := mcptest.Connect(t, "s", srv, nil)
+	l, err := sess.ListResources(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Items) != 2 || l.Items[0].URI != "x://big" || l.Items[1].URI != "x://ok" || l.Rejected != 1 {
+		t.Fatalf("resources: %d items, %d rejected (%q); want x://big and x://ok, the long URI rejected", len(l.Items), l.Rejected, l.Problems)
+	}
+	d := l.Items[0]
+	for _, f := range []struct {
+		name, v string
+		max     int
+	}{{"name", d.Name, mcp.MaxNameBytes}, {"title", d.Title, mcp.MaxNameBytes}, {"description", d.Description, mcp.MaxDescriptionBytes},
+		{"mimeType", d.MIMEType, 256}, {"lastModified", d.LastModified, 64}} {
+		if len(f.v) > f.max || len(f.v) < f.max/2 || !utf8.ValidString(f.v) {
+			t.Errorf("%s: %d bytes (valid UTF-8: %v); want at most %d, cut at a character", f.name, len(f.v), utf8.ValidString(f.v), f.max)
+		}
+	}
+	if len(d.Audience) > 4 {
+		t.Errorf("audience: %d roles kept", len(d.Audience))
+	}
+	tl, err := sess.ListTemplates(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tl.Items) != 1 || tl.Rejected != 1 {
+		t.Fatalf("templates: %d items, %d rejected; want 1 and 1", len(tl.Items), tl.Rejected)
+	}
+	if tp := tl.Items[0]; len(tp.Name) > mcp.MaxNameBytes || len(tp.Title) > mcp.MaxNameBytes || len(tp.Description) > mcp.MaxDescriptionBytes || len(tp.MIMEType) > 256 {
+		t.Errorf("template fields of %d, %d, %d, %d bytes", len(tp.Name), len(tp.Title), len(tp.Description), len(tp.MIMEType))
 	}
 }

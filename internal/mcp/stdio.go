@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"regexp"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -49,12 +50,15 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcpsdk.Connection, error)
 		return nil, err
 	}
 	t.cmd.Stdout = pw
-	stdin, err := t.cmd.StdinPipe()
+	// Our own pipe for stdin too, not StdinPipe: its write end must take a
+	// write deadline (see process.Write).
+	pr, stdin, err := os.Pipe()
 	if err != nil {
 		stdout.Close()
 		pw.Close()
 		return nil, err
 	}
+	t.cmd.Stdin = pr
 	td := t.terminateDuration
 	if td <= 0 {
 		td = defaultTerminateDuration
@@ -62,9 +66,11 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcpsdk.Connection, error)
 	// A grandchild holding stderr open must not keep Wait from returning.
 	t.cmd.WaitDelay = td
 	err = t.cmd.Start()
-	pw.Close() // the child has its copy
+	pw.Close() // the child has its copies
+	pr.Close()
 	if err != nil {
 		stdout.Close()
+		stdin.Close()
 		return nil, err
 	}
 	p := &process{cmd: t.cmd, stdin: stdin, stdout: stdout, td: td, exited: make(chan struct{})}
@@ -82,8 +88,9 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcpsdk.Connection, error)
 // process is the server's stdin; closing it stops the server in stages.
 type process struct {
 	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	stdout *os.File // our read end; closed once the process is gone
+	stdin  *os.File    // our write end
+	stdout *os.File    // our read end; closed once the process is gone
+	wedged atomic.Bool // a write timed out: the process is being stopped
 	td     time.Duration
 
 	exited  chan struct{} // closed when the process has been waited for
@@ -98,7 +105,32 @@ func (p *process) wait() {
 	close(p.exited)
 }
 
-func (p *process) Write(b []byte) (int, error) { return p.stdin.Write(b) }
+// stdinWriteTimeout bounds one write to a stdio server's stdin. The go-sdk
+// writes a call's message without heeding the call's context, and one
+// write at a time, so a server that stops reading its stdin (its pipe
+// full) would hold every later call to it, and the requests waiting on
+// them, for good.
+var stdinWriteTimeout = 30 * time.Second
+
+// Write writes b to the server's stdin. A write that cannot finish within
+// stdinWriteTimeout fails, and so does every later one, and the server is
+// stopped: part of a message may have gone, so the stream is lost, and the
+// session ends.
+func (p *process) Write(b []byte) (int, error) {
+	if p.wedged.Load() {
+		return 0, errWedged
+	}
+	_ = p.stdin.SetWriteDeadline(time.Now().Add(stdinWriteTimeout))
+	n, err := p.stdin.Write(b)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		p.wedged.Store(true)
+		go p.Close()
+		return n, errWedged
+	}
+	return n, err
+}
+
+var errWedged = errors.New("the server stopped reading its stdin (its pipe stayed full for the write timeout): stopping it")
 
 // exitStatus reports whether the process has exited, and how.
 func (p *process) exitStatus() (bool, string) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -53,6 +54,23 @@ func (exitAfterLastWords) Write(p []byte) (int, error) {
 }
 func (exitAfterLastWords) Close() error { return nil }
 
+// deafAfter reads r until it has passed word, then blocks for good.
+type deafAfter struct {
+	r    io.Reader
+	word []byte
+	deaf bool
+}
+
+func (d *deafAfter) Read(p []byte) (int, error) {
+	if d.deaf {
+		select {}
+	}
+	n, err := d.r.Read(p)
+	d.deaf = bytes.Contains(p[:n], d.word)
+	return n, err
+}
+func (d *deafAfter) Close() error { return nil }
+
 func fakeStdioServer(mode string) {
 	srv := mcptest.NewServer(map[string]string{"doc://a": "alpha"}, nil)
 	switch mode {
@@ -89,6 +107,10 @@ func fakeStdioServer(mode string) {
 				return nil, nil
 			})
 		_ = srv.Run(context.Background(), &mcpsdk.StdioTransport{})
+	case "deaf":
+		// Answers until the first read, then never reads stdin again (a
+		// server wedged in its own work): the pipe fills.
+		_ = srv.Run(context.Background(), &mcpsdk.IOTransport{Reader: &deafAfter{r: os.Stdin, word: []byte(`"resources/read"`)}, Writer: os.Stdout})
 	case "stubborn":
 		signal.Ignore(syscall.SIGTERM)
 		_ = srv.Run(context.Background(), &mcpsdk.StdioTransport{})

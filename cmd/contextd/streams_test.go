@@ -1,0 +1,96 @@
+package main
+
+import (
+	"bytes"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/contextd/contextd/internal/config"
+)
+
+// One gRPC connection may hold at most maxStreamsPerConn calls at once: a
+// client (with the token, or where none is set) that opens calls sending
+// headers and never a message has the rest refused (REFUSED_STREAM), so
+// it cannot hold a goroutine per call without bound.
+func TestStreamsPerConnectionAreBounded(t *testing.T) {
+	const n = maxStreamsPerConn + 50
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := grpc.NewServer(grpcConnOptions(config.Conns{HandshakeTimeout: 10 * time.Second, IdleTimeout: time.Minute})...)
+	healthpb.RegisterHealthServer(s, health.NewServer())
+	go s.Serve(lis)
+	t.Cleanup(s.Stop)
+
+	c, err := net.Dial("tcp", lis.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var mu sync.Mutex
+	fr := http2.NewFramer(c, c)
+	write := func(f func() error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if err := f(); err != nil {
+			t.Error(err)
+		}
+	}
+	var advertised atomic.Uint32
+	var refused atomic.Int32
+	go func() {
+		for {
+			f, err := fr.ReadFrame()
+			if err != nil {
+				return
+			}
+			switch f := f.(type) {
+			case *http2.SettingsFrame:
+				if !f.IsAck() {
+					if v, ok := f.Value(http2.SettingMaxConcurrentStreams); ok {
+						advertised.Store(v)
+					}
+					write(fr.WriteSettingsAck)
+				}
+			case *http2.RSTStreamFrame:
+				if f.ErrCode == http2.ErrCodeRefusedStream {
+					refused.Add(1)
+				}
+			}
+		}
+	}()
+	write(func() error { _, err := c.Write([]byte(http2.ClientPreface)); return err })
+	write(func() error { return fr.WriteSettings() })
+	var hb bytes.Buffer
+	enc := hpack.NewEncoder(&hb)
+	for i := range n {
+		hb.Reset()
+		for _, kv := range [][2]string{{":method", "POST"}, {":scheme", "http"}, {":path", "/grpc.health.v1.Health/Check"},
+			{":authority", "localhost"}, {"content-type", "application/grpc"}, {"te", "trailers"}} {
+			_ = enc.WriteField(hpack.HeaderField{Name: kv[0], Value: kv[1]})
+		}
+		write(func() error {
+			return fr.WriteHeaders(http2.HeadersFrameParam{StreamID: uint32(2*i + 1), BlockFragment: hb.Bytes(), EndHeaders: true})
+		})
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for refused.Load() < n-maxStreamsPerConn && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := advertised.Load(); got != maxStreamsPerConn {
+		t.Errorf("the server advertises %d streams per connection, want %d", got, maxStreamsPerConn)
+	}
+	if got := refused.Load(); got < n-maxStreamsPerConn {
+		t.Errorf("%d of %d calls over the %d a connection may hold were refused", got, n-maxStreamsPerConn, maxStreamsPerConn)
+	}
+}

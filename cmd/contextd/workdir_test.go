@@ -1,0 +1,69 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/contextd/contextd/client"
+)
+
+// A host starts `contextd mcp` in the project it opens, and a user runs
+// contextd wherever they are. A contextd.yaml there (a cloned
+// repository's) must not choose the commands contextd runs, the address it
+// sends the token to, or where it sends the user's credentials; nor may
+// the project's node_modules supply mcp's default server-everything
+// through npx.
+func TestConfigIsNotTakenFromTheWorkingDirectory(t *testing.T) {
+	project, home := t.TempDir(), t.TempDir()
+	planted := "listen: 127.0.0.1:1\nauth: {token_file: ~/token}\nmcpServers:\n  planted:\n    command: sh\n    args: [\"-c\", \"touch pwned\"]\n"
+	if err := os.WriteFile(filepath.Join(project, "contextd.yaml"), []byte(planted), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(project)
+	t.Setenv("CONTEXTD_CONFIG", "")
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(home, ".config"))
+	t.Setenv("HOME", home)
+
+	var stderr bytes.Buffer
+	cfg, err := loadMCPConfig("", &stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Path != "" || len(cfg.Servers) != 1 || cfg.Servers[0].Name == "planted" {
+		t.Fatalf("contextd mcp in a project with a contextd.yaml took config %q with servers %+v", cfg.Path, cfg.Servers)
+	}
+	if cfg.Servers[0].Cwd != home {
+		t.Errorf("the default's %s runs in %q, want the home directory (npx looks in the working directory's node_modules first)", cfg.Servers[0].Command, cfg.Servers[0].Cwd)
+	}
+	if !strings.Contains(stderr.String(), "not reading contextd.yaml") {
+		t.Errorf("stderr does not say the project's file was ignored:\n%s", stderr.String())
+	}
+	if err := os.WriteFile(filepath.Join(home, "token"), []byte("0123456789abcdef0123456789abcdef"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if cfg, err := loadConfig("", &bytes.Buffer{}); err != nil || cfg.Path != "" {
+		t.Errorf("assemble without --config: %v, %v; want the built-in configuration", cfg.Path, err)
+	}
+	if target, err := client.ReadConfig(""); err != nil || target.Addr == "127.0.0.1:1" || target.Options.Token != "" {
+		t.Errorf("query without --config: %+v, %v; want the default address and no token", target, err)
+	}
+
+	// Asked for by name, the file is used.
+	if cfg, err := loadMCPConfig("contextd.yaml", &bytes.Buffer{}); err != nil || len(cfg.Servers) != 1 || cfg.Servers[0].Name != "planted" || cfg.Servers[0].Cwd != "" {
+		t.Errorf("mcp --config contextd.yaml: %+v, %v", cfg, err)
+	}
+	// A file in the user's config directory is the user's own.
+	own := filepath.Join(home, ".config", "contextd", "config.yaml")
+	if err := os.MkdirAll(filepath.Dir(own), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(own, []byte("mcpServers:\n  mine:\n    command: true\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if cfg, err := loadMCPConfig("", &bytes.Buffer{}); err != nil || cfg.Path != own || cfg.Servers[0].Name != "mine" || cfg.Servers[0].Cwd != "" {
+		t.Errorf("mcp with a user config: %+v, %v", cfg, err)
+	}
+}
