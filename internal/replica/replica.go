@@ -142,6 +142,7 @@ type Replica struct {
 	lastErr   string
 	published int64 // records written
 	applied   int64 // records installed from the store
+	writing   int   // keys taken from dirty by the flush under way
 }
 
 type serverState struct {
@@ -249,7 +250,7 @@ type Status struct {
 	LastOK    time.Time // the store's last answer
 	LastError string
 	Seq       int64 // change log position applied
-	Pending   int   // changed keys of owned servers not written yet
+	Pending   int   // changed keys of owned servers not written yet (waiting or being written)
 	Published int64 // records written since start
 	Applied   int64 // records installed from the store since start
 }
@@ -259,7 +260,7 @@ func (r *Replica) Status() Status {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	st := Status{Holder: r.opts.Holder, LastOK: r.lastOK, LastError: r.lastErr, Seq: r.seq,
-		Pending: len(r.dirty), Published: r.published, Applied: r.applied}
+		Pending: len(r.dirty) + r.writing, Published: r.published, Applied: r.applied}
 	st.Owned = slices.Sorted(maps.Keys(r.active))
 	st.Stale = time.Since(r.lastOK) >= 3*r.opts.PollEvery
 	return st
@@ -677,6 +678,12 @@ func (r *Replica) flush(ctx context.Context) bool {
 	keys := r.dirty
 	srvs := r.dirtySrv
 	r.dirty, r.dirtySrv = map[resource.Key]bool{}, map[string]serverState{}
+	r.writing = len(keys)
+	defer func() {
+		r.mu.Lock()
+		r.writing = 0
+		r.mu.Unlock()
+	}()
 	tokens := make(map[string]int64, len(r.owned))
 	for s, t := range r.owned {
 		tokens[s] = t
