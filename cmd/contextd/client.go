@@ -17,6 +17,10 @@ import (
 // one found, see client.ReadConfig) describes, at addr when it is set.
 // Problems with the file are printed as warnings on stderr.
 func daemonClient(cfgPath, addr string, stderr io.Writer) (*client.Client, error) {
+	if cfgPath == "" {
+		cfgPath = config.Find()
+		noteWorkingDirConfig(cfgPath, stderr)
+	}
 	t, err := client.ReadConfig(cfgPath)
 	if err != nil {
 		return nil, err

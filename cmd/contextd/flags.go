@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 
 	"github.com/contextd/contextd/internal/config"
@@ -64,11 +65,9 @@ func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
 // loadConfig loads path, or the file Find returns, or the built-in default,
 // and says on stderr which one it used and which of its keys it ignores.
 func loadConfig(path string, stderr io.Writer) (*config.Config, error) {
-	if p := config.InWorkingDir(); path == "" && p != "" {
-		fmt.Fprintf(stderr, "contextd: not reading %s from the working directory (a file there may be anyone's); pass --config %s to use it\n", p, p)
-	}
 	if path == "" {
 		path = config.Find()
+		noteWorkingDirConfig(path, stderr)
 	}
 	if path == "" {
 		fmt.Fprintln(stderr, "contextd: no config file found; using the built-in configuration (server-everything via npx)")
@@ -85,6 +84,30 @@ func loadConfig(path string, stderr io.Writer) (*config.Config, error) {
 		fmt.Fprintln(stderr, "contextd: warning:", w)
 	}
 	return cfg, nil
+}
+
+// noteWorkingDirConfig says on stderr that a contextd.yaml or
+// contextd.json in the working directory is not read, unless it is the
+// file found (named by $CONTEXTD_CONFIG) at path.
+func noteWorkingDirConfig(found string, stderr io.Writer) {
+	p := config.InWorkingDir()
+	if p == "" || sameFile(p, found) {
+		return
+	}
+	fmt.Fprintf(stderr, "contextd: not reading %s from the working directory (a file there may be anyone's); pass --config %s to use it\n", p, p)
+}
+
+// sameFile reports whether a and b name one existing file.
+func sameFile(a, b string) bool {
+	if b == "" {
+		return false
+	}
+	fa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	fb, err := os.Stat(b)
+	return err == nil && os.SameFile(fa, fb)
 }
 
 // newLogger writes text logs at level to w.

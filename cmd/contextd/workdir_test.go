@@ -50,6 +50,27 @@ func TestConfigIsNotTakenFromTheWorkingDirectory(t *testing.T) {
 	if target, err := client.ReadConfig(""); err != nil || target.Addr == "127.0.0.1:1" || target.Options.Token != "" {
 		t.Errorf("query without --config: %+v, %v; want the default address and no token", target, err)
 	}
+	// query and servers say so too.
+	stderr.Reset()
+	if c, err := daemonClient("", "", &stderr); err != nil {
+		t.Errorf("query without --config: %v", err)
+	} else {
+		c.Close()
+	}
+	if !strings.Contains(stderr.String(), "not reading contextd.yaml") {
+		t.Errorf("query's stderr does not say the project's file was ignored:\n%s", stderr.String())
+	}
+	// Named by $CONTEXTD_CONFIG, the same file is used, and the note would
+	// contradict that.
+	t.Setenv("CONTEXTD_CONFIG", "contextd.yaml")
+	stderr.Reset()
+	if cfg, err := loadConfig("", &stderr); err != nil || len(cfg.Servers) != 1 || cfg.Servers[0].Name != "planted" {
+		t.Errorf("CONTEXTD_CONFIG=contextd.yaml: %+v, %v", cfg, err)
+	}
+	if strings.Contains(stderr.String(), "not reading") {
+		t.Errorf("the note says the file $CONTEXTD_CONFIG names is not read:\n%s", stderr.String())
+	}
+	t.Setenv("CONTEXTD_CONFIG", "")
 
 	// Asked for by name, the file is used.
 	if cfg, err := loadMCPConfig("contextd.yaml", &bytes.Buffer{}); err != nil || len(cfg.Servers) != 1 || cfg.Servers[0].Name != "planted" || cfg.Servers[0].Cwd != "" {
