@@ -38,7 +38,7 @@ func (o *oneShot) register(fs *flag.FlagSet) {
 	fs.BoolVar(&o.json, "json", false, "print the protojson of the gRPC response")
 	fs.DurationVar(&o.timeout, "timeout", 60*time.Second, "how long to wait for servers to connect, sync and index their small resources' text")
 	fs.StringVar(&o.logLevel, "log-level", "warn", "debug, info, warn or error (logs go to stderr)")
-	fs.BoolVar(&o.waitFull, "wait-full", false, "wait for every server's whole first content pass (up to --timeout), not only for the resources the query needs")
+	fs.BoolVar(&o.waitFull, "wait-full", false, "wait for every server's whole first content pass, passages' vectors included (up to --timeout), not only for the resources the query needs")
 }
 
 // start loads the config, starts the engine's mirrors and waits for their
@@ -413,6 +413,27 @@ var waitReport = 5 * time.Second
 // every waitReport, which servers it is still waiting for and what they
 // are doing, so a server that hangs at connect does not look like contextd
 // hanging.
+// waitPassages waits until no server has a text passage waiting for its
+// vector (the content pass's last step), or until ctx ends.
+func waitPassages(ctx context.Context, eng *engine.Engine) error {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		pending := 0
+		for _, s := range eng.Servers() {
+			pending += s.PassagesPending
+		}
+		if pending == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
 func waitReady(ctx context.Context, eng *engine.Engine, focus bool, stderr io.Writer) error {
 	done := make(chan error, 1)
 	go func() {
@@ -420,7 +441,11 @@ func waitReady(ctx context.Context, eng *engine.Engine, focus bool, stderr io.Wr
 			done <- eng.WaitAnswerable(ctx)
 			return
 		}
-		done <- eng.WaitReady(ctx)
+		err := eng.WaitReady(ctx)
+		if err == nil {
+			err = waitPassages(ctx, eng)
+		}
+		done <- err
 	}()
 	tick := time.NewTicker(waitReport)
 	defer tick.Stop()
