@@ -338,6 +338,9 @@ func TestPprofRequiresTheToken(t *testing.T) {
 	get := func(path, tok string) int {
 		t.Helper()
 		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://"+metAddr+path, nil)
+		if host, ok := strings.CutPrefix(tok, "host="); ok {
+			req.Host, tok = host, token
+		}
 		if tok != "" {
 			req.Header.Set("Authorization", "Bearer "+tok)
 		}
@@ -357,6 +360,10 @@ func TestPprofRequiresTheToken(t *testing.T) {
 		{"/debug/pprof/cmdline", "wrong-token-0123456789", http.StatusUnauthorized},
 		{"/debug/pprof/heap", token, http.StatusOK},
 		{"/metrics", "", http.StatusOK},
+		{"/metrics", "host=localhost:9464", http.StatusOK},
+		// A web page whose name was rebound to 127.0.0.1 reads nothing.
+		{"/metrics", "host=attacker.example:9464", http.StatusForbidden},
+		{"/debug/pprof/heap", "host=attacker.example", http.StatusForbidden},
 	} {
 		if got := get(tc.path, tc.token); got != tc.want {
 			t.Errorf("GET %s (token %q): %d, want %d", tc.path, tc.token, got, tc.want)

@@ -242,15 +242,39 @@ func btoi(b bool) int {
 // memory) asking for the daemon's token when one is set. /metrics stays
 // open to scrapers: it is loopback-only unless allow_insecure_metrics.
 func guardMetrics(token string, h http.Handler) http.Handler {
-	if token == "" {
-		return h
+	if token != "" {
+		open, guarded := h, service.RequireBearer(token, h)
+		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/metrics" {
+				open.ServeHTTP(w, r)
+				return
+			}
+			guarded.ServeHTTP(w, r)
+		})
 	}
-	guarded := service.RequireBearer(token, h)
+	return loopbackHostOnly(h)
+}
+
+// loopbackHostOnly refuses (403) a request that reached a loopback address
+// under a Host header that is not a loopback name or address: a web page
+// whose DNS name was rebound to 127.0.0.1 would otherwise read the listener
+// from the user's browser (the go-sdk's MCP handler checks the same).
+func loopbackHostOnly(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/metrics" {
-			h.ServeHTTP(w, r)
+		if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && isLoopback(local.String()) && !isLoopback(r.Host) {
+			http.Error(w, "Forbidden: the Host header does not name a loopback address", http.StatusForbidden)
 			return
 		}
-		guarded.ServeHTTP(w, r)
+		h.ServeHTTP(w, r)
 	})
+}
+
+// isLoopback reports whether addr (host or host:port) is "localhost" or a
+// loopback IP address.
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = strings.Trim(addr, "[]")
+	}
+	return config.IsLoopbackHost(host)
 }

@@ -736,10 +736,7 @@ func CheckLoopback(addr string) error {
 	if err != nil {
 		return fmt.Errorf("%q is not host:port (%v); want a loopback address such as 127.0.0.1:7879", addr, err)
 	}
-	if host == "localhost" {
-		return nil
-	}
-	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+	if IsLoopbackHost(host) {
 		return nil
 	}
 	return fmt.Errorf("%q is not a loopback address: the MCP endpoint has no authentication; use 127.0.0.1, [::1] or localhost", addr)

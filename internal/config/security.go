@@ -185,6 +185,16 @@ func (a Auth) CheckHTTPEndpoints(mcpListen string, pprof bool) error {
 	return fmt.Errorf("%s: tls.client_ca_file is set, but that endpoint is plain HTTP and cannot ask for a client certificate; set auth.token (it asks for it), or drop %s", what, strings.Fields(what)[0])
 }
 
+// IsLoopbackHost reports whether host (no port) is "localhost" (any
+// case) or a loopback IP address (127.0.0.0/8, ::1).
+func IsLoopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
 // CheckListen returns an error when addr (host:port or unix:///path) is
 // reachable from other machines while nothing authenticates callers: no
 // token and no client certificates, and AllowInsecureListen not set.
@@ -197,10 +207,7 @@ func (a Auth) CheckListen(addr string) error {
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", addr, err)
 	}
-	if host == "localhost" {
-		return nil
-	}
-	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+	if IsLoopbackHost(host) {
 		return nil
 	}
 	return fmt.Errorf("listen %s: not a loopback address, and no auth.token or tls.client_ca_file is set: anyone who can reach it could read what your servers' credentials can (set allow_insecure_listen: true to accept that)", addr)
