@@ -40,6 +40,16 @@ func maxConns(c config.Conns, nofile uint64) int {
 // bounds what calls can hold: at the 1,024 cap, about 1.1 GiB.
 const maxStreamsPerConn = 100
 
+// maxHeaderListBytes bounds one gRPC call's headers (HTTP/2
+// SETTINGS_MAX_HEADER_LIST_SIZE: names and values plus 32 bytes a field).
+// grpc-go's default is 16 MiB, which the server holds, decoded, while a
+// header block is still arriving: a client without the token that sent
+// 12 MiB of headers and never ended the block held that much per
+// connection for the idle timeout (80 connections: 1.3 GB RSS; at the
+// 1,024-connection cap, enough to exhaust memory). A call needs well under
+// a kilobyte (the token, user agent, deadline, trace context).
+const maxHeaderListBytes = 16 << 10
+
 // grpcConnOptions returns the gRPC server options that bound a connection's
 // life by c: a handshake deadline, MaxConnectionIdle, a ping policy, and
 // its streams at once. A connection with a call in flight (a Health Watch,
@@ -51,6 +61,7 @@ func grpcConnOptions(c config.Conns) []grpc.ServerOption {
 		// one holds a goroutine and about 11 KiB, and a unary call waits
 		// for its request message without a deadline.
 		grpc.MaxConcurrentStreams(maxStreamsPerConn),
+		grpc.MaxHeaderListSize(maxHeaderListBytes),
 		grpc.KeepaliveParams(keepalive.ServerParameters{
 			MaxConnectionIdle: c.IdleTimeout,
 			// Ping a connection silent this long, and close it when the
