@@ -94,14 +94,13 @@ func (e *redacted) Error() string { return e.msg }
 func (e *redacted) Unwrap() error { return e.err }
 
 // URL masks the user info and every query value of one URL. Text that does
-// not parse as a URL is returned with everything after "?" masked.
+// not parse as a URL (a password with a bare "%", "/" or "?" is a common
+// cause) has everything between "://" and its last "@" masked, and
+// everything after the first "?" that follows.
 func URL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
-		if i := strings.IndexAny(raw, "?@"); i >= 0 {
-			return raw[:i+1] + Mask
-		}
-		return raw
+		return unparsedURL(raw)
 	}
 	changed := false
 	if u.User != nil {
@@ -121,6 +120,25 @@ func URL(raw string) string {
 		return raw
 	}
 	return u.String()
+}
+
+// unparsedURL masks text that looks like a URL but does not parse: the
+// user info cannot be told from the host by the parser's rules, so all of
+// the authority up to the last "@" goes (a password may hold "/", "?" or
+// "@"), and whatever follows a "?" after it.
+func unparsedURL(raw string) string {
+	start := 0
+	if i := strings.Index(raw, "://"); i >= 0 {
+		start = i + len("://")
+	}
+	head, rest := raw[:start], raw[start:]
+	if i := strings.LastIndex(rest, "@"); i >= 0 {
+		head, rest = head+Mask+"@", rest[i+1:]
+	}
+	if i := strings.Index(rest, "?"); i >= 0 {
+		rest = rest[:i+1] + Mask
+	}
+	return head + rest
 }
 
 // maskQuery masks each value of a query string, keeping its keys and order.

@@ -24,6 +24,13 @@ func TestStringMasksURLCredentialsQueryValuesAndTokens(t *testing.T) {
 		{`api_key: "sk-live-123"`, `api_key: "REDACTED"`},
 		{`plain text with no secrets, x marks the spot`, `plain text with no secrets, x marks the spot`},
 		{`https://host/path/no-query`, `https://host/path/no-query`},
+		// URLs that do not parse: a password with a bare "%", "/", "?" or
+		// "@" (the user info is everything up to the last "@").
+		{`field url: "https://alice:Pa%ss-w0rd@docs.example/mcp" is not an http(s) URL`,
+			`field url: "https://REDACTED@docs.example/mcp" is not an http(s) URL`},
+		{`https://alice:p/ss?w@rd@host/mcp?key=v%zz`, `https://REDACTED@host/mcp?REDACTED`},
+		{`https://host/x%zz?key=abc`, `https://host/x%zz?REDACTED`},
+		{`https://host/x%zz`, `https://host/x%zz`},
 	}
 	for _, tt := range tests {
 		if got := r.String(tt.in); got != tt.want {
