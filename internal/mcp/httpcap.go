@@ -228,6 +228,13 @@ func (s *sseCap) next() {
 		s.size += len(line)
 		s.tail = append(s.tail, line...)
 		s.tail = s.tail[max(0, len(s.tail)-256):]
+		if b := skipBound(s.max); b > 0 && s.size > b {
+			// An event that does not end: stop reading it (and the stream).
+			s.out = s.oversized(false)
+			s.err = errEndless
+			s.body.Close()
+			return
+		}
 	case len(s.event)+len(line) > s.max:
 		s.size = len(s.event) + len(line)
 		s.head = append(s.event[:0:0], s.event[:min(len(s.event), 256)]...)
@@ -236,6 +243,16 @@ func (s *sseCap) next() {
 		}
 		s.tail = append([]byte(nil), line[max(0, len(line)-256):]...)
 		s.event = nil
+		if s.id != nil && !isRequest(eventData(s.head)) {
+			// The POSTed call's answer, too big: answer it now and read no
+			// more of the stream, as for a JSON body. Reading on to the
+			// event's end would let a server that never ends it hold the
+			// call, and a core, for as long as it sends.
+			s.out = s.oversized(false)
+			s.err = io.EOF
+			s.body.Close()
+			return
+		}
 	default:
 		s.event = append(s.event, line...)
 	}
@@ -245,7 +262,7 @@ func (s *sseCap) next() {
 	if blank || err != nil {
 		switch {
 		case s.size > 0:
-			s.out = s.oversized()
+			s.out = s.oversized(true)
 		case !s.validData():
 			s.out = s.malformed()
 		default:
@@ -258,15 +275,10 @@ func (s *sseCap) next() {
 	}
 }
 
-// oversized returns the event that replaces one of s.size bytes.
-func (s *sseCap) oversized() []byte {
-	data := func(b []byte) []byte { // the event's data, roughly: enough to find an id
-		if i := bytes.Index(b, []byte("data:")); i >= 0 {
-			return bytes.TrimLeft(b[i+len("data:"):], " ")
-		}
-		return nil
-	}
-	head := data(s.head)
+// oversized returns the event that replaces one of s.size bytes (so far,
+// unless ended).
+func (s *sseCap) oversized(ended bool) []byte {
+	head := eventData(s.head)
 	var id []byte
 	switch {
 	case isRequest(head):
@@ -285,7 +297,20 @@ func (s *sseCap) oversized() []byte {
 		return nil
 	}
 	s.id = nil // one answer per call
-	return append(append([]byte("event: message\ndata: "), tooLarge(id, fmt.Sprint(s.size), s.max)...), "\n\n"...)
+	size := fmt.Sprint(s.size)
+	if !ended {
+		size = fmt.Sprintf("more than %d", s.max)
+	}
+	return append(append([]byte("event: message\ndata: "), tooLarge(id, size, s.max)...), "\n\n"...)
+}
+
+// eventData returns the data of the event whose first bytes are head,
+// roughly: enough to find an id or a method.
+func eventData(head []byte) []byte {
+	if i := bytes.Index(head, []byte("data:")); i >= 0 {
+		return bytes.TrimLeft(head[i+len("data:"):], " ")
+	}
+	return nil
 }
 
 // eventData returns the data of the event in s.event: its data lines joined

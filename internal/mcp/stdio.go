@@ -209,13 +209,14 @@ type jsonLines struct {
 	log *slog.Logger
 	max int // bytes per message line; <= 0 means no cap
 
-	mode    int // atLineStart, passing, emitting or dropping
-	dropped []byte
-	line    []byte // the message line being gathered (passing)
-	size    int    // its length so far, when over max
-	tail    []byte // its last bytes, when over max
-	out     []byte // what to hand out next (emitting)
-	eof     error  // the error that ended the stream, once out is drained
+	mode        int // atLineStart, passing, emitting or dropping
+	dropped     []byte
+	droppedSize int    // bytes of the line being dropped so far
+	line        []byte // the message line being gathered (passing)
+	size        int    // its length so far, when over max
+	tail        []byte // its last bytes, when over max
+	out         []byte // what to hand out next (emitting)
+	eof         error  // the error that ended the stream, once out is drained
 }
 
 const (
@@ -232,6 +233,26 @@ const DefaultMaxMessageBytes = 16 << 20
 
 // maxDecide bounds how much of a line may be blank before it is passed as is.
 const maxDecide = 4096
+
+// skipFactor bounds how far past the cap a message (or a line that is not
+// one) is read to find its end: skipFactor × max bytes, 1 GiB at the
+// default cap. A server that sends an endless line would otherwise be read
+// at full speed for as long as it liked, burning a core, with every call
+// behind it waiting; past the bound the stream fails (errEndless) and the
+// session with it, so the server is stopped and reconnected.
+const skipFactor = 64
+
+// errEndless ends a stream whose message runs skipFactor times past the cap.
+var errEndless = errors.New("mcp: a message from the server runs far past max_message_bytes without ending; closing the stream")
+
+// skipBound returns how many bytes of one message (or dropped line) may be
+// read under the cap max; 0 means no bound.
+func skipBound(max int) int {
+	if max <= 0 {
+		return 0
+	}
+	return skipFactor * max
+}
 
 func (j *jsonLines) Read(p []byte) (int, error) {
 	for {
@@ -261,6 +282,12 @@ func (j *jsonLines) Read(p []byte) (int, error) {
 				j.size += len(chunk)
 				j.tail = append(j.tail, chunk...)
 				j.tail = j.tail[max(0, len(j.tail)-256):]
+				if b := skipBound(j.max); b > 0 && j.size > b {
+					if j.log != nil {
+						j.log.Warn("a message from the server does not end", "bytes", j.size, "max_message_bytes", j.max)
+					}
+					return 0, errEndless
+				}
 			}
 			if errors.Is(err, bufio.ErrBufferFull) {
 				continue
@@ -293,6 +320,13 @@ func (j *jsonLines) Read(p []byte) (int, error) {
 			if len(j.dropped) < 200 {
 				j.dropped = append(j.dropped, line[:min(len(line), 200-len(j.dropped))]...)
 			}
+			j.droppedSize += len(line)
+			if b := skipBound(j.max); b > 0 && j.droppedSize > b {
+				if j.log != nil {
+					j.log.Warn("a non-JSON line on the server's stdout does not end", "bytes", j.droppedSize, "line", string(bytes.TrimSpace(j.dropped)))
+				}
+				return 0, errEndless
+			}
 			if errors.Is(err, bufio.ErrBufferFull) {
 				continue
 			}
@@ -302,7 +336,7 @@ func (j *jsonLines) Read(p []byte) (int, error) {
 			if j.log != nil {
 				j.log.Warn("skipped a non-JSON line on the server's stdout", "line", string(bytes.TrimSpace(j.dropped)))
 			}
-			j.dropped = j.dropped[:0]
+			j.dropped, j.droppedSize = j.dropped[:0], 0
 			j.mode = atLineStart
 		}
 	}

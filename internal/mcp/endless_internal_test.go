@@ -1,0 +1,102 @@
+package mcp
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+// endless is a server's output that starts with head and then never ends
+// its line: a reader of it that skips to the line's end reads forever.
+type endless struct {
+	head string
+	n    atomic.Int64 // bytes read so far
+}
+
+func (e *endless) Read(p []byte) (int, error) {
+	i := 0
+	if off := int(e.n.Load()); off < len(e.head) {
+		i = copy(p, e.head[off:])
+	}
+	for ; i < len(p); i++ {
+		p[i] = 'a'
+	}
+	e.n.Add(int64(len(p)))
+	return len(p), nil
+}
+
+func (e *endless) Close() error { return nil }
+
+// A stdio server that sends a message, or a non-JSON line, that never ends
+// is read to a bound (skipFactor × the cap), then its stream fails, so the
+// session is stopped and reconnected rather than read at full speed for as
+// long as the server likes.
+func TestJSONLinesStopAtAnEndlessLine(t *testing.T) {
+	const limit = 1 << 10
+	for _, head := range []string{`{"jsonrpc":"2.0","id":3,"result":{"resources":[{"uri":"x://`, `garbage `} {
+		src := &endless{head: head}
+		done := make(chan error, 1)
+		go func() {
+			_, err := io.Copy(io.Discard, &jsonLines{r: bufio.NewReaderSize(src, 64<<10), max: limit})
+			done <- err
+		}()
+		if err := <-done; !errors.Is(err, errEndless) {
+			t.Errorf("%q…: the stream ended with %v, want errEndless", head, err)
+		}
+		if n := src.n.Load(); n > int64(skipBound(limit))+(128<<10) {
+			t.Errorf("%q…: read %d bytes, want at most about %d", head, n, skipBound(limit))
+		}
+	}
+}
+
+type bodyTransport struct{ body func() io.ReadCloser }
+
+func (b bodyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: b.body(), Request: req}, nil
+}
+
+// An event-stream answer to a POSTed call that passes the cap answers the
+// call at once with the cap's error, reading no further; an endless event
+// on a stream with no call (the standalone GET) ends the stream at the
+// bound.
+func TestSSEStopsAtAnOversizedEvent(t *testing.T) {
+	const limit = 1 << 10
+	src := &endless{head: "event: message\ndata: " + `{"jsonrpc":"2.0","id":5,"result":{"contents":[{"uri":"x://a","text":"`}
+	rt := capTransport{base: bodyTransport{func() io.ReadCloser { return src }}, max: limit, log: slog.New(slog.DiscardHandler)}
+	req, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":5,"method":"resources/read","params":{"uri":"x://a"}}`))
+	req.GetBody = func() (io.ReadCloser, error) {
+		return io.NopCloser(strings.NewReader(`{"jsonrpc":"2.0","id":5,"method":"resources/read","params":{"uri":"x://a"}}`)), nil
+	}
+	resp, err := rt.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(out), `"id":5,"error"`) || !strings.Contains(string(out), "exceeds max_message_bytes") {
+		t.Errorf("the call's answer = %.300q, want the cap's error", out)
+	}
+	if n := src.n.Load(); n > 256<<10 {
+		t.Errorf("read %d bytes of the answer, want little more than the %d-byte cap", n, limit)
+	}
+
+	get := &endless{head: "event: message\ndata: " + `{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"`}
+	rt.base = bodyTransport{func() io.ReadCloser { return get }}
+	req, _ = http.NewRequest(http.MethodGet, "http://127.0.0.1/mcp", nil)
+	if resp, err = rt.RoundTrip(req); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(io.Discard, resp.Body); !errors.Is(err, errEndless) {
+		t.Errorf("an endless event on the GET stream ended it with %v, want errEndless", err)
+	}
+	if n := get.n.Load(); n > int64(skipBound(limit))+(128<<10) {
+		t.Errorf("read %d bytes of the GET stream, want at most about %d", n, skipBound(limit))
+	}
+}
