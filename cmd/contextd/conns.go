@@ -115,6 +115,8 @@ type limitListener struct {
 
 	mu    sync.Mutex
 	conns map[*limitConn]struct{} // the open connections
+
+	answers *unsentAnswers // gRPC's listener: answers its connections hold; nil otherwise
 }
 
 // limitConns returns l holding at most n connections at once; a connection
@@ -153,6 +155,9 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		}
 	}
 	lc := &limitConn{Conn: c, l: l, accepted: time.Now()}
+	if l.answers != nil {
+		l.answers.track(lc)
+	}
 	l.mu.Lock()
 	l.conns[lc] = struct{}{}
 	l.mu.Unlock()
@@ -222,6 +227,24 @@ type limitConn struct {
 	accepted  time.Time
 	heard     atomic.Bool
 	closeOnce sync.Once
+	ans       *answerConn // with limitListener.answers
+}
+
+func (c *limitConn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	if c.ans != nil && n > 0 {
+		c.l.answers.wrote(c, n)
+	}
+	return n, err
+}
+
+// RemoteAddr is the peer's address; with answers counted, one unique to
+// the connection.
+func (c *limitConn) RemoteAddr() net.Addr {
+	if c.ans != nil {
+		return c.ans.addr
+	}
+	return c.Conn.RemoteAddr()
 }
 
 func (c *limitConn) Read(p []byte) (int, error) {
@@ -235,6 +258,9 @@ func (c *limitConn) Read(p []byte) (int, error) {
 func (c *limitConn) Close() error {
 	err := c.Conn.Close()
 	c.closeOnce.Do(func() {
+		if c.ans != nil {
+			c.l.answers.closed(c)
+		}
 		c.l.mu.Lock()
 		delete(c.l.conns, c)
 		c.l.mu.Unlock()

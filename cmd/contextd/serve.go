@@ -106,6 +106,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 			"max_connections", nconns, "open_file_limit", nofile)
 	}
 	lis = limitConns(lis, nconns, silentGrace(cfg.Conns), "listen", log)
+	answers := newUnsentAnswers(unsentAnswersMax(cfg.Limits), cfg.Conns.IdleTimeout)
+	lis.(*limitListener).answers = answers
 	relay := &mcpserver.Relay{}
 	met := metrics.New()
 	eng, err := engine.New(ctx, engine.Options{Config: cfg, Logger: log, Mirror: relayMirror(relay), Observer: met})
@@ -119,6 +121,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	adm := service.NewAdmission(cfg.Limits.MaxConcurrent, cfg.Limits.MaxQueued, 0)
 	sopts := append([]grpc.ServerOption{service.Instrument(met.GRPC)}, service.Guard(service.GuardOptions{Token: cfg.Auth.Token, Admission: adm})...)
 	sopts = append(sopts, grpcConnOptions(cfg.Conns)...)
+	sopts = append(sopts, answers.options()...)
 	if creds != nil {
 		sopts = append(sopts, creds)
 	}
@@ -159,6 +162,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	defer stopMirrors()
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { runBeside(mirrorCtx, eng, fac); return nil })
+	g.Go(func() error { answers.run(gctx); return nil })
 	if metricsWeb != nil {
 		g.Go(func() error {
 			if err := metricsWeb.Serve(metricsLis); err != nil && !errors.Is(err, http.ErrServerClosed) {

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/types/known/emptypb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/contextd/contextd/internal/config"
+)
+
+// bigService answers every call with size bytes.
+func bigService(size int) *grpc.ServiceDesc {
+	return &grpc.ServiceDesc{
+		ServiceName: "test.Big",
+		HandlerType: (*any)(nil),
+		Methods: []grpc.MethodDesc{{MethodName: "Get", Handler: func(_ any, ctx context.Context, dec func(any) error, icpt grpc.UnaryServerInterceptor) (any, error) {
+			in := new(emptypb.Empty)
+			if err := dec(in); err != nil {
+				return nil, err
+			}
+			h := func(context.Context, any) (any, error) { return wrapperspb.Bytes(make([]byte, size)), nil }
+			if icpt == nil {
+				return h(ctx, in)
+			}
+			return icpt(ctx, in, &grpc.UnaryServerInfo{FullMethod: "/test.Big/Get"}, h)
+		}}},
+	}
+}
+
+// A client that opens no flow-control window takes none of its answers,
+// which gRPC would hold in memory for as long as it keeps the connection.
+// The daemon holds at most the unsent-answers bound: calls past it fail
+// with RESOURCE_EXHAUSTED, and a connection whose answers have not moved
+// for the stall time is closed, freeing them.
+func TestAnswersClientsDoNotReadAreBounded(t *testing.T) {
+	const answer, bound, calls = 4 << 20, 16 << 20, 10
+	raw, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := newUnsentAnswers(bound, 500*time.Millisecond)
+	lis := limitConns(raw, 16, silentGrace(config.Conns{HandshakeTimeout: 10 * time.Second}), "listen", slog.New(slog.DiscardHandler))
+	lis.(*limitListener).answers = u
+	s := grpc.NewServer(append(grpcConnOptions(config.Conns{HandshakeTimeout: 10 * time.Second, IdleTimeout: time.Minute}), u.options()...)...)
+	s.RegisterService(bigService(answer), struct{}{})
+	go s.Serve(lis)
+	t.Cleanup(s.Stop)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go u.run(ctx)
+
+	c, err := net.Dial("tcp", raw.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fr := http2.NewFramer(c, c)
+	fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
+	if _, err := c.Write([]byte(http2.ClientPreface)); err != nil {
+		t.Fatal(err)
+	}
+	// No window: the server may send headers but no answer bytes.
+	if err := fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 0}); err != nil {
+		t.Fatal(err)
+	}
+	var exhausted atomic.Int32
+	closed := make(chan struct{})
+	settings := make(chan struct{})
+	go func() {
+		defer close(closed)
+		acked := false
+		for {
+			f, err := fr.ReadFrame()
+			if err != nil {
+				return
+			}
+			switch f := f.(type) {
+			case *http2.SettingsFrame:
+				if !f.IsAck() && !acked {
+					acked = true
+					close(settings)
+				}
+			case *http2.MetaHeadersFrame:
+				for _, hf := range f.Fields {
+					if hf.Name == "grpc-status" && hf.Value == "8" {
+						exhausted.Add(1)
+					}
+				}
+			}
+		}
+	}()
+	select {
+	case <-settings:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no SETTINGS from the server")
+	}
+	if err := fr.WriteSettingsAck(); err != nil {
+		t.Fatal(err)
+	}
+	var hb bytes.Buffer
+	enc := hpack.NewEncoder(&hb)
+	for i := range calls {
+		hb.Reset()
+		for _, kv := range [][2]string{{":method", "POST"}, {":scheme", "http"}, {":path", "/test.Big/Get"},
+			{":authority", "localhost"}, {"content-type", "application/grpc"}, {"te", "trailers"}} {
+			_ = enc.WriteField(hpack.HeaderField{Name: kv[0], Value: kv[1]})
+		}
+		sid := uint32(2*i + 1)
+		if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: sid, BlockFragment: hb.Bytes(), EndHeaders: true}); err != nil {
+			t.Fatal(err)
+		}
+		if err := fr.WriteData(sid, true, []byte{0, 0, 0, 0, 0}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The calls past the bound are refused; then the stalled connection
+	// is closed.
+	select {
+	case <-closed:
+	case <-time.After(15 * time.Second):
+		t.Fatalf("the server still holds a connection that has read none of its answers after 15 s (%d MiB unsent)", u.total.Load()>>20)
+	}
+	if got, want := int(exhausted.Load()), calls-bound/answer; got < want {
+		t.Errorf("%d calls were refused with RESOURCE_EXHAUSTED, want at least %d (answers past the %d MiB bound)", got, want, bound>>20)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for u.total.Load() != 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := u.total.Load(); n != 0 {
+		t.Errorf("%d bytes still counted unsent after the connection closed", n)
+	}
+}
