@@ -5,6 +5,7 @@ import (
 	"context"
 	"log/slog"
 	"net"
+	"net/http"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -139,5 +140,48 @@ func TestAnswersClientsDoNotReadAreBounded(t *testing.T) {
 	}
 	if n := u.total.Load(); n != 0 {
 		t.Errorf("%d bytes still counted unsent after the connection closed", n)
+	}
+}
+
+// An HTTP client (the MCP endpoint, /metrics) that sends a request and
+// never reads the answer has the write fail once it makes no progress for
+// the stall time, rather than holding the answer and its goroutine for as
+// long as it keeps the connection.
+func TestHTTPWritesThatMakeNoProgressFail(t *testing.T) {
+	raw, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conns := config.Conns{HandshakeTimeout: 10 * time.Second, IdleTimeout: time.Minute}
+	lis := withWriteStall(limitConns(raw, 16, silentGrace(conns), "mcp_listen", slog.New(slog.DiscardHandler)), 300*time.Millisecond)
+	wrote := make(chan error, 1)
+	srv := newHTTPServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		chunk := make([]byte, 1<<20)
+		for range 256 { // 256 MiB: more than any socket buffer holds
+			if _, err := w.Write(chunk); err != nil {
+				wrote <- err
+				return
+			}
+		}
+		wrote <- nil
+	}), conns, slog.New(slog.DiscardHandler))
+	go srv.Serve(lis)
+	t.Cleanup(func() { srv.Close() })
+
+	c, err := net.Dial("tcp", raw.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Write([]byte("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-wrote:
+		if err == nil {
+			t.Fatal("the server wrote 256 MiB to a client that read none of it")
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the server still writes to a client that has read nothing for 15 s")
 	}
 }

@@ -117,6 +117,19 @@ type limitListener struct {
 	conns map[*limitConn]struct{} // the open connections
 
 	answers *unsentAnswers // gRPC's listener: answers its connections hold; nil otherwise
+
+	// writeStall, when positive, fails a write that makes no progress for
+	// that long: a client that stops reading an answer (an HTTP response
+	// of megabytes, left in the socket) would otherwise keep it, and the
+	// goroutine writing it, for as long as it keeps the connection.
+	writeStall time.Duration
+}
+
+// withWriteStall returns l (from limitConns) failing writes that make no
+// progress for d.
+func withWriteStall(l net.Listener, d time.Duration) net.Listener {
+	l.(*limitListener).writeStall = d
+	return l
 }
 
 // limitConns returns l holding at most n connections at once; a connection
@@ -231,6 +244,9 @@ type limitConn struct {
 }
 
 func (c *limitConn) Write(p []byte) (int, error) {
+	if c.l.writeStall > 0 {
+		_ = c.Conn.SetWriteDeadline(time.Now().Add(c.l.writeStall))
+	}
 	n, err := c.Conn.Write(p)
 	if c.ans != nil && n > 0 {
 		c.l.answers.wrote(c, n)

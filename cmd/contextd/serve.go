@@ -108,6 +108,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	lis = limitConns(lis, nconns, silentGrace(cfg.Conns), "listen", log)
 	answers := newUnsentAnswers(unsentAnswersMax(cfg.Limits), cfg.Conns.IdleTimeout)
 	lis.(*limitListener).answers = answers
+	lis = withWriteStall(lis, cfg.Conns.IdleTimeout)
 	relay := &mcpserver.Relay{}
 	met := metrics.New()
 	eng, err := engine.New(ctx, engine.Options{Config: cfg, Logger: log, Mirror: relayMirror(relay), Observer: met})
@@ -136,7 +137,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 			eng.Close()
 			return fmt.Errorf("metrics_listen: %w", err)
 		}
-		metricsLis = limitConns(metricsLis, nconns, silentGrace(cfg.Conns), "metrics_listen", log)
+		metricsLis = withWriteStall(limitConns(metricsLis, nconns, silentGrace(cfg.Conns), "metrics_listen", log), cfg.Conns.IdleTimeout)
 		metricsWeb = newHTTPServer(guardMetrics(cfg.Auth.Token, met.Handler(cfg.Ops.Pprof)), cfg.Conns, log)
 		log.Info("contextd serving metrics", "url", "http://"+metricsLis.Addr().String()+"/metrics", "pprof", cfg.Ops.Pprof)
 	}
