@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"io"
 	"log/slog"
@@ -98,5 +99,47 @@ func TestSSEStopsAtAnOversizedEvent(t *testing.T) {
 	}
 	if n := get.n.Load(); n > int64(skipBound(limit))+(128<<10) {
 		t.Errorf("read %d bytes of the GET stream, want at most about %d", n, skipBound(limit))
+	}
+}
+
+// countHandler counts the records logged through it.
+type countHandler struct{ n atomic.Int64 }
+
+func (h *countHandler) Enabled(context.Context, slog.Level) bool  { return true }
+func (h *countHandler) Handle(context.Context, slog.Record) error { h.n.Add(1); return nil }
+func (h *countHandler) WithAttrs([]slog.Attr) slog.Handler        { return h }
+func (h *countHandler) WithGroup(string) slog.Handler             { return h }
+
+// A server that prints garbage on stdout (or sends events that are not
+// JSON-RPC) as fast as it can has its lines skipped with a warning a
+// second, not one each: 10,000 lines logged 10,000 warnings.
+func TestGarbageFromAServerIsLoggedAtARate(t *testing.T) {
+	in := strings.Repeat("garbage line\n", 10000) + `{"jsonrpc":"2.0","id":1,"result":{}}` + "\n"
+	h := &countHandler{}
+	out, err := io.ReadAll(&jsonLines{r: bufio.NewReaderSize(strings.NewReader(in), 64<<10), log: slog.New(h), max: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(out) != `{"jsonrpc":"2.0","id":1,"result":{}}`+"\n" {
+		t.Fatalf("passed %q, want the one message", out)
+	}
+	if n := h.n.Load(); n < 1 || n > 5 {
+		t.Errorf("10,000 non-JSON lines logged %d warnings, want one a second (at least one)", n)
+	}
+
+	h = &countHandler{}
+	rt := capTransport{base: bodyTransport{func() io.ReadCloser {
+		return io.NopCloser(strings.NewReader(strings.Repeat("event: message\ndata: <html>\n\n", 10000)))
+	}}, max: 1 << 20, log: slog.New(h), quiet: &warnLimit{}}
+	req, _ := http.NewRequest(http.MethodGet, "http://127.0.0.1/mcp", nil)
+	resp, err := rt.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		t.Fatal(err)
+	}
+	if n := h.n.Load(); n < 1 || n > 5 {
+		t.Errorf("10,000 events that are not JSON-RPC logged %d warnings, want one a second (at least one)", n)
 	}
 }

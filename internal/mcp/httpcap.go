@@ -27,9 +27,10 @@ import (
 // GET stream, the legacy SSE transport) by the id near the head or tail of
 // the oversized message.
 type capTransport struct {
-	base http.RoundTripper
-	max  int
-	log  *slog.Logger
+	base  http.RoundTripper
+	max   int
+	log   *slog.Logger
+	quiet *warnLimit // the session's: events that are not JSON-RPC
 }
 
 func (c capTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -76,7 +77,7 @@ func (c capTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			// are read in pieces) keeps each subscription cheap.
 			buf = 4 << 10
 		}
-		resp.Body = &sseCap{body: resp.Body, r: bufio.NewReaderSize(resp.Body, buf), max: c.max, id: id, log: c.log, lineStart: true}
+		resp.Body = &sseCap{body: resp.Body, r: bufio.NewReaderSize(resp.Body, buf), max: c.max, id: id, log: c.log, quiet: c.quiet, lineStart: true}
 	} else {
 		resp.Body = &wholeCap{body: resp.Body, max: c.max, id: id, ok: resp.StatusCode/100 == 2, log: c.log}
 	}
@@ -185,11 +186,12 @@ func (w *wholeCap) Close() error { return w.body.Close() }
 // an event over max bytes with an error answer to the call it answers (or
 // dropping it when it answers none).
 type sseCap struct {
-	body io.ReadCloser
-	r    *bufio.Reader
-	max  int
-	id   []byte // the POSTed call's id, nil on streams without one
-	log  *slog.Logger
+	body  io.ReadCloser
+	r     *bufio.Reader
+	max   int
+	id    []byte // the POSTed call's id, nil on streams without one
+	log   *slog.Logger
+	quiet *warnLimit
 
 	event     []byte // the event being read, up to max bytes
 	size      int    // bytes of an oversized event so far; 0 while within max
@@ -354,7 +356,9 @@ func (s *sseCap) validData() bool {
 // JSON-RPC message: the go-sdk would end the session on it.
 func (s *sseCap) malformed() []byte {
 	data, _ := s.eventData()
-	s.log.Warn("dropped a server-sent event that is not JSON-RPC", "data", fmt.Sprintf("%.100q", data), "id", string(s.id))
+	if ok, n := s.quiet.allow(); ok {
+		s.log.Warn("dropped a server-sent event that is not JSON-RPC", "data", fmt.Sprintf("%.100q", data), "id", string(s.id), "not_logged_since_last", n)
+	}
 	if s.id == nil {
 		return nil
 	}

@@ -217,6 +217,7 @@ type jsonLines struct {
 	tail        []byte // its last bytes, when over max
 	out         []byte // what to hand out next (emitting)
 	eof         error  // the error that ended the stream, once out is drained
+	quiet       warnLimit
 }
 
 const (
@@ -333,8 +334,8 @@ func (j *jsonLines) Read(p []byte) (int, error) {
 			if err != nil {
 				return 0, err
 			}
-			if j.log != nil {
-				j.log.Warn("skipped a non-JSON line on the server's stdout", "line", string(bytes.TrimSpace(j.dropped)))
+			if ok, n := j.quiet.allow(); ok && j.log != nil {
+				j.log.Warn("skipped a non-JSON line on the server's stdout", "line", string(bytes.TrimSpace(j.dropped)), "not_logged_since_last", n)
 			}
 			j.dropped, j.droppedSize = j.dropped[:0], 0
 			j.mode = atLineStart
