@@ -27,8 +27,8 @@ import (
 //   - an answer that would take the bytes queued but not yet written to
 //     clients past max is dropped, and its call fails with
 //     RESOURCE_EXHAUSTED;
-//   - a connection with bytes queued that has written nothing for stall is
-//     closed (its queued answers go with it).
+//   - a connection with bytes queued that has written less than
+//     minProgress in stall is closed (its queued answers go with it).
 //
 // Bytes are counted per connection: an answer adds its size when the
 // handler returns it, and every write to the connection (answers, headers,
@@ -62,7 +62,8 @@ type answerConn struct {
 	mu       sync.Mutex
 	queued   int64     // bytes of answers handed to gRPC
 	written  int64     // bytes written to the connection
-	progress time.Time // last write, or when the queue last became non-empty
+	progress time.Time // when written last passed mark, or the queue last became non-empty
+	mark     int64     // written at progress
 	addr     net.Addr  // a unique remote address (unix peers have none)
 }
 
@@ -97,7 +98,9 @@ func (u *unsentAnswers) wrote(c *limitConn, n int) {
 	a.mu.Lock()
 	before := a.unsent()
 	a.written += int64(n)
-	a.progress = time.Now()
+	if a.written-a.mark >= minProgress {
+		a.progress, a.mark = time.Now(), a.written
+	}
 	u.total.Add(a.unsent() - before)
 	a.mu.Unlock()
 }
@@ -126,7 +129,7 @@ func (u *unsentAnswers) reserve(c *limitConn, n int64) bool {
 	}
 	a.queued += n
 	if before == 0 {
-		a.progress = time.Now()
+		a.progress, a.mark = time.Now(), a.written
 	}
 	u.total.Add(a.unsent() - before)
 	return true
@@ -162,6 +165,12 @@ func (u *unsentAnswers) run(ctx context.Context) {
 		}
 	}
 }
+
+// minProgress is how much a connection must write to count as reading its
+// answers: the small frames a client can make the server write at will
+// (ping acknowledgements, refusals of new calls) do not keep a stalled
+// connection open.
+const minProgress = 64 << 10
 
 type answerConnKey struct{}
 

@@ -125,7 +125,27 @@ func TestAnswersClientsDoNotReadAreBounded(t *testing.T) {
 		}
 	}
 	// The calls past the bound are refused; then the stalled connection
-	// is closed.
+	// is closed, even while the client keeps the server writing small
+	// frames (refusals of more calls).
+	go func() {
+		for i := calls; ; i++ {
+			select {
+			case <-closed:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			hb := new(bytes.Buffer)
+			enc := hpack.NewEncoder(hb)
+			for _, kv := range [][2]string{{":method", "POST"}, {":scheme", "http"}, {":path", "/test.Big/Get"},
+				{":authority", "localhost"}, {"content-type", "application/grpc"}, {"te", "trailers"}} {
+				_ = enc.WriteField(hpack.HeaderField{Name: kv[0], Value: kv[1]})
+			}
+			if fr.WriteHeaders(http2.HeadersFrameParam{StreamID: uint32(2*i + 1), BlockFragment: hb.Bytes(), EndHeaders: true}) != nil ||
+				fr.WriteData(uint32(2*i+1), true, []byte{0, 0, 0, 0, 0}) != nil {
+				return
+			}
+		}
+	}()
 	select {
 	case <-closed:
 	case <-time.After(15 * time.Second):
