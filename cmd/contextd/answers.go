@@ -97,7 +97,8 @@ func (u *unsentAnswers) wrote(c *limitConn, n int) {
 	a := c.ans
 	a.mu.Lock()
 	before := a.unsent()
-	a.written += int64(n)
+	// Bytes written with nothing queued earn no credit for later answers.
+	a.written = min(a.written+int64(n), a.queued)
 	if a.written-a.mark >= minProgress {
 		a.progress, a.mark = time.Now(), a.written
 	}
