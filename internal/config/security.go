@@ -3,10 +3,25 @@ package config
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"strings"
 )
+
+// maxTokenFileBytes is how much of auth.token_file is read: the token is
+// its first line.
+const maxTokenFileBytes = 64 << 10
+
+// readHead returns at most n bytes from the start of the file at path.
+func readHead(path string, n int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, n))
+}
 
 // Limits bound the work one request, and all requests together, can make
 // the daemon do. A zero field means its default.
@@ -131,7 +146,12 @@ func (c *Config) parseSecurity(f *file, lookup func(string) (string, bool)) erro
 	case tok != "" && file != "":
 		return errors.New("field auth: set token or token_file, not both")
 	case file != "":
-		b, err := os.ReadFile(file)
+		// A device or a FIFO (/dev/zero, a pipe nobody writes) would be read
+		// without end or block the start; a token needs one short line.
+		if fi, err := os.Stat(file); err == nil && !fi.Mode().IsRegular() {
+			return fmt.Errorf("field auth.token_file: %s is not a regular file", file)
+		}
+		b, err := readHead(file, maxTokenFileBytes)
 		if err != nil {
 			return fmt.Errorf("field auth.token_file: %w", err)
 		}

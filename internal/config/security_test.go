@@ -60,6 +60,7 @@ func TestSecurityKeyErrors(t *testing.T) {
 		{"auth: { token: short }", "the token is 5 bytes; use at least 16"},
 		{"auth: { token: '${NOPE}' }", "field auth.token: environment variable NOPE is not set"},
 		{"auth: { token_file: /does/not/exist }", "field auth.token_file: open /does/not/exist"},
+		{"auth: { token_file: " + os.DevNull + " }", "is not a regular file"}, // nor /dev/zero, read without end, nor a FIFO
 		{"tls: { cert_file: /c }", "set both cert_file and key_file"},
 		{"tls: { client_ca_file: /c }", "client certificates need TLS"},
 		{"max_reads: -1", "field max_reads: -1 is negative"},
