@@ -37,7 +37,9 @@ func maxConns(c config.Conns, nofile uint64) int {
 
 // maxStreamsPerConn is the most calls (streams) one gRPC connection may
 // have open at once; more wait in the client. With max_connections it
-// bounds what calls can hold: at the 1,024 cap, about 1.1 GiB.
+// bounds what calls waiting for their request can hold: at the 1,024 cap,
+// about 1.1 GiB. Answers waiting for a client to read them are bounded
+// apart (unsentAnswers).
 const maxStreamsPerConn = 100
 
 // maxHeaderListBytes bounds one gRPC call's headers (HTTP/2
