@@ -46,7 +46,10 @@ func (s *selection) packQuery(rank int, c Candidate, v Value, contents []Content
 			}
 			n := s.count.Count(ct.Text)
 			s.observe(c.Server, mt, len(ct.Text), n)
-			if n > left-used {
+			// Where a share holds one section, a text that fits whole but
+			// not in the share is cut like one that does not fit: whole,
+			// it would leave the next candidate less than a section.
+			if n > left-used || (s.oneSection(c) && used+n > s.sectionCap(c, left)) {
 				over = append(over, i)
 				continue
 			}
@@ -255,6 +258,11 @@ func (s *selection) bestSections(c Candidate, secs []section.Section, from []int
 		cutFrom = map[int]section.Section{best: secs[best]}
 		secs[best] = cut
 		picks = []section.Pick{{Section: cut, Index: best, Tokens: n}}
+	}
+	if s.oneSection(c) {
+		// A share of one section has no room for an overview: what it
+		// does not spend goes to the next candidates.
+		return picks, cutFrom
 	}
 	used := 0
 	picked := map[int]bool{}
