@@ -40,7 +40,7 @@ func Score(sections []Section, query string) []float64 {
 	total := 0
 	for i, s := range sections {
 		tf := map[string]int{}
-		for _, t := range lexical.Tokenize(s.Text) {
+		for _, t := range sectionTerms(s.Text) {
 			tf[t]++
 			lens[i]++
 		}
@@ -50,7 +50,7 @@ func Score(sections []Section, query string) []float64 {
 		if first, _, _ := strings.Cut(s.Text, "\n"); s.Heading != "" && !strings.Contains(first, s.Heading) {
 			extra = headingWeight
 		}
-		for _, t := range lexical.Tokenize(s.Heading) {
+		for _, t := range sectionTerms(s.Heading) {
 			tf[t] += extra
 			lens[i] += extra
 		}
