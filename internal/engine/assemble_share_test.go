@@ -12,54 +12,6 @@ import (
 	"github.com/contextd/contextd/internal/selector"
 )
 
-// fnvSource is a Go file whose answer (the 64-bit offset basis) sits in a
-// small const block among many functions that mention the hash.
-func fnvSource() string {
-	var b strings.Builder
-	b.WriteString("package fnv\n\n")
-	for i := range 12 {
-		fmt.Fprintf(&b, "// Sum%d returns the FNV hash of data, variant %d, as the package's other hashes do.\nfunc Sum%d(data []byte) uint64 {\n\tvar h uint64\n\tfor _, c := range data {\n\t\th ^= uint64(c)\n\t\th *= prime\n\t}\n\treturn h\n}\n\n", i, i, i)
-	}
-	b.WriteString("// The 64-bit offset basis every FNV hash starts from.\nconst offsetBasis = 14695981039346656037\n\n")
-	for i := range 12 {
-		fmt.Fprintf(&b, "// Write%d adds data to the FNV hash state, variant %d.\nfunc Write%d(h *uint64, data []byte) {\n\tfor _, c := range data {\n\t\t*h ^= uint64(c)\n\t}\n}\n\n", i, i, i)
-	}
-	return b.String()
-}
-
-// At 500 tokens the budget is shared two ways, one section each. A first
-// resource that fits whole (about 400 tokens) no longer comes whole and
-// leaves the second, which holds the answer, too little to be read: it is
-// cut to its best section like a text that does not fit.
-func TestAWholeTextDoesNotTakeASmallSharedBudget(t *testing.T) {
-	var page strings.Builder
-	page.WriteString("# FNV hash\n\nThe FNV hash package.\n\n")
-	for i := range 8 {
-		fmt.Fprintf(&page, "## The FNV hash, part %d\n\nThe 64-bit FNV hash of part %d mixes each byte into the hash and multiplies by the prime; the hash starts from a fixed value.\n\n", i, i)
-	}
-	srv := mcptest.NewServer(nil, nil)
-	addDoc(srv, &mcpsdk.Resource{URI: "doc://fnv", Name: "fnv", Title: "FNV hash", Description: "The 64-bit FNV hash and its offset basis",
-		MIMEType: "text/markdown"}, page.String())
-	addDoc(srv, &mcpsdk.Resource{URI: "file:///fnv.go", Name: "fnv.go", Title: "fnv.go", Description: "FNV hash source: the 64-bit offset basis",
-		MIMEType: "text/x-go"}, fnvSource())
-	eng := newEngine(t, "", map[string]*mcpsdk.Server{"s": srv}, 0)
-	res, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "what is the 64-bit offset basis the FNV hash starts from", TokenBudget: 500})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.TotalTokens > 500 {
-		t.Fatalf("%d tokens, over the budget of 500", res.TotalTokens)
-	}
-	doc, ok := item(res, "doc://fnv")
-	if !ok || doc.Rank != 1 {
-		t.Fatalf("setup: the FNV page should rank first: %+v; omitted %+v", res.Items, res.Omitted)
-	}
-	src, ok := item(res, "file:///fnv.go")
-	if !ok || src.Form != selector.FormSections || !strings.Contains(itemText(src), "14695981039346656037") {
-		t.Errorf("fnv.go does not come with its offset basis (the page took %d tokens as %s): %+v; omitted %+v", doc.Tokens, doc.Form, src, res.Omitted)
-	}
-}
-
 // A resource's share of a small budget holds its best section, not its
 // overview too: the tokens the overview took are what the third
 // candidate, which holds the answer, needed.

@@ -46,10 +46,7 @@ func (s *selection) packQuery(rank int, c Candidate, v Value, contents []Content
 			}
 			n := s.count.Count(ct.Text)
 			s.observe(c.Server, mt, len(ct.Text), n)
-			// Where a share holds one section, a text that fits whole but
-			// not in the share is cut like one that does not fit: whole,
-			// it would leave the next candidate less than a section.
-			if n > left-used || (s.oneSection(c) && used+n > s.sectionCap(c, left)) {
+			if n > left-used {
 				over = append(over, i)
 				continue
 			}

@@ -83,8 +83,7 @@
 // resource degraded to sections takes at most 1/min(m, [MaxShareWays],
 // budget/[MinShareTokens]) of the budget, and when that share is under
 // [OneSectionShare] tokens, its one best section only (or the lines of it
-// around its match), without its overview; a text that would fit whole
-// but not in such a share is cut to its best section too. Each picked section brings its leads: the declaration or
+// around its match), without its overview. Each picked section brings its leads: the declaration or
 // heading line of the section a window was cut from, and its Markdown
 // parent headings, each a one-line content, when they fit.
 //
