@@ -56,46 +56,6 @@ func TestASmallShareSpendsNothingOnTheOverview(t *testing.T) {
 	}
 }
 
-// Budget left once every candidate above the floors was served goes to
-// their next best sections before a candidate under the floor is read to
-// fill it: the first page's second section, which holds the answer, beats
-// a whole page the floor had left out.
-func TestTheBudgetLeftGoesToTheBestFirst(t *testing.T) {
-	var client strings.Builder
-	client.WriteString("# Upload client\n\nFiles move to the store.\n\n")
-	client.WriteString("## Retry budget\n\nThe upload client retry budget is set per request.\n\n")
-	client.WriteString("## Retry limit\n\nThe retry budget of the upload client allows 7 retries per part; after the last one the part is marked as failed, and the upload goes on with the next part while any is left.\n\n")
-	for i := range 10 {
-		fmt.Fprintf(&client, "## Upload client part %d\n\nThe upload client sends part %d. %s\n\n", i, i, strings.Repeat("Parts move in order and each is checked. ", 12))
-	}
-	var guide strings.Builder
-	guide.WriteString("# Upload guide\n\nHow to upload.\n\n## Retry budget of the upload client\n\n")
-	guide.WriteString(strings.Repeat("The upload client spends its retry budget on failed parts; a retry waits for the part before it. ", 12) + "\n\n")
-	for i := range 10 {
-		fmt.Fprintf(&guide, "## Step %d\n\n%s\n\n", i, strings.Repeat("Pick the files and press send. ", 20))
-	}
-	srv := mcptest.NewServer(nil, nil)
-	addDoc(srv, &mcpsdk.Resource{URI: "doc://client", Name: "upload client", Title: "Upload client: retry budget",
-		Description: "The retry budget of the upload client", MIMEType: "text/markdown"}, client.String())
-	addDoc(srv, &mcpsdk.Resource{URI: "doc://guide", Name: "upload guide", Title: "Upload guide: retry budget",
-		Description: "Retry budget of the upload client, a guide", MIMEType: "text/markdown"}, guide.String())
-	addDoc(srv, &mcpsdk.Resource{URI: "doc://notes", Name: "notes", Title: "Upload client release notes",
-		Description: "What changed in the upload client retry budget", MIMEType: "text/markdown"},
-		"# Notes\n\n"+strings.Repeat("A release changed how the upload client sends files and how it reports an error. ", 12)+"\n")
-	eng := newEngine(t, "", map[string]*mcpsdk.Server{"s": srv}, 0)
-	res, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "retry budget of the upload client", TokenBudget: 500})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.TotalTokens > 500 {
-		t.Fatalf("%d tokens, over the budget of 500", res.TotalTokens)
-	}
-	client1, ok := item(res, "doc://client")
-	if !ok || !strings.Contains(itemText(client1), "7 retries per part") {
-		t.Errorf("the client page's second section is not returned: %+v; items %+v", client1, res.Items)
-	}
-}
-
 // itemText joins an item's texts.
 func itemText(it selector.Item) string {
 	var b strings.Builder

@@ -19,8 +19,7 @@
 // among at least [CalibrationPool] unpinned candidates, whose place in the
 // spread of their scores ([Value].Spread: 0 the weakest, 1 the best) is
 // below [SpreadFloor] × that item's, is omitted unread ([OmitLowValue]),
-// unless, once every candidate was considered and the items returned as
-// sections took more of theirs (below), at least [FillShare] of the
+// unless, once every candidate was considered, at least [FillShare] of the
 // budget is left: then those within [FillBand] under the first floor are
 // read in value order while it is, and one of them that would come whole
 // is kept only if its text holds a word of the query. A ValueFloor of 0
@@ -90,8 +89,7 @@
 // Budget still left after every candidate goes to more sections of the
 // items returned as sections, the best for the query among all of them
 // (BM25 over all their sections, weighed by relevance), without another
-// read, before any candidate under the floors is read to fill it (and
-// again after); then the candidates that could only be pointers get what is left, in value
+// read; then the candidates that could only be pointers get what is left, in value
 // order, at most [MaxPointerShare] of the budget together.
 // Without a query a text that does not fit is cut to what is left, at a
 // line where it can be ([FormTruncated]), and the budget is then full, as a caller that cannot

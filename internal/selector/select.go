@@ -118,9 +118,6 @@ func Select(ctx context.Context, req Request, ranked []Candidate, read ReadFunc,
 			return Result{}, err
 		}
 	}
-	// The items above the floors take their next best sections first;
-	// only a budget they leave unused goes to candidates under the floor.
-	s.topUp()
 	s.fill(ctx)
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
