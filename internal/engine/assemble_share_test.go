@@ -56,6 +56,31 @@ func TestASmallShareSpendsNothingOnTheOverview(t *testing.T) {
 	}
 }
 
+// A Go file's answer in a const block that names it only as an identifier
+// of letters and digits (offset64) is found by a task's "64-bit offset":
+// the identifier's parts score too.
+func TestAConstNamedWithDigitsIsFound(t *testing.T) {
+	var src strings.Builder
+	src.WriteString("package fnv\n\nconst (\n\toffset32 = 2166136261\n\toffset64 = 14695981039346656037\n\tprime32  = 16777619\n\tprime64  = 1099511628211\n)\n\n")
+	for i := range 12 {
+		fmt.Fprintf(&src, "// Sum%d returns the FNV hash of data, variant %d; every FNV hash starts from its basis.\nfunc Sum%d(data []byte) uint64 {\n\tvar h uint64\n\tfor _, c := range data {\n\t\th ^= uint64(c)\n\t}\n\treturn h\n}\n\n", i, i, i)
+	}
+	srv := mcptest.NewServer(nil, nil)
+	addDoc(srv, &mcpsdk.Resource{URI: "file:///fnv.go", Name: "fnv.go", Title: "fnv.go", MIMEType: "text/x-go"}, src.String())
+	eng := newEngine(t, "", map[string]*mcpsdk.Server{"s": srv}, 0)
+	res, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "what is the 64-bit offset basis the FNV hash starts from", TokenBudget: 300})
+	if err != nil {
+		t.Fatal(err)
+	}
+	it, ok := item(res, "file:///fnv.go")
+	if !ok || it.Form != selector.FormSections {
+		t.Fatalf("setup: fnv.go should come as sections: %+v; omitted %+v", it, res.Omitted)
+	}
+	if !strings.Contains(itemText(it), "offset64 = 14695981039346656037") {
+		t.Errorf("the const block is not returned: %s", it.Reason)
+	}
+}
+
 // itemText joins an item's texts.
 func itemText(it selector.Item) string {
 	var b strings.Builder
