@@ -17,12 +17,12 @@ import (
 // one found, see client.ReadConfig) describes, at addr when it is set.
 // Problems with the file are printed as warnings on stderr.
 func daemonClient(cfgPath, addr string, stderr io.Writer) (*client.Client, error) {
-	if cfgPath == "" {
-		cfgPath = config.Find()
-		noteWorkingDirConfig(cfgPath, stderr)
-	}
+	cfgPath, from := findConfig(cfgPath, stderr)
 	t, err := client.ReadConfig(cfgPath)
 	if err != nil {
+		if from != "" {
+			err = fmt.Errorf("%w%s", err, from)
+		}
 		return nil, err
 	}
 	for _, w := range t.Warnings {

@@ -65,17 +65,17 @@ func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
 // loadConfig loads path, or the file Find returns, or the built-in default,
 // and says on stderr which one it used and which of its keys it ignores.
 func loadConfig(path string, stderr io.Writer) (*config.Config, error) {
-	if path == "" {
-		path = config.Find()
-		noteWorkingDirConfig(path, stderr)
-	}
+	path, from := findConfig(path, stderr)
 	if path == "" {
 		fmt.Fprintln(stderr, "contextd: no config file found; using the built-in configuration (server-everything via npx)")
 		return config.Default(), nil
 	}
-	fmt.Fprintln(stderr, "contextd: config", path)
+	fmt.Fprintf(stderr, "contextd: config %s%s\n", path, from)
 	cfg, err := config.Load(path)
 	if err != nil {
+		if from != "" {
+			err = fmt.Errorf("%w%s", err, from)
+		}
 		// The error may quote the value it refused: a URL with its
 		// password, a connection string. Mask what is credential-shaped.
 		return nil, redact.New().Error(err)
@@ -84,6 +84,21 @@ func loadConfig(path string, stderr io.Writer) (*config.Config, error) {
 		fmt.Fprintln(stderr, "contextd: warning:", w)
 	}
 	return cfg, nil
+}
+
+// findConfig returns path, or when it is empty the file config.Find
+// returns, with a note for messages naming the file when
+// $CONTEXTD_CONFIG chose it (" (named by $CONTEXTD_CONFIG)", else "").
+func findConfig(path string, stderr io.Writer) (string, string) {
+	if path != "" {
+		return path, ""
+	}
+	path = config.Find()
+	noteWorkingDirConfig(path, stderr)
+	if path != "" && path == os.Getenv("CONTEXTD_CONFIG") {
+		return path, " (named by $CONTEXTD_CONFIG)"
+	}
+	return path, ""
 }
 
 // noteWorkingDirConfig says on stderr that a contextd.yaml or

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"net"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,6 +16,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/contextd/contextd/internal/config"
+	"github.com/contextd/contextd/internal/h2flood"
 )
 
 // One gRPC connection may hold at most maxStreamsPerConn calls at once: a
@@ -35,79 +34,23 @@ func TestStreamsPerConnectionAreBounded(t *testing.T) {
 	go s.Serve(lis)
 	t.Cleanup(s.Stop)
 
-	c, err := net.Dial("tcp", lis.Addr().String())
+	c, err := h2flood.Dial(lis.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	var mu sync.Mutex
-	fr := http2.NewFramer(c, c)
+	// The server's SETTINGS first, as a client reads them.
+	c.Wait(10*time.Second, func() bool { return c.Advertised() != 0 })
+	c.OpenCalls("/grpc.health.v1.Health/Check", n)
 	// The server may also end the whole connection instead of refusing
 	// streams one by one (grpc-go sometimes resets it under load): the
 	// client then holds nothing either.
-	var closed atomic.Bool
-	write := func(f func() error) {
-		mu.Lock()
-		defer mu.Unlock()
-		if closed.Load() {
-			return
-		}
-		if err := f(); err != nil {
-			t.Logf("write: %v (the server ended the connection)", err)
-			closed.Store(true)
-		}
-	}
-	var advertised atomic.Uint32
-	var refused atomic.Int32
-	go func() {
-		for {
-			f, err := fr.ReadFrame()
-			if err != nil {
-				closed.Store(true)
-				return
-			}
-			switch f := f.(type) {
-			case *http2.SettingsFrame:
-				if !f.IsAck() {
-					if v, ok := f.Value(http2.SettingMaxConcurrentStreams); ok {
-						advertised.Store(v)
-					}
-					write(fr.WriteSettingsAck)
-				}
-			case *http2.RSTStreamFrame:
-				if f.ErrCode == http2.ErrCodeRefusedStream {
-					refused.Add(1)
-				}
-			}
-		}
-	}()
-	write(func() error { _, err := c.Write([]byte(http2.ClientPreface)); return err })
-	write(func() error { return fr.WriteSettings() })
-	// The server's SETTINGS first, as a client reads them.
-	for deadline := time.Now().Add(10 * time.Second); advertised.Load() == 0 && !closed.Load() && time.Now().Before(deadline); {
-		time.Sleep(time.Millisecond)
-	}
-	var hb bytes.Buffer
-	enc := hpack.NewEncoder(&hb)
-	for i := range n {
-		hb.Reset()
-		for _, kv := range [][2]string{{":method", "POST"}, {":scheme", "http"}, {":path", "/grpc.health.v1.Health/Check"},
-			{":authority", "localhost"}, {"content-type", "application/grpc"}, {"te", "trailers"}} {
-			_ = enc.WriteField(hpack.HeaderField{Name: kv[0], Value: kv[1]})
-		}
-		write(func() error {
-			return fr.WriteHeaders(http2.HeadersFrameParam{StreamID: uint32(2*i + 1), BlockFragment: hb.Bytes(), EndHeaders: true})
-		})
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for refused.Load() < n-maxStreamsPerConn && !closed.Load() && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if got := advertised.Load(); got != maxStreamsPerConn {
+	refused := c.Wait(10*time.Second, func() bool { return c.Refused() >= n-maxStreamsPerConn })
+	if got := c.Advertised(); got != maxStreamsPerConn {
 		t.Errorf("the server advertises %d streams per connection, want %d", got, maxStreamsPerConn)
 	}
-	if got := refused.Load(); got < n-maxStreamsPerConn && !closed.Load() {
-		t.Errorf("%d of %d calls over the %d a connection may hold were refused", got, n-maxStreamsPerConn, maxStreamsPerConn)
+	if !refused && !c.Closed() {
+		t.Errorf("%d of %d calls over the %d a connection may hold were refused", c.Refused(), n-maxStreamsPerConn, maxStreamsPerConn)
 	}
 }
 

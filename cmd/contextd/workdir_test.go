@@ -88,3 +88,24 @@ func TestConfigIsNotTakenFromTheWorkingDirectory(t *testing.T) {
 		t.Errorf("mcp with a user config: %+v, %v", cfg, err)
 	}
 }
+
+// A file $CONTEXTD_CONFIG names but that does not exist is an error that
+// says where the name came from: the user did not type it on this
+// command line.
+func TestMissingConfigNamedByTheEnvironmentSaysSo(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "gone.yaml")
+	t.Setenv("CONTEXTD_CONFIG", missing)
+	var stderr bytes.Buffer
+	for name, err := range map[string]error{
+		"assemble": func() error { _, err := loadConfig("", &stderr); return err }(),
+		"query":    func() error { _, err := daemonClient("", "", &stderr); return err }(),
+	} {
+		if err == nil || !strings.Contains(err.Error(), missing) || !strings.Contains(err.Error(), "$CONTEXTD_CONFIG") {
+			t.Errorf("%s: %v; want an error naming %s and $CONTEXTD_CONFIG", name, err, missing)
+		}
+	}
+	// Given with --config, the file is the user's own word.
+	if _, err := loadConfig(missing, &stderr); err == nil || strings.Contains(err.Error(), "CONTEXTD_CONFIG") {
+		t.Errorf("--config %s: %v; want an error that does not blame $CONTEXTD_CONFIG", missing, err)
+	}
+}

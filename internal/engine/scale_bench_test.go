@@ -117,37 +117,7 @@ func BenchmarkScaleSearch(b *testing.B) {
 	for _, n := range sizes {
 		for _, contents := range []bool{false, true} {
 			b.Run(fmt.Sprintf("%d/contents=%v", n, contents), func(b *testing.B) {
-				r := rand.New(rand.NewPCG(42, 42))
-				phrase := func(k int) string {
-					ws := make([]string, k)
-					for i := range ws {
-						ws[i] = benchWords[r.IntN(len(benchWords))]
-					}
-					return strings.Join(ws, " ")
-				}
-				srv := mcptest.NewServer(nil, &mcpsdk.ServerOptions{PageSize: 1000})
-				for i := range n {
-					var body string
-					if contents {
-						body = phrase(40)
-					}
-					srv.AddResource(&mcpsdk.Resource{URI: fmt.Sprintf("doc://%d/%s", i, strings.ReplaceAll(phrase(2), " ", "-")),
-						Name: phrase(2), Description: phrase(12), MIMEType: "text/plain"},
-						func(_ context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
-							return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: req.Params.URI, Text: body}}}, nil
-						})
-				}
-				limit := -1
-				if contents {
-					limit = n
-				}
-				start := time.Now()
-				eng := newEngineOpts(b, "", map[string]*mcpsdk.Server{"s": srv}, engine.Options{Embedder: emb, QueryCache: -1,
-					Mirror: func(o *ctxsync.Options) { o.ContentMaxResources = limit }})
-				built := time.Since(start)
-				if got := eng.Servers()[0]; got.Resources != n || got.Contents != max(limit, 0) {
-					b.Fatalf("mirrored %d descriptors and %d contents, want %d and %d", got.Resources, got.Contents, n, max(limit, 0))
-				}
+				eng, built := scaleEngine(b, emb, n, contents)
 				var lat, cpus, longLat, longCPU []time.Duration
 				i := 0
 				cpu := processCPU()
@@ -186,6 +156,95 @@ func BenchmarkScaleSearch(b *testing.B) {
 			})
 		}
 	}
+}
+
+// longTask is scaleQueries' 100-token multi-step agent task.
+var longTask = scaleQueries[len(scaleQueries)-1]
+
+// BenchmarkLongQuery is Search of the 100-token multi-step task alone
+// (longTask: the whole task and its clauses, each embedded with USE-lite,
+// the query cache off) over n synthetic descriptors, with and without a
+// passage per resource, as BenchmarkScaleSearch builds them. One Search
+// before the timed ops builds the index's rows. It reports the median
+// op's wall time (p50-ms) and CPU time (p50-cpu-ms, every thread of the
+// process) and the mean CPU time per op. 100,000 runs only with
+// CONTEXTD_SCALE=1.
+func BenchmarkLongQuery(b *testing.B) {
+	sizes := []int{2_000, 10_000}
+	if os.Getenv("CONTEXTD_SCALE") == "1" {
+		sizes = append(sizes, 100_000)
+	}
+	q, err := use.New()
+	if err != nil {
+		b.Fatal(err)
+	}
+	emb := queryOnlyUSE{q: q, docs: indextest.RandomEmbedder{Dims: use.Dim}, queries: queryTexts([]string{longTask})}
+	for _, n := range sizes {
+		for _, contents := range []bool{false, true} {
+			b.Run(fmt.Sprintf("%d/contents=%v", n, contents), func(b *testing.B) {
+				eng, _ := scaleEngine(b, emb, n, contents)
+				req := engine.SearchRequest{Query: longTask, Limit: 10}
+				if hits, err := eng.Search(b.Context(), req); err != nil || len(hits) != 10 {
+					b.Fatal(len(hits), err)
+				}
+				var lat, cpus []time.Duration
+				cpu := processCPU()
+				for b.Loop() {
+					t0, c0 := time.Now(), processCPU()
+					if hits, err := eng.Search(b.Context(), req); err != nil || len(hits) != 10 {
+						b.Fatal(len(hits), err)
+					}
+					lat = append(lat, time.Since(t0))
+					cpus = append(cpus, processCPU()-c0)
+				}
+				b.ReportMetric(float64((processCPU()-cpu).Microseconds())/1000/float64(b.N), "cpu-ms/op")
+				slices.Sort(lat)
+				slices.Sort(cpus)
+				b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+				b.ReportMetric(float64(cpus[len(cpus)/2].Microseconds())/1000, "p50-cpu-ms")
+			})
+		}
+	}
+}
+
+// scaleEngine returns an engine over n synthetic descriptors (fixed seed)
+// mirrored from an in-memory go-sdk server, with a 40-word text indexed
+// for every resource when contents is set, and how long it took to build.
+// The query cache is off, so that every Search embeds its texts.
+func scaleEngine(b *testing.B, emb queryOnlyUSE, n int, contents bool) (*engine.Engine, time.Duration) {
+	b.Helper()
+	r := rand.New(rand.NewPCG(42, 42))
+	phrase := func(k int) string {
+		ws := make([]string, k)
+		for i := range ws {
+			ws[i] = benchWords[r.IntN(len(benchWords))]
+		}
+		return strings.Join(ws, " ")
+	}
+	srv := mcptest.NewServer(nil, &mcpsdk.ServerOptions{PageSize: 1000})
+	for i := range n {
+		var body string
+		if contents {
+			body = phrase(40)
+		}
+		srv.AddResource(&mcpsdk.Resource{URI: fmt.Sprintf("doc://%d/%s", i, strings.ReplaceAll(phrase(2), " ", "-")),
+			Name: phrase(2), Description: phrase(12), MIMEType: "text/plain"},
+			func(_ context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+				return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: req.Params.URI, Text: body}}}, nil
+			})
+	}
+	limit := -1
+	if contents {
+		limit = n
+	}
+	start := time.Now()
+	eng := newEngineOpts(b, "", map[string]*mcpsdk.Server{"s": srv}, engine.Options{Embedder: emb, QueryCache: -1,
+		Mirror: func(o *ctxsync.Options) { o.ContentMaxResources = limit }})
+	built := time.Since(start)
+	if got := eng.Servers()[0]; got.Resources != n || got.Contents != max(limit, 0) {
+		b.Fatalf("mirrored %d descriptors and %d contents, want %d and %d", got.Resources, got.Contents, n, max(limit, 0))
+	}
+	return eng, built
 }
 
 var benchWords = strings.Fields(`read write file directory search query database table schema user account

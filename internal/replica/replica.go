@@ -284,6 +284,18 @@ func (r *Replica) fail(what string, err error) {
 	}
 }
 
+// failed reports whether err is not nil, recording it with fail unless
+// ctx ended (an error then is the shutdown's, not the store's).
+func (r *Replica) failed(ctx context.Context, what string, err error) bool {
+	if err == nil {
+		return false
+	}
+	if ctx.Err() == nil {
+		r.fail(what, err)
+	}
+	return true
+}
+
 // Load fills the index from the store, streaming, without embedding, and
 // hands each server's templates to OnShared. It returns how many records
 // it installed.
@@ -410,10 +422,7 @@ func (r *Replica) renewals(ctx context.Context) {
 func (r *Replica) renewRound(ctx context.Context, bg *sync.WaitGroup) {
 	st := r.opts.Store
 	_, err := st.Heartbeat(ctx, r.opts.Holder, r.opts.LeaseTTL)
-	if err != nil {
-		if ctx.Err() == nil {
-			r.fail("heartbeat", err)
-		}
+	if r.failed(ctx, "heartbeat", err) {
 		return
 	}
 	r.mu.Lock()
@@ -421,10 +430,7 @@ func (r *Replica) renewRound(ctx context.Context, bg *sync.WaitGroup) {
 	r.mu.Unlock()
 	if len(owned) > 0 {
 		renewed, err := st.RenewAll(ctx, r.opts.Holder, owned, r.opts.LeaseTTL)
-		if err != nil {
-			if ctx.Err() == nil {
-				r.fail("renew", err)
-			}
+		if r.failed(ctx, "renew", err) {
 			return // keep mirroring; written when the store is back
 		}
 		for s := range owned {
@@ -464,20 +470,14 @@ func (r *Replica) leaseRound(ctx context.Context) {
 	ttl := r.opts.LeaseTTL
 	// A fresh count: the share must see replicas that started since.
 	live, err := st.Heartbeat(ctx, r.opts.Holder, ttl)
-	if err != nil {
-		if ctx.Err() == nil {
-			r.fail("heartbeat", err)
-		}
+	if r.failed(ctx, "heartbeat", err) {
 		return
 	}
 	r.mu.Lock()
 	owned := maps.Clone(r.owned)
 	r.mu.Unlock()
 	ls, err := st.Leases(ctx)
-	if err != nil {
-		if ctx.Err() == nil {
-			r.fail("leases", err)
-		}
+	if r.failed(ctx, "leases", err) {
 		return
 	}
 	held := map[string]bool{}
@@ -515,10 +515,7 @@ func (r *Replica) leaseRound(ctx context.Context) {
 			continue
 		}
 		tok, ok, err := st.Acquire(ctx, s, r.opts.Holder, ttl)
-		if err != nil {
-			if ctx.Err() == nil {
-				r.fail("acquire", err)
-			}
+		if r.failed(ctx, "acquire", err) {
 			return
 		}
 		if ok {
@@ -803,10 +800,7 @@ func (r *Replica) catchUp(ctx context.Context) {
 			}
 			continue
 		}
-		if err != nil {
-			if ctx.Err() == nil {
-				r.fail("follow", err)
-			}
+		if r.failed(ctx, "follow", err) {
 			return
 		}
 		r.ok()

@@ -35,7 +35,7 @@ func Focus(sec Section, query string, c budget.Counter, maxTokens int) (Section,
 	df := map[string]int{}
 	for k, l := range lines {
 		terms[k] = map[string]bool{}
-		for _, t := range lexical.Tokenize(l) {
+		for _, t := range sectionTerms(l) {
 			if !terms[k][t] && slices.Contains(q, t) {
 				terms[k][t] = true
 				df[t]++

@@ -24,7 +24,8 @@ const (
 // Score returns each section's BM25 score for the query, with the
 // sections of one text as the collection (so a term found in every section
 // counts for little) and the heading's terms counted [headingWeight] times.
-// Terms are lexical.Tokenize's. A section that shares no term with the
+// Terms are lexical.Tokenize's, a term of letters then digits also as
+// its two parts (offset64: offset, 64). A section that shares no term with the
 // query scores 0.
 func Score(sections []Section, query string) []float64 {
 	q := lexical.TokenizeQuery(query)
@@ -40,7 +41,7 @@ func Score(sections []Section, query string) []float64 {
 	total := 0
 	for i, s := range sections {
 		tf := map[string]int{}
-		for _, t := range lexical.Tokenize(s.Text) {
+		for _, t := range sectionTerms(s.Text) {
 			tf[t]++
 			lens[i]++
 		}
@@ -50,7 +51,7 @@ func Score(sections []Section, query string) []float64 {
 		if first, _, _ := strings.Cut(s.Text, "\n"); s.Heading != "" && !strings.Contains(first, s.Heading) {
 			extra = headingWeight
 		}
-		for _, t := range lexical.Tokenize(s.Heading) {
+		for _, t := range sectionTerms(s.Heading) {
 			tf[t] += extra
 			lens[i] += extra
 		}

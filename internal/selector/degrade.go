@@ -256,6 +256,11 @@ func (s *selection) bestSections(c Candidate, secs []section.Section, from []int
 		secs[best] = cut
 		picks = []section.Pick{{Section: cut, Index: best, Tokens: n}}
 	}
+	if s.oneSection(c) {
+		// A share of one section has no room for an overview: what it
+		// does not spend goes to the next candidates.
+		return picks, cutFrom
+	}
 	used := 0
 	picked := map[int]bool{}
 	for _, p := range picks {

@@ -71,7 +71,8 @@
 //     line, or within its first line). Where no section shares a word with
 //     the query, the candidate's indexed passages ([Candidate.Passages])
 //     score its sections instead. Each text's opening section (its overview) is added when
-//     there is room after the matches.
+//     there is room after the matches, unless the resource's share holds
+//     one section (below).
 //  2. [FormOutline]: no section matches the query: its headings with their
 //     line ranges.
 //  3. [FormPointer]: not even that: the descriptor alone ([PointerText]),
@@ -81,15 +82,14 @@
 // resource degraded to sections takes at most 1/min(m, [MaxShareWays],
 // budget/[MinShareTokens]) of the budget, and when that share is under
 // [OneSectionShare] tokens, its one best section only (or the lines of it
-// around its match). Each picked section brings its leads: the declaration or
+// around its match), without its overview. Each picked section brings its leads: the declaration or
 // heading line of the section a window was cut from, and its Markdown
 // parent headings, each a one-line content, when they fit.
 //
 // Budget still left after every candidate goes to more sections of the
 // items returned as sections, the best for the query among all of them
 // (BM25 over all their sections, weighed by relevance), without another
-// read; then
-// the candidates that could only be pointers get what is left, in value
+// read; then the candidates that could only be pointers get what is left, in value
 // order, at most [MaxPointerShare] of the budget together.
 // Without a query a text that does not fit is cut to what is left, at a
 // line where it can be ([FormTruncated]), and the budget is then full, as a caller that cannot

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"log/slog"
 	"math"
+	"strings"
 	"sync/atomic"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -142,13 +143,14 @@ func (s *Service) status(ctx context.Context, op string, err error) error {
 	}
 	switch {
 	case errors.Is(err, engine.ErrInvalidArgument):
-		return status.Error(codes.InvalidArgument, err.Error())
+		return status.Error(codes.InvalidArgument, withoutSentinel(err, engine.ErrInvalidArgument))
 	case errors.Is(err, engine.ErrUnavailable):
 		// UNAVAILABLE is also what a client sees when no daemon answers;
 		// the ErrorInfo (AIP-193) says this one is the daemon's.
-		st, derr := status.New(codes.Unavailable, err.Error()).WithDetails(&errdetails.ErrorInfo{Reason: ReasonUpstreamUnavailable, Domain: ErrorDomain})
+		msg := withoutSentinel(err, engine.ErrUnavailable)
+		st, derr := status.New(codes.Unavailable, msg).WithDetails(&errdetails.ErrorInfo{Reason: ReasonUpstreamUnavailable, Domain: ErrorDomain})
 		if derr != nil {
-			return status.Error(codes.Unavailable, err.Error())
+			return status.Error(codes.Unavailable, msg)
 		}
 		return st.Err()
 	case errors.Is(err, context.Canceled):
@@ -158,6 +160,17 @@ func (s *Service) status(ctx context.Context, op string, err error) error {
 	}
 	s.log.Error(op+" failed", "err", err)
 	return status.Error(codes.Internal, err.Error())
+}
+
+// withoutSentinel returns err's message without a leading "sentinel: ",
+// which the status code already says ("unavailable: no server in scope
+// has synced yet" is sent as "no server in scope has synced yet").
+func withoutSentinel(err, sentinel error) string {
+	msg := err.Error()
+	if rest, ok := strings.CutPrefix(msg, sentinel.Error()+": "); ok && rest != "" {
+		return rest
+	}
+	return msg
 }
 
 // AssembleResponse converts an engine result to its protobuf form. The CLI's

@@ -183,6 +183,11 @@ func TestUpstreamUnavailableSaysItIsTheDaemons(t *testing.T) {
 	if st.Code() != codes.Unavailable || !strings.Contains(st.Message(), "broken") {
 		t.Fatalf("err = %v, want UNAVAILABLE naming the broken server", err)
 	}
+	// The code says "unavailable"; the message does not say it again
+	// (the CLI printed "Unavailable: unavailable: …").
+	if strings.HasPrefix(st.Message(), "unavailable") {
+		t.Errorf("message %q repeats the code", st.Message())
+	}
 	var info *errdetails.ErrorInfo
 	for _, d := range st.Details() {
 		if i, ok := d.(*errdetails.ErrorInfo); ok {

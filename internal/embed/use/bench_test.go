@@ -149,3 +149,49 @@ func BenchmarkLinear(b *testing.B) {
 		run("simd-f16", true, l.ffn1W)
 	}
 }
+
+// benchTask is a 100-token multi-step agent task (101 tokens) and its
+// clauses as the engine splits it (lexical.Clauses; 96 tokens more): the
+// texts a Search of the task embeds, in one batch.
+var benchTask = []string{
+	"I need to prepare a quarterly report: gather every invoice and payment from the accounts database, " +
+		"chart the monthly totals against the product price list, attach the stock levels for each product, " +
+		"then email the report and the chart to the finance contact and post a message in the team chat " +
+		"with a link to the document page, and open an issue in the project tracker for any order whose " +
+		"payment is missing or late so that someone follows it up before the next meeting on the calendar",
+	"I need to prepare a quarterly report: gather every invoice",
+	"payment from the accounts database,",
+	"chart the monthly totals against the product price list,",
+	"attach the stock levels for each product,",
+	"email the report",
+	"the chart to the finance contact",
+	"post a message in the team chat with a link to the document page,",
+	"open an issue in the project tracker for any order whose payment is missing or late so that someone follows it up before the next meeting on the calendar",
+}
+
+// BenchmarkEmbedTask embeds benchTask with EmbedBatch, as a Search of the
+// task does (the query cache aside), and reports the median op's wall
+// time and the CPU time per op on all threads.
+func BenchmarkEmbedTask(b *testing.B) {
+	e := &Embedder{m: testModel(b)}
+	ctx := context.Background()
+	tokens := 0
+	for _, t := range benchTask {
+		ids, _ := e.Tokenize(t)
+		tokens += len(ids)
+	}
+	b.ReportAllocs()
+	var lat []time.Duration
+	cpu := startCPU(b)
+	for b.Loop() {
+		t0 := time.Now()
+		if _, err := e.EmbedBatch(ctx, benchTask); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	cpu.report()
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds()), "p50-ns")
+	b.ReportMetric(float64(tokens), "tokens")
+}
