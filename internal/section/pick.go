@@ -25,8 +25,10 @@ const (
 // sections of one text as the collection (so a term found in every section
 // counts for little) and the heading's terms counted [headingWeight] times.
 // Terms are lexical.Tokenize's, a term of letters then digits also as
-// its two parts (offset64: offset, 64). A section that shares no term with the
-// query scores 0.
+// its two parts (offset64: offset, 64). A Markdown section's link targets
+// and navigation lines do not count (see scoringText), and one that is
+// only headings and navigation scores 0. A section that shares no term
+// with the query scores 0.
 func Score(sections []Section, query string) []float64 {
 	q := lexical.TokenizeQuery(query)
 	slices.Sort(q)
@@ -39,9 +41,12 @@ func Score(sections []Section, query string) []float64 {
 	lens := make([]int, len(sections))
 	df := map[string]int{}
 	total := 0
+	empty := make([]bool, len(sections))
 	for i, s := range sections {
 		tf := map[string]int{}
-		for _, t := range sectionTerms(s.Text) {
+		text, body := scoringText(s)
+		empty[i] = !body
+		for _, t := range sectionTerms(text) {
 			tf[t]++
 			lens[i]++
 		}
@@ -64,6 +69,9 @@ func Score(sections []Section, query string) []float64 {
 	n := float64(len(sections))
 	avg := max(float64(total)/n, 1)
 	for i := range sections {
+		if empty[i] {
+			continue
+		}
 		for _, t := range q {
 			f := float64(tfs[i][t])
 			if f == 0 {
@@ -90,14 +98,14 @@ const maxMisses = 64
 
 // Best returns the sections with the highest scores (ties: earlier first)
 // whose texts, each counted exactly with c, fit together in maxTokens, in
-// text order. Sections that score 0 or hold only white space are never
+// text order. Sections that score 0 or hold nothing to read ([Informative]) are never
 // picked, so it returns nil
 // when no section shares a term with the query. Once [maxMisses]
 // counted sections have not fit, Best stops.
 func Best(sections []Section, scores []float64, c budget.Counter, maxTokens int) []Pick {
 	order := make([]int, 0, len(sections))
 	for i := range sections {
-		if scores[i] > 0 && strings.TrimSpace(sections[i].Text) != "" {
+		if scores[i] > 0 && Informative(sections[i]) {
 			order = append(order, i)
 		}
 	}

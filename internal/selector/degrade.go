@@ -219,7 +219,7 @@ func (s *selection) bestSections(c Candidate, secs []section.Section, from []int
 	scores := withDense(section.Score(secs, s.req.Query), denseOf(c, secs, from))
 	best := -1
 	for j, x := range scores {
-		if x > 0 && strings.TrimSpace(secs[j].Text) != "" && (best < 0 || x > scores[best]) {
+		if x > 0 && section.Informative(secs[j]) && (best < 0 || x > scores[best]) {
 			best = j
 		}
 	}
@@ -269,7 +269,7 @@ func (s *selection) bestSections(c Candidate, secs []section.Section, from []int
 	}
 	for j := range secs {
 		opening := j == 0 || from[j] != from[j-1]
-		if !opening || picked[j] || strings.TrimSpace(secs[j].Text) == "" || !budget.Fits(s.count, len(secs[j].Text), left-used) {
+		if !opening || picked[j] || !section.Informative(secs[j]) || !budget.Fits(s.count, len(secs[j].Text), left-used) {
 			continue
 		}
 		if n := s.count.Count(secs[j].Text); n <= left-used {
@@ -564,7 +564,7 @@ func (s *selection) topUp() {
 		r := refs[g]
 		st := s.sectioned[r.st]
 		sec := st.secs[r.j]
-		if _, ok := st.picked[r.j]; ok || strings.TrimSpace(sec.Text) == "" {
+		if _, ok := st.picked[r.j]; ok || !section.Informative(sec) {
 			continue
 		}
 		if !budget.Fits(s.count, len(sec.Text), s.remaining) {
