@@ -277,6 +277,11 @@ func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (out *Assemb
 			cands = append(cands, candidate(r.Descriptor, r.Score))
 		}
 	}
+	for i := range cands {
+		if cands[i].Size <= 0 {
+			cands[i].IndexedSize = int64(e.ix.ContentSize(cands[i].Key()))
+		}
+	}
 	e.attachPassages(ctx, req.Query, cands)
 	floor := DefaultValueFloor
 	if req.ValueFloor != nil {

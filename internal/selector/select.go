@@ -190,7 +190,7 @@ func (s *selection) consider(ctx context.Context, rank int, c Candidate, v Value
 		if binaryMIME(c.MIMEType) {
 			reason = OmitBinaryTooLarge
 		}
-		why := fmt.Sprintf("%q is never cut, and about %s whole (%d bytes) is more than the %s left", c.MIMEType, tokens(est), c.Size, tokens(s.remaining))
+		why := fmt.Sprintf("%q is never cut, and about %s whole (%s) is more than the %s left", c.MIMEType, tokens(est), c.sizeString(), tokens(s.remaining))
 		s.pointerOr(rank, c, v, why, false, reason)
 		return nil
 	}
@@ -203,9 +203,9 @@ func (s *selection) consider(ctx context.Context, rank int, c Candidate, v Value
 		size := "unknown size"
 		switch {
 		case known && s.req.Estimator != nil:
-			size = fmt.Sprintf("%d bytes, about %s", c.Size, tokens(est))
+			size = fmt.Sprintf("%s, about %s", c.sizeString(), tokens(est))
 		case known:
-			size = fmt.Sprintf("%d bytes", c.Size)
+			size = c.sizeString()
 		}
 		why := fmt.Sprintf("%s left, fewer than the %d worth reading a resource of %s for", tokens(s.remaining), MinUsefulTokens, size)
 		s.pointerOr(rank, c, v, why, false, OmitBudgetExhausted)
@@ -232,13 +232,32 @@ func (s *selection) consider(ctx context.Context, rank int, c Candidate, v Value
 // bytes (a BPE token covers at least one byte of UTF-8 text). ok is false
 // when the size is unknown.
 func (s *selection) estimate(c Candidate) (int, bool) {
-	if c.Size <= 0 {
+	size := c.bytes()
+	if size <= 0 {
 		return 0, false
 	}
 	if s.req.Estimator != nil {
-		return s.req.Estimator.Estimate(c.Server, c.MIMEType, c.Size)
+		return s.req.Estimator.Estimate(c.Server, c.MIMEType, size)
 	}
-	return int(min(c.Size, int64(s.req.TokenBudget)+1)), true
+	return int(min(size, int64(s.req.TokenBudget)+1)), true
+}
+
+// bytes returns c's size in bytes: the descriptor's, else its indexed
+// text's, else 0 (unknown).
+func (c Candidate) bytes() int64 {
+	if c.Size > 0 {
+		return c.Size
+	}
+	return max(c.IndexedSize, 0)
+}
+
+// sizeString says c's size and where it comes from: "1234 bytes" (the
+// descriptor's) or "1234 bytes as indexed".
+func (c Candidate) sizeString() string {
+	if c.Size > 0 {
+		return fmt.Sprintf("%d bytes", c.Size)
+	}
+	return fmt.Sprintf("%d bytes as indexed", c.bytes())
 }
 
 // skip returns why c must not be read, judging from the descriptor and the

@@ -176,19 +176,22 @@ func TestSelect(t *testing.T) {
 				cand("a"),
 				cand("unknown-size"),
 				{Server: "s", URI: "too-big", Size: 100},
+				{Server: "s", URI: "indexed-big", IndexedSize: 100},
 				{Server: "s", URI: "small", Size: 10},
 			},
 			contents: map[resource.Key][]Content{
-				key("a"): {text(lines(20, 2))}, key("unknown-size"): {text("x")}, key("too-big"): {text("x")}, key("small"): {text("three small words")},
+				key("a"): {text(lines(20, 2))}, key("unknown-size"): {text("x")}, key("too-big"): {text("x")}, key("indexed-big"): {text("x")}, key("small"): {text("three small words")},
 			},
 			want: Result{
 				Items: []Item{
 					{Candidate: cand("a"), Rank: 1, Contents: []ItemContent{{Content: text(lines(20, 2)), Tokens: 40}}, Tokens: 40, Reason: "rank 1, fits whole (40 tokens)"},
-					{Candidate: Candidate{Server: "s", URI: "small", Size: 10}, Rank: 4, Contents: []ItemContent{{Content: text("three small words"), Tokens: 3}}, Tokens: 3, Reason: "rank 4, fits whole (3 tokens)"},
+					{Candidate: Candidate{Server: "s", URI: "small", Size: 10}, Rank: 5, Contents: []ItemContent{{Content: text("three small words"), Tokens: 3}}, Tokens: 3, Reason: "rank 5, fits whole (3 tokens)"},
 				},
 				Omitted: []Omitted{
 					{Candidate: cand("unknown-size"), Rank: 2, Reason: OmitBudgetExhausted, Detail: "10 tokens left, fewer than the 32 worth reading a resource of unknown size for"},
 					{Candidate: Candidate{Server: "s", URI: "too-big", Size: 100}, Rank: 3, Reason: OmitBudgetExhausted, Detail: "10 tokens left, fewer than the 32 worth reading a resource of 100 bytes for"},
+					// No size in the descriptor, but the index read its text.
+					{Candidate: Candidate{Server: "s", URI: "indexed-big", IndexedSize: 100}, Rank: 4, Reason: OmitBudgetExhausted, Detail: "10 tokens left, fewer than the 32 worth reading a resource of 100 bytes as indexed for"},
 				},
 				TotalTokens: 43, Reads: 2,
 			},

@@ -18,6 +18,10 @@ type Candidate struct {
 	Description string
 	MIMEType    string  // "" = unknown; never guessed from the URI
 	Size        int64   // bytes, from the descriptor; 0 = unknown
+	// IndexedSize is the bytes of the resource's text as the content index
+	// last read it (0: none). Without a descriptor Size it stands in for
+	// one when deciding whether reading the resource is worth it.
+	IndexedSize int64
 	Score       float64 // fused relevance, higher is better; not used to reorder
 	// Audience is the descriptor's audience annotation ("user",
 	// "assistant"; MCP 2025-11-25 "Annotations"); empty means both.
