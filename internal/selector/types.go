@@ -16,8 +16,8 @@ type Candidate struct {
 	Name        string
 	Title       string
 	Description string
-	MIMEType    string  // "" = unknown; never guessed from the URI
-	Size        int64   // bytes, from the descriptor; 0 = unknown
+	MIMEType    string // "" = unknown; never guessed from the URI
+	Size        int64  // bytes, from the descriptor; 0 = unknown
 	// IndexedSize is the bytes of the resource's text as the content index
 	// last read it (0: none). Without a descriptor Size it stands in for
 	// one when deciding whether reading the resource is worth it.
