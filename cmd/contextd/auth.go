@@ -101,6 +101,10 @@ type unixListener struct {
 	path string
 }
 
+// Addr returns the socket's configured path, not the private directory it
+// was bound in before it was moved into place.
+func (l *unixListener) Addr() net.Addr { return &net.UnixAddr{Net: "unix", Name: l.path} }
+
 func (l *unixListener) Close() error {
 	err := l.UnixListener.Close()
 	if rerr := os.Remove(l.path); rerr != nil && !errors.Is(rerr, os.ErrNotExist) && err == nil {

@@ -25,6 +25,10 @@ func TestUnixSocketIsPrivateWhateverTheUmask(t *testing.T) {
 	if fi.Mode().Perm() != 0o600 || fi.Mode()&os.ModeSocket == 0 {
 		t.Errorf("socket mode %v, want a socket with 0600", fi.Mode())
 	}
+	// The log names the configured path, not where it was bound first.
+	if got := l.Addr().String(); got != sock {
+		t.Errorf("listener address %q, want %q", got, sock)
+	}
 	if entries, _ := os.ReadDir(filepath.Dir(sock)); len(entries) != 1 {
 		t.Errorf("listen left %d entries next to the socket", len(entries))
 	}

@@ -123,7 +123,9 @@ func (s *selection) fill(ctx context.Context) {
 					o.Detail+"; read because the candidates above the floor left the budget unused, but its text holds none of the query's words", true)
 				continue
 			}
-			it.Reason += "; under the floor, read because the candidates above it left the budget unused"
+			// The detail says by how much (its value, printed to two
+			// decimals, may equal the floor's).
+			it.Reason += "; under the floor (" + o.Detail + "), read because the candidates above it left the budget unused"
 		}
 	}
 }

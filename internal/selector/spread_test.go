@@ -96,8 +96,13 @@ func TestBudgetLeftBuysACandidateJustUnderTheFloor(t *testing.T) {
 		t.Fatal(err)
 	}
 	it, ok := withItem(res.Items, "near")
-	if !ok || !strings.Contains(it.Reason, "under the floor, read because") {
+	if !ok || !strings.Contains(it.Reason, "read because") {
 		t.Errorf("near (0.899, floor 0.9) is not returned with its reason while 1,198 tokens were unused: %+v", res.Omitted)
+	}
+	// Its value prints as 0.90, the floor's own: the reason says by how much
+	// it is under.
+	if !strings.Contains(it.Reason, "under the floor (relevance 0.899 is below the floor 0.900") {
+		t.Errorf("reason %q does not say how far under the floor it is", it.Reason)
 	}
 	if o, ok := withOmitted(res.Omitted, "far"); !ok || o.Reason != OmitLowValue || o.Read {
 		t.Errorf("far (0.5) should stay unread as low_value: %+v", o)
