@@ -40,6 +40,7 @@ type unsentAnswers struct {
 
 	mu    sync.Mutex
 	conns map[string]*limitConn // by connKey
+	h2    map[*h2Conn]struct{}  // connections whose streams are followed
 	seq   atomic.Uint64
 }
 
@@ -54,7 +55,7 @@ func unsentAnswersMax(l config.Limits) int64 {
 }
 
 func newUnsentAnswers(max int64, stall time.Duration) *unsentAnswers {
-	return &unsentAnswers{max: max, stall: stall, conns: map[string]*limitConn{}}
+	return &unsentAnswers{max: max, stall: stall, conns: map[string]*limitConn{}, h2: map[*h2Conn]struct{}{}}
 }
 
 // answerConn is limitConn's part in unsentAnswers.
@@ -153,7 +154,7 @@ func (u *unsentAnswers) sweep(now time.Time) {
 	}
 }
 
-// run sweeps every quarter of u.stall until ctx ends.
+// run sweeps (sweep, sweepStuck) every quarter of u.stall until ctx ends.
 func (u *unsentAnswers) run(ctx context.Context) {
 	t := time.NewTicker(max(u.stall/4, 10*time.Millisecond))
 	defer t.Stop()
@@ -163,6 +164,7 @@ func (u *unsentAnswers) run(ctx context.Context) {
 			return
 		case now := <-t.C:
 			u.sweep(now)
+			u.sweepStuck(now)
 		}
 	}
 }

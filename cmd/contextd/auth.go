@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 
 	"github.com/contextd/contextd/internal/config"
@@ -19,7 +18,7 @@ import (
 // serverTLS returns the gRPC server's transport credentials: TLS with the
 // configured certificate and, with tls.client_ca_file, required client
 // certificates signed by one of its CAs (mTLS). Nil when TLS is off.
-func serverTLS(t config.TLS) (grpc.ServerOption, error) {
+func serverTLS(t config.TLS) (credentials.TransportCredentials, error) {
 	if !t.Enabled() {
 		return nil, nil
 	}
@@ -35,7 +34,7 @@ func serverTLS(t config.TLS) (grpc.ServerOption, error) {
 		}
 		tc.ClientCAs, tc.ClientAuth = pool, tls.RequireAndVerifyClientCert
 	}
-	return grpc.Creds(credentials.NewTLS(tc)), nil
+	return credentials.NewTLS(tc), nil
 }
 
 func certPool(files ...string) (*x509.CertPool, error) {

@@ -123,9 +123,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	sopts := append([]grpc.ServerOption{service.Instrument(met.GRPC)}, service.Guard(service.GuardOptions{Token: cfg.Auth.Token, Admission: adm})...)
 	sopts = append(sopts, grpcConnOptions(cfg.Conns)...)
 	sopts = append(sopts, answers.options()...)
-	if creds != nil {
-		sopts = append(sopts, creds)
-	}
+	sopts = append(sopts, answers.transport(creds))
 	svc := service.New(eng, log.With("component", "service"))
 	met.WatchServing(svc.Health().Serving)
 	srv := service.NewServer(svc, sopts...)

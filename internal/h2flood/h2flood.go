@@ -1,11 +1,15 @@
 // Package h2flood speaks raw HTTP/2 to a gRPC server to test its bounds on
 // calls that never complete: it opens calls that send their headers and
-// never a request message, which no well-behaved client library does, and
-// counts how the server ends them. Tests use it; the daemon does not.
+// never a request message, or calls whose answers it reads only as far as
+// it opens their flow-control windows, which no well-behaved client
+// library does, and counts how the server ends them. Tests use it; the
+// daemon does not.
 package h2flood
 
 import (
 	"bytes"
+	"crypto/tls"
+	"encoding/binary"
 	"fmt"
 	"net"
 	"sync"
@@ -24,6 +28,12 @@ type Conn struct {
 	fr   *http2.Framer
 	mu   sync.Mutex // serializes writes
 	next uint32     // the next client stream ID
+	hb   bytes.Buffer
+	enc  *hpack.Encoder
+
+	smu      sync.Mutex
+	received map[uint32]int    // DATA bytes read, by stream
+	status   map[uint32]string // grpc-status, by stream
 
 	closed     atomic.Bool
 	advertised atomic.Uint32 // SETTINGS_MAX_CONCURRENT_STREAMS, 0 until read
@@ -34,15 +44,39 @@ type Conn struct {
 // Dial connects to addr (host:port, plaintext HTTP/2 with prior
 // knowledge), sends the client preface and SETTINGS, and starts reading.
 // Close ends the connection.
-func Dial(addr string) (*Conn, error) {
-	c, err := net.Dial("tcp", addr)
+func Dial(addr string) (*Conn, error) { return DialConfig(addr, Config{}) }
+
+// Config says how DialConfig connects.
+type Config struct {
+	// TLS, when set, is the client's TLS configuration (its NextProtos
+	// should hold "h2"); nil means plaintext.
+	TLS *tls.Config
+	// Settings are sent in the client's first SETTINGS frame, such as
+	// SETTINGS_INITIAL_WINDOW_SIZE 0 to take no answer bytes until a
+	// Grant.
+	Settings []http2.Setting
+}
+
+// DialConfig is Dial with TLS or settings of the client's own.
+func DialConfig(addr string, cfg Config) (*Conn, error) {
+	var c net.Conn
+	var err error
+	if cfg.TLS != nil {
+		c, err = tls.Dial("tcp", addr, cfg.TLS)
+	} else {
+		c, err = net.Dial("tcp", addr)
+	}
 	if err != nil {
 		return nil, err
 	}
-	h := &Conn{c: c, fr: http2.NewFramer(c, c), next: 1}
-	go h.read()
+	h := &Conn{c: c, fr: http2.NewFramer(c, c), next: 1, received: map[uint32]int{}, status: map[uint32]string{}}
+	h.enc = hpack.NewEncoder(&h.hb)
+	h.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
+	// The preface goes first: the reader acknowledges the server's
+	// SETTINGS, which may arrive before it.
 	h.write(func() error { _, err := c.Write([]byte(http2.ClientPreface)); return err })
-	h.write(func() error { return h.fr.WriteSettings() })
+	h.write(func() error { return h.fr.WriteSettings(cfg.Settings...) })
+	go h.read()
 	if h.closed.Load() {
 		c.Close()
 		return nil, fmt.Errorf("h2flood: %s ended the connection during the preface", addr)
@@ -57,20 +91,66 @@ func (h *Conn) Close() error { return h.c.Close() }
 // "/grpc.health.v1.Health/Check"), each sending its headers and nothing
 // more.
 func (h *Conn) OpenCalls(path string, n int) {
-	var hb bytes.Buffer
-	enc := hpack.NewEncoder(&hb)
 	for range n {
-		hb.Reset()
-		for _, kv := range [][2]string{{":method", "POST"}, {":scheme", "http"}, {":path", path},
-			{":authority", "localhost"}, {"content-type", "application/grpc"}, {"te", "trailers"}} {
-			_ = enc.WriteField(hpack.HeaderField{Name: kv[0], Value: kv[1]})
-		}
 		h.write(func() error {
-			id := h.next
-			h.next += 2
-			return h.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: hb.Bytes(), EndHeaders: true})
+			_, err := h.headers(path, nil, false)
+			return err
 		})
 	}
+}
+
+// headers writes the HEADERS of a new call of path with the metadata md;
+// h.mu is held.
+func (h *Conn) headers(path string, md [][2]string, end bool) (uint32, error) {
+	h.hb.Reset()
+	for _, kv := range append([][2]string{{":method", "POST"}, {":scheme", "http"}, {":path", path},
+		{":authority", "localhost"}, {"content-type", "application/grpc"}, {"te", "trailers"}}, md...) {
+		_ = h.enc.WriteField(hpack.HeaderField{Name: kv[0], Value: kv[1]})
+	}
+	id := h.next
+	h.next += 2
+	return id, h.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: h.hb.Bytes(), EndHeaders: true, EndStream: end})
+}
+
+// Call opens a call of path with the metadata md (such as
+// {"authorization", "Bearer TOKEN"}) sending the request message msg (the
+// protobuf bytes, framed here), and returns its stream ID.
+func (h *Conn) Call(path string, md [][2]string, msg []byte) uint32 {
+	var id uint32
+	h.write(func() error {
+		var err error
+		if id, err = h.headers(path, md, false); err != nil {
+			return err
+		}
+		frame := make([]byte, 5+len(msg))
+		binary.BigEndian.PutUint32(frame[1:], uint32(len(msg)))
+		copy(frame[5:], msg)
+		return h.fr.WriteData(id, true, frame)
+	})
+	return id
+}
+
+// Grant opens the flow-control window of stream id (0: the connection)
+// by n bytes.
+func (h *Conn) Grant(id, n uint32) {
+	h.write(func() error { return h.fr.WriteWindowUpdate(id, n) })
+}
+
+// Received returns how many DATA bytes (the gRPC framing included) the
+// server sent on stream id.
+func (h *Conn) Received(id uint32) int {
+	h.smu.Lock()
+	defer h.smu.Unlock()
+	return h.received[id]
+}
+
+// Status returns the grpc-status the server ended stream id with, and
+// whether it did.
+func (h *Conn) Status(id uint32) (string, bool) {
+	h.smu.Lock()
+	defer h.smu.Unlock()
+	s, ok := h.status[id]
+	return s, ok
 }
 
 // Closed reports whether the server ended the connection (or a write to
@@ -126,10 +206,22 @@ func (h *Conn) read() {
 				}
 				h.write(h.fr.WriteSettingsAck)
 			}
-		case *http2.HeadersFrame:
+		case *http2.MetaHeadersFrame:
 			if f.StreamEnded() {
 				h.ended.Add(1)
+				h.smu.Lock()
+				h.status[f.StreamID] = ""
+				for _, hf := range f.Fields {
+					if hf.Name == "grpc-status" {
+						h.status[f.StreamID] = hf.Value
+					}
+				}
+				h.smu.Unlock()
 			}
+		case *http2.DataFrame:
+			h.smu.Lock()
+			h.received[f.StreamID] += int(f.Length)
+			h.smu.Unlock()
 		case *http2.RSTStreamFrame:
 			h.ended.Add(1)
 			if f.ErrCode == http2.ErrCodeRefusedStream {

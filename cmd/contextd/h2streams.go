@@ -1,0 +1,286 @@
+package main
+
+import (
+	"encoding/binary"
+	"net"
+	"sync"
+	"time"
+
+	"golang.org/x/net/http2"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+)
+
+// Stuck answers, per stream. The byte count of unsentAnswers cannot tell
+// which stream the bytes a connection writes belong to, so a client could
+// read one answer (or provoke small frames) while another stays queued for
+// good. h2Conn follows the plaintext HTTP/2 frames of one gRPC connection,
+// beneath TLS when there is TLS, and keeps for every call:
+//
+//   - its send window: the client's SETTINGS_INITIAL_WINDOW_SIZE and
+//     WINDOW_UPDATEs, less the DATA the server wrote (likewise for the
+//     connection's window);
+//   - whether the server has started its answer (response HEADERS) and
+//     not yet ended it (END_STREAM, or RST_STREAM either way).
+//
+// An answer is stuck while it is started and its window or the
+// connection's is below minWindow. A connection with an answer stuck for
+// longer than the stall time (idle_timeout), during which that answer
+// took less than minProgress, is closed, and gRPC frees what it held.
+// A call the server is not answering (a health Watch between updates)
+// holds nothing and is never stuck with a client that keeps its windows
+// open, as every HTTP/2 client library does.
+
+// minWindow is the window below which a started answer counts as waiting
+// for the client: one full DATA frame (16 KiB). A client library opens
+// its windows again once a quarter of them (of at least 64 KiB) is used.
+const minWindow = 16 << 10
+
+// h2InitialWindow is HTTP/2's initial window, for the connection and for
+// streams until the client's SETTINGS say otherwise.
+const h2InitialWindow = 65535
+
+// h2MaxKept bounds the frame payloads h2Conn reads (SETTINGS,
+// WINDOW_UPDATE): gRPC's server refuses frames over 16 KiB.
+const h2MaxKept = 16 << 10
+
+// h2Stream is one call, from its request HEADERS to the end of its answer.
+type h2Stream struct {
+	win       int64     // send window
+	answering bool      // the server wrote the response HEADERS
+	sent      int64     // DATA bytes written
+	since     time.Time // when the answer was first seen stuck; zero while not
+	mark      int64     // sent at since
+}
+
+// h2Conn is a gRPC server connection whose frames are followed.
+type h2Conn struct {
+	net.Conn
+	u         *unsentAnswers
+	in, out   frameReader
+	closeOnce sync.Once
+
+	mu      sync.Mutex
+	streams map[uint32]*h2Stream
+	connWin int64 // the connection's send window
+	initWin int64 // SETTINGS_INITIAL_WINDOW_SIZE
+}
+
+func (c *h2Conn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.mu.Lock()
+		c.in.feed(p[:n], c.fromClient)
+		c.mu.Unlock()
+	}
+	return n, err
+}
+
+func (c *h2Conn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	if n > 0 {
+		c.mu.Lock()
+		c.out.feed(p[:n], c.fromServer)
+		c.mu.Unlock()
+	}
+	return n, err
+}
+
+func (c *h2Conn) Close() error {
+	c.closeOnce.Do(func() { c.u.unwatch(c) })
+	return c.Conn.Close()
+}
+
+// fromClient follows a frame read from the client; c.mu is held.
+func (c *h2Conn) fromClient(typ http2.FrameType, flags http2.Flags, id uint32, _ int, payload []byte) {
+	switch typ {
+	case http2.FrameHeaders:
+		if _, ok := c.streams[id]; !ok && id != 0 {
+			c.streams[id] = &h2Stream{win: c.initWin}
+		}
+	case http2.FrameRSTStream:
+		delete(c.streams, id)
+	case http2.FrameWindowUpdate:
+		if len(payload) != 4 {
+			return
+		}
+		inc := int64(binary.BigEndian.Uint32(payload) & (1<<31 - 1))
+		if id == 0 {
+			c.connWin += inc
+		} else if s := c.streams[id]; s != nil {
+			s.win += inc
+		}
+	case http2.FrameSettings:
+		if flags.Has(http2.FlagSettingsAck) {
+			return
+		}
+		for p := payload; len(p) >= 6; p = p[6:] {
+			if http2.SettingID(binary.BigEndian.Uint16(p)) != http2.SettingInitialWindowSize {
+				continue
+			}
+			v := int64(binary.BigEndian.Uint32(p[2:]))
+			for _, s := range c.streams {
+				s.win += v - c.initWin
+			}
+			c.initWin = v
+		}
+	}
+}
+
+// fromServer follows a frame written to the client; c.mu is held.
+func (c *h2Conn) fromServer(typ http2.FrameType, flags http2.Flags, id uint32, length int, _ []byte) {
+	switch typ {
+	case http2.FrameHeaders:
+		if s := c.streams[id]; s != nil {
+			s.answering = true
+			if flags.Has(http2.FlagHeadersEndStream) {
+				delete(c.streams, id)
+			}
+		}
+	case http2.FrameData:
+		c.connWin -= int64(length)
+		if s := c.streams[id]; s != nil {
+			s.win -= int64(length)
+			s.sent += int64(length)
+			if !s.since.IsZero() && s.sent-s.mark >= minProgress {
+				s.since, s.mark = time.Now(), s.sent
+			}
+			if flags.Has(http2.FlagDataEndStream) {
+				delete(c.streams, id)
+			}
+		}
+	case http2.FrameRSTStream:
+		delete(c.streams, id)
+	}
+}
+
+// stuck reports whether c holds an answer stuck for longer than stall; it
+// starts the clock of answers newly stuck and stops that of answers whose
+// windows opened.
+func (c *h2Conn) stuck(now time.Time, stall time.Duration) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, s := range c.streams {
+		switch {
+		case !s.answering:
+		case min(s.win, c.connWin) >= minWindow:
+			s.since = time.Time{}
+		case s.since.IsZero():
+			s.since, s.mark = now, s.sent
+		case now.Sub(s.since) > stall:
+			return true
+		}
+	}
+	return false
+}
+
+// frameReader splits a byte stream into HTTP/2 frames as it arrives, in
+// pieces of any size.
+type frameReader struct {
+	skip  int // bytes to pass over (the client preface, unread payloads)
+	hdr   [9]byte
+	hn    int // bytes of hdr read
+	want  int // payload bytes still to keep
+	buf   []byte
+	typ   http2.FrameType
+	flags http2.Flags
+	id    uint32
+}
+
+// feed reads p, calling frame for each frame header read, with the
+// payload of SETTINGS and WINDOW_UPDATE frames (nil for others).
+func (r *frameReader) feed(p []byte, frame func(typ http2.FrameType, flags http2.Flags, id uint32, length int, payload []byte)) {
+	for len(p) > 0 {
+		switch {
+		case r.skip > 0:
+			n := min(r.skip, len(p))
+			r.skip -= n
+			p = p[n:]
+		case r.want > 0:
+			n := min(r.want, len(p))
+			r.buf = append(r.buf, p[:n]...)
+			r.want -= n
+			p = p[n:]
+			if r.want == 0 {
+				frame(r.typ, r.flags, r.id, len(r.buf), r.buf)
+				r.buf = r.buf[:0]
+			}
+		default:
+			n := copy(r.hdr[r.hn:], p)
+			r.hn += n
+			p = p[n:]
+			if r.hn < len(r.hdr) {
+				continue
+			}
+			r.hn = 0
+			length := int(r.hdr[0])<<16 | int(r.hdr[1])<<8 | int(r.hdr[2])
+			typ, flags := http2.FrameType(r.hdr[3]), http2.Flags(r.hdr[4])
+			id := binary.BigEndian.Uint32(r.hdr[5:]) & (1<<31 - 1)
+			if (typ == http2.FrameSettings || typ == http2.FrameWindowUpdate) && length > 0 && length <= h2MaxKept {
+				r.typ, r.flags, r.id, r.want = typ, flags, id, length
+				continue
+			}
+			frame(typ, flags, id, length, nil)
+			r.skip = length
+		}
+	}
+}
+
+// watch returns c with its frames followed and registers it for sweeps.
+func (u *unsentAnswers) watch(c net.Conn) net.Conn {
+	h := &h2Conn{Conn: c, u: u, in: frameReader{skip: len(http2.ClientPreface)},
+		streams: map[uint32]*h2Stream{}, connWin: h2InitialWindow, initWin: h2InitialWindow}
+	u.mu.Lock()
+	u.h2[h] = struct{}{}
+	u.mu.Unlock()
+	return h
+}
+
+func (u *unsentAnswers) unwatch(c *h2Conn) {
+	u.mu.Lock()
+	delete(u.h2, c)
+	u.mu.Unlock()
+}
+
+// sweepStuck closes the connections holding an answer stuck for u.stall.
+func (u *unsentAnswers) sweepStuck(now time.Time) {
+	u.mu.Lock()
+	var stuck []*h2Conn
+	for c := range u.h2 {
+		if c.stuck(now, u.stall) {
+			stuck = append(stuck, c)
+		}
+	}
+	u.mu.Unlock()
+	for _, c := range stuck {
+		c.Close()
+	}
+}
+
+// transport returns the server option that sets gRPC's transport
+// credentials: tc (nil: plaintext) with each connection's frames followed
+// after the handshake.
+func (u *unsentAnswers) transport(tc credentials.TransportCredentials) grpc.ServerOption {
+	if tc == nil {
+		tc = insecure.NewCredentials()
+	}
+	return grpc.Creds(watchedCreds{tc, u})
+}
+
+type watchedCreds struct {
+	credentials.TransportCredentials
+	u *unsentAnswers
+}
+
+func (w watchedCreds) ServerHandshake(c net.Conn) (net.Conn, credentials.AuthInfo, error) {
+	hc, info, err := w.TransportCredentials.ServerHandshake(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	return w.u.watch(hc), info, nil
+}
+
+func (w watchedCreds) Clone() credentials.TransportCredentials {
+	return watchedCreds{w.TransportCredentials.Clone(), w.u}
+}

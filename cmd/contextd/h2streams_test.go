@@ -1,0 +1,271 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"fmt"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"golang.org/x/net/http2"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/types/known/emptypb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/contextd/contextd/internal/config"
+	"github.com/contextd/contextd/internal/h2flood"
+	"github.com/contextd/contextd/internal/service"
+)
+
+const h2TestToken = "h2-test-token"
+
+// answerServer is a gRPC server built as serve builds the daemon's (the
+// token, the connection bounds, the answer bounds, the transport), with
+// bigService and the health service.
+type answerServer struct {
+	addr      string
+	clientTLS *tls.Config // nil: plaintext
+}
+
+func startAnswerServer(t *testing.T, useTLS bool, answer int, stall time.Duration) answerServer {
+	t.Helper()
+	var creds credentials.TransportCredentials
+	var clientTLS *tls.Config
+	if useTLS {
+		dir := t.TempDir()
+		writePKI(t, dir)
+		var err error
+		if creds, err = serverTLS(config.TLS{CertFile: filepath.Join(dir, "server.pem"), KeyFile: filepath.Join(dir, "server-key.pem"),
+			ClientCAFile: filepath.Join(dir, "ca.pem")}); err != nil {
+			t.Fatal(err)
+		}
+		pool, err := certPool(filepath.Join(dir, "ca.pem"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cert, err := tls.LoadX509KeyPair(filepath.Join(dir, "client.pem"), filepath.Join(dir, "client-key.pem"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		clientTLS = &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}, ServerName: "localhost", NextProtos: []string{"h2"}}
+	}
+	raw, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conns := config.Conns{HandshakeTimeout: 10 * time.Second, IdleTimeout: stall}
+	u := newUnsentAnswers(256<<20, stall)
+	lis := limitConns(raw, 16, silentGrace(conns), "listen", slog.New(slog.DiscardHandler))
+	lis.(*limitListener).answers = u
+	lis = withWriteStall(lis, stall)
+	sopts := service.Guard(service.GuardOptions{Token: h2TestToken})
+	sopts = append(sopts, grpcConnOptions(conns)...)
+	sopts = append(sopts, u.options()...)
+	sopts = append(sopts, u.transport(creds))
+	s := grpc.NewServer(sopts...)
+	s.RegisterService(bigService(answer), struct{}{})
+	healthpb.RegisterHealthServer(s, health.NewServer())
+	go s.Serve(lis)
+	t.Cleanup(s.Stop)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go u.run(ctx)
+	return answerServer{addr: raw.Addr().String(), clientTLS: clientTLS}
+}
+
+// dial connects a raw HTTP/2 client that takes no answer bytes until it
+// grants a window (SETTINGS_INITIAL_WINDOW_SIZE 0).
+func (a answerServer) dial(t *testing.T) *h2flood.Conn {
+	t.Helper()
+	c, err := h2flood.DialConfig(a.addr, h2flood.Config{TLS: a.clientTLS, Settings: []http2.Setting{{ID: http2.SettingInitialWindowSize, Val: 0}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+var h2TestMD = [][2]string{{"authorization", "Bearer " + h2TestToken}}
+
+func forBoth(t *testing.T, f func(t *testing.T, useTLS bool)) {
+	t.Run("plaintext", func(t *testing.T) { f(t, false) })
+	t.Run("tls", func(t *testing.T) { f(t, true) })
+}
+
+// A client with the token that leaves one answer unread for good while it
+// keeps the server writing others on the same connection (here, reading
+// an answer every 50 ms) has the connection closed about idle_timeout
+// after that answer stopped, freeing it: counting the bytes written per
+// connection would see it as a client reading its answers.
+func TestAStuckAnswerClosesItsConnection(t *testing.T) {
+	forBoth(t, func(t *testing.T, useTLS bool) {
+		const answer, stall = 256 << 10, time.Second
+		srv := startAnswerServer(t, useTLS, answer, stall)
+		c := srv.dial(t)
+		stuck := c.Call("/test.Big/Get", h2TestMD, nil)
+		start := time.Now()
+		read := 0
+		for !c.Closed() && time.Since(start) < 10*stall {
+			id := c.Call("/test.Big/Get", h2TestMD, nil)
+			c.Grant(id, answer+64)
+			c.Grant(0, answer+64)
+			if c.Wait(5*time.Second, func() bool { st, ok := c.Status(id); return ok && st == "0" }) {
+				read++
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if !c.Closed() {
+			t.Fatalf("the connection is still open %v after its answer on stream %d stopped (idle_timeout %v), while the client read %d others", time.Since(start).Round(time.Millisecond), stuck, stall, read)
+		}
+		t.Logf("closed after %v; the client read %d other answers meanwhile", time.Since(start).Round(time.Millisecond), read)
+		if read < 5 {
+			t.Errorf("the client read only %d other answers before the connection closed: the attack was not kept up", read)
+		}
+		if got := c.Received(stuck); got != 0 {
+			t.Errorf("the stuck stream received %d bytes, want none (no window)", got)
+		}
+	})
+}
+
+// A client that opens its window a little at a time (32 KiB every
+// 200 ms, well under the answer's size in idle_timeout but above the
+// 64 KiB of progress it needs) reads its whole answer on an open
+// connection.
+func TestASlowSteadyReaderKeepsItsConnection(t *testing.T) {
+	forBoth(t, func(t *testing.T, useTLS bool) {
+		const answer, stall, step = 512 << 10, time.Second, 32 << 10
+		srv := startAnswerServer(t, useTLS, answer, stall)
+		c := srv.dial(t)
+		id := c.Call("/test.Big/Get", h2TestMD, nil)
+		deadline := time.Now().Add(20 * time.Second)
+		for c.Received(id) < answer && !c.Closed() && time.Now().Before(deadline) {
+			c.Grant(id, step)
+			c.Grant(0, step)
+			time.Sleep(200 * time.Millisecond)
+		}
+		c.Grant(id, step)
+		c.Grant(0, step)
+		if !c.Wait(5*time.Second, func() bool { _, ok := c.Status(id); return ok }) {
+			t.Fatalf("the slow reader got %d of %d bytes, closed=%v", c.Received(id), answer, c.Closed())
+		}
+		if st, _ := c.Status(id); st != "0" || c.Received(id) < answer {
+			t.Fatalf("the slow reader's call ended with grpc-status %q after %d of %d bytes", st, c.Received(id), answer)
+		}
+	})
+}
+
+// A grpc-go client is unaffected: a health Watch idle for several times
+// idle_timeout stays open beside big answers on the same connection.
+func TestGRPCClientsAreUnaffectedByStuckAnswerChecks(t *testing.T) {
+	forBoth(t, func(t *testing.T, useTLS bool) {
+		const answer, stall = 3 << 20, 500 * time.Millisecond
+		srv := startAnswerServer(t, useTLS, answer, stall)
+		creds := insecure.NewCredentials()
+		if useTLS {
+			creds = credentials.NewTLS(srv.clientTLS)
+		}
+		cc, err := grpc.NewClient(srv.addr, grpc.WithTransportCredentials(creds))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cc.Close()
+		ctx := metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+h2TestToken)
+		ctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		w, err := healthpb.NewHealthClient(cc).Watch(ctx, &healthpb.HealthCheckRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Recv(); err != nil {
+			t.Fatal(err)
+		}
+		watchErr := make(chan error, 1)
+		go func() {
+			for {
+				if _, err := w.Recv(); err != nil {
+					watchErr <- err
+					return
+				}
+			}
+		}()
+		for range 4 {
+			out := new(wrapperspb.BytesValue)
+			if err := cc.Invoke(ctx, "/test.Big/Get", new(emptypb.Empty), out); err != nil {
+				t.Fatal(err)
+			}
+			if len(out.Value) != answer {
+				t.Fatalf("got %d bytes, want %d", len(out.Value), answer)
+			}
+			time.Sleep(stall)
+		}
+		select {
+		case err := <-watchErr:
+			t.Fatalf("the Watch ended while idle: %v", err)
+		default:
+		}
+	})
+}
+
+// frameReader finds the same frames however the bytes are split.
+func TestFrameReaderSplitsAnywhere(t *testing.T) {
+	var buf bytes.Buffer
+	fr := http2.NewFramer(&buf, nil)
+	_ = fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 7})
+	_ = fr.WriteData(1, false, make([]byte, 1000))
+	_ = fr.WriteWindowUpdate(3, 99)
+	_ = fr.WriteRSTStream(5, http2.ErrCodeCancel)
+	_ = fr.WriteData(1, true, nil)
+	want := []string{"SETTINGS 0 6 [0 4 0 0 0 7]", "DATA 1 1000 []", "WINDOW_UPDATE 3 4 [0 0 0 99]", "RST_STREAM 5 4 []", "DATA 1 0 []"}
+	for _, step := range []int{1, 2, 9, 10, 1 << 20} {
+		var r frameReader
+		var got []string
+		on := func(typ http2.FrameType, _ http2.Flags, id uint32, n int, p []byte) {
+			got = append(got, sprintFrame(typ, id, n, p))
+		}
+		b := buf.Bytes()
+		for len(b) > 0 {
+			n := min(step, len(b))
+			r.feed(b[:n], on)
+			b = b[n:]
+		}
+		if len(got) != len(want) {
+			t.Fatalf("step %d: got %q, want %q", step, got, want)
+		}
+		for i := range got {
+			if got[i] != want[i] {
+				t.Errorf("step %d: frame %d is %q, want %q", step, i, got[i], want[i])
+			}
+		}
+	}
+}
+
+func sprintFrame(typ http2.FrameType, id uint32, n int, p []byte) string {
+	return fmt.Sprintf("%v %d %d %v", typ, id, n, p)
+}
+
+// BenchmarkFrameReader measures following a connection's frames: 16 KiB
+// DATA frames, fed in 32 KiB writes as gRPC's writer flushes them.
+func BenchmarkFrameReader(b *testing.B) {
+	var buf bytes.Buffer
+	fr := http2.NewFramer(&buf, nil)
+	for range 64 {
+		_ = fr.WriteData(1, false, make([]byte, 16<<10))
+	}
+	stream := buf.Bytes()
+	c := &h2Conn{streams: map[uint32]*h2Stream{1: {win: 1 << 40, answering: true}}, connWin: 1 << 40}
+	b.SetBytes(int64(len(stream)))
+	for b.Loop() {
+		for p := stream; len(p) > 0; p = p[min(32<<10, len(p)):] {
+			c.out.feed(p[:min(32<<10, len(p))], c.fromServer)
+		}
+	}
+}
