@@ -56,9 +56,33 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
+// synopses gives each command's arguments after its flags, and what it
+// does, for its -h.
+var synopses = map[string][2]string{
+	"serve":    {"", "Run the daemon: mirror every configured server and answer gRPC (and MCP over HTTP)."},
+	"mcp":      {"", "Serve MCP on stdin/stdout, for an MCP host's mcpServers entry."},
+	"assemble": {"QUERY...", "One-shot, in-process: connect, mirror, then select and read what the query needs within --budget."},
+	"search":   {"QUERY...", "One-shot, in-process: rank the resources for the query; assemble nothing."},
+	"query":    {"QUERY...", "Ask a running daemon to assemble for the query."},
+	"servers":  {"", "List a running daemon's upstream servers and their state."},
+}
+
 func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("contextd "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		syn := synopses[name]
+		args := ""
+		if syn[0] != "" {
+			args = " " + syn[0]
+		}
+		fmt.Fprintf(fs.Output(), "usage: contextd %s [flags]%s\n\n", name, args)
+		if syn[1] != "" {
+			fmt.Fprintf(fs.Output(), "%s\n\n", syn[1])
+		}
+		fmt.Fprintln(fs.Output(), "flags:")
+		fs.PrintDefaults()
+	}
 	return fs
 }
 

@@ -81,6 +81,10 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		usage(stdout)
 		return nil
 	case "version", "--version":
+		if len(rest) > 0 && (rest[0] == "-h" || rest[0] == "--help" || rest[0] == "-help") {
+			fmt.Fprintln(stdout, "usage: contextd version\n\nPrint the version, the VCS revision it was built from (and whether the tree was dirty), the commit time and the Go version.")
+			return nil
+		}
 		printVersion(stdout, readBuildInfo())
 		return nil
 	}
@@ -106,11 +110,11 @@ Commands:
   eval       measure ranking quality on a BEIR-layout dataset (runs contextd-eval)
   version    print the version, VCS revision (and whether it was dirty) and Go version
 
-Configuration: --config FILE, else $CONTEXTD_CONFIG, else
-contextd/config.yaml in the user config directory (never the working directory's) ($XDG_CONFIG_HOME or ~/.config on
-Linux); with none of these, a built-in configuration mirrors
-@modelcontextprotocol/server-everything (via npx). The file may be a Claude Desktop
-or VS Code MCP config ("mcpServers" or "servers").
+Configuration: --config FILE, else $CONTEXTD_CONFIG, else contextd/config.yaml
+in the user config directory ($XDG_CONFIG_HOME or ~/.config on Linux; never the
+working directory's); with none of these, a built-in configuration mirrors
+@modelcontextprotocol/server-everything (via npx). The file may be a Claude
+Desktop or VS Code MCP config ("mcpServers" or "servers").
 
 Run "contextd COMMAND -h" for a command's flags.
 `)

@@ -109,3 +109,18 @@ func TestMissingConfigNamedByTheEnvironmentSaysSo(t *testing.T) {
 		t.Errorf("--config %s: %v; want an error that does not blame $CONTEXTD_CONFIG", missing, err)
 	}
 }
+
+// Each command's -h says what it takes after its flags, and what it does.
+func TestCommandHelpGivesItsSynopsis(t *testing.T) {
+	for name, want := range map[string]string{"assemble": "usage: contextd assemble [flags] QUERY...", "servers": "usage: contextd servers [flags]\n"} {
+		var stdout, stderr bytes.Buffer
+		_ = run(t.Context(), []string{name, "-h"}, &stdout, &stderr)
+		if got := stdout.String() + stderr.String(); !strings.Contains(got, want) || !strings.Contains(got, "-config") {
+			t.Errorf("contextd %s -h:\n%s\nwant %q and the flags", name, got, want)
+		}
+	}
+	var stdout bytes.Buffer
+	if err := run(t.Context(), []string{"version", "-h"}, &stdout, &bytes.Buffer{}); err != nil || !strings.HasPrefix(stdout.String(), "usage: contextd version") {
+		t.Errorf("contextd version -h: %v\n%s", err, stdout.String())
+	}
+}
