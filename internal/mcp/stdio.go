@@ -73,7 +73,7 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcpsdk.Connection, error)
 		stdin.Close()
 		return nil, err
 	}
-	p := &process{cmd: t.cmd, stdin: stdin, stdout: stdout, td: td, exited: make(chan struct{})}
+	p := &process{cmd: t.cmd, stdin: stdin, stdout: stdout, td: td, exited: make(chan struct{}), log: t.log}
 	go p.wait()
 	t.proc = p
 	limit := maxMessage(&Options{MaxMessageBytes: t.maxMessage})
@@ -92,6 +92,7 @@ type process struct {
 	stdout *os.File    // our read end; closed once the process is gone
 	wedged atomic.Bool // a write timed out: the process is being stopped
 	td     time.Duration
+	log    *slog.Logger // says why a stop takes longer than closing stdin; may be nil
 
 	exited  chan struct{} // closed when the process has been waited for
 	waitErr error
@@ -172,9 +173,12 @@ func (p *process) stop() error {
 	if exited() {
 		return exitErr(p.waitErr)
 	}
+	// Each stage waits td: say so, or a shutdown waits in silence.
+	p.note("the server did not exit within "+p.td.String()+" of its stdin closing: sending SIGTERM", "pid", p.cmd.Process.Pid)
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); (err == nil || errors.Is(err, os.ErrProcessDone)) && exited() {
 		return exitErr(p.waitErr)
 	}
+	p.note("the server did not exit within "+p.td.String()+" of SIGTERM: killing it", "pid", p.cmd.Process.Pid)
 	if err := p.cmd.Process.Kill(); err != nil && !errors.Is(err, syscall.ESRCH) && !errors.Is(err, os.ErrProcessDone) {
 		return err
 	}
@@ -182,6 +186,13 @@ func (p *process) stop() error {
 		return exitErr(p.waitErr)
 	}
 	return errors.New("unresponsive subprocess")
+}
+
+// note logs a stage of a slow stop.
+func (p *process) note(msg string, args ...any) {
+	if p.log != nil {
+		p.log.Info(msg, args...)
+	}
 }
 
 // exitErr keeps a signal-induced exit (our own SIGTERM) from being an error.

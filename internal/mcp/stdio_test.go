@@ -144,7 +144,8 @@ func TestStdioSkipsBannerAndLogLinesOnStdout(t *testing.T) {
 func TestStdioCloseStopsAServerThatIgnoresStdinAndSIGTERM(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	sess, err := mcp.Connect(ctx, fakeServer("stubborn"), &mcp.Options{TerminateDuration: 50 * time.Millisecond})
+	var logs logBuffer
+	sess, err := mcp.Connect(ctx, fakeServer("stubborn"), &mcp.Options{TerminateDuration: 50 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,6 +158,12 @@ func TestStdioCloseStopsAServerThatIgnoresStdinAndSIGTERM(t *testing.T) {
 	case <-done:
 	case <-ctx.Done():
 		t.Fatal("Close did not return: the server was not killed")
+	}
+	// Each stage that waits says so: a shutdown is not silent for seconds.
+	for _, want := range []string{"of its stdin closing: sending SIGTERM", "of SIGTERM: killing it"} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("log does not say %q:\n%s", want, logs.String())
+		}
 	}
 }
 
