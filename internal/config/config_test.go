@@ -300,3 +300,23 @@ func TestVSCodeVariables(t *testing.T) {
 		t.Errorf("${env:NOPE}: err = %v", err)
 	}
 }
+
+// A file with several misspelt keys names them all in one error, so a
+// user fixes them in one pass; a file of thousands names ten.
+func TestEveryMisspeltKeyIsNamed(t *testing.T) {
+	_, err := config.Parse("c.yaml", []byte("tokeniser: cl100k_base\nlisen: 127.0.0.1:1\nmcpServers:\n  a: {command: x, index_contents: false}\n"), nil)
+	for _, want := range []string{`"tokeniser"`, `"lisen"`, `"index_contents"`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("err = %v; want it to name %s", err, want)
+		}
+	}
+	var many strings.Builder
+	many.WriteString("mcpServers:\n")
+	for i := range 5000 {
+		fmt.Fprintf(&many, "  s%d: {comand: x}\n", i)
+	}
+	_, err = config.Parse("c.yaml", []byte(many.String()), nil)
+	if err == nil || !strings.Contains(err.Error(), "and 4990 more") || strings.Count(err.Error(), "\n") != 10 {
+		t.Errorf("5,000 misspelt keys: %d lines ending %q; want 10 named and the rest counted", strings.Count(fmt.Sprint(err), "\n")+1, fmt.Sprint(err)[max(0, len(fmt.Sprint(err))-40):])
+	}
+}

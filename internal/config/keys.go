@@ -43,8 +43,8 @@ var clientKeys = []string{"listen", "auth", "tls"}
 
 // checkKeys walks a parsed file's top-level mapping and each server's
 // mapping. It returns a warning for each key contextd does not read, and an
-// error for the first that looks like a misspelling of one it does
-// (suggest). It sees each mapping as the decoder does (pairs), so servers
+// error for each that looks like a misspelling of one it does (suggest),
+// all of them joined, so one run names every key to fix. It sees each mapping as the decoder does (pairs), so servers
 // reached through an alias or a merge key are checked too, and a merge key
 // is not mistaken for a key or a server. For a client (clientOnly), only
 // keys that look like listen, auth or tls, and keys inside auth and tls,
@@ -53,6 +53,12 @@ func checkKeys(doc *yaml.Node, clientOnly bool) (warnings []string, err error) {
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
 		return nil, nil // empty
 	}
+	var errs []error
+	defer func() {
+		if len(errs) > 0 {
+			warnings, err = nil, joinCapped(errs)
+		}
+	}()
 	for _, kv := range pairs(doc.Content[0]) {
 		k, v := kv[0], kv[1]
 		if !slices.Contains(topKeys, k.Value) {
@@ -64,7 +70,8 @@ func checkKeys(doc *yaml.Node, clientOnly bool) (warnings []string, err error) {
 					warnings = append(warnings, err.Error()+" (the daemon refuses the file; clients read only listen, auth and tls)")
 					continue
 				}
-				return nil, err
+				errs = append(errs, err)
+				continue
 			}
 			warnings = append(warnings, fmt.Sprintf("line %d: key %q is ignored (not one contextd reads)", k.Line, k.Value))
 			continue
@@ -78,7 +85,7 @@ func checkKeys(doc *yaml.Node, clientOnly bool) (warnings []string, err error) {
 					if want := suggest(kv[0].Value, keys); want != "" {
 						msg += fmt.Sprintf("; did you mean %q?", want)
 					}
-					return nil, errors.New(msg)
+					errs = append(errs, errors.New(msg))
 				}
 			}
 			continue
@@ -89,11 +96,12 @@ func checkKeys(doc *yaml.Node, clientOnly bool) (warnings []string, err error) {
 		for _, s := range pairs(v) {
 			if s[0].ShortTag() == "!!null" {
 				// The decoder drops a null key, and the server with it.
-				return nil, fmt.Errorf("line %d: server name %s is YAML's null; quote it to use it as a name", s[0].Line, s[0].Value)
+				errs = append(errs, fmt.Errorf("line %d: server name %s is YAML's null; quote it to use it as a name", s[0].Line, s[0].Value))
+				continue
 			}
 			w, err := checkServer(s[0].Value, s[1])
 			if err != nil {
-				return nil, err
+				errs = append(errs, err)
 			}
 			warnings = append(warnings, w...)
 		}
@@ -123,17 +131,31 @@ func checkServerLists(doc *yaml.Node) error {
 // checkServer checks one server's mapping as checkKeys does; the keys of
 // mappings it merges (<<: *defaults) count as the server's own.
 func checkServer(name string, s *yaml.Node) (warnings []string, err error) {
+	var errs []error
 	for _, kv := range pairs(s) {
 		key := kv[0]
 		if slices.Contains(serverKeys, key.Value) {
 			continue
 		}
 		if want := suggest(key.Value, serverKeys); want != "" {
-			return nil, fmt.Errorf("server %q: line %d: field %q is not one contextd reads; did you mean %q?", name, key.Line, key.Value, want)
+			errs = append(errs, fmt.Errorf("server %q: line %d: field %q is not one contextd reads; did you mean %q?", name, key.Line, key.Value, want))
+			continue
 		}
 		warnings = append(warnings, fmt.Sprintf("server %q: line %d: field %q is ignored (not one contextd reads)", name, key.Line, key.Value))
 	}
-	return warnings, nil
+	return warnings, joinCapped(errs)
+}
+
+// maxKeyErrors bounds the misspelt keys one error names.
+const maxKeyErrors = 10
+
+// joinCapped joins the first maxKeyErrors of errs, one per line, and says
+// how many more there are; nil when errs is empty.
+func joinCapped(errs []error) error {
+	if len(errs) > maxKeyErrors {
+		errs = append(errs[:maxKeyErrors:maxKeyErrors], fmt.Errorf("and %d more", len(errs)-maxKeyErrors))
+	}
+	return errors.Join(errs...)
 }
 
 // pairs returns the key and value nodes of mapping n as the decoder sees
