@@ -321,6 +321,9 @@ func search(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 }
 
 func printSearch(w io.Writer, resp *contextdv1.SearchResponse) {
+	if len(resp.GetResults()) > 0 {
+		fmt.Fprintln(w, "rank  score   server  uri  name")
+	}
 	for _, r := range resp.GetResults() {
 		fmt.Fprintf(w, "%3d  %.4f  %s  %s  %s\n", r.GetRank(), r.GetScore(), esc(r.GetServer()), esc(r.GetUri()), esc(r.GetName()))
 	}
