@@ -156,7 +156,12 @@ func servers(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprintln(stdout)
 	}
 	if e := resp.GetConfigError(); e != "" {
-		fmt.Fprintf(stdout, "config: the daemon refused its config file at the last reload and runs the one it loaded before: %s\n", esc(firstLine(e)))
+		// One problem a line (a file may have several misspelt keys).
+		lines := strings.Split(strings.TrimRight(e, "\n"), "\n")
+		fmt.Fprintf(stdout, "config: the daemon refused its config file at the last reload and runs the one it loaded before: %s\n", esc(lines[0]))
+		for _, l := range lines[1:min(len(lines), 12)] {
+			fmt.Fprintf(stdout, "  %s\n", esc(l))
+		}
 	}
 	return nil
 }
