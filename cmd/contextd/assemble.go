@@ -54,11 +54,14 @@ func (o *oneShot) start(ctx context.Context, stderr io.Writer, focus string, ext
 	if o.timeout <= 0 {
 		return nil, nil, fmt.Errorf("%w: --timeout %v must be positive", engine.ErrInvalidArgument, o.timeout)
 	}
-	log, err := newLogger(stderr, o.logLevel)
+	if _, err := newLogger(io.Discard, o.logLevel); err != nil {
+		return nil, nil, err // a bad --log-level before the config's errors
+	}
+	cfg, err := loadConfig(o.cfgPath, stderr)
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg, err := loadConfig(o.cfgPath, stderr)
+	log, err := newLoggerFormat(stderr, o.logLevel, cfg.Ops.LogFormat)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -35,11 +35,14 @@ func mcpStdio(ctx context.Context, args []string, stderr io.Writer) error {
 	if len(pos) > 0 {
 		return errUsage(fmt.Sprintf("mcp takes no arguments, got %q (the host sends the tasks over MCP)", pos))
 	}
-	log, err := newLogger(stderr, *logLevel)
+	if _, err := newLogger(io.Discard, *logLevel); err != nil {
+		return err // a bad --log-level before the config's errors
+	}
+	cfg, err := loadMCPConfig(*cfgPath, stderr)
 	if err != nil {
 		return err
 	}
-	cfg, err := loadMCPConfig(*cfgPath, stderr)
+	log, err := newLoggerFormat(stderr, *logLevel, cfg.Ops.LogFormat)
 	if err != nil {
 		return err
 	}

@@ -124,3 +124,19 @@ func TestCommandHelpGivesItsSynopsis(t *testing.T) {
 		t.Errorf("contextd version -h: %v\n%s", err, stdout.String())
 	}
 }
+
+// log_format applies to every command that logs, not only serve: a host
+// that collects `contextd mcp`'s stderr, or a script running a one-shot,
+// gets the format it configured.
+func TestOneShotsLogInTheConfiguredFormat(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "c.yaml")
+	body := "log_format: json\ndata_dir: " + t.TempDir() + "\nmcpServers:\n  gone:\n    command: " + filepath.Join(t.TempDir(), "no-such-server") + "\n"
+	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	_ = run(t.Context(), []string{"search", "--config", cfg, "--timeout", "5s", "x"}, &bytes.Buffer{}, &stderr)
+	if !strings.Contains(stderr.String(), `{"time":`) || !strings.Contains(stderr.String(), `"level":"WARN"`) {
+		t.Errorf("search with log_format: json logged:\n%s", stderr.String())
+	}
+}
