@@ -134,7 +134,7 @@ func TestOneShotsLogInTheConfiguredFormat(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var stderr bytes.Buffer
+	var stderr lockedBuffer // the mirrors log while the command prints
 	_ = run(t.Context(), []string{"search", "--config", cfg, "--timeout", "5s", "x"}, &bytes.Buffer{}, &stderr)
 	if !strings.Contains(stderr.String(), `{"time":`) || !strings.Contains(stderr.String(), `"level":"WARN"`) {
 		t.Errorf("search with log_format: json logged:\n%s", stderr.String())
