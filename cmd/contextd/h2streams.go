@@ -65,7 +65,15 @@ type h2Conn struct {
 	streams map[uint32]*h2Stream
 	connWin int64 // the connection's send window
 	initWin int64 // SETTINGS_INITIAL_WINDOW_SIZE
+	// overflow is set once the client takes a window past h2MaxWindow:
+	// gRPC keeps the connection's window in 32 bits, so past it the two
+	// disagree (grants adding up to 2^32 leave gRPC's window as it was).
+	overflow bool
 }
+
+// h2MaxWindow is the largest flow-control window HTTP/2 allows; a peer
+// that takes one past it commits a FLOW_CONTROL_ERROR (RFC 9113, 6.9.1).
+const h2MaxWindow = 1<<31 - 1
 
 func (c *h2Conn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
@@ -108,8 +116,10 @@ func (c *h2Conn) fromClient(typ http2.FrameType, flags http2.Flags, id uint32, _
 		inc := int64(binary.BigEndian.Uint32(payload) & (1<<31 - 1))
 		if id == 0 {
 			c.connWin += inc
+			c.overflow = c.overflow || c.connWin > h2MaxWindow
 		} else if s := c.streams[id]; s != nil {
 			s.win += inc
+			c.overflow = c.overflow || s.win > h2MaxWindow
 		}
 	case http2.FrameSettings:
 		if flags.Has(http2.FlagSettingsAck) {
@@ -122,7 +132,9 @@ func (c *h2Conn) fromClient(typ http2.FrameType, flags http2.Flags, id uint32, _
 			v := int64(binary.BigEndian.Uint32(p[2:]))
 			for _, s := range c.streams {
 				s.win += v - c.initWin
+				c.overflow = c.overflow || s.win > h2MaxWindow
 			}
+			c.overflow = c.overflow || v > h2MaxWindow
 			c.initWin = v
 		}
 	}
@@ -155,12 +167,16 @@ func (c *h2Conn) fromServer(typ http2.FrameType, flags http2.Flags, id uint32, l
 	}
 }
 
-// stuck reports whether c holds an answer stuck for longer than stall; it
-// starts the clock of answers newly stuck and stops that of answers whose
-// windows opened.
+// stuck reports whether c holds an answer stuck for longer than stall, or
+// its client took a window past h2MaxWindow (its windows can no longer be
+// followed); it starts the clock of answers newly stuck and stops that of
+// answers whose windows opened.
 func (c *h2Conn) stuck(now time.Time, stall time.Duration) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.overflow {
+		return true
+	}
 	for _, s := range c.streams {
 		switch {
 		case !s.answering:

@@ -269,3 +269,34 @@ func BenchmarkFrameReader(b *testing.B) {
 		}
 	}
 }
+
+// A client that grants the connection window past 2^31-1 (which HTTP/2
+// forbids) wraps gRPC's 32-bit send quota back to what it was, so gRPC
+// sends nothing more while a follower that added the grants would see the
+// window wide open and never count the answer stuck. Such a connection is
+// closed, however it keeps the server writing other frames (here, calls
+// refused for want of the token).
+func TestAWindowPastTheMaximumClosesItsConnection(t *testing.T) {
+	forBoth(t, func(t *testing.T, useTLS bool) {
+		const answer, stall = 256 << 10, time.Second
+		srv := startAnswerServer(t, useTLS, answer, stall)
+		c := srv.dial(t)
+		stuck := c.Call("/test.Big/Get", h2TestMD, nil)
+		c.Grant(stuck, answer+64)
+		c.Grant(0, 1<<31-1)
+		c.Grant(0, 1<<31-1)
+		c.Grant(0, 2)
+		start := time.Now()
+		for !c.Closed() && time.Since(start) < 10*stall {
+			for range 200 {
+				c.Call("/test.Big/Get", nil, nil)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if !c.Closed() {
+			t.Fatalf("the connection is still open %v after its answer on stream %d stopped at %d of %d bytes (idle_timeout %v)",
+				time.Since(start).Round(time.Millisecond), stuck, c.Received(stuck), answer, stall)
+		}
+		t.Logf("closed after %v; the stuck stream received %d bytes", time.Since(start).Round(time.Millisecond), c.Received(stuck))
+	})
+}
