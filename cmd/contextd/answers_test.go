@@ -15,6 +15,9 @@ import (
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/emptypb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
@@ -250,5 +253,48 @@ func TestHTTPSlowSteadyReaderGetsItsAnswer(t *testing.T) {
 	}
 	if err := <-wrote; err != nil {
 		t.Fatalf("the server's write failed after %v with %d of %d bytes read by a steady reader: %v", time.Since(start).Round(time.Millisecond), got, size, err)
+	}
+}
+
+// A call whose client gave up (its deadline passed, or it cancelled)
+// before the handler returned has no one to send the answer to: gRPC drops
+// it, so it is not counted as waiting. Counted, it stayed against the
+// bound and had the honest client's connection closed as stalled an
+// idle_timeout later, with whatever else was in flight on it.
+func TestAnswersOfCallsGivenUpAreNotCounted(t *testing.T) {
+	raw, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conns := config.Conns{HandshakeTimeout: 10 * time.Second, IdleTimeout: time.Minute}
+	u := newUnsentAnswers(256<<20, time.Minute)
+	lis := limitConns(raw, 16, silentGrace(conns), "listen", slog.New(slog.DiscardHandler))
+	lis.(*limitListener).answers = u
+	desc := bigService(1 << 20)
+	get := desc.Methods[0].Handler
+	desc.Methods[0].Handler = func(srv any, ctx context.Context, dec func(any) error, icpt grpc.UnaryServerInterceptor) (any, error) {
+		<-ctx.Done() // the answer is ready just after the client gave up
+		return get(srv, ctx, dec, icpt)
+	}
+	s := grpc.NewServer(append(append(grpcConnOptions(conns), u.options()...), u.transport(nil))...)
+	s.RegisterService(desc, struct{}{})
+	go s.Serve(lis)
+	t.Cleanup(s.Stop)
+	cc, err := grpc.NewClient(raw.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	for range 3 {
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		err := cc.Invoke(ctx, "/test.Big/Get", new(emptypb.Empty), new(wrapperspb.BytesValue))
+		cancel()
+		if status.Code(err) != codes.DeadlineExceeded {
+			t.Fatalf("got %v, want DeadlineExceeded", err)
+		}
+	}
+	time.Sleep(200 * time.Millisecond) // the handlers return
+	if got := u.total.Load(); got != 0 {
+		t.Fatalf("%d bytes counted as waiting for a client, for answers to calls it gave up", got)
 	}
 }
