@@ -24,6 +24,12 @@ import (
 //   - whether the server has started its answer (response HEADERS) and
 //     not yet ended it (END_STREAM, or RST_STREAM either way).
 //
+// So it keeps a call only for as long as gRPC does: not past the last
+// stream of the server's GOAWAY (a draining server ignores later streams
+// without answering them), and a client that takes a window past
+// HTTP/2's maximum (where gRPC's 32-bit connection window wraps) has its
+// connection closed, its windows no longer known.
+//
 // An answer is stuck while it is started and its window or the
 // connection's is below minWindow. A connection with an answer stuck for
 // longer than the stall time (idle_timeout), during which that answer
@@ -42,7 +48,8 @@ const minWindow = 16 << 10
 const h2InitialWindow = 65535
 
 // h2MaxKept bounds the frame payloads h2Conn reads (SETTINGS,
-// WINDOW_UPDATE): gRPC's server refuses frames over 16 KiB.
+// WINDOW_UPDATE, GOAWAY): gRPC's server refuses frames over 16 KiB and
+// writes a GOAWAY with little debug data.
 const h2MaxKept = 16 << 10
 
 // h2Stream is one call, from its request HEADERS to the end of its answer.
@@ -69,6 +76,9 @@ type h2Conn struct {
 	// gRPC keeps the connection's window in 32 bits, so past it the two
 	// disagree (grants adding up to 2^32 leave gRPC's window as it was).
 	overflow bool
+	// lastID is the last stream the server said it will serve (GOAWAY):
+	// once it is draining, gRPC ignores later streams without a word.
+	lastID uint32
 }
 
 // h2MaxWindow is the largest flow-control window HTTP/2 allows; a peer
@@ -104,7 +114,7 @@ func (c *h2Conn) Close() error {
 func (c *h2Conn) fromClient(typ http2.FrameType, flags http2.Flags, id uint32, _ int, payload []byte) {
 	switch typ {
 	case http2.FrameHeaders:
-		if _, ok := c.streams[id]; !ok && id != 0 {
+		if _, ok := c.streams[id]; !ok && id != 0 && id <= c.lastID {
 			c.streams[id] = &h2Stream{win: c.initWin}
 		}
 	case http2.FrameRSTStream:
@@ -141,7 +151,7 @@ func (c *h2Conn) fromClient(typ http2.FrameType, flags http2.Flags, id uint32, _
 }
 
 // fromServer follows a frame written to the client; c.mu is held.
-func (c *h2Conn) fromServer(typ http2.FrameType, flags http2.Flags, id uint32, length int, _ []byte) {
+func (c *h2Conn) fromServer(typ http2.FrameType, flags http2.Flags, id uint32, length int, payload []byte) {
 	switch typ {
 	case http2.FrameHeaders:
 		if s := c.streams[id]; s != nil {
@@ -164,6 +174,16 @@ func (c *h2Conn) fromServer(typ http2.FrameType, flags http2.Flags, id uint32, l
 		}
 	case http2.FrameRSTStream:
 		delete(c.streams, id)
+	case http2.FrameGoAway:
+		if len(payload) < 8 {
+			return
+		}
+		c.lastID = min(c.lastID, binary.BigEndian.Uint32(payload)&(1<<31-1))
+		for id := range c.streams {
+			if id > c.lastID {
+				delete(c.streams, id)
+			}
+		}
 	}
 }
 
@@ -205,7 +225,7 @@ type frameReader struct {
 }
 
 // feed reads p, calling frame for each frame header read, with the
-// payload of SETTINGS and WINDOW_UPDATE frames (nil for others).
+// payload of SETTINGS, WINDOW_UPDATE and GOAWAY frames (nil for others).
 func (r *frameReader) feed(p []byte, frame func(typ http2.FrameType, flags http2.Flags, id uint32, length int, payload []byte)) {
 	for len(p) > 0 {
 		switch {
@@ -233,7 +253,7 @@ func (r *frameReader) feed(p []byte, frame func(typ http2.FrameType, flags http2
 			length := int(r.hdr[0])<<16 | int(r.hdr[1])<<8 | int(r.hdr[2])
 			typ, flags := http2.FrameType(r.hdr[3]), http2.Flags(r.hdr[4])
 			id := binary.BigEndian.Uint32(r.hdr[5:]) & (1<<31 - 1)
-			if (typ == http2.FrameSettings || typ == http2.FrameWindowUpdate) && length > 0 && length <= h2MaxKept {
+			if (typ == http2.FrameSettings || typ == http2.FrameWindowUpdate || typ == http2.FrameGoAway) && length > 0 && length <= h2MaxKept {
 				r.typ, r.flags, r.id, r.want = typ, flags, id, length
 				continue
 			}
@@ -246,7 +266,7 @@ func (r *frameReader) feed(p []byte, frame func(typ http2.FrameType, flags http2
 // watch returns c with its frames followed and registers it for sweeps.
 func (u *unsentAnswers) watch(c net.Conn) net.Conn {
 	h := &h2Conn{Conn: c, u: u, in: frameReader{skip: len(http2.ClientPreface)},
-		streams: map[uint32]*h2Stream{}, connWin: h2InitialWindow, initWin: h2InitialWindow}
+		streams: map[uint32]*h2Stream{}, connWin: h2InitialWindow, initWin: h2InitialWindow, lastID: 1<<31 - 1}
 	u.mu.Lock()
 	u.h2[h] = struct{}{}
 	u.mu.Unlock()
