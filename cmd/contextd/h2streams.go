@@ -135,18 +135,24 @@ func (c *h2Conn) fromClient(typ http2.FrameType, flags http2.Flags, id uint32, _
 		if flags.Has(http2.FlagSettingsAck) {
 			return
 		}
+		// Settings apply in order, so only the frame's last initial
+		// window size counts: applied once, not once per entry (a 16 KiB
+		// frame holds 2,730).
+		v, set := c.initWin, false
 		for p := payload; len(p) >= 6; p = p[6:] {
-			if http2.SettingID(binary.BigEndian.Uint16(p)) != http2.SettingInitialWindowSize {
-				continue
+			if http2.SettingID(binary.BigEndian.Uint16(p)) == http2.SettingInitialWindowSize {
+				v, set = int64(binary.BigEndian.Uint32(p[2:])), true
+				c.overflow = c.overflow || v > h2MaxWindow
 			}
-			v := int64(binary.BigEndian.Uint32(p[2:]))
-			for _, s := range c.streams {
-				s.win += v - c.initWin
-				c.overflow = c.overflow || s.win > h2MaxWindow
-			}
-			c.overflow = c.overflow || v > h2MaxWindow
-			c.initWin = v
 		}
+		if !set {
+			return
+		}
+		for _, s := range c.streams {
+			s.win += v - c.initWin
+			c.overflow = c.overflow || s.win > h2MaxWindow
+		}
+		c.initWin = v
 	}
 }
 
