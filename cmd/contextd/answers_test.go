@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -22,6 +23,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/contextd/contextd/internal/config"
+	"github.com/contextd/contextd/internal/h2flood"
 )
 
 // bigService answers every call with size bytes.
@@ -296,5 +298,56 @@ func TestAnswersOfCallsGivenUpAreNotCounted(t *testing.T) {
 	time.Sleep(200 * time.Millisecond) // the handlers return
 	if got := u.total.Load(); got != 0 {
 		t.Fatalf("%d bytes counted as waiting for a client, for answers to calls it gave up", got)
+	}
+}
+
+// Open (reproduction): a client with the token that cancels (RST_STREAM)
+// calls whose answers are queued behind a shut window leaves their sizes
+// counted as unsent, though gRPC dropped them; reading other answers
+// keeps its connection progressing, so the count stays for as long as it
+// keeps the connection, against the daemon-wide bound (32 cancelled 8 MiB
+// answers fill 256 MiB, and other clients' big answers then fail with
+// RESOURCE_EXHAUSTED). Releasing it needs each answer's reservation tied
+// to its HTTP/2 stream. Run with CONTEXTD_OPEN_FINDINGS=1.
+func TestCancelledAnswersAreNotCountedForGood(t *testing.T) {
+	if os.Getenv("CONTEXTD_OPEN_FINDINGS") == "" {
+		t.Skip("open finding; set CONTEXTD_OPEN_FINDINGS=1 to reproduce")
+	}
+	const answer, stall = 1 << 20, time.Second
+	raw, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conns := config.Conns{HandshakeTimeout: 10 * time.Second, IdleTimeout: stall}
+	u := newUnsentAnswers(256<<20, stall)
+	lis := limitConns(raw, 16, silentGrace(conns), "listen", slog.New(slog.DiscardHandler))
+	lis.(*limitListener).answers = u
+	s := grpc.NewServer(append(append(grpcConnOptions(conns), u.options()...), u.transport(nil))...)
+	s.RegisterService(bigService(answer), struct{}{})
+	go s.Serve(lis)
+	t.Cleanup(s.Stop)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go u.run(ctx)
+	c, err := h2flood.DialConfig(raw.Addr().String(), h2flood.Config{Settings: []http2.Setting{{ID: http2.SettingInitialWindowSize, Val: 0}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for range 8 {
+		id := c.Call("/test.Big/Get", nil, nil)
+		time.Sleep(100 * time.Millisecond) // the answer is queued
+		c.Reset(id)
+	}
+	start := time.Now()
+	for time.Since(start) < 5*stall && !c.Closed() {
+		id := c.Call("/test.Big/Get", nil, nil)
+		c.Grant(id, answer+64)
+		c.Grant(0, answer+64)
+		c.Wait(5*time.Second, func() bool { _, ok := c.Status(id); return ok })
+		time.Sleep(300 * time.Millisecond)
+	}
+	if got := u.total.Load(); got > 0 && !c.Closed() {
+		t.Fatalf("%d bytes of cancelled answers still counted %v later, the connection open", got, time.Since(start).Round(time.Millisecond))
 	}
 }
