@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -210,51 +208,6 @@ func TestHTTPWritesThatMakeNoProgressFail(t *testing.T) {
 		}
 	case <-time.After(15 * time.Second):
 		t.Fatal("the server still writes to a client that has read nothing for 15 s")
-	}
-}
-
-// An HTTP client that reads a big answer slowly but steadily (64 KiB every
-// 20 ms, about 3 MB/s) gets all of it, though the answer, written in one
-// piece, takes more than twice the stall time to reach it: the stall time
-// bounds a write without progress, not the time one write takes.
-func TestHTTPSlowSteadyReaderGetsItsAnswer(t *testing.T) {
-	raw, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	const size, stall = 16 << 20, 2 * time.Second
-	conns := config.Conns{HandshakeTimeout: 10 * time.Second, IdleTimeout: time.Minute}
-	lis := withWriteStall(limitConns(raw, 16, silentGrace(conns), "mcp_listen", slog.New(slog.DiscardHandler)), stall)
-	wrote := make(chan error, 1)
-	srv := newHTTPServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Length", fmt.Sprint(size))
-		_, err := w.Write(make([]byte, size)) // one write, as a JSON answer is
-		wrote <- err
-	}), conns, slog.New(slog.DiscardHandler))
-	go srv.Serve(lis)
-	t.Cleanup(func() { srv.Close() })
-
-	c, err := net.Dial("tcp", raw.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	_ = c.(*net.TCPConn).SetReadBuffer(64 << 10)
-	if _, err := c.Write([]byte("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")); err != nil {
-		t.Fatal(err)
-	}
-	start := time.Now()
-	got, buf := 0, make([]byte, 64<<10)
-	for got < size && time.Since(start) < 30*time.Second {
-		n, err := io.ReadFull(c, buf[:min(len(buf), size+4096-got)])
-		got += n
-		if err != nil {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if err := <-wrote; err != nil {
-		t.Fatalf("the server's write failed after %v with %d of %d bytes read by a steady reader: %v", time.Since(start).Round(time.Millisecond), got, size, err)
 	}
 }
 

@@ -246,28 +246,9 @@ type limitConn struct {
 }
 
 func (c *limitConn) Write(p []byte) (int, error) {
-	if c.l.writeStall <= 0 {
-		return c.write(p)
-	}
-	// The deadline is set again for every writeStallChunk bytes, so that it
-	// bounds a write without progress rather than how long a big write
-	// (an HTTP answer written in one piece) takes a slow but steady reader.
-	done := 0
-	for done < len(p) {
+	if c.l.writeStall > 0 {
 		_ = c.Conn.SetWriteDeadline(time.Now().Add(c.l.writeStall))
-		n, err := c.write(p[done:min(len(p), done+writeStallChunk)])
-		done += n
-		if err != nil {
-			return done, err
-		}
 	}
-	return done, nil
-}
-
-// writeStallChunk is how much a write must move to renew its deadline.
-const writeStallChunk = 64 << 10
-
-func (c *limitConn) write(p []byte) (int, error) {
 	n, err := c.Conn.Write(p)
 	if c.ans != nil && n > 0 {
 		c.l.answers.wrote(c, n)
