@@ -226,10 +226,18 @@ func TestAnswersOfCallsGivenUpAreNotCounted(t *testing.T) {
 	lis := limitConns(raw, 16, silentGrace(conns), "listen", slog.New(slog.DiscardHandler))
 	lis.(*limitListener).answers = u
 	desc := bigService(1 << 20)
-	get := desc.Methods[0].Handler
-	desc.Methods[0].Handler = func(srv any, ctx context.Context, dec func(any) error, icpt grpc.UnaryServerInterceptor) (any, error) {
-		<-ctx.Done() // the answer is ready just after the client gave up
-		return get(srv, ctx, dec, icpt)
+	desc.Methods[0].Handler = func(_ any, ctx context.Context, dec func(any) error, icpt grpc.UnaryServerInterceptor) (any, error) {
+		in := new(emptypb.Empty)
+		if err := dec(in); err != nil {
+			return nil, err
+		}
+		// The request was read; the answer is ready just after the
+		// client gave up.
+		h := func(ctx context.Context, _ any) (any, error) {
+			<-ctx.Done()
+			return wrapperspb.Bytes(make([]byte, 1<<20)), nil
+		}
+		return icpt(ctx, in, &grpc.UnaryServerInfo{FullMethod: "/test.Big/Get"}, h)
 	}
 	s := grpc.NewServer(append(append(grpcConnOptions(conns), u.options()...), u.transport(nil))...)
 	s.RegisterService(desc, struct{}{})
