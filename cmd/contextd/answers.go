@@ -206,6 +206,12 @@ func (u *unsentAnswers) options() []grpc.ServerOption {
 			if err != nil || c == nil || !ok {
 				return resp, err
 			}
+			if err := ctx.Err(); err != nil {
+				// The client gave up (deadline, cancel): gRPC drops the
+				// answer, so it would wait for nobody, counted until
+				// the connection closed.
+				return nil, status.FromContextError(err).Err()
+			}
 			if !u.reserve(c, int64(proto.Size(m))) {
 				return nil, status.Errorf(codes.ResourceExhausted, "busy: %d MiB of answers wait for clients that do not read them; try again later", u.max>>20)
 			}

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,10 +14,14 @@ import (
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/emptypb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/contextd/contextd/internal/config"
+	"github.com/contextd/contextd/internal/h2flood"
 )
 
 // bigService answers every call with size bytes.
@@ -203,5 +208,107 @@ func TestHTTPWritesThatMakeNoProgressFail(t *testing.T) {
 		}
 	case <-time.After(15 * time.Second):
 		t.Fatal("the server still writes to a client that has read nothing for 15 s")
+	}
+}
+
+// A call whose client gave up (its deadline passed, or it cancelled)
+// before the handler returned has no one to send the answer to: gRPC drops
+// it, so it is not counted as waiting. Counted, it stayed against the
+// bound and had the honest client's connection closed as stalled an
+// idle_timeout later, with whatever else was in flight on it.
+func TestAnswersOfCallsGivenUpAreNotCounted(t *testing.T) {
+	raw, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conns := config.Conns{HandshakeTimeout: 10 * time.Second, IdleTimeout: time.Minute}
+	u := newUnsentAnswers(256<<20, time.Minute)
+	lis := limitConns(raw, 16, silentGrace(conns), "listen", slog.New(slog.DiscardHandler))
+	lis.(*limitListener).answers = u
+	desc := bigService(1 << 20)
+	desc.Methods[0].Handler = func(_ any, ctx context.Context, dec func(any) error, icpt grpc.UnaryServerInterceptor) (any, error) {
+		in := new(emptypb.Empty)
+		if err := dec(in); err != nil {
+			return nil, err
+		}
+		// The request was read; the answer is ready just after the
+		// client gave up.
+		h := func(ctx context.Context, _ any) (any, error) {
+			<-ctx.Done()
+			return wrapperspb.Bytes(make([]byte, 1<<20)), nil
+		}
+		return icpt(ctx, in, &grpc.UnaryServerInfo{FullMethod: "/test.Big/Get"}, h)
+	}
+	s := grpc.NewServer(append(append(grpcConnOptions(conns), u.options()...), u.transport(nil))...)
+	s.RegisterService(desc, struct{}{})
+	go s.Serve(lis)
+	t.Cleanup(s.Stop)
+	cc, err := grpc.NewClient(raw.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	for range 3 {
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		err := cc.Invoke(ctx, "/test.Big/Get", new(emptypb.Empty), new(wrapperspb.BytesValue))
+		cancel()
+		if status.Code(err) != codes.DeadlineExceeded {
+			t.Fatalf("got %v, want DeadlineExceeded", err)
+		}
+	}
+	time.Sleep(200 * time.Millisecond) // the handlers return
+	if got := u.total.Load(); got != 0 {
+		t.Fatalf("%d bytes counted as waiting for a client, for answers to calls it gave up", got)
+	}
+}
+
+// Open (reproduction): a client with the token that cancels (RST_STREAM)
+// calls whose answers are queued behind a shut window leaves their sizes
+// counted as unsent, though gRPC dropped them; reading other answers
+// keeps its connection progressing, so the count stays for as long as it
+// keeps the connection, against the daemon-wide bound (32 cancelled 8 MiB
+// answers fill 256 MiB, and other clients' big answers then fail with
+// RESOURCE_EXHAUSTED). Releasing it needs each answer's reservation tied
+// to its HTTP/2 stream. Run with CONTEXTD_OPEN_FINDINGS=1.
+func TestCancelledAnswersAreNotCountedForGood(t *testing.T) {
+	if os.Getenv("CONTEXTD_OPEN_FINDINGS") == "" {
+		t.Skip("open finding; set CONTEXTD_OPEN_FINDINGS=1 to reproduce")
+	}
+	const answer, stall = 1 << 20, time.Second
+	raw, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conns := config.Conns{HandshakeTimeout: 10 * time.Second, IdleTimeout: stall}
+	u := newUnsentAnswers(256<<20, stall)
+	lis := limitConns(raw, 16, silentGrace(conns), "listen", slog.New(slog.DiscardHandler))
+	lis.(*limitListener).answers = u
+	s := grpc.NewServer(append(append(grpcConnOptions(conns), u.options()...), u.transport(nil))...)
+	s.RegisterService(bigService(answer), struct{}{})
+	go s.Serve(lis)
+	t.Cleanup(s.Stop)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go u.run(ctx)
+	c, err := h2flood.DialConfig(raw.Addr().String(), h2flood.Config{Settings: []http2.Setting{{ID: http2.SettingInitialWindowSize, Val: 0}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for range 8 {
+		id := c.Call("/test.Big/Get", nil, nil)
+		time.Sleep(100 * time.Millisecond) // the answer is queued
+		c.Reset(id)
+	}
+	start := time.Now()
+	for time.Since(start) < 5*stall && !c.Closed() {
+		id := c.Call("/test.Big/Get", nil, nil)
+		c.Grant(id, answer+64)
+		c.Grant(0, answer+64)
+		c.Wait(5*time.Second, func() bool { _, ok := c.Status(id); return ok })
+		time.Sleep(300 * time.Millisecond)
+	}
+	if got := u.total.Load(); got > 0 && !c.Closed() {
+		t.Fatalf("%d bytes of cancelled answers still counted %v later, the connection open", got, time.Since(start).Round(time.Millisecond))
 	}
 }

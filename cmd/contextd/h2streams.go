@@ -24,6 +24,12 @@ import (
 //   - whether the server has started its answer (response HEADERS) and
 //     not yet ended it (END_STREAM, or RST_STREAM either way).
 //
+// So it keeps a call only for as long as gRPC does: not past the last
+// stream of the server's GOAWAY (a draining server ignores later streams
+// without answering them), and a client that takes a window past
+// HTTP/2's maximum (where gRPC's 32-bit connection window wraps) has its
+// connection closed, its windows no longer known.
+//
 // An answer is stuck while it is started and its window or the
 // connection's is below minWindow. A connection with an answer stuck for
 // longer than the stall time (idle_timeout), during which that answer
@@ -42,7 +48,8 @@ const minWindow = 16 << 10
 const h2InitialWindow = 65535
 
 // h2MaxKept bounds the frame payloads h2Conn reads (SETTINGS,
-// WINDOW_UPDATE): gRPC's server refuses frames over 16 KiB.
+// WINDOW_UPDATE, GOAWAY): gRPC's server refuses frames over 16 KiB and
+// writes a GOAWAY with little debug data.
 const h2MaxKept = 16 << 10
 
 // h2Stream is one call, from its request HEADERS to the end of its answer.
@@ -65,7 +72,18 @@ type h2Conn struct {
 	streams map[uint32]*h2Stream
 	connWin int64 // the connection's send window
 	initWin int64 // SETTINGS_INITIAL_WINDOW_SIZE
+	// overflow is set once the client takes a window past h2MaxWindow:
+	// gRPC keeps the connection's window in 32 bits, so past it the two
+	// disagree (grants adding up to 2^32 leave gRPC's window as it was).
+	overflow bool
+	// lastID is the last stream the server said it will serve (GOAWAY):
+	// once it is draining, gRPC ignores later streams without a word.
+	lastID uint32
 }
+
+// h2MaxWindow is the largest flow-control window HTTP/2 allows; a peer
+// that takes one past it commits a FLOW_CONTROL_ERROR (RFC 9113, 6.9.1).
+const h2MaxWindow = 1<<31 - 1
 
 func (c *h2Conn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
@@ -96,7 +114,7 @@ func (c *h2Conn) Close() error {
 func (c *h2Conn) fromClient(typ http2.FrameType, flags http2.Flags, id uint32, _ int, payload []byte) {
 	switch typ {
 	case http2.FrameHeaders:
-		if _, ok := c.streams[id]; !ok && id != 0 {
+		if _, ok := c.streams[id]; !ok && id != 0 && id <= c.lastID {
 			c.streams[id] = &h2Stream{win: c.initWin}
 		}
 	case http2.FrameRSTStream:
@@ -108,28 +126,38 @@ func (c *h2Conn) fromClient(typ http2.FrameType, flags http2.Flags, id uint32, _
 		inc := int64(binary.BigEndian.Uint32(payload) & (1<<31 - 1))
 		if id == 0 {
 			c.connWin += inc
+			c.overflow = c.overflow || c.connWin > h2MaxWindow
 		} else if s := c.streams[id]; s != nil {
 			s.win += inc
+			c.overflow = c.overflow || s.win > h2MaxWindow
 		}
 	case http2.FrameSettings:
 		if flags.Has(http2.FlagSettingsAck) {
 			return
 		}
+		// Settings apply in order, so only the frame's last initial
+		// window size counts: applied once, not once per entry (a 16 KiB
+		// frame holds 2,730).
+		v, set := c.initWin, false
 		for p := payload; len(p) >= 6; p = p[6:] {
-			if http2.SettingID(binary.BigEndian.Uint16(p)) != http2.SettingInitialWindowSize {
-				continue
+			if http2.SettingID(binary.BigEndian.Uint16(p)) == http2.SettingInitialWindowSize {
+				v, set = int64(binary.BigEndian.Uint32(p[2:])), true
+				c.overflow = c.overflow || v > h2MaxWindow
 			}
-			v := int64(binary.BigEndian.Uint32(p[2:]))
-			for _, s := range c.streams {
-				s.win += v - c.initWin
-			}
-			c.initWin = v
 		}
+		if !set {
+			return
+		}
+		for _, s := range c.streams {
+			s.win += v - c.initWin
+			c.overflow = c.overflow || s.win > h2MaxWindow
+		}
+		c.initWin = v
 	}
 }
 
 // fromServer follows a frame written to the client; c.mu is held.
-func (c *h2Conn) fromServer(typ http2.FrameType, flags http2.Flags, id uint32, length int, _ []byte) {
+func (c *h2Conn) fromServer(typ http2.FrameType, flags http2.Flags, id uint32, length int, payload []byte) {
 	switch typ {
 	case http2.FrameHeaders:
 		if s := c.streams[id]; s != nil {
@@ -152,15 +180,29 @@ func (c *h2Conn) fromServer(typ http2.FrameType, flags http2.Flags, id uint32, l
 		}
 	case http2.FrameRSTStream:
 		delete(c.streams, id)
+	case http2.FrameGoAway:
+		if len(payload) < 8 {
+			return
+		}
+		c.lastID = min(c.lastID, binary.BigEndian.Uint32(payload)&(1<<31-1))
+		for id := range c.streams {
+			if id > c.lastID {
+				delete(c.streams, id)
+			}
+		}
 	}
 }
 
-// stuck reports whether c holds an answer stuck for longer than stall; it
-// starts the clock of answers newly stuck and stops that of answers whose
-// windows opened.
+// stuck reports whether c holds an answer stuck for longer than stall, or
+// its client took a window past h2MaxWindow (its windows can no longer be
+// followed); it starts the clock of answers newly stuck and stops that of
+// answers whose windows opened.
 func (c *h2Conn) stuck(now time.Time, stall time.Duration) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.overflow {
+		return true
+	}
 	for _, s := range c.streams {
 		switch {
 		case !s.answering:
@@ -189,7 +231,7 @@ type frameReader struct {
 }
 
 // feed reads p, calling frame for each frame header read, with the
-// payload of SETTINGS and WINDOW_UPDATE frames (nil for others).
+// payload of SETTINGS, WINDOW_UPDATE and GOAWAY frames (nil for others).
 func (r *frameReader) feed(p []byte, frame func(typ http2.FrameType, flags http2.Flags, id uint32, length int, payload []byte)) {
 	for len(p) > 0 {
 		switch {
@@ -217,7 +259,7 @@ func (r *frameReader) feed(p []byte, frame func(typ http2.FrameType, flags http2
 			length := int(r.hdr[0])<<16 | int(r.hdr[1])<<8 | int(r.hdr[2])
 			typ, flags := http2.FrameType(r.hdr[3]), http2.Flags(r.hdr[4])
 			id := binary.BigEndian.Uint32(r.hdr[5:]) & (1<<31 - 1)
-			if (typ == http2.FrameSettings || typ == http2.FrameWindowUpdate) && length > 0 && length <= h2MaxKept {
+			if (typ == http2.FrameSettings || typ == http2.FrameWindowUpdate || typ == http2.FrameGoAway) && length > 0 && length <= h2MaxKept {
 				r.typ, r.flags, r.id, r.want = typ, flags, id, length
 				continue
 			}
@@ -230,7 +272,7 @@ func (r *frameReader) feed(p []byte, frame func(typ http2.FrameType, flags http2
 // watch returns c with its frames followed and registers it for sweeps.
 func (u *unsentAnswers) watch(c net.Conn) net.Conn {
 	h := &h2Conn{Conn: c, u: u, in: frameReader{skip: len(http2.ClientPreface)},
-		streams: map[uint32]*h2Stream{}, connWin: h2InitialWindow, initWin: h2InitialWindow}
+		streams: map[uint32]*h2Stream{}, connWin: h2InitialWindow, initWin: h2InitialWindow, lastID: 1<<31 - 1}
 	u.mu.Lock()
 	u.h2[h] = struct{}{}
 	u.mu.Unlock()

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
@@ -267,5 +268,161 @@ func BenchmarkFrameReader(b *testing.B) {
 		for p := stream; len(p) > 0; p = p[min(32<<10, len(p)):] {
 			c.out.feed(p[:min(32<<10, len(p))], c.fromServer)
 		}
+	}
+}
+
+// A client that grants the connection window past 2^31-1 (which HTTP/2
+// forbids) wraps gRPC's 32-bit send quota back to what it was, so gRPC
+// sends nothing more while a follower that added the grants would see the
+// window wide open and never count the answer stuck. Such a connection is
+// closed, however it keeps the server writing other frames (here, calls
+// refused for want of the token).
+func TestAWindowPastTheMaximumClosesItsConnection(t *testing.T) {
+	forBoth(t, func(t *testing.T, useTLS bool) {
+		const answer, stall = 256 << 10, time.Second
+		srv := startAnswerServer(t, useTLS, answer, stall)
+		c := srv.dial(t)
+		stuck := c.Call("/test.Big/Get", h2TestMD, nil)
+		c.Grant(stuck, answer+64)
+		c.Grant(0, 1<<31-1)
+		c.Grant(0, 1<<31-1)
+		c.Grant(0, 2)
+		start := time.Now()
+		for !c.Closed() && time.Since(start) < 10*stall {
+			for range 200 {
+				c.Call("/test.Big/Get", nil, nil)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if !c.Closed() {
+			t.Fatalf("the connection is still open %v after its answer on stream %d stopped at %d of %d bytes (idle_timeout %v)",
+				time.Since(start).Round(time.Millisecond), stuck, c.Received(stuck), answer, stall)
+		}
+		t.Logf("closed after %v; the stuck stream received %d bytes", time.Since(start).Round(time.Millisecond), c.Received(stuck))
+	})
+}
+
+// Once gRPC has said GOAWAY and drains a connection (here, idle for
+// idle_timeout, while the client opened a call in the heads-up's grace and
+// keeps it open by never sending its request message), it ignores new
+// streams without a word. A follower that kept a stream for every request
+// HEADERS would keep one for each of them for as long as the client keeps
+// the connection: about 90 bytes per 15-byte frame, without bound.
+func TestStreamsTheServerIgnoresAreNotFollowed(t *testing.T) {
+	raw, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conns := config.Conns{HandshakeTimeout: 10 * time.Second, IdleTimeout: 300 * time.Millisecond}
+	u := newUnsentAnswers(256<<20, conns.IdleTimeout)
+	lis := limitConns(raw, 16, silentGrace(conns), "listen", slog.New(slog.DiscardHandler))
+	lis.(*limitListener).answers = u
+	s := grpc.NewServer(append(append(grpcConnOptions(conns), u.options()...), u.transport(nil))...)
+	s.RegisterService(bigService(10), struct{}{})
+	go s.Serve(lis)
+	t.Cleanup(s.Stop)
+
+	c, err := net.Dial("tcp", raw.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fr := http2.NewFramer(c, c)
+	var hb bytes.Buffer
+	enc := hpack.NewEncoder(&hb)
+	headers := func(id uint32) error {
+		hb.Reset()
+		for _, kv := range [][2]string{{":method", "POST"}, {":scheme", "http"}, {":path", "/test.Big/Get"},
+			{":authority", "localhost"}, {"content-type", "application/grpc"}, {"te", "trailers"}} {
+			_ = enc.WriteField(hpack.HeaderField{Name: kv[0], Value: kv[1]})
+		}
+		return fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: hb.Bytes(), EndHeaders: true})
+	}
+	if _, err := c.Write([]byte(http2.ClientPreface)); err != nil {
+		t.Fatal(err)
+	}
+	if err := fr.WriteSettings(); err != nil {
+		t.Fatal(err)
+	}
+	// Until the second GOAWAY, the reader alone writes: on the heads-up
+	// GOAWAY it opens call 1, then acknowledges the ping that follows.
+	draining := make(chan uint32, 1)
+	go func() {
+		for {
+			f, err := fr.ReadFrame()
+			if err != nil {
+				return
+			}
+			switch f := f.(type) {
+			case *http2.SettingsFrame:
+				if !f.IsAck() {
+					_ = fr.WriteSettingsAck()
+				}
+			case *http2.GoAwayFrame:
+				if f.LastStreamID == 1<<31-1 {
+					_ = headers(1)
+				} else {
+					draining <- f.LastStreamID
+					return
+				}
+			case *http2.PingFrame:
+				if !f.IsAck() {
+					_ = fr.WritePing(true, f.Data)
+				}
+			}
+		}
+	}()
+	select {
+	case last := <-draining:
+		if last != 1 {
+			t.Fatalf("the server drains with last stream %d, want 1 (the call opened in the grace)", last)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("no GOAWAY from an idle connection")
+	}
+	const ignored = 20000
+	for id := uint32(3); id < 3+2*ignored; id += 2 {
+		if err := headers(id); err != nil {
+			t.Fatalf("the server closed the connection after stream %d: %v", id, err)
+		}
+	}
+	// The server has read them when it answers a ping.
+	if err := fr.WritePing(false, [8]byte{7}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if len(u.h2) != 1 {
+		t.Fatalf("%d connections followed, want 1", len(u.h2))
+	}
+	for h := range u.h2 {
+		h.mu.Lock()
+		n := len(h.streams)
+		h.mu.Unlock()
+		if n > 1 {
+			t.Fatalf("%d streams followed on a connection with 1 call open and %d streams the server ignored", n, ignored)
+		}
+	}
+}
+
+// BenchmarkFollowSettings measures following a client's SETTINGS frames
+// of 16 KiB, each 2,730 initial window sizes, with 100 calls open.
+func BenchmarkFollowSettings(b *testing.B) {
+	var buf bytes.Buffer
+	fr := http2.NewFramer(&buf, nil)
+	var ss []http2.Setting
+	for i := range 2730 {
+		ss = append(ss, http2.Setting{ID: http2.SettingInitialWindowSize, Val: uint32(i%2) * 65535})
+	}
+	_ = fr.WriteSettings(ss...)
+	frame := buf.Bytes()
+	c := &h2Conn{streams: map[uint32]*h2Stream{}, connWin: h2InitialWindow, initWin: h2InitialWindow, lastID: 1<<31 - 1}
+	for i := range 100 {
+		c.streams[uint32(2*i+1)] = &h2Stream{}
+	}
+	b.SetBytes(int64(len(frame)))
+	for b.Loop() {
+		c.in.feed(frame, c.fromClient)
 	}
 }

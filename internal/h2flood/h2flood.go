@@ -230,3 +230,8 @@ func (h *Conn) read() {
 		}
 	}
 }
+
+// Reset cancels stream id (RST_STREAM CANCEL).
+func (h *Conn) Reset(id uint32) {
+	h.write(func() error { return h.fr.WriteRSTStream(id, http2.ErrCodeCancel) })
+}
