@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -262,18 +261,12 @@ func TestAnswersOfCallsGivenUpAreNotCounted(t *testing.T) {
 	}
 }
 
-// Open (reproduction): a client with the token that cancels (RST_STREAM)
-// calls whose answers are queued behind a shut window leaves their sizes
-// counted as unsent, though gRPC dropped them; reading other answers
-// keeps its connection progressing, so the count stays for as long as it
-// keeps the connection, against the daemon-wide bound (32 cancelled 8 MiB
-// answers fill 256 MiB, and other clients' big answers then fail with
-// RESOURCE_EXHAUSTED). Releasing it needs each answer's reservation tied
-// to its HTTP/2 stream. Run with CONTEXTD_OPEN_FINDINGS=1.
+// A client with the token that cancels (RST_STREAM) calls whose answers
+// are queued behind a shut window: gRPC drops the answers, and their
+// count must go with them, though the client keeps its connection busy
+// reading other answers (32 cancelled 8 MiB answers held the daemon-wide
+// bound, and other clients' big answers failed with RESOURCE_EXHAUSTED).
 func TestCancelledAnswersAreNotCountedForGood(t *testing.T) {
-	if os.Getenv("CONTEXTD_OPEN_FINDINGS") == "" {
-		t.Skip("open finding; set CONTEXTD_OPEN_FINDINGS=1 to reproduce")
-	}
 	const answer, stall = 1 << 20, time.Second
 	raw, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

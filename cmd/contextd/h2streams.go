@@ -59,6 +59,7 @@ type h2Stream struct {
 	sent      int64     // DATA bytes written
 	since     time.Time // when the answer was first seen stuck; zero while not
 	mark      int64     // sent at since
+	requested bool      // the client ended its request: a handler may answer it
 }
 
 // h2Conn is a gRPC server connection whose frames are followed.
@@ -79,6 +80,36 @@ type h2Conn struct {
 	// lastID is the last stream the server said it will serve (GOAWAY):
 	// once it is draining, gRPC ignores later streams without a word.
 	lastID uint32
+	// lc is the accepted connection under the handshake, whose answers
+	// unsentAnswers counts; nil when the listener does not count them.
+	lc *limitConn
+	// requested counts the streams whose request is complete and whose
+	// answer is not: only these can have an answer counted as unsent.
+	// idleSince is when it last fell to 0.
+	requested int
+	idleSince time.Time
+}
+
+// drop forgets stream id (its answer ended, or it was reset); c.mu is held.
+func (c *h2Conn) drop(id uint32) {
+	if s, ok := c.streams[id]; ok {
+		delete(c.streams, id)
+		if s.requested {
+			c.requested--
+			if c.requested == 0 {
+				c.idleSince = time.Now()
+			}
+		}
+	}
+}
+
+// markRequested notes that the client ended stream id's request; c.mu is
+// held.
+func (c *h2Conn) markRequested(id uint32) {
+	if s := c.streams[id]; s != nil && !s.requested {
+		s.requested = true
+		c.requested++
+	}
 }
 
 // h2MaxWindow is the largest flow-control window HTTP/2 allows; a peer
@@ -117,8 +148,15 @@ func (c *h2Conn) fromClient(typ http2.FrameType, flags http2.Flags, id uint32, _
 		if _, ok := c.streams[id]; !ok && id != 0 && id <= c.lastID {
 			c.streams[id] = &h2Stream{win: c.initWin}
 		}
+		if flags.Has(http2.FlagHeadersEndStream) {
+			c.markRequested(id)
+		}
+	case http2.FrameData:
+		if flags.Has(http2.FlagDataEndStream) {
+			c.markRequested(id)
+		}
 	case http2.FrameRSTStream:
-		delete(c.streams, id)
+		c.drop(id)
 	case http2.FrameWindowUpdate:
 		if len(payload) != 4 {
 			return
@@ -163,7 +201,7 @@ func (c *h2Conn) fromServer(typ http2.FrameType, flags http2.Flags, id uint32, l
 		if s := c.streams[id]; s != nil {
 			s.answering = true
 			if flags.Has(http2.FlagHeadersEndStream) {
-				delete(c.streams, id)
+				c.drop(id)
 			}
 		}
 	case http2.FrameData:
@@ -175,11 +213,11 @@ func (c *h2Conn) fromServer(typ http2.FrameType, flags http2.Flags, id uint32, l
 				s.since, s.mark = time.Now(), s.sent
 			}
 			if flags.Has(http2.FlagDataEndStream) {
-				delete(c.streams, id)
+				c.drop(id)
 			}
 		}
 	case http2.FrameRSTStream:
-		delete(c.streams, id)
+		c.drop(id)
 	case http2.FrameGoAway:
 		if len(payload) < 8 {
 			return
@@ -187,7 +225,7 @@ func (c *h2Conn) fromServer(typ http2.FrameType, flags http2.Flags, id uint32, l
 		c.lastID = min(c.lastID, binary.BigEndian.Uint32(payload)&(1<<31-1))
 		for id := range c.streams {
 			if id > c.lastID {
-				delete(c.streams, id)
+				c.drop(id)
 			}
 		}
 	}
@@ -269,10 +307,15 @@ func (r *frameReader) feed(p []byte, frame func(typ http2.FrameType, flags http2
 	}
 }
 
-// watch returns c with its frames followed and registers it for sweeps.
-func (u *unsentAnswers) watch(c net.Conn) net.Conn {
+// watch returns c with its frames followed and registers it for sweeps;
+// raw is the accepted connection under c's handshake.
+func (u *unsentAnswers) watch(c, raw net.Conn) net.Conn {
 	h := &h2Conn{Conn: c, u: u, in: frameReader{skip: len(http2.ClientPreface)},
-		streams: map[uint32]*h2Stream{}, connWin: h2InitialWindow, initWin: h2InitialWindow, lastID: 1<<31 - 1}
+		streams: map[uint32]*h2Stream{}, connWin: h2InitialWindow, initWin: h2InitialWindow, lastID: 1<<31 - 1,
+		idleSince: time.Now()}
+	if lc, ok := raw.(*limitConn); ok && lc.ans != nil {
+		h.lc = lc
+	}
 	u.mu.Lock()
 	u.h2[h] = struct{}{}
 	u.mu.Unlock()
@@ -285,7 +328,10 @@ func (u *unsentAnswers) unwatch(c *h2Conn) {
 	u.mu.Unlock()
 }
 
-// sweepStuck closes the connections holding an answer stuck for u.stall.
+// sweepStuck closes the connections holding an answer stuck for u.stall,
+// and releases the count of a connection that has had no answer due for
+// answerGrace: the answers it counts were dropped by gRPC (the client
+// reset their calls, or gave them up) and will never be written.
 func (u *unsentAnswers) sweepStuck(now time.Time) {
 	u.mu.Lock()
 	var stuck []*h2Conn
@@ -293,6 +339,7 @@ func (u *unsentAnswers) sweepStuck(now time.Time) {
 		if c.stuck(now, u.stall) {
 			stuck = append(stuck, c)
 		}
+		c.releaseDropped(now)
 	}
 	u.mu.Unlock()
 	for _, c := range stuck {
@@ -320,9 +367,38 @@ func (w watchedCreds) ServerHandshake(c net.Conn) (net.Conn, credentials.AuthInf
 	if err != nil {
 		return nil, nil, err
 	}
-	return w.u.watch(hc), info, nil
+	return w.u.watch(hc, c), info, nil
 }
 
 func (w watchedCreds) Clone() credentials.TransportCredentials {
 	return watchedCreds{w.TransportCredentials.Clone(), w.u}
+}
+
+// answerGrace is how long after its last answer was due a connection's
+// count of unsent answers is taken as dropped: a handler's answer is
+// counted as it returns, and a call reset just before may be counted a
+// moment after its stream is gone.
+const answerGrace = 100 * time.Millisecond
+
+// releaseDropped clears the unsent answers counted for c when no call on
+// it has had its request complete and its answer not ended for
+// answerGrace: nothing counted can still be written.
+func (c *h2Conn) releaseDropped(now time.Time) {
+	if c.lc == nil {
+		return
+	}
+	// c.mu is held throughout, so no call's request completes (and no
+	// answer of it is counted) between the check and the release.
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.requested > 0 || now.Sub(c.idleSince) < answerGrace {
+		return
+	}
+	a := c.lc.ans
+	a.mu.Lock()
+	if n := a.unsent(); n > 0 {
+		a.written = a.queued
+		c.u.total.Add(-n)
+	}
+	a.mu.Unlock()
 }
