@@ -60,7 +60,19 @@ type h2Stream struct {
 	since     time.Time // when the answer was first seen stuck; zero while not
 	mark      int64     // sent at since
 	requested bool      // the client ended its request: a handler may answer it
+	// waiting is when the answer first waited for the client's window:
+	// from then on it must end within maxAnswerWait stalls, however it
+	// trickles.
+	waiting time.Time
 }
+
+// maxAnswerWait is how many stall periods (idle_timeout) an answer may
+// take from the first time it waits for the client's window to its end:
+// 8 minutes by default, so an 8 MiB answer needs about 17 KB/s. A client
+// granting 64 KiB per idle_timeout keeps each stall's progress above
+// minProgress, but cannot hold an answer, and its share of the bound on
+// unsent answers, for hours.
+const maxAnswerWait = 8
 
 // h2Conn is a gRPC server connection whose frames are followed.
 type h2Conn struct {
@@ -242,10 +254,19 @@ func (c *h2Conn) stuck(now time.Time, stall time.Duration) bool {
 		return true
 	}
 	for _, s := range c.streams {
-		switch {
-		case !s.answering:
-		case min(s.win, c.connWin) >= minWindow:
+		if !s.answering {
+			continue
+		}
+		if min(s.win, c.connWin) >= minWindow {
 			s.since = time.Time{}
+			continue
+		}
+		if s.waiting.IsZero() {
+			s.waiting = now
+		}
+		switch {
+		case now.Sub(s.waiting) > maxAnswerWait*stall:
+			return true // trickling: progress each stall, but no end
 		case s.since.IsZero():
 			s.since, s.mark = now, s.sent
 		case now.Sub(s.since) > stall:

@@ -164,6 +164,29 @@ func TestASlowSteadyReaderKeepsItsConnection(t *testing.T) {
 	})
 }
 
+// A client that trickles its window (64 KiB per half idle_timeout: enough
+// progress in each stall, far too little for its answer) cannot hold the
+// answer, and its share of the bound on unsent answers, for hours: an
+// answer must end within maxAnswerWait stalls of first waiting.
+func TestATricklingReaderIsCut(t *testing.T) {
+	const answer, stall, step = 4 << 20, 250 * time.Millisecond, 64 << 10
+	srv := startAnswerServer(t, false, answer, stall)
+	c := srv.dial(t)
+	id := c.Call("/test.Big/Get", h2TestMD, nil)
+	start := time.Now()
+	for !c.Closed() && c.Received(id) < answer && time.Since(start) < 4*maxAnswerWait*stall {
+		c.Grant(id, step)
+		c.Grant(0, step)
+		time.Sleep(stall / 2)
+	}
+	if !c.Closed() {
+		t.Fatalf("a trickling reader kept its connection %v (idle_timeout %v) and read %d of %d bytes", time.Since(start).Round(time.Millisecond), stall, c.Received(id), answer)
+	}
+	if took := time.Since(start); took < maxAnswerWait*stall {
+		t.Errorf("cut after %v, before %d × idle_timeout", took.Round(time.Millisecond), maxAnswerWait)
+	}
+}
+
 // A grpc-go client is unaffected: a health Watch idle for several times
 // idle_timeout stays open beside big answers on the same connection.
 func TestGRPCClientsAreUnaffectedByStuckAnswerChecks(t *testing.T) {
