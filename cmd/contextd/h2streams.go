@@ -258,7 +258,11 @@ func (c *h2Conn) stuck(now time.Time, stall time.Duration) bool {
 			continue
 		}
 		if min(s.win, c.connWin) >= minWindow {
-			s.since = time.Time{}
+			// Open windows end the wait: a call that answers for
+			// long (a health Watch) waits only when another answer
+			// takes the connection's window for a moment, and those
+			// moments, hours apart, are not one slow answer.
+			s.since, s.waiting = time.Time{}, time.Time{}
 			continue
 		}
 		if s.waiting.IsZero() {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/binary"
 	"fmt"
 	"log/slog"
 	"net"
@@ -447,5 +448,36 @@ func BenchmarkFollowSettings(b *testing.B) {
 	b.SetBytes(int64(len(frame)))
 	for b.Loop() {
 		c.in.feed(frame, c.fromClient)
+	}
+}
+
+// A call that answers for as long as the connection lives (a health
+// Watch) sees the connection's window shut for a moment whenever another
+// answer takes it; two such moments hours apart are not one answer
+// waiting for its client, and do not close the connection.
+func TestALongCallIsNotCutForBriefWaits(t *testing.T) {
+	const stall = time.Second
+	c := &h2Conn{streams: map[uint32]*h2Stream{}, connWin: h2InitialWindow, initWin: 1 << 20, lastID: 1<<31 - 1}
+	answer := func(id uint32, n int) {
+		c.fromClient(http2.FrameHeaders, http2.FlagHeadersEndStream|http2.FlagHeadersEndHeaders, id, 0, nil)
+		c.fromServer(http2.FrameHeaders, http2.FlagHeadersEndHeaders, id, 0, nil)
+		c.fromServer(http2.FrameData, 0, id, n, nil)
+	}
+	answer(1, 20) // the Watch
+	t0 := time.Now()
+	answer(3, 60000) // takes the connection's window down to 5535 bytes
+	if c.stuck(t0, stall) {
+		t.Fatal("stuck at once")
+	}
+	c.fromClient(http2.FrameWindowUpdate, 0, 0, 4, binary.BigEndian.AppendUint32(nil, 60000))
+	c.fromServer(http2.FrameHeaders, http2.FlagHeadersEndStream|http2.FlagHeadersEndHeaders, 3, 0, nil)
+	for i := 1; i <= maxAnswerWait; i++ {
+		if c.stuck(t0.Add(time.Duration(i)*stall), stall) {
+			t.Fatalf("stuck %d stalls later, the windows open", i)
+		}
+	}
+	answer(5, 60000) // another answer, read at once
+	if c.stuck(t0.Add((maxAnswerWait+1)*stall), stall) {
+		t.Fatalf("the Watch's connection is closed: its wait was taken to begin %d stalls ago, at another answer's moment", maxAnswerWait+1)
 	}
 }
