@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/stats"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -212,9 +214,14 @@ func (u *unsentAnswers) options() []grpc.ServerOption {
 				// the connection closed.
 				return nil, status.FromContextError(err).Err()
 			}
-			if !u.reserve(c, int64(proto.Size(m))) {
+			n := int64(proto.Size(m))
+			if !u.reserve(c, n) {
 				return nil, status.Errorf(codes.ResourceExhausted, "busy: %d MiB of answers wait for clients that do not read them; try again later", u.max>>20)
 			}
+			// The frame follower reads the size back from the answer's
+			// headers, and releases it if the call is reset before the
+			// answer is written.
+			_ = grpc.SetHeader(ctx, metadata.Pairs(answerBytesHeader, strconv.FormatInt(n, 10)))
 			return resp, nil
 		}),
 	}

@@ -305,3 +305,51 @@ func TestCancelledAnswersAreNotCountedForGood(t *testing.T) {
 		t.Fatalf("%d bytes of cancelled answers still counted %v later, the connection open", got, time.Since(start).Round(time.Millisecond))
 	}
 }
+
+// The answers of calls reset before they are written are released though
+// the client keeps its connection busy with other calls, so that a
+// moment with none in flight never comes.
+func TestCancelledAnswersAreReleasedOnABusyConnection(t *testing.T) {
+	const answer, stall = 1 << 20, time.Second
+	raw, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conns := config.Conns{HandshakeTimeout: 10 * time.Second, IdleTimeout: stall}
+	u := newUnsentAnswers(256<<20, stall)
+	lis := limitConns(raw, 16, silentGrace(conns), "listen", slog.New(slog.DiscardHandler))
+	lis.(*limitListener).answers = u
+	s := grpc.NewServer(append(append(grpcConnOptions(conns), u.options()...), u.transport(nil))...)
+	s.RegisterService(bigService(answer), struct{}{})
+	go s.Serve(lis)
+	t.Cleanup(s.Stop)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go u.run(ctx)
+	c, err := h2flood.DialConfig(raw.Addr().String(), h2flood.Config{Settings: []http2.Setting{{ID: http2.SettingInitialWindowSize, Val: 0}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for range 8 {
+		id := c.Call("/test.Big/Get", nil, nil)
+		time.Sleep(100 * time.Millisecond) // the answer is queued
+		c.Reset(id)
+	}
+	start, read := time.Now(), time.Now()
+	for time.Since(start) < 5*stall && !c.Closed() {
+		// A call every 20 ms, answered at once (no such method), so
+		// that one is in flight at every sweep or just before it.
+		c.Call("/test.Big/Nope", nil, nil)
+		if time.Since(read) > 300*time.Millisecond {
+			id := c.Call("/test.Big/Get", nil, nil)
+			c.Grant(id, answer+64)
+			c.Grant(0, answer+64)
+			read = time.Now()
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got := u.total.Load(); got > answer && !c.Closed() {
+		t.Fatalf("%d bytes of cancelled answers still counted %v later, the connection open", got, time.Since(start).Round(time.Millisecond))
+	}
+}

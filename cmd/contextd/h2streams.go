@@ -3,10 +3,12 @@ package main
 import (
 	"encoding/binary"
 	"net"
+	"strconv"
 	"sync"
 	"time"
 
 	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
@@ -60,6 +62,9 @@ type h2Stream struct {
 	since     time.Time // when the answer was first seen stuck; zero while not
 	mark      int64     // sent at since
 	requested bool      // the client ended its request: a handler may answer it
+	// answer is the size of the answer counted as unsent for this call
+	// (its answerBytesHeader); 0 when none was.
+	answer int64
 	// waiting is when the answer first waited for the client's window:
 	// from then on it must end within maxAnswerWait stalls, however it
 	// trickles.
@@ -100,6 +105,65 @@ type h2Conn struct {
 	// idleSince is when it last fell to 0.
 	requested int
 	idleSince time.Time
+	// dec reads the server's header blocks, for the answer sizes in
+	// them; hdrID is the stream of the block being read. dec is nil
+	// once a block could not be read (the answers' sizes are unknown
+	// from then on, and only releaseDropped releases them).
+	dec   *hpack.Decoder
+	hdrID uint32
+}
+
+// answerBytesHeader is the response header in which the daemon gives the
+// size in bytes of a gRPC answer it counts as unsent, so that the answer
+// of a call reset before it is written can be released at once.
+const answerBytesHeader = "contextd-answer-bytes"
+
+// releaseReset releases the unsent part of stream s's counted answer:
+// its call was reset, and gRPC dropped it; c.mu is held.
+func (c *h2Conn) releaseReset(s *h2Stream) {
+	if c.lc == nil || s == nil || s.answer == 0 {
+		return
+	}
+	// The DATA written for it holds the answer behind gRPC's 5-byte
+	// message prefix.
+	left := s.answer + 5 - s.sent
+	a := c.lc.ans
+	a.mu.Lock()
+	if n := min(left, a.unsent()); n > 0 {
+		a.written += n
+		c.u.total.Add(-n)
+	}
+	a.mu.Unlock()
+	s.answer = 0
+}
+
+// serverHeaders reads a fragment of the server's header block on stream
+// id; end is set on the block's last frame. c.mu is held.
+func (c *h2Conn) serverHeaders(id uint32, frag []byte, end bool) {
+	if c.dec == nil {
+		return
+	}
+	c.hdrID = id
+	if _, err := c.dec.Write(frag); err != nil {
+		c.dec = nil
+		return
+	}
+	if end {
+		if err := c.dec.Close(); err != nil {
+			c.dec = nil
+		}
+	}
+}
+
+func (c *h2Conn) headerField(f hpack.HeaderField) {
+	if f.Name != answerBytesHeader {
+		return
+	}
+	if s := c.streams[c.hdrID]; s != nil {
+		if n, err := strconv.ParseInt(f.Value, 10, 64); err == nil && n > 0 {
+			s.answer = n
+		}
+	}
 }
 
 // drop forgets stream id (its answer ended, or it was reset); c.mu is held.
@@ -168,6 +232,7 @@ func (c *h2Conn) fromClient(typ http2.FrameType, flags http2.Flags, id uint32, _
 			c.markRequested(id)
 		}
 	case http2.FrameRSTStream:
+		c.releaseReset(c.streams[id])
 		c.drop(id)
 	case http2.FrameWindowUpdate:
 		if len(payload) != 4 {
@@ -210,12 +275,28 @@ func (c *h2Conn) fromClient(typ http2.FrameType, flags http2.Flags, id uint32, _
 func (c *h2Conn) fromServer(typ http2.FrameType, flags http2.Flags, id uint32, length int, payload []byte) {
 	switch typ {
 	case http2.FrameHeaders:
+		frag := payload
+		if flags.Has(http2.FlagHeadersPadded) && len(frag) > 0 {
+			frag = frag[1:max(1, len(frag)-int(payload[0]))]
+		}
+		if flags.Has(http2.FlagHeadersPriority) {
+			frag = frag[min(5, len(frag)):]
+		}
+		if payload == nil && length > 0 {
+			c.dec = nil // a block too big to keep
+		}
+		c.serverHeaders(id, frag, flags.Has(http2.FlagHeadersEndHeaders))
 		if s := c.streams[id]; s != nil {
 			s.answering = true
 			if flags.Has(http2.FlagHeadersEndStream) {
 				c.drop(id)
 			}
 		}
+	case http2.FrameContinuation:
+		if payload == nil && length > 0 {
+			c.dec = nil
+		}
+		c.serverHeaders(id, payload, flags.Has(http2.FlagContinuationEndHeaders))
 	case http2.FrameData:
 		c.connWin -= int64(length)
 		if s := c.streams[id]; s != nil {
@@ -229,6 +310,7 @@ func (c *h2Conn) fromServer(typ http2.FrameType, flags http2.Flags, id uint32, l
 			}
 		}
 	case http2.FrameRSTStream:
+		c.releaseReset(c.streams[id])
 		c.drop(id)
 	case http2.FrameGoAway:
 		if len(payload) < 8 {
@@ -283,14 +365,17 @@ func (c *h2Conn) stuck(now time.Time, stall time.Duration) bool {
 // frameReader splits a byte stream into HTTP/2 frames as it arrives, in
 // pieces of any size.
 type frameReader struct {
-	skip  int // bytes to pass over (the client preface, unread payloads)
-	hdr   [9]byte
-	hn    int // bytes of hdr read
-	want  int // payload bytes still to keep
-	buf   []byte
-	typ   http2.FrameType
-	flags http2.Flags
-	id    uint32
+	// headers is set to keep the payloads of HEADERS and CONTINUATION
+	// frames too (the server's).
+	headers bool
+	skip    int // bytes to pass over (the client preface, unread payloads)
+	hdr     [9]byte
+	hn      int // bytes of hdr read
+	want    int // payload bytes still to keep
+	buf     []byte
+	typ     http2.FrameType
+	flags   http2.Flags
+	id      uint32
 }
 
 // feed reads p, calling frame for each frame header read, with the
@@ -322,7 +407,9 @@ func (r *frameReader) feed(p []byte, frame func(typ http2.FrameType, flags http2
 			length := int(r.hdr[0])<<16 | int(r.hdr[1])<<8 | int(r.hdr[2])
 			typ, flags := http2.FrameType(r.hdr[3]), http2.Flags(r.hdr[4])
 			id := binary.BigEndian.Uint32(r.hdr[5:]) & (1<<31 - 1)
-			if (typ == http2.FrameSettings || typ == http2.FrameWindowUpdate || typ == http2.FrameGoAway) && length > 0 && length <= h2MaxKept {
+			keep := typ == http2.FrameSettings || typ == http2.FrameWindowUpdate || typ == http2.FrameGoAway ||
+				r.headers && (typ == http2.FrameHeaders || typ == http2.FrameContinuation)
+			if keep && length > 0 && length <= h2MaxKept {
 				r.typ, r.flags, r.id, r.want = typ, flags, id, length
 				continue
 			}
@@ -335,11 +422,12 @@ func (r *frameReader) feed(p []byte, frame func(typ http2.FrameType, flags http2
 // watch returns c with its frames followed and registers it for sweeps;
 // raw is the accepted connection under c's handshake.
 func (u *unsentAnswers) watch(c, raw net.Conn) net.Conn {
-	h := &h2Conn{Conn: c, u: u, in: frameReader{skip: len(http2.ClientPreface)},
+	h := &h2Conn{Conn: c, u: u, in: frameReader{skip: len(http2.ClientPreface)}, out: frameReader{headers: true},
 		streams: map[uint32]*h2Stream{}, connWin: h2InitialWindow, initWin: h2InitialWindow, lastID: 1<<31 - 1,
 		idleSince: time.Now()}
 	if lc, ok := raw.(*limitConn); ok && lc.ans != nil {
 		h.lc = lc
+		h.dec = hpack.NewDecoder(4096, h.headerField)
 	}
 	u.mu.Lock()
 	u.h2[h] = struct{}{}
