@@ -353,3 +353,47 @@ func TestCancelledAnswersAreReleasedOnABusyConnection(t *testing.T) {
 		t.Fatalf("%d bytes of cancelled answers still counted %v later, the connection open", got, time.Since(start).Round(time.Millisecond))
 	}
 }
+
+// Bytes the connection writes for other calls (refusals) take as much off
+// its count of unsent answers, though an answer held behind a shut window
+// is still in memory: the sweep counts at least what is left of the
+// answers of known size.
+func TestOtherBytesDoNotDrainAHeldAnswer(t *testing.T) {
+	const answer, stall = 4 << 20, 4 * time.Second
+	raw, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conns := config.Conns{HandshakeTimeout: 10 * time.Second, IdleTimeout: stall}
+	u := newUnsentAnswers(256<<20, stall)
+	lis := limitConns(raw, 16, silentGrace(conns), "listen", slog.New(slog.DiscardHandler))
+	lis.(*limitListener).answers = u
+	s := grpc.NewServer(append(append(grpcConnOptions(conns), u.options()...), u.transport(nil))...)
+	s.RegisterService(bigService(answer), struct{}{})
+	go s.Serve(lis)
+	t.Cleanup(s.Stop)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go u.run(ctx)
+	c, err := h2flood.DialConfig(raw.Addr().String(), h2flood.Config{Settings: []http2.Setting{{ID: http2.SettingInitialWindowSize, Val: 0}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.Call("/test.Big/Get", nil, nil)
+	time.Sleep(200 * time.Millisecond)
+	start := time.Now()
+	for time.Since(start) < 3*time.Second && !c.Closed() {
+		// Calls of no such method, refused at once: about 100 bytes
+		// written for each.
+		for range 200 {
+			c.Call("/test.Big/Nope", nil, nil)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// Between two sweeps (a second apart) the refusals take off
+	// what they write, a few hundred KiB.
+	if got := u.total.Load(); got < answer-512<<10 && !c.Closed() {
+		t.Fatalf("%d KiB of a %d KiB answer held behind a shut window counted after %v of refused calls", got>>10, answer>>10, time.Since(start).Round(time.Millisecond))
+	}
+}

@@ -495,7 +495,8 @@ const answerGrace = 100 * time.Millisecond
 
 // releaseDropped clears the unsent answers counted for c when no call on
 // it has had its request complete and its answer not ended for
-// answerGrace: nothing counted can still be written.
+// answerGrace: nothing counted can still be written. Otherwise it counts
+// at least what is left of the answers of known size not yet written.
 func (c *h2Conn) releaseDropped(now time.Time) {
 	if c.lc == nil {
 		return
@@ -504,14 +505,29 @@ func (c *h2Conn) releaseDropped(now time.Time) {
 	// answer of it is counted) between the check and the release.
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.requested > 0 || now.Sub(c.idleSince) < answerGrace {
-		return
-	}
 	a := c.lc.ans
 	a.mu.Lock()
-	if n := a.unsent(); n > 0 {
-		a.written = a.queued
-		c.u.total.Add(-n)
+	defer a.mu.Unlock()
+	if c.requested == 0 && now.Sub(c.idleSince) >= answerGrace {
+		if n := a.unsent(); n > 0 {
+			a.written = a.queued
+			c.u.total.Add(-n)
+		}
+		return
 	}
-	a.mu.Unlock()
+	// Every byte the connection writes (other calls' refusals, ping
+	// acknowledgements) takes as much off its count, though the answers
+	// counted may be written later: the answers whose size is known and
+	// whose calls are not over are counted at least for what is left of
+	// them.
+	var left int64
+	for _, s := range c.streams {
+		if s.answer > 0 {
+			left += max(0, s.answer+5-s.sent)
+		}
+	}
+	if n := min(left, a.queued) - a.unsent(); n > 0 {
+		a.written -= n
+		c.u.total.Add(n)
+	}
 }
