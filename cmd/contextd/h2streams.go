@@ -340,18 +340,20 @@ func (c *h2Conn) stuck(now time.Time, stall time.Duration) bool {
 			continue
 		}
 		if min(s.win, c.connWin) >= minWindow {
-			// Open windows end the wait: a call that answers for
-			// long (a health Watch) waits only when another answer
-			// takes the connection's window for a moment, and those
-			// moments, hours apart, are not one slow answer.
-			s.since, s.waiting = time.Time{}, time.Time{}
+			s.since = time.Time{}
 			continue
 		}
-		if s.waiting.IsZero() {
+		// Only a counted answer must end in time: a call that answers
+		// for as long as the connection lives (a health Watch) holds
+		// none, and waits whenever another answer takes the
+		// connection's window for a moment. When the sizes cannot be
+		// read, every answer is taken to be counted.
+		counted := s.answer > 0 || c.dec == nil
+		if s.waiting.IsZero() && counted {
 			s.waiting = now
 		}
 		switch {
-		case now.Sub(s.waiting) > maxAnswerWait*stall:
+		case counted && now.Sub(s.waiting) > maxAnswerWait*stall:
 			return true // trickling: progress each stall, but no end
 		case s.since.IsZero():
 			s.since, s.mark = now, s.sent

@@ -453,11 +453,12 @@ func BenchmarkFollowSettings(b *testing.B) {
 
 // A call that answers for as long as the connection lives (a health
 // Watch) sees the connection's window shut for a moment whenever another
-// answer takes it; two such moments hours apart are not one answer
-// waiting for its client, and do not close the connection.
+// answer takes it; it holds no counted answer, and two such moments hours
+// apart do not close the connection.
 func TestALongCallIsNotCutForBriefWaits(t *testing.T) {
 	const stall = time.Second
 	c := &h2Conn{streams: map[uint32]*h2Stream{}, connWin: h2InitialWindow, initWin: 1 << 20, lastID: 1<<31 - 1}
+	c.dec = hpack.NewDecoder(4096, c.headerField)
 	answer := func(id uint32, n int) {
 		c.fromClient(http2.FrameHeaders, http2.FlagHeadersEndStream|http2.FlagHeadersEndHeaders, id, 0, nil)
 		c.fromServer(http2.FrameHeaders, http2.FlagHeadersEndHeaders, id, 0, nil)
