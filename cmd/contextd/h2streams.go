@@ -155,6 +155,8 @@ func (c *h2Conn) serverHeaders(id uint32, frag []byte, end bool) {
 	}
 }
 
+// headerField notes the answer size in a field of the server's header
+// block on stream c.hdrID; c.mu is held.
 func (c *h2Conn) headerField(f hpack.HeaderField) {
 	if f.Name != answerBytesHeader {
 		return
