@@ -20,7 +20,6 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/contextd/contextd/internal/config"
-	"github.com/contextd/contextd/internal/h2flood"
 )
 
 // bigService answers every call with size bytes.
@@ -268,34 +267,17 @@ func TestAnswersOfCallsGivenUpAreNotCounted(t *testing.T) {
 // bound, and other clients' big answers failed with RESOURCE_EXHAUSTED).
 func TestCancelledAnswersAreNotCountedForGood(t *testing.T) {
 	const answer, stall = 1 << 20, time.Second
-	raw, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	conns := config.Conns{HandshakeTimeout: 10 * time.Second, IdleTimeout: stall}
-	u := newUnsentAnswers(256<<20, stall)
-	lis := limitConns(raw, 16, silentGrace(conns), "listen", slog.New(slog.DiscardHandler))
-	lis.(*limitListener).answers = u
-	s := grpc.NewServer(append(append(grpcConnOptions(conns), u.options()...), u.transport(nil))...)
-	s.RegisterService(bigService(answer), struct{}{})
-	go s.Serve(lis)
-	t.Cleanup(s.Stop)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	go u.run(ctx)
-	c, err := h2flood.DialConfig(raw.Addr().String(), h2flood.Config{Settings: []http2.Setting{{ID: http2.SettingInitialWindowSize, Val: 0}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	srv := startAnswerServer(t, false, answer, stall)
+	u := srv.u
+	c := srv.dial(t)
 	for range 8 {
-		id := c.Call("/test.Big/Get", nil, nil)
+		id := c.Call("/test.Big/Get", h2TestMD, nil)
 		time.Sleep(100 * time.Millisecond) // the answer is queued
 		c.Reset(id)
 	}
 	start := time.Now()
 	for time.Since(start) < 5*stall && !c.Closed() {
-		id := c.Call("/test.Big/Get", nil, nil)
+		id := c.Call("/test.Big/Get", h2TestMD, nil)
 		c.Grant(id, answer+64)
 		c.Grant(0, answer+64)
 		c.Wait(5*time.Second, func() bool { _, ok := c.Status(id); return ok })
@@ -311,28 +293,11 @@ func TestCancelledAnswersAreNotCountedForGood(t *testing.T) {
 // moment with none in flight never comes.
 func TestCancelledAnswersAreReleasedOnABusyConnection(t *testing.T) {
 	const answer, stall = 1 << 20, time.Second
-	raw, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	conns := config.Conns{HandshakeTimeout: 10 * time.Second, IdleTimeout: stall}
-	u := newUnsentAnswers(256<<20, stall)
-	lis := limitConns(raw, 16, silentGrace(conns), "listen", slog.New(slog.DiscardHandler))
-	lis.(*limitListener).answers = u
-	s := grpc.NewServer(append(append(grpcConnOptions(conns), u.options()...), u.transport(nil))...)
-	s.RegisterService(bigService(answer), struct{}{})
-	go s.Serve(lis)
-	t.Cleanup(s.Stop)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	go u.run(ctx)
-	c, err := h2flood.DialConfig(raw.Addr().String(), h2flood.Config{Settings: []http2.Setting{{ID: http2.SettingInitialWindowSize, Val: 0}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	srv := startAnswerServer(t, false, answer, stall)
+	u := srv.u
+	c := srv.dial(t)
 	for range 8 {
-		id := c.Call("/test.Big/Get", nil, nil)
+		id := c.Call("/test.Big/Get", h2TestMD, nil)
 		time.Sleep(100 * time.Millisecond) // the answer is queued
 		c.Reset(id)
 	}
@@ -340,9 +305,9 @@ func TestCancelledAnswersAreReleasedOnABusyConnection(t *testing.T) {
 	for time.Since(start) < 5*stall && !c.Closed() {
 		// A call every 20 ms, answered at once (no such method), so
 		// that one is in flight at every sweep or just before it.
-		c.Call("/test.Big/Nope", nil, nil)
+		c.Call("/test.Big/Nope", h2TestMD, nil)
 		if time.Since(read) > 300*time.Millisecond {
-			id := c.Call("/test.Big/Get", nil, nil)
+			id := c.Call("/test.Big/Get", h2TestMD, nil)
 			c.Grant(id, answer+64)
 			c.Grant(0, answer+64)
 			read = time.Now()
@@ -360,34 +325,17 @@ func TestCancelledAnswersAreReleasedOnABusyConnection(t *testing.T) {
 // answers of known size.
 func TestOtherBytesDoNotDrainAHeldAnswer(t *testing.T) {
 	const answer, stall = 4 << 20, 4 * time.Second
-	raw, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	conns := config.Conns{HandshakeTimeout: 10 * time.Second, IdleTimeout: stall}
-	u := newUnsentAnswers(256<<20, stall)
-	lis := limitConns(raw, 16, silentGrace(conns), "listen", slog.New(slog.DiscardHandler))
-	lis.(*limitListener).answers = u
-	s := grpc.NewServer(append(append(grpcConnOptions(conns), u.options()...), u.transport(nil))...)
-	s.RegisterService(bigService(answer), struct{}{})
-	go s.Serve(lis)
-	t.Cleanup(s.Stop)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	go u.run(ctx)
-	c, err := h2flood.DialConfig(raw.Addr().String(), h2flood.Config{Settings: []http2.Setting{{ID: http2.SettingInitialWindowSize, Val: 0}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.Call("/test.Big/Get", nil, nil)
+	srv := startAnswerServer(t, false, answer, stall)
+	u := srv.u
+	c := srv.dial(t)
+	c.Call("/test.Big/Get", h2TestMD, nil)
 	time.Sleep(200 * time.Millisecond)
 	start := time.Now()
 	for time.Since(start) < 3*time.Second && !c.Closed() {
 		// Calls of no such method, refused at once: about 100 bytes
 		// written for each.
 		for range 200 {
-			c.Call("/test.Big/Nope", nil, nil)
+			c.Call("/test.Big/Nope", h2TestMD, nil)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

@@ -35,7 +35,8 @@ const h2TestToken = "h2-test-token"
 // bigService and the health service.
 type answerServer struct {
 	addr      string
-	clientTLS *tls.Config // nil: plaintext
+	clientTLS *tls.Config    // nil: plaintext
+	u         *unsentAnswers // its count of answers not yet read
 }
 
 func startAnswerServer(t *testing.T, useTLS bool, answer int, stall time.Duration) answerServer {
@@ -81,7 +82,7 @@ func startAnswerServer(t *testing.T, useTLS bool, answer int, stall time.Duratio
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	go u.run(ctx)
-	return answerServer{addr: raw.Addr().String(), clientTLS: clientTLS}
+	return answerServer{addr: raw.Addr().String(), clientTLS: clientTLS, u: u}
 }
 
 // dial connects a raw HTTP/2 client that takes no answer bytes until it
