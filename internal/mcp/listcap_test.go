@@ -137,3 +137,21 @@ func TestListedFieldsAreBounded(t *testing.T) {
 		t.Errorf("template fields of %d, %d, %d, %d bytes", len(tp.Name), len(tp.Title), len(tp.Description), len(tp.MIMEType))
 	}
 }
+
+// A server naming itself with megabytes cannot make every connect log, and
+// every ListServers answer, carry them: its name and version are cut.
+func TestServerInfoIsBounded(t *testing.T) {
+	huge := strings.Repeat("é", 1<<19) // 1 MiB, two bytes a character
+	srv := mcpsdk.NewServer(&mcpsdk.Implementation{Name: "n" + huge, Version: "v" + huge}, &mcpsdk.ServerOptions{
+		Capabilities: &mcpsdk.ServerCapabilities{Resources: &mcpsdk.ResourceCapabilities{}}})
+	sess := mcptest.Connect(t, "s", srv, nil)
+	name, version, proto := sess.ServerInfo()
+	for _, f := range []struct{ what, v string }{{"name", name}, {"version", version}} {
+		if len(f.v) > mcp.MaxServerInfoBytes || len(f.v) < mcp.MaxServerInfoBytes/2 || !utf8.ValidString(f.v) {
+			t.Errorf("%s: %d bytes (valid UTF-8: %v); want at most %d, cut at a character", f.what, len(f.v), utf8.ValidString(f.v), mcp.MaxServerInfoBytes)
+		}
+	}
+	if proto == "" {
+		t.Error("no protocol version")
+	}
+}
