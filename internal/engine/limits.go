@@ -120,12 +120,19 @@ func (b *readBudget) start() (time.Duration, error) {
 	return left, nil
 }
 
-// spend counts the bytes of contents read; it fails, and the contents are
-// not used, when they would take the request past MaxResponseBytes.
+// itemOverhead is what spend counts for each content item besides its
+// strings: an empty item still costs an entry in the answer.
+const itemOverhead = 64
+
+// spend counts the bytes of contents read (each item's text or blob, URI,
+// MIME type and error, and itemOverhead); it fails, and the contents are
+// not used, when they would take the request past MaxResponseBytes. An
+// item's URI is returned with it, kept or dropped, so a read of many empty
+// items with long URIs costs what a read of as much text does.
 func (b *readBudget) spend(contents []resource.Content) error {
 	n := 0
 	for _, c := range contents {
-		n += len(c.Text) + len(c.Blob)
+		n += len(c.Text) + len(c.Blob) + len(c.URI) + len(c.MIMEType) + len(c.Error) + itemOverhead
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
