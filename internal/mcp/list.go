@@ -61,7 +61,7 @@ func (s *Session) ListResources(ctx context.Context) (List[resource.Descriptor],
 			case r == nil || r.URI == "":
 				name := ""
 				if r != nil {
-					name = r.Name
+					name = clip(r.Name, MaxNameBytes)
 				}
 				l.problem(&l.Rejected, "page %d, entry %d: no uri (name %q)", l.Pages+1, i, name)
 				continue

@@ -155,3 +155,33 @@ func TestServerInfoIsBounded(t *testing.T) {
 		t.Error("no protocol version")
 	}
 }
+
+// The problems a list walk reports (shown by every ListServers and logged)
+// quote a rejected entry's name cut as a listed name is.
+func TestListProblemsAreBounded(t *testing.T) {
+	huge := strings.Repeat("n", 3<<20)
+	srv := mcptest.NewServer(nil, nil)
+	srv.AddReceivingMiddleware(func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
+		return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
+			if _, ok := req.(*mcpsdk.ListResourcesRequest); ok {
+				res := &mcpsdk.ListResourcesResult{}
+				for range 5 {
+					res.Resources = append(res.Resources, &mcpsdk.Resource{Name: huge})
+				}
+				return res, nil
+			}
+			return next(ctx, method, req)
+		}
+	})
+	l, err := mcptest.Connect(t, "s", srv, nil).ListResources(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, p := range l.Problems {
+		n += len(p)
+	}
+	if l.Rejected != 5 || len(l.Problems) == 0 || n > 5*(mcp.MaxNameBytes+100) {
+		t.Errorf("%d rejected, %d problems of %d bytes in all; want 5 rejected, each problem under %d bytes", l.Rejected, len(l.Problems), n, mcp.MaxNameBytes+100)
+	}
+}
