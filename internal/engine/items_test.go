@@ -32,6 +32,9 @@ func TestItemsClaimingAnotherURIAreDropped(t *testing.T) {
 			return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{
 				{URI: "file:///docs/a.md", Text: "architecture a"},
 				{URI: "file:///docs/../etc/passwd", Text: "root:x:0:0"},
+				{URI: "file:///docs/.%2e/etc/shadow", Text: "root:x:0:0 shadow"},
+				{URI: "file:///docs/%252e%252e/etc/group", Text: "root:x:0:0 group"},
+				{URI: `file:///docs/..\etc\hosts`, Text: "root:x:0:0 hosts"},
 			}}, nil
 		})
 	eng := newEngine(t, "", map[string]*mcpsdk.Server{"s": srv}, 0)
@@ -54,7 +57,8 @@ func TestItemsClaimingAnotherURIAreDropped(t *testing.T) {
 		strings.Contains(all, "injected") || strings.Contains(all, "root:x") {
 		t.Errorf("returned texts %q", texts)
 	}
-	for _, u := range []string{"vault://other-server/api-keys", "file:///docs/../etc/passwd"} {
+	for _, u := range []string{"vault://other-server/api-keys", "file:///docs/../etc/passwd", "file:///docs/.%2e/etc/shadow",
+		"file:///docs/%252e%252e/etc/group", `file:///docs/..\etc\hosts`} {
 		if d := dropped[u]; !strings.HasPrefix(d, string(selector.OmitInvalid)) || !strings.Contains(d, "claims URI") {
 			t.Errorf("item %s: dropped %q, want invalid_content naming the claim", u, d)
 		}

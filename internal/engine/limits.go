@@ -181,12 +181,9 @@ func under(item, uri string) bool {
 			return false
 		}
 	}
-	for _, seg := range strings.Split(rest, "/") {
-		if seg == "." || seg == ".." || strings.EqualFold(seg, "%2e") || strings.EqualFold(seg, "%2e%2e") {
-			return false
-		}
-	}
-	return true
+	// Dot segments however they are written: mixed (".%2e"), encoded twice
+	// ("%252e%252e") or between backslashes, as template values are checked.
+	return !template.HasDotSegment(rest)
 }
 
 // tooLargeFor is how long a read over max_message_bytes is remembered for
