@@ -3,6 +3,7 @@ package mcp_test
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -183,5 +184,55 @@ func TestListProblemsAreBounded(t *testing.T) {
 	}
 	if l.Rejected != 5 || len(l.Problems) == 0 || n > 5*(mcp.MaxNameBytes+100) {
 		t.Errorf("%d rejected, %d problems of %d bytes in all; want 5 rejected, each problem under %d bytes", l.Rejected, len(l.Problems), n, mcp.MaxNameBytes+100)
+	}
+}
+
+// A server handing out cursors of a megabyte cannot make a list walk hold
+// them all: the walk remembers the cursors it followed by a hash, and
+// quotes a repeated one cut. Before, each page's cursor stayed in memory
+// until the walk ended (up to 1,000 pages of max_message_bytes).
+func TestLongCursorsAreNotKept(t *testing.T) {
+	// The go-sdk caches list pages with 2026-07-28 (the default), not before.
+	for _, proto := range []string{"", "2025-11-25"} {
+		t.Run("protocol "+proto, func(t *testing.T) { testLongCursors(t, proto) })
+	}
+}
+
+func testLongCursors(t *testing.T, proto string) {
+	const pages, size = 60, 1 << 20
+	var heap [2]uint64
+	srv := mcptest.NewServer(nil, nil)
+	srv.AddReceivingMiddleware(func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
+		return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
+			r, ok := req.(*mcpsdk.ListResourcesRequest)
+			if !ok {
+				return next(ctx, method, req)
+			}
+			n := 0
+			if c := r.Params.Cursor; c != "" {
+				n, _ = strconv.Atoi(c[:strings.IndexByte(c, 'c')])
+			}
+			if n == 10 || n == pages {
+				var ms runtime.MemStats
+				runtime.GC()
+				runtime.ReadMemStats(&ms)
+				heap[n/pages] = ms.HeapAlloc
+			}
+			cursor := fmt.Sprint(n+1) + strings.Repeat("c", size)
+			if n == pages {
+				cursor = r.Params.Cursor // repeated: the walk stops
+			}
+			return &mcpsdk.ListResourcesResult{Resources: []*mcpsdk.Resource{{URI: fmt.Sprintf("x://%d", n), Name: "x"}}, NextCursor: cursor}, nil
+		}
+	})
+	l, err := mcptest.Connect(t, "s", srv, &mcp.Options{ProtocolVersion: proto}).ListResources(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Items) != pages+1 || !strings.Contains(l.Incomplete, "repeated cursor") || len(l.Incomplete) > 1024 {
+		t.Fatalf("%d items, incomplete %.100q (%d bytes); want %d, a repeated cursor quoted in under 1 KiB", len(l.Items), l.Incomplete, len(l.Incomplete), pages+1)
+	}
+	if grew := int64(heap[1]) - int64(heap[0]); grew > (pages-10)*size/2 {
+		t.Errorf("heap grew by %d MiB over %d pages of 1 MiB cursors; want the cursors not kept", grew>>20, pages-10)
 	}
 }

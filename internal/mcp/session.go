@@ -271,7 +271,8 @@ func ConnectTransport(ctx context.Context, name string, t mcpsdk.Transport, opts
 		}
 	}
 	client := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "contextd", Version: Version}, copts)
-	client.AddSendingMiddleware(readHints) // the SDK's read cache stays off: see ReadHint
+	client.AddSendingMiddleware(readHints)    // the SDK's read cache stays off: see ReadHint
+	client.AddSendingMiddleware(listCacheOff) // and its list cache holds one page at most
 	listens := newListenTracker()
 	listens.onEnd = o.OnSubscriptionEnded
 	cs, err := client.Connect(ctx, repairTransport{base: t, listens: listens}, &mcpsdk.ClientSessionOptions{ProtocolVersion: o.ProtocolVersion})
