@@ -153,11 +153,12 @@ func (c *repairConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 // Assemble answer carry up to 64 reads × max_message_bytes of it.
 const MaxErrorMessageBytes = 1024
 
-// clipError bounds resp's error, if it has one.
-func clipError(resp *jsonrpc.Response) {
+// clipError bounds resp's error, if it has one, and reports whether it
+// changed it.
+func clipError(resp *jsonrpc.Response) bool {
 	var we *jsonrpc.Error
 	if !errors.As(resp.Error, &we) || (len(we.Message) <= MaxErrorMessageBytes && len(we.Data) <= MaxErrorMessageBytes) {
-		return
+		return false
 	}
 	c := &jsonrpc.Error{Code: we.Code, Message: we.Message, Data: we.Data}
 	if len(c.Message) > MaxErrorMessageBytes {
@@ -167,6 +168,7 @@ func clipError(resp *jsonrpc.Response) {
 		c.Data = nil
 	}
 	resp.Error = c
+	return true
 }
 
 // blobsStandard reports whether every blob in a read result is already
