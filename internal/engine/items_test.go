@@ -102,3 +102,36 @@ func TestTooLargeReadIsRememberedPerVersion(t *testing.T) {
 		t.Errorf("%d reads of the oversized resource by 3 requests, want 1", reads-before)
 	}
 }
+
+// A read bigger than max_response_bytes on its own, which no request can
+// use, is not downloaded again by every request that ranks it either.
+func TestReadOverTheResponseBytesIsRemembered(t *testing.T) {
+	srv := mcptest.NewServer(nil, nil)
+	var mu gosync.Mutex
+	reads := 0
+	big := strings.Repeat("architecture ", 1<<20/13*9) // about 9 MiB
+	srv.AddResource(&mcpsdk.Resource{URI: "doc://big-architecture", Name: "architecture"}, func(_ context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+		mu.Lock()
+		reads++
+		mu.Unlock()
+		return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: req.Params.URI, Text: big}}}, nil
+	})
+	eng := newEngine(t, "", map[string]*mcpsdk.Server{"s": srv}, 0)
+	mu.Lock()
+	before := reads // the content pass may have read it
+	mu.Unlock()
+	for i := range 3 {
+		res, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "architecture", TokenBudget: 100, Pinned: []resource.Key{{Server: "s", URI: "doc://big-architecture"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Omitted) != 1 || res.Omitted[0].Reason != selector.OmitReadFailed || !strings.Contains(res.Omitted[0].Detail, "max_response_bytes") {
+			t.Fatalf("assemble %d: omitted %+v", i, res.Omitted)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if reads-before != 1 {
+		t.Errorf("%d reads of a resource over max_response_bytes by 3 requests, want 1", reads-before)
+	}
+}

@@ -120,6 +120,15 @@ func (b *readBudget) start() (time.Duration, error) {
 	return left, nil
 }
 
+// contentBytes is what spend counts for contents.
+func contentBytes(contents []resource.Content) int {
+	n := 0
+	for _, c := range contents {
+		n += len(c.Text) + len(c.Blob) + len(c.URI) + len(c.MIMEType) + len(c.Error) + itemOverhead
+	}
+	return n
+}
+
 // itemOverhead is what spend counts for each content item besides its
 // strings: an empty item still costs an entry in the answer.
 const itemOverhead = 64
@@ -130,10 +139,7 @@ const itemOverhead = 64
 // item's URI is returned with it, kept or dropped, so a read of many empty
 // items with long URIs costs what a read of as much text does.
 func (b *readBudget) spend(contents []resource.Content) error {
-	n := 0
-	for _, c := range contents {
-		n += len(c.Text) + len(c.Blob) + len(c.URI) + len(c.MIMEType) + len(c.Error) + itemOverhead
-	}
+	n := contentBytes(contents)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.bytes+n > b.lim.MaxResponseBytes {
