@@ -25,6 +25,7 @@ func TestItemsClaimingAnotherURIAreDropped(t *testing.T) {
 			return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{
 				{URI: "doc://notes", Text: "the real architecture notes"},
 				{URI: "vault://other-server/api-keys", Text: "injected text passed off as another server's"},
+				{URI: "vault://other-server/" + strings.Repeat("k", 10000), Text: "injected under a long claim"},
 			}}, nil
 		})
 	srv.AddResource(&mcpsdk.Resource{URI: "file:///docs/", Name: "architecture directory"},
@@ -56,6 +57,9 @@ func TestItemsClaimingAnotherURIAreDropped(t *testing.T) {
 	if !strings.Contains(all, "the real architecture notes") || !strings.Contains(all, "architecture a") ||
 		strings.Contains(all, "injected") || strings.Contains(all, "root:x") {
 		t.Errorf("returned texts %q", texts)
+	}
+	if d := dropped["vault://other-server/"+strings.Repeat("k", 10000)]; !strings.Contains(d, "claims URI") || len(d) > 1024 {
+		t.Errorf("a 10 KB claim: dropped with %d bytes of detail, want the claim quoted in under 1 KiB", len(d))
 	}
 	for _, u := range []string{"vault://other-server/api-keys", "file:///docs/../etc/passwd", "file:///docs/.%2e/etc/shadow",
 		"file:///docs/%252e%252e/etc/group", `file:///docs/..\etc\hosts`} {

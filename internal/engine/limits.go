@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/contextd/contextd/internal/config"
 	"github.com/contextd/contextd/internal/resource"
@@ -149,6 +150,10 @@ func (b *readBudget) spend(contents []resource.Content) error {
 	return nil
 }
 
+// maxQuotedClaim bounds the bytes of a claimed URI an item's error quotes:
+// the item's URI is returned with it anyway.
+const maxQuotedClaim = 256
+
 // checkItems marks, in a copy of contents, each item whose URI is neither
 // empty, the URI read, nor under it (a read of "file:///dir/" may return
 // "file:///dir/a.md"): a server answering for a URI it was not asked about
@@ -165,7 +170,15 @@ func checkItems(uri string, contents []resource.Content) []resource.Content {
 		if out == nil {
 			out = slices.Clone(contents)
 		}
-		out[i].Error = fmt.Sprintf("the item claims URI %q, which is not the URI read nor under it", c.URI)
+		claim := c.URI
+		if len(claim) > maxQuotedClaim {
+			n := maxQuotedClaim
+			for n > 0 && !utf8.RuneStart(claim[n]) {
+				n--
+			}
+			claim = claim[:n] + "…"
+		}
+		out[i].Error = fmt.Sprintf("the item claims URI %q, which is not the URI read nor under it", claim)
 		out[i].Text, out[i].Blob = "", nil
 	}
 	if out == nil {
