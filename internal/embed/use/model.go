@@ -95,6 +95,15 @@ func newModel(data string) (*model, error) {
 		}
 		return w
 	}
+	// The layers' matrices also in int16, for integer products (not the
+	// output layer's, which runs once per text).
+	getLayerMatrix := func(name string, out, in int) matrix {
+		w := getMatrix(name, out, in)
+		if w.f32 != nil {
+			w.q = quantizeWeights(w.f32, out, in)
+		}
+		return w
+	}
 	m.emb = get("embeddings", len(f.Pieces), embedDim)
 	m.timing = get("timing", embedDim/2)
 	for l := range m.layers {
@@ -107,19 +116,19 @@ func newModel(data string) (*model, error) {
 			in:    in,
 			ln1g:  get(p+"ln1.g", in),
 			ln1b:  get(p+"ln1.b", in),
-			qkvW:  getMatrix(p+"qkv.w", 3*in, in),
+			qkvW:  getLayerMatrix(p+"qkv.w", 3*in, in),
 			qkvB:  get(p+"qkv.b", 3*in),
-			outW:  getMatrix(p+"out.w", modelDim, in),
+			outW:  getLayerMatrix(p+"out.w", modelDim, in),
 			outB:  get(p+"out.b", modelDim),
 			ln2g:  get(p+"ln2.g", modelDim),
 			ln2b:  get(p+"ln2.b", modelDim),
-			ffn1W: getMatrix(p+"ffn1.w", ffnDim, modelDim),
+			ffn1W: getLayerMatrix(p+"ffn1.w", ffnDim, modelDim),
 			ffn1B: get(p+"ffn1.b", ffnDim),
-			ffn2W: getMatrix(p+"ffn2.w", modelDim, ffnDim),
+			ffn2W: getLayerMatrix(p+"ffn2.w", modelDim, ffnDim),
 			ffn2B: get(p+"ffn2.b", modelDim),
 		}
 		if l == 0 {
-			m.layers[l].resW = getMatrix(p+"res.w", modelDim, in)
+			m.layers[l].resW = getLayerMatrix(p+"res.w", modelDim, in)
 			m.layers[l].resB = get(p+"res.b", modelDim)
 		}
 	}
