@@ -24,8 +24,14 @@ const qMax = 2895
 const qBlock = 256
 
 // intKernel selects integer products for the dense layers (see
-// [qgemm]). The tests and benchmarks switch it to compare the paths.
-var intKernel = false
+// [qgemm]) where an assembly integer kernel runs: by default only in a
+// build with the useint tag (intDefault). The float kernels stay the
+// default until the integer vectors are accepted: they move a ranking
+// measure by one query in 497 on MetaTool's multi split (see
+// docs/scale.md). The plain-Go integer kernel, about a quarter of the
+// plain-Go float kernel's speed, is for tests and as the reference.
+// The tests and benchmarks switch it to compare the paths.
+var intKernel = intDefault && bestQKernel != qGo
 
 // A qKernel is a choice of integer kernel.
 type qKernel int
