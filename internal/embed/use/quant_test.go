@@ -222,3 +222,33 @@ func cos32(a, b []float32) float64 {
 	}
 	return ab / math.Sqrt(aa*bb)
 }
+
+// TestLinearNonFinite checks that a dense layer whose input holds a NaN or
+// an infinity runs on the float kernel when integer products are on: the
+// same bits as with them off (quantizing such a row has no meaning).
+func TestLinearNonFinite(t *testing.T) {
+	m := testModel(t)
+	l := &m.layers[1]
+	const rows = 5
+	for _, bad := range []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1))} {
+		x := make([]float32, rows*modelDim)
+		for i := range x {
+			x[i] = float32(i%13)/13 - 0.5
+		}
+		x[3*modelDim+7] = bad
+		run := func(integer bool) []float32 {
+			old := intKernel
+			intKernel = integer
+			defer func() { intKernel = old }()
+			out := make([]float32, rows*ffnDim)
+			linear(&splitter{par: 2}, out, x, rows, modelDim, l.ffn1W, l.ffn1B)
+			return out
+		}
+		want, got := run(false), run(true)
+		for i := range want {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("input %v: out[%d] = %v with integer products on, %v off", bad, i, got[i], want[i])
+			}
+		}
+	}
+}
