@@ -54,6 +54,35 @@ type model struct {
 	scratch    sync.Pool // of *scratch
 	unitTanhB  []float32 // the embedding of a text with no tokens
 	dtypeLabel string    // storage of the matrices in the data file: "f16" or "f32"
+	qOnce      sync.Once // of quantize
+}
+
+// quantize gives the layers' matrices their int16 copies for integer
+// products (14 MB; not the output layer's, which runs once per text),
+// once. newModel calls it when integer products are on; until a matrix
+// has its copy, [linear] uses the float kernel. It must not run while
+// the model embeds.
+func (m *model) quantize() {
+	m.qOnce.Do(func() {
+		for l := range m.layers {
+			L := &m.layers[l]
+			for _, w := range []struct {
+				m   *matrix
+				out int
+				in  int
+			}{
+				{&L.qkvW, 3 * L.in, L.in},
+				{&L.outW, modelDim, L.in},
+				{&L.resW, modelDim, L.in},
+				{&L.ffn1W, ffnDim, modelDim},
+				{&L.ffn2W, modelDim, ffnDim},
+			} {
+				if w.m.f32 != nil {
+					w.m.q = quantizeWeights(w.m.f32, w.out, w.in)
+				}
+			}
+		}
+	})
 }
 
 func newModel(data string) (*model, error) {
@@ -95,15 +124,7 @@ func newModel(data string) (*model, error) {
 		}
 		return w
 	}
-	// The layers' matrices also in int16, for integer products (not the
-	// output layer's, which runs once per text).
-	getLayerMatrix := func(name string, out, in int) matrix {
-		w := getMatrix(name, out, in)
-		if w.f32 != nil {
-			w.q = quantizeWeights(w.f32, out, in)
-		}
-		return w
-	}
+
 	m.emb = get("embeddings", len(f.Pieces), embedDim)
 	m.timing = get("timing", embedDim/2)
 	for l := range m.layers {
@@ -116,19 +137,19 @@ func newModel(data string) (*model, error) {
 			in:    in,
 			ln1g:  get(p+"ln1.g", in),
 			ln1b:  get(p+"ln1.b", in),
-			qkvW:  getLayerMatrix(p+"qkv.w", 3*in, in),
+			qkvW:  getMatrix(p+"qkv.w", 3*in, in),
 			qkvB:  get(p+"qkv.b", 3*in),
-			outW:  getLayerMatrix(p+"out.w", modelDim, in),
+			outW:  getMatrix(p+"out.w", modelDim, in),
 			outB:  get(p+"out.b", modelDim),
 			ln2g:  get(p+"ln2.g", modelDim),
 			ln2b:  get(p+"ln2.b", modelDim),
-			ffn1W: getLayerMatrix(p+"ffn1.w", ffnDim, modelDim),
+			ffn1W: getMatrix(p+"ffn1.w", ffnDim, modelDim),
 			ffn1B: get(p+"ffn1.b", ffnDim),
-			ffn2W: getLayerMatrix(p+"ffn2.w", modelDim, ffnDim),
+			ffn2W: getMatrix(p+"ffn2.w", modelDim, ffnDim),
 			ffn2B: get(p+"ffn2.b", modelDim),
 		}
 		if l == 0 {
-			m.layers[l].resW = getLayerMatrix(p+"res.w", modelDim, in)
+			m.layers[l].resW = getMatrix(p+"res.w", modelDim, in)
 			m.layers[l].resB = get(p+"res.b", modelDim)
 		}
 	}
@@ -139,6 +160,9 @@ func newModel(data string) (*model, error) {
 	}
 	if m.tok, err = newTokenizer(f.Pieces, f.Scores); err != nil {
 		return nil, err
+	}
+	if intKernel {
+		m.quantize()
 	}
 	m.scratch.New = func() any { return new(scratch) }
 

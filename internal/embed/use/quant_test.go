@@ -175,8 +175,11 @@ func TestIntKernelsSameVectors(t *testing.T) {
 	m := testModel(t)
 	e := &Embedder{m: m}
 	texts := append(slices.Clone(fidelityTexts), benchTask...)
+	old := intKernel
+	defer func() { intKernel = old }()
 	var want [][]float32
 	for _, kern := range qKernels() {
+		intKernel = true
 		withQKernel(kern, func() {
 			got, err := e.EmbedBatch(t.Context(), texts)
 			if err != nil {
@@ -198,17 +201,24 @@ func TestIntKernelsSameVectors(t *testing.T) {
 			}
 		})
 	}
-	old := intKernel
 	intKernel = false
 	float, err := e.EmbedBatch(t.Context(), texts)
-	intKernel = old
 	if err != nil {
 		t.Fatal(err)
 	}
+	same := 0
 	for i := range float {
 		if c := cos32(float[i], want[i]); c < 1-1e-5 {
 			t.Errorf("text %d: cosine %v between the integer and float kernels", i, c)
 		}
+		if slices.Equal(float[i], want[i]) {
+			same++
+		}
+	}
+	// Integer products give other roundings: if every vector is the
+	// float kernel's, the integer path did not run.
+	if same == len(float) {
+		t.Error("the integer kernels gave the float kernel's vectors: integer products did not run")
 	}
 }
 
