@@ -148,6 +148,21 @@ func BenchmarkLinear(b *testing.B) {
 	if l.ffn1W.f16 != nil {
 		run("simd-f16", true, l.ffn1W)
 	}
+	// Integer products, the quantization of x included.
+	for _, kern := range qKernels() {
+		b.Run("int-"+kern.String(), func(b *testing.B) {
+			oldK, oldI := qkern, intKernel
+			qkern, intKernel = kern, true
+			defer func() { qkern, intKernel = oldK, oldI }()
+			sp := &splitter{par: 1}
+			cpu := startCPU(b)
+			for b.Loop() {
+				linear(sp, dst, x, rows, in, l.ffn1W, l.ffn1B)
+			}
+			cpu.report()
+			b.ReportMetric(float64(rows*in*out)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
+		})
+	}
 }
 
 // benchTask is a 100-token multi-step agent task (101 tokens) and its
@@ -171,8 +186,20 @@ var benchTask = []string{
 
 // BenchmarkEmbedTask embeds benchTask with EmbedBatch, as a Search of the
 // task does (the query cache aside), and reports the median op's wall
-// time and the CPU time per op on all threads.
+// time and the CPU time per op on all threads: with the dense layers'
+// products in float (float) and in integers (int).
 func BenchmarkEmbedTask(b *testing.B) {
+	for _, integer := range []bool{false, true} {
+		b.Run(map[bool]string{false: "float", true: "int"}[integer], func(b *testing.B) {
+			old := intKernel
+			intKernel = integer
+			defer func() { intKernel = old }()
+			benchEmbedTask(b)
+		})
+	}
+}
+
+func benchEmbedTask(b *testing.B) {
 	e := &Embedder{m: testModel(b)}
 	ctx := context.Background()
 	tokens := 0

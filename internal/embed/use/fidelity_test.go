@@ -157,6 +157,7 @@ func testModel(t testing.TB) *model {
 		if err != nil {
 			t.Fatal(err)
 		}
+		m.quantize() // for the tests of integer products
 		return m
 	}
 	b, err := os.ReadFile(*dataFile)
@@ -167,6 +168,7 @@ func testModel(t testing.TB) *model {
 	if err != nil {
 		t.Fatalf("%s: %v", *dataFile, err)
 	}
+	m.quantize()
 	return m
 }
 

@@ -3,6 +3,7 @@ package use
 import (
 	"math"
 	"runtime"
+	"slices"
 	"sync"
 )
 
@@ -60,13 +61,17 @@ func checkGemm[W float32 | uint16](dst []float32, ds int, x []float32, xs, rows 
 type matrix struct {
 	f32 []float32
 	f16 []uint16 // nil unless the weights are float16 and haveF16
+	q   qmatrix  // int16 rows and their scales; nil for the output layer
 }
 
-// sub returns the matrix from element off on.
-func (w matrix) sub(off int) matrix {
-	v := matrix{f32: w.f32[off:]}
+// sub returns the matrix from row r on, for rows of ws elements.
+func (w matrix) sub(r, ws int) matrix {
+	v := matrix{f32: w.f32[r*ws:]}
 	if w.f16 != nil {
-		v.f16 = w.f16[off:]
+		v.f16 = w.f16[r*ws:]
+	}
+	if w.q.q != nil {
+		v.q = qmatrix{q: w.q.q[r*ws:], scale: w.q.scale[r:]}
 	}
 	return v
 }
@@ -75,7 +80,19 @@ func (w matrix) sub(off int) matrix {
 // rows t of x: a dense layer with its weight matrix w stored transposed,
 // [out, in], so that every output is a dot product of two contiguous rows.
 // sp splits the work across goroutines.
+//
+// With intKernel on and int16 weights, the rows of x are quantized (see
+// [qgemm]) and the product is integer; a row holding a NaN or an infinity
+// sends the whole product to the float kernel.
 func linear(sp *splitter, out, x []float32, n, in int, w matrix, b []float32) {
+	if intKernel && w.q.q != nil && n > 0 {
+		sp.qx = slices.Grow(sp.qx[:0], n*in)[:n*in]
+		sp.sx = slices.Grow(sp.sx[:0], n)[:n]
+		if quantizeRows(sp.qx, sp.sx, x, n, in) {
+			sp.qgemm(out, len(b), n, w, len(b), in, b)
+			return
+		}
+	}
 	sp.gemm(out, len(b), x, in, n, w, in, len(b), in, b)
 }
 
@@ -105,18 +122,27 @@ type splitter struct {
 	par   int
 	parts []gemmPart
 	wg    sync.WaitGroup
+	qx    []int16   // the quantized rows of an integer product's input
+	sx    []float32 // and their scales
 }
 
-// A gemmPart is the arguments of one [gemmMatrix] call.
+// A gemmPart is the arguments of one [gemmMatrix] call, or of one [qgemm]
+// call when qx is not nil.
 type gemmPart struct {
 	dst, x, bias []float32
 	ds, xs, rows int
 	w            matrix
 	ws, cols, k  int
+	qx           []int16
+	sx           []float32
 	done         *sync.WaitGroup
 }
 
 func (p *gemmPart) run() {
+	if p.qx != nil {
+		qgemm(p.dst, p.ds, p.qx, p.sx, p.rows, p.w.q.q, p.w.q.scale, p.cols, p.k, p.bias)
+		return
+	}
 	gemmMatrix(p.dst, p.ds, p.x, p.xs, p.rows, p.w, p.ws, p.cols, p.k, p.bias)
 }
 
@@ -147,6 +173,26 @@ func (sp *splitter) gemm(dst []float32, ds int, x []float32, xs, rows int, w mat
 		return
 	}
 	checkGemm(dst, ds, x, xs, rows, w.f32, ws, cols, k, bias)
+	sp.split(gemmPart{dst: dst, ds: ds, x: x, xs: xs, rows: rows, w: w, ws: ws, cols: cols, k: k, bias: bias})
+}
+
+// qgemm is [qgemm] of sp.qx and sp.sx (rows rows of k) with w's int16
+// rows, split across up to sp.par goroutines.
+func (sp *splitter) qgemm(dst []float32, ds int, rows int, w matrix, cols, k int, bias []float32) {
+	par := min(sp.par, cols/8)
+	if par <= 1 || rows*cols*k < parMinWork {
+		qgemm(dst, ds, sp.qx, sp.sx, rows, w.q.q, w.q.scale, cols, k, bias)
+		return
+	}
+	checkQgemm(dst, ds, sp.qx, sp.sx, rows, w.q.q, w.q.scale, cols, k, bias)
+	sp.split(gemmPart{dst: dst, ds: ds, rows: rows, w: w, ws: k, cols: cols, k: k, bias: bias, qx: sp.qx, sx: sp.sx})
+}
+
+// split runs whole in parts of its columns (multiples of 4), on the
+// helpers that are free and on the caller's goroutine.
+func (sp *splitter) split(whole gemmPart) {
+	par := min(sp.par, whole.cols/8)
+	cols, ws, bias, dst, w := whole.cols, whole.ws, whole.bias, whole.dst, whole.w
 	helpersOnce.Do(startHelpers)
 	if len(sp.parts) < par {
 		sp.parts = make([]gemmPart, par)
@@ -161,7 +207,8 @@ func (sp *splitter) gemm(dst []float32, ds int, x []float32, xs, rows int, w mat
 			b = bias[c0:c1]
 		}
 		part := &sp.parts[p]
-		*part = gemmPart{dst: dst[c0:], ds: ds, x: x, xs: xs, rows: rows, w: w.sub(c0 * ws), ws: ws, cols: c1 - c0, k: k, bias: b, done: &sp.wg}
+		*part = whole
+		part.dst, part.w, part.cols, part.bias, part.done = dst[c0:], w.sub(c0, ws), c1-c0, b, &sp.wg
 		if p == par-1 {
 			part.run()
 			break

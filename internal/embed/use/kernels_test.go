@@ -9,11 +9,16 @@ import (
 	"github.com/contextd/contextd/internal/embed/use/internal/usefile"
 )
 
-// A kernelPath is a choice of kernels: plain Go, the assembly kernel on
-// float32 weights, or the assembly kernel reading float16 weights.
+// A kernelPath is a choice of kernels: for the dense layers' float
+// products plain Go, the assembly kernel on float32 weights, or the
+// assembly kernel reading float16 weights; or integer products (intKernel)
+// on one of the integer kernels. Attention's products are float on the
+// simd and f16 choice.
 type kernelPath struct {
 	name      string
 	simd, f16 bool
+	integer   bool
+	q         qKernel
 }
 
 // kernelPaths returns the kernel paths this build and CPU can run: plain
@@ -26,6 +31,9 @@ func kernelPaths() []kernelPath {
 	if haveF16 {
 		paths = append(paths, kernelPath{name: "simd-f16", simd: true, f16: true})
 	}
+	for _, k := range qKernels() {
+		paths = append(paths, kernelPath{name: "int-" + k.String(), simd: haveSIMD, f16: haveF16, integer: true, q: k})
+	}
 	return paths
 }
 
@@ -33,9 +41,9 @@ func kernelPaths() []kernelPath {
 func withKernel(t *testing.T, path kernelPath, f func(t *testing.T)) {
 	t.Helper()
 	t.Run(path.name, func(t *testing.T) {
-		oldSIMD, oldF16 := simd, simdF16
-		simd, simdF16 = path.simd, path.f16
-		defer func() { simd, simdF16 = oldSIMD, oldF16 }()
+		oldSIMD, oldF16, oldInt, oldQ := simd, simdF16, intKernel, qkern
+		simd, simdF16, intKernel, qkern = path.simd, path.f16, path.integer, path.q
+		defer func() { simd, simdF16, intKernel, qkern = oldSIMD, oldF16, oldInt, oldQ }()
 		f(t)
 	})
 }

@@ -54,6 +54,35 @@ type model struct {
 	scratch    sync.Pool // of *scratch
 	unitTanhB  []float32 // the embedding of a text with no tokens
 	dtypeLabel string    // storage of the matrices in the data file: "f16" or "f32"
+	qOnce      sync.Once // of quantize
+}
+
+// quantize gives the layers' matrices their int16 copies for integer
+// products (14 MB; not the output layer's, which runs once per text),
+// once. newModel calls it when integer products are on; until a matrix
+// has its copy, [linear] uses the float kernel. It must not run while
+// the model embeds.
+func (m *model) quantize() {
+	m.qOnce.Do(func() {
+		for l := range m.layers {
+			L := &m.layers[l]
+			for _, w := range []struct {
+				m   *matrix
+				out int
+				in  int
+			}{
+				{&L.qkvW, 3 * L.in, L.in},
+				{&L.outW, modelDim, L.in},
+				{&L.resW, modelDim, L.in},
+				{&L.ffn1W, ffnDim, modelDim},
+				{&L.ffn2W, modelDim, ffnDim},
+			} {
+				if w.m.f32 != nil {
+					w.m.q = quantizeWeights(w.m.f32, w.out, w.in)
+				}
+			}
+		}
+	})
 }
 
 func newModel(data string) (*model, error) {
@@ -95,6 +124,7 @@ func newModel(data string) (*model, error) {
 		}
 		return w
 	}
+
 	m.emb = get("embeddings", len(f.Pieces), embedDim)
 	m.timing = get("timing", embedDim/2)
 	for l := range m.layers {
@@ -130,6 +160,9 @@ func newModel(data string) (*model, error) {
 	}
 	if m.tok, err = newTokenizer(f.Pieces, f.Scores); err != nil {
 		return nil, err
+	}
+	if intKernel {
+		m.quantize()
 	}
 	m.scratch.New = func() any { return new(scratch) }
 
