@@ -92,7 +92,7 @@ type Options struct {
 	// engine (engine.Options.Mirror): upstream resource updates reach this
 	// server through it. Nil means updates are not relayed.
 	Relay *Relay
-	// Admit, when set, is called before every tools/call and
+	// Admit, when set, is called before every tools/call, prompts/get and
 	// resources/read (the requests that rank, read upstream and pack), and
 	// around the upstream read of each subscription (resources/subscribe,
 	// or each URI of subscriptions/listen, whose stream outlives it), and
@@ -243,7 +243,7 @@ func New(eng *engine.Engine, opts *Options) *Server {
 	if admit := o.Admit; admit != nil {
 		s.mcp.AddReceivingMiddleware(func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
 			return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
-				if method != "tools/call" && method != "resources/read" {
+				if !admitted(method) {
 					return next(ctx, method, req)
 				}
 				release, err := admit(ctx)
@@ -278,6 +278,13 @@ func New(eng *engine.Engine, opts *Options) *Server {
 		Description: fmt.Sprintf("The resources of every mirrored server that best serve a task, read and packed within a token budget (default %d): each content item is one resource (or the sections of it that fit), its URI the resource's contextd: URI.", DefaultBudget),
 	}, s.readContext)
 	return s
+}
+
+// admitted reports whether a request of method takes a turn from
+// Options.Admit: those that rank, read upstream or pack (the context
+// prompt assembles as assemble_context does).
+func admitted(method string) bool {
+	return method == "tools/call" || method == "prompts/get" || method == "resources/read"
 }
 
 const instructions = `contextd fronts the user's MCP servers: it mirrors their resources, ranks them for a task and packs the best within a token budget.
