@@ -61,6 +61,10 @@ const (
 	DefaultReadyWait     = 30 * time.Second
 	// DefaultSessionTimeout is Options.SessionTimeout when zero.
 	DefaultSessionTimeout = time.Hour
+	// DefaultMaxSessions is Options.MaxSessions when zero.
+	DefaultMaxSessions = 256
+	// DefaultMaxSubscriptions is Options.MaxSubscriptions when zero.
+	DefaultMaxSubscriptions = 256
 )
 
 // Options configures New.
@@ -88,6 +92,18 @@ type Options struct {
 	// protocol says, initializes a new one. Zero means
 	// DefaultSessionTimeout; negative never closes idle sessions.
 	SessionTimeout time.Duration
+	// MaxSessions bounds the Streamable HTTP sessions held at once: a
+	// request that starts a new session first closes the oldest ones
+	// past it (a session's requests in flight finish first; its host
+	// gets 404 at its next request and initializes again). Each session
+	// holds about 16 KiB and a goroutine until it ends, so a client
+	// initializing in a loop would otherwise hold memory without bound
+	// for SessionTimeout. Zero means DefaultMaxSessions.
+	MaxSessions int
+	// MaxSubscriptions bounds the resources one session may subscribe to
+	// (resources/subscribe); past it, a subscription is refused with an
+	// invalid-params error. Zero means DefaultMaxSubscriptions.
+	MaxSubscriptions int
 	// Relay, when set, is the Relay whose WrapMirror was given to the
 	// engine (engine.Options.Mirror): upstream resource updates reach this
 	// server through it. Nil means updates are not relayed.
@@ -143,14 +159,22 @@ type Server struct {
 	opts Options
 
 	// mu guards the fields that follow.
-	mu      sync.Mutex
-	listed  map[resource.Key]*mcpsdk.Resource // what the resource list holds
-	seen    map[string]mirrorVersion          // per server, when listed was last brought up to date
-	subs    map[resource.Key]int              // downstream subscriptions per resource
-	rereads map[resource.Key]bool             // re-reads in flight after an update
-	recent  map[*mcpsdk.ServerSession][]string
-	order   []*mcpsdk.ServerSession // sessions in recent, oldest first
-	stopped bool                    // Run has returned: no more relays start
+	mu     sync.Mutex
+	listed map[resource.Key]*mcpsdk.Resource // what the resource list holds
+	seen   map[string]mirrorVersion          // per server, when listed was last brought up to date
+	subs   map[resource.Key]int              // downstream subscriptions per resource
+	// sessSubs holds each session's subscriptions, by the URI it sent:
+	// they are dropped when the session ends.
+	sessSubs map[*mcpsdk.ServerSession]map[string]resource.Key
+	// dispatch is the go-sdk's own method handler, under every
+	// middleware: a session's subscriptions are taken back through it
+	// when the session ends (the go-sdk keeps a URI subscribed once for
+	// good otherwise).
+	dispatch mcpsdk.MethodHandler
+	rereads  map[resource.Key]bool // re-reads in flight after an update
+	recent   map[*mcpsdk.ServerSession][]string
+	order    []*mcpsdk.ServerSession // sessions in recent, oldest first
+	stopped  bool                    // Run has returned: no more relays start
 
 	refreshing sync.Mutex     // one refresh at a time, so a list waits for one in flight
 	relays     sync.WaitGroup // re-reads after relayed updates
@@ -189,18 +213,25 @@ func New(eng *engine.Engine, opts *Options) *Server {
 	if o.SessionTimeout == 0 {
 		o.SessionTimeout = DefaultSessionTimeout
 	}
+	if o.MaxSessions <= 0 {
+		o.MaxSessions = DefaultMaxSessions
+	}
+	if o.MaxSubscriptions <= 0 {
+		o.MaxSubscriptions = DefaultMaxSubscriptions
+	}
 	log := o.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{
 		eng: eng, log: log, opts: o,
-		listed:  map[resource.Key]*mcpsdk.Resource{},
-		seen:    map[string]mirrorVersion{},
-		subs:    map[resource.Key]int{},
-		rereads: map[resource.Key]bool{},
-		recent:  map[*mcpsdk.ServerSession][]string{},
-		stop:    make(chan struct{}),
+		listed:   map[resource.Key]*mcpsdk.Resource{},
+		seen:     map[string]mirrorVersion{},
+		subs:     map[resource.Key]int{},
+		sessSubs: map[*mcpsdk.ServerSession]map[string]resource.Key{},
+		rereads:  map[resource.Key]bool{},
+		recent:   map[*mcpsdk.ServerSession][]string{},
+		stop:     make(chan struct{}),
 	}
 	// Capabilities are declared exactly as served: tools, prompts and
 	// resources whose lists change (the resource list does), resource
@@ -227,6 +258,10 @@ func New(eng *engine.Engine, opts *Options) *Server {
 		SubscribeHandler:   s.subscribe,
 		UnsubscribeHandler: s.unsubscribe,
 		CompletionHandler:  s.complete,
+	})
+	s.mcp.AddReceivingMiddleware(func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
+		s.dispatch = next // added first: the innermost
+		return next
 	})
 	// A host asks for the list as soon as it has started contextd: the
 	// first lists wait (at most ReadyWait) for the mirrors' first sync,
@@ -323,11 +358,33 @@ func (s *Server) Run(ctx context.Context) error {
 // cross-origin requests from browsers (Sec-Fetch-Site or Origin, see
 // http.CrossOriginProtection): a web page the user visits must not reach
 // the user's resources through it. Sessions idle for
-// Options.SessionTimeout are closed.
+// Options.SessionTimeout are closed, and at most Options.MaxSessions are
+// held (see there).
 func (s *Server) HTTPHandler() http.Handler {
-	return mcpsdk.NewStreamableHTTPHandler(func(*http.Request) *mcpsdk.Server { return s.mcp },
+	return mcpsdk.NewStreamableHTTPHandler(func(r *http.Request) *mcpsdk.Server {
+		// Called once the Host and origin checks passed; a POST without a
+		// session ID starts a session.
+		if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
+			s.makeRoom()
+		}
+		return s.mcp
+	},
 		&mcpsdk.StreamableHTTPOptions{Logger: s.log, CrossOriginProtection: http.NewCrossOriginProtection(),
 			SessionTimeout: max(s.opts.SessionTimeout, 0)})
+}
+
+// makeRoom closes the oldest sessions, so that a new one leaves at most
+// Options.MaxSessions. A session closes once its requests in flight
+// finish, so it is closed in the background; until then it is counted,
+// and the next new session closes one more.
+func (s *Server) makeRoom() {
+	var held []*mcpsdk.ServerSession
+	for ss := range s.mcp.Sessions() { // oldest first
+		held = append(held, ss)
+	}
+	for _, ss := range held[:max(0, len(held)-s.opts.MaxSessions+1)] {
+		go ss.Close()
+	}
 }
 
 // waitReady waits, at most ReadyWait, until the servers in scope (every
