@@ -53,6 +53,12 @@ import (
 	ctxsync "github.com/contextd/contextd/internal/sync"
 )
 
+// MaxRequestBytes bounds the body of one Streamable HTTP request: a larger
+// one is refused with 413. The go-sdk reads a body whole before it parses
+// it (4 MiB by default), so every connection could make the daemon hold
+// that much at once; a host's requests (a task, pins, filters) are small.
+const MaxRequestBytes = 1 << 20
+
 // Defaults for Options fields left zero.
 const (
 	DefaultBudget        = 2000
@@ -370,7 +376,7 @@ func (s *Server) HTTPHandler() http.Handler {
 		return s.mcp
 	},
 		&mcpsdk.StreamableHTTPOptions{Logger: s.log, CrossOriginProtection: http.NewCrossOriginProtection(),
-			SessionTimeout: max(s.opts.SessionTimeout, 0)})
+			SessionTimeout: max(s.opts.SessionTimeout, 0), MaxRequestBodyBytes: MaxRequestBytes})
 }
 
 // makeRoom closes the oldest sessions, so that a new one leaves at most

@@ -174,3 +174,18 @@ func TestSubscriptionsAreBoundedAndEndWithTheirSession(t *testing.T) {
 		t.Errorf("after the session ended: %d resources subscribed by %d sessions, want none", r, n)
 	}
 }
+
+// A request body over MaxRequestBytes is refused with 413, before the
+// go-sdk reads it whole into memory.
+func TestHTTPRequestBodiesAreBounded(t *testing.T) {
+	f := newFacade(t, map[string]*mcpsdk.Server{"a": mcptest.NewServer(map[string]string{"doc://x": "x"}, nil)}, nil, engine.Options{})
+	ts := httptest.NewServer(f.srv.HTTPHandler())
+	defer ts.Close()
+	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"script","version":"1"}}}`
+	if code, _ := post(t, ts.URL, "", init+strings.Repeat(" ", mcpserver.MaxRequestBytes/2)); code != http.StatusOK {
+		t.Errorf("initialize of %d KiB: %d, want 200", mcpserver.MaxRequestBytes/2>>10, code)
+	}
+	if code, _ := post(t, ts.URL, "", init+strings.Repeat(" ", mcpserver.MaxRequestBytes)); code != http.StatusRequestEntityTooLarge {
+		t.Errorf("initialize of %d KiB: %d, want 413", mcpserver.MaxRequestBytes>>10, code)
+	}
+}
