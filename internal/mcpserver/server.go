@@ -41,6 +41,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -172,6 +173,7 @@ type Server struct {
 	// sessSubs holds each session's subscriptions, by the URI it sent:
 	// they are dropped when the session ends.
 	sessSubs map[*mcpsdk.ServerSession]map[string]resource.Key
+	closing  map[*mcpsdk.ServerSession]bool // sessions makeRoom is closing
 	// dispatch is the go-sdk's own method handler, under every
 	// middleware: a session's subscriptions are taken back through it
 	// when the session ends (the go-sdk keeps a URI subscribed once for
@@ -235,6 +237,7 @@ func New(eng *engine.Engine, opts *Options) *Server {
 		seen:     map[string]mirrorVersion{},
 		subs:     map[resource.Key]int{},
 		sessSubs: map[*mcpsdk.ServerSession]map[string]resource.Key{},
+		closing:  map[*mcpsdk.ServerSession]bool{},
 		rereads:  map[resource.Key]bool{},
 		recent:   map[*mcpsdk.ServerSession][]string{},
 		stop:     make(chan struct{}),
@@ -380,16 +383,22 @@ func (s *Server) HTTPHandler() http.Handler {
 }
 
 // makeRoom closes the oldest sessions, so that a new one leaves at most
-// Options.MaxSessions. A session closes once its requests in flight
-// finish, so it is closed in the background; until then it is counted,
-// and the next new session closes one more.
+// Options.MaxSessions open. A session closes once its requests in flight
+// finish, so it is closed in the background, once: until then it is not
+// counted, and no other request closes it again.
 func (s *Server) makeRoom() {
-	var held []*mcpsdk.ServerSession
-	for ss := range s.mcp.Sessions() { // oldest first
-		held = append(held, ss)
-	}
-	for _, ss := range held[:max(0, len(held)-s.opts.MaxSessions+1)] {
-		go ss.Close()
+	all := slices.Collect(s.mcp.Sessions()) // oldest first
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	open := slices.DeleteFunc(all, func(ss *mcpsdk.ServerSession) bool { return s.closing[ss] })
+	for _, ss := range open[:max(0, len(open)-s.opts.MaxSessions+1)] {
+		s.closing[ss] = true
+		go func() {
+			_ = ss.Close()
+			s.mu.Lock()
+			delete(s.closing, ss)
+			s.mu.Unlock()
+		}()
 	}
 }
 

@@ -189,3 +189,42 @@ func TestHTTPRequestBodiesAreBounded(t *testing.T) {
 		t.Errorf("initialize of %d KiB: %d, want 413", mcpserver.MaxRequestBytes>>10, code)
 	}
 }
+
+// A session closed to make room while a request of it is still running is
+// closed once: new sessions meanwhile neither count it nor start closing
+// it again (a goroutine each, waiting for that request, which a client
+// starting sessions in a loop would pile up by the thousand).
+func TestASessionBusyClosingIsClosedOnce(t *testing.T) {
+	hold := make(chan struct{})
+	admit := func(context.Context) (func(), error) { <-hold; return func() {}, nil }
+	f := newFacade(t, map[string]*mcpsdk.Server{"a": mcptest.NewServer(map[string]string{"doc://x": "x"}, nil)},
+		&mcpserver.Options{MaxSessions: 4, Admit: admit}, engine.Options{})
+	ts := httptest.NewServer(f.srv.HTTPHandler())
+	defer ts.Close()
+	defer close(hold)
+	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"script","version":"1"}}}`
+	_, busy := post(t, ts.URL, "", init)
+	post(t, ts.URL, busy, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	go func() { // runs until hold is closed
+		req, _ := http.NewRequest(http.MethodPost, ts.URL, strings.NewReader(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"search_resources","arguments":{"query":"x"}}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Session-Id", busy)
+		req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	time.Sleep(100 * time.Millisecond)
+	before := runtime.NumGoroutine()
+	const n = 200
+	for range n {
+		if code, sid := post(t, ts.URL, "", init); code != http.StatusOK || sid == "" {
+			t.Fatalf("initialize: %d, session %q", code, sid)
+		}
+	}
+	time.Sleep(100 * time.Millisecond)
+	if g := runtime.NumGoroutine(); g > before+n/10 {
+		t.Errorf("%d goroutines after %d new sessions while the oldest finishes a request, %d before", g, n, before)
+	}
+}
