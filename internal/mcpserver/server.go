@@ -115,8 +115,9 @@ type Options struct {
 	// engine (engine.Options.Mirror): upstream resource updates reach this
 	// server through it. Nil means updates are not relayed.
 	Relay *Relay
-	// Admit, when set, is called before every tools/call, prompts/get and
-	// resources/read (the requests that rank, read upstream and pack), and
+	// Admit, when set, is called before every tools/call, prompts/get,
+	// resources/read (the requests that rank, read upstream and pack) and
+	// completion/complete (which scans every mirrored URI), and
 	// around the upstream read of each subscription (resources/subscribe,
 	// or each URI of subscriptions/listen, whose stream outlives it), and
 	// must return before the request runs; release is called when it is
@@ -326,9 +327,15 @@ func New(eng *engine.Engine, opts *Options) *Server {
 
 // admitted reports whether a request of method takes a turn from
 // Options.Admit: those that rank, read upstream or pack (the context
-// prompt assembles as assemble_context does).
+// prompt assembles as assemble_context does), and completions, which
+// match a URI prefix against every mirrored URI (at 20,000 resources,
+// 0.2 s of CPU and 18 MB allocated each).
 func admitted(method string) bool {
-	return method == "tools/call" || method == "prompts/get" || method == "resources/read"
+	switch method {
+	case "tools/call", "prompts/get", "resources/read", "completion/complete":
+		return true
+	}
+	return false
 }
 
 const instructions = `contextd fronts the user's MCP servers: it mirrors their resources, ranks them for a task and packs the best within a token budget.
