@@ -249,7 +249,7 @@ func New(eng *engine.Engine, opts *Options) *Server {
 	// contextd's own log, never to the protocol stream.
 	s.mcp = mcpsdk.NewServer(&mcpsdk.Implementation{Name: o.Name, Title: "contextd", Version: o.Version}, &mcpsdk.ServerOptions{
 		Instructions: instructions,
-		Logger:       log,
+		Logger:       quiet(log),
 		PageSize:     o.PageSize,
 		Capabilities: &mcpsdk.ServerCapabilities{
 			Tools:       &mcpsdk.ToolCapabilities{ListChanged: false},
@@ -325,6 +325,38 @@ func New(eng *engine.Engine, opts *Options) *Server {
 	return s
 }
 
+// quiet returns log for the go-sdk, its records below warnings logged at
+// debug level: it logs each session's start and end, each subscription
+// and each update relayed at info level, three lines or more for every
+// session a caller starts (thousands a second in a loop).
+func quiet(log *slog.Logger) *slog.Logger { return slog.New(quietHandler{log.Handler()}) }
+
+type quietHandler struct{ slog.Handler }
+
+func demote(l slog.Level) slog.Level {
+	if l < slog.LevelWarn {
+		return slog.LevelDebug
+	}
+	return l
+}
+
+func (h quietHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return h.Handler.Enabled(ctx, demote(l))
+}
+
+func (h quietHandler) Handle(ctx context.Context, r slog.Record) error {
+	r.Level = demote(r.Level)
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h quietHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return quietHandler{h.Handler.WithAttrs(as)}
+}
+
+func (h quietHandler) WithGroup(name string) slog.Handler {
+	return quietHandler{h.Handler.WithGroup(name)}
+}
+
 // admitted reports whether a request of method takes a turn from
 // Options.Admit: those that rank, read upstream or pack (the context
 // prompt assembles as assemble_context does), and completions, which
@@ -385,7 +417,7 @@ func (s *Server) HTTPHandler() http.Handler {
 		}
 		return s.mcp
 	},
-		&mcpsdk.StreamableHTTPOptions{Logger: s.log, CrossOriginProtection: http.NewCrossOriginProtection(),
+		&mcpsdk.StreamableHTTPOptions{Logger: quiet(s.log), CrossOriginProtection: http.NewCrossOriginProtection(),
 			SessionTimeout: max(s.opts.SessionTimeout, 0), MaxRequestBodyBytes: MaxRequestBytes})
 }
 

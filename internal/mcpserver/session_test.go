@@ -3,12 +3,14 @@ package mcpserver_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -227,4 +229,45 @@ func TestASessionBusyClosingIsClosedOnce(t *testing.T) {
 	if g := runtime.NumGoroutine(); g > before+n/10 {
 		t.Errorf("%d goroutines after %d new sessions while the oldest finishes a request, %d before", g, n, before)
 	}
+}
+
+// The go-sdk's records of each session's start and end are logged at debug
+// level: at info, a client starting sessions in a loop wrote three lines
+// for each.
+func TestSessionsAreNotLoggedAtInfo(t *testing.T) {
+	var buf syncBuffer
+	log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	f := newFacade(t, map[string]*mcpsdk.Server{"a": mcptest.NewServer(map[string]string{"doc://x": "x"}, nil)},
+		&mcpserver.Options{Logger: log}, engine.Options{})
+	ts := httptest.NewServer(f.srv.HTTPHandler())
+	defer ts.Close()
+	for range 20 {
+		_, sid := post(t, ts.URL, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"script","version":"1"}}}`)
+		post(t, ts.URL, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+		req, _ := http.NewRequest(http.MethodDelete, ts.URL, nil)
+		req.Header.Set("Mcp-Session-Id", sid)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}
+	if out := buf.String(); strings.Contains(out, "session") {
+		t.Errorf("20 sessions logged at info:\n%.2000s", out)
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
