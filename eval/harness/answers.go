@@ -62,6 +62,10 @@ type AnswerCase struct {
 	// WantRank is the answer document's 1-based rank in the engine's
 	// ranking (0: not in the first 50).
 	WantRank int
+	// Ranked is the engine's first ten, "corpus-id score" each, best
+	// first: what the answer document competed with (empty for the
+	// baselines).
+	Ranked   []string `json:",omitempty"`
 	Tokens   int
 	Returned []string // "corpus-id (form, tokens)", in order
 	// Text is what contextd returned, its contents in order, for reading
@@ -140,7 +144,8 @@ func RunAnswers(ctx context.Context, opts Options, budgets []int) ([]AnswerRow, 
 	}
 	var (
 		cases    []AnswerCase
-		wantRank int // of the query being answered
+		wantRank int      // of the query being answered
+		top      []string // its first ten, for the cases
 	)
 	var reasons []string // of the contextd answer being recorded
 	record := func(q beir.Query, a answers.Answer, asm string, b int, text string, tokens, reads int, returned []string) {
@@ -161,7 +166,7 @@ func RunAnswers(ctx context.Context, opts Options, budgets []int) ([]AnswerRow, 
 		c := AnswerCase{QueryID: q.ID, Query: q.Text, Kind: a.Kind, Want: a.CorpusID, Assembler: asm, Budget: b,
 			Bearing: bearing, WantRank: wantRank, Tokens: tokens, Returned: returned}
 		if asm == AssemblerContextd {
-			c.Text, c.Reasons = text, reasons
+			c.Text, c.Reasons, c.Ranked = text, reasons, top
 		}
 		cases = append(cases, c)
 	}
@@ -177,11 +182,14 @@ func RunAnswers(ctx context.Context, opts Options, budgets []int) ([]AnswerRow, 
 			return nil, nil, fmt.Errorf("query %s: %w", q.ID, err)
 		}
 		order := make([]string, len(ranked))
-		wantRank = 0
+		wantRank, top = 0, nil
 		for i, r := range ranked {
 			order[i] = ids[r.Key()]
 			if order[i] == a.CorpusID {
 				wantRank = i + 1
+			}
+			if i < 10 {
+				top = append(top, fmt.Sprintf("%s %.4f", order[i], r.Score))
 			}
 		}
 		for _, b := range budgets {

@@ -33,8 +33,9 @@ type Limits struct {
 	// (max_reads); the candidates past it are omitted as read_failed.
 	// Default DefaultMaxReads.
 	MaxReads int
-	// MaxResponseBytes bounds the bytes of contents (text and blobs) one
-	// Assemble reads from servers (max_response_bytes); once they are spent,
+	// MaxResponseBytes bounds the bytes of contents one Assemble reads from
+	// servers (max_response_bytes): each item's text or blob, URI, MIME type
+	// and error, and 64 bytes an item besides; once they are spent,
 	// later reads are not made and their candidates are omitted as
 	// read_failed. Default DefaultMaxResponseBytes.
 	MaxResponseBytes int

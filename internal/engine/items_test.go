@@ -25,6 +25,7 @@ func TestItemsClaimingAnotherURIAreDropped(t *testing.T) {
 			return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{
 				{URI: "doc://notes", Text: "the real architecture notes"},
 				{URI: "vault://other-server/api-keys", Text: "injected text passed off as another server's"},
+				{URI: "vault://other-server/" + strings.Repeat("k", 10000), Text: "injected under a long claim"},
 			}}, nil
 		})
 	srv.AddResource(&mcpsdk.Resource{URI: "file:///docs/", Name: "architecture directory"},
@@ -32,6 +33,9 @@ func TestItemsClaimingAnotherURIAreDropped(t *testing.T) {
 			return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{
 				{URI: "file:///docs/a.md", Text: "architecture a"},
 				{URI: "file:///docs/../etc/passwd", Text: "root:x:0:0"},
+				{URI: "file:///docs/.%2e/etc/shadow", Text: "root:x:0:0 shadow"},
+				{URI: "file:///docs/%252e%252e/etc/group", Text: "root:x:0:0 group"},
+				{URI: `file:///docs/..\etc\hosts`, Text: "root:x:0:0 hosts"},
 			}}, nil
 		})
 	eng := newEngine(t, "", map[string]*mcpsdk.Server{"s": srv}, 0)
@@ -54,7 +58,11 @@ func TestItemsClaimingAnotherURIAreDropped(t *testing.T) {
 		strings.Contains(all, "injected") || strings.Contains(all, "root:x") {
 		t.Errorf("returned texts %q", texts)
 	}
-	for _, u := range []string{"vault://other-server/api-keys", "file:///docs/../etc/passwd"} {
+	if d := dropped["vault://other-server/"+strings.Repeat("k", 10000)]; !strings.Contains(d, "claims URI") || len(d) > 1024 {
+		t.Errorf("a 10 KB claim: dropped with %d bytes of detail, want the claim quoted in under 1 KiB", len(d))
+	}
+	for _, u := range []string{"vault://other-server/api-keys", "file:///docs/../etc/passwd", "file:///docs/.%2e/etc/shadow",
+		"file:///docs/%252e%252e/etc/group", `file:///docs/..\etc\hosts`} {
 		if d := dropped[u]; !strings.HasPrefix(d, string(selector.OmitInvalid)) || !strings.Contains(d, "claims URI") {
 			t.Errorf("item %s: dropped %q, want invalid_content naming the claim", u, d)
 		}
@@ -96,5 +104,38 @@ func TestTooLargeReadIsRememberedPerVersion(t *testing.T) {
 	defer mu.Unlock()
 	if reads-before != 1 {
 		t.Errorf("%d reads of the oversized resource by 3 requests, want 1", reads-before)
+	}
+}
+
+// A read bigger than max_response_bytes on its own, which no request can
+// use, is not downloaded again by every request that ranks it either.
+func TestReadOverTheResponseBytesIsRemembered(t *testing.T) {
+	srv := mcptest.NewServer(nil, nil)
+	var mu gosync.Mutex
+	reads := 0
+	big := strings.Repeat("architecture ", 1<<20/13*9) // about 9 MiB
+	srv.AddResource(&mcpsdk.Resource{URI: "doc://big-architecture", Name: "architecture"}, func(_ context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+		mu.Lock()
+		reads++
+		mu.Unlock()
+		return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: req.Params.URI, Text: big}}}, nil
+	})
+	eng := newEngine(t, "", map[string]*mcpsdk.Server{"s": srv}, 0)
+	mu.Lock()
+	before := reads // the content pass may have read it
+	mu.Unlock()
+	for i := range 3 {
+		res, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "architecture", TokenBudget: 100, Pinned: []resource.Key{{Server: "s", URI: "doc://big-architecture"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Omitted) != 1 || res.Omitted[0].Reason != selector.OmitReadFailed || !strings.Contains(res.Omitted[0].Detail, "max_response_bytes") {
+			t.Fatalf("assemble %d: omitted %+v", i, res.Omitted)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if reads-before != 1 {
+		t.Errorf("%d reads of a resource over max_response_bytes by 3 requests, want 1", reads-before)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/contextd/contextd/internal/config"
 	"github.com/contextd/contextd/internal/resource"
@@ -120,13 +121,26 @@ func (b *readBudget) start() (time.Duration, error) {
 	return left, nil
 }
 
-// spend counts the bytes of contents read; it fails, and the contents are
-// not used, when they would take the request past MaxResponseBytes.
-func (b *readBudget) spend(contents []resource.Content) error {
+// contentBytes is what spend counts for contents.
+func contentBytes(contents []resource.Content) int {
 	n := 0
 	for _, c := range contents {
-		n += len(c.Text) + len(c.Blob)
+		n += len(c.Text) + len(c.Blob) + len(c.URI) + len(c.MIMEType) + len(c.Error) + itemOverhead
 	}
+	return n
+}
+
+// itemOverhead is what spend counts for each content item besides its
+// strings: an empty item still costs an entry in the answer.
+const itemOverhead = 64
+
+// spend counts the bytes of contents read (each item's text or blob, URI,
+// MIME type and error, and itemOverhead); it fails, and the contents are
+// not used, when they would take the request past MaxResponseBytes. An
+// item's URI is returned with it, kept or dropped, so a read of many empty
+// items with long URIs costs what a read of as much text does.
+func (b *readBudget) spend(contents []resource.Content) error {
+	n := contentBytes(contents)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.bytes+n > b.lim.MaxResponseBytes {
@@ -135,6 +149,10 @@ func (b *readBudget) spend(contents []resource.Content) error {
 	b.bytes += n
 	return nil
 }
+
+// maxQuotedClaim bounds the bytes of a claimed URI an item's error quotes:
+// the item's URI is returned with it anyway.
+const maxQuotedClaim = 256
 
 // checkItems marks, in a copy of contents, each item whose URI is neither
 // empty, the URI read, nor under it (a read of "file:///dir/" may return
@@ -152,7 +170,15 @@ func checkItems(uri string, contents []resource.Content) []resource.Content {
 		if out == nil {
 			out = slices.Clone(contents)
 		}
-		out[i].Error = fmt.Sprintf("the item claims URI %q, which is not the URI read nor under it", c.URI)
+		claim := c.URI
+		if len(claim) > maxQuotedClaim {
+			n := maxQuotedClaim
+			for n > 0 && !utf8.RuneStart(claim[n]) {
+				n--
+			}
+			claim = claim[:n] + "…"
+		}
+		out[i].Error = fmt.Sprintf("the item claims URI %q, which is not the URI read nor under it", claim)
 		out[i].Text, out[i].Blob = "", nil
 	}
 	if out == nil {
@@ -174,12 +200,9 @@ func under(item, uri string) bool {
 			return false
 		}
 	}
-	for _, seg := range strings.Split(rest, "/") {
-		if seg == "." || seg == ".." || strings.EqualFold(seg, "%2e") || strings.EqualFold(seg, "%2e%2e") {
-			return false
-		}
-	}
-	return true
+	// Dot segments however they are written: mixed (".%2e"), encoded twice
+	// ("%252e%252e") or between backslashes, as template values are checked.
+	return !template.HasDotSegment(rest)
 }
 
 // tooLargeFor is how long a read over max_message_bytes is remembered for

@@ -121,14 +121,15 @@ func TestRequestLimits(t *testing.T) {
 	if !n.read(many[1]) || n.read(many[2]) || !omittedFor(res, many[2], "max_reads") {
 		t.Errorf("max_reads 2: third read %v, omitted %+v", n.read(many[2]), res.Omitted)
 	}
-	// 60 bytes: "contents of file:///srv/docs/pN" is 31, so the second does not fit.
-	eng = fileEngine(t, n, false, config.Limits{MaxResponseBytes: 60})
+	// 200 bytes: a read of "contents of file:///srv/docs/pN" counts 114 (31
+	// of text, 19 of URI, 64 for the item), so the second does not fit.
+	eng = fileEngine(t, n, false, config.Limits{MaxResponseBytes: 200})
 	res, err = eng.Assemble(t.Context(), engine.AssembleRequest{Query: "x", TokenBudget: 1000, Pinned: pin(many[3], many[0])})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(res.Items) != 1 || !omittedFor(res, many[0], "max_response_bytes") {
-		t.Errorf("max_response_bytes 60: items %+v omitted %+v", res.Items, res.Omitted)
+		t.Errorf("max_response_bytes 200: items %+v omitted %+v", res.Items, res.Omitted)
 	}
 }
 
@@ -169,5 +170,51 @@ func TestPinsAgainstManyTemplatesAreBounded(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("checking 32 pins against 1,000 templates took over 30 s")
+	}
+}
+
+// A server answering reads with thousands of empty items under long URIs
+// cannot make an Assemble answer bigger than max_response_bytes allows:
+// every item's URI is returned (as a dropped content), so it is counted
+// as contents are. Before, 4 reads of 1,500 such items built 24 MB of
+// dropped contents, outside the 8 MiB of contents a request may read.
+func TestEmptyItemsWithLongURIsCountAgainstTheResponseBytes(t *testing.T) {
+	srv := mcptest.NewServer(nil, nil)
+	long := strings.Repeat("u", 4000)
+	var uris []string
+	for i := range 4 {
+		u := fmt.Sprintf("x://doc/%d", i)
+		uris = append(uris, u)
+		srv.AddResource(&mcpsdk.Resource{URI: u, Name: "doc"}, func(_ context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+			res := &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: "the doc numbered " + req.Params.URI}}}
+			for j := range 1500 {
+				res.Contents = append(res.Contents, &mcpsdk.ResourceContents{URI: fmt.Sprintf("%s/%s%d", req.Params.URI, long, j), MIMEType: "text/plain"})
+			}
+			return res, nil
+		})
+	}
+	eng := newEngineOpts(t, "", map[string]*mcpsdk.Server{"s": srv}, engine.Options{})
+	var pins []resource.Key
+	for _, u := range uris {
+		pins = append(pins, resource.Key{Server: "s", URI: u})
+	}
+	res, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "doc", TokenBudget: 10000, Pinned: pins})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, it := range res.Items {
+		for _, d := range it.Dropped {
+			n += len(d.URI) + len(d.Detail)
+		}
+	}
+	for _, o := range res.Omitted {
+		n += len(o.Detail)
+	}
+	if lim := config.DefaultMaxResponseBytes; n > lim {
+		t.Errorf("dropped contents and details of %d bytes; want at most max_response_bytes (%d)", n, lim)
+	}
+	if len(res.Items) == 0 || !omittedFor(res, uris[len(uris)-1], "max_response_bytes") {
+		t.Errorf("%d items; want the first read kept and the last dropped for max_response_bytes (omitted %d)", len(res.Items), len(res.Omitted))
 	}
 }

@@ -387,6 +387,11 @@ func (e *Engine) reader(log *fetchLog, budget *readBudget) selector.ReadFunc {
 		}
 		if err == nil {
 			if err := budget.spend(c); err != nil {
+				if contentBytes(c) > budget.lim.MaxResponseBytes {
+					// No request could use it: remembered as a read over
+					// max_message_bytes is, not downloaded by each.
+					e.tooLarge.remember(key, ver, err, time.Now())
+				}
 				return nil, err
 			}
 			c = checkItems(uri, c)

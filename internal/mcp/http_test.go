@@ -414,3 +414,23 @@ func TestListenStreamCarriesLongMessages(t *testing.T) {
 		t.Fatal("no resources/updated within 10s")
 	}
 }
+
+// An HTTP server answering a read with a 4xx whose body is a JSON-RPC
+// error of 60 KB has its message cut like any error answer's: the go-sdk
+// puts the message in the call's error, which reaches callers.
+func TestHTTPErrorAnswersAreBounded(t *testing.T) {
+	msg := strings.Repeat("E", 60<<10)
+	srv := &mcptest.RawServer{
+		Results:     map[string]string{"resources/list": `{"resources":[{"uri":"x://a","name":"a"}]}`},
+		ContentType: map[string]string{"resources/read": "application/json"},
+		Body: map[string]func(string) []byte{"resources/read": func(id string) []byte {
+			return []byte(`{"jsonrpc":"2.0","id":` + id + `,"error":{"code":-32603,"message":"` + msg + `"}}`)
+		}},
+		Status: map[string]int{"resources/read": 400},
+	}
+	sess := httpSession(t, srv, nil)
+	_, err := sess.Read(t.Context(), "x://a")
+	if err == nil || !strings.Contains(err.Error(), "EEEE") || len(err.Error()) > mcp.MaxErrorMessageBytes+300 {
+		t.Fatalf("Read: error of %d bytes (%.120q); want the server's message, cut to about %d", len(fmt.Sprint(err)), fmt.Sprint(err), mcp.MaxErrorMessageBytes)
+	}
+}

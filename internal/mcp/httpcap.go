@@ -392,7 +392,14 @@ const sessionIDHeader = "Mcp-Session-Id"
 func rejectPlainError(resp *http.Response, id []byte, log *slog.Logger) {
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	resp.Body.Close()
-	if msg, err := jsonrpc.DecodeMessage(data); err != nil || !isErrorAnswer(msg) {
+	msg, err := jsonrpc.DecodeMessage(data)
+	if err == nil && isErrorAnswer(msg) && clipError(msg.(*jsonrpc.Response)) {
+		// The go-sdk puts the message in the call's error.
+		if b, err := jsonrpc.EncodeMessage(msg); err == nil {
+			data = b
+		}
+	}
+	if err != nil || !isErrorAnswer(msg) {
 		if fixed, ok := withID(data, id); ok {
 			// A JSON-RPC error without an id (JSON-RPC 2.0 § 5: null when
 			// the request could not be read). Servers of the 2025 era answer

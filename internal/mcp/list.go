@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -61,7 +62,7 @@ func (s *Session) ListResources(ctx context.Context) (List[resource.Descriptor],
 			case r == nil || r.URI == "":
 				name := ""
 				if r != nil {
-					name = r.Name
+					name = clip(r.Name, MaxNameBytes)
 				}
 				l.problem(&l.Rejected, "page %d, entry %d: no uri (name %q)", l.Pages+1, i, name)
 				continue
@@ -72,7 +73,7 @@ func (s *Session) ListResources(ctx context.Context) (List[resource.Descriptor],
 				l.problem(&l.Duplicates, "page %d: %q listed again; kept the first", l.Pages+1, r.URI)
 				continue
 			}
-			seen[r.URI] = true
+			seen[strings.Clone(r.URI)] = true
 			out = append(out, descriptor(s.name, r))
 		}
 		return out, res.NextCursor, nil
@@ -112,6 +113,44 @@ func (s *Session) ListTemplates(ctx context.Context) (List[resource.Template], e
 	})
 }
 
+// listCacheOff is a client sending middleware that keeps the go-sdk's list
+// cache (protocol 2026-07-28) from holding every page a list walk reads:
+// the SDK stores each resources/list and resources/templates/list result
+// under the request's cursor, whatever its ttlMs, and drops an entry only
+// when the same cursor is asked for again (or at list_changed). A walk asks
+// for each cursor once, so every page stayed for the session's life: a
+// server handing out new cursors at each re-list grew it without bound,
+// up to 1,000 pages of max_message_bytes a walk. Here, once the answer is
+// in, the request's cursor is cleared, so the SDK stores the page under ""
+// (one entry a method, replaced by the next page), and its ttlMs is zeroed,
+// so that entry is never served in place of a walk's first page. contextd
+// re-lists on its own schedule, and does not use the lists' ttlMs.
+func listCacheOff(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
+	return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
+		res, err := next(ctx, method, req)
+		switch p := req.GetParams().(type) {
+		case *mcpsdk.ListResourcesParams:
+			if p != nil {
+				p.Cursor = ""
+			}
+			if r, ok := res.(*mcpsdk.ListResourcesResult); ok && r != nil {
+				r.TTLMs = 0
+			}
+		case *mcpsdk.ListResourceTemplatesParams:
+			if p != nil {
+				p.Cursor = ""
+			}
+			if r, ok := res.(*mcpsdk.ListResourceTemplatesResult); ok && r != nil {
+				r.TTLMs = 0
+			}
+		}
+		return res, err
+	}
+}
+
+// maxQuotedCursor bounds the cursor a walk's Incomplete quotes, in bytes.
+const maxQuotedCursor = 256
+
 // walk follows nextCursor until it is empty, repeats, or the page cap or
 // maxItems entries are reached.
 func walk[T any](ctx context.Context, s *Session, method string, maxItems int, page func(context.Context, *List[T], string) ([]T, string, error)) (List[T], error) {
@@ -120,7 +159,10 @@ func walk[T any](ctx context.Context, s *Session, method string, maxItems int, p
 		l.Complete = true
 		return l, nil
 	}
-	seen := map[string]bool{}
+	// Cursors are remembered by a hash: a cursor is the server's to choose,
+	// up to max_message_bytes long, and the walk may see MaxPages of them.
+	seed := maphash.MakeSeed()
+	seen := map[uint64]bool{}
 	cursor := ""
 	for {
 		if l.Pages >= s.opts.MaxPages {
@@ -143,11 +185,12 @@ func walk[T any](ctx context.Context, s *Session, method string, maxItems int, p
 			l.Complete = true
 			return l, nil
 		}
-		if seen[next] {
-			l.Incomplete = fmt.Sprintf("server repeated cursor %q after %d pages", next, l.Pages)
+		h := maphash.String(seed, next)
+		if seen[h] {
+			l.Incomplete = fmt.Sprintf("server repeated cursor %q after %d pages", clip(next, maxQuotedCursor), l.Pages)
 			return l, nil
 		}
-		seen[next] = true
+		seen[h] = true
 		cursor = next
 	}
 }

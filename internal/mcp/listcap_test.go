@@ -3,6 +3,7 @@ package mcp_test
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -135,5 +136,103 @@ func TestListedFieldsAreBounded(t *testing.T) {
 	}
 	if tp := tl.Items[0]; len(tp.Name) > mcp.MaxNameBytes || len(tp.Title) > mcp.MaxNameBytes || len(tp.Description) > mcp.MaxDescriptionBytes || len(tp.MIMEType) > 256 {
 		t.Errorf("template fields of %d, %d, %d, %d bytes", len(tp.Name), len(tp.Title), len(tp.Description), len(tp.MIMEType))
+	}
+}
+
+// A server naming itself with megabytes cannot make every connect log, and
+// every ListServers answer, carry them: its name and version are cut.
+func TestServerInfoIsBounded(t *testing.T) {
+	huge := strings.Repeat("é", 1<<19) // 1 MiB, two bytes a character
+	srv := mcpsdk.NewServer(&mcpsdk.Implementation{Name: "n" + huge, Version: "v" + huge}, &mcpsdk.ServerOptions{
+		Capabilities: &mcpsdk.ServerCapabilities{Resources: &mcpsdk.ResourceCapabilities{}}})
+	sess := mcptest.Connect(t, "s", srv, nil)
+	name, version, proto := sess.ServerInfo()
+	for _, f := range []struct{ what, v string }{{"name", name}, {"version", version}} {
+		if len(f.v) > mcp.MaxServerInfoBytes || len(f.v) < mcp.MaxServerInfoBytes/2 || !utf8.ValidString(f.v) {
+			t.Errorf("%s: %d bytes (valid UTF-8: %v); want at most %d, cut at a character", f.what, len(f.v), utf8.ValidString(f.v), mcp.MaxServerInfoBytes)
+		}
+	}
+	if proto == "" {
+		t.Error("no protocol version")
+	}
+}
+
+// The problems a list walk reports (shown by every ListServers and logged)
+// quote a rejected entry's name cut as a listed name is.
+func TestListProblemsAreBounded(t *testing.T) {
+	huge := strings.Repeat("n", 3<<20)
+	srv := mcptest.NewServer(nil, nil)
+	srv.AddReceivingMiddleware(func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
+		return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
+			if _, ok := req.(*mcpsdk.ListResourcesRequest); ok {
+				res := &mcpsdk.ListResourcesResult{}
+				for range 5 {
+					res.Resources = append(res.Resources, &mcpsdk.Resource{Name: huge})
+				}
+				return res, nil
+			}
+			return next(ctx, method, req)
+		}
+	})
+	l, err := mcptest.Connect(t, "s", srv, nil).ListResources(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, p := range l.Problems {
+		n += len(p)
+	}
+	if l.Rejected != 5 || len(l.Problems) == 0 || n > 5*(mcp.MaxNameBytes+100) {
+		t.Errorf("%d rejected, %d problems of %d bytes in all; want 5 rejected, each problem under %d bytes", l.Rejected, len(l.Problems), n, mcp.MaxNameBytes+100)
+	}
+}
+
+// A server handing out cursors of a megabyte cannot make a list walk hold
+// them all: the walk remembers the cursors it followed by a hash, and
+// quotes a repeated one cut. Before, each page's cursor stayed in memory
+// until the walk ended (up to 1,000 pages of max_message_bytes).
+func TestLongCursorsAreNotKept(t *testing.T) {
+	// The go-sdk caches list pages with 2026-07-28 (the default), not before.
+	for _, proto := range []string{"", "2025-11-25"} {
+		t.Run("protocol "+proto, func(t *testing.T) { testLongCursors(t, proto) })
+	}
+}
+
+func testLongCursors(t *testing.T, proto string) {
+	const pages, size = 60, 1 << 20
+	var heap [2]uint64
+	srv := mcptest.NewServer(nil, nil)
+	srv.AddReceivingMiddleware(func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
+		return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
+			r, ok := req.(*mcpsdk.ListResourcesRequest)
+			if !ok {
+				return next(ctx, method, req)
+			}
+			n := 0
+			if c := r.Params.Cursor; c != "" {
+				n, _ = strconv.Atoi(c[:strings.IndexByte(c, 'c')])
+			}
+			if n == 10 || n == pages {
+				var ms runtime.MemStats
+				runtime.GC()
+				runtime.ReadMemStats(&ms)
+				heap[n/pages] = ms.HeapAlloc
+			}
+			cursor := fmt.Sprint(n+1) + strings.Repeat("c", size)
+			if n == pages {
+				cursor = r.Params.Cursor // repeated: the walk stops
+			}
+			return &mcpsdk.ListResourcesResult{Resources: []*mcpsdk.Resource{{URI: fmt.Sprintf("x://%d", n), Name: "x"}}, NextCursor: cursor}, nil
+		}
+	})
+	l, err := mcptest.Connect(t, "s", srv, &mcp.Options{ProtocolVersion: proto}).ListResources(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Items) != pages+1 || !strings.Contains(l.Incomplete, "repeated cursor") || len(l.Incomplete) > 1024 {
+		t.Fatalf("%d items, incomplete %.100q (%d bytes); want %d, a repeated cursor quoted in under 1 KiB", len(l.Items), l.Incomplete, len(l.Incomplete), pages+1)
+	}
+	if grew := int64(heap[1]) - int64(heap[0]); grew > (pages-10)*size/2 {
+		t.Errorf("heap grew by %d MiB over %d pages of 1 MiB cursors; want the cursors not kept", grew>>20, pages-10)
 	}
 }

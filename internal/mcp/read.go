@@ -159,10 +159,18 @@ var emptyRead = &mcpsdk.ReadResourceResult{}
 // resources/read that ReadHint sent, it puts the result and its ttlMs and
 // cacheScope in the *readSlot in the context and returns emptyRead for the
 // SDK to store; for any other read it sets the result's ttlMs to 0 before
-// the SDK's own cache stores it.
+// the SDK's own cache stores it. Either way the SDK stores it under the
+// URI "", not the URI read.
 func readHints(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
 	return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
 		res, err := next(ctx, method, req)
+		if p, ok := req.GetParams().(*mcpsdk.ReadResourceParams); ok && p != nil {
+			// The SDK stores under the request's URI, and drops an entry
+			// only when that URI is read again: every URI a session ever
+			// read (a server that lists new URIs at each re-list has each
+			// read once) would stay. Under "" it holds one.
+			p.URI = ""
+		}
 		if r, ok := res.(*mcpsdk.ReadResourceResult); ok && r != nil && r != emptyRead {
 			if slot, ok := ctx.Value(hintKey{}).(*readSlot); ok {
 				slot.res, slot.hint = r, r.Cacheable

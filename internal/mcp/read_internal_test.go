@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"strings"
 	"testing"
 	"weak"
 
@@ -56,5 +57,50 @@ func TestReadResultsAreNotKeptByTheSDK(t *testing.T) {
 		if w.Value() != nil {
 			t.Errorf("read result %d still reachable after the read (the SDK's cache keeps it)", i)
 		}
+	}
+}
+
+// The go-sdk stores a read under its URI until that URI is read again, so
+// a session that reads many URIs once each (a server listing new ones at
+// each re-list, read by the content pass) kept every URI. ReadHint makes it
+// store them under "".
+func TestReadURIsAreNotKeptByTheSDK(t *testing.T) {
+	const reads, size = 2000, 8 << 10
+	srv := mcpsdk.NewServer(&mcpsdk.Implementation{Name: "s", Version: "0"}, &mcpsdk.ServerOptions{
+		Capabilities: &mcpsdk.ServerCapabilities{Resources: &mcpsdk.ResourceCapabilities{}}})
+	srv.AddReceivingMiddleware(func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
+		return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
+			if r, ok := req.(*mcpsdk.ReadResourceRequest); ok {
+				return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: r.Params.URI, Text: "t"}}}, nil
+			}
+			return next(ctx, method, req)
+		}
+	})
+	ct, st := mcpsdk.NewInMemoryTransports()
+	ss, err := srv.Connect(t.Context(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	sess, err := ConnectTransport(t.Context(), "s", ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	heap := func() int64 {
+		var ms runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		return int64(ms.HeapAlloc)
+	}
+	long := strings.Repeat("u", size)
+	before := heap()
+	for i := range reads {
+		if _, _, err := sess.ReadHint(t.Context(), fmt.Sprintf("doc://%d/%s", i, long)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if grew := heap() - before; grew > reads*size/2 {
+		t.Errorf("heap grew by %d MiB after %d reads of %d KiB URIs; want the URIs not kept", grew>>20, reads, size>>10)
 	}
 }

@@ -271,7 +271,8 @@ func ConnectTransport(ctx context.Context, name string, t mcpsdk.Transport, opts
 		}
 	}
 	client := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "contextd", Version: Version}, copts)
-	client.AddSendingMiddleware(readHints) // the SDK's read cache stays off: see ReadHint
+	client.AddSendingMiddleware(readHints)    // the SDK's read cache stays off: see ReadHint
+	client.AddSendingMiddleware(listCacheOff) // and its list cache holds one page at most
 	listens := newListenTracker()
 	listens.onEnd = o.OnSubscriptionEnded
 	cs, err := client.Connect(ctx, repairTransport{base: t, listens: listens}, &mcpsdk.ClientSessionOptions{ProtocolVersion: o.ProtocolVersion})
@@ -306,16 +307,23 @@ func (s *Session) Name() string { return s.name }
 // Capabilities returns what the server declared in initialize.
 func (s *Session) Capabilities() Capabilities { return s.caps }
 
-// ServerInfo returns the server's name, version and the negotiated protocol version.
+// MaxServerInfoBytes bounds the server's name and its version, each, as
+// ServerInfo returns them: they are logged at every connect and returned by
+// every ListServers, and initialize is bounded only by max_message_bytes.
+const MaxServerInfoBytes = 256
+
+// ServerInfo returns the server's name and version, each cut to
+// MaxServerInfoBytes at a character boundary, and the negotiated protocol
+// version.
 func (s *Session) ServerInfo() (name, version, protocol string) {
 	ir := s.cs.InitializeResult()
 	if ir == nil {
 		return "", "", ""
 	}
 	if ir.ServerInfo != nil {
-		name, version = ir.ServerInfo.Name, ir.ServerInfo.Version
+		name, version = clip(ir.ServerInfo.Name, MaxServerInfoBytes), clip(ir.ServerInfo.Version, MaxServerInfoBytes)
 	}
-	return name, version, ir.ProtocolVersion
+	return name, version, clip(ir.ProtocolVersion, MaxServerInfoBytes)
 }
 
 // StderrTail returns the last bytes a stdio server wrote to stderr. It may

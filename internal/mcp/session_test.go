@@ -2,10 +2,12 @@ package mcp_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -217,6 +219,40 @@ func TestReadNotFoundIsTyped(t *testing.T) {
 				t.Fatalf("Read = %v, %v; want *NotFoundError for a://missing with code %d", got, err, code)
 			}
 		})
+	}
+}
+
+// A server answering reads (or lists) with errors of megabytes cannot put
+// them in what callers see: the message is cut, and the code kept.
+func TestServerErrorMessagesAreBounded(t *testing.T) {
+	huge := strings.Repeat("é", 4<<20) // 8 MiB
+	srv := mcptest.NewServer(map[string]string{"a://1": "x"}, nil)
+	srv.AddReceivingMiddleware(func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
+		return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
+			switch method {
+			case "resources/read":
+				return nil, &jsonrpc.Error{Code: -32002, Message: huge}
+			case "resources/list":
+				return nil, &jsonrpc.Error{Code: -32603, Message: huge, Data: json.RawMessage(`"` + huge + `"`)}
+			}
+			return next(ctx, method, req)
+		}
+	})
+	sess := mcptest.Connect(t, "s", srv, nil)
+	_, err := sess.Read(t.Context(), "a://1")
+	var nf *mcp.NotFoundError
+	if !errors.As(err, &nf) || nf.Code != -32002 {
+		t.Errorf("Read: %v; want *NotFoundError with code -32002", err)
+	}
+	_, lerr := sess.ListResources(t.Context())
+	for _, e := range []error{err, lerr} {
+		if e == nil || len(e.Error()) > mcp.MaxErrorMessageBytes+200 || !utf8.ValidString(e.Error()) {
+			t.Errorf("error of %d bytes (valid UTF-8: %v); want at most about %d", len(fmt.Sprint(e)), utf8.ValidString(fmt.Sprint(e)), mcp.MaxErrorMessageBytes)
+		}
+	}
+	var we *jsonrpc.Error
+	if errors.As(lerr, &we) && len(we.Data) > mcp.MaxErrorMessageBytes {
+		t.Errorf("list error keeps %d bytes of data", len(we.Data))
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -117,6 +118,7 @@ func (c *repairConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	if err != nil || !ok || !resp.ID.IsValid() {
 		return msg, err
 	}
+	clipError(resp)
 	c.mu.Lock()
 	method, tracked := c.calls[idKey(resp.ID)]
 	delete(c.calls, idKey(resp.ID))
@@ -142,6 +144,31 @@ func (c *repairConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		}
 	}
 	return msg, err
+}
+
+// MaxErrorMessageBytes bounds the message of an error a server answers a
+// call with (cut at a character boundary), and its data (dropped past it).
+// The message reaches callers in omitted details and ListServers.last_error,
+// one per failed read, so without a bound one server could make every
+// Assemble answer carry up to 64 reads × max_message_bytes of it.
+const MaxErrorMessageBytes = 1024
+
+// clipError bounds resp's error, if it has one, and reports whether it
+// changed it.
+func clipError(resp *jsonrpc.Response) bool {
+	var we *jsonrpc.Error
+	if !errors.As(resp.Error, &we) || (len(we.Message) <= MaxErrorMessageBytes && len(we.Data) <= MaxErrorMessageBytes) {
+		return false
+	}
+	c := &jsonrpc.Error{Code: we.Code, Message: we.Message, Data: we.Data}
+	if len(c.Message) > MaxErrorMessageBytes {
+		c.Message = clip(c.Message, MaxErrorMessageBytes) + "…"
+	}
+	if len(c.Data) > MaxErrorMessageBytes {
+		c.Data = nil
+	}
+	resp.Error = c
+	return true
 }
 
 // blobsStandard reports whether every blob in a read result is already

@@ -144,3 +144,23 @@ func BenchmarkEvictManySmallEntries(b *testing.B) {
 		}
 	}
 }
+
+// A server ending the subscription of every URI it is read for cannot make
+// the mirror remember each of them for good.
+func TestRelistenedURIsAreBounded(t *testing.T) {
+	m := &Mirror{cache: newReadCache(1 << 30), relisten: map[string]bool{}, relistened: map[string]time.Time{}, relistenKick: make(chan struct{}, 1)}
+	for i := range 3 * maxRelistened {
+		uri := fmt.Sprintf("x://%d", i)
+		tk := m.cache.ticket()
+		m.cache.markSubscribed(uri, tk)
+		m.cache.put(uri, tk, []resource.Content{{URI: uri, Text: "t"}}, t0, time.Time{})
+		m.subscriptionEnded([]string{uri})
+		if !m.relisten[uri] {
+			t.Fatalf("%s: not queued for a re-listen", uri)
+		}
+		clear(m.relisten)
+	}
+	if n := len(m.relistened); n > maxRelistened {
+		t.Errorf("%d URIs remembered after %d ended subscriptions; want at most %d", n, 3*maxRelistened, maxRelistened)
+	}
+}

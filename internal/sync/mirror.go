@@ -860,6 +860,12 @@ func (m *Mirror) rewarm(ctx context.Context, sess *mcp.Session, uris []string, e
 // subscribe it again anyway.
 const relistenEvery = time.Minute
 
+// maxRelistened bounds the URIs whose last re-listen is remembered: one is
+// added for each cached URI whose subscription the server ends, for good
+// without a bound. Past it, those older than relistenEvery are forgotten,
+// and if that is not enough, all of them.
+const maxRelistened = 4096
+
 // subscriptionEnded is the session's OnSubscriptionEnded: the server ended
 // the subscriptions of uris (protocol 2026-07-28), so their cached copies
 // go. Those that were cached are read again, which listens again, unless
@@ -872,6 +878,12 @@ func (m *Mirror) subscriptionEnded(uris []string) {
 		}
 		m.mu.Lock()
 		if now := time.Now(); now.Sub(m.relistened[uri]) >= relistenEvery {
+			if len(m.relistened) >= maxRelistened {
+				maps.DeleteFunc(m.relistened, func(_ string, at time.Time) bool { return now.Sub(at) >= relistenEvery })
+				if len(m.relistened) >= maxRelistened {
+					clear(m.relistened) // a crude bound: forget them all
+				}
+			}
 			m.relisten[uri], m.relistened[uri] = true, now
 			queued = true
 		}

@@ -220,7 +220,7 @@ var (
 //   - ClassAny: anything else these rules allow.
 func Fits(v Var, value string) bool {
 	if value == "" || len(value) > maxValueBytes || !utf8.ValidString(value) ||
-		strings.IndexFunc(value, unicode.IsControl) >= 0 || hasDotSegment(value) {
+		strings.IndexFunc(value, unicode.IsControl) >= 0 || HasDotSegment(value) {
 		return false
 	}
 	if (v.Op == '+' || v.Op == '#') && strings.ContainsAny(value, "#?") {
@@ -243,15 +243,15 @@ func Fits(v Var, value string) bool {
 	return true
 }
 
-// maxDecodes bounds how many times hasDotSegment percent-decodes.
+// maxDecodes bounds how many times HasDotSegment percent-decodes.
 const maxDecodes = 4
 
-// hasDotSegment reports whether s, percent-decoded up to maxDecodes times
+// HasDotSegment reports whether s, percent-decoded up to maxDecodes times
 // (a server may decode more than once), has a "." or ".." segment between
 // "/" or "\" (RFC 3986 §5.2.4: such a segment climbs out of where the
 // template put the value), or is still percent-encoded after that many
 // decodings.
-func hasDotSegment(s string) bool {
+func HasDotSegment(s string) bool {
 	for i := 0; ; i++ {
 		for _, seg := range strings.FieldsFunc(s, func(r rune) bool { return r == '/' || r == '\\' }) {
 			if seg == "." || seg == ".." {
@@ -346,7 +346,7 @@ func (t *Template) Expand(values map[string]string) (string, error) {
 	}
 	hier, _, _ := strings.Cut(uri, "#")
 	hier, _, _ = strings.Cut(hier, "?")
-	if hasDotSegment(hier) {
+	if HasDotSegment(hier) {
 		return "", fmt.Errorf("%w: %s: expansion %q has a dot segment", ErrInvalidValue, t.URITemplate, uri)
 	}
 	for _, c := range "?#" {
