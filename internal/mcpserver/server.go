@@ -273,6 +273,7 @@ func New(eng *engine.Engine, opts *Options) *Server {
 		s.dispatch = next // added first: the innermost
 		return next
 	})
+	s.mcp.AddReceivingMiddleware(trimInitialize)
 	// A host asks for the list as soon as it has started contextd: the
 	// first lists wait (at most ReadyWait) for the mirrors' first sync,
 	// so they are not answered empty.
@@ -407,9 +408,10 @@ func (s *Server) Run(ctx context.Context) error {
 // http.CrossOriginProtection): a web page the user visits must not reach
 // the user's resources through it. Sessions idle for
 // Options.SessionTimeout are closed, and at most Options.MaxSessions are
-// held (see there).
+// held (see there). A POST body over MaxRequestBytes or MaxRequestValues
+// is refused with 413 before it is decoded.
 func (s *Server) HTTPHandler() http.Handler {
-	return mcpsdk.NewStreamableHTTPHandler(func(r *http.Request) *mcpsdk.Server {
+	return boundBodies(mcpsdk.NewStreamableHTTPHandler(func(r *http.Request) *mcpsdk.Server {
 		// Called once the Host and origin checks passed; a POST without a
 		// session ID starts a session.
 		if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
@@ -418,7 +420,7 @@ func (s *Server) HTTPHandler() http.Handler {
 		return s.mcp
 	},
 		&mcpsdk.StreamableHTTPOptions{Logger: quiet(s.log), CrossOriginProtection: http.NewCrossOriginProtection(),
-			SessionTimeout: max(s.opts.SessionTimeout, 0), MaxRequestBodyBytes: MaxRequestBytes})
+			SessionTimeout: max(s.opts.SessionTimeout, 0), MaxRequestBodyBytes: MaxRequestBytes}))
 }
 
 // makeRoom closes the oldest sessions, so that a new one leaves at most

@@ -177,18 +177,28 @@ func TestSubscriptionsAreBoundedAndEndWithTheirSession(t *testing.T) {
 	}
 }
 
-// A request body over MaxRequestBytes is refused with 413, before the
-// go-sdk reads it whole into memory.
+// A request body over MaxRequestBytes (one starting a session: over
+// MaxSessionStartBytes) is refused with 413, before the go-sdk reads it
+// whole into memory.
 func TestHTTPRequestBodiesAreBounded(t *testing.T) {
 	f := newFacade(t, map[string]*mcpsdk.Server{"a": mcptest.NewServer(map[string]string{"doc://x": "x"}, nil)}, nil, engine.Options{})
 	ts := httptest.NewServer(f.srv.HTTPHandler())
 	defer ts.Close()
 	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"script","version":"1"}}}`
-	if code, _ := post(t, ts.URL, "", init+strings.Repeat(" ", mcpserver.MaxRequestBytes/2)); code != http.StatusOK {
-		t.Errorf("initialize of %d KiB: %d, want 200", mcpserver.MaxRequestBytes/2>>10, code)
+	code, sid := post(t, ts.URL, "", init+strings.Repeat(" ", mcpserver.MaxSessionStartBytes/2))
+	if code != http.StatusOK {
+		t.Fatalf("initialize of %d KiB: %d, want 200", mcpserver.MaxSessionStartBytes/2>>10, code)
 	}
-	if code, _ := post(t, ts.URL, "", init+strings.Repeat(" ", mcpserver.MaxRequestBytes)); code != http.StatusRequestEntityTooLarge {
-		t.Errorf("initialize of %d KiB: %d, want 413", mcpserver.MaxRequestBytes>>10, code)
+	if code, _ := post(t, ts.URL, "", init+strings.Repeat(" ", mcpserver.MaxSessionStartBytes)); code != http.StatusRequestEntityTooLarge {
+		t.Errorf("initialize of %d KiB: %d, want 413", mcpserver.MaxSessionStartBytes>>10, code)
+	}
+	post(t, ts.URL, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	ping := `{"jsonrpc":"2.0","id":2,"method":"ping"}`
+	if code, _ := post(t, ts.URL, sid, ping+strings.Repeat(" ", mcpserver.MaxRequestBytes/2)); code != http.StatusOK {
+		t.Errorf("ping of %d KiB: %d, want 200", mcpserver.MaxRequestBytes/2>>10, code)
+	}
+	if code, _ := post(t, ts.URL, sid, ping+strings.Repeat(" ", mcpserver.MaxRequestBytes)); code != http.StatusRequestEntityTooLarge {
+		t.Errorf("ping of %d KiB: %d, want 413", mcpserver.MaxRequestBytes>>10, code)
 	}
 }
 
