@@ -1,6 +1,8 @@
 package mcpserver_test
 
 import (
+	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -103,5 +105,39 @@ func TestSessionsDoNotKeepWhatInitializeCarries(t *testing.T) {
 	}
 	if len(names[0]) != 256 {
 		t.Errorf("clientInfo.name kept: %d bytes, want 256", len(names[0]))
+	}
+}
+
+// A session's subscriptions hold at most MaxSubscriptionBytes of URIs,
+// however few they are (an upstream may list URIs of 4 KiB).
+func TestSubscriptionURIsAreBoundedPerSession(t *testing.T) {
+	docs := map[string]string{}
+	long := strings.Repeat("x", 3<<10)
+	n := mcpserver.MaxSubscriptionBytes/(3<<10) + 4
+	for i := range n {
+		docs[fmt.Sprintf("doc://%d/%s", i, long)] = fmt.Sprintf("document %d", i)
+	}
+	up := mcptest.NewServer(docs, &mcpsdk.ServerOptions{
+		SubscribeHandler:          func(context.Context, *mcpsdk.SubscribeRequest) error { return nil },
+		UnsubscribeHandler:        func(context.Context, *mcpsdk.UnsubscribeRequest) error { return nil },
+		SupportedProtocolVersions: []string{"2025-11-25"},
+	})
+	f := newFacade(t, map[string]*mcpsdk.Server{"a": up}, nil, engine.Options{})
+	cs := f.connectVersion(t, nil, "2025-11-25")
+	held := 0
+	var last error
+	for i := range n {
+		last = cs.Subscribe(t.Context(), &mcpsdk.SubscribeParams{URI: fmt.Sprintf("contextd:resource/a/doc://%d/%s", i, long)})
+		if last != nil {
+			break
+		}
+		held++
+	}
+	short := func(err error) string { return fmt.Sprintf("%.200v", err) }
+	if want := mcpserver.MaxSubscriptionBytes / (3<<10 + 32); held < want-1 || held > want {
+		t.Errorf("%d subscriptions of 3 KiB URIs held, want about %d; last error: %s", held, want, short(last))
+	}
+	if last == nil || !strings.Contains(last.Error(), "KiB of URIs") {
+		t.Errorf("the subscription past the bound: %s, want an error naming the URIs' size", short(last))
 	}
 }

@@ -231,8 +231,16 @@ func (s *Server) subscribe(ctx context.Context, req *mcpsdk.SubscribeRequest) er
 	return nil
 }
 
+// MaxSubscriptionBytes bounds the URIs one session's subscriptions hold
+// together (bytes). A subscription keeps its URI here, in the go-sdk and in
+// the mirror; listed and template URIs are short, but a server with
+// allow_unlisted_pins may serve any URI a request can carry (up to 1 MiB),
+// and MaxSessions × Options.MaxSubscriptions of those would hold
+// gigabytes.
+const MaxSubscriptionBytes = 256 << 10
+
 // hold records sess's subscription to uri (resource k), at most
-// Options.MaxSubscriptions per session; the first one of a session starts
+// Options.MaxSubscriptions and MaxSubscriptionBytes per session; the first one of a session starts
 // the wait that takes them all back when the session ends.
 func (s *Server) hold(sess *mcpsdk.ServerSession, uri string, k resource.Key) error {
 	s.mu.Lock()
@@ -243,6 +251,13 @@ func (s *Server) hold(sess *mcpsdk.ServerSession, uri string, k resource.Key) er
 	}
 	if len(held) >= s.opts.MaxSubscriptions {
 		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("this session holds %d subscriptions, the most it may: unsubscribe from some first", len(held))}
+	}
+	n := len(uri)
+	for u := range held {
+		n += len(u)
+	}
+	if n > MaxSubscriptionBytes {
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("this session's subscriptions would hold %d KiB of URIs, over the %d KiB it may: unsubscribe from some first", n>>10, MaxSubscriptionBytes>>10)}
 	}
 	if !known {
 		held = map[string]resource.Key{}
