@@ -275,7 +275,7 @@ func ConnectTransport(ctx context.Context, name string, t mcpsdk.Transport, opts
 	client.AddSendingMiddleware(listCacheOff) // and its list cache holds one page at most
 	listens := newListenTracker()
 	listens.onEnd = o.OnSubscriptionEnded
-	cs, err := client.Connect(ctx, repairTransport{base: t, listens: listens}, &mcpsdk.ClientSessionOptions{ProtocolVersion: o.ProtocolVersion})
+	cs, err := client.Connect(ctx, repairTransport{base: t, listens: listens, log: o.Logger}, &mcpsdk.ClientSessionOptions{ProtocolVersion: o.ProtocolVersion})
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
 			return nil, fmt.Errorf("mcp: server %q: initialize: no answer before the connect deadline (is it an MCP server?): %w", name, err)
