@@ -80,18 +80,38 @@ func idKey(id jsonrpc.ID) string { return fmt.Sprintf("%T:%v", id.Raw(), id.Raw(
 // reading its stdin) would make contextd hold a connection, a goroutine
 // and the request per request it sent, and make closing the session wait
 // for good. At most MaxAnswersInFlight answers are written at once, each
-// for at most AnswerWriteTimeout; an answer past the first is dropped
-// (the server's request goes unanswered) and logged at most once a second.
+// for at most AnswerWriteTimeout; an answer that finds every slot taken
+// for answerSlotWait is dropped (the server's request goes unanswered)
+// and logged at most once a second. (Answers that are written at once,
+// such as those the go-sdk gathers for a batch over stdio, free their
+// slots within the wait.)
 const (
 	MaxAnswersInFlight = 8
 	AnswerWriteTimeout = 10 * time.Second
+	answerSlotWait     = 100 * time.Millisecond
 )
+
+// answerSlot takes one of the answer slots, waiting answerSlotWait at most,
+// and reports whether it did.
+func (c *repairConn) answerSlot() bool {
+	select {
+	case c.answers <- struct{}{}:
+		return true
+	default:
+	}
+	t := time.NewTimer(answerSlotWait)
+	defer t.Stop()
+	select {
+	case c.answers <- struct{}{}:
+		return true
+	case <-t.C:
+		return false
+	}
+}
 
 func (c *repairConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if resp, ok := msg.(*jsonrpc.Response); ok && c.answers != nil {
-		select {
-		case c.answers <- struct{}{}:
-		default:
+		if !c.answerSlot() {
 			if ok, n := c.dropped.allow(); ok && c.log != nil {
 				c.log.Warn("the server does not take contextd's answers to its requests: an answer dropped", "id", clip(fmt.Sprint(resp.ID.Raw()), 64), "also_dropped", n)
 			}
