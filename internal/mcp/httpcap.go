@@ -43,7 +43,7 @@ func (c capTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		// A session id is fixed by initialize; the go-sdk ends the session
 		// on a different one. Keep ours: the server still knows it, or
 		// answers 404 and the session is re-initialized.
-		c.log.Warn("the server answered with another session id; ignoring it", "sent", sent, "got", got)
+		c.log.Warn("the server answered with another session id; ignoring it", "sent", clip(sent, maxHeaderQuote), "got", clip(got, maxHeaderQuote))
 		resp.Header.Del(sessionIDHeader)
 	}
 	if id != nil && resp.StatusCode >= 400 && resp.StatusCode < 500 &&
@@ -61,8 +61,9 @@ func (c capTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		// The go-sdk ends the session on any other type (a proxy's HTML
 		// page): answer the call with an error instead.
 		resp.Body.Close()
-		c.log.Warn("an HTTP answer is not JSON-RPC", "content_type", resp.Header.Get("Content-Type"), "id", string(id))
-		body := errorAnswer(id, fmt.Sprintf("malformed response: Content-Type %q is neither application/json nor text/event-stream", resp.Header.Get("Content-Type")))
+		ct := clip(resp.Header.Get("Content-Type"), maxHeaderQuote)
+		c.log.Warn("an HTTP answer is not JSON-RPC", "content_type", ct, "id", string(id))
+		body := errorAnswer(id, fmt.Sprintf("malformed response: Content-Type %q is neither application/json nor text/event-stream", ct))
 		resp.Header.Set("Content-Type", "application/json")
 		resp.Body = io.NopCloser(bytes.NewReader(body))
 		resp.ContentLength = -1
@@ -383,6 +384,11 @@ func ignorableLine(line []byte) bool {
 	return true
 }
 
+// maxHeaderQuote bounds, in bytes, what the log and errors quote of a
+// header value or a status line: the server chooses them (Go reads up to
+// 10 MB of headers an answer), and any call may carry new ones.
+const maxHeaderQuote = 256
+
 // sessionIDHeader is the Streamable HTTP session header (MCP 2025-06-18,
 // Transports, Session Management).
 const sessionIDHeader = "Mcp-Session-Id"
@@ -392,6 +398,7 @@ const sessionIDHeader = "Mcp-Session-Id"
 func rejectPlainError(resp *http.Response, id []byte, log *slog.Logger) {
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	resp.Body.Close()
+	status := clip(resp.Status, maxHeaderQuote) // its reason phrase is the server's
 	msg, err := jsonrpc.DecodeMessage(data)
 	if err == nil && isErrorAnswer(msg) && clipError(msg.(*jsonrpc.Response)) {
 		// The go-sdk puts the message in the call's error.
@@ -406,11 +413,11 @@ func rejectPlainError(resp *http.Response, id []byte, log *slog.Logger) {
 			// the go-sdk's first try, server/discover (2026-07-28), this way
 			// before it falls back to initialize: a normal exchange, not a
 			// fault. The id is the posted one, so the call gets the error.
-			log.Debug("an HTTP error answer has no id; answering the posted call with it", "status", resp.Status, "id", string(id))
+			log.Debug("an HTTP error answer has no id; answering the posted call with it", "status", status, "id", string(id))
 			data = fixed
 		} else {
-			log.Warn("an HTTP error answer is not JSON-RPC", "status", resp.Status, "id", string(id))
-			data = errorAnswer(id, fmt.Sprintf("HTTP %s: %.200s", resp.Status, bytes.TrimSpace(data)))
+			log.Warn("an HTTP error answer is not JSON-RPC", "status", status, "id", string(id))
+			data = errorAnswer(id, fmt.Sprintf("HTTP %s: %.200s", status, bytes.TrimSpace(data)))
 		}
 		resp.Header.Set("Content-Type", "application/json")
 	}

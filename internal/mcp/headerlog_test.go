@@ -1,0 +1,83 @@
+package mcp_test
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/contextd/contextd/internal/config"
+	"github.com/contextd/contextd/internal/mcp"
+	"github.com/contextd/contextd/internal/mcp/mcptest"
+)
+
+// Header values are the server's to choose (up to Go's 10 MB of headers an
+// answer): what the log and the call's error quote of them must be
+// bounded, as every call can carry new ones.
+func TestHeaderValuesInLogsAndErrorsAreBounded(t *testing.T) {
+	huge := strings.Repeat("z", 1<<20)
+	read := `{"contents":[{"uri":"x://a","text":"hi"}]}`
+	cases := map[string]struct {
+		srv    *mcptest.RawServer
+		status string // a status line reason phrase for reads, or ""
+	}{
+		"another session id": {srv: &mcptest.RawServer{Results: map[string]string{"resources/read": read}, SessionID: map[string]string{"resources/read": huge}}},
+		"content type":       {srv: &mcptest.RawServer{Results: map[string]string{"resources/read": read}, ContentType: map[string]string{"resources/read": "text/html; q=" + huge}}},
+		"500 with a long error": {srv: &mcptest.RawServer{Status: map[string]int{"resources/read": 500}, Body: map[string]func(string) []byte{"resources/read": func(id string) []byte {
+			return []byte(`{"jsonrpc":"2.0","id":` + id + `,"error":{"code":-32000,"message":"` + huge + `"}}`)
+		}}}},
+		"status reason": {srv: &mcptest.RawServer{Results: map[string]string{"resources/read": read}}, status: "400 " + huge},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			var h http.Handler = c.srv
+			if c.status != "" {
+				h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					body, _ := io.ReadAll(r.Body)
+					if !bytes.Contains(body, []byte(`"resources/read"`)) {
+						r.Body = io.NopCloser(bytes.NewReader(body))
+						c.srv.ServeHTTP(w, r)
+						return
+					}
+					conn, rw, err := w.(http.Hijacker).Hijack()
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					defer conn.Close()
+					fmt.Fprintf(rw, "HTTP/1.1 %s\r\nContent-Type: text/plain\r\nContent-Length: 4\r\nConnection: close\r\n\r\nnope", c.status)
+					rw.Flush()
+				})
+			}
+			hs := httptest.NewServer(h)
+			t.Cleanup(hs.Close)
+			var logs logBuffer
+			log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+			sess, err := mcp.Connect(t.Context(), config.Server{Name: "web", Transport: config.TransportHTTP, URL: hs.URL}, &mcp.Options{Logger: log, KeepAlive: -1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { sess.Close() })
+			before := len(logs.String())
+			_, err = sess.Read(t.Context(), "x://a")
+			if err != nil && len(err.Error()) > 4<<10 {
+				t.Errorf("Read error of %d bytes, want at most 4 KiB", len(err.Error()))
+			}
+			if n := len(logs.String()) - before; n > 16<<10 {
+				sc := bufio.NewScanner(strings.NewReader(logs.String()[before:]))
+				sc.Buffer(nil, 4<<20)
+				for sc.Scan() {
+					if len(sc.Text()) > 1024 {
+						t.Logf("long line: %.200s… (%d bytes)", sc.Text(), len(sc.Text()))
+					}
+				}
+				t.Errorf("one read logged %d bytes, want at most 16 KiB", n)
+			}
+		})
+	}
+}
