@@ -81,3 +81,18 @@ func TestHeaderValuesInLogsAndErrorsAreBounded(t *testing.T) {
 		})
 	}
 }
+
+// An initialize result is bounded only by max_message_bytes; the version
+// a server claims is quoted in the handshake's error when it is not one
+// contextd speaks, and that error is logged at every reconnect.
+func TestAnUnsupportedProtocolVersionIsQuotedBounded(t *testing.T) {
+	huge := strings.Repeat("v", 1<<20)
+	srv := &mcptest.RawServer{Results: map[string]string{"initialize": `{"protocolVersion":"` + huge + `","capabilities":{"resources":{}},"serverInfo":{"name":"raw","version":"0"}}`}}
+	_, err := mcp.ConnectTransport(t.Context(), "raw", srv.Transport(t), nil)
+	if err == nil {
+		t.Fatal("Connect succeeded with an unsupported protocol version")
+	}
+	if n := len(err.Error()); n > 1024 {
+		t.Fatalf("Connect error of %d bytes (%.120s…), want at most 1 KiB", n, err)
+	}
+}

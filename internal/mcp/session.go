@@ -273,6 +273,7 @@ func ConnectTransport(ctx context.Context, name string, t mcpsdk.Transport, opts
 	client := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "contextd", Version: Version}, copts)
 	client.AddSendingMiddleware(readHints)    // the SDK's read cache stays off: see ReadHint
 	client.AddSendingMiddleware(listCacheOff) // and its list cache holds one page at most
+	client.AddSendingMiddleware(initializeBounds)
 	listens := newListenTracker()
 	listens.onEnd = o.OnSubscriptionEnded
 	cs, err := client.Connect(ctx, repairTransport{base: t, listens: listens, log: o.Logger}, &mcpsdk.ClientSessionOptions{ProtocolVersion: o.ProtocolVersion})
@@ -324,6 +325,47 @@ func (s *Session) ServerInfo() (name, version, protocol string) {
 		name, version = clip(ir.ServerInfo.Name, MaxServerInfoBytes), clip(ir.ServerInfo.Version, MaxServerInfoBytes)
 	}
 	return name, version, clip(ir.ProtocolVersion, MaxServerInfoBytes)
+}
+
+// initializeBounds is a client sending middleware that trims what the
+// go-sdk keeps of a server's initialize (or server/discover) result for
+// the session's life, and quotes in errors: the result is bounded only by
+// max_message_bytes. The protocol version and the server's name and
+// version are cut to MaxServerInfoBytes (an unsupported version is quoted
+// whole in the handshake's error, which is logged at every reconnect and
+// shown in ListServers); the instructions, experimental capabilities and
+// extensions, which contextd does not use, are dropped.
+func initializeBounds(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
+	return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
+		res, err := next(ctx, method, req)
+		trimCaps := func(c *mcpsdk.ServerCapabilities) {
+			if c != nil {
+				c.Experimental, c.Extensions = nil, nil
+			}
+		}
+		switch r := res.(type) {
+		case *mcpsdk.InitializeResult:
+			if r == nil {
+				break
+			}
+			r.ProtocolVersion = clip(r.ProtocolVersion, MaxServerInfoBytes)
+			r.Instructions, r.Meta = "", nil
+			trimCaps(r.Capabilities)
+			if i := r.ServerInfo; i != nil {
+				r.ServerInfo = &mcpsdk.Implementation{Name: clip(i.Name, MaxServerInfoBytes), Version: clip(i.Version, MaxServerInfoBytes)}
+			}
+		case *mcpsdk.DiscoverResult:
+			if r == nil {
+				break
+			}
+			r.Instructions = ""
+			trimCaps(r.Capabilities)
+			if len(r.SupportedVersions) > 64 {
+				r.SupportedVersions = r.SupportedVersions[:64]
+			}
+		}
+		return res, err
+	}
 }
 
 // StderrTail returns the last bytes a stdio server wrote to stderr. It may
