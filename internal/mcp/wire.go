@@ -163,12 +163,19 @@ func (c *repairConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 }
 
 func (c *repairConn) Read(ctx context.Context) (jsonrpc.Message, error) {
-	msg, err := c.Connection.Read(ctx)
+	read := func() (jsonrpc.Message, error) {
+		msg, err := c.Connection.Read(ctx)
+		if resp, ok := msg.(*jsonrpc.Response); ok && err == nil {
+			clipError(resp) // before the listen tracker keeps it
+		}
+		return msg, err
+	}
+	msg, err := read()
 	if err == nil && c.listens != nil {
 		c.listens.received(msg)
 		for err == nil && ourListen(msg) {
 			// The answer to a listen contextd wrote: not the go-sdk's.
-			msg, err = c.Connection.Read(ctx)
+			msg, err = read()
 			if err == nil {
 				c.listens.received(msg)
 			}
@@ -178,7 +185,6 @@ func (c *repairConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	if err != nil || !ok || !resp.ID.IsValid() {
 		return msg, err
 	}
-	clipError(resp)
 	c.mu.Lock()
 	method, tracked := c.calls[idKey(resp.ID)]
 	delete(c.calls, idKey(resp.ID))
