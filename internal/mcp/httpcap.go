@@ -10,6 +10,8 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -225,6 +227,9 @@ func (s *sseCap) next() {
 	if s.lineStart && !blank && err == nil && ignorableLine(line) {
 		return // a field the SSE spec ignores, which the go-sdk rejects
 	}
+	if s.lineStart && err == nil && shortRetry(line) {
+		return // the go-sdk's own backoff applies
+	}
 	s.lineStart = err == nil
 	switch {
 	case s.size > 0:
@@ -366,6 +371,28 @@ func (s *sseCap) malformed() []byte {
 	id := s.id
 	s.id = nil // one answer per call
 	return append(append([]byte("event: message\ndata: "), errorAnswer(id, fmt.Sprintf("malformed response: event data is not a JSON-RPC message: %.100q", data))...), "\n\n"...)
+}
+
+// minRetry is the shortest reconnection delay an event stream's retry
+// field may set. The go-sdk reconnects a stream that ends before the call's
+// answer (with Last-Event-ID) after the delay the server last set, and
+// starts again from no delay each time the event id moves on: a server
+// sending a new id and "retry: 1" then ending the stream had it reconnect
+// 730 times a second for as long as the call waited (a fifth of a core
+// per call, 64 reads an Assemble). A shorter retry field is dropped, and
+// the go-sdk's backoff (from 1 s) applies.
+const minRetry = time.Second
+
+// shortRetry reports whether line is a retry field (WHATWG HTML,
+// "Server-sent events": ASCII digits, in milliseconds) asking for less than
+// minRetry.
+func shortRetry(line []byte) bool {
+	v, ok := bytes.CutPrefix(bytes.TrimRight(line, "\r\n"), []byte("retry:"))
+	if !ok {
+		return false
+	}
+	ms, err := strconv.ParseInt(string(bytes.TrimPrefix(v, []byte(" "))), 10, 64)
+	return err == nil && ms < minRetry.Milliseconds()
 }
 
 // ignorableLine reports whether a complete, non-blank SSE line is one the
