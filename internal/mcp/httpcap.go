@@ -261,6 +261,19 @@ func (s *sseCap) next() {
 			s.body.Close()
 			return
 		}
+		if s.id != nil {
+			// A request of the server's own, too big, on the call's
+			// stream: fail the call and read no more. Skipping to the
+			// event's end would read up to skipFactor × max bytes a call,
+			// which a compressed body makes cheap to send (a 1 MB gzip
+			// body: a GiB inflated, over a second of CPU a read).
+			s.log.Warn("dropped a server-sent request over the size cap; failing the call it came with", "max_message_bytes", s.max, "id", string(s.id))
+			s.out = append(append([]byte("event: message\ndata: "), errorAnswer(s.id, fmt.Sprintf("a request from the server on this call's stream exceeds max_message_bytes (%d)", s.max))...), "\n\n"...)
+			s.id = nil
+			s.err = io.EOF
+			s.body.Close()
+			return
+		}
 	default:
 		s.event = append(s.event, line...)
 	}
