@@ -198,6 +198,7 @@ type sseCap struct {
 
 	event     []byte // the event being read, up to max bytes
 	size      int    // bytes of an oversized event so far; 0 while within max
+	skipped   int    // bytes of the oversized events before it, on this stream
 	head      []byte // the first bytes of an oversized event
 	tail      []byte // its last bytes
 	lineStart bool
@@ -236,8 +237,9 @@ func (s *sseCap) next() {
 		s.size += len(line)
 		s.tail = append(s.tail, line...)
 		s.tail = s.tail[max(0, len(s.tail)-256):]
-		if b := skipBound(s.max); b > 0 && s.size > b {
-			// An event that does not end: stop reading it (and the stream).
+		if b := skipBound(s.max); b > 0 && s.skipped+s.size > b {
+			// An event that does not end, or oversized events that do not
+			// stop: stop reading (the stream with them).
 			s.out = s.oversized(false)
 			s.err = errEndless
 			s.body.Close()
@@ -284,6 +286,7 @@ func (s *sseCap) next() {
 		switch {
 		case s.size > 0:
 			s.out = s.oversized(true)
+			s.skipped += s.size
 		case !s.validData():
 			s.out = s.malformed()
 		default:
