@@ -450,15 +450,36 @@ func statusError(resp *http.Response, body []byte, endpoint, model string) (time
 		msg = ": " + msg
 	}
 	code := resp.StatusCode
+	status := statusLine(resp.Status)
 	switch {
 	case code == http.StatusTooManyRequests || code == http.StatusRequestTimeout || code == http.StatusConflict || code >= 500:
-		return retryAfter(resp.Header), fmt.Errorf("embedder: POST %s: %s%s", endpoint, resp.Status, msg)
+		return retryAfter(resp.Header), fmt.Errorf("embedder: POST %s: %s%s", endpoint, status, msg)
 	case code == http.StatusUnauthorized || code == http.StatusForbidden:
-		return -1, fmt.Errorf("%w: POST %s: %s: check api_key%s", ErrUnauthorized, endpoint, resp.Status, msg)
+		return -1, fmt.Errorf("%w: POST %s: %s: check api_key%s", ErrUnauthorized, endpoint, status, msg)
 	case code == http.StatusNotFound:
-		return -1, fmt.Errorf("%w: POST %s: %s: check url and that model %q is served there%s", ErrNotFound, endpoint, resp.Status, model, msg)
+		return -1, fmt.Errorf("%w: POST %s: %s: check url and that model %q is served there%s", ErrNotFound, endpoint, status, model, msg)
 	}
-	return -1, fmt.Errorf("%w: POST %s: %s%s", ErrRejected, endpoint, resp.Status, msg)
+	return -1, fmt.Errorf("%w: POST %s: %s%s", ErrRejected, endpoint, status, msg)
+}
+
+// maxStatusBytes bounds what an error quotes of a status line: its reason
+// phrase is the server's to choose (Go reads up to 10 MB of it with the
+// headers), and the error is logged at every retry and returned to callers.
+const maxStatusBytes = 100
+
+// statusLine returns the status ("429 Too Many Requests") cut to
+// maxStatusBytes, control characters replaced by spaces.
+func statusLine(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if r < ' ' || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, s)
+	if len(s) > maxStatusBytes {
+		s = cutUTF8(s, maxStatusBytes) + "…"
+	}
+	return s
 }
 
 // serverMessage extracts the error message of an error answer (OpenAI's
