@@ -31,7 +31,8 @@ func TestHeaderValuesInLogsAndErrorsAreBounded(t *testing.T) {
 		"500 with a long error": {srv: &mcptest.RawServer{Status: map[string]int{"resources/read": 500}, Body: map[string]func(string) []byte{"resources/read": func(id string) []byte {
 			return []byte(`{"jsonrpc":"2.0","id":` + id + `,"error":{"code":-32000,"message":"` + huge + `"}}`)
 		}}}},
-		"status reason": {srv: &mcptest.RawServer{Results: map[string]string{"resources/read": read}}, status: "400 " + huge},
+		"malformed status line": {srv: &mcptest.RawServer{Results: map[string]string{"resources/read": read}}, status: "\x00" + huge},
+		"status reason":         {srv: &mcptest.RawServer{Results: map[string]string{"resources/read": read}}, status: "400 " + huge},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -50,7 +51,11 @@ func TestHeaderValuesInLogsAndErrorsAreBounded(t *testing.T) {
 						return
 					}
 					defer conn.Close()
-					fmt.Fprintf(rw, "HTTP/1.1 %s\r\nContent-Type: text/plain\r\nContent-Length: 4\r\nConnection: close\r\n\r\nnope", c.status)
+					line := "HTTP/1.1 " + c.status
+					if c.status[0] == 0 {
+						line = c.status[1:] // not a status line at all
+					}
+					fmt.Fprintf(rw, "%s\r\nContent-Type: text/plain\r\nContent-Length: 4\r\nConnection: close\r\n\r\nnope", line)
 					rw.Flush()
 				})
 			}

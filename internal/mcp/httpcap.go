@@ -39,7 +39,7 @@ func (c capTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	id, method := postedCall(req)
 	resp, err := c.base.RoundTrip(req)
 	if err != nil {
-		return resp, err
+		return resp, boundedError{err}
 	}
 	if sent, got := req.Header.Get(sessionIDHeader), resp.Header.Get(sessionIDHeader); sent != "" && got != "" && got != sent {
 		// A session id is fixed by initialize; the go-sdk ends the session
@@ -425,6 +425,32 @@ func ignorableLine(line []byte) bool {
 		return false
 	}
 	return true
+}
+
+// boundedError is a transport error whose message is cut to
+// maxTransportError bytes: net/http quotes a malformed status line or
+// header whole ("malformed HTTP response …", up to its 10 MB of headers),
+// and the error reaches the call's error, ListServers and the log. It
+// unwraps to the error it cuts.
+type boundedError struct{ err error }
+
+// maxTransportError bounds a transport error's message, in bytes.
+const maxTransportError = 512
+
+func (e boundedError) Error() string {
+	if m := e.err.Error(); len(m) > maxTransportError {
+		return clip(m, maxTransportError) + "…"
+	}
+	return e.err.Error()
+}
+
+func (e boundedError) Unwrap() error { return e.err }
+
+// Timeout reports whether the error it cuts is a timeout (net.Error), as
+// net/http's callers ask.
+func (e boundedError) Timeout() bool {
+	var t interface{ Timeout() bool }
+	return errors.As(e.err, &t) && t.Timeout()
 }
 
 // maxHeaderQuote bounds, in bytes, what the log and errors quote of a

@@ -423,7 +423,7 @@ func (e *Embedder) attempt(ctx context.Context, body []byte, out [][]float32) (w
 	if err != nil {
 		// Network errors and this attempt's timeout may pass; the
 		// caller's cancellation ends the loop in send.
-		return 0, fmt.Errorf("embedder: POST %s: %v", e.endpoint, unwrapURLError(err))
+		return 0, fmt.Errorf("embedder: POST %s: %s", e.endpoint, cutLine(unwrapURLError(err).Error(), maxTransportError))
 	}
 	defer resp.Body.Close()
 	limit := e.responseLimit(len(out))
@@ -467,17 +467,24 @@ func statusError(resp *http.Response, body []byte, endpoint, model string) (time
 // headers), and the error is logged at every retry and returned to callers.
 const maxStatusBytes = 100
 
+// maxTransportError bounds what an error quotes of a transport error:
+// net/http quotes a malformed status line or header whole.
+const maxTransportError = 512
+
 // statusLine returns the status ("429 Too Many Requests") cut to
 // maxStatusBytes, control characters replaced by spaces.
-func statusLine(s string) string {
+func statusLine(s string) string { return cutLine(s, maxStatusBytes) }
+
+// cutLine returns s cut to n bytes, control characters replaced by spaces.
+func cutLine(s string, n int) string {
 	s = strings.Map(func(r rune) rune {
 		if r < ' ' || r == 0x7f {
 			return ' '
 		}
 		return r
 	}, s)
-	if len(s) > maxStatusBytes {
-		s = cutUTF8(s, maxStatusBytes) + "…"
+	if len(s) > n {
+		s = cutUTF8(s, n) + "…"
 	}
 	return s
 }

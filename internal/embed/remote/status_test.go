@@ -13,13 +13,19 @@ import (
 // retry and returned to Search and Assemble.
 func TestTheStatusLineIsQuotedBounded(t *testing.T) {
 	huge := strings.Repeat("q", 1<<20)
+	for _, line := range []string{"HTTP/1.1 400 " + huge, huge} { // a reason phrase; not a status line
+		statusLineIsQuotedBounded(t, line)
+	}
+}
+
+func statusLineIsQuotedBounded(t *testing.T, line string) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		conn, rw, err := w.(http.Hijacker).Hijack()
 		if err != nil {
 			return
 		}
 		defer conn.Close()
-		fmt.Fprintf(rw, "HTTP/1.1 400 %s\r\nContent-Type: text/plain\r\nContent-Length: 4\r\nConnection: close\r\n\r\nnope", huge)
+		fmt.Fprintf(rw, "%s\r\nContent-Type: text/plain\r\nContent-Length: 4\r\nConnection: close\r\n\r\nnope", line)
 		rw.Flush()
 	}))
 	t.Cleanup(srv.Close)
