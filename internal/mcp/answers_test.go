@@ -104,14 +104,14 @@ func TestAnswersAServerHoldsAreBounded(t *testing.T) {
 		t.Fatalf("%d answers held by the server at once, want at most %d", got, mcp.MaxAnswersInFlight)
 	}
 	t.Logf("answers seen %d, held %d", h.seen.Load(), h.held.Load())
-	// Closing waits for the answers being written, for their deadline at most.
+	// Closing abandons the answers being written (the go-sdk waits for them).
 	start := time.Now()
 	closed := make(chan error, 1)
 	go func() { closed <- sess.Close() }()
 	select {
 	case <-closed:
 		t.Logf("closed in %v", time.Since(start).Round(time.Millisecond))
-	case <-time.After(mcp.AnswerWriteTimeout + 5*time.Second):
+	case <-time.After(3 * time.Second):
 		t.Fatalf("Close still waiting after %v for answers the server holds", time.Since(start).Round(time.Second))
 	}
 }

@@ -402,6 +402,9 @@ func (s *Session) Close() error {
 		if s.stopRestore != nil {
 			s.stopRestore()
 		}
+		if s.listens != nil && s.listens.conn != nil {
+			s.listens.conn.stopAnswers() // the go-sdk's close waits for them
+		}
 		s.closeErr = s.cs.Close()
 		s.restoring.Wait() // after the close, which unblocks its writes
 	})

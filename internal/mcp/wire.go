@@ -49,6 +49,7 @@ func (t repairTransport) Connect(ctx context.Context) (mcpsdk.Connection, error)
 		return nil, err
 	}
 	rc := &repairConn{Connection: c, calls: map[string]string{}, listens: t.listens, log: t.log, answers: make(chan struct{}, MaxAnswersInFlight)}
+	rc.closing, rc.stopAnswers = context.WithCancel(context.Background())
 	if t.listens != nil {
 		t.listens.conn = rc
 	}
@@ -63,6 +64,12 @@ type repairConn struct {
 	log     *slog.Logger  // may be nil
 	answers chan struct{} // a slot per answer being written
 	dropped warnLimit     // answers dropped because every slot was taken
+
+	// closing ends when the session begins to close: answers being
+	// written are abandoned (the go-sdk waits for them before it closes),
+	// and later ones are dropped.
+	closing     context.Context
+	stopAnswers context.CancelFunc
 
 	mu    sync.Mutex
 	calls map[string]string // request ID → method, for calls awaiting an answer
@@ -106,11 +113,16 @@ func (c *repairConn) answerSlot() bool {
 		return true
 	case <-t.C:
 		return false
+	case <-c.closing.Done():
+		return false
 	}
 }
 
 func (c *repairConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if resp, ok := msg.(*jsonrpc.Response); ok && c.answers != nil {
+		if c.closing.Err() != nil {
+			return nil
+		}
 		if !c.answerSlot() {
 			if ok, n := c.dropped.allow(); ok && c.log != nil {
 				c.log.Warn("the server does not take contextd's answers to its requests: an answer dropped", "id", clip(fmt.Sprint(resp.ID.Raw()), 64), "also_dropped", n)
@@ -122,6 +134,7 @@ func (c *repairConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		// transport could not send: the session stays up.
 		wctx, cancel := context.WithTimeout(ctx, AnswerWriteTimeout)
 		defer cancel()
+		defer context.AfterFunc(c.closing, cancel)()
 		return c.Connection.Write(wctx, msg)
 	}
 	var tracked string
