@@ -345,3 +345,49 @@ func TestOtherBytesDoNotDrainAHeldAnswer(t *testing.T) {
 		t.Fatalf("%d KiB of a %d KiB answer held behind a shut window counted after %v of refused calls", got>>10, answer>>10, time.Since(start).Round(time.Millisecond))
 	}
 }
+
+// HTTP answers written to clients that do not read them are bounded in
+// all: a write that would take the bytes in flight on the listener's
+// connections past the bound fails at once, closing its connection, so
+// its handler drops the answer instead of holding it for the write stall.
+func TestHTTPWritesInFlightAreBounded(t *testing.T) {
+	raw, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const answer = 16 << 20
+	conns := config.Conns{HandshakeTimeout: 10 * time.Second, IdleTimeout: time.Minute}
+	lis := withWriteStall(limitConns(raw, 16, silentGrace(conns), "mcp_listen", slog.New(slog.DiscardHandler)), 30*time.Second)
+	lis = withWriteBound(lis, answer*3/2)
+	wrote := make(chan error, 2)
+	srv := newHTTPServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, err := w.Write(make([]byte, answer)) // one write, as the go-sdk writes an event
+		wrote <- err
+	}), conns, slog.New(slog.DiscardHandler))
+	go srv.Serve(lis)
+	t.Cleanup(func() { srv.Close() })
+	ask := func() net.Conn {
+		c, err := net.Dial("tcp", raw.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = c.(*net.TCPConn).SetReadBuffer(4 << 10)
+		if _, err := c.Write([]byte("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	first := ask()
+	defer first.Close()
+	time.Sleep(200 * time.Millisecond) // its answer is being written, and waits
+	second := ask()
+	defer second.Close()
+	select {
+	case err := <-wrote:
+		if err == nil {
+			t.Fatal("an answer was written whole to a client that reads nothing")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("a second %d MiB answer waits beside the first for clients that read nothing, past a bound of %d MiB", answer>>20, answer*3/2>>20)
+	}
+}

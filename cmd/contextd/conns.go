@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"log/slog"
 	"net"
 	"net/http"
@@ -125,6 +126,33 @@ type limitListener struct {
 	// of megabytes, left in the socket) would otherwise keep it, and the
 	// goroutine writing it, for as long as it keeps the connection.
 	writeStall time.Duration
+
+	// writes, when set, bounds the bytes of writes in flight on all the
+	// listener's connections (see withWriteBound).
+	writes *writeBound
+}
+
+// writeBound counts the bytes of the writes in flight on a listener's
+// connections.
+type writeBound struct {
+	max      int64
+	inFlight atomic.Int64
+}
+
+// errWritesBusy fails a write that would take the bytes in flight past
+// its listener's bound.
+var errWritesBusy = errors.New("contextd: connection closed: too many bytes of answers wait for clients that do not read them")
+
+// withWriteBound returns l (from limitConns) failing, and closing the
+// connection of, a write that would take the bytes being written on its
+// connections at once past max. An HTTP answer (an MCP tool result of up
+// to max_response_bytes, JSON-encoded) is held by its handler until its
+// write returns, which for a client that reads nothing is the write
+// stall later; the admission turn of its request is over by then, so
+// without this bound a caller could hold one such answer per connection.
+func withWriteBound(l net.Listener, max int64) net.Listener {
+	l.(*limitListener).writes = &writeBound{max: max}
+	return l
 }
 
 // withWriteStall returns l (from limitConns) failing writes that make no
@@ -246,6 +274,15 @@ type limitConn struct {
 }
 
 func (c *limitConn) Write(p []byte) (int, error) {
+	if b := c.l.writes; b != nil {
+		n := int64(len(p))
+		if b.inFlight.Add(n) > b.max {
+			b.inFlight.Add(-n)
+			c.Close()
+			return 0, errWritesBusy
+		}
+		defer b.inFlight.Add(-n)
+	}
 	if c.l.writeStall > 0 {
 		_ = c.Conn.SetWriteDeadline(time.Now().Add(c.l.writeStall))
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/binary"
+	"errors"
 	"net"
 	"strconv"
 	"sync"
@@ -12,6 +13,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/contextd/contextd/internal/service"
 )
 
 // Stuck answers, per stream. The byte count of unsentAnswers cannot tell
@@ -62,6 +65,7 @@ type h2Stream struct {
 	since     time.Time // when the answer was first seen stuck; zero while not
 	mark      int64     // sent at since
 	requested bool      // the client ended its request: a handler may answer it
+	partial   int64     // DATA bytes the client sent before ending its request
 	// answer is the size of the answer counted as unsent for this call
 	// (its answerBytesHeader); 0 when none was.
 	answer int64
@@ -105,6 +109,11 @@ type h2Conn struct {
 	// idleSince is when it last fell to 0.
 	requested int
 	idleSince time.Time
+	// partial is the DATA the client sent on calls whose request has not
+	// ended: gRPC holds it (a handler reads the message as it arrives,
+	// and waits for the rest). Past maxPartialRequests the connection is
+	// closed.
+	partial int64
 	// dec reads the server's header blocks, for the answer sizes in
 	// them; hdrID is the stream of the block being read. dec is nil
 	// once a block could not be read (the answers' sizes are unknown
@@ -168,10 +177,23 @@ func (c *h2Conn) headerField(f hpack.HeaderField) {
 	}
 }
 
+// maxPartialRequests bounds the bytes of unfinished requests one
+// connection may send: a request message may take service.MaxRecvMsgSize,
+// and gRPC keeps what has arrived of it, without a deadline, until it
+// ends. A client sending all but the last byte of a 1 MiB message on each
+// of 100 calls held 100 MiB per connection for good (at the 1,024
+// connection cap, 100 GiB). Honest requests are small and end at once.
+const maxPartialRequests = service.MaxRecvMsgSize + 64<<10
+
+// errPartialRequests ends a connection that sent more than
+// maxPartialRequests of unfinished requests.
+var errPartialRequests = errors.New("contextd: connection closed: more than 1 MiB of requests sent and not ended")
+
 // drop forgets stream id (its answer ended, or it was reset); c.mu is held.
 func (c *h2Conn) drop(id uint32) {
 	if s, ok := c.streams[id]; ok {
 		delete(c.streams, id)
+		c.partial -= s.partial
 		if s.requested {
 			c.requested--
 			if c.requested == 0 {
@@ -187,6 +209,8 @@ func (c *h2Conn) markRequested(id uint32) {
 	if s := c.streams[id]; s != nil && !s.requested {
 		s.requested = true
 		c.requested++
+		c.partial -= s.partial
+		s.partial = 0
 	}
 }
 
@@ -199,7 +223,12 @@ func (c *h2Conn) Read(p []byte) (int, error) {
 	if n > 0 {
 		c.mu.Lock()
 		c.in.feed(p[:n], c.fromClient)
+		over := c.partial > maxPartialRequests
 		c.mu.Unlock()
+		if over {
+			c.Close()
+			return 0, errPartialRequests
+		}
 	}
 	return n, err
 }
@@ -220,7 +249,7 @@ func (c *h2Conn) Close() error {
 }
 
 // fromClient follows a frame read from the client; c.mu is held.
-func (c *h2Conn) fromClient(typ http2.FrameType, flags http2.Flags, id uint32, _ int, payload []byte) {
+func (c *h2Conn) fromClient(typ http2.FrameType, flags http2.Flags, id uint32, length int, payload []byte) {
 	switch typ {
 	case http2.FrameHeaders:
 		if _, ok := c.streams[id]; !ok && id != 0 && id <= c.lastID {
@@ -230,6 +259,10 @@ func (c *h2Conn) fromClient(typ http2.FrameType, flags http2.Flags, id uint32, _
 			c.markRequested(id)
 		}
 	case http2.FrameData:
+		if s := c.streams[id]; s != nil && !s.requested {
+			s.partial += int64(length)
+			c.partial += int64(length)
+		}
 		if flags.Has(http2.FlagDataEndStream) {
 			c.markRequested(id)
 		}

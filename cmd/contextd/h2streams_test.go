@@ -483,3 +483,55 @@ func TestALongCallIsNotCutForBriefWaits(t *testing.T) {
 		t.Fatalf("the Watch's connection is closed: its wait was taken to begin %d stalls ago, at another answer's moment", maxAnswerWait+1)
 	}
 }
+
+// A client that sends all but the last byte of a big request message on
+// call after call has the connection closed once the unfinished requests
+// pass maxPartialRequests: gRPC keeps what arrived of each message, with
+// no deadline, until it ends. A client library sending requests of many
+// frames, many at once, keeps its connection.
+func TestUnfinishedRequestsAreBoundedPerConnection(t *testing.T) {
+	forBoth(t, func(t *testing.T, useTLS bool) {
+		srv := startAnswerServer(t, useTLS, 1<<10, time.Minute)
+		c := srv.dial(t)
+		sent := 0
+		for i := 0; i < 8 && !c.Closed(); i++ {
+			c.Partial("/test.Big/Get", h2TestMD, 512<<10)
+			sent += 512 << 10
+		}
+		if !c.Wait(5*time.Second, c.Closed) {
+			t.Fatalf("the connection is still open with %d KiB of unfinished requests sent", sent>>10)
+		}
+		t.Logf("closed after %d KiB of unfinished requests", sent>>10)
+
+		// A client library sending big requests that end keeps its
+		// connection: 64 calls of a 60 KiB message (4 frames), 16 at a
+		// time, and one of 1 MiB.
+		var dopts []grpc.DialOption
+		if srv.clientTLS != nil {
+			dopts = append(dopts, grpc.WithTransportCredentials(credentials.NewTLS(srv.clientTLS)))
+		} else {
+			dopts = append(dopts, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		}
+		cc, err := grpc.NewClient(srv.addr, dopts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cc.Close()
+		ctx := metadata.AppendToOutgoingContext(t.Context(), "authorization", "Bearer "+h2TestToken)
+		big := wrapperspb.Bytes(make([]byte, 60<<10))
+		errs := make(chan error, 16)
+		for range 4 {
+			for range 16 {
+				go func() { errs <- cc.Invoke(ctx, "/test.Big/Get", big, new(wrapperspb.BytesValue)) }()
+			}
+			for range 16 {
+				if err := <-errs; err != nil {
+					t.Fatalf("a call with a 60 KiB request: %v", err)
+				}
+			}
+		}
+		if err := cc.Invoke(ctx, "/test.Big/Get", wrapperspb.Bytes(make([]byte, service.MaxRecvMsgSize-16)), new(wrapperspb.BytesValue)); err != nil {
+			t.Fatalf("a call with a 1 MiB request: %v", err)
+		}
+	})
+}

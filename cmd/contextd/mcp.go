@@ -148,7 +148,11 @@ func newMCPHTTP(cfg *config.Config, fac *mcpserver.Server, maxConns int, log *sl
 	// The endpoint asks for the daemon's token as the gRPC one does: on a
 	// shared machine every local user can reach a loopback port.
 	mux.Handle(cfg.MCPPath, service.RequireBearer(cfg.Auth.Token, fac.HTTPHandler()))
-	return &mcpHTTP{lis: withWriteStall(limitConns(lis, maxConns, silentGrace(cfg.Conns), "mcp_listen", log), cfg.Conns.IdleTimeout), srv: newHTTPServer(mux, cfg.Conns, log)}, nil
+	lis = withWriteStall(limitConns(lis, maxConns, silentGrace(cfg.Conns), "mcp_listen", log), cfg.Conns.IdleTimeout)
+	// Answers waiting for clients that do not read them are bounded as
+	// gRPC's are (32 × max_response_bytes).
+	lis = withWriteBound(lis, unsentAnswersMax(cfg.Limits))
+	return &mcpHTTP{lis: lis, srv: newHTTPServer(mux, cfg.Conns, log)}, nil
 }
 
 // relayMirror returns the engine's Mirror option that installs relay.

@@ -42,6 +42,9 @@ type reloader struct {
 	// refused is told why a file was refused ("" once one is applied);
 	// ListServers shows it.
 	refused func(msg string)
+	// loaded is the hash (fileHash) of the file as it was when cur was
+	// loaded: an edit made while the daemon starts is a change too.
+	loaded string
 }
 
 // reload reads the file and applies it. A file that does not load or
@@ -171,7 +174,7 @@ func (w *watcher) Close() {
 // as it was (a touch, an editor's backup file beside it) reload nothing;
 // SIGHUP always reloads.
 func (r *reloader) watch(ctx context.Context, w *watcher) {
-	last := fileHash(r.path)
+	last := r.loaded
 	var events <-chan fsnotify.Event
 	var errs <-chan error
 	var poll <-chan time.Time

@@ -43,6 +43,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	loaded := fileHash(cfg.Path) // taken once the file is read: later edits are changes
 	// Flags win over the file, at start and at every reload.
 	overrides := func(c *config.Config) {
 		if *listen != "" {
@@ -172,7 +173,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	if cfg.Path != "" {
 		r := &reloader{path: cfg.Path, cur: cfg, flags: overrides, eng: eng, m: met, log: log.With("component", "reload"),
-			red: redact.New(append(secrets, cfg.Auth.Token)...), refused: svc.SetConfigError}
+			red: redact.New(append(secrets, cfg.Auth.Token)...), refused: svc.SetConfigError, loaded: loaded}
 		g.Go(func() error { r.watch(gctx, watch); return nil })
 	} else {
 		g.Go(func() error { ignoreHangup(gctx, watch, log); return nil })

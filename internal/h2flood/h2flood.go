@@ -35,6 +35,15 @@ type Conn struct {
 	received map[uint32]int    // DATA bytes read, by stream
 	status   map[uint32]string // grpc-status, by stream
 
+	// The server's flow-control windows for what the client sends: the
+	// connection's, and each stream's (sendInit until the stream's own
+	// changes); wmu guards them, and sendMore is signalled as they open.
+	wmu      sync.Mutex
+	sendMore *sync.Cond
+	connSend int64
+	sendInit int64
+	sendWin  map[uint32]int64
+
 	closed     atomic.Bool
 	advertised atomic.Uint32 // SETTINGS_MAX_CONCURRENT_STREAMS, 0 until read
 	ended      atomic.Int32  // calls ended by trailers or RST_STREAM
@@ -69,7 +78,9 @@ func DialConfig(addr string, cfg Config) (*Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &Conn{c: c, fr: http2.NewFramer(c, c), next: 1, received: map[uint32]int{}, status: map[uint32]string{}}
+	h := &Conn{c: c, fr: http2.NewFramer(c, c), next: 1, received: map[uint32]int{}, status: map[uint32]string{},
+		connSend: 65535, sendInit: 65535, sendWin: map[uint32]int64{}}
+	h.sendMore = sync.NewCond(&h.wmu)
 	h.enc = hpack.NewEncoder(&h.hb)
 	h.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
 	// The preface goes first: the reader acknowledges the server's
@@ -196,6 +207,9 @@ func (h *Conn) read() {
 		f, err := h.fr.ReadFrame()
 		if err != nil {
 			h.closed.Store(true)
+			h.wmu.Lock()
+			h.sendMore.Broadcast()
+			h.wmu.Unlock()
 			return
 		}
 		switch f := f.(type) {
@@ -203,6 +217,15 @@ func (h *Conn) read() {
 			if !f.IsAck() {
 				if v, ok := f.Value(http2.SettingMaxConcurrentStreams); ok {
 					h.advertised.Store(v)
+				}
+				if v, ok := f.Value(http2.SettingInitialWindowSize); ok {
+					h.wmu.Lock()
+					for id := range h.sendWin {
+						h.sendWin[id] += int64(v) - h.sendInit
+					}
+					h.sendInit = int64(v)
+					h.sendMore.Broadcast()
+					h.wmu.Unlock()
 				}
 				h.write(h.fr.WriteSettingsAck)
 			}
@@ -222,6 +245,15 @@ func (h *Conn) read() {
 			h.smu.Lock()
 			h.received[f.StreamID] += int(f.Length)
 			h.smu.Unlock()
+		case *http2.WindowUpdateFrame:
+			h.wmu.Lock()
+			if f.StreamID == 0 {
+				h.connSend += int64(f.Increment)
+			} else if _, ok := h.sendWin[f.StreamID]; ok {
+				h.sendWin[f.StreamID] += int64(f.Increment)
+			}
+			h.sendMore.Broadcast()
+			h.wmu.Unlock()
 		case *http2.RSTStreamFrame:
 			h.ended.Add(1)
 			if f.ErrCode == http2.ErrCodeRefusedStream {
@@ -234,4 +266,39 @@ func (h *Conn) read() {
 // Reset cancels stream id (RST_STREAM CANCEL).
 func (h *Conn) Reset(id uint32) {
 	h.write(func() error { return h.fr.WriteRSTStream(id, http2.ErrCodeCancel) })
+}
+
+// Partial opens a call of path with the metadata md whose request message
+// declares size bytes and sends all of them but the last (within the
+// server's flow-control windows, waiting for them to open), so that the
+// server holds the message while it waits for the rest. It returns the
+// stream ID once the bytes are sent, or the connection ended.
+func (h *Conn) Partial(path string, md [][2]string, size int) uint32 {
+	var id uint32
+	h.write(func() error {
+		var err error
+		id, err = h.headers(path, md, false)
+		return err
+	})
+	h.wmu.Lock()
+	h.sendWin[id] = h.sendInit
+	h.wmu.Unlock()
+	msg := make([]byte, 5+size-1)
+	binary.BigEndian.PutUint32(msg[1:5], uint32(size))
+	for len(msg) > 0 {
+		h.wmu.Lock()
+		for !h.closed.Load() && (h.connSend <= 0 || h.sendWin[id] <= 0) {
+			h.sendMore.Wait()
+		}
+		n := int(min(16<<10, h.connSend, h.sendWin[id], int64(len(msg))))
+		h.connSend -= int64(n)
+		h.sendWin[id] -= int64(n)
+		h.wmu.Unlock()
+		if h.closed.Load() {
+			break
+		}
+		h.write(func() error { return h.fr.WriteData(id, false, msg[:n]) })
+		msg = msg[n:]
+	}
+	return id
 }

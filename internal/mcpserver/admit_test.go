@@ -14,7 +14,7 @@ import (
 	"github.com/contextd/contextd/internal/service"
 )
 
-// Tool calls, reads and subscriptions take their turns from the admission serve shares
+// Tool calls, the context prompt, completions, reads and subscriptions take their turns from the admission serve shares
 // with gRPC: with every turn taken and no room to queue, they are refused
 // at once; lists are not counted.
 func TestToolCallsAndReadsWaitForTheSharedAdmission(t *testing.T) {
@@ -45,6 +45,15 @@ func TestToolCallsAndReadsWaitForTheSharedAdmission(t *testing.T) {
 		},
 		"resources/read": func() error {
 			_, err := cs.ReadResource(t.Context(), &mcpsdk.ReadResourceParams{URI: "contextd:resource/a/doc://arch"})
+			return err
+		},
+		"prompts/get context": func() error { // assembles, as assemble_context does
+			_, err := cs.GetPrompt(t.Context(), &mcpsdk.GetPromptParams{Name: "context", Arguments: map[string]string{"task": "billing architecture"}})
+			return err
+		},
+		"completion/complete uri": func() error { // scans every mirrored URI
+			_, err := cs.Complete(t.Context(), &mcpsdk.CompleteParams{Ref: &mcpsdk.CompleteReference{Type: "ref/resource", URI: "contextd:resource/{server}/{+uri}"},
+				Argument: mcpsdk.CompleteParamsArgument{Name: "uri", Value: "doc"}})
 			return err
 		},
 		"resources/subscribe": func() error { // reads the resource upstream

@@ -207,14 +207,14 @@ func (s *Server) subscribe(ctx context.Context, req *mcpsdk.SubscribeRequest) er
 	}
 	// Counted before the read, so an update that arrives while it is in
 	// flight is relayed.
-	s.mu.Lock()
-	s.subs[k]++
-	s.mu.Unlock()
+	if err := s.hold(req.Session, uri, k); err != nil {
+		return err
+	}
 	release := func() {}
 	if s.opts.Admit != nil {
 		r, err := s.opts.Admit(ctx)
 		if err != nil {
-			s.drop(k)
+			s.let(req.Session, uri)
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
@@ -225,10 +225,79 @@ func (s *Server) subscribe(ctx context.Context, req *mcpsdk.SubscribeRequest) er
 	_, _, err = s.eng.Read(ctx, k)
 	release()
 	if err != nil {
-		s.drop(k)
+		s.let(req.Session, uri)
 		return rpcError(ctx, err, uri)
 	}
 	return nil
+}
+
+// MaxSubscriptionBytes bounds the URIs one session's subscriptions hold
+// together (bytes). A subscription keeps its URI here, in the go-sdk and in
+// the mirror; listed and template URIs are short, but a server with
+// allow_unlisted_pins may serve any URI a request can carry (up to 1 MiB),
+// and MaxSessions × Options.MaxSubscriptions of those would hold
+// gigabytes.
+const MaxSubscriptionBytes = 256 << 10
+
+// hold records sess's subscription to uri (resource k), at most
+// Options.MaxSubscriptions and MaxSubscriptionBytes per session; the first one of a session starts
+// the wait that takes them all back when the session ends.
+func (s *Server) hold(sess *mcpsdk.ServerSession, uri string, k resource.Key) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	held, known := s.sessSubs[sess]
+	if _, ok := held[uri]; ok {
+		return nil // counted once per session and URI, as the go-sdk keeps it
+	}
+	if len(held) >= s.opts.MaxSubscriptions {
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("this session holds %d subscriptions, the most it may: unsubscribe from some first", len(held))}
+	}
+	n := len(uri)
+	for u := range held {
+		n += len(u)
+	}
+	if n > MaxSubscriptionBytes {
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("this session's subscriptions would hold %d KiB of URIs, over the %d KiB it may: unsubscribe from some first", n>>10, MaxSubscriptionBytes>>10)}
+	}
+	if !known {
+		held = map[string]resource.Key{}
+		s.sessSubs[sess] = held
+		if sess != nil {
+			go func() {
+				_ = sess.Wait()
+				s.ended(sess)
+			}()
+		}
+	}
+	held[uri] = k
+	s.subs[k]++
+	return nil
+}
+
+// let drops sess's subscription to uri, if it holds one.
+func (s *Server) let(sess *mcpsdk.ServerSession, uri string) {
+	s.mu.Lock()
+	k, ok := s.sessSubs[sess][uri]
+	if ok {
+		delete(s.sessSubs[sess], uri)
+	}
+	s.mu.Unlock()
+	if ok {
+		s.drop(k)
+	}
+}
+
+// ended takes back the subscriptions of a session that ended, here and in
+// the go-sdk (which otherwise keeps every URI ever subscribed).
+func (s *Server) ended(sess *mcpsdk.ServerSession) {
+	s.mu.Lock()
+	held := s.sessSubs[sess]
+	delete(s.sessSubs, sess)
+	s.mu.Unlock()
+	for uri, k := range held {
+		s.drop(k)
+		_, _ = s.dispatch(context.Background(), "resources/unsubscribe", &mcpsdk.UnsubscribeRequest{Session: sess, Params: &mcpsdk.UnsubscribeParams{URI: uri}})
+	}
 }
 
 // drop forgets one downstream subscription to k.
@@ -243,11 +312,10 @@ func (s *Server) drop(k resource.Key) {
 }
 
 func (s *Server) unsubscribe(ctx context.Context, req *mcpsdk.UnsubscribeRequest) error {
-	k, err := ParseResourceURI(req.Params.URI)
-	if err != nil {
+	if _, err := ParseResourceURI(req.Params.URI); err != nil {
 		return rpcError(ctx, err, req.Params.URI)
 	}
-	s.drop(k)
+	s.let(req.Session, req.Params.URI)
 	return nil
 }
 

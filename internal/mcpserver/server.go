@@ -41,6 +41,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -53,6 +54,12 @@ import (
 	ctxsync "github.com/contextd/contextd/internal/sync"
 )
 
+// MaxRequestBytes bounds the body of one Streamable HTTP request: a larger
+// one is refused with 413. The go-sdk reads a body whole before it parses
+// it (4 MiB by default), so every connection could make the daemon hold
+// that much at once; a host's requests (a task, pins, filters) are small.
+const MaxRequestBytes = 1 << 20
+
 // Defaults for Options fields left zero.
 const (
 	DefaultBudget        = 2000
@@ -61,6 +68,10 @@ const (
 	DefaultReadyWait     = 30 * time.Second
 	// DefaultSessionTimeout is Options.SessionTimeout when zero.
 	DefaultSessionTimeout = time.Hour
+	// DefaultMaxSessions is Options.MaxSessions when zero.
+	DefaultMaxSessions = 256
+	// DefaultMaxSubscriptions is Options.MaxSubscriptions when zero.
+	DefaultMaxSubscriptions = 256
 )
 
 // Options configures New.
@@ -88,12 +99,25 @@ type Options struct {
 	// protocol says, initializes a new one. Zero means
 	// DefaultSessionTimeout; negative never closes idle sessions.
 	SessionTimeout time.Duration
+	// MaxSessions bounds the Streamable HTTP sessions held at once: a
+	// request that starts a new session first closes the oldest ones
+	// past it (a session's requests in flight finish first; its host
+	// gets 404 at its next request and initializes again). Each session
+	// holds about 16 KiB and a goroutine until it ends, so a client
+	// initializing in a loop would otherwise hold memory without bound
+	// for SessionTimeout. Zero means DefaultMaxSessions.
+	MaxSessions int
+	// MaxSubscriptions bounds the resources one session may subscribe to
+	// (resources/subscribe); past it, a subscription is refused with an
+	// invalid-params error. Zero means DefaultMaxSubscriptions.
+	MaxSubscriptions int
 	// Relay, when set, is the Relay whose WrapMirror was given to the
 	// engine (engine.Options.Mirror): upstream resource updates reach this
 	// server through it. Nil means updates are not relayed.
 	Relay *Relay
-	// Admit, when set, is called before every tools/call and
-	// resources/read (the requests that rank, read upstream and pack), and
+	// Admit, when set, is called before every tools/call, prompts/get,
+	// resources/read (the requests that rank, read upstream and pack) and
+	// completion/complete (which scans every mirrored URI), and
 	// around the upstream read of each subscription (resources/subscribe,
 	// or each URI of subscriptions/listen, whose stream outlives it), and
 	// must return before the request runs; release is called when it is
@@ -143,14 +167,23 @@ type Server struct {
 	opts Options
 
 	// mu guards the fields that follow.
-	mu      sync.Mutex
-	listed  map[resource.Key]*mcpsdk.Resource // what the resource list holds
-	seen    map[string]mirrorVersion          // per server, when listed was last brought up to date
-	subs    map[resource.Key]int              // downstream subscriptions per resource
-	rereads map[resource.Key]bool             // re-reads in flight after an update
-	recent  map[*mcpsdk.ServerSession][]string
-	order   []*mcpsdk.ServerSession // sessions in recent, oldest first
-	stopped bool                    // Run has returned: no more relays start
+	mu     sync.Mutex
+	listed map[resource.Key]*mcpsdk.Resource // what the resource list holds
+	seen   map[string]mirrorVersion          // per server, when listed was last brought up to date
+	subs   map[resource.Key]int              // downstream subscriptions per resource
+	// sessSubs holds each session's subscriptions, by the URI it sent:
+	// they are dropped when the session ends.
+	sessSubs map[*mcpsdk.ServerSession]map[string]resource.Key
+	closing  map[*mcpsdk.ServerSession]bool // sessions makeRoom is closing
+	// dispatch is the go-sdk's own method handler, under every
+	// middleware: a session's subscriptions are taken back through it
+	// when the session ends (the go-sdk keeps a URI subscribed once for
+	// good otherwise).
+	dispatch mcpsdk.MethodHandler
+	rereads  map[resource.Key]bool // re-reads in flight after an update
+	recent   map[*mcpsdk.ServerSession][]string
+	order    []*mcpsdk.ServerSession // sessions in recent, oldest first
+	stopped  bool                    // Run has returned: no more relays start
 
 	refreshing sync.Mutex     // one refresh at a time, so a list waits for one in flight
 	relays     sync.WaitGroup // re-reads after relayed updates
@@ -189,18 +222,26 @@ func New(eng *engine.Engine, opts *Options) *Server {
 	if o.SessionTimeout == 0 {
 		o.SessionTimeout = DefaultSessionTimeout
 	}
+	if o.MaxSessions <= 0 {
+		o.MaxSessions = DefaultMaxSessions
+	}
+	if o.MaxSubscriptions <= 0 {
+		o.MaxSubscriptions = DefaultMaxSubscriptions
+	}
 	log := o.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{
 		eng: eng, log: log, opts: o,
-		listed:  map[resource.Key]*mcpsdk.Resource{},
-		seen:    map[string]mirrorVersion{},
-		subs:    map[resource.Key]int{},
-		rereads: map[resource.Key]bool{},
-		recent:  map[*mcpsdk.ServerSession][]string{},
-		stop:    make(chan struct{}),
+		listed:   map[resource.Key]*mcpsdk.Resource{},
+		seen:     map[string]mirrorVersion{},
+		subs:     map[resource.Key]int{},
+		sessSubs: map[*mcpsdk.ServerSession]map[string]resource.Key{},
+		closing:  map[*mcpsdk.ServerSession]bool{},
+		rereads:  map[resource.Key]bool{},
+		recent:   map[*mcpsdk.ServerSession][]string{},
+		stop:     make(chan struct{}),
 	}
 	// Capabilities are declared exactly as served: tools, prompts and
 	// resources whose lists change (the resource list does), resource
@@ -208,7 +249,7 @@ func New(eng *engine.Engine, opts *Options) *Server {
 	// contextd's own log, never to the protocol stream.
 	s.mcp = mcpsdk.NewServer(&mcpsdk.Implementation{Name: o.Name, Title: "contextd", Version: o.Version}, &mcpsdk.ServerOptions{
 		Instructions: instructions,
-		Logger:       log,
+		Logger:       quiet(log),
 		PageSize:     o.PageSize,
 		Capabilities: &mcpsdk.ServerCapabilities{
 			Tools:       &mcpsdk.ToolCapabilities{ListChanged: false},
@@ -228,6 +269,11 @@ func New(eng *engine.Engine, opts *Options) *Server {
 		UnsubscribeHandler: s.unsubscribe,
 		CompletionHandler:  s.complete,
 	})
+	s.mcp.AddReceivingMiddleware(func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
+		s.dispatch = next // added first: the innermost
+		return next
+	})
+	s.mcp.AddReceivingMiddleware(trimInitialize)
 	// A host asks for the list as soon as it has started contextd: the
 	// first lists wait (at most ReadyWait) for the mirrors' first sync,
 	// so they are not answered empty.
@@ -243,7 +289,7 @@ func New(eng *engine.Engine, opts *Options) *Server {
 	if admit := o.Admit; admit != nil {
 		s.mcp.AddReceivingMiddleware(func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
 			return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
-				if method != "tools/call" && method != "resources/read" {
+				if !admitted(method) {
 					return next(ctx, method, req)
 				}
 				release, err := admit(ctx)
@@ -278,6 +324,51 @@ func New(eng *engine.Engine, opts *Options) *Server {
 		Description: fmt.Sprintf("The resources of every mirrored server that best serve a task, read and packed within a token budget (default %d): each content item is one resource (or the sections of it that fit), its URI the resource's contextd: URI.", DefaultBudget),
 	}, s.readContext)
 	return s
+}
+
+// quiet returns log for the go-sdk, its records below warnings logged at
+// debug level: it logs each session's start and end, each subscription
+// and each update relayed at info level, three lines or more for every
+// session a caller starts (thousands a second in a loop).
+func quiet(log *slog.Logger) *slog.Logger { return slog.New(quietHandler{log.Handler()}) }
+
+type quietHandler struct{ slog.Handler }
+
+func demote(l slog.Level) slog.Level {
+	if l < slog.LevelWarn {
+		return slog.LevelDebug
+	}
+	return l
+}
+
+func (h quietHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return h.Handler.Enabled(ctx, demote(l))
+}
+
+func (h quietHandler) Handle(ctx context.Context, r slog.Record) error {
+	r.Level = demote(r.Level)
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h quietHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return quietHandler{h.Handler.WithAttrs(as)}
+}
+
+func (h quietHandler) WithGroup(name string) slog.Handler {
+	return quietHandler{h.Handler.WithGroup(name)}
+}
+
+// admitted reports whether a request of method takes a turn from
+// Options.Admit: those that rank, read upstream or pack (the context
+// prompt assembles as assemble_context does), and completions, which
+// match a URI prefix against every mirrored URI (at 20,000 resources,
+// 0.2 s of CPU and 18 MB allocated each).
+func admitted(method string) bool {
+	switch method {
+	case "tools/call", "prompts/get", "resources/read", "completion/complete":
+		return true
+	}
+	return false
 }
 
 const instructions = `contextd fronts the user's MCP servers: it mirrors their resources, ranks them for a task and packs the best within a token budget.
@@ -316,11 +407,40 @@ func (s *Server) Run(ctx context.Context) error {
 // cross-origin requests from browsers (Sec-Fetch-Site or Origin, see
 // http.CrossOriginProtection): a web page the user visits must not reach
 // the user's resources through it. Sessions idle for
-// Options.SessionTimeout are closed.
+// Options.SessionTimeout are closed, and at most Options.MaxSessions are
+// held (see there). A POST body over MaxRequestBytes or MaxRequestValues
+// is refused with 413 before it is decoded.
 func (s *Server) HTTPHandler() http.Handler {
-	return mcpsdk.NewStreamableHTTPHandler(func(*http.Request) *mcpsdk.Server { return s.mcp },
-		&mcpsdk.StreamableHTTPOptions{Logger: s.log, CrossOriginProtection: http.NewCrossOriginProtection(),
-			SessionTimeout: max(s.opts.SessionTimeout, 0)})
+	return boundBodies(mcpsdk.NewStreamableHTTPHandler(func(r *http.Request) *mcpsdk.Server {
+		// Called once the Host and origin checks passed; a POST without a
+		// session ID starts a session.
+		if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
+			s.makeRoom()
+		}
+		return s.mcp
+	},
+		&mcpsdk.StreamableHTTPOptions{Logger: quiet(s.log), CrossOriginProtection: http.NewCrossOriginProtection(),
+			SessionTimeout: max(s.opts.SessionTimeout, 0), MaxRequestBodyBytes: MaxRequestBytes}))
+}
+
+// makeRoom closes the oldest sessions, so that a new one leaves at most
+// Options.MaxSessions open. A session closes once its requests in flight
+// finish, so it is closed in the background, once: until then it is not
+// counted, and no other request closes it again.
+func (s *Server) makeRoom() {
+	all := slices.Collect(s.mcp.Sessions()) // oldest first
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	open := slices.DeleteFunc(all, func(ss *mcpsdk.ServerSession) bool { return s.closing[ss] })
+	for _, ss := range open[:max(0, len(open)-s.opts.MaxSessions+1)] {
+		s.closing[ss] = true
+		go func() {
+			_ = ss.Close()
+			s.mu.Lock()
+			delete(s.closing, ss)
+			s.mu.Unlock()
+		}()
+	}
 }
 
 // waitReady waits, at most ReadyWait, until the servers in scope (every

@@ -36,7 +36,7 @@ func Focus(sec Section, query string, c budget.Counter, maxTokens int) (Section,
 	for k, l := range lines {
 		terms[k] = map[string]bool{}
 		for _, t := range sectionTerms(l) {
-			if !terms[k][t] && slices.Contains(q, t) {
+			if _, in := slices.BinarySearch(q, t); in && !terms[k][t] {
 				terms[k][t] = true
 				df[t]++
 			}

@@ -68,11 +68,27 @@ func Score(sections []Section, query string) []float64 {
 	}
 	n := float64(len(sections))
 	avg := max(float64(total)/n, 1)
+	var buf []string
 	for i := range sections {
 		if empty[i] {
 			continue
 		}
-		for _, t := range q {
+		// The query's terms the section holds, in the query's (sorted)
+		// order, so that the sum is formed in the same order either way:
+		// found from the side with fewer terms, since a query may have
+		// 100,000 and each of hundreds of sections a few dozen.
+		held := q
+		if len(tfs[i]) < len(q) {
+			buf = buf[:0]
+			for t := range tfs[i] {
+				if _, in := slices.BinarySearch(q, t); in {
+					buf = append(buf, t)
+				}
+			}
+			slices.Sort(buf)
+			held = buf
+		}
+		for _, t := range held {
 			f := float64(tfs[i][t])
 			if f == 0 {
 				continue

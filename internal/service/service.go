@@ -53,9 +53,10 @@ func New(eng *engine.Engine, log *slog.Logger) *Service {
 
 // NewServer returns a gRPC server with the contextd service, the health
 // service (svc.Health: NOT_SERVING until a server has synced) and
-// reflection registered.
+// reflection registered. Requests are bounded to MaxRecvMsgSize bytes and
+// MaxRequestFields fields.
 func NewServer(svc *Service, opts ...grpc.ServerOption) *grpc.Server {
-	s := grpc.NewServer(append([]grpc.ServerOption{grpc.MaxRecvMsgSize(MaxRecvMsgSize)}, opts...)...)
+	s := grpc.NewServer(append([]grpc.ServerOption{grpc.MaxRecvMsgSize(MaxRecvMsgSize), grpc.ForceServerCodecV2(requestCodec())}, opts...)...)
 	contextdv1.RegisterContextServiceServer(s, svc)
 	healthpb.RegisterHealthServer(s, svc.health)
 	reflection.Register(s)

@@ -1,0 +1,137 @@
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// MaxRequestValues bounds the JSON values of one Streamable HTTP request
+// body, counted as the objects and arrays it opens and the commas between
+// their members and elements: a larger one is refused with 413. The go-sdk
+// decodes _meta, capabilities and other open-ended fields into Go maps and
+// slices, which cost far more than their text: a 1 MiB body of empty
+// objects ("[{},{},…]") held about 45 MB, each decoding took a quarter of
+// a second of CPU, and an initialize keeps its capabilities for the
+// session's life (256 sessions of them: 12 GB). A host's requests hold a
+// few dozen values; pins count one each.
+const MaxRequestValues = 16 << 10
+
+// MaxSessionStartBytes bounds the body of a POST without a session ID
+// (an initialize, which starts a session): a larger one is refused with
+// 413. The go-sdk keeps an initialize's params, as sent, for the
+// session's life; a host's is a few hundred bytes.
+const MaxSessionStartBytes = 64 << 10
+
+// jsonValues returns the objects and arrays body opens outside strings
+// plus the commas between their members and elements, stopping once the
+// count passes limit.
+func jsonValues(body []byte, limit int) int {
+	n, inString, escaped := 0, false, false
+	for _, c := range body {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{', c == '[', c == ',':
+			if n++; n > limit {
+				return n
+			}
+		}
+	}
+	return n
+}
+
+// boundBodies returns h with POST bodies over MaxRequestBytes (a POST
+// starting a session: MaxSessionStartBytes) or MaxRequestValues refused
+// (413) before the go-sdk decodes them.
+func boundBodies(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.Body == nil {
+			h.ServeHTTP(w, r)
+			return
+		}
+		limit := int64(MaxRequestBytes)
+		if r.Header.Get("Mcp-Session-Id") == "" {
+			limit = MaxSessionStartBytes
+		}
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+		var tooBig *http.MaxBytesError
+		switch {
+		case errors.As(err, &tooBig):
+			http.Error(w, fmt.Sprintf("Request Entity Too Large: the body is over %d bytes", limit), http.StatusRequestEntityTooLarge)
+			return
+		case err != nil:
+			http.Error(w, "Bad Request: reading the body: "+err.Error(), http.StatusBadRequest)
+			return
+		case jsonValues(body, MaxRequestValues) > MaxRequestValues:
+			http.Error(w, fmt.Sprintf("Request Entity Too Large: the body holds over %d JSON values", MaxRequestValues), http.StatusRequestEntityTooLarge)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		h.ServeHTTP(w, r)
+	})
+}
+
+// maxClientInfoBytes bounds each string of an initialize's clientInfo that
+// a session keeps.
+const maxClientInfoBytes = 256
+
+// trimInitialize drops from an initialize request what the session would
+// keep for its life and contextd never reads: the client's experimental
+// capabilities and extension settings (open-ended JSON), the request's
+// _meta and clientInfo's icons, and it cuts clientInfo's strings to
+// maxClientInfoBytes, each string copied out of the request. The go-sdk
+// keeps the params as they were sent, so each of MaxSessions sessions
+// could otherwise hold what a request body can carry (a 1 MiB body of
+// empty objects: about 45 MB).
+func trimInitialize(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
+	return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
+		if p, ok := req.GetParams().(*mcpsdk.InitializeParams); ok && p != nil {
+			p.Meta = nil
+			p.ProtocolVersion = cut(p.ProtocolVersion)
+			if c := p.Capabilities; c != nil {
+				c.Experimental = nil
+				if len(c.Extensions) > 0 {
+					// Which extensions the client names is kept, not their
+					// settings.
+					names := map[string]any{}
+					for name := range c.Extensions {
+						if len(names) == 16 {
+							break
+						}
+						names[cut(name)] = map[string]any{}
+					}
+					c.Extensions = names
+				}
+			}
+			if ci := p.ClientInfo; ci != nil {
+				ci.Icons = nil
+				ci.Name, ci.Title, ci.Description = cut(ci.Name), cut(ci.Title), cut(ci.Description)
+				ci.Version, ci.WebsiteURL = cut(ci.Version), cut(ci.WebsiteURL)
+			}
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// cut returns s cut to maxClientInfoBytes, as a copy: the go-sdk's JSON
+// decoder returns strings that share the memory of the request's params,
+// so keeping even a short one keeps the whole body it came in.
+func cut(s string) string {
+	return strings.Clone(s[:min(len(s), maxClientInfoBytes)])
+}

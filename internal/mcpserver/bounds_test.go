@@ -1,0 +1,143 @@
+package mcpserver_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"testing"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/contextd/contextd/internal/engine"
+	"github.com/contextd/contextd/internal/mcp/mcptest"
+	"github.com/contextd/contextd/internal/mcpserver"
+)
+
+// emptyObjects returns n empty JSON objects, comma-separated.
+func emptyObjects(n int) string {
+	return strings.TrimSuffix(strings.Repeat("{},", n), ",")
+}
+
+// A body of many small JSON values decodes into Go maps and slices worth
+// tens of times its size: past MaxRequestValues it is refused with 413
+// before it is decoded; a host's requests (with pins) pass.
+func TestHTTPRequestValuesAreBounded(t *testing.T) {
+	f := newFacade(t, map[string]*mcpsdk.Server{"a": mcptest.NewServer(map[string]string{"doc://x": "x"}, nil)}, nil, engine.Options{})
+	ts := httptest.NewServer(f.srv.HTTPHandler())
+	defer ts.Close()
+	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"script","version":"1"}}}`
+	code, sid := post(t, ts.URL, "", init)
+	if code != http.StatusOK {
+		t.Fatalf("initialize: %d", code)
+	}
+	post(t, ts.URL, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	pins := `"contextd:resource/a/doc://x"` + strings.Repeat(`,"contextd:resource/a/doc://x"`, 31)
+	// Commas and brackets inside strings are not values.
+	call := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"search_resources","arguments":{"query":"` + strings.Repeat("{[,", 30000) + `"}}}`
+	if code, _ := post(t, ts.URL, sid, call); code != http.StatusOK {
+		t.Errorf("a query of 90,000 brackets and commas: %d, want 200", code)
+	}
+	call = `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"assemble_context","arguments":{"task":"x","pins":[` + pins + `]}}}`
+	if code, _ := post(t, ts.URL, sid, call); code != http.StatusOK {
+		t.Errorf("assemble_context with 32 pins: %d, want 200", code)
+	}
+	ping := `{"jsonrpc":"2.0","id":4,"method":"ping","params":{"_meta":{"x":[` + emptyObjects(mcpserver.MaxRequestValues) + `]}}}`
+	if code, _ := post(t, ts.URL, sid, ping); code != http.StatusRequestEntityTooLarge {
+		t.Errorf("a ping whose _meta holds %d empty objects (%d KiB): %d, want 413", mcpserver.MaxRequestValues, len(ping)>>10, code)
+	}
+}
+
+// A session keeps its initialize params for its life: a body starting a
+// session is bounded to MaxSessionStartBytes, and what a client puts in it
+// beyond what contextd reads (experimental capabilities, extension
+// settings, _meta, long clientInfo strings) is not kept.
+func TestSessionsDoNotKeepWhatInitializeCarries(t *testing.T) {
+	f := newFacade(t, map[string]*mcpsdk.Server{"a": mcptest.NewServer(map[string]string{"doc://x": "x"}, nil)}, nil, engine.Options{})
+	ts := httptest.NewServer(f.srv.HTTPHandler())
+	defer ts.Close()
+	initWith := func(blob, name string) string {
+		return `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"_meta":{"m":` + blob + `},"protocolVersion":"2025-06-18","capabilities":{"experimental":{"x":` + blob +
+			`},"extensions":{"e":` + blob + `}},"clientInfo":{"name":"` + name + `","version":"1"}}}`
+	}
+	blob := `[` + emptyObjects(2500) + `]`
+	init := initWith(blob, strings.Repeat("n", 16<<10))
+	if len(init) > mcpserver.MaxSessionStartBytes {
+		t.Fatalf("initialize of %d bytes", len(init))
+	}
+	if code, _ := post(t, ts.URL, "", initWith(blob, strings.Repeat("n", mcpserver.MaxSessionStartBytes))); code != http.StatusRequestEntityTooLarge {
+		t.Errorf("an initialize over %d KiB: %d, want 413", mcpserver.MaxSessionStartBytes>>10, code)
+	}
+	heap := func() uint64 {
+		var m runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	const n = 40
+	before := heap()
+	for i := range n {
+		if code, sid := post(t, ts.URL, "", init); code != http.StatusOK || sid == "" {
+			t.Fatalf("initialize %d (%d KiB): %d, session %q", i, len(init)>>10, code, sid)
+		}
+	}
+	after := heap()
+	if per := (int64(after) - int64(before)) / n; per > 128<<10 {
+		t.Errorf("each session holds %d KiB after an initialize of %d KiB, want at most 128", per>>10, len(init)>>10)
+	}
+	var names []string
+	for ss := range f.srv.MCP().Sessions() {
+		p := ss.InitializeParams()
+		if p == nil || p.ClientInfo == nil || p.Capabilities == nil {
+			continue
+		}
+		names = append(names, p.ClientInfo.Name)
+		if _, ok := p.Capabilities.Extensions["e"]; !ok || len(p.Capabilities.Extensions) != 1 || p.Capabilities.Experimental != nil {
+			t.Errorf("capabilities kept: %d extensions (want e), %d experimental (want none)", len(p.Capabilities.Extensions), len(p.Capabilities.Experimental))
+		} else if e, _ := p.Capabilities.Extensions["e"].(map[string]any); len(e) != 0 {
+			t.Errorf("the settings of extension e were kept")
+		}
+	}
+	if len(names) != n {
+		t.Fatalf("%d sessions with params, want %d", len(names), n)
+	}
+	if len(names[0]) != 256 {
+		t.Errorf("clientInfo.name kept: %d bytes, want 256", len(names[0]))
+	}
+}
+
+// A session's subscriptions hold at most MaxSubscriptionBytes of URIs,
+// however few they are (an upstream may list URIs of 4 KiB).
+func TestSubscriptionURIsAreBoundedPerSession(t *testing.T) {
+	docs := map[string]string{}
+	long := strings.Repeat("x", 3<<10)
+	n := mcpserver.MaxSubscriptionBytes/(3<<10) + 4
+	for i := range n {
+		docs[fmt.Sprintf("doc://%d/%s", i, long)] = fmt.Sprintf("document %d", i)
+	}
+	up := mcptest.NewServer(docs, &mcpsdk.ServerOptions{
+		SubscribeHandler:          func(context.Context, *mcpsdk.SubscribeRequest) error { return nil },
+		UnsubscribeHandler:        func(context.Context, *mcpsdk.UnsubscribeRequest) error { return nil },
+		SupportedProtocolVersions: []string{"2025-11-25"},
+	})
+	f := newFacade(t, map[string]*mcpsdk.Server{"a": up}, nil, engine.Options{})
+	cs := f.connectVersion(t, nil, "2025-11-25")
+	held := 0
+	var last error
+	for i := range n {
+		last = cs.Subscribe(t.Context(), &mcpsdk.SubscribeParams{URI: fmt.Sprintf("contextd:resource/a/doc://%d/%s", i, long)})
+		if last != nil {
+			break
+		}
+		held++
+	}
+	short := func(err error) string { return fmt.Sprintf("%.200v", err) }
+	if want := mcpserver.MaxSubscriptionBytes / (3<<10 + 32); held < want-1 || held > want {
+		t.Errorf("%d subscriptions of 3 KiB URIs held, want about %d; last error: %s", held, want, short(last))
+	}
+	if last == nil || !strings.Contains(last.Error(), "KiB of URIs") {
+		t.Errorf("the subscription past the bound: %s, want an error naming the URIs' size", short(last))
+	}
+}
