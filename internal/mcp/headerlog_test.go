@@ -101,3 +101,29 @@ func TestAnUnsupportedProtocolVersionIsQuotedBounded(t *testing.T) {
 		t.Fatalf("Connect error of %d bytes (%.120s…), want at most 1 KiB", n, err)
 	}
 }
+
+// The legacy SSE transport's handshake quotes the stream's first event
+// (its name, or the endpoint URL that does not parse) in its error, which
+// is logged at every reconnect.
+func TestLegacySSEHandshakeErrorsAreBounded(t *testing.T) {
+	huge := strings.Repeat("e", 1<<20)
+	for name, event := range map[string]string{
+		"event name":   "event: " + huge + "\ndata: /msg\n\n",
+		"endpoint url": "event: endpoint\ndata: http://[" + huge + "\n\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				io.WriteString(w, event)
+			}))
+			t.Cleanup(hs.Close)
+			_, err := mcp.Connect(t.Context(), config.Server{Name: "old", Transport: config.TransportSSE, URL: hs.URL}, nil)
+			if err == nil {
+				t.Fatal("Connect succeeded")
+			}
+			if n := len(err.Error()); n > 1024 {
+				t.Fatalf("Connect error of %d bytes (%.120s…), want at most 1 KiB", n, err)
+			}
+		})
+	}
+}

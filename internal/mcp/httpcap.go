@@ -427,7 +427,7 @@ func ignorableLine(line []byte) bool {
 	return true
 }
 
-// boundedError is a transport error whose message is cut to
+// boundedError is a transport or handshake error whose message is cut to
 // maxTransportError bytes: net/http quotes a malformed status line or
 // header whole ("malformed HTTP response …", up to its 10 MB of headers),
 // and the error reaches the call's error, ListServers and the log. It

@@ -281,7 +281,10 @@ func ConnectTransport(ctx context.Context, name string, t mcpsdk.Transport, opts
 		if errors.Is(err, context.DeadlineExceeded) {
 			return nil, fmt.Errorf("mcp: server %q: initialize: no answer before the connect deadline (is it an MCP server?): %w", name, err)
 		}
-		return nil, fmt.Errorf("mcp: server %q: initialize: %w", name, err)
+		// The handshake's errors may quote what the server sent (the legacy
+		// SSE transport's first event, an endpoint URL), up to
+		// max_message_bytes; they are logged at every reconnect.
+		return nil, fmt.Errorf("mcp: server %q: initialize: %w", name, boundedError{err})
 	}
 	s := &Session{name: name, cs: cs, opts: o, stderr: &tailBuffer{max: 4096}, listens: listens}
 	if ir := cs.InitializeResult(); ir != nil && ir.Capabilities != nil {
