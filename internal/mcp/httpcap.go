@@ -10,6 +10,8 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -37,13 +39,13 @@ func (c capTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	id, method := postedCall(req)
 	resp, err := c.base.RoundTrip(req)
 	if err != nil {
-		return resp, err
+		return resp, boundedError{err}
 	}
 	if sent, got := req.Header.Get(sessionIDHeader), resp.Header.Get(sessionIDHeader); sent != "" && got != "" && got != sent {
 		// A session id is fixed by initialize; the go-sdk ends the session
 		// on a different one. Keep ours: the server still knows it, or
 		// answers 404 and the session is re-initialized.
-		c.log.Warn("the server answered with another session id; ignoring it", "sent", sent, "got", got)
+		c.log.Warn("the server answered with another session id; ignoring it", "sent", clip(sent, maxHeaderQuote), "got", clip(got, maxHeaderQuote))
 		resp.Header.Del(sessionIDHeader)
 	}
 	if id != nil && resp.StatusCode >= 400 && resp.StatusCode < 500 &&
@@ -61,8 +63,9 @@ func (c capTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		// The go-sdk ends the session on any other type (a proxy's HTML
 		// page): answer the call with an error instead.
 		resp.Body.Close()
-		c.log.Warn("an HTTP answer is not JSON-RPC", "content_type", resp.Header.Get("Content-Type"), "id", string(id))
-		body := errorAnswer(id, fmt.Sprintf("malformed response: Content-Type %q is neither application/json nor text/event-stream", resp.Header.Get("Content-Type")))
+		ct := clip(resp.Header.Get("Content-Type"), maxHeaderQuote)
+		c.log.Warn("an HTTP answer is not JSON-RPC", "content_type", ct, "id", string(id))
+		body := errorAnswer(id, fmt.Sprintf("malformed response: Content-Type %q is neither application/json nor text/event-stream", ct))
 		resp.Header.Set("Content-Type", "application/json")
 		resp.Body = io.NopCloser(bytes.NewReader(body))
 		resp.ContentLength = -1
@@ -195,6 +198,7 @@ type sseCap struct {
 
 	event     []byte // the event being read, up to max bytes
 	size      int    // bytes of an oversized event so far; 0 while within max
+	skipped   int    // bytes of the oversized events before it, on this stream
 	head      []byte // the first bytes of an oversized event
 	tail      []byte // its last bytes
 	lineStart bool
@@ -224,14 +228,18 @@ func (s *sseCap) next() {
 	if s.lineStart && !blank && err == nil && ignorableLine(line) {
 		return // a field the SSE spec ignores, which the go-sdk rejects
 	}
+	if s.lineStart && err == nil && shortRetry(line) {
+		return // the go-sdk's own backoff applies
+	}
 	s.lineStart = err == nil
 	switch {
 	case s.size > 0:
 		s.size += len(line)
 		s.tail = append(s.tail, line...)
 		s.tail = s.tail[max(0, len(s.tail)-256):]
-		if b := skipBound(s.max); b > 0 && s.size > b {
-			// An event that does not end: stop reading it (and the stream).
+		if b := skipBound(s.max); b > 0 && s.skipped+s.size > b {
+			// An event that does not end, or oversized events that do not
+			// stop: stop reading (the stream with them).
 			s.out = s.oversized(false)
 			s.err = errEndless
 			s.body.Close()
@@ -255,6 +263,19 @@ func (s *sseCap) next() {
 			s.body.Close()
 			return
 		}
+		if s.id != nil {
+			// A request of the server's own, too big, on the call's
+			// stream: fail the call and read no more. Skipping to the
+			// event's end would read up to skipFactor × max bytes a call,
+			// which a compressed body makes cheap to send (a 1 MB gzip
+			// body: a GiB inflated, over a second of CPU a read).
+			s.log.Warn("dropped a server-sent request over the size cap; failing the call it came with", "max_message_bytes", s.max, "id", string(s.id))
+			s.out = append(append([]byte("event: message\ndata: "), errorAnswer(s.id, fmt.Sprintf("a request from the server on this call's stream exceeds max_message_bytes (%d)", s.max))...), "\n\n"...)
+			s.id = nil
+			s.err = io.EOF
+			s.body.Close()
+			return
+		}
 	default:
 		s.event = append(s.event, line...)
 	}
@@ -265,6 +286,7 @@ func (s *sseCap) next() {
 		switch {
 		case s.size > 0:
 			s.out = s.oversized(true)
+			s.skipped += s.size
 		case !s.validData():
 			s.out = s.malformed()
 		default:
@@ -367,6 +389,28 @@ func (s *sseCap) malformed() []byte {
 	return append(append([]byte("event: message\ndata: "), errorAnswer(id, fmt.Sprintf("malformed response: event data is not a JSON-RPC message: %.100q", data))...), "\n\n"...)
 }
 
+// minRetry is the shortest reconnection delay an event stream's retry
+// field may set. The go-sdk reconnects a stream that ends before the call's
+// answer (with Last-Event-ID) after the delay the server last set, and
+// starts again from no delay each time the event id moves on: a server
+// sending a new id and "retry: 1" then ending the stream had it reconnect
+// 730 times a second for as long as the call waited (a fifth of a core
+// per call, 64 reads an Assemble). A shorter retry field is dropped, and
+// the go-sdk's backoff (from 1 s) applies.
+const minRetry = time.Second
+
+// shortRetry reports whether line is a retry field (WHATWG HTML,
+// "Server-sent events": ASCII digits, in milliseconds) asking for less than
+// minRetry.
+func shortRetry(line []byte) bool {
+	v, ok := bytes.CutPrefix(bytes.TrimRight(line, "\r\n"), []byte("retry:"))
+	if !ok {
+		return false
+	}
+	ms, err := strconv.ParseInt(string(bytes.TrimPrefix(v, []byte(" "))), 10, 64)
+	return err == nil && ms < minRetry.Milliseconds()
+}
+
 // ignorableLine reports whether a complete, non-blank SSE line is one the
 // WHATWG "Server-sent events" interpretation ignores: no colon, and not one
 // of the field names data, event, id or retry (a line without a colon is a
@@ -383,6 +427,37 @@ func ignorableLine(line []byte) bool {
 	return true
 }
 
+// boundedError is a transport or handshake error whose message is cut to
+// maxTransportError bytes: net/http quotes a malformed status line or
+// header whole ("malformed HTTP response …", up to its 10 MB of headers),
+// and the error reaches the call's error, ListServers and the log. It
+// unwraps to the error it cuts.
+type boundedError struct{ err error }
+
+// maxTransportError bounds a transport error's message, in bytes.
+const maxTransportError = 512
+
+func (e boundedError) Error() string {
+	if m := e.err.Error(); len(m) > maxTransportError {
+		return clip(m, maxTransportError) + "…"
+	}
+	return e.err.Error()
+}
+
+func (e boundedError) Unwrap() error { return e.err }
+
+// Timeout reports whether the error it cuts is a timeout (net.Error), as
+// net/http's callers ask.
+func (e boundedError) Timeout() bool {
+	var t interface{ Timeout() bool }
+	return errors.As(e.err, &t) && t.Timeout()
+}
+
+// maxHeaderQuote bounds, in bytes, what the log and errors quote of a
+// header value or a status line: the server chooses them (Go reads up to
+// 10 MB of headers an answer), and any call may carry new ones.
+const maxHeaderQuote = 256
+
 // sessionIDHeader is the Streamable HTTP session header (MCP 2025-06-18,
 // Transports, Session Management).
 const sessionIDHeader = "Mcp-Session-Id"
@@ -392,6 +467,7 @@ const sessionIDHeader = "Mcp-Session-Id"
 func rejectPlainError(resp *http.Response, id []byte, log *slog.Logger) {
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	resp.Body.Close()
+	status := clip(resp.Status, maxHeaderQuote) // its reason phrase is the server's
 	msg, err := jsonrpc.DecodeMessage(data)
 	if err == nil && isErrorAnswer(msg) && clipError(msg.(*jsonrpc.Response)) {
 		// The go-sdk puts the message in the call's error.
@@ -406,11 +482,11 @@ func rejectPlainError(resp *http.Response, id []byte, log *slog.Logger) {
 			// the go-sdk's first try, server/discover (2026-07-28), this way
 			// before it falls back to initialize: a normal exchange, not a
 			// fault. The id is the posted one, so the call gets the error.
-			log.Debug("an HTTP error answer has no id; answering the posted call with it", "status", resp.Status, "id", string(id))
+			log.Debug("an HTTP error answer has no id; answering the posted call with it", "status", status, "id", string(id))
 			data = fixed
 		} else {
-			log.Warn("an HTTP error answer is not JSON-RPC", "status", resp.Status, "id", string(id))
-			data = errorAnswer(id, fmt.Sprintf("HTTP %s: %.200s", resp.Status, bytes.TrimSpace(data)))
+			log.Warn("an HTTP error answer is not JSON-RPC", "status", status, "id", string(id))
+			data = errorAnswer(id, fmt.Sprintf("HTTP %s: %.200s", status, bytes.TrimSpace(data)))
 		}
 		resp.Header.Set("Content-Type", "application/json")
 	}

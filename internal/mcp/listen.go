@@ -149,7 +149,9 @@ func (t *listenTracker) received(msg jsonrpc.Message) {
 		default:
 		}
 		for _, u := range p.Notifications.ResourceSubscriptions {
-			l.honoured[u] = true
+			if slices.Contains(l.uris, u) { // the server's list may name anything
+				l.honoured[u] = true
+			}
 		}
 		close(l.acked)
 	case *jsonrpc.Response:

@@ -273,14 +273,18 @@ func ConnectTransport(ctx context.Context, name string, t mcpsdk.Transport, opts
 	client := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "contextd", Version: Version}, copts)
 	client.AddSendingMiddleware(readHints)    // the SDK's read cache stays off: see ReadHint
 	client.AddSendingMiddleware(listCacheOff) // and its list cache holds one page at most
+	client.AddSendingMiddleware(initializeBounds)
 	listens := newListenTracker()
 	listens.onEnd = o.OnSubscriptionEnded
-	cs, err := client.Connect(ctx, repairTransport{base: t, listens: listens}, &mcpsdk.ClientSessionOptions{ProtocolVersion: o.ProtocolVersion})
+	cs, err := client.Connect(ctx, repairTransport{base: t, listens: listens, log: o.Logger}, &mcpsdk.ClientSessionOptions{ProtocolVersion: o.ProtocolVersion})
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
 			return nil, fmt.Errorf("mcp: server %q: initialize: no answer before the connect deadline (is it an MCP server?): %w", name, err)
 		}
-		return nil, fmt.Errorf("mcp: server %q: initialize: %w", name, err)
+		// The handshake's errors may quote what the server sent (the legacy
+		// SSE transport's first event, an endpoint URL), up to
+		// max_message_bytes; they are logged at every reconnect.
+		return nil, fmt.Errorf("mcp: server %q: initialize: %w", name, boundedError{err})
 	}
 	s := &Session{name: name, cs: cs, opts: o, stderr: &tailBuffer{max: 4096}, listens: listens}
 	if ir := cs.InitializeResult(); ir != nil && ir.Capabilities != nil {
@@ -326,6 +330,47 @@ func (s *Session) ServerInfo() (name, version, protocol string) {
 	return name, version, clip(ir.ProtocolVersion, MaxServerInfoBytes)
 }
 
+// initializeBounds is a client sending middleware that trims what the
+// go-sdk keeps of a server's initialize (or server/discover) result for
+// the session's life, and quotes in errors: the result is bounded only by
+// max_message_bytes. The protocol version and the server's name and
+// version are cut to MaxServerInfoBytes (an unsupported version is quoted
+// whole in the handshake's error, which is logged at every reconnect and
+// shown in ListServers); the instructions, experimental capabilities and
+// extensions, which contextd does not use, are dropped.
+func initializeBounds(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
+	return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
+		res, err := next(ctx, method, req)
+		trimCaps := func(c *mcpsdk.ServerCapabilities) {
+			if c != nil {
+				c.Experimental, c.Extensions = nil, nil
+			}
+		}
+		switch r := res.(type) {
+		case *mcpsdk.InitializeResult:
+			if r == nil {
+				break
+			}
+			r.ProtocolVersion = clip(r.ProtocolVersion, MaxServerInfoBytes)
+			r.Instructions, r.Meta = "", nil
+			trimCaps(r.Capabilities)
+			if i := r.ServerInfo; i != nil {
+				r.ServerInfo = &mcpsdk.Implementation{Name: clip(i.Name, MaxServerInfoBytes), Version: clip(i.Version, MaxServerInfoBytes)}
+			}
+		case *mcpsdk.DiscoverResult:
+			if r == nil {
+				break
+			}
+			r.Instructions = ""
+			trimCaps(r.Capabilities)
+			if len(r.SupportedVersions) > 64 {
+				r.SupportedVersions = r.SupportedVersions[:64]
+			}
+		}
+		return res, err
+	}
+}
+
 // StderrTail returns the last bytes a stdio server wrote to stderr. It may
 // hold anything the server printed, secrets included: log it, at debug
 // level, and show callers StderrLine.
@@ -359,6 +404,9 @@ func (s *Session) Close() error {
 		s.listenMu.Unlock()
 		if s.stopRestore != nil {
 			s.stopRestore()
+		}
+		if s.listens != nil && s.listens.conn != nil {
+			s.listens.conn.stopAnswers() // the go-sdk's close waits for them
 		}
 		s.closeErr = s.cs.Close()
 		s.restoring.Wait() // after the close, which unblocks its writes

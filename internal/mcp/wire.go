@@ -7,9 +7,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -38,6 +40,7 @@ const metaInvalid = "io.contextd/invalid"
 type repairTransport struct {
 	base    mcpsdk.Transport
 	listens *listenTracker // nil: not tracked
+	log     *slog.Logger   // nil: no warnings
 }
 
 func (t repairTransport) Connect(ctx context.Context) (mcpsdk.Connection, error) {
@@ -45,7 +48,8 @@ func (t repairTransport) Connect(ctx context.Context) (mcpsdk.Connection, error)
 	if err != nil {
 		return nil, err
 	}
-	rc := &repairConn{Connection: c, calls: map[string]string{}, listens: t.listens}
+	rc := &repairConn{Connection: c, calls: map[string]string{}, listens: t.listens, log: t.log, answers: make(chan struct{}, MaxAnswersInFlight)}
+	rc.closing, rc.stopAnswers = context.WithCancel(context.Background())
 	if t.listens != nil {
 		t.listens.conn = rc
 	}
@@ -57,13 +61,82 @@ type repairConn struct {
 
 	listens *listenTracker // subscriptions/listen streams, or nil
 
+	log     *slog.Logger  // may be nil
+	answers chan struct{} // a slot per answer being written
+	dropped warnLimit     // answers dropped because every slot was taken
+
+	// closing ends when the session begins to close: answers being
+	// written are abandoned (the go-sdk waits for them before it closes),
+	// and later ones are dropped.
+	closing     context.Context
+	stopAnswers context.CancelFunc
+
 	mu    sync.Mutex
 	calls map[string]string // request ID → method, for calls awaiting an answer
 }
 
 func idKey(id jsonrpc.ID) string { return fmt.Sprintf("%T:%v", id.Raw(), id.Raw()) }
 
+// Bounds on the answers contextd writes to a server's own requests (ping;
+// it offers no roots, sampling or elicitation, so the rest are refusals).
+// The go-sdk handles each request from the server on a goroutine of its
+// own that holds the request until its answer is written, writes the
+// answer with no deadline (over Streamable HTTP, a POST of its own), and
+// waits for those writes when the session closes. So a server that sends
+// requests and never takes the answers (holds the POSTs open, or stops
+// reading its stdin) would make contextd hold a connection, a goroutine
+// and the request per request it sent, and make closing the session wait
+// for good. At most MaxAnswersInFlight answers are written at once, each
+// for at most AnswerWriteTimeout; an answer that finds every slot taken
+// for answerSlotWait is dropped (the server's request goes unanswered)
+// and logged at most once a second. (Answers that are written at once,
+// such as those the go-sdk gathers for a batch over stdio, free their
+// slots within the wait.)
+const (
+	MaxAnswersInFlight = 8
+	AnswerWriteTimeout = 10 * time.Second
+	answerSlotWait     = 100 * time.Millisecond
+)
+
+// answerSlot takes one of the answer slots, waiting answerSlotWait at most,
+// and reports whether it did.
+func (c *repairConn) answerSlot() bool {
+	select {
+	case c.answers <- struct{}{}:
+		return true
+	default:
+	}
+	t := time.NewTimer(answerSlotWait)
+	defer t.Stop()
+	select {
+	case c.answers <- struct{}{}:
+		return true
+	case <-t.C:
+		return false
+	case <-c.closing.Done():
+		return false
+	}
+}
+
 func (c *repairConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if resp, ok := msg.(*jsonrpc.Response); ok && c.answers != nil {
+		if c.closing.Err() != nil {
+			return nil
+		}
+		if !c.answerSlot() {
+			if ok, n := c.dropped.allow(); ok && c.log != nil {
+				c.log.Warn("the server does not take contextd's answers to its requests: an answer dropped", "id", clip(fmt.Sprint(resp.ID.Raw()), 64), "also_dropped", n)
+			}
+			return nil // an error here would end the session
+		}
+		defer func() { <-c.answers }()
+		// A write cut short by this deadline fails as a request the
+		// transport could not send: the session stays up.
+		wctx, cancel := context.WithTimeout(ctx, AnswerWriteTimeout)
+		defer cancel()
+		defer context.AfterFunc(c.closing, cancel)()
+		return c.Connection.Write(wctx, msg)
+	}
 	var tracked string
 	if req, ok := msg.(*jsonrpc.Request); ok {
 		if c.listens != nil {
@@ -103,12 +176,19 @@ func (c *repairConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 }
 
 func (c *repairConn) Read(ctx context.Context) (jsonrpc.Message, error) {
-	msg, err := c.Connection.Read(ctx)
+	read := func() (jsonrpc.Message, error) {
+		msg, err := c.Connection.Read(ctx)
+		if resp, ok := msg.(*jsonrpc.Response); ok && err == nil {
+			clipError(resp) // before the listen tracker keeps it
+		}
+		return msg, err
+	}
+	msg, err := read()
 	if err == nil && c.listens != nil {
 		c.listens.received(msg)
 		for err == nil && ourListen(msg) {
 			// The answer to a listen contextd wrote: not the go-sdk's.
-			msg, err = c.Connection.Read(ctx)
+			msg, err = read()
 			if err == nil {
 				c.listens.received(msg)
 			}
@@ -118,7 +198,6 @@ func (c *repairConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	if err != nil || !ok || !resp.ID.IsValid() {
 		return msg, err
 	}
-	clipError(resp)
 	c.mu.Lock()
 	method, tracked := c.calls[idKey(resp.ID)]
 	delete(c.calls, idKey(resp.ID))

@@ -423,7 +423,7 @@ func (e *Embedder) attempt(ctx context.Context, body []byte, out [][]float32) (w
 	if err != nil {
 		// Network errors and this attempt's timeout may pass; the
 		// caller's cancellation ends the loop in send.
-		return 0, fmt.Errorf("embedder: POST %s: %v", e.endpoint, unwrapURLError(err))
+		return 0, fmt.Errorf("embedder: POST %s: %s", e.endpoint, cutLine(unwrapURLError(err).Error(), maxTransportError))
 	}
 	defer resp.Body.Close()
 	limit := e.responseLimit(len(out))
@@ -450,15 +450,43 @@ func statusError(resp *http.Response, body []byte, endpoint, model string) (time
 		msg = ": " + msg
 	}
 	code := resp.StatusCode
+	status := statusLine(resp.Status)
 	switch {
 	case code == http.StatusTooManyRequests || code == http.StatusRequestTimeout || code == http.StatusConflict || code >= 500:
-		return retryAfter(resp.Header), fmt.Errorf("embedder: POST %s: %s%s", endpoint, resp.Status, msg)
+		return retryAfter(resp.Header), fmt.Errorf("embedder: POST %s: %s%s", endpoint, status, msg)
 	case code == http.StatusUnauthorized || code == http.StatusForbidden:
-		return -1, fmt.Errorf("%w: POST %s: %s: check api_key%s", ErrUnauthorized, endpoint, resp.Status, msg)
+		return -1, fmt.Errorf("%w: POST %s: %s: check api_key%s", ErrUnauthorized, endpoint, status, msg)
 	case code == http.StatusNotFound:
-		return -1, fmt.Errorf("%w: POST %s: %s: check url and that model %q is served there%s", ErrNotFound, endpoint, resp.Status, model, msg)
+		return -1, fmt.Errorf("%w: POST %s: %s: check url and that model %q is served there%s", ErrNotFound, endpoint, status, model, msg)
 	}
-	return -1, fmt.Errorf("%w: POST %s: %s%s", ErrRejected, endpoint, resp.Status, msg)
+	return -1, fmt.Errorf("%w: POST %s: %s%s", ErrRejected, endpoint, status, msg)
+}
+
+// maxStatusBytes bounds what an error quotes of a status line: its reason
+// phrase is the server's to choose (Go reads up to 10 MB of it with the
+// headers), and the error is logged at every retry and returned to callers.
+const maxStatusBytes = 100
+
+// maxTransportError bounds what an error quotes of a transport error:
+// net/http quotes a malformed status line or header whole.
+const maxTransportError = 512
+
+// statusLine returns the status ("429 Too Many Requests") cut to
+// maxStatusBytes, control characters replaced by spaces.
+func statusLine(s string) string { return cutLine(s, maxStatusBytes) }
+
+// cutLine returns s cut to n bytes, control characters replaced by spaces.
+func cutLine(s string, n int) string {
+	s = strings.Map(func(r rune) rune {
+		if r < ' ' || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, s)
+	if len(s) > n {
+		s = cutUTF8(s, n) + "…"
+	}
+	return s
 }
 
 // serverMessage extracts the error message of an error answer (OpenAI's
