@@ -195,6 +195,18 @@ func Connect(ctx context.Context, srv config.Server, opts *Options) (*Session, e
 	if st != nil {
 		s.proc = st.proc
 	}
+	if srv.Transport == config.TransportHTTP && !s.streamingSubscriptions() {
+		// Before 2026-07-28 a Streamable HTTP server sends what it notifies
+		// outside a call (resources/updated, list_changed) on the standalone
+		// GET stream. The go-sdk opens that stream only for a connection of
+		// its own type, which repairConn wraps, so those notifications never
+		// arrive: a read cached under a subscription would stay stale, and a
+		// catalogue waiting for list_changed would never change. Such a
+		// session neither subscribes nor waits for list_changed: its reads
+		// are not cached under subscriptions and its list is polled every
+		// poll_interval.
+		s.caps.Subscribe, s.caps.ListChanged = false, false
+	}
 	return s, nil
 }
 
