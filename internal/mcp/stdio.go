@@ -311,6 +311,8 @@ func (j *jsonLines) Read(p []byte) (int, error) {
 			j.out = j.line
 			if j.size > 0 {
 				j.out = j.oversized()
+			} else if err == nil {
+				j.out = unbatch(j.line)
 			}
 			j.line, j.size, j.tail = nil, 0, nil
 			j.mode = emitting
@@ -352,6 +354,42 @@ func (j *jsonLines) Read(p []byte) (int, error) {
 			j.mode = atLineStart
 		}
 	}
+}
+
+// unbatch returns a JSON-RPC batch line (an array of message objects,
+// which servers may send before protocol 2025-06-18) as one line per
+// message, and any other line as it is. contextd sends no batches, so a
+// server's batch holds its own requests and notifications (or stray
+// answers). The go-sdk keeps an incoming batch until every request in it
+// is answered, to answer them in one array; an answer dropped because
+// every answer slot was taken (see MaxAnswersInFlight) left its batch, its
+// requests and the answers gathered so far held for the session's life:
+// a server reading its stdin slowly while sending batches of pings grew the
+// daemon's heap by about 3 MB a second without bound. Requests on lines of
+// their own are answered each on its own line (JSON-RPC 2.0 says a batch
+// SHOULD be answered with an array). A batch that is empty or holds
+// anything but objects is passed as it is: the go-sdk rejects it as before.
+func unbatch(line []byte) []byte {
+	i := skipSpace(line, 0)
+	if i >= len(line) || line[i] != '[' {
+		return line
+	}
+	var msgs []json.RawMessage
+	if json.Unmarshal(line, &msgs) != nil || len(msgs) == 0 {
+		return line
+	}
+	n := 0
+	for _, m := range msgs {
+		if len(m) == 0 || m[0] != '{' {
+			return line
+		}
+		n += len(m) + 1
+	}
+	out := make([]byte, 0, n)
+	for _, m := range msgs {
+		out = append(append(out, m...), '\n')
+	}
+	return out
 }
 
 // idPatterns find a JSON-RPC message's id at the start of the line (the

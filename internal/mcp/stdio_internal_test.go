@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -27,7 +28,10 @@ func filterLines(t testing.TB, in string, bufSize int) string {
 func TestJSONLines(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
 		{"Server running on stdio\n{\"jsonrpc\":\"2.0\"}\n", "{\"jsonrpc\":\"2.0\"}\n"},
-		{"[INFO] x\n  {\"a\":1}\r\n[{\"b\":2}]\n[]\n{}\n", "  {\"a\":1}\r\n[{\"b\":2}]\n[]\n{}\n"},
+		{"[INFO] x\n  {\"a\":1}\r\n[{\"b\":2}]\n[]\n{}\n", "  {\"a\":1}\r\n{\"b\":2}\n[]\n{}\n"},
+		// A batch of messages comes out a message a line; anything else
+		// in brackets is passed as it is, for the decoder to judge.
+		{" [ {\"a\":1} , {\"b\":[2]} ]\r\n[[1]]\n[{\"a\":1},2]\n[{\"a\":1}", "{\"a\":1}\n{\"b\":[2]}\n[[1]]\n[{\"a\":1},2]\n[{\"a\":1}"},
 		{"{level=info}\n{\"ok\":true}\n\n", "{\"ok\":true}\n\n"},
 		{"no newline at end", ""},
 		{"{\"partial\":", "{\"partial\":"},
@@ -70,13 +74,33 @@ func FuzzJSONLines(f *testing.F) {
 				keep = p == "{\"" || p == "{}" || p == "[{" || p == "[]" || p == "[["
 			}
 			if keep {
-				want.WriteString(l)
+				want.WriteString(batchLines(l))
 			}
 		}
 		if !bytes.Equal([]byte(got), []byte(want.String())) {
 			t.Fatalf("filter(%q) = %q, want %q", in, got, want.String())
 		}
 	})
+}
+
+// batchLines is what a kept line becomes: a whole line holding a JSON array
+// of objects, one line per object (compacted as written); any other line
+// as it is.
+func batchLines(l string) string {
+	var elems []json.RawMessage
+	if !strings.HasSuffix(l, "\n") || !strings.HasPrefix(strings.TrimLeft(l, " \t\r"), "[") ||
+		json.Unmarshal([]byte(l), &elems) != nil || len(elems) == 0 {
+		return l
+	}
+	var b strings.Builder
+	for _, e := range elems {
+		if !strings.HasPrefix(string(e), "{") {
+			return l
+		}
+		b.Write(e)
+		b.WriteByte('\n')
+	}
+	return b.String()
 }
 
 func TestJSONLinesAnswersAnOversizedMessageWithAnError(t *testing.T) {
