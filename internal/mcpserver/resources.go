@@ -323,12 +323,29 @@ func (s *Server) unsubscribe(ctx context.Context, req *mcpsdk.UnsubscribeRequest
 // the SDK's reader goroutine: it must not block) and, when a downstream
 // session subscribed to the resource, reads it again in the background, so
 // the mirror keeps its upstream subscription (and the next read is cached).
+//
+// One relay per resource is in flight at a time; updates that arrive
+// meanwhile are sent as one more when it ends (an update says only that the
+// resource changed). The go-sdk writes a notification to each subscribed
+// session in turn, holding a session's stream while it writes, so a
+// subscriber that stops reading holds a relay for up to the write stall;
+// a relay per update let an upstream sending updates as fast as it could
+// pile up goroutines without bound meanwhile (440,000 and 4.8 GB in a
+// minute).
 func (s *Server) updated(k resource.Key) {
 	s.mu.Lock()
 	subscribed := s.subs[k] > 0 && !s.stopped
+	if _, busy := s.relaying[k]; busy && subscribed {
+		s.relaying[k] = true
+		s.mu.Unlock()
+		return
+	}
 	again := subscribed && !s.rereads[k]
 	if again {
 		s.rereads[k] = true
+	}
+	if subscribed {
+		s.relaying[k] = false
 	}
 	s.mu.Unlock()
 	if !subscribed {
@@ -344,8 +361,18 @@ func (s *Server) updated(k resource.Key) {
 			case <-ctx.Done():
 			}
 		}()
-		if err := s.mcp.ResourceUpdated(ctx, &mcpsdk.ResourceUpdatedNotificationParams{URI: ResourceURI(k)}); err != nil {
-			s.log.Debug("relaying resources/updated failed", "uri", k.URI, "err", err)
+		for more := true; more; {
+			if err := s.mcp.ResourceUpdated(ctx, &mcpsdk.ResourceUpdatedNotificationParams{URI: ResourceURI(k)}); err != nil {
+				s.log.Debug("relaying resources/updated failed", "uri", k.URI, "err", err)
+			}
+			s.mu.Lock()
+			more = s.relaying[k] && !s.stopped && ctx.Err() == nil
+			if more {
+				s.relaying[k] = false
+			} else {
+				delete(s.relaying, k)
+			}
+			s.mu.Unlock()
 		}
 		if !again {
 			return

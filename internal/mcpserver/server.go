@@ -181,6 +181,10 @@ type Server struct {
 	// good otherwise).
 	dispatch mcpsdk.MethodHandler
 	rereads  map[resource.Key]bool // re-reads in flight after an update
+	// relaying holds the resources a relay of resources/updated is being
+	// sent for, each with whether another update came meanwhile (it is
+	// sent once more when the one in flight ends).
+	relaying map[resource.Key]bool
 	recent   map[*mcpsdk.ServerSession][]string
 	order    []*mcpsdk.ServerSession // sessions in recent, oldest first
 	stopped  bool                    // Run has returned: no more relays start
@@ -240,6 +244,7 @@ func New(eng *engine.Engine, opts *Options) *Server {
 		sessSubs: map[*mcpsdk.ServerSession]map[string]resource.Key{},
 		closing:  map[*mcpsdk.ServerSession]bool{},
 		rereads:  map[resource.Key]bool{},
+		relaying: map[resource.Key]bool{},
 		recent:   map[*mcpsdk.ServerSession][]string{},
 		stop:     make(chan struct{}),
 	}

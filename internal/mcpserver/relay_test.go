@@ -1,0 +1,102 @@
+package mcpserver_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/contextd/contextd/internal/engine"
+	"github.com/contextd/contextd/internal/mcp/mcptest"
+	"github.com/contextd/contextd/internal/mcpserver"
+	"github.com/contextd/contextd/internal/resource"
+)
+
+// An upstream that sends resources/updated as fast as it can, for a
+// resource a downstream host subscribed to and then stopped reading (a
+// suspended host; its stream full): the go-sdk writes to each subscribed
+// session in turn, holding its stream while a write waits, so a relay per
+// update piled up goroutines (and their notifications) for as long as the
+// upstream kept sending. Relays of one resource now wait for each other, the
+// updates meanwhile sent as one.
+func TestUpdatesToAStuckSubscriberDoNotPileUp(t *testing.T) {
+	subOpts := &mcpsdk.ServerOptions{
+		SubscribeHandler:          func(context.Context, *mcpsdk.SubscribeRequest) error { return nil },
+		UnsubscribeHandler:        func(context.Context, *mcpsdk.UnsubscribeRequest) error { return nil },
+		SupportedProtocolVersions: []string{"2025-11-25"},
+	}
+	up := mcptest.NewServer(map[string]string{"doc://a": "alpha"}, subOpts)
+	f := newFacade(t, map[string]*mcpsdk.Server{"up": up}, nil, engine.Options{})
+	uri := mcpserver.ResourceURI(resource.Key{Server: "up", URI: "doc://a"})
+
+	// A host driven by hand over pipes: it subscribes, then reads no more.
+	toSrvR, toSrvW := io.Pipe()
+	fromSrvR, fromSrvW := io.Pipe()
+	t.Cleanup(func() { toSrvW.Close(); fromSrvR.Close() })
+	ss, err := f.srv.MCP().Connect(t.Context(), &mcpsdk.IOTransport{Reader: toSrvR, Writer: fromSrvW}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fromSrvR.Close(); _ = ss.Close() })
+	answers := bufio.NewReader(fromSrvR)
+	call := func(msg, wantID string) {
+		t.Helper()
+		if _, err := io.WriteString(toSrvW, msg+"\n"); err != nil {
+			t.Fatal(err)
+		}
+		for wantID != "" {
+			line, err := answers.ReadString('\n')
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(line, `"id":`+wantID+`,`) {
+				if strings.Contains(line, `"error"`) {
+					t.Fatalf("answer: %s", line)
+				}
+				return
+			}
+		}
+	}
+	call(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"stuck","version":"0"}}}`, "1")
+	call(`{"jsonrpc":"2.0","method":"notifications/initialized"}`, "")
+	call(fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"resources/subscribe","params":{"uri":%q}}`, uri), "2")
+
+	settle := func() int {
+		deadline := time.Now().Add(10 * time.Second)
+		last, stable := -1, 0
+		for time.Now().Before(deadline) && stable < 5 {
+			time.Sleep(50 * time.Millisecond)
+			if n := runtime.NumGoroutine(); n == last {
+				stable++
+			} else {
+				last, stable = n, 0
+			}
+		}
+		return last
+	}
+	before := settle()
+	const updates = 2000
+	for range updates {
+		if err := up.ResourceUpdated(t.Context(), &mcpsdk.ResourceUpdatedNotificationParams{URI: "doc://a"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after := settle()
+	t.Logf("goroutines: %d before %d updates, %d after", before, updates, after)
+	if after-before > 50 {
+		t.Fatalf("%d goroutines more after %d updates to a subscriber that reads nothing: relays pile up", after-before, updates)
+	}
+
+	// Once the host reads again, the relays in flight end: nothing is left.
+	go io.Copy(io.Discard, fromSrvR)
+	go up.ResourceUpdated(t.Context(), &mcpsdk.ResourceUpdatedNotificationParams{URI: "doc://a"})
+	if n := settle(); n-before > 50 {
+		t.Errorf("%d goroutines more once the host reads again", n-before)
+	}
+}
