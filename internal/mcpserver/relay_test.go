@@ -5,6 +5,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"runtime"
 	"strings"
 	"testing"
@@ -98,5 +101,45 @@ func TestUpdatesToAStuckSubscriberDoNotPileUp(t *testing.T) {
 	go up.ResourceUpdated(t.Context(), &mcpsdk.ResourceUpdatedNotificationParams{URI: "doc://a"})
 	if n := settle(); n-before > 50 {
 		t.Errorf("%d goroutines more once the host reads again", n-before)
+	}
+}
+
+// The go-sdk warns once for each notification it cannot deliver: an
+// upstream sending updates as fast as it can, for a resource a host
+// subscribed to without opening its standalone stream, had the daemon log a
+// warning per update (3,500 lines a second). Its warnings are kept to one a
+// second for each kind.
+func TestUndeliveredUpdatesAreLoggedAtARate(t *testing.T) {
+	var buf syncBuffer
+	log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	subOpts := &mcpsdk.ServerOptions{
+		SubscribeHandler:          func(context.Context, *mcpsdk.SubscribeRequest) error { return nil },
+		UnsubscribeHandler:        func(context.Context, *mcpsdk.UnsubscribeRequest) error { return nil },
+		SupportedProtocolVersions: []string{"2025-11-25"},
+	}
+	up := mcptest.NewServer(map[string]string{"doc://a": "alpha"}, subOpts)
+	f := newFacade(t, map[string]*mcpsdk.Server{"up": up}, &mcpserver.Options{Logger: log}, engine.Options{})
+	ts := httptest.NewServer(f.srv.HTTPHandler())
+	defer ts.Close()
+	uri := mcpserver.ResourceURI(resource.Key{Server: "up", URI: "doc://a"})
+	_, sid := post(t, ts.URL, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"host","version":"1"}}}`)
+	post(t, ts.URL, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	if code, _ := post(t, ts.URL, sid, fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"resources/subscribe","params":{"uri":%q}}`, uri)); code != http.StatusOK {
+		t.Fatalf("subscribe: %d", code)
+	}
+	for range 300 {
+		if err := up.ResourceUpdated(t.Context(), &mcpsdk.ResourceUpdatedNotificationParams{URI: "doc://a"}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond)
+	n := strings.Count(buf.String(), "undelivered")
+	t.Logf("%d warnings of undelivered notifications logged", n)
+	if n == 0 {
+		t.Fatal("no warning: the test no longer makes the go-sdk warn")
+	}
+	if n > 3 {
+		t.Fatalf("%d warnings of undelivered notifications for 300 updates in about half a second:\n%.1000s", n, buf.String())
 	}
 }

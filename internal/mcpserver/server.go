@@ -42,6 +42,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -335,9 +336,54 @@ func New(eng *engine.Engine, opts *Options) *Server {
 // debug level: it logs each session's start and end, each subscription
 // and each update relayed at info level, three lines or more for every
 // session a caller starts (thousands a second in a loop).
-func quiet(log *slog.Logger) *slog.Logger { return slog.New(quietHandler{log.Handler()}) }
+//
+// Its warnings are kept to one a second for each kind (the message up to
+// its first ": "), with the count of those not logged: the go-sdk warns
+// once per notification it could not deliver ("calling
+// notifications/resources/updated: … undelivered message"), and an
+// upstream sending updates as fast as it can to a resource a host
+// subscribed to whose stream is not connected had it log 3,500 lines
+// (550 KB) a second.
+func quiet(log *slog.Logger) *slog.Logger {
+	return slog.New(quietHandler{log.Handler(), &warnLimits{next: map[string]time.Time{}, skipped: map[string]int{}}})
+}
 
-type quietHandler struct{ slog.Handler }
+type quietHandler struct {
+	slog.Handler
+	warns *warnLimits
+}
+
+// warnLimits keeps each kind of warning to one a second.
+type warnLimits struct {
+	mu      sync.Mutex
+	next    map[string]time.Time // kind → when one may be logged again
+	skipped map[string]int       // kind → not logged since the last that was
+}
+
+// maxWarnKinds bounds the kinds remembered; past it they are forgotten.
+const maxWarnKinds = 256
+
+// allow reports whether a warning with message msg may be logged now, and
+// how many of its kind were not logged since the last one that was.
+func (w *warnLimits) allow(msg string) (ok bool, notLogged int) {
+	kind, _, _ := strings.Cut(msg, ": ")
+	kind = kind[:min(len(kind), 128)]
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	now := time.Now()
+	if now.Before(w.next[kind]) {
+		w.skipped[kind]++
+		return false, 0
+	}
+	if len(w.next) >= maxWarnKinds {
+		clear(w.next)
+		clear(w.skipped)
+	}
+	w.next[kind] = now.Add(time.Second)
+	n := w.skipped[kind]
+	delete(w.skipped, kind)
+	return true, n
+}
 
 func demote(l slog.Level) slog.Level {
 	if l < slog.LevelWarn {
@@ -352,15 +398,24 @@ func (h quietHandler) Enabled(ctx context.Context, l slog.Level) bool {
 
 func (h quietHandler) Handle(ctx context.Context, r slog.Record) error {
 	r.Level = demote(r.Level)
+	if r.Level >= slog.LevelWarn && h.warns != nil {
+		ok, n := h.warns.allow(r.Message)
+		if !ok {
+			return nil
+		}
+		if n > 0 {
+			r.AddAttrs(slog.Int("not_logged_since_last", n))
+		}
+	}
 	return h.Handler.Handle(ctx, r)
 }
 
 func (h quietHandler) WithAttrs(as []slog.Attr) slog.Handler {
-	return quietHandler{h.Handler.WithAttrs(as)}
+	return quietHandler{h.Handler.WithAttrs(as), h.warns}
 }
 
 func (h quietHandler) WithGroup(name string) slog.Handler {
-	return quietHandler{h.Handler.WithGroup(name)}
+	return quietHandler{h.Handler.WithGroup(name), h.warns}
 }
 
 // admitted reports whether a request of method takes a turn from
