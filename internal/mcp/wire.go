@@ -207,6 +207,9 @@ func (c *repairConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	}
 	// Each check first asks whether the result needs any repair at all, so
 	// the common case costs one scan or one decode, not a rewrite.
+	if !boundValues(resp, method) {
+		return msg, err
+	}
 	resp.Result = repairHints(resp.Result)
 	switch method {
 	case "resources/read":
@@ -223,6 +226,115 @@ func (c *repairConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		}
 	}
 	return msg, err
+}
+
+// MaxResultValues bounds the JSON values of one resources/read,
+// resources/list or resources/templates/list result that the go-sdk
+// decodes, counted as the objects and arrays it opens and the commas
+// between their members and elements. The go-sdk decodes a result whole
+// into Go values that cost far more than their text: a 16 MiB read
+// result of empty items ("contents":[{},{},…]) held about 1.2 GB while it
+// was decoded, and a server answering every read so (the content pass
+// reads in the background) kept the daemon at 2.3 GB. A result over the
+// bound keeps the entries of its list (resources, resourceTemplates or
+// contents) that fit, and ends it with one that says how many were not
+// read: a list entry without a URI (rejected and reported by the walk),
+// or a content item marked unusable; a result whose values outside that
+// list alone pass the bound fails its call. A list entry takes 3 to 8
+// values, a text item 3, so about 100,000 fit; the decoded result then
+// takes at most about 60 MB.
+const MaxResultValues = 1 << 19
+
+// boundValues applies MaxResultValues to the answer of a call of method,
+// and reports whether the answer still has a result to repair.
+func boundValues(resp *jsonrpc.Response, method string) bool {
+	raw := resp.Result
+	if jsonValues(raw, MaxResultValues) <= MaxResultValues {
+		return true
+	}
+	var field, entry string
+	switch method {
+	case "resources/read":
+		field = "contents"
+		entry = `{"uri":"","text":"","_meta":{"` + metaInvalid + `":%s}}`
+	case "resources/list":
+		field, entry = "resources", `{"uri":"","name":%s}`
+	case "resources/templates/list":
+		field, entry = "resourceTemplates", `{"uriTemplate":"","name":%s}`
+	}
+	var list []byte
+	topMembers(raw, func(name, val []byte) {
+		if string(name) == `"`+field+`"` && len(val) > 0 && val[0] == '[' {
+			list = val
+		}
+	})
+	outside := -1
+	if list != nil {
+		outside = jsonValues(raw, len(raw)) - jsonValues(list, len(list))
+	}
+	if outside < 0 || outside >= MaxResultValues {
+		resp.Result = nil
+		resp.Error = &jsonrpc.Error{Code: codeTooLarge, Message: fmt.Sprintf("the result holds more than %d JSON values: not decoded", MaxResultValues)}
+		return false
+	}
+	// Keep the elements that fit, counting each with its comma.
+	budget := MaxResultValues - outside - 1
+	kept, dropped, end := 0, 0, 1 // end: just past the last element kept
+	for i := skipSpace(list, 1); i < len(list) && list[i] != ']'; {
+		j := endOfValue(list, i)
+		if j < 0 {
+			return true // not JSON: the go-sdk reports it
+		}
+		if n := jsonValues(list[i:j], j-i) + 1; dropped == 0 && n <= budget {
+			budget -= n
+			kept, end = kept+1, j
+		} else {
+			dropped++
+		}
+		i = skipSpace(list, j)
+		if i < len(list) && list[i] == ',' {
+			i = skipSpace(list, i+1)
+		}
+	}
+	why, _ := json.Marshal(fmt.Sprintf("%d entries not read: the result holds more than %d JSON values", dropped, MaxResultValues))
+	start := cap(raw) - cap(list) // list's offset in raw
+	out := make([]byte, 0, start+end+len(entry)+len(why)+len(raw)-start-len(list)+2)
+	out = append(out, raw[:start+end]...)
+	if kept > 0 {
+		out = append(out, ',')
+	}
+	out = fmt.Appendf(out, entry, why)
+	out = append(out, ']')
+	out = append(out, raw[start+len(list):]...)
+	resp.Result = out
+	return true
+}
+
+// jsonValues returns the objects and arrays b opens outside strings plus
+// the commas between their members and elements, stopping once the count
+// passes limit.
+func jsonValues(b []byte, limit int) int {
+	n, inString, escaped := 0, false, false
+	for _, c := range b {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{', c == '[', c == ',':
+			if n++; n > limit {
+				return n
+			}
+		}
+	}
+	return n
 }
 
 // MaxErrorMessageBytes bounds the message of an error a server answers a
