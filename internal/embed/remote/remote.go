@@ -85,8 +85,13 @@ const (
 	maxCoordBytes     = 64
 	maxVectorOverhead = 1 << 10
 	maxAnswerOverhead = 64 << 10
-	// MaxDimensions is the longest vector the dimension probe accepts.
-	MaxDimensions = 1 << 16
+	// MaxDimensions is the longest vector the dimension probe accepts
+	// (the longest of the common embedding models is 4,096). Every vector of
+	// the index takes the probe's length, and the probe's answer is the
+	// server's to choose: at 65,536 dimensions (256 KiB a vector) a hostile
+	// or broken server took the daemon to 1.5 GB for 1,500 resources. A
+	// longer model needs Options.Dimensions set.
+	MaxDimensions = 1 << 13
 )
 
 // responseLimit is the largest answer a batch of n texts may get.
@@ -597,7 +602,7 @@ func (e *Embedder) decode(data []byte, out [][]float32) error {
 		}
 	}
 	if e.dim == 0 && len(vecs[0]) > MaxDimensions {
-		return fmt.Errorf("%w: a vector of %d dimensions, over %d", ErrBadResponse, len(vecs[0]), MaxDimensions)
+		return fmt.Errorf("%w: a vector of %d dimensions, over the %d the probe accepts (set dimensions for a longer one)", ErrBadResponse, len(vecs[0]), MaxDimensions)
 	}
 	want := e.dim
 	if want == 0 {

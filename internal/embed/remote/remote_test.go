@@ -552,13 +552,23 @@ func TestHugeAnswersCostWhatTheBatchNeeds(t *testing.T) {
 }
 
 // The dimension probe does not accept a vector of any length: every later
-// vector, and the index, would take its size.
+// vector, and the index, would take its size (a 65,536-dimension answer
+// took the daemon to 1.5 GB for 1,500 resources). A model that long can
+// be used with its dimensions set.
 func TestDimensionProbeIsBounded(t *testing.T) {
-	f, srv := newFake(t, Ollama, MaxDimensions+1)
+	const tooLong = 8193
+	f, srv := newFake(t, Ollama, tooLong)
 	_ = f
 	_, err := New(t.Context(), Options{Provider: Ollama, URL: srv.URL, Model: "m"})
-	if !errors.Is(err, ErrBadResponse) {
-		t.Fatalf("New with a %d-dimension probe answer: err = %v, want ErrBadResponse", MaxDimensions+1, err)
+	if !errors.Is(err, ErrBadResponse) || !strings.Contains(err.Error(), "set dimensions") {
+		t.Fatalf("New with a %d-dimension probe answer: err = %v, want ErrBadResponse saying to set dimensions", tooLong, err)
+	}
+	e, err := New(t.Context(), Options{Provider: Ollama, URL: srv.URL, Model: "m", Dimensions: tooLong})
+	if err != nil {
+		t.Fatalf("New with dimensions %d set: %v", tooLong, err)
+	}
+	if v, err := e.Embed(t.Context(), "x"); err != nil || len(v) != tooLong {
+		t.Fatalf("Embed with dimensions %d set: %d dimensions, %v", tooLong, len(v), err)
 	}
 }
 
