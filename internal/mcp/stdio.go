@@ -371,25 +371,35 @@ func (j *jsonLines) Read(p []byte) (int, error) {
 // anything but objects is passed as it is: the go-sdk rejects it as before.
 func unbatch(line []byte) []byte {
 	i := skipSpace(line, 0)
-	if i >= len(line) || line[i] != '[' {
+	if i >= len(line) || line[i] != '[' || !json.Valid(line) {
 		return line
 	}
-	var msgs []json.RawMessage
-	if json.Unmarshal(line, &msgs) != nil || len(msgs) == 0 {
-		return line
-	}
-	n := 0
-	for _, m := range msgs {
-		if len(m) == 0 || m[0] != '{' {
+	// Delimit the elements without decoding them (a batch of millions of
+	// tiny objects would cost far more decoded than its bytes); the go-sdk
+	// decodes each line.
+	var out []byte
+	for i = skipSpace(line, i+1); ; {
+		if i >= len(line) || line[i] != '{' {
+			return line // empty, or not an object
+		}
+		j := endOfValue(line, i)
+		if j < 0 {
 			return line
 		}
-		n += len(m) + 1
+		if out == nil {
+			out = make([]byte, 0, len(line))
+		}
+		out = append(append(out, line[i:j]...), '\n')
+		i = skipSpace(line, j)
+		if i < len(line) && line[i] == ',' {
+			i = skipSpace(line, i+1)
+			continue
+		}
+		if i < len(line) && line[i] == ']' && skipSpace(line, i+1) == len(line) {
+			return out
+		}
+		return line
 	}
-	out := make([]byte, 0, n)
-	for _, m := range msgs {
-		out = append(append(out, m...), '\n')
-	}
-	return out
 }
 
 // idPatterns find a JSON-RPC message's id at the start of the line (the
