@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"runtime"
 	"strings"
 	"sync"
@@ -134,3 +135,87 @@ func TestBatchesWhoseAnswersAreDroppedLeaveNothingBehind(t *testing.T) {
 		t.Fatalf("the heap grew %d MiB and stays so: the batches are held after their answers were dropped", grown>>20)
 	}
 }
+
+// The go-sdk decodes the params of every notification, whatever it does
+// with them, one at a time, while its reader queues the next: a flood of
+// 16 MiB notifications/message whose data is empty objects took the daemon
+// past 1.6 GB. Params of more than MaxResultValues values are dropped
+// before it decodes them.
+func TestNotificationsOfTooManyValuesAreNotDecoded(t *testing.T) {
+	toClientR, toClientW := io.Pipe()
+	fromClientR, fromClientW := io.Pipe()
+	iot := &mcpsdk.IOTransport{
+		Reader: io.NopCloser(&jsonLines{r: bufio.NewReaderSize(toClientR, 64<<10), max: DefaultMaxMessageBytes}),
+		Writer: fromClientW,
+	}
+	t.Cleanup(func() { toClientW.Close(); fromClientR.Close() })
+	pong := make(chan struct{}, 1)
+	go func() {
+		br := bufio.NewReader(fromClientR)
+		for {
+			line, err := br.ReadBytes('\n')
+			if err != nil {
+				return
+			}
+			var m struct {
+				ID     json.RawMessage `json:"id"`
+				Method string          `json:"method"`
+			}
+			switch {
+			case json.Unmarshal(line, &m) != nil || len(m.ID) == 0:
+			case m.Method == "initialize":
+				fmt.Fprintf(toClientW, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-06-18","capabilities":{},"serverInfo":{"name":"chatty","version":"0"}}}`+"\n", m.ID)
+			case m.Method != "":
+				fmt.Fprintf(toClientW, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"Method not found"}}`+"\n", m.ID)
+			case string(m.ID) == `"pong"`:
+				pong <- struct{}{}
+			}
+		}
+	}()
+	var logs strings.Builder
+	var logMu sync.Mutex
+	log := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		logMu.Lock()
+		defer logMu.Unlock()
+		return logs.Write(p)
+	}), nil))
+	sess, err := ConnectTransport(t.Context(), "chatty", iot, &Options{Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sess.Close() })
+
+	big := `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":[{}` + strings.Repeat(",{}", 2*MaxResultValues) + "]}}\n"
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for range 3 {
+		if _, err := io.WriteString(toClientW, big); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The client answers a ping once the notifications before it are handled.
+	io.WriteString(toClientW, `{"jsonrpc":"2.0","id":"pong","method":"ping"}`+"\n")
+	select {
+	case <-pong:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no answer to a ping after the notifications")
+	}
+	runtime.ReadMemStats(&after)
+	allocated := after.TotalAlloc - before.TotalAlloc
+	t.Logf("%d MiB allocated for 3 notifications of %d KiB", allocated>>20, len(big)>>10)
+	// Reading each 3 MiB line costs about 40 MiB of copies in the
+	// transports; decoding its params took about 100 MiB more.
+	if allocated > 256<<20 {
+		t.Errorf("%d MiB allocated for 3 notifications of %d KiB: their params were decoded", allocated>>20, len(big)>>10)
+	}
+	logMu.Lock()
+	defer logMu.Unlock()
+	if !strings.Contains(logs.String(), "params dropped") {
+		t.Errorf("no warning that the params were dropped; log:\n%s", logs.String())
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

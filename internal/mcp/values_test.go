@@ -75,3 +75,16 @@ func TestResultsOfTooManyValuesAreCutBeforeTheyAreDecoded(t *testing.T) {
 		t.Errorf("templates whose values lie outside the list: err %v, want the call refused", err)
 	}
 }
+
+// The result of a call other than a read or a list (initialize here) is
+// held to the same bound: over it, the call fails undecoded.
+func TestOtherResultsOfTooManyValuesFailTheirCall(t *testing.T) {
+	raw := &mcptest.RawServer{Results: map[string]string{
+		"initialize": `{"protocolVersion":"2025-06-18","capabilities":{"resources":{},"experimental":{"x":` +
+			manyEmpty("{}", 2*mcp.MaxResultValues) + `}},"serverInfo":{"name":"raw","version":"0"}}`,
+	}}
+	_, err := mcp.ConnectTransport(t.Context(), "raw", raw.Transport(t), nil)
+	if err == nil || !strings.Contains(err.Error(), "JSON values") {
+		t.Fatalf("initialize with %d values: err %v, want it refused undecoded", 2*mcp.MaxResultValues, err)
+	}
+}

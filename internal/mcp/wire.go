@@ -64,6 +64,7 @@ type repairConn struct {
 	log     *slog.Logger  // may be nil
 	answers chan struct{} // a slot per answer being written
 	dropped warnLimit     // answers dropped because every slot was taken
+	bulky   warnLimit     // params dropped for holding too many values
 
 	// closing ends when the session begins to close: answers being
 	// written are abandoned (the go-sdk waits for them before it closes),
@@ -178,8 +179,30 @@ func (c *repairConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 func (c *repairConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	read := func() (jsonrpc.Message, error) {
 		msg, err := c.Connection.Read(ctx)
-		if resp, ok := msg.(*jsonrpc.Response); ok && err == nil {
-			clipError(resp) // before the listen tracker keeps it
+		if err != nil {
+			return msg, err
+		}
+		switch m := msg.(type) {
+		case *jsonrpc.Response:
+			clipError(m) // before the listen tracker keeps it
+			c.mu.Lock()
+			_, tracked := c.calls[idKey(m.ID)]
+			c.mu.Unlock()
+			if !tracked && len(m.Result) > 0 && jsonValues(m.Result, MaxResultValues) > MaxResultValues {
+				m.Result = nil
+				m.Error = &jsonrpc.Error{Code: codeTooLarge, Message: fmt.Sprintf("the result holds more than %d JSON values: not decoded", MaxResultValues)}
+			}
+		case *jsonrpc.Request:
+			if jsonValues(m.Params, MaxResultValues) > MaxResultValues {
+				// The go-sdk decodes a notification's params (a log
+				// message's data, say) whatever it does with them, one
+				// notification at a time, while its reader queues the
+				// next ones without bound.
+				if ok, n := c.bulky.allow(); ok && c.log != nil {
+					c.log.Warn("the server sent a message whose params hold too many JSON values: its params dropped", "method", clip(m.Method, 64), "max_values", MaxResultValues, "also_dropped", n)
+				}
+				m.Params = json.RawMessage(`{}`)
+			}
 		}
 		return msg, err
 	}
@@ -242,7 +265,11 @@ func (c *repairConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 // or a content item marked unusable; a result whose values outside that
 // list alone pass the bound fails its call. A list entry takes 3 to 8
 // values, a text item 3, so about 100,000 fit; the decoded result then
-// takes at most about 60 MB.
+// takes at most about 60 MB. Every other message is held to the same
+// bound: the result of another call (initialize, ping, …) over it fails
+// that call, and a request or notification from the server over it loses
+// its params (a 16 MiB notifications/message of empty objects decoded to
+// about 1.2 GB, and a flood of them grew the daemon past 1.6 GB).
 const MaxResultValues = 1 << 19
 
 // boundValues applies MaxResultValues to the answer of a call of method,
