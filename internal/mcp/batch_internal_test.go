@@ -139,7 +139,7 @@ func TestBatchesWhoseAnswersAreDroppedLeaveNothingBehind(t *testing.T) {
 // The go-sdk decodes the params of every notification, whatever it does
 // with them, one at a time, while its reader queues the next: a flood of
 // 16 MiB notifications/message whose data is empty objects took the daemon
-// past 1.6 GB. Params of more than MaxResultValues values are dropped
+// past 1.6 GB. Params of more than MaxParamsValues values are dropped
 // before it decodes them.
 func TestNotificationsOfTooManyValuesAreNotDecoded(t *testing.T) {
 	toClientR, toClientW := io.Pipe()

@@ -193,13 +193,9 @@ func (c *repairConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 				m.Error = &jsonrpc.Error{Code: codeTooLarge, Message: fmt.Sprintf("the result holds more than %d JSON values: not decoded", MaxResultValues)}
 			}
 		case *jsonrpc.Request:
-			if jsonValues(m.Params, MaxResultValues) > MaxResultValues {
-				// The go-sdk decodes a notification's params (a log
-				// message's data, say) whatever it does with them, one
-				// notification at a time, while its reader queues the
-				// next ones without bound.
+			if jsonValues(m.Params, MaxParamsValues) > MaxParamsValues {
 				if ok, n := c.bulky.allow(); ok && c.log != nil {
-					c.log.Warn("the server sent a message whose params hold too many JSON values: its params dropped", "method", clip(m.Method, 64), "max_values", MaxResultValues, "also_dropped", n)
+					c.log.Warn("the server sent a message whose params hold too many JSON values: its params dropped", "method", clip(m.Method, 64), "max_values", MaxParamsValues, "also_dropped", n)
 				}
 				m.Params = json.RawMessage(`{}`)
 			}
@@ -265,12 +261,20 @@ func (c *repairConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 // or a content item marked unusable; a result whose values outside that
 // list alone pass the bound fails its call. A list entry takes 3 to 8
 // values, a text item 3, so about 100,000 fit; the decoded result then
-// takes at most about 60 MB. Every other message is held to the same
-// bound: the result of another call (initialize, ping, …) over it fails
-// that call, and a request or notification from the server over it loses
-// its params (a 16 MiB notifications/message of empty objects decoded to
-// about 1.2 GB, and a flood of them grew the daemon past 1.6 GB).
+// takes at most about 60 MB. The result of any other call (initialize,
+// ping, …) is held to the same bound: over it, the call fails.
 const MaxResultValues = 1 << 19
+
+// MaxParamsValues bounds, as MaxResultValues does, the params of a request
+// or notification from the server; over it, they are dropped (replaced by
+// an empty object) before the go-sdk decodes them. The go-sdk decodes every
+// notification's params whatever it does with them (a log message's data,
+// which contextd does not read), one notification at a time, while its
+// reader queues the next without bound: a flood of 16 MiB
+// notifications/message of empty objects took the daemon past 1.6 GB. What
+// contextd reads of a server's messages (a URI updated, the URIs a
+// subscription honours, a request to cancel) takes a few dozen values.
+const MaxParamsValues = 1 << 12
 
 // boundValues applies MaxResultValues to the answer of a call of method,
 // and reports whether the answer still has a result to repair.
