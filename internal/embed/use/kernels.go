@@ -357,8 +357,20 @@ func add(dst, src []float32) {
 	}
 }
 
-// softmax replaces x by exp(x−max)/Σexp(x−max).
+// softmax replaces x by exp(x−max)/Σexp(x−max). With AVX2 and FMA it runs
+// in float32 with a polynomial exponential (softmaxAVX), within a few
+// float32 roundings of softmaxGo; attention's scores are most of the
+// encoder's exponentials.
 func softmax(x []float32) {
+	if simd && len(x) > 0 {
+		softmaxAVX(&x[0], len(x))
+		return
+	}
+	softmaxGo(x)
+}
+
+// softmaxGo is [softmax] in plain Go, with float64 exponentials.
+func softmaxGo(x []float32) {
 	m := x[0]
 	for _, v := range x[1:] {
 		m = max(m, v)

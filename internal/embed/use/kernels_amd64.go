@@ -31,6 +31,14 @@ func dot4x3(k int, x *float32, xs int, w *float32, ws int, dst *float32, ds int,
 //go:noescape
 func dot4x3h(k int, x *float32, xs int, w *uint16, ws int, dst *float32, ds int, bias *float32)
 
+// softmaxAVX is [softmax] on the n ≥ 1 floats at x, in float32: exp is
+// Cephes' expf polynomial after range reduction (within 2 ulp), the sum
+// is eight lanes added in a fixed order. A NaN in x makes every result
+// NaN, as in softmaxGo.
+//
+//go:noescape
+func softmaxAVX(x *float32, n int)
+
 // gemmSIMD is [gemm] on the assembly kernel.
 func gemmSIMD(dst []float32, ds int, x []float32, xs, rows int, w []float32, ws, cols, k int, bias []float32) {
 	checkGemm(dst, ds, x, xs, rows, w, ws, cols, k, bias)

@@ -17,3 +17,8 @@ func gemmSIMD(dst []float32, ds int, x []float32, xs, rows int, w []float32, ws,
 func gemmSIMDh(dst []float32, ds int, x []float32, xs, rows int, w []uint16, ws, cols, k int, bias []float32) {
 	panic("use: no float16 kernel in this build")
 }
+
+// softmaxAVX is never called when haveSIMD is false.
+func softmaxAVX(x *float32, n int) {
+	panic("use: no softmax kernel in this build")
+}
