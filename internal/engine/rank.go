@@ -284,20 +284,23 @@ func combineClauses(whole []rank.Fused, clauses [][]rank.Fused, weight float64) 
 		return l[len(l)-1].Score
 	}
 	type acc struct {
-		whole, best float64
-		order       int
+		id                 string
+		whole, best, score float64
+		order              int
 	}
-	all := map[string]*acc{}
-	get := func(id string) *acc {
-		a := all[id]
-		if a == nil {
-			a = &acc{whole: floor(whole), best: math.Inf(-1), order: len(whole) + len(all)}
-			all[id] = a
+	var accs []acc
+	at := make(map[string]int, 2*len(whole))
+	get := func(id string) int {
+		i, ok := at[id]
+		if !ok {
+			i = len(accs)
+			accs = append(accs, acc{id: id, whole: floor(whole), best: math.Inf(-1), order: len(whole) + i})
+			at[id] = i
 		}
-		return a
+		return i
 	}
 	for i, h := range whole {
-		a := get(h.ID)
+		a := &accs[get(h.ID)]
 		a.whole, a.order = h.Score, i
 	}
 	for _, l := range clauses {
@@ -305,29 +308,32 @@ func combineClauses(whole []rank.Fused, clauses [][]rank.Fused, weight float64) 
 			get(h.ID)
 		}
 	}
+	scores := make([]float64, len(accs))
 	for _, l := range clauses {
-		seen := make(map[string]float64, len(l))
+		lo := floor(l)
+		for i := range scores {
+			scores[i] = lo
+		}
 		for _, h := range l {
-			seen[h.ID] = h.Score
+			scores[at[h.ID]] = h.Score
 		}
-		for id, a := range all {
-			s, ok := seen[id]
-			if !ok {
-				s = floor(l)
-			}
-			a.best = max(a.best, s)
+		for i, s := range scores {
+			accs[i].best = max(accs[i].best, s)
 		}
 	}
-	out := make([]rank.Fused, 0, len(all))
-	for id, a := range all {
-		out = append(out, rank.Fused{ID: id, Score: a.whole + weight*a.best})
+	for i := range accs {
+		accs[i].score = accs[i].whole + weight*accs[i].best
 	}
-	slices.SortFunc(out, func(x, y rank.Fused) int {
-		if c := cmp.Compare(y.Score, x.Score); c != 0 {
+	slices.SortFunc(accs, func(x, y acc) int {
+		if c := cmp.Compare(y.score, x.score); c != 0 {
 			return c
 		}
-		return cmp.Compare(all[x.ID].order, all[y.ID].order)
+		return cmp.Compare(x.order, y.order)
 	})
+	out := make([]rank.Fused, len(accs))
+	for i, a := range accs {
+		out[i] = rank.Fused{ID: a.id, Score: a.score}
+	}
 	return out
 }
 
