@@ -235,6 +235,11 @@ func (s *Session) Subscribe(ctx context.Context, uri string) error {
 	if s.streamingSubscriptions() {
 		return s.listen(ctx, uri)
 	}
+	if s.standalone != nil {
+		// Before the request: an update may arrive before its answer. A
+		// gap in the stream reports it updated (see standaloneStream.gap).
+		s.standalone.track(uri, true)
+	}
 	if err := s.cs.Subscribe(ctx, &mcpsdk.SubscribeParams{URI: uri}); err != nil {
 		return fmt.Errorf("mcp: server %q: subscribe %q: %w", s.name, uri, err)
 	}
@@ -252,6 +257,9 @@ func (s *Session) Unsubscribe(ctx context.Context, uri string) error {
 	}
 	if err := s.cs.Unsubscribe(ctx, &mcpsdk.UnsubscribeParams{URI: uri}); err != nil {
 		return fmt.Errorf("mcp: server %q: unsubscribe %q: %w", s.name, uri, err)
+	}
+	if s.standalone != nil {
+		s.standalone.track(uri, false)
 	}
 	return nil
 }

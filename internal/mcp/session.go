@@ -125,6 +125,7 @@ type Session struct {
 	proc   *process // stdio servers only
 
 	listens     *listenTracker
+	standalone  *standaloneStream  // Streamable HTTP before 2026-07-28, when the server serves it
 	listenMu    sync.Mutex         // serializes opening subscriptions/listen streams, and guards closed
 	closed      bool               // Close has begun: no stream is opened any more
 	stopRestore context.CancelFunc // ends restoreListChanged, or nil
@@ -151,6 +152,7 @@ func Connect(ctx context.Context, srv config.Server, opts *Options) (*Session, e
 	}
 	var t mcpsdk.Transport
 	var st *stdioTransport
+	var hc *http.Client // HTTP and SSE
 	switch srv.Transport {
 	case config.TransportStdio:
 		cmd := exec.Command(srv.Command, srv.Args...)
@@ -167,7 +169,8 @@ func Connect(ctx context.Context, srv config.Server, opts *Options) (*Session, e
 		st = &stdioTransport{cmd: cmd, terminateDuration: o.TerminateDuration, log: o.Logger, maxMessage: o.MaxMessageBytes}
 		t = st
 	case config.TransportHTTP:
-		t = &mcpsdk.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: httpClient(srv.URL, srv.Headers, &o), MaxEventSize: maxMessage(&o) + 4096}
+		hc = httpClient(srv.URL, srv.Headers, &o)
+		t = &mcpsdk.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: hc, MaxEventSize: maxMessage(&o) + 4096}
 	case config.TransportSSE:
 		t = &mcpsdk.SSEClientTransport{Endpoint: srv.URL, HTTPClient: httpClient(srv.URL, srv.Headers, &o), MaxEventSize: maxMessage(&o) + 4096}
 	default:
@@ -195,16 +198,13 @@ func Connect(ctx context.Context, srv config.Server, opts *Options) (*Session, e
 	if st != nil {
 		s.proc = st.proc
 	}
-	if srv.Transport == config.TransportHTTP && !s.streamingSubscriptions() {
+	if srv.Transport == config.TransportHTTP && !s.streamingSubscriptions() && !s.openStandalone(ctx, hc, srv.URL) {
 		// Before 2026-07-28 a Streamable HTTP server sends what it notifies
 		// outside a call (resources/updated, list_changed) on the standalone
-		// GET stream. The go-sdk opens that stream only for a connection of
-		// its own type, which repairConn wraps, so those notifications never
-		// arrive: a read cached under a subscription would stay stale, and a
-		// catalogue waiting for list_changed would never change. Such a
-		// session neither subscribes nor waits for list_changed: its reads
-		// are not cached under subscriptions and its list is polled every
-		// poll_interval.
+		// GET stream. One that offers none (405) cannot notify: such a
+		// session neither subscribes nor waits for list_changed, so its
+		// reads are not cached under subscriptions and its list is polled
+		// every poll_interval.
 		s.caps.Subscribe, s.caps.ListChanged = false, false
 	}
 	return s, nil

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -50,6 +51,12 @@ func (t repairTransport) Connect(ctx context.Context) (mcpsdk.Connection, error)
 	}
 	rc := &repairConn{Connection: c, calls: map[string]string{}, listens: t.listens, log: t.log, answers: make(chan struct{}, MaxAnswersInFlight)}
 	rc.closing, rc.stopAnswers = context.WithCancel(context.Background())
+	if _, ok := t.base.(*mcpsdk.StreamableClientTransport); ok {
+		rc.side = newStandaloneStream()
+		rc.pumped = make(chan pumped)
+		rc.pumpCtx, rc.stopPump = context.WithCancel(context.Background())
+		rc.pumping.Go(rc.pump)
+	}
 	if t.listens != nil {
 		t.listens.conn = rc
 	}
@@ -74,6 +81,71 @@ type repairConn struct {
 
 	mu    sync.Mutex
 	calls map[string]string // request ID → method, for calls awaiting an answer
+
+	// Streamable HTTP only (nil otherwise): Read takes messages from the
+	// connection (read by the pump goroutine) and from the standalone
+	// stream, which Session opens after initialize on sessions before
+	// 2026-07-28.
+	side     *standaloneStream
+	pumped   chan pumped
+	pumping  sync.WaitGroup
+	pumpCtx  context.Context // ends at Close
+	stopPump context.CancelFunc
+}
+
+// pumped is one result of the connection's Read.
+type pumped struct {
+	msg jsonrpc.Message
+	err error
+}
+
+// pump reads the connection for next until the connection fails or
+// Close.
+func (c *repairConn) pump() {
+	for {
+		msg, err := c.Connection.Read(c.pumpCtx)
+		select {
+		case c.pumped <- pumped{msg, err}:
+		case <-c.pumpCtx.Done():
+			return
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// next returns the next message from the connection or, on Streamable
+// HTTP, from the standalone stream as well. The connection's errors (EOF
+// after Close) are returned as they come; a standalone stream that could
+// not be re-established fails the read for good, which ends the session.
+func (c *repairConn) next(ctx context.Context) (jsonrpc.Message, error) {
+	if c.side == nil {
+		return c.Connection.Read(ctx)
+	}
+	select {
+	case p := <-c.pumped:
+		return p.msg, p.err
+	case msg := <-c.side.msgs:
+		return msg, nil
+	case <-c.side.dead:
+		return nil, c.side.err
+	case <-c.pumpCtx.Done():
+		return nil, io.EOF // closed: the pump may have stopped before it passed on the connection's EOF
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Close closes the connection and ends the standalone stream and the pump.
+func (c *repairConn) Close() error {
+	err := c.Connection.Close()
+	if c.side != nil {
+		c.stopPump()
+		c.side.stop()
+		c.pumping.Wait()
+	}
+	return err
 }
 
 func idKey(id jsonrpc.ID) string { return fmt.Sprintf("%T:%v", id.Raw(), id.Raw()) }
@@ -178,7 +250,7 @@ func (c *repairConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 
 func (c *repairConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	read := func() (jsonrpc.Message, error) {
-		msg, err := c.Connection.Read(ctx)
+		msg, err := c.next(ctx)
 		if err != nil {
 			return msg, err
 		}
