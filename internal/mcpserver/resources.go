@@ -108,8 +108,7 @@ func (s *Server) readResource(ctx context.Context, req *mcpsdk.ReadResourceReque
 	if err != nil {
 		return nil, rpcError(ctx, err, uri)
 	}
-	s.waitReady(ctx, []string{k.Server})
-	cs, _, err := s.eng.Read(ctx, k)
+	cs, _, err := s.eng.Read(ctx, k) // its server is ready (see readyScope)
 	if err != nil {
 		return nil, rpcError(ctx, err, uri)
 	}

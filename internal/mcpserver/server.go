@@ -37,11 +37,13 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -304,6 +306,20 @@ func New(eng *engine.Engine, opts *Options) *Server {
 			}
 		})
 	}
+	// Added last, so outermost: a request waits for the servers it
+	// concerns to finish their first sync (up to ReadyWait) before it
+	// takes a turn. Waiting holds nothing another caller needs; holding a
+	// turn while waiting would let a few requests naming a server still on
+	// its first content pass (minutes on a large server) take every turn,
+	// and gRPC callers get RESOURCE_EXHAUSTED meanwhile.
+	s.mcp.AddReceivingMiddleware(func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
+		return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
+			if servers, ok := readyScope(method, req); ok {
+				s.waitReady(ctx, servers)
+			}
+			return next(ctx, method, req)
+		}
+	})
 	if o.Relay != nil {
 		o.Relay.mu.Lock()
 		o.Relay.s = s
@@ -441,6 +457,56 @@ func (s *Server) makeRoom() {
 			s.mu.Unlock()
 		}()
 	}
+}
+
+// readyScope returns the servers a request waits for before it runs (nil:
+// every server), and whether it waits at all: tool calls for the servers
+// they name (every server when they name none), the context prompt and
+// context reads for every server, a resource read for its server.
+func readyScope(method string, req mcpsdk.Request) ([]string, bool) {
+	switch r := req.(type) {
+	case *mcpsdk.CallToolRequest:
+		if r.Params == nil {
+			return nil, false
+		}
+		var in struct {
+			Servers []string `json:"servers"`
+			Pins    []string `json:"pins"`
+		}
+		// Arguments that do not decode are refused by the tool's own
+		// schema check; they wait for nothing.
+		if err := json.Unmarshal(r.Params.Arguments, &in); err != nil {
+			return nil, false
+		}
+		return toolScope(in.Servers, in.Pins), true
+	case *mcpsdk.GetPromptRequest:
+		return nil, method == "prompts/get"
+	case *mcpsdk.ReadResourceRequest:
+		if r.Params == nil {
+			return nil, false
+		}
+		if k, err := ParseResourceURI(r.Params.URI); err == nil {
+			return []string{k.Server}, true
+		}
+		return nil, strings.HasPrefix(r.Params.URI, contextPrefix)
+	}
+	return nil, false
+}
+
+// toolScope returns the servers a tool call with these servers and pins
+// concerns: the servers named and the pins' servers, or nil (every
+// server) when none is named.
+func toolScope(servers, pins []string) []string {
+	if len(servers) == 0 {
+		return nil
+	}
+	scope := slices.Clone(servers)
+	for _, p := range pins {
+		if k, err := ParseResourceURI(p); err == nil {
+			scope = append(scope, k.Server)
+		}
+	}
+	return scope
 }
 
 // waitReady waits, at most ReadyWait, until the servers in scope (every
