@@ -345,8 +345,46 @@ func New(eng *engine.Engine, opts *Options) *Server {
 // quiet returns log for the go-sdk, its records below warnings logged at
 // debug level: it logs each session's start and end, each subscription
 // and each update relayed at info level, three lines or more for every
-// session a caller starts (thousands a second in a loop).
+// session a caller starts (thousands a second in a loop). Each record's
+// message and string values are cut to maxSDKLogBytes: the go-sdk quotes
+// what a caller sent in some of its warnings (a Mcp-Protocol-Version
+// header of up to 64 KiB, escaped to five times that, on every request).
 func quiet(log *slog.Logger) *slog.Logger { return slog.New(quietHandler{log.Handler()}) }
+
+// maxSDKLogBytes bounds the message and each string value of a record the
+// go-sdk logs.
+const maxSDKLogBytes = 512
+
+// cutLog returns s cut to maxSDKLogBytes, saying how much was left out.
+func cutLog(s string) string {
+	if len(s) <= maxSDKLogBytes {
+		return s
+	}
+	return fmt.Sprintf("%s… (%d bytes more)", strings.ToValidUTF8(s[:maxSDKLogBytes], ""), len(s)-maxSDKLogBytes)
+}
+
+// cutAttr cuts a's string or error value (in groups too).
+func cutAttr(a slog.Attr) slog.Attr {
+	v := a.Value.Resolve()
+	switch v.Kind() {
+	case slog.KindString:
+		a.Value = slog.StringValue(cutLog(v.String()))
+	case slog.KindGroup:
+		as := v.Group()
+		out := make([]slog.Attr, len(as))
+		for i, g := range as {
+			out[i] = cutAttr(g)
+		}
+		a.Value = slog.GroupValue(out...)
+	case slog.KindAny:
+		if err, ok := v.Any().(error); ok {
+			a.Value = slog.StringValue(cutLog(err.Error()))
+		} else if len(v.String()) > maxSDKLogBytes {
+			a.Value = slog.StringValue(cutLog(v.String()))
+		}
+	}
+	return a
+}
 
 type quietHandler struct{ slog.Handler }
 
@@ -362,12 +400,20 @@ func (h quietHandler) Enabled(ctx context.Context, l slog.Level) bool {
 }
 
 func (h quietHandler) Handle(ctx context.Context, r slog.Record) error {
-	r.Level = demote(r.Level)
-	return h.Handler.Handle(ctx, r)
+	out := slog.NewRecord(r.Time, demote(r.Level), cutLog(r.Message), r.PC)
+	r.Attrs(func(a slog.Attr) bool {
+		out.AddAttrs(cutAttr(a))
+		return true
+	})
+	return h.Handler.Handle(ctx, out)
 }
 
 func (h quietHandler) WithAttrs(as []slog.Attr) slog.Handler {
-	return quietHandler{h.Handler.WithAttrs(as)}
+	cut := make([]slog.Attr, len(as))
+	for i, a := range as {
+		cut[i] = cutAttr(a)
+	}
+	return quietHandler{h.Handler.WithAttrs(cut)}
 }
 
 func (h quietHandler) WithGroup(name string) slog.Handler {
