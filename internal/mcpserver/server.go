@@ -45,6 +45,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -187,9 +188,13 @@ type Server struct {
 	order    []*mcpsdk.ServerSession // sessions in recent, oldest first
 	stopped  bool                    // Run has returned: no more relays start
 
-	refreshing sync.Mutex     // one refresh at a time, so a list waits for one in flight
-	relays     sync.WaitGroup // re-reads after relayed updates
-	stop       chan struct{}  // closed when Run returns
+	refreshing sync.Mutex // one refresh at a time, so a list waits for one in flight
+	// refreshStarts counts the refreshes begun; refreshedFrom is the
+	// count when the last one began (under refreshing).
+	refreshStarts atomic.Int64
+	refreshedFrom int64
+	relays        sync.WaitGroup // re-reads after relayed updates
+	stop          chan struct{}  // closed when Run returns
 }
 
 // mirrorVersion is what Run compares to see that a mirror may have changed.
