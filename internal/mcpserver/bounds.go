@@ -29,6 +29,52 @@ const MaxRequestValues = 16 << 10
 // session's life; a host's is a few hundred bytes.
 const MaxSessionStartBytes = 64 << 10
 
+// MaxBatch bounds the messages of one JSON-RPC batch (a POST body that is
+// an array, which protocol 2025-03-26 allows): a larger one is refused with
+// 413. Each message of a batch is handled on a goroutine of its own, and
+// the answers wait for the POST's stream in turn, so a batch of thousands
+// of resources/list (four values each: 4,000 under MaxRequestValues) held
+// 4,000 goroutines and pages of the list per POST, for minutes, whether or
+// not the caller stayed. Clients send batches of a few messages, if any.
+const MaxBatch = 16
+
+// batchLen returns how many elements body holds when it is a JSON array
+// (a JSON-RPC batch; "[]" counts one), from the commas between its
+// top-level elements outside strings, stopping once the count passes
+// limit; 0 when it is not an array.
+func batchLen(body []byte, limit int) int {
+	trimmed := bytes.TrimLeft(body, " \t\r\n")
+	if len(trimmed) == 0 || trimmed[0] != '[' {
+		return 0
+	}
+	n, depth, inString, escaped := 1, 0, false, false
+	for _, c := range trimmed {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+			continue
+		case c == '"':
+			inString = true
+		case c == '[', c == '{':
+			depth++
+		case c == ']', c == '}':
+			depth--
+		case c == ',' && depth == 1:
+			if n++; n > limit {
+				return n
+			}
+		}
+	}
+	return n
+}
+
 // jsonValues returns the objects and arrays body opens outside strings
 // plus the commas between their members and elements, stopping once the
 // count passes limit.
@@ -57,8 +103,9 @@ func jsonValues(body []byte, limit int) int {
 }
 
 // boundBodies returns h with POST bodies over MaxRequestBytes (a POST
-// starting a session: MaxSessionStartBytes) or MaxRequestValues refused
-// (413) before the go-sdk decodes them.
+// starting a session: MaxSessionStartBytes) or MaxRequestValues, and
+// batches of more than MaxBatch messages, refused (413) before the go-sdk
+// decodes them.
 func boundBodies(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost || r.Body == nil {
@@ -80,6 +127,9 @@ func boundBodies(h http.Handler) http.Handler {
 			return
 		case jsonValues(body, MaxRequestValues) > MaxRequestValues:
 			http.Error(w, fmt.Sprintf("Request Entity Too Large: the body holds over %d JSON values", MaxRequestValues), http.StatusRequestEntityTooLarge)
+			return
+		case batchLen(body, MaxBatch) > MaxBatch:
+			http.Error(w, fmt.Sprintf("Request Entity Too Large: a JSON-RPC batch may hold at most %d messages", MaxBatch), http.StatusRequestEntityTooLarge)
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))

@@ -3,11 +3,14 @@ package mcpserver_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -139,5 +142,86 @@ func TestSubscriptionURIsAreBoundedPerSession(t *testing.T) {
 	}
 	if last == nil || !strings.Contains(last.Error(), "KiB of URIs") {
 		t.Errorf("the subscription past the bound: %s, want an error naming the URIs' size", short(last))
+	}
+}
+
+// A JSON-RPC batch (protocol 2025-03-26) is handled a goroutine a message:
+// one of thousands of resources/list held thousands of goroutines and
+// pages per POST, so a batch may hold MaxBatch messages.
+func TestBatchesAreBounded(t *testing.T) {
+	f := newFacade(t, map[string]*mcpsdk.Server{"a": mcptest.NewServer(map[string]string{"doc://x": "x"}, nil)}, nil, engine.Options{})
+	ts := httptest.NewServer(f.srv.HTTPHandler())
+	defer ts.Close()
+	send := func(sid, body string) int {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, ts.URL, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if sid != "" {
+			req.Header.Set("Mcp-Session-Id", sid)
+			req.Header.Set("Mcp-Protocol-Version", "2025-03-26")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		_, _ = io.Copy(io.Discard, resp.Body)
+		return resp.StatusCode
+	}
+	code, sid := post(t, ts.URL, "", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"script","version":"1"}}}`)
+	if code != http.StatusOK {
+		t.Fatalf("initialize: %d", code)
+	}
+	send(sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	batch := func(n int) string {
+		var b strings.Builder
+		b.WriteString(" [")
+		for i := range n {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			// Commas inside strings and nested values are not messages.
+			fmt.Fprintf(&b, `{"jsonrpc":"2.0","id":%d,"method":"resources/list","params":{"_meta":{"x":[1,2,","]}}}`, i+1)
+		}
+		b.WriteString("]")
+		return b.String()
+	}
+	if code := send(sid, batch(mcpserver.MaxBatch)); code != http.StatusOK {
+		t.Errorf("a batch of %d lists: %d, want 200", mcpserver.MaxBatch, code)
+	}
+	if code := send(sid, batch(mcpserver.MaxBatch+1)); code != http.StatusRequestEntityTooLarge {
+		t.Errorf("a batch of %d lists: %d, want 413", mcpserver.MaxBatch+1, code)
+	}
+	if code := send(sid, batch(4000)); code != http.StatusRequestEntityTooLarge {
+		t.Errorf("a batch of 4,000 lists: %d, want 413", code)
+	}
+}
+
+// Lists that wait for a refresh of the resource list together share the
+// next one: each refresh reads every mirror's status, which counts over the
+// whole index, and lists queued one refresh each without bound.
+func TestListsWaitingTogetherShareARefresh(t *testing.T) {
+	f := newFacade(t, map[string]*mcpsdk.Server{"a": mcptest.NewServer(map[string]string{"doc://x": "x"}, nil)},
+		&mcpserver.Options{CheckInterval: time.Hour}, engine.Options{})
+	cs := f.connect(t, nil)
+	if _, err := cs.ListResources(t.Context(), nil); err != nil {
+		t.Fatal(err)
+	}
+	release := mcpserver.HoldRefresh(f.srv) // a refresh in flight
+	before := mcpserver.Refreshes(f.srv)
+	const lists = 20
+	var wg sync.WaitGroup
+	for range lists {
+		wg.Go(func() {
+			if res, err := cs.ListResources(t.Context(), nil); err != nil || len(res.Resources) != 1 {
+				t.Errorf("list: %v, %v", res, err)
+			}
+		})
+	}
+	time.Sleep(300 * time.Millisecond) // every list waits for the refresh
+	release()
+	wg.Wait()
+	if n := mcpserver.Refreshes(f.srv) - before; n > 2 {
+		t.Errorf("%d lists waiting together ran %d refreshes, want 1 (2 if one came late)", lists, n)
 	}
 }
