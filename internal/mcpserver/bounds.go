@@ -30,13 +30,16 @@ const MaxRequestValues = 16 << 10
 const MaxSessionStartBytes = 64 << 10
 
 // MaxBatch bounds the messages of one JSON-RPC batch (a POST body that is
-// an array, which protocol 2025-03-26 allows): a larger one is refused with
-// 413. Each message of a batch is handled on a goroutine of its own, and
-// the answers wait for the POST's stream in turn, so a batch of thousands
-// of resources/list (four values each: 4,000 under MaxRequestValues) held
-// 4,000 goroutines and pages of the list per POST, for minutes, whether or
-// not the caller stayed. Clients send batches of a few messages, if any.
-const MaxBatch = 16
+// an array, which protocol 2025-03-26 allows; 2025-06-18 dropped batches):
+// a larger one is refused with 400. Each message of a batch is handled on
+// a goroutine of its own, outside the admission, and their answers wait for
+// the POST's stream in turn, each encoded whole: one POST of 4,000
+// resources/list (225 KB) cost 50 s of CPU, and a client that did not
+// read held every page it asked for (16 each on 200 connections: +350 MB
+// of heap). With one message a POST, a connection holds at most one
+// answer. Clients send one message a POST (the TypeScript, Python and Go
+// SDKs do).
+const MaxBatch = 1
 
 // batchLen returns how many elements body holds when it is a JSON array
 // (a JSON-RPC batch; "[]" counts one), from the commas between its
@@ -103,9 +106,9 @@ func jsonValues(body []byte, limit int) int {
 }
 
 // boundBodies returns h with POST bodies over MaxRequestBytes (a POST
-// starting a session: MaxSessionStartBytes) or MaxRequestValues, and
-// batches of more than MaxBatch messages, refused (413) before the go-sdk
-// decodes them.
+// starting a session: MaxSessionStartBytes) or MaxRequestValues refused
+// (413), and batches of more than MaxBatch messages (400), before the
+// go-sdk decodes them.
 func boundBodies(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost || r.Body == nil {
@@ -129,7 +132,7 @@ func boundBodies(h http.Handler) http.Handler {
 			http.Error(w, fmt.Sprintf("Request Entity Too Large: the body holds over %d JSON values", MaxRequestValues), http.StatusRequestEntityTooLarge)
 			return
 		case batchLen(body, MaxBatch) > MaxBatch:
-			http.Error(w, fmt.Sprintf("Request Entity Too Large: a JSON-RPC batch may hold at most %d messages", MaxBatch), http.StatusRequestEntityTooLarge)
+			http.Error(w, fmt.Sprintf("Bad Request: a JSON-RPC batch may hold at most %d message; send one a POST", MaxBatch), http.StatusBadRequest)
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))

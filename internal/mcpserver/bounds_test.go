@@ -147,7 +147,7 @@ func TestSubscriptionURIsAreBoundedPerSession(t *testing.T) {
 
 // A JSON-RPC batch (protocol 2025-03-26) is handled a goroutine a message:
 // one of thousands of resources/list held thousands of goroutines and
-// pages per POST, so a batch may hold MaxBatch messages.
+// pages per POST, so a batch may hold MaxBatch messages (one).
 func TestBatchesAreBounded(t *testing.T) {
 	f := newFacade(t, map[string]*mcpsdk.Server{"a": mcptest.NewServer(map[string]string{"doc://x": "x"}, nil)}, nil, engine.Options{})
 	ts := httptest.NewServer(f.srv.HTTPHandler())
@@ -189,11 +189,11 @@ func TestBatchesAreBounded(t *testing.T) {
 	if code := send(sid, batch(mcpserver.MaxBatch)); code != http.StatusOK {
 		t.Errorf("a batch of %d lists: %d, want 200", mcpserver.MaxBatch, code)
 	}
-	if code := send(sid, batch(mcpserver.MaxBatch+1)); code != http.StatusRequestEntityTooLarge {
-		t.Errorf("a batch of %d lists: %d, want 413", mcpserver.MaxBatch+1, code)
+	if code := send(sid, batch(mcpserver.MaxBatch+1)); code != http.StatusBadRequest {
+		t.Errorf("a batch of %d lists: %d, want 400", mcpserver.MaxBatch+1, code)
 	}
-	if code := send(sid, batch(4000)); code != http.StatusRequestEntityTooLarge {
-		t.Errorf("a batch of 4,000 lists: %d, want 413", code)
+	if code := send(sid, batch(1000)); code != http.StatusBadRequest {
+		t.Errorf("a batch of 1,000 lists: %d, want 400", code)
 	}
 }
 
