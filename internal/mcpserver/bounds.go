@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -105,11 +107,59 @@ func jsonValues(body []byte, limit int) int {
 	return n
 }
 
+// SmallBody is how much of each request body is read without counting
+// against maxLargeBodyBytes: every request a host sends fits.
+const SmallBody = 64 << 10
+
+// maxLargeBodyBytes bounds the bytes past SmallBody of the request bodies
+// being read or handled at once, together (a variable for tests). Each
+// connection may send MaxRequestBytes within handshake_timeout, and a
+// body is held whole until its request is done: 900 connections trickling
+// 1 MiB bodies took the heap up 810 MB and RSS 1.5 GB, and a client can
+// repeat it for as long as it likes.
+var maxLargeBodyBytes int64 = 64 << 20
+
+// errBodiesBusy is readBody's error when the large bodies being read add
+// up to maxLargeBodyBytes.
+var errBodiesBusy = errors.New("busy")
+
+// readBody reads r whole, at most limit bytes (an *http.MaxBytesError
+// past it), counting in held the capacity it takes past SmallBody; it
+// fails with errBodiesBusy when held would pass maxLargeBodyBytes. It
+// returns the body and what it added to held, to take back when the
+// request is done (also on error).
+func readBody(r io.Reader, limit int64, held *atomic.Int64) (body []byte, counted int64, err error) {
+	buf := make([]byte, 0, 4<<10)
+	for {
+		if len(buf) == cap(buf) {
+			size := min(2*int64(cap(buf)), limit+1)
+			if extra := max(size-SmallBody, 0) - counted; extra > 0 {
+				counted += extra
+				if held.Add(extra) > maxLargeBodyBytes {
+					return nil, counted, errBodiesBusy
+				}
+			}
+			buf = append(make([]byte, 0, size), buf...)
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, counted, nil
+		}
+		if err != nil {
+			return nil, counted, err
+		}
+	}
+}
+
 // boundBodies returns h with POST bodies over MaxRequestBytes (a POST
 // starting a session: MaxSessionStartBytes) or MaxRequestValues refused
-// (413), and batches of more than MaxBatch messages (400), before the
-// go-sdk decodes them.
+// (413), batches of more than MaxBatch messages (400), and bodies that
+// would take the large bodies being read or handled past
+// maxLargeBodyBytes (503, the connection closed), before the go-sdk
+// decodes them.
 func boundBodies(h http.Handler) http.Handler {
+	var held atomic.Int64 // see maxLargeBodyBytes
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost || r.Body == nil {
 			h.ServeHTTP(w, r)
@@ -119,9 +169,16 @@ func boundBodies(h http.Handler) http.Handler {
 		if r.Header.Get("Mcp-Session-Id") == "" {
 			limit = MaxSessionStartBytes
 		}
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+		body, counted, err := readBody(http.MaxBytesReader(w, r.Body, limit), limit, &held)
+		defer held.Add(-counted)
 		var tooBig *http.MaxBytesError
 		switch {
+		case errors.Is(err, errBodiesBusy):
+			// Read no more of it: the connection is closed.
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now())
+			w.Header().Set("Connection", "close")
+			http.Error(w, fmt.Sprintf("Service Unavailable: busy: request bodies over %d KiB add up to %d MiB being read; retry later", SmallBody>>10, maxLargeBodyBytes>>20), http.StatusServiceUnavailable)
+			return
 		case errors.As(err, &tooBig):
 			http.Error(w, fmt.Sprintf("Request Entity Too Large: the body is over %d bytes", limit), http.StatusRequestEntityTooLarge)
 			return

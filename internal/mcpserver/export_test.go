@@ -17,3 +17,11 @@ func HoldRefresh(s *Server) (release func()) {
 
 // Refreshes returns how many refreshes of s's resource list have begun.
 func Refreshes(s *Server) int64 { return s.refreshStarts.Load() }
+
+// SetMaxLargeBodyBytes sets the bound on the large request bodies read at
+// once until restore is called.
+func SetMaxLargeBodyBytes(n int64) (restore func()) {
+	old := maxLargeBodyBytes
+	maxLargeBodyBytes = n
+	return func() { maxLargeBodyBytes = old }
+}
