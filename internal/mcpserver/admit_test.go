@@ -149,3 +149,56 @@ func TestWaitingForAFirstSyncHoldsNoTurn(t *testing.T) {
 		}
 	}
 }
+
+// Requests waiting for a first sync are bounded: a handler outlives its
+// caller, so requests sent in a loop by a caller that leaves at once
+// would each leave a goroutine waiting for ReadyWait. Past the bound a
+// request is answered with what is mirrored, at once.
+func TestRequestsWaitingForAFirstSyncAreBounded(t *testing.T) {
+	defer mcpserver.SetReadyWaiters(2)()
+	ready := mcptest.NewServer(map[string]string{"doc://arch": "architecture of the billing service"}, nil)
+	slow := mcptest.NewServer(map[string]string{"doc://slow": "slow"}, nil)
+	stop := make(chan struct{})
+	slow.AddReceivingMiddleware(func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
+		return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
+			if method == "resources/list" {
+				select {
+				case <-stop:
+				case <-ctx.Done():
+				}
+				return nil, errors.New("not listing")
+			}
+			return next(ctx, method, req)
+		}
+	})
+	const wait = 3 * time.Second
+	f := startFacade(t, map[string]*mcpsdk.Server{"a": ready, "slow": slow}, &mcpserver.Options{ReadyWait: wait},
+		engine.Options{Mirror: func(o *ctxsync.Options) { o.SyncTimeout = 2 * wait }})
+	t.Cleanup(func() { close(stop) })
+	select {
+	case <-f.eng.Ready("a"):
+	case <-time.After(10 * time.Second):
+		t.Fatal("server a not ready after 10 s")
+	}
+	cs := f.connect(t, nil)
+	search := func() time.Duration {
+		start := time.Now()
+		if _, err := cs.CallTool(t.Context(), &mcpsdk.CallToolParams{Name: "search_resources", Arguments: map[string]any{"query": "billing"}}); err != nil {
+			t.Error(err)
+		}
+		return time.Since(start)
+	}
+	waited := make(chan time.Duration, 2)
+	for range 2 {
+		go func() { waited <- search() }()
+	}
+	time.Sleep(wait / 6)
+	if d := search(); d > wait/2 {
+		t.Errorf("a third request with two waiting for a first sync took %v, want an answer at once", d)
+	}
+	for range 2 {
+		if d := <-waited; d < wait*3/4 {
+			t.Errorf("a request within the bound answered after %v: it did not wait for the first sync (ReadyWait %v)", d, wait)
+		}
+	}
+}
