@@ -25,11 +25,3 @@ func SetMaxLargeBodyBytes(n int64) (restore func()) {
 	maxLargeBodyBytes = n
 	return func() { maxLargeBodyBytes = old }
 }
-
-// SetReadyWaiters sets how many requests may wait for a first sync at once
-// in servers made by New until restore is called.
-func SetReadyWaiters(n int) (restore func()) {
-	old := readyWaiters
-	readyWaiters = n
-	return func() { readyWaiters = old }
-}

@@ -63,10 +63,6 @@ import (
 // that much at once; a host's requests (a task, pins, filters) are small.
 const MaxRequestBytes = 1 << 20
 
-// readyWaiters bounds the requests waiting for servers' first sync at
-// once (a variable for tests).
-var readyWaiters = 256
-
 // Defaults for Options fields left zero.
 const (
 	DefaultBudget        = 2000
@@ -192,8 +188,7 @@ type Server struct {
 	order    []*mcpsdk.ServerSession // sessions in recent, oldest first
 	stopped  bool                    // Run has returned: no more relays start
 
-	waiters    chan struct{} // a token per request waiting for a first sync (waitReady)
-	refreshing sync.Mutex    // one refresh at a time, so a list waits for one in flight
+	refreshing sync.Mutex // one refresh at a time, so a list waits for one in flight
 	// refreshStarts counts the refreshes begun; refreshedFrom is the
 	// count when the last one began (under refreshing).
 	refreshStarts atomic.Int64
@@ -253,7 +248,6 @@ func New(eng *engine.Engine, opts *Options) *Server {
 		closing:  map[*mcpsdk.ServerSession]bool{},
 		rereads:  map[resource.Key]bool{},
 		recent:   map[*mcpsdk.ServerSession][]string{},
-		waiters:  make(chan struct{}, readyWaiters),
 		stop:     make(chan struct{}),
 	}
 	// Capabilities are declared exactly as served: tools, prompts and
@@ -570,39 +564,19 @@ func toolScope(servers, pins []string) []string {
 // configured server when none are named) have finished their first sync.
 // A server that never gets there only delays the request; it is answered
 // with what is mirrored.
-//
-// At most readyWaiters requests wait at once; others are answered with
-// what is mirrored at once. A request's handler outlives its caller's
-// connection, so a caller sending requests and leaving would otherwise
-// leave a goroutine waiting for each, without bound.
 func (s *Server) waitReady(ctx context.Context, servers []string) {
 	if len(servers) == 0 {
 		for _, st := range s.eng.Servers() {
 			servers = append(servers, st.Server)
 		}
 	}
-	var chans []<-chan struct{}
-	for _, name := range servers {
-		if ch := s.eng.Ready(name); ch != nil {
-			select {
-			case <-ch:
-			default:
-				chans = append(chans, ch)
-			}
-		}
-	}
-	if len(chans) == 0 {
-		return
-	}
-	select {
-	case s.waiters <- struct{}{}:
-		defer func() { <-s.waiters }()
-	default:
-		return
-	}
 	t := time.NewTimer(s.opts.ReadyWait)
 	defer t.Stop()
-	for _, ch := range chans {
+	for _, name := range servers {
+		ch := s.eng.Ready(name)
+		if ch == nil {
+			continue
+		}
 		select {
 		case <-ch:
 		case <-t.C:
