@@ -9,8 +9,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"strings"
 	"testing"
@@ -24,6 +26,7 @@ import (
 
 	"github.com/contextd/contextd/client"
 	"github.com/contextd/contextd/internal/config"
+	"github.com/contextd/contextd/internal/metrics"
 	contextdv1 "github.com/contextd/contextd/proto/contextd/v1"
 )
 
@@ -566,5 +569,31 @@ func TestSilentConnectionsMakeRoom(t *testing.T) {
 		if _, err := io.Copy(io.Discard, c); err == nil || isReset(err) {
 			t.Errorf("connection %d, which had spoken, was closed (%v)", i, err)
 		}
+	}
+}
+
+// pprof's symbol lookup buffers a line of answer per address its body
+// names, about ten times the body: a body on the metrics listener is cut
+// at maxMetricsBody, so a caller with the token (anyone, without one)
+// cannot make it buffer gigabytes.
+func TestPprofSymbolBodiesAreBounded(t *testing.T) {
+	const token = "pprof-token-0123456789abcdef"
+	ts := httptest.NewServer(guardMetrics(token, metrics.New().Handler(true)))
+	defer ts.Close()
+	pc := reflect.ValueOf(TestPprofSymbolBodiesAreBounded).Pointer()
+	body := strings.Repeat(fmt.Sprintf("%#x+", pc), (8<<20)/len(fmt.Sprintf("%#x+", pc)))
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, ts.URL+"/debug/pprof/symbol", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	n, _ := io.Copy(io.Discard, resp.Body)
+	if n < 1<<20 {
+		t.Fatalf("the symbol lookup answered %d bytes: it no longer resolves the addresses the test sends", n)
+	}
+	if n > 16<<20 {
+		t.Errorf("8 MiB of addresses made a %d MiB answer, want at most 16 MiB (the body cut at %d KiB)", n>>20, maxMetricsBody>>10)
 	}
 }

@@ -241,11 +241,26 @@ func btoi(b bool) int {
 	return 0
 }
 
+// maxMetricsBody bounds a request body on the metrics listener (bytes):
+// pprof's symbol lookup (POST /debug/pprof/symbol, what go tool pprof sends
+// to symbolize a profile) reads its body to the end and buffers a line of
+// answer per address, about ten times the body: 90 MB of addresses made
+// an 850 MB answer and took the daemon to 2.2 GB.
+const maxMetricsBody = 1 << 20
+
 // guardMetrics returns the metrics listener's handler h with everything
 // but /metrics (that is, pprof's profiles, which expose the process's
 // memory) asking for the daemon's token when one is set. /metrics stays
 // open to scrapers: it is loopback-only unless allow_insecure_metrics.
+// Request bodies are cut at maxMetricsBody.
 func guardMetrics(token string, h http.Handler) http.Handler {
+	inner := h
+	h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body != nil {
+			r.Body = http.MaxBytesReader(w, r.Body, maxMetricsBody)
+		}
+		inner.ServeHTTP(w, r)
+	})
 	if token != "" {
 		open, guarded := h, service.RequireBearer(token, h)
 		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -28,6 +30,55 @@ const MaxRequestValues = 16 << 10
 // 413. The go-sdk keeps an initialize's params, as sent, for the
 // session's life; a host's is a few hundred bytes.
 const MaxSessionStartBytes = 64 << 10
+
+// MaxBatch bounds the messages of one JSON-RPC batch (a POST body that is
+// an array, which protocol 2025-03-26 allows; 2025-06-18 dropped batches):
+// a larger one is refused with 400. Each message of a batch is handled on
+// a goroutine of its own, outside the admission, and their answers wait for
+// the POST's stream in turn, each encoded whole: one POST of 4,000
+// resources/list (225 KB) cost 50 s of CPU, and a client that did not
+// read held every page it asked for (16 each on 200 connections: +350 MB
+// of heap). With one message a POST, a connection holds at most one
+// answer. Clients send one message a POST (the TypeScript, Python and Go
+// SDKs do).
+const MaxBatch = 1
+
+// batchLen returns how many elements body holds when it is a JSON array
+// (a JSON-RPC batch; "[]" counts one), from the commas between its
+// top-level elements outside strings, stopping once the count passes
+// limit; 0 when it is not an array.
+func batchLen(body []byte, limit int) int {
+	trimmed := bytes.TrimLeft(body, " \t\r\n")
+	if len(trimmed) == 0 || trimmed[0] != '[' {
+		return 0
+	}
+	n, depth, inString, escaped := 1, 0, false, false
+	for _, c := range trimmed {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+			continue
+		case c == '"':
+			inString = true
+		case c == '[', c == '{':
+			depth++
+		case c == ']', c == '}':
+			depth--
+		case c == ',' && depth == 1:
+			if n++; n > limit {
+				return n
+			}
+		}
+	}
+	return n
+}
 
 // jsonValues returns the objects and arrays body opens outside strings
 // plus the commas between their members and elements, stopping once the
@@ -56,10 +107,59 @@ func jsonValues(body []byte, limit int) int {
 	return n
 }
 
+// SmallBody is how much of each request body is read without counting
+// against maxLargeBodyBytes: every request a host sends fits.
+const SmallBody = 64 << 10
+
+// maxLargeBodyBytes bounds the bytes past SmallBody of the request bodies
+// being read or handled at once, together (a variable for tests). Each
+// connection may send MaxRequestBytes within handshake_timeout, and a
+// body is held whole until its request is done: 900 connections trickling
+// 1 MiB bodies took the heap up 810 MB and RSS 1.5 GB, and a client can
+// repeat it for as long as it likes.
+var maxLargeBodyBytes int64 = 64 << 20
+
+// errBodiesBusy is readBody's error when the large bodies being read add
+// up to maxLargeBodyBytes.
+var errBodiesBusy = errors.New("busy")
+
+// readBody reads r whole, at most limit bytes (an *http.MaxBytesError
+// past it), counting in held the capacity it takes past SmallBody; it
+// fails with errBodiesBusy when held would pass maxLargeBodyBytes. It
+// returns the body and what it added to held, to take back when the
+// request is done (also on error).
+func readBody(r io.Reader, limit int64, held *atomic.Int64) (body []byte, counted int64, err error) {
+	buf := make([]byte, 0, 4<<10)
+	for {
+		if len(buf) == cap(buf) {
+			size := min(2*int64(cap(buf)), limit+1)
+			if extra := max(size-SmallBody, 0) - counted; extra > 0 {
+				counted += extra
+				if held.Add(extra) > maxLargeBodyBytes {
+					return nil, counted, errBodiesBusy
+				}
+			}
+			buf = append(make([]byte, 0, size), buf...)
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, counted, nil
+		}
+		if err != nil {
+			return nil, counted, err
+		}
+	}
+}
+
 // boundBodies returns h with POST bodies over MaxRequestBytes (a POST
 // starting a session: MaxSessionStartBytes) or MaxRequestValues refused
-// (413) before the go-sdk decodes them.
+// (413), batches of more than MaxBatch messages (400), and bodies that
+// would take the large bodies being read or handled past
+// maxLargeBodyBytes (503, the connection closed), before the go-sdk
+// decodes them.
 func boundBodies(h http.Handler) http.Handler {
+	var held atomic.Int64 // see maxLargeBodyBytes
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost || r.Body == nil {
 			h.ServeHTTP(w, r)
@@ -69,9 +169,16 @@ func boundBodies(h http.Handler) http.Handler {
 		if r.Header.Get("Mcp-Session-Id") == "" {
 			limit = MaxSessionStartBytes
 		}
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+		body, counted, err := readBody(http.MaxBytesReader(w, r.Body, limit), limit, &held)
+		defer held.Add(-counted)
 		var tooBig *http.MaxBytesError
 		switch {
+		case errors.Is(err, errBodiesBusy):
+			// Read no more of it: the connection is closed.
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now())
+			w.Header().Set("Connection", "close")
+			http.Error(w, fmt.Sprintf("Service Unavailable: busy: request bodies over %d KiB add up to %d MiB being read; retry later", SmallBody>>10, maxLargeBodyBytes>>20), http.StatusServiceUnavailable)
+			return
 		case errors.As(err, &tooBig):
 			http.Error(w, fmt.Sprintf("Request Entity Too Large: the body is over %d bytes", limit), http.StatusRequestEntityTooLarge)
 			return
@@ -80,6 +187,9 @@ func boundBodies(h http.Handler) http.Handler {
 			return
 		case jsonValues(body, MaxRequestValues) > MaxRequestValues:
 			http.Error(w, fmt.Sprintf("Request Entity Too Large: the body holds over %d JSON values", MaxRequestValues), http.StatusRequestEntityTooLarge)
+			return
+		case batchLen(body, MaxBatch) > MaxBatch:
+			http.Error(w, fmt.Sprintf("Bad Request: a JSON-RPC batch may hold at most %d message; send one a POST", MaxBatch), http.StatusBadRequest)
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))

@@ -1,13 +1,19 @@
 package mcpserver_test
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -139,5 +145,155 @@ func TestSubscriptionURIsAreBoundedPerSession(t *testing.T) {
 	}
 	if last == nil || !strings.Contains(last.Error(), "KiB of URIs") {
 		t.Errorf("the subscription past the bound: %s, want an error naming the URIs' size", short(last))
+	}
+}
+
+// A JSON-RPC batch (protocol 2025-03-26) is handled a goroutine a message:
+// one of thousands of resources/list held thousands of goroutines and
+// pages per POST, so a batch may hold MaxBatch messages (one).
+func TestBatchesAreBounded(t *testing.T) {
+	f := newFacade(t, map[string]*mcpsdk.Server{"a": mcptest.NewServer(map[string]string{"doc://x": "x"}, nil)}, nil, engine.Options{})
+	ts := httptest.NewServer(f.srv.HTTPHandler())
+	defer ts.Close()
+	send := func(sid, body string) int {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, ts.URL, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if sid != "" {
+			req.Header.Set("Mcp-Session-Id", sid)
+			req.Header.Set("Mcp-Protocol-Version", "2025-03-26")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		_, _ = io.Copy(io.Discard, resp.Body)
+		return resp.StatusCode
+	}
+	code, sid := post(t, ts.URL, "", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"script","version":"1"}}}`)
+	if code != http.StatusOK {
+		t.Fatalf("initialize: %d", code)
+	}
+	send(sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	batch := func(n int) string {
+		var b strings.Builder
+		b.WriteString(" [")
+		for i := range n {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			// Commas inside strings and nested values are not messages.
+			fmt.Fprintf(&b, `{"jsonrpc":"2.0","id":%d,"method":"resources/list","params":{"_meta":{"x":[1,2,","]}}}`, i+1)
+		}
+		b.WriteString("]")
+		return b.String()
+	}
+	if code := send(sid, batch(mcpserver.MaxBatch)); code != http.StatusOK {
+		t.Errorf("a batch of %d lists: %d, want 200", mcpserver.MaxBatch, code)
+	}
+	if code := send(sid, batch(mcpserver.MaxBatch+1)); code != http.StatusBadRequest {
+		t.Errorf("a batch of %d lists: %d, want 400", mcpserver.MaxBatch+1, code)
+	}
+	if code := send(sid, batch(1000)); code != http.StatusBadRequest {
+		t.Errorf("a batch of 1,000 lists: %d, want 400", code)
+	}
+}
+
+// Lists that wait for a refresh of the resource list together share the
+// next one: each refresh reads every mirror's status, which counts over the
+// whole index, and lists queued one refresh each without bound.
+func TestListsWaitingTogetherShareARefresh(t *testing.T) {
+	f := newFacade(t, map[string]*mcpsdk.Server{"a": mcptest.NewServer(map[string]string{"doc://x": "x"}, nil)},
+		&mcpserver.Options{CheckInterval: time.Hour}, engine.Options{})
+	cs := f.connect(t, nil)
+	if _, err := cs.ListResources(t.Context(), nil); err != nil {
+		t.Fatal(err)
+	}
+	release := mcpserver.HoldRefresh(f.srv) // a refresh in flight
+	before := mcpserver.Refreshes(f.srv)
+	const lists = 20
+	var wg sync.WaitGroup
+	for range lists {
+		wg.Go(func() {
+			if res, err := cs.ListResources(t.Context(), nil); err != nil || len(res.Resources) != 1 {
+				t.Errorf("list: %v, %v", res, err)
+			}
+		})
+	}
+	time.Sleep(300 * time.Millisecond) // every list waits for the refresh
+	release()
+	wg.Wait()
+	if n := mcpserver.Refreshes(f.srv) - before; n > 2 {
+		t.Errorf("%d lists waiting together ran %d refreshes, want 1 (2 if one came late)", lists, n)
+	}
+}
+
+// Request bodies over SmallBody being read at once are bounded together:
+// each connection could otherwise hold MaxRequestBytes for its handshake
+// timeout (900 connections: +810 MB of heap). Past the bound a large body
+// is refused at once; small ones are still served.
+func TestLargeBodiesReadAtOnceAreBounded(t *testing.T) {
+	defer mcpserver.SetMaxLargeBodyBytes(1 << 20)()
+	f := newFacade(t, map[string]*mcpsdk.Server{"a": mcptest.NewServer(map[string]string{"doc://x": "x"}, nil)}, nil, engine.Options{})
+	ts := httptest.NewServer(f.srv.HTTPHandler())
+	defer ts.Close()
+	code, sid := post(t, ts.URL, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"script","version":"1"}}}`)
+	if code != http.StatusOK {
+		t.Fatalf("initialize: %d", code)
+	}
+	post(t, ts.URL, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	// start sends the headers of a body of mcpserver.MaxRequestBytes-100
+	// bytes and the first sent of them. Its connection is closed before
+	// the server (which waits for requests in flight).
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	start := func(sent int) net.Conn {
+		c, err := net.Dial("tcp", ts.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+		_ = c.SetWriteDeadline(time.Now().Add(10 * time.Second))
+		fmt.Fprintf(c, "POST / HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMcp-Session-Id: %s\r\nMcp-Protocol-Version: 2025-06-18\r\nContent-Length: %d\r\n\r\n",
+			ts.Listener.Addr(), sid, mcpserver.MaxRequestBytes-100)
+		if _, err := c.Write(bytes.Repeat([]byte(" "), sent)); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	status := func(c net.Conn) int {
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			return 0
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	first := start(900 << 10) // its buffer takes the bound
+	time.Sleep(200 * time.Millisecond)
+	second := start(200 << 10)
+	if code := status(second); code != http.StatusServiceUnavailable {
+		t.Errorf("a second large body while the first takes the bound: status %d, want 503 at once", code)
+	}
+	if code, _ := post(t, ts.URL, sid, `{"jsonrpc":"2.0","id":2,"method":"ping"}`); code != http.StatusOK {
+		t.Errorf("a small request meanwhile: %d, want 200", code)
+	}
+	// The first is served once it is in (a body of spaces: 400), and its
+	// share is given back.
+	if _, err := first.Write(bytes.Repeat([]byte(" "), mcpserver.MaxRequestBytes-100-900<<10)); err != nil {
+		t.Fatal(err)
+	}
+	if code := status(first); code != http.StatusBadRequest {
+		t.Errorf("the first body, once whole: %d, want 400 (not JSON)", code)
+	}
+	third := start(mcpserver.MaxRequestBytes - 100)
+	if code := status(third); code != http.StatusBadRequest {
+		t.Errorf("a large body after the first was done: %d, want 400 (not JSON)", code)
 	}
 }

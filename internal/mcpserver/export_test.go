@@ -7,3 +7,21 @@ func SubscriptionsHeld(s *Server) (resources, sessions int) {
 	defer s.mu.Unlock()
 	return len(s.subs), len(s.sessSubs)
 }
+
+// HoldRefresh takes the lock a refresh of s's resource list runs under,
+// until release is called.
+func HoldRefresh(s *Server) (release func()) {
+	s.refreshing.Lock()
+	return s.refreshing.Unlock
+}
+
+// Refreshes returns how many refreshes of s's resource list have begun.
+func Refreshes(s *Server) int64 { return s.refreshStarts.Load() }
+
+// SetMaxLargeBodyBytes sets the bound on the large request bodies read at
+// once until restore is called.
+func SetMaxLargeBodyBytes(n int64) (restore func()) {
+	old := maxLargeBodyBytes
+	maxLargeBodyBytes = n
+	return func() { maxLargeBodyBytes = old }
+}

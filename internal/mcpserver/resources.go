@@ -24,9 +24,21 @@ const (
 // refresh brings the resource list up to date with the mirrors that changed
 // since the last call (a sync ran, or the count moved), in one batch, so the
 // go-sdk sends connected sessions one notifications/resources/list_changed.
+//
+// One refresh runs at a time, and one that began after a call arrived
+// serves it: calls that wait together share the next refresh instead of
+// each running its own. A refresh reads every mirror's status, which
+// counts over the whole index (30 ms at 20,000 resources), so lists sent
+// faster than that (a caller's loop, or a 2025-03-26 batch) would
+// otherwise queue without bound, each holding its goroutine.
 func (s *Server) refresh() {
+	arrived := s.refreshStarts.Load()
 	s.refreshing.Lock()
 	defer s.refreshing.Unlock()
+	if s.refreshedFrom > arrived {
+		return // a refresh that began after this call arrived has run
+	}
+	s.refreshedFrom = s.refreshStarts.Add(1)
 	var changed []string
 	s.mu.Lock()
 	for _, st := range s.eng.Servers() {
@@ -108,8 +120,7 @@ func (s *Server) readResource(ctx context.Context, req *mcpsdk.ReadResourceReque
 	if err != nil {
 		return nil, rpcError(ctx, err, uri)
 	}
-	s.waitReady(ctx, []string{k.Server})
-	cs, _, err := s.eng.Read(ctx, k)
+	cs, _, err := s.eng.Read(ctx, k) // its server is ready (see readyScope)
 	if err != nil {
 		return nil, rpcError(ctx, err, uri)
 	}

@@ -37,6 +37,7 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -44,6 +45,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -190,9 +192,13 @@ type Server struct {
 	order    []*mcpsdk.ServerSession // sessions in recent, oldest first
 	stopped  bool                    // Run has returned: no more relays start
 
-	refreshing sync.Mutex     // one refresh at a time, so a list waits for one in flight
-	relays     sync.WaitGroup // re-reads after relayed updates
-	stop       chan struct{}  // closed when Run returns
+	refreshing sync.Mutex // one refresh at a time, so a list waits for one in flight
+	// refreshStarts counts the refreshes begun; refreshedFrom is the
+	// count when the last one began (under refreshing).
+	refreshStarts atomic.Int64
+	refreshedFrom int64
+	relays        sync.WaitGroup // re-reads after relayed updates
+	stop          chan struct{}  // closed when Run returns
 }
 
 // mirrorVersion is what Run compares to see that a mirror may have changed.
@@ -310,6 +316,20 @@ func New(eng *engine.Engine, opts *Options) *Server {
 			}
 		})
 	}
+	// Added last, so outermost: a request waits for the servers it
+	// concerns to finish their first sync (up to ReadyWait) before it
+	// takes a turn. Waiting holds nothing another caller needs; holding a
+	// turn while waiting would let a few requests naming a server still on
+	// its first content pass (minutes on a large server) take every turn,
+	// and gRPC callers get RESOURCE_EXHAUSTED meanwhile.
+	s.mcp.AddReceivingMiddleware(func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
+		return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
+			if servers, ok := readyScope(method, req); ok {
+				s.waitReady(ctx, servers)
+			}
+			return next(ctx, method, req)
+		}
+	})
 	if o.Relay != nil {
 		o.Relay.mu.Lock()
 		o.Relay.s = s
@@ -335,7 +355,10 @@ func New(eng *engine.Engine, opts *Options) *Server {
 // quiet returns log for the go-sdk, its records below warnings logged at
 // debug level: it logs each session's start and end, each subscription
 // and each update relayed at info level, three lines or more for every
-// session a caller starts (thousands a second in a loop).
+// session a caller starts (thousands a second in a loop). Each record's
+// message and string values are cut to maxSDKLogBytes: the go-sdk quotes
+// what a caller sent in some of its warnings (a Mcp-Protocol-Version
+// header of up to 64 KiB, escaped to five times that, on every request).
 //
 // Its warnings are kept to one a second for each kind (the message up to
 // its first ": "), with the count of those not logged: the go-sdk warns
@@ -346,6 +369,41 @@ func New(eng *engine.Engine, opts *Options) *Server {
 // (550 KB) a second.
 func quiet(log *slog.Logger) *slog.Logger {
 	return slog.New(quietHandler{log.Handler(), &warnLimits{next: map[string]time.Time{}, skipped: map[string]int{}}})
+}
+
+// maxSDKLogBytes bounds the message and each string value of a record the
+// go-sdk logs.
+const maxSDKLogBytes = 512
+
+// cutLog returns s cut to maxSDKLogBytes, saying how much was left out.
+func cutLog(s string) string {
+	if len(s) <= maxSDKLogBytes {
+		return s
+	}
+	return fmt.Sprintf("%s… (%d bytes more)", strings.ToValidUTF8(s[:maxSDKLogBytes], ""), len(s)-maxSDKLogBytes)
+}
+
+// cutAttr cuts a's string or error value (in groups too).
+func cutAttr(a slog.Attr) slog.Attr {
+	v := a.Value.Resolve()
+	switch v.Kind() {
+	case slog.KindString:
+		a.Value = slog.StringValue(cutLog(v.String()))
+	case slog.KindGroup:
+		as := v.Group()
+		out := make([]slog.Attr, len(as))
+		for i, g := range as {
+			out[i] = cutAttr(g)
+		}
+		a.Value = slog.GroupValue(out...)
+	case slog.KindAny:
+		if err, ok := v.Any().(error); ok {
+			a.Value = slog.StringValue(cutLog(err.Error()))
+		} else if len(v.String()) > maxSDKLogBytes {
+			a.Value = slog.StringValue(cutLog(v.String()))
+		}
+	}
+	return a
 }
 
 type quietHandler struct {
@@ -397,21 +455,29 @@ func (h quietHandler) Enabled(ctx context.Context, l slog.Level) bool {
 }
 
 func (h quietHandler) Handle(ctx context.Context, r slog.Record) error {
-	r.Level = demote(r.Level)
-	if r.Level >= slog.LevelWarn && h.warns != nil {
-		ok, n := h.warns.allow(r.Message)
+	out := slog.NewRecord(r.Time, demote(r.Level), cutLog(r.Message), r.PC)
+	if out.Level >= slog.LevelWarn && h.warns != nil {
+		ok, n := h.warns.allow(out.Message)
 		if !ok {
 			return nil
 		}
 		if n > 0 {
-			r.AddAttrs(slog.Int("not_logged_since_last", n))
+			out.AddAttrs(slog.Int("not_logged_since_last", n))
 		}
 	}
-	return h.Handler.Handle(ctx, r)
+	r.Attrs(func(a slog.Attr) bool {
+		out.AddAttrs(cutAttr(a))
+		return true
+	})
+	return h.Handler.Handle(ctx, out)
 }
 
 func (h quietHandler) WithAttrs(as []slog.Attr) slog.Handler {
-	return quietHandler{h.Handler.WithAttrs(as), h.warns}
+	cut := make([]slog.Attr, len(as))
+	for i, a := range as {
+		cut[i] = cutAttr(a)
+	}
+	return quietHandler{h.Handler.WithAttrs(cut), h.warns}
 }
 
 func (h quietHandler) WithGroup(name string) slog.Handler {
@@ -501,6 +567,56 @@ func (s *Server) makeRoom() {
 			s.mu.Unlock()
 		}()
 	}
+}
+
+// readyScope returns the servers a request waits for before it runs (nil:
+// every server), and whether it waits at all: tool calls for the servers
+// they name (every server when they name none), the context prompt and
+// context reads for every server, a resource read for its server.
+func readyScope(method string, req mcpsdk.Request) ([]string, bool) {
+	switch r := req.(type) {
+	case *mcpsdk.CallToolRequest:
+		if r.Params == nil {
+			return nil, false
+		}
+		var in struct {
+			Servers []string `json:"servers"`
+			Pins    []string `json:"pins"`
+		}
+		// Arguments that do not decode are refused by the tool's own
+		// schema check; they wait for nothing.
+		if err := json.Unmarshal(r.Params.Arguments, &in); err != nil {
+			return nil, false
+		}
+		return toolScope(in.Servers, in.Pins), true
+	case *mcpsdk.GetPromptRequest:
+		return nil, method == "prompts/get"
+	case *mcpsdk.ReadResourceRequest:
+		if r.Params == nil {
+			return nil, false
+		}
+		if k, err := ParseResourceURI(r.Params.URI); err == nil {
+			return []string{k.Server}, true
+		}
+		return nil, strings.HasPrefix(r.Params.URI, contextPrefix)
+	}
+	return nil, false
+}
+
+// toolScope returns the servers a tool call with these servers and pins
+// concerns: the servers named and the pins' servers, or nil (every
+// server) when none is named.
+func toolScope(servers, pins []string) []string {
+	if len(servers) == 0 {
+		return nil
+	}
+	scope := slices.Clone(servers)
+	for _, p := range pins {
+		if k, err := ParseResourceURI(p); err == nil {
+			scope = append(scope, k.Server)
+		}
+	}
+	return scope
 }
 
 // waitReady waits, at most ReadyWait, until the servers in scope (every

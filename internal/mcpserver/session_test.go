@@ -281,3 +281,41 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// What a caller sends reaches the log bounded: the go-sdk warns of a
+// request whose Mcp-Protocol-Version header names a version past the ones a
+// stateful server speaks, quoting the header whole (64 KiB of it, escaped
+// to five times that, on every request).
+func TestCallerInputInSDKWarningsIsBounded(t *testing.T) {
+	var buf syncBuffer
+	log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	f := newFacade(t, map[string]*mcpsdk.Server{"a": mcptest.NewServer(map[string]string{"doc://x": "x"}, nil)},
+		&mcpserver.Options{Logger: log}, engine.Options{})
+	ts := httptest.NewServer(f.srv.HTTPHandler())
+	defer ts.Close()
+	_, sid := post(t, ts.URL, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"script","version":"1"}}}`)
+	post(t, ts.URL, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	const requests = 5
+	for range requests {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, ts.URL, strings.NewReader(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Session-Id", sid)
+		req.Header["Mcp-Protocol-Version"] = []string{"2026-07-29" + strings.Repeat("\x80", 40<<10)}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("status %d, want 400", resp.StatusCode)
+		}
+	}
+	out := buf.String()
+	if !strings.Contains(out, "rejecting request with protocol version") {
+		t.Fatalf("the go-sdk's warning was not logged; the test no longer sees what it checks:\n%.500s", out)
+	}
+	if len(out) > requests*2048 {
+		t.Errorf("%d requests with a 40 KiB header logged %d bytes, want at most 2 KiB each", requests, len(out))
+	}
+}

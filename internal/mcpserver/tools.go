@@ -248,7 +248,6 @@ func summary(res *engine.AssembleResult, budget int) string {
 
 func (s *Server) searchTool(ctx context.Context, req *mcpsdk.CallToolRequest, in SearchInput) (*mcpsdk.CallToolResult, SearchOutput, error) {
 	s.remember(req.Session, in.Query)
-	s.waitReady(ctx, in.Servers)
 	ranked, err := s.eng.Search(ctx, engine.SearchRequest{Query: in.Query, Limit: in.Limit,
 		Filter: engine.Filter{Servers: in.Servers, MIMETypes: in.MIMETypes, URIPrefixes: in.URIPrefixes}})
 	if err != nil {
@@ -272,16 +271,10 @@ func (s *Server) searchTool(ctx context.Context, req *mcpsdk.CallToolRequest, in
 	return result, out, nil
 }
 
-// assemble waits for the servers in scope, remembers the task for the
-// session's completions and assembles.
+// assemble remembers the task for the session's completions and
+// assembles. The servers in scope were waited for before the request took
+// its turn (see readyScope).
 func (s *Server) assemble(ctx context.Context, sess *mcpsdk.ServerSession, req engine.AssembleRequest) (*engine.AssembleResult, error) {
 	s.remember(sess, req.Query)
-	scope := slices.Clone(req.Servers)
-	for _, p := range req.Pinned {
-		if len(scope) > 0 {
-			scope = append(scope, p.Server)
-		}
-	}
-	s.waitReady(ctx, scope)
 	return s.eng.Assemble(ctx, req)
 }
