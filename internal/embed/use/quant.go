@@ -37,10 +37,11 @@ const qGroupAbs = (1<<31 - 1) / qMax
 // intKernel selects integer products for the dense layers (see
 // [qgemm]) where an assembly integer kernel runs: by default only in a
 // build with the useint tag (intDefault). The float kernels stay the
-// default until the integer vectors are accepted: they move a ranking
-// measure by one query in 497 on MetaTool's multi split (see
-// docs/scale.md). The plain-Go integer kernel, about a quarter of the
-// plain-Go float kernel's speed, is for tests and as the reference.
+// default until the integer vectors are accepted: though within 1 −
+// cosine 2e-8 of the float kernel's, they move one query of MetaTool's
+// multi split by a place (see docs/scale.md). The plain-Go integer
+// kernel, about a quarter of the plain-Go float kernel's speed, is for
+// tests and as the reference.
 // The tests and benchmarks switch it to compare the paths.
 var intKernel = intDefault && bestQKernel != qGo
 
