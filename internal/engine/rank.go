@@ -122,22 +122,38 @@ func (e *Engine) rank(ctx context.Context, query string, filt Filter, n int, how
 		clauses = clauses[:min(len(clauses), maxClauses)]
 	}
 	texts := append([]string{query}, clauses...)
+	got := make([]retrieved, len(texts))
+	// The lexical lists need no vectors: they are retrieved while the texts
+	// are embedded, in the time the encoder leaves a core idle (its groups
+	// rarely end together).
+	lexical := make(chan struct{})
+	go func() {
+		defer close(lexical)
+		for i, q := range texts {
+			got[i].lex, got[i].pass = e.lexicalLists(q, listDepth(filt), f, how)
+			got[i].lexical = true
+		}
+	}()
 	// The dense lists of the query and its clauses in one pass over the
 	// vectors.
-	dense := make([][]index.Hit, len(texts))
 	if how.Dense > 0 {
-		var err error
-		if dense, err = e.ix.DenseEach(ctx, texts, listDepth(filt), f); err != nil {
+		dense, err := e.ix.DenseEach(ctx, texts, listDepth(filt), f)
+		if err != nil {
+			<-lexical
 			return nil, err
 		}
+		for i := range got {
+			got[i].dense = dense[i]
+		}
 	}
+	<-lexical
 	lists := make([][]rank.Fused, len(texts))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(runtime.GOMAXPROCS(0))
 	for i, q := range texts {
 		g.Go(func() error {
 			var err error
-			lists[i], err = e.fuse(gctx, q, dense[i], f, filt, how)
+			lists[i], err = e.fuse(gctx, q, got[i], f, filt, how)
 			return err
 		})
 	}
@@ -175,23 +191,41 @@ func listDepth(filt Filter) int {
 	return pool
 }
 
-// lists retrieves the listed descriptors' dense and lexical lists for one
-// query text, each at most pool deep. With a MIME or URI filter every
-// descriptor in scope is scored, then filtered, so a narrow filter cannot
-// come back empty while matches exist. A non-nil dense is the text's dense
-// list, already retrieved (Index.DenseEach at listDepth).
-func (e *Engine) lists(ctx context.Context, text string, dense []index.Hit, f index.Filter, filt Filter, how Ranking) (_, lex, pass []index.Hit, err error) {
-	depth := listDepth(filt)
-	if how.Dense > 0 && dense == nil {
-		if dense, err = e.ix.Dense(ctx, text, depth, f); err != nil {
-			return nil, nil, nil, err
-		}
-	}
+// retrieved holds what rank retrieved of one text's lists before fusing
+// them: its dense list (Index.DenseEach at listDepth; nil: not retrieved)
+// and, when lexical is set, its lexical lists (lexicalLists).
+type retrieved struct {
+	dense, lex, pass []index.Hit
+	lexical          bool
+}
+
+// lexicalLists retrieves a text's BM25F lists, over descriptors and over
+// passages, each at most depth deep, for the lists how weighs.
+func (e *Engine) lexicalLists(text string, depth int, f index.Filter, how Ranking) (lex, pass []index.Hit) {
 	if how.Lexical > 0 {
 		lex = e.ix.Lexical(text, depth, f)
 	}
 	if how.Passages > 0 {
 		pass = e.ix.PassageLexical(text, depth, f)
+	}
+	return lex, pass
+}
+
+// lists retrieves the listed descriptors' dense and lexical lists for one
+// query text, each at most pool deep, except those got already holds. With
+// a MIME or URI filter every descriptor in scope is scored, then filtered,
+// so a narrow filter cannot come back empty while matches exist.
+func (e *Engine) lists(ctx context.Context, text string, got retrieved, f index.Filter, filt Filter, how Ranking) (_, lex, pass []index.Hit, err error) {
+	depth := listDepth(filt)
+	dense := got.dense
+	if how.Dense > 0 && dense == nil {
+		if dense, err = e.ix.Dense(ctx, text, depth, f); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	lex, pass = got.lex, got.pass
+	if !got.lexical {
+		lex, pass = e.lexicalLists(text, depth, f, how)
 	}
 	if filt.narrows() {
 		keep := func(hs []index.Hit) []index.Hit {
@@ -209,9 +243,9 @@ func (e *Engine) lists(ctx context.Context, text string, dense []index.Hit, f in
 }
 
 // fuse retrieves (lists) and fuses the dense and lexical lists for one
-// query; a non-nil dense is its dense list, already retrieved.
-func (e *Engine) fuse(ctx context.Context, query string, dense []index.Hit, f index.Filter, filt Filter, how Ranking) ([]rank.Fused, error) {
-	dense, lex, pass, err := e.lists(ctx, query, dense, f, filt, how)
+// query, those got does not already hold.
+func (e *Engine) fuse(ctx context.Context, query string, got retrieved, f index.Filter, filt Filter, how Ranking) ([]rank.Fused, error) {
+	dense, lex, pass, err := e.lists(ctx, query, got, f, filt, how)
 	if err != nil {
 		return nil, err
 	}

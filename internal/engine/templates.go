@@ -243,7 +243,7 @@ func (e *Engine) scoreExpansions(ctx context.Context, query string, filt Filter,
 	f := index.Filter{Servers: e.scope(filt.Servers)}
 	per := make([][]float64, len(texts)) // per[text][expansion]
 	for ti, text := range texts {
-		dense, lex, pass, err := e.lists(ctx, text, nil, f, filt, how)
+		dense, lex, pass, err := e.lists(ctx, text, retrieved{}, f, filt, how)
 		if err != nil {
 			return nil, err
 		}

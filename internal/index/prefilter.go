@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -415,31 +416,73 @@ func (r *scanRows) prefiltered(qs [][]float32, n int, server string, w float32) 
 		})
 	}
 	wg.Wait()
-	// Pass 2: the threshold T of each query, then the exact scores of the
-	// rows whose upper bound reaches it.
+	// Pass 2, a query at a time on every core: the threshold T of each
+	// query, then the exact scores of the rows whose upper bound reaches it.
 	out := make([][]Hit, m)
-	for j := range m {
-		var lows []float64
-		for p := range parts {
-			lows = append(lows, tops[p][j]...)
-		}
-		t := nthLargest(lows, n)
-		var hits []Hit
-		pd := make([]float32, 0, 16)
-		for at := range nrows {
-			if hi[at*m+j] < t {
-				continue
+	var next atomic.Int32
+	for range min(parts, m) {
+		wg.Go(func() {
+			for j := int(next.Add(1)) - 1; j < m; j = int(next.Add(1)) - 1 {
+				var lows []float64
+				for p := range parts {
+					lows = append(lows, tops[p][j]...)
+				}
+				t := nthLargest(lows, n)
+				var cand []int
+				for at := range nrows {
+					if hi[at*m+j] >= t {
+						cand = append(cand, row(at))
+					}
+				}
+				out[j] = topHits(r.exactRows(cand, qs[j], w), n)
 			}
-			i := row(at)
-			hits = append(hits, Hit{Key: r.keys[i], Score: r.exact(i, qs[j], w, &pd)})
-		}
-		out[j] = topHits(hits, n)
+		})
 	}
+	wg.Wait()
 	return out, true
 }
 
+// exactRows returns the hits of rows (indices into r.vecs) with their
+// exact scores for q (exact's). The descriptor products of rows without
+// passages are summed four rows at a time, each row's sum still in order
+// and unfused, so every score is dot's to the bit: four independent sums
+// keep the floating-point unit busy where one waits on its own latency.
+func (r *scanRows) exactRows(rows []int, q []float32, w float32) []Hit {
+	hits := make([]Hit, len(rows))
+	var plain []int // positions in rows of rows without passages
+	for at, i := range rows {
+		if firstPassage(r.upto, i) == r.upto[i] && len(r.vecs[i]) == len(q) {
+			plain = append(plain, at)
+			continue
+		}
+		hits[at] = Hit{Key: r.keys[i], Score: r.exact(i, q, w)}
+	}
+	k := 0
+	for ; k+4 <= len(plain); k += 4 {
+		pa, pb, pc, pd := plain[k], plain[k+1], plain[k+2], plain[k+3]
+		a, b, c, d := r.vecs[rows[pa]], r.vecs[rows[pb]], r.vecs[rows[pc]], r.vecs[rows[pd]]
+		a, b, c, d = a[:len(q)], b[:len(q)], c[:len(q)], d[:len(q)]
+		var sa, sb, sc, sd float32
+		for e, x := range q {
+			sa += float32(a[e] * x)
+			sb += float32(b[e] * x)
+			sc += float32(c[e] * x)
+			sd += float32(d[e] * x)
+		}
+		hits[pa] = Hit{Key: r.keys[rows[pa]], Score: float64(sa)}
+		hits[pb] = Hit{Key: r.keys[rows[pb]], Score: float64(sb)}
+		hits[pc] = Hit{Key: r.keys[rows[pc]], Score: float64(sc)}
+		hits[pd] = Hit{Key: r.keys[rows[pd]], Score: float64(sd)}
+	}
+	for ; k < len(plain); k++ {
+		i := rows[plain[k]]
+		hits[plain[k]] = Hit{Key: r.keys[i], Score: float64(dot(r.vecs[i], q))}
+	}
+	return hits
+}
+
 // exact is row i's mixed score for q, as scoreMixed computes it.
-func (r *scanRows) exact(i int, q []float32, w float32, pd *[]float32) float64 {
+func (r *scanRows) exact(i int, q []float32, w float32) float64 {
 	d := dot(r.vecs[i], q)
 	from, to := firstPassage(r.upto, i), r.upto[i]
 	if from == to {

@@ -321,6 +321,12 @@ func layerNorm(out, in []float32, n int, g, b []float32) {
 	for t := range n {
 		x := in[t*d : (t+1)*d]
 		y := out[t*d : (t+1)*d]
+		if simd && d%8 == 0 && d > 0 {
+			mean := float32(sumF64(&x[0], d) / float64(d))
+			r := float32(1 / math.Sqrt(sqDevF64(&x[0], d, mean)/float64(d)+lnEpsilon))
+			lnApply(&y[0], &x[0], &g[0], &b[:d][0], d, mean, r)
+			continue
+		}
 		var sum float64
 		for _, v := range x {
 			sum += float64(v)
@@ -344,6 +350,11 @@ func layerNorm(out, in []float32, n int, g, b []float32) {
 // on about half of the feed-forward block's activations. It also turns −0
 // into +0, which changes no sum it feeds (an accumulator starts at +0).
 func relu(x []float32) {
+	if simd && len(x) >= 8 {
+		n := len(x) &^ 7
+		reluAVX(&x[0], n)
+		x = x[n:]
+	}
 	for i, v := range x {
 		x[i] = max(v, 0)
 	}
@@ -357,8 +368,20 @@ func add(dst, src []float32) {
 	}
 }
 
-// softmax replaces x by exp(x−max)/Σexp(x−max).
+// softmax replaces x by exp(x−max)/Σexp(x−max). With AVX2 and FMA it runs
+// in float32 with a polynomial exponential (softmaxAVX), within a few
+// float32 roundings of softmaxGo; attention's scores are most of the
+// encoder's exponentials.
 func softmax(x []float32) {
+	if simd && len(x) > 0 {
+		softmaxAVX(&x[0], len(x))
+		return
+	}
+	softmaxGo(x)
+}
+
+// softmaxGo is [softmax] in plain Go, with float64 exponentials.
+func softmaxGo(x []float32) {
 	m := x[0]
 	for _, v := range x[1:] {
 		m = max(m, v)

@@ -31,6 +31,37 @@ func dot4x3(k int, x *float32, xs int, w *float32, ws int, dst *float32, ds int,
 //go:noescape
 func dot4x3h(k int, x *float32, xs int, w *uint16, ws int, dst *float32, ds int, bias *float32)
 
+// softmaxAVX is [softmax] on the n ≥ 1 floats at x, in float32: exp is
+// Cephes' expf polynomial after range reduction (within 2 ulp), the sum
+// is eight lanes added in a fixed order. A NaN in x makes every result
+// NaN, as in softmaxGo.
+//
+//go:noescape
+func softmaxAVX(x *float32, n int)
+
+// sumF64 returns Σ x[i] over the n floats at x (n a positive multiple of
+// 8), in float64, summed in eight lanes.
+//
+//go:noescape
+func sumF64(x *float32, n int) float64
+
+// sqDevF64 returns Σ float64(x[i]−mean)² over the n floats at x (n a
+// positive multiple of 8), summed as sumF64 sums.
+//
+//go:noescape
+func sqDevF64(x *float32, n int, mean float32) float64
+
+// lnApply sets y[i] = gain[i]·scale·(x[i]−mean) + bias[i] for the n floats at each
+// pointer (n a positive multiple of 8), rounding as plain Go does.
+//
+//go:noescape
+func lnApply(y, x, gain, bias *float32, n int, mean, scale float32)
+
+// reluAVX is [relu] on the n floats at x (n a multiple of 8).
+//
+//go:noescape
+func reluAVX(x *float32, n int)
+
 // gemmSIMD is [gemm] on the assembly kernel.
 func gemmSIMD(dst []float32, ds int, x []float32, xs, rows int, w []float32, ws, cols, k int, bias []float32) {
 	checkGemm(dst, ds, x, xs, rows, w, ws, cols, k, bias)
