@@ -210,30 +210,35 @@ func checkQgemm(dst []float32, ds int, x []int16, sx []float32, rows int, w []in
 }
 
 // qgemmGo is [qgemm] in plain Go: each dot product exact in int64,
-// rounded to float32 once.
+// rounded to float32 once. It computes 2 rows × 2 columns at a time, so
+// that each element loaded serves two products.
 func qgemmGo(dst []float32, ds int, x []int16, sx []float32, rows int, w []int16, sw []float32, cols, k int, bias []float32) {
-	for r := range rows {
-		xr := x[r*k : (r+1)*k]
-		for c := range cols {
-			s := sx[r] * sw[c]
-			dst[r*ds+c] = float32(float32(qdot(xr, w[c*k:(c+1)*k]))*s) + bias[c]
+	out := func(r, c int, dot int64) {
+		dst[r*ds+c] = float32(float32(dot)*(sx[r]*sw[c])) + bias[c]
+	}
+	for r := 0; r < rows; r += 2 {
+		r1 := min(r+1, rows-1) // a last odd row is computed twice
+		x0, x1 := x[r*k:(r+1)*k], x[r1*k:(r1+1)*k]
+		for c := 0; c < cols; c += 2 {
+			c1 := min(c+1, cols-1)
+			a00, a01, a10, a11 := qdotGo2x2(x0, x1, w[c*k:(c+1)*k], w[c1*k:(c1+1)*k])
+			out(r, c, a00)
+			out(r, c1, a01)
+			out(r1, c, a10)
+			out(r1, c1, a11)
 		}
 	}
 }
 
-// qdot returns Σ a[i]·b[i], exactly.
-func qdot(a, b []int16) int64 {
-	b = b[:len(a)]
-	var s0, s1, s2, s3 int64
-	i := 0
-	for ; i+4 <= len(a); i += 4 {
-		s0 += int64(int32(a[i]) * int32(b[i]))
-		s1 += int64(int32(a[i+1]) * int32(b[i+1]))
-		s2 += int64(int32(a[i+2]) * int32(b[i+2]))
-		s3 += int64(int32(a[i+3]) * int32(b[i+3]))
+// qdotGo2x2 returns the exact dot products of x0 and x1 with w0 and w1.
+func qdotGo2x2(x0, x1, w0, w1 []int16) (a00, a01, a10, a11 int64) {
+	x1, w0, w1 = x1[:len(x0)], w0[:len(x0)], w1[:len(x0)]
+	for i, u := range x0 {
+		v, p, q := int32(x1[i]), int32(w0[i]), int32(w1[i])
+		a00 += int64(int32(u) * p)
+		a01 += int64(int32(u) * q)
+		a10 += int64(v * p)
+		a11 += int64(v * q)
 	}
-	for ; i < len(a); i++ {
-		s0 += int64(int32(a[i]) * int32(b[i]))
-	}
-	return s0 + s1 + s2 + s3
+	return
 }
