@@ -12,7 +12,7 @@ import (
 // tests switch it off to check the plain-Go path, and a build with the
 // purego tag has no assembly at all. The two paths round differently
 // (fused multiply-adds, another summation order): on the fidelity texts
-// their embeddings differ by at most 2e-6 in norm (a cosine of 1 − 1e-8);
+// their embeddings differ by at most 2e-6 in norm (1 − cosine about 1e-12);
 // each is deterministic and gives every row the same result whatever the
 // rows around it.
 var simd = haveSIMD

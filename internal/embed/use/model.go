@@ -78,7 +78,9 @@ func (m *model) quantize() {
 				{&L.ffn2W, modelDim, ffnDim},
 			} {
 				if w.m.f32 != nil {
-					w.m.q = quantizeWeights(w.m.f32, w.out, w.in)
+					if q, ok := quantizeWeights(w.m.f32, w.out, w.in); ok {
+						w.m.q = q
+					}
 				}
 			}
 		}

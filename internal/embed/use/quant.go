@@ -5,31 +5,43 @@ import (
 )
 
 // Integer products. A dense layer can run on int16 copies of its weights
-// and of its input: each weight row (output channel) is scaled so that its
-// largest magnitude is qMax and rounded; each input row is scaled and
-// rounded the same way when the layer runs. The dot products of the
-// rounded values are exact integers, so every kernel (plain Go, AVX2's
-// VPMADDWD, AVX-512 VNNI's VPDPWSSD) gives the same bits, whatever its
-// summation order; only the scaling back to float32 rounds, the same way
-// in each.
+// and of its input, each row (a weight matrix's output channel, an input
+// row) with its own scale. The kernels multiply int16 values in pairs
+// summed into int32 lanes (AVX2's VPMADDWD, AVX-512 VNNI's VPDPWSSD),
+// sum qGroup products in each lane exactly, then convert the lane to
+// float32 and add it to a float32 accumulator: the products are exact,
+// and the sums round like a float kernel's.
+//
+// The lanes are those of 256-bit registers: within each 64 inputs, lane j
+// (0–7) sums the products at the inputs i with i mod 16 = 2j or 2j+1,
+// qGroup = 8 of them. An input row is scaled so that its largest
+// magnitude is qMax, the whole int16 range; a weight row so that its
+// largest magnitude is at most qMax and the magnitudes of every lane's 8
+// weights sum to at most qGroupAbs. So no lane's sum exceeds
+// qMax·qGroupAbs < 2³¹, whatever the input. For the encoder's weights
+// that bound leaves a median row 19,900 levels (at least 12,700), against
+// int16's 32,767; a group of 4 (two steps per conversion) would leave
+// almost all of them, for about 15% more time in the kernel.
 
-// qMax is the largest magnitude of a quantized weight or input: with it,
-// qBlock products of two quantized values sum to at most
-// qBlock·qMax² = 2,145,542,400 < 2³¹, so a block's sum is exact in int32.
-const qMax = 2895
+// qMax is the largest magnitude of a quantized input or weight.
+const qMax = 32767
 
-// qBlock is how many products a kernel sums in int32 before converting
-// the sum to float32 and adding it to the previous blocks' (in order). It
-// is a multiple of 16, the kernels' step.
-const qBlock = 256
+// qGroup is how many products a kernel sums in an int32 lane before
+// converting it to float32: those of four 16-input steps.
+const qGroup = 8
+
+// qGroupAbs bounds the sum of the magnitudes of a quantized weight row's
+// qGroup weights in any lane: qMax·qGroupAbs = 2,147,483,646 < 2³¹.
+const qGroupAbs = (1<<31 - 1) / qMax
 
 // intKernel selects integer products for the dense layers (see
 // [qgemm]) where an assembly integer kernel runs: by default only in a
 // build with the useint tag (intDefault). The float kernels stay the
-// default until the integer vectors are accepted: they move a ranking
-// measure by one query in 497 on MetaTool's multi split (see
-// docs/scale.md). The plain-Go integer kernel, about a quarter of the
-// plain-Go float kernel's speed, is for tests and as the reference.
+// default until the integer vectors are accepted: though within 1 −
+// cosine 2e-8 of the float kernel's, they move one query of MetaTool's
+// multi split by a place (see docs/scale.md). The plain-Go integer
+// kernel, about a quarter of the plain-Go float kernel's speed, is for
+// tests and as the reference.
 // The tests and benchmarks switch it to compare the paths.
 var intKernel = intDefault && bestQKernel != qGo
 
@@ -53,12 +65,68 @@ type qmatrix struct {
 	scale []float32
 }
 
-// quantizeWeights returns w (out rows of in floats) quantized per row.
-// A row of zeros gets the scale 0.
-func quantizeWeights(w []float32, out, in int) qmatrix {
+// quantizeWeights returns w (out rows of in floats) quantized per row,
+// with in a multiple of 64: each row's scale is the smallest float32 at
+// which the row's rounded values stay within ±qMax and every lane's
+// qGroup of them sums to at most qGroupAbs in magnitude (see above). A row
+// of zeros gets the scale 0. It reports false if w holds a NaN or an
+// infinity, or if in is not a multiple of 64.
+func quantizeWeights(w []float32, out, in int) (qmatrix, bool) {
+	if in%64 != 0 {
+		return qmatrix{}, false
+	}
 	m := qmatrix{q: make([]int16, out*in), scale: make([]float32, out)}
 	for o := range out {
-		m.scale[o] = quantizeRow(m.q[o*in:(o+1)*in], w[o*in:(o+1)*in])
+		row, q := w[o*in:(o+1)*in], m.q[o*in:(o+1)*in]
+		var mx float64
+		for _, v := range row {
+			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+				return qmatrix{}, false
+			}
+			mx = max(mx, math.Abs(float64(v)))
+		}
+		if mx == 0 {
+			continue
+		}
+		s := float32(max(mx/qMax, laneAbsMax(row, func(v float32) float64 { return math.Abs(float64(v)) })/(qGroupAbs-qGroup)))
+		for {
+			for i, v := range row {
+				q[i] = int16(math.RoundToEven(float64(v) / float64(s)))
+			}
+			// Rounding adds at most 1/2 a level to each weight, which
+			// the qGroup levels of slack above cover; check it exactly.
+			if laneAbsMax(q, func(v int16) float64 { return math.Abs(float64(v)) }) <= qGroupAbs && qAbsMax(q) <= qMax {
+				break
+			}
+			s = math.Nextafter32(s, float32(math.Inf(1)))
+		}
+		m.scale[o] = s
+	}
+	return m, true
+}
+
+// laneAbsMax returns the largest sum of abs over a lane's qGroup elements
+// of row (see above), for len(row) a multiple of 64.
+func laneAbsMax[T float32 | int16](row []T, abs func(T) float64) float64 {
+	var worst float64
+	for b := 0; b+64 <= len(row); b += 64 {
+		for j := range 8 {
+			var sum float64
+			for u := range 4 {
+				i := b + 16*u + 2*j
+				sum += abs(row[i]) + abs(row[i+1])
+			}
+			worst = max(worst, sum)
+		}
+	}
+	return worst
+}
+
+// qAbsMax returns the largest magnitude in q.
+func qAbsMax(q []int16) int {
+	var m int
+	for _, v := range q {
+		m = max(m, int(v), -int(v))
 	}
 	return m
 }
@@ -115,15 +183,16 @@ func quantizeRows(q []int16, scale []float32, x []float32, n, k int) bool {
 	return true
 }
 
-// qgemm sets dst[r*ds+c] = bias[c] + Σ_i x[r·k+i]·w[c·k+i] for rows r <
-// rows and columns c < cols, where x and w are quantized rows (row
-// stride k) with scales sx and sw: the integer products summed exactly in
-// blocks of qBlock, each block converted to float32 and added in order
-// (acc), then dst = acc·(sx[r]·sw[c]) + bias[c], each operation rounded to
-// float32. It panics if a slice is too short.
+// qgemm sets dst[r*ds+c] = bias[c] + sx[r]·sw[c]·Σ_i x[r·k+i]·w[c·k+i]
+// for rows r < rows and columns c < cols, where x and w are quantized
+// rows (row stride k) with scales sx and sw, w's within the lane bound
+// (see above). The assembly kernels sum the integer dot product in
+// float32 from exact int32 lane sums, in an order of their own, so they
+// differ in float32 rounding only; the plain-Go kernel sums it exactly in
+// int64 and rounds once. It panics if a slice is too short.
 func qgemm(dst []float32, ds int, x []int16, sx []float32, rows int, w []int16, sw []float32, cols, k int, bias []float32) {
 	checkQgemm(dst, ds, x, sx, rows, w, sw, cols, k, bias)
-	if qkern != qGo && k%16 == 0 && cols%4 == 0 && k > 0 {
+	if qkern != qGo && k%64 == 0 && cols%4 == 0 && k > 0 {
 		qgemmSIMD(dst, ds, x, sx, rows, w, sw, cols, k, bias)
 		return
 	}
@@ -140,37 +209,36 @@ func checkQgemm(dst []float32, ds int, x []int16, sx []float32, rows int, w []in
 	}
 }
 
-// qgemmGo is [qgemm] in plain Go, two columns at a time.
+// qgemmGo is [qgemm] in plain Go: each dot product exact in int64,
+// rounded to float32 once. It computes 2 rows × 2 columns at a time, so
+// that each element loaded serves two products.
 func qgemmGo(dst []float32, ds int, x []int16, sx []float32, rows int, w []int16, sw []float32, cols, k int, bias []float32) {
-	for r := range rows {
-		xr := x[r*k : (r+1)*k]
-		for c := range cols {
-			wc := w[c*k : (c+1)*k]
-			var acc float32
-			for b0 := 0; b0 < k; b0 += qBlock {
-				b1 := min(k, b0+qBlock)
-				acc += float32(qdot(xr[b0:b1], wc[b0:b1]))
-			}
-			s := sx[r] * sw[c]
-			dst[r*ds+c] = float32(acc*s) + bias[c]
+	out := func(r, c int, dot int64) {
+		dst[r*ds+c] = float32(float32(dot)*(sx[r]*sw[c])) + bias[c]
+	}
+	for r := 0; r < rows; r += 2 {
+		r1 := min(r+1, rows-1) // a last odd row is computed twice
+		x0, x1 := x[r*k:(r+1)*k], x[r1*k:(r1+1)*k]
+		for c := 0; c < cols; c += 2 {
+			c1 := min(c+1, cols-1)
+			a00, a01, a10, a11 := qdotGo2x2(x0, x1, w[c*k:(c+1)*k], w[c1*k:(c1+1)*k])
+			out(r, c, a00)
+			out(r, c1, a01)
+			out(r1, c, a10)
+			out(r1, c1, a11)
 		}
 	}
 }
 
-// qdot returns Σ a[i]·b[i], for at most qBlock elements of magnitude at
-// most qMax (so the sum is exact in int32).
-func qdot(a, b []int16) int32 {
-	b = b[:len(a)]
-	var s0, s1, s2, s3 int32
-	i := 0
-	for ; i+4 <= len(a); i += 4 {
-		s0 += int32(a[i]) * int32(b[i])
-		s1 += int32(a[i+1]) * int32(b[i+1])
-		s2 += int32(a[i+2]) * int32(b[i+2])
-		s3 += int32(a[i+3]) * int32(b[i+3])
+// qdotGo2x2 returns the exact dot products of x0 and x1 with w0 and w1.
+func qdotGo2x2(x0, x1, w0, w1 []int16) (a00, a01, a10, a11 int64) {
+	x1, w0, w1 = x1[:len(x0)], w0[:len(x0)], w1[:len(x0)]
+	for i, u := range x0 {
+		v, p, q := int32(x1[i]), int32(w0[i]), int32(w1[i])
+		a00 += int64(int32(u) * p)
+		a01 += int64(int32(u) * q)
+		a10 += int64(v * p)
+		a11 += int64(v * q)
 	}
-	for ; i < len(a); i++ {
-		s0 += int32(a[i]) * int32(b[i])
-	}
-	return s0 + s1 + s2 + s3
+	return
 }

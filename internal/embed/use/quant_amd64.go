@@ -17,32 +17,32 @@ var bestQKernel = func() qKernel {
 	return qGo
 }()
 
-// qdot4x2 sets dst[r*ds+c] for 2 rows r of x and 4 columns c of w as
-// [qgemm] does, for k a positive multiple of 16 (w's rows are k apart;
+// qdot2x2 sets dst[r*ds+c] for 2 rows r of x and 2 columns c of w as
+// [qgemm] does, for k a positive multiple of 64 (w's rows are k apart;
 // x's xs, 0 to repeat a row). AVX2.
 //
 //go:noescape
-func qdot4x2(k int, x *int16, xs int, w *int16, dst *float32, ds int, sw *float32, bias *float32, s0, s1 float32)
+func qdot2x2(k int, x *int16, xs int, w *int16, dst *float32, ds int, sw *float32, bias *float32, s0, s1 float32)
 
-// qdot4x3v is qdot4x2 for 3 rows, with AVX-512 VNNI.
+// qdot4x3v is qdot2x2 for 3 rows and 4 columns, with AVX-512 VNNI.
 //
 //go:noescape
 func qdot4x3v(k int, x *int16, xs int, w *int16, dst *float32, ds int, sw *float32, bias *float32, s0, s1, s2 float32)
 
 // qgemmSIMD is [qgemm] on the assembly kernel qkern, for k a positive
-// multiple of 16 and cols a multiple of 4; the slices are checked.
+// multiple of 64 and cols a multiple of 4; the slices are checked.
 func qgemmSIMD(dst []float32, ds int, x []int16, sx []float32, rows int, w []int16, sw []float32, cols, k int, bias []float32) {
-	step := 2
+	rstep, cstep := 2, 2
 	if qkern == qVNNI {
-		step = 3
+		rstep, cstep = 3, 4
 	}
-	tile := max(step, (128<<10)/(2*k)/step*step)
+	tile := max(rstep, (128<<10)/(2*k)/rstep*rstep)
 	for r0 := 0; r0 < rows; r0 += tile {
 		r1 := min(rows, r0+tile)
-		for c := 0; c < cols; c += 4 {
+		for c := 0; c < cols; c += cstep {
 			wp, swp, bp := &w[c*k], &sw[c], &bias[c]
 			r := r0
-			if step == 3 {
+			if rstep == 3 {
 				for ; r+3 <= r1; r += 3 {
 					qdot4x3v(k, &x[r*k], k, wp, &dst[r*ds+c], ds, swp, bp, sx[r], sx[r+1], sx[r+2])
 				}
@@ -52,10 +52,10 @@ func qgemmSIMD(dst []float32, ds int, x []int16, sx []float32, rows int, w []int
 				continue
 			}
 			for ; r+2 <= r1; r += 2 {
-				qdot4x2(k, &x[r*k], k, wp, &dst[r*ds+c], ds, swp, bp, sx[r], sx[r+1])
+				qdot2x2(k, &x[r*k], k, wp, &dst[r*ds+c], ds, swp, bp, sx[r], sx[r+1])
 			}
 			if r < r1 {
-				qdot4x2(k, &x[r*k], 0, wp, &dst[r*ds+c], 0, swp, bp, sx[r], sx[r])
+				qdot2x2(k, &x[r*k], 0, wp, &dst[r*ds+c], 0, swp, bp, sx[r], sx[r])
 			}
 		}
 	}
