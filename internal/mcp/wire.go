@@ -16,6 +16,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/contextd/contextd/internal/jsonscan"
 )
 
 // metaInvalid marks, in a content item's _meta, an item the wire layer had
@@ -260,12 +262,12 @@ func (c *repairConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			c.mu.Lock()
 			_, tracked := c.calls[idKey(m.ID)]
 			c.mu.Unlock()
-			if !tracked && len(m.Result) > 0 && jsonValues(m.Result, MaxResultValues) > MaxResultValues {
+			if !tracked && len(m.Result) > 0 && jsonscan.Values(m.Result, MaxResultValues) > MaxResultValues {
 				m.Result = nil
 				m.Error = &jsonrpc.Error{Code: codeTooLarge, Message: fmt.Sprintf("the result holds more than %d JSON values: not decoded", MaxResultValues)}
 			}
 		case *jsonrpc.Request:
-			if jsonValues(m.Params, MaxParamsValues) > MaxParamsValues {
+			if jsonscan.Values(m.Params, MaxParamsValues) > MaxParamsValues {
 				if ok, n := c.bulky.allow(); ok && c.log != nil {
 					c.log.Warn("the server sent a message whose params hold too many JSON values: its params dropped", "method", clip(m.Method, 64), "max_values", MaxParamsValues, "also_dropped", n)
 				}
@@ -352,7 +354,7 @@ const MaxParamsValues = 1 << 12
 // and reports whether the answer still has a result to repair.
 func boundValues(resp *jsonrpc.Response, method string) bool {
 	raw := resp.Result
-	if jsonValues(raw, MaxResultValues) <= MaxResultValues {
+	if jsonscan.Values(raw, MaxResultValues) <= MaxResultValues {
 		return true
 	}
 	var field, entry string
@@ -373,7 +375,7 @@ func boundValues(resp *jsonrpc.Response, method string) bool {
 	})
 	outside := -1
 	if list != nil {
-		outside = jsonValues(raw, len(raw)) - jsonValues(list, len(list))
+		outside = jsonscan.Values(raw, len(raw)) - jsonscan.Values(list, len(list))
 	}
 	if outside < 0 || outside >= MaxResultValues {
 		resp.Result = nil
@@ -388,7 +390,7 @@ func boundValues(resp *jsonrpc.Response, method string) bool {
 		if j < 0 {
 			return true // not JSON: the go-sdk reports it
 		}
-		if n := jsonValues(list[i:j], j-i) + 1; dropped == 0 && n <= budget {
+		if n := jsonscan.Values(list[i:j], j-i) + 1; dropped == 0 && n <= budget {
 			budget -= n
 			kept, end = kept+1, j
 		} else {
@@ -411,33 +413,6 @@ func boundValues(resp *jsonrpc.Response, method string) bool {
 	out = append(out, raw[start+len(list):]...)
 	resp.Result = out
 	return true
-}
-
-// jsonValues returns the objects and arrays b opens outside strings plus
-// the commas between their members and elements, stopping once the count
-// passes limit.
-func jsonValues(b []byte, limit int) int {
-	n, inString, escaped := 0, false, false
-	for _, c := range b {
-		switch {
-		case inString:
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-		case c == '"':
-			inString = true
-		case c == '{', c == '[', c == ',':
-			if n++; n > limit {
-				return n
-			}
-		}
-	}
-	return n
 }
 
 // MaxErrorMessageBytes bounds the message of an error a server answers a

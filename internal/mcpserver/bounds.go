@@ -12,6 +12,8 @@ import (
 	"time"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/contextd/contextd/internal/jsonscan"
 )
 
 // MaxRequestValues bounds the JSON values of one Streamable HTTP request
@@ -72,33 +74,6 @@ func batchLen(body []byte, limit int) int {
 		case c == ']', c == '}':
 			depth--
 		case c == ',' && depth == 1:
-			if n++; n > limit {
-				return n
-			}
-		}
-	}
-	return n
-}
-
-// jsonValues returns the objects and arrays body opens outside strings
-// plus the commas between their members and elements, stopping once the
-// count passes limit.
-func jsonValues(body []byte, limit int) int {
-	n, inString, escaped := 0, false, false
-	for _, c := range body {
-		switch {
-		case inString:
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-		case c == '"':
-			inString = true
-		case c == '{', c == '[', c == ',':
 			if n++; n > limit {
 				return n
 			}
@@ -185,7 +160,7 @@ func boundBodies(h http.Handler) http.Handler {
 		case err != nil:
 			http.Error(w, "Bad Request: reading the body: "+err.Error(), http.StatusBadRequest)
 			return
-		case jsonValues(body, MaxRequestValues) > MaxRequestValues:
+		case jsonscan.Values(body, MaxRequestValues) > MaxRequestValues:
 			http.Error(w, fmt.Sprintf("Request Entity Too Large: the body holds over %d JSON values", MaxRequestValues), http.StatusRequestEntityTooLarge)
 			return
 		case batchLen(body, MaxBatch) > MaxBatch:
