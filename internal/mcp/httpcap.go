@@ -162,7 +162,7 @@ func (w *wholeCap) Read(p []byte) (int, error) {
 			}
 			w.body.Close() // do not read the rest
 		case w.ok && w.id != nil:
-			msg, err := jsonrpc.DecodeMessage(data)
+			msg, err := decodeMessage(data)
 			if err != nil {
 				data = errorAnswer(w.id, fmt.Sprintf("malformed response (%v): %.100q", err, data))
 			} else if r, ok := msg.(*jsonrpc.Response); !ok || !sameID(w.id, r.ID) {
@@ -370,7 +370,7 @@ func (s *sseCap) validData() bool {
 	if !ok || len(bytes.TrimSpace(data)) == 0 {
 		return true
 	}
-	_, err := jsonrpc.DecodeMessage(data)
+	_, err := decodeMessage(data)
 	return err == nil
 }
 
@@ -468,7 +468,7 @@ func rejectPlainError(resp *http.Response, id []byte, log *slog.Logger) {
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	resp.Body.Close()
 	status := clip(resp.Status, maxHeaderQuote) // its reason phrase is the server's
-	msg, err := jsonrpc.DecodeMessage(data)
+	msg, err := decodeMessage(data)
 	if err == nil && isErrorAnswer(msg) && clipError(msg.(*jsonrpc.Response)) {
 		// The go-sdk puts the message in the call's error.
 		if b, err := jsonrpc.EncodeMessage(msg); err == nil {

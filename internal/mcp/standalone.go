@@ -363,7 +363,7 @@ func (s *standaloneStream) consume(resp *http.Response) {
 					s.log.Warn("dropped a standalone SSE event over the size cap", "max_bytes", s.maxEvent)
 				}
 			} else if hasData && (name == "" || name == "message") && len(bytes.TrimSpace(data)) > 0 {
-				msg, derr := jsonrpc.DecodeMessage(data)
+				msg, derr := decodeMessage(data)
 				if derr != nil {
 					if ok, _ := s.quiet.allow(); ok {
 						s.log.Warn("dropped a standalone SSE event that is not JSON-RPC", "data", fmt.Sprintf("%.100q", data))

@@ -229,6 +229,7 @@ type jsonLines struct {
 	out         []byte // what to hand out next (emitting)
 	eof         error  // the error that ended the stream, once out is drained
 	quiet       warnLimit
+	badIDs      warnLimit
 }
 
 const (
@@ -312,7 +313,7 @@ func (j *jsonLines) Read(p []byte) (int, error) {
 			if j.size > 0 {
 				j.out = j.oversized()
 			} else if err == nil {
-				j.out = unbatch(j.line)
+				j.out = j.dropBadIDs(unbatch(j.line))
 			}
 			j.line, j.size, j.tail = nil, 0, nil
 			j.mode = emitting
@@ -354,6 +355,33 @@ func (j *jsonLines) Read(p []byte) (int, error) {
 			j.mode = atLineStart
 		}
 	}
+}
+
+// dropBadIDs returns out (message lines) without the messages whose id
+// must not be decoded (badID), warning at most once a second.
+func (j *jsonLines) dropBadIDs(out []byte) []byte {
+	var kept []byte // nil until a message is dropped
+	at := 0
+	for line := range bytes.Lines(out) {
+		if !badID(line) {
+			if kept != nil {
+				kept = append(kept, line...)
+			}
+			at += len(line)
+			continue
+		}
+		if kept == nil {
+			kept = append(make([]byte, 0, len(out)-len(line)), out[:at]...)
+		}
+		at += len(line)
+		if ok, n := j.badIDs.allow(); ok && j.log != nil {
+			j.log.Warn("dropped a message from the server whose id is not a string, a number or null", "bytes", len(line), "not_logged_since_last", n)
+		}
+	}
+	if kept == nil {
+		return out
+	}
+	return kept
 }
 
 // unbatch returns a JSON-RPC batch line (an array of message objects,

@@ -36,6 +36,9 @@ func TestJSONLines(t *testing.T) {
 		{"no newline at end", ""},
 		{"{\"partial\":", "{\"partial\":"},
 		{strings.Repeat("x", 100) + "\n{\"z\":1}\n", "{\"z\":1}\n"},
+		// A message whose id is not a string, a number or null is dropped
+		// before anything decodes it, alone or in a batch.
+		{"{\"id\":[[],[]],\"method\":\"m\"}\n{\"id\":7}\n[{\"id\":{}},{\"id\":\"a\"}]\n", "{\"id\":7}\n{\"id\":\"a\"}\n"},
 	} {
 		for _, size := range []int{16, 4096} {
 			if got := filterLines(t, tc.in, size); got != tc.want {

@@ -731,6 +731,45 @@ func resolveScope(vals [][]byte) (val json.RawMessage, fix bool) {
 	return nil, false
 }
 
+// errBadID is decodeMessage's error for a message whose id is not a
+// string, a number or null, or that names its id more than once.
+var errBadID = errors.New("the message's id is not a string, a number or null")
+
+// badID reports whether the JSON-RPC message msg has an "id" member (as
+// encoding/json matches names: unescaped, in any case) whose value is not a
+// string, a number or null, or more than one such member. The go-sdk
+// decodes an id into an interface value before it rejects one of another
+// type (and the last of repeated members wins), so an id of millions of
+// empty arrays costs gigabytes once decoded while its bytes pass every
+// bound; such a message must not reach a decoder. Only the top level is
+// delimited, nothing is decoded but member names with escapes.
+func badID(msg []byte) bool {
+	ids, bad := 0, false
+	topMembers(msg, func(name, val []byte) {
+		n := string(name[1 : len(name)-1])
+		if bytes.IndexByte(name, '\\') >= 0 && json.Unmarshal(name, &n) != nil {
+			return
+		}
+		if !strings.EqualFold(n, "id") {
+			return
+		}
+		ids++
+		if len(val) == 0 || !(val[0] == '"' || val[0] == '-' || val[0] >= '0' && val[0] <= '9' || bytes.Equal(val, []byte("null"))) {
+			bad = true
+		}
+	})
+	return bad || ids > 1
+}
+
+// decodeMessage is jsonrpc.DecodeMessage for bytes a server sent, refusing
+// a message with a bad id (badID) before it is decoded.
+func decodeMessage(data []byte) (jsonrpc.Message, error) {
+	if badID(data) {
+		return nil, errBadID
+	}
+	return jsonrpc.DecodeMessage(data)
+}
+
 // topMembers calls f with the name (as written, quotes included) and the
 // value (as written) of each member of the JSON object raw, in order, without
 // decoding anything. It reports false if raw is not an object; values are
