@@ -64,6 +64,7 @@ type h2Stream struct {
 	sent      int64     // DATA bytes written
 	since     time.Time // when the answer was first seen stuck; zero while not
 	mark      int64     // sent at since
+	connMark  int64     // the connection's sentAll at since
 	requested bool      // the client ended its request: a handler may answer it
 	partial   int64     // DATA bytes the client sent before ending its request
 	// answer is the size of the answer counted as unsent for this call
@@ -93,6 +94,7 @@ type h2Conn struct {
 	mu      sync.Mutex
 	streams map[uint32]*h2Stream
 	connWin int64 // the connection's send window
+	sentAll int64 // DATA bytes the server wrote, on every stream
 	initWin int64 // SETTINGS_INITIAL_WINDOW_SIZE
 	// overflow is set once the client takes a window past h2MaxWindow:
 	// gRPC keeps the connection's window in 32 bits, so past it the two
@@ -334,6 +336,7 @@ func (c *h2Conn) fromServer(typ http2.FrameType, flags http2.Flags, id uint32, l
 		c.serverHeaders(id, payload, flags.Has(http2.FlagContinuationEndHeaders))
 	case http2.FrameData:
 		c.connWin -= int64(length)
+		c.sentAll += int64(length)
 		if s := c.streams[id]; s != nil {
 			s.win -= int64(length)
 			s.sent += int64(length)
@@ -391,7 +394,12 @@ func (c *h2Conn) stuck(now time.Time, stall time.Duration) bool {
 		case counted && now.Sub(s.waiting) > maxAnswerWait*stall:
 			return true // trickling: progress each stall, but no end
 		case s.since.IsZero():
-			s.since, s.mark = now, s.sent
+			s.since, s.mark, s.connMark = now, s.sent, c.sentAll
+		case s.win >= minWindow && c.sentAll-s.connMark >= minProgress:
+			// Only the connection's window is short, and answers on it go
+			// on: the client is reading, and this call (a health Watch with
+			// nothing to send, say) waits its turn.
+			s.since, s.connMark = now, c.sentAll
 		case now.Sub(s.since) > stall:
 			return true
 		}

@@ -484,6 +484,35 @@ func TestALongCallIsNotCutForBriefWaits(t *testing.T) {
 	}
 }
 
+// A call waiting only on the connection's window (a health Watch with
+// nothing to send) is not stuck while other answers on the connection make
+// progress: a client reading big answers slowly keeps the connection's
+// window low for longer than a stall, but it is reading.
+func TestACallWaitingOnTheConnectionsWindowIsNotStuckWhileOthersProgress(t *testing.T) {
+	const stall = time.Second
+	c := &h2Conn{streams: map[uint32]*h2Stream{}, connWin: h2InitialWindow, initWin: 1 << 20, lastID: 1<<31 - 1}
+	c.dec = hpack.NewDecoder(4096, c.headerField)
+	c.fromClient(http2.FrameHeaders, http2.FlagHeadersEndStream|http2.FlagHeadersEndHeaders, 1, 0, nil)
+	c.fromServer(http2.FrameHeaders, http2.FlagHeadersEndHeaders, 1, 0, nil)
+	c.fromServer(http2.FrameData, 0, 1, 20, nil) // the Watch's first answer
+	c.fromClient(http2.FrameHeaders, http2.FlagHeadersEndStream|http2.FlagHeadersEndHeaders, 3, 0, nil)
+	c.fromServer(http2.FrameHeaders, http2.FlagHeadersEndHeaders, 3, 0, nil)
+	c.fromServer(http2.FrameData, 0, 3, 60000, nil) // the connection's window down to 5,515 bytes
+	t0 := time.Now()
+	if c.stuck(t0, stall) {
+		t.Fatal("stuck at once")
+	}
+	for i := 1; i <= maxAnswerWait; i++ {
+		// The client grants the connection what it read, and the big
+		// answer takes it at once: the window is low at every look.
+		c.fromClient(http2.FrameWindowUpdate, 0, 0, 4, binary.BigEndian.AppendUint32(nil, 70000))
+		c.fromServer(http2.FrameData, 0, 3, 70000, nil)
+		if c.stuck(t0.Add(time.Duration(i)*stall), stall) {
+			t.Fatalf("the connection is taken as stuck %d stalls later, though an answer on it moved %d bytes each stall", i, 70000)
+		}
+	}
+}
+
 // A client that sends all but the last byte of a big request message on
 // call after call has the connection closed once the unfinished requests
 // pass maxPartialRequests: gRPC keeps what arrived of each message, with
