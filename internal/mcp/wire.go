@@ -267,6 +267,7 @@ func (c *repairConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 				m.Error = &jsonrpc.Error{Code: codeTooLarge, Message: fmt.Sprintf("the result holds more than %d JSON values: not decoded", MaxResultValues)}
 			}
 		case *jsonrpc.Request:
+			refuseUnanswered(m)
 			if jsonscan.Values(m.Params, MaxParamsValues) > MaxParamsValues {
 				if ok, n := c.bulky.allow(); ok && c.log != nil {
 					c.log.Warn("the server sent a message whose params hold too many JSON values: its params dropped", "method", clip(m.Method, 64), "max_values", MaxParamsValues, "also_dropped", n)
