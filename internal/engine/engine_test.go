@@ -280,3 +280,86 @@ func TestIndexContentFalseReadsNothingAfterSync(t *testing.T) {
 		t.Errorf("server with index_content: false was read %d times during sync", n)
 	}
 }
+
+// A server that answers every read just inside the read timeout never lets
+// one time out, so it never started a slow spell: every request that read
+// it waited that long, holding its admission turn, as for a hung server
+// (ten callers querying every server kept a caller of another server
+// refused as busy for as long as they went on). A read answered after more
+// than a quarter of the read timeout starts a spell as a timeout does.
+func TestLateAnswersStartASlowSpell(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := mcptest.NewServer(map[string]string{"doc://fast-architecture": "fast notes on the architecture\n"}, nil)
+		late := mcptest.NewServer(nil, nil)
+		late.AddResource(&mcpsdk.Resource{URI: "doc://late-architecture", Name: "architecture late"},
+			func(ctx context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+				select {
+				case <-time.After(4 * time.Second): // inside the 5 s timeout
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+				return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: req.Params.URI, Text: "late notes on the architecture"}}}, nil
+			})
+		eng := newEngine(t, "", map[string]*mcpsdk.Server{"s": srv, "late": late}, 5*time.Second)
+		start := time.Now()
+		res, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "architecture", TokenBudget: 500})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if el := time.Since(start); el != 4*time.Second {
+			t.Errorf("first Assemble took %v, want the late server's 4s", el)
+		}
+		if len(res.Items) != 2 {
+			t.Errorf("first Assemble: %d items, want both (the late answer is used)", len(res.Items))
+		}
+		for range 3 {
+			start = time.Now()
+			if _, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "architecture", TokenBudget: 500}); err != nil {
+				t.Fatal(err)
+			}
+			if el := time.Since(start); el != engine.DefaultSlowReadTimeout {
+				t.Errorf("Assemble after a late answer took %v, want the slow spell's %v", el, engine.DefaultSlowReadTimeout)
+			}
+		}
+	})
+}
+
+// A copy from the cache is no answer from the server: reading one must not
+// end a slow spell, or a server that answered one read late (cached under
+// its subscription) and makes every other read wait would get the full
+// read timeout again at every request.
+func TestCachedReadsDoNotEndASlowSpell(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := mcptest.NewServer(map[string]string{"doc://fast-architecture": "fast notes on the architecture\n"}, nil)
+		late := mcptest.NewServer(nil, &mcpsdk.ServerOptions{
+			Capabilities:       &mcpsdk.ServerCapabilities{Resources: &mcpsdk.ResourceCapabilities{Subscribe: true, ListChanged: true}},
+			SubscribeHandler:   func(context.Context, *mcpsdk.SubscribeRequest) error { return nil },
+			UnsubscribeHandler: func(context.Context, *mcpsdk.UnsubscribeRequest) error { return nil },
+		})
+		for _, u := range []string{"doc://late-architecture", "doc://late-architecture-notes"} {
+			late.AddResource(&mcpsdk.Resource{URI: u, Name: "architecture late"},
+				func(ctx context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+					select {
+					case <-time.After(4 * time.Second):
+					case <-ctx.Done():
+						return nil, ctx.Err()
+					}
+					return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: req.Params.URI, Text: "late notes on the architecture"}}}, nil
+				})
+		}
+		eng := newEngine(t, "", map[string]*mcpsdk.Server{"s": srv, "late": late}, 5*time.Second)
+		if _, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "architecture", TokenBudget: 500}); err != nil {
+			t.Fatal(err)
+		}
+		for range 3 {
+			start := time.Now()
+			res, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "architecture", TokenBudget: 500})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if el := time.Since(start); el != engine.DefaultSlowReadTimeout {
+				t.Errorf("Assemble took %v, want the slow spell's %v (items %d, omitted %+v)", el, engine.DefaultSlowReadTimeout, len(res.Items), res.Omitted)
+			}
+		}
+	})
+}

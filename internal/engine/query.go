@@ -344,12 +344,17 @@ type fetchLog struct {
 	m  map[resource.Key]ctxsync.Fetch
 }
 
+// lateReadFraction: a read answered after more than the read timeout over
+// this starts a slow spell, as a read that times out does.
+const lateReadFraction = 4
+
 // reader returns the selector's ReadFunc for one request: it reads through
 // the server's mirror, each read bounded by the read timeout, and all of
 // them by budget (max_reads, max_response_bytes). Once a server
 // lets a read time out, its later candidates in the same request fail at
 // once instead of each waiting out the timeout again, and for SlowFor its
-// reads in later requests get only SlowReadTimeout.
+// reads in later requests get only SlowReadTimeout; a read it answers
+// after more than a quarter of the read timeout starts such a spell too.
 func (e *Engine) reader(log *fetchLog, budget *readBudget) selector.ReadFunc {
 	var mu sync.Mutex
 	stalled := map[string]bool{}
@@ -381,7 +386,12 @@ func (e *Engine) reader(log *fetchLog, budget *readBudget) selector.ReadFunc {
 		}
 		rctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
+		start := time.Now()
 		c, f, err := m.ReadFetch(rctx, uri)
+		took := time.Since(start)
+		// Only an answer from the server says how it answers now: a copy
+		// from the cache must not end a spell.
+		answered := err == nil && !f.At.Before(start)
 		if errors.Is(err, mcp.ErrTooLarge) {
 			e.tooLarge.remember(key, ver, err, time.Now())
 		}
@@ -418,8 +428,14 @@ func (e *Engine) reader(log *fetchLog, budget *readBudget) selector.ReadFunc {
 				return nil, fmt.Errorf("server %q: read %q: no answer within %v (the server has been slow: reads get %v until one succeeds or %v pass)", server, uri, timeout, e.slowTO, e.slowFor)
 			}
 			return nil, fmt.Errorf("server %q: read %q: no answer within %v", server, uri, timeout)
-		case err == nil && slow:
+		case answered && slow:
 			e.markSlow(server, false)
+		case answered && took > e.readTO/lateReadFraction:
+			// Answered, but late: a server answering every read just inside
+			// the timeout would otherwise hold each request that reads it
+			// (and its admission turn) as long as a hung one, and never
+			// start a spell.
+			e.markSlow(server, true)
 		}
 		return c, err
 	}
