@@ -300,6 +300,7 @@ func (c *repairConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	}
 	// Each check first asks whether the result needs any repair at all, so
 	// the common case costs one scan or one decode, not a rewrite.
+	resp.Result = dropUnread(resp.Result, method)
 	if !boundValues(resp, method) {
 		return msg, err
 	}
@@ -339,6 +340,14 @@ func (c *repairConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 // ping, …) is held to the same bound: over it, the call fails.
 const MaxResultValues = 1 << 19
 
+// MaxReadValues is MaxResultValues for a resources/read result, which
+// holds a resource's contents: one item, or a few, each taking 3 to 6
+// values whatever the size of its text or blob, so about 10,000 items fit.
+// A read result of empty items within MaxResultValues still took about
+// 30 MB once decoded, and the content pass and the ranking reads keep
+// several in flight per server.
+const MaxReadValues = 1 << 16
+
 // MaxParamsValues bounds, as MaxResultValues does, the params of a request
 // or notification from the server; over it, they are dropped (replaced by
 // an empty object) before the go-sdk decodes them. The go-sdk decodes every
@@ -350,11 +359,16 @@ const MaxResultValues = 1 << 19
 // subscription honours, a request to cancel) takes a few dozen values.
 const MaxParamsValues = 1 << 12
 
-// boundValues applies MaxResultValues to the answer of a call of method,
-// and reports whether the answer still has a result to repair.
+// boundValues applies MaxResultValues (MaxReadValues to a read) to the
+// answer of a call of method, and reports whether the answer still has a
+// result to repair.
 func boundValues(resp *jsonrpc.Response, method string) bool {
 	raw := resp.Result
-	if jsonscan.Values(raw, MaxResultValues) <= MaxResultValues {
+	limit := MaxResultValues
+	if method == "resources/read" {
+		limit = MaxReadValues
+	}
+	if jsonscan.Values(raw, limit) <= limit {
 		return true
 	}
 	var field, entry string
@@ -377,13 +391,13 @@ func boundValues(resp *jsonrpc.Response, method string) bool {
 	if list != nil {
 		outside = jsonscan.Values(raw, len(raw)) - jsonscan.Values(list, len(list))
 	}
-	if outside < 0 || outside >= MaxResultValues {
+	if outside < 0 || outside >= limit {
 		resp.Result = nil
-		resp.Error = &jsonrpc.Error{Code: codeTooLarge, Message: fmt.Sprintf("the result holds more than %d JSON values: not decoded", MaxResultValues)}
+		resp.Error = &jsonrpc.Error{Code: codeTooLarge, Message: fmt.Sprintf("the result holds more than %d JSON values: not decoded", limit)}
 		return false
 	}
 	// Keep the elements that fit, counting each with its comma.
-	budget := MaxResultValues - outside - 1
+	budget := limit - outside - 1
 	kept, dropped, end := 0, 0, 1 // end: just past the last element kept
 	for i := skipSpace(list, 1); i < len(list) && list[i] != ']'; {
 		j := endOfValue(list, i)
@@ -401,7 +415,7 @@ func boundValues(resp *jsonrpc.Response, method string) bool {
 			i = skipSpace(list, i+1)
 		}
 	}
-	why, _ := json.Marshal(fmt.Sprintf("%d entries not read: the result holds more than %d JSON values", dropped, MaxResultValues))
+	why, _ := json.Marshal(fmt.Sprintf("%d entries not read: the result holds more than %d JSON values", dropped, limit))
 	start := cap(raw) - cap(list) // list's offset in raw
 	out := make([]byte, 0, start+end+len(entry)+len(why)+len(raw)-start-len(list)+2)
 	out = append(out, raw[:start+end]...)
@@ -413,6 +427,122 @@ func boundValues(resp *jsonrpc.Response, method string) bool {
 	out = append(out, raw[start+len(list):]...)
 	resp.Result = out
 	return true
+}
+
+// dropUnread removes from a resources/read, resources/list or
+// resources/templates/list result the members the go-sdk would decode into
+// interface values and contextd never reads: _meta at the result's top
+// level and in each entry of its list (contents, resources or
+// resourceTemplates), and a read's inputRequests (contextd answers none;
+// resultType alone says input is required). Values decoded into an
+// interface cost far more than their text and than the same values in a
+// typed field: a read result of 0.5 MB whose _meta held 261,000 empty
+// arrays, within MaxResultValues, took about 58 MB once decoded, and a
+// server answering every read so held the daemon at 400–500 MB while the
+// content pass read it. Names are matched as the go-sdk's decoder matches
+// them: unescaped, case-sensitive. A result with nothing to drop is
+// returned as it is, after at most two scans; one that is not an
+// object, or a list that is not an array of objects, is left for the
+// go-sdk to report.
+func dropUnread(raw json.RawMessage, method string) json.RawMessage {
+	var field string
+	switch method {
+	case "resources/read":
+		field = "contents"
+	case "resources/list":
+		field = "resources"
+	case "resources/templates/list":
+		field = "resourceTemplates"
+	default:
+		return raw
+	}
+	if !bytes.Contains(raw, []byte("_meta")) && !bytes.Contains(raw, []byte("inputRequests")) && !bytes.Contains(raw, []byte(`\u`)) {
+		return raw // no such name, not even escaped
+	}
+	out, _ := dropMembers(raw, func(name string) bool {
+		return name == "_meta" || method == "resources/read" && name == "inputRequests"
+	}, func(name string, val []byte) []byte {
+		if name != field || len(val) == 0 || val[0] != '[' {
+			return nil
+		}
+		return dropInEntries(val)
+	})
+	return out
+}
+
+// dropInEntries returns the JSON array list with _meta removed from each
+// of its object elements, or nil when there was none to remove.
+func dropInEntries(list []byte) []byte {
+	var elems [][]byte
+	changed := false
+	for i := skipSpace(list, 1); i < len(list) && list[i] != ']'; {
+		j := endOfValue(list, i)
+		if j < 0 {
+			return nil
+		}
+		e := list[i:j]
+		if e2, ok := dropMembers(e, func(name string) bool { return name == "_meta" }, nil); ok {
+			e, changed = e2, true
+		}
+		elems = append(elems, e)
+		i = skipSpace(list, j)
+		if i < len(list) && list[i] == ',' {
+			i = skipSpace(list, i+1)
+		}
+	}
+	if !changed {
+		return nil
+	}
+	out := make([]byte, 0, len(list))
+	out = append(out, '[')
+	for k, e := range elems {
+		if k > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, e...)
+	}
+	return append(out, ']')
+}
+
+// dropMembers rewrites the JSON object obj without the members whose
+// (unescaped) names drop accepts, and with the value of each member for
+// which edit returns non-nil replaced by what it returns (edit may be
+// nil). It reports whether anything changed; if not, or obj is not an
+// object, it returns obj as it is.
+func dropMembers(obj []byte, drop func(name string) bool, edit func(name string, val []byte) []byte) ([]byte, bool) {
+	type member struct{ name, val []byte }
+	var kept []member
+	changed := false
+	ok := topMembers(obj, func(rawName, val []byte) {
+		name := string(rawName[1 : len(rawName)-1])
+		if bytes.IndexByte(rawName, '\\') >= 0 && json.Unmarshal(rawName, &name) != nil {
+			name = ""
+		}
+		if drop(name) {
+			changed = true
+			return
+		}
+		if edit != nil {
+			if v := edit(name, val); v != nil {
+				val, changed = v, true
+			}
+		}
+		kept = append(kept, member{rawName, val})
+	})
+	if !ok || !changed {
+		return obj, false
+	}
+	out := make([]byte, 0, len(obj))
+	out = append(out, '{')
+	for k, m := range kept {
+		if k > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, m.name...)
+		out = append(out, ':')
+		out = append(out, m.val...)
+	}
+	return append(out, '}'), true
 }
 
 // MaxErrorMessageBytes bounds the message of an error a server answers a
