@@ -145,3 +145,23 @@ func cpuTime() time.Duration {
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// An initialize result's _meta, experimental capabilities and extensions
+// are decoded by the go-sdk into interface values (and dropped by contextd
+// once decoded): they are dropped before, so they cost a connect nothing
+// and do not count against MaxReadValues, while the server's name stays.
+func TestInitializeDropsUnreadMembersBeforeTheyAreDecoded(t *testing.T) {
+	heavy := repeatJSON(`[]`, 50_000)
+	raw := &mcptest.RawServer{Results: map[string]string{
+		"initialize": `{"protocolVersion":"2025-06-18","_meta":{"x":` + heavy + `},"capabilities":{"resources":{},"experimental":{"x":` + heavy +
+			`},"extensions":{"y":` + heavy + `}},"serverInfo":{"name":"raw","version":"7"}}`,
+	}}
+	sess, err := mcp.ConnectTransport(t.Context(), "raw", raw.Transport(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sess.Close() })
+	if name, version, _ := sess.ServerInfo(); name != "raw" || version != "7" {
+		t.Errorf("server info %q %q, want raw 7", name, version)
+	}
+}
