@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/contextd/contextd/internal/index"
+	"github.com/contextd/contextd/internal/index/indextest"
 	"github.com/contextd/contextd/internal/resource"
 	"github.com/contextd/contextd/internal/store/pgstore"
 	"github.com/contextd/contextd/internal/store/pgstore/pgtest"
@@ -225,13 +226,18 @@ func TestMalformedContentVecsLoadWithoutVectors(t *testing.T) {
 		t.Fatal(err)
 	}
 	var put []index.Record
+	emb := &indextest.BagEmbedder{}
 	for _, uri := range []string{"a://zeros", "a://cut", "a://tag", "a://good"} {
-		r := rec("srv", uri, 8)
-		r.Content = &index.RecordContent{Stamp: "12||", Hash: "ch", At: time.Now().UTC().Truncate(time.Microsecond), Text: "some text",
-			Vecs: [][]float32{{1, 0, 0, 0, 0, 0, 0, 0}}}
+		r := rec("srv", uri, emb.Dim())
+		pv, err := emb.Embed(ctx, "some text")
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Content = &index.RecordContent{Stamp: index.ContentStamp(r.Desc), Hash: "ch", At: time.Now().UTC().Truncate(time.Microsecond), Text: "some text",
+			Vecs: [][]float32{pv}}
 		put = append(put, r)
 	}
-	if err := s.Apply(ctx, pgstore.Write{Server: "srv", Holder: "A", Token: tok, Embedder: "e/8", Put: put}); err != nil {
+	if err := s.Apply(ctx, pgstore.Write{Server: "srv", Holder: "A", Token: tok, Embedder: "e/64", Put: put}); err != nil {
 		t.Fatal(err)
 	}
 	conn, err := pgx.Connect(ctx, url)
@@ -253,7 +259,7 @@ func TestMalformedContentVecsLoadWithoutVectors(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	if _, err := s.Load(ctx, "e/8", "", 10, func(rs []index.Record) error { loaded = append(loaded, rs...); return nil }); err != nil {
+	if _, err := s.Load(ctx, "e/64", "", 10, func(rs []index.Record) error { loaded = append(loaded, rs...); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	runtime.ReadMemStats(&after)
@@ -270,6 +276,22 @@ func TestMalformedContentVecsLoadWithoutVectors(t *testing.T) {
 		}
 		if want := r.Desc.URI == "a://good"; (r.Content.Vecs != nil) != want {
 			t.Errorf("%s: %d vectors (nil: %t), want them only for the undamaged record", r.Desc.URI, len(r.Content.Vecs), r.Content.Vecs == nil)
+		}
+	}
+
+	// A follower's index installs every descriptor and the undamaged
+	// content; the damaged content is left to be read and embedded again.
+	ix, err := index.Open(ctx, index.Options{Embedder: emb, QueryCache: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ix.Close() })
+	if n, err := ix.Apply(ctx, loaded...); err != nil || n != 4 {
+		t.Fatalf("Apply = %d, %v; want 4", n, err)
+	}
+	for _, r := range loaded {
+		if has, _ := ix.HasContent(r.Desc.Key()); has != (r.Desc.URI == "a://good") {
+			t.Errorf("%s: content installed %v, want it only for the undamaged record", r.Desc.URI, has)
 		}
 	}
 }
