@@ -165,3 +165,28 @@ func TestInitializeDropsUnreadMembersBeforeTheyAreDecoded(t *testing.T) {
 		t.Errorf("server info %q %q, want raw 7", name, version)
 	}
 }
+
+// BenchmarkReadLargeTextWithMeta reads a 4 MB text whose result carries a
+// small _meta (as go-sdk servers put their serverInfo on every result on
+// 2026-07-28 sessions), so the result is rewritten before it is decoded:
+// the cost of dropping _meta for an ordinary large read.
+func BenchmarkReadLargeTextWithMeta(b *testing.B) {
+	text := strings.Repeat("0123456789abcdef lorem ipsum, dolor. ", 4<<20/37)
+	raw := &mcptest.RawServer{Results: map[string]string{
+		"resources/read": `{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"s","version":"1"}},"contents":[{"uri":"x://big","mimeType":"text/plain","text":"` + text + `","_meta":{"k":"v"}}]}`,
+	}}
+	sess, err := mcp.ConnectTransport(b.Context(), "raw", raw.Transport(b), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { sess.Close() })
+	b.ReportAllocs()
+	b.SetBytes(int64(len(text)))
+	cpu0 := cpuTime()
+	for b.Loop() {
+		if items, err := sess.Read(b.Context(), "x://big"); err != nil || len(items) != 1 || len(items[0].Text) != len(text) {
+			b.Fatalf("read: %d items, %v", len(items), err)
+		}
+	}
+	b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+}
