@@ -373,8 +373,9 @@ func scanRecord(row pgx.Row) (index.Record, error) {
 	if cStamp != nil && cHash != nil && cAt != nil && cText != nil {
 		// Malformed passage vectors keep the text and lose the vectors:
 		// Index.Apply then skips the content, as it does content whose
-		// vectors do not match its text, and the document is read and
-		// embedded again.
+		// vectors do not match its text; the descriptor still ranks, and
+		// the owner of the server reads and embeds the text again when it
+		// mirrors it.
 		vecs, _ := decodeVecs(cVecs, index.MaxPassages)
 		r.Content = &index.RecordContent{Stamp: *cStamp, Hash: *cHash, At: *cAt, Text: *cText, Vecs: vecs}
 	}
