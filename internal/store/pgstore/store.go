@@ -374,8 +374,8 @@ func scanRecord(row pgx.Row) (index.Record, error) {
 		// Malformed passage vectors keep the text and lose the vectors:
 		// Index.Apply then skips the content, as it does content whose
 		// vectors do not match its text; the descriptor still ranks, and
-		// the owner of the server reads and embeds the text again when it
-		// mirrors it.
+		// the text comes back with the row's next write, or is read and
+		// embedded again once this replica owns the server.
 		vecs, _ := decodeVecs(cVecs, index.MaxPassages)
 		r.Content = &index.RecordContent{Stamp: *cStamp, Hash: *cHash, At: *cAt, Text: *cText, Vecs: vecs}
 	}
