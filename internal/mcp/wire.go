@@ -326,8 +326,9 @@ func (c *repairConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 }
 
 // MaxResultValues bounds the JSON values of one resources/list or
-// resources/templates/list result that the go-sdk decodes, counted as the objects and arrays it opens and the commas
-// between their members and elements. The go-sdk decodes a result whole
+// resources/templates/list result that the go-sdk decodes, counted as the
+// objects and arrays it opens and the commas between their members and
+// elements. The go-sdk decodes a result whole
 // into Go values that cost far more than their text: a 16 MiB read
 // result of empty items ("contents":[{},{},…]) held about 1.2 GB while it
 // was decoded, and a server answering every read so (the content pass
@@ -444,16 +445,16 @@ func boundValues(resp *jsonrpc.Response, method string) bool {
 // io.modelcontextprotocol/serverInfo (which the go-sdk reads from a
 // server/discover result), and the experimental and extensions members of
 // a top-level capabilities object (an initialize or discover result's,
-// which initializeBounds drops after decoding anyway). Values decoded into an
-// interface cost far more than their text and than the same values in a
-// typed field: a read result of 0.5 MB whose _meta held 261,000 empty
+// which initializeBounds drops after decoding anyway). Values decoded into
+// an interface cost far more than their text and than the same values in
+// a typed field: a read result of 0.5 MB whose _meta held 261,000 empty
 // arrays, within MaxResultValues, took about 58 MB once decoded, and a
 // server answering every read so held the daemon at 400–500 MB while the
 // content pass read it. Names are matched as the go-sdk's decoder matches
 // them: unescaped, case-sensitive. A result with none of these names is
-// returned as it is after one search of its bytes, one that has them after
-// at most two scans; one that is not an object, or a list that is not an
-// array, is left for the go-sdk to report.
+// returned as it is after a byte search, one that has them after a few
+// scans (and one copy if a member goes); one that is not an object, or a
+// list that is not an array, is left for the go-sdk to report.
 func dropUnread(raw json.RawMessage, method string) json.RawMessage {
 	var field string
 	switch method {
