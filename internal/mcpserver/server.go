@@ -60,8 +60,11 @@ import (
 // MaxRequestBytes bounds the body of one Streamable HTTP request: a larger
 // one is refused with 413. The go-sdk reads a body whole before it parses
 // it (4 MiB by default), so every connection could make the daemon hold
-// that much at once; a host's requests (a task, pins, filters) are small.
-const MaxRequestBytes = 1 << 20
+// that much at once, and it keeps a session's last message (its params
+// as sent) until the next one or the session's end, so each of
+// MaxSessions sessions may hold one; a host's requests (a task, pins,
+// filters) are small.
+const MaxRequestBytes = 256 << 10
 
 // Defaults for Options fields left zero.
 const (
