@@ -75,8 +75,8 @@ func TestRequestsFromAServerAreAnsweredAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		// Without the refusal, handlers waiting on the server kept Close
-		// waiting too, even after the server went away.
+		// The server goes first, so that handlers still waiting on it
+		// (without the refusal) end and Close returns.
 		cancel()
 		conn.Close()
 		closed := make(chan struct{})

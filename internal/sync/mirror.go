@@ -242,6 +242,11 @@ type Mirror struct {
 	waitedOut bool
 	cache     *readCache
 	notFound  map[string]bool // URIs a read found missing, evicted after the next sync
+	// unsubHung is the session whose last resources/unsubscribe got no
+	// answer within unsubscribeTimeout; until unsubHungUntil, unsubscribes
+	// over it are not sent.
+	unsubHung      *mcp.Session
+	unsubHungUntil time.Time
 	// contentStale holds URIs whose indexed content the server said was
 	// updated; recontent (capacity 1) asks the run loop for a content pass.
 	contentStale map[string]bool
@@ -1381,14 +1386,36 @@ func (m *Mirror) read(ctx context.Context, sess *mcp.Session, uri string) ([]res
 // its subscription back).
 const unsubscribeTimeout = 5 * time.Second
 
-// unsubscribe sends resources/unsubscribe for uris over sess.
+// unsubscribeHungFor is how long a session whose unsubscribe got no answer
+// is sent no more: the reads that give subscriptions back wait for their
+// unsubscribes, and would each wait unsubscribeTimeout again.
+const unsubscribeHungFor = time.Minute
+
+// unsubscribe sends resources/unsubscribe for uris over sess, unless an
+// unsubscribe over it got no answer within the last unsubscribeHungFor (the
+// URIs are forgotten here all the same: the server may keep them, and
+// notify updates nobody reads).
 func (m *Mirror) unsubscribe(ctx context.Context, sess *mcp.Session, uris []string) {
+	if len(uris) == 0 {
+		return
+	}
+	m.mu.Lock()
+	hung := m.unsubHung == sess && time.Now().Before(m.unsubHungUntil)
+	m.mu.Unlock()
+	if hung {
+		return
+	}
 	for _, u := range uris {
 		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unsubscribeTimeout)
 		err := sess.Unsubscribe(uctx, u)
 		cancel()
 		if err != nil {
 			m.log.Debug("unsubscribe failed", "uri", u, "err", err)
+			if errors.Is(err, context.DeadlineExceeded) {
+				m.mu.Lock()
+				m.unsubHung, m.unsubHungUntil = sess, time.Now().Add(unsubscribeHungFor)
+				m.mu.Unlock()
+			}
 			if errors.Is(err, mcp.ErrSessionExpired) || errors.Is(err, context.DeadlineExceeded) {
 				return // the session is gone or hung: the rest would wait too
 			}

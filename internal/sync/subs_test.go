@@ -187,3 +187,46 @@ func TestTimedOutReadGivesBackItsSubscription(t *testing.T) {
 	}
 	eventually(t, "the subscription given back", func() bool { live, _ := s.state(); return len(live) == 0 })
 }
+
+// A server that never answers resources/unsubscribe made every read that
+// gave a subscription back (each failed read does) wait the unsubscribe's
+// timeout: an Assemble reading ten such candidates took 50 s, holding its
+// turn, and no slow spell started (the reads were answered, with errors).
+// After one unsubscribe goes unanswered, none is sent over that session for
+// a while.
+func TestUnansweredUnsubscribesDoNotHoldEveryRead(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu gosync.Mutex
+		unsubscribes := 0
+		srv := mcptest.NewServer(nil, &mcpsdk.ServerOptions{
+			Capabilities:     &mcpsdk.ServerCapabilities{Resources: &mcpsdk.ResourceCapabilities{Subscribe: true}},
+			SubscribeHandler: func(context.Context, *mcpsdk.SubscribeRequest) error { return nil },
+			UnsubscribeHandler: func(ctx context.Context, _ *mcpsdk.UnsubscribeRequest) error {
+				mu.Lock()
+				unsubscribes++
+				mu.Unlock()
+				<-ctx.Done() // never answers
+				return ctx.Err()
+			},
+		})
+		m := ctxsync.New(ctxsync.Options{Server: "s", Index: newIndex(t), Dial: legacy(mcptest.Dial(t, "s", srv)), ContentMaxResources: -1})
+		start(t, m)
+		<-m.Ready()
+		start := time.Now()
+		const reads = 10
+		for i := range reads {
+			_, err := m.Read(t.Context(), fmt.Sprintf("doc://missing/%d", i))
+			if err == nil {
+				t.Fatalf("Read(doc://missing/%d) succeeded", i)
+			}
+		}
+		if el := time.Since(start); el > 6*time.Second {
+			t.Errorf("%d failed reads took %v, want one unanswered unsubscribe's wait at most", reads, el)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if unsubscribes != 1 {
+			t.Errorf("%d unsubscribes sent, want 1 (then none while the server does not answer)", unsubscribes)
+		}
+	})
+}
