@@ -38,7 +38,7 @@ func TestResultsOfTooManyValuesAreCutBeforeTheyAreDecoded(t *testing.T) {
 	raw := &mcptest.RawServer{Results: map[string]string{
 		"resources/read":           `{"contents":` + manyEmpty(`{"uri":"x://a","text":"alpha"}`, n) + `}`,
 		"resources/list":           `{"resources":` + manyURIs(mcp.MaxResultValues/2+10_000) + `}`,
-		"resources/templates/list": `{"resourceTemplates":[],"_meta":{"x":` + manyEmpty("{}", n) + `}}`,
+		"resources/templates/list": `{"resourceTemplates":[],"x":` + manyEmpty("{}", n) + `}`,
 	}}
 	sess, err := mcp.ConnectTransport(t.Context(), "raw", raw.Transport(t), &mcp.Options{MaxResources: n})
 	if err != nil {
@@ -77,14 +77,14 @@ func TestResultsOfTooManyValuesAreCutBeforeTheyAreDecoded(t *testing.T) {
 }
 
 // The result of a call other than a read or a list (initialize here) is
-// held to the same bound: over it, the call fails undecoded.
+// held to MaxReadValues: over it, the call fails undecoded.
 func TestOtherResultsOfTooManyValuesFailTheirCall(t *testing.T) {
 	raw := &mcptest.RawServer{Results: map[string]string{
-		"initialize": `{"protocolVersion":"2025-06-18","capabilities":{"resources":{},"experimental":{"x":` +
-			manyEmpty("{}", 2*mcp.MaxResultValues) + `}},"serverInfo":{"name":"raw","version":"0"}}`,
+		"initialize": `{"protocolVersion":"2025-06-18","capabilities":{"resources":{}},"serverInfo":{"name":"raw","version":"0","icons":` +
+			manyEmpty("{}", 2*mcp.MaxReadValues) + `}}`,
 	}}
 	_, err := mcp.ConnectTransport(t.Context(), "raw", raw.Transport(t), nil)
 	if err == nil || !strings.Contains(err.Error(), "JSON values") {
-		t.Fatalf("initialize with %d values: err %v, want it refused undecoded", 2*mcp.MaxResultValues, err)
+		t.Fatalf("initialize with %d values: err %v, want it refused undecoded", 2*mcp.MaxReadValues, err)
 	}
 }

@@ -262,9 +262,12 @@ func (c *repairConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			c.mu.Lock()
 			_, tracked := c.calls[idKey(m.ID)]
 			c.mu.Unlock()
-			if !tracked && len(m.Result) > 0 && jsonscan.Values(m.Result, MaxResultValues) > MaxResultValues {
-				m.Result = nil
-				m.Error = &jsonrpc.Error{Code: codeTooLarge, Message: fmt.Sprintf("the result holds more than %d JSON values: not decoded", MaxResultValues)}
+			if !tracked && len(m.Result) > 0 {
+				m.Result = dropUnread(m.Result, "")
+				if jsonscan.Values(m.Result, MaxReadValues) > MaxReadValues {
+					m.Result = nil
+					m.Error = &jsonrpc.Error{Code: codeTooLarge, Message: fmt.Sprintf("the result holds more than %d JSON values: not decoded", MaxReadValues)}
+				}
 			}
 		case *jsonrpc.Request:
 			if jsonscan.Values(m.Params, MaxParamsValues) > MaxParamsValues {
@@ -300,6 +303,7 @@ func (c *repairConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	}
 	// Each check first asks whether the result needs any repair at all, so
 	// the common case costs one scan or one decode, not a rewrite.
+	resp.Result = dropUnread(resp.Result, method)
 	if !boundValues(resp, method) {
 		return msg, err
 	}
@@ -321,10 +325,10 @@ func (c *repairConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	return msg, err
 }
 
-// MaxResultValues bounds the JSON values of one resources/read,
-// resources/list or resources/templates/list result that the go-sdk
-// decodes, counted as the objects and arrays it opens and the commas
-// between their members and elements. The go-sdk decodes a result whole
+// MaxResultValues bounds the JSON values of one resources/list or
+// resources/templates/list result that the go-sdk decodes, counted as the
+// objects and arrays it opens and the commas between their members and
+// elements. The go-sdk decodes a result whole
 // into Go values that cost far more than their text: a 16 MiB read
 // result of empty items ("contents":[{},{},…]) held about 1.2 GB while it
 // was decoded, and a server answering every read so (the content pass
@@ -334,10 +338,21 @@ func (c *repairConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 // read: a list entry without a URI (rejected and reported by the walk),
 // or a content item marked unusable; a result whose values outside that
 // list alone pass the bound fails its call. A list entry takes 3 to 8
-// values, a text item 3, so about 100,000 fit; the decoded result then
-// takes at most about 60 MB. The result of any other call (initialize,
-// ping, …) is held to the same bound: over it, the call fails.
+// values, so about 100,000 fit; the decoded result then takes at most
+// about 60 MB. Reads and other calls have a tighter bound, MaxReadValues.
+// Values the go-sdk would decode into interface values are dropped first
+// (see dropUnread).
 const MaxResultValues = 1 << 19
+
+// MaxReadValues is MaxResultValues for a resources/read result and for the
+// result of any call other than a list (initialize, subscribe, complete,
+// …; over it, such a call fails). A read result holds a resource's
+// contents: one item, or a few, each taking 3 to 6 values whatever the
+// size of its text or blob, so about 10,000 items fit. A read result of
+// empty items within MaxResultValues still took about 30 MB once decoded,
+// and the content pass and the ranking reads keep several in flight per
+// server.
+const MaxReadValues = 1 << 16
 
 // MaxParamsValues bounds, as MaxResultValues does, the params of a request
 // or notification from the server; over it, they are dropped (replaced by
@@ -350,11 +365,16 @@ const MaxResultValues = 1 << 19
 // subscription honours, a request to cancel) takes a few dozen values.
 const MaxParamsValues = 1 << 12
 
-// boundValues applies MaxResultValues to the answer of a call of method,
-// and reports whether the answer still has a result to repair.
+// boundValues applies MaxResultValues (MaxReadValues to a read) to the
+// answer of a call of method, and reports whether the answer still has a
+// result to repair.
 func boundValues(resp *jsonrpc.Response, method string) bool {
 	raw := resp.Result
-	if jsonscan.Values(raw, MaxResultValues) <= MaxResultValues {
+	limit := MaxResultValues
+	if method == "resources/read" {
+		limit = MaxReadValues
+	}
+	if jsonscan.Values(raw, limit) <= limit {
 		return true
 	}
 	var field, entry string
@@ -377,13 +397,13 @@ func boundValues(resp *jsonrpc.Response, method string) bool {
 	if list != nil {
 		outside = jsonscan.Values(raw, len(raw)) - jsonscan.Values(list, len(list))
 	}
-	if outside < 0 || outside >= MaxResultValues {
+	if outside < 0 || outside >= limit {
 		resp.Result = nil
-		resp.Error = &jsonrpc.Error{Code: codeTooLarge, Message: fmt.Sprintf("the result holds more than %d JSON values: not decoded", MaxResultValues)}
+		resp.Error = &jsonrpc.Error{Code: codeTooLarge, Message: fmt.Sprintf("the result holds more than %d JSON values: not decoded", limit)}
 		return false
 	}
 	// Keep the elements that fit, counting each with its comma.
-	budget := MaxResultValues - outside - 1
+	budget := limit - outside - 1
 	kept, dropped, end := 0, 0, 1 // end: just past the last element kept
 	for i := skipSpace(list, 1); i < len(list) && list[i] != ']'; {
 		j := endOfValue(list, i)
@@ -401,7 +421,7 @@ func boundValues(resp *jsonrpc.Response, method string) bool {
 			i = skipSpace(list, i+1)
 		}
 	}
-	why, _ := json.Marshal(fmt.Sprintf("%d entries not read: the result holds more than %d JSON values", dropped, MaxResultValues))
+	why, _ := json.Marshal(fmt.Sprintf("%d entries not read: the result holds more than %d JSON values", dropped, limit))
 	start := cap(raw) - cap(list) // list's offset in raw
 	out := make([]byte, 0, start+end+len(entry)+len(why)+len(raw)-start-len(list)+2)
 	out = append(out, raw[:start+end]...)
@@ -413,6 +433,159 @@ func boundValues(resp *jsonrpc.Response, method string) bool {
 	out = append(out, raw[start+len(list):]...)
 	resp.Result = out
 	return true
+}
+
+// dropUnread removes from a result the members the go-sdk would decode
+// into interface values and contextd never reads. From a resources/read,
+// resources/list or resources/templates/list result (method): _meta, at
+// the top level and in each entry of its list (contents, resources or
+// resourceTemplates), and a read's inputRequests (contextd answers none;
+// resultType alone says input is required). From any other call's result
+// (method ""): the members of a top-level _meta other than
+// io.modelcontextprotocol/serverInfo (which the go-sdk reads from a
+// server/discover result), and the experimental and extensions members of
+// a top-level capabilities object (an initialize or discover result's,
+// which initializeBounds drops after decoding anyway). Values decoded into
+// an interface cost far more than their text and than the same values in
+// a typed field: a read result of 0.5 MB whose _meta held 261,000 empty
+// arrays, within MaxResultValues, took about 58 MB once decoded, and a
+// server answering every read so held the daemon at 400–500 MB while the
+// content pass read it. Names are matched as the go-sdk's decoder matches
+// them: unescaped, case-sensitive. A result with none of these names is
+// returned as it is after a byte search, one that has them after a few
+// scans (and one copy if a member goes); one that is not an object, or a
+// list that is not an array, is left for the go-sdk to report.
+func dropUnread(raw json.RawMessage, method string) json.RawMessage {
+	var field string
+	switch method {
+	case "resources/read":
+		field = "contents"
+	case "resources/list":
+		field = "resources"
+	case "resources/templates/list":
+		field = "resourceTemplates"
+	}
+	if !bytes.Contains(raw, []byte("_meta")) && !bytes.Contains(raw, []byte(`\u`)) &&
+		(method != "resources/read" || !bytes.Contains(raw, []byte("inputRequests"))) &&
+		(field != "" || !bytes.Contains(raw, []byte("experimental")) && !bytes.Contains(raw, []byte("extensions"))) {
+		return raw // none of the names, not even escaped
+	}
+	out, _ := dropMembers(raw, func(name []byte) bool {
+		return field != "" && string(name) == "_meta" || method == "resources/read" && string(name) == "inputRequests"
+	}, func(name, val []byte) []byte {
+		var drop func([]byte) bool
+		switch {
+		case len(val) == 0:
+			return nil
+		case field != "" && string(name) == field && val[0] == '[':
+			return dropInEntries(val)
+		case field == "" && string(name) == "_meta":
+			drop = func(name []byte) bool { return string(name) != mcpsdk.MetaKeyServerInfo }
+		case field == "" && string(name) == "capabilities":
+			drop = func(name []byte) bool { return string(name) == "experimental" || string(name) == "extensions" }
+		default:
+			return nil
+		}
+		if v, ok := dropMembers(val, drop, nil); ok {
+			return v
+		}
+		return nil
+	})
+	return out
+}
+
+// isMeta reports whether a member's unescaped name is _meta.
+func isMeta(name []byte) bool { return string(name) == "_meta" }
+
+// dropInEntries returns the JSON array list with _meta removed from each
+// of its object elements, or nil when there was none to remove. It
+// allocates nothing per element that keeps its members.
+func dropInEntries(list []byte) []byte {
+	var out []byte // nil until an element changes
+	copied := 0    // list[:copied] is in out
+	for i := skipSpace(list, 1); i < len(list) && list[i] != ']'; {
+		j := endOfValue(list, i)
+		if j < 0 {
+			return nil // not JSON: the go-sdk reports it
+		}
+		if e, ok := dropMembers(list[i:j], isMeta, nil); ok {
+			if out == nil {
+				out = make([]byte, 0, len(list))
+			}
+			out = append(out, list[copied:i]...)
+			out = append(out, e...)
+			copied = j
+		}
+		i = skipSpace(list, j)
+		if i < len(list) && list[i] == ',' {
+			i = skipSpace(list, i+1)
+		}
+	}
+	if out == nil {
+		return nil
+	}
+	return append(out, list[copied:]...)
+}
+
+// memberName returns a member's name as written (quotes included),
+// unescaped; nil if it does not unescape.
+func memberName(raw []byte) []byte {
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return raw[1 : len(raw)-1]
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return nil
+	}
+	return []byte(s)
+}
+
+// dropMembers rewrites the JSON object obj without the members whose
+// unescaped names drop accepts, and with the value of each member for
+// which edit (which may be nil) returns non-nil replaced by what it
+// returns. It reports whether anything changed; if not, or obj is not an
+// object, it returns obj as it is. Without edit, an object it leaves as it
+// is costs one scan and no allocation for names without escapes.
+func dropMembers(obj []byte, drop func(name []byte) bool, edit func(name, val []byte) []byte) ([]byte, bool) {
+	if edit == nil {
+		hit := false
+		topMembers(obj, func(rawName, _ []byte) {
+			hit = hit || drop(memberName(rawName))
+		})
+		if !hit {
+			return obj, false
+		}
+	}
+	type member struct{ name, val []byte }
+	var kept []member
+	changed := false
+	ok := topMembers(obj, func(rawName, val []byte) {
+		name := memberName(rawName)
+		if drop(name) {
+			changed = true
+			return
+		}
+		if edit != nil {
+			if v := edit(name, val); v != nil {
+				val, changed = v, true
+			}
+		}
+		kept = append(kept, member{rawName, val})
+	})
+	if !ok || !changed {
+		return obj, false
+	}
+	out := make([]byte, 0, len(obj))
+	out = append(out, '{')
+	for k, m := range kept {
+		if k > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, m.name...)
+		out = append(out, ':')
+		out = append(out, m.val...)
+	}
+	return append(out, '}'), true
 }
 
 // MaxErrorMessageBytes bounds the message of an error a server answers a

@@ -132,7 +132,7 @@ func readBody(r io.Reader, limit int64, held *atomic.Int64) (body []byte, counte
 // (413), batches of more than MaxBatch messages (400), and bodies that
 // would take the large bodies being read or handled past
 // maxLargeBodyBytes (503, the connection closed), before the go-sdk
-// decodes them.
+// decodes them. The body read is in the request's context (bodyKey).
 func boundBodies(h http.Handler) http.Handler {
 	var held atomic.Int64 // see maxLargeBodyBytes
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -167,10 +167,14 @@ func boundBodies(h http.Handler) http.Handler {
 			http.Error(w, fmt.Sprintf("Bad Request: a JSON-RPC batch may hold at most %d message; send one a POST", MaxBatch), http.StatusBadRequest)
 			return
 		}
+		r = r.WithContext(context.WithValue(r.Context(), bodyKey{}, body))
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		h.ServeHTTP(w, r)
 	})
 }
+
+// bodyKey is the context key of a POST's body, as boundBodies read it.
+type bodyKey struct{}
 
 // maxClientInfoBytes bounds each string of an initialize's clientInfo that
 // a session keeps.

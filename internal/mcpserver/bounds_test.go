@@ -231,10 +231,10 @@ func TestListsWaitingTogetherShareARefresh(t *testing.T) {
 
 // Request bodies over SmallBody being read at once are bounded together:
 // each connection could otherwise hold MaxRequestBytes for its handshake
-// timeout (900 connections: +810 MB of heap). Past the bound a large body
+// timeout (900 connections of 1 MiB bodies: +810 MB of heap). Past the bound a large body
 // is refused at once; small ones are still served.
 func TestLargeBodiesReadAtOnceAreBounded(t *testing.T) {
-	defer mcpserver.SetMaxLargeBodyBytes(1 << 20)()
+	defer mcpserver.SetMaxLargeBodyBytes(mcpserver.MaxRequestBytes)()
 	f := newFacade(t, map[string]*mcpsdk.Server{"a": mcptest.NewServer(map[string]string{"doc://x": "x"}, nil)}, nil, engine.Options{})
 	ts := httptest.NewServer(f.srv.HTTPHandler())
 	defer ts.Close()
@@ -275,9 +275,10 @@ func TestLargeBodiesReadAtOnceAreBounded(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode
 	}
-	first := start(900 << 10) // its buffer takes the bound
+	sent := mcpserver.MaxRequestBytes * 7 / 8
+	first := start(sent) // its buffer takes the bound
 	time.Sleep(200 * time.Millisecond)
-	second := start(200 << 10)
+	second := start(mcpserver.MaxRequestBytes / 2)
 	if code := status(second); code != http.StatusServiceUnavailable {
 		t.Errorf("a second large body while the first takes the bound: status %d, want 503 at once", code)
 	}
@@ -286,7 +287,7 @@ func TestLargeBodiesReadAtOnceAreBounded(t *testing.T) {
 	}
 	// The first is served once it is in (a body of spaces: 400), and its
 	// share is given back.
-	if _, err := first.Write(bytes.Repeat([]byte(" "), mcpserver.MaxRequestBytes-100-900<<10)); err != nil {
+	if _, err := first.Write(bytes.Repeat([]byte(" "), mcpserver.MaxRequestBytes-100-sent)); err != nil {
 		t.Fatal(err)
 	}
 	if code := status(first); code != http.StatusBadRequest {

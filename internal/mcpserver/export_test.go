@@ -1,5 +1,7 @@
 package mcpserver
 
+import "time"
+
 // SubscriptionsHeld returns how many resources s counts as subscribed to
 // downstream, and how many sessions hold subscriptions.
 func SubscriptionsHeld(s *Server) (resources, sessions int) {
@@ -24,4 +26,13 @@ func SetMaxLargeBodyBytes(n int64) (restore func()) {
 	old := maxLargeBodyBytes
 	maxLargeBodyBytes = n
 	return func() { maxLargeBodyBytes = old }
+}
+
+// SetHandOverWaits sets how long a session's POST waits for its turn and
+// how long a message that has not started holds it after its POST ended,
+// until restore is called.
+func SetHandOverWaits(handOver, start time.Duration) (restore func()) {
+	oldHandOver, oldStart := handOverWait, startWait
+	handOverWait, startWait = handOver, start
+	return func() { handOverWait, startWait = oldHandOver, oldStart }
 }

@@ -60,8 +60,11 @@ import (
 // MaxRequestBytes bounds the body of one Streamable HTTP request: a larger
 // one is refused with 413. The go-sdk reads a body whole before it parses
 // it (4 MiB by default), so every connection could make the daemon hold
-// that much at once; a host's requests (a task, pins, filters) are small.
-const MaxRequestBytes = 1 << 20
+// that much at once, and it keeps a session's last message (its params
+// as sent) until the next one or the session's end, so each of
+// MaxSessions sessions may hold one; a host's requests (a task, pins,
+// filters) are small.
+const MaxRequestBytes = 256 << 10
 
 // Defaults for Options fields left zero.
 const (
@@ -199,6 +202,7 @@ type Server struct {
 	refreshedFrom int64
 	relays        sync.WaitGroup // re-reads after relayed updates
 	stop          chan struct{}  // closed when Run returns
+	posts         *posts         // the session POSTs being served, for their calls
 }
 
 // mirrorVersion is what Run compares to see that a mirror may have changed.
@@ -254,6 +258,7 @@ func New(eng *engine.Engine, opts *Options) *Server {
 		relaying: map[resource.Key]bool{},
 		recent:   map[*mcpsdk.ServerSession][]string{},
 		stop:     make(chan struct{}),
+		posts:    newPosts(),
 	}
 	// Capabilities are declared exactly as served: tools, prompts and
 	// resources whose lists change (the resource list does), resource
@@ -330,6 +335,9 @@ func New(eng *engine.Engine, opts *Options) *Server {
 			return next(ctx, method, req)
 		}
 	})
+	// Outermost of all: a call whose caller has left does not wait, take
+	// a turn or run.
+	s.mcp.AddReceivingMiddleware(s.posts.tie)
 	if o.Relay != nil {
 		o.Relay.mu.Lock()
 		o.Relay.s = s
@@ -535,9 +543,12 @@ func (s *Server) Run(ctx context.Context) error {
 // the user's resources through it. Sessions idle for
 // Options.SessionTimeout are closed, and at most Options.MaxSessions are
 // held (see there). A POST body over MaxRequestBytes or MaxRequestValues
-// is refused with 413 before it is decoded.
+// is refused with 413 before it is decoded; a session's POST is handed
+// over with only the headers the go-sdk reads (431 past
+// MaxSessionHeaderBytes). A call whose POST ends before its answer (the
+// caller closed the connection) stops, or does not start.
 func (s *Server) HTTPHandler() http.Handler {
-	return boundBodies(mcpsdk.NewStreamableHTTPHandler(func(r *http.Request) *mcpsdk.Server {
+	return boundBodies(s.posts.serve(mcpsdk.NewStreamableHTTPHandler(func(r *http.Request) *mcpsdk.Server {
 		// Called once the Host and origin checks passed; a POST without a
 		// session ID starts a session.
 		if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
@@ -546,7 +557,8 @@ func (s *Server) HTTPHandler() http.Handler {
 		return s.mcp
 	},
 		&mcpsdk.StreamableHTTPOptions{Logger: quiet(s.log), CrossOriginProtection: http.NewCrossOriginProtection(),
-			SessionTimeout: max(s.opts.SessionTimeout, 0), MaxRequestBodyBytes: MaxRequestBytes}))
+			SessionTimeout: max(s.opts.SessionTimeout, 0), MaxRequestBodyBytes: MaxRequestBytes,
+			PropagateRequestCancellation: true})))
 }
 
 // makeRoom closes the oldest sessions, so that a new one leaves at most

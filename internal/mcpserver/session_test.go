@@ -284,8 +284,9 @@ func (s *syncBuffer) String() string {
 
 // What a caller sends reaches the log bounded: the go-sdk warns of a
 // request whose Mcp-Protocol-Version header names a version past the ones a
-// stateful server speaks, quoting the header whole (64 KiB of it, escaped
-// to five times that, on every request).
+// stateful server speaks, quoting the header whole (all that
+// MaxSessionHeaderBytes lets through, escaped to four times that, on every
+// request).
 func TestCallerInputInSDKWarningsIsBounded(t *testing.T) {
 	var buf syncBuffer
 	log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -301,7 +302,7 @@ func TestCallerInputInSDKWarningsIsBounded(t *testing.T) {
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
 		req.Header.Set("Mcp-Session-Id", sid)
-		req.Header["Mcp-Protocol-Version"] = []string{"2026-07-29" + strings.Repeat("\x80", 40<<10)}
+		req.Header["Mcp-Protocol-Version"] = []string{"2026-07-29" + strings.Repeat("\x80", mcpserver.MaxSessionHeaderBytes-200)}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -316,6 +317,6 @@ func TestCallerInputInSDKWarningsIsBounded(t *testing.T) {
 		t.Fatalf("the go-sdk's warning was not logged; the test no longer sees what it checks:\n%.500s", out)
 	}
 	if len(out) > requests*2048 {
-		t.Errorf("%d requests with a 40 KiB header logged %d bytes, want at most 2 KiB each", requests, len(out))
+		t.Errorf("%d requests with a %d KiB header logged %d bytes, want at most 2 KiB each", requests, mcpserver.MaxSessionHeaderBytes>>10, len(out))
 	}
 }

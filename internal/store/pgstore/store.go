@@ -371,7 +371,13 @@ func scanRecord(row pgx.Row) (index.Record, error) {
 	}
 	r.Vec = decodeVec(vec)
 	if cStamp != nil && cHash != nil && cAt != nil && cText != nil {
-		r.Content = &index.RecordContent{Stamp: *cStamp, Hash: *cHash, At: *cAt, Text: *cText, Vecs: decodeVecs(cVecs)}
+		// Malformed passage vectors keep the text and lose the vectors:
+		// Index.Apply then skips the content, as it does content whose
+		// vectors do not match its text; the descriptor still ranks, and
+		// the text comes back with the row's next write, or is read and
+		// embedded again once this replica owns the server.
+		vecs, _ := decodeVecs(cVecs, index.MaxPassages)
+		r.Content = &index.RecordContent{Stamp: *cStamp, Hash: *cHash, At: *cAt, Text: *cText, Vecs: vecs}
 	}
 	return r, nil
 }
@@ -567,24 +573,38 @@ func encodeVecs(vs [][]float32) []byte {
 	return b
 }
 
-func decodeVecs(b []byte) [][]float32 {
+// errBadVecs is decodeVecs's error for a blob that is not encodeVecs's
+// encoding of at most the vectors asked for.
+var errBadVecs = errors.New("pgstore: malformed passage vectors")
+
+// decodeVecs decodes encodeVecs's encoding of at most max vectors (a text
+// has at most index.MaxPassages passages). A blob that is cut short,
+// claims a vector longer than what follows, or holds more than max
+// entries fails with errBadVecs, having allocated at most max slice
+// headers and the blob's size in vectors: another replica's bad write of
+// 40 MB of zero bytes (40 million "no vector" entries) must not cost a
+// reader gigabytes.
+func decodeVecs(b []byte, max int) ([][]float32, error) {
 	var out [][]float32
 	for len(b) > 0 {
+		if len(out) == max {
+			return nil, fmt.Errorf("%w: more than %d", errBadVecs, max)
+		}
 		if b[0] == 0 {
 			out = append(out, nil)
 			b = b[1:]
 			continue
 		}
-		if len(b) < 5 {
-			return nil
+		if b[0] != 1 || len(b) < 5 {
+			return nil, errBadVecs
 		}
 		n := int(binary.LittleEndian.Uint32(b[1:]))
 		b = b[5:]
-		if n < 0 || 4*n > len(b) {
-			return nil
+		if n < 0 || n > len(b)/4 {
+			return nil, errBadVecs
 		}
 		out = append(out, decodeVec(b[:4*n]))
 		b = b[4*n:]
 	}
-	return out
+	return out, nil
 }

@@ -4,13 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/contextd/contextd/internal/index"
+	"github.com/contextd/contextd/internal/index/indextest"
 	"github.com/contextd/contextd/internal/resource"
 	"github.com/contextd/contextd/internal/store/pgstore"
 	"github.com/contextd/contextd/internal/store/pgstore/pgtest"
@@ -206,5 +209,89 @@ func TestRedactHidesThePassword(t *testing.T) {
 	_, err = pgstore.Open(context.Background(), "postgres://u@127.0.0.1:1/db?connect_timeout=1&password=s3cret")
 	if err == nil || strings.Contains(err.Error(), "s3cret") {
 		t.Errorf("Open of an unreachable database, password as a parameter: %v", err)
+	}
+}
+
+// Another replica's bad write of content_vecs (here 8 MB of zero bytes,
+// which decoded as 8 million "no vector" entries took gigabytes before the
+// reader served) costs a reader no more than the blob: the record loads
+// with its text and no vectors, which Index.Apply treats like content whose
+// vectors do not match its text (skipped, read and embedded again).
+func TestMalformedContentVecsLoadWithoutVectors(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.URL(t)
+	s := open(t, url)
+	tok, _, err := s.Acquire(ctx, "srv", "A", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var put []index.Record
+	emb := &indextest.BagEmbedder{}
+	for _, uri := range []string{"a://zeros", "a://cut", "a://tag", "a://good"} {
+		r := rec("srv", uri, emb.Dim())
+		pv, err := emb.Embed(ctx, "some text")
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Content = &index.RecordContent{Stamp: index.ContentStamp(r.Desc), Hash: "ch", At: time.Now().UTC().Truncate(time.Microsecond), Text: "some text",
+			Vecs: [][]float32{pv}}
+		put = append(put, r)
+	}
+	if err := s.Apply(ctx, pgstore.Write{Server: "srv", Holder: "A", Token: tok, Embedder: "e/64", Put: put}); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	for uri, blob := range map[string][]byte{
+		"a://zeros": make([]byte, 8<<20),
+		"a://cut":   {1, 8, 0, 0, 0, 0, 0, 128}, // a vector of 8 components, 3 bytes of them
+		"a://tag":   {2},
+	} {
+		if _, err := conn.Exec(ctx, "UPDATE descriptors SET content_vecs = $1 WHERE uri = $2", blob, uri); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	var loaded []index.Record
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	if _, err := s.Load(ctx, "e/64", "", 10, func(rs []index.Record) error { loaded = append(loaded, rs...); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&after)
+	if got := after.TotalAlloc - before.TotalAlloc; got > 64<<20 {
+		t.Errorf("Load allocated %d MB for an 8 MB blob, want at most 64 MB", got>>20)
+	}
+	if len(loaded) != 4 {
+		t.Fatalf("loaded %d records, want 4", len(loaded))
+	}
+	for _, r := range loaded {
+		if r.Content == nil || r.Content.Text != "some text" {
+			t.Errorf("%s: content %+v, want the text kept", r.Desc.URI, r.Content)
+			continue
+		}
+		if want := r.Desc.URI == "a://good"; (r.Content.Vecs != nil) != want {
+			t.Errorf("%s: %d vectors (nil: %t), want them only for the undamaged record", r.Desc.URI, len(r.Content.Vecs), r.Content.Vecs == nil)
+		}
+	}
+
+	// A follower's index installs every descriptor and the undamaged
+	// content; the damaged content is left to be read and embedded again.
+	ix, err := index.Open(ctx, index.Options{Embedder: emb, QueryCache: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ix.Close() })
+	if n, err := ix.Apply(ctx, loaded...); err != nil || n != 4 {
+		t.Fatalf("Apply = %d, %v; want 4", n, err)
+	}
+	for _, r := range loaded {
+		if has, _ := ix.HasContent(r.Desc.Key()); has != (r.Desc.URI == "a://good") {
+			t.Errorf("%s: content installed %v, want it only for the undamaged record", r.Desc.URI, has)
+		}
 	}
 }
