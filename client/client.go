@@ -36,6 +36,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/contextd/contextd/internal/config"
 	contextdv1 "github.com/contextd/contextd/proto/contextd/v1"
 )
 
@@ -63,8 +64,25 @@ type Options struct {
 	// to trust the daemon's certificate, Certificates for mTLS. Nil dials
 	// in plain text.
 	TLS *tls.Config
+	// MaxAnswerBytes is the largest answer a call accepts (bytes); a
+	// larger one fails the call (RESOURCE_EXHAUSTED) before it is decoded.
+	// Zero means AnswerBytesFor(config.DefaultMaxResponseBytes), which fits
+	// every answer of a daemon with the default max_response_bytes;
+	// ReadConfig sets it from the configuration's max_response_bytes.
+	// Without a bound, whatever answers at the address (another local user
+	// who took the port while no daemon runs) could send 2 GiB answers,
+	// which a client holds several times over while it decodes them.
+	MaxAnswerBytes int
 	// DialOptions are appended to the client's own (tests, interceptors).
 	DialOptions []grpc.DialOption
+}
+
+// AnswerBytesFor returns the largest answer (bytes) of a daemon whose
+// max_response_bytes is maxResponse: twice that, for the contents, their
+// URIs and the encoding, plus 16 MiB for what an answer says besides
+// (omitted candidates and their details, server statuses).
+func AnswerBytesFor(maxResponse int) int {
+	return int(min(2*int64(maxResponse)+16<<20, math.MaxInt32))
 }
 
 // A Client calls one daemon. Its methods may be called concurrently; the
@@ -95,7 +113,7 @@ func Dial(addr string, opts *Options) (*Client, error) {
 		}
 		// The socket may not exist yet, or be made again later (a daemon
 		// restarted): every connection is checked, not only the first.
-		opts = &Options{Token: opts.Token, TLS: opts.TLS, DialOptions: append([]grpc.DialOption{grpc.WithContextDialer(ownSocketDialer(p))}, opts.DialOptions...)}
+		opts = &Options{Token: opts.Token, TLS: opts.TLS, MaxAnswerBytes: opts.MaxAnswerBytes, DialOptions: append([]grpc.DialOption{grpc.WithContextDialer(ownSocketDialer(p))}, opts.DialOptions...)}
 	}
 	var dopts []grpc.DialOption
 	if opts.TLS != nil {
@@ -106,8 +124,12 @@ func Dial(addr string, opts *Options) (*Client, error) {
 	if opts.Token != "" {
 		dopts = append(dopts, grpc.WithPerRPCCredentials(bearerToken(strings.TrimSpace(opts.Token))))
 	}
-	// An answer holds up to its token budget of text, plus any blobs asked for.
-	dopts = append(dopts, grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(math.MaxInt32)))
+	// An answer holds up to the daemon's max_response_bytes of contents.
+	maxAnswer := opts.MaxAnswerBytes
+	if maxAnswer <= 0 {
+		maxAnswer = AnswerBytesFor(config.DefaultMaxResponseBytes)
+	}
+	dopts = append(dopts, grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxAnswer)))
 	dopts = append(dopts, opts.DialOptions...)
 	conn, err := grpc.NewClient(target, dopts...)
 	if err != nil {

@@ -32,7 +32,8 @@ type Target struct {
 // directory's), and returns where its daemon listens and how to
 // authenticate. With no file it returns DefaultAddr and no credentials.
 //
-// Only listen, auth and tls are read: the upstream servers, which only the
+// Only listen, auth, tls and max_response_bytes (which sets
+// Options.MaxAnswerBytes, see AnswerBytesFor) are read: the upstream servers, which only the
 // daemon needs, are not resolved, so a server's unset ${VAR} is no error.
 // An unreadable or invalid file, an unset variable in auth, or an
 // unreadable certificate is an error naming the file and field.
@@ -51,6 +52,7 @@ func ReadConfig(path string) (*Target, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	opts.MaxAnswerBytes = AnswerBytesFor(cfg.Limits.WithDefaults().MaxResponseBytes)
 	return &Target{Addr: cfg.Listen, Options: *opts, Path: path, Warnings: cfg.Warnings}, nil
 }
 

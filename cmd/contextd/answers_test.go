@@ -3,9 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -389,5 +393,54 @@ func TestHTTPWritesInFlightAreBounded(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatalf("a second %d MiB answer waits beside the first for clients that read nothing, past a bound of %d MiB", answer>>20, answer*3/2>>20)
+	}
+}
+
+// Small answers go out however full the bound on HTTP writes in flight
+// is: a caller who fills it with answers it does not read, to within a
+// few bytes, made every other write fail and close its connection (an
+// initialize, a list); now only answers over smallWrite can find it full.
+func TestSmallHTTPWritesPassAFullWriteBound(t *testing.T) {
+	raw, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const big = 16 << 20
+	conns := config.Conns{HandshakeTimeout: 10 * time.Second, IdleTimeout: time.Minute}
+	lis := withWriteStall(limitConns(raw, 16, silentGrace(conns), "mcp_listen", slog.New(slog.DiscardHandler)), 30*time.Second)
+	lis = withWriteBound(lis, big+100) // a few KiB left once the first answer waits (bufio wrote the rest)
+	srv := newHTTPServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, _ := strconv.Atoi(strings.TrimPrefix(r.URL.Path, "/"))
+		_, _ = w.Write(make([]byte, n)) // one write, as the go-sdk writes an event
+	}), conns, slog.New(slog.DiscardHandler))
+	go srv.Serve(lis)
+	t.Cleanup(func() { srv.Close() })
+	stuck, err := net.Dial("tcp", raw.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stuck.Close()
+	_ = stuck.(*net.TCPConn).SetReadBuffer(4 << 10)
+	if _, err := fmt.Fprintf(stuck, "GET /%d HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", big); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond) // its answer is being written, and waits
+	get := func(n int) (int, error) {
+		c := &http.Client{Timeout: 5 * time.Second}
+		resp, err := c.Get(fmt.Sprintf("http://%s/%d", raw.Addr(), n))
+		if err != nil {
+			return 0, err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		return len(b), err
+	}
+	for _, n := range []int{200, 4 << 10, smallWrite - 1<<10} {
+		if got, err := get(n); err != nil || got != n {
+			t.Errorf("a %d-byte answer beside a full bound: read %d bytes, %v", n, got, err)
+		}
+	}
+	if got, err := get(1 << 20); err == nil && got == 1<<20 {
+		t.Errorf("a 1 MiB answer was written past a full bound")
 	}
 }

@@ -139,6 +139,16 @@ type writeBound struct {
 	inFlight atomic.Int64
 }
 
+// smallWrite is the largest write a writeBound neither counts nor
+// refuses. An HTTP connection has one write in flight, so such writes hold
+// at most max_connections × smallWrite (64 MiB at the 1,024 cap); counted,
+// they let a caller who fills the bound with answers it does not read (to
+// within a few bytes: their sizes follow the budget it asks for) make every
+// other answer fail and close its connection, an initialize or a list as
+// much as a tool result, for as long as it renewed them. Now only answers
+// over smallWrite can find the bound full.
+const smallWrite = 64 << 10
+
 // errWritesBusy fails a write that would take the bytes in flight past
 // its listener's bound.
 var errWritesBusy = errors.New("contextd: connection closed: too many bytes of answers wait for clients that do not read them")
@@ -274,7 +284,7 @@ type limitConn struct {
 }
 
 func (c *limitConn) Write(p []byte) (int, error) {
-	if b := c.l.writes; b != nil {
+	if b := c.l.writes; b != nil && len(p) > smallWrite {
 		n := int64(len(p))
 		if b.inFlight.Add(n) > b.max {
 			b.inFlight.Add(-n)

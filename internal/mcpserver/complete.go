@@ -19,12 +19,16 @@ const (
 	maxRecentBytes = 4 << 10
 )
 
-// remember records task as the session's most recent.
+// remember records task as the session's most recent. What it keeps is a
+// copy: the trimmed task shares the memory of the string it was cut from,
+// so a task of a few bytes sent inside a megabyte of spaces would keep the
+// megabyte (MaxRequestBytes for each of maxSessions × maxRecent tasks).
 func (s *Server) remember(sess *mcpsdk.ServerSession, task string) {
 	task = strings.TrimSpace(task)
 	if sess == nil || task == "" || len(task) > maxRecentBytes {
 		return // a task longer than a completion could offer is not kept
 	}
+	task = strings.Clone(task)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	list, known := s.recent[sess]
