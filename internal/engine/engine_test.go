@@ -324,6 +324,36 @@ func TestLateAnswersStartASlowSpell(t *testing.T) {
 	})
 }
 
+// A read that takes long because it is large is not a slow server: a
+// megabyte answered after 4 s of a 5 s timeout (256 KiB a second) starts
+// no spell, so the next requests still wait for it.
+func TestLargeLateAnswersStartNoSlowSpell(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := mcptest.NewServer(map[string]string{"doc://fast-architecture": "fast notes on the architecture\n"}, nil)
+		late := mcptest.NewServer(nil, nil)
+		text := strings.Repeat("late notes on the architecture\n", 1<<20/31)
+		late.AddResource(&mcpsdk.Resource{URI: "doc://late-architecture", Name: "architecture late"},
+			func(ctx context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+				select {
+				case <-time.After(4 * time.Second):
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+				return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: req.Params.URI, Text: text}}}, nil
+			})
+		eng := newEngine(t, "", map[string]*mcpsdk.Server{"s": srv, "late": late}, 5*time.Second)
+		for i := range 3 {
+			start := time.Now()
+			if _, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "architecture", TokenBudget: 500}); err != nil {
+				t.Fatal(err)
+			}
+			if el := time.Since(start); el != 4*time.Second {
+				t.Errorf("Assemble %d took %v, want the large answer's 4s (no slow spell's %v)", i, el, engine.DefaultSlowReadTimeout)
+			}
+		}
+	})
+}
+
 // A copy from the cache is no answer from the server: reading one must not
 // end a slow spell, or a server that answered one read late (cached under
 // its subscription) and makes every other read wait would get the full

@@ -215,6 +215,6 @@ func TestEmptyItemsWithLongURIsCountAgainstTheResponseBytes(t *testing.T) {
 		t.Errorf("dropped contents and details of %d bytes; want at most max_response_bytes (%d)", n, lim)
 	}
 	if len(res.Items) == 0 || !omittedFor(res, uris[len(uris)-1], "max_response_bytes") {
-		t.Errorf("%d items; want the first read kept and the last dropped for max_response_bytes (omitted %d)", len(res.Items), len(res.Omitted))
+		t.Errorf("%d items; want the first read kept and the last dropped for max_response_bytes (omitted %d: %+v)", len(res.Items), len(res.Omitted), res.Omitted)
 	}
 }

@@ -344,9 +344,15 @@ type fetchLog struct {
 	m  map[resource.Key]ctxsync.Fetch
 }
 
-// lateReadFraction: a read answered after more than the read timeout over
-// this starts a slow spell, as a read that times out does.
-const lateReadFraction = 4
+// lateReadFraction and lateReadRate: a read answered after more than the
+// read timeout over lateReadFraction, at under lateReadRate bytes a
+// second, starts a slow spell, as a read that times out does. A large
+// read that takes long because it is large (megabytes, or a slow machine
+// decoding them) is not a slow server.
+const (
+	lateReadFraction = 4
+	lateReadRate     = 64 << 10
+)
 
 // reader returns the selector's ReadFunc for one request: it reads through
 // the server's mirror, each read bounded by the read timeout, and all of
@@ -354,7 +360,8 @@ const lateReadFraction = 4
 // lets a read time out, its later candidates in the same request fail at
 // once instead of each waiting out the timeout again, and for SlowFor its
 // reads in later requests get only SlowReadTimeout; a read it answers
-// after more than a quarter of the read timeout starts such a spell too.
+// after more than a quarter of the read timeout, at under 64 KiB a second,
+// starts such a spell too.
 func (e *Engine) reader(log *fetchLog, budget *readBudget) selector.ReadFunc {
 	var mu sync.Mutex
 	stalled := map[string]bool{}
@@ -430,11 +437,11 @@ func (e *Engine) reader(log *fetchLog, budget *readBudget) selector.ReadFunc {
 			return nil, fmt.Errorf("server %q: read %q: no answer within %v", server, uri, timeout)
 		case answered && slow:
 			e.markSlow(server, false)
-		case answered && took > e.readTO/lateReadFraction:
-			// Answered, but late: a server answering every read just inside
-			// the timeout would otherwise hold each request that reads it
-			// (and its admission turn) as long as a hung one, and never
-			// start a spell.
+		case answered && took > e.readTO/lateReadFraction && float64(contentBytes(c)) < lateReadRate*took.Seconds():
+			// Answered, but late and little: a server answering every read
+			// just inside the timeout would otherwise hold each request
+			// that reads it (and its admission turn) as long as a hung
+			// one, and never start a spell.
 			e.markSlow(server, true)
 		}
 		return c, err
