@@ -2,7 +2,6 @@ package mcpserver
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -12,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -38,7 +38,8 @@ var (
 
 // postHeader names the header through which a message's handler finds the
 // POST that carried it. It is set by contextd, never taken from a caller:
-// handed-over headers are rebuilt from keptHeader's names only.
+// serve removes it from every request, and handed-over headers are rebuilt
+// from keptHeader's names only.
 const postHeader = "Contextd-Post"
 
 // errCallerLeft is the error of a call whose POST ended before its answer
@@ -108,6 +109,8 @@ func newPosts() *posts {
 // go-sdk, ended with it: it is handed over as it is.
 func (p *posts) serve(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Only serve sets it, on the copy it hands over.
+		r.Header.Del(postHeader)
 		sid := r.Header.Get("Mcp-Session-Id")
 		if r.Method != http.MethodPost || sid == "" {
 			h.ServeHTTP(w, r)
@@ -258,17 +261,17 @@ func (p *posts) tie(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
 	}
 }
 
-// isRequest reports whether body is a JSON-RPC request or notification
-// (an object with a method), or not JSON the go-sdk would take as an
-// answer.
+// isRequest reports whether the go-sdk takes body for anything but an
+// answer to a request of the server's: the go-sdk's own decoder decides,
+// since a decoder of other rules (encoding/json matches member names in
+// any case) would let a call pass for an answer.
 func isRequest(body []byte) bool {
-	var m struct {
-		Method json.RawMessage `json:"method"`
-	}
-	if err := json.Unmarshal(body, &m); err != nil {
+	msg, err := jsonrpc.DecodeMessage(body)
+	if err != nil {
 		return true
 	}
-	return len(m.Method) > 0 && string(m.Method) != "null"
+	_, answer := msg.(*jsonrpc.Response)
+	return !answer
 }
 
 // statusWriter records the status of what it writes.

@@ -3,6 +3,7 @@ package mcpserver_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -223,13 +224,19 @@ func TestASessionsMessagesAreHandedOverOneAtATime(t *testing.T) {
 		t.Fatalf("notifications/roots/list_changed: %d", code)
 	}
 
-	// 100 callers of 100 KiB calls, each leaving after 100 ms.
+	// 100 callers of 100 KiB calls, each leaving after 100 ms; half of
+	// them carry a "METHOD":null member, which a decoder matching names in
+	// any case would take for an answer's.
 	task := strings.Repeat("flow control ", 100<<10/13)
 	var wg sync.WaitGroup
 	for i := range 100 {
+		extra := ""
+		if i%2 == 1 {
+			extra = `,"METHOD":null`
+		}
 		wg.Go(func() {
 			c := sendAndClose(t, ts.Listener.Addr().String(), sid, "",
-				fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"assemble_context","arguments":{"task":%q}}}`, 10+i, task))
+				fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"assemble_context","arguments":{"task":%q}}%s}`, 10+i, task, extra))
 			time.Sleep(100 * time.Millisecond)
 			c.Close()
 		})
@@ -264,5 +271,27 @@ func TestASessionsMessagesAreHandedOverOneAtATime(t *testing.T) {
 	start := time.Now()
 	if code, _ := post(t, ts.URL, sid, `{"jsonrpc":"2.0","id":301,"method":"ping"}`); code != http.StatusOK || time.Since(start) > 10*time.Second {
 		t.Errorf("a ping after a dropped message: %d after %v, want 200", code, time.Since(start))
+	}
+}
+
+// The header through which a message's handler finds its POST is
+// contextd's own: one a caller sends is not taken, on any request.
+func TestCallersCannotSetThePOSTHeader(t *testing.T) {
+	f := newFacade(t, map[string]*mcpsdk.Server{"a": mcptest.NewServer(map[string]string{"doc://x": "x"}, nil)}, nil, engine.Options{})
+	ts := httptest.NewServer(f.srv.HTTPHandler())
+	defer ts.Close()
+	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"script","version":"1"}}}`
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, ts.URL, strings.NewReader(init))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Contextd-Post", "1")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"result"`) || resp.Header.Get("Mcp-Session-Id") == "" {
+		t.Errorf("an initialize with a Contextd-Post header: %d %.300s, want a session started", resp.StatusCode, body)
 	}
 }
