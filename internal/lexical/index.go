@@ -21,6 +21,10 @@ type Doc struct {
 	// Content is the text of the resource itself, when the caller has it
 	// (contextd indexes the contents of small text resources).
 	Content string
+	// Group names the budget the document's terms count against
+	// ([Options.GroupBytes]); contextd uses the server's name, so one
+	// server's resources never take another's room. Any string is valid.
+	Group string
 }
 
 // A Hit is one search result.
@@ -46,6 +50,7 @@ type Index struct {
 	free     []int32              // dead slots available for reuse
 	postings map[string][]posting // term → the documents that contain it, unordered
 	totalLen [numFields]int64     // Σ field lengths over live docs, for avglen
+	groups   map[string]int64     // Doc.Group → Σ slot.cost of its documents
 }
 
 // slot is one stored document.
@@ -53,6 +58,8 @@ type slot struct {
 	id    string
 	terms []string // distinct terms of the document
 	pos   []int32  // pos[i] is the index of this document in postings[terms[i]]
+	group string   // Doc.Group
+	cost  int64    // the heap its terms were charged to group (termCost)
 }
 
 // A posting records that a document contains a term. Posting lists are
@@ -83,6 +90,41 @@ const MaxContentTerms = 2048
 // 1 MiB one 32,768.
 const ContentTermBytes = 32
 
+// MaxDescriptorTerms is how many distinct terms the descriptor fields (all
+// but Content) may add to one document, in field order (Name first); later
+// new terms are not indexed (their occurrences still count in the fields'
+// lengths). A descriptor of the shipped eval corpora has at most 39; a
+// descriptor at the MCP client's field caps (about 10 KB of text) made of
+// distinct words would otherwise add about 1,500.
+const MaxDescriptorTerms = 256
+
+// MinGroupTerms is how many of its descriptor terms (all but Content's) a
+// document keeps however full its group is ([Options.GroupBytes]): a short
+// descriptor's name and the first words after it, so a resource stays
+// findable by its name. Content terms get no such floor.
+const MinGroupTerms = 4
+
+// Estimated heap, in bytes, charged to a document's group per term
+// (termCost): a posting, the document's own copy of the term and its
+// position cost postingBytes plus the term's length; a term no other
+// document holds also costs a map entry and a posting list, termBytes.
+// BenchmarkHostileServer (internal/index) checks the estimate against the
+// measured heap.
+const (
+	postingBytes = 56
+	termBytes    = 88
+)
+
+// termCost is the heap a document's term t is charged: fresh reports that
+// no document holds t yet.
+func termCost(t string, fresh bool) int64 {
+	c := int64(postingBytes + len(t))
+	if fresh {
+		c += termBytes
+	}
+	return c
+}
+
 // ContentTerms returns how many distinct terms a Content text of n bytes
 // may add to its document: max(MaxContentTerms, n / ContentTermBytes).
 func ContentTerms(n int) int {
@@ -101,7 +143,18 @@ func New(opts *Options) *Index {
 		p:        newParams(opts),
 		ids:      make(map[string]int32),
 		postings: make(map[string][]posting),
+		groups:   make(map[string]int64),
 	}
+}
+
+// GroupBytes reports the heap, in bytes, the documents of group are
+// charged for their terms ([Options.GroupBytes] bounds it; the estimate
+// is per term: a posting, the term's bytes, and a map entry for a term no
+// other document holds).
+func (x *Index) GroupBytes(group string) int64 {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return x.groups[group]
 }
 
 // Len reports the number of documents in the index.
@@ -114,13 +167,15 @@ func (x *Index) Len() int {
 // analyzed is a tokenised [Doc], ready to be applied under the lock.
 type analyzed struct {
 	id    string
+	group string
 	lens  [numFields]uint32
+	floor int      // how many of terms a full group still takes: min(descriptor terms, MinGroupTerms)
 	terms []string // distinct
 	freqs []freq   // parallel to terms
 }
 
 func (x *Index) analyze(d Doc) analyzed {
-	a := analyzed{id: d.ID}
+	a := analyzed{id: d.ID, group: d.Group}
 	texts := [numFields]string{
 		fieldName:        d.Name,
 		fieldTitle:       d.Title,
@@ -131,6 +186,7 @@ func (x *Index) analyze(d Doc) analyzed {
 	}
 	pos := make(map[string]int)
 	maxContent := ContentTerms(len(d.Content))
+	described := 0 // distinct terms the descriptor fields brought
 	for f, text := range texts {
 		if x.p.weights[f] == 0 || text == "" {
 			continue
@@ -141,10 +197,15 @@ func (x *Index) analyze(d Doc) analyzed {
 		for _, t := range toks {
 			i, ok := pos[t]
 			if !ok {
-				if field(f) == fieldContent && added >= maxContent {
+				if field(f) == fieldContent && added >= maxContent ||
+					field(f) != fieldContent && described >= MaxDescriptorTerms {
 					continue
 				}
 				added++
+				if field(f) != fieldContent {
+					described++
+					a.floor = min(described, MinGroupTerms)
+				}
 				i = len(a.terms)
 				pos[t] = i
 				a.terms = append(a.terms, t)
@@ -214,13 +275,29 @@ func (x *Index) insert(a analyzed) {
 		x.slots = append(x.slots, slot{})
 		x.lens = append(x.lens, [numFields]uint32{})
 	}
+	// Terms are in field order, Name first: past the group's room the
+	// document keeps its first descriptor terms (a.floor) and leaves the
+	// rest out.
+	budget, used, cost := x.p.groupBytes, x.groups[a.group], int64(0)
 	pos := make([]int32, len(a.terms))
 	for i, t := range a.terms {
-		l := x.postings[t]
+		l, ok := x.postings[t]
+		if budget > 0 {
+			c := termCost(t, !ok)
+			if i >= a.floor && used+cost+c > budget {
+				// Copies: the full arrays would keep every term reachable.
+				a.terms, pos = slices.Clone(a.terms[:i]), slices.Clone(pos[:i])
+				break
+			}
+			cost += c
+		}
 		pos[i] = int32(len(l))
 		x.postings[t] = append(l, posting{slot: s, ti: uint32(i), fr: a.freqs[i]})
 	}
-	x.slots[s] = slot{id: a.id, terms: a.terms, pos: pos}
+	if cost > 0 {
+		x.groups[a.group] = used + cost
+	}
+	x.slots[s] = slot{id: a.id, terms: a.terms, pos: pos, group: a.group, cost: cost}
 	x.lens[s] = a.lens
 	x.ids[a.id] = s
 	for f, n := range a.lens {
@@ -254,6 +331,11 @@ func (x *Index) remove(id string) {
 	}
 	for f, n := range x.lens[s] {
 		x.totalLen[f] -= int64(n)
+	}
+	if sl.cost > 0 {
+		if x.groups[sl.group] -= sl.cost; x.groups[sl.group] <= 0 {
+			delete(x.groups, sl.group)
+		}
 	}
 	*sl = slot{}
 	x.lens[s] = [numFields]uint32{}

@@ -591,3 +591,126 @@ func TestSearchTopNIsPrefixOfAll(t *testing.T) {
 		}
 	}
 }
+
+// TestDescriptorTermsAreCapped checks MaxDescriptorTerms: descriptor fields
+// of unique words add at most that many terms, in field order (the name's
+// first), while the content field keeps its own allowance.
+func TestDescriptorTermsAreCapped(t *testing.T) {
+	words := func(prefix string, n int) string {
+		var b strings.Builder
+		for i := range n {
+			fmt.Fprintf(&b, "%s%dx ", prefix, i)
+		}
+		return b.String()
+	}
+	x := New(nil)
+	x.Upsert(Doc{ID: "d", Name: "unusualname", Description: words("desc", 2*MaxDescriptorTerms),
+		URI: "x://h/" + words("path", 100), Content: words("body", 100)})
+	if got := len(x.slots[x.ids["d"]].terms); got != MaxDescriptorTerms+100 {
+		t.Errorf("%d distinct terms indexed, want %d (descriptor) + 100 (content)", got, MaxDescriptorTerms+100)
+	}
+	for q, want := range map[string]int{"unusualname": 1, "desc0x": 1, fmt.Sprintf("desc%dx", MaxDescriptorTerms-2): 1,
+		fmt.Sprintf("desc%dx", MaxDescriptorTerms): 0, "path5x": 0, "body99x": 1} {
+		if got := len(x.Search(q, 0, nil)); got != want {
+			t.Errorf("Search(%q) = %d hits, want %d", q, got, want)
+		}
+	}
+}
+
+// TestLongTermsAreCut checks MaxTermBytes: a word longer than it is stored
+// cut, and a query naming the whole word still finds it.
+func TestLongTermsAreCut(t *testing.T) {
+	long := strings.Repeat("abcdefgh", 64) + "é" // 514 bytes
+	x := New(nil)
+	x.Upsert(Doc{ID: "d", Name: long}, Doc{ID: "e", Name: "short"})
+	terms := x.slots[x.ids["d"]].terms
+	if len(terms) != 1 || len(terms[0]) != MaxTermBytes {
+		t.Fatalf("terms of a %d-byte name: %d of lengths %v, want one of %d bytes", len(long), len(terms), lens(terms), MaxTermBytes)
+	}
+	if hits := x.Search("find "+long, 0, nil); len(hits) != 1 || hits[0].ID != "d" {
+		t.Errorf("a query naming the whole word: %v, want d", hits)
+	}
+	// A cut never splits a character.
+	odd := strings.Repeat("a", MaxTermBytes-1) + "ééé"
+	if toks := Tokenize(odd); len(toks) != 1 || len(toks[0]) != MaxTermBytes-1 {
+		t.Errorf("Tokenize of %d bytes ending in é: lengths %v, want %d", len(odd), lens(toks), MaxTermBytes-1)
+	}
+}
+
+func lens(ss []string) []int {
+	out := make([]int, len(ss))
+	for i, s := range ss {
+		out[i] = len(s)
+	}
+	return out
+}
+
+// TestGroupBytesBoundEachGroup checks Options.GroupBytes: documents of
+// unique words fill their group's room and then keep only their first
+// MinGroupTerms terms; another group is untouched; deleting gives the room
+// back.
+func TestGroupBytesBoundEachGroup(t *testing.T) {
+	const room = 200_000
+	x := New(&Options{GroupBytes: room})
+	next := 0
+	doc := func(id, group string) Doc {
+		var b strings.Builder
+		for range 200 {
+			fmt.Fprintf(&b, "w%07d ", next)
+			next++
+		}
+		return Doc{ID: id, Group: group, Name: fmt.Sprintf("name%s", id), Description: b.String()}
+	}
+	var evil []string
+	for i := range 50 {
+		d := doc(fmt.Sprintf("e%d", i), "evil")
+		x.Upsert(d)
+		evil = append(evil, d.ID)
+	}
+	used := x.GroupBytes("evil")
+	// Past the room only MinGroupTerms terms a document, at most 8+64+80
+	// bytes each, may go over.
+	if used > room+50*MinGroupTerms*(postingBytes+termBytes+8) || used < room/2 {
+		t.Errorf("group holds %d bytes, want about %d", used, room)
+	}
+	last := x.slots[x.ids["e49"]].terms
+	if len(last) != MinGroupTerms || last[0] != "namee49" {
+		t.Errorf("a document past the room keeps %d terms (%v), want its first %d", len(last), last, MinGroupTerms)
+	}
+	if hits := x.Search("namee49", 0, nil); len(hits) != 1 {
+		t.Errorf("a document past the room is not found by its name: %v", hits)
+	}
+	// Another group's documents are indexed whole.
+	good := doc("g", "good")
+	x.Upsert(good)
+	if got := len(x.slots[x.ids["g"]].terms); got != 201 {
+		t.Errorf("a document of another group keeps %d terms, want 201", got)
+	}
+	if hits := x.Search(fmt.Sprintf("w%07d", next-1), 0, nil); len(hits) != 1 || hits[0].ID != "g" {
+		t.Errorf("another group's last word: %v, want g", hits)
+	}
+	x.Delete(evil...)
+	if got := x.GroupBytes("evil"); got != 0 {
+		t.Errorf("after deleting every document the group holds %d bytes, want 0", got)
+	}
+	// The room is back: a new document is indexed whole.
+	x.Upsert(doc("e50", "evil"))
+	if got := len(x.slots[x.ids["e50"]].terms); got != 201 {
+		t.Errorf("after the deletes a document keeps %d terms, want 201", got)
+	}
+}
+
+// A full group's documents of content alone (the passage index's) keep no
+// terms: the floor is for descriptor terms.
+func TestAFullGroupsContentGetsNoFloor(t *testing.T) {
+	x := New(&Options{GroupBytes: 10_000, Weights: FieldWeights{Content: 1}})
+	for i := range 200 {
+		x.Upsert(Doc{ID: fmt.Sprint(i), Group: "g", Content: fmt.Sprintf("a%d b%d c%d d%d e%d", i, i, i, i, i)})
+	}
+	if got := x.GroupBytes("g"); got > 10_000 {
+		t.Errorf("group holds %d bytes, want at most 10,000", got)
+	}
+	if got := len(x.slots[x.ids["199"]].terms); got != 0 {
+		t.Errorf("the last document keeps %d terms, want 0", got)
+	}
+}

@@ -63,6 +63,15 @@ type Options struct {
 	// value, DefaultWeights() is used. Otherwise each weight is used as
 	// given, and a field with weight 0 is not indexed.
 	Weights FieldWeights
+	// GroupBytes bounds the heap, in bytes, the documents of one
+	// [Doc.Group] may take for their terms, as [Index.GroupBytes]
+	// estimates it. A document inserted when its group is full keeps its
+	// first [MinGroupTerms] descriptor terms (in field order: Name first)
+	// and as many more as fit; the terms left out are not indexed for it,
+	// as if its text stopped there (field lengths still count every
+	// occurrence).
+	// Zero or negative means no bound.
+	GroupBytes int64
 }
 
 // field numbers a descriptor field; it indexes per-field arrays.
@@ -82,8 +91,9 @@ var fieldNames = [numFields]string{"Name", "Title", "Description", "URI", "MIMET
 
 // params are validated, defaulted [Options].
 type params struct {
-	k1, b   float64
-	weights [numFields]float64
+	k1, b      float64
+	weights    [numFields]float64
+	groupBytes int64
 }
 
 // newParams applies the defaults of [Options]. It panics on values that
@@ -94,7 +104,7 @@ func newParams(opts *Options) params {
 	if opts != nil {
 		o = *opts
 	}
-	p := params{k1: o.K1, b: o.B}
+	p := params{k1: o.K1, b: o.B, groupBytes: max(o.GroupBytes, 0)}
 	switch {
 	case p.k1 == 0:
 		p.k1 = DefaultK1

@@ -32,6 +32,7 @@ import (
 //     of s is a stop word: then all are kept, so no non-empty input
 //     vanishes completely.
 //  6. Terms are stemmed with the S-stemmer (see [Stem]).
+//  7. A term longer than [MaxTermBytes] is cut to it.
 //
 // Tokenize returns nil when s has no letters or digits. Every returned term
 // is non-empty, lowercase and valid UTF-8. Tokenize is deterministic and
@@ -72,10 +73,30 @@ func analyze(s string, compounds bool) (toks []string, onlyStop bool) {
 	out := raw[:0] // filter in place: raw is ours
 	for _, w := range raw {
 		if onlyStop || !IsStopWord(w) {
-			out = append(out, Stem(w))
+			out = append(out, cutTerm(Stem(w)))
 		}
 	}
 	return out, onlyStop
+}
+
+// MaxTermBytes is the longest term, in bytes of UTF-8: a longer word is
+// cut at the last rune boundary at or before it, in documents and queries
+// alike, so the two still match. Natural words and identifiers are far
+// shorter (the longest term of the shipped eval corpora is 128 bytes); the
+// cut bounds what one long token (a 4 KB description without a space)
+// costs the index.
+const MaxTermBytes = 128
+
+// cutTerm returns t cut to MaxTermBytes.
+func cutTerm(t string) string {
+	if len(t) <= MaxTermBytes {
+		return t
+	}
+	i := MaxTermBytes
+	for i > 0 && !utf8.RuneStart(t[i]) {
+		i--
+	}
+	return strings.Clone(t[:i])
 }
 
 // Words splits s into lowercase words as [Tokenize]'s steps 1, 2 and 4 do
