@@ -379,7 +379,7 @@ func (ix *Index) DropContents(ctx context.Context, server string) (int, error) {
 	}
 	ix.mu.Unlock()
 	for _, d := range descs {
-		ix.lex.Upsert(lexDoc(d, ""))
+		ix.lexUpsert(lexDoc(d, ""))
 		ix.words.drop(d.Key())
 	}
 	if len(ids) > 0 {
@@ -733,7 +733,7 @@ func (ix *Index) attach(k resource.Key, info *contentInfo, text string) {
 	}
 	ix.mu.Unlock()
 	if ok {
-		ix.lex.Upsert(lexDoc(e.desc, text))
+		ix.lexUpsert(lexDoc(e.desc, text))
 		ix.words.set(k, text)
 		ix.changed(k)
 	}
@@ -821,7 +821,7 @@ func (ix *Index) loadContents(ctx context.Context) error {
 		e.content = c
 		ix.docs[k] = e
 		ix.keepPassageID(k, 0, r.ID)
-		ix.lex.Upsert(lexDoc(e.desc, r.Content))
+		ix.lexUpsert(lexDoc(e.desc, r.Content))
 		ix.words.set(k, r.Content)
 	}
 	for _, r := range later {

@@ -73,7 +73,8 @@ type Options struct {
 	Embedder embed.Embedder
 	// Logger receives warnings (a corrupt directory moved aside). Nil discards.
 	Logger *slog.Logger
-	// Lexical configures the BM25F index; nil uses its defaults.
+	// Lexical configures the BM25F index; nil uses its defaults. A zero
+	// GroupBytes is ServerLexicalBytes: the bound on each server's terms.
 	Lexical *lexical.Options
 	// QueryCache is how many query vectors Dense remembers. Zero means
 	// DefaultQueryCache; negative remembers none (the eval measures
@@ -116,6 +117,7 @@ type Index struct {
 	lex    *lexical.Index
 	words  *passageWords    // every passage of every indexed text
 	lexOpt *lexical.Options // Options.Lexical
+	full   sync.Map         // server → true once lexUpsert warned its terms fill its share
 	closed chan struct{}
 
 	// db is the directory the stores persist in (nil in memory);
@@ -232,14 +234,21 @@ func open(ctx context.Context, opts Options) (*Index, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	lexOpt := lexical.Options{}
+	if opts.Lexical != nil {
+		lexOpt = *opts.Lexical
+	}
+	if lexOpt.GroupBytes == 0 {
+		lexOpt.GroupBytes = ServerLexicalBytes
+	}
 	ix := &Index{
 		emb:    opts.Embedder,
 		qvecs:  queryCache{max: cmp.Or(opts.QueryCache, DefaultQueryCache)},
 		texts:  queryCache{max: DefaultTextCache},
 		log:    log,
-		lex:    lexical.New(opts.Lexical),
+		lex:    lexical.New(&lexOpt),
 		words:  newPassageWords(),
-		lexOpt: opts.Lexical,
+		lexOpt: &lexOpt,
 		closed: make(chan struct{}),
 		cw:     max(cmp.Or(opts.ContentWeight, DefaultContentWeight), 0),
 		cbytes: max(cmp.Or(opts.ContentBytes, DefaultContentBytes), 0),
@@ -375,7 +384,7 @@ func (ix *Index) load(ctx context.Context) error {
 	// inserts under its lock; hits tie-break by ID, not insertion order).
 	const chunk = 4096
 	parallel((len(lex)+chunk-1)/chunk, func(i int) {
-		ix.lex.Upsert(lex[i*chunk : min((i+1)*chunk, len(lex))]...)
+		ix.lexUpsert(lex[i*chunk : min((i+1)*chunk, len(lex))]...)
 	})
 	if len(bad) > 0 {
 		ix.log.Warn("removed stored descriptors with unusable vectors", "removed", len(bad))
@@ -583,7 +592,7 @@ func (ix *Index) upsertChunk(ctx context.Context, descs []resource.Descriptor) (
 		ix.files[docFile(id)] = key
 		ix.docs[key] = entry{desc: j.d, id: id, hash: j.hash, vec: j.vec, content: j.content}
 		ix.mu.Unlock()
-		ix.lex.Upsert(lexDoc(j.d, ctext))
+		ix.lexUpsert(lexDoc(j.d, ctext))
 		if j.content == nil {
 			ix.words.drop(key)
 		}
@@ -799,6 +808,26 @@ func (ix *Index) Len(server string) int {
 	return ix.count[server] + ix.pcount[server]
 }
 
+// TextBytes returns the bytes of text (resource.Descriptor.TextBytes) of
+// server's descriptors, counting those waiting for their vector. It walks
+// every descriptor: for an occasional check, not a hot path.
+func (ix *Index) TextBytes(server string) int {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	n := 0
+	for k, e := range ix.docs {
+		if k.Server == server {
+			n += e.desc.TextBytes()
+		}
+	}
+	for k, d := range ix.pending {
+		if k.Server == server {
+			n += d.TextBytes()
+		}
+	}
+	return n
+}
+
 // Pending returns how many of server's descriptors (all servers' when "")
 // an Upsert or Replace in progress has listed but not embedded yet: they
 // rank by BM25F alone (Lexical) until their vectors are stored.
@@ -843,7 +872,7 @@ func (ix *Index) addPending(descs []resource.Descriptor) []resource.Key {
 	// Words first, then the count: whoever sees a descriptor pending can
 	// find it by its words. No other writer stores these servers' descriptors
 	// meanwhile (the caller holds their locks).
-	ix.lex.Upsert(lex...)
+	ix.lexUpsert(lex...)
 	ix.mu.Lock()
 	for _, d := range add {
 		k := d.Key()
@@ -874,6 +903,30 @@ func (ix *Index) dropPending(keys []resource.Key) {
 	ix.mu.Unlock()
 	ix.lex.Delete(gone...)
 }
+
+// lexUpsert adds docs to the BM25F index and warns, once per server, when
+// a server's terms fill its share (lexical.Options.GroupBytes): its later
+// resources are then indexed by their names' first words only.
+func (ix *Index) lexUpsert(docs ...lexical.Doc) {
+	ix.lex.Upsert(docs...)
+	bound := ix.lexOpt.GroupBytes
+	for i, d := range docs {
+		if bound <= 0 || i > 0 && d.Group == docs[i-1].Group {
+			continue
+		}
+		if ix.lex.GroupBytes(d.Group) < bound-fullMargin {
+			continue
+		}
+		if _, warned := ix.full.LoadOrStore(d.Group, true); !warned {
+			ix.log.Warn("a server's words fill its share of the lexical index: its later resources are indexed by their names' first words only",
+				"server", d.Group, "bytes", bound)
+		}
+	}
+}
+
+// fullMargin is how close to its share a server's terms are when lexUpsert
+// calls it full: about what one document at the descriptor caps adds.
+const fullMargin = 64 << 10
 
 // SetFocus names the query a one-shot command is about to answer ("" for
 // none): Upsert and Replace then embed first the descriptors it matches

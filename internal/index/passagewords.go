@@ -23,6 +23,24 @@ const passageDepth = 4
 // short text does) until texts already in it leave.
 const MaxPassageWordsBytes = 32 << 20
 
+// ServerPassageWordsBytes bounds the heap one server's passages take in
+// the passage index, as lexical.Index.GroupBytes estimates it: 64 MiB.
+// Natural text stays below it (Go source takes about 2.6 bytes of heap a
+// byte, so about 25 MiB of it); text of unique tokens reaches it after
+// about 4 MiB, and its later passages are left out of the passage index.
+const ServerPassageWordsBytes = 64 << 20
+
+// ServerLexicalBytes bounds the heap one server's descriptors and texts
+// take in the BM25F index, as lexical.Index.GroupBytes estimates it: 128
+// MiB, Options.Lexical's default GroupBytes. Real catalogues stay below
+// it: the scale benchmarks' synthetic 100,000 descriptors (a two-word
+// name, twelve words of description, a URI with a number) take 104 MiB. A
+// server listing descriptors, or serving texts, of words no other
+// resource has reaches it, and its later documents keep only their first
+// lexical.MinGroupTerms descriptor terms (their name's, first) and no
+// content terms (BenchmarkHostileServer).
+const ServerLexicalBytes = 128 << 20
+
 // passageWords is the lexical index of every passage of every indexed text,
 // all of them and not only the MaxPassages that get a vector, each a
 // document of BM25 over its words alone. It finds the one passage of a long
@@ -42,7 +60,7 @@ type passageWords struct {
 
 func newPassageWords() *passageWords {
 	return &passageWords{
-		x:    lexical.New(&lexical.Options{Weights: lexical.FieldWeights{Content: 1}}),
+		x:    lexical.New(&lexical.Options{Weights: lexical.FieldWeights{Content: 1}, GroupBytes: ServerPassageWordsBytes}),
 		n:    make(map[resource.Key]int),
 		size: make(map[resource.Key]int),
 		max:  MaxPassageWordsBytes,
@@ -92,7 +110,7 @@ func (p *passageWords) set(k resource.Key, text string) {
 	p.mu.Unlock()
 	docs := make([]lexical.Doc, len(spans))
 	for i, sp := range spans {
-		docs[i] = lexical.Doc{ID: passageWordsID(k, i), Content: text[sp.Start:sp.End]}
+		docs[i] = lexical.Doc{ID: passageWordsID(k, i), Content: text[sp.Start:sp.End], Group: k.Server}
 	}
 	if old > len(spans) {
 		ids := make([]string, 0, old-len(spans))

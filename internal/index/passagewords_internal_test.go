@@ -1,6 +1,7 @@
 package index
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -38,5 +39,35 @@ func TestPassageWordsAreBoundedByBytes(t *testing.T) {
 	p.set(c, text("charlie"))
 	if want := len(text("bravo")) + len(text("charlie")); p.total != want {
 		t.Errorf("total %d, want %d", p.total, want)
+	}
+}
+
+// A server's passages of words no other text has take at most its share of
+// the passage index (ServerPassageWordsBytes); another server's passages
+// are indexed whole.
+func TestPassageWordsAreBoundedPerServer(t *testing.T) {
+	p := newPassageWords()
+	next := 0
+	for i := range 6 {
+		var b strings.Builder
+		for b.Len() < 1<<20 {
+			fmt.Fprintf(&b, "%08x ", next)
+			next++
+			if next%100 == 0 {
+				b.WriteString("\n\n")
+			}
+		}
+		p.set(resource.Key{Server: "evil", URI: fmt.Sprint(i)}, b.String())
+	}
+	if got := p.x.GroupBytes("evil"); got > ServerPassageWordsBytes || got < ServerPassageWordsBytes/2 {
+		t.Errorf("the server's passages are charged %d bytes, want its share, %d", got, ServerPassageWordsBytes)
+	}
+	if hits := p.x.Search(fmt.Sprintf("%08x", next-1), 0, nil); len(hits) != 0 {
+		t.Errorf("a word past the share is indexed: %v", hits)
+	}
+	good := strings.Repeat("the ledger keeps every night.\n\n", 500) + "the harbour master signs the manifest"
+	p.set(resource.Key{Server: "good", URI: "g"}, good)
+	if hits := p.x.Search("harbour manifest", 0, nil); len(hits) != 1 {
+		t.Errorf("another server's passage: %v, want one hit", hits)
 	}
 }

@@ -163,7 +163,7 @@ func (ix *Index) Apply(ctx context.Context, recs ...Record) (int, error) {
 		ix.files[docFile(id)] = k
 		ix.docs[k] = entry{desc: d, id: id, hash: r.Hash, vec: r.Vec, content: info}
 		ix.mu.Unlock()
-		ix.lex.Upsert(lexDoc(d, text))
+		ix.lexUpsert(lexDoc(d, text))
 		ix.words.set(k, text)
 		ix.changed(k)
 		n++

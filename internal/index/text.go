@@ -122,7 +122,7 @@ func lexDoc(d resource.Descriptor, content string) lexical.Doc {
 	return lexical.Doc{
 		ID: d.Key().String(), Name: d.Name, Title: d.Title,
 		Description: d.Description, URI: d.URI, MIMEType: d.MIMEType,
-		Content: content,
+		Content: content, Group: d.Server,
 	}
 }
 

@@ -25,8 +25,9 @@ type List[T any] struct {
 	Complete   bool
 	Incomplete string
 	// Capped reports that the walk stopped because it held the most
-	// entries it keeps (Options.MaxResources or MaxTemplates): Items are
-	// the server's first ones, and the rest were not asked for.
+	// entries it keeps (Options.MaxResources or MaxTemplates, or
+	// MaxResourceBytes of descriptor text): Items are the server's first
+	// ones, and the rest were not asked for.
 	Capped bool
 	// Rejected counts entries dropped as malformed (no URI) and Duplicates
 	// those whose URI an earlier page already listed; Problems describes the
@@ -51,7 +52,7 @@ func (l *List[T]) problem(kind *int, format string, args ...any) {
 // dropped. Both are counted and described in the List.
 func (s *Session) ListResources(ctx context.Context) (List[resource.Descriptor], error) {
 	seen := map[string]bool{}
-	return walk(ctx, s, "resources/list", s.opts.MaxResources, func(ctx context.Context, l *List[resource.Descriptor], cursor string) ([]resource.Descriptor, string, error) {
+	return walk(ctx, s, "resources/list", s.opts.MaxResources, s.opts.MaxResourceBytes, resource.Descriptor.TextBytes, func(ctx context.Context, l *List[resource.Descriptor], cursor string) ([]resource.Descriptor, string, error) {
 		res, err := s.cs.ListResources(ctx, &mcpsdk.ListResourcesParams{Cursor: cursor})
 		if err != nil {
 			return nil, "", err
@@ -85,7 +86,7 @@ func (s *Session) ListResources(ctx context.Context) (List[resource.Descriptor],
 // resources but answers -32601 (method not found) has no templates: the list
 // is empty and complete.
 func (s *Session) ListTemplates(ctx context.Context) (List[resource.Template], error) {
-	return walk(ctx, s, "resources/templates/list", s.opts.MaxTemplates, func(ctx context.Context, l *List[resource.Template], cursor string) ([]resource.Template, string, error) {
+	return walk(ctx, s, "resources/templates/list", s.opts.MaxTemplates, 0, nil, func(ctx context.Context, l *List[resource.Template], cursor string) ([]resource.Template, string, error) {
 		res, err := s.cs.ListResourceTemplates(ctx, &mcpsdk.ListResourceTemplatesParams{Cursor: cursor})
 		var werr *jsonrpc.Error
 		if errors.As(err, &werr) && werr.Code == jsonrpc.CodeMethodNotFound {
@@ -153,8 +154,9 @@ const maxQuotedCursor = 256
 
 // walk follows nextCursor until it is empty, repeats, or the page cap or
 // maxItems entries are reached.
-func walk[T any](ctx context.Context, s *Session, method string, maxItems int, page func(context.Context, *List[T], string) ([]T, string, error)) (List[T], error) {
+func walk[T any](ctx context.Context, s *Session, method string, maxItems, maxBytes int, size func(T) int, page func(context.Context, *List[T], string) ([]T, string, error)) (List[T], error) {
 	var l List[T]
+	held := 0 // Σ size of l.Items
 	if !s.caps.Resources {
 		l.Complete = true
 		return l, nil
@@ -173,6 +175,16 @@ func walk[T any](ctx context.Context, s *Session, method string, maxItems int, p
 		l.Pages++
 		if err != nil {
 			return l, fmt.Errorf("mcp: server %q: %s (page %d): %w", s.name, method, l.Pages, err)
+		}
+		if size != nil {
+			for i, it := range items {
+				if held += size(it); held > maxBytes {
+					l.Items = slices.Clip(append(l.Items, items[:i]...))
+					l.Capped = true
+					l.Incomplete = fmt.Sprintf("stopped at %d entries: the next would pass %d bytes of descriptor text (the most kept per server)", len(l.Items), maxBytes)
+					return l, nil
+				}
+			}
 		}
 		l.Items = append(l.Items, items...)
 		if len(l.Items) > maxItems || (len(l.Items) == maxItems && next != "") {

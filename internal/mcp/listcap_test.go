@@ -75,6 +75,19 @@ func TestListWalksStopAtTheEntryCap(t *testing.T) {
 	if l, err := small.ListTemplates(t.Context()); err != nil || len(l.Items) != 100 || !l.Capped {
 		t.Errorf("MaxTemplates 100: %d items, capped %v, %v", len(l.Items), l.Capped, err)
 	}
+
+	// The text the entries hold is capped too, in the middle of a page.
+	const maxBytes = 10_000
+	narrow := mcptest.Connect(t, "s", endlessServer(100), &mcp.Options{MaxResourceBytes: maxBytes})
+	l, err = narrow.ListResources(t.Context())
+	held := 0
+	for _, d := range l.Items {
+		held += d.TextBytes()
+	}
+	// Entries hold 8 to 10 bytes ("x://3/45" and the name "x").
+	if err != nil || !l.Capped || l.Complete || held > maxBytes || held < maxBytes-10 || !strings.Contains(l.Incomplete, "10000 bytes") {
+		t.Errorf("MaxResourceBytes %d: %d items holding %d bytes in %d pages, capped %v, %q, %v", maxBytes, len(l.Items), held, l.Pages, l.Capped, l.Incomplete, err)
+	}
 }
 
 // A server listing entries with megabytes in every field cannot make the

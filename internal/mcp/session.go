@@ -31,6 +31,13 @@ const (
 	// DefaultMaxTemplates: every Search and Assemble parses every template
 	// of the servers in scope.
 	DefaultMaxTemplates = 1000
+	// DefaultMaxResourceBytes bounds the text of the descriptors one walk
+	// keeps (resource.Descriptor.TextBytes summed): 64 MiB, about 160 MiB
+	// of heap once indexed (the daemon keeps each descriptor, its ID and
+	// the text it embeds). A real catalogue is far below it (100,000
+	// files of 100-byte URIs and names: 10 MB); 100,000 entries at every
+	// field's cap would be about 1 GB.
+	DefaultMaxResourceBytes = 64 << 20
 )
 
 // DefaultKeepAlive is the ping interval for HTTP and SSE servers when
@@ -64,6 +71,11 @@ type Options struct {
 	// listing more has the first ones kept and its list marked Capped.
 	// Zero means DefaultMaxResources and DefaultMaxTemplates.
 	MaxResources, MaxTemplates int
+	// MaxResourceBytes caps the text of the descriptors one walk of
+	// resources/list keeps (resource.Descriptor.TextBytes summed): a
+	// server listing more has the first ones kept and its list marked
+	// Capped. Zero means DefaultMaxResourceBytes.
+	MaxResourceBytes int
 	// TerminateDuration is how long a stdio server gets between closing its
 	// stdin and SIGTERM, then SIGTERM and SIGKILL. Zero means the SDK's 5s.
 	TerminateDuration time.Duration
@@ -260,6 +272,9 @@ func ConnectTransport(ctx context.Context, name string, t mcpsdk.Transport, opts
 	}
 	if o.MaxTemplates <= 0 {
 		o.MaxTemplates = DefaultMaxTemplates
+	}
+	if o.MaxResourceBytes <= 0 {
+		o.MaxResourceBytes = DefaultMaxResourceBytes
 	}
 	copts := &mcpsdk.ClientOptions{
 		Logger:       o.Logger,

@@ -45,6 +45,12 @@ type Descriptor struct {
 // Key returns the descriptor's identity.
 func (d Descriptor) Key() Key { return Key{Server: d.Server, URI: d.URI} }
 
+// TextBytes returns the bytes of the descriptor's text fields: URI, name,
+// title, description and MIME type.
+func (d Descriptor) TextBytes() int {
+	return len(d.URI) + len(d.Name) + len(d.Title) + len(d.Description) + len(d.MIMEType)
+}
+
 // A Template is one entry of a resources/templates/list result: an RFC 6570
 // URI template the server can read.
 type Template struct {

@@ -10,14 +10,36 @@ import (
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/contextd/contextd/internal/index"
 	"github.com/contextd/contextd/internal/mcp/mcptest"
 	ctxsync "github.com/contextd/contextd/internal/sync"
 )
 
 // A server whose lists never complete (a repeated cursor) and name new
 // URIs every time cannot grow the index past the entries one server may
-// have: partial lists add new descriptors only while there is room.
+// have, in number or in bytes of text: partial lists add new descriptors
+// only while there is room.
 func TestPartialListsCannotGrowAServerPastItsCap(t *testing.T) {
+	t.Run("entries", func(t *testing.T) {
+		ix := partialLists(t, ctxsync.Options{MaxResources: 300})
+		if n := ix.Len("s"); n != 300 {
+			t.Errorf("%d descriptors indexed, want the cap, 300", n)
+		}
+	})
+	t.Run("bytes", func(t *testing.T) {
+		ix := partialLists(t, ctxsync.Options{MaxResourceBytes: 5000})
+		n, b := ix.Len("s"), ix.TextBytes("s")
+		// Each entry holds 9 to 15 bytes of text.
+		if b > 5000 || b < 5000-15 || n < 5000/15 {
+			t.Errorf("%d descriptors indexed holding %d bytes of text, want the cap, 5,000 bytes", n, b)
+		}
+	})
+}
+
+// partialLists runs a mirror with opts over a server that lists 200 new
+// URIs a minute and never completes a list, for five minutes, and returns
+// its index.
+func partialLists(t *testing.T, opts ctxsync.Options) (ix *index.Index) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := mcptest.NewServer(nil, &mcpsdk.ServerOptions{Capabilities: &mcpsdk.ServerCapabilities{Resources: &mcpsdk.ResourceCapabilities{}}})
 		var mu gosync.Mutex
@@ -41,9 +63,9 @@ func TestPartialListsCannotGrowAServerPastItsCap(t *testing.T) {
 				return res, nil
 			}
 		})
-		ix := newIndex(t)
-		m := ctxsync.New(ctxsync.Options{Server: "s", Index: ix, Dial: mcptest.Dial(t, "s", srv), PollInterval: time.Minute,
-			MaxResources: 300, ContentMaxResources: noContentIndex})
+		ix = newIndex(t)
+		opts.Server, opts.Index, opts.Dial, opts.PollInterval, opts.ContentMaxResources = "s", ix, mcptest.Dial(t, "s", srv), time.Minute, noContentIndex
+		m := ctxsync.New(opts)
 		start(t, m)
 		<-m.Ready()
 		for range 5 {
@@ -56,8 +78,6 @@ func TestPartialListsCannotGrowAServerPastItsCap(t *testing.T) {
 		if walks < 4 {
 			t.Fatalf("the server was listed %d times, want a poll a minute", walks)
 		}
-		if n := ix.Len("s"); n != 300 {
-			t.Errorf("after %d partial lists of 200 new URIs: %d descriptors indexed, want the cap, 300", walks, n)
-		}
 	})
+	return ix
 }

@@ -155,6 +155,10 @@ type Options struct {
 	// (mcp.Options.MaxResources): a list walk stops there, and partial
 	// lists add no more. Zero means mcp.DefaultMaxResources.
 	MaxResources int
+	// MaxResourceBytes caps the text of those descriptors the same way
+	// (mcp.Options.MaxResourceBytes). Zero means
+	// mcp.DefaultMaxResourceBytes.
+	MaxResourceBytes int
 	// HiddenEnv is passed to mcp.Options: credentials a stdio server must
 	// not inherit from contextd's environment.
 	HiddenEnv []string
@@ -631,6 +635,7 @@ func (m *Mirror) connect(ctx context.Context) (*mcp.Session, error) {
 		TerminateDuration: m.opts.TerminateDuration,
 		Redact:            m.opts.Redact,
 		MaxResources:      m.opts.MaxResources,
+		MaxResourceBytes:  m.opts.MaxResourceBytes,
 		HiddenEnv:         m.opts.HiddenEnv,
 	})
 }
@@ -1073,15 +1078,17 @@ func (m *Mirror) sync(parent context.Context, sess *mcp.Session) (ok bool) {
 
 // within returns the descriptors of a partial list that the index takes:
 // those it holds already, and new ones while the server has fewer than
-// mcp.Options.MaxResources.
+// mcp.Options.MaxResources holding less than MaxResourceBytes of text.
 func (m *Mirror) within(ds []resource.Descriptor) []resource.Descriptor {
 	room := cmp.Or(m.opts.MaxResources, mcp.DefaultMaxResources) - m.opts.Index.Len(m.opts.Server)
+	roomBytes := cmp.Or(m.opts.MaxResourceBytes, mcp.DefaultMaxResourceBytes) - m.opts.Index.TextBytes(m.opts.Server)
 	out := ds[:0:0]
 	for _, d := range ds {
 		if _, ok := m.opts.Index.Get(d.Key()); ok {
 			out = append(out, d)
-		} else if room > 0 {
+		} else if room > 0 && d.TextBytes() <= roomBytes {
 			room--
+			roomBytes -= d.TextBytes()
 			out = append(out, d)
 		}
 	}
