@@ -18,6 +18,8 @@ package redact
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/hex"
 	"log/slog"
 	"net/url"
 	"regexp"
@@ -47,13 +49,28 @@ type Redactor struct {
 }
 
 // New returns a Redactor for the given secrets; values shorter than four
-// bytes are ignored.
+// bytes are ignored. Each secret is also masked in the forms a program
+// commonly prints it in: percent-encoded (query and path escaping),
+// base64 (standard and URL alphabets, padded or not) and hexadecimal.
 func New(secrets ...string) *Redactor {
 	r := &Redactor{}
-	for _, s := range secrets {
-		if s = strings.TrimSpace(s); len(s) >= minSecret && !slices.Contains(r.secrets, s) {
+	add := func(s string) {
+		if len(s) >= minSecret && !slices.Contains(r.secrets, s) {
 			r.secrets = append(r.secrets, s)
 		}
+	}
+	for _, s := range secrets {
+		if s = strings.TrimSpace(s); len(s) < minSecret {
+			continue
+		}
+		add(s)
+		add(url.QueryEscape(s))
+		add(url.PathEscape(s))
+		for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding, base64.RawStdEncoding, base64.RawURLEncoding} {
+			add(enc.EncodeToString([]byte(s)))
+		}
+		add(hex.EncodeToString([]byte(s)))
+		add(strings.ToUpper(hex.EncodeToString([]byte(s))))
 	}
 	slices.SortFunc(r.secrets, func(a, b string) int { return len(b) - len(a) })
 	return r

@@ -2,9 +2,12 @@ package redact_test
 
 import (
 	"bytes"
+	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"io/fs"
 	"log/slog"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -92,5 +95,28 @@ func TestHandlerMasksMessagesAndAttributes(t *testing.T) {
 		slog.Group("g", "s", "password=topsecret4"), "list", []string{"Bearer topsecret5x"})
 	if out := buf.String(); strings.Contains(out, "topsecret") {
 		t.Fatalf("log holds a secret:\n%s", out)
+	}
+}
+
+// A configured secret printed percent-encoded, in base64 or in hex is
+// masked as well as the secret itself.
+func TestStringMasksASecretsEncodings(t *testing.T) {
+	const secret = "s3cr3t/t0k+n?=&"
+	r := redact.New(secret)
+	for _, form := range []string{
+		secret,
+		url.QueryEscape(secret),
+		url.PathEscape(secret),
+		base64.StdEncoding.EncodeToString([]byte(secret)),
+		base64.URLEncoding.EncodeToString([]byte(secret)),
+		base64.RawStdEncoding.EncodeToString([]byte(secret)),
+		base64.RawURLEncoding.EncodeToString([]byte(secret)),
+		hex.EncodeToString([]byte(secret)),
+		strings.ToUpper(hex.EncodeToString([]byte(secret))),
+	} {
+		line := "upstream said: " + form + " (retrying)"
+		if got := r.String(line); strings.Contains(got, form) || !strings.Contains(got, redact.Mask) {
+			t.Errorf("%q → %q: the form %q is not masked", line, got, form)
+		}
 	}
 }
