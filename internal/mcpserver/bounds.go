@@ -45,43 +45,6 @@ const MaxSessionStartBytes = 64 << 10
 // SDKs do).
 const MaxBatch = 1
 
-// batchLen returns how many elements body holds when it is a JSON array
-// (a JSON-RPC batch; "[]" counts one), from the commas between its
-// top-level elements outside strings, stopping once the count passes
-// limit; 0 when it is not an array.
-func batchLen(body []byte, limit int) int {
-	trimmed := bytes.TrimLeft(body, " \t\r\n")
-	if len(trimmed) == 0 || trimmed[0] != '[' {
-		return 0
-	}
-	n, depth, inString, escaped := 1, 0, false, false
-	for _, c := range trimmed {
-		switch {
-		case inString:
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-			continue
-		case c == '"':
-			inString = true
-		case c == '[', c == '{':
-			depth++
-		case c == ']', c == '}':
-			depth--
-		case c == ',' && depth == 1:
-			if n++; n > limit {
-				return n
-			}
-		}
-	}
-	return n
-}
-
 // SmallBody is how much of each request body is read without counting
 // against maxLargeBodyBytes: every request a host sends fits.
 const SmallBody = 64 << 10
@@ -163,7 +126,7 @@ func boundBodies(h http.Handler) http.Handler {
 		case jsonscan.Values(body, MaxRequestValues) > MaxRequestValues:
 			http.Error(w, fmt.Sprintf("Request Entity Too Large: the body holds over %d JSON values", MaxRequestValues), http.StatusRequestEntityTooLarge)
 			return
-		case batchLen(body, MaxBatch) > MaxBatch:
+		case jsonscan.Elements(body, MaxBatch) > MaxBatch:
 			http.Error(w, fmt.Sprintf("Bad Request: a JSON-RPC batch may hold at most %d message; send one a POST", MaxBatch), http.StatusBadRequest)
 			return
 		}
