@@ -153,6 +153,15 @@ func (t *listenTracker) received(msg jsonrpc.Message) {
 				l.honoured[u] = true
 			}
 		}
+		if !l.cancelled {
+			// Remembered here, not only by verdict: the stream may end
+			// before the caller that sent it looks for it.
+			for _, u := range l.uris {
+				if !l.honoured[u] {
+					t.refused[u] = "left out of the acknowledgement"
+				}
+			}
+		}
 		close(l.acked)
 	case *jsonrpc.Response:
 		if !m.ID.IsValid() {
@@ -179,6 +188,11 @@ func (t *listenTracker) received(msg jsonrpc.Message) {
 			l.refusal = "ended without an acknowledgement"
 			if m.Error != nil {
 				l.refusal = m.Error.Error()
+			}
+			if !l.cancelled {
+				for _, u := range l.uris {
+					t.refused[u] = l.refusal
+				}
 			}
 			close(l.acked)
 		}

@@ -310,6 +310,11 @@ func (s *Session) listen(ctx context.Context, uri string) error {
 	}
 	s.listenMu.Unlock()
 	if l == nil {
+		// The server may have answered already: it acknowledged the
+		// stream without the URI, or refused it, and ended it.
+		if why := s.listens.refusal(uri); why != "" {
+			return fail(fmt.Errorf("%w: %s", ErrNotHonoured, why))
+		}
 		return fail(errors.New("the subscriptions/listen request was not sent"))
 	}
 	wctx, cancel := context.WithTimeout(ctx, listenAckWait)
