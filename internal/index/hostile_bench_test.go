@@ -56,6 +56,8 @@ func hostileDescs(server string, n int) []resource.Descriptor {
 //   - descriptors: descriptors at every field's cap (about 10 KB of
 //     distinct words each), as many as one list walk keeps
 //     (mcp.DefaultMaxResourceBytes: 6,675).
+//   - small-descriptors: 100,000 descriptors (the count cap) of 671
+//     bytes of distinct words each (the text cap).
 //   - texts: 197 descriptors whose texts are 340 KB of distinct words each
 //     (64 MiB, a server's default content_bytes_per_server).
 func BenchmarkHostileServer(b *testing.B) {
@@ -71,6 +73,30 @@ func BenchmarkHostileServer(b *testing.B) {
 				b.Fatal(err)
 			}
 			ds = nil // the index holds them
+			memStats(b)
+			lexStats(b, ix)
+			runtime.KeepAlive(ix)
+			ix.Close()
+		}
+	})
+	b.Run("small-descriptors", func(b *testing.B) {
+		n := mcp.DefaultMaxResources
+		per := mcp.DefaultMaxResourceBytes / n // 671 bytes
+		next := 0
+		ds := make([]resource.Descriptor, n)
+		for i := range ds {
+			ds[i] = resource.Descriptor{Server: "evil", URI: fmt.Sprintf("x://s/%d", i),
+				Name: uniqueWords(&next, 64, " "), Description: uniqueWords(&next, per-80, " ")}
+		}
+		for b.Loop() {
+			ix, err := index.Open(b.Context(), index.Options{Embedder: indextest.RandomEmbedder{Dims: 512}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := ix.Replace(b.Context(), "evil", ds); err != nil {
+				b.Fatal(err)
+			}
+			ds = nil
 			memStats(b)
 			lexStats(b, ix)
 			runtime.KeepAlive(ix)
