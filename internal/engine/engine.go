@@ -510,6 +510,17 @@ func (e *Engine) Servers() []ServerStatus {
 	return out
 }
 
+// ListVersions returns each configured server's mirror ListVersion, by
+// server name: cheap enough to poll (see ctxsync.Mirror.ListVersion).
+func (e *Engine) ListVersions() map[string]ctxsync.ListVersion {
+	s := e.set()
+	out := make(map[string]ctxsync.ListVersion, len(s.names))
+	for _, srv := range s.cfg.Servers {
+		out[srv.Name] = s.mirrors[srv.Name].ListVersion()
+	}
+	return out
+}
+
 // checkServers validates a server filter.
 func (e *Engine) checkServers(names []string) error {
 	s := e.set()

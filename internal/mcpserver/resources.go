@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -27,10 +28,9 @@ const (
 //
 // One refresh runs at a time, and one that began after a call arrived
 // serves it: calls that wait together share the next refresh instead of
-// each running its own. A refresh reads every mirror's status, which
-// counts over the whole index (30 ms at 20,000 resources), so lists sent
-// faster than that (a caller's loop, or a 2025-03-26 batch) would
-// otherwise queue without bound, each holding its goroutine.
+// each running its own, so lists sent faster than a refresh (a caller's
+// loop, or a 2025-03-26 batch) cannot queue without bound, each holding
+// its goroutine.
 func (s *Server) refresh() {
 	arrived := s.refreshStarts.Load()
 	s.refreshing.Lock()
@@ -41,14 +41,14 @@ func (s *Server) refresh() {
 	s.refreshedFrom = s.refreshStarts.Add(1)
 	var changed []string
 	s.mu.Lock()
-	for _, st := range s.eng.Servers() {
-		v := mirrorVersion{syncs: st.Syncs, resources: st.Resources, lastSync: st.LastSync}
-		if old, ok := s.seen[st.Server]; !ok || old != v {
-			s.seen[st.Server] = v
-			changed = append(changed, st.Server)
+	for server, v := range s.eng.ListVersions() {
+		if old, ok := s.seen[server]; !ok || old != v {
+			s.seen[server] = v
+			changed = append(changed, server)
 		}
 	}
 	s.mu.Unlock()
+	slices.Sort(changed)
 	for _, server := range changed {
 		descs, err := s.eng.Descriptors(server)
 		if err != nil {

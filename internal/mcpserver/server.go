@@ -175,7 +175,7 @@ type Server struct {
 	// mu guards the fields that follow.
 	mu     sync.Mutex
 	listed map[resource.Key]*mcpsdk.Resource // what the resource list holds
-	seen   map[string]mirrorVersion          // per server, when listed was last brought up to date
+	seen   map[string]ctxsync.ListVersion    // per server, when listed was last brought up to date
 	subs   map[resource.Key]int              // downstream subscriptions per resource
 	// sessSubs holds each session's subscriptions, by the URI it sent:
 	// they are dropped when the session ends.
@@ -203,12 +203,6 @@ type Server struct {
 	relays        sync.WaitGroup // re-reads after relayed updates
 	stop          chan struct{}  // closed when Run returns
 	posts         *posts         // the session POSTs being served, for their calls
-}
-
-// mirrorVersion is what Run compares to see that a mirror may have changed.
-type mirrorVersion struct {
-	syncs, resources int
-	lastSync         time.Time
 }
 
 // New returns the server for eng, with its tools, prompt, templates and
@@ -250,7 +244,7 @@ func New(eng *engine.Engine, opts *Options) *Server {
 	s := &Server{
 		eng: eng, log: log, opts: o,
 		listed:   map[resource.Key]*mcpsdk.Resource{},
-		seen:     map[string]mirrorVersion{},
+		seen:     map[string]ctxsync.ListVersion{},
 		subs:     map[resource.Key]int{},
 		sessSubs: map[*mcpsdk.ServerSession]map[string]resource.Key{},
 		closing:  map[*mcpsdk.ServerSession]bool{},

@@ -451,6 +451,23 @@ func (m *Mirror) Status() Status {
 	return s
 }
 
+// A ListVersion identifies the list a mirror last applied: it changes when
+// a sync completes or the server's descriptor count moves.
+type ListVersion struct {
+	Syncs     int
+	LastSync  time.Time
+	Resources int
+}
+
+// ListVersion returns the mirror's ListVersion. Unlike Status it walks
+// nothing (Status counts the server's texts over the whole index), so a
+// poller may ask often.
+func (m *Mirror) ListVersion() ListVersion {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return ListVersion{Syncs: m.status.Syncs, LastSync: m.status.LastSync, Resources: m.opts.Index.Len(m.opts.Server)}
+}
+
 // Templates returns the templates from the last sync.
 func (m *Mirror) Templates() []resource.Template {
 	m.mu.Lock()
