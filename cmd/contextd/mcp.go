@@ -65,7 +65,10 @@ func mcpStdio(ctx context.Context, args []string, stderr io.Writer) error {
 		defer close(done)
 		runBeside(mirrorCtx, eng, fac)
 	}()
-	err = fac.MCP().Run(ctx, &mcpsdk.StdioTransport{})
+	// A host's messages are held to what mcp_listen takes in a body: the
+	// go-sdk's default line is 16 MiB, and a query of that size is refused
+	// only after it is read and decoded.
+	err = fac.MCP().Run(ctx, &mcpsdk.StdioTransport{MaxLineLength: mcpserver.MaxRequestBytes})
 	stopMirrors() // closes upstream sessions; stdio servers are stopped in stages
 	<-done
 	if cerr := eng.Close(); cerr != nil && err == nil {

@@ -536,7 +536,18 @@ func (e *Engine) checkServers(names []string) error {
 	return nil
 }
 
+// MaxQueryBytes is the longest query (task) Search and Assemble take, in
+// bytes: 64 KiB, about 16,000 tokens of prose. A task describes what the
+// agent needs; a longer one is refused (ErrInvalidArgument) rather than
+// cut, since its end may be what matters. Each request analyses its query
+// a bounded number of times, so this bounds what one request's query
+// costs.
+const MaxQueryBytes = 64 << 10
+
 func checkQuery(q string) error {
+	if len(q) > MaxQueryBytes {
+		return fmt.Errorf("%w: query is %d bytes, over the %d a query may have (describe the task; put documents in resources)", ErrInvalidArgument, len(q), MaxQueryBytes)
+	}
 	if strings.TrimSpace(q) == "" {
 		return fmt.Errorf("%w: query is empty", ErrInvalidArgument)
 	}

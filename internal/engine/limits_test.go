@@ -218,3 +218,21 @@ func TestEmptyItemsWithLongURIsCountAgainstTheResponseBytes(t *testing.T) {
 		t.Errorf("%d items; want the first read kept and the last dropped for max_response_bytes (omitted %d: %+v)", len(res.Items), len(res.Omitted), res.Omitted)
 	}
 }
+
+// A query over MaxQueryBytes is refused by Search and Assemble before any
+// work; one at the bound is answered.
+func TestQueriesAreBoundedInBytes(t *testing.T) {
+	n := newNaiveFileServer("")
+	eng := fileEngine(t, n, false, config.Limits{})
+	atBound := "readme " + strings.Repeat("x", engine.MaxQueryBytes-len("readme "))
+	over := atBound + "y"
+	if _, err := eng.Search(t.Context(), engine.SearchRequest{Query: over}); !errors.Is(err, engine.ErrInvalidArgument) || !strings.Contains(err.Error(), "65536") {
+		t.Errorf("Search with a %d-byte query: %v, want ErrInvalidArgument naming the bound", len(over), err)
+	}
+	if _, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: over, TokenBudget: 100}); !errors.Is(err, engine.ErrInvalidArgument) {
+		t.Errorf("Assemble with a %d-byte query: %v, want ErrInvalidArgument", len(over), err)
+	}
+	if _, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: atBound, TokenBudget: 100}); err != nil {
+		t.Errorf("Assemble with a query at the bound: %v", err)
+	}
+}

@@ -127,7 +127,7 @@ type SearchRequest struct {
 
 // Search ranks descriptors for the query.
 //
-// Errors: ErrInvalidArgument (empty query, unknown server, bad filter,
+// Errors: ErrInvalidArgument (empty query or one over MaxQueryBytes, unknown server, bad filter,
 // negative limit), ErrUnavailable (no server in scope has synced).
 func (e *Engine) Search(ctx context.Context, req SearchRequest) (out []Ranked, err error) {
 	defer e.enter()()
@@ -210,7 +210,7 @@ type AssembleResult struct {
 // Assemble ranks, reads only what may be returned, and packs it so the total
 // never exceeds req.TokenBudget.
 //
-// Errors: ErrInvalidArgument (empty query, budget < 1, unknown server, bad
+// Errors: ErrInvalidArgument (empty query or one over MaxQueryBytes, budget < 1, unknown server, bad
 // filter or pin, negative max_items), ErrUnavailable (no server in scope has
 // synced, and nothing is pinned), or ctx's error.
 func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (out *AssembleResult, err error) {

@@ -150,7 +150,9 @@ func distinct(terms []string) []string {
 	if len(terms) < 2 {
 		return terms
 	}
-	seen := make(map[string]struct{}, len(terms))
+	// A long query may repeat a few terms many times: size for the
+	// common case and let the map grow.
+	seen := make(map[string]struct{}, min(len(terms), 64))
 	out := terms[:0]
 	for _, t := range terms {
 		if _, dup := seen[t]; !dup {

@@ -50,15 +50,15 @@ func TestBigQueriesCostTheirLengthNotTimesTheText(t *testing.T) {
 	}
 	small := Section{Start: 1, End: 1, Text: "w1x w2x w3x\n"}
 	big := Section{Start: 1, End: 1, Text: line.String()}
-	base := timeOf(func() { Focus(small, q, c, 100) })
-	got := timeOf(func() { Focus(big, q, c, 100) })
+	base := timeOf(func() { Focus(small, NewQuery(q), c, 100) })
+	got := timeOf(func() { Focus(big, NewQuery(q), c, 100) })
 	t.Logf("Focus: %v on a %d KiB line, %v on a short one", got, len(big.Text)>>10, base)
 	if got > 8*base+100*time.Millisecond {
 		t.Errorf("Focus on a %d KiB line took %v, %.0f× its time on a short one (%v): it grows with the text times the query", len(big.Text)>>10, got, float64(got)/float64(base), base)
 	}
 	secs, _ := Split(text.String(), "text/plain")
-	base = timeOf(func() { Score([]Section{small}, q) })
-	got = timeOf(func() { Score(secs, q) })
+	base = timeOf(func() { Score([]Section{small}, NewQuery(q)) })
+	got = timeOf(func() { Score(secs, NewQuery(q)) })
 	t.Logf("Score: %v on %d sections, %v on one short one", got, len(secs), base)
 	if got > 8*base+100*time.Millisecond {
 		t.Errorf("Score of %d sections took %v, %.0f× its time on one short section (%v): it grows with the sections times the query", len(secs), got, float64(got)/float64(base), base)
@@ -79,6 +79,6 @@ func BenchmarkFocusBigQuery(b *testing.B) {
 	}
 	sec := Section{Start: 1, End: 1, Text: line.String()}
 	for b.Loop() {
-		Focus(sec, q, c, 100)
+		Focus(sec, NewQuery(q), c, 100)
 	}
 }

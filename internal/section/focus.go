@@ -2,15 +2,13 @@ package section
 
 import (
 	"math"
-	"slices"
 	"strings"
 
 	"github.com/contextd/contextd/internal/budget"
-	"github.com/contextd/contextd/internal/lexical"
 )
 
 // Focus returns the run of whole lines of sec that fits in maxTokens
-// (counted with c) and holds the most of the query: each line scores the
+// (counted with c) and holds the most of the query q: each line scores the
 // inverse line frequency (BM25's idf, with the section's lines as the
 // collection) of the query terms it holds, and the run with the highest sum is grown, line by line on whichever
 // side scores more, while it fits. Use it when a section matches the query
@@ -18,10 +16,7 @@ import (
 // head. The returned section keeps sec's heading and level, with its
 // own line range and text, and its exact token count. ok is false when no
 // line of the section holds a query term, or not even one such line fits.
-func Focus(sec Section, query string, c budget.Counter, maxTokens int) (Section, int, bool) {
-	q := lexical.TokenizeQuery(query)
-	slices.Sort(q)
-	q = slices.Compact(q)
+func Focus(sec Section, q Query, c budget.Counter, maxTokens int) (Section, int, bool) {
 	if len(q) == 0 || maxTokens <= 0 {
 		return Section{}, 0, false
 	}
@@ -36,7 +31,7 @@ func Focus(sec Section, query string, c budget.Counter, maxTokens int) (Section,
 	for k, l := range lines {
 		terms[k] = map[string]bool{}
 		for _, t := range sectionTerms(l) {
-			if _, in := slices.BinarySearch(q, t); in && !terms[k][t] {
+			if q.Has(t) && !terms[k][t] {
 				terms[k][t] = true
 				df[t]++
 			}

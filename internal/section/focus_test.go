@@ -29,7 +29,7 @@ func TestFocusReturnsTheLinesAroundTheMatch(t *testing.T) {
 	if len(ss) != 1 {
 		t.Fatalf("%d sections", len(ss))
 	}
-	got, n, ok := Focus(ss[0], "which status is the teapot", tok, 60)
+	got, n, ok := Focus(ss[0], NewQuery("which status is the teapot"), tok, 60)
 	if !ok {
 		t.Fatal("no focus")
 	}
@@ -43,7 +43,7 @@ func TestFocusReturnsTheLinesAroundTheMatch(t *testing.T) {
 	if n != tok.Count(got.Text) || n > 60 || n < 40 {
 		t.Errorf("%d tokens (count %d), want the run grown to nearly 60", n, tok.Count(got.Text))
 	}
-	if _, _, ok := Focus(ss[0], "kubernetes", tok, 60); ok {
+	if _, _, ok := Focus(ss[0], NewQuery("kubernetes"), tok, 60); ok {
 		t.Error("a query the section does not hold was focused on")
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/contextd/contextd/internal/budget"
-	"github.com/contextd/contextd/internal/lexical"
 )
 
 // BM25 parameters for scoring sections (Robertson and Zaragoza 2009,
@@ -21,7 +20,7 @@ const (
 	headingWeight = 3
 )
 
-// Score returns each section's BM25 score for the query, with the
+// Score returns each section's BM25 score for the query q, with the
 // sections of one text as the collection (so a term found in every section
 // counts for little) and the heading's terms counted [headingWeight] times.
 // Terms are lexical.Tokenize's, a term of letters then digits also as
@@ -29,10 +28,7 @@ const (
 // and navigation lines do not count (see scoringText), and one that is
 // only headings and navigation scores 0. A section that shares no term
 // with the query scores 0.
-func Score(sections []Section, query string) []float64 {
-	q := lexical.TokenizeQuery(query)
-	slices.Sort(q)
-	q = slices.Compact(q)
+func Score(sections []Section, q Query) []float64 {
 	scores := make([]float64, len(sections))
 	if len(q) == 0 || len(sections) == 0 {
 		return scores
@@ -81,7 +77,7 @@ func Score(sections []Section, query string) []float64 {
 		if len(tfs[i]) < len(q) {
 			buf = buf[:0]
 			for t := range tfs[i] {
-				if _, in := slices.BinarySearch(q, t); in {
+				if q.Has(t) {
 					buf = append(buf, t)
 				}
 			}

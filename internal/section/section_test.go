@@ -174,7 +174,7 @@ func TestScoreFavoursTheSectionAboutTheQuery(t *testing.T) {
 		"## func ParseDuration\n\nParseDuration parses a duration string such as \"300ms\" or \"1.5h\".\n\n" +
 		"## func Sleep\n\nSleep pauses the current goroutine for a duration.\n"
 	ss, _ := Split(text, "text/markdown")
-	scores := Score(ss, "how do I parse a duration string like 1h30m")
+	scores := Score(ss, NewQuery("how do I parse a duration string like 1h30m"))
 	best := 0
 	for i := range scores {
 		if scores[i] > scores[best] {
@@ -200,7 +200,7 @@ func TestBestPicksTopSectionsThatFitInTextOrder(t *testing.T) {
 	b.WriteString("## Filler\n\n" + strings.Repeat("more filler text here. ", 60) + "\n\n")
 	b.WriteString("## Backoff\n\nthe backoff doubles after each retry.\n")
 	ss, _ := Split(b.String(), "text/markdown")
-	scores := Score(ss, "exponential backoff retry")
+	scores := Score(ss, NewQuery("exponential backoff retry"))
 	picks := Best(ss, scores, tok, 40)
 	if len(picks) != 2 || picks[0].Heading != "Retry" || picks[1].Heading != "Backoff" {
 		t.Fatalf("picks = %+v", picks)
@@ -218,7 +218,7 @@ func TestBestPicksTopSectionsThatFitInTextOrder(t *testing.T) {
 	if got := Best(ss, scores, tok, 12); len(got) != 1 || got[0].Heading != "Retry" {
 		t.Errorf("with 12 tokens only the best matching section fits: %+v", got)
 	}
-	if got := Best(ss, Score(ss, "kubernetes"), tok, 1000); got != nil {
+	if got := Best(ss, Score(ss, NewQuery("kubernetes")), tok, 1000); got != nil {
 		t.Errorf("no section matches, yet picked %+v", got)
 	}
 }
@@ -265,8 +265,8 @@ func TestBestNeverPicksBlankSections(t *testing.T) {
 // A window cut from a long section weighs its heading as the section's
 // first window does, though the heading line is not in its text.
 func TestWindowsWeighTheirHeadingAlike(t *testing.T) {
-	first := Score([]Section{{Heading: "Retries", Level: 1, Text: "# Retries\nfiller\n"}}, "retries")
-	later := Score([]Section{{Heading: "Retries", Level: 1, Text: "filler\n"}}, "retries")
+	first := Score([]Section{{Heading: "Retries", Level: 1, Text: "# Retries\nfiller\n"}}, NewQuery("retries"))
+	later := Score([]Section{{Heading: "Retries", Level: 1, Text: "filler\n"}}, NewQuery("retries"))
 	if first[0] == 0 || later[0] != first[0] {
 		t.Errorf("a later window scores %v for its heading's word, the first %v", later[0], first[0])
 	}

@@ -38,7 +38,7 @@ func Sum64(data []byte) uint64 {
 }
 `
 	secs, _ := Split(src, "text/x-go")
-	scores := Score(secs, "what is the 64-bit offset basis the FNV hashes start from?")
+	scores := Score(secs, NewQuery("what is the 64-bit offset basis the FNV hashes start from?"))
 	best := 0
 	for i := range scores {
 		if scores[i] > scores[best] {

@@ -216,7 +216,7 @@ func (s *selection) bestSections(c Candidate, secs []section.Section, from []int
 	if left <= 0 {
 		return nil, nil
 	}
-	scores := withDense(section.Score(secs, s.req.Query), denseOf(c, secs, from))
+	scores := withDense(section.Score(secs, s.query), denseOf(c, secs, from))
 	best := -1
 	for j, x := range scores {
 		if x > 0 && section.Informative(secs[j]) && (best < 0 || x > scores[best]) {
@@ -242,7 +242,7 @@ func (s *selection) bestSections(c Candidate, secs []section.Section, from []int
 		// its match, or else its head, cut to fit (at a line, or within
 		// the first line if not even that fits). Its heading line comes
 		// as a lead (sectioned.origin).
-		cut, n, ok := section.Focus(secs[best], s.req.Query, s.count, left)
+		cut, n, ok := section.Focus(secs[best], s.query, s.count, left)
 		if !ok {
 			var out string
 			if out, n = budget.TrimToBudget(s.count, secs[best].Text, left); out == "" {
@@ -527,7 +527,7 @@ func (s *selection) topUp() {
 	// Words decide across items (BM25 over all their sections); an item
 	// none of whose sections shares a word with the query is scored by
 	// its passages instead (withDense), below the best matches.
-	lexical := section.Score(all, s.req.Query)
+	lexical := section.Score(all, s.query)
 	top := 0.0
 	for _, x := range lexical {
 		top = max(top, x)

@@ -205,7 +205,8 @@ func FuzzSelect(f *testing.F) {
 
 // BenchmarkSelect packs 50 ranked candidates of about 2 KB of Markdown each
 // with the real tokenizer: a tight budget (a few items and a trim, most not
-// read) and one that fits everything (all 50 read and counted).
+// read) and one that fits everything (all 50 read and counted); and a
+// 64 KiB task.
 func BenchmarkSelect(b *testing.B) {
 	tk := realTokenizer(b)
 	r := rand.New(rand.NewPCG(42, 42))
@@ -220,12 +221,19 @@ func BenchmarkSelect(b *testing.B) {
 		f.contents[c.Key()] = []Content{{URI: c.URI, MIMEType: c.MIMEType, Text: sb.String()}}
 		ranked = append(ranked, c)
 	}
+	// A task at the 64 KiB a query may hold, of camelCase words that split
+	// into many terms: its analysis should cost once per Select, not once
+	// per candidate or section.
+	long := "token budget section " + strings.Repeat("aB", (64<<10-21)/2)
 	for _, tc := range []struct {
 		tokens int
 		query  string
-	}{{4_000, ""}, {100_000, ""}, {500, "token budget section"}, {2_000, "token budget section"}, {8_000, "token budget section"}} {
+	}{{4_000, ""}, {100_000, ""}, {500, "token budget section"}, {2_000, "token budget section"}, {8_000, "token budget section"}, {8_000, long}} {
 		name := fmt.Sprintf("50x2KB/budget=%d", tc.tokens)
-		if tc.query != "" {
+		switch {
+		case tc.query == long:
+			name += "/64KiB-query"
+		case tc.query != "":
 			name += "/query"
 		}
 		b.Run(name, func(b *testing.B) {

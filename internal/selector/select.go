@@ -11,6 +11,7 @@ import (
 
 	"github.com/contextd/contextd/internal/budget"
 	"github.com/contextd/contextd/internal/resource"
+	"github.com/contextd/contextd/internal/section"
 )
 
 // MinUsefulTokens is the smallest remainder worth reading a resource to trim
@@ -73,6 +74,7 @@ func Select(ctx context.Context, req Request, ranked []Candidate, read ReadFunc,
 	}
 	s := &selection{
 		req:       req,
+		query:     section.NewQuery(req.Query),
 		read:      read,
 		count:     count,
 		remaining: req.TokenBudget,
@@ -132,6 +134,7 @@ func Select(ctx context.Context, req Request, ranked []Candidate, read ReadFunc,
 // A selection is the state of one Select call.
 type selection struct {
 	req   Request
+	query section.Query // req.Query's terms, analysed once
 	read  ReadFunc
 	count budget.Counter
 

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/contextd/contextd/internal/lexical"
+	"github.com/contextd/contextd/internal/section"
 )
 
 // Spreading the budget over the candidates that may hold what the task
@@ -116,7 +117,7 @@ func (s *selection) fill(ctx context.Context) {
 		}
 		if len(s.res.Items) > items {
 			it := &s.res.Items[len(s.res.Items)-1]
-			if it.Form == FormWhole && !holdsQueryTerm(it.Contents, s.req.Query) {
+			if it.Form == FormWhole && !holdsQueryTerm(it.Contents, s.query) {
 				// Under the floor, only its words could justify it.
 				s.drop(len(s.res.Items) - 1)
 				s.omit(o.Rank, o.Candidate, s.values[o.Rank-1], OmitLowValue,
@@ -130,19 +131,15 @@ func (s *selection) fill(ctx context.Context) {
 	}
 }
 
-// holdsQueryTerm reports whether any text of contents holds a term of the
-// query (lexical.TokenizeQuery's terms, as sections are scored by).
-func holdsQueryTerm(contents []ItemContent, query string) bool {
-	q := map[string]bool{}
-	for _, t := range lexical.TokenizeQuery(query) {
-		q[t] = true
-	}
+// holdsQueryTerm reports whether any text of contents holds a term of q
+// (as sections are scored by).
+func holdsQueryTerm(contents []ItemContent, q section.Query) bool {
 	for _, c := range contents {
 		if c.IsBlob {
 			continue
 		}
 		for _, t := range lexical.Tokenize(c.Text) {
-			if q[t] {
+			if q.Has(t) {
 				return true
 			}
 		}
