@@ -17,10 +17,11 @@ import (
 // not receive them.
 func TestHeadersDoNotFollowARedirectToAnotherOrigin(t *testing.T) {
 	var mu sync.Mutex
-	var ownAuth, otherAuth []string
+	var ownAuth, otherAuth, otherReferer []string
 	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		otherAuth = append(otherAuth, r.Header.Get("Authorization"))
+		otherReferer = append(otherReferer, r.Header.Get("Referer"))
 		mu.Unlock()
 		http.Error(w, "no", http.StatusNotFound)
 	}))
@@ -34,7 +35,9 @@ func TestHeadersDoNotFollowARedirectToAnotherOrigin(t *testing.T) {
 	defer own.Close()
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
-	srv := config.Server{Name: "web", Transport: config.TransportHTTP, URL: own.URL + "/mcp",
+	// The URL's query holds a credential too: net/http would send the URL
+	// redirected from as Referer.
+	srv := config.Server{Name: "web", Transport: config.TransportHTTP, URL: own.URL + "/mcp?token=query-secret-4567",
 		Headers: map[string]string{"Authorization": "Bearer redirect-secret-0123"}}
 	if sess, err := mcp.Connect(ctx, srv, nil); err == nil {
 		sess.Close()
@@ -51,6 +54,11 @@ func TestHeadersDoNotFollowARedirectToAnotherOrigin(t *testing.T) {
 	for _, a := range otherAuth {
 		if a != "" {
 			t.Errorf("the other origin got Authorization %q", a)
+		}
+	}
+	for _, r := range otherReferer {
+		if r != "" {
+			t.Errorf("the other origin got Referer %q", r)
 		}
 	}
 }

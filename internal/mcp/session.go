@@ -452,7 +452,21 @@ func httpClient(endpoint string, headers map[string]string, o *Options) *http.Cl
 		}
 		rt = h
 	}
-	return &http.Client{Transport: rt}
+	return &http.Client{Transport: rt, CheckRedirect: dropReferer}
+}
+
+// dropReferer is the HTTP client's redirect policy: net/http's own (at most
+// 10 redirects), except that a redirected request carries no Referer.
+// net/http sets it to the URL redirected from, query included, and a
+// server's URL may hold its credential there (?token=…): a redirect to
+// another origin must not receive it, as it does not receive the
+// configured headers (headerTransport).
+func dropReferer(req *http.Request, via []*http.Request) error {
+	if len(via) >= 10 {
+		return errors.New("stopped after 10 redirects")
+	}
+	req.Header.Del("Referer")
+	return nil
 }
 
 // maxMessage returns the message cap in bytes.

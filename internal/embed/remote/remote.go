@@ -219,11 +219,13 @@ func New(ctx context.Context, opts Options) (*Embedder, error) {
 		// net/http keeps Authorization on a redirect to the same host name
 		// whatever the scheme and port (https → http, another local port)
 		// and to its subdomains: the key goes only to the endpoint's own
-		// origin.
+		// origin. It also sends the URL redirected from, query included
+		// (where a key may be), as Referer: never.
 		e.client = &http.Client{CheckRedirect: func(req *http.Request, via []*http.Request) error {
 			if len(via) >= 10 {
 				return errors.New("stopped after 10 redirects")
 			}
+			req.Header.Del("Referer")
 			if o := via[0].URL; e.key != "" && (req.URL.Scheme != o.Scheme || req.URL.Host != o.Host) {
 				return fmt.Errorf("redirected to %s, another origin: not sending the API key there", redact.URL(req.URL.String()))
 			}

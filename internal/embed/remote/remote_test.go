@@ -599,6 +599,32 @@ func TestAPIKeyDoesNotFollowARedirectToAnotherOrigin(t *testing.T) {
 	}
 }
 
+// A key given in the URL's query (no api_key) does not reach another
+// origin as the Referer net/http would send on a redirect.
+func TestAQueryKeyDoesNotFollowARedirectAsReferer(t *testing.T) {
+	var got atomic.Value
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got.Store(r.Header.Get("Referer"))
+		http.Error(w, "no", http.StatusTeapot)
+	}))
+	defer other.Close()
+	redirector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+"/api/embed", http.StatusTemporaryRedirect)
+	}))
+	defer redirector.Close()
+	e, _ := newEmbedder(t, Options{Provider: Ollama, URL: redirector.URL + "/?key=query-key-0123456789", Model: "m", Dimensions: 4, MaxRetries: -1})
+	if _, err := e.Embed(t.Context(), "x"); err == nil {
+		t.Fatal("embedding through a redirect to a server that answers 418 succeeded")
+	}
+	r, ok := got.Load().(string)
+	if !ok {
+		t.Fatal("the redirect was not followed")
+	}
+	if r != "" {
+		t.Errorf("the other origin received Referer %q", r)
+	}
+}
+
 // A server that accepts the connection and never answers holds a query's
 // vector for QueryTimeout, not for every attempt's Timeout and the waits
 // between them.
