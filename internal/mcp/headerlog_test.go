@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/contextd/contextd/internal/config"
 	"github.com/contextd/contextd/internal/mcp"
@@ -123,6 +124,46 @@ func TestLegacySSEHandshakeErrorsAreBounded(t *testing.T) {
 			}
 			if n := len(err.Error()); n > 1024 {
 				t.Fatalf("Connect error of %d bytes (%.120s…), want at most 1 KiB", n, err)
+			}
+		})
+	}
+}
+
+// A server can give every HTTP answer a fault that is logged (another
+// session id, a body that is not JSON-RPC): the warnings come at most once
+// a second, saying how many were not logged, however many answers.
+func TestHTTPAnswerWarningsAreRateLimited(t *testing.T) {
+	read := `{"contents":[{"uri":"x://a","text":"hi"}]}`
+	cases := map[string]struct {
+		srv  *mcptest.RawServer
+		warn string
+	}{
+		"another session id": {srv: &mcptest.RawServer{Results: map[string]string{"resources/read": read}, SessionID: map[string]string{"resources/read": "another"}},
+			warn: "another session id"},
+		"content type": {srv: &mcptest.RawServer{Results: map[string]string{"resources/read": read}, ContentType: map[string]string{"resources/read": "text/html"}},
+			warn: "an HTTP answer is not JSON-RPC"},
+		"400 in plain text": {srv: &mcptest.RawServer{Status: map[string]int{"resources/read": 400}, Body: map[string]func(string) []byte{"resources/read": func(string) []byte { return []byte("bad request") }}},
+			warn: "an HTTP error answer is not JSON-RPC"},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			hs := httptest.NewServer(c.srv)
+			t.Cleanup(hs.Close)
+			var logs logBuffer
+			log := slog.New(slog.NewTextHandler(&logs, nil))
+			sess, err := mcp.Connect(t.Context(), config.Server{Name: "web", Transport: config.TransportHTTP, URL: hs.URL}, &mcp.Options{Logger: log, KeepAlive: -1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { sess.Close() })
+			start := time.Now()
+			const reads = 100
+			for range reads {
+				sess.Read(t.Context(), "x://a")
+			}
+			secs := int(time.Since(start)/time.Second) + 1
+			if n := strings.Count(logs.String(), c.warn); n == 0 || n > secs+1 {
+				t.Errorf("%d reads in %d s logged %q %d times, want 1 to %d", reads, secs, c.warn, n, secs+1)
 			}
 		})
 	}

@@ -33,6 +33,9 @@ type capTransport struct {
 	max   int
 	log   *slog.Logger
 	quiet *warnLimit // the session's: events that are not JSON-RPC
+	// odd limits the warnings about HTTP answers (another session id, a
+	// body that is not JSON-RPC): a server can give every answer one.
+	odd *warnLimit
 }
 
 func (c capTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -45,14 +48,16 @@ func (c capTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		// A session id is fixed by initialize; the go-sdk ends the session
 		// on a different one. Keep ours: the server still knows it, or
 		// answers 404 and the session is re-initialized.
-		c.log.Warn("the server answered with another session id; ignoring it", "sent", clip(sent, maxHeaderQuote), "got", clip(got, maxHeaderQuote))
+		if ok, n := c.odd.allow(); ok {
+			c.log.Warn("the server answered with another session id; ignoring it", "sent", clip(sent, maxHeaderQuote), "got", clip(got, maxHeaderQuote), "not_logged_since_last", n)
+		}
 		resp.Header.Del(sessionIDHeader)
 	}
 	if id != nil && resp.StatusCode >= 400 && resp.StatusCode < 500 &&
 		resp.StatusCode != http.StatusNotFound && resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusForbidden {
 		// The go-sdk keeps the session only when a 4xx body is a JSON-RPC
 		// error (404 means an expired session; 401/403 are authorization).
-		rejectPlainError(resp, id, c.log)
+		rejectPlainError(resp, id, c.log, c.odd)
 		return resp, nil
 	}
 	mt, _, perr := mime.ParseMediaType(resp.Header.Get("Content-Type"))
@@ -64,7 +69,9 @@ func (c capTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		// page): answer the call with an error instead.
 		resp.Body.Close()
 		ct := clip(resp.Header.Get("Content-Type"), maxHeaderQuote)
-		c.log.Warn("an HTTP answer is not JSON-RPC", "content_type", ct, "id", string(id))
+		if ok, n := c.odd.allow(); ok {
+			c.log.Warn("an HTTP answer is not JSON-RPC", "content_type", ct, "id", string(id), "not_logged_since_last", n)
+		}
 		body := errorAnswer(id, fmt.Sprintf("malformed response: Content-Type %q is neither application/json nor text/event-stream", ct))
 		resp.Header.Set("Content-Type", "application/json")
 		resp.Body = io.NopCloser(bytes.NewReader(body))
@@ -464,7 +471,7 @@ const sessionIDHeader = "Mcp-Session-Id"
 
 // rejectPlainError makes a 4xx answer to call id a JSON-RPC error answer
 // unless it already is one, keeping the status.
-func rejectPlainError(resp *http.Response, id []byte, log *slog.Logger) {
+func rejectPlainError(resp *http.Response, id []byte, log *slog.Logger, quiet *warnLimit) {
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	resp.Body.Close()
 	status := clip(resp.Status, maxHeaderQuote) // its reason phrase is the server's
@@ -485,7 +492,9 @@ func rejectPlainError(resp *http.Response, id []byte, log *slog.Logger) {
 			log.Debug("an HTTP error answer has no id; answering the posted call with it", "status", status, "id", string(id))
 			data = fixed
 		} else {
-			log.Warn("an HTTP error answer is not JSON-RPC", "status", status, "id", string(id))
+			if ok, n := quiet.allow(); ok {
+				log.Warn("an HTTP error answer is not JSON-RPC", "status", status, "id", string(id), "not_logged_since_last", n)
+			}
 			data = errorAnswer(id, fmt.Sprintf("HTTP %s: %.200s", status, bytes.TrimSpace(data)))
 		}
 		resp.Header.Set("Content-Type", "application/json")

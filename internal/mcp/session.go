@@ -444,7 +444,7 @@ func (s *Session) Close() error {
 // httpClient returns a client that bounds every message (see capTransport)
 // and adds the configured headers to every request.
 func httpClient(endpoint string, headers map[string]string, o *Options) *http.Client {
-	var rt http.RoundTripper = capTransport{base: http.DefaultTransport, max: maxMessage(o), log: o.Logger, quiet: &warnLimit{}}
+	var rt http.RoundTripper = capTransport{base: http.DefaultTransport, max: maxMessage(o), log: o.Logger, quiet: &warnLimit{}, odd: &warnLimit{}}
 	if len(headers) > 0 {
 		h := headerTransport{base: rt, headers: headers}
 		if u, err := url.Parse(endpoint); err == nil {
