@@ -106,8 +106,10 @@ const MinGroupTerms = 4
 
 // Estimated heap, in bytes, charged to a document's group per term
 // (termCost): a posting, the document's own copy of the term and its
-// position cost postingBytes plus the term's length; a term no other
-// document holds also costs a map entry and a posting list, termBytes.
+// position cost postingBytes plus the term's length; the term's map entry
+// and posting list, termBytes, are charged to the document of the list's
+// first posting (the one that brought the term, then whichever takes its
+// place).
 // BenchmarkHostileServer (internal/index) checks the estimate against the
 // measured heap.
 const (
@@ -320,6 +322,16 @@ func (x *Index) remove(id string) {
 			x.slots[l[p].slot].pos[l[p].ti] = p
 		}
 		l = l[:last]
+		if p == 0 && len(l) > 0 && x.p.groupBytes > 0 {
+			// The first posting of a list is the one charged for the
+			// term's map entry (termCost): the document moved into its
+			// place takes the charge over, so a group cannot hold
+			// entries it is not charged for by listing a term first
+			// elsewhere and then removing that document.
+			o := &x.slots[l[0].slot]
+			o.cost += termBytes
+			x.groups[o.group] += termBytes
+		}
 		switch {
 		case len(l) == 0:
 			delete(x.postings, t)

@@ -714,3 +714,57 @@ func TestAFullGroupsContentGetsNoFloor(t *testing.T) {
 		t.Errorf("the last document keeps %d terms, want 0", got)
 	}
 }
+
+// A term's map entry stays charged to some group while any document holds
+// it: after churn, each group is charged what a fresh index holding the
+// same documents would charge it.
+func TestGroupChargesFollowTheTermsHolders(t *testing.T) {
+	a := Doc{ID: "a", Group: "A", Name: "sharedterm onlyina"}
+	b := Doc{ID: "b", Group: "B", Name: "sharedterm onlyinb"}
+	x := New(&Options{GroupBytes: 1 << 20})
+	x.Upsert(a, b)
+	x.Delete("a")
+	fresh := New(&Options{GroupBytes: 1 << 20})
+	fresh.Upsert(b)
+	if got, want := x.GroupBytes("B"), fresh.GroupBytes("B"); got != want {
+		t.Errorf("after the first holder of a shared term left, B is charged %d bytes, want %d (as if it held the term alone)", got, want)
+	}
+	x.Delete("b")
+	if got := x.GroupBytes("B"); got != 0 {
+		t.Errorf("after every document left, B is charged %d bytes, want 0", got)
+	}
+}
+
+// Under random upserts and deletes in three groups, with room for all,
+// the groups together are charged exactly what a fresh index holding the
+// same documents charges (which group holds a shared term's entry may
+// differ).
+func TestGroupChargesSurviveRandomUpdates(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 7))
+	a, b := corpus(100, 5), corpus(100, 6)
+	group := func(d Doc) Doc { d.Group = fmt.Sprint(d.ID[len(d.ID)-1] % 3); return d }
+	live := map[string]Doc{}
+	x := New(&Options{GroupBytes: 1 << 40})
+	for range 3000 {
+		i := r.IntN(len(a))
+		switch r.IntN(3) {
+		case 0:
+			x.Upsert(group(a[i]))
+			live[a[i].ID] = group(a[i])
+		case 1:
+			x.Upsert(group(b[i]))
+			live[b[i].ID] = group(b[i])
+		case 2:
+			x.Delete(a[i].ID)
+			delete(live, a[i].ID)
+		}
+	}
+	y := New(&Options{GroupBytes: 1 << 40})
+	for _, d := range live {
+		y.Upsert(d)
+	}
+	sum := func(x *Index) int64 { return x.GroupBytes("0") + x.GroupBytes("1") + x.GroupBytes("2") }
+	if got, want := sum(x), sum(y); got != want {
+		t.Errorf("after 3,000 random updates the groups are charged %d bytes, a fresh index %d", got, want)
+	}
+}
