@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	gosync "sync"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -80,4 +81,60 @@ func partialLists(t *testing.T, opts ctxsync.Options) (ix *index.Index) {
 		}
 	})
 	return ix
+}
+
+// A partial list cannot grow the descriptors the index holds past the
+// server's text cap either: the first list names 50 small entries and
+// completes; each later one repeats a cursor (partial) and gives the next
+// 4 of the same URIs 1 KB descriptions (4 KB a list, under the cap).
+func TestPartialListsCannotGrowHeldDescriptorsPastTheCap(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := mcptest.NewServer(nil, &mcpsdk.ServerOptions{Capabilities: &mcpsdk.ServerCapabilities{Resources: &mcpsdk.ResourceCapabilities{}}})
+		var mu gosync.Mutex
+		walk := 0
+		srv.AddReceivingMiddleware(func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
+			return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
+				r, ok := req.(*mcpsdk.ListResourcesRequest)
+				if !ok {
+					return next(ctx, method, req)
+				}
+				mu.Lock()
+				if r.Params.Cursor == "" {
+					walk++
+				}
+				w := walk
+				mu.Unlock()
+				res := &mcpsdk.ListResourcesResult{}
+				if w == 1 {
+					for i := range 50 {
+						res.Resources = append(res.Resources, &mcpsdk.Resource{URI: fmt.Sprintf("x://%d", i), Name: "x"})
+					}
+					return res, nil
+				}
+				res.NextCursor = "again" // repeated: the walk stops, incomplete
+				for i := range 4 {
+					res.Resources = append(res.Resources, &mcpsdk.Resource{URI: fmt.Sprintf("x://%d", (4*w+i)%50), Name: "x", Description: strings.Repeat("d", 1000)})
+				}
+				return res, nil
+			}
+		})
+		ix := newIndex(t)
+		m := ctxsync.New(ctxsync.Options{Server: "s", Index: ix, Dial: mcptest.Dial(t, "s", srv), PollInterval: time.Minute,
+			ContentMaxResources: noContentIndex, MaxResourceBytes: 5000})
+		start(t, m)
+		<-m.Ready()
+		for range 8 {
+			time.Sleep(61 * time.Second)
+			synctest.Wait()
+		}
+		mu.Lock()
+		walks := walk
+		mu.Unlock()
+		if walks < 6 {
+			t.Fatalf("the server was listed %d times, want a poll a minute", walks)
+		}
+		if n, b := ix.Len("s"), ix.TextBytes("s"); n != 50 || b > 5000 || b < 5000-1010 {
+			t.Errorf("after %d lists: %d descriptors holding %d bytes of text, want 50 holding up to the cap, 5,000", walks, n, b)
+		}
+	})
 }

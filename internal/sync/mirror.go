@@ -1093,16 +1093,22 @@ func (m *Mirror) sync(parent context.Context, sess *mcp.Session) (ok bool) {
 	return true
 }
 
-// within returns the descriptors of a partial list that the index takes:
-// those it holds already, and new ones while the server has fewer than
-// mcp.Options.MaxResources holding less than MaxResourceBytes of text.
+// within returns the descriptors of a partial list that the index takes,
+// while the server keeps fewer than mcp.Options.MaxResources holding at
+// most MaxResourceBytes of text: those it holds already, when they grew by
+// no more than the room left (a partial list never removes anything, so
+// shifting lists could otherwise grow every held descriptor to its
+// fields' caps), and new ones while there is room.
 func (m *Mirror) within(ds []resource.Descriptor) []resource.Descriptor {
 	room := cmp.Or(m.opts.MaxResources, mcp.DefaultMaxResources) - m.opts.Index.Len(m.opts.Server)
 	roomBytes := cmp.Or(m.opts.MaxResourceBytes, mcp.DefaultMaxResourceBytes) - m.opts.Index.TextBytes(m.opts.Server)
 	out := ds[:0:0]
 	for _, d := range ds {
-		if _, ok := m.opts.Index.Get(d.Key()); ok {
-			out = append(out, d)
+		if old, ok := m.opts.Index.Get(d.Key()); ok {
+			if grow := d.TextBytes() - old.TextBytes(); grow <= roomBytes {
+				roomBytes -= grow
+				out = append(out, d)
+			}
 		} else if room > 0 && d.TextBytes() <= roomBytes {
 			room--
 			roomBytes -= d.TextBytes()
