@@ -335,8 +335,11 @@ func (x *Index) remove(id string) {
 		switch {
 		case len(l) == 0:
 			delete(x.postings, t)
-		case cap(l) > 64 && len(l) < cap(l)/4:
-			x.postings[t] = slices.Clone(l) // give memory back after mass deletes
+		case cap(l) > 4 && len(l) < cap(l)/4:
+			// Give memory back after deletes: a group is charged for the
+			// postings its documents hold, not for the capacity that
+			// others left, so a list may not stay much larger than it is.
+			x.postings[t] = slices.Clone(l)
 		default:
 			x.postings[t] = l
 		}

@@ -768,3 +768,22 @@ func TestGroupChargesSurviveRandomUpdates(t *testing.T) {
 		t.Errorf("after 3,000 random updates the groups are charged %d bytes, a fresh index %d", got, want)
 	}
 }
+
+// A posting list gives its capacity back as documents leave: sharing
+// terms across 64 documents and then removing 63 must not leave lists of
+// 64 postings charged as one.
+func TestPostingListsShrinkAsDocumentsLeave(t *testing.T) {
+	x := New(&Options{GroupBytes: 1 << 30})
+	var ids []string
+	for i := range 64 {
+		id := fmt.Sprint(i)
+		x.Upsert(Doc{ID: id, Group: "g", Name: "alpha beta gamma delta"})
+		ids = append(ids, id)
+	}
+	x.Delete(ids[1:]...)
+	for _, term := range []string{"alpha", "beta", "gamma", "delta"} {
+		if l := x.postings[term]; len(l) != 1 || cap(l) > 4 {
+			t.Errorf("%q: %d postings in a list of capacity %d, want 1 in at most 4", term, len(l), cap(l))
+		}
+	}
+}
