@@ -23,14 +23,15 @@ func liveHeap() uint64 {
 }
 
 // A session's recent tasks (offered as completions) are kept after the
-// request: a task of a few bytes sent inside a megabyte of spaces must
-// keep those few bytes, not the string it was cut from. 64 sessions × 20
-// tasks of such requests held 1.3 GB of a daemon's heap.
+// request: a task of a few bytes sent inside 62 KiB of spaces (a task may
+// hold 64 KiB) must keep those few bytes, not the string it was cut from.
+// 64 sessions × 20 tasks of such requests (1 MiB each, before tasks were
+// bounded) held 1.3 GB of a daemon's heap.
 func TestRecentTasksKeepOnlyTheirOwnBytes(t *testing.T) {
 	docs := map[string]string{"doc://a": "# Alpha\n\nalpha beta\n"}
 	f := newFacade(t, map[string]*mcpsdk.Server{"good": mcptest.NewServer(docs, nil)}, nil, engine.Options{})
 	sessions := []*mcpsdk.ClientSession{f.connect(t, nil), f.connect(t, nil)}
-	pad := strings.Repeat(" ", 512<<10)
+	pad := strings.Repeat(" ", 31<<10)
 	before := liveHeap()
 	const perSession = 20 // what a session keeps
 	for i, cs := range sessions {
@@ -48,9 +49,9 @@ func TestRecentTasksKeepOnlyTheirOwnBytes(t *testing.T) {
 		}
 	}
 	grown := int64(liveHeap()) - int64(before)
-	// 40 tasks cut from 1 MiB strings held 40 MiB.
-	if grown > 8<<20 {
-		t.Errorf("the live heap grew %d MiB after %d tasks of a few bytes each sent inside 1 MiB of spaces, want them kept alone", grown>>20, len(sessions)*perSession)
+	// 40 tasks cut from 62 KiB strings would hold 2.5 MiB.
+	if grown > 1<<20 {
+		t.Errorf("the live heap grew %d KiB after %d tasks of a few bytes each sent inside 62 KiB of spaces, want them kept alone", grown>>10, len(sessions)*perSession)
 	}
 	res, err := sessions[0].Complete(t.Context(), &mcpsdk.CompleteParams{Ref: &mcpsdk.CompleteReference{Type: "ref/prompt", Name: "context"}, Argument: mcpsdk.CompleteParamsArgument{Name: "task", Value: "task 0 1"}})
 	if err != nil {

@@ -21,6 +21,11 @@ import (
 // fields; a query counts one, whatever its length.
 const MaxRequestFields = 16 << 10
 
+// pooledRequestBytes is the largest request decoded from a pooled buffer
+// (gRPC's pool tiers: 256 B, 4, 16 and 32 KiB, then 1 MiB); a larger one
+// gets a buffer of its own size.
+const pooledRequestBytes = 32 << 10
+
 // boundedCodec is gRPC's proto codec, refusing to decode a message of more
 // than MaxRequestFields top-level fields.
 type boundedCodec struct{ encoding.CodecV2 }
@@ -35,9 +40,16 @@ func (c boundedCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	if !ok {
 		return c.CodecV2.Unmarshal(data, v)
 	}
-	buf := data.MaterializeToBuffer(mem.DefaultBufferPool())
-	defer buf.Free()
-	b := buf.ReadOnlyData()
+	var b []byte
+	if data.Len() <= pooledRequestBytes {
+		buf := data.MaterializeToBuffer(mem.DefaultBufferPool())
+		defer buf.Free()
+		b = buf.ReadOnlyData()
+	} else {
+		// The pool's next tier past 32 KiB is 1 MiB: a 64 KB request
+		// would take a megabyte for as long as it is decoded.
+		b = data.Materialize()
+	}
 	if n := fields(b, MaxRequestFields); n > MaxRequestFields {
 		return fmt.Errorf("the request message has over %d fields (repeated elements count one each)", MaxRequestFields)
 	}

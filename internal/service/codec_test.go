@@ -36,8 +36,14 @@ func TestRequestsOfTooManyFieldsAreNotDecoded(t *testing.T) {
 	if status.Code(err) != codes.Internal || !strings.Contains(err.Error(), "fields") {
 		t.Errorf("Search with %d server names: %v, want INTERNAL naming the fields", service.MaxRequestFields, err)
 	}
-	res, err := c.Assemble(t.Context(), &contextdv1.AssembleRequest{Query: "billing " + strings.Repeat("invoices ", 100_000), TokenBudget: 200})
+	// A 900 KB query is one field: decoded, it reaches the service, which
+	// refuses it for its length; one under the bound is answered.
+	_, err = c.Assemble(t.Context(), &contextdv1.AssembleRequest{Query: "billing " + strings.Repeat("invoices ", 100_000), TokenBudget: 200})
+	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "bytes") {
+		t.Errorf("Assemble with a 900 KB query: %v, want InvalidArgument from the service (too long)", err)
+	}
+	res, err := c.Assemble(t.Context(), &contextdv1.AssembleRequest{Query: "billing " + strings.Repeat("invoices ", 7_000), TokenBudget: 200})
 	if err != nil || len(res.GetItems()) == 0 {
-		t.Errorf("Assemble with a 900 KB query: %v, %d items", err, len(res.GetItems()))
+		t.Errorf("Assemble with a 63 KB query: %v, %d items", err, len(res.GetItems()))
 	}
 }

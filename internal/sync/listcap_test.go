@@ -3,8 +3,8 @@ package sync_test
 import (
 	"context"
 	"fmt"
-	gosync "sync"
 	"strings"
+	gosync "sync"
 	"testing"
 	"testing/synctest"
 	"time"
