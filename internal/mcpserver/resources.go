@@ -39,15 +39,25 @@ func (s *Server) refresh() {
 		return // a refresh that began after this call arrived has run
 	}
 	s.refreshedFrom = s.refreshStarts.Add(1)
-	var changed []string
+	var changed, gone []string
+	versions := s.eng.ListVersions()
 	s.mu.Lock()
-	for server, v := range s.eng.ListVersions() {
+	for server, v := range versions {
 		if old, ok := s.seen[server]; !ok || old != v {
 			s.seen[server] = v
 			changed = append(changed, server)
 		}
 	}
+	for server := range s.seen {
+		if _, ok := versions[server]; !ok {
+			delete(s.seen, server) // a reload removed it
+			gone = append(gone, server)
+		}
+	}
 	s.mu.Unlock()
+	for _, server := range gone {
+		s.apply(server, nil)
+	}
 	slices.Sort(changed)
 	for _, server := range changed {
 		descs, err := s.eng.Descriptors(server)

@@ -797,3 +797,23 @@ func TestAnUpstreamStormReachesHostsAsAtMostOneListChangedPerCheck(t *testing.T)
 	}
 	t.Logf("%d list_changed downstream for 200 upstream changes over %v", n, took)
 }
+
+// A server a reload removes leaves the resource list: hosts are not shown
+// resources they can no longer read.
+func TestAServerRemovedByAReloadLeavesTheList(t *testing.T) {
+	f := newFacade(t, map[string]*mcpsdk.Server{
+		"keep": mcptest.NewServer(map[string]string{"doc://k": "kept"}, nil),
+		"drop": mcptest.NewServer(map[string]string{"doc://d": "dropped"}, nil),
+	}, &mcpserver.Options{CheckInterval: 50 * time.Millisecond}, engine.Options{})
+	cs := f.connect(t, nil)
+	waitList(t, cs, func(rs []*mcpsdk.Resource) bool {
+		return hasURI("contextd:resource/keep/doc://k")(rs) && hasURI("contextd:resource/drop/doc://d")(rs)
+	})
+	cfg := &config.Config{Servers: []config.Server{{Name: "keep", Transport: config.TransportStdio, Command: "unused"}}}
+	if _, err := f.eng.Reload(t.Context(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	waitList(t, cs, func(rs []*mcpsdk.Resource) bool {
+		return hasURI("contextd:resource/keep/doc://k")(rs) && !hasURI("contextd:resource/drop/doc://d")(rs)
+	})
+}
