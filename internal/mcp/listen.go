@@ -377,14 +377,34 @@ func (t *listenTracker) currentListChanged() (string, *listen) {
 // after which its own end can delete nothing more), opens a new one, and
 // calls relist, since a list change may have gone unnoticed meanwhile. It
 // runs until ctx ends.
+//
+// Rounds that follow each other quickly (a server that answers every
+// listen at once, or refuses it) are spaced out: each waits twice the
+// last, from restoreMinWait up to restoreMaxWait, until a round comes
+// after a quiet spell.
 func (s *Session) restoreListChanged(ctx context.Context, conn *repairConn, relist func()) {
 	n := 0
+	var last time.Time
+	var wait time.Duration
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-s.listens.ended:
 		}
+		if !last.IsZero() && time.Since(last) < 2*wait+restoreQuiet {
+			wait = min(max(2*wait, restoreMinWait), restoreMaxWait)
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return
+			}
+		} else {
+			wait = 0
+		}
+		last = time.Now()
 		id, cur := s.listens.currentListChanged()
 		if cur != nil {
 			select {
@@ -450,6 +470,15 @@ func (s *Session) restoreListChanged(ctx context.Context, conn *repairConn, reli
 		relist()
 	}
 }
+
+// restoreListChanged's spacing of rounds that follow each other within
+// restoreQuiet (plus twice the last wait): from restoreMinWait, doubling,
+// up to restoreMaxWait.
+const (
+	restoreQuiet   = time.Second
+	restoreMinWait = 250 * time.Millisecond
+	restoreMaxWait = 30 * time.Second
+)
 
 // replaceWait bounds how long restoreListChanged waits for the answer to
 // the list_changed stream it cancelled before it opens the next one.

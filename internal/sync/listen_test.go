@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/contextd/contextd/internal/mcp"
@@ -424,6 +425,50 @@ func TestResubscribeAfterEvictionIsNotLost(t *testing.T) {
 		time.Sleep(time.Second)
 		if f := read(t, m, "doc://0"); f.Freshness() == "subscription" && f.At.Before(time.Now()) {
 			t.Errorf("after resources/updated: the copy cached at %v is still served; its subscription was lost", f.At)
+		}
+	})
+}
+
+// A 2026-07-28 server that ends every subscriptions/listen stream at once
+// (here with an error) gets no loop of new list_changed streams: they are
+// spaced out, doubling up to 30 s apart.
+func TestListenStreamsEndedAtOnceAreNotReopenedInALoop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := mcptest.NewServer(map[string]string{"doc://0": "zero"}, &mcpsdk.ServerOptions{
+			SubscribeHandler:   func(context.Context, *mcpsdk.SubscribeRequest) error { return nil },
+			UnsubscribeHandler: func(context.Context, *mcpsdk.UnsubscribeRequest) error { return nil },
+		})
+		var mu gosync.Mutex
+		listens := 0
+		srv.AddReceivingMiddleware(func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
+			return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
+				if method != "subscriptions/listen" {
+					return next(ctx, method, req)
+				}
+				mu.Lock()
+				listens++
+				n := listens
+				mu.Unlock()
+				if n > 500 { // a loop: stop answering, so the test ends
+					<-ctx.Done()
+					return nil, ctx.Err()
+				}
+				return nil, &jsonrpc.Error{Code: -32603, Message: "no streams here"}
+			}
+		})
+		m := ctxsync.New(ctxsync.Options{Server: "s", Index: newIndex(t), ContentMaxResources: noContentIndex,
+			Dial: era("2026-07-28", mcptest.Dial(t, "s", srv))})
+		start(t, m)
+		<-m.Ready()
+		read(t, m, "doc://0")
+		time.Sleep(2 * time.Minute)
+		synctest.Wait()
+		mu.Lock()
+		n := listens
+		mu.Unlock()
+		// 0.25 + 0.5 + … + 30 s, then every 30 s: about a dozen in 2 minutes.
+		if n > 30 {
+			t.Errorf("%d subscriptions/listen requests in 2 minutes to a server that ends each at once, want them spaced out", n)
 		}
 	})
 }
