@@ -65,18 +65,9 @@ func BenchmarkHostileServer(b *testing.B) {
 		n := mcp.DefaultMaxResourceBytes / hostileDescs("evil", 1)[0].TextBytes()
 		ds := hostileDescs("evil", n)
 		for b.Loop() {
-			ix, err := index.Open(b.Context(), index.Options{Embedder: indextest.RandomEmbedder{Dims: 512}})
-			if err != nil {
-				b.Fatal(err)
-			}
-			if _, err := ix.Replace(b.Context(), "evil", ds); err != nil {
-				b.Fatal(err)
-			}
+			ix := hostileIndex(b, ds)
 			ds = nil // the index holds them
-			memStats(b)
-			lexStats(b, ix)
-			runtime.KeepAlive(ix)
-			ix.Close()
+			hostileStats(b, ix)
 		}
 	})
 	b.Run("small-descriptors", func(b *testing.B) {
@@ -89,18 +80,9 @@ func BenchmarkHostileServer(b *testing.B) {
 				Name: uniqueWords(&next, 64, " "), Description: uniqueWords(&next, per-80, " ")}
 		}
 		for b.Loop() {
-			ix, err := index.Open(b.Context(), index.Options{Embedder: indextest.RandomEmbedder{Dims: 512}})
-			if err != nil {
-				b.Fatal(err)
-			}
-			if _, err := ix.Replace(b.Context(), "evil", ds); err != nil {
-				b.Fatal(err)
-			}
-			ds = nil
-			memStats(b)
-			lexStats(b, ix)
-			runtime.KeepAlive(ix)
-			ix.Close()
+			ix := hostileIndex(b, ds)
+			ds = nil // the index holds them
+			hostileStats(b, ix)
 		}
 	})
 	b.Run("texts", func(b *testing.B) {
@@ -110,13 +92,7 @@ func BenchmarkHostileServer(b *testing.B) {
 			ds[i] = resource.Descriptor{Server: "evil", URI: fmt.Sprintf("x://t/%d", i), Name: fmt.Sprintf("t%d", i)}
 		}
 		for b.Loop() {
-			ix, err := index.Open(b.Context(), index.Options{Embedder: indextest.RandomEmbedder{Dims: 512}})
-			if err != nil {
-				b.Fatal(err)
-			}
-			if _, err := ix.Replace(b.Context(), "evil", ds); err != nil {
-				b.Fatal(err)
-			}
+			ix := hostileIndex(b, ds)
 			next := 0
 			for _, d := range ds {
 				c := index.Content{Key: d.Key(), Stamp: index.ContentStamp(d), Text: uniqueWords(&next, size, " ")}
@@ -124,12 +100,29 @@ func BenchmarkHostileServer(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			memStats(b)
-			lexStats(b, ix)
-			runtime.KeepAlive(ix)
-			ix.Close()
+			hostileStats(b, ix)
 		}
 	})
+}
+
+// hostileIndex returns a new in-memory index holding ds as server "evil".
+func hostileIndex(b *testing.B, ds []resource.Descriptor) *index.Index {
+	ix, err := index.Open(b.Context(), index.Options{Embedder: indextest.RandomEmbedder{Dims: 512}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := ix.Replace(b.Context(), "evil", ds); err != nil {
+		b.Fatal(err)
+	}
+	return ix
+}
+
+// hostileStats reports memStats and lexStats of ix, then closes it.
+func hostileStats(b *testing.B, ix *index.Index) {
+	memStats(b)
+	lexStats(b, ix)
+	runtime.KeepAlive(ix)
+	ix.Close()
 }
 
 // lexStats reports what the hostile server's terms are charged in the
