@@ -122,6 +122,10 @@ type h2Conn struct {
 	// from then on, and only releaseDropped releases them).
 	dec   *hpack.Decoder
 	hdrID uint32
+	// writing counts the writes under way: the connection beneath has
+	// counted (some of) their bytes as written, and the frames in them
+	// are not followed yet.
+	writing int
 }
 
 // answerBytesHeader is the response header in which the daemon gives the
@@ -236,12 +240,16 @@ func (c *h2Conn) Read(p []byte) (int, error) {
 }
 
 func (c *h2Conn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	c.writing++
+	c.mu.Unlock()
 	n, err := c.Conn.Write(p)
+	c.mu.Lock()
 	if n > 0 {
-		c.mu.Lock()
 		c.out.feed(p[:n], c.fromServer)
-		c.mu.Unlock()
 	}
+	c.writing--
+	c.mu.Unlock()
 	return n, err
 }
 
@@ -564,7 +572,12 @@ func (c *h2Conn) releaseDropped(now time.Time) {
 	// acknowledgements) takes as much off its count, though the answers
 	// counted may be written later: the answers whose size is known and
 	// whose calls are not over are counted at least for what is left of
-	// them.
+	// them. Not while a write is under way: the bytes it wrote are off the
+	// count, but not yet off what is left of their answers, and counting
+	// them again would keep them counted for good once the answer ends.
+	if c.writing > 0 {
+		return
+	}
 	var left int64
 	for _, s := range c.streams {
 		if s.answer > 0 {

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -239,6 +240,88 @@ func TestGRPCClientsAreUnaffectedByStuckAnswerChecks(t *testing.T) {
 		default:
 		}
 	})
+}
+
+// A sweep that runs while a write is under way (the connection beneath has
+// counted its bytes as written, the frames in them are not followed yet)
+// does not count them again as left of their answer. It did: once the
+// answer ended, a call that never ends (a health Watch) kept the
+// connection's count from falling to 0, and the connection was closed a
+// stall later, though every answer had been read.
+func TestASweepDuringAWriteKeepsNoAnswerCounted(t *testing.T) {
+	const answer = 48 << 10
+	u := newUnsentAnswers(256<<20, time.Minute)
+	l := limitConns(nil, 4, time.Second, "listen", slog.New(slog.DiscardHandler)).(*limitListener)
+	l.answers = u
+	l.slots <- struct{}{}
+	lc := &limitConn{Conn: sinkConn{}, l: l, accepted: time.Now()}
+	u.track(lc)
+	// Between the connection that counts and the one that follows
+	// frames, as TLS is: a sweep after every write beneath.
+	var h *h2Conn
+	mid := &hookConn{Conn: lc, after: func() { h.releaseDropped(time.Now()) }}
+	h = u.watch(mid, lc).(*h2Conn)
+
+	var hb bytes.Buffer
+	enc := hpack.NewEncoder(&hb)
+	block := func(fields ...string) []byte {
+		hb.Reset()
+		for i := 0; i < len(fields); i += 2 {
+			_ = enc.WriteField(hpack.HeaderField{Name: fields[i], Value: fields[i+1]})
+		}
+		return bytes.Clone(hb.Bytes())
+	}
+	// The client's side: a Watch (stream 1) and a call (stream 3), both
+	// requests ended; what the client writes is only followed.
+	h.mu.Lock()
+	h.fromClient(http2.FrameHeaders, http2.FlagHeadersEndHeaders|http2.FlagHeadersEndStream, 1, 0, nil)
+	h.fromClient(http2.FrameHeaders, http2.FlagHeadersEndHeaders|http2.FlagHeadersEndStream, 3, 0, nil)
+	h.fromClient(http2.FrameWindowUpdate, 0, 0, 4, binary.BigEndian.AppendUint32(nil, 1<<20))
+	h.fromClient(http2.FrameWindowUpdate, 0, 3, 4, binary.BigEndian.AppendUint32(nil, 1<<20))
+	h.mu.Unlock()
+
+	fr := http2.NewFramer(h, nil)
+	if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: block(":status", "200"), EndHeaders: true}); err != nil {
+		t.Fatal(err)
+	}
+	if !u.reserve(lc, answer) {
+		t.Fatal("the answer was refused")
+	}
+	if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 3, BlockFragment: block(":status", "200", answerBytesHeader, strconv.Itoa(answer)), EndHeaders: true}); err != nil {
+		t.Fatal(err)
+	}
+	for left := answer + 5; left > 0; {
+		n := min(left, 16<<10)
+		left -= n
+		if err := fr.WriteData(3, left == 0, make([]byte, n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := lc.ans.unsent(); got != 0 {
+		t.Errorf("%d bytes still counted unsent once the answer was written", got)
+	}
+	if got := u.total.Load(); got != 0 {
+		t.Errorf("%d bytes of unsent answers counted in all once the answer was written", got)
+	}
+}
+
+// sinkConn takes every write; it has addresses and nothing else.
+type sinkConn struct{ net.Conn }
+
+func (sinkConn) Write(p []byte) (int, error) { return len(p), nil }
+func (sinkConn) RemoteAddr() net.Addr        { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1} }
+func (sinkConn) LocalAddr() net.Addr         { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 2} }
+
+// hookConn calls after once each write beneath it returns.
+type hookConn struct {
+	net.Conn
+	after func()
+}
+
+func (c *hookConn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	c.after()
+	return n, err
 }
 
 // frameReader finds the same frames however the bytes are split.
