@@ -121,7 +121,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	// Instrument first, so the calls Guard refuses are counted too.
 	// gRPC and the MCP endpoint take their turns from one admission.
 	adm := service.NewAdmission(cfg.Limits.MaxConcurrent, cfg.Limits.MaxQueued, 0)
-	sopts := append([]grpc.ServerOption{service.Instrument(met.GRPC)}, service.Guard(service.GuardOptions{Token: cfg.Auth.Token, Admission: adm})...)
+	sopts := append([]grpc.ServerOption{service.Instrument(met.GRPC)}, service.Guard(service.GuardOptions{Token: cfg.Auth.Token, Admission: adm,
+		MaxUnstarted: cfg.Limits.MaxConcurrent + cfg.Limits.MaxQueued})...)
 	sopts = append(sopts, grpcConnOptions(cfg.Conns)...)
 	sopts = append(sopts, answers.options()...)
 	sopts = append(sopts, answers.transport(creds))

@@ -41,6 +41,11 @@ type GuardOptions struct {
 	// MaxConcurrent, MaxQueued and MaxQueueWait, so that other entry points
 	// (the MCP endpoint) share the turns with gRPC.
 	Admission *Admission
+	// MaxUnstarted bounds the calls, of every method and on every
+	// connection, that have arrived and whose handler has not started
+	// yet; a call past it fails at once with RESOURCE_EXHAUSTED. Values
+	// below DefaultMaxUnstarted (zero included) mean DefaultMaxUnstarted.
+	MaxUnstarted int
 }
 
 // DefaultMaxQueueWait is how long a call waits for a turn by default.
@@ -83,21 +88,21 @@ func Guard(o GuardOptions) []grpc.ServerOption {
 		}
 		return handler(srv, ss)
 	}
-	opts := []grpc.ServerOption{grpc.ChainUnaryInterceptor(unary), grpc.ChainStreamInterceptor(stream)}
-	if o.Token != "" {
-		// Interceptors run only once a unary call's request message is in:
-		// a client without the token could otherwise open streams that
-		// send headers and never a message, each holding a goroutine and
-		// its buffers (200,000 on one connection: 2 GB). The tap refuses
-		// them as their headers arrive, before any is started.
-		opts = append(opts, grpc.InTapHandle(func(ctx context.Context, info *tap.Info) (context.Context, error) {
-			if !bearerOK(info.Header.Get("authorization"), o.Token) {
+	gate := &startGate{max: int64(max(o.MaxUnstarted, DefaultMaxUnstarted))}
+	return []grpc.ServerOption{grpc.ChainUnaryInterceptor(unary), grpc.ChainStreamInterceptor(stream),
+		grpc.StatsHandler(gate),
+		grpc.InTapHandle(func(ctx context.Context, info *tap.Info) (context.Context, error) {
+			// Interceptors run only once a unary call's request message
+			// is in: a client without the token could otherwise open
+			// streams that send headers and never a message, each
+			// holding a goroutine and its buffers (200,000 on one
+			// connection: 2 GB). The tap refuses them as their headers
+			// arrive, before any is started.
+			if o.Token != "" && !bearerOK(info.Header.Get("authorization"), o.Token) {
 				return nil, refused
 			}
-			return ctx, nil
-		}))
-	}
-	return opts
+			return gate.admit(ctx)
+		})}
 }
 
 // bearerOK reports whether one of the authorization values is

@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 	"net"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
 	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
+	"google.golang.org/grpc/stats"
 	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/test/bufconn"
 
@@ -145,5 +148,82 @@ func TestAdmissionWaitIsBounded(t *testing.T) {
 	<-svc.started
 	if _, err := client.Search(ctx, &contextdv1.SearchRequest{Query: "q"}); status.Code(err) != codes.ResourceExhausted {
 		t.Fatalf("queued past MaxQueueWait: %v, want RESOURCE_EXHAUSTED", err)
+	}
+}
+
+// holdStarts is a stats.Handler, installed before Guard's, that holds
+// every handler at its start until open is closed: the calls it holds
+// have arrived and not started, as when the daemon's CPU is far behind.
+type holdStarts struct{ open chan struct{} }
+
+func (h holdStarts) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context {
+	<-h.open
+	return ctx
+}
+func (holdStarts) HandleRPC(context.Context, stats.RPCStats) {}
+func (holdStarts) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context {
+	return ctx
+}
+func (holdStarts) HandleConn(context.Context, stats.ConnStats) {}
+
+// Calls that arrive while the daemon has not started the handlers of
+// DefaultMaxUnstarted others fail at once with RESOURCE_EXHAUSTED, their
+// requests not kept; once the handlers start, calls pass again.
+func TestCallsWaitingToStartAreBounded(t *testing.T) {
+	const over = 20
+	hold := holdStarts{open: make(chan struct{})}
+	lis := bufconn.Listen(1 << 20)
+	s := grpc.NewServer(append([]grpc.ServerOption{grpc.StatsHandler(hold)}, service.Guard(service.GuardOptions{})...)...)
+	healthpb.RegisterHealthServer(s, healthStub{})
+	go s.Serve(lis)
+	t.Cleanup(s.Stop)
+	var once sync.Once
+	openStarts := func() { once.Do(func() { close(hold.open) }) }
+	t.Cleanup(openStarts)
+	conn, err := grpc.NewClient("passthrough:///bufnet",
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
+		grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	hc := healthpb.NewHealthClient(conn)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	errs := make(chan error, service.DefaultMaxUnstarted+over)
+	for range service.DefaultMaxUnstarted + over {
+		go func() {
+			_, err := hc.Check(ctx, &healthpb.HealthCheckRequest{})
+			errs <- err
+		}()
+	}
+	for range over {
+		select {
+		case err := <-errs:
+			if status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), "wait for the daemon to start them") {
+				t.Fatalf("a call past the bound: %v, want RESOURCE_EXHAUSTED", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no call refused with %d+%d waiting to start", service.DefaultMaxUnstarted, over)
+		}
+	}
+	select {
+	case err := <-errs:
+		t.Fatalf("more than %d calls refused: %v", over, err)
+	case <-time.After(200 * time.Millisecond):
+	}
+
+	openStarts()
+	for range service.DefaultMaxUnstarted {
+		if err := <-errs; err != nil {
+			t.Fatalf("a call held at its start: %v", err)
+		}
+	}
+	// Every place was given up as the handlers started.
+	for range 2 * service.DefaultMaxUnstarted {
+		if _, err := hc.Check(ctx, &healthpb.HealthCheckRequest{}); err != nil {
+			t.Fatalf("a call after the handlers started: %v", err)
+		}
 	}
 }

@@ -1,0 +1,97 @@
+package service
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/stats"
+	"google.golang.org/grpc/status"
+)
+
+// Calls waiting to start. gRPC reads a call's headers and request on the
+// connection's reader goroutine, then starts a goroutine for its handler;
+// the request waits in memory until that goroutine runs and reads it. A
+// client that sends whole calls and resets each one at once (HTTP/2
+// "rapid reset") frees its stream slot at once, so its calls arrive faster
+// than the scheduler starts their handlers: 64 such connections had about
+// 600 handlers waiting to start, and, as every reset call's request
+// buffers become garbage rather than returning to gRPC's pool, 1.3 GB of
+// RSS. gRPC bounds the handlers of one connection (MaxConcurrentStreams),
+// not of all.
+//
+// startGate bounds the calls, on all connections, that have arrived and
+// whose handler has not started: a call past the bound fails at once
+// with RESOURCE_EXHAUSTED, before its request is kept (gRPC drops the
+// DATA of a call it refused, its buffers back in the pool).
+
+// DefaultMaxUnstarted is the least bound on calls waiting to start.
+// Honest calls wait microseconds; it is reached only when the daemon's
+// CPU is far behind its callers.
+const DefaultMaxUnstarted = 256
+
+// unstartedGrace is how long after its call ended (reset, deadline, or
+// aborted by gRPC before any handler) an unstarted call stops counting:
+// its handler, if gRPC started one, runs within it unless the process is
+// starved, and a call gRPC never hands to a handler is not counted for
+// good.
+const unstartedGrace = time.Second
+
+// startGate counts the calls that arrived and whose handler has not
+// started. It is a gRPC InTapHandle (admit) and stats.Handler (TagRPC
+// marks the start). Safe for concurrent use.
+type startGate struct {
+	max     int64
+	waiting atomic.Int64
+}
+
+type startKey struct{}
+
+// startTicket is one call's place in the gate, given up once.
+type startTicket struct {
+	g    *startGate
+	done atomic.Bool
+	stop func() bool // deregisters the release at the call's end
+}
+
+func (t *startTicket) release() {
+	if t.done.CompareAndSwap(false, true) {
+		t.g.waiting.Add(-1)
+	}
+}
+
+// admit takes a place for a call whose headers arrived; ctx is the call's
+// context, ended by gRPC when the call ends.
+func (g *startGate) admit(ctx context.Context) (context.Context, error) {
+	if n := g.waiting.Add(1); n > g.max {
+		g.waiting.Add(-1)
+		return nil, status.Error(codes.ResourceExhausted,
+			fmt.Sprintf("busy: %d calls have arrived and wait for the daemon to start them; retry later", g.max))
+	}
+	t := &startTicket{g: g}
+	t.stop = context.AfterFunc(ctx, func() {
+		if !t.done.Load() {
+			time.AfterFunc(unstartedGrace, t.release)
+		}
+	})
+	return context.WithValue(ctx, startKey{}, t), nil
+}
+
+// TagRPC is called as a call's handler starts.
+func (g *startGate) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context {
+	if t, ok := ctx.Value(startKey{}).(*startTicket); ok {
+		t.release()
+		t.stop()
+	}
+	return ctx
+}
+
+func (g *startGate) HandleRPC(context.Context, stats.RPCStats) {}
+
+func (g *startGate) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context {
+	return ctx
+}
+
+func (g *startGate) HandleConn(context.Context, stats.ConnStats) {}
