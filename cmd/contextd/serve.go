@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -121,8 +122,16 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	// Instrument first, so the calls Guard refuses are counted too.
 	// gRPC and the MCP endpoint take their turns from one admission.
 	adm := service.NewAdmission(cfg.Limits.MaxConcurrent, cfg.Limits.MaxQueued, 0)
+	var busyWarned atomic.Int64
+	onRefused := func(reason string) {
+		met.GRPCRefused(reason)
+		if now := time.Now().UnixNano(); reason == "busy" && now-busyWarned.Load() > int64(time.Minute) {
+			busyWarned.Store(now)
+			log.Warn("gRPC calls refused busy as they arrive: too many calls wait for the daemon to start them (the CPU is far behind, or a client floods calls); see contextd_grpc_refused_at_headers_total")
+		}
+	}
 	sopts := append([]grpc.ServerOption{service.Instrument(met.GRPC)}, service.Guard(service.GuardOptions{Token: cfg.Auth.Token, Admission: adm,
-		MaxUnstarted: cfg.Limits.MaxConcurrent + cfg.Limits.MaxQueued})...)
+		MaxUnstarted: cfg.Limits.MaxConcurrent + cfg.Limits.MaxQueued, OnRefused: onRefused})...)
 	sopts = append(sopts, grpcConnOptions(cfg.Conns)...)
 	sopts = append(sopts, answers.options()...)
 	sopts = append(sopts, answers.transport(creds))

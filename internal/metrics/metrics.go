@@ -41,15 +41,16 @@ type Source interface {
 type Metrics struct {
 	reg *prometheus.Registry
 
-	syncs    *prometheus.CounterVec   // server, result
-	calls    *prometheus.CounterVec   // server, method, result
-	cache    *prometheus.CounterVec   // server, result
-	latency  *prometheus.HistogramVec // method, result
-	tokens   prometheus.Histogram
-	grpc     *prometheus.CounterVec // method, code
-	reloads  *prometheus.CounterVec // result
-	reloadOK prometheus.Gauge
-	reloadAt prometheus.Gauge
+	syncs       *prometheus.CounterVec   // server, result
+	calls       *prometheus.CounterVec   // server, method, result
+	cache       *prometheus.CounterVec   // server, result
+	latency     *prometheus.HistogramVec // method, result
+	tokens      prometheus.Histogram
+	grpc        *prometheus.CounterVec // method, code
+	grpcRefused *prometheus.CounterVec // reason
+	reloads     *prometheus.CounterVec // result
+	reloadOK    prometheus.Gauge
+	reloadAt    prometheus.Gauge
 }
 
 var _ engine.Observer = (*Metrics)(nil)
@@ -74,13 +75,15 @@ func New() *Metrics {
 		Buckets: prometheus.ExponentialBuckets(64, 2, 12)}) // 64 … 131072
 	m.grpc = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "grpc_requests_total",
 		Help: "Unary gRPC calls, by full method and status code (refused calls included)."}, []string{"method", "code"})
+	m.grpcRefused = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "grpc_refused_at_headers_total",
+		Help: "gRPC calls (of any method, streams too) refused as their headers arrived, by reason: unauthenticated, busy (too many calls waiting to start), malformed (method name)."}, []string{"reason"})
 	m.reloads = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "config_reloads_total",
 		Help: "Configuration reloads (SIGHUP or a change of the file), by result; error: the new file was refused and the old configuration kept."}, []string{"result"})
 	m.reloadOK = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: "config_last_reload_successful",
 		Help: "1 when the last reload was applied (or none was tried), 0 when the file on disk was refused."})
 	m.reloadAt = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: "config_last_reload_success_timestamp_seconds",
 		Help: "When the configuration in use was loaded (start or reload), Unix time."})
-	for _, c := range []prometheus.Collector{m.syncs, m.calls, m.cache, m.latency, m.tokens, m.grpc, m.reloads, m.reloadOK, m.reloadAt,
+	for _, c := range []prometheus.Collector{m.syncs, m.calls, m.cache, m.latency, m.tokens, m.grpc, m.grpcRefused, m.reloads, m.reloadOK, m.reloadAt,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)
 	}
@@ -152,6 +155,12 @@ func (m *Metrics) Forget(servers ...string) {
 // GRPC counts one unary gRPC call; it fits service.Instrument.
 func (m *Metrics) GRPC(method string, code codes.Code, _ time.Duration) {
 	m.grpc.WithLabelValues(strings.TrimPrefix(method, "/"), code.String()).Inc()
+}
+
+// GRPCRefused counts one gRPC call refused as its headers arrived, for
+// reason; it fits service.GuardOptions.OnRefused.
+func (m *Metrics) GRPCRefused(reason string) {
+	m.grpcRefused.WithLabelValues(reason).Inc()
 }
 
 // Reloaded records a configuration reload: err is nil when it was applied.

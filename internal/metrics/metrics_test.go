@@ -105,6 +105,7 @@ func TestMetricsMoveWithCalls(t *testing.T) {
 		t.Fatal("empty search succeeded")
 	}
 	m.GRPC("/contextd.v1.ContextService/Assemble", codes.OK, time.Millisecond)
+	m.GRPCRefused("busy")
 	m.Reloaded(context.Canceled)
 
 	after := metricstest.Scrape(t, url)
@@ -124,6 +125,7 @@ func TestMetricsMoveWithCalls(t *testing.T) {
 		metricstest.Key("contextd_assemble_tokens_sum"):                                                                float64(res.TotalTokens),
 		metricstest.Key("contextd_grpc_requests_total", "method", "contextd.v1.ContextService/Assemble", "code", "OK"): 1,
 		metricstest.Key("contextd_config_reloads_total", "result", "error"):                                            1,
+		metricstest.Key("contextd_grpc_refused_at_headers_total", "reason", "busy"):                                    1,
 	} {
 		if got := delta(key); got != want {
 			t.Errorf("%s moved by %v, want %v", key, got, want)

@@ -46,6 +46,11 @@ type GuardOptions struct {
 	// yet; a call past it fails at once with RESOURCE_EXHAUSTED. Values
 	// below DefaultMaxUnstarted (zero included) mean DefaultMaxUnstarted.
 	MaxUnstarted int
+	// OnRefused, when set, is told of each call refused as its headers
+	// arrive (no interceptor sees these), with the reason:
+	// "unauthenticated", "busy" (MaxUnstarted) or "malformed" (its method
+	// name). It must be cheap and safe for concurrent use.
+	OnRefused func(reason string)
 }
 
 // DefaultMaxQueueWait is how long a call waits for a turn by default.
@@ -98,10 +103,23 @@ func Guard(o GuardOptions) []grpc.ServerOption {
 			// holding a goroutine and its buffers (200,000 on one
 			// connection: 2 GB). The tap refuses them as their headers
 			// arrive, before any is started.
+			var err error
 			if o.Token != "" && !bearerOK(info.Header.Get("authorization"), o.Token) {
-				return nil, refused
+				err = refused
+			} else if ctx, err = gate.admit(ctx, info.FullMethodName); err == nil {
+				return ctx, nil
 			}
-			return gate.admit(ctx)
+			if o.OnRefused != nil {
+				reason := "busy"
+				switch status.Code(err) {
+				case codes.Unauthenticated:
+					reason = "unauthenticated"
+				case codes.Unimplemented:
+					reason = "malformed"
+				}
+				o.OnRefused(reason)
+			}
+			return nil, err
 		})}
 }
 

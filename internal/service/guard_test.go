@@ -6,6 +6,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -173,7 +174,13 @@ func TestCallsWaitingToStartAreBounded(t *testing.T) {
 	const over = 20
 	hold := holdStarts{open: make(chan struct{})}
 	lis := bufconn.Listen(1 << 20)
-	s := grpc.NewServer(append([]grpc.ServerOption{grpc.StatsHandler(hold)}, service.Guard(service.GuardOptions{})...)...)
+	var busy atomic.Int64
+	onRefused := func(reason string) {
+		if reason == "busy" {
+			busy.Add(1)
+		}
+	}
+	s := grpc.NewServer(append([]grpc.ServerOption{grpc.StatsHandler(hold)}, service.Guard(service.GuardOptions{OnRefused: onRefused})...)...)
 	healthpb.RegisterHealthServer(s, healthStub{})
 	go s.Serve(lis)
 	t.Cleanup(s.Stop)
@@ -212,6 +219,9 @@ func TestCallsWaitingToStartAreBounded(t *testing.T) {
 	case err := <-errs:
 		t.Fatalf("more than %d calls refused: %v", over, err)
 	case <-time.After(200 * time.Millisecond):
+	}
+	if got := busy.Load(); got != over {
+		t.Errorf("OnRefused told of %d busy refusals, want %d", got, over)
 	}
 
 	openStarts()

@@ -16,18 +16,18 @@ import (
 func TestStartGatePlaces(t *testing.T) {
 	g := &startGate{max: 3}
 	bg := context.Background()
-	started, err := g.admit(bg)
+	started, err := g.admit(bg, "/s.S/M")
 	if err != nil {
 		t.Fatal(err)
 	}
 	reset, cancel := context.WithCancel(bg)
-	if _, err := g.admit(reset); err != nil {
+	if _, err := g.admit(reset, "/s.S/M"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := g.admit(bg); err != nil {
+	if _, err := g.admit(bg, "/s.S/M"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := g.admit(bg); status.Code(err) != codes.ResourceExhausted {
+	if _, err := g.admit(bg, "/s.S/M"); status.Code(err) != codes.ResourceExhausted {
 		t.Fatalf("a fourth call with 3 waiting: %v, want RESOURCE_EXHAUSTED", err)
 	}
 	if g.waiting.Load() != 3 {
