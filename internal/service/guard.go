@@ -87,9 +87,18 @@ func Guard(o GuardOptions) []grpc.ServerOption {
 		}
 		return handler(ctx, req)
 	}
+	reflections := make(chan struct{}, MaxReflectionStreams)
 	stream := func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 		if err := auth(ss.Context()); err != nil {
 			return err
+		}
+		if reflectionMethod(info.FullMethod) {
+			select {
+			case reflections <- struct{}{}:
+				defer func() { <-reflections }()
+			default:
+				return status.Errorf(codes.ResourceExhausted, "busy: %d server reflection streams are open; retry later", MaxReflectionStreams)
+			}
 		}
 		return handler(srv, ss)
 	}
@@ -159,6 +168,20 @@ func RequireBearer(token string, h http.Handler) http.Handler {
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// MaxReflectionStreams bounds the server reflection streams open at once,
+// on every connection. Each request of one (some 40 bytes) is answered
+// with up to 16 KB of descriptors, and a stream whose client does not read
+// queues about 200 KB before its handler blocks: 100 streams on each of 64
+// connections held 1.2 GB. A tool such as grpcurl opens one, briefly.
+const MaxReflectionStreams = 16
+
+// reflectionMethod reports whether method is server reflection's (v1 or
+// v1alpha).
+func reflectionMethod(method string) bool {
+	return strings.HasPrefix(method, "/grpc.reflection.v1.ServerReflection/") ||
+		strings.HasPrefix(method, "/grpc.reflection.v1alpha.ServerReflection/")
 }
 
 // admitted reports whether method waits for a turn: the calls that rank,

@@ -237,3 +237,51 @@ func TestCallsWaitingToStartAreBounded(t *testing.T) {
 		}
 	}
 }
+
+// Server reflection streams are bounded daemon-wide: a client opening
+// many and reading none of their answers cannot queue them on every
+// stream of every connection. One past the bound fails at once; a
+// stream that ends gives its place to the next.
+func TestReflectionStreamsAreBounded(t *testing.T) {
+	dial := startGuarded(t, service.GuardOptions{}, &stubService{})
+	rc := reflectionpb.NewServerReflectionClient(dial())
+	open := func(ctx context.Context) (reflectionpb.ServerReflection_ServerReflectionInfoClient, error) {
+		s, err := rc.ServerReflectionInfo(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if err := s.Send(&reflectionpb.ServerReflectionRequest{MessageRequest: &reflectionpb.ServerReflectionRequest_ListServices{}}); err != nil {
+			return nil, err
+		}
+		_, err = s.Recv()
+		return s, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var first context.CancelFunc
+	for i := range service.MaxReflectionStreams {
+		sctx, scancel := context.WithCancel(ctx)
+		defer scancel()
+		if i == 0 {
+			first = scancel
+		}
+		if _, err := open(sctx); err != nil {
+			t.Fatalf("reflection stream %d: %v", i+1, err)
+		}
+	}
+	if _, err := open(ctx); status.Code(err) != codes.ResourceExhausted {
+		t.Fatalf("a reflection stream past %d open: %v, want RESOURCE_EXHAUSTED", service.MaxReflectionStreams, err)
+	}
+	first()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, err := open(ctx)
+		if err == nil {
+			break
+		}
+		if status.Code(err) != codes.ResourceExhausted || time.Now().After(deadline) {
+			t.Fatalf("a reflection stream after one ended: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
