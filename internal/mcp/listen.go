@@ -76,6 +76,9 @@ type listenTracker struct {
 	byID    map[string]*listen // idKey of the request → listen, until answered
 	byURI   map[string]*listen // resource URI → the live listen that asked for it
 	refused map[string]string  // resource URI → why the server did not honour it
+	// refusedAll, once set, is why every URI counts as refused: the
+	// server refused maxRefused of them (refused is then nil).
+	refusedAll string
 }
 
 func newListenTracker() *listenTracker {
@@ -158,7 +161,7 @@ func (t *listenTracker) received(msg jsonrpc.Message) {
 			// before the caller that sent it looks for it.
 			for _, u := range l.uris {
 				if !l.honoured[u] {
-					t.refused[u] = "left out of the acknowledgement"
+					t.refuseLocked(u, "left out of the acknowledgement")
 				}
 			}
 		}
@@ -191,7 +194,7 @@ func (t *listenTracker) received(msg jsonrpc.Message) {
 			}
 			if !l.cancelled {
 				for _, u := range l.uris {
-					t.refused[u] = l.refusal
+					t.refuseLocked(u, l.refusal)
 				}
 			}
 			close(l.acked)
@@ -291,8 +294,28 @@ func (t *listenTracker) verdict(l *listen, uri string) (bool, string) {
 		}
 		why = "left out of the acknowledgement"
 	}
-	t.refused[uri] = why
+	t.refuseLocked(uri, why)
 	return false, why
+}
+
+// maxRefused bounds the URIs a connection remembers as refused. A server
+// that refuses this many distinct ones (each a template expansion, say,
+// with a 1 KiB message) is taken to refuse them all: held one by one they
+// grew without end, about 1.3 KB each.
+const maxRefused = 4096
+
+// refuseLocked remembers that the server did not honour uri, and why;
+// t.mu is held.
+func (t *listenTracker) refuseLocked(uri, why string) {
+	if t.refusedAll != "" {
+		return
+	}
+	if _, ok := t.refused[uri]; !ok && len(t.refused) >= maxRefused {
+		t.refusedAll = fmt.Sprintf("the server refused listens for %d resources; no more are asked on this connection (the last: %s)", maxRefused, why)
+		t.refused = nil
+		return
+	}
+	t.refused[uri] = why
 }
 
 // refusal returns why the server did not honour uri on this connection, or
@@ -302,6 +325,9 @@ func (t *listenTracker) verdict(l *listen, uri string) (bool, string) {
 func (t *listenTracker) refusal(uri string) string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.refusedAll != "" {
+		return t.refusedAll
+	}
 	return t.refused[uri]
 }
 

@@ -2,6 +2,8 @@ package mcp
 
 import (
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -58,5 +60,32 @@ func TestListenRefusalsAreRememberedWhenTheStreamEndsFirst(t *testing.T) {
 	tr.received(end(4, &jsonrpc.Error{Code: -32800, Message: "cancelled"}))
 	if why := tr.refusal("doc://cancelled"); why != "" {
 		t.Errorf("a stream contextd cancelled counts as refused: %q", why)
+	}
+}
+
+// A server refusing the listens of ever new URIs (template expansions)
+// cannot grow the refusals a connection remembers without end: past
+// maxRefused it is taken to refuse every URI.
+func TestListenRefusalsAreBounded(t *testing.T) {
+	tr := newListenTracker()
+	why := strings.Repeat("no ", 340)
+	for i := range maxRefused + 1000 {
+		rid, _ := jsonrpc.MakeID(float64(i + 1))
+		uri := fmt.Sprintf("tmpl://x/%d", i)
+		params, _ := json.Marshal(map[string]any{"notifications": map[string]any{"resourceSubscriptions": []string{uri}}})
+		tr.sent(&jsonrpc.Request{ID: rid, Method: "subscriptions/listen", Params: params})
+		tr.received(&jsonrpc.Response{ID: rid, Error: &jsonrpc.Error{Code: -32603, Message: why}})
+		if got := tr.refusal(uri); got == "" {
+			t.Fatalf("listen %d refused, not remembered", i)
+		}
+	}
+	tr.mu.Lock()
+	held := len(tr.refused)
+	tr.mu.Unlock()
+	if held > maxRefused {
+		t.Errorf("%d refusals held, over %d", held, maxRefused)
+	}
+	if got := tr.refusal("tmpl://x/never-asked"); got == "" {
+		t.Error("past the bound, a URI never asked for counts as not refused: it would be asked")
 	}
 }
