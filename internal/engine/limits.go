@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -97,9 +98,18 @@ type readBudget struct {
 	bytes int
 }
 
-// newReadBudget returns the read budget of a request starting now.
-func (e *Engine) newReadBudget() *readBudget {
-	return &readBudget{lim: e.set().limits, until: time.Now().Add(e.reqReadTO), time: e.reqReadTO}
+// newReadBudget returns the read budget of a request starting now, whose
+// context is ctx. With a deadline, the reads end a tenth of the time left
+// before it (at least 100 ms, at most 5 s), so the caller gets what was
+// read rather than DEADLINE_EXCEEDED: a caller waiting 60 s (the CLI's
+// default) got nothing from a request whose reads took their whole 60 s.
+func (e *Engine) newReadBudget(ctx context.Context) *readBudget {
+	t := e.reqReadTO
+	if dl, ok := ctx.Deadline(); ok {
+		left := time.Until(dl)
+		t = max(0, min(t, left-min(max(left/10, 100*time.Millisecond), 5*time.Second)))
+	}
+	return &readBudget{lim: e.set().limits, until: time.Now().Add(t), time: t}
 }
 
 // start claims one read and returns how much of the request's read time is

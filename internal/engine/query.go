@@ -294,7 +294,7 @@ func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (out *Assemb
 		TokenBudget: req.TokenBudget, IncludeBinary: req.IncludeBinary, MaxItems: req.MaxItems,
 		IncludeUserAudience: req.IncludeUserAudience,
 		Query:               req.Query, ValueFloor: floor, Now: time.Now(), Estimator: e.est,
-	}, cands, e.reader(fetched, e.newReadBudget()), e.tok)
+	}, cands, e.reader(fetched, e.newReadBudget(ctx)), e.tok)
 	if err != nil {
 		return nil, err
 	}
@@ -364,7 +364,12 @@ const (
 // starts such a spell too.
 func (e *Engine) reader(log *fetchLog, budget *readBudget) selector.ReadFunc {
 	var mu sync.Mutex
-	stalled := map[string]bool{}
+	stalled := map[string]string{} // server → why its later reads are skipped
+	type answers struct {
+		took  time.Duration
+		bytes int
+	}
+	answered := map[string]answers{} // server → its answers in this request
 	return func(ctx context.Context, server, uri string) ([]selector.Content, error) {
 		m, ok := e.mirror(server)
 		if !ok {
@@ -373,8 +378,8 @@ func (e *Engine) reader(log *fetchLog, budget *readBudget) selector.ReadFunc {
 		mu.Lock()
 		skip := stalled[server]
 		mu.Unlock()
-		if skip {
-			return nil, fmt.Errorf("server %q: skipped: an earlier read in this request got no answer in time", server)
+		if skip != "" {
+			return nil, fmt.Errorf("server %q: skipped: %s", server, skip)
 		}
 		key := resource.Key{Server: server, URI: uri}
 		d, listed := e.ix.Get(key)
@@ -398,7 +403,7 @@ func (e *Engine) reader(log *fetchLog, budget *readBudget) selector.ReadFunc {
 		took := time.Since(start)
 		// Only an answer from the server says how it answers now: a copy
 		// from the cache must not end a spell.
-		answered := err == nil && !f.At.Before(start)
+		fromServer := err == nil && !f.At.Before(start)
 		if errors.Is(err, mcp.ErrTooLarge) {
 			e.tooLarge.remember(key, ver, err, time.Now())
 		}
@@ -419,11 +424,11 @@ func (e *Engine) reader(log *fetchLog, budget *readBudget) selector.ReadFunc {
 		switch {
 		case err != nil && ctx.Err() == nil && rctx.Err() != nil && cut:
 			// The request's deadline, not the server's fault alone.
-			return nil, fmt.Errorf("server %q: read %q: no answer within the %v left of this request's %v of reads", server, uri, timeout.Round(time.Millisecond), e.reqReadTO)
+			return nil, fmt.Errorf("server %q: read %q: no answer within the %v left of this request's %v of reads", server, uri, timeout.Round(time.Millisecond), budget.time.Round(time.Millisecond))
 		case err != nil && ctx.Err() == nil && rctx.Err() != nil:
 			// Our deadline, not the caller's: this read fails, selection goes on.
 			mu.Lock()
-			stalled[server] = true
+			stalled[server] = "an earlier read in this request got no answer in time"
 			mu.Unlock()
 			if !slow {
 				// Only a full timeout starts a spell; a short one inside a
@@ -435,14 +440,34 @@ func (e *Engine) reader(log *fetchLog, budget *readBudget) selector.ReadFunc {
 				return nil, fmt.Errorf("server %q: read %q: no answer within %v (the server has been slow: reads get %v until one succeeds or %v pass)", server, uri, timeout, e.slowTO, e.slowFor)
 			}
 			return nil, fmt.Errorf("server %q: read %q: no answer within %v", server, uri, timeout)
-		case answered && slow:
+		case fromServer && slow:
 			e.markSlow(server, false)
-		case answered && took > e.readTO/lateReadFraction && float64(contentBytes(c)) < lateReadRate*took.Seconds():
+		case fromServer && took > e.readTO/lateReadFraction && float64(contentBytes(c)) < lateReadRate*took.Seconds():
 			// Answered, but late and little: a server answering every read
 			// just inside the timeout would otherwise hold each request
 			// that reads it (and its admission turn) as long as a hung
 			// one, and never start a spell.
 			e.markSlow(server, true)
+		}
+		if fromServer {
+			// Late and little in all: a server answering each read just
+			// under the lateness above (or in a few seconds) would
+			// otherwise take the whole read time of every request that
+			// ranks its resources, one read after another. Its later
+			// candidates in this request are skipped, and a spell starts.
+			mu.Lock()
+			a := answered[server]
+			a.took += took
+			a.bytes += contentBytes(c)
+			answered[server] = a
+			late := stalled[server] == "" && a.took > e.readTO/lateReadFraction && float64(a.bytes) < lateReadRate*a.took.Seconds()
+			if late {
+				stalled[server] = fmt.Sprintf("its reads in this request already took %v of read time for %d bytes", a.took.Round(time.Millisecond), a.bytes)
+			}
+			mu.Unlock()
+			if late {
+				e.markSlow(server, true)
+			}
 		}
 		return c, err
 	}

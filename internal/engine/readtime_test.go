@@ -60,3 +60,90 @@ func TestSlowButNotSilentServerCannotStretchAnAssemble(t *testing.T) {
 		}
 	})
 }
+
+// A server that answers each read in a little under the lateness that
+// starts a slow spell (a quarter of the read timeout) cannot take a whole
+// request's read time one read after another: once its answers in one
+// request add up past that lateness, at a low rate, its later candidates
+// are skipped and a spell starts. Ten such reads took ten seconds.
+func TestAnswersLateInAllSkipTheServersLaterReads(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const readTimeout, each = 5 * time.Second, time.Second // lateness: 1.25 s
+		slow := mcptest.NewServer(nil, nil)
+		for i := range 10 {
+			slow.AddResource(&mcpsdk.Resource{URI: fmt.Sprintf("doc://architecture-%d", i), Name: "architecture notes"},
+				func(ctx context.Context, r *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+					select {
+					case <-time.After(each):
+					case <-ctx.Done():
+						return nil, ctx.Err()
+					}
+					return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: r.Params.URI, Text: "a short note on the architecture of " + r.Params.URI}}}, nil
+				})
+		}
+		cfg := &config.Config{Servers: []config.Server{{Name: "slow", Transport: config.TransportStdio, Command: "unused", NoContentIndex: true}}}
+		eng := newEngineOpts(t, "", map[string]*mcpsdk.Server{"slow": slow}, engine.Options{Config: cfg, ReadTimeout: readTimeout})
+		start := time.Now()
+		res, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "architecture notes", TokenBudget: 4000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if el := time.Since(start); el != 2*each {
+			t.Errorf("Assemble took %v over %d reads, want 2 reads' %v", el, res.Reads, 2*each)
+		}
+		if len(res.Items) != 2 {
+			t.Errorf("%d items, want the 2 read before the skip", len(res.Items))
+		}
+		skipped := 0
+		for _, o := range res.Omitted {
+			if o.Reason == selector.OmitReadFailed && strings.Contains(o.Detail, "skipped: its reads in this request already took") {
+				skipped++
+			}
+		}
+		if skipped == 0 {
+			t.Errorf("no candidate skipped for the server's late answers: %+v", res.Omitted)
+		}
+		// In the spell each read gets the slow timeout (2 s): these
+		// answers fit it, so the spell ends and starts again with the
+		// next request's second answer.
+		start = time.Now()
+		if _, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "architecture notes", TokenBudget: 4000}); err != nil {
+			t.Fatal(err)
+		}
+		if el := time.Since(start); el > 2*each {
+			t.Errorf("the next Assemble took %v, want at most %v", el, 2*each)
+		}
+	})
+}
+
+// A request's reads end before the caller's deadline, with a margin for
+// packing, so the caller gets what was read: a caller waiting as long as
+// the request's read time got DEADLINE_EXCEEDED and nothing.
+func TestReadsEndBeforeTheCallersDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const each = 3 * time.Second
+		slow := mcptest.NewServer(nil, nil)
+		for i := range 4 {
+			slow.AddResource(&mcpsdk.Resource{URI: fmt.Sprintf("doc://architecture-%d", i), Name: "architecture notes"},
+				func(ctx context.Context, r *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+					select {
+					case <-time.After(each):
+					case <-ctx.Done():
+						return nil, ctx.Err()
+					}
+					return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: r.Params.URI, Text: "a short note on the architecture of " + r.Params.URI}}}, nil
+				})
+		}
+		cfg := &config.Config{Servers: []config.Server{{Name: "slow", Transport: config.TransportStdio, Command: "unused", NoContentIndex: true}}}
+		eng := newEngineOpts(t, "", map[string]*mcpsdk.Server{"slow": slow}, engine.Options{Config: cfg, ReadTimeout: 30 * time.Second})
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		defer cancel()
+		res, err := eng.Assemble(ctx, engine.AssembleRequest{Query: "architecture notes", TokenBudget: 4000})
+		if err != nil {
+			t.Fatalf("Assemble with a 5 s deadline over 3 s reads: %v", err)
+		}
+		if len(res.Items) != 1 {
+			t.Errorf("%d items, want the one read before the deadline's margin", len(res.Items))
+		}
+	})
+}
