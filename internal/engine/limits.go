@@ -144,6 +144,13 @@ func contentBytes(contents []resource.Content) int {
 // strings: an empty item still costs an entry in the answer.
 const itemOverhead = 64
 
+// bytesLeft returns the bytes of contents the request may still read.
+func (b *readBudget) bytesLeft() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.lim.MaxResponseBytes - b.bytes
+}
+
 // spend counts the bytes of contents read (each item's text or blob, URI,
 // MIME type and error, and itemOverhead); it fails, and the contents are
 // not used, when they would take the request past MaxResponseBytes. An
@@ -233,7 +240,8 @@ type tooLargeReads struct {
 type tooLarge struct {
 	version string
 	until   time.Time
-	err     string
+	err     string // why no request can use it; "" when only size is known
+	size    int    // bytes (contentBytes) of the last read of a result that did not fit
 }
 
 // version identifies what a read of d returns: a change of size,
@@ -249,10 +257,33 @@ func (t *tooLargeReads) check(k resource.Key, v string, now time.Time) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	e, ok := t.m[k]
-	if !ok || e.version != v || now.After(e.until) {
+	if !ok || e.version != v || now.After(e.until) || e.err == "" {
 		return nil
 	}
 	return fmt.Errorf("not read again: this version's last read failed: %s", e.err)
+}
+
+// size returns the bytes of the last read of version v of k that did not
+// fit its request, or 0.
+func (t *tooLargeReads) size(k resource.Key, v string, now time.Time) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e, ok := t.m[k]
+	if !ok || e.version != v || now.After(e.until) {
+		return 0
+	}
+	return e.size
+}
+
+// rememberSize notes that version v of k read n bytes, more than its
+// request had left.
+func (t *tooLargeReads) rememberSize(k resource.Key, v string, n int, now time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.m == nil || len(t.m) >= maxTooLarge {
+		t.m = map[resource.Key]tooLarge{}
+	}
+	t.m[k] = tooLarge{version: v, until: now.Add(tooLargeFor), size: n}
 }
 
 func (t *tooLargeReads) remember(k resource.Key, v string, err error, now time.Time) {

@@ -236,3 +236,52 @@ func TestQueriesAreBoundedInBytes(t *testing.T) {
 		t.Errorf("Assemble with a query at the bound: %v", err)
 	}
 }
+
+// A read that did not fit what its request had left of max_response_bytes
+// is not downloaded again, to be dropped again, by the next request with
+// as little left: its size is remembered for that version. Nor is one
+// whose declared size is over what is left. Reads of 8 MB each were
+// downloaded and decoded by every request, nine at a time.
+func TestReadsThatCannotFitAreNotDownloaded(t *testing.T) {
+	const limit, each = 10000, 6000
+	srv := mcptest.NewServer(nil, nil)
+	var mu gosync.Mutex
+	reads := map[string]int{}
+	read := func(_ context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+		mu.Lock()
+		reads[req.Params.URI]++
+		mu.Unlock()
+		return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain",
+			Text: req.Params.URI + " " + strings.Repeat("notes ", each/6)}}}, nil
+	}
+	var pins []resource.Key
+	for i := range 3 {
+		u := fmt.Sprintf("x://doc/%d", i)
+		srv.AddResource(&mcpsdk.Resource{URI: u, Name: "doc"}, read)
+		pins = append(pins, resource.Key{Server: "s", URI: u})
+	}
+	srv.AddResource(&mcpsdk.Resource{URI: "x://big", Name: "doc", Size: 2 * limit}, read)
+	pins = append(pins, resource.Key{Server: "s", URI: "x://big"})
+	cfg := &config.Config{Servers: []config.Server{{Name: "s", Transport: config.TransportStdio, Command: "unused", NoContentIndex: true}},
+		Limits: config.Limits{MaxResponseBytes: limit}}
+	eng := newEngineOpts(t, "", map[string]*mcpsdk.Server{"s": srv}, engine.Options{Config: cfg})
+	for range 3 {
+		res, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "notes", TokenBudget: 100000, Pinned: pins})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Items) != 1 {
+			t.Fatalf("%d items, want the one that fits", len(res.Items))
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if reads["x://big"] != 0 {
+		t.Errorf("a resource declaring %d bytes, over the %d a request may read, was read %d times", 2*limit, limit, reads["x://big"])
+	}
+	for _, u := range []string{"x://doc/1", "x://doc/2"} {
+		if reads[u] != 1 {
+			t.Errorf("%s, which never fits after the first, was read %d times in 3 requests, want once", u, reads[u])
+		}
+	}
+}

@@ -387,6 +387,15 @@ func (e *Engine) reader(log *fetchLog, budget *readBudget) selector.ReadFunc {
 		if err := e.tooLarge.check(key, ver, time.Now()); err != nil {
 			return nil, err
 		}
+		// What cannot fit is not downloaded to be dropped: a resource
+		// whose declared size, or whose last read of this version, is
+		// over what this request may still read (each such read of
+		// 8 MB was downloaded and decoded again by every request).
+		if left := budget.bytesLeft(); listed && int64(d.Size) > int64(left) {
+			return nil, fmt.Errorf("not read: its declared size, %d bytes, is over the %d this request has left (max_response_bytes)", d.Size, left)
+		} else if n := e.tooLarge.size(key, ver, time.Now()); n > left {
+			return nil, fmt.Errorf("not read: its last read was %d bytes, over the %d this request has left (max_response_bytes)", n, left)
+		}
 		left, err := budget.start()
 		if err != nil {
 			return nil, err
@@ -409,10 +418,14 @@ func (e *Engine) reader(log *fetchLog, budget *readBudget) selector.ReadFunc {
 		}
 		if err == nil {
 			if err := budget.spend(c); err != nil {
-				if contentBytes(c) > budget.lim.MaxResponseBytes {
+				if n := contentBytes(c); n > budget.lim.MaxResponseBytes {
 					// No request could use it: remembered as a read over
 					// max_message_bytes is, not downloaded by each.
 					e.tooLarge.remember(key, ver, err, time.Now())
+				} else {
+					// A request with less read could: its size is
+					// checked before the next read of this version.
+					e.tooLarge.rememberSize(key, ver, n, time.Now())
 				}
 				return nil, err
 			}
