@@ -171,7 +171,7 @@ func RequireBearer(token string, h http.Handler) http.Handler {
 }
 
 // MaxReflectionStreams bounds the server reflection streams open at once,
-// on every connection. Each request of one (some 40 bytes) is answered
+// all connections together; one past it fails with RESOURCE_EXHAUSTED. Each request of one (some 40 bytes) is answered
 // with up to 16 KB of descriptors, and a stream whose client does not read
 // queues about 200 KB before its handler blocks: 100 streams on each of 64
 // connections held 1.2 GB. A tool such as grpcurl opens one, briefly.
