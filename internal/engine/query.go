@@ -405,6 +405,18 @@ func (e *Engine) reader(log *fetchLog, budget *readBudget) selector.ReadFunc {
 		if cut {
 			timeout = left
 		}
+		// A server whose answers in this request came at a low rate gets
+		// what is left of its share (the lateness of one read) for the
+		// next: a server answering each read in a little under the
+		// lateness would otherwise hold the request, and its turn, for
+		// two of them.
+		mu.Lock()
+		a := answered[server]
+		mu.Unlock()
+		share, shareCut := e.readTO/lateReadFraction-a.took, false
+		if a.took > 0 && float64(a.bytes) < lateReadRate*a.took.Seconds() && share < timeout {
+			timeout, shareCut = max(share, time.Millisecond), true
+		}
 		rctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
 		start := time.Now()
@@ -435,6 +447,13 @@ func (e *Engine) reader(log *fetchLog, budget *readBudget) selector.ReadFunc {
 			log.mu.Unlock()
 		}
 		switch {
+		case err != nil && ctx.Err() == nil && rctx.Err() != nil && shareCut:
+			// Late in all: no spell, which would fail every caller of a
+			// server answering each read in a few seconds.
+			mu.Lock()
+			stalled[server] = fmt.Sprintf("its reads in this request took %v of read time for %d bytes", (a.took + timeout).Round(time.Millisecond), a.bytes)
+			mu.Unlock()
+			return nil, fmt.Errorf("server %q: read %q: no answer within the %v left of its share of this request's read time (its answers so far came late)", server, uri, timeout.Round(time.Millisecond))
 		case err != nil && ctx.Err() == nil && rctx.Err() != nil && cut:
 			// The request's deadline, not the server's fault alone.
 			return nil, fmt.Errorf("server %q: read %q: no answer within the %v left of this request's %v of reads", server, uri, timeout.Round(time.Millisecond), budget.time.Round(time.Millisecond))
@@ -467,7 +486,10 @@ func (e *Engine) reader(log *fetchLog, budget *readBudget) selector.ReadFunc {
 			// under the lateness above (or in a few seconds) would
 			// otherwise take the whole read time of every request that
 			// ranks its resources, one read after another. Its later
-			// candidates in this request are skipped, and a spell starts.
+			// candidates in this request are skipped. No spell starts:
+			// its reads each came within the slow timeout's reach or
+			// not, and a spell's 2 s reads would fail every caller of an
+			// honest server answering in 3 s for the spell's minute.
 			mu.Lock()
 			a := answered[server]
 			a.took += took
@@ -475,12 +497,9 @@ func (e *Engine) reader(log *fetchLog, budget *readBudget) selector.ReadFunc {
 			answered[server] = a
 			late := stalled[server] == "" && a.took > e.readTO/lateReadFraction && float64(a.bytes) < lateReadRate*a.took.Seconds()
 			if late {
-				stalled[server] = fmt.Sprintf("its reads in this request already took %v of read time for %d bytes", a.took.Round(time.Millisecond), a.bytes)
+				stalled[server] = fmt.Sprintf("its reads in this request took %v of read time for %d bytes", a.took.Round(time.Millisecond), a.bytes)
 			}
 			mu.Unlock()
-			if late {
-				e.markSlow(server, true)
-			}
 		}
 		return c, err
 	}
