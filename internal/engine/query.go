@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/contextd/contextd/internal/config"
 	"github.com/contextd/contextd/internal/mcp"
 	"github.com/contextd/contextd/internal/resource"
 	"github.com/contextd/contextd/internal/selector"
@@ -366,8 +367,9 @@ func (e *Engine) reader(log *fetchLog, budget *readBudget) selector.ReadFunc {
 	var mu sync.Mutex
 	stalled := map[string]string{} // server → why its later reads are skipped
 	type answers struct {
-		took  time.Duration
-		bytes int
+		took  time.Duration // reads the server answered (errors too)
+		bytes int           // contents they brought
+		spell bool          // a read found the server in a slow spell
 	}
 	answered := map[string]answers{} // server → its answers in this request
 	return func(ctx context.Context, server, uri string) ([]selector.Content, error) {
@@ -405,17 +407,42 @@ func (e *Engine) reader(log *fetchLog, budget *readBudget) selector.ReadFunc {
 		if cut {
 			timeout = left
 		}
-		// A server whose answers in this request came at a low rate gets
-		// what is left of its share (the lateness of one read) for the
-		// next: a server answering each read in a little under the
-		// lateness would otherwise hold the request, and its turn, for
-		// two of them.
+		// A server's reads in one request share the lateness of one read
+		// (7.5 s by default), lengthened by what they bring at the rate
+		// that fills max_response_bytes in that time: once it has
+		// answered, its next read gets what is left, and none is made
+		// when nothing is. A server answering each read just under the
+		// lateness, with errors, or with bytes nobody can use would
+		// otherwise hold the request, and its turn, for many reads. No
+		// spell starts from it: an honest server answering in a few
+		// seconds, past the spell's 2 s reads, would then fail every
+		// caller for the spell's minute.
 		mu.Lock()
 		a := answered[server]
+		if slow {
+			a.spell = true
+			answered[server] = a
+		}
 		mu.Unlock()
-		share, shareCut := e.readTO/lateReadFraction-a.took, false
-		if a.took > 0 && float64(a.bytes) < lateReadRate*a.took.Seconds() && share < timeout {
-			timeout, shareCut = max(share, time.Millisecond), true
+		shareCut := false
+		if a.took > 0 {
+			allow := e.readTO/lateReadFraction + time.Duration(float64(a.bytes)/fillRate(budget.lim, e.readTO)*float64(time.Second)) - a.took
+			if allow <= 0 {
+				why := fmt.Sprintf("its reads in this request took %v of read time for %d bytes", a.took.Round(time.Millisecond), a.bytes)
+				mu.Lock()
+				stalled[server] = why
+				mu.Unlock()
+				return nil, fmt.Errorf("server %q: skipped: %s", server, why)
+			}
+			if allow < timeout {
+				timeout, shareCut = allow, true
+			}
+		}
+		if a.spell && e.slowTO < timeout {
+			// A quick answer may end the spell, but not for the rest of
+			// this request: a server answering one read at once and the
+			// next after the full timeout would get it every other read.
+			timeout, shareCut = e.slowTO, false
 		}
 		rctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
@@ -481,28 +508,27 @@ func (e *Engine) reader(log *fetchLog, budget *readBudget) selector.ReadFunc {
 			// one, and never start a spell.
 			e.markSlow(server, true)
 		}
-		if fromServer {
-			// Late and little in all: a server answering each read just
-			// under the lateness above (or in a few seconds) would
-			// otherwise take the whole read time of every request that
-			// ranks its resources, one read after another. Its later
-			// candidates in this request are skipped. No spell starts:
-			// its reads each came within the slow timeout's reach or
-			// not, and a spell's 2 s reads would fail every caller of an
-			// honest server answering in 3 s for the spell's minute.
+		if fromServer || err != nil && ctx.Err() == nil && rctx.Err() == nil && !errors.Is(err, mcp.ErrTooLarge) {
 			mu.Lock()
 			a := answered[server]
 			a.took += took
-			a.bytes += contentBytes(c)
-			answered[server] = a
-			late := stalled[server] == "" && a.took > e.readTO/lateReadFraction && float64(a.bytes) < lateReadRate*a.took.Seconds()
-			if late {
-				stalled[server] = fmt.Sprintf("its reads in this request took %v of read time for %d bytes", a.took.Round(time.Millisecond), a.bytes)
+			if err == nil {
+				a.bytes += contentBytes(c)
 			}
+			answered[server] = a
 			mu.Unlock()
 		}
 		return c, err
 	}
+}
+
+// fillRate is the rate, in bytes a second, at which a server's answers in
+// one request earn it read time past the lateness of one read: the rate
+// that fills max_response_bytes in that lateness (1.1 MB/s by default),
+// at least lateReadRate. A server that keeps it up ends the request by
+// filling its bytes instead.
+func fillRate(l config.Limits, readTO time.Duration) float64 {
+	return max(lateReadRate, float64(l.MaxResponseBytes)/(readTO/lateReadFraction).Seconds())
 }
 
 // readTimeout returns the timeout for a read from server, and whether the

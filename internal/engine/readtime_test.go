@@ -70,46 +70,60 @@ func TestSlowButNotSilentServerCannotStretchAnAssemble(t *testing.T) {
 // spell's 2 s reads, would otherwise give other callers nothing for a
 // minute after each such request.
 func TestAnswersLateInAllSkipTheServersLaterReads(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		const readTimeout, each = 30 * time.Second, 3 * time.Second // lateness: 7.5 s
-		slow := mcptest.NewServer(nil, nil)
-		for i := range 10 {
-			slow.AddResource(&mcpsdk.Resource{URI: fmt.Sprintf("doc://architecture-%d", i), Name: "architecture notes"},
-				func(ctx context.Context, r *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
-					select {
-					case <-time.After(each):
-					case <-ctx.Done():
-						return nil, ctx.Err()
-					}
-					return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: r.Params.URI, Text: "a short note on the architecture of " + r.Params.URI}}}, nil
-				})
-		}
-		cfg := &config.Config{Servers: []config.Server{{Name: "slow", Transport: config.TransportStdio, Command: "unused", NoContentIndex: true}}}
-		eng := newEngineOpts(t, "", map[string]*mcpsdk.Server{"slow": slow}, engine.Options{Config: cfg, ReadTimeout: readTimeout})
-		for i := range 2 {
-			start := time.Now()
-			res, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "architecture notes", TokenBudget: 4000})
-			if err != nil {
-				t.Fatal(err)
-			}
-			// Two answers (6 s), then what is left of the 7.5 s share.
-			if el := time.Since(start); el != readTimeout/4 {
-				t.Errorf("Assemble %d took %v over %d reads, want the server's share, %v", i, el, res.Reads, readTimeout/4)
-			}
-			if len(res.Items) != 2 {
-				t.Errorf("Assemble %d: %d items, want the 2 read within the server's share", i, len(res.Items))
-			}
-			skipped := 0
-			for _, o := range res.Omitted {
-				if o.Reason == selector.OmitReadFailed && strings.Contains(o.Detail, "skipped: its reads in this request took") {
-					skipped++
+	for _, kind := range []string{"text", "error"} {
+		t.Run(kind, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) { lateInAll(t, kind) })
+		})
+	}
+}
+
+func lateInAll(t *testing.T, kind string) {
+	const readTimeout, each = 30 * time.Second, 3 * time.Second // lateness: 7.5 s
+	slow := mcptest.NewServer(nil, nil)
+	for i := range 10 {
+		slow.AddResource(&mcpsdk.Resource{URI: fmt.Sprintf("doc://architecture-%d", i), Name: "architecture notes"},
+			func(ctx context.Context, r *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+				select {
+				case <-time.After(each):
+				case <-ctx.Done():
+					return nil, ctx.Err()
 				}
-			}
-			if skipped == 0 {
-				t.Errorf("Assemble %d: no candidate skipped for the server's late answers: %+v", i, res.Omitted)
+				if kind == "error" {
+					return nil, fmt.Errorf("not now")
+				}
+				return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: r.Params.URI, Text: "a short note on the architecture of " + r.Params.URI}}}, nil
+			})
+	}
+	cfg := &config.Config{Servers: []config.Server{{Name: "slow", Transport: config.TransportStdio, Command: "unused", NoContentIndex: true}}}
+	eng := newEngineOpts(t, "", map[string]*mcpsdk.Server{"slow": slow}, engine.Options{Config: cfg, ReadTimeout: readTimeout})
+	wantItems := 2
+	if kind == "error" {
+		wantItems = 0
+	}
+	for i := range 2 {
+		start := time.Now()
+		res, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "architecture notes", TokenBudget: 4000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Two answers (6 s), then what is left of the 7.5 s share (a
+		// little more for the bytes the answers brought).
+		if el := time.Since(start); el < readTimeout/4 || el > readTimeout/4+10*time.Millisecond {
+			t.Errorf("Assemble %d took %v over %d reads, want the server's share, %v", i, el, res.Reads, readTimeout/4)
+		}
+		if len(res.Items) != wantItems {
+			t.Errorf("Assemble %d: %d items, want %d", i, len(res.Items), wantItems)
+		}
+		skipped := 0
+		for _, o := range res.Omitted {
+			if o.Reason == selector.OmitReadFailed && strings.Contains(o.Detail, "skipped: its reads in this request took") {
+				skipped++
 			}
 		}
-	})
+		if skipped == 0 {
+			t.Errorf("Assemble %d: no candidate skipped for the server's late answers: %+v", i, res.Omitted)
+		}
+	}
 }
 
 // A request's reads end before the caller's deadline, with a margin for
