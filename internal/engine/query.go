@@ -452,6 +452,9 @@ func (e *Engine) reader(log *fetchLog, budget *readBudget) selector.ReadFunc {
 		// Only an answer from the server says how it answers now: a copy
 		// from the cache must not end a spell.
 		fromServer := err == nil && !f.At.Before(start)
+		// The server answered with an error (not our timeout, not its
+		// answer's size): late, it is as slow as a late answer.
+		answeredErr := err != nil && ctx.Err() == nil && rctx.Err() == nil && !errors.Is(err, mcp.ErrTooLarge)
 		if errors.Is(err, mcp.ErrTooLarge) {
 			e.tooLarge.remember(key, ver, err, time.Now())
 		}
@@ -501,14 +504,14 @@ func (e *Engine) reader(log *fetchLog, budget *readBudget) selector.ReadFunc {
 			return nil, fmt.Errorf("server %q: read %q: no answer within %v", server, uri, timeout)
 		case fromServer && slow:
 			e.markSlow(server, false)
-		case fromServer && took > e.readTO/lateReadFraction && float64(contentBytes(c)) < lateReadRate*took.Seconds():
+		case (fromServer || answeredErr) && took > e.readTO/lateReadFraction && float64(contentBytes(c)) < lateReadRate*took.Seconds():
 			// Answered, but late and little: a server answering every read
 			// just inside the timeout would otherwise hold each request
 			// that reads it (and its admission turn) as long as a hung
 			// one, and never start a spell.
 			e.markSlow(server, true)
 		}
-		if fromServer || err != nil && ctx.Err() == nil && rctx.Err() == nil && !errors.Is(err, mcp.ErrTooLarge) {
+		if fromServer || answeredErr {
 			mu.Lock()
 			a := answered[server]
 			a.took += took

@@ -157,3 +157,35 @@ func TestReadsEndBeforeTheCallersDeadline(t *testing.T) {
 		}
 	})
 }
+
+// An error answered late starts a slow spell as a late answer does: a
+// server answering every read with an error after 29 s otherwise took
+// 29 s of every request that ranked it.
+func TestLateErrorsStartASlowSpell(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const readTimeout, late = 30 * time.Second, 8 * time.Second
+		slow := mcptest.NewServer(nil, nil)
+		for i := range 4 {
+			slow.AddResource(&mcpsdk.Resource{URI: fmt.Sprintf("doc://architecture-%d", i), Name: "architecture notes"},
+				func(ctx context.Context, r *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+					select {
+					case <-time.After(late):
+					case <-ctx.Done():
+						return nil, ctx.Err()
+					}
+					return nil, fmt.Errorf("not now")
+				})
+		}
+		cfg := &config.Config{Servers: []config.Server{{Name: "slow", Transport: config.TransportStdio, Command: "unused", NoContentIndex: true}}}
+		eng := newEngineOpts(t, "", map[string]*mcpsdk.Server{"slow": slow}, engine.Options{Config: cfg, ReadTimeout: readTimeout})
+		for i, want := range []time.Duration{late, engine.DefaultSlowReadTimeout, engine.DefaultSlowReadTimeout} {
+			start := time.Now()
+			if _, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "architecture notes", TokenBudget: 4000}); err != nil {
+				t.Fatal(err)
+			}
+			if el := time.Since(start); el != want {
+				t.Errorf("Assemble %d took %v, want %v", i, el, want)
+			}
+		}
+	})
+}
