@@ -93,9 +93,16 @@ type readBudget struct {
 	until time.Time
 	time  time.Duration // until less the request's start
 
-	mu    sync.Mutex
-	reads int
-	bytes int
+	// dropBlobs is set when the request takes no blobs (include_binary
+	// off): their bytes are counted apart, against a bound of their own,
+	// so a server answering with blobs the request drops cannot use up
+	// the bytes other servers' texts need.
+	dropBlobs bool
+
+	mu      sync.Mutex
+	reads   int
+	bytes   int // contents the request may use
+	dropped int // blobs it drops (dropBlobs)
 }
 
 // newReadBudget returns the read budget of a request starting now, whose
@@ -157,14 +164,31 @@ func (b *readBudget) bytesLeft() int {
 // item's URI is returned with it, kept or dropped, so a read of many empty
 // items with long URIs costs what a read of as much text does.
 func (b *readBudget) spend(contents []resource.Content) error {
-	n := contentBytes(contents)
+	n := b.usable(contents)
+	blobs := contentBytes(contents) - n
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.bytes+n > b.lim.MaxResponseBytes {
 		return fmt.Errorf("dropped: %d bytes would take this request past %d (max_response_bytes)", n, b.lim.MaxResponseBytes)
 	}
+	if b.dropped+blobs > b.lim.MaxResponseBytes {
+		return fmt.Errorf("dropped: %d bytes of blobs, which this request does not take, would take it past %d bytes of such blobs (max_response_bytes)", blobs, b.lim.MaxResponseBytes)
+	}
 	b.bytes += n
+	b.dropped += blobs
 	return nil
+}
+
+// usable returns what spend counts of contents against the bytes the
+// request may use: all of it, or, with dropBlobs, all but the blobs.
+func (b *readBudget) usable(contents []resource.Content) int {
+	n := contentBytes(contents)
+	if b.dropBlobs {
+		for _, c := range contents {
+			n -= len(c.Blob)
+		}
+	}
+	return n
 }
 
 // maxQuotedClaim bounds the bytes of a claimed URI an item's error quotes:

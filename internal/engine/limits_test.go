@@ -285,3 +285,30 @@ func TestReadsThatCannotFitAreNotDownloaded(t *testing.T) {
 		}
 	}
 }
+
+// Blobs a request drops (include_binary off) are counted apart from what
+// it may use: a server answering its top-ranked resource with a blob that
+// fills max_response_bytes left every other server's text unread, the
+// answer empty.
+func TestDroppedBlobsDoNotUseUpTheResponseBytes(t *testing.T) {
+	const limit = 10000
+	blob := mcptest.NewServer(nil, nil)
+	blob.AddResource(&mcpsdk.Resource{URI: "x://blob", Name: "gateway key rotation", MIMEType: "text/plain"},
+		func(_ context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+			return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Blob: make([]byte, limit-90)}}}, nil
+		})
+	text := mcptest.NewServer(map[string]string{"doc://notes": "notes on gateway key rotation\n"}, nil)
+	cfg := &config.Config{Servers: []config.Server{
+		{Name: "blob", Transport: config.TransportStdio, Command: "unused", NoContentIndex: true},
+		{Name: "text", Transport: config.TransportStdio, Command: "unused", NoContentIndex: true}},
+		Limits: config.Limits{MaxResponseBytes: limit}}
+	eng := newEngineOpts(t, "", map[string]*mcpsdk.Server{"blob": blob, "text": text}, engine.Options{Config: cfg})
+	res, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "gateway key rotation", TokenBudget: 4000,
+		Pinned: []resource.Key{{Server: "blob", URI: "x://blob"}, {Server: "text", URI: "doc://notes"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Items) != 1 || res.Items[0].URI != "doc://notes" {
+		t.Errorf("items %+v, want the text server's notes (omitted %+v)", res.Items, res.Omitted)
+	}
+}

@@ -291,11 +291,13 @@ func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (out *Assemb
 			return nil, fmt.Errorf("%w: value floor %v is outside [0, 1]", ErrInvalidArgument, floor)
 		}
 	}
+	budget := e.newReadBudget(ctx)
+	budget.dropBlobs = !req.IncludeBinary
 	res, err := selector.Select(ctx, selector.Request{
 		TokenBudget: req.TokenBudget, IncludeBinary: req.IncludeBinary, MaxItems: req.MaxItems,
 		IncludeUserAudience: req.IncludeUserAudience,
 		Query:               req.Query, ValueFloor: floor, Now: time.Now(), Estimator: e.est,
-	}, cands, e.reader(fetched, e.newReadBudget(ctx)), e.tok)
+	}, cands, e.reader(fetched, budget), e.tok)
 	if err != nil {
 		return nil, err
 	}
@@ -516,7 +518,7 @@ func (e *Engine) reader(log *fetchLog, budget *readBudget) selector.ReadFunc {
 			a := answered[server]
 			a.took += took
 			if err == nil {
-				a.bytes += contentBytes(c)
+				a.bytes += budget.usable(c)
 			}
 			answered[server] = a
 			mu.Unlock()
