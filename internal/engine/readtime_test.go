@@ -23,20 +23,9 @@ import (
 func TestSlowButNotSilentServerCannotStretchAnAssemble(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const readTimeout = 5 * time.Second
-		slow := mcptest.NewServer(nil, nil)
-		for i := range 40 {
-			slow.AddResource(&mcpsdk.Resource{URI: fmt.Sprintf("doc://architecture-%d", i), Name: "architecture notes"},
-				func(ctx context.Context, r *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
-					select {
-					case <-time.After(readTimeout - 100*time.Millisecond):
-					case <-ctx.Done():
-						return nil, ctx.Err()
-					}
-					return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: r.Params.URI, Text: "a short note on the architecture"}}}, nil
-				})
-		}
-		cfg := &config.Config{Servers: []config.Server{{Name: "slow", Transport: config.TransportStdio, Command: "unused", NoContentIndex: true}}}
-		eng := newEngineOpts(t, "", map[string]*mcpsdk.Server{"slow": slow}, engine.Options{Config: cfg, ReadTimeout: readTimeout, RequestReadTime: 12 * time.Second})
+		eng := slowEngine(t, 40, readTimeout-100*time.Millisecond, func(uri string) (*mcpsdk.ReadResourceResult, error) {
+			return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, Text: "a short note on the architecture"}}}, nil
+		}, engine.Options{ReadTimeout: readTimeout, RequestReadTime: 12 * time.Second})
 		start := time.Now()
 		res, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "architecture notes", TokenBudget: 4000})
 		if err != nil {
@@ -79,23 +68,12 @@ func TestAnswersLateInAllSkipTheServersLaterReads(t *testing.T) {
 
 func lateInAll(t *testing.T, kind string) {
 	const readTimeout, each = 30 * time.Second, 3 * time.Second // lateness: 7.5 s
-	slow := mcptest.NewServer(nil, nil)
-	for i := range 10 {
-		slow.AddResource(&mcpsdk.Resource{URI: fmt.Sprintf("doc://architecture-%d", i), Name: "architecture notes"},
-			func(ctx context.Context, r *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
-				select {
-				case <-time.After(each):
-				case <-ctx.Done():
-					return nil, ctx.Err()
-				}
-				if kind == "error" {
-					return nil, fmt.Errorf("not now")
-				}
-				return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: r.Params.URI, Text: "a short note on the architecture of " + r.Params.URI}}}, nil
-			})
-	}
-	cfg := &config.Config{Servers: []config.Server{{Name: "slow", Transport: config.TransportStdio, Command: "unused", NoContentIndex: true}}}
-	eng := newEngineOpts(t, "", map[string]*mcpsdk.Server{"slow": slow}, engine.Options{Config: cfg, ReadTimeout: readTimeout})
+	eng := slowEngine(t, 10, each, func(uri string) (*mcpsdk.ReadResourceResult, error) {
+		if kind == "error" {
+			return nil, fmt.Errorf("not now")
+		}
+		return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, Text: "a short note on the architecture of " + uri}}}, nil
+	}, engine.Options{ReadTimeout: readTimeout})
 	wantItems := 2
 	if kind == "error" {
 		wantItems = 0
@@ -132,20 +110,9 @@ func lateInAll(t *testing.T, kind string) {
 func TestReadsEndBeforeTheCallersDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const each = 3 * time.Second
-		slow := mcptest.NewServer(nil, nil)
-		for i := range 4 {
-			slow.AddResource(&mcpsdk.Resource{URI: fmt.Sprintf("doc://architecture-%d", i), Name: "architecture notes"},
-				func(ctx context.Context, r *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
-					select {
-					case <-time.After(each):
-					case <-ctx.Done():
-						return nil, ctx.Err()
-					}
-					return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: r.Params.URI, Text: "a short note on the architecture of " + r.Params.URI}}}, nil
-				})
-		}
-		cfg := &config.Config{Servers: []config.Server{{Name: "slow", Transport: config.TransportStdio, Command: "unused", NoContentIndex: true}}}
-		eng := newEngineOpts(t, "", map[string]*mcpsdk.Server{"slow": slow}, engine.Options{Config: cfg, ReadTimeout: 30 * time.Second})
+		eng := slowEngine(t, 4, each, func(uri string) (*mcpsdk.ReadResourceResult, error) {
+			return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, Text: "a short note on the architecture of " + uri}}}, nil
+		}, engine.Options{ReadTimeout: 30 * time.Second})
 		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 		defer cancel()
 		res, err := eng.Assemble(ctx, engine.AssembleRequest{Query: "architecture notes", TokenBudget: 4000})
@@ -164,20 +131,9 @@ func TestReadsEndBeforeTheCallersDeadline(t *testing.T) {
 func TestLateErrorsStartASlowSpell(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const readTimeout, late = 30 * time.Second, 8 * time.Second
-		slow := mcptest.NewServer(nil, nil)
-		for i := range 4 {
-			slow.AddResource(&mcpsdk.Resource{URI: fmt.Sprintf("doc://architecture-%d", i), Name: "architecture notes"},
-				func(ctx context.Context, r *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
-					select {
-					case <-time.After(late):
-					case <-ctx.Done():
-						return nil, ctx.Err()
-					}
-					return nil, fmt.Errorf("not now")
-				})
-		}
-		cfg := &config.Config{Servers: []config.Server{{Name: "slow", Transport: config.TransportStdio, Command: "unused", NoContentIndex: true}}}
-		eng := newEngineOpts(t, "", map[string]*mcpsdk.Server{"slow": slow}, engine.Options{Config: cfg, ReadTimeout: readTimeout})
+		eng := slowEngine(t, 4, late, func(uri string) (*mcpsdk.ReadResourceResult, error) {
+			return nil, fmt.Errorf("not now")
+		}, engine.Options{ReadTimeout: readTimeout})
 		for i, want := range []time.Duration{late, engine.DefaultSlowReadTimeout, engine.DefaultSlowReadTimeout} {
 			start := time.Now()
 			if _, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "architecture notes", TokenBudget: 4000}); err != nil {
@@ -188,4 +144,24 @@ func TestLateErrorsStartASlowSpell(t *testing.T) {
 			}
 		}
 	})
+}
+
+// slowEngine returns an engine over one server, "slow", listing n
+// resources doc://architecture-I ("architecture notes"), each read
+// answered by answer after wait; its texts are not indexed.
+func slowEngine(t *testing.T, n int, wait time.Duration, answer func(uri string) (*mcpsdk.ReadResourceResult, error), opts engine.Options) *engine.Engine {
+	slow := mcptest.NewServer(nil, nil)
+	for i := range n {
+		slow.AddResource(&mcpsdk.Resource{URI: fmt.Sprintf("doc://architecture-%d", i), Name: "architecture notes"},
+			func(ctx context.Context, r *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+				select {
+				case <-time.After(wait):
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+				return answer(r.Params.URI)
+			})
+	}
+	opts.Config = &config.Config{Servers: []config.Server{{Name: "slow", Transport: config.TransportStdio, Command: "unused", NoContentIndex: true}}}
+	return newEngineOpts(t, "", map[string]*mcpsdk.Server{"slow": slow}, opts)
 }
