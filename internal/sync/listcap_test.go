@@ -42,27 +42,12 @@ func TestPartialListsCannotGrowAServerPastItsCap(t *testing.T) {
 // its index.
 func partialLists(t *testing.T, opts ctxsync.Options) (ix *index.Index) {
 	synctest.Test(t, func(t *testing.T) {
-		srv := mcptest.NewServer(nil, &mcpsdk.ServerOptions{Capabilities: &mcpsdk.ServerCapabilities{Resources: &mcpsdk.ResourceCapabilities{}}})
-		var mu gosync.Mutex
-		walk := 0
-		srv.AddReceivingMiddleware(func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
-			return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
-				r, ok := req.(*mcpsdk.ListResourcesRequest)
-				if !ok {
-					return next(ctx, method, req)
-				}
-				mu.Lock()
-				if r.Params.Cursor == "" {
-					walk++
-				}
-				w := walk
-				mu.Unlock()
-				res := &mcpsdk.ListResourcesResult{NextCursor: "again"} // repeated: the walk stops, incomplete
-				for i := range 100 {
-					res.Resources = append(res.Resources, &mcpsdk.Resource{URI: fmt.Sprintf("x://%d/%s/%d", w, r.Params.Cursor, i), Name: "x"})
-				}
-				return res, nil
+		srv, walks := walkedServer(func(w int, cursor string) *mcpsdk.ListResourcesResult {
+			res := &mcpsdk.ListResourcesResult{NextCursor: "again"} // repeated: the walk stops, incomplete
+			for i := range 100 {
+				res.Resources = append(res.Resources, &mcpsdk.Resource{URI: fmt.Sprintf("x://%d/%s/%d", w, cursor, i), Name: "x"})
 			}
+			return res
 		})
 		ix = newIndex(t)
 		opts.Server, opts.Index, opts.Dial, opts.PollInterval, opts.ContentMaxResources = "s", ix, mcptest.Dial(t, "s", srv), time.Minute, noContentIndex
@@ -73,10 +58,7 @@ func partialLists(t *testing.T, opts ctxsync.Options) (ix *index.Index) {
 			time.Sleep(61 * time.Second)
 			synctest.Wait()
 		}
-		mu.Lock()
-		walks := walk
-		mu.Unlock()
-		if walks < 4 {
+		if walks := walks(); walks < 4 {
 			t.Fatalf("the server was listed %d times, want a poll a minute", walks)
 		}
 	})
@@ -89,34 +71,19 @@ func partialLists(t *testing.T, opts ctxsync.Options) (ix *index.Index) {
 // 4 of the same URIs 1 KB descriptions (4 KB a list, under the cap).
 func TestPartialListsCannotGrowHeldDescriptorsPastTheCap(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		srv := mcptest.NewServer(nil, &mcpsdk.ServerOptions{Capabilities: &mcpsdk.ServerCapabilities{Resources: &mcpsdk.ResourceCapabilities{}}})
-		var mu gosync.Mutex
-		walk := 0
-		srv.AddReceivingMiddleware(func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
-			return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
-				r, ok := req.(*mcpsdk.ListResourcesRequest)
-				if !ok {
-					return next(ctx, method, req)
+		srv, walks := walkedServer(func(w int, _ string) *mcpsdk.ListResourcesResult {
+			res := &mcpsdk.ListResourcesResult{}
+			if w == 1 {
+				for i := range 50 {
+					res.Resources = append(res.Resources, &mcpsdk.Resource{URI: fmt.Sprintf("x://%d", i), Name: "x"})
 				}
-				mu.Lock()
-				if r.Params.Cursor == "" {
-					walk++
-				}
-				w := walk
-				mu.Unlock()
-				res := &mcpsdk.ListResourcesResult{}
-				if w == 1 {
-					for i := range 50 {
-						res.Resources = append(res.Resources, &mcpsdk.Resource{URI: fmt.Sprintf("x://%d", i), Name: "x"})
-					}
-					return res, nil
-				}
-				res.NextCursor = "again" // repeated: the walk stops, incomplete
-				for i := range 4 {
-					res.Resources = append(res.Resources, &mcpsdk.Resource{URI: fmt.Sprintf("x://%d", (4*w+i)%50), Name: "x", Description: strings.Repeat("d", 1000)})
-				}
-				return res, nil
+				return res
 			}
+			res.NextCursor = "again" // repeated: the walk stops, incomplete
+			for i := range 4 {
+				res.Resources = append(res.Resources, &mcpsdk.Resource{URI: fmt.Sprintf("x://%d", (4*w+i)%50), Name: "x", Description: strings.Repeat("d", 1000)})
+			}
+			return res
 		})
 		ix := newIndex(t)
 		m := ctxsync.New(ctxsync.Options{Server: "s", Index: ix, Dial: mcptest.Dial(t, "s", srv), PollInterval: time.Minute,
@@ -127,14 +94,42 @@ func TestPartialListsCannotGrowHeldDescriptorsPastTheCap(t *testing.T) {
 			time.Sleep(61 * time.Second)
 			synctest.Wait()
 		}
-		mu.Lock()
-		walks := walk
-		mu.Unlock()
-		if walks < 6 {
-			t.Fatalf("the server was listed %d times, want a poll a minute", walks)
+		listed := walks()
+		if listed < 6 {
+			t.Fatalf("the server was listed %d times, want a poll a minute", listed)
 		}
 		if n, b := ix.Len("s"), ix.TextBytes("s"); n != 50 || b > 5000 || b < 5000-1010 {
-			t.Errorf("after %d lists: %d descriptors holding %d bytes of text, want 50 holding up to the cap, 5,000", walks, n, b)
+			t.Errorf("after %d lists: %d descriptors holding %d bytes of text, want 50 holding up to the cap, 5,000", listed, n, b)
 		}
 	})
+}
+
+// walkedServer returns a server whose resources/list answers are list's
+// for the walk it is in (1 for the first; a walk starts with an empty
+// cursor) and the cursor asked for, and a func reporting how many walks
+// began.
+func walkedServer(list func(walk int, cursor string) *mcpsdk.ListResourcesResult) (*mcpsdk.Server, func() int) {
+	srv := mcptest.NewServer(nil, &mcpsdk.ServerOptions{Capabilities: &mcpsdk.ServerCapabilities{Resources: &mcpsdk.ResourceCapabilities{}}})
+	var mu gosync.Mutex
+	walk := 0
+	srv.AddReceivingMiddleware(func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
+		return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
+			r, ok := req.(*mcpsdk.ListResourcesRequest)
+			if !ok {
+				return next(ctx, method, req)
+			}
+			mu.Lock()
+			if r.Params.Cursor == "" {
+				walk++
+			}
+			w := walk
+			mu.Unlock()
+			return list(w, r.Params.Cursor), nil
+		}
+	})
+	return srv, func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return walk
+	}
 }
