@@ -576,17 +576,8 @@ func TestDimensionProbeIsBounded(t *testing.T) {
 // Authorization for the same host name on another port or scheme (and for
 // subdomains), here another loopback port, as another local user's would be.
 func TestAPIKeyDoesNotFollowARedirectToAnotherOrigin(t *testing.T) {
-	var got atomic.Value
-	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got.Store(r.Header.Get("Authorization"))
-		http.Error(w, "no", http.StatusTeapot)
-	}))
-	defer other.Close()
-	redirector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, other.URL+"/v1/embeddings", http.StatusTemporaryRedirect)
-	}))
-	defer redirector.Close()
-	e, _ := newEmbedder(t, Options{Provider: OpenAI, URL: redirector.URL + "/v1", Model: "m", Dimensions: 4, APIKey: "sk-redirected-key-0123456789", MaxRetries: -1})
+	redirector, got := redirectToOtherOrigin(t, "Authorization", "/v1/embeddings")
+	e, _ := newEmbedder(t, Options{Provider: OpenAI, URL: redirector + "/v1", Model: "m", Dimensions: 4, APIKey: "sk-redirected-key-0123456789", MaxRetries: -1})
 	_, err := e.Embed(t.Context(), "x")
 	if err == nil {
 		t.Fatal("embedding through a cross-origin redirect succeeded")
@@ -602,17 +593,8 @@ func TestAPIKeyDoesNotFollowARedirectToAnotherOrigin(t *testing.T) {
 // A key given in the URL's query (no api_key) does not reach another
 // origin as the Referer net/http would send on a redirect.
 func TestAQueryKeyDoesNotFollowARedirectAsReferer(t *testing.T) {
-	var got atomic.Value
-	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got.Store(r.Header.Get("Referer"))
-		http.Error(w, "no", http.StatusTeapot)
-	}))
-	defer other.Close()
-	redirector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, other.URL+"/api/embed", http.StatusTemporaryRedirect)
-	}))
-	defer redirector.Close()
-	e, _ := newEmbedder(t, Options{Provider: Ollama, URL: redirector.URL + "/?key=query-key-0123456789", Model: "m", Dimensions: 4, MaxRetries: -1})
+	redirector, got := redirectToOtherOrigin(t, "Referer", "/api/embed")
+	e, _ := newEmbedder(t, Options{Provider: Ollama, URL: redirector + "/?key=query-key-0123456789", Model: "m", Dimensions: 4, MaxRetries: -1})
 	if _, err := e.Embed(t.Context(), "x"); err == nil {
 		t.Fatal("embedding through a redirect to a server that answers 418 succeeded")
 	}
@@ -648,4 +630,22 @@ func TestAQueryIsBoundedAsAWhole(t *testing.T) {
 	if took := time.Since(start); took > 5*time.Second {
 		t.Errorf("Embed took %v, want about the 300 ms query timeout", took)
 	}
+}
+
+// redirectToOtherOrigin starts a server (another loopback port: another
+// origin) that records the header named header of each request and
+// answers 418, and one redirecting every request to path on it; it
+// returns the redirecting server's URL and what was recorded.
+func redirectToOtherOrigin(t *testing.T, header, path string) (string, *atomic.Value) {
+	got := new(atomic.Value)
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got.Store(r.Header.Get(header))
+		http.Error(w, "no", http.StatusTeapot)
+	}))
+	t.Cleanup(other.Close)
+	redirector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+path, http.StatusTemporaryRedirect)
+	}))
+	t.Cleanup(redirector.Close)
+	return redirector.URL, got
 }
