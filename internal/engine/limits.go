@@ -102,7 +102,7 @@ type readBudget struct {
 	mu      sync.Mutex
 	reads   int
 	bytes   int // contents the request may use
-	dropped int // blobs it drops (dropBlobs)
+	dropped int // blobs it drops (dropBlobs), and results it could not fit
 }
 
 // newReadBudget returns the read budget of a request starting now, whose
@@ -131,6 +131,8 @@ func (b *readBudget) start() (time.Duration, error) {
 		return 0, fmt.Errorf("not read: this request made its %d reads (max_reads)", b.lim.MaxReads)
 	case b.bytes >= b.lim.MaxResponseBytes:
 		return 0, fmt.Errorf("not read: this request read its %d bytes (max_response_bytes)", b.lim.MaxResponseBytes)
+	case b.dropped >= b.lim.MaxResponseBytes:
+		return 0, fmt.Errorf("not read: this request already dropped %d bytes it could not use (max_response_bytes)", b.dropped)
 	case left <= 0:
 		return 0, fmt.Errorf("not read: this request spent its %v of read time", b.time)
 	}
@@ -169,9 +171,13 @@ func (b *readBudget) spend(contents []resource.Content) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.bytes+n > b.lim.MaxResponseBytes {
+		// Downloaded and not used: counted with the dropped blobs, so a
+		// request downloads at most about twice max_response_bytes.
+		b.dropped += n + blobs
 		return fmt.Errorf("dropped: %d bytes would take this request past %d (max_response_bytes)", n, b.lim.MaxResponseBytes)
 	}
 	if b.dropped+blobs > b.lim.MaxResponseBytes {
+		b.dropped += blobs
 		return fmt.Errorf("dropped: %d bytes of blobs, which this request does not take, would take it past %d bytes of such blobs (max_response_bytes)", blobs, b.lim.MaxResponseBytes)
 	}
 	b.bytes += n

@@ -454,25 +454,30 @@ func (e *Engine) reader(log *fetchLog, budget *readBudget) selector.ReadFunc {
 		// Only an answer from the server says how it answers now: a copy
 		// from the cache must not end a spell.
 		fromServer := err == nil && !f.At.Before(start)
-		// The server answered with an error (not our timeout, not its
-		// answer's size): late, it is as slow as a late answer.
-		answeredErr := err != nil && ctx.Err() == nil && rctx.Err() == nil && !errors.Is(err, mcp.ErrTooLarge)
 		if errors.Is(err, mcp.ErrTooLarge) {
 			e.tooLarge.remember(key, ver, err, time.Now())
 		}
 		if err == nil {
-			if err := budget.spend(c); err != nil {
+			if spendErr := budget.spend(c); spendErr != nil {
 				if n := contentBytes(c); n > budget.lim.MaxResponseBytes {
 					// No request could use it: remembered as a read over
 					// max_message_bytes is, not downloaded by each.
-					e.tooLarge.remember(key, ver, err, time.Now())
+					e.tooLarge.remember(key, ver, spendErr, time.Now())
 				} else {
 					// A request with less read could: its size is
 					// checked before the next read of this version.
 					e.tooLarge.rememberSize(key, ver, n, time.Now())
 				}
-				return nil, err
+				// Answered, but with nothing this request can use: its
+				// time counts as an error's does.
+				c, err, fromServer = nil, spendErr, false
 			}
+		}
+		// The server answered with an error, or with what did not fit
+		// (not our timeout): late, it is as slow as a late answer, and
+		// its time counts in its share.
+		answeredErr := err != nil && ctx.Err() == nil && rctx.Err() == nil
+		if err == nil {
 			c = checkItems(uri, c)
 			log.mu.Lock()
 			log.m[resource.Key{Server: server, URI: uri}] = f
@@ -506,7 +511,7 @@ func (e *Engine) reader(log *fetchLog, budget *readBudget) selector.ReadFunc {
 			return nil, fmt.Errorf("server %q: read %q: no answer within %v", server, uri, timeout)
 		case fromServer && slow:
 			e.markSlow(server, false)
-		case (fromServer || answeredErr) && took > e.readTO/lateReadFraction && float64(contentBytes(c)) < lateReadRate*took.Seconds():
+		case (fromServer || answeredErr) && took > e.readTO/lateReadFraction && float64(budget.usable(c)) < lateReadRate*took.Seconds():
 			// Answered, but late and little: a server answering every read
 			// just inside the timeout would otherwise hold each request
 			// that reads it (and its admission turn) as long as a hung

@@ -148,7 +148,8 @@ func TestLateErrorsStartASlowSpell(t *testing.T) {
 
 // slowEngine returns an engine over one server, "slow", listing n
 // resources doc://architecture-I ("architecture notes"), each read
-// answered by answer after wait; its texts are not indexed.
+// answered by answer after wait; its texts are not indexed. Of
+// opts.Config only Limits is kept.
 func slowEngine(t *testing.T, n int, wait time.Duration, answer func(uri string) (*mcpsdk.ReadResourceResult, error), opts engine.Options) *engine.Engine {
 	slow := mcptest.NewServer(nil, nil)
 	for i := range n {
@@ -162,6 +163,55 @@ func slowEngine(t *testing.T, n int, wait time.Duration, answer func(uri string)
 				return answer(r.Params.URI)
 			})
 	}
-	opts.Config = &config.Config{Servers: []config.Server{{Name: "slow", Transport: config.TransportStdio, Command: "unused", NoContentIndex: true}}}
+	var lim config.Limits
+	if opts.Config != nil {
+		lim = opts.Config.Limits
+	}
+	opts.Config = &config.Config{Servers: []config.Server{{Name: "slow", Transport: config.TransportStdio, Command: "unused", NoContentIndex: true}}, Limits: lim}
 	return newEngineOpts(t, "", map[string]*mcpsdk.Server{"slow": slow}, opts)
+}
+
+// An answer the request cannot use (over what it has left of
+// max_response_bytes, or over the message cap) takes its time all the
+// same: late, it starts a spell, and it counts in the server's share. It
+// did neither, so a server answering every read after 22 s with more
+// than the request could take held each request for its whole read
+// time.
+func TestLateAnswersThatDoNotFitCountAsLate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const readTimeout, late, limit = 30 * time.Second, 8 * time.Second, 10000
+		eng := slowEngine(t, 10, late, func(uri string) (*mcpsdk.ReadResourceResult, error) {
+			return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, Text: strings.Repeat("architecture ", limit/10)}}}, nil
+		}, engine.Options{ReadTimeout: readTimeout, Config: &config.Config{Limits: config.Limits{MaxResponseBytes: limit}}})
+		for i, want := range []time.Duration{late, engine.DefaultSlowReadTimeout} {
+			start := time.Now()
+			if _, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "architecture notes", TokenBudget: 4000}); err != nil {
+				t.Fatal(err)
+			}
+			if el := time.Since(start); el != want {
+				t.Errorf("Assemble %d took %v, want %v", i, el, want)
+			}
+		}
+	})
+}
+
+// A late answer of blobs the request drops is late all the same: its
+// bytes, which nobody uses, do not excuse its lateness as a large read's
+// do. 2 MB of blob at 26 s kept every request waiting 26 s, no spell.
+func TestLateBlobsTheRequestDropsStartASpell(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const readTimeout, late = 30 * time.Second, 8 * time.Second
+		eng := slowEngine(t, 10, late, func(uri string) (*mcpsdk.ReadResourceResult, error) {
+			return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: "text/plain", Blob: make([]byte, 1<<20)}}}, nil
+		}, engine.Options{ReadTimeout: readTimeout})
+		for i, want := range []time.Duration{late, engine.DefaultSlowReadTimeout} {
+			start := time.Now()
+			if _, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "architecture notes", TokenBudget: 4000}); err != nil {
+				t.Fatal(err)
+			}
+			if el := time.Since(start); el != want {
+				t.Errorf("Assemble %d took %v, want %v", i, el, want)
+			}
+		}
+	})
 }
