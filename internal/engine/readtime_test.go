@@ -134,15 +134,7 @@ func TestLateErrorsStartASlowSpell(t *testing.T) {
 		eng := slowEngine(t, 4, late, func(uri string) (*mcpsdk.ReadResourceResult, error) {
 			return nil, fmt.Errorf("not now")
 		}, engine.Options{ReadTimeout: readTimeout})
-		for i, want := range []time.Duration{late, engine.DefaultSlowReadTimeout, engine.DefaultSlowReadTimeout} {
-			start := time.Now()
-			if _, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "architecture notes", TokenBudget: 4000}); err != nil {
-				t.Fatal(err)
-			}
-			if el := time.Since(start); el != want {
-				t.Errorf("Assemble %d took %v, want %v", i, el, want)
-			}
-		}
+		wantAssembleTimes(t, eng, late, engine.DefaultSlowReadTimeout, engine.DefaultSlowReadTimeout)
 	})
 }
 
@@ -183,15 +175,7 @@ func TestLateAnswersThatDoNotFitCountAsLate(t *testing.T) {
 		eng := slowEngine(t, 10, late, func(uri string) (*mcpsdk.ReadResourceResult, error) {
 			return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, Text: strings.Repeat("architecture ", limit/10)}}}, nil
 		}, engine.Options{ReadTimeout: readTimeout, Config: &config.Config{Limits: config.Limits{MaxResponseBytes: limit}}})
-		for i, want := range []time.Duration{late, engine.DefaultSlowReadTimeout} {
-			start := time.Now()
-			if _, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "architecture notes", TokenBudget: 4000}); err != nil {
-				t.Fatal(err)
-			}
-			if el := time.Since(start); el != want {
-				t.Errorf("Assemble %d took %v, want %v", i, el, want)
-			}
-		}
+		wantAssembleTimes(t, eng, late, engine.DefaultSlowReadTimeout)
 	})
 }
 
@@ -204,14 +188,22 @@ func TestLateBlobsTheRequestDropsStartASpell(t *testing.T) {
 		eng := slowEngine(t, 10, late, func(uri string) (*mcpsdk.ReadResourceResult, error) {
 			return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: "text/plain", Blob: make([]byte, 1<<20)}}}, nil
 		}, engine.Options{ReadTimeout: readTimeout})
-		for i, want := range []time.Duration{late, engine.DefaultSlowReadTimeout} {
-			start := time.Now()
-			if _, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "architecture notes", TokenBudget: 4000}); err != nil {
-				t.Fatal(err)
-			}
-			if el := time.Since(start); el != want {
-				t.Errorf("Assemble %d took %v, want %v", i, el, want)
-			}
-		}
+		wantAssembleTimes(t, eng, late, engine.DefaultSlowReadTimeout)
 	})
+}
+
+// wantAssembleTimes runs one Assemble of "architecture notes" per wanted
+// duration, in turn, and checks each took exactly that (in a synctest
+// bubble).
+func wantAssembleTimes(t *testing.T, eng *engine.Engine, want ...time.Duration) {
+	t.Helper()
+	for i, w := range want {
+		start := time.Now()
+		if _, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "architecture notes", TokenBudget: 4000}); err != nil {
+			t.Fatal(err)
+		}
+		if el := time.Since(start); el != w {
+			t.Errorf("Assemble %d took %v, want %v", i, el, w)
+		}
+	}
 }
