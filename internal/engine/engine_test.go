@@ -324,34 +324,50 @@ func TestLateAnswersStartASlowSpell(t *testing.T) {
 	})
 }
 
-// A read that takes long because it is large is not a slow server: a
-// megabyte answered after 4 s of a 5 s timeout (256 KiB a second) starts
-// no spell, so the next requests still wait for it.
-func TestLargeLateAnswersStartNoSlowSpell(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		srv := mcptest.NewServer(map[string]string{"doc://fast-architecture": "fast notes on the architecture\n"}, nil)
-		late := mcptest.NewServer(nil, nil)
-		text := strings.Repeat("late notes on the architecture\n", 1<<20/31)
-		late.AddResource(&mcpsdk.Resource{URI: "doc://late-architecture", Name: "architecture late"},
-			func(ctx context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
-				select {
-				case <-time.After(4 * time.Second):
-				case <-ctx.Done():
-					return nil, ctx.Err()
+// A read that takes long because it is large is not a slow server, and
+// one that takes longer than its bytes pay for is, however many it brings:
+// past the lateness of one read (7.5 s of the default 30 s), an answer
+// needs a second for each 1.1 MB (fillRate) or it starts a slow spell. A
+// server answering 2 MB after 28 s was read for 28 s by every request.
+func TestLateAnswersStartASpellUnlessTheirBytesPayForTheTime(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		size  int
+		after time.Duration
+		want  []time.Duration // how long each Assemble takes
+	}{
+		{"4 MB after 9 s", 4 << 20, 9 * time.Second, []time.Duration{9 * time.Second, 9 * time.Second, 9 * time.Second}},
+		{"2 MB after 28 s", 2 << 20, 28 * time.Second, []time.Duration{28 * time.Second, engine.DefaultSlowReadTimeout, engine.DefaultSlowReadTimeout}},
+		{"2 MB after 9 s", 2 << 20, 9 * time.Second, []time.Duration{9 * time.Second, 9 * time.Second, 9 * time.Second}},
+		{"2 MB after 10 s", 2 << 20, 10 * time.Second, []time.Duration{10 * time.Second, engine.DefaultSlowReadTimeout, engine.DefaultSlowReadTimeout}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv := mcptest.NewServer(map[string]string{"doc://fast-architecture": "fast notes on the architecture\n"}, nil)
+				late := mcptest.NewServer(nil, nil)
+				text := strings.Repeat("late notes on the architecture\n", tc.size/31)
+				late.AddResource(&mcpsdk.Resource{URI: "doc://late-architecture", Name: "architecture late"},
+					func(ctx context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+						select {
+						case <-time.After(tc.after):
+						case <-ctx.Done():
+							return nil, ctx.Err()
+						}
+						return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: req.Params.URI, Text: text}}}, nil
+					})
+				eng := newEngine(t, "", map[string]*mcpsdk.Server{"s": srv, "late": late}, 0)
+				for i, want := range tc.want {
+					start := time.Now()
+					if _, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "architecture", TokenBudget: 500}); err != nil {
+						t.Fatal(err)
+					}
+					if el := time.Since(start); el != want {
+						t.Errorf("Assemble %d took %v, want %v", i, el, want)
+					}
 				}
-				return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: req.Params.URI, Text: text}}}, nil
 			})
-		eng := newEngine(t, "", map[string]*mcpsdk.Server{"s": srv, "late": late}, 5*time.Second)
-		for i := range 3 {
-			start := time.Now()
-			if _, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "architecture", TokenBudget: 500}); err != nil {
-				t.Fatal(err)
-			}
-			if el := time.Since(start); el != 4*time.Second {
-				t.Errorf("Assemble %d took %v, want the large answer's 4s (no slow spell's %v)", i, el, engine.DefaultSlowReadTimeout)
-			}
-		}
-	})
+		})
+	}
 }
 
 // A copy from the cache is no answer from the server: reading one must not

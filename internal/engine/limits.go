@@ -99,11 +99,20 @@ type readBudget struct {
 	// the bytes other servers' texts need.
 	dropBlobs bool
 
-	mu      sync.Mutex
-	reads   int
-	bytes   int // contents the request may use
-	dropped int // blobs it drops (dropBlobs), and results it could not fit
+	mu        sync.Mutex
+	reads     int
+	bytes     int            // contents the request may use
+	dropped   int            // contents downloaded and not used, in all
+	droppedBy map[string]int // the same, per server
 }
+
+// maxDroppedServers is how many servers' worth of unusable bytes
+// (max_response_bytes each) one request downloads at most: contents it
+// drops (blobs it does not take, results that do not fit, items claiming
+// another URI) are counted per server, so one server answering with them
+// stops its own reads, not every server's, and in all, so that a request
+// downloads at most max_response_bytes × (1 + maxDroppedServers).
+const maxDroppedServers = 3
 
 // newReadBudget returns the read budget of a request starting now, whose
 // context is ctx. With a deadline, the reads end a tenth of the time left
@@ -119,10 +128,11 @@ func (e *Engine) newReadBudget(ctx context.Context) *readBudget {
 	return &readBudget{lim: e.set().limits, until: time.Now().Add(t), time: t}
 }
 
-// start claims one read and returns how much of the request's read time is
-// left; it fails when the request has used up its reads, its bytes or its
-// time.
-func (b *readBudget) start() (time.Duration, error) {
+// start claims one read from server and returns how much of the request's
+// read time is left; it fails when the request has used up its reads, its
+// bytes or its time, or has dropped max_response_bytes of server's
+// contents (maxDroppedServers times that in all).
+func (b *readBudget) start(server string) (time.Duration, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	left := time.Until(b.until)
@@ -131,8 +141,10 @@ func (b *readBudget) start() (time.Duration, error) {
 		return 0, fmt.Errorf("not read: this request made its %d reads (max_reads)", b.lim.MaxReads)
 	case b.bytes >= b.lim.MaxResponseBytes:
 		return 0, fmt.Errorf("not read: this request read its %d bytes (max_response_bytes)", b.lim.MaxResponseBytes)
-	case b.dropped >= b.lim.MaxResponseBytes:
-		return 0, fmt.Errorf("not read: this request already dropped %d bytes it could not use (max_response_bytes)", b.dropped)
+	case b.droppedBy[server] >= b.lim.MaxResponseBytes:
+		return 0, fmt.Errorf("not read: this request already dropped %d bytes from this server that it could not use (max_response_bytes)", b.droppedBy[server])
+	case b.dropped >= maxDroppedServers*b.lim.MaxResponseBytes:
+		return 0, fmt.Errorf("not read: this request already dropped %d bytes it could not use (%d × max_response_bytes)", b.dropped, maxDroppedServers)
 	case left <= 0:
 		return 0, fmt.Errorf("not read: this request spent its %v of read time", b.time)
 	}
@@ -160,29 +172,44 @@ func (b *readBudget) bytesLeft() int {
 	return b.lim.MaxResponseBytes - b.bytes
 }
 
-// spend counts the bytes of contents read (each item's text or blob, URI,
-// MIME type and error, and itemOverhead); it fails, and the contents are
-// not used, when they would take the request past MaxResponseBytes. An
-// item's URI is returned with it, kept or dropped, so a read of many empty
-// items with long URIs costs what a read of as much text does.
-func (b *readBudget) spend(contents []resource.Content) error {
+// spend counts the bytes of contents read from server (each item's text or
+// blob, URI, MIME type and error, and itemOverhead), and unused, bytes the
+// server sent that the request dropped before (items claiming another
+// URI); it fails, and the contents are not used, when they would take the
+// request past MaxResponseBytes, or its blobs, with dropBlobs, past
+// MaxResponseBytes of what it dropped from server. An item's URI is
+// returned with it, kept or dropped, so a read of many empty items with
+// long URIs costs what a read of as much text does.
+func (b *readBudget) spend(server string, contents []resource.Content, unused int) error {
 	n := b.usable(contents)
 	blobs := contentBytes(contents) - n
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.bytes+n > b.lim.MaxResponseBytes {
-		// Downloaded and not used: counted with the dropped blobs, so a
-		// request downloads at most about twice max_response_bytes.
-		b.dropped += n + blobs
+		// Downloaded and not used: counted with the dropped blobs.
+		b.drop(server, n+blobs+unused)
 		return fmt.Errorf("dropped: %d bytes would take this request past %d (max_response_bytes)", n, b.lim.MaxResponseBytes)
 	}
-	if b.dropped+blobs > b.lim.MaxResponseBytes {
-		b.dropped += blobs
-		return fmt.Errorf("dropped: %d bytes of blobs, which this request does not take, would take it past %d bytes of such blobs (max_response_bytes)", blobs, b.lim.MaxResponseBytes)
+	if b.droppedBy[server]+blobs+unused > b.lim.MaxResponseBytes {
+		b.drop(server, blobs+unused)
+		return fmt.Errorf("dropped: %d bytes this request cannot use (blobs it does not take, items claiming another URI) would take it past %d bytes dropped from this server (max_response_bytes)", blobs+unused, b.lim.MaxResponseBytes)
 	}
 	b.bytes += n
-	b.dropped += blobs
+	b.drop(server, blobs+unused)
 	return nil
+}
+
+// drop counts n bytes of server's contents the request downloaded and does
+// not use. b.mu is held.
+func (b *readBudget) drop(server string, n int) {
+	if n == 0 {
+		return
+	}
+	if b.droppedBy == nil {
+		b.droppedBy = map[string]int{}
+	}
+	b.droppedBy[server] += n
+	b.dropped += n
 }
 
 // usable returns what spend counts of contents against the bytes the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	gosync "sync"
 	"testing"
@@ -13,7 +14,9 @@ import (
 
 	"github.com/contextd/contextd/internal/config"
 	"github.com/contextd/contextd/internal/engine"
+	"github.com/contextd/contextd/internal/mcp"
 	"github.com/contextd/contextd/internal/mcp/mcptest"
+	"github.com/contextd/contextd/internal/redact"
 	"github.com/contextd/contextd/internal/resource"
 	"github.com/contextd/contextd/internal/selector"
 )
@@ -193,7 +196,9 @@ func TestEmptyItemsWithLongURIsCountAgainstTheResponseBytes(t *testing.T) {
 			return res, nil
 		})
 	}
-	eng := newEngineOpts(t, "", map[string]*mcpsdk.Server{"s": srv}, engine.Options{})
+	// Decoding 6 MB of items under the race detector on a loaded machine
+	// took 16 s, past the read time 6 MB pay for at the default timeout.
+	eng := newEngineOpts(t, "", map[string]*mcpsdk.Server{"s": srv}, engine.Options{ReadTimeout: 10 * time.Minute, RequestReadTime: 20 * time.Minute})
 	var pins []resource.Key
 	for _, u := range uris {
 		pins = append(pins, resource.Key{Server: "s", URI: u})
@@ -310,5 +315,82 @@ func TestDroppedBlobsDoNotUseUpTheResponseBytes(t *testing.T) {
 	}
 	if len(res.Items) != 1 || res.Items[0].URI != "doc://notes" {
 		t.Errorf("items %+v, want the text server's notes (omitted %+v)", res.Items, res.Omitted)
+	}
+}
+
+// Bytes one server sends that the request cannot use (blobs it does not
+// take, items claiming another URI) stop that server's reads, not every
+// server's: two blobs of 4.2 MB, or 8 MB claiming another URI, from the
+// top-ranked server left every other server's text unread.
+func TestOneServersUnusableBytesDoNotStopOtherServersReads(t *testing.T) {
+	const limit = 10000
+	for _, tc := range []struct {
+		name    string
+		uris    []string
+		content func(uri string) *mcpsdk.ResourceContents
+	}{
+		{"blobs", []string{"x://blob-1", "x://blob-2"}, func(uri string) *mcpsdk.ResourceContents {
+			return &mcpsdk.ResourceContents{URI: uri, MIMEType: "text/plain", Blob: make([]byte, limit*6/10)}
+		}},
+		{"another URI", []string{"x://claim"}, func(string) *mcpsdk.ResourceContents {
+			return &mcpsdk.ResourceContents{URI: "file:///etc/other", MIMEType: "text/plain", Text: strings.Repeat("x", limit-200)}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bad := mcptest.NewServer(nil, nil)
+			var pins []resource.Key
+			for _, u := range tc.uris {
+				bad.AddResource(&mcpsdk.Resource{URI: u, Name: "gateway key rotation", MIMEType: "text/plain"},
+					func(_ context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+						return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{tc.content(req.Params.URI)}}, nil
+					})
+				pins = append(pins, resource.Key{Server: "bad", URI: u})
+			}
+			text := mcptest.NewServer(map[string]string{"doc://notes": "notes on gateway key rotation\n"}, nil)
+			cfg := &config.Config{Servers: []config.Server{
+				{Name: "bad", Transport: config.TransportStdio, Command: "unused", NoContentIndex: true},
+				{Name: "text", Transport: config.TransportStdio, Command: "unused", NoContentIndex: true}},
+				Limits: config.Limits{MaxResponseBytes: limit}}
+			eng := newEngineOpts(t, "", map[string]*mcpsdk.Server{"bad": bad, "text": text}, engine.Options{Config: cfg})
+			res, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "gateway key rotation", TokenBudget: 4000,
+				Pinned: append(pins, resource.Key{Server: "text", URI: "doc://notes"})})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var uris []string
+			for _, it := range res.Items {
+				uris = append(uris, it.URI)
+			}
+			if !slices.Contains(uris, "doc://notes") {
+				t.Errorf("items %q, want the text server's notes (omitted %+v)", uris, res.Omitted)
+			}
+		})
+	}
+}
+
+// A server's error message is cut to mcp.MaxErrorMessageBytes before the
+// daemon masks it: a configured header value it quotes across the cut
+// leaves a piece that is no whole secret, and is masked as one.
+func TestAnErrorCutInsideASecretShowsNoPieceOfIt(t *testing.T) {
+	const key = "sk-live-0123456789abcdefghijklmnopqrstuvwxyzAB"
+	srv := mcptest.NewServer(nil, nil)
+	srv.AddResource(&mcpsdk.Resource{URI: "x://doc", Name: "gateway key rotation"},
+		func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+			return nil, fmt.Errorf("%s bad key %s", strings.Repeat("p", mcp.MaxErrorMessageBytes-30), key)
+		})
+	cfg := &config.Config{Servers: []config.Server{{Name: "s", Transport: config.TransportHTTP, URL: "http://127.0.0.1:9/mcp",
+		Headers: map[string]string{"X-Api-Key": key}, NoContentIndex: true}}}
+	eng := newEngineOpts(t, "", map[string]*mcpsdk.Server{"s": srv}, engine.Options{Config: cfg})
+	res, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "gateway key rotation", TokenBudget: 4000,
+		Pinned: []resource.Key{{Server: "s", URI: "x://doc"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Omitted) != 1 {
+		t.Fatalf("omitted %+v, want the read that failed", res.Omitted)
+	}
+	d := res.Omitted[0].Detail
+	if strings.Contains(d, key[:8]) || !strings.Contains(d, "bad key "+redact.Mask+redact.Cut) {
+		t.Errorf("detail ends %q; want the piece of the key before the cut masked", d[max(0, len(d)-80):])
 	}
 }

@@ -348,10 +348,13 @@ type fetchLog struct {
 }
 
 // lateReadFraction and lateReadRate: a read answered after more than the
-// read timeout over lateReadFraction, at under lateReadRate bytes a
-// second, starts a slow spell, as a read that times out does. A large
-// read that takes long because it is large (megabytes, or a slow machine
-// decoding them) is not a slow server.
+// read timeout over lateReadFraction (7.5 s by default), lengthened by
+// what it brought at fillRate (at least lateReadRate bytes a second),
+// starts a slow spell, as a read that times out does. A large read that
+// takes long because it is large is not a slow server; one that brings
+// less than the time it took pays for is, however much it brings (2 MB
+// answered after 28 s each time held every request, and its turn, for 28 s
+// under a flat 64 KiB a second).
 const (
 	lateReadFraction = 4
 	lateReadRate     = 64 << 10
@@ -363,8 +366,9 @@ const (
 // lets a read time out, its later candidates in the same request fail at
 // once instead of each waiting out the timeout again, and for SlowFor its
 // reads in later requests get only SlowReadTimeout; a read it answers
-// after more than a quarter of the read timeout, at under 64 KiB a second,
-// starts such a spell too.
+// after more than a quarter of the read timeout starts such a spell too,
+// unless what it brought pays for the rest at fillRate (1.1 MB a second by
+// default).
 func (e *Engine) reader(log *fetchLog, budget *readBudget) selector.ReadFunc {
 	var mu sync.Mutex
 	stalled := map[string]string{} // server → why its later reads are skipped
@@ -400,7 +404,7 @@ func (e *Engine) reader(log *fetchLog, budget *readBudget) selector.ReadFunc {
 		} else if n := e.tooLarge.size(key, ver, time.Now()); n > left {
 			return nil, fmt.Errorf("not read: its last read was %d bytes, over the %d this request has left (max_response_bytes)", n, left)
 		}
-		left, err := budget.start()
+		left, err := budget.start(server)
 		if err != nil {
 			return nil, err
 		}
@@ -428,7 +432,7 @@ func (e *Engine) reader(log *fetchLog, budget *readBudget) selector.ReadFunc {
 		mu.Unlock()
 		shareCut := false
 		if a.took > 0 {
-			allow := e.readTO/lateReadFraction + time.Duration(float64(a.bytes)/fillRate(budget.lim, e.readTO)*float64(time.Second)) - a.took
+			allow := e.lateness(budget, a.bytes) - a.took
 			if allow <= 0 {
 				why := fmt.Sprintf("its reads in this request took %v of read time for %d bytes", a.took.Round(time.Millisecond), a.bytes)
 				mu.Lock()
@@ -458,8 +462,13 @@ func (e *Engine) reader(log *fetchLog, budget *readBudget) selector.ReadFunc {
 			e.tooLarge.remember(key, ver, err, time.Now())
 		}
 		if err == nil {
-			if spendErr := budget.spend(c); spendErr != nil {
-				if n := contentBytes(c); n > budget.lim.MaxResponseBytes {
+			// Items claiming another URI are dropped before the bytes are
+			// counted: theirs count as dropped, not as usable (8 MB
+			// claiming another URI used up every other server's bytes).
+			n := contentBytes(c)
+			c = checkItems(uri, c)
+			if spendErr := budget.spend(server, c, max(0, n-contentBytes(c))); spendErr != nil {
+				if n > budget.lim.MaxResponseBytes {
 					// No request could use it: remembered as a read over
 					// max_message_bytes is, not downloaded by each.
 					e.tooLarge.remember(key, ver, spendErr, time.Now())
@@ -478,7 +487,6 @@ func (e *Engine) reader(log *fetchLog, budget *readBudget) selector.ReadFunc {
 		// its time counts in its share.
 		answeredErr := err != nil && ctx.Err() == nil && rctx.Err() == nil
 		if err == nil {
-			c = checkItems(uri, c)
 			log.mu.Lock()
 			log.m[resource.Key{Server: server, URI: uri}] = f
 			log.mu.Unlock()
@@ -511,7 +519,7 @@ func (e *Engine) reader(log *fetchLog, budget *readBudget) selector.ReadFunc {
 			return nil, fmt.Errorf("server %q: read %q: no answer within %v", server, uri, timeout)
 		case fromServer && slow:
 			e.markSlow(server, false)
-		case (fromServer || answeredErr) && took > e.readTO/lateReadFraction && float64(budget.usable(c)) < lateReadRate*took.Seconds():
+		case (fromServer || answeredErr) && took > e.lateness(budget, budget.usable(c)):
 			// Answered, but late and little: a server answering every read
 			// just inside the timeout would otherwise hold each request
 			// that reads it (and its admission turn) as long as a hung
@@ -530,6 +538,14 @@ func (e *Engine) reader(log *fetchLog, budget *readBudget) selector.ReadFunc {
 		}
 		return c, err
 	}
+}
+
+// lateness is the read time that answers bringing n usable bytes are
+// allowed before they are late: the lateness of one read, plus n at
+// fillRate. One server's reads in one request share it, and one read
+// answered after more starts a slow spell.
+func (e *Engine) lateness(budget *readBudget, n int) time.Duration {
+	return e.readTO/lateReadFraction + time.Duration(float64(n)/fillRate(budget.lim, e.readTO)*float64(time.Second))
 }
 
 // fillRate is the rate, in bytes a second, at which a server's answers in
