@@ -49,7 +49,7 @@ func (c capTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		// on a different one. Keep ours: the server still knows it, or
 		// answers 404 and the session is re-initialized.
 		if ok, n := c.odd.allow(); ok {
-			c.log.Warn("the server answered with another session id; ignoring it", "sent", clip(sent, maxHeaderQuote), "got", clip(got, maxHeaderQuote), "not_logged_since_last", n)
+			c.log.Warn("the server answered with another session id; ignoring it", "sent", clipCut(sent, maxHeaderQuote), "got", clipCut(got, maxHeaderQuote), "not_logged_since_last", n)
 		}
 		resp.Header.Del(sessionIDHeader)
 	}
@@ -68,7 +68,7 @@ func (c capTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		// The go-sdk ends the session on any other type (a proxy's HTML
 		// page): answer the call with an error instead.
 		resp.Body.Close()
-		ct := clip(resp.Header.Get("Content-Type"), maxHeaderQuote)
+		ct := clipCut(resp.Header.Get("Content-Type"), maxHeaderQuote)
 		if ok, n := c.odd.allow(); ok {
 			c.log.Warn("an HTTP answer is not JSON-RPC", "content_type", ct, "id", string(id), "not_logged_since_last", n)
 		}
@@ -171,11 +171,11 @@ func (w *wholeCap) Read(p []byte) (int, error) {
 		case w.ok && w.id != nil:
 			msg, err := decodeMessage(data)
 			if err != nil {
-				data = errorAnswer(w.id, fmt.Sprintf("malformed response (%v): %.100q", err, data))
+				data = errorAnswer(w.id, fmt.Sprintf("malformed response (%v): %q", err, clipBytes(data, 100)))
 			} else if r, ok := msg.(*jsonrpc.Response); !ok || !sameID(w.id, r.ID) {
 				// A JSON body answers the POSTed call and nothing else; any
 				// other message would leave the call waiting for its timeout.
-				data = errorAnswer(w.id, fmt.Sprintf("malformed response: the body is not the answer to call %s: %.100q", w.id, data))
+				data = errorAnswer(w.id, fmt.Sprintf("malformed response: the body is not the answer to call %s: %q", w.id, clipBytes(data, 100)))
 			}
 		}
 		w.buf = bytes.NewReader(data)
@@ -386,14 +386,14 @@ func (s *sseCap) validData() bool {
 func (s *sseCap) malformed() []byte {
 	data, _ := s.eventData()
 	if ok, n := s.quiet.allow(); ok {
-		s.log.Warn("dropped a server-sent event that is not JSON-RPC", "data", fmt.Sprintf("%.100q", data), "id", string(s.id), "not_logged_since_last", n)
+		s.log.Warn("dropped a server-sent event that is not JSON-RPC", "data", fmt.Sprintf("%q", clipBytes(data, 100)), "id", string(s.id), "not_logged_since_last", n)
 	}
 	if s.id == nil {
 		return nil
 	}
 	id := s.id
 	s.id = nil // one answer per call
-	return append(append([]byte("event: message\ndata: "), errorAnswer(id, fmt.Sprintf("malformed response: event data is not a JSON-RPC message: %.100q", data))...), "\n\n"...)
+	return append(append([]byte("event: message\ndata: "), errorAnswer(id, fmt.Sprintf("malformed response: event data is not a JSON-RPC message: %q", clipBytes(data, 100)))...), "\n\n"...)
 }
 
 // minRetry is the shortest reconnection delay an event stream's retry
@@ -446,7 +446,7 @@ const maxTransportError = 512
 
 func (e boundedError) Error() string {
 	if m := e.err.Error(); len(m) > maxTransportError {
-		return clip(m, maxTransportError) + "…"
+		return clipCut(m, maxTransportError)
 	}
 	return e.err.Error()
 }
@@ -474,7 +474,7 @@ const sessionIDHeader = "Mcp-Session-Id"
 func rejectPlainError(resp *http.Response, id []byte, log *slog.Logger, quiet *warnLimit) {
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	resp.Body.Close()
-	status := clip(resp.Status, maxHeaderQuote) // its reason phrase is the server's
+	status := clipCut(resp.Status, maxHeaderQuote) // its reason phrase is the server's
 	msg, err := decodeMessage(data)
 	if err == nil && isErrorAnswer(msg) && clipError(msg.(*jsonrpc.Response)) {
 		// The go-sdk puts the message in the call's error.
@@ -495,7 +495,7 @@ func rejectPlainError(resp *http.Response, id []byte, log *slog.Logger, quiet *w
 			if ok, n := quiet.allow(); ok {
 				log.Warn("an HTTP error answer is not JSON-RPC", "status", status, "id", string(id), "not_logged_since_last", n)
 			}
-			data = errorAnswer(id, fmt.Sprintf("HTTP %s: %.200s", status, bytes.TrimSpace(data)))
+			data = errorAnswer(id, fmt.Sprintf("HTTP %s: %s", status, clipBytes(bytes.TrimSpace(data), 200)))
 		}
 		resp.Header.Set("Content-Type", "application/json")
 	}

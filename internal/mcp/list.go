@@ -13,6 +13,7 @@ import (
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/contextd/contextd/internal/redact"
 	"github.com/contextd/contextd/internal/resource"
 )
 
@@ -243,6 +244,21 @@ func descriptor(server string, r *mcpsdk.Resource) resource.Descriptor {
 
 // clip returns s cut to at most n bytes at a character boundary, as a
 // copy, so that a kept field does not pin the whole decoded page.
+// clipCut returns s cut as clip does, with redact.Cut where it was cut:
+// for text quoted in errors and logs, whose redactor then masks the piece
+// of a secret the cut may have left.
+func clipCut(s string, n int) string {
+	if len(s) <= n {
+		return strings.Clone(s)
+	}
+	return clip(s, n) + redact.Cut
+}
+
+// clipBytes is clipCut of data.
+func clipBytes(data []byte, n int) string {
+	return clipCut(string(data[:min(len(data), n+1)]), n)
+}
+
 func clip(s string, n int) string {
 	if len(s) > n {
 		for n > 0 && !utf8.RuneStart(s[n]) {

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"unicode/utf8"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -503,6 +504,7 @@ type tailBuffer struct {
 	mu  sync.Mutex
 	max int
 	buf []byte
+	cut bool // earlier bytes were dropped
 }
 
 func (b *tailBuffer) Write(p []byte) (int, error) {
@@ -511,14 +513,25 @@ func (b *tailBuffer) Write(p []byte) (int, error) {
 	b.buf = append(b.buf, p...)
 	if over := len(b.buf) - b.max; over > 0 {
 		b.buf = append(b.buf[:0], b.buf[over:]...)
+		b.cut = true
 	}
 	return len(p), nil
 }
 
+// String returns the bytes kept, after redact.Cut when earlier ones were
+// dropped: the tail may begin inside a secret the server printed, and the
+// redactor masks such a piece only next to a cut.
 func (b *tailBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return string(b.buf)
+	if !b.cut {
+		return string(b.buf)
+	}
+	i := 0
+	for i < len(b.buf) && i < utf8.UTFMax && !utf8.RuneStart(b.buf[i]) {
+		i++
+	}
+	return redact.Cut + string(b.buf[i:])
 }
 
 // minHidden is the shortest HiddenEnv value looked for: shorter ones ("1",

@@ -120,7 +120,7 @@ func (e *errNoStream) Error() string {
 	if e.err != nil {
 		return e.err.Error()
 	}
-	return fmt.Sprintf("HTTP %d, Content-Type %q", e.status, clip(e.ctype, maxHeaderQuote))
+	return fmt.Sprintf("HTTP %d, Content-Type %q", e.status, clipCut(e.ctype, maxHeaderQuote))
 }
 
 func (e *errNoStream) Unwrap() error { return e.err }
@@ -366,7 +366,7 @@ func (s *standaloneStream) consume(resp *http.Response) {
 				msg, derr := decodeMessage(data)
 				if derr != nil {
 					if ok, _ := s.quiet.allow(); ok {
-						s.log.Warn("dropped a standalone SSE event that is not JSON-RPC", "data", fmt.Sprintf("%.100q", data))
+						s.log.Warn("dropped a standalone SSE event that is not JSON-RPC", "data", fmt.Sprintf("%q", clipBytes(data, 100)))
 					}
 				} else if !s.deliver(msg) {
 					return

@@ -107,6 +107,17 @@ func fakeStdioServer(mode string) {
 				return nil, nil
 			})
 		_ = srv.Run(context.Background(), &mcpsdk.StdioTransport{})
+	case "leaky-long":
+		// Prints its credential in a line longer than the stderr tail
+		// kept, so that the tail begins inside the credential.
+		srv.AddResource(&mcpsdk.Resource{URI: "doc://leak", Name: "leak"},
+			func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+				tok := os.Getenv("LEAK_TOKEN")
+				fmt.Fprintf(os.Stderr, "fatal: token %s %s\n", tok, strings.Repeat("B", 4096-len(tok)+10-2))
+				os.Exit(3)
+				return nil, nil
+			})
+		_ = srv.Run(context.Background(), &mcpsdk.StdioTransport{})
 	case "deaf":
 		// Answers until the first read, then never reads stdin again (a
 		// server wedged in its own work): the pipe fills.
@@ -269,5 +280,34 @@ func TestStdioStderrReachesCallersAsOneMaskedLine(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "trace line") || strings.Contains(logs.String(), "leak0123") {
 		t.Fatalf("debug log does not hold the masked stderr tail:\n%s", logs.String())
+	}
+}
+
+// The stderr tail kept (4 KiB) may begin inside a secret the server
+// printed on a longer line: the piece left is no whole secret, and is
+// masked as one, in what callers see and in the log.
+func TestStdioStderrTailCutInsideASecretIsMasked(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	const secret = "ghp_leak0123456789abcdef"
+	srv := fakeServer("leaky-long")
+	srv.Env["LEAK_TOKEN"] = secret
+	var logs bytes.Buffer
+	log := slog.New(redact.Handler(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}), redact.New(srv.Secrets()...)))
+	sess, err := mcp.Connect(ctx, srv, &mcp.Options{Redact: redact.New(srv.Secrets()...), Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	_, err = sess.Read(ctx, "doc://leak")
+	if err == nil {
+		t.Fatal("Read of a crashing server succeeded")
+	}
+	piece := secret[10:]
+	if msg := err.Error(); strings.Contains(msg, piece) || !strings.Contains(msg, "stderr: …"+redact.Mask+" BBB") {
+		t.Fatalf("Read error = %q; want the stderr line with the piece of the secret it begins with masked", msg)
+	}
+	if !strings.Contains(logs.String(), "BBBB") || strings.Contains(logs.String(), piece) {
+		t.Fatalf("debug log holds the piece of the secret %q:\n%.300s", piece, logs.String())
 	}
 }

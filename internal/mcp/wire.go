@@ -605,7 +605,7 @@ func clipError(resp *jsonrpc.Response) bool {
 	}
 	c := &jsonrpc.Error{Code: we.Code, Message: we.Message, Data: we.Data}
 	if len(c.Message) > MaxErrorMessageBytes {
-		c.Message = clip(c.Message, MaxErrorMessageBytes) + "…"
+		c.Message = clipCut(c.Message, MaxErrorMessageBytes)
 	}
 	if len(c.Data) > MaxErrorMessageBytes {
 		c.Data = nil

@@ -76,16 +76,72 @@ func New(secrets ...string) *Redactor {
 	return r
 }
 
-// String returns s with every secret masked.
+// Cut marks where text was cut short: contextd's own cuts (a server's
+// error message, a transport error, a quoted header, the start of a
+// stdio server's stderr tail) end, or begin, with it.
+const Cut = "…"
+
+// String returns s with every secret masked, and the pieces of a secret
+// that a cut left: next to each Cut, the longest run of at least four
+// bytes that ends the text before it and begins a secret, or begins the
+// text after it and ends a secret (a server's 1 KiB error quoting a token
+// at byte 980 was cut inside the token, whole secrets only masked, and
+// 45 of its 47 bytes reached callers).
 func (r *Redactor) String(s string) string {
 	if r != nil {
 		for _, sec := range r.secrets {
 			s = strings.ReplaceAll(s, sec, Mask)
 		}
+		s = r.cutPieces(s)
 	}
 	s = urlRE.ReplaceAllStringFunc(s, URL)
 	s = schemeRE.ReplaceAllString(s, "$1 "+Mask)
 	return keyRE.ReplaceAllString(s, "${1}"+Mask)
+}
+
+// cutPieces masks, next to each Cut in s, the pieces of a secret a cut
+// left (see String).
+func (r *Redactor) cutPieces(s string) string {
+	if len(r.secrets) == 0 || !strings.Contains(s, Cut) {
+		return s
+	}
+	var b strings.Builder
+	rest := s
+	for {
+		i := strings.Index(rest, Cut)
+		if i < 0 {
+			b.WriteString(rest)
+			return b.String()
+		}
+		before := rest[:i]
+		if n := r.longestPiece(before, true); n > 0 {
+			before = before[:len(before)-n] + Mask
+		}
+		b.WriteString(before)
+		b.WriteString(Cut)
+		rest = rest[i+len(Cut):]
+		if n := r.longestPiece(rest, false); n > 0 {
+			b.WriteString(Mask)
+			rest = rest[n:]
+		}
+	}
+}
+
+// longestPiece returns the length of the longest piece of a secret (at
+// least minSecret bytes, shorter than the secret) that ends text (a
+// secret's start, when atEnd) or begins it (a secret's end); 0 when none.
+func (r *Redactor) longestPiece(text string, atEnd bool) int {
+	best := 0
+	for _, sec := range r.secrets {
+		for k := min(len(sec)-1, len(text)); k >= minSecret && k > best; k-- {
+			if atEnd && text[len(text)-k] == sec[0] && strings.HasSuffix(text, sec[:k]) ||
+				!atEnd && text[k-1] == sec[len(sec)-1] && strings.HasPrefix(text, sec[len(sec)-k:]) {
+				best = k
+				break
+			}
+		}
+	}
+	return best
 }
 
 // Error returns err with its message masked; errors.Is and errors.As still
@@ -190,7 +246,7 @@ func (r *Redactor) Line(text string) string {
 		for cut > 0 && !utf8.RuneStart(last[cut]) {
 			cut--
 		}
-		last = last[:cut] + "…"
+		last = last[:cut] + Cut
 	}
 	return last
 }

@@ -120,3 +120,29 @@ func TestStringMasksASecretsEncodings(t *testing.T) {
 		}
 	}
 }
+
+// A cut (Cut) inside a secret leaves a piece of it that is no whole
+// secret: the piece before a cut that begins a secret, and the piece after
+// one that ends a secret, are masked too; text around a cut that is no
+// piece of a secret, and pieces shorter than four bytes, are kept.
+func TestStringMasksThePiecesOfASecretACutLeft(t *testing.T) {
+	const secret = "sk-live-0123456789abcdefghijklmnopqrstuvwxyzAB"
+	r := redact.New(secret)
+	for _, tc := range []struct{ in, want string }{
+		{"bad key " + secret[:45] + redact.Cut, "bad key " + redact.Mask + redact.Cut},
+		{redact.Cut + secret[20:] + " BBB", redact.Cut + redact.Mask + " BBB"},
+		{"a " + secret[:10] + redact.Cut + " b " + redact.Cut + secret[30:], "a " + redact.Mask + redact.Cut + " b " + redact.Cut + redact.Mask},
+		{"key " + secret[:3] + redact.Cut, "key " + secret[:3] + redact.Cut},
+		{"plain words" + redact.Cut + "more words", "plain words" + redact.Cut + "more words"},
+		{"no cut " + secret[:20] + " here", "no cut " + secret[:20] + " here"},
+		{"b64 " + base64.StdEncoding.EncodeToString([]byte(secret))[:30] + redact.Cut, "b64 " + redact.Mask + redact.Cut},
+		{"whole " + secret + redact.Cut, "whole " + redact.Mask + redact.Cut},
+	} {
+		if got := r.String(tc.in); got != tc.want {
+			t.Errorf("String(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+	if got := redact.New().String("key " + secret[:20] + redact.Cut); got != "key "+secret[:20]+redact.Cut {
+		t.Errorf("with no secrets: %q", got)
+	}
+}

@@ -491,7 +491,7 @@ func cutLine(s string, n int) string {
 		return r
 	}, s)
 	if len(s) > n {
-		s = cutUTF8(s, n) + "…"
+		s = cutUTF8(s, n) + redact.Cut
 	}
 	return s
 }
@@ -526,7 +526,7 @@ func serverMessage(body []byte) string {
 		return r
 	}, msg)
 	if len(msg) > 300 {
-		msg = cutUTF8(msg, 300) + "…"
+		msg = cutUTF8(msg, 300) + redact.Cut
 	}
 	return msg
 }
