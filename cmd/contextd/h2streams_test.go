@@ -615,6 +615,14 @@ func TestUnfinishedRequestsAreBoundedPerConnection(t *testing.T) {
 		}
 		t.Logf("closed after %d KiB of unfinished requests", sent>>10)
 
+		// A message sent a byte a frame: gRPC keeps each frame apart, so
+		// each counts for more than its byte.
+		tiny := srv.dial(t)
+		tiny.PartialFrames("/test.Big/Get", h2TestMD, 64<<10, 1)
+		if !tiny.Wait(5*time.Second, tiny.Closed) {
+			t.Fatalf("the connection is still open with 64 KiB of a request sent in 1-byte frames")
+		}
+
 		// A client library sending big requests that end keeps its
 		// connection: 64 calls of a 60 KiB message (4 frames), 16 at a
 		// time, and one of 1 MiB.

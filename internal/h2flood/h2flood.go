@@ -274,6 +274,12 @@ func (h *Conn) Reset(id uint32) {
 // server holds the message while it waits for the rest. It returns the
 // stream ID once the bytes are sent, or the connection ended.
 func (h *Conn) Partial(path string, md [][2]string, size int) uint32 {
+	return h.PartialFrames(path, md, size, 16<<10)
+}
+
+// PartialFrames is Partial sending the message in DATA frames of at most
+// frame bytes.
+func (h *Conn) PartialFrames(path string, md [][2]string, size, frame int) uint32 {
 	var id uint32
 	h.write(func() error {
 		var err error
@@ -290,7 +296,7 @@ func (h *Conn) Partial(path string, md [][2]string, size int) uint32 {
 		for !h.closed.Load() && (h.connSend <= 0 || h.sendWin[id] <= 0) {
 			h.sendMore.Wait()
 		}
-		n := int(min(16<<10, h.connSend, h.sendWin[id], int64(len(msg))))
+		n := int(min(int64(frame), h.connSend, h.sendWin[id], int64(len(msg))))
 		h.connSend -= int64(n)
 		h.sendWin[id] -= int64(n)
 		h.wmu.Unlock()
