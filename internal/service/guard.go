@@ -51,6 +51,10 @@ type GuardOptions struct {
 	// "unauthenticated", "busy" (MaxUnstarted) or "malformed" (its method
 	// name). It must be cheap and safe for concurrent use.
 	OnRefused func(reason string)
+	// RequestWait bounds the wait for a call's first request message
+	// after its headers; past it the call ends (CANCELLED). Zero means
+	// no bound. The daemon uses its handshake timeout.
+	RequestWait time.Duration
 }
 
 // DefaultMaxQueueWait is how long a call waits for a turn by default.
@@ -88,21 +92,30 @@ func Guard(o GuardOptions) []grpc.ServerOption {
 		return handler(ctx, req)
 	}
 	reflections := make(chan struct{}, MaxReflectionStreams)
+	watches := make(chan struct{}, MaxWatchStreams)
 	stream := func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 		if err := auth(ss.Context()); err != nil {
 			return err
 		}
-		if reflectionMethod(info.FullMethod) {
+		switch {
+		case reflectionMethod(info.FullMethod):
 			select {
 			case reflections <- struct{}{}:
 				defer func() { <-reflections }()
 			default:
 				return status.Errorf(codes.ResourceExhausted, "busy: %d server reflection streams are open; retry later", MaxReflectionStreams)
 			}
+		case info.FullMethod == healthWatch:
+			select {
+			case watches <- struct{}{}:
+				defer func() { <-watches }()
+			default:
+				return status.Errorf(codes.ResourceExhausted, "busy: %d health Watch streams are open; retry later, or call Check", MaxWatchStreams)
+			}
 		}
 		return handler(srv, ss)
 	}
-	gate := &startGate{max: int64(max(o.MaxUnstarted, DefaultMaxUnstarted))}
+	gate := &startGate{max: int64(max(o.MaxUnstarted, DefaultMaxUnstarted)), requestWait: o.RequestWait}
 	return []grpc.ServerOption{grpc.ChainUnaryInterceptor(unary), grpc.ChainStreamInterceptor(stream),
 		grpc.StatsHandler(gate),
 		grpc.InTapHandle(func(ctx context.Context, info *tap.Info) (context.Context, error) {
@@ -176,6 +189,16 @@ func RequireBearer(token string, h http.Handler) http.Handler {
 // queues about 200 KB before its handler blocks: 100 streams on each of 64
 // connections held 1.2 GB. A tool such as grpcurl opens one, briefly.
 const MaxReflectionStreams = 16
+
+// MaxWatchStreams bounds the health Watch streams open at once, all
+// connections together; one past it fails with RESOURCE_EXHAUSTED. A
+// Watch never ends on its own: 1,030 connections holding one each held
+// every connection slot of the listener, and 1,000 × 100 of them 1.4 GB.
+// A client's health checking opens one per connection.
+const MaxWatchStreams = 64
+
+// healthWatch is the health service's streaming method.
+const healthWatch = "/grpc.health.v1.Health/Watch"
 
 // reflectionMethod reports whether method is server reflection's (v1 or
 // v1alpha).

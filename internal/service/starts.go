@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -43,18 +44,30 @@ const unstartedGrace = time.Second
 // startGate counts the calls that arrived and whose handler has not
 // started. It is a gRPC InTapHandle (admit) and stats.Handler (TagRPC
 // marks the start). Safe for concurrent use.
+//
+// It also ends a call whose first request message has not arrived
+// requestWait after its headers: a started handler waits for it without a
+// deadline, so a client sending headers and never a message, on each of
+// its connections, held every connection slot of the listener (and a
+// goroutine per call) for as long as it liked.
 type startGate struct {
-	max     int64
-	waiting atomic.Int64
+	max         int64
+	waiting     atomic.Int64
+	requestWait time.Duration // zero: no limit
 }
+
+// errNoRequest ends a call whose request message did not arrive in time.
+var errNoRequest = errors.New("no request message within the handshake timeout after the call's headers")
 
 type startKey struct{}
 
 // startTicket is one call's place in the gate, given up once.
 type startTicket struct {
-	g    *startGate
-	done atomic.Bool
-	stop func() bool // deregisters the release at the call's end
+	g        *startGate
+	done     atomic.Bool
+	stop     func() bool // deregisters the release at the call's end
+	received atomic.Bool // the first request message arrived
+	noReq    *time.Timer // ends the call when it has not; nil without requestWait
 }
 
 func (t *startTicket) release() {
@@ -83,7 +96,19 @@ func (g *startGate) admit(ctx context.Context, method string) (context.Context, 
 			fmt.Sprintf("busy: %d calls have arrived and wait for the daemon to start them; retry later", g.max))
 	}
 	t := &startTicket{g: g}
+	if g.requestWait > 0 {
+		var cancel context.CancelCauseFunc
+		ctx, cancel = context.WithCancelCause(ctx)
+		t.noReq = time.AfterFunc(g.requestWait, func() {
+			if !t.received.Load() {
+				cancel(errNoRequest)
+			}
+		})
+	}
 	t.stop = context.AfterFunc(ctx, func() {
+		if t.noReq != nil {
+			t.noReq.Stop()
+		}
 		if !t.done.Load() {
 			time.AfterFunc(unstartedGrace, t.release)
 		}
@@ -95,12 +120,23 @@ func (g *startGate) admit(ctx context.Context, method string) (context.Context, 
 func (g *startGate) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context {
 	if t, ok := ctx.Value(startKey{}).(*startTicket); ok {
 		t.release()
-		t.stop()
+		if t.noReq == nil {
+			t.stop()
+		}
 	}
 	return ctx
 }
 
-func (g *startGate) HandleRPC(context.Context, stats.RPCStats) {}
+// HandleRPC notes the arrival of a call's first request message.
+func (g *startGate) HandleRPC(ctx context.Context, s stats.RPCStats) {
+	if _, ok := s.(*stats.InPayload); !ok {
+		return
+	}
+	if t, ok := ctx.Value(startKey{}).(*startTicket); ok && t.noReq != nil && t.received.CompareAndSwap(false, true) {
+		t.noReq.Stop()
+		t.stop()
+	}
+}
 
 func (g *startGate) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context {
 	return ctx

@@ -8,8 +8,11 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
 
 	"github.com/contextd/contextd/internal/h2flood"
 	"github.com/contextd/contextd/internal/service"
@@ -89,5 +92,111 @@ func TestCallsThatNeverStartHoldNoPlace(t *testing.T) {
 		if err != nil {
 			t.Fatalf("an honest call right after %d calls with a %s: %v", n, bad.name, err)
 		}
+	}
+}
+
+// A call whose request message does not arrive within RequestWait of its
+// headers is ended: its handler would wait for it without a deadline, so a
+// client holding such a call on each of its connections held every
+// connection slot for good. A call whose message comes is untouched.
+func TestCallsWithoutARequestMessageAreEnded(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := grpc.NewServer(service.Guard(service.GuardOptions{RequestWait: 300 * time.Millisecond})...)
+	healthpb.RegisterHealthServer(s, health.NewServer())
+	go s.Serve(lis)
+	t.Cleanup(s.Stop)
+	c, err := h2flood.Dial(lis.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	const n = 50
+	c.OpenCalls("/grpc.health.v1.Health/Check", n)
+	if !c.Wait(10*time.Second, func() bool { return c.Ended() >= n }) {
+		t.Fatalf("%d of %d calls without a request message ended", c.Ended(), n)
+	}
+
+	cc, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	if _, err := healthpb.NewHealthClient(cc).Check(t.Context(), &healthpb.HealthCheckRequest{}); err != nil {
+		t.Fatalf("a call with its message: %v", err)
+	}
+	// A stream whose request came stays open past the wait.
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	w, err := healthpb.NewHealthClient(cc).Watch(ctx, &healthpb.HealthCheckRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Recv(); err != nil {
+		t.Fatalf("Watch: %v", err)
+	}
+	got := make(chan error, 1)
+	go func() { _, err := w.Recv(); got <- err }()
+	select {
+	case err := <-got:
+		t.Fatalf("a Watch whose request came ended after the request wait: %v", err)
+	case <-time.After(time.Second):
+	}
+}
+
+// At most MaxWatchStreams health Watch streams are open at once; one past
+// it fails with RESOURCE_EXHAUSTED, and a place frees as a stream ends.
+func TestHealthWatchStreamsAreBounded(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := grpc.NewServer(service.Guard(service.GuardOptions{})...)
+	healthpb.RegisterHealthServer(s, health.NewServer())
+	go s.Serve(lis)
+	t.Cleanup(s.Stop)
+	cc, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	hc := healthpb.NewHealthClient(cc)
+	var cancels []context.CancelFunc
+	defer func() {
+		for _, c := range cancels {
+			c()
+		}
+	}()
+	watch := func() error {
+		ctx, cancel := context.WithCancel(t.Context())
+		cancels = append(cancels, cancel)
+		w, err := hc.Watch(ctx, &healthpb.HealthCheckRequest{})
+		if err != nil {
+			return err
+		}
+		_, err = w.Recv()
+		return err
+	}
+	for i := range service.MaxWatchStreams {
+		if err := watch(); err != nil {
+			t.Fatalf("Watch %d: %v", i, err)
+		}
+	}
+	if err := watch(); status.Code(err) != codes.ResourceExhausted {
+		t.Fatalf("Watch past the bound: %v, want RESOURCE_EXHAUSTED", err)
+	}
+	cancels[0]()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		err := watch()
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Watch after one ended: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
