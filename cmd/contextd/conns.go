@@ -38,7 +38,8 @@ func maxConns(c config.Conns, nofile uint64) int {
 
 // maxStreamsPerConn is the most calls (streams) one gRPC connection may
 // have open at once; more wait in the client. With max_connections it
-// bounds what calls waiting for their request can hold: at the 1,024 cap,
+// bounds what calls waiting for their request can hold, each for at most
+// handshake_timeout (service.GuardOptions.RequestWait): at the 1,024 cap,
 // about 1.1 GiB. Answers waiting for a client to read them are bounded
 // apart (unsentAnswers).
 const maxStreamsPerConn = 100
@@ -62,7 +63,8 @@ func grpcConnOptions(c config.Conns) []grpc.ServerOption {
 		grpc.ConnectionTimeout(c.HandshakeTimeout),
 		// gRPC allows any number of streams per connection; each pending
 		// one holds a goroutine and about 11 KiB, and a unary call waits
-		// for its request message without a deadline.
+		// for its request message (the guard ends it after the handshake
+		// timeout).
 		grpc.MaxConcurrentStreams(maxStreamsPerConn),
 		grpc.MaxHeaderListSize(maxHeaderListBytes),
 		grpc.KeepaliveParams(keepalive.ServerParameters{
@@ -87,12 +89,34 @@ func grpcConnOptions(c config.Conns) []grpc.ServerOption {
 // request's body has been read. There is no WriteTimeout, which would.
 func newHTTPServer(h http.Handler, c config.Conns, log *slog.Logger) *http.Server {
 	return &http.Server{
-		Handler:           h,
+		Handler: h,
+		// A connection between requests may be closed to make room for
+		// another when the listener is full (limitListener.victim).
+		ConnState: func(c net.Conn, st http.ConnState) {
+			if lc := underLimit(c); lc != nil && (st == http.StateActive || st == http.StateIdle) {
+				lc.setBusy(st == http.StateActive)
+			}
+		},
 		ReadHeaderTimeout: c.HandshakeTimeout,
 		ReadTimeout:       c.HandshakeTimeout,
 		IdleTimeout:       c.IdleTimeout,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+}
+
+// underLimit returns the limitConn under c (itself, or under its TLS), or
+// nil.
+func underLimit(c net.Conn) *limitConn {
+	for {
+		switch x := c.(type) {
+		case *limitConn:
+			return x
+		case interface{ NetConn() net.Conn }:
+			c = x.NetConn()
+		default:
+			return nil
+		}
 	}
 }
 
@@ -221,15 +245,16 @@ func (l *limitListener) Accept() (net.Conn, error) {
 // reports false when the listener closed first.
 func (l *limitListener) makeRoom() bool {
 	for {
-		// Close the oldest silent connection once it is l.grace old;
-		// until then, or when none is silent, wait for a slot.
+		// Close the oldest silent connection once it is l.grace old, or
+		// else the one idle longest once it is idleGrace idle; until
+		// then, or when there is none, wait for a slot.
 		wait := l.grace
-		if victim := l.oldestSilent(); victim != nil {
-			if age := time.Since(victim.accepted); age >= l.grace {
+		if victim, after := l.victim(); victim != nil {
+			if after <= 0 {
 				victim.Close()
 				wait = 0
 			} else {
-				wait = l.grace - age
+				wait = min(wait, after)
 			}
 		}
 		if wait == 0 {
@@ -253,18 +278,39 @@ func (l *limitListener) makeRoom() bool {
 	}
 }
 
-// oldestSilent returns the oldest connection that has sent nothing, or
-// nil.
-func (l *limitListener) oldestSilent() *limitConn {
+// idleGrace is how long a connection with no call in flight (between
+// calls, or before its first) is kept when the listener is full and
+// another arrives. Closing it loses nothing: a client opens a new
+// connection for its next call, as after the idle timeout. Without it, a
+// client holding each connection with a cheap call a minute (or one that
+// never ends) kept every other client out.
+const idleGrace = time.Second
+
+// victim returns the connection to close to make room, and how long it
+// has left before it may be: the oldest that has sent nothing (l.grace
+// after it was accepted), or else the one with no call in flight for
+// longest (idleGrace after its last call); nil when there is none.
+func (l *limitListener) victim() (*limitConn, time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var oldest *limitConn
+	var silent, idle *limitConn
+	var idleAt int64
 	for c := range l.conns {
-		if !c.heard.Load() && (oldest == nil || c.accepted.Before(oldest.accepted)) {
-			oldest = c
+		if !c.heard.Load() {
+			if silent == nil || c.accepted.Before(silent.accepted) {
+				silent = c
+			}
+		} else if at, ok := c.idleAt(); ok && (idle == nil || at < idleAt) {
+			idle, idleAt = c, at
 		}
 	}
-	return oldest
+	if silent != nil {
+		return silent, l.grace - time.Since(silent.accepted)
+	}
+	if idle != nil {
+		return idle, idleGrace - time.Since(time.Unix(0, idleAt))
+	}
+	return nil, 0
 }
 
 func (l *limitListener) Close() error {
@@ -281,6 +327,33 @@ type limitConn struct {
 	heard     atomic.Bool
 	closeOnce sync.Once
 	ans       *answerConn // with limitListener.answers
+
+	// busy is set while the connection has a call in flight (a gRPC
+	// stream, an HTTP request); idleSince is when it last ended, in unix
+	// nanoseconds (0: since accepted).
+	busy      atomic.Bool
+	idleSince atomic.Int64
+}
+
+// setBusy notes that the connection's calls in flight started (or all
+// ended).
+func (c *limitConn) setBusy(busy bool) {
+	if !busy {
+		c.idleSince.Store(time.Now().UnixNano())
+	}
+	c.busy.Store(busy)
+}
+
+// idleAt returns when the connection's last call ended (or it was
+// accepted), in unix nanoseconds, and false while it has one in flight.
+func (c *limitConn) idleAt() (int64, bool) {
+	if c.busy.Load() {
+		return 0, false
+	}
+	if at := c.idleSince.Load(); at != 0 {
+		return at, true
+	}
+	return c.accepted.UnixNano(), true
 }
 
 func (c *limitConn) Write(p []byte) (int, error) {

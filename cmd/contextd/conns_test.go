@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
 
 	"github.com/contextd/contextd/client"
@@ -556,18 +557,51 @@ func TestSilentConnectionsMakeRoom(t *testing.T) {
 	}
 	t.Logf("served behind 40 silent connections in %v", time.Since(start))
 
-	// Connections that began their preface fill the cap; they are not
-	// closed to make room.
+	// Connections that began their preface and have no call in flight
+	// fill the cap: the one idle longest is closed to make room once it
+	// has been idle for idleGrace.
 	time.Sleep(200 * time.Millisecond) // the silent ones are gone
-	busy := dialN(maxC, "PRI * HTTP/2.0\r\n")
+	idle := dialN(maxC, "PRI * HTTP/2.0\r\n")
 	time.Sleep(100 * time.Millisecond)
-	if err := listServers(2 * time.Second); err == nil {
-		t.Errorf("served while %d connections that had spoken held every slot: one of them was closed", maxC)
+	start = time.Now()
+	if err := listServers(5 * time.Second); err != nil {
+		t.Fatalf("behind %d connections with no call in flight: %v after %v", maxC, err, time.Since(start))
 	}
-	for i, c := range busy {
-		c.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
-		if _, err := io.Copy(io.Discard, c); err == nil || isReset(err) {
-			t.Errorf("connection %d, which had spoken, was closed (%v)", i, err)
+	t.Logf("served behind %d idle connections in %v", maxC, time.Since(start))
+	for _, c := range idle {
+		c.Close()
+	}
+
+	// Connections with a call in flight (a health Watch) fill the cap;
+	// none is closed to make room.
+	time.Sleep(200 * time.Millisecond)
+	var watches []healthpb.Health_WatchClient
+	for i := range maxC {
+		gc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { gc.Close() })
+		w, err := healthpb.NewHealthClient(gc).Watch(metadata.AppendToOutgoingContext(t.Context(), "authorization", "Bearer "+token), &healthpb.HealthCheckRequest{})
+		if err == nil {
+			_, err = w.Recv()
+		}
+		if err != nil {
+			t.Fatalf("Watch %d: %v", i, err)
+		}
+		watches = append(watches, w)
+	}
+	time.Sleep(2 * idleGrace)
+	if err := listServers(2 * time.Second); err == nil {
+		t.Errorf("served while %d connections with a call in flight held every slot: one of them was closed", maxC)
+	}
+	for i, w := range watches {
+		got := make(chan error, 1)
+		go func() { _, err := w.Recv(); got <- err }()
+		select {
+		case err := <-got:
+			t.Errorf("Watch %d ended while the listener was full: %v", i, err)
+		case <-time.After(100 * time.Millisecond):
 		}
 	}
 }
@@ -596,4 +630,58 @@ func TestPprofSymbolBodiesAreBounded(t *testing.T) {
 	if n > 16<<20 {
 		t.Errorf("8 MiB of addresses made a %d MiB answer, want at most 16 MiB (the body cut at %d KiB)", n>>20, maxMetricsBody>>10)
 	}
+}
+
+// On an HTTP listener at its cap, a connection whose request is in flight
+// (an SSE stream, a long answer) is not closed to make room; one between
+// requests is, once idle for idleGrace.
+func TestBusyHTTPConnectionsAreNotClosedToMakeRoom(t *testing.T) {
+	raw, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lis := limitConns(raw, 2, 50*time.Millisecond, "test", slog.New(slog.DiscardHandler))
+	release := make(chan struct{})
+	srv := newHTTPServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/hold" {
+			w.WriteHeader(http.StatusOK)
+			w.(http.Flusher).Flush()
+			<-release
+		}
+		io.WriteString(w, "ok")
+	}), config.Conns{HandshakeTimeout: 10 * time.Second, IdleTimeout: time.Minute}, slog.New(slog.DiscardHandler))
+	go srv.Serve(lis)
+	t.Cleanup(func() { srv.Close() })
+	url := "http://" + raw.Addr().String()
+	client := func() *http.Client {
+		return &http.Client{Transport: &http.Transport{MaxConnsPerHost: 1}, Timeout: 10 * time.Second}
+	}
+	var held []*http.Response
+	for i := range 2 {
+		resp, err := client().Get(url + "/hold")
+		if err != nil {
+			t.Fatalf("hold %d: %v", i, err)
+		}
+		held = append(held, resp)
+	}
+	short := &http.Client{Transport: &http.Transport{}, Timeout: 3 * idleGrace}
+	if resp, err := short.Get(url + "/"); err == nil {
+		resp.Body.Close()
+		t.Fatalf("served while both connections had a request in flight: one was closed")
+	}
+	close(release)
+	for i, resp := range held {
+		if b, err := io.ReadAll(resp.Body); err != nil || string(b) != "ok" {
+			t.Errorf("held request %d: %q, %v; want its whole answer", i, b, err)
+		}
+		resp.Body.Close()
+	}
+	// Both connections are now between requests: one is closed for the
+	// next client.
+	start := time.Now()
+	resp, err := client().Get(url + "/")
+	if err != nil {
+		t.Fatalf("behind two idle connections: %v after %v", err, time.Since(start))
+	}
+	resp.Body.Close()
 }

@@ -131,7 +131,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 	}
 	sopts := append([]grpc.ServerOption{service.Instrument(met.GRPC)}, service.Guard(service.GuardOptions{Token: cfg.Auth.Token, Admission: adm,
-		MaxUnstarted: cfg.Limits.MaxConcurrent + cfg.Limits.MaxQueued, OnRefused: onRefused})...)
+		MaxUnstarted: cfg.Limits.MaxConcurrent + cfg.Limits.MaxQueued, OnRefused: onRefused, RequestWait: cfg.Conns.HandshakeTimeout})...)
 	sopts = append(sopts, grpcConnOptions(cfg.Conns)...)
 	sopts = append(sopts, answers.options()...)
 	sopts = append(sopts, answers.transport(creds))
