@@ -41,8 +41,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -76,6 +79,8 @@ const (
 	DefaultSessionTimeout = time.Hour
 	// DefaultMaxSessions is Options.MaxSessions when zero.
 	DefaultMaxSessions = 256
+	// DefaultMinIdleToClose is Options.MinIdleToClose when zero.
+	DefaultMinIdleToClose = 30 * time.Second
 	// DefaultMaxSubscriptions is Options.MaxSubscriptions when zero.
 	DefaultMaxSubscriptions = 256
 )
@@ -106,13 +111,21 @@ type Options struct {
 	// DefaultSessionTimeout; negative never closes idle sessions.
 	SessionTimeout time.Duration
 	// MaxSessions bounds the Streamable HTTP sessions held at once: a
-	// request that starts a new session first closes the oldest ones
-	// past it (a session's requests in flight finish first; its host
-	// gets 404 at its next request and initializes again). Each session
-	// holds about 16 KiB and a goroutine until it ends, so a client
-	// initializing in a loop would otherwise hold memory without bound
-	// for SessionTimeout. Zero means DefaultMaxSessions.
+	// request that starts a new session first closes, past it, the
+	// sessions used least recently among those with no request in
+	// flight (an SSE stream counts) and none for MinIdleToClose; its host
+	// gets 404 at its next request and initializes again. When too few
+	// are that idle, the new session is refused with 503 and Retry-After.
+	// Each session holds about 16 KiB and a goroutine until it ends, so a
+	// client initializing in a loop would otherwise hold memory without
+	// bound for SessionTimeout; closing the oldest instead let one
+	// initializing 1,800 times a second close every host's session.
+	// Zero means DefaultMaxSessions.
 	MaxSessions int
+	// MinIdleToClose is how long a session must have gone without a
+	// request before it may be closed to make room for a new one. Zero
+	// means DefaultMinIdleToClose.
+	MinIdleToClose time.Duration
 	// MaxSubscriptions bounds the resources one session may subscribe to
 	// (resources/subscribe); past it, a subscription is refused with an
 	// invalid-params error. Zero means DefaultMaxSubscriptions.
@@ -181,6 +194,9 @@ type Server struct {
 	// they are dropped when the session ends.
 	sessSubs map[*mcpsdk.ServerSession]map[string]resource.Key
 	closing  map[*mcpsdk.ServerSession]bool // sessions makeRoom is closing
+	// used records, by session ID, each open session's last request and
+	// its requests in flight.
+	used map[string]*sessionUse
 	// dispatch is the go-sdk's own method handler, under every
 	// middleware: a session's subscriptions are taken back through it
 	// when the session ends (the go-sdk keeps a URI subscribed once for
@@ -234,6 +250,9 @@ func New(eng *engine.Engine, opts *Options) *Server {
 	if o.MaxSessions <= 0 {
 		o.MaxSessions = DefaultMaxSessions
 	}
+	if o.MinIdleToClose <= 0 {
+		o.MinIdleToClose = DefaultMinIdleToClose
+	}
 	if o.MaxSubscriptions <= 0 {
 		o.MaxSubscriptions = DefaultMaxSubscriptions
 	}
@@ -248,6 +267,7 @@ func New(eng *engine.Engine, opts *Options) *Server {
 		subs:     map[resource.Key]int{},
 		sessSubs: map[*mcpsdk.ServerSession]map[string]resource.Key{},
 		closing:  map[*mcpsdk.ServerSession]bool{},
+		used:     map[string]*sessionUse{},
 		rereads:  map[resource.Key]bool{},
 		relaying: map[resource.Key]bool{},
 		recent:   map[*mcpsdk.ServerSession][]string{},
@@ -285,6 +305,23 @@ func New(eng *engine.Engine, opts *Options) *Server {
 		return next
 	})
 	s.mcp.AddReceivingMiddleware(trimInitialize)
+	// Every message of a session marks it used (and makes its ID known,
+	// so its HTTP requests, SSE streams included, are counted in flight).
+	s.mcp.AddReceivingMiddleware(func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
+		return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
+			if ss, ok := req.GetSession().(*mcpsdk.ServerSession); ok && ss.ID() != "" {
+				s.mu.Lock()
+				u := s.used[ss.ID()]
+				if u == nil {
+					u = &sessionUse{}
+					s.used[ss.ID()] = u
+				}
+				u.last = time.Now()
+				s.mu.Unlock()
+			}
+			return next(ctx, method, req)
+		}
+	})
 	// A host asks for the list as soon as it has started contextd: the
 	// first lists wait (at most ReadyWait) for the mirrors' first sync,
 	// so they are not answered empty.
@@ -542,29 +579,119 @@ func (s *Server) Run(ctx context.Context) error {
 // MaxSessionHeaderBytes). A call whose POST ends before its answer (the
 // caller closed the connection) stops, or does not start.
 func (s *Server) HTTPHandler() http.Handler {
-	return boundBodies(s.posts.serve(mcpsdk.NewStreamableHTTPHandler(func(r *http.Request) *mcpsdk.Server {
-		// Called once the Host and origin checks passed; a POST without a
-		// session ID starts a session.
-		if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
-			s.makeRoom()
-		}
-		return s.mcp
-	},
+	return boundBodies(s.trackSessions(s.posts.serve(mcpsdk.NewStreamableHTTPHandler(func(*http.Request) *mcpsdk.Server { return s.mcp },
 		&mcpsdk.StreamableHTTPOptions{Logger: quiet(s.log), CrossOriginProtection: http.NewCrossOriginProtection(),
 			SessionTimeout: max(s.opts.SessionTimeout, 0), MaxRequestBodyBytes: MaxRequestBytes,
-			PropagateRequestCancellation: true})))
+			PropagateRequestCancellation: true}))))
 }
 
-// makeRoom closes the oldest sessions, so that a new one leaves at most
-// Options.MaxSessions open. A session closes once its requests in flight
-// finish, so it is closed in the background, once: until then it is not
-// counted, and no other request closes it again.
-func (s *Server) makeRoom() {
-	all := slices.Collect(s.mcp.Sessions()) // oldest first
+// sessionUse is one session's use: when its last request came or ended,
+// and how many of its HTTP requests are in flight.
+type sessionUse struct {
+	last     time.Time
+	inFlight int
+}
+
+// trackSessions counts each known session's HTTP requests in flight and
+// marks its use as they come and end; and, for a POST starting a session
+// (no session ID) that passes the go-sdk's origin and host checks, makes
+// room for it first, answering 503 when none can be made.
+func (s *Server) trackSessions(next http.Handler) http.Handler {
+	cop := http.NewCrossOriginProtection()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get("Mcp-Session-Id")
+		if id == "" {
+			if r.Method == http.MethodPost && cop.Check(r) == nil && loopbackHost(r.Host) && !s.makeRoom() {
+				w.Header().Set("Retry-After", strconv.Itoa(int(max(1, s.opts.MinIdleToClose/time.Second/4))))
+				http.Error(w, fmt.Sprintf("too many sessions in use: %d (max sessions), none idle for %v; retry later", s.opts.MaxSessions, s.opts.MinIdleToClose), http.StatusServiceUnavailable)
+				return
+			}
+			next.ServeHTTP(w, r)
+			return
+		}
+		s.mu.Lock()
+		u := s.used[id]
+		if u != nil {
+			u.inFlight++
+			u.last = time.Now()
+		}
+		s.mu.Unlock()
+		if u != nil {
+			defer func() {
+				s.mu.Lock()
+				u.inFlight--
+				u.last = time.Now()
+				s.mu.Unlock()
+			}()
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// loopbackHost reports whether host (a Host header) names a loopback
+// address, as the go-sdk requires of requests to a loopback listener.
+func loopbackHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.Trim(host, "[]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
+}
+
+// makeRoom closes sessions so that a new one leaves at most
+// Options.MaxSessions open: past it, those used least recently among the
+// ones with no request in flight and none for Options.MinIdleToClose. It
+// reports false, closing none, when too few are that idle. A session
+// closes once its requests in flight finish, so it is closed in the
+// background, once: until then it is not counted, and no other request
+// closes it again.
+func (s *Server) makeRoom() bool {
+	all := slices.Collect(s.mcp.Sessions())
+	now := time.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	open := slices.DeleteFunc(all, func(ss *mcpsdk.ServerSession) bool { return s.closing[ss] })
-	for _, ss := range open[:max(0, len(open)-s.opts.MaxSessions+1)] {
+	live := make(map[string]bool, len(all))
+	var open []*mcpsdk.ServerSession
+	for _, ss := range all {
+		live[ss.ID()] = true
+		if !s.closing[ss] {
+			open = append(open, ss)
+		}
+	}
+	for id := range s.used {
+		if !live[id] {
+			delete(s.used, id)
+		}
+	}
+	excess := len(open) - s.opts.MaxSessions + 1
+	if excess <= 0 {
+		return true
+	}
+	type idle struct {
+		ss   *mcpsdk.ServerSession
+		last time.Time
+	}
+	var idles []idle
+	for _, ss := range open {
+		u := s.used[ss.ID()]
+		if u == nil { // no message yet: used as of now
+			u = &sessionUse{last: now}
+			s.used[ss.ID()] = u
+		}
+		if u.inFlight == 0 && now.Sub(u.last) >= s.opts.MinIdleToClose {
+			idles = append(idles, idle{ss, u.last})
+		}
+	}
+	if len(idles) < excess {
+		return false
+	}
+	slices.SortStableFunc(idles, func(a, b idle) int { return a.last.Compare(b.last) })
+	for _, v := range idles[:excess] {
+		ss := v.ss
 		s.closing[ss] = true
 		go func() {
 			_ = ss.Close()
@@ -573,6 +700,7 @@ func (s *Server) makeRoom() {
 			s.mu.Unlock()
 		}()
 	}
+	return true
 }
 
 // readyScope returns the servers a request waits for before it runs (nil:

@@ -81,11 +81,12 @@ func TestAbandonedHTTPSessionsAreClosed(t *testing.T) {
 }
 
 // A client that initializes in a loop holds at most MaxSessions sessions:
-// each new one past it closes the oldest, whose next request gets 404 (its
-// host initializes again), while the newest keep working.
+// each new one past it closes the one used least recently (once idle for
+// MinIdleToClose), whose next request gets 404 (its host initializes
+// again), while the newest keep working.
 func TestHTTPSessionsAreBounded(t *testing.T) {
 	f := newFacade(t, map[string]*mcpsdk.Server{"a": mcptest.NewServer(map[string]string{"doc://x": "x"}, nil)},
-		&mcpserver.Options{MaxSessions: 8}, engine.Options{})
+		&mcpserver.Options{MaxSessions: 8, MinIdleToClose: time.Nanosecond}, engine.Options{})
 	ts := httptest.NewServer(f.srv.HTTPHandler())
 	defer ts.Close()
 	const n = 100
@@ -117,6 +118,66 @@ func TestHTTPSessionsAreBounded(t *testing.T) {
 	}
 	if code, _ := post(t, ts.URL, ids[n-1], `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`); code != http.StatusOK {
 		t.Errorf("a request in the newest session: %d, want 200", code)
+	}
+}
+
+// A client initializing in a loop does not close the sessions hosts are
+// using: a session with a request in the last MinIdleToClose, or one in
+// flight (an SSE stream), is not closed to make room; the new session is
+// refused with 503 instead. Once sessions are idle that long, the least
+// recently used is closed for a new one.
+func TestSessionChurnSparesSessionsInUse(t *testing.T) {
+	const idle = 400 * time.Millisecond
+	f := newFacade(t, map[string]*mcpsdk.Server{"a": mcptest.NewServer(map[string]string{"doc://x": "x"}, nil)},
+		&mcpserver.Options{MaxSessions: 4, MinIdleToClose: idle}, engine.Options{})
+	ts := httptest.NewServer(f.srv.HTTPHandler())
+	defer ts.Close()
+	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"script","version":"1"}}}`
+	start := func() (int, string) {
+		code, sid := post(t, ts.URL, "", init)
+		if code == http.StatusOK {
+			post(t, ts.URL, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+		}
+		return code, sid
+	}
+	_, host := start()
+	// Another host holds an SSE stream open and sends nothing else.
+	_, streamer := start()
+	req, _ := http.NewRequest(http.MethodGet, ts.URL, nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Mcp-Session-Id", streamer)
+	req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+	stream, err := http.DefaultClient.Do(req)
+	if err != nil || stream.StatusCode != http.StatusOK {
+		t.Fatalf("GET stream: %v %v", stream, err)
+	}
+	defer stream.Body.Close()
+
+	refused := 0
+	for i := range 60 {
+		if code, _ := start(); code == http.StatusServiceUnavailable {
+			refused++
+		}
+		if i%10 == 0 { // the host keeps working, more often than idle
+			if code, _ := post(t, ts.URL, host, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`); code != http.StatusOK {
+				t.Fatalf("the host's request during the churn: %d, want 200", code)
+			}
+		}
+		time.Sleep(idle / 40)
+	}
+	if refused == 0 {
+		t.Errorf("no new session refused while every session was in use")
+	}
+	if code, _ := post(t, ts.URL, host, `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`); code != http.StatusOK {
+		t.Errorf("the host's request after the churn: %d, want 200", code)
+	}
+	if code, _ := post(t, ts.URL, streamer, `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`); code != http.StatusOK {
+		t.Errorf("the streaming host's request after the churn: %d, want 200", code)
+	}
+	// Once idle long enough, the least recently used makes room.
+	time.Sleep(2 * idle)
+	if code, _ := start(); code != http.StatusOK {
+		t.Errorf("a new session after the others went idle: %d, want 200", code)
 	}
 }
 
@@ -210,7 +271,7 @@ func TestASessionBusyClosingIsClosedOnce(t *testing.T) {
 	hold := make(chan struct{})
 	admit := func(context.Context) (func(), error) { <-hold; return func() {}, nil }
 	f := newFacade(t, map[string]*mcpsdk.Server{"a": mcptest.NewServer(map[string]string{"doc://x": "x"}, nil)},
-		&mcpserver.Options{MaxSessions: 4, Admit: admit}, engine.Options{})
+		&mcpserver.Options{MaxSessions: 4, Admit: admit, MinIdleToClose: time.Nanosecond}, engine.Options{})
 	ts := httptest.NewServer(f.srv.HTTPHandler())
 	defer ts.Close()
 	defer close(hold)
