@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"net"
@@ -89,13 +90,21 @@ func grpcConnOptions(c config.Conns) []grpc.ServerOption {
 // request's body has been read. There is no WriteTimeout, which would.
 func newHTTPServer(h http.Handler, c config.Conns, log *slog.Logger) *http.Server {
 	return &http.Server{
-		Handler: h,
-		// A connection between requests may be closed to make room for
-		// another when the listener is full (limitListener.victim).
-		ConnState: func(c net.Conn, st http.ConnState) {
-			if lc := underLimit(c); lc != nil && (st == http.StateActive || st == http.StateIdle) {
-				lc.setBusy(st == http.StateActive)
+		// A connection with no handler running (between requests, or
+		// still sending a request's headers) may be closed to make room
+		// for another when the listener is full (limitListener.victim).
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if lc, ok := r.Context().Value(limitConnKey{}).(*limitConn); ok {
+				lc.callStarted()
+				defer lc.callEnded()
 			}
+			h.ServeHTTP(w, r)
+		}),
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			if lc := underLimit(c); lc != nil {
+				return context.WithValue(ctx, limitConnKey{}, lc)
+			}
+			return ctx
 		},
 		ReadHeaderTimeout: c.HandshakeTimeout,
 		ReadTimeout:       c.HandshakeTimeout,
@@ -104,6 +113,9 @@ func newHTTPServer(h http.Handler, c config.Conns, log *slog.Logger) *http.Serve
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 }
+
+// limitConnKey is the context key of a request's limitConn.
+type limitConnKey struct{}
 
 // underLimit returns the limitConn under c (itself, or under its TLS), or
 // nil.
@@ -328,26 +340,28 @@ type limitConn struct {
 	closeOnce sync.Once
 	ans       *answerConn // with limitListener.answers
 
-	// busy is set while the connection has a call in flight (a gRPC
-	// stream, an HTTP request); idleSince is when it last ended, in unix
-	// nanoseconds (0: since accepted).
-	busy      atomic.Bool
+	// calls counts the calls in flight: gRPC calls whose request has
+	// arrived and whose answer has not ended (a call still sending its
+	// request is not one: anyone can open those for free), HTTP requests
+	// whose handler runs. idleSince is when the count last fell to 0, in
+	// unix nanoseconds (0: since accepted).
+	calls     atomic.Int32
 	idleSince atomic.Int64
 }
 
-// setBusy notes that the connection's calls in flight started (or all
-// ended).
-func (c *limitConn) setBusy(busy bool) {
-	if !busy {
+// callStarted and callEnded count a call in flight on the connection.
+func (c *limitConn) callStarted() { c.calls.Add(1) }
+
+func (c *limitConn) callEnded() {
+	if c.calls.Add(-1) == 0 {
 		c.idleSince.Store(time.Now().UnixNano())
 	}
-	c.busy.Store(busy)
 }
 
 // idleAt returns when the connection's last call ended (or it was
 // accepted), in unix nanoseconds, and false while it has one in flight.
 func (c *limitConn) idleAt() (int64, bool) {
-	if c.busy.Load() {
+	if c.calls.Load() > 0 {
 		return 0, false
 	}
 	if at := c.idleSince.Load(); at != 0 {

@@ -27,6 +27,7 @@ import (
 
 	"github.com/contextd/contextd/client"
 	"github.com/contextd/contextd/internal/config"
+	"github.com/contextd/contextd/internal/h2flood"
 	"github.com/contextd/contextd/internal/metrics"
 	contextdv1 "github.com/contextd/contextd/proto/contextd/v1"
 )
@@ -570,6 +571,26 @@ func TestSilentConnectionsMakeRoom(t *testing.T) {
 	t.Logf("served behind %d idle connections in %v", maxC, time.Since(start))
 	for _, c := range idle {
 		c.Close()
+	}
+
+	// Connections whose only call is still sending its request (which
+	// anyone can open for nothing) have no call in flight either.
+	time.Sleep(200 * time.Millisecond)
+	for i := range maxC {
+		c, err := h2flood.Dial(addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		c.Partial(contextdv1.ContextService_ListServers_FullMethodName, [][2]string{{"authorization", "Bearer " + token}}, 100)
+		if c.Closed() {
+			t.Fatalf("connection %d with a partial request closed at once", i)
+		}
+	}
+	time.Sleep(100 * time.Millisecond)
+	start = time.Now()
+	if err := listServers(5 * time.Second); err != nil {
+		t.Fatalf("behind %d connections whose calls never sent their request: %v after %v", maxC, err, time.Since(start))
 	}
 
 	// Connections with a call in flight (a health Watch) fill the cap;

@@ -208,12 +208,12 @@ const dataFrameCost = 64
 func (c *h2Conn) drop(id uint32) {
 	if s, ok := c.streams[id]; ok {
 		delete(c.streams, id)
-		if c.lc != nil && len(c.streams) == 0 {
-			c.lc.setBusy(false)
-		}
 		c.partial -= s.partial
 		if s.requested {
 			c.requested--
+			if c.lc != nil {
+				c.lc.callEnded()
+			}
 			if c.requested == 0 {
 				c.idleSince = time.Now()
 			}
@@ -227,6 +227,9 @@ func (c *h2Conn) markRequested(id uint32) {
 	if s := c.streams[id]; s != nil && !s.requested {
 		s.requested = true
 		c.requested++
+		if c.lc != nil {
+			c.lc.callStarted()
+		}
 		c.partial -= s.partial
 		s.partial = 0
 	}
@@ -276,9 +279,6 @@ func (c *h2Conn) fromClient(typ http2.FrameType, flags http2.Flags, id uint32, l
 	case http2.FrameHeaders:
 		if _, ok := c.streams[id]; !ok && id != 0 && id <= c.lastID {
 			c.streams[id] = &h2Stream{win: c.initWin}
-			if c.lc != nil && len(c.streams) == 1 {
-				c.lc.setBusy(true)
-			}
 		}
 		if flags.Has(http2.FlagHeadersEndStream) {
 			c.markRequested(id)
