@@ -102,16 +102,19 @@ type readBudget struct {
 	mu        sync.Mutex
 	reads     int
 	bytes     int            // contents the request may use
-	dropped   int            // contents downloaded and not used, in all
-	droppedBy map[string]int // the same, per server
+	dropped   int            // contents downloaded and not used, each server's up to MaxResponseBytes
+	droppedBy map[string]int // the same, per server, in full
 }
 
 // maxDroppedServers is how many servers' worth of unusable bytes
-// (max_response_bytes each) one request downloads at most: contents it
-// drops (blobs it does not take, results that do not fit, items claiming
-// another URI) are counted per server, so one server answering with them
-// stops its own reads, not every server's, and in all, so that a request
-// downloads at most max_response_bytes × (1 + maxDroppedServers).
+// (max_response_bytes each) one request downloads before it stops
+// reading: contents it drops (blobs it does not take, results that do not
+// fit, items claiming another URI) are counted per server, so one server
+// answering with them stops its own reads, not every server's, and in all,
+// each server's count up to max_response_bytes, so that one server cannot
+// fill the total alone (a read just under its share, then one of 16 MiB,
+// did). A request downloads at most about max_response_bytes ×
+// (1 + maxDroppedServers) plus one max_message_bytes read per server.
 const maxDroppedServers = 3
 
 // newReadBudget returns the read budget of a request starting now, whose
@@ -208,8 +211,9 @@ func (b *readBudget) drop(server string, n int) {
 	if b.droppedBy == nil {
 		b.droppedBy = map[string]int{}
 	}
+	was := b.droppedBy[server]
 	b.droppedBy[server] += n
-	b.dropped += n
+	b.dropped += min(b.droppedBy[server], b.lim.MaxResponseBytes) - min(was, b.lim.MaxResponseBytes)
 }
 
 // usable returns what spend counts of contents against the bytes the

@@ -335,6 +335,15 @@ func TestOneServersUnusableBytesDoNotStopOtherServersReads(t *testing.T) {
 		{"another URI", []string{"x://claim"}, func(string) *mcpsdk.ResourceContents {
 			return &mcpsdk.ResourceContents{URI: "file:///etc/other", MIMEType: "text/plain", Text: strings.Repeat("x", limit-200)}
 		}},
+		// A blob just under the server's own share, then a text four
+		// times what a request may read: the total counts the server
+		// once, up to its share.
+		{"past the total", []string{"x://a-blob", "x://b-big"}, func(uri string) *mcpsdk.ResourceContents {
+			if strings.Contains(uri, "blob") {
+				return &mcpsdk.ResourceContents{URI: uri, MIMEType: "text/plain", Blob: make([]byte, limit-200)}
+			}
+			return &mcpsdk.ResourceContents{URI: uri, MIMEType: "text/plain", Text: strings.Repeat("x", 4*limit)}
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			bad := mcptest.NewServer(nil, nil)
