@@ -154,6 +154,7 @@ type Engine struct {
 	slowFor    time.Duration
 	slowMu     gosync.Mutex
 	slowUntil  map[string]time.Time // server → end of its slow spell
+	slowReads  slowReads            // per server, reads past slowTO
 	unlock     func()               // releases data_dir; nil for an in-memory index
 	tooLarge   tooLargeReads
 	shared     *shared // nil for an embedded index

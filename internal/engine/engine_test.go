@@ -324,12 +324,13 @@ func TestLateAnswersStartASlowSpell(t *testing.T) {
 	})
 }
 
-// A read that takes long because it is large is not a slow server, and
-// one that takes longer than its bytes pay for is, however many it brings:
-// past the lateness of one read (7.5 s of the default 30 s), an answer
-// needs a second for each 1.1 MB (fillRate) or it starts a slow spell. A
-// server answering 2 MB after 28 s was read for 28 s by every request.
-func TestLateAnswersStartASpellUnlessTheirBytesPayForTheTime(t *testing.T) {
+// A read that takes long because it is large is not a slow server: past
+// the lateness of one read (7.5 s of the default 30 s), an answer of 64 KiB
+// or more a second starts no spell, so every request still waits for it
+// (an honest server answering 1 MB in 10 s lost its results for a minute
+// at a time under a stricter rule). What such a server can hold is bounded
+// by the slow-read places instead (TestSlowReadsOfOneServerHoldFewTurns).
+func TestLargeLateAnswersStartNoSlowSpell(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		size  int
@@ -337,9 +338,9 @@ func TestLateAnswersStartASpellUnlessTheirBytesPayForTheTime(t *testing.T) {
 		want  []time.Duration // how long each Assemble takes
 	}{
 		{"4 MB after 9 s", 4 << 20, 9 * time.Second, []time.Duration{9 * time.Second, 9 * time.Second, 9 * time.Second}},
-		{"2 MB after 28 s", 2 << 20, 28 * time.Second, []time.Duration{28 * time.Second, engine.DefaultSlowReadTimeout, engine.DefaultSlowReadTimeout}},
-		{"2 MB after 9 s", 2 << 20, 9 * time.Second, []time.Duration{9 * time.Second, 9 * time.Second, 9 * time.Second}},
-		{"2 MB after 10 s", 2 << 20, 10 * time.Second, []time.Duration{10 * time.Second, engine.DefaultSlowReadTimeout, engine.DefaultSlowReadTimeout}},
+		{"1 MB after 10 s", 1 << 20, 10 * time.Second, []time.Duration{10 * time.Second, 10 * time.Second, 10 * time.Second}},
+		{"2 MB after 28 s", 2 << 20, 28 * time.Second, []time.Duration{28 * time.Second, 28 * time.Second, 28 * time.Second}},
+		{"100 KB after 10 s", 100 << 10, 10 * time.Second, []time.Duration{10 * time.Second, engine.DefaultSlowReadTimeout, engine.DefaultSlowReadTimeout}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -368,6 +369,60 @@ func TestLateAnswersStartASpellUnlessTheirBytesPayForTheTime(t *testing.T) {
 			})
 		})
 	}
+}
+
+// At most slowReadsPerServer (2 by default) requests wait on one server's
+// reads past the slow-read timeout at once: the others stop that read
+// after it and answer without the server. A server answering every read
+// after 25 s with 2 MB (enough to pass as merely large) held every
+// caller's turn for 25 s.
+func TestSlowReadsOfOneServerHoldFewTurns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := mcptest.NewServer(map[string]string{"doc://fast-architecture": "fast notes on the architecture\n"}, nil)
+		late := mcptest.NewServer(nil, nil)
+		text := strings.Repeat("late notes on the architecture\n", 2<<20/31)
+		late.AddResource(&mcpsdk.Resource{URI: "doc://late-architecture", Name: "architecture late"},
+			func(ctx context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+				select {
+				case <-time.After(25 * time.Second):
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+				return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: req.Params.URI, Text: text}}}, nil
+			})
+		eng := newEngine(t, "", map[string]*mcpsdk.Server{"s": srv, "late": late}, 0)
+		const callers = 5
+		took := make(chan time.Duration, callers)
+		stopped := make(chan bool, callers)
+		for range callers {
+			go func() {
+				start := time.Now()
+				res, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "architecture", TokenBudget: 500})
+				if err != nil {
+					t.Error(err)
+				}
+				took <- time.Since(start)
+				stopped <- omittedFor(res, "doc://late-architecture", "other requests were waiting on its reads")
+			}()
+		}
+		var long, short, cut int
+		for range callers {
+			switch d := <-took; d {
+			case 25 * time.Second:
+				long++
+			case engine.DefaultSlowReadTimeout:
+				short++
+			default:
+				t.Errorf("an Assemble took %v, want 25s or %v", d, engine.DefaultSlowReadTimeout)
+			}
+			if <-stopped {
+				cut++
+			}
+		}
+		if long != 2 || short != callers-2 || cut != callers-2 {
+			t.Errorf("%d Assembles waited for the slow server, %d stopped at the slow-read timeout (%d said why); want 2 and %d", long, short, cut, callers-2)
+		}
+	})
 }
 
 // A copy from the cache is no answer from the server: reading one must not

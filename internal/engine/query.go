@@ -348,13 +348,13 @@ type fetchLog struct {
 }
 
 // lateReadFraction and lateReadRate: a read answered after more than the
-// read timeout over lateReadFraction (7.5 s by default), lengthened by
-// what it brought at fillRate (at least lateReadRate bytes a second),
-// starts a slow spell, as a read that times out does. A large read that
-// takes long because it is large is not a slow server; one that brings
-// less than the time it took pays for is, however much it brings (2 MB
-// answered after 28 s each time held every request, and its turn, for 28 s
-// under a flat 64 KiB a second).
+// read timeout over lateReadFraction (7.5 s by default), at under
+// lateReadRate bytes a second, starts a slow spell, as a read that times
+// out does. A large read that takes long because it is large (megabytes,
+// from a slow machine) is not a slow server: an honest server answering
+// 1 MB in 10 s is read, by every request that ranks it. What such a
+// server can hold is bounded apart: at most slowReadsPerServer requests
+// wait on its reads past SlowReadTimeout at once.
 const (
 	lateReadFraction = 4
 	lateReadRate     = 64 << 10
@@ -366,9 +366,10 @@ const (
 // lets a read time out, its later candidates in the same request fail at
 // once instead of each waiting out the timeout again, and for SlowFor its
 // reads in later requests get only SlowReadTimeout; a read it answers
-// after more than a quarter of the read timeout starts such a spell too,
-// unless what it brought pays for the rest at fillRate (1.1 MB a second by
-// default).
+// after more than a quarter of the read timeout, at under 64 KiB a second,
+// starts such a spell too. A read still running after SlowReadTimeout
+// takes one of the server's slow-read places (see slowReads); with none
+// free it ends there, and the request reads the server no more.
 func (e *Engine) reader(log *fetchLog, budget *readBudget) selector.ReadFunc {
 	var mu sync.Mutex
 	stalled := map[string]string{} // server → why its later reads are skipped
@@ -450,11 +451,23 @@ func (e *Engine) reader(log *fetchLog, budget *readBudget) selector.ReadFunc {
 			// next after the full timeout would get it every other read.
 			timeout, shareCut = e.slowTO, false
 		}
-		rctx, cancel := context.WithTimeout(ctx, timeout)
+		cctx, stop := context.WithCancelCause(ctx)
+		defer stop(nil)
+		rctx, cancel := context.WithTimeout(cctx, timeout)
 		defer cancel()
+		place := e.slowReads.watch(server, timeout, e.slowTO, e.slowReadsPerServer(), stop)
 		start := time.Now()
 		c, f, err := m.ReadFetch(rctx, uri)
 		took := time.Since(start)
+		place.done()
+		if err != nil && ctx.Err() == nil && errors.Is(context.Cause(cctx), errNoSlowReadPlace) {
+			// Not the server's fault alone, nor the caller's: no spell.
+			why := fmt.Sprintf("%d other requests were waiting on its reads for more than %v", e.slowReadsPerServer(), e.slowTO)
+			mu.Lock()
+			stalled[server] = why
+			mu.Unlock()
+			return nil, fmt.Errorf("server %q: read %q: stopped after %v: %s", server, uri, took.Round(time.Millisecond), why)
+		}
 		// Only an answer from the server says how it answers now: a copy
 		// from the cache must not end a spell.
 		fromServer := err == nil && !f.At.Before(start)
@@ -519,7 +532,7 @@ func (e *Engine) reader(log *fetchLog, budget *readBudget) selector.ReadFunc {
 			return nil, fmt.Errorf("server %q: read %q: no answer within %v", server, uri, timeout)
 		case fromServer && slow:
 			e.markSlow(server, false)
-		case (fromServer || answeredErr) && took > e.lateness(budget, budget.usable(c)):
+		case (fromServer || answeredErr) && took > e.readTO/lateReadFraction && float64(budget.usable(c)) < lateReadRate*took.Seconds():
 			// Answered, but late and little: a server answering every read
 			// just inside the timeout would otherwise hold each request
 			// that reads it (and its admission turn) as long as a hung
