@@ -200,7 +200,7 @@ func walk[T any](ctx context.Context, s *Session, method string, maxItems, maxBy
 		}
 		h := maphash.String(seed, next)
 		if seen[h] {
-			l.Incomplete = fmt.Sprintf("server repeated cursor %q after %d pages", clip(next, maxQuotedCursor), l.Pages)
+			l.Incomplete = fmt.Sprintf("server repeated cursor %q after %d pages", clipCut(next, maxQuotedCursor), l.Pages)
 			return l, nil
 		}
 		seen[h] = true

@@ -99,6 +99,18 @@ func (r *Redactor) String(s string) string {
 	return keyRE.ReplaceAllString(s, "${1}"+Mask)
 }
 
+// Clip returns s cut to at most n bytes at a character boundary, with Cut
+// after it when it was cut: the mark String looks for.
+func Clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + Cut
+}
+
 // cutPieces masks, next to each Cut in s, the pieces of a secret a cut
 // left (see String).
 func (r *Redactor) cutPieces(s string) string {

@@ -23,6 +23,8 @@ import (
 
 	"github.com/yosida95/uritemplate/v3"
 
+	"github.com/contextd/contextd/internal/redact"
+
 	"github.com/contextd/contextd/internal/lexical"
 	"github.com/contextd/contextd/internal/resource"
 )
@@ -121,7 +123,7 @@ const (
 // MaxTemplateBytes or with more than MaxVars variables.
 func Parse(t resource.Template) (*Template, error) {
 	if len(t.URITemplate) > MaxTemplateBytes {
-		return nil, fmt.Errorf("template %.64q…: longer than %d bytes", t.URITemplate, MaxTemplateBytes)
+		return nil, fmt.Errorf("template %q: longer than %d bytes", redact.Clip(t.URITemplate, 64), MaxTemplateBytes)
 	}
 	ut, err := uritemplate.New(t.URITemplate)
 	if err != nil {

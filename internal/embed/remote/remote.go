@@ -490,10 +490,7 @@ func cutLine(s string, n int) string {
 		}
 		return r
 	}, s)
-	if len(s) > n {
-		s = cutUTF8(s, n) + redact.Cut
-	}
-	return s
+	return redact.Clip(s, n)
 }
 
 // serverMessage extracts the error message of an error answer (OpenAI's
@@ -525,10 +522,7 @@ func serverMessage(body []byte) string {
 		}
 		return r
 	}, msg)
-	if len(msg) > 300 {
-		msg = cutUTF8(msg, 300) + redact.Cut
-	}
-	return msg
+	return redact.Clip(msg, 300)
 }
 
 // retryAfter reads Retry-After (seconds or an HTTP date) or OpenAI's
