@@ -15,6 +15,7 @@ import (
 	"reflect"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -706,3 +707,40 @@ func TestBusyHTTPConnectionsAreNotClosedToMakeRoom(t *testing.T) {
 	}
 	resp.Body.Close()
 }
+
+// A full listener closes a connection idle long enough at once rather than
+// wait for a silent one to age: waiting made room for about a hundred
+// connections a second, and a client behind thousands reconnecting waited
+// many seconds.
+func TestAReadyIdleConnectionMakesRoomAtOnce(t *testing.T) {
+	l := limitConns(nil, 2, 5*time.Second, "listen", slog.New(slog.DiscardHandler)).(*limitListener)
+	idle := &limitConn{Conn: &closeConn{}, l: l, accepted: time.Now().Add(-time.Minute)}
+	idle.heard.Store(true)
+	idle.idleSince.Store(time.Now().Add(-2 * idleGrace).UnixNano())
+	silent := &limitConn{Conn: &closeConn{}, l: l, accepted: time.Now()}
+	for _, c := range []*limitConn{idle, silent} {
+		l.slots <- struct{}{}
+		l.conns[c] = struct{}{}
+	}
+	done := make(chan bool, 1)
+	go func() { done <- l.makeRoom() }()
+	select {
+	case ok := <-done:
+		if !ok {
+			t.Fatal("no room made")
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("no room made within 2s: it waits for the silent connection to age (5s)")
+	}
+	if !idle.Conn.(*closeConn).closed.Load() || silent.Conn.(*closeConn).closed.Load() {
+		t.Errorf("closed: idle %v, silent %v; want the idle one only", idle.Conn.(*closeConn).closed.Load(), silent.Conn.(*closeConn).closed.Load())
+	}
+}
+
+// closeConn records its Close.
+type closeConn struct {
+	net.Conn
+	closed atomic.Bool
+}
+
+func (c *closeConn) Close() error { c.closed.Store(true); return nil }

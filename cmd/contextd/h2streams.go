@@ -195,6 +195,20 @@ const maxPartialRequests = service.MaxRecvMsgSize + 64<<10
 // maxPartialRequests of unfinished requests.
 var errPartialRequests = errors.New("contextd: connection closed: more than 1 MiB of requests sent and not ended")
 
+// maxFollowedStreams bounds the calls a connection has sent whose answer
+// (or refusal) the daemon has not finished writing. gRPC serves at most
+// maxStreamsPerConn at once and refuses the rest, but a refusal waits to
+// be written like any answer: a client that sends whole calls and reads
+// nothing (a tiny receive window) had thousands of refusals queued on each
+// connection, and as many streams followed here, with or without the
+// token (1,100 connections: 1 GB, and 3.4 GB at 4,000 calls each). An
+// honest client has at most maxStreamsPerConn open, plus refusals it is
+// reading.
+const maxFollowedStreams = 2 * maxStreamsPerConn
+
+// errUnansweredCalls ends a connection past maxFollowedStreams.
+var errUnansweredCalls = errors.New("contextd: connection closed: more calls sent than answered while its answers are not read")
+
 // dataFrameCost is what each non-empty DATA frame of an unfinished request
 // counts against maxPartialRequests besides its bytes: gRPC keeps each
 // such frame as a buffer of its own until the message ends (16–28 bytes of
@@ -244,11 +258,15 @@ func (c *h2Conn) Read(p []byte) (int, error) {
 	if n > 0 {
 		c.mu.Lock()
 		c.in.feed(p[:n], c.fromClient)
-		over := c.partial > maxPartialRequests
+		over, many := c.partial > maxPartialRequests, len(c.streams) > maxFollowedStreams
 		c.mu.Unlock()
-		if over {
+		switch {
+		case over:
 			c.Close()
 			return 0, errPartialRequests
+		case many:
+			c.Close()
+			return 0, errUnansweredCalls
 		}
 	}
 	return n, err

@@ -2,10 +2,13 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"path/filepath"
@@ -655,3 +658,51 @@ func TestUnfinishedRequestsAreBoundedPerConnection(t *testing.T) {
 		}
 	})
 }
+
+// A client that sends whole calls and reads nothing has them all waiting
+// for an answer or refusal the daemon cannot write: past
+// maxFollowedStreams of them the connection is closed (1,100 such
+// connections held 1 GB of queued refusals, with or without the token).
+// As many as gRPC serves at once (maxStreamsPerConn) keep it.
+func TestCallsNeverAnsweredAreBoundedPerConnection(t *testing.T) {
+	for _, tc := range []struct {
+		calls   int
+		wantErr error
+	}{
+		{maxStreamsPerConn, nil},
+		{2*maxStreamsPerConn + 1, errUnansweredCalls},
+	} {
+		var in bytes.Buffer
+		in.WriteString(http2.ClientPreface)
+		fr := http2.NewFramer(&in, nil)
+		_ = fr.WriteSettings()
+		for i := range tc.calls {
+			_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: uint32(2*i + 1), BlockFragment: []byte{0x82}, EndHeaders: true, EndStream: true})
+		}
+		u := newUnsentAnswers(256<<20, time.Minute)
+		l := limitConns(nil, 4, time.Second, "listen", slog.New(slog.DiscardHandler)).(*limitListener)
+		l.answers = u
+		l.slots <- struct{}{}
+		lc := &limitConn{Conn: &readConn{sinkConn: sinkConn{}, r: &in}, l: l, accepted: time.Now()}
+		u.track(lc)
+		h := u.watch(lc, lc)
+		var err error
+		buf := make([]byte, 1024)
+		for err == nil {
+			_, err = h.Read(buf)
+		}
+		if tc.wantErr == nil && err != io.EOF || tc.wantErr != nil && !errors.Is(err, tc.wantErr) {
+			t.Errorf("%d calls never answered: the connection ended with %v, want %v", tc.calls, err, cmp.Or(tc.wantErr, io.EOF))
+		}
+	}
+}
+
+// readConn reads from r and takes every write.
+type readConn struct {
+	sinkConn
+	r io.Reader
+}
+
+func (c *readConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+
+func (c *readConn) Close() error { return nil }
