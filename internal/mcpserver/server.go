@@ -113,7 +113,7 @@ type Options struct {
 	// MaxSessions bounds the Streamable HTTP sessions held at once: a
 	// request that starts a new session first closes, past it, the
 	// sessions used least recently among those with no request in
-	// flight (an SSE stream counts) and none for MinIdleToClose; its host
+	// flight (its GET stream does not count) and none for MinIdleToClose; its host
 	// gets 404 at its next request and initializes again. When too few
 	// are that idle, the new session is refused with 503 and Retry-After.
 	// Each session holds about 16 KiB and a goroutine until it ends, so a
@@ -592,8 +592,8 @@ type sessionUse struct {
 	inFlight int
 }
 
-// trackSessions counts each known session's HTTP requests in flight and
-// marks its use as they come and end; and, for a POST starting a session
+// trackSessions counts each known session's HTTP requests in flight (but
+// its GET stream) and marks its use as they come and end; and, for a POST starting a session
 // (no session ID) that passes the go-sdk's origin and host checks, makes
 // room for it first, answering 503 when none can be made.
 func (s *Server) trackSessions(next http.Handler) http.Handler {
@@ -609,14 +609,20 @@ func (s *Server) trackSessions(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
+		// A GET is the session's stream of server messages: counted in
+		// flight while held open, it kept the session for good, and 256
+		// of them, costing nothing, kept every new host out.
 		s.mu.Lock()
 		u := s.used[id]
+		counted := u != nil && r.Method != http.MethodGet
 		if u != nil {
-			u.inFlight++
 			u.last = time.Now()
 		}
+		if counted {
+			u.inFlight++
+		}
 		s.mu.Unlock()
-		if u != nil {
+		if counted {
 			defer func() {
 				s.mu.Lock()
 				u.inFlight--

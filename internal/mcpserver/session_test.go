@@ -123,9 +123,10 @@ func TestHTTPSessionsAreBounded(t *testing.T) {
 
 // A client initializing in a loop does not close the sessions hosts are
 // using: a session with a request in the last MinIdleToClose, or one in
-// flight (an SSE stream), is not closed to make room; the new session is
-// refused with 503 instead. Once sessions are idle that long, the least
-// recently used is closed for a new one.
+// flight, is not closed to make room; the new session is refused with 503
+// instead. Once sessions are idle that long, the least recently used is
+// closed for a new one, whether or not it holds its GET stream open (256
+// held streams kept every new host out).
 func TestSessionChurnSparesSessionsInUse(t *testing.T) {
 	const idle = 400 * time.Millisecond
 	f := newFacade(t, map[string]*mcpsdk.Server{"a": mcptest.NewServer(map[string]string{"doc://x": "x"}, nil)},
@@ -171,13 +172,19 @@ func TestSessionChurnSparesSessionsInUse(t *testing.T) {
 	if code, _ := post(t, ts.URL, host, `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`); code != http.StatusOK {
 		t.Errorf("the host's request after the churn: %d, want 200", code)
 	}
-	if code, _ := post(t, ts.URL, streamer, `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`); code != http.StatusOK {
-		t.Errorf("the streaming host's request after the churn: %d, want 200", code)
-	}
-	// Once idle long enough, the least recently used makes room.
-	time.Sleep(2 * idle)
+	// Once idle long enough, the least recently used make room: the
+	// streaming host's session is one of them (during the churn or now),
+	// its stream open or not.
+	post(t, ts.URL, host, `{"jsonrpc":"2.0","id":4,"method":"tools/list"}`)
+	time.Sleep(idle / 2)
 	if code, _ := start(); code != http.StatusOK {
-		t.Errorf("a new session after the others went idle: %d, want 200", code)
+		t.Errorf("a new session while a session holding only its stream was idle: %d, want 200", code)
+	}
+	if code, _ := post(t, ts.URL, host, `{"jsonrpc":"2.0","id":5,"method":"tools/list"}`); code != http.StatusOK {
+		t.Errorf("the host's request after the new session: %d, want 200", code)
+	}
+	if code, _ := post(t, ts.URL, streamer, `{"jsonrpc":"2.0","id":6,"method":"tools/list"}`); code != http.StatusNotFound {
+		t.Errorf("the streaming host's request once its session was closed: %d, want 404", code)
 	}
 }
 
