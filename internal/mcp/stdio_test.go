@@ -254,14 +254,17 @@ func TestStdioServerSilentAtInitializeSaysItDidNotAnswer(t *testing.T) {
 	}
 }
 
-func TestStdioStderrReachesCallersAsOneMaskedLine(t *testing.T) {
+// readLeaky reads doc://leak from the fake server of mode, which prints
+// secret (its LEAK_TOKEN) to stderr and exits, and returns the read's
+// error message and the debug log, both masked as the daemon masks them.
+func readLeaky(t *testing.T, mode, secret string) (msg string, logs *bytes.Buffer) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	const secret = "ghp_leak0123456789abcdef"
-	srv := fakeServer("leaky")
+	srv := fakeServer(mode)
 	srv.Env["LEAK_TOKEN"] = secret
-	var logs bytes.Buffer
-	log := slog.New(redact.Handler(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}), redact.New(srv.Secrets()...)))
+	logs = &bytes.Buffer{}
+	log := slog.New(redact.Handler(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}), redact.New(srv.Secrets()...)))
 	sess, err := mcp.Connect(ctx, srv, &mcp.Options{Redact: redact.New(srv.Secrets()...), Logger: log})
 	if err != nil {
 		t.Fatal(err)
@@ -271,7 +274,12 @@ func TestStdioStderrReachesCallersAsOneMaskedLine(t *testing.T) {
 	if err == nil {
 		t.Fatal("Read of a crashing server succeeded")
 	}
-	msg := err.Error()
+	return err.Error(), logs
+}
+
+func TestStdioStderrReachesCallersAsOneMaskedLine(t *testing.T) {
+	const secret = "ghp_leak0123456789abcdef"
+	msg, logs := readLeaky(t, "leaky", secret)
 	if strings.Contains(msg, "leak0123") || strings.Contains(msg, "trace line") || strings.Contains(msg, "apiKey") || strings.ContainsRune(msg, 0x1b) {
 		t.Fatalf("Read error carries more than one masked stderr line: %q", msg)
 	}
@@ -287,24 +295,10 @@ func TestStdioStderrReachesCallersAsOneMaskedLine(t *testing.T) {
 // printed on a longer line: the piece left is no whole secret, and is
 // masked as one, in what callers see and in the log.
 func TestStdioStderrTailCutInsideASecretIsMasked(t *testing.T) {
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
 	const secret = "ghp_leak0123456789abcdef"
-	srv := fakeServer("leaky-long")
-	srv.Env["LEAK_TOKEN"] = secret
-	var logs bytes.Buffer
-	log := slog.New(redact.Handler(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}), redact.New(srv.Secrets()...)))
-	sess, err := mcp.Connect(ctx, srv, &mcp.Options{Redact: redact.New(srv.Secrets()...), Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sess.Close()
-	_, err = sess.Read(ctx, "doc://leak")
-	if err == nil {
-		t.Fatal("Read of a crashing server succeeded")
-	}
+	msg, logs := readLeaky(t, "leaky-long", secret)
 	piece := secret[10:]
-	if msg := err.Error(); strings.Contains(msg, piece) || !strings.Contains(msg, "stderr: …"+redact.Mask+" BBB") {
+	if strings.Contains(msg, piece) || !strings.Contains(msg, "stderr: …"+redact.Mask+" BBB") {
 		t.Fatalf("Read error = %q; want the stderr line with the piece of the secret it begins with masked", msg)
 	}
 	if !strings.Contains(logs.String(), "BBBB") || strings.Contains(logs.String(), piece) {
