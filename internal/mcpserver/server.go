@@ -41,9 +41,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
-	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -593,15 +591,17 @@ type sessionUse struct {
 }
 
 // trackSessions counts each known session's HTTP requests in flight (but
-// its GET stream) and marks its use as they come and end; and, for a POST starting a session
-// (no session ID) that passes the go-sdk's origin and host checks, makes
-// room for it first, answering 503 when none can be made.
+// its GET stream) and marks its use as they come and end; and, for a POST
+// starting a session (no session ID) that passes the go-sdk's
+// cross-origin check, makes room for it first, answering 503 when none can
+// be made. (One the go-sdk then refuses for its Host header may have
+// closed an idle session; it passed the token check to get here.)
 func (s *Server) trackSessions(next http.Handler) http.Handler {
 	cop := http.NewCrossOriginProtection()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.Header.Get("Mcp-Session-Id")
 		if id == "" {
-			if r.Method == http.MethodPost && cop.Check(r) == nil && loopbackHost(r.Host) && !s.makeRoom() {
+			if r.Method == http.MethodPost && cop.Check(r) == nil && !s.makeRoom() {
 				w.Header().Set("Retry-After", strconv.Itoa(int(max(1, s.opts.MinIdleToClose/time.Second/4))))
 				http.Error(w, fmt.Sprintf("too many sessions in use: %d (max sessions), none idle for %v; retry later", s.opts.MaxSessions, s.opts.MinIdleToClose), http.StatusServiceUnavailable)
 				return
@@ -632,20 +632,6 @@ func (s *Server) trackSessions(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
-}
-
-// loopbackHost reports whether host (a Host header) names a loopback
-// address, as the go-sdk requires of requests to a loopback listener.
-func loopbackHost(host string) bool {
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
-	host = strings.Trim(host, "[]")
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.IsLoopback()
 }
 
 // makeRoom closes sessions so that a new one leaves at most
