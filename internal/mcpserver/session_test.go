@@ -175,6 +175,9 @@ func TestSessionChurnSparesSessionsInUse(t *testing.T) {
 	// Once idle long enough, the least recently used make room: the
 	// streaming host's session is one of them (during the churn or now),
 	// its stream open or not.
+	// The churn's last sessions may be younger than idle: wait them out,
+	// keeping the host in use.
+	time.Sleep(idle)
 	post(t, ts.URL, host, `{"jsonrpc":"2.0","id":4,"method":"tools/list"}`)
 	time.Sleep(idle / 2)
 	if code, _ := start(); code != http.StatusOK {
