@@ -302,20 +302,28 @@ func TestDroppedBlobsDoNotUseUpTheResponseBytes(t *testing.T) {
 		func(_ context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
 			return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Blob: make([]byte, limit-90)}}}, nil
 		})
-	text := mcptest.NewServer(map[string]string{"doc://notes": "notes on gateway key rotation\n"}, nil)
-	cfg := &config.Config{Servers: []config.Server{
-		{Name: "blob", Transport: config.TransportStdio, Command: "unused", NoContentIndex: true},
-		{Name: "text", Transport: config.TransportStdio, Command: "unused", NoContentIndex: true}},
-		Limits: config.Limits{MaxResponseBytes: limit}}
-	eng := newEngineOpts(t, "", map[string]*mcpsdk.Server{"blob": blob, "text": text}, engine.Options{Config: cfg})
-	res, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "gateway key rotation", TokenBudget: 4000,
-		Pinned: []resource.Key{{Server: "blob", URI: "x://blob"}, {Server: "text", URI: "doc://notes"}}})
+	res, err := assembleBesideNotes(t, limit, "blob", blob, []resource.Key{{Server: "blob", URI: "x://blob"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(res.Items) != 1 || res.Items[0].URI != "doc://notes" {
 		t.Errorf("items %+v, want the text server's notes (omitted %+v)", res.Items, res.Omitted)
 	}
+}
+
+// assembleBesideNotes assembles "gateway key rotation" with max_response_bytes
+// limit from the server other (as name) and a server "text" listing
+// doc://notes, pinning pins and then the notes.
+func assembleBesideNotes(t *testing.T, limit int, name string, other *mcpsdk.Server, pins []resource.Key) (*engine.AssembleResult, error) {
+	t.Helper()
+	text := mcptest.NewServer(map[string]string{"doc://notes": "notes on gateway key rotation\n"}, nil)
+	cfg := &config.Config{Servers: []config.Server{
+		{Name: name, Transport: config.TransportStdio, Command: "unused", NoContentIndex: true},
+		{Name: "text", Transport: config.TransportStdio, Command: "unused", NoContentIndex: true}},
+		Limits: config.Limits{MaxResponseBytes: limit}}
+	eng := newEngineOpts(t, "", map[string]*mcpsdk.Server{name: other, "text": text}, engine.Options{Config: cfg})
+	return eng.Assemble(t.Context(), engine.AssembleRequest{Query: "gateway key rotation", TokenBudget: 4000,
+		Pinned: append(slices.Clone(pins), resource.Key{Server: "text", URI: "doc://notes"})})
 }
 
 // Bytes one server sends that the request cannot use (blobs it does not
@@ -355,14 +363,7 @@ func TestOneServersUnusableBytesDoNotStopOtherServersReads(t *testing.T) {
 					})
 				pins = append(pins, resource.Key{Server: "bad", URI: u})
 			}
-			text := mcptest.NewServer(map[string]string{"doc://notes": "notes on gateway key rotation\n"}, nil)
-			cfg := &config.Config{Servers: []config.Server{
-				{Name: "bad", Transport: config.TransportStdio, Command: "unused", NoContentIndex: true},
-				{Name: "text", Transport: config.TransportStdio, Command: "unused", NoContentIndex: true}},
-				Limits: config.Limits{MaxResponseBytes: limit}}
-			eng := newEngineOpts(t, "", map[string]*mcpsdk.Server{"bad": bad, "text": text}, engine.Options{Config: cfg})
-			res, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "gateway key rotation", TokenBudget: 4000,
-				Pinned: append(pins, resource.Key{Server: "text", URI: "doc://notes"})})
+			res, err := assembleBesideNotes(t, limit, "bad", bad, pins)
 			if err != nil {
 				t.Fatal(err)
 			}
