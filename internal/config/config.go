@@ -140,6 +140,12 @@ type Server struct {
 	// index, and it is ranked by its descriptors alone. For a server whose
 	// reads are costly or have effects.
 	NoContentIndex bool
+
+	// varSecrets are the values, sorted, that ${VAR} references with a
+	// credential's name (${GITHUB_TOKEN}, ${DB_PASSWORD}) put anywhere in
+	// the server's fields: a token passed as a positional arg or inside a
+	// "--header" value is masked like one in a header.
+	varSecrets []string
 }
 
 // Server returns the server with the given name.
@@ -448,6 +454,8 @@ func (sf serverFile) resolve(name string, lookup func(string) (string, bool)) (S
 	if ex.err != nil {
 		return Server{}, ex.err
 	}
+	slices.Sort(ex.secrets)
+	s.varSecrets = slices.Compact(ex.secrets)
 
 	typ := strings.ToLower(sf.Type)
 	switch typ {
@@ -504,35 +512,46 @@ var vscodeVars = map[string]bool{
 	"execPath": true, "defaultBuildTask": true, "pathSeparator": true,
 }
 
-// expander expands ${VAR} references and remembers the first failure.
+// expander expands ${VAR} references and remembers the first failure and
+// the values of variables with a credential's name.
 type expander struct {
-	server string
-	lookup func(string) (string, bool)
-	err    error
+	server  string
+	lookup  func(string) (string, bool)
+	err     error
+	secrets []string
 }
 
 func (e *expander) str(field, s string) string {
 	return varRef.ReplaceAllStringFunc(s, func(ref string) string {
 		m := varRef.FindStringSubmatch(ref)
-		if v, ok := e.lookup(m[1]); ok && v != "" {
-			return v
+		v := e.value(field, ref, m)
+		if v != "" && secretName.MatchString(m[1]) {
+			e.secrets = append(e.secrets, v)
 		}
-		if m[2] != "" {
-			return m[3]
-		}
-		if v, ok := e.lookup(m[1]); ok {
-			return v
-		}
-		if vscodeVars[m[1]] && !strings.HasPrefix(ref, "${env:") {
-			return ref
-		}
-		if e.err == nil && e.server == "" {
-			e.err = fmt.Errorf("field %s: environment variable %s is not set", field, m[1])
-		} else if e.err == nil {
-			e.err = fmt.Errorf("server %q: field %s: environment variable %s is not set", e.server, field, m[1])
-		}
-		return ""
+		return v
 	})
+}
+
+// value returns what the reference ref, matched as m, expands to.
+func (e *expander) value(field, ref string, m []string) string {
+	if v, ok := e.lookup(m[1]); ok && v != "" {
+		return v
+	}
+	if m[2] != "" {
+		return m[3]
+	}
+	if v, ok := e.lookup(m[1]); ok {
+		return v
+	}
+	if vscodeVars[m[1]] && !strings.HasPrefix(ref, "${env:") {
+		return ref
+	}
+	if e.err == nil && e.server == "" {
+		e.err = fmt.Errorf("field %s: environment variable %s is not set", field, m[1])
+	} else if e.err == nil {
+		e.err = fmt.Errorf("server %q: field %s: environment variable %s is not set", e.server, field, m[1])
+	}
+	return ""
 }
 
 func (e *expander) strMap(field string, m map[string]string) map[string]string {
@@ -670,9 +689,12 @@ var secretName = regexp.MustCompile(`(?i:token|secret|passw|pwd|api[_-]?key|apik
 // errors and logs: the values of headers and env variables whose name
 // contains token, secret, password, key, auth, cookie or session (and, for
 // "Bearer X" or "Basic X", X alone); the user info, query values and long
-// path segments mixing letters and digits of the URL and of any env value
-// that is a URL; and args that follow (or are
-// joined by "=" to) a flag with such a name.
+// path segments mixing letters and digits of the URL, of any env value and
+// of any arg that is a URL (a database URL given to a stdio server); args
+// that follow (or are joined by "=" to) a flag with such a name; the value
+// of an arg written as a header with such a name ("Authorization: Bearer
+// X", as mcp-remote's --header takes it); and what a ${VAR} reference with
+// such a name put in any field.
 func (s Server) Secrets() []string {
 	var out []string
 	named := func(m map[string]string) {
@@ -691,14 +713,39 @@ func (s Server) Secrets() []string {
 	named(s.Env)
 	out = append(out, urlSecrets(s.URL)...)
 	for i, a := range s.Args {
-		if !strings.HasPrefix(a, "-") || !secretName.MatchString(a) {
+		flag, v, joined := strings.Cut(a, "=")
+		out = append(out, urlSecrets(a)...)
+		if joined {
+			out = append(out, urlSecrets(v)...)
+		}
+		out = append(out, headerArgSecrets(a)...)
+		if joined {
+			out = append(out, headerArgSecrets(v)...)
+		}
+		if !strings.HasPrefix(a, "-") || !secretName.MatchString(flag) {
 			continue
 		}
-		if _, v, ok := strings.Cut(a, "="); ok {
+		if joined {
 			out = append(out, v)
 		} else if i+1 < len(s.Args) {
 			out = append(out, s.Args[i+1])
 		}
+	}
+	return append(out, s.varSecrets...)
+}
+
+// headerArgSecrets returns the value of arg when it is a header with a
+// credential's name, as mcp-remote's --header takes it ("Authorization:
+// Bearer X"), and, for "Bearer X" or "Basic X", X alone.
+func headerArgSecrets(arg string) []string {
+	name, v, ok := strings.Cut(arg, ":")
+	if !ok || strings.HasPrefix(v, "//") || strings.ContainsAny(name, " =") || !secretName.MatchString(name) {
+		return nil
+	}
+	v = strings.TrimSpace(v)
+	out := []string{v}
+	if _, cred, ok := strings.Cut(v, " "); ok {
+		out = append(out, cred)
 	}
 	return out
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/contextd/contextd/internal/config"
 )
@@ -43,7 +44,7 @@ func TestClaudeDesktopFileWorksAsIs(t *testing.T) {
 		{Name: "filesystem", Transport: config.TransportStdio, Command: "npx",
 			Args: []string{"-y", "@modelcontextprotocol/server-filesystem", "/Users/me/Desktop"}, Env: map[string]string{"DEBUG": "0"}},
 	}
-	if diff := cmp.Diff(want, c.Servers); diff != "" {
+	if diff := cmp.Diff(want, c.Servers, cmpopts.IgnoreUnexported(config.Server{})); diff != "" {
 		t.Errorf("servers (-want +got):\n%s", diff)
 	}
 	if c.Listen != config.DefaultListen || c.Tokenizer != config.DefaultTokenizer || c.DataDir == "" {

@@ -3,6 +3,7 @@ package config_test
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -102,5 +103,67 @@ func TestTokenFileReadableByOthersIsWarnedAbout(t *testing.T) {
 	}
 	if len(c.Warnings) != 1 || !strings.Contains(c.Warnings[0], "readable by others") {
 		t.Errorf("warnings %q", c.Warnings)
+	}
+}
+
+// Credentials reach stdio servers as positional args too: a database URL
+// (server-postgres takes one), a header for mcp-remote, or a ${VAR} with a
+// credential's name. Each must be among the values masked in errors and
+// logs, and nothing else the config names may be.
+func TestSecretsInArgsAndVariables(t *testing.T) {
+	vars := env(map[string]string{
+		"GITHUB_TOKEN": "ghp_0123456789abcdefXYZ", "AUTH_HEADER": "Bearer tok-from-env-4321",
+		"DB_PASSWORD": "pw-in-a-url-99", "HOME": "/home/someone", "PORT": "5432",
+	})
+	c, err := config.Parse("c.yaml", []byte(`
+mcpServers:
+  pg: { command: npx, args: [-y, "@modelcontextprotocol/server-postgres", "postgresql://app:pg-pass-77@localhost/db"] }
+  joined: { command: srv, args: ["--db=postgres://u:hunter22xx@h/d"] }
+  remote: { command: npx, args: [mcp-remote, "https://x.example/sse", --header, "Authorization: Bearer tok-abcdef123456"] }
+  envhdr: { command: npx, args: [mcp-remote, "https://x.example/sse", --header, "Authorization:${AUTH_HEADER}"] }
+  gh: { command: gh-mcp, args: [serve, "${GITHUB_TOKEN}", "${HOME}/cache", "--port=${PORT}"] }
+  inurl: { command: srv, env: { DSN: "mysql://root:${DB_PASSWORD}@db:${PORT}/x" } }
+`), vars)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string][]string{
+		"pg":     {"pg-pass-77"},
+		"joined": {"hunter22xx"},
+		"remote": {"Bearer tok-abcdef123456", "tok-abcdef123456"},
+		"envhdr": {"Bearer tok-from-env-4321", "tok-from-env-4321"},
+		"gh":     {"ghp_0123456789abcdefXYZ"},
+		"inurl":  {"pw-in-a-url-99"},
+	} {
+		s, _ := c.Server(name)
+		got := s.Secrets()
+		for _, w := range want {
+			if !slices.Contains(got, w) {
+				t.Errorf("%s: secrets %q lack %q", name, got, w)
+			}
+		}
+		for _, v := range got {
+			if strings.Contains(v, "/home/someone") || v == "5432" || v == "https://x.example/sse" || v == "@modelcontextprotocol/server-postgres" {
+				t.Errorf("%s: %q taken for a secret", name, v)
+			}
+		}
+	}
+	// Loading the same file again gives the same servers, so a reload does
+	// not restart them.
+	again, err := config.Parse("c.yaml", []byte(`
+mcpServers:
+  inurl: { command: srv, env: { A_TOKEN: "${GITHUB_TOKEN}", B_PASS: "${DB_PASSWORD}", C: "${AUTH_HEADER}" } }
+`), vars)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 20 {
+		other, _ := config.Parse("c.yaml", []byte(`
+mcpServers:
+  inurl: { command: srv, env: { A_TOKEN: "${GITHUB_TOKEN}", B_PASS: "${DB_PASSWORD}", C: "${AUTH_HEADER}" } }
+`), vars)
+		if !reflect.DeepEqual(again.Servers, other.Servers) {
+			t.Fatalf("two loads of one file differ: %+v and %+v", again.Servers, other.Servers)
+		}
 	}
 }
