@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -95,8 +96,14 @@ func newHTTPServer(h http.Handler, c config.Conns, log *slog.Logger) *http.Serve
 		// for another when the listener is full (limitListener.victim).
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if lc, ok := r.Context().Value(limitConnKey{}).(*limitConn); ok {
-				lc.callStarted()
-				defer lc.callEnded()
+				if r.Body == nil || r.Body == http.NoBody {
+					lc.callStarted()
+					defer lc.callEnded()
+				} else {
+					b := &bodyThenCall{ReadCloser: r.Body, lc: lc}
+					r.Body = b
+					defer b.end()
+				}
 			}
 			h.ServeHTTP(w, r)
 		}),
@@ -111,6 +118,33 @@ func newHTTPServer(h http.Handler, c config.Conns, log *slog.Logger) *http.Serve
 		IdleTimeout:       c.IdleTimeout,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+}
+
+// bodyThenCall counts its request as a call in flight on lc from when its
+// body has been read to its end, as a gRPC call counts from its request's
+// arrival: a request still sending its body (a byte every few seconds,
+// on every connection, with the token) would otherwise keep the
+// connection from ever being idle, and honest callers waited for the read
+// timeout to close one.
+type bodyThenCall struct {
+	io.ReadCloser
+	lc      *limitConn
+	started atomic.Bool
+}
+
+func (b *bodyThenCall) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF && b.started.CompareAndSwap(false, true) {
+		b.lc.callStarted()
+	}
+	return n, err
+}
+
+// end ends the call, if the body was read to its end.
+func (b *bodyThenCall) end() {
+	if b.started.Load() {
+		b.lc.callEnded()
 	}
 }
 
@@ -300,40 +334,61 @@ const idleGrace = time.Second
 
 // victim returns the connection to close to make room, and how long it
 // has left before it may be: the oldest that has sent nothing (l.grace
-// after it was accepted), or the one with no call in flight for longest
-// (idleGrace after its last call), whichever may be closed first (the
-// silent one when both may now). Waiting for a silent connection to age
-// while an idle one was ready made room for 67–142 connections a second,
-// and a client behind 2,000 reconnecting ones waited 14 s. Nil when there
-// is none.
+// after it was accepted), the oldest that has made no authenticated call
+// (idleGrace after it was accepted, whatever it has in flight), or the
+// one with no call in flight for longest (idleGrace after its last call),
+// whichever may be closed first (in that order when several may now).
+// Waiting for a silent connection to age while an idle one was ready made
+// room for 67–142 connections a second, and a client behind 2,000
+// reconnecting ones waited 14 s. A client without the token cannot look
+// busy: calls refused unauthenticated every half second, or the first
+// bytes of a call's headers and never the rest, kept every connection of
+// the listener from idling, and honest callers out. Nil when there is
+// none.
 func (l *limitListener) victim() (*limitConn, time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var silent, idle *limitConn
+	var silent, untrusted, idle *limitConn
 	var idleAt int64
 	for c := range l.conns {
 		if !c.heard.Load() {
 			if silent == nil || c.accepted.Before(silent.accepted) {
 				silent = c
 			}
+		} else if !c.trusted.Load() {
+			if untrusted == nil || c.accepted.Before(untrusted.accepted) {
+				untrusted = c
+			}
 		} else if at, ok := c.idleAt(); ok && (idle == nil || at < idleAt) {
 			idle, idleAt = c, at
 		}
 	}
-	var silentLeft, idleLeft time.Duration
+	// In this order, the first that may be closed now, else the one that
+	// may be closed soonest.
+	var cands []*limitConn
+	var lefts []time.Duration
 	if silent != nil {
-		silentLeft = l.grace - time.Since(silent.accepted)
+		cands, lefts = append(cands, silent), append(lefts, l.grace-time.Since(silent.accepted))
+	}
+	if untrusted != nil {
+		cands, lefts = append(cands, untrusted), append(lefts, idleGrace-time.Since(untrusted.accepted))
 	}
 	if idle != nil {
-		idleLeft = idleGrace - time.Since(time.Unix(0, idleAt))
+		cands, lefts = append(cands, idle), append(lefts, idleGrace-time.Since(time.Unix(0, idleAt)))
 	}
-	switch {
-	case silent != nil && (idle == nil || silentLeft <= 0 || silentLeft <= idleLeft):
-		return silent, silentLeft
-	case idle != nil:
-		return idle, idleLeft
+	best := -1
+	for i, left := range lefts {
+		if left <= 0 {
+			return cands[i], left
+		}
+		if best < 0 || left < lefts[best] {
+			best = i
+		}
 	}
-	return nil, 0
+	if best < 0 {
+		return nil, 0
+	}
+	return cands[best], lefts[best]
 }
 
 func (l *limitListener) Close() error {
@@ -354,10 +409,38 @@ type limitConn struct {
 	// calls counts the calls in flight: gRPC calls whose request has
 	// arrived and whose answer has not ended (a call still sending its
 	// request is not one: anyone can open those for free), HTTP requests
-	// whose handler runs. idleSince is when the count last fell to 0, in
+	// whose body has arrived and whose handler runs. idleSince is when the count last fell to 0, in
 	// unix nanoseconds (0: since accepted).
 	calls     atomic.Int32
 	idleSince atomic.Int64
+
+	// trusted is set by the connection's first authenticated call (a gRPC
+	// call whose headers passed the token check, an HTTP request that
+	// reached a handler behind it: see trustConn); every call is one when
+	// there is no token.
+	trusted atomic.Bool
+}
+
+// trustConn returns h marking the connection of each request it serves
+// trusted (see limitConn.trusted): it wraps what a listener serves behind
+// its token check, so that a request refused unauthenticated, or for an
+// unknown path, does not.
+func trustConn(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if lc, ok := r.Context().Value(limitConnKey{}).(*limitConn); ok && !lc.trusted.Load() {
+			lc.trusted.Store(true)
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// trustGRPC marks trusted the connection of a gRPC call that passed the
+// token check (service.GuardOptions.OnAuthenticated); ctx is the call's
+// stream context, tagged by unsentAnswers.TagConn.
+func trustGRPC(ctx context.Context) {
+	if lc, ok := ctx.Value(answerConnKey{}).(*limitConn); ok && !lc.trusted.Load() {
+		lc.trusted.Store(true)
+	}
 }
 
 // callStarted and callEnded count a call in flight on the connection.

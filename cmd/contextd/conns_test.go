@@ -15,6 +15,7 @@ import (
 	"reflect"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -30,6 +31,7 @@ import (
 	"github.com/contextd/contextd/internal/config"
 	"github.com/contextd/contextd/internal/h2flood"
 	"github.com/contextd/contextd/internal/metrics"
+	"github.com/contextd/contextd/internal/service"
 	contextdv1 "github.com/contextd/contextd/proto/contextd/v1"
 )
 
@@ -664,14 +666,14 @@ func TestBusyHTTPConnectionsAreNotClosedToMakeRoom(t *testing.T) {
 	}
 	lis := limitConns(raw, 2, 50*time.Millisecond, "test", slog.New(slog.DiscardHandler))
 	release := make(chan struct{})
-	srv := newHTTPServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := newHTTPServer(trustConn(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/hold" {
 			w.WriteHeader(http.StatusOK)
 			w.(http.Flusher).Flush()
 			<-release
 		}
 		io.WriteString(w, "ok")
-	}), config.Conns{HandshakeTimeout: 10 * time.Second, IdleTimeout: time.Minute}, slog.New(slog.DiscardHandler))
+	})), config.Conns{HandshakeTimeout: 10 * time.Second, IdleTimeout: time.Minute}, slog.New(slog.DiscardHandler))
 	go srv.Serve(lis)
 	t.Cleanup(func() { srv.Close() })
 	url := "http://" + raw.Addr().String()
@@ -744,3 +746,219 @@ type closeConn struct {
 }
 
 func (c *closeConn) Close() error { c.closed.Store(true); return nil }
+
+// A client without the token cannot keep a full listener's connections
+// from being closed for an honest caller: not by sending the first bytes
+// of a call's headers and never the rest, nor by making a call a few
+// times a second that is refused unauthenticated. Nor can one with the
+// token hold a connection with the headers of a call it never finishes.
+func TestConnectionsWithoutAnAuthenticatedCallMakeRoom(t *testing.T) {
+	const (
+		token = "trusted-room-token-0123456789ab"
+		maxC  = 4
+	)
+	addr := freeAddr(t)
+	cfg := writeConfig(t, fmt.Sprintf("listen: %s\nauth: {token: %s}\ndata_dir: %s\nmcpServers: {}\n"+
+		"max_connections: %d\nhandshake_timeout: 10s\n", addr, token, t.TempDir(), maxC))
+	startServe(t, cfg, addr)
+	auth := [][2]string{{"authorization", "Bearer " + token}}
+	listServers := func(wait time.Duration) error {
+		t.Helper()
+		gc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer gc.Close()
+		ctx, cancel := context.WithTimeout(metadata.AppendToOutgoingContext(t.Context(), "authorization", "Bearer "+token), wait)
+		defer cancel()
+		_, err = contextdv1.NewContextServiceClient(gc).ListServers(ctx, &contextdv1.ListServersRequest{})
+		return err
+	}
+	dial := func() *h2flood.Conn {
+		t.Helper()
+		c, err := h2flood.Dial(addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	closeAll := func(cs []*h2flood.Conn) {
+		for _, c := range cs {
+			c.Close()
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	method := contextdv1.ContextService_ListServers_FullMethodName
+
+	// The first bytes of a call's headers, never the rest.
+	var cs []*h2flood.Conn
+	for range maxC {
+		c := dial()
+		c.HeadersStub(64)
+		cs = append(cs, c)
+	}
+	time.Sleep(100 * time.Millisecond)
+	start := time.Now()
+	if err := listServers(5 * time.Second); err != nil {
+		t.Fatalf("behind %d connections holding half a call's headers: %v after %v", maxC, err, time.Since(start))
+	}
+	closeAll(cs)
+
+	// Whole calls without the token, refused, every 200 ms.
+	cs = nil
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range maxC {
+		c := dial()
+		cs = append(cs, c)
+		wg.Go(func() {
+			for {
+				c.Call(method, nil, nil)
+				select {
+				case <-stop:
+					return
+				case <-time.After(200 * time.Millisecond):
+				}
+			}
+		})
+	}
+	time.Sleep(300 * time.Millisecond)
+	start = time.Now()
+	err := listServers(5 * time.Second)
+	close(stop)
+	wg.Wait()
+	if err != nil {
+		t.Fatalf("behind %d connections making refused calls: %v after %v", maxC, err, time.Since(start))
+	}
+	closeAll(cs)
+
+	// With the token: one whole call, then half a call's headers. The
+	// connection has no call in flight, so it may be closed once idle.
+	cs = nil
+	for i := range maxC {
+		c := dial()
+		id := c.Call(method, auth, nil)
+		if !c.Wait(5*time.Second, func() bool { _, ok := c.Status(id); return ok }) {
+			t.Fatalf("connection %d: the authenticated call got no answer", i)
+		}
+		c.HeadersStub(64)
+		cs = append(cs, c)
+	}
+	time.Sleep(100 * time.Millisecond)
+	start = time.Now()
+	if err := listServers(5 * time.Second); err != nil {
+		t.Fatalf("behind %d authenticated connections holding half a call's headers: %v after %v", maxC, err, time.Since(start))
+	}
+	closeAll(cs)
+}
+
+// On an HTTP listener at its cap, connections whose requests never pass
+// the token check (or ask for a path that does not exist) a few times a
+// second, and connections whose request is still sending its body, are
+// closed to make room for an honest caller.
+func TestHTTPConnectionsNotInUseMakeRoom(t *testing.T) {
+	const token = "http-room-token-0123456789abcdef"
+	raw, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lis := limitConns(raw, 2, 50*time.Millisecond, "test", slog.New(slog.DiscardHandler))
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", service.RequireBearer(token, trustConn(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		io.WriteString(w, "ok")
+	}))))
+	srv := newHTTPServer(mux, config.Conns{HandshakeTimeout: 30 * time.Second, IdleTimeout: time.Minute}, slog.New(slog.DiscardHandler))
+	go srv.Serve(lis)
+	t.Cleanup(func() { srv.Close() })
+	addr := raw.Addr().String()
+	honest := func() error {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/mcp", strings.NewReader("{}"))
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := (&http.Client{Transport: &http.Transport{}, Timeout: 4 * time.Second}).Do(req)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("status %s", resp.Status)
+		}
+		return nil
+	}
+	for _, path := range []string{"/x", "/mcp"} { // 404; 401
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		for range 2 {
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wg.Go(func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for {
+					fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: %s\r\n\r\n", path, addr)
+					resp, err := http.ReadResponse(br, nil)
+					if err != nil {
+						return
+					}
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					select {
+					case <-stop:
+						return
+					case <-time.After(200 * time.Millisecond):
+					}
+				}
+			})
+		}
+		time.Sleep(300 * time.Millisecond)
+		start := time.Now()
+		err := honest()
+		close(stop)
+		wg.Wait()
+		if err != nil {
+			t.Fatalf("behind 2 connections asking for %s every 200 ms: %v after %v", path, err, time.Since(start))
+		}
+	}
+
+	// With the token, a request whose body arrives a byte a second.
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 2 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// One whole request first, so the connection is trusted.
+		br := bufio.NewReader(c)
+		fmt.Fprintf(c, "POST /mcp HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Length: 2\r\n\r\n{}", addr, token)
+		if resp, err := http.ReadResponse(br, nil); err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("a whole request: %v %v", resp, err)
+		}
+		fmt.Fprintf(c, "POST /mcp HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Length: 1000\r\n\r\n", addr, token)
+		wg.Go(func() {
+			defer c.Close()
+			for {
+				if _, err := c.Write([]byte(" ")); err != nil {
+					return
+				}
+				select {
+				case <-stop:
+					return
+				case <-time.After(300 * time.Millisecond):
+				}
+			}
+		})
+	}
+	time.Sleep(300 * time.Millisecond)
+	start := time.Now()
+	err = honest()
+	close(stop)
+	wg.Wait()
+	if err != nil {
+		t.Fatalf("behind 2 connections sending a body a byte at a time: %v after %v", err, time.Since(start))
+	}
+}

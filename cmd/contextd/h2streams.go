@@ -122,6 +122,12 @@ type h2Conn struct {
 	// from then on, and only releaseDropped releases them).
 	dec   *hpack.Decoder
 	hdrID uint32
+
+	// contID is the client stream whose header block goes on in
+	// CONTINUATION frames, and contEnd whether its HEADERS ended the
+	// stream; c.mu guards both.
+	contID  uint32
+	contEnd bool
 	// writing counts the writes under way: the connection beneath has
 	// counted (some of) their bytes as written, and the frames in them
 	// are not followed yet.
@@ -298,8 +304,21 @@ func (c *h2Conn) fromClient(typ http2.FrameType, flags http2.Flags, id uint32, l
 		if _, ok := c.streams[id]; !ok && id != 0 && id <= c.lastID {
 			c.streams[id] = &h2Stream{win: c.initWin}
 		}
-		if flags.Has(http2.FlagHeadersEndStream) {
+		// The request has arrived when its header block has: with
+		// END_STREAM, at the frame with END_HEADERS.
+		c.contID, c.contEnd = 0, false
+		switch {
+		case !flags.Has(http2.FlagHeadersEndHeaders):
+			c.contID, c.contEnd = id, flags.Has(http2.FlagHeadersEndStream)
+		case flags.Has(http2.FlagHeadersEndStream):
 			c.markRequested(id)
+		}
+	case http2.FrameContinuation:
+		if id == c.contID && flags.Has(http2.FlagContinuationEndHeaders) {
+			if c.contEnd {
+				c.markRequested(id)
+			}
+			c.contID, c.contEnd = 0, false
 		}
 	case http2.FrameData:
 		if s := c.streams[id]; s != nil && !s.requested && length > 0 {
@@ -462,10 +481,15 @@ type frameReader struct {
 	typ     http2.FrameType
 	flags   http2.Flags
 	id      uint32
+	length  int
+	pending bool // a frame whose payload is being skipped: reported at its end
 }
 
-// feed reads p, calling frame for each frame header read, with the
-// payload of SETTINGS, WINDOW_UPDATE and GOAWAY frames (nil for others).
+// feed reads p, calling frame for each whole frame read, with the payload
+// of SETTINGS, WINDOW_UPDATE and GOAWAY frames (nil for others). A frame
+// is reported only once all of it has arrived: gRPC acts on none before,
+// and a client that sent a HEADERS frame's 9-byte header and never its
+// payload had a call in flight as far as the listener could tell.
 func (r *frameReader) feed(p []byte, frame func(typ http2.FrameType, flags http2.Flags, id uint32, length int, payload []byte)) {
 	for len(p) > 0 {
 		switch {
@@ -473,6 +497,10 @@ func (r *frameReader) feed(p []byte, frame func(typ http2.FrameType, flags http2
 			n := min(r.skip, len(p))
 			r.skip -= n
 			p = p[n:]
+			if r.skip == 0 && r.pending {
+				r.pending = false
+				frame(r.typ, r.flags, r.id, r.length, nil)
+			}
 		case r.want > 0:
 			n := min(r.want, len(p))
 			r.buf = append(r.buf, p[:n]...)
@@ -499,7 +527,11 @@ func (r *frameReader) feed(p []byte, frame func(typ http2.FrameType, flags http2
 				r.typ, r.flags, r.id, r.want = typ, flags, id, length
 				continue
 			}
-			frame(typ, flags, id, length, nil)
+			if length == 0 {
+				frame(typ, flags, id, 0, nil)
+				continue
+			}
+			r.typ, r.flags, r.id, r.length, r.pending = typ, flags, id, length, true
 			r.skip = length
 		}
 	}

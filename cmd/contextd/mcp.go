@@ -150,7 +150,7 @@ func newMCPHTTP(cfg *config.Config, fac *mcpserver.Server, maxConns int, log *sl
 	mux := http.NewServeMux()
 	// The endpoint asks for the daemon's token as the gRPC one does: on a
 	// shared machine every local user can reach a loopback port.
-	mux.Handle(cfg.MCPPath, service.RequireBearer(cfg.Auth.Token, fac.HTTPHandler()))
+	mux.Handle(cfg.MCPPath, service.RequireBearer(cfg.Auth.Token, trustConn(fac.HTTPHandler())))
 	lis = withWriteStall(limitConns(lis, maxConns, silentGrace(cfg.Conns), "mcp_listen", log), cfg.Conns.IdleTimeout)
 	// Answers waiting for clients that do not read them are bounded as
 	// gRPC's are (32 × max_response_bytes).

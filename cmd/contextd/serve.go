@@ -131,7 +131,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 	}
 	sopts := append([]grpc.ServerOption{service.Instrument(met.GRPC)}, service.Guard(service.GuardOptions{Token: cfg.Auth.Token, Admission: adm,
-		MaxUnstarted: cfg.Limits.MaxConcurrent + cfg.Limits.MaxQueued, OnRefused: onRefused, RequestWait: cfg.Conns.HandshakeTimeout})...)
+		MaxUnstarted: cfg.Limits.MaxConcurrent + cfg.Limits.MaxQueued, OnRefused: onRefused, OnAuthenticated: trustGRPC,
+		RequestWait: cfg.Conns.HandshakeTimeout})...)
 	sopts = append(sopts, grpcConnOptions(cfg.Conns)...)
 	sopts = append(sopts, answers.options()...)
 	sopts = append(sopts, answers.transport(creds))
@@ -264,7 +265,7 @@ const maxMetricsBody = 1 << 20
 // open to scrapers: it is loopback-only unless allow_insecure_metrics.
 // Request bodies are cut at maxMetricsBody.
 func guardMetrics(token string, h http.Handler) http.Handler {
-	inner := h
+	inner := trustConn(h)
 	h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body != nil {
 			r.Body = http.MaxBytesReader(w, r.Body, maxMetricsBody)

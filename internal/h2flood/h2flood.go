@@ -308,3 +308,23 @@ func (h *Conn) PartialFrames(path string, md [][2]string, size, frame int) uint3
 	}
 	return id
 }
+
+// HeadersStub opens a new stream by sending only the 9-byte header of a
+// HEADERS frame (END_HEADERS and END_STREAM set) that declares a payload
+// of length bytes, and never the payload: the server's frame reader waits
+// for it until the connection ends. It returns the stream ID.
+func (h *Conn) HeadersStub(length int) uint32 {
+	var id uint32
+	h.write(func() error {
+		id = h.next
+		h.next += 2
+		var hdr [9]byte
+		hdr[0], hdr[1], hdr[2] = byte(length>>16), byte(length>>8), byte(length)
+		hdr[3] = byte(http2.FrameHeaders)
+		hdr[4] = byte(http2.FlagHeadersEndHeaders | http2.FlagHeadersEndStream)
+		binary.BigEndian.PutUint32(hdr[5:], id)
+		_, err := h.c.Write(hdr[:])
+		return err
+	})
+	return id
+}

@@ -51,6 +51,12 @@ type GuardOptions struct {
 	// "unauthenticated", "busy" (MaxUnstarted) or "malformed" (its method
 	// name). It must be cheap and safe for concurrent use.
 	OnRefused func(reason string)
+	// OnAuthenticated, when set, is called with the stream's context for
+	// each call whose headers pass the token check (every call when there
+	// is no token), as they arrive; the context carries what the
+	// connection's stats handlers tagged it with. It must be cheap and safe
+	// for concurrent use.
+	OnAuthenticated func(ctx context.Context)
 	// RequestWait bounds the wait for a call's first request message
 	// after its headers; past it the call ends (CANCELLED). Zero means
 	// no bound. The daemon uses its handshake timeout.
@@ -128,8 +134,13 @@ func Guard(o GuardOptions) []grpc.ServerOption {
 			var err error
 			if o.Token != "" && !bearerOK(info.Header.Get("authorization"), o.Token) {
 				err = refused
-			} else if ctx, err = gate.admit(ctx, info.FullMethodName); err == nil {
-				return ctx, nil
+			} else {
+				if o.OnAuthenticated != nil {
+					o.OnAuthenticated(ctx)
+				}
+				if ctx, err = gate.admit(ctx, info.FullMethodName); err == nil {
+					return ctx, nil
+				}
 			}
 			if o.OnRefused != nil {
 				reason := "busy"
