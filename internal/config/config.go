@@ -679,11 +679,12 @@ func exists(p string) bool {
 }
 
 // secretName matches flag and variable names that hold credentials: those
-// containing token, secret, password, credential, auth, cookie or session,
+// containing token, secret, password, passphrase, mnemonic, credential,
+// auth, cookie or session,
 // and those with a word key, pat (personal access token) or pass
 // (STRIPE_KEY, X-Key, Ocp-Apim-Subscription-Key, stripeKey, ADO_PAT,
 // SMTP_PASS), but not KEYBOARD or PATH.
-var secretName = regexp.MustCompile(`(?i:token|secret|passw|pwd|api[_-]?key|apikey|credential|auth|cookie|session)|(?i:(^|[^a-z])(key|pat|pass)([^a-z]|$))|[a-z0-9](Key|Pat|Pass)([^a-z]|$)`)
+var secretName = regexp.MustCompile(`(?i:token|secret|passw|passphrase|mnemonic|pwd|api[_-]?key|apikey|credential|auth|cookie|session)|(?i:(^|[^a-z])(key|pat|pass)([^a-z]|$))|[a-z0-9](Key|Pat|Pass)([^a-z]|$)`)
 
 // Secrets returns the values of s that may be credentials, for masking in
 // errors and logs: the values of headers and env variables whose name
@@ -765,6 +766,13 @@ func urlSecrets(raw string) []string {
 	}
 	for _, vs := range u.Query() {
 		out = append(out, vs...)
+	}
+	// As written, too: a "+" decodes to a space, and a server echoing the
+	// query back shows the "+".
+	for _, kv := range strings.Split(u.RawQuery, "&") {
+		if _, v, ok := strings.Cut(kv, "="); ok && v != "" {
+			out = append(out, v)
+		}
 	}
 	// Some services put the key in the path (https://host/mcp/sk-ak-…/sse).
 	for _, seg := range strings.Split(u.Path, "/") {

@@ -7,7 +7,7 @@ import "testing"
 // must not show them.
 func TestSecretNamesIncludeKeyPatAndPass(t *testing.T) {
 	for _, name := range []string{"STRIPE_KEY", "X-Key", "Ocp-Apim-Subscription-Key", "stripeKey", "key", "--key", "ADO_PAT", "GITHUB_PAT",
-		"SMTP_PASS", "dbPass", "API_KEY", "X-Api-Key", "GITHUB_TOKEN", "MYSQL_PWD", "Authorization", "AWS_SECRET_ACCESS_KEY"} {
+		"SMTP_PASS", "dbPass", "SSH_PASSPHRASE", "WALLET_MNEMONIC", "API_KEY", "X-Api-Key", "GITHUB_TOKEN", "MYSQL_PWD", "Authorization", "AWS_SECRET_ACCESS_KEY"} {
 		if !secretName.MatchString(name) {
 			t.Errorf("%s: not taken for a credential's name", name)
 		}

@@ -46,6 +46,10 @@ mcpServers:
 	if got := zap.Secrets(); !slices.Equal(got, []string{"sk-ak-7f3a9c2e1b5d4f60"}) {
 		t.Errorf("secrets of a URL with a key in its path: %q", got)
 	}
+	plus := config.Server{URL: "https://h.example/mcp?key=Zq8vR2mK+p4Tn6Wx9/Yb3Hc5&x=1"}
+	if got := plus.Secrets(); !slices.Contains(got, "Zq8vR2mK+p4Tn6Wx9/Yb3Hc5") || !slices.Contains(got, "Zq8vR2mK p4Tn6Wx9/Yb3Hc5") {
+		t.Errorf("secrets of a query key with a raw +: %q; want it as written and decoded", got)
+	}
 	if !slices.Contains(docs.Secrets(), "qk-1234") {
 		t.Errorf("docs secrets %q lack the URL's query value", docs.Secrets())
 	}

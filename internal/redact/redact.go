@@ -17,13 +17,16 @@
 package redact
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"log/slog"
 	"net/url"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -51,7 +54,9 @@ type Redactor struct {
 // New returns a Redactor for the given secrets; values shorter than four
 // bytes are ignored. Each secret is also masked in the forms a program
 // commonly prints it in: percent-encoded (query and path escaping),
-// base64 (standard and URL alphabets, padded or not) and hexadecimal.
+// base64 (standard and URL alphabets, padded or not), hexadecimal, and
+// escaped inside a quoted string (JSON, with or without HTML escaping and
+// with "/" written "\/"; Go's %q).
 func New(secrets ...string) *Redactor {
 	r := &Redactor{}
 	add := func(s string) {
@@ -71,15 +76,41 @@ func New(secrets ...string) *Redactor {
 		}
 		add(hex.EncodeToString([]byte(s)))
 		add(strings.ToUpper(hex.EncodeToString([]byte(s))))
+		for _, q := range quoted(s) {
+			add(q)
+			add(strings.ReplaceAll(q, "/", `\/`))
+		}
 	}
 	slices.SortFunc(r.secrets, func(a, b string) int { return len(b) - len(a) })
 	return r
+}
+
+// quoted returns s as it appears inside a quoted string: JSON-encoded
+// (with and without HTML escaping) and Go-quoted, without the quotes.
+func quoted(s string) []string {
+	var out []string
+	for _, html := range []bool{true, false} {
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(html)
+		if enc.Encode(s) == nil {
+			j := strings.TrimSuffix(b.String(), "\n")
+			out = append(out, j[1:len(j)-1])
+		}
+	}
+	q := strconv.Quote(s)
+	return append(out, q[1:len(q)-1])
 }
 
 // Cut marks where text was cut short: contextd's own cuts (a server's
 // error message, a transport error, a quoted header, the start of a
 // stdio server's stderr tail) end, or begin, with it.
 const Cut = "…"
+
+// asciiCut is the mark other programs cut with (a JSON decoder quoting
+// the start of what it could not decode): pieces of a secret next to it
+// are masked as next to Cut.
+const asciiCut = "..."
 
 // String returns s with every secret masked, and the pieces of a secret
 // that a cut left: next to each Cut, the longest run of at least four
@@ -92,6 +123,7 @@ func (r *Redactor) String(s string) string {
 		for _, sec := range r.secrets {
 			s = strings.ReplaceAll(s, sec, Mask)
 		}
+		s = r.acrossLines(s)
 		s = r.cutPieces(s)
 	}
 	s = urlRE.ReplaceAllStringFunc(s, URL)
@@ -111,16 +143,19 @@ func Clip(s string, n int) string {
 	return s[:n] + Cut
 }
 
-// cutPieces masks, next to each Cut in s, the pieces of a secret a cut
-// left (see String).
+// cutPieces masks, next to each Cut (or "...") in s, the pieces of a
+// secret a cut left (see String).
 func (r *Redactor) cutPieces(s string) string {
-	if len(r.secrets) == 0 || !strings.Contains(s, Cut) {
+	if len(r.secrets) == 0 || !strings.Contains(s, Cut) && !strings.Contains(s, asciiCut) {
 		return s
 	}
 	var b strings.Builder
 	rest := s
 	for {
-		i := strings.Index(rest, Cut)
+		i, mark := strings.Index(rest, Cut), Cut
+		if j := strings.Index(rest, asciiCut); j >= 0 && (i < 0 || j < i) {
+			i, mark = j, asciiCut
+		}
 		if i < 0 {
 			b.WriteString(rest)
 			return b.String()
@@ -130,13 +165,62 @@ func (r *Redactor) cutPieces(s string) string {
 			before = before[:len(before)-n] + Mask
 		}
 		b.WriteString(before)
-		b.WriteString(Cut)
-		rest = rest[i+len(Cut):]
+		b.WriteString(mark)
+		rest = rest[i+len(mark):]
 		if n := r.longestPiece(rest, false); n > 0 {
 			b.WriteString(Mask)
 			rest = rest[n:]
 		}
 	}
+}
+
+// acrossLines masks the secrets in s that a line break splits (a program
+// wrapping its output at 80 columns): each whole secret found in s with
+// its line breaks removed has each of its pieces masked, the line breaks
+// kept.
+func (r *Redactor) acrossLines(s string) string {
+	if len(r.secrets) == 0 || !strings.ContainsAny(s, "\r\n") {
+		return s
+	}
+	joined := make([]byte, 0, len(s))
+	at := make([]int, 0, len(s)) // at[i]: the index in s of joined[i]
+	for i := 0; i < len(s); i++ {
+		if s[i] != '\n' && s[i] != '\r' {
+			joined = append(joined, s[i])
+			at = append(at, i)
+		}
+	}
+	mask := make([]bool, len(s))
+	found := false
+	for _, sec := range r.secrets {
+		for off := 0; ; {
+			k := bytes.Index(joined[off:], []byte(sec))
+			if k < 0 {
+				break
+			}
+			start, end := off+k, off+k+len(sec)
+			if at[end-1]-at[start] != len(sec)-1 { // a break inside it
+				for j := start; j < end; j++ {
+					mask[at[j]] = true
+				}
+				found = true
+			}
+			off = end
+		}
+	}
+	if !found {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		switch {
+		case !mask[i]:
+			b.WriteByte(s[i])
+		case i == 0 || !mask[i-1] || s[i-1] == '\n' || s[i-1] == '\r':
+			b.WriteString(Mask)
+		}
+	}
+	return b.String()
 }
 
 // longestPiece returns the length of the longest piece of a secret (at
@@ -247,10 +331,20 @@ const maxLine = 200
 // server's stderr): its last non-blank line, masked by r, with control
 // characters escaped, cut to 200 bytes. It returns "" when text is blank.
 func (r *Redactor) Line(text string) string {
+	if r != nil {
+		text = r.acrossLines(text)
+	}
 	lines := strings.Split(strings.TrimSpace(text), "\n")
 	last := strings.TrimSpace(lines[len(lines)-1])
 	if last == "" {
 		return ""
+	}
+	if len(lines) > 1 && r != nil {
+		// The line may begin with the end of a secret wrapped from the
+		// line before, whose start fell outside the text.
+		if n := r.longestPiece(last, false); n > 0 {
+			last = Mask + last[n:]
+		}
 	}
 	last = Control(r.String(last))
 	if len(last) > maxLine {

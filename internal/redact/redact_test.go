@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/hex"
+	jsonpkg "encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"log/slog"
 	"net/url"
@@ -144,5 +146,68 @@ func TestStringMasksThePiecesOfASecretACutLeft(t *testing.T) {
 	}
 	if got := redact.New().String("key " + secret[:20] + redact.Cut); got != "key "+secret[:20]+redact.Cut {
 		t.Errorf("with no secrets: %q", got)
+	}
+}
+
+// A secret reaches text in forms other than its own: wrapped across lines
+// by a program that breaks its output at 80 columns, escaped inside a
+// quoted string (JSON, Go's %q), or cut by another program's "...". Each
+// form is masked, and ordinary text next to it is kept.
+func TestStringMasksSecretsWrappedEscapedOrCutElsewhere(t *testing.T) {
+	const (
+		secret = "sk-live-0123456789abcdefghijklmnopqrstuvwxyzAB"
+		odd    = `Tr0ub4dor"&3\horse-Staple9/x+y<z>`
+	)
+	r := redact.New(secret, odd)
+	wrap := func(s string, width int) string {
+		var b strings.Builder
+		for len(s) > width {
+			b.WriteString(s[:width] + "\n")
+			s = s[width:]
+		}
+		return b.String() + s
+	}
+	json := func(s string, html bool) string {
+		var b strings.Builder
+		enc := jsonpkg.NewEncoder(&b)
+		enc.SetEscapeHTML(html)
+		enc.Encode(map[string]string{"error": "bad key " + s})
+		return b.String()
+	}
+	for _, in := range []string{
+		wrap("panic: auth failed for token "+secret+" (check your env)", 20),
+		wrap("panic: auth failed for token "+secret, 80),
+		strings.ReplaceAll(wrap("token "+secret+" rejected", 16), "\n", "\r\n"),
+		json(odd, true),
+		json(odd, false),
+		strings.ReplaceAll(json(odd, false), "/", `\/`),
+		fmt.Sprintf("unexpected answer %q", "key="+odd),
+		`invalid character 'x' looking for beginning of value: "` + secret[:32] + `..."`,
+	} {
+		got := r.String(in)
+		flat := strings.NewReplacer("\n", "", "\r", "", redact.Mask, "\x00").Replace(got)
+		for _, sec := range []string{secret, odd, strings.Trim(fmt.Sprintf("%q", odd), `"`)} {
+			for k := 0; k+8 <= len(sec); k++ {
+				if strings.Contains(flat, sec[k:k+8]) {
+					t.Errorf("String(%q) = %q: shows %q of a secret", in, got, sec[k:k+8])
+					break
+				}
+			}
+		}
+		if !strings.Contains(got, redact.Mask) {
+			t.Errorf("String(%q) = %q: masks nothing", in, got)
+		}
+	}
+	if got := r.String("plain\nwords...\nand more"); got != "plain\nwords...\nand more" {
+		t.Errorf("plain text changed: %q", got)
+	}
+	// A stderr tail whose last line holds the end of a token wrapped from
+	// the line before.
+	tail := "starting\n" + wrap("fatal: GITHUB_TOKEN="+secret, 40)
+	if got := r.Line(tail); strings.Contains(got, secret[len(secret)-8:]) {
+		t.Errorf("Line(%q) = %q: shows the token's end", tail, got)
+	}
+	if got := r.Line(redact.Cut + secret[30:] + "\n" + "next line here"); got != "next line here" {
+		t.Errorf("Line of an ordinary last line: %q", got)
 	}
 }
