@@ -3,6 +3,8 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -371,7 +373,7 @@ func TestLargeLateAnswersStartNoSlowSpell(t *testing.T) {
 	}
 }
 
-// At most slowReadsPerServer (2 by default) requests wait on one server's
+// At most slowReadPlaces (2 per server by default) requests wait on one server's
 // reads past the slow-read timeout at once: the others stop that read
 // after it and answer without the server. A server answering every read
 // after 25 s with 2 MB (enough to pass as merely large) held every
@@ -402,7 +404,7 @@ func TestSlowReadsOfOneServerHoldFewTurns(t *testing.T) {
 					t.Error(err)
 				}
 				took <- time.Since(start)
-				stopped <- omittedFor(res, "doc://late-architecture", "other requests were waiting on its reads")
+				stopped <- omittedFor(res, "doc://late-architecture", "other requests were waiting on reads past")
 			}()
 		}
 		var long, short, cut int
@@ -423,6 +425,62 @@ func TestSlowReadsOfOneServerHoldFewTurns(t *testing.T) {
 			t.Errorf("%d Assembles waited for the slow server, %d stopped at the slow-read timeout (%d said why); want 2 and %d", long, short, cut, callers-2)
 		}
 	})
+}
+
+// A request's reads share its slow-read time: once they have taken the
+// slow-read timeout in all, a further read waits only with a place (2 per
+// server, 4 in all by default). Servers answering every read just under
+// the timeout (1.9 s) held each request for every read they made, with
+// no place needed, and several such servers held every turn.
+func TestReadsJustUnderTheSlowReadTimeoutHoldFewTurns(t *testing.T) {
+	for _, tc := range []struct{ servers, reads, callers, places int }{{1, 3, 5, 2}, {4, 2, 8, 4}} {
+		t.Run(fmt.Sprintf("%d servers", tc.servers), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				servers := map[string]*mcpsdk.Server{"s": mcptest.NewServer(map[string]string{"doc://fast-architecture": "fast notes on the architecture\n"}, nil)}
+				for i := range tc.servers {
+					late := mcptest.NewServer(nil, nil)
+					for k := range tc.reads {
+						late.AddResource(&mcpsdk.Resource{URI: fmt.Sprintf("doc://late%d-architecture-%d", i, k), Name: "architecture late"},
+							func(ctx context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+								select {
+								case <-time.After(1900 * time.Millisecond):
+								case <-ctx.Done():
+									return nil, ctx.Err()
+								}
+								return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: req.Params.URI, Text: "late notes on the architecture"}}}, nil
+							})
+					}
+					servers[fmt.Sprintf("late%d", i)] = late
+				}
+				eng := newEngine(t, "", servers, 0)
+				took := make(chan time.Duration, tc.callers)
+				for range tc.callers {
+					go func() {
+						start := time.Now()
+						res, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "architecture", TokenBudget: 2000})
+						if err != nil {
+							t.Error(err)
+						} else if !slices.ContainsFunc(res.Items, func(it selector.Item) bool { return it.URI == "doc://fast-architecture" }) {
+							t.Errorf("an answer without the fast server's item: %d items, omitted %+v", len(res.Items), res.Omitted)
+						}
+						took <- time.Since(start)
+					}()
+				}
+				// Past its slow-read time without a place, a request gives
+				// each server it has not read a tenth of the timeout.
+				short := engine.DefaultSlowReadTimeout + time.Duration(tc.servers-1)*engine.DefaultSlowReadTimeout/10
+				long := 0
+				for range tc.callers {
+					if d := <-took; d > short {
+						long++
+					}
+				}
+				if long == 0 || long > tc.places {
+					t.Errorf("%d of %d Assembles read for longer than %v, want 1 to %d", long, tc.callers, short, tc.places)
+				}
+			})
+		})
+	}
 }
 
 // A copy from the cache is no answer from the server: reading one must not

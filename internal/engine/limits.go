@@ -108,13 +108,17 @@ type readBudget struct {
 
 // maxDroppedServers is how many servers' worth of unusable bytes
 // (max_response_bytes each) one request downloads before it stops
-// reading: contents it drops (blobs it does not take, results that do not
-// fit, items claiming another URI) are counted per server, so one server
-// answering with them stops its own reads, not every server's, and in all,
-// each server's count up to max_response_bytes, so that one server cannot
-// fill the total alone (a read just under its share, then one of 16 MiB,
-// did). A request downloads at most about max_response_bytes ×
-// (1 + maxDroppedServers) plus one max_message_bytes read per server.
+// reading servers that sent it any: contents it drops (blobs it does not
+// take, results that do not fit, items claiming another URI) are counted
+// per server, so one server answering with them stops its own reads, not
+// every server's, and in all, each server's count up to
+// max_response_bytes, so that one server cannot fill the total alone (a
+// read just under its share, then one of 16 MiB, did). A server that has
+// sent nothing unusable is still read once the total is reached: three
+// servers answering with blobs made every other server's candidates
+// refused. A request downloads at most about max_response_bytes ×
+// (1 + maxDroppedServers) plus one max_message_bytes read per server, and
+// past that total one read from each server that had dropped nothing.
 const maxDroppedServers = 3
 
 // newReadBudget returns the read budget of a request starting now, whose
@@ -146,7 +150,7 @@ func (b *readBudget) start(server string) (time.Duration, error) {
 		return 0, fmt.Errorf("not read: this request read its %d bytes (max_response_bytes)", b.lim.MaxResponseBytes)
 	case b.droppedBy[server] >= b.lim.MaxResponseBytes:
 		return 0, fmt.Errorf("not read: this request already dropped %d bytes from this server that it could not use (max_response_bytes)", b.droppedBy[server])
-	case b.dropped >= maxDroppedServers*b.lim.MaxResponseBytes:
+	case b.dropped >= maxDroppedServers*b.lim.MaxResponseBytes && b.droppedBy[server] > 0:
 		return 0, fmt.Errorf("not read: this request already dropped %d bytes it could not use (%d × max_response_bytes)", b.dropped, maxDroppedServers)
 	case left <= 0:
 		return 0, fmt.Errorf("not read: this request spent its %v of read time", b.time)

@@ -404,3 +404,36 @@ func TestAnErrorCutInsideASecretShowsNoPieceOfIt(t *testing.T) {
 		t.Errorf("detail ends %q; want the piece of the key before the cut masked", d[max(0, len(d)-80):])
 	}
 }
+
+// Once servers together have sent a request all the unusable bytes it
+// downloads (maxDroppedServers × max_response_bytes), a server that sent
+// none is still read: three servers answering with blobs the request does
+// not take left every other server's candidates refused.
+func TestServersThatDroppedNothingAreReadPastTheDroppedTotal(t *testing.T) {
+	const limit = 10000
+	servers := map[string]*mcpsdk.Server{"text": mcptest.NewServer(map[string]string{"doc://notes": "notes on gateway key rotation\n"}, nil)}
+	cfg := &config.Config{Limits: config.Limits{MaxResponseBytes: limit},
+		Servers: []config.Server{{Name: "text", Transport: config.TransportStdio, Command: "unused", NoContentIndex: true}}}
+	var pins []resource.Key
+	for i := range 3 {
+		name := fmt.Sprintf("blobs%d", i)
+		bad := mcptest.NewServer(nil, nil)
+		uri := fmt.Sprintf("x://blob-%d", i)
+		bad.AddResource(&mcpsdk.Resource{URI: uri, Name: "gateway key rotation", MIMEType: "text/plain"},
+			func(_ context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+				return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Blob: make([]byte, limit*12/10)}}}, nil
+			})
+		servers[name] = bad
+		cfg.Servers = append(cfg.Servers, config.Server{Name: name, Transport: config.TransportStdio, Command: "unused", NoContentIndex: true})
+		pins = append(pins, resource.Key{Server: name, URI: uri})
+	}
+	eng := newEngineOpts(t, "", servers, engine.Options{Config: cfg})
+	res, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "gateway key rotation", TokenBudget: 4000,
+		Pinned: append(pins, resource.Key{Server: "text", URI: "doc://notes"})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(res.Items, func(it selector.Item) bool { return it.URI == "doc://notes" }) {
+		t.Errorf("items %+v, want the text server's notes (omitted %+v)", res.Items, res.Omitted)
+	}
+}

@@ -367,9 +367,11 @@ const (
 // once instead of each waiting out the timeout again, and for SlowFor its
 // reads in later requests get only SlowReadTimeout; a read it answers
 // after more than a quarter of the read timeout, at under 64 KiB a second,
-// starts such a spell too. A read still running after SlowReadTimeout
-// takes one of the server's slow-read places (see slowReads); with none
-// free it ends there, and the request reads the server no more.
+// starts such a spell too. Once the request's reads have taken
+// SlowReadTimeout in all, a read still running takes a slow-read place
+// (see slowReads); with none free it ends there, and the request reads
+// that server no more (later reads, of other servers, get a tenth of
+// SlowReadTimeout).
 func (e *Engine) reader(log *fetchLog, budget *readBudget) selector.ReadFunc {
 	var mu sync.Mutex
 	stalled := map[string]string{} // server → why its later reads are skipped
@@ -379,6 +381,7 @@ func (e *Engine) reader(log *fetchLog, budget *readBudget) selector.ReadFunc {
 		spell bool          // a read found the server in a slow spell
 	}
 	answered := map[string]answers{} // server → its answers in this request
+	var spent time.Duration          // all of this request's reads
 	return func(ctx context.Context, server, uri string) ([]selector.Content, error) {
 		m, ok := e.mirror(server)
 		if !ok {
@@ -430,6 +433,7 @@ func (e *Engine) reader(log *fetchLog, budget *readBudget) selector.ReadFunc {
 			a.spell = true
 			answered[server] = a
 		}
+		slowLeft := e.slowTO - spent
 		mu.Unlock()
 		shareCut := false
 		if a.took > 0 {
@@ -455,18 +459,31 @@ func (e *Engine) reader(log *fetchLog, budget *readBudget) selector.ReadFunc {
 		defer stop(nil)
 		rctx, cancel := context.WithTimeout(cctx, timeout)
 		defer cancel()
-		place := e.slowReads.watch(server, timeout, e.slowTO, e.slowReadsPerServer(), stop)
+		perServer, all := e.slowReadPlaces()
+		place := e.slowReads.watch(server, timeout, slowLeft, perServer, all, stop)
+		if place == nil {
+			// Past its slow-read time with no place free: the read gets a
+			// tenth of the slow-read timeout, enough for a quick server
+			// (or the cache), and a slow one is read no more.
+			quick := time.AfterFunc(e.slowTO/10, func() { stop(errNoSlowReadPlace) })
+			defer quick.Stop()
+		}
 		start := time.Now()
 		c, f, err := m.ReadFetch(rctx, uri)
 		took := time.Since(start)
-		place.done()
+		if place != nil {
+			place.done()
+		}
+		mu.Lock()
+		spent += took
+		mu.Unlock()
 		if err != nil && ctx.Err() == nil && errors.Is(context.Cause(cctx), errNoSlowReadPlace) {
 			// Not the server's fault alone, nor the caller's: no spell.
-			why := fmt.Sprintf("%d other requests were waiting on its reads for more than %v", e.slowReadsPerServer(), e.slowTO)
+			why := e.slowPlacesTaken()
 			mu.Lock()
 			stalled[server] = why
 			mu.Unlock()
-			return nil, fmt.Errorf("server %q: read %q: stopped after %v: %s", server, uri, took.Round(time.Millisecond), why)
+			return nil, fmt.Errorf("server %q: read %q: stopped after %v, this request having read for %v: %s", server, uri, took.Round(time.Millisecond), spent.Round(time.Millisecond), why)
 		}
 		// Only an answer from the server says how it answers now: a copy
 		// from the cache must not end a spell.
@@ -551,6 +568,13 @@ func (e *Engine) reader(log *fetchLog, budget *readBudget) selector.ReadFunc {
 		}
 		return c, err
 	}
+}
+
+// slowPlacesTaken says why a read past its request's slow-read time was
+// stopped, or not made.
+func (e *Engine) slowPlacesTaken() string {
+	perServer, all := e.slowReadPlaces()
+	return fmt.Sprintf("other requests were waiting on reads past %v (at most %d at once, %d on one server)", e.slowTO, all, perServer)
 }
 
 // lateness is the read time that answers bringing n usable bytes are

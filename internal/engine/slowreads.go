@@ -7,41 +7,72 @@ import (
 	"time"
 )
 
-// slowReads bounds, per server, the reads that have run for longer than
-// the slow-read timeout at once. A request reads one candidate at a time,
-// and waits on each read while it holds its admission turn: a server
-// answering every read after 25 s (with bytes enough to pass as merely
-// large), or hanging every other read, held as many turns as there were
-// callers, and callers of other servers were refused busy. With the
-// bound, at most a few requests wait on one server's slow reads; the rest
-// stop reading it after the slow-read timeout and answer without it.
-// Reads quicker than that take no place. Safe for concurrent use.
+// slowReads bounds the requests that wait on reads once they have read
+// for longer than the slow-read timeout: per server, and in all. A request
+// reads one candidate at a time, and waits on each read while it holds its
+// admission turn: a server answering every read after 25 s (with bytes
+// enough to pass as merely large), hanging every other read, or answering
+// each just under the slow-read timeout, held as many turns as there were
+// callers, and callers of other servers were refused busy; several such
+// servers, each with places of its own, did the same together. With the
+// bound, at most a few requests wait on reads past that time; the rest
+// stop reading there and answer without what they had not read. A
+// request's reads quicker than that in all take no place. Safe for
+// concurrent use.
 type slowReads struct {
-	mu sync.Mutex
-	n  map[string]int // server → reads holding a place
+	mu  sync.Mutex
+	n   map[string]int // server → reads holding a place
+	all int            // reads holding a place, all servers
 }
 
-// errNoSlowReadPlace ends a read that ran past the slow-read timeout when
-// its server's places were all taken.
-var errNoSlowReadPlace = errors.New("no slow-read place for the server")
+// errNoSlowReadPlace ends a read that ran past its request's slow-read
+// time when the places it needed were all taken.
+var errNoSlowReadPlace = errors.New("no slow-read place")
 
-// slowReadsPerServer is how many reads of one server may run past the
-// slow-read timeout at once: a quarter of max_concurrent_requests, at
-// least 1 (2 by default).
-func (e *Engine) slowReadsPerServer() int {
+// slowReadPlaces returns how many reads of one server, and of all
+// servers, may run past their request's slow-read time at once: a
+// quarter and a half of max_concurrent_requests, at least 1 (2 and 4 by
+// default). The other half of the turns is left to requests that read
+// quickly.
+func (e *Engine) slowReadPlaces() (perServer, all int) {
 	n := e.set().limits.MaxConcurrent
 	if n <= 0 {
 		n = 8
 	}
-	return max(1, n/4)
+	return max(1, n/4), max(1, n/2)
 }
 
-// slowPlace is one read's claim on a place: taken, if at all, when the
-// read has run for the slow-read timeout, given back by done.
+// take takes a place for a read of server, if one is free.
+func (s *slowReads) take(server string, perServer, all int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.n[server] >= perServer || s.all >= all {
+		return false
+	}
+	if s.n == nil {
+		s.n = map[string]int{}
+	}
+	s.n[server]++
+	s.all++
+	return true
+}
+
+// give gives back a place taken for server.
+func (s *slowReads) give(server string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.n[server]--; s.n[server] <= 0 {
+		delete(s.n, server)
+	}
+	s.all--
+}
+
+// slowPlace is one read's claim on a place: taken, if at all, when its
+// request's slow-read time runs out, given back by done.
 type slowPlace struct {
 	s      *slowReads
 	server string
-	timer  *time.Timer // nil: the read needs no place
+	timer  *time.Timer
 
 	mu    sync.Mutex
 	ended bool
@@ -49,12 +80,21 @@ type slowPlace struct {
 }
 
 // watch arranges for a read of server, bounded by timeout, to take a place
-// once it has run for after, or to be ended (cut with errNoSlowReadPlace)
-// when all max places are taken. A read whose timeout is no longer than
-// after needs none.
-func (s *slowReads) watch(server string, timeout, after time.Duration, max int, cut context.CancelCauseFunc) *slowPlace {
+// once it has run for after (its request's slow-read time left), or to be
+// ended (cut with errNoSlowReadPlace) when none is free. A read whose
+// timeout is no longer than after needs none. When after is not positive
+// the place is taken at once, and with none free watch returns nil: the
+// read is not to be made.
+func (s *slowReads) watch(server string, timeout, after time.Duration, perServer, all int, cut context.CancelCauseFunc) *slowPlace {
 	p := &slowPlace{s: s, server: server}
-	if timeout <= after {
+	switch {
+	case timeout <= after:
+		return p
+	case after <= 0:
+		if !s.take(server, perServer, all) {
+			return nil
+		}
+		p.held = true
 		return p
 	}
 	p.timer = time.AfterFunc(after, func() {
@@ -63,15 +103,7 @@ func (s *slowReads) watch(server string, timeout, after time.Duration, max int, 
 		if p.ended {
 			return
 		}
-		s.mu.Lock()
-		if s.n[server] < max {
-			if s.n == nil {
-				s.n = map[string]int{}
-			}
-			s.n[server]++
-			p.held = true
-		}
-		s.mu.Unlock()
+		p.held = s.take(server, perServer, all)
 		if !p.held {
 			cut(errNoSlowReadPlace)
 		}
@@ -81,18 +113,14 @@ func (s *slowReads) watch(server string, timeout, after time.Duration, max int, 
 
 // done gives back the read's place, if it took one.
 func (p *slowPlace) done() {
-	if p.timer == nil {
-		return
+	if p.timer != nil {
+		p.timer.Stop()
 	}
-	p.timer.Stop()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.ended = true
 	if p.held {
-		p.s.mu.Lock()
-		if p.s.n[p.server]--; p.s.n[p.server] <= 0 {
-			delete(p.s.n, p.server)
-		}
-		p.s.mu.Unlock()
+		p.held = false
+		p.s.give(p.server)
 	}
 }
