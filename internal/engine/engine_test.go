@@ -409,13 +409,14 @@ func TestSlowReadsOfOneServerHoldFewTurns(t *testing.T) {
 		}
 		var long, short, cut int
 		for range callers {
+			// Stopped: the slow-read timeout, and a tenth of it more.
 			switch d := <-took; d {
 			case 25 * time.Second:
 				long++
-			case engine.DefaultSlowReadTimeout:
+			case engine.DefaultSlowReadTimeout * 11 / 10:
 				short++
 			default:
-				t.Errorf("an Assemble took %v, want 25s or %v", d, engine.DefaultSlowReadTimeout)
+				t.Errorf("an Assemble took %v, want 25s or %v", d, engine.DefaultSlowReadTimeout*11/10)
 			}
 			if <-stopped {
 				cut++
@@ -467,8 +468,8 @@ func TestReadsJustUnderTheSlowReadTimeoutHoldFewTurns(t *testing.T) {
 					}()
 				}
 				// Past its slow-read time without a place, a request gives
-				// each server it has not read a tenth of the timeout.
-				short := engine.DefaultSlowReadTimeout + time.Duration(tc.servers-1)*engine.DefaultSlowReadTimeout/10
+				// each server's read a tenth of the timeout more.
+				short := engine.DefaultSlowReadTimeout + time.Duration(tc.servers)*engine.DefaultSlowReadTimeout/10
 				long := 0
 				for range tc.callers {
 					if d := <-took; d > short {

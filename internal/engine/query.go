@@ -369,9 +369,9 @@ const (
 // after more than a quarter of the read timeout, at under 64 KiB a second,
 // starts such a spell too. Once the request's reads have taken
 // SlowReadTimeout in all, a read still running takes a slow-read place
-// (see slowReads); with none free it ends there, and the request reads
-// that server no more (later reads, of other servers, get a tenth of
-// SlowReadTimeout).
+// (see slowReads); with none free it gets a tenth of SlowReadTimeout
+// more, then ends, and the request reads that server no more (later
+// reads, of other servers, get that tenth too).
 func (e *Engine) reader(log *fetchLog, budget *readBudget) selector.ReadFunc {
 	var mu sync.Mutex
 	stalled := map[string]string{} // server → why its later reads are skipped
@@ -460,12 +460,13 @@ func (e *Engine) reader(log *fetchLog, budget *readBudget) selector.ReadFunc {
 		rctx, cancel := context.WithTimeout(cctx, timeout)
 		defer cancel()
 		perServer, all := e.slowReadPlaces()
-		place := e.slowReads.watch(server, timeout, slowLeft, perServer, all, stop)
+		// Past its slow-read time with no place free, a read gets a tenth
+		// of the slow-read timeout more, enough for a quick server (or the
+		// cache); a slow one is read no more.
+		grace := e.slowTO / 10
+		place := e.slowReads.watch(server, timeout, slowLeft, grace, perServer, all, stop)
 		if place == nil {
-			// Past its slow-read time with no place free: the read gets a
-			// tenth of the slow-read timeout, enough for a quick server
-			// (or the cache), and a slow one is read no more.
-			quick := time.AfterFunc(e.slowTO/10, func() { stop(errNoSlowReadPlace) })
+			quick := time.AfterFunc(grace, func() { stop(errNoSlowReadPlace) })
 			defer quick.Stop()
 		}
 		start := time.Now()

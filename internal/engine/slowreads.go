@@ -77,15 +77,17 @@ type slowPlace struct {
 	mu    sync.Mutex
 	ended bool
 	held  bool
+	cut   *time.Timer // ends the read grace after no place was free
 }
 
 // watch arranges for a read of server, bounded by timeout, to take a place
-// once it has run for after (its request's slow-read time left), or to be
-// ended (cut with errNoSlowReadPlace) when none is free. A read whose
-// timeout is no longer than after needs none. When after is not positive
-// the place is taken at once, and with none free watch returns nil: the
-// read is not to be made.
-func (s *slowReads) watch(server string, timeout, after time.Duration, perServer, all int, cut context.CancelCauseFunc) *slowPlace {
+// once it has run for after (its request's slow-read time left), or, when
+// none is free then, to be ended (cut with errNoSlowReadPlace) grace
+// later: a quick server still answers. A read whose timeout is no longer
+// than after needs none. When after is not positive the place is taken at
+// once, and with none free watch returns nil: the caller gives the read
+// grace itself.
+func (s *slowReads) watch(server string, timeout, after, grace time.Duration, perServer, all int, cut context.CancelCauseFunc) *slowPlace {
 	p := &slowPlace{s: s, server: server}
 	switch {
 	case timeout <= after:
@@ -105,7 +107,7 @@ func (s *slowReads) watch(server string, timeout, after time.Duration, perServer
 		}
 		p.held = s.take(server, perServer, all)
 		if !p.held {
-			cut(errNoSlowReadPlace)
+			p.cut = time.AfterFunc(grace, func() { cut(errNoSlowReadPlace) })
 		}
 	})
 	return p
@@ -119,6 +121,9 @@ func (p *slowPlace) done() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.ended = true
+	if p.cut != nil {
+		p.cut.Stop()
+	}
 	if p.held {
 		p.held = false
 		p.s.give(p.server)
