@@ -44,6 +44,10 @@ type unsentAnswers struct {
 	conns map[string]*limitConn // by connKey
 	h2    map[*h2Conn]struct{}  // connections whose streams are followed
 	seq   atomic.Uint64
+
+	// partialExcess is the bytes of unfinished requests past
+	// maxPartialRequests, all connections together.
+	partialExcess atomic.Int64
 }
 
 // unsentAnswersFactor × max_response_bytes is how many bytes of answers

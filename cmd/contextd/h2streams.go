@@ -116,6 +116,14 @@ type h2Conn struct {
 	// and waits for the rest). Past maxPartialRequests the connection is
 	// closed.
 	partial int64
+	// excess is partial past maxPartialRequests, as counted in
+	// unsentAnswers.partialExcess; overSince is when partial went past
+	// it (zero while it is not), and partialTimer checks it partialGrace
+	// later; closed is set by Close.
+	excess       int64
+	overSince    time.Time
+	partialTimer *time.Timer
+	closed       bool
 	// dec reads the server's header blocks, for the answer sizes in
 	// them; hdrID is the stream of the block being read. dec is nil
 	// once a block could not be read (the answers' sizes are unknown
@@ -190,16 +198,28 @@ func (c *h2Conn) headerField(f hpack.HeaderField) {
 }
 
 // maxPartialRequests bounds the bytes of unfinished requests one
-// connection may send: a request message may take service.MaxRecvMsgSize,
-// and gRPC keeps what has arrived of it, without a deadline, until it
-// ends. A client sending all but the last byte of a 1 MiB message on each
-// of 100 calls held 100 MiB per connection for good (at the 1,024
-// connection cap, 100 GiB). Honest requests are small and end at once.
+// connection may keep sending: a request message may take
+// service.MaxRecvMsgSize, and gRPC keeps what has arrived of it, without a
+// deadline, until it ends. A client sending all but the last byte of a
+// 1 MiB message on each of 100 calls held 100 MiB per connection for good
+// (at the 1,024 connection cap, 100 GiB). A connection may be past it for
+// partialGrace (a client library interleaving many concurrent requests of
+// tens of kilobytes each, which end at once, is: 25 of 64 KB each had
+// 1.6 MB unfinished for a few milliseconds), up to
+// hardPartialRequests, and while all connections together are past their
+// bound by at most maxPartialExcess.
 const maxPartialRequests = service.MaxRecvMsgSize + 64<<10
 
-// errPartialRequests ends a connection that sent more than
-// maxPartialRequests of unfinished requests.
-var errPartialRequests = errors.New("contextd: connection closed: more than 1 MiB of requests sent and not ended")
+const (
+	hardPartialRequests = 4 * maxPartialRequests
+	partialGrace        = time.Second
+	maxPartialExcess    = 32 << 20
+)
+
+// errPartialRequests ends a connection that kept more than
+// maxPartialRequests of unfinished requests for partialGrace, or more
+// than hardPartialRequests.
+var errPartialRequests = errors.New("contextd: connection closed: more than 1 MiB of requests sent and not ended for over a second")
 
 // maxFollowedStreams bounds the calls a connection has sent whose answer
 // (or refusal) the daemon has not finished writing. gRPC serves at most
@@ -264,7 +284,8 @@ func (c *h2Conn) Read(p []byte) (int, error) {
 	if n > 0 {
 		c.mu.Lock()
 		c.in.feed(p[:n], c.fromClient)
-		over, many := c.partial > maxPartialRequests, len(c.streams) > maxFollowedStreams
+		over := c.notePartial(time.Now())
+		many := len(c.streams) > maxFollowedStreams
 		c.mu.Unlock()
 		switch {
 		case over:
@@ -286,14 +307,66 @@ func (c *h2Conn) Write(p []byte) (int, error) {
 	c.mu.Lock()
 	if n > 0 {
 		c.out.feed(p[:n], c.fromServer)
+		c.notePartial(time.Now())
 	}
 	c.writing--
 	c.mu.Unlock()
 	return n, err
 }
 
+// notePartial notes the bytes of unfinished requests after a change, and
+// reports whether the connection must be closed now for them: past
+// hardPartialRequests, or past maxPartialRequests while the connections
+// together are past theirs by more than maxPartialExcess. Past
+// maxPartialRequests for partialGrace, a timer closes it. c.mu is held.
+func (c *h2Conn) notePartial(now time.Time) bool {
+	ex := max(0, c.partial-maxPartialRequests)
+	all := c.u.partialExcess.Add(ex - c.excess)
+	c.excess = ex
+	if ex == 0 {
+		c.overSince = time.Time{}
+		return false
+	}
+	if c.overSince.IsZero() {
+		c.overSince = now
+		if c.partialTimer == nil && !c.closed {
+			c.partialTimer = time.AfterFunc(partialGrace, c.checkPartial)
+		}
+	}
+	return c.partial > hardPartialRequests || all > maxPartialExcess
+}
+
+// checkPartial closes the connection if it has been past
+// maxPartialRequests for partialGrace, and looks again later if it went
+// past it since.
+func (c *h2Conn) checkPartial() {
+	c.mu.Lock()
+	c.partialTimer = nil
+	over := !c.overSince.IsZero() && !c.closed
+	left := time.Duration(0)
+	if over {
+		if left = partialGrace - time.Since(c.overSince); left > 0 {
+			c.partialTimer = time.AfterFunc(left, c.checkPartial)
+		}
+	}
+	c.mu.Unlock()
+	if over && left <= 0 {
+		c.Close()
+	}
+}
+
 func (c *h2Conn) Close() error {
-	c.closeOnce.Do(func() { c.u.unwatch(c) })
+	c.closeOnce.Do(func() {
+		c.u.unwatch(c)
+		c.mu.Lock()
+		c.closed = true
+		c.u.partialExcess.Add(-c.excess)
+		c.excess = 0
+		if c.partialTimer != nil {
+			c.partialTimer.Stop()
+		}
+		c.mu.Unlock()
+	})
 	return c.Conn.Close()
 }
 

@@ -656,6 +656,35 @@ func TestUnfinishedRequestsAreBoundedPerConnection(t *testing.T) {
 		if err := cc.Invoke(ctx, "/test.Big/Get", wrapperspb.Bytes(make([]byte, service.MaxRecvMsgSize-16)), new(wrapperspb.BytesValue)); err != nil {
 			t.Fatalf("a call with a 1 MiB request: %v", err)
 		}
+		// Many such calls at once on one connection: the client
+		// interleaves their frames, so more than 1 MiB is unfinished for
+		// a moment, and every call ends.
+		for _, k := range []struct{ calls, size int }{{25, 64000}, {100, 20000}, {60, 60 << 10}} {
+			errs := make(chan error, k.calls)
+			msg := wrapperspb.Bytes(make([]byte, k.size))
+			for range k.calls {
+				go func() { errs <- cc.Invoke(ctx, "/test.Big/Get", msg, new(wrapperspb.BytesValue)) }()
+			}
+			for range k.calls {
+				if err := <-errs; err != nil {
+					t.Fatalf("%d calls at once of %d bytes each: %v", k.calls, k.size, err)
+				}
+			}
+		}
+
+		// A client that keeps more than the bound unfinished, never going
+		// past the hard bound, is closed after partialGrace.
+		slow := srv.dial(t)
+		for range 3 {
+			slow.Partial("/test.Big/Get", h2TestMD, 512<<10)
+		}
+		start := time.Now()
+		if !slow.Wait(5*time.Second, slow.Closed) {
+			t.Fatalf("the connection is still open with 1.5 MiB of unfinished requests for 5s")
+		}
+		if d := time.Since(start); d > partialGrace+time.Second {
+			t.Errorf("closed %v after 1.5 MiB of unfinished requests, want about %v", d, partialGrace)
+		}
 	})
 }
 
