@@ -271,7 +271,9 @@ func checkItems(uri string, contents []resource.Content) []resource.Content {
 
 // under reports whether item is a sub-resource of uri: item extends uri by
 // a path below it ("file:///dir/" → "file:///dir/a.md", "doc://x" →
-// "doc://x/figure"), without a dot segment climbing back out.
+// "doc://x/figure"), without an empty segment (a URI with no path, such as
+// "file:", would have "file:///home/…" under it, another authority's
+// path) or a dot segment climbing back out.
 func under(item, uri string) bool {
 	rest, ok := strings.CutPrefix(item, uri)
 	if !ok || rest == "" {
@@ -281,6 +283,9 @@ func under(item, uri string) bool {
 		if rest, ok = strings.CutPrefix(rest, "/"); !ok || rest == "" {
 			return false
 		}
+	}
+	if strings.HasPrefix(rest, "/") || strings.HasSuffix(uri, ":") {
+		return false
 	}
 	// Dot segments however they are written: mixed (".%2e"), encoded twice
 	// ("%252e%252e") or between backslashes, as template values are checked.
