@@ -26,6 +26,7 @@ import (
 	"net/url"
 	"regexp"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -183,15 +184,20 @@ func (r *Redactor) acrossLines(s string) string {
 		return s
 	}
 	joined := make([]byte, 0, len(s))
-	at := make([]int, 0, len(s)) // at[i]: the index in s of joined[i]
+	var breaks []int // the indexes in s of the line breaks, ascending
 	for i := 0; i < len(s); i++ {
-		if s[i] != '\n' && s[i] != '\r' {
+		if s[i] == '\n' || s[i] == '\r' {
+			breaks = append(breaks, i)
+		} else {
 			joined = append(joined, s[i])
-			at = append(at, i)
 		}
 	}
-	mask := make([]bool, len(s))
-	found := false
+	// at returns the index in s of joined[j]: j plus the breaks before it
+	// (break k comes before joined[breaks[k]-k]).
+	at := func(j int) int {
+		return j + sort.Search(len(breaks), func(k int) bool { return breaks[k]-k > j })
+	}
+	var mask []bool
 	for _, sec := range r.secrets {
 		for off := 0; ; {
 			k := bytes.Index(joined[off:], []byte(sec))
@@ -199,16 +205,18 @@ func (r *Redactor) acrossLines(s string) string {
 				break
 			}
 			start, end := off+k, off+k+len(sec)
-			if at[end-1]-at[start] != len(sec)-1 { // a break inside it
-				for j := start; j < end; j++ {
-					mask[at[j]] = true
+			if from, to := at(start), at(end-1); to-from != len(sec)-1 { // a break inside it
+				if mask == nil {
+					mask = make([]bool, len(s))
 				}
-				found = true
+				for i := from; i <= to; i++ {
+					mask[i] = s[i] != '\n' && s[i] != '\r'
+				}
 			}
 			off = end
 		}
 	}
-	if !found {
+	if mask == nil {
 		return s
 	}
 	var b strings.Builder
@@ -216,7 +224,7 @@ func (r *Redactor) acrossLines(s string) string {
 		switch {
 		case !mask[i]:
 			b.WriteByte(s[i])
-		case i == 0 || !mask[i-1] || s[i-1] == '\n' || s[i-1] == '\r':
+		case i == 0 || !mask[i-1]:
 			b.WriteString(Mask)
 		}
 	}
