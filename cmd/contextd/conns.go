@@ -413,6 +413,9 @@ type limitConn struct {
 	// unix nanoseconds (0: since accepted).
 	calls     atomic.Int32
 	idleSince atomic.Int64
+	// writeSince is when the write under way began, in unix nanoseconds
+	// (0: none is).
+	writeSince atomic.Int64
 
 	// trusted is set by the connection's first authenticated call (a gRPC
 	// call whose headers passed the token check, an HTTP request that
@@ -453,9 +456,16 @@ func (c *limitConn) callEnded() {
 }
 
 // idleAt returns when the connection's last call ended (or it was
-// accepted), in unix nanoseconds, and false while it has one in flight.
+// accepted), in unix nanoseconds, and false while it has one in flight,
+// unless a write to it has been blocked since before then: a client that
+// reads nothing of its answers (or of the refusals of calls it keeps
+// sending) would otherwise keep its connection busy until the write
+// stall, and a token holder with such connections held every slot.
 func (c *limitConn) idleAt() (int64, bool) {
 	if c.calls.Load() > 0 {
+		if at := c.writeSince.Load(); at != 0 {
+			return at, true
+		}
 		return 0, false
 	}
 	if at := c.idleSince.Load(); at != 0 {
@@ -477,7 +487,11 @@ func (c *limitConn) Write(p []byte) (int, error) {
 	if c.l.writeStall > 0 {
 		_ = c.Conn.SetWriteDeadline(time.Now().Add(c.l.writeStall))
 	}
+	started := c.writeSince.CompareAndSwap(0, time.Now().UnixNano())
 	n, err := c.Conn.Write(p)
+	if started {
+		c.writeSince.Store(0)
+	}
 	if c.ans != nil && n > 0 {
 		c.l.answers.wrote(c, n)
 	}

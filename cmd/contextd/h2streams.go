@@ -320,10 +320,19 @@ func (c *h2Conn) Write(p []byte) (int, error) {
 // together are past theirs by more than maxPartialExcess. Past
 // maxPartialRequests for partialGrace, a timer closes it. c.mu is held.
 func (c *h2Conn) notePartial(now time.Time) bool {
+	if c.closed {
+		return false // Close took its excess back
+	}
 	ex := max(0, c.partial-maxPartialRequests)
+	if c.lc != nil && !c.lc.trusted.Load() {
+		// No call on it passed the token check, so gRPC refused every
+		// stream and keeps none of their DATA: it bounds the connection
+		// alone, and takes none of the room others share.
+		ex = 0
+	}
 	all := c.u.partialExcess.Add(ex - c.excess)
 	c.excess = ex
-	if ex == 0 {
+	if c.partial <= maxPartialRequests {
 		c.overSince = time.Time{}
 		return false
 	}

@@ -264,16 +264,22 @@ const maxMetricsBody = 1 << 20
 // memory) asking for the daemon's token when one is set. /metrics stays
 // open to scrapers: it is loopback-only unless allow_insecure_metrics.
 // Request bodies are cut at maxMetricsBody.
+//
+// A request past the token check marks its connection trusted (see
+// limitConn.trusted); with a token, an open /metrics scrape does not, so
+// that scrapes without it cannot keep a full listener's connections.
 func guardMetrics(token string, h http.Handler) http.Handler {
-	inner := trustConn(h)
+	inner := h
 	h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body != nil {
 			r.Body = http.MaxBytesReader(w, r.Body, maxMetricsBody)
 		}
 		inner.ServeHTTP(w, r)
 	})
-	if token != "" {
-		open, guarded := h, service.RequireBearer(token, h)
+	if token == "" {
+		h = trustConn(h)
+	} else {
+		open, guarded := h, service.RequireBearer(token, trustConn(h))
 		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path == "/metrics" {
 				open.ServeHTTP(w, r)
