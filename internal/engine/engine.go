@@ -153,9 +153,10 @@ type Engine struct {
 	slowTO     time.Duration
 	slowFor    time.Duration
 	slowMu     gosync.Mutex
-	slowUntil  map[string]time.Time // server → end of its slow spell
-	slowReads  slowReads            // per server, reads past slowTO
-	unlock     func()               // releases data_dir; nil for an in-memory index
+	slowUntil  map[string]time.Time     // server → end of its slow spell
+	readTimes  map[string]time.Duration // server → its typical read time (see noteReadTime); slowMu
+	slowReads  slowReads                // per server, reads past slowTO
+	unlock     func()                   // releases data_dir; nil for an in-memory index
 	tooLarge   tooLargeReads
 	shared     *shared // nil for an embedded index
 
@@ -293,6 +294,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	e.slowTO = min(cmp.Or(opts.SlowReadTimeout, DefaultSlowReadTimeout), e.readTO)
 	e.slowFor = cmp.Or(opts.SlowFor, DefaultSlowFor)
 	e.slowUntil = map[string]time.Time{}
+	e.readTimes = map[string]time.Duration{}
 	e.cur = &serverSet{cfg: opts.Config, mirrors: map[string]*ctxsync.Mirror{}, limits: opts.Config.Limits.WithDefaults()}
 	for _, srv := range opts.Config.Servers {
 		e.cur.mirrors[srv.Name] = e.newMirror(opts.Config, srv, red)

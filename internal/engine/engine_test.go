@@ -467,17 +467,103 @@ func TestReadsJustUnderTheSlowReadTimeoutHoldFewTurns(t *testing.T) {
 						took <- time.Since(start)
 					}()
 				}
-				// Past its slow-read time without a place, a request gives
-				// each server's read a tenth of the timeout more.
-				short := engine.DefaultSlowReadTimeout + time.Duration(tc.servers)*engine.DefaultSlowReadTimeout/10
+				// Past its slow-read time without a place, a request's
+				// reads get the slow-read timeout once more in all (and
+				// 20 ms each when that is spent).
+				short := 2*engine.DefaultSlowReadTimeout + time.Duration(tc.servers)*100*time.Millisecond
 				long := 0
+				var all []time.Duration
 				for range tc.callers {
-					if d := <-took; d > short {
+					d := <-took
+					all = append(all, d)
+					if d > short {
 						long++
 					}
 				}
+				t.Logf("Assembles took %v", all)
 				if long == 0 || long > tc.places {
 					t.Errorf("%d of %d Assembles read for longer than %v, want 1 to %d", long, tc.callers, short, tc.places)
+				}
+			})
+		})
+	}
+}
+
+// An honest server answering each read in a few hundred milliseconds
+// keeps its items when many callers read it at once (all of them), or
+// after a hostile server has used up their slow-read time (half): past
+// it, a read gets twice what the server usually takes. With a flat
+// 200 ms, such a server lost half its items under 8 callers, and all of
+// them beside the hostile one.
+func TestHonestServersKeepTheirItemsUnderConcurrentCallers(t *testing.T) {
+	for _, hostile := range []bool{false, true} {
+		t.Run(fmt.Sprintf("hostile %v", hostile), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				honest := mcptest.NewServer(nil, nil)
+				const n = 12
+				for k := range n {
+					honest.AddResource(&mcpsdk.Resource{URI: fmt.Sprintf("doc://honest-%d", k), Name: "architecture notes"},
+						func(ctx context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+							select {
+							case <-time.After(300 * time.Millisecond):
+							case <-ctx.Done():
+								return nil, ctx.Err()
+							}
+							return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: req.Params.URI, Text: "architecture notes, part " + req.Params.URI}}}, nil
+						})
+				}
+				servers := map[string]*mcpsdk.Server{"honest": honest}
+				var pins []resource.Key
+				if hostile {
+					hang := mcptest.NewServer(nil, nil)
+					hang.AddResource(&mcpsdk.Resource{URI: "doc://hang", Name: "architecture"},
+						func(ctx context.Context, _ *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+							<-ctx.Done()
+							return nil, ctx.Err()
+						})
+					servers["hang"] = hang
+					pins = []resource.Key{{Server: "hang", URI: "doc://hang"}}
+				}
+				eng := newEngine(t, "", servers, 0)
+				req := engine.AssembleRequest{Query: "architecture notes", TokenBudget: 8000, ValueFloor: new(float64), Pinned: pins}
+				count := func(res *engine.AssembleResult) int {
+					k := 0
+					for _, it := range res.Items {
+						if strings.HasPrefix(it.URI, "doc://honest-") {
+							k++
+						}
+					}
+					return k
+				}
+				// A request before them, as a running daemon has served:
+				// what the honest server takes is known.
+				if _, err := eng.Assemble(t.Context(), req); err != nil {
+					t.Fatal(err)
+				}
+				// Beside the hostile server, whose read takes the
+				// request's first 2 s (in a slow spell now), the rest of
+				// its slow-read time and its grace hold half the items.
+				want := n
+				if hostile {
+					want = n / 2
+				}
+				const callers = 8
+				got := make(chan int, callers)
+				for range callers {
+					go func() {
+						res, err := eng.Assemble(t.Context(), req)
+						if err != nil {
+							t.Error(err)
+							got <- 0
+							return
+						}
+						got <- count(res)
+					}()
+				}
+				for range callers {
+					if k := <-got; k < want {
+						t.Errorf("an Assemble among %d got %d of the honest server's %d items, want at least %d", callers, k, n, want)
+					}
 				}
 			})
 		})

@@ -369,9 +369,10 @@ const (
 // after more than a quarter of the read timeout, at under 64 KiB a second,
 // starts such a spell too. Once the request's reads have taken
 // SlowReadTimeout in all, a read still running takes a slow-read place
-// (see slowReads); with none free it gets a tenth of SlowReadTimeout
-// more, then ends, and the request reads that server no more (later
-// reads, of other servers, get that tenth too).
+// (see slowReads); with none free it gets a grace (twice what the server
+// usually takes, within a tenth and half of SlowReadTimeout, out of
+// SlowReadTimeout more for all such reads of the request), then ends,
+// and the request reads that server no more.
 func (e *Engine) reader(log *fetchLog, budget *readBudget) selector.ReadFunc {
 	var mu sync.Mutex
 	stalled := map[string]string{} // server → why its later reads are skipped
@@ -382,6 +383,7 @@ func (e *Engine) reader(log *fetchLog, budget *readBudget) selector.ReadFunc {
 	}
 	answered := map[string]answers{} // server → its answers in this request
 	var spent time.Duration          // all of this request's reads
+	var over time.Duration           // reads past spent's slow-read time, without a place
 	return func(ctx context.Context, server, uri string) ([]selector.Content, error) {
 		m, ok := e.mirror(server)
 		if !ok {
@@ -434,6 +436,7 @@ func (e *Engine) reader(log *fetchLog, budget *readBudget) selector.ReadFunc {
 			answered[server] = a
 		}
 		slowLeft := e.slowTO - spent
+		graceLeft := e.slowTO - over
 		mu.Unlock()
 		shareCut := false
 		if a.took > 0 {
@@ -460,10 +463,13 @@ func (e *Engine) reader(log *fetchLog, budget *readBudget) selector.ReadFunc {
 		rctx, cancel := context.WithTimeout(cctx, timeout)
 		defer cancel()
 		perServer, all := e.slowReadPlaces()
-		// Past its slow-read time with no place free, a read gets a tenth
-		// of the slow-read timeout more, enough for a quick server (or the
-		// cache); a slow one is read no more.
-		grace := e.slowTO / 10
+		// Past its slow-read time with no place free, a read gets what
+		// the server usually takes (twice its recent answers, from a
+		// tenth to half of the slow-read timeout), out of the request's
+		// grace (the slow-read timeout again, all such reads together):
+		// an honest server answering in a few hundred milliseconds is
+		// still read, a slow one is read no more.
+		grace := max(min(e.readGrace(server), graceLeft), minReadGrace)
 		place := e.slowReads.watch(server, timeout, slowLeft, grace, perServer, all, stop)
 		if place == nil {
 			quick := time.AfterFunc(grace, func() { stop(errNoSlowReadPlace) })
@@ -472,11 +478,15 @@ func (e *Engine) reader(log *fetchLog, budget *readBudget) selector.ReadFunc {
 		start := time.Now()
 		c, f, err := m.ReadFetch(rctx, uri)
 		took := time.Since(start)
+		denied := place == nil
 		if place != nil {
-			place.done()
+			denied = place.done()
 		}
 		mu.Lock()
 		spent += took
+		if denied {
+			over += took - max(0, slowLeft)
+		}
 		mu.Unlock()
 		if err != nil && ctx.Err() == nil && errors.Is(context.Cause(cctx), errNoSlowReadPlace) {
 			// Not the server's fault alone, nor the caller's: no spell.
@@ -489,6 +499,9 @@ func (e *Engine) reader(log *fetchLog, budget *readBudget) selector.ReadFunc {
 		// Only an answer from the server says how it answers now: a copy
 		// from the cache must not end a spell.
 		fromServer := err == nil && !f.At.Before(start)
+		if fromServer {
+			e.noteReadTime(server, took)
+		}
 		if errors.Is(err, mcp.ErrTooLarge) {
 			e.tooLarge.remember(key, ver, err, time.Now())
 		}

@@ -113,8 +113,9 @@ func (s *slowReads) watch(server string, timeout, after, grace time.Duration, pe
 	return p
 }
 
-// done gives back the read's place, if it took one.
-func (p *slowPlace) done() {
+// done gives back the read's place, if it took one, and reports whether
+// the read needed one and found none.
+func (p *slowPlace) done() (denied bool) {
 	if p.timer != nil {
 		p.timer.Stop()
 	}
@@ -128,4 +129,35 @@ func (p *slowPlace) done() {
 		p.held = false
 		p.s.give(p.server)
 	}
+	return p.cut != nil
+}
+
+// minReadGrace is the least a read past its request's slow-read time gets
+// without a place: enough for the cache.
+const minReadGrace = 20 * time.Millisecond
+
+// readTimeWeight is the weight of a new answer in a server's typical read
+// time (an exponentially weighted moving average).
+const readTimeWeight = 0.25
+
+// noteReadTime adds a read the server answered in took to its typical
+// read time.
+func (e *Engine) noteReadTime(server string, took time.Duration) {
+	e.slowMu.Lock()
+	defer e.slowMu.Unlock()
+	if t, ok := e.readTimes[server]; ok {
+		took = t + time.Duration(readTimeWeight*float64(took-t))
+	}
+	e.readTimes[server] = took
+}
+
+// readGrace is what a read of server past its request's slow-read time
+// gets without a place: twice the server's typical read time, at least a
+// tenth and at most half of the slow-read timeout (a tenth while nothing
+// is known of it).
+func (e *Engine) readGrace(server string) time.Duration {
+	e.slowMu.Lock()
+	t := e.readTimes[server]
+	e.slowMu.Unlock()
+	return min(max(2*t, e.slowTO/10), e.slowTO/2)
 }
