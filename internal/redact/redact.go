@@ -20,6 +20,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"log/slog"
@@ -29,6 +30,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -50,7 +52,20 @@ var (
 // concurrent use and immutable after New.
 type Redactor struct {
 	secrets []string // longest first, so a secret containing another is masked whole
+
+	// pieces holds every run of pieceBytes bytes of each secret that
+	// looks generated (see random), as it is written or escaped (not its
+	// base64 and hex forms, whose runs are as likely in other encoded
+	// text), as a little-endian uint64.
+	pieces map[uint64]struct{}
 }
+
+// pieceBytes is the shortest piece of a secret masked wherever it
+// appears: a secret split by what no rule foresees (colour codes between
+// wrapped lines, a logger's prefix on each line, an escape the redactor
+// does not produce, a cut marked "[truncated]") shows at most
+// pieceBytes-1 bytes in a row.
+const pieceBytes = 8
 
 // New returns a Redactor for the given secrets; values shorter than four
 // bytes are ignored. Each secret is also masked in the forms a program
@@ -59,31 +74,46 @@ type Redactor struct {
 // escaped inside a quoted string (JSON, with or without HTML escaping and
 // with "/" written "\/"; Go's %q).
 func New(secrets ...string) *Redactor {
-	r := &Redactor{}
-	add := func(s string) {
+	r := &Redactor{pieces: map[uint64]struct{}{}}
+	add := func(s string, pieces bool) {
 		if len(s) >= minSecret && !slices.Contains(r.secrets, s) {
 			r.secrets = append(r.secrets, s)
+		}
+		for i := 0; pieces && i+pieceBytes <= len(s); i++ {
+			r.pieces[binary.LittleEndian.Uint64([]byte(s[i:i+pieceBytes]))] = struct{}{}
 		}
 	}
 	for _, s := range secrets {
 		if s = strings.TrimSpace(s); len(s) < minSecret {
 			continue
 		}
-		add(s)
-		add(url.QueryEscape(s))
-		add(url.PathEscape(s))
+		pieces := random(s)
+		add(s, pieces)
+		add(url.QueryEscape(s), pieces)
+		add(url.PathEscape(s), pieces)
 		for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding, base64.RawStdEncoding, base64.RawURLEncoding} {
-			add(enc.EncodeToString([]byte(s)))
+			add(enc.EncodeToString([]byte(s)), false)
 		}
-		add(hex.EncodeToString([]byte(s)))
-		add(strings.ToUpper(hex.EncodeToString([]byte(s))))
+		add(hex.EncodeToString([]byte(s)), false)
+		add(strings.ToUpper(hex.EncodeToString([]byte(s))), false)
 		for _, q := range quoted(s) {
-			add(q)
-			add(strings.ReplaceAll(q, "/", `\/`))
+			add(q, pieces)
+			add(strings.ReplaceAll(q, "/", `\/`), pieces)
 		}
 	}
 	slices.SortFunc(r.secrets, func(a, b string) int { return len(b) - len(a) })
 	return r
+}
+
+// random reports whether s looks like a generated credential, whose
+// pieces are masked wherever they appear: at least 12 bytes, with letters
+// and digits, no white space and no "://". A value that merely has a
+// credential's name (SESSION_DIR=/home/me/sessions, AUTH_URL=https://…)
+// would otherwise have pieces of ordinary paths and URLs masked
+// everywhere.
+func random(s string) bool {
+	return len(s) >= 12 && strings.IndexFunc(s, unicode.IsLetter) >= 0 && strings.IndexFunc(s, unicode.IsDigit) >= 0 &&
+		strings.IndexFunc(s, unicode.IsSpace) < 0 && !strings.Contains(s, "://")
 }
 
 // quoted returns s as it appears inside a quoted string: JSON-encoded
@@ -126,6 +156,7 @@ func (r *Redactor) String(s string) string {
 		}
 		s = r.acrossLines(s)
 		s = r.cutPieces(s)
+		s = r.maskPieces(s)
 	}
 	s = urlRE.ReplaceAllStringFunc(s, URL)
 	s = schemeRE.ReplaceAllString(s, "$1 "+Mask)
@@ -173,6 +204,40 @@ func (r *Redactor) cutPieces(s string) string {
 			rest = rest[n:]
 		}
 	}
+}
+
+// maskPieces masks every run of s made of pieces of secrets, each
+// pieceBytes long (see Redactor.pieces).
+func (r *Redactor) maskPieces(s string) string {
+	if len(r.pieces) == 0 || len(s) < pieceBytes {
+		return s
+	}
+	var b strings.Builder
+	end := 0 // s[:end] is written
+	for i := 0; i+pieceBytes <= len(s); i++ {
+		if _, ok := r.pieces[binary.LittleEndian.Uint64([]byte(s[i:i+pieceBytes]))]; !ok {
+			continue
+		}
+		// A run of pieces: as far as the next ones go on overlapping.
+		j := i + pieceBytes
+		for k := i + 1; k+pieceBytes <= len(s) && k <= j; k++ {
+			if _, ok := r.pieces[binary.LittleEndian.Uint64([]byte(s[k:k+pieceBytes]))]; ok {
+				j = k + pieceBytes
+			}
+		}
+		if b.Len() == 0 && end == 0 {
+			b.Grow(len(s))
+		}
+		b.WriteString(s[end:i])
+		b.WriteString(Mask)
+		end = j
+		i = j - 1
+	}
+	if end == 0 {
+		return s
+	}
+	b.WriteString(s[end:])
+	return b.String()
 }
 
 // acrossLines masks the secrets in s that a line break splits (a program

@@ -136,7 +136,8 @@ func TestStringMasksThePiecesOfASecretACutLeft(t *testing.T) {
 		{"a " + secret[:10] + redact.Cut + " b " + redact.Cut + secret[30:], "a " + redact.Mask + redact.Cut + " b " + redact.Cut + redact.Mask},
 		{"key " + secret[:3] + redact.Cut, "key " + secret[:3] + redact.Cut},
 		{"plain words" + redact.Cut + "more words", "plain words" + redact.Cut + "more words"},
-		{"no cut " + secret[:20] + " here", "no cut " + secret[:20] + " here"},
+		{"no cut " + secret[:7] + " here", "no cut " + secret[:7] + " here"},
+		{"no cut " + secret[:20] + " here", "no cut " + redact.Mask + " here"},
 		{"b64 " + base64.StdEncoding.EncodeToString([]byte(secret))[:30] + redact.Cut, "b64 " + redact.Mask + redact.Cut},
 		{"whole " + secret + redact.Cut, "whole " + redact.Mask + redact.Cut},
 	} {
@@ -183,6 +184,14 @@ func TestStringMasksSecretsWrappedEscapedOrCutElsewhere(t *testing.T) {
 		strings.ReplaceAll(json(odd, false), "/", `\/`),
 		fmt.Sprintf("unexpected answer %q", "key="+odd),
 		`invalid character 'x' looking for beginning of value: "` + secret[:32] + `..."`,
+		// Forms no rule foresees: colour codes on wrapped lines, a
+		// logger's prefix on each, .NET's and Python's escapes,
+		// encodeURIComponent, a cut marked otherwise.
+		"\x1b[31m" + strings.ReplaceAll(wrap("fatal: token "+secret, 24), "\n", "\x1b[0m\n\x1b[31m") + "\x1b[0m",
+		"E1202 21:00:00.000123 main.go:42] " + strings.ReplaceAll(wrap("auth failed for "+secret, 30), "\n", "\nE1202 21:00:00.000124 main.go:42] "),
+		strings.NewReplacer("+", `\u002B`, "&", `\u0026`, "<", `\u003C`, ">", `\u003E`, `"`, `\u0022`).Replace("error: bad key " + odd),
+		"denied: " + strings.NewReplacer("/", "%2F", "&", "%26", `"`, "%22", `\`, "%5C", "+", "%2B").Replace(odd),
+		"key " + secret[:30] + "[truncated]",
 	} {
 		got := r.String(in)
 		flat := strings.NewReplacer("\n", "", "\r", "", redact.Mask, "\x00").Replace(got)
@@ -209,5 +218,20 @@ func TestStringMasksSecretsWrappedEscapedOrCutElsewhere(t *testing.T) {
 	}
 	if got := r.Line(redact.Cut + secret[30:] + "\n" + "next line here"); got != "next line here" {
 		t.Errorf("Line of an ordinary last line: %q", got)
+	}
+}
+
+// Pieces are masked only of values that look generated: a value that has
+// a credential's name but is a path or a URL does not have pieces of every
+// path and URL masked.
+func TestPiecesAreMaskedOnlyOfGeneratedValues(t *testing.T) {
+	r := redact.New("/home/someone/sessions", "https://auth.example.com/oauth", "Bearer abc", "sk-live-0123456789abcdefXYZ")
+	for _, in := range []string{"open /home/someone/other: no such file", "GET https://docs.example.com/mcp: 404"} {
+		if got := r.String(in); got != in {
+			t.Errorf("String(%q) = %q, want it unchanged", in, got)
+		}
+	}
+	if got := r.String("key sk-live-0123456789ab[truncated]"); strings.Contains(got, "0123456789") {
+		t.Errorf("a generated key's piece was shown: %q", got)
 	}
 }
