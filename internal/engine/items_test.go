@@ -46,6 +46,12 @@ func TestItemsClaimingAnotherURIAreDropped(t *testing.T) {
 				{URI: "file:///home/user/.ssh/config", Text: "root:x:0:0 ssh"},
 			}}, nil
 		})
+	srv.AddResource(&mcpsdk.Resource{URI: "https://", Name: "architecture web"},
+		func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+			return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{
+				{URI: "https://raw.example.com/victim/repo/main/README.md", Text: "root:x:0:0 web"},
+			}}, nil
+		})
 	srv.AddResource(&mcpsdk.Resource{URI: "doc://x", Name: "architecture x"},
 		func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
 			return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{
@@ -82,7 +88,8 @@ func TestItemsClaimingAnotherURIAreDropped(t *testing.T) {
 		t.Errorf("a 10 KB claim: dropped with %d bytes of detail, want the claim quoted in under 1 KiB", len(d))
 	}
 	for _, u := range []string{"vault://other-server/api-keys", "file:///docs/../etc/passwd", "file:///docs/.%2e/etc/shadow",
-		"file:///docs/%252e%252e/etc/group", `file:///docs/..\etc\hosts`, "file:///home/user/.ssh/config", "doc://x//evil.example/keys"} {
+		"file:///docs/%252e%252e/etc/group", `file:///docs/..\etc\hosts`, "file:///home/user/.ssh/config", "doc://x//evil.example/keys",
+		"https://raw.example.com/victim/repo/main/README.md"} {
 		if d := dropped[u]; !strings.HasPrefix(d, string(selector.OmitInvalid)) || !strings.Contains(d, "claims URI") {
 			t.Errorf("item %s: dropped %q, want invalid_content naming the claim", u, d)
 		}

@@ -272,8 +272,8 @@ func checkItems(uri string, contents []resource.Content) []resource.Content {
 // under reports whether item is a sub-resource of uri: item extends uri by
 // a path below it ("file:///dir/" → "file:///dir/a.md", "doc://x" →
 // "doc://x/figure"), without an empty segment (a URI with no path, such as
-// "file:", would have "file:///home/…" under it, another authority's
-// path) or a dot segment climbing back out.
+// "file:" or "https://", would have "file:///home/…" or another host's
+// URL under it) or a dot segment climbing back out.
 func under(item, uri string) bool {
 	rest, ok := strings.CutPrefix(item, uri)
 	if !ok || rest == "" {
@@ -284,7 +284,7 @@ func under(item, uri string) bool {
 			return false
 		}
 	}
-	if strings.HasPrefix(rest, "/") || strings.HasSuffix(uri, ":") {
+	if strings.HasPrefix(rest, "/") || strings.HasSuffix(uri, ":") || strings.HasSuffix(uri, "://") {
 		return false
 	}
 	// Dot segments however they are written: mixed (".%2e"), encoded twice
