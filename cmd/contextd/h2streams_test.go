@@ -672,6 +672,17 @@ func TestUnfinishedRequestsAreBoundedPerConnection(t *testing.T) {
 			}
 		}
 
+		// Frames just over 1 KiB: gRPC reads each into a 4 KiB buffer, so
+		// 16 requests counted at their bytes just under the bound held 4
+		// times it.
+		pooled := srv.dial(t)
+		for range 16 {
+			pooled.PartialFrames("/test.Big/Get", h2TestMD, 63000, 1025)
+		}
+		if !pooled.Wait(5*time.Second, pooled.Closed) {
+			t.Fatalf("the connection is still open with 16 requests of 63,000 bytes sent in 1,025-byte frames")
+		}
+
 		// A client that keeps more than the bound unfinished, never going
 		// past the hard bound, is closed after partialGrace.
 		slow := srv.dial(t)
