@@ -336,8 +336,9 @@ const idleGrace = time.Second
 // has left before it may be: the oldest that has sent nothing (l.grace
 // after it was accepted), the oldest that has made no authenticated call
 // (idleGrace after it was accepted, whatever it has in flight), or the
-// one with no call in flight for longest (idleGrace after its last call),
-// whichever may be closed first (in that order when several may now).
+// one with no call in flight for longest (idleGrace after its last call,
+// or at once when there is no silent or untrusted one), whichever may be
+// closed first (in that order when several may now).
 // Waiting for a silent connection to age while an idle one was ready made
 // room for 67–142 connections a second, and a client behind 2,000
 // reconnecting ones waited 14 s. A client without the token cannot look
@@ -374,7 +375,15 @@ func (l *limitListener) victim() (*limitConn, time.Duration) {
 		cands, lefts = append(cands, untrusted), append(lefts, idleGrace-time.Since(untrusted.accepted))
 	}
 	if idle != nil {
-		cands, lefts = append(cands, idle), append(lefts, idleGrace-time.Since(time.Unix(0, idleAt)))
+		// With no silent or untrusted connection to close, an idle one
+		// may be closed at once: callers past the token check (anyone,
+		// with no token) making a call every 0.7 s on every connection
+		// were never idle for idleGrace, and held every slot.
+		grace := idleGrace
+		if silent == nil && untrusted == nil {
+			grace = 0
+		}
+		cands, lefts = append(cands, idle), append(lefts, grace-time.Since(time.Unix(0, idleAt)))
 	}
 	best := -1
 	for i, left := range lefts {

@@ -962,3 +962,58 @@ func TestHTTPConnectionsNotInUseMakeRoom(t *testing.T) {
 		t.Fatalf("behind 2 connections sending a body a byte at a time: %v after %v", err, time.Since(start))
 	}
 }
+
+// Callers past the token check making a cheap call more often than once a
+// second on every connection of a full listener do not keep a new client
+// out: with no silent or untrusted connection to close, the one idle
+// longest is closed at once, however briefly idle.
+func TestBusyTrustedCallersDoNotHoldEverySlot(t *testing.T) {
+	const (
+		token = "busy-trusted-token-0123456789abc"
+		maxC  = 4
+	)
+	addr := freeAddr(t)
+	cfg := writeConfig(t, fmt.Sprintf("listen: %s\nauth: {token: %s}\ndata_dir: %s\nmcpServers: {}\n"+
+		"max_connections: %d\nhandshake_timeout: 10s\n", addr, token, t.TempDir(), maxC))
+	startServe(t, cfg, addr)
+	auth := [][2]string{{"authorization", "Bearer " + token}}
+	method := contextdv1.ContextService_ListServers_FullMethodName
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range maxC {
+		c, err := h2flood.Dial(addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		id := c.Call(method, auth, nil)
+		if !c.Wait(5*time.Second, func() bool { _, ok := c.Status(id); return ok }) {
+			t.Fatalf("connection %d: the first call got no answer", i)
+		}
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(300 * time.Millisecond):
+				}
+				c.Call(method, auth, nil)
+			}
+		})
+	}
+	time.Sleep(500 * time.Millisecond)
+	gc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gc.Close()
+	ctx, cancel := context.WithTimeout(metadata.AppendToOutgoingContext(t.Context(), "authorization", "Bearer "+token), 5*time.Second)
+	defer cancel()
+	start := time.Now()
+	_, err = contextdv1.NewContextServiceClient(gc).ListServers(ctx, &contextdv1.ListServersRequest{})
+	close(stop)
+	wg.Wait()
+	if err != nil {
+		t.Fatalf("behind %d trusted connections each calling every 300 ms: %v after %v", maxC, err, time.Since(start))
+	}
+}
