@@ -56,12 +56,17 @@ type Redactor struct {
 	// pieces holds every run of pieceBytes bytes of each secret that
 	// looks generated (see random), as it is written or escaped (not its
 	// base64 and hex forms, whose runs are as likely in other encoded
-	// text), as a little-endian uint64; but not runs without a digit or
-	// a capital letter, which are as likely words ("connection" in a test
-	// token masked the log's "connection limit reached"), and rare in
-	// generated secrets (0.1% of 8-byte runs of random base62).
-	pieces map[uint64]struct{}
+	// text), as a little-endian uint64, and whether it has a digit or a
+	// capital letter (see minWordRun).
+	pieces map[uint64]bool
 }
+
+// minWordRun is the shortest run of pieces masked when none of them has a
+// digit or a capital letter: such pieces are as likely words
+// ("connection" in a test token masked the log's "connection limit
+// reached"), but a run of 12 bytes or more of a secret's lowercase part
+// ("mysupersecretpassword") is no word.
+const minWordRun = 12
 
 // pieceBytes is the shortest piece of a secret masked wherever it
 // appears: a secret split by what no rule foresees (colour codes between
@@ -77,15 +82,15 @@ const pieceBytes = 8
 // escaped inside a quoted string (JSON, with or without HTML escaping and
 // with "/" written "\/"; Go's %q).
 func New(secrets ...string) *Redactor {
-	r := &Redactor{pieces: map[uint64]struct{}{}}
+	r := &Redactor{pieces: map[uint64]bool{}}
 	add := func(s string, pieces bool) {
 		if len(s) >= minSecret && !slices.Contains(r.secrets, s) {
 			r.secrets = append(r.secrets, s)
 		}
 		for i := 0; pieces && i+pieceBytes <= len(s); i++ {
-			if w := s[i : i+pieceBytes]; strings.ContainsAny(w, "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ") {
-				r.pieces[binary.LittleEndian.Uint64([]byte(w))] = struct{}{}
-			}
+			w := s[i : i+pieceBytes]
+			key := binary.LittleEndian.Uint64([]byte(w))
+			r.pieces[key] = r.pieces[key] || strings.ContainsAny(w, "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ")
 		}
 	}
 	for _, s := range secrets {
@@ -220,15 +225,20 @@ func (r *Redactor) maskPieces(s string) string {
 	var b strings.Builder
 	end := 0 // s[:end] is written
 	for i := 0; i+pieceBytes <= len(s); i++ {
-		if _, ok := r.pieces[binary.LittleEndian.Uint64([]byte(s[i:i+pieceBytes]))]; !ok {
+		strong, ok := r.pieces[binary.LittleEndian.Uint64([]byte(s[i:i+pieceBytes]))]
+		if !ok {
 			continue
 		}
 		// A run of pieces: as far as the next ones go on overlapping.
 		j := i + pieceBytes
 		for k := i + 1; k+pieceBytes <= len(s) && k <= j; k++ {
-			if _, ok := r.pieces[binary.LittleEndian.Uint64([]byte(s[k:k+pieceBytes]))]; ok {
+			if st, ok := r.pieces[binary.LittleEndian.Uint64([]byte(s[k:k+pieceBytes]))]; ok {
 				j = k + pieceBytes
+				strong = strong || st
 			}
+		}
+		if !strong && j-i < minWordRun {
+			continue
 		}
 		if b.Len() == 0 && end == 0 {
 			b.Grow(len(s))

@@ -137,7 +137,7 @@ func TestStringMasksThePiecesOfASecretACutLeft(t *testing.T) {
 		{"key " + secret[:3] + redact.Cut, "key " + secret[:3] + redact.Cut},
 		{"plain words" + redact.Cut + "more words", "plain words" + redact.Cut + "more words"},
 		{"no cut " + secret[:7] + " here", "no cut " + secret[:7] + " here"},
-		{"no cut " + secret[:20] + " here", "no cut s" + redact.Mask + " here"},
+		{"no cut " + secret[:20] + " here", "no cut " + redact.Mask + " here"},
 		{"b64 " + base64.StdEncoding.EncodeToString([]byte(secret))[:30] + redact.Cut, "b64 " + redact.Mask + redact.Cut},
 		{"whole " + secret + redact.Cut, "whole " + redact.Mask + redact.Cut},
 	} {
@@ -250,5 +250,20 @@ func TestPiecesThatAreWordsAreNotMasked(t *testing.T) {
 	}
 	if got := r.String("token held-connections-token-0123[truncated]"); strings.Contains(got, "0123") {
 		t.Errorf("the token's piece was shown: %q", got)
+	}
+	// But a long lowercase run of a secret is no word: at most 11 bytes
+	// of it show.
+	pw := redact.New("mysupersecretpassword2024")
+	for _, in := range []string{"auth: mysupersecretpassword20[truncated]", "bad password mysupersecretpa"} {
+		got := pw.String(in)
+		for k := 0; k+12 <= len("mysupersecretpassword2024"); k++ {
+			if w := "mysupersecretpassword2024"[k : k+12]; strings.Contains(got, w) {
+				t.Errorf("String(%q) = %q: shows %q", in, got, w)
+				break
+			}
+		}
+	}
+	if got := pw.String("the password was wrong"); got != "the password was wrong" {
+		t.Errorf("a word of the secret was masked: %q", got)
 	}
 }
