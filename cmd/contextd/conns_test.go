@@ -543,15 +543,7 @@ func TestSilentConnectionsMakeRoom(t *testing.T) {
 	}
 	listServers := func(wait time.Duration) error {
 		t.Helper()
-		gc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer gc.Close()
-		ctx, cancel := context.WithTimeout(metadata.AppendToOutgoingContext(t.Context(), "authorization", "Bearer "+token), wait)
-		defer cancel()
-		_, err = contextdv1.NewContextServiceClient(gc).ListServers(ctx, &contextdv1.ListServersRequest{})
-		return err
+		return listServersAt(t, addr, token, wait)
 	}
 
 	dialN(40, "")
@@ -764,15 +756,7 @@ func TestConnectionsWithoutAnAuthenticatedCallMakeRoom(t *testing.T) {
 	auth := [][2]string{{"authorization", "Bearer " + token}}
 	listServers := func(wait time.Duration) error {
 		t.Helper()
-		gc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer gc.Close()
-		ctx, cancel := context.WithTimeout(metadata.AppendToOutgoingContext(t.Context(), "authorization", "Bearer "+token), wait)
-		defer cancel()
-		_, err = contextdv1.NewContextServiceClient(gc).ListServers(ctx, &contextdv1.ListServersRequest{})
-		return err
+		return listServersAt(t, addr, token, wait)
 	}
 	dial := func() *h2flood.Conn {
 		t.Helper()
@@ -1002,18 +986,26 @@ func TestBusyTrustedCallersDoNotHoldEverySlot(t *testing.T) {
 		})
 	}
 	time.Sleep(500 * time.Millisecond)
-	gc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer gc.Close()
-	ctx, cancel := context.WithTimeout(metadata.AppendToOutgoingContext(t.Context(), "authorization", "Bearer "+token), 5*time.Second)
-	defer cancel()
 	start := time.Now()
-	_, err = contextdv1.NewContextServiceClient(gc).ListServers(ctx, &contextdv1.ListServersRequest{})
+	err := listServersAt(t, addr, token, 5*time.Second)
 	close(stop)
 	wg.Wait()
 	if err != nil {
 		t.Fatalf("behind %d trusted connections each calling every 300 ms: %v after %v", maxC, err, time.Since(start))
 	}
+}
+
+// listServersAt makes one ListServers call to the daemon at addr with
+// token, on a connection of its own, waiting at most wait.
+func listServersAt(t *testing.T, addr, token string, wait time.Duration) error {
+	t.Helper()
+	gc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gc.Close()
+	ctx, cancel := context.WithTimeout(metadata.AppendToOutgoingContext(t.Context(), "authorization", "Bearer "+token), wait)
+	defer cancel()
+	_, err = contextdv1.NewContextServiceClient(gc).ListServers(ctx, &contextdv1.ListServersRequest{})
+	return err
 }
