@@ -521,10 +521,7 @@ func TestSilentConnectionsMakeRoom(t *testing.T) {
 		token = "silent-room-token-0123456789abc"
 		maxC  = 4
 	)
-	addr := freeAddr(t)
-	cfg := writeConfig(t, fmt.Sprintf("listen: %s\nauth: {token: %s}\ndata_dir: %s\nmcpServers: {}\n"+
-		"max_connections: %d\nhandshake_timeout: 10s\n", addr, token, t.TempDir(), maxC))
-	startServe(t, cfg, addr)
+	addr := serveCapped(t, token, maxC)
 	dialN := func(n int, say string) []net.Conn {
 		t.Helper()
 		var cs []net.Conn
@@ -749,10 +746,7 @@ func TestConnectionsWithoutAnAuthenticatedCallMakeRoom(t *testing.T) {
 		token = "trusted-room-token-0123456789ab"
 		maxC  = 4
 	)
-	addr := freeAddr(t)
-	cfg := writeConfig(t, fmt.Sprintf("listen: %s\nauth: {token: %s}\ndata_dir: %s\nmcpServers: {}\n"+
-		"max_connections: %d\nhandshake_timeout: 10s\n", addr, token, t.TempDir(), maxC))
-	startServe(t, cfg, addr)
+	addr := serveCapped(t, token, maxC)
 	auth := [][2]string{{"authorization", "Bearer " + token}}
 	listServers := func(wait time.Duration) error {
 		t.Helper()
@@ -956,10 +950,7 @@ func TestBusyTrustedCallersDoNotHoldEverySlot(t *testing.T) {
 		token = "busy-trusted-token-0123456789abc"
 		maxC  = 4
 	)
-	addr := freeAddr(t)
-	cfg := writeConfig(t, fmt.Sprintf("listen: %s\nauth: {token: %s}\ndata_dir: %s\nmcpServers: {}\n"+
-		"max_connections: %d\nhandshake_timeout: 10s\n", addr, token, t.TempDir(), maxC))
-	startServe(t, cfg, addr)
+	addr := serveCapped(t, token, maxC)
 	auth := [][2]string{{"authorization", "Bearer " + token}}
 	method := contextdv1.ContextService_ListServers_FullMethodName
 	stop := make(chan struct{})
@@ -1008,4 +999,16 @@ func listServersAt(t *testing.T, addr, token string, wait time.Duration) error {
 	defer cancel()
 	_, err = contextdv1.NewContextServiceClient(gc).ListServers(ctx, &contextdv1.ListServersRequest{})
 	return err
+}
+
+// serveCapped starts a daemon with no servers, the given token and
+// max_connections, and a 10 s handshake timeout; it returns its gRPC
+// address.
+func serveCapped(t *testing.T, token string, maxConns int) string {
+	t.Helper()
+	addr := freeAddr(t)
+	cfg := writeConfig(t, fmt.Sprintf("listen: %s\nauth: {token: %s}\ndata_dir: %s\nmcpServers: {}\n"+
+		"max_connections: %d\nhandshake_timeout: 10s\n", addr, token, t.TempDir(), maxConns))
+	startServe(t, cfg, addr)
+	return addr
 }
