@@ -189,6 +189,11 @@ type limitListener struct {
 	mu    sync.Mutex
 	conns map[*limitConn]struct{} // the open connections
 
+	// trustedWhileAwaited is when a silent or untrusted connection that
+	// makeRoom waited for to age made an authenticated call first, in unix
+	// nanoseconds (0: never): see victim.
+	trustedWhileAwaited atomic.Int64
+
 	answers *unsentAnswers // gRPC's listener: answers its connections hold; nil otherwise
 
 	// writeStall, when positive, fails a write that makes no progress for
@@ -295,12 +300,16 @@ func (l *limitListener) makeRoom() bool {
 		// else the one idle longest once it is idleGrace idle; until
 		// then, or when there is none, wait for a slot.
 		wait := l.grace
+		var awaited *limitConn // a silent or untrusted connection waited for
 		if victim, after := l.victim(); victim != nil {
 			if after <= 0 {
 				victim.Close()
 				wait = 0
 			} else {
 				wait = min(wait, after)
+				if !victim.trusted.Load() {
+					awaited = victim
+				}
 			}
 		}
 		if wait == 0 {
@@ -317,12 +326,20 @@ func (l *limitListener) makeRoom() bool {
 			t.Stop()
 			return true
 		case <-t.C:
+			if awaited != nil && awaited.trusted.Load() {
+				l.trustedWhileAwaited.Store(time.Now().UnixNano())
+			}
 		case <-l.done:
 			t.Stop()
 			return false
 		}
 	}
 }
+
+// awaitedTrustMemory is how long after a connection that makeRoom waited
+// for to age made an authenticated call first an idle connection may be
+// closed at once, whatever silent or untrusted ones there are (see victim).
+const awaitedTrustMemory = 10 * time.Second
 
 // idleGrace is how long a connection with no call in flight (between
 // calls, or before its first) is kept when the listener is full and
@@ -337,7 +354,8 @@ const idleGrace = time.Second
 // after it was accepted), the oldest that has made no authenticated call
 // (idleGrace after it was accepted, whatever it has in flight), or the
 // one with no call in flight for longest (idleGrace after its last call,
-// or at once when there is no silent or untrusted one), whichever may be
+// or at once when there is no silent or untrusted one, or when one
+// makeRoom waited for lately became trusted first), whichever may be
 // closed first (in that order when several may now).
 // Waiting for a silent connection to age while an idle one was ready made
 // room for 67–142 connections a second, and a client behind 2,000
@@ -378,9 +396,19 @@ func (l *limitListener) victim() (*limitConn, time.Duration) {
 		// With no silent or untrusted connection to close, an idle one
 		// may be closed at once: callers past the token check (anyone,
 		// with no token) making a call every 0.7 s on every connection
-		// were never idle for idleGrace, and held every slot.
+		// were never idle for idleGrace, and held every slot. So too
+		// while waiting for silent or untrusted ones to age is known to
+		// be in vain, because one waited for made an authenticated call
+		// first lately: a token holder reconnecting every connection
+		// closed and making its first call 0.7 s after connecting had
+		// always such a young connection to wait for, and an honest
+		// caller waited 7 s behind it. Without the token, no connection
+		// becomes trusted, so an honest idle connection outlives those
+		// of a flood of callers who lack it.
 		grace := idleGrace
 		if silent == nil && untrusted == nil {
+			grace = 0
+		} else if at := l.trustedWhileAwaited.Load(); at != 0 && time.Since(time.Unix(0, at)) < awaitedTrustMemory {
 			grace = 0
 		}
 		cands, lefts = append(cands, idle), append(lefts, grace-time.Since(time.Unix(0, idleAt)))

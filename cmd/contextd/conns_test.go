@@ -986,6 +986,77 @@ func TestBusyTrustedCallersDoNotHoldEverySlot(t *testing.T) {
 	}
 }
 
+// Nor do such callers who reconnect each connection closed and make their
+// first call only 0.7 s after the daemon took it: waiting for their young
+// connections to age as untrusted was in vain, and an honest caller
+// behind a dozen of them waited 0.7 s for each.
+func TestReconnectingTrustedCallersDoNotHoldEverySlot(t *testing.T) {
+	const (
+		token   = "reconnect-trusted-token-0123456789"
+		maxC    = 4
+		callers = maxC + 12
+	)
+	addr := serveCapped(t, token, maxC)
+	auth := [][2]string{{"authorization", "Bearer " + token}}
+	method := contextdv1.ContextService_ListServers_FullMethodName
+	stop := make(chan struct{})
+	stopped := func(d time.Duration) bool {
+		select {
+		case <-stop:
+			return true
+		case <-time.After(d):
+			return false
+		}
+	}
+	var wg sync.WaitGroup
+	var calls atomic.Int64
+	for range callers {
+		wg.Go(func() {
+			for {
+				c, err := h2flood.Dial(addr)
+				if err != nil {
+					if stopped(10 * time.Millisecond) {
+						return
+					}
+					continue
+				}
+				// The daemon's SETTINGS come once it has taken the
+				// connection; the first call 0.7 s later.
+				c.Wait(10*time.Second, func() bool { return c.Advertised() != 0 })
+				if !stopped(700 * time.Millisecond) {
+					for !c.Closed() {
+						c.Call(method, auth, nil)
+						calls.Add(1)
+						if stopped(300 * time.Millisecond) {
+							break
+						}
+					}
+				}
+				c.Close()
+				select {
+				case <-stop:
+					return
+				default:
+				}
+			}
+		})
+	}
+	// Every slot taken, the rest waiting to be.
+	time.Sleep(2 * time.Second)
+	start := time.Now()
+	err := listServersAt(t, addr, token, 4*time.Second)
+	close(stop)
+	wg.Wait()
+	if calls.Load() == 0 {
+		t.Fatal("the reconnecting callers made no call")
+	}
+	if err != nil {
+		t.Fatalf("behind %d trusted callers reconnecting, first call 0.7 s after connecting, then every 300 ms: %v after %v",
+			callers, err, time.Since(start))
+	}
+	t.Logf("in after %v", time.Since(start))
+}
+
 // listServersAt makes one ListServers call to the daemon at addr with
 // token, on a connection of its own, waiting at most wait.
 func listServersAt(t *testing.T, addr, token string, wait time.Duration) error {
