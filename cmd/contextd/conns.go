@@ -379,6 +379,11 @@ func (l *limitListener) victim() (*limitConn, time.Duration) {
 				untrusted = c
 			}
 		} else if at, ok := c.idleAt(); ok && (idle == nil || at < idleAt) {
+			if c.calls.Load() > 0 && time.Since(time.Unix(0, at)) < idleGrace {
+				// A call in flight whose write has not been blocked for
+				// idleGrace: busy, however idle ones may be closed.
+				continue
+			}
 			idle, idleAt = c, at
 		}
 	}
