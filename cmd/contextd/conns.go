@@ -379,11 +379,6 @@ func (l *limitListener) victim() (*limitConn, time.Duration) {
 				untrusted = c
 			}
 		} else if at, ok := c.idleAt(); ok && (idle == nil || at < idleAt) {
-			if c.calls.Load() > 0 && time.Since(time.Unix(0, at)) < idleGrace {
-				// A call in flight whose write has not been blocked for
-				// idleGrace: busy, however idle ones may be closed.
-				continue
-			}
 			idle, idleAt = c, at
 		}
 	}
@@ -499,13 +494,15 @@ func (c *limitConn) callEnded() {
 
 // idleAt returns when the connection's last call ended (or it was
 // accepted), in unix nanoseconds, and false while it has one in flight,
-// unless a write to it has been blocked since before then: a client that
+// unless a write to it has been blocked for idleGrace (then since that write began): a client that
 // reads nothing of its answers (or of the refusals of calls it keeps
 // sending) would otherwise keep its connection busy until the write
 // stall, and a token holder with such connections held every slot.
 func (c *limitConn) idleAt() (int64, bool) {
 	if c.calls.Load() > 0 {
-		if at := c.writeSince.Load(); at != 0 {
+		// Busy until the write has been blocked for idleGrace, however
+		// soon idle connections may be closed.
+		if at := c.writeSince.Load(); at != 0 && time.Since(time.Unix(0, at)) >= idleGrace {
 			return at, true
 		}
 		return 0, false
