@@ -774,12 +774,17 @@ func (s *Server) waitReady(ctx context.Context, servers []string) {
 
 // rpcError maps an engine or upstream error to a JSON-RPC error with a
 // clear message. uri names the resource, for not-found errors.
+//
+// An upstream's JSON-RPC error keeps its code, but not its own message and
+// data: the message is err's, which the mirror masked (the upstream's
+// message may quote a credential), and the data is dropped, since nothing
+// masks it and a caller has no use for another server's details.
 func rpcError(ctx context.Context, err error, uri string) error {
 	var je *jsonrpc.Error
 	var nf *mcp.NotFoundError
 	switch {
 	case errors.As(err, &je):
-		return je
+		return &jsonrpc.Error{Code: je.Code, Message: err.Error()}
 	case ctx.Err() != nil:
 		return ctx.Err() // the SDK answers a cancelled request itself
 	case errors.Is(err, errNotOurs), errors.Is(err, engine.ErrInvalidArgument):

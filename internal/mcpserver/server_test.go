@@ -670,6 +670,29 @@ func TestOneMisbehavingUpstreamDoesNotBreakTheOthers(t *testing.T) {
 	}
 }
 
+func TestAnUpstreamsReadErrorReachesCallersMaskedAndWithoutItsData(t *testing.T) {
+	const code = -32099
+	up := mcptest.NewServer(nil, nil)
+	up.AddResource(&mcpsdk.Resource{URI: "doc://leaky", Name: "leaky"},
+		func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+			return nil, &jsonrpc.Error{Code: code, Message: "backend refused Authorization: Bearer sk-live-0123456789abcdef",
+				Data: json.RawMessage(`{"request":{"headers":{"x-internal":"opaque-9f8e7d6c5b4a"}}}`)}
+		})
+	f := newFacade(t, map[string]*mcpsdk.Server{"up": up}, nil, engine.Options{})
+	cs := f.connect(t, nil)
+	_, err := cs.ReadResource(t.Context(), &mcpsdk.ReadResourceParams{URI: "contextd:resource/up/doc://leaky"})
+	checkCode(t, "read of a resource whose server fails", err, code, "backend refused")
+	var je *jsonrpc.Error
+	if errors.As(err, &je) {
+		if strings.Contains(je.Message, "0123456789abcdef") {
+			t.Errorf("the upstream's credential reached the caller: %q", je.Message)
+		}
+		if len(je.Data) != 0 {
+			t.Errorf("the upstream's error data reached the caller: %s", je.Data)
+		}
+	}
+}
+
 // newFacadeRaw is newFacade with some upstreams answered by RawServers.
 func newFacadeRaw(t *testing.T, ups map[string]*mcpsdk.Server, raws map[string]*mcptest.RawServer) *facade {
 	t.Helper()
