@@ -94,7 +94,7 @@ func New(secrets ...string) *Redactor {
 		}
 	}
 	for _, s := range secrets {
-		if s = strings.TrimSpace(s); len(s) < minSecret {
+		if s = strings.TrimSpace(visible(s)); len(s) < minSecret {
 			continue
 		}
 		pieces := random(s)
@@ -153,13 +153,16 @@ const Cut = "…"
 // are masked as next to Cut.
 const asciiCut = "..."
 
-// String returns s with every secret masked, and the pieces of a secret
+// String returns s without the code points that show as nothing (zero-width
+// spaces, soft hyphens and the other default-ignorable ones), with every
+// secret masked, and the pieces of a secret
 // that a cut left: next to each Cut, the longest run of at least four
 // bytes that ends the text before it and begins a secret, or begins the
 // text after it and ends a secret (a server's 1 KiB error quoting a token
 // at byte 980 was cut inside the token, whole secrets only masked, and
 // 45 of its 47 bytes reached callers).
 func (r *Redactor) String(s string) string {
+	s = visible(s)
 	if r != nil {
 		for _, sec := range r.secrets {
 			s = strings.ReplaceAll(s, sec, Mask)
@@ -171,6 +174,28 @@ func (r *Redactor) String(s string) string {
 	s = urlRE.ReplaceAllStringFunc(s, URL)
 	s = schemeRE.ReplaceAllString(s, "$1 "+Mask)
 	return keyRE.ReplaceAllString(s, "${1}"+Mask)
+}
+
+// ignorable are the code points a terminal or a browser shows as nothing
+// (Unicode's default-ignorable code points: format characters such as
+// U+200B ZERO WIDTH SPACE and U+00AD SOFT HYPHEN, variation selectors, and
+// the few others the standard lists). A secret with one between each of
+// its characters matched no rule and still read whole on screen.
+var ignorable = []*unicode.RangeTable{unicode.Cf, unicode.Variation_Selector, unicode.Other_Default_Ignorable_Code_Point}
+
+func invisible(c rune) bool { return unicode.IsOneOf(ignorable, c) }
+
+// visible returns s without its default-ignorable code points.
+func visible(s string) string {
+	if strings.IndexFunc(s, invisible) < 0 {
+		return s
+	}
+	return strings.Map(func(c rune) rune {
+		if invisible(c) {
+			return -1
+		}
+		return c
+	}, s)
 }
 
 // Clip returns s cut to at most n bytes at a character boundary, with Cut
@@ -419,6 +444,7 @@ const maxLine = 200
 // server's stderr): its last non-blank line, masked by r, with control
 // characters escaped, cut to 200 bytes. It returns "" when text is blank.
 func (r *Redactor) Line(text string) string {
+	text = visible(text)
 	if r != nil {
 		text = r.acrossLines(text)
 	}
@@ -447,7 +473,9 @@ func (r *Redactor) Line(text string) string {
 
 // Control escapes what a terminal would act on: C0 and C1 control
 // characters (ESC starts cursor, title and OSC 8 hyperlink sequences), DEL,
-// bidirectional overrides, and bytes that are not UTF-8. Newlines and tabs
+// bidirectional overrides, the characters that show as nothing (U+200B
+// ZERO WIDTH SPACE, U+00AD SOFT HYPHEN, U+FEFF, word joiners), and bytes
+// that are not UTF-8. Newlines and tabs
 // are escaped too; see [ControlText] for multi-line text.
 func Control(s string) string { return escape(s, false) }
 
@@ -509,6 +537,10 @@ func unsafe(c rune, keepLines bool) bool {
 	case c < 0x20 || c == 0x7f || (c >= 0x80 && c < 0xa0):
 		return true
 	case c >= 0x202a && c <= 0x202e, c >= 0x2066 && c <= 0x2069: // bidi embeddings, overrides, isolates
+		return true
+	case c == 0xad, c == 0x61c, c == 0x180e, c == 0x200b, c == 0x200e, c == 0x200f, c >= 0x2060 && c <= 0x2064, c == 0xfeff:
+		// Characters that show as nothing and could hide a value's
+		// true spelling (zero-width joiners, which emoji need, are kept).
 		return true
 	}
 	return false

@@ -78,6 +78,8 @@ func TestControlEscapesWhatATerminalActsOn(t *testing.T) {
 		{"c1\u009bx del\x7f", `c1\x9bx del\x7f`, `c1\x9bx del\x7f`},
 		{"bidi\u202eevil", `bidi\u202eevil`, `bidi\u202eevil`},
 		{"bad\xffutf8", `bad\xffutf8`, `bad\xffutf8`},
+		{"zero\u200bwidth soft\u00adhyphen\ufeff", `zero\u200bwidth soft\xadhyphen\ufeff`, `zero\u200bwidth soft\xadhyphen\ufeff`},
+		{"emoji 👩\u200d💻", "emoji 👩\u200d💻", "emoji 👩\u200d💻"},
 	}
 	for _, tt := range tests {
 		if got := redact.Control(tt.in); got != tt.line {
@@ -86,6 +88,31 @@ func TestControlEscapesWhatATerminalActsOn(t *testing.T) {
 		if got := redact.ControlText(tt.in); got != tt.text {
 			t.Errorf("ControlText(%q) = %q, want %q", tt.in, got, tt.text)
 		}
+	}
+}
+
+func TestSecretsSpelledWithInvisibleCharactersAreMasked(t *testing.T) {
+	const secret = "ghp_Zx81kQ0pLm27vB4nT9"
+	r := redact.New(secret)
+	for _, sep := range []string{"\u200b", "\u00ad", "\u2060", "\ufeff", "\u200b\u00ad", "\ufe0f"} {
+		var spelled strings.Builder
+		for _, c := range secret {
+			spelled.WriteRune(c)
+			spelled.WriteString(sep)
+		}
+		for _, text := range []string{"auth failed for " + spelled.String() + " at /v1", "x-token: " + spelled.String()} {
+			got := r.String(text)
+			if strings.Contains(got, "Zx81") || !strings.Contains(got, redact.Mask) {
+				t.Errorf("String(%+q) = %+q, want the secret masked", text, got)
+			}
+			if line := r.Line("noise\n" + text); strings.Contains(line, "Zx81") {
+				t.Errorf("Line(%+q) = %+q, want the secret masked", text, line)
+			}
+		}
+	}
+	// A generic rule too: the value after "token=" with zero-width spaces in the key.
+	if got := redact.New().String("t\u200bo\u200bk\u200be\u200bn=hunter2hunter2"); strings.Contains(got, "hunter2") {
+		t.Errorf("String masked no token= value spelled with zero-width spaces: %+q", got)
 	}
 }
 
