@@ -663,6 +663,9 @@ func (m *Mirror) connect(ctx context.Context) (*mcp.Session, error) {
 // again after the first sync, which re-subscribes them.
 func (m *Mirror) serve(ctx context.Context, sess *mcp.Session, warm []string) (end error, synced bool) {
 	name, version, proto := sess.ServerInfo()
+	// A server names itself: what it says is shown to callers, masked
+	// like everything else it says.
+	name, version, proto = m.opts.Redact.String(name), m.opts.Redact.String(version), m.opts.Redact.String(proto)
 	m.setSession(sess, false)
 	m.mu.Lock()
 	m.status.Capabilities = sess.Capabilities()

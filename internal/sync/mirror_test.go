@@ -20,6 +20,7 @@ import (
 	"github.com/contextd/contextd/internal/index/indextest"
 	"github.com/contextd/contextd/internal/mcp"
 	"github.com/contextd/contextd/internal/mcp/mcptest"
+	"github.com/contextd/contextd/internal/redact"
 	"github.com/contextd/contextd/internal/resource"
 	ctxsync "github.com/contextd/contextd/internal/sync"
 )
@@ -531,4 +532,27 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+func TestWhatAServerCallsItselfIsMasked(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const secret = "tok-8sJq2LxW0pZr5vYc"
+		srv := mcpsdk.NewServer(&mcpsdk.Implementation{Name: "docs for " + secret, Version: "1.2.0+" + secret}, nil)
+		srv.AddResource(&mcpsdk.Resource{URI: "doc://a", Name: "a"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+			return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: "doc://a", Text: "a"}}}, nil
+		})
+		m := ctxsync.New(ctxsync.Options{Server: "s", Dial: mcptest.Dial(t, "s", srv), Index: newIndex(t), Redact: redact.New(secret)})
+		start(t, m)
+		<-m.Ready()
+		synctest.Wait()
+		st := m.Status()
+		if st.ServerName == "" || st.ServerVersion == "" {
+			t.Fatalf("status = %+v, want the server's name and version", st)
+		}
+		for _, s := range []string{st.ServerName, st.ServerVersion} {
+			if strings.Contains(s, "8sJq2LxW") || !strings.Contains(s, redact.Mask) {
+				t.Errorf("server info %q, want the secret masked", s)
+			}
+		}
+	})
 }
