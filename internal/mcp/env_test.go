@@ -11,17 +11,21 @@ import (
 
 // A stdio server inherits contextd's environment, but not the credentials
 // in it: the daemon's token and the other servers' secrets (a third-party
-// server must not learn the GitHub token meant for another). Its own env
-// entries reach it whatever they hold.
+// server must not learn the GitHub token meant for another), whole or inside
+// a longer value. Its own env entries reach it whatever they hold.
 func TestStdioServersDoNotInheritOtherCredentials(t *testing.T) {
 	t.Setenv("SEC2_DAEMON_TOKEN", "daemon-token-0123456789abcdef")
 	t.Setenv("SEC2_OTHER_SERVERS_KEY", "other-servers-key-0123456789")
 	t.Setenv("SEC2_HARMLESS", "harmless-value")
+	// Held inside a URL, a list, or percent-encoded.
+	t.Setenv("SEC2_REPO_URL", "https://x-access-token:other-servers-key-0123456789@git.example/r.git")
+	t.Setenv("SEC2_OPTS", "--verbose token=daemon-token-0123456789abcdef")
+	t.Setenv("SEC2_ESCAPED", "https://h/?k=pass%2Fword%3D0123456789")
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	srv := fakeServer("env")
 	srv.Env["OWN_KEY"] = "own-key-0123456789"
-	sess, err := mcp.Connect(ctx, srv, &mcp.Options{HiddenEnv: []string{"daemon-token-0123456789abcdef", "other-servers-key-0123456789", "own-key-0123456789"}})
+	sess, err := mcp.Connect(ctx, srv, &mcp.Options{HiddenEnv: []string{"daemon-token-0123456789abcdef", "other-servers-key-0123456789", "own-key-0123456789", "pass/word=0123456789"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +35,7 @@ func TestStdioServersDoNotInheritOtherCredentials(t *testing.T) {
 		t.Fatalf("read the server's environment: %v, %v", cs, err)
 	}
 	env := "\n" + cs[0].Text + "\n"
-	for _, gone := range []string{"SEC2_DAEMON_TOKEN=", "SEC2_OTHER_SERVERS_KEY="} {
+	for _, gone := range []string{"SEC2_DAEMON_TOKEN=", "SEC2_OTHER_SERVERS_KEY=", "SEC2_REPO_URL=", "SEC2_OPTS=", "SEC2_ESCAPED="} {
 		if strings.Contains(env, "\n"+gone) {
 			t.Errorf("the server inherited %s…", gone)
 		}

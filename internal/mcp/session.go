@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -113,9 +114,10 @@ type Options struct {
 	Redact *redact.Redactor
 	// HiddenEnv are credentials (the daemon's token, every server's
 	// secrets) that a stdio server must not inherit: a variable of
-	// contextd's environment whose value is one of them (8 bytes or more)
-	// is left out of the server's environment. The server's own env entries
-	// are passed whatever they hold.
+	// contextd's environment whose value holds one of them (8 bytes or
+	// more), as written or percent-encoded, is left out of the server's
+	// environment (REPO_URL=https://x:TOKEN@host as much as TOKEN itself).
+	// The server's own env entries are passed whatever they hold.
 	HiddenEnv []string
 }
 
@@ -539,14 +541,21 @@ func (b *tailBuffer) String() string {
 const minHidden = 8
 
 // inheritedEnv returns env ("KEY=value" entries) without the variables
-// whose value is one of hidden: a stdio server inherits contextd's
-// environment (PATH, HOME, …) but not the credentials it holds for the
-// daemon and for the other servers.
+// whose value holds one of hidden, as written or percent-encoded: a stdio
+// server inherits contextd's environment (PATH, HOME, …) but not the
+// credentials it holds for the daemon and for the other servers, whole or
+// inside a URL or a "key=value" list.
 func inheritedEnv(env, hidden []string) []string {
-	hide := map[string]bool{}
+	var hide []string
 	for _, h := range hidden {
-		if len(h) >= minHidden {
-			hide[h] = true
+		if len(h) < minHidden {
+			continue
+		}
+		hide = append(hide, h)
+		for _, e := range []string{url.QueryEscape(h), url.PathEscape(h)} {
+			if e != h && !slices.Contains(hide, e) {
+				hide = append(hide, e)
+			}
 		}
 	}
 	if len(hide) == 0 {
@@ -554,7 +563,8 @@ func inheritedEnv(env, hidden []string) []string {
 	}
 	out := make([]string, 0, len(env))
 	for _, kv := range env {
-		if _, v, _ := strings.Cut(kv, "="); !hide[v] {
+		_, v, _ := strings.Cut(kv, "=")
+		if !slices.ContainsFunc(hide, func(h string) bool { return strings.Contains(v, h) }) {
 			out = append(out, kv)
 		}
 	}
