@@ -211,7 +211,9 @@ var (
 
 // Fits reports whether value may fill v: non-empty, at most 256 bytes of
 // valid UTF-8 without control characters, no "." or ".." segment (between
-// "/" or "\", also percent-encoded: "%2e%2e", "..%2f"), no "#" or "?" for
+// "/" or "\", also percent-encoded: "%2e%2e", "..%2f"), not starting, once
+// decoded, with "~" or a drive letter ("~/.ssh", "C:/Windows": a server
+// joining it to its root may take it for a path of its own), no "#" or "?" for
 // a reserved or fragment expansion ({+path}, {#frag}: they would pass
 // unencoded and end the path), and of v's shape:
 //
@@ -222,7 +224,7 @@ var (
 //   - ClassAny: anything else these rules allow.
 func Fits(v Var, value string) bool {
 	if value == "" || len(value) > maxValueBytes || !utf8.ValidString(value) ||
-		strings.IndexFunc(value, unicode.IsControl) >= 0 || HasDotSegment(value) {
+		strings.IndexFunc(value, unicode.IsControl) >= 0 || HasDotSegment(value) || rooted(value) {
 		return false
 	}
 	if (v.Op == '+' || v.Op == '#') && strings.ContainsAny(value, "#?") {
@@ -248,15 +250,59 @@ func Fits(v Var, value string) bool {
 // maxDecodes bounds how many times HasDotSegment percent-decodes.
 const maxDecodes = 4
 
+// reDrive matches a value that starts with a Windows drive ("C:\", "c:/").
+var reDrive = regexp.MustCompile(`^[A-Za-z]:[/\\]`)
+
+// rooted reports whether s, percent-decoded, starts with "~" (a home
+// directory to a shell or Python's expanduser) or a drive letter.
+func rooted(s string) bool {
+	d := decoded(s)
+	return strings.HasPrefix(d, "~") || reDrive.MatchString(d)
+}
+
+// decoded returns s percent-decoded until nothing changes, at most
+// maxDecodes times.
+func decoded(s string) string {
+	for range maxDecodes {
+		d := percentDecode(s)
+		if d == s {
+			break
+		}
+		s = d
+	}
+	return s
+}
+
+// emptySegments counts the places in uri, percent-decoded, after its
+// "scheme://", where two separators ("/" or "\") meet: an empty segment,
+// which the path a server builds from it may read as its root
+// ("/srv/docs/" + "/etc/passwd", "\\host\share").
+func emptySegments(uri string) int {
+	d := decoded(uri)
+	if _, rest, ok := strings.Cut(d, "://"); ok {
+		d = rest
+	}
+	n := 0
+	for i := 0; i+1 < len(d); i++ {
+		if (d[i] == '/' || d[i] == '\\') && (d[i+1] == '/' || d[i+1] == '\\') {
+			n++
+		}
+	}
+	return n
+}
+
 // HasDotSegment reports whether s, percent-decoded up to maxDecodes times
 // (a server may decode more than once), has a "." or ".." segment between
 // "/" or "\" (RFC 3986 §5.2.4: such a segment climbs out of where the
-// template put the value), or is still percent-encoded after that many
-// decodings.
+// template put the value; "..;x" and ".. " count), or is still
+// percent-encoded after that many decodings.
 func HasDotSegment(s string) bool {
 	for i := 0; ; i++ {
 		for _, seg := range strings.FieldsFunc(s, func(r rune) bool { return r == '/' || r == '\\' }) {
-			if seg == "." || seg == ".." {
+			// Servlet containers drop a segment's ";parameters", and
+			// Windows a name's trailing spaces: "..;" and ".. " climb too.
+			seg, _, _ = strings.Cut(seg, ";")
+			if seg = strings.TrimRight(seg, " "); seg == "." || seg == ".." {
 				return true
 			}
 		}
@@ -314,7 +360,8 @@ var ErrInvalidValue = errors.New("invalid template value")
 // values back (so a value cannot spill into another variable or the
 // literal parts), the URI before its query and fragment has no "." or ".."
 // segment, even percent-encoded (so it cannot climb out of the template's
-// literal prefix: file:///srv/docs/{+rest} stays under /srv/docs/), and it
+// literal prefix: file:///srv/docs/{+rest} stays under /srv/docs/), nor an
+// empty segment ("//", "\\") the template itself does not make, and it
 // has a query or a fragment only where the template has one. Variables
 // absent from values stay undefined.
 //
@@ -350,6 +397,19 @@ func (t *Template) Expand(values map[string]string) (string, error) {
 	hier, _, _ = strings.Cut(hier, "?")
 	if HasDotSegment(hier) {
 		return "", fmt.Errorf("%w: %s: expansion %q has a dot segment", ErrInvalidValue, t.URITemplate, uri)
+	}
+	// The values may not add an empty segment the template does not have
+	// (file:///srv/docs/{+rest} with "/etc/passwd").
+	plain := uritemplate.Values{}
+	for name := range uv {
+		plain.Set(name, uritemplate.String("x"))
+	}
+	if base, err := t.tmpl.Expand(plain); err == nil {
+		bh, _, _ := strings.Cut(base, "#")
+		bh, _, _ = strings.Cut(bh, "?")
+		if emptySegments(hier) > emptySegments(bh) {
+			return "", fmt.Errorf("%w: %s: expansion %q has an empty segment", ErrInvalidValue, t.URITemplate, uri)
+		}
 	}
 	for _, c := range "?#" {
 		if strings.ContainsRune(uri, c) && !strings.ContainsRune(t.URITemplate, c) {

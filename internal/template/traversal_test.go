@@ -63,7 +63,25 @@ func TestExpandStaysInsideTheTemplate(t *testing.T) {
 		// Neither value has a dot segment; with the literal "." between
 		// them they make one, and the URI still round-trips.
 		{"x://d/{+a}.{+b}", map[string]string{"a": "x/", "b": "/y"}, ""},
+		// A root of the server's own: an empty segment, a home directory,
+		// a drive, a segment a servlet container or Windows reads as "..".
+		{"file:///srv/docs/{+rest}", map[string]string{"rest": "/etc/passwd"}, ""},
+		{"file:///srv/docs/{+rest}", map[string]string{"rest": "//etc/passwd"}, ""},
+		{"file:///srv/docs/{+rest}", map[string]string{"rest": "a//b"}, ""},
+		{"file:///srv/docs/{+rest}", map[string]string{"rest": `\\host\share`}, ""},
+		{"file:///srv/docs/{+rest}", map[string]string{"rest": "%2Fetc%2Fpasswd"}, ""},
+		{"file:///srv/docs/{name}", map[string]string{"name": "/etc"}, ""},
+		{"file:///srv/docs/{+rest}", map[string]string{"rest": "~/.ssh/id_rsa"}, ""},
+		{"file:///srv/docs/{+rest}", map[string]string{"rest": "%7E/.ssh/id_rsa"}, ""},
+		{"file:///srv/docs/{+rest}", map[string]string{"rest": "C:/Windows/win.ini"}, ""},
+		{"file:///srv/docs/{+rest}", map[string]string{"rest": `c:\boot.ini`}, ""},
+		{"file:///srv/docs/{+rest}", map[string]string{"rest": "a/..;/b"}, ""},
+		{"file:///srv/docs/{+rest}", map[string]string{"rest": "a/.. /b"}, ""},
+		// A template whose own text starts the path, or has "//", may.
+		{"file://{+path}", map[string]string{"path": "/etc/hosts"}, "file:///etc/hosts"},
+		{"s3://bucket//{+path}", map[string]string{"path": "a/b"}, "s3://bucket//a/b"},
 		{"file:///srv/docs/{+rest}", map[string]string{"rest": "guides/intro.md"}, "file:///srv/docs/guides/intro.md"},
+		{"file:///srv/docs/{+rest}", map[string]string{"rest": "notes/a~b;v=1.md"}, "file:///srv/docs/notes/a~b;v=1.md"},
 		{"file:///docs/{+path}.md", map[string]string{"path": "notes/a..b"}, "file:///docs/notes/a..b.md"},
 		{"x://a{/a,b}", map[string]string{"a": "x", "b": "y"}, "x://a/x/y"},
 		{"doc://d{#frag}", map[string]string{"frag": "intro"}, "doc://d#intro"},
