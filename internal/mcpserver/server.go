@@ -217,6 +217,11 @@ type Server struct {
 	relays        sync.WaitGroup // re-reads after relayed updates
 	stop          chan struct{}  // closed when Run returns
 	posts         *posts         // the session POSTs being served, for their calls
+
+	// waitedOut holds the ready channels (one per mirror) of synced
+	// servers whose first content pass a request has already waited
+	// ReadyWait for in vain: later requests do not wait for them again.
+	waitedOut map[<-chan struct{}]bool
 }
 
 // New returns the server for eng, with its tools, prompt, templates and
@@ -746,25 +751,65 @@ func toolScope(servers, pins []string) []string {
 }
 
 // waitReady waits, at most ReadyWait, until the servers in scope (every
-// configured server when none are named) have finished their first sync.
-// A server that never gets there only delays the request; it is answered
-// with what is mirrored.
+// configured server when none are named) have finished their first sync
+// and first content pass. A server that does not get there in time only
+// delays the request, which is answered with what is mirrored. A server
+// that has synced but whose first content pass outlasted one such wait
+// delays no later request: the pass may read slowly for minutes
+// (content_pass_time), and its descriptors already answer. One that has
+// not synced is waited for by each request, until its connect attempt
+// ends (within sync_timeout).
 func (s *Server) waitReady(ctx context.Context, servers []string) {
 	if len(servers) == 0 {
 		for _, st := range s.eng.Servers() {
 			servers = append(servers, st.Server)
 		}
 	}
+	var chans []<-chan struct{}
+	var names []string
+	s.mu.Lock()
+	for _, name := range servers {
+		if ch := s.eng.Ready(name); ch != nil && !s.waitedOut[ch] {
+			chans, names = append(chans, ch), append(names, name)
+		}
+	}
+	s.mu.Unlock()
+	if len(chans) == 0 {
+		return
+	}
 	t := time.NewTimer(s.opts.ReadyWait)
 	defer t.Stop()
-	for _, name := range servers {
-		ch := s.eng.Ready(name)
-		if ch == nil {
-			continue
-		}
+	for i, ch := range chans {
 		select {
 		case <-ch:
 		case <-t.C:
+			synced := map[string]bool{}
+			for _, st := range s.eng.Servers() {
+				synced[st.Server] = st.Syncs > 0
+			}
+			s.mu.Lock()
+			if s.waitedOut == nil {
+				s.waitedOut = map[<-chan struct{}]bool{}
+			}
+			for j, c := range chans[i:] {
+				select {
+				case <-c:
+				default:
+					if synced[names[i+j]] {
+						s.waitedOut[c] = true
+					}
+				}
+			}
+			// Mirrors a reload replaced, or that got ready since, are
+			// not waited for anyway.
+			for c := range s.waitedOut {
+				select {
+				case <-c:
+					delete(s.waitedOut, c)
+				default:
+				}
+			}
+			s.mu.Unlock()
 			return
 		case <-ctx.Done():
 			return

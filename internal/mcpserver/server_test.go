@@ -781,6 +781,66 @@ func TestTheFirstListWaitsForTheMirrorsFirstSync(t *testing.T) {
 	}
 }
 
+func TestASlowFirstContentPassDelaysOneRequestOnly(t *testing.T) {
+	// The server lists at once, but its reads do not answer while the
+	// test runs: its first content pass outlasts any wait.
+	slow := mcptest.NewServer(map[string]string{"doc://slow": "slow reads of the billing notes"}, nil)
+	stop := make(chan struct{})
+	slow.AddReceivingMiddleware(func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
+		return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
+			if method == "resources/read" {
+				select {
+				case <-stop:
+				case <-ctx.Done():
+				}
+				return nil, errors.New("not reading")
+			}
+			return next(ctx, method, req)
+		}
+	})
+	fast := mcptest.NewServer(map[string]string{"doc://arch": "architecture of the billing service"}, nil)
+	const wait = time.Second
+	f := startFacade(t, map[string]*mcpsdk.Server{"fast": fast, "slow": slow}, &mcpserver.Options{ReadyWait: wait},
+		engine.Options{ReadTimeout: time.Hour})
+	t.Cleanup(func() { close(stop) })
+	for f.eng.Servers()[1].Syncs == 0 { // sorted: fast, slow
+		time.Sleep(10 * time.Millisecond)
+	}
+	cs := f.connect(t, nil)
+	search := func(ctx context.Context) error {
+		res, err := cs.CallTool(ctx, &mcpsdk.CallToolParams{Name: "search_resources", Arguments: map[string]any{"query": "billing"}})
+		if err == nil && res.IsError {
+			err = fmt.Errorf("tool error: %v", res.Content)
+		}
+		return err
+	}
+	start := time.Now()
+	if err := search(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d < wait*3/4 {
+		t.Fatalf("the first search answered after %v: it did not wait for the slow server's content pass (ReadyWait %v)", d, wait)
+	}
+	select {
+	case <-f.eng.Ready("slow"):
+		t.Fatal("the slow server's content pass ended; the test needs it running")
+	default:
+	}
+	// Later requests are answered without waiting again: each would
+	// reach its deadline if it waited ReadyWait.
+	for i := range 3 {
+		ctx, cancel := context.WithTimeout(t.Context(), wait/2)
+		err := search(ctx)
+		cancel()
+		if err != nil {
+			t.Fatalf("search %d after one wait ran out: %v; want an answer without waiting again", i+2, err)
+		}
+	}
+	if _, err := cs.GetPrompt(t.Context(), &mcpsdk.GetPromptParams{Name: "context", Arguments: map[string]string{"task": "billing"}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestAnUpstreamStormReachesHostsAsAtMostOneListChangedPerCheck(t *testing.T) {
 	up := mcptest.NewServer(map[string]string{"doc://base": "base"}, nil)
 	f := newFacade(t, map[string]*mcpsdk.Server{"storm": up}, &mcpserver.Options{CheckInterval: 100 * time.Millisecond}, engine.Options{})
