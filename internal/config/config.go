@@ -141,6 +141,13 @@ type Server struct {
 	// reads are costly or have effects.
 	NoContentIndex bool
 
+	// NoTemplateExpansion is set by expand_templates: false: the server's
+	// resource templates are not filled with values from the task (nor
+	// are those values sent to its completion/complete); only its listed
+	// resources, and pins its templates yield, are read. For a server that
+	// should not see the words of the tasks contextd is asked about.
+	NoTemplateExpansion bool
+
 	// varSecrets are the values, sorted, that ${VAR} references with a
 	// credential's name (${GITHUB_TOKEN}, ${DB_PASSWORD}) put anywhere in
 	// the server's fields: a token passed as a positional arg or inside a
@@ -202,6 +209,9 @@ type serverFile struct {
 	IndexContent *string `yaml:"index_content"`
 	// AllowUnlistedPins: see Server.AllowUnlistedPins.
 	AllowUnlistedPins bool `yaml:"allow_unlisted_pins"`
+	// ExpandTemplates is read as a string, as IndexContent is; absent
+	// means true.
+	ExpandTemplates *string `yaml:"expand_templates"`
 }
 
 // Load reads and validates the configuration at path. Errors wrap ErrInvalid
@@ -440,6 +450,15 @@ func (sf serverFile) resolve(name string, lookup func(string) (string, bool)) (S
 			s.NoContentIndex = true
 		default:
 			return Server{}, fmt.Errorf("server %q: field index_content: %q is not true or false", name, *v)
+		}
+	}
+	if v := sf.ExpandTemplates; v != nil {
+		switch strings.ToLower(*v) {
+		case "true":
+		case "false":
+			s.NoTemplateExpansion = true
+		default:
+			return Server{}, fmt.Errorf("server %q: field expand_templates: %q is not true or false", name, *v)
 		}
 	}
 	ex := expander{server: name, lookup: lookup}

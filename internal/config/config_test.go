@@ -116,6 +116,14 @@ func TestMisspeltKeysFailAndForeignKeysWarn(t *testing.T) {
 			t.Errorf("then %q: err %v", tail, err)
 		}
 	}
+	// expand_templates: absent means true; false is kept; anything else is an error.
+	c, err = config.Parse("e.yaml", []byte("mcpServers:\n  a: {command: x}\n  b: {command: x, expand_templates: false}\n  c: {command: x, expand_templates: \"TRUE\"}\n"), env(nil))
+	if err != nil || c.Servers[0].NoTemplateExpansion || !c.Servers[1].NoTemplateExpansion || c.Servers[2].NoTemplateExpansion {
+		t.Errorf("expand_templates: err %v, servers %+v", err, c.Servers)
+	}
+	if _, err := config.Parse("e.yaml", []byte("mcpServers: {a: {command: x, expand_templates: sometimes}}\n"), env(nil)); err == nil || !strings.Contains(err.Error(), `field expand_templates: "sometimes" is not true or false`) {
+		t.Errorf("expand_templates: sometimes: err %v", err)
+	}
 	// YAML merge keys and aliases are YAML, not unknown keys.
 	c, err = config.Parse("m.yaml", []byte("mcpServers:\n  a: &a {command: x, index_content: false}\n  b: {<<: *a, args: [y]}\n  c: *a\n"), env(nil))
 	if err != nil || len(c.Warnings) != 0 || len(c.Servers) != 3 || !c.Servers[1].NoContentIndex || c.Servers[1].Command != "x" {

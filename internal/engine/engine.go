@@ -192,6 +192,9 @@ type serverSet struct {
 	mirrors map[string]*ctxsync.Mirror
 	names   []string      // configured order (sorted)
 	limits  config.Limits // with defaults
+	// red masks every credential of cfg, the daemon's token included:
+	// what may not leave in a template value either (see withTemplates).
+	red *redact.Redactor
 	// inflight counts the requests that began under this set; Reload
 	// waits for them before it stops the mirrors it took out.
 	inflight gosync.WaitGroup
@@ -223,6 +226,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		secrets = append(secrets, srv.Secrets()...)
 	}
 	secrets = append(secrets, opts.Config.StoreSecrets()...)
+	secrets = append(secrets, opts.Config.Auth.Token)
 	red := redact.New(append(secrets, opts.Config.EmbedderSecrets()...)...)
 	log = slog.New(redact.Handler(log.Handler(), red))
 	tok, err := budget.NewTokenizer(opts.Config.Tokenizer)
@@ -295,7 +299,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	e.slowFor = cmp.Or(opts.SlowFor, DefaultSlowFor)
 	e.slowUntil = map[string]time.Time{}
 	e.readTimes = map[string]time.Duration{}
-	e.cur = &serverSet{cfg: opts.Config, mirrors: map[string]*ctxsync.Mirror{}, limits: opts.Config.Limits.WithDefaults()}
+	e.cur = &serverSet{cfg: opts.Config, mirrors: map[string]*ctxsync.Mirror{}, limits: opts.Config.Limits.WithDefaults(), red: red}
 	for _, srv := range opts.Config.Servers {
 		e.cur.mirrors[srv.Name] = e.newMirror(opts.Config, srv, red)
 		e.cur.names = append(e.cur.names, srv.Name)

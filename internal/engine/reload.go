@@ -72,8 +72,9 @@ func (e *Engine) Reload(ctx context.Context, cfg *config.Config) (Changes, error
 	}
 	// The store and the embedder stay as they were (restart-only): their
 	// secrets are cfg's, kept from the old configuration.
+	secrets = append(secrets, cfg.Auth.Token)
 	red := redact.New(append(append(secrets, cfg.StoreSecrets()...), cfg.EmbedderSecrets()...)...)
-	next := &serverSet{cfg: cfg, mirrors: make(map[string]*ctxsync.Mirror, len(cfg.Servers)), limits: cfg.Limits.WithDefaults()}
+	next := &serverSet{cfg: cfg, mirrors: make(map[string]*ctxsync.Mirror, len(cfg.Servers)), limits: cfg.Limits.WithDefaults(), red: red}
 	var stop []*ctxsync.Mirror
 	for _, srv := range cfg.Servers {
 		next.names = append(next.names, srv.Name)

@@ -67,9 +67,13 @@ func (e *Engine) withTemplates(ctx context.Context, query string, filt Filter, r
 	}
 	var q *template.Query
 	var props []prop
+	set := e.set()
 	for _, server := range e.scope(filt.Servers) {
 		m, ok := e.mirror(server)
 		if !ok {
+			continue
+		}
+		if srv, ok := set.cfg.Server(server); ok && srv.NoTemplateExpansion {
 			continue
 		}
 		for _, t := range m.Templates() {
@@ -84,7 +88,9 @@ func (e *Engine) withTemplates(ctx context.Context, query string, filt Filter, r
 				}
 			}
 			for _, p := range tp.Propose(q, proposalsPerTemplate) {
-				props = append(props, prop{server: server, tp: tp, p: p, order: len(props)})
+				if e.mayExpand(set, server, tp, p.Values, filt) {
+					props = append(props, prop{server: server, tp: tp, p: p, order: len(props)})
+				}
 			}
 		}
 	}
@@ -130,6 +136,9 @@ func (e *Engine) withTemplates(ctx context.Context, query string, filt Filter, r
 			e.log.Debug("template expansion rejected", "server", pr.server, "err", err)
 			continue
 		}
+		if set.red.Holds(uri) {
+			continue // the server's completion spelled a credential
+		}
 		t := pr.tp.Template
 		d := resource.Descriptor{Server: pr.server, URI: uri, Name: t.Name, Title: t.Title, Description: t.Description, MIMEType: t.MIMEType}
 		if seen[d.Key()] || !filt.match(d) {
@@ -172,6 +181,27 @@ func (e *Engine) withTemplates(ctx context.Context, query string, filt Filter, r
 		out[i].Rank = i + 1
 	}
 	return out
+}
+
+// mayExpand reports whether a proposal's values may be sent to server: in
+// its completion calls and in the URI read. A task is the caller's text
+// and may quote what must not go to an upstream: no value may hold a
+// configured credential (any server's, the daemon's token), a URL's user
+// info, or a bearer or secret-named value (see redact.Redactor.Holds);
+// and the expansion must pass the request's filter (its URI prefixes), so
+// that a server outside them is not asked.
+func (e *Engine) mayExpand(set *serverSet, server string, tp *template.Template, values map[string]string, filt Filter) bool {
+	for _, v := range values {
+		if set.red.Holds(v) {
+			return false
+		}
+	}
+	uri, err := tp.Expand(values)
+	if err != nil {
+		return false
+	}
+	t := tp.Template
+	return filt.match(resource.Descriptor{Server: server, URI: uri, Name: t.Name, Title: t.Title, Description: t.Description, MIMEType: t.MIMEType})
 }
 
 // confirm asks server's completion for each value of a proposal, in the

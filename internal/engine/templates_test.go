@@ -2,17 +2,20 @@ package engine_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/contextd/contextd/internal/config"
 	"github.com/contextd/contextd/internal/engine"
 	"github.com/contextd/contextd/internal/index/indextest"
 	"github.com/contextd/contextd/internal/mcp/mcptest"
@@ -482,5 +485,92 @@ func TestExpansionsKeepTheDiversifiedOrder(t *testing.T) {
 	}
 	if with := listed(true); !slices.Equal(with, without) {
 		t.Errorf("listed order with an expansion = %v, want %v (as without templates)", with, without)
+	}
+}
+
+// paramsLog records the params of every request a server receives.
+type paramsLog struct {
+	mu   sync.Mutex
+	sent []string // "method params-JSON"
+}
+
+func (l *paramsLog) middleware(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
+	return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
+		b, _ := json.Marshal(req.GetParams())
+		l.mu.Lock()
+		l.sent = append(l.sent, method+" "+string(b))
+		l.mu.Unlock()
+		return next(ctx, method, req)
+	}
+}
+
+func (l *paramsLog) with(s string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, x := range l.sent {
+		if strings.Contains(x, s) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// A server's templates are filled with values from the task, which go to it
+// in completion calls and reads; credentials in the task never do, nor do
+// any values when the server has expand_templates: false or the request's
+// URI prefixes leave it out.
+func TestTemplateValuesNeverCarryCredentials(t *testing.T) {
+	const (
+		daemonToken = "dtok-9Qz81LmXw02VbNc7"
+		otherToken  = "ghp_4kP0vQ9zXa7LmB2nR8sT"
+	)
+	hostile := func() (*mcpsdk.Server, *paramsLog) {
+		echo := func(_ context.Context, req *mcpsdk.CompleteRequest) (*mcpsdk.CompleteResult, error) {
+			return &mcpsdk.CompleteResult{Completion: mcpsdk.CompletionResultDetails{Values: []string{req.Params.Argument.Value}}}, nil
+		}
+		srv := mcptest.NewServer(map[string]string{"doc://readme": "About these notes."}, &mcpsdk.ServerOptions{CompletionHandler: echo})
+		for _, tmpl := range []string{"notes://{+path}", "fetch://{+url}", "quote://{+text}"} {
+			srv.AddResourceTemplate(&mcpsdk.ResourceTemplate{URITemplate: tmpl, Name: "notes", Description: "notes, pages and quotes"},
+				func(_ context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+					return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: req.Params.URI, Text: "notes"}}}, nil
+				})
+		}
+		log := &paramsLog{}
+		srv.AddReceivingMiddleware(log.middleware)
+		return srv, log
+	}
+	task := fmt.Sprintf(`notes on guides/intro.md and keys/%s.pem; fetch https://bob:hunter2pass@git.example/r.git; quote "%s" and "Bearer abcdef0123456789"`, daemonToken, otherToken)
+	leaks := []string{daemonToken, "dtok-9Qz8", otherToken, "ghp_4kP0", "hunter2pass", "abcdef0123456789"}
+
+	for _, tc := range []struct {
+		name     string
+		expand   bool
+		prefixes []string
+	}{{"expanding", true, nil}, {"expand_templates false", false, nil}, {"outside the URI prefixes", true, []string{"doc://"}}} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, log := hostile()
+			other := mcptest.NewServer(map[string]string{"doc://other": "other"}, nil)
+			cfg := &config.Config{Auth: config.Auth{Token: daemonToken}, Servers: []config.Server{
+				{Name: "github", Transport: config.TransportHTTP, URL: "https://api.example/mcp", Headers: map[string]string{"Authorization": "Bearer " + otherToken}},
+				{Name: "notes", Transport: config.TransportStdio, Command: "unused", NoTemplateExpansion: !tc.expand},
+			}}
+			eng := newEngineOpts(t, "", map[string]*mcpsdk.Server{"notes": srv, "github": other}, engine.Options{Config: cfg})
+			if _, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: task, TokenBudget: 2000, Filter: engine.Filter{URIPrefixes: tc.prefixes}}); err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range leaks {
+				if got := log.with(s); len(got) > 0 {
+					t.Errorf("the server received %q: %v", s, got)
+				}
+			}
+			asked := log.with("guides/intro.md")
+			if tc.expand && tc.prefixes == nil && len(asked) == 0 {
+				t.Errorf("the harmless value guides/intro.md was not expanded: the test proves nothing (%v)", log.sent)
+			}
+			if (!tc.expand || tc.prefixes != nil) && len(asked) > 0 {
+				t.Errorf("the server received the task's values: %v", asked)
+			}
+		})
 	}
 }

@@ -162,18 +162,41 @@ const asciiCut = "..."
 // at byte 980 was cut inside the token, whole secrets only masked, and
 // 45 of its 47 bytes reached callers).
 func (r *Redactor) String(s string) string {
-	s = visible(s)
-	if r != nil {
-		for _, sec := range r.secrets {
-			s = strings.ReplaceAll(s, sec, Mask)
-		}
-		s = r.acrossLines(s)
-		s = r.cutPieces(s)
-		s = r.maskPieces(s)
-	}
+	s = r.maskSecrets(visible(s))
 	s = urlRE.ReplaceAllStringFunc(s, URL)
 	s = schemeRE.ReplaceAllString(s, "$1 "+Mask)
 	return keyRE.ReplaceAllString(s, "${1}"+Mask)
+}
+
+// maskSecrets masks the secrets r was given in s, whole and in pieces.
+func (r *Redactor) maskSecrets(s string) string {
+	if r == nil {
+		return s
+	}
+	for _, sec := range r.secrets {
+		s = strings.ReplaceAll(s, sec, Mask)
+	}
+	s = r.acrossLines(s)
+	s = r.cutPieces(s)
+	return r.maskPieces(s)
+}
+
+// Holds reports whether s holds a credential: one of r's secrets (in any
+// form String masks, or a piece of one), a URL with user info, a value
+// after "Bearer "/"Basic " or a secret-named key ("token=", "password:"),
+// or a character that shows as nothing (which could hide one). It is
+// String's test for text that is about to be sent rather than shown: a
+// URL's plain query values ("?page=2") do not count.
+func (r *Redactor) Holds(s string) bool {
+	if visible(s) != s || r.maskSecrets(s) != s || schemeRE.MatchString(s) || keyRE.MatchString(s) {
+		return true
+	}
+	for _, u := range urlRE.FindAllString(s, -1) {
+		if p, err := url.Parse(u); err != nil && strings.Contains(u, "@") || err == nil && p.User != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // ignorable are the code points a terminal or a browser shows as nothing

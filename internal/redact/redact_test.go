@@ -116,6 +116,21 @@ func TestSecretsSpelledWithInvisibleCharactersAreMasked(t *testing.T) {
 	}
 }
 
+func TestHoldsTellsCredentialsFromPlainValues(t *testing.T) {
+	r := redact.New("ghp_Zx81kQ0pLm27vB4nT9")
+	for _, s := range []string{"ghp_Zx81kQ0pLm27vB4nT9", "keys/ghp_Zx81kQ0pLm27vB4nT9.pem", "Zx81kQ0pLm27", // a piece
+		"https://bob:pw@git.example/r", "Bearer abcdef0123456789", "api_key=abc", "?access_token=x", "a\u200bb"} {
+		if !r.Holds(s) {
+			t.Errorf("Holds(%q) = false, want true", s)
+		}
+	}
+	for _, s := range []string{"guides/intro.md", "https://example.com/doc?page=2", "ABC-123", "alice", "token"} {
+		if r.Holds(s) {
+			t.Errorf("Holds(%q) = true, want false", s)
+		}
+	}
+}
+
 func TestHandlerMasksMessagesAndAttributes(t *testing.T) {
 	var buf bytes.Buffer
 	log := slog.New(redact.Handler(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}), redact.New("topsecret1")))
