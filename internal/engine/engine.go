@@ -175,6 +175,8 @@ type Engine struct {
 	cur     *serverSet
 	retired map[string]*ctxsync.Mirror
 
+	parsed parsedCache // the mirrors' templates, parsed
+
 	// reloadMu serialises Reload. runMu guards spawn and runs: spawn
 	// starts a mirror under Run's context (nil outside Run), runs holds
 	// each running mirror's stop function.

@@ -68,12 +68,11 @@ func (e *Engine) offeredByTemplate(k resource.Key, tries *int) bool {
 	if !ok || len(k.URI) > template.MaxMatchBytes {
 		return false
 	}
-	for _, t := range m.Templates() {
+	for _, tp := range e.parsedTemplates(k.Server, m) {
 		if *tries <= 0 {
 			return false
 		}
-		tp, err := template.Parse(t)
-		if err != nil || !tp.MayMatch(k.URI) {
+		if !tp.MayMatch(k.URI) {
 			continue
 		}
 		*tries--

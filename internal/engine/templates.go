@@ -6,12 +6,13 @@ import (
 	"math"
 	"slices"
 	"strings"
-	gosync "sync"
+	"sync"
 	"time"
 
 	"github.com/contextd/contextd/internal/index"
 	"github.com/contextd/contextd/internal/lexical"
 	"github.com/contextd/contextd/internal/resource"
+	ctxsync "github.com/contextd/contextd/internal/sync"
 	"github.com/contextd/contextd/internal/template"
 )
 
@@ -76,21 +77,14 @@ func (e *Engine) withTemplates(ctx context.Context, query string, filt Filter, r
 		if srv, ok := set.cfg.Server(server); ok && srv.NoTemplateExpansion {
 			continue
 		}
-		for _, t := range m.Templates() {
-			tp, err := template.Parse(t)
-			if err != nil {
-				e.log.Debug("template not usable", "server", server, "err", err)
-				continue
-			}
+		for _, tp := range e.parsedTemplates(server, m) {
 			if q == nil {
 				if q = template.ParseQuery(query); len(q.Values) == 0 {
 					return ranked
 				}
 			}
 			for _, p := range tp.Propose(q, proposalsPerTemplate) {
-				if e.mayExpand(set, server, tp, p.Values, filt) {
-					props = append(props, prop{server: server, tp: tp, p: p, order: len(props)})
-				}
+				props = append(props, prop{server: server, tp: tp, p: p, order: len(props)})
 			}
 		}
 	}
@@ -98,7 +92,16 @@ func (e *Engine) withTemplates(ctx context.Context, query string, filt Filter, r
 		return ranked
 	}
 	slices.SortStableFunc(props, func(a, b prop) int { return cmp.Compare(b.p.Score, a.p.Score) })
-	props = props[:min(len(props), maxProposals)]
+	kept := props[:0]
+	for _, pr := range props {
+		if len(kept) == maxProposals {
+			break
+		}
+		if e.mayExpand(set, pr.server, pr.tp, pr.p.Values, filt) {
+			kept = append(kept, pr)
+		}
+	}
+	props = kept
 
 	// Confirm: plan the completion calls in order, within the cap, then run
 	// every proposal's calls concurrently under one deadline.
@@ -106,7 +109,7 @@ func (e *Engine) withTemplates(ctx context.Context, query string, filt Filter, r
 	calls := 0
 	cctx, cancel := context.WithTimeout(ctx, CompletionTimeout)
 	defer cancel()
-	var wg gosync.WaitGroup
+	var wg sync.WaitGroup
 	for i, pr := range props {
 		if m, _ := e.mirror(pr.server); !m.OffersCompletions() {
 			if len(pr.p.Weak) == 0 {
@@ -183,6 +186,54 @@ func (e *Engine) withTemplates(ctx context.Context, query string, filt Filter, r
 	return out
 }
 
+// parsedCache keeps each mirror's templates parsed, for as long as its
+// template list stays the same: parsing 1,000 templates took a fifth of a
+// query's time, at every query.
+type parsedCache struct {
+	mu sync.Mutex
+	m  map[*ctxsync.Mirror]parsedList
+}
+
+type parsedList struct {
+	server string
+	gen    uint64 // the mirror's TemplateGen when parsed
+	tps    []*template.Template
+}
+
+// parsedTemplates returns the templates of server's mirror m that parse,
+// parsed; the result is shared and must not be modified.
+func (e *Engine) parsedTemplates(server string, m *ctxsync.Mirror) []*template.Template {
+	e.parsed.mu.Lock()
+	pl, ok := e.parsed.m[m]
+	e.parsed.mu.Unlock()
+	if ok && pl.gen == m.TemplateGen() {
+		return pl.tps
+	}
+	ts, gen := m.TemplateList()
+	pl = parsedList{server: server, gen: gen}
+	for _, t := range ts {
+		tp, err := template.Parse(t)
+		if err != nil {
+			e.log.Debug("template not usable", "server", server, "err", err)
+			continue
+		}
+		pl.tps = append(pl.tps, tp)
+	}
+	e.parsed.mu.Lock()
+	defer e.parsed.mu.Unlock()
+	if e.parsed.m == nil {
+		e.parsed.m = map[*ctxsync.Mirror]parsedList{}
+	}
+	// Mirrors a reload took out are forgotten.
+	for old, l := range e.parsed.m {
+		if cur, ok := e.mirror(l.server); !ok || cur != old {
+			delete(e.parsed.m, old)
+		}
+	}
+	e.parsed.m[m] = pl
+	return pl.tps
+}
+
 // mayExpand reports whether a proposal's values may be sent to server: in
 // its completion calls and in the URI read. A task is the caller's text
 // and may quote what must not go to an upstream: no value may hold a
@@ -195,6 +246,9 @@ func (e *Engine) mayExpand(set *serverSet, server string, tp *template.Template,
 		if set.red.Holds(v) {
 			return false
 		}
+	}
+	if len(filt.URIPrefixes) == 0 && len(filt.MIMETypes) == 0 {
+		return true // Expand's own checks come once the values are confirmed
 	}
 	uri, err := tp.Expand(values)
 	if err != nil {

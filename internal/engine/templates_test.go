@@ -574,3 +574,61 @@ func TestTemplateValuesNeverCarryCredentials(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkSearchManyWideTemplates measures Search against a server with
+// 1,000 templates of 8 variables each and a completion that confirms every
+// value, for a task with values that fit them: the work per query that
+// depends on the number and width of templates.
+func BenchmarkSearchManyWideTemplates(b *testing.B) {
+	echo := func(_ context.Context, req *mcpsdk.CompleteRequest) (*mcpsdk.CompleteResult, error) {
+		return &mcpsdk.CompleteResult{Completion: mcpsdk.CompletionResultDetails{Values: []string{req.Params.Argument.Value}}}, nil
+	}
+	srv := mcptest.NewServer(nil, &mcpsdk.ServerOptions{CompletionHandler: echo})
+	for i := range 200 {
+		mcptest.AddText(srv, fmt.Sprintf("doc://%d", i), fmt.Sprintf("note %d about billing and accounts", i), "x")
+	}
+	for i := range 1000 {
+		srv.AddResourceTemplate(&mcpsdk.ResourceTemplate{
+			URITemplate: fmt.Sprintf("t%d://{org}/{project}/{id}/{name}/{+path}{?page,lang,user}", i),
+			Name:        fmt.Sprintf("item %d", i), Description: "project items by org, id, name and path",
+		}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+			return nil, errors.New("unused")
+		})
+	}
+	eng := newEngineOpts(b, "", map[string]*mcpsdk.Server{"s": srv}, engine.Options{Embedder: indextest.RandomEmbedder{Dims: 512}})
+	req := engine.SearchRequest{Query: `org acme project billing id 42 name "Q3 plan" path src/main.go page 2 lang go user alice`, Limit: 10}
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := eng.Search(b.Context(), req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// Parsed templates are kept between requests, and replaced when the
+// server's template list changes.
+func TestExpansionsFollowTheTemplateList(t *testing.T) {
+	srv, _ := templateServer(func(_ context.Context, req *mcpsdk.CompleteRequest) (*mcpsdk.CompleteResult, error) {
+		return &mcpsdk.CompleteResult{Completion: mcpsdk.CompletionResultDetails{Values: []string{"42"}}}, nil // any template's
+	})
+	eng := newEngine(t, "", map[string]*mcpsdk.Server{"s": srv}, 0)
+	if got := uris(search(t, eng, "show the profile of user 42")); !slices.Contains(got, "s users://42/profile") {
+		t.Fatalf("Search = %v, want the profile expansion", got)
+	}
+	srv.RemoveResourceTemplates(profileTemplate)
+	srv.AddResourceTemplate(&mcpsdk.ResourceTemplate{URITemplate: "users://{id}/account", Name: "user-account", Title: "User profile"},
+		func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+			return nil, errors.New("unused")
+		})
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got := uris(search(t, eng, "show the profile of user 42"))
+		if slices.Contains(got, "s users://42/account") && !slices.Contains(got, "s users://42/profile") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Search = %v 10 s after the templates changed, want users://42/account only", got)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

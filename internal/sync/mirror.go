@@ -234,6 +234,7 @@ type Mirror struct {
 	status    Status
 	sess      *mcp.Session
 	templates []resource.Template
+	tplGen    uint64 // counts the replacements of templates
 	ready     chan struct{} // see Ready
 	newSess   chan struct{} // closed and replaced whenever sess changes
 	// backingOff is set while sess is nil and the run loop waits out a
@@ -422,6 +423,7 @@ func (m *Mirror) SetShared(templates []resource.Template, lastSync time.Time) {
 	}
 	m.mu.Lock()
 	m.templates = slices.Clone(templates)
+	m.tplGen++
 	m.status.Templates = len(templates)
 	m.status.LastSync = lastSync
 	m.status.Syncs = max(m.status.Syncs, 1)
@@ -470,9 +472,25 @@ func (m *Mirror) ListVersion() ListVersion {
 
 // Templates returns the templates from the last sync.
 func (m *Mirror) Templates() []resource.Template {
+	ts, _ := m.TemplateList()
+	return ts
+}
+
+// TemplateGen returns the generation TemplateList would, without copying
+// the list.
+func (m *Mirror) TemplateGen() uint64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return append([]resource.Template(nil), m.templates...)
+	return m.tplGen
+}
+
+// TemplateList is Templates, with a generation that changes whenever the
+// list is replaced (by a sync, or from the shared store), so that what is
+// derived from the list (parsed templates) can be kept until it does.
+func (m *Mirror) TemplateList() ([]resource.Template, uint64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]resource.Template(nil), m.templates...), m.tplGen
 }
 
 // Ready is closed once a connect attempt has failed (to connect or to
@@ -1055,6 +1073,7 @@ func (m *Mirror) sync(parent context.Context, sess *mcp.Session) (ok bool) {
 	m.status.Syncs++
 	if terr == nil {
 		m.templates = tpl.Items
+		m.tplGen++
 		m.status.Templates = len(tpl.Items)
 	}
 	if rerr == nil {

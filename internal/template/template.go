@@ -96,6 +96,8 @@ type Template struct {
 	Vars    []Var
 	tmpl    *uritemplate.Template
 	anchors map[string]bool // stemmed words of the URI's literal parts, name and title
+	// varWords holds the stemmed words of each variable's name, as Vars.
+	varWords []map[string]bool
 }
 
 var reExpr = regexp.MustCompile(`\{([^{}]*)\}`)
@@ -162,6 +164,13 @@ func Parse(t resource.Template) (*Template, error) {
 		for _, w := range lexical.Tokenize(s) {
 			out.anchors[w] = true
 		}
+	}
+	for _, v := range out.Vars {
+		words := map[string]bool{}
+		for _, w := range lexical.Tokenize(v.Name) {
+			words[w] = true
+		}
+		out.varWords = append(out.varWords, words)
 	}
 	return out, nil
 }
