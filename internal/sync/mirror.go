@@ -234,7 +234,7 @@ type Mirror struct {
 	status    Status
 	sess      *mcp.Session
 	templates []resource.Template
-	tplGen    uint64 // counts the replacements of templates
+	tplGen    uint64        // counts the replacements of templates
 	ready     chan struct{} // see Ready
 	newSess   chan struct{} // closed and replaced whenever sess changes
 	// backingOff is set while sess is nil and the run loop waits out a
