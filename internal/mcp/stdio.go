@@ -65,6 +65,7 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcpsdk.Connection, error)
 	}
 	// A grandchild holding stderr open must not keep Wait from returning.
 	t.cmd.WaitDelay = td
+	ownGroup(t.cmd)
 	err = t.cmd.Start()
 	pw.Close() // the child has its copies
 	pr.Close()
@@ -147,7 +148,9 @@ func (p *process) exitStatus() (bool, string) {
 }
 
 // Close closes stdin and waits for the server to exit, escalating to SIGTERM
-// and then SIGKILL after td each. Safe to call more than once.
+// and then SIGKILL after td each, sent to its whole process group on Unix;
+// once it has exited, the rest of its group gets SIGTERM. Safe to call
+// more than once.
 func (p *process) Close() error {
 	p.closeOnce.Do(func() {
 		p.closeErr = p.stop()
@@ -160,6 +163,15 @@ func (p *process) stop() error {
 	if err := p.stdin.Close(); err != nil && !errors.Is(err, os.ErrClosed) {
 		return fmt.Errorf("closing stdin: %v", err)
 	}
+	// Once the server has exited, what is left of its process group
+	// (children it started and did not stop) is told to stop too.
+	defer func() {
+		select {
+		case <-p.exited:
+			_ = signalGroup(p.cmd, syscall.SIGTERM)
+		default:
+		}
+	}()
 	exited := func() bool {
 		t := time.NewTimer(p.td)
 		defer t.Stop()
@@ -175,11 +187,11 @@ func (p *process) stop() error {
 	}
 	// Each stage waits td: say so, or a shutdown waits in silence.
 	p.note("the server did not exit within "+p.td.String()+" of its stdin closing: sending SIGTERM", "pid", p.cmd.Process.Pid)
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); (err == nil || errors.Is(err, os.ErrProcessDone)) && exited() {
+	if err := signalGroup(p.cmd, syscall.SIGTERM); (err == nil || errors.Is(err, syscall.ESRCH)) && exited() {
 		return exitErr(p.waitErr)
 	}
 	p.note("the server did not exit within "+p.td.String()+" of SIGTERM: killing it", "pid", p.cmd.Process.Pid)
-	if err := p.cmd.Process.Kill(); err != nil && !errors.Is(err, syscall.ESRCH) && !errors.Is(err, os.ErrProcessDone) {
+	if err := signalGroup(p.cmd, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) && !errors.Is(err, os.ErrProcessDone) {
 		return err
 	}
 	if exited() {

@@ -7,7 +7,9 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -122,6 +124,18 @@ func fakeStdioServer(mode string) {
 		// Answers until the first read, then never reads stdin again (a
 		// server wedged in its own work): the pipe fills.
 		_ = srv.Run(context.Background(), &mcpsdk.IOTransport{Reader: &deafAfter{r: os.Stdin, word: []byte(`"resources/read"`)}, Writer: os.Stdout})
+	case "spawner":
+		// Starts a helper that would run for an hour, and does not stop it.
+		helper := exec.Command(os.Args[0])
+		helper.Env = append(os.Environ(), "CONTEXTD_FAKE_STDIO=helper")
+		if err := helper.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		_ = os.WriteFile(os.Getenv("HELPER_PID_FILE"), []byte(strconv.Itoa(helper.Process.Pid)), 0o600)
+		_ = srv.Run(context.Background(), &mcpsdk.StdioTransport{})
+	case "helper":
+		time.Sleep(time.Hour)
 	case "stubborn":
 		signal.Ignore(syscall.SIGTERM)
 		_ = srv.Run(context.Background(), &mcpsdk.StdioTransport{})
