@@ -94,6 +94,23 @@ type Client struct {
 	svc  contextdv1.ContextServiceClient
 }
 
+// retryConfig retries a call that failed UNAVAILABLE (its connection was
+// closed before the answer: a daemon with every connection slot taken
+// closes idle ones to make room, and a call sent as its connection closed
+// is lost) up to twice, after 0.1 and 0.2 s (each with gRPC's jitter).
+// Every ContextService call only reads, so sending it again is safe. The daemon's own UNAVAILABLE (no server in
+// scope could answer) says not to retry (server pushback).
+const retryConfig = `{"methodConfig": [{
+  "name": [{"service": "contextd.v1.ContextService"}],
+  "retryPolicy": {
+    "maxAttempts": 3,
+    "initialBackoff": "0.1s",
+    "maxBackoff": "1s",
+    "backoffMultiplier": 2,
+    "retryableStatusCodes": ["UNAVAILABLE"]
+  }
+}]}`
+
 // Dial returns a Client for the daemon at addr: "host:port" (TCP) or
 // "unix:///absolute/path" (a unix socket). It does not wait for the
 // daemon; an address that cannot be parsed, or unusable options, is an
@@ -130,6 +147,7 @@ func Dial(addr string, opts *Options) (*Client, error) {
 		maxAnswer = AnswerBytesFor(config.DefaultMaxResponseBytes)
 	}
 	dopts = append(dopts, grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxAnswer)))
+	dopts = append(dopts, grpc.WithDefaultServiceConfig(retryConfig))
 	dopts = append(dopts, opts.DialOptions...)
 	conn, err := grpc.NewClient(target, dopts...)
 	if err != nil {
@@ -237,6 +255,11 @@ type Error struct {
 // `contextd serve`): …".
 func (e *Error) Error() string {
 	if e.noDaemon() {
+		if strings.Contains(e.Status.Message(), "error reading from server") {
+			// Connected, then the connection ended under the call (a
+			// daemon making room, restarting, or a network cut).
+			return fmt.Sprintf("the daemon at %s closed the connection before answering (try again): %s", e.Addr, e.Status.Message())
+		}
 		return fmt.Sprintf("no daemon answering at %s (start one with `contextd serve`): %s", e.Addr, e.Status.Message())
 	}
 	return fmt.Sprintf("daemon at %s: %s: %s", e.Addr, e.Status.Code(), e.Status.Message())

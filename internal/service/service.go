@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -136,6 +137,10 @@ const (
 	ReasonUpstreamUnavailable = "UPSTREAM_UNAVAILABLE"
 )
 
+// noRetryKey is the trailer by which a server tells a gRPC client's retry
+// policy not to retry a call (a negative value).
+const noRetryKey = "grpc-retry-pushback-ms"
+
 // status maps an engine error to a gRPC status. A request whose own context
 // ended is reported as such, whatever error that surfaced as inside.
 func (s *Service) status(ctx context.Context, op string, err error) error {
@@ -149,6 +154,10 @@ func (s *Service) status(ctx context.Context, op string, err error) error {
 		// UNAVAILABLE is also what a client sees when no daemon answers;
 		// the ErrorInfo (AIP-193) says this one is the daemon's.
 		msg := withoutSentinel(err, engine.ErrUnavailable)
+		// Asking again at once gets the same answer: a client's retry
+		// policy for UNAVAILABLE (meant for a connection lost) is told
+		// not to (gRPC's server pushback, gRFC A6).
+		_ = grpc.SetTrailer(ctx, metadata.Pairs(noRetryKey, "-1"))
 		st, derr := status.New(codes.Unavailable, msg).WithDetails(&errdetails.ErrorInfo{Reason: ReasonUpstreamUnavailable, Domain: ErrorDomain})
 		if derr != nil {
 			return status.Error(codes.Unavailable, msg)

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/test/bufconn"
 
@@ -178,8 +179,13 @@ func TestListServersShowsTheBrokenOneAndServesTheRest(t *testing.T) {
 // ErrorInfo, so a client can tell it from no daemon answering at all.
 func TestUpstreamUnavailableSaysItIsTheDaemons(t *testing.T) {
 	c := newClient(t)
-	_, err := c.Assemble(t.Context(), &contextdv1.AssembleRequest{Query: "x", TokenBudget: 10, Servers: []string{"broken"}})
+	var trailer metadata.MD
+	_, err := c.Assemble(t.Context(), &contextdv1.AssembleRequest{Query: "x", TokenBudget: 10, Servers: []string{"broken"}}, grpc.Trailer(&trailer))
 	st := status.Convert(err)
+	// Retrying at once would get the same answer: a retry policy is told not to.
+	if got := trailer.Get("grpc-retry-pushback-ms"); len(got) != 1 || got[0] != "-1" {
+		t.Errorf("trailer grpc-retry-pushback-ms = %q, want -1", got)
+	}
 	if st.Code() != codes.Unavailable || !strings.Contains(st.Message(), "broken") {
 		t.Fatalf("err = %v, want UNAVAILABLE naming the broken server", err)
 	}
