@@ -21,11 +21,15 @@ func TestStdioServersDoNotInheritOtherCredentials(t *testing.T) {
 	t.Setenv("SEC2_REPO_URL", "https://x-access-token:other-servers-key-0123456789@git.example/r.git")
 	t.Setenv("SEC2_OPTS", "--verbose token=daemon-token-0123456789abcdef")
 	t.Setenv("SEC2_ESCAPED", "https://h/?k=pass%2Fword%3D0123456789")
+	// Word-like secrets (a database URL's user name, a query value) are
+	// only withheld when a value is exactly one of them.
+	t.Setenv("SEC2_PATHLIKE", "/usr/lib/postgresql/16/bin:/home/me/engineering")
+	t.Setenv("SEC2_WORD", "engineering")
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	srv := fakeServer("env")
 	srv.Env["OWN_KEY"] = "own-key-0123456789"
-	sess, err := mcp.Connect(ctx, srv, &mcp.Options{HiddenEnv: []string{"daemon-token-0123456789abcdef", "other-servers-key-0123456789", "own-key-0123456789", "pass/word=0123456789"}})
+	sess, err := mcp.Connect(ctx, srv, &mcp.Options{HiddenEnv: []string{"daemon-token-0123456789abcdef", "other-servers-key-0123456789", "own-key-0123456789", "pass/word=0123456789", "postgresql", "engineering"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,12 +39,12 @@ func TestStdioServersDoNotInheritOtherCredentials(t *testing.T) {
 		t.Fatalf("read the server's environment: %v, %v", cs, err)
 	}
 	env := "\n" + cs[0].Text + "\n"
-	for _, gone := range []string{"SEC2_DAEMON_TOKEN=", "SEC2_OTHER_SERVERS_KEY=", "SEC2_REPO_URL=", "SEC2_OPTS=", "SEC2_ESCAPED="} {
+	for _, gone := range []string{"SEC2_DAEMON_TOKEN=", "SEC2_OTHER_SERVERS_KEY=", "SEC2_REPO_URL=", "SEC2_OPTS=", "SEC2_ESCAPED=", "SEC2_WORD="} {
 		if strings.Contains(env, "\n"+gone) {
 			t.Errorf("the server inherited %s…", gone)
 		}
 	}
-	for _, kept := range []string{"\nSEC2_HARMLESS=harmless-value\n", "\nOWN_KEY=own-key-0123456789\n", "\nPATH="} {
+	for _, kept := range []string{"\nSEC2_HARMLESS=harmless-value\n", "\nSEC2_PATHLIKE=/usr/lib/postgresql/16/bin:/home/me/engineering\n", "\nOWN_KEY=own-key-0123456789\n", "\nPATH="} {
 		if !strings.Contains(env, kept) {
 			t.Errorf("the server's environment lacks %q", strings.TrimSpace(kept))
 		}

@@ -114,10 +114,11 @@ type Options struct {
 	Redact *redact.Redactor
 	// HiddenEnv are credentials (the daemon's token, every server's
 	// secrets) that a stdio server must not inherit: a variable of
-	// contextd's environment whose value holds one of them (8 bytes or
-	// more), as written or percent-encoded, is left out of the server's
-	// environment (REPO_URL=https://x:TOKEN@host as much as TOKEN itself).
-	// The server's own env entries are passed whatever they hold.
+	// contextd's environment whose value is one of them (8 bytes or more),
+	// or holds one that looks generated (redact.Generated), as written or
+	// percent-encoded, is left out of the server's environment
+	// (REPO_URL=https://x:TOKEN@host as much as TOKEN itself). The
+	// server's own env entries are passed whatever they hold.
 	HiddenEnv []string
 }
 
@@ -541,30 +542,37 @@ func (b *tailBuffer) String() string {
 const minHidden = 8
 
 // inheritedEnv returns env ("KEY=value" entries) without the variables
-// whose value holds one of hidden, as written or percent-encoded: a stdio
-// server inherits contextd's environment (PATH, HOME, …) but not the
-// credentials it holds for the daemon and for the other servers, whole or
-// inside a URL or a "key=value" list.
+// whose value is one of hidden, or holds one that looks generated (see
+// redact.Generated), as written or percent-encoded: a stdio server
+// inherits contextd's environment (PATH, HOME, …) but not the credentials
+// it holds for the daemon and for the other servers, whole or inside a URL
+// or a "key=value" list. A value that merely contains a word-like secret
+// (a URL's user name "postgres", a query value "engineering") is kept:
+// PATH=/usr/lib/postgresql/16/bin holds the one and PWD the other.
 func inheritedEnv(env, hidden []string) []string {
-	var hide []string
+	exact := map[string]bool{}
+	var within []string
 	for _, h := range hidden {
 		if len(h) < minHidden {
 			continue
 		}
-		hide = append(hide, h)
-		for _, e := range []string{url.QueryEscape(h), url.PathEscape(h)} {
-			if e != h && !slices.Contains(hide, e) {
-				hide = append(hide, e)
+		exact[h] = true
+		if !redact.Generated(h) {
+			continue
+		}
+		for _, e := range []string{h, url.QueryEscape(h), url.PathEscape(h)} {
+			if !slices.Contains(within, e) {
+				within = append(within, e)
 			}
 		}
 	}
-	if len(hide) == 0 {
+	if len(exact) == 0 {
 		return env
 	}
 	out := make([]string, 0, len(env))
 	for _, kv := range env {
 		_, v, _ := strings.Cut(kv, "=")
-		if !slices.ContainsFunc(hide, func(h string) bool { return strings.Contains(v, h) }) {
+		if !exact[v] && !slices.ContainsFunc(within, func(h string) bool { return strings.Contains(v, h) }) {
 			out = append(out, kv)
 		}
 	}

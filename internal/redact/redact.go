@@ -115,6 +115,13 @@ func New(secrets ...string) *Redactor {
 	return r
 }
 
+// Generated reports whether s looks like a generated credential (a token,
+// a key, a password with digits): at least 12 bytes, with letters and
+// digits, no white space and no "://". Such a value is looked for inside
+// other text; a shorter or word-like one ("postgres", "engineering")
+// would be found in ordinary paths and names.
+func Generated(s string) bool { return random(s) }
+
 // random reports whether s looks like a generated credential, whose
 // pieces are masked wherever they appear: at least 12 bytes, with letters
 // and digits, no white space and no "://". A value that merely has a
