@@ -221,8 +221,8 @@ var (
 // Fits reports whether value may fill v: non-empty, at most 256 bytes of
 // valid UTF-8 without control characters, no "." or ".." segment (between
 // "/" or "\", also percent-encoded: "%2e%2e", "..%2f"), not starting, once
-// decoded, with "~" or a drive letter ("~/.ssh", "C:/Windows": a server
-// joining it to its root may take it for a path of its own), no "#" or "?" for
+// decoded, with a home directory ("~", "~/.ssh", "~user/": a server may
+// expand it), no "#" or "?" for
 // a reserved or fragment expansion ({+path}, {#frag}: they would pass
 // unencoded and end the path), and of v's shape:
 //
@@ -259,15 +259,13 @@ func Fits(v Var, value string) bool {
 // maxDecodes bounds how many times HasDotSegment percent-decodes.
 const maxDecodes = 4
 
-// reDrive matches a value that starts with a Windows drive ("C:\", "c:/").
-var reDrive = regexp.MustCompile(`^[A-Za-z]:[/\\]`)
+// reHome matches a value that starts with a home directory: "~", "~/…",
+// "~user/…" (a shell's or Python's expanduser reads it so), but not
+// "~1.2.3".
+var reHome = regexp.MustCompile(`^~([^/\\]*[/\\]|$)`)
 
-// rooted reports whether s, percent-decoded, starts with "~" (a home
-// directory to a shell or Python's expanduser) or a drive letter.
-func rooted(s string) bool {
-	d := decoded(s)
-	return strings.HasPrefix(d, "~") || reDrive.MatchString(d)
-}
+// rooted reports whether s, percent-decoded, starts with a home directory.
+func rooted(s string) bool { return reHome.MatchString(decoded(s)) }
 
 // decoded returns s percent-decoded until nothing changes, at most
 // maxDecodes times.
@@ -282,18 +280,41 @@ func decoded(s string) string {
 	return s
 }
 
-// emptySegments counts the places in uri, percent-decoded, after its
-// "scheme://", where two separators ("/" or "\") meet: an empty segment,
-// which the path a server builds from it may read as its root
-// ("/srv/docs/" + "/etc/passwd", "\\host\share").
-func emptySegments(uri string) int {
+func isSep(c byte) bool { return c == '/' || c == '\\' }
+
+// reDriveSeg matches a Windows drive as a path segment ("/C:/", "\\d:").
+var reDriveSeg = regexp.MustCompile(`[/\\][A-Za-z]:([/\\]|$)`)
+
+// roots counts the places in uri, percent-decoded, where a server building
+// a path from it may find a root of its own: two separators ("/" or "\")
+// meeting other than in a scheme's "://" or ":///" (an empty segment:
+// "/srv/docs/" + "/etc/passwd" reads as /etc/passwd to Python's
+// os.path.join, "\\host\share" is a network path), and a drive ("C:")
+// as any path segment but the first (file:///C:/Users is a Windows path;
+// file:///srv/docs/C:/Windows climbs out). A URL inside the URI
+// ("fetch://{+url}" with "https://example.com/a") adds none.
+func roots(uri string) int {
 	d := decoded(uri)
-	if _, rest, ok := strings.Cut(d, "://"); ok {
-		d = rest
-	}
 	n := 0
 	for i := 0; i+1 < len(d); i++ {
-		if (d[i] == '/' || d[i] == '\\') && (d[i+1] == '/' || d[i+1] == '\\') {
+		// "scheme://" and the empty authority of "scheme:///" are no root.
+		if isSep(d[i]) && isSep(d[i+1]) && (i == 0 || d[i-1] != ':') && (i < 2 || d[i-2] != ':' || !isSep(d[i-1])) {
+			n++
+		}
+	}
+	// The path: after "scheme://authority", or after "scheme:".
+	path := d
+	if _, rest, ok := strings.Cut(d, "://"); ok {
+		if i := strings.IndexAny(rest, "/\\"); i >= 0 {
+			path = rest[i:]
+		} else {
+			path = ""
+		}
+	} else if i := strings.IndexByte(d, ':'); i >= 0 {
+		path = "/" + d[i+1:]
+	}
+	for _, m := range reDriveSeg.FindAllStringIndex(path, -1) {
+		if strings.TrimLeft(path[:m[0]], "/\\") != "" { // not the first segment
 			n++
 		}
 	}
@@ -370,7 +391,8 @@ var ErrInvalidValue = errors.New("invalid template value")
 // literal parts), the URI before its query and fragment has no "." or ".."
 // segment, even percent-encoded (so it cannot climb out of the template's
 // literal prefix: file:///srv/docs/{+rest} stays under /srv/docs/), nor an
-// empty segment ("//", "\\") the template itself does not make, and it
+// empty segment ("//", "\\") or a drive segment past the first ("C:") that
+// the template itself does not make (see roots), and it
 // has a query or a fragment only where the template has one. Variables
 // absent from values stay undefined.
 //
@@ -407,8 +429,8 @@ func (t *Template) Expand(values map[string]string) (string, error) {
 	if HasDotSegment(hier) {
 		return "", fmt.Errorf("%w: %s: expansion %q has a dot segment", ErrInvalidValue, t.URITemplate, uri)
 	}
-	// The values may not add an empty segment the template does not have
-	// (file:///srv/docs/{+rest} with "/etc/passwd").
+	// The values may not add a root the template does not have
+	// (file:///srv/docs/{+rest} with "/etc/passwd" or "C:/Windows").
 	plain := uritemplate.Values{}
 	for name := range uv {
 		plain.Set(name, uritemplate.String("x"))
@@ -416,8 +438,8 @@ func (t *Template) Expand(values map[string]string) (string, error) {
 	if base, err := t.tmpl.Expand(plain); err == nil {
 		bh, _, _ := strings.Cut(base, "#")
 		bh, _, _ = strings.Cut(bh, "?")
-		if emptySegments(hier) > emptySegments(bh) {
-			return "", fmt.Errorf("%w: %s: expansion %q has an empty segment", ErrInvalidValue, t.URITemplate, uri)
+		if roots(hier) > roots(bh) {
+			return "", fmt.Errorf("%w: %s: expansion %q has an empty segment or a drive", ErrInvalidValue, t.URITemplate, uri)
 		}
 	}
 	for _, c := range "?#" {

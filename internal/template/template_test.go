@@ -104,13 +104,14 @@ func TestExpand(t *testing.T) {
 		{"file:///{+path}", map[string]string{"path": "src/main.go"}, "file:///src/main.go", false},
 		{"repo://{owner}/{repo}{?page}", map[string]string{"owner": "golang", "repo": "go"}, "repo://golang/go", false},
 		{"repo://{owner}/{repo}{?page}", map[string]string{"owner": "golang", "repo": "go", "page": "2"}, "repo://golang/go?page=2", false},
-		{"users://{id}/profile", map[string]string{}, "", true},                                  // required variable missing
-		{"users://{id}/profile", map[string]string{"id": "a b"}, "", true},                       // fails Fits
-		{"users://{id}/profile", map[string]string{"id": "4", "x": "1"}, "", true},               // no such variable
-		{"file:///{+path}", map[string]string{"path": "../secrets"}, "", true},                   // traversal
-		{"x://{+path}/raw", map[string]string{"path": "a/raw/b"}, "x://a/raw/b/raw", false},      // round-trips
-		{"x://{+a}{+b}", map[string]string{"a": "ab", "b": "cd"}, "", true},                      // ambiguous: does not round-trip
-		{"users://{id}/profile", map[string]string{"id": "x:1"}, "users://x%3A1/profile", false}, // reserved character escaped
+		{"users://{id}/profile", map[string]string{}, "", true},                                     // required variable missing
+		{"users://{id}/profile", map[string]string{"id": "a b"}, "", true},                          // fails Fits
+		{"users://{id}/profile", map[string]string{"id": "4", "x": "1"}, "", true},                  // no such variable
+		{"file:///{+path}", map[string]string{"path": "../secrets"}, "", true},                      // traversal
+		{"x://{+path}/raw", map[string]string{"path": "a/raw/b"}, "x://a/raw/b/raw", false},         // round-trips
+		{"file:///{+path}", map[string]string{"path": "C:/Users/me"}, "file:///C:/Users/me", false}, // a Windows file URI
+		{"x://{+a}{+b}", map[string]string{"a": "ab", "b": "cd"}, "", true},                         // ambiguous: does not round-trip
+		{"users://{id}/profile", map[string]string{"id": "x:1"}, "users://x%3A1/profile", false},    // reserved character escaped
 	}
 	for _, tt := range tests {
 		tp := mustParse(t, tt.uri, "", "")
@@ -205,6 +206,23 @@ func TestPropose(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestMatchesWindowsFileURIsAndURLValues(t *testing.T) {
+	for _, tc := range []struct {
+		tmpl, uri string
+		want      bool
+	}{
+		{"file:///{+path}", "file:///C:/Users/me/notes.md", true},
+		{"fetch://{+url}", "fetch://https://example.com/a?x=1", false}, // "?" the template does not have
+		{"fetch://{+url}", "fetch://https://example.com/a/b", true},
+		{"file:///srv/{+path}", "file:///srv/a/C:/Windows", false},
+		{"file:///srv/{+path}", "file:///srv//etc/passwd", false},
+	} {
+		if got := mustParse(t, tc.tmpl, "", "").Matches(tc.uri); got != tc.want {
+			t.Errorf("%s Matches(%q) = %v, want %v", tc.tmpl, tc.uri, got, tc.want)
+		}
 	}
 }
 

@@ -77,6 +77,17 @@ func TestExpandStaysInsideTheTemplate(t *testing.T) {
 		{"file:///srv/docs/{+rest}", map[string]string{"rest": `c:\boot.ini`}, ""},
 		{"file:///srv/docs/{+rest}", map[string]string{"rest": "a/..;/b"}, ""},
 		{"file:///srv/docs/{+rest}", map[string]string{"rest": "a/.. /b"}, ""},
+		{"file:///srv/docs/{+rest}", map[string]string{"rest": "a/C:/Windows/win.ini"}, ""},
+		{"file:///srv/docs/{+rest}", map[string]string{"rest": "~user/.ssh/id_rsa"}, ""},
+		// A URL as a value, a Windows file URI's drive, a directory with
+		// its slash, a version with a tilde: no root of their own.
+		{"fetch://{+url}", map[string]string{"url": "https://example.com/a/b"}, "fetch://https://example.com/a/b"},
+		{"web://page/{url}", map[string]string{"url": "https://example.com/a"}, "web://page/https%3A%2F%2Fexample.com%2Fa"},
+		{"file:///{+path}", map[string]string{"path": "C:/Users/me/notes.md"}, "file:///C:/Users/me/notes.md"},
+		{"x://d/{+dir}/index.md", map[string]string{"dir": "guides/v2"}, "x://d/guides/v2/index.md"},
+		{"x://d/{+rest}", map[string]string{"rest": "~1.2.3"}, "x://d/~1.2.3"},
+		{"fetch://{+url}", map[string]string{"url": "file:///srv/a"}, "fetch://file:///srv/a"},
+		{"fetch://{+url}", map[string]string{"url": "https://example.com//etc"}, ""},
 		// A template whose own text starts the path, or has "//", may.
 		{"file://{+path}", map[string]string{"path": "/etc/hosts"}, "file:///etc/hosts"},
 		{"s3://bucket//{+path}", map[string]string{"path": "a/b"}, "s3://bucket//a/b"},
