@@ -3,6 +3,7 @@ package engine
 import (
 	"cmp"
 	"context"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -68,13 +69,17 @@ func (e *Engine) withTemplates(ctx context.Context, query string, filt Filter, r
 	}
 	var q *template.Query
 	var props []prop
+	// One server set throughout: a reload meanwhile must not pair one
+	// set's mirrors with another's settings and credentials.
 	set := e.set()
-	for _, server := range e.scope(filt.Servers) {
-		m, ok := e.mirror(server)
-		if !ok {
-			continue
-		}
-		if srv, ok := set.cfg.Server(server); ok && srv.NoTemplateExpansion {
+	scope := set.names
+	if len(filt.Servers) > 0 {
+		scope = e.scope(filt.Servers)
+	}
+	for _, server := range scope {
+		m, ok := set.mirrors[server]
+		srv, configured := set.cfg.Server(server)
+		if !ok || !configured || srv.NoTemplateExpansion {
 			continue
 		}
 		for _, tp := range e.parsedTemplates(server, m) {
@@ -111,7 +116,7 @@ func (e *Engine) withTemplates(ctx context.Context, query string, filt Filter, r
 	defer cancel()
 	var wg sync.WaitGroup
 	for i, pr := range props {
-		if m, _ := e.mirror(pr.server); !m.OffersCompletions() {
+		if !set.mirrors[pr.server].OffersCompletions() {
 			if len(pr.p.Weak) == 0 {
 				confirmed[i] = pr.p.Values
 			}
@@ -121,7 +126,7 @@ func (e *Engine) withTemplates(ctx context.Context, query string, filt Filter, r
 			continue
 		}
 		calls += len(pr.p.Values)
-		wg.Go(func() { confirmed[i] = e.confirm(cctx, pr.server, pr.tp, pr.p.Values) })
+		wg.Go(func() { confirmed[i] = e.confirm(cctx, set.mirrors[pr.server], pr.server, pr.tp, pr.p.Values) })
 	}
 	wg.Wait()
 
@@ -139,8 +144,9 @@ func (e *Engine) withTemplates(ctx context.Context, query string, filt Filter, r
 			e.log.Debug("template expansion rejected", "server", pr.server, "err", err)
 			continue
 		}
-		if set.red.Holds(uri) {
-			continue // the server's completion spelled a credential
+		if slices.ContainsFunc(slices.Collect(maps.Values(confirmed[i])), set.red.Holds) {
+			e.log.Debug("template expansion dropped: the server's completion spelled a credential", "server", pr.server, "template", pr.tp.URITemplate)
+			continue
 		}
 		t := pr.tp.Template
 		d := resource.Descriptor{Server: pr.server, URI: uri, Name: t.Name, Title: t.Title, Description: t.Description, MIMEType: t.MIMEType}
@@ -242,8 +248,10 @@ func (e *Engine) parsedTemplates(server string, m *ctxsync.Mirror) []*template.T
 // and the expansion must pass the request's filter (its URI prefixes), so
 // that a server outside them is not asked.
 func (e *Engine) mayExpand(set *serverSet, server string, tp *template.Template, values map[string]string, filt Filter) bool {
-	for _, v := range values {
+	for name, v := range values {
 		if set.red.Holds(v) {
+			// The value itself is not logged: it holds a credential.
+			e.log.Debug("template value not sent: it holds a credential", "server", server, "template", tp.URITemplate, "variable", name)
 			return false
 		}
 	}
@@ -258,12 +266,11 @@ func (e *Engine) mayExpand(set *serverSet, server string, tp *template.Template,
 	return filt.match(resource.Descriptor{Server: server, URI: uri, Name: t.Name, Title: t.Title, Description: t.Description, MIMEType: t.MIMEType})
 }
 
-// confirm asks server's completion for each value of a proposal, in the
+// confirm asks server's completion (through its mirror m) for each value of a proposal, in the
 // template's variable order, each with the values confirmed before it as
 // context, and returns the confirmed values (the server's spelling), or nil
 // when one is not confirmed or a call fails.
-func (e *Engine) confirm(ctx context.Context, server string, tp *template.Template, values map[string]string) map[string]string {
-	m, _ := e.mirror(server) // one withTemplates found
+func (e *Engine) confirm(ctx context.Context, m *ctxsync.Mirror, server string, tp *template.Template, values map[string]string) map[string]string {
 	out := make(map[string]string, len(values))
 	for _, v := range tp.Vars {
 		val, ok := values[v.Name]

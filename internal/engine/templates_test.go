@@ -540,7 +540,7 @@ func TestTemplateValuesNeverCarryCredentials(t *testing.T) {
 		srv.AddReceivingMiddleware(log.middleware)
 		return srv, log
 	}
-	task := fmt.Sprintf(`notes on guides/intro.md and keys/%s.pem; fetch https://bob:hunter2pass@git.example/r.git; quote "%s" and "Bearer abcdef0123456789"`, daemonToken, otherToken)
+	task := fmt.Sprintf(`notes on guides/intro.md, engineering/roadmap.md and keys/%s.pem; fetch https://bob:hunter2pass@git.example/r.git; quote "%s" and "Bearer abcdef0123456789"`, daemonToken, otherToken)
 	leaks := []string{daemonToken, "dtok-9Qz8", otherToken, "ghp_4kP0", "hunter2pass", "abcdef0123456789"}
 
 	for _, tc := range []struct {
@@ -552,7 +552,7 @@ func TestTemplateValuesNeverCarryCredentials(t *testing.T) {
 			srv, log := hostile()
 			other := mcptest.NewServer(map[string]string{"doc://other": "other"}, nil)
 			cfg := &config.Config{Auth: config.Auth{Token: daemonToken}, Servers: []config.Server{
-				{Name: "github", Transport: config.TransportHTTP, URL: "https://api.example/mcp", Headers: map[string]string{"Authorization": "Bearer " + otherToken}},
+				{Name: "github", Transport: config.TransportHTTP, URL: "https://api.example/mcp?workspace=engineering", Headers: map[string]string{"Authorization": "Bearer " + otherToken}},
 				{Name: "notes", Transport: config.TransportStdio, Command: "unused", NoTemplateExpansion: !tc.expand},
 			}}
 			eng := newEngineOpts(t, "", map[string]*mcpsdk.Server{"notes": srv, "github": other}, engine.Options{Config: cfg})
@@ -567,6 +567,11 @@ func TestTemplateValuesNeverCarryCredentials(t *testing.T) {
 			asked := log.with("guides/intro.md")
 			if tc.expand && tc.prefixes == nil && len(asked) == 0 {
 				t.Errorf("the harmless value guides/intro.md was not expanded: the test proves nothing (%v)", log.sent)
+			}
+			// A word another server's configuration holds (a query value)
+			// is no credential.
+			if tc.expand && tc.prefixes == nil && len(log.with("engineering/roadmap.md")) == 0 {
+				t.Errorf("engineering/roadmap.md was not expanded: a word-like configured value was taken for a credential")
 			}
 			if (!tc.expand || tc.prefixes != nil) && len(asked) > 0 {
 				t.Errorf("the server received the task's values: %v", asked)

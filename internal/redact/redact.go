@@ -52,6 +52,7 @@ var (
 // concurrent use and immutable after New.
 type Redactor struct {
 	secrets []string // longest first, so a secret containing another is masked whole
+	strong  []string // the credential-like ones and their encodings (see Holds)
 
 	// pieces holds every run of pieceBytes bytes of each secret that
 	// looks generated (see random), as it is written or escaped (not its
@@ -83,9 +84,13 @@ const pieceBytes = 8
 // with "/" written "\/"; Go's %q).
 func New(secrets ...string) *Redactor {
 	r := &Redactor{pieces: map[uint64]bool{}}
+	strong := false // the secret being added is credential-like
 	add := func(s string, pieces bool) {
 		if len(s) >= minSecret && !slices.Contains(r.secrets, s) {
 			r.secrets = append(r.secrets, s)
+		}
+		if strong && !slices.Contains(r.strong, s) {
+			r.strong = append(r.strong, s)
 		}
 		for i := 0; pieces && i+pieceBytes <= len(s); i++ {
 			w := s[i : i+pieceBytes]
@@ -98,6 +103,7 @@ func New(secrets ...string) *Redactor {
 			continue
 		}
 		pieces := random(s)
+		strong = credentialLike(s)
 		add(s, pieces)
 		add(url.QueryEscape(s), pieces)
 		add(url.PathEscape(s), pieces)
@@ -160,16 +166,31 @@ const Cut = "…"
 // are masked as next to Cut.
 const asciiCut = "..."
 
-// String returns s without the code points that show as nothing (zero-width
-// spaces, soft hyphens and the other default-ignorable ones), with every
-// secret masked, and the pieces of a secret
+// String returns s with every secret masked, also one spelled with
+// characters that show as nothing between its own (zero-width spaces, soft
+// hyphens and the other default-ignorable code points: s loses those when
+// something was masked), and the pieces of a secret
 // that a cut left: next to each Cut, the longest run of at least four
 // bytes that ends the text before it and begins a secret, or begins the
 // text after it and ends a secret (a server's 1 KiB error quoting a token
 // at byte 980 was cut inside the token, whole secrets only masked, and
 // 45 of its 47 bytes reached callers).
 func (r *Redactor) String(s string) string {
-	s = r.maskSecrets(visible(s))
+	if v := visible(s); v != s {
+		// Matched without what shows as nothing; the text keeps it (an
+		// emoji's joiners, a Persian word's non-joiner) unless something
+		// had to be masked.
+		if red := r.mask(v); red != v {
+			return red
+		}
+		return s
+	}
+	return r.mask(s)
+}
+
+// mask is String for text without invisible characters.
+func (r *Redactor) mask(s string) string {
+	s = r.maskSecrets(s)
 	s = urlRE.ReplaceAllStringFunc(s, URL)
 	s = schemeRE.ReplaceAllString(s, "$1 "+Mask)
 	return keyRE.ReplaceAllString(s, "${1}"+Mask)
@@ -188,22 +209,63 @@ func (r *Redactor) maskSecrets(s string) string {
 	return r.maskPieces(s)
 }
 
-// Holds reports whether s holds a credential: one of r's secrets (in any
-// form String masks, or a piece of one), a URL with user info, a value
-// after "Bearer "/"Basic " or a secret-named key ("token=", "password:"),
-// or a character that shows as nothing (which could hide one). It is
-// String's test for text that is about to be sent rather than shown: a
-// URL's plain query values ("?page=2") do not count.
+// Holds reports whether s holds a credential, for text about to be sent
+// rather than shown: one of r's secrets that looks like a credential (8
+// bytes or more, with a digit or a symbol: not a word such as a URL's
+// user name "postgres" or a query value "engineering"), in any form
+// String masks, or a piece of a generated one; a URL with user info, or
+// with a query value that looks generated (?key=AIza…, X-Amz-Signature=…);
+// a credential-like value after "Bearer "/"Basic "; or any value after a
+// secret-named key ("token=", "password:", but not "pageToken="). It is
+// checked with the characters that show as nothing removed.
 func (r *Redactor) Holds(s string) bool {
-	if visible(s) != s || r.maskSecrets(s) != s || schemeRE.MatchString(s) || keyRE.MatchString(s) {
-		return true
-	}
-	for _, u := range urlRE.FindAllString(s, -1) {
-		if p, err := url.Parse(u); err != nil && strings.Contains(u, "@") || err == nil && p.User != nil {
+	v := visible(s)
+	if r != nil {
+		for _, sec := range r.strong {
+			if strings.Contains(v, sec) {
+				return true
+			}
+		}
+		if r.maskPieces(v) != v {
 			return true
 		}
 	}
+	if holdsKeyRE.MatchString(v) {
+		return true
+	}
+	for _, m := range schemeRE.FindAllString(v, -1) {
+		if _, tok, _ := strings.Cut(m, " "); strings.ContainsAny(strings.TrimSpace(tok), "0123456789+/=") {
+			return true
+		}
+	}
+	for _, u := range urlRE.FindAllString(v, -1) {
+		p, err := url.Parse(u)
+		if err != nil {
+			if strings.Contains(u, "@") {
+				return true
+			}
+			continue
+		}
+		if p.User != nil {
+			return true
+		}
+		for _, vals := range p.Query() {
+			if slices.ContainsFunc(vals, random) {
+				return true
+			}
+		}
+	}
 	return false
+}
+
+// holdsKeyRE is keyRE for Holds: the key begins a word, so "pageToken=2"
+// and "next_page_token=3" are not credentials.
+var holdsKeyRE = regexp.MustCompile(`(?i)\b(?:access[_-]?token|refresh[_-]?token|api[_-]?key|apikey|auth[_-]?token|client[_-]?secret|secret|password|passwd|pwd|token)"?\s*[=:]\s*"?[^\s"'&,;]+`)
+
+// credentialLike reports whether a configured secret is one Holds looks
+// for: 8 bytes or more, with a digit or a symbol.
+func credentialLike(s string) bool {
+	return len(s) >= 8 && strings.IndexFunc(s, func(c rune) bool { return !unicode.IsLetter(c) && !unicode.IsSpace(c) }) >= 0
 }
 
 // ignorable are the code points a terminal or a browser shows as nothing
@@ -568,7 +630,7 @@ func unsafe(c rune, keepLines bool) bool {
 		return true
 	case c >= 0x202a && c <= 0x202e, c >= 0x2066 && c <= 0x2069: // bidi embeddings, overrides, isolates
 		return true
-	case c == 0xad, c == 0x61c, c == 0x180e, c == 0x200b, c == 0x200e, c == 0x200f, c >= 0x2060 && c <= 0x2064, c == 0xfeff:
+	case c == 0xad, c == 0x180e, c == 0x200b, c >= 0x2060 && c <= 0x2064, c == 0xfeff:
 		// Characters that show as nothing and could hide a value's
 		// true spelling (zero-width joiners, which emoji need, are kept).
 		return true

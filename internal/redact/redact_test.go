@@ -79,6 +79,7 @@ func TestControlEscapesWhatATerminalActsOn(t *testing.T) {
 		{"bidi\u202eevil", `bidi\u202eevil`, `bidi\u202eevil`},
 		{"bad\xffutf8", `bad\xffutf8`, `bad\xffutf8`},
 		{"zero\u200bwidth soft\u00adhyphen\ufeff", `zero\u200bwidth soft\xadhyphen\ufeff`, `zero\u200bwidth soft\xadhyphen\ufeff`},
+		{"עברית\u200f", "עברית\u200f", "עברית\u200f"}, // a bidi mark is no override
 		{"emoji 👩\u200d💻", "emoji 👩\u200d💻", "emoji 👩\u200d💻"},
 	}
 	for _, tt := range tests {
@@ -117,16 +118,33 @@ func TestSecretsSpelledWithInvisibleCharactersAreMasked(t *testing.T) {
 }
 
 func TestHoldsTellsCredentialsFromPlainValues(t *testing.T) {
-	r := redact.New("ghp_Zx81kQ0pLm27vB4nT9")
+	// A token, and word-like values a configuration also holds (a query
+	// value, a database URL's user name).
+	r := redact.New("ghp_Zx81kQ0pLm27vB4nT9", "json", "engineering", "postgres")
 	for _, s := range []string{"ghp_Zx81kQ0pLm27vB4nT9", "keys/ghp_Zx81kQ0pLm27vB4nT9.pem", "Zx81kQ0pLm27", // a piece
-		"https://bob:pw@git.example/r", "Bearer abcdef0123456789", "api_key=abc", "?access_token=x", "a\u200bb"} {
+		"g\u200bh\u200bp_Zx81kQ0pLm27vB4nT9", // spelled with zero-width spaces
+		"https://bob:pw@git.example/r", "Bearer abcdef0123456789", "api_key=abc", "?access_token=x", "x-api-key: abc",
+		"https://maps.example/v1?key=AIzaSyD0123456789abcdefgh", "https://b.example/o?X-Amz-Signature=4f9a0c1d2e3b4a5f6789"} {
 		if !r.Holds(s) {
 			t.Errorf("Holds(%q) = false, want true", s)
 		}
 	}
-	for _, s := range []string{"guides/intro.md", "https://example.com/doc?page=2", "ABC-123", "alice", "token"} {
+	for _, s := range []string{"guides/intro.md", "https://example.com/doc?page=2", "ABC-123", "alice", "token",
+		"package.json", "engineering/roadmap.md", "postgres-setup.md", "Basic authentication", "basic configuration",
+		"pageToken=abc", "next_page_token=3", "santa_secret=1", "👩\u200d💻 notes", "می\u200cخواهم"} {
 		if r.Holds(s) {
 			t.Errorf("Holds(%q) = true, want false", s)
+		}
+	}
+}
+
+// Text with joiners and other invisible characters that hides no secret is
+// kept as it is; one that does is masked.
+func TestStringKeepsInvisibleCharactersWhenNothingIsMasked(t *testing.T) {
+	r := redact.New("ghp_Zx81kQ0pLm27vB4nT9")
+	for _, s := range []string{"👩\u200d💻 reads ❤\ufe0f", "می\u200cخواهم", "soft\u00adhyphen"} {
+		if got := r.String(s); got != s {
+			t.Errorf("String(%+q) = %+q, want it unchanged", s, got)
 		}
 	}
 }
