@@ -188,6 +188,10 @@ var restartOnly = []struct {
 func keepRestartOnly(cur, next *config.Config) *config.Config {
 	c := *next
 	c.DataDir, c.Tokenizer, c.Embedder = cur.DataDir, cur.Tokenizer, cur.Embedder
+	// The daemon keeps serving with the token it started with (auth is
+	// restart-only for serve): that token stays the one masked, screened
+	// from template values and withheld from stdio servers.
+	c.Auth = cur.Auth
 	c.Servers = slices.Clone(next.Servers)
 	return &c
 }

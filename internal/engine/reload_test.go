@@ -168,6 +168,7 @@ func TestReloadKeepsRestartOnlySettings(t *testing.T) {
 	eng := newEngine(t, "", map[string]*mcpsdk.Server{"a": a}, 0)
 	next := *eng.Config()
 	next.Tokenizer, next.Embedder, next.DataDir = "o200k_base", config.EmbedderGloVe, "/elsewhere"
+	next.Auth.Token = "a-token-serve-does-not-use-yet-0123"
 	next.Limits.MaxPins = 2
 	ch, err := eng.Reload(t.Context(), &next)
 	if err != nil {
@@ -179,7 +180,7 @@ func TestReloadKeepsRestartOnlySettings(t *testing.T) {
 	if !ch.Empty() || ch.Kept != 1 {
 		t.Errorf("changes = %+v; want the server kept", ch)
 	}
-	if got := eng.Config(); got.Tokenizer == "o200k_base" || got.DataDir == "/elsewhere" {
+	if got := eng.Config(); got.Tokenizer == "o200k_base" || got.DataDir == "/elsewhere" || got.Auth.Token != "" {
 		t.Errorf("restart-only settings applied: %+v", got)
 	}
 	if eng.Tokenizer() != "cl100k_base" {
