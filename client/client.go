@@ -50,7 +50,7 @@ const errorDomain = "contextd"
 // ErrNoDaemon is matched (errors.Is) by the error of a call that nothing
 // answered: no daemon listens at the address, or it could not be reached.
 // A daemon's own UNAVAILABLE (no server in scope has synced yet) does not
-// match it.
+// match it, nor does a connection that ended under the call.
 var ErrNoDaemon = errors.New("no daemon answering")
 
 // Options say how to reach a daemon. The zero value dials in plain text
@@ -97,9 +97,14 @@ type Client struct {
 // retryConfig retries a call that failed UNAVAILABLE (its connection was
 // closed before the answer: a daemon with every connection slot taken
 // closes idle ones to make room, and a call sent as its connection closed
-// is lost) up to twice, after 0.1 and 0.2 s (each with gRPC's jitter).
-// Every ContextService call only reads, so sending it again is safe. The daemon's own UNAVAILABLE (no server in
-// scope could answer) says not to retry (server pushback).
+// is lost) up to twice, after a random wait of up to 0.1 s, then 0.2 s.
+// Every ContextService call only reads, so sending it again is safe for
+// the daemon (it may read upstream resources again). The daemon's own
+// UNAVAILABLE (no server in scope could answer) says not to retry (server
+// pushback). Retries stop while more than half of a client's recent calls
+// failed (retryThrottling), so clients do not pile onto a daemon already
+// shedding connections. Options.DialOptions with grpc.WithDisableRetry()
+// turns retries off.
 const retryConfig = `{"methodConfig": [{
   "name": [{"service": "contextd.v1.ContextService"}],
   "retryPolicy": {
@@ -109,7 +114,8 @@ const retryConfig = `{"methodConfig": [{
     "backoffMultiplier": 2,
     "retryableStatusCodes": ["UNAVAILABLE"]
   }
-}]}`
+}],
+"retryThrottling": {"maxTokens": 10, "tokenRatio": 0.1}}`
 
 // Dial returns a Client for the daemon at addr: "host:port" (TCP) or
 // "unix:///absolute/path" (a unix socket). It does not wait for the
@@ -255,9 +261,7 @@ type Error struct {
 // `contextd serve`): …".
 func (e *Error) Error() string {
 	if e.noDaemon() {
-		if strings.Contains(e.Status.Message(), "error reading from server") {
-			// Connected, then the connection ended under the call (a
-			// daemon making room, restarting, or a network cut).
+		if e.lost() {
 			return fmt.Sprintf("the daemon at %s closed the connection before answering (try again): %s", e.Addr, e.Status.Message())
 		}
 		return fmt.Sprintf("no daemon answering at %s (start one with `contextd serve`): %s", e.Addr, e.Status.Message())
@@ -265,8 +269,16 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("daemon at %s: %s: %s", e.Addr, e.Status.Code(), e.Status.Message())
 }
 
-// Is reports whether target is ErrNoDaemon and nothing answered.
-func (e *Error) Is(target error) bool { return target == ErrNoDaemon && e.noDaemon() }
+// Is reports whether target is ErrNoDaemon and nothing answered: not when
+// a connection was made and ended under the call.
+func (e *Error) Is(target error) bool { return target == ErrNoDaemon && e.noDaemon() && !e.lost() }
+
+// lost reports a connection that ended under the call (a daemon making
+// room or restarting, a network cut): grpc-go's words for a read that
+// failed on a connection it had.
+func (e *Error) lost() bool {
+	return strings.Contains(e.Status.Message(), "error reading from server")
+}
 
 // GRPCStatus returns the call's status (for status.FromError).
 func (e *Error) GRPCStatus() *status.Status { return e.Status }

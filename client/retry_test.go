@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"errors"
 	"net"
 	"strings"
 	"sync/atomic"
@@ -79,10 +80,10 @@ func TestUnavailableCallsAreRetriedUnlessTheDaemonSaysNot(t *testing.T) {
 func TestALostConnectionIsNotNoDaemon(t *testing.T) {
 	lost := &client.Error{Addr: "127.0.0.1:1", Status: status.New(codes.Unavailable, "error reading from server: EOF")}
 	refused := &client.Error{Addr: "127.0.0.1:1", Status: status.New(codes.Unavailable, `connection error: desc = "transport: Error while dialing: dial tcp 127.0.0.1:1: connect: connection refused"`)}
-	if msg := lost.Error(); !strings.Contains(msg, "closed the connection before answering") {
-		t.Errorf("lost: %q", msg)
+	if msg := lost.Error(); !strings.Contains(msg, "closed the connection before answering") || errors.Is(lost, client.ErrNoDaemon) {
+		t.Errorf("lost: %q (ErrNoDaemon %v)", msg, errors.Is(lost, client.ErrNoDaemon))
 	}
-	if msg := refused.Error(); !strings.HasPrefix(msg, "no daemon answering at 127.0.0.1:1") {
-		t.Errorf("refused: %q", msg)
+	if msg := refused.Error(); !strings.HasPrefix(msg, "no daemon answering at 127.0.0.1:1") || !errors.Is(refused, client.ErrNoDaemon) {
+		t.Errorf("refused: %q (ErrNoDaemon %v)", msg, errors.Is(refused, client.ErrNoDaemon))
 	}
 }
