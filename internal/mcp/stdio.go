@@ -149,8 +149,8 @@ func (p *process) exitStatus() (bool, string) {
 
 // Close closes stdin and waits for the server to exit, escalating to SIGTERM
 // and then SIGKILL after td each, sent to its whole process group on Unix;
-// once it has exited, the rest of its group gets SIGTERM. Safe to call
-// more than once.
+// once it has exited, the rest of its group gets SIGTERM, and SIGKILL td
+// later. Safe to call more than once.
 func (p *process) Close() error {
 	p.closeOnce.Do(func() {
 		p.closeErr = p.stop()
@@ -164,11 +164,14 @@ func (p *process) stop() error {
 		return fmt.Errorf("closing stdin: %v", err)
 	}
 	// Once the server has exited, what is left of its process group
-	// (children it started and did not stop) is told to stop too.
+	// (children it started and did not stop) is told to stop too, and
+	// killed td later if it has not.
 	defer func() {
 		select {
 		case <-p.exited:
-			_ = signalGroup(p.cmd, syscall.SIGTERM)
+			if signalGroup(p.cmd, syscall.SIGTERM) == nil {
+				time.AfterFunc(p.td, func() { _ = signalGroup(p.cmd, syscall.SIGKILL) })
+			}
 		default:
 		}
 	}()
