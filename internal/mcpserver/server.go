@@ -218,9 +218,10 @@ type Server struct {
 	stop          chan struct{}  // closed when Run returns
 	posts         *posts         // the session POSTs being served, for their calls
 
-	// waitedOut holds the ready channels (one per mirror) of synced
-	// servers whose first content pass a request has already waited
-	// ReadyWait for in vain: later requests do not wait for them again.
+	// waitedOut (guarded by mu) holds the ready channels (one per mirror)
+	// of synced servers whose first content pass a request has already
+	// waited ReadyWait for in vain: later requests do not wait for them
+	// again.
 	waitedOut map[<-chan struct{}]bool
 }
 

@@ -799,12 +799,24 @@ func TestASlowFirstContentPassDelaysOneRequestOnly(t *testing.T) {
 		}
 	})
 	fast := mcptest.NewServer(map[string]string{"doc://arch": "architecture of the billing service"}, nil)
-	const wait = time.Second
+	// Waits are told apart by a margin of seconds: a request that waits
+	// takes ReadyWait, one that does not takes milliseconds.
+	const wait = 2 * time.Second
 	f := startFacade(t, map[string]*mcpsdk.Server{"fast": fast, "slow": slow}, &mcpserver.Options{ReadyWait: wait},
 		engine.Options{ReadTimeout: time.Hour})
 	t.Cleanup(func() { close(stop) })
-	for f.eng.Servers()[1].Syncs == 0 { // sorted: fast, slow
-		time.Sleep(10 * time.Millisecond)
+	synced := func() bool {
+		for _, st := range f.eng.Servers() {
+			if st.Server == "slow" {
+				return st.Syncs > 0
+			}
+		}
+		return false
+	}
+	for deadline := time.Now().Add(10 * time.Second); !synced(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the slow server did not sync its list within 10 s")
+		}
 	}
 	cs := f.connect(t, nil)
 	search := func(ctx context.Context) error {
