@@ -54,6 +54,23 @@ func redactedStore(u *url.URL) string {
 	return c.Redacted()
 }
 
+// Secrets returns every credential c holds: each server's (Server.Secrets),
+// the store's, the remote embedder's and the daemon's auth.token. contextd
+// masks them in what it shows, keeps them out of stdio servers'
+// environments and out of template values.
+func (c *Config) Secrets() []string {
+	var out []string
+	for _, srv := range c.Servers {
+		out = append(out, srv.Secrets()...)
+	}
+	out = append(out, c.StoreSecrets()...)
+	out = append(out, c.EmbedderSecrets()...)
+	if c.Auth.Token != "" {
+		out = append(out, c.Auth.Token)
+	}
+	return out
+}
+
 // StoreSecrets returns the credentials in Store (its password, and a
 // password= parameter), for redaction.
 func (c *Config) StoreSecrets() []string {

@@ -223,13 +223,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	}
 	// Every server's credentials are masked everywhere: one server's error
 	// may quote another's (a shared proxy URL, a copied header).
-	var secrets []string
-	for _, srv := range opts.Config.Servers {
-		secrets = append(secrets, srv.Secrets()...)
-	}
-	secrets = append(secrets, opts.Config.StoreSecrets()...)
-	secrets = append(secrets, opts.Config.Auth.Token)
-	red := redact.New(append(secrets, opts.Config.EmbedderSecrets()...)...)
+	red := redact.New(opts.Config.Secrets()...)
 	log = slog.New(redact.Handler(log.Handler(), red))
 	tok, err := budget.NewTokenizer(opts.Config.Tokenizer)
 	if err != nil {
@@ -346,11 +340,7 @@ func (e *Engine) newMirror(cfg *config.Config, srv config.Server, red *redact.Re
 	}
 	// No stdio server inherits the daemon's token or another server's
 	// credentials from contextd's environment.
-	hidden := append([]string{cfg.Auth.Token}, cfg.EmbedderSecrets()...)
-	hidden = append(hidden, cfg.StoreSecrets()...)
-	for _, s := range cfg.Servers {
-		hidden = append(hidden, s.Secrets()...)
-	}
+	hidden := cfg.Secrets()
 	mo := ctxsync.Options{Server: srv.Name, Dial: dial, Index: e.ix, Logger: e.log.With("component", "sync"), PollInterval: cfg.PollInterval, Redact: red,
 		Observer: mirrorObserver{e}, HiddenEnv: hidden, ContentBytes: cfg.ContentBytes, ContentPassTime: cfg.ContentPassTime}
 	if srv.NoContentIndex {

@@ -66,14 +66,9 @@ func (e *Engine) Reload(ctx context.Context, cfg *config.Config) (Changes, error
 	cfg = keepRestartOnly(old.cfg, cfg)
 	all := cfg.PollInterval != old.cfg.PollInterval || cfg.MaxMessageBytes != old.cfg.MaxMessageBytes
 
-	var secrets []string
-	for _, srv := range cfg.Servers {
-		secrets = append(secrets, srv.Secrets()...)
-	}
-	// The store and the embedder stay as they were (restart-only): their
-	// secrets are cfg's, kept from the old configuration.
-	secrets = append(secrets, cfg.Auth.Token)
-	red := redact.New(append(append(secrets, cfg.StoreSecrets()...), cfg.EmbedderSecrets()...)...)
+	// The store, the embedder and auth stay as they were (restart-only):
+	// their secrets are cfg's, kept from the old configuration.
+	red := redact.New(cfg.Secrets()...)
 	next := &serverSet{cfg: cfg, mirrors: make(map[string]*ctxsync.Mirror, len(cfg.Servers)), limits: cfg.Limits.WithDefaults(), red: red}
 	var stop []*ctxsync.Mirror
 	for _, srv := range cfg.Servers {
