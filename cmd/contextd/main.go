@@ -29,6 +29,7 @@ import (
 )
 
 func main() {
+	hideEnviron()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()

@@ -31,11 +31,26 @@ func (e *Engine) checkPins(pins []resource.Key) error {
 		if _, known := e.mirror(k.Server); !known || k.URI == "" {
 			continue // Assemble reports these
 		}
+		if err := e.carriesCredential(k); err != nil {
+			return err
+		}
 		if !e.readable(k, &tries) {
 			return fmt.Errorf("%w: pinned %q: server %q does not list it and none of its templates yields it (set allow_unlisted_pins: true on the server to pin any URI)", ErrInvalidArgument, k.URI, k.Server)
 		}
 	}
 	return nil
+}
+
+// carriesCredential refuses a URI the server does not list that holds a
+// credential (redact.Redactor.Holds: a configured secret such as another
+// server's token or the daemon's, user info, a bearer value): a caller led
+// to pin one, or to read it, would send it to that server. The error does
+// not quote the URI. Errors: ErrInvalidArgument.
+func (e *Engine) carriesCredential(k resource.Key) error {
+	if _, listed := e.ix.Get(k); listed || !e.set().red.Holds(k.URI) {
+		return nil
+	}
+	return fmt.Errorf("%w: a URI for server %q holds a credential (a configured secret, user info or a token value): it is not sent", ErrInvalidArgument, k.Server)
 }
 
 // readable reports whether the pin policy lets a caller have k read: its

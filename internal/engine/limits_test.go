@@ -97,6 +97,30 @@ func TestPinsMustBeListedOrOfferedByATemplate(t *testing.T) {
 	}
 }
 
+// A pin or read whose URI holds a credential (the daemon's token, another
+// server's, a bearer value) is not sent, whatever the pin policy, and the
+// error does not quote it.
+func TestPinsHoldingACredentialAreNotSent(t *testing.T) {
+	const daemonToken = "dtok-9Qz81LmXw02VbNc7"
+	for _, allow := range []bool{false, true} {
+		n := newNaiveFileServer("file:///srv/docs/{+path}")
+		cfg := &config.Config{Auth: config.Auth{Token: daemonToken}, Servers: []config.Server{{Name: "fs", Transport: config.TransportStdio, Command: "unused", AllowUnlistedPins: allow}}}
+		eng := newEngineOpts(t, "", map[string]*mcpsdk.Server{"fs": n.srv}, engine.Options{Config: cfg})
+		for _, uri := range []string{"file:///srv/docs/" + daemonToken, "file:///srv/docs/token=abc123/x", "file:///srv/docs/Bearer%20abcdef0123456789"} {
+			_, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "readme", TokenBudget: 100, Pinned: pin(uri)})
+			if !errors.Is(err, engine.ErrInvalidArgument) || !strings.Contains(err.Error(), "holds a credential") || strings.Contains(err.Error(), "9Qz81") {
+				t.Errorf("allow_unlisted_pins %v, pin %s: err = %v, want ErrInvalidArgument saying it holds a credential", allow, uri, err)
+			}
+			if _, _, err := eng.Read(t.Context(), resource.Key{Server: "fs", URI: uri}); !errors.Is(err, engine.ErrInvalidArgument) {
+				t.Errorf("allow_unlisted_pins %v, read %s: err = %v, want ErrInvalidArgument", allow, uri, err)
+			}
+			if n.read(uri) {
+				t.Errorf("allow_unlisted_pins %v: %s was read from the server", allow, uri)
+			}
+		}
+	}
+}
+
 func TestUnlistedPinsNeedTheServersOptIn(t *testing.T) {
 	n := newNaiveFileServer("")
 	eng := fileEngine(t, n, true, config.Limits{})

@@ -59,6 +59,9 @@ func (e *Engine) Read(ctx context.Context, k resource.Key) ([]resource.Content, 
 	if st := m.Status(); st.Syncs == 0 {
 		return nil, ctxsync.Fetch{}, fmt.Errorf("server %q has not synced yet: %w", k.Server, ctxsync.ErrUnavailable)
 	}
+	if err := e.carriesCredential(k); err != nil {
+		return nil, ctxsync.Fetch{}, err
+	}
 	if tries := maxTemplateMatches; !e.readable(k, &tries) {
 		return nil, ctxsync.Fetch{}, fmt.Errorf("%w: resource %q not found: server %q does not list it and none of its templates yields it (set allow_unlisted_pins: true on the server to read any URI)", ErrInvalidArgument, k.URI, k.Server)
 	}

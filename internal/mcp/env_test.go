@@ -21,6 +21,8 @@ func TestStdioServersDoNotInheritOtherCredentials(t *testing.T) {
 	t.Setenv("SEC2_REPO_URL", "https://x-access-token:other-servers-key-0123456789@git.example/r.git")
 	t.Setenv("SEC2_OPTS", "--verbose token=daemon-token-0123456789abcdef")
 	t.Setenv("SEC2_ESCAPED", "https://h/?k=pass%2Fword%3D0123456789")
+	t.Setenv("SEC2_B64", "ZGFlbW9uLXRva2VuLTAxMjM0NTY3ODlhYmNkZWY=")                 // base64 of the daemon token
+	t.Setenv("SEC2_HEX", "6f746865722d736572766572732d6b65792d30313233343536373839") // hex of the other key
 	// Word-like secrets (a database URL's user name, a query value) are
 	// only withheld when a value is exactly one of them.
 	t.Setenv("SEC2_PATHLIKE", "/usr/lib/postgresql/16/bin:/home/me/engineering")
@@ -39,7 +41,7 @@ func TestStdioServersDoNotInheritOtherCredentials(t *testing.T) {
 		t.Fatalf("read the server's environment: %v, %v", cs, err)
 	}
 	env := "\n" + cs[0].Text + "\n"
-	for _, gone := range []string{"SEC2_DAEMON_TOKEN=", "SEC2_OTHER_SERVERS_KEY=", "SEC2_REPO_URL=", "SEC2_OPTS=", "SEC2_ESCAPED=", "SEC2_WORD="} {
+	for _, gone := range []string{"SEC2_DAEMON_TOKEN=", "SEC2_OTHER_SERVERS_KEY=", "SEC2_REPO_URL=", "SEC2_OPTS=", "SEC2_ESCAPED=", "SEC2_WORD=", "SEC2_B64=", "SEC2_HEX="} {
 		if strings.Contains(env, "\n"+gone) {
 			t.Errorf("the server inherited %s…", gone)
 		}

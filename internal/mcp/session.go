@@ -2,6 +2,8 @@ package mcp
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -115,8 +117,8 @@ type Options struct {
 	// HiddenEnv are credentials (the daemon's token, every server's
 	// secrets) that a stdio server must not inherit: a variable of
 	// contextd's environment whose value is one of them (8 bytes or more),
-	// or holds one that looks generated (redact.Generated), as written or
-	// percent-encoded, is left out of the server's environment
+	// or holds one that looks generated (redact.Generated), as written,
+	// percent-encoded, in base64 or in hex, is left out of the server's environment
 	// (REPO_URL=https://x:TOKEN@host as much as TOKEN itself). The
 	// server's own env entries are passed whatever they hold.
 	HiddenEnv []string
@@ -543,7 +545,7 @@ const minHidden = 8
 
 // inheritedEnv returns env ("KEY=value" entries) without the variables
 // whose value is one of hidden, or holds one that looks generated (see
-// redact.Generated), as written or percent-encoded: a stdio server
+// redact.Generated), as written, percent-encoded, in base64 or in hex: a stdio server
 // inherits contextd's environment (PATH, HOME, …) but not the credentials
 // it holds for the daemon and for the other servers, whole or inside a URL
 // or a "key=value" list. A value that merely contains a word-like secret
@@ -560,7 +562,13 @@ func inheritedEnv(env, hidden []string) []string {
 		if !redact.Generated(h) {
 			continue
 		}
-		for _, e := range []string{h, url.QueryEscape(h), url.PathEscape(h)} {
+		forms := []string{h, url.QueryEscape(h), url.PathEscape(h), hex.EncodeToString([]byte(h)), strings.ToUpper(hex.EncodeToString([]byte(h)))}
+		for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding, base64.RawStdEncoding, base64.RawURLEncoding} {
+			// Without padding: the encoding inside a longer one (a
+			// Docker auth's base64 of "user:TOKEN" aside) ends anywhere.
+			forms = append(forms, strings.TrimRight(enc.EncodeToString([]byte(h)), "="))
+		}
+		for _, e := range forms {
 			if !slices.Contains(within, e) {
 				within = append(within, e)
 			}

@@ -242,8 +242,15 @@ func (r *Redactor) maskSecrets(s string) string {
 // with a query value that looks generated (?key=AIza…, X-Amz-Signature=…);
 // a credential-like value after "Bearer "/"Basic "; or any value after a
 // secret-named key ("token=", "password:", but not "pageToken="). It is
-// checked as s reads (see skeleton).
+// checked as s reads (see skeleton), and percent-decoded.
 func (r *Redactor) Holds(s string) bool {
+	if u, err := url.PathUnescape(s); err == nil && u != s && r.holds(u) {
+		return true // as a URI carries it
+	}
+	return r.holds(s)
+}
+
+func (r *Redactor) holds(s string) bool {
 	v := skeleton(s)
 	if r != nil {
 		for _, sec := range r.strong {

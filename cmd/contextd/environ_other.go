@@ -1,0 +1,6 @@
+//go:build !linux
+
+package main
+
+// hideEnviron does nothing off Linux.
+func hideEnviron() {}
