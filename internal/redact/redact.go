@@ -262,7 +262,7 @@ func (r *Redactor) holds(s string) bool {
 			return true
 		}
 	}
-	if holdsKeyRE.MatchString(v) {
+	if holdsKeyRE.MatchString(v) || userInfoRE.MatchString(v) {
 		return true
 	}
 	for _, m := range schemeRE.FindAllString(v, -1) {
@@ -293,6 +293,11 @@ func (r *Redactor) holds(s string) bool {
 // holdsKeyRE is keyRE for Holds: the key begins a word, so "pageToken=2"
 // and "next_page_token=3" are not credentials.
 var holdsKeyRE = regexp.MustCompile(`(?i)\b(?:` + secretKeys + `)['"]?\s*(?:=>|[=:])\s*['"]?[^\s"'&,;<]+`)
+
+// userInfoRE finds user info without a scheme before it ("bob:pw@db:5432",
+// "//bob:pw@host", "https:/bob:pw@host"): a name, ":", a password and "@"
+// before a host name.
+var userInfoRE = regexp.MustCompile(`(?:^|[\s/'"(=])[A-Za-z0-9._%+-]+:[^\s@/:]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*`)
 
 // credentialLike reports whether a configured secret is one Holds looks
 // for: 8 bytes or more, with a digit or a symbol.

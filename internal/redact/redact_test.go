@@ -124,14 +124,15 @@ func TestHoldsTellsCredentialsFromPlainValues(t *testing.T) {
 	for _, s := range []string{"ghp_Zx81kQ0pLm27vB4nT9", "keys/ghp_Zx81kQ0pLm27vB4nT9.pem", "Zx81kQ0pLm27", // a piece
 		"g\u200bh\u200bp_Zx81kQ0pLm27vB4nT9", // spelled with zero-width spaces
 		"https://bob:pw@git.example/r", "Bearer abcdef0123456789", "api_key=abc", "?access_token=x", "x-api-key: abc",
-		"https://maps.example/v1?key=AIzaSyD0123456789abcdefgh", "https://b.example/o?X-Amz-Signature=4f9a0c1d2e3b4a5f6789"} {
+		"https://maps.example/v1?key=AIzaSyD0123456789abcdefgh", "https://b.example/o?X-Amz-Signature=4f9a0c1d2e3b4a5f6789",
+		"bob:pw@db.example.com:5432/prod", "//bob:pw@host/x", "https:/bob:pw@host/x"} {
 		if !r.Holds(s) {
 			t.Errorf("Holds(%q) = false, want true", s)
 		}
 	}
 	for _, s := range []string{"guides/intro.md", "https://example.com/doc?page=2", "ABC-123", "alice", "token",
 		"package.json", "engineering/roadmap.md", "postgres-setup.md", "Basic authentication", "basic configuration",
-		"pageToken=abc", "primary key: id", "👩\u200d💻 notes", "می\u200cخواهم"} {
+		"pageToken=abc", "primary key: id", "git@github.com:org/repo.git", "a: b@c", "👩\u200d💻 notes", "می\u200cخواهم"} {
 		if r.Holds(s) {
 			t.Errorf("Holds(%q) = true, want false", s)
 		}
