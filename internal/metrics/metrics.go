@@ -14,8 +14,10 @@
 package metrics
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/pprof"
+	"strconv"
 	"strings"
 	"time"
 
@@ -193,13 +195,54 @@ func (m *Metrics) Handler(withPprof bool) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg}))
 	if withPprof {
-		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		sem := make(chan struct{}, MaxProfiles)
+		mux.Handle("/debug/pprof/", boundProfile(sem, http.HandlerFunc(pprof.Index)))
+		mux.Handle("/debug/pprof/cmdline", boundProfile(sem, http.HandlerFunc(pprof.Cmdline)))
+		mux.Handle("/debug/pprof/profile", boundProfile(sem, http.HandlerFunc(pprof.Profile)))
+		mux.Handle("/debug/pprof/symbol", boundProfile(sem, http.HandlerFunc(pprof.Symbol)))
+		mux.Handle("/debug/pprof/trace", boundProfile(sem, http.HandlerFunc(pprof.Trace)))
 	}
 	return mux
+}
+
+// Bounds on pprof requests. net/http/pprof takes any seconds (a delta
+// heap profile, a CPU profile or a trace for an hour), and serves any
+// number at once: 1,100 connections each asking for an hour's heap delta
+// held every metrics_listen slot and grew the daemon to 3 GB, and one
+// trace read slower than it was made grew it 0.6 MB/s.
+const (
+	// MaxProfileSeconds is the longest profile or trace served, in
+	// seconds ("?seconds=" above it gets 400 Bad Request).
+	MaxProfileSeconds = 60
+	// MaxProfiles is how many pprof requests are served at once; others
+	// get 429 Too Many Requests at once.
+	MaxProfiles = 2
+)
+
+// boundProfile serves h within MaxProfileSeconds and MaxProfiles (sem).
+func boundProfile(sem chan struct{}, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The form pprof reads: the query and, for a POST of a form, its body.
+		if err := r.ParseForm(); err != nil {
+			http.Error(w, "bad request: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		if v := r.Form.Get("seconds"); v != "" {
+			if n, err := strconv.ParseFloat(v, 64); err != nil || !(n <= MaxProfileSeconds) {
+				http.Error(w, fmt.Sprintf("seconds: %q is not a number of seconds up to %d", v, MaxProfileSeconds), http.StatusBadRequest)
+				return
+			}
+		}
+		select {
+		case sem <- struct{}{}:
+			defer func() { <-sem }()
+		default:
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, fmt.Sprintf("%d profiles are being served; try again when one ends", MaxProfiles), http.StatusTooManyRequests)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // States are the values of contextd_server_state's state label.

@@ -2,8 +2,10 @@ package metrics_test
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -184,5 +186,70 @@ func TestPprofOnlyWhenAsked(t *testing.T) {
 		if want := map[bool]int{false: http.StatusNotFound, true: http.StatusOK}[on]; resp.StatusCode != want {
 			t.Errorf("pprof %v: /debug/pprof/ answered %d, want %d", on, resp.StatusCode, want)
 		}
+	}
+}
+
+// A profile is served for at most MaxProfileSeconds, and at most
+// MaxProfiles at once: an hour's heap delta or trace asked by many
+// connections held every slot and gigabytes.
+func TestProfilesAreBoundedInTimeAndNumber(t *testing.T) {
+	web := httptest.NewServer(metrics.New().Handler(true))
+	defer web.Close()
+	for _, path := range []string{"/debug/pprof/heap?seconds=3600", "/debug/pprof/trace?seconds=61", "/debug/pprof/profile?seconds=NaN", "/debug/pprof/goroutine?seconds=1e9"} {
+		resp, err := http.Get(web.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("%s: %d, want 400", path, resp.StatusCode)
+		}
+	}
+	// The same in a POSTed form.
+	resp, err := http.PostForm(web.URL+"/debug/pprof/trace", url.Values{"seconds": {"3600"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("POST trace seconds=3600: %d, want 400", resp.StatusCode)
+	}
+
+	// MaxProfiles 3-second deltas at once (each asked until it is
+	// served); one more, a second in, is refused at once.
+	var wg sync.WaitGroup
+	for range metrics.MaxProfiles {
+		wg.Go(func() {
+			for {
+				resp, err := http.Get(web.URL + "/debug/pprof/heap?seconds=3")
+				if err != nil {
+					return
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusTooManyRequests {
+					return
+				}
+			}
+		})
+	}
+	time.Sleep(time.Second)
+	resp, err = http.Get(web.URL + "/debug/pprof/cmdline")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusTooManyRequests {
+		t.Errorf("a profile beside %d running ones got %d, want 429", metrics.MaxProfiles, resp.StatusCode)
+	}
+	wg.Wait()
+	// Once they end, a profile is served again.
+	resp, err = http.Get(web.URL + "/debug/pprof/heap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("heap after the others ended: %d, want 200", resp.StatusCode)
 	}
 }

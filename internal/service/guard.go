@@ -157,12 +157,14 @@ func Guard(o GuardOptions) []grpc.ServerOption {
 }
 
 // bearerOK reports whether one of the authorization values is
-// "Bearer TOKEN", compared in constant time.
+// "Bearer TOKEN": the scheme in any case (RFC 9110 §11.1: "bearer" is
+// "Bearer"), the token compared in constant time.
 func bearerOK(values []string, token string) bool {
-	want := []byte("Bearer " + token)
+	const scheme = "Bearer "
 	ok := false
 	for _, got := range values {
-		if subtle.ConstantTimeCompare([]byte(got), want) == 1 {
+		if len(got) >= len(scheme) && strings.EqualFold(got[:len(scheme)], scheme) &&
+			subtle.ConstantTimeCompare([]byte(got[len(scheme):]), []byte(token)) == 1 {
 			ok = true
 		}
 	}
