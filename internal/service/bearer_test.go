@@ -37,6 +37,8 @@ func TestRequireBearerClosesRefusedConnections(t *testing.T) {
 		{"wrong token, body never sent", "POST /mcp HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer nope\r\nContent-Length: 100\r\n\r\n", http.StatusUnauthorized, true},
 		{"no token, body sent", "POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}", http.StatusUnauthorized, true},
 		{"token", "GET /mcp HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + token + "\r\n\r\n", http.StatusOK, false},
+		{"token, scheme in lower case", "GET /mcp HTTP/1.1\r\nHost: x\r\nAuthorization: bearer " + token + "\r\n\r\n", http.StatusOK, false},
+		{"token, no scheme", "GET /mcp HTTP/1.1\r\nHost: x\r\nAuthorization: " + token + "\r\n\r\n", http.StatusUnauthorized, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := net.Dial("tcp", l.Addr().String())
