@@ -102,13 +102,17 @@ func (e *Engine) withTemplates(ctx context.Context, query string, filt Filter, r
 	// value taken from its context ("Bearer X", "password": "X") holds no
 	// credential alone. (Configured secrets are Holds' to find: the
 	// word-like ones, which String masks too, are no reason to refuse.)
-	masked := redact.New().String(query)
+	// Compared as the text reads (redact.Skeleton), so that a respelled
+	// second copy of a credential elsewhere in the task does not make up
+	// for the one masked.
+	read := redact.Skeleton(query)
+	masked := redact.New().String(read)
 	kept := props[:0]
 	for _, pr := range props {
 		if len(kept) == maxProposals {
 			break
 		}
-		if e.mayExpand(set, query, masked, pr.server, pr.tp, pr.p.Values, filt) {
+		if e.mayExpand(set, read, masked, pr.server, pr.tp, pr.p.Values, filt) {
 			kept = append(kept, pr)
 		}
 	}
@@ -251,15 +255,16 @@ func (e *Engine) parsedTemplates(server string, m *ctxsync.Mirror) []*template.T
 // and may quote what must not go to an upstream: no value may hold a
 // configured credential (any server's, the daemon's token), a URL's user
 // info, or a bearer or secret-named value (see redact.Redactor.Holds),
-// nor be one where it stands in the task (masked holds the task as the
-// redactor shows it: "Authorization: Bearer X" there masks the value X);
+// nor be one where it stands in the task (read is the task as it reads,
+// masked the same as the redactor shows it: "Authorization: Bearer X"
+// there masks the value X);
 // and the expansion must pass the request's filter (its URI prefixes), so
 // that a server outside them is not asked.
-func (e *Engine) mayExpand(set *serverSet, query, masked, server string, tp *template.Template, values map[string]string, filt Filter) bool {
+func (e *Engine) mayExpand(set *serverSet, read, masked, server string, tp *template.Template, values map[string]string, filt Filter) bool {
 	for name, v := range values {
 		// Fewer of v in the masked task than in the task: the redactor
 		// masked it where it stands.
-		if set.red.Holds(v) || strings.Count(masked, v) < strings.Count(query, v) {
+		if k := redact.Skeleton(v); set.red.Holds(v) || strings.Count(masked, k) < strings.Count(read, k) {
 			// The value itself is not logged: it holds a credential.
 			e.log.Debug("template value not sent: it holds a credential", "server", server, "template", tp.URITemplate, "variable", name)
 			return false

@@ -559,6 +559,7 @@ func TestTemplateValuesNeverCarryCredentials(t *testing.T) {
 		`quote text "` + otherToken + `"`,
 		`quote text "Bearer abcdef0123456789"`,
 		"quote text Authorization: Bearer S3cretPassw0rdLL",
+		"quote text Authorization: Bearer S3cretPassw0rdLL (copy Ѕ3cretPassw0rdLL)",
 		`quote text {"password": "Pa55wordInJson"}`,
 		"quote text " + fullwidth(daemonToken),
 	}

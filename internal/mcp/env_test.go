@@ -27,11 +27,14 @@ func TestStdioServersDoNotInheritOtherCredentials(t *testing.T) {
 	// only withheld when a value is exactly one of them.
 	t.Setenv("SEC2_PATHLIKE", "/usr/lib/postgresql/16/bin:/home/me/engineering")
 	t.Setenv("SEC2_WORD", "engineering")
+	// A short password, and a passphrase, inside a database URL.
+	t.Setenv("SEC2_DB_URL", "postgres://app:Pw0rd!2024@db.internal:5432/app")
+	t.Setenv("SEC2_DB_URL2", "postgres://app:correct-horse-battery@db.internal:5432/app")
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	srv := fakeServer("env")
 	srv.Env["OWN_KEY"] = "own-key-0123456789"
-	sess, err := mcp.Connect(ctx, srv, &mcp.Options{HiddenEnv: []string{"daemon-token-0123456789abcdef", "other-servers-key-0123456789", "own-key-0123456789", "pass/word=0123456789", "postgresql", "engineering"}})
+	sess, err := mcp.Connect(ctx, srv, &mcp.Options{HiddenEnv: []string{"daemon-token-0123456789abcdef", "other-servers-key-0123456789", "own-key-0123456789", "pass/word=0123456789", "postgresql", "engineering", "Pw0rd!2024", "correct-horse-battery"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +44,7 @@ func TestStdioServersDoNotInheritOtherCredentials(t *testing.T) {
 		t.Fatalf("read the server's environment: %v, %v", cs, err)
 	}
 	env := "\n" + cs[0].Text + "\n"
-	for _, gone := range []string{"SEC2_DAEMON_TOKEN=", "SEC2_OTHER_SERVERS_KEY=", "SEC2_REPO_URL=", "SEC2_OPTS=", "SEC2_ESCAPED=", "SEC2_WORD=", "SEC2_B64=", "SEC2_HEX="} {
+	for _, gone := range []string{"SEC2_DAEMON_TOKEN=", "SEC2_OTHER_SERVERS_KEY=", "SEC2_REPO_URL=", "SEC2_OPTS=", "SEC2_ESCAPED=", "SEC2_WORD=", "SEC2_B64=", "SEC2_HEX=", "SEC2_DB_URL=", "SEC2_DB_URL2="} {
 		if strings.Contains(env, "\n"+gone) {
 			t.Errorf("the server inherited %s…", gone)
 		}

@@ -117,6 +117,15 @@ func New(secrets ...string) *Redactor {
 		pieces := random(s)
 		strong = credentialLike(s)
 		add(s, pieces)
+		// As it reads, for text matched so (see String).
+		if k := skeleton(s); k != s {
+			add(k, random(k))
+		}
+		// Hexadecimal reads the same in either case.
+		if len(s) >= 16 && strings.Trim(s, "0123456789abcdefABCDEF") == "" {
+			add(strings.ToLower(s), pieces)
+			add(strings.ToUpper(s), pieces)
+		}
 		add(url.QueryEscape(s), pieces)
 		add(url.PathEscape(s), pieces)
 		for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding, base64.RawStdEncoding, base64.RawURLEncoding} {
@@ -132,13 +141,6 @@ func New(secrets ...string) *Redactor {
 	slices.SortFunc(r.secrets, func(a, b string) int { return len(b) - len(a) })
 	return r
 }
-
-// Generated reports whether s looks like a generated credential (a token,
-// a key, a password with digits): at least 12 bytes, with letters and
-// digits, no white space and no "://". Such a value is looked for inside
-// other text; a shorter or word-like one ("postgres", "engineering")
-// would be found in ordinary paths and names.
-func Generated(s string) bool { return random(s) }
 
 // random reports whether s looks like a generated credential, whose
 // pieces are masked wherever they appear: at least 12 bytes, with letters
@@ -188,16 +190,19 @@ const asciiCut = "..."
 // at byte 980 was cut inside the token, whole secrets only masked, and
 // 45 of its 47 bytes reached callers).
 func (r *Redactor) String(s string) string {
-	if k := skeleton(s); k != s {
-		// Matched as it reads (see skeleton); the text keeps its own
-		// spelling (an emoji's joiners, a Persian word's non-joiner,
-		// fullwidth forms) unless something had to be masked.
+	out := r.mask(s)
+	// Then as it reads (see skeleton): the text keeps its own spelling (an
+	// emoji's joiners, a Persian word's non-joiner, fullwidth forms, a
+	// Cyrillic name) unless a respelled secret had to be masked there.
+	if k := skeleton(out); k != out {
 		if red := r.mask(k); red != k {
-			return red
+			out = red
 		}
-		return s
 	}
-	return r.mask(s)
+	// A mask may not leave part of a character (a piece of a secret in a
+	// script with combining marks ends inside one): answers carry the
+	// text in protobuf strings, which must be UTF-8.
+	return strings.ToValidUTF8(out, "")
 }
 
 // mask is String for text without invisible characters.
@@ -251,6 +256,14 @@ func (r *Redactor) Holds(s string) bool {
 }
 
 func (r *Redactor) holds(s string) bool {
+	if r != nil {
+		// A secret as written (one in another script than Latin).
+		for _, sec := range r.strong {
+			if strings.Contains(s, sec) {
+				return true
+			}
+		}
+	}
 	v := skeleton(s)
 	if r != nil {
 		for _, sec := range r.strong {
@@ -262,7 +275,7 @@ func (r *Redactor) holds(s string) bool {
 			return true
 		}
 	}
-	if holdsKeyRE.MatchString(v) || userInfoRE.MatchString(v) {
+	if holdsKeyRE.MatchString(v) || holdsMoreRE.MatchString(v) || userInfoRE.MatchString(v) {
 		return true
 	}
 	for _, m := range schemeRE.FindAllString(v, -1) {
@@ -294,13 +307,25 @@ func (r *Redactor) holds(s string) bool {
 // and "next_page_token=3" are not credentials.
 var holdsKeyRE = regexp.MustCompile(`(?i)\b(?:` + secretKeys + `)['"]?\s*(?:=>|[=:])\s*['"]?[^\s"'&,;<]+`)
 
+// holdsMoreRE finds, for Holds only (they would mask too much of what is
+// shown), values after any name ending in key, secret or password
+// (AccountKey=, masterKey:, SharedAccessKey=, signingKey=; not pageToken=,
+// which pagination uses), and after a
+// command line's credential options (curl -u user:X, --password X).
+var holdsMoreRE = regexp.MustCompile(`(?i)(?:[a-z0-9]+(?:key|secret|password|passwd)['"]?\s*(?:=>|[=:])\s*['"]?[^\s"'&,;<]+|(?:^|\s)(?:-u|--user)\s+[^\s:]+:\S+|--(?:password|passwd|pass|token|secret|api-key|apikey)(?:=|\s+)\S+)`)
+
 // userInfoRE finds user info without a scheme before it ("bob:pw@db:5432",
 // "//bob:pw@host", "https:/bob:pw@host"): a name, ":", a password and "@"
 // before a host name.
 var userInfoRE = regexp.MustCompile(`(?:^|[\s/'"(=])[A-Za-z0-9._%+-]+:[^\s@/:]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*`)
 
-// credentialLike reports whether a configured secret is one Holds looks
-// for: 8 bytes or more, with a digit or a symbol.
+// CredentialLike reports whether a configured secret looks like a
+// credential rather than a word: 8 bytes or more, with a digit or a symbol
+// ("Pw0rd!2024", "correct-horse-battery", not "postgres" or
+// "engineering"). Holds looks for those only, and so does what looks for
+// secrets inside longer values.
+func CredentialLike(s string) bool { return credentialLike(s) }
+
 func credentialLike(s string) bool {
 	return len(s) >= 8 && strings.IndexFunc(s, func(c rune) bool { return !unicode.IsLetter(c) && !unicode.IsSpace(c) }) >= 0
 }
@@ -393,6 +418,13 @@ func (r *Redactor) maskPieces(s string) string {
 		}
 		if !strong && j-i < minWordRun {
 			continue
+		}
+		// Whole characters: a piece may begin or end inside one.
+		for i > end && !utf8.RuneStart(s[i]) {
+			i--
+		}
+		for j < len(s) && !utf8.RuneStart(s[j]) {
+			j++
 		}
 		if b.Len() == 0 && end == 0 {
 			b.Grow(len(s))

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/contextd/contextd/internal/redact"
 )
@@ -125,7 +126,8 @@ func TestHoldsTellsCredentialsFromPlainValues(t *testing.T) {
 		"g\u200bh\u200bp_Zx81kQ0pLm27vB4nT9", // spelled with zero-width spaces
 		"https://bob:pw@git.example/r", "Bearer abcdef0123456789", "api_key=abc", "?access_token=x", "x-api-key: abc",
 		"https://maps.example/v1?key=AIzaSyD0123456789abcdefgh", "https://b.example/o?X-Amz-Signature=4f9a0c1d2e3b4a5f6789",
-		"bob:pw@db.example.com:5432/prod", "//bob:pw@host/x", "https:/bob:pw@host/x"} {
+		"bob:pw@db.example.com:5432/prod", "//bob:pw@host/x", "https:/bob:pw@host/x",
+		`"AccountKey=abc123=="`, "masterKey: abc", "curl -u admin:hunter2", "--password hunter2"} {
 		if !r.Holds(s) {
 			t.Errorf("Holds(%q) = false, want true", s)
 		}
@@ -185,6 +187,51 @@ func TestSecretsRespelledOrUnderOtherNamesAreMasked(t *testing.T) {
 			strings.Contains(got, "wJalr") || strings.Contains(got, "k8Vq") || strings.Contains(got, "correct-horse") {
 			t.Errorf("String(%+q) = %+q, want the value masked", text, got)
 		}
+	}
+}
+
+// Secrets that are not ASCII are masked as written; a mask never leaves
+// part of a character; and the text around a secret masked as written
+// keeps its own script.
+func TestNonASCIISecretsAreMaskedInValidUTF8(t *testing.T) {
+	secrets := []string{"сервер-токен-7731", "ｐａｓｓｗｏｒｄ２０２４ｘｙ", "Пароль2024секрет", "गुप्तकुंजी2024रक्षित", "รหัสผ่าน2024ลับมาก", "كلمةالسر٢٠٢٤سرية"}
+	r := redact.New(secrets...)
+	for _, sec := range secrets {
+		text := "Сервер документации: the secret is " + sec + " — क्षमा करें"
+		got := r.String(text)
+		if strings.Contains(got, sec) || !strings.Contains(got, redact.Mask) || !utf8.ValidString(got) {
+			t.Errorf("String(%q) = %q, want the secret masked, valid UTF-8", text, got)
+		}
+		if !strings.Contains(got, "Сервер документации") {
+			t.Errorf("String(%q) = %q, want the rest in its own script", text, got)
+		}
+		if !r.Holds("x/" + sec) {
+			t.Errorf("Holds(%q) = false, want true", sec)
+		}
+		// Pieces of it, cut anywhere.
+		for i := 1; i < len(sec); i++ {
+			if got := r.String("cut " + sec[:i] + "… " + sec[i:]); !utf8.ValidString(got) {
+				t.Errorf("String of %q cut at byte %d = %q: not UTF-8", sec, i, got)
+			}
+		}
+	}
+	// Other respellings: enclosed, superscript and letterlike forms, a
+	// keycap after each character, line separators, small capitals, and
+	// an all-hex secret in the other case.
+	const secret = "Qx7vR2mK9pL4wZ8nT3jH6cF1"
+	r = redact.New(secret, "3f9a1c7e5b2d4f60a8c1e9b7d3f5a2c4")
+	for _, text := range []string{
+		"ⓠⓧ⑦ⓥⓇ②ⓜⓀ⑨ⓟⓁ④ⓦⓏ⑧ⓝⓉ③ⓙⒽ⑥ⓒⒻ①",
+		"Q\u20e3x\u20e37\u20e3v\u20e3R\u20e32\u20e3m\u20e3K\u20e39\u20e3p\u20e3L\u20e34\u20e3w\u20e3Z\u20e38\u20e3n\u20e3T\u20e33\u20e3j\u20e3H\u20e36\u20e3c\u20e3F\u20e31\u20e3",
+		"Q\u2028x\u20287\u2028v\u2028R\u20282\u2028m\u2028K\u20289\u2028p\u2028L\u20284\u2028w\u2028Z\u20288\u2028n\u2028T\u20283\u2028j\u2028H\u20286\u2028c\u2028F\u20281",
+		"3F9A1C7E5B2D4F60A8C1E9B7D3F5A2C4",
+	} {
+		if got := r.String("the secret is " + text); strings.Contains(got, "Qx7v") || strings.Contains(got, "3F9A") || !strings.Contains(got, redact.Mask) {
+			t.Errorf("String(%+q) = %+q, want the secret masked", text, got)
+		}
+	}
+	if got := redact.New().String("ʙearer abcdef0123456789"); strings.Contains(got, "abcdef") {
+		t.Errorf("small-capital bearer: %q", got)
 	}
 }
 

@@ -8,9 +8,9 @@ import (
 )
 
 // skeleton returns s as it reads, for matching: fullwidth forms
-// ("ｔｏｋｅｎ") and mathematical letters and digits ("𝚝𝚘𝚔𝚎𝚗") folded to
-// ASCII (their NFKC forms), every space character (no-break, thin, hair)
-// made a space, Cyrillic and Greek letters that look like
+// ("ｔｏｋｅｎ") and the compatibility forms of letters and digits
+// (mathematical "𝚝𝚘𝚔𝚎𝚗", enclosed, superscript, letterlike) folded to ASCII
+// (their NFKC forms), every space or line separator made a space, Cyrillic and Greek letters that look like
 // Latin ones replaced by those, and what shows as nothing or only marks
 // the letter before it (default-ignorable code points, combining marks
 // such as U+0332 under each character) removed; U+2800 BRAILLE PATTERN
@@ -33,26 +33,46 @@ func skeleton(s string) string {
 		switch {
 		case c < 0x80:
 			b.WriteRune(c)
-		case invisible(c), unicode.Is(unicode.Mn, c):
-		case c == 0x2800, unicode.Is(unicode.Zs, c):
+		case invisible(c), unicode.Is(unicode.Mn, c), unicode.Is(unicode.Me, c):
+		case c == 0x2800, unicode.Is(unicode.Zs, c), unicode.Is(unicode.Zl, c), unicode.Is(unicode.Zp, c):
 			b.WriteByte(' ')
 		case c >= 0xff01 && c <= 0xff5e: // fullwidth ASCII
 			b.WriteRune(c - 0xfee0)
-		case c >= 0x1d400 && c <= 0x1d7ff: // mathematical letters and digits
-			b.WriteString(norm.NFKC.String(string(c)))
 		default:
 			if l, ok := lookalike[c]; ok {
-				c = l
+				b.WriteRune(l)
+			} else if n := norm.NFKC.String(string(c)); n != string(c) && asciiAlnum(n) {
+				// Mathematical, enclosed (ⓠ), superscript (ˣ),
+				// letterlike (ℚ, K) and other compatibility forms of
+				// letters and digits; not "…", which is no letter.
+				b.WriteString(n)
+			} else {
+				b.WriteRune(c)
 			}
-			b.WriteRune(c)
 		}
 	}
 	return b.String()
 }
 
-// lookalike maps Cyrillic and Greek letters to the Latin ones they are
-// drawn like in common fonts.
+func asciiAlnum(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9') {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// lookalike maps letters of other scripts (Cyrillic, Greek, Armenian,
+// Latin small capitals) to the Latin ones they are drawn like in common
+// fonts, and separators to the ASCII ones they look like. Scripts with
+// fewer such letters (Cherokee, Lisu) are not mapped.
 var lookalike = map[rune]rune{
+	'ϲ': 'c', 'ϳ': 'j', 'З': '3', 'б': '6', 'Ь': 'b', 'η': 'n',
+	'օ': 'o', 'ս': 'u', 'հ': 'h', 'ո': 'n', 'զ': 'q',
+	'ᴀ': 'a', 'ʙ': 'b', 'ᴄ': 'c', 'ᴅ': 'd', 'ᴇ': 'e', 'ꜰ': 'f', 'ɢ': 'g', 'ʜ': 'h', 'ɪ': 'i', 'ᴊ': 'j', 'ᴋ': 'k',
+	'ʟ': 'l', 'ᴍ': 'm', 'ɴ': 'n', 'ᴏ': 'o', 'ᴘ': 'p', 'ʀ': 'r', 'ꜱ': 's', 'ᴛ': 't', 'ᴜ': 'u', 'ᴠ': 'v', 'ᴡ': 'w', 'ʏ': 'y', 'ᴢ': 'z',
+	'∶': ':', '꞉': ':', 'ː': ':', '﹕': ':', '﹦': '=', '⁼': '=', '﹫': '@',
 	// Cyrillic
 	'а': 'a', 'в': 'b', 'е': 'e', 'к': 'k', 'м': 'm', 'н': 'h', 'о': 'o', 'р': 'p', 'с': 'c', 'т': 't',
 	'у': 'y', 'х': 'x', 'і': 'i', 'ј': 'j', 'ѕ': 's', 'ԁ': 'd', 'ԛ': 'q', 'ԝ': 'w', 'ү': 'y', 'һ': 'h', 'ӏ': 'l',
@@ -63,3 +83,7 @@ var lookalike = map[rune]rune{
 	'Ρ': 'P', 'Τ': 'T', 'Υ': 'Y', 'Χ': 'X', 'α': 'a', 'ι': 'i', 'κ': 'k', 'ν': 'v', 'ο': 'o', 'ρ': 'p',
 	'υ': 'u', 'χ': 'x',
 }
+
+// Skeleton returns s as it reads (see String): what matching sees, for
+// comparing text with what the redactor made of it.
+func Skeleton(s string) string { return skeleton(s) }
