@@ -53,8 +53,8 @@ var (
 	urlRE    = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^\s"'<>\x00-\x1f\x7f` + "`" + `]+`)
 	schemeRE = regexp.MustCompile(`(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{6,}`)
 	keyRE    = regexp.MustCompile(`(?i)((?:` + secretKeys + `)['"]?\s*(?:=>|[=:])\s*['"]?)([^\s"'&,;<]+)`)
-	// authRE: "Authorization: token X", "Authorization: X" (any scheme, or none).
-	authRE = regexp.MustCompile(`(?i)(authorization['"]?\s*[=:]\s*['"]?(?:[a-z]+\s+)?)([^\s"',;]+)`)
+	// authRE: "Authorization: token X", "Authorization: X" (a known scheme, or none).
+	authRE = regexp.MustCompile(`(?i)(authorization['"]?\s*[=:]\s*['"]?(?:(?:bearer|basic|token|digest|negotiate|ntlm|dpop|apikey|key|sso-key|aws4-hmac-sha256)\s+)?)([^\s"',;]+)`)
 	// xmlRE: <password>X</password> and the like.
 	xmlRE = regexp.MustCompile(`(?i)(<(?:` + secretKeys + `)>)([^<\s]+)`)
 )
@@ -275,8 +275,13 @@ func (r *Redactor) holds(s string) bool {
 			return true
 		}
 	}
-	if holdsKeyRE.MatchString(v) || holdsMoreRE.MatchString(v) || userInfoRE.MatchString(v) {
+	if holdsKeyRE.MatchString(v) || holdsMoreRE.MatchString(v) {
 		return true
+	}
+	for _, m := range userInfoRE.FindAllStringSubmatch(v, -1) {
+		if !addressSchemes[strings.ToLower(m[1])] {
+			return true
+		}
 	}
 	for _, m := range schemeRE.FindAllString(v, -1) {
 		if _, tok, _ := strings.Cut(m, " "); strings.ContainsAny(strings.TrimSpace(tok), "0123456789+/=") {
@@ -317,7 +322,11 @@ var holdsMoreRE = regexp.MustCompile(`(?i)(?:[a-z0-9]+(?:key|secret|password|pas
 // userInfoRE finds user info without a scheme before it ("bob:pw@db:5432",
 // "//bob:pw@host", "https:/bob:pw@host"): a name, ":", a password and "@"
 // before a host name.
-var userInfoRE = regexp.MustCompile(`(?:^|[\s/'"(=])[A-Za-z0-9._%+-]+:[^\s@/:]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*`)
+var userInfoRE = regexp.MustCompile(`(?:^|[\s/'"(=])([A-Za-z0-9._%+-]+):[^\s@/:]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*`)
+
+// addressSchemes are URI schemes whose "scheme:name@host" is an address,
+// not user info with a password (mailto:alice@example.org).
+var addressSchemes = map[string]bool{"mailto": true, "sip": true, "sips": true, "xmpp": true, "acct": true, "im": true, "pres": true}
 
 // CredentialLike reports whether a configured secret looks like a
 // credential rather than a word: 8 bytes or more, with a digit or a symbol

@@ -134,7 +134,7 @@ func TestHoldsTellsCredentialsFromPlainValues(t *testing.T) {
 	}
 	for _, s := range []string{"guides/intro.md", "https://example.com/doc?page=2", "ABC-123", "alice", "token",
 		"package.json", "engineering/roadmap.md", "postgres-setup.md", "Basic authentication", "basic configuration",
-		"pageToken=abc", "primary key: id", "git@github.com:org/repo.git", "a: b@c", "👩\u200d💻 notes", "می\u200cخواهم"} {
+		"pageToken=abc", "primary key: id", "git@github.com:org/repo.git", "a: b@c", "mailto:alice@example.org", "👩\u200d💻 notes", "می\u200cخواهم"} {
 		if r.Holds(s) {
 			t.Errorf("Holds(%q) = true, want false", s)
 		}
@@ -182,6 +182,7 @@ func TestSecretsRespelledOrUnderOtherNamesAreMasked(t *testing.T) {
 		"ADO_PAT=abc123", "SMTP_PASS=hunter2", "private_key: abc", "passphrase=correct-horse",
 		"credential=abc", "Cookie: sessionid=abc123", "Authorization: token ghp_abc123", "token='abc123'",
 		"<password>abc123</password>", "Bearer\u00a0abcdef0123456789", "password＝abc123", `password => "abc123"`,
+		"Authorization: abc123xyzQ extra",
 	} {
 		if got := redact.New().String(text); strings.Contains(got, "abc") || strings.Contains(got, "hunter2") ||
 			strings.Contains(got, "wJalr") || strings.Contains(got, "k8Vq") || strings.Contains(got, "correct-horse") {
