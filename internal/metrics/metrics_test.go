@@ -205,14 +205,26 @@ func TestProfilesAreBoundedInTimeAndNumber(t *testing.T) {
 			t.Errorf("%s: %d, want 400", path, resp.StatusCode)
 		}
 	}
-	// The same in a POSTed form.
+	// A POSTed form is not read: only symbol takes a POST.
 	resp, err := http.PostForm(web.URL+"/debug/pprof/trace", url.Values{"seconds": {"3600"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusBadRequest {
-		t.Errorf("POST trace seconds=3600: %d, want 400", resp.StatusCode)
+	if resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("POST trace seconds=3600: %d, want 405", resp.StatusCode)
+	}
+	// A text dump of every goroutine stops the world: one per DumpInterval.
+	for i, want := range []int{http.StatusOK, http.StatusTooManyRequests} {
+		resp, err := http.Get(web.URL + "/debug/pprof/goroutine?debug=2")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("goroutine dump %d: %d, want %d", i+1, resp.StatusCode, want)
+		}
 	}
 
 	// MaxProfiles 3-second deltas at once (each asked until it is
