@@ -27,14 +27,16 @@ func TestStdioServersDoNotInheritOtherCredentials(t *testing.T) {
 	// only withheld when a value is exactly one of them.
 	t.Setenv("SEC2_PATHLIKE", "/usr/lib/postgresql/16/bin:/home/me/engineering")
 	t.Setenv("SEC2_WORD", "engineering")
-	// A short password, and a passphrase, inside a database URL.
+	// A short password with a symbol inside a database URL; a path and
+	// a region some configuration holds inside PATH-like values.
 	t.Setenv("SEC2_DB_URL", "postgres://app:Pw0rd!2024@db.internal:5432/app")
-	t.Setenv("SEC2_DB_URL2", "postgres://app:correct-horse-battery@db.internal:5432/app")
+	t.Setenv("SEC2_HOMEPATH", "/home/alice/.local/bin:/usr/bin")
+	t.Setenv("SEC2_ENDPOINT", "https://s3.us-east-1.amazonaws.com")
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	srv := fakeServer("env")
 	srv.Env["OWN_KEY"] = "own-key-0123456789"
-	sess, err := mcp.Connect(ctx, srv, &mcp.Options{HiddenEnv: []string{"daemon-token-0123456789abcdef", "other-servers-key-0123456789", "own-key-0123456789", "pass/word=0123456789", "postgresql", "engineering", "Pw0rd!2024", "correct-horse-battery"}})
+	sess, err := mcp.Connect(ctx, srv, &mcp.Options{HiddenEnv: []string{"daemon-token-0123456789abcdef", "other-servers-key-0123456789", "own-key-0123456789", "pass/word=0123456789", "postgresql", "engineering", "Pw0rd!2024", "/home/alice", "us-east-1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,12 +46,13 @@ func TestStdioServersDoNotInheritOtherCredentials(t *testing.T) {
 		t.Fatalf("read the server's environment: %v, %v", cs, err)
 	}
 	env := "\n" + cs[0].Text + "\n"
-	for _, gone := range []string{"SEC2_DAEMON_TOKEN=", "SEC2_OTHER_SERVERS_KEY=", "SEC2_REPO_URL=", "SEC2_OPTS=", "SEC2_ESCAPED=", "SEC2_WORD=", "SEC2_B64=", "SEC2_HEX=", "SEC2_DB_URL=", "SEC2_DB_URL2="} {
+	for _, gone := range []string{"SEC2_DAEMON_TOKEN=", "SEC2_OTHER_SERVERS_KEY=", "SEC2_REPO_URL=", "SEC2_OPTS=", "SEC2_ESCAPED=", "SEC2_WORD=", "SEC2_B64=", "SEC2_HEX=", "SEC2_DB_URL="} {
 		if strings.Contains(env, "\n"+gone) {
 			t.Errorf("the server inherited %s…", gone)
 		}
 	}
-	for _, kept := range []string{"\nSEC2_HARMLESS=harmless-value\n", "\nSEC2_PATHLIKE=/usr/lib/postgresql/16/bin:/home/me/engineering\n", "\nOWN_KEY=own-key-0123456789\n", "\nPATH="} {
+	for _, kept := range []string{"\nSEC2_HARMLESS=harmless-value\n", "\nSEC2_PATHLIKE=/usr/lib/postgresql/16/bin:/home/me/engineering\n",
+		"\nSEC2_HOMEPATH=/home/alice/.local/bin:/usr/bin\n", "\nSEC2_ENDPOINT=https://s3.us-east-1.amazonaws.com\n", "\nOWN_KEY=own-key-0123456789\n", "\nPATH="} {
 		if !strings.Contains(env, kept) {
 			t.Errorf("the server's environment lacks %q", strings.TrimSpace(kept))
 		}

@@ -117,7 +117,7 @@ type Options struct {
 	// HiddenEnv are credentials (the daemon's token, every server's
 	// secrets) that a stdio server must not inherit: a variable of
 	// contextd's environment whose value is one of them (8 bytes or more),
-	// or holds one that looks like a credential (redact.CredentialLike), as
+	// or holds one worth looking for inside values (redact.Inside), as
 	// written, percent-encoded, in base64 or in hex, is left out of the server's environment
 	// (REPO_URL=https://x:TOKEN@host as much as TOKEN itself). The
 	// server's own env entries are passed whatever they hold.
@@ -544,8 +544,8 @@ func (b *tailBuffer) String() string {
 const minHidden = 8
 
 // inheritedEnv returns env ("KEY=value" entries) without the variables
-// whose value is one of hidden, or holds one that looks like a credential
-// (see redact.CredentialLike), as written, percent-encoded, in base64 or in hex: a stdio server
+// whose value is one of hidden, or holds one worth looking for inside
+// values (see redact.Inside), as written, percent-encoded, in base64 or in hex: a stdio server
 // inherits contextd's environment (PATH, HOME, …) but not the credentials
 // it holds for the daemon and for the other servers, whole or inside a URL
 // or a "key=value" list. A value that merely contains a word-like secret
@@ -559,7 +559,7 @@ func inheritedEnv(env, hidden []string) []string {
 			continue
 		}
 		exact[h] = true
-		if !redact.CredentialLike(h) {
+		if !redact.Inside(h) {
 			continue
 		}
 		forms := []string{h, url.QueryEscape(h), url.PathEscape(h), hex.EncodeToString([]byte(h)), strings.ToUpper(hex.EncodeToString([]byte(h)))}

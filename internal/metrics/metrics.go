@@ -15,8 +15,10 @@ package metrics
 
 import (
 	"fmt"
+	"mime/multipart"
 	"net/http"
 	"net/http/pprof"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -220,8 +222,8 @@ const (
 	MaxProfiles = 2
 )
 
-// DumpInterval is the least time between two text dumps of every
-// goroutine's stack (/debug/pprof/goroutine?debug=1 or 2): each stops the
+// DumpInterval is the least time between two dumps of every goroutine's
+// stack (/debug/pprof/goroutine?debug=2 and above): each stops the
 // world for as long as it takes, 1.3 s at 15,000 goroutines, and two
 // loops of them slowed honest calls from 1 ms to 0.3 s (p50).
 const DumpInterval = 10 * time.Second
@@ -240,19 +242,36 @@ type profileBounds struct {
 // 1 MiB bodies grew the daemon by 2 GB).
 func (b *profileBounds) bound(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet && r.Method != http.MethodHead && !(r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/symbol")) {
-			w.Header().Set("Allow", "GET, HEAD")
+		symbol := strings.HasSuffix(r.URL.Path, "/symbol")
+		if r.Method != http.MethodGet && r.Method != http.MethodHead && !(r.Method == http.MethodPost && symbol) {
+			w.Header().Set("Allow", map[bool]string{false: "GET, HEAD", true: "GET, HEAD, POST"}[symbol])
 			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 			return
 		}
 		q := r.URL.Query()
+		if !symbol {
+			// pprof reads its parameters with FormValue, which would
+			// read a form from any request's body (a GET with a
+			// multipart body of seconds=3600): it gets the query only.
+			r.Body = http.NoBody
+			r.Form, r.PostForm = q, url.Values{}
+			r.MultipartForm = &multipart.Form{Value: map[string][]string{}, File: map[string][]*multipart.FileHeader{}}
+		}
 		if v := q.Get("seconds"); v != "" {
 			if n, err := strconv.ParseFloat(v, 64); err != nil || !(n <= MaxProfileSeconds) {
 				http.Error(w, fmt.Sprintf("seconds: %q is not a number of seconds up to %d", v, MaxProfileSeconds), http.StatusBadRequest)
 				return
 			}
 		}
-		if strings.HasSuffix(r.URL.Path, "/goroutine") && q.Get("debug") != "" && q.Get("debug") != "0" {
+		select {
+		case b.sem <- struct{}{}:
+			defer func() { <-b.sem }()
+		default:
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, fmt.Sprintf("%d profiles are being served; try again when one ends", MaxProfiles), http.StatusTooManyRequests)
+			return
+		}
+		if d, _ := strconv.Atoi(q.Get("debug")); strings.HasSuffix(r.URL.Path, "/goroutine") && d >= 2 {
 			b.mu.Lock()
 			wait := DumpInterval - time.Since(b.lastDump)
 			if wait <= 0 {
@@ -264,14 +283,6 @@ func (b *profileBounds) bound(h http.Handler) http.Handler {
 				http.Error(w, fmt.Sprintf("a goroutine dump stops the daemon while it runs: one every %v", DumpInterval), http.StatusTooManyRequests)
 				return
 			}
-		}
-		select {
-		case b.sem <- struct{}{}:
-			defer func() { <-b.sem }()
-		default:
-			w.Header().Set("Retry-After", "1")
-			http.Error(w, fmt.Sprintf("%d profiles are being served; try again when one ends", MaxProfiles), http.StatusTooManyRequests)
-			return
 		}
 		h.ServeHTTP(w, r)
 	})

@@ -214,7 +214,18 @@ func TestProfilesAreBoundedInTimeAndNumber(t *testing.T) {
 	if resp.StatusCode != http.StatusMethodNotAllowed {
 		t.Errorf("POST trace seconds=3600: %d, want 405", resp.StatusCode)
 	}
-	// A text dump of every goroutine stops the world: one per DumpInterval.
+	// Nor is a form in a GET's body (multipart, which FormValue reads).
+	body := "--b\r\nContent-Disposition: form-data; name=\"seconds\"\r\n\r\n3600\r\n--b--\r\n"
+	req, _ := http.NewRequest(http.MethodGet, web.URL+"/debug/pprof/heap", strings.NewReader(body))
+	req.Header.Set("Content-Type", "multipart/form-data; boundary=b")
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	if resp, err := http.DefaultClient.Do(req.WithContext(ctx)); err != nil {
+		t.Errorf("GET heap with a multipart seconds=3600: %v (it ran for the body's seconds)", err)
+	} else {
+		resp.Body.Close()
+	}
+	// A dump of every goroutine's stack stops the world: one per DumpInterval.
 	for i, want := range []int{http.StatusOK, http.StatusTooManyRequests} {
 		resp, err := http.Get(web.URL + "/debug/pprof/goroutine?debug=2")
 		if err != nil {

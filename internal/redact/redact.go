@@ -53,8 +53,10 @@ var (
 	urlRE    = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^\s"'<>\x00-\x1f\x7f` + "`" + `]+`)
 	schemeRE = regexp.MustCompile(`(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{6,}`)
 	keyRE    = regexp.MustCompile(`(?i)((?:` + secretKeys + `)['"]?\s*(?:=>|[=:])\s*['"]?)([^\s"'&,;<]+)`)
-	// authRE: "Authorization: token X", "Authorization: X" (a known scheme, or none).
-	authRE = regexp.MustCompile(`(?i)(authorization['"]?\s*[=:]\s*['"]?(?:(?:bearer|basic|token|digest|negotiate|ntlm|dpop|apikey|key|sso-key|aws4-hmac-sha256)\s+)?)([^\s"',;]+)`)
+	// authRE: an Authorization value, to the end of the line, quote, ","
+	// or ";", after a known scheme word (kept) or none ("SSWS X",
+	// "SharedKey acct:sig": all of it).
+	authRE = regexp.MustCompile(`(?i)(authorization['"]?\s*[=:]\s*['"]?(?:(?:bearer|basic|token|digest|negotiate|ntlm|dpop|apikey|key|sso-key|aws4-hmac-sha256)\s+)?)([^\r\n"',;]+)`)
 	// xmlRE: <password>X</password> and the like.
 	xmlRE = regexp.MustCompile(`(?i)(<(?:` + secretKeys + `)>)([^<\s]+)`)
 )
@@ -77,8 +79,9 @@ type Redactor struct {
 // minWordRun is the shortest run of pieces masked when none of them has a
 // digit or a capital letter: such pieces are as likely words
 // ("connection" in a test token masked the log's "connection limit
-// reached"), but a run of 12 bytes or more of a secret's lowercase part
-// ("mysupersecretpassword") is no word.
+// reached"), but a run of 12 characters or more of a secret's lowercase
+// part ("mysupersecretpassword") is no word (counted in characters: six
+// Cyrillic letters are twelve bytes, and a word).
 const minWordRun = 12
 
 // pieceBytes is the shortest piece of a secret masked wherever it
@@ -190,6 +193,9 @@ const asciiCut = "..."
 // at byte 980 was cut inside the token, whole secrets only masked, and
 // 45 of its 47 bytes reached callers).
 func (r *Redactor) String(s string) string {
+	// Bytes that are not UTF-8 become U+FFFD first: dropped after
+	// masking, they glued back together a secret they had split.
+	s = strings.ToValidUTF8(s, "\uFFFD")
 	out := r.mask(s)
 	// Then as it reads (see skeleton): the text keeps its own spelling (an
 	// emoji's joiners, a Persian word's non-joiner, fullwidth forms, a
@@ -202,7 +208,7 @@ func (r *Redactor) String(s string) string {
 	// A mask may not leave part of a character (a piece of a secret in a
 	// script with combining marks ends inside one): answers carry the
 	// text in protobuf strings, which must be UTF-8.
-	return strings.ToValidUTF8(out, "")
+	return strings.ToValidUTF8(out, "\uFFFD")
 }
 
 // mask is String for text without invisible characters.
@@ -313,11 +319,11 @@ func (r *Redactor) holds(s string) bool {
 var holdsKeyRE = regexp.MustCompile(`(?i)\b(?:` + secretKeys + `)['"]?\s*(?:=>|[=:])\s*['"]?[^\s"'&,;<]+`)
 
 // holdsMoreRE finds, for Holds only (they would mask too much of what is
-// shown), values after any name ending in key, secret or password
-// (AccountKey=, masterKey:, SharedAccessKey=, signingKey=; not pageToken=,
-// which pagination uses), and after a
-// command line's credential options (curl -u user:X, --password X).
-var holdsMoreRE = regexp.MustCompile(`(?i)(?:[a-z0-9]+(?:key|secret|password|passwd)['"]?\s*(?:=>|[=:])\s*['"]?[^\s"'&,;<]+|(?:^|\s)(?:-u|--user)\s+[^\s:]+:\S+|--(?:password|passwd|pass|token|secret|api-key|apikey)(?:=|\s+)\S+)`)
+// shown), values after the names keys go by (AccountKey=, masterKey:,
+// SharedAccessKey=, signingKey=; not sortKey= or pageToken=) and after
+// names ending in secret or password, and after a command line's
+// credential options (curl -u user:X, --user=user:X, --password X).
+var holdsMoreRE = regexp.MustCompile(`(?i)(?:\b(?:account|master|shared[_-]?access|signing|encryption|secret|private|access|storage|subscription)[_-]?key['"]?\s*(?:=>|[=:])\s*['"]?[^\s"'&,;<]+|[a-z0-9]+(?:secret|password|passwd)['"]?\s*(?:=>|[=:])\s*['"]?[^\s"'&,;<]+|\b(?:curl|wget|http)\b[^\n]*?\s(?:-u\s*|--user[=\s]+)[^\s:]+:\S+|--(?:password|passwd|token|secret|api-key|apikey)(?:=|\s+)\S+)`)
 
 // userInfoRE finds user info without a scheme before it ("bob:pw@db:5432",
 // "//bob:pw@host", "https:/bob:pw@host"): a name, ":", a password and "@"
@@ -327,6 +333,17 @@ var userInfoRE = regexp.MustCompile(`(?:^|[\s/'"(=])([A-Za-z0-9._%+-]+):[^\s@/:]
 // addressSchemes are URI schemes whose "scheme:name@host" is an address,
 // not user info with a password (mailto:alice@example.org).
 var addressSchemes = map[string]bool{"mailto": true, "sip": true, "sips": true, "xmpp": true, "acct": true, "im": true, "pres": true}
+
+// Inside reports whether a configured secret is worth looking for inside
+// longer values (an environment variable holding a URL): one that looks
+// generated (12 bytes or more with letters and digits, no space, no
+// "://"), or a password with a symbol (!@#$%^&*+=?), 8 bytes or more. Paths
+// ("/home/alice"), regions ("us-east-1") and words are looked for only
+// as whole values: PATH and PWD hold them.
+func Inside(s string) bool {
+	return random(s) && !strings.HasPrefix(s, "/") && !strings.HasPrefix(s, "~") && !strings.HasPrefix(s, "./") ||
+		len(s) >= 8 && strings.ContainsAny(s, "!@#$%^&*+=?") && !strings.Contains(s, "://") && strings.IndexFunc(s, unicode.IsSpace) < 0
+}
 
 // CredentialLike reports whether a configured secret looks like a
 // credential rather than a word: 8 bytes or more, with a digit or a symbol
@@ -425,7 +442,7 @@ func (r *Redactor) maskPieces(s string) string {
 				strong = strong || st
 			}
 		}
-		if !strong && j-i < minWordRun {
+		if !strong && utf8.RuneCountInString(s[i:j]) < minWordRun {
 			continue
 		}
 		// Whole characters: a piece may begin or end inside one.

@@ -236,6 +236,40 @@ func TestNonASCIISecretsAreMaskedInValidUTF8(t *testing.T) {
 	}
 }
 
+// The cold review's cases: a secret split by bytes that are not UTF-8 is
+// not glued back together; an Authorization value after a scheme word
+// contextd does not know is masked whole; words a non-Latin secret
+// shares with ordinary text stay; keys that are not credentials are sent.
+func TestReviewedEdgesOfMasking(t *testing.T) {
+	r := redact.New("ghp_ABCDEFGH12345678abcd", "пароль2024ключ")
+	for _, text := range []string{"tok ghp_ABC\x80DEFGH12\x80345678a\x80bcd end", "x\nerr ghp_ABC\xffDEFGH12\xff345678a\xffbcd"} {
+		for _, got := range []string{r.String(text), r.Line(text)} {
+			if strings.Contains(got, "ghp_ABCDEFGH12345678abcd") || !utf8.ValidString(got) {
+				t.Errorf("%q gave %q: the secret glued back together, or not UTF-8", text, got)
+			}
+		}
+	}
+	for _, text := range []string{"Authorization: SSWS 00aBcDeFgHiJkLmNoPqRsTuVwXyZ", "authorization: Bot MTk4NjIyNDgzNDcxOTI1MjQ4.Cl2FMQ", "Authorization: SharedKey acct:c2lnbmF0dXJl"} {
+		if got := redact.New().String(text); strings.Contains(got, "00aBc") || strings.Contains(got, "MTk4Nj") || strings.Contains(got, "c2lnbm") {
+			t.Errorf("String(%q) = %q, want the value masked", text, got)
+		}
+	}
+	if got := r.String("Ошибка: неверный пароль для пользователя admin"); got != "Ошибка: неверный пароль для пользователя admin" {
+		t.Errorf("a word of a Cyrillic secret was masked in ordinary text: %q", got)
+	}
+	for _, v := range []string{"sortKey=createdAt", "primaryKey: id", "publicKey=ssh-ed25519", "cacheKey=users:42", "the monkey: george",
+		"docker run -u 1000:1000 alpine", "foo --pass 3"} {
+		if r.Holds(v) {
+			t.Errorf("Holds(%q) = true, want false", v)
+		}
+	}
+	for _, v := range []string{"AccountKey=abc123==", "curl --user=alice:Secr3t https://x", "curl -ualice:Secr3t https://x", "resetPassword: hunter2"} {
+		if !r.Holds(v) {
+			t.Errorf("Holds(%q) = false, want true", v)
+		}
+	}
+}
+
 func TestStringKeepsInvisibleCharactersWhenNothingIsMasked(t *testing.T) {
 	r := redact.New("ghp_Zx81kQ0pLm27vB4nT9")
 	for _, s := range []string{"👩\u200d💻 reads ❤\ufe0f", "می\u200cخواهم", "soft\u00adhyphen"} {

@@ -3,6 +3,7 @@ package redact
 import (
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"golang.org/x/text/unicode/norm"
 )
@@ -15,7 +16,9 @@ import (
 // the letter before it (default-ignorable code points, combining marks
 // such as U+0332 under each character) removed; U+2800 BRAILLE PATTERN
 // BLANK, which shows as a space, becomes one. A secret respelled so reads
-// the same to a person and matched nothing.
+// the same to a person and matched nothing. Only words (between ASCII
+// white space) that read as Latin letters or digits are folded (see
+// readsLatin).
 func skeleton(s string) string {
 	ascii := true
 	for i := 0; i < len(s); i++ {
@@ -29,7 +32,53 @@ func skeleton(s string) string {
 	}
 	var b strings.Builder
 	b.Grow(len(s))
-	for _, c := range s {
+	for i := 0; i < len(s); {
+		j := i
+		for j < len(s) && !asciiSpace(s[j]) {
+			j++
+		}
+		if word := s[i:j]; readsLatin(word) {
+			fold(&b, word)
+		} else {
+			b.WriteString(word)
+		}
+		for j < len(s) && asciiSpace(s[j]) {
+			b.WriteByte(s[j])
+			j++
+		}
+		i = j
+	}
+	return b.String()
+}
+
+func asciiSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'
+}
+
+// readsLatin reports whether a word (text between ASCII white space) has
+// a Latin letter or a digit, as written or in a compatibility form: a
+// secret respelled is such a word (it keeps some of its own characters,
+// or is written fullwidth), while a word wholly in another script
+// ("Сервер", "दस्तावेज़") is left as it is, so the text around a masked
+// secret keeps its spelling, and a message in Russian or Hindi is not
+// matched twice.
+func readsLatin(word string) bool {
+	for _, c := range word {
+		switch {
+		case c < 0x80:
+			if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' {
+				return true
+			}
+		case c >= 0xff01 && c <= 0xff5e, compat(c) != "":
+			return true
+		}
+	}
+	return false
+}
+
+// fold writes word as it reads (see skeleton).
+func fold(b *strings.Builder, word string) {
+	for _, c := range word {
 		switch {
 		case c < 0x80:
 			b.WriteRune(c)
@@ -41,7 +90,7 @@ func skeleton(s string) string {
 		default:
 			if l, ok := lookalike[c]; ok {
 				b.WriteRune(l)
-			} else if n := norm.NFKC.String(string(c)); n != string(c) && asciiAlnum(n) {
+			} else if n := compat(c); n != "" {
 				// Mathematical, enclosed (ⓠ), superscript (ˣ),
 				// letterlike (ℚ, K) and other compatibility forms of
 				// letters and digits; not "…", which is no letter.
@@ -51,7 +100,20 @@ func skeleton(s string) string {
 			}
 		}
 	}
-	return b.String()
+}
+
+// compat returns the NFKC form of c when it is ASCII letters or digits,
+// else "". Most characters have no decomposition, which is cheap to tell.
+func compat(c rune) string {
+	var rb [utf8.UTFMax]byte
+	n := utf8.EncodeRune(rb[:], c)
+	if norm.NFKC.Properties(rb[:n]).Decomposition() == nil {
+		return ""
+	}
+	if d := norm.NFKC.String(string(rb[:n])); asciiAlnum(d) {
+		return d
+	}
+	return ""
 }
 
 func asciiAlnum(s string) bool {

@@ -1,0 +1,25 @@
+package redact_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/contextd/contextd/internal/redact"
+)
+
+// BenchmarkStringNonASCII masks a 60 KB Russian error message with 20
+// configured secrets, none of them in it: the cost every log line and
+// error of a non-Latin server pays.
+func BenchmarkStringNonASCII(b *testing.B) {
+	var secrets []string
+	for i := range 20 {
+		secrets = append(secrets, fmt.Sprintf("ghp_%02dAbCdEfGhIjKlMnOpQr", i))
+	}
+	r := redact.New(secrets...)
+	text := strings.Repeat("Ошибка сервера документации: запрос отклонён, повторите попытку позже. ", 500)[:60<<10]
+	b.SetBytes(int64(len(text)))
+	for b.Loop() {
+		_ = r.String(text)
+	}
+}
