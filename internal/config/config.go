@@ -443,22 +443,20 @@ func (sf serverFile) resolve(name string, lookup func(string) (string, bool)) (S
 		return Server{}, errors.New("a server has an empty name")
 	}
 	s := Server{Name: name, AllowUnlistedPins: sf.AllowUnlistedPins}
-	if v := sf.IndexContent; v != nil {
-		switch strings.ToLower(*v) {
-		case "true":
-		case "false":
-			s.NoContentIndex = true
-		default:
-			return Server{}, fmt.Errorf("server %q: field index_content: %q is not true or false", name, *v)
+	for _, f := range []struct {
+		field string
+		v     *string
+		off   *bool // set when the field is false
+	}{{"index_content", sf.IndexContent, &s.NoContentIndex}, {"expand_templates", sf.ExpandTemplates, &s.NoTemplateExpansion}} {
+		if f.v == nil {
+			continue
 		}
-	}
-	if v := sf.ExpandTemplates; v != nil {
-		switch strings.ToLower(*v) {
+		switch strings.ToLower(*f.v) {
 		case "true":
 		case "false":
-			s.NoTemplateExpansion = true
+			*f.off = true
 		default:
-			return Server{}, fmt.Errorf("server %q: field expand_templates: %q is not true or false", name, *v)
+			return Server{}, fmt.Errorf("server %q: field %s: %q is not true or false", name, f.field, *f.v)
 		}
 	}
 	ex := expander{server: name, lookup: lookup}
