@@ -270,6 +270,35 @@ func TestReviewedEdgesOfMasking(t *testing.T) {
 	}
 }
 
+// Respellings with no Latin letter or digit left in a word, secrets with
+// no digit in another script, control characters between characters, and
+// punctuation in small or dash-like forms.
+func TestRespellingsWithoutLatinLettersAreMasked(t *testing.T) {
+	secrets := []string{"Misty-Books-Jade!", "секретный_ключ_доступа", "Qx7vR2mK9pL4wZ8nT3jH6cF1"}
+	r := redact.New(secrets...)
+	between := func(s, sep string) string {
+		var b strings.Builder
+		for _, c := range s {
+			b.WriteRune(c)
+			b.WriteString(sep)
+		}
+		return b.String()
+	}
+	for _, text := range []string{
+		"Міѕту-Воокѕ-Јаԁе!", "Міѕту﹣Воокѕ﹣Јаԁе﹗", "Misty–Books–Jade!",
+		"сeкpeтный_ключ_дocтупa", between("секретный_ключ_доступа", "\u200b"), between("секретный_ключ_доступа", "\u0332"),
+		"Ԛ х 7 ν R 2 м К 9 р L 4 ԝ Z 8 n Т 3 ј Н 6 с F 1", between("Qx7vR2mK9pL4wZ8nT3jH6cF1", "\x01"), between("Qx7vR2mK9pL4wZ8nT3jH6cF1", "\x00"),
+	} {
+		got := r.String("the secret is " + text + " here")
+		if !strings.Contains(got, redact.Mask) || strings.Contains(got, "Books") || strings.Contains(got, "ключ") || strings.Contains(got, "9p") {
+			t.Errorf("String(%+q) = %+q, want the secret masked", text, got)
+		}
+		if !r.Holds(text) {
+			t.Errorf("Holds(%+q) = false, want true", text)
+		}
+	}
+}
+
 func TestStringKeepsInvisibleCharactersWhenNothingIsMasked(t *testing.T) {
 	r := redact.New("ghp_Zx81kQ0pLm27vB4nT9")
 	for _, s := range []string{"👩\u200d💻 reads ❤\ufe0f", "می\u200cخواهم", "soft\u00adhyphen"} {

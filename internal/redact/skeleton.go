@@ -15,71 +15,33 @@ import (
 // Latin ones replaced by those, and what shows as nothing or only marks
 // the letter before it (default-ignorable code points, combining marks
 // such as U+0332 under each character) removed; U+2800 BRAILLE PATTERN
-// BLANK, which shows as a space, becomes one. A secret respelled so reads
-// the same to a person and matched nothing. Only words (between ASCII
-// white space) that read as Latin letters or digits are folded (see
-// readsLatin).
+// BLANK, which shows as a space, becomes one, and control characters are
+// dropped. A secret respelled so reads the same to a person and matched
+// nothing.
 func skeleton(s string) string {
-	ascii := true
+	plain := true
 	for i := 0; i < len(s); i++ {
-		if s[i] >= 0x80 {
-			ascii = false
+		if c := s[i]; c >= 0x7f || c < 0x20 && c != '\t' && c != '\n' && c != '\r' {
+			plain = false
 			break
 		}
 	}
-	if ascii {
+	if plain {
 		return s
 	}
 	var b strings.Builder
 	b.Grow(len(s))
-	for i := 0; i < len(s); {
-		j := i
-		for j < len(s) && !asciiSpace(s[j]) {
-			j++
-		}
-		if word := s[i:j]; readsLatin(word) {
-			fold(&b, word)
-		} else {
-			b.WriteString(word)
-		}
-		for j < len(s) && asciiSpace(s[j]) {
-			b.WriteByte(s[j])
-			j++
-		}
-		i = j
-	}
+	fold(&b, s)
 	return b.String()
 }
 
-func asciiSpace(c byte) bool {
-	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'
-}
-
-// readsLatin reports whether a word (text between ASCII white space) has
-// a Latin letter or a digit, as written or in a compatibility form: a
-// secret respelled is such a word (it keeps some of its own characters,
-// or is written fullwidth), while a word wholly in another script
-// ("Сервер", "दस्तावेज़") is left as it is, so the text around a masked
-// secret keeps its spelling, and a message in Russian or Hindi is not
-// matched twice.
-func readsLatin(word string) bool {
-	for _, c := range word {
+// fold writes text as it reads (see skeleton).
+func fold(b *strings.Builder, text string) {
+	for _, c := range text {
 		switch {
-		case c < 0x80:
-			if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' {
-				return true
-			}
-		case c >= 0xff01 && c <= 0xff5e, compat(c) != "":
-			return true
-		}
-	}
-	return false
-}
-
-// fold writes word as it reads (see skeleton).
-func fold(b *strings.Builder, word string) {
-	for _, c := range word {
-		switch {
+		case c < 0x20 && c != '\t' && c != '\n' && c != '\r', c >= 0x7f && c < 0xa0:
+			// Control characters between a secret's characters show as
+			// nothing in many hosts.
 		case c < 0x80:
 			b.WriteRune(c)
 		case invisible(c), unicode.Is(unicode.Mn, c), unicode.Is(unicode.Me, c):
@@ -102,15 +64,17 @@ func fold(b *strings.Builder, word string) {
 	}
 }
 
-// compat returns the NFKC form of c when it is ASCII letters or digits,
-// else "". Most characters have no decomposition, which is cheap to tell.
+// compat returns the NFKC form of c when it is ASCII letters or digits, or
+// one ASCII character (small forms of punctuation: "﹗" is "!"), else ""
+// ("…" is "...": no letter). Most characters have no decomposition, which
+// is cheap to tell.
 func compat(c rune) string {
 	var rb [utf8.UTFMax]byte
 	n := utf8.EncodeRune(rb[:], c)
 	if norm.NFKC.Properties(rb[:n]).Decomposition() == nil {
 		return ""
 	}
-	if d := norm.NFKC.String(string(rb[:n])); asciiAlnum(d) {
+	if d := norm.NFKC.String(string(rb[:n])); asciiAlnum(d) || len(d) == 1 && d[0] > ' ' && d[0] < 0x7f {
 		return d
 	}
 	return ""
@@ -135,6 +99,7 @@ var lookalike = map[rune]rune{
 	'ᴀ': 'a', 'ʙ': 'b', 'ᴄ': 'c', 'ᴅ': 'd', 'ᴇ': 'e', 'ꜰ': 'f', 'ɢ': 'g', 'ʜ': 'h', 'ɪ': 'i', 'ᴊ': 'j', 'ᴋ': 'k',
 	'ʟ': 'l', 'ᴍ': 'm', 'ɴ': 'n', 'ᴏ': 'o', 'ᴘ': 'p', 'ʀ': 'r', 'ꜱ': 's', 'ᴛ': 't', 'ᴜ': 'u', 'ᴠ': 'v', 'ᴡ': 'w', 'ʏ': 'y', 'ᴢ': 'z',
 	'∶': ':', '꞉': ':', 'ː': ':', '﹕': ':', '﹦': '=', '⁼': '=', '﹫': '@',
+	'‐': '-', '‑': '-', '‒': '-', '–': '-', '−': '-', 'ǃ': '!',
 	// Cyrillic
 	'а': 'a', 'в': 'b', 'е': 'e', 'к': 'k', 'м': 'm', 'н': 'h', 'о': 'o', 'р': 'p', 'с': 'c', 'т': 't',
 	'у': 'y', 'х': 'x', 'і': 'i', 'ј': 'j', 'ѕ': 's', 'ԁ': 'd', 'ԛ': 'q', 'ԝ': 'w', 'ү': 'y', 'һ': 'h', 'ӏ': 'l',
