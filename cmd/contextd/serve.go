@@ -255,8 +255,10 @@ func btoi(b bool) int {
 // maxMetricsBody bounds a request body on the metrics listener (bytes):
 // pprof's symbol lookup (POST /debug/pprof/symbol, what go tool pprof sends
 // to symbolize a profile) reads its body to the end and buffers a line of
-// answer per address, about ten times the body: 90 MB of addresses made
-// an 850 MB answer and took the daemon to 2.2 GB.
+// answer per address, about ten times the body (up to 46 times, for a
+// long generic name): 90 MB of addresses made an 850 MB answer and took
+// the daemon to 2.2 GB. The symbol lookup itself reads at most
+// metrics.MaxSymbolBody.
 const maxMetricsBody = 1 << 20
 
 // guardMetrics returns the metrics listener's handler h with everything

@@ -220,6 +220,10 @@ const (
 	// MaxProfiles is how many pprof requests are served at once; others
 	// get 429 Too Many Requests at once.
 	MaxProfiles = 2
+	// MaxSymbolBody bounds the addresses a symbol lookup reads, in bytes
+	// of its body (about 6,000 addresses; Go profiles carry their own
+	// symbols, so go tool pprof rarely asks).
+	MaxSymbolBody = 64 << 10
 )
 
 // DumpInterval is the least time between two dumps of every goroutine's
@@ -249,7 +253,12 @@ func (b *profileBounds) bound(h http.Handler) http.Handler {
 			return
 		}
 		q := r.URL.Query()
-		if !symbol {
+		if symbol {
+			// Symbol answers a line per address, up to the function's
+			// whole name (408 bytes for some generic functions' equality):
+			// 1 MiB of one such address made a 48 MB answer, buffered.
+			r.Body = http.MaxBytesReader(w, r.Body, MaxSymbolBody)
+		} else {
 			// pprof reads its parameters with FormValue, which would
 			// read a form from any request's body (a GET with a
 			// multipart body of seconds=3600): it gets the query only.

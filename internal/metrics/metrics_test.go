@@ -2,10 +2,12 @@ package metrics_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -274,5 +276,26 @@ func TestProfilesAreBoundedInTimeAndNumber(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		t.Errorf("heap after the others ended: %d, want 200", resp.StatusCode)
+	}
+}
+
+// A symbol lookup reads at most MaxSymbolBody of addresses: its answer, a
+// line per address, is buffered whole.
+func TestSymbolLookupsAreBounded(t *testing.T) {
+	web := httptest.NewServer(metrics.New().Handler(true))
+	defer web.Close()
+	addr := fmt.Sprintf("%#x+", reflect.ValueOf(TestSymbolLookupsAreBounded).Pointer())
+	resp, err := http.Post(web.URL+"/debug/pprof/symbol", "text/plain", strings.NewReader(strings.Repeat(addr, (1<<20)/len(addr))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	lines := strings.Count(string(b), "\n")
+	if lines == 0 {
+		t.Fatalf("the lookup answered nothing (%d): it no longer resolves the test's address", resp.StatusCode)
+	}
+	if max := metrics.MaxSymbolBody/len(addr) + 2; lines > max {
+		t.Errorf("1 MiB of addresses answered %d lines, want at most %d (the body cut at %d KiB)", lines, max, metrics.MaxSymbolBody>>10)
 	}
 }
