@@ -23,3 +23,28 @@ func BenchmarkStringNonASCII(b *testing.B) {
 		_ = r.String(text)
 	}
 }
+
+// BenchmarkStringCutMarks masks 60 KB of text made of cut marks ("..." or
+// "…" after each character or word), with 20 configured secrets, none in
+// it: every mark is a place a cut piece of a secret is looked for.
+func BenchmarkStringCutMarks(b *testing.B) {
+	var secrets []string
+	for i := range 20 {
+		secrets = append(secrets, fmt.Sprintf("ghp_%02dAbCdEfGhIjKlMnOpQr", i))
+	}
+	r := redact.New(secrets...)
+	for _, c := range []struct{ name, unit string }{
+		{"plain", "server error: request refused, try again later please. "},
+		{"ascii-dots", "a..."},
+		{"ellipsis", "a…"},
+		{"cyrillic-ellipsis", "а…"},
+	} {
+		text := strings.Repeat(c.unit, 60<<10/len(c.unit)+1)[:60<<10]
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(text)))
+			for b.Loop() {
+				_ = r.String(text)
+			}
+		})
+	}
+}

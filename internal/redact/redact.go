@@ -74,6 +74,12 @@ type Redactor struct {
 	// text), as a little-endian uint64, and whether it has a digit or a
 	// capital letter (see minWordRun).
 	pieces map[uint64]bool
+
+	// heads and tails index the pieces a cut may leave (see
+	// longestPiece) by their last four bytes (a secret's first n bytes,
+	// for text that ends before a cut) and by their first four (its last
+	// n, for text that begins after one).
+	heads, tails map[uint32][]piece
 }
 
 // minWordRun is the shortest run of pieces masked when none of them has a
@@ -94,7 +100,8 @@ const pieceBytes = 8
 // New returns a Redactor for the given secrets; values shorter than four
 // bytes are ignored. Each secret is also masked in the forms a program
 // commonly prints it in: percent-encoded (query and path escaping),
-// base64 (standard and URL alphabets, padded or not), hexadecimal, and
+// base64 (standard and URL alphabets, padded or not, and inside base64 of
+// a longer text: see Base64Inside), hexadecimal, and
 // escaped inside a quoted string (JSON, with or without HTML escaping and
 // with "/" written "\/"; Go's %q).
 func New(secrets ...string) *Redactor {
@@ -104,7 +111,7 @@ func New(secrets ...string) *Redactor {
 		if len(s) >= minSecret && !slices.Contains(r.secrets, s) {
 			r.secrets = append(r.secrets, s)
 		}
-		if strong && !slices.Contains(r.strong, s) {
+		if strong && len(s) >= minSecret && !slices.Contains(r.strong, s) {
 			r.strong = append(r.strong, s)
 		}
 		for i := 0; pieces && i+pieceBytes <= len(s); i++ {
@@ -134,15 +141,41 @@ func New(secrets ...string) *Redactor {
 		for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding, base64.RawStdEncoding, base64.RawURLEncoding} {
 			add(enc.EncodeToString([]byte(s)), false)
 		}
+		for _, e := range Base64Inside(s) {
+			add(e, false)
+		}
 		add(hex.EncodeToString([]byte(s)), false)
 		add(strings.ToUpper(hex.EncodeToString([]byte(s))), false)
-		for _, q := range quoted(s) {
+		for _, q := range Quoted(s) {
 			add(q, pieces)
-			add(strings.ReplaceAll(q, "/", `\/`), pieces)
 		}
 	}
 	slices.SortFunc(r.secrets, func(a, b string) int { return len(b) - len(a) })
+	r.indexPieces()
 	return r
+}
+
+// Base64Inside returns what base64 of a longer text holding s shows of s
+// wherever s begins in it (after a prefix of 0, 1 or 2 bytes modulo 3:
+// Basic credentials "user:TOKEN", a Docker auth), in the standard and the
+// URL alphabet: the characters that depend on s alone, without the first
+// ones (shared with the prefix) and the last one (shared with what follows
+// s). Six strings, each about 4/3 of len(s) bytes less up to four.
+func Base64Inside(s string) []string {
+	var out []string
+	for _, enc := range []*base64.Encoding{base64.RawStdEncoding, base64.RawURLEncoding} {
+		for k, skip := range []int{0, 2, 3} {
+			e := enc.EncodeToString(append(make([]byte, k, k+len(s)), s...))
+			end := len(e)
+			if (k+len(s))%3 != 0 {
+				end-- // holds bits of the byte after s
+			}
+			if end-skip >= minSecret {
+				out = append(out, e[skip:end])
+			}
+		}
+	}
+	return out
 }
 
 // random reports whether s looks like a generated credential, whose
@@ -156,9 +189,10 @@ func random(s string) bool {
 		strings.IndexFunc(s, unicode.IsSpace) < 0 && !strings.Contains(s, "://")
 }
 
-// quoted returns s as it appears inside a quoted string: JSON-encoded
-// (with and without HTML escaping) and Go-quoted, without the quotes.
-func quoted(s string) []string {
+// Quoted returns s as it appears inside a quoted string, without the
+// quotes: JSON-encoded (with and without HTML escaping, and with "/"
+// written "\/") and Go-quoted. Forms equal to s are left out.
+func Quoted(s string) []string {
 	var out []string
 	for _, html := range []bool{true, false} {
 		var b bytes.Buffer
@@ -170,7 +204,11 @@ func quoted(s string) []string {
 		}
 	}
 	q := strconv.Quote(s)
-	return append(out, q[1:len(q)-1])
+	out = append(out, q[1:len(q)-1])
+	for _, j := range out[:2] {
+		out = append(out, strings.ReplaceAll(j, "/", `\/`))
+	}
+	return slices.DeleteFunc(slices.Compact(out), func(q string) bool { return q == s })
 }
 
 // Cut marks where text was cut short: contextd's own cuts (a server's
@@ -199,9 +237,12 @@ func (r *Redactor) String(s string) string {
 	out := r.mask(s)
 	// Then as it reads (see skeleton): the text keeps its own spelling (an
 	// emoji's joiners, a Persian word's non-joiner, fullwidth forms, a
-	// Cyrillic name) unless a respelled secret had to be masked there.
-	if k := skeleton(out); k != out {
-		if red := r.mask(k); red != k {
+	// Cyrillic name) unless masking it as it reads masks more. That pass
+	// reads s, not out: a rule masking the start of a respelled secret as
+	// written ("Bearer Pass.wοrd!Battery#Staple" up to the "!") leaves no
+	// whole secret to find in out's skeleton, and the rest would show.
+	if k := skeleton(s); k != s {
+		if red := r.mask(k); red != skeleton(out) {
 			out = red
 		}
 	}
@@ -391,32 +432,44 @@ func Clip(s string, n int) string {
 }
 
 // cutPieces masks, next to each Cut (or "...") in s, the pieces of a
-// secret a cut left (see String).
+// secret a cut left (see String). Its work is linear in len(s): each mark
+// is found once, and each looks up its candidate pieces by four bytes.
 func (r *Redactor) cutPieces(s string) string {
 	if len(r.secrets) == 0 || !strings.Contains(s, Cut) && !strings.Contains(s, asciiCut) {
 		return s
 	}
 	var b strings.Builder
-	rest := s
+	pos := 0            // s[:pos] is written
+	cut, dots := -1, -1 // the next Cut and "..." at or after pos; -2 when none is left
+	next := func(at int, mark string) int {
+		if at == -2 || at >= pos {
+			return at
+		}
+		if j := strings.Index(s[pos:], mark); j >= 0 {
+			return pos + j
+		}
+		return -2
+	}
 	for {
-		i, mark := strings.Index(rest, Cut), Cut
-		if j := strings.Index(rest, asciiCut); j >= 0 && (i < 0 || j < i) {
-			i, mark = j, asciiCut
+		cut, dots = next(cut, Cut), next(dots, asciiCut)
+		i, mark := cut, Cut
+		if dots >= 0 && (i < 0 || dots < i) {
+			i, mark = dots, asciiCut
 		}
 		if i < 0 {
-			b.WriteString(rest)
+			b.WriteString(s[pos:])
 			return b.String()
 		}
-		before := rest[:i]
+		before := s[pos:i]
 		if n := r.longestPiece(before, true); n > 0 {
 			before = before[:len(before)-n] + Mask
 		}
 		b.WriteString(before)
 		b.WriteString(mark)
-		rest = rest[i+len(mark):]
-		if n := r.longestPiece(rest, false); n > 0 {
+		pos = i + len(mark)
+		if n := r.longestPiece(s[pos:], false); n > 0 {
 			b.WriteString(Mask)
-			rest = rest[n:]
+			pos += n
 		}
 	}
 }
@@ -507,7 +560,7 @@ func across(s string, isBreak func(byte) bool, secrets []string) string {
 	}
 	var mask []bool
 	for _, sec := range secrets {
-		for off := 0; ; {
+		for off := 0; sec != ""; {
 			k := bytes.Index(joined[off:], []byte(sec))
 			if k < 0 {
 				break
@@ -543,17 +596,41 @@ func across(s string, isBreak func(byte) bool, secrets []string) string {
 // least minSecret bytes, shorter than the secret) that ends text (a
 // secret's start, when atEnd) or begins it (a secret's end); 0 when none.
 func (r *Redactor) longestPiece(text string, atEnd bool) int {
+	if len(text) < minSecret {
+		return 0
+	}
 	best := 0
-	for _, sec := range r.secrets {
-		for k := min(len(sec)-1, len(text)); k >= minSecret && k > best; k-- {
-			if atEnd && text[len(text)-k] == sec[0] && strings.HasSuffix(text, sec[:k]) ||
-				!atEnd && text[k-1] == sec[len(sec)-1] && strings.HasPrefix(text, sec[len(sec)-k:]) {
-				best = k
-				break
+	if atEnd {
+		for _, p := range r.heads[key4(text[len(text)-minSecret:])] {
+			if sec := r.secrets[p.secret]; p.n > best && p.n <= len(text) && strings.HasSuffix(text, sec[:p.n]) {
+				best = p.n
 			}
+		}
+		return best
+	}
+	for _, p := range r.tails[key4(text)] {
+		if sec := r.secrets[p.secret]; p.n > best && p.n <= len(text) && strings.HasPrefix(text, sec[len(sec)-p.n:]) {
+			best = p.n
 		}
 	}
 	return best
+}
+
+// piece is a secret's first or last n bytes (see Redactor.heads).
+type piece struct{ secret, n int }
+
+// key4 returns s's first four bytes as a little-endian uint32.
+func key4(s string) uint32 { return binary.LittleEndian.Uint32([]byte(s[:minSecret])) }
+
+// indexPieces fills r.heads and r.tails from r.secrets.
+func (r *Redactor) indexPieces() {
+	r.heads, r.tails = map[uint32][]piece{}, map[uint32][]piece{}
+	for i, sec := range r.secrets {
+		for n := minSecret; n < len(sec); n++ {
+			r.heads[key4(sec[n-minSecret:n])] = append(r.heads[key4(sec[n-minSecret:n])], piece{i, n})
+			r.tails[key4(sec[len(sec)-n:])] = append(r.tails[key4(sec[len(sec)-n:])], piece{i, n})
+		}
+	}
 }
 
 // Error returns err with its message masked; errors.Is and errors.As still

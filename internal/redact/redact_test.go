@@ -12,7 +12,10 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 
 	"github.com/contextd/contextd/internal/redact"
 )
@@ -484,5 +487,111 @@ func TestPiecesThatAreWordsAreNotMasked(t *testing.T) {
 	}
 	if got := pw.String("the password was wrong"); got != "the password was wrong" {
 		t.Errorf("a word of the secret was masked: %q", got)
+	}
+}
+
+// A rule that masks the start of a respelled secret as written (a bearer
+// value up to a "!", a key's value up to a ";") must not leave the rest
+// of it shown: the pass as it reads looks at the text, not at what the
+// first pass left.
+func TestARuleMaskingPartOfARespelledSecretLeavesNoneOfIt(t *testing.T) {
+	for _, tc := range []struct{ secret, text string }{
+		{"Pass.word!Battery#Staple", "upstream said: Bearer Pass.wοrd!Battery#Staple rejected"}, // Greek omicron
+		{"hunter-Horse;Battery-Staple!", "config token=һunter-Horse;Battery-Staple! bad"},       // Cyrillic shha
+	} {
+		got := redact.New(tc.secret).String(tc.text)
+		if strings.Contains(got, "Battery") || strings.Contains(got, "Staple") {
+			t.Errorf("String(%+q) = %+q, want none of the secret", tc.text, got)
+		}
+	}
+}
+
+// A secret with accented letters reads the same precomposed (NFC) and
+// decomposed (NFD: a base letter and a combining mark, as macOS writes
+// file names): configured in one form and printed in the other, it is
+// masked, and Holds finds it.
+func TestAccentedSecretsAreMaskedInEitherNormalForm(t *testing.T) {
+	for _, nfc := range []string{"Müller-Straße!Geheim", "Pässwört-Sécrét!", "contraseña#señor"} {
+		nfd := norm.NFD.String(nfc)
+		if nfd == nfc {
+			t.Fatalf("%q has no decomposed form", nfc)
+		}
+		for _, c := range [][2]string{{nfc, nfd}, {nfd, nfc}} {
+			r := redact.New(c[0])
+			if got := r.String("secret is " + c[1] + " ok"); got != "secret is "+redact.Mask+" ok" {
+				t.Errorf("configured %+q, String(%+q) = %+q", c[0], c[1], got)
+			}
+			if !r.Holds("x " + c[1]) {
+				t.Errorf("configured %+q, Holds(%+q) = false", c[0], c[1])
+			}
+		}
+	}
+	// Honest accented text stays as written.
+	r := redact.New("Pässwört-Sécrét!")
+	if s := "Café crème, naïve résumé"; r.String(s) != s || r.Holds(s) {
+		t.Errorf("honest text %q: String %q, Holds %v", s, r.String(s), r.Holds(s))
+	}
+}
+
+// A configured value that reads as nothing or as a few characters (only
+// control characters or combining marks; three mathematical digits) is no
+// secret to look for: String does not hang on it, and Holds does not find
+// it in every text.
+func TestSecretsThatReadAsNothingAreIgnored(t *testing.T) {
+	for _, sec := range []string{"\x1c\x1c\x1c\x1c\x1c\x1c\x1c\x1c", "\u0301\u0301\u0301\u0301", "𝟏𝟐𝟑"} {
+		r := redact.New(sec)
+		done := make(chan string, 1)
+		go func() { done <- r.String("hello world, issue 123") }()
+		select {
+		case got := <-done:
+			if got != "hello world, issue 123" {
+				t.Errorf("%+q: String = %+q", sec, got)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%+q: String does not return", sec)
+		}
+		if r.Holds("issue 123 x") {
+			t.Errorf("%+q: Holds(%q) = true", sec, "issue 123 x")
+		}
+	}
+}
+
+// Bytes that are not UTF-8 between a secret's characters (one after each;
+// a Latin-1 copy of a UTF-8 secret) show as boxes or nothing: the secret
+// still reads, and is masked.
+func TestInvalidBytesInsideASecretDoNotHideIt(t *testing.T) {
+	var b strings.Builder
+	for _, c := range "Xk9Qz7LmPa2Vb8Rt" {
+		b.WriteRune(c)
+		b.WriteByte(0xff)
+	}
+	if got := redact.New("Xk9Qz7LmPa2Vb8Rt").String("token was " + b.String()); strings.Contains(got, "L\uFFFDm") || !strings.Contains(got, redact.Mask) {
+		t.Errorf("one invalid byte after each character: %+q", got)
+	}
+}
+
+// Base64 of a longer text holding the secret ("user:TOKEN" in a Basic
+// credential or a Docker auth) shows it at any of three alignments: each
+// is masked, and Holds finds each.
+func TestBase64OfTextHoldingASecretIsMasked(t *testing.T) {
+	const secret = "ghp_R8xYz01AbCdEfGhIjKlMnOpQrStUv"
+	r := redact.New(secret)
+	for _, prefix := range []string{"", "u:", "user:", "x-access-token:", "ab"} {
+		for _, suffix := range []string{"", ":x", "\n"} {
+			for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawURLEncoding} {
+				e := enc.EncodeToString([]byte(prefix + secret + suffix))
+				got := r.String("auth: " + e + " end")
+				// What is left of the encoding besides the mask: the
+				// prefix's and the suffix's characters, and the few
+				// shared with the secret's first and last bytes.
+				left := len(got) - len("auth:  end") - len(redact.Mask)
+				if !strings.Contains(got, redact.Mask) || left > (len(prefix)+len(suffix))*4/3+6 {
+					t.Errorf("base64(%q+secret+%q) = %s: String = %q", prefix, suffix, e, got)
+				}
+				if !r.Holds(e) {
+					t.Errorf("base64(%q+secret+%q): Holds = false", prefix, suffix)
+				}
+			}
+		}
 	}
 }

@@ -45,6 +45,10 @@ func fold(b *strings.Builder, text string) {
 		case c < 0x80:
 			b.WriteRune(c)
 		case invisible(c), unicode.Is(unicode.Mn, c), unicode.Is(unicode.Me, c):
+		case c == utf8.RuneError:
+			// What was no UTF-8 (one invalid byte between each of a
+			// secret's characters; a Latin-1 copy's "ä") shows as a box
+			// or nothing.
 		case c == 0x2800, unicode.Is(unicode.Zs, c), unicode.Is(unicode.Zl, c), unicode.Is(unicode.Zp, c):
 			b.WriteByte(' ')
 		case c >= 0xff01 && c <= 0xff5e: // fullwidth ASCII
@@ -55,7 +59,9 @@ func fold(b *strings.Builder, text string) {
 			} else if n := compat(c); n != "" {
 				// Mathematical, enclosed (ⓠ), superscript (ˣ),
 				// letterlike (ℚ, K) and other compatibility forms of
-				// letters and digits; not "…", which is no letter.
+				// letters and digits, and letters with marks ("é"
+				// reads as "e" however it is encoded: precomposed, or
+				// "e" and U+0301); not "…", which is no letter.
 				b.WriteString(n)
 			} else {
 				b.WriteRune(c)
@@ -64,18 +70,30 @@ func fold(b *strings.Builder, text string) {
 	}
 }
 
-// compat returns the NFKC form of c when it is ASCII letters or digits, or
-// one ASCII character (small forms of punctuation: "﹗" is "!"), else ""
-// ("…" is "...": no letter). Most characters have no decomposition, which
-// is cheap to tell.
+// compat returns c decomposed (NFKD) without its marks when that is ASCII
+// letters or digits, or one ASCII character (small forms of punctuation:
+// "﹗" is "!"), or one letter lookalike maps ("ё" is "e"); else "" ("…"
+// is "...": no letter). Most characters have no decomposition, which is
+// cheap to tell.
 func compat(c rune) string {
 	var rb [utf8.UTFMax]byte
 	n := utf8.EncodeRune(rb[:], c)
-	if norm.NFKC.Properties(rb[:n]).Decomposition() == nil {
+	if norm.NFKD.Properties(rb[:n]).Decomposition() == nil {
 		return ""
 	}
-	if d := norm.NFKC.String(string(rb[:n])); asciiAlnum(d) || len(d) == 1 && d[0] > ' ' && d[0] < 0x7f {
+	d := strings.Map(func(r rune) rune {
+		if unicode.Is(unicode.Mn, r) || unicode.Is(unicode.Me, r) {
+			return -1
+		}
+		return r
+	}, norm.NFKD.String(string(rb[:n])))
+	if asciiAlnum(d) || len(d) == 1 && d[0] > ' ' && d[0] < 0x7f {
 		return d
+	}
+	if r, size := utf8.DecodeRuneInString(d); size == len(d) && size > 0 {
+		if l, ok := lookalike[r]; ok {
+			return string(l)
+		}
 	}
 	return ""
 }
