@@ -23,6 +23,11 @@ func TestStdioServersDoNotInheritOtherCredentials(t *testing.T) {
 	t.Setenv("SEC2_ESCAPED", "https://h/?k=pass%2Fword%3D0123456789")
 	t.Setenv("SEC2_B64", "ZGFlbW9uLXRva2VuLTAxMjM0NTY3ODlhYmNkZWY=")                 // base64 of the daemon token
 	t.Setenv("SEC2_HEX", "6f746865722d736572766572732d6b65792d30313233343536373839") // hex of the other key
+	// Inside base64 of a longer text (a Docker auth's "user:TOKEN", at
+	// another alignment than the token's own base64), and quoted in JSON.
+	t.Setenv("SEC2_DOCKER_AUTH", "dXNlcjpkYWVtb24tdG9rZW4tMDEyMzQ1Njc4OWFiY2RlZg==") // base64 of "user:" and the daemon token
+	t.Setenv("SEC2_BASIC", "bWU6UHcwcmQhMjAyNA==")                                   // base64 of "me:Pw0rd!2024"
+	t.Setenv("SEC2_JSON", `{"password":"pass\/word=0123456789"}`)
 	// Word-like secrets (a database URL's user name, a query value) are
 	// only withheld when a value is exactly one of them.
 	t.Setenv("SEC2_PATHLIKE", "/usr/lib/postgresql/16/bin:/home/me/engineering")
@@ -46,7 +51,8 @@ func TestStdioServersDoNotInheritOtherCredentials(t *testing.T) {
 		t.Fatalf("read the server's environment: %v, %v", cs, err)
 	}
 	env := "\n" + cs[0].Text + "\n"
-	for _, gone := range []string{"SEC2_DAEMON_TOKEN=", "SEC2_OTHER_SERVERS_KEY=", "SEC2_REPO_URL=", "SEC2_OPTS=", "SEC2_ESCAPED=", "SEC2_WORD=", "SEC2_B64=", "SEC2_HEX=", "SEC2_DB_URL="} {
+	for _, gone := range []string{"SEC2_DAEMON_TOKEN=", "SEC2_OTHER_SERVERS_KEY=", "SEC2_REPO_URL=", "SEC2_OPTS=", "SEC2_ESCAPED=", "SEC2_WORD=", "SEC2_B64=", "SEC2_HEX=", "SEC2_DB_URL=",
+		"SEC2_DOCKER_AUTH=", "SEC2_BASIC=", "SEC2_JSON="} {
 		if strings.Contains(env, "\n"+gone) {
 			t.Errorf("the server inherited %s…", gone)
 		}

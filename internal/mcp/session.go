@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -545,7 +544,8 @@ const minHidden = 8
 
 // inheritedEnv returns env ("KEY=value" entries) without the variables
 // whose value is one of hidden, or holds one worth looking for inside
-// values (see redact.Inside), as written, percent-encoded, in base64 or in hex: a stdio server
+// values (see redact.Inside), as written, percent-encoded, quoted, in base64
+// (also inside base64 of a longer text) or in hex: a stdio server
 // inherits contextd's environment (PATH, HOME, …) but not the credentials
 // it holds for the daemon and for the other servers, whole or inside a URL
 // or a "key=value" list. A value that merely contains a word-like secret
@@ -563,11 +563,11 @@ func inheritedEnv(env, hidden []string) []string {
 			continue
 		}
 		forms := []string{h, url.QueryEscape(h), url.PathEscape(h), hex.EncodeToString([]byte(h)), strings.ToUpper(hex.EncodeToString([]byte(h)))}
-		for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding, base64.RawStdEncoding, base64.RawURLEncoding} {
-			// Without padding: the encoding inside a longer one (a
-			// Docker auth's base64 of "user:TOKEN" aside) ends anywhere.
-			forms = append(forms, strings.TrimRight(enc.EncodeToString([]byte(h)), "="))
-		}
+		// Inside a quoted string (a JSON config), and inside base64 of
+		// a longer text ("user:TOKEN" in a Docker auth or a Basic
+		// credential), wherever it begins.
+		forms = append(forms, redact.Quoted(h)...)
+		forms = append(forms, redact.Base64Inside(h)...)
 		for _, e := range forms {
 			if !slices.Contains(within, e) {
 				within = append(within, e)
