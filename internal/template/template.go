@@ -282,8 +282,15 @@ func decoded(s string) string {
 
 func isSep(c byte) bool { return c == '/' || c == '\\' }
 
-// reDriveSeg matches a Windows drive as a path segment ("/C:/", "\\d:").
-var reDriveSeg = regexp.MustCompile(`[/\\][A-Za-z]:([/\\]|$)`)
+// reDriveSeg matches a Windows drive at the start of a path segment:
+// "/C:/", "\\d:", and "/D:Windows" (drive-relative: Python's ntpath.join
+// and .NET's Path.Combine go to drive D: for it).
+var reDriveSeg = regexp.MustCompile(`[/\\][A-Za-z]:`)
+
+// reDriveAuthority matches a drive where a URL's authority begins
+// ("docs://C:/Windows", "docs://D:Windows"), not a one-letter host with a
+// port ("docs://h:8080").
+var reDriveAuthority = regexp.MustCompile(`^[A-Za-z]:([^0-9]|$)`)
 
 // roots counts the places in uri, percent-decoded, where a server building
 // a path from it may find a root of its own: two separators ("/" or "\")
@@ -291,8 +298,14 @@ var reDriveSeg = regexp.MustCompile(`[/\\][A-Za-z]:([/\\]|$)`)
 // "/srv/docs/" + "/etc/passwd" reads as /etc/passwd to Python's
 // os.path.join, "\\host\share" is a network path), and a drive ("C:")
 // as any path segment but the first (file:///C:/Users is a Windows path;
-// file:///srv/docs/C:/Windows climbs out). A URL inside the URI
-// ("fetch://{+url}" with "https://example.com/a") adds none.
+// file:///srv/docs/C:/Windows climbs out). Outside the file scheme, whose
+// URIs name absolute paths by definition, a path that begins at a root
+// counts too: an empty authority ("docs:///etc/passwd"), a separator
+// right after the scheme ("docs:/etc/passwd"), a drive as the authority
+// or the first segment ("docs://C:/Windows", "docs:C:/Windows"): a server
+// that strips "docs://" and joins the rest onto its own root reads an
+// absolute path there. A URL inside the URI ("fetch://{+url}" with
+// "https://example.com/a") adds none.
 func roots(uri string) int {
 	d := decoded(uri)
 	n := 0
@@ -304,17 +317,23 @@ func roots(uri string) int {
 	}
 	// The path: after "scheme://authority", or after "scheme:".
 	path := d
-	if _, rest, ok := strings.Cut(d, "://"); ok {
+	scheme, rest, hier := strings.Cut(d, "://")
+	if hier {
 		if i := strings.IndexAny(rest, "/\\"); i >= 0 {
 			path = rest[i:]
 		} else {
 			path = ""
 		}
 	} else if i := strings.IndexByte(d, ':'); i >= 0 {
-		path = "/" + d[i+1:]
+		scheme, rest = d[:i], d[i+1:]
+		path = "/" + rest
+	}
+	file := strings.EqualFold(scheme, "file")
+	if !file && rest != "" && (isSep(rest[0]) || reDriveAuthority.MatchString(rest)) {
+		n++
 	}
 	for _, m := range reDriveSeg.FindAllStringIndex(path, -1) {
-		if strings.TrimLeft(path[:m[0]], "/\\") != "" { // not the first segment
+		if !file || strings.TrimLeft(path[:m[0]], "/\\") != "" { // not the first segment of a file path
 			n++
 		}
 	}

@@ -219,6 +219,10 @@ func TestMatchesWindowsFileURIsAndURLValues(t *testing.T) {
 		{"fetch://{+url}", "fetch://https://example.com/a/b", true},
 		{"file:///srv/{+path}", "file:///srv/a/C:/Windows", false},
 		{"file:///srv/{+path}", "file:///srv//etc/passwd", false},
+		{"docs://{+path}", "docs:///etc/passwd", false},
+		{"docs://{+path}", "docs://C:/Windows/win.ini", false},
+		{"file:///srv/docs/{+path}", "file:///srv/docs/D:Windows/win.ini", false},
+		{"docs://{+path}", "docs://guides/intro.md", true},
 	} {
 		if got := mustParse(t, tc.tmpl, "", "").Matches(tc.uri); got != tc.want {
 			t.Errorf("%s Matches(%q) = %v, want %v", tc.tmpl, tc.uri, got, tc.want)

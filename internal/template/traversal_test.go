@@ -79,12 +79,26 @@ func TestExpandStaysInsideTheTemplate(t *testing.T) {
 		{"file:///srv/docs/{+rest}", map[string]string{"rest": "a/.. /b"}, ""},
 		{"file:///srv/docs/{+rest}", map[string]string{"rest": "a/C:/Windows/win.ini"}, ""},
 		{"file:///srv/docs/{+rest}", map[string]string{"rest": "~user/.ssh/id_rsa"}, ""},
+		{"file:///srv/docs/{+rest}", map[string]string{"rest": "D:Windows/win.ini"}, ""},
+		// Outside the file scheme, a value that starts the path at a
+		// root: an empty authority, a separator after the scheme, a
+		// drive as the authority.
+		{"docs://{+path}", map[string]string{"path": "/etc/passwd"}, ""},
+		{"docs://{+path}", map[string]string{"path": "C:/Windows/win.ini"}, ""},
+		{"docs://{+path}", map[string]string{"path": "D:Windows/win.ini"}, ""},
+		{"docs:{+path}", map[string]string{"path": "/etc/passwd"}, ""},
+		{"docs:{+path}", map[string]string{"path": "C:/Windows/win.ini"}, ""},
+		{"docs://{path}", map[string]string{"path": "/etc/passwd"}, ""},
 		// A URL as a value, a Windows file URI's drive, a directory with
 		// its slash, a version with a tilde: no root of their own.
 		{"fetch://{+url}", map[string]string{"url": "https://example.com/a/b"}, "fetch://https://example.com/a/b"},
 		{"web://page/{url}", map[string]string{"url": "https://example.com/a"}, "web://page/https%3A%2F%2Fexample.com%2Fa"},
 		{"file:///{+path}", map[string]string{"path": "C:/Users/me/notes.md"}, "file:///C:/Users/me/notes.md"},
 		{"x://d/{+dir}/index.md", map[string]string{"dir": "guides/v2"}, "x://d/guides/v2/index.md"},
+		{"docs://{+path}", map[string]string{"path": "guides/intro.md"}, "docs://guides/intro.md"},
+		{"docs:{+path}", map[string]string{"path": "guides/intro.md"}, "docs:guides/intro.md"},
+		{"docs://{host}/a", map[string]string{"host": "h"}, "docs://h/a"},
+		{"file://{+path}", map[string]string{"path": "C:/Users/me/notes.md"}, "file://C:/Users/me/notes.md"},
 		{"x://d/{+rest}", map[string]string{"rest": "~1.2.3"}, "x://d/~1.2.3"},
 		{"fetch://{+url}", map[string]string{"url": "file:///srv/a"}, "fetch://file:///srv/a"},
 		{"fetch://{+url}", map[string]string{"url": "https://example.com//etc"}, ""},
