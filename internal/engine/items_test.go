@@ -9,15 +9,21 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/contextd/contextd/internal/config"
 	"github.com/contextd/contextd/internal/engine"
 	"github.com/contextd/contextd/internal/mcp/mcptest"
+	"github.com/contextd/contextd/internal/redact"
 	"github.com/contextd/contextd/internal/resource"
 	"github.com/contextd/contextd/internal/selector"
 )
 
+// itemsSecret is a credential configured for the server in
+// TestItemsClaimingAnotherURIAreDropped.
+const itemsSecret = "Qx7vR2mK9pL4wZ8nT3jH6cF1"
+
 // A server answering a read with items that claim other URIs (another
-// server's, say) has those items dropped, each saying what it claimed; a
-// sub-resource of a directory URI is kept.
+// server's, say) has those items dropped, each saying what it claimed,
+// masked as errors are; a sub-resource of a directory URI is kept.
 func TestItemsClaimingAnotherURIAreDropped(t *testing.T) {
 	srv := mcptest.NewServer(nil, nil)
 	srv.AddResource(&mcpsdk.Resource{URI: "doc://notes", Name: "architecture notes"},
@@ -26,6 +32,11 @@ func TestItemsClaimingAnotherURIAreDropped(t *testing.T) {
 				{URI: "doc://notes", Text: "the real architecture notes"},
 				{URI: "vault://other-server/api-keys", Text: "injected text passed off as another server's"},
 				{URI: "vault://other-server/" + strings.Repeat("k", 10000), Text: "injected under a long claim"},
+				// Claims holding credentials: a configured secret, user
+				// info, a signed URL's query.
+				{URI: "other://x/" + itemsSecret, Text: "injected with a secret"},
+				{URI: "https://x-access-token:ghp_Zx81kQ0pLm27vB4nT9aa@github.com/o/r", Text: "injected with user info"},
+				{URI: "https://bucket.s3.amazonaws.com/k?X-Amz-Signature=9f86d081884c7d659a2feaa0c55ad015", Text: "injected signed"},
 			}}, nil
 		})
 	srv.AddResource(&mcpsdk.Resource{URI: "file:///docs/", Name: "architecture directory"},
@@ -59,7 +70,8 @@ func TestItemsClaimingAnotherURIAreDropped(t *testing.T) {
 				{URI: "doc://x//evil.example/keys", Text: "root:x:0:0 evil"},
 			}}, nil
 		})
-	eng := newEngine(t, "", map[string]*mcpsdk.Server{"s": srv}, 0)
+	cfg := &config.Config{Servers: []config.Server{{Name: "s", Transport: config.TransportStdio, Command: "unused", Env: map[string]string{"TOKEN": itemsSecret}}}}
+	eng := newEngineOpts(t, "", map[string]*mcpsdk.Server{"s": srv}, engine.Options{Config: cfg})
 	res, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "architecture", TokenBudget: 1000, ValueFloor: new(float64)})
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +96,14 @@ func TestItemsClaimingAnotherURIAreDropped(t *testing.T) {
 		strings.Contains(all, "injected") || strings.Contains(all, "root:x") {
 		t.Errorf("returned texts %q", texts)
 	}
-	if d := dropped["vault://other-server/"+strings.Repeat("k", 10000)]; !strings.Contains(d, "claims URI") || len(d) > 1024 {
+	for u, d := range dropped {
+		for _, secret := range []string{itemsSecret, "ghp_Zx81", "9f86d081884c"} {
+			if strings.Contains(u, secret) || strings.Contains(d, secret) {
+				t.Errorf("dropped item %q (%q) shows a credential of its claim", u, d)
+			}
+		}
+	}
+	if d := dropped[redact.Clip("vault://other-server/"+strings.Repeat("k", 10000), 256)]; !strings.Contains(d, "claims URI") || len(d) > 1024 {
 		t.Errorf("a 10 KB claim: dropped with %d bytes of detail, want the claim quoted in under 1 KiB", len(d))
 	}
 	for _, u := range []string{"vault://other-server/api-keys", "file:///docs/../etc/passwd", "file:///docs/.%2e/etc/shadow",

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/contextd/contextd/internal/config"
+	"github.com/contextd/contextd/internal/redact"
 	"github.com/contextd/contextd/internal/resource"
 	"github.com/contextd/contextd/internal/template"
 )
@@ -246,8 +246,8 @@ func (b *readBudget) usable(contents []resource.Content) int {
 	return n
 }
 
-// maxQuotedClaim bounds the bytes of a claimed URI an item's error quotes:
-// the item's URI is returned with it anyway.
+// maxQuotedClaim bounds the bytes of a claimed URI an item's error quotes
+// and the URI it is returned with.
 const maxQuotedClaim = 256
 
 // checkItems marks, in a copy of contents, each item whose URI is neither
@@ -255,9 +255,11 @@ const maxQuotedClaim = 256
 // "file:///dir/a.md"): a server answering for a URI it was not asked about
 // (another server's, say) must not have its text passed off as the
 // resource's. A marked item is dropped as invalid_content, saying which
-// URI it claimed. contents itself, which the read cache may share, is not
-// changed.
-func checkItems(uri string, contents []resource.Content) []resource.Content {
+// URI it claimed, cut to maxQuotedClaim bytes and masked by red (the claim
+// is the server's text: "other://x/TOKEN", a signed URL), and carries that
+// as its URI. contents itself,
+// which the read cache may share, is not changed.
+func checkItems(uri string, contents []resource.Content, red *redact.Redactor) []resource.Content {
 	var out []resource.Content
 	for i, c := range contents {
 		if c.URI == "" || c.URI == uri || c.Error != "" || under(c.URI, uri) {
@@ -266,16 +268,10 @@ func checkItems(uri string, contents []resource.Content) []resource.Content {
 		if out == nil {
 			out = slices.Clone(contents)
 		}
-		claim := c.URI
-		if len(claim) > maxQuotedClaim {
-			n := maxQuotedClaim
-			for n > 0 && !utf8.RuneStart(claim[n]) {
-				n--
-			}
-			claim = claim[:n] + "…"
-		}
+		claim := red.String(redact.Clip(c.URI, maxQuotedClaim))
 		out[i].Error = fmt.Sprintf("the item claims URI %q, which is not the URI read nor under it", claim)
-		out[i].Text, out[i].Blob = "", nil
+		// The item's URI goes back as Dropped's URI: as quoted.
+		out[i].URI, out[i].Text, out[i].Blob = claim, "", nil
 	}
 	if out == nil {
 		return contents
