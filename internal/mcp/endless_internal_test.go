@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/contextd/contextd/internal/redact"
 )
 
 // endless is a server's output that starts with head and then never ends
@@ -141,5 +144,21 @@ func TestGarbageFromAServerIsLoggedAtARate(t *testing.T) {
 	}
 	if n := h.n.Load(); n < 1 || n > 5 {
 		t.Errorf("10,000 events that are not JSON-RPC logged %d warnings, want one a second (at least one)", n)
+	}
+}
+
+// The start of a long non-JSON stdout line the log quotes ends with
+// redact.Cut, so that a secret the cut split is masked by the log's
+// redactor: cut bare, 10 of an 11-byte password reached the log.
+func TestAQuotedNonJSONLineIsMarkedCut(t *testing.T) {
+	const secret = "Pw0rd!2024x"
+	var buf bytes.Buffer
+	log := slog.New(redact.Handler(slog.NewTextHandler(&buf, nil), redact.New(secret)))
+	in := strings.Repeat("x", maxQuotedLine-6) + secret + strings.Repeat("y", 100) + "\n" + `{"jsonrpc":"2.0","id":1,"result":{}}` + "\n"
+	if _, err := io.ReadAll(&jsonLines{r: bufio.NewReaderSize(strings.NewReader(in), 64<<10), log: log, max: 1 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "skipped a non-JSON line") || strings.Contains(buf.String(), secret[:4]) {
+		t.Errorf("logged %q, want the line quoted without a piece of the secret", buf.String())
 	}
 }

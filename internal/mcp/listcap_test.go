@@ -13,6 +13,7 @@ import (
 
 	"github.com/contextd/contextd/internal/mcp"
 	"github.com/contextd/contextd/internal/mcp/mcptest"
+	"github.com/contextd/contextd/internal/redact"
 )
 
 // endlessServer answers every resources/list and resources/templates/list
@@ -247,5 +248,26 @@ func testLongCursors(t *testing.T, proto string) {
 	}
 	if grew := int64(heap[1]) - int64(heap[0]); grew > (pages-10)*size/2 {
 		t.Errorf("heap grew by %d MiB over %d pages of 1 MiB cursors; want the cursors not kept", grew>>20, pages-10)
+	}
+}
+
+// A server name or version cut inside a secret ends with redact.Cut, so
+// that the redactor masks the piece the cut left: cut bare, 16 of a
+// 17-byte password reached ListServers.
+func TestServerInfoCutInsideASecretIsMasked(t *testing.T) {
+	const secret = "Misty-Books-Jade!"
+	pad := strings.Repeat("n", mcp.MaxServerInfoBytes-10)
+	srv := mcpsdk.NewServer(&mcpsdk.Implementation{Name: pad + secret, Version: pad + "v" + secret}, &mcpsdk.ServerOptions{
+		Capabilities: &mcpsdk.ServerCapabilities{Resources: &mcpsdk.ResourceCapabilities{}}})
+	sess := mcptest.Connect(t, "s", srv, nil)
+	name, version, _ := sess.ServerInfo()
+	red := redact.New(secret)
+	for _, v := range []string{name, version} {
+		if !strings.HasSuffix(v, redact.Cut) {
+			t.Errorf("%q: cut without the mark", v)
+		}
+		if got := red.String(v); strings.Contains(got, secret[:4]) {
+			t.Errorf("masked, %q still shows a piece of the secret", got[len(pad)-4:])
+		}
 	}
 }

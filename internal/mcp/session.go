@@ -349,17 +349,26 @@ func (s *Session) Capabilities() Capabilities { return s.caps }
 const MaxServerInfoBytes = 256
 
 // ServerInfo returns the server's name and version, each cut to
-// MaxServerInfoBytes at a character boundary, and the negotiated protocol
-// version.
+// MaxServerInfoBytes at a character boundary (then ending with redact.Cut,
+// counted in the bytes, so that a secret the cut split is still masked),
+// and the negotiated protocol version.
 func (s *Session) ServerInfo() (name, version, protocol string) {
 	ir := s.cs.InitializeResult()
 	if ir == nil {
 		return "", "", ""
 	}
 	if ir.ServerInfo != nil {
-		name, version = clip(ir.ServerInfo.Name, MaxServerInfoBytes), clip(ir.ServerInfo.Version, MaxServerInfoBytes)
+		name, version = clipInfo(ir.ServerInfo.Name), clipInfo(ir.ServerInfo.Version)
 	}
-	return name, version, clip(ir.ProtocolVersion, MaxServerInfoBytes)
+	return name, version, clipInfo(ir.ProtocolVersion)
+}
+
+// clipInfo returns s cut to MaxServerInfoBytes, the mark included.
+func clipInfo(s string) string {
+	if len(s) <= MaxServerInfoBytes {
+		return strings.Clone(s)
+	}
+	return clipCut(s, MaxServerInfoBytes-len(redact.Cut))
 }
 
 // initializeBounds is a client sending middleware that trims what the
@@ -383,11 +392,11 @@ func initializeBounds(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
 			if r == nil {
 				break
 			}
-			r.ProtocolVersion = clip(r.ProtocolVersion, MaxServerInfoBytes)
+			r.ProtocolVersion = clipInfo(r.ProtocolVersion)
 			r.Instructions, r.Meta = "", nil
 			trimCaps(r.Capabilities)
 			if i := r.ServerInfo; i != nil {
-				r.ServerInfo = &mcpsdk.Implementation{Name: clip(i.Name, MaxServerInfoBytes), Version: clip(i.Version, MaxServerInfoBytes)}
+				r.ServerInfo = &mcpsdk.Implementation{Name: clipInfo(i.Name), Version: clipInfo(i.Version)}
 			}
 		case *mcpsdk.DiscoverResult:
 			if r == nil {

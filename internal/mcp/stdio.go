@@ -18,6 +18,8 @@ import (
 	"time"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/contextd/contextd/internal/redact"
 )
 
 // defaultTerminateDuration is the go-sdk's: how long each stage of a stdio
@@ -247,6 +249,20 @@ type jsonLines struct {
 	badIDs      warnLimit
 }
 
+// maxQuotedLine bounds the bytes of a non-JSON stdout line the log quotes.
+const maxQuotedLine = 200
+
+// quoted returns the non-JSON line being dropped as the log quotes it: its
+// first maxQuotedLine bytes, ending with redact.Cut when there were more
+// (so that a secret the cut split is still masked, see redact.String).
+func (j *jsonLines) quoted() string {
+	q := string(bytes.TrimSpace(j.dropped))
+	if j.droppedSize > len(j.dropped) {
+		q = clip(string(j.dropped), maxQuotedLine) + redact.Cut
+	}
+	return q
+}
+
 const (
 	atLineStart = iota
 	passing
@@ -347,13 +363,13 @@ func (j *jsonLines) Read(p []byte) (int, error) {
 			return n, nil
 		case dropping:
 			line, err := j.r.ReadSlice('\n')
-			if len(j.dropped) < 200 {
-				j.dropped = append(j.dropped, line[:min(len(line), 200-len(j.dropped))]...)
+			if len(j.dropped) < maxQuotedLine {
+				j.dropped = append(j.dropped, line[:min(len(line), maxQuotedLine-len(j.dropped))]...)
 			}
 			j.droppedSize += len(line)
 			if b := skipBound(j.max); b > 0 && j.droppedSize > b {
 				if j.log != nil {
-					j.log.Warn("a non-JSON line on the server's stdout does not end", "bytes", j.droppedSize, "line", string(bytes.TrimSpace(j.dropped)))
+					j.log.Warn("a non-JSON line on the server's stdout does not end", "bytes", j.droppedSize, "line", j.quoted())
 				}
 				return 0, errEndless
 			}
@@ -364,7 +380,7 @@ func (j *jsonLines) Read(p []byte) (int, error) {
 				return 0, err
 			}
 			if ok, n := j.quiet.allow(); ok && j.log != nil {
-				j.log.Warn("skipped a non-JSON line on the server's stdout", "line", string(bytes.TrimSpace(j.dropped)), "not_logged_since_last", n)
+				j.log.Warn("skipped a non-JSON line on the server's stdout", "line", j.quoted(), "not_logged_since_last", n)
 			}
 			j.dropped, j.droppedSize = j.dropped[:0], 0
 			j.mode = atLineStart

@@ -200,7 +200,7 @@ func (c *repairConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		}
 		if !c.answerSlot() {
 			if ok, n := c.dropped.allow(); ok && c.log != nil {
-				c.log.Warn("the server does not take contextd's answers to its requests: an answer dropped", "id", clip(fmt.Sprint(resp.ID.Raw()), 64), "also_dropped", n)
+				c.log.Warn("the server does not take contextd's answers to its requests: an answer dropped", "id", clipCut(fmt.Sprint(resp.ID.Raw()), 64), "also_dropped", n)
 			}
 			return nil // an error here would end the session
 		}
@@ -273,7 +273,7 @@ func (c *repairConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			refuseUnanswered(m)
 			if jsonscan.Values(m.Params, MaxParamsValues) > MaxParamsValues {
 				if ok, n := c.bulky.allow(); ok && c.log != nil {
-					c.log.Warn("the server sent a message whose params hold too many JSON values: its params dropped", "method", clip(m.Method, 64), "max_values", MaxParamsValues, "also_dropped", n)
+					c.log.Warn("the server sent a message whose params hold too many JSON values: its params dropped", "method", clipCut(m.Method, 64), "max_values", MaxParamsValues, "also_dropped", n)
 				}
 				m.Params = json.RawMessage(`{}`)
 			}
