@@ -270,12 +270,15 @@ func (e *Engine) mayExpand(set *serverSet, read, masked, server string, tp *temp
 			return false
 		}
 	}
-	if len(filt.URIPrefixes) == 0 && len(filt.MIMETypes) == 0 {
-		return true // Expand's own checks come once the values are confirmed
-	}
+	// Values Expand refuses (an empty segment, a drive, a root the
+	// template lacks) are not sent in completions either; Expand checks
+	// the confirmed values again.
 	uri, err := tp.Expand(values)
 	if err != nil {
 		return false
+	}
+	if len(filt.URIPrefixes) == 0 && len(filt.MIMETypes) == 0 {
+		return true
 	}
 	t := tp.Template
 	return filt.match(resource.Descriptor{Server: server, URI: uri, Name: t.Name, Title: t.Title, Description: t.Description, MIMEType: t.MIMEType})

@@ -387,6 +387,51 @@ func TestExpansionNeverClimbsOutOfTheTemplate(t *testing.T) {
 	}
 }
 
+// A value Expand would refuse (one adding a root: an absolute path, an
+// empty segment, a network path, a drive) is not sent to the server in a
+// completion either: only the read was refused, and the server still saw
+// "/etc/shadow".
+func TestValuesAddingARootAreNotSentInCompletions(t *testing.T) {
+	var mu sync.Mutex
+	var asked []string
+	srv := mcptest.NewServer(map[string]string{"doc://x": "unrelated"}, &mcpsdk.ServerOptions{
+		CompletionHandler: func(_ context.Context, req *mcpsdk.CompleteRequest) (*mcpsdk.CompleteResult, error) {
+			mu.Lock()
+			asked = append(asked, req.Params.Argument.Value)
+			mu.Unlock()
+			return &mcpsdk.CompleteResult{Completion: mcpsdk.CompletionResultDetails{Values: []string{req.Params.Argument.Value}, Total: 1}}, nil
+		}})
+	for _, uri := range []string{"file:///srv/docs/{+rest}", "notes://{+path}"} {
+		srv.AddResourceTemplate(&mcpsdk.ResourceTemplate{URITemplate: uri, Name: "docs notes", Title: "Docs"},
+			func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+				return nil, errors.New("unused")
+			})
+	}
+	eng := newEngine(t, "", map[string]*mcpsdk.Server{"s": srv}, 0)
+	search(t, eng, "docs rest guides/intro.md")
+	mu.Lock()
+	control := slices.Contains(asked, "guides/intro.md")
+	mu.Unlock()
+	if !control {
+		t.Fatalf("completions asked %q, want guides/intro.md: the control", asked)
+	}
+	for _, q := range []string{
+		"docs notes rest path /etc/shadow",
+		`docs notes rest path \\host\share\x.md`,
+		"docs notes rest path a//b/c.md",
+		"docs notes rest path C:/Windows/win.ini",
+	} {
+		search(t, eng, q)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, v := range asked {
+		if strings.Contains(v, "etc/shadow") || strings.Contains(v, "share") || strings.Contains(v, "//") || strings.Contains(v, "Windows") {
+			t.Errorf("completion asked for %q", v)
+		}
+	}
+}
+
 func TestExpansionsScoredWithTheRequestsRanking(t *testing.T) {
 	srv, _ := templateServer(knownIDs("42"))
 	eng := newEngine(t, "", map[string]*mcpsdk.Server{"s": srv}, 0) // engine: DefaultRanking, convex
