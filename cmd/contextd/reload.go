@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"syscall"
 	"time"
 
@@ -36,9 +37,10 @@ type reloader struct {
 	eng   *engine.Engine
 	m     *metrics.Metrics
 	log   *slog.Logger
-	// red masks credentials, in the refusal ListServers shows: those of
-	// the configuration in use.
-	red *redact.Redactor
+	// red masks credentials, in the refusal ListServers shows: secrets,
+	// those of the configuration in use and of every one before it.
+	red     *redact.Redactor
+	secrets []string
 	// refused is told why a file was refused ("" once one is applied);
 	// ListServers shows it.
 	refused func(msg string)
@@ -84,11 +86,12 @@ func (r *reloader) reload(ctx context.Context, why string) error {
 	r.m.Reloaded(nil)
 	r.refused("")
 	// The next refusal may quote the servers just added.
-	var secrets []string
-	for _, srv := range next.Servers {
-		secrets = append(secrets, srv.Secrets()...)
+	for _, s := range next.Secrets() {
+		if !slices.Contains(r.secrets, s) {
+			r.secrets = append(r.secrets, s)
+		}
 	}
-	r.red = redact.New(append(secrets, next.Auth.Token)...)
+	r.red = redact.New(r.secrets...)
 	r.log.Info("config reloaded", "why", why, "config", r.path, "added", ch.Added, "removed", ch.Removed, "changed", ch.Changed, "kept", ch.Kept)
 	return nil
 }

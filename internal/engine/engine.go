@@ -194,8 +194,13 @@ type serverSet struct {
 	mirrors map[string]*ctxsync.Mirror
 	names   []string      // configured order (sorted)
 	limits  config.Limits // with defaults
-	// red masks every credential of cfg, the daemon's token included:
-	// what may not leave in a template value either (see withTemplates).
+	// secrets are every credential of cfg, the daemon's token included,
+	// and of every configuration installed before it: a reload that
+	// removes a server leaves its ${VAR} credential in the daemon's
+	// environment, and in text already fetched.
+	secrets []string
+	// red masks secrets: what may not leave in a template value either
+	// (see withTemplates).
 	red *redact.Redactor
 	// inflight counts the requests that began under this set; Reload
 	// waits for them before it stops the mirrors it took out.
@@ -223,7 +228,8 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	}
 	// Every server's credentials are masked everywhere: one server's error
 	// may quote another's (a shared proxy URL, a copied header).
-	red := redact.New(opts.Config.Secrets()...)
+	secrets := opts.Config.Secrets()
+	red := redact.New(secrets...)
 	log = slog.New(redact.Handler(log.Handler(), red))
 	tok, err := budget.NewTokenizer(opts.Config.Tokenizer)
 	if err != nil {
@@ -295,9 +301,9 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	e.slowFor = cmp.Or(opts.SlowFor, DefaultSlowFor)
 	e.slowUntil = map[string]time.Time{}
 	e.readTimes = map[string]time.Duration{}
-	e.cur = &serverSet{cfg: opts.Config, mirrors: map[string]*ctxsync.Mirror{}, limits: opts.Config.Limits.WithDefaults(), red: red}
+	e.cur = &serverSet{cfg: opts.Config, mirrors: map[string]*ctxsync.Mirror{}, limits: opts.Config.Limits.WithDefaults(), secrets: secrets, red: red}
 	for _, srv := range opts.Config.Servers {
-		e.cur.mirrors[srv.Name] = e.newMirror(opts.Config, srv, red)
+		e.cur.mirrors[srv.Name] = e.newMirror(e.cur, srv)
 		e.cur.names = append(e.cur.names, srv.Name)
 	}
 	if sh != nil {
@@ -333,16 +339,16 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 }
 
 // newMirror makes the mirror of srv, one of cfg's servers.
-func (e *Engine) newMirror(cfg *config.Config, srv config.Server, red *redact.Redactor) *ctxsync.Mirror {
+func (e *Engine) newMirror(set *serverSet, srv config.Server) *ctxsync.Mirror {
+	cfg := set.cfg
 	dial := dialer(srv, cfg.MaxMessageBytes)
 	if e.dial != nil {
 		dial = e.dial(srv)
 	}
 	// No stdio server inherits the daemon's token or another server's
-	// credentials from contextd's environment.
-	hidden := cfg.Secrets()
-	mo := ctxsync.Options{Server: srv.Name, Dial: dial, Index: e.ix, Logger: e.log.With("component", "sync"), PollInterval: cfg.PollInterval, Redact: red,
-		Observer: mirrorObserver{e}, HiddenEnv: hidden, ContentBytes: cfg.ContentBytes, ContentPassTime: cfg.ContentPassTime}
+	// credentials (a removed server's too) from contextd's environment.
+	mo := ctxsync.Options{Server: srv.Name, Dial: dial, Index: e.ix, Logger: e.log.With("component", "sync"), PollInterval: cfg.PollInterval, Redact: set.red,
+		Observer: mirrorObserver{e}, HiddenEnv: set.secrets, ContentBytes: cfg.ContentBytes, ContentPassTime: cfg.ContentPassTime}
 	if srv.NoContentIndex {
 		mo.ContentMaxResources = -1
 	}

@@ -68,8 +68,15 @@ func (e *Engine) Reload(ctx context.Context, cfg *config.Config) (Changes, error
 
 	// The store, the embedder and auth stay as they were (restart-only):
 	// their secrets are cfg's, kept from the old configuration.
-	red := redact.New(cfg.Secrets()...)
-	next := &serverSet{cfg: cfg, mirrors: make(map[string]*ctxsync.Mirror, len(cfg.Servers)), limits: cfg.Limits.WithDefaults(), red: red}
+	// The credentials of the configurations before stay masked and
+	// withheld (see serverSet.secrets).
+	secrets := slices.Clone(old.secrets)
+	for _, s := range cfg.Secrets() {
+		if !slices.Contains(secrets, s) {
+			secrets = append(secrets, s)
+		}
+	}
+	next := &serverSet{cfg: cfg, mirrors: make(map[string]*ctxsync.Mirror, len(cfg.Servers)), limits: cfg.Limits.WithDefaults(), secrets: secrets, red: redact.New(secrets...)}
 	var stop []*ctxsync.Mirror
 	for _, srv := range cfg.Servers {
 		next.names = append(next.names, srv.Name)
@@ -85,7 +92,7 @@ func (e *Engine) Reload(ctx context.Context, cfg *config.Config) (Changes, error
 			ch.Kept++
 			continue
 		}
-		next.mirrors[srv.Name] = e.newMirror(cfg, srv, red)
+		next.mirrors[srv.Name] = e.newMirror(next, srv)
 	}
 	for _, name := range old.names {
 		if _, ok := next.mirrors[name]; !ok {

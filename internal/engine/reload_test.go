@@ -211,3 +211,60 @@ func waitFor(t *testing.T, what string, ok func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// A reload that removes a server keeps its credentials withheld from the
+// other stdio servers (its ${VAR} value stays in the daemon's
+// environment): a server restarted by the reload inherited it.
+func TestReloadKeepsARemovedServersCredentialsWithheld(t *testing.T) {
+	const secret = "blue-river-stone-lamp!7"
+	servers := map[string]*mcpsdk.Server{
+		"x": mcptest.NewServer(map[string]string{"doc://x": "x notes"}, nil),
+		"y": mcptest.NewServer(map[string]string{"doc://y": "y notes"}, nil),
+	}
+	var mu sync.Mutex
+	hidden := map[string][]string{} // server → HiddenEnv of its last dial
+	dial := func(s config.Server) ctxsync.DialFunc {
+		inner := mcptest.Dial(t, s.Name, servers[s.Name])
+		return func(ctx context.Context, o *mcp.Options) (*mcp.Session, error) {
+			mu.Lock()
+			hidden[s.Name] = slices.Clone(o.HiddenEnv)
+			mu.Unlock()
+			return inner(ctx, o)
+		}
+	}
+	entry := func(name, k, v string) config.Server {
+		return config.Server{Name: name, Transport: config.TransportStdio, Command: "unused", NoContentIndex: true, Env: map[string]string{k: v}}
+	}
+	cfg := &config.Config{Servers: []config.Server{entry("x", "X_API_KEY", secret), entry("y", "MODE", "a")}}
+	eng, err := engine.New(t.Context(), engine.Options{Config: cfg, InMemory: true, Embedder: &indextest.BagEmbedder{}, Dial: dial})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = eng.Run(ctx) })
+	t.Cleanup(func() { cancel(); wg.Wait(); eng.Close() })
+	if err := eng.WaitReady(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	next := &config.Config{Servers: []config.Server{entry("y", "MODE", "b")}}
+	if _, err := eng.Reload(t.Context(), next); err != nil {
+		t.Fatal(err)
+	}
+	if err := eng.WaitReady(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mu.Lock()
+		h := hidden["y"]
+		mu.Unlock()
+		if slices.Contains(h, secret) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("y restarted withholding %q, not the removed server's credential", h)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
