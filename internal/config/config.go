@@ -17,6 +17,7 @@ package config
 
 import (
 	"bytes"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -32,6 +33,8 @@ import (
 	"unicode"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/contextd/contextd/internal/redact"
 )
 
 // Defaults applied when a field is absent.
@@ -545,6 +548,7 @@ func (e *expander) str(field, s string) string {
 		if v != "" && secretName.MatchString(m[1]) {
 			e.secrets = append(e.secrets, v)
 		}
+		e.secrets = append(e.secrets, valueSecrets(v, secretName.MatchString(m[1]))...)
 		return v
 	})
 }
@@ -701,7 +705,54 @@ func exists(p string) bool {
 // and those with a word key, pat (personal access token) or pass
 // (STRIPE_KEY, X-Key, Ocp-Apim-Subscription-Key, stripeKey, ADO_PAT,
 // SMTP_PASS), but not KEYBOARD or PATH.
-var secretName = regexp.MustCompile(`(?i:token|secret|passw|passphrase|mnemonic|pwd|api[_-]?key|apikey|credential|auth|cookie|session)|(?i:(^|[^a-z])(key|pat|pass)([^a-z]|$))|[a-z0-9](Key|Pat|Pass)([^a-z]|$)`)
+//
+// Also the names keys go by written as one word (MEILI_MASTERKEY,
+// PRIVATEKEY, AccountKey), and those of values that hold credentials among other settings or are one
+// by their kind: connection strings, DSNs, JWTs, seeds, signatures
+// (AZURE_STORAGE_CONNECTION_STRING, MYSQL_DSN, SUPABASE_JWT, WALLET_SEED,
+// X-Signature, a SAS URL's sig).
+var secretName = regexp.MustCompile(`(?i:token|secret|passw|passphrase|mnemonic|pwd|api[_-]?key|apikey|credential|auth|cookie|session|jwt|dsn|conn(?:ection)?[_-]?str(?:ing)?|seed|signature|^sig$|(?:master|private|account|signing|access|encryption|shared)[_-]?key)|(?i:(^|[^a-z])(key|pat|pass)([^a-z]|$))|[a-z0-9](Key|Pat|Pass)([^a-z]|$)`)
+
+// valueSecrets returns the credentials inside one configured value,
+// whatever its name: a Basic credential's password (and "user:password"),
+// the values of secret-named keys in a list of settings (a connection
+// string's AccountKey= or Pwd=, a Digest's or SigV4's Signature=), the
+// user info and query values of a JDBC URL, and the password of user info
+// written without a scheme (a Go MySQL DSN, "user:pw@tcp(host)/db").
+// When the value's own name is a credential's (named: Cookie, a
+// connection string), every credential-like setting in it counts too
+// (a cookie's "sid=…").
+func valueSecrets(v string, named bool) []string {
+	v = strings.TrimSpace(v)
+	var out []string
+	if rest, ok := strings.CutPrefix(v, "jdbc:"); ok {
+		out = append(out, urlSecrets(rest)...)
+	}
+	if scheme, cred, ok := strings.Cut(v, " "); ok && strings.EqualFold(scheme, "basic") {
+		if b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(cred)); err == nil {
+			if _, pass, ok := strings.Cut(string(b), ":"); ok && pass != "" {
+				out = append(out, string(b), pass)
+			}
+		}
+	}
+	for _, part := range strings.FieldsFunc(v, func(r rune) bool { return r == ';' || r == ',' || r == '&' || unicode.IsSpace(r) }) {
+		k, val, ok := strings.Cut(part, "=")
+		if val = strings.Trim(val, `"'`); !ok || val == "" {
+			continue
+		}
+		if secretName.MatchString(k) || named && redact.CredentialLike(val) {
+			out = append(out, val)
+		}
+	}
+	if m := dsnUserInfo.FindStringSubmatch(v); m != nil {
+		out = append(out, m[1])
+	}
+	return out
+}
+
+// dsnUserInfo matches user info at the start of a value with no scheme
+// ("user:pw@tcp(host:3306)/db", "user:pw@host/db"): the password.
+var dsnUserInfo = regexp.MustCompile(`^[A-Za-z0-9._%+-]+:([^\s@/]+)@[A-Za-z0-9(]`)
 
 // Secrets returns the values of s that may be credentials, for masking in
 // errors and logs: the values of headers and env variables whose name
@@ -711,13 +762,16 @@ var secretName = regexp.MustCompile(`(?i:token|secret|passw|passphrase|mnemonic|
 // of any arg that is a URL (a database URL given to a stdio server); args
 // that follow (or are joined by "=" to) a flag with such a name; the value
 // of an arg written as a header with such a name ("Authorization: Bearer
-// X", as mcp-remote's --header takes it); and what a ${VAR} reference with
-// such a name put in any field.
+// X", as mcp-remote's --header takes it); what a ${VAR} reference with
+// such a name put in any field; and the credentials inside any of these
+// values, whatever its name (see valueSecrets: a Basic credential's
+// password, a connection string's AccountKey=, a DSN's password).
 func (s Server) Secrets() []string {
 	var out []string
 	named := func(m map[string]string) {
 		for k, v := range m {
 			out = append(out, urlSecrets(v)...)
+			out = append(out, valueSecrets(v, secretName.MatchString(k))...)
 			if !secretName.MatchString(k) {
 				continue
 			}
@@ -733,8 +787,10 @@ func (s Server) Secrets() []string {
 	for i, a := range s.Args {
 		flag, v, joined := strings.Cut(a, "=")
 		out = append(out, urlSecrets(a)...)
+		out = append(out, valueSecrets(a, false)...)
 		if joined {
 			out = append(out, urlSecrets(v)...)
+			out = append(out, valueSecrets(v, secretName.MatchString(flag))...)
 		}
 		out = append(out, headerArgSecrets(a)...)
 		if joined {

@@ -7,7 +7,8 @@ import "testing"
 // must not show them.
 func TestSecretNamesIncludeKeyPatAndPass(t *testing.T) {
 	for _, name := range []string{"STRIPE_KEY", "X-Key", "Ocp-Apim-Subscription-Key", "stripeKey", "key", "--key", "ADO_PAT", "GITHUB_PAT",
-		"SMTP_PASS", "dbPass", "SSH_PASSPHRASE", "WALLET_MNEMONIC", "API_KEY", "X-Api-Key", "GITHUB_TOKEN", "MYSQL_PWD", "Authorization", "AWS_SECRET_ACCESS_KEY"} {
+		"SMTP_PASS", "dbPass", "SSH_PASSPHRASE", "WALLET_MNEMONIC", "API_KEY", "X-Api-Key", "GITHUB_TOKEN", "MYSQL_PWD", "Authorization", "AWS_SECRET_ACCESS_KEY",
+		"AZURE_STORAGE_CONNECTION_STRING", "MYSQL_DSN", "SUPABASE_JWT", "MEILI_MASTERKEY", "PRIVATEKEY", "WALLET_SEED", "X-Signature", "sig", "AccountKey"} {
 		if !secretName.MatchString(name) {
 			t.Errorf("%s: not taken for a credential's name", name)
 		}
@@ -16,7 +17,7 @@ func TestSecretNamesIncludeKeyPatAndPass(t *testing.T) {
 			t.Errorf("env %s: secrets %q", name, got)
 		}
 	}
-	for _, name := range []string{"PATH", "KEYBOARD", "MONKEY", "PATTERN", "PASSAGE", "HOME", "NODE_ENV", "Accept", "turnkey", "compass"} {
+	for _, name := range []string{"PATH", "KEYBOARD", "MONKEY", "PATTERN", "PASSAGE", "HOME", "NODE_ENV", "Accept", "turnkey", "compass", "SIGNAL", "design"} {
 		if secretName.MatchString(name) {
 			t.Errorf("%s: taken for a credential's name", name)
 		}

@@ -152,6 +152,46 @@ mcpServers:
 			}
 		}
 	}
+	// Credentials inside values, whatever their names: a Basic
+	// credential's password, a cookie's session, a connection string's
+	// key, an ODBC Pwd=, a JDBC URL's password, a Go MySQL DSN's, a
+	// SigV4 signature.
+	inside, err := config.Parse("c.yaml", []byte(`
+mcpServers:
+  h:
+    url: https://h.example/mcp
+    headers:
+      Authorization: "Basic Ym9iOlMzY3IzdCFQYXNz"
+      Cookie: "theme=dark; sid=Qx7vR2mK9pL4wZ8nT3jH6cF1"
+      X-Amz: "AWS4-HMAC-SHA256 Credential=AKIAEXAMPLE/2024/s3, SignedHeaders=host, Signature=9f86d081884c7d659a2f"
+  e:
+    command: srv
+    env:
+      STORAGE: "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=bXlrZXk0Mg==;EndpointSuffix=core.windows.net"
+      ODBC: "Driver={ODBC Driver 18};Server=db;Uid=app;Pwd=Odbc!Pass9;"
+      JDBC: "jdbc:postgresql://db:5432/app?user=app&password=Jdbc!Pass9"
+      MYSQL: "app:My!Pass99@tcp(db:3306)/app"
+`), vars)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string][]string{
+		"h": {"S3cr3t!Pass", "Qx7vR2mK9pL4wZ8nT3jH6cF1", "9f86d081884c7d659a2f"},
+		"e": {"bXlrZXk0Mg==", "Odbc!Pass9", "Jdbc!Pass9", "My!Pass99"},
+	} {
+		s, _ := inside.Server(name)
+		got := s.Secrets()
+		for _, w := range want {
+			if !slices.Contains(got, w) {
+				t.Errorf("%s: secrets %q lack %q", name, got, w)
+			}
+		}
+		for _, v := range got {
+			if v == "dark" || v == "acct" || v == "https" || v == "host" {
+				t.Errorf("%s: %q taken for a secret", name, v)
+			}
+		}
+	}
 	// Loading the same file again gives the same servers, so a reload does
 	// not restart them.
 	again, err := config.Parse("c.yaml", []byte(`
