@@ -571,11 +571,11 @@ func inheritedEnv(env, hidden []string) []string {
 		if !redact.Inside(h) {
 			continue
 		}
-		forms := []string{h, url.QueryEscape(h), url.PathEscape(h), hex.EncodeToString([]byte(h)), strings.ToUpper(hex.EncodeToString([]byte(h)))}
-		// Inside a quoted string (a JSON config), and inside base64 of
-		// a longer text ("user:TOKEN" in a Docker auth or a Basic
-		// credential), wherever it begins.
-		forms = append(forms, redact.Quoted(h)...)
+		forms := []string{h, hex.EncodeToString([]byte(h)), strings.ToUpper(hex.EncodeToString([]byte(h)))}
+		// Percent-encoded, inside a quoted string (a JSON config),
+		// HTML-escaped, and inside base64 of a longer text ("user:TOKEN"
+		// in a Docker auth or a Basic credential), wherever it begins.
+		forms = append(forms, redact.Escaped(h)...)
 		forms = append(forms, redact.Base64Inside(h)...)
 		for _, e := range forms {
 			if !slices.Contains(within, e) {

@@ -23,6 +23,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/url"
 	"regexp"
@@ -31,6 +32,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -136,8 +138,6 @@ func New(secrets ...string) *Redactor {
 			add(strings.ToLower(s), pieces)
 			add(strings.ToUpper(s), pieces)
 		}
-		add(url.QueryEscape(s), pieces)
-		add(url.PathEscape(s), pieces)
 		for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding, base64.RawStdEncoding, base64.RawURLEncoding} {
 			add(enc.EncodeToString([]byte(s)), false)
 		}
@@ -146,8 +146,8 @@ func New(secrets ...string) *Redactor {
 		}
 		add(hex.EncodeToString([]byte(s)), false)
 		add(strings.ToUpper(hex.EncodeToString([]byte(s))), false)
-		for _, q := range Quoted(s) {
-			add(q, pieces)
+		for _, e := range Escaped(s) {
+			add(e, pieces)
 		}
 	}
 	slices.SortFunc(r.secrets, func(a, b string) int { return len(b) - len(a) })
@@ -189,26 +189,94 @@ func random(s string) bool {
 		strings.IndexFunc(s, unicode.IsSpace) < 0 && !strings.Contains(s, "://")
 }
 
-// Quoted returns s as it appears inside a quoted string, without the
-// quotes: JSON-encoded (with and without HTML escaping, and with "/"
-// written "\/") and Go-quoted. Forms equal to s are left out.
-func Quoted(s string) []string {
+// Escaped returns s as programs commonly escape it, each form once and
+// none equal to s: percent-encoded (Go's query and path escaping,
+// JavaScript's encodeURIComponent, Python's quote, and every byte but the
+// unreserved ones; with upper- and lower-case hex digits), inside a
+// quoted string (JSON with and without HTML escaping, with "/" written
+// "\/", with every non-ASCII character as \uXXXX as Python writes it;
+// Go's %q and %+q), and HTML-escaped ("&amp;", "&#39;" or "&#x27;",
+// "&quot;" or "&#34;").
+func Escaped(s string) []string {
 	var out []string
+	for _, p := range []string{url.QueryEscape(s), url.PathEscape(s), percent(s, "-_.!~*'()"), percent(s, "-_.~/"), percent(s, "-_.~")} {
+		out = append(out, p, lowerHex(p))
+	}
 	for _, html := range []bool{true, false} {
 		var b bytes.Buffer
 		enc := json.NewEncoder(&b)
 		enc.SetEscapeHTML(html)
 		if enc.Encode(s) == nil {
 			j := strings.TrimSuffix(b.String(), "\n")
-			out = append(out, j[1:len(j)-1])
+			j = j[1 : len(j)-1]
+			out = append(out, j, strings.ReplaceAll(j, "/", `\/`), asciiJSON(j))
 		}
 	}
-	q := strconv.Quote(s)
-	out = append(out, q[1:len(q)-1])
-	for _, j := range out[:2] {
-		out = append(out, strings.ReplaceAll(j, "/", `\/`))
+	for _, q := range []string{strconv.Quote(s), strconv.QuoteToASCII(s)} {
+		out = append(out, q[1:len(q)-1])
 	}
-	return slices.DeleteFunc(slices.Compact(out), func(q string) bool { return q == s })
+	h := strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
+	for _, quotes := range []*strings.Replacer{
+		strings.NewReplacer(`"`, "&#34;", "'", "&#39;"),
+		strings.NewReplacer(`"`, "&quot;", "'", "&#x27;"),
+	} {
+		out = append(out, quotes.Replace(h.Replace(s)))
+	}
+	slices.Sort(out)
+	return slices.DeleteFunc(slices.Compact(out), func(e string) bool { return e == s })
+}
+
+// percent returns s with every byte percent-encoded (upper-case hex) but
+// ASCII letters, digits and the bytes in safe.
+func percent(s, safe string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte(safe, c) >= 0 {
+			b.WriteByte(c)
+		} else {
+			fmt.Fprintf(&b, "%%%02X", c)
+		}
+	}
+	return b.String()
+}
+
+// lowerHex returns percent-encoded p with its hex digits in lower case.
+func lowerHex(p string) string {
+	b := []byte(p)
+	for i := 0; i+2 < len(b); i++ {
+		if b[i] == '%' {
+			b[i+1], b[i+2] = lower(b[i+1]), lower(b[i+2])
+			i += 2
+		}
+	}
+	return string(b)
+}
+
+func lower(c byte) byte {
+	if 'A' <= c && c <= 'F' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
+
+// asciiJSON returns JSON string contents j with every non-ASCII character
+// written \uXXXX (lower-case hex; a surrogate pair beyond U+FFFF), as
+// Python's json.dumps writes them.
+func asciiJSON(j string) string {
+	var b strings.Builder
+	for _, c := range j {
+		switch {
+		case c < utf8.RuneSelf:
+			b.WriteRune(c)
+		case c > 0xffff:
+			r1, r2 := utf16.EncodeRune(c)
+			fmt.Fprintf(&b, `\u%04x\u%04x`, r1, r2)
+		default:
+			fmt.Fprintf(&b, `\u%04x`, c)
+		}
+	}
+	return b.String()
 }
 
 // Cut marks where text was cut short: contextd's own cuts (a server's

@@ -337,10 +337,29 @@ func TestStringMasksASecretsEncodings(t *testing.T) {
 		base64.RawURLEncoding.EncodeToString([]byte(secret)),
 		hex.EncodeToString([]byte(secret)),
 		strings.ToUpper(hex.EncodeToString([]byte(secret))),
+		// Lower-case hex (Python's quote of "/" is "%2F", others write
+		// "%2f"), Python's quote, encodeURIComponent, HTML.
+		strings.ToLower(url.QueryEscape(secret)),
+		"s3cr3t/t0k%2Bn%3F%3D%26",
+		"s3cr3t%2Ft0k%2Bn%3F%3D%26",
+		"s3cr3t%2ft0k%2bn%3f%3d%26",
+		"s3cr3t/t0k+n?=&amp;",
 	} {
 		line := "upstream said: " + form + " (retrying)"
 		if got := r.String(line); strings.Contains(got, form) || !strings.Contains(got, redact.Mask) {
 			t.Errorf("%q → %q: the form %q is not masked", line, got, form)
+		}
+	}
+	// A non-ASCII secret as Python's json.dumps and Go's %+q write it,
+	// and one with quotes HTML-escaped.
+	const cyr = "пароль-Секрет!2024"
+	rc := redact.New(cyr, `Tr0ub4dor&3"x'`)
+	for _, form := range []string{
+		`\u043f\u0430\u0440\u043e\u043b\u044c-\u0421\u0435\u043a\u0440\u0435\u0442!2024`,
+		"Tr0ub4dor&amp;3&quot;x&#x27;", "Tr0ub4dor&amp;3&#34;x&#39;",
+	} {
+		if got := rc.String("said " + form + " ok"); got != "said "+redact.Mask+" ok" {
+			t.Errorf("the form %q: %q", form, got)
 		}
 	}
 }
