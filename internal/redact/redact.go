@@ -82,6 +82,18 @@ type Redactor struct {
 	// for text that ends before a cut) and by their first four (its last
 	// n, for text that begins after one).
 	heads, tails map[uint32][]piece
+
+	// split groups the credential-like secrets, as written and as they
+	// read, by the ASCII punctuation they hold (see punctuated).
+	split []splitGroup
+}
+
+// A splitGroup is the credential-like secrets holding the same ASCII
+// punctuation (keep): any other ASCII punctuation or space between their
+// characters is a separator.
+type splitGroup struct {
+	keep    string
+	secrets []string
 }
 
 // minWordRun is the shortest run of pieces masked when none of them has a
@@ -129,6 +141,10 @@ func New(secrets ...string) *Redactor {
 		pieces := random(s)
 		strong = credentialLike(s)
 		add(s, pieces)
+		if strong {
+			r.addSplit(s)
+			r.addSplit(skeleton(s))
+		}
 		// As it reads, for text matched so (see String).
 		if k := skeleton(s); k != s {
 			add(k, random(k))
@@ -314,10 +330,58 @@ func (r *Redactor) String(s string) string {
 			out = red
 		}
 	}
+	out = r.maskTags(out)
 	// A mask may not leave part of a character (a piece of a secret in a
 	// script with combining marks ends inside one): answers carry the
 	// text in protobuf strings, which must be UTF-8.
 	return strings.ToValidUTF8(out, "\uFFFD")
+}
+
+// Unicode's tag characters U+E0020–U+E007E are ASCII that shows as
+// nothing: a model reads them, a person does not see them.
+const tagFirst, tagLast, tagOffset = 0xe0020, 0xe007e, 0xe0000
+
+// tags returns the ASCII each run of tag characters in s spells, with the
+// run's start and end; none when s has no tag character.
+func tags(s string) (runs []tagRun) {
+	if !strings.Contains(s, "\U000E0000"[:2]) {
+		return nil
+	}
+	start := -1
+	var b strings.Builder
+	for i, c := range s + " " {
+		if c >= tagFirst && c <= tagLast {
+			if start < 0 {
+				start = i
+				b.Reset()
+			}
+			b.WriteByte(byte(c - tagOffset))
+			continue
+		}
+		if start >= 0 {
+			runs = append(runs, tagRun{start, i, b.String()})
+			start = -1
+		}
+	}
+	return runs
+}
+
+// A tagRun is a run of tag characters: s[start:end] spells ascii.
+type tagRun struct {
+	start, end int
+	ascii      string
+}
+
+// maskTags replaces each run of tag characters in s that spells what r
+// masks (a secret, a bearer value) with Mask.
+func (r *Redactor) maskTags(s string) string {
+	runs := tags(s)
+	for i := len(runs) - 1; i >= 0; i-- {
+		if t := runs[i]; r.mask(t.ascii) != t.ascii || r.holds(t.ascii) {
+			s = s[:t.start] + Mask + s[t.end:]
+		}
+	}
+	return s
 }
 
 // mask is String for text without invisible characters.
@@ -350,6 +414,7 @@ func (r *Redactor) maskSecrets(s string) string {
 	}
 	s = r.acrossLines(s)
 	s = r.spacedOut(s)
+	s = r.punctuated(s)
 	s = r.cutPieces(s)
 	return r.maskPieces(s)
 }
@@ -366,6 +431,11 @@ func (r *Redactor) maskSecrets(s string) string {
 func (r *Redactor) Holds(s string) bool {
 	if u, err := url.PathUnescape(s); err == nil && u != s && r.holds(u) {
 		return true // as a URI carries it
+	}
+	for _, t := range tags(s) {
+		if r.holds(t.ascii) {
+			return true // in tag characters (see maskTags)
+		}
 	}
 	return r.holds(s)
 }
@@ -386,7 +456,7 @@ func (r *Redactor) holds(s string) bool {
 				return true
 			}
 		}
-		if r.maskPieces(v) != v || r.spacedOut(v) != v {
+		if r.maskPieces(v) != v || r.spacedOut(v) != v || r.punctuated(v) != v {
 			return true
 		}
 	}
@@ -594,6 +664,41 @@ func (r *Redactor) maskPieces(s string) string {
 // kept.
 func (r *Redactor) acrossLines(s string) string {
 	return across(s, func(c byte) bool { return c == '\n' || c == '\r' }, r.secrets)
+}
+
+// addSplit adds secret s to the group of its punctuation (see split).
+func (r *Redactor) addSplit(s string) {
+	var keep []byte
+	for i := 0; i < len(s); i++ {
+		if asciiPunct(s[i]) && !slices.Contains(keep, s[i]) {
+			keep = append(keep, s[i])
+		}
+	}
+	slices.Sort(keep)
+	i := slices.IndexFunc(r.split, func(g splitGroup) bool { return g.keep == string(keep) })
+	if i < 0 {
+		r.split = append(r.split, splitGroup{keep: string(keep)})
+		i = len(r.split) - 1
+	}
+	if !slices.Contains(r.split[i].secrets, s) {
+		r.split[i].secrets = append(r.split[i].secrets, s)
+	}
+}
+
+func asciiPunct(c byte) bool {
+	return c > ' ' && c < 0x7f && !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9')
+}
+
+// punctuated masks the credential-like secrets that ASCII punctuation
+// they do not hold splits ("Q-x-7-v-…", "Q.x.7.v…", one between each
+// character or a few), as spacedOut does for white space.
+func (r *Redactor) punctuated(s string) string {
+	for _, g := range r.split {
+		s = across(s, func(c byte) bool {
+			return (c == ' ' || asciiPunct(c)) && strings.IndexByte(g.keep, c) < 0
+		}, g.secrets)
+	}
+	return s
 }
 
 // spacedOut masks the credential-like secrets (see Holds) that white space

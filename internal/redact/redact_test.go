@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -611,6 +612,61 @@ func TestBase64OfTextHoldingASecretIsMasked(t *testing.T) {
 					t.Errorf("base64(%q+secret+%q): Holds = false", prefix, suffix)
 				}
 			}
+		}
+	}
+}
+
+// Respellings that read as the secret to a person or a model: written
+// backwards after a right-to-left override, in look-alikes of other
+// scripts (Cherokee, Lisu, Coptic, IPA), with ASCII punctuation between
+// its characters, or in Unicode's tag characters (invisible ASCII a model
+// reads). Each is masked and found by Holds; honest text is kept.
+func TestRespellingsThatReadAsTheSecretAreMasked(t *testing.T) {
+	const secret = "Qx7vR2mK9pL4wZ8nT3jH6cF1"
+	r := redact.New(secret, "Misty-Books-Jade!")
+	between := func(s, sep string) string {
+		var b strings.Builder
+		for i, c := range s {
+			if i > 0 {
+				b.WriteString(sep)
+			}
+			b.WriteRune(c)
+		}
+		return b.String()
+	}
+	tagged := func(s string) string {
+		var b strings.Builder
+		for _, c := range s {
+			b.WriteRune(0xe0000 + c)
+		}
+		return b.String()
+	}
+	reversed := func(s string) string {
+		c := []rune(s)
+		slices.Reverse(c)
+		return string(c)
+	}
+	for _, text := range []string{
+		"\u202e" + reversed(secret) + "\u202c",
+		"Ꮇisty-Ᏼooks-Ꭻade!", // Cherokee M, B, J
+		"ꓟisty-ꓐooks-ꓙade!", // Lisu M, B, J
+		"Qx7vR2mⲔ9pL4wZ8nT3jH6ⲥF1",
+		"Misty-Bοοks-Jɑde!", // Greek omicron, IPA alpha
+		between(secret, "-"), between(secret, "."), between(secret, " | "),
+		between("Misty-Books-Jade!", "_"),
+		tagged(secret),
+	} {
+		got := r.String("the secret is " + text + " here")
+		if !strings.Contains(got, redact.Mask) || strings.Contains(got, "R2m") || strings.Contains(got, "ooks") || strings.Contains(got, "R-2-m") {
+			t.Errorf("String(%+q) = %+q, want the secret masked", text, got)
+		}
+		if !r.Holds(text) {
+			t.Errorf("Holds(%+q) = false", text)
+		}
+	}
+	for _, honest := range []string{"ᏣᎳᎩ ᎦᏬᏂᎯᏍᏗ", "ꓡꓲ-ꓢꓴ", "Ⲙⲁⲣⲓⲁ", "a-b-c 1.2.3 x|y", "🏴\U000E0067\U000E0062\U000E0065\U000E006E\U000E0067\U000E007F"} {
+		if got := r.String(honest); got != honest || r.Holds(honest) {
+			t.Errorf("honest %+q: String %+q, Holds %v", honest, got, r.Holds(honest))
 		}
 	}
 }

@@ -1,10 +1,13 @@
 package redact
 
 import (
+	"slices"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/mtibben/confusables"
 	"golang.org/x/text/unicode/norm"
 )
 
@@ -31,8 +34,36 @@ func skeleton(s string) string {
 	}
 	var b strings.Builder
 	b.Grow(len(s))
-	fold(&b, s)
+	for s != "" {
+		// A right-to-left override shows what follows it, to the end of
+		// the override or the line, in reverse: "\u202e" followed by a
+		// secret written backwards reads as the secret.
+		i := strings.Index(s, rlo)
+		if i < 0 {
+			fold(&b, s)
+			break
+		}
+		fold(&b, s[:i])
+		s = s[i+len(rlo):]
+		j := strings.IndexAny(s, pdf+"\n")
+		if j < 0 {
+			j = len(s)
+		}
+		fold(&b, reversed(s[:j]))
+		s = s[j:]
+	}
 	return b.String()
+}
+
+// rlo and pdf are U+202E RIGHT-TO-LEFT OVERRIDE and U+202C POP DIRECTIONAL
+// FORMATTING, which ends it.
+const rlo, pdf = "\u202e", "\u202c"
+
+// reversed returns s with its characters in reverse order.
+func reversed(s string) string {
+	r := []rune(s)
+	slices.Reverse(r)
+	return string(r)
 }
 
 // fold writes text as it reads (see skeleton).
@@ -56,6 +87,8 @@ func fold(b *strings.Builder, text string) {
 		default:
 			if l, ok := lookalike[c]; ok {
 				b.WriteRune(l)
+			} else if l, ok := confusable()[c]; ok {
+				b.WriteByte(l)
 			} else if n := compat(c); n != "" {
 				// Mathematical, enclosed (ⓠ), superscript (ˣ),
 				// letterlike (ℚ, K) and other compatibility forms of
@@ -112,7 +145,7 @@ func asciiAlnum(s string) bool {
 // fonts, and separators to the ASCII ones they look like. Scripts with
 // fewer such letters (Cherokee, Lisu) are not mapped.
 var lookalike = map[rune]rune{
-	'ϲ': 'c', 'ϳ': 'j', 'З': '3', 'б': '6', 'Ь': 'b', 'η': 'n',
+	'ϲ': 'c', 'ϳ': 'j', 'ȷ': 'j', 'З': '3', 'б': '6', 'Ь': 'b', 'η': 'n',
 	'օ': 'o', 'ս': 'u', 'հ': 'h', 'ո': 'n', 'զ': 'q',
 	'ᴀ': 'a', 'ʙ': 'b', 'ᴄ': 'c', 'ᴅ': 'd', 'ᴇ': 'e', 'ꜰ': 'f', 'ɢ': 'g', 'ʜ': 'h', 'ɪ': 'i', 'ᴊ': 'j', 'ᴋ': 'k',
 	'ʟ': 'l', 'ᴍ': 'm', 'ɴ': 'n', 'ᴏ': 'o', 'ᴘ': 'p', 'ʀ': 'r', 'ꜱ': 's', 'ᴛ': 't', 'ᴜ': 'u', 'ᴠ': 'v', 'ᴡ': 'w', 'ʏ': 'y', 'ᴢ': 'z',
@@ -128,6 +161,30 @@ var lookalike = map[rune]rune{
 	'Ρ': 'P', 'Τ': 'T', 'Υ': 'Y', 'Χ': 'X', 'α': 'a', 'ι': 'i', 'κ': 'k', 'ν': 'v', 'ο': 'o', 'ρ': 'p',
 	'υ': 'u', 'χ': 'x',
 }
+
+// confusable maps the characters Unicode's confusables data (UTS #39,
+// through github.com/mtibben/confusables) reads as one printable ASCII
+// character other than "l",
+// in the blocks where look-alikes of Latin letters live (Latin extensions,
+// IPA, Greek, Cyrillic, Armenian, Cherokee, Coptic, Lisu, letterlike and
+// halfwidth forms, Deseret, Osage): Cherokee "Ꮪ" is "S", Lisu "ꓔ" is
+// "T". Built once, on first use (about 16,000 characters looked up).
+var confusable = sync.OnceValue(func() map[rune]byte {
+	m := map[rune]byte{}
+	for _, r := range [][2]rune{{0x80, 0x2fff}, {0xa000, 0xabff}, {0xfb00, 0xffef}, {0x10400, 0x104ff}} {
+		for c := r[0]; c <= r[1]; c++ {
+			if !unicode.IsPrint(c) || unicode.Is(unicode.Mn, c) {
+				continue
+			}
+			// "l" is what look-alikes of "I", "l" and "1" all read as:
+			// none of the three can be told, so none is mapped.
+			if k := confusables.Skeleton(string(c)); len(k) == 1 && k[0] > ' ' && k[0] < 0x7f && k != "l" {
+				m[c] = k[0]
+			}
+		}
+	}
+	return m
+})
 
 // Skeleton returns s as it reads (see String): what matching sees, for
 // comparing text with what the redactor made of it.
