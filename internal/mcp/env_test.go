@@ -28,6 +28,7 @@ func TestStdioServersDoNotInheritOtherCredentials(t *testing.T) {
 	t.Setenv("SEC2_DOCKER_AUTH", "dXNlcjpkYWVtb24tdG9rZW4tMDEyMzQ1Njc4OWFiY2RlZg==") // base64 of "user:" and the daemon token
 	t.Setenv("SEC2_BASIC", "bWU6UHcwcmQhMjAyNA==")                                   // base64 of "me:Pw0rd!2024"
 	t.Setenv("SEC2_JSON", `{"password":"pass\/word=0123456789"}`)
+	t.Setenv("SEC2_NFD", "Pa\u0308sswo\u0308rt!99") // decomposed; configured composed
 	// Word-like secrets (a database URL's user name, a query value) are
 	// only withheld when a value is exactly one of them.
 	t.Setenv("SEC2_PATHLIKE", "/usr/lib/postgresql/16/bin:/home/me/engineering")
@@ -41,7 +42,7 @@ func TestStdioServersDoNotInheritOtherCredentials(t *testing.T) {
 	defer cancel()
 	srv := fakeServer("env")
 	srv.Env["OWN_KEY"] = "own-key-0123456789"
-	sess, err := mcp.Connect(ctx, srv, &mcp.Options{HiddenEnv: []string{"daemon-token-0123456789abcdef", "other-servers-key-0123456789", "own-key-0123456789", "pass/word=0123456789", "postgresql", "engineering", "Pw0rd!2024", "/home/alice", "us-east-1"}})
+	sess, err := mcp.Connect(ctx, srv, &mcp.Options{HiddenEnv: []string{"daemon-token-0123456789abcdef", "other-servers-key-0123456789", "own-key-0123456789", "pass/word=0123456789", "postgresql", "engineering", "Pw0rd!2024", "/home/alice", "us-east-1", "Pässwört!99"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +53,7 @@ func TestStdioServersDoNotInheritOtherCredentials(t *testing.T) {
 	}
 	env := "\n" + cs[0].Text + "\n"
 	for _, gone := range []string{"SEC2_DAEMON_TOKEN=", "SEC2_OTHER_SERVERS_KEY=", "SEC2_REPO_URL=", "SEC2_OPTS=", "SEC2_ESCAPED=", "SEC2_WORD=", "SEC2_B64=", "SEC2_HEX=", "SEC2_DB_URL=",
-		"SEC2_DOCKER_AUTH=", "SEC2_BASIC=", "SEC2_JSON="} {
+		"SEC2_DOCKER_AUTH=", "SEC2_BASIC=", "SEC2_JSON=", "SEC2_NFD="} {
 		if strings.Contains(env, "\n"+gone) {
 			t.Errorf("the server inherited %s…", gone)
 		}

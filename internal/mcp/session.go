@@ -19,6 +19,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/text/unicode/norm"
 
 	"github.com/contextd/contextd/internal/config"
 	"github.com/contextd/contextd/internal/redact"
@@ -571,7 +572,9 @@ func inheritedEnv(env, hidden []string) []string {
 		if !redact.Inside(h) {
 			continue
 		}
-		forms := []string{h, hex.EncodeToString([]byte(h)), strings.ToUpper(hex.EncodeToString([]byte(h)))}
+		// Composed and decomposed (a macOS program writes "é" as "e" and
+		// U+0301).
+		forms := []string{h, norm.NFC.String(h), norm.NFD.String(h), hex.EncodeToString([]byte(h)), strings.ToUpper(hex.EncodeToString([]byte(h)))}
 		// Percent-encoded, inside a quoted string (a JSON config),
 		// HTML-escaped, and inside base64 of a longer text ("user:TOKEN"
 		// in a Docker auth or a Basic credential), wherever it begins.
