@@ -348,7 +348,7 @@ func (e *Engine) newMirror(set *serverSet, srv config.Server) *ctxsync.Mirror {
 	// No stdio server inherits the daemon's token or another server's
 	// credentials (a removed server's too) from contextd's environment.
 	mo := ctxsync.Options{Server: srv.Name, Dial: dial, Index: e.ix, Logger: e.log.With("component", "sync"), PollInterval: cfg.PollInterval, Redact: set.red,
-		Observer: mirrorObserver{e}, HiddenEnv: set.secrets, ContentBytes: cfg.ContentBytes, ContentPassTime: cfg.ContentPassTime}
+		Observer: mirrorObserver{e}, HiddenEnv: e.hiddenEnv, ContentBytes: cfg.ContentBytes, ContentPassTime: cfg.ContentPassTime}
 	if srv.NoContentIndex {
 		mo.ContentMaxResources = -1
 	}
@@ -359,6 +359,19 @@ func (e *Engine) newMirror(set *serverSet, srv config.Server) *ctxsync.Mirror {
 		e.adjust(&mo)
 	}
 	return ctxsync.New(mo)
+}
+
+// hiddenEnv returns what no stdio server may inherit, at its connect: the
+// credentials of the configuration installed then and of every one before
+// (see serverSet.secrets), so that a server a reload kept does not
+// inherit a credential the reload added when it reconnects.
+func (e *Engine) hiddenEnv() []string {
+	e.setMu.RLock()
+	defer e.setMu.RUnlock()
+	if e.cur == nil {
+		return nil
+	}
+	return e.cur.secrets
 }
 
 func dialer(srv config.Server, maxMessage int) ctxsync.DialFunc {

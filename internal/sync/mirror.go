@@ -159,9 +159,10 @@ type Options struct {
 	// (mcp.Options.MaxResourceBytes). Zero means
 	// mcp.DefaultMaxResourceBytes.
 	MaxResourceBytes int
-	// HiddenEnv is passed to mcp.Options: credentials a stdio server must
-	// not inherit from contextd's environment.
-	HiddenEnv []string
+	// HiddenEnv returns, at each connect, what is passed to mcp.Options:
+	// credentials a stdio server must not inherit from contextd's
+	// environment (a reload may add some). Nil hides nothing.
+	HiddenEnv func() []string
 	// Observer is told of syncs, upstream requests and cache lookups
 	// (metrics). Nil tells nobody.
 	Observer Observer
@@ -658,6 +659,10 @@ func (m *Mirror) nextSession(ctx context.Context, old *mcp.Session) (*mcp.Sessio
 func (m *Mirror) connect(ctx context.Context) (*mcp.Session, error) {
 	cctx, cancel := context.WithTimeout(ctx, m.opts.ConnectTimeout)
 	defer cancel()
+	var hidden []string
+	if m.opts.HiddenEnv != nil {
+		hidden = m.opts.HiddenEnv()
+	}
 	return m.opts.Dial(cctx, &mcp.Options{
 		Logger:        m.log,
 		OnListChanged: m.listChanged,
@@ -671,7 +676,7 @@ func (m *Mirror) connect(ctx context.Context) (*mcp.Session, error) {
 		Redact:            m.opts.Redact,
 		MaxResources:      m.opts.MaxResources,
 		MaxResourceBytes:  m.opts.MaxResourceBytes,
-		HiddenEnv:         m.opts.HiddenEnv,
+		HiddenEnv:         hidden,
 	})
 }
 
