@@ -28,7 +28,8 @@ func TestStdioServersDoNotInheritOtherCredentials(t *testing.T) {
 	t.Setenv("SEC2_DOCKER_AUTH", "dXNlcjpkYWVtb24tdG9rZW4tMDEyMzQ1Njc4OWFiY2RlZg==") // base64 of "user:" and the daemon token
 	t.Setenv("SEC2_BASIC", "bWU6UHcwcmQhMjAyNA==")                                   // base64 of "me:Pw0rd!2024"
 	t.Setenv("SEC2_JSON", `{"password":"pass\/word=0123456789"}`)
-	t.Setenv("SEC2_NFD", "Pa\u0308sswo\u0308rt!99") // decomposed; configured composed
+	t.Setenv("SEC2_NFD", "Pa\u0308sswo\u0308rt!99")       // decomposed; configured composed
+	t.Setenv("SEC2_NFD_WORDS", "Gru\u0308ße-Ku\u0308sse") // a secret looked for as a whole value only
 	// Word-like secrets (a database URL's user name, a query value) are
 	// only withheld when a value is exactly one of them.
 	t.Setenv("SEC2_PATHLIKE", "/usr/lib/postgresql/16/bin:/home/me/engineering")
@@ -42,7 +43,7 @@ func TestStdioServersDoNotInheritOtherCredentials(t *testing.T) {
 	defer cancel()
 	srv := fakeServer("env")
 	srv.Env["OWN_KEY"] = "own-key-0123456789"
-	sess, err := mcp.Connect(ctx, srv, &mcp.Options{HiddenEnv: []string{"daemon-token-0123456789abcdef", "other-servers-key-0123456789", "own-key-0123456789", "pass/word=0123456789", "postgresql", "engineering", "Pw0rd!2024", "/home/alice", "us-east-1", "Pässwört!99"}})
+	sess, err := mcp.Connect(ctx, srv, &mcp.Options{HiddenEnv: []string{"daemon-token-0123456789abcdef", "other-servers-key-0123456789", "own-key-0123456789", "pass/word=0123456789", "postgresql", "engineering", "Pw0rd!2024", "/home/alice", "us-east-1", "Pässwört!99", "Grüße-Küsse"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +54,7 @@ func TestStdioServersDoNotInheritOtherCredentials(t *testing.T) {
 	}
 	env := "\n" + cs[0].Text + "\n"
 	for _, gone := range []string{"SEC2_DAEMON_TOKEN=", "SEC2_OTHER_SERVERS_KEY=", "SEC2_REPO_URL=", "SEC2_OPTS=", "SEC2_ESCAPED=", "SEC2_WORD=", "SEC2_B64=", "SEC2_HEX=", "SEC2_DB_URL=",
-		"SEC2_DOCKER_AUTH=", "SEC2_BASIC=", "SEC2_JSON=", "SEC2_NFD="} {
+		"SEC2_DOCKER_AUTH=", "SEC2_BASIC=", "SEC2_JSON=", "SEC2_NFD=", "SEC2_NFD_WORDS="} {
 		if strings.Contains(env, "\n"+gone) {
 			t.Errorf("the server inherited %s…", gone)
 		}

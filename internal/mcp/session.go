@@ -568,12 +568,12 @@ func inheritedEnv(env, hidden []string) []string {
 		if len(h) < minHidden {
 			continue
 		}
-		exact[h] = true
+		// Composed and decomposed too (a macOS program writes "é" as "e"
+		// and U+0301).
+		exact[h], exact[norm.NFC.String(h)], exact[norm.NFD.String(h)] = true, true, true
 		if !redact.Inside(h) {
 			continue
 		}
-		// Composed and decomposed (a macOS program writes "é" as "e" and
-		// U+0301).
 		forms := []string{h, norm.NFC.String(h), norm.NFD.String(h), hex.EncodeToString([]byte(h)), strings.ToUpper(hex.EncodeToString([]byte(h)))}
 		// Percent-encoded, inside a quoted string (a JSON config),
 		// HTML-escaped, and inside base64 of a longer text ("user:TOKEN"

@@ -83,17 +83,10 @@ type Redactor struct {
 	// n, for text that begins after one).
 	heads, tails map[uint32][]piece
 
-	// split groups the credential-like secrets, as written and as they
-	// read, by the ASCII punctuation they hold (see punctuated).
-	split []splitGroup
-}
-
-// A splitGroup is the credential-like secrets holding the same ASCII
-// punctuation (keep): any other ASCII punctuation or space between their
-// characters is a separator.
-type splitGroup struct {
-	keep    string
-	secrets []string
+	// bare holds the credential-like secrets, as written and as they
+	// read, without their ASCII punctuation, when 8 bytes or more are
+	// left (see punctuated).
+	bare []string
 }
 
 // minWordRun is the shortest run of pieces masked when none of them has a
@@ -113,11 +106,9 @@ const pieceBytes = 8
 
 // New returns a Redactor for the given secrets; values shorter than four
 // bytes are ignored. Each secret is also masked in the forms a program
-// commonly prints it in: percent-encoded (query and path escaping),
-// base64 (standard and URL alphabets, padded or not, and inside base64 of
-// a longer text: see Base64Inside), hexadecimal, and
-// escaped inside a quoted string (JSON, with or without HTML escaping and
-// with "/" written "\/"; Go's %q).
+// commonly prints it in: escaped (percent-encoded, quoted, HTML: see
+// Escaped), base64 (standard and URL alphabets, padded or not, and inside
+// base64 of a longer text: see Base64Inside), and hexadecimal.
 func New(secrets ...string) *Redactor {
 	r := &Redactor{pieces: map[uint64]bool{}}
 	strong := false // the secret being added is credential-like
@@ -142,8 +133,16 @@ func New(secrets ...string) *Redactor {
 		strong = credentialLike(s)
 		add(s, pieces)
 		if strong {
-			r.addSplit(s)
-			r.addSplit(skeleton(s))
+			for _, v := range []string{s, skeleton(s)} {
+				if b := strings.Map(func(c rune) rune {
+					if c < utf8.RuneSelf && (c == ' ' || asciiPunct(byte(c))) {
+						return -1
+					}
+					return c
+				}, v); len(b) >= 8 && !slices.Contains(r.bare, b) {
+					r.bare = append(r.bare, b)
+				}
+			}
 		}
 		// As it reads, for text matched so (see String).
 		if k := skeleton(s); k != s {
@@ -318,15 +317,23 @@ func (r *Redactor) String(s string) string {
 	// Bytes that are not UTF-8 become U+FFFD first: dropped after
 	// masking, they glued back together a secret they had split.
 	s = strings.ToValidUTF8(s, "\uFFFD")
-	out := r.mask(s)
-	// Then as it reads (see skeleton): the text keeps its own spelling (an
-	// emoji's joiners, a Persian word's non-joiner, fullwidth forms, a
-	// Cyrillic name) unless masking it as it reads masks more. That pass
-	// reads s, not out: a rule masking the start of a respelled secret as
-	// written ("Bearer Pass.wοrd!Battery#Staple" up to the "!") leaves no
-	// whole secret to find in out's skeleton, and the rest would show.
-	if k := skeleton(s); k != s {
-		if red := r.mask(k); red != skeleton(out) {
+	// Each pass then reads the text as it reads too (see skeleton), and
+	// adds the masks that reading finds; the text keeps its own spelling
+	// (an emoji's joiners, a Persian word's non-joiner, fullwidth forms, a
+	// Cyrillic name) unless it does. Configured secrets come first, before
+	// any rule: a rule masking the start of a respelled secret ("Bearer
+	// Pass.wοrd!Battery#Staple" up to the "!") would leave no whole secret
+	// to find, and the rest would show. Neither pass takes a mask away:
+	// "REDACTED" reads as itself.
+	out := r.maskSecrets(s)
+	if k := skeleton(out); k != out {
+		if red := r.maskSecrets(k); red != k {
+			out = red
+		}
+	}
+	out = rules(out)
+	if k := skeleton(out); k != out {
+		if red := rules(k); red != k {
 			out = red
 		}
 	}
@@ -385,8 +392,11 @@ func (r *Redactor) maskTags(s string) string {
 }
 
 // mask is String for text without invisible characters.
-func (r *Redactor) mask(s string) string {
-	s = r.maskSecrets(s)
+func (r *Redactor) mask(s string) string { return rules(r.maskSecrets(s)) }
+
+// rules masks what the generic rules find: URLs' user info and query
+// values, bearer values, Authorization values, secret-named keys' values.
+func rules(s string) string {
 	s = urlRE.ReplaceAllStringFunc(s, URL)
 	s = schemeRE.ReplaceAllString(s, "$1 "+Mask)
 	s = authRE.ReplaceAllStringFunc(s, maskAuth)
@@ -666,39 +676,17 @@ func (r *Redactor) acrossLines(s string) string {
 	return across(s, func(c byte) bool { return c == '\n' || c == '\r' }, r.secrets)
 }
 
-// addSplit adds secret s to the group of its punctuation (see split).
-func (r *Redactor) addSplit(s string) {
-	var keep []byte
-	for i := 0; i < len(s); i++ {
-		if asciiPunct(s[i]) && !slices.Contains(keep, s[i]) {
-			keep = append(keep, s[i])
-		}
-	}
-	slices.Sort(keep)
-	i := slices.IndexFunc(r.split, func(g splitGroup) bool { return g.keep == string(keep) })
-	if i < 0 {
-		r.split = append(r.split, splitGroup{keep: string(keep)})
-		i = len(r.split) - 1
-	}
-	if !slices.Contains(r.split[i].secrets, s) {
-		r.split[i].secrets = append(r.split[i].secrets, s)
-	}
-}
-
 func asciiPunct(c byte) bool {
 	return c > ' ' && c < 0x7f && !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9')
 }
 
-// punctuated masks the credential-like secrets that ASCII punctuation
-// they do not hold splits ("Q-x-7-v-…", "Q.x.7.v…", one between each
-// character or a few), as spacedOut does for white space.
+// punctuated masks the credential-like secrets that ASCII punctuation or
+// spaces split between most of their characters ("Q-x-7-v-…", "Q.x.7.v…",
+// "M_i_s_t_y-B_o_o_k_s"), their own punctuation dropped too: at least one
+// separator in every other gap, so that prose that happens to hold a
+// secret's words ("deployed to prod, 2024!") is kept.
 func (r *Redactor) punctuated(s string) string {
-	for _, g := range r.split {
-		s = across(s, func(c byte) bool {
-			return (c == ' ' || asciiPunct(c)) && strings.IndexByte(g.keep, c) < 0
-		}, g.secrets)
-	}
-	return s
+	return acrossAtLeast(s, func(c byte) bool { return c == ' ' || asciiPunct(c) }, r.bare, func(n int) int { return (n - 1) / 2 })
 }
 
 // spacedOut masks the credential-like secrets (see Holds) that white space
@@ -714,6 +702,12 @@ func (r *Redactor) spacedOut(s string) string {
 // removed, and split by at least one of them: each of its pieces is
 // masked, the breaks kept.
 func across(s string, isBreak func(byte) bool, secrets []string) string {
+	return acrossAtLeast(s, isBreak, secrets, func(int) int { return 1 })
+}
+
+// acrossAtLeast is across for secrets split in at least
+// minBreaks(len(secret)) places.
+func acrossAtLeast(s string, isBreak func(byte) bool, secrets []string, minBreaks func(int) int) string {
 	if len(secrets) == 0 || strings.IndexFunc(s, func(c rune) bool { return c < utf8.RuneSelf && isBreak(byte(c)) }) < 0 {
 		return s
 	}
@@ -739,7 +733,16 @@ func across(s string, isBreak func(byte) bool, secrets []string) string {
 				break
 			}
 			start, end := off+k, off+k+len(sec)
-			if from, to := at(start), at(end-1); to-from != len(sec)-1 { // a break inside it
+			from, to := at(start), at(end-1)
+			gaps := 0 // between two of its bytes, one break or more
+			for j, prev := start+1, from; to-from != len(sec)-1 && j < end; j++ {
+				i := at(j)
+				if i != prev+1 {
+					gaps++
+				}
+				prev = i
+			}
+			if gaps >= max(1, minBreaks(len(sec))) {
 				if mask == nil {
 					mask = make([]bool, len(s))
 				}

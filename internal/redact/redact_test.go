@@ -524,6 +524,19 @@ func TestARuleMaskingPartOfARespelledSecretLeavesNoneOfIt(t *testing.T) {
 			t.Errorf("String(%+q) = %+q, want none of the secret", tc.text, got)
 		}
 	}
+	// Nor does reading the text as it reads take back a mask the text as
+	// written got: an escaped form of a secret with an accent, a rule's
+	// value with a character that reads as one of its stops.
+	for _, tc := range []struct{ secret, text, shown string }{
+		{"Grüße&Küsse!", "login with Grüße&amp;Küsse!", "sse"},
+		{"", "password=Hunter2’sDog99", "Dog99"},
+		{"", "Authorization: Bearer abc’def123456", "def123"},
+		{"", "api_key=Abc\u00a0Def123456", "Def123"},
+	} {
+		if got := redact.New(tc.secret).String(tc.text); strings.Contains(got, tc.shown) || !strings.Contains(got, redact.Mask) {
+			t.Errorf("String(%+q) = %+q", tc.text, got)
+		}
+	}
 }
 
 // A secret with accented letters reads the same precomposed (NFC) and
@@ -664,9 +677,22 @@ func TestRespellingsThatReadAsTheSecretAreMasked(t *testing.T) {
 			t.Errorf("Holds(%+q) = false", text)
 		}
 	}
-	for _, honest := range []string{"ᏣᎳᎩ ᎦᏬᏂᎯᏍᏗ", "ꓡꓲ-ꓢꓴ", "Ⲙⲁⲣⲓⲁ", "a-b-c 1.2.3 x|y", "🏴\U000E0067\U000E0062\U000E0065\U000E006E\U000E0067\U000E007F"} {
+	for _, honest := range []string{"ᏣᎳᎩ ᎦᏬᏂᎯᏍᏗ", "ꓡꓲ-ꓢꓴ", "Ⲙⲁⲣⲓⲁ", "a-b-c 1.2.3 x|y", "🏴\U000E0067\U000E0062\U000E0065\U000E006E\U000E0067\U000E007F",
+		"রেকর্ড ৪৭, ריכוז ٠١٢ it’s"} {
 		if got := r.String(honest); got != honest || r.Holds(honest) {
 			t.Errorf("honest %+q: String %+q, Holds %v", honest, got, r.Holds(honest))
 		}
+	}
+	// Prose that holds a secret's words with a few separators is kept.
+	rp := redact.New("prod2024!", "Winter2024!")
+	for _, honest := range []string{"deployed to prod, 2024! release", "Winter/2024! sale"} {
+		if got := rp.String(honest); got != honest || rp.Holds(honest) {
+			t.Errorf("honest %+q: String %+q, Holds %v", honest, got, rp.Holds(honest))
+		}
+	}
+	// Digits of other scripts keep their value when a respelled secret
+	// makes the text read as it reads.
+	if got := r.String("ꓟisty-ꓐooks-ꓙade! রেকর্ড ৪৭"); strings.Contains(got, "89") || !strings.Contains(got, redact.Mask) {
+		t.Errorf("%+q", got)
 	}
 }

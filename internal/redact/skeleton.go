@@ -12,9 +12,12 @@ import (
 )
 
 // skeleton returns s as it reads, for matching: fullwidth forms
-// ("ｔｏｋｅｎ") and the compatibility forms of letters and digits
-// (mathematical "𝚝𝚘𝚔𝚎𝚗", enclosed, superscript, letterlike) folded to ASCII
-// (their NFKC forms), every space or line separator made a space, Cyrillic and Greek letters that look like
+// ("ｔｏｋｅｎ"), the compatibility forms of letters and digits
+// (mathematical "𝚝𝚘𝚔𝚎𝚗", enclosed, superscript, letterlike) and letters
+// with marks ("é", precomposed or not) folded to ASCII (their NFKD forms
+// without marks), look-alike letters of other scripts from Unicode's
+// confusables data, text after a right-to-left override reversed,
+// invalid bytes (U+FFFD) dropped, every space or line separator made a space, Cyrillic and Greek letters that look like
 // Latin ones replaced by those, and what shows as nothing or only marks
 // the letter before it (default-ignorable code points, combining marks
 // such as U+0332 under each character) removed; U+2800 BRAILLE PATTERN
@@ -163,8 +166,9 @@ var lookalike = map[rune]rune{
 }
 
 // confusable maps the characters Unicode's confusables data (UTS #39,
-// through github.com/mtibben/confusables) reads as one printable ASCII
-// character other than "l",
+// through github.com/mtibben/confusables) reads as one ASCII letter or
+// digit other than "l" (letters only: a Bengali "৪" is no 8, a Hebrew yod
+// no apostrophe),
 // in the blocks where look-alikes of Latin letters live (Latin extensions,
 // IPA, Greek, Cyrillic, Armenian, Cherokee, Coptic, Lisu, letterlike and
 // halfwidth forms, Deseret, Osage): Cherokee "Ꮪ" is "S", Lisu "ꓔ" is
@@ -173,12 +177,12 @@ var confusable = sync.OnceValue(func() map[rune]byte {
 	m := map[rune]byte{}
 	for _, r := range [][2]rune{{0x80, 0x2fff}, {0xa000, 0xabff}, {0xfb00, 0xffef}, {0x10400, 0x104ff}} {
 		for c := r[0]; c <= r[1]; c++ {
-			if !unicode.IsPrint(c) || unicode.Is(unicode.Mn, c) {
-				continue
+			if !unicode.IsLetter(c) {
+				continue // digits of other scripts, quotes, punctuation
 			}
 			// "l" is what look-alikes of "I", "l" and "1" all read as:
 			// none of the three can be told, so none is mapped.
-			if k := confusables.Skeleton(string(c)); len(k) == 1 && k[0] > ' ' && k[0] < 0x7f && k != "l" {
+			if k := confusables.Skeleton(string(c)); len(k) == 1 && asciiAlnum(k) && k != "l" {
 				m[c] = k[0]
 			}
 		}
