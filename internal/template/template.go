@@ -282,10 +282,11 @@ func decoded(s string) string {
 
 func isSep(c byte) bool { return c == '/' || c == '\\' }
 
-// reDriveSeg matches a Windows drive at the start of a path segment:
-// "/C:/", "\\d:", and "/D:Windows" (drive-relative: Python's ntpath.join
-// and .NET's Path.Combine go to drive D: for it).
-var reDriveSeg = regexp.MustCompile(`[/\\][A-Za-z]:`)
+// reDriveSeg matches a Windows drive as a path segment ("/C:/", "\\d:"):
+// not "/q:1-review.md" or "/c:main", honest names a drive-relative
+// "D:Windows" cannot be told from (that one counts where a path begins,
+// see reDriveAuthority).
+var reDriveSeg = regexp.MustCompile(`[/\\][A-Za-z]:([/\\]|$)`)
 
 // reDriveAuthority matches a drive where a URL's authority begins
 // ("docs://C:/Windows", "docs://D:Windows"), not a one-letter host with a
@@ -338,6 +339,22 @@ func roots(uri string) int {
 		}
 	}
 	return n
+}
+
+// madeAuthority reports whether the values made an authority where the
+// template has none: "docs:{+path}" with "//etc/passwd" gives
+// "docs://etc/passwd", which a server stripping "docs:" reads as
+// /etc/passwd (or, on Windows, a network path). base is the expansion
+// with every value "x". A URL value after the scheme ("fetch:{+url}" with
+// "https://…") makes none.
+func madeAuthority(uri, base string) bool {
+	scheme, _, ok := strings.Cut(base, ":")
+	if !ok || strings.HasPrefix(base[len(scheme):], "://") {
+		return false
+	}
+	d := decoded(uri)
+	rest, ok := strings.CutPrefix(d, scheme+":")
+	return ok && len(rest) >= 2 && isSep(rest[0]) && isSep(rest[1])
 }
 
 // HasDotSegment reports whether s, percent-decoded up to maxDecodes times
@@ -457,7 +474,7 @@ func (t *Template) Expand(values map[string]string) (string, error) {
 	if base, err := t.tmpl.Expand(plain); err == nil {
 		bh, _, _ := strings.Cut(base, "#")
 		bh, _, _ = strings.Cut(bh, "?")
-		if roots(hier) > roots(bh) {
+		if roots(hier) > roots(bh) || madeAuthority(hier, bh) {
 			return "", fmt.Errorf("%w: %s: expansion %q has an empty segment or a drive", ErrInvalidValue, t.URITemplate, uri)
 		}
 	}

@@ -79,7 +79,6 @@ func TestExpandStaysInsideTheTemplate(t *testing.T) {
 		{"file:///srv/docs/{+rest}", map[string]string{"rest": "a/.. /b"}, ""},
 		{"file:///srv/docs/{+rest}", map[string]string{"rest": "a/C:/Windows/win.ini"}, ""},
 		{"file:///srv/docs/{+rest}", map[string]string{"rest": "~user/.ssh/id_rsa"}, ""},
-		{"file:///srv/docs/{+rest}", map[string]string{"rest": "D:Windows/win.ini"}, ""},
 		// Outside the file scheme, a value that starts the path at a
 		// root: an empty authority, a separator after the scheme, a
 		// drive as the authority.
@@ -89,6 +88,9 @@ func TestExpandStaysInsideTheTemplate(t *testing.T) {
 		{"docs:{+path}", map[string]string{"path": "/etc/passwd"}, ""},
 		{"docs:{+path}", map[string]string{"path": "C:/Windows/win.ini"}, ""},
 		{"docs://{path}", map[string]string{"path": "/etc/passwd"}, ""},
+		{"docs:{+path}", map[string]string{"path": "//etc/passwd"}, ""},
+		{"docs:{+path}", map[string]string{"path": `\\host\share\x.md`}, ""},
+		{"docs:{+path}", map[string]string{"path": "D:Windows/win.ini"}, ""},
 		// A URL as a value, a Windows file URI's drive, a directory with
 		// its slash, a version with a tilde: no root of their own.
 		{"fetch://{+url}", map[string]string{"url": "https://example.com/a/b"}, "fetch://https://example.com/a/b"},
@@ -98,6 +100,11 @@ func TestExpandStaysInsideTheTemplate(t *testing.T) {
 		{"docs://{+path}", map[string]string{"path": "guides/intro.md"}, "docs://guides/intro.md"},
 		{"docs:{+path}", map[string]string{"path": "guides/intro.md"}, "docs:guides/intro.md"},
 		{"docs://{host}/a", map[string]string{"host": "h"}, "docs://h/a"},
+		// Names with one letter and a colon are no drive mid-path.
+		{"notes://{+path}", map[string]string{"path": "2024/q:1-review.md"}, "notes://2024/q:1-review.md"},
+		{"k8s://cluster/{+path}", map[string]string{"path": "pods/c:main/logs"}, "k8s://cluster/pods/c:main/logs"},
+		{"git://repo/{+ref}", map[string]string{"ref": "refs/tags/v:1"}, "git://repo/refs/tags/v:1"},
+		{"fetch:{+url}", map[string]string{"url": "https://example.com/a"}, "fetch:https://example.com/a"},
 		{"file://{+path}", map[string]string{"path": "C:/Users/me/notes.md"}, "file://C:/Users/me/notes.md"},
 		{"x://d/{+rest}", map[string]string{"rest": "~1.2.3"}, "x://d/~1.2.3"},
 		{"fetch://{+url}", map[string]string{"url": "file:///srv/a"}, "fetch://file:///srv/a"},
