@@ -18,6 +18,7 @@ package config
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -707,21 +708,24 @@ func exists(p string) bool {
 // SMTP_PASS), but not KEYBOARD or PATH.
 //
 // Also the names keys go by written as one word (MEILI_MASTERKEY,
-// PRIVATEKEY, AccountKey), and those of values that hold credentials among other settings or are one
-// by their kind: connection strings, DSNs, JWTs, seeds, signatures
-// (AZURE_STORAGE_CONNECTION_STRING, MYSQL_DSN, SUPABASE_JWT, WALLET_SEED,
-// X-Signature, a SAS URL's sig).
-var secretName = regexp.MustCompile(`(?i:token|secret|passw|passphrase|mnemonic|pwd|api[_-]?key|apikey|credential|auth|cookie|session|jwt|dsn|conn(?:ection)?[_-]?str(?:ing)?|seed|signature|^sig$|(?:master|private|account|signing|access|encryption|shared)[_-]?key)|(?i:(^|[^a-z])(key|pat|pass)([^a-z]|$))|[a-z0-9](Key|Pat|Pass)([^a-z]|$)`)
+// PRIVATEKEY, AccountKey), and names that end in what holds credentials
+// among other settings or is one by its kind: a connection string, a DSN,
+// a JWT, a signature (AZURE_STORAGE_CONNECTION_STRING, MYSQL_DSN,
+// SUPABASE_JWT, X-Signature, a SAS URL's sig), and a wallet's seed or seed
+// phrase; not JWT_ISSUER, SIGNATURE_ALGORITHM or RANDOM_SEED.
+var secretName = regexp.MustCompile(`(?i:token|secret|passw|passphrase|mnemonic|pwd|api[_-]?key|apikey|credential|auth|cookie|session|jwt$|dsn$|conn(?:ection)?[_-]?str(?:ing)?$|wallet[_-]?seed|seed[_-]?phrase|signature$|^sig$|(?:master|private|account|signing|access|encryption|shared)[_-]?key)|(?i:(^|[^a-z])(key|pat|pass)([^a-z]|$))|[a-z0-9](Key|Pat|Pass)([^a-z]|$)`)
 
 // valueSecrets returns the credentials inside one configured value,
 // whatever its name: a Basic credential's password (and "user:password"),
-// the values of secret-named keys in a list of settings (a connection
-// string's AccountKey= or Pwd=, a Digest's or SigV4's Signature=), the
+// the values of credential keys (see partKey) in a list of settings (a
+// connection string's AccountKey= or Pwd=, a Digest's or SigV4's
+// Signature=, "GITHUB_TOKEN=…" given to docker -e) or a JSON object, the
 // user info and query values of a JDBC URL, and the password of user info
 // written without a scheme (a Go MySQL DSN, "user:pw@tcp(host)/db").
 // When the value's own name is a credential's (named: Cookie, a
-// connection string), every credential-like setting in it counts too
-// (a cookie's "sid=…").
+// connection string), every setting in it that looks generated or is a
+// password with a symbol (see redact.Inside) counts too (a cookie's
+// "sid=…", not its "tz=Europe/Berlin").
 func valueSecrets(v string, named bool) []string {
 	v = strings.TrimSpace(v)
 	var out []string
@@ -735,12 +739,23 @@ func valueSecrets(v string, named bool) []string {
 			}
 		}
 	}
+	if strings.HasPrefix(v, "{") {
+		var obj map[string]any
+		if json.Unmarshal([]byte(v), &obj) == nil {
+			for k, x := range obj {
+				if str, ok := x.(string); ok && str != "" && (partKey.MatchString(k) || named && redact.Inside(str)) {
+					out = append(out, str)
+				}
+			}
+		}
+		return out
+	}
 	for _, part := range strings.FieldsFunc(v, func(r rune) bool { return r == ';' || r == ',' || r == '&' || unicode.IsSpace(r) }) {
 		k, val, ok := strings.Cut(part, "=")
 		if val = strings.Trim(val, `"'`); !ok || val == "" {
 			continue
 		}
-		if secretName.MatchString(k) || named && redact.CredentialLike(val) {
+		if partKey.MatchString(k) || named && redact.Inside(val) {
 			out = append(out, val)
 		}
 	}
@@ -749,6 +764,12 @@ func valueSecrets(v string, named bool) []string {
 	}
 	return out
 }
+
+// partKey matches the keys whose value is a credential inside a list of
+// settings: a password, secret, token, key, signature or credential by
+// name or by its last word (Pwd, AccountKey, SharedAccessKey,
+// GITHUB_TOKEN, client_secret, sig); not AUTH_PROVIDER or SESSION_STORE.
+var partKey = regexp.MustCompile(`(?i)(?:^|[_.-])(?:password|passwd|pwd|pass|secret|token|key|apikey|signature|sig|credential)$|^(?:account|sharedaccess|master|private)key$|^sharedaccesssignature$`)
 
 // dsnUserInfo matches user info at the start of a value with no scheme
 // ("user:pw@tcp(host:3306)/db", "user:pw@host/db"): the password.

@@ -171,13 +171,26 @@ mcpServers:
       ODBC: "Driver={ODBC Driver 18};Server=db;Uid=app;Pwd=Odbc!Pass9;"
       JDBC: "jdbc:postgresql://db:5432/app?user=app&password=Jdbc!Pass9"
       MYSQL: "app:My!Pass99@tcp(db:3306)/app"
+  plain:
+    command: docker
+    args: [run, -e, AUTH_PROVIDER=github, -e, SESSION_STORE=memory, -e, "GITHUB_TOKEN=ghp_Docker0123456789abcd", img,
+      '--static-oauth-client-info={"client_id":"abc","client_secret":"Cs3cr3t!xyz"}']
+    env:
+      JWT_ALGORITHM: HS256
+      JWT_ISSUER: https://auth.example.com/
+      RANDOM_SEED: "20240101"
+      AWS_S3_SIGNATURE_VERSION: s3v4
+      SIGNATURE_ALGORITHM: ed25519
+      SESSION_COOKIE: "tz=Europe/Berlin; lang=en"
+      AZURE_CONNECTION_STRING: "AccountName=acct;AccountKey=bXlrZXk0Mg==;EndpointSuffix=core.windows.net"
 `), vars)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for name, want := range map[string][]string{
-		"h": {"S3cr3t!Pass", "Qx7vR2mK9pL4wZ8nT3jH6cF1", "9f86d081884c7d659a2f"},
-		"e": {"bXlrZXk0Mg==", "Odbc!Pass9", "Jdbc!Pass9", "My!Pass99"},
+		"h":     {"S3cr3t!Pass", "Qx7vR2mK9pL4wZ8nT3jH6cF1", "9f86d081884c7d659a2f"},
+		"e":     {"bXlrZXk0Mg==", "Odbc!Pass9", "Jdbc!Pass9", "My!Pass99"},
+		"plain": {"ghp_Docker0123456789abcd", "Cs3cr3t!xyz", "bXlrZXk0Mg=="},
 	} {
 		s, _ := inside.Server(name)
 		got := s.Secrets()
@@ -187,7 +200,8 @@ mcpServers:
 			}
 		}
 		for _, v := range got {
-			if v == "dark" || v == "acct" || v == "https" || v == "host" {
+			if slices.Contains([]string{"dark", "acct", "https", "host", "github", "memory", "HS256", "https://auth.example.com/", "20240101",
+				"s3v4", "ed25519", "Europe/Berlin", "en", "core.windows.net", `{"client_id":"abc`}, v) {
 				t.Errorf("%s: %q taken for a secret", name, v)
 			}
 		}
