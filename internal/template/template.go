@@ -289,9 +289,13 @@ func isSep(c byte) bool { return c == '/' || c == '\\' }
 var reDriveSeg = regexp.MustCompile(`[/\\][A-Za-z]:([/\\]|$)`)
 
 // reDriveAuthority matches a drive where a URL's authority begins
-// ("docs://C:/Windows", "docs://D:Windows"), not a one-letter host with a
-// port ("docs://h:8080").
-var reDriveAuthority = regexp.MustCompile(`^[A-Za-z]:([^0-9]|$)`)
+// ("docs://C:/Windows", "docs://D:Windows"), not a one-letter name and a
+// number ("users://x%3A1/profile" has the id "x:1"); reDriveStart, for
+// the text as written, any drive ("notes://D:2024/x").
+var (
+	reDriveAuthority = regexp.MustCompile(`^[A-Za-z]:([^0-9]|$)`)
+	reDriveStart     = regexp.MustCompile(`^[A-Za-z]:`)
+)
 
 // roots counts the places in uri, percent-decoded, where a server building
 // a path from it may find a root of its own: two separators ("/" or "\")
@@ -329,8 +333,16 @@ func roots(uri string) int {
 		scheme, rest = d[:i], d[i+1:]
 		path = "/" + rest
 	}
+	// What follows the scheme as written: a drive there whose colon is
+	// not percent-encoded is one even before digits ("D:2024/x").
+	raw := uri
+	if _, r, ok := strings.Cut(uri, "://"); ok && hier {
+		raw = r
+	} else if i := strings.IndexByte(uri, ':'); i >= 0 && !hier {
+		raw = uri[i+1:]
+	}
 	file := strings.EqualFold(scheme, "file")
-	if !file && rest != "" && (isSep(rest[0]) || reDriveAuthority.MatchString(rest)) {
+	if !file && rest != "" && (isSep(rest[0]) || reDriveAuthority.MatchString(rest) || reDriveStart.MatchString(raw) || hier && emptyHost(rest)) {
 		n++
 	}
 	for _, m := range reDriveSeg.FindAllStringIndex(path, -1) {
@@ -339,6 +351,34 @@ func roots(uri string) int {
 		}
 	}
 	return n
+}
+
+// emptyHost reports whether the authority that begins rest (what follows
+// "://") has user info or a port but no host ("docs://:/etc/passwd",
+// "docs://@/etc/passwd"): a server joining host and path reads an
+// absolute path.
+func emptyHost(rest string) bool {
+	auth := rest
+	if i := strings.IndexAny(rest, "/\\?#"); i >= 0 {
+		auth = rest[:i]
+	}
+	if i := strings.LastIndexByte(auth, '@'); i >= 0 {
+		auth = auth[i+1:]
+	}
+	if i := strings.LastIndexByte(auth, ':'); i >= 0 && strings.Trim(auth[i+1:], "0123456789") == "" {
+		auth = auth[:i]
+	}
+	return auth == "" && rest != "" && !isSep(rest[0])
+}
+
+// authority returns the authority of uri, percent-decoded ("host:port" in
+// "https://host:port/a"), and whether it has one.
+func authority(uri string) (string, bool) {
+	_, rest, ok := strings.Cut(decoded(uri), "://")
+	if i := strings.IndexAny(rest, "/\\?#"); i >= 0 {
+		rest = rest[:i]
+	}
+	return rest, ok
 }
 
 // madeAuthority reports whether the values made an authority where the
@@ -476,6 +516,14 @@ func (t *Template) Expand(values map[string]string) (string, error) {
 		bh, _, _ = strings.Cut(bh, "?")
 		if roots(hier) > roots(bh) || madeAuthority(hier, bh) {
 			return "", fmt.Errorf("%w: %s: expansion %q has an empty segment or a drive", ErrInvalidValue, t.URITemplate, uri)
+		}
+		// The values may not put user info before the template's host
+		// ("https://api.example.com{+path}" with "@evil.example/x" or
+		// ":443@evil.example/x" makes evil.example the host).
+		if a, ok := authority(bh); ok && !strings.Contains(a, "@") {
+			if got, _ := authority(hier); strings.Contains(got, "@") {
+				return "", fmt.Errorf("%w: %s: expansion %q puts user info in the authority", ErrInvalidValue, t.URITemplate, uri)
+			}
 		}
 	}
 	for _, c := range "?#" {
