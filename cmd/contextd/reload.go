@@ -9,7 +9,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"reflect"
-	"slices"
 	"syscall"
 	"time"
 
@@ -37,10 +36,9 @@ type reloader struct {
 	eng   *engine.Engine
 	m     *metrics.Metrics
 	log   *slog.Logger
-	// red masks credentials, in the refusal ListServers shows: secrets,
-	// those of the configuration in use and of every one before it.
-	red     *redact.Redactor
-	secrets []string
+	// red masks credentials, in the refusal ListServers shows: those of
+	// the configuration in use.
+	red *redact.Redactor
 	// refused is told why a file was refused ("" once one is applied);
 	// ListServers shows it.
 	refused func(msg string)
@@ -86,12 +84,7 @@ func (r *reloader) reload(ctx context.Context, why string) error {
 	r.m.Reloaded(nil)
 	r.refused("")
 	// The next refusal may quote the servers just added.
-	for _, s := range next.Secrets() {
-		if !slices.Contains(r.secrets, s) {
-			r.secrets = append(r.secrets, s)
-		}
-	}
-	r.red = redact.New(r.secrets...)
+	r.red = redact.New(next.Secrets()...)
 	r.log.Info("config reloaded", "why", why, "config", r.path, "added", ch.Added, "removed", ch.Removed, "changed", ch.Changed, "kept", ch.Kept)
 	return nil
 }

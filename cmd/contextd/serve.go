@@ -184,7 +184,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	if cfg.Path != "" {
 		r := &reloader{path: cfg.Path, cur: cfg, flags: overrides, eng: eng, m: met, log: log.With("component", "reload"),
-			red: redact.New(cfg.Secrets()...), secrets: cfg.Secrets(), refused: svc.SetConfigError, loaded: loaded}
+			red: redact.New(cfg.Secrets()...), refused: svc.SetConfigError, loaded: loaded}
 		g.Go(func() error { r.watch(gctx, watch); return nil })
 	} else {
 		g.Go(func() error { ignoreHangup(gctx, watch, log); return nil })

@@ -3,8 +3,10 @@ package engine
 import (
 	"context"
 	"fmt"
+	"os"
 	"reflect"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/contextd/contextd/internal/config"
@@ -68,14 +70,7 @@ func (e *Engine) Reload(ctx context.Context, cfg *config.Config) (Changes, error
 
 	// The store, the embedder and auth stay as they were (restart-only):
 	// their secrets are cfg's, kept from the old configuration.
-	// The credentials of the configurations before stay masked and
-	// withheld (see serverSet.secrets).
-	secrets := slices.Clone(old.secrets)
-	for _, s := range cfg.Secrets() {
-		if !slices.Contains(secrets, s) {
-			secrets = append(secrets, s)
-		}
-	}
+	secrets := keptSecrets(old.secrets, cfg.Secrets(), os.Environ())
 	next := &serverSet{cfg: cfg, mirrors: make(map[string]*ctxsync.Mirror, len(cfg.Servers)), limits: cfg.Limits.WithDefaults(), secrets: secrets, red: redact.New(secrets...)}
 	var stop []*ctxsync.Mirror
 	for _, srv := range cfg.Servers {
@@ -202,3 +197,25 @@ func keepRestartOnly(cur, next *config.Config) *config.Config {
 // Reload installed), with the restart-only settings it started with. The
 // caller must not modify it.
 func (e *Engine) Config() *config.Config { return e.set().cfg }
+
+// keptSecrets returns the credentials a new configuration masks and
+// withholds (see serverSet.secrets): its own, and those of the ones before
+// that the daemon's environment still holds (env: "KEY=value" entries),
+// whole or inside a value: a removed server's ${VAR} credential stays
+// there, and must not reach the servers that remain. Rotated credentials
+// the environment never held are dropped, so that reloads do not add up.
+func keptSecrets(old, cur, env []string) []string {
+	out := slices.Clone(cur)
+	for _, s := range old {
+		if slices.Contains(out, s) {
+			continue
+		}
+		if slices.ContainsFunc(env, func(kv string) bool {
+			_, v, _ := strings.Cut(kv, "=")
+			return strings.Contains(v, s)
+		}) {
+			out = append(out, s)
+		}
+	}
+	return out
+}

@@ -217,6 +217,7 @@ func waitFor(t *testing.T, what string, ok func() bool) {
 // environment): a server restarted by the reload inherited it.
 func TestReloadKeepsARemovedServersCredentialsWithheld(t *testing.T) {
 	const secret = "blue-river-stone-lamp!7"
+	t.Setenv("CONTEXTD_TEST_X_API_KEY", secret) // what ${X_API_KEY} took it from
 	servers := map[string]*mcpsdk.Server{
 		"x": mcptest.NewServer(map[string]string{"doc://x": "x notes"}, nil),
 		"y": mcptest.NewServer(map[string]string{"doc://y": "y notes"}, nil),
