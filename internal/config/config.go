@@ -748,7 +748,7 @@ func valueSecrets(v string, named bool) []string {
 				}
 			}
 		}
-		return out
+		v = "" // no settings list, no DSN
 	}
 	for _, part := range strings.FieldsFunc(v, func(r rune) bool { return r == ';' || r == ',' || r == '&' || unicode.IsSpace(r) }) {
 		k, val, ok := strings.Cut(part, "=")
@@ -762,7 +762,10 @@ func valueSecrets(v string, named bool) []string {
 	if m := dsnUserInfo.FindStringSubmatch(v); m != nil {
 		out = append(out, m[1])
 	}
-	return out
+	// A password of dots ("Basic base64(u:....)") would mask every "....".
+	return slices.DeleteFunc(out, func(v string) bool {
+		return strings.IndexFunc(v, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) < 0
+	})
 }
 
 // partKey matches the keys whose value is a credential inside a list of

@@ -164,6 +164,7 @@ mcpServers:
       Authorization: "Basic Ym9iOlMzY3IzdCFQYXNz"
       Cookie: "theme=dark; sid=Qx7vR2mK9pL4wZ8nT3jH6cF1"
       X-Amz: "AWS4-HMAC-SHA256 Credential=AKIAEXAMPLE/2024/s3, SignedHeaders=host, Signature=9f86d081884c7d659a2f"
+      X-Dots: "Basic dTouLi4u"
   e:
     command: srv
     env:
@@ -201,7 +202,7 @@ mcpServers:
 		}
 		for _, v := range got {
 			if slices.Contains([]string{"dark", "acct", "https", "host", "github", "memory", "HS256", "https://auth.example.com/", "20240101",
-				"s3v4", "ed25519", "Europe/Berlin", "en", "core.windows.net", `{"client_id":"abc`}, v) {
+				"s3v4", "ed25519", "Europe/Berlin", "en", "core.windows.net", `{"client_id":"abc`, "...."}, v) {
 				t.Errorf("%s: %q taken for a secret", name, v)
 			}
 		}

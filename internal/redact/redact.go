@@ -84,8 +84,9 @@ type Redactor struct {
 	heads, tails map[uint32][]piece
 
 	// bare holds the credential-like secrets, as written and as they
-	// read, without their ASCII punctuation, when 8 bytes or more are
-	// left (see punctuated).
+	// read, without their ASCII punctuation, when minBare bytes or more
+	// are left, a letter among them (see punctuated): "20240101" and
+	// "abc12345" would mask dates and paths.
 	bare []string
 }
 
@@ -139,7 +140,7 @@ func New(secrets ...string) *Redactor {
 						return -1
 					}
 					return c
-				}, v); len(b) >= 8 && !slices.Contains(r.bare, b) {
+				}, v); len(b) >= minBare && strings.IndexFunc(b, unicode.IsLetter) >= 0 && !slices.Contains(r.bare, b) {
 					r.bare = append(r.bare, b)
 				}
 			}
@@ -161,8 +162,10 @@ func New(secrets ...string) *Redactor {
 		}
 		add(hex.EncodeToString([]byte(s)), false)
 		add(strings.ToUpper(hex.EncodeToString([]byte(s))), false)
-		for _, e := range Escaped(s) {
-			add(e, pieces)
+		if len(s) <= maxEscaped {
+			for _, e := range Escaped(s) {
+				add(e, pieces)
+			}
 		}
 	}
 	slices.SortFunc(r.secrets, func(a, b string) int { return len(b) - len(a) })
@@ -348,45 +351,38 @@ func (r *Redactor) String(s string) string {
 // nothing: a model reads them, a person does not see them.
 const tagFirst, tagLast, tagOffset = 0xe0020, 0xe007e, 0xe0000
 
-// tags returns the ASCII each run of tag characters in s spells, with the
-// run's start and end; none when s has no tag character.
-func tags(s string) (runs []tagRun) {
+// asModelReads returns s with each tag character as the ASCII it stands
+// for, or "" when s has none: the text a model reads, tags and visible
+// text together, whole or interleaved.
+func asModelReads(s string) string {
 	if !strings.Contains(s, "\U000E0000"[:2]) {
-		return nil
+		return ""
 	}
-	start := -1
-	var b strings.Builder
-	for i, c := range s + " " {
+	found := false
+	t := strings.Map(func(c rune) rune {
 		if c >= tagFirst && c <= tagLast {
-			if start < 0 {
-				start = i
-				b.Reset()
-			}
-			b.WriteByte(byte(c - tagOffset))
-			continue
+			found = true
+			return c - tagOffset
 		}
-		if start >= 0 {
-			runs = append(runs, tagRun{start, i, b.String()})
-			start = -1
-		}
+		return c
+	}, s)
+	if !found {
+		return ""
 	}
-	return runs
+	return t
 }
 
-// A tagRun is a run of tag characters: s[start:end] spells ascii.
-type tagRun struct {
-	start, end int
-	ascii      string
-}
-
-// maskTags replaces each run of tag characters in s that spells what r
-// masks (a secret, a bearer value) with Mask.
+// maskTags returns s masked as a model reads it (see asModelReads) when
+// that masks more: a secret spelled in tag characters, alone or
+// alternating with visible ones, shows as nothing and reaches a model.
 func (r *Redactor) maskTags(s string) string {
-	runs := tags(s)
-	for i := len(runs) - 1; i >= 0; i-- {
-		if t := runs[i]; r.mask(t.ascii) != t.ascii || r.holds(t.ascii) {
-			s = s[:t.start] + Mask + s[t.end:]
-		}
+	m := asModelReads(s)
+	if m == "" {
+		return s
+	}
+	k := skeleton(m)
+	if red := r.mask(k); red != k {
+		return red
 	}
 	return s
 }
@@ -442,10 +438,8 @@ func (r *Redactor) Holds(s string) bool {
 	if u, err := url.PathUnescape(s); err == nil && u != s && r.holds(u) {
 		return true // as a URI carries it
 	}
-	for _, t := range tags(s) {
-		if r.holds(t.ascii) {
-			return true // in tag characters (see maskTags)
-		}
+	if m := asModelReads(s); m != "" && r.holds(m) {
+		return true // in tag characters (see maskTags)
 	}
 	return r.holds(s)
 }
@@ -792,6 +786,21 @@ func (r *Redactor) longestPiece(text string, atEnd bool) int {
 	return best
 }
 
+// maxEscaped is the longest secret whose escaped forms (see Escaped) are
+// looked for, in bytes: a key or a certificate (3 KB) is; a 128 KB blob
+// is looked for as written and encoded.
+const maxEscaped = 4 << 10
+
+// minBare is the shortest secret, its punctuation dropped, punctuated
+// looks for.
+const minBare = 10
+
+// maxIndexedPiece bounds the pieces longestPiece finds, in bytes: a cut
+// further inside a longer secret leaves a piece the 8-byte pieces mask
+// when the secret looks generated (as long ones, keys and certificates,
+// do). Indexing every length of a 128 KB credential took 600 MB.
+const maxIndexedPiece = 512
+
 // piece is a secret's first or last n bytes (see Redactor.heads).
 type piece struct{ secret, n int }
 
@@ -802,7 +811,7 @@ func key4(s string) uint32 { return binary.LittleEndian.Uint32([]byte(s[:minSecr
 func (r *Redactor) indexPieces() {
 	r.heads, r.tails = map[uint32][]piece{}, map[uint32][]piece{}
 	for i, sec := range r.secrets {
-		for n := minSecret; n < len(sec); n++ {
+		for n := minSecret; n < min(len(sec), maxIndexedPiece+1); n++ {
 			r.heads[key4(sec[n-minSecret:n])] = append(r.heads[key4(sec[n-minSecret:n])], piece{i, n})
 			r.tails[key4(sec[len(sec)-n:])] = append(r.tails[key4(sec[len(sec)-n:])], piece{i, n})
 		}
@@ -900,7 +909,7 @@ const maxLine = 200
 // server's stderr): its last non-blank line, masked by r, with control
 // characters escaped, cut to 200 bytes. It returns "" when text is blank.
 func (r *Redactor) Line(text string) string {
-	text = visible(text)
+	text = visible(displayed(text))
 	if r != nil {
 		text = r.acrossLines(text)
 	}

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/url"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -695,4 +696,81 @@ func TestRespellingsThatReadAsTheSecretAreMasked(t *testing.T) {
 	if got := r.String("ꓟisty-ꓐooks-ꓙade! রেকর্ড ৪৭"); strings.Contains(got, "89") || !strings.Contains(got, redact.Mask) {
 		t.Errorf("%+q", got)
 	}
+}
+
+// Second forms of the respellings above: the secret itself after an
+// override (not reversed) stays masked; an override ended by a paragraph
+// separator; the one stderr line callers get; visible non-ASCII
+// separators; tag characters split by an invisible character or
+// alternating with visible ones. A short all-digit or low-entropy
+// credential does not mask dates and paths.
+func TestMoreRespellingsAreMasked(t *testing.T) {
+	const secret = "Qx7vR2mK9pL4wZ8nT3jH6cF1"
+	r := redact.New(secret, "Misty-Books-Jade!")
+	rev := func(s string) string {
+		c := []rune(s)
+		slices.Reverse(c)
+		return string(c)
+	}
+	tagged := func(s string) string {
+		var b strings.Builder
+		for _, c := range s {
+			b.WriteRune(0xe0000 + c)
+		}
+		return b.String()
+	}
+	alternating := func(s string) string {
+		var b strings.Builder
+		for i, c := range s {
+			if i%2 == 0 {
+				b.WriteRune(c)
+			} else {
+				b.WriteRune(0xe0000 + c)
+			}
+		}
+		return b.String()
+	}
+	for _, text := range []string{
+		"\u202e" + secret,
+		"\u202e" + rev("Misty-Books-Jade!") + "\u2029next",
+		"M·i·s·t·y·-·B·o·o·k·s·-·J·a·d·e·!", "Q•x•7•v•R•2•m•K•9•p•L•4•w•Z•8•n•T•3•j•H•6•c•F•1", "Q→x→7→v→R→2→m→K→9→p→L→4→w→Z→8→n→T→3→j→H→6→c→F→1",
+		tagged(secret[:10]) + "\u200b" + tagged(secret[10:]),
+		alternating(secret),
+	} {
+		got := r.String("said " + text + " ok")
+		if !strings.Contains(got, redact.Mask) || strings.Contains(got, "R2m") || strings.Contains(got, "ooks") {
+			t.Errorf("String(%+q) = %+q", text, got)
+		}
+		if !r.Holds(text) {
+			t.Errorf("Holds(%+q) = false", text)
+		}
+	}
+	if got := r.Line("starting\nfatal: \u202e" + rev("Misty-Books-Jade!")); strings.Contains(got, "skoo") || strings.Contains(got, "ooks") {
+		t.Errorf("Line = %q", got)
+	}
+	short := redact.New("20240101", "abc12345")
+	for _, honest := range []string{"backup of 2024-01-01 restored", "see abc/123/45"} {
+		if got := short.String(honest); got != honest {
+			t.Errorf("%q → %q", honest, got)
+		}
+	}
+}
+
+// A very long credential (a 128 KB blob in an environment variable) costs
+// memory in proportion: not every length of every form of it is indexed.
+func TestALongSecretIsIndexedBounded(t *testing.T) {
+	blob := strings.Repeat("Zx81kQ0pLm27vB4nT9", 128<<10/18)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	r := redact.New(blob)
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if grew := int64(after.HeapAlloc) - int64(before.HeapAlloc); grew > 16<<20 {
+		t.Errorf("a redactor for one 128 KB secret holds %d MB", grew>>20)
+	}
+	if got := r.String("blob: " + blob[:2000] + redact.Cut); strings.Contains(got, blob[:100]) {
+		t.Errorf("the cut blob is shown")
+	}
+	runtime.KeepAlive(r)
 }

@@ -37,30 +37,41 @@ func skeleton(s string) string {
 	}
 	var b strings.Builder
 	b.Grow(len(s))
+	fold(&b, displayed(s))
+	return b.String()
+}
+
+// rlo is U+202E RIGHT-TO-LEFT OVERRIDE; overrideEnds, what ends one: U+202C
+// POP DIRECTIONAL FORMATTING, and the end of a paragraph (line feed,
+// carriage return, NEL, U+2029).
+const rlo, overrideEnds = "\u202e", "\u202c\n\r\u0085\u2029"
+
+// displayed returns s in the order it shows: a right-to-left override
+// shows what follows it, to the override's end, in reverse ("\u202e"
+// followed by a secret written backwards reads as the secret). The
+// overrides themselves are dropped.
+func displayed(s string) string {
+	if !strings.Contains(s, rlo) {
+		return s
+	}
+	var b strings.Builder
 	for s != "" {
-		// A right-to-left override shows what follows it, to the end of
-		// the override or the line, in reverse: "\u202e" followed by a
-		// secret written backwards reads as the secret.
 		i := strings.Index(s, rlo)
 		if i < 0 {
-			fold(&b, s)
+			b.WriteString(s)
 			break
 		}
-		fold(&b, s[:i])
+		b.WriteString(s[:i])
 		s = s[i+len(rlo):]
-		j := strings.IndexAny(s, pdf+"\n")
+		j := strings.IndexAny(s, overrideEnds)
 		if j < 0 {
 			j = len(s)
 		}
-		fold(&b, reversed(s[:j]))
+		b.WriteString(reversed(s[:j]))
 		s = s[j:]
 	}
 	return b.String()
 }
-
-// rlo and pdf are U+202E RIGHT-TO-LEFT OVERRIDE and U+202C POP DIRECTIONAL
-// FORMATTING, which ends it.
-const rlo, pdf = "\u202e", "\u202c"
 
 // reversed returns s with its characters in reverse order.
 func reversed(s string) string {
@@ -99,6 +110,11 @@ func fold(b *strings.Builder, text string) {
 				// reads as "e" however it is encoded: precomposed, or
 				// "e" and U+0301); not "…", which is no letter.
 				b.WriteString(n)
+			} else if c != '…' && (unicode.IsPunct(c) || unicode.IsSymbol(c) || c == 'ـ') {
+				// Other punctuation, symbols and emoji, and the Arabic
+				// tatweel, read as a separator: "M·i·s·t·y", "Q•x•7",
+				// "Q→x→7" read as the spaced-out secret.
+				b.WriteByte(' ')
 			} else {
 				b.WriteRune(c)
 			}
