@@ -689,6 +689,10 @@ func (m *Mirror) serve(ctx context.Context, sess *mcp.Session, warm []string) (e
 	// A server names itself: what it says is shown to callers, masked
 	// like everything else it says.
 	name, version, proto = m.opts.Redact.String(name), m.opts.Redact.String(version), m.opts.Redact.String(proto)
+	// Shown side by side, the two may spell a secret one half each.
+	if m.opts.Redact.Holds(name+version) || m.opts.Redact.Holds(name+" "+version) {
+		name, version = redact.Mask, redact.Mask
+	}
 	m.setSession(sess, false)
 	m.mu.Lock()
 	m.status.Capabilities = sess.Capabilities()

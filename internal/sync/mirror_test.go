@@ -556,3 +556,19 @@ func TestWhatAServerCallsItselfIsMasked(t *testing.T) {
 		}
 	})
 }
+
+// A name and a version that spell a secret one half each, as ListServers
+// shows them side by side, are both masked.
+func TestAServerInfoSplittingASecretIsMasked(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const secret = "Misty-Books-Jade!"
+		srv := mcpsdk.NewServer(&mcpsdk.Implementation{Name: "Misty-Bo", Version: "oks-Jade!"}, nil)
+		m := ctxsync.New(ctxsync.Options{Server: "s", Dial: mcptest.Dial(t, "s", srv), Index: newIndex(t), Redact: redact.New(secret)})
+		start(t, m)
+		<-m.Ready()
+		synctest.Wait()
+		if st := m.Status(); st.ServerName != redact.Mask || st.ServerVersion != redact.Mask {
+			t.Errorf("server info %q %q, want both masked", st.ServerName, st.ServerVersion)
+		}
+	})
+}
