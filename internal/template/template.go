@@ -342,7 +342,7 @@ func roots(uri string) int {
 		raw = uri[i+1:]
 	}
 	file := strings.EqualFold(scheme, "file")
-	if !file && rest != "" && (isSep(rest[0]) || reDriveAuthority.MatchString(rest) || reDriveStart.MatchString(raw) || hier && emptyHost(rest)) {
+	if !file && rest != "" && (isSep(rest[0]) || reDriveAuthority.MatchString(rest) || reDriveStart.MatchString(raw) || hier && (emptyHost(rest) || emptyHost(raw))) {
 		n++
 	}
 	for _, m := range reDriveSeg.FindAllStringIndex(path, -1) {
@@ -355,9 +355,14 @@ func roots(uri string) int {
 
 // emptyHost reports whether the authority that begins rest (what follows
 // "://") has user info or a port but no host ("docs://:/etc/passwd",
-// "docs://@/etc/passwd"): a server joining host and path reads an
-// absolute path.
+// "docs://@/etc/passwd", "docs://:x/etc/passwd"): a server joining host
+// and path reads an absolute path. The host is what follows the last "@"
+// up to the first ":" (as Python's urlsplit reads it), outside an IPv6
+// literal.
 func emptyHost(rest string) bool {
+	if rest == "" || isSep(rest[0]) {
+		return false // no authority at all: counted as a root elsewhere
+	}
 	auth := rest
 	if i := strings.IndexAny(rest, "/\\?#"); i >= 0 {
 		auth = rest[:i]
@@ -365,10 +370,23 @@ func emptyHost(rest string) bool {
 	if i := strings.LastIndexByte(auth, '@'); i >= 0 {
 		auth = auth[i+1:]
 	}
-	if i := strings.LastIndexByte(auth, ':'); i >= 0 && strings.Trim(auth[i+1:], "0123456789") == "" {
-		auth = auth[:i]
+	if strings.HasPrefix(auth, "[") {
+		return false
 	}
-	return auth == "" && rest != "" && !isSep(rest[0])
+	host, _, _ := strings.Cut(auth, ":")
+	return strings.Trim(host, "\t\r\n") == ""
+}
+
+// rawAuthority returns the authority of uri as written, cut at the first
+// "/", "\\", "?" or "#" that is not percent-encoded: what a URL parser
+// reads, which the decoded form may cut earlier ("api.example.com%5C@evil"
+// is user info and the host evil).
+func rawAuthority(uri string) string {
+	_, rest, _ := strings.Cut(uri, "://")
+	if i := strings.IndexAny(rest, "/\\?#"); i >= 0 {
+		rest = rest[:i]
+	}
+	return rest
 }
 
 // authority returns the authority of uri, percent-decoded ("host:port" in
@@ -379,6 +397,15 @@ func authority(uri string) (string, bool) {
 		rest = rest[:i]
 	}
 	return rest, ok
+}
+
+// commonPrefix returns the length of the longest common prefix of a and b.
+func commonPrefix(a, b string) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
 }
 
 // madeAuthority reports whether the values made an authority where the
@@ -408,6 +435,14 @@ func HasDotSegment(s string) bool {
 			// Servlet containers drop a segment's ";parameters", and
 			// Windows a name's trailing spaces: "..;" and ".. " climb too.
 			seg, _, _ = strings.Cut(seg, ";")
+			// URL parsers (WHATWG, Python's urlsplit) drop tabs and line
+			// breaks: ".\t." is "..".
+			seg = strings.Map(func(r rune) rune {
+				if r == '\t' || r == '\r' || r == '\n' {
+					return -1
+				}
+				return r
+			}, seg)
 			if seg = strings.TrimRight(seg, " "); seg == "." || seg == ".." {
 				return true
 			}
@@ -517,12 +552,25 @@ func (t *Template) Expand(values map[string]string) (string, error) {
 		if roots(hier) > roots(bh) || madeAuthority(hier, bh) {
 			return "", fmt.Errorf("%w: %s: expansion %q has an empty segment or a drive", ErrInvalidValue, t.URITemplate, uri)
 		}
-		// The values may not put user info before the template's host
-		// ("https://api.example.com{+path}" with "@evil.example/x" or
-		// ":443@evil.example/x" makes evil.example the host).
-		if a, ok := authority(bh); ok && !strings.Contains(a, "@") {
-			if got, _ := authority(hier); strings.Contains(got, "@") {
-				return "", fmt.Errorf("%w: %s: expansion %q puts user info in the authority", ErrInvalidValue, t.URITemplate, uri)
+		// Where the template writes a host of its own, the values may
+		// not put user info before it ("https://api.example.com{+path}"
+		// with "@evil.example/x", ":443@evil.example/x" or, read as a
+		// URL parser does, "%5C@evil.example/x": evil.example becomes the
+		// host). Where the value is the whole authority (docker://{+image}
+		// with "nginx@sha256:…") an "@" is its own.
+		other := uritemplate.Values{}
+		for name := range uv {
+			other.Set(name, uritemplate.String("y"))
+		}
+		if a, ok := authority(bh); ok {
+			if b, err := t.tmpl.Expand(other); err == nil {
+				a2, _ := authority(b)
+				if n := commonPrefix(a, a2); n > 0 {
+					got, _ := authority(hier)
+					if strings.Count(got, "@") > strings.Count(a, "@") || strings.Count(rawAuthority(hier), "@") > strings.Count(a, "@") {
+						return "", fmt.Errorf("%w: %s: expansion %q puts user info in the authority", ErrInvalidValue, t.URITemplate, uri)
+					}
+				}
 			}
 		}
 	}

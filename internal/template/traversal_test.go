@@ -99,6 +99,17 @@ func TestExpandStaysInsideTheTemplate(t *testing.T) {
 		{"notes://{+path}", map[string]string{"path": "@/etc/passwd"}, ""},
 		{"https://api.example.com{+path}", map[string]string{"path": "@evil.example/x"}, ""},
 		{"https://api.example.com{+path}", map[string]string{"path": ":443@evil.example/x"}, ""},
+		// Read as a URL parser reads the URI sent, not as it decodes.
+		{"https://api.example.com{+path}", map[string]string{"path": `\@evil.example/x`}, ""},
+		{"https://api.example.com{+path}", map[string]string{"path": "%2F@evil.example/x"}, ""},
+		{"https://api.example.com{+path}", map[string]string{"path": `:443\@evil.example/x`}, ""},
+		{"https://bot@api.example.com{+path}", map[string]string{"path": "@evil.example/x"}, ""},
+		{"notes://{+path}", map[string]string{"path": `x\@/etc/passwd`}, ""},
+		{"notes://{+path}", map[string]string{"path": "x%2F@/etc/passwd"}, ""},
+		{"notes://{+path}", map[string]string{"path": ":x/etc/passwd"}, ""},
+		{"notes://{+path}", map[string]string{"path": "::/etc/passwd"}, ""},
+		{"notes://{+path}", map[string]string{"path": "%09/etc/passwd"}, ""},
+		{"file:///srv/docs/{+rest}", map[string]string{"rest": "a/.%09./.%0A./etc/passwd"}, ""},
 		// A URL as a value, a Windows file URI's drive, a directory with
 		// its slash, a version with a tilde: no root of their own.
 		{"fetch://{+url}", map[string]string{"url": "https://example.com/a/b"}, "fetch://https://example.com/a/b"},
@@ -116,6 +127,9 @@ func TestExpandStaysInsideTheTemplate(t *testing.T) {
 		{"https://api.example.com{+path}", map[string]string{"path": "/v1/users"}, "https://api.example.com/v1/users"},
 		{"notes://{+path}", map[string]string{"path": "team/ab:c/notes.md"}, "notes://team/ab:c/notes.md"},
 		{"postgres://{host}/{db}", map[string]string{"host": "db.internal", "db": "app"}, "postgres://db.internal/app"},
+		{"docker://{+image}", map[string]string{"image": "nginx@sha256:0123abcd"}, "docker://nginx@sha256:0123abcd"},
+		{"notes://{+path}", map[string]string{"path": "alice@team/notes.md"}, "notes://alice@team/notes.md"},
+		{"https://bot@api.example.com{+path}", map[string]string{"path": "/v1/users"}, "https://bot@api.example.com/v1/users"},
 		{"file://{+path}", map[string]string{"path": "C:/Users/me/notes.md"}, "file://C:/Users/me/notes.md"},
 		{"x://d/{+rest}", map[string]string{"rest": "~1.2.3"}, "x://d/~1.2.3"},
 		{"fetch://{+url}", map[string]string{"url": "file:///srv/a"}, "fetch://file:///srv/a"},
