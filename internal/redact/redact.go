@@ -28,7 +28,6 @@ import (
 	"net/url"
 	"regexp"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"unicode"
@@ -113,7 +112,11 @@ const pieceBytes = 8
 func New(secrets ...string) *Redactor {
 	r := &Redactor{pieces: map[uint64]bool{}}
 	strong := false // the secret being added is credential-like
-	add := func(s string, pieces bool) {
+	var add func(s string, pieces bool)
+	add = func(s string, pieces bool) {
+		if k := skeleton(s); k != s {
+			add(k, pieces && random(k)) // as it reads (see String)
+		}
 		if len(s) >= minSecret && !slices.Contains(r.secrets, s) {
 			r.secrets = append(r.secrets, s)
 		}
@@ -144,10 +147,6 @@ func New(secrets ...string) *Redactor {
 					r.bare = append(r.bare, b)
 				}
 			}
-		}
-		// As it reads, for text matched so (see String).
-		if k := skeleton(s); k != s {
-			add(k, random(k))
 		}
 		// Hexadecimal reads the same in either case.
 		if len(s) >= 16 && strings.Trim(s, "0123456789abcdefABCDEF") == "" {
@@ -334,6 +333,19 @@ func (r *Redactor) String(s string) string {
 			out = red
 		}
 	}
+	// A piece masked as written can leave no whole respelled secret to
+	// find in out ("Qx7vR2ｍ" + pieces + "３jH6cF1"), and an override shows
+	// in one order what a model reads in the other: s itself is read too,
+	// and taken when that leaves less unmasked (every form of a secret is
+	// also looked for as it reads, so it masks what out masked).
+	for _, k := range readings(s) {
+		if k == s {
+			continue
+		}
+		if red := r.maskSecrets(k); unmasked(red) < unmasked(skeleton(out)) {
+			out = red
+		}
+	}
 	out = rules(out)
 	if k := skeleton(out); k != out {
 		if red := rules(k); red != k {
@@ -346,6 +358,9 @@ func (r *Redactor) String(s string) string {
 	// text in protobuf strings, which must be UTF-8.
 	return strings.ToValidUTF8(out, "\uFFFD")
 }
+
+// unmasked returns the bytes of s outside its masks.
+func unmasked(s string) int { return len(s) - strings.Count(s, Mask)*len(Mask) }
 
 // Unicode's tag characters U+E0020–U+E007E are ASCII that shows as
 // nothing: a model reads them, a person does not see them.
@@ -445,6 +460,18 @@ func (r *Redactor) Holds(s string) bool {
 }
 
 func (r *Redactor) holds(s string) bool {
+	if strings.Contains(s, rlo) {
+		var b strings.Builder
+		fold(&b, s)
+		if r.holdsAsRead(s, b.String()) {
+			return true
+		}
+	}
+	return r.holdsAsRead(s, skeleton(s))
+}
+
+// holdsAsRead is holds for s read as v.
+func (r *Redactor) holdsAsRead(s, v string) bool {
 	if r != nil {
 		// A secret as written (one in another script than Latin).
 		for _, sec := range r.strong {
@@ -453,7 +480,6 @@ func (r *Redactor) holds(s string) bool {
 			}
 		}
 	}
-	v := skeleton(s)
 	if r != nil {
 		for _, sec := range r.strong {
 			if strings.Contains(v, sec) {
@@ -667,7 +693,17 @@ func (r *Redactor) maskPieces(s string) string {
 // its line breaks removed has each of its pieces masked, the line breaks
 // kept.
 func (r *Redactor) acrossLines(s string) string {
-	return across(s, func(c byte) bool { return c == '\n' || c == '\r' }, r.secrets)
+	return across(s, func(c rune) bool { return c == '\n' || c == '\r' }, r.secrets)
+}
+
+// separator reports whether c reads as a separator between a secret's
+// characters: a space, ASCII punctuation, and other punctuation, symbols
+// and emoji ("M·i·s·t·y", "Q•x•7", "Q→x→7"), the Arabic tatweel.
+func separator(c rune) bool {
+	if c < utf8.RuneSelf {
+		return c == ' ' || asciiPunct(byte(c))
+	}
+	return c != '…' && (unicode.IsPunct(c) || unicode.IsSymbol(c) || unicode.Is(unicode.Zs, c) || c == 'ـ')
 }
 
 func asciiPunct(c byte) bool {
@@ -680,7 +716,7 @@ func asciiPunct(c byte) bool {
 // separator in every other gap, so that prose that happens to hold a
 // secret's words ("deployed to prod, 2024!") is kept.
 func (r *Redactor) punctuated(s string) string {
-	return acrossAtLeast(s, func(c byte) bool { return c == ' ' || asciiPunct(c) }, r.bare, func(n int) int { return (n - 1) / 2 })
+	return acrossAtLeast(s, separator, r.bare, func(n int) int { return (n - 1) / 2 })
 }
 
 // spacedOut masks the credential-like secrets (see Holds) that white space
@@ -689,35 +725,33 @@ func (r *Redactor) punctuated(s string) string {
 // does for line breaks. Word-like secrets are not looked for so: "js on"
 // is no secret "json".
 func (r *Redactor) spacedOut(s string) string {
-	return across(s, func(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }, r.strong)
+	return across(s, func(c rune) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }, r.strong)
 }
 
 // across masks each of secrets found in s with the bytes isBreak reports
 // removed, and split by at least one of them: each of its pieces is
 // masked, the breaks kept.
-func across(s string, isBreak func(byte) bool, secrets []string) string {
+func across(s string, isBreak func(rune) bool, secrets []string) string {
 	return acrossAtLeast(s, isBreak, secrets, func(int) int { return 1 })
 }
 
 // acrossAtLeast is across for secrets split in at least
 // minBreaks(len(secret)) places.
-func acrossAtLeast(s string, isBreak func(byte) bool, secrets []string, minBreaks func(int) int) string {
-	if len(secrets) == 0 || strings.IndexFunc(s, func(c rune) bool { return c < utf8.RuneSelf && isBreak(byte(c)) }) < 0 {
+func acrossAtLeast(s string, isBreak func(rune) bool, secrets []string, minBreaks func(int) int) string {
+	if len(secrets) == 0 || strings.IndexFunc(s, isBreak) < 0 {
 		return s
 	}
 	joined := make([]byte, 0, len(s))
-	var breaks []int // the indexes in s of the breaks, ascending
-	for i := 0; i < len(s); i++ {
-		if isBreak(s[i]) {
-			breaks = append(breaks, i)
-		} else {
-			joined = append(joined, s[i])
+	pos := make([]int32, 0, len(s)) // pos[j]: the index in s of joined[j]
+	for i := 0; i < len(s); {
+		c, n := utf8.DecodeRuneInString(s[i:])
+		if !isBreak(c) {
+			for j := range n {
+				joined = append(joined, s[i+j])
+				pos = append(pos, int32(i+j))
+			}
 		}
-	}
-	// at returns the index in s of joined[j]: j plus the breaks before it
-	// (break k comes before joined[breaks[k]-k]).
-	at := func(j int) int {
-		return j + sort.Search(len(breaks), func(k int) bool { return breaks[k]-k > j })
+		i += n
 	}
 	var mask []bool
 	for _, sec := range secrets {
@@ -727,21 +761,18 @@ func acrossAtLeast(s string, isBreak func(byte) bool, secrets []string, minBreak
 				break
 			}
 			start, end := off+k, off+k+len(sec)
-			from, to := at(start), at(end-1)
 			gaps := 0 // between two of its bytes, one break or more
-			for j, prev := start+1, from; to-from != len(sec)-1 && j < end; j++ {
-				i := at(j)
-				if i != prev+1 {
+			for j := start + 1; j < end; j++ {
+				if pos[j] != pos[j-1]+1 {
 					gaps++
 				}
-				prev = i
 			}
 			if gaps >= max(1, minBreaks(len(sec))) {
 				if mask == nil {
 					mask = make([]bool, len(s))
 				}
-				for i := from; i <= to; i++ {
-					mask[i] = !isBreak(s[i])
+				for j := start; j < end; j++ {
+					mask[pos[j]] = true
 				}
 			}
 			off = end
@@ -909,7 +940,14 @@ const maxLine = 200
 // server's stderr): its last non-blank line, masked by r, with control
 // characters escaped, cut to 200 bytes. It returns "" when text is blank.
 func (r *Redactor) Line(text string) string {
-	text = visible(displayed(text))
+	// Overrides are kept for String, which reads the text in both of
+	// their orders.
+	text = strings.Map(func(c rune) rune {
+		if invisible(c) && !strings.ContainsRune(rlo+overrideEnds, c) {
+			return -1
+		}
+		return c
+	}, text)
 	if r != nil {
 		text = r.acrossLines(text)
 	}

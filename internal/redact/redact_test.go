@@ -774,3 +774,35 @@ func TestALongSecretIsIndexedBounded(t *testing.T) {
 	}
 	runtime.KeepAlive(r)
 }
+
+// The thirty-second pass's forms: look-alikes at both ends of a generated
+// token (pieces masked as written left no whole secret as it reads); a
+// configured value inside a longer respelled one; an override followed by
+// a secret in stored order with a look-alike first letter (a model reads
+// it so); the same in a stdio server's line; a colon's look-alike after a
+// secret-named key; an override ended by U+2069. Honest prose with
+// typographic quotes and arrows before a colon is kept.
+func TestThirtySecondPassForms(t *testing.T) {
+	const token = "Qx7vR2mK9pL4wZ8nT3jH6cF1"
+	r := redact.New(token, "Misty-Books-Jade!", "Books")
+	for _, text := range []string{
+		"Qx7vR2ｍK9pL4wZ8nT３jH6cF1",
+		"Mіsty-Books-Jade!",
+		"\u202eＭisty-Books-Jade!",
+		"password\u0589Corr3ctHorseBattery9",
+		"Misty\u2067\u202e!edaJ-skooB-\u2069",
+	} {
+		got := r.String("said " + text + " ok")
+		if strings.Contains(got, "3jH6") || strings.Contains(got, "Jade") || strings.Contains(got, "Corr3ct") || strings.Contains(got, "skooB") {
+			t.Errorf("String(%+q) = %+q", text, got)
+		}
+	}
+	if got := r.Line("fatal: \u202e" + token); strings.Contains(got, "1Fc6") || strings.Contains(got, "R2mK") {
+		t.Errorf("Line = %q", got)
+	}
+	for _, honest := range []string{`Click “Forgot your password”: we send a link`, "wiki/cookie🍪:policy", "The “token”: field → next", "GBK’s table — ok"} {
+		if got := r.String(honest); got != honest || r.Holds(honest) {
+			t.Errorf("honest %q: String %q, Holds %v", honest, got, r.Holds(honest))
+		}
+	}
+}

@@ -42,9 +42,23 @@ func skeleton(s string) string {
 }
 
 // rlo is U+202E RIGHT-TO-LEFT OVERRIDE; overrideEnds, what ends one: U+202C
-// POP DIRECTIONAL FORMATTING, and the end of a paragraph (line feed,
+// POP DIRECTIONAL FORMATTING, U+2069 POP DIRECTIONAL ISOLATE (which ends
+// an override inside an isolate), and the end of a paragraph (line feed,
 // carriage return, NEL, U+2029).
-const rlo, overrideEnds = "\u202e", "\u202c\n\r\u0085\u2029"
+const rlo, overrideEnds = "\u202e", "\u202c\u2069\n\r\u0085\u2029"
+
+// readings returns the ways s reads other than as written: as it shows
+// (see skeleton) and, when an override reverses part of it, also in the
+// order its characters are stored, which is what a model reads.
+func readings(s string) []string {
+	k := skeleton(s)
+	if !strings.Contains(s, rlo) {
+		return []string{k}
+	}
+	var b strings.Builder
+	fold(&b, s)
+	return []string{k, b.String()}
+}
 
 // displayed returns s in the order it shows: a right-to-left override
 // shows what follows it, to the override's end, in reverse ("\u202e"
@@ -110,11 +124,6 @@ func fold(b *strings.Builder, text string) {
 				// reads as "e" however it is encoded: precomposed, or
 				// "e" and U+0301); not "…", which is no letter.
 				b.WriteString(n)
-			} else if c != '…' && (unicode.IsPunct(c) || unicode.IsSymbol(c) || c == 'ـ') {
-				// Other punctuation, symbols and emoji, and the Arabic
-				// tatweel, read as a separator: "M·i·s·t·y", "Q•x•7",
-				// "Q→x→7" read as the spaced-out secret.
-				b.WriteByte(' ')
 			} else {
 				b.WriteRune(c)
 			}
@@ -183,8 +192,9 @@ var lookalike = map[rune]rune{
 
 // confusable maps the characters Unicode's confusables data (UTS #39,
 // through github.com/mtibben/confusables) reads as one ASCII letter or
-// digit other than "l" (letters only: a Bengali "৪" is no 8, a Hebrew yod
-// no apostrophe),
+// digit other than "l" (for letters: a Bengali "৪" is no 8) or as one of
+// confusablePunct (for other characters: "։" is ":", a Hebrew yod is no
+// apostrophe),
 // in the blocks where look-alikes of Latin letters live (Latin extensions,
 // IPA, Greek, Cyrillic, Armenian, Cherokee, Coptic, Lisu, letterlike and
 // halfwidth forms, Deseret, Osage): Cherokee "Ꮪ" is "S", Lisu "ꓔ" is
@@ -193,18 +203,29 @@ var confusable = sync.OnceValue(func() map[rune]byte {
 	m := map[rune]byte{}
 	for _, r := range [][2]rune{{0x80, 0x2fff}, {0xa000, 0xabff}, {0xfb00, 0xffef}, {0x10400, 0x104ff}} {
 		for c := r[0]; c <= r[1]; c++ {
-			if !unicode.IsLetter(c) {
-				continue // digits of other scripts, quotes, punctuation
+			if unicode.Is(unicode.Nd, c) {
+				continue // digits of other scripts keep their value
+			}
+			k := confusables.Skeleton(string(c))
+			if len(k) != 1 {
+				continue
 			}
 			// "l" is what look-alikes of "I", "l" and "1" all read as:
-			// none of the three can be told, so none is mapped.
-			if k := confusables.Skeleton(string(c)); len(k) == 1 && asciiAlnum(k) && k != "l" {
+			// none of the three can be told, so none is mapped. Letters
+			// map to letters and digits; anything else only to the
+			// punctuation keys and credentials are written with (a colon
+			// or an equals sign's look-alike), not to quotes or digits.
+			if unicode.IsLetter(c) && asciiAlnum(k) && k != "l" || !unicode.IsLetter(c) && strings.Contains(confusablePunct, k) {
 				m[c] = k[0]
 			}
 		}
 	}
 	return m
 })
+
+// confusablePunct is the ASCII punctuation other characters' look-alikes
+// map to (see confusable).
+const confusablePunct = ":=@/\\-_.!#$%&*+?;|~^"
 
 // Skeleton returns s as it reads (see String): what matching sees, for
 // comparing text with what the redactor made of it.
