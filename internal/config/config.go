@@ -34,8 +34,6 @@ import (
 	"unicode"
 
 	"go.yaml.in/yaml/v3"
-
-	"github.com/contextd/contextd/internal/redact"
 )
 
 // Defaults applied when a field is absent.
@@ -723,9 +721,8 @@ var secretName = regexp.MustCompile(`(?i:token|secret|passw|passphrase|mnemonic|
 // user info and query values of a JDBC URL, and the password of user info
 // written without a scheme (a Go MySQL DSN, "user:pw@tcp(host)/db").
 // When the value's own name is a credential's (named: Cookie, a
-// connection string), every setting in it that looks generated or is a
-// password with a symbol (see redact.Inside) counts too (a cookie's
-// "sid=…", not its "tz=Europe/Berlin").
+// connection string), every setting in it that looks generated counts too
+// (a cookie's "sid=…", not its "tz=Europe/Berlin").
 func valueSecrets(v string, named bool) []string {
 	v = strings.TrimSpace(v)
 	var out []string
@@ -743,7 +740,7 @@ func valueSecrets(v string, named bool) []string {
 		var obj map[string]any
 		if json.Unmarshal([]byte(v), &obj) == nil {
 			for k, x := range obj {
-				if str, ok := x.(string); ok && str != "" && (partKey.MatchString(k) || named && redact.Inside(str)) {
+				if str, ok := x.(string); ok && str != "" && (partKey.MatchString(k) || named && generated(str)) {
 					out = append(out, str)
 				}
 			}
@@ -755,7 +752,7 @@ func valueSecrets(v string, named bool) []string {
 		if val = strings.Trim(val, `"'`); !ok || val == "" {
 			continue
 		}
-		if partKey.MatchString(k) || named && redact.Inside(val) {
+		if partKey.MatchString(k) || named && generated(val) {
 			out = append(out, val)
 		}
 	}
@@ -774,9 +771,32 @@ func valueSecrets(v string, named bool) []string {
 // GITHUB_TOKEN, client_secret, sig); not AUTH_PROVIDER or SESSION_STORE.
 var partKey = regexp.MustCompile(`(?i)(?:^|[_.-])(?:password|passwd|pwd|pass|secret|token|key|apikey|signature|sig|credential)$|^(?:account|sharedaccess|master|private)key$|^sharedaccesssignature$`)
 
-// dsnUserInfo matches user info at the start of a value with no scheme
-// ("user:pw@tcp(host:3306)/db", "user:pw@host/db"): the password.
-var dsnUserInfo = regexp.MustCompile(`^[A-Za-z0-9._%+-]+:([^\s@/]+)@[A-Za-z0-9(]`)
+// dsnUserInfo matches user info at the start of a Go MySQL DSN
+// ("user:pw@tcp(host:3306)/db", "user:pw@/db"): the password. Not a
+// docker image reference ("node:20.11.1@sha256:…").
+var dsnUserInfo = regexp.MustCompile(`^[A-Za-z0-9._%+-]+:([^\s@/]+)@(?:[a-z]+\([^)\s]*\))?/`)
+
+// generated reports whether a setting's value looks generated rather than
+// chosen: 16 bytes or more, letters and digits, no space, and mixed case
+// or four digits or more (a session id, not "utf8mb4_unicode_ci",
+// "contosodata01" or "Europe/Berlin").
+func generated(v string) bool {
+	if len(v) < 16 || strings.IndexFunc(v, unicode.IsSpace) >= 0 {
+		return false
+	}
+	var upper, lower, digits int
+	for _, c := range v {
+		switch {
+		case unicode.IsUpper(c):
+			upper++
+		case unicode.IsLower(c):
+			lower++
+		case unicode.IsDigit(c):
+			digits++
+		}
+	}
+	return upper+lower > 0 && digits > 0 && (upper > 0 && lower > 0 || digits >= 4)
+}
 
 // Secrets returns the values of s that may be credentials, for masking in
 // errors and logs: the values of headers and env variables whose name

@@ -183,7 +183,9 @@ mcpServers:
       AWS_S3_SIGNATURE_VERSION: s3v4
       SIGNATURE_ALGORITHM: ed25519
       SESSION_COOKIE: "tz=Europe/Berlin; lang=en"
-      AZURE_CONNECTION_STRING: "AccountName=acct;AccountKey=bXlrZXk0Mg==;EndpointSuffix=core.windows.net"
+      AZURE_CONNECTION_STRING: "AccountName=contosodata01;AccountKey=bXlrZXk0Mg==;EndpointSuffix=core.windows.net"
+      IMAGE: "node:20.11.1@sha256:0f3b2a1c9d8e7f6a5b4c3d2e1f0a9b8c"
+      MYSQL_DSN: "app:My!Pass98@tcp(db:3306)/app?parseTime=true&collation=utf8mb4_unicode_ci"
 `), vars)
 	if err != nil {
 		t.Fatal(err)
@@ -191,7 +193,7 @@ mcpServers:
 	for name, want := range map[string][]string{
 		"h":     {"S3cr3t!Pass", "Qx7vR2mK9pL4wZ8nT3jH6cF1", "9f86d081884c7d659a2f"},
 		"e":     {"bXlrZXk0Mg==", "Odbc!Pass9", "Jdbc!Pass9", "My!Pass99"},
-		"plain": {"ghp_Docker0123456789abcd", "Cs3cr3t!xyz", "bXlrZXk0Mg=="},
+		"plain": {"ghp_Docker0123456789abcd", "Cs3cr3t!xyz", "bXlrZXk0Mg==", "My!Pass98"},
 	} {
 		s, _ := inside.Server(name)
 		got := s.Secrets()
@@ -202,7 +204,8 @@ mcpServers:
 		}
 		for _, v := range got {
 			if slices.Contains([]string{"dark", "acct", "https", "host", "github", "memory", "HS256", "https://auth.example.com/", "20240101",
-				"s3v4", "ed25519", "Europe/Berlin", "en", "core.windows.net", `{"client_id":"abc`, "...."}, v) {
+				"s3v4", "ed25519", "Europe/Berlin", "en", "core.windows.net", `{"client_id":"abc`, "....", "contosodata01", "20.11.1",
+				"true", "utf8mb4_unicode_ci"}, v) {
 				t.Errorf("%s: %q taken for a secret", name, v)
 			}
 		}

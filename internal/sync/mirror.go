@@ -688,9 +688,11 @@ func (m *Mirror) serve(ctx context.Context, sess *mcp.Session, warm []string) (e
 	name, version, proto := sess.ServerInfo()
 	// A server names itself: what it says is shown to callers, masked
 	// like everything else it says.
+	// Shown side by side, the two may spell a secret one half each (the
+	// name cut inside it): looked for as the server sent them.
+	split := m.opts.Redact.Holds(strings.TrimSuffix(name, redact.Cut)+version) || m.opts.Redact.Holds(name+" "+version)
 	name, version, proto = m.opts.Redact.String(name), m.opts.Redact.String(version), m.opts.Redact.String(proto)
-	// Shown side by side, the two may spell a secret one half each.
-	if m.opts.Redact.Holds(name+version) || m.opts.Redact.Holds(name+" "+version) {
+	if split {
 		name, version = redact.Mask, redact.Mask
 	}
 	m.setSession(sess, false)

@@ -562,13 +562,22 @@ func TestWhatAServerCallsItselfIsMasked(t *testing.T) {
 func TestAServerInfoSplittingASecretIsMasked(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const secret = "Misty-Books-Jade!"
-		srv := mcpsdk.NewServer(&mcpsdk.Implementation{Name: "Misty-Bo", Version: "oks-Jade!"}, nil)
-		m := ctxsync.New(ctxsync.Options{Server: "s", Dial: mcptest.Dial(t, "s", srv), Index: newIndex(t), Redact: redact.New(secret)})
-		start(t, m)
-		<-m.Ready()
-		synctest.Wait()
-		if st := m.Status(); st.ServerName != redact.Mask || st.ServerVersion != redact.Mask {
-			t.Errorf("server info %q %q, want both masked", st.ServerName, st.ServerVersion)
+		const token = "Qx7vR2mK9pL4wZ8nT3jH6cF1"
+		for _, info := range [][2]string{
+			{"Misty-Bo", "oks-Jade!"},
+			// Each half masked alone first: the name as pieces of a
+			// generated token, or cut inside the secret.
+			{token[:17], token[17:]},
+			{strings.Repeat("n", mcp.MaxServerInfoBytes-len(redact.Cut)-8) + "Misty-Bo" + strings.Repeat("z", 100), "oks-Jade!"},
+		} {
+			srv := mcpsdk.NewServer(&mcpsdk.Implementation{Name: info[0], Version: info[1]}, nil)
+			m := ctxsync.New(ctxsync.Options{Server: "s", Dial: mcptest.Dial(t, "s", srv), Index: newIndex(t), Redact: redact.New(secret, token)})
+			start(t, m)
+			<-m.Ready()
+			synctest.Wait()
+			if st := m.Status(); st.ServerName != redact.Mask || st.ServerVersion != redact.Mask {
+				t.Errorf("server info %q %q, want both masked", st.ServerName, st.ServerVersion)
+			}
 		}
 	})
 }
