@@ -328,22 +328,29 @@ func (r *Redactor) String(s string) string {
 	// to find, and the rest would show. Neither pass takes a mask away:
 	// "REDACTED" reads as itself.
 	out := r.maskSecrets(s)
-	if k := skeleton(out); k != out {
-		if red := r.maskSecrets(k); red != k {
-			out = red
-		}
-	}
 	// A piece masked as written can leave no whole respelled secret to
 	// find in out ("Qx7vR2ｍ" + pieces + "３jH6cF1"), and an override shows
 	// in one order what a model reads in the other: s itself is read too,
-	// and taken when that leaves less unmasked (every form of a secret is
-	// also looked for as it reads, so it masks what out masked).
-	for _, k := range readings(s) {
+	// in each order, and taken when that leaves less unmasked (every form
+	// of a secret is also looked for as it reads, so it masks what out
+	// masked). When nothing was masked as written, out's skeleton is the
+	// first of those readings.
+	read := readings(s)
+	skOut := read[0]
+	if out != s {
+		skOut = skeleton(out)
+	}
+	if skOut != out && (out != s || len(read) > 1) {
+		if red := r.maskSecrets(skOut); red != skOut {
+			out, skOut = red, red
+		}
+	}
+	for _, k := range read {
 		if k == s {
 			continue
 		}
-		if red := r.maskSecrets(k); unmasked(red) < unmasked(skeleton(out)) {
-			out = red
+		if red := r.maskSecrets(k); unmasked(red) < unmasked(skOut) {
+			out, skOut = red, red
 		}
 	}
 	out = rules(out)
