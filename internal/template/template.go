@@ -342,7 +342,8 @@ func roots(uri string) int {
 		raw = uri[i+1:]
 	}
 	file := strings.EqualFold(scheme, "file")
-	if !file && rest != "" && (isSep(rest[0]) || reDriveAuthority.MatchString(rest) || reDriveStart.MatchString(raw) || hier && (emptyHost(rest) || emptyHost(raw))) {
+	if !file && rest != "" && (isSep(rest[0]) || reDriveAuthority.MatchString(rest) || reDriveStart.MatchString(raw) ||
+		hier && (emptyHost(rest) || emptyHost(raw) || reDriveAuthority.MatchString(afterUserInfo(rest)) || reDriveStart.MatchString(afterUserInfo(raw)))) {
 		n++
 	}
 	for _, m := range reDriveSeg.FindAllStringIndex(path, -1) {
@@ -371,10 +372,25 @@ func emptyHost(rest string) bool {
 		auth = auth[i+1:]
 	}
 	if strings.HasPrefix(auth, "[") {
-		return false
+		// An IP literal: "[]" is no host.
+		lit, _, _ := strings.Cut(auth[1:], "]")
+		return strings.Trim(lit, "\t\r\n ") == ""
 	}
 	host, _, _ := strings.Cut(auth, ":")
 	return strings.Trim(host, "\t\r\n") == ""
+}
+
+// afterUserInfo returns rest (what follows "://") from its host on: after
+// the last "@" of its authority ("user@C:/Windows" reads as the drive).
+func afterUserInfo(rest string) string {
+	auth := rest
+	if i := strings.IndexAny(rest, "/\\?#"); i >= 0 {
+		auth = rest[:i]
+	}
+	if i := strings.LastIndexByte(auth, '@'); i >= 0 {
+		return rest[i+1:]
+	}
+	return rest
 }
 
 // rawAuthority returns the authority of uri as written, cut at the first
@@ -397,15 +413,6 @@ func authority(uri string) (string, bool) {
 		rest = rest[:i]
 	}
 	return rest, ok
-}
-
-// commonPrefix returns the length of the longest common prefix of a and b.
-func commonPrefix(a, b string) int {
-	n := 0
-	for n < len(a) && n < len(b) && a[n] == b[n] {
-		n++
-	}
-	return n
 }
 
 // madeAuthority reports whether the values made an authority where the
@@ -564,8 +571,8 @@ func (t *Template) Expand(values map[string]string) (string, error) {
 		}
 		if a, ok := authority(bh); ok {
 			if b, err := t.tmpl.Expand(other); err == nil {
-				a2, _ := authority(b)
-				if n := commonPrefix(a, a2); n > 0 {
+				// Unless one value is the whole authority.
+				if a2, _ := authority(b); a != "x" || a2 != "y" {
 					got, _ := authority(hier)
 					if strings.Count(got, "@") > strings.Count(a, "@") || strings.Count(rawAuthority(hier), "@") > strings.Count(a, "@") {
 						return "", fmt.Errorf("%w: %s: expansion %q puts user info in the authority", ErrInvalidValue, t.URITemplate, uri)

@@ -110,6 +110,14 @@ func TestExpandStaysInsideTheTemplate(t *testing.T) {
 		{"notes://{+path}", map[string]string{"path": "::/etc/passwd"}, ""},
 		{"notes://{+path}", map[string]string{"path": "%09/etc/passwd"}, ""},
 		{"file:///srv/docs/{+rest}", map[string]string{"rest": "a/.%09./.%0A./etc/passwd"}, ""},
+		// A template whose authority begins with a variable; an empty IP
+		// literal; a drive behind user info.
+		{"https://{sub}.example.com{+path}", map[string]string{"sub": "acme", "path": "@evil.example/x"}, ""},
+		{"https://{user}@api.example.com{+path}", map[string]string{"user": "acme", "path": "@evil.example/x"}, ""},
+		{"notes://{+path}", map[string]string{"path": "[]/etc/passwd"}, ""},
+		{"notes://{+path}", map[string]string{"path": "x@[]/etc/passwd"}, ""},
+		{"notes://{+path}", map[string]string{"path": "user@C:/Windows/win.ini"}, ""},
+		{"notes://{+path}", map[string]string{"path": "u@D:2024/x"}, ""},
 		// A URL as a value, a Windows file URI's drive, a directory with
 		// its slash, a version with a tilde: no root of their own.
 		{"fetch://{+url}", map[string]string{"url": "https://example.com/a/b"}, "fetch://https://example.com/a/b"},
@@ -128,6 +136,9 @@ func TestExpandStaysInsideTheTemplate(t *testing.T) {
 		{"notes://{+path}", map[string]string{"path": "team/ab:c/notes.md"}, "notes://team/ab:c/notes.md"},
 		{"postgres://{host}/{db}", map[string]string{"host": "db.internal", "db": "app"}, "postgres://db.internal/app"},
 		{"docker://{+image}", map[string]string{"image": "nginx@sha256:0123abcd"}, "docker://nginx@sha256:0123abcd"},
+		{"notes://{+path}", map[string]string{"path": "[draft]/notes.md"}, "notes://[draft]/notes.md"},
+		{"notes://{+path}", map[string]string{"path": "[::1]:8080/health"}, "notes://[::1]:8080/health"},
+		{"https://{sub}.example.com{+path}", map[string]string{"sub": "acme", "path": "/v1/users"}, "https://acme.example.com/v1/users"},
 		{"notes://{+path}", map[string]string{"path": "alice@team/notes.md"}, "notes://alice@team/notes.md"},
 		{"https://bot@api.example.com{+path}", map[string]string{"path": "/v1/users"}, "https://bot@api.example.com/v1/users"},
 		{"file://{+path}", map[string]string{"path": "C:/Users/me/notes.md"}, "file://C:/Users/me/notes.md"},
