@@ -319,6 +319,9 @@ func (r *Redactor) String(s string) string {
 	// Bytes that are not UTF-8 become U+FFFD first: dropped after
 	// masking, they glued back together a secret they had split.
 	s = strings.ToValidUTF8(s, "\uFFFD")
+	if strings.Contains(s, rlo) {
+		s = r.maskOverrides(s)
+	}
 	// Each pass then reads the text as it reads too (see skeleton), and
 	// adds the masks that reading finds; the text keeps its own spelling
 	// (an emoji's joiners, a Persian word's non-joiner, fullwidth forms, a
@@ -364,6 +367,42 @@ func (r *Redactor) String(s string) string {
 	// script with combining marks ends inside one): answers carry the
 	// text in protobuf strings, which must be UTF-8.
 	return strings.ToValidUTF8(out, "\uFFFD")
+}
+
+// maskOverrides returns s with each right-to-left override's run (see
+// displayed) replaced by Mask when s, read in either order, holds
+// something to mask: two secrets in one override, one in each order, or
+// a rule's key in one order and its value, would each be read in one
+// reading only. Overrides have no use in honest text that implicit
+// bidirectional ordering does not serve.
+func (r *Redactor) maskOverrides(s string) string {
+	found := false
+	for _, k := range readings(s) {
+		if r.maskSecrets(k) != k || rules(k) != k {
+			found = true
+			break
+		}
+	}
+	if !found {
+		return s
+	}
+	var b strings.Builder
+	for s != "" {
+		i := strings.Index(s, rlo)
+		if i < 0 {
+			b.WriteString(s)
+			break
+		}
+		b.WriteString(s[:i])
+		b.WriteString(Mask)
+		s = s[i+len(rlo):]
+		j := strings.IndexAny(s, overrideEnds)
+		if j < 0 {
+			j = len(s)
+		}
+		s = s[j:]
+	}
+	return b.String()
 }
 
 // unmasked returns the bytes of s outside its masks.
@@ -727,12 +766,15 @@ func (r *Redactor) punctuated(s string) string {
 }
 
 // spacedOut masks the credential-like secrets (see Holds) that white space
-// splits ("Q x 7 v …", one character at a time, as a hair space or a
+// or a separator other than ASCII punctuation ("·", "•", "→", see
+// separator) splits ("Q x 7 v …", one character at a time, as a hair space or a
 // no-break space between each becomes once normalised), as acrossLines
 // does for line breaks. Word-like secrets are not looked for so: "js on"
 // is no secret "json".
 func (r *Redactor) spacedOut(s string) string {
-	return across(s, func(c rune) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }, r.strong)
+	return across(s, func(c rune) bool {
+		return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c >= utf8.RuneSelf && separator(c)
+	}, r.strong)
 }
 
 // across masks each of secrets found in s with the bytes isBreak reports

@@ -806,3 +806,28 @@ func TestThirtySecondPassForms(t *testing.T) {
 		}
 	}
 }
+
+// The thirty-third pass's forms: a non-ASCII separator every few
+// characters; an override holding a respelled key and its value in
+// stored order; one override holding two secrets in opposite orders.
+func TestThirtyThirdPassForms(t *testing.T) {
+	r := redact.New("ghp_R4nd0mT0k3nV4lu3xyzABCD1234", "Misty-Books-Jade!", "Qx7vR2mK9pL4wZ8nT3jH6cF1")
+	for _, text := range []string{
+		"ghp_R4n·d0mT0k3·nV4lu3x·yzABCD1·234",
+		"ghp_R4n🔑d0mT0k3🔑nV4lu3x🔑yzABCD1🔑234",
+		"\u202epаssword=Corr3ctHorseBattery9",
+		"\u202eＱx7vR2mK9pL4wZ8nT3jH6cF1 !edaJ-skooB-ytsiM\u202c end",
+	} {
+		got := r.String("err: " + text)
+		if strings.Contains(got, "d0mT0k3") || strings.Contains(got, "Corr3ct") || strings.Contains(got, "skooB") || strings.Contains(got, "R2mK9") {
+			t.Errorf("String(%+q) = %+q", text, got)
+		}
+		if got := r.Line("x\n" + text); strings.Contains(got, "d0mT0k3") || strings.Contains(got, "Corr3ct") || strings.Contains(got, "skooB") || strings.Contains(got, "R2mK9") {
+			t.Errorf("Line(%+q) = %+q", text, got)
+		}
+	}
+	// An override with nothing to mask is kept.
+	if honest := "file \u202eabc.exe\u202c name"; r.String(honest) != honest {
+		t.Errorf("honest override: %+q", r.String(honest))
+	}
+}
