@@ -721,8 +721,8 @@ var secretName = regexp.MustCompile(`(?i:token|secret|passw|passphrase|mnemonic|
 // user info and query values of a JDBC URL, and the password of user info
 // written without a scheme (a Go MySQL DSN, "user:pw@tcp(host)/db").
 // When the value's own name is a credential's (named: Cookie, a
-// connection string), every setting in it that looks generated counts too
-// (a cookie's "sid=…", not its "tz=Europe/Berlin").
+// connection string), every setting in it that looks generated or like a
+// password with a symbol counts too (not a cookie's "tz=Europe/Berlin").
 func valueSecrets(v string, named bool) []string {
 	v = strings.TrimSpace(v)
 	var out []string
@@ -740,7 +740,7 @@ func valueSecrets(v string, named bool) []string {
 		var obj map[string]any
 		if json.Unmarshal([]byte(v), &obj) == nil {
 			for k, x := range obj {
-				if str, ok := x.(string); ok && str != "" && (partKey.MatchString(k) || named && generated(str)) {
+				if str, ok := x.(string); ok && str != "" && (partKey.MatchString(k) || named && (generated(str) || symbolPassword(str))) {
 					out = append(out, str)
 				}
 			}
@@ -752,7 +752,7 @@ func valueSecrets(v string, named bool) []string {
 		if val = strings.Trim(val, `"'`); !ok || val == "" {
 			continue
 		}
-		if partKey.MatchString(k) || named && generated(val) {
+		if partKey.MatchString(k) || named && (generated(val) || symbolPassword(val)) {
 			out = append(out, val)
 		}
 	}
@@ -768,13 +768,21 @@ func valueSecrets(v string, named bool) []string {
 // partKey matches the keys whose value is a credential inside a list of
 // settings: a password, secret, token, key, signature or credential by
 // name or by its last word (Pwd, AccountKey, SharedAccessKey,
-// GITHUB_TOKEN, client_secret, sig); not AUTH_PROVIDER or SESSION_STORE.
-var partKey = regexp.MustCompile(`(?i)(?:^|[_.-])(?:password|passwd|pwd|pass|secret|token|key|apikey|signature|sig|credential)$|^(?:account|sharedaccess|master|private)key$|^sharedaccesssignature$`)
+// GITHUB_TOKEN, client_secret, sig), and a cookie's session (sid,
+// session, JSESSIONID, csrf); not AUTH_PROVIDER or SESSION_STORE.
+var partKey = regexp.MustCompile(`(?i)(?:^|[_.-])(?:password|passwd|pwd|pass|secret|token|key|apikey|signature|sig|credential|session|sess|sid|csrf|xsrf)$|^(?:account|sharedaccess|master|private)key$|^sharedaccesssignature$|^(?:jsessionid|phpsessid|sessionid|connect\.sid)$`)
 
 // dsnUserInfo matches user info at the start of a Go MySQL DSN
 // ("user:pw@tcp(host:3306)/db", "user:pw@/db"): the password. Not a
 // docker image reference ("node:20.11.1@sha256:…").
 var dsnUserInfo = regexp.MustCompile(`^[A-Za-z0-9._%+-]+:([^\s@/]+)@(?:[a-z]+\([^)\s]*\))?/`)
+
+// symbolPassword reports whether v reads as a chosen password: 10 bytes or
+// more, no space, letters and one of !@#$%^&*+=? ("Amber-Lamps-Tide!").
+func symbolPassword(v string) bool {
+	return len(v) >= 10 && strings.ContainsAny(v, "!@#$%^&*+=?") && strings.IndexFunc(v, unicode.IsLetter) >= 0 &&
+		strings.IndexFunc(v, unicode.IsSpace) < 0
+}
 
 // generated reports whether a setting's value looks generated rather than
 // chosen: 16 bytes or more, letters and digits, no space, and mixed case

@@ -182,7 +182,7 @@ mcpServers:
       RANDOM_SEED: "20240101"
       AWS_S3_SIGNATURE_VERSION: s3v4
       SIGNATURE_ALGORITHM: ed25519
-      SESSION_COOKIE: "tz=Europe/Berlin; lang=en"
+      SESSION_COOKIE: "tz=Europe/Berlin; lang=en; sid=Amber-Lamps-Tide!; session=hunter2hunter"
       AZURE_CONNECTION_STRING: "AccountName=contosodata01;AccountKey=bXlrZXk0Mg==;EndpointSuffix=core.windows.net"
       IMAGE: "node:20.11.1@sha256:0f3b2a1c9d8e7f6a5b4c3d2e1f0a9b8c"
       MYSQL_DSN: "app:My!Pass98@tcp(db:3306)/app?parseTime=true&collation=utf8mb4_unicode_ci"
@@ -193,7 +193,7 @@ mcpServers:
 	for name, want := range map[string][]string{
 		"h":     {"S3cr3t!Pass", "Qx7vR2mK9pL4wZ8nT3jH6cF1", "9f86d081884c7d659a2f"},
 		"e":     {"bXlrZXk0Mg==", "Odbc!Pass9", "Jdbc!Pass9", "My!Pass99"},
-		"plain": {"ghp_Docker0123456789abcd", "Cs3cr3t!xyz", "bXlrZXk0Mg==", "My!Pass98"},
+		"plain": {"ghp_Docker0123456789abcd", "Cs3cr3t!xyz", "bXlrZXk0Mg==", "My!Pass98", "Amber-Lamps-Tide!", "hunter2hunter"},
 	} {
 		s, _ := inside.Server(name)
 		got := s.Secrets()
