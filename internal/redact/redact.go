@@ -370,38 +370,60 @@ func (r *Redactor) String(s string) string {
 }
 
 // maskOverrides returns s with each right-to-left override's run (see
-// displayed) replaced by Mask when s, read in either order, holds
-// something to mask: two secrets in one override, one in each order, or
-// a rule's key in one order and its value, would each be read in one
-// reading only. Overrides have no use in honest text that implicit
-// bidirectional ordering does not serve.
+// displayed) replaced by Mask when the run, with the text that touches it
+// up to white space on either side, read in either order, holds something
+// to mask: two secrets in one override, one in each order, or a rule's
+// key in one order and its value, would each be read in one reading only.
+// Other overrides, and the text around them, are kept.
 func (r *Redactor) maskOverrides(s string) string {
-	found := false
-	for _, k := range readings(s) {
-		if r.maskSecrets(k) != k || rules(k) != k {
-			found = true
+	var b strings.Builder
+	done := 0 // s[:done] is written
+	for from := 0; ; {
+		i := strings.Index(s[from:], rlo)
+		if i < 0 {
 			break
 		}
+		start := from + i
+		end := start + len(rlo)
+		if j := strings.IndexAny(s[end:], overrideEnds); j >= 0 {
+			end += j
+		} else {
+			end = len(s)
+		}
+		// The word the run stands in.
+		lo, hi := start, end
+		for lo > done {
+			c, n := utf8.DecodeLastRuneInString(s[:lo])
+			if unicode.IsSpace(c) {
+				break
+			}
+			lo -= n
+		}
+		for hi < len(s) {
+			c, n := utf8.DecodeRuneInString(s[hi:])
+			if unicode.IsSpace(c) && hi > end {
+				break
+			}
+			hi += n
+		}
+		found := false
+		for _, k := range readings(s[lo:hi]) {
+			if r.maskSecrets(k) != k || rules(k) != k {
+				found = true
+				break
+			}
+		}
+		if found {
+			b.WriteString(s[done:start])
+			b.WriteString(Mask)
+			done = end
+		}
+		from = max(end, start+len(rlo))
 	}
-	if !found {
+	if done == 0 {
 		return s
 	}
-	var b strings.Builder
-	for s != "" {
-		i := strings.Index(s, rlo)
-		if i < 0 {
-			b.WriteString(s)
-			break
-		}
-		b.WriteString(s[:i])
-		b.WriteString(Mask)
-		s = s[i+len(rlo):]
-		j := strings.IndexAny(s, overrideEnds)
-		if j < 0 {
-			j = len(s)
-		}
-		s = s[j:]
-	}
+	b.WriteString(s[done:])
 	return b.String()
 }
 
@@ -742,6 +764,17 @@ func (r *Redactor) acrossLines(s string) string {
 	return across(s, func(c rune) bool { return c == '\n' || c == '\r' }, r.secrets)
 }
 
+// dotLetters are letters and modifier letters drawn as a dot or a bar,
+// which read as separators between a secret's characters.
+const dotLetters = "ꞏᐧǀˑⸯꓸ˙ꜗ"
+
+// symbolMark reports whether c is a mark drawn on a separator rather than
+// a letter's accent: overlays (U+0334–U+0338), marks for symbols (the
+// keycap U+20E3) and variation selectors.
+func symbolMark(c rune) bool {
+	return c >= 0x334 && c <= 0x338 || c >= 0x20d0 && c <= 0x20ff || c >= 0xfe00 && c <= 0xfe0f
+}
+
 // separator reports whether c reads as a separator between a secret's
 // characters: a space, ASCII punctuation, and other punctuation, symbols
 // and emoji ("M·i·s·t·y", "Q•x•7", "Q→x→7"), the Arabic tatweel.
@@ -773,7 +806,8 @@ func (r *Redactor) punctuated(s string) string {
 // is no secret "json".
 func (r *Redactor) spacedOut(s string) string {
 	return across(s, func(c rune) bool {
-		return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c >= utf8.RuneSelf && separator(c)
+		return c == ' ' || c == '\t' || c == '\n' || c == '\r' ||
+			c >= utf8.RuneSelf && (separator(c) || symbolMark(c) || strings.ContainsRune(dotLetters, c))
 	}, r.strong)
 }
 

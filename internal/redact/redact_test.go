@@ -815,6 +815,8 @@ func TestThirtyThirdPassForms(t *testing.T) {
 	for _, text := range []string{
 		"ghp_R4n·d0mT0k3·nV4lu3x·yzABCD1·234",
 		"ghp_R4n🔑d0mT0k3🔑nV4lu3x🔑yzABCD1🔑234",
+		"ghp_R4nꞏd0mT0k3ꞏnV4lu3xꞏyzABCD1ꞏ234",
+		"ghp_R4n·\u0336d0mT0k3·\u0336nV4lu3x·\u0336yzABCD1·\u0336234",
 		"\u202epаssword=Corr3ctHorseBattery9",
 		"\u202eＱx7vR2mK9pL4wZ8nT3jH6cF1 !edaJ-skooB-ytsiM\u202c end",
 	} {
@@ -826,8 +828,12 @@ func TestThirtyThirdPassForms(t *testing.T) {
 			t.Errorf("Line(%+q) = %+q", text, got)
 		}
 	}
-	// An override with nothing to mask is kept.
+	// An override with nothing to mask is kept, also beside a rule's
+	// match elsewhere in the text.
 	if honest := "file \u202eabc.exe\u202c name"; r.String(honest) != honest {
 		t.Errorf("honest override: %+q", r.String(honest))
+	}
+	if got := r.String("\u202eexe.txt\u202c see https://example.com/a?key=value"); !strings.Contains(got, "\u202eexe.txt\u202c") || strings.Contains(got, "=value") {
+		t.Errorf("override beside a URL: %+q", got)
 	}
 }
