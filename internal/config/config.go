@@ -778,10 +778,12 @@ var partKey = regexp.MustCompile(`(?i)(?:^|[_.-])(?:password|passwd|pwd|pass|sec
 var dsnUserInfo = regexp.MustCompile(`^[A-Za-z0-9._%+-]+:([^\s@/]+)@(?:[a-z]+\([^)\s]*\))?/`)
 
 // symbolPassword reports whether v reads as a chosen password: 10 bytes or
-// more, no space, letters and one of !@#$%^&*+=? ("Amber-Lamps-Tide!").
+// more, no space, letters and one of !#$^&*+? ("Amber-Lamps-Tide!"); not a
+// URL, path, address, query or percent-encoded text (no "/", "@", "=" or
+// "%": "returnTo=https://…", "alice@example.com", "a%3Db").
 func symbolPassword(v string) bool {
-	return len(v) >= 10 && strings.ContainsAny(v, "!@#$%^&*+=?") && strings.IndexFunc(v, unicode.IsLetter) >= 0 &&
-		strings.IndexFunc(v, unicode.IsSpace) < 0
+	return len(v) >= 10 && strings.ContainsAny(v, "!#$^&*+?") && !strings.ContainsAny(v, "/@=%") &&
+		strings.IndexFunc(v, unicode.IsLetter) >= 0 && strings.IndexFunc(v, unicode.IsSpace) < 0
 }
 
 // generated reports whether a setting's value looks generated rather than

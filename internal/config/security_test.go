@@ -182,7 +182,7 @@ mcpServers:
       RANDOM_SEED: "20240101"
       AWS_S3_SIGNATURE_VERSION: s3v4
       SIGNATURE_ALGORITHM: ed25519
-      SESSION_COOKIE: "tz=Europe/Berlin; lang=en; sid=Amber-Lamps-Tide!; session=hunter2hunter"
+      SESSION_COOKIE: "tz=Europe/Berlin; lang=en; sid=Amber-Lamps-Tide!; session=hunter2hunter; returnTo=https://app.example.com/?tab=1; email=alice@example.com; filter=status=open"
       AZURE_CONNECTION_STRING: "AccountName=contosodata01;AccountKey=bXlrZXk0Mg==;EndpointSuffix=core.windows.net"
       IMAGE: "node:20.11.1@sha256:0f3b2a1c9d8e7f6a5b4c3d2e1f0a9b8c"
       MYSQL_DSN: "app:My!Pass98@tcp(db:3306)/app?parseTime=true&collation=utf8mb4_unicode_ci"
@@ -205,7 +205,7 @@ mcpServers:
 		for _, v := range got {
 			if slices.Contains([]string{"dark", "acct", "https", "host", "github", "memory", "HS256", "https://auth.example.com/", "20240101",
 				"s3v4", "ed25519", "Europe/Berlin", "en", "core.windows.net", `{"client_id":"abc`, "....", "contosodata01", "20.11.1",
-				"true", "utf8mb4_unicode_ci"}, v) {
+				"true", "utf8mb4_unicode_ci", "https://app.example.com/?tab=1", "alice@example.com", "status=open"}, v) {
 				t.Errorf("%s: %q taken for a secret", name, v)
 			}
 		}
