@@ -40,7 +40,9 @@ func newEngineOpts(t testing.TB, dataDir string, servers map[string]*mcpsdk.Serv
 	if opts.Embedder == nil {
 		opts.Embedder = &indextest.BagEmbedder{}
 	}
-	opts.Dial = func(s config.Server) ctxsync.DialFunc { return mcptest.Dial(t, s.Name, servers[s.Name]) }
+	if opts.Dial == nil {
+		opts.Dial = func(s config.Server) ctxsync.DialFunc { return mcptest.Dial(t, s.Name, servers[s.Name]) }
+	}
 	eng, err := engine.New(t.Context(), opts)
 	if err != nil {
 		t.Fatal(err)

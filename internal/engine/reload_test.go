@@ -237,17 +237,7 @@ func TestReloadKeepsARemovedServersCredentialsWithheld(t *testing.T) {
 		return config.Server{Name: name, Transport: config.TransportStdio, Command: "unused", NoContentIndex: true, Env: map[string]string{k: v}}
 	}
 	cfg := &config.Config{Servers: []config.Server{entry("x", "X_API_KEY", secret), entry("y", "MODE", "a")}}
-	eng, err := engine.New(t.Context(), engine.Options{Config: cfg, InMemory: true, Embedder: &indextest.BagEmbedder{}, Dial: dial})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() { _ = eng.Run(ctx) })
-	t.Cleanup(func() { cancel(); wg.Wait(); eng.Close() })
-	if err := eng.WaitReady(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	eng := newEngineOpts(t, "", servers, engine.Options{Config: cfg, Dial: dial})
 	next := &config.Config{Servers: []config.Server{entry("y", "MODE", "b")}}
 	if _, err := eng.Reload(t.Context(), next); err != nil {
 		t.Fatal(err)
