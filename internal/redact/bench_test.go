@@ -48,3 +48,28 @@ func BenchmarkStringCutMarks(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkStringOverrides masks 4 KiB made of right-to-left overrides
+// (a stdio server's stderr tail, one word of them or one per word), with
+// 20 configured secrets, none in it: each override is read with the word
+// it stands in.
+func BenchmarkStringOverrides(b *testing.B) {
+	var secrets []string
+	for i := range 20 {
+		secrets = append(secrets, fmt.Sprintf("ghp_%02dAbCdEfGhIjKlMnOpQr", i))
+	}
+	r := redact.New(secrets...)
+	for _, c := range []struct{ name, unit string }{
+		{"one-word", "\u202ex\u202c"},
+		{"words", "\u202ex\u202c "},
+		{"unclosed", "\u202ex"},
+	} {
+		text := strings.Repeat(c.unit, 4<<10/len(c.unit)+1)[:4<<10]
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(text)))
+			for b.Loop() {
+				_ = r.String(text)
+			}
+		})
+	}
+}

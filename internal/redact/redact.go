@@ -53,13 +53,15 @@ const minSecret = 4
 var (
 	urlRE    = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^\s"'<>\x00-\x1f\x7f` + "`" + `]+`)
 	schemeRE = regexp.MustCompile(`(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{6,}`)
-	keyRE    = regexp.MustCompile(`(?i)((?:` + secretKeys + `)['"]?\s*(?:=>|[=:])\s*['"]?)([^\s"'&,;<]+)`)
+	// keyRE's value begins with neither white space nor a format
+	// character (an override's end after the key is no value).
+	keyRE = regexp.MustCompile(`(?i)((?:` + secretKeys + `)['"]?[\s\p{Cf}]*(?:=>|[=:])[\s\p{Cf}]*['"]?)([^\s\p{Cf}"'&,;<][^\s"'&,;<]*)`)
 	// authRE: an Authorization value, to the end of the line, quote, ","
 	// or ";", after a known scheme word (kept) or none ("SSWS X",
 	// "SharedKey acct:sig": all of it).
 	authRE = regexp.MustCompile(`(?i)(authorization['"]?\s*[=:]\s*['"]?(?:(?:bearer|basic|token|digest|negotiate|ntlm|dpop|apikey|key|sso-key|aws4-hmac-sha256)\s+)?)([^\r\n"',;]+)`)
 	// xmlRE: <password>X</password> and the like.
-	xmlRE = regexp.MustCompile(`(?i)(<(?:` + secretKeys + `)>)([^<\s]+)`)
+	xmlRE = regexp.MustCompile(`(?i)(<(?:` + secretKeys + `)>[\s\p{Cf}]*)([^<\s\p{Cf}][^<\s]*)`)
 )
 
 // A Redactor masks secrets in text. The zero value and nil mask only the
@@ -68,6 +70,10 @@ var (
 type Redactor struct {
 	secrets []string // longest first, so a secret containing another is masked whole
 	strong  []string // the credential-like ones and their encodings (see Holds)
+
+	// strongRunes holds the characters outside ASCII that strong holds
+	// (see spacedOut).
+	strongRunes map[rune]bool
 
 	// pieces holds every run of pieceBytes bytes of each secret that
 	// looks generated (see random), as it is written or escaped (not its
@@ -168,6 +174,14 @@ func New(secrets ...string) *Redactor {
 		}
 	}
 	slices.SortFunc(r.secrets, func(a, b string) int { return len(b) - len(a) })
+	r.strongRunes = map[rune]bool{}
+	for _, s := range r.strong {
+		for _, c := range s {
+			if c >= utf8.RuneSelf {
+				r.strongRunes[c] = true
+			}
+		}
+	}
 	r.indexPieces()
 	return r
 }
@@ -370,14 +384,39 @@ func (r *Redactor) String(s string) string {
 }
 
 // maskOverrides returns s with each right-to-left override's run (see
-// displayed) replaced by Mask when the run, with the text that touches it
-// up to white space on either side, read in either order, holds something
-// to mask: two secrets in one override, one in each order, or a rule's
-// key in one order and its value, would each be read in one reading only.
-// Other overrides, and the text around them, are kept.
+// displayed) replaced by Mask when the word it stands in (the text around
+// it up to white space on either side; white space inside a run does not
+// end the word), read in either order, holds something to mask: two
+// secrets in one override, one in each order, or a rule's key in one
+// order and its value, would each be read in one reading only. Other
+// overrides, and the text around them, are kept. Each word is read once,
+// for all of its runs: text of many runs costs in proportion to its
+// length.
 func (r *Redactor) maskOverrides(s string) string {
 	var b strings.Builder
-	done := 0 // s[:done] is written
+	done := 0         // s[:done] is written
+	var runs [][2]int // the runs of the word s[lo:hi]
+	lo, hi := 0, 0
+	flush := func() {
+		if len(runs) == 0 {
+			return
+		}
+		found := false
+		for _, k := range readings(s[lo:hi]) {
+			if r.maskSecrets(k) != k || rules(k) != k {
+				found = true
+				break
+			}
+		}
+		if found {
+			for _, run := range runs {
+				b.WriteString(s[done:run[0]])
+				b.WriteString(Mask)
+				done = run[1]
+			}
+		}
+		runs = runs[:0]
+	}
 	for from := 0; ; {
 		i := strings.Index(s[from:], rlo)
 		if i < 0 {
@@ -390,36 +429,36 @@ func (r *Redactor) maskOverrides(s string) string {
 		} else {
 			end = len(s)
 		}
-		// The word the run stands in.
-		lo, hi := start, end
-		for lo > done {
-			c, n := utf8.DecodeLastRuneInString(s[:lo])
-			if unicode.IsSpace(c) {
-				break
+		if start >= hi {
+			// A new word: back from the run to white space, no further
+			// than the last word.
+			flush()
+			lo = start
+			for lo > hi {
+				c, n := utf8.DecodeLastRuneInString(s[:lo])
+				if unicode.IsSpace(c) {
+					break
+				}
+				lo -= n
 			}
-			lo -= n
+			hi = start
 		}
-		for hi < len(s) {
-			c, n := utf8.DecodeRuneInString(s[hi:])
-			if unicode.IsSpace(c) && hi > end {
-				break
+		runs = append(runs, [2]int{start, end})
+		// On from the run's end (its last character, a line end, belongs
+		// to the word) to white space.
+		if hi < end {
+			hi = end
+			for hi < len(s) {
+				c, n := utf8.DecodeRuneInString(s[hi:])
+				if unicode.IsSpace(c) && hi > end {
+					break
+				}
+				hi += n
 			}
-			hi += n
-		}
-		found := false
-		for _, k := range readings(s[lo:hi]) {
-			if r.maskSecrets(k) != k || rules(k) != k {
-				found = true
-				break
-			}
-		}
-		if found {
-			b.WriteString(s[done:start])
-			b.WriteString(Mask)
-			done = end
 		}
 		from = max(end, start+len(rlo))
 	}
+	flush()
 	if done == 0 {
 		return s
 	}
@@ -555,6 +594,11 @@ func (r *Redactor) holdsAsRead(s, v string) bool {
 			}
 		}
 		if r.maskPieces(v) != v || r.spacedOut(v) != v || r.punctuated(v) != v {
+			return true
+		}
+		// Split by characters that read as ASCII punctuation ("ː" as
+		// ":"): as written, they split it.
+		if r.spacedOut(s) != s {
 			return true
 		}
 	}
@@ -764,17 +808,6 @@ func (r *Redactor) acrossLines(s string) string {
 	return across(s, func(c rune) bool { return c == '\n' || c == '\r' }, r.secrets)
 }
 
-// dotLetters are letters and modifier letters drawn as a dot or a bar,
-// which read as separators between a secret's characters.
-const dotLetters = "ꞏᐧǀˑⸯꓸ˙ꜗ"
-
-// symbolMark reports whether c is a mark drawn on a separator rather than
-// a letter's accent: overlays (U+0334–U+0338), marks for symbols (the
-// keycap U+20E3) and variation selectors.
-func symbolMark(c rune) bool {
-	return c >= 0x334 && c <= 0x338 || c >= 0x20d0 && c <= 0x20ff || c >= 0xfe00 && c <= 0xfe0f
-}
-
 // separator reports whether c reads as a separator between a secret's
 // characters: a space, ASCII punctuation, and other punctuation, symbols
 // and emoji ("M·i·s·t·y", "Q•x•7", "Q→x→7"), the Arabic tatweel.
@@ -799,16 +832,27 @@ func (r *Redactor) punctuated(s string) string {
 }
 
 // spacedOut masks the credential-like secrets (see Holds) that white space
-// or a separator other than ASCII punctuation ("·", "•", "→", see
-// separator) splits ("Q x 7 v …", one character at a time, as a hair space or a
-// no-break space between each becomes once normalised), as acrossLines
-// does for line breaks. Word-like secrets are not looked for so: "js on"
-// is no secret "json".
+// or any character outside ASCII that none of them holds splits ("Q x 7 v
+// …", one character at a time, as a hair space or a no-break space
+// between each becomes once normalised; "Q·x·7", "Q→x→7", "Qˈxˈ7", a
+// letter drawn as a dot, a mark on a separator; not a letter's accent),
+// as acrossLines does for
+// line breaks: such a character between a secret's characters is there to
+// hide it. Word-like secrets are not looked for so: "js on" is no secret
+// "json".
 func (r *Redactor) spacedOut(s string) string {
 	return across(s, func(c rune) bool {
 		return c == ' ' || c == '\t' || c == '\n' || c == '\r' ||
-			c >= utf8.RuneSelf && (separator(c) || symbolMark(c) || strings.ContainsRune(dotLetters, c))
+			c >= utf8.RuneSelf && !r.strongRunes[c] && (!unicode.Is(unicode.M, c) || symbolMark(c))
 	}, r.strong)
+}
+
+// symbolMark reports whether c is a mark drawn on a separator rather than
+// a letter's accent: overlays (U+0334–U+0338), marks for symbols (the
+// keycap U+20E3) and variation selectors. Other marks are a letter's, and
+// read with it (see skeleton).
+func symbolMark(c rune) bool {
+	return c >= 0x334 && c <= 0x338 || c >= 0x20d0 && c <= 0x20ff || c >= 0xfe00 && c <= 0xfe0f
 }
 
 // across masks each of secrets found in s with the bytes isBreak reports

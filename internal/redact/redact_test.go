@@ -837,3 +837,63 @@ func TestThirtyThirdPassForms(t *testing.T) {
 		t.Errorf("override beside a URL: %+q", got)
 	}
 }
+
+// The thirty-fifth pass's forms: a token split by modifier letters and
+// other characters drawn as punctuation (ˈ ʼ ǁ ॱ ー), which no list of
+// separators foresees; a secret-named key inside an override and its
+// value after the override's end. Text of many overrides costs in
+// proportion to its length: each word is read once, not once per
+// override in it.
+func TestThirtyFifthPassForms(t *testing.T) {
+	const token = "ghp_T9kLm2Qx7VbN4pR8zW3yH6jF1cD5sA0eUu"
+	r := redact.New(token, "Misty-Books-Jade!")
+	join := func(s, sep string, every int) string {
+		var b strings.Builder
+		for i, c := range s {
+			if i > 0 && i%every == 0 {
+				b.WriteString(sep)
+			}
+			b.WriteRune(c)
+		}
+		return b.String()
+	}
+	for _, sep := range []string{"ˈ", "ʼ", "ǁ", "ॱ", "ー", "ｰ", "ꜝ", "ˉ", "ː", "ǃ", "ⵯ", "ߺ"} {
+		for _, every := range []int{1, 3, 7} {
+			text := join(token, sep, every)
+			if got := r.String("err: " + text + " end"); strings.Contains(got, "T9k") && strings.Contains(got, "4pR") || !strings.Contains(got, redact.Mask) {
+				t.Errorf("String(%+q) = %+q", text, got)
+			}
+			if !r.Holds(text) {
+				t.Errorf("Holds(%+q) = false", text)
+			}
+		}
+	}
+	for _, text := range []string{
+		"\u202epassword:\u202c hunter2Value",
+		"<password>\u202c hunter2Value</password>",
+	} {
+		if got := r.String(text); strings.Contains(got, "hunter2") {
+			t.Errorf("String(%+q) = %+q", text, got)
+		}
+	}
+	for _, honest := range []string{"データー ｺｰﾋｰ ghp_ 2024", "ʻOkina and ʼeta: Hawaiʻi", "ǃXóõ ǁGana", "\u202eabc\u202c \u202exyz\u202c"} {
+		if got := r.String(honest); got != honest || r.Holds(honest) {
+			t.Errorf("honest %+q: String %+q, Holds %v", honest, got, r.Holds(honest))
+		}
+	}
+
+	// 16 KiB of overrides in one word: allocations in proportion to the
+	// text, not to the text times the number of overrides.
+	runs := strings.Repeat("\u202ex\u202c", 16<<10/7)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	got := r.String(runs + " password:hunter2Value")
+	runtime.ReadMemStats(&after)
+	if strings.Contains(got, "hunter2") {
+		t.Errorf("the value after the overrides is shown")
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 64*uint64(len(runs)) {
+		t.Errorf("String of %d bytes of overrides allocated %d bytes", len(runs), alloc)
+	}
+}
