@@ -778,13 +778,19 @@ var partKey = regexp.MustCompile(`(?i)(?:^|[_.-])(?:password|passwd|pwd|pass|sec
 var dsnUserInfo = regexp.MustCompile(`^[A-Za-z0-9._%+-]+:([^\s@/]+)@(?:[a-z]+\([^)\s]*\))?/`)
 
 // symbolPassword reports whether v reads as a chosen password: 10 bytes or
-// more, no space, letters and one of !#$^&*+? ("Amber-Lamps-Tide!"); not a
-// URL, path, address, query or percent-encoded text (no "/", "@", "=" or
-// "%": "returnTo=https://…", "alice@example.com", "a%3Db").
+// more, no space, letters and one of !#$^&*+? ("Amber-Lamps-Tide!",
+// "P@ssw0rd!1", "Zebra=Moon!7"); not a URL, a path or an e-mail address
+// ("returnTo=https://app.example.com/?tab=1", "/srv/a?b", "bob+ci@example.com").
+// "@", "=" and "%" alone make no password ("alice@example.com",
+// "status=open", "a%3Db").
 func symbolPassword(v string) bool {
-	return len(v) >= 10 && strings.ContainsAny(v, "!#$^&*+?") && !strings.ContainsAny(v, "/@=%") &&
+	return len(v) >= 10 && strings.ContainsAny(v, "!#$^&*+?") && !strings.Contains(v, "://") &&
+		!strings.HasPrefix(v, "/") && !strings.HasPrefix(v, "~/") && !strings.HasPrefix(v, "./") && !emailAddress.MatchString(v) &&
 		strings.IndexFunc(v, unicode.IsLetter) >= 0 && strings.IndexFunc(v, unicode.IsSpace) < 0
 }
+
+// emailAddress matches a whole e-mail address.
+var emailAddress = regexp.MustCompile(`^[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+$`)
 
 // generated reports whether a setting's value looks generated rather than
 // chosen: 16 bytes or more, letters and digits, no space, and mixed case
