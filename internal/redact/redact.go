@@ -322,8 +322,9 @@ const asciiCut = "..."
 
 // String returns s with every secret masked, also one spelled with
 // characters that show as nothing between its own (zero-width spaces, soft
-// hyphens and the other default-ignorable code points: s loses those when
-// something was masked), and the pieces of a secret
+// hyphens and the other default-ignorable code points, masked with it),
+// one that reads as a secret only as displayed or only as stored, and the
+// pieces of a secret
 // that a cut left: next to each Cut, the longest run of at least four
 // bytes that ends the text before it and begins a secret, or begins the
 // text after it and ends a secret (a server's 1 KiB error quoting a token
@@ -336,39 +337,42 @@ func (r *Redactor) String(s string) string {
 	if strings.Contains(s, rlo) {
 		s = r.maskOverrides(s)
 	}
-	// Each pass then reads the text as it reads too (see skeleton), and
-	// adds the masks that reading finds; the text keeps its own spelling
-	// (an emoji's joiners, a Persian word's non-joiner, fullwidth forms, a
-	// Cyrillic name) unless it does. Configured secrets come first, before
-	// any rule: a rule masking the start of a respelled secret ("Bearer
-	// Pass.wοrd!Battery#Staple" up to the "!") would leave no whole secret
-	// to find, and the rest would show. Neither pass takes a mask away:
-	// "REDACTED" reads as itself.
-	out := r.maskSecrets(s)
-	// A piece masked as written can leave no whole respelled secret to
-	// find in out ("Qx7vR2ｍ" + pieces + "３jH6cF1"), and an override shows
-	// in one order what a model reads in the other: s itself is read too,
-	// in each order, and taken when that leaves less unmasked (every form
-	// of a secret is also looked for as it reads, so it masks what out
-	// masked). When nothing was masked as written, out's skeleton is the
-	// first of those readings.
-	read := readings(s)
-	skOut := read[0]
-	if out != s {
-		skOut = skeleton(out)
-	}
-	if skOut != out && (out != s || len(read) > 1) {
-		if red := r.maskSecrets(skOut); red != skOut {
-			out, skOut = red, red
+	// Configured secrets are looked for as the text is written and in
+	// each way it reads (see reading: as it shows, and in stored order
+	// when an override reverses part of it), and every character any of
+	// them finds is masked in the text as written: a secret spaced out
+	// with an override in its middle reads so only in stored order, a
+	// second one only as displayed, and each reading alone showed the
+	// other (reversed). The text keeps its own spelling (an emoji's
+	// joiners, a Persian word's non-joiner, fullwidth forms, a Cyrillic
+	// name) outside the masks. Configured secrets come before any rule:
+	// a rule masking the start of a respelled secret ("Bearer
+	// Pass.wοrd!Battery#Staple" up to the "!") would leave no whole
+	// secret to find, and the rest would show. No step takes a mask
+	// away: "REDACTED" reads as itself.
+	m := r.secretMarks(s)
+	for _, display := range []bool{true, false} {
+		if plain(s) || !display && !strings.Contains(s, rlo) {
+			break
 		}
-	}
-	for _, k := range read {
+		k, origin := reading(s, display)
 		if k == s {
 			continue
 		}
-		if red := r.maskSecrets(k); unmasked(red) < unmasked(skOut) {
-			out, skOut = red, red
+		km := r.secretMarks(k)
+		for j, on := range km {
+			if on {
+				at := int(origin[j])
+				_, n := utf8.DecodeRuneInString(s[at:])
+				m = mark(m, len(s), at, at+n)
+			}
 		}
+	}
+	out := s
+	if m != nil {
+		wholeOverrides(s, m)
+		between(s, m)
+		out = render(s, m)
 	}
 	out = rules(out)
 	if k := skeleton(out); k != out {
@@ -381,6 +385,59 @@ func (r *Redactor) String(s string) string {
 	// script with combining marks ends inside one): answers carry the
 	// text in protobuf strings, which must be UTF-8.
 	return strings.ToValidUTF8(out, "\uFFFD")
+}
+
+// wholeOverrides marks in m each override's whole run (see displayed),
+// the override and a U+202C or U+2069 that ends it too, when m marks
+// any of it: a mask inside one would show reversed, and what is left of
+// the run reads differently in each order.
+func wholeOverrides(s string, m []bool) {
+	for from := 0; ; {
+		i := strings.Index(s[from:], rlo)
+		if i < 0 {
+			return
+		}
+		start := from + i
+		end := len(s)
+		if j := strings.IndexAny(s[start+len(rlo):], overrideEnds); j >= 0 {
+			end = start + len(rlo) + j
+			if c, n := utf8.DecodeRuneInString(s[end:]); c == '\u202c' || c == '\u2069' {
+				end += n
+			}
+		}
+		if slices.Contains(m[start:end], true) {
+			mark(m, len(s), start, end)
+		}
+		from = max(end, start+len(rlo))
+	}
+}
+
+// between marks in m the characters that read as nothing (see foldRune:
+// invisible ones, marks, controls) between two marked bytes: a secret
+// with a zero-width space between each of its characters is one mask.
+func between(s string, m []bool) {
+	last := -1 // the end of the last marked byte
+	for i := 0; i < len(s); {
+		if m[i] {
+			if last >= 0 {
+				mark(m, len(s), last, i)
+			}
+			i++
+			last = i
+			continue
+		}
+		c, n := utf8.DecodeRuneInString(s[i:])
+		if !readsAsNothing(c) {
+			last = -1
+		}
+		i += n
+	}
+}
+
+// readsAsNothing reports whether foldRune writes nothing for c.
+func readsAsNothing(c rune) bool {
+	return c < 0x20 && c != '\t' && c != '\n' && c != '\r' || c >= 0x7f && c < 0xa0 ||
+		c >= 0x80 && (invisible(c) || unicode.Is(unicode.Mn, c) || unicode.Is(unicode.Me, c) || c == utf8.RuneError)
 }
 
 // maskOverrides returns s with each right-to-left override's run (see
@@ -466,9 +523,6 @@ func (r *Redactor) maskOverrides(s string) string {
 	return b.String()
 }
 
-// unmasked returns the bytes of s outside its masks.
-func unmasked(s string) int { return len(s) - strings.Count(s, Mask)*len(Mask) }
-
 // Unicode's tag characters U+E0020–U+E007E are ASCII that shows as
 // nothing: a model reads them, a person does not see them.
 const tagFirst, tagLast, tagOffset = 0xe0020, 0xe007e, 0xe0000
@@ -533,18 +587,58 @@ func maskAuth(m string) string {
 }
 
 // maskSecrets masks the secrets r was given in s, whole and in pieces.
-func (r *Redactor) maskSecrets(s string) string {
+func (r *Redactor) maskSecrets(s string) string { return render(s, r.secretMarks(s)) }
+
+// secretMarks returns which bytes of s belong to the secrets r was given,
+// whole and in pieces (one bool per byte of s), or nil when none does.
+func (r *Redactor) secretMarks(s string) []bool {
 	if r == nil {
+		return nil
+	}
+	var m []bool
+	for _, sec := range r.secrets {
+		for off := 0; ; {
+			i := strings.Index(s[off:], sec)
+			if i < 0 {
+				break
+			}
+			m = mark(m, len(s), off+i, off+i+len(sec))
+			off += i + len(sec)
+		}
+	}
+	m = r.acrossLinesMarks(s, m)
+	m = r.spacedOutMarks(s, m)
+	m = r.punctuatedMarks(s, m)
+	m = r.cutPieceMarks(s, m)
+	return r.pieceMarks(s, m)
+}
+
+// mark sets m[from:to], making m (n bytes long) when it is nil.
+func mark(m []bool, n, from, to int) []bool {
+	if m == nil {
+		m = make([]bool, n)
+	}
+	for i := from; i < to; i++ {
+		m[i] = true
+	}
+	return m
+}
+
+// render returns s with each run of bytes m marks replaced by Mask.
+func render(s string, m []bool) string {
+	if m == nil {
 		return s
 	}
-	for _, sec := range r.secrets {
-		s = strings.ReplaceAll(s, sec, Mask)
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		switch {
+		case !m[i]:
+			b.WriteByte(s[i])
+		case i == 0 || !m[i-1]:
+			b.WriteString(Mask)
+		}
 	}
-	s = r.acrossLines(s)
-	s = r.spacedOut(s)
-	s = r.punctuated(s)
-	s = r.cutPieces(s)
-	return r.maskPieces(s)
+	return b.String()
 }
 
 // Holds reports whether s holds a credential, for text about to be sent
@@ -714,12 +808,14 @@ func Clip(s string, n int) string {
 // cutPieces masks, next to each Cut (or "...") in s, the pieces of a
 // secret a cut left (see String). Its work is linear in len(s): each mark
 // is found once, and each looks up its candidate pieces by four bytes.
-func (r *Redactor) cutPieces(s string) string {
+func (r *Redactor) cutPieces(s string) string { return render(s, r.cutPieceMarks(s, nil)) }
+
+// cutPieceMarks adds to m (see secretMarks) the pieces cutPieces masks.
+func (r *Redactor) cutPieceMarks(s string, m []bool) []bool {
 	if len(r.secrets) == 0 || !strings.Contains(s, Cut) && !strings.Contains(s, asciiCut) {
-		return s
+		return m
 	}
-	var b strings.Builder
-	pos := 0            // s[:pos] is written
+	pos := 0            // s[:pos] is looked at
 	cut, dots := -1, -1 // the next Cut and "..." at or after pos; -2 when none is left
 	next := func(at int, mark string) int {
 		if at == -2 || at >= pos {
@@ -732,23 +828,19 @@ func (r *Redactor) cutPieces(s string) string {
 	}
 	for {
 		cut, dots = next(cut, Cut), next(dots, asciiCut)
-		i, mark := cut, Cut
+		i, cm := cut, Cut
 		if dots >= 0 && (i < 0 || dots < i) {
-			i, mark = dots, asciiCut
+			i, cm = dots, asciiCut
 		}
 		if i < 0 {
-			b.WriteString(s[pos:])
-			return b.String()
+			return m
 		}
-		before := s[pos:i]
-		if n := r.longestPiece(before, true); n > 0 {
-			before = before[:len(before)-n] + Mask
+		if n := r.longestPiece(s[pos:i], true); n > 0 {
+			m = mark(m, len(s), i-n, i)
 		}
-		b.WriteString(before)
-		b.WriteString(mark)
-		pos = i + len(mark)
+		pos = i + len(cm)
 		if n := r.longestPiece(s[pos:], false); n > 0 {
-			b.WriteString(Mask)
+			m = mark(m, len(s), pos, pos+n)
 			pos += n
 		}
 	}
@@ -756,12 +848,13 @@ func (r *Redactor) cutPieces(s string) string {
 
 // maskPieces masks every run of s made of pieces of secrets, each
 // pieceBytes long (see Redactor.pieces).
-func (r *Redactor) maskPieces(s string) string {
+func (r *Redactor) maskPieces(s string) string { return render(s, r.pieceMarks(s, nil)) }
+
+// pieceMarks adds to m (see secretMarks) the runs maskPieces masks.
+func (r *Redactor) pieceMarks(s string, m []bool) []bool {
 	if len(r.pieces) == 0 || len(s) < pieceBytes {
-		return s
+		return m
 	}
-	var b strings.Builder
-	end := 0 // s[:end] is written
 	for i := 0; i+pieceBytes <= len(s); i++ {
 		strong, ok := r.pieces[binary.LittleEndian.Uint64([]byte(s[i:i+pieceBytes]))]
 		if !ok {
@@ -779,33 +872,27 @@ func (r *Redactor) maskPieces(s string) string {
 			continue
 		}
 		// Whole characters: a piece may begin or end inside one.
-		for i > end && !utf8.RuneStart(s[i]) {
-			i--
+		from := i
+		for from > 0 && !utf8.RuneStart(s[from]) {
+			from--
 		}
 		for j < len(s) && !utf8.RuneStart(s[j]) {
 			j++
 		}
-		if b.Len() == 0 && end == 0 {
-			b.Grow(len(s))
-		}
-		b.WriteString(s[end:i])
-		b.WriteString(Mask)
-		end = j
+		m = mark(m, len(s), from, j)
 		i = j - 1
 	}
-	if end == 0 {
-		return s
-	}
-	b.WriteString(s[end:])
-	return b.String()
+	return m
 }
 
 // acrossLines masks the secrets in s that a line break splits (a program
 // wrapping its output at 80 columns): each whole secret found in s with
 // its line breaks removed has each of its pieces masked, the line breaks
 // kept.
-func (r *Redactor) acrossLines(s string) string {
-	return across(s, func(c rune) bool { return c == '\n' || c == '\r' }, r.secrets)
+func (r *Redactor) acrossLines(s string) string { return render(s, r.acrossLinesMarks(s, nil)) }
+
+func (r *Redactor) acrossLinesMarks(s string, m []bool) []bool {
+	return acrossMarks(s, func(c rune) bool { return c == '\n' || c == '\r' }, r.secrets, func(int) int { return 1 }, m)
 }
 
 // separator reports whether c reads as a separator between a secret's
@@ -827,8 +914,10 @@ func asciiPunct(c byte) bool {
 // "M_i_s_t_y-B_o_o_k_s"), their own punctuation dropped too: at least one
 // separator in every other gap, so that prose that happens to hold a
 // secret's words ("deployed to prod, 2024!") is kept.
-func (r *Redactor) punctuated(s string) string {
-	return acrossAtLeast(s, separator, r.bare, func(n int) int { return (n - 1) / 2 })
+func (r *Redactor) punctuated(s string) string { return render(s, r.punctuatedMarks(s, nil)) }
+
+func (r *Redactor) punctuatedMarks(s string, m []bool) []bool {
+	return acrossMarks(s, separator, r.bare, func(n int) int { return (n - 1) / 2 }, m)
 }
 
 // spacedOut masks the credential-like secrets (see Holds) that white space
@@ -840,11 +929,13 @@ func (r *Redactor) punctuated(s string) string {
 // line breaks: such a character between a secret's characters is there to
 // hide it. Word-like secrets are not looked for so: "js on" is no secret
 // "json".
-func (r *Redactor) spacedOut(s string) string {
-	return across(s, func(c rune) bool {
+func (r *Redactor) spacedOut(s string) string { return render(s, r.spacedOutMarks(s, nil)) }
+
+func (r *Redactor) spacedOutMarks(s string, m []bool) []bool {
+	return acrossMarks(s, func(c rune) bool {
 		return c == ' ' || c == '\t' || c == '\n' || c == '\r' ||
 			c >= utf8.RuneSelf && !r.strongRunes[c] && (!unicode.Is(unicode.M, c) || symbolMark(c))
-	}, r.strong)
+	}, r.strong, func(int) int { return 1 }, m)
 }
 
 // symbolMark reports whether c is a mark drawn on a separator rather than
@@ -855,18 +946,13 @@ func symbolMark(c rune) bool {
 	return c >= 0x334 && c <= 0x338 || c >= 0x20d0 && c <= 0x20ff || c >= 0xfe00 && c <= 0xfe0f
 }
 
-// across masks each of secrets found in s with the bytes isBreak reports
-// removed, and split by at least one of them: each of its pieces is
-// masked, the breaks kept.
-func across(s string, isBreak func(rune) bool, secrets []string) string {
-	return acrossAtLeast(s, isBreak, secrets, func(int) int { return 1 })
-}
-
-// acrossAtLeast is across for secrets split in at least
-// minBreaks(len(secret)) places.
-func acrossAtLeast(s string, isBreak func(rune) bool, secrets []string, minBreaks func(int) int) string {
+// acrossMarks adds to m (see secretMarks) each of secrets found in s with
+// the bytes isBreak reports removed, and split by them in at least
+// minBreaks(len(secret)) places (one or more breaks in a row count once):
+// the secret's own bytes, not the breaks.
+func acrossMarks(s string, isBreak func(rune) bool, secrets []string, minBreaks func(int) int, m []bool) []bool {
 	if len(secrets) == 0 || strings.IndexFunc(s, isBreak) < 0 {
-		return s
+		return m
 	}
 	joined := make([]byte, 0, len(s))
 	pos := make([]int32, 0, len(s)) // pos[j]: the index in s of joined[j]
@@ -880,7 +966,6 @@ func acrossAtLeast(s string, isBreak func(rune) bool, secrets []string, minBreak
 		}
 		i += n
 	}
-	var mask []bool
 	for _, sec := range secrets {
 		for off := 0; sec != ""; {
 			k := bytes.Index(joined[off:], []byte(sec))
@@ -895,29 +980,17 @@ func acrossAtLeast(s string, isBreak func(rune) bool, secrets []string, minBreak
 				}
 			}
 			if gaps >= max(1, minBreaks(len(sec))) {
-				if mask == nil {
-					mask = make([]bool, len(s))
+				if m == nil {
+					m = make([]bool, len(s))
 				}
 				for j := start; j < end; j++ {
-					mask[pos[j]] = true
+					m[pos[j]] = true
 				}
 			}
 			off = end
 		}
 	}
-	if mask == nil {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		switch {
-		case !mask[i]:
-			b.WriteByte(s[i])
-		case i == 0 || !mask[i-1]:
-			b.WriteString(Mask)
-		}
-	}
-	return b.String()
+	return m
 }
 
 // longestPiece returns the length of the longest piece of a secret (at

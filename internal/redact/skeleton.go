@@ -25,14 +25,7 @@ import (
 // dropped. A secret respelled so reads the same to a person and matched
 // nothing.
 func skeleton(s string) string {
-	plain := true
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c >= 0x7f || c < 0x20 && c != '\t' && c != '\n' && c != '\r' {
-			plain = false
-			break
-		}
-	}
-	if plain {
+	if plain(s) {
 		return s
 	}
 	var b strings.Builder
@@ -94,39 +87,92 @@ func reversed(s string) string {
 	return string(r)
 }
 
+// plain reports whether s reads as it is written: printable ASCII, tabs
+// and line ends.
+func plain(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= 0x7f || c < 0x20 && c != '\t' && c != '\n' && c != '\r' {
+			return false
+		}
+	}
+	return true
+}
+
 // fold writes text as it reads (see skeleton).
 func fold(b *strings.Builder, text string) {
 	for _, c := range text {
-		switch {
-		case c < 0x20 && c != '\t' && c != '\n' && c != '\r', c >= 0x7f && c < 0xa0:
-			// Control characters between a secret's characters show as
-			// nothing in many hosts.
-		case c < 0x80:
-			b.WriteRune(c)
-		case invisible(c), unicode.Is(unicode.Mn, c), unicode.Is(unicode.Me, c):
-		case c == utf8.RuneError:
-			// What was no UTF-8 (one invalid byte between each of a
-			// secret's characters; a Latin-1 copy's "ä") shows as a box
-			// or nothing.
-		case c == 0x2800, unicode.Is(unicode.Zs, c), unicode.Is(unicode.Zl, c), unicode.Is(unicode.Zp, c):
-			b.WriteByte(' ')
-		case c >= 0xff01 && c <= 0xff5e: // fullwidth ASCII
-			b.WriteRune(c - 0xfee0)
-		default:
-			if l, ok := lookalike[c]; ok {
-				b.WriteRune(l)
-			} else if l, ok := confusable()[c]; ok {
-				b.WriteByte(l)
-			} else if n := compat(c); n != "" {
-				// Mathematical, enclosed (ⓠ), superscript (ˣ),
-				// letterlike (ℚ, K) and other compatibility forms of
-				// letters and digits, and letters with marks ("é"
-				// reads as "e" however it is encoded: precomposed, or
-				// "e" and U+0301); not "…", which is no letter.
-				b.WriteString(n)
-			} else {
-				b.WriteRune(c)
+		foldRune(b, c)
+	}
+}
+
+// reading returns s as it reads (see skeleton), in the order it shows
+// (display) or in the order it is stored, and for each of its bytes the
+// offset in s of the character it comes from.
+func reading(s string, display bool) (string, []int32) {
+	var b strings.Builder
+	b.Grow(len(s))
+	origin := make([]int32, 0, len(s))
+	add := func(at int, c rune) {
+		foldRune(&b, c)
+		for len(origin) < b.Len() {
+			origin = append(origin, int32(at))
+		}
+	}
+	for i := 0; i < len(s); {
+		if display && strings.HasPrefix(s[i:], rlo) {
+			// As displayed: what follows the override, to its end, in
+			// reverse.
+			start := i + len(rlo)
+			end := len(s)
+			if j := strings.IndexAny(s[start:], overrideEnds); j >= 0 {
+				end = start + j
 			}
+			for k := end; k > start; {
+				c, n := utf8.DecodeLastRuneInString(s[start:k])
+				k -= n
+				add(k, c)
+			}
+			i = end
+			continue
+		}
+		c, n := utf8.DecodeRuneInString(s[i:])
+		add(i, c)
+		i += n
+	}
+	return b.String(), origin
+}
+
+// foldRune writes c as it reads (see skeleton).
+func foldRune(b *strings.Builder, c rune) {
+	switch {
+	case c < 0x20 && c != '\t' && c != '\n' && c != '\r', c >= 0x7f && c < 0xa0:
+		// Control characters between a secret's characters show as
+		// nothing in many hosts.
+	case c < 0x80:
+		b.WriteRune(c)
+	case invisible(c), unicode.Is(unicode.Mn, c), unicode.Is(unicode.Me, c):
+	case c == utf8.RuneError:
+		// What was no UTF-8 (one invalid byte between each of a
+		// secret's characters; a Latin-1 copy's "ä") shows as a box
+		// or nothing.
+	case c == 0x2800, unicode.Is(unicode.Zs, c), unicode.Is(unicode.Zl, c), unicode.Is(unicode.Zp, c):
+		b.WriteByte(' ')
+	case c >= 0xff01 && c <= 0xff5e: // fullwidth ASCII
+		b.WriteRune(c - 0xfee0)
+	default:
+		if l, ok := lookalike[c]; ok {
+			b.WriteRune(l)
+		} else if l, ok := confusable()[c]; ok {
+			b.WriteByte(l)
+		} else if n := compat(c); n != "" {
+			// Mathematical, enclosed (ⓠ), superscript (ˣ),
+			// letterlike (ℚ, K) and other compatibility forms of
+			// letters and digits, and letters with marks ("é"
+			// reads as "e" however it is encoded: precomposed, or
+			// "e" and U+0301); not "…", which is no letter.
+			b.WriteString(n)
+		} else {
+			b.WriteRune(c)
 		}
 	}
 }
