@@ -1395,11 +1395,14 @@ func (m *Mirror) read(ctx context.Context, sess *mcp.Session, uri string) ([]res
 	at := time.Now()
 	if err != nil {
 		var nf *mcp.NotFoundError
-		if errors.As(err, &nf) {
+		if _, listed := m.opts.Index.Get(resource.Key{Server: m.opts.Server, URI: uri}); listed && errors.As(err, &nf) {
 			// The mirror is out of date: re-list soon, and evict the
 			// descriptor after that re-list (the run loop and the content
 			// worker write the index, so this read does not wait behind a
-			// sync).
+			// sync). A URI that was never listed (a template's, or a pin
+			// the server may not have) says nothing about the list: a
+			// caller pinning missing URIs would make the daemon list the
+			// whole server every few seconds.
 			m.mu.Lock()
 			m.notFound[uri] = true
 			m.mu.Unlock()

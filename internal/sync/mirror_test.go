@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	gosync "sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -268,11 +269,17 @@ func TestCrashLoopingServerBacksOff(t *testing.T) {
 func TestNotFoundEvictsTheDescriptor(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := mcptest.NewServer(map[string]string{"doc://gone": "x", "doc://kept": "y"}, nil)
-		// The server keeps listing doc://gone but can no longer read it.
+		// The server keeps listing doc://gone but, once gone is set, can
+		// no longer read it.
+		var gone atomic.Bool
+		var lists atomic.Int32
 		srv.AddReceivingMiddleware(func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
 			return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
-				if rr, ok := req.(*mcpsdk.ReadResourceRequest); ok && rr.Params.URI == "doc://gone" {
-					return nil, mcpsdk.ResourceNotFoundError("doc://gone")
+				if method == "resources/list" {
+					lists.Add(1)
+				}
+				if rr, ok := req.(*mcpsdk.ReadResourceRequest); ok && (rr.Params.URI == "doc://gone" && gone.Load() || rr.Params.URI == "doc://never-listed") {
+					return nil, mcpsdk.ResourceNotFoundError(rr.Params.URI)
 				}
 				return next(ctx, method, req)
 			}
@@ -281,13 +288,30 @@ func TestNotFoundEvictsTheDescriptor(t *testing.T) {
 		m := ctxsync.New(ctxsync.Options{Server: "s", Index: ix, Dial: mcptest.Dial(t, "s", srv)})
 		start(t, m)
 		<-m.Ready()
-		_, err := m.Read(t.Context(), "doc://gone")
+		synctest.Wait()
+		// A URI the server never listed is no sign the list is out of
+		// date: no re-list.
+		before := lists.Load()
 		var nf *mcp.NotFoundError
-		if !errors.As(err, &nf) {
+		for range 3 {
+			if _, err := m.Read(t.Context(), "doc://never-listed"); !errors.As(err, &nf) {
+				t.Fatalf("Read = %v, want *mcp.NotFoundError", err)
+			}
+			time.Sleep(ctxsync.DefaultDebounce + 50*time.Millisecond)
+			synctest.Wait()
+		}
+		if n := lists.Load(); n != before {
+			t.Errorf("reads of an unlisted missing URI made %d re-lists", n-before)
+		}
+		gone.Store(true)
+		if _, err := m.Read(t.Context(), "doc://gone"); !errors.As(err, &nf) {
 			t.Fatalf("Read = %v, want *mcp.NotFoundError", err)
 		}
 		time.Sleep(ctxsync.DefaultDebounce + 50*time.Millisecond)
 		synctest.Wait()
+		if lists.Load() == before {
+			t.Error("a listed URI found missing made no re-list")
+		}
 		if _, ok := ix.Get(resource.Key{Server: "s", URI: "doc://gone"}); ok {
 			t.Error("not-found resource still indexed after the re-list, though it cannot be read")
 		}
