@@ -392,23 +392,14 @@ func (r *Redactor) String(s string) string {
 // any of it: a mask inside one would show reversed, and what is left of
 // the run reads differently in each order.
 func wholeOverrides(s string, m []bool) {
-	for from := 0; ; {
-		i := strings.Index(s[from:], rlo)
-		if i < 0 {
-			return
-		}
-		start := from + i
-		end := len(s)
-		if j := strings.IndexAny(s[start+len(rlo):], overrideEnds); j >= 0 {
-			end = start + len(rlo) + j
-			if c, n := utf8.DecodeRuneInString(s[end:]); c == '\u202c' || c == '\u2069' {
-				end += n
-			}
+	for _, run := range overrideRuns(s) {
+		start, end := run[0], run[1]
+		if c, n := utf8.DecodeRuneInString(s[end:]); c == '\u202c' || c == '\u2069' {
+			end += n
 		}
 		if slices.Contains(m[start:end], true) {
 			mark(m, len(s), start, end)
 		}
-		from = max(end, start+len(rlo))
 	}
 }
 
@@ -474,18 +465,8 @@ func (r *Redactor) maskOverrides(s string) string {
 		}
 		runs = runs[:0]
 	}
-	for from := 0; ; {
-		i := strings.Index(s[from:], rlo)
-		if i < 0 {
-			break
-		}
-		start := from + i
-		end := start + len(rlo)
-		if j := strings.IndexAny(s[end:], overrideEnds); j >= 0 {
-			end += j
-		} else {
-			end = len(s)
-		}
+	for _, run := range overrideRuns(s) {
+		start, end := run[0], run[1]
 		if start >= hi {
 			// A new word: back from the run to white space, no further
 			// than the last word.
@@ -513,7 +494,6 @@ func (r *Redactor) maskOverrides(s string) string {
 				hi += n
 			}
 		}
-		from = max(end, start+len(rlo))
 	}
 	flush()
 	if done == 0 {
@@ -556,9 +536,11 @@ func (r *Redactor) maskTags(s string) string {
 	if m == "" {
 		return s
 	}
-	k := skeleton(m)
-	if red := r.mask(k); red != k {
-		return red
+	// In either order of an override: a model reads tags as stored.
+	for _, k := range readings(m) {
+		if red := r.mask(k); red != k {
+			return red
+		}
 	}
 	return s
 }
@@ -892,7 +874,10 @@ func (r *Redactor) pieceMarks(s string, m []bool) []bool {
 func (r *Redactor) acrossLines(s string) string { return render(s, r.acrossLinesMarks(s, nil)) }
 
 func (r *Redactor) acrossLinesMarks(s string, m []bool) []bool {
-	return acrossMarks(s, func(c rune) bool { return c == '\n' || c == '\r' }, r.secrets, func(int) int { return 1 }, m)
+	if !strings.ContainsAny(s, "\n\r") {
+		return m
+	}
+	return acrossMarks(s, func(_ int, c rune) bool { return c == '\n' || c == '\r' }, r.secrets, func(int) int { return 1 }, m)
 }
 
 // separator reports whether c reads as a separator between a secret's
@@ -917,25 +902,83 @@ func asciiPunct(c byte) bool {
 func (r *Redactor) punctuated(s string) string { return render(s, r.punctuatedMarks(s, nil)) }
 
 func (r *Redactor) punctuatedMarks(s string, m []bool) []bool {
-	return acrossMarks(s, separator, r.bare, func(n int) int { return (n - 1) / 2 }, m)
+	if strings.IndexFunc(s, separator) < 0 {
+		return m
+	}
+	return acrossMarks(s, func(_ int, c rune) bool { return separator(c) }, r.bare, func(n int) int { return (n - 1) / 2 }, m)
 }
 
 // spacedOut masks the credential-like secrets (see Holds) that white space
-// or any character outside ASCII that none of them holds splits ("Q x 7 v
+// or a character outside ASCII that none of them holds splits ("Q x 7 v
 // …", one character at a time, as a hair space or a no-break space
-// between each becomes once normalised; "Q·x·7", "Q→x→7", "Qˈxˈ7", a
-// letter drawn as a dot, a mark on a separator; not a letter's accent),
-// as acrossLines does for
+// between each becomes once normalised; "Q·x·7", "Q→x→7", a mark on a
+// separator; "Qˈxˈ7", "Qঃx", a letter or spacing mark alone between two
+// of its characters, in two places or more; not a letter's accent), as
+// acrossLines does for
 // line breaks: such a character between a secret's characters is there to
 // hide it. Word-like secrets are not looked for so: "js on" is no secret
 // "json".
 func (r *Redactor) spacedOut(s string) string { return render(s, r.spacedOutMarks(s, nil)) }
 
 func (r *Redactor) spacedOutMarks(s string, m []bool) []bool {
-	return acrossMarks(s, func(c rune) bool {
-		return c == ' ' || c == '\t' || c == '\n' || c == '\r' ||
-			c >= utf8.RuneSelf && !r.strongRunes[c] && (!unicode.Is(unicode.M, c) || symbolMark(c))
-	}, r.strong, func(int) int { return 1 }, m)
+	if len(r.strong) == 0 {
+		return m
+	}
+	// Each character's kind, once: a hard break (white space,
+	// punctuation, a symbol, what shows as nothing, a mark drawn on a
+	// separator), a letter or spacing mark of a script none of the
+	// secrets uses, an accent (a nonspacing mark), or part of a secret.
+	const (
+		kept = iota
+		hard
+		letter
+		accent
+	)
+	kinds := make([]uint8, len(s)) // at each character's first byte
+	soft := false
+	for i, c := range s {
+		switch {
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+			kinds[i] = hard
+		case c < utf8.RuneSelf || r.strongRunes[c]:
+		case symbolMark(c):
+			kinds[i] = hard
+		case unicode.Is(unicode.Mn, c):
+			kinds[i] = accent
+		case separator(c) || unicode.IsSpace(c) || invisible(c):
+			kinds[i] = hard
+		default:
+			kinds[i] = letter
+			soft = true
+		}
+	}
+	m = acrossMarks(s, func(i int, _ rune) bool { return kinds[i] == hard }, r.strong, func(int) int { return 1 }, m)
+	if !soft {
+		return m
+	}
+	// A letter splits a secret only alone between its characters ("Qˈxˈ7",
+	// "Qঃx"; its accents, and those on the one before, aside), and in two
+	// places or more: honest text in a script without spaces holds a short
+	// secret's parts between words of its own ("连接postgres失败1次"), or one
+	// particle between two words ("adminは2024年").
+	neighbour := func(i int, step int) uint8 {
+		for j := i + step; j >= 0 && j < len(s); j += step {
+			if !utf8.RuneStart(s[j]) {
+				continue
+			}
+			if kinds[j] != accent {
+				return kinds[j]
+			}
+		}
+		return kept
+	}
+	alone := make([]bool, len(s))
+	for i := range s {
+		if utf8.RuneStart(s[i]) && kinds[i] == letter {
+			alone[i] = neighbour(i, -1) != letter && neighbour(i, 1) != letter
+		}
+	}
+	return acrossMarks(s, func(i int, _ rune) bool { return kinds[i] == hard || alone[i] }, r.strong, func(int) int { return 2 }, m)
 }
 
 // symbolMark reports whether c is a mark drawn on a separator rather than
@@ -950,15 +993,15 @@ func symbolMark(c rune) bool {
 // the bytes isBreak reports removed, and split by them in at least
 // minBreaks(len(secret)) places (one or more breaks in a row count once):
 // the secret's own bytes, not the breaks.
-func acrossMarks(s string, isBreak func(rune) bool, secrets []string, minBreaks func(int) int, m []bool) []bool {
-	if len(secrets) == 0 || strings.IndexFunc(s, isBreak) < 0 {
+func acrossMarks(s string, isBreak func(i int, c rune) bool, secrets []string, minBreaks func(int) int, m []bool) []bool {
+	if len(secrets) == 0 {
 		return m
 	}
 	joined := make([]byte, 0, len(s))
 	pos := make([]int32, 0, len(s)) // pos[j]: the index in s of joined[j]
 	for i := 0; i < len(s); {
 		c, n := utf8.DecodeRuneInString(s[i:])
-		if !isBreak(c) {
+		if !isBreak(i, c) {
 			for j := range n {
 				joined = append(joined, s[i+j])
 				pos = append(pos, int32(i+j))

@@ -913,3 +913,58 @@ func TestThirtyFifthPassForms(t *testing.T) {
 		t.Errorf("String of %d bytes of overrides allocated %d bytes", len(runs), alloc)
 	}
 }
+
+// The thirty-sixth pass's forms: a token in tag characters inside an
+// override (a model reads tags in stored order); split by spacing marks
+// (ঃ, ा); after an override that an unmatched U+2069 does not end, or
+// with tabs inside it (shown at the paragraph's level). Honest Japanese
+// with a particle between a short password's parts is kept.
+func TestThirtySixthPassForms(t *testing.T) {
+	const token = "Qx7vK2mP9wL4tR8zN3bY"
+	r := redact.New(token, "admin2024")
+	tags := func(s string) string {
+		var b strings.Builder
+		for _, c := range s {
+			b.WriteRune(0xe0000 + c)
+		}
+		return b.String()
+	}
+	rev := func(s string) string {
+		c := []rune(s)
+		slices.Reverse(c)
+		return string(c)
+	}
+	for _, text := range []string{
+		"read failed: \u202e" + tags(token) + "\u202c end",
+		"read failed: \u202e" + tags("password=hunter2Value") + "\u202c end",
+		"Qx7ঃvK2ঃmP9ঃwL4ঃtR8ঃzN3ঃbY", "Qx7vाK2mP9wाL4tR8zाN3bY",
+		"err \u202e" + rev(token[14:]) + "\u2069" + rev(token[7:14]) + "\u2069" + rev(token[:7]) + "\u202c end",
+		"err \u202e" + rev(token[:7]) + "\t" + rev(token[7:14]) + "\t" + rev(token[14:]) + "\u202c end",
+	} {
+		got := r.String(text)
+		if m := asModelReads(got); strings.Contains(m, "K2mP") || strings.Contains(m, "hunter2") || strings.Contains(got, "K2") && strings.Contains(got, "3bY") ||
+			strings.Contains(got, "mP9w") || strings.Contains(got, rev("mP9w")) || strings.Contains(got, rev("8zN3")) {
+			t.Errorf("String(%+q) = %+q", text, got)
+		}
+	}
+	for _, text := range []string{"Qx7ঃvK2ঃmP9ঃwL4ঃtR8ঃzN3ঃbY", "Qx7vाK2mP9wाL4tR8zाN3bY"} {
+		if !r.Holds(text) {
+			t.Errorf("Holds(%+q) = false", text)
+		}
+	}
+	for _, honest := range []string{"ユーザーadminは2024年に作成", "サーバーadminの2024台目", "कार्य 2024 admin"} {
+		if got := r.String(honest); got != honest {
+			t.Errorf("honest %+q → %+q", honest, got)
+		}
+	}
+}
+
+// asModelReads is the text with tag characters as the ASCII they stand for.
+func asModelReads(s string) string {
+	return strings.Map(func(c rune) rune {
+		if c >= 0xe0020 && c <= 0xe007e {
+			return c - 0xe0000
+		}
+		return c
+	}, s)
+}

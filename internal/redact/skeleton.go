@@ -34,10 +34,10 @@ func skeleton(s string) string {
 	return b.String()
 }
 
-// rlo is U+202E RIGHT-TO-LEFT OVERRIDE; overrideEnds, what ends one: U+202C
-// POP DIRECTIONAL FORMATTING, U+2069 POP DIRECTIONAL ISOLATE (which ends
-// an override inside an isolate), and the end of a paragraph (line feed,
-// carriage return, NEL, U+2029).
+// rlo is U+202E RIGHT-TO-LEFT OVERRIDE; overrideEnds, what may end one (see
+// overrideRuns): U+202C POP DIRECTIONAL FORMATTING, U+2069 POP DIRECTIONAL
+// ISOLATE, and the end of a paragraph (line feed, carriage return, NEL,
+// U+2029).
 const rlo, overrideEnds = "\u202e", "\u202c\u2069\n\r\u0085\u2029"
 
 // readings returns the ways s reads other than as written: as it shows
@@ -54,31 +54,97 @@ func readings(s string) []string {
 }
 
 // displayed returns s in the order it shows: a right-to-left override
-// shows what follows it, to the override's end, in reverse ("\u202e"
-// followed by a secret written backwards reads as the secret). The
-// overrides themselves are dropped.
+// shows what follows it, to the override's end (see overrideRuns), in
+// reverse ("\u202e" followed by a secret written backwards reads as the
+// secret), each stretch between tabs on its own (a tab is shown at the
+// paragraph's level). The overrides themselves are dropped.
 func displayed(s string) string {
 	if !strings.Contains(s, rlo) {
 		return s
 	}
 	var b strings.Builder
-	for s != "" {
-		i := strings.Index(s, rlo)
-		if i < 0 {
-			b.WriteString(s)
-			break
+	done := 0
+	for _, run := range overrideRuns(s) {
+		b.WriteString(s[done:run[0]])
+		in := s[run[0]+len(rlo) : run[1]]
+		for i, part := range strings.Split(in, "\t") {
+			if i > 0 {
+				b.WriteByte('\t')
+			}
+			b.WriteString(reversed(part))
 		}
-		b.WriteString(s[:i])
-		s = s[i+len(rlo):]
-		j := strings.IndexAny(s, overrideEnds)
-		if j < 0 {
-			j = len(s)
-		}
-		b.WriteString(reversed(s[:j]))
-		s = s[j:]
+		done = run[1]
 	}
+	b.WriteString(s[done:])
 	return b.String()
 }
+
+// overrideRuns returns where each right-to-left override's run begins (at
+// the U+202E) and ends (before what ends it, or at the end of s), as the
+// Unicode bidirectional algorithm scopes it: a U+202C POP DIRECTIONAL
+// FORMATTING that closes no embedding or override opened inside the run,
+// a U+2069 POP DIRECTIONAL ISOLATE that closes an isolate opened before
+// the override (one that closes nothing is ignored), or the paragraph's
+// end (line feed, carriage return, NEL, U+2029). An override inside a run
+// is part of it.
+func overrideRuns(s string) [][2]int {
+	var runs [][2]int
+	isolates := 0 // isolates open at i
+	for i := 0; i < len(s); {
+		c, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case c == '\u2066' || c == '\u2067' || c == '\u2068':
+			isolates++
+		case c == '\u2069':
+			isolates = max(isolates-1, 0)
+		case paragraphEnd(c):
+			isolates = 0
+		case c == '\u202e':
+			end := overrideEnd(s, i+n, isolates > 0)
+			runs = append(runs, [2]int{i, end})
+			i = end
+			continue
+		}
+		i += n
+	}
+	return runs
+}
+
+// overrideEnd returns where an override whose text begins at from ends
+// (see overrideRuns); isolated tells whether an isolate was open before it.
+func overrideEnd(s string, from int, isolated bool) int {
+	embeddings, isolates := 0, 0 // opened inside the run
+	for j := from; j < len(s); {
+		c, n := utf8.DecodeRuneInString(s[j:])
+		switch {
+		case paragraphEnd(c):
+			return j
+		case c == '\u202a' || c == '\u202b' || c == '\u202d' || c == '\u202e':
+			if isolates == 0 {
+				embeddings++
+			}
+		case c == '\u202c':
+			if isolates == 0 {
+				if embeddings == 0 {
+					return j
+				}
+				embeddings--
+			}
+		case c == '\u2066' || c == '\u2067' || c == '\u2068':
+			isolates++
+		case c == '\u2069':
+			if isolates > 0 {
+				isolates--
+			} else if isolated {
+				return j
+			}
+		}
+		j += n
+	}
+	return len(s)
+}
+
+func paragraphEnd(c rune) bool { return c == '\n' || c == '\r' || c == '\u0085' || c == '\u2029' }
 
 // reversed returns s with its characters in reverse order.
 func reversed(s string) string {
@@ -118,19 +184,32 @@ func reading(s string, display bool) (string, []int32) {
 			origin = append(origin, int32(at))
 		}
 	}
+	var runs [][2]int
+	if display {
+		runs = overrideRuns(s)
+	}
 	for i := 0; i < len(s); {
-		if display && strings.HasPrefix(s[i:], rlo) {
-			// As displayed: what follows the override, to its end, in
-			// reverse.
-			start := i + len(rlo)
-			end := len(s)
-			if j := strings.IndexAny(s[start:], overrideEnds); j >= 0 {
-				end = start + j
-			}
-			for k := end; k > start; {
-				c, n := utf8.DecodeLastRuneInString(s[start:k])
-				k -= n
-				add(k, c)
+		if len(runs) > 0 && i == runs[0][0] {
+			// As displayed (see displayed): what follows the override,
+			// to its end, in reverse, each stretch between tabs on its
+			// own.
+			start, end := i+len(rlo), runs[0][1]
+			runs = runs[1:]
+			for part := start; part < end; {
+				stop := end
+				if t := strings.IndexByte(s[part:end], '\t'); t >= 0 {
+					stop = part + t
+				}
+				for k := stop; k > part; {
+					c, n := utf8.DecodeLastRuneInString(s[part:k])
+					k -= n
+					add(k, c)
+				}
+				if stop < end {
+					add(stop, '\t')
+					stop++
+				}
+				part = stop
 			}
 			i = end
 			continue
