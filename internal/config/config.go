@@ -32,6 +32,7 @@ import (
 	"syscall"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -740,7 +741,7 @@ func valueSecrets(v string, named bool) []string {
 		var obj map[string]any
 		if json.Unmarshal([]byte(v), &obj) == nil {
 			for k, x := range obj {
-				if str, ok := x.(string); ok && str != "" && (partKey.MatchString(k) || named && (generated(str) || symbolPassword(str))) {
+				if str, ok := x.(string); ok && str != "" && (partKey.MatchString(k) || named && chosenOrGenerated(str)) {
 					out = append(out, str)
 				}
 			}
@@ -752,7 +753,7 @@ func valueSecrets(v string, named bool) []string {
 		if val = strings.Trim(val, `"'`); !ok || val == "" {
 			continue
 		}
-		if partKey.MatchString(k) || named && (generated(val) || symbolPassword(val)) {
+		if partKey.MatchString(k) || named && chosenOrGenerated(val) {
 			out = append(out, val)
 		}
 	}
@@ -777,20 +778,58 @@ var partKey = regexp.MustCompile(`(?i)(?:^|[_.-])(?:password|passwd|pwd|pass|sec
 // docker image reference ("node:20.11.1@sha256:…").
 var dsnUserInfo = regexp.MustCompile(`^[A-Za-z0-9._%+-]+:([^\s@/]+)@(?:[a-z]+\([^)\s]*\))?/`)
 
-// symbolPassword reports whether v reads as a chosen password: 10 bytes or
-// more, no space, letters and one of !#$^&*+? ("Amber-Lamps-Tide!",
-// "P@ssw0rd!1", "Zebra=Moon!7"); not a URL, a path or an e-mail address
-// ("returnTo=https://app.example.com/?tab=1", "/srv/a?b", "bob+ci@example.com").
-// "@", "=" and "%" alone make no password ("alice@example.com",
-// "status=open", "a%3Db").
+// symbolPassword reports whether v reads as a chosen password: 8
+// characters or more, no space, a letter and a symbol (one of
+// !#$^&*+?@%~, or punctuation or a symbol outside ASCII: "Pa$$w0rd!",
+// "P@ssw0rd2024", "Jade~Moon~42", "Passwört§2024"); not a URL, a path, a
+// route, a query or an e-mail address ("https://app.example.com/?tab=1",
+// "/srv/a?b", "#/settings", "dashboard?tab=1", "bob+ci@example.com").
+// Passwords of words,
+// digits and "-", "_" or "." alone ("Sunny-Days-2024") cannot be told
+// from settings ("spring-sale-2024", "release-1.2.3") and are not taken.
 func symbolPassword(v string) bool {
-	return len(v) >= 10 && strings.ContainsAny(v, "!#$^&*+?") && !strings.Contains(v, "://") &&
-		!strings.HasPrefix(v, "/") && !strings.HasPrefix(v, "~/") && !strings.HasPrefix(v, "./") && !emailAddress.MatchString(v) &&
-		strings.IndexFunc(v, unicode.IsLetter) >= 0 && strings.IndexFunc(v, unicode.IsSpace) < 0
+	return utf8.RuneCountInString(v) >= 8 && passwordSymbol(v) && strings.IndexFunc(v, unicode.IsLetter) >= 0 &&
+		strings.IndexFunc(v, unicode.IsSpace) < 0 && !addressLike(v)
 }
 
-// emailAddress matches a whole e-mail address.
-var emailAddress = regexp.MustCompile(`^[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+$`)
+// passwordSymbol reports whether v holds a symbol people put in passwords.
+func passwordSymbol(v string) bool {
+	return strings.ContainsAny(v, "!#$^&*+?@%~") || strings.IndexFunc(v, func(c rune) bool {
+		return c >= utf8.RuneSelf && (unicode.IsPunct(c) || unicode.IsSymbol(c))
+	}) >= 0
+}
+
+// addressLike reports whether v is a URL, a path, a client-side route, a
+// relative URL with a query, or an e-mail address.
+func addressLike(v string) bool {
+	for _, p := range []string{"/", "~/", "./", "#/", "#!/"} {
+		if strings.HasPrefix(v, p) {
+			return true
+		}
+	}
+	return strings.Contains(v, "://") || emailAddress.MatchString(v) || relativeQuery.MatchString(v)
+}
+
+// emailAddress matches a whole e-mail address (RFC 5322 atoms before the
+// "@", a domain with a dot after it).
+var emailAddress = regexp.MustCompile("^[A-Za-z0-9!#$%&'*+/=?^_`{|}~.-]+@[A-Za-z0-9-]+(?:\\.[A-Za-z0-9-]+)+$")
+
+// relativeQuery matches a relative URL's path and the start of its query
+// ("dashboard?tab=1", "settings/profile?page=2").
+var relativeQuery = regexp.MustCompile(`^[\w./-]*\?[\w.\[\]-]+=`)
+
+// chosenOrGenerated reports whether a setting's value reads as a chosen
+// password or looks generated (see symbolPassword and generated), judged
+// percent-decoded: "a%21b%40cdefgh" is "a!b@cdefgh", and
+// "filter%3Dstatus%3Dopen" is "filter=status=open", no secret.
+func chosenOrGenerated(v string) bool {
+	if strings.Contains(v, "%") {
+		if d, err := url.PathUnescape(v); err == nil {
+			v = d
+		}
+	}
+	return generated(v) || symbolPassword(v)
+}
 
 // generated reports whether a setting's value looks generated rather than
 // chosen: 16 bytes or more, letters and digits, no space, and mixed case
