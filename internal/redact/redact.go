@@ -381,10 +381,27 @@ func (r *Redactor) String(s string) string {
 		}
 	}
 	out = r.maskTags(out)
+	// What is left shows in the order it is stored: the pieces of a
+	// secret an embedding, an isolate or a right-to-left mark would
+	// show in another order than stored, whole, show as stored.
+	out = strings.Map(func(c rune) rune {
+		if bidiControl(c) {
+			return -1
+		}
+		return c
+	}, out)
 	// A mask may not leave part of a character (a piece of a secret in a
 	// script with combining marks ends inside one): answers carry the
 	// text in protobuf strings, which must be UTF-8.
 	return strings.ToValidUTF8(out, "\uFFFD")
+}
+
+// bidiControl reports whether c is one of Unicode's bidirectional
+// formatting characters (embeddings, overrides, isolates and their ends)
+// or marks (U+200E, U+200F, U+061C), which change the order text shows in
+// and show as nothing themselves.
+func bidiControl(c rune) bool {
+	return c >= 0x202a && c <= 0x202e || c >= 0x2066 && c <= 0x2069 || c == 0x200e || c == 0x200f || c == 0x61c
 }
 
 // wholeOverrides marks in m each override's whole run (see displayed),
