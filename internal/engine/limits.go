@@ -42,12 +42,14 @@ func (e *Engine) checkPins(pins []resource.Key) error {
 }
 
 // carriesCredential refuses a URI the server does not list that holds a
-// credential (redact.Redactor.Holds: a configured secret such as another
-// server's token or the daemon's, user info, a bearer value): a caller led
-// to pin one, or to read it, would send it to that server. The error does
-// not quote the URI. Errors: ErrInvalidArgument.
+// credential (redact.Redactor.HoldsWhole: a configured secret such as
+// another server's token or the daemon's, user info, a bearer value): a
+// caller led to pin one, or to read it, would send it to that server. The
+// error does not quote the URI. A piece of a secret is no reason to refuse:
+// a caller told which of its guesses hold one would recover the secret a
+// byte at a time. Errors: ErrInvalidArgument.
 func (e *Engine) carriesCredential(k resource.Key) error {
-	if _, listed := e.ix.Get(k); listed || !e.set().red.Holds(k.URI) {
+	if _, listed := e.ix.Get(k); listed || !e.set().red.HoldsWhole(k.URI) {
 		return nil
 	}
 	return fmt.Errorf("%w: a URI for server %q holds a credential (a configured secret, user info or a token value): it is not sent", ErrInvalidArgument, k.Server)

@@ -461,3 +461,45 @@ func TestServersThatDroppedNothingAreReadPastTheDroppedTotal(t *testing.T) {
 		t.Errorf("items %+v, want the text server's notes (omitted %+v)", res.Items, res.Omitted)
 	}
 }
+
+// What a caller learns of its own pins does not depend on the daemon's
+// secrets: a pin that is a guess at a secret's start, before a cut mark,
+// comes back as written in the read's error, as a wrong guess does; and a
+// pin holding 8 bytes of a secret is refused no differently from one
+// holding none. Either would tell a caller its guesses, a byte at a time.
+func TestPinsAreNoOracleForSecrets(t *testing.T) {
+	const daemonToken = "dtok-9Qz81LmXw02VbNc7"
+	srv := mcptest.NewServer(map[string]string{"file:///srv/docs/readme.md": "the readme"}, nil)
+	srv.AddReceivingMiddleware(func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
+		return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
+			if r, ok := req.(*mcpsdk.ReadResourceRequest); ok && strings.HasPrefix(r.Params.URI, "file:///srv/missing/") {
+				return nil, mcpsdk.ResourceNotFoundError(r.Params.URI)
+			}
+			return next(ctx, method, req)
+		}
+	})
+	cfg := &config.Config{Auth: config.Auth{Token: daemonToken}, Servers: []config.Server{{Name: "fs", Transport: config.TransportStdio, Command: "unused", AllowUnlistedPins: true}}}
+	eng := newEngineOpts(t, "", map[string]*mcpsdk.Server{"fs": srv}, engine.Options{Config: cfg})
+	detail := func(uri string) string {
+		t.Helper()
+		res, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "readme", TokenBudget: 1000, ValueFloor: new(float64), Pinned: pin(uri)})
+		if err != nil {
+			t.Fatalf("pin %s: %v", uri, err)
+		}
+		for _, o := range res.Omitted {
+			if o.URI == uri {
+				return strings.ReplaceAll(o.Detail, uri, "<pin>")
+			}
+		}
+		t.Fatalf("pin %s: not among the omitted %+v", uri, res.Omitted)
+		return ""
+	}
+	right, wrong := detail("file:///srv/missing/"+daemonToken[:7]+"…"), detail("file:///srv/missing/dtok-Zz…")
+	if right != wrong || strings.Contains(right, redact.Mask) || !strings.Contains(right, "<pin>") {
+		t.Errorf("a right guess reads %q, a wrong one %q", right, wrong)
+	}
+	right, wrong = detail("file:///srv/missing/x"+daemonToken[5:13]), detail("file:///srv/missing/x9Qz81LmXq")
+	if right != wrong || strings.Contains(right, redact.Mask) {
+		t.Errorf("8 bytes of the token read %q, 8 others %q", right, wrong)
+	}
+}

@@ -254,7 +254,9 @@ func (e *Engine) parsedTemplates(server string, m *ctxsync.Mirror) []*template.T
 // its completion calls and in the URI read. A task is the caller's text
 // and may quote what must not go to an upstream: no value may hold a
 // configured credential (any server's, the daemon's token), a URL's user
-// info, or a bearer or secret-named value (see redact.Redactor.Holds),
+// info, or a bearer or secret-named value (see redact.Redactor.HoldsWhole:
+// a piece is no reason, or which values expand would tell a caller which
+// of its guesses hold one),
 // nor be one where it stands in the task (read is the task as it reads,
 // masked the same as the redactor shows it: "Authorization: Bearer X"
 // there masks the value X);
@@ -264,7 +266,7 @@ func (e *Engine) mayExpand(set *serverSet, read, masked, server string, tp *temp
 	for name, v := range values {
 		// Fewer of v in the masked task than in the task: the redactor
 		// masked it where it stands.
-		if k := redact.Skeleton(v); set.red.Holds(v) || strings.Count(masked, k) < strings.Count(read, k) {
+		if k := redact.Skeleton(v); set.red.HoldsWhole(v) || strings.Count(masked, k) < strings.Count(read, k) {
 			// The value itself is not logged: it holds a credential.
 			e.log.Debug("template value not sent: it holds a credential", "server", server, "template", tp.URITemplate, "variable", name)
 			return false

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -990,5 +991,24 @@ func TestBidiControlsAreDropped(t *testing.T) {
 	}
 	if got := r.String("שלום\u200f, world \u2067עולם\u2069"); got != "שלום, world עולם" {
 		t.Errorf("honest: %+q", got)
+	}
+}
+
+// StringExcept shows the caller's own text as written, also as Go quotes
+// it, and masks the rest; HoldsWhole finds whole secrets, not pieces.
+func TestStringExceptAndHoldsWhole(t *testing.T) {
+	const token = "dtok-9Qz81LmXw02VbNc7"
+	r := redact.New(token)
+	pin := "file:///x/" + token[:7] + "…\u00e9\""
+	msg := fmt.Sprintf("resource %q not found; retry with token %s or %s…", pin, token, token[:6])
+	got := r.StringExcept(msg, pin)
+	if !strings.Contains(got, strconv.Quote(pin)) || strings.Contains(strings.ReplaceAll(got, strconv.Quote(pin), ""), token[:6]) || strings.Count(got, redact.Mask) != 2 {
+		t.Errorf("StringExcept = %q", got)
+	}
+	if got := r.StringExcept("a \U000F0000 b "+token, "\U000F0000"); got != "a \U000F0000 b "+redact.Mask {
+		t.Errorf("StringExcept with a private-use pin = %q", got)
+	}
+	if r.HoldsWhole("x/"+token[3:12]) || !r.Holds("x/"+token[3:12]) || !r.HoldsWhole("x/"+token) || !r.HoldsWhole("x?token=abc") {
+		t.Errorf("HoldsWhole: piece %v, whole %v", r.HoldsWhole("x/"+token[3:12]), r.HoldsWhole("x/"+token))
 	}
 }

@@ -1332,6 +1332,11 @@ func (f Fetch) Freshness() string {
 // request reads.
 func (m *Mirror) ReadFetch(ctx context.Context, uri string) ([]resource.Content, Fetch, error) {
 	c, f, err := m.readFetch(ctx, uri)
+	if _, listed := m.opts.Index.Get(resource.Key{Server: m.opts.Server, URI: uri}); !listed {
+		// A URI the caller wrote (a pin, a template's expansion): the
+		// error shows it as written (see redact.Redactor.StringExcept).
+		return c, f, m.opts.Redact.ErrorExcept(err, uri)
+	}
 	return c, f, m.opts.Redact.Error(err)
 }
 
