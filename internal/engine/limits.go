@@ -258,8 +258,9 @@ const maxQuotedClaim = 256
 // (another server's, say) must not have its text passed off as the
 // resource's. A marked item is dropped as invalid_content, saying which
 // URI it claimed, cut to maxQuotedClaim bytes and masked by red (the claim
-// is the server's text: "other://x/TOKEN", a signed URL), and carries that
-// as its URI. contents itself,
+// is the server's text: "other://x/TOKEN", a signed URL; whole secrets
+// only, see redact.Redactor.StringWhole: a server may claim the caller's
+// URI re-encoded), and carries that as its URI. contents itself,
 // which the read cache may share, is not changed.
 func checkItems(uri string, contents []resource.Content, red *redact.Redactor) []resource.Content {
 	var out []resource.Content
@@ -270,7 +271,7 @@ func checkItems(uri string, contents []resource.Content, red *redact.Redactor) [
 		if out == nil {
 			out = slices.Clone(contents)
 		}
-		claim := red.String(redact.Clip(c.URI, maxQuotedClaim))
+		claim := red.StringWhole(redact.Clip(c.URI, maxQuotedClaim))
 		out[i].Error = fmt.Sprintf("the item claims URI %q, which is not the URI read nor under it", claim)
 		// The item's URI goes back as Dropped's URI: as quoted.
 		out[i].URI, out[i].Text, out[i].Blob = claim, "", nil

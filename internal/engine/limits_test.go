@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/contextd/contextd/internal/config"
@@ -464,7 +465,8 @@ func TestServersThatDroppedNothingAreReadPastTheDroppedTotal(t *testing.T) {
 
 // What a caller learns of its own pins does not depend on the daemon's
 // secrets: a pin that is a guess at a secret's start, before a cut mark,
-// comes back as written in the read's error, as a wrong guess does; and a
+// comes back in the read's error as a wrong guess does, also where the
+// server quotes it re-encoded; and a
 // pin holding 8 bytes of a secret is refused no differently from one
 // holding none. Either would tell a caller its guesses, a byte at a time.
 func TestPinsAreNoOracleForSecrets(t *testing.T) {
@@ -473,7 +475,8 @@ func TestPinsAreNoOracleForSecrets(t *testing.T) {
 	srv.AddReceivingMiddleware(func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
 		return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
 			if r, ok := req.(*mcpsdk.ReadResourceRequest); ok && strings.HasPrefix(r.Params.URI, "file:///srv/missing/") {
-				return nil, mcpsdk.ResourceNotFoundError(r.Params.URI)
+				// As the TypeScript SDK does: the URI quoted re-encoded.
+				return nil, &jsonrpc.Error{Code: -32602, Message: "Resource " + strings.ReplaceAll(r.Params.URI, " ", "%20") + " not found"}
 			}
 			return next(ctx, method, req)
 		}
@@ -488,13 +491,18 @@ func TestPinsAreNoOracleForSecrets(t *testing.T) {
 		}
 		for _, o := range res.Omitted {
 			if o.URI == uri {
-				return strings.ReplaceAll(o.Detail, uri, "<pin>")
+				d := strings.ReplaceAll(o.Detail, strings.ReplaceAll(uri, " ", "%20"), "<pin>")
+				return strings.ReplaceAll(d, uri, "<pin>")
 			}
 		}
 		t.Fatalf("pin %s: not among the omitted %+v", uri, res.Omitted)
 		return ""
 	}
 	right, wrong := detail("file:///srv/missing/"+daemonToken[:7]+"…"), detail("file:///srv/missing/dtok-Zz…")
+	if right != wrong || strings.Contains(right, redact.Mask) || !strings.Contains(right, "<pin>") {
+		t.Errorf("a right guess reads %q, a wrong one %q", right, wrong)
+	}
+	right, wrong = detail("file:///srv/missing/a b/"+daemonToken[:7]+"..."), detail("file:///srv/missing/a b/dtok-Zz...")
 	if right != wrong || strings.Contains(right, redact.Mask) || !strings.Contains(right, "<pin>") {
 		t.Errorf("a right guess reads %q, a wrong one %q", right, wrong)
 	}

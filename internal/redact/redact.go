@@ -649,7 +649,15 @@ func render(s string, m []bool) string {
 // a credential-like value after "Bearer "/"Basic "; or any value after a
 // secret-named key ("token=", "password:", but not "pageToken="). It is
 // checked as s reads (see skeleton), and percent-decoded.
-func (r *Redactor) Holds(s string) bool { return r.holdsIn(s, true) }
+func (r *Redactor) Holds(s string) bool {
+	if u, err := url.PathUnescape(s); err == nil && u != s && r.holds(u) {
+		return true // as a URI carries it
+	}
+	if m := asModelReads(s); m != "" && r.holds(m) {
+		return true // in tag characters (see maskTags)
+	}
+	return r.holds(s)
+}
 
 // HoldsWhole is Holds without the pieces: it reports whether s holds a
 // configured secret whole (in any form Holds finds), or what the generic
@@ -657,31 +665,39 @@ func (r *Redactor) Holds(s string) bool { return r.holdsIn(s, true) }
 // is for text a caller wrote: a caller told which pieces of a secret its
 // text holds could recover the secret a byte at a time, guessing each
 // next one.
-func (r *Redactor) HoldsWhole(s string) bool { return r.holdsIn(s, false) }
+func (r *Redactor) HoldsWhole(s string) bool { return r.wholeOnly().Holds(s) }
 
-func (r *Redactor) holdsIn(s string, pieces bool) bool {
-	if u, err := url.PathUnescape(s); err == nil && u != s && r.holds(u, pieces) {
-		return true // as a URI carries it
+// StringWhole is String without the pieces: whole secrets, in every form
+// and reading String finds, and what the generic rules find, but not the
+// 8-byte pieces of a generated secret or a piece beside a cut. It is for
+// text that quotes what a caller wrote, in a form contextd cannot undo (a
+// server's error quoting a URI re-encoded or cut): masking pieces there
+// would tell the caller which of its guesses begin a secret.
+func (r *Redactor) StringWhole(s string) string { return r.wholeOnly().String(s) }
+
+// wholeOnly returns r without its pieces (see HoldsWhole).
+func (r *Redactor) wholeOnly() *Redactor {
+	if r == nil {
+		return nil
 	}
-	if m := asModelReads(s); m != "" && r.holds(m, pieces) {
-		return true // in tag characters (see maskTags)
-	}
-	return r.holds(s, pieces)
+	w := *r
+	w.pieces, w.heads, w.tails = nil, nil, nil
+	return &w
 }
 
-func (r *Redactor) holds(s string, pieces bool) bool {
+func (r *Redactor) holds(s string) bool {
 	if strings.Contains(s, rlo) {
 		var b strings.Builder
 		fold(&b, s)
-		if r.holdsAsRead(s, b.String(), pieces) {
+		if r.holdsAsRead(s, b.String()) {
 			return true
 		}
 	}
-	return r.holdsAsRead(s, skeleton(s), pieces)
+	return r.holdsAsRead(s, skeleton(s))
 }
 
 // holdsAsRead is holds for s read as v.
-func (r *Redactor) holdsAsRead(s, v string, pieces bool) bool {
+func (r *Redactor) holdsAsRead(s, v string) bool {
 	if r != nil {
 		// A secret as written (one in another script than Latin).
 		for _, sec := range r.strong {
@@ -696,7 +712,7 @@ func (r *Redactor) holdsAsRead(s, v string, pieces bool) bool {
 				return true
 			}
 		}
-		if pieces && r.maskPieces(v) != v || r.spacedOut(v) != v || r.punctuated(v) != v {
+		if r.maskPieces(v) != v || r.spacedOut(v) != v || r.punctuated(v) != v {
 			return true
 		}
 		// Split by characters that read as ASCII punctuation ("ː" as
@@ -1121,81 +1137,23 @@ func (r *Redactor) indexPieces() {
 
 // Error returns err with its message masked; errors.Is and errors.As still
 // see err's chain. It returns nil for nil.
-func (r *Redactor) Error(err error) error {
+func (r *Redactor) Error(err error) error { return maskError(err, r.String) }
+
+// ErrorWhole is Error masking as StringWhole does, for an error that
+// quotes what a caller wrote.
+func (r *Redactor) ErrorWhole(err error) error { return maskError(err, r.StringWhole) }
+
+func maskError(err error, mask func(string) string) error {
 	if err == nil {
 		return nil
 	}
 	msg := err.Error()
-	red := r.String(msg)
+	red := mask(msg)
 	if red == msg {
 		return err
 	}
 	return &redacted{msg: red, err: err}
 }
-
-// ErrorExcept is Error for a message that may quote known, text the
-// caller gave (a URI it asked for): known is shown as it is, not masked
-// (see StringExcept).
-func (r *Redactor) ErrorExcept(err error, known string) error {
-	if err == nil {
-		return nil
-	}
-	msg := err.Error()
-	red := r.StringExcept(msg, known)
-	if red == msg {
-		return err
-	}
-	return &redacted{msg: red, err: err}
-}
-
-// StringExcept is String for text that may quote known, text the caller
-// gave: each copy of known, as written or as Go quotes it, is shown as it
-// is and the rest masked as String masks it. Masking the caller's own
-// text would tell it which of its guesses begin a secret (a cut's piece
-// is masked from four bytes), a byte at a time.
-func (r *Redactor) StringExcept(s, known string) string {
-	if known == "" {
-		return r.String(s)
-	}
-	forms := []string{known}
-	if q := strconv.Quote(known); q[1:len(q)-1] != known {
-		forms = append(forms, q[1:len(q)-1])
-	}
-	// Each copy becomes one private-use character that neither s nor a
-	// secret holds, and comes back after masking.
-	used := map[rune]bool{}
-	for _, c := range s {
-		if c >= privateUse {
-			used[c] = true
-		}
-	}
-	var holders []string
-	next := rune(privateUse)
-	for _, f := range forms {
-		if !strings.Contains(s, f) {
-			continue
-		}
-		for used[next] {
-			next++
-		}
-		if next > unicode.MaxRune {
-			return r.String(strings.NewReplacer(holders...).Replace(s))
-		}
-		h := string(next)
-		next++
-		s = strings.ReplaceAll(s, f, h)
-		holders = append(holders, h, f)
-	}
-	out := r.String(s)
-	if len(holders) == 0 {
-		return out
-	}
-	return strings.NewReplacer(holders...).Replace(out)
-}
-
-// privateUse is the first of the private-use characters StringExcept
-// stands for the caller's text with (planes 15 and 16).
-const privateUse = 0xf0000
 
 type redacted struct {
 	msg string

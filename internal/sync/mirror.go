@@ -1333,9 +1333,10 @@ func (f Fetch) Freshness() string {
 func (m *Mirror) ReadFetch(ctx context.Context, uri string) ([]resource.Content, Fetch, error) {
 	c, f, err := m.readFetch(ctx, uri)
 	if _, listed := m.opts.Index.Get(resource.Key{Server: m.opts.Server, URI: uri}); !listed {
-		// A URI the caller wrote (a pin, a template's expansion): the
-		// error shows it as written (see redact.Redactor.StringExcept).
-		return c, f, m.opts.Redact.ErrorExcept(err, uri)
+		// A URI the caller wrote (a pin, a template's expansion), which
+		// the server's error may quote re-encoded or cut: whole secrets
+		// only are masked (see redact.Redactor.StringWhole).
+		return c, f, m.opts.Redact.ErrorWhole(err)
 	}
 	return c, f, m.opts.Redact.Error(err)
 }
