@@ -35,6 +35,7 @@ import (
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
+	"golang.org/x/text/width"
 )
 
 // Defaults applied when a field is absent.
@@ -742,7 +743,7 @@ func valueSecrets(v string, named bool) []string {
 		if json.Unmarshal([]byte(v), &obj) == nil {
 			for k, x := range obj {
 				if str, ok := x.(string); ok && str != "" && (partKey.MatchString(k) || named && chosenOrGenerated(str)) {
-					out = append(out, str)
+					out = append(out, withDecoded(str)...)
 				}
 			}
 		}
@@ -754,7 +755,7 @@ func valueSecrets(v string, named bool) []string {
 			continue
 		}
 		if partKey.MatchString(k) || named && chosenOrGenerated(val) {
-			out = append(out, val)
+			out = append(out, withDecoded(val)...)
 		}
 	}
 	if m := dsnUserInfo.FindStringSubmatch(v); m != nil {
@@ -792,11 +793,18 @@ func symbolPassword(v string) bool {
 		strings.IndexFunc(v, unicode.IsSpace) < 0 && !addressLike(v)
 }
 
-// passwordSymbol reports whether v holds a symbol people put in passwords.
+// passwordSymbol reports whether v holds a symbol people put in passwords:
+// one of !#$^&*+?, or, beside a digit, one of @%~ or punctuation or a
+// symbol outside ASCII ("P@ssw0rd2024", "Passwört§2024"; not
+// "deploy@buildhost", "%Y-%m-%d", "Café—Menu").
 func passwordSymbol(v string) bool {
-	return strings.ContainsAny(v, "!#$^&*+?@%~") || strings.IndexFunc(v, func(c rune) bool {
+	v = width.Narrow.String(v) // "！" is "!"
+	if strings.ContainsAny(v, "!#$^&*+?") {
+		return true
+	}
+	return strings.ContainsAny(v, "0123456789") && (strings.ContainsAny(v, "@%~") || strings.IndexFunc(v, func(c rune) bool {
 		return c >= utf8.RuneSelf && (unicode.IsPunct(c) || unicode.IsSymbol(c))
-	}) >= 0
+	}) >= 0)
 }
 
 // addressLike reports whether v is a URL, a path, a client-side route, a
@@ -810,13 +818,25 @@ func addressLike(v string) bool {
 	return strings.Contains(v, "://") || emailAddress.MatchString(v) || relativeQuery.MatchString(v)
 }
 
-// emailAddress matches a whole e-mail address (RFC 5322 atoms before the
-// "@", a domain with a dot after it).
-var emailAddress = regexp.MustCompile("^[A-Za-z0-9!#$%&'*+/=?^_`{|}~.-]+@[A-Za-z0-9-]+(?:\\.[A-Za-z0-9-]+)+$")
+// emailAddress matches a whole e-mail address as people write them: a
+// name of letters, digits and ._%+!- before the "@", a domain ending in a
+// top-level name of letters after it ("Pa$$@w0rd.1" is none).
+var emailAddress = regexp.MustCompile(`^[A-Za-z0-9._%+!-]+@(?:[A-Za-z0-9-]+\.)+[A-Za-z]{2,}$`)
 
-// relativeQuery matches a relative URL's path and the start of its query
-// ("dashboard?tab=1", "settings/profile?page=2").
-var relativeQuery = regexp.MustCompile(`^[\w./-]*\?[\w.\[\]-]+=`)
+// relativeQuery matches a relative URL's path and the start of its query,
+// in lower case as paths and parameters are written ("dashboard?tab=1",
+// "settings/profile?page=2"; not "Who?Am=I42x").
+var relativeQuery = regexp.MustCompile(`^[a-z0-9_./-]*\?[a-z0-9_.\[\]-]+=`)
+
+// withDecoded returns v and, when it is percent-encoded, v decoded: a
+// server echoes the password it uses ("Amber!Lamps"), not the setting
+// ("Amber%21Lamps").
+func withDecoded(v string) []string {
+	if d, err := url.PathUnescape(v); err == nil && d != v {
+		return []string{v, d}
+	}
+	return []string{v}
+}
 
 // chosenOrGenerated reports whether a setting's value reads as a chosen
 // password or looks generated (see symbolPassword and generated), judged
