@@ -33,6 +33,8 @@ import (
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"golang.org/x/text/unicode/bidi"
 )
 
 // secretKeys are the key names whose value is a credential, as a regexp
@@ -398,10 +400,24 @@ func (r *Redactor) String(s string) string {
 
 // bidiControl reports whether c is one of Unicode's bidirectional
 // formatting characters (embeddings, overrides, isolates and their ends)
-// or marks (U+200E, U+200F, U+061C), which change the order text shows in
-// and show as nothing themselves.
+// or marks (U+200E, U+200F, U+061C) or another character that shows as
+// nothing and is right-to-left, which change the order text shows in and
+// show as nothing themselves.
 func bidiControl(c rune) bool {
-	return c >= 0x202a && c <= 0x202e || c >= 0x2066 && c <= 0x2069 || c == 0x200e || c == 0x200f || c == 0x61c
+	if c < 0x600 {
+		return false
+	}
+	if c >= 0x202a && c <= 0x202e || c >= 0x2066 && c <= 0x2069 || c == 0x200e || c == 0x200f || c == 0x61c {
+		return true
+	}
+	// Other characters that show as nothing but are right-to-left ones
+	// (U+070F SYRIAC ABBREVIATION MARK) reorder what is around them as a
+	// right-to-left mark does.
+	if !invisible(c) {
+		return false
+	}
+	p, _ := bidi.LookupRune(c)
+	return p.Class() == bidi.R || p.Class() == bidi.AL
 }
 
 // wholeOverrides marks in m each override's whole run (see displayed),
