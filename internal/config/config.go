@@ -794,15 +794,17 @@ func symbolPassword(v string) bool {
 }
 
 // passwordSymbol reports whether v holds a symbol people put in passwords:
-// one of !#$^&*+?, or, beside a digit, one of @%~ or punctuation or a
-// symbol outside ASCII ("P@ssw0rd2024", "Passwört§2024"; not
-// "deploy@buildhost", "%Y-%m-%d", "Café—Menu").
+// one of !#$^&*+?, or, beside a digit or in mixed case, one of @%~ or
+// punctuation or a symbol outside ASCII ("P@ssw0rd2024", "P@ssWord",
+// "Passwört§2024"; not "deploy@buildhost", "%y-%m-%d", "ops~team").
 func passwordSymbol(v string) bool {
 	v = width.Narrow.String(v) // "！" is "!"
 	if strings.ContainsAny(v, "!#$^&*+?") {
 		return true
 	}
-	return strings.ContainsAny(v, "0123456789") && (strings.ContainsAny(v, "@%~") || strings.IndexFunc(v, func(c rune) bool {
+	mixed := strings.ContainsAny(v, "0123456789") ||
+		strings.IndexFunc(v, unicode.IsUpper) >= 0 && strings.IndexFunc(v, unicode.IsLower) >= 0
+	return mixed && (strings.ContainsAny(v, "@%~") || strings.IndexFunc(v, func(c rune) bool {
 		return c >= utf8.RuneSelf && (unicode.IsPunct(c) || unicode.IsSymbol(c))
 	}) >= 0)
 }
@@ -947,7 +949,7 @@ func headerArgSecrets(arg string) []string {
 func urlSecrets(raw string) []string {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" {
-		return nil
+		return userInfoAsWritten(raw)
 	}
 	var out []string
 	if u.User != nil {
@@ -970,6 +972,46 @@ func urlSecrets(raw string) []string {
 	for _, seg := range strings.Split(u.Path, "/") {
 		if len(seg) >= 16 && strings.ContainsAny(seg, "0123456789") && strings.IndexFunc(seg, unicode.IsLetter) >= 0 {
 			out = append(out, seg)
+		}
+	}
+	return out
+}
+
+// userInfoAsWritten returns the user name and password of a URL Go's parser
+// refuses ("postgresql://app:Tr0ub^dor3x@db:5432/prod": "^", "{", "|",
+// a space or a character outside ASCII in the password), which other
+// clients (libpq, WHATWG URL parsers) take as written: what stands
+// between "://" and the last "@" before the path, split at its first
+// ":".
+func userInfoAsWritten(raw string) []string {
+	_, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return nil
+	}
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		// The authority ends at the first of these after the user info.
+		if at := strings.LastIndex(rest, "@"); at > i {
+			i = strings.IndexAny(rest[at:], "/?#")
+			if i >= 0 {
+				i += at
+			}
+		}
+		if i >= 0 {
+			rest = rest[:i]
+		}
+	}
+	at := strings.LastIndex(rest, "@")
+	if at <= 0 {
+		return nil
+	}
+	user, pass, _ := strings.Cut(rest[:at], ":")
+	if strings.ContainsAny(user, "/?#") {
+		return nil // an "@" in the path, not user info
+	}
+	var out []string
+	for _, v := range []string{user, pass} {
+		if v != "" {
+			out = append(out, withDecoded(v)...)
 		}
 	}
 	return out

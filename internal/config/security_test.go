@@ -127,12 +127,14 @@ mcpServers:
   envhdr: { command: npx, args: [mcp-remote, "https://x.example/sse", --header, "Authorization:${AUTH_HEADER}"] }
   gh: { command: gh-mcp, args: [serve, "${GITHUB_TOKEN}", "${HOME}/cache", "--port=${PORT}"] }
   inurl: { command: srv, env: { DSN: "mysql://root:${DB_PASSWORD}@db:${PORT}/x" } }
+  caret: { command: srv, env: { DATABASE_URL: "postgresql://app:Tr0ub^dor3x@db.internal:5432/prod", REDIS_URL: "redis://:Straße§Haus1@cache:6379/0" } }
 `), vars)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for name, want := range map[string][]string{
 		"pg":     {"pg-pass-77"},
+		"caret":  {"Tr0ub^dor3x", "Straße§Haus1"},
 		"joined": {"hunter22xx"},
 		"remote": {"Bearer tok-abcdef123456", "tok-abcdef123456"},
 		"envhdr": {"Bearer tok-from-env-4321", "tok-from-env-4321"},
@@ -182,7 +184,7 @@ mcpServers:
       RANDOM_SEED: "20240101"
       AWS_S3_SIGNATURE_VERSION: s3v4
       SIGNATURE_ALGORITHM: ed25519
-      SESSION_COOKIE: "tz=Europe/Berlin; lang=en; sid=Amber-Lamps-Tide!; session=hunter2hunter; returnTo=https://app.example.com/?tab=1; email=alice@example.com; filter=status=open; remember_me=Summer2024!@; pw=Zebra=Moon!7; login=Amber%Lamps!Tide; notify=bob+ci@example.com; next=/srv/a?b=1; remember=P@ssw0rd2024; pin=Jade~Moon~42; back=dashboard?tab=1; hash=#/settings/profile; cc=bob!ci@example.com; q=filter%3Dstatus%3Dopen; r2=Who?Am=I42x; r3=Jade%40Moon42; r4=Pa$$@w0rd.1; r5=秘密のパスワード！; user=deploy@buildhost; fmt=%Y-%m-%dT%H; title=Café—Menu"
+      SESSION_COOKIE: "tz=Europe/Berlin; lang=en; sid=Amber-Lamps-Tide!; session=hunter2hunter; returnTo=https://app.example.com/?tab=1; email=alice@example.com; filter=status=open; remember_me=Summer2024!@; pw=Zebra=Moon!7; login=Amber%Lamps!Tide; notify=bob+ci@example.com; next=/srv/a?b=1; remember=P@ssw0rd2024; pin=Jade~Moon~42; back=dashboard?tab=1; hash=#/settings/profile; cc=bob!ci@example.com; q=filter%3Dstatus%3Dopen; r2=Who?Am=I42x; r3=Jade%40Moon42; r4=Pa$$@w0rd.1; r5=秘密のパスワード！; r6=P@ssWord; r7=Straße§Haus; user=deploy@buildhost; fmt=%y-%m-%d; home=~alice/docs"
       AZURE_CONNECTION_STRING: "AccountName=contosodata01;AccountKey=bXlrZXk0Mg==;EndpointSuffix=core.windows.net"
       IMAGE: "node:20.11.1@sha256:0f3b2a1c9d8e7f6a5b4c3d2e1f0a9b8c"
       MYSQL_DSN: "app:My!Pass98@tcp(db:3306)/app?parseTime=true&collation=utf8mb4_unicode_ci"
@@ -195,7 +197,7 @@ mcpServers:
 		"e": {"bXlrZXk0Mg==", "Odbc!Pass9", "Jdbc!Pass9", "My!Pass99"},
 		"plain": {"ghp_Docker0123456789abcd", "Cs3cr3t!xyz", "bXlrZXk0Mg==", "My!Pass98", "Amber-Lamps-Tide!", "hunter2hunter",
 			"Summer2024!@", "Zebra=Moon!7", "Amber%Lamps!Tide", "P@ssw0rd2024", "Jade~Moon~42",
-			"Who?Am=I42x", "Jade%40Moon42", "Jade@Moon42", "Pa$$@w0rd.1", "秘密のパスワード！"},
+			"Who?Am=I42x", "Jade%40Moon42", "Jade@Moon42", "Pa$$@w0rd.1", "秘密のパスワード！", "P@ssWord", "Straße§Haus"},
 	} {
 		s, _ := inside.Server(name)
 		got := s.Secrets()
@@ -209,7 +211,7 @@ mcpServers:
 				"s3v4", "ed25519", "Europe/Berlin", "en", "core.windows.net", `{"client_id":"abc`, "....", "contosodata01", "20.11.1",
 				"true", "utf8mb4_unicode_ci", "https://app.example.com/?tab=1", "alice@example.com", "status=open",
 				"bob+ci@example.com", "/srv/a?b=1", "dashboard?tab=1", "#/settings/profile", "bob!ci@example.com", "filter%3Dstatus%3Dopen",
-				"deploy@buildhost", "%Y-%m-%dT%H", "Café—Menu"}, v) {
+				"deploy@buildhost", "%y-%m-%d", "~alice/docs"}, v) {
 				t.Errorf("%s: %q taken for a secret", name, v)
 			}
 		}
