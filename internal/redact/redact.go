@@ -385,9 +385,12 @@ func (r *Redactor) String(s string) string {
 	out = r.maskTags(out)
 	// What is left shows in the order it is stored: the pieces of a
 	// secret an embedding, an isolate or a right-to-left mark would
-	// show in another order than stored, whole, show as stored.
+	// show in another order than stored, whole, show as stored. The
+	// segment separators that show as nothing (U+000B, U+001F) go too:
+	// each is shown at the paragraph's level, which puts what is between
+	// them in reverse order in a right-to-left paragraph.
 	out = strings.Map(func(c rune) rune {
-		if bidiControl(c) {
+		if bidiControl(c) || c == 0x0b || c == 0x1f {
 			return -1
 		}
 		return c

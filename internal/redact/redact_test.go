@@ -981,10 +981,11 @@ func TestBidiControlsAreDropped(t *testing.T) {
 		"err \u202b" + token[14:] + "\u061c" + token[7:14] + "\u061c" + token[:7] + "\u202c end",
 		"err \u202e" + "Yb3Nz8" + "\u202d" + token[7:14] + "\u202c" + "m2Kv7xQ" + "\u202c end",
 		"\u070f" + token[14:] + "\u070f" + token[7:14] + "\u070f" + token[:7] + "\u070f",
+		"\u05d0" + token[14:] + "\x1f" + token[7:14] + "\x1f" + token[:7] + "\x1f",
 	} {
 		got := r.String(text)
 		if strings.ContainsFunc(got, func(c rune) bool {
-			return c >= 0x202a && c <= 0x202e || c >= 0x2066 && c <= 0x2069 || c == 0x200e || c == 0x200f || c == 0x61c || c == 0x70f
+			return c >= 0x202a && c <= 0x202e || c >= 0x2066 && c <= 0x2069 || c == 0x200e || c == 0x200f || c == 0x61c || c == 0x70f || c == 0x1f
 		}) {
 			t.Errorf("String(%+q) = %+q keeps a bidirectional control", text, got)
 		}
