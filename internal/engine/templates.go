@@ -154,7 +154,11 @@ func (e *Engine) withTemplates(ctx context.Context, query string, filt Filter, r
 			e.log.Debug("template expansion rejected", "server", pr.server, "err", err)
 			continue
 		}
-		if slices.ContainsFunc(slices.Collect(maps.Values(confirmed[i])), set.red.Holds) {
+		// Whole credentials only, as for the task's values (see
+		// mayExpand): the values are the caller's words, echoed by the
+		// server's completion, and an expansion dropped for holding a
+		// piece would tell the caller its guess began a secret.
+		if slices.ContainsFunc(slices.Collect(maps.Values(confirmed[i])), set.red.HoldsWhole) {
 			e.log.Debug("template expansion dropped: the server's completion spelled a credential", "server", pr.server, "template", pr.tp.URITemplate)
 			continue
 		}

@@ -651,6 +651,28 @@ func TestTemplateValuesNeverCarryCredentials(t *testing.T) {
 	}
 }
 
+// Whether a task's value expands does not depend on whether it holds a
+// piece of a configured secret: a caller told so would recover the secret
+// a byte at a time.
+func TestTemplateValuesAreNoOracleForSecrets(t *testing.T) {
+	const daemonToken = "dtok-9Qz81LmXw02VbNc7"
+	echo := func(_ context.Context, req *mcpsdk.CompleteRequest) (*mcpsdk.CompleteResult, error) {
+		return &mcpsdk.CompleteResult{Completion: mcpsdk.CompletionResultDetails{Values: []string{req.Params.Argument.Value}}}, nil
+	}
+	srv := mcptest.NewServer(map[string]string{"doc://readme": "About these notes."}, &mcpsdk.ServerOptions{CompletionHandler: echo})
+	srv.AddResourceTemplate(&mcpsdk.ResourceTemplate{URITemplate: "notes://{+path}", Name: "notes", Description: "notes by path"},
+		func(_ context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+			return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: req.Params.URI, Text: "notes"}}}, nil
+		})
+	cfg := &config.Config{Auth: config.Auth{Token: daemonToken}, Servers: []config.Server{{Name: "notes", Transport: config.TransportStdio, Command: "unused"}}}
+	eng := newEngineOpts(t, "", map[string]*mcpsdk.Server{"notes": srv}, engine.Options{Config: cfg})
+	for _, guess := range []string{daemonToken[3:11], "ok-9QzZZ"} {
+		if got := uris(search(t, eng, "notes path keys/"+guess+".md")); !slices.Contains(got, "notes notes://keys/"+guess+".md") {
+			t.Errorf("guess %q: results %v, want its expansion", guess, got)
+		}
+	}
+}
+
 // BenchmarkSearchManyWideTemplates measures Search against a server with
 // 1,000 templates of 8 variables each and a completion that confirms every
 // value, for a task with values that fit them: the work per query that
