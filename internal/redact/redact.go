@@ -849,12 +849,10 @@ func Clip(s string, n int) string {
 	return s[:n] + Cut
 }
 
-// cutPieces masks, next to each Cut (or "...") in s, the pieces of a
-// secret a cut left (see String). Its work is linear in len(s): each mark
-// is found once, and each looks up its candidate pieces by four bytes.
-func (r *Redactor) cutPieces(s string) string { return render(s, r.cutPieceMarks(s, nil)) }
-
-// cutPieceMarks adds to m (see secretMarks) the pieces cutPieces masks.
+// cutPieceMarks adds to m (see secretMarks), next to each Cut (or "...")
+// in s, the pieces of a secret a cut left (see String). Its work is
+// linear in len(s): each mark is found once, and each looks up its
+// candidate pieces by four bytes.
 func (r *Redactor) cutPieceMarks(s string, m []bool) []bool {
 	if len(r.secrets) == 0 || !strings.Contains(s, Cut) && !strings.Contains(s, asciiCut) {
 		return m
