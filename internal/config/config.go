@@ -945,13 +945,40 @@ func headerArgSecrets(arg string) []string {
 	return out
 }
 
-// urlSecrets returns the user info and query values of raw when it is a URL.
+// urlSecrets returns the user info and query values of raw when it is a
+// URL, and of each URL in it when it holds several (a failover list,
+// "amqp://u:p1@h1//;amqp://u:p2@h2//"). User info is also taken as
+// written (see userInfoAsWritten): Go reads "postgres://admin:2024#Winter!@db/prod"
+// as host "admin", port 2024 and a fragment, where libpq reads the
+// password "2024#Winter!".
 func urlSecrets(raw string) []string {
+	starts := urlStart.FindAllStringIndex(raw, -1)
+	// User info as written is each URL's own, never the whole list's.
+	out := oneURLSecrets(raw, len(starts) <= 1)
+	if len(starts) > 1 {
+		for i, st := range starts {
+			end := len(raw)
+			if i+1 < len(starts) {
+				end = starts[i+1][0]
+			}
+			out = append(out, oneURLSecrets(strings.TrimRight(raw[st[0]:end], ";, \t\n"), true)...)
+		}
+	}
+	return out
+}
+
+// urlStart finds where a URL begins: a scheme and "://".
+var urlStart = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://`)
+
+func oneURLSecrets(raw string, asWritten bool) []string {
+	var out []string
+	if asWritten {
+		out = userInfoAsWritten(raw)
+	}
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" {
-		return userInfoAsWritten(raw)
+		return out
 	}
-	var out []string
 	if u.User != nil {
 		out = append(out, u.User.Username())
 		if p, ok := u.User.Password(); ok {

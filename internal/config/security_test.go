@@ -127,14 +127,15 @@ mcpServers:
   envhdr: { command: npx, args: [mcp-remote, "https://x.example/sse", --header, "Authorization:${AUTH_HEADER}"] }
   gh: { command: gh-mcp, args: [serve, "${GITHUB_TOKEN}", "${HOME}/cache", "--port=${PORT}"] }
   inurl: { command: srv, env: { DSN: "mysql://root:${DB_PASSWORD}@db:${PORT}/x" } }
-  caret: { command: srv, env: { DATABASE_URL: "postgresql://app:Tr0ub^dor3x@db.internal:5432/prod", REDIS_URL: "redis://:Straße§Haus1@cache:6379/0" } }
+  caret: { command: srv, env: { DATABASE_URL: "postgresql://app:Tr0ub^dor3x@db.internal:5432/prod", REDIS_URL: "redis://:Straße§Haus1@cache:6379/0",
+    DB2: "postgres://admin:2024#Winter!@db:5432/prod", BROKERS: "amqp://u:Rabbit^1x@h1//;amqp://u:Hop^Rab2@h2//", HOOKS: "https://a.example/x, https://u:Pw2y!zz9@b.example/y" } }
 `), vars)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for name, want := range map[string][]string{
 		"pg":     {"pg-pass-77"},
-		"caret":  {"Tr0ub^dor3x", "Straße§Haus1"},
+		"caret":  {"Tr0ub^dor3x", "Straße§Haus1", "2024#Winter!", "Rabbit^1x", "Hop^Rab2", "Pw2y!zz9"},
 		"joined": {"hunter22xx"},
 		"remote": {"Bearer tok-abcdef123456", "tok-abcdef123456"},
 		"envhdr": {"Bearer tok-from-env-4321", "tok-from-env-4321"},
