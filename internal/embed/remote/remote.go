@@ -316,14 +316,18 @@ func (e *Embedder) Embed(ctx context.Context, text string) ([]float32, error) {
 
 // EmbedBatch returns the unit vectors of texts, in order. It sends batches
 // of BatchSize texts, up to Concurrency at once, and fails as a whole when
-// one batch fails (after its retries): it then cancels the others.
+// one batch fails (after its retries): it then cancels the others. Its
+// errors have the embedder's credentials masked whole (see
+// redact.Redactor.StringWhole): a service quoting its input back quotes a
+// caller's query, and masking pieces there would tell the caller which of
+// its guesses begin the API key.
 func (e *Embedder) EmbedBatch(ctx context.Context, texts []string) ([][]float32, error) {
 	out := make([][]float32, len(texts))
 	if len(texts) <= e.batch {
 		if len(texts) == 0 {
 			return out, nil
 		}
-		return out, e.red.Error(e.send(ctx, texts, out))
+		return out, e.red.ErrorWhole(e.send(ctx, texts, out))
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -338,7 +342,7 @@ func (e *Embedder) EmbedBatch(ctx context.Context, texts []string) ([][]float32,
 	}
 	wg.Wait()
 	if err := context.Cause(ctx); err != nil {
-		return nil, e.red.Error(err)
+		return nil, e.red.ErrorWhole(err)
 	}
 	return out, nil
 }

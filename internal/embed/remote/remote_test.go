@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/contextd/contextd/internal/redact"
 )
 
 // fake is a loopback stand-in for an embeddings API. By default it answers
@@ -648,4 +650,33 @@ func redirectToOtherOrigin(t *testing.T, header, path string) (string, *atomic.V
 	}))
 	t.Cleanup(redirector.Close)
 	return redirector.URL, got
+}
+
+// An embedding service that quotes its input in its errors tells a caller
+// nothing about the API key: a query that is a guess at the key's start,
+// before a cut mark, fails as a wrong guess does.
+func TestErrorsQuotingTheQueryAreNoOracleForTheKey(t *testing.T) {
+	const key = "sk-live-9Qz81LmXw02VbNc7"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Input []string `json:"input"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"message": "bad input: " + strings.Join(req.Input, " ")}})
+	}))
+	t.Cleanup(srv.Close)
+	e, _ := newEmbedder(t, Options{Provider: OpenAI, URL: srv.URL + "/v1", Model: "m", APIKey: key, Dimensions: 8})
+	var msgs []string
+	for _, guess := range []string{key[:10], "sk-live-Zz"} {
+		_, err := e.Embed(t.Context(), "find x"+guess+"…")
+		if err == nil {
+			t.Fatalf("guess %q: no error", guess)
+		}
+		msgs = append(msgs, strings.ReplaceAll(err.Error(), guess, "<guess>"))
+	}
+	if msgs[0] != msgs[1] || strings.Contains(msgs[0], redact.Mask) {
+		t.Errorf("a right guess fails with %q, a wrong one with %q", msgs[0], msgs[1])
+	}
 }
