@@ -35,6 +35,7 @@ func (s *Session) Complete(ctx context.Context, uriTemplate, arg, value string, 
 	if !s.caps.Completions {
 		return Completion{}, fmt.Errorf("mcp: server %q: complete %q of %q: %w", s.name, arg, uriTemplate, ErrNoCompletions)
 	}
+	s.NoteCallerText()
 	p := &mcpsdk.CompleteParams{
 		Ref:      &mcpsdk.CompleteReference{Type: "ref/resource", URI: uriTemplate},
 		Argument: mcpsdk.CompleteParamsArgument{Name: arg, Value: value},

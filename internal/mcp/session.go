@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -151,6 +152,10 @@ type Session struct {
 
 	closeOnce sync.Once
 	closeErr  error
+
+	// callerText is set once a request carried text a caller chose (see
+	// NoteCallerText); StderrLine then withholds the server's stderr.
+	callerText atomic.Bool
 }
 
 // Connect starts (stdio) or dials (HTTP) the configured server and runs the
@@ -421,6 +426,11 @@ func (s *Session) StderrTail() string { return s.stderr.String() }
 // StderrLine returns the last line a stdio server wrote to stderr, masked
 // (Options.Redact), control characters escaped, at most 200 bytes; "" when
 // it wrote nothing. The whole tail is logged at debug level.
+//
+// Once the session carried text a caller chose (NoteCallerText), it
+// returns StderrWithheld instead: the server may have printed that text,
+// and a line masked for pieces of secrets would tell a caller which of
+// its guesses begin one.
 func (s *Session) StderrLine() string {
 	tail := s.stderr.String()
 	if strings.TrimSpace(tail) == "" {
@@ -429,8 +439,22 @@ func (s *Session) StderrLine() string {
 	if s.opts.Logger != nil {
 		s.opts.Logger.Debug("stdio server stderr", "server", s.name, "stderr", tail)
 	}
+	if s.callerText.Load() {
+		return StderrWithheld
+	}
 	return s.opts.Redact.Line(tail)
 }
+
+// StderrWithheld stands for a stdio server's stderr line in errors once the
+// session carried a caller's text (see Session.StderrLine).
+const StderrWithheld = "(withheld: the server was sent text a caller chose; its stderr is in the log at debug level)"
+
+// NoteCallerText records that a request on s is about to carry text a
+// caller chose rather than one the server listed: the URI of a pin or of a
+// template's expansion, a value to complete. From then on, for the life of
+// the session, StderrLine withholds what the server printed. Complete
+// calls it itself.
+func (s *Session) NoteCallerText() { s.callerText.Store(true) }
 
 // Wait blocks until the session ends (the server exits or Close is called).
 func (s *Session) Wait() error { return s.cs.Wait() }

@@ -95,6 +95,14 @@ func fakeStdioServer(mode string) {
 				return nil, nil
 			})
 		_ = srv.Run(context.Background(), &mcpsdk.StdioTransport{})
+	case "complete-echo":
+		// Prints the value it was asked to complete, and exits.
+		csrv := mcptest.NewServer(nil, &mcpsdk.ServerOptions{CompletionHandler: func(_ context.Context, req *mcpsdk.CompleteRequest) (*mcpsdk.CompleteResult, error) {
+			fmt.Fprintf(os.Stderr, "cannot complete %s\n", req.Params.Argument.Value)
+			os.Exit(3)
+			return nil, nil
+		}})
+		_ = csrv.Run(context.Background(), &mcpsdk.StdioTransport{})
 	case "env":
 		mcptest.AddText(srv, "doc://env", "env", strings.Join(os.Environ(), "\n"))
 		_ = srv.Run(context.Background(), &mcpsdk.StdioTransport{})
@@ -317,5 +325,26 @@ func TestStdioStderrTailCutInsideASecretIsMasked(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "BBBB") || strings.Contains(logs.String(), piece) {
 		t.Fatalf("debug log holds the piece of the secret %q:\n%.300s", piece, logs.String())
+	}
+}
+
+// A value to complete is a caller's text, which a server may print to
+// stderr before it exits: the error withholds the line rather than show it
+// masked for pieces of secrets (which would say whether a guess begins
+// one).
+func TestStdioStderrAfterACallersTextIsWithheld(t *testing.T) {
+	const secret = "ghp_T9kLmN2pQ7rS4vW8xY1zA3bC5dE6fG0h"
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	srv := fakeServer("complete-echo")
+	srv.Env["LEAK_TOKEN"] = secret
+	sess, err := mcp.Connect(ctx, srv, &mcp.Options{Redact: redact.New(srv.Secrets()...)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	_, err = sess.Complete(ctx, "doc://{x}", "x", secret[:12], nil)
+	if err == nil || strings.Contains(err.Error(), "cannot complete") || !strings.Contains(err.Error(), "stderr: "+mcp.StderrWithheld) {
+		t.Fatalf("Complete = %v; want the exit, its stderr line withheld", err)
 	}
 }

@@ -1375,6 +1375,9 @@ func (m *Mirror) read(ctx context.Context, sess *mcp.Session, uri string) ([]res
 	// ticket keeps content from being cached if a notification (or a new
 	// session) came in meanwhile.
 	t := m.cache.ticket()
+	if _, listed := m.opts.Index.Get(resource.Key{Server: m.opts.Server, URI: uri}); !listed {
+		sess.NoteCallerText()
+	}
 	if sess.Capabilities().Subscribe && m.cache.enabled() && !m.cache.subscribed(uri) {
 		err := sess.Subscribe(ctx, uri)
 		if errors.Is(err, mcp.ErrListenLimit) {

@@ -17,6 +17,7 @@ import (
 	"github.com/contextd/contextd/internal/index"
 	"github.com/contextd/contextd/internal/mcp"
 	"github.com/contextd/contextd/internal/mcp/mcptest"
+	"github.com/contextd/contextd/internal/redact"
 	ctxsync "github.com/contextd/contextd/internal/sync"
 )
 
@@ -140,4 +141,71 @@ func (b *logBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// echoServer is a stdio MCP server (sh) listing doc://a that, asked to read
+// any URI, prints "cannot read URI" to stderr and exits.
+const echoServer = `while read -r l; do
+id=$(printf '%s' "$l" | sed -n 's/.*"id":\([0-9]*\).*/\1/p')
+case "$l" in
+*'"initialize"'*) printf '{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{"resources":{}},"serverInfo":{"name":"sh","version":"1"}}}\n' "$id";;
+*'"resources/list"'*) printf '{"jsonrpc":"2.0","id":%s,"result":{"resources":[{"uri":"doc://a","name":"a"}]}}\n' "$id";;
+*'"resources/templates/list"'*) printf '{"jsonrpc":"2.0","id":%s,"result":{"resourceTemplates":[]}}\n' "$id";;
+*'"resources/read"'*) printf 'cannot read %s\n' "$(printf '%s' "$l" | sed -n 's/.*"uri":"\([^"]*\)".*/\1/p')" >&2; sleep 0.1; exit 3;;
+esac
+done
+`
+
+// readEcho reads uri from a fresh echoServer whose credential is secret,
+// and returns the read's error and the server's last error once the
+// session ended.
+func readEcho(t *testing.T, secret, uri string) (readErr, lastErr string) {
+	t.Helper()
+	dial := func(ctx context.Context, o *mcp.Options) (*mcp.Session, error) {
+		o.ProtocolVersion = "2025-11-25"
+		return mcp.Connect(ctx, config.Server{Name: "sh", Transport: config.TransportStdio, Command: "sh", Args: []string{"-c", echoServer}}, o)
+	}
+	m := ctxsync.New(ctxsync.Options{Server: "sh", Index: newIndex(t), Dial: dial, Redact: redact.New(secret), MinBackoff: time.Hour, MaxBackoff: time.Hour, ContentMaxResources: noContentIndex})
+	start(t, m)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	select {
+	case <-m.Ready():
+	case <-ctx.Done():
+		t.Fatalf("not ready: %+v", m.Status())
+	}
+	_, _, err := m.ReadFetch(ctx, uri)
+	if err == nil {
+		t.Fatalf("read of %s from a server that exits succeeded", uri)
+	}
+	for m.Status().State != ctxsync.StateStale {
+		if ctx.Err() != nil {
+			t.Fatalf("the session did not end: %+v", m.Status())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return err.Error(), m.Status().LastError
+}
+
+// A stdio server may print a URI a caller chose (a pin) to stderr before it
+// exits. Masked for pieces of secrets, its last line would tell the caller
+// which guess begins the server's credential; once a caller's URI was
+// sent, the line is withheld from the read's error and the last error
+// alike. Lines after reads of listed URIs are still shown.
+func TestStderrIsNoOracleForSecrets(t *testing.T) {
+	const secret = "ghp_T9kLmN2pQ7rS4vW8xY1zA3bC5dE6fG0h"
+	right, wrong := secret[:12], "zq3xv8wk1jy5"
+	rErr, rLast := readEcho(t, secret, "doc://x/"+right)
+	wErr, wLast := readEcho(t, secret, "doc://x/"+wrong)
+	same := func(s, guess string) string { return strings.ReplaceAll(s, guess, "GUESS") }
+	if same(rErr, right) != same(wErr, wrong) || same(rLast, right) != same(wLast, wrong) {
+		t.Errorf("a right guess reads unlike a wrong one:\nread error %q\n        vs %q\nlast error %q\n        vs %q", rErr, wErr, rLast, wLast)
+	}
+	if strings.Contains(rErr, "cannot read") || !strings.Contains(rErr, mcp.StderrWithheld) || strings.Contains(rLast, "cannot read") {
+		t.Errorf("read error %q, last error %q; want the stderr line withheld", rErr, rLast)
+	}
+	lErr, lLast := readEcho(t, secret, "doc://a")
+	if !strings.Contains(lErr, "stderr: cannot read doc://a") || !strings.Contains(lLast, "stderr: cannot read doc://a") {
+		t.Errorf("read of a listed URI: error %q, last error %q; want its stderr line", lErr, lLast)
+	}
 }
