@@ -875,6 +875,31 @@ func generated(v string) bool {
 	return upper+lower > 0 && digits > 0 && (upper > 0 && lower > 0 || digits >= 4)
 }
 
+// Given returns the credentials s was given: its own (Secrets), and each
+// of all (every configured secret) that one of its fields holds (an env
+// value, an argument, a header, its URL or command), such as another
+// server's token passed to it under a name Secrets does not know. It is
+// what s's own text (its errors, stderr, list problems) is masked for: a
+// server can print no other secret unless a caller sent it one, and
+// masking others there would tell whoever reads it which of the server's
+// words is one.
+func (s Server) Given(all []string) []string {
+	out := s.Secrets()
+	fields := append([]string{s.Command, s.URL, s.Cwd}, s.Args...)
+	for _, v := range s.Env {
+		fields = append(fields, v)
+	}
+	for _, v := range s.Headers {
+		fields = append(fields, v)
+	}
+	for _, sec := range all {
+		if sec != "" && slices.ContainsFunc(fields, func(f string) bool { return strings.Contains(f, sec) }) {
+			out = append(out, sec)
+		}
+	}
+	return out
+}
+
 // Secrets returns the values of s that may be credentials, for masking in
 // errors and logs: the values of headers and env variables whose name
 // contains token, secret, password, key, auth, cookie or session (and, for

@@ -199,12 +199,47 @@ type serverSet struct {
 	// removes a server leaves its ${VAR} credential in the daemon's
 	// environment, and in text already fetched.
 	secrets []string
-	// red masks secrets: what may not leave in a template value either
-	// (see withTemplates).
+	// red masks secrets in what the daemon shows.
 	red *redact.Redactor
+	// given masks, by server name, the secrets that server was given
+	// (config.Server.Given): its own text is masked for those only.
+	given map[string]*redact.Redactor
+	// callers finds what a caller's text (a pin, a template value) may not
+	// carry to a server: the daemon's own token, which every caller holds
+	// when it is set, and what the generic rules find (user info, bearer
+	// and secret-named values). Never another configured secret: a caller
+	// told which of its words are refused would learn, a dictionary at a
+	// time, which one is a server's password.
+	callers *redact.Redactor
 	// inflight counts the requests that began under this set; Reload
 	// waits for them before it stops the mirrors it took out.
 	inflight gosync.WaitGroup
+}
+
+// mayNotCarry reports whether a caller's text (a pin, a template value)
+// holds a credential it may not send to a server: what set.callers finds,
+// or a token in a common service's format (redact.TokenShaped).
+func (set *serverSet) mayNotCarry(s string) bool {
+	return set.callers.HoldsWhole(s) || redact.TokenShaped(s)
+}
+
+// callerRedactor returns the redactor for caller text under cfg (see
+// serverSet.callers).
+func callerRedactor(cfg *config.Config) *redact.Redactor {
+	if cfg.Auth.Token == "" {
+		return redact.New()
+	}
+	return redact.New(cfg.Auth.Token)
+}
+
+// givenRedactors returns serverSet.given for cfg, whose secrets (and
+// those of earlier configurations) are all.
+func givenRedactors(cfg *config.Config, all []string) map[string]*redact.Redactor {
+	out := make(map[string]*redact.Redactor, len(cfg.Servers))
+	for _, srv := range cfg.Servers {
+		out[srv.Name] = redact.New(srv.Given(all)...)
+	}
+	return out
 }
 
 // mirrorRun is one running mirror.
@@ -301,7 +336,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	e.slowFor = cmp.Or(opts.SlowFor, DefaultSlowFor)
 	e.slowUntil = map[string]time.Time{}
 	e.readTimes = map[string]time.Duration{}
-	e.cur = &serverSet{cfg: opts.Config, mirrors: map[string]*ctxsync.Mirror{}, limits: opts.Config.Limits.WithDefaults(), secrets: secrets, red: red}
+	e.cur = &serverSet{cfg: opts.Config, mirrors: map[string]*ctxsync.Mirror{}, limits: opts.Config.Limits.WithDefaults(), secrets: secrets, red: red, callers: callerRedactor(opts.Config), given: givenRedactors(opts.Config, secrets)}
 	for _, srv := range opts.Config.Servers {
 		e.cur.mirrors[srv.Name] = e.newMirror(e.cur, srv)
 		e.cur.names = append(e.cur.names, srv.Name)
@@ -347,7 +382,7 @@ func (e *Engine) newMirror(set *serverSet, srv config.Server) *ctxsync.Mirror {
 	}
 	// No stdio server inherits the daemon's token or another server's
 	// credentials (a removed server's too) from contextd's environment.
-	mo := ctxsync.Options{Server: srv.Name, Dial: dial, Index: e.ix, Logger: e.log.With("component", "sync"), PollInterval: cfg.PollInterval, Redact: set.red,
+	mo := ctxsync.Options{Server: srv.Name, Dial: dial, Index: e.ix, Logger: e.log.With("component", "sync"), PollInterval: cfg.PollInterval, Redact: set.given[srv.Name],
 		Observer: mirrorObserver{e}, HiddenEnv: e.hiddenEnv, ContentBytes: cfg.ContentBytes, ContentPassTime: cfg.ContentPassTime}
 	if srv.NoContentIndex {
 		mo.ContentMaxResources = -1

@@ -42,17 +42,17 @@ func (e *Engine) checkPins(pins []resource.Key) error {
 }
 
 // carriesCredential refuses a URI the server does not list that holds a
-// credential (redact.Redactor.HoldsWhole: a configured secret such as
-// another server's token or the daemon's, user info, a bearer value): a
-// caller led to pin one, or to read it, would send it to that server. The
-// error does not quote the URI. A piece of a secret is no reason to refuse:
-// a caller told which of its guesses hold one would recover the secret a
-// byte at a time. Errors: ErrInvalidArgument.
+// credential a caller may not send on (see serverSet.callers: the daemon's
+// token, user info, a bearer or secret-named value): a caller led to pin
+// one, or to read it, would send it to that server. The error does not
+// quote the URI. Other configured secrets are no reason to refuse: which
+// pins are refused would tell a caller which of its guesses is a server's
+// password. Errors: ErrInvalidArgument.
 func (e *Engine) carriesCredential(k resource.Key) error {
-	if _, listed := e.ix.Get(k); listed || !e.set().red.HoldsWhole(k.URI) {
+	if _, listed := e.ix.Get(k); listed || !e.set().mayNotCarry(k.URI) {
 		return nil
 	}
-	return fmt.Errorf("%w: a URI for server %q holds a credential (a configured secret, user info or a token value): it is not sent", ErrInvalidArgument, k.Server)
+	return fmt.Errorf("%w: a URI for server %q holds a credential (the daemon's token, user info or a token value): it is not sent", ErrInvalidArgument, k.Server)
 }
 
 // readable reports whether the pin policy lets a caller have k read: its
@@ -256,13 +256,15 @@ const maxQuotedClaim = 256
 // empty, the URI read, nor under it (a read of "file:///dir/" may return
 // "file:///dir/a.md"): a server answering for a URI it was not asked about
 // (another server's, say) must not have its text passed off as the
-// resource's. A marked item is dropped as invalid_content, saying which
-// URI it claimed, cut to maxQuotedClaim bytes and masked by red (the claim
-// is the server's text: "other://x/TOKEN", a signed URL; whole secrets
-// only, see redact.Redactor.StringWhole: a server may claim the caller's
-// URI re-encoded), and carries that as its URI. contents itself,
-// which the read cache may share, is not changed.
-func checkItems(uri string, contents []resource.Content, red *redact.Redactor) []resource.Content {
+// resource's. A marked item is dropped as invalid_content. When uri is
+// listed, the error quotes the URI claimed, cut to maxQuotedClaim bytes and
+// masked by red (the server's secrets: "other://x/TOKEN", a signed URL),
+// and the item carries that as its URI. When it is not (a pin, a
+// template's expansion: the caller's text), the claim may quote it
+// re-encoded, and masking would tell the caller which of its words are
+// secrets: the claim is not quoted and the item carries uri. contents
+// itself, which the read cache may share, is not changed.
+func checkItems(uri string, contents []resource.Content, red *redact.Redactor, listed bool) []resource.Content {
 	var out []resource.Content
 	for i, c := range contents {
 		if c.URI == "" || c.URI == uri || c.Error != "" || under(c.URI, uri) {
@@ -271,10 +273,16 @@ func checkItems(uri string, contents []resource.Content, red *redact.Redactor) [
 		if out == nil {
 			out = slices.Clone(contents)
 		}
-		claim := red.StringWhole(redact.Clip(c.URI, maxQuotedClaim))
-		out[i].Error = fmt.Sprintf("the item claims URI %q, which is not the URI read nor under it", claim)
-		// The item's URI goes back as Dropped's URI: as quoted.
-		out[i].URI, out[i].Text, out[i].Blob = claim, "", nil
+		if listed {
+			claim := red.String(redact.Clip(c.URI, maxQuotedClaim))
+			out[i].Error = fmt.Sprintf("the item claims URI %q, which is not the URI read nor under it", claim)
+			// The item's URI goes back as Dropped's URI: as quoted.
+			out[i].URI = claim
+		} else {
+			out[i].Error = "the item claims another URI, not the URI read nor under it (not quoted: the URI read is not one the server lists)"
+			out[i].URI = uri
+		}
+		out[i].Text, out[i].Blob = "", nil
 	}
 	if out == nil {
 		return contents

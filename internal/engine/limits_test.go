@@ -465,10 +465,10 @@ func TestServersThatDroppedNothingAreReadPastTheDroppedTotal(t *testing.T) {
 
 // What a caller learns of its own pins does not depend on the daemon's
 // secrets: a pin that is a guess at a secret's start, before a cut mark,
-// comes back in the read's error as a wrong guess does, also where the
-// server quotes it re-encoded; and a
-// pin holding 8 bytes of a secret is refused no differently from one
-// holding none. Either would tell a caller its guesses, a byte at a time.
+// or at a server's whole password, comes back in the read's error as a
+// wrong guess does, also where the server quotes it re-encoded, and is
+// not refused; nor is a pin holding 8 bytes of a secret. Either would tell
+// a caller its guesses, a byte or a dictionary at a time.
 func TestPinsAreNoOracleForSecrets(t *testing.T) {
 	const daemonToken = "dtok-9Qz81LmXw02VbNc7"
 	srv := mcptest.NewServer(map[string]string{"file:///srv/docs/readme.md": "the readme"}, nil)
@@ -481,8 +481,12 @@ func TestPinsAreNoOracleForSecrets(t *testing.T) {
 			return next(ctx, method, req)
 		}
 	})
-	cfg := &config.Config{Auth: config.Auth{Token: daemonToken}, Servers: []config.Server{{Name: "fs", Transport: config.TransportStdio, Command: "unused", AllowUnlistedPins: true}}}
-	eng := newEngineOpts(t, "", map[string]*mcpsdk.Server{"fs": srv}, engine.Options{Config: cfg})
+	const password = "Winter2024!"
+	cfg := &config.Config{Auth: config.Auth{Token: daemonToken}, Servers: []config.Server{
+		{Name: "fs", Transport: config.TransportStdio, Command: "unused", AllowUnlistedPins: true, Env: map[string]string{"FS_PASSWORD": "Autumn2024!"}},
+		{Name: "db", Transport: config.TransportStdio, Command: "unused", Env: map[string]string{"DB_PASSWORD": password}},
+	}}
+	eng := newEngineOpts(t, "", map[string]*mcpsdk.Server{"fs": srv, "db": mcptest.NewServer(map[string]string{"db://x": "x"}, nil)}, engine.Options{Config: cfg})
 	detail := func(uri string) string {
 		t.Helper()
 		res, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "readme", TokenBudget: 1000, ValueFloor: new(float64), Pinned: pin(uri)})
@@ -499,12 +503,20 @@ func TestPinsAreNoOracleForSecrets(t *testing.T) {
 		return ""
 	}
 	right, wrong := detail("file:///srv/missing/"+daemonToken[:7]+"…"), detail("file:///srv/missing/dtok-Zz…")
-	if right != wrong || strings.Contains(right, redact.Mask) || !strings.Contains(right, "<pin>") {
+	if right != wrong || strings.Contains(right, redact.Mask) || !strings.Contains(right, "not found") {
 		t.Errorf("a right guess reads %q, a wrong one %q", right, wrong)
 	}
 	right, wrong = detail("file:///srv/missing/a b/"+daemonToken[:7]+"..."), detail("file:///srv/missing/a b/dtok-Zz...")
-	if right != wrong || strings.Contains(right, redact.Mask) || !strings.Contains(right, "<pin>") {
+	if right != wrong || strings.Contains(right, redact.Mask) {
 		t.Errorf("a right guess reads %q, a wrong one %q", right, wrong)
+	}
+	right, wrong = detail("file:///srv/missing/a,"+password+",b"), detail("file:///srv/missing/a,Summer2024!,b")
+	if right != wrong || strings.Contains(right, redact.Mask) {
+		t.Errorf("the db server's password reads %q, another word %q", right, wrong)
+	}
+	right, wrong = detail("file:///srv/missing/a,Autumn2024!,b"), detail("file:///srv/missing/a,Summer2024!,b")
+	if right != wrong || strings.Contains(right, redact.Mask) {
+		t.Errorf("the fs server's own password reads %q, another word %q", right, wrong)
 	}
 	right, wrong = detail("file:///srv/missing/x"+daemonToken[5:13]), detail("file:///srv/missing/x9Qz81LmXq")
 	if right != wrong || strings.Contains(right, redact.Mask) {

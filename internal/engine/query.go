@@ -384,7 +384,7 @@ func (e *Engine) reader(log *fetchLog, budget *readBudget) selector.ReadFunc {
 	answered := map[string]answers{} // server → its answers in this request
 	var spent time.Duration          // all of this request's reads
 	var over time.Duration           // reads past spent's slow-read time, without a place
-	red := e.set().red
+	given := e.set().given
 	return func(ctx context.Context, server, uri string) ([]selector.Content, error) {
 		m, ok := e.mirror(server)
 		if !ok {
@@ -511,7 +511,8 @@ func (e *Engine) reader(log *fetchLog, budget *readBudget) selector.ReadFunc {
 			// counted: theirs count as dropped, not as usable (8 MB
 			// claiming another URI used up every other server's bytes).
 			n := contentBytes(c)
-			c = checkItems(uri, c, red)
+			_, listed := e.ix.Get(key)
+			c = checkItems(uri, c, given[server], listed)
 			if spendErr := budget.spend(server, c, max(0, n-contentBytes(c))); spendErr != nil {
 				if n > budget.lim.MaxResponseBytes {
 					// No request could use it: remembered as a read over

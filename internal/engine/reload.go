@@ -71,7 +71,7 @@ func (e *Engine) Reload(ctx context.Context, cfg *config.Config) (Changes, error
 	// The store, the embedder and auth stay as they were (restart-only):
 	// their secrets are cfg's, kept from the old configuration.
 	secrets := keptSecrets(old.secrets, cfg.Secrets(), os.Environ())
-	next := &serverSet{cfg: cfg, mirrors: make(map[string]*ctxsync.Mirror, len(cfg.Servers)), limits: cfg.Limits.WithDefaults(), secrets: secrets, red: redact.New(secrets...)}
+	next := &serverSet{cfg: cfg, mirrors: make(map[string]*ctxsync.Mirror, len(cfg.Servers)), limits: cfg.Limits.WithDefaults(), secrets: secrets, red: redact.New(secrets...), callers: callerRedactor(cfg), given: givenRedactors(cfg, secrets)}
 	var stop []*ctxsync.Mirror
 	for _, srv := range cfg.Servers {
 		next.names = append(next.names, srv.Name)

@@ -154,11 +154,11 @@ func (e *Engine) withTemplates(ctx context.Context, query string, filt Filter, r
 			e.log.Debug("template expansion rejected", "server", pr.server, "err", err)
 			continue
 		}
-		// Whole credentials only, as for the task's values (see
-		// mayExpand): the values are the caller's words, echoed by the
-		// server's completion, and an expansion dropped for holding a
-		// piece would tell the caller its guess began a secret.
-		if slices.ContainsFunc(slices.Collect(maps.Values(confirmed[i])), set.red.HoldsWhole) {
+		// As for the task's values (see mayExpand): the values are the
+		// caller's words, echoed by the server's completion, and an
+		// expansion dropped for holding a server's secret, or a piece of
+		// one, would tell the caller its guess was one.
+		if slices.ContainsFunc(slices.Collect(maps.Values(confirmed[i])), set.mayNotCarry) {
 			e.log.Debug("template expansion dropped: the server's completion spelled a credential", "server", pr.server, "template", pr.tp.URITemplate)
 			continue
 		}
@@ -256,11 +256,11 @@ func (e *Engine) parsedTemplates(server string, m *ctxsync.Mirror) []*template.T
 
 // mayExpand reports whether a proposal's values may be sent to server: in
 // its completion calls and in the URI read. A task is the caller's text
-// and may quote what must not go to an upstream: no value may hold a
-// configured credential (any server's, the daemon's token), a URL's user
-// info, or a bearer or secret-named value (see redact.Redactor.HoldsWhole:
-// a piece is no reason, or which values expand would tell a caller which
-// of its guesses hold one),
+// and may quote what must not go to an upstream: no value may hold the
+// daemon's token, a URL's user info, or a bearer or secret-named value
+// (see serverSet.callers; another server's secret is no reason, nor a
+// piece of one, or which values expand would tell a caller which of its
+// guesses is one),
 // nor be one where it stands in the task (read is the task as it reads,
 // masked the same as the redactor shows it: "Authorization: Bearer X"
 // there masks the value X);
@@ -270,7 +270,7 @@ func (e *Engine) mayExpand(set *serverSet, read, masked, server string, tp *temp
 	for name, v := range values {
 		// Fewer of v in the masked task than in the task: the redactor
 		// masked it where it stands.
-		if k := redact.Skeleton(v); set.red.HoldsWhole(v) || strings.Count(masked, k) < strings.Count(read, k) {
+		if k := redact.Skeleton(v); set.mayNotCarry(v) || strings.Count(masked, k) < strings.Count(read, k) {
 			// The value itself is not logged: it holds a credential.
 			e.log.Debug("template value not sent: it holds a credential", "server", server, "template", tp.URITemplate, "variable", name)
 			return false

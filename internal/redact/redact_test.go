@@ -1018,3 +1018,18 @@ func TestStringWholeAndHoldsWhole(t *testing.T) {
 		t.Errorf("HoldsWhole: piece %v, whole %v", r.HoldsWhole("x/"+token[3:12]), r.HoldsWhole("x/"+token))
 	}
 }
+
+// TokenShaped finds tokens in the common services' formats, configured or
+// not, and not the words that share their prefixes.
+func TestTokenShaped(t *testing.T) {
+	for _, s := range []string{"x/ghp_4kP0vQ9zXa7LmB2nR8sT", "github_pat_11ABCDEFG0abcdefghijkl_mnop", "key sk-proj-AbCdEf0123456789abcdefGHIJ", "AKIAIOSFODNN7EXAMPLE", "xoxb-1234567890-abcdefghij", "glpat-Xy3z9AbCdEfGhIjKlMnO", "hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456"} {
+		if !redact.TokenShaped(s) {
+			t.Errorf("TokenShaped(%q) = false", s)
+		}
+	}
+	for _, s := range []string{"doc://x/sk-learn-tutorial-for-beginners", "ghp_short1", "notes/secret_santa_gift_ideas", "the task-list", "Winter2024!", "mask_ghp_4kP0vQ9zXa7LmB2nR8sT"} {
+		if redact.TokenShaped(s) {
+			t.Errorf("TokenShaped(%q) = true", s)
+		}
+	}
+}

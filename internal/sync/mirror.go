@@ -13,6 +13,8 @@ import (
 	gosync "sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
 	"github.com/contextd/contextd/internal/index"
 	"github.com/contextd/contextd/internal/mcp"
 	"github.com/contextd/contextd/internal/redact"
@@ -1332,13 +1334,57 @@ func (f Fetch) Freshness() string {
 // request reads.
 func (m *Mirror) ReadFetch(ctx context.Context, uri string) ([]resource.Content, Fetch, error) {
 	c, f, err := m.readFetch(ctx, uri)
+	if err == nil {
+		return c, f, nil
+	}
 	if _, listed := m.opts.Index.Get(resource.Key{Server: m.opts.Server, URI: uri}); !listed {
 		// A URI the caller wrote (a pin, a template's expansion), which
-		// the server's error may quote re-encoded or cut: whole secrets
-		// only are masked (see redact.Redactor.StringWhole).
-		return c, f, m.opts.Redact.ErrorWhole(err)
+		// the server's error may quote re-encoded or cut: masked, it
+		// would show the caller which of its words are secrets. The
+		// error says what failed, not what the server said.
+		m.log.Debug("read of a URI the server does not list failed", "uri", uri, "err", err)
+		return c, f, &unlistedReadError{msg: fmt.Sprintf("server %q: read of a URI it does not list failed: %s (what the server said is in the log at debug level: it may quote the URI, so it is not shown)", m.opts.Server, failure(err)), err: err}
 	}
 	return c, f, m.opts.Redact.Error(err)
+}
+
+// unlistedReadError is a failed read of a URI the server does not list:
+// its message says what failed, in contextd's words only; Unwrap gives the
+// error as it came (for errors.Is and errors.As, not to be shown).
+type unlistedReadError struct {
+	msg string
+	err error
+}
+
+func (e *unlistedReadError) Error() string { return e.msg }
+func (e *unlistedReadError) Unwrap() error { return e.err }
+
+// failure names the kind of a read's failure without quoting the server:
+// "resource not found (-32002)", "the server answered error -32603".
+func failure(err error) string {
+	var nf *mcp.NotFoundError
+	var je *jsonrpc.Error
+	switch {
+	case errors.As(err, &nf):
+		return fmt.Sprintf("resource not found (%d)", nf.Code)
+	case errors.Is(err, context.DeadlineExceeded):
+		return "no answer in time"
+	case errors.Is(err, context.Canceled):
+		return "cancelled"
+	case errors.Is(err, ErrUnavailable):
+		return ErrUnavailable.Error()
+	case errors.Is(err, mcp.ErrSessionExpired):
+		return "the session expired"
+	case errors.Is(err, mcp.ErrTooLarge):
+		return mcp.ErrTooLarge.Error()
+	case errors.Is(err, mcp.ErrInputRequired):
+		return mcp.ErrInputRequired.Error()
+	case errors.Is(err, mcp.ErrNoResources):
+		return mcp.ErrNoResources.Error()
+	case errors.As(err, &je):
+		return fmt.Sprintf("the server answered error %d", je.Code)
+	}
+	return "the request failed (the connection broke, or the server exited)"
 }
 
 func (m *Mirror) readFetch(ctx context.Context, uri string) ([]resource.Content, Fetch, error) {

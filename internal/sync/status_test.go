@@ -201,7 +201,7 @@ func TestStderrIsNoOracleForSecrets(t *testing.T) {
 	if same(rErr, right) != same(wErr, wrong) || same(rLast, right) != same(wLast, wrong) {
 		t.Errorf("a right guess reads unlike a wrong one:\nread error %q\n        vs %q\nlast error %q\n        vs %q", rErr, wErr, rLast, wLast)
 	}
-	if strings.Contains(rErr, "cannot read") || !strings.Contains(rErr, mcp.StderrWithheld) || strings.Contains(rLast, "cannot read") {
+	if strings.Contains(rErr, "cannot read") || !strings.Contains(rLast, mcp.StderrWithheld) || strings.Contains(rLast, "cannot read") {
 		t.Errorf("read error %q, last error %q; want the stderr line withheld", rErr, rLast)
 	}
 	lErr, lLast := readEcho(t, secret, "doc://a")
