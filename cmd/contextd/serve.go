@@ -71,7 +71,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if err := cfg.Auth.CheckListen(cfg.Listen); err != nil {
 		return err
 	}
-	if err := cfg.Auth.CheckHTTPEndpoints(cfg.MCPListen, cfg.Ops.Pprof); err != nil {
+	if err := cfg.Auth.CheckHTTPEndpoints(cfg.Listen, cfg.MCPListen, cfg.Ops.Pprof); err != nil {
 		return err
 	}
 	// The service's log masks credentials as the engine's does.

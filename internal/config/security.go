@@ -184,14 +184,17 @@ func (c *Config) parseSecurity(f *file, lookup func(string) (string, bool)) erro
 	return nil
 }
 
-// CheckHTTPEndpoints returns an error when client certificates are the
-// only access control (tls.client_ca_file without auth.token) and serve
-// would also answer on an HTTP endpoint that cannot check them: the MCP
-// endpoint (mcpListen not empty) or pprof's profiles (pprof). Those are
-// plain HTTP, guarded by the token alone, so every local user could read
-// through them what the certificates keep from callers.
-func (a Auth) CheckHTTPEndpoints(mcpListen string, pprof bool) error {
-	if a.Token != "" || a.TLS.ClientCAFile == "" {
+// CheckHTTPEndpoints returns an error when, without auth.token, something
+// other than the token keeps callers out of the gRPC endpoint — client
+// certificates (tls.client_ca_file), or a unix socket at listen, which
+// only its owner may open — and serve would also answer on an HTTP
+// endpoint that cannot check it: the MCP endpoint (mcpListen not empty)
+// or pprof's profiles (pprof). Those are plain HTTP on a loopback port,
+// guarded by the token alone, so every local user could read through them
+// what the certificates or the socket keep from callers.
+func (a Auth) CheckHTTPEndpoints(listen, mcpListen string, pprof bool) error {
+	unix := strings.HasPrefix(listen, "unix://")
+	if a.Token != "" || a.TLS.ClientCAFile == "" && !unix {
 		return nil
 	}
 	what := ""
@@ -202,6 +205,9 @@ func (a Auth) CheckHTTPEndpoints(mcpListen string, pprof bool) error {
 		what = "metrics_pprof"
 	default:
 		return nil
+	}
+	if a.TLS.ClientCAFile == "" {
+		return fmt.Errorf("%s: listen is a unix socket, which only its owner may open, but that endpoint is a TCP port every local user can reach; set auth.token (it asks for it), or drop %s", what, strings.Fields(what)[0])
 	}
 	return fmt.Errorf("%s: tls.client_ca_file is set, but that endpoint is plain HTTP and cannot ask for a client certificate; set auth.token (it asks for it), or drop %s", what, strings.Fields(what)[0])
 }

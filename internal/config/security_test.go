@@ -236,3 +236,28 @@ mcpServers:
 		}
 	}
 }
+
+// Without a token, the MCP endpoint and pprof (plain HTTP on a loopback
+// port) are refused beside what they would bypass: client certificates,
+// or a unix socket only its owner may open.
+func TestCheckHTTPEndpoints(t *testing.T) {
+	certs := config.Auth{TLS: config.TLS{CertFile: "c", KeyFile: "k", ClientCAFile: "ca"}}
+	for _, tc := range []struct {
+		auth           config.Auth
+		listen, mcp    string
+		pprof, refused bool
+	}{
+		{config.Auth{}, "127.0.0.1:7878", "127.0.0.1:7879", true, false},
+		{config.Auth{}, "unix:///run/c.sock", "127.0.0.1:7879", false, true},
+		{config.Auth{}, "unix:///run/c.sock", "", true, true},
+		{config.Auth{}, "unix:///run/c.sock", "", false, false},
+		{config.Auth{Token: "t0k3n-0123456789"}, "unix:///run/c.sock", "127.0.0.1:7879", true, false},
+		{certs, "127.0.0.1:7878", "127.0.0.1:7879", false, true},
+		{certs, "127.0.0.1:7878", "", false, false},
+	} {
+		err := tc.auth.CheckHTTPEndpoints(tc.listen, tc.mcp, tc.pprof)
+		if (err != nil) != tc.refused {
+			t.Errorf("token %v, certs %v, listen %s, mcp_listen %q, pprof %v: %v; want refused %v", tc.auth.Token != "", tc.auth.TLS.ClientCAFile != "", tc.listen, tc.mcp, tc.pprof, err, tc.refused)
+		}
+	}
+}
