@@ -1029,28 +1029,28 @@ func oneURLSecrets(raw string, asWritten bool) []string {
 	return out
 }
 
-// userInfoAsWritten returns the user name and password of a URL Go's parser
-// refuses ("postgresql://app:Tr0ub^dor3x@db:5432/prod": "^", "{", "|",
-// a space or a character outside ASCII in the password), which other
-// clients (libpq, WHATWG URL parsers) take as written: what stands
-// between "://" and the last "@" before the path, split at its first
-// ":".
+// userInfoAsWritten returns the user name and password of a URL as the
+// clients that take it read them, where Go's parser differs: it refuses
+// "postgresql://app:Tr0ub^dor3x@db:5432/prod" ("^", "{", "|", a space or a
+// character outside ASCII), and reads "postgres://admin:2024#Winter!@db"
+// as host "admin", port 2024 and a fragment, which libpq and pgx take as
+// user info. The user info ends at the last "@" before the first "/" (as
+// libpq reads it), or, in web URLs (http, https, ws, wss), before the
+// first "/", "?" or "#" (as WHATWG parsers do: an "@" in a web URL's
+// query, "?notify=ops@example.com", is no user info); it is split at its
+// first ":".
 func userInfoAsWritten(raw string) []string {
-	_, rest, ok := strings.Cut(raw, "://")
+	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok {
 		return nil
 	}
-	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
-		// The authority ends at the first of these after the user info.
-		if at := strings.LastIndex(rest, "@"); at > i {
-			i = strings.IndexAny(rest[at:], "/?#")
-			if i >= 0 {
-				i += at
-			}
-		}
-		if i >= 0 {
-			rest = rest[:i]
-		}
+	ends := "/"
+	switch strings.ToLower(scheme[max(0, strings.LastIndexFunc(scheme, func(r rune) bool { return !unicode.IsLetter(r) })+1):]) {
+	case "http", "https", "ws", "wss":
+		ends = "/?#"
+	}
+	if i := strings.IndexAny(rest, ends); i >= 0 {
+		rest = rest[:i]
 	}
 	at := strings.LastIndex(rest, "@")
 	if at <= 0 {
@@ -1058,7 +1058,7 @@ func userInfoAsWritten(raw string) []string {
 	}
 	user, pass, _ := strings.Cut(rest[:at], ":")
 	if strings.ContainsAny(user, "/?#") {
-		return nil // an "@" in the path, not user info
+		return nil // an "@" in the query or fragment, not user info
 	}
 	var out []string
 	for _, v := range []string{user, pass} {

@@ -129,6 +129,8 @@ mcpServers:
   inurl: { command: srv, env: { DSN: "mysql://root:${DB_PASSWORD}@db:${PORT}/x" } }
   caret: { command: srv, env: { DATABASE_URL: "postgresql://app:Tr0ub^dor3x@db.internal:5432/prod", REDIS_URL: "redis://:Straße§Haus1@cache:6379/0",
     DB2: "postgres://admin:2024#Winter!@db:5432/prod", BROKERS: "amqp://u:Rabbit^1x@h1//;amqp://u:Hop^Rab2@h2//", HOOKS: "https://a.example/x, https://u:Pw2y!zz9@b.example/y" } }
+  hooks: { command: srv, env: { NOTIFY: "http://localhost:8080/hook?notify=ops@example.com", NOTIFY2: "https://api.example.com?cc=ops@example.com",
+    NOTIFY3: "http://127.0.0.1:9000/a/b@c", CACHE: "redis://localhost:6379/0?client=me@example.com" } }
 `), vars)
 	if err != nil {
 		t.Fatal(err)
@@ -141,6 +143,7 @@ mcpServers:
 		"envhdr": {"Bearer tok-from-env-4321", "tok-from-env-4321"},
 		"gh":     {"ghp_0123456789abcdefXYZ"},
 		"inurl":  {"pw-in-a-url-99"},
+		"hooks":  {},
 	} {
 		s, _ := c.Server(name)
 		got := s.Secrets()
@@ -150,7 +153,8 @@ mcpServers:
 			}
 		}
 		for _, v := range got {
-			if strings.Contains(v, "/home/someone") || v == "5432" || v == "https://x.example/sse" || v == "@modelcontextprotocol/server-postgres" {
+			if strings.Contains(v, "/home/someone") || v == "5432" || v == "https://x.example/sse" || v == "@modelcontextprotocol/server-postgres" ||
+				v == "localhost" || v == "127.0.0.1" || v == "api.example.com" || strings.HasPrefix(v, "8080") || strings.HasPrefix(v, "6379") {
 				t.Errorf("%s: %q taken for a secret", name, v)
 			}
 		}

@@ -74,11 +74,17 @@ func (c *Config) Secrets() []string {
 // StoreSecrets returns the credentials in Store (its password, and a
 // password= parameter), for redaction.
 func (c *Config) StoreSecrets() []string {
-	u, err := url.Parse(c.Store)
-	if c.Store == "" || err != nil {
+	if c.Store == "" {
 		return nil
 	}
 	var out []string
+	if p := StorePassword(c.Store); p != "" {
+		out = append(out, withDecoded(p)...)
+	}
+	u, err := url.Parse(c.Store)
+	if err != nil {
+		return out
+	}
 	if p, ok := u.User.Password(); ok && p != "" {
 		out = append(out, p)
 	}
@@ -92,4 +98,26 @@ func (c *Config) StoreSecrets() []string {
 		}
 	}
 	return out
+}
+
+// StorePassword returns the password written in a database URL's user
+// info, as its writer meant it: what stands between the first ":" after
+// "://" and the last "@" of the URL ("postgres://app:2024#Winter!@db/x" →
+// "2024#Winter!", which pgx reads so and Go's parser does not;
+// "postgres://app:42/Answer!x@db/x" → "42/Answer!x"), as written (not
+// percent-decoded); "" when there is none.
+func StorePassword(raw string) string {
+	_, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return ""
+	}
+	at := strings.LastIndex(rest, "@")
+	if at < 0 {
+		return ""
+	}
+	_, pass, ok := strings.Cut(rest[:at], ":")
+	if !ok {
+		return ""
+	}
+	return pass
 }

@@ -40,6 +40,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/contextd/contextd/internal/budget"
+	"github.com/contextd/contextd/internal/config"
 	"github.com/contextd/contextd/internal/index"
 	"github.com/contextd/contextd/internal/resource"
 )
@@ -69,6 +70,12 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: parse %s: invalid connection URL", Redact(rawURL))
 	}
+	if config.StorePassword(rawURL) != "" && cfg.ConnConfig.Password == "" {
+		// pgx read the password as part of the host, port or database
+		// ("42/Answer!x": database "Answer!x@…"), and its errors would
+		// quote that part.
+		return nil, fmt.Errorf("pgstore: parse %s: the password holds a character the URL parser reads otherwise (such as \"/\"): percent-encode it (%%2F)", Redact(rawURL))
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: connect %s: %w", Redact(rawURL), err)
@@ -84,9 +91,14 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 func (s *Store) Close() { s.pool.Close() }
 
 // Redact returns rawURL with its password, if any, replaced by "xxxxx":
-// the user info's, and the value of any parameter whose name says password
-// (password=, sslpassword=).
+// the user info's (as written, see config.StorePassword: Go's parser reads
+// "postgres://app:2024#Winter!@db/x" as a host and a fragment), and the
+// value of any parameter whose name says password (password=,
+// sslpassword=).
 func Redact(rawURL string) string {
+	if p := config.StorePassword(rawURL); p != "" {
+		rawURL = strings.Replace(rawURL, ":"+p+"@", ":xxxxx@", 1)
+	}
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return "(unparseable URL)"

@@ -210,6 +210,17 @@ func TestRedactHidesThePassword(t *testing.T) {
 	if err == nil || strings.Contains(err.Error(), "s3cret") {
 		t.Errorf("Open of an unreachable database, password as a parameter: %v", err)
 	}
+	// Passwords Go's parser reads as a port and a fragment, or a path,
+	// pgx as written.
+	for _, pw := range []string{"2024#Winter!", "42/Answer!x", "Tr0ub^dor3x"} {
+		raw := "postgres://contextd:" + pw + "@127.0.0.1:1/contextd?connect_timeout=1"
+		if got := pgstore.Redact(raw); strings.Contains(got, pw) || strings.Contains(got, "Winter") || strings.Contains(got, "Answer") {
+			t.Errorf("Redact(%q) = %q", raw, got)
+		}
+		if _, err := pgstore.Open(context.Background(), raw); err == nil || strings.Contains(err.Error(), "Winter") || strings.Contains(err.Error(), "Answer") || strings.Contains(err.Error(), "dor3x") {
+			t.Errorf("Open of an unreachable database: %v", err)
+		}
+	}
 }
 
 // Another replica's bad write of content_vecs (here 8 MB of zero bytes,
