@@ -17,6 +17,7 @@ package config
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -739,22 +740,29 @@ func valueSecrets(v string, named bool) []string {
 		}
 	}
 	if strings.HasPrefix(v, "{") {
-		var obj map[string]any
+		var obj any
 		if json.Unmarshal([]byte(v), &obj) == nil {
-			for k, x := range obj {
-				if str, ok := x.(string); ok && str != "" && (partKey.MatchString(k) || named && chosenOrGenerated(str)) {
-					out = append(out, withDecoded(str)...)
-				}
-			}
+			out = append(out, jsonSecrets(obj, named, 0)...)
 		}
 		v = "" // no settings list, no DSN
 	}
+	// Quoted and braced values first: they may hold the separators
+	// (Password="S3cr3t;Pa55!", Pwd={a;b}, password='correct horse 42!').
+	for _, m := range quotedSetting.FindAllStringSubmatch(v, -1) {
+		val := cmp.Or(m[2], m[3], strings.ReplaceAll(m[4], "}}", "}"))
+		if val != "" && (credentialKey(m[1]) || named && chosenOrGenerated(val)) {
+			out = append(out, withDecoded(val)...)
+		}
+	}
 	for _, part := range strings.FieldsFunc(v, func(r rune) bool { return r == ';' || r == ',' || r == '&' || unicode.IsSpace(r) }) {
 		k, val, ok := strings.Cut(part, "=")
+		if cut := len(val) > 0 && strings.ContainsRune(`"'{`, rune(val[0])) && !strings.HasSuffix(val[1:], map[byte]string{'"': `"`, '\'': "'", '{': "}"}[val[0]]); cut {
+			continue // a piece of a quoted or braced value (see quotedSetting)
+		}
 		if val = strings.Trim(val, `"'`); !ok || val == "" {
 			continue
 		}
-		if partKey.MatchString(k) || named && chosenOrGenerated(val) {
+		if credentialKey(k) || named && chosenOrGenerated(val) {
 			out = append(out, withDecoded(val)...)
 		}
 	}
@@ -773,6 +781,71 @@ func valueSecrets(v string, named bool) []string {
 // GITHUB_TOKEN, client_secret, sig), and a cookie's session (sid,
 // session, JSESSIONID, csrf); not AUTH_PROVIDER or SESSION_STORE.
 var partKey = regexp.MustCompile(`(?i)(?:^|[_.-])(?:password|passwd|pwd|pass|secret|token|key|apikey|signature|sig|credential|session|sess|sid|csrf|xsrf)$|^(?:account|sharedaccess|master|private)key$|^sharedaccesssignature$|^(?:jsessionid|phpsessid|sessionid|connect\.sid)$`)
+
+// camelKey matches keys whose last word, in camel case, names a
+// credential (trustStorePassword, clientSecret, apiKey, authToken); not a
+// key of another kind (hotKey, sortKey).
+var camelKey = regexp.MustCompile(`[a-z0-9](?:Password|Passwd|Pwd|Secret|Token|Credentials?|Signature|(?:Api|API|Access|Secret|Private|Account|Master|Signing|Encryption|Auth|Client|License)Key)$`)
+
+// paginationKey matches keys of cursors, which are named tokens but are
+// none (pageToken, next_token).
+var paginationKey = regexp.MustCompile(`(?i)(?:page|next|continuation|cursor|sync)[_.-]?token$`)
+
+// credentialKey reports whether a setting's key names a credential
+// (partKey, camelKey), whatever precedes it on a command line ("-D",
+// "--").
+func credentialKey(k string) bool {
+	k = strings.TrimSpace(k)
+	return (partKey.MatchString(k) || camelKey.MatchString(k)) && !paginationKey.MatchString(k)
+}
+
+// quotedSetting matches a setting whose value is quoted or braced (an
+// ODBC value, where "}}" is a "}"): key, then the value in m[2], m[3] or
+// m[4].
+var quotedSetting = regexp.MustCompile(`([A-Za-z0-9_.-]+)\s*=\s*(?:"([^"]*)"|'([^']*)'|\{((?:[^}]|\}\})*)\})`)
+
+// maxJSONDepth bounds how deep jsonSecrets looks into a value's JSON.
+const maxJSONDepth = 8
+
+// jsonSecrets returns the credentials in a value's JSON: strings under a
+// credential's key (partKey, camelKey), an Authorization's, or, when the
+// value's own name is a credential's (named), any that looks generated or
+// like a password; a "Bearer X" or "Basic X" also gives X (and a Basic
+// credential's password); in nested objects and arrays too
+// (OPENAPI_MCP_HEADERS='{"Authorization": "Bearer ntn_…"}').
+func jsonSecrets(x any, named bool, depth int) []string {
+	var out []string
+	switch x := x.(type) {
+	case map[string]any:
+		if depth >= maxJSONDepth {
+			return nil
+		}
+		for k, y := range x {
+			str, ok := y.(string)
+			if !ok {
+				out = append(out, jsonSecrets(y, named || credentialKey(k), depth+1)...)
+				continue
+			}
+			auth := strings.EqualFold(k, "authorization") || strings.EqualFold(k, "proxy-authorization")
+			if str == "" || !(auth || credentialKey(k) || named && chosenOrGenerated(str)) {
+				continue
+			}
+			out = append(out, withDecoded(str)...)
+			if scheme, cred, ok := strings.Cut(str, " "); ok && (auth || strings.EqualFold(scheme, "bearer") || strings.EqualFold(scheme, "basic")) {
+				out = append(out, strings.TrimSpace(cred))
+				out = append(out, valueSecrets(str, false)...)
+			}
+		}
+	case []any:
+		if depth >= maxJSONDepth {
+			return nil
+		}
+		for _, y := range x {
+			out = append(out, jsonSecrets(y, named, depth+1)...)
+		}
+	}
+	return out
+}
 
 // dsnUserInfo matches user info at the start of a Go MySQL DSN
 // ("user:pw@tcp(host:3306)/db", "user:pw@/db"): the password. Not a

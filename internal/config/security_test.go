@@ -179,6 +179,11 @@ mcpServers:
       ODBC: "Driver={ODBC Driver 18};Server=db;Uid=app;Pwd=Odbc!Pass9;"
       JDBC: "jdbc:postgresql://db:5432/app?user=app&password=Jdbc!Pass9"
       MYSQL: "app:My!Pass99@tcp(db:3306)/app"
+      OPENAPI_MCP_HEADERS: '{"Authorization": "Bearer ntn_4b2F9kQ7xLmP3vR8sT1wYz6aBcD", "Notion-Version": "2022-06-28", "nested": {"X-Api-Key": "nk-77Qw2"}}'
+      JAVA_TOOL_OPTIONS: "-Xmx512m -Djavax.net.ssl.trustStorePassword=Tru5t!Store -Dfile.encoding=UTF-8"
+      ConnectionStrings__Default: 'Server=db;Database=app;User Id=sa;Password="S3cr3t;Pa55!";TrustServerCertificate=true'
+      ODBC2: "Driver={ODBC Driver 18};Uid=app;Pwd={Br4ce;Pa55!}}x};"
+      PGOPTS: "host=db password='correct horse 42!' sslmode=require"
   plain:
     command: docker
     args: [run, -e, AUTH_PROVIDER=github, -e, SESSION_STORE=memory, -e, "GITHUB_TOKEN=ghp_Docker0123456789abcd", img,
@@ -199,7 +204,8 @@ mcpServers:
 	}
 	for name, want := range map[string][]string{
 		"h": {"S3cr3t!Pass", "Qx7vR2mK9pL4wZ8nT3jH6cF1", "9f86d081884c7d659a2f"},
-		"e": {"bXlrZXk0Mg==", "Odbc!Pass9", "Jdbc!Pass9", "My!Pass99"},
+		"e": {"bXlrZXk0Mg==", "Odbc!Pass9", "Jdbc!Pass9", "My!Pass99", "ntn_4b2F9kQ7xLmP3vR8sT1wYz6aBcD", "nk-77Qw2", "Tru5t!Store",
+			"S3cr3t;Pa55!", "Br4ce;Pa55!}x", "correct horse 42!"},
 		"plain": {"ghp_Docker0123456789abcd", "Cs3cr3t!xyz", "bXlrZXk0Mg==", "My!Pass98", "Amber-Lamps-Tide!", "hunter2hunter",
 			"Summer2024!@", "Zebra=Moon!7", "Amber%Lamps!Tide", "P@ssw0rd2024", "Jade~Moon~42",
 			"Who?Am=I42x", "Jade%40Moon42", "Jade@Moon42", "Pa$$@w0rd.1", "秘密のパスワード！", "P@ssWord", "Straße§Haus"},
