@@ -1022,12 +1022,12 @@ func TestStringWholeAndHoldsWhole(t *testing.T) {
 // TokenShaped finds tokens in the common services' formats, configured or
 // not, and not the words that share their prefixes.
 func TestTokenShaped(t *testing.T) {
-	for _, s := range []string{"x/ghp_4kP0vQ9zXa7LmB2nR8sT", "github_pat_11ABCDEFG0abcdefghijkl_mnop", "key sk-proj-AbCdEf0123456789abcdefGHIJ", "AKIAIOSFODNN7EXAMPLE", "xoxb-1234567890-abcdefghij", "glpat-Xy3z9AbCdEfGhIjKlMnO", "hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456"} {
+	for _, s := range []string{"x/ghp_4kP0vQ9zXa7LmB2nR8sT", "github_pat_11ABCDEFG0abcdefghijkl_mnop", "key sk-proj-AbCdEf0123456789abcdefGHIJ", "AKIAIOSFODNN7EXAMPLE", "xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx", "glpat-Xy3z9AbCdEfGhIjKlMnO", "hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456"} {
 		if !redact.TokenShaped(s) {
 			t.Errorf("TokenShaped(%q) = false", s)
 		}
 	}
-	for _, s := range []string{"doc://x/sk-learn-tutorial-for-beginners", "ghp_short1", "notes/secret_santa_gift_ideas", "the task-list", "Winter2024!", "mask_ghp_4kP0vQ9zXa7LmB2nR8sT"} {
+	for _, s := range []string{"doc://x/sk-learn-tutorial-for-beginners", "notes://x/sk-learn-tutorial-for-beginners-2024", "notes://x/glpat-rotation-runbook-v2-final", "notes://x/sk-proj-roadmap-2025-q1-final", "ghp_short1", "notes/secret_santa_gift_ideas", "the task-list", "Winter2024!", "mask_ghp_4kP0vQ9zXa7LmB2nR8sT"} {
 		if redact.TokenShaped(s) {
 			t.Errorf("TokenShaped(%q) = true", s)
 		}

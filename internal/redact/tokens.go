@@ -20,15 +20,33 @@ var tokenRE = regexp.MustCompile(`(?:^|[^A-Za-z0-9_])(?:` +
 // TokenShaped reports whether s holds a credential in the published format
 // of a common service (a GitHub, GitLab, Slack, OpenAI, AWS, Google, npm,
 // PyPI, Stripe, Notion or Hugging Face token), configured or not: a match
-// with a digit or both cases in it, as random ones have ("sk-learn-
-// tutorial-for-beginners" is no key). It depends on s alone, so it may
-// judge a caller's text: whether it is true says nothing about the
-// secrets contextd holds.
+// with a run of 16 letters and digits or more, and a digit or both cases
+// in it, as random ones have ("sk-learn-tutorial-for-beginners-2024" and
+// "glpat-rotation-runbook-v2" are names, not keys). It depends on s alone,
+// so it may judge a caller's text: whether it is true says nothing about
+// the secrets contextd holds.
 func TokenShaped(s string) bool {
 	for _, m := range tokenRE.FindAllString(s, -1) {
-		if strings.ContainsAny(m, "0123456789") || strings.ToLower(m) != m && strings.ToUpper(m) != m {
+		random := strings.ContainsAny(m, "0123456789") || strings.ToLower(m) != m && strings.ToUpper(m) != m
+		if random && longestAlnumRun(m) >= 16 {
 			return true
 		}
 	}
 	return false
+}
+
+// longestAlnumRun returns the length of the longest run of ASCII letters
+// and digits in s.
+func longestAlnumRun(s string) int {
+	best, n := 0, 0
+	for i := range len(s) {
+		c := s[i]
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' {
+			n++
+			best = max(best, n)
+		} else {
+			n = 0
+		}
+	}
+	return best
 }

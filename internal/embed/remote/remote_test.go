@@ -679,4 +679,34 @@ func TestErrorsQuotingTheQueryAreNoOracleForTheKey(t *testing.T) {
 	if msgs[0] != msgs[1] || strings.Contains(msgs[0], redact.Mask) {
 		t.Errorf("a right guess fails with %q, a wrong one with %q", msgs[0], msgs[1])
 	}
+	// The whole key among other words: quoted back as written, as a wrong
+	// word is.
+	msgs = nil
+	for _, guess := range []string{key, "sk-live-9Qz81LmXw02VbNc8"} {
+		_, err := e.Embed(t.Context(), "find a "+guess+" b")
+		if err == nil {
+			t.Fatalf("guess %q: no error", guess)
+		}
+		msgs = append(msgs, strings.ReplaceAll(err.Error(), guess, "<guess>"))
+	}
+	if msgs[0] != msgs[1] || strings.Contains(msgs[0], redact.Mask) {
+		t.Errorf("the key fails with %q, another word with %q", msgs[0], msgs[1])
+	}
+}
+
+// A service that quotes the key it was sent has it masked, when the
+// texts did not hold it.
+func TestErrorsQuotingTheKeyMaskIt(t *testing.T) {
+	const key = "sk-live-9Qz81LmXw02VbNc7"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"message": "bad input for key " + strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")}})
+	}))
+	t.Cleanup(srv.Close)
+	e, _ := newEmbedder(t, Options{Provider: OpenAI, URL: srv.URL + "/v1", Model: "m", APIKey: key, Dimensions: 8})
+	_, err := e.Embed(t.Context(), "find the readme")
+	if err == nil || strings.Contains(err.Error(), "9Qz81") || !strings.Contains(err.Error(), redact.Mask) {
+		t.Errorf("err = %v; want the key masked", err)
+	}
 }
