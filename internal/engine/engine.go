@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -201,8 +202,9 @@ type serverSet struct {
 	secrets []string
 	// red masks secrets in what the daemon shows.
 	red *redact.Redactor
-	// given masks, by server name, the secrets that server was given
-	// (config.Server.Given): its own text is masked for those only.
+	// given masks, by server name, that server's text: every secret
+	// whole, pieces and cut ends only of those it was given (see
+	// givenRedactors).
 	given map[string]*redact.Redactor
 	// callers finds what a caller's text (a pin, a template value) may not
 	// carry to a server: the daemon's own token, which every caller holds
@@ -233,11 +235,27 @@ func callerRedactor(cfg *config.Config) *redact.Redactor {
 }
 
 // givenRedactors returns serverSet.given for cfg, whose secrets (and
-// those of earlier configurations) are all.
+// those of earlier configurations) are all: each server's text is masked
+// for every secret whole, and for the pieces of those it was given (its
+// configuration's, and for a stdio server what it inherits of contextd's
+// environment).
 func givenRedactors(cfg *config.Config, all []string) map[string]*redact.Redactor {
+	var inherited []string
+	for _, kv := range mcp.InheritedEnv(os.Environ(), all) {
+		_, v, _ := strings.Cut(kv, "=")
+		inherited = append(inherited, v)
+	}
 	out := make(map[string]*redact.Redactor, len(cfg.Servers))
 	for _, srv := range cfg.Servers {
-		out[srv.Name] = redact.New(srv.Given(all)...)
+		given := srv.Given(all)
+		if srv.Transport == config.TransportStdio {
+			for _, sec := range all {
+				if sec != "" && slices.ContainsFunc(inherited, func(v string) bool { return strings.Contains(v, sec) }) {
+					given = append(given, sec)
+				}
+			}
+		}
+		out[srv.Name] = redact.NewFor(given, all)
 	}
 	return out
 }

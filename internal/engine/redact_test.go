@@ -119,11 +119,12 @@ func TestStdioServersAreToldWhatNotToInherit(t *testing.T) {
 	}
 }
 
-// A server's own text (a listed read's error, here) is masked for the
-// secrets that server was given, not for another server's: a server
-// writing guesses at another's token beside cut marks would otherwise
-// learn, from what a caller is shown, which guess begins it. Its own
-// token is masked there, pieces and all; the log masks every secret.
+// A server's own text (a listed read's error, here) is masked for every
+// secret whole, but for the pieces and cut ends only of those that server
+// was given: a server writing guesses at another's token beside cut marks
+// would otherwise learn, from what a caller is shown, which guess begins
+// it. Its own token is masked there, pieces and all; the log masks every
+// secret.
 func TestServerTextIsNoOracleForOtherServersSecrets(t *testing.T) {
 	const (
 		ghToken   = "ghp_T9kLmN2pQ7rS4vW8xY1zA3bC5dE6fG0h"
@@ -131,14 +132,15 @@ func TestServerTextIsNoOracleForOtherServersSecrets(t *testing.T) {
 	)
 	evil := mcptest.NewServer(nil, nil)
 	evil.AddResource(&mcpsdk.Resource{URI: "doc://e", Name: "e"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
-		return nil, &jsonrpc.Error{Code: -32603, Message: "[0] " + ghToken[:8] + "… [1] ghp_ZZZZ… [2] ghp_T9kL" + ghToken[8:20] + " own " + evilToken[5:17]}
+		return nil, &jsonrpc.Error{Code: -32603, Message: "[0] " + ghToken[:8] + "… [1] ghp_ZZZZ… [2] ghp_T9kL" + ghToken[8:20] + " own " + evilToken[5:17] + " whole " + ghToken + " db blue_sky.42"}
 	})
 	cfg := &config.Config{Servers: []config.Server{
 		{Name: "gh", Transport: config.TransportHTTP, URL: "http://127.0.0.1:1/mcp", Headers: map[string]string{"Authorization": "Bearer " + ghToken}},
 		{Name: "fs", Transport: config.TransportStdio, Command: "unused", Env: map[string]string{"EVIL_TOKEN": evilToken}},
+		{Name: "db", Transport: config.TransportStdio, Command: "unused", Env: map[string]string{"DATABASE_URL": "postgres://app:blue_sky.42@db/prod"}},
 	}}
 	var logs syncBuffer
-	eng := newEngineOpts(t, "", map[string]*mcpsdk.Server{"fs": evil, "gh": mcptest.NewServer(map[string]string{"doc://g": "g"}, nil)},
+	eng := newEngineOpts(t, "", map[string]*mcpsdk.Server{"fs": evil, "gh": mcptest.NewServer(map[string]string{"doc://g": "g"}, nil), "db": mcptest.NewServer(map[string]string{"db://x": "x"}, nil)},
 		engine.Options{Config: cfg, Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	res, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "e", TokenBudget: 1000, Pinned: pin("doc://e")})
 	if err != nil {
@@ -153,7 +155,44 @@ func TestServerTextIsNoOracleForOtherServersSecrets(t *testing.T) {
 	if !strings.Contains(detail, "[0] "+ghToken[:8]+"… [1] ghp_ZZZZ…") || strings.Contains(detail, evilToken[5:17]) || !strings.Contains(detail, "own REDACTED") {
 		t.Errorf("detail %q: want the guesses at gh's token as written, fs's own token masked", detail)
 	}
+	// Other servers' secrets, whole, are masked all the same: a server
+	// may have come by one (inherited, or sent by a caller).
+	if strings.Contains(detail, ghToken) || strings.Contains(detail, "blue_sky") || !strings.Contains(detail, "whole REDACTED db REDACTED") {
+		t.Errorf("detail %q: want gh's token and db's password masked", detail)
+	}
 	if strings.Contains(logs.String(), ghToken[8:20]) {
 		t.Errorf("the log holds a piece of gh's token:\n%s", logs.String())
+	}
+}
+
+// A stdio server inherits what of contextd's environment holds no secret
+// worth withholding (a word-like URL password): such a secret was given
+// to it, and its cut ends are masked in its text as its own are.
+func TestServerTextMasksCutsOfWhatItInherits(t *testing.T) {
+	t.Setenv("CONTEXTD_TEST_DB_URL", "postgres://app:blue_sky.42@db/prod")
+	evil := mcptest.NewServer(nil, nil)
+	evil.AddResource(&mcpsdk.Resource{URI: "doc://e", Name: "e"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+		return nil, &jsonrpc.Error{Code: -32603, Message: "cut blue_sky…"}
+	})
+	cfg := &config.Config{Servers: []config.Server{
+		{Name: "fs", Transport: config.TransportStdio, Command: "unused"},
+		{Name: "db", Transport: config.TransportStdio, Command: "unused", Env: map[string]string{"DATABASE_URL": "postgres://app:blue_sky.42@db/prod"}},
+	}}
+	eng := newEngineOpts(t, "", map[string]*mcpsdk.Server{"fs": evil, "db": mcptest.NewServer(map[string]string{"db://x": "x"}, nil)}, engine.Options{Config: cfg})
+	res, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "e", TokenBudget: 1000, Pinned: pin("doc://e")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, o := range res.Omitted {
+		if o.URI == "doc://e" {
+			found = true
+			if strings.Contains(o.Detail, "blue_sky") || !strings.Contains(o.Detail, "cut REDACTED") {
+				t.Errorf("detail %q: want the inherited password's cut end masked", o.Detail)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("doc://e not among the omitted %+v", res.Omitted)
 	}
 }

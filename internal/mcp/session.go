@@ -576,6 +576,11 @@ func (b *tailBuffer) String() string {
 // "true") are what many harmless variables hold.
 const minHidden = 8
 
+// InheritedEnv returns what a stdio server inherits of env ("KEY=value"
+// entries) when hidden are the credentials it must not (see
+// Options.HiddenEnv): env without the variables that hold one.
+func InheritedEnv(env, hidden []string) []string { return inheritedEnv(env, hidden) }
+
 // inheritedEnv returns env ("KEY=value" entries) without the variables
 // whose value is one of hidden, or holds one worth looking for inside
 // values (see redact.Inside), as written, percent-encoded, quoted, in base64

@@ -694,6 +694,19 @@ func (r *Redactor) HoldsWhole(s string) bool { return r.wholeOnly().Holds(s) }
 // would tell the caller which of its guesses begin a secret.
 func (r *Redactor) StringWhole(s string) string { return r.wholeOnly().String(s) }
 
+// NewFor returns a Redactor for text that only the holder of given could
+// have written (a server's errors, given its own credentials): it masks
+// every secret of all whole, in every form and reading New's does, and
+// the pieces and cut ends of given's alone. Masking pieces of a secret the
+// writer was not given would tell it, from what is shown, which of its
+// guesses begin one.
+func NewFor(given, all []string) *Redactor {
+	r := New(append(slices.Clone(all), given...)...)
+	g := New(given...)
+	r.pieces, r.heads, r.tails = g.pieces, g.heads, g.tails
+	return r
+}
+
 // wholeOnly returns r without its pieces (see HoldsWhole).
 func (r *Redactor) wholeOnly() *Redactor {
 	if r == nil {
