@@ -93,6 +93,9 @@ type Config struct {
 	MCPPath string
 	// Servers are the upstream MCP servers, sorted by name.
 	Servers []Server
+	// disabledSecrets are the credentials of the servers the file
+	// disables (disabled: true), for Secrets.
+	disabledSecrets []string
 	// Limits bound each request's work and how many run at once.
 	Limits Limits
 	// ContentBytes (content_bytes_per_server) bounds each server's text in
@@ -406,6 +409,12 @@ func parse(path string, data []byte, lookup func(string) (string, bool), clientO
 	}
 	for name, sf := range all {
 		if sf.Disabled {
+			// Not run, but its credentials are still the user's: masked,
+			// and withheld from the servers that run. One that does not
+			// resolve (an unset variable) holds none contextd could know.
+			if s, err := sf.resolve(name, lookup); err == nil {
+				c.disabledSecrets = append(c.disabledSecrets, s.Secrets()...)
+			}
 			continue
 		}
 		s, err := sf.resolve(name, lookup)

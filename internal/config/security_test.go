@@ -271,3 +271,25 @@ func TestCheckHTTPEndpoints(t *testing.T) {
 		}
 	}
 }
+
+// A server the file disables still holds the user's credentials: they are
+// among Secrets (masked, withheld from the servers that run).
+func TestDisabledServersSecretsAreSecrets(t *testing.T) {
+	c, err := config.Parse("c.yaml", []byte(`
+mcpServers:
+  linear: { command: npx, args: [-y, linear-mcp], env: { LINEAR_API_KEY: "${LINEAR_API_KEY}" }, disabled: true }
+  broken: { command: npx, env: { X_TOKEN: "${UNSET_VAR}" }, disabled: true }
+  fs: { command: fs-mcp }
+`), func(k string) (string, bool) {
+		if k == "LINEAR_API_KEY" {
+			return "lin_api_Zq8mT3kLw9PxR2vN7bYc", true
+		}
+		return "", false
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Servers) != 1 || !slices.Contains(c.Secrets(), "lin_api_Zq8mT3kLw9PxR2vN7bYc") {
+		t.Errorf("servers %d, secrets %q; want fs alone, and linear's key among the secrets", len(c.Servers), c.Secrets())
+	}
+}

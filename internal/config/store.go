@@ -54,8 +54,9 @@ func redactedStore(u *url.URL) string {
 	return c.Redacted()
 }
 
-// Secrets returns every credential c holds: each server's (Server.Secrets),
-// the store's, the remote embedder's and the daemon's auth.token. contextd
+// Secrets returns every credential c holds: each server's (Server.Secrets,
+// also of servers the file disables), the store's, the remote embedder's
+// and the daemon's auth.token. contextd
 // masks them in what it shows, keeps them out of stdio servers'
 // environments and out of template values.
 func (c *Config) Secrets() []string {
@@ -63,6 +64,7 @@ func (c *Config) Secrets() []string {
 	for _, srv := range c.Servers {
 		out = append(out, srv.Secrets()...)
 	}
+	out = append(out, c.disabledSecrets...)
 	out = append(out, c.StoreSecrets()...)
 	out = append(out, c.EmbedderSecrets()...)
 	if c.Auth.Token != "" {
