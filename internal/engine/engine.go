@@ -17,6 +17,7 @@ import (
 	"time"
 
 	gosync "sync"
+	"sync/atomic"
 
 	"github.com/contextd/contextd/internal/budget"
 	"github.com/contextd/contextd/internal/config"
@@ -144,6 +145,7 @@ func CandidatesFor(tokenBudget int) int {
 // An Engine answers Assemble, Search and ListServers.
 type Engine struct {
 	log        *slog.Logger
+	logRed     *atomic.Pointer[redact.Redactor] // what log masks: the current set's red
 	ix         *index.Index
 	tok        *budget.Tokenizer
 	candidates int
@@ -283,7 +285,9 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	// may quote another's (a shared proxy URL, a copied header).
 	secrets := opts.Config.Secrets()
 	red := redact.New(secrets...)
-	log = slog.New(redact.Handler(log.Handler(), red))
+	logRed := new(atomic.Pointer[redact.Redactor])
+	logRed.Store(red)
+	log = slog.New(redact.HandlerFunc(log.Handler(), logRed.Load))
 	tok, err := budget.NewTokenizer(opts.Config.Tokenizer)
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: %w", err)
@@ -341,7 +345,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		return nil, err
 	}
 	ix.SetFocus(opts.Focus)
-	e = &Engine{log: log, ix: ix, tok: tok, candidates: opts.Candidates, est: est, unlock: unlock, shared: sh,
+	e = &Engine{log: log, logRed: logRed, ix: ix, tok: tok, candidates: opts.Candidates, est: est, unlock: unlock, shared: sh,
 		dial: opts.Dial, adjust: opts.Mirror, observer: opts.Observer, synced: make(chan struct{}),
 		retired: map[string]*ctxsync.Mirror{}, runs: map[*ctxsync.Mirror]*mirrorRun{}}
 	if e.candidates < 0 {

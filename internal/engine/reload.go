@@ -83,7 +83,10 @@ func (e *Engine) Reload(ctx context.Context, cfg *config.Config) (Changes, error
 			ch.Changed = append(ch.Changed, srv.Name)
 			stop = append(stop, old.mirrors[srv.Name])
 		default:
+			// Kept running: a server may hold a secret this
+			// configuration adds (inherited before it was one).
 			next.mirrors[srv.Name] = old.mirrors[srv.Name]
+			next.mirrors[srv.Name].SetRedact(next.given[srv.Name])
 			ch.Kept++
 			continue
 		}
@@ -103,6 +106,7 @@ func (e *Engine) Reload(ctx context.Context, cfg *config.Config) (Changes, error
 	if e.shared != nil {
 		e.shared.rep.SetServers(next.names)
 	}
+	e.logRed.Store(next.red)
 	e.setMu.Lock()
 	e.cur = next
 	for _, m := range stop {

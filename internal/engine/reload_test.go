@@ -3,12 +3,14 @@ package engine_test
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/contextd/contextd/internal/config"
@@ -257,5 +259,44 @@ func TestReloadKeepsARemovedServersCredentialsWithheld(t *testing.T) {
 			t.Fatalf("y restarted withholding %q, not the removed server's credential", h)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A reload that adds a secret a kept server may already hold (inherited
+// before it was one) masks it in that server's text from then on.
+func TestReloadMasksAddedSecretsInKeptServersText(t *testing.T) {
+	const token = "ghp_Zq8mT3kLw9PxR2vN7bYc0123"
+	evil := mcptest.NewServer(nil, nil)
+	evil.AddResource(&mcpsdk.Resource{URI: "doc://e", Name: "e"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+		return nil, &jsonrpc.Error{Code: -32603, Message: "cfg value " + token}
+	})
+	servers := map[string]*mcpsdk.Server{"fs": evil, "gh": mcptest.NewServer(map[string]string{"doc://g": "g"}, nil)}
+	cfg := &config.Config{Servers: []config.Server{{Name: "fs", Transport: config.TransportStdio, Command: "unused"}}}
+	eng := newEngineOpts(t, "", servers, engine.Options{Config: cfg})
+	detail := func() string {
+		t.Helper()
+		res, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "e", TokenBudget: 1000, Pinned: []resource.Key{{Server: "fs", URI: "doc://e"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range res.Omitted {
+			if o.URI == "doc://e" {
+				return o.Detail
+			}
+		}
+		t.Fatalf("doc://e not omitted: %+v", res.Omitted)
+		return ""
+	}
+	if d := detail(); !strings.Contains(d, token) {
+		t.Fatalf("before the reload: %q; want the value, which is no secret yet", d)
+	}
+	next := *cfg
+	next.Servers = append(slices.Clone(cfg.Servers), config.Server{Name: "gh", Transport: config.TransportHTTP, URL: "https://gh.example/mcp", Headers: map[string]string{"Authorization": "Bearer " + token}})
+	ch, err := eng.Reload(t.Context(), &next)
+	if err != nil || ch.Kept != 1 {
+		t.Fatalf("reload: %+v, %v; want fs kept", ch, err)
+	}
+	if d := detail(); strings.Contains(d, token) || !strings.Contains(d, "cfg value REDACTED") {
+		t.Errorf("after the reload: %q; want the added secret masked", d)
 	}
 }

@@ -1379,18 +1379,24 @@ func hex2(b byte) string {
 // Handler returns a slog.Handler that masks, with r, the message and every
 // string and error attribute before passing records to h.
 func Handler(h slog.Handler, r *Redactor) slog.Handler {
+	return &handler{next: h, r: func() *Redactor { return r }}
+}
+
+// HandlerFunc is Handler with the Redactor r returns at each record: one a
+// configuration reload replaces. r must be cheap and must not log.
+func HandlerFunc(h slog.Handler, r func() *Redactor) slog.Handler {
 	return &handler{next: h, r: r}
 }
 
 type handler struct {
 	next slog.Handler
-	r    *Redactor
+	r    func() *Redactor
 }
 
 func (h *handler) Enabled(ctx context.Context, l slog.Level) bool { return h.next.Enabled(ctx, l) }
 
 func (h *handler) Handle(ctx context.Context, rec slog.Record) error {
-	out := slog.NewRecord(rec.Time, rec.Level, h.r.String(rec.Message), rec.PC)
+	out := slog.NewRecord(rec.Time, rec.Level, h.r().String(rec.Message), rec.PC)
 	rec.Attrs(func(a slog.Attr) bool {
 		out.AddAttrs(h.attr(a))
 		return true
@@ -1414,7 +1420,7 @@ func (h *handler) attr(a slog.Attr) slog.Attr {
 	v := a.Value.Resolve()
 	switch v.Kind() {
 	case slog.KindString:
-		return slog.String(a.Key, h.r.String(v.String()))
+		return slog.String(a.Key, h.r().String(v.String()))
 	case slog.KindGroup:
 		g := v.Group()
 		red := make([]any, len(g))
@@ -1425,15 +1431,15 @@ func (h *handler) attr(a slog.Attr) slog.Attr {
 	case slog.KindAny:
 		switch x := v.Any().(type) {
 		case error:
-			return slog.String(a.Key, h.r.String(x.Error()))
+			return slog.String(a.Key, h.r().String(x.Error()))
 		case []string:
 			red := make([]string, len(x))
 			for i, s := range x {
-				red[i] = h.r.String(s)
+				red[i] = h.r().String(s)
 			}
 			return slog.Any(a.Key, red)
 		case interface{ String() string }:
-			return slog.String(a.Key, h.r.String(x.String()))
+			return slog.String(a.Key, h.r().String(x.String()))
 		}
 	}
 	return slog.Attr{Key: a.Key, Value: v}

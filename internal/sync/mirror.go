@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	gosync "sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -230,7 +231,8 @@ type Status struct {
 type Mirror struct {
 	opts    Options
 	log     *slog.Logger
-	changed chan struct{} // capacity 1: a re-list is pending
+	red     atomic.Pointer[redact.Redactor] // see SetRedact; opts.Redact is the first
+	changed chan struct{}                   // capacity 1: a re-list is pending
 
 	// mu guards the fields that follow.
 	mu        gosync.Mutex
@@ -353,10 +355,8 @@ func New(opts Options) *Mirror {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	log = slog.New(redact.Handler(log.Handler(), opts.Redact))
-	return &Mirror{
+	m := &Mirror{
 		opts:     opts,
-		log:      log.With("server", opts.Server),
 		changed:  make(chan struct{}, 1),
 		status:   Status{Server: opts.Server, State: StateConnecting},
 		ready:    make(chan struct{}),
@@ -378,6 +378,9 @@ func New(opts Options) *Mirror {
 		answerable:      make(chan struct{}),
 		demand:          make(chan struct{}, 1),
 	}
+	m.red.Store(opts.Redact)
+	m.log = slog.New(redact.HandlerFunc(log.Handler(), m.redactor)).With("server", opts.Server)
+	return m
 }
 
 // Answerable is closed when a one-shot query can be answered well: the
@@ -675,7 +678,7 @@ func (m *Mirror) connect(ctx context.Context) (*mcp.Session, error) {
 		OnSubscriptionEnded: m.subscriptionEnded,
 
 		TerminateDuration: m.opts.TerminateDuration,
-		Redact:            m.opts.Redact,
+		Redact:            m.redactor(),
 		MaxResources:      m.opts.MaxResources,
 		MaxResourceBytes:  m.opts.MaxResourceBytes,
 		HiddenEnv:         hidden,
@@ -692,8 +695,9 @@ func (m *Mirror) serve(ctx context.Context, sess *mcp.Session, warm []string) (e
 	// like everything else it says.
 	// Shown side by side, the two may spell a secret one half each (the
 	// name cut inside it): looked for as the server sent them.
-	split := m.opts.Redact.Holds(strings.TrimSuffix(name, redact.Cut)+version) || m.opts.Redact.Holds(name+" "+version)
-	name, version, proto = m.opts.Redact.String(name), m.opts.Redact.String(version), m.opts.Redact.String(proto)
+	red := m.redactor()
+	split := red.Holds(strings.TrimSuffix(name, redact.Cut)+version) || red.Holds(name+" "+version)
+	name, version, proto = red.String(name), red.String(version), red.String(proto)
 	if split {
 		name, version = redact.Mask, redact.Mask
 	}
@@ -1096,7 +1100,7 @@ func (m *Mirror) sync(parent context.Context, sess *mcp.Session) (ok bool) {
 		m.status.Duplicates = res.Duplicates
 		m.status.Problems = append(slices.Clip(res.Problems), tpl.Problems...)
 		for i, p := range m.status.Problems {
-			m.status.Problems[i] = m.opts.Redact.String(p)
+			m.status.Problems[i] = m.redactor().String(p)
 		}
 		if len(m.status.Problems) > 0 {
 			m.log.Warn("dropped list entries", "rejected", m.status.Rejected, "duplicates", res.Duplicates, "problems", m.status.Problems)
@@ -1104,7 +1108,7 @@ func (m *Mirror) sync(parent context.Context, sess *mcp.Session) (ok bool) {
 	}
 	if err != nil {
 		m.status.State = StateDegraded
-		m.status.LastError = m.opts.Redact.String(err.Error())
+		m.status.LastError = m.redactor().String(err.Error())
 		m.status.LastErrorTime = time.Now()
 		m.log.Warn("sync failed", "err", err)
 		return false
@@ -1117,7 +1121,7 @@ func (m *Mirror) sync(parent context.Context, sess *mcp.Session) (ok bool) {
 		m.status.LastError, m.status.LastErrorTime = "", time.Time{}
 	} else {
 		m.status.State = StateDegraded
-		m.status.LastError = m.opts.Redact.String("list incomplete: " + res.Incomplete + tpl.Incomplete)
+		m.status.LastError = m.redactor().String("list incomplete: " + res.Incomplete + tpl.Incomplete)
 		m.status.LastErrorTime = time.Now()
 	}
 	if m.opts.OnSync != nil {
@@ -1191,7 +1195,7 @@ func (m *Mirror) dropRelisted(res mcp.List[resource.Descriptor]) {
 // down stays down) is logged at debug level, so a dead server does not
 // repeat its warning at every backoff; Status still has the latest.
 func (m *Mirror) fail(err error) {
-	msg := m.opts.Redact.String(err.Error())
+	msg := m.redactor().String(err.Error())
 	m.mu.Lock()
 	again := (m.status.State == StateFailed || m.status.State == StateStale) && m.status.LastError == msg
 	if m.status.Syncs == 0 {
@@ -1220,10 +1224,29 @@ func (m *Mirror) setActivity(a string) {
 func (m *Mirror) setStale(err error) {
 	m.mu.Lock()
 	m.status.State = StateStale
-	m.status.LastError = m.opts.Redact.String(err.Error())
+	m.status.LastError = m.redactor().String(err.Error())
 	m.status.LastErrorTime = time.Now()
 	m.mu.Unlock()
 	m.log.Warn("session lost; keeping the last mirror until reconnected", "err", err)
+}
+
+// redactor returns what masks the mirror's reports (Options.Redact, or
+// the latest SetRedact).
+func (m *Mirror) redactor() *redact.Redactor { return m.red.Load() }
+
+// SetRedact replaces what masks the mirror's reports and log (a reload
+// added secrets that a server kept running may hold): from now on, and in
+// the status already kept (last error, list problems).
+func (m *Mirror) SetRedact(r *redact.Redactor) {
+	m.red.Store(r)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.status.LastError = r.String(m.status.LastError)
+	problems := make([]string, len(m.status.Problems)) // Status's copies share the old
+	for i, p := range m.status.Problems {
+		problems[i] = r.String(p)
+	}
+	m.status.Problems = problems
 }
 
 func (m *Mirror) markReady() {
@@ -1345,7 +1368,7 @@ func (m *Mirror) ReadFetch(ctx context.Context, uri string) ([]resource.Content,
 		m.log.Debug("read of a URI the server does not list failed", "uri", uri, "err", err)
 		return c, f, &unlistedReadError{msg: fmt.Sprintf("server %q: read of a URI it does not list failed: %s (what the server said is in the log at debug level: it may quote the URI, so it is not shown)", m.opts.Server, failure(err)), err: err}
 	}
-	return c, f, m.opts.Redact.Error(err)
+	return c, f, m.redactor().Error(err)
 }
 
 // unlistedReadError is a failed read of a URI the server does not list:
