@@ -29,6 +29,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -556,10 +557,10 @@ func (e *expander) str(field, s string) string {
 	return varRef.ReplaceAllStringFunc(s, func(ref string) string {
 		m := varRef.FindStringSubmatch(ref)
 		v := e.value(field, ref, m)
-		if v != "" && secretName.MatchString(m[1]) {
+		if v != "" && credentialName(m[1]) {
 			e.secrets = append(e.secrets, v)
 		}
-		e.secrets = append(e.secrets, valueSecrets(v, secretName.MatchString(m[1]))...)
+		e.secrets = append(e.secrets, valueSecrets(v, credentialName(m[1]))...)
 		return v
 	})
 }
@@ -722,8 +723,23 @@ func exists(p string) bool {
 // among other settings or is one by its kind: a connection string, a DSN,
 // a JWT, a signature (AZURE_STORAGE_CONNECTION_STRING, MYSQL_DSN,
 // SUPABASE_JWT, X-Signature, a SAS URL's sig), and a wallet's seed or seed
-// phrase; not JWT_ISSUER, SIGNATURE_ALGORITHM or RANDOM_SEED.
-var secretName = regexp.MustCompile(`(?i:token|secret|passw|passphrase|mnemonic|pwd|api[_-]?key|apikey|credential|auth|cookie|session|jwt$|dsn$|conn(?:ection)?[_-]?str(?:ing)?$|wallet[_-]?seed|seed[_-]?phrase|signature$|^sig$|(?:master|private|account|signing|access|encryption|shared)[_-]?key)|(?i:(^|[^a-z])(key|pat|pass)([^a-z]|$))|[a-z0-9](Key|Pat|Pass)([^a-z]|$)`)
+// phrase; not JWT_ISSUER, SIGNATURE_ALGORITHM or RANDOM_SEED. And lists of
+// headers (OTEL_EXPORTER_OTLP_HEADERS), which carry credentials under
+// names of their own (x-honeycomb-team=…).
+var secretName = regexp.MustCompile(`(?i:headers$|token|secret|passw|passphrase|mnemonic|pwd|api[_-]?key|apikey|credential|auth|cookie|session|jwt$|dsn$|conn(?:ection)?[_-]?str(?:ing)?$|wallet[_-]?seed|seed[_-]?phrase|signature$|^sig$|(?:master|private|account|signing|access|encryption|shared)[_-]?key)|(?i:(^|[^a-z])(key|pat|pass)([^a-z]|$))|[a-z0-9](Key|Pat|Pass)([^a-z]|$)`)
+
+// settingName matches names that say a setting of another kind, though
+// they hold a credential's word: a socket, an address, a duration, a size,
+// a path, a kind (SSH_AUTH_SOCK, KEY_VAULT_URL, TOKEN_URL,
+// SESSION_TIMEOUT, MAX_TOKENS, TOKENIZER, AUTH_PROVIDER, KEY_FILE).
+var settingName = regexp.MustCompile(`(?i)(?:^|[_.-])(?:sock|socket|url|uri|endpoint|host|hostname|port|timeout|ttl|expiry|lifetime|path|dir|file|provider|type|mode|algorithm|version|limit|size|count|length|enabled|region|name)$|^max[_-]|^tokeni[sz]er|tokens$`)
+
+// credentialName reports whether a variable, header or flag name says its
+// value is a credential (secretName), and not a setting of another kind
+// (settingName) or a cursor (paginationKey).
+func credentialName(name string) bool {
+	return secretName.MatchString(name) && !settingName.MatchString(name) && !paginationKey.MatchString(name)
+}
 
 // valueSecrets returns the credentials inside one configured value,
 // whatever its name: a Basic credential's password (and "user:password"),
@@ -748,7 +764,7 @@ func valueSecrets(v string, named bool) []string {
 			}
 		}
 	}
-	if strings.HasPrefix(v, "{") {
+	if strings.HasPrefix(v, "{") || strings.HasPrefix(v, "[") {
 		var obj any
 		if json.Unmarshal([]byte(v), &obj) == nil {
 			out = append(out, jsonSecrets(obj, named, 0)...)
@@ -763,16 +779,29 @@ func valueSecrets(v string, named bool) []string {
 			out = append(out, withDecoded(val)...)
 		}
 	}
-	for _, part := range strings.FieldsFunc(v, func(r rune) bool { return r == ';' || r == ',' || r == '&' || unicode.IsSpace(r) }) {
+	parts := strings.FieldsFunc(v, func(r rune) bool { return r == ';' || r == ',' || r == '&' || unicode.IsSpace(r) })
+	if strings.Count(v, ";") > 0 && strings.Count(v, "=") > 1 {
+		// A connection string or a cookie: values may hold spaces
+		// (Password=Winter 2024 Snow;).
+		parts = strings.Split(v, ";")
+	}
+	for _, part := range parts {
 		k, val, ok := strings.Cut(part, "=")
 		if cut := len(val) > 0 && strings.ContainsRune(`"'{`, rune(val[0])) && !strings.HasSuffix(val[1:], map[byte]string{'"': `"`, '\'': "'", '{': "}"}[val[0]]); cut {
 			continue // a piece of a quoted or braced value (see quotedSetting)
 		}
-		if val = strings.Trim(val, `"'`); !ok || val == "" {
+		if val = strings.Trim(strings.TrimSpace(val), `"'`); !ok || val == "" {
 			continue
 		}
 		if credentialKey(k) || named && chosenOrGenerated(val) {
 			out = append(out, withDecoded(val)...)
+			if u, err := url.QueryUnescape(val); err == nil && u != val && strings.ContainsRune(u, ' ') {
+				// Authorization=Basic%20…: the credential after the scheme.
+				out = append(out, valueSecrets(u, false)...)
+				if _, cred, ok := strings.Cut(u, " "); ok {
+					out = append(out, strings.TrimSpace(cred))
+				}
+			}
 		}
 	}
 	if m := dsnUserInfo.FindStringSubmatch(v); m != nil {
@@ -789,12 +818,15 @@ func valueSecrets(v string, named bool) []string {
 // name or by its last word (Pwd, AccountKey, SharedAccessKey,
 // GITHUB_TOKEN, client_secret, sig), and a cookie's session (sid,
 // session, JSESSIONID, csrf); not AUTH_PROVIDER or SESSION_STORE.
-var partKey = regexp.MustCompile(`(?i)(?:^|[_.-])(?:password|passwd|pwd|pass|secret|token|key|apikey|signature|sig|credential|session|sess|sid|csrf|xsrf)$|^(?:account|sharedaccess|master|private)key$|^sharedaccesssignature$|^(?:jsessionid|phpsessid|sessionid|connect\.sid)$`)
+var partKey = regexp.MustCompile(`(?i)(?:^|[_.-])(?:password|passwd|passphrase|pwd|pass|secret|token|key|apikeys?|signature|sig|credential|session|sess|sid|csrf|xsrf)$|^(?:account|sharedaccess|master|private)key$|^sharedaccesssignature$|^(?:jsessionid|phpsessid|sessionid|connect\.sid)$`)
 
 // camelKey matches keys whose last word, in camel case, names a
 // credential (trustStorePassword, clientSecret, apiKey, authToken); not a
 // key of another kind (hotKey, sortKey).
-var camelKey = regexp.MustCompile(`[a-z0-9](?:Password|Passwd|Pwd|Secret|Token|Credentials?|Signature|(?:Api|API|Access|Secret|Private|Account|Master|Signing|Encryption|Auth|Client|License)Key)$`)
+var camelKey = regexp.MustCompile(`[a-z0-9](?:Passwords?|Passwd|Passphrase|Pwd|Secrets?|Tokens?|Credentials?|Signature|(?:Api|API|Access|Secret|Private|Account|Master|Signing|Encryption|Auth|Client|License)Keys?)$`)
+
+// authKey matches an Authorization setting's key (an OTLP headers list).
+var authKey = regexp.MustCompile(`(?i)(?:^|[_.-])(?:proxy-)?authorization$`)
 
 // paginationKey matches keys of cursors, which are named tokens but are
 // none (pageToken, next_token).
@@ -805,7 +837,7 @@ var paginationKey = regexp.MustCompile(`(?i)(?:page|next|continuation|cursor|syn
 // "--").
 func credentialKey(k string) bool {
 	k = strings.TrimSpace(k)
-	return (partKey.MatchString(k) || camelKey.MatchString(k)) && !paginationKey.MatchString(k)
+	return (partKey.MatchString(k) || camelKey.MatchString(k) || authKey.MatchString(k)) && !paginationKey.MatchString(k)
 }
 
 // quotedSetting matches a setting whose value is quoted or braced (an
@@ -829,12 +861,38 @@ func jsonSecrets(x any, named bool, depth int) []string {
 		if depth >= maxJSONDepth {
 			return nil
 		}
+		// A name/value pair ({"key": "X-Api-Key", "value": "…"}): its
+		// name is no credential, its value may be.
+		pair := false
+		for _, nk := range []string{"key", "name", "Key", "Name"} {
+			n, ok := x[nk].(string)
+			if !ok {
+				continue
+			}
+			for _, vk := range []string{"value", "Value"} {
+				if str, ok := x[vk].(string); ok && str != "" {
+					pair = true
+					if credentialKey(n) || credentialName(n) || strings.EqualFold(n, "authorization") {
+						out = append(out, withDecoded(str)...)
+						out = append(out, valueSecrets(str, true)...)
+					}
+				}
+			}
+		}
 		for k, y := range x {
+			if pair {
+				break
+			}
+			if n, ok := y.(float64); ok && credentialKey(k) {
+				y = strconv.FormatFloat(n, 'f', -1, 64) // a numeric password
+			}
 			str, ok := y.(string)
 			if !ok {
 				out = append(out, jsonSecrets(y, named || credentialKey(k), depth+1)...)
 				continue
 			}
+			// A connection string or settings list in a string.
+			out = append(out, valueSecrets(str, false)...)
 			auth := strings.EqualFold(k, "authorization") || strings.EqualFold(k, "proxy-authorization")
 			if str == "" || !(auth || credentialKey(k) || named && chosenOrGenerated(str)) {
 				continue
@@ -850,6 +908,12 @@ func jsonSecrets(x any, named bool, depth int) []string {
 			return nil
 		}
 		for _, y := range x {
+			if str, ok := y.(string); ok {
+				if named && chosenOrGenerated(str) { // {"apiKeys": ["…"]}
+					out = append(out, withDecoded(str)...)
+				}
+				continue
+			}
 			out = append(out, jsonSecrets(y, named, depth+1)...)
 		}
 	}
@@ -999,8 +1063,8 @@ func (s Server) Secrets() []string {
 	named := func(m map[string]string) {
 		for k, v := range m {
 			out = append(out, urlSecrets(v)...)
-			out = append(out, valueSecrets(v, secretName.MatchString(k))...)
-			if !secretName.MatchString(k) {
+			out = append(out, valueSecrets(v, credentialName(k))...)
+			if !credentialName(k) {
 				continue
 			}
 			out = append(out, v)
@@ -1018,13 +1082,13 @@ func (s Server) Secrets() []string {
 		out = append(out, valueSecrets(a, false)...)
 		if joined {
 			out = append(out, urlSecrets(v)...)
-			out = append(out, valueSecrets(v, secretName.MatchString(flag))...)
+			out = append(out, valueSecrets(v, credentialName(flag))...)
 		}
 		out = append(out, headerArgSecrets(a)...)
 		if joined {
 			out = append(out, headerArgSecrets(v)...)
 		}
-		if !strings.HasPrefix(a, "-") || !secretName.MatchString(flag) {
+		if !strings.HasPrefix(a, "-") || !credentialName(flag) {
 			continue
 		}
 		if joined {
@@ -1041,7 +1105,7 @@ func (s Server) Secrets() []string {
 // Bearer X"), and, for "Bearer X" or "Basic X", X alone.
 func headerArgSecrets(arg string) []string {
 	name, v, ok := strings.Cut(arg, ":")
-	if !ok || strings.HasPrefix(v, "//") || strings.ContainsAny(name, " =") || !secretName.MatchString(name) {
+	if !ok || strings.HasPrefix(v, "//") || strings.ContainsAny(name, " =") || !credentialName(name) {
 		return nil
 	}
 	v = strings.TrimSpace(v)

@@ -184,6 +184,18 @@ mcpServers:
       ConnectionStrings__Default: 'Server=db;Database=app;User Id=sa;Password="S3cr3t;Pa55!";TrustServerCertificate=true'
       ODBC2: "Driver={ODBC Driver 18};Uid=app;Pwd={Br4ce;Pa55!}}x};"
       PGOPTS: "host=db password='correct horse 42!' sslmode=require"
+      OTEL_EXPORTER_OTLP_HEADERS: "x-honeycomb-team=hcaik_01hq2w3e4r5t6y7u8i9o0p1a2s3d4f5g,Authorization=Basic%20dXNlcjpTM2NyZXQhUGFzcw=="
+      HEADERS_JSON: '[{"key":"X-Api-Key","value":"Kx9Winter2024Snow"}]'
+      NET: "Server=db;User Id=sa;Password=Winter 2024 Snow;"
+      JOPTS: "-Dgpg.passphrase=Gpg!Phrase9"
+      APPSETTINGS: '{"ConnectionStrings":{"Default":"Server=db;Password=Nested!Pw9;"},"Db":{"password":12345678},"apiKeys":["Ak9Winter2024Key"]}'
+      SSH_AUTH_SOCK: /tmp/ssh-XYZ/agent.1
+      KEY_VAULT_URL: https://kv.vault.azure.net/
+      TOKEN_URL: https://auth.example.com/token
+      TOKENIZER: cl100k_base
+      MAX_TOKENS: "4096"
+      SESSION_TIMEOUT: 30m
+      PAGE_TOKEN: nextpage42
   plain:
     command: docker
     args: [run, -e, AUTH_PROVIDER=github, -e, SESSION_STORE=memory, -e, "GITHUB_TOKEN=ghp_Docker0123456789abcd", img,
@@ -205,7 +217,8 @@ mcpServers:
 	for name, want := range map[string][]string{
 		"h": {"S3cr3t!Pass", "Qx7vR2mK9pL4wZ8nT3jH6cF1", "9f86d081884c7d659a2f"},
 		"e": {"bXlrZXk0Mg==", "Odbc!Pass9", "Jdbc!Pass9", "My!Pass99", "ntn_4b2F9kQ7xLmP3vR8sT1wYz6aBcD", "nk-77Qw2", "Tru5t!Store",
-			"S3cr3t;Pa55!", "Br4ce;Pa55!}x", "correct horse 42!"},
+			"S3cr3t;Pa55!", "Br4ce;Pa55!}x", "correct horse 42!", "hcaik_01hq2w3e4r5t6y7u8i9o0p1a2s3d4f5g", "S3cret!Pass", "Kx9Winter2024Snow",
+			"Winter 2024 Snow", "Gpg!Phrase9", "Nested!Pw9", "12345678", "Ak9Winter2024Key"},
 		"plain": {"ghp_Docker0123456789abcd", "Cs3cr3t!xyz", "bXlrZXk0Mg==", "My!Pass98", "Amber-Lamps-Tide!", "hunter2hunter",
 			"Summer2024!@", "Zebra=Moon!7", "Amber%Lamps!Tide", "P@ssw0rd2024", "Jade~Moon~42",
 			"Who?Am=I42x", "Jade%40Moon42", "Jade@Moon42", "Pa$$@w0rd.1", "秘密のパスワード！", "P@ssWord", "Straße§Haus"},
@@ -222,7 +235,8 @@ mcpServers:
 				"s3v4", "ed25519", "Europe/Berlin", "en", "core.windows.net", `{"client_id":"abc`, "....", "contosodata01", "20.11.1",
 				"true", "utf8mb4_unicode_ci", "https://app.example.com/?tab=1", "alice@example.com", "status=open",
 				"bob+ci@example.com", "/srv/a?b=1", "dashboard?tab=1", "#/settings/profile", "bob!ci@example.com", "filter%3Dstatus%3Dopen",
-				"deploy@buildhost", "%y-%m-%d", "~alice/docs"}, v) {
+				"deploy@buildhost", "%y-%m-%d", "~alice/docs", "/tmp/ssh-XYZ/agent.1", "https://kv.vault.azure.net/", "https://auth.example.com/token",
+				"cl100k_base", "4096", "30m", "nextpage42", "X-Api-Key", "Winter"}, v) {
 				t.Errorf("%s: %q taken for a secret", name, v)
 			}
 		}
