@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -147,5 +148,49 @@ mcpServers:
 	_, err = startRemoteEngine(t, t.TempDir(), &bad, srv)
 	if err == nil || !strings.Contains(err.Error(), "check api_key") || strings.Contains(err.Error(), r.APIKey) {
 		t.Fatalf("start with a refused key: %v; want an error naming api_key without the key", err)
+	}
+}
+
+// A query the embedding service rejects, quoting it back with its key:
+// the caller is told what failed, the same for any words, and never the
+// service's message (masked, it would say which word is the key; not
+// masked, it would show the key).
+func TestQueryEmbedErrorsAreNoOracleForTheKey(t *testing.T) {
+	fake := &ollamaFake{key: "letmein2024"}
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if strings.Contains(string(body), "ECHO") {
+			w.WriteHeader(http.StatusBadRequest)
+			msg, _ := json.Marshal(map[string]string{"error": "bad input " + string(body) + " for key " + strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")})
+			w.Write(msg)
+			return
+		}
+		r.Body = io.NopCloser(strings.NewReader(string(body)))
+		fake.ServeHTTP(w, r)
+	}))
+	t.Cleanup(api.Close)
+	cfg, err := config.Parse("c.yaml", []byte(`
+data_dir: `+t.TempDir()+`
+embedder: {provider: ollama, url: `+api.URL+`, model: bag, api_key: letmein2024, concurrency: 1}
+mcpServers:
+  docs: {command: unused}
+`), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := startRemoteEngine(t, cfg.DataDir, cfg, mcptest.NewServer(map[string]string{"doc://a": "alpha"}, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msgs []string
+	for _, guess := range []string{"letmein2024", "letmein2025"} {
+		_, err := eng.Search(t.Context(), engine.SearchRequest{Query: "ECHO find " + guess + " now"})
+		if err == nil {
+			t.Fatalf("guess %s: no error", guess)
+		}
+		msgs = append(msgs, err.Error())
+	}
+	if msgs[0] != msgs[1] || strings.Contains(msgs[0], "letmein") || strings.Contains(msgs[0], "REDACTED") || !strings.Contains(msgs[0], "rejected") {
+		t.Errorf("the key fails with %q, another word with %q; want the same, saying the embedder rejected it", msgs[0], msgs[1])
 	}
 }

@@ -3,12 +3,14 @@ package engine
 import (
 	"cmp"
 	"context"
+	"errors"
 	"math"
 	"runtime"
 	"slices"
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/contextd/contextd/internal/embed/remote"
 	"github.com/contextd/contextd/internal/index"
 	"github.com/contextd/contextd/internal/lexical"
 	"github.com/contextd/contextd/internal/rank"
@@ -140,7 +142,7 @@ func (e *Engine) rank(ctx context.Context, query string, filt Filter, n int, how
 		dense, err := e.ix.DenseEach(ctx, texts, listDepth(filt), f)
 		if err != nil {
 			<-lexical
-			return nil, err
+			return nil, e.queryEmbedError(err)
 		}
 		for i := range got {
 			got[i].dense = dense[i]
@@ -220,7 +222,7 @@ func (e *Engine) lists(ctx context.Context, text string, got retrieved, f index.
 	dense := got.dense
 	if how.Dense > 0 && dense == nil {
 		if dense, err = e.ix.Dense(ctx, text, depth, f); err != nil {
-			return nil, nil, nil, err
+			return nil, nil, nil, e.queryEmbedError(err)
 		}
 	}
 	lex, pass = got.lex, got.pass
@@ -352,3 +354,39 @@ func ids(hits []index.Hit) []string {
 	}
 	return out
 }
+
+// queryEmbedError is what a caller is told when its query could not be
+// embedded: what kind of failure, not what the embedding service said,
+// which is logged. A service may quote its input back, the caller's query,
+// and the masking of its credentials there would tell the caller which of
+// its words is one (or, left unmasked, show one the service volunteers).
+// The error wraps err, for errors.Is.
+func (e *Engine) queryEmbedError(err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, index.ErrClosed) {
+		return err
+	}
+	e.log.Warn("embedding the query failed", "err", err)
+	kind := "the embedder failed"
+	switch {
+	case errors.Is(err, remote.ErrUnauthorized):
+		kind = "the embedder refused its API key (check embedder.api_key)"
+	case errors.Is(err, remote.ErrNotFound):
+		kind = "the embedder does not serve its URL or model (check embedder.url and embedder.model)"
+	case errors.Is(err, remote.ErrRejected):
+		kind = "the embedder rejected the request"
+	case errors.Is(err, remote.ErrUnavailable):
+		kind = "the embedder is unavailable"
+	case errors.Is(err, remote.ErrBadResponse):
+		kind = "the embedder's answer was malformed"
+	}
+	return &maskedError{msg: "embedding the query failed: " + kind + " (its message is in the log)", err: err}
+}
+
+// maskedError shows msg in place of err's message; Unwrap gives err.
+type maskedError struct {
+	msg string
+	err error
+}
+
+func (e *maskedError) Error() string { return e.msg }
+func (e *maskedError) Unwrap() error { return e.err }

@@ -44,7 +44,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -189,7 +188,6 @@ type Embedder struct {
 	client                         *http.Client
 	log                            *slog.Logger
 	red                            *redact.Redactor
-	secrets                        []string // what red masks
 	sem                            chan struct{}
 	// sleep waits d or until ctx is done; tests replace it.
 	sleep func(ctx context.Context, d time.Duration) error
@@ -268,7 +266,7 @@ func New(ctx context.Context, opts Options) (*Embedder, error) {
 	for _, vs := range u.Query() {
 		secrets = append(secrets, vs...)
 	}
-	e.red, e.secrets = redact.New(secrets...), secrets
+	e.red = redact.New(secrets...)
 	switch {
 	case strings.TrimSpace(opts.Model) == "":
 		return nil, errors.New("embedder: model is required")
@@ -320,10 +318,10 @@ func (e *Embedder) Embed(ctx context.Context, text string) ([]float32, error) {
 // of BatchSize texts, up to Concurrency at once, and fails as a whole when
 // one batch fails (after its retries): it then cancels the others. Its
 // errors have the embedder's credentials masked whole (see
-// redact.Redactor.StringWhole), except those texts hold themselves: a
-// service quoting its input back quotes a caller's query, and masking
-// there what the caller wrote would tell it which of its guesses is the
-// API key, or begins it.
+// redact.Redactor.StringWhole): a service quoting its input back quotes a
+// caller's query, and masking pieces there would tell the caller which of
+// its guesses begin the API key. (Callers are not shown these errors for
+// their queries: see engine's queryEmbedError.)
 func (e *Embedder) EmbedBatch(ctx context.Context, texts []string) ([][]float32, error) {
 	out := make([][]float32, len(texts))
 	if len(texts) <= e.batch {
@@ -331,7 +329,7 @@ func (e *Embedder) EmbedBatch(ctx context.Context, texts []string) ([][]float32,
 			return out, nil
 		}
 		if err := e.send(ctx, texts, out); err != nil {
-			return out, e.maskFor(texts).ErrorWhole(err)
+			return out, e.red.ErrorWhole(err)
 		}
 		return out, nil
 	}
@@ -348,28 +346,9 @@ func (e *Embedder) EmbedBatch(ctx context.Context, texts []string) ([][]float32,
 	}
 	wg.Wait()
 	if err := context.Cause(ctx); err != nil {
-		return nil, e.maskFor(texts).ErrorWhole(err)
+		return nil, e.red.ErrorWhole(err)
 	}
 	return out, nil
-}
-
-// maskFor returns the redactor for an error of a request that sent texts:
-// red without the secrets one of texts holds (masked there, a generic
-// rule's masking aside), which an answer quoting texts back would show
-// masked exactly when a caller's guess was right.
-func (e *Embedder) maskFor(texts []string) *redact.Redactor {
-	generic := redact.New()
-	var keep []string
-	for _, sec := range e.secrets {
-		one := redact.New(sec)
-		if !slices.ContainsFunc(texts, func(t string) bool { return one.StringWhole(t) != generic.StringWhole(t) }) {
-			keep = append(keep, sec)
-		}
-	}
-	if len(keep) == len(e.secrets) {
-		return e.red
-	}
-	return redact.New(keep...)
 }
 
 // send embeds one batch into out, retrying what may pass on a retry. It
