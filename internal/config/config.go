@@ -411,11 +411,9 @@ func parse(path string, data []byte, lookup func(string) (string, bool), clientO
 	for name, sf := range all {
 		if sf.Disabled {
 			// Not run, but its credentials are still the user's: masked,
-			// and withheld from the servers that run. One that does not
-			// resolve (an unset variable) holds none contextd could know.
-			if s, err := sf.resolve(name, lookup); err == nil {
-				c.disabledSecrets = append(c.disabledSecrets, s.Secrets()...)
-			}
+			// and withheld from the servers that run, also when it would
+			// not resolve (a variable not set yet, a transport to fix).
+			c.disabledSecrets = append(c.disabledSecrets, sf.secrets(name, lookup)...)
 			continue
 		}
 		s, err := sf.resolve(name, lookup)
@@ -451,6 +449,20 @@ func checkOneDocument(data []byte) error {
 			return fmt.Errorf("line %d: a second YAML document; contextd reads one, so put its keys in the first", n.Content[0].Line)
 		}
 	}
+}
+
+// secrets returns the credentials sf holds (Server.Secrets) as far as its
+// fields resolve, whatever else is wrong with it: a disabled server's.
+func (sf serverFile) secrets(name string, lookup func(string) (string, bool)) []string {
+	ex := expander{server: name, lookup: lookup}
+	s := Server{Name: name, Command: ex.str("command", sf.Command), Cwd: ex.str("cwd", sf.Cwd), URL: ex.str("url", sf.URL)}
+	for i, a := range sf.Args {
+		s.Args = append(s.Args, ex.str(fmt.Sprintf("args[%d]", i), a))
+	}
+	s.Env = ex.strMap("env", sf.Env)
+	s.Headers = ex.strMap("headers", sf.Headers)
+	s.varSecrets = ex.secrets
+	return s.Secrets()
 }
 
 func (sf serverFile) resolve(name string, lookup func(string) (string, bool)) (Server, error) {
@@ -731,14 +743,16 @@ var secretName = regexp.MustCompile(`(?i:headers$|token|secret|passw|passphrase|
 // settingName matches names that say a setting of another kind, though
 // they hold a credential's word: a socket, an address, a duration, a size,
 // a path, a kind (SSH_AUTH_SOCK, KEY_VAULT_URL, TOKEN_URL,
-// SESSION_TIMEOUT, MAX_TOKENS, TOKENIZER, AUTH_PROVIDER, KEY_FILE).
-var settingName = regexp.MustCompile(`(?i)(?:^|[_.-])(?:sock|socket|url|uri|endpoint|host|hostname|port|timeout|ttl|expiry|lifetime|path|dir|file|provider|type|mode|algorithm|version|limit|size|count|length|enabled|region|name)$|^max[_-]|^tokeni[sz]er|tokens$`)
+// SESSION_TIMEOUT, MAX_TOKENS, TOKENIZER, AUTH_PROVIDER, KEY_FILE,
+// CORS_ALLOWED_HEADERS).
+var settingName = regexp.MustCompile(`(?i)(?:^|[_.-])(?:sock|socket|url|uri|endpoint|host|hostname|port|timeout|ttl|expiry|lifetime|path|dir|file|provider|type|mode|algorithm|version|limit|size|count|length|enabled|region|name)$|(?:^|[_.-])(?:max|min|output|input|context|completion|prompt)[_-]?(?:new[_-]?)?tokens$|^tokeni[sz]er|(?:^|[_.-])(?:allow(?:ed)?|exposed?)[_-]?headers$`)
 
 // credentialName reports whether a variable, header or flag name says its
 // value is a credential (secretName), and not a setting of another kind
-// (settingName) or a cursor (paginationKey).
+// (settingName). A variable named like a cursor (FB_PAGE_TOKEN) is a
+// credential: cursors are not configured.
 func credentialName(name string) bool {
-	return secretName.MatchString(name) && !settingName.MatchString(name) && !paginationKey.MatchString(name)
+	return secretName.MatchString(name) && !settingName.MatchString(name)
 }
 
 // valueSecrets returns the credentials inside one configured value,
@@ -781,9 +795,19 @@ func valueSecrets(v string, named bool) []string {
 	}
 	parts := strings.FieldsFunc(v, func(r rune) bool { return r == ';' || r == ',' || r == '&' || unicode.IsSpace(r) })
 	if strings.Count(v, ";") > 0 && strings.Count(v, "=") > 1 {
-		// A connection string or a cookie: values may hold spaces
-		// (Password=Winter 2024 Snow;).
-		parts = strings.Split(v, ";")
+		// A connection string: values may hold spaces (Password=Winter
+		// 2024 Snow;). Its settings are read whole, and instead of the
+		// words they were cut into ("Winter").
+		var whole []string
+		for _, p := range strings.Split(v, ";") {
+			if k, val, ok := strings.Cut(strings.TrimSpace(p), "="); ok && strings.ContainsRune(strings.TrimSpace(val), ' ') && credentialKey(k) {
+				whole = append(whole, strings.TrimSpace(p))
+			}
+		}
+		parts = slices.DeleteFunc(parts, func(p string) bool {
+			return slices.ContainsFunc(whole, func(w string) bool { return p != w && strings.HasPrefix(w, p) })
+		})
+		parts = append(parts, whole...)
 	}
 	for _, part := range parts {
 		k, val, ok := strings.Cut(part, "=")
@@ -823,14 +847,14 @@ var partKey = regexp.MustCompile(`(?i)(?:^|[_.-])(?:password|passwd|passphrase|p
 // camelKey matches keys whose last word, in camel case, names a
 // credential (trustStorePassword, clientSecret, apiKey, authToken); not a
 // key of another kind (hotKey, sortKey).
-var camelKey = regexp.MustCompile(`[a-z0-9](?:Passwords?|Passwd|Passphrase|Pwd|Secrets?|Tokens?|Credentials?|Signature|(?:Api|API|Access|Secret|Private|Account|Master|Signing|Encryption|Auth|Client|License)Keys?)$`)
+var camelKey = regexp.MustCompile(`[a-z0-9](?:Passwords?|Passwd|Passphrase|Pwd|Secrets?|Token|Credentials?|Signature|(?:Api|API|Access|Secret|Private|Account|Master|Signing|Encryption|Auth|Client|License)Keys?)$`)
 
 // authKey matches an Authorization setting's key (an OTLP headers list).
 var authKey = regexp.MustCompile(`(?i)(?:^|[_.-])(?:proxy-)?authorization$`)
 
 // paginationKey matches keys of cursors, which are named tokens but are
 // none (pageToken, next_token).
-var paginationKey = regexp.MustCompile(`(?i)(?:page|next|continuation|cursor|sync)[_.-]?token$`)
+var paginationKey = regexp.MustCompile(`(?i)(?:^|[_.-])(?:page|next|continuation|cursor)[_.-]?token$`)
 
 // credentialKey reports whether a setting's key names a credential
 // (partKey, camelKey), whatever precedes it on a command line ("-D",
@@ -865,6 +889,9 @@ func jsonSecrets(x any, named bool, depth int) []string {
 		// name is no credential, its value may be.
 		pair := false
 		for _, nk := range []string{"key", "name", "Key", "Name"} {
+			if len(x) > 3 {
+				break // more than a pair (and, say, a description)
+			}
 			n, ok := x[nk].(string)
 			if !ok {
 				continue

@@ -196,6 +196,14 @@ mcpServers:
       MAX_TOKENS: "4096"
       SESSION_TIMEOUT: 30m
       PAGE_TOKEN: nextpage42
+      FB_PAGE_TOKEN: EAAGm0PX4ZCpsBA9zZ
+      ADMIN_API_TOKENS: "adm1n-t0k-a,adm1n-t0k-b"
+      STATUSPAGE_TOKEN: st4tus-p4ge-tok
+      MAX_API_KEY: m4x-ap1-key-77
+      JAVA_WIN: "-Djava.class.path=C:\\a.jar;C:\\b.jar -Dfile.encoding=UTF-8 -Djavax.net.ssl.keyStorePassword=J4va!Store9"
+      PG_CONN: "host=db user=app password=Pg!Pass99 sslmode=require;"
+      LLM_SETTINGS: '{"maxTokens":4096,"contextWindowTokens":200000,"outputTokens":"8192"}'
+      CORS_ALLOWED_HEADERS: "Content-Type,Authorization"
   plain:
     command: docker
     args: [run, -e, AUTH_PROVIDER=github, -e, SESSION_STORE=memory, -e, "GITHUB_TOKEN=ghp_Docker0123456789abcd", img,
@@ -218,7 +226,8 @@ mcpServers:
 		"h": {"S3cr3t!Pass", "Qx7vR2mK9pL4wZ8nT3jH6cF1", "9f86d081884c7d659a2f"},
 		"e": {"bXlrZXk0Mg==", "Odbc!Pass9", "Jdbc!Pass9", "My!Pass99", "ntn_4b2F9kQ7xLmP3vR8sT1wYz6aBcD", "nk-77Qw2", "Tru5t!Store",
 			"S3cr3t;Pa55!", "Br4ce;Pa55!}x", "correct horse 42!", "hcaik_01hq2w3e4r5t6y7u8i9o0p1a2s3d4f5g", "S3cret!Pass", "Kx9Winter2024Snow",
-			"Winter 2024 Snow", "Gpg!Phrase9", "Nested!Pw9", "12345678", "Ak9Winter2024Key"},
+			"Winter 2024 Snow", "Gpg!Phrase9", "Nested!Pw9", "12345678", "Ak9Winter2024Key", "nextpage42", "EAAGm0PX4ZCpsBA9zZ",
+			"adm1n-t0k-a,adm1n-t0k-b", "st4tus-p4ge-tok", "m4x-ap1-key-77", "J4va!Store9", "Pg!Pass99"},
 		"plain": {"ghp_Docker0123456789abcd", "Cs3cr3t!xyz", "bXlrZXk0Mg==", "My!Pass98", "Amber-Lamps-Tide!", "hunter2hunter",
 			"Summer2024!@", "Zebra=Moon!7", "Amber%Lamps!Tide", "P@ssw0rd2024", "Jade~Moon~42",
 			"Who?Am=I42x", "Jade%40Moon42", "Jade@Moon42", "Pa$$@w0rd.1", "秘密のパスワード！", "P@ssWord", "Straße§Haus"},
@@ -236,7 +245,7 @@ mcpServers:
 				"true", "utf8mb4_unicode_ci", "https://app.example.com/?tab=1", "alice@example.com", "status=open",
 				"bob+ci@example.com", "/srv/a?b=1", "dashboard?tab=1", "#/settings/profile", "bob!ci@example.com", "filter%3Dstatus%3Dopen",
 				"deploy@buildhost", "%y-%m-%d", "~alice/docs", "/tmp/ssh-XYZ/agent.1", "https://kv.vault.azure.net/", "https://auth.example.com/token",
-				"cl100k_base", "4096", "30m", "nextpage42", "X-Api-Key", "Winter"}, v) {
+				"cl100k_base", "4096", "30m", "X-Api-Key", "Winter", "200000", "8192", "Content-Type,Authorization"}, v) {
 				t.Errorf("%s: %q taken for a secret", name, v)
 			}
 		}
@@ -287,23 +296,27 @@ func TestCheckHTTPEndpoints(t *testing.T) {
 }
 
 // A server the file disables still holds the user's credentials: they are
-// among Secrets (masked, withheld from the servers that run).
+// among Secrets (masked, withheld from the servers that run), also when it
+// would not resolve (an unset variable, a transport contextd lacks).
 func TestDisabledServersSecretsAreSecrets(t *testing.T) {
 	c, err := config.Parse("c.yaml", []byte(`
 mcpServers:
   linear: { command: npx, args: [-y, linear-mcp], env: { LINEAR_API_KEY: "${LINEAR_API_KEY}" }, disabled: true }
-  broken: { command: npx, env: { X_TOKEN: "${UNSET_VAR}" }, disabled: true }
+  broken: { command: npx, env: { X_TOKEN: "${UNSET_VAR}", BROKEN_API_KEY: "${BROKEN_API_KEY}" }, type: ws, disabled: true }
   fs: { command: fs-mcp }
 `), func(k string) (string, bool) {
-		if k == "LINEAR_API_KEY" {
+		switch k {
+		case "LINEAR_API_KEY":
 			return "lin_api_Zq8mT3kLw9PxR2vN7bYc", true
+		case "BROKEN_API_KEY":
+			return "brk_api_Zq8mT3kLw9PxR2vN7bYc", true
 		}
 		return "", false
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(c.Servers) != 1 || !slices.Contains(c.Secrets(), "lin_api_Zq8mT3kLw9PxR2vN7bYc") {
+	if len(c.Servers) != 1 || !slices.Contains(c.Secrets(), "lin_api_Zq8mT3kLw9PxR2vN7bYc") || !slices.Contains(c.Secrets(), "brk_api_Zq8mT3kLw9PxR2vN7bYc") {
 		t.Errorf("servers %d, secrets %q; want fs alone, and linear's key among the secrets", len(c.Servers), c.Secrets())
 	}
 }
