@@ -39,11 +39,13 @@ func TestStdioServersDoNotInheritOtherCredentials(t *testing.T) {
 	t.Setenv("SEC2_DB_URL", "postgres://app:Pw0rd!2024@db.internal:5432/app")
 	t.Setenv("SEC2_HOMEPATH", "/home/alice/.local/bin:/usr/bin")
 	t.Setenv("SEC2_ENDPOINT", "https://s3.us-east-1.amazonaws.com")
+	// A passphrase of words inside a connection string.
+	t.Setenv("SEC2_NET", "Server=db;User Id=sa;Password=Winter 2024 Snow;")
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	srv := fakeServer("env")
 	srv.Env["OWN_KEY"] = "own-key-0123456789"
-	sess, err := mcp.Connect(ctx, srv, &mcp.Options{HiddenEnv: []string{"daemon-token-0123456789abcdef", "other-servers-key-0123456789", "own-key-0123456789", "pass/word=0123456789", "postgresql", "engineering", "Pw0rd!2024", "/home/alice", "us-east-1", "Pässwört!99", "Grüße-Küsse"}})
+	sess, err := mcp.Connect(ctx, srv, &mcp.Options{HiddenEnv: []string{"daemon-token-0123456789abcdef", "other-servers-key-0123456789", "own-key-0123456789", "pass/word=0123456789", "postgresql", "engineering", "Pw0rd!2024", "/home/alice", "us-east-1", "Pässwört!99", "Grüße-Küsse", "Winter 2024 Snow"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +56,7 @@ func TestStdioServersDoNotInheritOtherCredentials(t *testing.T) {
 	}
 	env := "\n" + cs[0].Text + "\n"
 	for _, gone := range []string{"SEC2_DAEMON_TOKEN=", "SEC2_OTHER_SERVERS_KEY=", "SEC2_REPO_URL=", "SEC2_OPTS=", "SEC2_ESCAPED=", "SEC2_WORD=", "SEC2_B64=", "SEC2_HEX=", "SEC2_DB_URL=",
-		"SEC2_DOCKER_AUTH=", "SEC2_BASIC=", "SEC2_JSON=", "SEC2_NFD=", "SEC2_NFD_WORDS="} {
+		"SEC2_DOCKER_AUTH=", "SEC2_BASIC=", "SEC2_JSON=", "SEC2_NFD=", "SEC2_NFD_WORDS=", "SEC2_NET="} {
 		if strings.Contains(env, "\n"+gone) {
 			t.Errorf("the server inherited %s…", gone)
 		}

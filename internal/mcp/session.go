@@ -600,7 +600,9 @@ func inheritedEnv(env, hidden []string) []string {
 		// Composed and decomposed too (a macOS program writes "é" as "e"
 		// and U+0301).
 		exact[h], exact[norm.NFC.String(h)], exact[norm.NFD.String(h)] = true, true, true
-		if !redact.Inside(h) {
+		// A passphrase of words ("correct horse 42!") is no word a
+		// harmless variable holds either.
+		if !redact.Inside(h) && !strings.ContainsRune(strings.TrimSpace(h), ' ') {
 			continue
 		}
 		forms := []string{h, norm.NFC.String(h), norm.NFD.String(h), hex.EncodeToString([]byte(h)), strings.ToUpper(hex.EncodeToString([]byte(h)))}
