@@ -266,7 +266,7 @@ func TestReloadKeepsARemovedServersCredentialsWithheld(t *testing.T) {
 // before it was one) masks it in that server's text from then on.
 func TestReloadMasksAddedSecretsInKeptServersText(t *testing.T) {
 	const token = "ghp_Zq8mT3kLw9PxR2vN7bYc0123"
-	evil := mcptest.NewServer(nil, nil)
+	evil := mcpsdk.NewServer(&mcpsdk.Implementation{Name: "evil-" + token, Version: "1"}, &mcpsdk.ServerOptions{Capabilities: &mcpsdk.ServerCapabilities{Resources: &mcpsdk.ResourceCapabilities{}}})
 	evil.AddResource(&mcpsdk.Resource{URI: "doc://e", Name: "e"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
 		return nil, &jsonrpc.Error{Code: -32603, Message: "cfg value " + token}
 	})
@@ -298,5 +298,10 @@ func TestReloadMasksAddedSecretsInKeptServersText(t *testing.T) {
 	}
 	if d := detail(); strings.Contains(d, token) || !strings.Contains(d, "cfg value REDACTED") {
 		t.Errorf("after the reload: %q; want the added secret masked", d)
+	}
+	for _, st := range eng.Servers() {
+		if strings.Contains(st.ServerName+st.ServerVersion+st.LastError+strings.Join(st.Problems, ""), "Zq8m") {
+			t.Errorf("after the reload, %s's status holds the secret: %+v", st.Server, st)
+		}
 	}
 }

@@ -1236,12 +1236,18 @@ func (m *Mirror) redactor() *redact.Redactor { return m.red.Load() }
 
 // SetRedact replaces what masks the mirror's reports and log (a reload
 // added secrets that a server kept running may hold): from now on, and in
-// the status already kept (last error, list problems).
+// the status already kept (last error, list problems, server info).
 func (m *Mirror) SetRedact(r *redact.Redactor) {
 	m.red.Store(r)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.status.LastError = r.String(m.status.LastError)
+	st := &m.status
+	split := r.Holds(strings.TrimSuffix(st.ServerName, redact.Cut)+st.ServerVersion) || r.Holds(st.ServerName+" "+st.ServerVersion)
+	st.ServerName, st.ServerVersion, st.Protocol = r.String(st.ServerName), r.String(st.ServerVersion), r.String(st.Protocol)
+	if split { // as serve masks them
+		st.ServerName, st.ServerVersion = redact.Mask, redact.Mask
+	}
 	problems := make([]string, len(m.status.Problems)) // Status's copies share the old
 	for i, p := range m.status.Problems {
 		problems[i] = r.String(p)
