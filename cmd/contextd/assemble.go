@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/contextd/contextd/internal/config"
 	"github.com/contextd/contextd/internal/engine"
 	"github.com/contextd/contextd/internal/redact"
 	"github.com/contextd/contextd/internal/service"
@@ -85,13 +86,7 @@ func (o *oneShot) start(ctx context.Context, stderr io.Writer, focus string, ext
 	}
 	if len(o.servers) > 0 { // connect only to what was asked for
 		want := append(slices.Clone(o.servers), extra...)
-		keep := cfg.Servers[:0:0]
-		for _, s := range cfg.Servers {
-			if slices.Contains(want, s.Name) {
-				keep = append(keep, s)
-			}
-		}
-		cfg.Servers = keep
+		cfg.KeepServers(func(s config.Server) bool { return slices.Contains(want, s.Name) })
 	}
 	// A run limited to some servers keeps the others' persisted descriptors.
 	if o.waitFull {

@@ -105,17 +105,14 @@ func loadMCPConfig(path string, stderr io.Writer) (*config.Config, error) {
 // it fronts the host, and mirroring it would start contextd inside contextd.
 func dropSelf(cfg *config.Config, log *slog.Logger) {
 	self, _ := os.Executable()
-	kept := cfg.Servers[:0]
-	for _, s := range cfg.Servers {
+	cfg.KeepServers(func(s config.Server) bool {
 		isSelf := s.Transport == config.TransportStdio && slices.Contains(s.Args, "mcp") &&
 			(filepath.Base(s.Command) == "contextd" || (self != "" && s.Command == self))
 		if isSelf {
 			log.Warn("not mirroring a server that is contextd's own MCP server", "server", s.Name, "command", s.Command)
-			continue
 		}
-		kept = append(kept, s)
-	}
-	cfg.Servers = kept
+		return !isSelf
+	})
 }
 
 // runBeside runs the engine's mirrors and the MCP server's list upkeep until

@@ -123,3 +123,19 @@ func StorePassword(raw string) string {
 	}
 	return pass
 }
+
+// KeepServers drops from c.Servers those keep refuses (a run limited to some
+// servers, contextd's own MCP server), keeping their credentials among
+// Secrets: they are still the user's, to mask and to withhold from the
+// servers that run.
+func (c *Config) KeepServers(keep func(Server) bool) {
+	kept := c.Servers[:0:0]
+	for _, s := range c.Servers {
+		if keep(s) {
+			kept = append(kept, s)
+		} else {
+			c.disabledSecrets = append(c.disabledSecrets, s.Secrets()...)
+		}
+	}
+	c.Servers = kept
+}

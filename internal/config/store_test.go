@@ -53,3 +53,19 @@ func TestStoreKey(t *testing.T) {
 		}
 	}
 }
+
+// Servers a run leaves out keep their credentials among Secrets.
+func TestKeepServersKeepsTheOthersSecrets(t *testing.T) {
+	c, err := Parse("c.yaml", []byte(`
+mcpServers:
+  gh: { command: gh-mcp, env: { GITHUB_PERSONAL_ACCESS_TOKEN: ghp_Zq8mT3kLw9PxR2vN7bYc0123 } }
+  evil: { command: evil }
+`), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.KeepServers(func(s Server) bool { return s.Name == "evil" })
+	if len(c.Servers) != 1 || c.Servers[0].Name != "evil" || !slices.Contains(c.Secrets(), "ghp_Zq8mT3kLw9PxR2vN7bYc0123") {
+		t.Errorf("servers %+v, secrets %q; want evil alone, gh's token among the secrets", c.Servers, c.Secrets())
+	}
+}
