@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/contextd/contextd/internal/config"
+	"github.com/contextd/contextd/internal/mcp"
 	"github.com/contextd/contextd/internal/redact"
 	ctxsync "github.com/contextd/contextd/internal/sync"
 )
@@ -73,13 +74,17 @@ func (e *Engine) Reload(ctx context.Context, cfg *config.Config) (Changes, error
 	secrets := keptSecrets(old.secrets, cfg.Secrets(), os.Environ())
 	next := &serverSet{cfg: cfg, mirrors: make(map[string]*ctxsync.Mirror, len(cfg.Servers)), limits: cfg.Limits.WithDefaults(), secrets: secrets, red: redact.New(secrets...), callers: callerRedactor(cfg), given: givenRedactors(cfg, secrets)}
 	var stop []*ctxsync.Mirror
+	// A stdio server kept running holds the environment it started with:
+	// if this configuration withholds more of it (a variable whose value
+	// is now a secret), it is restarted, to inherit less.
+	narrowed := !slices.Equal(mcp.InheritedEnv(os.Environ(), old.secrets), mcp.InheritedEnv(os.Environ(), secrets))
 	for _, srv := range cfg.Servers {
 		next.names = append(next.names, srv.Name)
 		was, ok := old.cfg.Server(srv.Name)
 		switch {
 		case !ok:
 			ch.Added = append(ch.Added, srv.Name)
-		case all || !reflect.DeepEqual(was, srv):
+		case all || !reflect.DeepEqual(was, srv) || narrowed && srv.Transport == config.TransportStdio:
 			ch.Changed = append(ch.Changed, srv.Name)
 			stop = append(stop, old.mirrors[srv.Name])
 		default:

@@ -305,3 +305,22 @@ func TestReloadMasksAddedSecretsInKeptServersText(t *testing.T) {
 		}
 	}
 }
+
+// A reload that makes a value of contextd's environment a secret restarts
+// the stdio servers kept running: they inherited it, and would hold it.
+func TestReloadRestartsStdioServersThatInheritedANewSecret(t *testing.T) {
+	t.Setenv("CONTEXTD_TEST_NEW_TOKEN", "ghp_Zq8mT3kLw9PxR2vN7bYc0123")
+	servers := map[string]*mcpsdk.Server{"fs": mcptest.NewServer(map[string]string{"doc://a": "a"}, nil), "gh": mcptest.NewServer(map[string]string{"doc://g": "g"}, nil)}
+	cfg := &config.Config{Servers: []config.Server{{Name: "fs", Transport: config.TransportStdio, Command: "unused"}}}
+	eng := newEngineOpts(t, "", servers, engine.Options{Config: cfg})
+	same := *cfg
+	if ch, err := eng.Reload(t.Context(), &same); err != nil || ch.Kept != 1 || len(ch.Changed) != 0 {
+		t.Fatalf("reload of the same configuration: %+v, %v; want fs kept", ch, err)
+	}
+	next := *cfg
+	next.Servers = append(slices.Clone(cfg.Servers), config.Server{Name: "gh", Transport: config.TransportStdio, Command: "unused", Env: map[string]string{"GITHUB_TOKEN": "ghp_Zq8mT3kLw9PxR2vN7bYc0123"}})
+	ch, err := eng.Reload(t.Context(), &next)
+	if err != nil || !slices.Equal(ch.Changed, []string{"fs"}) {
+		t.Fatalf("reload adding gh's token: %+v, %v; want fs restarted", ch, err)
+	}
+}
