@@ -535,7 +535,7 @@ func (sf serverFile) resolve(name string, lookup func(string) (string, bool)) (S
 		}
 		u, err := url.Parse(s.URL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return Server{}, fmt.Errorf("server %q: field url: %q is not an http(s) URL", name, s.URL)
+			return Server{}, fmt.Errorf("server %q: field url: %q is not an http(s) URL", name, urlShown(s.URL))
 		}
 	}
 	return s, nil
@@ -1163,6 +1163,24 @@ func urlSecrets(raw string) []string {
 		}
 	}
 	return out
+}
+
+// urlShown returns raw as an error may quote it: without what may hold a
+// credential, its user info, query and fragment ("u:pw@host/p?key=x" →
+// "host/p?…"), whatever raw's shape.
+func urlShown(raw string) string {
+	rest := raw
+	if _, after, ok := strings.Cut(raw, "://"); ok {
+		rest = after
+	}
+	prefix := raw[:len(raw)-len(rest)]
+	if at := strings.LastIndex(rest[:max(0, strings.IndexAny(rest+"/", "/"))], "@"); at >= 0 {
+		rest = "…@" + rest[at+1:]
+	}
+	if i := strings.IndexAny(rest, "?#"); i >= 0 {
+		rest = rest[:i+1] + "…"
+	}
+	return prefix + rest
 }
 
 // urlStart finds where a URL begins: a scheme and "://".

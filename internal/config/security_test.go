@@ -320,3 +320,15 @@ mcpServers:
 		t.Errorf("servers %d, secrets %q; want fs alone, and linear's key among the secrets", len(c.Servers), c.Secrets())
 	}
 }
+
+// A URL refused for its shape is quoted without what may hold a key.
+func TestBadURLErrorsHideCredentials(t *testing.T) {
+	_, err := config.Parse("c.yaml", []byte(`
+mcpServers:
+  s: { url: "mcp.example-search.com/sse?key=Zk9fQ2xW7rT1" }
+  u: { url: "ftp://bob:Pw2y!zz9@files.example/x" }
+`), func(string) (string, bool) { return "", false })
+	if err == nil || strings.Contains(err.Error(), "Zk9f") || strings.Contains(err.Error(), "Pw2y") || !strings.Contains(err.Error(), "is not an http(s) URL") {
+		t.Errorf("err = %v; want the URL refused, its key and password not quoted", err)
+	}
+}
