@@ -703,7 +703,21 @@ func (r *Redactor) StringWhole(s string) string { return r.wholeOnly().String(s)
 func NewFor(given, all []string) *Redactor {
 	r := New(append(slices.Clone(all), given...)...)
 	g := New(given...)
-	r.pieces, r.heads, r.tails = g.pieces, g.heads, g.tails
+	r.pieces = g.pieces // runs of bytes, not tied to r.secrets' order
+	// Cut ends point into r.secrets: keep those of given's secrets.
+	mine := func(ps []piece) []piece {
+		return slices.DeleteFunc(slices.Clone(ps), func(p piece) bool { return !slices.Contains(g.secrets, r.secrets[p.secret]) })
+	}
+	for k, ps := range r.heads {
+		if r.heads[k] = mine(ps); len(r.heads[k]) == 0 {
+			delete(r.heads, k)
+		}
+	}
+	for k, ps := range r.tails {
+		if r.tails[k] = mine(ps); len(r.tails[k]) == 0 {
+			delete(r.tails, k)
+		}
+	}
 	return r
 }
 

@@ -1033,3 +1033,19 @@ func TestTokenShaped(t *testing.T) {
 		}
 	}
 }
+
+// NewFor masks the cut ends of the given secrets, whatever others there
+// are, and only of those; every secret whole.
+func TestNewForMasksCutsOfTheGivenOnly(t *testing.T) {
+	r := redact.NewFor([]string{"Winter2024!"}, []string{"aaaa-other-secret-1", "Winter2024!", "zz-third-one-9876", "Summer2025?"})
+	for _, tc := range []struct{ in, want string }{
+		{"password Winter20…", "password REDACTED…"},
+		{"…nter2024! done", "…REDACTED done"},
+		{"guess Summer20…", "guess Summer20…"},
+		{"whole Summer2025? and zz-third-one-9876", "whole REDACTED and REDACTED"},
+	} {
+		if got := r.String(tc.in); got != tc.want {
+			t.Errorf("String(%q) = %q; want %q", tc.in, got, tc.want)
+		}
+	}
+}
