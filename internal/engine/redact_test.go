@@ -196,3 +196,50 @@ func TestServerTextMasksCutsOfWhatItInherits(t *testing.T) {
 		t.Errorf("doc://e not among the omitted %+v", res.Omitted)
 	}
 }
+
+// A server that remembers what it was sent (a template's value) and quotes
+// it in a later error of a listed resource: once its session carried a
+// caller's words, its errors say what failed, not what it said, so a word
+// that is another server's password comes back as any other does.
+func TestErrorsOfASessionThatCarriedCallerTextAreNoOracle(t *testing.T) {
+	var mu gosync.Mutex
+	last := ""
+	mem := mcptest.NewServer(nil, nil)
+	mem.AddResourceTemplate(&mcpsdk.ResourceTemplate{URITemplate: "mem://doc/{name}", Name: "doc"}, func(_ context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+		mu.Lock()
+		last = req.Params.URI
+		mu.Unlock()
+		return nil, mcpsdk.ResourceNotFoundError(req.Params.URI)
+	})
+	mem.AddResource(&mcpsdk.Resource{URI: "doc://e", Name: "e"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return nil, &jsonrpc.Error{Code: -32603, Message: "busy; last unknown " + last}
+	})
+	cfg := &config.Config{Servers: []config.Server{
+		{Name: "fs", Transport: config.TransportStdio, Command: "unused"},
+		{Name: "mail", Transport: config.TransportStdio, Command: "unused", Env: map[string]string{"SMTP_PASSWORD": "correcthorse"}},
+	}}
+	eng := newEngineOpts(t, "", map[string]*mcpsdk.Server{"fs": mem, "mail": mcptest.NewServer(map[string]string{"mail://x": "x"}, nil)}, engine.Options{Config: cfg})
+	detail := func(guess string) string {
+		t.Helper()
+		if _, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "x", TokenBudget: 1000, Pinned: pin("mem://doc/" + guess)}); err != nil {
+			t.Fatal(err)
+		}
+		res, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "e", TokenBudget: 1000, Pinned: pin("doc://e")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range res.Omitted {
+			if o.URI == "doc://e" {
+				return strings.ReplaceAll(o.Detail, guess, "<guess>")
+			}
+		}
+		t.Fatalf("doc://e not omitted: %+v", res.Omitted)
+		return ""
+	}
+	right, wrong := detail("correcthorse"), detail("correcthorsf")
+	if right != wrong || strings.Contains(right, "REDACTED") {
+		t.Errorf("another server's password reads %q, another word %q", right, wrong)
+	}
+}

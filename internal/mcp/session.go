@@ -456,6 +456,11 @@ const StderrWithheld = "(withheld: the server was sent text a caller chose; its 
 // calls it itself.
 func (s *Session) NoteCallerText() { s.callerText.Store(true) }
 
+// CarriedCallerText reports whether a request on s carried text a caller
+// chose (see NoteCallerText): what the server writes from then on, its
+// errors included, may quote it.
+func (s *Session) CarriedCallerText() bool { return s.callerText.Load() }
+
 // Wait blocks until the session ends (the server exits or Close is called).
 func (s *Session) Wait() error { return s.cs.Wait() }
 

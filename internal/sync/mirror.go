@@ -1109,6 +1109,10 @@ func (m *Mirror) sync(parent context.Context, sess *mcp.Session) (ok bool) {
 	if err != nil {
 		m.status.State = StateDegraded
 		m.status.LastError = m.redactor().String(err.Error())
+		if sess.CarriedCallerText() {
+			// It may quote a caller's words (see ReadFetch).
+			m.status.LastError = "list failed: " + failure(err) + " (what the server said is in the log: it may quote what a caller sent it)"
+		}
 		m.status.LastErrorTime = time.Now()
 		m.log.Warn("sync failed", "err", err)
 		return false
@@ -1374,10 +1378,25 @@ func (m *Mirror) ReadFetch(ctx context.Context, uri string) ([]resource.Content,
 		m.log.Debug("read of a URI the server does not list failed", "uri", uri, "err", err)
 		return c, f, &unlistedReadError{msg: fmt.Sprintf("server %q: read of a URI it does not list failed: %s (what the server said is in the log at debug level: it may quote the URI, so it is not shown)", m.opts.Server, failure(err)), err: err}
 	}
+	if m.carriedCallerText() {
+		// The server was sent a caller's words (an earlier pin or
+		// expansion) and may quote them in any error it gives since.
+		m.log.Debug("read failed", "uri", uri, "err", err)
+		return c, f, &unlistedReadError{msg: fmt.Sprintf("server %q: read failed: %s (what the server said is in the log at debug level: it may quote what a caller sent it, so it is not shown)", m.opts.Server, failure(err)), err: err}
+	}
 	return c, f, m.redactor().Error(err)
 }
 
-// unlistedReadError is a failed read of a URI the server does not list:
+// carriedCallerText reports whether the current session has carried a
+// caller's text (mcp.Session.CarriedCallerText).
+func (m *Mirror) carriedCallerText() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.sess != nil && m.sess.CarriedCallerText()
+}
+
+// unlistedReadError is a failed read of a URI the server does not list,
+// or of any URI once the session carried a caller's text:
 // its message says what failed, in contextd's words only; Unwrap gives the
 // error as it came (for errors.Is and errors.As, not to be shown).
 type unlistedReadError struct {
