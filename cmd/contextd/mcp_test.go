@@ -313,8 +313,10 @@ func TestMCPOverStreamableHTTPWithTheInspectorCLI(t *testing.T) {
 	}
 	addr := l.Addr().String()
 	l.Close()
+	// gRPC on loopback TCP: beside a unix socket (which only its owner
+	// may open), serve refuses an MCP endpoint without a token.
 	cfg := mcpConfig(t, t.TempDir(), filepath.Join(t.TempDir(), "never"),
-		fmt.Sprintf("listen: unix://%s\nmcp_listen: %s\nmcp_path: /ctx/mcp", filepath.Join(t.TempDir(), "contextd.sock"), addr))
+		fmt.Sprintf("listen: 127.0.0.1:0\nmcp_listen: %s\nmcp_path: /ctx/mcp", addr))
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	var logs bytes.Buffer
