@@ -229,10 +229,13 @@ type Status struct {
 
 // A Mirror keeps one server mirrored. Create it with New and run it with Run.
 type Mirror struct {
-	opts    Options
-	log     *slog.Logger
-	red     atomic.Pointer[redact.Redactor] // see SetRedact; opts.Redact is the first
-	changed chan struct{}                   // capacity 1: a re-list is pending
+	opts Options
+	log  *slog.Logger
+	red  atomic.Pointer[redact.Redactor] // see SetRedact; opts.Redact is the first
+	// callerText is set once any session carried a caller's words: a
+	// server (one over HTTP above all) may remember them across sessions.
+	callerText atomic.Bool
+	changed    chan struct{} // capacity 1: a re-list is pending
 
 	// mu guards the fields that follow.
 	mu        gosync.Mutex
@@ -1109,7 +1112,7 @@ func (m *Mirror) sync(parent context.Context, sess *mcp.Session) (ok bool) {
 	if err != nil {
 		m.status.State = StateDegraded
 		m.status.LastError = m.redactor().String(err.Error())
-		if sess.CarriedCallerText() {
+		if sess.CarriedCallerText() || m.callerText.Load() {
 			// It may quote a caller's words (see ReadFetch).
 			m.status.LastError = "list failed: " + failure(err) + " (what the server said is in the log: it may quote what a caller sent it)"
 		}
@@ -1387,9 +1390,13 @@ func (m *Mirror) ReadFetch(ctx context.Context, uri string) ([]resource.Content,
 	return c, f, m.redactor().Error(err)
 }
 
-// carriedCallerText reports whether the current session has carried a
-// caller's text (mcp.Session.CarriedCallerText).
+// carriedCallerText reports whether a session of this server has carried
+// a caller's text (mcp.Session.CarriedCallerText), this one or an earlier
+// one: a server may remember what it was sent across sessions.
 func (m *Mirror) carriedCallerText() bool {
+	if m.callerText.Load() {
+		return true
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.sess != nil && m.sess.CarriedCallerText()
@@ -1471,6 +1478,7 @@ func (m *Mirror) read(ctx context.Context, sess *mcp.Session, uri string) ([]res
 	t := m.cache.ticket()
 	if _, listed := m.opts.Index.Get(resource.Key{Server: m.opts.Server, URI: uri}); !listed {
 		sess.NoteCallerText()
+		m.callerText.Store(true)
 	}
 	if sess.Capabilities().Subscribe && m.cache.enabled() && !m.cache.subscribed(uri) {
 		err := sess.Subscribe(ctx, uri)

@@ -11,6 +11,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/contextd/contextd/internal/config"
@@ -207,5 +208,58 @@ func TestStderrIsNoOracleForSecrets(t *testing.T) {
 	lErr, lLast := readEcho(t, secret, "doc://a")
 	if !strings.Contains(lErr, "stderr: cannot read doc://a") || !strings.Contains(lLast, "stderr: cannot read doc://a") {
 		t.Errorf("read of a listed URI: error %q, last error %q; want its stderr line", lErr, lLast)
+	}
+}
+
+// A server may remember a caller's words across sessions (one over HTTP
+// keeps its state when contextd reconnects): once any session carried
+// them, a listed read's error on a later session says what failed, not
+// what the server said.
+func TestErrorsAfterCallerTextStayClassifiedAcrossSessions(t *testing.T) {
+	var mu gosync.Mutex
+	last := "nothing"
+	srv := mcptest.NewServer(nil, nil)
+	srv.AddResource(&mcpsdk.Resource{URI: "doc://e", Name: "e"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return nil, &jsonrpc.Error{Code: -32603, Message: "busy; last asked " + last}
+	})
+	srv.AddReceivingMiddleware(func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
+		return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
+			if r, ok := req.(*mcpsdk.ReadResourceRequest); ok && r.Params.URI != "doc://e" {
+				mu.Lock()
+				last = r.Params.URI
+				mu.Unlock()
+			}
+			return next(ctx, method, req)
+		}
+	})
+	var sessions []*mcpsdk.ServerSession
+	dial := dialWith(t, srv, func(ss *mcpsdk.ServerSession) {
+		mu.Lock()
+		sessions = append(sessions, ss)
+		mu.Unlock()
+	})
+	m := ctxsync.New(ctxsync.Options{Server: "s", Index: newIndex(t), Dial: dial, MinBackoff: 10 * time.Millisecond, MaxBackoff: 20 * time.Millisecond, ContentMaxResources: noContentIndex})
+	start(t, m)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	<-m.Ready()
+	if _, _, err := m.ReadFetch(ctx, "doc://e"); err == nil || !strings.Contains(err.Error(), "busy; last asked nothing") {
+		t.Fatalf("before any caller's words: %v; want the server's message", err)
+	}
+	_, _, _ = m.ReadFetch(ctx, "doc://x/planted-word")
+	mu.Lock()
+	sessions[0].Close()
+	mu.Unlock()
+	for m.Status().Syncs < 2 {
+		if ctx.Err() != nil {
+			t.Fatalf("no new session: %+v", m.Status())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	_, _, err := m.ReadFetch(ctx, "doc://e")
+	if err == nil || strings.Contains(err.Error(), "planted") || !strings.Contains(err.Error(), "the server answered error -32603") {
+		t.Errorf("on a new session after a caller's words: %v; want what failed only", err)
 	}
 }
