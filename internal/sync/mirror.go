@@ -704,6 +704,11 @@ func (m *Mirror) serve(ctx context.Context, sess *mcp.Session, warm []string) (e
 	if split {
 		name, version = redact.Mask, redact.Mask
 	}
+	if m.callerText.Load() {
+		// The server may have kept a caller's words from an earlier
+		// session (see carriedCallerText).
+		name, version = withheld, withheld
+	}
 	m.setSession(sess, false)
 	m.mu.Lock()
 	m.status.Capabilities = sess.Capabilities()
@@ -1105,6 +1110,10 @@ func (m *Mirror) sync(parent context.Context, sess *mcp.Session) (ok bool) {
 		for i, p := range m.status.Problems {
 			m.status.Problems[i] = m.redactor().String(p)
 		}
+		if n := len(m.status.Problems); n > 0 && (m.callerText.Load() || sess.CarriedCallerText()) { // under m.mu
+			m.log.Debug("dropped list entries", "problems", m.status.Problems)
+			m.status.Problems = []string{fmt.Sprintf("%d list entries dropped %s", n, withheld)}
+		}
 		if len(m.status.Problems) > 0 {
 			m.log.Warn("dropped list entries", "rejected", m.status.Rejected, "duplicates", res.Duplicates, "problems", m.status.Problems)
 		}
@@ -1114,7 +1123,7 @@ func (m *Mirror) sync(parent context.Context, sess *mcp.Session) (ok bool) {
 		m.status.LastError = m.redactor().String(err.Error())
 		if sess.CarriedCallerText() || m.callerText.Load() {
 			// It may quote a caller's words (see ReadFetch).
-			m.status.LastError = "list failed: " + failure(err) + " (what the server said is in the log: it may quote what a caller sent it)"
+			m.status.LastError = "list failed: " + failure(err) + " " + withheld
 		}
 		m.status.LastErrorTime = time.Now()
 		m.log.Warn("sync failed", "err", err)
@@ -1129,6 +1138,9 @@ func (m *Mirror) sync(parent context.Context, sess *mcp.Session) (ok bool) {
 	} else {
 		m.status.State = StateDegraded
 		m.status.LastError = m.redactor().String("list incomplete: " + res.Incomplete + tpl.Incomplete)
+		if m.callerText.Load() || sess.CarriedCallerText() { // under m.mu
+			m.status.LastError = "list incomplete " + withheld
+		}
 		m.status.LastErrorTime = time.Now()
 	}
 	if m.opts.OnSync != nil {
@@ -1203,6 +1215,9 @@ func (m *Mirror) dropRelisted(res mcp.List[resource.Descriptor]) {
 // repeat its warning at every backoff; Status still has the latest.
 func (m *Mirror) fail(err error) {
 	msg := m.redactor().String(err.Error())
+	if m.callerText.Load() {
+		msg = "connect failed: " + failure(err) + " " + withheld
+	}
 	m.mu.Lock()
 	again := (m.status.State == StateFailed || m.status.State == StateStale) && m.status.LastError == msg
 	if m.status.Syncs == 0 {
@@ -1389,6 +1404,10 @@ func (m *Mirror) ReadFetch(ctx context.Context, uri string) ([]resource.Content,
 	}
 	return c, f, m.redactor().Error(err)
 }
+
+// withheld stands for what a server said, once it may quote a caller's
+// words (see carriedCallerText).
+const withheld = "(what the server said is in the log: it may quote what a caller sent it)"
 
 // carriedCallerText reports whether a session of this server has carried
 // a caller's text (mcp.Session.CarriedCallerText), this one or an earlier

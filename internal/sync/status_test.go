@@ -262,4 +262,8 @@ func TestErrorsAfterCallerTextStayClassifiedAcrossSessions(t *testing.T) {
 	if err == nil || strings.Contains(err.Error(), "planted") || !strings.Contains(err.Error(), "the server answered error -32603") {
 		t.Errorf("on a new session after a caller's words: %v; want what failed only", err)
 	}
+	// The new session's server info is the server's text too.
+	if st := m.Status(); strings.Contains(st.ServerName, "mcptest") || !strings.Contains(st.ServerName, "in the log") {
+		t.Errorf("server info on a new session after a caller's words: %q %q; want it withheld", st.ServerName, st.ServerVersion)
+	}
 }
