@@ -745,7 +745,13 @@ var secretName = regexp.MustCompile(`(?i:headers$|token|secret|passw|passphrase|
 // a path, a kind (SSH_AUTH_SOCK, KEY_VAULT_URL, TOKEN_URL,
 // SESSION_TIMEOUT, MAX_TOKENS, TOKENIZER, AUTH_PROVIDER, KEY_FILE,
 // CORS_ALLOWED_HEADERS).
-var settingName = regexp.MustCompile(`(?i)(?:^|[_.-])(?:sock|socket|url|uri|endpoint|host|hostname|port|timeout|ttl|expiry|lifetime|path|dir|file|provider|type|mode|algorithm|version|limit|size|count|length|enabled|region|name)$|(?:^|[_.-])(?:max|min|output|input|context|completion|prompt)[_-]?(?:new[_-]?)?tokens$|^tokeni[sz]er|(?:^|[_.-])(?:allow(?:ed)?|exposed?)[_-]?headers$`)
+var settingName = regexp.MustCompile(`(?i)(?:^|[_.-])(?:sock|socket|url|uri|endpoint|host|hostname|port|timeout|ttl|expiry|lifetime|path|dir|file|provider|type|mode|algorithm|version|limit|size|count|length|enabled|region|name)$|` + tokenCount + `|^tokeni[sz]er|(?:^|[_.-])(?:allow(?:ed)?|exposed?)[_-]?headers$`)
+
+// tokenCount matches names and keys of numbers of (language model) tokens:
+// MAX_TOKENS, CHUNK_TOKENS, maxOutputTokens, contextWindowTokens.
+const tokenCount = `(?i)(?:max|min|output|input|context|window|completion|prompt|chunk|response|num|overlap|batch|total|reserved|embedding)(?:[_-]?(?:max|min|output|input|context|window|completion|prompt|chunk|response|num|overlap|batch|total|reserved|new|embedding))*[_-]?tokens$`
+
+var tokenCountRE = regexp.MustCompile(tokenCount)
 
 // credentialName reports whether a variable, header or flag name says its
 // value is a credential (secretName), and not a setting of another kind
@@ -847,7 +853,7 @@ var partKey = regexp.MustCompile(`(?i)(?:^|[_.-])(?:password|passwd|passphrase|p
 // camelKey matches keys whose last word, in camel case, names a
 // credential (trustStorePassword, clientSecret, apiKey, authToken); not a
 // key of another kind (hotKey, sortKey).
-var camelKey = regexp.MustCompile(`[a-z0-9](?:Passwords?|Passwd|Passphrase|Pwd|Secrets?|Token|Credentials?|Signature|(?:Api|API|Access|Secret|Private|Account|Master|Signing|Encryption|Auth|Client|License)Keys?)$`)
+var camelKey = regexp.MustCompile(`[a-z0-9](?:Passwords?|Passwd|Passphrase|Pwd|Secrets?|Tokens?|Credentials?|Signature|(?:Api|API|Access|Secret|Private|Account|Master|Signing|Encryption|Auth|Client|License)Keys?)$`)
 
 // authKey matches an Authorization setting's key (an OTLP headers list).
 var authKey = regexp.MustCompile(`(?i)(?:^|[_.-])(?:proxy-)?authorization$`)
@@ -861,7 +867,7 @@ var paginationKey = regexp.MustCompile(`(?i)(?:^|[_.-])(?:page|next|continuation
 // "--").
 func credentialKey(k string) bool {
 	k = strings.TrimSpace(k)
-	return (partKey.MatchString(k) || camelKey.MatchString(k) || authKey.MatchString(k)) && !paginationKey.MatchString(k)
+	return (partKey.MatchString(k) || camelKey.MatchString(k) || authKey.MatchString(k)) && !paginationKey.MatchString(k) && !tokenCountRE.MatchString(k)
 }
 
 // quotedSetting matches a setting whose value is quoted or braced (an
@@ -886,19 +892,17 @@ func jsonSecrets(x any, named bool, depth int) []string {
 			return nil
 		}
 		// A name/value pair ({"key": "X-Api-Key", "value": "…"}): its
-		// name is no credential, its value may be.
-		pair := false
+		// name is no credential, its value may be; other keys beside
+		// them are read as any are.
+		pair := map[string]bool{}
 		for _, nk := range []string{"key", "name", "Key", "Name"} {
-			if len(x) > 3 {
-				break // more than a pair (and, say, a description)
-			}
 			n, ok := x[nk].(string)
 			if !ok {
 				continue
 			}
 			for _, vk := range []string{"value", "Value"} {
 				if str, ok := x[vk].(string); ok && str != "" {
-					pair = true
+					pair[nk], pair[vk] = true, true
 					if credentialKey(n) || credentialName(n) || strings.EqualFold(n, "authorization") {
 						out = append(out, withDecoded(str)...)
 						out = append(out, valueSecrets(str, true)...)
@@ -907,8 +911,8 @@ func jsonSecrets(x any, named bool, depth int) []string {
 			}
 		}
 		for k, y := range x {
-			if pair {
-				break
+			if pair[k] {
+				continue // read above
 			}
 			if n, ok := y.(float64); ok && credentialKey(k) {
 				y = strconv.FormatFloat(n, 'f', -1, 64) // a numeric password
@@ -1165,22 +1169,32 @@ func urlSecrets(raw string) []string {
 	return out
 }
 
-// urlShown returns raw as an error may quote it: without what may hold a
-// credential, its user info, query and fragment ("u:pw@host/p?key=x" →
-// "host/p?…"), whatever raw's shape.
+// urlShown returns raw as an error may quote it: its scheme and host
+// alone, without user info, and "…" for whatever follows ("u:pw@host/p?k=x"
+// → "host/…"), whatever raw's shape: a typo'd scheme ("https//u:pw@h"), a
+// key in the path.
 func urlShown(raw string) string {
 	rest := raw
 	if _, after, ok := strings.Cut(raw, "://"); ok {
 		rest = after
 	}
 	prefix := raw[:len(raw)-len(rest)]
-	if at := strings.LastIndex(rest[:max(0, strings.IndexAny(rest+"/", "/"))], "@"); at >= 0 {
-		rest = "…@" + rest[at+1:]
+	end := len(rest)
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		end = i
 	}
-	if i := strings.IndexAny(rest, "?#"); i >= 0 {
-		rest = rest[:i+1] + "…"
+	host, more := rest[:end], end < len(rest)
+	if at := strings.LastIndex(host, "@"); at >= 0 {
+		host = "…@" + host[at+1:]
 	}
-	return prefix + rest
+	if at := strings.LastIndex(rest[end:], "@"); at >= 0 {
+		// An "@" after the host: user info behind a typo'd scheme.
+		host = "…"
+	}
+	if more {
+		host += rest[end:end+1] + "…"
+	}
+	return prefix + host
 }
 
 // urlStart finds where a URL begins: a scheme and "://".

@@ -204,6 +204,9 @@ mcpServers:
       PG_CONN: "host=db user=app password=Pg!Pass99 sslmode=require;"
       LLM_SETTINGS: '{"maxTokens":4096,"contextWindowTokens":200000,"outputTokens":"8192"}'
       CORS_ALLOWED_HEADERS: "Content-Type,Authorization"
+      APP_SETTINGS: '{"apiTokens":["Tk9Winter2024Tok"],"chunkTokens":512,"maxOutputTokens":8193}'
+      DBS: '[{"name":"prod","value":"primary","password":"Thr33!Keys"}]'
+      CHUNK_TOKENS: "1048576"
   plain:
     command: docker
     args: [run, -e, AUTH_PROVIDER=github, -e, SESSION_STORE=memory, -e, "GITHUB_TOKEN=ghp_Docker0123456789abcd", img,
@@ -227,7 +230,7 @@ mcpServers:
 		"e": {"bXlrZXk0Mg==", "Odbc!Pass9", "Jdbc!Pass9", "My!Pass99", "ntn_4b2F9kQ7xLmP3vR8sT1wYz6aBcD", "nk-77Qw2", "Tru5t!Store",
 			"S3cr3t;Pa55!", "Br4ce;Pa55!}x", "correct horse 42!", "hcaik_01hq2w3e4r5t6y7u8i9o0p1a2s3d4f5g", "S3cret!Pass", "Kx9Winter2024Snow",
 			"Winter 2024 Snow", "Gpg!Phrase9", "Nested!Pw9", "12345678", "Ak9Winter2024Key", "nextpage42", "EAAGm0PX4ZCpsBA9zZ",
-			"adm1n-t0k-a,adm1n-t0k-b", "st4tus-p4ge-tok", "m4x-ap1-key-77", "J4va!Store9", "Pg!Pass99"},
+			"adm1n-t0k-a,adm1n-t0k-b", "st4tus-p4ge-tok", "m4x-ap1-key-77", "J4va!Store9", "Pg!Pass99", "Tk9Winter2024Tok", "Thr33!Keys"},
 		"plain": {"ghp_Docker0123456789abcd", "Cs3cr3t!xyz", "bXlrZXk0Mg==", "My!Pass98", "Amber-Lamps-Tide!", "hunter2hunter",
 			"Summer2024!@", "Zebra=Moon!7", "Amber%Lamps!Tide", "P@ssw0rd2024", "Jade~Moon~42",
 			"Who?Am=I42x", "Jade%40Moon42", "Jade@Moon42", "Pa$$@w0rd.1", "秘密のパスワード！", "P@ssWord", "Straße§Haus"},
@@ -245,7 +248,7 @@ mcpServers:
 				"true", "utf8mb4_unicode_ci", "https://app.example.com/?tab=1", "alice@example.com", "status=open",
 				"bob+ci@example.com", "/srv/a?b=1", "dashboard?tab=1", "#/settings/profile", "bob!ci@example.com", "filter%3Dstatus%3Dopen",
 				"deploy@buildhost", "%y-%m-%d", "~alice/docs", "/tmp/ssh-XYZ/agent.1", "https://kv.vault.azure.net/", "https://auth.example.com/token",
-				"cl100k_base", "4096", "30m", "X-Api-Key", "Winter", "200000", "8192", "Content-Type,Authorization"}, v) {
+				"cl100k_base", "4096", "30m", "X-Api-Key", "Winter", "200000", "8192", "Content-Type,Authorization", "512", "8193", "1048576", "prod", "primary"}, v) {
 				t.Errorf("%s: %q taken for a secret", name, v)
 			}
 		}
@@ -321,14 +324,20 @@ mcpServers:
 	}
 }
 
-// A URL refused for its shape is quoted without what may hold a key.
+// A URL refused for its shape is quoted without what may hold a key: its
+// user info, query or path, also behind a typo'd scheme.
 func TestBadURLErrorsHideCredentials(t *testing.T) {
-	_, err := config.Parse("c.yaml", []byte(`
-mcpServers:
-  s: { url: "mcp.example-search.com/sse?key=Zk9fQ2xW7rT1" }
-  u: { url: "ftp://bob:Pw2y!zz9@files.example/x" }
-`), func(string) (string, bool) { return "", false })
-	if err == nil || strings.Contains(err.Error(), "Zk9f") || strings.Contains(err.Error(), "Pw2y") || !strings.Contains(err.Error(), "is not an http(s) URL") {
-		t.Errorf("err = %v; want the URL refused, its key and password not quoted", err)
+	for _, u := range []string{"mcp.example-search.com/sse?key=Zk9fQ2xW7rT1", "ftp://bob:Pw2y!zz9@files.example/x",
+		"https//bot:Pw2y!zz9@mcp.example.com/mcp", "https:/bot:Pw2y!zz9@mcp.example.com/mcp", "mcp.zapier.com/api/mcp/s/Zk9fQ2xW7rT1/mcp"} {
+		_, err := config.Parse("c.yaml", []byte("mcpServers:\n  s: { url: \""+u+"\" }\n"), func(string) (string, bool) { return "", false })
+		if err == nil || strings.Contains(err.Error(), "Zk9f") || strings.Contains(err.Error(), "Pw2y") || !strings.Contains(err.Error(), "is not an http(s) URL") {
+			t.Errorf("url %s: err = %v; want it refused, its key and password not quoted", u, err)
+		}
+	}
+	for _, st := range []string{"postgres:contextd:Pw2y!zz9@db:5432/x", "contextd:Pw2y!zz9@db:5432/x"} {
+		_, err := config.Parse("c.yaml", []byte("store: \""+st+"\"\n"), func(string) (string, bool) { return "", false })
+		if err == nil || strings.Contains(err.Error(), "Pw2y") {
+			t.Errorf("store %s: err = %v; want it refused, its password not quoted", st, err)
+		}
 	}
 }

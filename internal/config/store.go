@@ -29,30 +29,15 @@ func (c *Config) parseStore(raw string, lookup func(string) (string, bool)) erro
 		return fmt.Errorf("field store: not %q or a postgres:// URL (it does not parse as a URL)", StoreEmbedded)
 	}
 	if u.Scheme != "postgres" && u.Scheme != "postgresql" {
-		return fmt.Errorf("field store: %q is not %q or a postgres:// or postgresql:// URL", redactedStore(u), StoreEmbedded)
+		return fmt.Errorf("field store: %q is not %q or a postgres:// or postgresql:// URL", urlShown(v), StoreEmbedded)
 	}
 	if u.Host == "" && !strings.Contains(u.RawQuery, "host=") {
-		return fmt.Errorf("field store: %q names no host", redactedStore(u))
+		return fmt.Errorf("field store: %q names no host", urlShown(v))
 	}
 	c.Store = v
 	return nil
 }
 
-// redactedStore is u for an error: its password, and the value of any
-// parameter whose name says password (password=, sslpassword=), as xxxxx.
-func redactedStore(u *url.URL) string {
-	c := *u
-	if c.RawQuery != "" {
-		q := c.Query()
-		for k := range q {
-			if strings.Contains(strings.ToLower(k), "password") {
-				q[k] = []string{"xxxxx"}
-			}
-		}
-		c.RawQuery = q.Encode()
-	}
-	return c.Redacted()
-}
 
 // Secrets returns every credential c holds: each server's (Server.Secrets,
 // also of servers the file disables), the store's, the remote embedder's

@@ -17,11 +17,11 @@ func TestStoreKey(t *testing.T) {
 		{yaml: "store: embedded", want: ""},
 		{yaml: "store: postgres://u:${PGPASS}@db:5432/ctx", want: "postgres://u:s3cret@db:5432/ctx"},
 		{yaml: "store: postgresql://db/ctx?sslmode=require", want: "postgresql://db/ctx?sslmode=require"},
-		{yaml: "store: mysql://u:pw@db/x", err: `field store: "mysql://u:xxxxx@db/x" is not "embedded" or a postgres:// or postgresql:// URL`},
+		{yaml: "store: mysql://u:pw@db/x", err: `field store: "mysql://…@db/…" is not "embedded" or a postgres:// or postgresql:// URL`},
 		{yaml: "store: postgres:///ctx", err: "names no host"},
 		// A password given as a parameter is not quoted either.
-		{yaml: "store: postgres:///ctx?password=${PGPASS}&sslmode=disable", err: `field store: "postgres:///ctx?password=xxxxx&sslmode=disable" names no host`},
-		{yaml: "store: mysql://db/x?sslpassword=${PGPASS}", err: `field store: "mysql://db/x?sslpassword=xxxxx" is not "embedded"`},
+		{yaml: "store: postgres:///ctx?password=${PGPASS}&sslmode=disable", err: `field store: "postgres:///…" names no host`},
+		{yaml: "store: mysql://db/x?sslpassword=${PGPASS}", err: `field store: "mysql://db/…" is not "embedded"`},
 		{yaml: "store: postgres://u:${NOPE}@db/x", err: "environment variable NOPE is not set"},
 		{yaml: "store: chromem", err: "is not \"embedded\""},
 	} {
