@@ -38,7 +38,6 @@ func (c *Config) parseStore(raw string, lookup func(string) (string, bool)) erro
 	return nil
 }
 
-
 // Secrets returns every credential c holds: each server's (Server.Secrets,
 // also of servers the file disables), the store's, the remote embedder's
 // and the daemon's auth.token. contextd
