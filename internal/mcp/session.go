@@ -115,6 +115,10 @@ type Options struct {
 	// stderr (one short line, see Session.StderrLine). Nil masks only URL
 	// credentials, query values and bearer tokens.
 	Redact *redact.Redactor
+	// CallerText says an earlier session already sent the server a
+	// caller's words (see Session.NoteCallerText), which it may have kept:
+	// its stderr is withheld from the handshake on.
+	CallerText bool
 	// HiddenEnv are credentials (the daemon's token, every server's
 	// secrets) that a stdio server must not inherit: a variable of
 	// contextd's environment whose value is one of them (8 bytes or more),
@@ -205,13 +209,19 @@ func Connect(ctx context.Context, srv config.Server, opts *Options) (*Session, e
 			// A server that exits during the handshake says how, as one
 			// that exits later does. (One that did not answer in time was
 			// stopped by contextd: its exit says nothing.)
-			if werr := (&Session{name: srv.Name, opts: o, proc: st.proc, stderr: tail}).exited(err); werr != err {
+			failed := &Session{name: srv.Name, opts: o, proc: st.proc, stderr: tail}
+			failed.callerText.Store(o.CallerText)
+			if werr := failed.exited(err); werr != err {
 				return nil, werr
 			}
 		}
 		if tl := tail.String(); tl != "" {
 			o.Logger.Debug("stdio server stderr", "server", srv.Name, "stderr", tl)
-			if line := o.Redact.Line(tl); line != "" {
+			line := o.Redact.Line(tl)
+			if o.CallerText {
+				line = StderrWithheld
+			}
+			if line != "" {
 				return nil, fmt.Errorf("%w; stderr: %s", err, line)
 			}
 		}
@@ -325,6 +335,7 @@ func ConnectTransport(ctx context.Context, name string, t mcpsdk.Transport, opts
 		return nil, fmt.Errorf("mcp: server %q: initialize: %w", name, boundedError{err})
 	}
 	s := &Session{name: name, cs: cs, opts: o, stderr: &tailBuffer{max: 4096}, listens: listens}
+	s.callerText.Store(o.CallerText)
 	if ir := cs.InitializeResult(); ir != nil && ir.Capabilities != nil {
 		c := ir.Capabilities
 		if c.Resources != nil {

@@ -348,3 +348,19 @@ func TestStdioStderrAfterACallersTextIsWithheld(t *testing.T) {
 		t.Fatalf("Complete = %v; want the exit, its stderr line withheld", err)
 	}
 }
+
+// A server an earlier session sent a caller's words may have kept them:
+// with Options.CallerText, its stderr is withheld from the start.
+func TestStdioStderrWithheldWhenAnEarlierSessionCarriedCallerText(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	sess, err := mcp.Connect(ctx, fakeServer("crash"), &mcp.Options{CallerText: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	_, err = sess.Read(ctx, "doc://boom")
+	if err == nil || strings.Contains(err.Error(), "out of memory") || !strings.Contains(err.Error(), mcp.StderrWithheld) {
+		t.Fatalf("Read = %v; want the exit, its stderr withheld", err)
+	}
+}

@@ -682,6 +682,7 @@ func (m *Mirror) connect(ctx context.Context) (*mcp.Session, error) {
 
 		TerminateDuration: m.opts.TerminateDuration,
 		Redact:            m.redactor(),
+		CallerText:        m.callerText.Load(),
 		MaxResources:      m.opts.MaxResources,
 		MaxResourceBytes:  m.opts.MaxResourceBytes,
 		HiddenEnv:         hidden,
