@@ -707,8 +707,9 @@ func (m *Mirror) serve(ctx context.Context, sess *mcp.Session, warm []string) (e
 	}
 	if m.callerText.Load() {
 		// The server may have kept a caller's words from an earlier
-		// session (see carriedCallerText).
-		name, version = withheld, withheld
+		// session (see carriedCallerText); it is logged below.
+		m.log.Debug("server info withheld", "server_info", name+" "+version)
+		name, version = "(withheld)", ""
 	}
 	m.setSession(sess, false)
 	m.mu.Lock()
