@@ -14,6 +14,7 @@ import (
 	"github.com/contextd/contextd/internal/index"
 	"github.com/contextd/contextd/internal/lexical"
 	"github.com/contextd/contextd/internal/rank"
+	"github.com/contextd/contextd/internal/redact"
 	"github.com/contextd/contextd/internal/resource"
 )
 
@@ -379,14 +380,5 @@ func (e *Engine) queryEmbedError(err error) error {
 	case errors.Is(err, remote.ErrBadResponse):
 		kind = "the embedder's answer was malformed"
 	}
-	return &maskedError{msg: "embedding the query failed: " + kind + " (its message is in the log)", err: err}
+	return redact.Withheld(err, "embedding the query failed: "+kind+" (its message is in the log)")
 }
-
-// maskedError shows msg in place of err's message; Unwrap gives err.
-type maskedError struct {
-	msg string
-	err error
-}
-
-func (e *maskedError) Error() string { return e.msg }
-func (e *maskedError) Unwrap() error { return e.err }

@@ -1199,6 +1199,11 @@ func maskError(err error, mask func(string) string) error {
 	return &redacted{msg: red, err: err}
 }
 
+// Withheld returns an error whose message is msg, in place of err's (which
+// may quote what must not be shown), and that unwraps to err, for
+// errors.Is and errors.As.
+func Withheld(err error, msg string) error { return &redacted{msg: msg, err: err} }
+
 type redacted struct {
 	msg string
 	err error

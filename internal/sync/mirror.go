@@ -1396,13 +1396,13 @@ func (m *Mirror) ReadFetch(ctx context.Context, uri string) ([]resource.Content,
 		// would show the caller which of its words are secrets. The
 		// error says what failed, not what the server said.
 		m.log.Debug("read of a URI the server does not list failed", "uri", uri, "err", err)
-		return c, f, &unlistedReadError{msg: fmt.Sprintf("server %q: read of a URI it does not list failed: %s (what the server said is in the log at debug level: it may quote the URI, so it is not shown)", m.opts.Server, failure(err)), err: err}
+		return c, f, redact.Withheld(err, fmt.Sprintf("server %q: read of a URI it does not list failed: %s (what the server said is in the log at debug level: it may quote the URI, so it is not shown)", m.opts.Server, failure(err)))
 	}
 	if m.carriedCallerText() {
 		// The server was sent a caller's words (an earlier pin or
 		// expansion) and may quote them in any error it gives since.
 		m.log.Debug("read failed", "uri", uri, "err", err)
-		return c, f, &unlistedReadError{msg: fmt.Sprintf("server %q: read failed: %s (what the server said is in the log at debug level: it may quote what a caller sent it, so it is not shown)", m.opts.Server, failure(err)), err: err}
+		return c, f, redact.Withheld(err, fmt.Sprintf("server %q: read failed: %s (what the server said is in the log at debug level: it may quote what a caller sent it, so it is not shown)", m.opts.Server, failure(err)))
 	}
 	return c, f, m.redactor().Error(err)
 }
@@ -1422,18 +1422,6 @@ func (m *Mirror) carriedCallerText() bool {
 	defer m.mu.Unlock()
 	return m.sess != nil && m.sess.CarriedCallerText()
 }
-
-// unlistedReadError is a failed read of a URI the server does not list,
-// or of any URI once the session carried a caller's text:
-// its message says what failed, in contextd's words only; Unwrap gives the
-// error as it came (for errors.Is and errors.As, not to be shown).
-type unlistedReadError struct {
-	msg string
-	err error
-}
-
-func (e *unlistedReadError) Error() string { return e.msg }
-func (e *unlistedReadError) Unwrap() error { return e.err }
 
 // failure names the kind of a read's failure without quoting the server:
 // "resource not found (-32002)", "the server answered error -32603".
