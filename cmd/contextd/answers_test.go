@@ -56,7 +56,7 @@ func TestAnswersClientsDoNotReadAreBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	u := newUnsentAnswers(bound, 500*time.Millisecond)
+	u := newUnsentAnswers(bound, 2*time.Second)
 	lis := limitConns(raw, 16, silentGrace(config.Conns{HandshakeTimeout: 10 * time.Second}), "listen", slog.New(slog.DiscardHandler))
 	lis.(*limitListener).answers = u
 	s := grpc.NewServer(append(grpcConnOptions(config.Conns{HandshakeTimeout: 10 * time.Second, IdleTimeout: time.Minute}), u.options()...)...)
