@@ -83,8 +83,9 @@ func (r *reloader) reload(ctx context.Context, why string) error {
 	r.m.Forget(ch.Removed...)
 	r.m.Reloaded(nil)
 	r.refused("")
-	// The next refusal may quote the servers just added.
-	r.red = redact.New(next.Secrets()...)
+	// The next refusal may quote the servers just added, or the secrets
+	// still in use that next no longer names (a changed auth token).
+	r.red = redact.New(append(next.Secrets(), r.eng.Config().Secrets()...)...)
 	r.log.Info("config reloaded", "why", why, "config", r.path, "added", ch.Added, "removed", ch.Removed, "changed", ch.Changed, "kept", ch.Kept)
 	return nil
 }

@@ -66,12 +66,21 @@ func (e *Engine) Reload(ctx context.Context, cfg *config.Config) (Changes, error
 			ch.Restart = append(ch.Restart, f.key)
 		}
 	}
+	written := cfg
 	cfg = keepRestartOnly(old.cfg, cfg)
 	all := cfg.PollInterval != old.cfg.PollInterval || cfg.MaxMessageBytes != old.cfg.MaxMessageBytes
 
 	// The store, the embedder and auth stay as they were (restart-only):
-	// their secrets are cfg's, kept from the old configuration.
-	secrets := keptSecrets(old.secrets, cfg.Secrets(), os.Environ())
+	// their secrets are cfg's, kept from the old configuration. The ones
+	// written in the file but not yet in use (a new auth token, the
+	// next store's password) are secrets already, and masked too.
+	secrets := cfg.Secrets()
+	for _, s := range written.Secrets() {
+		if !slices.Contains(secrets, s) {
+			secrets = append(secrets, s)
+		}
+	}
+	secrets = keptSecrets(old.secrets, secrets, os.Environ())
 	next := &serverSet{cfg: cfg, mirrors: make(map[string]*ctxsync.Mirror, len(cfg.Servers)), limits: cfg.Limits.WithDefaults(), secrets: secrets, red: redact.New(secrets...), callers: callerRedactor(cfg), given: givenRedactors(cfg, secrets)}
 	var stop []*ctxsync.Mirror
 	// A stdio server kept running holds the environment it started with:

@@ -306,6 +306,47 @@ func TestReloadMasksAddedSecretsInKeptServersText(t *testing.T) {
 	}
 }
 
+// A reload that changes auth.token keeps serving with the old one (auth
+// is restart-only), but the new one is a secret from then on: a server
+// that prints it has it masked.
+func TestReloadMasksTheNextAuthToken(t *testing.T) {
+	const token = "daemon-token-next-4471-kestrel"
+	evil := mcpsdk.NewServer(&mcpsdk.Implementation{Name: "evil", Version: "1"}, &mcpsdk.ServerOptions{Capabilities: &mcpsdk.ServerCapabilities{Resources: &mcpsdk.ResourceCapabilities{}}})
+	evil.AddResource(&mcpsdk.Resource{URI: "doc://e", Name: "e"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+		return nil, &jsonrpc.Error{Code: -32603, Message: "cfg value " + token}
+	})
+	cfg := &config.Config{Auth: config.Auth{Token: "daemon-token-running-0923"}, Servers: []config.Server{{Name: "fs", Transport: config.TransportStdio, Command: "unused"}}}
+	eng := newEngineOpts(t, "", map[string]*mcpsdk.Server{"fs": evil}, engine.Options{Config: cfg})
+	detail := func() string {
+		t.Helper()
+		res, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "e", TokenBudget: 1000, Pinned: []resource.Key{{Server: "fs", URI: "doc://e"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range res.Omitted {
+			if o.URI == "doc://e" {
+				return o.Detail
+			}
+		}
+		t.Fatalf("doc://e not omitted: %+v", res.Omitted)
+		return ""
+	}
+	if d := detail(); !strings.Contains(d, token) {
+		t.Fatalf("before the reload: %q; want the value, which is no secret yet", d)
+	}
+	next := *cfg
+	next.Auth.Token = token
+	if _, err := eng.Reload(t.Context(), &next); err != nil {
+		t.Fatal(err)
+	}
+	if got := eng.Config().Auth.Token; got != cfg.Auth.Token {
+		t.Errorf("after the reload the engine runs with token %q; want the one it started with", got)
+	}
+	if d := detail(); strings.Contains(d, token) || !strings.Contains(d, "cfg value REDACTED") {
+		t.Errorf("after the reload: %q; want the next token masked", d)
+	}
+}
+
 // A reload that makes a value of contextd's environment a secret restarts
 // the stdio servers kept running: they inherited it, and would hold it.
 func TestReloadRestartsStdioServersThatInheritedANewSecret(t *testing.T) {
