@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	gosync "sync"
 	"testing"
@@ -183,5 +184,72 @@ func TestReadOverTheResponseBytesIsRemembered(t *testing.T) {
 	defer mu.Unlock()
 	if reads-before != 1 {
 		t.Errorf("%d reads of a resource over max_response_bytes by 3 requests, want 1", reads-before)
+	}
+}
+
+// A server that was sent a caller's words (an unlisted pin) may repeat them
+// in the URIs its answers' items claim, even for a listed resource: those
+// claims are not quoted, since masking them would tell the caller which of
+// its words are another server's secret.
+func TestClaimsOfAServerSentCallerWordsAreNotQuoted(t *testing.T) {
+	const password = "correcthorse"
+	var mu gosync.Mutex
+	var seen []string
+	mem := mcptest.NewServer(nil, nil)
+	mem.AddReceivingMiddleware(func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
+		return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
+			if r, ok := req.(*mcpsdk.ReadResourceRequest); ok && r.Params.URI != "note://recent" {
+				mu.Lock()
+				seen = append(seen, r.Params.URI)
+				mu.Unlock()
+				return nil, &jsonrpc.Error{Code: -32002, Message: "not found"}
+			}
+			return next(ctx, method, req)
+		}
+	})
+	// A "recently requested" digest: one item per URI it was asked for.
+	mem.AddResource(&mcpsdk.Resource{URI: "note://recent", Name: "recent notes"},
+		func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			out := []*mcpsdk.ResourceContents{{URI: "note://recent", Text: "recent notes"}}
+			for i, u := range seen {
+				out = append(out, &mcpsdk.ResourceContents{URI: fmt.Sprintf("recent:%d.%s", i, u), Text: "x"})
+			}
+			return &mcpsdk.ReadResourceResult{Contents: out}, nil
+		})
+	cfg := &config.Config{Servers: []config.Server{
+		{Name: "mem", Transport: config.TransportStdio, Command: "unused", AllowUnlistedPins: true},
+		{Name: "mail", Transport: config.TransportStdio, Command: "unused", Env: map[string]string{"SMTP_PASSWORD": password}},
+	}}
+	eng := newEngineOpts(t, "", map[string]*mcpsdk.Server{"mem": mem, "mail": mcptest.NewServer(map[string]string{"doc://m": "m"}, nil)}, engine.Options{Config: cfg})
+	shown := func(pins ...string) string {
+		t.Helper()
+		req := engine.AssembleRequest{Query: "recent notes", TokenBudget: 1000}
+		for _, p := range pins {
+			req.Pinned = append(req.Pinned, resource.Key{Server: "mem", URI: p})
+		}
+		res, err := eng.Assemble(t.Context(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		for _, it := range res.Items {
+			for _, d := range it.Dropped {
+				b.WriteString(d.URI + " " + d.Detail + "\n")
+			}
+		}
+		for _, o := range res.Omitted {
+			b.WriteString(o.URI + " " + o.Detail + "\n")
+		}
+		return b.String()
+	}
+	shown("x://a/horse", "x://a/"+password)
+	got := shown("note://recent")
+	if !strings.Contains(got, "not quoted") {
+		t.Fatalf("the digest's claims were not dropped as unquoted: %q", got)
+	}
+	if strings.Contains(got, "REDACTED") || strings.Contains(got, "horse") {
+		t.Errorf("a claim repeating the caller's words was quoted: %q", got)
 	}
 }

@@ -256,15 +256,16 @@ const maxQuotedClaim = 256
 // empty, the URI read, nor under it (a read of "file:///dir/" may return
 // "file:///dir/a.md"): a server answering for a URI it was not asked about
 // (another server's, say) must not have its text passed off as the
-// resource's. A marked item is dropped as invalid_content. When uri is
-// listed, the error quotes the URI claimed, cut to maxQuotedClaim bytes and
+// resource's. A marked item is dropped as invalid_content. When quote is
+// set, the error quotes the URI claimed, cut to maxQuotedClaim bytes and
 // masked by red (the server's secrets: "other://x/TOKEN", a signed URL),
-// and the item carries that as its URI. When it is not (a pin, a
-// template's expansion: the caller's text), the claim may quote it
-// re-encoded, and masking would tell the caller which of its words are
-// secrets: the claim is not quoted and the item carries uri. contents
-// itself, which the read cache may share, is not changed.
-func checkItems(uri string, contents []resource.Content, red *redact.Redactor, listed bool) []resource.Content {
+// and the item carries that as its URI. Callers clear quote when the
+// server may repeat a caller's words in the claim (uri is a pin or a
+// template's expansion, or the server was sent one before): masking them
+// would tell the caller which are secrets, so the claim is not quoted and
+// the item carries uri. contents itself, which the read cache may share,
+// is not changed.
+func checkItems(uri string, contents []resource.Content, red *redact.Redactor, quote bool) []resource.Content {
 	var out []resource.Content
 	for i, c := range contents {
 		if c.URI == "" || c.URI == uri || c.Error != "" || under(c.URI, uri) {
@@ -273,13 +274,13 @@ func checkItems(uri string, contents []resource.Content, red *redact.Redactor, l
 		if out == nil {
 			out = slices.Clone(contents)
 		}
-		if listed {
+		if quote {
 			claim := red.String(redact.Clip(c.URI, maxQuotedClaim))
 			out[i].Error = fmt.Sprintf("the item claims URI %q, which is not the URI read nor under it", claim)
 			// The item's URI goes back as Dropped's URI: as quoted.
 			out[i].URI = claim
 		} else {
-			out[i].Error = "the item claims another URI, not the URI read nor under it (not quoted: the URI read is not one the server lists)"
+			out[i].Error = "the item claims another URI, not the URI read nor under it (not quoted: the server was sent a caller's words, which it may repeat)"
 			out[i].URI = uri
 		}
 		out[i].Text, out[i].Blob = "", nil

@@ -512,7 +512,9 @@ func (e *Engine) reader(log *fetchLog, budget *readBudget) selector.ReadFunc {
 			// claiming another URI used up every other server's bytes).
 			n := contentBytes(c)
 			_, listed := e.ix.Get(key)
-			c = checkItems(uri, c, given[server], listed)
+			// A server that was sent a caller's words may quote them
+			// in a claim: masked, they would tell which are secrets.
+			c = checkItems(uri, c, given[server], listed && !m.CarriedCallerText())
 			if spendErr := budget.spend(server, c, max(0, n-contentBytes(c))); spendErr != nil {
 				if n > budget.lim.MaxResponseBytes {
 					// No request could use it: remembered as a read over
