@@ -145,6 +145,10 @@ func CandidatesFor(tokenBudget int) int {
 // An Engine answers Assemble, Search and ListServers.
 type Engine struct {
 	log        *slog.Logger
+	// callerText holds, by server name, the flag the mirrors of that
+	// server share (sync.Options.CallerText): a reload's new mirror of
+	// a server that kept a caller's words withholds what it says too.
+	callerText gosync.Map // string → *atomic.Bool
 	logRed     *atomic.Pointer[redact.Redactor] // what log masks: the current set's red
 	ix         *index.Index
 	tok        *budget.Tokenizer
@@ -406,6 +410,8 @@ func (e *Engine) newMirror(set *serverSet, srv config.Server) *ctxsync.Mirror {
 	// credentials (a removed server's too) from contextd's environment.
 	mo := ctxsync.Options{Server: srv.Name, Dial: dial, Index: e.ix, Logger: e.log.With("component", "sync"), PollInterval: cfg.PollInterval, Redact: set.given[srv.Name],
 		Observer: mirrorObserver{e}, HiddenEnv: e.hiddenEnv, ContentBytes: cfg.ContentBytes, ContentPassTime: cfg.ContentPassTime}
+	flag, _ := e.callerText.LoadOrStore(srv.Name, new(atomic.Bool))
+	mo.CallerText = flag.(*atomic.Bool)
 	if srv.NoContentIndex {
 		mo.ContentMaxResources = -1
 	}

@@ -347,6 +347,71 @@ func TestReloadMasksTheNextAuthToken(t *testing.T) {
 	}
 }
 
+// A server that was sent a caller's words may quote them later: a reload
+// that replaces its mirror (its entry changed) keeps what it says withheld,
+// as the mirror before did.
+func TestReloadKeepsWithholdingAServerSentCallerWords(t *testing.T) {
+	const password = "correcthorse"
+	var mu sync.Mutex
+	var seen []string
+	mem := mcptest.NewServer(nil, nil)
+	mem.AddReceivingMiddleware(func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
+		return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
+			r, ok := req.(*mcpsdk.ReadResourceRequest)
+			if !ok {
+				return next(ctx, method, req)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if r.Params.URI != "doc://e" {
+				seen = append(seen, r.Params.URI)
+				return nil, &jsonrpc.Error{Code: -32002, Message: "not found"}
+			}
+			return nil, &jsonrpc.Error{Code: -32603, Message: "cannot replay " + strings.Join(seen, " ")}
+		}
+	})
+	mem.AddResource(&mcpsdk.Resource{URI: "doc://e", Name: "e"}, nil)
+	cfg := &config.Config{Servers: []config.Server{
+		{Name: "mem", Transport: config.TransportStdio, Command: "unused", AllowUnlistedPins: true, Env: map[string]string{"MODE": "a"}},
+		{Name: "mail", Transport: config.TransportStdio, Command: "unused", Env: map[string]string{"SMTP_PASSWORD": password}},
+	}}
+	eng := newEngineOpts(t, "", map[string]*mcpsdk.Server{"mem": mem, "mail": mcptest.NewServer(map[string]string{"doc://m": "m"}, nil)}, engine.Options{Config: cfg})
+	shown := func(pins ...string) string {
+		t.Helper()
+		req := engine.AssembleRequest{Query: "e", TokenBudget: 1000}
+		for _, p := range pins {
+			req.Pinned = append(req.Pinned, resource.Key{Server: "mem", URI: p})
+		}
+		res, err := eng.Assemble(t.Context(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		for _, o := range res.Omitted {
+			b.WriteString(o.URI + " " + o.Detail + "\n")
+		}
+		return b.String()
+	}
+	shown("x://a/horse", "x://a/"+password)
+	if got := shown("doc://e"); strings.Contains(got, "horse") || strings.Contains(got, "REDACTED") {
+		t.Fatalf("before the reload: %q; want the error withheld", got)
+	}
+	next := *cfg
+	next.Servers = slices.Clone(cfg.Servers)
+	next.Servers[0].Env = map[string]string{"MODE": "b"}
+	ch, err := eng.Reload(t.Context(), &next)
+	if err != nil || len(ch.Changed) != 1 {
+		t.Fatalf("reload: %+v, %v; want mem changed", ch, err)
+	}
+	if err := eng.WaitReady(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	got := shown("doc://e")
+	if strings.Contains(got, "horse") || strings.Contains(got, "REDACTED") || !strings.Contains(got, "doc://e") {
+		t.Errorf("after the reload: %q; want the read failure, with what the server said withheld", got)
+	}
+}
+
 // A reload that makes a value of contextd's environment a secret restarts
 // the stdio servers kept running: they inherited it, and would hold it.
 func TestReloadRestartsStdioServersThatInheritedANewSecret(t *testing.T) {

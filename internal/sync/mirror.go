@@ -166,6 +166,11 @@ type Options struct {
 	// credentials a stdio server must not inherit from contextd's
 	// environment (a reload may add some). Nil hides nothing.
 	HiddenEnv func() []string
+	// CallerText, when set, is the flag the mirrors of this server share
+	// across reloads: set once any session of any of them carried a
+	// caller's words, which the server may remember (see
+	// CarriedCallerText). Nil gives the mirror a flag of its own.
+	CallerText *atomic.Bool
 	// Observer is told of syncs, upstream requests and cache lookups
 	// (metrics). Nil tells nobody.
 	Observer Observer
@@ -234,7 +239,8 @@ type Mirror struct {
 	red  atomic.Pointer[redact.Redactor] // see SetRedact; opts.Redact is the first
 	// callerText is set once any session carried a caller's words: a
 	// server (one over HTTP above all) may remember them across sessions.
-	callerText atomic.Bool
+	// Options.CallerText, or the mirror's own.
+	callerText *atomic.Bool
 	changed    chan struct{} // capacity 1: a re-list is pending
 
 	// mu guards the fields that follow.
@@ -381,6 +387,7 @@ func New(opts Options) *Mirror {
 		answerable:      make(chan struct{}),
 		demand:          make(chan struct{}, 1),
 	}
+	m.callerText = cmp.Or(opts.CallerText, new(atomic.Bool))
 	m.red.Store(opts.Redact)
 	m.log = slog.New(redact.HandlerFunc(log.Handler(), m.redactor)).With("server", opts.Server)
 	return m
@@ -707,7 +714,7 @@ func (m *Mirror) serve(ctx context.Context, sess *mcp.Session, warm []string) (e
 	}
 	if m.callerText.Load() {
 		// The server may have kept a caller's words from an earlier
-		// session (see carriedCallerText); it is logged below.
+		// session (see CarriedCallerText); it is logged below.
 		m.log.Debug("server info withheld", "server_info", name+" "+version)
 		name, version = "(withheld)", ""
 	}
@@ -1398,7 +1405,7 @@ func (m *Mirror) ReadFetch(ctx context.Context, uri string) ([]resource.Content,
 		m.log.Debug("read of a URI the server does not list failed", "uri", uri, "err", err)
 		return c, f, redact.Withheld(err, fmt.Sprintf("server %q: read of a URI it does not list failed: %s (what the server said is in the log at debug level: it may quote the URI, so it is not shown)", m.opts.Server, failure(err)))
 	}
-	if m.carriedCallerText() {
+	if m.CarriedCallerText() {
 		// The server was sent a caller's words (an earlier pin or
 		// expansion) and may quote them in any error it gives since.
 		m.log.Debug("read failed", "uri", uri, "err", err)
@@ -1408,13 +1415,15 @@ func (m *Mirror) ReadFetch(ctx context.Context, uri string) ([]resource.Content,
 }
 
 // withheld stands for what a server said, once it may quote a caller's
-// words (see carriedCallerText).
+// words (see CarriedCallerText).
 const withheld = "(what the server said is in the log: it may quote what a caller sent it)"
 
-// carriedCallerText reports whether a session of this server has carried
+// CarriedCallerText reports whether a session of this server has carried
 // a caller's text (mcp.Session.CarriedCallerText), this one or an earlier
-// one: a server may remember what it was sent across sessions.
-func (m *Mirror) carriedCallerText() bool {
+// one (of an earlier mirror too, when they share Options.CallerText): a
+// server may remember what it was sent across sessions, and quote it in
+// anything it answers later.
+func (m *Mirror) CarriedCallerText() bool {
 	if m.callerText.Load() {
 		return true
 	}
