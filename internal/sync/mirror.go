@@ -1253,9 +1253,15 @@ func (m *Mirror) setActivity(a string) {
 }
 
 func (m *Mirror) setStale(err error) {
+	msg := m.redactor().String(err.Error())
+	if m.CarriedCallerText() {
+		// What ended the session may quote what the server sent (a
+		// message it could not decode, a session ID).
+		msg = "session lost (the connection broke, the server exited or sent what could not be decoded) " + withheld
+	}
 	m.mu.Lock()
 	m.status.State = StateStale
-	m.status.LastError = m.redactor().String(err.Error())
+	m.status.LastError = msg
 	m.status.LastErrorTime = time.Now()
 	m.mu.Unlock()
 	m.log.Warn("session lost; keeping the last mirror until reconnected", "err", err)

@@ -267,3 +267,79 @@ func TestErrorsAfterCallerTextStayClassifiedAcrossSessions(t *testing.T) {
 		t.Errorf("server info on a new session after a caller's words: %q %q; want it withheld", st.ServerName, st.ServerVersion)
 	}
 }
+
+// brokenConn is a client connection whose Read fails with a message of the
+// server's choosing once told to (as the go-sdk's does on a message it
+// cannot decode, quoting the message's bytes), ending the session.
+type brokenConn struct {
+	mcpsdk.Connection
+	fail chan string
+}
+
+func (c *brokenConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	type read struct {
+		msg jsonrpc.Message
+		err error
+	}
+	got := make(chan read, 1)
+	go func() {
+		msg, err := c.Connection.Read(ctx)
+		got <- read{msg, err}
+	}()
+	select {
+	case r := <-got:
+		return r.msg, r.err
+	case s := <-c.fail:
+		return nil, fmt.Errorf("invalid message version tag %q", s)
+	}
+}
+
+type brokenTransport struct {
+	mcpsdk.Transport
+	fail chan string
+}
+
+func (t *brokenTransport) Connect(ctx context.Context) (mcpsdk.Connection, error) {
+	c, err := t.Transport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &brokenConn{Connection: c, fail: t.fail}, nil
+}
+
+// Once a server was sent a caller's words, the error its session ended
+// with (which may quote bytes it sent) is withheld from the status too.
+func TestSessionLostAfterCallerTextIsWithheld(t *testing.T) {
+	fail := make(chan string, 1)
+	srv := mcptest.NewServer(map[string]string{"doc://a": "a"}, nil)
+	dial := func(ctx context.Context, opts *mcp.Options) (*mcp.Session, error) {
+		ct, st := mcpsdk.NewInMemoryTransports()
+		ss, err := srv.Connect(ctx, st, nil)
+		if err != nil {
+			return nil, err
+		}
+		t.Cleanup(func() { _ = ss.Close() })
+		sess, err := mcp.ConnectTransport(ctx, "s", &brokenTransport{Transport: ct, fail: fail}, opts)
+		if err == nil {
+			t.Cleanup(func() { _ = sess.Close() })
+		}
+		return sess, err
+	}
+	m := ctxsync.New(ctxsync.Options{Server: "s", Index: newIndex(t), Dial: dial, MinBackoff: time.Hour, MaxBackoff: time.Hour, ContentMaxResources: noContentIndex,
+		Redact: redact.New("correcthorse")})
+	start(t, m)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	<-m.Ready()
+	_, _, _ = m.ReadFetch(ctx, "doc://x/planted")
+	fail <- "zebra correcthorse planted"
+	for m.Status().State != ctxsync.StateStale {
+		if ctx.Err() != nil {
+			t.Fatalf("the session did not end: %+v", m.Status())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if st := m.Status(); strings.Contains(st.LastError, "zebra") || strings.Contains(st.LastError, "REDACTED") || !strings.Contains(st.LastError, "session lost") {
+		t.Errorf("last error %q; want that the session was lost, with what the server sent withheld", st.LastError)
+	}
+}
