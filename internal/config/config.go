@@ -1172,7 +1172,8 @@ func urlSecrets(raw string) []string {
 // urlShown returns raw as an error may quote it: its scheme and host
 // alone, without user info, and "…" for whatever follows ("u:pw@host/p?k=x"
 // → "host/…"), whatever raw's shape: a typo'd scheme ("https//u:pw@h"), a
-// key in the path.
+// key in the path, a password where the port goes ("https://u:pw/p",
+// "https://host:pw/p" → "https://u:…/…").
 func urlShown(raw string) string {
 	rest := raw
 	if _, after, ok := strings.Cut(raw, "://"); ok {
@@ -1190,6 +1191,11 @@ func urlShown(raw string) string {
 	if at := strings.LastIndex(rest[end:], "@"); at >= 0 {
 		// An "@" after the host: user info behind a typo'd scheme.
 		host = "…"
+	}
+	// A port is digits; anything else after the host's last ":" (past
+	// an IPv6 literal's "]") is user info without its "@".
+	if colon := strings.LastIndex(host, ":"); colon > strings.LastIndex(host, "]") && strings.Trim(host[colon+1:], "0123456789") != "" {
+		host = host[:colon+1] + "…"
 	}
 	if more {
 		host += rest[end:end+1] + "…"

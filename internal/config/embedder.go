@@ -117,7 +117,7 @@ func (c *Config) parseEmbedder(n *yaml.Node, lookup func(string) (string, bool))
 	if r.URL != "" {
 		u, err := url.Parse(r.URL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("field embedder.url: %q is not an http(s) URL", redactURL(r.URL))
+			return fmt.Errorf("field embedder.url: %q is not an http(s) URL", urlShown(r.URL))
 		}
 	}
 	if f.MaxRetries != nil {
@@ -139,21 +139,6 @@ func (c *Config) parseEmbedder(n *yaml.Node, lookup func(string) (string, bool))
 	}
 	c.Embedder, c.RemoteEmbedder = r.Provider, r
 	return nil
-}
-
-// redactURL keeps a URL's user info and query values out of an error.
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(unparsable)"
-	}
-	if u.User != nil {
-		u.User = url.User("REDACTED")
-	}
-	if u.RawQuery != "" {
-		u.RawQuery = "REDACTED"
-	}
-	return u.String()
 }
 
 // EmbedderSecrets returns the remote embedder's credentials (its API key
