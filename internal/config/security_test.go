@@ -328,13 +328,20 @@ mcpServers:
 // user info, query or path, also behind a typo'd scheme.
 func TestBadURLErrorsHideCredentials(t *testing.T) {
 	for _, u := range []string{"mcp.example-search.com/sse?key=Zk9fQ2xW7rT1", "ftp://bob:Pw2y!zz9@files.example/x",
-		"https//bot:Pw2y!zz9@mcp.example.com/mcp", "https:/bot:Pw2y!zz9@mcp.example.com/mcp", "mcp.zapier.com/api/mcp/s/Zk9fQ2xW7rT1/mcp"} {
+		"https//bot:Pw2y!zz9@mcp.example.com/mcp", "https:/bot:Pw2y!zz9@mcp.example.com/mcp", "mcp.zapier.com/api/mcp/s/Zk9fQ2xW7rT1/mcp",
+		// User info without its "@": the password where a port goes.
+		"https://bot:Pw2yzz9x/mcp", "https://mcp.example.com:Pw2yzz9x/mcp", "http://[::1]:Pw2yzz9x/mcp"} {
 		_, err := config.Parse("c.yaml", []byte("mcpServers:\n  s: { url: \""+u+"\" }\n"), func(string) (string, bool) { return "", false })
 		if err == nil || strings.Contains(err.Error(), "Zk9f") || strings.Contains(err.Error(), "Pw2y") || !strings.Contains(err.Error(), "is not an http(s) URL") {
 			t.Errorf("url %s: err = %v; want it refused, its key and password not quoted", u, err)
 		}
+		_, err = config.Parse("c.yaml", []byte("embedder: {provider: openai, model: m, url: \""+u+"\"}\nmcpServers: {a: {command: x}}\n"), func(string) (string, bool) { return "", false })
+		if err == nil || strings.Contains(err.Error(), "Zk9f") || strings.Contains(err.Error(), "Pw2y") || !strings.Contains(err.Error(), "field embedder.url") {
+			t.Errorf("embedder.url %s: err = %v; want it refused, its key and password not quoted", u, err)
+		}
 	}
-	for _, st := range []string{"postgres:contextd:Pw2y!zz9@db:5432/x", "contextd:Pw2y!zz9@db:5432/x"} {
+	for _, st := range []string{"postgres:contextd:Pw2y!zz9@db:5432/x", "contextd:Pw2y!zz9@db:5432/x",
+		"host=db user=contextd password='Winter Pw2y zz9 Store!'", "password='Pw2y zz9 Store' host=db"} {
 		_, err := config.Parse("c.yaml", []byte("store: \""+st+"\"\n"), func(string) (string, bool) { return "", false })
 		if err == nil || strings.Contains(err.Error(), "Pw2y") {
 			t.Errorf("store %s: err = %v; want it refused, its password not quoted", st, err)

@@ -24,6 +24,11 @@ func (c *Config) parseStore(raw string, lookup func(string) (string, bool)) erro
 	if ex.err != nil {
 		return ex.err
 	}
+	if !strings.Contains(v, "://") && strings.Contains(v, "=") {
+		// A keyword connection string: a quoted password may hold
+		// spaces, so none of it is quoted.
+		return fmt.Errorf("field store: not %q or a postgres:// URL (a keyword connection string such as \"host=… password=…\" is not read: write postgres://user:password@host/db)", StoreEmbedded)
+	}
 	u, err := url.Parse(v)
 	if err != nil {
 		return fmt.Errorf("field store: not %q or a postgres:// URL (it does not parse as a URL)", StoreEmbedded)
