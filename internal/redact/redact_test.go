@@ -1022,12 +1022,18 @@ func TestStringWholeAndHoldsWhole(t *testing.T) {
 // TokenShaped finds tokens in the common services' formats, configured or
 // not, and not the words that share their prefixes.
 func TestTokenShaped(t *testing.T) {
-	for _, s := range []string{"x/ghp_4kP0vQ9zXa7LmB2nR8sT", "github_pat_11ABCDEFG0abcdefghijkl_mnop", "key sk-proj-AbCdEf0123456789abcdefGHIJ", "AKIAIOSFODNN7EXAMPLE", "xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx", "glpat-Xy3z9AbCdEfGhIjKlMnO", "hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456"} {
+	for _, s := range []string{"x/ghp_4kP0vQ9zXa7LmB2nR8sT", "github_pat_11AJKL5QY0aB3dE6gH9jK2mN_5pQ8sT1vW4yZ7bC0eF3hJ6kM9nP2rS5uX8zA1cD4fG7iL0oR3tV6wY9", "key sk-proj-4fT9xQ2mL7vB1nR8sK3wZ6yH0pD5gJ", "AKIAIOSFODNN7EXAMPLE", "xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx", "glpat-Xy3z9AbCdEfGhIjKlMnO", "hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456",
+		"s3://b/AKIAIOSFODNN7EXAMPLE/readme", "npm_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8", "xoxp-1234-5678-9012-0f3c9a7b2e8d4c1f6a5b3e9d7c2a8f41"} {
 		if !redact.TokenShaped(s) {
 			t.Errorf("TokenShaped(%q) = false", s)
 		}
 	}
-	for _, s := range []string{"doc://x/sk-learn-tutorial-for-beginners", "notes://x/sk-learn-tutorial-for-beginners-2024", "notes://x/glpat-rotation-runbook-v2-final", "notes://x/sk-proj-roadmap-2025-q1-final", "ghp_short1", "notes/secret_santa_gift_ideas", "the task-list", "Winter2024!", "mask_ghp_4kP0vQ9zXa7LmB2nR8sT"} {
+	for _, s := range []string{"doc://x/sk-learn-tutorial-for-beginners", "notes://x/sk-learn-tutorial-for-beginners-2024", "notes://x/glpat-rotation-runbook-v2-final", "notes://x/sk-proj-roadmap-2025-q1-final", "ghp_short1", "notes/secret_santa_gift_ideas", "the task-list", "Winter2024!", "mask_ghp_4kP0vQ9zXa7LmB2nR8sT",
+		// Names in the formats' prefixes: words, camel-cased or with a year.
+		"file:///data/ASIA2024Q1SALESREPORTS.csv", "file:///src/ASIAPACIFICREGION2024/report.md", "notion://page/secret_santa2024GiftExchangeIdeasList",
+		"docs://sk-internationalization2024-guide", "hf://models/hf_transformersQuantizationTutorial2024", "gdrive://file/AIzaSyTutorialOnGoogleMapsEmbedding2024xYzAbCdEfG",
+		"npm://pkg/npm_packageManagementBestPractices2024", "mem://notes/xoxb-integration-Slackbot-DeploymentGuide2024", "docs://Stripe/sk_test_documentationOverview2024",
+		"https://github.com/org/repo/blob/main/ghs_actionsRunnerTokenRotation2024.md"} {
 		if redact.TokenShaped(s) {
 			t.Errorf("TokenShaped(%q) = true", s)
 		}
