@@ -748,8 +748,9 @@ var secretName = regexp.MustCompile(`(?i:headers$|token|secret|passw|passphrase|
 var settingName = regexp.MustCompile(`(?i)(?:^|[_.-])(?:sock|socket|url|uri|endpoint|host|hostname|port|timeout|ttl|expiry|lifetime|path|dir|file|provider|type|mode|algorithm|version|limit|size|count|length|enabled|region|name)$|` + tokenCount + `|^tokeni[sz]er|(?:^|[_.-])(?:allow(?:ed)?|exposed?)[_-]?headers$`)
 
 // tokenCount matches names and keys of numbers of (language model) tokens:
-// MAX_TOKENS, CHUNK_TOKENS, maxOutputTokens, contextWindowTokens.
-const tokenCount = `(?i)(?:max|min|output|input|context|window|completion|prompt|chunk|response|num|overlap|batch|total|reserved|embedding)(?:[_-]?(?:max|min|output|input|context|window|completion|prompt|chunk|response|num|overlap|batch|total|reserved|new|embedding))*[_-]?tokens$`
+// MAX_TOKENS, CHUNK_TOKENS, maxOutputTokens, contextWindowTokens,
+// RATE_LIMIT_TOKENS, TOKENS_PER_MINUTE, TOKEN_BUDGET.
+const tokenCount = `(?i)(?:(?:max|min|output|input|context|window|completion|prompt|chunk|response|num|overlap|batch|total|reserved|embedding|rate|limit)(?:[_-]?(?:max|min|output|input|context|window|completion|prompt|chunk|response|num|overlap|batch|total|reserved|new|embedding|rate|limit))*[_-]?tokens|tokens?[_-]?(?:per[_-]?(?:second|minute|hour|day|request|call)|budget))$`
 
 var tokenCountRE = regexp.MustCompile(tokenCount)
 

@@ -207,6 +207,9 @@ mcpServers:
       APP_SETTINGS: '{"apiTokens":["Tk9Winter2024Tok"],"chunkTokens":512,"maxOutputTokens":8193}'
       DBS: '[{"name":"prod","value":"primary","password":"Thr33!Keys"}]'
       CHUNK_TOKENS: "1048576"
+      TOKENS_PER_MINUTE: "90000"
+      RATE_LIMIT_TOKENS: "40000"
+      TOKEN_BUDGET: "2000"
   plain:
     command: docker
     args: [run, -e, AUTH_PROVIDER=github, -e, SESSION_STORE=memory, -e, "GITHUB_TOKEN=ghp_Docker0123456789abcd", img,
@@ -248,7 +251,7 @@ mcpServers:
 				"true", "utf8mb4_unicode_ci", "https://app.example.com/?tab=1", "alice@example.com", "status=open",
 				"bob+ci@example.com", "/srv/a?b=1", "dashboard?tab=1", "#/settings/profile", "bob!ci@example.com", "filter%3Dstatus%3Dopen",
 				"deploy@buildhost", "%y-%m-%d", "~alice/docs", "/tmp/ssh-XYZ/agent.1", "https://kv.vault.azure.net/", "https://auth.example.com/token",
-				"cl100k_base", "4096", "30m", "X-Api-Key", "Winter", "200000", "8192", "Content-Type,Authorization", "512", "8193", "1048576", "prod", "primary"}, v) {
+				"cl100k_base", "4096", "30m", "X-Api-Key", "Winter", "200000", "8192", "Content-Type,Authorization", "512", "8193", "1048576", "prod", "primary", "90000", "40000", "2000"}, v) {
 				t.Errorf("%s: %q taken for a secret", name, v)
 			}
 		}
