@@ -134,3 +134,17 @@ func TestListServersResponseSaysWhatAServerDoes(t *testing.T) {
 		t.Errorf("activity %q, want indexing 812/1838", got)
 	}
 }
+
+// Server info is the name and version, without a trailing space when the
+// version is empty (a withheld server info has none).
+func TestListServersResponseJoinsServerInfo(t *testing.T) {
+	resp := service.ListServersResponse([]engine.ServerStatus{
+		{Status: ctxsync.Status{Server: "a", ServerName: "files", ServerVersion: "1.2"}},
+		{Status: ctxsync.Status{Server: "b", ServerName: "(withheld)"}},
+	})
+	for i, want := range []string{"files 1.2", "(withheld)"} {
+		if got := resp.GetServers()[i].GetServerInfo(); got != want {
+			t.Errorf("server info %q, want %q", got, want)
+		}
+	}
+}

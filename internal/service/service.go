@@ -247,7 +247,7 @@ func ListServersResponse(servers []engine.ServerStatus) *contextdv1.ListServersR
 			PassagesPending: int32(s.PassagesPending),
 		}
 		if s.ServerName != "" {
-			ps.ServerInfo = s.ServerName + " " + s.ServerVersion
+			ps.ServerInfo = strings.TrimSpace(s.ServerName + " " + s.ServerVersion)
 		}
 		if !s.LastSync.IsZero() {
 			ps.LastSync = timestamppb.New(s.LastSync)
