@@ -58,8 +58,13 @@ func openShared(ctx context.Context, opts Options, emb embed.Embedder, est *budg
 }
 
 // mirrorOptions makes a mirror mirror its server only while this replica
-// owns it, and publish its templates.
+// owns it, and publish its templates. Other replicas send the server
+// callers' words too, unseen here: what it says (errors, server info,
+// claims) is withheld from the start, as once a caller's words were sent.
 func (s *shared) mirrorOptions(mo *ctxsync.Options) {
+	if mo.CallerText != nil {
+		mo.CallerText.Store(true)
+	}
 	server := mo.Server
 	mo.Owner = func() bool { return s.rep.Owns(server) }
 	mo.OnSync = func(templates []resource.Template, at time.Time) { s.rep.Synced(server, templates, at) }

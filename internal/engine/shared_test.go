@@ -7,12 +7,14 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/contextd/contextd/internal/config"
@@ -519,4 +521,37 @@ func TestReloadChangesTheServersAReplicaMayOwn(t *testing.T) {
 		st, _ := r.eng.Replica()
 		return slices.Equal(st.Owned, []string{"up1"})
 	})
+}
+
+// Replicas send one server callers' words unseen by each other, and the
+// server may quote them to any: with a shared store, what a server says
+// is withheld from the start, not only once this replica sent it a
+// caller's words.
+func TestReplicaWithholdsServersTextFromTheStart(t *testing.T) {
+	url := pgtest.URL(t)
+	u := newUpstreams(1, 1, 2)
+	srv := u.copies["up0"][0]
+	srv.AddResource(&mcpsdk.Resource{URI: "doc://up0/broken", Name: "broken page about topic1"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+		return nil, &jsonrpc.Error{Code: -32603, Message: "cannot replay x://a/planted-word"}
+	})
+	r := startReplica(t, url, u, 0)
+	waitUntil(t, 10*time.Second, "the replica holds the server's descriptors", func() bool { return descCount(t, r.eng) == 3 })
+	res, err := r.eng.Assemble(t.Context(), engine.AssembleRequest{Query: "broken", TokenBudget: 1000, Pinned: []resource.Key{{Server: "up0", URI: "doc://up0/broken"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var detail string
+	for _, o := range res.Omitted {
+		if o.URI == "doc://up0/broken" {
+			detail = o.Detail
+		}
+	}
+	if detail == "" || strings.Contains(detail, "planted") || !strings.Contains(detail, "the server answered error -32603") {
+		t.Errorf("read of a listed resource failing: %q; want what failed, not what the server said", detail)
+	}
+	for _, st := range r.eng.Servers() {
+		if st.ServerName != "(withheld)" {
+			t.Errorf("server info %q; want it withheld", st.ServerName)
+		}
+	}
 }
