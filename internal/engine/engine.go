@@ -149,6 +149,10 @@ type Engine struct {
 	// server share (sync.Options.CallerText): a reload's new mirror of
 	// a server that kept a caller's words withholds what it says too.
 	callerText gosync.Map // string → *atomic.Bool
+	// callerTextAt holds the same flags by what a server is (its URL,
+	// or its command and arguments): a server renamed by a reload is
+	// the same server, remembering the same words.
+	callerTextAt gosync.Map // serverTarget → *atomic.Bool
 	logRed     *atomic.Pointer[redact.Redactor] // what log masks: the current set's red
 	ix         *index.Index
 	tok        *budget.Tokenizer
@@ -412,6 +416,9 @@ func (e *Engine) newMirror(set *serverSet, srv config.Server) *ctxsync.Mirror {
 		Observer: mirrorObserver{e}, HiddenEnv: e.hiddenEnv, ContentBytes: cfg.ContentBytes, ContentPassTime: cfg.ContentPassTime}
 	flag, _ := e.callerText.LoadOrStore(srv.Name, new(atomic.Bool))
 	mo.CallerText = flag.(*atomic.Bool)
+	if was, ok := e.callerTextAt.Swap(serverTarget(srv), mo.CallerText); ok && was.(*atomic.Bool).Load() {
+		mo.CallerText.Store(true)
+	}
 	if srv.NoContentIndex {
 		mo.ContentMaxResources = -1
 	}
@@ -422,6 +429,15 @@ func (e *Engine) newMirror(set *serverSet, srv config.Server) *ctxsync.Mirror {
 		e.adjust(&mo)
 	}
 	return ctxsync.New(mo)
+}
+
+// serverTarget returns what srv is, whatever its name: its URL, or its
+// command and arguments.
+func serverTarget(srv config.Server) string {
+	if srv.Transport == config.TransportStdio {
+		return "stdio\x00" + srv.Command + "\x00" + strings.Join(srv.Args, "\x00")
+	}
+	return srv.Transport + "\x00" + srv.URL
 }
 
 // hiddenEnv returns what no stdio server may inherit, at its connect: the

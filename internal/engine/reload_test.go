@@ -348,9 +348,15 @@ func TestReloadMasksTheNextAuthToken(t *testing.T) {
 }
 
 // A server that was sent a caller's words may quote them later: a reload
-// that replaces its mirror (its entry changed) keeps what it says withheld,
-// as the mirror before did.
+// that replaces its mirror (its entry changed, or its name) keeps what it
+// says withheld, as the mirror before did.
 func TestReloadKeepsWithholdingAServerSentCallerWords(t *testing.T) {
+	for _, rename := range []bool{false, true} {
+		t.Run(map[bool]string{false: "changed", true: "renamed"}[rename], func(t *testing.T) { reloadKeepsWithholding(t, rename) })
+	}
+}
+
+func reloadKeepsWithholding(t *testing.T, rename bool) {
 	const password = "correcthorse"
 	var mu sync.Mutex
 	var seen []string
@@ -372,15 +378,16 @@ func TestReloadKeepsWithholdingAServerSentCallerWords(t *testing.T) {
 	})
 	mem.AddResource(&mcpsdk.Resource{URI: "doc://e", Name: "e"}, nil)
 	cfg := &config.Config{Servers: []config.Server{
-		{Name: "mem", Transport: config.TransportStdio, Command: "unused", AllowUnlistedPins: true, Env: map[string]string{"MODE": "a"}},
+		{Name: "mem", Transport: config.TransportStdio, Command: "mem-server", AllowUnlistedPins: true, Env: map[string]string{"MODE": "a"}},
 		{Name: "mail", Transport: config.TransportStdio, Command: "unused", Env: map[string]string{"SMTP_PASSWORD": password}},
 	}}
-	eng := newEngineOpts(t, "", map[string]*mcpsdk.Server{"mem": mem, "mail": mcptest.NewServer(map[string]string{"doc://m": "m"}, nil)}, engine.Options{Config: cfg})
+	eng := newEngineOpts(t, "", map[string]*mcpsdk.Server{"mem": mem, "notes": mem, "mail": mcptest.NewServer(map[string]string{"doc://m": "m"}, nil)}, engine.Options{Config: cfg})
+	name := "mem"
 	shown := func(pins ...string) string {
 		t.Helper()
 		req := engine.AssembleRequest{Query: "e", TokenBudget: 1000}
 		for _, p := range pins {
-			req.Pinned = append(req.Pinned, resource.Key{Server: "mem", URI: p})
+			req.Pinned = append(req.Pinned, resource.Key{Server: name, URI: p})
 		}
 		res, err := eng.Assemble(t.Context(), req)
 		if err != nil {
@@ -399,9 +406,12 @@ func TestReloadKeepsWithholdingAServerSentCallerWords(t *testing.T) {
 	next := *cfg
 	next.Servers = slices.Clone(cfg.Servers)
 	next.Servers[0].Env = map[string]string{"MODE": "b"}
+	if rename {
+		next.Servers[0].Name, name = "notes", "notes"
+	}
 	ch, err := eng.Reload(t.Context(), &next)
-	if err != nil || len(ch.Changed) != 1 {
-		t.Fatalf("reload: %+v, %v; want mem changed", ch, err)
+	if err != nil || len(ch.Changed)+len(ch.Added) != 1 {
+		t.Fatalf("reload: %+v, %v; want mem changed or added anew", ch, err)
 	}
 	if err := eng.WaitReady(t.Context()); err != nil {
 		t.Fatal(err)
