@@ -144,7 +144,7 @@ func CandidatesFor(tokenBudget int) int {
 
 // An Engine answers Assemble, Search and ListServers.
 type Engine struct {
-	log        *slog.Logger
+	log *slog.Logger
 	// callerText holds, by server name, the flag the mirrors of that
 	// server share (sync.Options.CallerText): a reload's new mirror of
 	// a server that kept a caller's words withholds what it says too.
@@ -153,6 +153,9 @@ type Engine struct {
 	// or its command and arguments): a server renamed by a reload is
 	// the same server, remembering the same words.
 	callerTextAt gosync.Map // serverTarget → *atomic.Bool
+	// callerFile remembers those flags across restarts, in data_dir;
+	// nil without one of the engine's own.
+	callerFile *callerTextFile
 	logRed     *atomic.Pointer[redact.Redactor] // what log masks: the current set's red
 	ix         *index.Index
 	tok        *budget.Tokenizer
@@ -359,6 +362,9 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	if e.candidates < 0 {
 		e.candidates = 0
 	}
+	if dir != "" {
+		e.callerFile = openCallerText(opts.Config.DataDir, log)
+	}
 	e.readTO = cmp.Or(opts.ReadTimeout, DefaultReadTimeout)
 	e.reqReadTO = cmp.Or(opts.RequestReadTime, 2*e.readTO)
 	e.ranking = cmp.Or(opts.Ranking, DefaultRanking)
@@ -416,8 +422,20 @@ func (e *Engine) newMirror(set *serverSet, srv config.Server) *ctxsync.Mirror {
 		Observer: mirrorObserver{e}, HiddenEnv: e.hiddenEnv, ContentBytes: cfg.ContentBytes, ContentPassTime: cfg.ContentPassTime}
 	flag, _ := e.callerText.LoadOrStore(srv.Name, new(atomic.Bool))
 	mo.CallerText = flag.(*atomic.Bool)
-	if was, ok := e.callerTextAt.Swap(serverTarget(srv), mo.CallerText); ok && was.(*atomic.Bool).Load() {
+	target := serverTarget(srv)
+	if was, ok := e.callerTextAt.Swap(target, mo.CallerText); ok && was.(*atomic.Bool).Load() {
 		mo.CallerText.Store(true)
+	}
+	if f := e.callerFile; f != nil {
+		// Kept by name too: a key in the URL's query may be rotated.
+		keys := []string{target, "name\x00" + srv.Name}
+		if f.has(keys...) {
+			mo.CallerText.Store(true)
+		}
+		if mo.CallerText.Load() {
+			f.add(keys...)
+		}
+		mo.OnCallerText = func() { f.add(keys...) }
 	}
 	if srv.NoContentIndex {
 		mo.ContentMaxResources = -1

@@ -31,6 +31,6 @@ func (m *Mirror) Complete(ctx context.Context, uriTemplate, arg, value string, r
 	if sess == nil {
 		return mcp.Completion{}, fmt.Errorf("server %q: %w", m.opts.Server, ErrUnavailable)
 	}
-	m.callerText.Store(true) // the value is a caller's (see CarriedCallerText)
+	m.noteCallerText() // the value is a caller's (see CarriedCallerText)
 	return sess.Complete(ctx, uriTemplate, arg, value, resolved)
 }

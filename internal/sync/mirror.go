@@ -171,6 +171,10 @@ type Options struct {
 	// caller's words, which the server may remember (see
 	// CarriedCallerText). Nil gives the mirror a flag of its own.
 	CallerText *atomic.Bool
+	// OnCallerText, when set, is called when CallerText is first set by
+	// this mirror, before the caller's words are sent (so that it can be
+	// remembered across restarts). It must not call the mirror.
+	OnCallerText func()
 	// Observer is told of syncs, upstream requests and cache lookups
 	// (metrics). Nil tells nobody.
 	Observer Observer
@@ -1420,6 +1424,15 @@ func (m *Mirror) ReadFetch(ctx context.Context, uri string) ([]resource.Content,
 	return c, f, m.redactor().Error(err)
 }
 
+// noteCallerText records that a caller's words are about to be sent to the
+// server: from now on what it says is withheld (see CarriedCallerText).
+// Options.OnCallerText is called the first time, before they are sent.
+func (m *Mirror) noteCallerText() {
+	if !m.callerText.Swap(true) && m.opts.OnCallerText != nil {
+		m.opts.OnCallerText()
+	}
+}
+
 // withheld stands for what a server said, once it may quote a caller's
 // words (see CarriedCallerText).
 const withheld = "(what the server said is in the log: it may quote what a caller sent it)"
@@ -1502,7 +1515,7 @@ func (m *Mirror) read(ctx context.Context, sess *mcp.Session, uri string) ([]res
 	t := m.cache.ticket()
 	if _, listed := m.opts.Index.Get(resource.Key{Server: m.opts.Server, URI: uri}); !listed {
 		sess.NoteCallerText()
-		m.callerText.Store(true)
+		m.noteCallerText()
 	}
 	if sess.Capabilities().Subscribe && m.cache.enabled() && !m.cache.subscribed(uri) {
 		err := sess.Subscribe(ctx, uri)

@@ -1,0 +1,98 @@
+package engine_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/contextd/contextd/internal/config"
+	"github.com/contextd/contextd/internal/engine"
+	"github.com/contextd/contextd/internal/index/indextest"
+	"github.com/contextd/contextd/internal/mcp/mcptest"
+	"github.com/contextd/contextd/internal/resource"
+	ctxsync "github.com/contextd/contextd/internal/sync"
+)
+
+// A server may remember a caller's words across contextd's restarts as
+// across sessions: that it was sent some is kept in data_dir, and what it
+// says stays withheld after a restart. The file holds no server's URL.
+func TestWithholdingSurvivesARestart(t *testing.T) {
+	var mu sync.Mutex
+	var seen []string
+	mem := mcptest.NewServer(nil, nil)
+	mem.AddReceivingMiddleware(func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
+		return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
+			r, ok := req.(*mcpsdk.ReadResourceRequest)
+			if !ok {
+				return next(ctx, method, req)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if r.Params.URI != "doc://e" {
+				seen = append(seen, r.Params.URI)
+				return nil, &jsonrpc.Error{Code: -32002, Message: "not found"}
+			}
+			return nil, &jsonrpc.Error{Code: -32603, Message: "cannot replay " + strings.Join(seen, " ")}
+		}
+	})
+	mem.AddResource(&mcpsdk.Resource{URI: "doc://e", Name: "e"}, nil)
+	dir := t.TempDir()
+	cfg := &config.Config{DataDir: dir, Servers: []config.Server{
+		{Name: "mem", Transport: config.TransportHTTP, URL: "https://mem.example/mcp?key=Zk9fQ2xW7rT1", AllowUnlistedPins: true},
+		{Name: "mail", Transport: config.TransportStdio, Command: "mail-server", Env: map[string]string{"SMTP_PASSWORD": "correcthorse"}},
+	}}
+	servers := map[string]*mcpsdk.Server{"mem": mem, "mail": mcptest.NewServer(map[string]string{"doc://m": "m"}, nil)}
+	start := func() (*engine.Engine, func()) {
+		t.Helper()
+		eng, err := engine.New(t.Context(), engine.Options{Config: cfg, Embedder: &indextest.BagEmbedder{},
+			Dial: func(s config.Server) ctxsync.DialFunc { return mcptest.Dial(t, s.Name, servers[s.Name]) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		wg.Go(func() { _ = eng.Run(ctx) })
+		if err := eng.WaitReady(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		return eng, func() { cancel(); wg.Wait(); eng.Close() }
+	}
+	shown := func(eng *engine.Engine, pins ...string) string {
+		t.Helper()
+		req := engine.AssembleRequest{Query: "e", TokenBudget: 1000}
+		for _, p := range pins {
+			req.Pinned = append(req.Pinned, resource.Key{Server: "mem", URI: p})
+		}
+		res, err := eng.Assemble(t.Context(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		for _, o := range res.Omitted {
+			b.WriteString(o.URI + " " + o.Detail + "\n")
+		}
+		return b.String()
+	}
+	eng, stop := start()
+	if got := shown(eng, "doc://e"); !strings.Contains(got, "cannot replay") {
+		t.Fatalf("before any caller's words: %q; want what the server said", got)
+	}
+	shown(eng, "x://a/horse", "x://a/correcthorse")
+	stop()
+
+	eng, stop = start()
+	defer stop()
+	if got := shown(eng, "doc://e"); strings.Contains(got, "horse") || strings.Contains(got, "REDACTED") || !strings.Contains(got, "doc://e") {
+		t.Errorf("after a restart: %q; want the read failure, with what the server said withheld", got)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "caller-text"))
+	if err != nil || strings.Contains(string(b), "mem.example") || strings.Contains(string(b), "Zk9f") || len(strings.Fields(string(b))) != 2 {
+		t.Errorf("data_dir's record: %q, %v; want two hashes (its target, its name), no URL", b, err)
+	}
+}
