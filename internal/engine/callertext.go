@@ -1,107 +1,58 @@
 package engine
 
 import (
-	"bufio"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
-	"io"
 	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
-	gosync "sync"
+	"sync/atomic"
 )
 
-// callerTextName is the file in data_dir that remembers which servers
-// were sent a caller's words.
+// callerTextName is the file in data_dir whose presence says that some
+// server was sent a caller's words (see Engine.callerText).
 const callerTextName = "caller-text"
 
-// maxCallerTextBytes bounds what is read of that file: 64 bytes a server
-// for far more servers than a configuration holds.
-const maxCallerTextBytes = 1 << 20
-
-// callerTextFile remembers, across contextd's restarts, which servers were
-// sent a caller's words (a pin they do not list, a template's value): such
-// a server may remember them across restarts as across sessions, so what
-// it says stays withheld. It holds hex SHA-256s, one a line, of each such
-// server's serverTarget and name, not the target itself, which may hold a
-// credential. A file that cannot be written is logged; the server is
-// withheld for this run anyway. Deleting the file (contextd stopped) shows
-// every server's own words again.
-type callerTextFile struct {
-	path string
+// callerText is the flag every mirror of an engine shares
+// (sync.Options.CallerText): set once any server was sent a caller's words
+// (a pin it does not list, a template's value, a value to complete). Any
+// server may then quote them: the one sent them, which may remember them
+// across sessions and restarts, and any other sharing its state (one
+// upstream configured under two names, one host, one disk), which contextd
+// cannot tell. So what every server says is withheld from then on. With a
+// data_dir of the engine's own, the flag is kept there across restarts.
+type callerText struct {
+	set  atomic.Bool
+	path string // "" keeps it for this run only
 	log  *slog.Logger
-	mu   gosync.Mutex
-	have map[string]bool // by hash
 }
 
-// openCallerText reads data_dir's file (none yet is none sent).
-func openCallerText(dataDir string, log *slog.Logger) *callerTextFile {
-	f := &callerTextFile{path: filepath.Join(dataDir, callerTextName), log: log, have: map[string]bool{}}
-	file, err := os.Open(f.path)
-	if err != nil {
-		if !errors.Is(err, fs.ErrNotExist) {
-			log.Warn("cannot read which servers were sent callers' words; treating none as sent", "file", f.path, "err", err)
-		}
-		return f
+// openCallerText returns the engine's flag, set when dataDir ("" for none)
+// records an earlier run's.
+func openCallerText(dataDir string, log *slog.Logger) *callerText {
+	c := &callerText{log: log}
+	if dataDir == "" {
+		return c
 	}
-	defer file.Close()
-	sc := bufio.NewScanner(io.LimitReader(file, maxCallerTextBytes))
-	for sc.Scan() {
-		if h := strings.TrimSpace(sc.Text()); len(h) == sha256.Size*2 {
-			f.have[h] = true
-		}
+	c.path = filepath.Join(dataDir, callerTextName)
+	switch _, err := os.Lstat(c.path); {
+	case err == nil:
+		c.set.Store(true)
+	case !errors.Is(err, fs.ErrNotExist):
+		// Unknown: withheld, as the safe side.
+		log.Warn("cannot tell whether a server was sent callers' words before; withholding what servers say", "file", c.path, "err", err)
+		c.set.Store(true)
 	}
-	return f
+	return c
 }
 
-// keyHash returns the hex SHA-256 of key, as the file holds it.
-func keyHash(key string) string {
-	sum := sha256.Sum256([]byte(key))
-	return hex.EncodeToString(sum[:])
-}
-
-// has reports whether any of the server's keys (serverTarget, its name)
-// was recorded.
-func (f *callerTextFile) has(keys ...string) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for _, k := range keys {
-		if f.have[keyHash(k)] {
-			return true
-		}
-	}
-	return false
-}
-
-// add records keys, writing the file anew (0600, replaced whole) when one
-// is new.
-func (f *callerTextFile) add(keys ...string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	added := false
-	for _, k := range keys {
-		if h := keyHash(k); !f.have[h] {
-			f.have[h], added = true, true
-		}
-	}
-	if !added {
+// record keeps the flag in data_dir; called once, when it is first set,
+// before the caller's words are sent.
+func (c *callerText) record() {
+	if c.path == "" {
 		return
 	}
-	hashes := make([]string, 0, len(f.have))
-	for h := range f.have {
-		hashes = append(hashes, h)
-	}
-	slices.Sort(hashes)
-	tmp := f.path + ".tmp"
-	err := os.WriteFile(tmp, []byte(strings.Join(hashes, "\n")+"\n"), 0o600)
-	if err == nil {
-		err = os.Rename(tmp, f.path)
-	}
-	if err != nil {
-		f.log.Warn("cannot record that a server was sent a caller's words; after a restart what it says is shown masked again", "file", f.path, "err", err)
+	if err := os.WriteFile(c.path, []byte("a server was sent a caller's words: what servers say is withheld from callers (delete this file, contextd stopped, to show it again)\n"), 0o600); err != nil {
+		c.log.Warn("cannot record that a server was sent a caller's words; after a restart what servers say is shown masked again", "file", c.path, "err", err)
 	}
 }

@@ -20,8 +20,10 @@ import (
 )
 
 // A server may remember a caller's words across contextd's restarts as
-// across sessions: that it was sent some is kept in data_dir, and what it
-// says stays withheld after a restart. The file holds no server's URL.
+// across sessions, and another server may share its state (one upstream
+// configured under two names): once any server was sent a caller's words,
+// what every server says is withheld, and after a restart too (data_dir
+// keeps that, without any server's URL).
 func TestWithholdingSurvivesARestart(t *testing.T) {
 	var mu sync.Mutex
 	var seen []string
@@ -45,9 +47,10 @@ func TestWithholdingSurvivesARestart(t *testing.T) {
 	dir := t.TempDir()
 	cfg := &config.Config{DataDir: dir, Servers: []config.Server{
 		{Name: "mem", Transport: config.TransportHTTP, URL: "https://mem.example/mcp?key=Zk9fQ2xW7rT1", AllowUnlistedPins: true},
+		{Name: "mem-ro", Transport: config.TransportHTTP, URL: "https://localhost/mcp"},
 		{Name: "mail", Transport: config.TransportStdio, Command: "mail-server", Env: map[string]string{"SMTP_PASSWORD": "correcthorse"}},
 	}}
-	servers := map[string]*mcpsdk.Server{"mem": mem, "mail": mcptest.NewServer(map[string]string{"doc://m": "m"}, nil)}
+	servers := map[string]*mcpsdk.Server{"mem": mem, "mem-ro": mem, "mail": mcptest.NewServer(map[string]string{"doc://m": "m"}, nil)}
 	start := func() (*engine.Engine, func()) {
 		t.Helper()
 		eng, err := engine.New(t.Context(), engine.Options{Config: cfg, Embedder: &indextest.BagEmbedder{},
@@ -63,11 +66,11 @@ func TestWithholdingSurvivesARestart(t *testing.T) {
 		}
 		return eng, func() { cancel(); wg.Wait(); eng.Close() }
 	}
-	shown := func(eng *engine.Engine, pins ...string) string {
+	shown := func(eng *engine.Engine, server string, pins ...string) string {
 		t.Helper()
-		req := engine.AssembleRequest{Query: "e", TokenBudget: 1000}
+		req := engine.AssembleRequest{Query: "e", TokenBudget: 1000, Filter: engine.Filter{Servers: []string{server}}}
 		for _, p := range pins {
-			req.Pinned = append(req.Pinned, resource.Key{Server: "mem", URI: p})
+			req.Pinned = append(req.Pinned, resource.Key{Server: server, URI: p})
 		}
 		res, err := eng.Assemble(t.Context(), req)
 		if err != nil {
@@ -80,19 +83,22 @@ func TestWithholdingSurvivesARestart(t *testing.T) {
 		return b.String()
 	}
 	eng, stop := start()
-	if got := shown(eng, "doc://e"); !strings.Contains(got, "cannot replay") {
+	if got := shown(eng, "mem-ro", "doc://e"); !strings.Contains(got, "cannot replay") {
 		t.Fatalf("before any caller's words: %q; want what the server said", got)
 	}
-	shown(eng, "x://a/horse", "x://a/correcthorse")
+	shown(eng, "mem", "x://a/horse", "x://a/correcthorse")
+	if got := shown(eng, "mem-ro", "doc://e"); strings.Contains(got, "horse") || strings.Contains(got, "REDACTED") || !strings.Contains(got, "doc://e") {
+		t.Errorf("through the same upstream under another name: %q; want the read failure, with what the server said withheld", got)
+	}
 	stop()
 
 	eng, stop = start()
 	defer stop()
-	if got := shown(eng, "doc://e"); strings.Contains(got, "horse") || strings.Contains(got, "REDACTED") || !strings.Contains(got, "doc://e") {
+	if got := shown(eng, "mem", "doc://e"); strings.Contains(got, "horse") || strings.Contains(got, "REDACTED") || !strings.Contains(got, "doc://e") {
 		t.Errorf("after a restart: %q; want the read failure, with what the server said withheld", got)
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "caller-text"))
-	if err != nil || strings.Contains(string(b), "mem.example") || strings.Contains(string(b), "Zk9f") || len(strings.Fields(string(b))) != 2 {
-		t.Errorf("data_dir's record: %q, %v; want two hashes (its target, its name), no URL", b, err)
+	if err != nil || strings.Contains(string(b), "mem.example") || strings.Contains(string(b), "Zk9f") {
+		t.Errorf("data_dir's record: %q, %v; want it, without a URL", b, err)
 	}
 }

@@ -145,17 +145,8 @@ func CandidatesFor(tokenBudget int) int {
 // An Engine answers Assemble, Search and ListServers.
 type Engine struct {
 	log *slog.Logger
-	// callerText holds, by server name, the flag the mirrors of that
-	// server share (sync.Options.CallerText): a reload's new mirror of
-	// a server that kept a caller's words withholds what it says too.
-	callerText gosync.Map // string → *atomic.Bool
-	// callerTextAt holds the same flags by what a server is (its URL,
-	// or its command and arguments): a server renamed by a reload is
-	// the same server, remembering the same words.
-	callerTextAt gosync.Map // serverTarget → *atomic.Bool
-	// callerFile remembers those flags across restarts, in data_dir;
-	// nil without one of the engine's own.
-	callerFile *callerTextFile
+	// callerText is the flag every mirror shares: see callerText.
+	callerText *callerText
 	logRed     *atomic.Pointer[redact.Redactor] // what log masks: the current set's red
 	ix         *index.Index
 	tok        *budget.Tokenizer
@@ -362,9 +353,13 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	if e.candidates < 0 {
 		e.candidates = 0
 	}
+	// Kept in data_dir when the index is (not beside a daemon holding it,
+	// nor in memory, nor with a shared store, which withholds anyway).
+	callerDir := ""
 	if dir != "" {
-		e.callerFile = openCallerText(opts.Config.DataDir, log)
+		callerDir = opts.Config.DataDir
 	}
+	e.callerText = openCallerText(callerDir, log)
 	e.readTO = cmp.Or(opts.ReadTimeout, DefaultReadTimeout)
 	e.reqReadTO = cmp.Or(opts.RequestReadTime, 2*e.readTO)
 	e.ranking = cmp.Or(opts.Ranking, DefaultRanking)
@@ -420,23 +415,7 @@ func (e *Engine) newMirror(set *serverSet, srv config.Server) *ctxsync.Mirror {
 	// credentials (a removed server's too) from contextd's environment.
 	mo := ctxsync.Options{Server: srv.Name, Dial: dial, Index: e.ix, Logger: e.log.With("component", "sync"), PollInterval: cfg.PollInterval, Redact: set.given[srv.Name],
 		Observer: mirrorObserver{e}, HiddenEnv: e.hiddenEnv, ContentBytes: cfg.ContentBytes, ContentPassTime: cfg.ContentPassTime}
-	flag, _ := e.callerText.LoadOrStore(srv.Name, new(atomic.Bool))
-	mo.CallerText = flag.(*atomic.Bool)
-	target := serverTarget(srv)
-	if was, ok := e.callerTextAt.Swap(target, mo.CallerText); ok && was.(*atomic.Bool).Load() {
-		mo.CallerText.Store(true)
-	}
-	if f := e.callerFile; f != nil {
-		// Kept by name too: a key in the URL's query may be rotated.
-		keys := []string{target, "name\x00" + srv.Name}
-		if f.has(keys...) {
-			mo.CallerText.Store(true)
-		}
-		if mo.CallerText.Load() {
-			f.add(keys...)
-		}
-		mo.OnCallerText = func() { f.add(keys...) }
-	}
+	mo.CallerText, mo.OnCallerText = &e.callerText.set, e.callerText.record
 	if srv.NoContentIndex {
 		mo.ContentMaxResources = -1
 	}
@@ -447,15 +426,6 @@ func (e *Engine) newMirror(set *serverSet, srv config.Server) *ctxsync.Mirror {
 		e.adjust(&mo)
 	}
 	return ctxsync.New(mo)
-}
-
-// serverTarget returns what srv is, whatever its name: its URL, or its
-// command and arguments.
-func serverTarget(srv config.Server) string {
-	if srv.Transport == config.TransportStdio {
-		return "stdio\x00" + srv.Command + "\x00" + strings.Join(srv.Args, "\x00")
-	}
-	return srv.Transport + "\x00" + srv.URL
 }
 
 // hiddenEnv returns what no stdio server may inherit, at its connect: the
