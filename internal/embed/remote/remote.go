@@ -447,7 +447,7 @@ func (e *Embedder) attempt(ctx context.Context, body []byte, out [][]float32) (w
 		return 0, fmt.Errorf("embedder: POST %s: reading the answer: %v", e.endpoint, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return statusError(resp, data, e.endpoint, e.model)
+		return e.statusError(resp, data)
 	}
 	if int64(len(data)) > limit {
 		return -1, fmt.Errorf("%w: the answer is over %d bytes, the most %d inputs can take", ErrBadResponse, limit, len(out))
@@ -458,23 +458,26 @@ func (e *Embedder) attempt(ctx context.Context, body []byte, out [][]float32) (w
 	return 0, nil
 }
 
-// statusError classifies a non-200 answer.
-func statusError(resp *http.Response, body []byte, endpoint, model string) (time.Duration, error) {
-	msg := serverMessage(body)
-	if msg != "" {
-		msg = ": " + msg
-	}
+// statusError classifies a non-200 answer. The error names the status
+// code, not the service's words (its reason phrase, its message), which
+// may quote a caller's query sent earlier: they are logged, masked.
+func (e *Embedder) statusError(resp *http.Response, body []byte) (time.Duration, error) {
 	code := resp.StatusCode
-	status := statusLine(resp.Status)
+	said := ""
+	if msg := serverMessage(body); msg != "" || statusLine(resp.Status) != fmt.Sprintf("%d %s", code, http.StatusText(code)) {
+		e.log.Warn("the embedder answered an error", "status", e.red.String(statusLine(resp.Status)), "message", e.red.String(msg))
+		said = " (its message is in the log)"
+	}
+	endpoint, status := e.endpoint, fmt.Sprintf("HTTP %d", code)
 	switch {
 	case code == http.StatusTooManyRequests || code == http.StatusRequestTimeout || code == http.StatusConflict || code >= 500:
-		return retryAfter(resp.Header), fmt.Errorf("embedder: POST %s: %s%s", endpoint, status, msg)
+		return retryAfter(resp.Header), fmt.Errorf("embedder: POST %s: %s%s", endpoint, status, said)
 	case code == http.StatusUnauthorized || code == http.StatusForbidden:
-		return -1, fmt.Errorf("%w: POST %s: %s: check api_key%s", ErrUnauthorized, endpoint, status, msg)
+		return -1, fmt.Errorf("%w: POST %s: %s: check api_key%s", ErrUnauthorized, endpoint, status, said)
 	case code == http.StatusNotFound:
-		return -1, fmt.Errorf("%w: POST %s: %s: check url and that model %q is served there%s", ErrNotFound, endpoint, status, model, msg)
+		return -1, fmt.Errorf("%w: POST %s: %s: check url and that model %q is served there%s", ErrNotFound, endpoint, status, e.model, said)
 	}
-	return -1, fmt.Errorf("%w: POST %s: %s%s", ErrRejected, endpoint, status, msg)
+	return -1, fmt.Errorf("%w: POST %s: %s%s", ErrRejected, endpoint, status, said)
 }
 
 // maxStatusBytes bounds what an error quotes of a status line: its reason

@@ -1,11 +1,13 @@
 package remote
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"log/slog"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -298,10 +300,11 @@ func TestRetriesRunOut(t *testing.T) {
 		fmt.Fprint(w, `{"error":"model is loading"}`)
 		return true
 	}
-	e, rec := newEmbedder(t, Options{Provider: Ollama, URL: baseURL(srv, Ollama), Model: "m", Dimensions: 4, MaxRetries: 3})
+	var log bytes.Buffer
+	e, rec := newEmbedder(t, Options{Provider: Ollama, URL: baseURL(srv, Ollama), Model: "m", Dimensions: 4, MaxRetries: 3, Logger: slog.New(slog.NewTextHandler(&log, nil))})
 	_, err := e.Embed(t.Context(), "x")
-	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "model is loading") || !strings.Contains(err.Error(), "4 attempts") {
-		t.Fatalf("err = %v, want ErrUnavailable after 4 attempts with the server's message", err)
+	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "HTTP 503") || !strings.Contains(err.Error(), "4 attempts") || !strings.Contains(log.String(), "model is loading") {
+		t.Fatalf("err = %v, log %q; want ErrUnavailable after 4 attempts, the server's message logged", err, log.String())
 	}
 	if f.calls != 4 || len(rec.waits) != 3 {
 		t.Errorf("%d requests and %d waits, want 4 and 3", f.calls, len(rec.waits))
@@ -429,11 +432,12 @@ func TestFailingBatchFailsTheCall(t *testing.T) {
 		}
 		return false
 	}
-	e, _ := newEmbedder(t, Options{Provider: OpenAI, URL: baseURL(srv, OpenAI), Model: "m", Dimensions: 4, BatchSize: 2})
+	var log bytes.Buffer
+	e, _ := newEmbedder(t, Options{Provider: OpenAI, URL: baseURL(srv, OpenAI), Model: "m", Dimensions: 4, BatchSize: 2, Logger: slog.New(slog.NewTextHandler(&log, nil))})
 	texts := []string{"t0", "t1", "t2", "t3", "t4", "t5"}
 	vecs, err := e.EmbedBatch(t.Context(), texts)
-	if !errors.Is(err, ErrRejected) || !strings.Contains(err.Error(), "input too long") || vecs != nil {
-		t.Fatalf("EmbedBatch = %d vectors, %v; want none and ErrRejected with the server's message", len(vecs), err)
+	if !errors.Is(err, ErrRejected) || !strings.Contains(err.Error(), "HTTP 400") || vecs != nil || !strings.Contains(log.String(), "input too long") {
+		t.Fatalf("EmbedBatch = %d vectors, %v, log %q; want none and ErrRejected, the server's message logged", len(vecs), err, log.String())
 	}
 }
 
@@ -681,19 +685,24 @@ func TestErrorsQuotingTheQueryAreNoOracleForTheKey(t *testing.T) {
 	}
 }
 
-// A service that quotes the key it was sent has it masked, when the
-// texts did not hold it.
-func TestErrorsQuotingTheKeyMaskIt(t *testing.T) {
+// What a service says in an error (its message, its status line) may
+// quote what it was sent before, a caller's query: errors name the status
+// code only, and the message goes to the log, with the key masked there.
+func TestErrorsDoNotQuoteTheService(t *testing.T) {
 	const key = "sk-live-9Qz81LmXw02VbNc7"
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusBadRequest)
-		_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"message": "bad input for key " + strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")}})
+		_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"message": "earlier input: alpha correcthorse omega; key " + strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")}})
 	}))
 	t.Cleanup(srv.Close)
-	e, _ := newEmbedder(t, Options{Provider: OpenAI, URL: srv.URL + "/v1", Model: "m", APIKey: key, Dimensions: 8})
-	_, err := e.Embed(t.Context(), "find the readme")
-	if err == nil || strings.Contains(err.Error(), "9Qz81") || !strings.Contains(err.Error(), redact.Mask) {
-		t.Errorf("err = %v; want the key masked", err)
+	var log bytes.Buffer
+	e, _ := newEmbedder(t, Options{Provider: OpenAI, URL: srv.URL + "/v1", Model: "m", APIKey: key, Dimensions: 8, Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	_, err := e.EmbedBatch(t.Context(), []string{"a passage"})
+	if err == nil || strings.Contains(err.Error(), "earlier input") || strings.Contains(err.Error(), redact.Mask) || !strings.Contains(err.Error(), "HTTP 400") {
+		t.Errorf("err = %v; want the status code, not the service's message", err)
+	}
+	if !strings.Contains(log.String(), "earlier input") || strings.Contains(log.String(), "9Qz81") {
+		t.Errorf("log %q; want the service's message, the key masked", log.String())
 	}
 }
