@@ -42,6 +42,7 @@ import (
 	"log/slog"
 	"math"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -438,7 +439,7 @@ func (e *Embedder) attempt(ctx context.Context, body []byte, out [][]float32) (w
 	if err != nil {
 		// Network errors and this attempt's timeout may pass; the
 		// caller's cancellation ends the loop in send.
-		return 0, fmt.Errorf("embedder: POST %s: %s", e.endpoint, cutLine(unwrapURLError(err).Error(), maxTransportError))
+		return 0, fmt.Errorf("embedder: POST %s: %s", e.endpoint, e.transportError(err))
 	}
 	defer resp.Body.Close()
 	limit := e.responseLimit(len(out))
@@ -735,6 +736,20 @@ func cutUTF8(s string, n int) string {
 
 // unwrapURLError drops *url.Error's "Post \"URL\": " prefix, which the
 // caller's message already carries.
+// transportError returns what an error says of a failed request: a
+// network error (a refused or reset connection, a DNS failure, a time-out)
+// as Go words it, which quotes only the address; anything else (an answer
+// net/http could not parse, which it quotes: the service's bytes) as a
+// malformed answer, logged, masked.
+func (e *Embedder) transportError(err error) string {
+	var ne net.Error
+	if inner := unwrapURLError(err); errors.As(inner, &ne) || strings.HasPrefix(inner.Error(), "timed out: ") {
+		return cutLine(inner.Error(), maxTransportError)
+	}
+	e.log.Warn("the embedder's answer could not be read", "err", e.red.String(cutLine(unwrapURLError(err).Error(), maxTransportError)))
+	return "the answer could not be read as HTTP (what it said is in the log)"
+}
+
 func unwrapURLError(err error) error {
 	var ue *url.Error
 	if errors.As(err, &ue) {

@@ -9,6 +9,7 @@ import (
 	"hash/fnv"
 	"log/slog"
 	"math"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -704,5 +705,43 @@ func TestErrorsDoNotQuoteTheService(t *testing.T) {
 	}
 	if !strings.Contains(log.String(), "earlier input") || strings.Contains(log.String(), "9Qz81") {
 		t.Errorf("log %q; want the service's message, the key masked", log.String())
+	}
+}
+
+// An answer net/http cannot parse is quoted by it (a status line of the
+// service's words): the error says the answer was unreadable, and the log
+// has the rest; a refused connection is worded as Go words it.
+func TestTransportErrorsDoNotQuoteTheService(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lis.Close() })
+	go func() {
+		for {
+			c, err := lis.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				_, _ = c.Read(make([]byte, 4096))
+				_, _ = c.Write([]byte("HTTP/1.1 earlier-input-alpha-correcthorse-omega\r\n\r\n"))
+			}()
+		}
+	}()
+	var log bytes.Buffer
+	e, _ := newEmbedder(t, Options{Provider: OpenAI, URL: "http://" + lis.Addr().String() + "/v1", Model: "m", Dimensions: 8, MaxRetries: -1, Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	_, err = e.EmbedBatch(t.Context(), []string{"a passage"})
+	if err == nil || strings.Contains(err.Error(), "correcthorse") || !strings.Contains(err.Error(), "could not be read") {
+		t.Errorf("err = %v; want an unreadable answer, not its words", err)
+	}
+	if !strings.Contains(log.String(), "correcthorse") {
+		t.Errorf("log %q; want what the answer said", log.String())
+	}
+	lis.Close()
+	_, err = e.EmbedBatch(t.Context(), []string{"a passage"})
+	if err == nil || !strings.Contains(err.Error(), "connection refused") {
+		t.Errorf("err = %v; want the refused connection named", err)
 	}
 }
