@@ -748,9 +748,24 @@ var secretName = regexp.MustCompile(`(?i:headers$|token|secret|passw|passphrase|
 var settingName = regexp.MustCompile(`(?i)(?:^|[_.-])(?:sock|socket|url|uri|endpoint|host|hostname|port|timeout|ttl|expiry|lifetime|path|dir|file|provider|type|mode|algorithm|version|limit|size|count|length|enabled|region|name)$|` + tokenCount + `|^tokeni[sz]er|(?:^|[_.-])(?:allow(?:ed)?|exposed?)[_-]?headers$`)
 
 // tokenCount matches names and keys of numbers of (language model) tokens:
-// MAX_TOKENS, CHUNK_TOKENS, maxOutputTokens, contextWindowTokens,
-// RATE_LIMIT_TOKENS, TOKENS_PER_MINUTE, TOKEN_BUDGET.
-const tokenCount = `(?i)(?:(?:max|min|output|input|context|window|completion|prompt|chunk|response|num|overlap|batch|total|reserved|embedding|rate|limit)(?:[_-]?(?:max|min|output|input|context|window|completion|prompt|chunk|response|num|overlap|batch|total|reserved|new|embedding|rate|limit))*[_-]?tokens|tokens?[_-]?(?:per[_-]?(?:second|minute|hour|day|request|call)|budget))$`
+// MAX_TOKENS, CHUNK_TOKENS, maxOutputTokens, llmContextWindowTokens,
+// RATE_LIMIT_TOKENS, TOKENS_PER_MINUTE, TOKEN_BUDGET. Its words start the
+// name or follow a separator or, in camel case, a lower-case letter or
+// digit: ADMIN_TOKENS and adminTokens are credentials, not "min tokens".
+var tokenCount = func() string {
+	words := []string{"max", "min", "output", "input", "context", "window", "completion", "prompt", "chunk", "response", "num", "overlap", "batch", "total", "reserved", "embedding", "rate", "limit"}
+	per := []string{"second", "minute", "hour", "day", "request", "call"}
+	title := func(ws []string) string {
+		out := make([]string, len(ws))
+		for i, w := range ws {
+			out[i] = strings.ToUpper(w[:1]) + w[1:]
+		}
+		return strings.Join(out, "|")
+	}
+	first, more := strings.Join(words, "|"), strings.Join(append(slices.Clone(words), "new"), "|")
+	return `(?:(?i:(?:^|[_.-])(?:` + first + `)(?:[_.-]?(?:` + more + `))*[_.-]?tokens$|(?:^|[_.-])tokens?[_.-]?(?:per[_.-]?(?:` + strings.Join(per, "|") + `)|budget)$)|` +
+		`(?-i:[a-z0-9](?:` + title(words) + `)(?:` + title(append(slices.Clone(words), "new")) + `)*Tokens$|[a-z0-9]Tokens?(?:Per(?:` + title(per) + `)|Budget)$))`
+}()
 
 var tokenCountRE = regexp.MustCompile(tokenCount)
 

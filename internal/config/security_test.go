@@ -210,6 +210,11 @@ mcpServers:
       TOKENS_PER_MINUTE: "90000"
       RATE_LIMIT_TOKENS: "40000"
       TOKEN_BUDGET: "2000"
+      ADMIN_TOKENS: "ryan:Tk9fAdm1nTok"
+      GITLAB_ADMIN_TOKENS: "glpat-Adm9Tok2024xyz"
+      CORPORATE_TOKENS: "c0rp-T0k-9931"
+      SEPARATE_TOKENS: "s3p-T0k-7714"
+      ROLE_TOKENS: '{"adminTokens":["Adm1nTok2024Json9x"],"llmMaxOutputTokens":8191,"requestTokensPerMinute":60000}'
   plain:
     command: docker
     args: [run, -e, AUTH_PROVIDER=github, -e, SESSION_STORE=memory, -e, "GITHUB_TOKEN=ghp_Docker0123456789abcd", img,
@@ -233,7 +238,8 @@ mcpServers:
 		"e": {"bXlrZXk0Mg==", "Odbc!Pass9", "Jdbc!Pass9", "My!Pass99", "ntn_4b2F9kQ7xLmP3vR8sT1wYz6aBcD", "nk-77Qw2", "Tru5t!Store",
 			"S3cr3t;Pa55!", "Br4ce;Pa55!}x", "correct horse 42!", "hcaik_01hq2w3e4r5t6y7u8i9o0p1a2s3d4f5g", "S3cret!Pass", "Kx9Winter2024Snow",
 			"Winter 2024 Snow", "Gpg!Phrase9", "Nested!Pw9", "12345678", "Ak9Winter2024Key", "nextpage42", "EAAGm0PX4ZCpsBA9zZ",
-			"adm1n-t0k-a,adm1n-t0k-b", "st4tus-p4ge-tok", "m4x-ap1-key-77", "J4va!Store9", "Pg!Pass99", "Tk9Winter2024Tok", "Thr33!Keys"},
+			"adm1n-t0k-a,adm1n-t0k-b", "st4tus-p4ge-tok", "m4x-ap1-key-77", "J4va!Store9", "Pg!Pass99", "Tk9Winter2024Tok", "Thr33!Keys",
+			"ryan:Tk9fAdm1nTok", "glpat-Adm9Tok2024xyz", "c0rp-T0k-9931", "s3p-T0k-7714", "Adm1nTok2024Json9x"},
 		"plain": {"ghp_Docker0123456789abcd", "Cs3cr3t!xyz", "bXlrZXk0Mg==", "My!Pass98", "Amber-Lamps-Tide!", "hunter2hunter",
 			"Summer2024!@", "Zebra=Moon!7", "Amber%Lamps!Tide", "P@ssw0rd2024", "Jade~Moon~42",
 			"Who?Am=I42x", "Jade%40Moon42", "Jade@Moon42", "Pa$$@w0rd.1", "秘密のパスワード！", "P@ssWord", "Straße§Haus"},
@@ -251,7 +257,7 @@ mcpServers:
 				"true", "utf8mb4_unicode_ci", "https://app.example.com/?tab=1", "alice@example.com", "status=open",
 				"bob+ci@example.com", "/srv/a?b=1", "dashboard?tab=1", "#/settings/profile", "bob!ci@example.com", "filter%3Dstatus%3Dopen",
 				"deploy@buildhost", "%y-%m-%d", "~alice/docs", "/tmp/ssh-XYZ/agent.1", "https://kv.vault.azure.net/", "https://auth.example.com/token",
-				"cl100k_base", "4096", "30m", "X-Api-Key", "Winter", "200000", "8192", "Content-Type,Authorization", "512", "8193", "1048576", "prod", "primary", "90000", "40000", "2000"}, v) {
+				"cl100k_base", "4096", "30m", "X-Api-Key", "Winter", "200000", "8192", "Content-Type,Authorization", "512", "8193", "1048576", "prod", "primary", "90000", "40000", "2000", "8191", "60000"}, v) {
 				t.Errorf("%s: %q taken for a secret", name, v)
 			}
 		}
