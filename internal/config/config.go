@@ -534,11 +534,19 @@ func (sf serverFile) resolve(name string, lookup func(string) (string, bool)) (S
 			return Server{}, fmt.Errorf("server %q: field url: required for a %s server", name, typ)
 		}
 		u, err := url.Parse(s.URL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || !validPort(u.Port()) {
 			return Server{}, fmt.Errorf("server %q: field url: %q is not an http(s) URL", name, urlShown(s.URL))
 		}
 	}
 	return s, nil
+}
+
+// validPort reports whether a URL's port ("" for none) is one: a password
+// of digits written where the port goes ("https://bot:20242024/mcp") is
+// not.
+func validPort(p string) bool {
+	n, err := strconv.Atoi(p)
+	return p == "" || err == nil && n >= 1 && n <= 65535
 }
 
 // varRef matches ${VAR}, ${VAR:-default} and VS Code's ${env:VAR}.
@@ -1189,13 +1197,19 @@ func urlSecrets(raw string) []string {
 // alone, without user info, and "…" for whatever follows ("u:pw@host/p?k=x"
 // → "host/…"), whatever raw's shape: a typo'd scheme ("https//u:pw@h"), a
 // key in the path, a password where the port goes ("https://u:pw/p",
-// "https://host:pw/p" → "https://u:…/…").
+// "https://host:pw/p" → "https://u:…/…", a port over 65535 too), user
+// info before the scheme ("u:pw@https://h" → "…://h").
 func urlShown(raw string) string {
 	rest := raw
 	if _, after, ok := strings.Cut(raw, "://"); ok {
 		rest = after
 	}
 	prefix := raw[:len(raw)-len(rest)]
+	if !schemeRE.MatchString(prefix) {
+		// Something before the scheme: user info typed before it
+		// ("bot:pw@https://…"), a word.
+		prefix = "…://"
+	}
 	end := len(rest)
 	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
 		end = i
@@ -1210,14 +1224,20 @@ func urlShown(raw string) string {
 	}
 	// A port is digits; anything else after the host's last ":" (past
 	// an IPv6 literal's "]") is user info without its "@".
-	if colon := strings.LastIndex(host, ":"); colon > strings.LastIndex(host, "]") && strings.Trim(host[colon+1:], "0123456789") != "" {
-		host = host[:colon+1] + "…"
+	if colon := strings.LastIndex(host, ":"); colon > strings.LastIndex(host, "]") {
+		if port, err := strconv.Atoi(host[colon+1:]); host[colon+1:] != "" && (err != nil || port > 65535 || port < 0) {
+			host = host[:colon+1] + "…"
+		}
 	}
 	if more {
 		host += rest[end:end+1] + "…"
 	}
 	return prefix + host
 }
+
+// schemeRE matches what urlShown quotes before a host: "" or a scheme and
+// "://".
+var schemeRE = regexp.MustCompile(`^(?:[A-Za-z][A-Za-z0-9+.-]*://)?$`)
 
 // urlStart finds where a URL begins: a scheme and "://".
 var urlStart = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://`)

@@ -116,7 +116,7 @@ func (c *Config) parseEmbedder(n *yaml.Node, lookup func(string) (string, bool))
 	}
 	if r.URL != "" {
 		u, err := url.Parse(r.URL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || !validPort(u.Port()) {
 			return fmt.Errorf("field embedder.url: %q is not an http(s) URL", urlShown(r.URL))
 		}
 	}

@@ -339,9 +339,11 @@ func TestBadURLErrorsHideCredentials(t *testing.T) {
 	for _, u := range []string{"mcp.example-search.com/sse?key=Zk9fQ2xW7rT1", "ftp://bob:Pw2y!zz9@files.example/x",
 		"https//bot:Pw2y!zz9@mcp.example.com/mcp", "https:/bot:Pw2y!zz9@mcp.example.com/mcp", "mcp.zapier.com/api/mcp/s/Zk9fQ2xW7rT1/mcp",
 		// User info without its "@": the password where a port goes.
-		"https://bot:Pw2yzz9x/mcp", "https://mcp.example.com:Pw2yzz9x/mcp", "http://[::1]:Pw2yzz9x/mcp"} {
+		"https://bot:Pw2yzz9x/mcp", "https://mcp.example.com:Pw2yzz9x/mcp", "http://[::1]:Pw2yzz9x/mcp", "https://bot:20242024/mcp",
+		// User info or a key typed before the scheme.
+		"bot:Pw2yzz9x@https://mcp.example.com/mcp", "Pw2yzz9x https://mcp.example.com/mcp"} {
 		_, err := config.Parse("c.yaml", []byte("mcpServers:\n  s: { url: \""+u+"\" }\n"), func(string) (string, bool) { return "", false })
-		if err == nil || strings.Contains(err.Error(), "Zk9f") || strings.Contains(err.Error(), "Pw2y") || !strings.Contains(err.Error(), "is not an http(s) URL") {
+		if err == nil || strings.Contains(err.Error(), "Zk9f") || strings.Contains(err.Error(), "Pw2y") || strings.Contains(err.Error(), "2024") || !strings.Contains(err.Error(), "is not an http(s) URL") {
 			t.Errorf("url %s: err = %v; want it refused, its key and password not quoted", u, err)
 		}
 		_, err = config.Parse("c.yaml", []byte("embedder: {provider: openai, model: m, url: \""+u+"\"}\nmcpServers: {a: {command: x}}\n"), func(string) (string, bool) { return "", false })
@@ -349,7 +351,7 @@ func TestBadURLErrorsHideCredentials(t *testing.T) {
 			t.Errorf("embedder.url %s: err = %v; want it refused, its key and password not quoted", u, err)
 		}
 	}
-	for _, st := range []string{"postgres:contextd:Pw2y!zz9@db:5432/x", "contextd:Pw2y!zz9@db:5432/x",
+	for _, st := range []string{"postgres:contextd:Pw2y!zz9@db:5432/x", "contextd:Pw2y!zz9@db:5432/x", "contextd:Pw2y!zz9@postgres://db/x",
 		"host=db user=contextd password='Winter Pw2y zz9 Store!'", "password='Pw2y zz9 Store' host=db"} {
 		_, err := config.Parse("c.yaml", []byte("store: \""+st+"\"\n"), func(string) (string, bool) { return "", false })
 		if err == nil || strings.Contains(err.Error(), "Pw2y") {
