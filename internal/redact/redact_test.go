@@ -1023,7 +1023,9 @@ func TestStringWholeAndHoldsWhole(t *testing.T) {
 // not, and not the words that share their prefixes.
 func TestTokenShaped(t *testing.T) {
 	for _, s := range []string{"x/ghp_4kP0vQ9zXa7LmB2nR8sT", "github_pat_11AJKL5QY0aB3dE6gH9jK2mN_5pQ8sT1vW4yZ7bC0eF3hJ6kM9nP2rS5uX8zA1cD4fG7iL0oR3tV6wY9", "key sk-proj-4fT9xQ2mL7vB1nR8sK3wZ6yH0pD5gJ", "AKIAIOSFODNN7EXAMPLE", "xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx", "glpat-Xy3z9AbCdEfGhIjKlMnO", "hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456",
-		"s3://b/AKIAIOSFODNN7EXAMPLE/readme", "npm_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8", "xoxp-1234-5678-9012-0f3c9a7b2e8d4c1f6a5b3e9d7c2a8f41"} {
+		"s3://b/AKIAIOSFODNN7EXAMPLE/readme", "npm_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8", "xoxp-1234-5678-9012-0f3c9a7b2e8d4c1f6a5b3e9d7c2a8f41",
+		// Lower case and digits, starting and ending with a letter.
+		"sk-c49864151b99400fda5617c20ddd9cbf", "sk-or-v1-b2e8d4c1f6a5b3e9d7c2a8f410f3c9a7b2e8d4c1f6a5b3e9d7c2a8f41a0c3e"} {
 		if !redact.TokenShaped(s) {
 			t.Errorf("TokenShaped(%q) = false", s)
 		}

@@ -53,9 +53,10 @@ func TokenShaped(s string) bool {
 // letters, the second lower-case, one a vowel ("On", "My"). Names such as
 // "santa2024GiftExchangeIdeasList" or "2024Q1SALESREPORTS" are all words;
 // random base-62 text is taken for words about once in 250 at 36
-// characters (a GitHub token), once in 60 at 24.
+// characters (a GitHub token), once in 60 at 24; 32 hex digits once in
+// 150. Names of acronyms ("SQLInjectionXSSReport") are taken for keys.
 func randomRun(run string) bool {
-	if len(run) < 16 || strings.Trim(run, "0123456789") == run && (strings.ToLower(run) == run || strings.ToUpper(run) == run) {
+	if len(run) < 16 || !strings.ContainsAny(run, "0123456789") && (strings.ToLower(run) == run || strings.ToUpper(run) == run) {
 		return false
 	}
 	letters, words := 0, 0
