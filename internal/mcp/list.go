@@ -71,6 +71,9 @@ func (s *Session) ListResources(ctx context.Context) (List[resource.Descriptor],
 			case len(r.URI) > MaxURIBytes:
 				l.problem(&l.Rejected, "page %d, entry %d: uri of %d bytes (over %d)", l.Pages+1, i, len(r.URI), MaxURIBytes)
 				continue
+			case hasControl(r.URI):
+				l.problem(&l.Rejected, "page %d, entry %d: uri holds a control character (name %q)", l.Pages+1, i, clip(r.Name, MaxNameBytes))
+				continue
 			case seen[r.URI]:
 				l.problem(&l.Duplicates, "page %d: %q listed again; kept the first", l.Pages+1, r.URI)
 				continue
@@ -104,6 +107,10 @@ func (s *Session) ListTemplates(ctx context.Context) (List[resource.Template], e
 			}
 			if len(t.URITemplate) > MaxURIBytes {
 				l.problem(&l.Rejected, "page %d, entry %d: uriTemplate of %d bytes (over %d)", l.Pages+1, i, len(t.URITemplate), MaxURIBytes)
+				continue
+			}
+			if hasControl(t.URITemplate) {
+				l.problem(&l.Rejected, "page %d, entry %d: uriTemplate holds a control character", l.Pages+1, i)
 				continue
 			}
 			out = append(out, resource.Template{
@@ -267,4 +274,11 @@ func clip(s string, n int) string {
 		s = s[:n]
 	}
 	return strings.Clone(s)
+}
+
+// hasControl reports whether a URI (or URI template) holds an ASCII control
+// character, which no URI may (RFC 3986 §2): a NUL, a newline. Such an
+// entry could not be stored in a shared store, nor read back as listed.
+func hasControl(uri string) bool {
+	return strings.ContainsFunc(uri, func(r rune) bool { return r < 0x20 || r == 0x7f })
 }

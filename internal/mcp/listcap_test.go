@@ -271,3 +271,39 @@ func TestServerInfoCutInsideASecretIsMasked(t *testing.T) {
 		}
 	}
 }
+
+// A URI holding a control character (a NUL, a newline) is no URI: the entry
+// is rejected, the others kept.
+func TestURIsWithControlCharactersAreRejected(t *testing.T) {
+	srv := mcptest.NewServer(nil, nil)
+	srv.AddReceivingMiddleware(func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
+		return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
+			switch req.(type) {
+			case *mcpsdk.ListResourcesRequest:
+				return &mcpsdk.ListResourcesResult{Resources: []*mcpsdk.Resource{
+					{URI: "x://a\x00b", Name: "nul"}, {URI: "x://a\nb", Name: "newline"}, {URI: "x://ok", Name: "ok\x00name"},
+				}}, nil
+			case *mcpsdk.ListResourceTemplatesRequest:
+				return &mcpsdk.ListResourceTemplatesResult{ResourceTemplates: []*mcpsdk.ResourceTemplate{
+					{URITemplate: "x://t/\x00{id}", Name: "nul"}, {URITemplate: "x://t/{id}", Name: "ok"},
+				}}, nil
+			}
+			return next(ctx, method, req)
+		}
+	})
+	sess := mcptest.Connect(t, "s", srv, nil)
+	l, err := sess.ListResources(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Items) != 1 || l.Items[0].URI != "x://ok" || l.Rejected != 2 || !strings.Contains(strings.Join(l.Problems, "|"), "control character") {
+		t.Errorf("resources: %d items, %d rejected (%q); want x://ok, two rejected", len(l.Items), l.Rejected, l.Problems)
+	}
+	tl, err := sess.ListTemplates(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tl.Items) != 1 || tl.Items[0].URITemplate != "x://t/{id}" || tl.Rejected != 1 {
+		t.Errorf("templates: %d items, %d rejected; want x://t/{id}, one rejected", len(tl.Items), tl.Rejected)
+	}
+}
