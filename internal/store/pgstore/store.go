@@ -26,6 +26,7 @@
 package pgstore
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -33,6 +34,7 @@ import (
 	"fmt"
 	"math"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -268,15 +270,22 @@ func (s *Store) Apply(ctx context.Context, w Write) error {
 			if r.Desc.Server != w.Server {
 				return fmt.Errorf("pgstore: record of server %q in a write of %q", r.Desc.Server, w.Server)
 			}
+			if strings.ContainsRune(r.Desc.URI, 0) {
+				// PostgreSQL's text cannot hold it, and the key is the
+				// URI: not shared (the mirror lists no such URI).
+				continue
+			}
 			desc, err := json.Marshal(r.Desc)
 			if err != nil {
 				return err
 			}
+			desc = withoutNUL(desc)
 			var cStamp, cHash, cText *string
 			var cAt *time.Time
 			var cVecs []byte
 			if c := r.Content; c != nil {
-				cStamp, cHash, cText, cAt = &c.Stamp, &c.Hash, &c.Text, &c.At
+				text := strings.ReplaceAll(c.Text, "\x00", "\uFFFD")
+				cStamp, cHash, cText, cAt = &c.Stamp, &c.Hash, &text, &c.At
 				cVecs = encodeVecs(c.Vecs)
 			}
 			b.Queue(`INSERT INTO descriptors (server, uri, embedder, descriptor, hash, vec, content_stamp, content_hash, content_at, content_text, content_vecs, token)
@@ -287,9 +296,10 @@ ON CONFLICT (server, uri) DO UPDATE SET embedder = EXCLUDED.embedder, descriptor
 				r.Desc.Server, r.Desc.URI, w.Embedder, desc, r.Hash, encodeVec(r.Vec), cStamp, cHash, cAt, cText, cVecs, w.Token)
 			changed = append(changed, r.Desc.URI)
 		}
-		if len(w.Deleted) > 0 {
-			b.Queue("DELETE FROM descriptors WHERE server = $1 AND uri = ANY($2)", w.Server, w.Deleted)
-			changed = append(changed, w.Deleted...)
+		deleted := slices.DeleteFunc(slices.Clone(w.Deleted), func(u string) bool { return strings.ContainsRune(u, 0) }) // never stored
+		if len(deleted) > 0 {
+			b.Queue("DELETE FROM descriptors WHERE server = $1 AND uri = ANY($2)", w.Server, deleted)
+			changed = append(changed, deleted...)
 		}
 		if w.Templates != nil || !w.LastSync.IsZero() {
 			var tpl []byte
@@ -297,6 +307,7 @@ ON CONFLICT (server, uri) DO UPDATE SET embedder = EXCLUDED.embedder, descriptor
 				if tpl, err = json.Marshal(w.Templates); err != nil {
 					return err
 				}
+				tpl = withoutNUL(tpl)
 			}
 			var last *time.Time
 			if !w.LastSync.IsZero() {
@@ -314,6 +325,30 @@ ON CONFLICT (server) DO UPDATE SET templates = coalesce($2::jsonb, servers.templ
 		b.Queue("SELECT pg_notify($1, '')", Channel)
 		return tx.SendBatch(ctx, b).Close()
 	})
+}
+
+// withoutNUL returns the JSON b with each escaped U+0000 ("\u0000", which
+// jsonb refuses) written as U+FFFD, the replacement character; an escaped
+// backslash followed by "u0000" is left as it is.
+func withoutNUL(b []byte) []byte {
+	if !bytes.Contains(b, []byte(`\u0000`)) {
+		return b
+	}
+	out := make([]byte, 0, len(b))
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' || i+1 == len(b) {
+			out = append(out, b[i])
+			continue
+		}
+		if bytes.HasPrefix(b[i:], []byte(`\u0000`)) {
+			out = append(out, `\ufffd`...)
+			i += len(`\u0000`) - 1
+			continue
+		}
+		out = append(out, b[i], b[i+1]) // an escape: its character is not one
+		i++
+	}
+	return out
 }
 
 // A Change is one entry of the change log: URI "" is the server's own row

@@ -306,3 +306,49 @@ func TestMalformedContentVecsLoadWithoutVectors(t *testing.T) {
 		}
 	}
 }
+
+// PostgreSQL's text and jsonb cannot hold U+0000: a resource whose name or
+// text holds one is stored with U+FFFD in its place, a URI holding one is
+// not stored, and the write of the others goes through.
+func TestNULBytesDoNotFailAWrite(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, pgtest.URL(t))
+	tok, _, err := s.Acquire(ctx, "srv", "A", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := rec("srv", "a://named", 4)
+	named.Desc.Name = "bad\x00name"
+	named.Content = &index.RecordContent{Stamp: index.ContentStamp(named.Desc), Hash: "ch", At: time.Now().UTC().Truncate(time.Microsecond), Text: "text\x00with a NUL"}
+	escaped := rec("srv", "a://escaped", 4)
+	escaped.Desc.Name = `a backslash: \u0000 as written`
+	w := pgstore.Write{Server: "srv", Holder: "A", Token: tok, Embedder: "e/4",
+		Put:       []index.Record{named, escaped, rec("srv", "a://nul\x00uri", 4), rec("srv", "a://plain", 4)},
+		Deleted:   []string{"a://gone\x00"},
+		Templates: []resource.Template{{Server: "srv", URITemplate: "a://t/{id}", Name: "t\x00"}}, LastSync: time.Now()}
+	if err := s.Apply(ctx, w); err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+	got := map[string]index.Record{}
+	if _, err := s.Load(ctx, "e/4", "srv", 10, func(rs []index.Record) error {
+		for _, r := range rs {
+			got[r.Desc.URI] = r
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 {
+		t.Fatalf("loaded %d records; want a://named, a://escaped and a://plain", len(got))
+	}
+	if r := got["a://named"]; r.Desc.Name != "bad\uFFFDname" || r.Content == nil || r.Content.Text != "text\uFFFDwith a NUL" {
+		t.Errorf("a://named: name %q, content %+v; want U+FFFD for the NULs", r.Desc.Name, r.Content)
+	}
+	if r := got["a://escaped"]; r.Desc.Name != `a backslash: \u0000 as written` {
+		t.Errorf("a://escaped: name %q; want it as written", r.Desc.Name)
+	}
+	rows, err := s.Servers(ctx)
+	if err != nil || len(rows) != 1 || len(rows[0].Templates) != 1 || rows[0].Templates[0].Name != "t\uFFFD" {
+		t.Errorf("servers: %+v, %v; want the template, U+FFFD for its NUL", rows, err)
+	}
+}
