@@ -144,10 +144,9 @@ func CandidatesFor(tokenBudget int) int {
 
 // An Engine answers Assemble, Search and ListServers.
 type Engine struct {
-	log *slog.Logger
-	// callerText is the flag every mirror shares: see callerText.
-	callerText *callerText
+	log        *slog.Logger
 	logRed     *atomic.Pointer[redact.Redactor] // what log masks: the current set's red
+	callerText *callerText                      // the flag every mirror shares
 	ix         *index.Index
 	tok        *budget.Tokenizer
 	candidates int
