@@ -92,7 +92,7 @@ func (o *oneShot) start(ctx context.Context, stderr io.Writer, focus string, ext
 	if o.waitFull {
 		focus = ""
 	}
-	eng, err = engine.New(ctx, engine.Options{Config: cfg, Logger: log, KeepOtherServers: len(o.servers) > 0, SharedDataDir: true, Focus: focus,
+	eng, err = engine.New(ctx, engine.Options{Config: cfg, Logger: log, KeepOtherServers: len(o.servers) > 0, SharedDataDir: true, Focus: focus, ShowServerText: true,
 		// A one-shot run gives stdio servers 1s per shutdown stage, not 5s.
 		Mirror: func(mo *ctxsync.Options) { mo.TerminateDuration = time.Second }})
 	if err != nil {

@@ -62,6 +62,17 @@ type Options struct {
 	// go on with an in-memory index (one-shot commands next to a daemon).
 	// When false, a locked data_dir is an error.
 	SharedDataDir bool
+	// ShowServerText shows callers what servers say (their errors, list
+	// problems, stderr line, server info, the URIs their items claim)
+	// masked, as long as no server was sent a caller's words (a pin it
+	// does not list, a template's value, a value to complete). Set it only
+	// when the caller holds the configuration (a one-shot command run by
+	// its owner): masked text is an oracle for secrets to anyone who can
+	// make a server say chosen words (by the pins, tasks and queries it
+	// sends, which reach the servers and the embedder), so by default what
+	// servers say is withheld, and callers are told what failed; the log
+	// has the rest. A shared store withholds it regardless.
+	ShowServerText bool
 	// KeepOtherServers keeps the persisted descriptors of servers absent
 	// from Config (a one-shot run limited to some servers); by default they
 	// are deleted at startup.
@@ -146,7 +157,7 @@ func CandidatesFor(tokenBudget int) int {
 type Engine struct {
 	log        *slog.Logger
 	logRed     *atomic.Pointer[redact.Redactor] // what log masks: the current set's red
-	callerText *callerText                      // the flag every mirror shares
+	callerText *atomic.Bool                     // withhold what servers say: every mirror's sync.Options.CallerText
 	ix         *index.Index
 	tok        *budget.Tokenizer
 	candidates int
@@ -352,13 +363,8 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	if e.candidates < 0 {
 		e.candidates = 0
 	}
-	// Kept in data_dir when the index is (not beside a daemon holding it,
-	// nor in memory, nor with a shared store, which withholds anyway).
-	callerDir := ""
-	if dir != "" {
-		callerDir = opts.Config.DataDir
-	}
-	e.callerText = openCallerText(callerDir, log)
+	e.callerText = new(atomic.Bool)
+	e.callerText.Store(!opts.ShowServerText) // see Options.ShowServerText
 	e.readTO = cmp.Or(opts.ReadTimeout, DefaultReadTimeout)
 	e.reqReadTO = cmp.Or(opts.RequestReadTime, 2*e.readTO)
 	e.ranking = cmp.Or(opts.Ranking, DefaultRanking)
@@ -414,7 +420,7 @@ func (e *Engine) newMirror(set *serverSet, srv config.Server) *ctxsync.Mirror {
 	// credentials (a removed server's too) from contextd's environment.
 	mo := ctxsync.Options{Server: srv.Name, Dial: dial, Index: e.ix, Logger: e.log.With("component", "sync"), PollInterval: cfg.PollInterval, Redact: set.given[srv.Name],
 		Observer: mirrorObserver{e}, HiddenEnv: e.hiddenEnv, ContentBytes: cfg.ContentBytes, ContentPassTime: cfg.ContentPassTime}
-	mo.CallerText, mo.OnCallerText = &e.callerText.set, e.callerText.record
+	mo.CallerText = e.callerText
 	if srv.NoContentIndex {
 		mo.ContentMaxResources = -1
 	}

@@ -204,7 +204,7 @@ func TestSecondProcessOnTheSameDataDirUsesMemory(t *testing.T) {
 
 func TestNoSyncedServerIsUnavailable(t *testing.T) {
 	cfg := &config.Config{Servers: []config.Server{{Name: "down", Transport: config.TransportStdio, Command: "unused"}}}
-	eng, err := engine.New(t.Context(), engine.Options{Config: cfg, InMemory: true, Embedder: &indextest.BagEmbedder{},
+	eng, err := engine.New(t.Context(), engine.Options{Config: cfg, ShowServerText: true, InMemory: true, Embedder: &indextest.BagEmbedder{},
 		Dial: func(config.Server) ctxsync.DialFunc {
 			return func(context.Context, *mcp.Options) (*mcp.Session, error) {
 				return nil, errors.New("connection refused")

@@ -72,7 +72,7 @@ func TestItemsClaimingAnotherURIAreDropped(t *testing.T) {
 			}}, nil
 		})
 	cfg := &config.Config{Servers: []config.Server{{Name: "s", Transport: config.TransportStdio, Command: "unused", Env: map[string]string{"TOKEN": itemsSecret}}}}
-	eng := newEngineOpts(t, "", map[string]*mcpsdk.Server{"s": srv}, engine.Options{Config: cfg})
+	eng := newEngineOpts(t, "", map[string]*mcpsdk.Server{"s": srv}, engine.Options{Config: cfg, ShowServerText: true})
 	res, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "architecture", TokenBudget: 1000, ValueFloor: new(float64)})
 	if err != nil {
 		t.Fatal(err)
@@ -222,7 +222,7 @@ func TestClaimsOfAServerSentCallerWordsAreNotQuoted(t *testing.T) {
 		{Name: "mem", Transport: config.TransportStdio, Command: "unused", AllowUnlistedPins: true},
 		{Name: "mail", Transport: config.TransportStdio, Command: "unused", Env: map[string]string{"SMTP_PASSWORD": password}},
 	}}
-	eng := newEngineOpts(t, "", map[string]*mcpsdk.Server{"mem": mem, "mail": mcptest.NewServer(map[string]string{"doc://m": "m"}, nil)}, engine.Options{Config: cfg})
+	eng := newEngineOpts(t, "", map[string]*mcpsdk.Server{"mem": mem, "mail": mcptest.NewServer(map[string]string{"doc://m": "m"}, nil)}, engine.Options{Config: cfg, ShowServerText: true})
 	shown := func(pins ...string) string {
 		t.Helper()
 		req := engine.AssembleRequest{Query: "recent notes", TokenBudget: 1000}

@@ -415,7 +415,7 @@ func TestAnErrorCutInsideASecretShowsNoPieceOfIt(t *testing.T) {
 		})
 	cfg := &config.Config{Servers: []config.Server{{Name: "s", Transport: config.TransportHTTP, URL: "http://127.0.0.1:9/mcp",
 		Headers: map[string]string{"X-Api-Key": key}, NoContentIndex: true}}}
-	eng := newEngineOpts(t, "", map[string]*mcpsdk.Server{"s": srv}, engine.Options{Config: cfg})
+	eng := newEngineOpts(t, "", map[string]*mcpsdk.Server{"s": srv}, engine.Options{Config: cfg, ShowServerText: true})
 	res, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "gateway key rotation", TokenBudget: 4000,
 		Pinned: []resource.Key{{Server: "s", URI: "x://doc"}}})
 	if err != nil {

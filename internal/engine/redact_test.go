@@ -19,6 +19,7 @@ import (
 	"github.com/contextd/contextd/internal/index/indextest"
 	"github.com/contextd/contextd/internal/mcp"
 	"github.com/contextd/contextd/internal/mcp/mcptest"
+	"github.com/contextd/contextd/internal/resource"
 	ctxsync "github.com/contextd/contextd/internal/sync"
 )
 
@@ -53,7 +54,7 @@ func TestURLCredentialsStayOutOfStatusAndLogs(t *testing.T) {
 		URL:     "http://alice:pw-0451-secret@" + addr + "/mcp?token=qs-9931-secret&page=2",
 		Headers: map[string]string{"Authorization": "Bearer hdr-7777-secret"}}}}
 	var logs syncBuffer
-	eng, err := engine.New(t.Context(), engine.Options{Config: cfg, InMemory: true, Embedder: &indextest.BagEmbedder{},
+	eng, err := engine.New(t.Context(), engine.Options{Config: cfg, ShowServerText: true, InMemory: true, Embedder: &indextest.BagEmbedder{},
 		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Mirror: func(o *ctxsync.Options) { o.MinBackoff, o.MaxBackoff = time.Hour, time.Hour }})
 	if err != nil {
@@ -141,7 +142,7 @@ func TestServerTextIsNoOracleForOtherServersSecrets(t *testing.T) {
 	}}
 	var logs syncBuffer
 	eng := newEngineOpts(t, "", map[string]*mcpsdk.Server{"fs": evil, "gh": mcptest.NewServer(map[string]string{"doc://g": "g"}, nil), "db": mcptest.NewServer(map[string]string{"db://x": "x"}, nil)},
-		engine.Options{Config: cfg, Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+		engine.Options{Config: cfg, ShowServerText: true, Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	res, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "e", TokenBudget: 1000, Pinned: pin("doc://e")})
 	if err != nil {
 		t.Fatal(err)
@@ -178,7 +179,7 @@ func TestServerTextMasksCutsOfWhatItInherits(t *testing.T) {
 		{Name: "fs", Transport: config.TransportStdio, Command: "unused"},
 		{Name: "db", Transport: config.TransportStdio, Command: "unused", Env: map[string]string{"DATABASE_URL": "postgres://app:blue_sky.42@db/prod"}},
 	}}
-	eng := newEngineOpts(t, "", map[string]*mcpsdk.Server{"fs": evil, "db": mcptest.NewServer(map[string]string{"db://x": "x"}, nil)}, engine.Options{Config: cfg})
+	eng := newEngineOpts(t, "", map[string]*mcpsdk.Server{"fs": evil, "db": mcptest.NewServer(map[string]string{"db://x": "x"}, nil)}, engine.Options{Config: cfg, ShowServerText: true})
 	res, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "e", TokenBudget: 1000, Pinned: pin("doc://e")})
 	if err != nil {
 		t.Fatal(err)
@@ -241,5 +242,46 @@ func TestErrorsOfASessionThatCarriedCallerTextAreNoOracle(t *testing.T) {
 	right, wrong := detail("correcthorse"), detail("correcthorsf")
 	if right != wrong || strings.Contains(right, "REDACTED") {
 		t.Errorf("another server's password reads %q, another word %q", right, wrong)
+	}
+}
+
+// A daemon's callers may make a server say chosen words without sending it
+// any (by which listed resources they pin, by tasks the embedder sees), so
+// masked server text would tell them which words are secrets: by default
+// what servers say is withheld from the start, and callers are told what
+// failed. A one-shot run by the configuration's owner shows it, masked.
+func TestWhatServersSayIsWithheldByDefault(t *testing.T) {
+	for _, show := range []bool{false, true} {
+		srv := mcpsdk.NewServer(&mcpsdk.Implementation{Name: "notes-server", Version: "2.1"}, &mcpsdk.ServerOptions{Capabilities: &mcpsdk.ServerCapabilities{Resources: &mcpsdk.ResourceCapabilities{}}})
+		srv.AddResource(&mcpsdk.Resource{URI: "doc://e", Name: "e"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+			return nil, &jsonrpc.Error{Code: -32603, Message: "lookup failed for: alpha correcthorse"}
+		})
+		cfg := &config.Config{Servers: []config.Server{
+			{Name: "s", Transport: config.TransportStdio, Command: "unused"},
+			{Name: "mail", Transport: config.TransportStdio, Command: "mail-server", Env: map[string]string{"SMTP_PASSWORD": "correcthorse"}},
+		}}
+		eng := newEngineOpts(t, "", map[string]*mcpsdk.Server{"s": srv, "mail": mcptest.NewServer(map[string]string{"doc://m": "m"}, nil)}, engine.Options{Config: cfg, ShowServerText: show})
+		res, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "e", TokenBudget: 1000, Pinned: []resource.Key{{Server: "s", URI: "doc://e"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var detail string
+		for _, o := range res.Omitted {
+			if o.URI == "doc://e" {
+				detail = o.Detail
+			}
+		}
+		var info string
+		for _, st := range eng.Servers() {
+			if st.Server == "s" {
+				info = st.ServerName + " " + st.ServerVersion
+			}
+		}
+		switch {
+		case !show && (strings.Contains(detail, "lookup") || strings.Contains(detail, "REDACTED") || !strings.Contains(detail, "the server answered error -32603") || info != "(withheld) "):
+			t.Errorf("by default: read failure %q, server info %q; want what failed, the server's words withheld", detail, info)
+		case show && (!strings.Contains(detail, "lookup failed for: alpha REDACTED") || info != "notes-server 2.1"):
+			t.Errorf("showing server text: read failure %q, server info %q; want them, masked", detail, info)
+		}
 	}
 }

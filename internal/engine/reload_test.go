@@ -272,7 +272,7 @@ func TestReloadMasksAddedSecretsInKeptServersText(t *testing.T) {
 	})
 	servers := map[string]*mcpsdk.Server{"fs": evil, "gh": mcptest.NewServer(map[string]string{"doc://g": "g"}, nil)}
 	cfg := &config.Config{Servers: []config.Server{{Name: "fs", Transport: config.TransportStdio, Command: "unused"}}}
-	eng := newEngineOpts(t, "", servers, engine.Options{Config: cfg})
+	eng := newEngineOpts(t, "", servers, engine.Options{Config: cfg, ShowServerText: true})
 	detail := func() string {
 		t.Helper()
 		res, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "e", TokenBudget: 1000, Pinned: []resource.Key{{Server: "fs", URI: "doc://e"}}})
@@ -316,7 +316,7 @@ func TestReloadMasksTheNextAuthToken(t *testing.T) {
 		return nil, &jsonrpc.Error{Code: -32603, Message: "cfg value " + token}
 	})
 	cfg := &config.Config{Auth: config.Auth{Token: "daemon-token-running-0923"}, Servers: []config.Server{{Name: "fs", Transport: config.TransportStdio, Command: "unused"}}}
-	eng := newEngineOpts(t, "", map[string]*mcpsdk.Server{"fs": evil}, engine.Options{Config: cfg})
+	eng := newEngineOpts(t, "", map[string]*mcpsdk.Server{"fs": evil}, engine.Options{Config: cfg, ShowServerText: true})
 	detail := func() string {
 		t.Helper()
 		res, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "e", TokenBudget: 1000, Pinned: []resource.Key{{Server: "fs", URI: "doc://e"}}})
@@ -381,7 +381,7 @@ func reloadKeepsWithholding(t *testing.T, rename bool) {
 		{Name: "mem", Transport: config.TransportStdio, Command: "mem-server", AllowUnlistedPins: true, Env: map[string]string{"MODE": "a"}},
 		{Name: "mail", Transport: config.TransportStdio, Command: "unused", Env: map[string]string{"SMTP_PASSWORD": password}},
 	}}
-	eng := newEngineOpts(t, "", map[string]*mcpsdk.Server{"mem": mem, "notes": mem, "mail": mcptest.NewServer(map[string]string{"doc://m": "m"}, nil)}, engine.Options{Config: cfg})
+	eng := newEngineOpts(t, "", map[string]*mcpsdk.Server{"mem": mem, "notes": mem, "mail": mcptest.NewServer(map[string]string{"doc://m": "m"}, nil)}, engine.Options{Config: cfg, ShowServerText: true})
 	name := "mem"
 	shown := func(pins ...string) string {
 		t.Helper()

@@ -678,7 +678,9 @@ func TestAnUpstreamsReadErrorReachesCallersMaskedAndWithoutItsData(t *testing.T)
 			return nil, &jsonrpc.Error{Code: code, Message: "backend refused Authorization: Bearer sk-live-0123456789abcdef",
 				Data: json.RawMessage(`{"request":{"headers":{"x-internal":"opaque-9f8e7d6c5b4a"}}}`)}
 		})
-	f := newFacade(t, map[string]*mcpsdk.Server{"up": up}, nil, engine.Options{})
+	// Shown (a one-shot owner's run): masked, without its data. By
+	// default the message is withheld altogether.
+	f := newFacade(t, map[string]*mcpsdk.Server{"up": up}, nil, engine.Options{ShowServerText: true})
 	cs := f.connect(t, nil)
 	_, err := cs.ReadResource(t.Context(), &mcpsdk.ReadResourceParams{URI: "contextd:resource/up/doc://leaky"})
 	checkCode(t, "read of a resource whose server fails", err, code, "backend refused")
@@ -690,6 +692,11 @@ func TestAnUpstreamsReadErrorReachesCallersMaskedAndWithoutItsData(t *testing.T)
 		if len(je.Data) != 0 {
 			t.Errorf("the upstream's error data reached the caller: %s", je.Data)
 		}
+	}
+	def := newFacade(t, map[string]*mcpsdk.Server{"up": up}, nil, engine.Options{})
+	_, err = def.connect(t, nil).ReadResource(t.Context(), &mcpsdk.ReadResourceParams{URI: "contextd:resource/up/doc://leaky"})
+	if err == nil || strings.Contains(err.Error(), "backend refused") || !strings.Contains(err.Error(), "error -32099") {
+		t.Errorf("by default: %v; want what failed, not what the server said", err)
 	}
 }
 

@@ -2,8 +2,8 @@ package service_test
 
 import (
 	"context"
-	"errors"
 	"net"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -48,7 +48,7 @@ func newClient(t *testing.T) contextdv1.ContextServiceClient {
 		Dial: func(s config.Server) ctxsync.DialFunc {
 			if s.Name == "broken" {
 				return func(context.Context, *mcp.Options) (*mcp.Session, error) {
-					return nil, errors.New(`exec: "does-not-exist": executable file not found in $PATH`)
+					return nil, &exec.Error{Name: "does-not-exist", Err: exec.ErrNotFound}
 				}
 			}
 			return mcptest.Dial(t, s.Name, srv)

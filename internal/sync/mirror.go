@@ -5,13 +5,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"maps"
 	"math/rand/v2"
+	"net"
+	"os/exec"
 	"slices"
 	"strings"
 	gosync "sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -171,10 +175,6 @@ type Options struct {
 	// caller's words, which the server may remember (see
 	// CarriedCallerText). Nil gives the mirror a flag of its own.
 	CallerText *atomic.Bool
-	// OnCallerText, when set, is called when CallerText is first set by
-	// this mirror, before the caller's words are sent (so that it can be
-	// remembered across restarts). It must not call the mirror.
-	OnCallerText func()
 	// Observer is told of syncs, upstream requests and cache lookups
 	// (metrics). Nil tells nobody.
 	Observer Observer
@@ -1426,12 +1426,7 @@ func (m *Mirror) ReadFetch(ctx context.Context, uri string) ([]resource.Content,
 
 // noteCallerText records that a caller's words are about to be sent to the
 // server: from now on what it says is withheld (see CarriedCallerText).
-// Options.OnCallerText is called the first time, before they are sent.
-func (m *Mirror) noteCallerText() {
-	if !m.callerText.Swap(true) && m.opts.OnCallerText != nil {
-		m.opts.OnCallerText()
-	}
-}
+func (m *Mirror) noteCallerText() { m.callerText.Store(true) }
 
 // withheld stands for what a server said, once it may quote a caller's
 // words (see CarriedCallerText).
@@ -1476,7 +1471,32 @@ func failure(err error) string {
 	case errors.As(err, &je):
 		return fmt.Sprintf("the server answered error %d", je.Code)
 	}
+	if local := localFailure(err); local != "" {
+		return local
+	}
 	return "the request failed (the connection broke, or the server exited)"
+}
+
+// localFailure names a failure contextd met itself, in words that hold
+// nothing a server chose: a command that would not start (its name is the
+// configuration's), a refused or reset connection, a failed DNS lookup
+// (without the name: a redirect may choose it). "" for any other.
+func localFailure(err error) string {
+	var ee *exec.Error
+	var pe *fs.PathError
+	var dns *net.DNSError
+	var errno syscall.Errno
+	switch {
+	case errors.As(err, &ee):
+		return fmt.Sprintf("cannot start %q: %v", ee.Name, ee.Err)
+	case errors.As(err, &pe) && pe.Op == "fork/exec":
+		return fmt.Sprintf("cannot start %q: %v", pe.Path, pe.Err)
+	case errors.As(err, &dns):
+		return "the server's host name did not resolve"
+	case errors.As(err, &errno):
+		return "the connection failed: " + errno.Error()
+	}
+	return ""
 }
 
 func (m *Mirror) readFetch(ctx context.Context, uri string) ([]resource.Content, Fetch, error) {

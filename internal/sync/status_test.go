@@ -5,8 +5,13 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
+	"os"
+	"os/exec"
 	"strings"
 	gosync "sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -341,5 +346,31 @@ func TestSessionLostAfterCallerTextIsWithheld(t *testing.T) {
 	}
 	if st := m.Status(); strings.Contains(st.LastError, "zebra") || strings.Contains(st.LastError, "REDACTED") || !strings.Contains(st.LastError, "session lost") {
 		t.Errorf("last error %q; want that the session was lost, with what the server sent withheld", st.LastError)
+	}
+}
+
+// With what servers say withheld, a failure contextd met itself is still
+// named, in words no server chose: a command that would not start (its
+// name is the configuration's), a refused connection; a DNS failure
+// without the name, which a redirect may have chosen.
+func TestWithheldStatusNamesLocalFailures(t *testing.T) {
+	for _, tc := range []struct {
+		err       error
+		want, not string
+	}{
+		{&exec.Error{Name: "no-such-server", Err: exec.ErrNotFound}, `cannot start "no-such-server"`, ""},
+		{&net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}, "connection refused", ""},
+		{&net.DNSError{Name: "alpha-correcthorse.invalid", Err: "no such host", IsNotFound: true}, "did not resolve", "alpha"},
+	} {
+		flag := new(atomic.Bool)
+		flag.Store(true)
+		m := ctxsync.New(ctxsync.Options{Server: "s", Index: newIndex(t), CallerText: flag, MinBackoff: time.Hour, MaxBackoff: time.Hour, ContentMaxResources: noContentIndex,
+			Dial: func(context.Context, *mcp.Options) (*mcp.Session, error) { return nil, tc.err }})
+		start(t, m)
+		<-m.Ready()
+		st := m.Status()
+		if !strings.Contains(st.LastError, tc.want) || tc.not != "" && strings.Contains(st.LastError, tc.not) {
+			t.Errorf("%v: last error %q; want %q named, no %q", tc.err, st.LastError, tc.want, tc.not)
+		}
 	}
 }
