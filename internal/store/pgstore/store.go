@@ -284,8 +284,12 @@ func (s *Store) Apply(ctx context.Context, w Write) error {
 			var cAt *time.Time
 			var cVecs []byte
 			if c := r.Content; c != nil {
-				text := strings.ReplaceAll(c.Text, "\x00", "\uFFFD")
-				cStamp, cHash, cText, cAt = &c.Stamp, &c.Hash, &text, &c.At
+				// The stamp holds the descriptor's MIME type and
+				// lastModified: as the descriptor's JSON, NULs become
+				// U+FFFD, so a replica's stamp of the stored descriptor
+				// matches.
+				text, stamp := strings.ReplaceAll(c.Text, "\x00", "\uFFFD"), strings.ReplaceAll(c.Stamp, "\x00", "\uFFFD")
+				cStamp, cHash, cText, cAt = &stamp, &c.Hash, &text, &c.At
 				cVecs = encodeVecs(c.Vecs)
 			}
 			b.Queue(`INSERT INTO descriptors (server, uri, embedder, descriptor, hash, vec, content_stamp, content_hash, content_at, content_text, content_vecs, token)

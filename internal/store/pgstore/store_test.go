@@ -319,6 +319,7 @@ func TestNULBytesDoNotFailAWrite(t *testing.T) {
 	}
 	named := rec("srv", "a://named", 4)
 	named.Desc.Name = "bad\x00name"
+	named.Desc.MIMEType, named.Desc.LastModified = "text/plain\x00", "2026\x00"
 	named.Content = &index.RecordContent{Stamp: index.ContentStamp(named.Desc), Hash: "ch", At: time.Now().UTC().Truncate(time.Microsecond), Text: "text\x00with a NUL"}
 	escaped := rec("srv", "a://escaped", 4)
 	escaped.Desc.Name = `a backslash: \u0000 as written`
@@ -341,7 +342,7 @@ func TestNULBytesDoNotFailAWrite(t *testing.T) {
 	if len(got) != 3 {
 		t.Fatalf("loaded %d records; want a://named, a://escaped and a://plain", len(got))
 	}
-	if r := got["a://named"]; r.Desc.Name != "bad\uFFFDname" || r.Content == nil || r.Content.Text != "text\uFFFDwith a NUL" {
+	if r := got["a://named"]; r.Desc.Name != "bad\uFFFDname" || r.Content == nil || r.Content.Text != "text\uFFFDwith a NUL" || r.Content.Stamp != index.ContentStamp(r.Desc) {
 		t.Errorf("a://named: name %q, content %+v; want U+FFFD for the NULs", r.Desc.Name, r.Content)
 	}
 	if r := got["a://escaped"]; r.Desc.Name != `a backslash: \u0000 as written` {
