@@ -1222,10 +1222,22 @@ func urlShown(raw string) string {
 		// An "@" after the host: user info behind a typo'd scheme.
 		host = "…"
 	}
-	// A port is digits; anything else after the host's last ":" (past
-	// an IPv6 literal's "]") is user info without its "@".
-	if colon := strings.LastIndex(host, ":"); colon > strings.LastIndex(host, "]") {
-		if port, err := strconv.Atoi(host[colon+1:]); host[colon+1:] != "" && (err != nil || port > 65535 || port < 0) {
+	// An IPv6 literal is an address; a host ends at its first ":" (past
+	// the literal's "]"), and a port is digits: anything else is user
+	// info without its "@" ("bot:pw:with:colons", "[bot:pw]").
+	name := "" // the IPv6 literal, if any
+	if strings.HasPrefix(host, "[") {
+		lit, _, _ := strings.Cut(host[1:], "]")
+		if net.ParseIP(lit) == nil {
+			name = "[…]"
+		} else {
+			name = "[" + lit + "]"
+		}
+		host = name + host[min(len(host), len(lit)+2):]
+	}
+	if colon := strings.Index(host[len(name):], ":"); colon >= 0 {
+		colon += len(name)
+		if port, err := strconv.Atoi(host[colon+1:]); host[colon+1:] != "" && (err != nil || port > 65535 || port < 1) {
 			host = host[:colon+1] + "…"
 		}
 	}

@@ -340,6 +340,7 @@ func TestBadURLErrorsHideCredentials(t *testing.T) {
 		"https//bot:Pw2y!zz9@mcp.example.com/mcp", "https:/bot:Pw2y!zz9@mcp.example.com/mcp", "mcp.zapier.com/api/mcp/s/Zk9fQ2xW7rT1/mcp",
 		// User info without its "@": the password where a port goes.
 		"https://bot:Pw2yzz9x/mcp", "https://mcp.example.com:Pw2yzz9x/mcp", "http://[::1]:Pw2yzz9x/mcp", "https://bot:20242024/mcp",
+		"https://bot:Winter:Pw2y/mcp", "https://bot:pw:with:Pw2yzz9x/mcp", "https://[bot:Pw2yzz9x]/mcp",
 		// User info or a key typed before the scheme.
 		"bot:Pw2yzz9x@https://mcp.example.com/mcp", "Pw2yzz9x https://mcp.example.com/mcp"} {
 		_, err := config.Parse("c.yaml", []byte("mcpServers:\n  s: { url: \""+u+"\" }\n"), func(string) (string, bool) { return "", false })
