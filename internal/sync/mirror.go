@@ -11,7 +11,10 @@ import (
 	"math/rand/v2"
 	"net"
 	"os/exec"
+	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	gosync "sync"
 	"sync/atomic"
@@ -20,6 +23,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
+	"github.com/contextd/contextd/internal/embed/remote"
 	"github.com/contextd/contextd/internal/index"
 	"github.com/contextd/contextd/internal/mcp"
 	"github.com/contextd/contextd/internal/redact"
@@ -1468,19 +1472,31 @@ func failure(err error) string {
 		return mcp.ErrInputRequired.Error()
 	case errors.Is(err, mcp.ErrNoResources):
 		return mcp.ErrNoResources.Error()
-	case errors.As(err, &je):
-		return fmt.Sprintf("the server answered error %d", je.Code)
 	}
 	if local := localFailure(err); local != "" {
 		return local
 	}
+	if errors.As(err, &je) {
+		if je.Code == mcpRejected {
+			// The go-sdk's code for a request its transport could not
+			// complete: no server answered it.
+			return "the HTTP request failed (refused, unresolved, a TLS error or an HTTP error status: the log says which)"
+		}
+		return fmt.Sprintf("the server answered error %d", je.Code)
+	}
 	return "the request failed (the connection broke, or the server exited)"
 }
 
+// mcpRejected is the JSON-RPC code the go-sdk's client transports give a
+// request they could not complete (jsonrpc2's ErrRejected).
+const mcpRejected = -32005
+
 // localFailure names a failure contextd met itself, in words that hold
-// nothing a server chose: a command that would not start (its name is the
-// configuration's), a refused or reset connection, a failed DNS lookup
-// (without the name: a redirect may choose it). "" for any other.
+// nothing a server or the embedder chose: a command that would not start
+// (its program's name when that is a plain name; a command line written
+// whole may hold a key), a refused or reset connection, a failed DNS
+// lookup (without the name: a redirect may choose it), the embedder's
+// kind of failure. "" for any other.
 func localFailure(err error) string {
 	var ee *exec.Error
 	var pe *fs.PathError
@@ -1488,15 +1504,38 @@ func localFailure(err error) string {
 	var errno syscall.Errno
 	switch {
 	case errors.As(err, &ee):
-		return fmt.Sprintf("cannot start %q: %v", ee.Name, ee.Err)
+		return "cannot start " + programName(ee.Name) + ": " + ee.Err.Error()
 	case errors.As(err, &pe) && pe.Op == "fork/exec":
-		return fmt.Sprintf("cannot start %q: %v", pe.Path, pe.Err)
+		return "cannot start " + programName(pe.Path) + ": " + pe.Err.Error()
+	case errors.Is(err, remote.ErrUnauthorized):
+		return "the embedder refused its API key (check embedder.api_key)"
+	case errors.Is(err, remote.ErrNotFound):
+		return "the embedder does not serve its URL or model (check embedder.url and embedder.model)"
+	case errors.Is(err, remote.ErrRejected):
+		return "the embedder rejected a request"
+	case errors.Is(err, remote.ErrUnavailable):
+		return "the embedder is unavailable"
+	case errors.Is(err, remote.ErrBadResponse):
+		return "the embedder's answer was malformed"
 	case errors.As(err, &dns):
 		return "the server's host name did not resolve"
 	case errors.As(err, &errno):
 		return "the connection failed: " + errno.Error()
 	}
 	return ""
+}
+
+// plainProgram matches a program's name that is only a name.
+var plainProgram = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._+-]{0,39}$`)
+
+// programName returns how a failure names the program path: its base name,
+// quoted, when that is a plain name and no token ("npx", "python3");
+// otherwise "the server's command".
+func programName(path string) string {
+	if base := filepath.Base(path); plainProgram.MatchString(base) && !redact.TokenShaped(base) {
+		return strconv.Quote(base)
+	}
+	return "the server's command"
 }
 
 func (m *Mirror) readFetch(ctx context.Context, uri string) ([]resource.Content, Fetch, error) {

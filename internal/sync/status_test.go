@@ -20,6 +20,7 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/contextd/contextd/internal/config"
+	"github.com/contextd/contextd/internal/embed/remote"
 	"github.com/contextd/contextd/internal/index"
 	"github.com/contextd/contextd/internal/mcp"
 	"github.com/contextd/contextd/internal/mcp/mcptest"
@@ -359,6 +360,10 @@ func TestWithheldStatusNamesLocalFailures(t *testing.T) {
 		want, not string
 	}{
 		{&exec.Error{Name: "no-such-server", Err: exec.ErrNotFound}, `cannot start "no-such-server"`, ""},
+		// A command line written whole, a key in it: not quoted.
+		{&exec.Error{Name: "GITHUB_TOKEN=ghp_Zq8mT3kLw9PxR2vN7bYc0123 npx -y server", Err: exec.ErrNotFound}, "cannot start the server's command", "Zq8m"},
+		{fmt.Errorf("embedding: %w: POST https://e.example/v1: HTTP 401", remote.ErrUnauthorized), "check embedder.api_key", "e.example"},
+		{&jsonrpc.Error{Code: -32005, Message: "rejected by transport: Post https://alpha-correcthorse.example: dial tcp"}, "the HTTP request failed", "alpha"},
 		{&net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}, "connection refused", ""},
 		{&net.DNSError{Name: "alpha-correcthorse.invalid", Err: "no such host", IsNotFound: true}, "did not resolve", "alpha"},
 	} {
