@@ -1284,6 +1284,12 @@ func (m *Mirror) redactor() *redact.Redactor { return m.red.Load() }
 // the status already kept (last error, list problems, server info).
 func (m *Mirror) SetRedact(r *redact.Redactor) {
 	m.red.Store(r)
+	if m.CarriedCallerText() {
+		// The status holds no words of the server's, only what failed,
+		// with numbers it chose (an error code, a count): masking those
+		// anew would tell which equals a secret.
+		return
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.status.LastError = r.String(m.status.LastError)

@@ -379,3 +379,24 @@ func TestWithheldStatusNamesLocalFailures(t *testing.T) {
 		}
 	}
 }
+
+// A withheld status holds numbers a server chose (an error code): masking
+// it anew when a reload adds secrets would tell which number is one.
+func TestSetRedactLeavesAWithheldStatus(t *testing.T) {
+	flag := new(atomic.Bool)
+	flag.Store(true)
+	m := ctxsync.New(ctxsync.Options{Server: "s", Index: newIndex(t), CallerText: flag, MinBackoff: time.Hour, MaxBackoff: time.Hour, ContentMaxResources: noContentIndex,
+		Dial: func(context.Context, *mcp.Options) (*mcp.Session, error) {
+			return nil, &jsonrpc.Error{Code: 20242024, Message: "planted"}
+		}})
+	start(t, m)
+	<-m.Ready()
+	before := m.Status().LastError
+	if !strings.Contains(before, "20242024") {
+		t.Fatalf("last error %q; want the code the server answered", before)
+	}
+	m.SetRedact(redact.New("20242024"))
+	if after := m.Status().LastError; after != before {
+		t.Errorf("after SetRedact: %q; want it as it was, %q", after, before)
+	}
+}
