@@ -458,7 +458,7 @@ func (s *Session) StderrLine() string {
 
 // StderrWithheld stands for a stdio server's stderr line in errors once the
 // session carried a caller's text (see Session.StderrLine).
-const StderrWithheld = "(withheld: the server was sent text a caller chose; its stderr is in the log at debug level)"
+const StderrWithheld = "(withheld from callers, who could steer what a server prints; its stderr is in the log at debug level)"
 
 // NoteCallerText records that a request on s is about to carry text a
 // caller chose rather than one the server listed: the URI of a pin or of a
