@@ -498,6 +498,13 @@ func (sf serverFile) resolve(name string, lookup func(string) (string, bool)) (S
 	if ex.err != nil {
 		return Server{}, ex.err
 	}
+	for h := range s.Headers {
+		if !headerName.MatchString(h) {
+			// Not quoted: a value typed into the name ("X-Api-Key KEY")
+			// would be.
+			return Server{}, fmt.Errorf("server %q: field headers: a header name holds a character no header name may (a space, a comma, a colon…): is a value written in the name?", name)
+		}
+	}
 	slices.Sort(ex.secrets)
 	s.varSecrets = slices.Compact(ex.secrets)
 
@@ -548,6 +555,9 @@ func validPort(p string) bool {
 	n, err := strconv.Atoi(p)
 	return p == "" || err == nil && n >= 1 && n <= 65535
 }
+
+// headerName matches an HTTP header's name: a token (RFC 9110 §5.1).
+var headerName = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 
 // varRef matches ${VAR}, ${VAR:-default} and VS Code's ${env:VAR}.
 var varRef = regexp.MustCompile(`\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)

@@ -360,3 +360,17 @@ func TestBadURLErrorsHideCredentials(t *testing.T) {
 		}
 	}
 }
+
+// A value typed into a header's name ("X-Api-Key KEY": "") is refused
+// without quoting it: net/http would quote it at every connect.
+func TestHeaderNamesMustBeTokens(t *testing.T) {
+	for _, h := range []string{`"X-Api-Key Zk9fQ2xW7rT1": ""`, `"Zk9fQ2xW7rT1 ": ""`, `"x-goog-api-key,Zk9fQ2xW7rT1": ""`, `"Authorization: Bearer Zk9fQ2xW7rT1": ""`} {
+		_, err := config.Parse("c.yaml", []byte("mcpServers:\n  s: { url: \"https://h.example/mcp\", headers: { "+h+" } }\n"), func(string) (string, bool) { return "", false })
+		if err == nil || strings.Contains(err.Error(), "Zk9f") || !strings.Contains(err.Error(), "header name") {
+			t.Errorf("headers {%s}: err = %v; want it refused, the key not quoted", h, err)
+		}
+	}
+	if _, err := config.Parse("c.yaml", []byte("mcpServers:\n  s: { url: \"https://h.example/mcp\", headers: { X-Api-Key: v, Notion-Version: \"2022-06-28\" } }\n"), func(string) (string, bool) { return "", false }); err != nil {
+		t.Errorf("honest headers refused: %v", err)
+	}
+}
