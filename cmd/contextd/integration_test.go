@@ -238,7 +238,7 @@ mcpServers:
 				t.Errorf("filesystem = %v, want no resources capability and no resources", s)
 			}
 		case "broken":
-			if s.GetState() != contextdv1.ServerStatus_STATE_FAILED || !strings.Contains(s.GetLastError(), "nonexistent") {
+			if s.GetState() != contextdv1.ServerStatus_STATE_FAILED || !strings.Contains(s.GetLastError(), `cannot start "mcp-server": no such file`) {
 				t.Errorf("broken = %v, want FAILED with the exec error", s)
 			}
 		}

@@ -316,7 +316,7 @@ func parse(path string, data []byte, lookup func(string) (string, bool), clientO
 	}
 	var f file
 	if err := yaml.Unmarshal(data, &f); err != nil {
-		return nil, fmt.Errorf("%s: %w: %v", path, ErrInvalid, err)
+		return nil, fmt.Errorf("%s: %w: %v", path, ErrInvalid, typeError(err))
 	}
 	if err := checkOneDocument(data); err != nil {
 		return nil, syntaxError(path, data, err)
@@ -554,6 +554,17 @@ func (sf serverFile) resolve(name string, lookup func(string) (string, bool)) (S
 func validPort(p string) bool {
 	n, err := strconv.Atoi(p)
 	return p == "" || err == nil && n >= 1 && n <= 65535
+}
+
+// yamlQuoted matches a value yaml.v3 quotes in a type error
+// ("cannot unmarshal !!str `s3cRet-9x` into …").
+var yamlQuoted = regexp.MustCompile("`[^`]*`")
+
+// typeError returns err's message without the values it quotes: a token
+// written where a mapping belongs ("auth: TOKEN") would be shown, and a
+// refused reload's error reaches every caller.
+func typeError(err error) string {
+	return yamlQuoted.ReplaceAllString(err.Error(), "a value")
 }
 
 // headerName matches an HTTP header's name: a token (RFC 9110 §5.1).

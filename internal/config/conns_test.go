@@ -21,7 +21,7 @@ func TestConnsKeys(t *testing.T) {
 		{"all", "max_connections: 64\nidle_timeout: 30s\nhandshake_timeout: 2s\n",
 			config.Conns{Max: 64, IdleTimeout: 30 * time.Second, HandshakeTimeout: 2 * time.Second}, ""},
 		{"negative cap", "max_connections: -1\n", config.Conns{}, "field max_connections: -1 is negative"},
-		{"not a number", "max_connections: many\n", config.Conns{}, "many"},
+		{"not a number", "max_connections: many\n", config.Conns{}, "line 1: cannot unmarshal !!str a value into int"},
 		{"bad duration", "idle_timeout: 5\n", config.Conns{}, `field idle_timeout: "5" is not a duration like 10s or 1m`},
 		{"zero timeout", "handshake_timeout: 0s\n", config.Conns{}, `field handshake_timeout: "0s" is not positive`},
 		{"misspelt", "max_connection: 4\n", config.Conns{}, `did you mean "max_connections"`},

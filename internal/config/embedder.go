@@ -82,7 +82,7 @@ func (c *Config) parseEmbedder(n *yaml.Node, lookup func(string) (string, bool))
 	}
 	var f embedderFile
 	if err := n.Decode(&f); err != nil {
-		return fmt.Errorf("field embedder: %v", err)
+		return fmt.Errorf("field embedder: %v", typeError(err))
 	}
 	ex := expander{lookup: lookup}
 	r := &RemoteEmbedder{
