@@ -26,7 +26,7 @@ import (
 func mcpStdio(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := newFlagSet("mcp", stderr)
 	cfgPath := fs.String("config", "", "config file (YAML or JSON)")
-	logLevel := fs.String("log-level", "warn", "debug, info, warn or error (logs go to stderr)")
+	logLevel := fs.String("log-level", "warn", "debug, info, warn or error (logs go to stderr, the host's; below debug they hold no text of the servers' or the embedder's)")
 	readyWait := fs.Duration("ready-wait", mcpserver.DefaultReadyWait, "how long a request waits for servers still on their first sync")
 	pos, err := parse(fs, args)
 	if err != nil {
@@ -45,6 +45,9 @@ func mcpStdio(ctx context.Context, args []string, stderr io.Writer) error {
 	log, err := newLoggerFormat(stderr, *logLevel, cfg.Ops.LogFormat)
 	if err != nil {
 		return err
+	}
+	if !log.Enabled(ctx, slog.LevelDebug) {
+		log = slog.New(hostLog{log.Handler()})
 	}
 	dropSelf(cfg, log)
 	if len(cfg.Servers) == 0 {
