@@ -1255,6 +1255,9 @@ func urlShown(raw string) string {
 			name = "[" + lit + "]"
 		}
 		host = name + host[min(len(host), len(lit)+2):]
+		if rest := host[len(name):]; rest != "" && !strings.HasPrefix(rest, ":") {
+			host = name + "…" // text glued to the address
+		}
 	}
 	if colon := strings.Index(host[len(name):], ":"); colon >= 0 {
 		colon += len(name)
@@ -1268,9 +1271,10 @@ func urlShown(raw string) string {
 	return prefix + host
 }
 
-// schemeRE matches what urlShown quotes before a host: "" or a scheme and
-// "://".
-var schemeRE = regexp.MustCompile(`^(?:[A-Za-z][A-Za-z0-9+.-]*://)?$`)
+// schemeRE matches what urlShown quotes before a host: "" or a scheme of
+// letters, no longer than "postgresql", and "://" (not a key glued to one:
+// "Zk9fhttps://").
+var schemeRE = regexp.MustCompile(`^(?:[A-Za-z]{1,10}://)?$`)
 
 // urlStart finds where a URL begins: a scheme and "://".
 var urlStart = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://`)

@@ -342,7 +342,9 @@ func TestBadURLErrorsHideCredentials(t *testing.T) {
 		"https://bot:Pw2yzz9x/mcp", "https://mcp.example.com:Pw2yzz9x/mcp", "http://[::1]:Pw2yzz9x/mcp", "https://bot:20242024/mcp",
 		"https://bot:Winter:Pw2y/mcp", "https://bot:pw:with:Pw2yzz9x/mcp", "https://[bot:Pw2yzz9x]/mcp",
 		// User info or a key typed before the scheme.
-		"bot:Pw2yzz9x@https://mcp.example.com/mcp", "Pw2yzz9x https://mcp.example.com/mcp"} {
+		"bot:Pw2yzz9x@https://mcp.example.com/mcp", "Pw2yzz9x https://mcp.example.com/mcp",
+		// A key glued to the scheme or to an address.
+		"Pw2yzz9xQhttps://mcp.example.com/mcp", "P.w2y+zz9https://mcp.example.com/mcp", "https://[::1]Pw2yzz9x/mcp"} {
 		_, err := config.Parse("c.yaml", []byte("mcpServers:\n  s: { url: \""+u+"\" }\n"), func(string) (string, bool) { return "", false })
 		if err == nil || strings.Contains(err.Error(), "Zk9f") || strings.Contains(err.Error(), "Pw2y") || strings.Contains(err.Error(), "2024") || !strings.Contains(err.Error(), "is not an http(s) URL") {
 			t.Errorf("url %s: err = %v; want it refused, its key and password not quoted", u, err)
