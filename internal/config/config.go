@@ -1152,7 +1152,10 @@ func (s Server) Secrets() []string {
 	named(s.Headers)
 	named(s.Env)
 	out = append(out, urlSecrets(s.URL)...)
-	for i, a := range s.Args {
+	// A command line written whole in command ("GITHUB_TOKEN=ghp_… npx -y
+	// server --api-key KEY") is read as its words, as args are.
+	words := append(strings.Fields(s.Command), s.Args...)
+	for i, a := range words {
 		flag, v, joined := strings.Cut(a, "=")
 		out = append(out, urlSecrets(a)...)
 		out = append(out, valueSecrets(a, false)...)
@@ -1164,13 +1167,15 @@ func (s Server) Secrets() []string {
 		if joined {
 			out = append(out, headerArgSecrets(v)...)
 		}
-		if !strings.HasPrefix(a, "-") || !credentialName(flag) {
+		if !credentialName(strings.TrimLeft(flag, "-")) || !strings.HasPrefix(a, "-") && !joined {
 			continue
 		}
-		if joined {
-			out = append(out, v)
-		} else if i+1 < len(s.Args) {
-			out = append(out, s.Args[i+1])
+		switch {
+		case joined && (strings.HasPrefix(a, "-") || chosenOrGenerated(v)):
+			out = append(out, v) // --token=KEY, or an assignment: GITHUB_TOKEN=KEY
+		case joined: // SESSION_STORE=memory
+		case i+1 < len(words):
+			out = append(out, words[i+1])
 		}
 	}
 	return append(out, s.varSecrets...)

@@ -388,3 +388,25 @@ func TestTypeErrorsDoNotQuoteValues(t *testing.T) {
 		}
 	}
 }
+
+// A command line written whole in command is read as its words: its keys
+// are secrets, masked in the log.
+func TestSecretsInACommandLine(t *testing.T) {
+	c, err := config.Parse("c.yaml", []byte(`mcpServers:
+  a: { command: "GITHUB_PERSONAL_ACCESS_TOKEN=ghp_Zq8mT3kLw9PxR2vN7bYc0123 npx -y server" }
+  b: { command: "npx -y server --token=Tk9Winter2024Tok" }
+  c: { command: "npx -y server --api-key Ak9Winter2024Key" }
+  d: { command: "env SESSION_STORE=memory npx -y server" }
+`), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"a": "ghp_Zq8mT3kLw9PxR2vN7bYc0123", "b": "Tk9Winter2024Tok", "c": "Ak9Winter2024Key"} {
+		if s, _ := c.Server(name); !slices.Contains(s.Secrets(), want) {
+			t.Errorf("%s: secrets %q lack %q", name, s.Secrets(), want)
+		}
+	}
+	if s, _ := c.Server("d"); slices.Contains(s.Secrets(), "memory") {
+		t.Errorf("d: %q taken for a secret", "memory")
+	}
+}
