@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"syscall"
 	"time"
 
@@ -60,7 +61,7 @@ func (r *reloader) reload(ctx context.Context, why string) error {
 	if err != nil {
 		r.log.Error("config reload refused; the running configuration is kept", "why", why, "config", r.path, "err", err)
 		r.m.Reloaded(err)
-		r.refused(r.red.String(err.Error()))
+		r.refused(refusal(r.path, err))
 		return err
 	}
 	for _, w := range next.Warnings {
@@ -88,6 +89,21 @@ func (r *reloader) reload(ctx context.Context, why string) error {
 	r.red = redact.New(append(next.Secrets(), r.eng.Config().Secrets()...)...)
 	r.log.Info("config reloaded", "why", why, "config", r.path, "added", ch.Added, "removed", ch.Removed, "changed", ch.Changed, "kept", ch.Kept)
 	return nil
+}
+
+// errLine finds the line an error names.
+var errLine = regexp.MustCompile(`\bline (\d+)\b`)
+
+// refusal is what every caller is told of a refused reload: the file and
+// the line, not the error, which may quote what was written there (a key
+// typed where a field's name or another type belongs), masked only when
+// it is a known credential; the log has it.
+func refusal(path string, err error) string {
+	where := filepath.Base(path)
+	if m := errLine.FindStringSubmatch(err.Error()); m != nil {
+		where += ", line " + m[1]
+	}
+	return "config reload refused (" + where + "); the running configuration is kept, and the daemon's log says why"
 }
 
 // restartOnly names serve's settings that differ between cur and next and

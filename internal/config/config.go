@@ -556,15 +556,16 @@ func validPort(p string) bool {
 	return p == "" || err == nil && n >= 1 && n <= 65535
 }
 
-// yamlQuoted matches a value yaml.v3 quotes in a type error
-// ("cannot unmarshal !!str `s3cRet-9x` into …").
-var yamlQuoted = regexp.MustCompile("`[^`]*`")
+// yamlQuoted matches a value yaml.v3 quotes in a type error, up to the
+// last " into " of its line ("cannot unmarshal !!str `s3cRet-9x` into …";
+// the value may hold a backquote).
+var yamlQuoted = regexp.MustCompile("(?m)(cannot unmarshal !!\\w+) .* into ")
 
 // typeError returns err's message without the values it quotes: a token
 // written where a mapping belongs ("auth: TOKEN") would be shown, and a
 // refused reload's error reaches every caller.
 func typeError(err error) string {
-	return yamlQuoted.ReplaceAllString(err.Error(), "a value")
+	return yamlQuoted.ReplaceAllString(err.Error(), "$1 a value into ")
 }
 
 // headerName matches an HTTP header's name: a token (RFC 9110 §5.1).

@@ -381,7 +381,8 @@ func TestHeaderNamesMustBeTokens(t *testing.T) {
 // yaml.v3 quotes the value in its type errors.
 func TestTypeErrorsDoNotQuoteValues(t *testing.T) {
 	for _, f := range []string{"auth: s3cRet-9x\nmcpServers: {a: {command: x}}\n", "mcpServers: {gh: s3cRet-9xZk9fQ2xW7rT1}\n",
-		"embedder: {provider: openai, model: m, api_key: [s3cRet-9x]}\nmcpServers: {a: {command: x}}\n"} {
+		"embedder: {provider: openai, model: m, api_key: [s3cRet-9x]}\nmcpServers: {a: {command: x}}\n",
+		"auth: \"`s3cRet-9x\"\nmcpServers: {a: {command: x}}\n", "auth: \"s3`cRet-9x into `\"\nmcpServers: {a: {command: x}}\n"} {
 		_, err := config.Parse("c.yaml", []byte(f), func(string) (string, bool) { return "", false })
 		if err == nil || strings.Contains(err.Error(), "s3cR") {
 			t.Errorf("%q: err = %v; want it refused, the value not quoted", f, err)

@@ -1538,6 +1538,11 @@ var plainProgram = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._+-]{0,39}$`)
 // quoted, when that is a plain name and no token ("npx", "python3");
 // otherwise "the server's command".
 func programName(path string) string {
+	// A command line written whole ("K=v npx …", "server --api-key K/x")
+	// is no path: its last "/" may be inside a key.
+	if strings.ContainsAny(path, " \t=") {
+		return "the server's command"
+	}
 	if base := filepath.Base(path); plainProgram.MatchString(base) && !redact.TokenShaped(base) {
 		return strconv.Quote(base)
 	}

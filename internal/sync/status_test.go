@@ -362,6 +362,7 @@ func TestWithheldStatusNamesLocalFailures(t *testing.T) {
 		{&exec.Error{Name: "no-such-server", Err: exec.ErrNotFound}, `cannot start "no-such-server"`, ""},
 		// A command line written whole, a key in it: not quoted.
 		{&exec.Error{Name: "GITHUB_TOKEN=ghp_Zq8mT3kLw9PxR2vN7bYc0123 npx -y server", Err: exec.ErrNotFound}, "cannot start the server's command", "Zq8m"},
+		{&exec.Error{Name: "uvx mcp-server --api-key Zq7v/Hq4vL8nR2tY6w", Err: exec.ErrNotFound}, "cannot start the server's command", "Hq4v"},
 		{fmt.Errorf("embedding: %w: POST https://e.example/v1: HTTP 401", remote.ErrUnauthorized), "check embedder.api_key", "e.example"},
 		{&jsonrpc.Error{Code: -32005, Message: "rejected by transport: Post https://alpha-correcthorse.example: dial tcp"}, "the HTTP request failed", "alpha"},
 		{&net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}, "connection refused", ""},
