@@ -4,12 +4,16 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/contextd/contextd/internal/redact"
 )
 
 // topKeys and serverKeys are the keys contextd reads, from the yaml tags of
@@ -63,7 +67,7 @@ func checkKeys(doc *yaml.Node, clientOnly bool) (warnings []string, err error) {
 		k, v := kv[0], kv[1]
 		if !slices.Contains(topKeys, k.Value) {
 			if want := suggest(k.Value, topKeys); want != "" {
-				err := fmt.Errorf("line %d: key %q is not one contextd reads; did you mean %q?", k.Line, k.Value, want)
+				err := fmt.Errorf("line %d: key %s is not one contextd reads; did you mean %q?", k.Line, keyShown(k.Value), want)
 				if clientOnly && !slices.Contains(clientKeys, want) {
 					// Only the daemon reads it; a client must still reach
 					// a daemon that refused the file, to be told why.
@@ -73,7 +77,7 @@ func checkKeys(doc *yaml.Node, clientOnly bool) (warnings []string, err error) {
 				errs = append(errs, err)
 				continue
 			}
-			warnings = append(warnings, fmt.Sprintf("line %d: key %q is ignored (not one contextd reads)", k.Line, k.Value))
+			warnings = append(warnings, fmt.Sprintf("line %d: key %s is ignored (not one contextd reads)", k.Line, keyShown(k.Value)))
 			continue
 		}
 		if keys, ok := securityKeys[k.Value]; ok {
@@ -81,7 +85,7 @@ func checkKeys(doc *yaml.Node, clientOnly bool) (warnings []string, err error) {
 			// auth key would leave the daemon open.
 			for _, kv := range pairs(v) {
 				if !slices.Contains(keys, kv[0].Value) {
-					msg := fmt.Sprintf("line %d: field %s.%s is not one contextd reads", kv[0].Line, k.Value, kv[0].Value)
+					msg := fmt.Sprintf("line %d: field %s.%s is not one contextd reads", kv[0].Line, k.Value, keyBare(kv[0].Value))
 					if want := suggest(kv[0].Value, keys); want != "" {
 						msg += fmt.Sprintf("; did you mean %q?", want)
 					}
@@ -138,10 +142,10 @@ func checkServer(name string, s *yaml.Node) (warnings []string, err error) {
 			continue
 		}
 		if want := suggest(key.Value, serverKeys); want != "" {
-			errs = append(errs, fmt.Errorf("server %q: line %d: field %q is not one contextd reads; did you mean %q?", name, key.Line, key.Value, want))
+			errs = append(errs, fmt.Errorf("server %q: line %d: field %s is not one contextd reads; did you mean %q?", name, key.Line, keyShown(key.Value), want))
 			continue
 		}
-		warnings = append(warnings, fmt.Sprintf("server %q: line %d: field %q is ignored (not one contextd reads)", name, key.Line, key.Value))
+		warnings = append(warnings, fmt.Sprintf("server %q: line %d: field %s is ignored (not one contextd reads)", name, key.Line, keyShown(key.Value)))
 	}
 	return warnings, joinCapped(errs)
 }
@@ -309,3 +313,27 @@ func editDistance(a, b string) int {
 	}
 	return prev[len(b)]
 }
+
+// keyName matches a key that is only a name.
+var keyName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+
+// keyShown returns a key as a warning or error quotes it: a name quoted,
+// anything else (a value typed into the key, "token:KEY", "token KEY")
+// not at all, since it would be shown wherever the message goes (a
+// refused reload's log, the MCP host's log).
+func keyShown(k string) string {
+	if plainKey(k) {
+		return strconv.Quote(k)
+	}
+	return "(a name holding a value? not quoted)"
+}
+
+// keyBare is keyShown without quotes, for a dotted field ("auth.tokn").
+func keyBare(k string) string {
+	if plainKey(k) {
+		return k
+	}
+	return "(a name holding a value? not quoted)"
+}
+
+func plainKey(k string) bool { return keyName.MatchString(k) && !redact.TokenShaped(k) }

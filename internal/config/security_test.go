@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -409,5 +410,22 @@ func TestSecretsInACommandLine(t *testing.T) {
 	}
 	if s, _ := c.Server("d"); slices.Contains(s.Secrets(), "memory") {
 		t.Errorf("d: %q taken for a secret", "memory")
+	}
+}
+
+// A value typed into a key's name ("token:KEY", "token KEY") is not quoted
+// in the warning or error naming the key.
+func TestKeysHoldingValuesAreNotQuoted(t *testing.T) {
+	for _, f := range []string{"auth: { token Zq7vN2kLp9Xw4Rt6Yb8Hc3Jd }\nmcpServers: {a: {command: x}}\n",
+		"\"token:Zq7vN2kLp9Xw4Rt6Yb8Hc3Jd\": 1\nmcpServers: {a: {command: x}}\n",
+		"mcpServers: {a: {command: x, \"GITHUB_TOKEN=Zq7vN2kLp9Xw4Rt6Yb8Hc3Jd\": 1}}\n"} {
+		c, err := config.Parse("c.yaml", []byte(f), func(string) (string, bool) { return "", false })
+		msg := fmt.Sprint(err)
+		if c != nil {
+			msg += strings.Join(c.Warnings, "|")
+		}
+		if strings.Contains(msg, "Zq7v") || !strings.Contains(msg, "not quoted") {
+			t.Errorf("%q: %s; want the key named without its text", f, msg)
+		}
 	}
 }
