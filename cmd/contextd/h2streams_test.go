@@ -197,7 +197,9 @@ func TestATricklingReaderIsCut(t *testing.T) {
 // idle_timeout stays open beside big answers on the same connection.
 func TestGRPCClientsAreUnaffectedByStuckAnswerChecks(t *testing.T) {
 	forBoth(t, func(t *testing.T, useTLS bool) {
-		const answer, stall = 3 << 20, 500 * time.Millisecond
+		// 1 s, not less: under -race on a loaded 2-core machine a 3 MiB
+		// answer over TLS took long enough to be taken for a stuck one.
+		const answer, stall = 3 << 20, time.Second
 		srv := startAnswerServer(t, useTLS, answer, stall)
 		creds := insecure.NewCredentials()
 		if useTLS {
