@@ -1025,7 +1025,9 @@ func TestTokenShaped(t *testing.T) {
 	for _, s := range []string{"x/ghp_4kP0vQ9zXa7LmB2nR8sT", "github_pat_11AJKL5QY0aB3dE6gH9jK2mN_5pQ8sT1vW4yZ7bC0eF3hJ6kM9nP2rS5uX8zA1cD4fG7iL0oR3tV6wY9", "key sk-proj-4fT9xQ2mL7vB1nR8sK3wZ6yH0pD5gJ", "AKIAIOSFODNN7EXAMPLE", "xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx", "glpat-Xy3z9AbCdEfGhIjKlMnO", "hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456",
 		"s3://b/AKIAIOSFODNN7EXAMPLE/readme", "npm_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8", "xoxp-1234-5678-9012-0f3c9a7b2e8d4c1f6a5b3e9d7c2a8f41",
 		// Lower case and digits, starting and ending with a letter.
-		"sk-c49864151b99400fda5617c20ddd9cbf", "sk-or-v1-b2e8d4c1f6a5b3e9d7c2a8f410f3c9a7b2e8d4c1f6a5b3e9d7c2a8f41a0c3e"} {
+		"sk-c49864151b99400fda5617c20ddd9cbf", "sk-or-v1-b2e8d4c1f6a5b3e9d7c2a8f410f3c9a7b2e8d4c1f6a5b3e9d7c2a8f41a0c3e",
+		// "-" and "_" inside the random part.
+		"glpat-Rk2_v9Xq-Lm4Wb7ZtN1p", "AIzaSyB-4kQ9_xZ2mLp7Vr3Tn8Wc1Hd6Jf0Ge5Ys", "sk-ant-api03-Zq7_vHq4vL8nR2-tY6wKp3Xm9Bc1Df5Gh0Jk4Lm8Np2Qr6St0Uv4Wx8Yz2Ab6Cd0Ef4Gh8Ij2Kl6Mn0Op4Qr8St2Uv6Wx0Yz4Ab8Cd2Ef6GhAA"} {
 		if !redact.TokenShaped(s) {
 			t.Errorf("TokenShaped(%q) = false", s)
 		}
@@ -1035,7 +1037,9 @@ func TestTokenShaped(t *testing.T) {
 		"file:///data/ASIA2024Q1SALESREPORTS.csv", "file:///src/ASIAPACIFICREGION2024/report.md", "notion://page/secret_santa2024GiftExchangeIdeasList",
 		"docs://sk-internationalization2024-guide", "hf://models/hf_transformersQuantizationTutorial2024", "gdrive://file/AIzaSyTutorialOnGoogleMapsEmbedding2024xYzAbCdEfG",
 		"npm://pkg/npm_packageManagementBestPractices2024", "mem://notes/xoxb-integration-Slackbot-DeploymentGuide2024", "docs://Stripe/sk_test_documentationOverview2024",
-		"https://github.com/org/repo/blob/main/ghs_actionsRunnerTokenRotation2024.md"} {
+		"https://github.com/org/repo/blob/main/ghs_actionsRunnerTokenRotation2024.md",
+		// Words with few vowels or many consonants in a row.
+		"notes://x/sk-StrengthTrainingScriptsForBlindRunners", "docs://x/glpat-SpringSchedulesDraft2024", "wiki://x/AIzaScriptsStrengthRhythmFirst2023Lengthy"} {
 		if redact.TokenShaped(s) {
 			t.Errorf("TokenShaped(%q) = true", s)
 		}
