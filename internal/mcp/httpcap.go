@@ -11,6 +11,7 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -36,13 +37,32 @@ type capTransport struct {
 	// odd limits the warnings about HTTP answers (another session id, a
 	// body that is not JSON-RPC): a server can give every answer one.
 	odd *warnLimit
+	// status, when set, holds the status code of the last answer.
+	status *atomic.Int32
 }
+
+// HTTPStatusError is a connection's failure whose last HTTP answer had an
+// error status (400 to 599): Code is that status, Err what the go-sdk
+// returned (which may quote the server).
+type HTTPStatusError struct {
+	Code int
+	Err  error
+}
+
+func (e *HTTPStatusError) Error() string {
+	return fmt.Sprintf("%v (HTTP %d)", e.Err, e.Code)
+}
+
+func (e *HTTPStatusError) Unwrap() error { return e.Err }
 
 func (c capTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	id, method := postedCall(req)
 	resp, err := c.base.RoundTrip(req)
 	if err != nil {
 		return resp, boundedError{err}
+	}
+	if c.status != nil {
+		c.status.Store(int32(resp.StatusCode))
 	}
 	if sent, got := req.Header.Get(sessionIDHeader), resp.Header.Get(sessionIDHeader); sent != "" && got != "" && got != sent {
 		// A session id is fixed by initialize; the go-sdk ends the session

@@ -180,6 +180,7 @@ func Connect(ctx context.Context, srv config.Server, opts *Options) (*Session, e
 	var t mcpsdk.Transport
 	var st *stdioTransport
 	var hc *http.Client // HTTP and SSE
+	status := new(atomic.Int32)
 	switch srv.Transport {
 	case config.TransportStdio:
 		cmd := exec.Command(srv.Command, srv.Args...)
@@ -196,10 +197,10 @@ func Connect(ctx context.Context, srv config.Server, opts *Options) (*Session, e
 		st = &stdioTransport{cmd: cmd, terminateDuration: o.TerminateDuration, log: o.Logger, maxMessage: o.MaxMessageBytes}
 		t = st
 	case config.TransportHTTP:
-		hc = httpClient(srv.URL, srv.Headers, &o)
+		hc = httpClient(srv.URL, srv.Headers, &o, status)
 		t = &mcpsdk.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: hc, MaxEventSize: maxMessage(&o) + 4096}
 	case config.TransportSSE:
-		t = &mcpsdk.SSEClientTransport{Endpoint: srv.URL, HTTPClient: httpClient(srv.URL, srv.Headers, &o), MaxEventSize: maxMessage(&o) + 4096}
+		t = &mcpsdk.SSEClientTransport{Endpoint: srv.URL, HTTPClient: httpClient(srv.URL, srv.Headers, &o, status), MaxEventSize: maxMessage(&o) + 4096}
 	default:
 		return nil, fmt.Errorf("mcp: server %q: unknown transport %q", srv.Name, srv.Transport)
 	}
@@ -214,6 +215,11 @@ func Connect(ctx context.Context, srv config.Server, opts *Options) (*Session, e
 			if werr := failed.exited(err); werr != err {
 				return nil, werr
 			}
+		}
+		if code := int(status.Load()); code >= 400 {
+			// The go-sdk names an HTTP failure by its reason phrase only,
+			// in text that also holds the server's words.
+			err = &HTTPStatusError{Code: code, Err: err}
 		}
 		if tl := tail.String(); tl != "" {
 			o.Logger.Debug("stdio server stderr", "server", srv.Name, "stderr", tl)
@@ -497,9 +503,10 @@ func (s *Session) Close() error {
 }
 
 // httpClient returns a client that bounds every message (see capTransport)
-// and adds the configured headers to every request.
-func httpClient(endpoint string, headers map[string]string, o *Options) *http.Client {
-	var rt http.RoundTripper = capTransport{base: http.DefaultTransport, max: maxMessage(o), log: o.Logger, quiet: &warnLimit{}, odd: &warnLimit{}}
+// and adds the configured headers to every request. status is set to the
+// HTTP status code of each answer.
+func httpClient(endpoint string, headers map[string]string, o *Options, status *atomic.Int32) *http.Client {
+	var rt http.RoundTripper = capTransport{base: http.DefaultTransport, max: maxMessage(o), log: o.Logger, quiet: &warnLimit{}, odd: &warnLimit{}, status: status}
 	if len(headers) > 0 {
 		h := headerTransport{base: rt, headers: headers}
 		if u, err := url.Parse(endpoint); err == nil {

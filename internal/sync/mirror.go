@@ -10,6 +10,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -1501,14 +1502,17 @@ const mcpRejected = -32005
 // nothing a server or the embedder chose: a command that would not start
 // (its program's name when that is a plain name; a command line written
 // whole may hold a key), a refused or reset connection, a failed DNS
-// lookup (without the name: a redirect may choose it), the embedder's
-// kind of failure. "" for any other.
+// lookup (without the name: a redirect may choose it), an HTTP error
+// status (its code), the embedder's kind of failure. "" for any other.
 func localFailure(err error) string {
 	var ee *exec.Error
 	var pe *fs.PathError
 	var dns *net.DNSError
 	var errno syscall.Errno
+	var hs *mcp.HTTPStatusError
 	switch {
+	case errors.As(err, &hs):
+		return httpFailure(hs.Code)
 	case errors.As(err, &ee):
 		return "cannot start " + programName(ee.Name) + ": " + ee.Err.Error()
 	case errors.As(err, &pe) && pe.Op == "fork/exec":
@@ -1529,6 +1533,23 @@ func localFailure(err error) string {
 		return "the connection failed: " + errno.Error()
 	}
 	return ""
+}
+
+// httpFailure names a connection's failure by the status code of its last
+// HTTP answer, in Go's words for it (never the server's reason phrase or
+// body), with what to check for the statuses a configuration causes.
+func httpFailure(code int) string {
+	msg := fmt.Sprintf("the server answered HTTP %d", code)
+	if text := http.StatusText(code); text != "" {
+		msg += " " + text
+	}
+	switch code {
+	case http.StatusUnauthorized, http.StatusForbidden:
+		msg += " (check the credentials in its headers or url)"
+	case http.StatusNotFound, http.StatusMethodNotAllowed:
+		msg += " (check its url: is the MCP endpoint's path right?)"
+	}
+	return msg
 }
 
 // plainProgram matches a program's name that is only a name.

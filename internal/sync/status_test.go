@@ -3,6 +3,7 @@ package sync_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -367,6 +368,9 @@ func TestWithheldStatusNamesLocalFailures(t *testing.T) {
 		{&jsonrpc.Error{Code: -32005, Message: "rejected by transport: Post https://alpha-correcthorse.example: dial tcp"}, "the HTTP request failed", "alpha"},
 		{&net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}, "connection refused", ""},
 		{&net.DNSError{Name: "alpha-correcthorse.invalid", Err: "no such host", IsNotFound: true}, "did not resolve", "alpha"},
+		// An HTTP error status: its code, never the server's words.
+		{fmt.Errorf("mcp: server %q: initialize: %w", "s", &mcp.HTTPStatusError{Code: 401, Err: errors.New("calling initialize: Unauthorized: tok-planted-9931")}), "the server answered HTTP 401 Unauthorized (check the credentials", "planted"},
+		{&mcp.HTTPStatusError{Code: 404, Err: errors.New("Not Found: /mcp-planted")}, "HTTP 404 Not Found (check its url", "planted"},
 	} {
 		flag := new(atomic.Bool)
 		flag.Store(true)
