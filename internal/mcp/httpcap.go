@@ -42,7 +42,7 @@ type capTransport struct {
 }
 
 // HTTPStatusError is a connection's failure whose last HTTP answer had an
-// error status (400 to 599): Code is that status, Err what the go-sdk
+// error status (400 to 999): Code is that status, Err what the go-sdk
 // returned (which may quote the server).
 type HTTPStatusError struct {
 	Code int
