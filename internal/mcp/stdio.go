@@ -42,7 +42,20 @@ type stdioTransport struct {
 	proc *process // set by Connect
 }
 
+// ErrWorkingDir is the failure to start a stdio server whose working
+// directory (its cwd) is missing or not a directory. The child's chdir
+// fails the same way a missing program does (fork/exec …: no such file or
+// directory), which names the program instead.
+var ErrWorkingDir = errors.New("its working directory (cwd) is missing or not a directory")
+
 func (t *stdioTransport) Connect(ctx context.Context) (mcpsdk.Connection, error) {
+	if dir := t.cmd.Dir; dir != "" {
+		if fi, err := os.Stat(dir); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrWorkingDir, err)
+		} else if !fi.IsDir() {
+			return nil, fmt.Errorf("%w: %s", ErrWorkingDir, dir)
+		}
+	}
 	// Our own pipe, not StdoutPipe: cmd.Wait closes a StdoutPipe as soon as
 	// the child exits, losing whatever it wrote last and we had not read yet
 	// (its final answer, or the error it died with). With os.Pipe the reader

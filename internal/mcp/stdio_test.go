@@ -3,12 +3,14 @@ package mcp_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -261,6 +263,23 @@ func TestStdioServerExitingDuringInitializeSaysHow(t *testing.T) {
 	_, err := mcp.Connect(ctx, srv, nil)
 	if err == nil || !strings.Contains(err.Error(), "server exited (exit status 4); stderr: dying now") || !strings.Contains(err.Error(), `server "dying": initialize`) {
 		t.Fatalf("Connect = %v; want the exit status, the stderr tail and the server's name", err)
+	}
+}
+
+// A missing working directory is named as such: the child's chdir fails
+// as a missing program does, and would name the program.
+func TestStdioMissingWorkingDirectoryIsNamed(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{filepath.Join(t.TempDir(), "missing"), file} {
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		_, err := mcp.Connect(ctx, config.Server{Name: "s", Transport: config.TransportStdio, Command: "sh", Args: []string{"-c", "exit 0"}, Cwd: dir}, nil)
+		cancel()
+		if !errors.Is(err, mcp.ErrWorkingDir) {
+			t.Errorf("cwd %s: Connect = %v; want ErrWorkingDir", dir, err)
+		}
 	}
 }
 

@@ -1503,7 +1503,8 @@ const mcpRejected = -32005
 // (its program's name when that is a plain name; a command line written
 // whole may hold a key), a refused or reset connection, a failed DNS
 // lookup (without the name: a redirect may choose it), an HTTP error
-// status (its code), the embedder's kind of failure. "" for any other.
+// status (its code), a missing working directory, the embedder's kind of
+// failure. "" for any other.
 func localFailure(err error) string {
 	var ee *exec.Error
 	var pe *fs.PathError
@@ -1513,6 +1514,8 @@ func localFailure(err error) string {
 	switch {
 	case errors.As(err, &hs):
 		return httpFailure(hs.Code)
+	case errors.Is(err, mcp.ErrWorkingDir):
+		return "cannot start the server: " + mcp.ErrWorkingDir.Error()
 	case errors.As(err, &ee):
 		return "cannot start " + programName(ee.Name) + ": " + ee.Err.Error()
 	case errors.As(err, &pe) && pe.Op == "fork/exec":

@@ -371,6 +371,7 @@ func TestWithheldStatusNamesLocalFailures(t *testing.T) {
 		// An HTTP error status: its code, never the server's words.
 		{fmt.Errorf("mcp: server %q: initialize: %w", "s", &mcp.HTTPStatusError{Code: 401, Err: errors.New("calling initialize: Unauthorized: tok-planted-9931")}), "the server answered HTTP 401 Unauthorized (check the credentials", "planted"},
 		{&mcp.HTTPStatusError{Code: 404, Err: errors.New("Not Found: /mcp-planted")}, "HTTP 404 Not Found (check its url", "planted"},
+		{fmt.Errorf("initialize: %w: stat /srv/planted: no such file or directory", mcp.ErrWorkingDir), "cannot start the server: its working directory (cwd) is missing", "planted"},
 	} {
 		flag := new(atomic.Bool)
 		flag.Store(true)
