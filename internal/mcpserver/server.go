@@ -309,6 +309,7 @@ func New(eng *engine.Engine, opts *Options) *Server {
 		return next
 	})
 	s.mcp.AddReceivingMiddleware(trimInitialize)
+	s.mcp.AddReceivingMiddleware(validErrorData)
 	// Every message of a session marks it used (and makes its ID known,
 	// so its HTTP requests, SSE streams included, are counted in flight).
 	s.mcp.AddReceivingMiddleware(func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
@@ -818,6 +819,40 @@ func (s *Server) waitReady(ctx context.Context, servers []string) {
 	}
 }
 
+// validErrorData is a receiving middleware that keeps an error's data
+// valid JSON. The go-sdk's ResourceNotFoundError writes the URI with Go's
+// %q, whose escapes (\x01, \a, \U0001D173) are not JSON's: the answer could
+// not be encoded, and the session ended (a stdio host lost contextd, an
+// HTTP session stopped answering). Such data is written anew from the
+// request's URI, or dropped.
+func validErrorData(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
+	return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
+		res, err := next(ctx, method, req)
+		var je *jsonrpc.Error
+		if err == nil || !errors.As(err, &je) || je.Data == nil || json.Valid(je.Data) {
+			return res, err
+		}
+		e := *je
+		e.Data = nil
+		if r, ok := req.(*mcpsdk.ReadResourceRequest); ok && r.Params != nil {
+			e.Data = uriData(r.Params.URI)
+		}
+		return res, &e
+	}
+}
+
+// uriData returns the data of a "resource not found" error:
+// {"uri": uri}, as JSON.
+func uriData(uri string) json.RawMessage {
+	b, err := json.Marshal(struct {
+		URI string `json:"uri"`
+	}{uri})
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
 // rpcError maps an engine or upstream error to a JSON-RPC error with a
 // clear message. uri names the resource, for not-found errors.
 //
@@ -836,9 +871,10 @@ func rpcError(ctx context.Context, err error, uri string) error {
 	case errors.Is(err, errNotOurs), errors.Is(err, engine.ErrInvalidArgument):
 		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
 	case errors.As(err, &nf):
-		e := mcpsdk.ResourceNotFoundError(uri).(*jsonrpc.Error)
+		e := *mcpsdk.ResourceNotFoundError(uri).(*jsonrpc.Error)
 		e.Message = "Resource not found: " + err.Error()
-		return e
+		e.Data = uriData(uri)
+		return &e
 	case errors.Is(err, engine.ErrUnavailable), errors.Is(err, ctxsync.ErrUnavailable):
 		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "upstream unavailable: " + err.Error()}
 	}

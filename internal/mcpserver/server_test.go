@@ -919,3 +919,36 @@ func TestAServerRemovedByAReloadLeavesTheList(t *testing.T) {
 		return hasURI("contextd:resource/keep/doc://k")(rs) && !hasURI("contextd:resource/drop/doc://d")(rs)
 	})
 }
+
+// A read of a URI holding a control or other unprintable character is
+// answered "not found" with its URI as JSON data, and the session goes on:
+// the go-sdk writes that data with Go's quoting, which JSON cannot hold,
+// and the answer could not be sent (a stdio host lost contextd).
+func TestReadOfAURIWithAControlCharacterKeepsTheSession(t *testing.T) {
+	f := newFacade(t, map[string]*mcpsdk.Server{"odd": oddServer(nil, nil)}, nil, engine.Options{})
+	cs := f.connect(t, nil)
+	for _, uri := range []string{
+		mcpserver.ResourceURI(resource.Key{Server: "odd", URI: "file:///a\x01b"}),
+		"contextd:resource/odd/file:///a\x00b",
+		"contextd:context?task=a\x07b",
+		"a\x0bb",
+		"doc://x/\x7f",
+		"doc://x/\U0001D173",
+	} {
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		_, err := cs.ReadResource(ctx, &mcpsdk.ReadResourceParams{URI: uri})
+		var je *jsonrpc.Error
+		if !errors.As(err, &je) {
+			t.Errorf("read of %q: %v; want a JSON-RPC error", uri, err)
+		} else if je.Data != nil {
+			var d struct{ URI string }
+			if jerr := json.Unmarshal(je.Data, &d); jerr != nil || d.URI != uri {
+				t.Errorf("read of %q: data %s (%v); want the URI", uri, je.Data, jerr)
+			}
+		}
+		if err := cs.Ping(ctx, nil); err != nil {
+			t.Fatalf("after a read of %q the session is gone: %v", uri, err)
+		}
+		cancel()
+	}
+}
