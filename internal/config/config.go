@@ -191,7 +191,7 @@ type file struct {
 	MaxResponseBytes int                   `yaml:"max_response_bytes"`
 	MaxConcurrent    int                   `yaml:"max_concurrent_requests"`
 	MaxQueued        int                   `yaml:"max_queued_requests"`
-	Auth             authFile              `yaml:"auth"`
+	Auth             *authFile             `yaml:"auth"`
 	TLS              tlsFile               `yaml:"tls"`
 	AllowInsecure    bool                  `yaml:"allow_insecure_listen"`
 	MCPListen        string                `yaml:"mcp_listen"`

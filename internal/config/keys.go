@@ -77,6 +77,12 @@ func checkKeys(doc *yaml.Node, clientOnly bool) (warnings []string, err error) {
 				errs = append(errs, err)
 				continue
 			}
+			if authLike(k, v) {
+				// The daemon's token written where contextd does not read
+				// it: ignoring it would leave the daemon open.
+				errs = append(errs, fmt.Errorf("line %d: key %s is not one contextd reads; the daemon's token goes in auth.token or auth.token_file", k.Line, keyShown(k.Value)))
+				continue
+			}
 			warnings = append(warnings, fmt.Sprintf("line %d: key %s is ignored (not one contextd reads)", k.Line, keyShown(k.Value)))
 			continue
 		}
@@ -145,9 +151,41 @@ func checkServer(name string, s *yaml.Node) (warnings []string, err error) {
 			errs = append(errs, fmt.Errorf("server %q: line %d: field %s is not one contextd reads; did you mean %q?", name, key.Line, keyShown(key.Value), want))
 			continue
 		}
+		if n := normalKey(key.Value); n == "auth" || n == "authtoken" || n == "tokenfile" || n == "authtokenfile" {
+			errs = append(errs, fmt.Errorf("server %q: line %d: field %s is not one contextd reads; the daemon's token goes in the top-level auth.token, a server's credential in its headers or env", name, key.Line, keyShown(key.Value)))
+			continue
+		}
 		warnings = append(warnings, fmt.Sprintf("server %q: line %d: field %s is ignored (not one contextd reads)", name, key.Line, keyShown(key.Value)))
 	}
 	return warnings, joinCapped(errs)
+}
+
+// authLike reports whether an unread top-level key k (with value v) looks
+// like the daemon's token written in the wrong place: a key whose name
+// holds "token" or "auth" ("token", "auth_token", "authentication"), or a
+// mapping holding such a key ("security: {token: …}", "serve: {auth: …}").
+func authLike(k, v *yaml.Node) bool {
+	n := normalKey(k.Value)
+	if strings.Contains(n, "token") || strings.Contains(n, "auth") {
+		return true
+	}
+	if v != nil && v.Kind == yaml.AliasNode {
+		v = v.Alias
+	}
+	if v == nil || v.Kind != yaml.MappingNode {
+		return false
+	}
+	for _, kv := range pairs(v) {
+		if n := normalKey(kv[0].Value); strings.Contains(n, "token") || strings.Contains(n, "auth") {
+			return true
+		}
+	}
+	return false
+}
+
+// normalKey returns k in lower case without "_" and "-".
+func normalKey(k string) string {
+	return strings.NewReplacer("_", "", "-", "").Replace(strings.ToLower(k))
 }
 
 // maxKeyErrors bounds the misspelt keys one error names.

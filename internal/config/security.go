@@ -107,9 +107,11 @@ type TLS struct {
 // Enabled reports whether the daemon serves TLS.
 func (t TLS) Enabled() bool { return t.CertFile != "" }
 
+// authFile is the auth block; nil fields were not written (or written
+// null).
 type authFile struct {
-	Token     string `yaml:"token"`
-	TokenFile string `yaml:"token_file"`
+	Token     *string `yaml:"token"`
+	TokenFile *string `yaml:"token_file"`
 }
 
 type tlsFile struct {
@@ -137,15 +139,36 @@ func (c *Config) parseSecurity(f *file, lookup func(string) (string, bool)) erro
 	c.Limits = Limits{MaxPins: f.MaxPins, MaxReads: f.MaxReads, MaxResponseBytes: f.MaxResponseBytes,
 		MaxConcurrent: f.MaxConcurrent, MaxQueued: f.MaxQueued}.WithDefaults()
 
+	var a authFile
+	if f.Auth != nil {
+		a = *f.Auth
+		if a.Token == nil && a.TokenFile == nil {
+			return errors.New("field auth: set token or token_file (an auth block without either would leave the daemon open; remove it to run without a token)")
+		}
+	}
 	ex := expander{lookup: lookup}
-	tok := ex.str("auth.token", f.Auth.Token)
-	file := expandHome(ex.str("auth.token_file", f.Auth.TokenFile))
+	var tok, file string
+	if a.Token != nil {
+		// Spaces and line breaks around it (an env file saved with CRLF)
+		// are no part of a token, as in token_file.
+		tok = strings.TrimSpace(ex.str("auth.token", *a.Token))
+	}
+	if a.TokenFile != nil {
+		file = expandHome(ex.str("auth.token_file", *a.TokenFile))
+	}
 	if ex.err != nil {
 		return ex.err
 	}
 	switch {
-	case tok != "" && file != "":
+	case a.Token != nil && a.TokenFile != nil:
 		return errors.New("field auth: set token or token_file, not both")
+	case a.Token != nil && tok == "":
+		// Silently serving without the token the operator wrote would
+		// leave the daemon open: "${CONTEXTD_TOKEN}" set to "" by a
+		// compose file, or a value YAML reads as something else.
+		return errors.New("field auth.token is empty (is a variable it names set to an empty value?); remove auth to run without a token")
+	case a.TokenFile != nil && file == "":
+		return errors.New("field auth.token_file is empty; remove auth to run without a token")
 	case file != "":
 		// A device or a FIFO (/dev/zero, a pipe nobody writes) would be read
 		// without end or block the start; a token needs one short line.
@@ -166,6 +189,13 @@ func (c *Config) parseSecurity(f *file, lookup func(string) (string, bool)) erro
 	}
 	if tok != "" && len(tok) < minTokenBytes {
 		return fmt.Errorf("field auth: the token is %d bytes; use at least %d (e.g. openssl rand -hex 32)", len(tok), minTokenBytes)
+	}
+	for i := range len(tok) {
+		if c := tok[i]; c < ' ' || c > '~' {
+			// A client could never send it: HTTP headers and gRPC
+			// metadata carry printable ASCII.
+			return errors.New("field auth: the token holds a character other than printable ASCII, which clients cannot send (e.g. openssl rand -hex 32)")
+		}
 	}
 	c.Auth = Auth{Token: tok, TokenFile: file, AllowInsecureListen: f.AllowInsecure, TLS: TLS{
 		CertFile: expandHome(f.TLS.CertFile), KeyFile: expandHome(f.TLS.KeyFile), ClientCAFile: expandHome(f.TLS.ClientCAFile),

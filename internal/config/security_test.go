@@ -429,3 +429,51 @@ func TestKeysHoldingValuesAreNotQuoted(t *testing.T) {
 		}
 	}
 }
+
+// A token written but empty, an empty auth block, or a token written where
+// contextd does not read it would leave the daemon open: each is refused,
+// for the daemon and its clients alike.
+func TestATokenThatIsNotThereIsRefused(t *testing.T) {
+	vars := env(map[string]string{"EMPTY": "", "SPACES": "  "})
+	for _, body := range []string{
+		"auth: { token: ${EMPTY} }",
+		"auth: { token: \"${EMPTY}\" }",
+		"auth: { token: \"${UNSET:-}\" }",
+		"auth: { token: '' }",
+		"auth: { token: \"${SPACES}\" }",
+		"auth: { token: }",
+		"auth: {}",
+		"auth:\n  token: &a\n",
+		"auth: { token_file: '' }",
+		"token: 0123456789abcdef0123",
+		"auth_token: 0123456789abcdef0123",
+		"Authentication: { token: 0123456789abcdef0123 }",
+		"security: { token: 0123456789abcdef0123 }",
+		"serve: { auth: { token: 0123456789abcdef0123 } }",
+		"mcpServers:\n  fs: { command: x, auth: { token: 0123456789abcdef0123 } }",
+	} {
+		if _, err := config.Parse("c.yaml", []byte(body+"\n"), vars); err == nil {
+			t.Errorf("%q: accepted", body)
+		} else if strings.Contains(err.Error(), "0123456789abcdef") {
+			t.Errorf("%q: error %q quotes the token", body, err)
+		}
+		if _, err := config.ParseClient("c.yaml", []byte(body+"\n"), vars); err == nil && !strings.Contains(body, "mcpServers") {
+			t.Errorf("%q: a client accepted it", body)
+		}
+	}
+}
+
+// Spaces and line breaks around a token (an env file saved with CRLF) are
+// no part of it, as in token_file; a character no client can send in a
+// header is refused.
+func TestTokenIsTrimmedAndPrintable(t *testing.T) {
+	c, err := config.Parse("c.yaml", []byte("auth: { token: \"${T}\" }\n"), env(map[string]string{"T": " 0123456789abcdef0123\r\n"}))
+	if err != nil || c.Auth.Token != "0123456789abcdef0123" {
+		t.Errorf("token %q, %v; want it trimmed", c.Auth.Token, err)
+	}
+	for _, tok := range []string{"0123456789ab\tcdef0123", "0123456789abcdéf0123", "0123456789abc\x00def0123"} {
+		if _, err := config.Parse("c.yaml", []byte("auth: { token: \"${T}\" }\n"), env(map[string]string{"T": tok})); err == nil || !strings.Contains(err.Error(), "printable ASCII") {
+			t.Errorf("token %q: %v; want it refused", tok, err)
+		}
+	}
+}
