@@ -34,7 +34,7 @@ mcpServers:
 	}
 	// The token's own variable is the client's business.
 	_, err = config.ParseClient("c.yaml", []byte(file), env(nil))
-	if !errors.Is(err, config.ErrInvalid) || !strings.Contains(err.Error(), "field auth.token: environment variable CTX_TOKEN is not set") {
+	if !errors.Is(err, config.ErrInvalid) || !strings.Contains(err.Error(), "environment variable CTX_TOKEN is not set (used in field auth.token)") {
 		t.Errorf("ParseClient without the token's variable: %v", err)
 	}
 	// So are a bad listen-side setting and a misspelt key.

@@ -621,10 +621,13 @@ func (e *expander) value(field, ref string, m []string) string {
 	if vscodeVars[m[1]] && !strings.HasPrefix(ref, "${env:") {
 		return ref
 	}
+	// The field is named after the variable, and without a colon: a
+	// masked log reads "Authorization: …" and "GITHUB_TOKEN: …" as a
+	// credential and would hide the message.
 	if e.err == nil && e.server == "" {
-		e.err = fmt.Errorf("field %s: environment variable %s is not set", field, m[1])
+		e.err = fmt.Errorf("environment variable %s is not set (used in field %s)", m[1], field)
 	} else if e.err == nil {
-		e.err = fmt.Errorf("server %q: field %s: environment variable %s is not set", e.server, field, m[1])
+		e.err = fmt.Errorf("server %q: environment variable %s is not set (used in field %s)", e.server, m[1], field)
 	}
 	return ""
 }

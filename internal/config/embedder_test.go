@@ -74,7 +74,7 @@ func TestRemoteEmbedderErrors(t *testing.T) {
 		{"embedder: {provider: ollama, model: m, max_retries: -1}\n", `field embedder.max_retries: -1 is negative`},
 		{"embedder: {provider: ollama, model: m, timeout: soon}\n", `field embedder.timeout: "soon"`},
 		{"embedder: {provider: ollama, model: m, url: 'ftp://user:pw0rd@h/?k=v'}\n", `field embedder.url: "ftp://…@h/…" is not an http(s) URL`},
-		{"embedder: {provider: openai, model: m, api_key: '${NO_SUCH_KEY}'}\n", `field embedder.api_key: environment variable NO_SUCH_KEY is not set`},
+		{"embedder: {provider: openai, model: m, api_key: '${NO_SUCH_KEY}'}\n", `environment variable NO_SUCH_KEY is not set (used in field embedder.api_key)`},
 		{"embedder: {provider: openai, model: m, apikey: x}\n", `field embedder.apikey is not one contextd reads; did you mean "api_key"?`},
 		{"embedder: {provider: openai, model: m, dimension: 5}\n", `field embedder.dimension is not one contextd reads; did you mean "dimensions"?`},
 	} {

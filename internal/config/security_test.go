@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/contextd/contextd/internal/config"
+	"github.com/contextd/contextd/internal/redact"
 )
 
 func TestSecurityKeys(t *testing.T) {
@@ -64,7 +65,7 @@ func TestSecurityKeyErrors(t *testing.T) {
 		{"auth: { token_fle: /x }", `field auth.token_fle is not one contextd reads; did you mean "token_file"?`},
 		{"tls: { cert: /x }", `field tls.cert is not one contextd reads`},
 		{"auth: { token: short }", "the token is 5 bytes; use at least 16"},
-		{"auth: { token: '${NOPE}' }", "field auth.token: environment variable NOPE is not set"},
+		{"auth: { token: '${NOPE}' }", "environment variable NOPE is not set (used in field auth.token)"},
 		{"auth: { token_file: /does/not/exist }", "field auth.token_file: open /does/not/exist"},
 		{"auth: { token_file: " + os.DevNull + " }", "is not a regular file"}, // nor /dev/zero, read without end, nor a FIFO
 		{"tls: { cert_file: /c }", "set both cert_file and key_file"},
@@ -475,5 +476,32 @@ func TestTokenIsTrimmedAndPrintable(t *testing.T) {
 		if _, err := config.Parse("c.yaml", []byte("auth: { token: \"${T}\" }\n"), env(map[string]string{"T": tok})); err == nil || !strings.Contains(err.Error(), "printable ASCII") {
 			t.Errorf("token %q: %v; want it refused", tok, err)
 		}
+	}
+}
+
+// The commonest mistake, a credential's variable not exported, reads
+// whole in a masked log: the field is not written as "Authorization: …".
+func TestAnUnsetVariableIsNamedThroughMasking(t *testing.T) {
+	for _, field := range []string{
+		"headers: { Authorization: \"Bearer ${DOCS_TOKEN}\" }",
+		"headers: { X-Api-Key: \"${DOCS_TOKEN}\" }",
+		"headers: { Cookie: \"session=${DOCS_TOKEN}\" }",
+		"command: x\n    env: { GITHUB_TOKEN: \"${DOCS_TOKEN}\" }",
+	} {
+		body := "mcpServers:\n  docs:\n    "
+		if !strings.HasPrefix(field, "command") {
+			body += "url: https://d.example/mcp\n    "
+		}
+		_, err := config.Parse("c.yaml", []byte(body+field+"\n"), env(nil))
+		if err == nil {
+			t.Fatalf("%s: accepted", field)
+		}
+		if got := redact.New().String(err.Error()); !strings.Contains(got, "environment variable DOCS_TOKEN is not set") {
+			t.Errorf("%s: masked, the error reads %q", field, got)
+		}
+	}
+	_, err := config.Parse("c.yaml", []byte("auth: { token: \"${CTX_TOKEN}\" }\n"), env(nil))
+	if got := redact.New().String(fmt.Sprint(err)); !strings.Contains(got, "environment variable CTX_TOKEN is not set") {
+		t.Errorf("auth.token: masked, the error reads %q", got)
 	}
 }
