@@ -424,6 +424,11 @@ func parse(path string, data []byte, lookup func(string) (string, bool), clientO
 		c.Servers = append(c.Servers, s)
 	}
 	slices.SortFunc(c.Servers, func(a, b Server) int { return strings.Compare(a.Name, b.Name) })
+	for _, s := range c.Servers {
+		for _, field := range all[s.Name].unexpanded() {
+			c.Warnings = append(c.Warnings, fmt.Sprintf("%s: server %q: field %s holds a reference contextd does not expand ($VAR, %%VAR%%, {{VAR}}, ${input:…}): it is sent as written; contextd expands ${VAR} and ${VAR:-default}", path, s.Name, field))
+		}
+	}
 	return c, nil
 }
 
@@ -449,6 +454,38 @@ func checkOneDocument(data []byte) error {
 			return fmt.Errorf("line %d: a second YAML document; contextd reads one, so put its keys in the first", n.Content[0].Line)
 		}
 	}
+}
+
+// otherRef matches a reference to a variable in another tool's syntax,
+// which contextd sends as written: a shell's $VAR, a template's {{VAR}} or
+// {{ secrets.VAR }}, VS Code's ${input:id}; windowsRef Windows' %VAR%
+// (not looked for in a URL, where "%C3%A9s%" is percent-encoding).
+var (
+	otherRef   = regexp.MustCompile(`\$[A-Za-z_][A-Za-z0-9_]*|\{\{\s*[A-Za-z_][A-Za-z0-9_.]*\s*\}\}|\$\{input:[^}]*\}`)
+	windowsRef = regexp.MustCompile(`%[A-Za-z_][A-Za-z0-9_]*%`)
+)
+
+// unexpanded returns the fields of sf (the url, each header's and env
+// variable's value, sorted) whose text as written, ${VAR} references set
+// aside, holds a reference in another tool's syntax. Only the field is
+// named: a "$" in a password would be quoted with it.
+func (sf serverFile) unexpanded() []string {
+	var fields []string
+	check := func(field, v string) {
+		v = varRef.ReplaceAllString(v, "")
+		if otherRef.MatchString(v) || field != "url" && windowsRef.MatchString(v) {
+			fields = append(fields, field)
+		}
+	}
+	check("url", sf.URL)
+	for k, v := range sf.Headers {
+		check("headers."+keyBare(k), v)
+	}
+	for k, v := range sf.Env {
+		check("env."+keyBare(k), v)
+	}
+	slices.Sort(fields)
+	return fields
 }
 
 // secrets returns the credentials sf holds (Server.Secrets) as far as its

@@ -329,3 +329,39 @@ func TestEveryMisspeltKeyIsNamed(t *testing.T) {
 		t.Errorf("5,000 misspelt keys: %d lines ending %q; want 10 named and the rest counted", strings.Count(fmt.Sprint(err), "\n")+1, fmt.Sprint(err)[max(0, len(fmt.Sprint(err))-40):])
 	}
 }
+
+// A reference in another tool's syntax is sent as written: the load warns,
+// naming the field only (a "$" in a password would be quoted with it).
+func TestReferencesContextdDoesNotExpandAreWarnedOf(t *testing.T) {
+	c, err := config.Parse("c.yaml", []byte(`
+mcpServers:
+  a: { url: "https://a.example/mcp", headers: { Authorization: "Bearer $DOCS_TOKEN" } }
+  b: { url: "https://b.example/mcp", headers: { X-Key: "%DOCS_TOKEN%" } }
+  c: { url: "https://c.example/mcp", headers: { X-Key: "{{ secrets.DOCS_TOKEN }}" } }
+  d: { command: x, env: { API_KEY: "${input:apiKey}" } }
+  ok: { url: "https://e.example/caf%C3%A9s%20x?q=${Q}", headers: { Authorization: "Bearer ${T}", X-Other: "${env:T}" }, env: { HOME_DIR: "${HOME:-/root}" } }
+`), env(map[string]string{"T": "tok$en-Value%x%", "Q": "1"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"a": "headers.Authorization", "b": "headers.X-Key", "c": "headers.X-Key", "d": "env.API_KEY"}
+	for name, field := range want {
+		found := false
+		for _, w := range c.Warnings {
+			if strings.Contains(w, fmt.Sprintf("server %q: field %s holds a reference contextd does not expand", name, field)) {
+				found = true
+			}
+			if strings.Contains(w, "DOCS_TOKEN") || strings.Contains(w, "apiKey") {
+				t.Errorf("warning %q quotes what was written", w)
+			}
+		}
+		if !found {
+			t.Errorf("server %s: no warning about %s in %q", name, field, c.Warnings)
+		}
+	}
+	for _, w := range c.Warnings {
+		if strings.Contains(w, `server "ok"`) {
+			t.Errorf("warning %q about ${VAR} references (or their values)", w)
+		}
+	}
+}
