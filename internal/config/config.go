@@ -686,8 +686,19 @@ func syntaxError(path string, data []byte, err error) error {
 	if line, ok := commentLine(data); ok {
 		return fmt.Errorf("%s: %w: line %d: a // comment (JSON has none; in YAML, comments start with #): %w", path, ErrInvalid, line, err)
 	}
+	for i, l := range strings.Split(string(data), "\n") {
+		if flowVarRef.MatchString(l) {
+			// In a { … } mapping, YAML reads "{" of an unquoted ${VAR} as
+			// another mapping; its error names neither.
+			return fmt.Errorf("%s: %w: line %d: a ${VAR} in a { … } mapping must be quoted (\"${VAR}\"): %w", path, ErrInvalid, i+1, err)
+		}
+	}
 	return fmt.Errorf("%s: %w: %w", path, ErrInvalid, err)
 }
+
+// flowVarRef matches a line where a { … } mapping holds an unquoted ${VAR}
+// as a value.
+var flowVarRef = regexp.MustCompile(`[{,]\s*[^\s"'{},:][^{},:]*:\s+\$\{`)
 
 // commentLine returns the first line with a // comment: one that starts
 // the line, or, in a file that reads as JSON (its first character is "{"),

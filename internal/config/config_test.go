@@ -365,3 +365,17 @@ mcpServers:
 		}
 	}
 }
+
+// An unquoted ${VAR} in a { … } mapping is a YAML error that names neither;
+// the error says to quote it.
+func TestAnUnquotedVariableInAFlowMappingIsNamed(t *testing.T) {
+	for _, body := range []string{
+		"data_dir: /tmp/x\nauth: { token: ${CONTEXTD_TOKEN} }\n",
+		"mcpServers:\n  docs: { url: \"https://d.example/mcp\", headers: { Authorization: ${DOCS_TOKEN} } }\n",
+	} {
+		_, err := config.Parse("c.yaml", []byte(body), env(map[string]string{"CONTEXTD_TOKEN": "0123456789abcdef0123", "DOCS_TOKEN": "x"}))
+		if err == nil || !strings.Contains(err.Error(), "line 2: a ${VAR} in a { … } mapping must be quoted") {
+			t.Errorf("%q: %v; want the line and a hint to quote", body, err)
+		}
+	}
+}
