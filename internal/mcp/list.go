@@ -7,6 +7,7 @@ import (
 	"hash/maphash"
 	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -244,9 +245,26 @@ func descriptor(server string, r *mcpsdk.Resource) resource.Descriptor {
 		if a.Priority >= 0 && a.Priority <= 1 {
 			d.Priority = a.Priority
 		}
-		d.LastModified = clip(a.LastModified, maxLastModified)
+		if isTime(a.LastModified) {
+			d.LastModified = clip(a.LastModified, maxLastModified)
+		}
 	}
 	return d
+}
+
+// isTime reports whether s reads as the ISO 8601 time lastModified is
+// (RFC 3339, with or without a zone, or a date alone). Any other text is
+// dropped: a host shows it as a time.
+func isTime(s string) bool {
+	if len(s) > maxLastModified {
+		return false
+	}
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999999", time.DateOnly} {
+		if _, err := time.Parse(layout, s); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // clip returns s cut to at most n bytes at a character boundary, as a

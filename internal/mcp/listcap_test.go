@@ -3,6 +3,7 @@ package mcp_test
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"runtime"
 	"strconv"
 	"strings"
@@ -133,10 +134,13 @@ func TestListedFieldsAreBounded(t *testing.T) {
 		name, v string
 		max     int
 	}{{"name", d.Name, mcp.MaxNameBytes}, {"title", d.Title, mcp.MaxNameBytes}, {"description", d.Description, mcp.MaxDescriptionBytes},
-		{"mimeType", d.MIMEType, 256}, {"lastModified", d.LastModified, 64}} {
+		{"mimeType", d.MIMEType, 256}} {
 		if len(f.v) > f.max || len(f.v) < f.max/2 || !utf8.ValidString(f.v) {
 			t.Errorf("%s: %d bytes (valid UTF-8: %v); want at most %d, cut at a character", f.name, len(f.v), utf8.ValidString(f.v), f.max)
 		}
+	}
+	if d.LastModified != "" {
+		t.Errorf("lastModified: %d bytes kept; want none (it is no time)", len(d.LastModified))
 	}
 	if len(d.Audience) > 4 {
 		t.Errorf("audience: %d roles kept", len(d.Audience))
@@ -305,5 +309,40 @@ func TestURIsWithControlCharactersAreRejected(t *testing.T) {
 	}
 	if len(tl.Items) != 1 || tl.Items[0].URITemplate != "x://t/{id}" || tl.Rejected != 1 {
 		t.Errorf("templates: %d items, %d rejected; want x://t/{id}, one rejected", len(tl.Items), tl.Rejected)
+	}
+}
+
+// lastModified is kept when it reads as an ISO 8601 time, and dropped
+// otherwise: a host shows it as a time.
+func TestLastModifiedIsKeptOnlyAsATime(t *testing.T) {
+	values := map[string]bool{
+		"2026-12-01T10:00:00Z": true, "2026-12-01T10:00:00.123+02:00": true, "2026-12-01": true, "2026-12-01T10:00:00": true,
+		"yesterday": false, "sk-live-planted-0123456789": false, "2026-12-01T10:00:00Z\x1b]0;title\x07": false, "Tue, 01 Dec 2026 10:00:00 GMT": false,
+	}
+	srv := mcptest.NewServer(nil, nil)
+	srv.AddReceivingMiddleware(func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
+		return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
+			if _, ok := req.(*mcpsdk.ListResourcesRequest); ok {
+				var rs []*mcpsdk.Resource
+				for v := range values {
+					rs = append(rs, &mcpsdk.Resource{URI: "x://" + url.PathEscape(v), Name: "n", Annotations: &mcpsdk.Annotations{LastModified: v}})
+				}
+				return &mcpsdk.ListResourcesResult{Resources: rs}, nil
+			}
+			return next(ctx, method, req)
+		}
+	})
+	l, err := mcptest.Connect(t, "s", srv, nil).ListResources(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Items) != len(values) {
+		t.Fatalf("%d items; want %d", len(l.Items), len(values))
+	}
+	for _, d := range l.Items {
+		v, _ := url.PathUnescape(strings.TrimPrefix(d.URI, "x://"))
+		if keep := values[v]; keep != (d.LastModified == v) || !keep && d.LastModified != "" {
+			t.Errorf("lastModified %q kept as %q; want it kept: %v", v, d.LastModified, keep)
+		}
 	}
 }
