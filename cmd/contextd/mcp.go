@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"slices"
 
-	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/contextd/contextd/internal/config"
 	"github.com/contextd/contextd/internal/engine"
@@ -68,10 +67,11 @@ func mcpStdio(ctx context.Context, args []string, stderr io.Writer) error {
 		defer close(done)
 		runBeside(mirrorCtx, eng, fac)
 	}()
-	// A host's messages are held to what mcp_listen takes in a body: the
+	// A host's messages are held to what mcp_listen takes in a body (the
 	// go-sdk's default line is 16 MiB, and a query of that size is refused
-	// only after it is read and decoded.
-	err = fac.MCP().Run(ctx, &mcpsdk.StdioTransport{MaxLineLength: mcpserver.MaxRequestBytes})
+	// only after it is read and decoded), and one it sends malformed is
+	// answered with an error rather than ending the session.
+	err = fac.MCP().Run(ctx, mcpserver.StdioTransport(os.Stdin, os.Stdout, log.With("component", "mcpserver")))
 	stopMirrors() // closes upstream sessions; stdio servers are stopped in stages
 	<-done
 	if cerr := eng.Close(); cerr != nil && err == nil {

@@ -1,0 +1,93 @@
+package mcpserver_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/contextd/contextd/internal/engine"
+	"github.com/contextd/contextd/internal/mcpserver"
+)
+
+// A message from the host that the go-sdk could not decode ends its
+// session, and with it contextd mcp: over StdioTransport each is answered
+// with a JSON-RPC error (id null) and the session goes on.
+func TestStdioAnswersMalformedMessagesAndGoesOn(t *testing.T) {
+	f := newFacade(t, map[string]*mcpsdk.Server{"odd": oddServer(nil, nil)}, nil, engine.Options{})
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	ss, err := f.srv.MCP().Connect(t.Context(), mcpserver.StdioTransport(inR, outW, nil), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { inW.Close(); _ = ss.Close(); outR.Close() })
+	lines := make(chan string, 16)
+	go func() {
+		sc := bufio.NewScanner(outR)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	send := func(s string) {
+		t.Helper()
+		if _, err := io.WriteString(inW, s+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	next := func() map[string]json.RawMessage {
+		t.Helper()
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatal("the session ended")
+			}
+			var m map[string]json.RawMessage
+			if err := json.Unmarshal([]byte(l), &m); err != nil {
+				t.Fatalf("answer %q: %v", l, err)
+			}
+			return m
+		case <-time.After(10 * time.Second):
+			t.Fatal("no answer in 10 s")
+		}
+		return nil
+	}
+	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	if m := next(); string(m["id"]) != "1" || m["result"] == nil {
+		t.Fatalf("initialize: %s", m)
+	}
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	for i, bad := range []string{
+		"garbage",
+		`{"jsonrpc":"2.0","id":1e400,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":99999999999999999999999,"method":"ping"}`,
+		`{"jsonrpc":"1.0","id":5,"method":"ping"}`,
+		`{"id":5,"method":"ping"}`,
+		`[1,2]`,
+		`[]`,
+		`{"jsonrpc":"2.0","id":78,"error":{"code":"x"}}`,
+		`{"jsonrpc":"2.0","id":5,"method":7}`,
+		strings.Repeat("[", 1500) + strings.Repeat("]", 1500),
+		`{"jsonrpc":"2.0","id":5,"method":"ping","params":{"x":"` + strings.Repeat("a", mcpserver.MaxRequestBytes) + `"}}`,
+	} {
+		send(bad)
+		m := next()
+		var e struct{ Code int }
+		if string(m["id"]) != "null" || json.Unmarshal(m["error"], &e) != nil || e.Code != -32700 && e.Code != -32600 {
+			t.Errorf("message %d (%.60s): answered %.200s; want an error with id null", i, bad, fmt.Sprint(m))
+		}
+		id := 100 + i
+		send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"ping"}`, id))
+		if m := next(); string(m["id"]) != fmt.Sprint(id) || m["result"] == nil {
+			t.Fatalf("after message %d (%.60s), ping %d: %s", i, bad, id, m)
+		}
+	}
+}
