@@ -1115,3 +1115,43 @@ func TestACachedResourceWhoseReadKillsTheServerIsNotReWarmedForever(t *testing.T
 		}
 	})
 }
+
+// TestContinuousUpdatedStormIsThrottled: a server that says a resource
+// changed every second, for good, gets content passes in a window that
+// doubles up to MaxStormDelay, as a list_changed storm does; one whose
+// resource changes every 5 s has each change re-read.
+func TestContinuousUpdatedStormIsThrottled(t *testing.T) {
+	for _, tc := range []struct {
+		every    time.Duration
+		min, max int
+	}{{time.Second, 1, 25}, {5 * time.Second, 20, 26}} {
+		synctest.Test(t, func(t *testing.T) {
+			srv := subscribableServer()
+			var rc readCounter
+			srv.AddReceivingMiddleware(rc.middleware())
+			addHandler(srv, "doc://busy", func(_ context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+				return textResult(req.Params.URI, "walrus"), nil
+			})
+			m := ctxsync.New(ctxsync.Options{Server: "s", Index: newIndex(t), Dial: legacy(mcptest.Dial(t, "s", srv)), MaxStormDelay: 10 * time.Second})
+			start(t, m)
+			<-m.Ready()
+			if _, err := m.Read(t.Context(), "doc://busy"); err != nil { // subscribes
+				t.Fatal(err)
+			}
+			reads0 := rc.get("doc://busy")
+			for range int(2 * time.Minute / tc.every) {
+				time.Sleep(tc.every)
+				if err := srv.ResourceUpdated(t.Context(), &mcpsdk.ResourceUpdatedNotificationParams{URI: "doc://busy"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			time.Sleep(time.Second)
+			synctest.Wait()
+			n := rc.get("doc://busy") - reads0
+			t.Logf("an update every %v for 2 minutes: %d reads", tc.every, n)
+			if n < tc.min || n > tc.max {
+				t.Errorf("an update every %v for 2 minutes: %d reads; want %d to %d", tc.every, n, tc.min, tc.max)
+			}
+		})
+	}
+}

@@ -32,7 +32,10 @@
 //     every [Options.PollInterval] (5m), and a failed sync is retried with
 //     backoff, so neither depends on a notification that never comes.
 //   - notifications/resources/updated drops the cached content of that URI
-//     (compared byte for byte); a URI with nothing cached is ignored.
+//     (compared byte for byte); a URI with nothing cached is ignored. One
+//     for an indexed URI asks for a content pass after a debounce window;
+//     a server that notifies again right after each pass gets, from the
+//     third time in a row, a window that doubles up to MaxStormDelay.
 //   - Each re-list drops the cached content of every URI whose descriptor
 //     changed (size, lastModified, MIME type) or, when the list is
 //     complete, that is no longer listed, before the list reaches the index.

@@ -833,6 +833,8 @@ func (m *Mirror) serve(ctx context.Context, sess *mcp.Session, warm []string) (e
 		}
 	})
 	var contentDue <-chan time.Time // a content pass after resources/updated
+	var lastContent time.Time       // when the last one was asked for
+	contentWait, quickContent := m.opts.Debounce, 0
 	failures, quick := 0, 0
 	relist := false // a re-list for a notification is scheduled
 	var lastSync time.Time
@@ -902,11 +904,25 @@ func (m *Mirror) serve(ctx context.Context, sess *mcp.Session, warm []string) (e
 			fire, relist = nil, false
 			resync()
 		case <-m.recontent:
+			// A server that says its resources changed again right after
+			// each content pass (within twice the last window, or 2 s)
+			// gets, from the third time in a row, a window that doubles up
+			// to MaxStormDelay, as list_changed does: the pass re-reads and
+			// re-embeds what changed, and a storm would keep it busy for
+			// good. Reads are not delayed: the notification already
+			// dropped the cached text.
 			if contentDue == nil {
-				contentDue = time.After(m.opts.Debounce)
+				if time.Since(lastContent) < max(2*contentWait, 2*time.Second) {
+					quickContent = min(quickContent+1, 20)
+				} else {
+					quickContent = 0
+				}
+				contentWait = min(m.opts.Debounce<<max(quickContent-2, 0), max(m.opts.Debounce, m.opts.MaxStormDelay))
+				contentDue = time.After(contentWait)
 			}
 		case <-contentDue:
 			contentDue = nil
+			lastContent = time.Now()
 			pass()
 		}
 	}
