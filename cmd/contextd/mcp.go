@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"slices"
 
-
 	"github.com/contextd/contextd/internal/config"
 	"github.com/contextd/contextd/internal/engine"
 	"github.com/contextd/contextd/internal/mcpserver"
