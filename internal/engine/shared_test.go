@@ -417,6 +417,8 @@ func TestPostgresRestartedMidRunLosesNothing(t *testing.T) {
 		}
 		if st := ls.GetStore(); !st.GetStale() || st.GetLastError() == "" || st.GetReplica() == "" {
 			t.Errorf("replica r%d: ListServers store = %v, want stale with the last error", i, st)
+		} else if e := st.GetLastError(); strings.Contains(e, "user=") || strings.Contains(e, "127.0.0.1") {
+			t.Errorf("replica r%d: ListServers store error %q quotes the connection's settings", i, e)
 		}
 	}
 	time.Sleep(testTTL) // past the leases

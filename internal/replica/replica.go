@@ -275,7 +275,9 @@ func (r *Replica) ok() {
 func (r *Replica) fail(what string, err error) {
 	r.mu.Lock()
 	again := r.lastErr != ""
-	r.lastErr = what + ": " + err.Error()
+	// Callers read lastErr: the kind of failure only (pgstore.Failure);
+	// the log has the database's words.
+	r.lastErr = what + ": " + pgstore.Failure(err)
 	r.mu.Unlock()
 	if again {
 		r.log.Debug("shared store", "op", what, "err", err)
