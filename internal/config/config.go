@@ -38,6 +38,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 	"golang.org/x/text/width"
+
+	"github.com/contextd/contextd/internal/redact"
 )
 
 // Defaults applied when a field is absent.
@@ -662,11 +664,20 @@ func (e *expander) value(field, ref string, m []string) string {
 	// masked log reads "Authorization: …" and "GITHUB_TOKEN: …" as a
 	// credential and would hide the message.
 	if e.err == nil && e.server == "" {
-		e.err = fmt.Errorf("environment variable %s is not set (used in field %s)", m[1], field)
+		e.err = fmt.Errorf("environment variable %s is not set (used in field %s)", varShown(m[1]), field)
 	} else if e.err == nil {
-		e.err = fmt.Errorf("server %q: environment variable %s is not set (used in field %s)", e.server, m[1], field)
+		e.err = fmt.Errorf("server %q: environment variable %s is not set (used in field %s)", e.server, varShown(m[1]), field)
 	}
 	return ""
+}
+
+// varShown returns how an error names a variable: its name, unless it
+// looks like a credential pasted where the name goes ("${ghp_…}").
+func varShown(name string) string {
+	if plainKey(name) && !redact.Generated(name) {
+		return name
+	}
+	return "(a name that looks like a credential; not quoted)"
 }
 
 func (e *expander) strMap(field string, m map[string]string) map[string]string {

@@ -505,3 +505,23 @@ func TestAnUnsetVariableIsNamedThroughMasking(t *testing.T) {
 		t.Errorf("auth.token: masked, the error reads %q", got)
 	}
 }
+
+// A credential pasted where a variable's name goes ("${ghp_…}") is not
+// quoted by the error that says it is not set.
+func TestAVariableNamedLikeACredentialIsNotQuoted(t *testing.T) {
+	for _, name := range []string{"ghp_16C7e42F292c6912E7710c838347Ae178B4a", "Zq8vR2mKp4Tn6Wx9Yb3Hc5", "sk_live_4eC39HqLyjWDarjtT1zdp7dc"} {
+		for _, body := range []string{
+			"mcpServers:\n  docs: { url: \"https://d.example/mcp\", headers: { Authorization: \"Bearer ${" + name + "}\" } }\n",
+			"auth: { token: \"${" + name + "}\" }\n",
+		} {
+			_, err := config.Parse("c.yaml", []byte(body), env(nil))
+			if err == nil || !strings.Contains(err.Error(), "is not set") || strings.Contains(err.Error(), name[4:12]) {
+				t.Errorf("%q: %v; want it refused without the name", body, err)
+			}
+		}
+	}
+	_, err := config.Parse("c.yaml", []byte("auth: { token: \"${GITHUB_PAT_2024}\" }\n"), env(nil))
+	if err == nil || !strings.Contains(err.Error(), "environment variable GITHUB_PAT_2024 is not set") {
+		t.Errorf("a name: %v; want it named", err)
+	}
+}

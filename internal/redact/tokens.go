@@ -48,6 +48,20 @@ func TokenShaped(s string) bool {
 	return false
 }
 
+// Generated reports whether s, a name of letters, digits, "-" and "_",
+// looks generated rather than written (see generated): a credential pasted
+// where a name goes ("${Zq8vR2mKp4Tn6Wx9}") rather than a name
+// ("DOCS_TOKEN", "GITHUB_PAT_2024"). Other characters count as "-".
+func Generated(s string) bool {
+	b := []byte(s)
+	for i, c := range b {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_') {
+			b[i] = '-'
+		}
+	}
+	return generated(string(b))
+}
+
 // generated reports whether body (letters, digits, "-" and "_") looks
 // generated rather than written: 16 letters and digits or more, with a
 // digit or both cases, and under 85% of its letters in words. body is cut
