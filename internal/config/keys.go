@@ -87,9 +87,23 @@ func checkKeys(doc *yaml.Node, clientOnly bool) (warnings []string, err error) {
 			continue
 		}
 		if keys, ok := securityKeys[k.Value]; ok {
+			if k.Value == "auth" && isNull(v) {
+				// "auth:" with its token line commented out, or an alias to
+				// nothing: running without a token would leave the daemon
+				// open.
+				errs = append(errs, fmt.Errorf("line %d: field auth is empty; set token or token_file, or remove auth to run without a token", k.Line))
+				continue
+			}
 			// An unread key here is an error, never a warning: a misspelt
 			// auth key would leave the daemon open.
 			for _, kv := range pairs(v) {
+				if (k.Value == "auth" || k.Value == "tls") && slices.Contains(keys, kv[0].Value) && (isNull(kv[1]) || kv[1].Kind == yaml.ScalarNode && kv[1].Value == "") {
+					// An empty client_ca_file turns client certificates
+					// off, an empty token the token: both leave the daemon
+					// open.
+					errs = append(errs, fmt.Errorf("line %d: field %s.%s is empty; give it a value or remove it", kv[0].Line, k.Value, kv[0].Value))
+					continue
+				}
 				if !slices.Contains(keys, kv[0].Value) {
 					msg := fmt.Sprintf("line %d: field %s.%s is not one contextd reads", kv[0].Line, k.Value, keyBare(kv[0].Value))
 					if want := suggest(kv[0].Value, keys); want != "" {
@@ -151,7 +165,7 @@ func checkServer(name string, s *yaml.Node) (warnings []string, err error) {
 			errs = append(errs, fmt.Errorf("server %q: line %d: field %s is not one contextd reads; did you mean %q?", name, key.Line, keyShown(key.Value), want))
 			continue
 		}
-		if n := normalKey(key.Value); n == "auth" || n == "authtoken" || n == "tokenfile" || n == "authtokenfile" {
+		if n := normalKey(key.Value); n == "authtoken" || n == "tokenfile" || n == "authtokenfile" || n == "auth" && holdsToken(kv[1], 1) {
 			errs = append(errs, fmt.Errorf("server %q: line %d: field %s is not one contextd reads; the daemon's token goes in the top-level auth.token, a server's credential in its headers or env", name, key.Line, keyShown(key.Value)))
 			continue
 		}
@@ -161,26 +175,48 @@ func checkServer(name string, s *yaml.Node) (warnings []string, err error) {
 }
 
 // authLike reports whether an unread top-level key k (with value v) looks
-// like the daemon's token written in the wrong place: a key whose name
-// holds "token" or "auth" ("token", "auth_token", "authentication"), or a
-// mapping holding such a key ("security: {token: …}", "serve: {auth: …}").
+// like the daemon's token written in the wrong place: a key named as a
+// token ("token", "auth_token", "tokenFile", "bearer_token"), or a mapping
+// holding one ("security: {token: …}"), or holding an auth mapping that
+// holds one ("serve: {auth: {token: …}}"). Hosts' own keys that merely
+// mention auth or tokens ("selectedAuthType", "oauthAccount",
+// "security: {auth: {selectedType: …}}", "max_tokens") are not.
 func authLike(k, v *yaml.Node) bool {
-	n := normalKey(k.Value)
-	if strings.Contains(n, "token") || strings.Contains(n, "auth") {
+	return tokenKey(k.Value) || holdsToken(v, 2)
+}
+
+// tokenKey reports whether a key names the daemon's token.
+func tokenKey(k string) bool {
+	switch normalKey(k) {
+	case "token", "authtoken", "tokenfile", "authtokenfile", "bearertoken", "apitoken", "accesstoken":
 		return true
 	}
+	return false
+}
+
+// holdsToken reports whether v is a mapping holding a token key, or (down
+// to depth mappings) an "auth" mapping that does.
+func holdsToken(v *yaml.Node, depth int) bool {
 	if v != nil && v.Kind == yaml.AliasNode {
 		v = v.Alias
 	}
-	if v == nil || v.Kind != yaml.MappingNode {
+	if v == nil || v.Kind != yaml.MappingNode || depth == 0 {
 		return false
 	}
 	for _, kv := range pairs(v) {
-		if n := normalKey(kv[0].Value); strings.Contains(n, "token") || strings.Contains(n, "auth") {
+		if tokenKey(kv[0].Value) || normalKey(kv[0].Value) == "auth" && holdsToken(kv[1], depth-1) {
 			return true
 		}
 	}
 	return false
+}
+
+// isNull reports whether v is YAML's null (an alias to one included).
+func isNull(v *yaml.Node) bool {
+	if v != nil && v.Kind == yaml.AliasNode {
+		v = v.Alias
+	}
+	return v == nil || v.Kind == yaml.ScalarNode && v.ShortTag() == "!!null"
 }
 
 // normalKey returns k in lower case without "_" and "-".

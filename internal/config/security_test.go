@@ -452,6 +452,13 @@ func TestATokenThatIsNotThereIsRefused(t *testing.T) {
 		"security: { token: 0123456789abcdef0123 }",
 		"serve: { auth: { token: 0123456789abcdef0123 } }",
 		"mcpServers:\n  fs: { command: x, auth: { token: 0123456789abcdef0123 } }",
+		"auth:",
+		"auth: ~",
+		"auth:\n  # token: 0123456789abcdef0123",
+		"{\"auth\": null}",
+		"x: &n\nauth: *n",
+		"tls: { cert_file: /c.pem, key_file: /k.pem, client_ca_file: '' }",
+		"tls: { cert_file: /c.pem, key_file: /k.pem, client_ca_file: }",
 	} {
 		if _, err := config.Parse("c.yaml", []byte(body+"\n"), vars); err == nil {
 			t.Errorf("%q: accepted", body)
@@ -523,5 +530,26 @@ func TestAVariableNamedLikeACredentialIsNotQuoted(t *testing.T) {
 	_, err := config.Parse("c.yaml", []byte("auth: { token: \"${GITHUB_PAT_2024}\" }\n"), env(nil))
 	if err == nil || !strings.Contains(err.Error(), "environment variable GITHUB_PAT_2024 is not set") {
 		t.Errorf("a name: %v; want it named", err)
+	}
+}
+
+// Hosts' own keys that mention auth or tokens are not the daemon's token:
+// a host's file read as contextd's config loads, with warnings.
+func TestHostsAuthKeysAreNotTheDaemonsToken(t *testing.T) {
+	for _, body := range []string{
+		`{"selectedAuthType": "oauth-personal", "security": {"auth": {"selectedType": "oauth-personal"}}, "mcpServers": {"fs": {"command": "x"}}}`,
+		`{"oauthAccount": {"accountUuid": "u", "emailAddress": "a@b.example"}, "mcpServers": {"fs": {"command": "x"}}}`,
+		`{"mcpServers": {"c": {"url": "https://c.example/mcp", "auth": {"CLIENT_ID": "id", "CLIENT_SECRET": "s"}}}}`,
+		"x-common: &hdr { Authorization: \"Bearer abc\" }\nmcpServers:\n  a: { url: \"https://a.example/mcp\", headers: *hdr }\n",
+		"max_tokens: 100\ngithub: { token_scopes: [repo] }\nauthor: me\nauthors: [me]\nmcpServers: { fs: { command: x } }\n",
+	} {
+		c, err := config.Parse("c.json", []byte(body), env(nil))
+		if err != nil {
+			t.Errorf("%s: %v", body, err)
+			continue
+		}
+		if len(c.Servers) == 0 || c.Auth.Token != "" {
+			t.Errorf("%s: %d servers, token %q", body, len(c.Servers), c.Auth.Token)
+		}
 	}
 }
