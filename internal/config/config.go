@@ -697,19 +697,38 @@ func syntaxError(path string, data []byte, err error) error {
 	if line, ok := commentLine(data); ok {
 		return fmt.Errorf("%s: %w: line %d: a // comment (JSON has none; in YAML, comments start with #): %w", path, ErrInvalid, line, err)
 	}
-	for i, l := range strings.Split(string(data), "\n") {
-		if flowVarRef.MatchString(l) {
-			// In a { … } mapping, YAML reads "{" of an unquoted ${VAR} as
-			// another mapping; its error names neither.
-			return fmt.Errorf("%s: %w: line %d: a ${VAR} in a { … } mapping must be quoted (\"${VAR}\"): %w", path, ErrInvalid, i+1, err)
-		}
+	if line, ok := flowVarLine(data, err); ok {
+		// In a { … } mapping, YAML reads "{" of an unquoted ${VAR} as
+		// another mapping; its error names neither.
+		return fmt.Errorf("%s: %w: line %d: a ${VAR} in a { … } mapping must be quoted (\"${VAR}\"): %w", path, ErrInvalid, line, err)
 	}
 	return fmt.Errorf("%s: %w: %w", path, ErrInvalid, err)
 }
 
-// flowVarRef matches a line where a { … } mapping holds an unquoted ${VAR}
-// as a value.
-var flowVarRef = regexp.MustCompile(`[{,]\s*[^\s"'{},:][^{},:]*:\s+\$\{`)
+// flowVarRef matches a line where a { … } mapping holds an unquoted value
+// with a ${VAR} in it; yamlErrLine the line a YAML error names.
+var (
+	flowVarRef  = regexp.MustCompile(`[{,]\s*[^\s"'{},:#][^{},:]*:\s+[^\s"'{},][^"'{},]*\$\{|[{,]\s*[^\s"'{},:#][^{},:]*:\s+\$\{`)
+	yamlErrLine = regexp.MustCompile(`line (\d+): did not find expected ',' or '}'`)
+)
+
+// flowVarLine returns the line of an unquoted ${VAR} in a { … } mapping
+// that err, a YAML error, is about: the nearest at or up to five lines
+// before the line it names, comments aside.
+func flowVarLine(data []byte, err error) (int, bool) {
+	m := yamlErrLine.FindStringSubmatch(err.Error())
+	if m == nil {
+		return 0, false
+	}
+	at, _ := strconv.Atoi(m[1])
+	lines := strings.Split(string(data), "\n")
+	for n := min(at, len(lines)); n >= max(at-5, 1); n-- {
+		if l := strings.TrimSpace(lines[n-1]); !strings.HasPrefix(l, "#") && flowVarRef.MatchString(l) {
+			return n, true
+		}
+	}
+	return 0, false
+}
 
 // commentLine returns the first line with a // comment: one that starts
 // the line, or, in a file that reads as JSON (its first character is "{"),

@@ -372,10 +372,22 @@ func TestAnUnquotedVariableInAFlowMappingIsNamed(t *testing.T) {
 	for _, body := range []string{
 		"data_dir: /tmp/x\nauth: { token: ${CONTEXTD_TOKEN} }\n",
 		"mcpServers:\n  docs: { url: \"https://d.example/mcp\", headers: { Authorization: ${DOCS_TOKEN} } }\n",
+		"mcpServers:\n  docs: { url: \"https://d.example/mcp\", headers: { Authorization: Bearer ${DOCS_TOKEN} } }\n",
+		"mcpServers:\n  docs: { url: https://d.example/${DOCS_TOKEN}/mcp }\n",
 	} {
 		_, err := config.Parse("c.yaml", []byte(body), env(map[string]string{"CONTEXTD_TOKEN": "0123456789abcdef0123", "DOCS_TOKEN": "x"}))
 		if err == nil || !strings.Contains(err.Error(), "line 2: a ${VAR} in a { … } mapping must be quoted") {
 			t.Errorf("%q: %v; want the line and a hint to quote", body, err)
+		}
+	}
+	// Another error, a ${VAR} in a comment or quoted: no hint.
+	for _, body := range []string{
+		"# auth: { token: ${X} }\nmcpServers:\n  fs:\n\tcommand: x\n",
+		"mcpServers:\n  fs: { command: sh, args: [\"-c\", \"print({ a: ${HOME} })\"] }\n  bad:\n   - x\n  y: 1\n",
+	} {
+		_, err := config.Parse("c.yaml", []byte(body), env(map[string]string{"X": "x", "HOME": "/h"}))
+		if err == nil || strings.Contains(err.Error(), "must be quoted") {
+			t.Errorf("%q: %v; want an error without the hint", body, err)
 		}
 	}
 }
