@@ -458,19 +458,22 @@ func checkOneDocument(data []byte) error {
 	}
 }
 
-// otherRef matches a reference to a variable in another tool's syntax,
-// which contextd sends as written: a shell's $VAR, a template's {{VAR}} or
-// {{ secrets.VAR }}, VS Code's ${input:id}; windowsRef Windows' %VAR%
-// (not looked for in a URL, where "%C3%A9s%" is percent-encoding).
+// otherRef matches a reference to an environment variable in another
+// tool's syntax, which contextd sends as written: a shell's $VAR (a name
+// in capitals, after a separator: "Pa$sw0rd" and OData's "$top" are not),
+// a template's {{VAR}} or {{ secrets.VAR }}, VS Code's ${input:id};
+// windowsRef Windows' %VAR% (three characters or more, in capitals: not
+// looked for in a URL, where "%C3%A9" is percent-encoding).
 var (
-	otherRef   = regexp.MustCompile(`\$[A-Za-z_][A-Za-z0-9_]*|\{\{\s*[A-Za-z_][A-Za-z0-9_.]*\s*\}\}|\$\{input:[^}]*\}`)
-	windowsRef = regexp.MustCompile(`%[A-Za-z_][A-Za-z0-9_]*%`)
+	otherRef   = regexp.MustCompile(`(?:^|[\s=:/"'(,])\$[A-Z_][A-Z0-9_]+\b|\{\{\s*(?:(?:secrets|env|vars)\.)?[A-Z_][A-Z0-9_]*\s*\}\}|\$\{input:[^}]*\}`)
+	windowsRef = regexp.MustCompile(`%[A-Z_][A-Z0-9_]{2,}%`)
 )
 
-// unexpanded returns the fields of sf (the url, each header's and env
-// variable's value, sorted) whose text as written, ${VAR} references set
-// aside, holds a reference in another tool's syntax. Only the field is
-// named: a "$" in a password would be quoted with it.
+// unexpanded returns the fields of sf (command, cwd, url, each argument,
+// header and env value; sorted) whose text as written, ${VAR} references
+// set aside, holds a reference in another tool's syntax. Arguments of a
+// shell ("sh -c 'echo $HOME'") are the shell's to expand. Only the field
+// is named: a "$" in a password would be quoted with it.
 func (sf serverFile) unexpanded() []string {
 	var fields []string
 	check := func(field, v string) {
@@ -479,7 +482,16 @@ func (sf serverFile) unexpanded() []string {
 			fields = append(fields, field)
 		}
 	}
+	check("command", sf.Command)
+	check("cwd", sf.Cwd)
 	check("url", sf.URL)
+	switch strings.TrimSuffix(filepath.Base(sf.Command), ".exe") {
+	case "sh", "bash", "zsh", "dash", "ksh", "fish", "cmd", "powershell", "pwsh", "env":
+	default:
+		for i, a := range sf.Args {
+			check(fmt.Sprintf("args[%d]", i), a)
+		}
+	}
 	for k, v := range sf.Headers {
 		check("headers."+keyBare(k), v)
 	}

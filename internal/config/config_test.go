@@ -339,12 +339,14 @@ mcpServers:
   b: { url: "https://b.example/mcp", headers: { X-Key: "%DOCS_TOKEN%" } }
   c: { url: "https://c.example/mcp", headers: { X-Key: "{{ secrets.DOCS_TOKEN }}" } }
   d: { command: x, env: { API_KEY: "${input:apiKey}" } }
-  ok: { url: "https://e.example/caf%C3%A9s%20x?q=${Q}", headers: { Authorization: "Bearer ${T}", X-Other: "${env:T}" }, env: { HOME_DIR: "${HOME:-/root}" } }
+  e: { command: "$HOME/bin/srv", args: ["--root", "$HOME/docs"] }
+  ok: { url: "https://e.example/caf%C3%A9s%20x?q=${Q}&$top=10&$filter=a", headers: { Authorization: "Bearer ${T}", X-Other: "${env:T}", X-Api-Key: "Pa$sw0rd%C3%A9" }, env: { HOME_DIR: "${HOME:-/root}", DB_URL: "postgres://u:Pa$sword@h/db", TEMPLATE: "Hello {{name}}", ENC: "%C3%A9%20" } }
+  shell: { command: sh, args: ["-c", "exec srv --root $HOME/docs"] }
 `), env(map[string]string{"T": "tok$en-Value%x%", "Q": "1"}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]string{"a": "headers.Authorization", "b": "headers.X-Key", "c": "headers.X-Key", "d": "env.API_KEY"}
+	want := map[string]string{"a": "headers.Authorization", "b": "headers.X-Key", "c": "headers.X-Key", "d": "env.API_KEY", "e": "args[1]"}
 	for name, field := range want {
 		found := false
 		for _, w := range c.Warnings {
@@ -360,7 +362,7 @@ mcpServers:
 		}
 	}
 	for _, w := range c.Warnings {
-		if strings.Contains(w, `server "ok"`) {
+		if strings.Contains(w, `server "ok"`) || strings.Contains(w, `server "shell"`) {
 			t.Errorf("warning %q about ${VAR} references (or their values)", w)
 		}
 	}
