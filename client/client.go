@@ -261,6 +261,9 @@ type Error struct {
 // `contextd serve`): …".
 func (e *Error) Error() string {
 	if e.noDaemon() {
+		if e.mismatched() {
+			return fmt.Sprintf("something answered at %s but not as this client spoke (TLS on one side only, or a client certificate asked for: compare the tls block of the daemon's config and this one): %s", e.Addr, e.Status.Message())
+		}
 		if e.lost() {
 			return fmt.Sprintf("the daemon at %s closed the connection before answering (try again): %s", e.Addr, e.Status.Message())
 		}
@@ -278,6 +281,16 @@ func (e *Error) Is(target error) bool { return target == ErrNoDaemon && e.noDaem
 // failed on a connection it had.
 func (e *Error) lost() bool {
 	return strings.Contains(e.Status.Message(), "error reading from server")
+}
+
+// mismatched reports a connection the other side closed during the
+// handshake for want of TLS, or of a client certificate: grpc-go's words
+// for a plaintext client at a TLS daemon (the daemon closes before its
+// HTTP/2 preface), a TLS client at a plaintext one, and a TLS alert.
+func (e *Error) mismatched() bool {
+	m := e.Status.Message()
+	return strings.Contains(m, "error reading server preface") || strings.Contains(m, "first record does not look like a TLS handshake") ||
+		strings.Contains(m, "remote error: tls:")
 }
 
 // GRPCStatus returns the call's status (for status.FromError).

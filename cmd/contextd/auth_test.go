@@ -124,6 +124,12 @@ mcpServers: {}
 	}
 	if err := servers(config(withToken, "")); err == nil {
 		t.Error("servers without a client certificate succeeded")
+	} else if !strings.Contains(err.Error(), "something answered at "+addr) {
+		t.Errorf("servers without a client certificate: %v; want it told a daemon answered, not as it spoke", err)
+	}
+	plain := writeConfig(t, fmt.Sprintf("listen: %s\ndata_dir: %s\n%s\nmcpServers: {}\n", addr, t.TempDir(), withToken))
+	if err := servers(plain); err == nil || !strings.Contains(err.Error(), "something answered at "+addr) {
+		t.Errorf("servers without TLS at a TLS daemon: %v; want it told a daemon answered, not as it spoke", err)
 	}
 	var out, errb bytes.Buffer
 	if err := run(t.Context(), []string{"query", "--config", full, "anything"}, &out, &errb); err == nil || !strings.Contains(err.Error(), "no servers configured") {
