@@ -92,6 +92,9 @@ type Client struct {
 	addr string
 	conn *grpc.ClientConn
 	svc  contextdv1.ContextServiceClient
+	// tlsNoCert is a TLS client without a certificate of its own: a daemon
+	// asking for one closes its connections after the handshake.
+	tlsNoCert bool
 }
 
 // retryConfig retries a call that failed UNAVAILABLE (its connection was
@@ -159,7 +162,8 @@ func Dial(addr string, opts *Options) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("client: dial %s: %w", addr, err)
 	}
-	return &Client{addr: addr, conn: conn, svc: contextdv1.NewContextServiceClient(conn)}, nil
+	tlsNoCert := opts.TLS != nil && len(opts.TLS.Certificates) == 0 && opts.TLS.GetClientCertificate == nil
+	return &Client{addr: addr, conn: conn, svc: contextdv1.NewContextServiceClient(conn), tlsNoCert: tlsNoCert}, nil
 }
 
 // grpcTarget turns a contextd address into a gRPC target.
@@ -243,7 +247,7 @@ func (c *Client) wrap(err error) error {
 	if !ok {
 		return err
 	}
-	return &Error{Addr: c.addr, Status: st}
+	return &Error{Addr: c.addr, Status: st, tlsNoCert: c.tlsNoCert}
 }
 
 // An Error is a call that failed with a gRPC status: the daemon's answer
@@ -254,6 +258,8 @@ type Error struct {
 	Addr string
 	// Status is the call's gRPC status.
 	Status *status.Status
+	// tlsNoCert: see Client.
+	tlsNoCert bool
 }
 
 // Error says who answered, the code and the message: "daemon at ADDR:
@@ -286,9 +292,16 @@ func (e *Error) lost() bool {
 // mismatched reports a connection the other side closed during the
 // handshake for want of TLS, or of a client certificate: grpc-go's words
 // for a plaintext client at a TLS daemon (the daemon closes before its
-// HTTP/2 preface), a TLS client at a plaintext one, and a TLS alert.
+// HTTP/2 preface), a TLS client at a plaintext one, a TLS alert, and a
+// TLS client without a certificate whose connection broke.
 func (e *Error) mismatched() bool {
 	m := e.Status.Message()
+	if e.tlsNoCert && (strings.Contains(m, "broken pipe") || strings.Contains(m, "connection reset by peer")) {
+		// TLS 1.3: the daemon's refusal of a client without a
+		// certificate comes after the client's handshake is done, so the
+		// client may see only its next write fail.
+		return true
+	}
 	return strings.Contains(m, "error reading server preface") || strings.Contains(m, "first record does not look like a TLS handshake") ||
 		strings.Contains(m, "remote error: tls:")
 }
