@@ -64,6 +64,14 @@ func (c capTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if c.status != nil {
 		c.status.Store(int32(resp.StatusCode))
 	}
+	if resp.StatusCode < 200 {
+		// 101 Switching Protocols is a final answer to net/http: the
+		// connection is handed over as the body, which no context
+		// cancels. The go-sdk would read it to the end inside the call,
+		// past every deadline, for as long as the server holds it.
+		resp.Body.Close()
+		return nil, fmt.Errorf("the server answered HTTP %d, which no MCP request expects", resp.StatusCode)
+	}
 	if sent, got := req.Header.Get(sessionIDHeader), resp.Header.Get(sessionIDHeader); sent != "" && got != "" && got != sent {
 		// A session id is fixed by initialize; the go-sdk ends the session
 		// on a different one. Keep ours: the server still knows it, or

@@ -1,8 +1,10 @@
 package mcp_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -10,6 +12,9 @@ import (
 
 	"github.com/contextd/contextd/internal/config"
 	"github.com/contextd/contextd/internal/mcp"
+	"github.com/contextd/contextd/internal/mcp/mcptest"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // A server that answers the handshake with an HTTP error status fails the
@@ -55,5 +60,92 @@ func TestConnectAfterASuccessfulAnswerIsNoStatusFailure(t *testing.T) {
 	var hs *mcp.HTTPStatusError
 	if errors.As(err, &hs) {
 		t.Errorf("error %v names HTTP %d", err, hs.Code)
+	}
+}
+
+// A server that switches protocols (101) and holds the connection fails
+// the request: the connection, handed over as the body, is not read past
+// the deadline. The handshake fails at once.
+func TestSwitchingProtocolsFailsTheRequest(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, buf, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		buf.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: x-held\r\nConnection: Upgrade\r\n\r\n") //nolint:errcheck
+		buf.Flush()                                                                                           //nolint:errcheck
+		<-release
+	}))
+	defer srv.Close()
+	defer close(release)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		sess, err := mcp.Connect(ctx, config.Server{Name: "web", Transport: config.TransportHTTP, URL: srv.URL + "/mcp"}, nil)
+		if err == nil {
+			sess.Close()
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("connected to a server that switched protocols")
+		}
+		if errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
+			t.Fatalf("Connect = %v; want it failed by the 101, not by the deadline", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("Connect still running 30 s past its deadline: the held connection is being read")
+	}
+}
+
+// A read answered 101 mid-session fails on its own; the session goes on.
+func TestSwitchingProtocolsOnAReadFailsThatRead(t *testing.T) {
+	srv := mcptest.NewServer(map[string]string{"doc://ok": "fine", "doc://held": "never"}, nil)
+	h := mcpsdk.NewStreamableHTTPHandler(func(*http.Request) *mcpsdk.Server { return srv }, nil)
+	release := make(chan struct{})
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			if bytes.Contains(body, []byte("doc://held")) {
+				conn, buf, err := http.NewResponseController(w).Hijack()
+				if err != nil {
+					return
+				}
+				defer conn.Close()
+				buf.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: x-held\r\nConnection: Upgrade\r\n\r\n") //nolint:errcheck
+				buf.Flush()                                                                                           //nolint:errcheck
+				<-release
+				return
+			}
+		}
+		h.ServeHTTP(w, r)
+	}))
+	defer hs.Close()
+	defer close(release)
+	sess, err := mcp.Connect(t.Context(), config.Server{Name: "web", Transport: config.TransportHTTP, URL: hs.URL}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { _, err := sess.Read(ctx, "doc://held"); done <- err }()
+	select {
+	case err := <-done:
+		if err == nil || ctx.Err() != nil {
+			t.Fatalf("read answered 101: %v (deadline passed: %v); want it failed by the 101", err, ctx.Err())
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("read still running 30 s past its deadline: the held connection is being read")
+	}
+	if c, err := sess.Read(ctx, "doc://ok"); err != nil || len(c) != 1 || c[0].Text != "fine" {
+		t.Errorf("the next read: %v, %v", c, err)
 	}
 }
