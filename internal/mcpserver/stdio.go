@@ -83,6 +83,9 @@ func (f *lineFilter) Read(p []byte) (int, error) {
 			f.reject(-32600, fmt.Sprintf("the message is over %d bytes", f.max))
 		case len(bytes.TrimSpace(line)) == 0:
 		default:
+			// Spaces after a message are valid JSON, but the go-sdk reads
+			// them as trailing data and ends the session.
+			line = bytes.TrimSpace(line)
 			if code, problem := checkMessage(line); problem != "" {
 				f.reject(code, problem)
 			} else {

@@ -64,6 +64,11 @@ func TestStdioAnswersMalformedMessagesAndGoesOn(t *testing.T) {
 		t.Fatalf("initialize: %s", m)
 	}
 	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	// Spaces around a message are no part of it.
+	send(" \t" + `{"jsonrpc":"2.0","id":2,"method":"ping"}` + " \t\r")
+	if m := next(); string(m["id"]) != "2" || m["result"] == nil {
+		t.Fatalf("a ping with spaces around it: %s", m)
+	}
 	for i, bad := range []string{
 		"garbage",
 		`{"jsonrpc":"2.0","id":1e400,"method":"ping"}`,
@@ -76,6 +81,10 @@ func TestStdioAnswersMalformedMessagesAndGoesOn(t *testing.T) {
 		`{"jsonrpc":"2.0","id":78,"error":{"code":"x"}}`,
 		`{"jsonrpc":"2.0","id":5,"method":7}`,
 		strings.Repeat("[", 1500) + strings.Repeat("]", 1500),
+		`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"assemble_context","arguments":{"task":` + strings.Repeat("[", 998) + strings.Repeat("]", 998) + `}}}`,
+		"\xef\xbb\xbf" + `{"jsonrpc":"2.0","id":5,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":true,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":6,"error":{"code":1e400,"message":"x"}}`,
 		`{"jsonrpc":"2.0","id":5,"method":"ping","params":{"x":"` + strings.Repeat("a", mcpserver.MaxRequestBytes) + `"}}`,
 	} {
 		send(bad)
