@@ -37,7 +37,8 @@ type capTransport struct {
 	// odd limits the warnings about HTTP answers (another session id, a
 	// body that is not JSON-RPC): a server can give every answer one.
 	odd *warnLimit
-	// status, when set, holds the status code of the last answer.
+	// status, when set, holds the status code of the last answer to a
+	// POST.
 	status *atomic.Int32
 }
 
@@ -61,7 +62,9 @@ func (c capTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return resp, boundedError{err}
 	}
-	if c.status != nil {
+	if c.status != nil && req.Method == http.MethodPost {
+		// Only what answered a message: after a failed handshake the
+		// go-sdk DELETEs the session, and that answer says nothing of why.
 		c.status.Store(int32(resp.StatusCode))
 	}
 	if resp.StatusCode < 200 {

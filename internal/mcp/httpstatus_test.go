@@ -3,6 +3,7 @@ package mcp_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -147,5 +148,40 @@ func TestSwitchingProtocolsOnAReadFailsThatRead(t *testing.T) {
 	}
 	if c, err := sess.Read(ctx, "doc://ok"); err != nil || len(c) != 1 || c[0].Text != "fine" {
 		t.Errorf("the next read: %v, %v", c, err)
+	}
+}
+
+// The status named is the one that answered a message: a DELETE of the
+// session after a failed handshake (answered 405, as the spec allows) is
+// not why the handshake failed.
+func TestTheStatusNamedIsAMessagesAnswer(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			return
+		}
+		var req struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if json.NewDecoder(r.Body).Decode(&req) != nil || req.Method != "initialize" {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Mcp-Session-Id", "s-1")
+		io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(req.ID)+`,"result":{"protocolVersion":"1999-01-01","capabilities":{},"serverInfo":{"name":"x","version":"1"}}}`) //nolint:errcheck
+	}))
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	sess, err := mcp.Connect(ctx, config.Server{Name: "web", Transport: config.TransportHTTP, URL: srv.URL + "/mcp"}, nil)
+	if err == nil {
+		sess.Close()
+		t.Fatal("connected with an unsupported protocol version")
+	}
+	var hs *mcp.HTTPStatusError
+	if errors.As(err, &hs) {
+		t.Errorf("error %v names HTTP %d", err, hs.Code)
 	}
 }
