@@ -7,15 +7,21 @@ import (
 
 // tokenRE matches credentials in the published formats of common services,
 // as a word: GitHub (ghp_, gho_, ghu_, ghs_, ghr_, github_pat_), GitLab
-// (glpat-), Slack (xoxa-, xoxb-, xoxp-, xoxr-, xoxs-), OpenAI and Anthropic
-// (sk-), Google API keys (AIza), npm (npm_), PyPI (pypi-), Stripe
+// (glpat-), Slack (xoxa-, xoxb-, xoxp-, xoxr-, xoxs-, xapp-), OpenAI and
+// Anthropic (sk-), Google API keys (AIza), npm (npm_), PyPI (pypi-), Stripe
 // (sk_live_, rk_live_, sk_test_), Notion (ntn_, secret_), Hugging Face
-// (hf_). AWS access key IDs (awsKeyRE) have a length of their own.
+// (hf_), DigitalOcean (dop_v1_), Groq (gsk_), Linear (lin_api_), Shopify
+// (shpat_, shpss_, shpca_, shppa_), Grafana (glsa_), Replicate (r8_),
+// Perplexity (pplx-), Atlassian (ATATT), Telegram bots (digits:AA…). AWS
+// access key IDs (awsKeyRE) have a length of their own.
 var tokenRE = regexp.MustCompile(`(?:^|[^A-Za-z0-9_])(?:` +
 	`gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|glpat-[A-Za-z0-9_-]{20,}|` +
 	`xox[abprs]-[A-Za-z0-9-]{10,}|sk-[A-Za-z0-9_-]{20,}|AIza[A-Za-z0-9_-]{35}|` +
 	`npm_[A-Za-z0-9]{30,}|pypi-[A-Za-z0-9_-]{30,}|[sr]k_(?:live|test)_[A-Za-z0-9]{16,}|` +
-	`ntn_[A-Za-z0-9]{30,}|secret_[A-Za-z0-9]{30,}|hf_[A-Za-z0-9]{30,})`)
+	`ntn_[A-Za-z0-9]{30,}|secret_[A-Za-z0-9]{30,}|hf_[A-Za-z0-9]{30,}|` +
+	`xapp-[0-9]-[A-Za-z0-9-]{20,}|dop_v1_[a-f0-9]{64}|gsk_[A-Za-z0-9]{40,}|lin_api_[A-Za-z0-9]{32,}|` +
+	`shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}|glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}|r8_[A-Za-z0-9]{30,}|` +
+	`pplx-[A-Za-z0-9]{40,}|ATATT[A-Za-z0-9_=-]{20,}|[0-9]{8,10}:AA[A-Za-z0-9_-]{33})`)
 
 // awsKeyRE matches an AWS access key ID (AKIA or ASIA and 16 capitals or
 // digits) as a whole word: "ASIA2024Q1SALESREPORTS" is a name.
@@ -23,11 +29,13 @@ var awsKeyRE = regexp.MustCompile(`(?:^|[^A-Za-z0-9_])A(?:KIA|SIA)[A-Z0-9]{16}(?
 
 // tokenPrefixRE matches the published prefix that starts a match of
 // tokenRE, after the character before it.
-var tokenPrefixRE = regexp.MustCompile(`^[^A-Za-z0-9_]?(?:gh[pousr]_|github_pat_|glpat-|xox[abprs]-|sk-|AIza|npm_|pypi-|[sr]k_(?:live|test)_|ntn_|secret_|hf_)`)
+var tokenPrefixRE = regexp.MustCompile(`^[^A-Za-z0-9_]?(?:gh[pousr]_|github_pat_|glpat-|xox[abprs]-|sk-|AIza|npm_|pypi-|[sr]k_(?:live|test)_|ntn_|secret_|hf_|` +
+	`xapp-[0-9]-|dop_v1_|gsk_|lin_api_|shp(?:at|ss|ca|pa)_|glsa_|r8_|pplx-|ATATT|[0-9]{8,10}:)`)
 
 // TokenShaped reports whether s holds a credential in the published format
 // of a common service (a GitHub, GitLab, Slack, OpenAI, AWS, Google, npm,
-// PyPI, Stripe, Notion or Hugging Face token), configured or not: a match
+// PyPI, Stripe, Notion, Hugging Face, … token: see tokenRE), configured or
+// not: a match
 // whose part after the prefix holds 16 letters and digits or more and looks
 // random, not like words ("sk-learn-tutorial-for-beginners-2024",
 // "secret_santa2024GiftExchangeIdeas" and "glpat-rotation-runbook-v2" are
