@@ -614,3 +614,51 @@ func TestCachedReadsDoNotEndASlowSpell(t *testing.T) {
 		}
 	})
 }
+
+// A server whose resources rank first and whose reads fail or answer
+// empty does not take every place of a request: each such candidate is
+// replaced by the next ranked one, and the answer holds the other
+// server's texts, with the failed ones listed as omitted.
+func TestFailedReadsAreReplacedByTheNextCandidates(t *testing.T) {
+	for _, mode := range []string{"empty", "error"} {
+		t.Run(mode, func(t *testing.T) {
+			bad := mcptest.NewServer(nil, nil)
+			for i := range 60 { // more than every candidate ranked, replacements included
+				bad.AddResource(&mcpsdk.Resource{URI: fmt.Sprintf("doc://bad/%d", i), Name: fmt.Sprintf("river mountain notes %d river mountain", i),
+					Description: "river mountain river mountain notes"},
+					func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+						if mode == "error" {
+							return nil, errors.New("unavailable")
+						}
+						return &mcpsdk.ReadResourceResult{}, nil
+					})
+			}
+			docs := map[string]string{}
+			for i := range 20 {
+				docs[fmt.Sprintf("doc://ok/%d", i)] = fmt.Sprintf("notes %d on the river and the mountain trail\n", i)
+			}
+			eng := newEngine(t, "", map[string]*mcpsdk.Server{"bad": bad, "ok": mcptest.NewServer(docs, nil)}, 5*time.Second)
+			res, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "river mountain notes", TokenBudget: 2000})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ok, failed := 0, 0
+			for _, it := range res.Items {
+				if it.Server == "ok" {
+					ok++
+				}
+			}
+			for _, o := range res.Omitted {
+				if o.Server == "bad" && o.Read {
+					failed++
+				}
+			}
+			if ok < 5 || failed == 0 {
+				t.Errorf("%d items from the honest server, %d failed reads listed; want at least 5 and the failures (%d items, %d omitted)", ok, failed, len(res.Items), len(res.Omitted))
+			}
+			if res.Reads > 3*engine.CandidatesFor(2000) {
+				t.Errorf("%d reads; want at most %d", res.Reads, 3*engine.CandidatesFor(2000))
+			}
+		})
+	}
+}

@@ -266,7 +266,9 @@ func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (out *Assemb
 		c.Pinned = true
 		cands = append(cands, c)
 	}
-	ranked, err := e.rank(ctx, req.Query, req.Filter, depth+len(pinned), e.ranking)
+	// Ranked deeper than the candidates taken: the next ones replace
+	// candidates whose reads fail or bring nothing (see refill).
+	ranked, err := e.rank(ctx, req.Query, req.Filter, refillDepth*depth+len(pinned), e.ranking)
 	if err != nil && (len(pinned) == 0 || !errors.Is(err, ErrUnavailable)) {
 		return nil, err
 	}
@@ -293,15 +295,197 @@ func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (out *Assemb
 	}
 	budget := e.newReadBudget(ctx)
 	budget.dropBlobs = !req.IncludeBinary
-	res, err := selector.Select(ctx, selector.Request{
+	sreq := selector.Request{
 		TokenBudget: req.TokenBudget, IncludeBinary: req.IncludeBinary, MaxItems: req.MaxItems,
 		IncludeUserAudience: req.IncludeUserAudience,
 		Query:               req.Query, ValueFloor: floor, Now: time.Now(), Estimator: e.est,
-	}, cands, e.reader(fetched, budget), e.tok)
+	}
+	memo := &readMemo{read: e.reader(fetched, budget), m: map[resource.Key]memoRead{}}
+	res, err := selector.Select(ctx, sreq, cands, memo.get, e.tok)
 	if err != nil {
 		return nil, err
 	}
+	// A candidate whose read failed or brought nothing is replaced by the
+	// next ranked one, and the selection made again (reads already made
+	// are not made again): otherwise a server whose resources rank first
+	// and whose reads fail, or answer empty, takes every place of a
+	// request and its caller gets nothing while other servers hold what
+	// the task needs.
+	var dropped []selector.Omitted
+	excluded := map[resource.Key]bool{}
+	next := len(cands) - len(pinned) // ranked candidates taken so far
+	reranked := false
+	for round := 0; round < refillRounds && ctx.Err() == nil; round++ {
+		var failed []resource.Key
+		for _, c := range cands {
+			if k := c.Key(); !pinned[k] && !excluded[k] && memo.failed(k) {
+				failed = append(failed, k)
+			}
+		}
+		if len(failed) == 0 {
+			break
+		}
+		isFailed := make(map[resource.Key]bool, len(failed))
+		for _, k := range failed {
+			isFailed[k] = true
+		}
+		kept := cands[:0:0]
+		for _, c := range cands {
+			if !isFailed[c.Key()] {
+				kept = append(kept, c)
+			}
+		}
+		// A server none of whose reads in this request brought anything
+		// (two failed or more) gets no replacement candidates: a server
+		// with many descriptors ranking first would otherwise fill the
+		// replacements too.
+		failing := memo.failingServers()
+		inKept := make(map[resource.Key]bool, len(kept))
+		for _, c := range kept {
+			inKept[c.Key()] = true
+		}
+		added := 0
+		for added < len(failed) {
+			if next == len(ranked) {
+				// Ranked without the failing servers, once: their
+				// descriptors may fill every place ranked.
+				if reranked || len(failing) == 0 {
+					break
+				}
+				reranked = true
+				var servers []string
+				for _, s := range e.scope(req.Filter.Servers) {
+					if !failing[s] {
+						servers = append(servers, s)
+					}
+				}
+				if len(servers) == 0 {
+					break
+				}
+				f := req.Filter
+				f.Servers = servers
+				more, rerr := e.rank(ctx, req.Query, f, refillDepth*depth, e.ranking)
+				if rerr != nil {
+					break
+				}
+				ranked, next = more, 0
+				continue
+			}
+			r := ranked[next]
+			next++
+			if k := r.Key(); pinned[k] || excluded[k] || isFailed[k] || failing[k.Server] || inKept[k] {
+				continue
+			}
+			c := candidate(r.Descriptor, r.Score)
+			if c.Size <= 0 {
+				c.IndexedSize = int64(e.ix.ContentSize(c.Key()))
+			}
+			kept = append(kept, c)
+			inKept[c.Key()] = true
+			added++
+		}
+		if added == 0 {
+			break
+		}
+		// The failed ones stay in the answer's omitted list, with why.
+		for _, o := range res.Omitted {
+			if isFailed[o.Key()] {
+				dropped = append(dropped, o)
+			}
+		}
+		for k := range isFailed {
+			excluded[k] = true
+		}
+		e.attachPassages(ctx, req.Query, kept[len(kept)-added:])
+		cands = kept
+		if res, err = selector.Select(ctx, sreq, cands, memo.get, e.tok); err != nil {
+			return nil, err
+		}
+	}
+	res.Omitted = append(res.Omitted, dropped...)
+	res.Reads = memo.reads
 	return &AssembleResult{Result: res, Tokenizer: e.tok.Encoding(), Fetched: fetched.m}, nil
+}
+
+// refillDepth is how many times the candidates a request takes are
+// ranked (replacements for failed reads come from the rest), and
+// refillRounds how many times they are replaced.
+const (
+	refillDepth  = 3
+	refillRounds = 2
+)
+
+// readMemo makes each of a request's reads once: a selection made again
+// after replacing candidates reuses what was read.
+type readMemo struct {
+	read  selector.ReadFunc
+	mu    sync.Mutex
+	m     map[resource.Key]memoRead
+	reads int // reads made
+}
+
+type memoRead struct {
+	contents []selector.Content
+	err      error
+}
+
+func (r *readMemo) get(ctx context.Context, server, uri string) ([]selector.Content, error) {
+	k := resource.Key{Server: server, URI: uri}
+	r.mu.Lock()
+	got, ok := r.m[k]
+	r.mu.Unlock()
+	if ok {
+		return got.contents, got.err
+	}
+	contents, err := r.read(ctx, server, uri)
+	r.mu.Lock()
+	r.m[k] = memoRead{contents, err}
+	r.reads++
+	r.mu.Unlock()
+	return contents, err
+}
+
+// failed reports whether k was read and the read failed or brought no
+// content.
+func (r *readMemo) failed(k resource.Key) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	got, ok := r.m[k]
+	return ok && got.empty()
+}
+
+func (got memoRead) empty() bool {
+	if got.err != nil {
+		return true
+	}
+	for _, c := range got.contents {
+		if c.Text != "" || len(c.Blob) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// failingServers returns the servers with two reads or more in this
+// request, every one of which failed or brought nothing.
+func (r *readMemo) failingServers() map[string]bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	fails, ok := map[string]int{}, map[string]bool{}
+	for k, got := range r.m {
+		if got.empty() {
+			fails[k.Server]++
+		} else {
+			ok[k.Server] = true
+		}
+	}
+	out := map[string]bool{}
+	for s, n := range fails {
+		if n >= 2 && !ok[s] {
+			out[s] = true
+		}
+	}
+	return out
 }
 
 // attachPassages gives each candidate the passages of its indexed text
