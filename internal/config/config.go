@@ -207,14 +207,16 @@ type file struct {
 }
 
 type serverFile struct {
-	Type     string            `yaml:"type"`
-	Command  string            `yaml:"command"`
-	Args     []string          `yaml:"args"`
-	Env      map[string]string `yaml:"env"`
-	Cwd      string            `yaml:"cwd"`
-	URL      string            `yaml:"url"`
-	Headers  map[string]string `yaml:"headers"`
-	Disabled bool              `yaml:"disabled"`
+	Type    string            `yaml:"type"`
+	Command string            `yaml:"command"`
+	Args    []string          `yaml:"args"`
+	Env     map[string]string `yaml:"env"`
+	Cwd     string            `yaml:"cwd"`
+	URL     string            `yaml:"url"`
+	// ServerURL is Windsurf's name for url.
+	ServerURL string            `yaml:"serverUrl"`
+	Headers   map[string]string `yaml:"headers"`
+	Disabled  bool              `yaml:"disabled"`
 	// IndexContent is read as a string so that a bad value gets an error
 	// naming the server and the field; absent means true.
 	IndexContent *string `yaml:"index_content"`
@@ -411,6 +413,13 @@ func parse(path string, data []byte, lookup func(string) (string, bool), clientO
 		}
 	}
 	for name, sf := range all {
+		if sf.ServerURL != "" {
+			if sf.URL != "" && sf.URL != sf.ServerURL {
+				return nil, fmt.Errorf("%s: %w: server %q: set url or serverUrl (Windsurf's name for it), not both", path, ErrInvalid, name)
+			}
+			sf.URL = sf.ServerURL
+			all[name] = sf
+		}
 		if sf.Disabled {
 			// Not run, but its credentials are still the user's: masked,
 			// and withheld from the servers that run, also when it would
@@ -698,7 +707,7 @@ func (e *expander) strMap(field string, m map[string]string) map[string]string {
 	}
 	out := make(map[string]string, len(m))
 	for k, v := range m {
-		out[k] = e.str(field+"."+k, v)
+		out[k] = e.str(field+"."+keyBare(k), v)
 	}
 	return out
 }

@@ -182,7 +182,12 @@ func checkServer(name string, s *yaml.Node) (warnings []string, err error) {
 // mention auth or tokens ("selectedAuthType", "oauthAccount",
 // "security: {auth: {selectedType: …}}", "max_tokens") are not.
 func authLike(k, v *yaml.Node) bool {
-	return tokenKey(k.Value) || holdsToken(v, 2)
+	n := normalKey(k.Value)
+	// At the top, any key ending in "token" ("CONTEXTD_TOKEN",
+	// "daemon_token") or an "authorization" is one; nested, only the
+	// names tokenKey knows (an anchor holding "GITHUB_TOKEN" is a
+	// server's).
+	return tokenKey(k.Value) || strings.HasSuffix(n, "token") || n == "authorization" || holdsToken(v, 2)
 }
 
 // tokenKey reports whether a key names the daemon's token.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"os"
 	"strings"
@@ -172,19 +173,25 @@ func (c *Config) parseSecurity(f *file, lookup func(string) (string, bool)) erro
 	case file != "":
 		// A device or a FIFO (/dev/zero, a pipe nobody writes) would be read
 		// without end or block the start; a token needs one short line.
+		// The path is not quoted: a token pasted here by mistake
+		// ("token_file: <the token>") would be.
 		if fi, err := os.Stat(file); err == nil && !fi.Mode().IsRegular() {
-			return fmt.Errorf("field auth.token_file: %s is not a regular file", file)
+			return errors.New("field auth.token_file: not a regular file")
 		}
 		b, err := readHead(file, maxTokenFileBytes)
 		if err != nil {
-			return fmt.Errorf("field auth.token_file: %w", err)
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err
+			}
+			return fmt.Errorf("field auth.token_file: cannot read it (is the token written here instead of in auth.token?): %v", err)
 		}
 		if fi, err := os.Stat(file); err == nil && fi.Mode().Perm()&0o077 != 0 {
-			c.Warnings = append(c.Warnings, fmt.Sprintf("auth.token_file %s is readable by others (mode %v): chmod 600 it", file, fi.Mode().Perm()))
+			c.Warnings = append(c.Warnings, fmt.Sprintf("auth.token_file is readable by others (mode %v): chmod 600 it", fi.Mode().Perm()))
 		}
 		tok, _, _ = strings.Cut(string(b), "\n")
 		if tok = strings.TrimSpace(tok); tok == "" {
-			return fmt.Errorf("field auth.token_file: %s is empty", file)
+			return errors.New("field auth.token_file: the file is empty")
 		}
 	}
 	if tok != "" && len(tok) < minTokenBytes {

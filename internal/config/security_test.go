@@ -66,8 +66,8 @@ func TestSecurityKeyErrors(t *testing.T) {
 		{"tls: { cert: /x }", `field tls.cert is not one contextd reads`},
 		{"auth: { token: short }", "the token is 5 bytes; use at least 16"},
 		{"auth: { token: '${NOPE}' }", "environment variable NOPE is not set (used in field auth.token)"},
-		{"auth: { token_file: /does/not/exist }", "field auth.token_file: open /does/not/exist"},
-		{"auth: { token_file: " + os.DevNull + " }", "is not a regular file"}, // nor /dev/zero, read without end, nor a FIFO
+		{"auth: { token_file: /does/not/exist }", "field auth.token_file: cannot read it (is the token written here instead of in auth.token?): no such file or directory"},
+		{"auth: { token_file: " + os.DevNull + " }", "field auth.token_file: not a regular file"}, // nor /dev/zero, read without end, nor a FIFO
 		{"tls: { cert_file: /c }", "set both cert_file and key_file"},
 		{"tls: { client_ca_file: /c }", "client certificates need TLS"},
 		{"max_reads: -1", "field max_reads: -1 is negative"},
@@ -551,5 +551,36 @@ func TestHostsAuthKeysAreNotTheDaemonsToken(t *testing.T) {
 		if len(c.Servers) == 0 || c.Auth.Token != "" {
 			t.Errorf("%s: %d servers, token %q", body, len(c.Servers), c.Auth.Token)
 		}
+	}
+}
+
+// A token written under a top-level key ending in "token", or as an
+// "authorization", is refused; a token pasted as token_file is not quoted;
+// a credential used as an env or header name is not quoted either.
+func TestMisplacedTokensAreRefusedUnquoted(t *testing.T) {
+	const tok = "ghp_16C7e42F292c6912E7710c838347Ae178B4a"
+	for _, body := range []string{
+		"CONTEXTD_TOKEN: " + tok, "contextd_token: " + tok, "daemon_token: " + tok, "authorization: \"Bearer " + tok + "\"",
+		"auth: { token_file: " + tok + " }",
+		"mcpServers:\n  s: { command: x, env: { " + tok + ": \"${NOPE}\" } }",
+		"mcpServers:\n  s: { url: \"https://s.example/mcp\", headers: { " + tok + ": \"${NOPE}\" } }",
+	} {
+		_, err := config.Parse("c.yaml", []byte(body+"\n"), env(nil))
+		if err == nil {
+			t.Errorf("%q: accepted", body)
+		} else if strings.Contains(err.Error(), tok[4:20]) {
+			t.Errorf("%q: error %q quotes the token", body, err)
+		}
+	}
+}
+
+// Windsurf names a remote server's url serverUrl.
+func TestWindsurfServerURL(t *testing.T) {
+	c, err := config.Parse("mcp_config.json", []byte(`{"mcpServers": {"gh": {"serverUrl": "https://gh.example/mcp", "headers": {"Authorization": "Bearer x"}}}}`), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, ok := c.Server("gh"); !ok || s.URL != "https://gh.example/mcp" || s.Transport != config.TransportHTTP {
+		t.Errorf("server gh: %+v", s)
 	}
 }
