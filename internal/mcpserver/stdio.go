@@ -21,9 +21,10 @@ import (
 // decode does not end the session. The go-sdk ends it (and so the process)
 // on any such message: text that is not JSON, a version tag other than
 // "2.0", an id that is neither a string nor a number it can hold
-// (1e400, {"a":1}), a line over MaxRequestBytes, JSON nested deeper than
-// 1,000. Such a line is answered with a JSON-RPC error (id null, code
-// -32700 or -32600) and logged, and the next one is read.
+// (1e400, {"a":1}, 2^53+1), a line over MaxRequestBytes, JSON nested
+// deeper than 1,000, a batch, a repeated key. Such a line is answered with
+// a JSON-RPC error (id null, code -32700 or -32600) and logged, and the
+// next one is read.
 func StdioTransport(in io.Reader, out io.Writer, log *slog.Logger) mcpsdk.Transport {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -138,19 +139,47 @@ func checkMessage(line []byte) (int, string) {
 		return -32600, fmt.Sprintf("the message is nested deeper than %d", maxDepth)
 	}
 	line = bytes.TrimSpace(line)
-	if line[0] != '[' {
-		return checkOne(line)
+	if line[0] == '[' {
+		// The go-sdk ends the session on a batch from 2025-06-18 on, and
+		// on some before (two notifications, a repeated id); MCP no longer
+		// has them.
+		return -32600, "JSON-RPC batches are not accepted: send each message on its own line"
 	}
-	var batch []json.RawMessage
-	if err := json.Unmarshal(line, &batch); err != nil || len(batch) == 0 {
-		return -32600, "a batch must be a non-empty array of messages"
+	if duplicateKeys(line) {
+		// The go-sdk decodes every occurrence of a key: a first value it
+		// cannot read ends the session, whatever the last one is.
+		return -32600, "a message may not repeat a key"
 	}
-	for _, m := range batch {
-		if code, problem := checkOne(m); problem != "" {
-			return code, problem
+	return checkOne(line)
+}
+
+// duplicateKeys reports whether the JSON object m repeats a key at its top
+// level or in its "error" object.
+func duplicateKeys(m []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(m))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return false
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		k, _ := t.(string)
+		if seen[k] {
+			return true
+		}
+		seen[k] = true
+		var v json.RawMessage
+		if dec.Decode(&v) != nil {
+			return false
+		}
+		if k == "error" && len(v) > 0 && v[0] == '{' && duplicateKeys(v) {
+			return true
 		}
 	}
-	return 0, ""
+	return false
 }
 
 // checkOne checks one message (fields matched by exact name, as the
@@ -174,7 +203,15 @@ func checkOne(m json.RawMessage) (int, string) {
 		}
 		hasID = true
 	default:
+		// The go-sdk reads a number id as a float64: one that float
+		// cannot hold exactly would be answered under another id.
 		f, err := strconv.ParseFloat(string(id), 64)
+		if n, ierr := strconv.ParseInt(string(id), 10, 64); ierr == nil {
+			err = nil
+			if n > 1<<53 || n < -(1<<53) {
+				err = strconv.ErrRange
+			}
+		}
 		if err != nil || math.IsInf(f, 0) || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
 			return -32600, "the id must be a string or an integer of at most 2^53"
 		}

@@ -84,6 +84,12 @@ func TestStdioAnswersMalformedMessagesAndGoesOn(t *testing.T) {
 		`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"assemble_context","arguments":{"task":` + strings.Repeat("[", 998) + strings.Repeat("]", 998) + `}}}`,
 		"\xef\xbb\xbf" + `{"jsonrpc":"2.0","id":5,"method":"ping"}`,
 		`{"jsonrpc":"2.0","id":true,"method":"ping"}`,
+		`[{"jsonrpc":"2.0","id":5,"method":"ping"}]`,
+		`[{"jsonrpc":"2.0","method":"notifications/x"},{"jsonrpc":"2.0","method":"notifications/y"}]`,
+		`{"jsonrpc":1,"jsonrpc":"2.0","id":5,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":1e400,"id":5,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":6,"error":"x","error":{"code":1,"message":"m"}}`,
+		`{"jsonrpc":"2.0","id":9007199254740993,"method":"ping"}`,
 		`{"jsonrpc":"2.0","id":6,"error":{"code":1e400,"message":"x"}}`,
 		`{"jsonrpc":"2.0","id":5,"method":"ping","params":{"x":"` + strings.Repeat("a", mcpserver.MaxRequestBytes) + `"}}`,
 	} {
