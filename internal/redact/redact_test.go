@@ -1032,7 +1032,7 @@ func TestTokenShaped(t *testing.T) {
 		"dop_v1_9f2c4b8e1d7a6c3f5e0b2d4a8c6e1f3b5d7a9c2e4f6b8d0a1c3e5f7b9d2a4c6e", "gsk_Zq8vR2mKp4Tn6Wx9Yb3Hc5Jd7Lf1Gs0Qa2We4Rt6Yu8Io",
 		"lin_api_Zq8vR2mKp4Tn6Wx9Yb3Hc5Jd7Lf1Gs0Q", "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", "glsa_Zq8vR2mKp4Tn6Wx9Yb3Hc5Jd7Lf1Gs0Q_9f2c4b8e",
 		"r8_Zq8vR2mKp4Tn6Wx9Yb3Hc5Jd7Lf1Gs0Qa", "pplx-Zq8vR2mKp4Tn6Wx9Yb3Hc5Jd7Lf1Gs0Qa2We4Rt6Yu8", "ATATT3xFfGF0Zq8vR2mKp4Tn6Wx9Yb3Hc5Jd7Lf1Gs0Q",
-		"bot 123456789:AAZq8vR2mKp4Tn6Wx9Yb3Hc5Jd7Lf1Gs0Qa2",
+		"bot 123456789:AAZq8vR2mKp4Tn6Wx9Yb3Hc5Jd7Lf1Gs0Qa2", "https://api.telegram.org/bot12345678901:AAZq8vR2mKp4Tn6Wx9Yb3Hc5Jd7Lf1Gs0Qa2/getMe",
 		// "-" and "_" inside the random part.
 		"glpat-Rk2_v9Xq-Lm4Wb7ZtN1p", "AIzaSyB-4kQ9_xZ2mLp7Vr3Tn8Wc1Hd6Jf0Ge5Ys", "sk-ant-api03-Zq7_vHq4vL8nR2-tY6wKp3Xm9Bc1Df5Gh0Jk4Lm8Np2Qr6St0Uv4Wx8Yz2Ab6Cd0Ef4Gh8Ij2Kl6Mn0Op4Qr8St2Uv6Wx0Yz4Ab8Cd2Ef6GhAA"} {
 		if !redact.TokenShaped(s) {

@@ -12,7 +12,8 @@ import (
 // (sk_live_, rk_live_, sk_test_), Notion (ntn_, secret_), Hugging Face
 // (hf_), DigitalOcean (dop_v1_), Groq (gsk_), Linear (lin_api_), Shopify
 // (shpat_, shpss_, shpca_, shppa_), Grafana (glsa_), Replicate (r8_),
-// Perplexity (pplx-), Atlassian (ATATT), Telegram bots (digits:AA…). AWS
+// Perplexity (pplx-), Atlassian (ATATT), Telegram bots (digits:AA…, also
+// as pasted: bot<digits>:AA…, in an API URL). AWS
 // access key IDs (awsKeyRE) have a length of their own.
 var tokenRE = regexp.MustCompile(`(?:^|[^A-Za-z0-9_])(?:` +
 	`gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|glpat-[A-Za-z0-9_-]{20,}|` +
@@ -21,7 +22,7 @@ var tokenRE = regexp.MustCompile(`(?:^|[^A-Za-z0-9_])(?:` +
 	`ntn_[A-Za-z0-9]{30,}|secret_[A-Za-z0-9]{30,}|hf_[A-Za-z0-9]{30,}|` +
 	`xapp-[0-9]-[A-Za-z0-9-]{20,}|dop_v1_[a-f0-9]{64}|gsk_[A-Za-z0-9]{40,}|lin_api_[A-Za-z0-9]{32,}|` +
 	`shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}|glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}|r8_[A-Za-z0-9]{30,}|` +
-	`pplx-[A-Za-z0-9]{40,}|ATATT[A-Za-z0-9_=-]{20,}|[0-9]{8,10}:AA[A-Za-z0-9_-]{33})`)
+	`pplx-[A-Za-z0-9]{40,}|ATATT[A-Za-z0-9_=-]{20,}|(?:bot)?[0-9]{8,11}:AA[A-Za-z0-9_-]{33})`)
 
 // awsKeyRE matches an AWS access key ID (AKIA or ASIA and 16 capitals or
 // digits) as a whole word: "ASIA2024Q1SALESREPORTS" is a name.
@@ -30,7 +31,7 @@ var awsKeyRE = regexp.MustCompile(`(?:^|[^A-Za-z0-9_])A(?:KIA|SIA)[A-Z0-9]{16}(?
 // tokenPrefixRE matches the published prefix that starts a match of
 // tokenRE, after the character before it.
 var tokenPrefixRE = regexp.MustCompile(`^[^A-Za-z0-9_]?(?:gh[pousr]_|github_pat_|glpat-|xox[abprs]-|sk-|AIza|npm_|pypi-|[sr]k_(?:live|test)_|ntn_|secret_|hf_|` +
-	`xapp-[0-9]-|dop_v1_|gsk_|lin_api_|shp(?:at|ss|ca|pa)_|glsa_|r8_|pplx-|ATATT|[0-9]{8,10}:)`)
+	`xapp-[0-9]-|dop_v1_|gsk_|lin_api_|shp(?:at|ss|ca|pa)_|glsa_|r8_|pplx-|ATATT|(?:bot)?[0-9]{8,11}:)`)
 
 // TokenShaped reports whether s holds a credential in the published format
 // of a common service (a GitHub, GitLab, Slack, OpenAI, AWS, Google, npm,
