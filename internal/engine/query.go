@@ -272,7 +272,7 @@ func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (out *Assemb
 	if err != nil && (len(pinned) == 0 || !errors.Is(err, ErrUnavailable)) {
 		return nil, err
 	}
-	e.noteHits(ranked)
+	e.noteHits(ranked[:min(len(ranked), depth+len(pinned))]) // what a request takes, not its spares
 	// With pins, no synced server to rank is not an error: the pinned
 	// resources are still read (from servers that are up).
 	for _, r := range ranked {
