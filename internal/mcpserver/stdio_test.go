@@ -42,22 +42,27 @@ func TestStdioAnswersMalformedMessagesAndGoesOn(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// next returns the next answer (notifications the server sends
+	// meanwhile, such as list_changed, are skipped).
 	next := func() map[string]json.RawMessage {
 		t.Helper()
-		select {
-		case l, ok := <-lines:
-			if !ok {
-				t.Fatal("the session ended")
+		for {
+			select {
+			case l, ok := <-lines:
+				if !ok {
+					t.Fatal("the session ended")
+				}
+				var m map[string]json.RawMessage
+				if err := json.Unmarshal([]byte(l), &m); err != nil {
+					t.Fatalf("answer %q: %v", l, err)
+				}
+				if _, isAnswer := m["id"]; isAnswer {
+					return m
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("no answer in 10 s")
 			}
-			var m map[string]json.RawMessage
-			if err := json.Unmarshal([]byte(l), &m); err != nil {
-				t.Fatalf("answer %q: %v", l, err)
-			}
-			return m
-		case <-time.After(10 * time.Second):
-			t.Fatal("no answer in 10 s")
 		}
-		return nil
 	}
 	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
 	if m := next(); string(m["id"]) != "1" || m["result"] == nil {
