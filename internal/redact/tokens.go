@@ -5,38 +5,102 @@ import (
 	"strings"
 )
 
-// tokenRE matches credentials in the published formats of common services,
-// as a word: GitHub (ghp_, gho_, ghu_, ghs_, ghr_, github_pat_), GitLab
-// (glpat-), Slack (xoxa-, xoxb-, xoxp-, xoxr-, xoxs-, xapp-), OpenAI and
-// Anthropic (sk-), Google API keys (AIza), npm (npm_), PyPI (pypi-), Stripe
-// (sk_live_, rk_live_, sk_test_), Notion (ntn_, secret_), Hugging Face
-// (hf_), DigitalOcean (dop_v1_), Groq (gsk_), Linear (lin_api_), Shopify
-// (shpat_, shpss_, shpca_, shppa_), Grafana (glsa_), Replicate (r8_),
-// Perplexity (pplx-), Atlassian (ATATT), Telegram bots (digits:AA…, also
-// as pasted: bot<digits>:AA…, in an API URL). AWS
+// tokenFormats are the published formats of common services' credentials:
+// a prefix, then the random part's shape. tokenRE matches any of them as a
+// word; tokenPrefixRE finds which prefix starts a match, so the part after
+// it can be judged (generated). A prefix must not also start another
+// format listed before it (tokenPrefixRE takes the first that matches).
+var tokenFormats = []struct{ service, prefix, body string }{
+	{"GitHub", `gh[pousr]_`, `[A-Za-z0-9]{20,}`},
+	{"GitHub fine-grained", `github_pat_`, `[A-Za-z0-9_]{20,}`},
+	{"GitLab", `glpat-`, `[A-Za-z0-9_-]{20,}`},
+	{"GitLab other tokens", `gl(?:ptt|dt|rt|cbt|ft|imt|soat|agent)-`, `[A-Za-z0-9_-]{20,}`},
+	{"Slack", `xox[abprs]-`, `[A-Za-z0-9-]{10,}`},
+	{"Slack app", `xapp-[0-9]-`, `[A-Za-z0-9-]{20,}`},
+	{"OpenAI, Anthropic, DeepSeek, OpenRouter", `sk-`, `[A-Za-z0-9_-]{20,}`},
+	{"Google API", `AIza`, `[A-Za-z0-9_-]{35}`},
+	{"Google OAuth client secret", `GOCSPX-`, `[A-Za-z0-9_-]{24,}`},
+	{"Google OAuth access token", `ya29\.`, `[A-Za-z0-9_-]{30,}`},
+	{"npm", `npm_`, `[A-Za-z0-9]{30,}`},
+	{"PyPI", `pypi-`, `[A-Za-z0-9_-]{30,}`},
+	{"Stripe", `[sr]k_(?:live|test)_`, `[A-Za-z0-9]{16,}`},
+	{"Stripe webhook", `whsec_`, `[A-Za-z0-9+/=]{24,}`},
+	{"ElevenLabs", `sk_`, `[a-f0-9]{40,}`},
+	{"Notion", `ntn_`, `[A-Za-z0-9]{30,}`},
+	{"Notion (older)", `secret_`, `[A-Za-z0-9]{30,}`},
+	{"Hugging Face", `hf_`, `[A-Za-z0-9]{30,}`},
+	{"DigitalOcean", `do[opr]_v1_`, `[a-f0-9]{64}`},
+	{"Groq", `gsk_`, `[A-Za-z0-9]{40,}`},
+	{"Linear", `lin_api_`, `[A-Za-z0-9]{32,}`},
+	{"Shopify", `shp(?:at|ss|ca|pa)_`, `[a-fA-F0-9]{32}`},
+	{"Grafana", `glsa_`, `[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}`},
+	{"Grafana Cloud", `glc_`, `[A-Za-z0-9+/=]{32,}`},
+	{"Replicate", `r8_`, `[A-Za-z0-9]{30,}`},
+	{"Perplexity", `pplx-`, `[A-Za-z0-9]{40,}`},
+	{"xAI", `xai-`, `[A-Za-z0-9]{40,}`},
+	{"Atlassian", `ATATT`, `[A-Za-z0-9_=-]{20,}`},
+	{"Atlassian Bitbucket", `ATBB`, `[A-Za-z0-9_=-]{20,}`},
+	{"Docker Hub", `dckr_pat_`, `[A-Za-z0-9_-]{20,}`},
+	{"Tailscale", `tskey-[a-z]+-`, `[A-Za-z0-9]{6,}-[A-Za-z0-9]{16,}`},
+	{"SendGrid", `SG\.`, `[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{30,}`},
+	{"HashiCorp Vault", `hv[sb]\.`, `[A-Za-z0-9_-]{24,}`},
+	{"Terraform Cloud", `[A-Za-z0-9]{14}\.atlasv1\.`, `[A-Za-z0-9_-]{40,}`},
+	{"Doppler", `dp\.(?:pt|st|sa|ct|scim|audit)\.`, `[A-Za-z0-9]{30,}`},
+	{"Postman", `PMAK-`, `[a-f0-9]{24}-[a-f0-9]{34}`},
+	{"Figma", `figd_`, `[A-Za-z0-9_-]{30,}`},
+	{"Supabase", `sbp_`, `[a-f0-9]{40}`},
+	{"Supabase secret key", `sb_secret_`, `[A-Za-z0-9_-]{20,}`},
+	{"Sentry", `sntry[su]_`, `[A-Za-z0-9+/=_]{30,}`},
+	{"Databricks", `dapi`, `[a-f0-9]{32}`},
+	{"1Password service account", `ops_`, `[A-Za-z0-9+/=_-]{40,}`},
+	{"Fly.io", `fo1_`, `[A-Za-z0-9_-]{30,}`},
+	{"Neon", `napi_`, `[A-Za-z0-9]{40,}`},
+	{"PlanetScale", `pscale_(?:tkn|pw|oauth)_`, `[A-Za-z0-9_-]{30,}`},
+	{"Pulumi", `pul-`, `[a-f0-9]{40}`},
+	{"Netlify", `nfp_`, `[A-Za-z0-9]{30,}`},
+	{"Buildkite", `bkua_`, `[a-f0-9]{40}`},
+	{"Heroku", `HRKU-`, `[A-Za-z0-9_-]{30,}`},
+	{"Airtable", `pat[A-Za-z0-9]{14}\.`, `[a-f0-9]{64}`},
+	{"New Relic", `NRAK-`, `[A-Z0-9]{27}`},
+	{"Mailgun", `key-`, `[a-f0-9]{32}`},
+	{"Square", `sq0(?:atp|csp)-`, `[A-Za-z0-9_-]{22,}`},
+	{"Mapbox", `sk\.`, `eyJ[A-Za-z0-9_-]{20,}\.[A-Za-z0-9_-]{16,}`},
+	{"Tavily", `tvly-`, `[A-Za-z0-9_-]{24,}`},
+	{"Firecrawl", `fc-`, `[a-f0-9]{32}`},
+	{"Context7", `ctx7sk-`, `[A-Za-z0-9-]{30,}`},
+	{"Apify", `apify_api_`, `[A-Za-z0-9]{30,}`},
+	{"Pinecone", `pcsk_`, `[A-Za-z0-9_]{40,}`},
+	{"LangSmith", `lsv2_(?:pt|sk)_`, `[a-f0-9]{32}_[a-f0-9]{10}`},
+	{"Resend", `re_`, `[A-Za-z0-9_]{24,}`},
+	{"age", `AGE-SECRET-KEY-1`, `[0-9A-Z]{58}`},
+	{"JSON Web Token", `eyJ`, `[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}`},
+	{"Telegram bot", `(?:bot)?[0-9]{8,11}:`, `AA[A-Za-z0-9_-]{33}`},
+}
+
+// tokenRE matches a credential in one of tokenFormats as a word. AWS
 // access key IDs (awsKeyRE) have a length of their own.
-var tokenRE = regexp.MustCompile(`(?:^|[^A-Za-z0-9_])(?:` +
-	`gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|glpat-[A-Za-z0-9_-]{20,}|` +
-	`xox[abprs]-[A-Za-z0-9-]{10,}|sk-[A-Za-z0-9_-]{20,}|AIza[A-Za-z0-9_-]{35}|` +
-	`npm_[A-Za-z0-9]{30,}|pypi-[A-Za-z0-9_-]{30,}|[sr]k_(?:live|test)_[A-Za-z0-9]{16,}|` +
-	`ntn_[A-Za-z0-9]{30,}|secret_[A-Za-z0-9]{30,}|hf_[A-Za-z0-9]{30,}|` +
-	`xapp-[0-9]-[A-Za-z0-9-]{20,}|dop_v1_[a-f0-9]{64}|gsk_[A-Za-z0-9]{40,}|lin_api_[A-Za-z0-9]{32,}|` +
-	`shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}|glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}|r8_[A-Za-z0-9]{30,}|` +
-	`pplx-[A-Za-z0-9]{40,}|ATATT[A-Za-z0-9_=-]{20,}|(?:bot)?[0-9]{8,11}:AA[A-Za-z0-9_-]{33})`)
+var tokenRE = regexp.MustCompile(`(?:^|[^A-Za-z0-9_])(?:` + joinFormats(func(prefix, body string) string { return prefix + body }) + `)`)
+
+// tokenPrefixRE matches the prefix that starts a match of tokenRE, after
+// the character before it.
+var tokenPrefixRE = regexp.MustCompile(`^[^A-Za-z0-9_]?(?:` + joinFormats(func(prefix, _ string) string { return prefix }) + `)`)
+
+func joinFormats(part func(prefix, body string) string) string {
+	parts := make([]string, len(tokenFormats))
+	for i, f := range tokenFormats {
+		parts[i] = part(f.prefix, f.body)
+	}
+	return strings.Join(parts, "|")
+}
 
 // awsKeyRE matches an AWS access key ID (AKIA or ASIA and 16 capitals or
 // digits) as a whole word: "ASIA2024Q1SALESREPORTS" is a name.
 var awsKeyRE = regexp.MustCompile(`(?:^|[^A-Za-z0-9_])A(?:KIA|SIA)[A-Z0-9]{16}(?:$|[^A-Za-z0-9_])`)
 
-// tokenPrefixRE matches the published prefix that starts a match of
-// tokenRE, after the character before it.
-var tokenPrefixRE = regexp.MustCompile(`^[^A-Za-z0-9_]?(?:gh[pousr]_|github_pat_|glpat-|xox[abprs]-|sk-|AIza|npm_|pypi-|[sr]k_(?:live|test)_|ntn_|secret_|hf_|` +
-	`xapp-[0-9]-|dop_v1_|gsk_|lin_api_|shp(?:at|ss|ca|pa)_|glsa_|r8_|pplx-|ATATT|(?:bot)?[0-9]{8,11}:)`)
-
 // TokenShaped reports whether s holds a credential in the published format
 // of a common service (a GitHub, GitLab, Slack, OpenAI, AWS, Google, npm,
-// PyPI, Stripe, Notion, Hugging Face, … token: see tokenRE), configured or
-// not: a match
+// PyPI, Stripe, Notion, Hugging Face, … token: see tokenFormats; also a
+// JSON Web Token), configured or not: a match
 // whose part after the prefix holds 16 letters and digits or more and looks
 // random, not like words ("sk-learn-tutorial-for-beginners-2024",
 // "secret_santa2024GiftExchangeIdeas" and "glpat-rotation-runbook-v2" are
@@ -50,7 +114,7 @@ func TokenShaped(s string) bool {
 		}
 	}
 	for _, m := range tokenRE.FindAllString(s, -1) {
-		if generated(m[len(tokenPrefixRE.FindString(m)):]) {
+		if Generated(m[len(tokenPrefixRE.FindString(m)):]) {
 			return true
 		}
 	}
