@@ -94,6 +94,13 @@ func checkKeys(doc *yaml.Node, clientOnly bool) (warnings []string, err error) {
 				errs = append(errs, fmt.Errorf("line %d: field auth is empty; set token or token_file, or remove auth to run without a token", k.Line))
 				continue
 			}
+			if k.Value == "tls" && (isNull(v) || v.Kind == yaml.MappingNode && len(v.Content) == 0) {
+				// "tls:" with its lines commented out: serving plain text
+				// where the operator wrote TLS would send the token and
+				// every answer in the clear.
+				errs = append(errs, fmt.Errorf("line %d: field tls is empty; set cert_file and key_file (or, for clients, ca_file), or remove tls to serve without TLS", k.Line))
+				continue
+			}
 			// An unread key here is an error, never a warning: a misspelt
 			// auth key would leave the daemon open.
 			for _, kv := range pairs(v) {

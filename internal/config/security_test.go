@@ -459,6 +459,11 @@ func TestATokenThatIsNotThereIsRefused(t *testing.T) {
 		"x: &n\nauth: *n",
 		"tls: { cert_file: /c.pem, key_file: /k.pem, client_ca_file: '' }",
 		"tls: { cert_file: /c.pem, key_file: /k.pem, client_ca_file: }",
+		// TLS written, its lines commented out: plain text, token and all.
+		"tls:",
+		"tls: {}",
+		"tls:\n  # cert_file: /c.pem\n  # key_file: /k.pem",
+		"{\"tls\": null}",
 	} {
 		if _, err := config.Parse("c.yaml", []byte(body+"\n"), vars); err == nil {
 			t.Errorf("%q: accepted", body)
