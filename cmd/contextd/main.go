@@ -25,6 +25,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/contextd/contextd/internal/mcp"
 	"github.com/contextd/contextd/internal/redact"
 )
 
@@ -63,6 +64,15 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return errUsage("no command given")
 	}
 	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "serve", "mcp", "assemble":
+		if os.Getenv(mcp.UpstreamOfEnv) != "" {
+			// A configuration listing contextd itself (a symlink, a
+			// renamed binary, a shell wrapper dropSelf cannot see
+			// through): every contextd would start the next.
+			return fmt.Errorf("%s: this contextd was started by another contextd as one of its servers (its configuration lists contextd itself); not starting servers inside it (remove that entry from the configuration)", cmd)
+		}
+	}
 	switch cmd {
 	case "serve":
 		return serve(ctx, rest, stderr)

@@ -2,6 +2,8 @@ package mcp_test
 
 import (
 	"context"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -62,7 +64,9 @@ func TestStdioServersDoNotInheritOtherCredentials(t *testing.T) {
 		}
 	}
 	for _, kept := range []string{"\nSEC2_HARMLESS=harmless-value\n", "\nSEC2_PATHLIKE=/usr/lib/postgresql/16/bin:/home/me/engineering\n",
-		"\nSEC2_HOMEPATH=/home/alice/.local/bin:/usr/bin\n", "\nSEC2_ENDPOINT=https://s3.us-east-1.amazonaws.com\n", "\nOWN_KEY=own-key-0123456789\n", "\nPATH="} {
+		"\nSEC2_HOMEPATH=/home/alice/.local/bin:/usr/bin\n", "\nSEC2_ENDPOINT=https://s3.us-east-1.amazonaws.com\n", "\nOWN_KEY=own-key-0123456789\n", "\nPATH=",
+		// What tells a contextd started as a server that it was.
+		"\n" + mcp.UpstreamOfEnv + "=" + strconv.Itoa(os.Getpid()) + "\n"} {
 		if !strings.Contains(env, kept) {
 			t.Errorf("the server's environment lacks %q", strings.TrimSpace(kept))
 		}

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -44,6 +45,13 @@ const (
 	// field's cap would be about 1 GB.
 	DefaultMaxResourceBytes = 64 << 20
 )
+
+// UpstreamOfEnv is set (to contextd's process ID) in the environment of
+// every stdio server contextd starts. A contextd that finds it set was
+// started as an upstream of another: a configuration listing contextd
+// itself under a name or wrapper it does not recognise, where each would
+// start the next without end, so commands that start servers refuse to run.
+const UpstreamOfEnv = "CONTEXTD_UPSTREAM_OF"
 
 // DefaultKeepAlive is the ping interval for HTTP and SSE servers when
 // Options.KeepAlive is zero.
@@ -189,6 +197,7 @@ func Connect(ctx context.Context, srv config.Server, opts *Options) (*Session, e
 		for k, v := range srv.Env {
 			cmd.Env = append(cmd.Env, k+"="+v)
 		}
+		cmd.Env = append(cmd.Env, UpstreamOfEnv+"="+strconv.Itoa(os.Getpid()))
 		if o.Stderr != nil {
 			cmd.Stderr = io.MultiWriter(tail, o.Stderr)
 		} else {
