@@ -213,8 +213,10 @@ type serverFile struct {
 	Env     map[string]string `yaml:"env"`
 	Cwd     string            `yaml:"cwd"`
 	URL     string            `yaml:"url"`
-	// ServerURL is Windsurf's name for url.
+	// ServerURL is Windsurf's name for url, HTTPURL Gemini CLI's (and Qwen
+	// Code's) for a Streamable HTTP server's.
 	ServerURL string            `yaml:"serverUrl"`
+	HTTPURL   string            `yaml:"httpUrl"`
 	Headers   map[string]string `yaml:"headers"`
 	Disabled  bool              `yaml:"disabled"`
 	// IndexContent is read as a string so that a bad value gets an error
@@ -413,11 +415,14 @@ func parse(path string, data []byte, lookup func(string) (string, bool), clientO
 		}
 	}
 	for name, sf := range all {
-		if sf.ServerURL != "" {
-			if sf.URL != "" && sf.URL != sf.ServerURL {
-				return nil, fmt.Errorf("%s: %w: server %q: set url or serverUrl (Windsurf's name for it), not both", path, ErrInvalid, name)
+		for _, alias := range []struct{ value, name string }{{sf.ServerURL, "serverUrl (Windsurf's name for it)"}, {sf.HTTPURL, "httpUrl (Gemini CLI's name for it)"}} {
+			if alias.value == "" {
+				continue
 			}
-			sf.URL = sf.ServerURL
+			if sf.URL != "" && sf.URL != alias.value {
+				return nil, fmt.Errorf("%s: %w: server %q: set url or %s, not both", path, ErrInvalid, name, alias.name)
+			}
+			sf.URL = alias.value
 			all[name] = sf
 		}
 		if sf.Disabled {
