@@ -194,6 +194,11 @@ func authLike(k, v *yaml.Node) bool {
 	// "daemon_token") or an "authorization" is one; nested, only the
 	// names tokenKey knows (an anchor holding "GITHUB_TOKEN" is a
 	// server's).
+	if markedForeign(k.Value) && v != nil && v.Anchor != "" {
+		// A compose-style holder ("x-github-token: &ght ${GITHUB_TOKEN}")
+		// names a value for servers to reuse, not the daemon's token.
+		return false
+	}
 	return tokenKey(k.Value) || strings.HasSuffix(n, "token") || n == "authorization" || holdsToken(v, 2)
 }
 
@@ -422,4 +427,6 @@ func keyBare(k string) string {
 	return "(a name holding a value? not quoted)"
 }
 
-func plainKey(k string) bool { return keyName.MatchString(k) && !redact.TokenShaped(k) }
+func plainKey(k string) bool {
+	return keyName.MatchString(k) && !redact.TokenShaped(k) && !redact.Generated(k)
+}

@@ -419,7 +419,10 @@ func TestSecretsInACommandLine(t *testing.T) {
 func TestKeysHoldingValuesAreNotQuoted(t *testing.T) {
 	for _, f := range []string{"auth: { token Zq7vN2kLp9Xw4Rt6Yb8Hc3Jd }\nmcpServers: {a: {command: x}}\n",
 		"\"token:Zq7vN2kLp9Xw4Rt6Yb8Hc3Jd\": 1\nmcpServers: {a: {command: x}}\n",
-		"mcpServers: {a: {command: x, \"GITHUB_TOKEN=Zq7vN2kLp9Xw4Rt6Yb8Hc3Jd\": 1}}\n"} {
+		"mcpServers: {a: {command: x, \"GITHUB_TOKEN=Zq7vN2kLp9Xw4Rt6Yb8Hc3Jd\": 1}}\n",
+		// A key pasted as a key, in formats no service publishes.
+		"Zq7vN2kLp9Xw4Rt6Yb8Hc3Jd: 1\nmcpServers: {a: {command: x}}\n",
+		"mcpServers: {a: {command: x, Zq7v3f9a1c2e4b6d8f0a1c3e5b7d9f2a: 1}}\n"} {
 		c, err := config.Parse("c.yaml", []byte(f), func(string) (string, bool) { return "", false })
 		msg := fmt.Sprint(err)
 		if c != nil {
@@ -587,5 +590,33 @@ func TestWindsurfServerURL(t *testing.T) {
 	}
 	if s, ok := c.Server("gh"); !ok || s.URL != "https://gh.example/mcp" || s.Transport != config.TransportHTTP {
 		t.Errorf("server gh: %+v", s)
+	}
+}
+
+// Gemini CLI (and Qwen Code) write a Streamable HTTP server's URL as
+// httpUrl: the host's file loads with it read as url.
+func TestGeminiHTTPURL(t *testing.T) {
+	c, err := config.Parse("settings.json", []byte(`{"selectedAuthType": "oauth-personal", "mcpServers": {"api": {"httpUrl": "https://api.example/mcp", "headers": {"Authorization": "Bearer x"}, "timeout": 5000}}}`), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, ok := c.Server("api"); !ok || s.URL != "https://api.example/mcp" || s.Transport != config.TransportHTTP {
+		t.Errorf("server api: %+v", s)
+	}
+}
+
+// A compose-style anchor holder whose name ends in "token" is a value for
+// servers to reuse, not the daemon's token written in the wrong place.
+func TestAnchorHoldersAreNotTheDaemonsToken(t *testing.T) {
+	f := "x-github-token: &ght \"${GITHUB_TOKEN}\"\nmcpServers:\n  gh: { command: x, env: { GITHUB_TOKEN: *ght } }\n"
+	c, err := config.Parse("c.yaml", []byte(f), env(map[string]string{"GITHUB_TOKEN": "ghp_4kP0vQ9zXa7LmB2nR8sT"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, ok := c.Server("gh"); !ok || s.Env["GITHUB_TOKEN"] != "ghp_4kP0vQ9zXa7LmB2nR8sT" {
+		t.Errorf("server gh: %+v", s)
+	}
+	if _, err := config.Parse("c.yaml", []byte("x-daemon-token: 0123456789abcdef0123\n"), env(nil)); err == nil {
+		t.Error("a token under a marked key without an anchor was accepted")
 	}
 }
