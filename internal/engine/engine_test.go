@@ -620,15 +620,23 @@ func TestCachedReadsDoNotEndASlowSpell(t *testing.T) {
 // replaced by the next ranked one, and the answer holds the other
 // server's texts, with the failed ones listed as omitted.
 func TestFailedReadsAreReplacedByTheNextCandidates(t *testing.T) {
-	for _, mode := range []string{"empty", "error"} {
+	// "sticky": one read brings a character, every other fails, so the
+	// server is not one none of whose reads brought anything.
+	for _, mode := range []string{"empty", "error", "whitespace", "sticky"} {
 		t.Run(mode, func(t *testing.T) {
 			bad := mcptest.NewServer(nil, nil)
 			for i := range 60 { // more than every candidate ranked, replacements included
-				bad.AddResource(&mcpsdk.Resource{URI: fmt.Sprintf("doc://bad/%d", i), Name: fmt.Sprintf("river mountain notes %d river mountain", i),
+				uri := fmt.Sprintf("doc://bad/%d", i)
+				bad.AddResource(&mcpsdk.Resource{URI: uri, Name: fmt.Sprintf("river mountain notes %d river mountain", i),
 					Description: "river mountain river mountain notes"},
 					func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
-						if mode == "error" {
+						switch {
+						case mode == "error", mode == "sticky" && i > 0:
 							return nil, errors.New("unavailable")
+						case mode == "whitespace":
+							return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: " \n\t \n"}}}, nil
+						case mode == "sticky":
+							return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: "x"}}}, nil
 						}
 						return &mcpsdk.ReadResourceResult{}, nil
 					})

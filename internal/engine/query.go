@@ -459,7 +459,7 @@ func (got memoRead) empty() bool {
 		return true
 	}
 	for _, c := range got.contents {
-		if c.Text != "" || len(c.Blob) > 0 {
+		if strings.TrimSpace(c.Text) != "" || len(c.Blob) > 0 {
 			return false
 		}
 	}
@@ -467,21 +467,23 @@ func (got memoRead) empty() bool {
 }
 
 // failingServers returns the servers with two reads or more in this
-// request, every one of which failed or brought nothing.
+// request that failed or brought nothing (or only spaces), and none or
+// fewer than these that brought something: a server answering one read
+// in ten with a character would otherwise still get replacements.
 func (r *readMemo) failingServers() map[string]bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	fails, ok := map[string]int{}, map[string]bool{}
+	fails, ok := map[string]int{}, map[string]int{}
 	for k, got := range r.m {
 		if got.empty() {
 			fails[k.Server]++
 		} else {
-			ok[k.Server] = true
+			ok[k.Server]++
 		}
 	}
 	out := map[string]bool{}
 	for s, n := range fails {
-		if n >= 2 && !ok[s] {
+		if n >= 2 && n > ok[s] {
 			out[s] = true
 		}
 	}
