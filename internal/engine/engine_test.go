@@ -622,13 +622,23 @@ func TestCachedReadsDoNotEndASlowSpell(t *testing.T) {
 func TestFailedReadsAreReplacedByTheNextCandidates(t *testing.T) {
 	// "sticky": one read brings a character, every other fails, so the
 	// server is not one none of whose reads brought anything.
-	for _, mode := range []string{"empty", "error", "whitespace", "sticky"} {
+	// "binary", "user" and "duplicate" come to nothing whatever the budget
+	// (a binary MIME type, an audience of the user only, every read the
+	// same text) without a read failing.
+	for _, mode := range []string{"empty", "error", "whitespace", "sticky", "binary", "user", "duplicate"} {
 		t.Run(mode, func(t *testing.T) {
 			bad := mcptest.NewServer(nil, nil)
 			for i := range 60 { // more than every candidate ranked, replacements included
 				uri := fmt.Sprintf("doc://bad/%d", i)
-				bad.AddResource(&mcpsdk.Resource{URI: uri, Name: fmt.Sprintf("river mountain notes %d river mountain", i),
-					Description: "river mountain river mountain notes"},
+				r := &mcpsdk.Resource{URI: uri, Name: fmt.Sprintf("river mountain notes %d river mountain", i),
+					Description: "river mountain river mountain notes"}
+				switch mode {
+				case "binary":
+					r.MIMEType = "image/png"
+				case "user":
+					r.Annotations = &mcpsdk.Annotations{Audience: []mcpsdk.Role{"user"}}
+				}
+				bad.AddResource(r,
 					func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
 						switch {
 						case mode == "error", mode == "sticky" && i > 0:
@@ -637,6 +647,8 @@ func TestFailedReadsAreReplacedByTheNextCandidates(t *testing.T) {
 							return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: " \n\t \n"}}}, nil
 						case mode == "sticky":
 							return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: "x"}}}, nil
+						case mode == "duplicate", mode == "binary", mode == "user":
+							return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: "river mountain notes, the same for every one\n"}}}, nil
 						}
 						return &mcpsdk.ReadResourceResult{}, nil
 					})
@@ -657,7 +669,7 @@ func TestFailedReadsAreReplacedByTheNextCandidates(t *testing.T) {
 				}
 			}
 			for _, o := range res.Omitted {
-				if o.Server == "bad" && o.Read {
+				if o.Server == "bad" && (o.Read || mode == "binary" || mode == "user") {
 					failed++
 				}
 			}

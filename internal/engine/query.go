@@ -316,9 +316,20 @@ func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (out *Assemb
 	next := len(cands) - len(pinned) // ranked candidates taken so far
 	reranked := false
 	for round := 0; round < refillRounds && ctx.Err() == nil; round++ {
+		// Came to nothing: a read that failed or brought nothing, or a
+		// candidate left out whatever the budget (binary, for the user
+		// only, a duplicate's text): a server whose descriptors rank
+		// first and all come to nothing would otherwise take every place.
+		nothing := map[resource.Key]bool{}
+		for _, o := range res.Omitted {
+			switch o.Reason {
+			case selector.OmitUserAudience, selector.OmitBinaryExcluded, selector.OmitDuplicateContent, selector.OmitEmpty, selector.OmitInvalid:
+				nothing[o.Key()] = true
+			}
+		}
 		var failed []resource.Key
 		for _, c := range cands {
-			if k := c.Key(); !pinned[k] && !excluded[k] && memo.failed(k) {
+			if k := c.Key(); !pinned[k] && !excluded[k] && (memo.failed(k) || nothing[k]) {
 				failed = append(failed, k)
 			}
 		}
@@ -339,7 +350,7 @@ func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (out *Assemb
 		// (two failed or more) gets no replacement candidates: a server
 		// with many descriptors ranking first would otherwise fill the
 		// replacements too.
-		failing := memo.failingServers()
+		failing := memo.failingServers(nothing)
 		inKept := make(map[resource.Key]bool, len(kept))
 		for _, c := range kept {
 			inKept[c.Key()] = true
@@ -466,16 +477,22 @@ func (got memoRead) empty() bool {
 	return true
 }
 
-// failingServers returns the servers with two reads or more in this
-// request that failed or brought nothing (or only spaces), and none or
-// fewer than these that brought something: a server answering one read
-// in ten with a character would otherwise still get replacements.
-func (r *readMemo) failingServers() map[string]bool {
+// failingServers returns the servers with two candidates or more in this
+// request that came to nothing (a read that failed or brought nothing or
+// only spaces, or a key in nothing: left out whatever the budget), and
+// fewer than these that brought something: a server answering one read in
+// ten with a character would otherwise still get replacements.
+func (r *readMemo) failingServers(nothing map[resource.Key]bool) map[string]bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	fails, ok := map[string]int{}, map[string]int{}
+	for k := range nothing {
+		if _, read := r.m[k]; !read {
+			fails[k.Server]++
+		}
+	}
 	for k, got := range r.m {
-		if got.empty() {
+		if got.empty() || nothing[k] {
 			fails[k.Server]++
 		} else {
 			ok[k.Server]++
