@@ -23,8 +23,10 @@ import (
 // "2.0", an id that is neither a string nor a number it can hold
 // (1e400, {"a":1}, 2^53+1), a line over MaxRequestBytes, JSON nested
 // deeper than 1,000, a batch, a repeated key. Such a line is answered with
-// a JSON-RPC error (id null, code -32700 or -32600) and logged, and the
-// next one is read.
+// a JSON-RPC error (code -32700 or -32600) and logged, and the next one is
+// read. The answer carries the request's id when the line is one request
+// object with one id JSON-RPC allows, even one too long to keep; id null
+// otherwise.
 func StdioTransport(in io.Reader, out io.Writer, log *slog.Logger) mcpsdk.Transport {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -77,18 +79,23 @@ func (f *lineFilter) Read(p []byte) (int, error) {
 		if f.err != nil {
 			return 0, f.err
 		}
-		line, tooLong, err := f.readLine()
+		var scan idScanner
+		line, tooLong, err := f.readLine(&scan)
 		f.err = err
 		switch {
 		case tooLong:
-			f.reject(-32600, fmt.Sprintf("the message is over %d bytes", f.max))
+			f.reject(-32600, fmt.Sprintf("the message is over %d bytes", f.max), scan.requestID())
 		case len(bytes.TrimSpace(line)) == 0:
 		default:
 			// Spaces after a message are valid JSON, but the go-sdk reads
 			// them as trailing data and ends the session.
 			line = bytes.TrimSpace(line)
 			if code, problem := checkMessage(line); problem != "" {
-				f.reject(code, problem)
+				var id json.RawMessage
+				if code != -32700 {
+					id = scan.requestID()
+				}
+				f.reject(code, problem, id)
 			} else {
 				f.pending = append(line, '\n')
 			}
@@ -100,10 +107,12 @@ func (f *lineFilter) Read(p []byte) (int, error) {
 }
 
 // readLine returns the next line of r without its newline; past max bytes
-// it reads on to the newline and returns tooLong.
-func (f *lineFilter) readLine() (line []byte, tooLong bool, err error) {
+// it reads on to the newline and returns tooLong. Every byte of the line
+// goes through scan.
+func (f *lineFilter) readLine(scan *idScanner) (line []byte, tooLong bool, err error) {
 	for {
 		chunk, err := f.r.ReadSlice('\n')
+		scan.feed(chunk)
 		if !tooLong {
 			line = append(line, chunk...)
 			if len(line) > f.max+1 {
@@ -117,11 +126,17 @@ func (f *lineFilter) readLine() (line []byte, tooLong bool, err error) {
 	}
 }
 
-// reject answers a line the go-sdk could not decode, and logs it (what
-// was wrong only: the line is the host's, not the log's).
-func (f *lineFilter) reject(code int, problem string) {
+// reject answers a line the go-sdk could not decode, under the request's
+// id when one could be read from it (null otherwise, as JSON-RPC asks),
+// and logs it (what was wrong only: the line is the host's, not the
+// log's).
+func (f *lineFilter) reject(code int, problem string, id json.RawMessage) {
 	f.log.Warn("a message from the host is not JSON-RPC contextd can read; answered with an error", "problem", problem)
-	answer, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": code, "message": "contextd: " + problem}})
+	var answerID any
+	if id != nil {
+		answerID = id
+	}
+	answer, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": answerID, "error": map[string]any{"code": code, "message": "contextd: " + problem}})
 	f.out.Write(append(answer, '\n')) //nolint:errcheck // the next read of stdin fails as well
 }
 

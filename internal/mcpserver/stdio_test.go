@@ -74,40 +74,52 @@ func TestStdioAnswersMalformedMessagesAndGoesOn(t *testing.T) {
 	if m := next(); string(m["id"]) != "2" || m["result"] == nil {
 		t.Fatalf("a ping with spaces around it: %s", m)
 	}
-	for i, bad := range []string{
-		"garbage",
-		`{"jsonrpc":"2.0","id":1e400,"method":"ping"}`,
-		`{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}`,
-		`{"jsonrpc":"2.0","id":99999999999999999999999,"method":"ping"}`,
-		`{"jsonrpc":"1.0","id":5,"method":"ping"}`,
-		`{"id":5,"method":"ping"}`,
-		`[1,2]`,
-		`[]`,
-		`{"jsonrpc":"2.0","id":78,"error":{"code":"x"}}`,
-		`{"jsonrpc":"2.0","id":5,"method":7}`,
-		strings.Repeat("[", 1500) + strings.Repeat("]", 1500),
-		`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"assemble_context","arguments":{"task":` + strings.Repeat("[", 998) + strings.Repeat("]", 998) + `}}}`,
-		"\xef\xbb\xbf" + `{"jsonrpc":"2.0","id":5,"method":"ping"}`,
-		`{"jsonrpc":"2.0","id":true,"method":"ping"}`,
-		`[{"jsonrpc":"2.0","id":5,"method":"ping"}]`,
-		`[{"jsonrpc":"2.0","method":"notifications/x"},{"jsonrpc":"2.0","method":"notifications/y"}]`,
-		`{"jsonrpc":1,"jsonrpc":"2.0","id":5,"method":"ping"}`,
-		`{"jsonrpc":"2.0","id":1e400,"id":5,"method":"ping"}`,
-		`{"jsonrpc":"2.0","id":6,"error":"x","error":{"code":1,"message":"m"}}`,
-		`{"jsonrpc":"2.0","id":9007199254740993,"method":"ping"}`,
-		`{"jsonrpc":"2.0","id":6,"error":{"code":1e400,"message":"x"}}`,
-		`{"jsonrpc":"2.0","id":5,"method":"ping","params":{"x":"` + strings.Repeat("a", mcpserver.MaxRequestBytes) + `"}}`,
+	big := strings.Repeat("a", mcpserver.MaxRequestBytes)
+	// want is the id each is answered under: the request's when the line
+	// is one request object with one id JSON-RPC allows, however long or
+	// wrong otherwise; null when there is no such id to read.
+	for i, c := range []struct{ bad, want string }{
+		{"garbage", "null"},
+		{`{"jsonrpc":"2.0","id":1e400,"method":"ping"}`, "null"},
+		{`{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}`, "null"},
+		{`{"jsonrpc":"2.0","id":99999999999999999999999,"method":"ping"}`, "null"},
+		{`{"jsonrpc":"1.0","id":5,"method":"ping"}`, "5"},
+		{`{"id":"five","method":"ping"}`, `"five"`},
+		{`[1,2]`, "null"},
+		{`[]`, "null"},
+		{`{"jsonrpc":"2.0","id":78,"error":{"code":"x"}}`, "null"},
+		{`{"jsonrpc":"2.0","id":5,"method":7}`, "5"},
+		{strings.Repeat("[", 1500) + strings.Repeat("]", 1500), "null"},
+		{`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"assemble_context","arguments":{"task":` + strings.Repeat("[", 998) + strings.Repeat("]", 998) + `}}}`, "5"},
+		{"\xef\xbb\xbf" + `{"jsonrpc":"2.0","id":5,"method":"ping"}`, "null"},
+		{`{"jsonrpc":"2.0","id":true,"method":"ping"}`, "null"},
+		{`[{"jsonrpc":"2.0","id":5,"method":"ping"}]`, "null"},
+		{`[{"jsonrpc":"2.0","method":"notifications/x"},{"jsonrpc":"2.0","method":"notifications/y"}]`, "null"},
+		{`{"jsonrpc":1,"jsonrpc":"2.0","id":5,"method":"ping"}`, "5"},
+		{`{"jsonrpc":"2.0","id":1e400,"id":5,"method":"ping"}`, "null"},
+		{`{"jsonrpc":"2.0","id":6,"error":"x","error":{"code":1,"message":"m"}}`, "null"},
+		{`{"jsonrpc":"2.0","id":9007199254740993,"method":"ping"}`, "null"},
+		{`{"jsonrpc":"2.0","id":6,"error":{"code":1e400,"message":"x"}}`, "null"},
+		// Too long to keep: the id is read as the line goes by, first or
+		// last (the TypeScript SDK writes it last).
+		{`{"jsonrpc":"2.0","id":5,"method":"ping","params":{"x":"` + big + `"}}`, "5"},
+		{`{"method":"tools/call","params":{"name":"assemble_context","arguments":{"task":"` + big + `","id":9}},"jsonrpc":"2.0","id":"req-\"7\""}`, `"req-\"7\""`},
+		{`{"method":"ping","params":{"x":"` + big + `"},"id":12}`, "12"},
+		{`{"method":"ping","params":{"x":"` + big + `"},"id":12,"id":13}`, "null"},
+		{`{"method":"ping","params":{"x":"` + big + `"},"id":12`, "null"},
+		{`{"params":{"x":"` + big + `"},"id":12}`, "null"},
+		{`{"method":"ping","params":{"x":"` + big + `"},"id":[12]}`, "null"},
 	} {
-		send(bad)
+		send(c.bad)
 		m := next()
 		var e struct{ Code int }
-		if string(m["id"]) != "null" || json.Unmarshal(m["error"], &e) != nil || e.Code != -32700 && e.Code != -32600 {
-			t.Errorf("message %d (%.60s): answered %.200s; want an error with id null", i, bad, fmt.Sprint(m))
+		if string(m["id"]) != c.want || json.Unmarshal(m["error"], &e) != nil || e.Code != -32700 && e.Code != -32600 {
+			t.Errorf("message %d (%.60s): answered %.200s; want an error with id %s", i, c.bad, fmt.Sprint(m), c.want)
 		}
 		id := 100 + i
 		send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"ping"}`, id))
 		if m := next(); string(m["id"]) != fmt.Sprint(id) || m["result"] == nil {
-			t.Fatalf("after message %d (%.60s), ping %d: %s", i, bad, id, m)
+			t.Fatalf("after message %d (%.60s), ping %d: %s", i, c.bad, id, m)
 		}
 	}
 }
