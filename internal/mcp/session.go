@@ -209,11 +209,27 @@ func Connect(ctx context.Context, srv config.Server, opts *Options) (*Session, e
 		hc = httpClient(srv.URL, srv.Headers, &o, status)
 		t = &mcpsdk.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: hc, MaxEventSize: maxMessage(&o) + 4096}
 	case config.TransportSSE:
-		t = &mcpsdk.SSEClientTransport{Endpoint: srv.URL, HTTPClient: httpClient(srv.URL, srv.Headers, &o, status), MaxEventSize: maxMessage(&o) + 4096}
+		t = sseTransport{&mcpsdk.SSEClientTransport{Endpoint: srv.URL, HTTPClient: httpClient(srv.URL, srv.Headers, &o, status), MaxEventSize: maxMessage(&o) + 4096}}
 	default:
 		return nil, fmt.Errorf("mcp: server %q: unknown transport %q", srv.Name, srv.Transport)
 	}
 	s, err := ConnectTransport(ctx, srv.Name, t, &o)
+	legacy := false
+	if err != nil && srv.Transport == config.TransportHTTP && ctx.Err() == nil && speaksOnlySSE(int(status.Load())) {
+		// A server of the 2024-11-05 HTTP+SSE transport answers the POST
+		// of initialize with a 4xx; MCP asks a client that took its URL
+		// for Streamable HTTP to GET it then and look for an endpoint
+		// event. Host files name either kind with a bare url.
+		sctx, cancel := context.WithTimeout(ctx, sseFallbackTimeout)
+		sse := sseTransport{&mcpsdk.SSEClientTransport{Endpoint: srv.URL, HTTPClient: httpClient(srv.URL, srv.Headers, &o, new(atomic.Int32)), MaxEventSize: maxMessage(&o) + 4096}}
+		if ls, lerr := ConnectTransport(sctx, srv.Name, sse, &o); lerr == nil {
+			o.Logger.Info("the server answered Streamable HTTP with an error and speaks the HTTP+SSE transport of 2024-11-05: using that (set type: sse to skip the first attempt)", "server", srv.Name, "status", status.Load())
+			s, err, legacy = ls, nil, true
+		} else {
+			o.Logger.Debug("the server is not an HTTP+SSE server either", "server", srv.Name, "error", lerr)
+		}
+		cancel()
+	}
 	if err != nil {
 		if st != nil && st.proc != nil && ctx.Err() == nil && !errors.Is(err, context.DeadlineExceeded) {
 			// A server that exits during the handshake says how, as one
@@ -246,7 +262,7 @@ func Connect(ctx context.Context, srv config.Server, opts *Options) (*Session, e
 	if st != nil {
 		s.proc = st.proc
 	}
-	if srv.Transport == config.TransportHTTP && !s.streamingSubscriptions() && !s.openStandalone(ctx, hc, srv.URL) {
+	if srv.Transport == config.TransportHTTP && !legacy && !s.streamingSubscriptions() && !s.openStandalone(ctx, hc, srv.URL) {
 		// Before 2026-07-28 a Streamable HTTP server sends what it notifies
 		// outside a call (resources/updated, list_changed) on the standalone
 		// GET stream. One that offers none (405) cannot notify: such a
@@ -256,6 +272,19 @@ func Connect(ctx context.Context, srv config.Server, opts *Options) (*Session, e
 		s.caps.Subscribe, s.caps.ListChanged = false, false
 	}
 	return s, nil
+}
+
+// sseFallbackTimeout bounds the attempt to reach a server by the HTTP+SSE
+// transport after Streamable HTTP failed: a Streamable HTTP server may
+// answer the GET with a stream that never names an endpoint.
+const sseFallbackTimeout = 10 * time.Second
+
+// speaksOnlySSE reports whether an HTTP status that failed the Streamable
+// HTTP handshake may come from a server of the HTTP+SSE transport (a 4xx
+// such as 404 or 405). Credentials refused (401, 403) or a rate limit (429)
+// would be refused the same way on the GET.
+func speaksOnlySSE(code int) bool {
+	return code >= 400 && code < 500 && code != http.StatusUnauthorized && code != http.StatusForbidden && code != http.StatusTooManyRequests
 }
 
 // exited wraps err when the session failed because the server process

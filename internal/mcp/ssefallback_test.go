@@ -1,0 +1,65 @@
+package mcp_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/contextd/contextd/internal/config"
+	"github.com/contextd/contextd/internal/mcp"
+	"github.com/contextd/contextd/internal/mcp/mcptest"
+)
+
+// A server of the HTTP+SSE transport of 2024-11-05 is read for as long as
+// its session lasts, not as long as the handshake's context. Named by a
+// bare url, as host files name it, it answers the POST of a Streamable HTTP
+// initialize with a 4xx: contextd then GETs the URL for an endpoint event,
+// as MCP asks of a client that supports both, and reads it as if typed sse.
+func TestAnSSEServerIsReadAfterItsHandshake(t *testing.T) {
+	for name, transport := range map[string]string{"type sse": config.TransportSSE, "bare url": config.TransportHTTP} {
+		t.Run(name, func(t *testing.T) {
+			srv := mcptest.NewServer(map[string]string{"note://a": "the legacy transport still serves"}, nil)
+			hs := httptest.NewServer(mcpsdk.NewSSEHandler(func(*http.Request) *mcpsdk.Server { return srv }, nil))
+			t.Cleanup(hs.Close)
+			// The daemon connects under a deadline it cancels once connected.
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+			s, err := mcp.Connect(ctx, config.Server{Name: "old", Transport: transport, URL: hs.URL}, nil)
+			cancel()
+			if err != nil {
+				t.Fatalf("Connect: %v", err)
+			}
+			t.Cleanup(func() { s.Close() })
+			got, err := s.Read(t.Context(), "note://a")
+			if err != nil || len(got) != 1 || got[0].Text != "the legacy transport still serves" {
+				t.Fatalf("Read = %+v, %v", got, err)
+			}
+		})
+	}
+}
+
+// Credentials refused say nothing about the transport: no GET follows, and
+// the error names the status.
+func TestARefusedStreamableHTTPServerIsNotTriedBySSE(t *testing.T) {
+	var gets atomic.Int32
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			gets.Add(1)
+		}
+		http.Error(w, "no", http.StatusUnauthorized)
+	}))
+	t.Cleanup(hs.Close)
+	_, err := mcp.Connect(t.Context(), config.Server{Name: "locked", Transport: config.TransportHTTP, URL: hs.URL}, nil)
+	var se *mcp.HTTPStatusError
+	if err == nil || !errors.As(err, &se) || se.Code != http.StatusUnauthorized {
+		t.Fatalf("Connect error = %v, want the 401", err)
+	}
+	if n := gets.Load(); n != 0 {
+		t.Fatalf("%d GETs after a 401, want none", n)
+	}
+}
