@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -235,11 +236,16 @@ func (r *reloader) watch(ctx context.Context, w *watcher) {
 // read (a rename in progress: the next event reads it again) or is not a
 // regular file of at most config.MaxReloadBytes (a FIFO is not waited on).
 func fileHash(path string) string {
-	b, err := config.ReadRegular(path)
+	f, err := config.OpenRegular(path)
 	if err != nil {
 		return ""
 	}
-	return fmt.Sprintf("%x", sha256.Sum256(b))
+	defer f.Close()
+	h := sha256.New()
+	if n, err := io.Copy(h, io.LimitReader(f, config.MaxReloadBytes+1)); err != nil || n > config.MaxReloadBytes {
+		return ""
+	}
+	return fmt.Sprintf("%x", h.Sum(nil))
 }
 
 // ignoreHangup keeps SIGHUP from stopping a daemon that runs on the

@@ -241,8 +241,11 @@ func Load(path string) (*Config, error) {
 	return load(path, data)
 }
 
-// MaxReloadBytes bounds the file [LoadRegular] reads.
-const MaxReloadBytes = 16 << 20
+// MaxReloadBytes bounds the file [LoadRegular] reads: 256 MiB. A host's
+// own file can hold far more than its servers (Claude Code keeps every
+// project's prompt history in ~/.claude.json, tens of megabytes), and
+// what contextd does not read in it is skipped cheaply (see pruneUnread).
+const MaxReloadBytes = 256 << 20
 
 // LoadRegular is [Load] for a daemon re-reading its file while it serves:
 // path must name (or link to) a regular file of at most MaxReloadBytes. A
@@ -260,22 +263,11 @@ func LoadRegular(path string) (*Config, error) {
 // ReadRegular returns the content of the regular file at path (links
 // followed), at most MaxReloadBytes; see [LoadRegular].
 func ReadRegular(path string) ([]byte, error) {
-	// O_NONBLOCK: opening a FIFO without a writer does not wait for one.
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := OpenRegular(path)
 	if err != nil {
-		return nil, fmt.Errorf("config: %w", err)
+		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("config: %w", err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("config: %s is not a regular file (%v)", path, fi.Mode().Type())
-	}
-	if fi.Size() > MaxReloadBytes {
-		return nil, fmt.Errorf("config: %s is %d bytes, over %d", path, fi.Size(), MaxReloadBytes)
-	}
 	data, err := io.ReadAll(io.LimitReader(f, MaxReloadBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
@@ -284,6 +276,32 @@ func ReadRegular(path string) ([]byte, error) {
 		return nil, fmt.Errorf("config: %s is over %d bytes", path, MaxReloadBytes)
 	}
 	return data, nil
+}
+
+// OpenRegular opens the regular file at path (links followed) for reading
+// if it is at most MaxReloadBytes long; see [LoadRegular]. The caller
+// closes it, and reads at most MaxReloadBytes+1 bytes of it to learn that
+// it grew past the bound meanwhile.
+func OpenRegular(path string) (*os.File, error) {
+	// O_NONBLOCK: opening a FIFO without a writer does not wait for one.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	fi, err := f.Stat()
+	switch {
+	case err != nil:
+		err = fmt.Errorf("config: %w", err)
+	case !fi.Mode().IsRegular():
+		err = fmt.Errorf("config: %s is not a regular file (%v)", path, fi.Mode().Type())
+	case fi.Size() > MaxReloadBytes:
+		err = fmt.Errorf("config: %s is %d bytes, over %d", path, fi.Size(), MaxReloadBytes)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
 
 func load(path string, data []byte) (*Config, error) {
@@ -310,6 +328,9 @@ func Parse(path string, data []byte, lookup func(string) (string, bool)) (*Confi
 // ParseClient).
 func parse(path string, data []byte, lookup func(string) (string, bool), clientOnly bool) (*Config, error) {
 	data, jsonErr := standardizeJSON(data)
+	if jsonErr == nil {
+		data = pruneUnread(data)
+	}
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
 		if jsonErr != nil {

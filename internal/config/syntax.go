@@ -2,6 +2,7 @@ package config
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -22,6 +23,9 @@ import (
 func standardizeJSON(data []byte) ([]byte, error) {
 	if !bytes.HasPrefix(bytes.TrimSpace(data), []byte("{")) {
 		return data, nil
+	}
+	if json.Valid(data) {
+		return data, nil // already standard, and checked far faster than hujson parses
 	}
 	if !bytes.HasSuffix(data, []byte("\n")) {
 		// hujson wants a line comment ended by a newline, even the last.
