@@ -96,8 +96,11 @@ type Options struct {
 	ReadTimeout time.Duration
 	// SlowReadTimeout bounds reads from a server that let a read time out
 	// within the last SlowFor, so one slow server delays later answers by
-	// at most this much. A read that succeeds ends the spell. Zero means
-	// DefaultSlowReadTimeout and DefaultSlowFor.
+	// at most this much. A read that succeeds ends the spell. A server
+	// whose first read after a spell times out again starts a spell twice
+	// as long as its last, up to maxSlowDoublings doublings of SlowFor,
+	// until a read it answers in time. Zero means DefaultSlowReadTimeout
+	// and DefaultSlowFor.
 	SlowReadTimeout, SlowFor time.Duration
 	// RequestReadTime bounds the time one Assemble spends reading: each
 	// read gets at most what is left of it, and a candidate reached after
@@ -169,6 +172,7 @@ type Engine struct {
 	slowFor    time.Duration
 	slowMu     gosync.Mutex
 	slowUntil  map[string]time.Time     // server → end of its slow spell
+	slowStreak map[string]int           // server → spells in a row without a read answered in time
 	readTimes  map[string]time.Duration // server → its typical read time (see noteReadTime); slowMu
 	slowReads  slowReads                // per server, reads past slowTO
 	unlock     func()                   // releases data_dir; nil for an in-memory index
@@ -371,6 +375,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	e.slowTO = min(cmp.Or(opts.SlowReadTimeout, DefaultSlowReadTimeout), e.readTO)
 	e.slowFor = cmp.Or(opts.SlowFor, DefaultSlowFor)
 	e.slowUntil = map[string]time.Time{}
+	e.slowStreak = map[string]int{}
 	e.readTimes = map[string]time.Duration{}
 	e.cur = &serverSet{cfg: opts.Config, mirrors: map[string]*ctxsync.Mirror{}, limits: opts.Config.Limits.WithDefaults(), secrets: secrets, red: red, callers: callerRedactor(opts.Config), given: givenRedactors(opts.Config, secrets)}
 	for _, srv := range opts.Config.Servers {

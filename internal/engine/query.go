@@ -751,7 +751,14 @@ func (e *Engine) reader(log *fetchLog, budget *readBudget) selector.ReadFunc {
 			mu.Unlock()
 			return nil, fmt.Errorf("server %q: read %q: no answer within the %v left of its share of this request's read time (its answers so far came late)", server, uri, timeout.Round(time.Millisecond))
 		case err != nil && ctx.Err() == nil && rctx.Err() != nil && cut:
-			// The request's deadline, not the server's fault alone.
+			// The request's deadline, not the server's fault alone; but
+			// no answer after longer than a late one takes is as slow as
+			// a late answer. Without a spell, the last of several hung
+			// servers in each request would be cut every time, and take
+			// the next request's read time while the others' spells ran.
+			if !slow && timeout > e.readTO/lateReadFraction {
+				e.markSlow(server, true)
+			}
 			return nil, fmt.Errorf("server %q: read %q: no answer within the %v left of this request's %v of reads", server, uri, timeout.Round(time.Millisecond), budget.time.Round(time.Millisecond))
 		case err != nil && ctx.Err() == nil && rctx.Err() != nil:
 			// Our deadline, not the caller's: this read fails, selection goes on.
@@ -760,8 +767,9 @@ func (e *Engine) reader(log *fetchLog, budget *readBudget) selector.ReadFunc {
 			mu.Unlock()
 			if !slow {
 				// Only a full timeout starts a spell; a short one inside a
-				// spell does not extend it, so the spell ends after SlowFor
-				// and the next read gets the full timeout as a probe.
+				// spell does not extend it, so the spell ends on time and
+				// the next read gets the full timeout as a probe (whose
+				// timeout starts a spell twice as long: see markSlow).
 				e.markSlow(server, true)
 			}
 			if slow {
@@ -776,6 +784,9 @@ func (e *Engine) reader(log *fetchLog, budget *readBudget) selector.ReadFunc {
 			// that reads it (and its admission turn) as long as a hung
 			// one, and never start a spell.
 			e.markSlow(server, true)
+		}
+		if fromServer && !slow && took <= e.readTO/lateReadFraction {
+			e.markSlow(server, false) // answered in time: the next spell starts short
 		}
 		if fromServer || answeredErr {
 			mu.Lock()
@@ -826,13 +837,24 @@ func (e *Engine) readTimeout(server string) (time.Duration, bool) {
 	return e.readTO, false
 }
 
-// markSlow starts or ends server's slow spell.
+// maxSlowDoublings bounds how long a slow spell gets: SlowFor doubled at
+// most this many times (16 minutes by default).
+const maxSlowDoublings = 4
+
+// markSlow starts or ends server's slow spell. A spell started when the
+// last one ended with no read answered in time is twice as long as that
+// one: a server whose reads hang gets a read of the full timeout once a
+// spell, and several such servers, each probed once a minute, took every
+// request's read time between them.
 func (e *Engine) markSlow(server string, slow bool) {
 	e.slowMu.Lock()
 	defer e.slowMu.Unlock()
 	if slow {
-		e.slowUntil[server] = time.Now().Add(e.slowFor)
+		n := e.slowStreak[server]
+		e.slowUntil[server] = time.Now().Add(e.slowFor << min(n, maxSlowDoublings))
+		e.slowStreak[server] = n + 1
 	} else {
 		delete(e.slowUntil, server)
+		delete(e.slowStreak, server)
 	}
 }

@@ -207,3 +207,62 @@ func wantAssembleTimes(t *testing.T, eng *engine.Engine, want ...time.Duration) 
 		}
 	}
 }
+
+// Servers whose reads hang, three of them ranked first, cannot keep every
+// request's reads to themselves: a read cut by the request's read time
+// after waiting longer than any honest answer takes (the lateness of one
+// read) starts a slow spell as a read that times out does. Before, the
+// last hung server of each request was always cut, started no spell, and
+// took the next request's time while the others' spells ran out: every
+// request spent its whole read time on them and read the honest server's
+// candidates never.
+func TestHungServersDoNotTakeEveryRequestsReads(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		servers := map[string]*mcpsdk.Server{}
+		cfg := &config.Config{}
+		for _, name := range []string{"h1", "h2", "h3"} {
+			s := mcptest.NewServer(nil, nil)
+			for i := range 3 {
+				s.AddResource(&mcpsdk.Resource{URI: fmt.Sprintf("doc://%s-%d", name, i), Name: "architecture notes architecture"},
+					func(ctx context.Context, _ *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+						<-ctx.Done()
+						return nil, ctx.Err()
+					})
+			}
+			servers[name] = s
+			cfg.Servers = append(cfg.Servers, config.Server{Name: name, Transport: config.TransportStdio, Command: "unused", NoContentIndex: true})
+		}
+		honest := mcptest.NewServer(nil, nil)
+		for i := range 5 {
+			mcptest.AddText(honest, fmt.Sprintf("doc://honest-%d", i), "architecture", fmt.Sprintf("note %d on the architecture", i))
+		}
+		servers["honest"] = honest
+		cfg.Servers = append(cfg.Servers, config.Server{Name: "honest", Transport: config.TransportStdio, Command: "unused", NoContentIndex: true})
+		eng := newEngineOpts(t, "", servers, engine.Options{Config: cfg, ReadTimeout: 30 * time.Second})
+		// Each hung server gets reads of the full timeout less and less
+		// often: after a few requests, the honest server is read by every
+		// one, which then takes the spells' short reads only.
+		var honestItems []int
+		var took []time.Duration
+		for range 8 {
+			start := time.Now()
+			res, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "architecture notes", TokenBudget: 4000})
+			if err != nil {
+				t.Fatal(err)
+			}
+			took = append(took, time.Since(start))
+			n := 0
+			for _, it := range res.Items {
+				if it.Server == "honest" {
+					n++
+				}
+			}
+			honestItems = append(honestItems, n)
+		}
+		for i := 4; i < 8; i++ {
+			if honestItems[i] == 0 || took[i] > 4*engine.DefaultSlowReadTimeout {
+				t.Fatalf("honest items per request: %v, times %v; want the honest server read, quickly, from the fifth on", honestItems, took)
+			}
+		}
+	})
+}
