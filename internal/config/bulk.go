@@ -3,6 +3,9 @@ package config
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+
+	"go.yaml.in/yaml/v3"
 	"slices"
 )
 
@@ -66,6 +69,11 @@ func pruneUnread(data []byte) []byte {
 // JSON, holds (after any spaces): its key, decoded, and the span of its
 // value in obj. Nothing is called when obj is not an object.
 func members(obj []byte, f func(key string, start, end int)) {
+	membersAt(obj, func(key string, _, start, end int) { f(key, start, end) })
+}
+
+// membersAt is members, also giving where each member's key starts.
+func membersAt(obj []byte, f func(key string, keyStart, start, end int)) {
 	i := skipSpace(obj, 0)
 	if i >= len(obj) || obj[i] != '{' {
 		return
@@ -76,7 +84,7 @@ func members(obj []byte, f func(key string, start, end int)) {
 		if i >= len(obj) || obj[i] != '"' {
 			return // "}" of an empty object, or the end
 		}
-		kEnd := skipValue(obj, i)
+		keyStart, kEnd := i, skipValue(obj, i)
 		var key string
 		if json.Unmarshal(obj[i:kEnd], &key) != nil {
 			return
@@ -87,7 +95,7 @@ func members(obj []byte, f func(key string, start, end int)) {
 		}
 		start := skipSpace(obj, i+1)
 		end := skipValue(obj, start)
-		f(key, start, end)
+		f(key, keyStart, start, end)
 		i = skipSpace(obj, end)
 		if i >= len(obj) || obj[i] != ',' {
 			return
@@ -135,4 +143,91 @@ func skipValue(b []byte, i int) int {
 		}
 	}
 	return i
+}
+
+// dropRepeatedKeys returns data, valid standard JSON, with every member
+// whose key the same object repeats later blanked (spaces; newlines kept,
+// so every line keeps its number), as JSON.parse and the hosts that use it
+// keep the last; and, for each, "line N: key K is repeated: the one at
+// line M is used". data itself when nothing repeats.
+func dropRepeatedKeys(data []byte) ([]byte, []string) {
+	var blank [][2]int
+	var notes []string
+	line := func(at int) int { return bytes.Count(data[:at], []byte("\n")) + 1 }
+	var walk func(start, end int)
+	walk = func(start, end int) {
+		v := data[start:end]
+		switch v[0] {
+		case '{':
+			seen := map[string][2]int{} // key → where its member starts, and its value ends
+			membersAt(v, func(key string, keyStart, s, e int) {
+				if prev, ok := seen[key]; ok {
+					// A member followed by another has a comma after it.
+					comma := bytes.IndexByte(v[prev[1]:], ',')
+					blank = append(blank, [2]int{start + prev[0], start + prev[1] + comma + 1})
+					notes = append(notes, fmt.Sprintf("line %d: key %s is repeated: the one at line %d is used", line(start+prev[0]), keyShown(key), line(start+keyStart)))
+				}
+				seen[key] = [2]int{keyStart, e}
+				walk(start+s, start+e)
+			})
+		case '[':
+			for i := skipSpace(v, 1); i < len(v) && v[i] != ']'; {
+				e := skipValue(v, i)
+				walk(start+i, start+e)
+				i = skipSpace(v, e)
+				if i < len(v) && v[i] == ',' {
+					i = skipSpace(v, i+1)
+				}
+			}
+		}
+	}
+	i := skipSpace(data, 0)
+	if i == len(data) {
+		return data, nil
+	}
+	walk(i, skipValue(data, i))
+	if len(blank) == 0 {
+		return data, nil
+	}
+	out := bytes.Clone(data)
+	for _, b := range blank {
+		for j := b[0]; j < b[1]; j++ {
+			if out[j] != '\n' && out[j] != '\r' {
+				out[j] = ' '
+			}
+		}
+	}
+	return out, notes
+}
+
+// isJSON reports whether data, once standardized, is JSON: an object (a
+// host's file) that parses as JSON.
+func isJSON(data []byte) bool {
+	i := skipSpace(data, 0)
+	return i < len(data) && data[i] == '{' && json.Valid(data)
+}
+
+// repeatsKey reports whether a mapping under n repeats a key.
+func repeatsKey(n *yaml.Node) bool {
+	if n == nil {
+		return false
+	}
+	if n.Kind == yaml.MappingNode {
+		seen := map[string]bool{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := n.Content[i]
+			if k.Kind == yaml.ScalarNode {
+				if seen[k.Value] {
+					return true
+				}
+				seen[k.Value] = true
+			}
+		}
+	}
+	for _, c := range n.Content {
+		if repeatsKey(c) {
+			return true
+		}
+	}
+	return false
 }

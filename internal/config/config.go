@@ -338,6 +338,16 @@ func parse(path string, data []byte, lookup func(string) (string, bool), clientO
 		}
 		return nil, yamlSyntaxError(path, data, err)
 	}
+	var repeated []string
+	if isJSON(data) && repeatsKey(&root) {
+		// JSON.parse, and the hosts that read these files with it, keep
+		// the last of a repeated key; YAML refuses the file.
+		data, repeated = dropRepeatedKeys(data)
+		root = yaml.Node{}
+		if err := yaml.Unmarshal(data, &root); err != nil {
+			return nil, yamlSyntaxError(path, data, err)
+		}
+	}
 	if err := checkServerLists(&root); err != nil { // before the decoder names Go types
 		return nil, fmt.Errorf("%s: %w: %w", path, ErrInvalid, err)
 	}
@@ -354,7 +364,7 @@ func parse(path string, data []byte, lookup func(string) (string, bool), clientO
 	}
 	c := &Config{Path: path, Listen: f.Listen, DataDir: f.DataDir, Tokenizer: f.Tokenizer, MaxMessageBytes: f.MaxMessage,
 		MCPListen: f.MCPListen, MCPPath: f.MCPPath}
-	for _, w := range warnings {
+	for _, w := range append(repeated, warnings...) {
 		c.Warnings = append(c.Warnings, path+": "+w)
 	}
 	if clientOnly {

@@ -1,0 +1,61 @@
+package config_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/contextd/contextd/internal/config"
+)
+
+// A JSON host file that repeats a key is read as JSON.parse reads it, the
+// last one kept, with a warning naming both lines; it was refused. YAML
+// has no such rule: a YAML file repeating a key is still refused.
+func TestARepeatedKeyInAJSONFileKeepsTheLast(t *testing.T) {
+	file := `{
+  "mcpServers": {
+    "notes": {"command": "old-notes"},
+    "web": {
+      "url": "https://a.example.com/mcp",
+      "headers": {"X-Team": "one", "X-Team": "two"},
+      "url": "https://b.example.com/mcp"
+    },
+    "notes": {
+      "command": "notes-server",
+      "args": ["--root", "/srv/notes"]
+    }
+  },
+  "inputs": [{"id": "a", "id": "b"}],
+  "mcpServers_note": 1
+}
+`
+	lookup := func(string) (string, bool) { return "", false }
+	c, err := config.Parse("mcp.json", []byte(file), lookup)
+	if err != nil {
+		t.Fatalf("a JSON file repeating keys: %v", err)
+	}
+	web, _ := c.Server("web")
+	notes, _ := c.Server("notes")
+	if len(c.Servers) != 2 || notes.Command != "notes-server" || web.URL != "https://b.example.com/mcp" || web.Headers["X-Team"] != "two" {
+		t.Fatalf("servers %+v; want the last of each repeated key", c.Servers)
+	}
+	for _, want := range []string{
+		`line 3: key "notes" is repeated: the one at line 9 is used`,
+		`line 5: key "url" is repeated: the one at line 7 is used`,
+		`line 6: key "X-Team" is repeated: the one at line 6 is used`,
+		`line 14: key "id" is repeated: the one at line 14 is used`,
+	} {
+		if !slices.ContainsFunc(c.Warnings, func(w string) bool { return strings.Contains(w, want) }) {
+			t.Errorf("warnings %q: none says %q", c.Warnings, want)
+		}
+	}
+	// Later lines keep their numbers.
+	if !slices.ContainsFunc(c.Warnings, func(w string) bool { return strings.Contains(w, `line 15: key "mcpServers_note"`) }) {
+		t.Errorf("warnings %q: want the unread key at line 15", c.Warnings)
+	}
+
+	yamlFile := "mcpServers:\n  notes: {command: a}\n  notes: {command: b}\n"
+	if _, err := config.Parse("contextd.yaml", []byte(yamlFile), lookup); err == nil || !strings.Contains(err.Error(), "already defined") {
+		t.Fatalf("a YAML file repeating a key: %v, want it refused", err)
+	}
+}
