@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -130,10 +131,38 @@ func boundBodies(h http.Handler) http.Handler {
 			http.Error(w, fmt.Sprintf("Bad Request: a JSON-RPC batch may hold at most %d message; send one a POST", MaxBatch), http.StatusBadRequest)
 			return
 		}
+		if problem := idProblem(body); problem != "" {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			answer, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": -32600, "message": "contextd: " + problem}})
+			w.Write(answer) //nolint:errcheck // the caller may be gone
+			return
+		}
 		r = r.WithContext(context.WithValue(r.Context(), bodyKey{}, body))
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		h.ServeHTTP(w, r)
 	})
+}
+
+// idProblem returns what is wrong with the id of a message of body (a
+// message or a batch of them), "" when nothing is or body does not decode
+// (the go-sdk answers that). The go-sdk would answer an id it reads
+// inexactly (2^53+1, 1.5) under another id.
+func idProblem(body []byte) string {
+	var msgs []json.RawMessage
+	if err := json.Unmarshal(body, &msgs); err != nil {
+		msgs = []json.RawMessage{body}
+	}
+	for _, m := range msgs {
+		var fields map[string]json.RawMessage // by exact name, as the go-sdk reads them
+		if json.Unmarshal(m, &fields) != nil {
+			continue
+		}
+		if _, problem := checkID(fields["id"]); problem != "" {
+			return problem
+		}
+	}
+	return ""
 }
 
 // bodyKey is the context key of a POST's body, as boundBodies read it.

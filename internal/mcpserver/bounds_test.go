@@ -298,3 +298,27 @@ func TestLargeBodiesReadAtOnceAreBounded(t *testing.T) {
 		t.Errorf("a large body after the first was done: %d, want 400 (not JSON)", code)
 	}
 }
+
+// The go-sdk reads a number id as a float64: over HTTP as over stdio, a
+// message whose id float cannot hold exactly (2^53+1, 1.5) is refused
+// with an error under id null, not answered under another id.
+func TestHTTPIDsTheGoSDKWouldChangeAreRefused(t *testing.T) {
+	f := newFacade(t, map[string]*mcpsdk.Server{"a": mcptest.NewServer(map[string]string{"doc://x": "x"}, nil)}, nil, engine.Options{})
+	ts := httptest.NewServer(f.srv.HTTPHandler())
+	defer ts.Close()
+	code, sid := post(t, ts.URL, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"script","version":"1"}}}`)
+	if code != http.StatusOK {
+		t.Fatalf("initialize: %d", code)
+	}
+	post(t, ts.URL, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	for _, id := range []string{"9007199254740993", "1.5", "1e400", "-9007199254740993"} {
+		if code, _ := post(t, ts.URL, sid, `{"jsonrpc":"2.0","id":`+id+`,"method":"ping"}`); code != http.StatusBadRequest {
+			t.Errorf("a ping with id %s: %d, want 400", id, code)
+		}
+	}
+	for _, id := range []string{"9007199254740992", "7", `"x"`} {
+		if code, _ := post(t, ts.URL, sid, `{"jsonrpc":"2.0","id":`+id+`,"method":"ping"}`); code != http.StatusOK {
+			t.Errorf("a ping with id %s: %d, want 200", id, code)
+		}
+	}
+}

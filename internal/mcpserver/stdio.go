@@ -208,29 +208,9 @@ func checkOne(m json.RawMessage) (int, string) {
 	if json.Unmarshal(fields["jsonrpc"], &version) != nil || version != "2.0" {
 		return -32600, `"jsonrpc" must be "2.0"`
 	}
-	id, hasID := fields["id"], false
-	switch {
-	case id == nil || string(id) == "null":
-	case id[0] == '"':
-		var s string
-		if json.Unmarshal(id, &s) != nil {
-			return -32600, "the id is not a valid string"
-		}
-		hasID = true
-	default:
-		// The go-sdk reads a number id as a float64: one that float
-		// cannot hold exactly would be answered under another id.
-		f, err := strconv.ParseFloat(string(id), 64)
-		if n, ierr := strconv.ParseInt(string(id), 10, 64); ierr == nil {
-			err = nil
-			if n > 1<<53 || n < -(1<<53) {
-				err = strconv.ErrRange
-			}
-		}
-		if err != nil || math.IsInf(f, 0) || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
-			return -32600, "the id must be a string or an integer of at most 2^53"
-		}
-		hasID = true
+	hasID, problem := checkID(fields["id"])
+	if problem != "" {
+		return -32600, problem
 	}
 	if method, ok := fields["method"]; ok {
 		var s string
@@ -257,6 +237,34 @@ func checkOne(m json.RawMessage) (int, string) {
 		}
 	}
 	return 0, ""
+}
+
+// checkID reports whether id, a message's "id" as sent (nil when absent),
+// is there, and what is wrong with it: the go-sdk reads a number id as a
+// float64, so one that float cannot hold exactly would be answered under
+// another id.
+func checkID(id json.RawMessage) (hasID bool, problem string) {
+	switch {
+	case id == nil || string(id) == "null":
+		return false, ""
+	case id[0] == '"':
+		var s string
+		if json.Unmarshal(id, &s) != nil {
+			return false, "the id is not a valid string"
+		}
+		return true, ""
+	}
+	f, err := strconv.ParseFloat(string(id), 64)
+	if n, ierr := strconv.ParseInt(string(id), 10, 64); ierr == nil {
+		err = nil
+		if n > 1<<53 || n < -(1<<53) {
+			err = strconv.ErrRange
+		}
+	}
+	if err != nil || math.IsInf(f, 0) || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
+		return false, "the id must be a string or an integer of at most 2^53"
+	}
+	return true, ""
 }
 
 // depth returns how deeply arrays and objects nest in the JSON text b.
