@@ -115,14 +115,18 @@ func (f *lineFilter) readLine(scan *idScanner) (line []byte, tooLong bool, err e
 		scan.feed(chunk)
 		if !tooLong {
 			line = append(line, chunk...)
-			if len(line) > f.max+1 {
+			if len(line) > f.max+2 { // max bytes, then CR LF
 				line, tooLong = nil, true
 			}
 		}
 		if errors.Is(err, bufio.ErrBufferFull) {
 			continue
 		}
-		return bytes.TrimRight(line, "\r\n"), tooLong, err
+		line = bytes.TrimRight(line, "\r\n")
+		if len(line) > f.max {
+			line, tooLong = nil, true
+		}
+		return line, tooLong, err
 	}
 }
 

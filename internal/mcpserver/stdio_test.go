@@ -122,4 +122,18 @@ func TestStdioAnswersMalformedMessagesAndGoesOn(t *testing.T) {
 			t.Fatalf("after message %d (%.60s), ping %d: %s", i, c.bad, id, m)
 		}
 	}
+	// A message of exactly MaxRequestBytes is taken, whether its line ends
+	// in LF or CR LF; one byte more is not.
+	for _, end := range []string{"", "\r"} {
+		head := `{"jsonrpc":"2.0","id":77,"method":"ping","params":{"x":"`
+		exact := head + strings.Repeat("a", mcpserver.MaxRequestBytes-len(head)-3) + `"}}`
+		send(exact + end)
+		if m := next(); string(m["id"]) != "77" || m["result"] == nil {
+			t.Errorf("a ping of exactly %d bytes ending %q: %.200s", len(exact), end+"\n", fmt.Sprint(m))
+		}
+		send(strings.Replace(exact, `"x":"`, `"x":"a`, 1) + end)
+		if m := next(); string(m["id"]) != "77" || m["error"] == nil {
+			t.Errorf("a ping of %d bytes ending %q: %.200s, want an error", len(exact)+1, end+"\n", fmt.Sprint(m))
+		}
+	}
 }
