@@ -175,6 +175,14 @@ func (b *readBudget) start(server string) (time.Duration, error) {
 	return left, nil
 }
 
+// made returns how many reads start allowed: the resources/read calls
+// the request made.
+func (b *readBudget) made() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.reads
+}
+
 // contentBytes is what spend counts for contents.
 func contentBytes(contents []resource.Content) int {
 	n := 0

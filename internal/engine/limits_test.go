@@ -149,6 +149,10 @@ func TestRequestLimits(t *testing.T) {
 	if !n.read(many[1]) || n.read(many[2]) || !omittedFor(res, many[2], "max_reads") {
 		t.Errorf("max_reads 2: third read %v, omitted %+v", n.read(many[2]), res.Omitted)
 	}
+	// Reads counts the reads made, not the one refused.
+	if res.Reads != 2 {
+		t.Errorf("max_reads 2: Reads = %d, want 2", res.Reads)
+	}
 	// 200 bytes: a read of "contents of file:///srv/docs/pN" counts 114 (31
 	// of text, 19 of URI, 64 for the item), so the second does not fit.
 	eng = fileEngine(t, n, false, config.Limits{MaxResponseBytes: 200})

@@ -414,7 +414,7 @@ func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (out *Assemb
 		}
 	}
 	res.Omitted = append(res.Omitted, dropped...)
-	res.Reads = memo.reads
+	res.Reads = budget.made() // a candidate refused a read (max_reads, skipped) was called but cost none
 	return &AssembleResult{Result: res, Tokenizer: e.tok.Encoding(), Fetched: fetched.m}, nil
 }
 
@@ -429,10 +429,9 @@ const (
 // readMemo makes each of a request's reads once: a selection made again
 // after replacing candidates reuses what was read.
 type readMemo struct {
-	read  selector.ReadFunc
-	mu    sync.Mutex
-	m     map[resource.Key]memoRead
-	reads int // reads made
+	read selector.ReadFunc
+	mu   sync.Mutex
+	m    map[resource.Key]memoRead
 }
 
 type memoRead struct {
@@ -451,7 +450,6 @@ func (r *readMemo) get(ctx context.Context, server, uri string) ([]selector.Cont
 	contents, err := r.read(ctx, server, uri)
 	r.mu.Lock()
 	r.m[k] = memoRead{contents, err}
-	r.reads++
 	r.mu.Unlock()
 	return contents, err
 }
