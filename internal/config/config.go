@@ -348,6 +348,9 @@ func parse(path string, data []byte, lookup func(string) (string, bool), clientO
 			return nil, yamlSyntaxError(path, data, err)
 		}
 	}
+	if err := checkTags(&root, ""); err != nil {
+		return nil, fmt.Errorf("%s: %w: %w", path, ErrInvalid, err)
+	}
 	if err := checkServerLists(&root); err != nil { // before the decoder names Go types
 		return nil, fmt.Errorf("%s: %w: %w", path, ErrInvalid, err)
 	}

@@ -59,3 +59,31 @@ func TestARepeatedKeyInAJSONFileKeepsTheLast(t *testing.T) {
 		t.Fatalf("a YAML file repeating a key: %v, want it refused", err)
 	}
 }
+
+// An unquoted value starting with "!" or "*" (a password such as
+// "!Pa55w0rd") is a tag or an alias to YAML: the value became "" without a
+// word, or the error quoted it as an anchor's name. Either is refused,
+// named by line (and key), the value never quoted.
+func TestUnquotedTagsAndAliasesAreRefusedUnquoted(t *testing.T) {
+	const secret = "Pa55w0rd-Zq9x"
+	lookup := func(string) (string, bool) { return "", false }
+	for _, c := range []struct{ file, want string }{
+		{"mcpServers:\n  s:\n    url: https://x.example.com/mcp\n    headers:\n      X-Api-Key: !" + secret + "\n", `line 5: the value of key "X-Api-Key" starts with "!"`},
+		{"mcpServers:\n  s:\n    command: srv\n    env:\n      API_KEY: !<" + secret + "> x\n", `line 5: the value of key "API_KEY" starts with "!"`},
+		{"mcpServers:\n  s:\n    url: https://x.example.com/mcp\n    headers:\n      X-Api-Key: *" + secret + "\n", `line 5: a value starting with "*"`},
+	} {
+		_, err := config.Parse("contextd.yaml", []byte(c.file), lookup)
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), secret) {
+			t.Errorf("%q: %v; want an error with %q, the value unquoted", c.file, err, c.want)
+		}
+	}
+	// Tags YAML defines, and anchors with their aliases, are read as ever.
+	ok := "x-key: &k \"s3cr3t\"\nmcpServers:\n  s:\n    url: https://x.example.com/mcp\n    headers:\n      X-Api-Key: *k\n      X-Count: !!str 12\n"
+	c, err := config.Parse("contextd.yaml", []byte(ok), lookup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := c.Server("s"); s.Headers["X-Api-Key"] != "s3cr3t" || s.Headers["X-Count"] != "12" {
+		t.Fatalf("headers %q", s.Headers)
+	}
+}

@@ -44,6 +44,38 @@ func jsonSyntaxError(path string, err error) error {
 	return fmt.Errorf("%s: %w: %s", path, ErrInvalid, strings.TrimPrefix(err.Error(), "hujson: "))
 }
 
+// unknownAnchor matches the yaml package's error for an alias of an
+// anchor not defined.
+var unknownAnchor = regexp.MustCompile(`unknown anchor '(.*)' referenced`)
+
+// checkTags refuses a value YAML reads with a tag of the file's own
+// ("!…", not the standard "!!…"): an unquoted password such as
+// "!Pa55w0rd" is read as the tag "!Pa55w0rd" on an empty value, so a
+// header or env entry became "" without a word. The value is named by its
+// line and key only.
+func checkTags(n *yaml.Node, key string) error {
+	if n == nil {
+		return nil
+	}
+	if n.Style&yaml.TaggedStyle != 0 && !strings.HasPrefix(n.Tag, "!!") {
+		where := ""
+		if key != "" {
+			where = " of key " + keyShown(key)
+		}
+		return fmt.Errorf("line %d: the value%s starts with \"!\", which YAML reads as a tag, leaving the value empty or changed: quote the value", n.Line, where)
+	}
+	for i, c := range n.Content {
+		k := ""
+		if n.Kind == yaml.MappingNode && i%2 == 1 {
+			k = n.Content[i-1].Value
+		}
+		if err := checkTags(c, k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // yamlLine matches the position in a yaml syntax error: "yaml: line 4: …".
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
@@ -56,6 +88,15 @@ const maxScanLines = 5000
 // one is the first line whose addition makes the text fail with the same
 // message, and the error names both.
 func yamlSyntaxError(path string, data []byte, err error) error {
+	if m := unknownAnchor.FindStringSubmatch(err.Error()); m != nil {
+		// The anchor's name is the value after "*", which may be a
+		// password written unquoted ("*Pa55w0rd"): named by line only.
+		line := 0
+		if at := bytes.Index(data, []byte("*"+m[1])); at >= 0 {
+			line = bytes.Count(data[:at], []byte("\n")) + 1
+		}
+		return fmt.Errorf("%s: %w: line %d: a value starting with \"*\" is read by YAML as a reference to an anchor, and no anchor of that name is defined: quote the value", path, ErrInvalid, line)
+	}
 	m := yamlLine.FindStringSubmatch(err.Error())
 	if m == nil {
 		return syntaxError(path, data, err)
