@@ -459,6 +459,12 @@ func parse(path string, data []byte, lookup func(string) (string, bool), clientO
 			sf.URL = alias.value
 			all[name] = sf
 		}
+		if t := strings.ToLower(sf.Type); t == "websocket" || t == "ws" {
+			// LibreChat's WebSocket transport, which MCP does not define:
+			// that server is skipped, not the host's whole file.
+			c.Warnings = append(c.Warnings, fmt.Sprintf("%s: server %q: type %q is not a transport contextd speaks (stdio, http, sse): the server is skipped", path, name, sf.Type))
+			sf.Disabled = true
+		}
 		if sf.Disabled {
 			// Not run, but its credentials are still the user's: masked,
 			// and withheld from the servers that run, also when it would

@@ -87,3 +87,23 @@ func TestUnquotedTagsAndAliasesAreRefusedUnquoted(t *testing.T) {
 		t.Fatalf("headers %q", s.Headers)
 	}
 }
+
+// LibreChat's websocket servers are skipped with a warning; the others in
+// its file are read. A type nobody defines is still an error.
+func TestAWebSocketServerIsSkippedNotTheFile(t *testing.T) {
+	lookup := func(string) (string, bool) { return "", false }
+	file := "mcpServers:\n  ws:\n    type: websocket\n    url: ws://localhost:8080/mcp\n  notes:\n    command: notes-server\n"
+	c, err := config.Parse("librechat.yaml", []byte(file), lookup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Servers) != 1 || c.Servers[0].Name != "notes" {
+		t.Fatalf("servers %+v, want notes alone", c.Servers)
+	}
+	if !slices.ContainsFunc(c.Warnings, func(w string) bool { return strings.Contains(w, `server "ws": type "websocket"`) }) {
+		t.Fatalf("warnings %q", c.Warnings)
+	}
+	if _, err := config.Parse("x.yaml", []byte("mcpServers:\n  s:\n    type: stdoi\n    command: x\n"), lookup); err == nil {
+		t.Fatal("type stdoi was taken")
+	}
+}
