@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"math"
 	"strconv"
+	"strings"
 	"sync"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -255,6 +256,11 @@ func checkID(id json.RawMessage) (hasID bool, problem string) {
 		var s string
 		if json.Unmarshal(id, &s) != nil {
 			return false, "the id is not a valid string"
+		}
+		if sent := bytes.Count(id, []byte("\ufffd")) + bytes.Count(bytes.ToLower(id), []byte(`\ufffd`)); strings.Count(s, "\ufffd") > sent {
+			// A lone surrogate (or invalid UTF-8) is decoded as U+FFFD:
+			// the answer would carry another id.
+			return false, "the id is not valid UTF-8 (a lone surrogate?)"
 		}
 		return true, ""
 	}
