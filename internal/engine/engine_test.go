@@ -625,7 +625,10 @@ func TestFailedReadsAreReplacedByTheNextCandidates(t *testing.T) {
 	// "binary", "user" and "duplicate" come to nothing whatever the budget
 	// (a binary MIME type, an audience of the user only, every read the
 	// same text) without a read failing.
-	for _, mode := range []string{"empty", "error", "whitespace", "sticky", "binary", "user", "duplicate"} {
+	// "pointer": each is too large for the budget and of a type never cut
+	// into sections, so it can only be a pointer: kept in the answer, but
+	// replaced all the same.
+	for _, mode := range []string{"empty", "error", "whitespace", "sticky", "binary", "user", "duplicate", "pointer"} {
 		t.Run(mode, func(t *testing.T) {
 			bad := mcptest.NewServer(nil, nil)
 			for i := range 60 { // more than every candidate ranked, replacements included
@@ -637,6 +640,8 @@ func TestFailedReadsAreReplacedByTheNextCandidates(t *testing.T) {
 					r.MIMEType = "image/png"
 				case "user":
 					r.Annotations = &mcpsdk.Annotations{Audience: []mcpsdk.Role{"user"}}
+				case "pointer":
+					r.MIMEType, r.Size = "application/x-custom", 10<<20
 				}
 				bad.AddResource(r,
 					func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
@@ -664,8 +669,11 @@ func TestFailedReadsAreReplacedByTheNextCandidates(t *testing.T) {
 			}
 			ok, failed := 0, 0
 			for _, it := range res.Items {
-				if it.Server == "ok" {
+				switch {
+				case it.Server == "ok" && it.Form != selector.FormPointer:
 					ok++
+				case it.Server == "bad" && it.Form == selector.FormPointer:
+					failed++ // kept as a pointer
 				}
 			}
 			for _, o := range res.Omitted {

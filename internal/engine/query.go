@@ -313,7 +313,8 @@ func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (out *Assemb
 	// the task needs.
 	var dropped []selector.Omitted
 	excluded := map[resource.Key]bool{}
-	next := len(cands) - len(pinned) // ranked candidates taken so far
+	pointed := map[resource.Key]bool{} // pointers replaced, kept as they are
+	next := len(cands) - len(pinned)   // ranked candidates taken so far
 	reranked := false
 	for round := 0; round < refillRounds && ctx.Err() == nil; round++ {
 		// Came to nothing: a read that failed or brought nothing, or a
@@ -333,7 +334,20 @@ func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (out *Assemb
 				failed = append(failed, k)
 			}
 		}
-		if len(failed) == 0 {
+		// A pointer (nothing of it fits: too large, of a type never cut)
+		// stays in the answer, but while the budget has room it takes no
+		// place: a server whose large descriptors rank first would
+		// otherwise fill every place with pointers.
+		pointers := 0
+		if req.TokenBudget-res.TotalTokens >= selector.MinUsefulTokens {
+			for _, it := range res.Items {
+				if k := it.Key(); it.Form == selector.FormPointer && !pinned[k] && !pointed[k] {
+					pointed[k] = true
+					pointers++
+				}
+			}
+		}
+		if len(failed) == 0 && pointers == 0 {
 			break
 		}
 		isFailed := make(map[resource.Key]bool, len(failed))
@@ -350,13 +364,16 @@ func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (out *Assemb
 		// (two failed or more) gets no replacement candidates: a server
 		// with many descriptors ranking first would otherwise fill the
 		// replacements too.
+		for k := range pointed {
+			nothing[k] = true
+		}
 		failing := memo.failingServers(nothing)
 		inKept := make(map[resource.Key]bool, len(kept))
 		for _, c := range kept {
 			inKept[c.Key()] = true
 		}
 		added := 0
-		for added < len(failed) {
+		for added < len(failed)+pointers {
 			if next == len(ranked) {
 				// Ranked without the failing servers, once: their
 				// descriptors may fill every place ranked.
