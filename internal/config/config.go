@@ -351,11 +351,16 @@ func parse(path string, data []byte, lookup func(string) (string, bool), clientO
 	if err := checkTags(&root, ""); err != nil {
 		return nil, fmt.Errorf("%s: %w: %w", path, ErrInvalid, err)
 	}
-	if err := checkServerLists(&root); err != nil { // before the decoder names Go types
+	listed, err := serverLists(&root) // before the decoder names Go types
+	if err != nil {
 		return nil, fmt.Errorf("%s: %w: %w", path, ErrInvalid, err)
 	}
 	var f file
-	if err := yaml.Unmarshal(data, &f); err != nil {
+	decode := func() error { return yaml.Unmarshal(data, &f) }
+	if listed {
+		decode = func() error { return root.Decode(&f) }
+	}
+	if err := decode(); err != nil {
 		return nil, fmt.Errorf("%s: %w: %v", path, ErrInvalid, typeError(err))
 	}
 	if err := checkOneDocument(data); err != nil {

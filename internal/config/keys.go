@@ -140,23 +140,55 @@ func checkKeys(doc *yaml.Node, clientOnly bool) (warnings []string, err error) {
 	return warnings, nil
 }
 
-// checkServerLists returns an error when mcpServers or servers is a list,
-// as in Continue's config.yaml, rather than a mapping from name to server:
-// the decoder's own error would name Go types.
-func checkServerLists(doc *yaml.Node) error {
+// serverLists turns mcpServers or servers written as a list of servers
+// each with a name, as in Continue's config.yaml, into the mapping from
+// name to server that contextd reads, in doc itself; it reports whether it
+// changed doc. A list it cannot read so (an item without a name, a name
+// twice) is an error: the decoder's own would name Go types.
+func serverLists(doc *yaml.Node) (bool, error) {
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
-		return nil
+		return false, nil
 	}
-	for _, kv := range pairs(doc.Content[0]) {
-		v := kv[1]
+	changed := false
+	top := doc.Content[0]
+	for i := 0; top.Kind == yaml.MappingNode && i+1 < len(top.Content); i += 2 {
+		k, v := top.Content[i], top.Content[i+1]
 		if v.Kind == yaml.AliasNode {
 			v = v.Alias
 		}
-		if (kv[0].Value == "mcpServers" || kv[0].Value == "servers") && v != nil && v.Kind == yaml.SequenceNode {
-			return fmt.Errorf("line %d: field %s: a list; want a mapping from each server's name to its command or url, as in Claude Desktop's file", kv[0].Line, kv[0].Value)
+		if (k.Value != "mcpServers" && k.Value != "servers") || v == nil || v.Kind != yaml.SequenceNode {
+			continue
 		}
+		m := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: v.Line, Column: v.Column}
+		seen := map[string]int{}
+		for _, item := range v.Content {
+			if item.Kind == yaml.AliasNode {
+				item = item.Alias
+			}
+			name, rest := -1, &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: item.Line, Column: item.Column}
+			if item.Kind == yaml.MappingNode {
+				for j := 0; j+1 < len(item.Content); j += 2 {
+					if item.Content[j].Value == "name" && item.Content[j+1].Kind == yaml.ScalarNode && item.Content[j+1].Value != "" {
+						name = j
+						continue
+					}
+					rest.Content = append(rest.Content, item.Content[j], item.Content[j+1])
+				}
+			}
+			if name < 0 {
+				return false, fmt.Errorf("line %d: field %s: a list whose item has no name; want each item to have one (as in Continue's config.yaml), or a mapping from each server's name to its command or url, as in Claude Desktop's file", item.Line, k.Value)
+			}
+			nameNode := item.Content[name+1]
+			if at, dup := seen[nameNode.Value]; dup {
+				return false, fmt.Errorf("line %d: field %s: server %q is named twice (first at line %d)", nameNode.Line, k.Value, nameNode.Value, at)
+			}
+			seen[nameNode.Value] = nameNode.Line
+			m.Content = append(m.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: nameNode.Value, Line: nameNode.Line, Column: nameNode.Column}, rest)
+		}
+		top.Content[i+1] = m
+		changed = true
 	}
-	return nil
+	return changed, nil
 }
 
 // checkServer checks one server's mapping as checkKeys does; the keys of

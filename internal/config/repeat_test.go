@@ -107,3 +107,38 @@ func TestAWebSocketServerIsSkippedNotTheFile(t *testing.T) {
 		t.Fatal("type stdoi was taken")
 	}
 }
+
+// Continue's config.yaml lists its servers, each with a name: read as the
+// mapping from name to server other hosts write.
+func TestContinuesServerListIsRead(t *testing.T) {
+	file := `name: My assistant
+version: 0.0.1
+schema: v1
+models: []
+mcpServers:
+  - name: SQLite MCP
+    command: npx
+    args: ["-y", "mcp-sqlite", "/home/me/db.sqlite"]
+    env: {}
+  - name: web
+    type: streamable-http
+    url: https://mcp.example.com/mcp
+`
+	c, err := config.Parse("config.yaml", []byte(file), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	sq, ok1 := c.Server("SQLite MCP")
+	web, ok2 := c.Server("web")
+	if len(c.Servers) != 2 || !ok1 || !ok2 || sq.Command != "npx" || !slices.Equal(sq.Args, []string{"-y", "mcp-sqlite", "/home/me/db.sqlite"}) || web.URL != "https://mcp.example.com/mcp" || web.Transport != config.TransportHTTP {
+		t.Fatalf("servers %+v", c.Servers)
+	}
+	// A key contextd does not read in a listed server is named at its line.
+	bad := strings.Replace(file, "    env: {}", "    enviroment: {}", 1)
+	c, err = config.Parse("config.yaml", []byte(bad), func(string) (string, bool) { return "", false })
+	if err != nil || !slices.ContainsFunc(c.Warnings, func(w string) bool {
+		return strings.Contains(w, `server "SQLite MCP": line 9: field "enviroment"`)
+	}) {
+		t.Fatalf("an unread key in a listed server: %v, warnings %q", err, c.Warnings)
+	}
+}
