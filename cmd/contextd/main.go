@@ -65,7 +65,7 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	cmd, rest := args[0], args[1:]
 	switch cmd {
-	case "serve", "mcp", "assemble":
+	case "serve", "mcp", "assemble", "search":
 		if os.Getenv(mcp.UpstreamOfEnv) != "" {
 			// A configuration listing contextd itself (a symlink, a
 			// renamed binary, a shell wrapper dropSelf cannot see

@@ -14,7 +14,7 @@ import (
 // daemon are not refused.
 func TestAContextdStartedAsAServerStartsNone(t *testing.T) {
 	t.Setenv(mcp.UpstreamOfEnv, "4242")
-	for _, cmd := range []string{"serve", "mcp", "assemble"} {
+	for _, cmd := range []string{"serve", "mcp", "assemble", "search"} {
 		err := run(t.Context(), []string{cmd, "--config", "/nonexistent/contextd.yaml", "a task"}, io.Discard, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), "started by another contextd") {
 			t.Errorf("%s: %v; want it refused as started by another contextd", cmd, err)
