@@ -201,7 +201,22 @@ func (r *reloader) watch(ctx context.Context, w *watcher) {
 	debounce := time.NewTimer(time.Hour)
 	debounce.Stop()
 	defer debounce.Stop()
+	var seen os.FileInfo // the file when last hashed
 	changed := func() bool {
+		// Events for any file in the directory (for ~/.claude.json, the
+		// home directory) come here: a file that is the one last hashed,
+		// of the same size and modification time, is not hashed again
+		// (tens of megabytes, at every burst). One modified within the
+		// last seconds is, as an edit in the same tick of a coarse clock
+		// keeps the time.
+		fi, err := os.Stat(r.path)
+		if err == nil && seen != nil && os.SameFile(fi, seen) && fi.Size() == seen.Size() && fi.ModTime().Equal(seen.ModTime()) && time.Since(fi.ModTime()) > racyModTime {
+			return false
+		}
+		seen = nil
+		if err == nil {
+			seen = fi
+		}
 		h := fileHash(r.path)
 		if h == last {
 			return false
@@ -231,6 +246,10 @@ func (r *reloader) watch(ctx context.Context, w *watcher) {
 		}
 	}
 }
+
+// racyModTime is how recent a modification time may be for the file to be
+// hashed even though its size and time are those it had when last hashed.
+const racyModTime = 3 * time.Second
 
 // fileHash returns the SHA-256 of path's content, or "" when it cannot be
 // read (a rename in progress: the next event reads it again) or is not a

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 	"slices"
@@ -14,12 +16,12 @@ import (
 // which grows to tens of megabytes. Decoded whole into YAML nodes (twice),
 // 32 MB took 3.5 s and 1.5 GB at every start of `contextd mcp` and every
 // reload. Before it is decoded, a JSON file over pruneFrom bytes has its
-// bulk blanked: under each top-level key contextd does not read, every
-// member value over maxUnreadValue bytes becomes null (and the value
-// itself, when it is not an object). What the key checks look at stays:
-// every top-level key, the keys of each unread key's object (a token
-// written there is refused), and any "auth" member whole. The newlines of
-// a blanked value are kept, so every later line keeps its number.
+// bulk blanked: the value of each top-level key contextd does not read,
+// when over maxUnreadValue bytes, becomes null, or, when an object, an
+// object of only its members whose keys name a token or auth (written
+// there, a token is refused: see authLike). What the key checks look at
+// stays: every top-level key, and those members whole. The newlines of
+// what is blanked are kept, so every later line keeps its number.
 const (
 	pruneFrom      = 1 << 20
 	maxUnreadValue = 4 << 10
@@ -32,32 +34,41 @@ func pruneUnread(data []byte) []byte {
 	if len(data) < pruneFrom {
 		return data
 	}
-	type span struct{ start, end int }
+	type span struct {
+		start, end int
+		with       []byte
+	}
 	var blank []span
 	members(data, func(key string, start, end int) {
 		v := data[start:end]
 		if slices.Contains(topKeys, key) || len(v) <= maxUnreadValue {
 			return
 		}
-		if v[0] != '{' {
-			blank = append(blank, span{start, end})
-			return
+		with := []byte("null")
+		if v[0] == '{' {
+			with = []byte("{")
+			members(v, func(key string, s, e int) {
+				if k := normalKey(key); strings.Contains(k, "token") || strings.Contains(k, "auth") {
+					if len(with) > 1 {
+						with = append(with, ',')
+					}
+					kq, _ := json.Marshal(key)
+					with = append(append(append(with, kq...), ':'), v[s:e]...)
+				}
+			})
+			with = append(with, '}')
 		}
-		members(v, func(key string, s, e int) {
-			if e-s > maxUnreadValue && normalKey(key) != "auth" {
-				blank = append(blank, span{start + s, start + e})
-			}
-		})
+		blank = append(blank, span{start, end, with})
 	})
 	if len(blank) == 0 {
 		return data
 	}
-	out := make([]byte, 0, len(data))
+	out := make([]byte, 0, min(len(data), 1<<20))
 	at := 0
 	for _, b := range blank {
 		out = append(out, data[at:b.start]...)
-		out = append(out, "null"...)
-		for range bytes.Count(data[b.start:b.end], []byte("\n")) {
+		out = append(out, b.with...)
+		for range bytes.Count(data[b.start:b.end], []byte("\n")) - bytes.Count(b.with, []byte("\n")) {
 			out = append(out, '\n')
 		}
 		at = b.end
@@ -230,4 +241,103 @@ func repeatsKey(n *yaml.Node) bool {
 		}
 	}
 	return false
+}
+
+// yamlSafe returns data, valid JSON, in a form YAML reads as JSON.parse
+// would read data: YAML refuses some strings JSON allows (the escapes \/
+// and of surrogates, written by PHP and Python by default, or by
+// JSON.stringify of a cut emoji; raw DEL, C1 controls and U+FFFE/U+FFFF),
+// and keys over 1,024 characters unless marked explicit ("? "). Such
+// strings are written again with escapes YAML knows; nothing else
+// changes, and no newline is added or taken (no string holds one), so
+// lines keep their numbers. data itself when nothing needs it.
+func yamlSafe(data []byte) []byte {
+	var out []byte
+	last := 0
+	for i := 0; i < len(data); i++ {
+		if data[i] != '"' {
+			continue
+		}
+		end := skipValue(data, i)
+		str := data[i:end]
+		fix := !yamlReads(str)
+		long := end-i > maxSimpleKey
+		if long {
+			j := skipSpace(data, end)
+			long = j < len(data) && data[j] == ':'
+		}
+		if fix || long {
+			if out == nil {
+				out = make([]byte, 0, len(data)+64)
+			}
+			out = append(out, data[last:i]...)
+			if long {
+				out = append(out, "? "...)
+			}
+			if fix {
+				out = appendYAMLString(out, str)
+			} else {
+				out = append(out, str...)
+			}
+			last = end
+		}
+		i = end - 1
+	}
+	if out == nil {
+		return data
+	}
+	return append(out, data[last:]...)
+}
+
+// maxSimpleKey is the longest key, quotes included, YAML reads without an
+// explicit "? " (1,024 characters; counted in bytes here, to be safe).
+const maxSimpleKey = 1000
+
+// yamlReads reports whether YAML reads the JSON string str (quotes
+// included) as JSON does.
+func yamlReads(str []byte) bool {
+	if !utf8.Valid(str) {
+		return false
+	}
+	for i := 0; i < len(str); i++ {
+		switch c := str[i]; {
+		case c == '\\':
+			i++
+			if i < len(str) && str[i] == '/' {
+				return false
+			}
+			if i+2 < len(str) && str[i] == 'u' && (str[i+1] == 'd' || str[i+1] == 'D') && strings.IndexByte("89abcdefABCDEF", str[i+2]) >= 0 {
+				return false // a surrogate, paired or not
+			}
+		case c == 0x7f:
+			return false
+		case c == 0xc2 && i+1 < len(str) && str[i+1] >= 0x80 && str[i+1] <= 0x9f:
+			return false // C1
+		case c == 0xef && i+2 < len(str) && str[i+1] == 0xbf && (str[i+2] == 0xbe || str[i+2] == 0xbf):
+			return false // U+FFFE, U+FFFF
+		}
+	}
+	return true
+}
+
+// appendYAMLString appends the JSON string str written again as a
+// double-quoted string YAML reads as JSON.parse would read str (a lone
+// surrogate, which Go cannot hold, becomes U+FFFD).
+func appendYAMLString(out, str []byte) []byte {
+	var s string
+	if json.Unmarshal(str, &s) != nil {
+		return append(out, str...)
+	}
+	out = append(out, '"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			out = append(out, '\\', byte(r))
+		case r < 0x20 || r == 0x7f || r >= 0x80 && r <= 0x9f || r == 0xfffe || r == 0xffff:
+			out = fmt.Appendf(out, "\\u%04x", r)
+		default:
+			out = utf8.AppendRune(out, r)
+		}
+	}
+	return append(out, '"')
 }

@@ -328,8 +328,15 @@ func Parse(path string, data []byte, lookup func(string) (string, bool)) (*Confi
 // ParseClient).
 func parse(path string, data []byte, lookup func(string) (string, bool), clientOnly bool) (*Config, error) {
 	data, jsonErr := standardizeJSON(data)
-	if jsonErr == nil {
-		data = pruneUnread(data)
+	if jsonErr != nil && errors.Is(jsonErr, errTooDeep) {
+		return nil, fmt.Errorf("%s: %w: %w", path, ErrInvalid, jsonErr)
+	}
+	// A JSON file is read as YAML in flow style: jsonData is it as JSON,
+	// data as YAML reads it (yamlSafe).
+	var jsonData []byte
+	if jsonErr == nil && isJSON(data) {
+		jsonData = pruneUnread(data)
+		data = yamlSafe(jsonData)
 	}
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
@@ -339,10 +346,11 @@ func parse(path string, data []byte, lookup func(string) (string, bool), clientO
 		return nil, yamlSyntaxError(path, data, err)
 	}
 	var repeated []string
-	if isJSON(data) && repeatsKey(&root) {
+	if jsonData != nil && repeatsKey(&root) {
 		// JSON.parse, and the hosts that read these files with it, keep
 		// the last of a repeated key; YAML refuses the file.
-		data, repeated = dropRepeatedKeys(data)
+		jsonData, repeated = dropRepeatedKeys(jsonData)
+		data = yamlSafe(jsonData)
 		root = yaml.Node{}
 		if err := yaml.Unmarshal(data, &root); err != nil {
 			return nil, yamlSyntaxError(path, data, err)

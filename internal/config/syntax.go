@@ -3,6 +3,7 @@ package config
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -15,14 +16,22 @@ import (
 // standardizeJSON returns data with the comments and trailing commas of
 // JSON with comments (VS Code's and Cursor's mcp.json) blanked out, so
 // that it reads as JSON (and so as YAML), when data looks like JSON (its
-// first non-space byte is "{"). hujson replaces each removed byte by a
-// space, so every line and column stays where it was in the file, and the
-// positions of later errors are the file's. When data does not parse as
-// JSON with comments it is returned as it is, with the parse error (which
-// gives its line and column): it may still be YAML in flow style.
+// first byte past a byte order mark, spaces and comments is "{"). hujson
+// replaces each removed byte by a space, so every line and column stays
+// where it was in the file, and the positions of later errors are the
+// file's; a byte order mark is dropped. When data does not parse as JSON
+// with comments it is returned as it is, with the parse error (which gives
+// its line and column): it may still be YAML in flow style. JSON nested
+// deeper than maxFileDepth is an error wrapping errTooDeep (hujson parses
+// by recursion: a file of a million "[" ended the process).
 func standardizeJSON(data []byte) ([]byte, error) {
-	if !bytes.HasPrefix(bytes.TrimSpace(data), []byte("{")) {
+	body := bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
+	if i := skipComments(body); i >= len(body) || body[i] != '{' {
 		return data, nil
+	}
+	data = body
+	if d := jsonDepth(data); d > maxFileDepth {
+		return data, fmt.Errorf("%w: the JSON nests deeper than %d", errTooDeep, maxFileDepth)
 	}
 	if json.Valid(data) {
 		return data, nil // already standard, and checked far faster than hujson parses
@@ -36,6 +45,60 @@ func standardizeJSON(data []byte) ([]byte, error) {
 		return data, err
 	}
 	return std, nil
+}
+
+// maxFileDepth bounds how deeply a JSON configuration nests: a host's file
+// nests a few levels; YAML refuses past 10,000 anyway.
+const maxFileDepth = 1000
+
+var errTooDeep = errors.New("nested too deeply")
+
+// skipComments returns the index of data's first byte that is not a
+// space or part of a // or /* */ comment.
+func skipComments(data []byte) int {
+	i := 0
+	for i < len(data) {
+		switch {
+		case data[i] == ' ' || data[i] == '\t' || data[i] == '\r' || data[i] == '\n':
+			i++
+		case bytes.HasPrefix(data[i:], []byte("//")):
+			if j := bytes.IndexByte(data[i:], '\n'); j >= 0 {
+				i += j + 1
+			} else {
+				return len(data)
+			}
+		case bytes.HasPrefix(data[i:], []byte("/*")):
+			if j := bytes.Index(data[i+2:], []byte("*/")); j >= 0 {
+				i += 2 + j + 2
+			} else {
+				return len(data)
+			}
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// jsonDepth returns how deeply arrays and objects nest in data, JSON with
+// comments or not (brackets in comments count: an overestimate).
+func jsonDepth(data []byte) int {
+	d, most, in := 0, 0, false
+	for i := 0; i < len(data); i++ {
+		switch c := data[i]; {
+		case in && c == '\\':
+			i++
+		case c == '"':
+			in = !in
+		case in:
+		case c == '{' || c == '[':
+			d++
+			most = max(most, d)
+		case c == '}' || c == ']':
+			d--
+		}
+	}
+	return most
 }
 
 // jsonSyntaxError reports a JSON file that does not parse, at the line and

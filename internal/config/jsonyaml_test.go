@@ -1,0 +1,75 @@
+package config_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/contextd/contextd/internal/config"
+)
+
+// Valid JSON that YAML refuses or reads otherwise is read as JSON.parse
+// reads it: what PHP (\/), Python (escaped surrogate pairs) and
+// JSON.stringify (raw DEL and C1 controls, a cut emoji's lone surrogate)
+// write, and keys over 1,024 characters. Each refused the whole host file,
+// often in prompt history contextd never reads, and some without a line.
+func TestValidJSONYAMLRefusesIsRead(t *testing.T) {
+	lookup := func(string) (string, bool) { return "", false }
+	long := strings.Repeat("p", 1500)
+	file := "{\n" +
+		`  "history": ["a cut emoji \ud83c", "del ` + "\x7f" + ` c1 ` + "\u0092" + ` nonchar ` + "\ufffe" + `"],` + "\n" +
+		`  "projects": {"/home/me/` + long + `": {"allowedTools": []}},` + "\n" +
+		`  "mcpServers": {` + "\n" +
+		`    "web": {"url": "https:\/\/mcp.example.com\/mcp", "headers": {"X-Note": "\ud83d\ude00 \u00e9"}}` + "\n" +
+		"  },\n" +
+		`  "numStartups": 1` + "\n" +
+		"}\n"
+	c, err := config.Parse("claude.json", []byte(file), lookup)
+	if err != nil {
+		t.Fatalf("valid JSON refused: %v", err)
+	}
+	web, ok := c.Server("web")
+	if !ok || web.URL != "https://mcp.example.com/mcp" || web.Headers["X-Note"] != "😀 é" {
+		t.Fatalf("server web = %+v", web)
+	}
+	// Lines keep their numbers.
+	if !strings.Contains(strings.Join(c.Warnings, "\n"), `line 7: key "numStartups"`) {
+		t.Fatalf("warnings %q: want the unread key at line 7", c.Warnings)
+	}
+}
+
+// JSON with comments is JSON whatever comes first: a comment, a byte order
+// mark. A file starting with a comment was read as YAML and refused with
+// "JSON has none".
+func TestJSONWithCommentsMayStartWithAComment(t *testing.T) {
+	lookup := func(string) (string, bool) { return "", false }
+	for _, head := range []string{"// My MCP servers\n", "/* servers\n   for work */ ", "\ufeff// with a BOM\n", "\ufeff"} {
+		file := head + `{
+  "servers": {
+    "web": {"type": "http", "url": "https://mcp.example.com/mcp"}, // trailing comma next
+  },
+}
+`
+		c, err := config.Parse("mcp.json", []byte(file), lookup)
+		if err != nil || len(c.Servers) != 1 {
+			t.Errorf("%q first: %v", head, err)
+		}
+	}
+}
+
+// JSON nested past what any configuration needs is refused at once: hujson
+// parses by recursion, and a million "[" ended the process (a daemon
+// reloading it included).
+func TestDeepJSONIsRefusedNotFatal(t *testing.T) {
+	lookup := func(string) (string, bool) { return "", false }
+	for _, deep := range []string{
+		`{"a": ` + strings.Repeat("[", 1_000_000),
+		`{"a": ` + strings.Repeat("[", 2000) + strings.Repeat("]", 2000) + "}",
+		`{"a": ` + strings.Repeat("[", 2000) + strings.Repeat("]", 2000) + ", // a comment\n}",
+	} {
+		_, err := config.Parse("deep.json", []byte(deep), lookup)
+		if err == nil || !errors.Is(err, config.ErrInvalid) || !strings.Contains(err.Error(), "nests deeper than 1000") {
+			t.Errorf("%d bytes of nesting: %v", len(deep), err)
+		}
+	}
+}
