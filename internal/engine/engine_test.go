@@ -690,3 +690,86 @@ func TestFailedReadsAreReplacedByTheNextCandidates(t *testing.T) {
 		})
 	}
 }
+
+// The servers whose candidates come to nothing may be several: each is
+// ranked out as it turns up, so three or four such servers whose
+// descriptors rank first cannot take the places one after another. With
+// the first alone ranked out, the next filled the ranking made without it,
+// and the honest server got nothing.
+func TestServersComingToNothingOneAfterAnotherAreAllReplaced(t *testing.T) {
+	for _, k := range []int{2, 3, 4} {
+		t.Run(fmt.Sprint(k), func(t *testing.T) {
+			servers := map[string]*mcpsdk.Server{}
+			for j := range k {
+				bad := mcptest.NewServer(nil, nil)
+				for i := range 60 / k {
+					uri := fmt.Sprintf("doc://bad%d/%d", j, i)
+					bad.AddResource(&mcpsdk.Resource{URI: uri, Name: fmt.Sprintf("river mountain notes %d river mountain", i), Description: "river mountain river mountain notes"},
+						func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+							return &mcpsdk.ReadResourceResult{}, nil
+						})
+				}
+				servers[fmt.Sprintf("bad%d", j)] = bad
+			}
+			docs := map[string]string{}
+			for i := range 20 {
+				docs[fmt.Sprintf("doc://ok/%d", i)] = fmt.Sprintf("notes %d on the river and the mountain trail\n", i)
+			}
+			servers["ok"] = mcptest.NewServer(docs, nil)
+			eng := newEngine(t, "", servers, 5*time.Second)
+			res, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "river mountain notes", TokenBudget: 2000})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ok := 0
+			for _, it := range res.Items {
+				if it.Server == "ok" {
+					ok++
+				}
+			}
+			if ok < 5 {
+				t.Errorf("%d servers coming to nothing: %d honest items of %d (%d reads); want at least 5", k, ok, len(res.Items), res.Reads)
+			}
+		})
+	}
+}
+
+// A server most of whose first candidates come to nothing (reads failing
+// for now, images, resources for the user only) still gets its next ones
+// when no other server has any: its places went to nobody, and an answer
+// of 4 items of 20 matching held less than the budget allowed.
+func TestAServerAloneIsReadPastWhatCameToNothing(t *testing.T) {
+	for _, mode := range []string{"failing", "images"} {
+		t.Run(mode, func(t *testing.T) {
+			srv := mcptest.NewServer(nil, nil)
+			for i := range 20 {
+				uri := fmt.Sprintf("doc://notes/%d", i)
+				r := &mcpsdk.Resource{URI: uri, Name: fmt.Sprintf("river mountain notes %d", i), MIMEType: "text/plain"}
+				if i < 6 {
+					// The first six rank first and come to nothing.
+					r.Name = fmt.Sprintf("river mountain notes river mountain %d", i)
+					switch {
+					case mode == "images" && i%2 == 0:
+						r.MIMEType = "image/png"
+					case mode == "images":
+						r.Annotations = &mcpsdk.Annotations{Audience: []mcpsdk.Role{"user"}}
+					}
+				}
+				srv.AddResource(r, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+					if mode == "failing" && i < 6 {
+						return nil, errors.New("502 bad gateway")
+					}
+					return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: fmt.Sprintf("notes %d on the river and the mountain trail\n", i)}}}, nil
+				})
+			}
+			eng := newEngine(t, "", map[string]*mcpsdk.Server{"notes": srv}, 5*time.Second)
+			res, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "river mountain notes", TokenBudget: 2000})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := len(res.Items); n < 8 {
+				t.Errorf("%d items of the 14 that bring something; want at least 8", n)
+			}
+		})
+	}
+}

@@ -315,7 +315,9 @@ func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (out *Assemb
 	excluded := map[resource.Key]bool{}
 	pointed := map[resource.Key]bool{} // pointers replaced, kept as they are
 	next := len(cands) - len(pinned)   // ranked candidates taken so far
-	reranked := false
+	firstRanked := ranked
+	var without map[string]bool // the failing servers ranked lists leave out
+	lastResort := false         // replacements from failing servers too
 	for round := 0; round < refillRounds && ctx.Err() == nil; round++ {
 		// Came to nothing: a read that failed or brought nothing, or a
 		// candidate left out whatever the budget (binary, for the user
@@ -360,10 +362,14 @@ func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (out *Assemb
 				kept = append(kept, c)
 			}
 		}
-		// A server none of whose reads in this request brought anything
-		// (two failed or more) gets no replacement candidates: a server
-		// with many descriptors ranking first would otherwise fill the
-		// replacements too.
+		// A server most of whose candidates in this request came to
+		// nothing (two or more) gets replacements last: first come those
+		// of the other servers, ranked again without it (and without any
+		// other such server) whenever one more turns up, so that several
+		// servers whose descriptors rank first cannot take the places one
+		// after another. Its own next candidates come only once no other
+		// is left: a server alone, or that alone holds what matches, is
+		// still read as deep as it goes.
 		for k := range pointed {
 			nothing[k] = true
 		}
@@ -372,36 +378,36 @@ func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (out *Assemb
 		for _, c := range kept {
 			inKept[c.Key()] = true
 		}
+		if !subset(failing, without) {
+			without, lastResort = failing, false
+			var servers []string
+			for _, s := range e.scope(req.Filter.Servers) {
+				if !failing[s] {
+					servers = append(servers, s)
+				}
+			}
+			ranked, next = nil, 0
+			if len(servers) > 0 {
+				f := req.Filter
+				f.Servers = servers
+				if more, rerr := e.rank(ctx, req.Query, f, refillDepth*depth, e.ranking); rerr == nil {
+					ranked = more
+				}
+			}
+		}
 		added := 0
 		for added < len(failed)+pointers {
 			if next == len(ranked) {
-				// Ranked without the failing servers, once: their
-				// descriptors may fill every place ranked.
-				if reranked || len(failing) == 0 {
+				if lastResort || len(failing) == 0 {
 					break
 				}
-				reranked = true
-				var servers []string
-				for _, s := range e.scope(req.Filter.Servers) {
-					if !failing[s] {
-						servers = append(servers, s)
-					}
-				}
-				if len(servers) == 0 {
-					break
-				}
-				f := req.Filter
-				f.Servers = servers
-				more, rerr := e.rank(ctx, req.Query, f, refillDepth*depth, e.ranking)
-				if rerr != nil {
-					break
-				}
-				ranked, next = more, 0
+				lastResort = true
+				ranked, next = firstRanked, 0
 				continue
 			}
 			r := ranked[next]
 			next++
-			if k := r.Key(); pinned[k] || excluded[k] || isFailed[k] || failing[k.Server] || inKept[k] {
+			if k := r.Key(); pinned[k] || excluded[k] || isFailed[k] || failing[k.Server] && !lastResort || inKept[k] {
 				continue
 			}
 			c := candidate(r.Descriptor, r.Score)
@@ -437,11 +443,22 @@ func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (out *Assemb
 
 // refillDepth is how many times the candidates a request takes are
 // ranked (replacements for failed reads come from the rest), and
-// refillRounds how many times they are replaced.
+// refillRounds how many times they are replaced (each round may find
+// another server whose candidates come to nothing).
 const (
 	refillDepth  = 3
-	refillRounds = 2
+	refillRounds = 4
 )
+
+// subset reports whether every server of a is in b.
+func subset(a, b map[string]bool) bool {
+	for s := range a {
+		if !b[s] {
+			return false
+		}
+	}
+	return true
+}
 
 // readMemo makes each of a request's reads once: a selection made again
 // after replacing candidates reuses what was read.
