@@ -453,6 +453,9 @@ func initializeBounds(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
 			if r == nil {
 				break
 			}
+			if isSelf(r.Meta) {
+				return nil, ErrSelf
+			}
 			r.ProtocolVersion = clipInfo(r.ProtocolVersion)
 			r.Instructions, r.Meta = "", nil
 			trimCaps(r.Capabilities)
@@ -462,6 +465,9 @@ func initializeBounds(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
 		case *mcpsdk.DiscoverResult:
 			if r == nil {
 				break
+			}
+			if isSelf(r.Meta) {
+				return nil, ErrSelf
 			}
 			r.Instructions = ""
 			trimCaps(r.Capabilities)

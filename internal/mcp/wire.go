@@ -444,7 +444,7 @@ func boundValues(resp *jsonrpc.Response, method string) bool {
 // resultType alone says input is required). From any other call's result
 // (method ""): the members of a top-level _meta other than
 // io.modelcontextprotocol/serverInfo (which the go-sdk reads from a
-// server/discover result), and the experimental and extensions members of
+// server/discover result) and InstanceMetaKey (see isSelf), and the experimental and extensions members of
 // a top-level capabilities object (an initialize or discover result's,
 // which initializeBounds drops after decoding anyway). Values decoded into
 // an interface cost far more than their text and than the same values in
@@ -481,7 +481,7 @@ func dropUnread(raw json.RawMessage, method string) json.RawMessage {
 		case field != "" && string(name) == field && val[0] == '[':
 			return dropInEntries(val)
 		case field == "" && string(name) == "_meta":
-			drop = func(name []byte) bool { return string(name) != mcpsdk.MetaKeyServerInfo }
+			drop = func(name []byte) bool { return string(name) != mcpsdk.MetaKeyServerInfo && string(name) != InstanceMetaKey }
 		case field == "" && string(name) == "capabilities":
 			drop = func(name []byte) bool { return string(name) == "experimental" || string(name) == "extensions" }
 		default:

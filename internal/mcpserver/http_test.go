@@ -1,6 +1,7 @@
 package mcpserver_test
 
 import (
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -8,7 +9,9 @@ import (
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/contextd/contextd/internal/config"
 	"github.com/contextd/contextd/internal/engine"
+	"github.com/contextd/contextd/internal/mcp"
 	"github.com/contextd/contextd/internal/mcp/mcptest"
 )
 
@@ -46,5 +49,25 @@ func TestHTTPEndpointRefusesRebindingAndCrossOriginRequests(t *testing.T) {
 	}
 	if code := post("", map[string]string{"Sec-Fetch-Site": "cross-site", "Origin": "https://evil.example"}); code != http.StatusForbidden {
 		t.Errorf("a cross-site browser request: HTTP %d, want 403", code)
+	}
+}
+
+// A contextd whose configuration lists its own mcp_listen (the README's
+// VS Code entry in the host file it reads) does not mirror itself: each
+// list_changed it sent itself added its entries one level deeper, every
+// read going round through its own endpoint. Its server names the process
+// in initialize's _meta, and its client refuses a server so named; another
+// client, or another contextd, is answered as ever.
+func TestAContextdDoesNotMirrorItself(t *testing.T) {
+	f := newFacade(t, map[string]*mcpsdk.Server{"a": mcptest.NewServer(map[string]string{"doc://a": "alpha"}, nil)}, nil, engine.Options{})
+	ts := httptest.NewServer(f.srv.HTTPHandler())
+	defer ts.Close()
+	_, err := mcp.Connect(t.Context(), config.Server{Name: "contextd", Transport: config.TransportHTTP, URL: ts.URL}, nil)
+	if !errors.Is(err, mcp.ErrSelf) {
+		t.Fatalf("connecting to its own endpoint: %v, want ErrSelf", err)
+	}
+	cs := f.connectVersion(t, nil, "2025-11-25") // initialize, not server/discover
+	if got, _ := cs.InitializeResult().Meta[mcp.InstanceMetaKey].(string); got != mcp.Instance() {
+		t.Fatalf("initialize _meta %v; want this process named", cs.InitializeResult().Meta)
 	}
 }

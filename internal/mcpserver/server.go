@@ -309,6 +309,7 @@ func New(eng *engine.Engine, opts *Options) *Server {
 		return next
 	})
 	s.mcp.AddReceivingMiddleware(trimInitialize)
+	s.mcp.AddReceivingMiddleware(nameInstance)
 	s.mcp.AddReceivingMiddleware(validErrorData)
 	// Every message of a session marks it used (and makes its ID known,
 	// so its HTTP requests, SSE streams included, are counted in flight).
@@ -879,4 +880,35 @@ func rpcError(ctx context.Context, err error, uri string) error {
 		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "upstream unavailable: " + err.Error()}
 	}
 	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+}
+
+// nameInstance is a receiving middleware that names this process in the
+// _meta of initialize and server/discover results (mcp.InstanceMetaKey),
+// so that a contextd whose configuration lists its own mcp_listen knows
+// the server it reached is itself, and mirrors it not.
+func nameInstance(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
+	return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
+		res, err := next(ctx, method, req)
+		switch r := res.(type) {
+		case *mcpsdk.InitializeResult:
+			if r != nil {
+				r.Meta = withInstance(r.Meta)
+			}
+		case *mcpsdk.DiscoverResult:
+			if r != nil {
+				r.Meta = withInstance(r.Meta)
+			}
+		}
+		return res, err
+	}
+}
+
+func withInstance(m mcpsdk.Meta) mcpsdk.Meta {
+	out := mcpsdk.Meta{mcp.InstanceMetaKey: mcp.Instance()}
+	for k, v := range m {
+		if k != mcp.InstanceMetaKey {
+			out[k] = v
+		}
+	}
+	return out
 }
