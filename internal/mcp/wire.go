@@ -481,7 +481,9 @@ func dropUnread(raw json.RawMessage, method string) json.RawMessage {
 		case field != "" && string(name) == field && val[0] == '[':
 			return dropInEntries(val)
 		case field == "" && string(name) == "_meta":
-			drop = func(name []byte) bool { return string(name) != mcpsdk.MetaKeyServerInfo && string(name) != InstanceMetaKey }
+			drop = func(name []byte) bool {
+				return string(name) != mcpsdk.MetaKeyServerInfo && string(name) != InstanceMetaKey
+			}
 		case field == "" && string(name) == "capabilities":
 			drop = func(name []byte) bool { return string(name) == "experimental" || string(name) == "extensions" }
 		default:
