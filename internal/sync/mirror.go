@@ -1495,6 +1495,8 @@ func failure(err error) string {
 		return mcp.ErrInputRequired.Error()
 	case errors.Is(err, mcp.ErrNoResources):
 		return mcp.ErrNoResources.Error()
+	case errors.Is(err, mcp.ErrSelf):
+		return mcp.ErrSelf.Error()
 	}
 	if local := localFailure(err); local != "" {
 		return local
