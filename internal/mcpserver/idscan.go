@@ -1,6 +1,9 @@
 package mcpserver
 
-import "encoding/json"
+import (
+	"bytes"
+	"encoding/json"
+)
 
 // idScanner finds the id of a JSON-RPC request in a line fed to it in
 // pieces, without holding the line: a message contextd cannot take (one
@@ -20,11 +23,13 @@ type idScanner struct {
 	value      []byte // the id's value, up to maxIDBytes
 	idCount    int
 	hasMethod  bool
-	broken     bool // a closing bracket without an opening one, or a value too long
+	started    bool // a byte other than a space was seen
+	valueEnded bool // a space came after the id's value began
+	broken     bool // not one object, a closing bracket without an opening one, or an id too long or split
 }
 
 const (
-	maxKey     = 8
+	maxKey     = 16 // room for "id" and "method" spelled with escapes
 	maxIDBytes = 80
 )
 
@@ -55,11 +60,18 @@ func (s *idScanner) step(c byte) {
 		case s.readingKey:
 			s.readingKey = false
 			s.lastKey = string(s.key)
+			if bytes.IndexByte(s.key, '\\') >= 0 {
+				// The go-sdk reads the key unescaped.
+				var k string
+				if json.Unmarshal(append(append([]byte{'"'}, s.key...), '"'), &k) == nil {
+					s.lastKey = k
+				}
+			}
 			s.key = s.key[:0]
 			switch s.lastKey {
 			case "id":
 				s.idCount++
-				s.value = s.value[:0]
+				s.value, s.valueEnded = s.value[:0], false
 			case "method":
 				s.hasMethod = true
 			}
@@ -68,8 +80,17 @@ func (s *idScanner) step(c byte) {
 		}
 		return
 	}
+	if !s.started && c != ' ' && c != '\t' && c != '\r' && c != '\n' {
+		s.started = true
+		if c != '{' {
+			s.broken = true // a batch, or not JSON: no request of its own
+		}
+	}
 	switch c {
 	case ' ', '\t', '\r', '\n':
+		if inID && len(s.value) > 0 {
+			s.valueEnded = true
+		}
 		return
 	case '"':
 		s.inString = true
@@ -100,7 +121,7 @@ func (s *idScanner) step(c byte) {
 }
 
 func (s *idScanner) keep(c byte) {
-	if len(s.value) >= maxIDBytes {
+	if s.valueEnded || len(s.value) >= maxIDBytes {
 		s.broken = true
 		return
 	}

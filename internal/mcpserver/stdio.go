@@ -174,8 +174,12 @@ func checkMessage(line []byte) (int, string) {
 }
 
 // duplicateKeys reports whether the JSON object m repeats a key at its top
-// level or in its "error" object.
-func duplicateKeys(m []byte) bool {
+// level or in its "error" object (that one only: an "error" nested in
+// it is not the go-sdk's, and checking each would take time quadratic in
+// the nesting).
+func duplicateKeys(m []byte) bool { return duplicateKeysIn(m, true) }
+
+func duplicateKeysIn(m []byte, top bool) bool {
 	dec := json.NewDecoder(bytes.NewReader(m))
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
 		return false
@@ -195,7 +199,7 @@ func duplicateKeys(m []byte) bool {
 		if dec.Decode(&v) != nil {
 			return false
 		}
-		if k == "error" && len(v) > 0 && v[0] == '{' && duplicateKeys(v) {
+		if k == "error" && top && len(v) > 0 && v[0] == '{' && duplicateKeysIn(v, false) {
 			return true
 		}
 	}

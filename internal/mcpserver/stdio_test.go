@@ -112,6 +112,12 @@ func TestStdioAnswersMalformedMessagesAndGoesOn(t *testing.T) {
 		{`{"method":"ping","params":{"x":"` + big + `"},"id":12`, "null"},
 		{`{"params":{"x":"` + big + `"},"id":12}`, "null"},
 		{`{"method":"ping","params":{"x":"` + big + `"},"id":[12]}`, "null"},
+		// Keys as the go-sdk reads them: escaped, the last "id" it sees.
+		{`{"method":"ping","id":14,"params":{"x":"` + big + `"},"\u0069d":666}`, "null"},
+		{`{"m\u0065thod":"ping","params":{"x":"` + big + `"},"\u0069\u0064":15}`, "15"},
+		// Not one request object: no id of its own.
+		{`{"method":"ping","params":{"x":"` + big + `"},"id":2 0}`, "null"},
+		{`["method","id":26,"` + big + `"]`, "null"},
 	} {
 		send(c.bad)
 		m := next()
