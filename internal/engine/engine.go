@@ -173,6 +173,7 @@ type Engine struct {
 	slowMu     gosync.Mutex
 	slowUntil  map[string]time.Time     // server → end of its slow spell
 	slowStreak map[string]int           // server → spells in a row without a read answered in time
+	probeAt    map[string]time.Time     // server → when its last probe started (see probe); slowMu
 	readTimes  map[string]time.Duration // server → its typical read time (see noteReadTime); slowMu
 	slowReads  slowReads                // per server, reads past slowTO
 	unlock     func()                   // releases data_dir; nil for an in-memory index
@@ -376,6 +377,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	e.slowFor = cmp.Or(opts.SlowFor, DefaultSlowFor)
 	e.slowUntil = map[string]time.Time{}
 	e.slowStreak = map[string]int{}
+	e.probeAt = map[string]time.Time{}
 	e.readTimes = map[string]time.Duration{}
 	e.cur = &serverSet{cfg: opts.Config, mirrors: map[string]*ctxsync.Mirror{}, limits: opts.Config.Limits.WithDefaults(), secrets: secrets, red: red, callers: callerRedactor(opts.Config), given: givenRedactors(opts.Config, secrets)}
 	for _, srv := range opts.Config.Servers {

@@ -665,6 +665,9 @@ func (e *Engine) reader(log *fetchLog, budget *readBudget) selector.ReadFunc {
 		// spell starts from it: an honest server answering in a few
 		// seconds, past the spell's 2 s reads, would then fail every
 		// caller for the spell's minute.
+		if slow {
+			e.probe(m, server, uri)
+		}
 		mu.Lock()
 		a := answered[server]
 		if slow {
@@ -867,6 +870,38 @@ func (e *Engine) readTimeout(server string) (time.Duration, bool) {
 		return e.slowTO, true
 	}
 	return e.readTO, false
+}
+
+// probe reads uri from server in the background, with the full read
+// timeout, at most once a SlowFor while the server is in a slow spell: a
+// read it answers in time ends the spell. A request reads such a server
+// with the spell's short timeout; a server that recovered but answers in
+// more than that (an honest one taking 3 s) would otherwise be read again
+// only when its spell, doubled after each timed-out probe, ran out: up
+// to 16 minutes after it was back.
+func (e *Engine) probe(m *ctxsync.Mirror, server, uri string) {
+	e.slowMu.Lock()
+	due := time.Since(e.probeAt[server]) >= e.slowFor
+	if due {
+		e.probeAt[server] = time.Now()
+	}
+	e.slowMu.Unlock()
+	if !due {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), e.readTO)
+		defer cancel()
+		start := time.Now()
+		_, f, err := m.ReadFetch(ctx, uri)
+		if err != nil || f.At.Before(start) {
+			return
+		}
+		if took := time.Since(start); took <= e.readTO/lateReadFraction {
+			e.noteReadTime(server, took)
+			e.markSlow(server, false)
+		}
+	}()
 }
 
 // maxSlowDoublings bounds how long a slow spell gets: SlowFor doubled at

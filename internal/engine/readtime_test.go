@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -263,6 +264,60 @@ func TestHungServersDoNotTakeEveryRequestsReads(t *testing.T) {
 			if honestItems[i] == 0 || took[i] > 4*engine.DefaultSlowReadTimeout {
 				t.Fatalf("honest items per request: %v, times %v; want the honest server read, quickly, from the fifth on", honestItems, took)
 			}
+		}
+	})
+}
+
+// A server that hung for a long while (its spells doubled up to 16
+// minutes) and then answers each read in 3 s, more than a spell's reads
+// get, is read again within a couple of minutes of its recovery: a read
+// in the background, with the full timeout, probes it once a SlowFor
+// during a spell. Its items came back 14.5 minutes after it recovered.
+func TestARecoveredServerIsReadAgainSoon(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var hung atomic.Bool
+		s := mcptest.NewServer(nil, nil)
+		for i := range 3 {
+			s.AddResource(&mcpsdk.Resource{URI: fmt.Sprintf("doc://s-%d", i), Name: "architecture notes architecture"},
+				func(ctx context.Context, r *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+					wait := 3 * time.Second
+					if hung.Load() {
+						wait = time.Hour
+					}
+					select {
+					case <-ctx.Done():
+						return nil, ctx.Err()
+					case <-time.After(wait):
+					}
+					return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: r.Params.URI, Text: "note on the architecture " + r.Params.URI}}}, nil
+				})
+		}
+		cfg := &config.Config{Servers: []config.Server{{Name: "s", Transport: config.TransportStdio, Command: "unused", NoContentIndex: true}}}
+		eng := newEngineOpts(t, "", map[string]*mcpsdk.Server{"s": s}, engine.Options{Config: cfg})
+		items := func() int {
+			res, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "architecture notes", TokenBudget: 4000})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return len(res.Items)
+		}
+		hung.Store(true)
+		for start := time.Now(); time.Since(start) < 20*time.Minute; {
+			items()
+			time.Sleep(30 * time.Second)
+		}
+		hung.Store(false)
+		start := time.Now()
+		for items() == 0 {
+			if time.Since(start) > 30*time.Minute {
+				t.Fatal("not read again in 30 minutes")
+			}
+			time.Sleep(30 * time.Second)
+		}
+		back := time.Since(start)
+		t.Logf("read again %v after it recovered", back)
+		if back > 2*engine.DefaultSlowFor+time.Minute {
+			t.Fatalf("read again %v after it recovered; want within %v", back, 2*engine.DefaultSlowFor+time.Minute)
 		}
 	})
 }
