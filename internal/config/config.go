@@ -683,8 +683,21 @@ var yamlQuoted = regexp.MustCompile("(?m)(cannot unmarshal !!\\w+) .* into ")
 // written where a mapping belongs ("auth: TOKEN") would be shown, and a
 // refused reload's error reaches every caller.
 func typeError(err error) string {
-	return yamlQuoted.ReplaceAllString(err.Error(), "$1 a value into ")
+	msg := yamlQuoted.ReplaceAllString(err.Error(), "$1 a value into ")
+	// A repeated key is quoted by the yaml package: a credential pasted
+	// as a key twice would reach the error (and a host's log).
+	return repeatedKey.ReplaceAllStringFunc(msg, func(m string) string {
+		k := repeatedKey.FindStringSubmatch(m)[1]
+		if u, err := strconv.Unquote(`"` + k + `"`); err == nil {
+			k = u
+		}
+		return "mapping key " + keyShown(k) + " already defined"
+	})
 }
+
+// repeatedKey matches the yaml package's error for a key a mapping
+// repeats.
+var repeatedKey = regexp.MustCompile(`mapping key "((?:[^"\\]|\\.)*)" already defined`)
 
 // headerName matches an HTTP header's name: a token (RFC 9110 §5.1).
 var headerName = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")

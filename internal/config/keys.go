@@ -94,7 +94,7 @@ func checkKeys(doc *yaml.Node, clientOnly bool) (warnings []string, err error) {
 				errs = append(errs, fmt.Errorf("line %d: field auth is empty; set token or token_file, or remove auth to run without a token", k.Line))
 				continue
 			}
-			if k.Value == "tls" && (isNull(v) || v.Kind == yaml.MappingNode && len(v.Content) == 0) {
+			if k.Value == "tls" && (isNull(v) || emptyMapping(v)) {
 				// "tls:" with its lines commented out: serving plain text
 				// where the operator wrote TLS would send the token and
 				// every answer in the clear.
@@ -258,6 +258,15 @@ func holdsToken(v *yaml.Node, depth int) bool {
 		}
 	}
 	return false
+}
+
+// emptyMapping reports whether v is a mapping with no keys of its own or
+// merged (an alias to one, or {<<: *empty}, included).
+func emptyMapping(v *yaml.Node) bool {
+	if v != nil && v.Kind == yaml.AliasNode {
+		v = v.Alias
+	}
+	return v != nil && v.Kind == yaml.MappingNode && len(pairs(v)) == 0
 }
 
 // isNull reports whether v is YAML's null (an alias to one included).

@@ -142,3 +142,32 @@ mcpServers:
 		t.Fatalf("an unread key in a listed server: %v, warnings %q", err, c.Warnings)
 	}
 }
+
+// A tls block that comes to nothing through an alias or a merge is refused
+// as one written empty is: the daemon would serve plain text.
+func TestAnEmptyTLSByAliasIsRefused(t *testing.T) {
+	lookup := func(string) (string, bool) { return "", false }
+	for _, file := range []string{
+		"x-tls: &t {}\ntls: *t\nmcpServers: {}\n",
+		"x-tls: &t {}\ntls: {<<: *t}\nmcpServers: {}\n",
+	} {
+		if _, err := config.Parse("contextd.yaml", []byte(file), lookup); err == nil || !strings.Contains(err.Error(), "field tls is empty") {
+			t.Errorf("%q: %v; want it refused as empty", file, err)
+		}
+	}
+}
+
+// A key YAML finds twice is named in the error only when it looks like a
+// name: a credential pasted as a key, twice, is not quoted.
+func TestARepeatedCredentialKeyIsNotQuoted(t *testing.T) {
+	const secret = "ghp_R4nd0mL00k1ngT0k3nV4lu3Xy9Zq8Wv7Ut6"
+	file := "mcpServers:\n  s:\n    command: x\n    env:\n      " + secret + ": a\n      " + secret + ": b\n"
+	_, err := config.Parse("contextd.yaml", []byte(file), func(string) (string, bool) { return "", false })
+	if err == nil || strings.Contains(err.Error(), secret) || !strings.Contains(err.Error(), "already defined") {
+		t.Fatalf("%v; want the repeat refused, the key not quoted", err)
+	}
+	file = "mcpServers:\n  s:\n    command: x\n    env:\n      LOG_LEVEL: a\n      LOG_LEVEL: b\n"
+	if _, err := config.Parse("contextd.yaml", []byte(file), func(string) (string, bool) { return "", false }); err == nil || !strings.Contains(err.Error(), `mapping key "LOG_LEVEL" already defined`) {
+		t.Fatalf("%v; want the repeated name quoted", err)
+	}
+}
