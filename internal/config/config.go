@@ -215,10 +215,14 @@ type serverFile struct {
 	URL     string            `yaml:"url"`
 	// ServerURL is Windsurf's name for url, HTTPURL Gemini CLI's (and Qwen
 	// Code's) for a Streamable HTTP server's.
-	ServerURL string            `yaml:"serverUrl"`
-	HTTPURL   string            `yaml:"httpUrl"`
-	Headers   map[string]string `yaml:"headers"`
-	Disabled  bool              `yaml:"disabled"`
+	ServerURL string `yaml:"serverUrl"`
+	HTTPURL   string `yaml:"httpUrl"`
+	// Transport and TransportType are other hosts' names for type
+	// (Cline's transportType: "sse", "streamableHttp", "stdio").
+	Transport     string            `yaml:"transport"`
+	TransportType string            `yaml:"transportType"`
+	Headers       map[string]string `yaml:"headers"`
+	Disabled      bool              `yaml:"disabled"`
 	// IndexContent is read as a string so that a bad value gets an error
 	// naming the server and the field; absent means true.
 	IndexContent *string `yaml:"index_content"`
@@ -470,6 +474,16 @@ func parse(path string, data []byte, lookup func(string) (string, bool), clientO
 				return nil, fmt.Errorf("%s: %w: server %q: set url or %s, not both", path, ErrInvalid, name, alias.name)
 			}
 			sf.URL = alias.value
+			all[name] = sf
+		}
+		for _, alias := range []struct{ value, name string }{{sf.Transport, "transport"}, {sf.TransportType, "transportType (Cline's name for it)"}} {
+			if alias.value == "" {
+				continue
+			}
+			if sf.Type != "" && !strings.EqualFold(sf.Type, alias.value) {
+				return nil, fmt.Errorf("%s: %w: server %q: set type or %s, not both", path, ErrInvalid, name, alias.name)
+			}
+			sf.Type = alias.value
 			all[name] = sf
 		}
 		if t := strings.ToLower(sf.Type); t == "websocket" || t == "ws" {

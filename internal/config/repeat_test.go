@@ -171,3 +171,29 @@ func TestARepeatedCredentialKeyIsNotQuoted(t *testing.T) {
 		t.Fatalf("%v; want the repeated name quoted", err)
 	}
 }
+
+// Cline's transportType, and transport, name the transport as type does.
+func TestTransportTypeIsReadAsType(t *testing.T) {
+	lookup := func(string) (string, bool) { return "", false }
+	file := `{"mcpServers": {
+  "old": {"transportType": "sse", "url": "https://a.example.com/sse"},
+  "new": {"transportType": "streamableHttp", "url": "https://b.example.com/mcp"},
+  "local": {"transport": "stdio", "command": "notes-server"}
+}}`
+	c, err := config.Parse("cline_mcp_settings.json", []byte(file), lookup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"old": config.TransportSSE, "new": config.TransportHTTP, "local": config.TransportStdio}
+	for name, tr := range want {
+		if s, _ := c.Server(name); s.Transport != tr {
+			t.Errorf("server %s: transport %q, want %q", name, s.Transport, tr)
+		}
+	}
+	if strings.Contains(strings.Join(c.Warnings, "\n"), "transportType") {
+		t.Errorf("warnings %q", c.Warnings)
+	}
+	if _, err := config.Parse("x.json", []byte(`{"mcpServers": {"a": {"type": "http", "transportType": "sse", "url": "https://a.example.com"}}}`), lookup); err == nil {
+		t.Error("type http with transportType sse was taken")
+	}
+}

@@ -40,6 +40,10 @@ type capTransport struct {
 	// status, when set, holds the status code of the last answer to a
 	// POST.
 	status *atomic.Int32
+	// legacySSE: the HTTP+SSE transport of 2024-11-05, whose POSTs are
+	// answered 202 Accepted with a body of no matter (the answer comes on
+	// the event stream).
+	legacySSE bool
 }
 
 // HTTPStatusError is a connection's failure whose last HTTP answer had an
@@ -95,7 +99,8 @@ func (c capTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if perr != nil {
 		mt = "" // as the go-sdk reads it: an unsupported type
 	}
-	if id != nil && resp.StatusCode/100 == 2 && mt != "text/event-stream" && mt != "application/json" {
+	if id != nil && resp.StatusCode/100 == 2 && mt != "text/event-stream" && mt != "application/json" &&
+		!(c.legacySSE && resp.StatusCode == http.StatusAccepted) {
 		// The go-sdk ends the session on any other type (a proxy's HTML
 		// page): answer the call with an error instead.
 		resp.Body.Close()

@@ -188,6 +188,7 @@ func Connect(ctx context.Context, srv config.Server, opts *Options) (*Session, e
 	var t mcpsdk.Transport
 	var st *stdioTransport
 	var hc *http.Client // HTTP and SSE
+	var held *heldLog   // what the HTTP client logs until the handshake ends
 	status := new(atomic.Int32)
 	switch srv.Transport {
 	case config.TransportStdio:
@@ -206,10 +207,13 @@ func Connect(ctx context.Context, srv config.Server, opts *Options) (*Session, e
 		st = &stdioTransport{cmd: cmd, terminateDuration: o.TerminateDuration, log: o.Logger, maxMessage: o.MaxMessageBytes}
 		t = st
 	case config.TransportHTTP:
-		hc = httpClient(srv.URL, srv.Headers, &o, status)
+		held = newHeldLog(o.Logger.Handler())
+		ho := o
+		ho.Logger = slog.New(held)
+		hc = httpClient(srv.URL, srv.Headers, &ho, status)
 		t = &mcpsdk.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: hc, MaxEventSize: maxMessage(&o) + 4096}
 	case config.TransportSSE:
-		t = sseTransport{&mcpsdk.SSEClientTransport{Endpoint: srv.URL, HTTPClient: httpClient(srv.URL, srv.Headers, &o, status), MaxEventSize: maxMessage(&o) + 4096}}
+		t = sseTransport{&mcpsdk.SSEClientTransport{Endpoint: srv.URL, HTTPClient: sseHTTPClient(srv.URL, srv.Headers, &o, status), MaxEventSize: maxMessage(&o) + 4096}}
 	default:
 		return nil, fmt.Errorf("mcp: server %q: unknown transport %q", srv.Name, srv.Transport)
 	}
@@ -221,14 +225,17 @@ func Connect(ctx context.Context, srv config.Server, opts *Options) (*Session, e
 		// for Streamable HTTP to GET it then and look for an endpoint
 		// event. Host files name either kind with a bare url.
 		sctx, cancel := context.WithTimeout(ctx, sseFallbackTimeout)
-		sse := sseTransport{&mcpsdk.SSEClientTransport{Endpoint: srv.URL, HTTPClient: httpClient(srv.URL, srv.Headers, &o, new(atomic.Int32)), MaxEventSize: maxMessage(&o) + 4096}}
+		sse := sseTransport{&mcpsdk.SSEClientTransport{Endpoint: srv.URL, HTTPClient: sseHTTPClient(srv.URL, srv.Headers, &o, new(atomic.Int32)), MaxEventSize: maxMessage(&o) + 4096}}
 		if ls, lerr := ConnectTransport(sctx, srv.Name, sse, &o); lerr == nil {
-			o.Logger.Info("the server answered Streamable HTTP with an error and speaks the HTTP+SSE transport of 2024-11-05: using that (set type: sse to skip the first attempt)", "server", srv.Name, "status", status.Load())
+			o.Logger.Info("the server answered Streamable HTTP with an error and speaks the HTTP+SSE transport of 2024-11-05: using that (set type: sse to skip the first attempt)", "status", status.Load())
 			s, err, legacy = ls, nil, true
 		} else {
-			o.Logger.Debug("the server is not an HTTP+SSE server either", "server", srv.Name, "error", lerr)
+			o.Logger.Debug("the server is not an HTTP+SSE server either", "error", boundedError{lerr})
 		}
 		cancel()
+	}
+	if held != nil {
+		held.release(!legacy)
 	}
 	if err != nil {
 		if st != nil && st.proc != nil && ctx.Err() == nil && !errors.Is(err, context.DeadlineExceeded) {
@@ -550,7 +557,16 @@ func (s *Session) Close() error {
 // and adds the configured headers to every request. status is set to the
 // HTTP status code of each answer.
 func httpClient(endpoint string, headers map[string]string, o *Options, status *atomic.Int32) *http.Client {
-	var rt http.RoundTripper = capTransport{base: http.DefaultTransport, max: maxMessage(o), log: o.Logger, quiet: &warnLimit{}, odd: &warnLimit{}, status: status}
+	return newHTTPClient(endpoint, headers, o, status, false)
+}
+
+// sseHTTPClient is httpClient for the HTTP+SSE transport of 2024-11-05.
+func sseHTTPClient(endpoint string, headers map[string]string, o *Options, status *atomic.Int32) *http.Client {
+	return newHTTPClient(endpoint, headers, o, status, true)
+}
+
+func newHTTPClient(endpoint string, headers map[string]string, o *Options, status *atomic.Int32, legacySSE bool) *http.Client {
+	var rt http.RoundTripper = capTransport{base: http.DefaultTransport, max: maxMessage(o), log: o.Logger, quiet: &warnLimit{}, odd: &warnLimit{}, status: status, legacySSE: legacySSE}
 	if len(headers) > 0 {
 		h := headerTransport{base: rt, headers: headers}
 		if u, err := url.Parse(endpoint); err == nil {

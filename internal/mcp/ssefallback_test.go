@@ -1,10 +1,14 @@
 package mcp_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -29,7 +33,8 @@ func TestAnSSEServerIsReadAfterItsHandshake(t *testing.T) {
 			t.Cleanup(hs.Close)
 			// The daemon connects under a deadline it cancels once connected.
 			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-			s, err := mcp.Connect(ctx, config.Server{Name: "old", Transport: transport, URL: hs.URL}, nil)
+			var logs syncBuffer
+			s, err := mcp.Connect(ctx, config.Server{Name: "old", Transport: transport, URL: hs.URL}, &mcp.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 			cancel()
 			if err != nil {
 				t.Fatalf("Connect: %v", err)
@@ -38,6 +43,11 @@ func TestAnSSEServerIsReadAfterItsHandshake(t *testing.T) {
 			got, err := s.Read(t.Context(), "note://a")
 			if err != nil || len(got) != 1 || got[0].Text != "the legacy transport still serves" {
 				t.Fatalf("Read = %+v, %v", got, err)
+			}
+			// Its POSTs are answered 202 with a body of no matter: no
+			// warning blames the server for them.
+			if l := logs.String(); strings.Contains(l, "level=WARN") {
+				t.Fatalf("warnings about an honest SSE server:\n%s", l)
 			}
 		})
 	}
@@ -62,4 +72,22 @@ func TestARefusedStreamableHTTPServerIsNotTriedBySSE(t *testing.T) {
 	if n := gets.Load(); n != 0 {
 		t.Fatalf("%d GETs after a 401, want none", n)
 	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger's concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }
