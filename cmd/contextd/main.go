@@ -70,7 +70,7 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			// A configuration listing contextd itself (a symlink, a
 			// renamed binary, a shell wrapper dropSelf cannot see
 			// through): every contextd would start the next.
-			return fmt.Errorf("%s: this contextd was started by another contextd as one of its servers (its configuration lists contextd itself); not starting servers inside it (remove that entry from the configuration)", cmd)
+			return fmt.Errorf("%s: this contextd was started, directly or through a wrapper, by another contextd as one of its servers (%s is set); a contextd inside a contextd would start the servers of its own configuration, and may start the next without end: not starting (remove that entry from the other contextd's configuration)", cmd, mcp.UpstreamOfEnv)
 		}
 	}
 	switch cmd {

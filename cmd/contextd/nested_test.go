@@ -16,7 +16,7 @@ func TestAContextdStartedAsAServerStartsNone(t *testing.T) {
 	t.Setenv(mcp.UpstreamOfEnv, "4242")
 	for _, cmd := range []string{"serve", "mcp", "assemble", "search"} {
 		err := run(t.Context(), []string{cmd, "--config", "/nonexistent/contextd.yaml", "a task"}, io.Discard, io.Discard)
-		if err == nil || !strings.Contains(err.Error(), "started by another contextd") {
+		if err == nil || !strings.Contains(err.Error(), "by another contextd as one of its servers") {
 			t.Errorf("%s: %v; want it refused as started by another contextd", cmd, err)
 		}
 	}

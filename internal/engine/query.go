@@ -917,6 +917,11 @@ func (e *Engine) markSlow(server string, slow bool) {
 	e.slowMu.Lock()
 	defer e.slowMu.Unlock()
 	if slow {
+		if time.Now().Before(e.slowUntil[server]) {
+			// Another read, of a request that started before the spell,
+			// timed out too: one spell, not two.
+			return
+		}
 		n := e.slowStreak[server]
 		e.slowUntil[server] = time.Now().Add(e.slowFor << min(n, maxSlowDoublings))
 		e.slowStreak[server] = n + 1

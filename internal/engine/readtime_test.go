@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -318,6 +319,36 @@ func TestARecoveredServerIsReadAgainSoon(t *testing.T) {
 		t.Logf("read again %v after it recovered", back)
 		if back > 2*engine.DefaultSlowFor+time.Minute {
 			t.Fatalf("read again %v after it recovered; want within %v", back, 2*engine.DefaultSlowFor+time.Minute)
+		}
+	})
+}
+
+// Two requests whose reads of a hung server time out together start one
+// spell, not two: the second doubled the first, so a server that hung
+// once was read with the short timeout for two minutes, not one.
+func TestReadsTimingOutTogetherStartOneSpell(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const readTimeout = 30 * time.Second
+		eng := slowEngine(t, 3, time.Hour, func(uri string) (*mcpsdk.ReadResourceResult, error) {
+			return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, Text: "a note"}}}, nil
+		}, engine.Options{ReadTimeout: readTimeout})
+		assemble := func() {
+			if _, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "architecture notes", TokenBudget: 4000}); err != nil {
+				t.Error(err)
+			}
+		}
+		start := time.Now()
+		var wg sync.WaitGroup
+		wg.Go(assemble)
+		wg.Go(assemble)
+		wg.Wait()
+		// The spell started when the reads timed out; once it has run its
+		// minute, a read gets the full timeout again.
+		time.Sleep(start.Add(readTimeout + engine.DefaultSlowFor + time.Second).Sub(time.Now()))
+		began := time.Now()
+		assemble()
+		if el := time.Since(began); el < readTimeout-time.Second {
+			t.Fatalf("a request after the spell's minute took %v: still in a spell (doubled by the second timeout)", el)
 		}
 	})
 }
