@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/url"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -251,6 +252,9 @@ type Mirror struct {
 	// Options.CallerText, or the mirror's own.
 	callerText *atomic.Bool
 	changed    chan struct{} // capacity 1: a re-list is pending
+	// self is set once the server listed this very mirror's resources
+	// back (see listsItself): it is this contextd, through a bridge.
+	self atomic.Bool
 
 	// mu guards the fields that follow.
 	mu        gosync.Mutex
@@ -1088,10 +1092,25 @@ func (m *Mirror) sync(parent context.Context, sess *mcp.Session) (ok bool) {
 	m.setActivity("listing")
 	defer m.setActivity("")
 	res, rerr := sess.ListResources(ctx)
+	if rerr == nil && listsItself(m.opts.Server, res.Items) {
+		m.self.Store(true)
+	}
+	if m.self.Load() {
+		// Its entries would come back one level deeper at each list,
+		// every read going round through this contextd: none is kept.
+		_, _ = m.opts.Index.Replace(context.WithoutCancel(parent), m.opts.Server, nil)
+		rerr = fmt.Errorf("%w (it lists this contextd's own %s:resource/%s/… back)", mcp.ErrSelf, "contextd", m.opts.Server)
+		m.log.Warn("the server is this contextd itself, reached through a bridge: not mirrored", "server", m.opts.Server)
+	}
 	if rerr == nil {
 		m.dropRelisted(res)
 	}
 	tpl, terr := sess.ListTemplates(ctx)
+	if m.self.Load() {
+		// Its templates are this contextd's own: expanded, a read of
+		// contextd:context would assemble inside an assemble.
+		tpl.Items, terr = nil, nil
+	}
 	if sess.Capabilities().Resources {
 		m.opts.Observer.Called(m.opts.Server, MethodList, rerr)
 		m.opts.Observer.Called(m.opts.Server, MethodTemplates, terr)
@@ -1752,4 +1771,27 @@ func (m *Mirror) unsubscribe(ctx context.Context, sess *mcp.Session, uris []stri
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(s, "\n")
 	return s
+}
+
+// listsItself reports whether items, a server's list, hold a resource of
+// contextd's own namespace under that server's own name
+// (contextd:resource/<server>/…): this contextd's mirror of that very
+// server, listed back to it. A bridge that answers initialize itself
+// (and so drops the instance name contextd's MCP server sends) still
+// passes the list on.
+func listsItself(server string, items []resource.Descriptor) bool {
+	for _, d := range items {
+		rest, ok := strings.CutPrefix(d.URI, "contextd:resource/")
+		if !ok {
+			continue
+		}
+		name, _, ok := strings.Cut(rest, "/")
+		if !ok {
+			continue
+		}
+		if n, err := url.PathUnescape(name); err == nil && n == server {
+			return true
+		}
+	}
+	return false
 }
