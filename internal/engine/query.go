@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/contextd/contextd/internal/config"
@@ -300,7 +301,8 @@ func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (out *Assemb
 		IncludeUserAudience: req.IncludeUserAudience,
 		Query:               req.Query, ValueFloor: floor, Now: time.Now(), Estimator: e.est,
 	}
-	memo := &readMemo{read: e.reader(fetched, budget), m: map[resource.Key]memoRead{}}
+	lastResort := new(atomic.Bool) // replacements from failing servers too; the reader reads them
+	memo := &readMemo{read: e.reader(fetched, budget, lastResort), m: map[resource.Key]memoRead{}, passed: map[resource.Key]bool{}}
 	res, err := selector.Select(ctx, sreq, cands, memo.get, e.tok)
 	if err != nil {
 		return nil, err
@@ -317,7 +319,6 @@ func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (out *Assemb
 	next := len(cands) - len(pinned)   // ranked candidates taken so far
 	firstRanked := ranked
 	var without map[string]bool // the failing servers ranked lists leave out
-	lastResort := false         // replacements from failing servers too
 	for round := 0; round < refillRounds && ctx.Err() == nil; round++ {
 		// Came to nothing: a read that failed or brought nothing, or a
 		// candidate left out whatever the budget (binary, for the user
@@ -379,7 +380,8 @@ func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (out *Assemb
 			inKept[c.Key()] = true
 		}
 		if !subset(failing, without) {
-			without, lastResort = failing, false
+			without = failing
+			lastResort.Store(false)
 			var servers []string
 			for _, s := range e.scope(req.Filter.Servers) {
 				if !failing[s] {
@@ -398,16 +400,18 @@ func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (out *Assemb
 		added := 0
 		for added < len(failed)+pointers {
 			if next == len(ranked) {
-				if lastResort || len(failing) == 0 {
+				if lastResort.Load() || len(failing) == 0 {
 					break
 				}
-				lastResort = true
+				lastResort.Store(true)
 				ranked, next = firstRanked, 0
 				continue
 			}
 			r := ranked[next]
 			next++
-			if k := r.Key(); pinned[k] || excluded[k] || isFailed[k] || failing[k.Server] && !lastResort || inKept[k] {
+			k := r.Key()
+			retry := lastResort.Load() && memo.passedOver(k) // not read yet: now it is
+			if pinned[k] || excluded[k] || isFailed[k] && !retry || failing[k.Server] && !lastResort.Load() || inKept[k] {
 				continue
 			}
 			c := candidate(r.Descriptor, r.Score)
@@ -428,7 +432,9 @@ func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (out *Assemb
 			}
 		}
 		for k := range isFailed {
-			excluded[k] = true
+			if !memo.passedOver(k) {
+				excluded[k] = true // passed over: may come back as a last resort
+			}
 		}
 		e.attachPassages(ctx, req.Query, kept[len(kept)-added:])
 		cands = kept
@@ -436,7 +442,21 @@ func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (out *Assemb
 			return nil, err
 		}
 	}
-	res.Omitted = append(res.Omitted, dropped...)
+	// A candidate passed over, then read as a last resort, is in the
+	// answer already.
+	final := make(map[resource.Key]bool, len(res.Items)+len(res.Omitted))
+	for _, it := range res.Items {
+		final[it.Key()] = true
+	}
+	for _, o := range res.Omitted {
+		final[o.Key()] = true
+	}
+	for _, o := range dropped {
+		if !final[o.Key()] {
+			res.Omitted = append(res.Omitted, o)
+			final[o.Key()] = true
+		}
+	}
 	res.Reads = budget.made() // a candidate refused a read (max_reads, skipped) was called but cost none
 	return &AssembleResult{Result: res, Tokenizer: e.tok.Encoding(), Fetched: fetched.m}, nil
 }
@@ -447,8 +467,19 @@ func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (out *Assemb
 // another server whose candidates come to nothing).
 const (
 	refillDepth  = 3
-	refillRounds = 4
+	refillRounds = 8
 )
+
+// blank reports whether contents bring nothing: no text but spaces, no
+// blob.
+func blank(contents []selector.Content) bool {
+	for _, c := range contents {
+		if len(c.Blob) > 0 || strings.TrimSpace(c.Text) != "" {
+			return false
+		}
+	}
+	return true
+}
 
 // subset reports whether every server of a is in b.
 func subset(a, b map[string]bool) bool {
@@ -463,10 +494,17 @@ func subset(a, b map[string]bool) bool {
 // readMemo makes each of a request's reads once: a selection made again
 // after replacing candidates reuses what was read.
 type readMemo struct {
-	read selector.ReadFunc
-	mu   sync.Mutex
-	m    map[resource.Key]memoRead
+	read   selector.ReadFunc
+	mu     sync.Mutex
+	m      map[resource.Key]memoRead
+	passed map[resource.Key]bool // asked for, not read (errPassedOver)
 }
+
+// errPassedOver is wrapped by the error of a candidate the reader did not
+// read because its server's first reads in the request brought nothing:
+// it is replaced, and read after all if no other server has candidates
+// left.
+var errPassedOver = errors.New("passed over")
 
 type memoRead struct {
 	contents []selector.Content
@@ -483,18 +521,32 @@ func (r *readMemo) get(ctx context.Context, server, uri string) ([]selector.Cont
 	}
 	contents, err := r.read(ctx, server, uri)
 	r.mu.Lock()
-	r.m[k] = memoRead{contents, err}
+	if errors.Is(err, errPassedOver) {
+		// Not read: it may be read later in the request (see
+		// Assemble's last resort).
+		r.passed[k] = true
+	} else {
+		r.m[k] = memoRead{contents, err}
+		delete(r.passed, k)
+	}
 	r.mu.Unlock()
 	return contents, err
 }
 
 // failed reports whether k was read and the read failed or brought no
-// content.
+// content, or was passed over (errPassedOver).
 func (r *readMemo) failed(k resource.Key) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	got, ok := r.m[k]
-	return ok && got.empty()
+	return ok && got.empty() || r.passed[k]
+}
+
+// passedOver reports whether k's last read was passed over, not made.
+func (r *readMemo) passedOver(k resource.Key) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.passed[k]
 }
 
 func (got memoRead) empty() bool {
@@ -608,13 +660,15 @@ const (
 // usually takes, within a tenth and half of SlowReadTimeout, out of
 // SlowReadTimeout more for all such reads of the request), then ends,
 // and the request reads that server no more.
-func (e *Engine) reader(log *fetchLog, budget *readBudget) selector.ReadFunc {
+func (e *Engine) reader(log *fetchLog, budget *readBudget, lastResort *atomic.Bool) selector.ReadFunc {
 	var mu sync.Mutex
 	stalled := map[string]string{} // server → why its later reads are skipped
 	type answers struct {
-		took  time.Duration // reads the server answered (errors too)
-		bytes int           // contents they brought
-		spell bool          // a read found the server in a slow spell
+		took    time.Duration // reads the server answered (errors too)
+		bytes   int           // contents they brought
+		spell   bool          // a read found the server in a slow spell
+		nothing int           // answers that brought nothing: errors, empty or blank texts
+		some    int           // answers that brought something
 	}
 	answered := map[string]answers{} // server → its answers in this request
 	var spent time.Duration          // all of this request's reads
@@ -626,10 +680,19 @@ func (e *Engine) reader(log *fetchLog, budget *readBudget) selector.ReadFunc {
 			return nil, fmt.Errorf("server %q is not configured", server)
 		}
 		mu.Lock()
-		skip := stalled[server]
+		skip, passOver := stalled[server], ""
+		if a := answered[server]; a.nothing >= 2 && a.some == 0 && !lastResort.Load() {
+			// Its later candidates are replaced by other servers' (see
+			// Assemble) without a read each: five such servers with ten
+			// descriptors each ranked first used up max_reads.
+			passOver = fmt.Sprintf("its first %d reads in this request brought nothing", a.nothing)
+		}
 		mu.Unlock()
 		if skip != "" {
 			return nil, fmt.Errorf("server %q: skipped: %s", server, skip)
+		}
+		if passOver != "" {
+			return nil, fmt.Errorf("server %q: skipped: %s (%w)", server, passOver, errPassedOver)
 		}
 		key := resource.Key{Server: server, URI: uri}
 		d, listed := e.ix.Get(key)
@@ -823,12 +886,19 @@ func (e *Engine) reader(log *fetchLog, budget *readBudget) selector.ReadFunc {
 		if fromServer && !slow && took <= e.readTO/lateReadFraction {
 			e.markSlow(server, false) // answered in time: the next spell starts short
 		}
-		if fromServer || answeredErr {
+		if fromServer || answeredErr || err == nil {
 			mu.Lock()
 			a := answered[server]
-			a.took += took
+			if fromServer || answeredErr {
+				a.took += took
+			}
 			if err == nil {
 				a.bytes += budget.usable(c)
+			}
+			if err != nil || blank(c) {
+				a.nothing++
+			} else {
+				a.some++
 			}
 			answered[server] = a
 			mu.Unlock()
@@ -894,6 +964,14 @@ func (e *Engine) probe(m *ctxsync.Mirror, server, uri string) {
 		defer cancel()
 		start := time.Now()
 		_, f, err := m.ReadFetch(ctx, uri)
+		if err != nil && ctx.Err() != nil {
+			// No answer in the full timeout: the spell goes on, as long
+			// again as a timed-out probe's would, so that a hung server
+			// never costs a request a full read timeout once more (five
+			// of them took every request's read time between them).
+			e.markSlowAgain(server)
+			return
+		}
 		if err != nil || f.At.Before(start) {
 			return
 		}
@@ -902,6 +980,20 @@ func (e *Engine) probe(m *ctxsync.Mirror, server, uri string) {
 			e.markSlow(server, false)
 		}
 	}()
+}
+
+// markSlowAgain starts server's next spell now, unless a read was
+// answered in time since its last (see markSlow): the spells do not run
+// out while probes time out.
+func (e *Engine) markSlowAgain(server string) {
+	e.slowMu.Lock()
+	defer e.slowMu.Unlock()
+	n, ok := e.slowStreak[server]
+	if !ok {
+		return // a read answered in time meanwhile
+	}
+	e.slowUntil[server] = time.Now().Add(e.slowFor << min(n, maxSlowDoublings))
+	e.slowStreak[server] = n + 1
 }
 
 // maxSlowDoublings bounds how long a slow spell gets: SlowFor doubled at

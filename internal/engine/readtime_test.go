@@ -219,10 +219,17 @@ func wantAssembleTimes(t *testing.T, eng *engine.Engine, want ...time.Duration) 
 // request spent its whole read time on them and read the honest server's
 // candidates never.
 func TestHungServersDoNotTakeEveryRequestsReads(t *testing.T) {
+	for _, hung := range []int{3, 5} {
+		t.Run(fmt.Sprint(hung), func(t *testing.T) { hungServers(t, hung) })
+	}
+}
+
+func hungServers(t *testing.T, hung int) {
 	synctest.Test(t, func(t *testing.T) {
 		servers := map[string]*mcpsdk.Server{}
 		cfg := &config.Config{}
-		for _, name := range []string{"h1", "h2", "h3"} {
+		for h := range hung {
+			name := fmt.Sprintf("h%d", h+1)
 			s := mcptest.NewServer(nil, nil)
 			for i := range 3 {
 				s.AddResource(&mcpsdk.Resource{URI: fmt.Sprintf("doc://%s-%d", name, i), Name: "architecture notes architecture"},
@@ -246,7 +253,7 @@ func TestHungServersDoNotTakeEveryRequestsReads(t *testing.T) {
 		// one, which then takes the spells' short reads only.
 		var honestItems []int
 		var took []time.Duration
-		for range 8 {
+		for range 12 {
 			start := time.Now()
 			res, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "architecture notes", TokenBudget: 4000})
 			if err != nil {
@@ -261,9 +268,9 @@ func TestHungServersDoNotTakeEveryRequestsReads(t *testing.T) {
 			}
 			honestItems = append(honestItems, n)
 		}
-		for i := 4; i < 8; i++ {
-			if honestItems[i] == 0 || took[i] > 4*engine.DefaultSlowReadTimeout {
-				t.Fatalf("honest items per request: %v, times %v; want the honest server read, quickly, from the fifth on", honestItems, took)
+		for i := 6; i < 12; i++ {
+			if honestItems[i] == 0 || took[i] > time.Duration(hung+1)*engine.DefaultSlowReadTimeout {
+				t.Fatalf("honest items per request: %v, times %v; want the honest server read, quickly, from the seventh on", honestItems, took)
 			}
 		}
 	})
