@@ -373,6 +373,7 @@ func ConnectTransport(ctx context.Context, name string, t mcpsdk.Transport, opts
 	client.AddSendingMiddleware(readHints)    // the SDK's read cache stays off: see ReadHint
 	client.AddSendingMiddleware(listCacheOff) // and its list cache holds one page at most
 	client.AddSendingMiddleware(initializeBounds)
+	client.AddSendingMiddleware(discoverDeadline)
 	listens := newListenTracker()
 	listens.onEnd = o.OnSubscriptionEnded
 	cs, err := client.Connect(ctx, repairTransport{base: t, listens: listens, log: o.Logger}, &mcpsdk.ClientSessionOptions{ProtocolVersion: o.ProtocolVersion})
@@ -400,6 +401,32 @@ func ConnectTransport(ctx context.Context, name string, t mcpsdk.Transport, opts
 		s.restoring.Go(func() { s.restoreListChanged(rctx, listens.conn, o.OnListChanged) })
 	}
 	return s, nil
+}
+
+// discoverTimeout bounds server/discover, the first call of a session of
+// 2026-07-28: a server before that version answers it with an error and
+// the go-sdk falls back to initialize, but a relay between contextd and
+// the server (a stdio bridge to an HTTP server) may drop a call it could
+// not forward and answer nothing, which held the connect for its whole
+// deadline and then failed it.
+const discoverTimeout = 5 * time.Second
+
+// discoverDeadline is a client sending middleware that fails a
+// server/discover not answered within discoverTimeout as method-not-found,
+// so that the go-sdk falls back to initialize on the same connection.
+func discoverDeadline(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
+	return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
+		if method != "server/discover" {
+			return next(ctx, method, req)
+		}
+		dctx, cancel := context.WithTimeout(ctx, discoverTimeout)
+		defer cancel()
+		res, err := next(dctx, method, req)
+		if err != nil && ctx.Err() == nil && dctx.Err() != nil {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("server/discover: no answer in %v; trying initialize", discoverTimeout)}
+		}
+		return res, err
+	}
 }
 
 // Version is the client version contextd sends in initialize.

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -90,4 +91,28 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.b.String()
+}
+
+// A relay that cannot forward server/discover (a stdio bridge to an HTTP
+// server that refuses it) answers nothing: the connect falls back to
+// initialize after discoverTimeout, on the same connection, instead of
+// waiting out its deadline and failing.
+func TestAnUnansweredDiscoverFallsBackToInitialize(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		raw := &mcptest.RawServer{Ignore: map[string]bool{"server/discover": true}}
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		defer cancel()
+		start := time.Now()
+		s, err := mcp.ConnectTransport(ctx, "relayed", raw.Transport(t), nil)
+		if err != nil {
+			t.Fatalf("Connect through a relay dropping server/discover: %v", err)
+		}
+		defer s.Close()
+		if el := time.Since(start); el > 6*time.Second {
+			t.Fatalf("connected after %v; want about 5 s", el)
+		}
+		if raw.Count("initialize") != 1 {
+			t.Fatalf("requests %d initialize; want 1", raw.Count("initialize"))
+		}
+	})
 }

@@ -34,6 +34,10 @@ type RawServer struct {
 	Status    map[string]int
 	SessionID map[string]string
 
+	// Ignore lists methods never answered (in-memory transport only), as
+	// a relay that fails to forward them does not answer.
+	Ignore map[string]bool
+
 	mu          sync.Mutex
 	requests    []*jsonrpc.Request
 	sessions    map[string]bool // HTTP session id → live
@@ -108,6 +112,9 @@ func (s *RawServer) Transport(t testing.TB) mcpsdk.Transport {
 				continue // a notification
 			}
 			s.record(req)
+			if s.Ignore[req.Method] {
+				continue
+			}
 			if err := conn.Write(ctx, s.answer(req)); err != nil {
 				return
 			}
