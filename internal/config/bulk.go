@@ -156,6 +156,9 @@ func skipValue(b []byte, i int) int {
 	return i
 }
 
+// maxRepeatNotes bounds the repeated keys dropRepeatedKeys names.
+const maxRepeatNotes = 10
+
 // dropRepeatedKeys returns data, valid standard JSON, with every member
 // whose key the same object repeats later blanked (spaces; newlines kept,
 // so every line keeps its number), as JSON.parse and the hosts that use it
@@ -164,7 +167,17 @@ func skipValue(b []byte, i int) int {
 func dropRepeatedKeys(data []byte) ([]byte, []string) {
 	var blank [][2]int
 	var notes []string
-	line := func(at int) int { return bytes.Count(data[:at], []byte("\n")) + 1 }
+	var newlines []int // offsets of data's newlines, for line numbers
+	for i, c := range data {
+		if c == '\n' {
+			newlines = append(newlines, i)
+		}
+	}
+	line := func(at int) int {
+		n, _ := slices.BinarySearch(newlines, at)
+		return n + 1
+	}
+	repeats := 0
 	var walk func(start, end int)
 	walk = func(start, end int) {
 		v := data[start:end]
@@ -176,7 +189,9 @@ func dropRepeatedKeys(data []byte) ([]byte, []string) {
 					// A member followed by another has a comma after it.
 					comma := bytes.IndexByte(v[prev[1]:], ',')
 					blank = append(blank, [2]int{start + prev[0], start + prev[1] + comma + 1})
-					notes = append(notes, fmt.Sprintf("line %d: key %s is repeated: the one at line %d is used", line(start+prev[0]), keyShown(key), line(start+keyStart)))
+					if repeats++; repeats <= maxRepeatNotes {
+						notes = append(notes, fmt.Sprintf("line %d: key %s is repeated: the one at line %d is used", line(start+prev[0]), keyShown(key), line(start+keyStart)))
+					}
 				}
 				seen[key] = [2]int{keyStart, e}
 				walk(start+s, start+e)
@@ -199,6 +214,9 @@ func dropRepeatedKeys(data []byte) ([]byte, []string) {
 	walk(i, skipValue(data, i))
 	if len(blank) == 0 {
 		return data, nil
+	}
+	if repeats > maxRepeatNotes {
+		notes = append(notes, fmt.Sprintf("%d more keys are repeated: the last of each is used", repeats-maxRepeatNotes))
 	}
 	out := bytes.Clone(data)
 	for _, b := range blank {

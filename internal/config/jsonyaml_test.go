@@ -66,6 +66,9 @@ func TestDeepJSONIsRefusedNotFatal(t *testing.T) {
 		`{"a": ` + strings.Repeat("[", 1_000_000),
 		`{"a": ` + strings.Repeat("[", 2000) + strings.Repeat("]", 2000) + "}",
 		`{"a": ` + strings.Repeat("[", 2000) + strings.Repeat("]", 2000) + ", // a comment\n}",
+		// A quote in a comment opens no string.
+		"// the \"\n" + `{"a": ` + strings.Repeat("[", 1_000_000),
+		"/* say \"hi */\n" + `{"a": ` + strings.Repeat("[", 1_000_000),
 	} {
 		_, err := config.Parse("deep.json", []byte(deep), lookup)
 		if err == nil || !errors.Is(err, config.ErrInvalid) || !strings.Contains(err.Error(), "nests deeper than 1000") {

@@ -81,16 +81,29 @@ func skipComments(data []byte) int {
 }
 
 // jsonDepth returns how deeply arrays and objects nest in data, JSON with
-// comments or not (brackets in comments count: an overestimate).
+// comments or not (strings and comments skipped as hujson reads them).
 func jsonDepth(data []byte) int {
-	d, most, in := 0, 0, false
+	d, most := 0, 0
 	for i := 0; i < len(data); i++ {
 		switch c := data[i]; {
-		case in && c == '\\':
-			i++
 		case c == '"':
-			in = !in
-		case in:
+			for i++; i < len(data) && data[i] != '"'; i++ {
+				if data[i] == '\\' {
+					i++
+				}
+			}
+		case c == '/' && i+1 < len(data) && data[i+1] == '/':
+			if j := bytes.IndexByte(data[i:], '\n'); j >= 0 {
+				i += j
+			} else {
+				i = len(data)
+			}
+		case c == '/' && i+1 < len(data) && data[i+1] == '*':
+			if j := bytes.Index(data[i+2:], []byte("*/")); j >= 0 {
+				i += 2 + j + 1
+			} else {
+				i = len(data)
+			}
 		case c == '{' || c == '[':
 			d++
 			most = max(most, d)
