@@ -278,13 +278,22 @@ func yamlSafe(data []byte) []byte {
 		}
 		end := skipValue(data, i)
 		str := data[i:end]
-		fix := !yamlReads(str)
-		long := end-i > maxSimpleKey
-		if long {
-			j := skipSpace(data, end)
-			long = j < len(data) && data[j] == ':'
+		var fixed []byte
+		if !yamlReads(str) {
+			fixed = appendYAMLString(nil, str)
 		}
-		if fix || long {
+		// A key YAML reads without "? " must be on one line, with what
+		// follows it up to ":", and within 1,024 characters.
+		j := skipSpace(data, end)
+		long := false
+		if j < len(data) && data[j] == ':' {
+			n := end - i
+			if fixed != nil {
+				n = len(fixed)
+			}
+			long = n+j-end > maxSimpleKey || bytes.ContainsAny(data[end:j], "\r\n")
+		}
+		if fixed != nil || long {
 			if out == nil {
 				out = make([]byte, 0, len(data)+64)
 			}
@@ -292,8 +301,8 @@ func yamlSafe(data []byte) []byte {
 			if long {
 				out = append(out, "? "...)
 			}
-			if fix {
-				out = appendYAMLString(out, str)
+			if fixed != nil {
+				out = append(out, fixed...)
 			} else {
 				out = append(out, str...)
 			}

@@ -480,16 +480,16 @@ func parse(path string, data []byte, lookup func(string) (string, bool), clientO
 			if alias.value == "" {
 				continue
 			}
-			if sf.Type != "" && !strings.EqualFold(sf.Type, alias.value) {
+			if sf.Type != "" && transportName(sf.Type) != transportName(alias.value) {
 				return nil, fmt.Errorf("%s: %w: server %q: set type or %s, not both", path, ErrInvalid, name, alias.name)
 			}
 			sf.Type = alias.value
 			all[name] = sf
 		}
-		if t := strings.ToLower(sf.Type); t == "websocket" || t == "ws" {
+		if t := strings.ToLower(sf.Type); t == "websocket" || t == "ws" || t == "" && sf.Command == "" && (strings.HasPrefix(strings.ToLower(sf.URL), "ws://") || strings.HasPrefix(strings.ToLower(sf.URL), "wss://")) {
 			// LibreChat's WebSocket transport, which MCP does not define:
 			// that server is skipped, not the host's whole file.
-			c.Warnings = append(c.Warnings, fmt.Sprintf("%s: server %q: type %q is not a transport contextd speaks (stdio, http, sse): the server is skipped", path, name, sf.Type))
+			c.Warnings = append(c.Warnings, fmt.Sprintf("%s: server %q: WebSocket is not a transport contextd speaks (stdio, http, sse): the server is skipped", path, name))
 			sf.Disabled = true
 		}
 		if sf.Disabled {
@@ -513,6 +513,18 @@ func parse(path string, data []byte, lookup func(string) (string, bool), clientO
 		}
 	}
 	return c, nil
+}
+
+// transportName returns the transport a type value names, as resolve
+// reads it ("streamableHttp" and "http" alike), or the value itself.
+func transportName(t string) string {
+	switch t = strings.ToLower(t); t {
+	case "stdio", "local":
+		return TransportStdio
+	case "http", "streamable-http", "streamablehttp", "streamable_http":
+		return TransportHTTP
+	}
+	return t
 }
 
 // checkOneDocument returns an error when data has more than its first

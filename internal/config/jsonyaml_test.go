@@ -18,7 +18,7 @@ func TestValidJSONYAMLRefusesIsRead(t *testing.T) {
 	long := strings.Repeat("p", 1500)
 	file := "{\n" +
 		`  "history": ["a cut emoji \ud83c", "del ` + "\x7f" + ` c1 ` + "\u0092" + ` nonchar ` + "\ufffe" + `"],` + "\n" +
-		`  "projects": {"/home/me/` + long + `": {"allowedTools": []}},` + "\n" +
+		`  "projects": {"/home/me/` + long + `": {"allowedTools": []}, "` + strings.Repeat("\u007f", 600) + `": 1, "k"` + strings.Repeat(" ", 1100) + `: 2},` + "\n" +
 		`  "mcpServers": {` + "\n" +
 		`    "web": {"url": "https:\/\/mcp.example.com\/mcp", "headers": {"X-Note": "\ud83d\ude00 \u00e9"}}` + "\n" +
 		"  },\n" +

@@ -71,6 +71,11 @@ func TestUnquotedTagsAndAliasesAreRefusedUnquoted(t *testing.T) {
 		{"mcpServers:\n  s:\n    url: https://x.example.com/mcp\n    headers:\n      X-Api-Key: !" + secret + "\n", `line 5: the value of key "X-Api-Key" starts with "!"`},
 		{"mcpServers:\n  s:\n    command: srv\n    env:\n      API_KEY: !<" + secret + "> x\n", `line 5: the value of key "API_KEY" starts with "!"`},
 		{"mcpServers:\n  s:\n    url: https://x.example.com/mcp\n    headers:\n      X-Api-Key: *" + secret + "\n", `line 5: a value starting with "*"`},
+		{"mcpServers:\n  s:\n    url: https://x.example.com/mcp\n    headers:\n      X-Api-Key: &" + secret + "\n", `line 5: the value of key "X-Api-Key" starts with "&"`},
+		{"mcpServers:\n  s:\n    command: srv\n    args: [--key, &" + secret + "]\n", `line 4: the value starts with "&"`},
+		{"mcpServers:\n  s:\n    command: srv\n    env:\n      K: !!" + secret + "\n", `line 5: the value of key "K" starts with "!"`},
+		{"mcpServers:\n  s:\n    command: srv\n    env:\n      K: !!binary " + secret + "\n", `line 5: the value of key "K" starts with "!"`},
+		{"mcpServers:\n  s:\n    command: srv\n    env:\n      K: !!null " + secret + "\n", `line 5: the value of key "K" starts with "!"`},
 	} {
 		_, err := config.Parse("contextd.yaml", []byte(c.file), lookup)
 		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), secret) {
@@ -92,7 +97,7 @@ func TestUnquotedTagsAndAliasesAreRefusedUnquoted(t *testing.T) {
 // its file are read. A type nobody defines is still an error.
 func TestAWebSocketServerIsSkippedNotTheFile(t *testing.T) {
 	lookup := func(string) (string, bool) { return "", false }
-	file := "mcpServers:\n  ws:\n    type: websocket\n    url: ws://localhost:8080/mcp\n  notes:\n    command: notes-server\n"
+	file := "mcpServers:\n  ws:\n    type: websocket\n    url: ws://localhost:8080/mcp\n  wss:\n    url: wss://mcp.example.com/ws\n  notes:\n    command: notes-server\n"
 	c, err := config.Parse("librechat.yaml", []byte(file), lookup)
 	if err != nil {
 		t.Fatal(err)
@@ -100,7 +105,8 @@ func TestAWebSocketServerIsSkippedNotTheFile(t *testing.T) {
 	if len(c.Servers) != 1 || c.Servers[0].Name != "notes" {
 		t.Fatalf("servers %+v, want notes alone", c.Servers)
 	}
-	if !slices.ContainsFunc(c.Warnings, func(w string) bool { return strings.Contains(w, `server "ws": type "websocket"`) }) {
+	if !slices.ContainsFunc(c.Warnings, func(w string) bool { return strings.Contains(w, `server "ws": WebSocket is not`) }) ||
+		!slices.ContainsFunc(c.Warnings, func(w string) bool { return strings.Contains(w, `server "wss": WebSocket is not`) }) {
 		t.Fatalf("warnings %q", c.Warnings)
 	}
 	if _, err := config.Parse("x.yaml", []byte("mcpServers:\n  s:\n    type: stdoi\n    command: x\n"), lookup); err == nil {
@@ -195,5 +201,8 @@ func TestTransportTypeIsReadAsType(t *testing.T) {
 	}
 	if _, err := config.Parse("x.json", []byte(`{"mcpServers": {"a": {"type": "http", "transportType": "sse", "url": "https://a.example.com"}}}`), lookup); err == nil {
 		t.Error("type http with transportType sse was taken")
+	}
+	if _, err := config.Parse("x.json", []byte(`{"mcpServers": {"a": {"type": "http", "transportType": "streamableHttp", "url": "https://a.example.com"}}}`), lookup); err != nil {
+		t.Errorf("type http with transportType streamableHttp (the same): %v", err)
 	}
 }

@@ -133,12 +133,16 @@ func checkTags(n *yaml.Node, key string) error {
 	if n == nil {
 		return nil
 	}
-	if n.Style&yaml.TaggedStyle != 0 && !strings.HasPrefix(n.Tag, "!!") {
-		where := ""
-		if key != "" {
-			where = " of key " + keyShown(key)
-		}
+	where := ""
+	if key != "" {
+		where = " of key " + keyShown(key)
+	}
+	if n.Style&yaml.TaggedStyle != 0 && !plainTags[n.Tag] {
 		return fmt.Errorf("line %d: the value%s starts with \"!\", which YAML reads as a tag, leaving the value empty or changed: quote the value", n.Line, where)
+	}
+	if n.Anchor != "" && n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" {
+		// "X-Api-Key: &Pa55w0rd": an anchor named by the value, on no value.
+		return fmt.Errorf("line %d: the value%s starts with \"&\", which YAML reads as an anchor, leaving the value empty: quote the value", n.Line, where)
 	}
 	for i, c := range n.Content {
 		k := ""
@@ -151,6 +155,11 @@ func checkTags(n *yaml.Node, key string) error {
 	}
 	return nil
 }
+
+// plainTags are the tags a configuration may write: YAML's own for the
+// kinds of values contextd reads. Others (a tag of the file's own, or
+// !!binary, !!null, !!timestamp on a value) change or drop the value.
+var plainTags = map[string]bool{"!!str": true, "!!int": true, "!!float": true, "!!bool": true, "!!seq": true, "!!map": true}
 
 // yamlLine matches the position in a yaml syntax error: "yaml: line 4: …".
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
