@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -776,5 +777,103 @@ func TestAServerAloneIsReadPastWhatCameToNothing(t *testing.T) {
 				t.Errorf("%d items of the 14 that bring something; want at least 8", n)
 			}
 		})
+	}
+}
+
+// An honest server whose two best pages cannot be read (a permission
+// revoked, a rate limit) still gives the answer its other pages; a second
+// server with weaker matches does not take their places. Its later
+// candidates were passed over after those two reads.
+func TestTwoFailedReadsDoNotPassAnHonestServerOver(t *testing.T) {
+	docs := mcptest.NewServer(nil, nil)
+	for i := range 20 {
+		uri := fmt.Sprintf("doc://docs/%d", i)
+		name := fmt.Sprintf("kubernetes deployment rollback procedure, step %d of the runbook", i)
+		if i < 2 {
+			name = "kubernetes deployment rollback procedure kubernetes deployment rollback procedure" // ranked first
+		}
+		docs.AddResource(&mcpsdk.Resource{URI: uri, Name: name, MIMEType: "text/plain"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+			if i < 2 {
+				return nil, errors.New("403 forbidden")
+			}
+			return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: fmt.Sprintf("step %d of rolling back a kubernetes deployment\n", i)}}}, nil
+		})
+	}
+	wiki := map[string]string{}
+	for i := range 20 {
+		wiki[fmt.Sprintf("doc://wiki/%d", i)] = fmt.Sprintf("cluster admin page %d, on deployment\n", i)
+	}
+	eng := newEngine(t, "", map[string]*mcpsdk.Server{"docs": docs, "wiki": mcptest.NewServer(wiki, nil)}, 5*time.Second)
+	res, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "kubernetes deployment rollback procedure", TokenBudget: 2000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, it := range res.Items {
+		if it.Server == "docs" {
+			n++
+		}
+	}
+	if n < 8 {
+		t.Errorf("%d items from the server with the best pages (%d items in all); want at least 8", n, len(res.Items))
+	}
+}
+
+// Servers that answer the first read of a request and fail the rest are
+// passed over once most of their reads bring nothing: eight of them, their
+// descriptors ranked first, used up max_reads one round each, and the
+// honest server's candidates were not read.
+func TestServersAnsweringOnceThenFailingArePassedOver(t *testing.T) {
+	servers := map[string]*mcpsdk.Server{}
+	for j := range 8 {
+		bad := mcptest.NewServer(nil, nil)
+		var reads atomic.Int32
+		for i := range 20 {
+			uri := fmt.Sprintf("doc://bad%d/%d", j, i)
+			bad.AddResource(&mcpsdk.Resource{URI: uri, Name: fmt.Sprintf("river mountain notes %d river mountain", i), Description: "river mountain river mountain notes"},
+				func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+					if reads.Add(1) > 1 {
+						return nil, errors.New("401 unauthorized")
+					}
+					return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: "river mountain notes\n"}}}, nil
+				})
+		}
+		servers[fmt.Sprintf("bad%d", j)] = bad
+	}
+	docs := map[string]string{}
+	for i := range 20 {
+		docs[fmt.Sprintf("doc://ok/%d", i)] = fmt.Sprintf("notes %d on the river and the mountain trail\n", i)
+	}
+	servers["ok"] = mcptest.NewServer(docs, nil)
+	// No content pass: the request's reads are the servers' first.
+	cfg := &config.Config{}
+	for name := range servers {
+		cfg.Servers = append(cfg.Servers, config.Server{Name: name, Transport: config.TransportStdio, Command: "unused", NoContentIndex: true})
+	}
+	eng := newEngineOpts(t, "", servers, engine.Options{Config: cfg, ReadTimeout: 5 * time.Second})
+	res, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "river mountain notes", TokenBudget: 2000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The honest candidates are reached (whether they then pass the
+	// value floor beside the hostile servers' one answer each, whose
+	// descriptors rank higher, is the ranking's business, not this
+	// test's): before, max_reads ran out first.
+	reached, refused := 0, 0
+	for _, it := range res.Items {
+		if it.Server == "ok" {
+			reached++
+		}
+	}
+	for _, o := range res.Omitted {
+		if o.Server == "ok" {
+			reached++
+		}
+		if strings.Contains(o.Detail, "max_reads") {
+			refused++
+		}
+	}
+	if reached < 5 || refused > 0 {
+		t.Errorf("%d honest candidates reached, %d refused a read by max_reads (%d reads); want at least 5 and none", reached, refused, res.Reads)
 	}
 }

@@ -467,8 +467,13 @@ func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (out *Assemb
 // another server whose candidates come to nothing).
 const (
 	refillDepth  = 3
-	refillRounds = 8
+	refillRounds = 16
 )
+
+// passOverAfter is how many of a server's reads in a request must bring
+// nothing (and more than twice as many as brought something) before its
+// later candidates are passed over.
+const passOverAfter = 3
 
 // blank reports whether contents bring nothing: no text but spaces, no
 // blob.
@@ -681,11 +686,13 @@ func (e *Engine) reader(log *fetchLog, budget *readBudget, lastResort *atomic.Bo
 		}
 		mu.Lock()
 		skip, passOver := stalled[server], ""
-		if a := answered[server]; a.nothing >= 2 && a.some == 0 && !lastResort.Load() {
+		if a := answered[server]; a.nothing >= passOverAfter && a.nothing > 2*a.some && !lastResort.Load() {
 			// Its later candidates are replaced by other servers' (see
 			// Assemble) without a read each: five such servers with ten
-			// descriptors each ranked first used up max_reads.
-			passOver = fmt.Sprintf("its first %d reads in this request brought nothing", a.nothing)
+			// descriptors each ranked first used up max_reads. Three
+			// reads, not two: an honest server whose two best pages
+			// answer 403 still has the rest of them read.
+			passOver = fmt.Sprintf("%d of its %d reads in this request brought nothing", a.nothing, a.nothing+a.some)
 		}
 		mu.Unlock()
 		if skip != "" {
