@@ -53,6 +53,14 @@ func (l *List[T]) problem(kind *int, format string, args ...any) {
 // A URI listed twice keeps its first descriptor; an entry without a URI is
 // dropped. Both are counted and described in the List.
 func (s *Session) ListResources(ctx context.Context) (List[resource.Descriptor], error) {
+	l, err := s.listResources(ctx)
+	if err == nil && s.self != nil && s.self.Load() {
+		return List[resource.Descriptor]{}, fmt.Errorf("mcp: server %q: %w (its list names this contextd's process)", s.name, ErrSelf)
+	}
+	return l, err
+}
+
+func (s *Session) listResources(ctx context.Context) (List[resource.Descriptor], error) {
 	seen := map[string]bool{}
 	return walk(ctx, s, "resources/list", s.opts.MaxResources, s.opts.MaxResourceBytes, resource.Descriptor.TextBytes, func(ctx context.Context, l *List[resource.Descriptor], cursor string) ([]resource.Descriptor, string, error) {
 		res, err := s.cs.ListResources(ctx, &mcpsdk.ListResourcesParams{Cursor: cursor})

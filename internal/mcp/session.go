@@ -149,6 +149,7 @@ type Capabilities struct {
 // Its methods are safe for concurrent use.
 type Session struct {
 	name   string
+	self   *atomic.Bool // a list answer named this process (see repairTransport)
 	cs     *mcpsdk.ClientSession
 	caps   Capabilities
 	opts   Options
@@ -376,7 +377,8 @@ func ConnectTransport(ctx context.Context, name string, t mcpsdk.Transport, opts
 	client.AddSendingMiddleware(discoverDeadline)
 	listens := newListenTracker()
 	listens.onEnd = o.OnSubscriptionEnded
-	cs, err := client.Connect(ctx, repairTransport{base: t, listens: listens, log: o.Logger}, &mcpsdk.ClientSessionOptions{ProtocolVersion: o.ProtocolVersion})
+	self := new(atomic.Bool)
+	cs, err := client.Connect(ctx, repairTransport{base: t, listens: listens, log: o.Logger, self: self}, &mcpsdk.ClientSessionOptions{ProtocolVersion: o.ProtocolVersion})
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
 			return nil, fmt.Errorf("mcp: server %q: initialize: no answer before the connect deadline (is it an MCP server?): %w", name, err)
@@ -386,7 +388,7 @@ func ConnectTransport(ctx context.Context, name string, t mcpsdk.Transport, opts
 		// max_message_bytes; they are logged at every reconnect.
 		return nil, fmt.Errorf("mcp: server %q: initialize: %w", name, boundedError{err})
 	}
-	s := &Session{name: name, cs: cs, opts: o, stderr: &tailBuffer{max: 4096}, listens: listens}
+	s := &Session{name: name, cs: cs, opts: o, stderr: &tailBuffer{max: 4096}, listens: listens, self: self}
 	s.callerText.Store(o.CallerText)
 	if ir := cs.InitializeResult(); ir != nil && ir.Capabilities != nil {
 		c := ir.Capabilities

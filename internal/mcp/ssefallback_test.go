@@ -116,3 +116,32 @@ func TestAnUnansweredDiscoverFallsBackToInitialize(t *testing.T) {
 		}
 	})
 }
+
+// A list naming this process (contextd's own MCP server puts its instance
+// name in each entry's _meta) is this contextd, however the bridge between
+// rewrote the URIs or answered initialize: ListResources fails with
+// ErrSelf.
+func TestAListNamingThisProcessIsItself(t *testing.T) {
+	raw := &mcptest.RawServer{Results: map[string]string{
+		"resources/list": `{"resources":[{"uri":"hub://up/contextd%3Aresource%2Feverything%2Fdemo%3A%2F%2Fa","name":"a","_meta":{"contextd/server":"everything","` + mcp.InstanceMetaKey + `":"` + mcp.Instance() + `"}}]}`,
+	}}
+	s, err := mcp.ConnectTransport(t.Context(), "hub", raw.Transport(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.ListResources(t.Context()); !errors.Is(err, mcp.ErrSelf) {
+		t.Fatalf("ListResources = %v, want ErrSelf", err)
+	}
+	other := &mcptest.RawServer{Results: map[string]string{
+		"resources/list": `{"resources":[{"uri":"hub://up/x","name":"a","_meta":{"` + mcp.InstanceMetaKey + `":"ANOTHERCONTEXTDINSTANCE00"}}]}`,
+	}}
+	s2, err := mcp.ConnectTransport(t.Context(), "hub2", other.Transport(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	if l, err := s2.ListResources(t.Context()); err != nil || len(l.Items) != 1 {
+		t.Fatalf("another contextd's list: %+v, %v", l, err)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -44,6 +45,7 @@ type repairTransport struct {
 	base    mcpsdk.Transport
 	listens *listenTracker // nil: not tracked
 	log     *slog.Logger   // nil: no warnings
+	self    *atomic.Bool   // set when a list answer holds this process's instance name; may be nil
 }
 
 func (t repairTransport) Connect(ctx context.Context) (mcpsdk.Connection, error) {
@@ -51,7 +53,7 @@ func (t repairTransport) Connect(ctx context.Context) (mcpsdk.Connection, error)
 	if err != nil {
 		return nil, err
 	}
-	rc := &repairConn{Connection: c, calls: map[string]string{}, listens: t.listens, log: t.log, answers: make(chan struct{}, MaxAnswersInFlight)}
+	rc := &repairConn{Connection: c, calls: map[string]string{}, listens: t.listens, log: t.log, self: t.self, answers: make(chan struct{}, MaxAnswersInFlight)}
 	rc.closing, rc.stopAnswers = context.WithCancel(context.Background())
 	if _, ok := t.base.(*mcpsdk.StreamableClientTransport); ok {
 		rc.side = newStandaloneStream()
@@ -69,6 +71,7 @@ type repairConn struct {
 	mcpsdk.Connection
 
 	listens *listenTracker // subscriptions/listen streams, or nil
+	self    *atomic.Bool   // see repairTransport; may be nil
 
 	log     *slog.Logger  // may be nil
 	answers chan struct{} // a slot per answer being written
@@ -301,6 +304,12 @@ func (c *repairConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	c.mu.Unlock()
 	if !tracked || len(resp.Result) == 0 {
 		return msg, err
+	}
+	if c.self != nil && (method == "resources/list" || method == "resources/templates/list") && bytes.Contains(resp.Result, []byte(instance)) {
+		// contextd's own MCP server names its process in each entry's
+		// _meta: a bridge that rewrites URIs, or answers initialize
+		// itself, still passes the entries on.
+		c.self.Store(true)
 	}
 	// Each check first asks whether the result needs any repair at all, so
 	// the common case costs one scan or one decode, not a rewrite.

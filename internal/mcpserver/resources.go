@@ -13,6 +13,7 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/contextd/contextd/internal/engine"
+	"github.com/contextd/contextd/internal/mcp"
 	"github.com/contextd/contextd/internal/resource"
 )
 
@@ -107,7 +108,9 @@ func descriptor(d resource.Descriptor) *mcpsdk.Resource {
 	r := &mcpsdk.Resource{
 		URI: ResourceURI(d.Key()), Name: d.Name, Title: d.Title, Description: d.Description,
 		MIMEType: d.MIMEType, Size: d.Size,
-		Meta: mcpsdk.Meta{MetaServer: d.Server, MetaURI: d.URI},
+		// The instance name lets a contextd that reaches this one through
+		// a bridge rewriting URIs know it is itself.
+		Meta: mcpsdk.Meta{MetaServer: d.Server, MetaURI: d.URI, mcp.InstanceMetaKey: mcp.Instance()},
 	}
 	if r.Name == "" {
 		r.Name = d.URI // required by the protocol

@@ -215,7 +215,7 @@ func TestResourcesReExposeEveryDescriptorUnderOneSchemeAndPaginate(t *testing.T)
 	wantRes := &mcpsdk.Resource{
 		URI: oddNS, Name: "überblick", Title: "Überblick", Description: "the overview of the notes", MIMEType: "text/markdown", Size: 1234,
 		Annotations: &mcpsdk.Annotations{Audience: []mcpsdk.Role{"assistant"}, Priority: 0.7, LastModified: "2026-11-30T10:00:00Z"},
-		Meta:        mcpsdk.Meta{mcpserver.MetaServer: "odd", mcpserver.MetaURI: oddURI},
+		Meta:        mcpsdk.Meta{mcpserver.MetaServer: "odd", mcpserver.MetaURI: oddURI, mcp.InstanceMetaKey: mcp.Instance()},
 	}
 	if d := cmp.Diff(wantRes, got); d != "" {
 		t.Errorf("descriptor (-want +got):\n%s", d)

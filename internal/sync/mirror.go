@@ -1092,7 +1092,7 @@ func (m *Mirror) sync(parent context.Context, sess *mcp.Session) (ok bool) {
 	m.setActivity("listing")
 	defer m.setActivity("")
 	res, rerr := sess.ListResources(ctx)
-	if rerr == nil && listsItself(m.opts.Server, res.Items) {
+	if errors.Is(rerr, mcp.ErrSelf) || rerr == nil && m.listsItself(res.Items) {
 		m.self.Store(true)
 	}
 	if m.self.Load() {
@@ -1773,24 +1773,32 @@ func firstLine(s string) string {
 	return s
 }
 
-// listsItself reports whether items, a server's list, hold a resource of
-// contextd's own namespace under that server's own name
-// (contextd:resource/<server>/…): this contextd's mirror of that very
-// server, listed back to it. A bridge that answers initialize itself
-// (and so drops the instance name contextd's MCP server sends) still
-// passes the list on.
-func listsItself(server string, items []resource.Descriptor) bool {
+// listsItself reports whether items, the server's list, hold this
+// contextd's own mirror of this very server listed back to it: an entry
+// contextd:resource/<this server's name>/<u> where u is a URI this mirror
+// holds. A bridge that answers initialize itself (and so drops the
+// instance name contextd's MCP server sends) still passes the list on.
+// Another contextd listing a server of the same name is not taken for
+// this one: what its entries wrap are that server's URIs, not this
+// mirror's.
+func (m *Mirror) listsItself(items []resource.Descriptor) bool {
 	for _, d := range items {
 		rest, ok := strings.CutPrefix(d.URI, "contextd:resource/")
 		if !ok {
 			continue
 		}
-		name, _, ok := strings.Cut(rest, "/")
+		name, inner, ok := strings.Cut(rest, "/")
 		if !ok {
 			continue
 		}
-		if n, err := url.PathUnescape(name); err == nil && n == server {
-			return true
+		n, err := url.PathUnescape(name)
+		if err != nil || n != m.opts.Server {
+			continue
+		}
+		if u, err := url.PathUnescape(inner); err == nil {
+			if _, held := m.opts.Index.Get(resource.Key{Server: m.opts.Server, URI: u}); held {
+				return true
+			}
 		}
 	}
 	return false

@@ -1,8 +1,11 @@
 package sync_test
 
 import (
+	"context"
 	"strings"
 	"testing"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/contextd/contextd/internal/index"
 	"github.com/contextd/contextd/internal/index/indextest"
@@ -12,37 +15,49 @@ import (
 )
 
 // A server that lists this contextd's own mirror of it back
-// (contextd:resource/<its name>/…) is this contextd, reached through a
-// bridge that answers initialize itself and so drops the instance name:
-// it is not mirrored, nor are its templates, and what was indexed of it
-// goes. Listed entries of a contextd under other names (another contextd's
-// servers) are mirrored as ever.
+// (contextd:resource/<its name>/<a URI this mirror holds>) is this
+// contextd, reached through a bridge that answers initialize itself and so
+// drops the instance name: once it does, it is not mirrored, nor are its
+// templates, and what was indexed of it goes. Another contextd that has a
+// server of the same name wraps that server's URIs, not this mirror's,
+// and is mirrored as ever.
 func TestAServerListingItsOwnMirrorBackIsNotMirrored(t *testing.T) {
 	for _, c := range []struct {
-		uri  string
-		self bool
+		name, later string
+		self        bool
 	}{
-		{"contextd:resource/bridge/contextd:resource/everything/demo://a", true},
-		{"contextd:resource/br%69dge/doc://a", true},
-		{"contextd:resource/everything/demo://a", false},
+		{"loop", "contextd:resource/bridge/contextd:resource/everything/demo://a", true},
+		{"loop, name escaped", "contextd:resource/br%69dge/contextd:resource/everything/demo://a", true},
+		{"another contextd's server of the same name", "contextd:resource/bridge/file:///srv/notes.md", false},
 	} {
-		ix, err := index.Open(t.Context(), index.Options{Embedder: &indextest.BagEmbedder{}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv := mcptest.NewServer(map[string]string{c.uri: "a note", "doc://plain": "another"}, nil)
-		m := ctxsync.New(ctxsync.Options{Server: "bridge", Index: ix, Dial: mcptest.Dial(t, "bridge", srv)})
-		start(t, m)
-		<-m.Ready()
-		st := m.Status()
-		n := len(ix.Descriptors("bridge"))
-		if c.self {
-			if !strings.Contains(st.LastError, mcp.ErrSelf.Error()) || n != 0 || st.Templates != 0 {
-				t.Errorf("%s listed: error %q, %d indexed, %d templates; want ErrSelf and none", c.uri, st.LastError, n, st.Templates)
+		t.Run(c.name, func(t *testing.T) {
+			ix, err := index.Open(t.Context(), index.Options{Embedder: &indextest.BagEmbedder{}})
+			if err != nil {
+				t.Fatal(err)
 			}
-		} else if st.LastError != "" || n != 2 {
-			t.Errorf("%s listed: error %q, %d indexed; want both mirrored", c.uri, st.LastError, n)
-		}
-		ix.Close()
+			defer ix.Close()
+			// First the other servers' entries come back, as this
+			// contextd lists them; then its mirror of this one.
+			srv := mcptest.NewServer(map[string]string{"contextd:resource/everything/demo://a": "a note"}, nil)
+			m := ctxsync.New(ctxsync.Options{Server: "bridge", Index: ix, Dial: mcptest.Dial(t, "bridge", srv)})
+			start(t, m)
+			<-m.Ready()
+			srv.AddResource(&mcpsdk.Resource{URI: c.later, Name: "a note"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+				return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: c.later, Text: "a note"}}}, nil
+			})
+			eventually(t, "the relist", func() bool {
+				st := m.Status()
+				return strings.Contains(st.LastError, mcp.ErrSelf.Error()) || len(ix.Descriptors("bridge")) == 2
+			})
+			st := m.Status()
+			n := len(ix.Descriptors("bridge"))
+			if c.self {
+				if !strings.Contains(st.LastError, mcp.ErrSelf.Error()) || n != 0 || st.Templates != 0 {
+					t.Errorf("error %q, %d indexed, %d templates; want ErrSelf and none", st.LastError, n, st.Templates)
+				}
+			} else if st.LastError != "" || n != 2 {
+				t.Errorf("error %q, %d indexed; want both mirrored", st.LastError, n)
+			}
+		})
 	}
 }
