@@ -344,6 +344,8 @@ func yamlReads(str []byte) bool {
 			return false // U+FFFE, U+FFFF
 		case c == 0xe2 && i+2 < len(str) && str[i+1] == 0x80 && (str[i+2] == 0xa8 || str[i+2] == 0xa9):
 			return false // U+2028, U+2029: line breaks to YAML, folded to a space
+		case c == 0xef && i+2 < len(str) && str[i+1] == 0xbb && str[i+2] == 0xbf:
+			return false // U+FEFF: the yaml package may skip a character after one
 		}
 	}
 	return true
@@ -362,7 +364,7 @@ func appendYAMLString(out, str []byte) []byte {
 		switch {
 		case r == '"' || r == '\\':
 			out = append(out, '\\', byte(r))
-		case r < 0x20 || r == 0x7f || r >= 0x80 && r <= 0x9f || r == 0x2028 || r == 0x2029 || r == 0xfffe || r == 0xffff:
+		case r < 0x20 || r == 0x7f || r >= 0x80 && r <= 0x9f || r == 0x2028 || r == 0x2029 || r == 0xfeff || r == 0xfffe || r == 0xffff:
 			out = fmt.Appendf(out, "\\u%04x", r)
 		default:
 			out = utf8.AppendRune(out, r)

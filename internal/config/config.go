@@ -342,6 +342,16 @@ func parse(path string, data []byte, lookup func(string) (string, bool), clientO
 		jsonData = pruneUnread(data)
 		data = yamlSafe(jsonData)
 	}
+	if jsonData == nil {
+		// The yaml package checks for a byte order mark at the start of
+		// its 512-byte buffer, wherever the line it reads starts: after a
+		// U+FEFF (invisible, pasted from a web page) it may drop the first
+		// character of a later line, and blame that line.
+		if i := bytes.Index(bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")), []byte("\xef\xbb\xbf")); i >= 0 {
+			at := i + len(data) - len(bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")))
+			return nil, fmt.Errorf("%s: %w: line %d: an invisible U+FEFF character (a byte order mark) inside the file: remove it", path, ErrInvalid, bytes.Count(data[:at], []byte("\n"))+1)
+		}
+	}
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
 		if jsonErr != nil {

@@ -76,3 +76,25 @@ func TestDeepJSONIsRefusedNotFatal(t *testing.T) {
 		}
 	}
 }
+
+// An invisible U+FEFF inside a file (the yaml package may then drop the
+// first character of a later line, at one offset in 512, and blame that
+// line): in a JSON string it is escaped and read as JSON.parse reads it; in
+// a YAML file it is refused, named by its line.
+func TestAByteOrderMarkInsideAFile(t *testing.T) {
+	lookup := func(string) (string, bool) { return "", false }
+	for pad := 400; pad < 1100; pad++ {
+		file := "{\n\"x\": \"" + strings.Repeat("a", pad) + "\ufeff\",\n\"mcpServers\": {\"s\": {\"command\": \"srv\"}}\n}\n"
+		c, err := config.Parse("h.json", []byte(file), lookup)
+		if err != nil || len(c.Servers) != 1 {
+			t.Fatalf("JSON, U+FEFF after %d bytes: %v", pad, err)
+		}
+	}
+	yml := "x: \"ab\ufeffc\"\nmcpServers:\n  s: {command: srv}\n"
+	if _, err := config.Parse("c.yaml", []byte(yml), lookup); err == nil || !strings.Contains(err.Error(), "line 1: an invisible U+FEFF") {
+		t.Fatalf("YAML with a U+FEFF inside: %v", err)
+	}
+	if _, err := config.Parse("c.yaml", []byte("\ufeff"+"mcpServers:\n  s: {command: srv}\n"), lookup); err != nil {
+		t.Fatalf("a YAML file opening with a byte order mark: %v", err)
+	}
+}

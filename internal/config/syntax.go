@@ -159,7 +159,7 @@ func checkTags(n *yaml.Node, key string) error {
 // plainTags are the tags a configuration may write: YAML's own for the
 // kinds of values contextd reads. Others (a tag of the file's own, or
 // !!binary, !!null, !!timestamp on a value) change or drop the value.
-var plainTags = map[string]bool{"!!str": true, "!!int": true, "!!float": true, "!!bool": true, "!!seq": true, "!!map": true}
+var plainTags = map[string]bool{"!!str": true, "!!int": true, "!!float": true, "!!bool": true, "!!seq": true, "!!map": true, "!!merge": true}
 
 // yamlLine matches the position in a yaml syntax error: "yaml: line 4: …".
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
