@@ -1,14 +1,12 @@
 package mcp_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -34,7 +32,7 @@ func TestAnSSEServerIsReadAfterItsHandshake(t *testing.T) {
 			t.Cleanup(hs.Close)
 			// The daemon connects under a deadline it cancels once connected.
 			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-			var logs syncBuffer
+			var logs logBuffer
 			s, err := mcp.Connect(ctx, config.Server{Name: "old", Transport: transport, URL: hs.URL}, &mcp.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 			cancel()
 			if err != nil {
@@ -75,23 +73,6 @@ func TestARefusedStreamableHTTPServerIsNotTriedBySSE(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for a logger's concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
 
 // A relay that cannot forward server/discover (a stdio bridge to an HTTP
 // server that refuses it) answers nothing: the connect falls back to
