@@ -73,7 +73,6 @@ func TestARefusedStreamableHTTPServerIsNotTriedBySSE(t *testing.T) {
 	}
 }
 
-
 // A relay that cannot forward server/discover (a stdio bridge to an HTTP
 // server that refuses it) answers nothing: the connect falls back to
 // initialize after discoverTimeout, on the same connection, instead of
