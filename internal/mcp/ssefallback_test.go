@@ -113,6 +113,18 @@ func TestAListNamingThisProcessIsItself(t *testing.T) {
 	if _, err := s.ListResources(t.Context()); !errors.Is(err, mcp.ErrSelf) {
 		t.Fatalf("ListResources = %v, want ErrSelf", err)
 	}
+	// Named anywhere else (a title anyone may write), it is not itself.
+	quoted := &mcptest.RawServer{Results: map[string]string{
+		"resources/list": `{"resources":[{"uri":"note://1","name":"pasted {\"_meta\":{\"` + mcp.InstanceMetaKey + `\":\"` + mcp.Instance() + `\"}}","description":"` + mcp.Instance() + `"}]}`,
+	}}
+	s3, err := mcp.ConnectTransport(t.Context(), "notes", quoted.Transport(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s3.Close()
+	if l, err := s3.ListResources(t.Context()); err != nil || len(l.Items) != 1 {
+		t.Fatalf("a note quoting the instance name: %+v, %v", l, err)
+	}
 	other := &mcptest.RawServer{Results: map[string]string{
 		"resources/list": `{"resources":[{"uri":"hub://up/x","name":"a","_meta":{"` + mcp.InstanceMetaKey + `":"ANOTHERCONTEXTDINSTANCE00"}}]}`,
 	}}

@@ -305,7 +305,7 @@ func (c *repairConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	if !tracked || len(resp.Result) == 0 {
 		return msg, err
 	}
-	if c.self != nil && (method == "resources/list" || method == "resources/templates/list") && bytes.Contains(resp.Result, []byte(instance)) {
+	if c.self != nil && method == "resources/list" && bytes.Contains(resp.Result, []byte(instance)) && namesInstance(resp.Result) {
 		// contextd's own MCP server names its process in each entry's
 		// _meta: a bridge that rewrites URIs, or answers initialize
 		// itself, still passes the entries on.
@@ -1060,4 +1060,25 @@ func endOfValue(raw []byte, i int) int {
 		return -1
 	}
 	return j
+}
+
+// namesInstance reports whether a resources/list result has an entry whose
+// _meta names this process under InstanceMetaKey: only there, not in a
+// title or description anyone may write.
+func namesInstance(result []byte) bool {
+	var l struct {
+		Resources []struct {
+			Meta map[string]json.RawMessage `json:"_meta"`
+		} `json:"resources"`
+	}
+	if json.Unmarshal(result, &l) != nil {
+		return false
+	}
+	for _, r := range l.Resources {
+		var v string
+		if json.Unmarshal(r.Meta[InstanceMetaKey], &v) == nil && v == instance {
+			return true
+		}
+	}
+	return false
 }

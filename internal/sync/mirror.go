@@ -1774,32 +1774,51 @@ func firstLine(s string) string {
 }
 
 // listsItself reports whether items, the server's list, hold this
-// contextd's own mirror of this very server listed back to it: an entry
-// contextd:resource/<this server's name>/<u> where u is a URI this mirror
-// holds. A bridge that answers initialize itself (and so drops the
-// instance name contextd's MCP server sends) still passes the list on.
-// Another contextd listing a server of the same name is not taken for
-// this one: what its entries wrap are that server's URIs, not this
-// mirror's.
+// contextd's own mirror of this very server listed back to it, one level
+// deeper: an entry whose URI, percent-decoded (a bridge may wrap it:
+// hub://up/contextd%3Aresource%2F…), holds contextd:resource/<this
+// server's name>/<inner>, where inner holds contextd's own namespace
+// again and is how another entry this mirror holds ends. A bridge that answers
+// initialize itself and drops _meta (so that the instance name never
+// arrives) still passes the list on. Another contextd that has a server
+// of the same name wraps that server's URIs, not contextd's namespace.
 func (m *Mirror) listsItself(items []resource.Descriptor) bool {
+	prefix := "contextd:resource/"
+	own := prefix + m.opts.Server + "/"
+	var held []string // decoded URIs this mirror holds, read once if needed
 	for _, d := range items {
-		rest, ok := strings.CutPrefix(d.URI, "contextd:resource/")
-		if !ok {
+		u := decodeAll(d.URI)
+		i := strings.Index(u, own)
+		if i < 0 {
 			continue
 		}
-		name, inner, ok := strings.Cut(rest, "/")
-		if !ok {
+		inner := u[i+len(own):]
+		if !strings.Contains(inner, prefix) {
 			continue
 		}
-		n, err := url.PathUnescape(name)
-		if err != nil || n != m.opts.Server {
-			continue
+		if held == nil {
+			for _, h := range m.opts.Index.Descriptors(m.opts.Server) {
+				held = append(held, decodeAll(h.URI))
+			}
 		}
-		if u, err := url.PathUnescape(inner); err == nil {
-			if _, held := m.opts.Index.Get(resource.Key{Server: m.opts.Server, URI: u}); held {
+		for _, h := range held {
+			if h != u && strings.HasSuffix(h, inner) {
 				return true
 			}
 		}
 	}
 	return false
+}
+
+// decodeAll percent-decodes s until it no longer changes (a URI wrapped
+// once or twice by bridges), at most 4 times.
+func decodeAll(s string) string {
+	for range 4 {
+		d, err := url.PathUnescape(s)
+		if err != nil || d == s {
+			return s
+		}
+		s = d
+	}
+	return s
 }

@@ -2,6 +2,7 @@ package sync_test
 
 import (
 	"context"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -29,6 +30,9 @@ func TestAServerListingItsOwnMirrorBackIsNotMirrored(t *testing.T) {
 		{"loop", "contextd:resource/bridge/contextd:resource/everything/demo://a", true},
 		{"loop, name escaped", "contextd:resource/br%69dge/contextd:resource/everything/demo://a", true},
 		{"another contextd's server of the same name", "contextd:resource/bridge/file:///srv/notes.md", false},
+		// A bridge wrapping every URI (and dropping _meta): this mirror
+		// holds hub://up/<the first entry>, listed back wrapped again.
+		{"loop through a bridge wrapping URIs", "hub://up/" + url.QueryEscape("contextd:resource/bridge/"+ctxsyncEscape("hub://up/"+url.QueryEscape("contextd:resource/everything/demo://a"))), true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ix, err := index.Open(t.Context(), index.Options{Embedder: &indextest.BagEmbedder{}})
@@ -38,7 +42,11 @@ func TestAServerListingItsOwnMirrorBackIsNotMirrored(t *testing.T) {
 			defer ix.Close()
 			// First the other servers' entries come back, as this
 			// contextd lists them; then its mirror of this one.
-			srv := mcptest.NewServer(map[string]string{"contextd:resource/everything/demo://a": "a note"}, nil)
+			first := "contextd:resource/everything/demo://a"
+			if strings.HasPrefix(c.later, "hub://") {
+				first = "hub://up/" + url.QueryEscape(first)
+			}
+			srv := mcptest.NewServer(map[string]string{first: "a note"}, nil)
 			m := ctxsync.New(ctxsync.Options{Server: "bridge", Index: ix, Dial: mcptest.Dial(t, "bridge", srv)})
 			start(t, m)
 			<-m.Ready()
@@ -60,4 +68,10 @@ func TestAServerListingItsOwnMirrorBackIsNotMirrored(t *testing.T) {
 			}
 		})
 	}
+}
+
+// ctxsyncEscape percent-encodes a URI as contextd's MCP server does in
+// contextd:resource/<server>/<uri>: "%" and what a path may not hold.
+func ctxsyncEscape(u string) string {
+	return strings.ReplaceAll(u, "%", "%25")
 }
