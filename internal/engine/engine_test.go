@@ -877,3 +877,75 @@ func TestServersAnsweringOnceThenFailingArePassedOver(t *testing.T) {
 		t.Errorf("%d honest candidates reached, %d refused a read by max_reads (%d reads); want at least 5 and none", reached, refused, res.Reads)
 	}
 }
+
+// Servers whose reads come to nothing without failing (blobs the request
+// does not take; one text for every read) or that answer one duplicate per
+// two failures add up as failing servers across rounds: three blob servers
+// gave an empty answer in 40 reads, and eight of the second kind used up
+// max_reads.
+func TestServersComingToNothingWithoutFailingAddUp(t *testing.T) {
+	for _, c := range []struct {
+		mode string
+		k    int
+	}{{"blob", 3}, {"blob", 8}, {"same text", 3}, {"duplicate per two failures", 8}} {
+		t.Run(fmt.Sprintf("%s x%d", c.mode, c.k), func(t *testing.T) {
+			servers := map[string]*mcpsdk.Server{}
+			for j := range c.k {
+				bad := mcptest.NewServer(nil, nil)
+				var reads atomic.Int32
+				for i := range 20 {
+					uri := fmt.Sprintf("doc://bad%d/%d", j, i)
+					bad.AddResource(&mcpsdk.Resource{URI: uri, Name: fmt.Sprintf("river mountain notes %d river mountain", i), Description: "river mountain river mountain notes"},
+						func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+							switch c.mode {
+							case "blob":
+								return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: "text/plain", Blob: []byte("river mountain notes")}}}, nil
+							case "same text":
+								return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: "river mountain notes, the same for every one\n"}}}, nil
+							}
+							if reads.Add(1)%3 != 0 {
+								return nil, errors.New("401 unauthorized")
+							}
+							return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: "river mountain notes, the same for every one\n"}}}, nil
+						})
+				}
+				servers[fmt.Sprintf("bad%d", j)] = bad
+			}
+			docs := map[string]string{}
+			for i := range 20 {
+				docs[fmt.Sprintf("doc://ok/%d", i)] = fmt.Sprintf("notes %d on the river and the mountain trail\n", i)
+			}
+			servers["ok"] = mcptest.NewServer(docs, nil)
+			cfg := &config.Config{}
+			for name := range servers {
+				cfg.Servers = append(cfg.Servers, config.Server{Name: name, Transport: config.TransportStdio, Command: "unused", NoContentIndex: true})
+			}
+			eng := newEngineOpts(t, "", servers, engine.Options{Config: cfg, ReadTimeout: 5 * time.Second})
+			res, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "river mountain notes", TokenBudget: 2000})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The honest server's candidates are reached and its best
+			// packed (the value floor then keeps those near the best:
+			// ranking by descriptors alone here, they are far apart).
+			ok, reached, refused := 0, 0, 0
+			for _, it := range res.Items {
+				if it.Server == "ok" {
+					ok++
+					reached++
+				}
+			}
+			for _, o := range res.Omitted {
+				if o.Server == "ok" {
+					reached++
+					if strings.Contains(o.Detail, "max_reads") {
+						refused++
+					}
+				}
+			}
+			if ok == 0 || reached < 5 || refused > 0 {
+				t.Errorf("%d honest items, %d candidates reached, %d refused by max_reads (%d reads); want some, at least 5 and none", ok, reached, refused, res.Reads)
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"slices"
@@ -315,8 +316,9 @@ func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (out *Assemb
 	// the task needs.
 	var dropped []selector.Omitted
 	excluded := map[resource.Key]bool{}
-	pointed := map[resource.Key]bool{} // pointers replaced, kept as they are
-	next := len(cands) - len(pinned)   // ranked candidates taken so far
+	pointed := map[resource.Key]bool{}       // pointers replaced, kept as they are
+	cameToNothing := map[resource.Key]bool{} // left out whatever the budget, in any round
+	next := len(cands) - len(pinned)         // ranked candidates taken so far
 	firstRanked := ranked
 	var without map[string]bool // the failing servers ranked lists leave out
 	for round := 0; round < refillRounds && ctx.Err() == nil; round++ {
@@ -329,6 +331,7 @@ func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (out *Assemb
 			switch o.Reason {
 			case selector.OmitUserAudience, selector.OmitBinaryExcluded, selector.OmitDuplicateContent, selector.OmitEmpty, selector.OmitInvalid:
 				nothing[o.Key()] = true
+				cameToNothing[o.Key()] = true
 			}
 		}
 		var failed []resource.Key
@@ -371,10 +374,14 @@ func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (out *Assemb
 		// after another. Its own next candidates come only once no other
 		// is left: a server alone, or that alone holds what matches, is
 		// still read as deep as it goes.
+		// What came to nothing in earlier rounds counts too: a candidate
+		// replaced then is in no later selection, and would count as
+		// having brought something, so the failing servers flipped
+		// between groups instead of adding up.
 		for k := range pointed {
-			nothing[k] = true
+			cameToNothing[k] = true
 		}
-		failing := memo.failingServers(nothing)
+		failing := memo.failingServers(cameToNothing)
 		inKept := make(map[resource.Key]bool, len(kept))
 		for _, c := range kept {
 			inKept[c.Key()] = true
@@ -676,8 +683,26 @@ func (e *Engine) reader(log *fetchLog, budget *readBudget, lastResort *atomic.Bo
 		some    int           // answers that brought something
 	}
 	answered := map[string]answers{} // server → its answers in this request
-	var spent time.Duration          // all of this request's reads
-	var over time.Duration           // reads past spent's slow-read time, without a place
+	texts := map[[32]byte]bool{}     // the texts read in this request, as hashes
+	// seenText reports whether contents hold only a text read before in
+	// this request (any server's): a duplicate brings nothing. Call
+	// under mu.
+	seenText := func(contents []selector.Content) bool {
+		h := sha256.New()
+		for _, c := range contents {
+			h.Write([]byte(c.Text))
+			h.Write([]byte{0})
+		}
+		var sum [32]byte
+		h.Sum(sum[:0])
+		if texts[sum] {
+			return true
+		}
+		texts[sum] = true
+		return false
+	}
+	var spent time.Duration // all of this request's reads
+	var over time.Duration  // reads past spent's slow-read time, without a place
 	given := e.set().given
 	return func(ctx context.Context, server, uri string) ([]selector.Content, error) {
 		m, ok := e.mirror(server)
@@ -902,7 +927,7 @@ func (e *Engine) reader(log *fetchLog, budget *readBudget, lastResort *atomic.Bo
 			if err == nil {
 				a.bytes += budget.usable(c)
 			}
-			if err != nil || blank(c) {
+			if err != nil || blank(c) || budget.usable(c) == 0 || seenText(c) {
 				a.nothing++
 			} else {
 				a.some++
