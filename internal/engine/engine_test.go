@@ -824,37 +824,12 @@ func TestTwoFailedReadsDoNotPassAnHonestServerOver(t *testing.T) {
 // descriptors ranked first, used up max_reads one round each, and the
 // honest server's candidates were not read.
 func TestServersAnsweringOnceThenFailingArePassedOver(t *testing.T) {
-	servers := map[string]*mcpsdk.Server{}
-	for j := range 8 {
-		bad := mcptest.NewServer(nil, nil)
-		var reads atomic.Int32
-		for i := range 20 {
-			uri := fmt.Sprintf("doc://bad%d/%d", j, i)
-			bad.AddResource(&mcpsdk.Resource{URI: uri, Name: fmt.Sprintf("river mountain notes %d river mountain", i), Description: "river mountain river mountain notes"},
-				func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
-					if reads.Add(1) > 1 {
-						return nil, errors.New("401 unauthorized")
-					}
-					return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: "river mountain notes\n"}}}, nil
-				})
+	res := hostileBesideHonest(t, 8, func(reads *atomic.Int32, uri string) (*mcpsdk.ReadResourceResult, error) {
+		if reads.Add(1) > 1 {
+			return nil, errors.New("401 unauthorized")
 		}
-		servers[fmt.Sprintf("bad%d", j)] = bad
-	}
-	docs := map[string]string{}
-	for i := range 20 {
-		docs[fmt.Sprintf("doc://ok/%d", i)] = fmt.Sprintf("notes %d on the river and the mountain trail\n", i)
-	}
-	servers["ok"] = mcptest.NewServer(docs, nil)
-	// No content pass: the request's reads are the servers' first.
-	cfg := &config.Config{}
-	for name := range servers {
-		cfg.Servers = append(cfg.Servers, config.Server{Name: name, Transport: config.TransportStdio, Command: "unused", NoContentIndex: true})
-	}
-	eng := newEngineOpts(t, "", servers, engine.Options{Config: cfg, ReadTimeout: 5 * time.Second})
-	res, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "river mountain notes", TokenBudget: 2000})
-	if err != nil {
-		t.Fatal(err)
-	}
+		return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: "river mountain notes\n"}}}, nil
+	})
 	// The honest candidates are reached (whether they then pass the
 	// value floor beside the hostile servers' one answer each, whose
 	// descriptors rank higher, is the ranking's business, not this
@@ -889,42 +864,18 @@ func TestServersComingToNothingWithoutFailingAddUp(t *testing.T) {
 		k    int
 	}{{"blob", 3}, {"blob", 8}, {"same text", 3}, {"duplicate per two failures", 8}} {
 		t.Run(fmt.Sprintf("%s x%d", c.mode, c.k), func(t *testing.T) {
-			servers := map[string]*mcpsdk.Server{}
-			for j := range c.k {
-				bad := mcptest.NewServer(nil, nil)
-				var reads atomic.Int32
-				for i := range 20 {
-					uri := fmt.Sprintf("doc://bad%d/%d", j, i)
-					bad.AddResource(&mcpsdk.Resource{URI: uri, Name: fmt.Sprintf("river mountain notes %d river mountain", i), Description: "river mountain river mountain notes"},
-						func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
-							switch c.mode {
-							case "blob":
-								return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: "text/plain", Blob: []byte("river mountain notes")}}}, nil
-							case "same text":
-								return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: "river mountain notes, the same for every one\n"}}}, nil
-							}
-							if reads.Add(1)%3 != 0 {
-								return nil, errors.New("401 unauthorized")
-							}
-							return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: "river mountain notes, the same for every one\n"}}}, nil
-						})
+			res := hostileBesideHonest(t, c.k, func(reads *atomic.Int32, uri string) (*mcpsdk.ReadResourceResult, error) {
+				switch c.mode {
+				case "blob":
+					return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: "text/plain", Blob: []byte("river mountain notes")}}}, nil
+				case "same text":
+					return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: "river mountain notes, the same for every one\n"}}}, nil
 				}
-				servers[fmt.Sprintf("bad%d", j)] = bad
-			}
-			docs := map[string]string{}
-			for i := range 20 {
-				docs[fmt.Sprintf("doc://ok/%d", i)] = fmt.Sprintf("notes %d on the river and the mountain trail\n", i)
-			}
-			servers["ok"] = mcptest.NewServer(docs, nil)
-			cfg := &config.Config{}
-			for name := range servers {
-				cfg.Servers = append(cfg.Servers, config.Server{Name: name, Transport: config.TransportStdio, Command: "unused", NoContentIndex: true})
-			}
-			eng := newEngineOpts(t, "", servers, engine.Options{Config: cfg, ReadTimeout: 5 * time.Second})
-			res, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "river mountain notes", TokenBudget: 2000})
-			if err != nil {
-				t.Fatal(err)
-			}
+				if reads.Add(1)%3 != 0 {
+					return nil, errors.New("401 unauthorized")
+				}
+				return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: "river mountain notes, the same for every one\n"}}}, nil
+			})
 			// The honest server's candidates are reached and its best
 			// packed (the value floor then keeps those near the best:
 			// ranking by descriptors alone here, they are far apart).
@@ -948,4 +899,41 @@ func TestServersComingToNothingWithoutFailingAddUp(t *testing.T) {
 			}
 		})
 	}
+}
+
+// hostileBesideHonest assembles "river mountain notes" over k hostile
+// servers, bad0…, each listing 20 descriptors that rank first and read by
+// read (reads counts that server's reads), beside an honest server "ok"
+// of 20 matching notes. No content pass runs: the request's reads are the
+// servers' first.
+func hostileBesideHonest(t *testing.T, k int, read func(reads *atomic.Int32, uri string) (*mcpsdk.ReadResourceResult, error)) *engine.AssembleResult {
+	t.Helper()
+	servers := map[string]*mcpsdk.Server{}
+	for j := range k {
+		bad := mcptest.NewServer(nil, nil)
+		reads := new(atomic.Int32)
+		for i := range 20 {
+			uri := fmt.Sprintf("doc://bad%d/%d", j, i)
+			bad.AddResource(&mcpsdk.Resource{URI: uri, Name: fmt.Sprintf("river mountain notes %d river mountain", i), Description: "river mountain river mountain notes"},
+				func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+					return read(reads, uri)
+				})
+		}
+		servers[fmt.Sprintf("bad%d", j)] = bad
+	}
+	docs := map[string]string{}
+	for i := range 20 {
+		docs[fmt.Sprintf("doc://ok/%d", i)] = fmt.Sprintf("notes %d on the river and the mountain trail\n", i)
+	}
+	servers["ok"] = mcptest.NewServer(docs, nil)
+	cfg := &config.Config{}
+	for name := range servers {
+		cfg.Servers = append(cfg.Servers, config.Server{Name: name, Transport: config.TransportStdio, Command: "unused", NoContentIndex: true})
+	}
+	eng := newEngineOpts(t, "", servers, engine.Options{Config: cfg, ReadTimeout: 5 * time.Second})
+	res, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "river mountain notes", TokenBudget: 2000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
 }
