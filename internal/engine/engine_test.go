@@ -937,3 +937,124 @@ func hostileBesideHonest(t *testing.T, k int, read func(reads *atomic.Int32, uri
 	}
 	return res
 }
+
+// An honest server whose best pages cannot be read (a permission revoked
+// on three of them, stubs with no text, a backend whose first reads after
+// a restart fail) still gives the answer its other pages, ahead of a
+// second server's weaker matches: passed over after those reads, it gets
+// a probe read, and one that brings something takes it back. Three such
+// pages gave the weaker server every place.
+func TestAnHonestServerWhoseBestPagesFailIsProbed(t *testing.T) {
+	for _, c := range []struct {
+		mode string
+		bad  int
+	}{{"403", 3}, {"403", 4}, {"blank", 3}, {"first reads 503", 3}} {
+		t.Run(fmt.Sprintf("%s x%d", c.mode, c.bad), func(t *testing.T) {
+			docs := mcptest.NewServer(nil, nil)
+			reads := new(atomic.Int32)
+			for i := range 20 {
+				uri := fmt.Sprintf("doc://docs/%d", i)
+				name := fmt.Sprintf("kubernetes deployment rollback procedure, step %d of the runbook", i)
+				if i < c.bad {
+					name = "kubernetes deployment rollback procedure kubernetes deployment rollback procedure" // ranked first
+				}
+				docs.AddResource(&mcpsdk.Resource{URI: uri, Name: name, MIMEType: "text/plain"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+					n := int(reads.Add(1))
+					text := fmt.Sprintf("step %d of rolling back a kubernetes deployment\n", i)
+					switch {
+					case c.mode == "403" && i < c.bad:
+						return nil, errors.New("403 forbidden")
+					case c.mode == "blank" && i < c.bad:
+						text = " \n"
+					case c.mode == "first reads 503" && n <= c.bad:
+						return nil, errors.New("503 service unavailable")
+					}
+					return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: text}}}, nil
+				})
+			}
+			wiki := map[string]string{}
+			for i := range 20 {
+				wiki[fmt.Sprintf("doc://wiki/%d", i)] = fmt.Sprintf("cluster admin page %d, on deployment\n", i)
+			}
+			eng := newEngine(t, "", map[string]*mcpsdk.Server{"docs": docs, "wiki": mcptest.NewServer(wiki, nil)}, 5*time.Second)
+			res, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "kubernetes deployment rollback procedure", TokenBudget: 2000})
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for _, it := range res.Items {
+				if it.Server == "docs" {
+					n++
+				}
+			}
+			if n < 8 {
+				t.Errorf("%d items from the server with the best pages (%d items in all, %d reads); want at least 8", n, len(res.Items), res.Reads)
+			}
+		})
+	}
+}
+
+// Many servers answering their first read and failing the rest, their
+// descriptors ranked first and taking turns in the ranking, cost two reads
+// each once the request's reads that came to nothing reach a quarter of
+// max_reads: at three or four each, twenty-four of them (their one answer
+// taken by the content pass) used up max_reads, and the honest server's
+// candidates were not read.
+func TestManyServersAnsweringOnceThenFailingLeaveReads(t *testing.T) {
+	for _, c := range []struct {
+		k, budget int
+		index     bool
+	}{{16, 8000, false}, {20, 8000, false}, {16, 4000, true}, {16, 2000, true}, {24, 8000, true}} {
+		k := c.k
+		t.Run(fmt.Sprint(c), func(t *testing.T) {
+			servers := map[string]*mcpsdk.Server{}
+			for j := range k {
+				bad := mcptest.NewServer(nil, nil)
+				reads := new(atomic.Int32)
+				for i := range 20 {
+					uri := fmt.Sprintf("doc://bad%d/%d", j, i)
+					// The i-th of every server ranks alike: the servers take turns.
+					bad.AddResource(&mcpsdk.Resource{URI: uri, Name: "river mountain notes" + strings.Repeat(" trail", i), Description: "river mountain river mountain notes"},
+						func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+							if reads.Add(1) > 1 {
+								return nil, errors.New("401 unauthorized")
+							}
+							return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: "river mountain notes from " + uri + "\n"}}}, nil
+						})
+				}
+				servers[fmt.Sprintf("bad%d", j)] = bad
+			}
+			docs := map[string]string{}
+			for i := range 20 {
+				docs[fmt.Sprintf("doc://ok/%d", i)] = fmt.Sprintf("notes %d on the river and the mountain trail\n", i)
+			}
+			servers["ok"] = mcptest.NewServer(docs, nil)
+			cfg := &config.Config{}
+			for name := range servers {
+				cfg.Servers = append(cfg.Servers, config.Server{Name: name, Transport: config.TransportStdio, Command: "unused", NoContentIndex: !c.index})
+			}
+			eng := newEngineOpts(t, "", servers, engine.Options{Config: cfg, ReadTimeout: 5 * time.Second})
+			res, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "river mountain notes", TokenBudget: c.budget})
+			if err != nil {
+				t.Fatal(err)
+			}
+			reached, refused := 0, 0
+			for _, it := range res.Items {
+				if it.Server == "ok" {
+					reached++
+				}
+			}
+			for _, o := range res.Omitted {
+				if o.Server == "ok" {
+					reached++
+					if strings.Contains(o.Detail, "max_reads") {
+						refused++
+					}
+				}
+			}
+			if reached < 5 || refused > 0 {
+				t.Errorf("%d servers: %d honest candidates reached, %d refused a read by max_reads (%d reads); want at least 5 and none", k, reached, refused, res.Reads)
+			}
+		})
+	}
+}

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/contextd/contextd/internal/config"
@@ -302,8 +301,8 @@ func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (out *Assemb
 		IncludeUserAudience: req.IncludeUserAudience,
 		Query:               req.Query, ValueFloor: floor, Now: time.Now(), Estimator: e.est,
 	}
-	lastResort := new(atomic.Bool) // replacements from failing servers too; the reader reads them
-	memo := &readMemo{read: e.reader(fetched, budget, lastResort), m: map[resource.Key]memoRead{}, passed: map[resource.Key]bool{}}
+	passes := newPassOvers(budget.lim.MaxReads)
+	memo := &readMemo{read: e.reader(fetched, budget, passes), m: map[resource.Key]memoRead{}, passed: map[resource.Key]bool{}, forgiven: map[resource.Key]bool{}}
 	res, err := selector.Select(ctx, sreq, cands, memo.get, e.tok)
 	if err != nil {
 		return nil, err
@@ -320,6 +319,12 @@ func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (out *Assemb
 	cameToNothing := map[resource.Key]bool{} // left out whatever the budget, in any round
 	next := len(cands) - len(pinned)         // ranked candidates taken so far
 	firstRanked := ranked
+	firstAt := make(map[resource.Key]int, len(ranked)) // a key's place in firstRanked
+	for i, r := range ranked {
+		if _, ok := firstAt[r.Key()]; !ok {
+			firstAt[r.Key()] = i
+		}
+	}
 	var without map[string]bool // the failing servers ranked lists leave out
 	for round := 0; round < refillRounds && ctx.Err() == nil; round++ {
 		// Came to nothing: a read that failed or brought nothing, or a
@@ -333,6 +338,13 @@ func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (out *Assemb
 				nothing[o.Key()] = true
 				cameToNothing[o.Key()] = true
 			}
+		}
+		// A probe that brought something takes its server back: what its
+		// reads came to before is forgiven, and its candidates passed
+		// over come back in the ranking's order.
+		readd := 0
+		for _, s := range passes.takeRecovered() {
+			readd += max(1, memo.forgive(s, cameToNothing))
 		}
 		var failed []resource.Key
 		for _, c := range cands {
@@ -353,7 +365,7 @@ func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (out *Assemb
 				}
 			}
 		}
-		if len(failed) == 0 && pointers == 0 {
+		if len(failed) == 0 && pointers == 0 && readd == 0 {
 			break
 		}
 		isFailed := make(map[resource.Key]bool, len(failed))
@@ -382,13 +394,16 @@ func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (out *Assemb
 			cameToNothing[k] = true
 		}
 		failing := memo.failingServers(cameToNothing)
+		for s := range passes.passedOver() {
+			failing[s] = true
+		}
 		inKept := make(map[resource.Key]bool, len(kept))
 		for _, c := range kept {
 			inKept[c.Key()] = true
 		}
-		if !subset(failing, without) {
+		if !sameSet(failing, without) {
 			without = failing
-			lastResort.Store(false)
+			passes.setLastResort(false)
 			var servers []string
 			for _, s := range e.scope(req.Filter.Servers) {
 				if !failing[s] {
@@ -400,34 +415,63 @@ func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (out *Assemb
 				f := req.Filter
 				f.Servers = servers
 				if more, rerr := e.rank(ctx, req.Query, f, refillDepth*depth, e.ranking); rerr == nil {
-					ranked = more
+					ranked = onScaleOf(more, firstRanked, firstAt)
 				}
 			}
 		}
-		added := 0
-		for added < len(failed)+pointers {
-			if next == len(ranked) {
-				if lastResort.Load() || len(failing) == 0 {
-					break
-				}
-				lastResort.Store(true)
-				ranked, next = firstRanked, 0
-				continue
-			}
-			r := ranked[next]
-			next++
-			k := r.Key()
-			retry := lastResort.Load() && memo.passedOver(k) // not read yet: now it is
-			if pinned[k] || excluded[k] || isFailed[k] && !retry || failing[k.Server] && !lastResort.Load() || inKept[k] {
-				continue
-			}
+		takes := func(k resource.Key) bool {
+			lastResort := passes.isLastResort()
+			retry := lastResort && memo.passedOver(k) // not read yet: now it is
+			return !pinned[k] && !excluded[k] && (!isFailed[k] || retry) && (!failing[k.Server] || lastResort) && !inKept[k]
+		}
+		add := func(r Ranked) {
 			c := candidate(r.Descriptor, r.Score)
 			if c.Size <= 0 {
 				c.IndexedSize = int64(e.ix.ContentSize(c.Key()))
 			}
 			kept = append(kept, c)
 			inKept[c.Key()] = true
-			added++
+		}
+		added := 0
+		if passes.probing() {
+			// Each passed-over server's best candidate left is read as a
+			// probe where it ranks above the next that would replace it.
+			nextAt := len(firstRanked)
+			for _, r := range ranked[next:] {
+				if takes(r.Key()) {
+					if at, ok := firstAt[r.Key()]; ok {
+						nextAt = at
+					}
+					break
+				}
+			}
+			probed := map[string]bool{}
+			for _, r := range firstRanked[:nextAt] {
+				k := r.Key()
+				if !failing[k.Server] || probed[k.Server] || pinned[k] || excluded[k] || inKept[k] || memo.made(k) {
+					continue
+				}
+				probed[k.Server] = true
+				passes.probe(k)
+				add(r)
+				added++
+			}
+		}
+		for added < len(failed)+pointers+readd {
+			if next == len(ranked) {
+				if passes.isLastResort() || len(failing) == 0 {
+					break
+				}
+				passes.setLastResort(true)
+				ranked, next = firstRanked, 0
+				continue
+			}
+			r := ranked[next]
+			next++
+			if takes(r.Key()) {
+				add(r)
+				added++
+			}
 		}
 		if added == 0 {
 			break
@@ -477,11 +521,6 @@ const (
 	refillRounds = 16
 )
 
-// passOverAfter is how many of a server's reads in a request must bring
-// nothing (and more than twice as many as brought something) before its
-// later candidates are passed over.
-const passOverAfter = 3
-
 // blank reports whether contents bring nothing: no text but spaces, no
 // blob.
 func blank(contents []selector.Content) bool {
@@ -493,8 +532,47 @@ func blank(contents []selector.Content) bool {
 	return true
 }
 
-// subset reports whether every server of a is in b.
-func subset(a, b map[string]bool) bool {
+// onScaleOf returns more, a ranking made without some servers, with the
+// scores of first, the request's first ranking (whose places are in
+// firstAt): a ranking's scores are relative to its best, so those of one
+// without the servers that ranked first are higher than the same
+// descriptors' in first, and candidates from both, taken in one
+// selection, would have the weaker ones outrank the stronger (and the
+// value floor drop the stronger). A descriptor in first keeps its score
+// there; one deeper is scaled as the first they share is, and kept at
+// most at first's lowest score, which it ranked below.
+func onScaleOf(more, first []Ranked, firstAt map[resource.Key]int) []Ranked {
+	if len(first) == 0 {
+		return more
+	}
+	lowest := first[len(first)-1].Score
+	factor := 1.0
+	if len(more) > 0 && more[0].Score > 0 {
+		factor = lowest / more[0].Score
+	}
+	for _, r := range more {
+		if at, ok := firstAt[r.Key()]; ok && r.Score > 0 {
+			factor = first[at].Score / r.Score
+			break
+		}
+	}
+	out := make([]Ranked, len(more))
+	for i, r := range more {
+		out[i] = r
+		if at, ok := firstAt[r.Key()]; ok {
+			out[i].Score = first[at].Score
+		} else {
+			out[i].Score = min(r.Score*factor, lowest)
+		}
+	}
+	return out
+}
+
+// sameSet reports whether a and b hold the same servers.
+func sameSet(a, b map[string]bool) bool {
+	if len(a) != len(b) {
+		return false
+	}
 	for s := range a {
 		if !b[s] {
 			return false
@@ -506,10 +584,11 @@ func subset(a, b map[string]bool) bool {
 // readMemo makes each of a request's reads once: a selection made again
 // after replacing candidates reuses what was read.
 type readMemo struct {
-	read   selector.ReadFunc
-	mu     sync.Mutex
-	m      map[resource.Key]memoRead
-	passed map[resource.Key]bool // asked for, not read (errPassedOver)
+	read     selector.ReadFunc
+	mu       sync.Mutex
+	m        map[resource.Key]memoRead
+	passed   map[resource.Key]bool // asked for, not read (errPassedOver)
+	forgiven map[resource.Key]bool // came to nothing before a probe of its server brought something
 }
 
 // errPassedOver is wrapped by the error of a candidate the reader did not
@@ -554,6 +633,43 @@ func (r *readMemo) failed(k resource.Key) bool {
 	return ok && got.empty() || r.passed[k]
 }
 
+// made reports whether k was read (or its read failed).
+func (r *readMemo) made(k resource.Key) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.m[k]
+	return ok
+}
+
+// forgive drops what server's candidates came to before a probe of it
+// brought something (reads, and keys in nothing): it is no longer a
+// failing server, and its candidates passed over may be read. It returns
+// how many places the server lost in the request: candidates passed over,
+// reads forgiven.
+func (r *readMemo) forgive(server string, nothing map[resource.Key]bool) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for k := range r.passed {
+		if k.Server == server {
+			delete(r.passed, k)
+			n++
+		}
+	}
+	for k, got := range r.m {
+		if k.Server == server && got.empty() && !r.forgiven[k] {
+			r.forgiven[k] = true
+			n++
+		}
+	}
+	for k := range nothing {
+		if k.Server == server {
+			r.forgiven[k] = true
+		}
+	}
+	return n
+}
+
 // passedOver reports whether k's last read was passed over, not made.
 func (r *readMemo) passedOver(k resource.Key) bool {
 	r.mu.Lock()
@@ -583,11 +699,14 @@ func (r *readMemo) failingServers(nothing map[resource.Key]bool) map[string]bool
 	defer r.mu.Unlock()
 	fails, ok := map[string]int{}, map[string]int{}
 	for k := range nothing {
-		if _, read := r.m[k]; !read {
+		if _, read := r.m[k]; !read && !r.forgiven[k] {
 			fails[k.Server]++
 		}
 	}
 	for k, got := range r.m {
+		if r.forgiven[k] {
+			continue
+		}
 		if got.empty() || nothing[k] {
 			fails[k.Server]++
 		} else {
@@ -672,7 +791,7 @@ const (
 // usually takes, within a tenth and half of SlowReadTimeout, out of
 // SlowReadTimeout more for all such reads of the request), then ends,
 // and the request reads that server no more.
-func (e *Engine) reader(log *fetchLog, budget *readBudget, lastResort *atomic.Bool) selector.ReadFunc {
+func (e *Engine) reader(log *fetchLog, budget *readBudget, passes *passOvers) selector.ReadFunc {
 	var mu sync.Mutex
 	stalled := map[string]string{} // server → why its later reads are skipped
 	type answers struct {
@@ -709,24 +828,20 @@ func (e *Engine) reader(log *fetchLog, budget *readBudget, lastResort *atomic.Bo
 		if !ok {
 			return nil, fmt.Errorf("server %q is not configured", server)
 		}
+		key := resource.Key{Server: server, URI: uri}
 		mu.Lock()
-		skip, passOver := stalled[server], ""
-		if a := answered[server]; a.nothing >= passOverAfter && a.nothing > 2*a.some && !lastResort.Load() {
-			// Its later candidates are replaced by other servers' (see
-			// Assemble) without a read each: five such servers with ten
-			// descriptors each ranked first used up max_reads. Three
-			// reads, not two: an honest server whose two best pages
-			// answer 403 still has the rest of them read.
-			passOver = fmt.Sprintf("%d of its %d reads in this request brought nothing", a.nothing, a.nothing+a.some)
-		}
+		skip, so := stalled[server], answered[server]
 		mu.Unlock()
 		if skip != "" {
 			return nil, fmt.Errorf("server %q: skipped: %s", server, skip)
 		}
-		if passOver != "" {
-			return nil, fmt.Errorf("server %q: skipped: %s (%w)", server, passOver, errPassedOver)
+		if passes.skip(key, so.nothing, so.some) {
+			// Its later candidates are replaced by other servers' (see
+			// Assemble and passOvers) without a read each: five such
+			// servers with ten descriptors each ranked first used up
+			// max_reads.
+			return nil, fmt.Errorf("server %q: skipped: %d of its %d reads in this request brought nothing (%w)", server, so.nothing, so.nothing+so.some, errPassedOver)
 		}
-		key := resource.Key{Server: server, URI: uri}
 		d, listed := e.ix.Get(key)
 		ver := version(d, listed)
 		if err := e.tooLarge.check(key, ver, time.Now()); err != nil {
@@ -927,10 +1042,14 @@ func (e *Engine) reader(log *fetchLog, budget *readBudget, lastResort *atomic.Bo
 			if err == nil {
 				a.bytes += budget.usable(c)
 			}
-			if err != nil || blank(c) || budget.usable(c) == 0 || seenText(c) {
+			nothing := err != nil || blank(c) || budget.usable(c) == 0 || seenText(c)
+			if nothing {
 				a.nothing++
 			} else {
 				a.some++
+			}
+			if passes.answered(key, nothing) {
+				a.nothing, a.some = 0, 1 // a probe brought something: what came before is forgiven
 			}
 			answered[server] = a
 			mu.Unlock()

@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
 
 	"github.com/contextd/contextd/internal/resource"
 	ctxsync "github.com/contextd/contextd/internal/sync"
@@ -67,7 +66,8 @@ func (e *Engine) Read(ctx context.Context, k resource.Key) ([]resource.Content, 
 		return nil, ctxsync.Fetch{}, fmt.Errorf("%w: resource %q not found: server %q does not list it and none of its templates yields it (set allow_unlisted_pins: true on the server to read any URI)", ErrInvalidArgument, k.URI, k.Server)
 	}
 	log := &fetchLog{m: map[resource.Key]ctxsync.Fetch{}}
-	cs, err := e.reader(log, e.newReadBudget(ctx), new(atomic.Bool))(ctx, k.Server, k.URI)
+	budget := e.newReadBudget(ctx)
+	cs, err := e.reader(log, budget, newPassOvers(budget.lim.MaxReads))(ctx, k.Server, k.URI)
 	if err != nil {
 		return nil, ctxsync.Fetch{}, err
 	}

@@ -1,0 +1,133 @@
+package engine
+
+import (
+	"sync"
+
+	"github.com/contextd/contextd/internal/resource"
+)
+
+// passOvers is what one Assemble's reads say of its servers, shared by its
+// reader (which passes a server over without reading) and its refill
+// (which replaces what was passed over, and asks for probes).
+//
+// A server whose reads in the request mostly bring nothing is passed over:
+// its later candidates fail at once, without a read, and other servers'
+// replace them. A passed-over server gets a probe now and then, one read
+// of its best candidate left, while that ranks above what would replace
+// it: one that brings something forgives what came before, and the server
+// is read again. An honest server whose three best pages answer 403 would
+// otherwise give its places to a weaker server.
+//
+// Probes stop, and one read that comes to nothing (with no more that
+// brought something) passes a server over, once the request's reads that
+// came to nothing reach a quarter of max_reads: each hostile server then
+// costs two reads (its one answer, its first failure), not four, and
+// twenty of them no longer use up max_reads.
+type passOvers struct {
+	mu         sync.Mutex
+	lastResort bool                  // every candidate is read, passed over or not
+	limit      int                   // reads coming to nothing past which probes stop
+	nothing    int                   // the request's reads that came to nothing
+	passing    map[string]bool       // servers passed over
+	probes     map[resource.Key]bool // candidates read though their server is passed over
+	recovered  map[string]bool       // servers a probe brought something from, for the refill
+}
+
+func newPassOvers(maxReads int) *passOvers {
+	return &passOvers{
+		limit:     max(maxReads/4, 2*passOverAfter),
+		passing:   map[string]bool{},
+		probes:    map[resource.Key]bool{},
+		recovered: map[string]bool{},
+	}
+}
+
+// passOverAfter is how many of a server's reads in a request must bring
+// nothing (and more than twice as many as brought something) before its
+// later candidates are passed over, while the request's reads that came to
+// nothing are under passOvers.limit.
+const passOverAfter = 3
+
+// skip reports whether a read of k, from a server whose reads in the
+// request brought nothing n times and something some times, is passed
+// over, and records that its server is.
+func (p *passOvers) skip(k resource.Key, nothing, some int) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.lastResort || p.probes[k] {
+		return false
+	}
+	if nothing >= passOverAfter && nothing > 2*some || p.nothing >= p.limit && nothing >= 1 && nothing >= some {
+		p.passing[k.Server] = true
+		return true
+	}
+	return false
+}
+
+// answered records a read of k that came to nothing, or not. It reports
+// whether it was a probe that brought something: the server's reads before
+// are then forgiven.
+func (p *passOvers) answered(k resource.Key, nothing bool) (recovered bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if nothing {
+		p.nothing++
+		return false
+	}
+	if !p.probes[k] {
+		return false
+	}
+	delete(p.passing, k.Server)
+	p.recovered[k.Server] = true
+	return true
+}
+
+// probing reports whether passed-over servers still get probes.
+func (p *passOvers) probing() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return !p.lastResort && p.nothing < p.limit
+}
+
+// probe marks k as a probe: it is read though its server is passed over.
+func (p *passOvers) probe(k resource.Key) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.probes[k] = true
+}
+
+// passedOver returns the servers passed over.
+func (p *passOvers) passedOver() map[string]bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make(map[string]bool, len(p.passing))
+	for s := range p.passing {
+		out[s] = true
+	}
+	return out
+}
+
+// takeRecovered returns the servers a probe brought something from since
+// it was last called.
+func (p *passOvers) takeRecovered() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []string
+	for s := range p.recovered {
+		out = append(out, s)
+	}
+	clear(p.recovered)
+	return out
+}
+
+func (p *passOvers) setLastResort(v bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.lastResort = v
+}
+
+func (p *passOvers) isLastResort() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.lastResort
+}
