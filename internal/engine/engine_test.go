@@ -895,6 +895,12 @@ func TestServersComingToNothingWithoutFailingAddUp(t *testing.T) {
 				}
 			}
 			if ok == 0 || reached < 5 || refused > 0 {
+				for _, it := range res.Items {
+					t.Log("item", it.Server, it.URI, it.Score)
+				}
+				for _, o := range res.Omitted {
+					t.Log("omit", o.Server, o.URI, o.Reason, o.Detail)
+				}
 				t.Errorf("%d honest items, %d candidates reached, %d refused by max_reads (%d reads); want some, at least 5 and none", ok, reached, refused, res.Reads)
 			}
 		})
@@ -946,12 +952,27 @@ func hostileBesideHonest(t *testing.T, k int, read func(reads *atomic.Int32, uri
 // pages gave the weaker server every place.
 func TestAnHonestServerWhoseBestPagesFailIsProbed(t *testing.T) {
 	for _, c := range []struct {
-		mode string
-		bad  int
-	}{{"403", 3}, {"403", 4}, {"blank", 3}, {"first reads 503", 3}} {
-		t.Run(fmt.Sprintf("%s x%d", c.mode, c.bad), func(t *testing.T) {
+		mode        string
+		bad         int
+		broken, per int  // servers whose every read fails (a token expired), descriptors each
+		wiki        bool // a server with weaker matches
+	}{
+		{"403", 3, 0, 0, true}, {"403", 4, 0, 0, true}, {"blank", 3, 0, 0, true},
+		{"403", 1, 5, 20, true}, {"403", 1, 8, 20, true}, {"403", 3, 2, 20, true}, {"403", 3, 1, 40, false}, {"403", 2, 3, 20, true}, {"403", 1, 4, 20, false}, {"blank", 1, 4, 20, true},
+	} {
+		t.Run(fmt.Sprintf("%s x%d beside %d broken", c.mode, c.bad, c.broken), func(t *testing.T) {
+			servers := map[string]*mcpsdk.Server{}
+			for j := range c.broken {
+				broken := mcptest.NewServer(nil, nil)
+				for i := range c.per {
+					broken.AddResource(&mcpsdk.Resource{URI: fmt.Sprintf("doc://broken%d/%d", j, i), Name: "kubernetes deployment rollback procedure kubernetes deployment rollback procedure"},
+						func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+							return nil, errors.New("401 unauthorized")
+						})
+				}
+				servers[fmt.Sprintf("broken%d", j)] = broken
+			}
 			docs := mcptest.NewServer(nil, nil)
-			reads := new(atomic.Int32)
 			for i := range 20 {
 				uri := fmt.Sprintf("doc://docs/%d", i)
 				name := fmt.Sprintf("kubernetes deployment rollback procedure, step %d of the runbook", i)
@@ -959,24 +980,25 @@ func TestAnHonestServerWhoseBestPagesFailIsProbed(t *testing.T) {
 					name = "kubernetes deployment rollback procedure kubernetes deployment rollback procedure" // ranked first
 				}
 				docs.AddResource(&mcpsdk.Resource{URI: uri, Name: name, MIMEType: "text/plain"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
-					n := int(reads.Add(1))
 					text := fmt.Sprintf("step %d of rolling back a kubernetes deployment\n", i)
 					switch {
 					case c.mode == "403" && i < c.bad:
 						return nil, errors.New("403 forbidden")
 					case c.mode == "blank" && i < c.bad:
 						text = " \n"
-					case c.mode == "first reads 503" && n <= c.bad:
-						return nil, errors.New("503 service unavailable")
 					}
 					return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: text}}}, nil
 				})
 			}
-			wiki := map[string]string{}
-			for i := range 20 {
-				wiki[fmt.Sprintf("doc://wiki/%d", i)] = fmt.Sprintf("cluster admin page %d, on deployment\n", i)
+			servers["docs"] = docs
+			if c.wiki {
+				wiki := map[string]string{}
+				for i := range 20 {
+					wiki[fmt.Sprintf("doc://wiki/%d", i)] = fmt.Sprintf("cluster admin page %d, on deployment\n", i)
+				}
+				servers["wiki"] = mcptest.NewServer(wiki, nil)
 			}
-			eng := newEngine(t, "", map[string]*mcpsdk.Server{"docs": docs, "wiki": mcptest.NewServer(wiki, nil)}, 5*time.Second)
+			eng := newEngine(t, "", servers, 5*time.Second)
 			res, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "kubernetes deployment rollback procedure", TokenBudget: 2000})
 			if err != nil {
 				t.Fatal(err)
@@ -988,6 +1010,12 @@ func TestAnHonestServerWhoseBestPagesFailIsProbed(t *testing.T) {
 				}
 			}
 			if n < 8 {
+				for _, it := range res.Items {
+					t.Log("item", it.Server, it.URI, it.Score)
+				}
+				for _, o := range res.Omitted {
+					t.Log("omit", o.Server, o.URI, o.Reason, o.Detail)
+				}
 				t.Errorf("%d items from the server with the best pages (%d items in all, %d reads); want at least 8", n, len(res.Items), res.Reads)
 			}
 		})
@@ -1004,7 +1032,7 @@ func TestManyServersAnsweringOnceThenFailingLeaveReads(t *testing.T) {
 	for _, c := range []struct {
 		k, budget int
 		index     bool
-	}{{16, 8000, false}, {20, 8000, false}, {16, 4000, true}, {16, 2000, true}, {24, 8000, true}} {
+	}{{16, 8000, false}, {20, 8000, false}, {16, 8000, true}, {16, 4000, true}, {16, 2000, true}, {20, 8000, true}} {
 		k := c.k
 		t.Run(fmt.Sprint(c), func(t *testing.T) {
 			servers := map[string]*mcpsdk.Server{}

@@ -30,6 +30,7 @@ type passOvers struct {
 	nothing    int                   // the request's reads that came to nothing
 	passing    map[string]bool       // servers passed over
 	probes     map[resource.Key]bool // candidates read though their server is passed over
+	missed     map[string]int        // probes of a server that brought nothing
 	recovered  map[string]bool       // servers a probe brought something from, for the refill
 }
 
@@ -38,6 +39,7 @@ func newPassOvers(maxReads int) *passOvers {
 		limit:     max(maxReads/4, 2*passOverAfter),
 		passing:   map[string]bool{},
 		probes:    map[resource.Key]bool{},
+		missed:    map[string]int{},
 		recovered: map[string]bool{},
 	}
 }
@@ -72,21 +74,39 @@ func (p *passOvers) answered(k resource.Key, nothing bool) (recovered bool) {
 	defer p.mu.Unlock()
 	if nothing {
 		p.nothing++
+		if p.probes[k] {
+			p.missed[k.Server]++
+		}
 		return false
 	}
 	if !p.probes[k] {
 		return false
 	}
 	delete(p.passing, k.Server)
+	delete(p.missed, k.Server)
 	p.recovered[k.Server] = true
 	return true
 }
 
-// probing reports whether passed-over servers still get probes.
-func (p *passOvers) probing() bool {
+// cameToNothing records that k, if a probe, came to nothing without a
+// read (a binary type, for the user only, a pointer): it counts as a
+// probe that brought nothing, or the server would be probed every round.
+func (p *passOvers) cameToNothing(k resource.Key) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return !p.lastResort && p.nothing < p.limit
+	if p.probes[k] {
+		delete(p.probes, k)
+		p.missed[k.Server]++
+	}
+}
+
+// condemned reports whether server, failing, gets no more probes: two
+// of them brought nothing, or one did once the request's reads that came
+// to nothing reached the limit.
+func (p *passOvers) condemned(server string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.missed[server] >= 2 || p.missed[server] >= 1 && p.nothing >= p.limit
 }
 
 // probe marks k as a probe: it is read though its server is passed over.

@@ -317,15 +317,39 @@ func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (out *Assemb
 	excluded := map[resource.Key]bool{}
 	pointed := map[resource.Key]bool{}       // pointers replaced, kept as they are
 	cameToNothing := map[resource.Key]bool{} // left out whatever the budget, in any round
-	next := len(cands) - len(pinned)         // ranked candidates taken so far
 	firstRanked := ranked
-	firstAt := make(map[resource.Key]int, len(ranked)) // a key's place in firstRanked
-	for i, r := range ranked {
-		if _, ok := firstAt[r.Key()]; !ok {
-			firstAt[r.Key()] = i
+	scale := newScoreScale(ranked)
+	owed := 0 // places to fill
+	var without, withoutCondemned map[string]bool // the failing and condemned servers when ranked was made
+	// What a failing server brought ranks after the others, and does not
+	// set the value floor: one text of a server whose other reads came to
+	// nothing, its descriptor ranked first, had every honest candidate
+	// fall below the floor. It reports whether a score changed.
+	demote := func(cands []selector.Candidate, failing map[string]bool) bool {
+		changed := false
+		for i := range cands {
+			if k := cands[i].Key(); failing[k.Server] && !cands[i].Pinned && cands[i].Score > scale.lowest && memo.made(k) && !memo.failed(k) {
+				cands[i].Score = scale.lowest
+				changed = true
+			}
 		}
+		return changed
 	}
-	var without map[string]bool // the failing servers ranked lists leave out
+	// A server taken back gets its candidates' scores back (read as a
+	// last resort, they ranked after every other). It reports whether
+	// one changed.
+	restore := func(cands []selector.Candidate, server string) bool {
+		changed := false
+		for i := range cands {
+			if k := cands[i].Key(); k.Server == server && !cands[i].Pinned {
+				if sc, ok := scale.m[k]; ok && sc != cands[i].Score {
+					cands[i].Score = sc
+					changed = true
+				}
+			}
+		}
+		return changed
+	}
 	for round := 0; round < refillRounds && ctx.Err() == nil; round++ {
 		// Came to nothing: a read that failed or brought nothing, or a
 		// candidate left out whatever the budget (binary, for the user
@@ -345,6 +369,7 @@ func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (out *Assemb
 		readd := 0
 		for _, s := range passes.takeRecovered() {
 			readd += max(1, memo.forgive(s, cameToNothing))
+			restore(cands, s)
 		}
 		var failed []resource.Key
 		for _, c := range cands {
@@ -362,10 +387,21 @@ func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (out *Assemb
 				if k := it.Key(); it.Form == selector.FormPointer && !pinned[k] && !pointed[k] {
 					pointed[k] = true
 					pointers++
+					passes.cameToNothing(k)
 				}
 			}
 		}
-		if len(failed) == 0 && pointers == 0 && readd == 0 {
+		// The places to fill: those of the candidates that came to nothing
+		// or were passed over, of the pointers, and of a server taken
+		// back, with those no candidate could fill before (a round that
+		// only probes leaves the rest for the next).
+		for _, k := range failed {
+			if nothing[k] {
+				passes.cameToNothing(k)
+			}
+		}
+		owed += len(failed) + pointers + readd
+		if owed == 0 {
 			break
 		}
 		isFailed := make(map[resource.Key]bool, len(failed))
@@ -397,85 +433,94 @@ func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (out *Assemb
 		for s := range passes.passedOver() {
 			failing[s] = true
 		}
+		// A failing server is a suspect: it gets one candidate a round, a
+		// probe, where that ranks among the places to fill; one that
+		// brings something takes it back (see passOvers). Condemned (its
+		// probes brought nothing), it gets none until no other candidate
+		// is left. The candidates come from a ranking without the
+		// condemned servers, made again whenever a server turns failing,
+		// condemned or back; ranked deeper by what the suspects may hold
+		// before the others' candidates.
+		condemned := map[string]bool{}
+		for s := range failing {
+			if passes.condemned(s) {
+				condemned[s] = true
+			}
+		}
 		inKept := make(map[resource.Key]bool, len(kept))
 		for _, c := range kept {
 			inKept[c.Key()] = true
 		}
-		if !sameSet(failing, without) {
-			without = failing
+		if !sameSet(failing, without) || !sameSet(condemned, withoutCondemned) {
+			without, withoutCondemned = failing, condemned
 			passes.setLastResort(false)
+			ranked = nil
+			n := refillDepth*depth + len(pinned)
 			var servers []string
 			for _, s := range e.scope(req.Filter.Servers) {
-				if !failing[s] {
+				if !condemned[s] {
 					servers = append(servers, s)
+					if failing[s] {
+						n += min(e.ix.Len(s), refillDepth*depth)
+					}
 				}
 			}
-			ranked, next = nil, 0
 			if len(servers) > 0 {
 				f := req.Filter
 				f.Servers = servers
-				if more, rerr := e.rank(ctx, req.Query, f, refillDepth*depth, e.ranking); rerr == nil {
-					ranked = onScaleOf(more, firstRanked, firstAt)
+				if more, rerr := e.rank(ctx, req.Query, f, n, e.ranking); rerr == nil {
+					ranked = scale.onScale(more)
 				}
 			}
 		}
-		takes := func(k resource.Key) bool {
-			lastResort := passes.isLastResort()
-			retry := lastResort && memo.passedOver(k) // not read yet: now it is
-			return !pinned[k] && !excluded[k] && (!isFailed[k] || retry) && (!failing[k.Server] || lastResort) && !inKept[k]
-		}
-		add := func(r Ranked) {
-			c := candidate(r.Descriptor, r.Score)
-			if c.Size <= 0 {
-				c.IndexedSize = int64(e.ix.ContentSize(c.Key()))
-			}
-			kept = append(kept, c)
-			inKept[c.Key()] = true
-		}
+		quota := owed
 		added := 0
-		if passes.probing() {
-			// Each passed-over server's best candidate left is read as a
-			// probe where it ranks above the next that would replace it.
-			nextAt := len(firstRanked)
-			for _, r := range ranked[next:] {
-				if takes(r.Key()) {
-					if at, ok := firstAt[r.Key()]; ok {
-						nextAt = at
-					}
-					break
+		probed := map[string]bool{}
+		fill := func(from []Ranked, lastResort bool) {
+			for _, r := range from {
+				if added >= quota {
+					return
 				}
-			}
-			probed := map[string]bool{}
-			for _, r := range firstRanked[:nextAt] {
 				k := r.Key()
-				if !failing[k.Server] || probed[k.Server] || pinned[k] || excluded[k] || inKept[k] || memo.made(k) {
+				if pinned[k] || excluded[k] || inKept[k] || isFailed[k] && !memo.passedOver(k) {
 					continue
 				}
-				probed[k.Server] = true
-				passes.probe(k)
-				add(r)
+				score := r.Score
+				switch {
+				case !failing[k.Server]:
+				case lastResort:
+					// What it brings, or not, counts as a probe's; it is
+					// read after every other candidate, and left out by
+					// the value floor when any of them is returned.
+					passes.probe(k)
+					score = r.Score * scale.lowest / 2
+				case !condemned[k.Server] && !probed[k.Server] && !memo.made(k):
+					probed[k.Server] = true
+					passes.probe(k)
+				default:
+					continue
+				}
+				c := candidate(r.Descriptor, score)
+				if c.Size <= 0 {
+					c.IndexedSize = int64(e.ix.ContentSize(c.Key()))
+				}
+				kept = append(kept, c)
+				inKept[k] = true
 				added++
 			}
 		}
-		for added < len(failed)+pointers+readd {
-			if next == len(ranked) {
-				if passes.isLastResort() || len(failing) == 0 {
-					break
-				}
-				passes.setLastResort(true)
-				ranked, next = firstRanked, 0
-				continue
-			}
-			r := ranked[next]
-			next++
-			if takes(r.Key()) {
-				add(r)
-				added++
-			}
+		fill(ranked, passes.isLastResort())
+		if added < quota && len(probed) == 0 && len(failing) > 0 {
+			// No other candidate left: the failing servers' are read
+			// after all, passed over or not, the condemned ones' last.
+			passes.setLastResort(true)
+			fill(ranked, true)
+			fill(firstRanked, true)
 		}
 		if added == 0 {
 			break
 		}
+		owed -= added
 		// The failed ones stay in the answer's omitted list, with why.
 		for _, o := range res.Omitted {
 			if isFailed[o.Key()] {
@@ -487,8 +532,23 @@ func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (out *Assemb
 				excluded[k] = true // passed over: may come back as a last resort
 			}
 		}
+		demote(kept, failing)
 		e.attachPassages(ctx, req.Query, kept[len(kept)-added:])
 		cands = kept
+		if res, err = selector.Select(ctx, sreq, cands, memo.get, e.tok); err != nil {
+			return nil, err
+		}
+	}
+	changed := false
+	for _, s := range passes.takeRecovered() {
+		memo.forgive(s, cameToNothing)
+		changed = restore(cands, s) || changed
+	}
+	failing := memo.failingServers(cameToNothing)
+	for s := range passes.passedOver() {
+		failing[s] = true
+	}
+	if changed = demote(cands, failing) || changed; changed && ctx.Err() == nil {
 		if res, err = selector.Select(ctx, sreq, cands, memo.get, e.tok); err != nil {
 			return nil, err
 		}
@@ -532,38 +592,49 @@ func blank(contents []selector.Content) bool {
 	return true
 }
 
-// onScaleOf returns more, a ranking made without some servers, with the
-// scores of first, the request's first ranking (whose places are in
-// firstAt): a ranking's scores are relative to its best, so those of one
-// without the servers that ranked first are higher than the same
-// descriptors' in first, and candidates from both, taken in one
-// selection, would have the weaker ones outrank the stronger (and the
-// value floor drop the stronger). A descriptor in first keeps its score
-// there; one deeper is scaled as the first they share is, and kept at
-// most at first's lowest score, which it ranked below.
-func onScaleOf(more, first []Ranked, firstAt map[resource.Key]int) []Ranked {
-	if len(first) == 0 {
-		return more
-	}
-	lowest := first[len(first)-1].Score
+// scoreScale puts the scores of the rankings one request makes on one
+// scale. A ranking's scores are relative to its best: those of a ranking
+// made without the servers that ranked first are higher than the same
+// descriptors' in the first ranking, and candidates from several, taken in
+// one selection, would have a weaker server's outrank a stronger one's
+// (and the value floor drop the stronger). Each descriptor keeps the first
+// score it was given; a new ranking is scaled as the first descriptor it
+// shares with those scored before, or, sharing none, placed with its best
+// at the lowest score given so far (it ranked below all of them).
+type scoreScale struct {
+	m      map[resource.Key]float64
+	lowest float64
+}
+
+func newScoreScale(first []Ranked) *scoreScale {
+	s := &scoreScale{m: make(map[resource.Key]float64, len(first)), lowest: 1}
+	s.onScale(first)
+	return s
+}
+
+// onScale returns more with its scores on the request's scale, and
+// remembers those of descriptors scored for the first time.
+func (s *scoreScale) onScale(more []Ranked) []Ranked {
 	factor := 1.0
-	if len(more) > 0 && more[0].Score > 0 {
-		factor = lowest / more[0].Score
+	if len(s.m) > 0 && len(more) > 0 && more[0].Score > 0 {
+		factor = s.lowest / more[0].Score
 	}
 	for _, r := range more {
-		if at, ok := firstAt[r.Key()]; ok && r.Score > 0 {
-			factor = first[at].Score / r.Score
+		if known, ok := s.m[r.Key()]; ok && r.Score > 0 {
+			factor = known / r.Score
 			break
 		}
 	}
 	out := make([]Ranked, len(more))
 	for i, r := range more {
 		out[i] = r
-		if at, ok := firstAt[r.Key()]; ok {
-			out[i].Score = first[at].Score
-		} else {
-			out[i].Score = min(r.Score*factor, lowest)
+		if known, ok := s.m[r.Key()]; ok {
+			out[i].Score = known
+			continue
 		}
+		out[i].Score = r.Score * factor
+		s.m[r.Key()] = out[i].Score
+		s.lowest = min(s.lowest, out[i].Score)
 	}
 	return out
 }
