@@ -1,7 +1,6 @@
 package config
 
 import (
-	"fmt"
 	"os"
 )
 
@@ -13,9 +12,9 @@ import (
 // missing command, which only the daemon needs, is no error here. The
 // file must still parse, and a misspelt key is still an error.
 func LoadClient(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := readBounded(path)
 	if err != nil {
-		return nil, fmt.Errorf("config: %w", err)
+		return nil, err
 	}
 	return ParseClient(path, data, os.LookupEnv)
 }

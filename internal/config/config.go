@@ -238,11 +238,30 @@ type serverFile struct {
 // relevant the server and field. A file readable by other users that has
 // credentials written in it gets a warning.
 func Load(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := readBounded(path)
+	if err != nil {
+		return nil, err
+	}
+	return load(path, data)
+}
+
+// readBounded reads the file at path, at most MaxReloadBytes: a FIFO (a
+// shell's <(…)) is read as a file is, but a link to /dev/zero is refused
+// once past the bound instead of filling memory.
+func readBounded(path string) ([]byte, error) {
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	return load(path, data)
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxReloadBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	if len(data) > MaxReloadBytes {
+		return nil, fmt.Errorf("config: %s is over %d bytes", path, MaxReloadBytes)
+	}
+	return data, nil
 }
 
 // MaxReloadBytes bounds the file [LoadRegular] reads: 256 MiB. A host's
@@ -384,6 +403,13 @@ func parse(path string, data []byte, lookup func(string) (string, bool), clientO
 	}
 	if err := decode(); err != nil {
 		return nil, fmt.Errorf("%s: %w: %v", path, ErrInvalid, typeError(err))
+	}
+	for _, servers := range []map[string]serverFile{f.MCPServers, f.Servers} {
+		for name, sf := range servers {
+			if n := sf.bytes(); n > MaxServerBytes {
+				return nil, fmt.Errorf("%s: %w: server %q: its command, args, env, headers and urls add up to %d bytes, over %d (a YAML alias repeated?)", path, ErrInvalid, keyBare(name), n, MaxServerBytes)
+			}
+		}
 	}
 	if err := checkOneDocument(data); err != nil {
 		return nil, syntaxError(path, data, err)
@@ -577,6 +603,28 @@ var (
 // set aside, holds a reference in another tool's syntax. Arguments of a
 // shell ("sh -c 'echo $HOME'") are the shell's to expand. Only the field
 // is named: a "$" in a password would be quoted with it.
+// MaxServerBytes bounds what one server's entry holds once decoded (its
+// command, args, env, headers, urls and cwd): 1 MiB. YAML aliases let a
+// file of a few megabytes repeat a string hundreds of times, and each
+// copy is then checked and expanded (4 MB aliased 100 times held a daemon
+// at full CPU for over ten minutes, deaf to SIGTERM).
+const MaxServerBytes = 1 << 20
+
+// bytes returns what sf's strings add up to.
+func (sf serverFile) bytes() int {
+	n := len(sf.Command) + len(sf.Cwd) + len(sf.URL) + len(sf.ServerURL) + len(sf.HTTPURL)
+	for _, a := range sf.Args {
+		n += len(a)
+	}
+	for k, v := range sf.Env {
+		n += len(k) + len(v)
+	}
+	for k, v := range sf.Headers {
+		n += len(k) + len(v)
+	}
+	return n
+}
+
 func (sf serverFile) unexpanded() []string {
 	var fields []string
 	check := func(field, v string) {

@@ -2,6 +2,8 @@ package config_test
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -96,5 +98,45 @@ func TestAByteOrderMarkInsideAFile(t *testing.T) {
 	}
 	if _, err := config.Parse("c.yaml", []byte("\ufeff"+"mcpServers:\n  s: {command: srv}\n"), lookup); err != nil {
 		t.Fatalf("a YAML file opening with a byte order mark: %v", err)
+	}
+}
+
+// A server entry that YAML aliases make huge (a 4 MB string repeated a
+// hundred times: a file of 4 MB, 400 MB once decoded) is refused at once:
+// each copy was checked and expanded, for over ten minutes. An entry of a
+// realistic size, aliases included, loads.
+func TestAServerEntryMadeHugeByAliasesIsRefused(t *testing.T) {
+	lookup := func(string) (string, bool) { return "", false }
+	entry := func(size, copies int) string {
+		args := make([]string, copies)
+		for i := range args {
+			args[i] = "*b"
+		}
+		return "x-big: &b \"" + strings.Repeat("A", size) + "\"\nmcpServers:\n  x:\n    command: /bin/true\n    args: [" + strings.Join(args, ", ") + "]\n"
+	}
+	_, err := config.Parse("wide.yaml", []byte(entry(4_000_000, 100)), lookup)
+	if err == nil || !errors.Is(err, config.ErrInvalid) || !strings.Contains(err.Error(), `server "x"`) || !strings.Contains(err.Error(), "400000") {
+		t.Errorf("4 MB aliased 100 times: %v; want refused, naming the server and its size", err)
+	}
+	if c, err := config.Parse("narrow.yaml", []byte(entry(1000, 100)), lookup); err != nil || len(c.Servers) != 1 || len(c.Servers[0].Args) != 100 {
+		t.Errorf("1 KB aliased 100 times: %v; want it loaded", err)
+	}
+}
+
+// A configuration named by a link to a device that never ends is refused
+// once past MaxReloadBytes, at start as at a reload (the CLI's too): it
+// filled memory until the kernel stopped the process.
+func TestAnEndlessConfigurationIsRefused(t *testing.T) {
+	if _, err := os.Stat("/dev/zero"); err != nil {
+		t.Skip("no /dev/zero on this system")
+	}
+	link := filepath.Join(t.TempDir(), "contextd.yaml")
+	if err := os.Symlink("/dev/zero", link); err != nil {
+		t.Fatal(err)
+	}
+	for name, load := range map[string]func(string) (*config.Config, error){"Load": config.Load, "LoadClient": config.LoadClient} {
+		if _, err := load(link); err == nil || !strings.Contains(err.Error(), "over") {
+			t.Errorf("%s of a link to /dev/zero: %v; want refused as too large", name, err)
+		}
 	}
 }

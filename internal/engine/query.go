@@ -319,12 +319,14 @@ func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (out *Assemb
 	cameToNothing := map[resource.Key]bool{} // left out whatever the budget, in any round
 	firstRanked := ranked
 	scale := newScoreScale(ranked)
-	owed := 0 // places to fill
+	owed := 0                                     // places to fill
 	var without, withoutCondemned map[string]bool // the failing and condemned servers when ranked was made
-	// What a failing server brought ranks after the others, and does not
-	// set the value floor: one text of a server whose other reads came to
-	// nothing, its descriptor ranked first, had every honest candidate
-	// fall below the floor. It reports whether a score changed.
+	// What a server passed over brought ranks after the others, and does
+	// not set the value floor: one text of a server whose other reads
+	// came to nothing, its descriptor ranked first, had every honest
+	// candidate fall below the floor. (A server whose candidates come to
+	// nothing unread, images say, is not passed over: its texts keep
+	// their place.) It reports whether a score changed.
 	demote := func(cands []selector.Candidate, failing map[string]bool) bool {
 		changed := false
 		for i := range cands {
@@ -532,7 +534,7 @@ func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (out *Assemb
 				excluded[k] = true // passed over: may come back as a last resort
 			}
 		}
-		demote(kept, failing)
+		demote(kept, passes.passedOver())
 		e.attachPassages(ctx, req.Query, kept[len(kept)-added:])
 		cands = kept
 		if res, err = selector.Select(ctx, sreq, cands, memo.get, e.tok); err != nil {
@@ -544,11 +546,7 @@ func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (out *Assemb
 		memo.forgive(s, cameToNothing)
 		changed = restore(cands, s) || changed
 	}
-	failing := memo.failingServers(cameToNothing)
-	for s := range passes.passedOver() {
-		failing[s] = true
-	}
-	if changed = demote(cands, failing) || changed; changed && ctx.Err() == nil {
+	if changed = demote(cands, passes.passedOver()) || changed; changed && ctx.Err() == nil {
 		if res, err = selector.Select(ctx, sreq, cands, memo.get, e.tok); err != nil {
 			return nil, err
 		}

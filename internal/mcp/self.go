@@ -3,6 +3,9 @@ package mcp
 import (
 	"crypto/rand"
 	"errors"
+	"hash/fnv"
+	"sync"
+	"time"
 )
 
 // InstanceMetaKey is the _meta key under which contextd's own MCP server
@@ -28,4 +31,100 @@ var ErrSelf = errors.New("the server is this contextd itself (its own mcp_listen
 func isSelf(meta map[string]any) bool {
 	v, ok := meta[InstanceMetaKey].(string)
 	return ok && v == instance
+}
+
+// A listed descriptor's fingerprint: what a bridge passes on when it
+// replaces URIs (name, title, description, MIME type; not the size, which
+// bridges drop).
+func listedFingerprint(e ListedEntry) uint64 {
+	h := fnv.New64a()
+	for _, s := range []string{e.Name, e.Title, e.Description, e.MIMEType} {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	return h.Sum64()
+}
+
+// servedLists remembers the last pages this process's MCP server listed:
+// a bridge that answers initialize itself, drops _meta and replaces URIs
+// with opaque ones (hub://up/<hash>) passes contextd's own list back to it
+// while its mirror lists that bridge, and it would otherwise mirror itself
+// one level deeper at each list.
+var servedLists struct {
+	mu    sync.Mutex
+	pages []servedPage // oldest first, at most maxServedPages
+}
+
+type servedPage struct {
+	at     time.Time
+	origin map[uint64]string // fingerprint → the server the entry was mirrored from
+}
+
+const maxServedPages = 64
+
+// NoteListed records a resources/list page this process served: for each
+// entry, the server it was mirrored from (its contextd/server _meta) and
+// its name, title, description, MIME type and size.
+func NoteListed(entries []ListedEntry) {
+	p := servedPage{at: time.Now(), origin: make(map[uint64]string, len(entries))}
+	for _, e := range entries {
+		p.origin[listedFingerprint(e)] = e.Origin
+	}
+	servedLists.mu.Lock()
+	defer servedLists.mu.Unlock()
+	servedLists.pages = append(servedLists.pages, p)
+	if n := len(servedLists.pages); n > maxServedPages {
+		servedLists.pages = append(servedLists.pages[:0:0], servedLists.pages[n-maxServedPages:]...)
+	}
+}
+
+// A ListedEntry is one entry of a listed page, for NoteListed and
+// ListsServedBack.
+type ListedEntry struct {
+	Origin                             string // the server it was mirrored from
+	Name, Title, Description, MIMEType string
+}
+
+// ServedBackWindow is how long before a server's list began a page this
+// process's MCP server listed counts for ListsServedBack: a bridge may
+// list this contextd, then tell its own clients its list changed, and
+// be listed again a little later.
+const ServedBackWindow = 30 * time.Second
+
+// ListsServedBack reports whether entries, a list that server answered
+// between from and to, are mostly entries this process's MCP server
+// listed from ServedBackWindow before from until to, mirrored from other
+// servers than that one: the server is this contextd, through a bridge
+// that passed the list on. Two of them at least (one if that is all), and
+// more than half. A server configured twice under two names, listing the
+// same entries, is taken for it when a host listed contextd within the
+// window: its entries are there already, under the first name.
+func ListsServedBack(server string, entries []ListedEntry, from, to time.Time) bool {
+	from = from.Add(-ServedBackWindow)
+	if len(entries) == 0 {
+		return false
+	}
+	served := map[uint64]bool{}
+	servedLists.mu.Lock()
+	for _, p := range servedLists.pages {
+		if p.at.Before(from) || p.at.After(to) {
+			continue
+		}
+		for fp, origin := range p.origin {
+			if origin != server {
+				served[fp] = true
+			}
+		}
+	}
+	servedLists.mu.Unlock()
+	if len(served) == 0 {
+		return false
+	}
+	m := 0
+	for _, e := range entries {
+		if served[listedFingerprint(e)] {
+			m++
+		}
+	}
+	return m >= min(2, len(entries)) && 2*m > len(entries)
 }

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -69,5 +70,33 @@ func TestAContextdDoesNotMirrorItself(t *testing.T) {
 	cs := f.connectVersion(t, nil, "2025-11-25") // initialize, not server/discover
 	if got, _ := cs.InitializeResult().Meta[mcp.InstanceMetaKey].(string); got != mcp.Instance() {
 		t.Fatalf("initialize _meta %v; want this process named", cs.InitializeResult().Meta)
+	}
+}
+
+// What contextd's MCP server lists is remembered, with the server each
+// entry was mirrored from: a bridge passing the list back under opaque
+// URIs, while a mirror lists it, is known as this contextd (see
+// mcp.ListsServedBack); the entries' own server is not.
+func TestListedPagesAreRemembered(t *testing.T) {
+	f := newFacade(t, map[string]*mcpsdk.Server{"a": mcptest.NewServer(map[string]string{"doc://a1": "alpha", "doc://a2": "beta"}, nil)}, nil, engine.Options{})
+	cs := f.connect(t, nil)
+	from := time.Now()
+	res, err := cs.ListResources(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back []mcp.ListedEntry
+	for _, r := range res.Resources {
+		back = append(back, mcp.ListedEntry{Name: r.Name, Title: r.Title, Description: r.Description, MIMEType: r.MIMEType})
+	}
+	to := time.Now()
+	if len(back) != 2 || !mcp.ListsServedBack("hub", back, from, to) {
+		t.Errorf("%d entries listed; a bridge listing them back is not known as this contextd", len(back))
+	}
+	if mcp.ListsServedBack("a", back, from, to) {
+		t.Error("the server the entries were mirrored from is taken for this contextd")
+	}
+	if later := to.Add(mcp.ServedBackWindow + time.Second); mcp.ListsServedBack("hub", back, later, later.Add(time.Second)) {
+		t.Error("a list answered long after this one was served is taken for it")
 	}
 }

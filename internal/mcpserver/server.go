@@ -333,11 +333,23 @@ func New(eng *engine.Engine, opts *Options) *Server {
 	// so they are not answered empty.
 	s.mcp.AddReceivingMiddleware(func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
 		return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
-			if method == "resources/list" {
-				s.waitReady(ctx, nil)
-				s.refresh()
+			if method != "resources/list" {
+				return next(ctx, method, req)
 			}
-			return next(ctx, method, req)
+			s.waitReady(ctx, nil)
+			s.refresh()
+			res, err := next(ctx, method, req)
+			if r, ok := res.(*mcpsdk.ListResourcesResult); ok && err == nil {
+				// Remembered, so that a bridge passing this list back
+				// under opaque URIs is known as this contextd.
+				entries := make([]mcp.ListedEntry, 0, len(r.Resources))
+				for _, d := range r.Resources {
+					origin, _ := d.Meta[MetaServer].(string)
+					entries = append(entries, mcp.ListedEntry{Origin: origin, Name: d.Name, Title: d.Title, Description: d.Description, MIMEType: d.MIMEType})
+				}
+				mcp.NoteListed(entries)
+			}
+			return res, err
 		}
 	})
 	if admit := o.Admit; admit != nil {

@@ -1091,8 +1091,9 @@ func (m *Mirror) sync(parent context.Context, sess *mcp.Session) (ok bool) {
 	defer cancel()
 	m.setActivity("listing")
 	defer m.setActivity("")
+	listFrom := time.Now()
 	res, rerr := sess.ListResources(ctx)
-	if errors.Is(rerr, mcp.ErrSelf) || rerr == nil && m.listsItself(res.Items) {
+	if errors.Is(rerr, mcp.ErrSelf) || rerr == nil && (m.listsItself(res.Items) || m.listsServedBack(res.Items, listFrom)) {
 		m.self.Store(true)
 	}
 	if m.self.Load() {
@@ -1808,6 +1809,19 @@ func (m *Mirror) listsItself(items []resource.Descriptor) bool {
 		}
 	}
 	return false
+}
+
+// listsServedBack reports whether items, the server's list answered
+// since from, are mostly what this process's MCP server listed meanwhile
+// (mirrored from other servers): a bridge that replaces URIs with opaque
+// ones, answers initialize itself and drops _meta passes contextd's own
+// list back, and nothing else in it says so.
+func (m *Mirror) listsServedBack(items []resource.Descriptor, from time.Time) bool {
+	entries := make([]mcp.ListedEntry, len(items))
+	for i, d := range items {
+		entries[i] = mcp.ListedEntry{Name: d.Name, Title: d.Title, Description: d.Description, MIMEType: d.MIMEType}
+	}
+	return mcp.ListsServedBack(m.opts.Server, entries, from, time.Now())
 }
 
 // decodeAll percent-decodes s until it no longer changes (a URI wrapped

@@ -2,9 +2,13 @@ package sync_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"fmt"
 	"net/url"
 	"strings"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -74,4 +78,68 @@ func TestAServerListingItsOwnMirrorBackIsNotMirrored(t *testing.T) {
 // contextd:resource/<server>/<uri>: "%" and what a path may not hold.
 func ctxsyncEscape(u string) string {
 	return strings.ReplaceAll(u, "%", "%25")
+}
+
+// A bridge that replaces URIs with opaque ones (hub://up/<hash>), answers
+// initialize itself and drops _meta passes this contextd's own list back
+// while its mirror lists it: nothing in the URIs says so, but the entries
+// are those this process's MCP server listed meanwhile, mirrored from
+// other servers. An honest server listing entries this process listed
+// from it (its own mirror, listed to a host), or listed before the list
+// began, is mirrored as ever.
+func TestABridgeReplacingURIsIsKnownByWhatItListsBack(t *testing.T) {
+	for _, c := range []struct {
+		name, origin string
+		before, self bool
+	}{
+		{"served back during the list", "docs", false, true},
+		{"its own entries, served to a host", "bridge", false, false},
+		{"served long before the list began", "docs", true, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ix, err := index.Open(t.Context(), index.Options{Embedder: &indextest.BagEmbedder{}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer ix.Close()
+				// Named apart in each case: the pages remembered are the
+				// process's.
+				names := []string{c.name + ": vacuum tuning", c.name + ": autovacuum settings", c.name + ": index bloat"}
+				served := make([]mcp.ListedEntry, len(names))
+				srv := mcptest.NewServer(nil, nil)
+				for i, n := range names {
+					served[i] = mcp.ListedEntry{Origin: c.origin, Name: n, Description: "postgres page " + n, MIMEType: "text/markdown"}
+					uri := fmt.Sprintf("hub://up/%x", sha256.Sum256([]byte(n)))
+					srv.AddResource(&mcpsdk.Resource{URI: uri, Name: n, Description: "postgres page " + n, MIMEType: "text/markdown"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+						return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, Text: n}}}, nil
+					})
+				}
+				if c.before {
+					mcp.NoteListed(served)
+					time.Sleep(mcp.ServedBackWindow + time.Second)
+				}
+				srv.AddReceivingMiddleware(func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
+					return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
+						if method == "resources/list" && !c.before {
+							mcp.NoteListed(served) // the bridge lists this contextd
+						}
+						return next(ctx, method, req)
+					}
+				})
+				m := ctxsync.New(ctxsync.Options{Server: "bridge", Index: ix, Dial: mcptest.Dial(t, "bridge", srv)})
+				start(t, m)
+				<-m.Ready()
+				st := m.Status()
+				n := len(ix.Descriptors("bridge"))
+				if c.self {
+					if !strings.Contains(st.LastError, mcp.ErrSelf.Error()) || n != 0 {
+						t.Errorf("error %q, %d indexed; want ErrSelf and none", st.LastError, n)
+					}
+				} else if st.LastError != "" || n != len(names) {
+					t.Errorf("error %q, %d indexed; want all %d mirrored", st.LastError, n, len(names))
+				}
+			})
+		})
+	}
 }
