@@ -150,6 +150,11 @@ const MaxCandidates = 40
 // only where the budget can use it.
 const tokensPerCandidate = 200
 
+// ServedLists returns what the MCP server serving this engine should tell
+// of the pages it lists (mcp.ServedLists.Note): its mirrors then know a
+// bridge passing that list back as this contextd.
+func (e *Engine) ServedLists() *mcp.ServedLists { return e.served }
+
 // CandidatesFor returns how many ranked descriptors Assemble considers for
 // a token budget.
 func CandidatesFor(tokenBudget int) int {
@@ -158,6 +163,7 @@ func CandidatesFor(tokenBudget int) int {
 
 // An Engine answers Assemble, Search and ListServers.
 type Engine struct {
+	served     *mcp.ServedLists // what the MCP server serving this engine listed lately
 	log        *slog.Logger
 	logRed     *atomic.Pointer[redact.Redactor] // what log masks: the current set's red
 	callerText *atomic.Bool                     // withhold what servers say: every mirror's sync.Options.CallerText
@@ -362,7 +368,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		return nil, err
 	}
 	ix.SetFocus(opts.Focus)
-	e = &Engine{log: log, logRed: logRed, ix: ix, tok: tok, candidates: opts.Candidates, est: est, unlock: unlock, shared: sh,
+	e = &Engine{served: &mcp.ServedLists{}, log: log, logRed: logRed, ix: ix, tok: tok, candidates: opts.Candidates, est: est, unlock: unlock, shared: sh,
 		dial: opts.Dial, adjust: opts.Mirror, observer: opts.Observer, synced: make(chan struct{}),
 		retired: map[string]*ctxsync.Mirror{}, runs: map[*ctxsync.Mirror]*mirrorRun{}}
 	if e.candidates < 0 {
@@ -425,7 +431,7 @@ func (e *Engine) newMirror(set *serverSet, srv config.Server) *ctxsync.Mirror {
 	}
 	// No stdio server inherits the daemon's token or another server's
 	// credentials (a removed server's too) from contextd's environment.
-	mo := ctxsync.Options{Server: srv.Name, Dial: dial, Index: e.ix, Logger: e.log.With("component", "sync"), PollInterval: cfg.PollInterval, Redact: set.given[srv.Name],
+	mo := ctxsync.Options{Server: srv.Name, Served: e.served, Dial: dial, Index: e.ix, Logger: e.log.With("component", "sync"), PollInterval: cfg.PollInterval, Redact: set.given[srv.Name],
 		Observer: mirrorObserver{e}, HiddenEnv: e.hiddenEnv, ContentBytes: cfg.ContentBytes, ContentPassTime: cfg.ContentPassTime}
 	mo.CallerText = e.callerText
 	if srv.NoContentIndex {

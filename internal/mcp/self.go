@@ -45,12 +45,14 @@ func listedFingerprint(e ListedEntry) uint64 {
 	return h.Sum64()
 }
 
-// servedLists remembers the last pages this process's MCP server listed:
-// a bridge that answers initialize itself, drops _meta and replaces URIs
+// ServedLists remembers the last pages one process's MCP server listed: a
+// bridge that answers initialize itself, drops _meta and replaces URIs
 // with opaque ones (hub://up/<hash>) passes contextd's own list back to it
 // while its mirror lists that bridge, and it would otherwise mirror itself
-// one level deeper at each list.
-var servedLists struct {
+// one level deeper at each list. The engine holds one, shared by its
+// mirrors (ListsServedBack) and its MCP server (Note). A nil *ServedLists
+// remembers nothing. Safe for concurrent use.
+type ServedLists struct {
 	mu    sync.Mutex
 	pages []servedPage // oldest first, at most maxServedPages
 }
@@ -62,51 +64,53 @@ type servedPage struct {
 
 const maxServedPages = 64
 
-// NoteListed records a resources/list page this process served: for each
-// entry, the server it was mirrored from (its contextd/server _meta) and
-// its name, title, description, MIME type and size.
-func NoteListed(entries []ListedEntry) {
-	p := servedPage{at: time.Now(), origin: make(map[uint64]string, len(entries))}
-	for _, e := range entries {
-		p.origin[listedFingerprint(e)] = e.Origin
-	}
-	servedLists.mu.Lock()
-	defer servedLists.mu.Unlock()
-	servedLists.pages = append(servedLists.pages, p)
-	if n := len(servedLists.pages); n > maxServedPages {
-		servedLists.pages = append(servedLists.pages[:0:0], servedLists.pages[n-maxServedPages:]...)
-	}
-}
-
-// A ListedEntry is one entry of a listed page, for NoteListed and
-// ListsServedBack.
+// A ListedEntry is one entry of a listed page, for ServedLists.
 type ListedEntry struct {
 	Origin                             string // the server it was mirrored from
 	Name, Title, Description, MIMEType string
 }
 
-// ServedBackWindow is how long before a server's list began a page this
-// process's MCP server listed counts for ListsServedBack: a bridge may
-// list this contextd, then tell its own clients its list changed, and
-// be listed again a little later.
+// Note records a resources/list page the MCP server served: for each
+// entry, the server it was mirrored from (its contextd/server _meta) and
+// its name, title, description and MIME type.
+func (s *ServedLists) Note(entries []ListedEntry) {
+	if s == nil {
+		return
+	}
+	p := servedPage{at: time.Now(), origin: make(map[uint64]string, len(entries))}
+	for _, e := range entries {
+		p.origin[listedFingerprint(e)] = e.Origin
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pages = append(s.pages, p)
+	if n := len(s.pages); n > maxServedPages {
+		s.pages = append(s.pages[:0:0], s.pages[n-maxServedPages:]...)
+	}
+}
+
+// ServedBackWindow is how long before a server's list began a page the MCP
+// server listed counts for ListsServedBack: a bridge may list contextd,
+// then tell its own clients its list changed, and be listed again a moment
+// later.
 const ServedBackWindow = 30 * time.Second
 
 // ListsServedBack reports whether entries, a list that server answered
-// between from and to, are mostly entries this process's MCP server
-// listed from ServedBackWindow before from until to, mirrored from other
-// servers than that one: the server is this contextd, through a bridge
-// that passed the list on. Two of them at least (one if that is all), and
-// more than half. A server configured twice under two names, listing the
-// same entries, is taken for it when a host listed contextd within the
-// window: its entries are there already, under the first name.
-func ListsServedBack(server string, entries []ListedEntry, from, to time.Time) bool {
-	from = from.Add(-ServedBackWindow)
-	if len(entries) == 0 {
+// between from and to, are mostly entries the MCP server listed from
+// ServedBackWindow before from until to, mirrored from other servers than
+// that one: the server is this contextd, through a bridge that passed the
+// list on. Two of them at least (one if that is all), and more than half.
+// A zero from counts every page remembered. A server configured twice
+// under two names, listing the same entries, passes for it when a host
+// listed contextd in that window.
+func (s *ServedLists) ListsServedBack(server string, entries []ListedEntry, from, to time.Time) bool {
+	if s == nil || len(entries) == 0 {
 		return false
 	}
+	from = from.Add(-ServedBackWindow)
 	served := map[uint64]bool{}
-	servedLists.mu.Lock()
-	for _, p := range servedLists.pages {
+	s.mu.Lock()
+	for _, p := range s.pages {
 		if p.at.Before(from) || p.at.After(to) {
 			continue
 		}
@@ -116,7 +120,7 @@ func ListsServedBack(server string, entries []ListedEntry, from, to time.Time) b
 			}
 		}
 	}
-	servedLists.mu.Unlock()
+	s.mu.Unlock()
 	if len(served) == 0 {
 		return false
 	}

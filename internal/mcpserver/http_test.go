@@ -90,13 +90,13 @@ func TestListedPagesAreRemembered(t *testing.T) {
 		back = append(back, mcp.ListedEntry{Name: r.Name, Title: r.Title, Description: r.Description, MIMEType: r.MIMEType})
 	}
 	to := time.Now()
-	if len(back) != 2 || !mcp.ListsServedBack("hub", back, from, to) {
+	if len(back) != 2 || !f.eng.ServedLists().ListsServedBack("hub", back, from, to) {
 		t.Errorf("%d entries listed; a bridge listing them back is not known as this contextd", len(back))
 	}
-	if mcp.ListsServedBack("a", back, from, to) {
+	if f.eng.ServedLists().ListsServedBack("a", back, from, to) {
 		t.Error("the server the entries were mirrored from is taken for this contextd")
 	}
-	if later := to.Add(mcp.ServedBackWindow + time.Second); mcp.ListsServedBack("hub", back, later, later.Add(time.Second)) {
+	if later := to.Add(mcp.ServedBackWindow + time.Second); f.eng.ServedLists().ListsServedBack("hub", back, later, later.Add(time.Second)) {
 		t.Error("a list answered long after this one was served is taken for it")
 	}
 }

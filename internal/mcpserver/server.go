@@ -347,7 +347,7 @@ func New(eng *engine.Engine, opts *Options) *Server {
 					origin, _ := d.Meta[MetaServer].(string)
 					entries = append(entries, mcp.ListedEntry{Origin: origin, Name: d.Name, Title: d.Title, Description: d.Description, MIMEType: d.MIMEType})
 				}
-				mcp.NoteListed(entries)
+				s.eng.ServedLists().Note(entries)
 			}
 			return res, err
 		}

@@ -82,6 +82,10 @@ type DialFunc func(ctx context.Context, opts *mcp.Options) (*mcp.Session, error)
 type Options struct {
 	// Server is the configured server name. Required.
 	Server string
+	// Served is what this process's MCP server listed lately: a server
+	// listing it back (a bridge replacing URIs) is this contextd. Nil:
+	// not checked.
+	Served *mcp.ServedLists
 	// Dial opens a session. Required.
 	Dial DialFunc
 	// Index receives the descriptors. Required.
@@ -255,6 +259,9 @@ type Mirror struct {
 	// self is set once the server listed this very mirror's resources
 	// back (see listsItself): it is this contextd, through a bridge.
 	self atomic.Bool
+	// servedBack is set while the server lists back what this contextd's
+	// MCP server listed (see listsServedBack).
+	servedBack atomic.Bool
 
 	// mu guards the fields that follow.
 	mu        gosync.Mutex
@@ -1093,10 +1100,24 @@ func (m *Mirror) sync(parent context.Context, sess *mcp.Session) (ok bool) {
 	defer m.setActivity("")
 	listFrom := time.Now()
 	res, rerr := sess.ListResources(ctx)
-	if errors.Is(rerr, mcp.ErrSelf) || rerr == nil && (m.listsItself(res.Items) || m.listsServedBack(res.Items, listFrom)) {
+	if errors.Is(rerr, mcp.ErrSelf) || rerr == nil && m.listsItself(res.Items) {
 		m.self.Store(true)
 	}
-	if m.self.Load() {
+	// Known by what it lists back only, it is judged again at each list:
+	// a server configured twice under two names lists what this contextd
+	// listed from the other, and a host may just have listed it. Known
+	// once, by a page listed just before, it stays known while its lists
+	// hold what this contextd listed lately, whenever that was (a bridge
+	// may answer from what it listed a while ago).
+	if rerr == nil {
+		from := listFrom
+		if m.servedBack.Load() {
+			from = time.Time{}
+		}
+		m.servedBack.Store(m.listsServedBack(res.Items, from))
+	}
+	self := m.self.Load() || m.servedBack.Load()
+	if self {
 		// Its entries would come back one level deeper at each list,
 		// every read going round through this contextd: none is kept.
 		_, _ = m.opts.Index.Replace(context.WithoutCancel(parent), m.opts.Server, nil)
@@ -1107,7 +1128,7 @@ func (m *Mirror) sync(parent context.Context, sess *mcp.Session) (ok bool) {
 		m.dropRelisted(res)
 	}
 	tpl, terr := sess.ListTemplates(ctx)
-	if m.self.Load() {
+	if self {
 		// Its templates are this contextd's own: expanded, a read of
 		// contextd:context would assemble inside an assemble.
 		tpl.Items, terr = nil, nil
@@ -1821,7 +1842,7 @@ func (m *Mirror) listsServedBack(items []resource.Descriptor, from time.Time) bo
 	for i, d := range items {
 		entries[i] = mcp.ListedEntry{Name: d.Name, Title: d.Title, Description: d.Description, MIMEType: d.MIMEType}
 	}
-	return mcp.ListsServedBack(m.opts.Server, entries, from, time.Now())
+	return m.opts.Served.ListsServedBack(m.opts.Server, entries, from, time.Now())
 }
 
 // decodeAll percent-decodes s until it no longer changes (a URI wrapped

@@ -107,6 +107,7 @@ func TestABridgeReplacingURIsIsKnownByWhatItListsBack(t *testing.T) {
 				// process's.
 				names := []string{c.name + ": vacuum tuning", c.name + ": autovacuum settings", c.name + ": index bloat"}
 				served := make([]mcp.ListedEntry, len(names))
+				lists := &mcp.ServedLists{}
 				srv := mcptest.NewServer(nil, nil)
 				for i, n := range names {
 					served[i] = mcp.ListedEntry{Origin: c.origin, Name: n, Description: "postgres page " + n, MIMEType: "text/markdown"}
@@ -116,18 +117,18 @@ func TestABridgeReplacingURIsIsKnownByWhatItListsBack(t *testing.T) {
 					})
 				}
 				if c.before {
-					mcp.NoteListed(served)
+					lists.Note(served)
 					time.Sleep(mcp.ServedBackWindow + time.Second)
 				}
 				srv.AddReceivingMiddleware(func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
 					return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
 						if method == "resources/list" && !c.before {
-							mcp.NoteListed(served) // the bridge lists this contextd
+							lists.Note(served) // the bridge lists this contextd
 						}
 						return next(ctx, method, req)
 					}
 				})
-				m := ctxsync.New(ctxsync.Options{Server: "bridge", Index: ix, Dial: mcptest.Dial(t, "bridge", srv)})
+				m := ctxsync.New(ctxsync.Options{Server: "bridge", Served: lists, Index: ix, Dial: mcptest.Dial(t, "bridge", srv)})
 				start(t, m)
 				<-m.Ready()
 				st := m.Status()
@@ -142,4 +143,49 @@ func TestABridgeReplacingURIsIsKnownByWhatItListsBack(t *testing.T) {
 			})
 		})
 	}
+}
+
+// A bridge known once by a page listed just before stays known while it
+// lists back what this contextd listed lately, though it no longer lists
+// this contextd first (it answers from what it listed a while ago):
+// judged afresh, it came back a level deeper at each list outside the
+// window.
+func TestABridgeKnownByWhatItListsBackStaysKnown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ix, err := index.Open(t.Context(), index.Options{Embedder: &indextest.BagEmbedder{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ix.Close()
+		lists := &mcp.ServedLists{}
+		var served []mcp.ListedEntry
+		srv := mcptest.NewServer(nil, nil)
+		add := func(n string) {
+			served = append(served, mcp.ListedEntry{Origin: "docs", Name: n, MIMEType: "text/markdown"})
+			uri := fmt.Sprintf("hub://up/%x", sha256.Sum256([]byte(n)))
+			srv.AddResource(&mcpsdk.Resource{URI: uri, Name: n, MIMEType: "text/markdown"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+				return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, Text: n}}}, nil
+			})
+		}
+		add("vacuum tuning")
+		add("index bloat")
+		lists.Note(served)
+		m := ctxsync.New(ctxsync.Options{Server: "bridge", Served: lists, Index: ix, Dial: mcptest.Dial(t, "bridge", srv)})
+		start(t, m)
+		<-m.Ready()
+		synctest.Wait()
+		if st := m.Status(); !strings.Contains(st.LastError, mcp.ErrSelf.Error()) {
+			t.Fatalf("first list: error %q; want ErrSelf", st.LastError)
+		}
+		time.Sleep(mcp.ServedBackWindow + time.Minute)
+		lists.Note(append(served, mcp.ListedEntry{Origin: "docs", Name: "autovacuum", MIMEType: "text/markdown"}))
+		time.Sleep(mcp.ServedBackWindow + time.Minute)
+		add("autovacuum") // list_changed: listed again, nothing listed just before
+		synctest.Wait()
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if st, n := m.Status(), len(ix.Descriptors("bridge")); !strings.Contains(st.LastError, mcp.ErrSelf.Error()) || n != 0 {
+			t.Errorf("listed again: error %q, %d indexed; want ErrSelf and none", st.LastError, n)
+		}
+	})
 }
