@@ -404,10 +404,15 @@ func parse(path string, data []byte, lookup func(string) (string, bool), clientO
 	if err := decode(); err != nil {
 		return nil, fmt.Errorf("%s: %w: %v", path, ErrInvalid, typeError(err))
 	}
+	total := 0
 	for _, servers := range []map[string]serverFile{f.MCPServers, f.Servers} {
 		for name, sf := range servers {
-			if n := sf.bytes(); n > MaxServerBytes {
+			n := sf.bytes()
+			if n > MaxServerBytes {
 				return nil, fmt.Errorf("%s: %w: server %q: its command, args, env, headers and urls add up to %d bytes, over %d (a YAML alias repeated?)", path, ErrInvalid, keyBare(name), n, MaxServerBytes)
+			}
+			if total += n; total > MaxServersBytes {
+				return nil, fmt.Errorf("%s: %w: the servers' commands, args, env, headers and urls add up to over %d bytes (a YAML alias repeated?)", path, ErrInvalid, MaxServersBytes)
 			}
 		}
 	}
@@ -609,6 +614,10 @@ var (
 // copy is then checked and expanded (4 MB aliased 100 times held a daemon
 // at full CPU for over ten minutes, deaf to SIGTERM).
 const MaxServerBytes = 1 << 20
+
+// MaxServersBytes bounds the same for all servers together: 16 MiB (a
+// 1 MB string aliased once in each of 300 servers held a daemon as long).
+const MaxServersBytes = 16 << 20
 
 // bytes returns what sf's strings add up to.
 func (sf serverFile) bytes() int {

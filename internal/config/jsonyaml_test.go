@@ -2,6 +2,7 @@ package config_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -120,6 +121,14 @@ func TestAServerEntryMadeHugeByAliasesIsRefused(t *testing.T) {
 	}
 	if c, err := config.Parse("narrow.yaml", []byte(entry(1000, 100)), lookup); err != nil || len(c.Servers) != 1 || len(c.Servers[0].Args) != 100 {
 		t.Errorf("1 KB aliased 100 times: %v; want it loaded", err)
+	}
+	// Each server under the bound, all of them far over it.
+	many := "x-big: &b \"" + strings.Repeat("A", 1_000_000) + "\"\nmcpServers:\n"
+	for i := range 300 {
+		many += fmt.Sprintf("  s%d:\n    command: /bin/true\n    args: [*b]\n", i)
+	}
+	if _, err := config.Parse("many.yaml", []byte(many), lookup); err == nil || !errors.Is(err, config.ErrInvalid) || !strings.Contains(err.Error(), "servers'") {
+		t.Errorf("1 MB aliased once in each of 300 servers: %v; want refused", err)
 	}
 }
 

@@ -1,6 +1,9 @@
 package engine
 
 import (
+	"cmp"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/contextd/contextd/internal/resource"
@@ -31,6 +34,7 @@ type passOvers struct {
 	passing    map[string]bool       // servers passed over
 	probes     map[resource.Key]bool // candidates read though their server is passed over
 	missed     map[string]int        // probes of a server that brought nothing
+	failures   map[string]int        // a server's reads that came to nothing
 	recovered  map[string]bool       // servers a probe brought something from, for the refill
 }
 
@@ -40,6 +44,7 @@ func newPassOvers(maxReads int) *passOvers {
 		passing:   map[string]bool{},
 		probes:    map[resource.Key]bool{},
 		missed:    map[string]int{},
+		failures:  map[string]int{},
 		recovered: map[string]bool{},
 	}
 }
@@ -74,6 +79,7 @@ func (p *passOvers) answered(k resource.Key, nothing bool) (recovered bool) {
 	defer p.mu.Unlock()
 	if nothing {
 		p.nothing++
+		p.failures[k.Server]++
 		if p.probes[k] {
 			p.missed[k.Server]++
 		}
@@ -98,6 +104,16 @@ func (p *passOvers) cameToNothing(k resource.Key) {
 		delete(p.probes, k)
 		p.missed[k.Server]++
 	}
+}
+
+// lastResortOrder sorts servers for a last resort: those whose probes
+// missed least, then whose reads came to nothing least, first.
+func (p *passOvers) lastResortOrder(servers []string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	slices.SortFunc(servers, func(a, b string) int {
+		return cmp.Or(cmp.Compare(p.missed[a], p.missed[b]), cmp.Compare(p.failures[a], p.failures[b]), strings.Compare(a, b))
+	})
 }
 
 // condemned reports whether server, failing, gets no more probes: two

@@ -317,9 +317,9 @@ func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (out *Assemb
 	excluded := map[resource.Key]bool{}
 	pointed := map[resource.Key]bool{}       // pointers replaced, kept as they are
 	cameToNothing := map[resource.Key]bool{} // left out whatever the budget, in any round
-	firstRanked := ranked
 	scale := newScoreScale(ranked)
 	owed := 0                                     // places to fill
+	alone := map[string][]Ranked{}                // a failing server's own ranking, for the last resort
 	var without, withoutCondemned map[string]bool // the failing and condemned servers when ranked was made
 	// What a server passed over brought ranks after the others, and does
 	// not set the value floor: one text of a server whose other reads
@@ -478,9 +478,9 @@ func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (out *Assemb
 		quota := owed
 		added := 0
 		probed := map[string]bool{}
-		fill := func(from []Ranked, lastResort bool) {
+		fill := func(from []Ranked, lastResort bool, most int) {
 			for _, r := range from {
-				if added >= quota {
+				if added >= quota || most == 0 {
 					return
 				}
 				k := r.Key()
@@ -509,15 +509,36 @@ func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (out *Assemb
 				kept = append(kept, c)
 				inKept[k] = true
 				added++
+				most--
 			}
 		}
-		fill(ranked, passes.isLastResort())
+		fill(ranked, passes.isLastResort(), -1)
 		if added < quota && len(probed) == 0 && len(failing) > 0 {
 			// No other candidate left: the failing servers' are read
-			// after all, passed over or not, the condemned ones' last.
+			// after all, passed over or not, one a server a round, those
+			// whose probes and reads missed least first, each from its
+			// own ranking: from one ranking of them all, servers whose
+			// every read fails, ranked first, took every read, and an
+			// honest one whose two best pages answer 403 never got to
+			// its others.
 			passes.setLastResort(true)
-			fill(ranked, true)
-			fill(firstRanked, true)
+			order := make([]string, 0, len(failing))
+			for s := range failing {
+				order = append(order, s)
+			}
+			passes.lastResortOrder(order)
+			for _, s := range order {
+				own, ok := alone[s]
+				if !ok {
+					f := req.Filter
+					f.Servers = []string{s}
+					if more, rerr := e.rank(ctx, req.Query, f, refillDepth*depth, e.ranking); rerr == nil {
+						own = scale.onScale(more)
+					}
+					alone[s] = own
+				}
+				fill(own, true, 1)
+			}
 		}
 		if added == 0 {
 			break

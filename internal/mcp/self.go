@@ -79,7 +79,12 @@ func (s *ServedLists) Note(entries []ListedEntry) {
 	}
 	p := servedPage{at: time.Now(), origin: make(map[uint64]string, len(entries))}
 	for _, e := range entries {
-		p.origin[listedFingerprint(e)] = e.Origin
+		fp := listedFingerprint(e)
+		if o, ok := p.origin[fp]; ok && o != e.Origin {
+			p.origin[fp] = "" // from several servers: another's than any one
+			continue
+		}
+		p.origin[fp] = e.Origin
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -96,18 +101,25 @@ func (s *ServedLists) Note(entries []ListedEntry) {
 const ServedBackWindow = 30 * time.Second
 
 // ListsServedBack reports whether entries, a list that server answered
-// between from and to, are mostly entries the MCP server listed from
-// ServedBackWindow before from until to, mirrored from other servers than
-// that one: the server is this contextd, through a bridge that passed the
-// list on. Two of them at least (one if that is all), and more than half.
-// A zero from counts every page remembered. A server configured twice
-// under two names, listing the same entries, passes for it when a host
-// listed contextd in that window.
-func (s *ServedLists) ListsServedBack(server string, entries []ListedEntry, from, to time.Time) bool {
+// between from and to, were listed by the MCP server (from
+// ServedBackWindow before from until to; a zero from counts every page
+// remembered), mirrored from other servers than that one: the server is
+// this contextd, through a bridge that passed its list on. With again
+// set, the server was known so at its last list: more than half of the
+// entries (two at least, one if that is all) listed before is enough.
+// Else that is not: two servers made from one template (README.md,
+// CHANGELOG.md…) list the same entries, and one would pass for contextd
+// whenever a host listed it. More than half must then be entries the list
+// holds twice or more: a bridge passes on contextd's list, which holds
+// its own mirror of that bridge, one level down, beside the entries it
+// came from.
+func (s *ServedLists) ListsServedBack(server string, entries []ListedEntry, from, to time.Time, again bool) bool {
 	if s == nil || len(entries) == 0 {
 		return false
 	}
-	from = from.Add(-ServedBackWindow)
+	if !from.IsZero() {
+		from = from.Add(-ServedBackWindow)
+	}
 	served := map[uint64]bool{}
 	s.mu.Lock()
 	for _, p := range s.pages {
@@ -124,10 +136,14 @@ func (s *ServedLists) ListsServedBack(server string, entries []ListedEntry, from
 	if len(served) == 0 {
 		return false
 	}
-	m := 0
+	count := make(map[uint64]int, len(entries))
 	for _, e := range entries {
-		if served[listedFingerprint(e)] {
-			m++
+		count[listedFingerprint(e)]++
+	}
+	m := 0
+	for fp, n := range count {
+		if served[fp] && (again || n >= 2) {
+			m += n
 		}
 	}
 	return m >= min(2, len(entries)) && 2*m > len(entries)

@@ -90,13 +90,22 @@ func TestListedPagesAreRemembered(t *testing.T) {
 		back = append(back, mcp.ListedEntry{Name: r.Name, Title: r.Title, Description: r.Description, MIMEType: r.MIMEType})
 	}
 	to := time.Now()
-	if len(back) != 2 || !f.eng.ServedLists().ListsServedBack("hub", back, from, to) {
+	// A bridge passes the list on with contextd's own mirror of it, one
+	// level down: each entry twice.
+	twice := append(append([]mcp.ListedEntry{}, back...), back...)
+	if len(back) != 2 || !f.eng.ServedLists().ListsServedBack("hub", twice, from, to, false) {
 		t.Errorf("%d entries listed; a bridge listing them back is not known as this contextd", len(back))
 	}
-	if f.eng.ServedLists().ListsServedBack("a", back, from, to) {
+	if f.eng.ServedLists().ListsServedBack("twin", back, from, to, false) {
+		t.Error("a server listing the same entries once each (two servers from one template) is taken for this contextd")
+	}
+	if !f.eng.ServedLists().ListsServedBack("hub", back, time.Time{}, to, true) {
+		t.Error("a bridge known before is no longer known by the entries it lists back once each")
+	}
+	if f.eng.ServedLists().ListsServedBack("a", twice, from, to, false) {
 		t.Error("the server the entries were mirrored from is taken for this contextd")
 	}
-	if later := to.Add(mcp.ServedBackWindow + time.Second); f.eng.ServedLists().ListsServedBack("hub", back, later, later.Add(time.Second)) {
+	if later := to.Add(mcp.ServedBackWindow + time.Second); f.eng.ServedLists().ListsServedBack("hub", twice, later, later.Add(time.Second), false) {
 		t.Error("a list answered long after this one was served is taken for it")
 	}
 }

@@ -1103,18 +1103,16 @@ func (m *Mirror) sync(parent context.Context, sess *mcp.Session) (ok bool) {
 	if errors.Is(rerr, mcp.ErrSelf) || rerr == nil && m.listsItself(res.Items) {
 		m.self.Store(true)
 	}
-	// Known by what it lists back only, it is judged again at each list:
-	// a server configured twice under two names lists what this contextd
-	// listed from the other, and a host may just have listed it. Known
-	// once, by a page listed just before, it stays known while its lists
-	// hold what this contextd listed lately, whenever that was (a bridge
-	// may answer from what it listed a while ago).
+	// Known by what it lists back only (see mcp.ServedLists): first by
+	// entries listed just before, each twice or more in its list; then
+	// while its lists hold what this contextd listed lately, whenever
+	// that was (a bridge may answer from what it listed a while ago).
 	if rerr == nil {
-		from := listFrom
-		if m.servedBack.Load() {
+		from, again := listFrom, m.servedBack.Load()
+		if again {
 			from = time.Time{}
 		}
-		m.servedBack.Store(m.listsServedBack(res.Items, from))
+		m.servedBack.Store(m.listsServedBack(res.Items, from, again))
 	}
 	self := m.self.Load() || m.servedBack.Load()
 	if self {
@@ -1837,12 +1835,12 @@ func (m *Mirror) listsItself(items []resource.Descriptor) bool {
 // (mirrored from other servers): a bridge that replaces URIs with opaque
 // ones, answers initialize itself and drops _meta passes contextd's own
 // list back, and nothing else in it says so.
-func (m *Mirror) listsServedBack(items []resource.Descriptor, from time.Time) bool {
+func (m *Mirror) listsServedBack(items []resource.Descriptor, from time.Time, again bool) bool {
 	entries := make([]mcp.ListedEntry, len(items))
 	for i, d := range items {
 		entries[i] = mcp.ListedEntry{Name: d.Name, Title: d.Title, Description: d.Description, MIMEType: d.MIMEType}
 	}
-	return m.opts.Served.ListsServedBack(m.opts.Server, entries, from, time.Now())
+	return m.opts.Served.ListsServedBack(m.opts.Server, entries, from, time.Now(), again)
 }
 
 // decodeAll percent-decodes s until it no longer changes (a URI wrapped

@@ -90,11 +90,15 @@ func ctxsyncEscape(u string) string {
 func TestABridgeReplacingURIsIsKnownByWhatItListsBack(t *testing.T) {
 	for _, c := range []struct {
 		name, origin string
+		copies       int // of each entry in the server's list
 		before, self bool
 	}{
-		{"served back during the list", "docs", false, true},
-		{"its own entries, served to a host", "bridge", false, false},
-		{"served long before the list began", "docs", true, false},
+		// A bridge lists contextd's list, which holds its own mirror of
+		// that bridge, one level down: each entry twice.
+		{"served back during the list", "docs", 2, false, true},
+		{"two servers made from one template", "docs", 1, false, false},
+		{"its own entries, served to a host", "bridge", 2, false, false},
+		{"served long before the list began", "docs", 2, true, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -111,10 +115,12 @@ func TestABridgeReplacingURIsIsKnownByWhatItListsBack(t *testing.T) {
 				srv := mcptest.NewServer(nil, nil)
 				for i, n := range names {
 					served[i] = mcp.ListedEntry{Origin: c.origin, Name: n, Description: "postgres page " + n, MIMEType: "text/markdown"}
-					uri := fmt.Sprintf("hub://up/%x", sha256.Sum256([]byte(n)))
-					srv.AddResource(&mcpsdk.Resource{URI: uri, Name: n, Description: "postgres page " + n, MIMEType: "text/markdown"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
-						return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, Text: n}}}, nil
-					})
+					for j := range c.copies {
+						uri := fmt.Sprintf("hub://up/%x", sha256.Sum256([]byte(fmt.Sprint(n, j))))
+						srv.AddResource(&mcpsdk.Resource{URI: uri, Name: n, Description: "postgres page " + n, MIMEType: "text/markdown"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+							return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, Text: n}}}, nil
+						})
+					}
 				}
 				if c.before {
 					lists.Note(served)
@@ -137,8 +143,8 @@ func TestABridgeReplacingURIsIsKnownByWhatItListsBack(t *testing.T) {
 					if !strings.Contains(st.LastError, mcp.ErrSelf.Error()) || n != 0 {
 						t.Errorf("error %q, %d indexed; want ErrSelf and none", st.LastError, n)
 					}
-				} else if st.LastError != "" || n != len(names) {
-					t.Errorf("error %q, %d indexed; want all %d mirrored", st.LastError, n, len(names))
+				} else if st.LastError != "" || n != c.copies*len(names) {
+					t.Errorf("error %q, %d indexed; want all %d mirrored", st.LastError, n, c.copies*len(names))
 				}
 			})
 		})
@@ -160,15 +166,17 @@ func TestABridgeKnownByWhatItListsBackStaysKnown(t *testing.T) {
 		lists := &mcp.ServedLists{}
 		var served []mcp.ListedEntry
 		srv := mcptest.NewServer(nil, nil)
-		add := func(n string) {
+		add := func(n string, copies int) {
 			served = append(served, mcp.ListedEntry{Origin: "docs", Name: n, MIMEType: "text/markdown"})
-			uri := fmt.Sprintf("hub://up/%x", sha256.Sum256([]byte(n)))
-			srv.AddResource(&mcpsdk.Resource{URI: uri, Name: n, MIMEType: "text/markdown"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
-				return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, Text: n}}}, nil
-			})
+			for j := range copies {
+				uri := fmt.Sprintf("hub://up/%x", sha256.Sum256([]byte(fmt.Sprint(n, j))))
+				srv.AddResource(&mcpsdk.Resource{URI: uri, Name: n, MIMEType: "text/markdown"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+					return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, Text: n}}}, nil
+				})
+			}
 		}
-		add("vacuum tuning")
-		add("index bloat")
+		add("vacuum tuning", 2)
+		add("index bloat", 2)
 		lists.Note(served)
 		m := ctxsync.New(ctxsync.Options{Server: "bridge", Served: lists, Index: ix, Dial: mcptest.Dial(t, "bridge", srv)})
 		start(t, m)
@@ -180,7 +188,7 @@ func TestABridgeKnownByWhatItListsBackStaysKnown(t *testing.T) {
 		time.Sleep(mcp.ServedBackWindow + time.Minute)
 		lists.Note(append(served, mcp.ListedEntry{Origin: "docs", Name: "autovacuum", MIMEType: "text/markdown"}))
 		time.Sleep(mcp.ServedBackWindow + time.Minute)
-		add("autovacuum") // list_changed: listed again, nothing listed just before
+		add("autovacuum", 1) // list_changed: listed again, nothing listed just before
 		synctest.Wait()
 		time.Sleep(time.Second)
 		synctest.Wait()
