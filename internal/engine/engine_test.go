@@ -959,7 +959,7 @@ func TestAnHonestServerWhoseBestPagesFailIsProbed(t *testing.T) {
 	}{
 		{"403", 3, 0, 0, true}, {"403", 4, 0, 0, true}, {"blank", 3, 0, 0, true},
 		{"403", 1, 5, 20, true}, {"403", 1, 8, 20, true}, {"403", 3, 2, 20, true}, {"403", 3, 1, 40, false}, {"403", 2, 3, 20, true}, {"403", 1, 4, 20, false}, {"blank", 1, 4, 20, true},
-		{"403", 2, 5, 20, false}, {"403", 2, 8, 20, false},
+		{"403", 2, 5, 20, false}, {"403", 2, 8, 20, false}, {"403", 2, 5, 20, true}, {"403", 2, 8, 20, true},
 	} {
 		t.Run(fmt.Sprintf("%s x%d beside %d broken", c.mode, c.bad, c.broken), func(t *testing.T) {
 			servers := map[string]*mcpsdk.Server{}

@@ -106,6 +106,14 @@ func (p *passOvers) cameToNothing(k resource.Key) {
 	}
 }
 
+// probeSkip returns how many of server's next candidates its probe skips:
+// as many as its reads came to nothing, two at most.
+func (p *passOvers) probeSkip(server string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return min(p.failures[server], 2)
+}
+
 // lastResortOrder sorts servers for a last resort: those whose probes
 // missed least, then whose reads came to nothing least, first.
 func (p *passOvers) lastResortOrder(servers []string) {

@@ -477,7 +477,7 @@ func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (out *Assemb
 		}
 		quota := owed
 		added := 0
-		probed := map[string]bool{}
+		probed, skipped := map[string]bool{}, map[string]int{}
 		fill := func(from []Ranked, lastResort bool, most int) {
 			for _, r := range from {
 				if added >= quota || most == 0 {
@@ -497,6 +497,14 @@ func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (out *Assemb
 					passes.probe(k)
 					score = r.Score * scale.lowest / 2
 				case !condemned[k.Server] && !probed[k.Server] && !memo.made(k):
+					// A server's best pages tend to fail together (a
+					// section behind a permission): the probe skips as
+					// many of its next candidates as its reads came to
+					// nothing, two at most.
+					if skipped[k.Server] < passes.probeSkip(k.Server) {
+						skipped[k.Server]++
+						continue
+					}
 					probed[k.Server] = true
 					passes.probe(k)
 				default:
