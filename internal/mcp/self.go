@@ -60,6 +60,7 @@ type ServedLists struct {
 type servedPage struct {
 	at     time.Time
 	origin map[uint64]string // fingerprint → the server the entry was mirrored from
+	count  map[uint64]int    // fingerprint → the entries of the page that have it
 }
 
 const maxServedPages = 64
@@ -77,9 +78,10 @@ func (s *ServedLists) Note(entries []ListedEntry) {
 	if s == nil {
 		return
 	}
-	p := servedPage{at: time.Now(), origin: make(map[uint64]string, len(entries))}
+	p := servedPage{at: time.Now(), origin: make(map[uint64]string, len(entries)), count: make(map[uint64]int, len(entries))}
 	for _, e := range entries {
 		fp := listedFingerprint(e)
+		p.count[fp]++
 		if o, ok := p.origin[fp]; ok && o != e.Origin {
 			p.origin[fp] = "" // from several servers: another's than any one
 			continue
@@ -120,6 +122,10 @@ func (s *ServedLists) ListsServedBack(server string, entries []ListedEntry, from
 	if !from.IsZero() {
 		from = from.Add(-ServedBackWindow)
 	}
+	count := make(map[uint64]int, len(entries))
+	for _, e := range entries {
+		count[listedFingerprint(e)]++
+	}
 	served := map[uint64]bool{}
 	s.mu.Lock()
 	for _, p := range s.pages {
@@ -127,7 +133,11 @@ func (s *ServedLists) ListsServedBack(server string, entries []ListedEntry, from
 			continue
 		}
 		for fp, origin := range p.origin {
-			if origin != server {
+			// First known, an entry must be held as many times as the
+			// page held it: a bridge passes the page on whole, while a
+			// server that repeats a name (README.md in many folders)
+			// beside another that has it once holds fewer.
+			if origin != server && (again || p.count[fp] == count[fp]) {
 				served[fp] = true
 			}
 		}
@@ -135,10 +145,6 @@ func (s *ServedLists) ListsServedBack(server string, entries []ListedEntry, from
 	s.mu.Unlock()
 	if len(served) == 0 {
 		return false
-	}
-	count := make(map[uint64]int, len(entries))
-	for _, e := range entries {
-		count[listedFingerprint(e)]++
 	}
 	m := 0
 	for fp, n := range count {

@@ -90,22 +90,51 @@ func TestListedPagesAreRemembered(t *testing.T) {
 		back = append(back, mcp.ListedEntry{Name: r.Name, Title: r.Title, Description: r.Description, MIMEType: r.MIMEType})
 	}
 	to := time.Now()
-	// A bridge passes the list on with contextd's own mirror of it, one
-	// level down: each entry twice.
-	twice := append(append([]mcp.ListedEntry{}, back...), back...)
-	if len(back) != 2 || !f.eng.ServedLists().ListsServedBack("hub", twice, from, to, false) {
-		t.Errorf("%d entries listed; a bridge listing them back is not known as this contextd", len(back))
+	if len(back) != 2 || !f.eng.ServedLists().ListsServedBack("hub", back, time.Time{}, to, true) {
+		t.Errorf("%d entries listed; a bridge known before is no longer known by the entries it lists back", len(back))
 	}
-	if f.eng.ServedLists().ListsServedBack("twin", back, from, to, false) {
-		t.Error("a server listing the same entries once each (two servers from one template) is taken for this contextd")
-	}
-	if !f.eng.ServedLists().ListsServedBack("hub", back, time.Time{}, to, true) {
-		t.Error("a bridge known before is no longer known by the entries it lists back once each")
-	}
-	if f.eng.ServedLists().ListsServedBack("a", twice, from, to, false) {
+	if f.eng.ServedLists().ListsServedBack("a", back, time.Time{}, to, true) {
 		t.Error("the server the entries were mirrored from is taken for this contextd")
 	}
-	if later := to.Add(mcp.ServedBackWindow + time.Second); f.eng.ServedLists().ListsServedBack("hub", twice, later, later.Add(time.Second), false) {
-		t.Error("a list answered long after this one was served is taken for it")
+	// First known only by entries held as many times as the page held
+	// them, and twice or more (see TestAServerRepeatingANameIsNotTakenForContextd).
+	twice := append(append([]mcp.ListedEntry{}, back...), back...)
+	if f.eng.ServedLists().ListsServedBack("twin", back, from, to, false) || f.eng.ServedLists().ListsServedBack("twin", twice, from, to, false) {
+		t.Error("a server listing entries other than as the page held them is taken for this contextd")
+	}
+}
+
+// A server that repeats a name (README.md in four folders) beside another
+// that lists it once is not this contextd, whatever a host listed: a
+// bridge passes a listed page on whole, each entry as many times as the
+// page held it.
+func TestAServerRepeatingANameIsNotTakenForContextd(t *testing.T) {
+	lists := &mcp.ServedLists{}
+	readme := mcp.ListedEntry{Name: "README.md", MIMEType: "text/markdown"}
+	var page, mono []mcp.ListedEntry
+	for range 4 {
+		e := readme
+		e.Origin = "mono"
+		page, mono = append(page, e), append(mono, readme)
+	}
+	beta := readme
+	beta.Origin = "beta"
+	page = append(page, beta, mcp.ListedEntry{Origin: "mono", Name: "go.mod"}, mcp.ListedEntry{Origin: "mono", Name: "Makefile"})
+	mono = append(mono, mcp.ListedEntry{Name: "go.mod"}, mcp.ListedEntry{Name: "Makefile"})
+	from := time.Now()
+	lists.Note(page)
+	to := time.Now()
+	if lists.ListsServedBack("mono", mono, from, to, false) {
+		t.Error("a server repeating README.md beside another that has it once is taken for this contextd")
+	}
+	// The page passed on whole, beside itself one level down: known.
+	var whole []mcp.ListedEntry
+	for _, e := range page {
+		e.Origin = ""
+		whole = append(whole, e)
+	}
+	lists.Note(append(append([]mcp.ListedEntry{}, page...), page...))
+	if !lists.ListsServedBack("hub", append(whole, whole...), from, time.Now(), false) {
+		t.Error("a bridge passing the page on whole, beside itself one level down, is not known")
 	}
 }

@@ -115,6 +115,13 @@ func TestABridgeReplacingURIsIsKnownByWhatItListsBack(t *testing.T) {
 				srv := mcptest.NewServer(nil, nil)
 				for i, n := range names {
 					served[i] = mcp.ListedEntry{Origin: c.origin, Name: n, Description: "postgres page " + n, MIMEType: "text/markdown"}
+					if c.copies > 1 {
+						// contextd's page holds the entry, and its own
+						// mirror of the bridge one level down.
+						copy := served[i]
+						copy.Origin = "bridge"
+						served = append(served, copy)
+					}
 					for j := range c.copies {
 						uri := fmt.Sprintf("hub://up/%x", sha256.Sum256([]byte(fmt.Sprint(n, j))))
 						srv.AddResource(&mcpsdk.Resource{URI: uri, Name: n, Description: "postgres page " + n, MIMEType: "text/markdown"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
@@ -168,6 +175,9 @@ func TestABridgeKnownByWhatItListsBackStaysKnown(t *testing.T) {
 		srv := mcptest.NewServer(nil, nil)
 		add := func(n string, copies int) {
 			served = append(served, mcp.ListedEntry{Origin: "docs", Name: n, MIMEType: "text/markdown"})
+			if copies > 1 {
+				served = append(served, mcp.ListedEntry{Origin: "bridge", Name: n, MIMEType: "text/markdown"})
+			}
 			for j := range copies {
 				uri := fmt.Sprintf("hub://up/%x", sha256.Sum256([]byte(fmt.Sprint(n, j))))
 				srv.AddResource(&mcpsdk.Resource{URI: uri, Name: n, MIMEType: "text/markdown"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
