@@ -254,7 +254,13 @@ func readBounded(path string) ([]byte, error) {
 		return nil, fmt.Errorf("config: %w", err)
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxReloadBytes+1))
+	return readAtMost(f, path)
+}
+
+// readAtMost reads r, the file at path, to its end if that is at most
+// MaxReloadBytes.
+func readAtMost(r io.Reader, path string) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, MaxReloadBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
@@ -291,14 +297,7 @@ func ReadRegular(path string) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxReloadBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("config: %w", err)
-	}
-	if len(data) > MaxReloadBytes {
-		return nil, fmt.Errorf("config: %s is over %d bytes", path, MaxReloadBytes)
-	}
-	return data, nil
+	return readAtMost(f, path)
 }
 
 // OpenRegular opens the regular file at path (links followed) for reading
