@@ -147,6 +147,35 @@ func holdsQueryTerm(contents []ItemContent, q section.Query) bool {
 	return false
 }
 
+// queryTermsIn returns how many distinct terms of q the texts hold.
+func queryTermsIn(q section.Query, texts ...string) int {
+	seen := map[string]bool{}
+	for _, text := range texts {
+		for _, t := range lexical.Tokenize(text) {
+			if q.Has(t) {
+				seen[t] = true
+			}
+		}
+	}
+	return len(seen)
+}
+
+// bearsOut reports whether the text returned for it holds at least half
+// as many of q's terms as its descriptor (name, title, description, URI),
+// and at least one: whether the text confirms the rank its descriptor
+// earned it. A server can name every word of a task in its descriptors
+// and answer a read with a page naming one (a login page, lorem ipsum).
+func bearsOut(it Item, q section.Query) bool {
+	var texts []string
+	for _, c := range it.Contents {
+		if !c.IsBlob {
+			texts = append(texts, c.Text)
+		}
+	}
+	got := queryTermsIn(q, texts...)
+	return got >= 1 && 2*got >= queryTermsIn(q, it.Name, it.Title, it.Description, it.URI)
+}
+
 // drop takes back the last item added, i, with its tokens and content
 // fingerprint; it must not be an item returned as sections.
 func (s *selection) drop(i int) {
