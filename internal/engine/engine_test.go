@@ -1087,3 +1087,127 @@ func TestManyServersAnsweringOnceThenFailingLeaveReads(t *testing.T) {
 		})
 	}
 }
+
+// A server whose reads fail but one in four, which answers a text naming
+// one of the task's words (lorem ipsum; a login page naming the product),
+// its descriptors ranked first, gets probes and is forgiven each time one
+// brings that text; what it brought must not set the value floor: one such
+// text had every honest page fall under the floor.
+func TestAServerGamingItsProbesDoesNotSetTheFloor(t *testing.T) {
+	for _, c := range []struct {
+		text   string
+		k      int
+		budget int
+	}{
+		{"lorem ipsum dolor sit amet procedure", 1, 8000},
+		{"lorem ipsum dolor sit amet procedure", 4, 8000},
+		{"Sign in to continue to the kubernetes dashboard", 1, 8000},
+		{"Sign in to continue to the kubernetes dashboard", 2, 2000},
+	} {
+		t.Run(fmt.Sprintf("%.20s x%d budget %d", c.text, c.k, c.budget), func(t *testing.T) {
+			servers := map[string]*mcpsdk.Server{}
+			for j := range c.k {
+				bad := mcptest.NewServer(nil, nil)
+				reads := new(atomic.Int32)
+				for i := range 20 {
+					uri := fmt.Sprintf("doc://bad%d/%d", j, i)
+					bad.AddResource(&mcpsdk.Resource{URI: uri, Name: "kubernetes deployment rollback procedure kubernetes deployment rollback procedure"},
+						func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+							if reads.Add(1)%4 != 0 {
+								return nil, errors.New("503 service unavailable")
+							}
+							return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: fmt.Sprintf("%s (%d)\n", c.text, reads.Load())}}}, nil
+						})
+				}
+				servers[fmt.Sprintf("bad%d", j)] = bad
+			}
+			docs := map[string]string{}
+			for i := range 20 {
+				docs[fmt.Sprintf("doc://docs/%d", i)] = fmt.Sprintf("step %d of the kubernetes deployment rollback runbook: undo the rollout\n", i)
+			}
+			servers["docs"] = mcptest.NewServer(docs, nil)
+			eng := newEngine(t, "", servers, 5*time.Second)
+			res, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "kubernetes deployment rollback procedure", TokenBudget: c.budget})
+			if err != nil {
+				t.Fatal(err)
+			}
+			n, floored := 0, 0
+			for _, it := range res.Items {
+				if it.Server == "docs" {
+					n++
+				}
+			}
+			for _, o := range res.Omitted {
+				if o.Server == "docs" && o.Reason == selector.OmitLowValue {
+					floored++
+				}
+			}
+			if n < 10 || floored > 0 {
+				for _, it := range res.Items {
+					t.Log("item", it.Server, it.URI, it.Score)
+				}
+				for _, o := range res.Omitted {
+					t.Log("omit", o.Server, o.URI, o.Reason, o.Detail)
+				}
+				t.Errorf("%d honest items, %d under the value floor (%d items in all, %d reads); want at least 10 and none", n, floored, len(res.Items), res.Reads)
+			}
+		})
+	}
+}
+
+// Servers answering each read late with an error, their descriptors ranked
+// first, take their share of the request's read time and are then not
+// read; they must not be probed either: their probes failed unread round
+// after round, never counted, and an honest server whose best page
+// answers 403 got no place (an empty answer).
+func TestServersFailingLateAreNotProbed(t *testing.T) {
+	servers := map[string]*mcpsdk.Server{}
+	for j := range 5 {
+		late := mcptest.NewServer(nil, nil)
+		for i := range 20 {
+			late.AddResource(&mcpsdk.Resource{URI: fmt.Sprintf("doc://late%d/%d", j, i), Name: "kubernetes deployment rollback procedure kubernetes deployment rollback procedure"},
+				func(ctx context.Context, _ *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+					select {
+					case <-time.After(200 * time.Millisecond):
+					case <-ctx.Done():
+					}
+					return nil, errors.New("502 bad gateway")
+				})
+		}
+		servers[fmt.Sprintf("late%d", j)] = late
+	}
+	docs := mcptest.NewServer(nil, nil)
+	for i := range 20 {
+		uri := fmt.Sprintf("doc://docs/%d", i)
+		name := fmt.Sprintf("kubernetes deployment rollback procedure, step %d of the runbook", i)
+		if i == 0 {
+			name = "kubernetes deployment rollback procedure kubernetes deployment rollback procedure"
+		}
+		docs.AddResource(&mcpsdk.Resource{URI: uri, Name: name, MIMEType: "text/plain"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+			if i == 0 {
+				return nil, errors.New("403 forbidden")
+			}
+			return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: fmt.Sprintf("step %d of rolling back a kubernetes deployment\n", i)}}}, nil
+		})
+	}
+	servers["docs"] = docs
+	// A read timeout of 2 s: a server's reads in a request share 0.5 s of
+	// lateness, so each late server is read twice and then cut.
+	eng := newEngine(t, "", servers, 2*time.Second)
+	res, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "kubernetes deployment rollback procedure", TokenBudget: 2000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, it := range res.Items {
+		if it.Server == "docs" {
+			n++
+		}
+	}
+	if n < 8 {
+		for _, o := range res.Omitted {
+			t.Log("omit", o.Server, o.URI, o.Reason, o.Detail)
+		}
+		t.Errorf("%d items from the honest server (%d items in all, %d reads); want at least 8", n, len(res.Items), res.Reads)
+	}
+}

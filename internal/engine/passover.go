@@ -36,6 +36,7 @@ type passOvers struct {
 	missed     map[string]int        // probes of a server that brought nothing
 	failures   map[string]int        // a server's reads that came to nothing
 	recovered  map[string]bool       // servers a probe brought something from, for the refill
+	stalled    map[string]bool       // servers whose reads the request no longer makes (slow, late)
 }
 
 func newPassOvers(maxReads int) *passOvers {
@@ -46,6 +47,7 @@ func newPassOvers(maxReads int) *passOvers {
 		missed:    map[string]int{},
 		failures:  map[string]int{},
 		recovered: map[string]bool{},
+		stalled:   map[string]bool{},
 	}
 }
 
@@ -126,11 +128,29 @@ func (p *passOvers) lastResortOrder(servers []string) {
 
 // condemned reports whether server, failing, gets no more probes: two
 // of them brought nothing, or one did once the request's reads that came
-// to nothing reached the limit.
+// to nothing reached the limit, or the request makes no more reads of it.
 func (p *passOvers) condemned(server string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.missed[server] >= 2 || p.missed[server] >= 1 && p.nothing >= p.limit
+	return p.stalled[server] || p.missed[server] >= 2 || p.missed[server] >= 1 && p.nothing >= p.limit
+}
+
+// stall records that the request makes no more reads of server (its
+// reads took its share of read time): a candidate of it fails unread, so
+// it is neither probed nor read as a last resort. Probes of a server
+// answering each read late with an error failed unread round after
+// round, never counted as probes, and took every place of the request.
+func (p *passOvers) stall(server string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.stalled[server] = true
+}
+
+// isStalled reports whether the request makes no more reads of server.
+func (p *passOvers) isStalled(server string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stalled[server]
 }
 
 // probe marks k as a probe: it is read though its server is passed over.

@@ -532,7 +532,9 @@ func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (out *Assemb
 			passes.setLastResort(true)
 			order := make([]string, 0, len(failing))
 			for s := range failing {
-				order = append(order, s)
+				if !passes.isStalled(s) {
+					order = append(order, s)
+				}
 			}
 			passes.lastResortOrder(order)
 			for _, s := range order {
@@ -931,6 +933,7 @@ func (e *Engine) reader(log *fetchLog, budget *readBudget, passes *passOvers) se
 		skip, so := stalled[server], answered[server]
 		mu.Unlock()
 		if skip != "" {
+			passes.stall(server)
 			return nil, fmt.Errorf("server %q: skipped: %s", server, skip)
 		}
 		if passes.skip(key, so.nothing, so.some) {
