@@ -505,6 +505,7 @@ func parse(path string, data []byte, lookup func(string) (string, bool), clientO
 			all[name] = s
 		}
 	}
+	expanded := 0 // bytes the servers' ${VAR} references expanded to
 	for name, sf := range all {
 		for _, alias := range []struct{ value, name string }{{sf.ServerURL, "serverUrl (Windsurf's name for it)"}, {sf.HTTPURL, "httpUrl (Gemini CLI's name for it)"}} {
 			if alias.value == "" {
@@ -536,10 +537,10 @@ func parse(path string, data []byte, lookup func(string) (string, bool), clientO
 			// Not run, but its credentials are still the user's: masked,
 			// and withheld from the servers that run, also when it would
 			// not resolve (a variable not set yet, a transport to fix).
-			c.disabledSecrets = append(c.disabledSecrets, sf.secrets(name, lookup)...)
+			c.disabledSecrets = append(c.disabledSecrets, sf.secrets(name, lookup, &expanded)...)
 			continue
 		}
-		s, err := sf.resolve(name, lookup)
+		s, err := sf.resolve(name, lookup, &expanded)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w: %w", path, ErrInvalid, err)
 		}
@@ -663,8 +664,8 @@ func (sf serverFile) unexpanded() []string {
 
 // secrets returns the credentials sf holds (Server.Secrets) as far as its
 // fields resolve, whatever else is wrong with it: a disabled server's.
-func (sf serverFile) secrets(name string, lookup func(string) (string, bool)) []string {
-	ex := expander{server: name, lookup: lookup}
+func (sf serverFile) secrets(name string, lookup func(string) (string, bool), expanded *int) []string {
+	ex := expander{server: name, lookup: lookup, all: expanded}
 	s := Server{Name: name, Command: ex.str("command", sf.Command), Cwd: ex.str("cwd", sf.Cwd), URL: ex.str("url", sf.URL)}
 	for i, a := range sf.Args {
 		s.Args = append(s.Args, ex.str(fmt.Sprintf("args[%d]", i), a))
@@ -675,7 +676,7 @@ func (sf serverFile) secrets(name string, lookup func(string) (string, bool)) []
 	return s.Secrets()
 }
 
-func (sf serverFile) resolve(name string, lookup func(string) (string, bool)) (Server, error) {
+func (sf serverFile) resolve(name string, lookup func(string) (string, bool), expanded *int) (Server, error) {
 	if strings.TrimSpace(name) == "" {
 		return Server{}, errors.New("a server has an empty name")
 	}
@@ -696,7 +697,7 @@ func (sf serverFile) resolve(name string, lookup func(string) (string, bool)) (S
 			return Server{}, fmt.Errorf("server %q: field %s: %q is not true or false", name, f.field, *f.v)
 		}
 	}
-	ex := expander{server: name, lookup: lookup}
+	ex := expander{server: name, lookup: lookup, all: expanded}
 	s.Command = ex.str("command", sf.Command)
 	s.Cwd = ex.str("cwd", sf.Cwd)
 	s.URL = ex.str("url", sf.URL)
@@ -816,18 +817,47 @@ type expander struct {
 	lookup  func(string) (string, bool)
 	err     error
 	secrets []string
+	// expanded is the bytes the references expanded to so far; all, when
+	// set, the same for every expander of one file (each server's).
+	expanded int
+	all      *int
 }
 
 func (e *expander) str(field, s string) string {
 	return varRef.ReplaceAllStringFunc(s, func(ref string) string {
 		m := varRef.FindStringSubmatch(ref)
 		v := e.value(field, ref, m)
+		// A variable referenced many times (in a string a YAML alias
+		// repeats) would otherwise multiply the bytes bounded before
+		// expansion: 1 MiB of "${BIG}" is 150,000 copies of BIG.
+		if e.expanded += len(v); e.expanded > MaxServerBytes {
+			if e.err == nil {
+				e.err = fmt.Errorf("%sits ${VAR} references expand to over %d bytes (field %s)", e.who(), MaxServerBytes, field)
+			}
+			return ""
+		}
+		if e.all != nil {
+			if *e.all += len(v); *e.all > MaxServersBytes {
+				if e.err == nil {
+					e.err = fmt.Errorf("%sthe servers' ${VAR} references expand to over %d bytes together (field %s)", e.who(), MaxServersBytes, field)
+				}
+				return ""
+			}
+		}
 		if v != "" && credentialName(m[1]) {
 			e.secrets = append(e.secrets, v)
 		}
 		e.secrets = append(e.secrets, valueSecrets(v, credentialName(m[1]))...)
 		return v
 	})
+}
+
+// who prefixes an error with the server the expander resolves, if any.
+func (e *expander) who() string {
+	if e.server == "" {
+		return ""
+	}
+	return fmt.Sprintf("server %q: ", e.server)
 }
 
 // value returns what the reference ref, matched as m, expands to.

@@ -132,6 +132,36 @@ func TestAServerEntryMadeHugeByAliasesIsRefused(t *testing.T) {
 	}
 }
 
+// The bounds hold once ${VAR} references are expanded: a string of many
+// references to one large variable, aliased in each server, multiplied
+// the bytes checked before expansion (under 1 MiB as written, gigabytes
+// expanded).
+func TestAServerEntryMadeHugeByVariablesIsRefused(t *testing.T) {
+	big := strings.Repeat("B", 100_000)
+	lookup := func(name string) (string, bool) {
+		if name == "BIG" {
+			return big, true
+		}
+		return "", false
+	}
+	refs := "x-big: &b \"" + strings.Repeat("${BIG}", 20) + "\"\n"
+	one := refs + "mcpServers:\n  x:\n    command: /bin/true\n    args: [*b]\n"
+	if _, err := config.Parse("one.yaml", []byte(one), lookup); err == nil || !errors.Is(err, config.ErrInvalid) || !strings.Contains(err.Error(), `server "x"`) || !strings.Contains(err.Error(), "expand") {
+		t.Errorf("20 references to a 100 KB variable in one server: %v; want refused, naming the server", err)
+	}
+	many := refs + "mcpServers:\n"
+	for i := range 300 {
+		many += fmt.Sprintf("  s%03d:\n    command: /bin/true\n    args: [\"${BIG}${BIG}\"]\n", i)
+	}
+	if _, err := config.Parse("many.yaml", []byte(many), lookup); err == nil || !errors.Is(err, config.ErrInvalid) || !strings.Contains(err.Error(), "servers'") {
+		t.Errorf("two references to a 100 KB variable in each of 300 servers: %v; want refused", err)
+	}
+	few := "mcpServers:\n  x:\n    command: /bin/true\n    args: [\"${BIG}\", \"${BIG}\"]\n"
+	if c, err := config.Parse("few.yaml", []byte(few), lookup); err != nil || len(c.Servers) != 1 || len(c.Servers[0].Args[1]) != len(big) {
+		t.Errorf("two references to a 100 KB variable: %v; want it loaded", err)
+	}
+}
+
 // A configuration named by a link to a device that never ends is refused
 // once past MaxReloadBytes, at start as at a reload (the CLI's too): it
 // filled memory until the kernel stopped the process.
