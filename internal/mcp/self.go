@@ -2,10 +2,13 @@ package mcp
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"errors"
 	"hash/fnv"
 	"sync"
 	"time"
+
+	"github.com/contextd/contextd/internal/resource"
 )
 
 // InstanceMetaKey is the _meta key under which contextd's own MCP server
@@ -52,10 +55,32 @@ func listedFingerprint(e ListedEntry) uint64 {
 // one level deeper at each list. The engine holds one, shared by its
 // mirrors (ListsServedBack) and its MCP server (Note). A nil *ServedLists
 // remembers nothing. Safe for concurrent use.
+//
+// It also remembers the reads the MCP server answered (ReadServedBack): a
+// bridge that renames what it passes on, or mixes its own entries in,
+// lists nothing contextd can know, but it must read through contextd to
+// answer a read of what it took from it.
 type ServedLists struct {
 	mu    sync.Mutex
 	pages []servedPage // oldest first, at most maxServedPages
+	reads []servedRead // oldest first, at most maxServedReads
 }
+
+// A servedRead is a resources/read the MCP server answered.
+type servedRead struct {
+	start  time.Time // when its request came in
+	at     time.Time // when it was answered
+	origin string   // the server it was read from
+	digest [32]byte // of its contents (contentsDigest)
+}
+
+// maxServedReads bounds the reads remembered: a content pass reads a
+// few at once, each answered within its own read's time.
+const maxServedReads = 1024
+
+// minDigestBytes is the least contents a read must hold to be told by
+// them: two empty or one-word resources are alike anywhere.
+const minDigestBytes = 64
 
 type servedPage struct {
 	at     time.Time
@@ -153,4 +178,72 @@ func (s *ServedLists) ListsServedBack(server string, entries []ListedEntry, from
 		}
 	}
 	return m >= min(2, len(entries)) && 2*m > len(entries)
+}
+
+// contentsDigest returns a digest of cs's texts and blobs, in order, and
+// their bytes; the URIs and MIME types, which a bridge may replace, are
+// left out.
+func contentsDigest(cs []resource.Content) ([32]byte, int) {
+	h := sha256.New()
+	n := 0
+	for _, c := range cs {
+		if c.IsBlob {
+			h.Write([]byte{1})
+			h.Write(c.Blob)
+			n += len(c.Blob)
+		} else {
+			h.Write([]byte{0})
+			h.Write([]byte(c.Text))
+			n += len(c.Text)
+		}
+	}
+	var d [32]byte
+	h.Sum(d[:0])
+	return d, n
+}
+
+// NoteRead records a resources/read the MCP server answered, whose
+// request came in at start: contents, read from the server named origin.
+func (s *ServedLists) NoteRead(origin string, start time.Time, contents []resource.Content) {
+	if s == nil {
+		return
+	}
+	d, n := contentsDigest(contents)
+	if n < minDigestBytes {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reads = append(s.reads, servedRead{start: start, at: time.Now(), origin: origin, digest: d})
+	if n := len(s.reads); n > maxServedReads {
+		s.reads = append(s.reads[:0:0], s.reads[n-maxServedReads:]...)
+	}
+}
+
+// ReadServedBack reports whether contents, what server answered a read
+// made between from and to, are what the MCP server answered a read of
+// another server's resource with, that read made within the same time:
+// the server is this contextd, through a bridge that read it to answer. (A
+// host reading the same text from contextd while another server answers
+// with it looks alike, once in a while; callers count.)
+func (s *ServedLists) ReadServedBack(server string, contents []resource.Content, from, to time.Time) bool {
+	if s == nil {
+		return false
+	}
+	d, n := contentsDigest(contents)
+	if n < minDigestBytes {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := len(s.reads) - 1; i >= 0; i-- {
+		r := s.reads[i]
+		if r.at.Before(from) {
+			break
+		}
+		if !r.start.Before(from) && !r.at.After(to) && r.origin != server && r.digest == d {
+			return true
+		}
+	}
+	return false
 }

@@ -522,7 +522,7 @@ func (m *Mirror) indexContents(ctx context.Context, sess *mcp.Session, refreshAg
 				smu.Lock()
 				attempted[d.URI] = true
 				smu.Unlock()
-				cs, hint, err := sess.ReadHint(rctx, d.URI)
+				cs, hint, err := m.readHint(rctx, sess, d.URI)
 				m.opts.Observer.Called(m.opts.Server, MethodRead, err)
 				if err != nil && gctx.Err() != nil {
 					cut[i] = true // by the pass ending, not the resource's failure
@@ -868,7 +868,7 @@ func (m *Mirror) focusFirst(ctx context.Context, sess *mcp.Session, listed []res
 			g.Go(func() error {
 				rctx, cancel := context.WithTimeout(gctx, contentReadTimeout)
 				defer cancel()
-				cs, hint, err := sess.ReadHint(rctx, d.URI)
+				cs, hint, err := m.readHint(rctx, sess, d.URI)
 				if err != nil {
 					return nil // the content pass tries again
 				}

@@ -262,6 +262,9 @@ type Mirror struct {
 	// servedBack is set while the server lists back what this contextd's
 	// MCP server listed (see listsServedBack).
 	servedBack atomic.Bool
+	// readsBack counts the server's reads whose contents this contextd's
+	// MCP server answered a read with meanwhile (see readHint).
+	readsBack readsBack
 
 	// mu guards the fields that follow.
 	mu        gosync.Mutex
@@ -1114,12 +1117,15 @@ func (m *Mirror) sync(parent context.Context, sess *mcp.Session) (ok bool) {
 		}
 		m.servedBack.Store(m.listsServedBack(res.Items, from, again))
 	}
-	self := m.self.Load() || m.servedBack.Load()
+	self := m.self.Load() || m.servedBack.Load() || m.readsBack.known()
 	if self {
 		// Its entries would come back one level deeper at each list,
 		// every read going round through this contextd: none is kept.
 		_, _ = m.opts.Index.Replace(context.WithoutCancel(parent), m.opts.Server, nil)
 		rerr = fmt.Errorf("%w (it lists this contextd's own %s:resource/%s/… back)", mcp.ErrSelf, "contextd", m.opts.Server)
+		if !m.self.Load() && !m.servedBack.Load() {
+			rerr = fmt.Errorf("%w (it answers reads with what it read from this contextd)", mcp.ErrSelf)
+		}
 		m.log.Warn("the server is this contextd itself, reached through a bridge: not mirrored", "server", m.opts.Server)
 	}
 	if rerr == nil {
@@ -1689,7 +1695,7 @@ func (m *Mirror) read(ctx context.Context, sess *mcp.Session, uri string) ([]res
 			m.log.Debug("subscribe failed; not caching", "uri", uri, "err", err)
 		}
 	}
-	contents, hint, err := sess.ReadHint(ctx, uri)
+	contents, hint, err := m.readHint(ctx, sess, uri)
 	m.opts.Observer.Called(m.opts.Server, MethodRead, err)
 	at := time.Now()
 	if err != nil {
@@ -1828,6 +1834,66 @@ func (m *Mirror) listsItself(items []resource.Descriptor) bool {
 		}
 	}
 	return false
+}
+
+// readHint reads uri over sess, and counts a read whose contents this
+// contextd's MCP server answered another server's read with while it was
+// made: the server read them through contextd. A bridge that renames
+// what it passes on, or mixes its own entries in, lists nothing
+// listsServedBack can know, but it must read through contextd to answer.
+// Once the server is known so, its reads fail and the next list drops it.
+func (m *Mirror) readHint(ctx context.Context, sess *mcp.Session, uri string) ([]resource.Content, mcp.CacheHint, error) {
+	if m.readsBack.known() {
+		return nil, mcp.CacheHint{}, fmt.Errorf("%w (it answers reads with what it read from this contextd)", mcp.ErrSelf)
+	}
+	from := time.Now()
+	cs, hint, err := sess.ReadHint(ctx, uri)
+	if err != nil {
+		return cs, hint, err
+	}
+	if m.opts.Served.ReadServedBack(m.opts.Server, cs, from, time.Now()) && m.readsBack.count(uri) {
+		m.log.Warn("the server answers reads with what it read from this contextd: it is this contextd, reached through a bridge; not mirrored", "server", m.opts.Server)
+		m.notifyListChanged()
+		return nil, mcp.CacheHint{}, fmt.Errorf("%w (it answers reads with what it read from this contextd)", mcp.ErrSelf)
+	}
+	return cs, hint, nil
+}
+
+// readsBack counts the URIs of a server whose reads came back with what
+// this contextd's MCP server answered another server's read with, that
+// read made while the server's was (see mcp.ServedLists.ReadServedBack).
+// Two make the server known as this contextd: a host reading a text from
+// contextd just as another server answers with the same text looks alike
+// once in a while; a bridge passing contextd's resources on does so for
+// each read of them.
+type readsBack struct {
+	mu    gosync.Mutex
+	back  map[string]bool // URIs
+	found bool
+}
+
+const readsBackKnown = 2
+
+// count records a read of uri that came back, and reports whether that
+// made the server known as this contextd.
+func (r *readsBack) count(uri string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.found {
+		return false
+	}
+	if r.back == nil {
+		r.back = map[string]bool{}
+	}
+	r.back[uri] = true
+	r.found = len(r.back) >= readsBackKnown
+	return r.found
+}
+
+func (r *readsBack) known() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.found
 }
 
 // listsServedBack reports whether items, the server's list answered

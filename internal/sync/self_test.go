@@ -16,6 +16,7 @@ import (
 	"github.com/contextd/contextd/internal/index/indextest"
 	"github.com/contextd/contextd/internal/mcp"
 	"github.com/contextd/contextd/internal/mcp/mcptest"
+	"github.com/contextd/contextd/internal/resource"
 	ctxsync "github.com/contextd/contextd/internal/sync"
 )
 
@@ -206,4 +207,71 @@ func TestABridgeKnownByWhatItListsBackStaysKnown(t *testing.T) {
 			t.Errorf("listed again: error %q, %d indexed; want ErrSelf and none", st.LastError, n)
 		}
 	})
+}
+
+// A bridge that renames what it passes on (and may mix its own entries
+// in) lists nothing this contextd can know, but to answer a read of what
+// it took from contextd it reads it through contextd's MCP server: a
+// server whose reads come back with what that server answered another
+// server's read with, meanwhile, is this contextd, and is dropped. An
+// honest server whose text a host happened to read from contextd at the
+// same moment, or read from contextd before the read began, stays.
+func TestABridgeRenamingWhatItPassesOnIsKnownByItsReads(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		own, echoed int  // entries of its own, entries it reads through contextd
+		before      bool // contextd answered those reads before the server's read began
+		self        bool
+	}{
+		{"renames every entry", 0, 5, false, true},
+		{"mixes in its own entries", 20, 5, false, true},
+		{"an honest server, one text read from contextd meanwhile", 20, 1, false, false},
+		{"an honest server, its texts read from contextd before", 0, 5, true, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ix, err := index.Open(t.Context(), index.Options{Embedder: &indextest.BagEmbedder{}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer ix.Close()
+				lists := &mcp.ServedLists{}
+				srv := mcptest.NewServer(nil, nil)
+				for i := range c.own + c.echoed {
+					uri := fmt.Sprintf("hub://up/%d", i)
+					text := fmt.Sprintf("%s: page %d on postgres vacuum tuning, autovacuum settings and index bloat\n", c.name, i)
+					echo := i >= c.own
+					if echo && c.before {
+						lists.NoteRead("docs", time.Now(), []resource.Content{{Text: text}})
+					}
+					srv.AddResource(&mcpsdk.Resource{URI: uri, Name: fmt.Sprintf("up_page_%d", i), MIMEType: "text/markdown"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+						if echo && !c.before {
+							// The bridge reads it from contextd's MCP server.
+							lists.NoteRead("docs", time.Now(), []resource.Content{{URI: "contextd:resource/docs/x", MIMEType: "text/markdown", Text: text}})
+						}
+						return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: "text/markdown", Text: text}}}, nil
+					})
+				}
+				time.Sleep(time.Second)
+				m := ctxsync.New(ctxsync.Options{Server: "bridge", Served: lists, Index: ix, Dial: mcptest.Dial(t, "bridge", srv)})
+				start(t, m)
+				<-m.Ready()
+				// The content pass reads each entry; a server found out
+				// is dropped at the list that follows.
+				for range 60 {
+					time.Sleep(time.Second)
+					synctest.Wait()
+				}
+				st := m.Status()
+				n := len(ix.Descriptors("bridge"))
+				if c.self {
+					if !strings.Contains(st.LastError, mcp.ErrSelf.Error()) || n != 0 {
+						t.Errorf("error %q, %d indexed; want ErrSelf and none", st.LastError, n)
+					}
+				} else if st.LastError != "" || n != c.own+c.echoed {
+					t.Errorf("error %q, %d indexed; want all %d mirrored", st.LastError, n, c.own+c.echoed)
+				}
+			})
+		})
+	}
 }
