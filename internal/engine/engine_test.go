@@ -1159,55 +1159,68 @@ func TestAServerGamingItsProbesDoesNotSetTheFloor(t *testing.T) {
 // first, take their share of the request's read time and are then not
 // read; they must not be probed either: their probes failed unread round
 // after round, never counted, and an honest server whose best page
-// answers 403 got no place (an empty answer).
+// answers 403 got no place (an empty answer). Once reads that came to
+// nothing took half of the request's read time, a server that brought
+// nothing gets short reads: eight such servers took all of it, a share
+// each, and the honest server was never read.
 func TestServersFailingLateAreNotProbed(t *testing.T) {
-	servers := map[string]*mcpsdk.Server{}
-	for j := range 5 {
-		late := mcptest.NewServer(nil, nil)
-		for i := range 20 {
-			late.AddResource(&mcpsdk.Resource{URI: fmt.Sprintf("doc://late%d/%d", j, i), Name: "kubernetes deployment rollback procedure kubernetes deployment rollback procedure"},
-				func(ctx context.Context, _ *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
-					select {
-					case <-time.After(200 * time.Millisecond):
-					case <-ctx.Done():
-					}
-					return nil, errors.New("502 bad gateway")
-				})
-		}
-		servers[fmt.Sprintf("late%d", j)] = late
-	}
-	docs := mcptest.NewServer(nil, nil)
-	for i := range 20 {
-		uri := fmt.Sprintf("doc://docs/%d", i)
-		name := fmt.Sprintf("kubernetes deployment rollback procedure, step %d of the runbook", i)
-		if i == 0 {
-			name = "kubernetes deployment rollback procedure kubernetes deployment rollback procedure"
-		}
-		docs.AddResource(&mcpsdk.Resource{URI: uri, Name: name, MIMEType: "text/plain"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
-			if i == 0 {
-				return nil, errors.New("403 forbidden")
+	for _, k := range []int{5, 8} {
+		t.Run(fmt.Sprint(k), func(t *testing.T) {
+			servers := map[string]*mcpsdk.Server{}
+			for j := range k {
+				late := mcptest.NewServer(nil, nil)
+				for i := range 20 {
+					late.AddResource(&mcpsdk.Resource{URI: fmt.Sprintf("doc://late%d/%d", j, i), Name: "kubernetes deployment rollback procedure kubernetes deployment rollback procedure"},
+						func(ctx context.Context, _ *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+							select {
+							case <-time.After(200 * time.Millisecond):
+							case <-ctx.Done():
+							}
+							return nil, errors.New("502 bad gateway")
+						})
+				}
+				servers[fmt.Sprintf("late%d", j)] = late
 			}
-			return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: fmt.Sprintf("step %d of rolling back a kubernetes deployment\n", i)}}}, nil
+			docs := mcptest.NewServer(nil, nil)
+			for i := range 20 {
+				uri := fmt.Sprintf("doc://docs/%d", i)
+				name := fmt.Sprintf("kubernetes deployment rollback procedure, step %d of the runbook", i)
+				if i == 0 {
+					name = "kubernetes deployment rollback procedure kubernetes deployment rollback procedure"
+				}
+				docs.AddResource(&mcpsdk.Resource{URI: uri, Name: name, MIMEType: "text/plain"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+					if i == 0 {
+						return nil, errors.New("403 forbidden")
+					}
+					return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: fmt.Sprintf("step %d of rolling back a kubernetes deployment\n", i)}}}, nil
+				})
+			}
+			servers["docs"] = docs
+			// A read timeout of 2 s: a server's reads in a request share
+			// 0.5 s of lateness, so each late server is read twice and
+			// then cut; the request reads for 4 s.
+			// No content pass: the request's reads are the servers' first.
+			cfg := &config.Config{}
+			for name := range servers {
+				cfg.Servers = append(cfg.Servers, config.Server{Name: name, Transport: config.TransportStdio, Command: "unused", NoContentIndex: true})
+			}
+			eng := newEngineOpts(t, "", servers, engine.Options{Config: cfg, ReadTimeout: 2 * time.Second, SlowReadTimeout: 250 * time.Millisecond})
+			res, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "kubernetes deployment rollback procedure", TokenBudget: 2000})
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for _, it := range res.Items {
+				if it.Server == "docs" {
+					n++
+				}
+			}
+			if n < 8 {
+				for _, o := range res.Omitted {
+					t.Log("omit", o.Server, o.URI, o.Reason, o.Detail)
+				}
+				t.Errorf("%d items from the honest server (%d items in all, %d reads); want at least 8", n, len(res.Items), res.Reads)
+			}
 		})
-	}
-	servers["docs"] = docs
-	// A read timeout of 2 s: a server's reads in a request share 0.5 s of
-	// lateness, so each late server is read twice and then cut.
-	eng := newEngine(t, "", servers, 2*time.Second)
-	res, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "kubernetes deployment rollback procedure", TokenBudget: 2000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, it := range res.Items {
-		if it.Server == "docs" {
-			n++
-		}
-	}
-	if n < 8 {
-		for _, o := range res.Omitted {
-			t.Log("omit", o.Server, o.URI, o.Reason, o.Detail)
-		}
-		t.Errorf("%d items from the honest server (%d items in all, %d reads); want at least 8", n, len(res.Items), res.Reads)
 	}
 }

@@ -920,8 +920,9 @@ func (e *Engine) reader(log *fetchLog, budget *readBudget, passes *passOvers) se
 		texts[sum] = true
 		return false
 	}
-	var spent time.Duration // all of this request's reads
-	var over time.Duration  // reads past spent's slow-read time, without a place
+	var spent time.Duration  // all of this request's reads
+	var wasted time.Duration // those that came to nothing
+	var over time.Duration   // reads past spent's slow-read time, without a place
 	given := e.set().given
 	return func(ctx context.Context, server, uri string) ([]selector.Content, error) {
 		m, ok := e.mirror(server)
@@ -987,7 +988,16 @@ func (e *Engine) reader(log *fetchLog, budget *readBudget, passes *passOvers) se
 		}
 		slowLeft := e.slowTO - spent
 		graceLeft := e.slowTO - over
+		wastedHalf := wasted >= budget.time/2
 		mu.Unlock()
+		// Once reads that came to nothing took half of the request's read
+		// time, a server that has brought nothing in it gets half the
+		// slow-read timeout a read: eight servers answering each read
+		// with an error after 3 s, ranked first, took all of it, a share
+		// of read time each, and the honest server was never read.
+		if wastedHalf && a.some == 0 && timeout > e.slowTO/2 {
+			timeout, cut = e.slowTO/2, false
+		}
 		shareCut := false
 		if a.took > 0 {
 			allow := e.lateness(budget, a.bytes) - a.took
@@ -1034,6 +1044,9 @@ func (e *Engine) reader(log *fetchLog, budget *readBudget, passes *passOvers) se
 		}
 		mu.Lock()
 		spent += took
+		if err != nil {
+			wasted += took
+		}
 		if denied {
 			over += took - max(0, slowLeft)
 		}
@@ -1144,6 +1157,9 @@ func (e *Engine) reader(log *fetchLog, budget *readBudget, passes *passOvers) se
 				a.bytes += budget.usable(c)
 			}
 			nothing := err != nil || blank(c) || budget.usable(c) == 0 || seenText(c)
+			if nothing && err == nil {
+				wasted += took
+			}
 			if nothing {
 				a.nothing++
 			} else {

@@ -70,8 +70,8 @@ type ServedLists struct {
 type servedRead struct {
 	start  time.Time // when its request came in
 	at     time.Time // when it was answered
-	origin string   // the server it was read from
-	digest [32]byte // of its contents (contentsDigest)
+	origin string    // the server it was read from
+	digest [32]byte  // of its contents (contentsDigest)
 }
 
 // maxServedReads bounds the reads remembered: a content pass reads a
