@@ -1103,6 +1103,7 @@ func (m *Mirror) sync(parent context.Context, sess *mcp.Session) (ok bool) {
 	defer m.setActivity("")
 	listFrom := time.Now()
 	res, rerr := sess.ListResources(ctx)
+	m.readsBack.listed(listFrom, time.Now())
 	if errors.Is(rerr, mcp.ErrSelf) || rerr == nil && m.listsItself(res.Items) {
 		m.self.Store(true)
 	}
@@ -1851,7 +1852,11 @@ func (m *Mirror) readHint(ctx context.Context, sess *mcp.Session, uri string) ([
 	if err != nil {
 		return cs, hint, err
 	}
-	if m.opts.Served.ReadServedBack(m.opts.Server, cs, from, time.Now()) && m.readsBack.count(uri) {
+	// A bridge may read ahead when it is listed, and answer from what it
+	// read then.
+	lfrom, lto := m.readsBack.lastList()
+	back := m.opts.Served.ReadServedBack(m.opts.Server, cs, from, time.Now()) || !lfrom.IsZero() && m.opts.Served.ReadServedBack(m.opts.Server, cs, lfrom, lto)
+	if back && m.readsBack.count(uri) {
 		m.log.Warn("the server answers reads with what it read from this contextd: it is this contextd, reached through a bridge; not mirrored", "server", m.opts.Server)
 		m.notifyListChanged()
 		return nil, mcp.CacheHint{}, fmt.Errorf("%w (it answers reads with what it read from this contextd)", mcp.ErrSelf)
@@ -1861,15 +1866,32 @@ func (m *Mirror) readHint(ctx context.Context, sess *mcp.Session, uri string) ([
 
 // readsBack counts the URIs of a server whose reads came back with what
 // this contextd's MCP server answered another server's read with, that
-// read made while the server's was (see mcp.ServedLists.ReadServedBack).
+// read made while the server's was, or while the server was last listed
+// (see mcp.ServedLists.ReadServedBack).
 // Two make the server known as this contextd: a host reading a text from
 // contextd just as another server answers with the same text looks alike
 // once in a while; a bridge passing contextd's resources on does so for
 // each read of them.
 type readsBack struct {
-	mu    gosync.Mutex
-	back  map[string]bool // URIs
-	found bool
+	mu       gosync.Mutex
+	back     map[string]bool // URIs
+	found    bool
+	from, to time.Time // the server's last resources/list
+}
+
+// listed records when the server's last resources/list was made.
+func (r *readsBack) listed(from, to time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.from, r.to = from, to
+}
+
+// lastList returns when the server's last resources/list was made (zero
+// before the first).
+func (r *readsBack) lastList() (from, to time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.from, r.to
 }
 
 const readsBackKnown = 2

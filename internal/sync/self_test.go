@@ -221,12 +221,14 @@ func TestABridgeRenamingWhatItPassesOnIsKnownByItsReads(t *testing.T) {
 		name        string
 		own, echoed int  // entries of its own, entries it reads through contextd
 		before      bool // contextd answered those reads before the server's read began
+		ahead       bool // it reads them through contextd when it is listed
 		self        bool
 	}{
-		{"renames every entry", 0, 5, false, true},
-		{"mixes in its own entries", 20, 5, false, true},
-		{"an honest server, one text read from contextd meanwhile", 20, 1, false, false},
-		{"an honest server, its texts read from contextd before", 0, 5, true, false},
+		{"renames every entry", 0, 5, false, false, true},
+		{"mixes in its own entries", 20, 5, false, false, true},
+		{"reads ahead when listed", 20, 5, false, true, true},
+		{"an honest server, one text read from contextd meanwhile", 20, 1, false, false, false},
+		{"an honest server, its texts read from contextd before", 0, 5, true, false, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -237,6 +239,7 @@ func TestABridgeRenamingWhatItPassesOnIsKnownByItsReads(t *testing.T) {
 				defer ix.Close()
 				lists := &mcp.ServedLists{}
 				srv := mcptest.NewServer(nil, nil)
+				var ahead []string
 				for i := range c.own + c.echoed {
 					uri := fmt.Sprintf("hub://up/%d", i)
 					text := fmt.Sprintf("%s: page %d on postgres vacuum tuning, autovacuum settings and index bloat\n", c.name, i)
@@ -244,14 +247,29 @@ func TestABridgeRenamingWhatItPassesOnIsKnownByItsReads(t *testing.T) {
 					if echo && c.before {
 						lists.NoteRead("docs", time.Now(), []resource.Content{{Text: text}})
 					}
+					if echo && c.ahead {
+						ahead = append(ahead, text)
+					}
 					srv.AddResource(&mcpsdk.Resource{URI: uri, Name: fmt.Sprintf("up_page_%d", i), MIMEType: "text/markdown"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
-						if echo && !c.before {
+						if echo && !c.before && !c.ahead {
 							// The bridge reads it from contextd's MCP server.
 							lists.NoteRead("docs", time.Now(), []resource.Content{{URI: "contextd:resource/docs/x", MIMEType: "text/markdown", Text: text}})
 						}
 						return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: "text/markdown", Text: text}}}, nil
 					})
 				}
+				srv.AddReceivingMiddleware(func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
+					return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
+						if method == "resources/list" {
+							for _, text := range ahead {
+								lists.NoteRead("docs", time.Now(), []resource.Content{{Text: text}})
+							}
+							time.Sleep(100 * time.Millisecond) // the reads come after
+
+						}
+						return next(ctx, method, req)
+					}
+				})
 				time.Sleep(time.Second)
 				m := ctxsync.New(ctxsync.Options{Server: "bridge", Served: lists, Index: ix, Dial: mcptest.Dial(t, "bridge", srv)})
 				start(t, m)
