@@ -230,6 +230,12 @@ func (s *ServedLists) ReadServedBack(server string, contents []resource.Content,
 	if s == nil {
 		return false
 	}
+	s.mu.Lock()
+	none := len(s.reads) == 0 || s.reads[len(s.reads)-1].at.Before(from)
+	s.mu.Unlock()
+	if none {
+		return false // no digest to make: nothing was answered since
+	}
 	d, n := contentsDigest(contents)
 	if n < minDigestBytes {
 		return false
