@@ -84,3 +84,11 @@ func (e *Engine) Ready(server string) <-chan struct{} {
 	}
 	return m.Ready()
 }
+
+// ContentIndexed reports whether the content index holds the text of k:
+// the content pass read it (and it was no copy of a resource this
+// contextd's MCP server served; see ctxsync.Mirror).
+func (e *Engine) ContentIndexed(k resource.Key) bool {
+	has, _ := e.ix.HasContent(k)
+	return has
+}

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"hash/fnv"
+	"strings"
 	"sync"
 	"time"
 
@@ -64,14 +65,18 @@ type ServedLists struct {
 	mu    sync.Mutex
 	pages []servedPage // oldest first, at most maxServedPages
 	reads []servedRead // oldest first, at most maxServedReads
+	// withheld are the servers the MCP server lists nothing of (see
+	// Withhold); gen counts its changes.
+	withheld map[string]bool
+	gen      int
 }
 
 // A servedRead is a resources/read the MCP server answered.
 type servedRead struct {
-	start  time.Time // when its request came in
-	at     time.Time // when it was answered
-	origin string    // the server it was read from
-	digest [32]byte  // of its contents (contentsDigest)
+	start  time.Time    // when its request came in
+	at     time.Time    // when it was answered
+	key    resource.Key // the resource read: its server and URI there
+	digest [32]byte     // of its contents (contentsDigest)
 }
 
 // maxServedReads bounds the reads remembered: a content pass reads a
@@ -203,8 +208,8 @@ func contentsDigest(cs []resource.Content) ([32]byte, int) {
 }
 
 // NoteRead records a resources/read the MCP server answered, whose
-// request came in at start: contents, read from the server named origin.
-func (s *ServedLists) NoteRead(origin string, start time.Time, contents []resource.Content) {
+// request came in at start: contents, of the resource k.
+func (s *ServedLists) NoteRead(k resource.Key, start time.Time, contents []resource.Content) {
 	if s == nil {
 		return
 	}
@@ -214,19 +219,39 @@ func (s *ServedLists) NoteRead(origin string, start time.Time, contents []resour
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.reads = append(s.reads, servedRead{start: start, at: time.Now(), origin: origin, digest: d})
+	s.reads = append(s.reads, servedRead{start: start, at: time.Now(), key: k, digest: d})
 	if n := len(s.reads); n > maxServedReads {
 		s.reads = append(s.reads[:0:0], s.reads[n-maxServedReads:]...)
 	}
 }
 
-// ReadServedBack reports whether contents, what server answered a read
-// made between from and to, are what the MCP server answered a read of
-// another server's resource with, that read made within the same time:
-// the server is this contextd, through a bridge that read it to answer. (A
-// host reading the same text from contextd while another server answers
-// with it looks alike, once in a while; callers count.)
-func (s *ServedLists) ReadServedBack(server string, contents []resource.Content, from, to time.Time) bool {
+// ReadServedBack reports whether contents, what k's server answered a
+// read of k made between from and to, are what the MCP server answered a
+// read of another resource with, that read made within the same time: k
+// is a resource contextd serves (or a copy of one), passed back through a
+// bridge that read it from contextd to answer. (A host reading the same
+// text from contextd just as a server answers with it looks alike, once
+// in a while.)
+func (s *ServedLists) ReadServedBack(k resource.Key, contents []resource.Content, from, to time.Time) bool {
+	return s.servedBack(k, contents, from, to, true)
+}
+
+// ServedLately reports whether contents, what k's server answered a read
+// of k with, are what the MCP server answered a read of another resource
+// with since since, whenever k was read: a bridge that read what it passes
+// on from contextd ahead of time (when it listed contextd) answers from
+// that copy. It says less than ReadServedBack (a host may have read the
+// same text from another server a while ago): k is at least a copy of a
+// resource contextd serves.
+func (s *ServedLists) ServedLately(k resource.Key, contents []resource.Content, since time.Time) bool {
+	return s.servedBack(k, contents, since, time.Now(), false)
+}
+
+// servedBack is ReadServedBack (nested: each read remembered must have
+// been made between from and to) and ServedLately (answered between from
+// and to). Contents that hold one text match a remembered read's with up
+// to three lines added at its start or end (a bridge's header).
+func (s *ServedLists) servedBack(k resource.Key, contents []resource.Content, from, to time.Time, nested bool) bool {
 	if s == nil {
 		return false
 	}
@@ -236,8 +261,8 @@ func (s *ServedLists) ReadServedBack(server string, contents []resource.Content,
 	if none {
 		return false // no digest to make: nothing was answered since
 	}
-	d, n := contentsDigest(contents)
-	if n < minDigestBytes {
+	ds := trimmedDigests(contents)
+	if len(ds) == 0 {
 		return false
 	}
 	s.mu.Lock()
@@ -247,9 +272,82 @@ func (s *ServedLists) ReadServedBack(server string, contents []resource.Content,
 		if r.at.Before(from) {
 			break
 		}
-		if !r.start.Before(from) && !r.at.After(to) && r.origin != server && r.digest == d {
+		if (!nested || !r.start.Before(from)) && !r.at.After(to) && r.key != k && ds[r.digest] {
 			return true
 		}
 	}
 	return false
+}
+
+// trimmedDigests returns the digests (contentsDigest) of contents and,
+// when they hold one text, of that text less up to three lines at its
+// start, its end, or one at each; none under minDigestBytes.
+func trimmedDigests(contents []resource.Content) map[[32]byte]bool {
+	out := map[[32]byte]bool{}
+	if d, n := contentsDigest(contents); n >= minDigestBytes {
+		out[d] = true
+	}
+	if len(contents) != 1 || contents[0].IsBlob {
+		return out
+	}
+	lines := strings.SplitAfter(contents[0].Text, "\n")
+	for _, cut := range [][2]int{{1, 0}, {2, 0}, {3, 0}, {0, 1}, {0, 2}, {0, 3}, {1, 1}} {
+		if cut[0]+cut[1] >= len(lines) {
+			continue
+		}
+		text := strings.Join(lines[cut[0]:len(lines)-cut[1]], "")
+		if d, n := contentsDigest([]resource.Content{{Text: text}}); n >= minDigestBytes {
+			out[d] = true
+		}
+		// A line added at the end may have left the text's own last
+		// line without its line break.
+		if cut[1] > 0 && strings.HasSuffix(text, "\n") {
+			if d, n := contentsDigest([]resource.Content{{Text: strings.TrimSuffix(text, "\n")}}); n >= minDigestBytes {
+				out[d] = true
+			}
+		}
+	}
+	return out
+}
+
+// Withhold records that the MCP server must list none of server's
+// resources: it passed resources contextd serves back (see
+// ReadServedBack), so it is, or is behind, a bridge in front of
+// contextd, and what contextd lists of it would come back one level
+// deeper at each list. Its mirror still serves assembling.
+func (s *ServedLists) Withhold(server string) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.withheld == nil {
+		s.withheld = map[string]bool{}
+	}
+	if !s.withheld[server] {
+		s.withheld[server] = true
+		s.gen++
+	}
+}
+
+// Withheld reports whether the MCP server lists none of server's
+// resources.
+func (s *ServedLists) Withheld(server string) bool {
+	if s == nil {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.withheld[server]
+}
+
+// WithheldGen returns a number that changes whenever a server is
+// withheld.
+func (s *ServedLists) WithheldGen() int {
+	if s == nil {
+		return 0
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.gen
 }

@@ -13,7 +13,6 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/contextd/contextd/internal/engine"
-	"github.com/contextd/contextd/internal/mcp"
 	"github.com/contextd/contextd/internal/mcp/mcptest"
 )
 
@@ -83,15 +82,20 @@ func newRenamingBridge(own int) *renamingBridge {
 // A bridge in front of contextd that renames what it passes on and mixes
 // its own entries in lists nothing contextd can know by its names or URIs;
 // mirrored, it came back one level deeper at each list (355 entries of
-// 3,650 after five minutes, queries of 7.7 s). Its reads go through
-// contextd, and are known by that: it is dropped, and stays dropped.
-func TestABridgeRenamingContextdsListIsDropped(t *testing.T) {
+// 3,650 after five minutes, queries of 7.7 s). Its reads of what it took
+// from contextd go through contextd, and are known by that: those entries
+// are not mirrored, and contextd's MCP server lists only what of the
+// bridge it read and found its own, so the loop stops. The bridge's own
+// entries stay mirrored.
+func TestABridgeRenamingContextdsListIsCut(t *testing.T) {
 	docs := map[string]string{}
 	for i := range 5 {
 		docs[fmt.Sprintf("doc://a/%d", i)] = fmt.Sprintf("page %d on postgres vacuum tuning, autovacuum settings and index bloat\n", i)
 	}
-	hub := newRenamingBridge(10)
+	const own = 10
+	hub := newRenamingBridge(own)
 	f := newFacade(t, map[string]*mcpsdk.Server{"a": mcptest.NewServer(docs, nil), "hub": hub.srv}, nil, engine.Options{})
+	host := f.connect(t, nil)
 	hub.up.Store(f.connect(t, nil))
 	// The hub tells its clients its list changed (as it would once it
 	// lists contextd).
@@ -107,29 +111,43 @@ func TestABridgeRenamingContextdsListIsDropped(t *testing.T) {
 		t.Fatal("no hub")
 		return 0, ""
 	}
+	// What contextd lists of the hub that the hub passed back (named
+	// hub_… by it).
+	listedHub := func() int {
+		n := 0
+		for r, err := range host.Resources(t.Context(), nil) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.HasPrefix(r.URI, "contextd:resource/hub/") && strings.HasPrefix(r.Name, "hub_") {
+				n++
+			}
+		}
+		return n
+	}
 	deadline := time.Now().Add(30 * time.Second)
 	most := 0
 	for {
-		n, last := status()
+		n, _ := status()
 		most = max(most, n)
-		if n == 0 && strings.Contains(last, mcp.ErrSelf.Error()) {
+		if n == own+1 && f.eng.ServedLists().Withheld("hub") && listedHub() == 0 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("hub: %d entries (at most %d), last error %q; want it dropped as this contextd", n, most, last)
+			t.Fatalf("hub: %d entries (at most %d), withheld %v, %d it passed back listed by contextd; want its %d own, withheld, none", n, most, f.eng.ServedLists().Withheld("hub"), listedHub(), own+1)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if most > 11+5+11 {
-		t.Errorf("the hub's mirror grew to %d entries before it was dropped; want at most one level of contextd's list", most)
+	if most > 2*(own+1)+5 {
+		t.Errorf("the hub's mirror grew to %d entries; want at most one level of contextd's list", most)
 	}
-	// It stays dropped: another list does not bring it back.
+	// It stays so: another list does not bring what came back again.
 	hub.srv.RemoveResources("hub://own/new")
 	time.Sleep(2 * time.Second)
-	if n, last := status(); n != 0 || !strings.Contains(last, mcp.ErrSelf.Error()) {
-		t.Errorf("after another list the hub holds %d entries, last error %q; want it still dropped", n, last)
+	if n, last := status(); n != own || last != "" || listedHub() != 0 {
+		t.Errorf("after another list the hub holds %d entries (last error %q), %d it passed back listed by contextd; want %d and none", n, last, listedHub(), own)
 	}
-	// The server it read through contextd is mirrored as ever.
+	// The server it read through contextd is mirrored and listed as ever.
 	for _, s := range f.eng.Servers() {
 		if s.Server == "a" && (s.Resources != 5 || s.LastError != "") {
 			t.Errorf("server a: %d entries, last error %q; want 5 and none", s.Resources, s.LastError)

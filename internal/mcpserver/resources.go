@@ -43,9 +43,12 @@ func (s *Server) refresh() {
 	s.refreshedFrom = s.refreshStarts.Add(1)
 	var changed, gone []string
 	versions := s.eng.ListVersions()
+	withheld := s.eng.ServedLists().WithheldGen()
 	s.mu.Lock()
+	again := withheld != s.withheldGen // a server withheld since: all listed again
+	s.withheldGen = withheld
 	for server, v := range versions {
-		if old, ok := s.seen[server]; !ok || old != v {
+		if old, ok := s.seen[server]; !ok || old != v || again {
 			s.seen[server] = v
 			changed = append(changed, server)
 		}
@@ -71,8 +74,14 @@ func (s *Server) refresh() {
 	}
 }
 
-// apply replaces server's part of the resource list with descs.
+// apply replaces server's part of the resource list with descs. Of a
+// server that passed back what contextd serves (mcp.ServedLists.Withhold)
+// only what the content pass read, and found to be no copy, is listed:
+// what it lists next may be what contextd listed, one level down.
 func (s *Server) apply(server string, descs []resource.Descriptor) {
+	if s.eng.ServedLists().Withheld(server) {
+		descs = slices.DeleteFunc(slices.Clone(descs), func(d resource.Descriptor) bool { return !s.eng.ContentIndexed(d.Key()) })
+	}
 	want := make(map[resource.Key]*mcpsdk.Resource, len(descs))
 	for _, d := range descs {
 		want[d.Key()] = descriptor(d)
@@ -141,7 +150,7 @@ func (s *Server) readResource(ctx context.Context, req *mcpsdk.ReadResourceReque
 	}
 	// Remembered, so that a bridge reading it to answer this contextd's
 	// own read is known as this contextd.
-	s.eng.ServedLists().NoteRead(k.Server, start, cs)
+	s.eng.ServedLists().NoteRead(k, start, cs)
 	out := &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{}}
 	var bad []string
 	for _, c := range cs {

@@ -187,7 +187,10 @@ type Server struct {
 	mu     sync.Mutex
 	listed map[resource.Key]*mcpsdk.Resource // what the resource list holds
 	seen   map[string]ctxsync.ListVersion    // per server, when listed was last brought up to date
-	subs   map[resource.Key]int              // downstream subscriptions per resource
+	// withheldGen is the engine's ServedLists.WithheldGen when listed was
+	// last brought up to date.
+	withheldGen int
+	subs        map[resource.Key]int // downstream subscriptions per resource
 	// sessSubs holds each session's subscriptions, by the URI it sent:
 	// they are dropped when the session ends.
 	sessSubs map[*mcpsdk.ServerSession]map[string]resource.Key

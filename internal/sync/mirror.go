@@ -1118,19 +1118,18 @@ func (m *Mirror) sync(parent context.Context, sess *mcp.Session) (ok bool) {
 		}
 		m.servedBack.Store(m.listsServedBack(res.Items, from, again))
 	}
-	self := m.self.Load() || m.servedBack.Load() || m.readsBack.known()
+	self := m.self.Load() || m.servedBack.Load()
 	if self {
 		// Its entries would come back one level deeper at each list,
 		// every read going round through this contextd: none is kept.
 		_, _ = m.opts.Index.Replace(context.WithoutCancel(parent), m.opts.Server, nil)
 		rerr = fmt.Errorf("%w (it lists this contextd's own %s:resource/%s/… back)", mcp.ErrSelf, "contextd", m.opts.Server)
-		if !m.self.Load() && !m.servedBack.Load() {
-			rerr = fmt.Errorf("%w (it answers reads with what it read from this contextd)", mcp.ErrSelf)
-		}
 		m.log.Warn("the server is this contextd itself, reached through a bridge: not mirrored", "server", m.opts.Server)
 	}
 	if rerr == nil {
 		m.dropRelisted(res)
+		// What came back through this contextd is not mirrored.
+		res.Items = m.readsBack.without(res.Items)
 	}
 	tpl, terr := sess.ListTemplates(ctx)
 	if self {
@@ -1837,47 +1836,67 @@ func (m *Mirror) listsItself(items []resource.Descriptor) bool {
 	return false
 }
 
-// readHint reads uri over sess, and counts a read whose contents this
-// contextd's MCP server answered another server's read with while it was
-// made: the server read them through contextd. A bridge that renames
-// what it passes on, or mixes its own entries in, lists nothing
-// listsServedBack can know, but it must read through contextd to answer.
-// Once the server is known so, its reads fail and the next list drops it.
+// readHint reads uri over sess. A read whose contents are what this
+// contextd's MCP server answered a read of another resource with lately
+// (servedLately; give or take a header line) is a copy of a resource
+// contextd serves: one passed back by a bridge in front of it (renamed,
+// among the bridge's own, read ahead of time), or an honest server's
+// copy of a text a host read from contextd. It is not mirrored (its reads
+// fail, the next list leaves it out): the text is another server's. Once
+// two reads came back while they were made (or while the server was last
+// listed), the server read them through contextd to answer: the MCP
+// server lists nothing of it, since what it listed would come back one
+// level deeper at each list.
 func (m *Mirror) readHint(ctx context.Context, sess *mcp.Session, uri string) ([]resource.Content, mcp.CacheHint, error) {
-	if m.readsBack.known() {
-		return nil, mcp.CacheHint{}, fmt.Errorf("%w (it answers reads with what it read from this contextd)", mcp.ErrSelf)
+	if m.readsBack.isBack(uri) {
+		return nil, mcp.CacheHint{}, errServedBack
 	}
 	from := time.Now()
 	cs, hint, err := sess.ReadHint(ctx, uri)
 	if err != nil {
 		return cs, hint, err
 	}
-	// A bridge may read ahead when it is listed, and answer from what it
-	// read then.
+	k := resource.Key{Server: m.opts.Server, URI: uri}
 	lfrom, lto := m.readsBack.lastList()
-	back := m.opts.Served.ReadServedBack(m.opts.Server, cs, from, time.Now()) || !lfrom.IsZero() && m.opts.Served.ReadServedBack(m.opts.Server, cs, lfrom, lto)
-	if back && m.readsBack.count(uri) {
-		m.log.Warn("the server answers reads with what it read from this contextd: it is this contextd, reached through a bridge; not mirrored", "server", m.opts.Server)
-		m.notifyListChanged()
-		return nil, mcp.CacheHint{}, fmt.Errorf("%w (it answers reads with what it read from this contextd)", mcp.ErrSelf)
+	nested := m.opts.Served.ReadServedBack(k, cs, from, time.Now()) || !lfrom.IsZero() && m.opts.Served.ReadServedBack(k, cs, lfrom, lto)
+	if !nested && !m.opts.Served.ServedLately(k, cs, from.Add(-servedLately)) {
+		return cs, hint, nil
 	}
-	return cs, hint, nil
+	if n, changed := m.readsBack.add(uri, nested); changed {
+		if n == readsBackWithheld && nested {
+			m.opts.Served.Withhold(m.opts.Server)
+			m.log.Warn("the server passes back resources this contextd serves (a bridge in front of contextd?): they are not mirrored, and contextd's MCP server lists nothing of it", "server", m.opts.Server)
+		}
+		m.log.Debug("a copy of a resource this contextd served lately: not mirrored", "uri", uri, "while_read", nested)
+		m.notifyListChanged()
+	}
+	return nil, mcp.CacheHint{}, errServedBack
 }
 
-// readsBack counts the URIs of a server whose reads came back with what
-// this contextd's MCP server answered another server's read with, that
-// read made while the server's was, or while the server was last listed
-// (see mcp.ServedLists.ReadServedBack).
-// Two make the server known as this contextd: a host reading a text from
-// contextd just as another server answers with the same text looks alike
-// once in a while; a bridge passing contextd's resources on does so for
-// each read of them.
+// errServedBack is the error of a read of a resource passed back (see
+// readHint).
+var errServedBack = errors.New("the resource is one this contextd serves, passed back through a bridge (or a copy of one): not mirrored")
+
+// readsBack holds the URIs of a server whose reads came back through this
+// contextd (see readHint), at most maxReadsBack, and when the server was
+// last listed.
 type readsBack struct {
 	mu       gosync.Mutex
-	back     map[string]bool // URIs
-	found    bool
-	from, to time.Time // the server's last resources/list
+	back     map[string]bool // URI → whether it came back while it was read
+	nested   int             // of back, those that came back while read
+	from, to time.Time
 }
+
+const (
+	// readsBackWithheld is how many of a server's resources must come
+	// back while they were read before contextd's MCP server lists
+	// nothing of it.
+	readsBackWithheld = 2
+	maxReadsBack      = 100_000
+	// servedLately is how long a read the MCP server answered makes a
+	// text the same read from another server a copy.
+	servedLately = 5 * time.Minute
+)
 
 // listed records when the server's last resources/list was made.
 func (r *readsBack) listed(from, to time.Time) {
@@ -1894,28 +1913,48 @@ func (r *readsBack) lastList() (from, to time.Time) {
 	return r.from, r.to
 }
 
-const readsBackKnown = 2
-
-// count records a read of uri that came back, and reports whether that
-// made the server known as this contextd.
-func (r *readsBack) count(uri string) bool {
+// add records that uri came back, while read (nested) or not; it returns
+// how many came back while read, and whether that record is new.
+func (r *readsBack) add(uri string, nested bool) (int, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.found {
-		return false
-	}
-	if r.back == nil {
+	was, ok := r.back[uri]
+	switch {
+	case ok && (was || !nested), !ok && len(r.back) >= maxReadsBack:
+		return r.nested, false
+	case r.back == nil:
 		r.back = map[string]bool{}
 	}
-	r.back[uri] = true
-	r.found = len(r.back) >= readsBackKnown
-	return r.found
+	r.back[uri] = nested
+	if nested {
+		r.nested++
+	}
+	return r.nested, true
 }
 
-func (r *readsBack) known() bool {
+// isBack reports whether uri came back.
+func (r *readsBack) isBack(uri string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.found
+	_, ok := r.back[uri]
+	return ok
+}
+
+// without returns items less those that came back (items itself when
+// none did).
+func (r *readsBack) without(items []resource.Descriptor) []resource.Descriptor {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.back) == 0 {
+		return items
+	}
+	out := make([]resource.Descriptor, 0, len(items))
+	for _, d := range items {
+		if _, back := r.back[d.URI]; !back {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // listsServedBack reports whether items, the server's list answered
