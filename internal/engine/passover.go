@@ -37,6 +37,7 @@ type passOvers struct {
 	failures   map[string]int        // a server's reads that came to nothing
 	recovered  map[string]bool       // servers a probe brought something from, for the refill
 	stalled    map[string]bool       // servers whose reads the request no longer makes (slow, late)
+	brought    map[string]int        // a server's reads that brought something
 }
 
 func newPassOvers(maxReads int) *passOvers {
@@ -48,6 +49,7 @@ func newPassOvers(maxReads int) *passOvers {
 		failures:  map[string]int{},
 		recovered: map[string]bool{},
 		stalled:   map[string]bool{},
+		brought:   map[string]int{},
 	}
 }
 
@@ -87,6 +89,7 @@ func (p *passOvers) answered(k resource.Key, nothing bool) (recovered bool) {
 		}
 		return false
 	}
+	p.brought[k.Server]++
 	if !p.probes[k] {
 		return false
 	}
@@ -194,4 +197,17 @@ func (p *passOvers) isLastResort() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.lastResort
+}
+
+// onProbation reports whether as many of server's reads in the request
+// came to nothing as brought something, one at least (forgiven or not):
+// what it brought sets the value floor only if it bears out its
+// descriptor (selector.Candidate.Probation). A server failing every other
+// read and answering the rest with a login page naming one word of the
+// task had every honest page under the floor; one whose best page
+// answers 403 and the rest their text is not on probation.
+func (p *passOvers) onProbation(server string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.failures[server] >= max(1, p.brought[server])
 }

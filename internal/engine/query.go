@@ -337,6 +337,19 @@ func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (out *Assemb
 		}
 		return changed
 	}
+	// A server passed over, taken back or not, is on probation: its texts
+	// set the value floor only if they bear out their descriptors. It
+	// reports whether a candidate's mark changed.
+	probation := func(cands []selector.Candidate) bool {
+		changed := false
+		for i := range cands {
+			if p := !cands[i].Pinned && passes.onProbation(cands[i].Server); p != cands[i].Probation {
+				cands[i].Probation = p
+				changed = true
+			}
+		}
+		return changed
+	}
 	// A server taken back gets its candidates' scores back (read as a
 	// last resort, they ranked after every other). It reports whether
 	// one changed.
@@ -566,6 +579,7 @@ func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (out *Assemb
 			}
 		}
 		demote(kept, passes.passedOver())
+		probation(kept)
 		e.attachPassages(ctx, req.Query, kept[len(kept)-added:])
 		cands = kept
 		if res, err = selector.Select(ctx, sreq, cands, memo.get, e.tok); err != nil {
@@ -577,7 +591,8 @@ func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (out *Assemb
 		memo.forgive(s, cameToNothing)
 		changed = restore(cands, s) || changed
 	}
-	if changed = demote(cands, passes.passedOver()) || changed; changed && ctx.Err() == nil {
+	changed = demote(cands, passes.passedOver()) || changed
+	if changed = probation(cands) || changed; changed && ctx.Err() == nil {
 		if res, err = selector.Select(ctx, sreq, cands, memo.get, e.tok); err != nil {
 			return nil, err
 		}

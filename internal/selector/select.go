@@ -444,11 +444,11 @@ func (s *selection) wholeFits(ct Content, left int) bool {
 
 // add records an item and charges its tokens.
 func (s *selection) add(it Item, fp fingerprint) {
-	// A text that does not bear out its descriptor (holds less than half
-	// of the query's words the descriptor holds) does not set the floor:
-	// ranked first by its descriptor alone, a server's lorem ipsum naming
-	// one word of the task had every page that answers it fall under it.
-	if !it.Pinned && s.anchor == 0 && (s.req.Query == "" || bearsOut(it, s.query)) {
+	// A text that holds none of the query's words does not set the
+	// floor, nor one on probation that does not bear out its descriptor:
+	// ranked first by its descriptor alone, a server's lorem ipsum had
+	// every page that answers the task fall under it.
+	if !it.Pinned && s.anchor == 0 && (s.req.Query == "" || holdsQueryTerm(it.Contents, s.query) && (!it.Probation || bearsOut(it, s.query))) {
 		s.anchor, s.anchorSpread = s.values[it.Rank-1].Relevance, s.values[it.Rank-1].Spread
 	}
 	s.fps = append(s.fps, packed{fp: fp, rank: it.Rank, key: it.Key()})

@@ -173,7 +173,7 @@ func bearsOut(it Item, q section.Query) bool {
 		}
 	}
 	got := queryTermsIn(q, texts...)
-	return got >= 1 && 2*got >= queryTermsIn(q, it.Name, it.Title, it.Description, it.URI)
+	return got >= 1 && 2*got > queryTermsIn(q, it.Name, it.Title, it.Description, it.URI)
 }
 
 // drop takes back the last item added, i, with its tokens and content

@@ -30,6 +30,14 @@ type Candidate struct {
 	// file): callers put pinned candidates first, and neither the audience
 	// rule nor the value floor applies to them.
 	Pinned bool
+	// Probation marks a candidate of a server whose reads in this request
+	// mostly came to nothing (passed over by the caller, then taken back):
+	// its text sets the value floor only if it bears out its descriptor
+	// (holds at least half of the query's words the descriptor holds). A
+	// server naming every word of a task in its descriptors, whose reads
+	// fail but now and then answer a page naming one (a login page), had
+	// every honest page under the floor.
+	Probation bool
 	// Priority is the descriptor's priority annotation in [0, 1] (1: most
 	// important); 0 means absent and counts as neutral. The go-sdk decodes
 	// the annotation into a float64, so an explicit 0 cannot be told from
