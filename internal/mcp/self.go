@@ -57,7 +57,7 @@ func listedFingerprint(e ListedEntry) uint64 {
 // mirrors (ListsServedBack) and its MCP server (Note). A nil *ServedLists
 // remembers nothing. Safe for concurrent use.
 //
-// It also remembers the reads the MCP server answered (ReadServedBack): a
+// It also remembers the reads the MCP server answered (ServedBack): a
 // bridge that renames what it passes on, or mixes its own entries in,
 // lists nothing contextd can know, but it must read through contextd to
 // answer a read of what it took from it.
@@ -73,15 +73,12 @@ type ServedLists struct {
 
 // A servedRead is a resources/read the MCP server answered.
 type servedRead struct {
-	start  time.Time    // when its request came in
-	at     time.Time    // when it was answered
 	key    resource.Key // the resource read: its server and URI there
 	digest [32]byte     // of its contents (contentsDigest)
 }
 
-// maxServedReads bounds the reads remembered: a content pass reads a
-// few at once, each answered within its own read's time.
-const maxServedReads = 1024
+// maxServedReads bounds the reads remembered: 32 bytes and a key each.
+const maxServedReads = 4096
 
 // minDigestBytes is the least contents a read must hold to be told by
 // them: two empty or one-word resources are alike anywhere.
@@ -207,9 +204,9 @@ func contentsDigest(cs []resource.Content) ([32]byte, int) {
 	return d, n
 }
 
-// NoteRead records a resources/read the MCP server answered, whose
-// request came in at start: contents, of the resource k.
-func (s *ServedLists) NoteRead(k resource.Key, start time.Time, contents []resource.Content) {
+// NoteRead records a resources/read the MCP server answered: contents, of
+// the resource k.
+func (s *ServedLists) NoteRead(k resource.Key, contents []resource.Content) {
 	if s == nil {
 		return
 	}
@@ -219,47 +216,28 @@ func (s *ServedLists) NoteRead(k resource.Key, start time.Time, contents []resou
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.reads = append(s.reads, servedRead{start: start, at: time.Now(), key: k, digest: d})
+	s.reads = append(s.reads, servedRead{key: k, digest: d})
 	if n := len(s.reads); n > maxServedReads {
 		s.reads = append(s.reads[:0:0], s.reads[n-maxServedReads:]...)
 	}
 }
 
-// ReadServedBack reports whether contents, what k's server answered a
-// read of k made between from and to, are what the MCP server answered a
-// read of another resource with, that read made within the same time: k
-// is a resource contextd serves (or a copy of one), passed back through a
-// bridge that read it from contextd to answer. (A host reading the same
-// text from contextd just as a server answers with it looks alike, once
-// in a while.)
-func (s *ServedLists) ReadServedBack(k resource.Key, contents []resource.Content, from, to time.Time) bool {
-	return s.servedBack(k, contents, from, to, true)
-}
-
-// ServedLately reports whether contents, what k's server answered a read
-// of k with, are what the MCP server answered a read of another resource
-// with since since, whenever k was read: a bridge that read what it passes
-// on from contextd ahead of time (when it listed contextd) answers from
-// that copy. It says less than ReadServedBack (a host may have read the
-// same text from another server a while ago): k is at least a copy of a
-// resource contextd serves.
-func (s *ServedLists) ServedLately(k resource.Key, contents []resource.Content, since time.Time) bool {
-	return s.servedBack(k, contents, since, time.Now(), false)
-}
-
-// servedBack is ReadServedBack (nested: each read remembered must have
-// been made between from and to) and ServedLately (answered between from
-// and to). Contents that hold one text match a remembered read's with up
-// to three lines added at its start or end (a bridge's header).
-func (s *ServedLists) servedBack(k resource.Key, contents []resource.Content, from, to time.Time, nested bool) bool {
+// ServedBack reports whether contents, what k's server answered a read of
+// k with, are what the MCP server answered a read of another resource
+// with (one of the last maxServedReads; a text with up to three lines
+// added at its start or end matches): k is a copy of a resource contextd
+// serves, passed back by a bridge that read it from contextd (when
+// contextd read k, or ahead of time), or an honest copy of a text a host
+// read from contextd.
+func (s *ServedLists) ServedBack(k resource.Key, contents []resource.Content) bool {
 	if s == nil {
 		return false
 	}
 	s.mu.Lock()
-	none := len(s.reads) == 0 || s.reads[len(s.reads)-1].at.Before(from)
+	none := len(s.reads) == 0
 	s.mu.Unlock()
 	if none {
-		return false // no digest to make: nothing was answered since
+		return false // no digest to make: nothing was answered
 	}
 	ds := trimmedDigests(contents)
 	if len(ds) == 0 {
@@ -267,12 +245,8 @@ func (s *ServedLists) servedBack(k resource.Key, contents []resource.Content, fr
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for i := len(s.reads) - 1; i >= 0; i-- {
-		r := s.reads[i]
-		if r.at.Before(from) {
-			break
-		}
-		if (!nested || !r.start.Before(from)) && !r.at.After(to) && r.key != k && ds[r.digest] {
+	for _, r := range s.reads {
+		if r.key != k && ds[r.digest] {
 			return true
 		}
 	}
@@ -312,7 +286,7 @@ func trimmedDigests(contents []resource.Content) map[[32]byte]bool {
 
 // Withhold records that the MCP server must list none of server's
 // resources: it passed resources contextd serves back (see
-// ReadServedBack), so it is, or is behind, a bridge in front of
+// ServedBack), so it may be, or be behind, a bridge in front of
 // contextd, and what contextd lists of it would come back one level
 // deeper at each list. Its mirror still serves assembling.
 func (s *ServedLists) Withhold(server string) {

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -138,7 +137,6 @@ func descriptor(d resource.Descriptor) *mcpsdk.Resource {
 // readResource serves resources/read of a namespaced URI through the
 // engine's mirror of its server.
 func (s *Server) readResource(ctx context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
-	start := time.Now()
 	uri := req.Params.URI
 	k, err := ParseResourceURI(uri)
 	if err != nil {
@@ -148,9 +146,9 @@ func (s *Server) readResource(ctx context.Context, req *mcpsdk.ReadResourceReque
 	if err != nil {
 		return nil, rpcError(ctx, err, uri)
 	}
-	// Remembered, so that a bridge reading it to answer this contextd's
-	// own read is known as this contextd.
-	s.eng.ServedLists().NoteRead(k, start, cs)
+	// Remembered, so that a bridge passing it back to this contextd is
+	// known by it.
+	s.eng.ServedLists().NoteRead(k, cs)
 	out := &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{}}
 	var bad []string
 	for _, c := range cs {

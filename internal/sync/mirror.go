@@ -1103,7 +1103,6 @@ func (m *Mirror) sync(parent context.Context, sess *mcp.Session) (ok bool) {
 	defer m.setActivity("")
 	listFrom := time.Now()
 	res, rerr := sess.ListResources(ctx)
-	m.readsBack.listed(listFrom, time.Now())
 	if errors.Is(rerr, mcp.ErrSelf) || rerr == nil && m.listsItself(res.Items) {
 		m.self.Store(true)
 	}
@@ -1837,37 +1836,29 @@ func (m *Mirror) listsItself(items []resource.Descriptor) bool {
 }
 
 // readHint reads uri over sess. A read whose contents are what this
-// contextd's MCP server answered a read of another resource with lately
-// (servedLately; give or take a header line) is a copy of a resource
-// contextd serves: one passed back by a bridge in front of it (renamed,
-// among the bridge's own, read ahead of time), or an honest server's
-// copy of a text a host read from contextd. It is not mirrored (its reads
-// fail, the next list leaves it out): the text is another server's. Once
-// two reads came back while they were made (or while the server was last
-// listed), the server read them through contextd to answer: the MCP
-// server lists nothing of it, since what it listed would come back one
-// level deeper at each list.
+// contextd's MCP server answered a read of another resource with (give or
+// take a header line; see mcp.ServedLists.ServedBack) is a copy of a
+// resource contextd serves: one passed back by a bridge in front of it
+// (renamed, among the bridge's own, read ahead of time), or an honest
+// server's copy of a text a host read from contextd. It is not mirrored
+// (its reads fail, the next list leaves it out): the text is another
+// resource's. Once two of a server's have come back, contextd's MCP server
+// lists only what of it the content pass read and found its own: what it
+// lists besides may come back one level deeper at each list.
 func (m *Mirror) readHint(ctx context.Context, sess *mcp.Session, uri string) ([]resource.Content, mcp.CacheHint, error) {
 	if m.readsBack.isBack(uri) {
 		return nil, mcp.CacheHint{}, errServedBack
 	}
-	from := time.Now()
 	cs, hint, err := sess.ReadHint(ctx, uri)
-	if err != nil {
+	if err != nil || !m.opts.Served.ServedBack(resource.Key{Server: m.opts.Server, URI: uri}, cs) {
 		return cs, hint, err
 	}
-	k := resource.Key{Server: m.opts.Server, URI: uri}
-	lfrom, lto := m.readsBack.lastList()
-	nested := m.opts.Served.ReadServedBack(k, cs, from, time.Now()) || !lfrom.IsZero() && m.opts.Served.ReadServedBack(k, cs, lfrom, lto)
-	if !nested && !m.opts.Served.ServedLately(k, cs, from.Add(-servedLately)) {
-		return cs, hint, nil
-	}
-	if n, changed := m.readsBack.add(uri, nested); changed {
-		if n == readsBackWithheld && nested {
+	if n, added := m.readsBack.add(uri); added {
+		if n == readsBackWithheld {
 			m.opts.Served.Withhold(m.opts.Server)
-			m.log.Warn("the server passes back resources this contextd serves (a bridge in front of contextd?): they are not mirrored, and contextd's MCP server lists nothing of it", "server", m.opts.Server)
+			m.log.Warn("the server passes back resources this contextd serves (a bridge in front of contextd?), or copies of them: those are not mirrored, and contextd's MCP server lists only what of it was read and found its own", "server", m.opts.Server)
 		}
-		m.log.Debug("a copy of a resource this contextd served lately: not mirrored", "uri", uri, "while_read", nested)
+		m.log.Debug("a copy of a resource this contextd served: not mirrored", "uri", uri)
 		m.notifyListChanged()
 	}
 	return nil, mcp.CacheHint{}, errServedBack
@@ -1875,69 +1866,42 @@ func (m *Mirror) readHint(ctx context.Context, sess *mcp.Session, uri string) ([
 
 // errServedBack is the error of a read of a resource passed back (see
 // readHint).
-var errServedBack = errors.New("the resource is one this contextd serves, passed back through a bridge (or a copy of one): not mirrored")
+var errServedBack = errors.New("the resource is a copy of one this contextd serves (passed back through a bridge?): not mirrored")
 
 // readsBack holds the URIs of a server whose reads came back through this
-// contextd (see readHint), at most maxReadsBack, and when the server was
-// last listed.
+// contextd (see readHint), at most maxReadsBack.
 type readsBack struct {
-	mu       gosync.Mutex
-	back     map[string]bool // URI → whether it came back while it was read
-	nested   int             // of back, those that came back while read
-	from, to time.Time
+	mu   gosync.Mutex
+	back map[string]bool
 }
 
 const (
 	// readsBackWithheld is how many of a server's resources must come
-	// back while they were read before contextd's MCP server lists
-	// nothing of it.
+	// back before contextd's MCP server lists only what of it was read.
 	readsBackWithheld = 2
 	maxReadsBack      = 100_000
-	// servedLately is how long a read the MCP server answered makes a
-	// text the same read from another server a copy.
-	servedLately = 5 * time.Minute
 )
 
-// listed records when the server's last resources/list was made.
-func (r *readsBack) listed(from, to time.Time) {
+// add records that uri came back; it returns how many have, and whether
+// uri had not before.
+func (r *readsBack) add(uri string) (int, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.from, r.to = from, to
-}
-
-// lastList returns when the server's last resources/list was made (zero
-// before the first).
-func (r *readsBack) lastList() (from, to time.Time) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.from, r.to
-}
-
-// add records that uri came back, while read (nested) or not; it returns
-// how many came back while read, and whether that record is new.
-func (r *readsBack) add(uri string, nested bool) (int, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	was, ok := r.back[uri]
-	switch {
-	case ok && (was || !nested), !ok && len(r.back) >= maxReadsBack:
-		return r.nested, false
-	case r.back == nil:
+	if r.back[uri] || len(r.back) >= maxReadsBack {
+		return len(r.back), false
+	}
+	if r.back == nil {
 		r.back = map[string]bool{}
 	}
-	r.back[uri] = nested
-	if nested {
-		r.nested++
-	}
-	return r.nested, true
+	r.back[uri] = true
+	return len(r.back), true
 }
 
 // isBack reports whether uri came back.
 func (r *readsBack) isBack(uri string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	_, ok := r.back[uri]
-	return ok
+	return r.back[uri]
 }
 
 // without returns items less those that came back (items itself when
@@ -1950,7 +1914,7 @@ func (r *readsBack) without(items []resource.Descriptor) []resource.Descriptor {
 	}
 	out := make([]resource.Descriptor, 0, len(items))
 	for _, d := range items {
-		if _, back := r.back[d.URI]; !back {
+		if !r.back[d.URI] {
 			out = append(out, d)
 		}
 	}

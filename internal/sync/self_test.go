@@ -210,35 +210,32 @@ func TestABridgeKnownByWhatItListsBackStaysKnown(t *testing.T) {
 }
 
 // A bridge that renames what it passes on (and may mix its own entries
-// in) lists nothing this contextd can know, but to answer a read of what
-// it took from contextd it reads it through contextd's MCP server: a
-// resource whose read comes back with what that server answered a read of
-// another resource with, meanwhile, is one contextd serves, passed back,
-// and is not mirrored; once two have, contextd's MCP server lists nothing
-// of the server (the loop is cut). Its own entries stay mirrored. An
-// honest server whose text a host happened to read from contextd at that
-// moment loses that one copy only, and one whose very resource a host
-// read through contextd meanwhile loses nothing.
+// in, add a header line, read ahead) lists nothing this contextd can know,
+// but what it passes back it read from contextd's MCP server: a resource
+// whose read answers what that server answered a read of another resource
+// with is a copy, and is not mirrored; once two have, contextd's MCP server
+// lists only what of the server was read and found its own (the loop is
+// cut). Its own entries stay mirrored. An honest server whose text a host
+// read from contextd loses that one copy only, and one whose very
+// resource a host read through contextd loses nothing.
 func TestABridgeRenamingWhatItPassesOnIsKnownByItsReads(t *testing.T) {
 	for _, c := range []struct {
 		name        string
 		own, echoed int    // entries of its own, entries it reads through contextd
 		origin      string // the server contextd read those from
 		same        bool   // the host read the very resource contextd reads
-		before      bool   // contextd answered those reads before the server's read began
-		ahead       bool   // it reads them through contextd when it is listed
+		before      bool   // it read them from contextd ahead of time
 		header      string // a line it adds at the start of each
 		want        int    // entries mirrored
 		withheld    bool
 	}{
-		{"renames every entry", 0, 5, "docs", false, false, false, "", 0, true},
-		{"mixes in its own entries", 20, 5, "docs", false, false, false, "", 20, true},
-		{"adds a header line", 20, 5, "docs", false, false, false, "<!-- via hub -->\n", 20, true},
-		{"passes back its own entries under other URIs", 20, 5, "bridge", false, false, false, "", 20, true},
-		{"reads ahead when listed", 20, 5, "docs", false, false, true, "", 20, true},
-		{"read ahead, a while before", 20, 5, "docs", false, true, false, "", 20, false},
-		{"an honest server, one text read from contextd meanwhile", 20, 1, "docs", false, false, false, "", 20, false},
-		{"an honest server, its very resources read through contextd meanwhile", 20, 5, "bridge", true, false, false, "", 25, false},
+		{"renames every entry", 0, 5, "docs", false, false, "", 0, true},
+		{"mixes in its own entries", 20, 5, "docs", false, false, "", 20, true},
+		{"adds a header line", 20, 5, "docs", false, false, "<!-- via hub -->\n", 20, true},
+		{"passes back its own entries under other URIs", 20, 5, "bridge", false, false, "", 20, true},
+		{"reads ahead", 20, 5, "docs", false, true, "", 20, true},
+		{"an honest server, one text read from contextd", 20, 1, "docs", false, false, "", 20, false},
+		{"an honest server, its very resources read through contextd", 20, 5, "bridge", true, false, "", 25, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -249,7 +246,6 @@ func TestABridgeRenamingWhatItPassesOnIsKnownByItsReads(t *testing.T) {
 				defer ix.Close()
 				lists := &mcp.ServedLists{}
 				srv := mcptest.NewServer(nil, nil)
-				var ahead []string
 				for i := range c.own + c.echoed {
 					uri := fmt.Sprintf("hub://up/%d", i)
 					text := fmt.Sprintf("%s: page %d on postgres vacuum tuning, autovacuum settings and index bloat\n", c.name, i)
@@ -259,32 +255,17 @@ func TestABridgeRenamingWhatItPassesOnIsKnownByItsReads(t *testing.T) {
 						from = resource.Key{Server: "bridge", URI: uri}
 					}
 					if echo && c.before {
-						lists.NoteRead(from, time.Now(), []resource.Content{{Text: text}})
-					}
-					if echo && c.ahead {
-						ahead = append(ahead, text)
+						lists.NoteRead(from, []resource.Content{{Text: text}})
 					}
 					srv.AddResource(&mcpsdk.Resource{URI: uri, Name: fmt.Sprintf("up_page_%d", i), MIMEType: "text/markdown"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
-						if echo && !c.before && !c.ahead {
+						if echo && !c.before {
 							// The bridge reads it from contextd's MCP server
 							// (or a host reads it there just then).
-							lists.NoteRead(from, time.Now(), []resource.Content{{URI: "contextd:resource/x", MIMEType: "text/markdown", Text: text}})
+							lists.NoteRead(from, []resource.Content{{URI: "contextd:resource/x", MIMEType: "text/markdown", Text: text}})
 						}
 						return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: "text/markdown", Text: c.header + text}}}, nil
 					})
 				}
-				srv.AddReceivingMiddleware(func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
-					return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
-						if method == "resources/list" {
-							for i, text := range ahead {
-								lists.NoteRead(resource.Key{Server: c.origin, URI: fmt.Sprintf("doc://%d", i)}, time.Now(), []resource.Content{{Text: text}})
-							}
-							time.Sleep(100 * time.Millisecond) // the reads come after
-						}
-						return next(ctx, method, req)
-					}
-				})
-				time.Sleep(time.Second)
 				m := ctxsync.New(ctxsync.Options{Server: "bridge", Served: lists, Index: ix, Dial: mcptest.Dial(t, "bridge", srv)})
 				start(t, m)
 				<-m.Ready()
