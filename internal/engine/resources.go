@@ -85,10 +85,9 @@ func (e *Engine) Ready(server string) <-chan struct{} {
 	return m.Ready()
 }
 
-// ContentIndexed reports whether the content index holds the text of k:
-// the content pass read it (and it was no copy of a resource this
-// contextd's MCP server served; see ctxsync.Mirror).
-func (e *Engine) ContentIndexed(k resource.Key) bool {
-	has, _ := e.ix.HasContent(k)
-	return has
+// ContentBytes returns the bytes of k's text the content index holds (the
+// content pass read it, and it was no copy of a resource this contextd's
+// MCP server served; see ctxsync.Mirror), 0 when it holds none.
+func (e *Engine) ContentBytes(k resource.Key) int {
+	return e.ix.ContentSize(k)
 }

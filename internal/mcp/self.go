@@ -80,9 +80,9 @@ type servedRead struct {
 // maxServedReads bounds the reads remembered: 32 bytes and a key each.
 const maxServedReads = 4096
 
-// minDigestBytes is the least contents a read must hold to be told by
+// MinDigestBytes is the least contents a read must hold to be told by
 // them: two empty or one-word resources are alike anywhere.
-const minDigestBytes = 64
+const MinDigestBytes = 64
 
 type servedPage struct {
 	at     time.Time
@@ -211,7 +211,7 @@ func (s *ServedLists) NoteRead(k resource.Key, contents []resource.Content) {
 		return
 	}
 	d, n := contentsDigest(contents)
-	if n < minDigestBytes {
+	if n < MinDigestBytes {
 		return
 	}
 	s.mu.Lock()
@@ -255,10 +255,10 @@ func (s *ServedLists) ServedBack(k resource.Key, contents []resource.Content) bo
 
 // trimmedDigests returns the digests (contentsDigest) of contents and,
 // when they hold one text, of that text less up to three lines at its
-// start, its end, or one at each; none under minDigestBytes.
+// start, its end, or one at each; none under MinDigestBytes.
 func trimmedDigests(contents []resource.Content) map[[32]byte]bool {
 	out := map[[32]byte]bool{}
-	if d, n := contentsDigest(contents); n >= minDigestBytes {
+	if d, n := contentsDigest(contents); n >= MinDigestBytes {
 		out[d] = true
 	}
 	if len(contents) != 1 || contents[0].IsBlob {
@@ -270,13 +270,13 @@ func trimmedDigests(contents []resource.Content) map[[32]byte]bool {
 			continue
 		}
 		text := strings.Join(lines[cut[0]:len(lines)-cut[1]], "")
-		if d, n := contentsDigest([]resource.Content{{Text: text}}); n >= minDigestBytes {
+		if d, n := contentsDigest([]resource.Content{{Text: text}}); n >= MinDigestBytes {
 			out[d] = true
 		}
 		// A line added at the end may have left the text's own last
 		// line without its line break.
 		if cut[1] > 0 && strings.HasSuffix(text, "\n") {
-			if d, n := contentsDigest([]resource.Content{{Text: strings.TrimSuffix(text, "\n")}}); n >= minDigestBytes {
+			if d, n := contentsDigest([]resource.Content{{Text: strings.TrimSuffix(text, "\n")}}); n >= MinDigestBytes {
 				out[d] = true
 			}
 		}

@@ -75,11 +75,12 @@ func (s *Server) refresh() {
 
 // apply replaces server's part of the resource list with descs. Of a
 // server that passed back what contextd serves (mcp.ServedLists.Withhold)
-// only what the content pass read, and found to be no copy, is listed:
-// what it lists next may be what contextd listed, one level down.
+// only what the content pass read, and found to be no copy, is listed,
+// and of that only texts long enough to tell (mcp.MinDigestBytes): what
+// it lists next may be what contextd listed, one level down.
 func (s *Server) apply(server string, descs []resource.Descriptor) {
 	if s.eng.ServedLists().Withheld(server) {
-		descs = slices.DeleteFunc(slices.Clone(descs), func(d resource.Descriptor) bool { return !s.eng.ContentIndexed(d.Key()) })
+		descs = slices.DeleteFunc(slices.Clone(descs), func(d resource.Descriptor) bool { return s.eng.ContentBytes(d.Key()) < mcp.MinDigestBytes })
 	}
 	want := make(map[resource.Key]*mcpsdk.Resource, len(descs))
 	for _, d := range descs {
