@@ -1166,61 +1166,107 @@ func TestAServerGamingItsProbesDoesNotSetTheFloor(t *testing.T) {
 func TestServersFailingLateAreNotProbed(t *testing.T) {
 	for _, k := range []int{5, 8} {
 		t.Run(fmt.Sprint(k), func(t *testing.T) {
-			servers := map[string]*mcpsdk.Server{}
-			for j := range k {
-				late := mcptest.NewServer(nil, nil)
-				for i := range 20 {
-					late.AddResource(&mcpsdk.Resource{URI: fmt.Sprintf("doc://late%d/%d", j, i), Name: "kubernetes deployment rollback procedure kubernetes deployment rollback procedure"},
-						func(ctx context.Context, _ *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
-							select {
-							case <-time.After(200 * time.Millisecond):
-							case <-ctx.Done():
-							}
-							return nil, errors.New("502 bad gateway")
-						})
-				}
-				servers[fmt.Sprintf("late%d", j)] = late
-			}
-			docs := mcptest.NewServer(nil, nil)
-			for i := range 20 {
-				uri := fmt.Sprintf("doc://docs/%d", i)
-				name := fmt.Sprintf("kubernetes deployment rollback procedure, step %d of the runbook", i)
-				if i == 0 {
-					name = "kubernetes deployment rollback procedure kubernetes deployment rollback procedure"
-				}
-				docs.AddResource(&mcpsdk.Resource{URI: uri, Name: name, MIMEType: "text/plain"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
-					if i == 0 {
-						return nil, errors.New("403 forbidden")
-					}
-					return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: fmt.Sprintf("step %d of rolling back a kubernetes deployment\n", i)}}}, nil
-				})
-			}
-			servers["docs"] = docs
-			// A read timeout of 2 s: a server's reads in a request share
-			// 0.5 s of lateness, so each late server is read twice and
-			// then cut; the request reads for 4 s.
-			// No content pass: the request's reads are the servers' first.
-			cfg := &config.Config{}
-			for name := range servers {
-				cfg.Servers = append(cfg.Servers, config.Server{Name: name, Transport: config.TransportStdio, Command: "unused", NoContentIndex: true})
-			}
-			eng := newEngineOpts(t, "", servers, engine.Options{Config: cfg, ReadTimeout: 2 * time.Second, SlowReadTimeout: 250 * time.Millisecond})
+			eng := lateServersBesideDocs(t, k)
 			res, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "kubernetes deployment rollback procedure", TokenBudget: 2000})
 			if err != nil {
 				t.Fatal(err)
 			}
-			n := 0
-			for _, it := range res.Items {
-				if it.Server == "docs" {
-					n++
-				}
-			}
-			if n < 8 {
+			if n := itemsFrom(res, "docs"); n < 8 {
 				for _, o := range res.Omitted {
 					t.Log("omit", o.Server, o.URI, o.Reason, o.Detail)
 				}
 				t.Errorf("%d items from the honest server (%d items in all, %d reads); want at least 8", n, len(res.Items), res.Reads)
 			}
 		})
+	}
+}
+
+// lateServersBesideDocs returns an engine over k servers, late0…, whose
+// descriptors rank first for "kubernetes deployment rollback procedure"
+// and which answer each read with an error after 200 ms, beside an honest
+// server "docs" of 20 runbook pages whose best answers 403. Reads time out
+// after 2 s (a server's reads in a request share 0.5 s of lateness: each
+// late server is read twice, then cut; the request reads for 4 s), and
+// after 150 ms in a slow spell. No content pass runs.
+func lateServersBesideDocs(t *testing.T, k int) *engine.Engine {
+	t.Helper()
+	servers := map[string]*mcpsdk.Server{}
+	for j := range k {
+		late := mcptest.NewServer(nil, nil)
+		for i := range 20 {
+			late.AddResource(&mcpsdk.Resource{URI: fmt.Sprintf("doc://late%d/%d", j, i), Name: "kubernetes deployment rollback procedure kubernetes deployment rollback procedure"},
+				func(ctx context.Context, _ *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+					select {
+					case <-time.After(200 * time.Millisecond):
+					case <-ctx.Done():
+					}
+					return nil, errors.New("502 bad gateway")
+				})
+		}
+		servers[fmt.Sprintf("late%d", j)] = late
+	}
+	docs := mcptest.NewServer(nil, nil)
+	for i := range 20 {
+		uri := fmt.Sprintf("doc://docs/%d", i)
+		name := fmt.Sprintf("kubernetes deployment rollback procedure, step %d of the runbook", i)
+		if i == 0 {
+			name = "kubernetes deployment rollback procedure kubernetes deployment rollback procedure"
+		}
+		docs.AddResource(&mcpsdk.Resource{URI: uri, Name: name, MIMEType: "text/plain"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+			if i == 0 {
+				return nil, errors.New("403 forbidden")
+			}
+			return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: fmt.Sprintf("step %d of rolling back a kubernetes deployment\n", i)}}}, nil
+		})
+	}
+	servers["docs"] = docs
+	cfg := &config.Config{}
+	for name := range servers {
+		cfg.Servers = append(cfg.Servers, config.Server{Name: name, Transport: config.TransportStdio, Command: "unused", NoContentIndex: true})
+	}
+	return newEngineOpts(t, "", servers, engine.Options{Config: cfg, ReadTimeout: 2 * time.Second, SlowReadTimeout: 150 * time.Millisecond})
+}
+
+// itemsFrom returns how many of res's items come from server.
+func itemsFrom(res *engine.AssembleResult, server string) int {
+	n := 0
+	for _, it := range res.Items {
+		if it.Server == server {
+			n++
+		}
+	}
+	return n
+}
+
+// A server whose share of a request's read time went on answers that
+// brought nothing (an error after a few seconds, every read) is read with
+// the slow spell's short timeout by the requests that follow: each
+// request paid each such server its share again (five of them, 37.5 s a
+// query at the defaults).
+func TestServersFailingLateAreReadShortNextTime(t *testing.T) {
+	eng := lateServersBesideDocs(t, 3)
+	for n := range 2 {
+		res, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "kubernetes deployment rollback procedure", TokenBudget: 2000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		spelled, lateReads := map[string]bool{}, 0
+		for _, o := range res.Omitted {
+			if strings.HasPrefix(o.Server, "late") && o.Read {
+				lateReads++
+				if strings.Contains(o.Detail, "has been slow") {
+					spelled[o.Server] = true
+				}
+			}
+		}
+		if docs := itemsFrom(res, "docs"); docs < 8 {
+			t.Errorf("request %d: %d items from the honest server; want at least 8", n+1, docs)
+		}
+		if n == 1 && len(spelled) != 3 {
+			for _, o := range res.Omitted {
+				t.Log("omit", o.Server, o.URI, o.Reason, o.Detail)
+			}
+			t.Errorf("second request: %d of the 3 late servers read with the slow spell's timeout (%d of their reads made); want all", len(spelled), lateReads)
+		}
 	}
 }

@@ -1021,6 +1021,12 @@ func (e *Engine) reader(log *fetchLog, budget *readBudget, passes *passOvers) se
 				mu.Lock()
 				stalled[server] = why
 				mu.Unlock()
+				if a.some == 0 && !slow {
+					// Its share went on answers that brought nothing (errors
+					// after a few seconds): the next requests read it with
+					// the spell's short timeout, not each its share again.
+					e.markSlow(server, true)
+				}
 				return nil, fmt.Errorf("server %q: skipped: %s", server, why)
 			}
 			if allow < timeout {
@@ -1119,7 +1125,11 @@ func (e *Engine) reader(log *fetchLog, budget *readBudget, passes *passOvers) se
 		switch {
 		case err != nil && ctx.Err() == nil && rctx.Err() != nil && shareCut:
 			// Late in all: no spell, which would fail every caller of a
-			// server answering each read in a few seconds.
+			// server answering each read in a few seconds; unless none of
+			// its reads brought anything.
+			if a.some == 0 && !slow {
+				e.markSlow(server, true)
+			}
 			mu.Lock()
 			stalled[server] = fmt.Sprintf("its reads in this request took %v of read time for %d bytes", (a.took + timeout).Round(time.Millisecond), a.bytes)
 			mu.Unlock()
