@@ -211,3 +211,11 @@ func (p *passOvers) onProbation(server string) bool {
 	defer p.mu.Unlock()
 	return p.failures[server] >= max(1, p.brought[server])
 }
+
+// failuresOf returns how many of server's reads in the request came to
+// nothing.
+func (p *passOvers) failuresOf(server string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.failures[server]
+}

@@ -383,7 +383,11 @@ func (e *Engine) Assemble(ctx context.Context, req AssembleRequest) (out *Assemb
 		// over come back in the ranking's order.
 		readd := 0
 		for _, s := range passes.takeRecovered() {
-			readd += max(1, memo.forgive(s, cameToNothing))
+			// Its passed-over candidates come back, and the places its
+			// reads that came to nothing gave the others are its again
+			// (the probe skipped its next best, and the weaker server's
+			// candidates that took them may all be under the floor).
+			readd += max(1, memo.forgive(s, cameToNothing)) + passes.failuresOf(s)
 			restore(cands, s)
 		}
 		var failed []resource.Key
