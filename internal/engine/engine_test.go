@@ -1131,12 +1131,7 @@ func TestAServerGamingItsProbesDoesNotSetTheFloor(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			n, floored := 0, 0
-			for _, it := range res.Items {
-				if it.Server == "docs" {
-					n++
-				}
-			}
+			n, floored := itemsFrom(res, "docs"), 0
 			for _, o := range res.Omitted {
 				if o.Server == "docs" && o.Reason == selector.OmitLowValue {
 					floored++

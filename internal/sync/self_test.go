@@ -239,10 +239,7 @@ func TestABridgeRenamingWhatItPassesOnIsKnownByItsReads(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				ix, err := index.Open(t.Context(), index.Options{Embedder: &indextest.BagEmbedder{}})
-				if err != nil {
-					t.Fatal(err)
-				}
+				ix := newIndex(t)
 				defer ix.Close()
 				lists := &mcp.ServedLists{}
 				srv := mcptest.NewServer(nil, nil)
