@@ -1159,18 +1159,29 @@ func TestAServerGamingItsProbesDoesNotSetTheFloor(t *testing.T) {
 // nothing gets short reads: eight such servers took all of it, a share
 // each, and the honest server was never read.
 func TestServersFailingLateAreNotProbed(t *testing.T) {
-	for _, k := range []int{5, 8} {
-		t.Run(fmt.Sprint(k), func(t *testing.T) {
-			eng := lateServersBesideDocs(t, k)
+	for _, c := range []struct {
+		k         int
+		docsDelay time.Duration
+		want      int
+	}{
+		{5, 0, 8}, {8, 0, 8},
+		// An honest server answering in a while (1.5 s at the defaults),
+		// not read before half the read time went, its best page a quick
+		// 403: its reads get the slow-read timeout, not half of it, which
+		// cut it every time; its share of lateness then allows it three.
+		{4, 100 * time.Millisecond, 3},
+	} {
+		t.Run(fmt.Sprint(c.k, c.docsDelay), func(t *testing.T) {
+			eng := lateServersBesideDocs(t, c.k, c.docsDelay)
 			res, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "kubernetes deployment rollback procedure", TokenBudget: 2000})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if n := itemsFrom(res, "docs"); n < 8 {
+			if n := itemsFrom(res, "docs"); n < c.want {
 				for _, o := range res.Omitted {
 					t.Log("omit", o.Server, o.URI, o.Reason, o.Detail)
 				}
-				t.Errorf("%d items from the honest server (%d items in all, %d reads); want at least 8", n, len(res.Items), res.Reads)
+				t.Errorf("%d items from the honest server (%d items in all, %d reads); want at least %d", n, len(res.Items), res.Reads, c.want)
 			}
 		})
 	}
@@ -1179,11 +1190,12 @@ func TestServersFailingLateAreNotProbed(t *testing.T) {
 // lateServersBesideDocs returns an engine over k servers, late0…, whose
 // descriptors rank first for "kubernetes deployment rollback procedure"
 // and which answer each read with an error after 200 ms, beside an honest
-// server "docs" of 20 runbook pages whose best answers 403. Reads time out
-// after 2 s (a server's reads in a request share 0.5 s of lateness: each
-// late server is read twice, then cut; the request reads for 4 s), and
-// after 150 ms in a slow spell. No content pass runs.
-func lateServersBesideDocs(t *testing.T, k int) *engine.Engine {
+// server "docs" of 20 runbook pages whose best answers 403, each read
+// answered after docsDelay. Reads time out after 2 s (a server's reads in
+// a request share 0.5 s of lateness: each late server is read twice, then
+// cut; the request reads for 4 s), and after 150 ms in a slow spell. No
+// content pass runs.
+func lateServersBesideDocs(t *testing.T, k int, docsDelay time.Duration) *engine.Engine {
 	t.Helper()
 	servers := map[string]*mcpsdk.Server{}
 	for j := range k {
@@ -1208,6 +1220,7 @@ func lateServersBesideDocs(t *testing.T, k int) *engine.Engine {
 			name = "kubernetes deployment rollback procedure kubernetes deployment rollback procedure"
 		}
 		docs.AddResource(&mcpsdk.Resource{URI: uri, Name: name, MIMEType: "text/plain"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+			time.Sleep(docsDelay)
 			if i == 0 {
 				return nil, errors.New("403 forbidden")
 			}
@@ -1239,7 +1252,7 @@ func itemsFrom(res *engine.AssembleResult, server string) int {
 // request paid each such server its share again (five of them, 37.5 s a
 // query at the defaults).
 func TestServersFailingLateAreReadShortNextTime(t *testing.T) {
-	eng := lateServersBesideDocs(t, 3)
+	eng := lateServersBesideDocs(t, 3, 0)
 	for n := range 2 {
 		res, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "kubernetes deployment rollback procedure", TokenBudget: 2000})
 		if err != nil {

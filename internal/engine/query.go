@@ -1010,12 +1010,22 @@ func (e *Engine) reader(log *fetchLog, budget *readBudget, passes *passOvers) se
 		wastedHalf := wasted >= budget.time/2
 		mu.Unlock()
 		// Once reads that came to nothing took half of the request's read
-		// time, a server that has brought nothing in it gets half the
-		// slow-read timeout a read: eight servers answering each read
-		// with an error after 3 s, ranked first, took all of it, a share
-		// of read time each, and the honest server was never read.
-		if wastedHalf && a.some == 0 && timeout > e.slowTO/2 {
-			timeout, cut = e.slowTO/2, false
+		// time, a server that has brought nothing in it gets reads of the
+		// slow-read timeout, half of it once its reads took longer than
+		// that: eight servers answering each read with an error after
+		// 3 s, ranked first, took all of it, a share of read time each,
+		// and the honest server was never read. (Half the slow-read
+		// timeout from the first read cut an honest server answering in
+		// 1.5 s that had not been read, or whose one read was a quick
+		// 403.)
+		if wastedHalf && a.some == 0 {
+			short := e.slowTO
+			if a.took > e.slowTO {
+				short = e.slowTO / 2
+			}
+			if timeout > short {
+				timeout, cut = short, false
+			}
 		}
 		shareCut := false
 		if a.took > 0 {

@@ -91,3 +91,9 @@ func (e *Engine) Ready(server string) <-chan struct{} {
 func (e *Engine) ContentBytes(k resource.Key) int {
 	return e.ix.ContentSize(k)
 }
+
+// ContentCount returns how many of server's resources the content index
+// holds the text of.
+func (e *Engine) ContentCount(server string) int {
+	return e.ix.ContentLen(server)
+}
