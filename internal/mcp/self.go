@@ -225,32 +225,36 @@ func (s *ServedLists) NoteRead(k resource.Key, contents []resource.Content) {
 // ServedBack reports whether contents, what k's server answered a read of
 // k with, are what the MCP server answered a read of another resource
 // with (one of the last maxServedReads; a text with up to three lines
-// added at its start or end matches): k is a copy of a resource contextd
-// serves, passed back by a bridge that read it from contextd (when
-// contextd read k, or ahead of time), or an honest copy of a text a host
-// read from contextd.
-func (s *ServedLists) ServedBack(k resource.Key, contents []resource.Content) bool {
+// added at its start or end matches), and whether that resource is
+// another server's: k is a copy of a resource contextd serves, passed back
+// by a bridge that read it from contextd (when contextd read k, or ahead
+// of time), or an honest copy of a text a host read from contextd (a
+// server's boilerplate, another server's page).
+func (s *ServedLists) ServedBack(k resource.Key, contents []resource.Content) (back, otherServer bool) {
 	if s == nil {
-		return false
+		return false, false
 	}
 	s.mu.Lock()
 	none := len(s.reads) == 0
 	s.mu.Unlock()
 	if none {
-		return false // no digest to make: nothing was answered
+		return false, false // no digest to make: nothing was answered
 	}
 	ds := trimmedDigests(contents)
 	if len(ds) == 0 {
-		return false
+		return false, false
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, r := range s.reads {
 		if r.key != k && ds[r.digest] {
-			return true
+			back = true
+			if r.key.Server != k.Server {
+				return true, true
+			}
 		}
 	}
-	return false
+	return back, false
 }
 
 // trimmedDigests returns the digests (contentsDigest) of contents and,

@@ -43,11 +43,20 @@ func (s *Server) refresh() {
 	var changed, gone []string
 	versions := s.eng.ListVersions()
 	withheld := s.eng.ServedLists().WithheldGen()
+	// Of a withheld server, what the content pass read since is listed
+	// too (see apply).
+	contents := map[string]int{}
+	for server := range versions {
+		if s.eng.ServedLists().Withheld(server) {
+			contents[server] = s.eng.ContentCount(server)
+		}
+	}
 	s.mu.Lock()
 	again := withheld != s.withheldGen // a server withheld since: all listed again
 	s.withheldGen = withheld
 	for server, v := range versions {
-		if old, ok := s.seen[server]; !ok || old != v || again {
+		if old, ok := s.seen[server]; !ok || old != v || again || contents[server] != s.seenContents[server] {
+			s.seenContents[server] = contents[server]
 			s.seen[server] = v
 			changed = append(changed, server)
 		}

@@ -188,9 +188,11 @@ type Server struct {
 	listed map[resource.Key]*mcpsdk.Resource // what the resource list holds
 	seen   map[string]ctxsync.ListVersion    // per server, when listed was last brought up to date
 	// withheldGen is the engine's ServedLists.WithheldGen when listed was
-	// last brought up to date.
-	withheldGen int
-	subs        map[resource.Key]int // downstream subscriptions per resource
+	// last brought up to date, and seenContents each withheld server's
+	// content count then.
+	withheldGen  int
+	seenContents map[string]int
+	subs         map[resource.Key]int // downstream subscriptions per resource
 	// sessSubs holds each session's subscriptions, by the URI it sent:
 	// they are dropped when the session ends.
 	sessSubs map[*mcpsdk.ServerSession]map[string]resource.Key
@@ -269,17 +271,18 @@ func New(eng *engine.Engine, opts *Options) *Server {
 	}
 	s := &Server{
 		eng: eng, log: log, opts: o,
-		listed:   map[resource.Key]*mcpsdk.Resource{},
-		seen:     map[string]ctxsync.ListVersion{},
-		subs:     map[resource.Key]int{},
-		sessSubs: map[*mcpsdk.ServerSession]map[string]resource.Key{},
-		closing:  map[*mcpsdk.ServerSession]bool{},
-		used:     map[string]*sessionUse{},
-		rereads:  map[resource.Key]bool{},
-		relaying: map[resource.Key]bool{},
-		recent:   map[*mcpsdk.ServerSession][]string{},
-		stop:     make(chan struct{}),
-		posts:    newPosts(),
+		listed:       map[resource.Key]*mcpsdk.Resource{},
+		seen:         map[string]ctxsync.ListVersion{},
+		seenContents: map[string]int{},
+		subs:         map[resource.Key]int{},
+		sessSubs:     map[*mcpsdk.ServerSession]map[string]resource.Key{},
+		closing:      map[*mcpsdk.ServerSession]bool{},
+		used:         map[string]*sessionUse{},
+		rereads:      map[resource.Key]bool{},
+		relaying:     map[resource.Key]bool{},
+		recent:       map[*mcpsdk.ServerSession][]string{},
+		stop:         make(chan struct{}),
+		posts:        newPosts(),
 	}
 	// Capabilities are declared exactly as served: tools, prompts and
 	// resources whose lists change (the resource list does), resource

@@ -536,7 +536,7 @@ func (m *Mirror) indexContents(ctx context.Context, sess *mcp.Session, refreshAg
 					}
 					var werr *jsonrpc.Error
 					var nf *mcp.NotFoundError
-					if errors.As(err, &werr) || errors.As(err, &nf) || errors.Is(err, errServedBack) {
+					if errors.As(err, &werr) || errors.As(err, &nf) {
 						return nil
 					}
 					smu.Lock()

@@ -1835,77 +1835,91 @@ func (m *Mirror) listsItself(items []resource.Descriptor) bool {
 	return false
 }
 
-// readHint reads uri over sess. A read whose contents are what this
+// readHint reads uri over sess. A resource whose read answers what this
 // contextd's MCP server answered a read of another resource with (give or
 // take a header line; see mcp.ServedLists.ServedBack) is a copy of a
 // resource contextd serves: one passed back by a bridge in front of it
 // (renamed, among the bridge's own, read ahead of time), or an honest
-// server's copy of a text a host read from contextd. It is not mirrored
-// (its reads fail, the next list leaves it out): the text is another
-// resource's. Once two of a server's have come back, contextd's MCP server
-// lists only what of it the content pass read and found its own: what it
-// lists besides may come back one level deeper at each list.
+// copy (a server's boilerplate, another server's page) of a text a host
+// read from contextd. Its read is answered, but it is not mirrored (the
+// next list leaves it out) while its reads keep matching: contextd would
+// list it, and a bridge pass it back one level deeper at each list. Once
+// two of a server's resources are copies of another server's, contextd's
+// MCP server lists only what of it the content pass read and found its
+// own.
 func (m *Mirror) readHint(ctx context.Context, sess *mcp.Session, uri string) ([]resource.Content, mcp.CacheHint, error) {
-	if m.readsBack.isBack(uri) {
-		return nil, mcp.CacheHint{}, errServedBack
-	}
 	cs, hint, err := sess.ReadHint(ctx, uri)
-	if err != nil || !m.opts.Served.ServedBack(resource.Key{Server: m.opts.Server, URI: uri}, cs) {
+	if err != nil {
 		return cs, hint, err
 	}
-	if n, added := m.readsBack.add(uri); added {
-		if n == readsBackWithheld {
+	back, other := m.opts.Served.ServedBack(resource.Key{Server: m.opts.Server, URI: uri}, cs)
+	if !back {
+		if m.readsBack.forget(uri) {
+			m.notifyListChanged() // its text changed: mirrored again
+		}
+		return cs, hint, nil
+	}
+	if n, added := m.readsBack.add(uri, other); added {
+		if other && n == readsBackWithheld {
 			m.opts.Served.Withhold(m.opts.Server)
-			m.log.Warn("the server passes back resources this contextd serves (a bridge in front of contextd?), or copies of them: those are not mirrored, and contextd's MCP server lists only what of it was read and found its own", "server", m.opts.Server)
+			m.log.Warn("the server passes back resources this contextd serves from other servers (a bridge in front of contextd?), or copies of them: those are not mirrored, and contextd's MCP server lists only what of it was read and found its own", "server", m.opts.Server)
 		}
 		m.log.Debug("a copy of a resource this contextd served: not mirrored", "uri", uri)
 		m.notifyListChanged()
 	}
-	return nil, mcp.CacheHint{}, errServedBack
+	return cs, hint, nil
 }
 
-// errServedBack is the error of a read of a resource passed back (see
-// readHint).
-var errServedBack = errors.New("the resource is a copy of one this contextd serves (passed back through a bridge?): not mirrored")
-
-// readsBack holds the URIs of a server whose reads came back through this
-// contextd (see readHint), at most maxReadsBack.
+// readsBack holds the URIs of a server that are copies of resources this
+// contextd serves (see readHint), at most maxReadsBack, and whether each
+// is another server's.
 type readsBack struct {
-	mu   gosync.Mutex
-	back map[string]bool
+	mu    gosync.Mutex
+	back  map[string]bool
+	other int // of back, copies of another server's resources
 }
 
 const (
-	// readsBackWithheld is how many of a server's resources must come
-	// back before contextd's MCP server lists only what of it was read.
+	// readsBackWithheld is how many of a server's resources must be
+	// copies of other servers' before contextd's MCP server lists only
+	// what of it was read.
 	readsBackWithheld = 2
 	maxReadsBack      = 100_000
 )
 
-// add records that uri came back; it returns how many have, and whether
-// uri had not before.
-func (r *readsBack) add(uri string) (int, bool) {
+// add records that uri is a copy, of another server's resource or not; it
+// returns how many copies of other servers' there are, and whether uri
+// was not known as a copy before.
+func (r *readsBack) add(uri string, other bool) (int, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.back[uri] || len(r.back) >= maxReadsBack {
-		return len(r.back), false
+	if _, ok := r.back[uri]; ok || len(r.back) >= maxReadsBack {
+		return r.other, false
 	}
 	if r.back == nil {
 		r.back = map[string]bool{}
 	}
-	r.back[uri] = true
-	return len(r.back), true
+	r.back[uri] = other
+	if other {
+		r.other++
+	}
+	return r.other, true
 }
 
-// isBack reports whether uri came back.
-func (r *readsBack) isBack(uri string) bool {
+// forget records that uri is no copy (any longer); it reports whether it
+// was one.
+func (r *readsBack) forget(uri string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.back[uri]
+	if _, ok := r.back[uri]; !ok {
+		return false
+	}
+	delete(r.back, uri)
+	return true
 }
 
-// without returns items less those that came back (items itself when
-// none did).
+// without returns items less the copies (items itself when there are
+// none).
 func (r *readsBack) without(items []resource.Descriptor) []resource.Descriptor {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -1914,7 +1928,7 @@ func (r *readsBack) without(items []resource.Descriptor) []resource.Descriptor {
 	}
 	out := make([]resource.Descriptor, 0, len(items))
 	for _, d := range items {
-		if !r.back[d.URI] {
+		if _, back := r.back[d.URI]; !back {
 			out = append(out, d)
 		}
 	}

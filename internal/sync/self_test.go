@@ -215,9 +215,10 @@ func TestABridgeKnownByWhatItListsBackStaysKnown(t *testing.T) {
 // whose read answers what that server answered a read of another resource
 // with is a copy, and is not mirrored; once two have, contextd's MCP server
 // lists only what of the server was read and found its own (the loop is
-// cut). Its own entries stay mirrored. An honest server whose text a host
-// read from contextd loses that one copy only, and one whose very
-// resource a host read through contextd loses nothing.
+// cut). Its own entries stay mirrored, and the copies' reads are
+// answered. An honest server whose text a host read from contextd loses
+// that one copy only, and one whose very resource a host read through
+// contextd loses nothing.
 func TestABridgeRenamingWhatItPassesOnIsKnownByItsReads(t *testing.T) {
 	for _, c := range []struct {
 		name        string
@@ -232,7 +233,10 @@ func TestABridgeRenamingWhatItPassesOnIsKnownByItsReads(t *testing.T) {
 		{"renames every entry", 0, 5, "docs", false, false, "", 0, true},
 		{"mixes in its own entries", 20, 5, "docs", false, false, "", 20, true},
 		{"adds a header line", 20, 5, "docs", false, false, "<!-- via hub -->\n", 20, true},
-		{"passes back its own entries under other URIs", 20, 5, "bridge", false, false, "", 20, true},
+		// Copies of the server's own resources are dropped, but say
+		// nothing of other servers': a host reading one of ten stub pages
+		// of one text (or a bridge passing back only its own entries).
+		{"copies of its own resources", 20, 5, "bridge", false, false, "", 20, false},
 		{"reads ahead", 20, 5, "docs", false, true, "", 20, true},
 		{"an honest server, one text read from contextd", 20, 1, "docs", false, false, "", 20, false},
 		{"an honest server, its very resources read through contextd", 20, 5, "bridge", true, false, "", 25, false},
