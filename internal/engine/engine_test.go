@@ -964,34 +964,19 @@ func TestAnHonestServerWhoseBestPagesFailIsProbed(t *testing.T) {
 		t.Run(fmt.Sprintf("%s x%d beside %d broken", c.mode, c.bad, c.broken), func(t *testing.T) {
 			servers := map[string]*mcpsdk.Server{}
 			for j := range c.broken {
-				broken := mcptest.NewServer(nil, nil)
-				for i := range c.per {
-					broken.AddResource(&mcpsdk.Resource{URI: fmt.Sprintf("doc://broken%d/%d", j, i), Name: "kubernetes deployment rollback procedure kubernetes deployment rollback procedure"},
-						func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
-							return nil, errors.New("401 unauthorized")
-						})
-				}
-				servers[fmt.Sprintf("broken%d", j)] = broken
-			}
-			docs := mcptest.NewServer(nil, nil)
-			for i := range 20 {
-				uri := fmt.Sprintf("doc://docs/%d", i)
-				name := fmt.Sprintf("kubernetes deployment rollback procedure, step %d of the runbook", i)
-				if i < c.bad {
-					name = "kubernetes deployment rollback procedure kubernetes deployment rollback procedure" // ranked first
-				}
-				docs.AddResource(&mcpsdk.Resource{URI: uri, Name: name, MIMEType: "text/plain"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
-					text := fmt.Sprintf("step %d of rolling back a kubernetes deployment\n", i)
-					switch {
-					case c.mode == "403" && i < c.bad:
-						return nil, errors.New("403 forbidden")
-					case c.mode == "blank" && i < c.bad:
-						text = " \n"
-					}
-					return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: text}}}, nil
+				servers[fmt.Sprintf("broken%d", j)] = rankedFirst(fmt.Sprintf("broken%d", j), c.per, func(context.Context) error {
+					return errors.New("401 unauthorized")
 				})
 			}
-			servers["docs"] = docs
+			servers["docs"] = runbook(c.bad, func(i int) (string, error) {
+				switch {
+				case c.mode == "403" && i < c.bad:
+					return "", errors.New("403 forbidden")
+				case c.mode == "blank" && i < c.bad:
+					return " \n", nil
+				}
+				return fmt.Sprintf("step %d of rolling back a kubernetes deployment\n", i), nil
+			})
 			if c.wiki {
 				wiki := map[string]string{}
 				for i := range 20 {
@@ -1199,40 +1184,62 @@ func lateServersBesideDocs(t *testing.T, k int, docsDelay time.Duration) *engine
 	t.Helper()
 	servers := map[string]*mcpsdk.Server{}
 	for j := range k {
-		late := mcptest.NewServer(nil, nil)
-		for i := range 20 {
-			late.AddResource(&mcpsdk.Resource{URI: fmt.Sprintf("doc://late%d/%d", j, i), Name: "kubernetes deployment rollback procedure kubernetes deployment rollback procedure"},
-				func(ctx context.Context, _ *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
-					select {
-					case <-time.After(200 * time.Millisecond):
-					case <-ctx.Done():
-					}
-					return nil, errors.New("502 bad gateway")
-				})
-		}
-		servers[fmt.Sprintf("late%d", j)] = late
-	}
-	docs := mcptest.NewServer(nil, nil)
-	for i := range 20 {
-		uri := fmt.Sprintf("doc://docs/%d", i)
-		name := fmt.Sprintf("kubernetes deployment rollback procedure, step %d of the runbook", i)
-		if i == 0 {
-			name = "kubernetes deployment rollback procedure kubernetes deployment rollback procedure"
-		}
-		docs.AddResource(&mcpsdk.Resource{URI: uri, Name: name, MIMEType: "text/plain"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
-			time.Sleep(docsDelay)
-			if i == 0 {
-				return nil, errors.New("403 forbidden")
+		servers[fmt.Sprintf("late%d", j)] = rankedFirst(fmt.Sprintf("late%d", j), 20, func(ctx context.Context) error {
+			select {
+			case <-time.After(200 * time.Millisecond):
+			case <-ctx.Done():
 			}
-			return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: fmt.Sprintf("step %d of rolling back a kubernetes deployment\n", i)}}}, nil
+			return errors.New("502 bad gateway")
 		})
 	}
-	servers["docs"] = docs
+	servers["docs"] = runbook(1, func(i int) (string, error) {
+		time.Sleep(docsDelay)
+		if i == 0 {
+			return "", errors.New("403 forbidden")
+		}
+		return fmt.Sprintf("step %d of rolling back a kubernetes deployment\n", i), nil
+	})
 	cfg := &config.Config{}
 	for name := range servers {
 		cfg.Servers = append(cfg.Servers, config.Server{Name: name, Transport: config.TransportStdio, Command: "unused", NoContentIndex: true})
 	}
 	return newEngineOpts(t, "", servers, engine.Options{Config: cfg, ReadTimeout: 2 * time.Second, SlowReadTimeout: 150 * time.Millisecond})
+}
+
+// rankedFirst returns a server of n resources, doc://<name>/<i>, whose
+// descriptors rank first for "kubernetes deployment rollback procedure"
+// and whose every read fails with what fail returns (after it returns).
+func rankedFirst(name string, n int, fail func(ctx context.Context) error) *mcpsdk.Server {
+	srv := mcptest.NewServer(nil, nil)
+	for i := range n {
+		srv.AddResource(&mcpsdk.Resource{URI: fmt.Sprintf("doc://%s/%d", name, i), Name: "kubernetes deployment rollback procedure kubernetes deployment rollback procedure"},
+			func(ctx context.Context, _ *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+				return nil, fail(ctx)
+			})
+	}
+	return srv
+}
+
+// runbook returns an honest server of 20 runbook pages, doc://docs/<i>,
+// the first best of which rank with rankedFirst's descriptors; page i
+// reads as read(i) returns (a text/plain text, or an error).
+func runbook(best int, read func(i int) (string, error)) *mcpsdk.Server {
+	docs := mcptest.NewServer(nil, nil)
+	for i := range 20 {
+		uri := fmt.Sprintf("doc://docs/%d", i)
+		name := fmt.Sprintf("kubernetes deployment rollback procedure, step %d of the runbook", i)
+		if i < best {
+			name = "kubernetes deployment rollback procedure kubernetes deployment rollback procedure" // ranked first
+		}
+		docs.AddResource(&mcpsdk.Resource{URI: uri, Name: name, MIMEType: "text/plain"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+			text, err := read(i)
+			if err != nil {
+				return nil, err
+			}
+			return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: text}}}, nil
+		})
+	}
+	return docs
 }
 
 // itemsFrom returns how many of res's items come from server.
