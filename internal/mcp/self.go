@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"hash/fnv"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -69,15 +70,20 @@ type ServedLists struct {
 	// Withhold); gen counts its changes.
 	withheld map[string]bool
 	gen      int
+	// near holds the resources last found near copies (see NoteNear),
+	// by server.
+	near map[string]map[string]bool
 }
 
 // A servedRead is a resources/read the MCP server answered.
 type servedRead struct {
 	key    resource.Key // the resource read: its server and URI there
 	digest [32]byte     // of its contents (contentsDigest)
+	sketch []uint64     // of its shingles (see nearcopy.go); nil if too few
 }
 
-// maxServedReads bounds the reads remembered: 32 bytes and a key each.
+// maxServedReads bounds the reads remembered (a quarter more at times):
+// a key, 32 bytes and a sketch of 256 bytes each.
 const maxServedReads = 4096
 
 // MinDigestBytes is the least contents a read must hold to be told by
@@ -214,48 +220,146 @@ func (s *ServedLists) NoteRead(k resource.Key, contents []resource.Content) {
 	if n < MinDigestBytes {
 		return
 	}
+	sketch := sketchOf(contents)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.reads = append(s.reads, servedRead{key: k, digest: d})
-	if n := len(s.reads); n > maxServedReads {
+	s.reads = append(s.reads, servedRead{key: k, digest: d, sketch: sketch})
+	// Cut back a quarter past the bound, not at each read: a cut moves
+	// them all.
+	if n := len(s.reads); n > maxServedReads+maxServedReads/4 {
 		s.reads = append(s.reads[:0:0], s.reads[n-maxServedReads:]...)
 	}
 }
 
-// ServedBack reports whether contents, what k's server answered a read of
-// k with, are what the MCP server answered a read of another resource
-// with (one of the last maxServedReads; a text with up to three lines
-// added at its start or end matches), and whether that resource is
-// another server's: k is a copy of a resource contextd serves, passed back
-// by a bridge that read it from contextd (when contextd read k, or ahead
-// of time), or an honest copy of a text a host read from contextd (a
-// server's boilerplate, another server's page).
-func (s *ServedLists) ServedBack(k resource.Key, contents []resource.Content) (back, otherServer bool) {
+// A Copy is what ServedBack found a read to be.
+type Copy struct {
+	// Of are resources the MCP server answered a read of with what the
+	// read holds (at most maxCopyOf, other servers' first); none if it
+	// is no copy.
+	Of []resource.Key
+	// Near is set when it holds that text rewritten (see nearcopy.go),
+	// not as it was, give or take three lines at either end.
+	Near bool
+}
+
+// Other reports whether c is a copy of another server's resource than
+// server's.
+func (c Copy) Other(server string) bool {
+	return len(c.Of) > 0 && c.Of[0].Server != server
+}
+
+const maxCopyOf = 8
+
+// ServedBack reports what contents, what k's server answered a read of k
+// with, are a copy of: the resources the MCP server answered a read of
+// with them (one of the last maxServedReads; a text with up to three
+// lines added at its start or end matches), or, failing that, with a
+// text they hold nearly whole, rewritten (Near; see nearcopy.go). Such a
+// k is a resource contextd serves passed back by a bridge that read it
+// from contextd (when contextd read k, or ahead of time), or an honest
+// copy of a text a host read from contextd (a server's boilerplate,
+// another server's page, another version of it).
+func (s *ServedLists) ServedBack(k resource.Key, contents []resource.Content) Copy {
 	if s == nil {
-		return false, false
+		return Copy{}
 	}
 	s.mu.Lock()
 	none := len(s.reads) == 0
 	s.mu.Unlock()
 	if none {
-		return false, false // no digest to make: nothing was answered
+		return Copy{} // nothing to compare: nothing was answered
 	}
 	ds := trimmedDigests(contents)
 	if len(ds) == 0 {
-		return false, false
+		return Copy{}
+	}
+	s.mu.Lock()
+	c := s.copyOf(k, func(r *servedRead) bool { return ds[r.digest] })
+	s.mu.Unlock()
+	if len(c.Of) > 0 {
+		return c
+	}
+	set := shingleSet(contents)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c = s.copyOf(k, func(r *servedRead) bool { return holdsAll(set, r.sketch) })
+	c.Near = len(c.Of) > 0
+	return c
+}
+
+// copyOf returns the remembered reads of other resources than k that
+// match, other servers' first. s.mu is held.
+func (s *ServedLists) copyOf(k resource.Key, match func(*servedRead) bool) Copy {
+	var c Copy
+	own := 0
+	for i := range s.reads {
+		r := &s.reads[i]
+		if r.key == k || slices.Contains(c.Of, r.key) || !match(r) {
+			continue
+		}
+		if r.key.Server != k.Server {
+			c.Of = slices.Insert(c.Of, 0, r.key)
+		} else {
+			c.Of = append(c.Of, r.key)
+			own++
+		}
+		if len(c.Of) > maxCopyOf {
+			c.Of = c.Of[:maxCopyOf]
+		}
+		if own == 0 && len(c.Of) == maxCopyOf {
+			break
+		}
+	}
+	return c
+}
+
+// NoteNear records whether k is (still) a near copy (see ServedBack):
+// a withheld server's near copies are not listed.
+func (s *ServedLists) NoteNear(k resource.Key, near bool) {
+	if s == nil {
+		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, r := range s.reads {
-		if r.key != k && ds[r.digest] {
-			back = true
-			if r.key.Server != k.Server {
-				return true, true
+	m := s.near[k.Server]
+	switch {
+	case !near:
+		delete(m, k.URI)
+	case len(m) < maxNear:
+		if m == nil {
+			m = map[string]bool{}
+			if s.near == nil {
+				s.near = map[string]map[string]bool{}
 			}
+			s.near[k.Server] = m
 		}
+		m[k.URI] = true
 	}
-	return back, false
 }
+
+// IsNear reports whether k was last found a near copy (NoteNear).
+func (s *ServedLists) IsNear(k resource.Key) bool {
+	if s == nil {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.near[k.Server][k.URI]
+}
+
+// NearCount returns how many of server's resources are near copies
+// (NoteNear).
+func (s *ServedLists) NearCount(server string) int {
+	if s == nil {
+		return 0
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.near[server])
+}
+
+// maxNear bounds the near copies remembered of one server.
+const maxNear = 100_000
 
 // trimmedDigests returns the digests (contentsDigest) of contents and,
 // when they hold one text, of that text less up to three lines at its

@@ -25,6 +25,8 @@ type renamingBridge struct {
 	up  atomic.Pointer[mcpsdk.ClientSession]
 	mu  sync.Mutex
 	to  map[string]string // opaque URI → contextd's URI
+	// rewrite, if set, rewrites each text it passes back.
+	rewrite func(string) string
 }
 
 func newRenamingBridge(own int) *renamingBridge {
@@ -70,6 +72,9 @@ func newRenamingBridge(own int) *renamingBridge {
 				}
 				for _, c := range res.Contents {
 					c.URI, c.Meta = p.URI, nil
+					if b.rewrite != nil {
+						c.Text = b.rewrite(c.Text)
+					}
 				}
 				return res, nil
 			}
@@ -151,6 +156,163 @@ func TestABridgeRenamingContextdsListIsCut(t *testing.T) {
 	for _, s := range f.eng.Servers() {
 		if s.Server == "a" && (s.Resources != 5 || s.LastError != "") {
 			t.Errorf("server a: %d entries, last error %q; want 5 and none", s.Resources, s.LastError)
+		}
+	}
+}
+
+// A bridge that quotes every line it passes back, in front of contextd
+// beside another server or as its only server, passes back near copies:
+// no digest matches them, and mirrored they came back one level deeper at
+// each list (943 entries after four minutes). Copies of another server's
+// resources, or of the bridge's own listed before them, withhold it: what
+// it passed back stays mirrored, but contextd's MCP server no longer
+// lists it, and the bridge's mirror stops growing.
+func TestABridgeQuotingWhatItPassesBackIsCut(t *testing.T) {
+	for _, withA := range []bool{true, false} {
+		t.Run(fmt.Sprintf("beside another server %v", withA), func(t *testing.T) {
+			const own = 10
+			hub := newRenamingBridge(own)
+			hub.rewrite = func(s string) string {
+				return "> " + strings.ReplaceAll(strings.TrimSuffix(s, "\n"), "\n", "\n> ") + "\n"
+			}
+			servers := map[string]*mcpsdk.Server{"hub": hub.srv}
+			if withA {
+				docs := map[string]string{}
+				for i := range 5 {
+					docs[fmt.Sprintf("doc://a/%d", i)] = fmt.Sprintf("page %d on postgres vacuum tuning, autovacuum settings and index bloat\n", i)
+				}
+				servers["a"] = mcptest.NewServer(docs, nil)
+			}
+			f := newFacade(t, servers, nil, engine.Options{})
+			host := f.connect(t, nil)
+			hub.up.Store(f.connect(t, nil))
+			hub.srv.AddResource(&mcpsdk.Resource{URI: "hub://own/new", Name: "release notes"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+				return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: "hub://own/new", Text: "release notes of the hub, week 48, with the deployment pipeline changes\n"}}}, nil
+			})
+			hubEntries := func() int {
+				for _, s := range f.eng.Servers() {
+					if s.Server == "hub" {
+						return s.Resources
+					}
+				}
+				t.Fatal("no hub")
+				return 0
+			}
+			listedHub := func() (own, back int) {
+				for r, err := range host.Resources(t.Context(), nil) {
+					if err != nil {
+						t.Fatal(err)
+					}
+					switch {
+					case !strings.HasPrefix(r.URI, "contextd:resource/hub/"):
+					case strings.HasPrefix(r.Name, "hub_"):
+						back++
+					default:
+						own++
+					}
+				}
+				return own, back
+			}
+			deadline := time.Now().Add(30 * time.Second)
+			for {
+				o, back := listedHub()
+				if f.eng.ServedLists().Withheld("hub") && o == own+1 && back == 0 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("hub: %d entries, withheld %v, contextd lists %d of its own and %d it passed back; want withheld, %d and none", hubEntries(), f.eng.ServedLists().Withheld("hub"), o, back, own+1)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			// Its mirror stops growing: at most its own entries and one
+			// level of what contextd lists.
+			time.Sleep(3 * time.Second)
+			n := hubEntries()
+			time.Sleep(3 * time.Second)
+			most := 2 * (own + 1)
+			if withA {
+				most += 5
+			}
+			if m := hubEntries(); m != n || m > most {
+				t.Errorf("the hub's mirror holds %d entries, then %d 3 s later; want it steady, at most %d", n, m, most)
+			}
+			if o, back := listedHub(); o != own+1 || back != 0 {
+				t.Errorf("contextd lists %d of the hub's own entries and %d it passed back; want %d and none", o, back, own+1)
+			}
+		})
+	}
+}
+
+// An honest server holding pages a host read through contextd under
+// another server is withheld, but what contextd listed of it before
+// stays listed (its images, its short notes, its own pages): only what it
+// lists from then on waits for the content pass. Before, a withheld
+// server's images and short texts left contextd's list.
+func TestAWithheldServerKeepsWhatWasListed(t *testing.T) {
+	const n = 3
+	page := func(i int) string {
+		return fmt.Sprintf("Page %d on postgres vacuum tuning: autovacuum settings,\nthe monitoring queries and the runbook steps an engineer follows.\n", i)
+	}
+	docs := map[string]string{}
+	for i := range n {
+		docs[fmt.Sprintf("doc://a/%d", i)] = page(i)
+	}
+	b := mcptest.NewServer(map[string]string{"doc://b/own": "b's own page, on kafka consumer rebalancing and partition lag during incidents\n"}, nil)
+	b.AddResource(&mcpsdk.Resource{URI: "img://b/diagram", Name: "diagram.png", MIMEType: "image/png"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+		return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: "img://b/diagram", MIMEType: "image/png", Blob: []byte("\x89PNG\r\n\x1a\n not much of an image")}}}, nil
+	})
+	b.AddResource(&mcpsdk.Resource{URI: "note://b/1", Name: "note", MIMEType: "text/plain"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+		return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: "note://b/1", MIMEType: "text/plain", Text: "on call: ann"}}}, nil
+	})
+	f := startFacade(t, map[string]*mcpsdk.Server{"a": mcptest.NewServer(docs, nil), "b": b}, nil, engine.Options{})
+	host := f.connect(t, nil)
+	listed := func() map[string]bool {
+		out := map[string]bool{}
+		for r, err := range host.Resources(t.Context(), nil) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[r.URI] = true
+		}
+		return out
+	}
+	bURI := func(uri string) string { return "contextd:resource/b/" + uri }
+	wantB := []string{bURI("doc://b/own"), bURI("img://b/diagram"), bURI("note://b/1")}
+	deadline := time.Now().Add(20 * time.Second)
+	for l := listed(); len(l) < n+len(wantB); l = listed() {
+		if time.Now().After(deadline) {
+			t.Fatalf("contextd lists %d resources; want %d", len(l), n+len(wantB))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for i := range n {
+		if _, err := host.ReadResource(t.Context(), &mcpsdk.ReadResourceParams{URI: fmt.Sprintf("contextd:resource/a/doc://a/%d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// b lists copies of them (a second version of the docs, say).
+	for i := range n {
+		b.AddResource(&mcpsdk.Resource{URI: fmt.Sprintf("doc://b/%d", i), Name: fmt.Sprintf("copy-%d.md", i), MIMEType: "text/markdown"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+			return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: fmt.Sprintf("doc://b/%d", i), MIMEType: "text/markdown", Text: page(i)}}}, nil
+		})
+	}
+	for !f.eng.ServedLists().Withheld("b") {
+		if time.Now().After(deadline) {
+			t.Fatal("b is not withheld")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// Its copies leave the mirror (and the list); the rest stays listed.
+	for l := listed(); l[bURI("doc://b/0")] || l[bURI("doc://b/1")] || l[bURI("doc://b/2")]; l = listed() {
+		if time.Now().After(deadline) {
+			t.Fatalf("b's copies of a's pages still listed: %v", l)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	l := listed()
+	for _, u := range wantB {
+		if !l[u] {
+			t.Errorf("%s is no longer listed; want it listed (listed: %v)", u, l)
 		}
 	}
 }

@@ -44,11 +44,11 @@ func (s *Server) refresh() {
 	versions := s.eng.ListVersions()
 	withheld := s.eng.ServedLists().WithheldGen()
 	// Of a withheld server, what the content pass read since is listed
-	// too (see apply).
-	contents := map[string]int{}
+	// too, less what it found near copies (see apply).
+	contents := map[string][2]int{}
 	for server := range versions {
 		if s.eng.ServedLists().Withheld(server) {
-			contents[server] = s.eng.ContentCount(server)
+			contents[server] = [2]int{s.eng.ContentCount(server), s.eng.ServedLists().NearCount(server)}
 		}
 	}
 	s.mu.Lock()
@@ -84,12 +84,33 @@ func (s *Server) refresh() {
 
 // apply replaces server's part of the resource list with descs. Of a
 // server that passed back what contextd serves (mcp.ServedLists.Withhold)
-// only what the content pass read, and found to be no copy, is listed,
-// and of that only texts long enough to tell (mcp.MinDigestBytes): what
-// it lists next may be what contextd listed, one level down.
+// only what was listed when it was first withheld, and what the content
+// pass read since, is listed, less what that read found to be near
+// copies, and of what came since only texts long enough to tell
+// (mcp.MinDigestBytes): what it lists next may be what contextd listed,
+// one level down. (Exact copies are not mirrored at all.)
 func (s *Server) apply(server string, descs []resource.Descriptor) {
-	if s.eng.ServedLists().Withheld(server) {
-		descs = slices.DeleteFunc(slices.Clone(descs), func(d resource.Descriptor) bool { return s.eng.ContentBytes(d.Key()) < mcp.MinDigestBytes })
+	if lists := s.eng.ServedLists(); lists.Withheld(server) {
+		s.mu.Lock()
+		kept := s.kept[server]
+		if kept == nil {
+			kept = map[resource.Key]bool{}
+			for k := range s.listed {
+				if k.Server == server {
+					kept[k] = true
+				}
+			}
+			s.kept[server] = kept
+		}
+		s.mu.Unlock()
+		descs = slices.DeleteFunc(slices.Clone(descs), func(d resource.Descriptor) bool {
+			k := d.Key()
+			return lists.IsNear(k) || !kept[k] && s.eng.ContentBytes(k) < mcp.MinDigestBytes
+		})
+	} else {
+		s.mu.Lock()
+		delete(s.kept, server)
+		s.mu.Unlock()
 	}
 	want := make(map[resource.Key]*mcpsdk.Resource, len(descs))
 	for _, d := range descs {

@@ -189,10 +189,13 @@ type Server struct {
 	seen   map[string]ctxsync.ListVersion    // per server, when listed was last brought up to date
 	// withheldGen is the engine's ServedLists.WithheldGen when listed was
 	// last brought up to date, and seenContents each withheld server's
-	// content count then.
+	// content and near-copy counts then.
 	withheldGen  int
-	seenContents map[string]int
-	subs         map[resource.Key]int // downstream subscriptions per resource
+	seenContents map[string][2]int
+	// kept holds, for each withheld server, what listed held of it when
+	// it was first withheld.
+	kept map[string]map[resource.Key]bool
+	subs map[resource.Key]int // downstream subscriptions per resource
 	// sessSubs holds each session's subscriptions, by the URI it sent:
 	// they are dropped when the session ends.
 	sessSubs map[*mcpsdk.ServerSession]map[string]resource.Key
@@ -273,7 +276,8 @@ func New(eng *engine.Engine, opts *Options) *Server {
 		eng: eng, log: log, opts: o,
 		listed:       map[resource.Key]*mcpsdk.Resource{},
 		seen:         map[string]ctxsync.ListVersion{},
-		seenContents: map[string]int{},
+		seenContents: map[string][2]int{},
+		kept:         map[string]map[resource.Key]bool{},
 		subs:         map[resource.Key]int{},
 		sessSubs:     map[*mcpsdk.ServerSession]map[string]resource.Key{},
 		closing:      map[*mcpsdk.ServerSession]bool{},

@@ -1127,6 +1127,7 @@ func (m *Mirror) sync(parent context.Context, sess *mcp.Session) (ok bool) {
 	}
 	if rerr == nil {
 		m.dropRelisted(res)
+		m.readsBack.noteListed(res.Items)
 		// What came back through this contextd is not mirrored.
 		res.Items = m.readsBack.without(res.Items)
 	}
@@ -1843,79 +1844,135 @@ func (m *Mirror) listsItself(items []resource.Descriptor) bool {
 // copy (a server's boilerplate, another server's page) of a text a host
 // read from contextd. Its read is answered, but it is not mirrored (the
 // next list leaves it out) while its reads keep matching: contextd would
-// list it, and a bridge pass it back one level deeper at each list. Once
-// two of a server's resources are copies of another server's, contextd's
-// MCP server lists only what of it the content pass read and found its
-// own.
+// list it, and a bridge pass it back one level deeper at each list. One
+// that holds such a text nearly whole, rewritten (a near copy), stays
+// mirrored: two honest pages may be that close. Once two of a server's
+// resources are copies or near copies of another server's, or of its own
+// listed before them, contextd's MCP server lists of it only what it
+// listed before and what the content pass read and found its own.
 func (m *Mirror) readHint(ctx context.Context, sess *mcp.Session, uri string) ([]resource.Content, mcp.CacheHint, error) {
 	cs, hint, err := sess.ReadHint(ctx, uri)
 	if err != nil {
 		return cs, hint, err
 	}
-	back, other := m.opts.Served.ServedBack(resource.Key{Server: m.opts.Server, URI: uri}, cs)
-	if !back {
+	k := resource.Key{Server: m.opts.Server, URI: uri}
+	c := m.opts.Served.ServedBack(k, cs)
+	m.opts.Served.NoteNear(k, c.Near)
+	if len(c.Of) == 0 {
 		if m.readsBack.forget(uri) {
 			m.notifyListChanged() // its text changed: mirrored again
 		}
 		return cs, hint, nil
 	}
-	if n, added := m.readsBack.add(uri, other); added {
-		if other && n == readsBackWithheld {
+	// A copy counts towards withholding the server if it is of another
+	// server's resource, or came after what it copies: a bridge passing
+	// back only the server's own entries lists them one list later, where
+	// a server's boilerplate was there from the start.
+	counts := c.Other(m.opts.Server) || slices.ContainsFunc(c.Of, func(o resource.Key) bool { return m.readsBack.listedBefore(o.URI, uri) })
+	if n, added := m.readsBack.add(uri, counts, c.Near); added {
+		if counts && n == readsBackWithheld {
 			m.opts.Served.Withhold(m.opts.Server)
-			m.log.Warn("the server passes back resources this contextd serves from other servers (a bridge in front of contextd?), or copies of them: those are not mirrored, and contextd's MCP server lists only what of it was read and found its own", "server", m.opts.Server)
+			m.log.Warn("the server passes back resources this contextd serves, or copies of them (a bridge in front of contextd?): exact copies are not mirrored, and contextd's MCP server lists of it only what it listed before and what was read since and found its own", "server", m.opts.Server)
 		}
-		m.log.Debug("a copy of a resource this contextd served: not mirrored", "uri", uri)
-		m.notifyListChanged()
+		m.log.Debug("a copy of a resource this contextd served", "uri", uri, "near", c.Near)
+		if !c.Near {
+			m.notifyListChanged() // not mirrored
+		}
 	}
 	return cs, hint, nil
 }
 
 // readsBack holds the URIs of a server that are copies of resources this
 // contextd serves (see readHint), at most maxReadsBack, and whether each
-// is another server's.
+// counts towards withholding the server; and when each URI was first
+// listed.
 type readsBack struct {
-	mu    gosync.Mutex
-	back  map[string]bool
-	other int // of back, copies of another server's resources
+	mu     gosync.Mutex
+	back   map[string]bool // copies, not mirrored
+	near   map[string]bool // near copies, mirrored
+	counts int             // of both, those that count
+	// listed holds the URIs of the server's last list, each with the
+	// number of the list that first held it (lists counts them).
+	listed map[string]uint64
+	lists  uint64
 }
 
 const (
-	// readsBackWithheld is how many of a server's resources must be
-	// copies of other servers' before contextd's MCP server lists only
-	// what of it was read.
+	// readsBackWithheld is how many of a server's copies must count
+	// before contextd's MCP server lists only what of it was read.
 	readsBackWithheld = 2
 	maxReadsBack      = 100_000
 )
 
-// add records that uri is a copy, of another server's resource or not; it
-// returns how many copies of other servers' there are, and whether uri
-// was not known as a copy before.
-func (r *readsBack) add(uri string, other bool) (int, bool) {
+// add records that uri is a copy (near or not), counting or not; it
+// returns how many count, and whether uri was not known as one before.
+func (r *readsBack) add(uri string, counts, near bool) (int, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if _, ok := r.back[uri]; ok || len(r.back) >= maxReadsBack {
-		return r.other, false
+	_, isBack := r.back[uri]
+	_, isNear := r.near[uri]
+	if isBack && !near || isNear && near || len(r.back)+len(r.near) >= maxReadsBack {
+		return r.counts, false
 	}
-	if r.back == nil {
-		r.back = map[string]bool{}
+	// One that was the other kind of copy is that no longer.
+	if isBack || isNear {
+		if r.back[uri] || r.near[uri] {
+			r.counts--
+		}
+		delete(r.back, uri)
+		delete(r.near, uri)
 	}
-	r.back[uri] = other
-	if other {
-		r.other++
+	m := &r.back
+	if near {
+		m = &r.near
 	}
-	return r.other, true
+	if *m == nil {
+		*m = map[string]bool{}
+	}
+	(*m)[uri] = counts
+	if counts {
+		r.counts++
+	}
+	return r.counts, true
 }
 
 // forget records that uri is no copy (any longer); it reports whether it
-// was one.
+// was one not mirrored.
 func (r *readsBack) forget(uri string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	delete(r.near, uri)
 	if _, ok := r.back[uri]; !ok {
 		return false
 	}
 	delete(r.back, uri)
 	return true
+}
+
+// noteListed records items, the server's list just answered.
+func (r *readsBack) noteListed(items []resource.Descriptor) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lists++
+	listed := make(map[string]uint64, len(items))
+	for _, d := range items {
+		if n, ok := r.listed[d.URI]; ok {
+			listed[d.URI] = n
+		} else {
+			listed[d.URI] = r.lists
+		}
+	}
+	r.listed = listed
+}
+
+// listedBefore reports whether the server's lists held a before they
+// held b, both in its last list.
+func (r *readsBack) listedBefore(a, b string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	na, oka := r.listed[a]
+	nb, okb := r.listed[b]
+	return oka && okb && na < nb
 }
 
 // without returns items less the copies (items itself when there are

@@ -216,30 +216,54 @@ func TestABridgeKnownByWhatItListsBackStaysKnown(t *testing.T) {
 // with is a copy, and is not mirrored; once two have, contextd's MCP server
 // lists only what of the server was read and found its own (the loop is
 // cut). Its own entries stay mirrored, and the copies' reads are
-// answered. An honest server whose text a host read from contextd loses
-// that one copy only, and one whose very resource a host read through
-// contextd loses nothing.
+// answered. One that rewrites what it passes back (every line quoted,
+// lines or words added, the text split) passes back near copies: those
+// stay mirrored, but withhold it all the same. An honest server whose
+// text a host read from contextd loses that one copy only, one whose very
+// resource a host read through contextd loses nothing, and one whose
+// pages are another's made from one template (a word changed) nothing.
 func TestABridgeRenamingWhatItPassesOnIsKnownByItsReads(t *testing.T) {
+	header := func(s string) []string { return []string{"<!-- via hub -->\n" + s} }
+	quote := func(s string) []string {
+		return []string{"> " + strings.ReplaceAll(strings.TrimSuffix(s, "\n"), "\n", "\n> ") + "\n"}
+	}
+	front := func(s string) []string {
+		return []string{"---\nsource: hub\nread: 1764864000\nvia: contextd\n---\n" + s}
+	}
+	within := func(s string) []string { return []string{strings.Replace(s, "\n", "\n<!-- read 1764864000 -->\n", 1)} }
+	midLine := func(s string) []string { return []string{s[:len(s)/2] + "\n[hub 1764864000]\n" + s[len(s)/2:]} }
+	words := func(s string) []string { return []string{"read-id 1764864000 " + s} }
+	split := func(s string) []string { return []string{s[:len(s)/2], s[len(s)/2:]} }
+	template := func(s string) []string { return []string{strings.Replace(s, "vacuum tuning", "vacuum sizing", 1)} }
 	for _, c := range []struct {
 		name        string
 		own, echoed int    // entries of its own, entries it reads through contextd
 		origin      string // the server contextd read those from
 		same        bool   // the host read the very resource contextd reads
 		before      bool   // it read them from contextd ahead of time
-		header      string // a line it adds at the start of each
-		want        int    // entries mirrored
+		rewrite     func(string) []string
+		want        int  // entries mirrored
+		near        bool // those it passes back found near copies
 		withheld    bool
 	}{
-		{"renames every entry", 0, 5, "docs", false, false, "", 0, true},
-		{"mixes in its own entries", 20, 5, "docs", false, false, "", 20, true},
-		{"adds a header line", 20, 5, "docs", false, false, "<!-- via hub -->\n", 20, true},
+		{"renames every entry", 0, 5, "docs", false, false, nil, 0, false, true},
+		{"mixes in its own entries", 20, 5, "docs", false, false, nil, 20, false, true},
+		{"adds a header line", 20, 5, "docs", false, false, header, 20, false, true},
+		{"quotes every line", 20, 5, "docs", false, false, quote, 25, true, true},
+		{"adds front matter", 20, 5, "docs", false, false, front, 25, true, true},
+		{"adds a line within", 20, 5, "docs", false, false, within, 25, true, true},
+		{"adds a line within a line", 20, 5, "docs", false, false, midLine, 25, true, true},
+		{"adds words to the first line", 20, 5, "docs", false, false, words, 25, true, true},
+		{"splits the text", 20, 5, "docs", false, false, split, 25, true, true},
 		// Copies of the server's own resources are dropped, but say
 		// nothing of other servers': a host reading one of ten stub pages
 		// of one text (or a bridge passing back only its own entries).
-		{"copies of its own resources", 20, 5, "bridge", false, false, "", 20, false},
-		{"reads ahead", 20, 5, "docs", false, true, "", 20, true},
-		{"an honest server, one text read from contextd", 20, 1, "docs", false, false, "", 20, false},
-		{"an honest server, its very resources read through contextd", 20, 5, "bridge", true, false, "", 25, false},
+		{"copies of its own resources", 20, 5, "bridge", false, false, nil, 20, false, false},
+		{"reads ahead", 20, 5, "docs", false, true, nil, 20, false, true},
+		{"reads ahead, quotes every line", 20, 5, "docs", false, true, quote, 25, true, true},
+		{"an honest server, one text read from contextd", 20, 1, "docs", false, false, nil, 20, false, false},
+		{"an honest server, its very resources read through contextd", 20, 5, "bridge", true, false, nil, 25, false, false},
+		{"an honest server, pages from another's template", 20, 5, "docs", false, false, template, 25, false, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -249,7 +273,7 @@ func TestABridgeRenamingWhatItPassesOnIsKnownByItsReads(t *testing.T) {
 				srv := mcptest.NewServer(nil, nil)
 				for i := range c.own + c.echoed {
 					uri := fmt.Sprintf("hub://up/%d", i)
-					text := fmt.Sprintf("%s: page %d on postgres vacuum tuning, autovacuum settings and index bloat\n", c.name, i)
+					text := fmt.Sprintf("%s: page %d on postgres vacuum tuning, autovacuum settings and index bloat\nIt covers the configuration knobs,\nthe monitoring queries and the runbook steps.\n", c.name, i)
 					echo := i >= c.own
 					from := resource.Key{Server: c.origin, URI: fmt.Sprintf("doc://%d", i)}
 					if c.same {
@@ -258,13 +282,21 @@ func TestABridgeRenamingWhatItPassesOnIsKnownByItsReads(t *testing.T) {
 					if echo && c.before {
 						lists.NoteRead(from, []resource.Content{{Text: text}})
 					}
+					passed := []string{text}
+					if c.rewrite != nil && echo {
+						passed = c.rewrite(text)
+					}
 					srv.AddResource(&mcpsdk.Resource{URI: uri, Name: fmt.Sprintf("up_page_%d", i), MIMEType: "text/markdown"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
 						if echo && !c.before {
 							// The bridge reads it from contextd's MCP server
 							// (or a host reads it there just then).
 							lists.NoteRead(from, []resource.Content{{URI: "contextd:resource/x", MIMEType: "text/markdown", Text: text}})
 						}
-						return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: "text/markdown", Text: c.header + text}}}, nil
+						res := &mcpsdk.ReadResourceResult{}
+						for _, p := range passed {
+							res.Contents = append(res.Contents, &mcpsdk.ResourceContents{URI: uri, MIMEType: "text/markdown", Text: p})
+						}
+						return res, nil
 					})
 				}
 				m := ctxsync.New(ctxsync.Options{Server: "bridge", Served: lists, Index: ix, Dial: mcptest.Dial(t, "bridge", srv)})
@@ -280,6 +312,15 @@ func TestABridgeRenamingWhatItPassesOnIsKnownByItsReads(t *testing.T) {
 				n := len(ix.Descriptors("bridge"))
 				if st.LastError != "" || n != c.want || lists.Withheld("bridge") != c.withheld {
 					t.Errorf("error %q, %d indexed, withheld from contextd's list %v; want no error, %d, %v", st.LastError, n, lists.Withheld("bridge"), c.want, c.withheld)
+				}
+				near := 0
+				for i := c.own; i < c.own+c.echoed; i++ {
+					if lists.IsNear(resource.Key{Server: "bridge", URI: fmt.Sprintf("hub://up/%d", i)}) {
+						near++
+					}
+				}
+				if want := map[bool]int{true: c.echoed}[c.near]; near != want || lists.NearCount("bridge") != want {
+					t.Errorf("%d of the %d passed back found near copies (%d in all); want %d", near, c.echoed, lists.NearCount("bridge"), want)
 				}
 			})
 		})

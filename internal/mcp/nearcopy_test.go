@@ -1,0 +1,107 @@
+package mcp
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/contextd/contextd/internal/resource"
+)
+
+// A text rewritten the ways a bridge passing it back rewrites it holds
+// every hash of its sketch; another page, one made from the same
+// template, or half of it does not.
+func TestNearCopiesAreTextsRewrittenNotTemplated(t *testing.T) {
+	const page = "# Page 7\n\nThis page explains postgres vacuum tuning in depth, part 7.\nIt covers the configuration knobs, the monitoring queries\nand the operational runbook steps that an engineer follows.\n"
+	long := strings.Repeat("Autovacuum workers wake every minute and vacuum tables whose dead tuples passed the threshold.\n", 3) +
+		"The cost limit bounds the I/O they spend; raise it on fast disks, lower it on shared ones.\n" +
+		strings.Repeat("Index bloat grows when updates touch indexed columns; reindex concurrently to win the space back.\n", 3)
+	text := func(s string) []resource.Content { return []resource.Content{{Text: s}} }
+	for _, c := range []struct {
+		name string
+		from string
+		got  []resource.Content
+		near bool
+	}{
+		{"as it was", page, text(page), true},
+		{"every line quoted", page, text("> " + strings.ReplaceAll(page, "\n", "\n> ")), true},
+		{"lines in CRLF", page, text(strings.ReplaceAll(page, "\n", "\r\n")), true},
+		{"front matter", page, text("---\nsource: hub\nvia: bridge\n---\n" + page), true},
+		{"a line within a word", page, text(page[:60] + "\n[hub 1764864000]\n" + page[60:]), true},
+		{"a line within", page, text(strings.Replace(page, "\n", "\n<!-- read 1764864000 -->\n", 3)), true},
+		{"words before the first line", page, text("read-id 1764864000 " + page), true},
+		{"a line at the end", page, text(page + "<!-- read 1764864000 -->"), true},
+		{"split into two items", page, []resource.Content{{Text: page[:77]}, {Text: page[77:]}}, true},
+		{"within a longer text", page, text(long + page + long), true},
+		{"a long text quoted", long, text("> " + strings.ReplaceAll(long, "\n", "\n> ")), true},
+		{"a word changed", page, text(strings.Replace(page, "vacuum tuning", "vacuum sizing", 1)), false},
+		{"another part", page, text(strings.ReplaceAll(page, "7", "8")), false},
+		{"the same template, another subject", page, text(strings.Replace(page, "postgres vacuum tuning", "kafka consumer rebalancing", 1)), false},
+		{"half of it", long, text(long[:len(long)/2]), false},
+		{"another page", page, text(long), false},
+		{"an image", page, []resource.Content{{IsBlob: true, Blob: []byte(page)}}, false},
+	} {
+		sketch := sketchOf(text(c.from))
+		if len(sketch) < nearMinSketch {
+			t.Fatalf("%s: a sketch of %d hashes; want %d or more", c.name, len(sketch), nearMinSketch)
+		}
+		if got := holdsAll(shingleSet(c.got), sketch); got != c.near {
+			t.Errorf("%s: near copy %v; want %v", c.name, got, c.near)
+		}
+	}
+	// A text of too few words has no sketch: any two are alike.
+	if s := sketchOf(text("vacuum the tables\nreindex the indexes\n")); s != nil {
+		t.Errorf("a sketch of %d hashes of 6 words; want none", len(s))
+	}
+}
+
+// ServedBack finds a rewritten copy of a read the MCP server answered,
+// another server's first, and says it is near.
+func TestServedBackFindsRewrittenCopies(t *testing.T) {
+	const page = "This page explains postgres vacuum tuning in depth.\nIt covers the configuration knobs, the monitoring queries\nand the operational runbook steps that an engineer follows.\n"
+	s := &ServedLists{}
+	own := resource.Key{Server: "hub", URI: "hub://own/1"}
+	docs := resource.Key{Server: "docs", URI: "doc://1"}
+	s.NoteRead(own, []resource.Content{{Text: page}})
+	s.NoteRead(docs, []resource.Content{{Text: page}})
+	k := resource.Key{Server: "hub", URI: "hub://up/1"}
+	if c := s.ServedBack(k, []resource.Content{{Text: page}}); c.Near || len(c.Of) != 2 || c.Of[0] != docs || !c.Other("hub") {
+		t.Errorf("the text as read: %+v; want a copy of docs first, then hub's own", c)
+	}
+	quoted := "> " + strings.ReplaceAll(page, "\n", "\n> ")
+	if c := s.ServedBack(k, []resource.Content{{Text: quoted}}); !c.Near || len(c.Of) != 2 || c.Of[0] != docs {
+		t.Errorf("quoted: %+v; want a near copy of docs first", c)
+	}
+	if c := s.ServedBack(own, []resource.Content{{Text: page}}); len(c.Of) != 1 || c.Of[0] != docs {
+		t.Errorf("the resource read itself: %+v; want a copy of the other only", c)
+	}
+	if c := s.ServedBack(k, []resource.Content{{Text: strings.Replace(page, "vacuum", "analyze", 1)}}); len(c.Of) != 0 {
+		t.Errorf("a word changed: %+v; want no copy", c)
+	}
+}
+
+// The cost of telling copies, per read: what the MCP server notes of a
+// read it answers (digest and sketch), and what a mirrored read is
+// compared with (all 4,096 remembered reads), for a page of 4 KiB and
+// one of 900 KiB.
+func BenchmarkServedCopies(b *testing.B) {
+	para := "Autovacuum workers wake every minute and vacuum tables whose dead tuples passed the threshold; the cost limit bounds the I/O they spend.\n"
+	for _, size := range []int{4 << 10, 900 << 10} {
+		text := strings.Repeat(para, size/len(para))
+		s := &ServedLists{}
+		for i := range maxServedReads {
+			s.NoteRead(resource.Key{Server: "docs", URI: "doc://" + strconv.Itoa(i)}, []resource.Content{{Text: strconv.Itoa(i) + " " + para + para}})
+		}
+		b.Run("note/"+strconv.Itoa(size>>10)+"KiB", func(b *testing.B) {
+			for b.Loop() {
+				s.NoteRead(resource.Key{Server: "docs", URI: "doc://x"}, []resource.Content{{Text: text}})
+			}
+		})
+		b.Run("served-back/"+strconv.Itoa(size>>10)+"KiB", func(b *testing.B) {
+			k := resource.Key{Server: "hub", URI: "hub://1"}
+			for b.Loop() {
+				s.ServedBack(k, []resource.Content{{Text: "> " + text}})
+			}
+		})
+	}
+}
