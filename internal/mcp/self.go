@@ -80,6 +80,7 @@ type servedRead struct {
 	key    resource.Key // the resource read: its server and URI there
 	digest [32]byte     // of its contents (contentsDigest)
 	sketch []uint64     // of its shingles (see nearcopy.go); nil if too few
+	short  bool         // its contents are under MinDigestBytes
 }
 
 // maxServedReads bounds the reads remembered (a quarter more at times):
@@ -87,7 +88,9 @@ type servedRead struct {
 const maxServedReads = 4096
 
 // MinDigestBytes is the least contents a read must hold to be told by
-// them: two empty or one-word resources are alike anywhere.
+// them: two empty or one-word resources are alike anywhere. Reads of
+// fewer (not none) are told apart from those only, and a copy of one is
+// a Short copy.
 const MinDigestBytes = 64
 
 type servedPage struct {
@@ -217,13 +220,16 @@ func (s *ServedLists) NoteRead(k resource.Key, contents []resource.Content) {
 		return
 	}
 	d, n := contentsDigest(contents)
-	if n < MinDigestBytes {
+	if n == 0 {
 		return
 	}
-	sketch := sketchOf(contents)
+	var sketch []uint64
+	if n >= MinDigestBytes {
+		sketch = sketchOf(contents)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.reads = append(s.reads, servedRead{key: k, digest: d, sketch: sketch})
+	s.reads = append(s.reads, servedRead{key: k, digest: d, sketch: sketch, short: n < MinDigestBytes})
 	// Cut back a quarter past the bound, not at each read: a cut moves
 	// them all.
 	if n := len(s.reads); n > maxServedReads+maxServedReads/4 {
@@ -240,6 +246,9 @@ type Copy struct {
 	// Near is set when it holds that text rewritten (see nearcopy.go),
 	// not as it was, give or take three lines at either end.
 	Near bool
+	// Short is set when it is a text under MinDigestBytes, as it was:
+	// two honest notes may well say the same few words.
+	Short bool
 }
 
 // Other reports whether c is a copy of another server's resource than
@@ -254,7 +263,9 @@ const maxCopyOf = 8
 // with, are a copy of: the resources the MCP server answered a read of
 // with them (one of the last maxServedReads; a text with up to three
 // lines added at its start or end matches), or, failing that, with a
-// text they hold nearly whole, rewritten (Near; see nearcopy.go). Such a
+// text they hold nearly whole, rewritten (Near; see nearcopy.go); of
+// contents under MinDigestBytes, a read of as few bytes answered with
+// them (Short). Such a
 // k is a resource contextd serves passed back by a bridge that read it
 // from contextd (when contextd read k, or ahead of time), or an honest
 // copy of a text a host read from contextd (a server's boilerplate,
@@ -268,6 +279,13 @@ func (s *ServedLists) ServedBack(k resource.Key, contents []resource.Content) Co
 	s.mu.Unlock()
 	if none {
 		return Copy{} // nothing to compare: nothing was answered
+	}
+	if d, n := contentsDigest(contents); n > 0 && n < MinDigestBytes {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		c := s.copyOf(k, func(r *servedRead) bool { return r.short && r.digest == d })
+		c.Short = len(c.Of) > 0
+		return c
 	}
 	ds := trimmedDigests(contents)
 	if len(ds) == 0 {

@@ -1846,10 +1846,12 @@ func (m *Mirror) listsItself(items []resource.Descriptor) bool {
 // next list leaves it out) while its reads keep matching: contextd would
 // list it, and a bridge pass it back one level deeper at each list. One
 // that holds such a text nearly whole, rewritten (a near copy), stays
-// mirrored: two honest pages may be that close. Once two of a server's
-// resources are copies or near copies of another server's, or of its own
-// listed before them, contextd's MCP server lists of it only what it
-// listed before and what the content pass read and found its own.
+// mirrored: two honest pages may be that close; so does a short copy (a
+// text under mcp.MinDigestBytes). Once two of a server's resources are
+// copies or near copies of another server's, or of its own listed before
+// them, or eight are short copies so, contextd's MCP server lists of it
+// only what it listed before and what the content pass read and found
+// its own.
 func (m *Mirror) readHint(ctx context.Context, sess *mcp.Session, uri string) ([]resource.Content, mcp.CacheHint, error) {
 	cs, hint, err := sess.ReadHint(ctx, uri)
 	if err != nil {
@@ -1857,7 +1859,7 @@ func (m *Mirror) readHint(ctx context.Context, sess *mcp.Session, uri string) ([
 	}
 	k := resource.Key{Server: m.opts.Server, URI: uri}
 	c := m.opts.Served.ServedBack(k, cs)
-	m.opts.Served.NoteNear(k, c.Near)
+	m.opts.Served.NoteNear(k, c.Near || c.Short)
 	if len(c.Of) == 0 {
 		if m.readsBack.forget(uri) {
 			m.notifyListChanged() // its text changed: mirrored again
@@ -1869,28 +1871,44 @@ func (m *Mirror) readHint(ctx context.Context, sess *mcp.Session, uri string) ([
 	// back only the server's own entries lists them one list later, where
 	// a server's boilerplate was there from the start.
 	counts := c.Other(m.opts.Server) || slices.ContainsFunc(c.Of, func(o resource.Key) bool { return m.readsBack.listedBefore(o.URI, uri) })
-	if n, added := m.readsBack.add(uri, counts, c.Near); added {
-		if counts && n == readsBackWithheld {
+	kind := copyExact
+	switch {
+	case c.Near:
+		kind = copyNear
+	case c.Short:
+		kind = copyShort
+	}
+	if withhold, added := m.readsBack.add(uri, counts, kind); added {
+		if withhold {
 			m.opts.Served.Withhold(m.opts.Server)
 			m.log.Warn("the server passes back resources this contextd serves, or copies of them (a bridge in front of contextd?): exact copies are not mirrored, and contextd's MCP server lists of it only what it listed before and what was read since and found its own", "server", m.opts.Server)
 		}
-		m.log.Debug("a copy of a resource this contextd served", "uri", uri, "near", c.Near)
-		if !c.Near {
+		m.log.Debug("a copy of a resource this contextd served", "uri", uri, "near", c.Near, "short", c.Short)
+		if kind == copyExact {
 			m.notifyListChanged() // not mirrored
 		}
 	}
 	return cs, hint, nil
 }
 
+// The kinds of copy (see mcp.ServedLists.ServedBack): exact copies are
+// not mirrored; near and short ones are.
+const (
+	copyExact = iota
+	copyNear
+	copyShort
+)
+
 // readsBack holds the URIs of a server that are copies of resources this
-// contextd serves (see readHint), at most maxReadsBack, and whether each
-// counts towards withholding the server; and when each URI was first
-// listed.
+// contextd serves (see readHint), at most maxReadsBack, with their kind
+// and whether each counts towards withholding the server; and when each
+// URI was first listed.
 type readsBack struct {
 	mu     gosync.Mutex
-	back   map[string]bool // copies, not mirrored
-	near   map[string]bool // near copies, mirrored
-	counts int             // of both, those that count
+	kinds  map[string]int  // URI → kind of copy
+	counts map[string]bool // URI → it counts
+	// counted are the copies that count, by kind.
+	counted [3]int
 	// listed holds the URIs of the server's last list, each with the
 	// number of the list that first held it (lists counts them).
 	listed map[string]uint64
@@ -1899,54 +1917,55 @@ type readsBack struct {
 
 const (
 	// readsBackWithheld is how many of a server's copies must count
-	// before contextd's MCP server lists only what of it was read.
-	readsBackWithheld = 2
-	maxReadsBack      = 100_000
+	// before contextd's MCP server lists only what of it was read: of
+	// exact and near copies together, or of short ones (short texts are
+	// alike more often).
+	readsBackWithheld      = 2
+	readsBackShortWithheld = 8
+	maxReadsBack           = 100_000
 )
 
-// add records that uri is a copy (near or not), counting or not; it
-// returns how many count, and whether uri was not known as one before.
-func (r *readsBack) add(uri string, counts, near bool) (int, bool) {
+// add records that uri is a copy of kind, counting or not; it returns
+// whether the server is to be withheld from now on, and whether uri was
+// not known as that kind of copy before.
+func (r *readsBack) add(uri string, counts bool, kind int) (withhold, added bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	_, isBack := r.back[uri]
-	_, isNear := r.near[uri]
-	if isBack && !near || isNear && near || len(r.back)+len(r.near) >= maxReadsBack {
-		return r.counts, false
+	if old, ok := r.kinds[uri]; ok && old == kind || !ok && len(r.kinds) >= maxReadsBack {
+		return false, false
 	}
-	// One that was the other kind of copy is that no longer.
-	if isBack || isNear {
-		if r.back[uri] || r.near[uri] {
-			r.counts--
-		}
-		delete(r.back, uri)
-		delete(r.near, uri)
+	if old, ok := r.kinds[uri]; ok && r.counts[uri] {
+		r.counted[old]--
 	}
-	m := &r.back
-	if near {
-		m = &r.near
+	if r.kinds == nil {
+		r.kinds, r.counts = map[string]int{}, map[string]bool{}
 	}
-	if *m == nil {
-		*m = map[string]bool{}
-	}
-	(*m)[uri] = counts
+	before := r.withheld()
+	r.kinds[uri], r.counts[uri] = kind, counts
 	if counts {
-		r.counts++
+		r.counted[kind]++
 	}
-	return r.counts, true
+	return !before && r.withheld(), true
+}
+
+// withheld reports whether enough copies count. r.mu is held.
+func (r *readsBack) withheld() bool {
+	return r.counted[copyExact]+r.counted[copyNear] >= readsBackWithheld || r.counted[copyShort] >= readsBackShortWithheld
 }
 
 // forget records that uri is no copy (any longer); it reports whether it
-// was one not mirrored.
+// was one not mirrored. What counted still does: the server was seen
+// passing copies back.
 func (r *readsBack) forget(uri string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	delete(r.near, uri)
-	if _, ok := r.back[uri]; !ok {
+	kind, ok := r.kinds[uri]
+	if !ok {
 		return false
 	}
-	delete(r.back, uri)
-	return true
+	delete(r.kinds, uri)
+	delete(r.counts, uri)
+	return kind == copyExact
 }
 
 // noteListed records items, the server's list just answered.
@@ -1975,17 +1994,17 @@ func (r *readsBack) listedBefore(a, b string) bool {
 	return oka && okb && na < nb
 }
 
-// without returns items less the copies (items itself when there are
-// none).
+// without returns items less the exact copies (items itself when there
+// are none).
 func (r *readsBack) without(items []resource.Descriptor) []resource.Descriptor {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if len(r.back) == 0 {
+	if len(r.kinds) == 0 {
 		return items
 	}
 	out := make([]resource.Descriptor, 0, len(items))
 	for _, d := range items {
-		if _, back := r.back[d.URI]; !back {
+		if kind, ok := r.kinds[d.URI]; !ok || kind != copyExact {
 			out = append(out, d)
 		}
 	}

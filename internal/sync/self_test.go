@@ -326,3 +326,54 @@ func TestABridgeRenamingWhatItPassesOnIsKnownByItsReads(t *testing.T) {
 		})
 	}
 }
+
+// A bridge passing back texts under mcp.MinDigestBytes (short notes)
+// passes back copies no digest of 64 bytes tells: they stay mirrored, but
+// eight that copy other servers' notes withhold it. An honest server with
+// a few notes that say what another server's say is not withheld.
+func TestABridgePassingBackShortNotesIsWithheld(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		echoed   int
+		withheld bool
+	}{
+		{"a bridge passing back twelve notes", 12, true},
+		{"an honest server with four notes like another's", 4, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ix := newIndex(t)
+				defer ix.Close()
+				lists := &mcp.ServedLists{}
+				srv := mcptest.NewServer(nil, nil)
+				for i := range 20 {
+					uri := fmt.Sprintf("hub://up/%d", i)
+					text := fmt.Sprintf("note %d: vacuum at 2am.", i)
+					echo := i < c.echoed
+					srv.AddResource(&mcpsdk.Resource{URI: uri, Name: fmt.Sprintf("note_%d", i), MIMEType: "text/plain"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+						if echo {
+							lists.NoteRead(resource.Key{Server: "notes", URI: fmt.Sprintf("note://%d", i)}, []resource.Content{{Text: text}})
+						}
+						return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: text}}}, nil
+					})
+				}
+				m := ctxsync.New(ctxsync.Options{Server: "bridge", Served: lists, Index: ix, Dial: mcptest.Dial(t, "bridge", srv)})
+				start(t, m)
+				<-m.Ready()
+				for range 60 {
+					time.Sleep(time.Second)
+					synctest.Wait()
+				}
+				short := 0
+				for i := range c.echoed {
+					if lists.IsNear(resource.Key{Server: "bridge", URI: fmt.Sprintf("hub://up/%d", i)}) {
+						short++
+					}
+				}
+				if n := len(ix.Descriptors("bridge")); n != 20 || lists.Withheld("bridge") != c.withheld || short != c.echoed || lists.NearCount("bridge") != c.echoed {
+					t.Errorf("%d indexed, withheld %v, %d of %d passed back known as copies (%d in all); want 20, %v, all", n, lists.Withheld("bridge"), short, c.echoed, lists.NearCount("bridge"), c.withheld)
+				}
+			})
+		})
+	}
+}
