@@ -52,10 +52,12 @@ func nearText(contents []resource.Content) string {
 }
 
 // eachShingle calls f with the hash of each shingle of text. With loose
-// set it also calls f with those a line of few words, or a line broken in
-// two, would have within the text: each line's first and last one to
-// three words, and the shingles across each two lines joined, next to
-// each other or with one line between (a line put in within a line).
+// set it also calls f with those a line would have with a word or two
+// put in within it (see skipShingles), and those a line of few words, or
+// a line broken in two, would have within the text: each line's first
+// and last one to three words, and the shingles across each two lines
+// joined, next to each other or with one line between (a line put in
+// within a line).
 // Lines without words are passed over.
 func eachShingle(text string, loose bool, f func(uint64)) {
 	type lineWords struct {
@@ -77,6 +79,7 @@ func eachShingle(text string, loose bool, f func(uint64)) {
 		if !loose {
 			continue
 		}
+		skipShingles(words, f)
 		for n := 1; n < shingleWords && n < len(words); n++ {
 			f(shingleHash(words[:n]))
 			f(shingleHash(words[len(words)-n:]))
@@ -94,6 +97,25 @@ func eachShingle(text string, loose bool, f func(uint64)) {
 			head := a[max(0, len(a)-shingleWords):]
 			glued := append(slices.Clone(head[:len(head)-1]), head[len(head)-1].glue(first))
 			joinedShingles(glued, tail[1:], f)
+		}
+	}
+}
+
+// skipShingles calls f with the hashes of the shingles words would have
+// less one word, or two in a row, put in within a shingle: a word added
+// mid-line (a nonce, "[hub]") keeps the line's shingles so.
+func skipShingles(words []word, f func(uint64)) {
+	var w [shingleWords]word
+	for i := range words {
+		for skip := 1; skip <= 2; skip++ {
+			if i+shingleWords+skip > len(words) {
+				break
+			}
+			for at := 1; at < shingleWords; at++ {
+				copy(w[:at], words[i:i+at])
+				copy(w[at:], words[i+at+skip:i+shingleWords+skip])
+				f(shingleHash(w[:]))
+			}
 		}
 	}
 }

@@ -34,6 +34,8 @@ func TestNearCopiesAreTextsRewrittenNotTemplated(t *testing.T) {
 		{"split into two items", page, []resource.Content{{Text: page[:77]}, {Text: page[77:]}}, true},
 		{"within a longer text", page, text(long + page + long), true},
 		{"a long text quoted", long, text("> " + strings.ReplaceAll(long, "\n", "\n> ")), true},
+		{"a word within each line", page, text(strings.ReplaceAll(page, " the ", " the [1764864000] ")), true},
+		{"two words within a line", page, text(strings.Replace(page, "in depth", "in [hub 1764864000] depth", 1)), true},
 		{"a word changed", page, text(strings.Replace(page, "vacuum tuning", "vacuum sizing", 1)), false},
 		{"another part", page, text(strings.ReplaceAll(page, "7", "8")), false},
 		{"the same template, another subject", page, text(strings.Replace(page, "postgres vacuum tuning", "kafka consumer rebalancing", 1)), false},
