@@ -30,7 +30,7 @@ import (
 const (
 	shingleWords  = 4
 	nearSketch    = 32
-	nearMinSketch = 8
+	nearMinSketch = 4
 	// nearTextBytes bounds the text shingled, for the cost of a read.
 	nearTextBytes = 256 << 10
 )
@@ -208,7 +208,9 @@ func sketchOf(contents []resource.Content) []uint64 {
 		all = append(all, h)
 	}
 	slices.Sort(all)
-	return slices.Clip(all[:min(len(all), nearSketch)])
+	// A copy: the sketch is kept for thousands of reads, all of its
+	// shingles not.
+	return slices.Clone(all[:min(len(all), nearSketch)])
 }
 
 // shingleSet returns the shingle hashes of contents, the lines' ends

@@ -1,6 +1,8 @@
 package mcp
 
 import (
+	"fmt"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -106,4 +108,33 @@ func BenchmarkServedCopies(b *testing.B) {
 			}
 		})
 	}
+}
+
+// A sketch is kept for each of thousands of reads: it must hold its 32
+// hashes, not the array of all the text's shingles it was cut from (1.1 GB
+// for a host reading 900 KiB pages, +731 MB of live heap for 5,120 reads
+// of 256 KiB).
+func TestASketchHoldsOnlyItsHashes(t *testing.T) {
+	var s ServedLists
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	const reads = 200
+	for i := range reads {
+		var b strings.Builder
+		for j := 0; b.Len() < 64<<10; j++ {
+			fmt.Fprintf(&b, "w%dx%d ", i, j)
+			if j%12 == 11 {
+				b.WriteString("\n")
+			}
+		}
+		s.NoteRead(resource.Key{Server: "big", URI: strconv.Itoa(i)}, []resource.Content{{Text: b.String()}})
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	// Each of 64 KiB holds about 9,000 shingles: 72 KB of hashes.
+	if grown := int64(after.HeapAlloc) - int64(before.HeapAlloc); grown > 4<<20 {
+		t.Errorf("%d reads remembered hold %d KB of live heap; want a few hundred", reads, grown>>10)
+	}
+	runtime.KeepAlive(&s)
 }

@@ -70,9 +70,9 @@ type ServedLists struct {
 	// Withhold); gen counts its changes.
 	withheld map[string]bool
 	gen      int
-	// near holds the resources last found near copies (see NoteNear),
-	// by server.
-	near map[string]map[string]bool
+	// copies holds the resources last found copies (see NoteCopy), by
+	// server.
+	copies map[string]map[string]bool
 }
 
 // A servedRead is a resources/read the MCP server answered.
@@ -331,53 +331,54 @@ func (s *ServedLists) copyOf(k resource.Key, match func(*servedRead) bool) Copy 
 	return c
 }
 
-// NoteNear records whether k is (still) a near copy (see ServedBack):
-// a withheld server's near copies are not listed.
-func (s *ServedLists) NoteNear(k resource.Key, near bool) {
+// NoteCopy records whether k is (still) a copy of a resource contextd
+// served, of any kind (see ServedBack): a withheld server's copies are not
+// listed, save those listed before it was withheld.
+func (s *ServedLists) NoteCopy(k resource.Key, copied bool) {
 	if s == nil {
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	m := s.near[k.Server]
+	m := s.copies[k.Server]
 	switch {
-	case !near:
+	case !copied:
 		delete(m, k.URI)
-	case len(m) < maxNear:
+	case len(m) < maxCopies:
 		if m == nil {
 			m = map[string]bool{}
-			if s.near == nil {
-				s.near = map[string]map[string]bool{}
+			if s.copies == nil {
+				s.copies = map[string]map[string]bool{}
 			}
-			s.near[k.Server] = m
+			s.copies[k.Server] = m
 		}
 		m[k.URI] = true
 	}
 }
 
-// IsNear reports whether k was last found a near copy (NoteNear).
-func (s *ServedLists) IsNear(k resource.Key) bool {
+// IsCopy reports whether k was last found a copy (NoteCopy).
+func (s *ServedLists) IsCopy(k resource.Key) bool {
 	if s == nil {
 		return false
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.near[k.Server][k.URI]
+	return s.copies[k.Server][k.URI]
 }
 
-// NearCount returns how many of server's resources are near copies
-// (NoteNear).
-func (s *ServedLists) NearCount(server string) int {
+// CopyCount returns how many of server's resources are copies
+// (NoteCopy).
+func (s *ServedLists) CopyCount(server string) int {
 	if s == nil {
 		return 0
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.near[server])
+	return len(s.copies[server])
 }
 
-// maxNear bounds the near copies remembered of one server.
-const maxNear = 100_000
+// maxCopies bounds the copies remembered of one server.
+const maxCopies = 100_000
 
 // trimmedDigests returns the digests (contentsDigest) of contents and,
 // when they hold one text, of that text less up to three lines at its
@@ -410,11 +411,12 @@ func trimmedDigests(contents []resource.Content) map[[32]byte]bool {
 	return out
 }
 
-// Withhold records that the MCP server must list none of server's
-// resources: it passed resources contextd serves back (see
-// ServedBack), so it may be, or be behind, a bridge in front of
-// contextd, and what contextd lists of it would come back one level
-// deeper at each list. Its mirror still serves assembling.
+// Withhold records that the MCP server must list no more of server's
+// resources than it did, and those the content pass read and found no
+// copy: it passed resources contextd serves back (see ServedBack), so it
+// may be, or be behind, a bridge in front of contextd, and what contextd
+// lists of it would come back one level deeper at each list. Its mirror
+// still serves assembling.
 func (s *ServedLists) Withhold(server string) {
 	if s == nil {
 		return

@@ -87,117 +87,49 @@ func newRenamingBridge(own int) *renamingBridge {
 // A bridge in front of contextd that renames what it passes on and mixes
 // its own entries in lists nothing contextd can know by its names or URIs;
 // mirrored, it came back one level deeper at each list (355 entries of
-// 3,650 after five minutes, queries of 7.7 s). Its reads of what it took
-// from contextd go through contextd, and are known by that: those entries
-// are not mirrored, and contextd's MCP server lists only what of the
-// bridge it read and found its own, so the loop stops. The bridge's own
-// entries stay mirrored.
+// 3,650 after five minutes, queries of 7.7 s); one that quotes every line
+// it passes back, too (943 entries after four minutes). Its reads of what
+// it took from contextd go through contextd, and are known by that: those
+// entries are copies or near copies of what contextd served, and once two
+// are, contextd's MCP server lists no more of the bridge than it did, save
+// what the content pass read and found its own: what it passes back next
+// is not listed, and the loop stops.
 func TestABridgeRenamingContextdsListIsCut(t *testing.T) {
-	docs := map[string]string{}
-	for i := range 5 {
-		docs[fmt.Sprintf("doc://a/%d", i)] = fmt.Sprintf("page %d on postgres vacuum tuning, autovacuum settings and index bloat\n", i)
-	}
-	const own = 10
-	hub := newRenamingBridge(own)
-	f := newFacade(t, map[string]*mcpsdk.Server{"a": mcptest.NewServer(docs, nil), "hub": hub.srv}, nil, engine.Options{})
-	host := f.connect(t, nil)
-	hub.up.Store(f.connect(t, nil))
-	// The hub tells its clients its list changed (as it would once it
-	// lists contextd).
-	hub.srv.AddResource(&mcpsdk.Resource{URI: "hub://own/new", Name: "release notes"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
-		return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: "hub://own/new", Text: "release notes of the hub, week 48, with the deployment pipeline changes\n"}}}, nil
-	})
-	status := func() (int, string) {
-		for _, s := range f.eng.Servers() {
-			if s.Server == "hub" {
-				return s.Resources, s.LastError
+	for _, quote := range []bool{false, true} {
+		t.Run(fmt.Sprintf("quoting %v", quote), func(t *testing.T) {
+			docs := map[string]string{}
+			for i := range 5 {
+				docs[fmt.Sprintf("doc://a/%d", i)] = fmt.Sprintf("page %d on postgres vacuum tuning, autovacuum settings and index bloat\n", i)
 			}
-		}
-		t.Fatal("no hub")
-		return 0, ""
-	}
-	// What contextd lists of the hub that the hub passed back (named
-	// hub_… by it).
-	listedHub := func() int {
-		n := 0
-		for r, err := range host.Resources(t.Context(), nil) {
-			if err != nil {
-				t.Fatal(err)
-			}
-			if strings.HasPrefix(r.URI, "contextd:resource/hub/") && strings.HasPrefix(r.Name, "hub_") {
-				n++
-			}
-		}
-		return n
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	most := 0
-	for {
-		n, _ := status()
-		most = max(most, n)
-		if n == own+1 && f.eng.ServedLists().Withheld("hub") && listedHub() == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("hub: %d entries (at most %d), withheld %v, %d it passed back listed by contextd; want its %d own, withheld, none", n, most, f.eng.ServedLists().Withheld("hub"), listedHub(), own+1)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if most > 2*(own+1)+5 {
-		t.Errorf("the hub's mirror grew to %d entries; want at most one level of contextd's list", most)
-	}
-	// It stays so: another list does not bring what came back again.
-	hub.srv.RemoveResources("hub://own/new")
-	time.Sleep(2 * time.Second)
-	if n, last := status(); n != own || last != "" || listedHub() != 0 {
-		t.Errorf("after another list the hub holds %d entries (last error %q), %d it passed back listed by contextd; want %d and none", n, last, listedHub(), own)
-	}
-	// The server it read through contextd is mirrored and listed as ever.
-	for _, s := range f.eng.Servers() {
-		if s.Server == "a" && (s.Resources != 5 || s.LastError != "") {
-			t.Errorf("server a: %d entries, last error %q; want 5 and none", s.Resources, s.LastError)
-		}
-	}
-}
-
-// A bridge that quotes every line it passes back, in front of contextd
-// beside another server or as its only server, passes back near copies:
-// no digest matches them, and mirrored they came back one level deeper at
-// each list (943 entries after four minutes). Copies of another server's
-// resources, or of the bridge's own listed before them, withhold it: what
-// it passed back stays mirrored, but contextd's MCP server no longer
-// lists it, and the bridge's mirror stops growing.
-func TestABridgeQuotingWhatItPassesBackIsCut(t *testing.T) {
-	for _, withA := range []bool{true, false} {
-		t.Run(fmt.Sprintf("beside another server %v", withA), func(t *testing.T) {
 			const own = 10
 			hub := newRenamingBridge(own)
-			hub.rewrite = func(s string) string {
-				return "> " + strings.ReplaceAll(strings.TrimSuffix(s, "\n"), "\n", "\n> ") + "\n"
-			}
-			servers := map[string]*mcpsdk.Server{"hub": hub.srv}
-			if withA {
-				docs := map[string]string{}
-				for i := range 5 {
-					docs[fmt.Sprintf("doc://a/%d", i)] = fmt.Sprintf("page %d on postgres vacuum tuning, autovacuum settings and index bloat\n", i)
+			if quote {
+				hub.rewrite = func(s string) string {
+					return "> " + strings.ReplaceAll(strings.TrimSuffix(s, "\n"), "\n", "\n> ") + "\n"
 				}
-				servers["a"] = mcptest.NewServer(docs, nil)
 			}
-			f := newFacade(t, servers, nil, engine.Options{})
+			f := newFacade(t, map[string]*mcpsdk.Server{"a": mcptest.NewServer(docs, nil), "hub": hub.srv}, nil, engine.Options{})
 			host := f.connect(t, nil)
 			hub.up.Store(f.connect(t, nil))
+			// The hub tells its clients its list changed (as it would once
+			// it lists contextd).
 			hub.srv.AddResource(&mcpsdk.Resource{URI: "hub://own/new", Name: "release notes"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
 				return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: "hub://own/new", Text: "release notes of the hub, week 48, with the deployment pipeline changes\n"}}}, nil
 			})
 			hubEntries := func() int {
 				for _, s := range f.eng.Servers() {
 					if s.Server == "hub" {
+						if s.LastError != "" {
+							t.Errorf("hub: %s", s.LastError)
+						}
 						return s.Resources
 					}
 				}
 				t.Fatal("no hub")
 				return 0
 			}
+			// What contextd lists of the hub: its own entries, and those
+			// it passed back (named hub_… by it).
 			listedHub := func() (own, back int) {
 				for r, err := range host.Resources(t.Context(), nil) {
 					if err != nil {
@@ -214,30 +146,40 @@ func TestABridgeQuotingWhatItPassesBackIsCut(t *testing.T) {
 				return own, back
 			}
 			deadline := time.Now().Add(30 * time.Second)
-			for {
-				o, back := listedHub()
-				if f.eng.ServedLists().Withheld("hub") && o == own+1 && back == 0 {
-					break
-				}
+			for !f.eng.ServedLists().Withheld("hub") {
 				if time.Now().After(deadline) {
-					t.Fatalf("hub: %d entries, withheld %v, contextd lists %d of its own and %d it passed back; want withheld, %d and none", hubEntries(), f.eng.ServedLists().Withheld("hub"), o, back, own+1)
+					o, back := listedHub()
+					t.Fatalf("hub: %d entries, not withheld, contextd lists %d of its own and %d it passed back", hubEntries(), o, back)
 				}
 				time.Sleep(50 * time.Millisecond)
 			}
-			// Its mirror stops growing: at most its own entries and one
-			// level of what contextd lists.
-			time.Sleep(3 * time.Second)
+			// Lists after that bring what contextd listed one level down
+			// once more, and no further: neither the mirror nor what
+			// contextd lists of it grows.
+			time.Sleep(time.Second)
+			_, backAt := listedHub()
+			for i := range 3 {
+				hub.srv.RemoveResources("hub://own/new") // a list change
+				hub.srv.AddResource(&mcpsdk.Resource{URI: "hub://own/new", Name: "release notes"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+					return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: "hub://own/new", Text: fmt.Sprintf("release notes of the hub, week %d, with the deployment pipeline changes\n", 49+i)}}}, nil
+				})
+				time.Sleep(time.Second)
+			}
 			n := hubEntries()
-			time.Sleep(3 * time.Second)
-			most := 2 * (own + 1)
-			if withA {
-				most += 5
+			o, back := listedHub()
+			time.Sleep(2 * time.Second)
+			if m := hubEntries(); m != n || n > 2*(own+1+5+backAt) {
+				t.Errorf("the hub's mirror holds %d entries, then %d 2 s later; want it steady, at most %d", n, m, 2*(own+1+5+backAt))
 			}
-			if m := hubEntries(); m != n || m > most {
-				t.Errorf("the hub's mirror holds %d entries, then %d 3 s later; want it steady, at most %d", n, m, most)
+			if o2, back2 := listedHub(); o != own+1 || o2 != o || back > backAt || back2 != back {
+				t.Errorf("contextd lists %d of the hub's own entries and %d it passed back, then %d and %d; want %d, and at most the %d it listed when withheld", o, back, o2, back2, own+1, backAt)
 			}
-			if o, back := listedHub(); o != own+1 || back != 0 {
-				t.Errorf("contextd lists %d of the hub's own entries and %d it passed back; want %d and none", o, back, own+1)
+			// The server it read through contextd is mirrored and listed as
+			// ever.
+			for _, s := range f.eng.Servers() {
+				if s.Server == "a" && (s.Resources != 5 || s.LastError != "") {
+					t.Errorf("server a: %d entries, last error %q; want 5 and none", s.Resources, s.LastError)
+				}
 			}
 		})
 	}
@@ -245,9 +187,10 @@ func TestABridgeQuotingWhatItPassesBackIsCut(t *testing.T) {
 
 // An honest server holding pages a host read through contextd under
 // another server is withheld, but what contextd listed of it before
-// stays listed (its images, its short notes, its own pages): only what it
-// lists from then on waits for the content pass. Before, a withheld
-// server's images and short texts left contextd's list.
+// stays listed (its images, its short notes, its own pages, its copies):
+// of what it lists from then on, what the content pass read and found
+// its own is listed, copies not. Before, a withheld server's images and
+// short texts left contextd's list.
 func TestAWithheldServerKeepsWhatWasListed(t *testing.T) {
 	const n = 3
 	page := func(i int) string {
@@ -264,6 +207,11 @@ func TestAWithheldServerKeepsWhatWasListed(t *testing.T) {
 	b.AddResource(&mcpsdk.Resource{URI: "note://b/1", Name: "note", MIMEType: "text/plain"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
 		return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: "note://b/1", MIMEType: "text/plain", Text: "on call: ann"}}}, nil
 	})
+	addText := func(uri, text string) {
+		b.AddResource(&mcpsdk.Resource{URI: uri, Name: uri, MIMEType: "text/markdown"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+			return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: "text/markdown", Text: text}}}, nil
+		})
+	}
 	f := startFacade(t, map[string]*mcpsdk.Server{"a": mcptest.NewServer(docs, nil), "b": b}, nil, engine.Options{})
 	host := f.connect(t, nil)
 	listed := func() map[string]bool {
@@ -292,9 +240,7 @@ func TestAWithheldServerKeepsWhatWasListed(t *testing.T) {
 	}
 	// b lists copies of them (a second version of the docs, say).
 	for i := range n {
-		b.AddResource(&mcpsdk.Resource{URI: fmt.Sprintf("doc://b/%d", i), Name: fmt.Sprintf("copy-%d.md", i), MIMEType: "text/markdown"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
-			return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: fmt.Sprintf("doc://b/%d", i), MIMEType: "text/markdown", Text: page(i)}}}, nil
-		})
+		addText(fmt.Sprintf("doc://b/%d", i), page(i))
 	}
 	for !f.eng.ServedLists().Withheld("b") {
 		if time.Now().After(deadline) {
@@ -302,10 +248,12 @@ func TestAWithheldServerKeepsWhatWasListed(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	// Its copies leave the mirror (and the list); the rest stays listed.
-	for l := listed(); l[bURI("doc://b/0")] || l[bURI("doc://b/1")] || l[bURI("doc://b/2")]; l = listed() {
+	// Then a page of its own and another copy.
+	addText("doc://b/later", "b's later page, on kafka broker settings an engineer changes during an incident\n")
+	addText("doc://b/copy", page(0))
+	for l := listed(); !l[bURI("doc://b/later")]; l = listed() {
 		if time.Now().After(deadline) {
-			t.Fatalf("b's copies of a's pages still listed: %v", l)
+			t.Fatalf("b's later page of its own is not listed: %v", l)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -314,5 +262,77 @@ func TestAWithheldServerKeepsWhatWasListed(t *testing.T) {
 		if !l[u] {
 			t.Errorf("%s is no longer listed; want it listed (listed: %v)", u, l)
 		}
+	}
+	if l[bURI("doc://b/copy")] {
+		t.Errorf("b's later copy of a's page is listed; want it not")
+	}
+	// Copies stay mirrored: a's pages may be gone tomorrow.
+	for _, s := range f.eng.Servers() {
+		if s.Server == "b" && s.Resources != 3+n+2 {
+			t.Errorf("b: %d resources mirrored; want %d", s.Resources, 3+n+2)
+		}
+	}
+}
+
+// A server that serves copies of an honest server's pages, read by a
+// host through contextd, cannot have those pages taken out of the honest
+// server's mirror: they were, and when it then failed, or a reload
+// removed it, the honest server answered nothing until a restart.
+func TestCopiesOfAServersPagesDoNotTakeThemAway(t *testing.T) {
+	docs, copies := map[string]string{}, map[string]string{}
+	for i := range 6 {
+		text := fmt.Sprintf("runbook step %d: drain the node, cordon it, then roll the kubernetes deployment back\n", i)
+		docs[fmt.Sprintf("doc://docs/%d", i)] = text
+		copies[fmt.Sprintf("kb://hub/%d", i)] = text
+	}
+	honest := mcptest.NewServer(docs, nil)
+	f := newFacade(t, map[string]*mcpsdk.Server{"docs": honest, "hub": mcptest.NewServer(copies, nil)}, nil, engine.Options{})
+	host := f.connect(t, nil)
+	for i := range 6 {
+		if _, err := host.ReadResource(t.Context(), &mcpsdk.ReadResourceParams{URI: fmt.Sprintf("contextd:resource/hub/kb://hub/%d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// docs' pages are read again (an assemble), and docs listed again.
+	if _, err := f.eng.Assemble(t.Context(), engine.AssembleRequest{Query: "roll the kubernetes deployment back", TokenBudget: 4000}); err != nil {
+		t.Fatal(err)
+	}
+	honest.AddResource(&mcpsdk.Resource{URI: "doc://docs/new", Name: "new"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+		return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: "doc://docs/new", Text: "runbook appendix on node drains\n"}}}, nil
+	})
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var n int
+		for _, s := range f.eng.Servers() {
+			if s.Server == "docs" {
+				n = s.Resources
+			}
+		}
+		if n == 7 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("docs holds %d resources; want its 7", n)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(time.Second)
+	res, err := f.eng.Assemble(t.Context(), engine.AssembleRequest{Query: "roll the kubernetes deployment back", TokenBudget: 4000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := 0
+	for _, it := range res.Items {
+		if it.Server == "docs" {
+			got++
+		}
+	}
+	for _, o := range res.Omitted {
+		if o.Server == "docs" && o.Reason == "duplicate_content" {
+			got++ // the same text as the hub's, kept: either answers
+		}
+	}
+	if got < 6 {
+		t.Errorf("docs: %d of its 6 pages answered or kept as duplicates; want 6", got)
 	}
 }

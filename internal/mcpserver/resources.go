@@ -44,11 +44,11 @@ func (s *Server) refresh() {
 	versions := s.eng.ListVersions()
 	withheld := s.eng.ServedLists().WithheldGen()
 	// Of a withheld server, what the content pass read since is listed
-	// too, less what it found near copies (see apply).
+	// too, less what it found copies (see apply).
 	contents := map[string][2]int{}
 	for server := range versions {
 		if s.eng.ServedLists().Withheld(server) {
-			contents[server] = [2]int{s.eng.ContentCount(server), s.eng.ServedLists().NearCount(server)}
+			contents[server] = [2]int{s.eng.ContentCount(server), s.eng.ServedLists().CopyCount(server)}
 		}
 	}
 	s.mu.Lock()
@@ -84,11 +84,11 @@ func (s *Server) refresh() {
 
 // apply replaces server's part of the resource list with descs. Of a
 // server that passed back what contextd serves (mcp.ServedLists.Withhold)
-// only what was listed when it was first withheld, and what the content
-// pass read since, is listed, less what that read found to be near
-// copies, and of what came since only texts long enough to tell
+// what was listed when it was first withheld stays listed; what came
+// since is listed once the content pass read it and found it no copy of
+// a resource contextd served, and of that only texts long enough to tell
 // (mcp.MinDigestBytes): what it lists next may be what contextd listed,
-// one level down. (Exact copies are not mirrored at all.)
+// one level down.
 func (s *Server) apply(server string, descs []resource.Descriptor) {
 	if lists := s.eng.ServedLists(); lists.Withheld(server) {
 		s.mu.Lock()
@@ -105,7 +105,7 @@ func (s *Server) apply(server string, descs []resource.Descriptor) {
 		s.mu.Unlock()
 		descs = slices.DeleteFunc(slices.Clone(descs), func(d resource.Descriptor) bool {
 			k := d.Key()
-			return lists.IsNear(k) || !kept[k] && s.eng.ContentBytes(k) < mcp.MinDigestBytes
+			return !kept[k] && (lists.IsCopy(k) || s.eng.ContentBytes(k) < mcp.MinDigestBytes)
 		})
 	} else {
 		s.mu.Lock()

@@ -189,7 +189,7 @@ type Server struct {
 	seen   map[string]ctxsync.ListVersion    // per server, when listed was last brought up to date
 	// withheldGen is the engine's ServedLists.WithheldGen when listed was
 	// last brought up to date, and seenContents each withheld server's
-	// content and near-copy counts then.
+	// content and copy counts then.
 	withheldGen  int
 	seenContents map[string][2]int
 	// kept holds, for each withheld server, what listed held of it when

@@ -1128,8 +1128,6 @@ func (m *Mirror) sync(parent context.Context, sess *mcp.Session) (ok bool) {
 	if rerr == nil {
 		m.dropRelisted(res)
 		m.readsBack.noteListed(res.Items)
-		// What came back through this contextd is not mirrored.
-		res.Items = m.readsBack.without(res.Items)
 	}
 	tpl, terr := sess.ListTemplates(ctx)
 	if self {
@@ -1842,16 +1840,16 @@ func (m *Mirror) listsItself(items []resource.Descriptor) bool {
 // resource contextd serves: one passed back by a bridge in front of it
 // (renamed, among the bridge's own, read ahead of time), or an honest
 // copy (a server's boilerplate, another server's page) of a text a host
-// read from contextd. Its read is answered, but it is not mirrored (the
-// next list leaves it out) while its reads keep matching: contextd would
-// list it, and a bridge pass it back one level deeper at each list. One
-// that holds such a text nearly whole, rewritten (a near copy), stays
-// mirrored: two honest pages may be that close; so does a short copy (a
-// text under mcp.MinDigestBytes). Once two of a server's resources are
-// copies or near copies of another server's, or of its own listed before
-// them, or eight are short copies so, contextd's MCP server lists of it
-// only what it listed before and what the content pass read and found
-// its own.
+// read from contextd. So is one that holds such a text nearly whole,
+// rewritten (a near copy), and a short text equal to one (a short copy).
+// Copies stay mirrored: the resource contextd served may be gone
+// tomorrow, or its server be one that served copies of this one's pages
+// to have them dropped. Once two of a server's resources are copies or
+// near copies of another server's, or exact copies of its own listed
+// before them, or eight are short copies of another server's, the server
+// is withheld: contextd's MCP server lists of it only what it listed
+// before and what the content pass read and found no copy, so that what
+// it passes back does not come back one level deeper at each list.
 func (m *Mirror) readHint(ctx context.Context, sess *mcp.Session, uri string) ([]resource.Content, mcp.CacheHint, error) {
 	cs, hint, err := sess.ReadHint(ctx, uri)
 	if err != nil {
@@ -1859,18 +1857,17 @@ func (m *Mirror) readHint(ctx context.Context, sess *mcp.Session, uri string) ([
 	}
 	k := resource.Key{Server: m.opts.Server, URI: uri}
 	c := m.opts.Served.ServedBack(k, cs)
-	m.opts.Served.NoteNear(k, c.Near || c.Short)
+	m.opts.Served.NoteCopy(k, len(c.Of) > 0)
 	if len(c.Of) == 0 {
-		if m.readsBack.forget(uri) {
-			m.notifyListChanged() // its text changed: mirrored again
-		}
+		m.readsBack.forget(uri)
 		return cs, hint, nil
 	}
-	// A copy counts towards withholding the server if it is of another
-	// server's resource, or came after what it copies: a bridge passing
-	// back only the server's own entries lists them one list later, where
-	// a server's boilerplate was there from the start.
-	counts := c.Other(m.opts.Server) || slices.ContainsFunc(c.Of, func(o resource.Key) bool { return m.readsBack.listedBefore(o.URI, uri) })
+	// A copy of another server's resource counts towards withholding the
+	// server; so does an exact copy of its own that came after what it
+	// copies (a bridge passing back only the server's own entries lists
+	// them one list later), where a server's boilerplate was there from
+	// the start, and a page holding a page before it (a log, a changelog)
+	// is its own.
 	kind := copyExact
 	switch {
 	case c.Near:
@@ -1878,21 +1875,18 @@ func (m *Mirror) readHint(ctx context.Context, sess *mcp.Session, uri string) ([
 	case c.Short:
 		kind = copyShort
 	}
+	counts := c.Other(m.opts.Server) || kind == copyExact && slices.ContainsFunc(c.Of, func(o resource.Key) bool { return m.readsBack.listedBefore(o.URI, uri) })
 	if withhold, added := m.readsBack.add(uri, counts, kind); added {
 		if withhold {
 			m.opts.Served.Withhold(m.opts.Server)
-			m.log.Warn("the server passes back resources this contextd serves, or copies of them (a bridge in front of contextd?): exact copies are not mirrored, and contextd's MCP server lists of it only what it listed before and what was read since and found its own", "server", m.opts.Server)
+			m.log.Warn("the server passes back resources this contextd serves, or copies of them (a bridge in front of contextd?): contextd's MCP server lists of it only what it listed before and what was read since and found its own", "server", m.opts.Server)
 		}
 		m.log.Debug("a copy of a resource this contextd served", "uri", uri, "near", c.Near, "short", c.Short)
-		if kind == copyExact {
-			m.notifyListChanged() // not mirrored
-		}
 	}
 	return cs, hint, nil
 }
 
-// The kinds of copy (see mcp.ServedLists.ServedBack): exact copies are
-// not mirrored; near and short ones are.
+// The kinds of copy (see mcp.ServedLists.ServedBack).
 const (
 	copyExact = iota
 	copyNear
@@ -1953,19 +1947,13 @@ func (r *readsBack) withheld() bool {
 	return r.counted[copyExact]+r.counted[copyNear] >= readsBackWithheld || r.counted[copyShort] >= readsBackShortWithheld
 }
 
-// forget records that uri is no copy (any longer); it reports whether it
-// was one not mirrored. What counted still does: the server was seen
-// passing copies back.
-func (r *readsBack) forget(uri string) bool {
+// forget records that uri is no copy (any longer). What counted still
+// does: the server was seen passing copies back.
+func (r *readsBack) forget(uri string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	kind, ok := r.kinds[uri]
-	if !ok {
-		return false
-	}
 	delete(r.kinds, uri)
 	delete(r.counts, uri)
-	return kind == copyExact
 }
 
 // noteListed records items, the server's list just answered.
@@ -1992,23 +1980,6 @@ func (r *readsBack) listedBefore(a, b string) bool {
 	na, oka := r.listed[a]
 	nb, okb := r.listed[b]
 	return oka && okb && na < nb
-}
-
-// without returns items less the exact copies (items itself when there
-// are none).
-func (r *readsBack) without(items []resource.Descriptor) []resource.Descriptor {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if len(r.kinds) == 0 {
-		return items
-	}
-	out := make([]resource.Descriptor, 0, len(items))
-	for _, d := range items {
-		if kind, ok := r.kinds[d.URI]; !ok || kind != copyExact {
-			out = append(out, d)
-		}
-	}
-	return out
 }
 
 // listsServedBack reports whether items, the server's list answered

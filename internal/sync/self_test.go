@@ -213,15 +213,13 @@ func TestABridgeKnownByWhatItListsBackStaysKnown(t *testing.T) {
 // in, add a header line, read ahead) lists nothing this contextd can know,
 // but what it passes back it read from contextd's MCP server: a resource
 // whose read answers what that server answered a read of another resource
-// with is a copy, and is not mirrored; once two have, contextd's MCP server
-// lists only what of the server was read and found its own (the loop is
-// cut). Its own entries stay mirrored, and the copies' reads are
-// answered. One that rewrites what it passes back (every line quoted,
-// lines or words added, the text split) passes back near copies: those
-// stay mirrored, but withhold it all the same. An honest server whose
-// text a host read from contextd loses that one copy only, one whose very
-// resource a host read through contextd loses nothing, and one whose
-// pages are another's made from one template (a word changed) nothing.
+// with is a copy; so is one holding such a text rewritten (every line
+// quoted, lines or words added, the text split): a near copy. Copies stay
+// mirrored and answered, but two of other servers' withhold the server
+// from contextd's MCP list (the loop is cut). An honest server whose text
+// a host read from contextd has that one copy known, one whose very
+// resource a host read through contextd none, and one whose pages are
+// another's made from one template (a word changed) none.
 func TestABridgeRenamingWhatItPassesOnIsKnownByItsReads(t *testing.T) {
 	header := func(s string) []string { return []string{"<!-- via hub -->\n" + s} }
 	quote := func(s string) []string {
@@ -242,28 +240,27 @@ func TestABridgeRenamingWhatItPassesOnIsKnownByItsReads(t *testing.T) {
 		same        bool   // the host read the very resource contextd reads
 		before      bool   // it read them from contextd ahead of time
 		rewrite     func(string) []string
-		want        int  // entries mirrored
-		near        bool // those it passes back found near copies
+		copies      bool // those it passes back are known as copies
 		withheld    bool
 	}{
-		{"renames every entry", 0, 5, "docs", false, false, nil, 0, false, true},
-		{"mixes in its own entries", 20, 5, "docs", false, false, nil, 20, false, true},
-		{"adds a header line", 20, 5, "docs", false, false, header, 20, false, true},
-		{"quotes every line", 20, 5, "docs", false, false, quote, 25, true, true},
-		{"adds front matter", 20, 5, "docs", false, false, front, 25, true, true},
-		{"adds a line within", 20, 5, "docs", false, false, within, 25, true, true},
-		{"adds a line within a line", 20, 5, "docs", false, false, midLine, 25, true, true},
-		{"adds words to the first line", 20, 5, "docs", false, false, words, 25, true, true},
-		{"splits the text", 20, 5, "docs", false, false, split, 25, true, true},
-		// Copies of the server's own resources are dropped, but say
-		// nothing of other servers': a host reading one of ten stub pages
-		// of one text (or a bridge passing back only its own entries).
-		{"copies of its own resources", 20, 5, "bridge", false, false, nil, 20, false, false},
-		{"reads ahead", 20, 5, "docs", false, true, nil, 20, false, true},
-		{"reads ahead, quotes every line", 20, 5, "docs", false, true, quote, 25, true, true},
-		{"an honest server, one text read from contextd", 20, 1, "docs", false, false, nil, 20, false, false},
-		{"an honest server, its very resources read through contextd", 20, 5, "bridge", true, false, nil, 25, false, false},
-		{"an honest server, pages from another's template", 20, 5, "docs", false, false, template, 25, false, false},
+		{"renames every entry", 0, 5, "docs", false, false, nil, true, true},
+		{"mixes in its own entries", 20, 5, "docs", false, false, nil, true, true},
+		{"adds a header line", 20, 5, "docs", false, false, header, true, true},
+		{"quotes every line", 20, 5, "docs", false, false, quote, true, true},
+		{"adds front matter", 20, 5, "docs", false, false, front, true, true},
+		{"adds a line within", 20, 5, "docs", false, false, within, true, true},
+		{"adds a line within a line", 20, 5, "docs", false, false, midLine, true, true},
+		{"adds words to the first line", 20, 5, "docs", false, false, words, true, true},
+		{"splits the text", 20, 5, "docs", false, false, split, true, true},
+		// Copies of the server's own resources, listed with them, say
+		// nothing of other servers': a host reading one of ten stub
+		// pages of one text.
+		{"copies of its own resources", 20, 5, "bridge", false, false, nil, true, false},
+		{"reads ahead", 20, 5, "docs", false, true, nil, true, true},
+		{"reads ahead, quotes every line", 20, 5, "docs", false, true, quote, true, true},
+		{"an honest server, one text read from contextd", 20, 1, "docs", false, false, nil, true, false},
+		{"an honest server, its very resources read through contextd", 20, 5, "bridge", true, false, nil, false, false},
+		{"an honest server, pages from another's template", 20, 5, "docs", false, false, template, false, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -310,17 +307,17 @@ func TestABridgeRenamingWhatItPassesOnIsKnownByItsReads(t *testing.T) {
 				}
 				st := m.Status()
 				n := len(ix.Descriptors("bridge"))
-				if st.LastError != "" || n != c.want || lists.Withheld("bridge") != c.withheld {
-					t.Errorf("error %q, %d indexed, withheld from contextd's list %v; want no error, %d, %v", st.LastError, n, lists.Withheld("bridge"), c.want, c.withheld)
+				if st.LastError != "" || n != c.own+c.echoed || lists.Withheld("bridge") != c.withheld {
+					t.Errorf("error %q, %d indexed, withheld from contextd's list %v; want no error, %d, %v", st.LastError, n, lists.Withheld("bridge"), c.own+c.echoed, c.withheld)
 				}
-				near := 0
+				copies := 0
 				for i := c.own; i < c.own+c.echoed; i++ {
-					if lists.IsNear(resource.Key{Server: "bridge", URI: fmt.Sprintf("hub://up/%d", i)}) {
-						near++
+					if lists.IsCopy(resource.Key{Server: "bridge", URI: fmt.Sprintf("hub://up/%d", i)}) {
+						copies++
 					}
 				}
-				if want := map[bool]int{true: c.echoed}[c.near]; near != want || lists.NearCount("bridge") != want {
-					t.Errorf("%d of the %d passed back found near copies (%d in all); want %d", near, c.echoed, lists.NearCount("bridge"), want)
+				if want := map[bool]int{true: c.echoed}[c.copies]; copies != want || lists.CopyCount("bridge") != want {
+					t.Errorf("%d of the %d passed back known as copies (%d in all); want %d", copies, c.echoed, lists.CopyCount("bridge"), want)
 				}
 			})
 		})
@@ -366,12 +363,12 @@ func TestABridgePassingBackShortNotesIsWithheld(t *testing.T) {
 				}
 				short := 0
 				for i := range c.echoed {
-					if lists.IsNear(resource.Key{Server: "bridge", URI: fmt.Sprintf("hub://up/%d", i)}) {
+					if lists.IsCopy(resource.Key{Server: "bridge", URI: fmt.Sprintf("hub://up/%d", i)}) {
 						short++
 					}
 				}
-				if n := len(ix.Descriptors("bridge")); n != 20 || lists.Withheld("bridge") != c.withheld || short != c.echoed || lists.NearCount("bridge") != c.echoed {
-					t.Errorf("%d indexed, withheld %v, %d of %d passed back known as copies (%d in all); want 20, %v, all", n, lists.Withheld("bridge"), short, c.echoed, lists.NearCount("bridge"), c.withheld)
+				if n := len(ix.Descriptors("bridge")); n != 20 || lists.Withheld("bridge") != c.withheld || short != c.echoed || lists.CopyCount("bridge") != c.echoed {
+					t.Errorf("%d indexed, withheld %v, %d of %d passed back known as copies (%d in all); want 20, %v, all", n, lists.Withheld("bridge"), short, c.echoed, lists.CopyCount("bridge"), c.withheld)
 				}
 			})
 		})
