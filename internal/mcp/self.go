@@ -265,11 +265,10 @@ const maxCopyOf = 8
 // lines added at its start or end matches), or, failing that, with a
 // text they hold nearly whole, rewritten (Near; see nearcopy.go); of
 // contents under MinDigestBytes, a read of as few bytes answered with
-// them (Short). Such a
-// k is a resource contextd serves passed back by a bridge that read it
-// from contextd (when contextd read k, or ahead of time), or an honest
-// copy of a text a host read from contextd (a server's boilerplate,
-// another server's page, another version of it).
+// them (Short). Such a k is a resource contextd serves passed back by a
+// bridge that read it from contextd (when contextd read k, or ahead of
+// time), or an honest copy of a text a host read from contextd (a
+// server's boilerplate, another server's page, another version of it).
 func (s *ServedLists) ServedBack(k resource.Key, contents []resource.Content) Copy {
 	if s == nil {
 		return Copy{}
