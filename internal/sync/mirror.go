@@ -259,8 +259,8 @@ type Mirror struct {
 	// self is set once the server listed this very mirror's resources
 	// back (see listsItself): it is this contextd, through a bridge.
 	self atomic.Bool
-	// servedBack is set while the server lists back what this contextd's
-	// MCP server listed (see listsServedBack).
+	// servedBack is set once the server listed back what this
+	// contextd's MCP server listed (see listsServedBack): it is withheld.
 	servedBack atomic.Bool
 	// readsBack counts the server's reads whose contents this contextd's
 	// MCP server answered a read with meanwhile (see readHint).
@@ -1106,18 +1106,21 @@ func (m *Mirror) sync(parent context.Context, sess *mcp.Session) (ok bool) {
 	if errors.Is(rerr, mcp.ErrSelf) || rerr == nil && m.listsItself(res.Items) {
 		m.self.Store(true)
 	}
-	// Known by what it lists back only (see mcp.ServedLists): first by
-	// entries listed just before, each twice or more in its list; then
-	// while its lists hold what this contextd listed lately, whenever
-	// that was (a bridge may answer from what it listed a while ago).
-	if rerr == nil {
-		from, again := listFrom, m.servedBack.Load()
-		if again {
-			from = time.Time{}
-		}
-		m.servedBack.Store(m.listsServedBack(res.Items, from, again))
+	// A server whose list holds what this contextd listed just before,
+	// each entry twice or more (see mcp.ServedLists), may be a bridge
+	// passing contextd's list back; or a server listing what an honest
+	// one lists, while a caller had contextd's MCP server list a page of
+	// that one alone (a cursor is the caller's to pick). It is withheld,
+	// not dropped: its entries stay mirrored, and contextd's MCP server
+	// lists no more of it than it did, save what the content pass reads
+	// and finds no copy, so that a bridge's copies do not come back a
+	// level deeper at each list.
+	if rerr == nil && !m.servedBack.Load() && m.listsServedBack(res.Items, listFrom, false) {
+		m.servedBack.Store(true)
+		m.opts.Served.Withhold(m.opts.Server)
+		m.log.Warn("the server lists back what this contextd's MCP server listed (a bridge in front of contextd?): contextd's MCP server lists of it only what it listed before and what was read since and found its own", "server", m.opts.Server)
 	}
-	self := m.self.Load() || m.servedBack.Load()
+	self := m.self.Load()
 	if self {
 		// Its entries would come back one level deeper at each list,
 		// every read going round through this contextd: none is kept.

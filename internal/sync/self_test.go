@@ -85,9 +85,12 @@ func ctxsyncEscape(u string) string {
 // initialize itself and drops _meta passes this contextd's own list back
 // while its mirror lists it: nothing in the URIs says so, but the entries
 // are those this process's MCP server listed meanwhile, mirrored from
-// other servers. An honest server listing entries this process listed
-// from it (its own mirror, listed to a host), or listed before the list
-// began, is mirrored as ever.
+// other servers. It is withheld from contextd's MCP list, and mirrored
+// all the same (an honest server listing what another lists, while a
+// caller had a page of that one alone listed, looks the same, and was
+// emptied). An honest server listing entries this process listed from it
+// (its own mirror, listed to a host), or listed before the list began,
+// is not withheld.
 func TestABridgeReplacingURIsIsKnownByWhatItListsBack(t *testing.T) {
 	for _, c := range []struct {
 		name, origin string
@@ -147,23 +150,17 @@ func TestABridgeReplacingURIsIsKnownByWhatItListsBack(t *testing.T) {
 				<-m.Ready()
 				st := m.Status()
 				n := len(ix.Descriptors("bridge"))
-				if c.self {
-					if !strings.Contains(st.LastError, mcp.ErrSelf.Error()) || n != 0 {
-						t.Errorf("error %q, %d indexed; want ErrSelf and none", st.LastError, n)
-					}
-				} else if st.LastError != "" || n != c.copies*len(names) {
-					t.Errorf("error %q, %d indexed; want all %d mirrored", st.LastError, n, c.copies*len(names))
+				if st.LastError != "" || n != c.copies*len(names) || lists.Withheld("bridge") != c.self {
+					t.Errorf("error %q, %d indexed, withheld %v; want none, all %d mirrored, %v", st.LastError, n, lists.Withheld("bridge"), c.copies*len(names), c.self)
 				}
 			})
 		})
 	}
 }
 
-// A bridge known once by a page listed just before stays known while it
-// lists back what this contextd listed lately, though it no longer lists
-// this contextd first (it answers from what it listed a while ago):
-// judged afresh, it came back a level deeper at each list outside the
-// window.
+// A bridge known once by a page listed just before stays withheld though
+// it no longer lists this contextd first (it answers from what it listed
+// a while ago), and stays mirrored.
 func TestABridgeKnownByWhatItListsBackStaysKnown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ix, err := index.Open(t.Context(), index.Options{Embedder: &indextest.BagEmbedder{}})
@@ -193,8 +190,8 @@ func TestABridgeKnownByWhatItListsBackStaysKnown(t *testing.T) {
 		start(t, m)
 		<-m.Ready()
 		synctest.Wait()
-		if st := m.Status(); !strings.Contains(st.LastError, mcp.ErrSelf.Error()) {
-			t.Fatalf("first list: error %q; want ErrSelf", st.LastError)
+		if st := m.Status(); st.LastError != "" || !lists.Withheld("bridge") {
+			t.Fatalf("first list: error %q, withheld %v; want none, withheld", st.LastError, lists.Withheld("bridge"))
 		}
 		time.Sleep(mcp.ServedBackWindow + time.Minute)
 		lists.Note(append(served, mcp.ListedEntry{Origin: "docs", Name: "autovacuum", MIMEType: "text/markdown"}))
@@ -203,8 +200,8 @@ func TestABridgeKnownByWhatItListsBackStaysKnown(t *testing.T) {
 		synctest.Wait()
 		time.Sleep(time.Second)
 		synctest.Wait()
-		if st, n := m.Status(), len(ix.Descriptors("bridge")); !strings.Contains(st.LastError, mcp.ErrSelf.Error()) || n != 0 {
-			t.Errorf("listed again: error %q, %d indexed; want ErrSelf and none", st.LastError, n)
+		if st, n := m.Status(), len(ix.Descriptors("bridge")); st.LastError != "" || n != 5 || !lists.Withheld("bridge") {
+			t.Errorf("listed again: error %q, %d indexed, withheld %v; want none, 5, withheld", st.LastError, n, lists.Withheld("bridge"))
 		}
 	})
 }
@@ -373,4 +370,35 @@ func TestABridgePassingBackShortNotesIsWithheld(t *testing.T) {
 			})
 		})
 	}
+}
+
+// A caller can have contextd's MCP server list a page of one server's
+// entries alone (a list cursor is the caller's to pick): twelve
+// README.md of one repository server. Another server whose list holds
+// twelve README.md as well, listing just then, looks like a bridge passing
+// that page back; it was taken for contextd itself and emptied until a
+// restart. It is withheld from contextd's MCP list at most, and mirrored.
+func TestAServerListingWhatACallerHadListedStaysMirrored(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ix := newIndex(t)
+		defer ix.Close()
+		lists := &mcp.ServedLists{}
+		var page []mcp.ListedEntry
+		srv := mcptest.NewServer(nil, nil)
+		for i := range 12 {
+			page = append(page, mcp.ListedEntry{Origin: "rb", Name: "README.md", MIMEType: "text/markdown"})
+			uri := fmt.Sprintf("file:///repo/pkg%02d/README.md", i)
+			srv.AddResource(&mcpsdk.Resource{URI: uri, Name: "README.md", MIMEType: "text/markdown"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+				return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, Text: fmt.Sprintf("package %d: build and test instructions for the repository's kubernetes operator\n", i)}}}, nil
+			})
+		}
+		lists.Note(page)
+		m := ctxsync.New(ctxsync.Options{Server: "ra", Served: lists, Index: ix, Dial: mcptest.Dial(t, "ra", srv)})
+		start(t, m)
+		<-m.Ready()
+		synctest.Wait()
+		if st, n := m.Status(), len(ix.Descriptors("ra")); st.LastError != "" || n != 12 {
+			t.Errorf("error %q, %d indexed; want none, 12", st.LastError, n)
+		}
+	})
 }
