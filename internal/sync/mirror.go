@@ -1889,6 +1889,16 @@ func (m *Mirror) readHint(ctx context.Context, sess *mcp.Session, uri string) ([
 	return cs, hint, nil
 }
 
+// contentRead records a read of the content pass of uri, failed or not
+// (see readsBack.noteRead), and withholds the server if it comes to
+// that.
+func (m *Mirror) contentRead(uri string, failed bool) {
+	if m.readsBack.noteRead(uri, failed) {
+		m.opts.Served.Withhold(m.opts.Server)
+		m.log.Warn("reads of resources the server listed after its first list fail (a bridge in front of contextd whose reads through it fail?): contextd's MCP server lists of it only what it listed before and what was read since and found its own", "server", m.opts.Server)
+	}
+}
+
 // The kinds of copy (see mcp.ServedLists.ServedBack).
 const (
 	copyExact = iota
@@ -1910,6 +1920,10 @@ type readsBack struct {
 	// number of the list that first held it (lists counts them).
 	listed map[string]uint64
 	lists  uint64
+	// laterRead holds the URIs first listed after the server's first
+	// list that the content pass read: whether the read failed.
+	laterRead map[string]bool
+	laterFailed int // of laterRead, those that failed
 }
 
 const (
@@ -1957,6 +1971,50 @@ func (r *readsBack) forget(uri string) {
 	defer r.mu.Unlock()
 	delete(r.kinds, uri)
 	delete(r.counts, uri)
+}
+
+// readsLaterFailed is how many reads of resources first listed after a
+// server's first list must fail, and more than twice as many as those
+// that did not, before the server is withheld: a bridge passing back
+// contextd's list whose reads of what it passed back fail (or take
+// longer than the content pass waits) gives no read to compare, while
+// its list grows a level at each list contextd makes.
+const readsLaterFailed = 8
+
+// noteRead records that the content pass read uri, failing or not, if
+// the server listed it after its first list; it reports whether the
+// server is to be withheld from now on.
+func (r *readsBack) noteRead(uri string, failed bool) (withhold bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if n, ok := r.listed[uri]; !ok || n <= 1 {
+		return false
+	}
+	before := r.laterWithheld()
+	if was, ok := r.laterRead[uri]; ok {
+		if was == failed {
+			return false
+		}
+		if was {
+			r.laterFailed--
+		}
+	} else if len(r.laterRead) >= maxReadsBack {
+		return false
+	}
+	if r.laterRead == nil {
+		r.laterRead = map[string]bool{}
+	}
+	r.laterRead[uri] = failed
+	if failed {
+		r.laterFailed++
+	}
+	return !before && r.laterWithheld()
+}
+
+// laterWithheld reports whether enough reads of resources listed later
+// failed. r.mu is held.
+func (r *readsBack) laterWithheld() bool {
+	return r.laterFailed >= readsLaterFailed && r.laterFailed > 2*(len(r.laterRead)-r.laterFailed)
 }
 
 // noteListed records items, the server's list just answered.
