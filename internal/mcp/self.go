@@ -73,6 +73,11 @@ type ServedLists struct {
 	// copies holds the resources last found copies (see NoteCopy), by
 	// server.
 	copies map[string]map[string]bool
+	// lastPage is when the MCP server last listed a page (Note).
+	lastPage time.Time
+	// held and frozen are the servers whose resources the MCP server
+	// lists no more of than it did (see Hold, Freeze).
+	held, frozen map[string]bool
 }
 
 // A servedRead is a resources/read the MCP server answered.
@@ -126,6 +131,7 @@ func (s *ServedLists) Note(entries []ListedEntry) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.lastPage = p.at
 	s.pages = append(s.pages, p)
 	if n := len(s.pages); n > maxServedPages {
 		s.pages = append(s.pages[:0:0], s.pages[n-maxServedPages:]...)
@@ -431,6 +437,73 @@ func (s *ServedLists) Withhold(server string) {
 	}
 }
 
+// ListedSince reports whether the MCP server listed a page of resources
+// since t.
+func (s *ServedLists) ListedSince(t time.Time) bool {
+	if s == nil {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lastPage.After(t)
+}
+
+// Hold records that the MCP server must list no more of server's
+// resources than it does now, until Release: a server whose list grew at
+// each list, each time after the MCP server listed a page, may be a
+// bridge passing contextd's list back, however it rewrites it; held, such
+// a bridge stops growing, where an honest server growing on its own goes
+// on.
+func (s *ServedLists) Hold(server string) { s.setHold(&s.held, server, true) }
+
+// Release ends Hold.
+func (s *ServedLists) Release(server string) { s.setHold(&s.held, server, false) }
+
+// Freeze records that the MCP server must list no more of server's
+// resources than it does now, for good: a server that stopped growing
+// while held and grew again once released grows with what contextd lists.
+func (s *ServedLists) Freeze(server string) { s.setHold(&s.frozen, server, true) }
+
+func (s *ServedLists) setHold(m *map[string]bool, server string, on bool) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if (*m)[server] == on {
+		return
+	}
+	if *m == nil {
+		*m = map[string]bool{}
+	}
+	if on {
+		(*m)[server] = true
+	} else {
+		delete(*m, server)
+	}
+	s.gen++
+}
+
+// Held reports whether server is held or frozen (Hold, Freeze).
+func (s *ServedLists) Held(server string) bool {
+	if s == nil {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.held[server] || s.frozen[server]
+}
+
+// Frozen reports whether server is frozen (Freeze).
+func (s *ServedLists) Frozen(server string) bool {
+	if s == nil {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.frozen[server]
+}
+
 // Withheld reports whether the MCP server lists none of server's
 // resources.
 func (s *ServedLists) Withheld(server string) bool {
@@ -443,7 +516,7 @@ func (s *ServedLists) Withheld(server string) bool {
 }
 
 // WithheldGen returns a number that changes whenever a server is
-// withheld.
+// withheld, held, released or frozen.
 func (s *ServedLists) WithheldGen() int {
 	if s == nil {
 		return 0

@@ -90,6 +90,26 @@ func (s *Server) refresh() {
 // (mcp.MinDigestBytes): what it lists next may be what contextd listed,
 // one level down.
 func (s *Server) apply(server string, descs []resource.Descriptor) {
+	// Held or frozen (mcp.ServedLists.Hold): no more than is listed now.
+	if lists := s.eng.ServedLists(); lists.Held(server) {
+		s.mu.Lock()
+		now := s.holding[server]
+		if now == nil {
+			now = map[resource.Key]bool{}
+			for k := range s.listed {
+				if k.Server == server {
+					now[k] = true
+				}
+			}
+			s.holding[server] = now
+		}
+		s.mu.Unlock()
+		descs = slices.DeleteFunc(slices.Clone(descs), func(d resource.Descriptor) bool { return !now[d.Key()] })
+	} else {
+		s.mu.Lock()
+		delete(s.holding, server)
+		s.mu.Unlock()
+	}
 	if lists := s.eng.ServedLists(); lists.Withheld(server) {
 		s.mu.Lock()
 		kept := s.kept[server]

@@ -195,7 +195,10 @@ type Server struct {
 	// kept holds, for each withheld server, what listed held of it when
 	// it was first withheld.
 	kept map[string]map[resource.Key]bool
-	subs map[resource.Key]int // downstream subscriptions per resource
+	// holding holds, for each held or frozen server, what listed held of
+	// it when that began.
+	holding map[string]map[resource.Key]bool
+	subs    map[resource.Key]int // downstream subscriptions per resource
 	// sessSubs holds each session's subscriptions, by the URI it sent:
 	// they are dropped when the session ends.
 	sessSubs map[*mcpsdk.ServerSession]map[string]resource.Key
@@ -278,6 +281,7 @@ func New(eng *engine.Engine, opts *Options) *Server {
 		seen:         map[string]ctxsync.ListVersion{},
 		seenContents: map[string][2]int{},
 		kept:         map[string]map[resource.Key]bool{},
+		holding:      map[string]map[resource.Key]bool{},
 		subs:         map[resource.Key]int{},
 		sessSubs:     map[*mcpsdk.ServerSession]map[string]resource.Key{},
 		closing:      map[*mcpsdk.ServerSession]bool{},

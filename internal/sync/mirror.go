@@ -265,6 +265,8 @@ type Mirror struct {
 	// readsBack counts the server's reads whose contents this contextd's
 	// MCP server answered a read with meanwhile (see readHint).
 	readsBack readsBack
+	// growth follows the server's lists for a loop (see growthWatch).
+	growth growthWatch
 
 	// mu guards the fields that follow.
 	mu        gosync.Mutex
@@ -1130,7 +1132,7 @@ func (m *Mirror) sync(parent context.Context, sess *mcp.Session) (ok bool) {
 	}
 	if rerr == nil {
 		m.dropRelisted(res)
-		m.readsBack.noteListed(res.Items)
+		m.watchGrowth(listFrom, m.readsBack.noteListed(res.Items))
 	}
 	tpl, terr := sess.ListTemplates(ctx)
 	if self {
@@ -2017,8 +2019,9 @@ func (r *readsBack) laterWithheld() bool {
 	return r.laterFailed >= readsLaterFailed && r.laterFailed > 2*(len(r.laterRead)-r.laterFailed)
 }
 
-// noteListed records items, the server's list just answered.
-func (r *readsBack) noteListed(items []resource.Descriptor) {
+// noteListed records items, the server's list just answered; it returns
+// how many it holds that the last did not (none the first time).
+func (r *readsBack) noteListed(items []resource.Descriptor) (added int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.lists++
@@ -2028,9 +2031,107 @@ func (r *readsBack) noteListed(items []resource.Descriptor) {
 			listed[d.URI] = n
 		} else {
 			listed[d.URI] = r.lists
+			if r.lists > 1 {
+				added++
+			}
 		}
 	}
 	r.listed = listed
+	return added
+}
+
+// A growthWatch follows a server's lists for the shape of a loop through
+// contextd, whatever the bridge does to what it passes back: its list
+// grows at each list, each time after contextd's MCP server listed a
+// page (a bridge passes back what contextd lists, and contextd lists
+// what it mirrored of the bridge). Seen growthStreak times in a row, the
+// server is held (mcp.ServedLists.Hold: contextd lists no more of it);
+// a bridge then stops growing, an honest server growing on its own goes
+// on and is released. One that stopped is released, and if it grows
+// again, after contextd listed a page, it is held again; growing again
+// after a second release, it grew with what contextd lists: it is frozen
+// for good. Only the sync goroutine uses it.
+type growthWatch struct {
+	streak int       // lists in a row that grew, a page listed before each
+	prev   time.Time // when the last list began
+	phase  int       // growthWatching, growthHeld, growthReleased, growthFrozen
+	until  time.Time // end of growthHeld's least time, or of growthReleased
+	grew   bool      // the server's list grew while held
+	cool   time.Time // no watching before then
+	trials int       // releases after which it grew again, in a row
+}
+
+const (
+	growthWatching = iota
+	growthHeld
+	growthReleased
+	growthFrozen
+)
+
+const (
+	// growthStreak is how many lists in a row must grow, each after
+	// contextd listed a page, before the server is held.
+	growthStreak = 3
+	// growthHold is the least time a server is held, and growthRegrow
+	// how long after its release growing again freezes it.
+	growthHold   = 30 * time.Second
+	growthRegrow = time.Minute
+	// growthTrials is how many releases in a row the server must grow
+	// again after before it is frozen.
+	growthTrials = 2
+	// growthCool is how long a server found growing on its own, or not
+	// growing again, is not watched.
+	growthCool = 10 * time.Minute
+)
+
+// watchGrowth follows a list that began at from and added added entries
+// (see growthWatch).
+func (m *Mirror) watchGrowth(from time.Time, added int) {
+	w := &m.growth
+	served := !w.prev.IsZero() && m.opts.Served.ListedSince(w.prev)
+	w.prev = from
+	now := time.Now()
+	switch w.phase {
+	case growthWatching:
+		if now.Before(w.cool) || added == 0 || !served {
+			w.streak = 0
+			return
+		}
+		if w.streak++; w.streak >= growthStreak {
+			w.phase, w.until, w.grew = growthHeld, now.Add(growthHold), false
+			m.opts.Served.Hold(m.opts.Server)
+			m.log.Info("the server's list grew at each of its last lists, each after contextd's MCP server listed a page: contextd lists no more of it for a while, to see whether it grows with what contextd lists", "server", m.opts.Server, "lists", w.streak)
+		}
+	case growthHeld:
+		w.grew = w.grew || added > 0
+		if now.Before(w.until) {
+			return
+		}
+		m.opts.Served.Release(m.opts.Server)
+		if w.grew {
+			// It grows on its own.
+			w.phase, w.streak, w.trials, w.cool = growthWatching, 0, 0, now.Add(growthCool)
+			return
+		}
+		w.phase, w.until = growthReleased, now.Add(growthRegrow)
+	case growthReleased:
+		if added > 0 && served {
+			// Twice, so that a server adding pages in bursts is not
+			// taken for a bridge by chance.
+			if w.trials++; w.trials < growthTrials {
+				w.phase, w.until, w.grew = growthHeld, now.Add(growthHold), false
+				m.opts.Served.Hold(m.opts.Server)
+				return
+			}
+			w.phase = growthFrozen
+			m.opts.Served.Freeze(m.opts.Server)
+			m.log.Warn("the server's list stopped growing while contextd listed no more of it, and grew again once it did, twice: it grows with what contextd lists (a bridge in front of contextd?); contextd's MCP server lists no more of it than it does now", "server", m.opts.Server)
+			return
+		}
+		if !now.Before(w.until) {
+			w.phase, w.streak, w.trials, w.cool = growthWatching, 0, 0, now.Add(growthCool)
+		}
+	}
 }
 
 // listedBefore reports whether the server's lists held a before they

@@ -455,3 +455,77 @@ func TestAServerWhoseLaterEntriesFailToReadIsWithheld(t *testing.T) {
 		})
 	}
 }
+
+// A bridge that rewrites what it passes back past any copy test (a word
+// changed in every line at each read) still grows with what contextd
+// lists: at each of its lists, after contextd's MCP server listed a page.
+// Three such lists hold it (contextd lists no more of it); one that then
+// stops growing, and grows again once released, twice, is frozen. An
+// honest server growing on its own goes on growing while held and is
+// released.
+func TestAServerGrowingWithWhatContextdListsIsFrozen(t *testing.T) {
+	for _, honest := range []bool{false, true} {
+		t.Run(fmt.Sprintf("honest %v", honest), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ix := newIndex(t)
+				defer ix.Close()
+				lists := &mcp.ServedLists{}
+				docs := map[string]string{}
+				for i := range 10 {
+					docs[fmt.Sprintf("hub://own/%d", i)] = fmt.Sprintf("the hub's own page %d, on its release calendar\n", i)
+				}
+				srv := mcptest.NewServer(docs, nil)
+				m := ctxsync.New(ctxsync.Options{Server: "hub", Served: lists, Index: ix, Dial: mcptest.Dial(t, "hub", srv)})
+				start(t, m)
+				<-m.Ready()
+				synctest.Wait()
+				n := 0
+				grow := func() { // contextd lists a page; the server lists one more entry
+					time.Sleep(time.Second)
+					lists.Note([]mcp.ListedEntry{{Origin: "docs", Name: fmt.Sprint("page ", n)}})
+					uri := fmt.Sprintf("hub://up/%d", n)
+					n++
+					srv.AddResource(&mcpsdk.Resource{URI: uri, Name: uri}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+						return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, Text: uri}}}, nil
+					})
+					time.Sleep(5 * time.Second)
+					synctest.Wait()
+				}
+				for range 3 {
+					grow()
+				}
+				if !lists.Held("hub") {
+					t.Fatal("not held after three lists that grew, each after contextd listed a page")
+				}
+				if honest {
+					for range 8 { // it goes on growing, every 5 s
+						grow()
+					}
+					if lists.Held("hub") || lists.Frozen("hub") {
+						t.Errorf("held %v, frozen %v after growing on its own; want released", lists.Held("hub"), lists.Frozen("hub"))
+					}
+					return
+				}
+				time.Sleep(40 * time.Second)
+				srv.RemoveResources("hub://own/0") // a list that does not grow
+				time.Sleep(5 * time.Second)
+				synctest.Wait()
+				if lists.Held("hub") {
+					t.Fatal("still held after a list that did not grow")
+				}
+				grow()
+				if !lists.Held("hub") || lists.Frozen("hub") {
+					t.Fatalf("held %v, frozen %v after growing again once released; want held again", lists.Held("hub"), lists.Frozen("hub"))
+				}
+				time.Sleep(40 * time.Second)
+				srv.RemoveResources("hub://own/1")
+				time.Sleep(5 * time.Second)
+				synctest.Wait()
+				grow()
+				if !lists.Frozen("hub") {
+					t.Error("not frozen after growing again after a second release")
+				}
+			})
+		})
+	}
+}
