@@ -1924,7 +1924,7 @@ type readsBack struct {
 	lists  uint64
 	// laterRead holds the URIs first listed after the server's first
 	// list that the content pass read: whether the read failed.
-	laterRead map[string]bool
+	laterRead   map[string]bool
 	laterFailed int // of laterRead, those that failed
 }
 
