@@ -121,6 +121,11 @@ func (e *Engine) Reload(ctx context.Context, cfg *config.Config) (Changes, error
 		e.shared.rep.SetServers(next.names)
 	}
 	e.logRed.Store(next.red)
+	// A server replaced or removed is judged afresh: what its name was
+	// withheld or frozen for was another server's doing.
+	for _, name := range slices.Concat(ch.Changed, ch.Removed) {
+		e.served.Forget(name)
+	}
 	e.setMu.Lock()
 	e.cur = next
 	for _, m := range stop {

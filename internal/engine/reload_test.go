@@ -440,3 +440,33 @@ func TestReloadRestartsStdioServersThatInheritedANewSecret(t *testing.T) {
 		t.Fatalf("reload adding gh's token: %+v, %v; want fs restarted", ch, err)
 	}
 }
+
+// A server withheld from contextd's MCP list, held or frozen, that a
+// reload replaces (or removes) is judged afresh: the name stood for
+// another server's doings. A server the reload keeps stays so.
+func TestReloadForgetsWhatAReplacedServerWasWithheldFor(t *testing.T) {
+	servers := map[string]*mcpsdk.Server{
+		"wiki": mcptest.NewServer(map[string]string{"doc://wiki/1": "wiki notes"}, nil),
+		"kept": mcptest.NewServer(map[string]string{"doc://kept/1": "kept notes"}, nil),
+	}
+	entry := func(name, mode string) config.Server {
+		return config.Server{Name: name, Transport: config.TransportStdio, Command: "unused", NoContentIndex: true, Env: map[string]string{"MODE": mode}}
+	}
+	cfg := &config.Config{Servers: []config.Server{entry("wiki", "a"), entry("kept", "a")}}
+	eng := newEngineOpts(t, "", servers, engine.Options{Config: cfg})
+	lists := eng.ServedLists()
+	for _, s := range []string{"wiki", "kept"} {
+		lists.Withhold(s)
+		lists.Freeze(s)
+	}
+	next := &config.Config{Servers: []config.Server{entry("wiki", "b"), entry("kept", "a")}}
+	if _, err := eng.Reload(t.Context(), next); err != nil {
+		t.Fatal(err)
+	}
+	if lists.Withheld("wiki") || lists.Frozen("wiki") {
+		t.Errorf("wiki, replaced: withheld %v, frozen %v; want neither", lists.Withheld("wiki"), lists.Frozen("wiki"))
+	}
+	if !lists.Withheld("kept") || !lists.Frozen("kept") {
+		t.Errorf("kept: withheld %v, frozen %v; want both still", lists.Withheld("kept"), lists.Frozen("kept"))
+	}
+}

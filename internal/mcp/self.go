@@ -437,6 +437,22 @@ func (s *ServedLists) Withhold(server string) {
 	}
 }
 
+// Forget drops what is known of server (withheld, held, frozen, its
+// copies): a reload replaced or removed it, and what its name held then
+// says nothing of what it holds now.
+func (s *ServedLists) Forget(server string) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.withheld, server)
+	delete(s.held, server)
+	delete(s.frozen, server)
+	delete(s.copies, server)
+	s.gen++
+}
+
 // ListedSince reports whether the MCP server listed a page of resources
 // since t.
 func (s *ServedLists) ListedSince(t time.Time) bool {

@@ -590,7 +590,6 @@ func (m *Mirror) indexContents(ctx context.Context, sess *mcp.Session, refreshAg
 			case c != nil:
 				cs = append(cs, *c)
 				delete(m.contentFailed, uri)
-				m.contentRead(uri, false)
 				read++
 				if c.Text == "" {
 					empty++ // no text, or a private result
@@ -600,7 +599,6 @@ func (m *Mirror) indexContents(ctx context.Context, sess *mcp.Session, refreshAg
 				// runs a new one)
 			default:
 				failed++
-				m.contentRead(uri, true)
 				// Remembered when the resource itself failed: the server
 				// answered an error, did not answer in time, or sent what
 				// could not be used while the session lived on.

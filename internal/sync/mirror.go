@@ -1120,7 +1120,7 @@ func (m *Mirror) sync(parent context.Context, sess *mcp.Session) (ok bool) {
 	if rerr == nil && !m.servedBack.Load() && m.listsServedBack(res.Items, listFrom, false) {
 		m.servedBack.Store(true)
 		m.opts.Served.Withhold(m.opts.Server)
-		m.log.Warn("the server lists back what this contextd's MCP server listed (a bridge in front of contextd?): contextd's MCP server lists of it only what it listed before and what was read since and found its own", "server", m.opts.Server)
+		m.log.Warn("the server lists back what this contextd's MCP server listed (a bridge in front of contextd?): contextd's MCP server lists of it only what it listed before and what was read since and found its own")
 	}
 	self := m.self.Load()
 	if self {
@@ -1128,7 +1128,7 @@ func (m *Mirror) sync(parent context.Context, sess *mcp.Session) (ok bool) {
 		// every read going round through this contextd: none is kept.
 		_, _ = m.opts.Index.Replace(context.WithoutCancel(parent), m.opts.Server, nil)
 		rerr = fmt.Errorf("%w (it lists this contextd's own %s:resource/%s/… back)", mcp.ErrSelf, "contextd", m.opts.Server)
-		m.log.Warn("the server is this contextd itself, reached through a bridge: not mirrored", "server", m.opts.Server)
+		m.log.Warn("the server is this contextd itself, reached through a bridge: not mirrored")
 	}
 	if rerr == nil {
 		m.dropRelisted(res)
@@ -1884,21 +1884,11 @@ func (m *Mirror) readHint(ctx context.Context, sess *mcp.Session, uri string) ([
 	if withhold, added := m.readsBack.add(uri, counts, kind); added {
 		if withhold {
 			m.opts.Served.Withhold(m.opts.Server)
-			m.log.Warn("the server passes back resources this contextd serves, or copies of them (a bridge in front of contextd?): contextd's MCP server lists of it only what it listed before and what was read since and found its own", "server", m.opts.Server)
+			m.log.Warn("the server passes back resources this contextd serves, or copies of them (a bridge in front of contextd?): contextd's MCP server lists of it only what it listed before and what was read since and found its own")
 		}
 		m.log.Debug("a copy of a resource this contextd served", "uri", uri, "near", c.Near, "short", c.Short)
 	}
 	return cs, hint, nil
-}
-
-// contentRead records a read of the content pass of uri, failed or not
-// (see readsBack.noteRead), and withholds the server if it comes to
-// that.
-func (m *Mirror) contentRead(uri string, failed bool) {
-	if m.readsBack.noteRead(uri, failed) {
-		m.opts.Served.Withhold(m.opts.Server)
-		m.log.Warn("reads of resources the server listed after its first list fail (a bridge in front of contextd whose reads through it fail?): contextd's MCP server lists of it only what it listed before and what was read since and found its own", "server", m.opts.Server)
-	}
 }
 
 // The kinds of copy (see mcp.ServedLists.ServedBack).
@@ -1922,10 +1912,6 @@ type readsBack struct {
 	// number of the list that first held it (lists counts them).
 	listed map[string]uint64
 	lists  uint64
-	// laterRead holds the URIs first listed after the server's first
-	// list that the content pass read: whether the read failed.
-	laterRead   map[string]bool
-	laterFailed int // of laterRead, those that failed
 }
 
 const (
@@ -1973,50 +1959,6 @@ func (r *readsBack) forget(uri string) {
 	defer r.mu.Unlock()
 	delete(r.kinds, uri)
 	delete(r.counts, uri)
-}
-
-// readsLaterFailed is how many reads of resources first listed after a
-// server's first list must fail, and more than twice as many as those
-// that did not, before the server is withheld: a bridge passing back
-// contextd's list whose reads of what it passed back fail (or take
-// longer than the content pass waits) gives no read to compare, while
-// its list grows a level at each list contextd makes.
-const readsLaterFailed = 8
-
-// noteRead records that the content pass read uri, failing or not, if
-// the server listed it after its first list; it reports whether the
-// server is to be withheld from now on.
-func (r *readsBack) noteRead(uri string, failed bool) (withhold bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if n, ok := r.listed[uri]; !ok || n <= 1 {
-		return false
-	}
-	before := r.laterWithheld()
-	if was, ok := r.laterRead[uri]; ok {
-		if was == failed {
-			return false
-		}
-		if was {
-			r.laterFailed--
-		}
-	} else if len(r.laterRead) >= maxReadsBack {
-		return false
-	}
-	if r.laterRead == nil {
-		r.laterRead = map[string]bool{}
-	}
-	r.laterRead[uri] = failed
-	if failed {
-		r.laterFailed++
-	}
-	return !before && r.laterWithheld()
-}
-
-// laterWithheld reports whether enough reads of resources listed later
-// failed. r.mu is held.
-func (r *readsBack) laterWithheld() bool {
-	return r.laterFailed >= readsLaterFailed && r.laterFailed > 2*(len(r.laterRead)-r.laterFailed)
 }
 
 // noteListed records items, the server's list just answered; it returns
@@ -2100,7 +2042,7 @@ func (m *Mirror) watchGrowth(from time.Time, added int) {
 		if w.streak++; w.streak >= growthStreak {
 			w.phase, w.until, w.grew = growthHeld, now.Add(growthHold), false
 			m.opts.Served.Hold(m.opts.Server)
-			m.log.Info("the server's list grew at each of its last lists, each after contextd's MCP server listed a page: contextd lists no more of it for a while, to see whether it grows with what contextd lists", "server", m.opts.Server, "lists", w.streak)
+			m.log.Info("the server's list grew at each of its last lists, each after contextd's MCP server listed a page: contextd lists no more of it for a while, to see whether it grows with what contextd lists", "lists", w.streak)
 		}
 	case growthHeld:
 		w.grew = w.grew || added > 0
@@ -2125,7 +2067,7 @@ func (m *Mirror) watchGrowth(from time.Time, added int) {
 			}
 			w.phase = growthFrozen
 			m.opts.Served.Freeze(m.opts.Server)
-			m.log.Warn("the server's list stopped growing while contextd listed no more of it, and grew again once it did, twice: it grows with what contextd lists (a bridge in front of contextd?); contextd's MCP server lists no more of it than it does now", "server", m.opts.Server)
+			m.log.Warn("the server's list stopped growing while contextd listed no more of it, and grew again once it did, twice: it grows with what contextd lists (a bridge in front of contextd?); contextd's MCP server lists no more of it than it does now")
 			return
 		}
 		if !now.Before(w.until) {

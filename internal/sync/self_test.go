@@ -3,7 +3,6 @@ package sync_test
 import (
 	"context"
 	"crypto/sha256"
-	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -402,58 +401,6 @@ func TestAServerListingWhatACallerHadListedStaysMirrored(t *testing.T) {
 			t.Errorf("error %q, %d indexed; want none, 12", st.LastError, n)
 		}
 	})
-}
-
-// A bridge passing back contextd's list whose reads of what it passed
-// back fail (or outlast the content pass's wait) gives no read to compare:
-// its list grew a level at each list, 6,476 entries in 7.5 minutes. Reads
-// of what a server listed after its first list failing, 8 or more and
-// more than twice as many as those that did not, withhold it. An honest
-// server whose later pages read, or a few of them fail, is not.
-func TestAServerWhoseLaterEntriesFailToReadIsWithheld(t *testing.T) {
-	for _, c := range []struct {
-		name         string
-		later, fails int
-		withheld     bool
-	}{
-		{"a bridge whose reads of what it passed back fail", 12, 12, true},
-		{"an honest server adding pages", 12, 0, false},
-		{"an honest server adding pages, a few failing", 12, 3, false},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				ix := newIndex(t)
-				defer ix.Close()
-				lists := &mcp.ServedLists{}
-				docs := map[string]string{}
-				for i := range 10 {
-					docs[fmt.Sprintf("hub://own/%d", i)] = fmt.Sprintf("the hub's own page %d, on its release calendar and the on-call rota\n", i)
-				}
-				srv := mcptest.NewServer(docs, nil)
-				m := ctxsync.New(ctxsync.Options{Server: "hub", Served: lists, Index: ix, Dial: mcptest.Dial(t, "hub", srv)})
-				start(t, m)
-				<-m.Ready()
-				synctest.Wait()
-				for i := range c.later {
-					uri := fmt.Sprintf("hub://up/%d", i)
-					fail := i < c.fails
-					srv.AddResource(&mcpsdk.Resource{URI: uri, Name: fmt.Sprintf("hub_page_%d", i), MIMEType: "text/markdown"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
-						if fail {
-							return nil, errors.New("upstream read failed")
-						}
-						return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: "text/markdown", Text: fmt.Sprintf("page %d added later, on the release calendar\n", i)}}}, nil
-					})
-				}
-				for range 60 {
-					time.Sleep(time.Second)
-					synctest.Wait()
-				}
-				if n := len(ix.Descriptors("hub")); n != 10+c.later || lists.Withheld("hub") != c.withheld {
-					t.Errorf("%d indexed, withheld %v; want %d, %v", n, lists.Withheld("hub"), 10+c.later, c.withheld)
-				}
-			})
-		})
-	}
 }
 
 // A bridge that rewrites what it passes back past any copy test (a word
