@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"errors"
-	"hash/fnv"
 	"slices"
 	"strings"
 	"sync"
@@ -38,33 +37,18 @@ func isSelf(meta map[string]any) bool {
 	return ok && v == instance
 }
 
-// A listed descriptor's fingerprint: what a bridge passes on when it
-// replaces URIs (name, title, description, MIME type; not the size, which
-// bridges drop).
-func listedFingerprint(e ListedEntry) uint64 {
-	h := fnv.New64a()
-	for _, s := range []string{e.Name, e.Title, e.Description, e.MIMEType} {
-		h.Write([]byte(s))
-		h.Write([]byte{0})
-	}
-	return h.Sum64()
-}
-
-// ServedLists remembers the last pages one process's MCP server listed: a
-// bridge that answers initialize itself, drops _meta and replaces URIs
-// with opaque ones (hub://up/<hash>) passes contextd's own list back to it
-// while its mirror lists that bridge, and it would otherwise mirror itself
-// one level deeper at each list. The engine holds one, shared by its
-// mirrors (ListsServedBack) and its MCP server (Note). A nil *ServedLists
-// remembers nothing. Safe for concurrent use.
-//
-// It also remembers the reads the MCP server answered (ServedBack): a
-// bridge that renames what it passes on, or mixes its own entries in,
-// lists nothing contextd can know, but it must read through contextd to
-// answer a read of what it took from it.
+// ServedLists is what one process's MCP server tells its mirrors of what
+// it served: when it last listed a page of resources (NoteListed), and
+// the reads it answered (NoteRead). A bridge in front of contextd, that
+// contextd also mirrors, passes back what it took from contextd: renamed
+// (hub://up/<hash>), rewritten, mixed with its own entries; mirrored and
+// listed again, it would come back one level deeper at each list. Its
+// reads of what it took go through contextd (ServedBack tells copies of
+// them), and its list grows with what contextd lists (Hold, Freeze). The
+// engine holds one, shared by its mirrors and its MCP server. A nil
+// *ServedLists remembers nothing. Safe for concurrent use.
 type ServedLists struct {
 	mu    sync.Mutex
-	pages []servedPage // oldest first, at most maxServedPages
 	reads []servedRead // oldest first, at most maxServedReads
 	// withheld are the servers the MCP server lists nothing of (see
 	// Withhold); gen counts its changes.
@@ -73,7 +57,7 @@ type ServedLists struct {
 	// copies holds the resources last found copies (see NoteCopy), by
 	// server.
 	copies map[string]map[string]bool
-	// lastPage is when the MCP server last listed a page (Note).
+	// lastPage is when the MCP server last listed a page (NoteListed).
 	lastPage time.Time
 	// held and frozen are the servers whose resources the MCP server
 	// lists no more of than it did (see Hold, Freeze).
@@ -98,103 +82,14 @@ const maxServedReads = 4096
 // a Short copy.
 const MinDigestBytes = 64
 
-type servedPage struct {
-	at     time.Time
-	origin map[uint64]string // fingerprint → the server the entry was mirrored from
-	count  map[uint64]int    // fingerprint → the entries of the page that have it
-}
-
-const maxServedPages = 64
-
-// A ListedEntry is one entry of a listed page, for ServedLists.
-type ListedEntry struct {
-	Origin                             string // the server it was mirrored from
-	Name, Title, Description, MIMEType string
-}
-
-// Note records a resources/list page the MCP server served: for each
-// entry, the server it was mirrored from (its contextd/server _meta) and
-// its name, title, description and MIME type.
-func (s *ServedLists) Note(entries []ListedEntry) {
+// NoteListed records that the MCP server listed a page of resources.
+func (s *ServedLists) NoteListed() {
 	if s == nil {
 		return
 	}
-	p := servedPage{at: time.Now(), origin: make(map[uint64]string, len(entries)), count: make(map[uint64]int, len(entries))}
-	for _, e := range entries {
-		fp := listedFingerprint(e)
-		p.count[fp]++
-		if o, ok := p.origin[fp]; ok && o != e.Origin {
-			p.origin[fp] = "" // from several servers: another's than any one
-			continue
-		}
-		p.origin[fp] = e.Origin
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.lastPage = p.at
-	s.pages = append(s.pages, p)
-	if n := len(s.pages); n > maxServedPages {
-		s.pages = append(s.pages[:0:0], s.pages[n-maxServedPages:]...)
-	}
-}
-
-// ServedBackWindow is how long before a server's list began a page the MCP
-// server listed counts for ListsServedBack: a bridge may list contextd,
-// then tell its own clients its list changed, and be listed again a moment
-// later.
-const ServedBackWindow = 30 * time.Second
-
-// ListsServedBack reports whether entries, a list that server answered
-// between from and to, were listed by the MCP server (from
-// ServedBackWindow before from until to; a zero from counts every page
-// remembered), mirrored from other servers than that one: the server is
-// this contextd, through a bridge that passed its list on. With again
-// set, the server was known so at its last list: more than half of the
-// entries (two at least, one if that is all) listed before is enough.
-// Else that is not: two servers made from one template (README.md,
-// CHANGELOG.md…) list the same entries, and one would pass for contextd
-// whenever a host listed it. More than half must then be entries the list
-// holds twice or more: a bridge passes on contextd's list, which holds
-// its own mirror of that bridge, one level down, beside the entries it
-// came from.
-func (s *ServedLists) ListsServedBack(server string, entries []ListedEntry, from, to time.Time, again bool) bool {
-	if s == nil || len(entries) == 0 {
-		return false
-	}
-	if !from.IsZero() {
-		from = from.Add(-ServedBackWindow)
-	}
-	count := make(map[uint64]int, len(entries))
-	for _, e := range entries {
-		count[listedFingerprint(e)]++
-	}
-	served := map[uint64]bool{}
-	s.mu.Lock()
-	for _, p := range s.pages {
-		if p.at.Before(from) || p.at.After(to) {
-			continue
-		}
-		for fp, origin := range p.origin {
-			// First known, an entry must be held as many times as the
-			// page held it: a bridge passes the page on whole, while a
-			// server that repeats a name (README.md in many folders)
-			// beside another that has it once holds fewer.
-			if origin != server && (again || p.count[fp] == count[fp]) {
-				served[fp] = true
-			}
-		}
-	}
-	s.mu.Unlock()
-	if len(served) == 0 {
-		return false
-	}
-	m := 0
-	for fp, n := range count {
-		if served[fp] && (again || n >= 2) {
-			m += n
-		}
-	}
-	return m >= min(2, len(entries)) && 2*m > len(entries)
+	s.lastPage = time.Now()
 }
 
 // contentsDigest returns a digest of cs's texts and blobs, in order, and

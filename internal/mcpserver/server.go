@@ -353,15 +353,11 @@ func New(eng *engine.Engine, opts *Options) *Server {
 			s.waitReady(ctx, nil)
 			s.refresh()
 			res, err := next(ctx, method, req)
-			if r, ok := res.(*mcpsdk.ListResourcesResult); ok && err == nil {
-				// Remembered, so that a bridge passing this list back
-				// under opaque URIs is known as this contextd.
-				entries := make([]mcp.ListedEntry, 0, len(r.Resources))
-				for _, d := range r.Resources {
-					origin, _ := d.Meta[MetaServer].(string)
-					entries = append(entries, mcp.ListedEntry{Origin: origin, Name: d.Name, Title: d.Title, Description: d.Description, MIMEType: d.MIMEType})
-				}
-				s.eng.ServedLists().Note(entries)
+			if _, ok := res.(*mcpsdk.ListResourcesResult); ok && err == nil {
+				// Remembered: a server whose list grows at each of its
+				// lists, each after one of these, may grow with what
+				// contextd lists (see mcp.ServedLists.Hold).
+				s.eng.ServedLists().NoteListed()
 			}
 			return res, err
 		}

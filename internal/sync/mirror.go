@@ -259,9 +259,6 @@ type Mirror struct {
 	// self is set once the server listed this very mirror's resources
 	// back (see listsItself): it is this contextd, through a bridge.
 	self atomic.Bool
-	// servedBack is set once the server listed back what this
-	// contextd's MCP server listed (see listsServedBack): it is withheld.
-	servedBack atomic.Bool
 	// readsBack counts the server's reads whose contents this contextd's
 	// MCP server answered a read with meanwhile (see readHint).
 	readsBack readsBack
@@ -1107,20 +1104,6 @@ func (m *Mirror) sync(parent context.Context, sess *mcp.Session) (ok bool) {
 	res, rerr := sess.ListResources(ctx)
 	if errors.Is(rerr, mcp.ErrSelf) || rerr == nil && m.listsItself(res.Items) {
 		m.self.Store(true)
-	}
-	// A server whose list holds what this contextd listed just before,
-	// each entry twice or more (see mcp.ServedLists), may be a bridge
-	// passing contextd's list back; or a server listing what an honest
-	// one lists, while a caller had contextd's MCP server list a page of
-	// that one alone (a cursor is the caller's to pick). It is withheld,
-	// not dropped: its entries stay mirrored, and contextd's MCP server
-	// lists no more of it than it did, save what the content pass reads
-	// and finds no copy, so that a bridge's copies do not come back a
-	// level deeper at each list.
-	if rerr == nil && !m.servedBack.Load() && m.listsServedBack(res.Items, listFrom, false) {
-		m.servedBack.Store(true)
-		m.opts.Served.Withhold(m.opts.Server)
-		m.log.Warn("the server lists back what this contextd's MCP server listed (a bridge in front of contextd?): contextd's MCP server lists of it only what it listed before and what was read since and found its own")
 	}
 	self := m.self.Load()
 	if self {
@@ -2084,19 +2067,6 @@ func (r *readsBack) listedBefore(a, b string) bool {
 	na, oka := r.listed[a]
 	nb, okb := r.listed[b]
 	return oka && okb && na < nb
-}
-
-// listsServedBack reports whether items, the server's list answered
-// since from, are mostly what this process's MCP server listed meanwhile
-// (mirrored from other servers): a bridge that replaces URIs with opaque
-// ones, answers initialize itself and drops _meta passes contextd's own
-// list back, and nothing else in it says so.
-func (m *Mirror) listsServedBack(items []resource.Descriptor, from time.Time, again bool) bool {
-	entries := make([]mcp.ListedEntry, len(items))
-	for i, d := range items {
-		entries[i] = mcp.ListedEntry{Name: d.Name, Title: d.Title, Description: d.Description, MIMEType: d.MIMEType}
-	}
-	return m.opts.Served.ListsServedBack(m.opts.Server, entries, from, time.Now(), again)
 }
 
 // decodeAll percent-decodes s until it no longer changes (a URI wrapped

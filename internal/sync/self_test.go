@@ -2,7 +2,6 @@ package sync_test
 
 import (
 	"context"
-	"crypto/sha256"
 	"fmt"
 	"net/url"
 	"strings"
@@ -79,131 +78,6 @@ func TestAServerListingItsOwnMirrorBackIsNotMirrored(t *testing.T) {
 // contextd:resource/<server>/<uri>: "%" and what a path may not hold.
 func ctxsyncEscape(u string) string {
 	return strings.ReplaceAll(u, "%", "%25")
-}
-
-// A bridge that replaces URIs with opaque ones (hub://up/<hash>), answers
-// initialize itself and drops _meta passes this contextd's own list back
-// while its mirror lists it: nothing in the URIs says so, but the entries
-// are those this process's MCP server listed meanwhile, mirrored from
-// other servers. It is withheld from contextd's MCP list, and mirrored
-// all the same (an honest server listing what another lists, while a
-// caller had a page of that one alone listed, looks the same, and was
-// emptied). An honest server listing entries this process listed from it
-// (its own mirror, listed to a host), or listed before the list began,
-// is not withheld.
-func TestABridgeReplacingURIsIsKnownByWhatItListsBack(t *testing.T) {
-	for _, c := range []struct {
-		name, origin string
-		copies       int // of each entry in the server's list
-		before, self bool
-	}{
-		// A bridge lists contextd's list, which holds its own mirror of
-		// that bridge, one level down: each entry twice.
-		{"served back during the list", "docs", 2, false, true},
-		{"two servers made from one template", "docs", 1, false, false},
-		{"its own entries, served to a host", "bridge", 2, false, false},
-		{"served long before the list began", "docs", 2, true, false},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				ix, err := index.Open(t.Context(), index.Options{Embedder: &indextest.BagEmbedder{}})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer ix.Close()
-				// Named apart in each case: the pages remembered are the
-				// process's.
-				names := []string{c.name + ": vacuum tuning", c.name + ": autovacuum settings", c.name + ": index bloat"}
-				served := make([]mcp.ListedEntry, len(names))
-				lists := &mcp.ServedLists{}
-				srv := mcptest.NewServer(nil, nil)
-				for i, n := range names {
-					served[i] = mcp.ListedEntry{Origin: c.origin, Name: n, Description: "postgres page " + n, MIMEType: "text/markdown"}
-					if c.copies > 1 {
-						// contextd's page holds the entry, and its own
-						// mirror of the bridge one level down.
-						copy := served[i]
-						copy.Origin = "bridge"
-						served = append(served, copy)
-					}
-					for j := range c.copies {
-						uri := fmt.Sprintf("hub://up/%x", sha256.Sum256([]byte(fmt.Sprint(n, j))))
-						srv.AddResource(&mcpsdk.Resource{URI: uri, Name: n, Description: "postgres page " + n, MIMEType: "text/markdown"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
-							return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, Text: n}}}, nil
-						})
-					}
-				}
-				if c.before {
-					lists.Note(served)
-					time.Sleep(mcp.ServedBackWindow + time.Second)
-				}
-				srv.AddReceivingMiddleware(func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
-					return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
-						if method == "resources/list" && !c.before {
-							lists.Note(served) // the bridge lists this contextd
-						}
-						return next(ctx, method, req)
-					}
-				})
-				m := ctxsync.New(ctxsync.Options{Server: "bridge", Served: lists, Index: ix, Dial: mcptest.Dial(t, "bridge", srv)})
-				start(t, m)
-				<-m.Ready()
-				st := m.Status()
-				n := len(ix.Descriptors("bridge"))
-				if st.LastError != "" || n != c.copies*len(names) || lists.Withheld("bridge") != c.self {
-					t.Errorf("error %q, %d indexed, withheld %v; want none, all %d mirrored, %v", st.LastError, n, lists.Withheld("bridge"), c.copies*len(names), c.self)
-				}
-			})
-		})
-	}
-}
-
-// A bridge known once by a page listed just before stays withheld though
-// it no longer lists this contextd first (it answers from what it listed
-// a while ago), and stays mirrored.
-func TestABridgeKnownByWhatItListsBackStaysKnown(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		ix, err := index.Open(t.Context(), index.Options{Embedder: &indextest.BagEmbedder{}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ix.Close()
-		lists := &mcp.ServedLists{}
-		var served []mcp.ListedEntry
-		srv := mcptest.NewServer(nil, nil)
-		add := func(n string, copies int) {
-			served = append(served, mcp.ListedEntry{Origin: "docs", Name: n, MIMEType: "text/markdown"})
-			if copies > 1 {
-				served = append(served, mcp.ListedEntry{Origin: "bridge", Name: n, MIMEType: "text/markdown"})
-			}
-			for j := range copies {
-				uri := fmt.Sprintf("hub://up/%x", sha256.Sum256([]byte(fmt.Sprint(n, j))))
-				srv.AddResource(&mcpsdk.Resource{URI: uri, Name: n, MIMEType: "text/markdown"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
-					return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, Text: n}}}, nil
-				})
-			}
-		}
-		add("vacuum tuning", 2)
-		add("index bloat", 2)
-		lists.Note(served)
-		m := ctxsync.New(ctxsync.Options{Server: "bridge", Served: lists, Index: ix, Dial: mcptest.Dial(t, "bridge", srv)})
-		start(t, m)
-		<-m.Ready()
-		synctest.Wait()
-		if st := m.Status(); st.LastError != "" || !lists.Withheld("bridge") {
-			t.Fatalf("first list: error %q, withheld %v; want none, withheld", st.LastError, lists.Withheld("bridge"))
-		}
-		time.Sleep(mcp.ServedBackWindow + time.Minute)
-		lists.Note(append(served, mcp.ListedEntry{Origin: "docs", Name: "autovacuum", MIMEType: "text/markdown"}))
-		time.Sleep(mcp.ServedBackWindow + time.Minute)
-		add("autovacuum", 1) // list_changed: listed again, nothing listed just before
-		synctest.Wait()
-		time.Sleep(time.Second)
-		synctest.Wait()
-		if st, n := m.Status(), len(ix.Descriptors("bridge")); st.LastError != "" || n != 5 || !lists.Withheld("bridge") {
-			t.Errorf("listed again: error %q, %d indexed, withheld %v; want none, 5, withheld", st.LastError, n, lists.Withheld("bridge"))
-		}
-	})
 }
 
 // A bridge that renames what it passes on (and may mix its own entries
@@ -374,31 +248,29 @@ func TestABridgePassingBackShortNotesIsWithheld(t *testing.T) {
 
 // A caller can have contextd's MCP server list a page of one server's
 // entries alone (a list cursor is the caller's to pick): twelve
-// README.md of one repository server. Another server whose list holds
-// twelve README.md as well, listing just then, looks like a bridge passing
-// that page back; it was taken for contextd itself and emptied until a
-// restart. It is withheld from contextd's MCP list at most, and mirrored.
+// README.md of one repository server. Another server whose list held
+// twelve README.md as well, listing just then, was taken for a bridge
+// passing that page back, and emptied (later, withheld): what a list
+// holds is not evidence, only what a server's reads and growth show.
 func TestAServerListingWhatACallerHadListedStaysMirrored(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ix := newIndex(t)
 		defer ix.Close()
 		lists := &mcp.ServedLists{}
-		var page []mcp.ListedEntry
 		srv := mcptest.NewServer(nil, nil)
 		for i := range 12 {
-			page = append(page, mcp.ListedEntry{Origin: "rb", Name: "README.md", MIMEType: "text/markdown"})
 			uri := fmt.Sprintf("file:///repo/pkg%02d/README.md", i)
 			srv.AddResource(&mcpsdk.Resource{URI: uri, Name: "README.md", MIMEType: "text/markdown"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
 				return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, Text: fmt.Sprintf("package %d: build and test instructions for the repository's kubernetes operator\n", i)}}}, nil
 			})
 		}
-		lists.Note(page)
+		lists.NoteListed() // the page of the other server's twelve README.md
 		m := ctxsync.New(ctxsync.Options{Server: "ra", Served: lists, Index: ix, Dial: mcptest.Dial(t, "ra", srv)})
 		start(t, m)
 		<-m.Ready()
 		synctest.Wait()
-		if st, n := m.Status(), len(ix.Descriptors("ra")); st.LastError != "" || n != 12 {
-			t.Errorf("error %q, %d indexed; want none, 12", st.LastError, n)
+		if st, n := m.Status(), len(ix.Descriptors("ra")); st.LastError != "" || n != 12 || lists.Withheld("ra") {
+			t.Errorf("error %q, %d indexed, withheld %v; want none, 12, not withheld", st.LastError, n, lists.Withheld("ra"))
 		}
 	})
 }
@@ -429,7 +301,7 @@ func TestAServerGrowingWithWhatContextdListsIsFrozen(t *testing.T) {
 				n := 0
 				grow := func() { // contextd lists a page; the server lists one more entry
 					time.Sleep(time.Second)
-					lists.Note([]mcp.ListedEntry{{Origin: "docs", Name: fmt.Sprint("page ", n)}})
+					lists.NoteListed()
 					uri := fmt.Sprintf("hub://up/%d", n)
 					n++
 					srv.AddResource(&mcpsdk.Resource{URI: uri, Name: uri}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
