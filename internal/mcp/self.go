@@ -59,9 +59,10 @@ type ServedLists struct {
 	copies map[string]map[string]bool
 	// lastPage is when the MCP server last listed a page (NoteListed).
 	lastPage time.Time
-	// held and frozen are the servers whose resources the MCP server
-	// lists no more of than it did (see Hold, Freeze).
-	held, frozen map[string]bool
+	// held (until when) and frozen are the servers whose resources the
+	// MCP server lists no more of than it did (see Hold, Freeze).
+	held   map[string]time.Time
+	frozen map[string]bool
 }
 
 // A servedRead is a resources/read the MCP server answered.
@@ -360,49 +361,50 @@ func (s *ServedLists) ListedSince(t time.Time) bool {
 }
 
 // Hold records that the MCP server must list no more of server's
-// resources than it does now, until Release: a server whose list grew at
+// resources than it does now, until then: a server whose list grew at
 // each list, each time after the MCP server listed a page, may be a
 // bridge passing contextd's list back, however it rewrites it; held, such
 // a bridge stops growing, where an honest server growing on its own goes
 // on.
-func (s *ServedLists) Hold(server string) { s.setHold(&s.held, server, true) }
-
-// Release ends Hold.
-func (s *ServedLists) Release(server string) { s.setHold(&s.held, server, false) }
-
-// Freeze records that the MCP server must list no more of server's
-// resources than it does now, for good: a server that stopped growing
-// while held and grew again once released grows with what contextd lists.
-func (s *ServedLists) Freeze(server string) { s.setHold(&s.frozen, server, true) }
-
-func (s *ServedLists) setHold(m *map[string]bool, server string, on bool) {
+func (s *ServedLists) Hold(server string, until time.Time) {
 	if s == nil {
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if (*m)[server] == on {
-		return
+	if s.held == nil {
+		s.held = map[string]time.Time{}
 	}
-	if *m == nil {
-		*m = map[string]bool{}
-	}
-	if on {
-		(*m)[server] = true
-	} else {
-		delete(*m, server)
-	}
+	s.held[server] = until
 	s.gen++
 }
 
-// Held reports whether server is held or frozen (Hold, Freeze).
+// Freeze records that the MCP server must list no more of server's
+// resources than it does now, for good: a server that stopped growing
+// while held and grew again at once when released, time after time,
+// grows with what contextd lists.
+func (s *ServedLists) Freeze(server string) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.frozen == nil {
+		s.frozen = map[string]bool{}
+	}
+	s.frozen[server] = true
+	s.gen++
+}
+
+// Held reports whether server is held (until its time) or frozen (Hold,
+// Freeze).
 func (s *ServedLists) Held(server string) bool {
 	if s == nil {
 		return false
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.held[server] || s.frozen[server]
+	return s.frozen[server] || time.Now().Before(s.held[server])
 }
 
 // Frozen reports whether server is frozen (Freeze).
@@ -427,7 +429,7 @@ func (s *ServedLists) Withheld(server string) bool {
 }
 
 // WithheldGen returns a number that changes whenever a server is
-// withheld, held, released or frozen.
+// withheld, held or frozen (not when a hold ends: see Held).
 func (s *ServedLists) WithheldGen() int {
 	if s == nil {
 		return 0

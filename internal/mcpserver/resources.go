@@ -46,16 +46,18 @@ func (s *Server) refresh() {
 	// Of a withheld server, what the content pass read since is listed
 	// too, less what it found copies (see apply).
 	contents := map[string][2]int{}
+	held := map[string]bool{} // a hold ends with time: re-applied then
 	for server := range versions {
 		if s.eng.ServedLists().Withheld(server) {
 			contents[server] = [2]int{s.eng.ContentCount(server), s.eng.ServedLists().CopyCount(server)}
 		}
+		held[server] = s.eng.ServedLists().Held(server)
 	}
 	s.mu.Lock()
 	again := withheld != s.withheldGen // a server withheld since: all listed again
 	s.withheldGen = withheld
 	for server, v := range versions {
-		if old, ok := s.seen[server]; !ok || old != v || again || contents[server] != s.seenContents[server] {
+		if old, ok := s.seen[server]; !ok || old != v || again || contents[server] != s.seenContents[server] || held[server] != (s.holding[server] != nil) {
 			s.seenContents[server] = contents[server]
 			s.seen[server] = v
 			changed = append(changed, server)

@@ -1970,20 +1970,22 @@ func (r *readsBack) noteListed(items []resource.Descriptor) (added int) {
 // grows at each list, each time after contextd's MCP server listed a
 // page (a bridge passes back what contextd lists, and contextd lists
 // what it mirrored of the bridge). Seen growthStreak times in a row, the
-// server is held (mcp.ServedLists.Hold: contextd lists no more of it);
-// a bridge then stops growing, an honest server growing on its own goes
-// on and is released. One that stopped is released, and if it grows
-// again, after contextd listed a page, it is held again; growing again
-// after a second release, it grew with what contextd lists: it is frozen
-// for good. Only the sync goroutine uses it.
+// server is held for growthHold (mcp.ServedLists.Hold: contextd lists no
+// more of it); a bridge then stops growing, an honest server growing on
+// its own goes on and is not watched for a while. One that stopped, and
+// grows again within growthRegrow of the hold's end (the bridge passing
+// back what contextd listed once more), is held again; growthTrials
+// times in a row, it grows with what contextd lists: it is frozen for
+// good. A server adding pages in bursts does not grow again so promptly
+// every time. Only the sync goroutine uses it.
 type growthWatch struct {
 	streak int       // lists in a row that grew, a page listed before each
 	prev   time.Time // when the last list began
 	phase  int       // growthWatching, growthHeld, growthReleased, growthFrozen
-	until  time.Time // end of growthHeld's least time, or of growthReleased
+	until  time.Time // when the hold ends (growthHeld) or ended (growthReleased)
 	grew   bool      // the server's list grew while held
 	cool   time.Time // no watching before then
-	trials int       // releases after which it grew again, in a row
+	trials int       // holds it grew again promptly after, in a row
 }
 
 const (
@@ -1997,13 +1999,13 @@ const (
 	// growthStreak is how many lists in a row must grow, each after
 	// contextd listed a page, before the server is held.
 	growthStreak = 3
-	// growthHold is the least time a server is held, and growthRegrow
-	// how long after its release growing again freezes it.
+	// growthHold is how long a server is held, and growthRegrow how soon
+	// after a hold it must grow again to be held again.
 	growthHold   = 30 * time.Second
-	growthRegrow = time.Minute
-	// growthTrials is how many releases in a row the server must grow
-	// again after before it is frozen.
-	growthTrials = 2
+	growthRegrow = 15 * time.Second
+	// growthTrials is how many holds in a row the server must grow again
+	// promptly after before it is frozen.
+	growthTrials = 3
 	// growthCool is how long a server found growing on its own, or not
 	// growing again, is not watched.
 	growthCool = 10 * time.Minute
@@ -2016,6 +2018,11 @@ func (m *Mirror) watchGrowth(from time.Time, added int) {
 	served := !w.prev.IsZero() && m.opts.Served.ListedSince(w.prev)
 	w.prev = from
 	now := time.Now()
+	hold := func() {
+		w.phase, w.until, w.grew = growthHeld, now.Add(growthHold), false
+		m.opts.Served.Hold(m.opts.Server, w.until)
+	}
+	calm := func() { w.phase, w.streak, w.trials, w.cool = growthWatching, 0, 0, now.Add(growthCool) }
 	switch w.phase {
 	case growthWatching:
 		if now.Before(w.cool) || added == 0 || !served {
@@ -2023,39 +2030,35 @@ func (m *Mirror) watchGrowth(from time.Time, added int) {
 			return
 		}
 		if w.streak++; w.streak >= growthStreak {
-			w.phase, w.until, w.grew = growthHeld, now.Add(growthHold), false
-			m.opts.Served.Hold(m.opts.Server)
+			hold()
 			m.log.Info("the server's list grew at each of its last lists, each after contextd's MCP server listed a page: contextd lists no more of it for a while, to see whether it grows with what contextd lists", "lists", w.streak)
 		}
+		return
 	case growthHeld:
-		w.grew = w.grew || added > 0
 		if now.Before(w.until) {
+			w.grew = w.grew || added > 0
 			return
 		}
-		m.opts.Served.Release(m.opts.Server)
 		if w.grew {
-			// It grows on its own.
-			w.phase, w.streak, w.trials, w.cool = growthWatching, 0, 0, now.Add(growthCool)
+			calm() // it grows on its own
 			return
 		}
-		w.phase, w.until = growthReleased, now.Add(growthRegrow)
-	case growthReleased:
-		if added > 0 && served {
-			// Twice, so that a server adding pages in bursts is not
-			// taken for a bridge by chance.
-			if w.trials++; w.trials < growthTrials {
-				w.phase, w.until, w.grew = growthHeld, now.Add(growthHold), false
-				m.opts.Served.Hold(m.opts.Server)
-				return
-			}
-			w.phase = growthFrozen
-			m.opts.Served.Freeze(m.opts.Server)
-			m.log.Warn("the server's list stopped growing while contextd listed no more of it, and grew again once it did, twice: it grows with what contextd lists (a bridge in front of contextd?); contextd's MCP server lists no more of it than it does now")
+		w.phase = growthReleased // since w.until; this list is the first after
+	}
+	if w.phase != growthReleased {
+		return
+	}
+	switch {
+	case added > 0 && served && now.Sub(w.until) <= growthRegrow:
+		if w.trials++; w.trials < growthTrials {
+			hold()
 			return
 		}
-		if !now.Before(w.until) {
-			w.phase, w.streak, w.trials, w.cool = growthWatching, 0, 0, now.Add(growthCool)
-		}
+		w.phase = growthFrozen
+		m.opts.Served.Freeze(m.opts.Server)
+		m.log.Warn("the server's list stopped growing while contextd listed no more of it, and grew again as soon as it did, time after time: it grows with what contextd lists (a bridge in front of contextd?); contextd's MCP server lists no more of it than it does now", "holds", w.trials)
+	case added > 0 || now.Sub(w.until) > growthRegrow:
+		calm()
 	}
 }
 
