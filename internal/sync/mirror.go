@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"maps"
+	"math/bits"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -1945,8 +1946,9 @@ func (r *readsBack) forget(uri string) {
 }
 
 // noteListed records items, the server's list just answered; it returns
-// how many it holds that the last did not (none the first time).
-func (r *readsBack) noteListed(items []resource.Descriptor) (added int) {
+// by how many entries it outgrew the last (0 the first time, and for a
+// list no longer: a bridge's own entries may come and go).
+func (r *readsBack) noteListed(items []resource.Descriptor) (grown int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.lists++
@@ -1956,21 +1958,21 @@ func (r *readsBack) noteListed(items []resource.Descriptor) (added int) {
 			listed[d.URI] = n
 		} else {
 			listed[d.URI] = r.lists
-			if r.lists > 1 {
-				added++
-			}
 		}
 	}
+	if r.lists > 1 {
+		grown = max(0, len(listed)-len(r.listed))
+	}
 	r.listed = listed
-	return added
+	return grown
 }
 
 // A growthWatch follows a server's lists for the shape of a loop through
 // contextd, whatever the bridge does to what it passes back: its list
 // grows at each list, each time after contextd's MCP server listed a
 // page (a bridge passes back what contextd lists, and contextd lists
-// what it mirrored of the bridge). Seen growthStreak times in a row, the
-// server is held for growthHold (mcp.ServedLists.Hold: contextd lists no
+// what it mirrored of the bridge). Seen at growthStreak of its last
+// growthLists lists, the server is held for growthHold (mcp.ServedLists.Hold: contextd lists no
 // more of it); a bridge then stops growing, an honest server growing on
 // its own goes on and is not watched for a while. One that stopped, and
 // grows again within growthRegrow of the hold's end (the bridge passing
@@ -1979,7 +1981,7 @@ func (r *readsBack) noteListed(items []resource.Descriptor) (added int) {
 // good. A server adding pages in bursts does not grow again so promptly
 // every time. Only the sync goroutine uses it.
 type growthWatch struct {
-	streak int       // lists in a row that grew, a page listed before each
+	recent uint8     // of the last 8 lists, those that grew after a page listed (bits)
 	prev   time.Time // when the last list began
 	phase  int       // growthWatching, growthHeld, growthReleased, growthFrozen
 	until  time.Time // when the hold ends (growthHeld) or ended (growthReleased)
@@ -1996,9 +1998,11 @@ const (
 )
 
 const (
-	// growthStreak is how many lists in a row must grow, each after
-	// contextd listed a page, before the server is held.
+	// growthStreak is how many of a server's last growthLists lists must
+	// grow, each after contextd listed a page, before it is held: a
+	// bridge may hide what it passes back at every other list.
 	growthStreak = 3
+	growthLists  = 5
 	// growthHold is how long a server is held, and growthRegrow how soon
 	// after a hold it must grow again to be held again.
 	growthHold   = 30 * time.Second
@@ -2011,8 +2015,8 @@ const (
 	growthCool = 10 * time.Minute
 )
 
-// watchGrowth follows a list that began at from and added added entries
-// (see growthWatch).
+// watchGrowth follows a list that began at from and outgrew the last by
+// added entries (see growthWatch).
 func (m *Mirror) watchGrowth(from time.Time, added int) {
 	w := &m.growth
 	served := !w.prev.IsZero() && m.opts.Served.ListedSince(w.prev)
@@ -2022,16 +2026,19 @@ func (m *Mirror) watchGrowth(from time.Time, added int) {
 		w.phase, w.until, w.grew = growthHeld, now.Add(growthHold), false
 		m.opts.Served.Hold(m.opts.Server, w.until)
 	}
-	calm := func() { w.phase, w.streak, w.trials, w.cool = growthWatching, 0, 0, now.Add(growthCool) }
+	calm := func() { w.phase, w.recent, w.trials, w.cool = growthWatching, 0, 0, now.Add(growthCool) }
 	switch w.phase {
 	case growthWatching:
-		if now.Before(w.cool) || added == 0 || !served {
-			w.streak = 0
+		if now.Before(w.cool) {
 			return
 		}
-		if w.streak++; w.streak >= growthStreak {
+		w.recent <<= 1
+		if added > 0 && served {
+			w.recent |= 1
+		}
+		if bits.OnesCount8(w.recent&(1<<growthLists-1)) >= growthStreak {
 			hold()
-			m.log.Info("the server's list grew at each of its last lists, each after contextd's MCP server listed a page: contextd lists no more of it for a while, to see whether it grows with what contextd lists", "lists", w.streak)
+			m.log.Info("the server's list grew at most of its last lists, each after contextd's MCP server listed a page: contextd lists no more of it for a while, to see whether it grows with what contextd lists")
 		}
 		return
 	case growthHeld:

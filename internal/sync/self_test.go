@@ -277,14 +277,15 @@ func TestAServerListingWhatACallerHadListedStaysMirrored(t *testing.T) {
 
 // A bridge that rewrites what it passes back past any copy test (a word
 // changed in every line at each read) still grows with what contextd
-// lists: at each of its lists, after contextd's MCP server listed a page.
-// Three such lists hold it for 30 s (contextd lists no more of it); one
+// lists: at each of its lists (or most: it may hide what it passes back
+// at every other list), after contextd's MCP server listed a page. Three
+// such lists of five hold it for 30 s (contextd lists no more of it); one
 // that stops growing meanwhile and grows again as soon as the hold ends,
 // three times, is frozen. An honest server growing on its own goes on
 // growing while held and is let be; one adding pages in bursts grows
 // again later than that, and is let be too.
 func TestAServerGrowingWithWhatContextdListsIsFrozen(t *testing.T) {
-	for _, kind := range []string{"bridge", "growing", "bursts"} {
+	for _, kind := range []string{"bridge", "hiding", "growing", "bursts"} {
 		t.Run(kind, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				ix := newIndex(t)
@@ -310,6 +311,25 @@ func TestAServerGrowingWithWhatContextdListsIsFrozen(t *testing.T) {
 					})
 					time.Sleep(4 * time.Second)
 					synctest.Wait()
+				}
+				if kind == "hiding" {
+					// A bridge hiding what it passes back at every other
+					// list: three of five lists grow.
+					for i := range 5 {
+						if i%2 == 0 {
+							grow()
+							continue
+						}
+						time.Sleep(time.Second)
+						lists.NoteListed()
+						srv.RemoveResources(fmt.Sprintf("hub://own/%d", i))
+						time.Sleep(4 * time.Second)
+						synctest.Wait()
+					}
+					if !lists.Held("hub") {
+						t.Error("not held after three of five lists grew, each after contextd listed a page")
+					}
+					return
 				}
 				for range 3 {
 					grow()
