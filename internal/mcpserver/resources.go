@@ -92,47 +92,16 @@ func (s *Server) refresh() {
 // (mcp.MinDigestBytes): what it lists next may be what contextd listed,
 // one level down.
 func (s *Server) apply(server string, descs []resource.Descriptor) {
+	lists := s.eng.ServedLists()
 	// Held or frozen (mcp.ServedLists.Hold): no more than is listed now.
-	if lists := s.eng.ServedLists(); lists.Held(server) {
-		s.mu.Lock()
-		now := s.holding[server]
-		if now == nil {
-			now = map[resource.Key]bool{}
-			for k := range s.listed {
-				if k.Server == server {
-					now[k] = true
-				}
-			}
-			s.holding[server] = now
-		}
-		s.mu.Unlock()
+	if now := s.listedSince(s.holding, server, lists.Held(server)); now != nil {
 		descs = slices.DeleteFunc(slices.Clone(descs), func(d resource.Descriptor) bool { return !now[d.Key()] })
-	} else {
-		s.mu.Lock()
-		delete(s.holding, server)
-		s.mu.Unlock()
 	}
-	if lists := s.eng.ServedLists(); lists.Withheld(server) {
-		s.mu.Lock()
-		kept := s.kept[server]
-		if kept == nil {
-			kept = map[resource.Key]bool{}
-			for k := range s.listed {
-				if k.Server == server {
-					kept[k] = true
-				}
-			}
-			s.kept[server] = kept
-		}
-		s.mu.Unlock()
+	if kept := s.listedSince(s.kept, server, lists.Withheld(server)); kept != nil {
 		descs = slices.DeleteFunc(slices.Clone(descs), func(d resource.Descriptor) bool {
 			k := d.Key()
 			return !kept[k] && (lists.IsCopy(k) || s.eng.ContentBytes(k) < mcp.MinDigestBytes)
 		})
-	} else {
-		s.mu.Lock()
-		delete(s.kept, server)
-		s.mu.Unlock()
 	}
 	want := make(map[resource.Key]*mcpsdk.Resource, len(descs))
 	for _, d := range descs {
@@ -163,6 +132,28 @@ func (s *Server) apply(server string, descs []resource.Descriptor) {
 	if len(gone)+len(added) > 0 {
 		s.log.Debug("resource list updated", "server", server, "added_or_changed", len(added), "removed", len(gone))
 	}
+}
+
+// listedSince returns, while on, what the resource list held of server
+// when on first held (in since, by server); nil, and forgotten, once off.
+func (s *Server) listedSince(since map[string]map[resource.Key]bool, server string, on bool) map[resource.Key]bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !on {
+		delete(since, server)
+		return nil
+	}
+	held := since[server]
+	if held == nil {
+		held = map[resource.Key]bool{}
+		for k := range s.listed {
+			if k.Server == server {
+				held[k] = true
+			}
+		}
+		since[server] = held
+	}
+	return held
 }
 
 // descriptor returns the namespaced MCP descriptor of d.
