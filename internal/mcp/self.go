@@ -360,12 +360,12 @@ func (s *ServedLists) ListedSince(t time.Time) bool {
 	return s.lastPage.After(t)
 }
 
-// Hold records that the MCP server must list no more of server's
-// resources than it does now, until then: a server whose list grew at
-// each list, each time after the MCP server listed a page, may be a
-// bridge passing contextd's list back, however it rewrites it; held, such
-// a bridge stops growing, where an honest server growing on its own goes
-// on.
+// Hold records that the MCP server must list no more of any server's
+// resources than it does now, until then (see Quiet): a server whose list
+// grew at each list, each time after the MCP server listed a page, may be
+// a bridge passing contextd's list back, however it rewrites it; while
+// contextd lists nothing new, such a bridge stops growing, where an
+// honest server growing on its own goes on.
 func (s *ServedLists) Hold(server string, until time.Time) {
 	if s == nil {
 		return
@@ -405,6 +405,33 @@ func (s *ServedLists) Held(server string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.frozen[server] || time.Now().Before(s.held[server])
+}
+
+// Quiet reports whether some server is held (Hold; not Freeze): while
+// one is, the MCP server lists no more of any server than it did when the
+// hold began. A held bridge would otherwise pass back what contextd lists
+// of other servers meanwhile (a log's new pages), and seem to grow on its
+// own.
+func (s *ServedLists) Quiet() bool {
+	return time.Now().Before(s.QuietUntil())
+}
+
+// QuietUntil returns when the last hold now running ends (see Quiet); the
+// zero time if none runs.
+func (s *ServedLists) QuietUntil() time.Time {
+	var last time.Time
+	if s == nil {
+		return last
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	for _, until := range s.held {
+		if until.After(now) && until.After(last) {
+			last = until
+		}
+	}
+	return last
 }
 
 // Frozen reports whether server is frozen (Freeze).

@@ -8,12 +8,14 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/contextd/contextd/internal/engine"
 	"github.com/contextd/contextd/internal/mcp/mcptest"
+	"github.com/contextd/contextd/internal/mcpserver"
 )
 
 // renamingBridge is an aggregator in front of contextd's MCP server (once
@@ -335,4 +337,81 @@ func TestCopiesOfAServersPagesDoNotTakeThemAway(t *testing.T) {
 	if got < 6 {
 		t.Errorf("docs: %d of its 6 pages answered or kept as duplicates; want 6", got)
 	}
+}
+
+// A bridge beside a server growing on its own (a log adding a page every
+// 5 s), its reads empty texts so that no copy tells it: held, it still
+// passed back the log's pages that contextd listed meanwhile, was taken
+// to grow on its own and let be, and grew by the log's size at each level
+// (13,406 entries after 13 minutes). While a server is held, contextd
+// lists nothing new of any server: the bridge has nothing new to pass
+// back until the hold ends, grows at once then, and is frozen; the log's
+// pages are listed once the holds end, and the bridge grows only by what
+// the log adds.
+func TestABridgeBesideAGrowingServerIsFrozen(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		page := func(i int) string {
+			return fmt.Sprintf("log page %d: the deploy of build %d went out to the canary fleet, error rates flat, latency p99 steady\n", i, 1000+i)
+		}
+		logSrv := mcptest.NewServer(map[string]string{"log://day/0": page(0)}, nil)
+		hub := newRenamingBridge(10)
+		hub.rewrite = func(string) string { return "" }
+		f := newFacade(t, map[string]*mcpsdk.Server{"log": logSrv, "hub": hub.srv}, &mcpserver.Options{CheckInterval: 250 * time.Millisecond}, engine.Options{})
+		tick := func() { // the hub tells its clients its list changed
+			hub.srv.AddResource(&mcpsdk.Resource{URI: "hub://tick", Name: "tick"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+				return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: "hub://tick", Text: "tick"}}}, nil
+			})
+		}
+		hub.up.Store(f.connect(t, &mcpsdk.ClientOptions{ResourceListChangedHandler: func(context.Context, *mcpsdk.ResourceListChangedRequest) { go tick() }}))
+		tick()
+		mirrored := func(server string) int {
+			for _, s := range f.eng.Servers() {
+				if s.Server == server {
+					return s.Resources
+				}
+			}
+			t.Fatalf("no server %s", server)
+			return 0
+		}
+		pages := 1
+		var beyond []int // the hub's entries beyond the log's pages, each minute
+		for step := 1; step <= 10*12; step++ {
+			time.Sleep(5 * time.Second)
+			uri := fmt.Sprintf("log://day/%d", pages)
+			text := page(pages)
+			logSrv.AddResource(&mcpsdk.Resource{URI: uri, Name: uri, MIMEType: "text/plain"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+				return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: text}}}, nil
+			})
+			pages++
+			if step%12 == 0 {
+				synctest.Wait()
+				beyond = append(beyond, mirrored("hub")-pages)
+				if n := mirrored("hub"); n > 2_000 {
+					t.Fatalf("the hub's mirror holds %d entries after %d minutes (the log %d); frozen %v", n, step/12, pages, f.eng.ServedLists().Frozen("hub"))
+				}
+			}
+		}
+		if !f.eng.ServedLists().Frozen("hub") {
+			t.Errorf("the hub is not frozen after 10 minutes; its entries beyond the log's pages, minute by minute: %v", beyond)
+		}
+		if last := beyond[len(beyond)-4:]; last[0] != last[3] {
+			t.Errorf("the hub's entries beyond the log's pages, the last four minutes: %v; want it steady (all: %v)", last, beyond)
+		}
+		// Once no hold runs, every page of the log is listed.
+		time.Sleep(2 * time.Minute)
+		synctest.Wait()
+		listed := 0
+		for r, err := range f.connect(t, nil).Resources(t.Context(), nil) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.HasPrefix(r.URI, "contextd:resource/log/") {
+				listed++
+			}
+		}
+		if listed != pages || mirrored("log") != pages {
+			t.Errorf("contextd lists %d of the log's %d pages (mirrors %d); want all", listed, pages, mirrored("log"))
+		}
+		t.Logf("the hub's entries beyond the log's pages, minute by minute: %v", beyond)
+	})
 }

@@ -47,11 +47,12 @@ func (s *Server) refresh() {
 	// too, less what it found copies (see apply).
 	contents := map[string][2]int{}
 	held := map[string]bool{} // a hold ends with time: re-applied then
+	quiet := s.eng.ServedLists().Quiet()
 	for server := range versions {
 		if s.eng.ServedLists().Withheld(server) {
 			contents[server] = [2]int{s.eng.ContentCount(server), s.eng.ServedLists().CopyCount(server)}
 		}
-		held[server] = s.eng.ServedLists().Held(server)
+		held[server] = quiet || s.eng.ServedLists().Held(server)
 	}
 	s.mu.Lock()
 	again := withheld != s.withheldGen // a server withheld since: all listed again
@@ -93,8 +94,9 @@ func (s *Server) refresh() {
 // one level down.
 func (s *Server) apply(server string, descs []resource.Descriptor) {
 	lists := s.eng.ServedLists()
-	// Held or frozen (mcp.ServedLists.Hold): no more than is listed now.
-	if now := s.listedSince(s.holding, server, lists.Held(server)); now != nil {
+	// Held or frozen, or some server held (mcp.ServedLists.Hold, Quiet):
+	// no more than is listed now.
+	if now := s.listedSince(s.holding, server, lists.Quiet() || lists.Held(server)); now != nil {
 		descs = slices.DeleteFunc(slices.Clone(descs), func(d resource.Descriptor) bool { return !now[d.Key()] })
 	}
 	if kept := s.listedSince(s.kept, server, lists.Withheld(server)); kept != nil {

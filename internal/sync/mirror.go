@@ -1972,22 +1972,31 @@ func (r *readsBack) noteListed(items []resource.Descriptor) (grown int) {
 // grows at each list, each time after contextd's MCP server listed a
 // page (a bridge passes back what contextd lists, and contextd lists
 // what it mirrored of the bridge). Seen at growthStreak of its last
-// growthLists lists, the server is held for growthHold (mcp.ServedLists.Hold: contextd lists no
-// more of it); a bridge then stops growing, an honest server growing on
-// its own goes on and is not watched for a while. One that stopped, and
-// grows again within growthRegrow of the hold's end (the bridge passing
-// back what contextd listed once more), is held again; growthTrials
-// times in a row, it grows with what contextd lists: it is frozen for
-// good. A server adding pages in bursts does not grow again so promptly
-// every time. Only the sync goroutine uses it.
+// growthLists lists, the server is held (mcp.ServedLists.Hold): for
+// growthHold, contextd's MCP server lists nothing new of any server, so a
+// bridge has nothing new to pass back, where an honest server growing on
+// its own goes on. Growth in a hold's first growthSettle is not counted:
+// a bridge may still be passing back what it took before. A server that
+// grew later in the hold is let be for growthCool. One that did not, and
+// grows again within as long as the hold lasted of its end (the bridge
+// passing back what contextd listed meanwhile; counted from when
+// contextd's list was still no more, as other servers' holds may keep it
+// still longer), is held again, twice as
+// long each time: growthTrials times in a row, it grows with what
+// contextd lists, and is frozen for good. A server growing on its own at
+// any pace grows within one of those holds (each as long as the last and
+// its window together), so it is never frozen. Only the sync goroutine
+// uses it.
 type growthWatch struct {
-	recent uint8     // of the last 8 lists, those that grew after a page listed (bits)
-	prev   time.Time // when the last list began
-	phase  int       // growthWatching, growthHeld, growthReleased, growthFrozen
-	until  time.Time // when the hold ends (growthHeld) or ended (growthReleased)
-	grew   bool      // the server's list grew while held
-	cool   time.Time // no watching before then
-	trials int       // holds it grew again promptly after, in a row
+	recent uint8         // of the last 8 lists, those that grew after a page listed (bits)
+	prev   time.Time     // when the last list began
+	phase  int           // growthWatching, growthHeld, growthReleased, growthFrozen
+	start  time.Time     // when the hold began
+	length time.Duration // how long the hold was to last
+	until  time.Time     // when the hold ends or ended (or another server's, later)
+	grew   bool          // the server's list grew while held, past growthSettle
+	cool   time.Time     // no watching before then
+	trials int           // holds it grew again promptly after, in a row
 }
 
 const (
@@ -2003,10 +2012,11 @@ const (
 	// bridge may hide what it passes back at every other list.
 	growthStreak = 3
 	growthLists  = 5
-	// growthHold is how long a server is held, and growthRegrow how soon
-	// after a hold it must grow again to be held again.
+	// growthHold is how long a server is first held (then twice as long
+	// at each hold in a row), and growthSettle how long into a hold its
+	// growth is not counted.
 	growthHold   = 30 * time.Second
-	growthRegrow = 15 * time.Second
+	growthSettle = 15 * time.Second
 	// growthTrials is how many holds in a row the server must grow again
 	// promptly after before it is frozen.
 	growthTrials = 3
@@ -2023,7 +2033,8 @@ func (m *Mirror) watchGrowth(from time.Time, added int) {
 	w.prev = from
 	now := time.Now()
 	hold := func() {
-		w.phase, w.until, w.grew = growthHeld, now.Add(growthHold), false
+		w.length = growthHold << w.trials
+		w.phase, w.start, w.until, w.grew = growthHeld, now, now.Add(w.length), false
 		m.opts.Served.Hold(m.opts.Server, w.until)
 	}
 	calm := func() { w.phase, w.recent, w.trials, w.cool = growthWatching, 0, 0, now.Add(growthCool) }
@@ -2038,12 +2049,16 @@ func (m *Mirror) watchGrowth(from time.Time, added int) {
 		}
 		if bits.OnesCount8(w.recent&(1<<growthLists-1)) >= growthStreak {
 			hold()
-			m.log.Info("the server's list grew at most of its last lists, each after contextd's MCP server listed a page: contextd lists no more of it for a while, to see whether it grows with what contextd lists")
+			m.log.Info("the server's list grew at most of its last lists, each after contextd's MCP server listed a page: contextd's MCP server lists nothing new for a while, to see whether it grows on its own", "hold", growthHold)
 		}
 		return
 	case growthHeld:
+		// Another server's hold may keep contextd's list still for longer.
+		if q := m.opts.Served.QuietUntil(); q.After(w.until) {
+			w.until = q
+		}
 		if now.Before(w.until) {
-			w.grew = w.grew || added > 0
+			w.grew = w.grew || added > 0 && from.Sub(w.start) >= growthSettle
 			return
 		}
 		if w.grew {
@@ -2056,15 +2071,15 @@ func (m *Mirror) watchGrowth(from time.Time, added int) {
 		return
 	}
 	switch {
-	case added > 0 && served && now.Sub(w.until) <= growthRegrow:
+	case added > 0 && served && now.Sub(w.until) <= w.length:
 		if w.trials++; w.trials < growthTrials {
 			hold()
 			return
 		}
 		w.phase = growthFrozen
 		m.opts.Served.Freeze(m.opts.Server)
-		m.log.Warn("the server's list stopped growing while contextd listed no more of it, and grew again as soon as it did, time after time: it grows with what contextd lists (a bridge in front of contextd?); contextd's MCP server lists no more of it than it does now", "holds", w.trials)
-	case added > 0 || now.Sub(w.until) > growthRegrow:
+		m.log.Warn("the server's list stopped growing while contextd listed nothing new, and grew again as soon as it did, time after time: it grows with what contextd lists (a bridge in front of contextd?); contextd's MCP server lists no more of it than it does now", "holds", w.trials)
+	case added > 0 || now.Sub(w.until) > w.length:
 		calm()
 	}
 }

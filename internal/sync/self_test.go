@@ -285,7 +285,7 @@ func TestAServerListingWhatACallerHadListedStaysMirrored(t *testing.T) {
 // growing while held and is let be; one adding pages in bursts grows
 // again later than that, and is let be too.
 func TestAServerGrowingWithWhatContextdListsIsFrozen(t *testing.T) {
-	for _, kind := range []string{"bridge", "hiding", "growing", "bursts"} {
+	for _, kind := range []string{"bridge", "lagging bridge", "hiding", "growing", "bursts", "every 40 s"} {
 		t.Run(kind, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				ix := newIndex(t)
@@ -342,14 +342,27 @@ func TestAServerGrowingWithWhatContextdListsIsFrozen(t *testing.T) {
 					for range 8 {
 						grow()
 					}
-				case "bursts": // three, then a pause past the hold and then some
-					time.Sleep(50 * time.Second)
+				case "bursts": // three, then pauses well past the hold
+					time.Sleep(100 * time.Second)
 					grow()
-					time.Sleep(50 * time.Second)
+					time.Sleep(100 * time.Second)
 					grow()
-				case "bridge": // silent while held, growing again as soon as released
+				case "every 40 s": // slower than a hold, and again soon after it
+					for range 10 {
+						time.Sleep(35 * time.Second)
+						grow()
+					}
+				case "bridge", "lagging bridge": // silent while held, growing again as soon as released
 					for i := range 3 {
-						time.Sleep(30 * time.Second)
+						wait := 30 * time.Second << i // each hold twice the last
+						if kind == "lagging bridge" {
+							// Early in the hold, it passes back what it
+							// took before.
+							time.Sleep(2 * time.Second)
+							grow()
+							wait -= 10 * time.Second
+						}
+						time.Sleep(wait)
 						grow()
 						if frozen := lists.Frozen("hub"); frozen != (i == 2) || !lists.Held("hub") {
 							t.Fatalf("hold %d over, grown again: held %v, frozen %v; want held, frozen only after the third", i+1, lists.Held("hub"), frozen)
