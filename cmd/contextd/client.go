@@ -130,6 +130,9 @@ func servers(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if n, d := s.GetRejectedEntries(), s.GetDuplicateEntries(); n+d > 0 {
 			fmt.Fprintf(stdout, "  dropped %d malformed and %d repeated list entries", n, d)
 		}
+		if l := s.GetMcpListing(); l != "" {
+			fmt.Fprintf(stdout, "  MCP list: %s", esc(l))
+		}
 		if e := s.GetLastError(); e != "" {
 			fmt.Fprintf(stdout, "  last error: %s", esc(firstLine(e)))
 		}

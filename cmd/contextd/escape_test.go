@@ -31,7 +31,7 @@ func (hostileDaemon) Assemble(context.Context, *contextdv1.AssembleRequest) (*co
 }
 
 func (hostileDaemon) ListServers(context.Context, *contextdv1.ListServersRequest) (*contextdv1.ListServersResponse, error) {
-	return &contextdv1.ListServersResponse{Servers: []*contextdv1.ServerStatus{{Name: "s", LastError: "failed " + hostile}}}, nil
+	return &contextdv1.ListServersResponse{Servers: []*contextdv1.ServerStatus{{Name: "s", LastError: "failed " + hostile, McpListing: "withheld,frozen"}}}, nil
 }
 
 func startHostileDaemon(t *testing.T) string {
@@ -76,7 +76,7 @@ func TestHumanOutputEscapesUpstreamControlCharacters(t *testing.T) {
 	if err := run(t.Context(), []string{"servers", "--addr", addr}, &stdout, &stderr); err != nil {
 		t.Fatal(err)
 	}
-	checkEscaped(t, "servers", stdout.String(), "last error: failed ")
+	checkEscaped(t, "servers", stdout.String(), "last error: failed ", "MCP list: withheld,frozen")
 
 	stdout.Reset()
 	printSearch(&stdout, &contextdv1.SearchResponse{Results: []*contextdv1.SearchResult{{Server: "s", Uri: "doc://a", Name: hostile}}})

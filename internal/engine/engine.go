@@ -601,6 +601,9 @@ func (e *Engine) Tokenizer() string { return e.tok.Encoding() }
 type ServerStatus struct {
 	ctxsync.Status
 	Transport string
+	// MCPListing says why contextd's MCP server lists less of the server
+	// than is mirrored (mcp.ServedLists.Listing), or is empty.
+	MCPListing string
 }
 
 // Servers reports every configured server, in name order.
@@ -608,7 +611,7 @@ func (e *Engine) Servers() []ServerStatus {
 	s := e.set()
 	out := make([]ServerStatus, 0, len(s.names))
 	for _, srv := range s.cfg.Servers {
-		out = append(out, ServerStatus{Status: s.mirrors[srv.Name].Status(), Transport: srv.Transport})
+		out = append(out, ServerStatus{Status: s.mirrors[srv.Name].Status(), Transport: srv.Transport, MCPListing: e.served.Listing(srv.Name)})
 	}
 	return out
 }

@@ -434,6 +434,28 @@ func (s *ServedLists) QuietUntil() time.Time {
 	return last
 }
 
+// Listing says why the MCP server lists less of server than is mirrored:
+// "withheld", "held", "frozen" (Withhold, Hold, Freeze), comma-separated,
+// or "" when none applies.
+func (s *ServedLists) Listing(server string) string {
+	if s == nil {
+		return ""
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var why []string
+	if s.withheld[server] {
+		why = append(why, "withheld")
+	}
+	if time.Now().Before(s.held[server]) {
+		why = append(why, "held")
+	}
+	if s.frozen[server] {
+		why = append(why, "frozen")
+	}
+	return strings.Join(why, ",")
+}
+
 // Frozen reports whether server is frozen (Freeze).
 func (s *ServedLists) Frozen(server string) bool {
 	if s == nil {

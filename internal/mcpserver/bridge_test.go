@@ -394,6 +394,12 @@ func TestABridgeBesideAGrowingServerIsFrozen(t *testing.T) {
 		if !f.eng.ServedLists().Frozen("hub") {
 			t.Errorf("the hub is not frozen after 10 minutes; its entries beyond the log's pages, minute by minute: %v", beyond)
 		}
+		for _, s := range f.eng.Servers() {
+			// The log may be held a while (it grows at each list), no more.
+			if frozen := s.Server == "hub"; frozen != (s.MCPListing == "frozen") || !frozen && strings.Contains(s.MCPListing, "frozen") {
+				t.Errorf("%s: MCP listing %q; want frozen for the hub only", s.Server, s.MCPListing)
+			}
+		}
 		if last := beyond[len(beyond)-4:]; last[0] != last[3] {
 			t.Errorf("the hub's entries beyond the log's pages, the last four minutes: %v; want it steady (all: %v)", last, beyond)
 		}

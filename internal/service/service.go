@@ -244,7 +244,7 @@ func ListServersResponse(servers []engine.ServerStatus) *contextdv1.ListServersR
 			Activity: s.Activity, DescriptorsPending: int32(s.DescriptorsPending),
 			ContentWaiting: int32(s.ContentWaiting), ContentBytes: s.ContentBytes,
 			ContentMaxBytes: s.ContentMaxBytes, ContentBound: s.ContentBound,
-			PassagesPending: int32(s.PassagesPending),
+			PassagesPending: int32(s.PassagesPending), McpListing: s.MCPListing,
 		}
 		if s.ServerName != "" {
 			ps.ServerInfo = strings.TrimSpace(s.ServerName + " " + s.ServerVersion)

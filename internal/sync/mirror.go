@@ -2062,7 +2062,8 @@ func (m *Mirror) watchGrowth(from time.Time, added int) {
 			return
 		}
 		if w.grew {
-			calm() // it grows on its own
+			calm()
+			m.log.Info("the server's list grew while contextd's MCP server listed nothing new: it grows on its own, and is not watched for a while", "for", growthCool)
 			return
 		}
 		w.phase = growthReleased // since w.until; this list is the first after
@@ -2074,6 +2075,7 @@ func (m *Mirror) watchGrowth(from time.Time, added int) {
 	case added > 0 && served && now.Sub(w.until) <= w.length:
 		if w.trials++; w.trials < growthTrials {
 			hold()
+			m.log.Info("the server's list grew again as soon as contextd's MCP server listed more: it is held again, longer", "hold", w.length, "holds", w.trials)
 			return
 		}
 		w.phase = growthFrozen

@@ -1349,8 +1349,16 @@ type ServerStatus struct {
 	// Passages of indexed texts not embedded yet (each text's first passage
 	// is embedded as it is read, the others after).
 	PassagesPending int32 `protobuf:"varint,25,opt,name=passages_pending,json=passagesPending,proto3" json:"passages_pending,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Why contextd's own MCP server (mcp_listen) lists less of this server
+	// than is mirrored, or empty when it lists it all: "withheld" (it passed
+	// back copies of what contextd served: what it lists later is listed
+	// once read and found no copy), "held" (its list grew with what contextd
+	// lists: nothing new of any server is listed for a while), "frozen" (so
+	// time after time: no more of it is listed, for good), comma-separated.
+	// The resources stay mirrored and answer queries either way.
+	McpListing    string `protobuf:"bytes,26,opt,name=mcp_listing,json=mcpListing,proto3" json:"mcp_listing,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ServerStatus) Reset() {
@@ -1558,6 +1566,13 @@ func (x *ServerStatus) GetPassagesPending() int32 {
 	return 0
 }
 
+func (x *ServerStatus) GetMcpListing() string {
+	if x != nil {
+		return x.McpListing
+	}
+	return ""
+}
+
 var File_contextd_v1_contextd_proto protoreflect.FileDescriptor
 
 const file_contextd_v1_contextd_proto_rawDesc = "" +
@@ -1664,7 +1679,7 @@ const file_contextd_v1_contextd_proto_rawDesc = "" +
 	"\alast_ok\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x06lastOk\x12\x1d\n" +
 	"\n" +
 	"last_error\x18\x05 \x01(\tR\tlastError\x12\x18\n" +
-	"\apending\x18\x06 \x01(\x05R\apending\"\xfd\b\n" +
+	"\apending\x18\x06 \x01(\x05R\apending\"\x9e\t\n" +
 	"\fServerStatus\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x125\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x1f.contextd.v1.ServerStatus.StateR\x05state\x12\x1c\n" +
@@ -1693,7 +1708,9 @@ const file_contextd_v1_contextd_proto_rawDesc = "" +
 	"\rcontent_bytes\x18\x16 \x01(\x03R\fcontentBytes\x12*\n" +
 	"\x11content_max_bytes\x18\x17 \x01(\x03R\x0fcontentMaxBytes\x12#\n" +
 	"\rcontent_bound\x18\x18 \x01(\tR\fcontentBound\x12)\n" +
-	"\x10passages_pending\x18\x19 \x01(\x05R\x0fpassagesPending\"|\n" +
+	"\x10passages_pending\x18\x19 \x01(\x05R\x0fpassagesPending\x12\x1f\n" +
+	"\vmcp_listing\x18\x1a \x01(\tR\n" +
+	"mcpListing\"|\n" +
 	"\x05State\x12\x15\n" +
 	"\x11STATE_UNSPECIFIED\x10\x00\x12\x14\n" +
 	"\x10STATE_CONNECTING\x10\x01\x12\x0f\n" +
