@@ -421,3 +421,55 @@ func TestABridgeBesideAGrowingServerIsFrozen(t *testing.T) {
 		t.Logf("the hub's entries beyond the log's pages, minute by minute: %v", beyond)
 	})
 }
+
+// Holds in a row (many logs, each growing at its lists, held in turn)
+// keep no server's new entries off contextd's list for good: an entry
+// kept still by another server's hold is listed once it has waited three
+// minutes, while the held server itself lists nothing new.
+func TestHoldsInARowKeepOthersStillNoMoreThanAWhile(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := mcptest.NewServer(map[string]string{"doc://a/0": "a's first page, on the release calendar\n"}, nil)
+		b := mcptest.NewServer(map[string]string{"doc://b/0": "b's first page, on kafka consumer lag\n"}, nil)
+		f := newFacade(t, map[string]*mcpsdk.Server{"a": a, "b": b}, &mcpserver.Options{CheckInterval: 250 * time.Millisecond}, engine.Options{})
+		host := f.connect(t, nil)
+		listed := func() map[string]bool {
+			out := map[string]bool{}
+			for r, err := range host.Resources(t.Context(), nil) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				out[r.URI] = true
+			}
+			return out
+		}
+		add := func(s *mcpsdk.Server, uri string) {
+			s.AddResource(&mcpsdk.Resource{URI: uri, Name: uri}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+				return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, Text: "a page added while a was held"}}}, nil
+			})
+		}
+		lists := f.eng.ServedLists()
+		start := time.Now()
+		lists.Hold("a", start.Add(time.Minute))
+		time.Sleep(time.Second)
+		add(a, "doc://a/1")
+		add(b, "doc://b/1")
+		for i := 1; i <= 6*60; i++ { // 6 minutes; a held again before each hold ends
+			time.Sleep(time.Second)
+			if i%50 == 0 {
+				lists.Hold("a", time.Now().Add(time.Minute))
+			}
+			synctest.Wait()
+			l := listed()
+			if l["contextd:resource/a/doc://a/1"] {
+				t.Fatalf("a's new entry listed %v in, while a was held", time.Since(start))
+			}
+			in, b1 := time.Since(start), l["contextd:resource/b/doc://b/1"]
+			if in < mcpserver.MaxQuietWait && b1 || in > mcpserver.MaxQuietWait+5*time.Second && !b1 {
+				t.Fatalf("%v in: b's new entry listed: %v; want it kept off for %v while a is held, then listed", in, b1, mcpserver.MaxQuietWait)
+			}
+		}
+		if !lists.Quiet() {
+			t.Fatal("no hold runs at the end")
+		}
+	})
+}

@@ -36,3 +36,6 @@ func SetHandOverWaits(handOver, start time.Duration) (restore func()) {
 	handOverWait, startWait = handOver, start
 	return func() { handOverWait, startWait = oldHandOver, oldStart }
 }
+
+// MaxQuietWait is maxQuietWait.
+const MaxQuietWait = maxQuietWait

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -57,8 +58,15 @@ func (s *Server) refresh() {
 	s.mu.Lock()
 	again := withheld != s.withheldGen // a server withheld since: all listed again
 	s.withheldGen = withheld
+	now := time.Now()
 	for server, v := range versions {
-		if old, ok := s.seen[server]; !ok || old != v || again || contents[server] != s.seenContents[server] || held[server] != (s.holding[server] != nil) {
+		waited := false // an entry kept still has waited long enough since the last apply
+		for _, since := range s.waiting[server] {
+			if waited = now.Sub(since) >= maxQuietWait; waited {
+				break
+			}
+		}
+		if old, ok := s.seen[server]; !ok || old != v || again || waited || contents[server] != s.seenContents[server] || held[server] != (s.holding[server] != nil) {
 			s.seenContents[server] = contents[server]
 			s.seen[server] = v
 			changed = append(changed, server)
@@ -94,10 +102,44 @@ func (s *Server) refresh() {
 // one level down.
 func (s *Server) apply(server string, descs []resource.Descriptor) {
 	lists := s.eng.ServedLists()
-	// Held or frozen, or some server held (mcp.ServedLists.Hold, Quiet):
-	// no more than is listed now.
-	if now := s.listedSince(s.holding, server, lists.Quiet() || lists.Held(server)); now != nil {
-		descs = slices.DeleteFunc(slices.Clone(descs), func(d resource.Descriptor) bool { return !now[d.Key()] })
+	// Held or frozen (mcp.ServedLists.Hold, Freeze): no more than is
+	// listed now. Kept still by another server's hold (Quiet): no more
+	// than is listed now, save what has waited maxQuietWait.
+	held := lists.Held(server)
+	quiet := !held && lists.Quiet()
+	if now := s.listedSince(s.holding, server, held || quiet); now != nil {
+		at := time.Now()
+		s.mu.Lock()
+		was := s.waiting[server]
+		var waiting map[resource.Key]time.Time // nil: held itself, nothing waits
+		if quiet {
+			waiting = map[resource.Key]time.Time{}
+		}
+		descs = slices.DeleteFunc(slices.Clone(descs), func(d resource.Descriptor) bool {
+			k := d.Key()
+			if now[k] {
+				return false
+			}
+			if waiting == nil {
+				return true
+			}
+			since, ok := was[k]
+			if !ok {
+				since = at
+			}
+			if at.Sub(since) >= maxQuietWait {
+				now[k] = true // listed from now on
+				return false
+			}
+			waiting[k] = since
+			return true
+		})
+		s.waiting[server] = waiting
+		s.mu.Unlock()
+	} else {
+		s.mu.Lock()
+		delete(s.waiting, server)
+		s.mu.Unlock()
 	}
 	if kept := s.listedSince(s.kept, server, lists.Withheld(server)); kept != nil {
 		descs = slices.DeleteFunc(slices.Clone(descs), func(d resource.Descriptor) bool {
@@ -135,6 +177,13 @@ func (s *Server) apply(server string, descs []resource.Descriptor) {
 		s.log.Debug("resource list updated", "server", server, "added_or_changed", len(added), "removed", len(gone))
 	}
 }
+
+// maxQuietWait is the longest another server's hold keeps a server's new
+// entries off the resource list: holds of several servers in a row (many
+// logs growing at each list) would keep it still for good. It is longer
+// than one hold (at most 120 s), so a bridge held alone has nothing new
+// to pass back.
+const maxQuietWait = 3 * time.Minute
 
 // listedSince returns, while on, what the resource list held of server
 // when on first held (in since, by server); nil, and forgotten, once off.

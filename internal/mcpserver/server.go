@@ -198,6 +198,9 @@ type Server struct {
 	// holding holds, for each held or frozen server, what listed held of
 	// it when that began.
 	holding map[string]map[resource.Key]bool
+	// waiting holds, for each server kept still by another's hold, when
+	// each entry it lists was first kept off the list (see maxQuietWait).
+	waiting map[string]map[resource.Key]time.Time
 	subs    map[resource.Key]int // downstream subscriptions per resource
 	// sessSubs holds each session's subscriptions, by the URI it sent:
 	// they are dropped when the session ends.
@@ -282,6 +285,7 @@ func New(eng *engine.Engine, opts *Options) *Server {
 		seenContents: map[string][2]int{},
 		kept:         map[string]map[resource.Key]bool{},
 		holding:      map[string]map[resource.Key]bool{},
+		waiting:      map[string]map[resource.Key]time.Time{},
 		subs:         map[resource.Key]int{},
 		sessSubs:     map[*mcpsdk.ServerSession]map[string]resource.Key{},
 		closing:      map[*mcpsdk.ServerSession]bool{},
