@@ -457,7 +457,7 @@ func TestReloadForgetsWhatAReplacedServerWasWithheldFor(t *testing.T) {
 	lists := eng.ServedLists()
 	for _, s := range []string{"wiki", "kept"} {
 		lists.Withhold(s)
-		lists.Freeze(s)
+		lists.Freeze(s, time.Now().Add(time.Hour))
 	}
 	next := &config.Config{Servers: []config.Server{entry("wiki", "b"), entry("kept", "a")}}
 	if _, err := eng.Reload(t.Context(), next); err != nil {

@@ -62,7 +62,7 @@ type ServedLists struct {
 	// held (until when) and frozen are the servers whose resources the
 	// MCP server lists no more of than it did (see Hold, Freeze).
 	held   map[string]time.Time
-	frozen map[string]bool
+	frozen map[string]time.Time
 }
 
 // A servedRead is a resources/read the MCP server answered.
@@ -380,19 +380,20 @@ func (s *ServedLists) Hold(server string, until time.Time) {
 }
 
 // Freeze records that the MCP server must list no more of server's
-// resources than it does now, for good: a server that stopped growing
-// while held and grew again at once when released, time after time,
-// grows with what contextd lists.
-func (s *ServedLists) Freeze(server string) {
+// resources than it does now, until then (a long while, unlike Hold; and
+// other servers are listed as ever): a server that stopped growing while
+// held and grew again at once when released, time after time, grows with
+// what contextd lists.
+func (s *ServedLists) Freeze(server string, until time.Time) {
 	if s == nil {
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.frozen == nil {
-		s.frozen = map[string]bool{}
+		s.frozen = map[string]time.Time{}
 	}
-	s.frozen[server] = true
+	s.frozen[server] = until
 	s.gen++
 }
 
@@ -404,7 +405,8 @@ func (s *ServedLists) Held(server string) bool {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.frozen[server] || time.Now().Before(s.held[server])
+	now := time.Now()
+	return now.Before(s.frozen[server]) || now.Before(s.held[server])
 }
 
 // Quiet reports whether some server is held (Hold; not Freeze): while
@@ -435,8 +437,9 @@ func (s *ServedLists) QuietUntil() time.Time {
 }
 
 // Listing says why the MCP server lists less of server than is mirrored:
-// "withheld", "held", "frozen" (Withhold, Hold, Freeze), comma-separated,
-// or "" when none applies.
+// "withheld", "held", "frozen" (Withhold, Hold, Freeze), or "still" when
+// another server's hold keeps it so (Quiet), comma-separated; "" when
+// none applies.
 func (s *ServedLists) Listing(server string) string {
 	if s == nil {
 		return ""
@@ -447,11 +450,19 @@ func (s *ServedLists) Listing(server string) string {
 	if s.withheld[server] {
 		why = append(why, "withheld")
 	}
-	if time.Now().Before(s.held[server]) {
-		why = append(why, "held")
-	}
-	if s.frozen[server] {
+	now := time.Now()
+	switch {
+	case now.Before(s.frozen[server]):
 		why = append(why, "frozen")
+	case now.Before(s.held[server]):
+		why = append(why, "held")
+	default:
+		for _, until := range s.held {
+			if now.Before(until) {
+				why = append(why, "still")
+				break
+			}
+		}
 	}
 	return strings.Join(why, ",")
 }
@@ -463,7 +474,7 @@ func (s *ServedLists) Frozen(server string) bool {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.frozen[server]
+	return time.Now().Before(s.frozen[server])
 }
 
 // Withheld reports whether the MCP server lists none of server's

@@ -471,5 +471,10 @@ func TestHoldsInARowKeepOthersStillNoMoreThanAWhile(t *testing.T) {
 		if !lists.Quiet() {
 			t.Fatal("no hold runs at the end")
 		}
+		for _, s := range f.eng.Servers() {
+			if want := map[string]string{"a": "held", "b": "still"}[s.Server]; s.MCPListing != want {
+				t.Errorf("%s: MCP listing %q, want %q", s.Server, s.MCPListing, want)
+			}
+		}
 	})
 }

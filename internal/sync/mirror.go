@@ -1981,12 +1981,13 @@ func (r *readsBack) noteListed(items []resource.Descriptor) (grown int) {
 // grows again within as long as the hold lasted of its end (the bridge
 // passing back what contextd listed meanwhile; counted from when
 // contextd's list was still no more, as other servers' holds may keep it
-// still longer), is held again, twice as
-// long each time: growthTrials times in a row, it grows with what
-// contextd lists, and is frozen for good. A server growing on its own at
-// any pace grows within one of those holds (each as long as the last and
-// its window together), so it is never frozen. Only the sync goroutine
-// uses it.
+// still longer), is held again, twice as long each time: growthTrials
+// times in a row, it grows with what contextd lists, and is frozen
+// (contextd's MCP server lists no more of it; others as ever) for
+// growthFreeze, twice as long at each freeze after. A server growing on
+// its own at any pace grows within one of those holds (each as long as
+// the last and its window together), so it is never frozen. Only the
+// sync goroutine uses it.
 type growthWatch struct {
 	recent uint8         // of the last 8 lists, those that grew after a page listed (bits)
 	prev   time.Time     // when the last list began
@@ -1997,6 +1998,7 @@ type growthWatch struct {
 	grew   bool          // the server's list grew while held, past growthSettle
 	cool   time.Time     // no watching before then
 	trials int           // holds it grew again promptly after, in a row
+	frozen int           // times it was frozen
 }
 
 const (
@@ -2023,6 +2025,13 @@ const (
 	// growthCool is how long a server found growing on its own, or not
 	// growing again, is not watched.
 	growthCool = 10 * time.Minute
+	// growthFreeze is how long a server is first frozen; each freeze
+	// after lasts twice the last, growthFreezeDoublings times at most
+	// (32 h). A bridge adds a few levels between freezes, fewer and fewer
+	// an hour; an honest server frozen by mistake (someone adding to it
+	// just after each hold) is listed again within the hour.
+	growthFreeze          = time.Hour
+	growthFreezeDoublings = 5
 )
 
 // watchGrowth follows a list that began at from and outgrew the last by
@@ -2039,6 +2048,13 @@ func (m *Mirror) watchGrowth(from time.Time, added int) {
 	}
 	calm := func() { w.phase, w.recent, w.trials, w.cool = growthWatching, 0, 0, now.Add(growthCool) }
 	switch w.phase {
+	case growthFrozen:
+		if now.Before(w.until) {
+			return
+		}
+		w.phase, w.recent, w.trials = growthWatching, 0, 0
+		m.log.Info("the server's freeze ran out: contextd's MCP server lists it again, and watches its growth again")
+		return
 	case growthWatching:
 		if now.Before(w.cool) {
 			return
@@ -2078,9 +2094,10 @@ func (m *Mirror) watchGrowth(from time.Time, added int) {
 			m.log.Info("the server's list grew again as soon as contextd's MCP server listed more: it is held again, longer", "hold", w.length, "holds", w.trials)
 			return
 		}
-		w.phase = growthFrozen
-		m.opts.Served.Freeze(m.opts.Server)
-		m.log.Warn("the server's list stopped growing while contextd listed nothing new, and grew again as soon as it did, time after time: it grows with what contextd lists (a bridge in front of contextd?); contextd's MCP server lists no more of it than it does now", "holds", w.trials)
+		w.phase, w.until = growthFrozen, now.Add(growthFreeze<<min(w.frozen, growthFreezeDoublings))
+		w.frozen++
+		m.opts.Served.Freeze(m.opts.Server, w.until)
+		m.log.Warn("the server's list stopped growing while contextd listed nothing new, and grew again as soon as it did, time after time: it grows with what contextd lists (a bridge in front of contextd?); contextd's MCP server lists no more of it than it does now, for a while", "holds", w.trials, "for", w.until.Sub(now))
 	case added > 0 || now.Sub(w.until) > w.length:
 		calm()
 	}

@@ -353,19 +353,41 @@ func TestAServerGrowingWithWhatContextdListsIsFrozen(t *testing.T) {
 						grow()
 					}
 				case "bridge", "lagging bridge": // silent while held, growing again as soon as released
-					for i := range 3 {
-						wait := 30 * time.Second << i // each hold twice the last
-						if kind == "lagging bridge" {
-							// Early in the hold, it passes back what it
-							// took before.
-							time.Sleep(2 * time.Second)
-							grow()
-							wait -= 10 * time.Second
+					for round, freeze := range []time.Duration{time.Hour, 2 * time.Hour} {
+						if round > 0 {
+							// Its first list after the freeze: watched
+							// again; three more grown: held.
+							for range 4 {
+								grow()
+							}
+							if !lists.Held("hub") {
+								t.Fatal("not held again after its freeze ran out, growing at each list")
+							}
 						}
-						time.Sleep(wait)
-						grow()
-						if frozen := lists.Frozen("hub"); frozen != (i == 2) || !lists.Held("hub") {
-							t.Fatalf("hold %d over, grown again: held %v, frozen %v; want held, frozen only after the third", i+1, lists.Held("hub"), frozen)
+						for i := range 3 {
+							wait := 30 * time.Second << i // each hold twice the last
+							if kind == "lagging bridge" {
+								// Early in the hold, it passes back what it
+								// took before.
+								time.Sleep(2 * time.Second)
+								grow()
+								wait -= 10 * time.Second
+							}
+							time.Sleep(wait)
+							grow()
+							if frozen := lists.Frozen("hub"); frozen != (i == 2) || !lists.Held("hub") {
+								t.Fatalf("round %d, hold %d over, grown again: held %v, frozen %v; want held, frozen only after the third", round+1, i+1, lists.Held("hub"), frozen)
+							}
+						}
+						// Frozen a while (twice as long the second time),
+						// listed again after.
+						time.Sleep(freeze - 5*time.Minute)
+						if !lists.Frozen("hub") {
+							t.Fatalf("round %d: not frozen %v after it was", round+1, freeze-5*time.Minute)
+						}
+						time.Sleep(10 * time.Minute)
+						if lists.Frozen("hub") || lists.Held("hub") {
+							t.Fatalf("round %d: still frozen %v after it was", round+1, freeze+5*time.Minute)
 						}
 					}
 					return

@@ -1353,8 +1353,9 @@ type ServerStatus struct {
 	// than is mirrored, or empty when it lists it all: "withheld" (it passed
 	// back copies of what contextd served: what it lists later is listed
 	// once read and found no copy), "held" (its list grew with what contextd
-	// lists: nothing new of any server is listed for a while), "frozen" (so
-	// time after time: no more of it is listed, for good), comma-separated.
+	// lists: nothing new of any server is listed for a while), "still"
+	// (another server is held), "frozen" (so time after time: no more of it
+	// is listed, for an hour or more), comma-separated.
 	// The resources stay mirrored and answer queries either way.
 	McpListing    string `protobuf:"bytes,26,opt,name=mcp_listing,json=mcpListing,proto3" json:"mcp_listing,omitempty"`
 	unknownFields protoimpl.UnknownFields
