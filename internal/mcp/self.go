@@ -63,6 +63,9 @@ type ServedLists struct {
 	// MCP server lists no more of than it did (see Hold, Freeze).
 	held   map[string]time.Time
 	frozen map[string]time.Time
+	// checked are the servers whose new resources the MCP server lists
+	// once read (see Check).
+	checked map[string]bool
 }
 
 // A servedRead is a resources/read the MCP server answered.
@@ -345,6 +348,7 @@ func (s *ServedLists) Forget(server string) {
 	delete(s.withheld, server)
 	delete(s.held, server)
 	delete(s.frozen, server)
+	delete(s.checked, server)
 	delete(s.copies, server)
 	s.gen++
 }
@@ -377,6 +381,39 @@ func (s *ServedLists) Hold(server string, until time.Time) {
 	}
 	s.held[server] = until
 	s.gen++
+}
+
+// Check records that the MCP server must list server's resources listed
+// from now on only once the content pass read them and found them neither
+// empty nor a copy (ServedBack): a server held once (Hold) may be a bridge
+// whose reads of what it passes back fail or answer nothing, however late
+// it passes it back; listed, those would come back a level deeper at each
+// list. What an honest server lists (texts it serves) is listed as ever,
+// once read.
+func (s *ServedLists) Check(server string) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.checked == nil {
+		s.checked = map[string]bool{}
+	}
+	if !s.checked[server] {
+		s.checked[server] = true
+		s.gen++
+	}
+}
+
+// Checked reports whether server's new resources are listed once read
+// (Check).
+func (s *ServedLists) Checked(server string) bool {
+	if s == nil {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.checked[server]
 }
 
 // Freeze records that the MCP server must list no more of server's
@@ -437,7 +474,7 @@ func (s *ServedLists) QuietUntil() time.Time {
 }
 
 // Listing says why the MCP server lists less of server than is mirrored:
-// "withheld", "held", "frozen" (Withhold, Hold, Freeze), or "still" when
+// "withheld", "checked", "held", "frozen" (Withhold, Check, Hold, Freeze), or "still" when
 // another server's hold keeps it so (Quiet), comma-separated; "" when
 // none applies.
 func (s *ServedLists) Listing(server string) string {
@@ -449,6 +486,9 @@ func (s *ServedLists) Listing(server string) string {
 	var why []string
 	if s.withheld[server] {
 		why = append(why, "withheld")
+	}
+	if s.checked[server] {
+		why = append(why, "checked")
 	}
 	now := time.Now()
 	switch {

@@ -29,6 +29,16 @@ type renamingBridge struct {
 	to  map[string]string // opaque URI → contextd's URI
 	// rewrite, if set, rewrites each text it passes back.
 	rewrite func(string) string
+	// lag, if set, makes it pass back contextd's list as it was that long
+	// before (a bridge polling contextd and caching what it took).
+	lag   time.Duration
+	taken []takenList
+}
+
+// A takenList is contextd's list as a lagging bridge took it.
+type takenList struct {
+	at time.Time
+	rs []*mcpsdk.Resource
 }
 
 func newRenamingBridge(own int) *renamingBridge {
@@ -49,10 +59,25 @@ func newRenamingBridge(own int) *renamingBridge {
 					return res, err
 				}
 				out := res.(*mcpsdk.ListResourcesResult)
+				var rs []*mcpsdk.Resource
 				for r, err := range up.Resources(ctx, nil) {
 					if err != nil {
 						return nil, err
 					}
+					rs = append(rs, r)
+				}
+				if b.lag > 0 {
+					b.mu.Lock()
+					b.taken = append(b.taken, takenList{time.Now(), rs})
+					rs = nil
+					for _, l := range b.taken {
+						if time.Since(l.at) >= b.lag {
+							rs = l.rs
+						}
+					}
+					b.mu.Unlock()
+				}
+				for _, r := range rs {
 					uri := fmt.Sprintf("hub://up/%x", sha256.Sum256([]byte(r.URI)))
 					b.mu.Lock()
 					b.to[uri] = r.URI
@@ -345,10 +370,19 @@ func TestCopiesOfAServersPagesDoNotTakeThemAway(t *testing.T) {
 // to grow on its own and let be, and grew by the log's size at each level
 // (13,406 entries after 13 minutes). While a server is held, contextd
 // lists nothing new of any server: the bridge has nothing new to pass
-// back until the hold ends, grows at once then, and is frozen; the log's
+// back until the hold ends, grows at once then, and is frozen. A bridge
+// passing back 20 s late still grew within the hold, and was let be
+// (4,139 entries after 16 minutes): from its first hold, what a server
+// lists is listed once read, and not if empty. Either way the log's
 // pages are listed once the holds end, and the bridge grows only by what
 // the log adds.
-func TestABridgeBesideAGrowingServerIsFrozen(t *testing.T) {
+func TestABridgeBesideAGrowingServerIsCut(t *testing.T) {
+	for _, lag := range []time.Duration{0, 20 * time.Second} {
+		t.Run(fmt.Sprintf("lag %v", lag), func(t *testing.T) { bridgeBesideAGrowingServer(t, lag) })
+	}
+}
+
+func bridgeBesideAGrowingServer(t *testing.T, lag time.Duration) {
 	synctest.Test(t, func(t *testing.T) {
 		page := func(i int) string {
 			return fmt.Sprintf("log page %d: the deploy of build %d went out to the canary fleet, error rates flat, latency p99 steady\n", i, 1000+i)
@@ -356,13 +390,32 @@ func TestABridgeBesideAGrowingServerIsFrozen(t *testing.T) {
 		logSrv := mcptest.NewServer(map[string]string{"log://day/0": page(0)}, nil)
 		hub := newRenamingBridge(10)
 		hub.rewrite = func(string) string { return "" }
+		hub.lag = lag
 		f := newFacade(t, map[string]*mcpsdk.Server{"log": logSrv, "hub": hub.srv}, &mcpserver.Options{CheckInterval: 250 * time.Millisecond}, engine.Options{})
 		tick := func() { // the hub tells its clients its list changed
 			hub.srv.AddResource(&mcpsdk.Resource{URI: "hub://tick", Name: "tick"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
 				return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: "hub://tick", Text: "tick"}}}, nil
 			})
 		}
-		hub.up.Store(f.connect(t, &mcpsdk.ClientOptions{ResourceListChangedHandler: func(context.Context, *mcpsdk.ResourceListChangedRequest) { go tick() }}))
+		if lag == 0 { // it passes on contextd's list changes
+			hub.up.Store(f.connect(t, &mcpsdk.ClientOptions{ResourceListChangedHandler: func(context.Context, *mcpsdk.ResourceListChangedRequest) { go tick() }}))
+		} else { // it polls contextd every 2 s, and says its list changed
+			hub.up.Store(f.connect(t, nil))
+			ctx, cancel := context.WithCancel(context.Background())
+			var polls sync.WaitGroup
+			defer polls.Wait()
+			defer cancel()
+			polls.Go(func() {
+				for {
+					select {
+					case <-ctx.Done():
+						return
+					case <-time.After(2 * time.Second):
+						tick()
+					}
+				}
+			})
+		}
 		tick()
 		mirrored := func(server string) int {
 			for _, s := range f.eng.Servers() {
@@ -391,13 +444,14 @@ func TestABridgeBesideAGrowingServerIsFrozen(t *testing.T) {
 				}
 			}
 		}
-		if !f.eng.ServedLists().Frozen("hub") {
+		if lag == 0 && !f.eng.ServedLists().Frozen("hub") {
 			t.Errorf("the hub is not frozen after 10 minutes; its entries beyond the log's pages, minute by minute: %v", beyond)
 		}
 		for _, s := range f.eng.Servers() {
-			// The log may be held a while (it grows at each list), no more.
-			if frozen := s.Server == "hub"; frozen != (s.MCPListing == "frozen") || !frozen && strings.Contains(s.MCPListing, "frozen") {
-				t.Errorf("%s: MCP listing %q; want frozen for the hub only", s.Server, s.MCPListing)
+			// The log was held too (it grows at each list), and is
+			// checked: its pages are read and listed.
+			if hub := s.Server == "hub"; hub && !strings.Contains(s.MCPListing, "checked") || hub && lag == 0 && !strings.Contains(s.MCPListing, "frozen") || !hub && strings.Contains(s.MCPListing, "frozen") {
+				t.Errorf("%s: MCP listing %q; want the hub checked (and frozen, passing back at once), the log not frozen", s.Server, s.MCPListing)
 			}
 		}
 		if last := beyond[len(beyond)-4:]; last[0] != last[3] {

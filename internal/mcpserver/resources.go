@@ -44,13 +44,13 @@ func (s *Server) refresh() {
 	var changed, gone []string
 	versions := s.eng.ListVersions()
 	withheld := s.eng.ServedLists().WithheldGen()
-	// Of a withheld server, what the content pass read since is listed
-	// too, less what it found copies (see apply).
+	// Of a withheld or checked server, what the content pass read since is
+	// listed too, less what it found copies (see apply).
 	contents := map[string][2]int{}
 	held := map[string]bool{} // a hold ends with time: re-applied then
 	quiet := s.eng.ServedLists().Quiet()
 	for server := range versions {
-		if s.eng.ServedLists().Withheld(server) {
+		if s.eng.ServedLists().Withheld(server) || s.eng.ServedLists().Checked(server) {
 			contents[server] = [2]int{s.eng.ContentCount(server), s.eng.ServedLists().CopyCount(server)}
 		}
 		held[server] = quiet || s.eng.ServedLists().Held(server)
@@ -140,6 +140,14 @@ func (s *Server) apply(server string, descs []resource.Descriptor) {
 		s.mu.Lock()
 		delete(s.waiting, server)
 		s.mu.Unlock()
+	}
+	// Checked (mcp.ServedLists.Check): what came since, once read and
+	// found neither empty nor a copy.
+	if checked := s.listedSince(s.checked, server, lists.Checked(server)); checked != nil {
+		descs = slices.DeleteFunc(slices.Clone(descs), func(d resource.Descriptor) bool {
+			k := d.Key()
+			return !checked[k] && (lists.IsCopy(k) || s.eng.ContentBytes(k) == 0)
+		})
 	}
 	if kept := s.listedSince(s.kept, server, lists.Withheld(server)); kept != nil {
 		descs = slices.DeleteFunc(slices.Clone(descs), func(d resource.Descriptor) bool {

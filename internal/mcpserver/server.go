@@ -201,6 +201,9 @@ type Server struct {
 	// waiting holds, for each server kept still by another's hold, when
 	// each entry it lists was first kept off the list (see maxQuietWait).
 	waiting map[string]map[resource.Key]time.Time
+	// checked holds, for each server whose new entries are listed once
+	// read (mcp.ServedLists.Check), what listed held of it then.
+	checked map[string]map[resource.Key]bool
 	subs    map[resource.Key]int // downstream subscriptions per resource
 	// sessSubs holds each session's subscriptions, by the URI it sent:
 	// they are dropped when the session ends.
@@ -286,6 +289,7 @@ func New(eng *engine.Engine, opts *Options) *Server {
 		kept:         map[string]map[resource.Key]bool{},
 		holding:      map[string]map[resource.Key]bool{},
 		waiting:      map[string]map[resource.Key]time.Time{},
+		checked:      map[string]map[resource.Key]bool{},
 		subs:         map[resource.Key]int{},
 		sessSubs:     map[*mcpsdk.ServerSession]map[string]resource.Key{},
 		closing:      map[*mcpsdk.ServerSession]bool{},

@@ -1975,19 +1975,21 @@ func (r *readsBack) noteListed(items []resource.Descriptor) (grown int) {
 // growthLists lists, the server is held (mcp.ServedLists.Hold): for
 // growthHold, contextd's MCP server lists nothing new of any server, so a
 // bridge has nothing new to pass back, where an honest server growing on
-// its own goes on. Growth in a hold's first growthSettle is not counted:
-// a bridge may still be passing back what it took before. A server that
-// grew later in the hold is let be for growthCool. One that did not, and
-// grows again within as long as the hold lasted of its end (the bridge
-// passing back what contextd listed meanwhile; counted from when
-// contextd's list was still no more, as other servers' holds may keep it
-// still longer), is held again, twice as long each time: growthTrials
-// times in a row, it grows with what contextd lists, and is frozen
-// (contextd's MCP server lists no more of it; others as ever) for
-// growthFreeze, twice as long at each freeze after. A server growing on
-// its own at any pace grows within one of those holds (each as long as
-// the last and its window together), so it is never frozen. Only the
-// sync goroutine uses it.
+// its own goes on. From its first hold on, what the server lists is
+// listed once read and found neither empty nor a copy
+// (mcp.ServedLists.Check): a bridge whose reads fail or answer nothing is
+// cut however late it passes back. Growth in a hold's first growthSettle
+// is not counted: a bridge may still be passing back what it took
+// before. A server that grew later in the hold is let be for growthCool.
+// One that did not, and grows again within growthRegrow of its end (the
+// bridge passing back at once what contextd listed meanwhile; counted
+// from when contextd's list was still no more, as other servers' holds
+// may keep it still longer), is held again, twice as long each time:
+// growthTrials times in a row, it grows with what contextd lists, and is
+// frozen (contextd's MCP server lists no more of it; others as ever) for
+// growthFreeze, twice as long at each freeze after. A server growing at a
+// steady pace grows within the next, longer hold, so it is not frozen.
+// Only the sync goroutine uses it.
 type growthWatch struct {
 	recent uint8         // of the last 8 lists, those that grew after a page listed (bits)
 	prev   time.Time     // when the last list began
@@ -2015,13 +2017,19 @@ const (
 	growthStreak = 3
 	growthLists  = 5
 	// growthHold is how long a server is first held (then twice as long
-	// at each hold in a row), and growthSettle how long into a hold its
-	// growth is not counted.
-	growthHold   = 30 * time.Second
-	growthSettle = 15 * time.Second
+	// at each hold in a row, growthHoldDoublings times at most: 30, 60,
+	// 120, 120 s), and growthSettle how long into a hold its growth is
+	// not counted.
+	growthHold          = 30 * time.Second
+	growthHoldDoublings = 2
+	growthSettle        = 15 * time.Second
+	// growthRegrow is how soon after a hold's end a server must grow
+	// again to be held again: a bridge passes back at once; an honest
+	// server at random times seldom grows so soon four times running.
+	growthRegrow = 15 * time.Second
 	// growthTrials is how many holds in a row the server must grow again
 	// promptly after before it is frozen.
-	growthTrials = 3
+	growthTrials = 4
 	// growthCool is how long a server found growing on its own, or not
 	// growing again, is not watched.
 	growthCool = 10 * time.Minute
@@ -2042,9 +2050,14 @@ func (m *Mirror) watchGrowth(from time.Time, added int) {
 	w.prev = from
 	now := time.Now()
 	hold := func() {
-		w.length = growthHold << w.trials
+		w.length = growthHold << min(w.trials, growthHoldDoublings)
 		w.phase, w.start, w.until, w.grew = growthHeld, now, now.Add(w.length), false
 		m.opts.Served.Hold(m.opts.Server, w.until)
+		if m.opts.ContentMaxResources >= 0 {
+			// However late it passes back, what it lists from now on is
+			// listed once read, and not if empty or a copy.
+			m.opts.Served.Check(m.opts.Server)
+		}
 	}
 	calm := func() { w.phase, w.recent, w.trials, w.cool = growthWatching, 0, 0, now.Add(growthCool) }
 	switch w.phase {
@@ -2079,6 +2092,7 @@ func (m *Mirror) watchGrowth(from time.Time, added int) {
 		}
 		if w.grew {
 			calm()
+			w.frozen = 0 // grown on its own: a freeze before was a mistake
 			m.log.Info("the server's list grew while contextd's MCP server listed nothing new: it grows on its own, and is not watched for a while", "for", growthCool)
 			return
 		}
@@ -2088,7 +2102,7 @@ func (m *Mirror) watchGrowth(from time.Time, added int) {
 		return
 	}
 	switch {
-	case added > 0 && served && now.Sub(w.until) <= w.length:
+	case added > 0 && served && now.Sub(w.until) <= growthRegrow:
 		if w.trials++; w.trials < growthTrials {
 			hold()
 			m.log.Info("the server's list grew again as soon as contextd's MCP server listed more: it is held again, longer", "hold", w.length, "holds", w.trials)
@@ -2098,7 +2112,7 @@ func (m *Mirror) watchGrowth(from time.Time, added int) {
 		w.frozen++
 		m.opts.Served.Freeze(m.opts.Server, w.until)
 		m.log.Warn("the server's list stopped growing while contextd listed nothing new, and grew again as soon as it did, time after time: it grows with what contextd lists (a bridge in front of contextd?); contextd's MCP server lists no more of it than it does now, for a while", "holds", w.trials, "for", w.until.Sub(now))
-	case added > 0 || now.Sub(w.until) > w.length:
+	case added > 0 || now.Sub(w.until) > growthRegrow:
 		calm()
 	}
 }

@@ -285,7 +285,7 @@ func TestAServerListingWhatACallerHadListedStaysMirrored(t *testing.T) {
 // growing while held and is let be; one adding pages in bursts grows
 // again later than that, and is let be too.
 func TestAServerGrowingWithWhatContextdListsIsFrozen(t *testing.T) {
-	for _, kind := range []string{"bridge", "lagging bridge", "hiding", "growing", "bursts", "every 40 s"} {
+	for _, kind := range []string{"bridge", "lagging bridge", "hiding", "growing", "bursts", "every 40 s", "widening gaps"} {
 		t.Run(kind, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				ix := newIndex(t)
@@ -347,6 +347,12 @@ func TestAServerGrowingWithWhatContextdListsIsFrozen(t *testing.T) {
 					grow()
 					time.Sleep(100 * time.Second)
 					grow()
+				case "widening gaps": // notes added 45 s, 95 s, 200 s apart
+					for _, gap := range []time.Duration{45 * time.Second, 95 * time.Second, 200 * time.Second} {
+						time.Sleep(gap - 5*time.Second)
+						grow()
+					}
+					time.Sleep(5 * time.Minute) // any hold is over
 				case "every 40 s": // slower than a hold, and again soon after it
 					for range 10 {
 						time.Sleep(35 * time.Second)
@@ -364,8 +370,8 @@ func TestAServerGrowingWithWhatContextdListsIsFrozen(t *testing.T) {
 								t.Fatal("not held again after its freeze ran out, growing at each list")
 							}
 						}
-						for i := range 3 {
-							wait := 30 * time.Second << i // each hold twice the last
+						for i := range 4 {
+							wait := 30 * time.Second << min(i, 2) // each hold twice the last, to 2 min
 							if kind == "lagging bridge" {
 								// Early in the hold, it passes back what it
 								// took before.
@@ -375,8 +381,8 @@ func TestAServerGrowingWithWhatContextdListsIsFrozen(t *testing.T) {
 							}
 							time.Sleep(wait)
 							grow()
-							if frozen := lists.Frozen("hub"); frozen != (i == 2) || !lists.Held("hub") {
-								t.Fatalf("round %d, hold %d over, grown again: held %v, frozen %v; want held, frozen only after the third", round+1, i+1, lists.Held("hub"), frozen)
+							if frozen := lists.Frozen("hub"); frozen != (i == 3) || !lists.Held("hub") {
+								t.Fatalf("round %d, hold %d over, grown again: held %v, frozen %v; want held, frozen only after the fourth", round+1, i+1, lists.Held("hub"), frozen)
 							}
 						}
 						// Frozen a while (twice as long the second time),
