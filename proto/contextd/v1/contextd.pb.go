@@ -1350,13 +1350,15 @@ type ServerStatus struct {
 	// is embedded as it is read, the others after).
 	PassagesPending int32 `protobuf:"varint,25,opt,name=passages_pending,json=passagesPending,proto3" json:"passages_pending,omitempty"`
 	// Why contextd's own MCP server (mcp_listen) lists less of this server
-	// than is mirrored, or empty when it lists it all: "withheld" (it passed
-	// back copies of what contextd served: what it lists later is listed
-	// once read and found no copy), "held" (its list grew with what contextd
-	// lists: nothing new of any server is listed for a while), "still"
-	// (another server is held), "frozen" (so time after time: no more of it
-	// is listed, for an hour or more), comma-separated.
-	// The resources stay mirrored and answer queries either way.
+	// than is mirrored, or empty when it lists it all, comma-separated:
+	// "withheld" (it passed back copies of what contextd served: what it
+	// lists later is listed once read and found no copy), "checked" (held
+	// once: what it lists later is listed once read and found neither empty
+	// nor a copy), "held" (its list grew with what contextd lists: nothing
+	// new of any server is listed for a while), "still" (another server is
+	// held), "frozen" (so time after time: no more of it is listed, for an
+	// hour or more). The resources stay mirrored and answer queries either
+	// way.
 	McpListing    string `protobuf:"bytes,26,opt,name=mcp_listing,json=mcpListing,proto3" json:"mcp_listing,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
