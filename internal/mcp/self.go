@@ -384,8 +384,8 @@ func (s *ServedLists) Hold(server string, until time.Time) {
 }
 
 // Check records that the MCP server must list server's resources listed
-// from now on only once the content pass read them and found them neither
-// empty nor a copy (ServedBack): a server held once (Hold) may be a bridge
+// from now on only once the content pass read them and found them not
+// empty (copies are Withhold's): a server held once (Hold) may be a bridge
 // whose reads of what it passes back fail or answer nothing, however late
 // it passes it back; listed, those would come back a level deeper at each
 // list. What an honest server lists (texts it serves) is listed as ever,

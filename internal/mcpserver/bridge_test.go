@@ -532,3 +532,60 @@ func TestHoldsInARowKeepOthersStillNoMoreThanAWhile(t *testing.T) {
 		}
 	})
 }
+
+// A log whose every page holds the page before it, read through contextd
+// by a host, beside a bridge passing contextd's list back: each new page
+// is a near copy of the page before, which contextd served, and of the
+// bridge's copy of it. It is the log's own: its pages stay listed, and
+// the log is not withheld, held once or not (the bridge is).
+func TestACumulativeLogBesideABridgeStaysListed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var lines []string
+		page := func(i int) string {
+			for j := range 4 {
+				lines = append(lines, fmt.Sprintf("%02d:%02d entry %d: vacuum worker %d finished table t%d, removed %d dead tuples\n", i/12, i%12*5, i*4+j, j, i, i*97+j))
+			}
+			return strings.Join(lines, "")
+		}
+		logSrv := mcptest.NewServer(map[string]string{"log://day/0": page(0)}, nil)
+		hub := newRenamingBridge(10)
+		f := newFacade(t, map[string]*mcpsdk.Server{"log": logSrv, "hub": hub.srv}, &mcpserver.Options{CheckInterval: 250 * time.Millisecond}, engine.Options{})
+		tick := func() {
+			hub.srv.AddResource(&mcpsdk.Resource{URI: "hub://tick", Name: "tick"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+				return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: "hub://tick", Text: "tick"}}}, nil
+			})
+		}
+		hub.up.Store(f.connect(t, &mcpsdk.ClientOptions{ResourceListChangedHandler: func(context.Context, *mcpsdk.ResourceListChangedRequest) { go tick() }}))
+		tick()
+		host := f.connect(t, nil)
+		pages := 1
+		for range 10 * 12 {
+			time.Sleep(5 * time.Second)
+			uri := fmt.Sprintf("log://day/%d", pages)
+			text := page(pages)
+			logSrv.AddResource(&mcpsdk.Resource{URI: uri, Name: uri, MIMEType: "text/plain"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+				return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: text}}}, nil
+			})
+			pages++
+			synctest.Wait()
+			// The host reads the page before through contextd.
+			_, _ = host.ReadResource(t.Context(), &mcpsdk.ReadResourceParams{URI: fmt.Sprintf("contextd:resource/log/log://day/%d", pages-2)})
+		}
+		time.Sleep(5 * time.Minute) // every hold over
+		synctest.Wait()
+		listed := 0
+		for r, err := range host.Resources(t.Context(), nil) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.HasPrefix(r.URI, "contextd:resource/log/") {
+				listed++
+			}
+		}
+		for _, s := range f.eng.Servers() {
+			if s.Server == "log" && (strings.Contains(s.MCPListing, "withheld") || listed != pages) {
+				t.Errorf("the log: MCP listing %q, %d of its %d pages listed; want all, not withheld", s.MCPListing, listed, pages)
+			}
+		}
+	})
+}

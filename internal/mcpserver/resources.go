@@ -142,11 +142,11 @@ func (s *Server) apply(server string, descs []resource.Descriptor) {
 		s.mu.Unlock()
 	}
 	// Checked (mcp.ServedLists.Check): what came since, once read and
-	// found neither empty nor a copy.
+	// found not empty (copies are withholding's to tell).
 	if checked := s.listedSince(s.checked, server, lists.Checked(server)); checked != nil {
 		descs = slices.DeleteFunc(slices.Clone(descs), func(d resource.Descriptor) bool {
 			k := d.Key()
-			return !checked[k] && (lists.IsCopy(k) || s.eng.ContentBytes(k) == 0)
+			return !checked[k] && s.eng.ContentBytes(k) == 0
 		})
 	}
 	if kept := s.listedSince(s.kept, server, lists.Withheld(server)); kept != nil {

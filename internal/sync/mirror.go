@@ -1846,6 +1846,11 @@ func (m *Mirror) readHint(ctx context.Context, sess *mcp.Session, uri string) ([
 	}
 	k := resource.Key{Server: m.opts.Server, URI: uri}
 	c := m.opts.Served.ServedBack(k, cs)
+	if c.Near && slices.ContainsFunc(c.Of, func(o resource.Key) bool { return o.Server == m.opts.Server }) {
+		// A page holding one of the server's own before it (a log, a
+		// changelog) is its own, whoever passed that page back meanwhile.
+		c = mcp.Copy{}
+	}
 	m.opts.Served.NoteCopy(k, len(c.Of) > 0)
 	if len(c.Of) == 0 {
 		m.readsBack.forget(uri)
@@ -1976,7 +1981,7 @@ func (r *readsBack) noteListed(items []resource.Descriptor) (grown int) {
 // growthHold, contextd's MCP server lists nothing new of any server, so a
 // bridge has nothing new to pass back, where an honest server growing on
 // its own goes on. From its first hold on, what the server lists is
-// listed once read and found neither empty nor a copy
+// listed once read and found not empty
 // (mcp.ServedLists.Check): a bridge whose reads fail or answer nothing is
 // cut however late it passes back. Growth in a hold's first growthSettle
 // is not counted: a bridge may still be passing back what it took

@@ -1353,8 +1353,8 @@ type ServerStatus struct {
 	// than is mirrored, or empty when it lists it all, comma-separated:
 	// "withheld" (it passed back copies of what contextd served: what it
 	// lists later is listed once read and found no copy), "checked" (held
-	// once: what it lists later is listed once read and found neither empty
-	// nor a copy), "held" (its list grew with what contextd lists: nothing
+	// once: what it lists later is listed once read and found not empty),
+	// "held" (its list grew with what contextd lists: nothing
 	// new of any server is listed for a while), "still" (another server is
 	// held), "frozen" (so time after time: no more of it is listed, for an
 	// hour or more). The resources stay mirrored and answer queries either
