@@ -138,3 +138,27 @@ func TestASketchHoldsOnlyItsHashes(t *testing.T) {
 	}
 	runtime.KeepAlive(&s)
 }
+
+// A log page holding the page before it is a near copy of that page, and
+// of every copy of it others passed back, which contextd served: however
+// many of those match first, ServedBack says its own page matched too.
+func TestServedBackSaysAnOwnPageMatched(t *testing.T) {
+	var s ServedLists
+	var lines []string
+	for i := range 12 {
+		lines = append(lines, fmt.Sprintf("12:%02d entry %d: vacuum worker %d finished table t%d, removed %d dead tuples\n", i, i, i%4, i, i*97))
+	}
+	before := strings.Join(lines, "")
+	for i := range 10 { // a bridge's copies, served before the log's page
+		s.NoteRead(resource.Key{Server: "hub", URI: "hub://up/" + strconv.Itoa(i)}, []resource.Content{{Text: before}})
+	}
+	s.NoteRead(resource.Key{Server: "log", URI: "log://day/11"}, []resource.Content{{Text: before}})
+	next := before
+	for i := 12; i < 17; i++ {
+		next += fmt.Sprintf("12:%02d entry %d: vacuum worker %d finished table t%d, removed %d dead tuples\n", i, i, i%4, i, i*97)
+	}
+	c := s.ServedBack(resource.Key{Server: "log", URI: "log://day/12"}, []resource.Content{{Text: next}})
+	if !c.Near || !c.Own || !c.Other("log") {
+		t.Errorf("ServedBack = %+v; want a near copy of the hub's and of the log's own page", c)
+	}
+}

@@ -154,6 +154,9 @@ type Copy struct {
 	// Short is set when it is a text under MinDigestBytes, as it was:
 	// two honest notes may well say the same few words.
 	Short bool
+	// Own is set when a read of another resource of k's own server
+	// matched (whether or not Of, cut at maxCopyOf, still holds it).
+	Own bool
 }
 
 // Other reports whether c is a copy of another server's resource than
@@ -228,10 +231,11 @@ func (s *ServedLists) copyOf(k resource.Key, match func(*servedRead) bool) Copy 
 		if len(c.Of) > maxCopyOf {
 			c.Of = c.Of[:maxCopyOf]
 		}
-		if own == 0 && len(c.Of) == maxCopyOf {
-			break
+		if own > 0 && len(c.Of) == maxCopyOf && c.Of[0].Server != k.Server {
+			break // another server's and its own: all there is to know
 		}
 	}
+	c.Own = own > 0
 	return c
 }
 

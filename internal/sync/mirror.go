@@ -1846,7 +1846,7 @@ func (m *Mirror) readHint(ctx context.Context, sess *mcp.Session, uri string) ([
 	}
 	k := resource.Key{Server: m.opts.Server, URI: uri}
 	c := m.opts.Served.ServedBack(k, cs)
-	if c.Near && slices.ContainsFunc(c.Of, func(o resource.Key) bool { return o.Server == m.opts.Server }) {
+	if c.Near && c.Own {
 		// A page holding one of the server's own before it (a log, a
 		// changelog) is its own, whoever passed that page back meanwhile.
 		c = mcp.Copy{}
