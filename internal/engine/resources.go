@@ -92,6 +92,13 @@ func (e *Engine) ContentBytes(k resource.Key) int {
 	return e.ix.ContentSize(k)
 }
 
+// ContentWanted reports whether d's text is read for the content index
+// (ctxsync.Mirror.ContentWanted); false for a server not configured.
+func (e *Engine) ContentWanted(d resource.Descriptor) bool {
+	m := e.set().mirrors[d.Server]
+	return m != nil && m.ContentWanted(d)
+}
+
 // ContentCount returns how many of server's resources the content index
 // holds the text of.
 func (e *Engine) ContentCount(server string) int {

@@ -537,7 +537,8 @@ func TestHoldsInARowKeepOthersStillNoMoreThanAWhile(t *testing.T) {
 // by a host, beside a bridge passing contextd's list back: each new page
 // is a near copy of the page before, which contextd served, and of the
 // bridge's copy of it. It is the log's own: its pages stay listed, and
-// the log is not withheld, held once or not (the bridge is).
+// the log is not withheld, held once or not (the bridge is). Its images,
+// which the content pass does not read, are listed too.
 func TestACumulativeLogBesideABridgeStaysListed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var lines []string
@@ -559,17 +560,24 @@ func TestACumulativeLogBesideABridgeStaysListed(t *testing.T) {
 		tick()
 		host := f.connect(t, nil)
 		pages := 1
-		for range 10 * 12 {
+		for step := range 10 * 12 {
 			time.Sleep(5 * time.Second)
-			uri := fmt.Sprintf("log://day/%d", pages)
-			text := page(pages)
+			if step%12 == 11 {
+				uri := fmt.Sprintf("img://day/%d", step/12)
+				logSrv.AddResource(&mcpsdk.Resource{URI: uri, Name: uri, MIMEType: "image/png"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+					return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: "image/png", Blob: []byte("\x89PNG\r\n\x1a\n a chart of the day")}}}, nil
+				})
+				pages++ // an entry of the log's as a page is
+			}
+			uri := fmt.Sprintf("log://day/%d", step+1)
+			text := page(step + 1)
 			logSrv.AddResource(&mcpsdk.Resource{URI: uri, Name: uri, MIMEType: "text/plain"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
 				return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: text}}}, nil
 			})
 			pages++
 			synctest.Wait()
 			// The host reads the page before through contextd.
-			_, _ = host.ReadResource(t.Context(), &mcpsdk.ReadResourceParams{URI: fmt.Sprintf("contextd:resource/log/log://day/%d", pages-2)})
+			_, _ = host.ReadResource(t.Context(), &mcpsdk.ReadResourceParams{URI: fmt.Sprintf("contextd:resource/log/log://day/%d", step)})
 		}
 		time.Sleep(5 * time.Minute) // every hold over
 		synctest.Wait()
@@ -584,7 +592,7 @@ func TestACumulativeLogBesideABridgeStaysListed(t *testing.T) {
 		}
 		for _, s := range f.eng.Servers() {
 			if s.Server == "log" && (strings.Contains(s.MCPListing, "withheld") || listed != pages) {
-				t.Errorf("the log: MCP listing %q, %d of its %d pages listed; want all, not withheld", s.MCPListing, listed, pages)
+				t.Errorf("the log: MCP listing %q, %d of its %d pages and images listed; want all, not withheld", s.MCPListing, listed, pages)
 			}
 		}
 	})

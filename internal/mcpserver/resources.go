@@ -141,12 +141,14 @@ func (s *Server) apply(server string, descs []resource.Descriptor) {
 		delete(s.waiting, server)
 		s.mu.Unlock()
 	}
-	// Checked (mcp.ServedLists.Check): what came since, once read and
-	// found not empty (copies are withholding's to tell).
+	// Checked (mcp.ServedLists.Check): of what came since, texts once read
+	// and found not empty (copies are withholding's to tell); what the
+	// content pass does not read (images, texts for the user alone) as
+	// ever.
 	if checked := s.listedSince(s.checked, server, lists.Checked(server)); checked != nil {
 		descs = slices.DeleteFunc(slices.Clone(descs), func(d resource.Descriptor) bool {
 			k := d.Key()
-			return !checked[k] && s.eng.ContentBytes(k) == 0
+			return !checked[k] && s.eng.ContentWanted(d) && s.eng.ContentBytes(k) == 0
 		})
 	}
 	if kept := s.listedSince(s.kept, server, lists.Withheld(server)); kept != nil {

@@ -167,6 +167,14 @@ func contentWanted(d resource.Descriptor, maxBytes int64) bool {
 	return d.Size <= maxBytes
 }
 
+// ContentWanted reports whether the content pass reads d for the content
+// index (a text a model may be given, within the server's bounds), so
+// that an empty index entry for it means it was not read yet, or read
+// empty or failing. False when the server's content is not indexed.
+func (m *Mirror) ContentWanted(d resource.Descriptor) bool {
+	return m.opts.ContentMaxResources >= 0 && contentWanted(d, m.opts.ContentMaxBytes)
+}
+
 // contentText joins the text items of a read, in order; blobs and unusable
 // items are left out. It keeps a little more than the index.MaxContentBytes
 // that SetContents indexes (which cuts at a rune), in a copy: a chunk of
