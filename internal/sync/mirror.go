@@ -2119,6 +2119,7 @@ func (m *Mirror) watchGrowth(from time.Time, added int) {
 		m.log.Warn("the server's list stopped growing while contextd listed nothing new, and grew again as soon as it did, time after time: it grows with what contextd lists (a bridge in front of contextd?); contextd's MCP server lists no more of it than it does now, for a while", "holds", w.trials, "for", w.until.Sub(now))
 	case added > 0 || now.Sub(w.until) > growthRegrow:
 		calm()
+		m.log.Info("the server's list did not grow again at once when contextd's MCP server listed more: it is not watched for a while", "for", growthCool, "grew", added > 0)
 	}
 }
 
