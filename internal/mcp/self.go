@@ -64,8 +64,8 @@ type ServedLists struct {
 	held   map[string]time.Time
 	frozen map[string]time.Time
 	// checked are the servers whose new resources the MCP server lists
-	// once read (see Check).
-	checked map[string]bool
+	// once read, until when (see Check).
+	checked map[string]time.Time
 }
 
 // A servedRead is a resources/read the MCP server answered.
@@ -393,20 +393,20 @@ func (s *ServedLists) Hold(server string, until time.Time) {
 // whose reads of what it passes back fail or answer nothing, however late
 // it passes it back; listed, those would come back a level deeper at each
 // list. What an honest server lists (texts it serves) is listed as ever,
-// once read.
-func (s *ServedLists) Check(server string) {
+// once read. It lasts until then (each hold renews it).
+func (s *ServedLists) Check(server string, until time.Time) {
 	if s == nil {
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.checked == nil {
-		s.checked = map[string]bool{}
+		s.checked = map[string]time.Time{}
 	}
-	if !s.checked[server] {
-		s.checked[server] = true
+	if !time.Now().Before(s.checked[server]) {
 		s.gen++
 	}
+	s.checked[server] = until
 }
 
 // Checked reports whether server's new resources are listed once read
@@ -417,7 +417,7 @@ func (s *ServedLists) Checked(server string) bool {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.checked[server]
+	return time.Now().Before(s.checked[server])
 }
 
 // Freeze records that the MCP server must list no more of server's
@@ -491,10 +491,10 @@ func (s *ServedLists) Listing(server string) string {
 	if s.withheld[server] {
 		why = append(why, "withheld")
 	}
-	if s.checked[server] {
+	now := time.Now()
+	if now.Before(s.checked[server]) {
 		why = append(why, "checked")
 	}
-	now := time.Now()
 	switch {
 	case now.Before(s.frozen[server]):
 		why = append(why, "frozen")

@@ -47,10 +47,12 @@ func (s *Server) refresh() {
 	// Of a withheld or checked server, what the content pass read since is
 	// listed too, less what it found copies (see apply).
 	contents := map[string][2]int{}
-	held := map[string]bool{} // a hold ends with time: re-applied then
+	held := map[string]bool{}    // a hold ends with time: re-applied then
+	checked := map[string]bool{} // so does a check
 	quiet := s.eng.ServedLists().Quiet()
 	for server := range versions {
-		if s.eng.ServedLists().Withheld(server) || s.eng.ServedLists().Checked(server) {
+		checked[server] = s.eng.ServedLists().Checked(server)
+		if s.eng.ServedLists().Withheld(server) || checked[server] {
 			contents[server] = [2]int{s.eng.ContentCount(server), s.eng.ServedLists().CopyCount(server)}
 		}
 		held[server] = quiet || s.eng.ServedLists().Held(server)
@@ -66,7 +68,7 @@ func (s *Server) refresh() {
 				break
 			}
 		}
-		if old, ok := s.seen[server]; !ok || old != v || again || waited || contents[server] != s.seenContents[server] || held[server] != (s.holding[server] != nil) {
+		if old, ok := s.seen[server]; !ok || old != v || again || waited || contents[server] != s.seenContents[server] || held[server] != (s.holding[server] != nil) || checked[server] != (s.checked[server] != nil) {
 			s.seenContents[server] = contents[server]
 			s.seen[server] = v
 			changed = append(changed, server)

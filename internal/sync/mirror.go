@@ -2045,6 +2045,11 @@ const (
 	// just after each hold) is listed again within the hour.
 	growthFreeze          = time.Hour
 	growthFreezeDoublings = 5
+	// growthChecked is how long after its last hold a server's new
+	// entries are listed once read (mcp.ServedLists.Check): a bridge is
+	// held again within growthCool of a hold, an honest server held once
+	// is listed as before a day later.
+	growthChecked = 24 * time.Hour
 )
 
 // watchGrowth follows a list that began at from and outgrew the last by
@@ -2061,7 +2066,7 @@ func (m *Mirror) watchGrowth(from time.Time, added int) {
 		if m.opts.ContentMaxResources >= 0 {
 			// However late it passes back, what it lists from now on is
 			// listed once read, and not if empty or a copy.
-			m.opts.Served.Check(m.opts.Server)
+			m.opts.Served.Check(m.opts.Server, now.Add(growthChecked))
 		}
 	}
 	calm := func() { w.phase, w.recent, w.trials, w.cool = growthWatching, 0, 0, now.Add(growthCool) }

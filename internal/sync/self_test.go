@@ -342,6 +342,15 @@ func TestAServerGrowingWithWhatContextdListsIsFrozen(t *testing.T) {
 					for range 8 {
 						grow()
 					}
+					// Held once, its new texts are listed once read, for a
+					// day.
+					if !lists.Checked("hub") {
+						t.Error("not checked after a hold")
+					}
+					time.Sleep(24 * time.Hour)
+					if lists.Checked("hub") {
+						t.Error("still checked a day after its hold")
+					}
 				case "bursts": // three, then pauses well past the hold
 					time.Sleep(100 * time.Second)
 					grow()

@@ -1353,7 +1353,8 @@ type ServerStatus struct {
 	// than is mirrored, or empty when it lists it all, comma-separated:
 	// "withheld" (it passed back copies of what contextd served: what it
 	// lists later is listed once read and found no copy), "checked" (held
-	// once: what it lists later is listed once read and found not empty),
+	// in the last day: what it lists later is listed once read and found
+	// not empty, save what the content pass does not read),
 	// "held" (its list grew with what contextd lists: nothing
 	// new of any server is listed for a while), "still" (another server is
 	// held), "frozen" (so time after time: no more of it is listed, for an
