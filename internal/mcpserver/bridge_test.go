@@ -16,6 +16,7 @@ import (
 	"github.com/contextd/contextd/internal/engine"
 	"github.com/contextd/contextd/internal/mcp/mcptest"
 	"github.com/contextd/contextd/internal/mcpserver"
+	ctxsync "github.com/contextd/contextd/internal/sync"
 )
 
 // renamingBridge is an aggregator in front of contextd's MCP server (once
@@ -378,11 +379,13 @@ func TestCopiesOfAServersPagesDoNotTakeThemAway(t *testing.T) {
 // the log adds.
 func TestABridgeBesideAGrowingServerIsCut(t *testing.T) {
 	for _, lag := range []time.Duration{0, 20 * time.Second} {
-		t.Run(fmt.Sprintf("lag %v", lag), func(t *testing.T) { bridgeBesideAGrowingServer(t, lag) })
+		t.Run(fmt.Sprintf("lag %v", lag), func(t *testing.T) { bridgeBesideAGrowingServer(t, lag, true) })
 	}
+	// Not checked (its content not indexed), it is held longer.
+	t.Run("lag 20s, index_content false", func(t *testing.T) { bridgeBesideAGrowingServer(t, 20*time.Second, false) })
 }
 
-func bridgeBesideAGrowingServer(t *testing.T, lag time.Duration) {
+func bridgeBesideAGrowingServer(t *testing.T, lag time.Duration, content bool) {
 	synctest.Test(t, func(t *testing.T) {
 		page := func(i int) string {
 			return fmt.Sprintf("log page %d: the deploy of build %d went out to the canary fleet, error rates flat, latency p99 steady\n", i, 1000+i)
@@ -391,7 +394,15 @@ func bridgeBesideAGrowingServer(t *testing.T, lag time.Duration) {
 		hub := newRenamingBridge(10)
 		hub.rewrite = func(string) string { return "" }
 		hub.lag = lag
-		f := newFacade(t, map[string]*mcpsdk.Server{"log": logSrv, "hub": hub.srv}, &mcpserver.Options{CheckInterval: 250 * time.Millisecond}, engine.Options{})
+		eopts := engine.Options{}
+		if !content {
+			eopts.Mirror = func(o *ctxsync.Options) {
+				if o.Server == "hub" {
+					o.ContentMaxResources = -1
+				}
+			}
+		}
+		f := newFacade(t, map[string]*mcpsdk.Server{"log": logSrv, "hub": hub.srv}, &mcpserver.Options{CheckInterval: 250 * time.Millisecond}, eopts)
 		tick := func() { // the hub tells its clients its list changed
 			hub.srv.AddResource(&mcpsdk.Resource{URI: "hub://tick", Name: "tick"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
 				return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: "hub://tick", Text: "tick"}}}, nil
@@ -428,7 +439,11 @@ func bridgeBesideAGrowingServer(t *testing.T, lag time.Duration) {
 		}
 		pages := 1
 		var beyond []int // the hub's entries beyond the log's pages, each minute
-		for step := 1; step <= 10*12; step++ {
+		minutes := 10
+		if !content {
+			minutes = 15 // held longer each time
+		}
+		for step := 1; step <= minutes*12; step++ {
 			time.Sleep(5 * time.Second)
 			uri := fmt.Sprintf("log://day/%d", pages)
 			text := page(pages)
@@ -444,13 +459,13 @@ func bridgeBesideAGrowingServer(t *testing.T, lag time.Duration) {
 				}
 			}
 		}
-		if lag == 0 && !f.eng.ServedLists().Frozen("hub") {
-			t.Errorf("the hub is not frozen after 10 minutes; its entries beyond the log's pages, minute by minute: %v", beyond)
+		if (lag == 0 || !content) && !f.eng.ServedLists().Frozen("hub") {
+			t.Errorf("the hub is not frozen after %d minutes; its entries beyond the log's pages, minute by minute: %v", minutes, beyond)
 		}
 		for _, s := range f.eng.Servers() {
 			// The log was held too (it grows at each list), and is
 			// checked: its pages are read and listed.
-			if hub := s.Server == "hub"; hub && !strings.Contains(s.MCPListing, "checked") || hub && lag == 0 && !strings.Contains(s.MCPListing, "frozen") || !hub && strings.Contains(s.MCPListing, "frozen") {
+			if hub := s.Server == "hub"; hub && content != strings.Contains(s.MCPListing, "checked") || hub && (lag == 0 || !content) && !strings.Contains(s.MCPListing, "frozen") || !hub && strings.Contains(s.MCPListing, "frozen") {
 				t.Errorf("%s: MCP listing %q; want the hub checked (and frozen, passing back at once), the log not frozen", s.Server, s.MCPListing)
 			}
 		}

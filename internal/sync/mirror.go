@@ -1983,9 +1983,12 @@ func (r *readsBack) noteListed(items []resource.Descriptor) (grown int) {
 // its own goes on. From its first hold on, what the server lists is
 // listed once read and found not empty
 // (mcp.ServedLists.Check): a bridge whose reads fail or answer nothing is
-// cut however late it passes back. Growth in a hold's first growthSettle
-// is not counted: a bridge may still be passing back what it took
-// before. A server that grew later in the hold is let be for growthCool.
+// cut however late it passes back. Growth in a hold's first half is not
+// counted: a bridge may still be passing back what it took before (a
+// server whose content is not indexed, so not checked, is held twice as
+// long from the first, and growing again within half the hold after
+// counts, so that a bridge passing back half a minute late is told too). A server that grew later in the hold is let be for
+// growthCool.
 // One that did not, and grows again within growthRegrow of its end (the
 // bridge passing back at once what contextd listed meanwhile; counted
 // from when contextd's list was still no more, as other servers' holds
@@ -2001,8 +2004,9 @@ type growthWatch struct {
 	phase  int           // growthWatching, growthHeld, growthReleased, growthFrozen
 	start  time.Time     // when the hold began
 	length time.Duration // how long the hold was to last
+	window time.Duration // how soon after it growing again counts
 	until  time.Time     // when the hold ends or ended (or another server's, later)
-	grew   bool          // the server's list grew while held, past growthSettle
+	grew   bool          // the server's list grew while held, past half the hold
 	cool   time.Time     // no watching before then
 	trials int           // holds it grew again promptly after, in a row
 	frozen int           // times it was frozen
@@ -2023,11 +2027,9 @@ const (
 	growthLists  = 5
 	// growthHold is how long a server is first held (then twice as long
 	// at each hold in a row, growthHoldDoublings times at most: 30, 60,
-	// 120, 120 s), and growthSettle how long into a hold its growth is
-	// not counted.
+	// 120, 120 s).
 	growthHold          = 30 * time.Second
 	growthHoldDoublings = 2
-	growthSettle        = 15 * time.Second
 	// growthRegrow is how soon after a hold's end a server must grow
 	// again to be held again: a bridge passes back at once; an honest
 	// server at random times seldom grows so soon four times running.
@@ -2060,7 +2062,15 @@ func (m *Mirror) watchGrowth(from time.Time, added int) {
 	w.prev = from
 	now := time.Now()
 	hold := func() {
-		w.length = growthHold << min(w.trials, growthHoldDoublings)
+		longer := 0
+		w.window = growthRegrow
+		if m.opts.ContentMaxResources < 0 {
+			longer = 1 // not checked: 60, 120, 120, 120 s
+		}
+		w.length = growthHold << min(w.trials+longer, growthHoldDoublings)
+		if longer > 0 {
+			w.window = w.length / 2
+		}
 		w.phase, w.start, w.until, w.grew = growthHeld, now, now.Add(w.length), false
 		m.opts.Served.Hold(m.opts.Server, w.until)
 		if m.opts.ContentMaxResources >= 0 {
@@ -2097,7 +2107,7 @@ func (m *Mirror) watchGrowth(from time.Time, added int) {
 			w.until = q
 		}
 		if now.Before(w.until) {
-			w.grew = w.grew || added > 0 && from.Sub(w.start) >= growthSettle
+			w.grew = w.grew || added > 0 && from.Sub(w.start) >= w.length/2
 			return
 		}
 		if w.grew {
@@ -2112,7 +2122,7 @@ func (m *Mirror) watchGrowth(from time.Time, added int) {
 		return
 	}
 	switch {
-	case added > 0 && served && now.Sub(w.until) <= growthRegrow:
+	case added > 0 && served && now.Sub(w.until) <= w.window:
 		if w.trials++; w.trials < growthTrials {
 			hold()
 			m.log.Info("the server's list grew again as soon as contextd's MCP server listed more: it is held again, longer", "hold", w.length, "holds", w.trials)
@@ -2122,7 +2132,7 @@ func (m *Mirror) watchGrowth(from time.Time, added int) {
 		w.frozen++
 		m.opts.Served.Freeze(m.opts.Server, w.until)
 		m.log.Warn("the server's list stopped growing while contextd listed nothing new, and grew again as soon as it did, time after time: it grows with what contextd lists (a bridge in front of contextd?); contextd's MCP server lists no more of it than it does now, for a while", "holds", w.trials, "for", w.until.Sub(now))
-	case added > 0 || now.Sub(w.until) > growthRegrow:
+	case added > 0 || now.Sub(w.until) > w.window:
 		calm()
 		m.log.Info("the server's list did not grow again at once when contextd's MCP server listed more: it is not watched for a while", "for", growthCool, "grew", added > 0)
 	}
