@@ -99,6 +99,20 @@ func (e *Engine) ContentWanted(d resource.Descriptor) bool {
 	return m != nil && m.ContentWanted(d)
 }
 
+// ContentRead reports whether the content pass has read k (its text may
+// be empty or private).
+func (e *Engine) ContentRead(k resource.Key) bool {
+	has, _ := e.ix.HasContent(k)
+	return has
+}
+
+// ContentRefused reports whether the content pass's last read of k found
+// an empty text or an error (ctxsync.Mirror.ContentRefused).
+func (e *Engine) ContentRefused(k resource.Key) bool {
+	m := e.set().mirrors[k.Server]
+	return m != nil && m.ContentRefused(k.URI)
+}
+
 // ContentCount returns how many of server's resources the content index
 // holds the text of.
 func (e *Engine) ContentCount(server string) int {

@@ -3,6 +3,7 @@ package mcpserver_test
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -609,6 +610,57 @@ func TestACumulativeLogBesideABridgeStaysListed(t *testing.T) {
 			if s.Server == "log" && (strings.Contains(s.MCPListing, "withheld") || listed != pages) {
 				t.Errorf("the log: MCP listing %q, %d of its %d pages and images listed; want all, not withheld", s.MCPListing, listed, pages)
 			}
+		}
+	})
+}
+
+// A checked server's new entries are listed once the content pass read
+// them, save those it found with no text or answered with an error; one
+// it could not read in its time (slow, or left out by a bound) is listed
+// after a while.
+func TestACheckedServersEntriesAreListedOnceRead(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		docs := mcptest.NewServer(map[string]string{"doc://0": "the first page, on kafka consumer lag and partition rebalancing\n"}, nil)
+		f := newFacade(t, map[string]*mcpsdk.Server{"docs": docs}, &mcpserver.Options{CheckInterval: 250 * time.Millisecond}, engine.Options{})
+		f.eng.ServedLists().Check("docs", time.Now().Add(time.Hour))
+		add := func(uri string, read func() (*mcpsdk.ReadResourceResult, error)) {
+			docs.AddResource(&mcpsdk.Resource{URI: uri, Name: uri, MIMEType: "text/plain"}, func(ctx context.Context, _ *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+				return read()
+			})
+		}
+		text := func(uri, s string) func() (*mcpsdk.ReadResourceResult, error) {
+			return func() (*mcpsdk.ReadResourceResult, error) {
+				return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: s}}}, nil
+			}
+		}
+		add("doc://text", text("doc://text", "a page on consumer group offsets and how to reset them safely\n"))
+		add("doc://empty", text("doc://empty", ""))
+		add("doc://error", func() (*mcpsdk.ReadResourceResult, error) { return nil, errors.New("403 forbidden") })
+		add("doc://slow", func() (*mcpsdk.ReadResourceResult, error) {
+			time.Sleep(20 * time.Second)
+			return text("doc://slow", "a page that takes its time: broker configuration for retention\n")()
+		})
+		host := f.connect(t, nil)
+		listed := func() map[string]bool {
+			out := map[string]bool{}
+			for r, err := range host.Resources(t.Context(), nil) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				out[strings.TrimPrefix(r.URI, "contextd:resource/docs/")] = true
+			}
+			return out
+		}
+		time.Sleep(30 * time.Second)
+		synctest.Wait()
+		l := listed()
+		if !l["doc://0"] || !l["doc://text"] || l["doc://empty"] || l["doc://error"] || l["doc://slow"] {
+			t.Errorf("30 s in, listed %v; want the first page and the text, not the empty, failing or slow ones", l)
+		}
+		time.Sleep(3 * time.Minute)
+		synctest.Wait()
+		if l := listed(); !l["doc://slow"] || l["doc://empty"] || l["doc://error"] {
+			t.Errorf("3.5 min in, listed %v; want the slow one too, still not the empty or failing ones", l)
 		}
 	})
 }

@@ -62,9 +62,14 @@ func (s *Server) refresh() {
 	s.withheldGen = withheld
 	now := time.Now()
 	for server, v := range versions {
-		waited := false // an entry kept still has waited long enough since the last apply
+		waited := false // an entry kept off has waited long enough since the last apply
 		for _, since := range s.waiting[server] {
 			if waited = now.Sub(since) >= maxQuietWait; waited {
+				break
+			}
+		}
+		for _, since := range s.unread[server] {
+			if waited = waited || now.Sub(since) >= maxUnreadWait; waited {
 				break
 			}
 		}
@@ -143,15 +148,47 @@ func (s *Server) apply(server string, descs []resource.Descriptor) {
 		delete(s.waiting, server)
 		s.mu.Unlock()
 	}
-	// Checked (mcp.ServedLists.Check): of what came since, texts once read
-	// and found not empty (copies are withholding's to tell); what the
-	// content pass does not read (images, texts for the user alone) as
-	// ever.
+	// Checked (mcp.ServedLists.Check): of what came since, not what the
+	// content pass found empty or answered with an error, nor for a while
+	// what it has not read yet (copies are withholding's to tell); what it
+	// does not read (images, texts for the user alone) as ever.
 	if checked := s.listedSince(s.checked, server, lists.Checked(server)); checked != nil {
+		at := time.Now()
+		s.mu.Lock()
+		was, unread := s.unread[server], map[resource.Key]time.Time{}
+		s.mu.Unlock()
+		var waited []resource.Key
 		descs = slices.DeleteFunc(slices.Clone(descs), func(d resource.Descriptor) bool {
 			k := d.Key()
-			return !checked[k] && s.eng.ContentWanted(d) && s.eng.ContentBytes(k) == 0
+			switch {
+			case checked[k]:
+				return false
+			case s.eng.ContentRefused(k):
+				return true
+			case !s.eng.ContentWanted(d) || s.eng.ContentRead(k):
+				return false
+			}
+			since, ok := was[k]
+			if !ok {
+				since = at
+			}
+			if at.Sub(since) >= maxUnreadWait {
+				waited = append(waited, k) // left out by a bound, or slow to read
+				return false
+			}
+			unread[k] = since
+			return true
 		})
+		s.mu.Lock()
+		s.unread[server] = unread
+		for _, k := range waited {
+			checked[k] = true // listed from now on
+		}
+		s.mu.Unlock()
+	} else {
+		s.mu.Lock()
+		delete(s.unread, server)
+		s.mu.Unlock()
 	}
 	if kept := s.listedSince(s.kept, server, lists.Withheld(server)); kept != nil {
 		descs = slices.DeleteFunc(slices.Clone(descs), func(d resource.Descriptor) bool {
@@ -196,6 +233,11 @@ func (s *Server) apply(server string, descs []resource.Descriptor) {
 // than one hold (at most 120 s), so a bridge held alone has nothing new
 // to pass back.
 const maxQuietWait = 3 * time.Minute
+
+// maxUnreadWait is the longest a checked server's new entry waits for the
+// content pass to read it: one left out by a bound, or whose reads outlast
+// the pass's wait, is listed then.
+const maxUnreadWait = 2 * time.Minute
 
 // listedSince returns, while on, what the resource list held of server
 // when on first held (in since, by server); nil, and forgotten, once off.

@@ -202,8 +202,11 @@ type Server struct {
 	// each entry it lists was first kept off the list (see maxQuietWait).
 	waiting map[string]map[resource.Key]time.Time
 	// checked holds, for each server whose new entries are listed once
-	// read (mcp.ServedLists.Check), what listed held of it then.
+	// read (mcp.ServedLists.Check), what listed held of it then; unread,
+	// since when each of its later entries waits for the content pass
+	// (see maxUnreadWait).
 	checked map[string]map[resource.Key]bool
+	unread  map[string]map[resource.Key]time.Time
 	subs    map[resource.Key]int // downstream subscriptions per resource
 	// sessSubs holds each session's subscriptions, by the URI it sent:
 	// they are dropped when the session ends.
@@ -290,6 +293,7 @@ func New(eng *engine.Engine, opts *Options) *Server {
 		holding:      map[string]map[resource.Key]bool{},
 		waiting:      map[string]map[resource.Key]time.Time{},
 		checked:      map[string]map[resource.Key]bool{},
+		unread:       map[string]map[resource.Key]time.Time{},
 		subs:         map[resource.Key]int{},
 		sessSubs:     map[*mcpsdk.ServerSession]map[string]resource.Key{},
 		closing:      map[*mcpsdk.ServerSession]bool{},

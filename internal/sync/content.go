@@ -167,6 +167,32 @@ func contentWanted(d resource.Descriptor, maxBytes int64) bool {
 	return d.Size <= maxBytes
 }
 
+// refuse records whether the content pass found uri's text refused: read
+// with no text, or answered with an error (see ContentRefused).
+func (m *Mirror) refuse(uri string, refused bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !refused {
+		delete(m.refused, uri)
+		return
+	}
+	if m.refused == nil {
+		m.refused = map[string]bool{}
+	}
+	m.refused[uri] = true
+}
+
+// ContentRefused reports whether the content pass's last read of uri
+// answered no text (private or not) or an error: a bridge's
+// answer for what it passes back when it cannot, or will not, give it.
+// Reads that took too long, were left out by a bound, or are not made
+// (see ContentWanted) are not refused.
+func (m *Mirror) ContentRefused(uri string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.refused[uri]
+}
+
 // ContentWanted reports whether the content pass reads d for the content
 // index (a text a model may be given, within the server's bounds), so
 // that an empty index entry for it means it was not read yet, or read
@@ -516,6 +542,7 @@ func (m *Mirror) indexContents(ctx context.Context, sess *mcp.Session, refreshAg
 		chunk := todo[:min(size, len(todo))]
 		todo = todo[len(chunk):]
 		got := make([]*index.Content, len(chunk))
+		blank := make([]bool, len(chunk)) // read, with no text in it
 		errs := make([]error, len(chunk))
 		cut := make([]bool, len(chunk)) // the read failed because the pass ended
 		g, gctx := errgroup.WithContext(ctx)
@@ -559,6 +586,7 @@ func (m *Mirror) indexContents(ctx context.Context, sess *mcp.Session, refreshAg
 				if hint.Scope == "" || hint.Public() {
 					c.Text = contentText(cs)
 				}
+				blank[i] = !slices.ContainsFunc(cs, func(c resource.Content) bool { return !c.IsBlob && strings.TrimSpace(c.Text) != "" })
 				got[i] = c
 				smu.Lock()
 				streak = 0
@@ -602,6 +630,7 @@ func (m *Mirror) indexContents(ctx context.Context, sess *mcp.Session, refreshAg
 				if c.Text == "" {
 					empty++ // no text, or a private result
 				}
+				m.refuse(uri, blank[i])
 			case err == nil || cut[i] || ended:
 				// not read: the pass is ending (the next session's sync
 				// runs a new one)
@@ -616,6 +645,7 @@ func (m *Mirror) indexContents(ctx context.Context, sess *mcp.Session, refreshAg
 				// server would do it again at every session.
 				var werr *jsonrpc.Error
 				hold := stale[uri] && !errors.As(err, &werr) && !errors.As(err, &nf)
+				m.refuse(uri, errors.As(err, &werr))
 				m.contentFailed[uri] = contentFailure{stamp: index.ContentStamp(chunk[i]), until: time.Now().Add(contentRetryAfter), stale: hold}
 				if stale[uri] && !errors.As(err, &nf) {
 					staleFailed = append(staleFailed, chunk[i]) // its old text goes either way

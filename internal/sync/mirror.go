@@ -267,8 +267,12 @@ type Mirror struct {
 	growth growthWatch
 
 	// mu guards the fields that follow.
-	mu        gosync.Mutex
-	status    Status
+	mu     gosync.Mutex
+	status Status
+	// refused holds the URIs the content pass read and found empty (not
+	// private), or whose read the server answered with an error: what a
+	// bridge answers of what it passes back (see ContentRefused).
+	refused   map[string]bool
 	sess      *mcp.Session
 	templates []resource.Template
 	tplGen    uint64        // counts the replacements of templates
