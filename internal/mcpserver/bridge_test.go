@@ -243,16 +243,7 @@ func TestAWithheldServerKeepsWhatWasListed(t *testing.T) {
 	}
 	f := startFacade(t, map[string]*mcpsdk.Server{"a": mcptest.NewServer(docs, nil), "b": b}, nil, engine.Options{})
 	host := f.connect(t, nil)
-	listed := func() map[string]bool {
-		out := map[string]bool{}
-		for r, err := range host.Resources(t.Context(), nil) {
-			if err != nil {
-				t.Fatal(err)
-			}
-			out[r.URI] = true
-		}
-		return out
-	}
+	listed := func() map[string]bool { return listedURIs(t, host, "") }
 	bURI := func(uri string) string { return "contextd:resource/b/" + uri }
 	wantB := []string{bURI("doc://b/own"), bURI("img://b/diagram"), bURI("note://b/1")}
 	deadline := time.Now().Add(20 * time.Second)
@@ -502,16 +493,7 @@ func TestHoldsInARowKeepOthersStillNoMoreThanAWhile(t *testing.T) {
 		b := mcptest.NewServer(map[string]string{"doc://b/0": "b's first page, on kafka consumer lag\n"}, nil)
 		f := newFacade(t, map[string]*mcpsdk.Server{"a": a, "b": b}, &mcpserver.Options{CheckInterval: 250 * time.Millisecond}, engine.Options{})
 		host := f.connect(t, nil)
-		listed := func() map[string]bool {
-			out := map[string]bool{}
-			for r, err := range host.Resources(t.Context(), nil) {
-				if err != nil {
-					t.Fatal(err)
-				}
-				out[r.URI] = true
-			}
-			return out
-		}
+		listed := func() map[string]bool { return listedURIs(t, host, "") }
 		add := func(s *mcpsdk.Server, uri string) {
 			s.AddResource(&mcpsdk.Resource{URI: uri, Name: uri}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
 				return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, Text: "a page added while a was held"}}}, nil
@@ -641,16 +623,7 @@ func TestACheckedServersEntriesAreListedOnceRead(t *testing.T) {
 			return text("doc://slow", "a page that takes its time: broker configuration for retention\n")()
 		})
 		host := f.connect(t, nil)
-		listed := func() map[string]bool {
-			out := map[string]bool{}
-			for r, err := range host.Resources(t.Context(), nil) {
-				if err != nil {
-					t.Fatal(err)
-				}
-				out[strings.TrimPrefix(r.URI, "contextd:resource/docs/")] = true
-			}
-			return out
-		}
+		listed := func() map[string]bool { return listedURIs(t, host, "contextd:resource/docs/") }
 		time.Sleep(30 * time.Second)
 		synctest.Wait()
 		l := listed()

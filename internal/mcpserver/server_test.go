@@ -145,6 +145,17 @@ func listAll(t *testing.T, cs *mcpsdk.ClientSession) ([]*mcpsdk.Resource, int) {
 	}
 }
 
+// listedURIs returns the URIs of every resource cs is listed, prefix cut.
+func listedURIs(t *testing.T, cs *mcpsdk.ClientSession, prefix string) map[string]bool {
+	t.Helper()
+	rs, _ := listAll(t, cs)
+	out := make(map[string]bool, len(rs))
+	for _, r := range rs {
+		out[strings.TrimPrefix(r.URI, prefix)] = true
+	}
+	return out
+}
+
 // waitList lists until ok holds, for up to 5 s.
 func waitList(t *testing.T, cs *mcpsdk.ClientSession, ok func([]*mcpsdk.Resource) bool) []*mcpsdk.Resource {
 	t.Helper()
