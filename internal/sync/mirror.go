@@ -1985,35 +1985,58 @@ func (r *readsBack) noteListed(items []resource.Descriptor) (grown int) {
 // growthHold, contextd's MCP server lists nothing new of any server, so a
 // bridge has nothing new to pass back, where an honest server growing on
 // its own goes on. From its first hold on, what the server lists is
-// listed once read and found not empty
-// (mcp.ServedLists.Check): a bridge whose reads fail or answer nothing is
-// cut however late it passes back. Growth in a hold's first half is not
-// counted: a bridge may still be passing back what it took before (a
-// server whose content is not indexed, so not checked, is held twice as
-// long from the first, and growing again within half the hold after
-// counts, so that a bridge passing back half a minute late is told too). A server that grew later in the hold is let be for
-// growthCool.
-// One that did not, and grows again within growthRegrow of its end (the
-// bridge passing back at once what contextd listed meanwhile; counted
-// from when contextd's list was still no more, as other servers' holds
-// may keep it still longer), is held again, twice as long each time:
-// growthTrials times in a row, it grows with what contextd lists, and is
-// frozen (contextd's MCP server lists no more of it; others as ever) for
-// growthFreeze, twice as long at each freeze after. A server growing at a
-// steady pace grows within the next, longer hold, so it is not frozen.
+// listed once read and found not empty (mcp.ServedLists.Check): a bridge
+// whose reads fail or answer nothing is cut however late it passes back.
+//
+// After the hold (counted to when contextd's list was still no more, as
+// other servers' holds may keep it still longer), the server grows with
+// what contextd lists if
+//   - it did not grow in the hold's second half and grows again within
+//     growthRegrow of its end (a bridge passing back at once what
+//     contextd listed meanwhile; a server whose content is not indexed,
+//     so not checked, is held twice as long from the first, and growing
+//     within half the hold counts); or
+//   - its first pause of half the hold or more (after the hold's first
+//     half; within growthEchoWithin of its end) lasts about as long as
+//     the hold (half growthLagOff less at most), or longer by its pace
+//     before it (the median gap between its last lists that grew) and a
+//     quarter of the longer at most, and
+//     ends with more than one entry at once, after contextd listed a
+//     page: the hold's echo. The first echo in a row tells the bridge's
+//     lag (from the hold's end to the echo's), and the server is held
+//     again as long; those after count if they keep to it (growthLagOff
+//     more or less). A bridge passing back a lag late
+//     grows on through the hold with what contextd listed before it
+//     (growth in a hold's first half is not counted for that reason, nor
+//     that in its second half then), pauses a lag after the hold began,
+//     and passes back at once, a lag after its end, what contextd listed
+//     then.
+//
+// Found so, it is held again, twice as long each time: growthTrials
+// times in a row, and it is frozen (contextd's MCP server lists no more
+// of it; others as ever) for growthFreeze, twice as long at each freeze
+// after. Otherwise it grows on its own and is let be for growthCool. A
+// server growing at a steady pace grows within the next, longer hold and
+// does not pause as long after, so it is not frozen; one adding an entry
+// at a time at random never echoes a hold.
 // Only the sync goroutine uses it.
 type growthWatch struct {
-	recent uint8         // of the last 8 lists, those that grew after a page listed (bits)
-	prev   time.Time     // when the last list began
-	phase  int           // growthWatching, growthHeld, growthReleased, growthFrozen
-	start  time.Time     // when the hold began
-	length time.Duration // how long the hold was to last
-	window time.Duration // how soon after it growing again counts
-	until  time.Time     // when the hold ends or ended (or another server's, later)
-	grew   bool          // the server's list grew while held, past half the hold
-	cool   time.Time     // no watching before then
-	trials int           // holds it grew again promptly after, in a row
-	frozen int           // times it was frozen
+	recent uint8            // of the last 8 lists, those that grew after a page listed (bits)
+	prev   time.Time        // when the last list began
+	phase  int              // growthWatching, growthHeld, growthReleased, growthFrozen
+	start  time.Time        // when the hold began
+	length time.Duration    // how long the hold was to last
+	window time.Duration    // how soon after it growing again counts
+	until  time.Time        // when the hold ends or ended (or another server's, later)
+	grew   bool             // the server's list grew while held, past half the hold
+	last   time.Time        // when the last list that grew began
+	gaps   [3]time.Duration // between the last lists that grew, newest last
+	pace   time.Duration    // their median when first held
+	quiet  time.Duration    // how long contextd's list was still in the last hold
+	lag    time.Duration    // from a hold's end to its echo, the first in a row
+	cool   time.Time        // no watching before then
+	trials int              // holds it grew again promptly after, in a row
+	frozen int              // times it was frozen
 }
 
 const (
@@ -2041,6 +2064,14 @@ const (
 	// growthTrials is how many holds in a row the server must grow again
 	// promptly after before it is frozen.
 	growthTrials = 4
+	// growthEchoWithin is how long after a hold the server's growth may
+	// end a pause and still echo the hold: a bridge passing back later
+	// is not told by its timing.
+	growthEchoWithin = 10 * time.Minute
+	// growthLagOff is how much sooner or later than the first each echo
+	// in a row may end after its hold (a bridge lists contextd every few
+	// seconds).
+	growthLagOff = 10 * time.Second
 	// growthCool is how long a server found growing on its own, or not
 	// growing again, is not watched.
 	growthCool = 10 * time.Minute
@@ -2065,6 +2096,13 @@ func (m *Mirror) watchGrowth(from time.Time, added int) {
 	served := !w.prev.IsZero() && m.opts.Served.ListedSince(w.prev)
 	w.prev = from
 	now := time.Now()
+	paused := from.Sub(w.last) // since the last list that grew
+	if added > 0 {
+		if !w.last.IsZero() {
+			w.gaps = [3]time.Duration{w.gaps[1], w.gaps[2], paused}
+		}
+		w.last = from
+	}
 	hold := func() {
 		longer := 0
 		w.window = growthRegrow
@@ -2072,8 +2110,10 @@ func (m *Mirror) watchGrowth(from time.Time, added int) {
 			longer = 1 // not checked: 60, 120, 120, 120 s
 		}
 		w.length = growthHold << min(w.trials+longer, growthHoldDoublings)
-		if longer > 0 {
-			w.window = w.length / 2
+		if w.trials == 0 {
+			g := w.gaps
+			slices.Sort(g[:])
+			w.pace = g[1]
 		}
 		w.phase, w.start, w.until, w.grew = growthHeld, now, now.Add(w.length), false
 		m.opts.Served.Hold(m.opts.Server, w.until)
@@ -2083,7 +2123,20 @@ func (m *Mirror) watchGrowth(from time.Time, added int) {
 			m.opts.Served.Check(m.opts.Server, now.Add(growthChecked))
 		}
 	}
-	calm := func() { w.phase, w.recent, w.trials, w.cool = growthWatching, 0, 0, now.Add(growthCool) }
+	calm := func() { w.phase, w.recent, w.trials, w.lag, w.cool = growthWatching, 0, 0, 0, now.Add(growthCool) }
+	// trial counts a hold the server grew again after as contextd listed
+	// more: held again, longer, or frozen after growthTrials in a row.
+	trial := func() {
+		if w.trials++; w.trials < growthTrials {
+			hold()
+			m.log.Info("the server's list grew again as soon as contextd's MCP server listed more: it is held again, longer", "hold", w.length, "holds", w.trials)
+			return
+		}
+		w.phase, w.until = growthFrozen, now.Add(growthFreeze<<min(w.frozen, growthFreezeDoublings))
+		w.frozen++
+		m.opts.Served.Freeze(m.opts.Server, w.until)
+		m.log.Warn("the server's list stopped growing while contextd listed nothing new, and grew again as soon as it did, time after time: it grows with what contextd lists (a bridge in front of contextd?); contextd's MCP server lists no more of it than it does now, for a while", "holds", w.trials, "for", w.until.Sub(now))
+	}
 	switch w.phase {
 	case growthFrozen:
 		if now.Before(w.until) {
@@ -2114,31 +2167,47 @@ func (m *Mirror) watchGrowth(from time.Time, added int) {
 			w.grew = w.grew || added > 0 && from.Sub(w.start) >= w.length/2
 			return
 		}
-		if w.grew {
-			calm()
-			w.frozen = 0 // grown on its own: a freeze before was a mistake
-			m.log.Info("the server's list grew while contextd's MCP server listed nothing new: it grows on its own, and is not watched for a while", "for", growthCool)
-			return
-		}
-		w.phase = growthReleased // since w.until; this list is the first after
+		w.phase, w.quiet = growthReleased, w.until.Sub(w.start) // since w.until; this list is the first after
 	}
 	if w.phase != growthReleased {
 		return
 	}
+	since := now.Sub(w.until)
 	switch {
-	case added > 0 && served && now.Sub(w.until) <= w.window:
-		if w.trials++; w.trials < growthTrials {
-			hold()
-			m.log.Info("the server's list grew again as soon as contextd's MCP server listed more: it is held again, longer", "hold", w.length, "holds", w.trials)
+	case !w.grew && added > 0 && served && since <= w.window:
+		trial()
+	case added > 0 && paused >= w.quiet/2:
+		// The first long pause since the hold's first half: about the
+		// hold (less a little, for when the hold began and ended between
+		// a list of the server and the next list of contextd), or the
+		// hold and the server's pace.
+		echo := paused >= w.quiet-growthLagOff/2 && paused <= w.quiet+w.pace+max(w.quiet, w.pace)/4
+		// A bridge passes back as late after each hold: since is its lag.
+		if w.lag > 0 && (since < w.lag-growthLagOff || since > w.lag+growthLagOff) {
+			echo = false
+		}
+		if echo && added >= 2 && served && since <= growthEchoWithin {
+			if w.lag == 0 {
+				// The first echo in a row tells the lag; those after
+				// must keep to it to count.
+				w.lag = max(since, time.Nanosecond)
+				hold()
+				m.log.Info("the server's list paused as long as contextd's list was still, a lag later, then grew by what contextd listed after: it is held again, to see whether it passes back as late again", "paused", paused.Round(time.Second), "lag", since.Round(time.Second), "added", added, "hold", w.length)
+				return
+			}
+			m.log.Info("the server's list paused as long as contextd's list was still, as late again: it grows with what contextd lists", "paused", paused.Round(time.Second), "lag", since.Round(time.Second), "added", added)
+			trial()
 			return
 		}
-		w.phase, w.until = growthFrozen, now.Add(growthFreeze<<min(w.frozen, growthFreezeDoublings))
-		w.frozen++
-		m.opts.Served.Freeze(m.opts.Server, w.until)
-		m.log.Warn("the server's list stopped growing while contextd listed nothing new, and grew again as soon as it did, time after time: it grows with what contextd lists (a bridge in front of contextd?); contextd's MCP server lists no more of it than it does now, for a while", "holds", w.trials, "for", w.until.Sub(now))
-	case added > 0 || now.Sub(w.until) > w.window:
+		fallthrough
+	case since > growthEchoWithin:
 		calm()
-		m.log.Info("the server's list did not grow again at once when contextd's MCP server listed more: it is not watched for a while", "for", growthCool, "grew", added > 0)
+		if w.grew {
+			w.frozen = 0 // grown on its own: a freeze before was a mistake
+			m.log.Info("the server's list grew while contextd's MCP server listed nothing new, and did not pause as long after: it grows on its own, and is not watched for a while", "for", growthCool, "paused", paused.Round(time.Second), "after", since.Round(time.Second), "added", added)
+			return
+		}
+		m.log.Info("the server's list did not grow again at once when contextd's MCP server listed more, nor pause as long as contextd's list was still: it is not watched for a while", "for", growthCool, "paused", paused.Round(time.Second), "after", since.Round(time.Second), "added", added)
 	}
 }
 

@@ -414,3 +414,101 @@ func TestAServerGrowingWithWhatContextdListsIsFrozen(t *testing.T) {
 		})
 	}
 }
+
+// A bridge that passes back what contextd lists a lag later than half a
+// hold grows on through the hold (with what contextd listed before it),
+// then pauses as long as contextd's list was still, and grows again by
+// what contextd listed after: it is frozen all the same, whether its
+// texts are read or not, beside a growing log or with nothing else
+// growing. Here contextd's MCP list is modelled: a host lists it every
+// 5 s, it shows the log's and the bridge's entries unless some server is
+// held (the bridge's no more once frozen), and the bridge lists it every
+// few seconds and passes back what it listed the lag before.
+func TestABridgePassingBackLateIsFrozen(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		lag     time.Duration
+		poll    int  // seconds between the bridge's lists of contextd
+		log     bool // a log beside it grows every 5 s
+		content int  // ctxsync.Options.ContentMaxResources
+	}{
+		{"45 s late beside a log", 45 * time.Second, 7, true, 0},
+		{"90 s late beside a log", 90 * time.Second, 3, true, 0},
+		{"90 s late beside a log, texts not read", 90 * time.Second, 10, true, -1},
+		{"3 min late beside a log", 3 * time.Minute, 7, true, 0},
+		{"60 s late, nothing else growing", time.Minute, 7, false, -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ix := newIndex(t)
+				defer ix.Close()
+				lists := &mcp.ServedLists{}
+				srv := mcptest.NewServer(map[string]string{"hub://own/0": "the hub's own page\n"}, nil)
+				m := ctxsync.New(ctxsync.Options{Server: "hub", Served: lists, Index: ix, ContentMaxResources: tc.content, Dial: mcptest.Dial(t, "hub", srv)})
+				start(t, m)
+				<-m.Ready()
+				synctest.Wait()
+				type listed struct {
+					at time.Time
+					n  int
+				}
+				var (
+					shown      []listed // contextd's MCP list's length, each 5 s
+					logN       = 10     // another server's entries
+					shownLog   = 0
+					shownHub   = 0
+					hubN       = 0 // the bridge's entries passed back
+					frozenAt   time.Duration
+					hubAtFroze int
+				)
+				t0 := time.Now()
+				for sec := 1; time.Since(t0) < 50*time.Minute; sec++ {
+					time.Sleep(time.Second)
+					if tc.log && sec%5 == 0 {
+						logN++
+					}
+					if sec%5 == 0 { // a host lists contextd
+						lists.NoteListed()
+					}
+					if !lists.Quiet() {
+						shownLog = logN
+						if !lists.Frozen("hub") {
+							shownHub = hubN
+						}
+					}
+					shown = append(shown, listed{time.Now(), shownLog + shownHub})
+					if sec%tc.poll != 0 {
+						continue
+					}
+					lists.NoteListed() // the bridge lists contextd
+					then := 0          // what contextd listed the lag before
+					for _, l := range shown {
+						if l.at.After(time.Now().Add(-tc.lag)) {
+							break
+						}
+						then = l.n
+					}
+					for ; hubN < then; hubN++ {
+						uri := fmt.Sprintf("hub://up/%d", hubN)
+						srv.AddResource(&mcpsdk.Resource{URI: uri, Name: uri}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+							return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, Text: fmt.Sprintf("a page made up about %s, new each time\n", uri)}}}, nil
+						})
+					}
+					synctest.Wait()
+					if frozenAt == 0 && lists.Frozen("hub") {
+						frozenAt, hubAtFroze = time.Since(t0), hubN
+					}
+				}
+				if frozenAt == 0 {
+					t.Fatalf("not frozen in 50 min: it passed back %d entries", hubN)
+				}
+				// Frozen, it grows by the log's entries at most (a bridge
+				// passing back what contextd lists of others).
+				if grown, most := hubN-hubAtFroze, int((50*time.Minute-frozenAt)/(5*time.Second))+30; grown > most {
+					t.Errorf("frozen at %v with %d entries, it grew by %d after; want %d at most", frozenAt.Round(time.Second), hubAtFroze, grown, most)
+				}
+				t.Logf("frozen at %v with %d entries passed back; %d at 50 min", frozenAt.Round(time.Second), hubAtFroze, hubN)
+			})
+		})
+	}
+}
