@@ -1996,21 +1996,19 @@ func (r *readsBack) noteListed(items []resource.Descriptor) (grown int) {
 //     contextd listed meanwhile; a server whose content is not indexed,
 //     so not checked, is held twice as long from the first, and growing
 //     within half the hold counts); or
-//   - its first pause of half the hold or more (after the hold's first
-//     half; within growthEchoWithin of its end) lasts about as long as
-//     the hold (half growthLagOff less at most), or longer by its pace
-//     before it (the median gap between its last lists that grew) and a
-//     quarter of the longer at most, and
-//     ends with more than one entry at once, after contextd listed a
-//     page: the hold's echo. The first echo in a row tells the bridge's
-//     lag (from the hold's end to the echo's), and the server is held
-//     again as long; those after count if they keep to it (growthLagOff
-//     more or less). A bridge passing back a lag late
-//     grows on through the hold with what contextd listed before it
-//     (growth in a hold's first half is not counted for that reason, nor
-//     that in its second half then), pauses a lag after the hold began,
-//     and passes back at once, a lag after its end, what contextd listed
-//     then.
+//   - its first pause of half a hold or more (after the hold's first
+//     half; ending within growthEchoWithin of it) echoes the hold or
+//     the one before it in a row (see echoes) and ends with more than
+//     one entry at once, after contextd listed a page. The first echo
+//     in a row tells the bridge's lag (from the hold's end to the
+//     echo's), and the server is held again as long; those after count
+//     if they keep to it (growthLagOff more or less). A bridge passing
+//     back a lag late grows on through the hold with what contextd
+//     listed before it (growth in a hold's first half is not counted
+//     for that reason, nor that in its second half then), pauses a lag
+//     after the hold began, and passes back at once, a lag after its
+//     end, what contextd listed then; one lagging more than a hold
+//     echoes it while held again.
 //
 // Found so, it is held again, twice as long each time: growthTrials
 // times in a row, and it is frozen (contextd's MCP server lists no more
@@ -2033,6 +2031,7 @@ type growthWatch struct {
 	gaps   [3]time.Duration // between the last lists that grew, newest last
 	pace   time.Duration    // their median when first held
 	quiet  time.Duration    // how long contextd's list was still in the last hold
+	held   [2][2]time.Time  // the last two holds in a row, when each began and ended; newest last
 	lag    time.Duration    // from a hold's end to its echo, the first in a row
 	cool   time.Time        // no watching before then
 	trials int              // holds it grew again promptly after, in a row
@@ -2123,7 +2122,10 @@ func (m *Mirror) watchGrowth(from time.Time, added int) {
 			m.opts.Served.Check(m.opts.Server, now.Add(growthChecked))
 		}
 	}
-	calm := func() { w.phase, w.recent, w.trials, w.lag, w.cool = growthWatching, 0, 0, 0, now.Add(growthCool) }
+	calm := func() {
+		w.phase, w.recent, w.trials, w.lag, w.cool = growthWatching, 0, 0, 0, now.Add(growthCool)
+		w.held = [2][2]time.Time{}
+	}
 	// trial counts a hold the server grew again after as contextd listed
 	// more: held again, longer, or frozen after growthTrials in a row.
 	trial := func() {
@@ -2168,6 +2170,7 @@ func (m *Mirror) watchGrowth(from time.Time, added int) {
 			return
 		}
 		w.phase, w.quiet = growthReleased, w.until.Sub(w.start) // since w.until; this list is the first after
+		w.held[0], w.held[1] = w.held[1], [2]time.Time{w.start, w.until}
 	}
 	if w.phase != growthReleased {
 		return
@@ -2176,26 +2179,31 @@ func (m *Mirror) watchGrowth(from time.Time, added int) {
 	switch {
 	case !w.grew && added > 0 && served && since <= w.window:
 		trial()
-	case added > 0 && paused >= w.quiet/2:
-		// The first long pause since the hold's first half: about the
-		// hold (less a little, for when the hold began and ended between
-		// a list of the server and the next list of contextd), or the
-		// hold and the server's pace.
-		echo := paused >= w.quiet-growthLagOff/2 && paused <= w.quiet+w.pace+max(w.quiet, w.pace)/4
-		// A bridge passes back as late after each hold: since is its lag.
-		if w.lag > 0 && (since < w.lag-growthLagOff || since > w.lag+growthLagOff) {
-			echo = false
+	case added > 0 && paused >= w.shortest()/2:
+		// The first long pause since the hold's first half: an echo of
+		// the hold, or of the one before it in a row (a bridge passing
+		// back later than the hold echoes each hold after the next began).
+		lag, echo := time.Duration(0), false
+		for _, h := range []([2]time.Time){w.held[1], w.held[0]} {
+			if h[0].IsZero() {
+				continue
+			}
+			lag = from.Sub(h[1])
+			echo = echoes(from.Add(-paused), from, h[0], h[1], w.pace) && (w.lag == 0 || lag >= w.lag-growthLagOff && lag <= w.lag+growthLagOff)
+			if echo {
+				break
+			}
 		}
-		if echo && added >= 2 && served && since <= growthEchoWithin {
+		if echo && added >= 2 && served && lag <= growthEchoWithin {
 			if w.lag == 0 {
 				// The first echo in a row tells the lag; those after
 				// must keep to it to count.
-				w.lag = max(since, time.Nanosecond)
+				w.lag = max(lag, time.Nanosecond)
 				hold()
-				m.log.Info("the server's list paused as long as contextd's list was still, a lag later, then grew by what contextd listed after: it is held again, to see whether it passes back as late again", "paused", paused.Round(time.Second), "lag", since.Round(time.Second), "added", added, "hold", w.length)
+				m.log.Info("the server's list paused as long as contextd's list was still, a lag later, then grew by what contextd listed after: it is held again, to see whether it passes back as late again", "paused", paused.Round(time.Second), "lag", lag.Round(time.Second), "added", added, "hold", w.length)
 				return
 			}
-			m.log.Info("the server's list paused as long as contextd's list was still, as late again: it grows with what contextd lists", "paused", paused.Round(time.Second), "lag", since.Round(time.Second), "added", added)
+			m.log.Info("the server's list paused as long as contextd's list was still, as late again: it grows with what contextd lists", "paused", paused.Round(time.Second), "lag", lag.Round(time.Second), "added", added)
 			trial()
 			return
 		}
@@ -2209,6 +2217,29 @@ func (m *Mirror) watchGrowth(from time.Time, added int) {
 		}
 		m.log.Info("the server's list did not grow again at once when contextd's MCP server listed more, nor pause as long as contextd's list was still: it is not watched for a while", "for", growthCool, "paused", paused.Round(time.Second), "after", since.Round(time.Second), "added", added)
 	}
+}
+
+// shortest returns the shorter of the last two holds in a row.
+func (w *growthWatch) shortest() time.Duration {
+	q := w.quiet
+	if h := w.held[0]; !h[0].IsZero() {
+		q = min(q, h[1].Sub(h[0]))
+	}
+	return q
+}
+
+// echoes reports whether a server's pause in growth from a to b echoes
+// a hold from start to end: it ends a lag after the hold's end, began
+// no later than that lag after the hold began (a bridge beside a growing
+// server stops then; one passing back only what contextd listed of it
+// stopped before), and lasts about as long as the hold (half
+// growthLagOff less at most, for when the hold began and ended between
+// a list of the server and the next list of contextd) or longer by the
+// server's pace before the hold and a quarter of the longer at most.
+func echoes(a, b, start, end time.Time, pace time.Duration) bool {
+	lag, quiet, paused := b.Sub(end), end.Sub(start), b.Sub(a)
+	return lag >= 0 && !a.After(start.Add(lag+growthLagOff/2)) &&
+		paused >= quiet-growthLagOff/2 && paused <= quiet+pace+max(quiet, pace)/4
 }
 
 // listedBefore reports whether the server's lists held a before they
