@@ -2126,18 +2126,19 @@ func (m *Mirror) watchGrowth(from time.Time, added int) {
 		w.phase, w.recent, w.trials, w.lag, w.cool = growthWatching, 0, 0, 0, now.Add(growthCool)
 		w.held = [2][2]time.Time{}
 	}
-	// trial counts a hold the server grew again after as contextd listed
-	// more: held again, longer, or frozen after growthTrials in a row.
-	trial := func() {
+	// trial counts a hold the server grew with what contextd listed
+	// after (found, with args for the log): held again, longer, or frozen
+	// after growthTrials in a row.
+	trial := func(found string, args ...any) {
 		if w.trials++; w.trials < growthTrials {
 			hold()
-			m.log.Info("the server's list grew again as soon as contextd's MCP server listed more: it is held again, longer", "hold", w.length, "holds", w.trials)
+			m.log.Info("the server's list "+found+": it is held again, longer", append(args, "hold", w.length, "holds", w.trials)...)
 			return
 		}
 		w.phase, w.until = growthFrozen, now.Add(growthFreeze<<min(w.frozen, growthFreezeDoublings))
 		w.frozen++
 		m.opts.Served.Freeze(m.opts.Server, w.until)
-		m.log.Warn("the server's list stopped growing while contextd listed nothing new, and grew again as soon as it did, time after time: it grows with what contextd lists (a bridge in front of contextd?); contextd's MCP server lists no more of it than it does now, for a while", "holds", w.trials, "for", w.until.Sub(now))
+		m.log.Warn("the server's list "+found+", hold after hold: it grows with what contextd lists (a bridge in front of contextd?); contextd's MCP server lists no more of it than it does now, for a while", append(args, "holds", w.trials, "for", w.until.Sub(now))...)
 	}
 	switch w.phase {
 	case growthFrozen:
@@ -2178,7 +2179,7 @@ func (m *Mirror) watchGrowth(from time.Time, added int) {
 	since := now.Sub(w.until)
 	switch {
 	case !w.grew && added > 0 && served && since <= w.window:
-		trial()
+		trial("stopped growing while contextd's MCP server listed nothing new, and grew again as soon as it listed more", "after", since.Round(time.Second), "added", added)
 	case added > 0 && paused >= w.shortest()/2:
 		// The first long pause since the hold's first half: an echo of
 		// the hold, or of the one before it in a row (a bridge passing
@@ -2203,8 +2204,7 @@ func (m *Mirror) watchGrowth(from time.Time, added int) {
 				m.log.Info("the server's list paused as long as contextd's list was still, a lag later, then grew by what contextd listed after: it is held again, to see whether it passes back as late again", "paused", paused.Round(time.Second), "lag", lag.Round(time.Second), "added", added, "hold", w.length)
 				return
 			}
-			m.log.Info("the server's list paused as long as contextd's list was still, as late again: it grows with what contextd lists", "paused", paused.Round(time.Second), "lag", lag.Round(time.Second), "added", added)
-			trial()
+			trial("paused as long as contextd's MCP server listed nothing new, a lag later, and grew by what it listed after", "paused", paused.Round(time.Second), "lag", lag.Round(time.Second), "added", added)
 			return
 		}
 		fallthrough
