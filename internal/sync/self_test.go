@@ -512,3 +512,56 @@ func TestABridgePassingBackLateIsFrozen(t *testing.T) {
 		})
 	}
 }
+
+// An honest server adding a few entries at once at a steady pace (a CI
+// job's artifacts), held as it grows, grows again a pace after the hold
+// began: no echo of the hold, so it is held about as seldom as any
+// server growing at each list, and never frozen.
+func TestABatchAtASteadyPaceIsSeldomHeld(t *testing.T) {
+	for _, content := range []int{0, -1} {
+		for _, every := range []time.Duration{30 * time.Second, time.Minute, 90 * time.Second, 2 * time.Minute} {
+			t.Run(fmt.Sprintf("every %v, content %d", every, content), func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					ix := newIndex(t)
+					defer ix.Close()
+					lists := &mcp.ServedLists{}
+					srv := mcptest.NewServer(map[string]string{"ci://build/0": "the first build's log\n"}, nil)
+					m := ctxsync.New(ctxsync.Options{Server: "ci", Served: lists, Index: ix, ContentMaxResources: content, Dial: mcptest.Dial(t, "ci", srv)})
+					start(t, m)
+					<-m.Ready()
+					synctest.Wait()
+					held, n := 0, 0
+					const hours = 2
+					for sec := 1; sec <= hours*3600; sec++ {
+						time.Sleep(time.Second)
+						lists.NoteListed() // a host lists contextd each second
+						if sec%int(every/time.Second) == 0 {
+							for range 3 {
+								uri := fmt.Sprintf("ci://build/%d", n)
+								n++
+								srv.AddResource(&mcpsdk.Resource{URI: uri, Name: uri}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+									return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, Text: "the build log of " + uri}}}, nil
+								})
+							}
+						}
+						synctest.Wait()
+						if lists.Frozen("ci") {
+							t.Fatalf("frozen after %v", time.Duration(sec)*time.Second)
+						}
+						if lists.Held("ci") {
+							held++
+						}
+					}
+					// A hold of 30 s to 2 min about every 10.5 minutes
+					// (growthCool after each), or, at a pace as long as
+					// a hold (growing again as it ends), three holds in
+					// a row: a fifth of the time at most.
+					if frac := float64(held) / (hours * 3600); frac > 0.21 {
+						t.Errorf("held %d s of %d h (%.0f %%); want 21 %% at most", held, hours, 100*frac)
+					}
+					t.Logf("held %d s of %d h", held, hours)
+				})
+			})
+		}
+	}
+}
