@@ -1994,8 +1994,10 @@ func (r *readsBack) noteListed(items []resource.Descriptor) (grown int) {
 //   - it did not grow in the hold's second half and grows again within
 //     growthRegrow of its end (a bridge passing back at once what
 //     contextd listed meanwhile; a server whose content is not indexed,
-//     so not checked, is held twice as long from the first, and growing
-//     within half the hold counts); or
+//     so not checked, is held twice as long from the first); or
+//   - it grew in the hold's second half and grows within growthRegrow of
+//     its end by more than twice what it added in one list before (see
+//     burst): a bridge growing on its own beside as it passes back; or
 //   - its first pause of half a hold or more (after the hold's first
 //     half; ending within growthEchoWithin of it) echoes the hold or
 //     the one before it in a row (see echoes) and ends with more than
@@ -2030,6 +2032,9 @@ type growthWatch struct {
 	last   time.Time        // when the last list that grew began
 	gaps   [3]time.Duration // between the last lists that grew, newest last
 	pace   time.Duration    // their median when first held
+	sizes  [3]int           // how many entries the last lists that grew added, newest last
+	size   int              // their median when first held
+	most   int              // the most one list added while held
 	quiet  time.Duration    // how long contextd's list was still in the last hold
 	held   [2][2]time.Time  // the last two holds in a row, when each began and ended; newest last
 	lag    time.Duration    // from a hold's end to its echo, the first in a row
@@ -2100,6 +2105,7 @@ func (m *Mirror) watchGrowth(from time.Time, added int) {
 		if !w.last.IsZero() {
 			w.gaps = [3]time.Duration{w.gaps[1], w.gaps[2], paused}
 		}
+		w.sizes = [3]int{w.sizes[1], w.sizes[2], added}
 		w.last = from
 	}
 	hold := func() {
@@ -2110,10 +2116,12 @@ func (m *Mirror) watchGrowth(from time.Time, added int) {
 		}
 		w.length = growthHold << min(w.trials+longer, growthHoldDoublings)
 		if w.trials == 0 {
-			g := w.gaps
+			g, n := w.gaps, w.sizes
 			slices.Sort(g[:])
-			w.pace = g[1]
+			slices.Sort(n[:])
+			w.pace, w.size = g[1], n[1]
 		}
+		w.most = 0
 		w.phase, w.start, w.until, w.grew = growthHeld, now, now.Add(w.length), false
 		m.opts.Served.Hold(m.opts.Server, w.until)
 		if m.opts.ContentMaxResources >= 0 {
@@ -2168,6 +2176,7 @@ func (m *Mirror) watchGrowth(from time.Time, added int) {
 		}
 		if now.Before(w.until) {
 			w.grew = w.grew || added > 0 && from.Sub(w.start) >= w.length/2
+			w.most = max(w.most, added)
 			return
 		}
 		w.phase, w.quiet = growthReleased, w.until.Sub(w.start) // since w.until; this list is the first after
@@ -2180,6 +2189,10 @@ func (m *Mirror) watchGrowth(from time.Time, added int) {
 	switch {
 	case !w.grew && added > 0 && served && since <= w.window:
 		trial("stopped growing while contextd's MCP server listed nothing new, and grew again as soon as it listed more", "after", since.Round(time.Second), "added", added)
+	case w.grew && served && since <= w.window && w.burst(added):
+		// Growing on its own through the hold, and passing back at once
+		// what contextd listed as it ended.
+		trial("grew as soon as contextd's MCP server listed more by more than twice what it added in any one list before", "after", since.Round(time.Second), "added", added)
 	case added > 0 && paused >= w.shortest()/2:
 		// The first long pause since the hold's first half: an echo of
 		// the hold, or of the one before it in a row (a bridge passing
@@ -2196,15 +2209,16 @@ func (m *Mirror) watchGrowth(from time.Time, added int) {
 			}
 		}
 		if echo && added >= 2 && served && lag <= growthEchoWithin {
+			found := "paused as long as contextd's MCP server listed nothing new, a lag later, and grew by what it listed after"
 			if w.lag == 0 {
 				// The first echo in a row tells the lag; those after
 				// must keep to it to count.
 				w.lag = max(lag, time.Nanosecond)
 				hold()
-				m.log.Info("the server's list paused as long as contextd's list was still, a lag later, then grew by what contextd listed after: it is held again, to see whether it passes back as late again", "paused", paused.Round(time.Second), "lag", lag.Round(time.Second), "added", added, "hold", w.length)
+				m.log.Info("the server's list "+found+": it is held again, to see whether it passes back as late again", "paused", paused.Round(time.Second), "lag", lag.Round(time.Second), "added", added, "hold", w.length)
 				return
 			}
-			trial("paused as long as contextd's MCP server listed nothing new, a lag later, and grew by what it listed after", "paused", paused.Round(time.Second), "lag", lag.Round(time.Second), "added", added)
+			trial(found, "paused", paused.Round(time.Second), "lag", lag.Round(time.Second), "added", added)
 			return
 		}
 		fallthrough
@@ -2217,6 +2231,14 @@ func (m *Mirror) watchGrowth(from time.Time, added int) {
 		}
 		m.log.Info("the server's list did not grow again at once when contextd's MCP server listed more, nor pause as long as contextd's list was still: it is not watched for a while", "for", growthCool, "paused", paused.Round(time.Second), "after", since.Round(time.Second), "added", added)
 	}
+}
+
+// burst reports whether a list that added added entries grew by more
+// than twice what the server added in one list before the hold or while
+// held, four at least: what contextd listed as the hold ended, passed
+// back at once by a bridge that grows on its own beside.
+func (w *growthWatch) burst(added int) bool {
+	return added >= 4 && added > 2*max(w.most, w.size)
 }
 
 // shortest returns the shorter of the last two holds in a row.

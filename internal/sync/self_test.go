@@ -431,12 +431,14 @@ func TestABridgePassingBackLateIsFrozen(t *testing.T) {
 		poll    int  // seconds between the bridge's lists of contextd
 		log     bool // a log beside it grows every 5 s
 		content int  // ctxsync.Options.ContentMaxResources
+		own     int  // seconds between entries of the bridge's own; 0: none
 	}{
-		{"45 s late beside a log", 45 * time.Second, 7, true, 0},
-		{"90 s late beside a log", 90 * time.Second, 3, true, 0},
-		{"90 s late beside a log, texts not read", 90 * time.Second, 10, true, -1},
-		{"3 min late beside a log", 3 * time.Minute, 7, true, 0},
-		{"60 s late, nothing else growing", time.Minute, 7, false, -1},
+		{"45 s late beside a log", 45 * time.Second, 7, true, 0, 0},
+		{"90 s late beside a log", 90 * time.Second, 3, true, 0, 0},
+		{"90 s late beside a log, texts not read", 90 * time.Second, 10, true, -1, 0},
+		{"3 min late beside a log", 3 * time.Minute, 7, true, 0, 0},
+		{"60 s late, nothing else growing", time.Minute, 7, false, -1, 0},
+		{"at once, adding its own every 10 s, texts not read", 0, 2, true, -1, 10},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -458,6 +460,7 @@ func TestABridgePassingBackLateIsFrozen(t *testing.T) {
 					shownLog   = 0
 					shownHub   = 0
 					hubN       = 0 // the bridge's entries passed back
+					own        = 0 // and its own
 					frozenAt   time.Duration
 					hubAtFroze int
 				)
@@ -470,10 +473,17 @@ func TestABridgePassingBackLateIsFrozen(t *testing.T) {
 					if sec%5 == 0 { // a host lists contextd
 						lists.NoteListed()
 					}
+					if tc.own > 0 && sec%tc.own == 0 {
+						own++
+						uri := fmt.Sprintf("hub://own/%d", own)
+						srv.AddResource(&mcpsdk.Resource{URI: uri, Name: uri}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+							return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, Text: fmt.Sprintf("the bridge's own note %s, new each time\n", uri)}}}, nil
+						})
+					}
 					if !lists.Quiet() {
 						shownLog = logN
 						if !lists.Frozen("hub") {
-							shownHub = hubN
+							shownHub = hubN + own
 						}
 					}
 					shown = append(shown, listed{time.Now(), shownLog + shownHub})
@@ -504,7 +514,8 @@ func TestABridgePassingBackLateIsFrozen(t *testing.T) {
 				}
 				// Frozen, it grows by the log's entries at most (a bridge
 				// passing back what contextd lists of others).
-				if grown, most := hubN-hubAtFroze, int((50*time.Minute-frozenAt)/(5*time.Second))+30; grown > most {
+				most := int((50*time.Minute-frozenAt)/(5*time.Second)) + 30
+				if grown := hubN - hubAtFroze; grown > most {
 					t.Errorf("frozen at %v with %d entries, it grew by %d after; want %d at most", frozenAt.Round(time.Second), hubAtFroze, grown, most)
 				}
 				t.Logf("frozen at %v with %d entries passed back; %d at 50 min", frozenAt.Round(time.Second), hubAtFroze, hubN)
