@@ -2076,8 +2076,8 @@ const (
 	// in a row may end after its hold (a bridge lists contextd every few
 	// seconds).
 	growthLagOff = 10 * time.Second
-	// growthCool is how long a server found growing on its own, or not
-	// growing again, is not watched.
+	// growthCool is how long after its hold a server found growing on
+	// its own, or not growing again, is not watched.
 	growthCool = 10 * time.Minute
 	// growthFreeze is how long a server is first frozen; each freeze
 	// after lasts twice the last, growthFreezeDoublings times at most
@@ -2131,7 +2131,9 @@ func (m *Mirror) watchGrowth(from time.Time, added int) {
 		}
 	}
 	calm := func() {
-		w.phase, w.recent, w.trials, w.lag, w.cool = growthWatching, 0, 0, 0, now.Add(growthCool)
+		// Let be growthCool from the hold's end, however long an echo
+		// was waited for.
+		w.phase, w.recent, w.trials, w.lag, w.cool = growthWatching, 0, 0, 0, w.until.Add(growthCool)
 		w.held = [2][2]time.Time{}
 	}
 	// trial counts a hold the server grew with what contextd listed
