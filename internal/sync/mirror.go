@@ -2255,23 +2255,23 @@ func (w *growthWatch) shortest() time.Duration {
 // echoes reports whether a server's pause in growth from a to b echoes
 // a hold from start to end: it ends a lag after the hold's end and
 // began no later than that lag after the hold began. A bridge beside a
-// growing server stops then: its pause, begun half the lag into the
-// hold or later, lasts about as long as the hold (half growthLagOff less
-// at most, for when the hold began and ended between a list of the
-// server and the next list of contextd) or longer by the server's pace
-// before the hold and a quarter of the longer at most, and twice its
-// pace at least (a server adding at a steady pace as long as a hold
-// pauses so each time). One passing back
-// only what contextd lists of it stopped when the hold began, and its
-// lag is its pace (growthLagOff or an eighth of it more or less); an
-// honest server adding a batch at a steady pace, held as it grew, grows
-// a pace after the hold began, a hold sooner than that.
+// growing server stops then: its pause, begun after the hold began (a
+// server held as it grew pauses from the hold's start), lasts about as
+// long as the hold (half growthLagOff less at most, for when the hold
+// began and ended between a list of the server and the next list of
+// contextd) or longer by the server's pace before the hold and a
+// quarter of the longer at most, and twice its pace at least (a server
+// adding at a steady pace as long as a hold pauses so each time). One
+// passing back only what contextd lists of it stopped when the hold
+// began, and its lag is its pace (growthLagOff or an eighth of it more
+// or less); an honest server adding a batch at a steady pace, held as it
+// grew, grows a pace after the hold began, a hold sooner than that.
 func echoes(a, b, start, end time.Time, pace time.Duration) bool {
 	lag, quiet, paused := b.Sub(end), end.Sub(start), b.Sub(a)
 	switch {
 	case lag < 0 || a.After(start.Add(lag+growthLagOff/2)):
 		return false
-	case !a.Before(start.Add(lag / 2)):
+	case a.After(start):
 		return paused >= quiet-growthLagOff/2 && paused <= quiet+pace+max(quiet, pace)/4 && paused >= 2*pace
 	}
 	off := max(growthLagOff, pace/8)
