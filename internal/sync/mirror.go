@@ -2260,9 +2260,7 @@ func (w *growthWatch) shortest() time.Duration {
 // long as the hold (half growthLagOff less at most, for when the hold
 // began and ended between a list of the server and the next list of
 // contextd) or longer by the server's pace before the hold and a
-// quarter of the longer at most (half growthLagOff more, for when
-// contextd's list was still a little before the hold), and twice its
-// pace at least (a server
+// quarter of the longer at most, and twice its pace at least (a server
 // adding at a steady pace as long as a hold pauses so each time). One
 // passing back only what contextd lists of it stopped when the hold
 // began, and its lag is its pace (growthLagOff or an eighth of it more
@@ -2274,7 +2272,7 @@ func echoes(a, b, start, end time.Time, pace time.Duration) bool {
 	case lag < 0 || a.After(start.Add(lag+growthLagOff/2)):
 		return false
 	case a.After(start):
-		return paused >= quiet-growthLagOff/2 && paused <= quiet+pace+max(quiet, pace)/4+growthLagOff/2 && paused >= 2*pace
+		return paused >= quiet-growthLagOff/2 && paused <= quiet+pace+max(quiet, pace)/4 && paused >= 2*pace
 	}
 	off := max(growthLagOff, pace/8)
 	return lag >= pace-off && lag <= pace+off
