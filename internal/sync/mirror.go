@@ -2035,7 +2035,6 @@ type growthWatch struct {
 	sizes  [3]int           // how many entries the last lists that grew added, newest last
 	size   int              // their median when first held
 	most   int              // the most one list added while held
-	quiet  time.Duration    // how long contextd's list was still in the last hold
 	held   [2][2]time.Time  // the last two holds in a row, when each began and ended; newest last
 	lag    time.Duration    // from a hold's end to its echo, the first in a row
 	cool   time.Time        // no watching before then
@@ -2181,7 +2180,7 @@ func (m *Mirror) watchGrowth(from time.Time, added int) {
 			w.most = max(w.most, added)
 			return
 		}
-		w.phase, w.quiet = growthReleased, w.until.Sub(w.start) // since w.until; this list is the first after
+		w.phase = growthReleased // since w.until; this list is the first after
 		w.held[0], w.held[1] = w.held[1], [2]time.Time{w.start, w.until}
 	}
 	if w.phase != growthReleased {
@@ -2245,7 +2244,7 @@ func (w *growthWatch) burst(added int) bool {
 
 // shortest returns the shorter of the last two holds in a row.
 func (w *growthWatch) shortest() time.Duration {
-	q := w.quiet
+	q := w.held[1][1].Sub(w.held[1][0])
 	if h := w.held[0]; !h[0].IsZero() {
 		q = min(q, h[1].Sub(h[0]))
 	}
