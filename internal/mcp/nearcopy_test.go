@@ -162,3 +162,19 @@ func TestServedBackSaysAnOwnPageMatched(t *testing.T) {
 		t.Errorf("ServedBack = %+v; want a near copy of the hub's and of the log's own page", c)
 	}
 }
+
+// A page holding the page before it and a line more matches it as a copy
+// with a line added, not as a whole; the page itself read again elsewhere
+// matches as a whole.
+func TestServedBackSaysWhetherACopyIsWhole(t *testing.T) {
+	var s ServedLists
+	before := strings.Repeat("12:00 vacuum worker finished table t1, removed 97 dead tuples\n", 3)
+	s.NoteRead(resource.Key{Server: "log", URI: "log://day/1"}, []resource.Content{{Text: before}})
+	next := before + "12:05 vacuum worker finished table t2, removed 194 dead tuples\n"
+	if c := s.ServedBack(resource.Key{Server: "log", URI: "log://day/2"}, []resource.Content{{Text: next}}); len(c.Of) != 1 || !c.Own || c.Equal || c.Near {
+		t.Errorf("a page with a line added: ServedBack = %+v; want its own page, not equal", c)
+	}
+	if c := s.ServedBack(resource.Key{Server: "hub", URI: "hub://up/1"}, []resource.Content{{Text: before}}); len(c.Of) != 1 || c.Own || !c.Equal {
+		t.Errorf("the page passed back as it was: ServedBack = %+v; want the log's page, equal", c)
+	}
+}

@@ -157,6 +157,9 @@ type Copy struct {
 	// Own is set when a read of another resource of k's own server
 	// matched (whether or not Of, cut at maxCopyOf, still holds it).
 	Own bool
+	// Equal is set when a read matched as a whole: not with lines added
+	// or cut, nor rewritten. Short copies are always equal.
+	Equal bool
 }
 
 // Other reports whether c is a copy of another server's resource than
@@ -192,16 +195,23 @@ func (s *ServedLists) ServedBack(k resource.Key, contents []resource.Content) Co
 		defer s.mu.Unlock()
 		c := s.copyOf(k, func(r *servedRead) bool { return r.short && r.digest == d })
 		c.Short = len(c.Of) > 0
+		c.Equal = c.Short
 		return c
 	}
 	ds := trimmedDigests(contents)
 	if len(ds) == 0 {
 		return Copy{}
 	}
+	whole, _ := contentsDigest(contents)
+	equal := false
 	s.mu.Lock()
-	c := s.copyOf(k, func(r *servedRead) bool { return ds[r.digest] })
+	c := s.copyOf(k, func(r *servedRead) bool {
+		equal = equal || r.digest == whole
+		return ds[r.digest]
+	})
 	s.mu.Unlock()
 	if len(c.Of) > 0 {
+		c.Equal = equal
 		return c
 	}
 	set := shingleSet(contents)

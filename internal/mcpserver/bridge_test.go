@@ -533,15 +533,23 @@ func TestHoldsInARowKeepOthersStillNoMoreThanAWhile(t *testing.T) {
 
 // A log whose every page holds the page before it, read through contextd
 // by a host, beside a bridge passing contextd's list back: each new page
-// is a near copy of the page before, which contextd served, and of the
-// bridge's copy of it. It is the log's own: its pages stay listed, and
+// is a copy, give or take a line at its end, or a near copy of the page
+// before, which contextd served, and of the bridge's copy of it. It is the log's own: its pages stay listed, and
 // the log is not withheld, held once or not (the bridge is). Its images,
 // which the content pass does not read, are listed too.
 func TestACumulativeLogBesideABridgeStaysListed(t *testing.T) {
+	for _, perPage := range []int{1, 4} { // lines added at each page
+		t.Run(fmt.Sprintf("%d lines a page", perPage), func(t *testing.T) {
+			cumulativeLogBesideABridge(t, perPage)
+		})
+	}
+}
+
+func cumulativeLogBesideABridge(t *testing.T, perPage int) {
 	synctest.Test(t, func(t *testing.T) {
 		var lines []string
 		page := func(i int) string {
-			for j := range 4 {
+			for j := range perPage {
 				lines = append(lines, fmt.Sprintf("%02d:%02d entry %d: vacuum worker %d finished table t%d, removed %d dead tuples\n", i/12, i%12*5, i*4+j, j, i, i*97+j))
 			}
 			return strings.Join(lines, "")

@@ -1838,11 +1838,12 @@ func (m *Mirror) listsItself(items []resource.Descriptor) bool {
 // Copies stay mirrored: the resource contextd served may be gone
 // tomorrow, or its server be one that served copies of this one's pages
 // to have them dropped. Once two of a server's resources are copies or
-// near copies of another server's, or exact copies of its own listed
-// before them, or eight are short copies of another server's, the server
-// is withheld: contextd's MCP server lists of it only what it listed
-// before and what the content pass read and found no copy, so that what
-// it passes back does not come back one level deeper at each list.
+// near copies of another server's, or copies of its own listed before
+// them equal as a whole, or eight are short copies of another server's,
+// the server is withheld: contextd's MCP server lists of it only what it
+// listed before and what the content pass read and found no copy, so
+// that what it passes back does not come back one level deeper at each
+// list.
 func (m *Mirror) readHint(ctx context.Context, sess *mcp.Session, uri string) ([]resource.Content, mcp.CacheHint, error) {
 	cs, hint, err := sess.ReadHint(ctx, uri)
 	if err != nil {
@@ -1850,9 +1851,10 @@ func (m *Mirror) readHint(ctx context.Context, sess *mcp.Session, uri string) ([
 	}
 	k := resource.Key{Server: m.opts.Server, URI: uri}
 	c := m.opts.Served.ServedBack(k, cs)
-	if c.Near && c.Own {
-		// A page holding one of the server's own before it (a log, a
-		// changelog) is its own, whoever passed that page back meanwhile.
+	if c.Own && !c.Equal {
+		// A page holding one of the server's own before it, a line or
+		// more added (a log, a changelog), is its own, whoever passed
+		// that page back meanwhile.
 		c = mcp.Copy{}
 	}
 	m.opts.Served.NoteCopy(k, len(c.Of) > 0)
