@@ -59,6 +59,9 @@ type ServedLists struct {
 	copies map[string]map[string]bool
 	// lastPage is when the MCP server last listed a page (NoteListed).
 	lastPage time.Time
+	// grown is when the MCP server's list gained entries, and how many
+	// (NoteAdded), oldest first, at most maxListGrowths.
+	grown []ListGrowth
 	// held (until when) and frozen are the servers whose resources the
 	// MCP server lists no more of than it did (see Hold, Freeze).
 	held   map[string]time.Time
@@ -94,6 +97,55 @@ func (s *ServedLists) NoteListed() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.lastPage = time.Now()
+}
+
+// A ListGrowth is a time the MCP server's resource list gained entries.
+type ListGrowth struct {
+	At    time.Time
+	Added int // entries new or changed then
+}
+
+// maxListGrowths bounds the growths remembered (see NoteAdded): an
+// hour and more of a list growing every 5 s, 24 bytes each.
+const maxListGrowths = 1024
+
+// NoteAdded records that the MCP server's list gained added entries (new
+// or changed) now. A bridge passing back what contextd lists grows a lag
+// after each time it did, and pauses as long as it was still (see
+// Stillness).
+func (s *ServedLists) NoteAdded(added int) {
+	if s == nil || added <= 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.grown) >= maxListGrowths+maxListGrowths/4 {
+		s.grown = slices.Delete(s.grown, 0, len(s.grown)-maxListGrowths)
+	}
+	s.grown = append(s.grown, ListGrowth{At: time.Now(), Added: added})
+}
+
+// Stillness returns the stillness of the MCP server's list up to t: the
+// last time it gained entries before t (last) and the first at or after
+// t (next; a hold's end is when what it kept off is listed). ok is false
+// if either is not known: none recorded at or after t yet, or none
+// before t still remembered (maxListGrowths).
+func (s *ServedLists) Stillness(t time.Time) (last, next ListGrowth, ok bool) {
+	if s == nil {
+		return last, next, false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i, _ := slices.BinarySearchFunc(s.grown, t, func(g ListGrowth, t time.Time) int {
+		if g.At.Before(t) {
+			return -1
+		}
+		return 1
+	})
+	if i == 0 || i == len(s.grown) {
+		return last, next, false
+	}
+	return s.grown[i-1], s.grown[i], true
 }
 
 // contentsDigest returns a digest of cs's texts and blobs, in order, and

@@ -90,14 +90,18 @@ func (s *Server) refresh() {
 		s.apply(server, nil)
 	}
 	slices.Sort(changed)
+	added := 0
 	for _, server := range changed {
 		descs, err := s.eng.Descriptors(server)
 		if err != nil {
 			s.log.Warn("listing a mirror failed", "server", server, "err", err)
 			continue
 		}
-		s.apply(server, descs)
+		added += s.apply(server, descs)
 	}
+	// Remembered: a bridge passing back what contextd lists grows a lag
+	// after each time the list did (see mcp.ServedLists.Stillness).
+	s.eng.ServedLists().NoteAdded(added)
 }
 
 // apply replaces server's part of the resource list with descs. Of a
@@ -106,8 +110,8 @@ func (s *Server) refresh() {
 // since is listed once the content pass read it and found it no copy of
 // a resource contextd served, and of that only texts long enough to tell
 // (mcp.MinDigestBytes): what it lists next may be what contextd listed,
-// one level down.
-func (s *Server) apply(server string, descs []resource.Descriptor) {
+// one level down. It returns how many entries are new to the list.
+func (s *Server) apply(server string, descs []resource.Descriptor) (added int) {
 	lists := s.eng.ServedLists()
 	// Held or frozen (mcp.ServedLists.Hold, Freeze): no more than is
 	// listed now. Kept still by another server's hold (Quiet): no more
@@ -201,7 +205,7 @@ func (s *Server) apply(server string, descs []resource.Descriptor) {
 		want[d.Key()] = descriptor(d)
 	}
 	var gone []string
-	var added []*mcpsdk.Resource
+	var put []*mcpsdk.Resource
 	s.mu.Lock()
 	for k, r := range s.listed {
 		if k.Server == server && want[k] == nil {
@@ -210,21 +214,26 @@ func (s *Server) apply(server string, descs []resource.Descriptor) {
 		}
 	}
 	for k, r := range want {
-		if old := s.listed[k]; old == nil || !reflect.DeepEqual(old, r) {
+		old := s.listed[k]
+		if old == nil {
+			added++
+		}
+		if old == nil || !reflect.DeepEqual(old, r) {
 			s.listed[k] = r
-			added = append(added, r)
+			put = append(put, r)
 		}
 	}
 	s.mu.Unlock()
 	if len(gone) > 0 {
 		s.mcp.RemoveResources(gone...)
 	}
-	for _, r := range added {
+	for _, r := range put {
 		s.mcp.AddResource(r, s.readResource)
 	}
-	if len(gone)+len(added) > 0 {
-		s.log.Debug("resource list updated", "server", server, "added_or_changed", len(added), "removed", len(gone))
+	if len(gone)+len(put) > 0 {
+		s.log.Debug("resource list updated", "server", server, "added_or_changed", len(put), "removed", len(gone))
 	}
+	return added
 }
 
 // maxQuietWait is the longest another server's hold keeps a server's new

@@ -2000,27 +2000,28 @@ func (r *readsBack) noteListed(items []resource.Descriptor) (grown int) {
 //   - it grew in the hold's second half and grows within growthRegrow of
 //     its end by more than twice what it added in one list before (see
 //     burst): a bridge growing on its own beside as it passes back; or
-//   - its first pause of half a hold or more (after the hold's first
-//     half; ending within growthEchoWithin of it) echoes the hold or
-//     the one before it in a row (see echoes) and ends with more than
-//     one entry at once, after contextd listed a page. The first echo
-//     in a row tells the bridge's lag (from the hold's end to the
-//     echo's), and the server is held again as long; those after count
-//     if they keep to it (growthLagOff more or less). A bridge passing
-//     back a lag late grows on through the hold with what contextd
-//     listed before it (growth in a hold's first half is not counted
-//     for that reason, nor that in its second half then), pauses a lag
-//     after the hold began, and passes back at once, a lag after its
-//     end, what contextd listed then; one lagging more than a hold
-//     echoes it while held again.
+//   - it echoes contextd's list still around the hold or the one before
+//     it in a row, a lag later (see echo), within growthEchoWithin of
+//     the hold's end, after contextd listed a page. A bridge passing
+//     back what contextd lists lag late grows a lag after each time
+//     contextd's list grew (mcp.ServedLists.NoteAdded): it grows on
+//     through the hold with what contextd listed before it, pauses as
+//     long as contextd's list was still, from a lag after it went still
+//     (its own growth may fill that pause), and grows a lag after the
+//     list grew again by what it listed then. The first echo in a row
+//     tells the lag, and the server is held again as long; those after
+//     count if they keep to it (growthLagOff more or less). Its first
+//     pause of half a hold or more since the hold that echoes nothing
+//     lets a server still through the hold's second half be.
 //
 // Found so, it is held again, twice as long each time: growthTrials
 // times in a row, and it is frozen (contextd's MCP server lists no more
 // of it; others as ever) for growthFreeze, twice as long at each freeze
 // after. Otherwise it grows on its own and is let be for growthCool. A
-// server growing at a steady pace grows within the next, longer hold and
-// does not pause as long after, so it is not frozen; one adding an entry
-// at a time at random never echoes a hold.
+// server growing at a steady pace pauses as long whatever contextd's list
+// does, where holds in a row are longer each time, so it is not frozen;
+// one adding an entry at a time at random seldom echoes a hold twice as
+// late.
 // Only the sync goroutine uses it.
 type growthWatch struct {
 	recent uint8            // of the last 8 lists, those that grew after a page listed (bits)
@@ -2035,6 +2036,7 @@ type growthWatch struct {
 	gaps   [3]time.Duration // between the last lists that grew, newest last
 	pace   time.Duration    // their median when first held
 	sizes  [3]int           // how many entries the last lists that grew added, newest last
+	growth []growthAt       // the last lists that grew, at most growthKept, oldest first
 	size   int              // their median when first held
 	most   int              // the most one list added while held
 	held   [2][2]time.Time  // the last two holds in a row, when each began and ended; newest last
@@ -2043,6 +2045,15 @@ type growthWatch struct {
 	trials int              // holds it grew again promptly after, in a row
 	frozen int              // times it was frozen
 }
+
+// A growthAt is a list that grew: when it began, and by how many.
+type growthAt struct {
+	at    time.Time
+	added int
+}
+
+// growthKept is how many lists that grew a growthWatch remembers.
+const growthKept = 128
 
 const (
 	growthWatching = iota
@@ -2108,6 +2119,10 @@ func (m *Mirror) watchGrowth(from time.Time, added int) {
 		}
 		w.sizes = [3]int{w.sizes[1], w.sizes[2], added}
 		w.last = from
+		if len(w.growth) >= growthKept {
+			w.growth = slices.Delete(w.growth, 0, len(w.growth)-growthKept+1)
+		}
+		w.growth = append(w.growth, growthAt{from, added})
 	}
 	hold := func() {
 		longer := 0
@@ -2192,48 +2207,92 @@ func (m *Mirror) watchGrowth(from time.Time, added int) {
 	switch {
 	case !w.grew && added > 0 && served && since <= w.window:
 		trial("stopped growing while contextd's MCP server listed nothing new, and grew again as soon as it listed more", "after", since.Round(time.Second), "added", added)
+		return
 	case w.grew && served && since <= w.window && w.burst(added):
 		// Growing on its own through the hold, and passing back at once
 		// what contextd listed as it ended.
 		trial("grew as soon as contextd's MCP server listed more by more than twice what it added in any one list before", "after", since.Round(time.Second), "added", added)
-	case added > 0 && paused >= w.shortest()/2:
-		// The first long pause since the hold's first half: an echo of
-		// the hold, or of the one before it in a row (a bridge passing
-		// back later than the hold echoes each hold after the next began).
-		lag, echo := time.Duration(0), false
-		for _, h := range []([2]time.Time){w.held[1], w.held[0]} {
-			if h[0].IsZero() {
-				continue
-			}
-			lag = from.Sub(h[1])
-			echo = echoes(from.Add(-paused), from, h[0], h[1], w.pace) && (w.lag == 0 || lag >= w.lag-growthLagOff && lag <= w.lag+growthLagOff)
-			if echo {
-				break
-			}
-		}
-		if echo && added >= 2 && served && lag <= growthEchoWithin {
-			found := "paused as long as contextd's MCP server listed nothing new, a lag later, and grew by what it listed after"
+		return
+	}
+	if added > 0 && served {
+		if lag, found, ok := w.echo(m.opts.Served, from.Add(-paused), from, added); ok {
 			if w.lag == 0 {
 				// The first echo in a row tells the lag; those after
 				// must keep to it to count.
 				w.lag = max(lag, time.Nanosecond)
 				hold()
-				m.log.Info("the server's list "+found+": it is held again, to see whether it passes back as late again", "paused", paused.Round(time.Second), "lag", lag.Round(time.Second), "added", added, "hold", w.length)
+				m.log.Info("the server's list "+found+": it is held again, to see whether it echoes it as late again", "paused", paused.Round(time.Second), "lag", lag.Round(time.Second), "added", added, "hold", w.length)
 				return
 			}
 			trial(found, "paused", paused.Round(time.Second), "lag", lag.Round(time.Second), "added", added)
 			return
 		}
-		fallthrough
+	}
+	switch {
+	case added > 0 && !w.grew && paused >= w.shortest()/2:
+		// Its first long pause since the hold did not echo it: a server
+		// still through the hold that grows on its own.
+		calm()
+		m.log.Info("the server's list did not grow again at once when contextd's MCP server listed more, nor pause as long as contextd's list was still: it is not watched for a while", "for", growthCool, "paused", paused.Round(time.Second), "after", since.Round(time.Second), "added", added)
 	case since > growthEchoWithin:
 		calm()
 		if w.grew {
 			w.frozen = 0 // grown on its own: a freeze before was a mistake
-			m.log.Info("the server's list grew while contextd's MCP server listed nothing new, and did not pause as long after: it grows on its own, and is not watched for a while", "for", growthCool, "paused", paused.Round(time.Second), "after", since.Round(time.Second), "added", added)
+			m.log.Info("the server's list grew while contextd's MCP server listed nothing new, and did not echo contextd's still list after: it grows on its own, and is not watched for a while", "for", growthCool, "after", since.Round(time.Second))
 			return
 		}
-		m.log.Info("the server's list did not grow again at once when contextd's MCP server listed more, nor pause as long as contextd's list was still: it is not watched for a while", "for", growthCool, "paused", paused.Round(time.Second), "after", since.Round(time.Second), "added", added)
+		m.log.Info("the server's list did not grow again after contextd's MCP server listed more: it is not watched for a while", "for", growthCool, "after", since.Round(time.Second))
 	}
+}
+
+// echo reports whether a list that began at b and added added entries,
+// after the server's list last grew at a, echoes contextd's MCP list
+// still around the last hold or the one before it in a row, a lag later
+// (from when contextd's list grew again to b): a bridge passing back what
+// contextd lists, lag late, grows a lag after each time contextd's list
+// grew, so
+//   - it pauses as long as contextd's list was still (growthLagOff or a
+//     quarter of its pace more or less: it lists contextd every few
+//     seconds), its last growth before a lag after contextd's, and grows
+//     again by more than one entry (what contextd listed at once as the
+//     hold ended); or
+//   - beside its own growth, which fills that pause, it grows by about
+//     as many (half to twice, and four more) as contextd's list gained
+//     at once when it grew again, four or more, having grown less than
+//     half as fast in the lag after the list went still as before.
+//
+// Once a row's lag is known (w.lag), the echo must keep to it
+// (growthLagOff more or less). found says which it was, for the log.
+func (w *growthWatch) echo(lists *mcp.ServedLists, a, b time.Time, added int) (lag time.Duration, found string, ok bool) {
+	tol := max(growthLagOff, w.pace/8)
+	for _, h := range []([2]time.Time){w.held[1], w.held[0]} {
+		if h[0].IsZero() {
+			continue
+		}
+		last, next, known := lists.Stillness(h[1])
+		if !known {
+			continue
+		}
+		lag = b.Sub(next.At)
+		if lag <= 0 || lag > growthEchoWithin || w.lag != 0 && !w.keeps(lag) {
+			continue
+		}
+		still, paused := next.At.Sub(last.At), b.Sub(a)
+		if still < w.shortest()/2 {
+			continue // grown while held: a list kept still too long
+		}
+		if added >= 2 && !a.IsZero() && paused >= still-tol && paused <= still+tol {
+			return lag, "paused as long as contextd's MCP server listed nothing new, a lag later, and grew by what it listed after", true
+		}
+		// Its own growth fills the pause: what it grew by in the lag
+		// after contextd was still must be half at most of what it grew by
+		// as long before.
+		quiet, before := w.grownIn(last.At.Add(lag+tol), b), w.grownIn(last.At.Add(lag-still), last.At.Add(lag))
+		if added >= 4 && 2*added >= next.Added && added <= 2*next.Added+4 && 2*quiet < added && 2*quiet <= before {
+			return lag, "grew, a lag after contextd's MCP server listed four or more at once after listing nothing new, by about as many, after growing less than half as fast as before", true
+		}
+	}
+	return 0, "", false
 }
 
 // burst reports whether a list that added added entries grew by more
@@ -2244,6 +2303,24 @@ func (w *growthWatch) burst(added int) bool {
 	return added >= 4 && added > 2*max(w.most, w.size)
 }
 
+// keeps reports whether an echo lag late keeps to the row's lag
+// (growthLagOff more or less).
+func (w *growthWatch) keeps(lag time.Duration) bool {
+	return lag >= w.lag-growthLagOff && lag <= w.lag+growthLagOff
+}
+
+// grownIn returns how many entries the server's lists that began from a
+// to before b added.
+func (w *growthWatch) grownIn(a, b time.Time) int {
+	n := 0
+	for _, g := range w.growth {
+		if !g.at.Before(a) && g.at.Before(b) {
+			n += g.added
+		}
+	}
+	return n
+}
+
 // shortest returns the shorter of the last two holds in a row.
 func (w *growthWatch) shortest() time.Duration {
 	q := w.held[1][1].Sub(w.held[1][0])
@@ -2251,32 +2328,6 @@ func (w *growthWatch) shortest() time.Duration {
 		q = min(q, h[1].Sub(h[0]))
 	}
 	return q
-}
-
-// echoes reports whether a server's pause in growth from a to b echoes
-// a hold from start to end: it ends a lag after the hold's end and
-// began no later than that lag after the hold began. A bridge beside a
-// growing server stops then: its pause, begun after the hold began (a
-// server held as it grew pauses from the hold's start), lasts about as
-// long as the hold (half growthLagOff less at most, for when the hold
-// began and ended between a list of the server and the next list of
-// contextd) or longer by the server's pace before the hold and a
-// quarter of the longer at most, and twice its pace at least (a server
-// adding at a steady pace as long as a hold pauses so each time). One
-// passing back only what contextd lists of it stopped when the hold
-// began, and its lag is its pace (growthLagOff or an eighth of it more
-// or less); an honest server adding a batch at a steady pace, held as it
-// grew, grows a pace after the hold began, a hold sooner than that.
-func echoes(a, b, start, end time.Time, pace time.Duration) bool {
-	lag, quiet, paused := b.Sub(end), end.Sub(start), b.Sub(a)
-	switch {
-	case lag < 0 || a.After(start.Add(lag+growthLagOff/2)):
-		return false
-	case a.After(start):
-		return paused >= quiet-growthLagOff/2 && paused <= quiet+pace+max(quiet, pace)/4 && paused >= 2*pace
-	}
-	off := max(growthLagOff, pace/8)
-	return lag >= pace-off && lag <= pace+off
 }
 
 // listedBefore reports whether the server's lists held a before they

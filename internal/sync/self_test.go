@@ -3,6 +3,7 @@ package sync_test
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net/url"
 	"strings"
 	"testing"
@@ -419,27 +420,38 @@ func TestAServerGrowingWithWhatContextdListsIsFrozen(t *testing.T) {
 // hold grows on through the hold (with what contextd listed before it),
 // then pauses as long as contextd's list was still, and grows again by
 // what contextd listed after: it is frozen all the same, whether its
-// texts are read or not, beside a growing log or with nothing else
-// growing. Here contextd's MCP list is modelled: a host lists it every
-// 5 s, it shows the log's and the bridge's entries unless some server is
-// held (the bridge's no more once frozen), and the bridge lists it every
-// few seconds and passes back what it listed the lag before.
+// texts are read or not, beside a log growing at a steady pace or at
+// random, with nothing else growing, beside another such bridge, or
+// adding entries of its own that fill its pauses. Here contextd's MCP list
+// is modelled: each list of it (a host's every 5 s, each bridge's every
+// few seconds) shows the log's and the bridges' entries unless some
+// server is held (a bridge's no more once frozen), and a bridge passes
+// back what it listed the lag before.
 func TestABridgePassingBackLateIsFrozen(t *testing.T) {
 	const runFor = 35 * time.Minute
+	type bridge struct {
+		lag  time.Duration
+		poll int // seconds between its lists of contextd
+		own  int // seconds between entries of its own; 0: none
+	}
 	for _, tc := range []struct {
 		name    string
-		lag     time.Duration
-		poll    int  // seconds between the bridge's lists of contextd
-		log     bool // a log beside it grows every 5 s
+		bridges []bridge
+		log     int  // seconds between the entries of a log beside; 0: none
+		random  bool // the log's gaps are drawn at random, log seconds on average
 		content int  // ctxsync.Options.ContentMaxResources
-		own     int  // seconds between entries of the bridge's own; 0: none
 	}{
-		{"45 s late beside a log", 45 * time.Second, 7, true, 0, 0},
-		{"90 s late beside a log", 90 * time.Second, 3, true, 0, 0},
-		{"90 s late beside a log, texts not read", 90 * time.Second, 10, true, -1, 0},
-		{"3 min late beside a log", 3 * time.Minute, 7, true, 0, 0},
-		{"60 s late, nothing else growing", time.Minute, 7, false, -1, 0},
-		{"at once, adding its own every 10 s, texts not read", 0, 2, true, -1, 10},
+		{"45 s late beside a log", []bridge{{45 * time.Second, 7, 0}}, 5, false, 0},
+		{"90 s late beside a log", []bridge{{90 * time.Second, 3, 0}}, 5, false, 0},
+		{"90 s late beside a log, texts not read", []bridge{{90 * time.Second, 10, 0}}, 5, false, -1},
+		{"3 min late beside a log", []bridge{{3 * time.Minute, 7, 0}}, 5, false, 0},
+		{"60 s late, nothing else growing", []bridge{{time.Minute, 7, 0}}, 0, false, -1},
+		{"2 min late, nothing else growing", []bridge{{2 * time.Minute, 2, 0}}, 0, false, 0},
+		{"90 s late, nothing else growing, texts not read", []bridge{{90 * time.Second, 2, 0}}, 0, false, -1},
+		{"at once, adding its own every 10 s, texts not read", []bridge{{0, 2, 10}}, 5, false, -1},
+		{"45 s late, adding its own every 10 s", []bridge{{45 * time.Second, 2, 10}}, 5, false, 0},
+		{"90 s late beside a log growing at random", []bridge{{90 * time.Second, 2, 0}}, 8, true, 0},
+		{"two, 45 s and 90 s late, beside a log", []bridge{{45 * time.Second, 2, 0}, {90 * time.Second, 3, 0}}, 5, false, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -447,80 +459,127 @@ func TestABridgePassingBackLateIsFrozen(t *testing.T) {
 				ix := newIndex(t)
 				defer ix.Close()
 				lists := &mcp.ServedLists{}
-				srv := mcptest.NewServer(map[string]string{"hub://own/0": "the hub's own page\n"}, nil)
-				m := ctxsync.New(ctxsync.Options{Server: "hub", Served: lists, Index: ix, ContentMaxResources: tc.content, Dial: mcptest.Dial(t, "hub", srv)})
-				start(t, m)
-				<-m.Ready()
-				synctest.Wait()
 				type listed struct {
 					at time.Time
 					n  int
 				}
+				type running struct {
+					bridge
+					name     string
+					srv      *mcpsdk.Server
+					n, mine  int // entries passed back, and its own
+					shown    int // of them on contextd's list
+					frozenAt time.Duration
+					nAtFroze int
+				}
+				bs := make([]*running, len(tc.bridges))
+				for i, b := range tc.bridges {
+					r := &running{bridge: b, name: fmt.Sprintf("hub%d", i)}
+					r.srv = mcptest.NewServer(map[string]string{r.name + "://own/0": "the hub's own page\n"}, nil)
+					m := ctxsync.New(ctxsync.Options{Server: r.name, Served: lists, Index: ix, ContentMaxResources: tc.content, Dial: mcptest.Dial(t, r.name, r.srv)})
+					start(t, m)
+					<-m.Ready()
+					bs[i] = r
+				}
+				synctest.Wait()
+				add := func(r *running, uri, text string) {
+					r.srv.AddResource(&mcpsdk.Resource{URI: uri, Name: uri}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+						return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, Text: text}}}, nil
+					})
+				}
 				var (
-					shown      []listed // contextd's MCP list's length, each 5 s
-					logN       = 10     // another server's entries
-					shownLog   = 0
-					shownHub   = 0
-					hubN       = 0 // the bridge's entries passed back
-					own        = 0 // and its own
-					frozenAt   time.Duration
-					hubAtFroze int
+					shown    []listed // contextd's MCP list's length, each second
+					logN     = 10     // the log's entries
+					shownLog = 0
+					nextLog  = time.Duration(tc.log) * time.Second
 				)
+				rnd := rand.New(rand.NewPCG(uint64(len(tc.name)), 14))
+				total := func() int {
+					n := shownLog
+					for _, r := range bs {
+						n += r.shown
+					}
+					return n
+				}
+				list := func() { // a list of contextd
+					lists.NoteListed()
+					if lists.Quiet() {
+						return
+					}
+					was := total()
+					shownLog = logN
+					for _, r := range bs {
+						if !lists.Frozen(r.name) {
+							r.shown = r.n + r.mine
+						}
+					}
+					lists.NoteAdded(total() - was)
+				}
 				t0 := time.Now()
 				for sec := 1; time.Since(t0) < runFor; sec++ {
 					time.Sleep(time.Second)
-					if tc.log && sec%5 == 0 {
+					if tc.log > 0 && time.Since(t0) >= nextLog {
 						logN++
+						gap := time.Duration(tc.log) * time.Second
+						if tc.random {
+							gap = time.Duration(rnd.ExpFloat64() * float64(gap))
+						}
+						nextLog += gap
 					}
 					if sec%5 == 0 { // a host lists contextd
-						lists.NoteListed()
+						list()
 					}
-					if tc.own > 0 && sec%tc.own == 0 {
-						own++
-						uri := fmt.Sprintf("hub://own/%d", own)
-						srv.AddResource(&mcpsdk.Resource{URI: uri, Name: uri}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
-							return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, Text: fmt.Sprintf("the bridge's own note %s, new each time\n", uri)}}}, nil
-						})
-					}
-					if !lists.Quiet() {
-						shownLog = logN
-						if !lists.Frozen("hub") {
-							shownHub = hubN + own
+					for _, r := range bs {
+						if r.own > 0 && sec%r.own == 0 {
+							r.mine++
+							uri := fmt.Sprintf("%s://own/%d", r.name, r.mine)
+							add(r, uri, fmt.Sprintf("the bridge's own note %s, new each time\n", uri))
 						}
 					}
-					shown = append(shown, listed{time.Now(), shownLog + shownHub})
-					if sec%tc.poll != 0 {
+					for _, r := range bs {
+						if sec%r.poll != 0 {
+							continue
+						}
+						list()
+						then := 0 // what contextd listed the lag before
+						for _, l := range shown {
+							if l.at.After(time.Now().Add(-r.lag)) {
+								break
+							}
+							then = l.n
+						}
+						for ; r.n < then; r.n++ {
+							uri := fmt.Sprintf("%s://up/%d", r.name, r.n)
+							add(r, uri, fmt.Sprintf("a page made up about %s, new each time\n", uri))
+						}
+					}
+					shown = append(shown, listed{time.Now(), total()})
+					synctest.Wait()
+					for _, r := range bs {
+						if r.frozenAt == 0 && lists.Frozen(r.name) {
+							r.frozenAt, r.nAtFroze = time.Since(t0), r.n
+						}
+					}
+				}
+				for _, r := range bs {
+					if r.frozenAt == 0 {
+						t.Errorf("%s not frozen in %v: it passed back %d entries", r.name, runFor, r.n)
 						continue
 					}
-					lists.NoteListed() // the bridge lists contextd
-					then := 0          // what contextd listed the lag before
-					for _, l := range shown {
-						if l.at.After(time.Now().Add(-tc.lag)) {
-							break
+					// Frozen, it grows by what contextd lists of others
+					// at most: the log's entries, and another bridge's
+					// until that is frozen.
+					most := logN + 30
+					for _, o := range bs {
+						if o != r {
+							most += o.nAtFroze
 						}
-						then = l.n
 					}
-					for ; hubN < then; hubN++ {
-						uri := fmt.Sprintf("hub://up/%d", hubN)
-						srv.AddResource(&mcpsdk.Resource{URI: uri, Name: uri}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
-							return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, Text: fmt.Sprintf("a page made up about %s, new each time\n", uri)}}}, nil
-						})
+					if grown := r.n - r.nAtFroze; grown > most {
+						t.Errorf("%s frozen at %v with %d entries, it grew by %d after; want %d at most", r.name, r.frozenAt.Round(time.Second), r.nAtFroze, grown, most)
 					}
-					synctest.Wait()
-					if frozenAt == 0 && lists.Frozen("hub") {
-						frozenAt, hubAtFroze = time.Since(t0), hubN
-					}
+					t.Logf("%s frozen at %v with %d entries passed back; %d at %v", r.name, r.frozenAt.Round(time.Second), r.nAtFroze, r.n, runFor)
 				}
-				if frozenAt == 0 {
-					t.Fatalf("not frozen in %v: it passed back %d entries", runFor, hubN)
-				}
-				// Frozen, it grows by the log's entries at most (a bridge
-				// passing back what contextd lists of others).
-				most := int((runFor-frozenAt)/(5*time.Second)) + 30
-				if grown := hubN - hubAtFroze; grown > most {
-					t.Errorf("frozen at %v with %d entries, it grew by %d after; want %d at most", frozenAt.Round(time.Second), hubAtFroze, grown, most)
-				}
-				t.Logf("frozen at %v with %d entries passed back; %d at %v", frozenAt.Round(time.Second), hubAtFroze, hubN, runFor)
 			})
 		})
 	}
@@ -543,11 +602,15 @@ func TestABatchAtASteadyPaceIsSeldomHeld(t *testing.T) {
 					start(t, m)
 					<-m.Ready()
 					synctest.Wait()
-					held, n := 0, 0
+					held, n, shown := 0, 0, 0
 					const hours = 2
 					for sec := 1; sec <= hours*3600; sec++ {
 						time.Sleep(time.Second)
 						lists.NoteListed() // a host lists contextd each second
+						if !lists.Quiet() {
+							lists.NoteAdded(n - shown)
+							shown = n
+						}
 						if sec%int(every/time.Second) == 0 {
 							for range 3 {
 								uri := fmt.Sprintf("ci://build/%d", n)
