@@ -2010,9 +2010,7 @@ func (r *readsBack) noteListed(items []resource.Descriptor) (grown int) {
 //     (its own growth may fill that pause), and grows a lag after the
 //     list grew again by what it listed then. The first echo in a row
 //     tells the lag, and the server is held again as long; those after
-//     count if they keep to it (growthLagOff more or less). Its first
-//     pause of half a hold or more since the hold that echoes nothing
-//     lets a server still through the hold's second half be.
+//     count if they keep to it (growthLagOff more or less).
 //
 // Found so, it is held again, twice as long each time: growthTrials
 // times in a row, and it is frozen (contextd's MCP server lists no more
@@ -2041,9 +2039,11 @@ type growthWatch struct {
 	most   int              // the most one list added while held
 	held   [2][2]time.Time  // the last two holds in a row, when each began and ended; newest last
 	lag    time.Duration    // from a hold's end to its echo, the first in a row
-	cool   time.Time        // no watching before then
-	trials int              // holds it grew again promptly after, in a row
-	frozen int              // times it was frozen
+	// lagBurst is set when a burst (not a pause) told lag.
+	lagBurst bool
+	cool     time.Time // no watching before then
+	trials   int       // holds it grew again promptly after, in a row
+	frozen   int       // times it was frozen
 }
 
 // A growthAt is a list that grew: when it began, and by how many.
@@ -2149,7 +2149,7 @@ func (m *Mirror) watchGrowth(from time.Time, added int) {
 	calm := func() {
 		// Let be growthCool from the hold's end, however long an echo
 		// was waited for.
-		w.phase, w.recent, w.trials, w.lag, w.cool = growthWatching, 0, 0, 0, w.until.Add(growthCool)
+		w.phase, w.recent, w.trials, w.lag, w.lagBurst, w.cool = growthWatching, 0, 0, 0, false, w.until.Add(growthCool)
 		w.held = [2][2]time.Time{}
 	}
 	// trial counts a hold the server grew with what contextd listed
@@ -2215,11 +2215,12 @@ func (m *Mirror) watchGrowth(from time.Time, added int) {
 		return
 	}
 	if added > 0 && served {
-		if lag, found, ok := w.echo(m.opts.Served, from.Add(-paused), from, added); ok {
-			if w.lag == 0 {
-				// The first echo in a row tells the lag; those after
-				// must keep to it to count.
-				w.lag = max(lag, time.Nanosecond)
+		if lag, found, pause, ok := w.echo(m.opts.Served, from.Add(-paused), from, added); ok {
+			if w.lag == 0 || !w.keeps(lag) {
+				// The first echo in a row tells the lag (a pause may
+				// tell it anew after a burst); those after must keep to
+				// it to count.
+				w.lag, w.lagBurst = max(lag, time.Nanosecond), !pause
 				hold()
 				m.log.Info("the server's list "+found+": it is held again, to see whether it echoes it as late again", "paused", paused.Round(time.Second), "lag", lag.Round(time.Second), "added", added, "hold", w.length)
 				return
@@ -2228,20 +2229,15 @@ func (m *Mirror) watchGrowth(from time.Time, added int) {
 			return
 		}
 	}
-	switch {
-	case added > 0 && !w.grew && paused >= w.shortest()/2:
-		// Its first long pause since the hold did not echo it: a server
-		// still through the hold that grows on its own.
-		calm()
-		m.log.Info("the server's list did not grow again at once when contextd's MCP server listed more, nor pause as long as contextd's list was still: it is not watched for a while", "for", growthCool, "paused", paused.Round(time.Second), "after", since.Round(time.Second), "added", added)
-	case since > growthEchoWithin:
+	// However it paused meanwhile (a bridge lagging more than its pace
+	// first passes back what contextd listed before the list went still),
+	// it echoed nothing within growthEchoWithin: it grows on its own.
+	if since > growthEchoWithin {
 		calm()
 		if w.grew {
 			w.frozen = 0 // grown on its own: a freeze before was a mistake
-			m.log.Info("the server's list grew while contextd's MCP server listed nothing new, and did not echo contextd's still list after: it grows on its own, and is not watched for a while", "for", growthCool, "after", since.Round(time.Second))
-			return
 		}
-		m.log.Info("the server's list did not grow again after contextd's MCP server listed more: it is not watched for a while", "for", growthCool, "after", since.Round(time.Second))
+		m.log.Info("the server's list did not echo contextd's still list within a while after the hold: it grows on its own, and is not watched for a while", "for", growthCool, "after", since.Round(time.Second), "grew_while_held", w.grew)
 	}
 }
 
@@ -2262,8 +2258,9 @@ func (m *Mirror) watchGrowth(from time.Time, added int) {
 //     half as fast in the lag after the list went still as before.
 //
 // Once a row's lag is known (w.lag), the echo must keep to it
-// (growthLagOff more or less). found says which it was, for the log.
-func (w *growthWatch) echo(lists *mcp.ServedLists, a, b time.Time, added int) (lag time.Duration, found string, ok bool) {
+// (growthLagOff more or less), save a pause after a burst told it. found
+// says which it was, for the log, and pause whether a pause.
+func (w *growthWatch) echo(lists *mcp.ServedLists, a, b time.Time, added int) (lag time.Duration, found string, pause, ok bool) {
 	tol := max(growthLagOff, w.pace/8)
 	for _, h := range []([2]time.Time){w.held[1], w.held[0]} {
 		if h[0].IsZero() {
@@ -2274,25 +2271,31 @@ func (w *growthWatch) echo(lists *mcp.ServedLists, a, b time.Time, added int) (l
 			continue
 		}
 		lag = b.Sub(next.At)
-		if lag <= 0 || lag > growthEchoWithin || w.lag != 0 && !w.keeps(lag) {
+		if lag <= 0 || lag > growthEchoWithin {
 			continue
 		}
 		still, paused := next.At.Sub(last.At), b.Sub(a)
 		if still < w.shortest()/2 {
 			continue // grown while held: a list kept still too long
 		}
-		if added >= 2 && !a.IsZero() && paused >= still-tol && paused <= still+tol {
-			return lag, "paused as long as contextd's MCP server listed nothing new, a lag later, and grew by what it listed after", true
+		// A pause as long, begun a lag after, may tell the lag anew if a
+		// burst told it before (the burst may have been another's echo).
+		keeps := w.lag == 0 || w.keeps(lag)
+		if added >= 2 && !a.IsZero() && paused >= still-tol && paused <= still+tol && (keeps || w.lagBurst) {
+			return lag, "paused as long as contextd's MCP server listed nothing new, a lag later, and grew by what it listed after", true, true
+		}
+		if !keeps {
+			continue
 		}
 		// Its own growth fills the pause: what it grew by in the lag
 		// after contextd was still must be half at most of what it grew by
 		// as long before.
 		quiet, before := w.grownIn(last.At.Add(lag+tol), b), w.grownIn(last.At.Add(lag-still), last.At.Add(lag))
 		if added >= 4 && 2*added >= next.Added && added <= 2*next.Added+4 && 2*quiet < added && 2*quiet <= before {
-			return lag, "grew, a lag after contextd's MCP server listed four or more at once after listing nothing new, by about as many, after growing less than half as fast as before", true
+			return lag, "grew, a lag after contextd's MCP server listed four or more at once after listing nothing new, by about as many, after growing less than half as fast as before", false, true
 		}
 	}
-	return 0, "", false
+	return 0, "", false, false
 }
 
 // burst reports whether a list that added added entries grew by more
