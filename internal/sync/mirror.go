@@ -1851,10 +1851,7 @@ func (m *Mirror) readHint(ctx context.Context, sess *mcp.Session, uri string) ([
 	}
 	k := resource.Key{Server: m.opts.Server, URI: uri}
 	c := m.opts.Served.ServedBack(k, cs)
-	if c.Own && !c.Equal {
-		// A page holding one of the server's own before it, a line or
-		// more added (a log, a changelog), is its own, whoever passed
-		// that page back meanwhile.
+	if c.Own && !c.Equal && m.extendsOwn(c) {
 		c = mcp.Copy{}
 	}
 	m.opts.Served.NoteCopy(k, len(c.Of) > 0)
@@ -1884,6 +1881,24 @@ func (m *Mirror) readHint(ctx context.Context, sess *mcp.Session, uri string) ([
 		m.log.Debug("a copy of a resource this contextd served", "uri", uri, "near", c.Near, "short", c.Short)
 	}
 	return cs, hint, nil
+}
+
+// extendsOwn reports whether a copy that holds its text with lines added
+// or rewritten (not Equal) holds one of the server's own pages that is
+// no copy, and of other servers' pages only copies: a log or a changelog
+// whose page holds the page before it, whoever passed that page back
+// meanwhile. A bridge adding a line to what it passes back holds its own
+// copy a level up, or another server's page beside its own.
+func (m *Mirror) extendsOwn(c mcp.Copy) bool {
+	original := false
+	for _, o := range c.Of {
+		copied := m.opts.Served.IsCopy(o)
+		if o.Server != m.opts.Server && !copied {
+			return false
+		}
+		original = original || o.Server == m.opts.Server && !copied
+	}
+	return original
 }
 
 // The kinds of copy (see mcp.ServedLists.ServedBack).
@@ -1999,7 +2014,9 @@ func (r *readsBack) noteListed(items []resource.Descriptor) (grown int) {
 //     so not checked, is held twice as long from the first); or
 //   - it grew in the hold's second half and grows within growthRegrow of
 //     its end by more than twice what it added in one list before (see
-//     burst): a bridge growing on its own beside as it passes back; or
+//     burst): a bridge growing on its own beside as it passes back (these
+//     two only while no echo in the row told a longer lag: such a bridge
+//     cannot grow again at once); or
 //   - it echoes contextd's list still around the hold or the one before
 //     it in a row, a lag later (see echo), within growthEchoWithin of
 //     the hold's end, after contextd listed a page. A bridge passing
@@ -2205,10 +2222,12 @@ func (m *Mirror) watchGrowth(from time.Time, added int) {
 	}
 	since := now.Sub(w.until)
 	switch {
-	case !w.grew && added > 0 && served && since <= w.window:
+	// Growing again at once says nothing of a server whose echoes told a
+	// lag: a bridge passing back that late cannot.
+	case w.lag <= w.window && !w.grew && added > 0 && served && since <= w.window:
 		trial("stopped growing while contextd's MCP server listed nothing new, and grew again as soon as it listed more", "after", since.Round(time.Second), "added", added)
 		return
-	case w.grew && served && since <= w.window && w.burst(added):
+	case w.lag <= w.window && w.grew && served && since <= w.window && w.burst(added):
 		// Growing on its own through the hold, and passing back at once
 		// what contextd listed as it ended.
 		trial("grew as soon as contextd's MCP server listed more by more than twice what it added in any one list before", "after", since.Round(time.Second), "added", added)

@@ -196,6 +196,84 @@ func TestABridgeRenamingWhatItPassesOnIsKnownByItsReads(t *testing.T) {
 	}
 }
 
+// A page holding one of its server's own before it with lines added is
+// the server's own (a log, a changelog), however a bridge passed that
+// page back; but not when the page it holds was itself a copy (a bridge
+// adding a line to what it passes back, one level up each time), nor
+// when it also holds another server's page that is no copy (a bridge
+// putting its own line in front of what it passes back).
+func TestOwnPagesWithLinesAddedAreOwnUnlessCopied(t *testing.T) {
+	page := func(i int) string {
+		return fmt.Sprintf("page %d on postgres vacuum tuning, autovacuum settings and index bloat, with the runbook steps\n", i)
+	}
+	const line = "passed on by the hub, read 1764864000\n"
+	const own = "the hub's own note on its deployment pipeline and its release calendar, week 48\n"
+	for _, c := range []struct {
+		name     string
+		texts    []string             // the server's entries, listed in this order
+		served   func(i int) []served // what contextd served before entry i was read
+		withheld bool
+	}{
+		{"a log adding a line a page", []string{page(0), page(0) + line, page(0) + line + line, page(0) + line + line + line}, func(i int) []served {
+			return []served{{"bridge", i - 1}} // a host read the page before through contextd
+		}, false},
+		{"a bridge adding a line at each level", []string{page(0) + line, page(0) + line + line, page(0) + line + line + line}, func(i int) []served {
+			if i == 0 {
+				return []served{{"docs", 0}}
+			}
+			return []served{{"bridge", i - 1}} // it read the level below through contextd
+		}, true},
+		{"a bridge putting its own line in front", []string{own, own + page(1), own + page(2), own + page(3)}, func(i int) []served {
+			return []served{{"bridge", 0}, {"docs", i}}
+		}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ix := newIndex(t)
+				defer ix.Close()
+				lists := &mcp.ServedLists{}
+				srv := mcptest.NewServer(nil, nil)
+				key := func(sv served) (resource.Key, string) {
+					if sv.server == "docs" {
+						return resource.Key{Server: "docs", URI: fmt.Sprintf("doc://%d", sv.i)}, page(sv.i)
+					}
+					return resource.Key{Server: "bridge", URI: fmt.Sprintf("hub://up/%d", sv.i)}, c.texts[sv.i]
+				}
+				m := ctxsync.New(ctxsync.Options{Server: "bridge", Served: lists, Index: ix, Dial: mcptest.Dial(t, "bridge", srv)})
+				start(t, m)
+				<-m.Ready()
+				for i, text := range c.texts {
+					for _, sv := range c.served(i) {
+						if sv.i >= 0 {
+							k, t := key(sv)
+							lists.NoteRead(k, []resource.Content{{Text: t}})
+						}
+					}
+					uri := fmt.Sprintf("hub://up/%d", i)
+					srv.AddResource(&mcpsdk.Resource{URI: uri, Name: uri, MIMEType: "text/plain"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+						return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: text}}}, nil
+					})
+					// The content pass reads it before the next comes.
+					for range 20 {
+						time.Sleep(time.Second)
+						synctest.Wait()
+					}
+				}
+				if lists.Withheld("bridge") != c.withheld {
+					t.Errorf("withheld %v (%d copies); want %v", lists.Withheld("bridge"), lists.CopyCount("bridge"), c.withheld)
+				}
+			})
+		})
+	}
+}
+
+// A served read in TestOwnPagesWithLinesAddedAreOwnUnlessCopied: entry i
+// of server (docs, or the bridge itself).
+type served struct {
+	server string
+	i      int
+}
+
 // A bridge passing back texts under mcp.MinDigestBytes (short notes)
 // passes back copies no digest of 64 bytes tells: they stay mirrored, but
 // eight that copy other servers' notes withhold it. An honest server with
