@@ -1851,7 +1851,10 @@ func (m *Mirror) readHint(ctx context.Context, sess *mcp.Session, uri string) ([
 	}
 	k := resource.Key{Server: m.opts.Server, URI: uri}
 	c := m.opts.Served.ServedBack(k, cs)
-	if c.Own && !c.Equal && m.extendsOwn(c) {
+	if c.Own && (c.Near || !c.Equal && m.extendsOwn(c)) {
+		// A page holding one of the server's own before it rewritten
+		// or with lines added (a log, a changelog) is its own, whoever
+		// passed that page back meanwhile (see extendsOwn).
 		c = mcp.Copy{}
 	}
 	m.opts.Served.NoteCopy(k, len(c.Of) > 0)
@@ -1884,11 +1887,15 @@ func (m *Mirror) readHint(ctx context.Context, sess *mcp.Session, uri string) ([
 }
 
 // extendsOwn reports whether a copy that holds its text with lines added
-// or rewritten (not Equal) holds one of the server's own pages that is
-// no copy, and of other servers' pages only copies: a log or a changelog
-// whose page holds the page before it, whoever passed that page back
-// meanwhile. A bridge adding a line to what it passes back holds its own
-// copy a level up, or another server's page beside its own.
+// (not Equal) holds one of the server's own pages that is no copy, and
+// of other servers' pages only copies: a log or a changelog whose page
+// holds the page before it, whoever passed that page back meanwhile. A
+// bridge adding a line to what it passes back holds its own copy a level
+// up, or another server's page beside its own. (A near copy of an own
+// page is the server's own whatever else it holds: a rewriting bridge's
+// copy of a log page may not be known as a copy yet when the log's next
+// page is read, and that page, taken for a copy, would make the next
+// one too.)
 func (m *Mirror) extendsOwn(c mcp.Copy) bool {
 	original := false
 	for _, o := range c.Of {
