@@ -2273,8 +2273,8 @@ func (m *Mirror) watchGrowth(from time.Time, added int) {
 // (from when contextd's list grew again to b): a bridge passing back what
 // contextd lists, lag late, grows a lag after each time contextd's list
 // grew, so
-//   - it pauses as long as contextd's list was still (growthLagOff or a
-//     quarter of its pace more or less: it lists contextd every few
+//   - it pauses as long as contextd's list was still (growthLagOff or an
+//     eighth of its pace more or less: it lists contextd every few
 //     seconds), its last growth before a lag after contextd's, and grows
 //     again by more than one entry (what contextd listed at once as the
 //     hold ended); or
@@ -2302,7 +2302,7 @@ func (w *growthWatch) echo(lists *mcp.ServedLists, a, b time.Time, added int) (l
 		}
 		still, paused := next.At.Sub(last.At), b.Sub(a)
 		if still < w.shortest()/2 {
-			continue // grown while held: a list kept still too long
+			continue // the list grew while held (entries that waited too long)
 		}
 		// A pause as long, begun a lag after, may tell the lag anew if a
 		// burst told it before (the burst may have been another's echo).
