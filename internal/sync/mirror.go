@@ -2061,13 +2061,21 @@ type growthWatch struct {
 	growth []growthAt       // the last lists that grew, at most growthKept, oldest first
 	size   int              // their median when first held
 	most   int              // the most one list added while held
-	held   [2][2]time.Time  // the last two holds in a row, when each began and ended; newest last
+	held   [2]heldSpan      // the last two holds in a row, newest last
 	lag    time.Duration    // from a hold's end to its echo, the first in a row
 	// lagBurst is set when a burst (not a pause) told lag.
 	lagBurst bool
 	cool     time.Time // no watching before then
 	trials   int       // holds it grew again promptly after, in a row
 	frozen   int       // times it was frozen
+}
+
+// A heldSpan is one hold of a server: when it began and ended (later
+// than it was to if another server's hold kept contextd's list still
+// longer), and how long it was to last.
+type heldSpan struct {
+	start, end time.Time
+	length     time.Duration
 }
 
 // A growthAt is a list that grew: when it began, and by how many.
@@ -2174,7 +2182,7 @@ func (m *Mirror) watchGrowth(from time.Time, added int) {
 		// Let be growthCool from the hold's end, however long an echo
 		// was waited for.
 		w.phase, w.recent, w.trials, w.lag, w.lagBurst, w.cool = growthWatching, 0, 0, 0, false, w.until.Add(growthCool)
-		w.held = [2][2]time.Time{}
+		w.held = [2]heldSpan{}
 	}
 	// trial counts a hold the server grew with what contextd listed
 	// after (found, with args for the log): held again, longer, or frozen
@@ -2208,7 +2216,7 @@ func (m *Mirror) watchGrowth(from time.Time, added int) {
 		}
 		if bits.OnesCount8(w.recent&(1<<growthLists-1)) >= growthStreak {
 			hold()
-			m.log.Info("the server's list grew at most of its last lists, each after contextd's MCP server listed a page: contextd's MCP server lists nothing new for a while, to see whether it grows on its own", "hold", growthHold)
+			m.log.Info("the server's list grew at most of its last lists, each after contextd's MCP server listed a page: contextd's MCP server lists nothing new for a while, to see whether it grows on its own", "hold", w.length)
 		}
 		return
 	case growthHeld:
@@ -2222,7 +2230,7 @@ func (m *Mirror) watchGrowth(from time.Time, added int) {
 			return
 		}
 		w.phase = growthReleased // since w.until; this list is the first after
-		w.held[0], w.held[1] = w.held[1], [2]time.Time{w.start, w.until}
+		w.held[0], w.held[1] = w.held[1], heldSpan{w.start, w.until, w.length}
 	}
 	if w.phase != growthReleased {
 		return
@@ -2287,41 +2295,105 @@ func (m *Mirror) watchGrowth(from time.Time, added int) {
 // (growthLagOff more or less), save a pause after a burst told it. found
 // says which it was, for the log, and pause whether a pause.
 func (w *growthWatch) echo(lists *mcp.ServedLists, a, b time.Time, added int) (lag time.Duration, found string, pause, ok bool) {
+	const (
+		pauseFound = "paused as long as contextd's MCP server listed nothing new, a lag later, and grew by what it listed after"
+		burstFound = "grew, a lag after contextd's MCP server listed four or more at once after listing nothing new, by about as many, after growing less than half as fast as before"
+	)
 	tol := max(growthLagOff, w.pace/8)
-	for _, h := range []([2]time.Time){w.held[1], w.held[0]} {
-		if h[0].IsZero() {
+	var seen []heard
+	for _, h := range []heldSpan{w.held[1], w.held[0]} {
+		if h.start.IsZero() {
 			continue
 		}
-		last, next, known := lists.Stillness(h[1])
+		last, next, known := lists.Stillness(h.end)
 		if !known {
 			continue
 		}
-		lag = b.Sub(next.At)
+		lag := b.Sub(next.At)
 		if lag <= 0 || lag > growthEchoWithin {
 			continue
 		}
-		still, paused := next.At.Sub(last.At), b.Sub(a)
-		if still < w.shortest()/2 {
+		if next.At.Sub(last.At) < w.shortest()/2 {
 			continue // the list grew while held (entries that waited too long)
 		}
-		// A pause as long, begun a lag after, may tell the lag anew if a
-		// burst told it before (the burst may have been another's echo).
-		keeps := w.lag == 0 || w.keeps(lag)
-		if added >= 2 && !a.IsZero() && paused >= still-tol && paused <= still+tol && (keeps || w.lagBurst) {
-			return lag, "paused as long as contextd's MCP server listed nothing new, a lag later, and grew by what it listed after", true, true
+		seen = append(seen, heard{lag: lag, last: last, next: next})
+	}
+	// A pause tells more than a burst: the pause first, on either hold.
+	// Holds in a row as long may both fit it, lags a hold apart. The one
+	// keeping to the row's lag counts; else one whose lag the server's
+	// growth did not belie (at that lag it grew while it would have
+	// paused for the other hold); else one past the regrow window (a
+	// bridge passing back sooner grows again at once, see watchGrowth);
+	// the newer first. A pause as long, begun a lag after, may tell the
+	// lag anew if a burst told it before (the burst may have been
+	// another's echo).
+	paused := b.Sub(a)
+	rank := func(e heard) int {
+		switch {
+		case w.lag != 0 && w.keeps(e.lag):
+			return 0
+		case w.belied(seen, e, tol, b):
+			return 3
+		case e.lag > w.window:
+			return 1
 		}
-		if !keeps {
+		return 2
+	}
+	best, bestRank := -1, 0
+	if added >= 2 && !a.IsZero() {
+		for i, e := range seen {
+			still := e.next.At.Sub(e.last.At)
+			if paused < still-tol || paused > still+tol || w.lag != 0 && !w.keeps(e.lag) && !w.lagBurst {
+				continue
+			}
+			if r := rank(e); best < 0 || r < bestRank {
+				best, bestRank = i, r
+			}
+		}
+	}
+	if best >= 0 {
+		return seen[best].lag, pauseFound, true, true
+	}
+	for _, e := range seen {
+		if w.lag != 0 && !w.keeps(e.lag) {
 			continue
 		}
 		// Its own growth fills the pause: what it grew by in the lag
 		// after contextd was still must be half at most of what it grew by
 		// as long before.
-		quiet, before := w.grownIn(last.At.Add(lag+tol), b), w.grownIn(last.At.Add(lag-still), last.At.Add(lag))
-		if added >= 4 && 2*added >= next.Added && added <= 2*next.Added+4 && 2*quiet < added && 2*quiet <= before {
-			return lag, "grew, a lag after contextd's MCP server listed four or more at once after listing nothing new, by about as many, after growing less than half as fast as before", false, true
+		still := e.next.At.Sub(e.last.At)
+		quiet, before := w.grownIn(e.last.At.Add(e.lag+tol), b), w.grownIn(e.last.At.Add(e.lag-still), e.last.At.Add(e.lag))
+		if added >= 4 && 2*added >= e.next.Added && added <= 2*e.next.Added+4 && 2*quiet < added && 2*quiet <= before {
+			return e.lag, burstFound, false, true
 		}
 	}
 	return 0, "", false, false
+}
+
+// A heard is a stillness of contextd's MCP list around a hold, and the
+// lag a list growing after it would echo it at.
+type heard struct {
+	lag        time.Duration
+	last, next mcp.ListGrowth
+}
+
+// belied reports whether the server's growth before b belies the lag e
+// tells: at e.lag, it would have paused through another stillness in
+// seen (tol short of each end), and it grew then.
+func (w *growthWatch) belied(seen []heard, e heard, tol time.Duration, b time.Time) bool {
+	for _, o := range seen {
+		if o == e {
+			continue
+		}
+		from, to := o.last.At.Add(e.lag+tol), o.next.At.Add(e.lag-tol)
+		if to.After(b) {
+			to = b
+		}
+		if from.Before(to) && w.grownIn(from, to) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // burst reports whether a list that added added entries grew by more
@@ -2350,11 +2422,13 @@ func (w *growthWatch) grownIn(a, b time.Time) int {
 	return n
 }
 
-// shortest returns the shorter of the last two holds in a row.
+// shortest returns how long the shorter of the last two holds in a row
+// was to last: another server's holds may have kept the server held
+// longer, while contextd's list grew between them.
 func (w *growthWatch) shortest() time.Duration {
-	q := w.held[1][1].Sub(w.held[1][0])
-	if h := w.held[0]; !h[0].IsZero() {
-		q = min(q, h[1].Sub(h[0]))
+	q := w.held[1].length
+	if h := w.held[0]; !h.start.IsZero() {
+		q = min(q, h.length)
 	}
 	return q
 }

@@ -511,6 +511,9 @@ func TestABridgePassingBackLateIsFrozen(t *testing.T) {
 		lag  time.Duration
 		poll int // seconds between its lists of contextd
 		own  int // seconds between entries of its own; 0: none
+		// unread: its texts are not read (ContentMaxResources -1),
+		// whatever the case's content.
+		unread bool
 	}
 	for _, tc := range []struct {
 		name    string
@@ -519,17 +522,20 @@ func TestABridgePassingBackLateIsFrozen(t *testing.T) {
 		random  bool // the log's gaps are drawn at random, log seconds on average
 		content int  // ctxsync.Options.ContentMaxResources
 	}{
-		{"45 s late beside a log", []bridge{{45 * time.Second, 7, 0}}, 5, false, 0},
-		{"90 s late beside a log", []bridge{{90 * time.Second, 3, 0}}, 5, false, 0},
-		{"90 s late beside a log, texts not read", []bridge{{90 * time.Second, 10, 0}}, 5, false, -1},
-		{"3 min late beside a log", []bridge{{3 * time.Minute, 7, 0}}, 5, false, 0},
-		{"60 s late, nothing else growing", []bridge{{time.Minute, 7, 0}}, 0, false, -1},
-		{"2 min late, nothing else growing", []bridge{{2 * time.Minute, 2, 0}}, 0, false, 0},
-		{"90 s late, nothing else growing, texts not read", []bridge{{90 * time.Second, 2, 0}}, 0, false, -1},
-		{"at once, adding its own every 10 s, texts not read", []bridge{{0, 2, 10}}, 5, false, -1},
-		{"45 s late, adding its own every 10 s", []bridge{{45 * time.Second, 2, 10}}, 5, false, 0},
-		{"90 s late beside a log growing at random", []bridge{{90 * time.Second, 2, 0}}, 8, true, 0},
-		{"two, 45 s and 90 s late, beside a log", []bridge{{45 * time.Second, 5, 0}, {90 * time.Second, 7, 0}}, 5, false, 0},
+		{"45 s late beside a log", []bridge{{45 * time.Second, 7, 0, false}}, 5, false, 0},
+		{"90 s late beside a log", []bridge{{90 * time.Second, 3, 0, false}}, 5, false, 0},
+		{"90 s late beside a log, texts not read", []bridge{{90 * time.Second, 10, 0, false}}, 5, false, -1},
+		{"3 min late beside a log", []bridge{{3 * time.Minute, 7, 0, false}}, 5, false, 0},
+		{"60 s late, nothing else growing", []bridge{{time.Minute, 7, 0, false}}, 0, false, -1},
+		{"2 min late, nothing else growing", []bridge{{2 * time.Minute, 2, 0, false}}, 0, false, 0},
+		{"90 s late, nothing else growing, texts not read", []bridge{{90 * time.Second, 2, 0, false}}, 0, false, -1},
+		{"at once, adding its own every 10 s, texts not read", []bridge{{0, 2, 10, false}}, 5, false, -1},
+		{"45 s late, adding its own every 10 s", []bridge{{45 * time.Second, 2, 10, false}}, 5, false, 0},
+		{"90 s late beside a log growing at random", []bridge{{90 * time.Second, 2, 0, false}}, 8, true, 0},
+		{"two, 45 s and 90 s late, beside a log", []bridge{{45 * time.Second, 5, 0, false}, {90 * time.Second, 7, 0, false}}, 5, false, 0},
+		// The one not read is held through the other's holds in a row,
+		// contextd's list growing between them.
+		{"two, 45 s late not read and 90 s late, beside a log", []bridge{{45 * time.Second, 2, 0, true}, {90 * time.Second, 7, 0, false}}, 5, false, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -554,7 +560,11 @@ func TestABridgePassingBackLateIsFrozen(t *testing.T) {
 				for i, b := range tc.bridges {
 					r := &running{bridge: b, name: fmt.Sprintf("hub%d", i)}
 					r.srv = mcptest.NewServer(map[string]string{r.name + "://own/0": "the hub's own page\n"}, nil)
-					m := ctxsync.New(ctxsync.Options{Server: r.name, Served: lists, Index: ix, ContentMaxResources: tc.content, Dial: mcptest.Dial(t, r.name, r.srv)})
+					content := tc.content
+					if b.unread {
+						content = -1
+					}
+					m := ctxsync.New(ctxsync.Options{Server: r.name, Served: lists, Index: ix, ContentMaxResources: content, Dial: mcptest.Dial(t, r.name, r.srv)})
 					start(t, m)
 					<-m.Ready()
 					bs[i] = r
@@ -673,6 +683,104 @@ func TestABridgePassingBackLateIsFrozen(t *testing.T) {
 			})
 		})
 	}
+}
+
+// A bridge held while another server's holds in a row keep contextd's
+// list still (a few seconds of growth between them, which it passes back
+// during the next) stays held through them all: once they end, it echoes
+// the last stillness a lag later, shorter than half of all it was held
+// but as long as its own hold, and is held again, then frozen.
+func TestABridgeHeldThroughAnotherServersHoldsIsHeldAgain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ix := newIndex(t)
+		defer ix.Close()
+		lists := &mcp.ServedLists{}
+		srv := mcptest.NewServer(map[string]string{"hub://own/0": "the hub's own page\n"}, nil)
+		m := ctxsync.New(ctxsync.Options{Server: "hub", Served: lists, Index: ix, ContentMaxResources: -1, Dial: mcptest.Dial(t, "hub", srv)})
+		start(t, m)
+		<-m.Ready()
+		synctest.Wait()
+		const lag = 45 * time.Second
+		type listed struct {
+			at time.Time
+			n  int
+		}
+		var (
+			shown              []listed // contextd's MCP list's length, each second
+			logN, n            = 10, 0  // the log's entries, the bridge's
+			shownLog, shownHub int
+		)
+		list := func() { // a list of contextd
+			lists.NoteListed()
+			if lists.Quiet() {
+				return
+			}
+			was := shownLog + shownHub
+			shownLog = logN
+			if !lists.Frozen("hub") {
+				shownHub = n
+			}
+			lists.NoteAdded(shownLog + shownHub - was)
+		}
+		// The other server's holds: 60, 60, 120 and 120 s, 4 s apart, from
+		// 20 s after the bridge's first hold.
+		other := []time.Duration{time.Minute, time.Minute, 2 * time.Minute, 2 * time.Minute}
+		var firstHeld, nextHold, chainEnd, heldAgain, frozen time.Time
+		t0 := time.Now()
+		for sec := 1; time.Since(t0) < time.Hour && frozen.IsZero(); sec++ {
+			time.Sleep(time.Second)
+			now := time.Now()
+			if sec%5 == 0 {
+				logN++
+				list() // a host lists contextd
+			}
+			if len(other) > 0 && !nextHold.IsZero() && !now.Before(nextHold) {
+				lists.Hold("other", now.Add(other[0]))
+				nextHold = now.Add(other[0] + 4*time.Second)
+				if other = other[1:]; len(other) == 0 {
+					chainEnd = nextHold.Add(-4 * time.Second)
+				}
+			}
+			if sec%2 == 0 { // the bridge lists contextd, passes back what it listed lag before
+				list()
+				then := 0
+				for _, l := range shown {
+					if l.at.After(now.Add(-lag)) {
+						break
+					}
+					then = l.n
+				}
+				for ; n < then; n++ {
+					uri := fmt.Sprintf("hub://up/%d", n)
+					srv.AddResource(&mcpsdk.Resource{URI: uri, Name: uri}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+						return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, Text: ""}}}, nil
+					})
+				}
+			}
+			shown = append(shown, listed{now, shownLog + shownHub})
+			synctest.Wait()
+			switch held := lists.Held("hub"); {
+			case firstHeld.IsZero() && held:
+				firstHeld, nextHold = now, now.Add(20*time.Second)
+			case !chainEnd.IsZero() && now.After(chainEnd) && heldAgain.IsZero() && held:
+				heldAgain = now
+			}
+			if lists.Frozen("hub") {
+				frozen = now
+			}
+		}
+		if chainEnd.IsZero() {
+			t.Fatalf("never held in %v: the other server's holds never began", time.Since(t0))
+		}
+		t.Logf("held at %v, the other's holds over at %v, held again at %v, frozen at %v, %d entries passed back",
+			firstHeld.Sub(t0), chainEnd.Sub(t0), heldAgain.Sub(t0), frozen.Sub(t0), n)
+		if heldAgain.IsZero() || heldAgain.Sub(chainEnd) > 2*time.Minute {
+			t.Errorf("not held again within 2 minutes after the other server's holds ended (echoing the last stillness %v late)", lag)
+		}
+		if frozen.IsZero() || frozen.Sub(chainEnd) > 20*time.Minute {
+			t.Errorf("not frozen within 20 minutes after the other server's holds ended")
+		}
+	})
 }
 
 // An honest server adding a few entries at once at a steady pace (a CI
