@@ -44,7 +44,7 @@ func TestAnEchoFittingTwoHoldsTakesTheLagItsGrowthBears(t *testing.T) {
 					sleepTo(g.sec)
 					lists.NoteAdded(g.added)
 				}
-				w.held = [2]heldSpan{{at(1), at(61), time.Minute}, {at(64), at(124), time.Minute}}
+				w.held = [2]heldSpan{{at(1), at(61)}, {at(64), at(124)}}
 				sleepTo(tc.b)
 				lag, _, pause, ok := w.echo(lists, at(tc.grewTo), at(tc.b), 60)
 				if !ok || !pause {
@@ -56,28 +56,4 @@ func TestAnEchoFittingTwoHoldsTakesTheLagItsGrowthBears(t *testing.T) {
 			})
 		})
 	}
-}
-
-// Held through another server's holds in a row, a server's hold is
-// longer than it was to be: the stillness its echo fits need only be as
-// long as half its own hold.
-func TestAnEchoOfAHoldExtendedByAnothersFitsTheLastStillness(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		start := time.Now()
-		at := func(sec int) time.Time { return start.Add(time.Duration(sec) * time.Second) }
-		lists := &mcp.ServedLists{}
-		for _, g := range []struct{ sec, added int }{{0, 1}, {64, 5}, {180, 1}, {304, 40}} {
-			time.Sleep(time.Until(at(g.sec)))
-			lists.NoteAdded(g.added)
-		}
-		// Its own hold was 60 s; others' kept it held to 5 minutes.
-		w := &growthWatch{window: growthRegrow, pace: 4 * time.Second}
-		w.held[1] = heldSpan{at(1), at(303), time.Minute}
-		w.growth = []growthAt{{at(200), 1}, {at(225), 3}}
-		time.Sleep(time.Until(at(350)))
-		lag, _, pause, ok := w.echo(lists, at(225), at(350), 40)
-		if !ok || !pause || lag != 46*time.Second {
-			t.Errorf("echo: lag %v, pause %v, ok %v; want a pause echo 46 s late", lag, pause, ok)
-		}
-	})
 }

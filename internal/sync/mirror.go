@@ -2072,10 +2072,9 @@ type growthWatch struct {
 
 // A heldSpan is one hold of a server: when it began and ended (later
 // than it was to if another server's hold kept contextd's list still
-// longer), and how long it was to last.
+// longer).
 type heldSpan struct {
 	start, end time.Time
-	length     time.Duration
 }
 
 // A growthAt is a list that grew: when it began, and by how many.
@@ -2220,9 +2219,14 @@ func (m *Mirror) watchGrowth(from time.Time, added int) {
 		}
 		return
 	case growthHeld:
-		// Another server's hold may keep contextd's list still for longer.
+		// Another server's hold may keep contextd's list still for longer:
+		// the hold lasts until the list grows again (not through other
+		// holds in a row after, whose stillness is theirs: a server
+		// adding at a steady pace would echo them).
 		if q := m.opts.Served.QuietUntil(); q.After(w.until) {
-			w.until = q
+			if _, _, grown := m.opts.Served.Stillness(w.until); !grown {
+				w.until = q
+			}
 		}
 		if now.Before(w.until) {
 			w.grew = w.grew || added > 0 && from.Sub(w.start) >= w.length/2
@@ -2230,7 +2234,7 @@ func (m *Mirror) watchGrowth(from time.Time, added int) {
 			return
 		}
 		w.phase = growthReleased // since w.until; this list is the first after
-		w.held[0], w.held[1] = w.held[1], heldSpan{w.start, w.until, w.length}
+		w.held[0], w.held[1] = w.held[1], heldSpan{w.start, w.until}
 	}
 	if w.phase != growthReleased {
 		return
@@ -2422,13 +2426,11 @@ func (w *growthWatch) grownIn(a, b time.Time) int {
 	return n
 }
 
-// shortest returns how long the shorter of the last two holds in a row
-// was to last: another server's holds may have kept the server held
-// longer, while contextd's list grew between them.
+// shortest returns the shorter of the last two holds in a row.
 func (w *growthWatch) shortest() time.Duration {
-	q := w.held[1].length
+	q := w.held[1].end.Sub(w.held[1].start)
 	if h := w.held[0]; !h.start.IsZero() {
-		q = min(q, h.length)
+		q = min(q, h.end.Sub(h.start))
 	}
 	return q
 }
