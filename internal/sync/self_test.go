@@ -385,9 +385,7 @@ func TestAServerGrowingWithWhatContextdListsIsFrozen(t *testing.T) {
 					lists.NoteListed()
 					uri := fmt.Sprintf("hub://up/%d", n)
 					n++
-					srv.AddResource(&mcpsdk.Resource{URI: uri, Name: uri}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
-						return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, Text: uri}}}, nil
-					})
+					addText(srv, uri, uri)
 					time.Sleep(4 * time.Second)
 					synctest.Wait()
 				}
@@ -494,6 +492,13 @@ func TestAServerGrowingWithWhatContextdListsIsFrozen(t *testing.T) {
 	}
 }
 
+// addText adds a resource at uri to srv whose read answers text.
+func addText(srv *mcpsdk.Server, uri, text string) {
+	srv.AddResource(&mcpsdk.Resource{URI: uri, Name: uri}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+		return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, Text: text}}}, nil
+	})
+}
+
 // A bridge that passes back what contextd lists a lag later than half a
 // hold grows on through the hold (with what contextd listed before it),
 // then pauses as long as contextd's list was still, and grows again by
@@ -570,11 +575,6 @@ func testABridgePassingBackLateIsFrozen(t *testing.T) {
 					bs[i] = r
 				}
 				synctest.Wait()
-				add := func(r *running, uri, text string) {
-					r.srv.AddResource(&mcpsdk.Resource{URI: uri, Name: uri}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
-						return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, Text: text}}}, nil
-					})
-				}
 				var (
 					shown    []listed // contextd's MCP list's length, each second
 					logN     = 10     // the log's entries
@@ -633,7 +633,7 @@ func testABridgePassingBackLateIsFrozen(t *testing.T) {
 						if r.own > 0 && sec%r.own == 0 {
 							r.mine++
 							uri := fmt.Sprintf("%s://own/%d", r.name, r.mine)
-							add(r, uri, fmt.Sprintf("the bridge's own note %s, new each time\n", uri))
+							addText(r.srv, uri, fmt.Sprintf("the bridge's own note %s, new each time\n", uri))
 						}
 					}
 					for _, r := range bs {
@@ -650,7 +650,7 @@ func testABridgePassingBackLateIsFrozen(t *testing.T) {
 						}
 						for ; r.n < then; r.n++ {
 							uri := fmt.Sprintf("%s://up/%d", r.name, r.n)
-							add(r, uri, fmt.Sprintf("a page made up about %s, new each time\n", uri))
+							addText(r.srv, uri, fmt.Sprintf("a page made up about %s, new each time\n", uri))
 						}
 					}
 					shown = append(shown, listed{time.Now(), total()})
@@ -753,9 +753,7 @@ func TestABridgeHeldThroughAnotherServersHoldsIsHeldAgain(t *testing.T) {
 				}
 				for ; n < then; n++ {
 					uri := fmt.Sprintf("hub://up/%d", n)
-					srv.AddResource(&mcpsdk.Resource{URI: uri, Name: uri}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
-						return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, Text: ""}}}, nil
-					})
+					addText(srv, uri, "")
 				}
 			}
 			shown = append(shown, listed{now, shownLog + shownHub})
@@ -833,9 +831,7 @@ func TestASteadyServerBesideAnothersHoldsInARowIsNotFrozen(t *testing.T) {
 						for range 3 {
 							uri := fmt.Sprintf("notes://n/%d", n)
 							n++
-							srv.AddResource(&mcpsdk.Resource{URI: uri, Name: uri}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
-								return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, Text: "a note " + uri}}}, nil
-							})
+							addText(srv, uri, "a note "+uri)
 						}
 					}
 					synctest.Wait()
@@ -878,9 +874,7 @@ func testABatchAtASteadyPaceIsSeldomHeld(t *testing.T) {
 							for range 3 {
 								uri := fmt.Sprintf("ci://build/%d", n)
 								n++
-								srv.AddResource(&mcpsdk.Resource{URI: uri, Name: uri}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
-									return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, Text: "the build log of " + uri}}}, nil
-								})
+								addText(srv, uri, "the build log of "+uri)
 							}
 						}
 						synctest.Wait()
