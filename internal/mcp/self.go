@@ -148,6 +148,17 @@ func (s *ServedLists) Stillness(t time.Time) (last, next ListGrowth, ok bool) {
 	return s.grown[i-1], s.grown[i], true
 }
 
+// GrewSince reports whether the MCP server's list gained entries at or
+// after t (NoteAdded).
+func (s *ServedLists) GrewSince(t time.Time) bool {
+	if s == nil {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.grown) > 0 && !s.grown[len(s.grown)-1].At.Before(t)
+}
+
 // contentsDigest returns a digest of cs's texts and blobs, in order, and
 // their bytes; the URIs and MIME types, which a bridge may replace, are
 // left out.

@@ -2224,7 +2224,7 @@ func (m *Mirror) watchGrowth(from time.Time, added int) {
 		// holds in a row after, whose stillness is theirs: a server
 		// adding at a steady pace would echo them).
 		if q := m.opts.Served.QuietUntil(); q.After(w.until) {
-			if _, _, grown := m.opts.Served.Stillness(w.until); !grown {
+			if !m.opts.Served.GrewSince(w.until) {
 				w.until = q
 			}
 		}
