@@ -2326,9 +2326,9 @@ func (w *growthWatch) echo(lists *mcp.ServedLists, a, b time.Time, added int) (l
 	// Holds in a row as long may both fit it, lags a hold apart. The one
 	// keeping to the row's lag counts; else one whose lag the server's
 	// growth did not belie (at that lag it grew while it would have
-	// paused for the other hold); else one past the regrow window (a
+	// paused for the other hold), one past the regrow window first (a
 	// bridge passing back sooner grows again at once, see watchGrowth);
-	// the newer first. A pause as long, begun a lag after, may tell the
+	// a belied one last; the newer first. A pause as long, begun a lag after, may tell the
 	// lag anew if a burst told it before (the burst may have been
 	// another's echo).
 	paused := b.Sub(a)

@@ -771,7 +771,7 @@ func TestABridgeHeldThroughAnotherServersHoldsIsHeldAgain(t *testing.T) {
 			}
 		}
 		if chainEnd.IsZero() {
-			t.Fatalf("never held in %v: the other server's holds never began", time.Since(t0))
+			t.Fatalf("after %v, the other server's holds had not all begun (held at %v, frozen at %v)", time.Since(t0), firstHeld.Sub(t0), frozen.Sub(t0))
 		}
 		t.Logf("held at %v, the other's holds over at %v, %d holds by 2 minutes after, frozen at %v, %d entries passed back",
 			firstHeld.Sub(t0), chainEnd.Sub(t0), holds, frozen.Sub(t0), n)
