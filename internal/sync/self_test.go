@@ -492,6 +492,23 @@ func TestAServerGrowingWithWhatContextdListsIsFrozen(t *testing.T) {
 	}
 }
 
+// watched starts a mirror of server, served by srv with page at uri
+// first, its growth watched through a fresh ServedLists; content is
+// ctxsync.Options.ContentMaxResources. It returns when the mirror is
+// ready.
+func watched(t *testing.T, server, uri, page string, content int) (*mcp.ServedLists, *mcpsdk.Server) {
+	t.Helper()
+	ix := newIndex(t)
+	t.Cleanup(func() { ix.Close() })
+	lists := &mcp.ServedLists{}
+	srv := mcptest.NewServer(map[string]string{uri: page}, nil)
+	m := ctxsync.New(ctxsync.Options{Server: server, Served: lists, Index: ix, ContentMaxResources: content, Dial: mcptest.Dial(t, server, srv)})
+	start(t, m)
+	<-m.Ready()
+	synctest.Wait()
+	return lists, srv
+}
+
 // addText adds a resource at uri to srv whose read answers text.
 func addText(srv *mcpsdk.Server, uri, text string) {
 	srv.AddResource(&mcpsdk.Resource{URI: uri, Name: uri}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
@@ -692,14 +709,7 @@ func testABridgePassingBackLateIsFrozen(t *testing.T) {
 // later, and is held again, then frozen.
 func TestABridgeHeldThroughAnotherServersHoldsIsHeldAgain(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ix := newIndex(t)
-		defer ix.Close()
-		lists := &mcp.ServedLists{}
-		srv := mcptest.NewServer(map[string]string{"hub://own/0": "the hub's own page\n"}, nil)
-		m := ctxsync.New(ctxsync.Options{Server: "hub", Served: lists, Index: ix, ContentMaxResources: -1, Dial: mcptest.Dial(t, "hub", srv)})
-		start(t, m)
-		<-m.Ready()
-		synctest.Wait()
+		lists, srv := watched(t, "hub", "hub://own/0", "the hub's own page\n", -1)
 		const lag = 45 * time.Second
 		type listed struct {
 			at time.Time
@@ -800,14 +810,7 @@ func TestASteadyServerBesideAnothersHoldsInARowIsNotFrozen(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				ix := newIndex(t)
-				defer ix.Close()
-				lists := &mcp.ServedLists{}
-				srv := mcptest.NewServer(map[string]string{"notes://n/0": "the first note\n"}, nil)
-				m := ctxsync.New(ctxsync.Options{Server: "notes", Served: lists, Index: ix, ContentMaxResources: -1, Dial: mcptest.Dial(t, "notes", srv)})
-				start(t, m)
-				<-m.Ready()
-				synctest.Wait()
+				lists, srv := watched(t, "notes", "notes://n/0", "the first note\n", -1)
 				n, shown := 1, 1
 				t0 := time.Now()
 				nextHold, held := t0.Add(30*time.Second), 0
@@ -853,14 +856,7 @@ func testABatchAtASteadyPaceIsSeldomHeld(t *testing.T) {
 		for _, every := range []time.Duration{30 * time.Second, time.Minute, 90 * time.Second, 2 * time.Minute} {
 			t.Run(fmt.Sprintf("every %v, content %d", every, content), func(t *testing.T) {
 				synctest.Test(t, func(t *testing.T) {
-					ix := newIndex(t)
-					defer ix.Close()
-					lists := &mcp.ServedLists{}
-					srv := mcptest.NewServer(map[string]string{"ci://build/0": "the first build's log\n"}, nil)
-					m := ctxsync.New(ctxsync.Options{Server: "ci", Served: lists, Index: ix, ContentMaxResources: content, Dial: mcptest.Dial(t, "ci", srv)})
-					start(t, m)
-					<-m.Ready()
-					synctest.Wait()
+					lists, srv := watched(t, "ci", "ci://build/0", "the first build's log\n", content)
 					held, n, shown := 0, 0, 0
 					const hours = 2
 					for sec := 1; sec <= hours*3600; sec++ {
