@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 	"unicode"
@@ -11,15 +12,16 @@ import (
 
 // Near copies. A bridge in front of contextd may pass back what it read
 // from contextd rewritten: every line quoted, lines added at the start,
-// within or at the end, words put in front of the first line, the text
-// split into several items. No digest of the whole text survives that,
-// but its lines' words do. A text is told by its shingles: the words of
-// each line (runs of letters and digits, lower-cased) taken four in a
-// row, or all of them for a line of fewer; the texts of a read's items
-// are joined first. A read the MCP server answered keeps a sketch, its
-// nearSketch smallest shingle hashes; a read whose shingles hold every
-// hash of a sketch of nearMinSketch or more holds that text nearly
-// whole.
+// within or at the end, words put in front of the first line or within
+// lines, a word of every line replaced (a nonce stamped on each read),
+// the text split into several items. No digest of the whole text
+// survives that, but its lines' words do. A text is told by its
+// shingles: the words of each line (runs of letters and digits,
+// lower-cased) taken four in a row, or all of them for a line of fewer;
+// the texts of a read's items are joined first. A read the MCP server
+// answered keeps a sketch, its nearSketch smallest shingle hashes; a read
+// whose shingles hold every hash of a sketch of nearMinSketch or more
+// holds that text nearly whole.
 //
 // A rewrite of those kinds keeps every line's shingles, where a page
 // made from the same template as another (one word changed in a line)
@@ -27,10 +29,23 @@ import (
 // such pages are not near copies of each other. Of a long text the
 // sketch is a sample, and a page differing from it in a word or two is
 // taken for a near copy: it is, nearly.
+//
+// A word replaced in every line breaks every shingle of a short line. So
+// a sketch also keeps the words of each of its shingles of three words
+// or more, and the line it came from; a read holding every sketch hash
+// but an eighth, each missing one with a word masked (replaced by one or
+// two words), in rewrittenLines lines or more and as many distinct words
+// masked, holds the text rewritten. A template's page differs from
+// another in a line or two, or by a name wherever it stands (code made
+// for each type of a list: one word masked); record pages (a name and a
+// value to a line) have lines of two words, never masked.
 const (
 	shingleWords  = 4
 	nearSketch    = 32
 	nearMinSketch = 4
+	// rewrittenLines is the least lines a read must hold with a word
+	// replaced, each, to hold a sketch's text rewritten.
+	rewrittenLines = 3
 	// nearTextBytes bounds the text shingled, for the cost of a read.
 	nearTextBytes = 256 << 10
 )
@@ -53,7 +68,8 @@ func nearText(contents []resource.Content) string {
 
 // eachShingle calls f with the hash of each shingle of text. With loose
 // set it also calls f with those a line would have with a word or two
-// put in within it (see skipShingles), and those a line of few words, or
+// put in within it (see skipShingles), with a word masked where one or
+// two stand (see maskedShingles), and those a line of few words, or
 // a line broken in two, would have within the text: each line's first
 // and last one to three words, and the shingles across each two lines
 // joined, next to each other or with one line between (a line put in
@@ -70,16 +86,12 @@ func eachShingle(text string, loose bool, f func(uint64)) {
 		if len(words) == 0 {
 			continue
 		}
-		if len(words) < shingleWords {
-			f(shingleHash(words))
-		}
-		for i := 0; i+shingleWords <= len(words); i++ {
-			f(shingleHash(words[i : i+shingleWords]))
-		}
+		lineShingles(words, func(w []word) { f(shingleHash(w)) })
 		if !loose {
 			continue
 		}
 		skipShingles(words, f)
+		maskedShingles(words, f)
 		for n := 1; n < shingleWords && n < len(words); n++ {
 			f(shingleHash(words[:n]))
 			f(shingleHash(words[len(words)-n:]))
@@ -101,6 +113,17 @@ func eachShingle(text string, loose bool, f func(uint64)) {
 	}
 }
 
+// lineShingles calls f with the words of each shingle of a line's words:
+// each four in a row, or all of them if fewer.
+func lineShingles(words []word, f func([]word)) {
+	if len(words) < shingleWords {
+		f(words)
+	}
+	for i := 0; i+shingleWords <= len(words); i++ {
+		f(words[i : i+shingleWords])
+	}
+}
+
 // skipShingles calls f with the hashes of the shingles words would have
 // less one word, or two in a row, put in within a shingle: a word added
 // mid-line (a nonce, "[hub]") keeps the line's shingles so.
@@ -118,6 +141,46 @@ func skipShingles(words []word, f func(uint64)) {
 			}
 		}
 	}
+}
+
+// maskWord stands for a masked word in a shingle (see maskedShingles).
+const maskWord word = 0x9e3779b97f4a7c15
+
+// maskedShingles calls f with the hashes of the shingles of three words
+// or more a line of words would have with one word, or two in a row,
+// replaced by maskWord: those of a line that had a word replaced by
+// these (see maskedHashes).
+func maskedShingles(words []word, f func(uint64)) {
+	var w [shingleWords]word
+	for repl := 1; repl <= 2; repl++ {
+		n := len(words) - repl + 1 // the line's words with those masked
+		if n < shingleWords-1 {
+			break
+		}
+		for i := 0; i+repl <= len(words); i++ {
+			if n < shingleWords { // all of a short line
+				k := copy(w[:], words[:i])
+				w[k] = maskWord
+				copy(w[k+1:], words[i+repl:])
+				f(shingleHash(w[:n]))
+				continue
+			}
+			for s := max(0, i-shingleWords+1); s <= i && s+shingleWords <= n; s++ {
+				k := copy(w[:], words[s:i])
+				w[k] = maskWord
+				copy(w[k+1:], words[i+repl:s+shingleWords-1+repl])
+				f(shingleHash(w[:]))
+			}
+		}
+	}
+}
+
+// masked returns the hash of a shingle's words with the i-th masked.
+func masked(words []word, i int) uint64 {
+	var w [shingleWords]word
+	n := copy(w[:], words)
+	w[i] = maskWord
+	return shingleHash(w[:n])
 }
 
 // joinedShingles calls f with the hashes of the shingles of a and b
@@ -195,11 +258,24 @@ func appendWords(words []word, line string) ([]word, string) {
 	return words, first
 }
 
+// A sketchShingle is one of a sketch's shingles.
+type sketchShingle struct {
+	hash uint64
+	// words are its words, n of them, if three or more (masked); none
+	// for fewer.
+	words [shingleWords]word
+	n     uint8
+	// line is the line it came from, counting lines with words from 1.
+	line uint32
+}
+
 // sketchOf returns the sketch of contents: the nearSketch smallest
-// distinct shingle hashes, ascending; nil under nearMinSketch.
-func sketchOf(contents []resource.Content) []uint64 {
+// distinct shingle hashes, ascending, each with its words and line; nil
+// under nearMinSketch.
+func sketchOf(contents []resource.Content) []sketchShingle {
+	text := nearText(contents)
 	set := map[uint64]struct{}{}
-	eachShingle(nearText(contents), false, func(h uint64) { set[h] = struct{}{} })
+	eachShingle(text, false, func(h uint64) { set[h] = struct{}{} })
 	if len(set) < nearMinSketch {
 		return nil
 	}
@@ -208,9 +284,36 @@ func sketchOf(contents []resource.Content) []uint64 {
 		all = append(all, h)
 	}
 	slices.Sort(all)
-	// A copy: the sketch is kept for thousands of reads, all of its
-	// shingles not.
-	return slices.Clone(all[:min(len(all), nearSketch)])
+	// A new slice: the sketch is kept for thousands of reads, all of
+	// its shingles not.
+	sketch := make([]sketchShingle, min(len(all), nearSketch))
+	for i := range sketch {
+		sketch[i].hash = all[i]
+	}
+	// The words and line of each, where it first stands.
+	left, line := len(sketch), uint32(0)
+	var words []word
+	for l := range strings.Lines(text) {
+		if left == 0 {
+			break
+		}
+		words, _ = appendWords(words[:0], l)
+		if len(words) == 0 {
+			continue
+		}
+		line++
+		lineShingles(words, func(w []word) {
+			i, ok := slices.BinarySearchFunc(sketch, shingleHash(w), func(s sketchShingle, h uint64) int { return cmp.Compare(s.hash, h) })
+			if ok && sketch[i].line == 0 {
+				if len(w) >= shingleWords-1 {
+					sketch[i].n = uint8(copy(sketch[i].words[:], w))
+				}
+				sketch[i].line = line
+				left--
+			}
+		})
+	}
+	return sketch
 }
 
 // shingleSet returns the shingle hashes of contents, the lines' ends
@@ -221,16 +324,47 @@ func shingleSet(contents []resource.Content) map[uint64]struct{} {
 	return set
 }
 
-// holdsAll reports whether set holds every hash of sketch, a sketch of
-// nearMinSketch or more.
-func holdsAll(set map[uint64]struct{}, sketch []uint64) bool {
+// holdsAll reports whether set, a read's shingleSet, holds the text of
+// sketch, a sketch of nearMinSketch or more: every hash of it, or all but
+// an eighth with each of the others there with a word masked, in
+// rewrittenLines lines or more and as many words (a word replaced in
+// every line, not a name replaced wherever it stands).
+func holdsAll(set map[uint64]struct{}, sketch []sketchShingle) bool {
 	if len(sketch) < nearMinSketch {
 		return false
 	}
-	for _, h := range sketch {
-		if _, ok := set[h]; !ok {
-			return false
+	missed := 0
+	// The first few lines with a word replaced, and words replaced.
+	var lines [rewrittenLines]uint32
+	var words [rewrittenLines]word
+	nl, nw := 0, 0
+	for i := range sketch {
+		s := &sketch[i]
+		if _, ok := set[s.hash]; ok {
+			continue
+		}
+		at := -1
+		for j := range int(s.n) {
+			if _, ok := set[masked(s.words[:s.n], j)]; ok {
+				at = j
+				break
+			}
+		}
+		if at < 0 {
+			missed++
+			if missed > len(sketch)/8 {
+				return false
+			}
+			continue
+		}
+		if nl < len(lines) && !slices.Contains(lines[:nl], s.line) {
+			lines[nl] = s.line
+			nl++
+		}
+		if w := s.words[at]; nw < len(words) && !slices.Contains(words[:nw], w) {
+			words[nw] = w
+			nw++
 		}
 	}
-	return true
+	return missed == 0 && nl == 0 || nl >= rewrittenLines && nw >= rewrittenLines
 }

@@ -3,6 +3,7 @@ package mcp
 import (
 	"fmt"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -38,6 +39,14 @@ func TestNearCopiesAreTextsRewrittenNotTemplated(t *testing.T) {
 		{"a long text quoted", long, text("> " + strings.ReplaceAll(long, "\n", "\n> ")), true},
 		{"a word within each line", page, text(strings.ReplaceAll(page, " the ", " the [1764864000] ")), true},
 		{"two words within a line", page, text(strings.Replace(page, "in depth", "in [hub 1764864000] depth", 1)), true},
+		{"a word of every line replaced", page, text(wordline(page, 1, 1)), true},
+		{"a word of every line replaced by two", page, text(wordline(page, 2, 1)), true},
+		{"a word of every line replaced, twice", page, text(wordline(wordline(page, 1, 1), 1, 2)), true},
+		{"a word of every long line replaced", long, text(wordline(long, 1, 1)), true},
+		{"a word of every line replaced, quoted", long, text("> " + strings.ReplaceAll(wordline(long, 1, 1), "\n", "\n> ")), true},
+		{"two words of every line replaced", page, text(wordline(wordline(page, 1, 1), 1, 3)), false},
+		{"a record of the same form", record(1), text(record(2)), false},
+		{"code made for another type", typed("AuthenticationOk"), text(typed("AuthenticationSASL")), false},
 		{"a word changed", page, text(strings.Replace(page, "vacuum tuning", "vacuum sizing", 1)), false},
 		{"another part", page, text(strings.ReplaceAll(page, "7", "8")), false},
 		{"the same template, another subject", page, text(strings.Replace(page, "postgres vacuum tuning", "kafka consumer rebalancing", 1)), false},
@@ -57,6 +66,60 @@ func TestNearCopiesAreTextsRewrittenNotTemplated(t *testing.T) {
 	if s := sketchOf(text("vacuum the tables\nreindex the indexes\n")); s != nil {
 		t.Errorf("a sketch of %d hashes of 6 words; want none", len(s))
 	}
+}
+
+// wordline returns text with the middle word of every line (the one
+// after it if after is set) replaced by n words of a nonce, as a bridge
+// stamping each read does.
+func wordline(text string, n, salt int) string {
+	var b strings.Builder
+	for i, line := range strings.SplitAfter(text, "\n") {
+		fields := strings.Fields(line)
+		if len(fields) == 0 {
+			b.WriteString(line)
+			continue
+		}
+		at := len(fields) / 2
+		if salt > 2 {
+			at = (at + 1) % len(fields)
+		}
+		nonce := make([]string, n)
+		for j := range nonce {
+			nonce[j] = fmt.Sprintf("n%x", (i+1)*7919+j*104729+salt*15485863)
+		}
+		fields = slices.Replace(fields, at, at+1, nonce...)
+		b.WriteString(strings.Join(fields, " ") + "\n")
+	}
+	return b.String()
+}
+
+// typed returns code made from one template for the type name.
+func typed(name string) string {
+	return strings.NewReplacer("T", name).Replace(`// T is a message of the PostgreSQL wire protocol.
+type T struct{}
+
+// Backend identifies this message as sendable by the PostgreSQL backend.
+func (*T) Backend() {}
+
+// Decode decodes src into dst. src must contain the complete message
+// with the exception of the initial 1 byte message type identifier.
+func (dst *T) Decode(src []byte) error {
+	if len(src) != 4 {
+		return errors.New("bad T length")
+	}
+	*dst = T{}
+	return nil
+}
+`)
+}
+
+// record returns a record page: a name and a value to a line.
+func record(i int) string {
+	var b strings.Builder
+	for j, k := range []string{"id", "name", "owner", "status", "region", "tier", "created", "updated"} {
+		fmt.Fprintf(&b, "%s: value%d\n", k, i*100+j)
+	}
+	return b.String()
 }
 
 // ServedBack finds a rewritten copy of a read the MCP server answered,
@@ -141,7 +204,8 @@ func TestASketchHoldsOnlyItsHashes(t *testing.T) {
 
 // A log page holding the page before it is a near copy of that page, and
 // of every copy of it others passed back, which contextd served: however
-// many of those match first, ServedBack says its own page matched too.
+// many of those match first, ServedBack says its own page matched too,
+// and which.
 func TestServedBackSaysAnOwnPageMatched(t *testing.T) {
 	var s ServedLists
 	var lines []string
@@ -158,8 +222,8 @@ func TestServedBackSaysAnOwnPageMatched(t *testing.T) {
 		next += fmt.Sprintf("12:%02d entry %d: vacuum worker %d finished table t%d, removed %d dead tuples\n", i, i, i%4, i, i*97)
 	}
 	c := s.ServedBack(resource.Key{Server: "log", URI: "log://day/12"}, []resource.Content{{Text: next}})
-	if !c.Near || !c.Own || !c.Other("log") {
-		t.Errorf("ServedBack = %+v; want a near copy of the hub's and of the log's own page", c)
+	if !c.Near || !c.Own || !c.Other("log") || !slices.Contains(c.Of, resource.Key{Server: "log", URI: "log://day/11"}) {
+		t.Errorf("ServedBack = %+v; want a near copy of the hub's and of the log's own page, that one among them", c)
 	}
 }
 

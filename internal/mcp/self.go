@@ -73,14 +73,14 @@ type ServedLists struct {
 
 // A servedRead is a resources/read the MCP server answered.
 type servedRead struct {
-	key    resource.Key // the resource read: its server and URI there
-	digest [32]byte     // of its contents (contentsDigest)
-	sketch []uint64     // of its shingles (see nearcopy.go); nil if too few
-	short  bool         // its contents are under MinDigestBytes
+	key    resource.Key    // the resource read: its server and URI there
+	digest [32]byte        // of its contents (contentsDigest)
+	sketch []sketchShingle // of its shingles (see nearcopy.go); nil if too few
+	short  bool            // its contents are under MinDigestBytes
 }
 
 // maxServedReads bounds the reads remembered (a quarter more at times):
-// a key, 32 bytes and a sketch of 256 bytes each.
+// a key, 32 bytes and a sketch of 1.5 KB each.
 const maxServedReads = 4096
 
 // MinDigestBytes is the least contents a read must hold to be told by
@@ -191,7 +191,7 @@ func (s *ServedLists) NoteRead(k resource.Key, contents []resource.Content) {
 	if n == 0 {
 		return
 	}
-	var sketch []uint64
+	var sketch []sketchShingle
 	if n >= MinDigestBytes {
 		sketch = sketchOf(contents)
 	}
@@ -208,8 +208,8 @@ func (s *ServedLists) NoteRead(k resource.Key, contents []resource.Content) {
 // A Copy is what ServedBack found a read to be.
 type Copy struct {
 	// Of are resources the MCP server answered a read of with what the
-	// read holds (at most maxCopyOf, other servers' first); none if it
-	// is no copy.
+	// read holds (at most maxCopyOf: other servers' first, then at least
+	// one of k's own server's if any); none if it is no copy.
 	Of []resource.Key
 	// Near is set when it holds that text rewritten (see nearcopy.go),
 	// not as it was, give or take three lines at either end.
@@ -286,29 +286,36 @@ func (s *ServedLists) ServedBack(k resource.Key, contents []resource.Content) Co
 }
 
 // copyOf returns the remembered reads of other resources than k that
-// match, other servers' first. s.mu is held.
+// match, other servers' first, and the server's own after, at least one
+// of them if any matched. s.mu is held.
 func (s *ServedLists) copyOf(k resource.Key, match func(*servedRead) bool) Copy {
-	var c Copy
-	own := 0
+	var others, own []resource.Key
 	for i := range s.reads {
 		r := &s.reads[i]
-		if r.key == k || slices.Contains(c.Of, r.key) || !match(r) {
+		if r.key == k || !match(r) {
 			continue
 		}
 		if r.key.Server != k.Server {
-			c.Of = slices.Insert(c.Of, 0, r.key)
-		} else {
-			c.Of = append(c.Of, r.key)
-			own++
+			if !slices.Contains(others, r.key) {
+				others = append(others, r.key)
+				if len(others) > maxCopyOf {
+					others = others[1:] // the latest kept
+				}
+			}
+		} else if len(own) < maxCopyOf && !slices.Contains(own, r.key) {
+			own = append(own, r.key)
 		}
-		if len(c.Of) > maxCopyOf {
-			c.Of = c.Of[:maxCopyOf]
-		}
-		if own > 0 && len(c.Of) == maxCopyOf && c.Of[0].Server != k.Server {
+		if len(others) == maxCopyOf && len(own) > 0 {
 			break // another server's and its own: all there is to know
 		}
 	}
-	c.Own = own > 0
+	c := Copy{Own: len(own) > 0}
+	if len(others)+len(own) == 0 {
+		return c
+	}
+	slices.Reverse(others) // the latest read first
+	c.Of = append(others[:min(len(others), maxCopyOf-min(len(own), 1))], own...)
+	c.Of = c.Of[:min(len(c.Of), maxCopyOf)]
 	return c
 }
 
