@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -125,17 +126,33 @@ func newRenamingBridge(own int) *renamingBridge {
 // what the content pass read and found its own: what it passes back next
 // is not listed, and the loop stops.
 func testABridgeRenamingContextdsListIsCut(t *testing.T) {
-	for _, quote := range []bool{false, true} {
-		t.Run(fmt.Sprintf("quoting %v", quote), func(t *testing.T) {
+	for _, mode := range []string{"as is", "quoting", "a word of every line replaced"} {
+		t.Run(mode, func(t *testing.T) {
 			docs := map[string]string{}
 			for i := range 5 {
 				docs[fmt.Sprintf("doc://a/%d", i)] = fmt.Sprintf("page %d on postgres vacuum tuning, autovacuum settings and index bloat\n", i)
 			}
 			const own = 10
 			hub := newRenamingBridge(own)
-			if quote {
+			switch mode {
+			case "quoting":
 				hub.rewrite = func(s string) string {
 					return "> " + strings.ReplaceAll(strings.TrimSuffix(s, "\n"), "\n", "\n> ") + "\n"
+				}
+			case "a word of every line replaced":
+				for i := range 5 {
+					docs[fmt.Sprintf("doc://a/%d", i)] = fmt.Sprintf("Page %d: postgres vacuum tuning, autovacuum settings and index bloat.\nIt covers the configuration knobs,\nthe monitoring queries and the runbook steps.\n", i)
+				}
+				hub.rewrite = func(s string) string { // a nonce stamped on each read
+					var b strings.Builder
+					for line := range strings.Lines(s) {
+						fields := strings.Fields(line)
+						if len(fields) > 0 {
+							fields[len(fields)/2] = fmt.Sprintf("n%x", rand.Uint64())
+						}
+						b.WriteString(strings.Join(fields, " ") + "\n")
+					}
+					return b.String()
 				}
 			}
 			f := newFacade(t, map[string]*mcpsdk.Server{"a": mcptest.NewServer(docs, nil), "hub": hub.srv}, nil, engine.Options{})

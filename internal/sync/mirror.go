@@ -1851,7 +1851,7 @@ func (m *Mirror) readHint(ctx context.Context, sess *mcp.Session, uri string) ([
 	}
 	k := resource.Key{Server: m.opts.Server, URI: uri}
 	c := m.opts.Served.ServedBack(k, cs)
-	if c.Own && (c.Near || !c.Equal && m.extendsOwn(c)) {
+	if c.Own && (c.Near && m.holdsOwn(c) || !c.Equal && m.extendsOwn(c)) {
 		// A page holding one of the server's own before it rewritten
 		// or with lines added (a log, a changelog) is its own, whoever
 		// passed that page back meanwhile (see extendsOwn).
@@ -1891,21 +1891,27 @@ func (m *Mirror) readHint(ctx context.Context, sess *mcp.Session, uri string) ([
 // of other servers' pages only copies: a log or a changelog whose page
 // holds the page before it, whoever passed that page back meanwhile. A
 // bridge adding a line to what it passes back holds its own copy a level
-// up, or another server's page beside its own. (A near copy of an own
-// page is the server's own whatever else it holds: a rewriting bridge's
-// copy of a log page may not be known as a copy yet when the log's next
-// page is read, and that page, taken for a copy, would make the next
-// one too.)
+// up, or another server's page beside its own.
 func (m *Mirror) extendsOwn(c mcp.Copy) bool {
-	original := false
 	for _, o := range c.Of {
-		copied := m.opts.Served.IsCopy(o)
-		if o.Server != m.opts.Server && !copied {
+		if o.Server != m.opts.Server && !m.opts.Served.IsCopy(o) {
 			return false
 		}
-		original = original || o.Server == m.opts.Server && !copied
 	}
-	return original
+	return m.holdsOwn(c)
+}
+
+// holdsOwn reports whether a copy holds one of the server's own pages
+// that is no copy. A near copy of such a page is the server's own,
+// whatever else it holds: a rewriting bridge's copy of a log page may
+// not be known as a copy yet when the log's next page is read, and that
+// page, taken for a copy, would make the next one too. A near copy of
+// the server's own copies alone is a bridge rewriting what it passes
+// back, one level up each time.
+func (m *Mirror) holdsOwn(c mcp.Copy) bool {
+	return slices.ContainsFunc(c.Of, func(o resource.Key) bool {
+		return o.Server == m.opts.Server && !m.opts.Served.IsCopy(o)
+	})
 }
 
 // The kinds of copy (see mcp.ServedLists.ServedBack).

@@ -124,6 +124,7 @@ func TestABridgeRenamingWhatItPassesOnIsKnownByItsReads(t *testing.T) {
 		{"adds a line within a line", 20, 5, "docs", false, false, midLine, true, true},
 		{"adds words to the first line", 20, 5, "docs", false, false, words, true, true},
 		{"splits the text", 20, 5, "docs", false, false, split, true, true},
+		{"replaces a word of every line", 20, 5, "docs", false, false, func(s string) []string { return []string{wordline(s)} }, true, true},
 		// Copies of the server's own resources, listed with them, say
 		// nothing of other servers': a host reading one of ten stub
 		// pages of one text.
@@ -208,22 +209,38 @@ func TestOwnPagesWithLinesAddedAreOwnUnlessCopied(t *testing.T) {
 	}
 	const line = "passed on by the hub, read 1764864000\n"
 	const own = "the hub's own note on its deployment pipeline and its release calendar, week 48\n"
+	const runbook = "Postgres vacuum tuning: autovacuum settings and index bloat.\nIt covers the configuration knobs,\nthe monitoring queries and the runbook steps.\n"
 	for _, c := range []struct {
 		name     string
+		doc      string               // docs' page 0, if not page(0)
 		texts    []string             // the server's entries, listed in this order
 		served   func(i int) []served // what contextd served before entry i was read
 		withheld bool
 	}{
-		{"a log adding a line a page", []string{page(0), page(0) + line, page(0) + line + line, page(0) + line + line + line}, func(i int) []served {
+		{"a log adding a line a page", "", []string{page(0), page(0) + line, page(0) + line + line, page(0) + line + line + line}, func(i int) []served {
 			return []served{{"bridge", i - 1}} // a host read the page before through contextd
 		}, false},
-		{"a bridge adding a line at each level", []string{page(0) + line, page(0) + line + line, page(0) + line + line + line}, func(i int) []served {
+		{"a bridge adding a line at each level", "", []string{page(0) + line, page(0) + line + line, page(0) + line + line + line}, func(i int) []served {
 			if i == 0 {
 				return []served{{"docs", 0}}
 			}
 			return []served{{"bridge", i - 1}} // it read the level below through contextd
 		}, true},
-		{"a bridge putting its own line in front", []string{own, own + page(1), own + page(2), own + page(3)}, func(i int) []served {
+		// A rewritten copy of a page no copy of the server's own is its
+		// own; of its own copies alone, a level up.
+		{"a bridge quoting every line at each level", "", levels(quoted(page(0)), 4, quoted), func(i int) []served {
+			if i == 0 {
+				return []served{{"docs", 0}}
+			}
+			return []served{{"bridge", i - 1}}
+		}, true},
+		{"a bridge replacing a word of every line at each level", runbook, levels(wordline(runbook), 4, wordline), func(i int) []served {
+			if i == 0 {
+				return []served{{"docs", 0}}
+			}
+			return []served{{"bridge", i - 1}}
+		}, true},
+		{"a bridge putting its own line in front", "", []string{own, own + page(1), own + page(2), own + page(3)}, func(i int) []served {
 			return []served{{"bridge", 0}, {"docs", i}}
 		}, true},
 	} {
@@ -235,6 +252,9 @@ func TestOwnPagesWithLinesAddedAreOwnUnlessCopied(t *testing.T) {
 				srv := mcptest.NewServer(nil, nil)
 				key := func(sv served) (resource.Key, string) {
 					if sv.server == "docs" {
+						if sv.i == 0 && c.doc != "" {
+							return resource.Key{Server: "docs", URI: "doc://0"}, c.doc
+						}
 						return resource.Key{Server: "docs", URI: fmt.Sprintf("doc://%d", sv.i)}, page(sv.i)
 					}
 					return resource.Key{Server: "bridge", URI: fmt.Sprintf("hub://up/%d", sv.i)}, c.texts[sv.i]
@@ -265,6 +285,35 @@ func TestOwnPagesWithLinesAddedAreOwnUnlessCopied(t *testing.T) {
 			})
 		})
 	}
+}
+
+// levels returns first and what f makes of it, of that, and so on: n
+// texts in all.
+func levels(first string, n int, f func(string) string) []string {
+	out := []string{first}
+	for len(out) < n {
+		out = append(out, f(out[len(out)-1]))
+	}
+	return out
+}
+
+// quoted returns s with every line quoted.
+func quoted(s string) string {
+	return "> " + strings.ReplaceAll(strings.TrimSuffix(s, "\n"), "\n", "\n> ") + "\n"
+}
+
+// wordline returns s with the middle word of every line replaced by a
+// nonce, fresh at each call: a bridge stamping each read it passes on.
+func wordline(s string) string {
+	var b strings.Builder
+	for line := range strings.Lines(s) {
+		fields := strings.Fields(line)
+		if len(fields) > 0 {
+			fields[len(fields)/2] = fmt.Sprintf("n%x", rand.Uint64())
+		}
+		b.WriteString(strings.Join(fields, " ") + "\n")
+	}
+	return b.String()
 }
 
 // A served read in TestOwnPagesWithLinesAddedAreOwnUnlessCopied: entry i
