@@ -55,8 +55,10 @@ type ServedLists struct {
 	withheld map[string]bool
 	gen      int
 	// copies holds the resources last found copies (see NoteCopy), by
-	// server.
+	// server; own those of withheld servers last read and found their
+	// own (see NoteOwn).
 	copies map[string]map[string]bool
+	own    map[string]map[string]bool
 	// lastPage is when the MCP server last listed a page (NoteListed).
 	lastPage time.Time
 	// grown is when the MCP server's list gained entries, and how many
@@ -328,6 +330,9 @@ func (s *ServedLists) NoteCopy(k resource.Key, copied bool) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if copied {
+		delete(s.own[k.Server], k.URI)
+	}
 	m := s.copies[k.Server]
 	switch {
 	case !copied:
@@ -342,6 +347,54 @@ func (s *ServedLists) NoteCopy(k resource.Key, copied bool) {
 		}
 		m[k.URI] = true
 	}
+}
+
+// NoteOwn records that a read of k, a resource of a withheld server
+// (Withhold), answered a text of MinDigestBytes or more that is no copy
+// (NoteCopy): the MCP server lists it, though its server's texts are not
+// indexed. Of servers not withheld it records nothing.
+func (s *ServedLists) NoteOwn(k resource.Key) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.withheld[k.Server] || s.copies[k.Server][k.URI] {
+		return
+	}
+	m := s.own[k.Server]
+	if m == nil {
+		m = map[string]bool{}
+		if s.own == nil {
+			s.own = map[string]map[string]bool{}
+		}
+		s.own[k.Server] = m
+	}
+	if len(m) < maxCopies {
+		m[k.URI] = true
+	}
+}
+
+// ReadOwn reports whether k was last read and found its server's own
+// (NoteOwn).
+func (s *ServedLists) ReadOwn(k resource.Key) bool {
+	if s == nil {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.own[k.Server][k.URI]
+}
+
+// OwnCount returns how many of server's resources were read and found
+// its own (NoteOwn).
+func (s *ServedLists) OwnCount(server string) int {
+	if s == nil {
+		return 0
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.own[server])
 }
 
 // IsCopy reports whether k was last found a copy (NoteCopy).
@@ -434,6 +487,7 @@ func (s *ServedLists) Forget(server string) {
 	delete(s.frozen, server)
 	delete(s.checked, server)
 	delete(s.copies, server)
+	delete(s.own, server)
 	s.gen++
 }
 

@@ -254,11 +254,6 @@ func TestAWithheldServerKeepsWhatWasListed(t *testing.T) {
 	b.AddResource(&mcpsdk.Resource{URI: "note://b/1", Name: "note", MIMEType: "text/plain"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
 		return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: "note://b/1", MIMEType: "text/plain", Text: "on call: ann"}}}, nil
 	})
-	addText := func(uri, text string) {
-		b.AddResource(&mcpsdk.Resource{URI: uri, Name: uri, MIMEType: "text/markdown"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
-			return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: "text/markdown", Text: text}}}, nil
-		})
-	}
 	f := startFacade(t, map[string]*mcpsdk.Server{"a": mcptest.NewServer(docs, nil), "b": b}, nil, engine.Options{})
 	host := f.connect(t, nil)
 	listed := func() map[string]bool { return listedURIs(t, host, "") }
@@ -278,7 +273,7 @@ func TestAWithheldServerKeepsWhatWasListed(t *testing.T) {
 	}
 	// b lists copies of them (a second version of the docs, say).
 	for i := range n {
-		addText(fmt.Sprintf("doc://b/%d", i), page(i))
+		addText(b, fmt.Sprintf("doc://b/%d", i), page(i))
 	}
 	for !f.eng.ServedLists().Withheld("b") {
 		if time.Now().After(deadline) {
@@ -287,8 +282,8 @@ func TestAWithheldServerKeepsWhatWasListed(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	// Then a page of its own and another copy.
-	addText("doc://b/later", "b's later page, on kafka broker settings an engineer changes during an incident\n")
-	addText("doc://b/copy", page(0))
+	addText(b, "doc://b/later", "b's later page, on kafka broker settings an engineer changes during an incident\n")
+	addText(b, "doc://b/copy", page(0))
 	for l := listed(); !l[bURI("doc://b/later")]; l = listed() {
 		if time.Now().After(deadline) {
 			t.Fatalf("b's later page of its own is not listed: %v", l)
@@ -310,6 +305,76 @@ func TestAWithheldServerKeepsWhatWasListed(t *testing.T) {
 			t.Errorf("b: %d resources mirrored; want %d", s.Resources, 3+n+2)
 		}
 	}
+}
+
+// A withheld server whose texts are not indexed (index_content: false)
+// has what it lists later read once, to tell its own pages from copies:
+// its own are listed, copies not. Before, nothing it listed after being
+// withheld was ever listed (two servers holding the same pages, a host
+// reading both through contextd).
+func TestAWithheldServerWhoseTextsAreNotIndexedListsItsOwnLater(t *testing.T) {
+	const n = 3
+	page := func(i int) string {
+		return fmt.Sprintf("Page %d on postgres vacuum tuning: autovacuum settings,\nthe monitoring queries and the runbook steps an engineer follows.\n", i)
+	}
+	docs, same := map[string]string{}, map[string]string{}
+	for i := range n {
+		docs[fmt.Sprintf("doc://a/%d", i)] = page(i)
+		same[fmt.Sprintf("doc://b/%d", i)] = page(i)
+	}
+	b := mcptest.NewServer(same, nil)
+	f := startFacade(t, map[string]*mcpsdk.Server{"a": mcptest.NewServer(docs, nil), "b": b}, nil, engine.Options{
+		Mirror: func(o *ctxsync.Options) {
+			if o.Server == "b" {
+				o.ContentMaxResources = -1
+			}
+		},
+	})
+	host := f.connect(t, nil)
+	listed := func() map[string]bool { return listedURIs(t, host, "") }
+	deadline := time.Now().Add(20 * time.Second)
+	for l := listed(); len(l) < 2*n; l = listed() {
+		if time.Now().After(deadline) {
+			t.Fatalf("contextd lists %d resources; want %d", len(l), 2*n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// A host reads both servers' pages through contextd: b's are copies
+	// of a's, and b is withheld.
+	for _, server := range []string{"a", "b"} {
+		for i := range n {
+			uri := fmt.Sprintf("contextd:resource/%s/doc://%s/%d", server, server, i)
+			if _, err := host.ReadResource(t.Context(), &mcpsdk.ReadResourceParams{URI: uri}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if !f.eng.ServedLists().Withheld("b") {
+		t.Fatal("b is not withheld")
+	}
+	addText(b, "doc://b/later", "b's later page, on kafka broker settings an engineer changes during an incident\n")
+	addText(b, "doc://b/copy", page(1))
+	bURI := func(uri string) string { return "contextd:resource/b/" + uri }
+	for l := listed(); !l[bURI("doc://b/later")]; l = listed() {
+		if time.Now().After(deadline) {
+			t.Fatalf("b's later page of its own is not listed: %v", l)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	l := listed()
+	if l[bURI("doc://b/copy")] || !l[bURI("doc://b/0")] || len(l) != 2*n+1 {
+		t.Errorf("contextd lists %v; want all it listed before, b's later page, not b's later copy", l)
+	}
+	if got := f.eng.ContentCount("b"); got != 0 {
+		t.Errorf("%d of b's texts indexed; want none", got)
+	}
+}
+
+// addText adds a markdown resource answering text to srv.
+func addText(srv *mcpsdk.Server, uri, text string) {
+	srv.AddResource(&mcpsdk.Resource{URI: uri, Name: uri, MIMEType: "text/markdown"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+		return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: "text/markdown", Text: text}}}, nil
+	})
 }
 
 // A server that serves copies of an honest server's pages, read by a

@@ -45,15 +45,16 @@ func (s *Server) refresh() {
 	versions := s.eng.ListVersions()
 	withheld := s.eng.ServedLists().WithheldGen()
 	// Of a withheld or checked server, what the content pass read since is
-	// listed too, less what it found copies (see apply).
-	contents := map[string][2]int{}
+	// listed too (of a withheld one whose texts are not indexed, what was
+	// read and found its own), less what it found copies (see apply).
+	contents := map[string][3]int{}
 	held := map[string]bool{}    // a hold ends with time: re-applied then
 	checked := map[string]bool{} // so does a check
 	quiet := s.eng.ServedLists().Quiet()
 	for server := range versions {
 		checked[server] = s.eng.ServedLists().Checked(server)
 		if s.eng.ServedLists().Withheld(server) || checked[server] {
-			contents[server] = [2]int{s.eng.ContentCount(server), s.eng.ServedLists().CopyCount(server)}
+			contents[server] = [3]int{s.eng.ContentCount(server), s.eng.ServedLists().CopyCount(server), s.eng.ServedLists().OwnCount(server)}
 		}
 		held[server] = quiet || s.eng.ServedLists().Held(server)
 	}
@@ -197,7 +198,7 @@ func (s *Server) apply(server string, descs []resource.Descriptor) (added int) {
 	if kept := s.listedSince(s.kept, server, lists.Withheld(server)); kept != nil {
 		descs = slices.DeleteFunc(slices.Clone(descs), func(d resource.Descriptor) bool {
 			k := d.Key()
-			return !kept[k] && (lists.IsCopy(k) || s.eng.ContentBytes(k) < mcp.MinDigestBytes)
+			return !kept[k] && (lists.IsCopy(k) || s.eng.ContentBytes(k) < mcp.MinDigestBytes && !lists.ReadOwn(k))
 		})
 	}
 	want := make(map[resource.Key]*mcpsdk.Resource, len(descs))

@@ -189,9 +189,9 @@ type Server struct {
 	seen   map[string]ctxsync.ListVersion    // per server, when listed was last brought up to date
 	// withheldGen is the engine's ServedLists.WithheldGen when listed was
 	// last brought up to date, and seenContents each withheld server's
-	// content and copy counts then.
+	// content, copy and own-read counts then.
 	withheldGen  int
-	seenContents map[string][2]int
+	seenContents map[string][3]int
 	// kept holds, for each withheld server, what listed held of it when
 	// it was first withheld.
 	kept map[string]map[resource.Key]bool
@@ -288,7 +288,7 @@ func New(eng *engine.Engine, opts *Options) *Server {
 		eng: eng, log: log, opts: o,
 		listed:       map[resource.Key]*mcpsdk.Resource{},
 		seen:         map[string]ctxsync.ListVersion{},
-		seenContents: map[string][2]int{},
+		seenContents: map[string][3]int{},
 		kept:         map[string]map[resource.Key]bool{},
 		holding:      map[string]map[resource.Key]bool{},
 		waiting:      map[string]map[resource.Key]time.Time{},

@@ -205,6 +205,76 @@ func (m *Mirror) ContentWanted(d resource.Descriptor) bool {
 // items are left out. It keeps a little more than the index.MaxContentBytes
 // that SetContents indexes (which cuts at a rune), in a copy: a chunk of
 // reads waiting to be indexed holds that much each, not whole reads.
+// textBytes returns the bytes of cs's texts.
+func textBytes(cs []resource.Content) int {
+	n := 0
+	for _, c := range cs {
+		if !c.IsBlob {
+			n += len(c.Text)
+		}
+	}
+	return n
+}
+
+// withheldChecks bounds the reads checkWithheld makes in one pass.
+const withheldChecks = 32
+
+// checkWithheld reads, once each, the resources a withheld server whose
+// texts are not indexed listed since it was withheld, for what contextd's
+// MCP server lists of it: a text that is no copy of what it served is
+// listed (mcp.ServedLists.NoteOwn), a copy not. Without it, such a server
+// (two servers holding the same pages, a host reading one's through
+// contextd) would have nothing it lists later listed. The texts are
+// neither kept nor indexed. At most withheldChecks a pass, the oldest
+// first; reads that fail are tried again after contentRetryAfter.
+func (m *Mirror) checkWithheld(ctx context.Context, sess *mcp.Session) {
+	if !m.opts.Served.Withheld(m.opts.Server) || !sess.Capabilities().Resources {
+		return
+	}
+	uris := m.readsBack.listedSinceWithheld()
+	if len(uris) == 0 {
+		return
+	}
+	slices.Sort(uris)
+	now := time.Now()
+	m.mu.Lock()
+	if m.withheldChecked == nil {
+		m.withheldChecked = map[string]time.Time{}
+	}
+	todo := slices.DeleteFunc(uris, func(uri string) bool {
+		at, ok := m.withheldChecked[uri]
+		return ok && (at.IsZero() || now.Sub(at) < contentRetryAfter)
+	})
+	m.mu.Unlock()
+	read := 0
+	for _, uri := range todo {
+		if read == withheldChecks || ctx.Err() != nil {
+			break
+		}
+		k := resource.Key{Server: m.opts.Server, URI: uri}
+		d, ok := m.opts.Index.Get(k)
+		if !ok || !contentWanted(d, m.opts.ContentMaxBytes) || m.opts.Served.IsCopy(k) {
+			continue
+		}
+		read++
+		rctx, cancel := context.WithTimeout(ctx, contentReadTimeout)
+		_, _, err := m.readHint(rctx, sess, uri)
+		cancel()
+		m.mu.Lock()
+		if len(m.withheldChecked) < maxReadsBack {
+			at := time.Time{} // checked
+			if err != nil {
+				at = time.Now() // tried again later
+			}
+			m.withheldChecked[uri] = at
+		}
+		m.mu.Unlock()
+	}
+	if read > 0 {
+		m.log.Debug("read resources listed since the server was withheld, to tell its own from copies", "read", read, "left", max(len(todo)-read, 0))
+	}
+}
+
 func contentText(cs []resource.Content) string {
 	var b strings.Builder
 	for _, c := range cs {
@@ -277,6 +347,7 @@ func (m *Mirror) indexContents(ctx context.Context, sess *mcp.Session, refreshAg
 		} else if n > 0 {
 			m.log.Info("content index is off for this server; dropped its indexed text", "resources", n)
 		}
+		m.checkWithheld(ctx, sess)
 		return
 	}
 	if !sess.Capabilities().Resources {

@@ -263,6 +263,9 @@ type Mirror struct {
 	// readsBack counts the server's reads whose contents this contextd's
 	// MCP server answered a read with meanwhile (see readHint).
 	readsBack readsBack
+	// withheldChecked holds the URIs checkWithheld read (the zero time)
+	// or failed to read (when), under mu.
+	withheldChecked map[string]time.Time
 	// growth follows the server's lists for a loop (see growthWatch).
 	growth growthWatch
 
@@ -1860,6 +1863,9 @@ func (m *Mirror) readHint(ctx context.Context, sess *mcp.Session, uri string) ([
 	m.opts.Served.NoteCopy(k, len(c.Of) > 0)
 	if len(c.Of) == 0 {
 		m.readsBack.forget(uri)
+		if textBytes(cs) >= mcp.MinDigestBytes {
+			m.opts.Served.NoteOwn(k)
+		}
 		return cs, hint, nil
 	}
 	// A copy of another server's resource counts towards withholding the
@@ -1932,9 +1938,12 @@ type readsBack struct {
 	// counted are the copies that count, by kind.
 	counted [3]int
 	// listed holds the URIs of the server's last list, each with the
-	// number of the list that first held it (lists counts them).
-	listed map[string]uint64
-	lists  uint64
+	// number of the list that first held it (lists counts them);
+	// withheldAt is the number of the last list when the server was
+	// withheld (0: not withheld).
+	listed     map[string]uint64
+	lists      uint64
+	withheldAt uint64
 }
 
 const (
@@ -1967,7 +1976,11 @@ func (r *readsBack) add(uri string, counts bool, kind int) (withhold, added bool
 	if counts {
 		r.counted[kind]++
 	}
-	return !before && r.withheld(), true
+	if !before && r.withheld() {
+		r.withheldAt = max(r.lists, 1)
+		return true, true
+	}
+	return false, true
 }
 
 // withheld reports whether enough copies count. r.mu is held.
@@ -2439,6 +2452,24 @@ func (w *growthWatch) shortest() time.Duration {
 		q = min(q, h.end.Sub(h.start))
 	}
 	return q
+}
+
+// listedSinceWithheld returns the URIs of the server's last list first
+// listed by the list it was withheld after, or later, in no order; none
+// if it is not withheld.
+func (r *readsBack) listedSinceWithheld() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.withheldAt == 0 {
+		return nil
+	}
+	var uris []string
+	for uri, n := range r.listed {
+		if n >= r.withheldAt {
+			uris = append(uris, uri)
+		}
+	}
+	return uris
 }
 
 // listedBefore reports whether the server's lists held a before they
