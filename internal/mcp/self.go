@@ -79,6 +79,7 @@ type servedRead struct {
 	digest [32]byte        // of its contents (contentsDigest)
 	sketch []sketchShingle // of its shingles (see nearcopy.go); nil if too few
 	short  bool            // its contents are under MinDigestBytes
+	at     time.Time       // when it was answered
 }
 
 // maxServedReads bounds the reads remembered (a quarter more at times):
@@ -199,7 +200,7 @@ func (s *ServedLists) NoteRead(k resource.Key, contents []resource.Content) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.reads = append(s.reads, servedRead{key: k, digest: d, sketch: sketch, short: n < MinDigestBytes})
+	s.reads = append(s.reads, servedRead{key: k, digest: d, sketch: sketch, short: n < MinDigestBytes, at: time.Now()})
 	// Cut back a quarter past the bound, not at each read: a cut moves
 	// them all.
 	if n := len(s.reads); n > maxServedReads+maxServedReads/4 {
@@ -225,6 +226,9 @@ type Copy struct {
 	// Equal is set when a read matched as a whole: not with lines added
 	// or cut, nor rewritten. Short copies are always equal.
 	Equal bool
+	// First and Last are, for each of Of, when the first and the last
+	// of its remembered reads that matched were answered.
+	First, Last []time.Time
 }
 
 // Other reports whether c is a copy of another server's resource than
@@ -292,24 +296,34 @@ func (s *ServedLists) ServedBack(k resource.Key, contents []resource.Content) Co
 // of them if any matched. s.mu is held.
 func (s *ServedLists) copyOf(k resource.Key, match func(*servedRead) bool) Copy {
 	var others, own []resource.Key
+	type span struct{ first, last time.Time }
+	spans := map[resource.Key]*span{}
 	for i := range s.reads {
 		r := &s.reads[i]
-		if r.key == k || !match(r) {
+		if r.key == k {
+			continue
+		}
+		if sp := spans[r.key]; sp != nil {
+			if match(r) {
+				sp.last = r.at
+			}
+			continue
+		}
+		if !match(r) {
 			continue
 		}
 		if r.key.Server != k.Server {
-			if !slices.Contains(others, r.key) {
-				others = append(others, r.key)
-				if len(others) > maxCopyOf {
-					others = others[1:] // the latest kept
-				}
+			others = append(others, r.key)
+			if len(others) > maxCopyOf {
+				delete(spans, others[0])
+				others = others[1:] // the latest kept
 			}
-		} else if len(own) < maxCopyOf && !slices.Contains(own, r.key) {
+		} else if len(own) < maxCopyOf {
 			own = append(own, r.key)
+		} else {
+			continue
 		}
-		if len(others) == maxCopyOf && len(own) > 0 {
-			break // another server's and its own: all there is to know
-		}
+		spans[r.key] = &span{r.at, r.at}
 	}
 	c := Copy{Own: len(own) > 0}
 	if len(others)+len(own) == 0 {
@@ -318,6 +332,10 @@ func (s *ServedLists) copyOf(k resource.Key, match func(*servedRead) bool) Copy 
 	slices.Reverse(others) // the latest read first
 	c.Of = append(others[:min(len(others), maxCopyOf-min(len(own), 1))], own...)
 	c.Of = c.Of[:min(len(c.Of), maxCopyOf)]
+	for _, o := range c.Of {
+		c.First = append(c.First, spans[o].first)
+		c.Last = append(c.Last, spans[o].last)
+	}
 	return c
 }
 

@@ -1848,6 +1848,7 @@ func (m *Mirror) listsItself(items []resource.Descriptor) bool {
 // that what it passes back does not come back one level deeper at each
 // list.
 func (m *Mirror) readHint(ctx context.Context, sess *mcp.Session, uri string) ([]resource.Content, mcp.CacheHint, error) {
+	began := time.Now()
 	cs, hint, err := sess.ReadHint(ctx, uri)
 	if err != nil {
 		return cs, hint, err
@@ -1873,7 +1874,12 @@ func (m *Mirror) readHint(ctx context.Context, sess *mcp.Session, uri string) ([
 	// copies (a bridge passing back only the server's own entries lists
 	// them one list later), where a server's boilerplate was there from
 	// the start, and a page holding a page before it (a log, a changelog)
-	// is its own.
+	// is its own. And it must have come after contextd's MCP server
+	// answered a read of what it copies (a bridge reads before it passes
+	// back), or its read must have had that answered meanwhile (a bridge
+	// reading through when read): an alias of the server's newest page
+	// ("latest", then the page itself listed), read by a host after both
+	// were listed, is no copy of anything passed back.
 	kind := copyExact
 	switch {
 	case c.Near:
@@ -1881,7 +1887,16 @@ func (m *Mirror) readHint(ctx context.Context, sess *mcp.Session, uri string) ([
 	case c.Short:
 		kind = copyShort
 	}
-	counts := c.Other(m.opts.Server) || kind == copyExact && slices.ContainsFunc(c.Of, func(o resource.Key) bool { return m.readsBack.listedBefore(o.URI, uri) })
+	counts := c.Other(m.opts.Server)
+	if !counts && kind == copyExact {
+		listed, _ := m.readsBack.firstListed(uri)
+		for i, o := range c.Of {
+			if m.readsBack.listedBefore(o.URI, uri) && (listed.After(c.First[i]) || !c.Last[i].Before(began)) {
+				counts = true
+				break
+			}
+		}
+	}
 	if withhold, added := m.readsBack.add(uri, counts, kind); added {
 		if withhold {
 			m.opts.Served.Withhold(m.opts.Server)
@@ -1938,12 +1953,19 @@ type readsBack struct {
 	// counted are the copies that count, by kind.
 	counted [3]int
 	// listed holds the URIs of the server's last list, each with the
-	// number of the list that first held it (lists counts them);
+	// list that first held it (lists counts them);
 	// withheldAt is the number of the last list when the server was
 	// withheld (0: not withheld).
-	listed     map[string]uint64
+	listed     map[string]listing
 	lists      uint64
 	withheldAt uint64
+}
+
+// A listing is the list that first held a URI: its number, and when it
+// was answered.
+type listing struct {
+	n  uint64
+	at time.Time
 }
 
 const (
@@ -2004,13 +2026,14 @@ func (r *readsBack) noteListed(items []resource.Descriptor) (grown int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.lists++
-	listed := make(map[string]uint64, len(items))
+	now := time.Now()
+	listed := make(map[string]listing, len(items))
 	for _, d := range items {
-		if n, ok := r.listed[d.URI]; ok {
-			listed[d.URI] = n
-		} else {
-			listed[d.URI] = r.lists
+		l, ok := r.listed[d.URI]
+		if !ok {
+			l = listing{r.lists, now}
 		}
+		listed[d.URI] = l
 	}
 	if r.lists > 1 {
 		grown = max(0, len(listed)-len(r.listed))
@@ -2464,12 +2487,21 @@ func (r *readsBack) listedSinceWithheld() []string {
 		return nil
 	}
 	var uris []string
-	for uri, n := range r.listed {
-		if n >= r.withheldAt {
+	for uri, l := range r.listed {
+		if l.n >= r.withheldAt {
 			uris = append(uris, uri)
 		}
 	}
 	return uris
+}
+
+// firstListed returns when the server's lists first held uri, if its
+// last one holds it.
+func (r *readsBack) firstListed(uri string) (time.Time, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	l, ok := r.listed[uri]
+	return l.at, ok
 }
 
 // listedBefore reports whether the server's lists held a before they
@@ -2477,9 +2509,9 @@ func (r *readsBack) listedSinceWithheld() []string {
 func (r *readsBack) listedBefore(a, b string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	na, oka := r.listed[a]
-	nb, okb := r.listed[b]
-	return oka && okb && na < nb
+	la, oka := r.listed[a]
+	lb, okb := r.listed[b]
+	return oka && okb && la.n < lb.n
 }
 
 // decodeAll percent-decodes s until it no longer changes (a URI wrapped

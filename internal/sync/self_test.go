@@ -316,6 +316,79 @@ func wordline(s string) string {
 	return b.String()
 }
 
+// An exact copy of a server's own page listed before it counts towards
+// withholding the server when it came after contextd's MCP server
+// answered a read of that page (a bridge passing back the server's own
+// pages reads them first), or that read was answered while contextd read
+// the copy (a bridge reading through when read); not when a host read
+// that page after the copy was listed (a changelog's "latest", the
+// newest version's text, beside that version's own page).
+func TestAnOwnCopyCountsOnlyAfterWhatItCopiesWasServed(t *testing.T) {
+	version := func(i int) string {
+		return fmt.Sprintf("Release %d.0: autovacuum settings changed,\nthe monitoring queries rewritten, and index bloat reports added.\n", i)
+	}
+	for _, c := range []string{"a bridge reading ahead", "a bridge reading through", "an alias of the newest page"} {
+		t.Run(c, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ix := newIndex(t)
+				defer ix.Close()
+				lists := &mcp.ServedLists{}
+				docs := map[string]string{"log://latest": version(1)}
+				for i := range 5 {
+					docs[fmt.Sprintf("log://v/%d", i+1)] = version(i + 1)
+				}
+				srv := mcptest.NewServer(docs, nil)
+				m := ctxsync.New(ctxsync.Options{Server: "log", Served: lists, Index: ix, Dial: mcptest.Dial(t, "log", srv)})
+				start(t, m)
+				<-m.Ready()
+				settle := func() {
+					for range 20 {
+						time.Sleep(time.Second)
+						synctest.Wait()
+					}
+				}
+				settle()
+				for i := 1; i <= 4; i++ {
+					page := resource.Key{Server: "log", URI: fmt.Sprintf("log://v/%d", i)}
+					switch c {
+					case "a bridge reading ahead":
+						lists.NoteRead(page, []resource.Content{{Text: version(i)}})
+						addText(srv, fmt.Sprintf("hub://up/%d", i), version(i))
+						settle()
+					case "a bridge reading through":
+						uri := fmt.Sprintf("hub://up/%d", i)
+						srv.AddResource(&mcpsdk.Resource{URI: uri, Name: uri, MIMEType: "text/markdown"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+							lists.NoteRead(page, []resource.Content{{Text: version(i)}})
+							return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: "text/markdown", Text: version(i)}}}, nil
+						})
+						settle()
+					case "an alias of the newest page":
+						next := version(i + 5)
+						srv.RemoveResources("log://latest")
+						addText(srv, "log://latest", next)
+						uri := fmt.Sprintf("log://v/%d", i+5)
+						addText(srv, uri, next)
+						settle()
+						// A host reads "latest" through contextd, and an
+						// answer reads the new version's page.
+						lists.NoteRead(resource.Key{Server: "log", URI: "log://latest"}, []resource.Content{{Text: next}})
+						time.Sleep(time.Second)
+						if _, err := m.Read(t.Context(), uri); err != nil {
+							t.Fatal(err)
+						}
+						if !lists.IsCopy(resource.Key{Server: "log", URI: uri}) {
+							t.Fatalf("%s not known as a copy of latest", uri)
+						}
+					}
+				}
+				if want := c != "an alias of the newest page"; lists.Withheld("log") != want {
+					t.Errorf("withheld %v (%d copies); want %v", lists.Withheld("log"), lists.CopyCount("log"), want)
+				}
+			})
+		})
+	}
+}
+
 // A served read in TestOwnPagesWithLinesAddedAreOwnUnlessCopied: entry i
 // of server (docs, or the bridge itself).
 type served struct {
