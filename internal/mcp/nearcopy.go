@@ -324,22 +324,29 @@ func shingleSet(contents []resource.Content) map[uint64]struct{} {
 	return set
 }
 
-// holdsAll reports whether set, a read's shingleSet, holds the text of
+// holdsSketch reports whether set, a read's shingleSet, holds the text of
 // sketch, a sketch of nearMinSketch or more: every hash of it, or all but
 // an eighth with each of the others there with a word masked, in
-// rewrittenLines lines or more and as many words (a word replaced in
-// every line, not a name replaced wherever it stands).
-func holdsAll(set map[uint64]struct{}, sketch []sketchShingle) bool {
+// rewrittenLines lines or more, half the lines the sketch was taken from
+// or more, and with rewrittenLines distinct words masked or more (a
+// word replaced in every line; not a name replaced wherever it stands,
+// nor a template's fields in a few of its lines).
+func holdsSketch(set map[uint64]struct{}, sketch []sketchShingle) bool {
 	if len(sketch) < nearMinSketch {
 		return false
 	}
 	missed := 0
-	// The first few lines with a word replaced, and words replaced.
-	var lines [rewrittenLines]uint32
+	// The lines of the sketch, and those with a word replaced; the first
+	// few words replaced.
+	var lineSet, replacedSet [nearSketch]uint32
+	lines, replaced := lineSet[:0], replacedSet[:0]
 	var words [rewrittenLines]word
-	nl, nw := 0, 0
+	nw := 0
 	for i := range sketch {
 		s := &sketch[i]
+		if !slices.Contains(lines, s.line) {
+			lines = append(lines, s.line)
+		}
 		if _, ok := set[s.hash]; ok {
 			continue
 		}
@@ -357,14 +364,16 @@ func holdsAll(set map[uint64]struct{}, sketch []sketchShingle) bool {
 			}
 			continue
 		}
-		if nl < len(lines) && !slices.Contains(lines[:nl], s.line) {
-			lines[nl] = s.line
-			nl++
+		if !slices.Contains(replaced, s.line) {
+			replaced = append(replaced, s.line)
 		}
 		if w := s.words[at]; nw < len(words) && !slices.Contains(words[:nw], w) {
 			words[nw] = w
 			nw++
 		}
 	}
-	return missed == 0 && nl == 0 || nl >= rewrittenLines && nw >= rewrittenLines
+	if missed == 0 && len(replaced) == 0 {
+		return true
+	}
+	return len(replaced) >= rewrittenLines && 2*len(replaced) >= len(lines) && nw >= rewrittenLines
 }

@@ -41,7 +41,9 @@ func TestNearCopiesAreTextsRewrittenNotTemplated(t *testing.T) {
 		{"two words within a line", page, text(strings.Replace(page, "in depth", "in [hub 1764864000] depth", 1)), true},
 		{"a word of every line replaced", page, text(wordline(page, 1, 1)), true},
 		{"a word of every line replaced by two", page, text(wordline(page, 2, 1)), true},
-		{"a word of every line replaced, twice", page, text(wordline(wordline(page, 1, 1), 1, 2)), true},
+		{"a word of every line replaced, then that one again (a copy of a copy)", page, text(wordline(wordline(page, 1, 1), 1, 2)), true},
+		{"a word replaced in two lines only", long, text(strings.Replace(strings.Replace(long, "cost limit bounds", "cost cap bounds", 1), "Index bloat grows", "Index size grows", -1)), false},
+		{"a word replaced in three lines, a word each", long, text(strings.Replace(strings.Replace(strings.Replace(long, "cost limit bounds", "cost cap bounds", 1), "Index bloat grows", "Index size grows", -1), "workers wake every", "workers run every", -1)), true},
 		{"a word of every long line replaced", long, text(wordline(long, 1, 1)), true},
 		{"a word of every line replaced, quoted", long, text("> " + strings.ReplaceAll(wordline(long, 1, 1), "\n", "\n> ")), true},
 		{"two words of every line replaced", page, text(wordline(wordline(page, 1, 1), 1, 3)), false},
@@ -58,7 +60,7 @@ func TestNearCopiesAreTextsRewrittenNotTemplated(t *testing.T) {
 		if len(sketch) < nearMinSketch {
 			t.Fatalf("%s: a sketch of %d hashes; want %d or more", c.name, len(sketch), nearMinSketch)
 		}
-		if got := holdsAll(shingleSet(c.got), sketch); got != c.near {
+		if got := holdsSketch(shingleSet(c.got), sketch); got != c.near {
 			t.Errorf("%s: near copy %v; want %v", c.name, got, c.near)
 		}
 	}
@@ -69,7 +71,7 @@ func TestNearCopiesAreTextsRewrittenNotTemplated(t *testing.T) {
 }
 
 // wordline returns text with the middle word of every line (the one
-// after it if after is set) replaced by n words of a nonce, as a bridge
+// after it if salt is over 2) replaced by n words of a nonce, as a bridge
 // stamping each read does.
 func wordline(text string, n, salt int) string {
 	var b strings.Builder

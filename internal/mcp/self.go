@@ -227,7 +227,8 @@ type Copy struct {
 	// or cut, nor rewritten. Short copies are always equal.
 	Equal bool
 	// First and Last are, for each of Of, when the first and the last
-	// of its remembered reads that matched were answered.
+	// of its remembered reads that matched were answered (the first
+	// since it entered Of; reads are remembered up to maxServedReads).
 	First, Last []time.Time
 }
 
@@ -286,7 +287,7 @@ func (s *ServedLists) ServedBack(k resource.Key, contents []resource.Content) Co
 	set := shingleSet(contents)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c = s.copyOf(k, func(r *servedRead) bool { return holdsAll(set, r.sketch) })
+	c = s.copyOf(k, func(r *servedRead) bool { return holdsSketch(set, r.sketch) })
 	c.Near = len(c.Of) > 0
 	return c
 }
@@ -303,11 +304,13 @@ func (s *ServedLists) copyOf(k resource.Key, match func(*servedRead) bool) Copy 
 		if r.key == k {
 			continue
 		}
-		if sp := spans[r.key]; sp != nil {
-			if match(r) {
-				sp.last = r.at
+		if len(spans) > 0 {
+			if sp := spans[r.key]; sp != nil {
+				if match(r) {
+					sp.last = r.at
+				}
+				continue
 			}
-			continue
 		}
 		if !match(r) {
 			continue
@@ -393,9 +396,9 @@ func (s *ServedLists) NoteOwn(k resource.Key) {
 	}
 }
 
-// ReadOwn reports whether k was last read and found its server's own
+// IsOwn reports whether k was last read and found its server's own
 // (NoteOwn).
-func (s *ServedLists) ReadOwn(k resource.Key) bool {
+func (s *ServedLists) IsOwn(k resource.Key) bool {
 	if s == nil {
 		return false
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/contextd/contextd/internal/engine"
 	"github.com/contextd/contextd/internal/mcp/mcptest"
 	"github.com/contextd/contextd/internal/mcpserver"
+	"github.com/contextd/contextd/internal/resource"
 	ctxsync "github.com/contextd/contextd/internal/sync"
 )
 
@@ -364,6 +365,10 @@ func TestAWithheldServerWhoseTextsAreNotIndexedListsItsOwnLater(t *testing.T) {
 	l := listed()
 	if l[bURI("doc://b/copy")] || !l[bURI("doc://b/0")] || len(l) != 2*n+1 {
 		t.Errorf("contextd lists %v; want all it listed before, b's later page, not b's later copy", l)
+	}
+	lists := f.eng.ServedLists()
+	if later, copied := (resource.Key{Server: "b", URI: "doc://b/later"}), (resource.Key{Server: "b", URI: "doc://b/copy"}); !lists.IsOwn(later) || lists.IsCopy(later) || !lists.IsCopy(copied) || lists.IsOwn(copied) {
+		t.Errorf("later: own %v, copy %v; copy: own %v, copy %v; want the later page read and its own, the copy read and a copy", lists.IsOwn(later), lists.IsCopy(later), lists.IsOwn(copied), lists.IsCopy(copied))
 	}
 	if got := f.eng.ContentCount("b"); got != 0 {
 		t.Errorf("%d of b's texts indexed; want none", got)

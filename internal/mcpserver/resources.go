@@ -198,7 +198,7 @@ func (s *Server) apply(server string, descs []resource.Descriptor) (added int) {
 	if kept := s.listedSince(s.kept, server, lists.Withheld(server)); kept != nil {
 		descs = slices.DeleteFunc(slices.Clone(descs), func(d resource.Descriptor) bool {
 			k := d.Key()
-			return !kept[k] && (lists.IsCopy(k) || s.eng.ContentBytes(k) < mcp.MinDigestBytes && !lists.ReadOwn(k))
+			return !kept[k] && (lists.IsCopy(k) || s.eng.ContentBytes(k) < mcp.MinDigestBytes && !lists.IsOwn(k))
 		})
 	}
 	want := make(map[resource.Key]*mcpsdk.Resource, len(descs))

@@ -201,10 +201,6 @@ func (m *Mirror) ContentWanted(d resource.Descriptor) bool {
 	return m.opts.ContentMaxResources >= 0 && contentWanted(d, m.opts.ContentMaxBytes)
 }
 
-// contentText joins the text items of a read, in order; blobs and unusable
-// items are left out. It keeps a little more than the index.MaxContentBytes
-// that SetContents indexes (which cuts at a rune), in a copy: a chunk of
-// reads waiting to be indexed holds that much each, not whole reads.
 // textBytes returns the bytes of cs's texts.
 func textBytes(cs []resource.Content) int {
 	n := 0
@@ -235,7 +231,6 @@ func (m *Mirror) checkWithheld(ctx context.Context, sess *mcp.Session) {
 	if len(uris) == 0 {
 		return
 	}
-	slices.Sort(uris)
 	now := time.Now()
 	m.mu.Lock()
 	if m.withheldChecked == nil {
@@ -253,7 +248,7 @@ func (m *Mirror) checkWithheld(ctx context.Context, sess *mcp.Session) {
 		}
 		k := resource.Key{Server: m.opts.Server, URI: uri}
 		d, ok := m.opts.Index.Get(k)
-		if !ok || !contentWanted(d, m.opts.ContentMaxBytes) || m.opts.Served.IsCopy(k) {
+		if !ok || !contentWanted(d, m.opts.ContentMaxBytes) || m.opts.Served.IsCopy(k) || m.opts.Served.IsOwn(k) {
 			continue
 		}
 		read++
@@ -275,6 +270,10 @@ func (m *Mirror) checkWithheld(ctx context.Context, sess *mcp.Session) {
 	}
 }
 
+// contentText joins the text items of a read, in order; blobs and unusable
+// items are left out. It keeps a little more than the index.MaxContentBytes
+// that SetContents indexes (which cuts at a rune), in a copy: a chunk of
+// reads waiting to be indexed holds that much each, not whole reads.
 func contentText(cs []resource.Content) string {
 	var b strings.Builder
 	for _, c := range cs {

@@ -1855,16 +1855,20 @@ func (m *Mirror) readHint(ctx context.Context, sess *mcp.Session, uri string) ([
 	}
 	k := resource.Key{Server: m.opts.Server, URI: uri}
 	c := m.opts.Served.ServedBack(k, cs)
-	if c.Own && (c.Near && m.holdsOwn(c) || !c.Equal && m.extendsOwn(c)) {
+	if c.Own && (c.Near && m.holdsOwn(c) || !c.Equal && m.extendsOwn(c)) && !m.opts.Served.Withheld(m.opts.Server) {
 		// A page holding one of the server's own before it rewritten
 		// or with lines added (a log, a changelog) is its own, whoever
-		// passed that page back meanwhile (see extendsOwn).
+		// passed that page back meanwhile (see extendsOwn). Not once
+		// the server is withheld: a bridge rewriting its own pages at
+		// each level would pass them back so.
 		c = mcp.Copy{}
 	}
 	m.opts.Served.NoteCopy(k, len(c.Of) > 0)
 	if len(c.Of) == 0 {
 		m.readsBack.forget(uri)
-		if textBytes(cs) >= mcp.MinDigestBytes {
+		if m.opts.ContentMaxResources < 0 && textBytes(cs) >= mcp.MinDigestBytes {
+			// Its text is not indexed: the read tells the MCP server
+			// it is the server's own (see checkWithheld).
 			m.opts.Served.NoteOwn(k)
 		}
 		return cs, hint, nil
@@ -2478,8 +2482,8 @@ func (w *growthWatch) shortest() time.Duration {
 }
 
 // listedSinceWithheld returns the URIs of the server's last list first
-// listed by the list it was withheld after, or later, in no order; none
-// if it is not withheld.
+// listed by the list it was withheld after, or later, the oldest first;
+// none if it is not withheld.
 func (r *readsBack) listedSinceWithheld() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -2492,6 +2496,9 @@ func (r *readsBack) listedSinceWithheld() []string {
 			uris = append(uris, uri)
 		}
 	}
+	slices.SortFunc(uris, func(a, b string) int {
+		return cmp.Or(cmp.Compare(r.listed[a].n, r.listed[b].n), strings.Compare(a, b))
+	})
 	return uris
 }
 
