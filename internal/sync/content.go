@@ -222,7 +222,8 @@ const withheldChecks = 32
 // (two servers holding the same pages, a host reading one's through
 // contextd) would have nothing it lists later listed. The texts are
 // neither kept nor indexed. At most withheldChecks a pass, the oldest
-// first; reads that fail are tried again after contentRetryAfter.
+// first, and none after contentMaxFailures fail in a row (a server that
+// hangs); reads that fail are tried again after contentRetryAfter.
 func (m *Mirror) checkWithheld(ctx context.Context, sess *mcp.Session) {
 	if !m.opts.Served.Withheld(m.opts.Server) || !sess.Capabilities().Resources {
 		return
@@ -241,9 +242,9 @@ func (m *Mirror) checkWithheld(ctx context.Context, sess *mcp.Session) {
 		return ok && (at.IsZero() || now.Sub(at) < contentRetryAfter)
 	})
 	m.mu.Unlock()
-	read := 0
+	read, failed := 0, 0
 	for _, uri := range todo {
-		if read == withheldChecks || ctx.Err() != nil {
+		if read == withheldChecks || failed == contentMaxFailures || ctx.Err() != nil {
 			break
 		}
 		k := resource.Key{Server: m.opts.Server, URI: uri}
@@ -253,8 +254,12 @@ func (m *Mirror) checkWithheld(ctx context.Context, sess *mcp.Session) {
 		}
 		read++
 		rctx, cancel := context.WithTimeout(ctx, contentReadTimeout)
-		_, _, err := m.readHint(rctx, sess, uri)
+		_, _, err := m.readHint(rctx, sess, uri, true)
 		cancel()
+		failed++
+		if err == nil {
+			failed = 0
+		}
 		m.mu.Lock()
 		if len(m.withheldChecked) < maxReadsBack {
 			at := time.Time{} // checked
@@ -627,7 +632,7 @@ func (m *Mirror) indexContents(ctx context.Context, sess *mcp.Session, refreshAg
 				smu.Lock()
 				attempted[d.URI] = true
 				smu.Unlock()
-				cs, hint, err := m.readHint(rctx, sess, d.URI)
+				cs, hint, err := m.readHint(rctx, sess, d.URI, true)
 				m.opts.Observer.Called(m.opts.Server, MethodRead, err)
 				if err != nil && gctx.Err() != nil {
 					cut[i] = true // by the pass ending, not the resource's failure
@@ -976,7 +981,7 @@ func (m *Mirror) focusFirst(ctx context.Context, sess *mcp.Session, listed []res
 			g.Go(func() error {
 				rctx, cancel := context.WithTimeout(gctx, contentReadTimeout)
 				defer cancel()
-				cs, hint, err := m.readHint(rctx, sess, d.URI)
+				cs, hint, err := m.readHint(rctx, sess, d.URI, true)
 				if err != nil {
 					return nil // the content pass tries again
 				}

@@ -1689,7 +1689,7 @@ func (m *Mirror) read(ctx context.Context, sess *mcp.Session, uri string) ([]res
 			m.log.Debug("subscribe failed; not caching", "uri", uri, "err", err)
 		}
 	}
-	contents, hint, err := m.readHint(ctx, sess, uri)
+	contents, hint, err := m.readHint(ctx, sess, uri, false)
 	m.opts.Observer.Called(m.opts.Server, MethodRead, err)
 	at := time.Now()
 	if err != nil {
@@ -1847,7 +1847,7 @@ func (m *Mirror) listsItself(items []resource.Descriptor) bool {
 // listed before and what the content pass read and found no copy, so
 // that what it passes back does not come back one level deeper at each
 // list.
-func (m *Mirror) readHint(ctx context.Context, sess *mcp.Session, uri string) ([]resource.Content, mcp.CacheHint, error) {
+func (m *Mirror) readHint(ctx context.Context, sess *mcp.Session, uri string, pass bool) ([]resource.Content, mcp.CacheHint, error) {
 	began := time.Now()
 	cs, hint, err := sess.ReadHint(ctx, uri)
 	if err != nil {
@@ -1878,12 +1878,15 @@ func (m *Mirror) readHint(ctx context.Context, sess *mcp.Session, uri string) ([
 	// copies (a bridge passing back only the server's own entries lists
 	// them one list later), where a server's boilerplate was there from
 	// the start, and a page holding a page before it (a log, a changelog)
-	// is its own. And it must have come after contextd's MCP server
-	// answered a read of what it copies (a bridge reads before it passes
-	// back), or its read must have had that answered meanwhile (a bridge
-	// reading through when read): an alias of the server's newest page
-	// ("latest", then the page itself listed), read by a host after both
-	// were listed, is no copy of anything passed back.
+	// is its own. And it must have been first listed after contextd's
+	// MCP server answered a read of what it copies (a bridge reads before
+	// it passes back), or, read by the content pass, have had that
+	// answered meanwhile (a bridge reading through when read; a host
+	// reading both at once is not): an alias of the server's newest page
+	// ("latest", then the page itself listed), read by a host after the
+	// page was listed, is no copy of anything passed back. (Read between
+	// the page's coming and contextd's list of it, it still is: a short
+	// while for a server that says its list changed.)
 	kind := copyExact
 	switch {
 	case c.Near:
@@ -1895,7 +1898,7 @@ func (m *Mirror) readHint(ctx context.Context, sess *mcp.Session, uri string) ([
 	if !counts && kind == copyExact {
 		listed, _ := m.readsBack.firstListed(uri)
 		for i, o := range c.Of {
-			if m.readsBack.listedBefore(o.URI, uri) && (listed.After(c.First[i]) || !c.Last[i].Before(began)) {
+			if m.readsBack.listedBefore(o.URI, uri) && (listed.After(c.First[i]) || pass && !c.Last[i].Before(began)) {
 				counts = true
 				break
 			}
@@ -2003,7 +2006,9 @@ func (r *readsBack) add(uri string, counts bool, kind int) (withhold, added bool
 		r.counted[kind]++
 	}
 	if !before && r.withheld() {
-		r.withheldAt = max(r.lists, 1)
+		if r.withheldAt == 0 {
+			r.withheldAt = max(r.lists, 1)
+		}
 		return true, true
 	}
 	return false, true
