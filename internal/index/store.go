@@ -412,6 +412,10 @@ func readDB(dir string, want []string, log *slog.Logger) (map[string]*loadedColl
 	return out, ls, nil
 }
 
+// errNotRegular is readDoc's error for a document path that is no
+// regular file: broken, like a torn document.
+var errNotRegular = errors.New("not a regular file")
+
 // isDataErr reports whether err is about the data read rather than the
 // reading (I/O, permissions, file-descriptor limits).
 func isDataErr(err error) bool {
@@ -439,6 +443,11 @@ func readGob(p string, v any) error {
 // readDoc decodes the document file at p, reusing *zr and br. The gzip
 // trailer (CRC-32 and length) is checked: a file cut short is an error.
 func readDoc(p string, zr **gzip.Reader, br *bufio.Reader) (*chromem.Document, error) {
+	// A named pipe or a device in a document's place would block the
+	// open, and the load with it, for good.
+	if fi, err := os.Lstat(p); err == nil && !fi.Mode().IsRegular() {
+		return nil, errNotRegular
+	}
 	f, err := os.Open(p)
 	if err != nil {
 		return nil, err
