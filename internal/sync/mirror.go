@@ -1846,7 +1846,8 @@ func (m *Mirror) listsItself(items []resource.Descriptor) bool {
 // the server is withheld: contextd's MCP server lists of it only what it
 // listed before and what the content pass read and found no copy, so
 // that what it passes back does not come back one level deeper at each
-// list.
+// list. pass is set for the content pass's reads (and checkWithheld's),
+// unset for reads that answer a caller.
 func (m *Mirror) readHint(ctx context.Context, sess *mcp.Session, uri string, pass bool) ([]resource.Content, mcp.CacheHint, error) {
 	began := time.Now()
 	cs, hint, err := sess.ReadHint(ctx, uri)
