@@ -15,7 +15,8 @@ import (
 
 // daemonClient dials the daemon that the configuration at cfgPath (or the
 // one found, see client.ReadConfig) describes, at addr when it is set.
-// Problems with the file are printed as warnings on stderr.
+// Problems with the file are printed as warnings on stderr, and so is a
+// token about to go in plain text to an address off this machine.
 func daemonClient(cfgPath, addr string, stderr io.Writer) (*client.Client, error) {
 	cfgPath, from := findConfig(cfgPath, stderr)
 	t, err := client.ReadConfig(cfgPath)
@@ -30,6 +31,9 @@ func daemonClient(cfgPath, addr string, stderr io.Writer) (*client.Client, error
 	}
 	if addr == "" {
 		addr = t.Addr
+	}
+	if t.Options.Token != "" && t.Options.TLS == nil && !strings.HasPrefix(addr, "unix://") && !isLoopback(addr) {
+		fmt.Fprintf(stderr, "contextd: warning: sending the token in plain text to %s, not a loopback address: anyone on the way can read it (set tls in the config, or use a unix socket or loopback)\n", esc(addr))
 	}
 	return client.Dial(addr, &t.Options)
 }
