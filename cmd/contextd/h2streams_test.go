@@ -175,7 +175,10 @@ func TestASlowSteadyReaderKeepsItsConnection(t *testing.T) {
 // answer, and its share of the bound on unsent answers, for hours: an
 // answer must end within maxAnswerWait stalls of first waiting.
 func TestATricklingReaderIsCut(t *testing.T) {
-	const answer, stall, step = 4 << 20, 250 * time.Millisecond, 64 << 10
+	// 1 s, not less: under -race on a loaded 2-core machine a grant sent
+	// every 125 ms came late enough that a 250-ms stall passed without
+	// one, and the reader was cut at 450 ms as stalled, not as trickling.
+	const answer, stall, step = 4 << 20, time.Second, 64 << 10
 	srv := startAnswerServer(t, false, answer, stall)
 	c := srv.dial(t)
 	id := c.Call("/test.Big/Get", h2TestMD, nil)
