@@ -680,6 +680,10 @@ func (sf serverFile) resolve(name string, lookup func(string) (string, bool), ex
 	if strings.TrimSpace(name) == "" {
 		return Server{}, errors.New("a server has an empty name")
 	}
+	if redact.Control(name) != name {
+		// Names show in logs, /metrics labels and terminals as they are.
+		return Server{}, fmt.Errorf("server %q: its name holds a control, invisible or bidirectional formatting character, or bytes that are not UTF-8: rename it", name)
+	}
 	s := Server{Name: name, AllowUnlistedPins: sf.AllowUnlistedPins}
 	for _, f := range []struct {
 		field string

@@ -379,6 +379,23 @@ func TestHeaderNamesMustBeTokens(t *testing.T) {
 	}
 }
 
+// A server name holding what a terminal acts on, or what shows as nothing,
+// is refused, escaped in the error: names reach logs, /metrics labels and
+// terminals as they are. Names in other scripts are names.
+func TestServerNamesHoldNoControlCharacters(t *testing.T) {
+	for _, name := range []string{`"x\e]0;title\a"`, `"docs\u202etxt"`, `"a\u200bb"`, `"tab\tname"`, `"del\x7f"`} {
+		_, err := config.Parse("c.yaml", []byte("mcpServers:\n  "+name+": { url: \"https://h.example/mcp\" }\n"), func(string) (string, bool) { return "", false })
+		if err == nil || !strings.Contains(err.Error(), "its name holds") || strings.ContainsAny(err.Error(), "\x1b\a\u202e\u200b\t\x7f") {
+			t.Errorf("server %s: err = %q; want it refused, the name escaped", name, err)
+		}
+	}
+	for _, name := range []string{"docs", "документы", "ドキュメント", "git-main_2", "مستندات"} {
+		if _, err := config.Parse("c.yaml", []byte("mcpServers:\n  "+name+": { url: \"https://h.example/mcp\" }\n"), func(string) (string, bool) { return "", false }); err != nil {
+			t.Errorf("server %q refused: %v", name, err)
+		}
+	}
+}
+
 // A token written where a mapping belongs is refused without quoting it:
 // yaml.v3 quotes the value in its type errors.
 func TestTypeErrorsDoNotQuoteValues(t *testing.T) {
