@@ -20,6 +20,7 @@ import (
 	"github.com/contextd/contextd/internal/mcp/mcptest"
 	"github.com/contextd/contextd/internal/mcpserver"
 	"github.com/contextd/contextd/internal/resource"
+	"github.com/contextd/contextd/internal/selector"
 	ctxsync "github.com/contextd/contextd/internal/sync"
 )
 
@@ -737,6 +738,79 @@ func TestACheckedServersEntriesAreListedOnceRead(t *testing.T) {
 		synctest.Wait()
 		if l := listed(); !l["doc://slow"] || l["doc://empty"] || l["doc://error"] {
 			t.Errorf("3.5 min in, listed %v; want the slow one too, still not the empty or failing ones", l)
+		}
+	})
+}
+
+// A checked server's entries new to the list come at a pace: 128 at
+// once, then one each 10 s, those kept off longest first, each listed in
+// the end; they answer Assemble meanwhile. A server not checked lists
+// what it adds at once. A bridge rewriting what it passes back past every
+// copy test grows with contextd's list of it by that pace at most.
+func TestACheckedServersNewEntriesComeAtAPace(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		text := func(uri string) string {
+			return fmt.Sprintf("%s: a page on consumer group offsets, partition %s, and how to reset them safely\n", uri, uri)
+		}
+		page := map[string]string{"doc://0": text("doc://0")}
+		docs := mcptest.NewServer(page, nil)
+		notes := mcptest.NewServer(page, nil)
+		f := newFacade(t, map[string]*mcpsdk.Server{"docs": docs, "notes": notes}, &mcpserver.Options{CheckInterval: 250 * time.Millisecond}, engine.Options{})
+		f.eng.ServedLists().Check("docs", time.Now().Add(24*time.Hour))
+		add := func(s *mcpsdk.Server, uri string) {
+			s.AddResource(&mcpsdk.Resource{URI: uri, Name: uri, MIMEType: "text/plain"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+				return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: text(uri)}}}, nil
+			})
+		}
+		host := f.connect(t, nil)
+		count := func(server, batch string) int {
+			n := 0
+			for u := range listedURIs(t, host, "contextd:resource/"+server+"/") {
+				if strings.HasPrefix(u, batch) {
+					n++
+				}
+			}
+			return n
+		}
+		start := time.Now()
+		for i := range 200 {
+			add(docs, fmt.Sprintf("doc://a/%03d", i))
+			add(notes, fmt.Sprintf("doc://a/%03d", i))
+		}
+		time.Sleep(20 * time.Second)
+		synctest.Wait()
+		if n, in := count("docs", "doc://a/"), time.Since(start); n < 128 || n > 128+int(in/(10*time.Second))+1 {
+			t.Errorf("%v in: %d of the checked server's 200 new entries listed; want %d or so", in, n, 128+int(in/(10*time.Second)))
+		}
+		if n := count("notes", "doc://a/"); n != 200 {
+			t.Errorf("%d of the other server's 200 new entries listed; want all", n)
+		}
+		listed := listedURIs(t, host, "contextd:resource/docs/")
+		res, err := f.eng.Assemble(t.Context(), engine.AssembleRequest{Query: "consumer group offsets partition reset", TokenBudget: 4000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.ContainsFunc(res.Items, func(it selector.Item) bool { return it.Server == "docs" && !listed[it.URI] }) {
+			t.Errorf("Assemble answered with none of the checked server's entries kept off the list (%d items)", len(res.Items))
+		}
+		// Ten more while about 70 wait: they come after those.
+		for i := range 10 {
+			add(docs, fmt.Sprintf("doc://b/%d", i))
+		}
+		for _, at := range []time.Duration{8 * time.Minute, 12*time.Minute + 30*time.Second} {
+			time.Sleep(at - time.Since(start))
+			synctest.Wait()
+			// The pace starts once the content pass read them: a few
+			// seconds in.
+			want := min(210, 128+int(at/(10*time.Second)))
+			if a, b := count("docs", "doc://a/"), count("docs", "doc://b/"); a+b < want-3 || a+b > want+1 || b > 0 && a < 200 {
+				t.Errorf("%v in: %d of the first 200 and %d of the 10 after listed; want %d or so in all, the first before", at, a, b, want)
+			}
+		}
+		time.Sleep(15*time.Minute - time.Since(start))
+		synctest.Wait()
+		if a, b := count("docs", "doc://a/"), count("docs", "doc://b/"); a+b != 210 {
+			t.Errorf("%d of the first 200 and %d of the 10 after listed 15 min in; want all", a, b)
 		}
 	})
 }

@@ -74,6 +74,9 @@ func (s *Server) refresh() {
 				break
 			}
 		}
+		if p := s.paces[server]; p != nil && len(p.waiting) > 0 && p.allowance(now) >= 1 {
+			waited = true // entries kept off for want of pace may come now
+		}
 		if old, ok := s.seen[server]; !ok || old != v || again || waited || contents[server] != s.seenContents[server] || held[server] != (s.holding[server] != nil) || checked[server] != (s.checked[server] != nil) {
 			s.seenContents[server] = contents[server]
 			s.seen[server] = v
@@ -201,6 +204,7 @@ func (s *Server) apply(server string, descs []resource.Descriptor) (added int) {
 			return !kept[k] && (lists.IsCopy(k) || s.eng.ContentBytes(k) < mcp.MinDigestBytes && !lists.IsOwn(k))
 		})
 	}
+	descs = s.pace(server, descs, lists.Checked(server))
 	want := make(map[resource.Key]*mcpsdk.Resource, len(descs))
 	for _, d := range descs {
 		want[d.Key()] = descriptor(d)
@@ -236,6 +240,96 @@ func (s *Server) apply(server string, descs []resource.Descriptor) (added int) {
 	}
 	return added
 }
+
+// pace returns descs less the entries new to the resource list that a
+// checked server (mcp.ServedLists.Check) may not list yet: paceBurst at
+// once, then one each paceEvery, those kept off longest first. A bridge
+// rewriting what it passes back past every copy test, and passing back at
+// a steady pace from a backlog of contextd's list, grows however contextd
+// holds it, and its backlog is contextd's list of it: paced, the loop
+// grows by paceEvery at most, and a bridge passing back faster drains its
+// backlog and echoes contextd's list again, which its holds tell (see the
+// sync package's growthWatch). An honest server checked once (its growth
+// followed contextd's list a while) is listed as ever unless it adds
+// more than that; its entries answer Assemble as soon as mirrored.
+func (s *Server) pace(server string, descs []resource.Descriptor, checked bool) []resource.Descriptor {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !checked {
+		delete(s.paces, server)
+		return descs
+	}
+	now := time.Now()
+	p := s.paces[server]
+	if p == nil {
+		p = &listPace{tokens: paceBurst, at: now}
+		s.paces[server] = p
+	}
+	p.tokens, p.at = p.allowance(now), now
+	var fresh []int // indexes in descs of entries new to the list
+	for i, d := range descs {
+		if s.listed[d.Key()] == nil {
+			fresh = append(fresh, i)
+		}
+	}
+	if float64(len(fresh)) <= p.tokens {
+		p.tokens -= float64(len(fresh))
+		p.waiting = nil
+		return descs
+	}
+	since := func(i int) time.Time {
+		if t, ok := p.waiting[descs[i].Key()]; ok {
+			return t
+		}
+		return now
+	}
+	slices.SortStableFunc(fresh, func(a, b int) int {
+		if c := since(a).Compare(since(b)); c != 0 {
+			return c
+		}
+		return strings.Compare(descs[a].URI, descs[b].URI)
+	})
+	room := int(p.tokens)
+	p.tokens -= float64(room)
+	waiting := make(map[resource.Key]time.Time, len(fresh)-room)
+	off := make(map[int]bool, len(fresh)-room)
+	for _, i := range fresh[room:] {
+		waiting[descs[i].Key()] = since(i)
+		off[i] = true
+	}
+	if len(p.waiting) == 0 {
+		s.log.Info("a checked server lists more new entries than its pace: contextd's MCP server lists the rest as the pace allows (they answer Assemble already)", "server", server, "waiting", len(waiting), "pace", paceEvery, "burst", paceBurst)
+	}
+	p.waiting = waiting
+	kept := make([]resource.Descriptor, 0, len(descs)-len(off))
+	for i, d := range descs {
+		if !off[i] {
+			kept = append(kept, d)
+		}
+	}
+	return kept
+}
+
+// A listPace is a checked server's allowance of entries new to the
+// resource list (see pace): a token bucket.
+type listPace struct {
+	tokens  float64                    // entries it may list now, at most paceBurst
+	at      time.Time                  // when tokens was last brought up to date
+	waiting map[resource.Key]time.Time // entries kept off for want of it, since when
+}
+
+// allowance returns p's tokens brought up to now.
+func (p *listPace) allowance(now time.Time) float64 {
+	return min(paceBurst, p.tokens+float64(now.Sub(p.at))/float64(paceEvery))
+}
+
+// paceBurst and paceEvery pace a checked server's entries new to the
+// resource list (see pace): 128 at once, then one each 10 s (360 an
+// hour, a log adding a page each 10 s keeps up).
+const (
+	paceBurst = 128
+	paceEvery = 10 * time.Second
+)
 
 // maxQuietWait is the longest another server's hold keeps a server's new
 // entries off the resource list: holds of several servers in a row (many

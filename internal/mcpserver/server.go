@@ -207,7 +207,10 @@ type Server struct {
 	// (see maxUnreadWait).
 	checked map[string]map[resource.Key]bool
 	unread  map[string]map[resource.Key]time.Time
-	subs    map[resource.Key]int // downstream subscriptions per resource
+	// paces holds, for each checked server, how fast its entries new to
+	// the list may come (see pace).
+	paces map[string]*listPace
+	subs  map[resource.Key]int // downstream subscriptions per resource
 	// sessSubs holds each session's subscriptions, by the URI it sent:
 	// they are dropped when the session ends.
 	sessSubs map[*mcpsdk.ServerSession]map[string]resource.Key
@@ -294,6 +297,7 @@ func New(eng *engine.Engine, opts *Options) *Server {
 		waiting:      map[string]map[resource.Key]time.Time{},
 		checked:      map[string]map[resource.Key]bool{},
 		unread:       map[string]map[resource.Key]time.Time{},
+		paces:        map[string]*listPace{},
 		subs:         map[resource.Key]int{},
 		sessSubs:     map[*mcpsdk.ServerSession]map[string]resource.Key{},
 		closing:      map[*mcpsdk.ServerSession]bool{},
