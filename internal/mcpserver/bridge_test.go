@@ -814,3 +814,126 @@ func TestACheckedServersNewEntriesComeAtAPace(t *testing.T) {
 		}
 	})
 }
+
+// A bridge in front of contextd that takes what contextd lists into a
+// backlog, oldest first, and passes back three entries of it every 2 s,
+// each read shifting every letter by one (no copy test can know a text
+// rewritten whole), never pauses while contextd lists: what it passes
+// back is listed, and so its backlog is contextd's list of it for good.
+// Here contextd listed 747 of its entries 12 minutes in (527 at 16
+// minutes in a daemon run); checked once held, it grows by the pace at
+// most (198 here), and honest servers growing beside it, one a page each
+// 10 s, are listed in full.
+func testASteadyBridgeRewritingEveryLetterGrowsByThePace(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		page := func(server string, i int) (string, string) {
+			return fmt.Sprintf("%s://%d", server, i), fmt.Sprintf("page %d of the %s, on the release calendar, week %d, and what ships in it\n", i, server, i)
+		}
+		servers := map[string]*mcpsdk.Server{}
+		for _, name := range []string{"docs", "logs", "hub"} {
+			pages := map[string]string{}
+			for i := range map[string]int{"docs": 20, "logs": 5, "hub": 1}[name] {
+				uri, text := page(name, i)
+				pages[uri] = text
+			}
+			servers[name] = mcptest.NewServer(pages, nil)
+		}
+		f := newFacade(t, servers, &mcpserver.Options{CheckInterval: 250 * time.Millisecond}, engine.Options{})
+		up := f.connect(t, nil)
+		host := f.connect(t, nil)
+		shift := func(s string) string {
+			return strings.Map(func(c rune) rune {
+				switch {
+				case c >= 'a' && c <= 'z':
+					return 'a' + (c-'a'+1)%26
+				case c >= 'A' && c <= 'Z':
+					return 'A' + (c-'A'+1)%26
+				}
+				return c
+			}, s)
+		}
+		done := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Go(func() { // the bridge
+			seen := map[string]time.Time{}
+			passed := map[string]bool{}
+			for {
+				select {
+				case <-done:
+					return
+				case <-time.After(2 * time.Second):
+				}
+				var ready []*mcpsdk.Resource // seen 20 s ago or more, not passed back
+				for r, err := range up.Resources(t.Context(), nil) {
+					if err != nil {
+						break
+					}
+					if _, ok := seen[r.URI]; !ok {
+						seen[r.URI] = time.Now()
+					}
+					if !passed[r.URI] && time.Since(seen[r.URI]) >= 20*time.Second {
+						ready = append(ready, r)
+					}
+				}
+				slices.SortStableFunc(ready, func(a, b *mcpsdk.Resource) int { return seen[b.URI].Compare(seen[a.URI]) }) // newest first
+				for _, r := range ready[:min(3, len(ready))] {
+					passed[r.URI] = true
+					from, uri := r.URI, fmt.Sprintf("hub://up/%x", sha256.Sum256([]byte(r.URI)))
+					servers["hub"].AddResource(&mcpsdk.Resource{URI: uri, Name: "hub_" + r.Name, MIMEType: "text/plain"}, func(ctx context.Context, _ *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+						res, err := up.ReadResource(ctx, &mcpsdk.ReadResourceParams{URI: from})
+						if err != nil {
+							return nil, err
+						}
+						for _, c := range res.Contents {
+							c.URI, c.Meta, c.Text = uri, nil, shift(c.Text)
+						}
+						return res, nil
+					})
+				}
+			}
+		})
+		for name, every := range map[string]time.Duration{"docs": 30 * time.Second, "logs": 10 * time.Second} {
+			wg.Go(func() { // honest servers adding a page at a steady pace
+				for i := map[string]int{"docs": 20, "logs": 5}[name]; ; i++ {
+					select {
+					case <-done:
+						return
+					case <-time.After(every):
+					}
+					uri, text := page(name, i)
+					servers[name].AddResource(&mcpsdk.Resource{URI: uri, Name: uri, MIMEType: "text/plain"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+						return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: text}}}, nil
+					})
+				}
+			})
+		}
+		const run = 12 * time.Minute
+		time.Sleep(run)
+		close(done)
+		wg.Wait()
+		listed := func(server string) int {
+			n := 0
+			for u := range listedURIs(t, host, "") {
+				if strings.HasPrefix(u, "contextd:resource/"+server+"/") {
+					n++
+				}
+			}
+			return n
+		}
+		for _, s := range f.eng.Servers() {
+			t.Logf("%v in: %s: %d mirrored, %d listed, MCP listing %q", run, s.Server, s.Resources, listed(s.Server), s.MCPListing)
+		}
+		// The pace: 128 at once, one each 10 s after; what it passed
+		// back before it was first held, a minute or so in.
+		if n, most := listed("hub"), 128+int(run/(10*time.Second))+90; n > most {
+			t.Errorf("contextd lists %d of the hub's entries %v in; want %d at most", n, run, most)
+		}
+		time.Sleep(5 * time.Minute) // every hold and wait over
+		synctest.Wait()
+		for name, want := range map[string]int{"docs": 20 + int(run/(30*time.Second)), "logs": 5 + int(run/(10*time.Second))} {
+			if n := listed(name); n < want-1 {
+				t.Errorf("contextd lists %d of %s's %d pages", n, name, want)
+			}
+		}
+	})
+}

@@ -9,4 +9,5 @@ func TestSlow(t *testing.T) {
 	t.Run("ABridgeRenamingContextdsListIsCut", testABridgeRenamingContextdsListIsCut)
 	t.Run("ABridgeBesideAGrowingServerIsCut", testABridgeBesideAGrowingServerIsCut)
 	t.Run("ACumulativeLogBesideABridgeStaysListed", testACumulativeLogBesideABridgeStaysListed)
+	t.Run("ASteadyBridgeRewritingEveryLetterGrowsByThePace", testASteadyBridgeRewritingEveryLetterGrowsByThePace)
 }
