@@ -71,6 +71,9 @@ type ServedLists struct {
 	// checked are the servers whose new resources the MCP server lists
 	// once read, until when (see Check).
 	checked map[string]time.Time
+	// paced holds, by server, how many of its new resources wait for
+	// their pace to be listed (see NotePaced).
+	paced map[string]int
 }
 
 // A servedRead is a resources/read the MCP server answered.
@@ -507,6 +510,7 @@ func (s *ServedLists) Forget(server string) {
 	delete(s.held, server)
 	delete(s.frozen, server)
 	delete(s.checked, server)
+	delete(s.paced, server)
 	delete(s.copies, server)
 	delete(s.own, server)
 	s.gen++
@@ -633,9 +637,10 @@ func (s *ServedLists) QuietUntil() time.Time {
 }
 
 // Listing says why the MCP server lists less of server than is mirrored:
-// "withheld", "checked", "held", "frozen" (Withhold, Check, Hold, Freeze), or "still" when
-// another server's hold keeps it so (Quiet), comma-separated; "" when
-// none applies.
+// "withheld", "checked", "held", "frozen" (Withhold, Check, Hold, Freeze),
+// "paced" while new resources of it wait for their pace (NotePaced), or
+// "still" when another server's hold keeps it so (Quiet), comma-separated;
+// "" when none applies.
 func (s *ServedLists) Listing(server string) string {
 	if s == nil {
 		return ""
@@ -649,6 +654,9 @@ func (s *ServedLists) Listing(server string) string {
 	now := time.Now()
 	if now.Before(s.checked[server]) {
 		why = append(why, "checked")
+	}
+	if s.paced[server] > 0 {
+		why = append(why, "paced")
 	}
 	switch {
 	case now.Before(s.frozen[server]):
@@ -664,6 +672,25 @@ func (s *ServedLists) Listing(server string) string {
 		}
 	}
 	return strings.Join(why, ",")
+}
+
+// NotePaced records that waiting of server's new resources wait for
+// their pace to be listed by the MCP server (a checked server's new
+// entries come at a pace; see Listing), none if waiting is 0.
+func (s *ServedLists) NotePaced(server string, waiting int) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if waiting <= 0 {
+		delete(s.paced, server)
+		return
+	}
+	if s.paced == nil {
+		s.paced = map[string]int{}
+	}
+	s.paced[server] = waiting
 }
 
 // Frozen reports whether server is frozen (Freeze).

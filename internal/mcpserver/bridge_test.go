@@ -785,6 +785,16 @@ func TestACheckedServersNewEntriesComeAtAPace(t *testing.T) {
 		if n := count("notes", "doc://a/"); n != 200 {
 			t.Errorf("%d of the other server's 200 new entries listed; want all", n)
 		}
+		listing := func() map[string]string {
+			out := map[string]string{}
+			for _, s := range f.eng.Servers() {
+				out[s.Server] = s.MCPListing
+			}
+			return out
+		}
+		if l := listing(); l["docs"] != "checked,paced" || l["notes"] != "" {
+			t.Errorf("MCP listing %q; want docs checked,paced and notes none", l)
+		}
 		listed := listedURIs(t, host, "contextd:resource/docs/")
 		res, err := f.eng.Assemble(t.Context(), engine.AssembleRequest{Query: "consumer group offsets partition reset", TokenBudget: 4000})
 		if err != nil {
@@ -811,6 +821,9 @@ func TestACheckedServersNewEntriesComeAtAPace(t *testing.T) {
 		synctest.Wait()
 		if a, b := count("docs", "doc://a/"), count("docs", "doc://b/"); a+b != 210 {
 			t.Errorf("%d of the first 200 and %d of the 10 after listed 15 min in; want all", a, b)
+		}
+		if l := listing()["docs"]; l != "checked" {
+			t.Errorf("docs: MCP listing %q once all are listed; want checked", l)
 		}
 	})
 }

@@ -257,6 +257,7 @@ func (s *Server) pace(server string, descs []resource.Descriptor, checked bool) 
 	defer s.mu.Unlock()
 	if !checked {
 		delete(s.paces, server)
+		s.eng.ServedLists().NotePaced(server, 0)
 		return descs
 	}
 	now := time.Now()
@@ -275,6 +276,7 @@ func (s *Server) pace(server string, descs []resource.Descriptor, checked bool) 
 	if float64(len(fresh)) <= p.tokens {
 		p.tokens -= float64(len(fresh))
 		p.waiting = nil
+		s.eng.ServedLists().NotePaced(server, 0)
 		return descs
 	}
 	since := func(i int) time.Time {
@@ -301,6 +303,7 @@ func (s *Server) pace(server string, descs []resource.Descriptor, checked bool) 
 		s.log.Info("a checked server lists more new entries than its pace: contextd's MCP server lists the rest as the pace allows (they answer Assemble already)", "server", server, "waiting", len(waiting), "pace", paceEvery, "burst", paceBurst)
 	}
 	p.waiting = waiting
+	s.eng.ServedLists().NotePaced(server, len(waiting))
 	kept := make([]resource.Descriptor, 0, len(descs)-len(off))
 	for i, d := range descs {
 		if !off[i] {
