@@ -676,12 +676,27 @@ func (sf serverFile) secrets(name string, lookup func(string) (string, bool), ex
 	return s.Secrets()
 }
 
+// plainName reports whether a server name shows as it is spelled: UTF-8
+// with no control, format (bidirectional marks and overrides, what shows
+// as nothing) or line and paragraph separator characters. Names show in
+// logs, /metrics labels and terminals as they are.
+func plainName(name string) bool {
+	if !utf8.ValidString(name) {
+		return false
+	}
+	for _, c := range name {
+		if unicode.IsControl(c) || unicode.In(c, unicode.Cf, unicode.Zl, unicode.Zp) {
+			return false
+		}
+	}
+	return true
+}
+
 func (sf serverFile) resolve(name string, lookup func(string) (string, bool), expanded *int) (Server, error) {
 	if strings.TrimSpace(name) == "" {
 		return Server{}, errors.New("a server has an empty name")
 	}
-	if redact.Control(name) != name {
-		// Names show in logs, /metrics labels and terminals as they are.
+	if !plainName(name) {
 		return Server{}, fmt.Errorf("server %q: its name holds a control, invisible or bidirectional formatting character, or bytes that are not UTF-8: rename it", name)
 	}
 	s := Server{Name: name, AllowUnlistedPins: sf.AllowUnlistedPins}

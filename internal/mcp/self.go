@@ -552,7 +552,9 @@ func (s *ServedLists) Hold(server string, until time.Time) {
 // whose reads of what it passes back fail or answer nothing, however late
 // it passes it back; listed, those would come back a level deeper at each
 // list. What an honest server lists (texts it serves) is listed as ever,
-// once read. It lasts until then (each hold renews it).
+// once read. What is new also comes at a pace (a bridge rewriting past
+// every copy test still grows with contextd's list; see the mcpserver
+// package and NotePaced). It lasts until then (each hold renews it).
 func (s *ServedLists) Check(server string, until time.Time) {
 	if s == nil {
 		return

@@ -74,7 +74,7 @@ func (s *Server) refresh() {
 				break
 			}
 		}
-		if p := s.paces[server]; p != nil && len(p.waiting) > 0 && p.allowance(now) >= 1 {
+		if p := s.paces[server]; p != nil && len(p.since) > 0 && !held[server] && p.allowance(now) >= 1 {
 			waited = true // entries kept off for want of pace may come now
 		}
 		if old, ok := s.seen[server]; !ok || old != v || again || waited || contents[server] != s.seenContents[server] || held[server] != (s.holding[server] != nil) || checked[server] != (s.checked[server] != nil) {
@@ -117,6 +117,7 @@ func (s *Server) refresh() {
 // one level down. It returns how many entries are new to the list.
 func (s *Server) apply(server string, descs []resource.Descriptor) (added int) {
 	lists := s.eng.ServedLists()
+	all := descs
 	// Held or frozen (mcp.ServedLists.Hold, Freeze): no more than is
 	// listed now. Kept still by another server's hold (Quiet): no more
 	// than is listed now, save what has waited maxQuietWait.
@@ -204,7 +205,7 @@ func (s *Server) apply(server string, descs []resource.Descriptor) (added int) {
 			return !kept[k] && (lists.IsCopy(k) || s.eng.ContentBytes(k) < mcp.MinDigestBytes && !lists.IsOwn(k))
 		})
 	}
-	descs = s.pace(server, descs, lists.Checked(server))
+	descs = s.pace(server, descs, all, lists.Checked(server))
 	want := make(map[resource.Key]*mcpsdk.Resource, len(descs))
 	for _, d := range descs {
 		want[d.Key()] = descriptor(d)
@@ -243,7 +244,9 @@ func (s *Server) apply(server string, descs []resource.Descriptor) (added int) {
 
 // pace returns descs less the entries new to the resource list that a
 // checked server (mcp.ServedLists.Check) may not list yet: paceBurst at
-// once, then one each paceEvery, those kept off longest first. A bridge
+// once, then one each paceEvery, those kept off longest first (the time
+// an entry waits counts through holds and other filters; all, of the
+// server's mirrored entries, prunes what it no longer lists). A bridge
 // rewriting what it passes back past every copy test, and passing back at
 // a steady pace from a backlog of contextd's list, grows however contextd
 // holds it, and its backlog is contextd's list of it: paced, the loop
@@ -251,8 +254,9 @@ func (s *Server) apply(server string, descs []resource.Descriptor) (added int) {
 // backlog and echoes contextd's list again, which its holds tell (see the
 // sync package's growthWatch). An honest server checked once (its growth
 // followed contextd's list a while) is listed as ever unless it adds
-// more than that; its entries answer Assemble as soon as mirrored.
-func (s *Server) pace(server string, descs []resource.Descriptor, checked bool) []resource.Descriptor {
+// more than that; its entries answer Assemble as soon as mirrored. When
+// the check ends, what waits is listed at once.
+func (s *Server) pace(server string, descs, all []resource.Descriptor, checked bool) []resource.Descriptor {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !checked {
@@ -263,47 +267,63 @@ func (s *Server) pace(server string, descs []resource.Descriptor, checked bool) 
 	now := time.Now()
 	p := s.paces[server]
 	if p == nil {
-		p = &listPace{tokens: paceBurst, at: now}
+		p = &listPace{tokens: paceBurst, at: now, since: map[resource.Key]time.Time{}}
 		s.paces[server] = p
 	}
 	p.tokens, p.at = p.allowance(now), now
-	var fresh []int // indexes in descs of entries new to the list
+	type entry struct {
+		i  int       // in descs
+		at time.Time // since when it waits
+	}
+	var fresh []entry // new to the list
 	for i, d := range descs {
-		if s.listed[d.Key()] == nil {
-			fresh = append(fresh, i)
+		k := d.Key()
+		if s.listed[k] != nil {
+			continue
+		}
+		at, ok := p.since[k]
+		if !ok {
+			at = now
+			p.since[k] = at
+		}
+		fresh = append(fresh, entry{i, at})
+	}
+	room := min(len(fresh), int(p.tokens))
+	if room < len(fresh) {
+		slices.SortFunc(fresh, func(a, b entry) int {
+			if c := a.at.Compare(b.at); c != 0 {
+				return c
+			}
+			return strings.Compare(descs[a.i].URI, descs[b.i].URI)
+		})
+	}
+	p.tokens -= float64(room)
+	for _, e := range fresh[:room] {
+		delete(p.since, descs[e.i].Key())
+	}
+	if len(p.since) > len(fresh)-room { // some wait unseen: prune those gone
+		mirrored := make(map[resource.Key]bool, len(all))
+		for _, d := range all {
+			mirrored[d.Key()] = true
+		}
+		for k := range p.since {
+			if !mirrored[k] {
+				delete(p.since, k)
+			}
 		}
 	}
-	if float64(len(fresh)) <= p.tokens {
-		p.tokens -= float64(len(fresh))
-		p.waiting = nil
-		s.eng.ServedLists().NotePaced(server, 0)
+	s.eng.ServedLists().NotePaced(server, len(p.since))
+	if room == len(fresh) {
 		return descs
 	}
-	since := func(i int) time.Time {
-		if t, ok := p.waiting[descs[i].Key()]; ok {
-			return t
-		}
-		return now
+	if !p.logged {
+		p.logged = true
+		s.log.Info("a checked server lists more new entries than its pace: contextd's MCP server lists the rest as the pace allows (they answer Assemble already)", "server", server, "waiting", len(fresh)-room, "pace", paceEvery, "burst", paceBurst)
 	}
-	slices.SortStableFunc(fresh, func(a, b int) int {
-		if c := since(a).Compare(since(b)); c != 0 {
-			return c
-		}
-		return strings.Compare(descs[a].URI, descs[b].URI)
-	})
-	room := int(p.tokens)
-	p.tokens -= float64(room)
-	waiting := make(map[resource.Key]time.Time, len(fresh)-room)
 	off := make(map[int]bool, len(fresh)-room)
-	for _, i := range fresh[room:] {
-		waiting[descs[i].Key()] = since(i)
-		off[i] = true
+	for _, e := range fresh[room:] {
+		off[e.i] = true
 	}
-	if len(p.waiting) == 0 {
-		s.log.Info("a checked server lists more new entries than its pace: contextd's MCP server lists the rest as the pace allows (they answer Assemble already)", "server", server, "waiting", len(waiting), "pace", paceEvery, "burst", paceBurst)
-	}
-	p.waiting = waiting
-	s.eng.ServedLists().NotePaced(server, len(waiting))
 	kept := make([]resource.Descriptor, 0, len(descs)-len(off))
 	for i, d := range descs {
 		if !off[i] {
@@ -316,9 +336,12 @@ func (s *Server) pace(server string, descs []resource.Descriptor, checked bool) 
 // A listPace is a checked server's allowance of entries new to the
 // resource list (see pace): a token bucket.
 type listPace struct {
-	tokens  float64                    // entries it may list now, at most paceBurst
-	at      time.Time                  // when tokens was last brought up to date
-	waiting map[resource.Key]time.Time // entries kept off for want of it, since when
+	tokens float64   // entries it may list now, at most paceBurst
+	at     time.Time // when tokens was last brought up to date
+	// since holds the entries kept off for want of it, and since when
+	// (those other filters hide now too).
+	since  map[resource.Key]time.Time
+	logged bool // its first wait was logged
 }
 
 // allowance returns p's tokens brought up to now.
