@@ -2067,7 +2067,8 @@ func (r *readsBack) noteListed(items []resource.Descriptor) (grown int) {
 // After the hold (counted to when contextd's list was still no more, as
 // other servers' holds may keep it still longer), the server grows with
 // what contextd lists if
-//   - it did not grow in the hold's second half and grows again within
+//   - it did not grow in the hold's second half, having grown more often
+//     than that before, and grows again within
 //     growthRegrow of its end (a bridge passing back at once what
 //     contextd listed meanwhile; a server whose content is not indexed,
 //     so not checked, is held twice as long from the first); or
@@ -2295,7 +2296,11 @@ func (m *Mirror) watchGrowth(from time.Time, added int) {
 	switch {
 	// Growing again at once says nothing of a server whose echoes told a
 	// lag: a bridge passing back that late cannot.
-	case w.lag <= w.window && !w.grew && added > 0 && served && since <= w.window:
+	// Not growing in the hold's second half says so only of a server that
+	// grows more often than that before (a page each 30 s seldom grows in
+	// 15 s); one growing more seldom than that is a slow loop at most,
+	// which the pace of contextd's MCP list of it bounds.
+	case w.lag <= w.window && !w.grew && w.pace < w.length/2 && added > 0 && served && since <= w.window:
 		trial("stopped growing while contextd's MCP server listed nothing new, and grew again as soon as it listed more", "after", since.Round(time.Second), "added", added)
 		return
 	case w.lag <= w.window && w.grew && served && since <= w.window && w.burst(added):

@@ -975,6 +975,48 @@ func TestASteadyServerBesideAnothersHoldsInARowIsNotFrozen(t *testing.T) {
 	}
 }
 
+// An honest server adding a page at a steady pace, each 15 to 30 s, a
+// hold's length at most: a hold's second half may fall between two of its
+// pages, and its next page comes soon after the hold. That says nothing
+// of a server growing so seldom: it is held once at a time, never twice
+// in a row (which kept contextd's whole MCP list still a minute more).
+func TestAPageEachHoldsLengthIsHeldOnceAtATime(t *testing.T) {
+	for _, every := range []time.Duration{16 * time.Second, 20 * time.Second, 25 * time.Second, 30 * time.Second} {
+		t.Run(every.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				lists, srv := watched(t, "docs", "doc://0", "the first page\n", 0)
+				n, shown, run, longest, holds := 1, 1, 0, 0, 0
+				for sec := 1; sec <= 3600; sec++ {
+					time.Sleep(time.Second)
+					lists.NoteListed() // a host lists contextd each second
+					if !lists.Quiet() {
+						lists.NoteAdded(n - shown)
+						shown = n
+					}
+					if sec%int(every/time.Second) == 0 {
+						uri := fmt.Sprintf("doc://%d", n)
+						n++
+						addText(srv, uri, "the page "+uri+" of the docs, on the release calendar")
+					}
+					synctest.Wait()
+					if lists.Held("docs") {
+						if run == 0 {
+							holds++
+						}
+						run++
+						longest = max(longest, run)
+					} else {
+						run = 0
+					}
+				}
+				if longest > 31 || holds == 0 {
+					t.Errorf("held %d times, the longest %d s in a row; want once at a time, 30 s", holds, longest)
+				}
+			})
+		})
+	}
+}
+
 // An honest server adding a few entries at once at a steady pace (a CI
 // job's artifacts), held as it grows, grows again a pace after the hold
 // began: no echo of the hold, so it is held about as seldom as any
