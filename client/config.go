@@ -4,7 +4,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
-	"os"
 
 	"github.com/contextd/contextd/internal/config"
 )
@@ -71,7 +70,7 @@ func optionsFor(a config.Auth) (*Options, error) {
 	if trust == "" {
 		trust, field = t.CertFile, "tls.cert_file"
 	}
-	pem, err := os.ReadFile(trust)
+	pem, err := config.ReadTLSFile(trust)
 	if err != nil {
 		return nil, fmt.Errorf("field %s: %w", field, err)
 	}
@@ -80,7 +79,15 @@ func optionsFor(a config.Auth) (*Options, error) {
 	}
 	tc := &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: roots}
 	if t.ClientCertFile != "" {
-		cert, err := tls.LoadX509KeyPair(t.ClientCertFile, t.ClientKeyFile)
+		certPEM, err := config.ReadTLSFile(t.ClientCertFile)
+		if err != nil {
+			return nil, fmt.Errorf("field tls.client_cert_file: %w", err)
+		}
+		keyPEM, err := config.ReadTLSFile(t.ClientKeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("field tls.client_key_file: %w", err)
+		}
+		cert, err := tls.X509KeyPair(certPEM, keyPEM)
 		if err != nil {
 			return nil, fmt.Errorf("field tls.client_cert_file: %w", err)
 		}

@@ -22,7 +22,7 @@ func serverTLS(t config.TLS) (credentials.TransportCredentials, error) {
 	if !t.Enabled() {
 		return nil, nil
 	}
-	cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
+	cert, err := keyPair(t.CertFile, t.KeyFile)
 	if err != nil {
 		return nil, fmt.Errorf("tls: %w", err)
 	}
@@ -37,10 +37,24 @@ func serverTLS(t config.TLS) (credentials.TransportCredentials, error) {
 	return credentials.NewTLS(tc), nil
 }
 
+// keyPair is tls.LoadX509KeyPair reading the files with
+// config.ReadTLSFile.
+func keyPair(certFile, keyFile string) (tls.Certificate, error) {
+	cert, err := config.ReadTLSFile(certFile)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	key, err := config.ReadTLSFile(keyFile)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	return tls.X509KeyPair(cert, key)
+}
+
 func certPool(files ...string) (*x509.CertPool, error) {
 	pool := x509.NewCertPool()
 	for _, f := range files {
-		pem, err := os.ReadFile(f)
+		pem, err := config.ReadTLSFile(f)
 		if err != nil {
 			return nil, err
 		}

@@ -24,6 +24,31 @@ func readHead(path string, n int64) ([]byte, error) {
 	return io.ReadAll(io.LimitReader(f, n))
 }
 
+// MaxTLSFileBytes bounds what ReadTLSFile reads: a certificate chain, a
+// key or a bundle of CAs (the system's is about 220 KB).
+const MaxTLSFileBytes = 4 << 20
+
+// ReadTLSFile returns the contents of a file the configuration's tls
+// section names (cert_file, key_file, client_ca_file, ca_file,
+// client_cert_file, client_key_file). It fails, naming the path, if that
+// is no regular file (a device such as /dev/zero would be read without
+// end, a FIFO would block the start), or holds more than MaxTLSFileBytes.
+func ReadTLSFile(path string) ([]byte, error) {
+	if fi, err := os.Stat(path); err != nil {
+		return nil, err
+	} else if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file", path)
+	}
+	b, err := readHead(path, MaxTLSFileBytes+1)
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > MaxTLSFileBytes {
+		return nil, fmt.Errorf("%s: over %d bytes", path, MaxTLSFileBytes)
+	}
+	return b, nil
+}
+
 // Limits bound the work one request, and all requests together, can make
 // the daemon do. A zero field means its default.
 type Limits struct {
@@ -217,6 +242,11 @@ func (c *Config) parseSecurity(f *file, lookup func(string) (string, bool)) erro
 	}
 	if (t.ClientCertFile == "") != (t.ClientKeyFile == "") {
 		return errors.New("field tls: set both client_cert_file and client_key_file")
+	}
+	for _, k := range []struct{ field, path string }{{"tls.key_file", t.KeyFile}, {"tls.client_key_file", t.ClientKeyFile}} {
+		if fi, err := os.Stat(k.path); k.path != "" && err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o077 != 0 {
+			c.Warnings = append(c.Warnings, fmt.Sprintf("%s is readable by others (mode %v): chmod 600 it", k.field, fi.Mode().Perm()))
+		}
 	}
 	return nil
 }
