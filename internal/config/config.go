@@ -677,15 +677,16 @@ func (sf serverFile) secrets(name string, lookup func(string) (string, bool), ex
 }
 
 // plainName reports whether a server name shows as it is spelled: UTF-8
-// with no control, format (bidirectional marks and overrides, what shows
-// as nothing) or line and paragraph separator characters. Names show in
+// with no control, format (bidirectional marks and overrides, tags, what
+// shows as nothing), filler, variation selector, private use, or line and
+// paragraph separator characters. Names show in
 // logs, /metrics labels and terminals as they are.
 func plainName(name string) bool {
 	if !utf8.ValidString(name) {
 		return false
 	}
 	for _, c := range name {
-		if unicode.IsControl(c) || unicode.In(c, unicode.Cf, unicode.Zl, unicode.Zp) {
+		if unicode.IsControl(c) || unicode.In(c, unicode.Cf, unicode.Zl, unicode.Zp, unicode.Co, unicode.Other_Default_Ignorable_Code_Point, unicode.Variation_Selector) {
 			return false
 		}
 	}
@@ -697,7 +698,7 @@ func (sf serverFile) resolve(name string, lookup func(string) (string, bool), ex
 		return Server{}, errors.New("a server has an empty name")
 	}
 	if !plainName(name) {
-		return Server{}, fmt.Errorf("server %q: its name holds a control, invisible or bidirectional formatting character, or bytes that are not UTF-8: rename it", name)
+		return Server{}, fmt.Errorf("server %s: its name holds a control, invisible or bidirectional formatting character, or bytes that are not UTF-8: rename it", redact.Control(strconv.Quote(name)))
 	}
 	s := Server{Name: name, AllowUnlistedPins: sf.AllowUnlistedPins}
 	for _, f := range []struct {

@@ -383,9 +383,9 @@ func TestHeaderNamesMustBeTokens(t *testing.T) {
 // is refused, escaped in the error: names reach logs, /metrics labels and
 // terminals as they are. Names in other scripts are names.
 func TestServerNamesHoldNoControlCharacters(t *testing.T) {
-	for _, name := range []string{`"x\e]0;title\a"`, `"docs\u202etxt"`, `"a\u200bb"`, `"tab\tname"`, `"del\x7f"`, `"docs\u200e"`, `"docs\u061c"`, `"line\u2028sep"`, `"c1\u0085"`} {
+	for _, name := range []string{`"x\e]0;title\a"`, `"docs\u202etxt"`, `"a\u200bb"`, `"tab\tname"`, `"del\x7f"`, `"docs\u200e"`, `"docs\u061c"`, `"line\u2028sep"`, `"c1\u0085"`, `"docs\U000E0041"`, `"docs\u3164"`, `"docs\uFE0F"`, `"docs\U000F0000"`} {
 		_, err := config.Parse("c.yaml", []byte("mcpServers:\n  "+name+": { url: \"https://h.example/mcp\" }\n"), func(string) (string, bool) { return "", false })
-		if err == nil || !strings.Contains(err.Error(), "its name holds") || strings.ContainsAny(err.Error(), "\x1b\a\u202e\u200b\t\x7f\u200e\u061c\u2028\u0085") {
+		if err == nil || !strings.Contains(err.Error(), "its name holds") || strings.ContainsAny(err.Error(), "\x1b\a\u202e\u200b\t\x7f\u200e\u061c\u2028\u0085\u3164") {
 			t.Errorf("server %s: err = %q; want it refused, the name escaped", name, err)
 		}
 	}

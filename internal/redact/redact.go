@@ -1355,10 +1355,13 @@ func escape(s string, keepLines bool) string {
 			case 0x1b:
 				b.WriteString(`\e`)
 			default:
-				if c < 0x100 {
+				switch {
+				case c < 0x100:
 					b.WriteString(`\x` + hex2(byte(c)))
-				} else {
+				case c < 0x10000:
 					b.WriteString(`\u` + hex2(byte(c>>8)) + hex2(byte(c)))
+				default:
+					b.WriteString(`\U` + hex2(byte(c>>24)) + hex2(byte(c>>16)) + hex2(byte(c>>8)) + hex2(byte(c)))
 				}
 			}
 		default:
@@ -1385,6 +1388,22 @@ func unsafe(c rune, keepLines bool) bool {
 	case c == 0xad, c == 0x180e, c == 0x200b, c >= 0x2060 && c <= 0x2064, c == 0xfeff:
 		// Characters that show as nothing and could hide a value's
 		// true spelling (zero-width joiners, which emoji need, are kept).
+		return true
+	case c >= 0xe0000 && c <= 0xe007f:
+		// Tags: each spells an ASCII character no terminal shows, a
+		// text hidden in plain sight (for a model reading it later).
+		return true
+	case c == 0x2028 || c == 0x2029:
+		// Line and paragraph separators: some terminals break the line.
+		return true
+	case c == 0x200e || c == 0x200f || c == 0x61c:
+		// Bidirectional marks reorder what is around them in a line (a
+		// URI, a name): one may show as another. Prose in a
+		// right-to-left script needs them.
+		return !keepLines
+	case c >= 0x300 && unicode.Is(unicode.Other_Default_Ignorable_Code_Point, c):
+		// Fillers that show as nothing or a blank (U+3164 HANGUL
+		// FILLER, U+034F COMBINING GRAPHEME JOINER).
 		return true
 	}
 	return false

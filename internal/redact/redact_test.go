@@ -86,7 +86,11 @@ func TestControlEscapesWhatATerminalActsOn(t *testing.T) {
 		{"bidi\u202eevil", `bidi\u202eevil`, `bidi\u202eevil`},
 		{"bad\xffutf8", `bad\xffutf8`, `bad\xffutf8`},
 		{"zero\u200bwidth soft\u00adhyphen\ufeff", `zero\u200bwidth soft\xadhyphen\ufeff`, `zero\u200bwidth soft\xadhyphen\ufeff`},
-		{"עברית\u200f", "עברית\u200f", "עברית\u200f"}, // a bidi mark is no override
+		{"עברית\u200f", `עברית\u200f`, "עברית\u200f"}, // prose needs its marks; a line (a URI) does not
+		{"file:///secrets\u200f\u061c.md", `file:///secrets\u200f\u061c.md`, "file:///secrets\u200f\u061c.md"},
+		{"hidden \U000e0049\U000e0047\U000e004e end", `hidden \U000e0049\U000e0047\U000e004e end`, `hidden \U000e0049\U000e0047\U000e004e end`},
+		{"ls\u2028forged line", `ls\u2028forged line`, `ls\u2028forged line`},
+		{"filler\u3164 cgj\u034f", `filler\u3164 cgj\u034f`, `filler\u3164 cgj\u034f`},
 		{"emoji 👩\u200d💻", "emoji 👩\u200d💻", "emoji 👩\u200d💻"},
 	}
 	for _, tt := range tests {
