@@ -3,6 +3,7 @@ package main
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"net"
@@ -35,6 +36,32 @@ func serverTLS(t config.TLS) (credentials.TransportCredentials, error) {
 		tc.ClientCAs, tc.ClientAuth = pool, tls.RequireAndVerifyClientCert
 	}
 	return credentials.NewTLS(tc), nil
+}
+
+// maxClientCAs is the most CAs a tls.client_ca_file may hold before
+// serve warns that it lets in too much (a system bundle holds over 100).
+const maxClientCAs = 8
+
+// clientCAs returns how many certificates t's client_ca_file holds (0 if
+// none is set or it cannot be read: serverTLS says why).
+func clientCAs(t config.TLS) int {
+	if t.ClientCAFile == "" {
+		return 0
+	}
+	b, err := config.ReadTLSFile(t.ClientCAFile)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for {
+		var blk *pem.Block
+		if blk, b = pem.Decode(b); blk == nil {
+			return n
+		}
+		if blk.Type == "CERTIFICATE" {
+			n++
+		}
+	}
 }
 
 // keyPair is tls.LoadX509KeyPair reading the files with

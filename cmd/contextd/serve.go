@@ -88,6 +88,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if n := clientCAs(cfg.Auth.TLS); n > maxClientCAs && cfg.Auth.Token == "" && (config.Auth{}).CheckListen(cfg.Listen) != nil {
+		log.Warn("tls.client_ca_file holds many CAs (a system bundle?) and no auth.token is set: a client certificate from any of them is let in; name your own CA", "cas", n, "listen", cfg.Listen)
+	}
 	if cfg.Ops.MetricsListen != "" {
 		if err := cfg.Ops.CheckMetricsListen(cfg.Ops.MetricsListen); err != nil {
 			return fmt.Errorf("metrics_listen: %w", err)
