@@ -552,8 +552,7 @@ func (s *ServedLists) Hold(server string, until time.Time) {
 // whose reads of what it passes back fail or answer nothing, however late
 // it passes it back; listed, those would come back a level deeper at each
 // list. What an honest server lists (texts it serves) is listed as ever,
-// once read. What is new also comes at a pace (a bridge rewriting past
-// every copy test still grows with contextd's list; see the mcpserver
+// once read, and what is new comes at a stricter pace (see the mcpserver
 // package and NotePaced). It lasts until then (each hold renews it).
 func (s *ServedLists) Check(server string, until time.Time) {
 	if s == nil {
@@ -677,8 +676,8 @@ func (s *ServedLists) Listing(server string) string {
 }
 
 // NotePaced records that waiting of server's new resources wait for
-// their pace to be listed by the MCP server (a checked server's new
-// entries come at a pace; see Listing), none if waiting is 0.
+// their pace to be listed by the MCP server (see Listing), none if
+// waiting is 0.
 func (s *ServedLists) NotePaced(server string, waiting int) {
 	if s == nil {
 		return

@@ -745,8 +745,9 @@ func TestACheckedServersEntriesAreListedOnceRead(t *testing.T) {
 // A checked server's entries new to the list come at a pace: 128 at
 // once, then one each 10 s, those kept off longest first, each listed in
 // the end; they answer Assemble meanwhile. A server not checked lists
-// what it adds at once. A bridge rewriting what it passes back past every
-// copy test grows with contextd's list of it by that pace at most.
+// 200 at once (its burst is 1,024). A bridge rewriting what it passes
+// back past every copy test grows with contextd's list of it by that pace
+// at most.
 func TestACheckedServersNewEntriesComeAtAPace(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		text := func(uri string) string {
@@ -771,6 +772,12 @@ func TestACheckedServersNewEntriesComeAtAPace(t *testing.T) {
 				}
 			}
 			return n
+		}
+		// Their first lists come whole.
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if n := count("docs", "doc://"); n != 1 {
+			t.Fatalf("%d of docs' first list listed, want its one page", n)
 		}
 		start := time.Now()
 		for i := range 200 {
@@ -950,6 +957,59 @@ func testASteadyBridgeRewritingEveryLetterGrowsByThePace(t *testing.T) {
 		for name, want := range map[string]int{"docs": 20 + int(run/(30*time.Second)), "logs": 5 + int(run/(10*time.Second))} {
 			if n := listed(name); n < want-1 {
 				t.Errorf("contextd lists %d of %s's %d pages", n, name, want)
+			}
+		}
+	})
+}
+
+// Any server's entries new to the list come at a pace, held or not (a
+// bridge growing between lists that grow nothing is never held): its
+// first list whole, then 1,024 at once (a large commit), then one each
+// 10 s.
+func TestEveryServersNewEntriesComeAtAPace(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		text := func(uri string) string { return "a page on the release calendar: " + uri + "\n" }
+		first := map[string]string{}
+		for i := range 1500 {
+			uri := fmt.Sprintf("doc://first/%04d", i)
+			first[uri] = text(uri)
+		}
+		big := mcptest.NewServer(first, nil)
+		grow := mcptest.NewServer(map[string]string{"doc://0": text("doc://0")}, nil)
+		f := newFacade(t, map[string]*mcpsdk.Server{"big": big, "grow": grow}, &mcpserver.Options{CheckInterval: 250 * time.Millisecond}, engine.Options{})
+		host := f.connect(t, nil)
+		count := func(server string) int {
+			n := 0
+			for u := range listedURIs(t, host, "") {
+				if strings.HasPrefix(u, "contextd:resource/"+server+"/") {
+					n++
+				}
+			}
+			return n
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if b, g := count("big"), count("grow"); b != 1500 || g != 1 {
+			t.Fatalf("first lists: %d of big's 1,500 and %d of grow's 1 listed; want all", b, g)
+		}
+		for i := range 1500 {
+			uri := fmt.Sprintf("doc://a/%04d", i)
+			grow.AddResource(&mcpsdk.Resource{URI: uri, Name: uri, MIMEType: "text/plain"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+				return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: text(uri)}}}, nil
+			})
+		}
+		start := time.Now()
+		for _, at := range []time.Duration{20 * time.Second, 10 * time.Minute} {
+			time.Sleep(at - time.Since(start))
+			synctest.Wait()
+			want := 1 + 1024 + int(at/(10*time.Second))
+			if n := count("grow"); n < want-2 || n > want+1 {
+				t.Errorf("%v after grow added 1,500: %d listed; want %d or so", at, n, want)
+			}
+		}
+		for _, s := range f.eng.Servers() {
+			if want := map[string]string{"big": "", "grow": "paced"}[s.Server]; s.MCPListing != want {
+				t.Errorf("%s: MCP listing %q, want %q", s.Server, s.MCPListing, want)
 			}
 		}
 	})

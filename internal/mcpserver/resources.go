@@ -77,6 +77,9 @@ func (s *Server) refresh() {
 		if p := s.paces[server]; p != nil && len(p.since) > 0 && !held[server] && p.allowance(now) >= 1 {
 			waited = true // entries kept off for want of pace may come now
 		}
+		if old, ok := s.seen[server]; ok && v.Syncs < old.Syncs {
+			delete(s.paces, server) // a new mirror (a reload replaced it): its first list comes whole
+		}
 		if old, ok := s.seen[server]; !ok || old != v || again || waited || contents[server] != s.seenContents[server] || held[server] != (s.holding[server] != nil) || checked[server] != (s.checked[server] != nil) {
 			s.seenContents[server] = contents[server]
 			s.seen[server] = v
@@ -85,6 +88,7 @@ func (s *Server) refresh() {
 	}
 	for server := range s.seen {
 		if _, ok := versions[server]; !ok {
+			delete(s.paces, server)
 			delete(s.seen, server) // a reload removed it
 			gone = append(gone, server)
 		}
@@ -242,35 +246,38 @@ func (s *Server) apply(server string, descs []resource.Descriptor) (added int) {
 	return added
 }
 
-// pace returns descs less the entries new to the resource list that a
-// checked server (mcp.ServedLists.Check) may not list yet: paceBurst at
-// once, then one each paceEvery, those kept off longest first (the time
-// an entry waits counts through holds and other filters; all, of the
-// server's mirrored entries, prunes what it no longer lists). A bridge
-// rewriting what it passes back past every copy test, and passing back at
-// a steady pace from a backlog of contextd's list, grows however contextd
-// holds it, and its backlog is contextd's list of it: paced, the loop
-// grows by paceEvery at most, and a bridge passing back faster drains its
-// backlog and echoes contextd's list again, which its holds tell (see the
-// sync package's growthWatch). An honest server checked once (its growth
-// followed contextd's list a while) is listed as ever unless it adds
-// more than that; its entries answer Assemble as soon as mirrored. When
-// the check ends, what waits is listed at once.
+// pace returns descs less the entries new to the resource list that
+// server may not list yet: its first list (since start or a reload) comes
+// whole; after it, paceBurst at once, then one each paceEvery, those kept
+// off longest first (the time an entry waits counts through holds and
+// other filters; all, the server's mirrored entries, prunes what it no
+// longer lists). While the server is checked (mcp.ServedLists.Check: held
+// within the day) the burst is paceCheckedBurst. A bridge rewriting what
+// it passes back past every copy test, or growing between lists that
+// grew nothing so as never to be held, grows with contextd's list of it,
+// and its backlog is contextd's list: paced, the loop grows by paceEvery
+// at most, and a bridge passing back faster drains its backlog and
+// echoes contextd's list again, which its holds tell (see the sync
+// package's growthWatch). What waits answers Assemble as soon as
+// mirrored; an honest server is listed as ever unless it adds more than
+// one entry each paceEvery for long, or more than the burst at once.
 func (s *Server) pace(server string, descs, all []resource.Descriptor, checked bool) []resource.Descriptor {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !checked {
-		delete(s.paces, server)
-		s.eng.ServedLists().NotePaced(server, 0)
-		return descs
+	burst := float64(paceBurst)
+	if checked {
+		burst = paceCheckedBurst
 	}
 	now := time.Now()
 	p := s.paces[server]
 	if p == nil {
-		p = &listPace{tokens: paceBurst, at: now, since: map[resource.Key]time.Time{}}
-		s.paces[server] = p
+		if len(all) > 0 { // its first list comes whole
+			s.paces[server] = &listPace{tokens: burst, burst: burst, at: now, since: map[resource.Key]time.Time{}}
+		}
+		s.eng.ServedLists().NotePaced(server, 0)
+		return descs
 	}
-	p.tokens, p.at = p.allowance(now), now
+	p.tokens, p.at, p.burst = min(burst, p.allowance(now)), now, burst
 	type entry struct {
 		i  int       // in descs
 		at time.Time // since when it waits
@@ -318,7 +325,7 @@ func (s *Server) pace(server string, descs, all []resource.Descriptor, checked b
 	}
 	if !p.logged {
 		p.logged = true
-		s.log.Info("a checked server lists more new entries than its pace: contextd's MCP server lists the rest as the pace allows (they answer Assemble already)", "server", server, "waiting", len(fresh)-room, "pace", paceEvery, "burst", paceBurst)
+		s.log.Info("a server lists more new entries than its pace: contextd's MCP server lists the rest as the pace allows (they answer Assemble already)", "server", server, "waiting", len(fresh)-room, "pace", paceEvery, "burst", burst, "checked", checked)
 	}
 	off := make(map[int]bool, len(fresh)-room)
 	for _, e := range fresh[room:] {
@@ -333,10 +340,11 @@ func (s *Server) pace(server string, descs, all []resource.Descriptor, checked b
 	return kept
 }
 
-// A listPace is a checked server's allowance of entries new to the
-// resource list (see pace): a token bucket.
+// A listPace is a server's allowance of entries new to the resource
+// list (see pace): a token bucket.
 type listPace struct {
-	tokens float64   // entries it may list now, at most paceBurst
+	tokens float64   // entries it may list now, at most burst
+	burst  float64   // paceBurst, or paceCheckedBurst while checked
 	at     time.Time // when tokens was last brought up to date
 	// since holds the entries kept off for want of it, and since when
 	// (those other filters hide now too).
@@ -346,15 +354,17 @@ type listPace struct {
 
 // allowance returns p's tokens brought up to now.
 func (p *listPace) allowance(now time.Time) float64 {
-	return min(paceBurst, p.tokens+float64(now.Sub(p.at))/float64(paceEvery))
+	return min(p.burst, p.tokens+float64(now.Sub(p.at))/float64(paceEvery))
 }
 
-// paceBurst and paceEvery pace a checked server's entries new to the
-// resource list (see pace): 128 at once, then one each 10 s (360 an
-// hour, a log adding a page each 10 s keeps up).
+// The pace of a server's entries new to the resource list (see pace):
+// 1,024 at once (a large commit to a repository), 128 while it is
+// checked, then one each 10 s (8,640 a day; a log adding a page each 10 s
+// keeps up).
 const (
-	paceBurst = 128
-	paceEvery = 10 * time.Second
+	paceBurst        = 1024
+	paceCheckedBurst = 128
+	paceEvery        = 10 * time.Second
 )
 
 // maxQuietWait is the longest another server's hold keeps a server's new

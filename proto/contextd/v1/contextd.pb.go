@@ -1354,9 +1354,9 @@ type ServerStatus struct {
 	// "withheld" (it passed back copies of what contextd served: what it
 	// lists later is listed once read and found no copy), "checked" (held
 	// in the last day: what it lists later is listed once read and found
-	// not empty, save what the content pass does not read, and what is
-	// new comes at a pace: 128 at once, then one each 10 s), "paced" (new
-	// resources of it wait for that pace), "held" (its list grew with what contextd lists: nothing
+	// not empty, save what the content pass does not read), "paced" (new
+	// resources of it wait for their pace: after its first list, 1,024 at
+	// once, 128 while checked, then one each 10 s), "held" (its list grew with what contextd lists: nothing
 	// new of any server is listed for a while), "still" (another server is
 	// held), "frozen" (so time after time: no more of it is listed, for an
 	// hour or more). The resources stay mirrored and answer queries either
