@@ -764,15 +764,7 @@ func TestACheckedServersNewEntriesComeAtAPace(t *testing.T) {
 			})
 		}
 		host := f.connect(t, nil)
-		count := func(server, batch string) int {
-			n := 0
-			for u := range listedURIs(t, host, "contextd:resource/"+server+"/") {
-				if strings.HasPrefix(u, batch) {
-					n++
-				}
-			}
-			return n
-		}
+		count := func(server, batch string) int { return countListed(t, host, server, batch) }
 		// Their first lists come whole.
 		time.Sleep(time.Second)
 		synctest.Wait()
@@ -935,15 +927,7 @@ func testASteadyBridgeRewritingEveryLetterGrowsByThePace(t *testing.T) {
 		time.Sleep(run)
 		close(done)
 		wg.Wait()
-		listed := func(server string) int {
-			n := 0
-			for u := range listedURIs(t, host, "") {
-				if strings.HasPrefix(u, "contextd:resource/"+server+"/") {
-					n++
-				}
-			}
-			return n
-		}
+		listed := func(server string) int { return countListed(t, host, server, "") }
 		for _, s := range f.eng.Servers() {
 			t.Logf("%v in: %s: %d mirrored, %d listed, MCP listing %q", run, s.Server, s.Resources, listed(s.Server), s.MCPListing)
 		}
@@ -978,15 +962,7 @@ func TestEveryServersNewEntriesComeAtAPace(t *testing.T) {
 		grow := mcptest.NewServer(map[string]string{"doc://0": text("doc://0")}, nil)
 		f := newFacade(t, map[string]*mcpsdk.Server{"big": big, "grow": grow}, &mcpserver.Options{CheckInterval: 250 * time.Millisecond}, engine.Options{})
 		host := f.connect(t, nil)
-		count := func(server string) int {
-			n := 0
-			for u := range listedURIs(t, host, "") {
-				if strings.HasPrefix(u, "contextd:resource/"+server+"/") {
-					n++
-				}
-			}
-			return n
-		}
+		count := func(server string) int { return countListed(t, host, server, "") }
 		time.Sleep(time.Second)
 		synctest.Wait()
 		if b, g := count("big"), count("grow"); b != 1500 || g != 1 {
@@ -1013,4 +989,17 @@ func TestEveryServersNewEntriesComeAtAPace(t *testing.T) {
 			}
 		}
 	})
+}
+
+// countListed returns how many of server's entries whose upstream URIs
+// begin with prefix the resource list cs sees holds.
+func countListed(t *testing.T, cs *mcpsdk.ClientSession, server, prefix string) int {
+	t.Helper()
+	n := 0
+	for u := range listedURIs(t, cs, "contextd:resource/"+server+"/") {
+		if strings.HasPrefix(u, prefix) && !strings.HasPrefix(u, "contextd:resource/") {
+			n++
+		}
+	}
+	return n
 }
