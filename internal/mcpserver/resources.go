@@ -209,7 +209,7 @@ func (s *Server) apply(server string, descs []resource.Descriptor) (added int) {
 			return !kept[k] && (lists.IsCopy(k) || s.eng.ContentBytes(k) < mcp.MinDigestBytes && !lists.IsOwn(k))
 		})
 	}
-	descs = s.pace(server, descs, all, lists.Checked(server))
+	descs = s.pace(server, descs, all, lists.Checked(server), held || quiet)
 	want := make(map[resource.Key]*mcpsdk.Resource, len(descs))
 	for _, d := range descs {
 		want[d.Key()] = descriptor(d)
@@ -249,10 +249,11 @@ func (s *Server) apply(server string, descs []resource.Descriptor) (added int) {
 // pace returns descs less the entries new to the resource list that
 // server may not list yet: its first list (since start or a reload) comes
 // whole; after it, paceBurst at once, then one each paceEvery, those kept
-// off longest first (the time an entry waits counts through holds and
-// other filters; all, the server's mirrored entries, prunes what it no
-// longer lists). While the server is checked (mcp.ServedLists.Check: held
-// within the day) the burst is paceCheckedBurst. A bridge rewriting what
+// off longest first. descs is what the other filters let through, all the
+// server's mirrored entries; still says the list is kept still (the
+// server or another is held): an entry's wait counts through it. While
+// the server is checked (mcp.ServedLists.Check: held within the day) the
+// burst is paceCheckedBurst. A bridge rewriting what
 // it passes back past every copy test, or growing between lists that
 // grew nothing so as never to be held, grows with contextd's list of it,
 // and its backlog is contextd's list: paced, the loop grows by paceEvery
@@ -261,7 +262,7 @@ func (s *Server) apply(server string, descs []resource.Descriptor) (added int) {
 // package's growthWatch). What waits answers Assemble as soon as
 // mirrored; an honest server is listed as ever unless it adds more than
 // one entry each paceEvery for long, or more than the burst at once.
-func (s *Server) pace(server string, descs, all []resource.Descriptor, checked bool) []resource.Descriptor {
+func (s *Server) pace(server string, descs, all []resource.Descriptor, checked, still bool) []resource.Descriptor {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	burst := float64(paceBurst)
@@ -308,13 +309,17 @@ func (s *Server) pace(server string, descs, all []resource.Descriptor, checked b
 	for _, e := range fresh[:room] {
 		delete(p.since, descs[e.i].Key())
 	}
-	if len(p.since) > len(fresh)-room { // some wait unseen: prune those gone
-		mirrored := make(map[resource.Key]bool, len(all))
-		for _, d := range all {
-			mirrored[d.Key()] = true
+	if !still && len(p.since) > len(fresh)-room {
+		// Some that waited are no longer new to the list here: gone from
+		// the mirror, or kept off by another filter for good (found a
+		// copy); kept, they would wake the server for nothing. Through a
+		// hold (still) they keep their time.
+		here := make(map[resource.Key]bool, len(descs))
+		for _, d := range descs {
+			here[d.Key()] = true
 		}
 		for k := range p.since {
-			if !mirrored[k] {
+			if !here[k] {
 				delete(p.since, k)
 			}
 		}
