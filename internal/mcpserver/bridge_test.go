@@ -988,6 +988,39 @@ func TestEveryServersNewEntriesComeAtAPace(t *testing.T) {
 				t.Errorf("%s: MCP listing %q, want %q", s.Server, s.MCPListing, want)
 			}
 		}
+		// A rename of every page, and a list that empties and comes back,
+		// add nothing past the most it had listed: listed at once.
+		var old, renamed []string
+		for i := range 1500 {
+			old = append(old, fmt.Sprintf("doc://first/%04d", i))
+			uri := fmt.Sprintf("doc://v2/%04d", i)
+			renamed = append(renamed, uri)
+			big.AddResource(&mcpsdk.Resource{URI: uri, Name: uri, MIMEType: "text/plain"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+				return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: text(uri)}}}, nil
+			})
+		}
+		big.RemoveResources(old...)
+		time.Sleep(20 * time.Second)
+		synctest.Wait()
+		if n, v2 := count("big"), countListed(t, host, "big", "doc://v2/"); n != 1500 || v2 != 1500 {
+			t.Errorf("20 s after a rename of its 1,500 pages: %d listed, %d of them renamed; want all", n, v2)
+		}
+		big.RemoveResources(renamed...)
+		time.Sleep(20 * time.Second)
+		synctest.Wait()
+		if n := count("big"); n != 0 {
+			t.Fatalf("%d listed of an empty server", n)
+		}
+		for _, uri := range renamed {
+			big.AddResource(&mcpsdk.Resource{URI: uri, Name: uri, MIMEType: "text/plain"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+				return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: text(uri)}}}, nil
+			})
+		}
+		time.Sleep(20 * time.Second)
+		synctest.Wait()
+		if n := count("big"); n != 1500 {
+			t.Errorf("20 s after its list came back: %d of 1,500 listed; want all", n)
+		}
 	})
 }
 

@@ -248,8 +248,10 @@ func (s *Server) apply(server string, descs []resource.Descriptor) (added int) {
 
 // pace returns descs less the entries new to the resource list that
 // server may not list yet: its first list (since start or a reload) comes
-// whole; after it, paceBurst at once, then one each paceEvery, those kept
-// off longest first. descs is what the other filters let through, all the
+// whole, and so does what takes the place of entries gone (a rename, a
+// list that emptied and came back) up to the most it ever had listed;
+// growth past that comes paceBurst at once, then one each paceEvery,
+// those kept off longest first. descs is what the other filters let through, all the
 // server's mirrored entries; still says the list is kept still (the
 // server or another is held): an entry's wait counts through it. While
 // the server is checked (mcp.ServedLists.Check: held within the day) the
@@ -273,7 +275,7 @@ func (s *Server) pace(server string, descs, all []resource.Descriptor, checked, 
 	p := s.paces[server]
 	if p == nil {
 		if len(all) > 0 { // its first list comes whole
-			s.paces[server] = &listPace{tokens: burst, burst: burst, at: now, since: map[resource.Key]time.Time{}}
+			s.paces[server] = &listPace{tokens: burst, burst: burst, at: now, since: map[resource.Key]time.Time{}, most: len(descs)}
 		}
 		s.eng.ServedLists().NotePaced(server, 0)
 		return descs
@@ -296,7 +298,11 @@ func (s *Server) pace(server string, descs, all []resource.Descriptor, checked, 
 		}
 		fresh = append(fresh, entry{i, at})
 	}
-	room := min(len(fresh), int(p.tokens))
+	// Up to the most it ever had listed, an entry takes the place of one
+	// gone (a rename, a list that emptied and came back): only growth
+	// past that is paced.
+	free := max(0, p.most-(len(descs)-len(fresh)))
+	room := min(len(fresh), free+int(p.tokens))
 	if room < len(fresh) {
 		slices.SortFunc(fresh, func(a, b entry) int {
 			if c := a.at.Compare(b.at); c != 0 {
@@ -305,7 +311,8 @@ func (s *Server) pace(server string, descs, all []resource.Descriptor, checked, 
 			return strings.Compare(descs[a.i].URI, descs[b.i].URI)
 		})
 	}
-	p.tokens -= float64(room)
+	p.tokens -= float64(max(0, room-free))
+	p.most = max(p.most, len(descs)-len(fresh)+room)
 	for _, e := range fresh[:room] {
 		delete(p.since, descs[e.i].Key())
 	}
@@ -354,6 +361,7 @@ type listPace struct {
 	// since holds the entries kept off for want of it, and since when
 	// (those other filters hide now too).
 	since  map[resource.Key]time.Time
+	most   int  // the most entries of the server the list held
 	logged bool // its first wait was logged
 }
 
