@@ -209,7 +209,7 @@ func (s *Server) apply(server string, descs []resource.Descriptor) (added int) {
 			return !kept[k] && (lists.IsCopy(k) || s.eng.ContentBytes(k) < mcp.MinDigestBytes && !lists.IsOwn(k))
 		})
 	}
-	descs = s.pace(server, descs, all, lists.Checked(server), held || quiet)
+	descs = s.pace(server, descs, all, held || quiet)
 	want := make(map[resource.Key]*mcpsdk.Resource, len(descs))
 	for _, d := range descs {
 		want[d.Key()] = descriptor(d)
@@ -250,27 +250,26 @@ func (s *Server) apply(server string, descs []resource.Descriptor) (added int) {
 // server may not list yet: its first list (since start or a reload) comes
 // whole, and so does what takes the place of entries gone (a rename, a
 // list that emptied and came back) up to the most it ever had listed;
-// growth past that comes paceBurst at once, then one each paceEvery,
-// those kept off longest first. descs is what the other filters let through, all the
-// server's mirrored entries; still says the list is kept still (the
-// server or another is held): an entry's wait counts through it. While
-// the server is checked (mcp.ServedLists.Check: held within the day) the
-// burst is paceCheckedBurst. A bridge rewriting what
-// it passes back past every copy test, or growing between lists that
-// grew nothing so as never to be held, grows with contextd's list of it,
-// and its backlog is contextd's list: paced, the loop grows by paceEvery
-// at most, and a bridge passing back faster drains its backlog and
+// growth past that comes Options.PaceBurst at once, then one each
+// paceEvery, those kept off longest first. descs is what the other
+// filters let through, all the server's mirrored entries; still says the
+// list is kept still (the server or another is held): an entry's wait
+// counts through it. A bridge rewriting what it passes back past every
+// copy test, or growing between lists that grew nothing so as never to
+// be held, grows with contextd's list of it, and its backlog is
+// contextd's list: paced, the loop grows by one entry each paceEvery in
+// the long run, and a bridge passing back faster drains its backlog and
 // echoes contextd's list again, which its holds tell (see the sync
-// package's growthWatch). What waits answers Assemble as soon as
-// mirrored; an honest server is listed as ever unless it adds more than
-// one entry each paceEvery for long, or more than the burst at once.
-func (s *Server) pace(server string, descs, all []resource.Descriptor, checked, still bool) []resource.Descriptor {
+// package's growthWatch). The burst is the same whether or not the
+// server was held: every server adding entries steadily is held once, so
+// a smaller burst for those would cost honest commits hours, and would
+// not bound the loop more than once. What waits answers Assemble as soon
+// as mirrored; an honest server is listed as ever unless it adds more
+// than one entry each paceEvery for long, or more than the burst at once.
+func (s *Server) pace(server string, descs, all []resource.Descriptor, still bool) []resource.Descriptor {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	burst := float64(paceBurst)
-	if checked {
-		burst = paceCheckedBurst
-	}
+	burst := float64(s.opts.PaceBurst)
 	now := time.Now()
 	p := s.paces[server]
 	if p == nil {
@@ -280,7 +279,7 @@ func (s *Server) pace(server string, descs, all []resource.Descriptor, checked, 
 		s.eng.ServedLists().NotePaced(server, 0)
 		return descs
 	}
-	p.tokens, p.at, p.burst = min(burst, p.allowance(now)), now, burst
+	p.tokens, p.at = p.allowance(now), now
 	type entry struct {
 		i  int       // in descs
 		at time.Time // since when it waits
@@ -337,7 +336,7 @@ func (s *Server) pace(server string, descs, all []resource.Descriptor, checked, 
 	}
 	if !p.logged {
 		p.logged = true
-		s.log.Info("a server lists more new entries than its pace: contextd's MCP server lists the rest as the pace allows (they answer Assemble already)", "server", server, "waiting", len(fresh)-room, "pace", paceEvery, "burst", burst, "checked", checked)
+		s.log.Info("a server lists more new entries than its pace: contextd's MCP server lists the rest as the pace allows (they answer Assemble already)", "server", server, "waiting", len(fresh)-room, "pace", paceEvery, "burst", burst)
 	}
 	off := make(map[int]bool, len(fresh)-room)
 	for _, e := range fresh[room:] {
@@ -356,7 +355,7 @@ func (s *Server) pace(server string, descs, all []resource.Descriptor, checked, 
 // list (see pace): a token bucket.
 type listPace struct {
 	tokens float64   // entries it may list now, at most burst
-	burst  float64   // paceBurst, or paceCheckedBurst while checked
+	burst  float64   // Options.PaceBurst
 	at     time.Time // when tokens was last brought up to date
 	// since holds the entries kept off for want of it, and since when
 	// (those other filters hide now too).
@@ -370,15 +369,10 @@ func (p *listPace) allowance(now time.Time) float64 {
 	return min(p.burst, p.tokens+float64(now.Sub(p.at))/float64(paceEvery))
 }
 
-// The pace of a server's entries new to the resource list (see pace):
-// 1,024 at once (a large commit to a repository), 128 while it is
-// checked, then one each 10 s (8,640 a day; a log adding a page each 10 s
-// keeps up).
-const (
-	paceBurst        = 1024
-	paceCheckedBurst = 128
-	paceEvery        = 10 * time.Second
-)
+// paceEvery is how often a server's entries new to the resource list
+// past its burst may come (see pace): 8,640 a day, so a log adding a page
+// each 10 s keeps up.
+const paceEvery = 10 * time.Second
 
 // maxQuietWait is the longest another server's hold keeps a server's new
 // entries off the resource list: holds of several servers in a row (many

@@ -81,6 +81,9 @@ const (
 	DefaultMinIdleToClose = 30 * time.Second
 	// DefaultMaxSubscriptions is Options.MaxSubscriptions when zero.
 	DefaultMaxSubscriptions = 256
+	// DefaultPaceBurst is Options.PaceBurst when zero: a large commit
+	// to a repository.
+	DefaultPaceBurst = 1024
 )
 
 // Options configures New.
@@ -128,6 +131,11 @@ type Options struct {
 	// (resources/subscribe); past it, a subscription is refused with an
 	// invalid-params error. Zero means DefaultMaxSubscriptions.
 	MaxSubscriptions int
+	// PaceBurst is how many entries new to the resource list one server
+	// may add at once past the most it ever had listed; past it, one
+	// comes each 10 s (see the pace in resources.go). Zero means
+	// DefaultPaceBurst.
+	PaceBurst int
 	// Relay, when set, is the Relay whose WrapMirror was given to the
 	// engine (engine.Options.Mirror): upstream resource updates reach this
 	// server through it. Nil means updates are not relayed.
@@ -207,7 +215,7 @@ type Server struct {
 	// (see maxUnreadWait).
 	checked map[string]map[resource.Key]bool
 	unread  map[string]map[resource.Key]time.Time
-	// paces holds, for each checked server, how fast its entries new to
+	// paces holds, for each server listed, how fast its entries new to
 	// the list may come (see pace).
 	paces map[string]*listPace
 	subs  map[resource.Key]int // downstream subscriptions per resource
@@ -282,6 +290,9 @@ func New(eng *engine.Engine, opts *Options) *Server {
 	}
 	if o.MaxSubscriptions <= 0 {
 		o.MaxSubscriptions = DefaultMaxSubscriptions
+	}
+	if o.PaceBurst <= 0 {
+		o.PaceBurst = DefaultPaceBurst
 	}
 	log := o.Logger
 	if log == nil {
