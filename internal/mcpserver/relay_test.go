@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -141,5 +142,42 @@ func TestUndeliveredUpdatesAreLoggedAtARate(t *testing.T) {
 	}
 	if n > 3 {
 		t.Fatalf("%d warnings of undelivered notifications for 300 updates in about half a second:\n%.1000s", n, buf.String())
+	}
+}
+
+// A list_changed notification goes to every session, and one whose client
+// opened no standalone stream (a script that lists once) cannot take it:
+// by its client's choice, so the daemon says so at debug level only, not
+// with a warning at every change of its list.
+func TestListChangesASessionCannotTakeAreNoWarning(t *testing.T) {
+	var buf syncBuffer
+	var level slog.LevelVar
+	log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: &level}))
+	up := mcptest.NewServer(map[string]string{"doc://a": "alpha"}, nil)
+	f := newFacade(t, map[string]*mcpsdk.Server{"up": up}, &mcpserver.Options{Logger: log, CheckInterval: 20 * time.Millisecond}, engine.Options{})
+	ts := httptest.NewServer(f.srv.HTTPHandler())
+	defer ts.Close()
+	_, sid := post(t, ts.URL, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"script","version":"1"}}}`)
+	post(t, ts.URL, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	host := f.connect(t, nil)
+	add := func(uri string) {
+		up.AddResource(&mcpsdk.Resource{URI: uri, Name: uri, MIMEType: "text/plain"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+			return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: "beta"}}}, nil
+		})
+		for deadline := time.Now().Add(10 * time.Second); countListed(t, host, "up", uri) == 0; time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s never listed", uri)
+			}
+		}
+		time.Sleep(200 * time.Millisecond) // the notifications sent
+	}
+	add("doc://b")
+	if strings.Contains(buf.String(), "list_changed") {
+		t.Errorf("at info level, a list change the script's session could not take was logged:\n%.1000s", buf.String())
+	}
+	level.Set(slog.LevelDebug)
+	add("doc://c")
+	if !regexp.MustCompile(`level=DEBUG msg="calling notifications/resources/list_changed: [^"]*undelivered`).MatchString(buf.String()) {
+		t.Errorf("at debug level, no line says the script's session could not take a list change (the test no longer makes the go-sdk fail):\n%.2000s", buf.String())
 	}
 }

@@ -460,7 +460,12 @@ func New(eng *engine.Engine, opts *Options) *Server {
 // notifications/resources/updated: … undelivered message"), and an
 // upstream sending updates as fast as it can to a resource a host
 // subscribed to whose stream is not connected had it log 3,500 lines
-// (550 KB) a second.
+// (550 KB) a second. Of a list_changed notification it could not deliver
+// it says so at debug level only: those go to every session, and a
+// session whose client opened no standalone stream (a script that lists
+// once, a host that never asks for notifications) cannot take them by
+// its client's choice; a daemon serving such clients logged a warning at
+// every change of its list.
 func quiet(log *slog.Logger) *slog.Logger {
 	return slog.New(quietHandler{log.Handler(), &warnLimits{next: map[string]time.Time{}, skipped: map[string]int{}}})
 }
@@ -550,6 +555,11 @@ func (h quietHandler) Enabled(ctx context.Context, l slog.Level) bool {
 
 func (h quietHandler) Handle(ctx context.Context, r slog.Record) error {
 	out := slog.NewRecord(r.Time, demote(r.Level), cutLog(r.Message), r.PC)
+	if kind, _, _ := strings.Cut(r.Message, ": "); strings.HasPrefix(kind, "calling notifications/") && strings.HasSuffix(kind, "/list_changed") {
+		if out.Level = slog.LevelDebug; !h.Handler.Enabled(ctx, out.Level) {
+			return nil
+		}
+	}
 	if out.Level >= slog.LevelWarn && h.warns != nil {
 		ok, n := h.warns.allow(out.Message)
 		if !ok {
