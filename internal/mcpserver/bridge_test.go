@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/contextd/contextd/internal/engine"
+	"github.com/contextd/contextd/internal/index/indextest"
 	"github.com/contextd/contextd/internal/mcp/mcptest"
 	"github.com/contextd/contextd/internal/mcpserver"
 	"github.com/contextd/contextd/internal/resource"
@@ -1036,4 +1038,153 @@ func countListed(t *testing.T, cs *mcpsdk.ClientSession, server, prefix string) 
 		}
 	}
 	return n
+}
+
+// slowEmbedder embeds as indextest.BagEmbedder does, taking a while for
+// each text, so that a first sync stores its list over many of the
+// facade's checks.
+type slowEmbedder struct{ indextest.BagEmbedder }
+
+func (e *slowEmbedder) Embed(ctx context.Context, text string) ([]float32, error) {
+	time.Sleep(5 * time.Millisecond)
+	return e.BagEmbedder.Embed(ctx, text)
+}
+
+// A server's first list comes whole even when its first sync stores it
+// over many of the facade's checks (a cold index, a large server), and
+// when another server's hold keeps the list still as it ends: what the
+// list held of it then is no measure of it.
+func TestAFirstListStoredSlowlyComesWhole(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		pages := map[string]string{}
+		for i := range 3000 {
+			uri := fmt.Sprintf("doc://%04d", i)
+			pages[uri] = "a page on the release calendar: " + uri + "\n"
+		}
+		ups := map[string]*mcpsdk.Server{"big": mcptest.NewServer(pages, nil), "other": mcptest.NewServer(map[string]string{"doc://0": "zero"}, nil)}
+		f := startFacade(t, ups, &mcpserver.Options{CheckInterval: 250 * time.Millisecond}, engine.Options{Embedder: &slowEmbedder{}})
+		host := f.connect(t, nil)
+		stored := 0
+		for stored == 0 || stored == 3000 {
+			if f.eng.ListVersions()["big"].Syncs > 0 {
+				t.Fatalf("the first sync ended before the test saw it part way (%d stored)", stored)
+			}
+			time.Sleep(10 * time.Millisecond)
+			descs, err := f.eng.Descriptors("big")
+			if err != nil {
+				t.Fatal(err)
+			}
+			stored = len(descs)
+		}
+		// Part way through its first sync, another server is held: every
+		// server's list is kept still, and applied again.
+		f.eng.ServedLists().Hold("other", time.Now().Add(30*time.Second))
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if f.eng.ListVersions()["big"].Syncs > 0 {
+			t.Logf("the first sync ended within a second of the hold")
+		}
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if n := countListed(t, host, "big", ""); n != 3000 {
+			t.Errorf("%d of the first list's 3,000 entries listed a minute in (%d stored when the hold began); want all", n, stored)
+		}
+		for _, s := range f.eng.Servers() {
+			if s.MCPListing != "" && s.MCPListing != "held" {
+				t.Errorf("%s: MCP listing %q; want none", s.Server, s.MCPListing)
+			}
+		}
+	})
+}
+
+// A server that drops an entry of its own for each new one it lists, so
+// as never to grow past the most it had listed (a bridge passing
+// contextd's list back, rewritten, without growing), turns its list over
+// once a day at most past the pace; an honest server renaming its
+// entries once, or whose list empties and comes back as often as it
+// likes, is listed at once.
+func testEntriesTakingThePlaceOfOthersComeOnceADay(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		text := func(uri string) string { return "a page on the release calendar: " + uri + "\n" }
+		pages := func(prefix string, from, n int) map[string]string {
+			out := map[string]string{}
+			for i := from; i < from+n; i++ {
+				uri := fmt.Sprintf("%s%05d", prefix, i)
+				out[uri] = text(uri)
+			}
+			return out
+		}
+		add := func(s *mcpsdk.Server, uris map[string]string) {
+			for uri := range uris {
+				s.AddResource(&mcpsdk.Resource{URI: uri, Name: uri, MIMEType: "text/plain"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+					return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: text(uri)}}}, nil
+				})
+			}
+		}
+		remove := func(s *mcpsdk.Server, uris map[string]string) {
+			s.RemoveResources(slices.Collect(maps.Keys(uris))...)
+		}
+		hub := mcptest.NewServer(pages("hub://", 0, 1000), nil)
+		site := mcptest.NewServer(pages("site://v1/", 0, 1500), nil)
+		f := newFacade(t, map[string]*mcpsdk.Server{"hub": hub, "site": site}, &mcpserver.Options{CheckInterval: 250 * time.Millisecond}, engine.Options{})
+		host := f.connect(t, nil)
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if h, s := countListed(t, host, "hub", ""), countListed(t, host, "site", ""); h != 1000 || s != 1500 {
+			t.Fatalf("first lists: %d of hub's 1,000 and %d of site's 1,500 listed; want all", h, s)
+		}
+		done := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Go(func() { // the hub: 50 new for 50 of its oldest each 2 s
+			for next := 1000; ; next += 50 {
+				select {
+				case <-done:
+					return
+				case <-time.After(2 * time.Second):
+				}
+				add(hub, pages("hub://", next, 50))
+				remove(hub, pages("hub://", next-1000, 50))
+			}
+		})
+		listedAfter := func(what string, server, prefix string, want int) {
+			time.Sleep(20 * time.Second)
+			synctest.Wait()
+			if n := countListed(t, host, server, prefix); n != want {
+				t.Errorf("20 s after %s: %d listed; want %d", what, n, want)
+			}
+		}
+		// The site renames every page once: listed at once.
+		add(site, pages("site://v2/", 0, 1500))
+		remove(site, pages("site://v1/", 0, 1500))
+		listedAfter("a rename of the site's 1,500 pages", "site", "site://v2/", 1500)
+		// Its list empties and comes back, twice: listed at once each time.
+		for range 2 {
+			remove(site, pages("site://v2/", 0, 1500))
+			time.Sleep(20 * time.Second)
+			add(site, pages("site://v2/", 0, 1500))
+			listedAfter("the site's list came back", "site", "site://v2/", 1500)
+		}
+		// A second rename within the day comes at the pace.
+		add(site, pages("site://v3/", 0, 1500))
+		remove(site, pages("site://v2/", 0, 1500))
+		time.Sleep(20 * time.Second)
+		synctest.Wait()
+		if n := countListed(t, host, "site", "site://v3/"); n < 1024 || n > 1100 {
+			t.Errorf("20 s after a second rename of the site's 1,500 pages: %d listed; want 1,024 and a few", n)
+		}
+		time.Sleep(2 * time.Minute)
+		close(done)
+		wg.Wait()
+		synctest.Wait()
+		// The hub turned over 1,000 entries of 1,000 about each 40 s: its
+		// allowance (1,000), the burst (1,024) and one each 10 s since.
+		hubListed := countListed(t, host, "hub", "")
+		t.Logf("hub: %d listed", hubListed)
+		for _, s := range f.eng.Servers() {
+			t.Logf("%s: %d mirrored, MCP listing %q", s.Server, s.Resources, s.MCPListing)
+		}
+		if hubListed > 200 {
+			t.Errorf("%d of the hub's 1,000 entries listed after it turned its list over about six times; want few", hubListed)
+		}
+	})
 }

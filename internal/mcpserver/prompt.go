@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -28,11 +29,9 @@ func (s *Server) addPrompt() {
 
 func (s *Server) getPrompt(ctx context.Context, req *mcpsdk.GetPromptRequest) (*mcpsdk.GetPromptResult, error) {
 	args := req.Params.Arguments
-	budget := DefaultBudget
-	if b := strings.TrimSpace(args["budget"]); b != "" {
-		if _, err := fmt.Sscan(b, &budget); err != nil {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("budget %q is not a whole number of tokens", b)}
-		}
+	budget, err := parseBudget(args["budget"])
+	if err != nil {
+		return nil, err
 	}
 	res, err := s.assemble(ctx, req.Session, engine.AssembleRequest{Query: args["task"], TokenBudget: budget})
 	if err != nil {
@@ -50,4 +49,20 @@ func (s *Server) getPrompt(ctx context.Context, req *mcpsdk.GetPromptRequest) (*
 	out.Messages = append(out.Messages, &mcpsdk.PromptMessage{Role: "user", Content: &mcpsdk.TextContent{
 		Text: args["task"] + "\n\n(" + summary(res, budget) + ")"}})
 	return out, nil
+}
+
+// parseBudget parses a token budget given as text (a prompt argument, the
+// context template's variable): blank means DefaultBudget; anything but a
+// whole decimal number ("12 tokens", "0x40", "1e3") is an invalid-params
+// error naming it. Its range is the engine's to check.
+func parseBudget(b string) (int, error) {
+	b = strings.TrimSpace(b)
+	if b == "" {
+		return DefaultBudget, nil
+	}
+	n, err := strconv.Atoi(b)
+	if err != nil {
+		return 0, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("budget %q is not a whole number of tokens", b)}
+	}
+	return n, nil
 }

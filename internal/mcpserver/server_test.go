@@ -48,7 +48,10 @@ func startFacade(t *testing.T, upstreams map[string]*mcpsdk.Server, opts *mcpser
 	}
 	slices.SortFunc(cfg.Servers, func(a, b config.Server) int { return strings.Compare(a.Name, b.Name) })
 	relay := &mcpserver.Relay{}
-	eopts.Config, eopts.InMemory, eopts.Embedder = cfg, true, &indextest.BagEmbedder{}
+	eopts.Config, eopts.InMemory = cfg, true
+	if eopts.Embedder == nil {
+		eopts.Embedder = &indextest.BagEmbedder{}
+	}
 	custom := eopts.Dial
 	eopts.Dial = func(s config.Server) ctxsync.DialFunc {
 		if custom != nil {
@@ -592,6 +595,10 @@ func TestContextTemplatePromptAndCompletions(t *testing.T) {
 	}
 	_, err = cs.GetPrompt(t.Context(), &mcpsdk.GetPromptParams{Name: "context", Arguments: map[string]string{"task": ""}})
 	checkCode(t, "a prompt without a task", err, jsonrpc.CodeInvalidParams, "query is empty")
+	for _, b := range []string{"12 junk", "0x7fffffffffffffff", "1e3"} {
+		_, err = cs.GetPrompt(t.Context(), &mcpsdk.GetPromptParams{Name: "context", Arguments: map[string]string{"task": "billing", "budget": b}})
+		checkCode(t, "a prompt's budget of "+b, err, jsonrpc.CodeInvalidParams, fmt.Sprintf("budget %q", b))
+	}
 
 	complete := func(cs *mcpsdk.ClientSession, ref *mcpsdk.CompleteReference, arg, value string) []string {
 		t.Helper()
