@@ -442,6 +442,25 @@ func (s *ServedLists) CopyCount(server string) int {
 	return len(s.copies[server])
 }
 
+// Prune forgets what NoteCopy and NoteOwn recorded of server's resources
+// whose URIs listed does not hold (the server's last complete list): a
+// server turning its list over would fill them to maxCopies, and past
+// that its new copies would go unrecorded.
+func (s *ServedLists) Prune(server string, listed map[string]bool) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, m := range []map[string]bool{s.copies[server], s.own[server]} {
+		for uri := range m {
+			if !listed[uri] {
+				delete(m, uri)
+			}
+		}
+	}
+}
+
 // maxCopies bounds the copies remembered of one server.
 const maxCopies = 100_000
 

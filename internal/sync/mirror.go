@@ -1271,6 +1271,7 @@ func (m *Mirror) dropRelisted(res mcp.List[resource.Descriptor]) {
 	if !res.Complete {
 		return
 	}
+	m.opts.Served.Prune(m.opts.Server, listed)
 	for _, uri := range m.cache.uris() {
 		if !listed[uri] {
 			m.cache.invalidate(uri)

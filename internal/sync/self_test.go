@@ -193,6 +193,17 @@ func TestABridgeRenamingWhatItPassesOnIsKnownByItsReads(t *testing.T) {
 				if want := map[bool]int{true: c.echoed}[c.copies]; copies != want || lists.CopyCount("bridge") != want {
 					t.Errorf("%d of the %d passed back known as copies (%d in all); want %d", copies, c.echoed, lists.CopyCount("bridge"), want)
 				}
+				// Gone from its list, they are forgotten.
+				var gone []string
+				for i := c.own; i < c.own+c.echoed; i++ {
+					gone = append(gone, fmt.Sprintf("hub://up/%d", i))
+				}
+				srv.RemoveResources(gone...)
+				time.Sleep(10 * time.Second)
+				synctest.Wait()
+				if n, m := lists.CopyCount("bridge"), len(ix.Descriptors("bridge")); n != 0 || m != c.own {
+					t.Errorf("once the %d passed back left its list: %d known as copies, %d indexed; want none and %d", c.echoed, n, m, c.own)
+				}
 			})
 		})
 	}
