@@ -73,7 +73,7 @@ func (s *Server) refresh() {
 				break
 			}
 		}
-		if p := s.paces[server]; p != nil && len(p.since) > 0 && !held[server] && p.allowance(now) >= 1 {
+		if p := s.paces[server]; p != nil && len(p.since) > 0 && !held[server] && (p.allowance(now) >= 1 || !p.settleFrom.IsZero() && p.settled(now)) {
 			waited = true // entries kept off for want of pace may come now
 		}
 		if old, ok := s.seen[server]; ok && v.Syncs < old.Syncs {
@@ -216,14 +216,10 @@ func (s *Server) apply(server string, descs []resource.Descriptor) (added int) {
 	var gone []string
 	var put []*mcpsdk.Resource
 	s.mu.Lock()
-	p, at := s.paces[server], time.Now()
 	for k, r := range s.listed {
 		if k.Server == server && want[k] == nil {
 			gone = append(gone, r.URI)
 			delete(s.listed, k)
-			if p != nil {
-				p.noteLeft(k, at)
-			}
 		}
 	}
 	for k, r := range want {
@@ -250,32 +246,32 @@ func (s *Server) apply(server string, descs []resource.Descriptor) (added int) {
 }
 
 // pace returns descs less the entries new to the resource list that
-// server may not list yet: its first list (since start or a reload: all
-// its mirror holds until its first sync ends) comes whole, and so does
-// what takes the place of entries gone up to the most it ever had
-// listed: entries it listed within paceSwapRefill (a list that emptied
-// and came back) always, new ones (a rename) once a day (their
-// allowance, the most it had listed, refills in paceSwapRefill). Growth
-// past that, and new entries past their allowance, come
-// Options.PaceBurst at once, then one each paceEvery, those kept off
-// longest first. descs is what the other filters let
-// through, all the server's mirrored entries; still says the list is kept
-// still (the server or another is held): an entry's wait counts through
-// it. A bridge rewriting what it passes back past every copy test, or
+// server may not list yet. Its first list comes whole: all its mirror
+// holds once its first sync ends (since start or a reload), and all it
+// lists in the paceSettle after (what waits of that comes then, see
+// listPace.settle). So does what takes the place of entries gone (a
+// rename, a list that emptied and came back, a log dropping its oldest
+// record for each new one) up to the most it ever had listed. Growth past
+// that comes Options.PaceBurst at once, then one each paceEvery, those
+// kept off longest first. descs is what the other filters let through,
+// all the server's mirrored entries; still says the list is kept still
+// (the server or another is held): an entry's wait counts through it.
+//
+// A bridge rewriting what it passes back past every copy test, or
 // growing between lists that grew nothing so as never to be held, grows
 // with contextd's list of it, and its backlog is contextd's list: paced,
 // the loop grows by one entry each paceEvery in the long run, and a
 // bridge passing back faster drains its backlog and echoes contextd's
 // list again, which its holds tell (see the sync package's growthWatch).
-// One that drops an entry of its own for each it passes back, so as
-// never to grow, turns its list over once a day at most past the pace.
-// The burst is the same whether or not the server was held: every server
-// adding entries steadily is held once, so a smaller burst for those
-// would cost honest commits hours, and would not bound the loop more
-// than once. What waits answers Assemble as soon as mirrored; an honest
-// server is listed as ever unless it adds more than one entry each
-// paceEvery for long, more than the burst at once, or renames all its
-// entries twice in a day.
+// One that drops an entry of its own for each it passes back does not
+// grow: it costs what any server turning its list over at that rate
+// costs, bounded by the most it listed. The burst is the same whether or
+// not the server was held: every server adding entries steadily is held
+// once, so a smaller burst for those would cost honest commits hours, and
+// would not bound the loop more than once. What waits answers Assemble as
+// soon as mirrored; an honest server is listed as ever unless it adds
+// more than one entry each paceEvery for long, or more than the burst at
+// once.
 func (s *Server) pace(server string, descs, all []resource.Descriptor, still bool) []resource.Descriptor {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -288,18 +284,18 @@ func (s *Server) pace(server string, descs, all []resource.Descriptor, still boo
 		// stored, all of it counts as listed (another filter may keep some
 		// off for now: a hold).
 		if len(all) > 0 && !first {
-			s.paces[server] = &listPace{tokens: burst, burst: burst, swaps: float64(len(all)), at: now, since: map[resource.Key]time.Time{}, most: len(all)}
+			s.paces[server] = &listPace{tokens: burst, burst: burst, at: now, since: map[resource.Key]time.Time{}, most: len(all), size: len(all), settleFrom: now}
 		}
 		s.eng.ServedLists().NotePaced(server, 0)
 		return descs
 	}
-	p.tokens, p.swaps, p.at = p.allowance(now), p.swapAllowance(now), now
+	p.tokens, p.at = p.allowance(now), now
+	p.settle(now, len(all))
 	type entry struct {
 		i  int       // in descs
 		at time.Time // since when it waits
 	}
 	var fresh []entry // new to the list
-	back := 0         // of them, listed within paceSwapRefill
 	for i, d := range descs {
 		k := d.Key()
 		if s.listed[k] != nil {
@@ -311,15 +307,12 @@ func (s *Server) pace(server string, descs, all []resource.Descriptor, still boo
 			p.since[k] = at
 		}
 		fresh = append(fresh, entry{i, at})
-		if p.wasListed(k, now) {
-			back++
-		}
 	}
 	// Up to the most it ever had listed, an entry takes the place of one
-	// gone (a rename, a list that emptied and came back): one listed
-	// lately for free, a new one as far as the allowance for
-	// replacements goes. Past that, and past the most, it is paced.
-	free := min(max(0, p.most-(len(descs)-len(fresh))), int(p.swaps)+back)
+	// gone (a rename, a list that emptied and came back, a log dropping
+	// its oldest record for each new one): only growth past that is
+	// paced.
+	free := max(0, p.most-(len(descs)-len(fresh)))
 	room := min(len(fresh), free+int(p.tokens))
 	if room < len(fresh) {
 		slices.SortFunc(fresh, func(a, b entry) int {
@@ -329,14 +322,7 @@ func (s *Server) pace(server string, descs, all []resource.Descriptor, still boo
 			return strings.Compare(descs[a.i].URI, descs[b.i].URI)
 		})
 	}
-	swapped, backIn := min(room, free), 0
-	for _, e := range fresh[:room] {
-		if p.wasListed(descs[e.i].Key(), now) {
-			backIn++
-		}
-	}
-	p.swaps -= float64(max(0, swapped-backIn))
-	p.tokens -= float64(room - swapped)
+	p.tokens -= float64(max(0, room-free))
 	p.most = max(p.most, len(descs)-len(fresh)+room)
 	for _, e := range fresh[:room] {
 		delete(p.since, descs[e.i].Key())
@@ -360,7 +346,7 @@ func (s *Server) pace(server string, descs, all []resource.Descriptor, still boo
 	if room == len(fresh) {
 		return descs
 	}
-	if !p.logged {
+	if !p.logged && p.settleFrom.IsZero() {
 		p.logged = true
 		s.log.Info("a server lists more new entries than its pace: contextd's MCP server lists the rest as the pace allows (they answer Assemble already)", "server", server, "waiting", len(fresh)-room, "pace", paceEvery, "burst", burst)
 	}
@@ -380,40 +366,42 @@ func (s *Server) pace(server string, descs, all []resource.Descriptor, still boo
 // A listPace is a server's allowance of entries new to the resource
 // list (see pace): a token bucket.
 type listPace struct {
-	tokens float64 // entries it may list now, at most burst
-	burst  float64 // Options.PaceBurst
-	// swaps is how many entries it may list now in place of entries gone,
-	// at most most.
-	swaps float64
-	at    time.Time // when tokens and swaps were last brought up to date
+	tokens float64   // entries it may list now, at most burst
+	burst  float64   // Options.PaceBurst
+	at     time.Time // when tokens was last brought up to date
 	// since holds the entries kept off for want of it, and since when
 	// (those other filters hide now too).
 	since  map[resource.Key]time.Time
 	most   int  // the most entries of the server the list held
 	logged bool // its first wait was logged
-	// left holds the entries that left the list, and when, in two
-	// generations of at most max(most, burst) each (see noteLeft).
-	left, leftBefore map[resource.Key]time.Time
+	// While its first list settles (see settle): since when (zero once
+	// settled), and the size of its mirror when last seen.
+	settleFrom time.Time
+	size       int
 }
 
-// noteLeft remembers that k left the list at t. Past max(most, burst)
-// entries remembered, the older generation is forgotten: a server
-// turning its list over keeps at most twice that.
-func (p *listPace) noteLeft(k resource.Key, t time.Time) {
-	if p.left == nil || len(p.left) >= max(p.most, int(p.burst)) {
-		p.leftBefore, p.left = p.left, map[resource.Key]time.Time{}
+// settle brings p's first list up to now, the server's mirror holding
+// size entries. Its first list settles paceSettle after it came (a server
+// may list a few entries while it starts, then all): what the mirror held
+// when last seen before then counts as listed (most) and may take the
+// place of entries gone, so what waits of it comes, and the burst it spent
+// is whole again; what it adds later is growth. Until then it is paced as ever, so a bridge passing
+// its own entries back grows by no more than the pace meanwhile.
+func (p *listPace) settle(now time.Time, size int) {
+	switch {
+	case p.settleFrom.IsZero():
+	case p.settled(now):
+		p.settleFrom = time.Time{}
+		p.most = max(p.most, p.size)
+		p.tokens = p.burst // what it spent was its first list
+	default:
+		p.size = size
 	}
-	p.left[k] = t
 }
 
-// wasListed reports whether k left the list less than paceSwapRefill
-// before now (as far as p remembers).
-func (p *listPace) wasListed(k resource.Key, now time.Time) bool {
-	t, ok := p.left[k]
-	if !ok {
-		t, ok = p.leftBefore[k]
-	}
-	return ok && now.Sub(t) < paceSwapRefill
+// settled reports whether p's first list has settled by now (see settle).
+func (p *listPace) settled(now time.Time) bool {
+	return p.settleFrom.IsZero() || now.Sub(p.settleFrom) >= paceSettle
 }
 
 // allowance returns p's tokens brought up to now.
@@ -421,21 +409,16 @@ func (p *listPace) allowance(now time.Time) float64 {
 	return min(p.burst, p.tokens+float64(now.Sub(p.at))/float64(paceEvery))
 }
 
-// swapAllowance returns p's swaps brought up to now.
-func (p *listPace) swapAllowance(now time.Time) float64 {
-	most := float64(p.most)
-	return min(most, p.swaps+most*float64(now.Sub(p.at))/float64(paceSwapRefill))
-}
-
 // paceEvery is how often a server's entries new to the resource list
 // past its burst may come (see pace): 8,640 a day, so a log adding a page
 // each 10 s keeps up.
 const paceEvery = 10 * time.Second
 
-// paceSwapRefill is how long a server's allowance for entries taking the
-// place of entries gone takes to refill, from none to the most it had
-// listed (see pace): a rename of every entry once a day comes whole.
-const paceSwapRefill = 24 * time.Hour
+// paceSettle is how long a server's first list takes to settle (see
+// listPace.settle): what it lists in its first minutes is its first list,
+// so a server listing a few entries while it starts, then all, is listed
+// whole then.
+const paceSettle = 5 * time.Minute
 
 // maxQuietWait is the longest another server's hold keeps a server's new
 // entries off the resource list: holds of several servers in a row (many

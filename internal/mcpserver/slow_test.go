@@ -10,5 +10,5 @@ func TestSlow(t *testing.T) {
 	t.Run("ABridgeBesideAGrowingServerIsCut", testABridgeBesideAGrowingServerIsCut)
 	t.Run("ACumulativeLogBesideABridgeStaysListed", testACumulativeLogBesideABridgeStaysListed)
 	t.Run("ASteadyBridgeRewritingEveryLetterGrowsByThePace", testASteadyBridgeRewritingEveryLetterGrowsByThePace)
-	t.Run("EntriesTakingThePlaceOfOthersComeOnceADay", testEntriesTakingThePlaceOfOthersComeOnceADay)
+	t.Run("EntriesTakingThePlaceOfOthersAreListedAtOnce", testEntriesTakingThePlaceOfOthersAreListedAtOnce)
 }
