@@ -613,8 +613,19 @@ func (r *Redactor) secretMarks(s string) []bool {
 	if r == nil {
 		return nil
 	}
+	m := wholeMarks(s, r.secrets)
+	m = r.acrossLinesMarks(s, m)
+	m = r.spacedOutMarks(s, m)
+	m = r.punctuatedMarks(s, m)
+	m = r.cutPieceMarks(s, m)
+	return r.pieceMarks(s, m)
+}
+
+// wholeMarks returns which bytes of s belong to one of secrets, whole, or
+// nil when none does.
+func wholeMarks(s string, secrets []string) []bool {
 	var m []bool
-	for _, sec := range r.secrets {
+	for _, sec := range secrets {
 		for off := 0; ; {
 			i := strings.Index(s[off:], sec)
 			if i < 0 {
@@ -624,11 +635,36 @@ func (r *Redactor) secretMarks(s string) []bool {
 			off += i + len(sec)
 		}
 	}
-	m = r.acrossLinesMarks(s, m)
-	m = r.spacedOutMarks(s, m)
-	m = r.punctuatedMarks(s, m)
-	m = r.cutPieceMarks(s, m)
-	return r.pieceMarks(s, m)
+	return m
+}
+
+// Configured returns s with the credential-like secrets r was given
+// (eight bytes or more, not letters alone) masked whole, in every form
+// New derives (escaped, base64, hexadecimal), and nothing else. It is
+// for what a server serves as its own text (its descriptors, the texts
+// it answers reads with), which may echo the credentials contextd sent
+// it (an endpoint that shows the request it got): the generic rules
+// would spoil it where it documents credentials ("token=YOUR_TOKEN", a
+// URL with a query), and the shorter secrets (a URL's "?format=json")
+// are words. It costs one search of s for each form of each secret.
+func (r *Redactor) Configured(s string) string {
+	if r == nil || len(r.strong) == 0 {
+		return s
+	}
+	return render(s, wholeMarks(s, r.strong))
+}
+
+// HoldsConfigured reports whether s holds a secret Configured masks.
+func (r *Redactor) HoldsConfigured(s string) bool {
+	if r == nil {
+		return false
+	}
+	for _, sec := range r.strong {
+		if strings.Contains(s, sec) {
+			return true
+		}
+	}
+	return false
 }
 
 // mark sets m[from:to], making m (n bytes long) when it is nil.

@@ -1122,10 +1122,14 @@ func (m *Mirror) sync(parent context.Context, sess *mcp.Session) (ok bool) {
 		m.log.Warn("the server is this contextd itself, reached through a bridge: not mirrored")
 	}
 	if rerr == nil {
+		res = m.maskListed(res)
 		m.dropRelisted(res)
 		m.watchGrowth(listFrom, m.readsBack.noteListed(res.Items))
 	}
 	tpl, terr := sess.ListTemplates(ctx)
+	if terr == nil {
+		tpl = m.maskTemplates(tpl)
+	}
 	if self {
 		// Its templates are this contextd's own: expanded, a read of
 		// contextd:context would assemble inside an assemble.
@@ -1247,6 +1251,55 @@ func (m *Mirror) within(ds []resource.Descriptor) []resource.Descriptor {
 		}
 	}
 	return out
+}
+
+// maskListed masks the configured secrets a server's descriptors hold
+// (redact.Redactor.Configured): a server may echo the credentials
+// contextd sent it, and its descriptors reach every caller. One whose URI
+// holds one is dropped (Rejected): masked, the URI would name another
+// resource.
+func (m *Mirror) maskListed(res mcp.List[resource.Descriptor]) mcp.List[resource.Descriptor] {
+	red := m.redactor()
+	dropped := 0
+	res.Items = slices.DeleteFunc(res.Items, func(d resource.Descriptor) bool {
+		if red.HoldsConfigured(d.URI) {
+			dropped++
+			return true
+		}
+		return false
+	})
+	for i := range res.Items {
+		d := &res.Items[i]
+		d.Name, d.Title, d.Description = red.Configured(d.Name), red.Configured(d.Title), red.Configured(d.Description)
+		d.MIMEType, d.LastModified = red.Configured(d.MIMEType), red.Configured(d.LastModified)
+	}
+	if dropped > 0 {
+		res.Rejected += dropped
+		m.log.Warn("the server lists URIs holding a configured credential: not mirrored", "dropped", dropped)
+	}
+	return res
+}
+
+// maskTemplates is maskListed for templates.
+func (m *Mirror) maskTemplates(tpl mcp.List[resource.Template]) mcp.List[resource.Template] {
+	red := m.redactor()
+	dropped := 0
+	tpl.Items = slices.DeleteFunc(tpl.Items, func(t resource.Template) bool {
+		if red.HoldsConfigured(t.URITemplate) {
+			dropped++
+			return true
+		}
+		return false
+	})
+	for i := range tpl.Items {
+		t := &tpl.Items[i]
+		t.Name, t.Title, t.Description, t.MIMEType = red.Configured(t.Name), red.Configured(t.Title), red.Configured(t.Description), red.Configured(t.MIMEType)
+	}
+	if dropped > 0 {
+		tpl.Rejected += dropped
+		m.log.Warn("the server lists URI templates holding a configured credential: not mirrored", "dropped", dropped)
+	}
+	return tpl
 }
 
 // dropRelisted drops the cached contents of the resources whose descriptor
@@ -1854,6 +1907,12 @@ func (m *Mirror) readHint(ctx context.Context, sess *mcp.Session, uri string, pa
 	cs, hint, err := sess.ReadHint(ctx, uri)
 	if err != nil {
 		return cs, hint, err
+	}
+	red := m.redactor()
+	for i, c := range cs {
+		if !c.IsBlob {
+			cs[i].Text = red.Configured(c.Text)
+		}
 	}
 	k := resource.Key{Server: m.opts.Server, URI: uri}
 	c := m.opts.Served.ServedBack(k, cs)
