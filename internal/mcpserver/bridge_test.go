@@ -756,7 +756,7 @@ func TestNewEntriesPastTheBurstComeOldestFirst(t *testing.T) {
 		page := map[string]string{"doc://0": text("doc://0")}
 		docs := mcptest.NewServer(page, nil)
 		notes := mcptest.NewServer(page, nil)
-		f := newFacade(t, map[string]*mcpsdk.Server{"docs": docs, "notes": notes}, &mcpserver.Options{CheckInterval: 250 * time.Millisecond, PaceBurst: 128}, engine.Options{})
+		f := newFacade(t, map[string]*mcpsdk.Server{"docs": docs, "notes": notes}, &mcpserver.Options{CheckInterval: 250 * time.Millisecond, PaceBurst: 128, PaceSettle: settle}, engine.Options{})
 		f.eng.ServedLists().Check("docs", time.Now().Add(24*time.Hour))
 		add := func(s *mcpsdk.Server, uri string) {
 			s.AddResource(&mcpsdk.Resource{URI: uri, Name: uri, MIMEType: "text/plain"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
@@ -771,7 +771,7 @@ func TestNewEntriesPastTheBurstComeOldestFirst(t *testing.T) {
 		if n := count("docs", "doc://"); n != 1 {
 			t.Fatalf("%d of docs' first list listed, want its one page", n)
 		}
-		time.Sleep(mcpserver.PaceSettle) // what they add from now on is growth
+		time.Sleep(settle) // what they add from now on is growth
 		start := time.Now()
 		for i := range 200 {
 			add(docs, fmt.Sprintf("doc://a/%03d", i))
@@ -857,7 +857,7 @@ func testASteadyBridgeRewritingEveryLetterGrowsByThePace(t *testing.T) {
 			}
 			servers[name] = mcptest.NewServer(pages, nil)
 		}
-		f := newFacade(t, servers, &mcpserver.Options{CheckInterval: 250 * time.Millisecond, PaceBurst: 128}, engine.Options{})
+		f := newFacade(t, servers, &mcpserver.Options{CheckInterval: 250 * time.Millisecond, PaceBurst: 128, PaceSettle: 2 * time.Minute}, engine.Options{})
 		up := f.connect(t, nil)
 		host := f.connect(t, nil)
 		shift := func(s string) string {
@@ -930,7 +930,7 @@ func testASteadyBridgeRewritingEveryLetterGrowsByThePace(t *testing.T) {
 		listed := func(server string) int { return countListed(t, host, server, "") }
 		// What it lists in its first minutes is its first list; past
 		// them, the pace: 128 at once, one each 10 s after.
-		settled := mcpserver.PaceSettle + time.Minute
+		settled := 3 * time.Minute
 		time.Sleep(settled)
 		before := listed("hub")
 		time.Sleep(run - settled)
@@ -966,7 +966,7 @@ func TestEveryServersNewEntriesComeAtAPace(t *testing.T) {
 		}
 		big := mcptest.NewServer(first, nil)
 		grow := mcptest.NewServer(map[string]string{"doc://0": text("doc://0")}, nil)
-		f := newFacade(t, map[string]*mcpsdk.Server{"big": big, "grow": grow}, &mcpserver.Options{CheckInterval: 250 * time.Millisecond}, engine.Options{})
+		f := newFacade(t, map[string]*mcpsdk.Server{"big": big, "grow": grow}, &mcpserver.Options{CheckInterval: 250 * time.Millisecond, PaceSettle: settle}, engine.Options{})
 		host := f.connect(t, nil)
 		count := func(server string) int { return countListed(t, host, server, "") }
 		time.Sleep(time.Second)
@@ -974,7 +974,7 @@ func TestEveryServersNewEntriesComeAtAPace(t *testing.T) {
 		if b, g := count("big"), count("grow"); b != 1500 || g != 1 {
 			t.Fatalf("first lists: %d of big's 1,500 and %d of grow's 1 listed; want all", b, g)
 		}
-		time.Sleep(mcpserver.PaceSettle)                                // what they add from now on is growth
+		time.Sleep(settle)                                              // what they add from now on is growth
 		f.eng.ServedLists().Check("grow", time.Now().Add(24*time.Hour)) // as if held once
 		for i := range 1500 {
 			uri := fmt.Sprintf("doc://a/%04d", i)
@@ -1044,6 +1044,10 @@ func countListed(t *testing.T, cs *mcpsdk.ClientSession, server, prefix string) 
 	}
 	return n
 }
+
+// settle is the facades' mcpserver.Options.PaceSettle where a test adds
+// entries after its first lists: what they add after it is growth.
+const settle = 30 * time.Second
 
 // slowEmbedder embeds as indextest.BagEmbedder does, taking a while for
 // each text, so that a first sync stores its list over many of the
@@ -1130,9 +1134,9 @@ func testEntriesTakingThePlaceOfOthersAreListedAtOnce(t *testing.T) {
 		}
 		log := mcptest.NewServer(pages("log://", 0, 1000), nil)
 		site := mcptest.NewServer(pages("site://v0/", 0, 1500), nil)
-		f := newFacade(t, map[string]*mcpsdk.Server{"log": log, "site": site}, &mcpserver.Options{CheckInterval: 250 * time.Millisecond}, engine.Options{})
+		f := newFacade(t, map[string]*mcpsdk.Server{"log": log, "site": site}, &mcpserver.Options{CheckInterval: 250 * time.Millisecond, PaceSettle: settle}, engine.Options{})
 		host := f.connect(t, nil)
-		time.Sleep(mcpserver.PaceSettle) // what they list from now on is no first list
+		time.Sleep(settle) // what they list from now on is no first list
 		synctest.Wait()
 		if l, s := countListed(t, host, "log", ""), countListed(t, host, "site", ""); l != 1000 || s != 1500 {
 			t.Fatalf("first lists: %d of log's 1,000 and %d of site's 1,500 listed; want all", l, s)
@@ -1197,7 +1201,7 @@ func TestAServerListingAFewWhileItStartsIsListedWhole(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		text := func(uri string) string { return "a file of the repository: " + uri + "\n" }
 		slow := mcptest.NewServer(map[string]string{"file:///a": text("file:///a"), "file:///b": text("file:///b"), "file:///c": text("file:///c")}, nil)
-		f := newFacade(t, map[string]*mcpsdk.Server{"slow": slow}, &mcpserver.Options{CheckInterval: 250 * time.Millisecond}, engine.Options{})
+		f := newFacade(t, map[string]*mcpsdk.Server{"slow": slow}, &mcpserver.Options{CheckInterval: 250 * time.Millisecond, PaceSettle: 5 * time.Minute}, engine.Options{})
 		host := f.connect(t, nil)
 		time.Sleep(time.Minute)
 		for i := range 3000 {
@@ -1214,7 +1218,7 @@ func TestAServerListingAFewWhileItStartsIsListedWhole(t *testing.T) {
 		if n := countListed(t, host, "slow", ""); n < 3+1024 || n > 3+1024+5 {
 			t.Errorf("10 s after its list grew: %d listed; want its first 3, then 1,024 and a few at the pace while it settles", n)
 		}
-		time.Sleep(mcpserver.PaceSettle - 80*time.Second + time.Second)
+		time.Sleep(5*time.Minute - 80*time.Second + time.Second)
 		synctest.Wait()
 		if n := countListed(t, host, "slow", ""); n != 3003 {
 			t.Errorf("once its list held still: %d of 3,003 listed; want all", n)

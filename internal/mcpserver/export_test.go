@@ -39,7 +39,3 @@ func SetHandOverWaits(handOver, start time.Duration) (restore func()) {
 
 // MaxQuietWait is maxQuietWait.
 const MaxQuietWait = maxQuietWait
-
-// PaceSettle is how long after its first list a server's growth counts as
-// growth (see listPace.settle).
-const PaceSettle = paceSettle

@@ -73,7 +73,7 @@ func (s *Server) refresh() {
 				break
 			}
 		}
-		if p := s.paces[server]; p != nil && len(p.since) > 0 && !held[server] && (p.allowance(now) >= 1 || !p.settleFrom.IsZero() && p.settled(now)) {
+		if p := s.paces[server]; p != nil && len(p.since) > 0 && !held[server] && (p.allowance(now) >= 1 || !p.settleUntil.IsZero() && p.settled(now)) {
 			waited = true // entries kept off for want of pace may come now
 		}
 		if old, ok := s.seen[server]; ok && v.Syncs < old.Syncs {
@@ -248,7 +248,7 @@ func (s *Server) apply(server string, descs []resource.Descriptor) (added int) {
 // pace returns descs less the entries new to the resource list that
 // server may not list yet. Its first list comes whole: all its mirror
 // holds once its first sync ends (since start or a reload), and all it
-// lists in the paceSettle after (what waits of that comes then, see
+// lists in the Options.PaceSettle after (what waits of that comes then, see
 // listPace.settle). So does what takes the place of entries gone (a
 // rename, a list that emptied and came back, a log dropping its oldest
 // record for each new one) up to the most it ever had listed. Growth past
@@ -284,7 +284,7 @@ func (s *Server) pace(server string, descs, all []resource.Descriptor, still boo
 		// stored, all of it counts as listed (another filter may keep some
 		// off for now: a hold).
 		if len(all) > 0 && !first {
-			s.paces[server] = &listPace{tokens: burst, burst: burst, at: now, since: map[resource.Key]time.Time{}, most: len(all), size: len(all), settleFrom: now}
+			s.paces[server] = &listPace{tokens: burst, burst: burst, at: now, since: map[resource.Key]time.Time{}, most: len(all), size: len(all), settleUntil: now.Add(s.opts.PaceSettle)}
 		}
 		s.eng.ServedLists().NotePaced(server, 0)
 		return descs
@@ -346,7 +346,7 @@ func (s *Server) pace(server string, descs, all []resource.Descriptor, still boo
 	if room == len(fresh) {
 		return descs
 	}
-	if !p.logged && p.settleFrom.IsZero() {
+	if !p.logged && p.settleUntil.IsZero() {
 		p.logged = true
 		s.log.Info("a server lists more new entries than its pace: contextd's MCP server lists the rest as the pace allows (they answer Assemble already)", "server", server, "waiting", len(fresh)-room, "pace", paceEvery, "burst", burst)
 	}
@@ -374,14 +374,14 @@ type listPace struct {
 	since  map[resource.Key]time.Time
 	most   int  // the most entries of the server the list held
 	logged bool // its first wait was logged
-	// While its first list settles (see settle): since when (zero once
+	// While its first list settles (see settle): until when (zero once
 	// settled), and the size of its mirror when last seen.
-	settleFrom time.Time
-	size       int
+	settleUntil time.Time
+	size        int
 }
 
 // settle brings p's first list up to now, the server's mirror holding
-// size entries. Its first list settles paceSettle after it came (a server
+// size entries. Its first list settles Options.PaceSettle after it came (a server
 // may list a few entries while it starts, then all): what the mirror held
 // when last seen before then counts as listed (most) and may take the
 // place of entries gone, so what waits of it comes, and the burst it spent
@@ -389,9 +389,9 @@ type listPace struct {
 // its own entries back grows by no more than the pace meanwhile.
 func (p *listPace) settle(now time.Time, size int) {
 	switch {
-	case p.settleFrom.IsZero():
+	case p.settleUntil.IsZero():
 	case p.settled(now):
-		p.settleFrom = time.Time{}
+		p.settleUntil = time.Time{}
 		p.most = max(p.most, p.size)
 		p.tokens = p.burst // what it spent was its first list
 	default:
@@ -401,7 +401,7 @@ func (p *listPace) settle(now time.Time, size int) {
 
 // settled reports whether p's first list has settled by now (see settle).
 func (p *listPace) settled(now time.Time) bool {
-	return p.settleFrom.IsZero() || now.Sub(p.settleFrom) >= paceSettle
+	return p.settleUntil.IsZero() || !now.Before(p.settleUntil)
 }
 
 // allowance returns p's tokens brought up to now.
@@ -413,12 +413,6 @@ func (p *listPace) allowance(now time.Time) float64 {
 // past its burst may come (see pace): 8,640 a day, so a log adding a page
 // each 10 s keeps up.
 const paceEvery = 10 * time.Second
-
-// paceSettle is how long a server's first list takes to settle (see
-// listPace.settle): what it lists in its first minutes is its first list,
-// so a server listing a few entries while it starts, then all, is listed
-// whole then.
-const paceSettle = 5 * time.Minute
 
 // maxQuietWait is the longest another server's hold keeps a server's new
 // entries off the resource list: holds of several servers in a row (many

@@ -84,6 +84,8 @@ const (
 	// DefaultPaceBurst is Options.PaceBurst when zero: a large commit
 	// to a repository.
 	DefaultPaceBurst = 1024
+	// DefaultPaceSettle is Options.PaceSettle when zero.
+	DefaultPaceSettle = 30 * time.Minute
 )
 
 // Options configures New.
@@ -136,6 +138,12 @@ type Options struct {
 	// comes each 10 s (see the pace in resources.go). Zero means
 	// DefaultPaceBurst.
 	PaceBurst int
+	// PaceSettle is how long after its first sync ends a server's list
+	// is still its first list: what it lists meanwhile (a server that
+	// lists a few entries while it starts, an indexer walking a large
+	// repository) is paced as ever, and what still waits of it is listed
+	// when it ends. Zero means DefaultPaceSettle.
+	PaceSettle time.Duration
 	// Relay, when set, is the Relay whose WrapMirror was given to the
 	// engine (engine.Options.Mirror): upstream resource updates reach this
 	// server through it. Nil means updates are not relayed.
@@ -293,6 +301,9 @@ func New(eng *engine.Engine, opts *Options) *Server {
 	}
 	if o.PaceBurst <= 0 {
 		o.PaceBurst = DefaultPaceBurst
+	}
+	if o.PaceSettle <= 0 {
+		o.PaceSettle = DefaultPaceSettle
 	}
 	log := o.Logger
 	if log == nil {
