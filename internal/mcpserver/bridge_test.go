@@ -17,6 +17,7 @@ import (
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/contextd/contextd/internal/config"
 	"github.com/contextd/contextd/internal/engine"
 	"github.com/contextd/contextd/internal/index/indextest"
 	"github.com/contextd/contextd/internal/mcp/mcptest"
@@ -1234,6 +1235,47 @@ func TestAServerListingAFewWhileItStartsIsListedWhole(t *testing.T) {
 		synctest.Wait()
 		if n := countListed(t, host, "slow", "file:///new/"); n < 1024 || n > 1030 {
 			t.Errorf("20 s after it added 1,500 more: %d listed; want 1,024 and a few", n)
+		}
+	})
+}
+
+// A reload that replaces a server's mirror (its entry changed) keeps its
+// pace: what waited still waits, and what the mirror holds is no first
+// list (a loop of bridges doubled at each reload so).
+func TestAReloadThatReplacesAServerKeepsItsPace(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		text := func(uri string) string { return "a page on the release calendar: " + uri + "\n" }
+		hub := mcptest.NewServer(map[string]string{"hub://0": text("hub://0")}, nil)
+		f := newFacade(t, map[string]*mcpsdk.Server{"hub": hub}, &mcpserver.Options{CheckInterval: 250 * time.Millisecond, PaceBurst: 128, PaceSettle: settle}, engine.Options{})
+		host := f.connect(t, nil)
+		time.Sleep(settle + time.Second)
+		for i := range 500 {
+			uri := fmt.Sprintf("hub://a/%03d", i)
+			hub.AddResource(&mcpsdk.Resource{URI: uri, Name: uri, MIMEType: "text/plain"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+				return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: text(uri)}}}, nil
+			})
+		}
+		time.Sleep(20 * time.Second)
+		synctest.Wait()
+		before := countListed(t, host, "hub", "")
+		if before < 129 || before > 135 {
+			t.Fatalf("20 s after 500 were added: %d listed; want its 1 and 128 and a few", before)
+		}
+		cfg := &config.Config{Servers: []config.Server{{Name: "hub", Transport: config.TransportStdio, Command: "unused", Args: []string{"--v2"}}}}
+		ch, err := f.eng.Reload(t.Context(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("reload: %+v", ch)
+		time.Sleep(20 * time.Second)
+		synctest.Wait()
+		if n := countListed(t, host, "hub", ""); n > before+5 {
+			t.Errorf("20 s after a reload replaced its mirror: %d listed (%d before); want the pace kept", n, before)
+		}
+		for _, s := range f.eng.Servers() {
+			if s.Server == "hub" && s.Resources != 501 {
+				t.Errorf("hub: %d mirrored after the reload; want 501", s.Resources)
+			}
 		}
 	})
 }

@@ -76,9 +76,6 @@ func (s *Server) refresh() {
 		if p := s.paces[server]; p != nil && len(p.since) > 0 && !held[server] && (p.allowance(now) >= 1 || !p.settleUntil.IsZero() && p.settled(now)) {
 			waited = true // entries kept off for want of pace may come now
 		}
-		if old, ok := s.seen[server]; ok && v.Syncs < old.Syncs {
-			delete(s.paces, server) // a new mirror (a reload replaced it): its first list comes whole
-		}
 		if old, ok := s.seen[server]; !ok || old != v || again || waited || contents[server] != s.seenContents[server] || held[server] != (s.holding[server] != nil) || checked[server] != (s.checked[server] != nil) {
 			s.seenContents[server] = contents[server]
 			s.seen[server] = v
@@ -247,7 +244,8 @@ func (s *Server) apply(server string, descs []resource.Descriptor) (added int) {
 
 // pace returns descs less the entries new to the resource list that
 // server may not list yet. Its first list comes whole: all its mirror
-// holds once its first sync ends (since start or a reload), and all it
+// holds once its first sync ends (since contextd started or the server
+// was added: a reload that replaces its mirror keeps its pace), and all it
 // lists in the Options.PaceSettle after (what waits of that comes then, see
 // listPace.settle). So does what takes the place of entries gone (a
 // rename, a list that emptied and came back, a log dropping its oldest
@@ -278,12 +276,14 @@ func (s *Server) pace(server string, descs, all []resource.Descriptor, still boo
 	burst := float64(s.opts.PaceBurst)
 	now := time.Now()
 	p := s.paces[server]
-	if first := s.seen[server].Syncs == 0; p == nil || first {
+	if p == nil {
 		// Its first list comes whole: while its first sync stores what it
 		// listed, what the mirror holds so far is part of it; once
 		// stored, all of it counts as listed (another filter may keep some
-		// off for now: a hold).
-		if len(all) > 0 && !first {
+		// off for now: a hold). A reload that gives it a new mirror keeps
+		// its pace: all the mirror holds then is no first list (what the
+		// copy checks and the pace kept off came whole at each reload).
+		if len(all) > 0 && s.seen[server].Syncs > 0 {
 			s.paces[server] = &listPace{tokens: burst, burst: burst, at: now, since: map[resource.Key]time.Time{}, most: len(all), size: len(all), settleUntil: now.Add(s.opts.PaceSettle)}
 		}
 		s.eng.ServedLists().NotePaced(server, 0)
