@@ -162,3 +162,66 @@ func TestAQuotedNonJSONLineIsMarkedCut(t *testing.T) {
 		t.Errorf("logged %q, want the line quoted without a piece of the secret", buf.String())
 	}
 }
+
+// notifying is a server's answer to a call that sends notifications of
+// its own, up to 4 MiB (then the stream ends), and never the answer.
+type notifying struct {
+	event string
+	n     atomic.Int64 // bytes read so far
+	off   int
+}
+
+func (e *notifying) Read(p []byte) (int, error) {
+	if e.n.Load() >= 4<<20 {
+		return 0, io.EOF
+	}
+	i := 0
+	for i < len(p) {
+		c := copy(p[i:], e.event[e.off:])
+		i += c
+		e.off = (e.off + c) % len(e.event)
+	}
+	e.n.Add(int64(len(p)))
+	return len(p), nil
+}
+
+func (e *notifying) Close() error { return nil }
+
+// A call's stream that carries the server's own messages without end
+// (log notifications under the cap each) and never the answer fails the
+// call once they pass max_message_bytes in all, reading no further; a few
+// progress notifications before the answer pass.
+func TestSSEStopsAtEndlessNotificationsOnACall(t *testing.T) {
+	const limit = 64 << 10
+	post := func(body func() io.ReadCloser) string {
+		t.Helper()
+		rt := capTransport{base: bodyTransport{body}, max: limit, log: slog.New(slog.DiscardHandler)}
+		call := `{"jsonrpc":"2.0","id":7,"method":"resources/read","params":{"uri":"x://a"}}`
+		req, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1/mcp", strings.NewReader(call))
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader(call)), nil }
+		resp, err := rt.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(out)
+	}
+	log := "event: message\ndata: " + `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"` + strings.Repeat("x", 8<<10) + `"}}` + "\n\n"
+	src := &notifying{event: log}
+	out := post(func() io.ReadCloser { return src })
+	if !strings.Contains(out, `"id":7,"error"`) || !strings.Contains(out, "without answering") {
+		t.Errorf("the call's answer = %.300q…, want an error saying the server never answered", out[max(0, len(out)-300):])
+	}
+	if n := src.n.Load(); n > 2*limit+(64<<10) {
+		t.Errorf("read %d bytes of notifications, want little more than the %d-byte cap", n, limit)
+	}
+	progress := strings.Repeat("event: message\ndata: "+`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}`+"\n\n", 20)
+	answer := "event: message\ndata: " + `{"jsonrpc":"2.0","id":7,"result":{"contents":[]}}` + "\n\n"
+	out = post(func() io.ReadCloser { return io.NopCloser(strings.NewReader(progress + answer)) })
+	if !strings.Contains(out, `"id":7,"result"`) || strings.Count(out, "notifications/progress") != 20 {
+		t.Errorf("a call with 20 progress notifications: %.300q, want them and its answer", out)
+	}
+}

@@ -244,6 +244,7 @@ type sseCap struct {
 	skipped   int    // bytes of the oversized events before it, on this stream
 	head      []byte // the first bytes of an oversized event
 	tail      []byte // its last bytes
+	other     int    // bytes of the server's own messages on the call's stream
 	lineStart bool
 	out       []byte
 	err       error
@@ -332,6 +333,18 @@ func (s *sseCap) next() {
 			s.skipped += s.size
 		case !s.validData():
 			s.out = s.malformed()
+		case s.tooMuchOther():
+			// Notifications and requests of its own, without end, on the
+			// call's stream: the call fails, and no more is read (an
+			// endless stream of 900 KB log messages had a read pull
+			// 343 MB in its 7 s).
+			s.log.Warn("a server sent more than max_message_bytes of its own messages on one call's stream without answering it; failing the call", "bytes", s.other, "max_message_bytes", s.max, "id", string(s.id))
+			s.out = append(append([]byte("event: message\ndata: "), errorAnswer(s.id, fmt.Sprintf("the server sent more than max_message_bytes (%d) of notifications or requests on this call's stream without answering it", s.max))...), "\n\n"...)
+			s.id = nil
+			s.event, s.size, s.head, s.tail = nil, 0, nil, nil
+			s.err = io.EOF
+			s.body.Close()
+			return
 		default:
 			s.out = s.event
 		}
@@ -340,6 +353,19 @@ func (s *sseCap) next() {
 	if err != nil {
 		s.err = err
 	}
+}
+
+// tooMuchOther counts the complete event s.event towards the server's own
+// messages on the call's stream when it is one (a notification or a
+// request), and reports whether they passed max_message_bytes in all: a
+// call's progress and log messages are small, and the answer is what the
+// call waits for.
+func (s *sseCap) tooMuchOther() bool {
+	if s.id == nil || s.max <= 0 || !isRequest(eventData(s.event[:min(len(s.event), maxDecide)])) {
+		return false
+	}
+	s.other += len(s.event)
+	return s.other > s.max
 }
 
 // oversized returns the event that replaces one of s.size bytes (so far,
