@@ -290,7 +290,7 @@ func (s *Server) pace(server string, descs, all []resource.Descriptor, still boo
 		return descs
 	}
 	p.tokens, p.at = p.allowance(now), now
-	p.settle(now, len(all))
+	p.settle(now, len(descs))
 	type entry struct {
 		i  int       // in descs
 		at time.Time // since when it waits
@@ -375,18 +375,20 @@ type listPace struct {
 	most   int  // the most entries of the server the list held
 	logged bool // its first wait was logged
 	// While its first list settles (see settle): until when (zero once
-	// settled), and the size of its mirror when last seen.
+	// settled), and the most entries other filters let through meanwhile.
 	settleUntil time.Time
 	size        int
 }
 
-// settle brings p's first list up to now, the server's mirror holding
-// size entries. Its first list settles Options.PaceSettle after it came (a server
-// may list a few entries while it starts, then all): what the mirror held
-// when last seen before then counts as listed (most) and may take the
-// place of entries gone, so what waits of it comes, and the burst it spent
-// is whole again; what it adds later is growth. Until then it is paced as ever, so a bridge passing
-// its own entries back grows by no more than the pace meanwhile.
+// settle brings p's first list up to now, the other filters letting
+// size of the server's entries through (not those that found copies or
+// empty, which stay off for good). Its first list settles
+// Options.PaceSettle after it came (a server may list a few entries while
+// it starts, then all): the most they let through before then counts as
+// listed (most) and may take the place of entries gone, so what waits of
+// it comes, and the burst it spent is whole again; what it adds later is
+// growth. Until then it is paced as ever, so a bridge passing its own
+// entries back grows by no more than the pace meanwhile.
 func (p *listPace) settle(now time.Time, size int) {
 	switch {
 	case p.settleUntil.IsZero():
@@ -395,7 +397,7 @@ func (p *listPace) settle(now time.Time, size int) {
 		p.most = max(p.most, p.size)
 		p.tokens = p.burst // what it spent was its first list
 	default:
-		p.size = size
+		p.size = max(p.size, size)
 	}
 }
 

@@ -472,7 +472,7 @@ func New(eng *engine.Engine, opts *Options) *Server {
 // upstream sending updates as fast as it can to a resource a host
 // subscribed to whose stream is not connected had it log 3,500 lines
 // (550 KB) a second. Of a list_changed notification it could not deliver
-// it says so at debug level only: those go to every session, and a
+// for want of a stream ("undelivered") it says so at debug level only: those go to every session, and a
 // session whose client opened no standalone stream (a script that lists
 // once, a host that never asks for notifications) cannot take them by
 // its client's choice; a daemon serving such clients logged a warning at
@@ -566,7 +566,7 @@ func (h quietHandler) Enabled(ctx context.Context, l slog.Level) bool {
 
 func (h quietHandler) Handle(ctx context.Context, r slog.Record) error {
 	out := slog.NewRecord(r.Time, demote(r.Level), cutLog(r.Message), r.PC)
-	if kind, _, _ := strings.Cut(r.Message, ": "); strings.HasPrefix(kind, "calling notifications/") && strings.HasSuffix(kind, "/list_changed") {
+	if kind, _, _ := strings.Cut(r.Message, ": "); strings.HasPrefix(kind, "calling notifications/") && strings.HasSuffix(kind, "/list_changed") && strings.Contains(r.Message, "undelivered") {
 		if out.Level = slog.LevelDebug; !h.Handler.Enabled(ctx, out.Level) {
 			return nil
 		}

@@ -90,6 +90,11 @@ type Redactor struct {
 	// n, for text that begins after one).
 	heads, tails map[uint32][]piece
 
+	// own holds the credential-like secrets (and their forms) of those the
+	// writer of the text was given (NewFor; New: all of strong): what
+	// Configured masks.
+	own []string
+
 	// bare holds the credential-like secrets, as written and as they
 	// read, without their ASCII punctuation, when minBare bytes or more
 	// are left, a letter among them (see punctuated): "20240101" and
@@ -185,6 +190,7 @@ func New(secrets ...string) *Redactor {
 		}
 	}
 	r.indexPieces()
+	r.own = r.strong
 	return r
 }
 
@@ -638,33 +644,22 @@ func wholeMarks(s string, secrets []string) []bool {
 	return m
 }
 
-// Configured returns s with the credential-like secrets r was given
-// (eight bytes or more, not letters alone) masked whole, in every form
-// New derives (escaped, base64, hexadecimal), and nothing else. It is
-// for what a server serves as its own text (its descriptors, the texts
-// it answers reads with), which may echo the credentials contextd sent
-// it (an endpoint that shows the request it got): the generic rules
-// would spoil it where it documents credentials ("token=YOUR_TOKEN", a
-// URL with a query), and the shorter secrets (a URL's "?format=json")
-// are words. It costs one search of s for each form of each secret.
+// Configured returns s with the credential-like secrets (eight bytes or
+// more, not letters alone) of those the writer was given (NewFor's given;
+// New's all) masked whole, in every form New derives (escaped, base64,
+// hexadecimal), and nothing else. It is for what a server serves as its
+// own text (its descriptors, the texts it answers reads with), which may
+// echo the credentials contextd sent it (an endpoint that shows the
+// request it got): the generic rules would spoil it where it documents
+// credentials ("token=YOUR_TOKEN", a URL with a query), the shorter
+// secrets (a URL's "?format=json") are words, and another server's
+// secrets it was never sent. It costs one search of s for each form of
+// each secret.
 func (r *Redactor) Configured(s string) string {
-	if r == nil || len(r.strong) == 0 {
+	if r == nil || len(r.own) == 0 {
 		return s
 	}
-	return render(s, wholeMarks(s, r.strong))
-}
-
-// HoldsConfigured reports whether s holds a secret Configured masks.
-func (r *Redactor) HoldsConfigured(s string) bool {
-	if r == nil {
-		return false
-	}
-	for _, sec := range r.strong {
-		if strings.Contains(s, sec) {
-			return true
-		}
-	}
-	return false
+	return render(s, wholeMarks(s, r.own))
 }
 
 // mark sets m[from:to], making m (n bytes long) when it is nil.
@@ -740,6 +735,7 @@ func NewFor(given, all []string) *Redactor {
 	r := New(append(slices.Clone(all), given...)...)
 	g := New(given...)
 	r.pieces = g.pieces // runs of bytes, not tied to r.secrets' order
+	r.own = g.strong
 	// Cut ends point into r.secrets: keep those of given's secrets.
 	mine := func(ps []piece) []piece {
 		return slices.DeleteFunc(slices.Clone(ps), func(p piece) bool { return !slices.Contains(g.secrets, r.secrets[p.secret]) })

@@ -1158,6 +1158,16 @@ func (m *Mirror) sync(parent context.Context, sess *mcp.Session) (ok bool) {
 		case res.Complete, res.Capped:
 			// A capped list is the server's first entries: they stand for it.
 			diff, ierr = m.opts.Index.Replace(ictx, m.opts.Server, res.Items)
+			if ierr == nil && res.Complete {
+				// Forgotten once the index holds them no more: forgotten
+				// before, those the server dropped would be listed as no
+				// copies while Replace embeds what came.
+				listed := make(map[string]bool, len(res.Items))
+				for _, d := range res.Items {
+					listed[d.URI] = true
+				}
+				m.opts.Served.Prune(m.opts.Server, listed)
+			}
 		default:
 			// A partial list must not delete what the missing pages hold,
 			// nor take the server past the entries one list may hold.
@@ -1253,29 +1263,20 @@ func (m *Mirror) within(ds []resource.Descriptor) []resource.Descriptor {
 	return out
 }
 
-// maskListed masks the configured secrets a server's descriptors hold
-// (redact.Redactor.Configured): a server may echo the credentials
-// contextd sent it, and its descriptors reach every caller. One whose URI
-// holds one is dropped (Rejected): masked, the URI would name another
-// resource.
+// maskListed masks the credentials contextd sent the server in its
+// descriptors' names, titles, descriptions and audiences
+// (redact.Redactor.Configured): a server may echo them, and its
+// descriptors reach every caller. URIs are its identifiers and stay as
+// listed (the configuration counts a URL's query values and long path
+// segments among its secrets: a workspace id would drop every entry).
 func (m *Mirror) maskListed(res mcp.List[resource.Descriptor]) mcp.List[resource.Descriptor] {
 	red := m.redactor()
-	dropped := 0
-	res.Items = slices.DeleteFunc(res.Items, func(d resource.Descriptor) bool {
-		if red.HoldsConfigured(d.URI) {
-			dropped++
-			return true
-		}
-		return false
-	})
 	for i := range res.Items {
 		d := &res.Items[i]
 		d.Name, d.Title, d.Description = red.Configured(d.Name), red.Configured(d.Title), red.Configured(d.Description)
-		d.MIMEType, d.LastModified = red.Configured(d.MIMEType), red.Configured(d.LastModified)
-	}
-	if dropped > 0 {
-		res.Rejected += dropped
-		m.log.Warn("the server lists URIs holding a configured credential: not mirrored", "dropped", dropped)
+		for j, a := range d.Audience {
+			d.Audience[j] = red.Configured(a)
+		}
 	}
 	return res
 }
@@ -1283,21 +1284,9 @@ func (m *Mirror) maskListed(res mcp.List[resource.Descriptor]) mcp.List[resource
 // maskTemplates is maskListed for templates.
 func (m *Mirror) maskTemplates(tpl mcp.List[resource.Template]) mcp.List[resource.Template] {
 	red := m.redactor()
-	dropped := 0
-	tpl.Items = slices.DeleteFunc(tpl.Items, func(t resource.Template) bool {
-		if red.HoldsConfigured(t.URITemplate) {
-			dropped++
-			return true
-		}
-		return false
-	})
 	for i := range tpl.Items {
 		t := &tpl.Items[i]
-		t.Name, t.Title, t.Description, t.MIMEType = red.Configured(t.Name), red.Configured(t.Title), red.Configured(t.Description), red.Configured(t.MIMEType)
-	}
-	if dropped > 0 {
-		tpl.Rejected += dropped
-		m.log.Warn("the server lists URI templates holding a configured credential: not mirrored", "dropped", dropped)
+		t.Name, t.Title, t.Description = red.Configured(t.Name), red.Configured(t.Title), red.Configured(t.Description)
 	}
 	return tpl
 }
@@ -1324,7 +1313,6 @@ func (m *Mirror) dropRelisted(res mcp.List[resource.Descriptor]) {
 	if !res.Complete {
 		return
 	}
-	m.opts.Served.Prune(m.opts.Server, listed)
 	for _, uri := range m.cache.uris() {
 		if !listed[uri] {
 			m.cache.invalidate(uri)
@@ -1910,6 +1898,8 @@ func (m *Mirror) readHint(ctx context.Context, sess *mcp.Session, uri string, pa
 	}
 	red := m.redactor()
 	for i, c := range cs {
+		// Not its URI: an identifier, which the configuration's secrets
+		// (a URL's query values, long path segments) may name.
 		if !c.IsBlob {
 			cs[i].Text = red.Configured(c.Text)
 		}
