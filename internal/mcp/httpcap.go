@@ -334,12 +334,11 @@ func (s *sseCap) next() {
 		case !s.validData():
 			s.out = s.malformed()
 		case s.tooMuchOther():
-			// Notifications and requests of its own, without end, on the
-			// call's stream: the call fails, and no more is read (an
-			// endless stream of 900 KB log messages had a read pull
-			// 343 MB in its 7 s).
-			s.log.Warn("a server sent more than max_message_bytes of its own messages on one call's stream without answering it; failing the call", "bytes", s.other, "max_message_bytes", s.max, "id", string(s.id))
-			s.out = append(append([]byte("event: message\ndata: "), errorAnswer(s.id, fmt.Sprintf("the server sent more than max_message_bytes (%d) of notifications or requests on this call's stream without answering it", s.max))...), "\n\n"...)
+			// Notifications without end on the call's stream: the call
+			// fails, and no more is read (an endless stream of 900 KB log
+			// messages had a read pull 343 MB in its 7 s).
+			s.log.Warn("a server sent more than max_message_bytes of notifications on one call's stream without answering it; failing the call", "bytes", s.other, "max_message_bytes", s.max, "id", string(s.id))
+			s.out = append(append([]byte("event: message\ndata: "), errorAnswer(s.id, fmt.Sprintf("the server sent more than max_message_bytes (%d) of notifications on this call's stream without answering it", s.max))...), "\n\n"...)
 			s.id = nil
 			s.event, s.size, s.head, s.tail = nil, 0, nil, nil
 			s.err = io.EOF
@@ -355,17 +354,32 @@ func (s *sseCap) next() {
 	}
 }
 
-// tooMuchOther counts the complete event s.event towards the server's own
-// messages on the call's stream when it is one (a notification or a
-// request), and reports whether they passed max_message_bytes in all: a
-// call's progress and log messages are small, and the answer is what the
-// call waits for.
+// tooMuchOther counts the complete event s.event towards the
+// notifications on the call's stream when it is one, and reports whether
+// they passed max_message_bytes in all: a call's progress and log
+// messages are small, and the answer is what the call waits for. (The
+// server's requests are answered, at most MaxAnswersInFlight at once.)
 func (s *sseCap) tooMuchOther() bool {
-	if s.id == nil || s.max <= 0 || !isRequest(eventData(s.event[:min(len(s.event), maxDecide)])) {
+	if s.id == nil || s.max <= 0 || !isNotification(eventData(s.event)) {
 		return false
 	}
 	s.other += len(s.event)
 	return s.other > s.max
+}
+
+// isNotification reports whether data is a JSON-RPC notification: an
+// object with a method member and no id member at its top level.
+func isNotification(data []byte) bool {
+	method, id := false, false
+	ok := topMembers(data, func(name, _ []byte) {
+		switch string(name) {
+		case `"method"`:
+			method = true
+		case `"id"`:
+			id = true
+		}
+	})
+	return ok && method && !id
 }
 
 // oversized returns the event that replaces one of s.size bytes (so far,
