@@ -58,7 +58,8 @@ func mcpStdio(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fac := mcpserver.New(eng, &mcpserver.Options{Version: version, Logger: log.With("component", "mcpserver"), Relay: relay, ReadyWait: *readyWait})
+	fac := mcpserver.New(eng, &mcpserver.Options{Version: version, Logger: log.With("component", "mcpserver"), Relay: relay, ReadyWait: *readyWait,
+		StateFile: mcpserver.StateFileIn(eng.DataDir())})
 
 	mirrorCtx, stopMirrors := context.WithCancel(context.Background())
 	done := make(chan struct{})

@@ -183,6 +183,7 @@ type Engine struct {
 	readTimes  map[string]time.Duration // server → its typical read time (see noteReadTime); slowMu
 	slowReads  slowReads                // per server, reads past slowTO
 	unlock     func()                   // releases data_dir; nil for an in-memory index
+	dataDir    string                   // data_dir while unlock holds it
 	tooLarge   tooLargeReads
 	shared     *shared // nil for an embedded index
 
@@ -371,6 +372,9 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	e = &Engine{served: &mcp.ServedLists{}, log: log, logRed: logRed, ix: ix, tok: tok, candidates: opts.Candidates, est: est, unlock: unlock, shared: sh,
 		dial: opts.Dial, adjust: opts.Mirror, observer: opts.Observer, synced: make(chan struct{}),
 		retired: map[string]*ctxsync.Mirror{}, runs: map[*ctxsync.Mirror]*mirrorRun{}}
+	if unlock != nil {
+		e.dataDir = opts.Config.DataDir
+	}
 	if e.candidates < 0 {
 		e.candidates = 0
 	}
@@ -580,6 +584,12 @@ func (e *Engine) Waiting() []string {
 // Synced returns a channel closed once any server has completed a sync:
 // from then on the engine has something to answer from. It stays closed.
 func (e *Engine) Synced() <-chan struct{} { return e.synced }
+
+// DataDir returns the data directory whose lock the engine holds, where
+// what the daemon keeps between runs beside the index may go (see
+// mcpserver.Options.StateFile); "" when the index is in memory, in the
+// shared store, or data_dir is held by another contextd.
+func (e *Engine) DataDir() string { return e.dataDir }
 
 // Close releases the index and data_dir. Call it after Run has returned.
 func (e *Engine) Close() error {

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"os"
 	"maps"
 	"math/rand/v2"
 	"slices"
@@ -1276,6 +1277,59 @@ func TestAReloadThatReplacesAServerKeepsItsPace(t *testing.T) {
 			if s.Server == "hub" && s.Resources != 501 {
 				t.Errorf("hub: %d mirrored after the reload; want 501", s.Resources)
 			}
+		}
+	})
+}
+
+func TestARestartKeepsThePace(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		text := func(uri string) string { return "a page on the release calendar: " + uri + "\n" }
+		hub := mcptest.NewServer(map[string]string{"hub://0": text("hub://0")}, nil)
+		add := func(prefix string, n int) {
+			for i := range n {
+				uri := fmt.Sprintf("hub://%s/%03d", prefix, i)
+				hub.AddResource(&mcpsdk.Resource{URI: uri, Name: uri, MIMEType: "text/plain"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+					return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: text(uri)}}}, nil
+				})
+			}
+		}
+		opts := &mcpserver.Options{CheckInterval: 250 * time.Millisecond, PaceBurst: 128, PaceSettle: settle, StateFile: mcpserver.StateFileIn(t.TempDir())}
+		f := newFacade(t, map[string]*mcpsdk.Server{"hub": hub}, opts, engine.Options{})
+		host := f.connect(t, nil)
+		time.Sleep(settle + time.Second)
+		add("a", 500)
+		time.Sleep(20 * time.Second)
+		synctest.Wait()
+		before := countListed(t, host, "hub", "")
+		if before < 129 || before > 135 {
+			t.Fatalf("20 s after 500 were added: %d listed; want its 1 and 128 and a few", before)
+		}
+		host.Close()
+		f.stop()
+		if _, err := os.Stat(opts.StateFile); err != nil {
+			t.Fatalf("no state written when the server stopped: %v", err)
+		}
+
+		// While contextd is down the server grows: that is its first list
+		// after the restart, and comes whole; what the pace kept off
+		// before still waits.
+		add("b", 300)
+		f = newFacade(t, map[string]*mcpsdk.Server{"hub": hub}, opts, engine.Options{})
+		host = f.connect(t, nil)
+		time.Sleep(20 * time.Second)
+		synctest.Wait()
+		n := countListed(t, host, "hub", "")
+		if n < before+300 || n > before+300+5 {
+			t.Errorf("20 s after a restart: %d listed (%d before, 300 added while down); want %d and a few", n, before, before+300)
+		}
+		if b := countListed(t, host, "hub", "hub://b/"); b != 300 {
+			t.Errorf("of those added while down, %d listed; want all 300", b)
+		}
+		// What waits keeps coming at the pace.
+		time.Sleep(5 * time.Minute)
+		synctest.Wait()
+		if m := countListed(t, host, "hub", ""); m < n+25 || m > n+35 {
+			t.Errorf("5 min later: %d listed (%d then); want about 30 more", m, n)
 		}
 	})
 }

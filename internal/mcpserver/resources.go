@@ -85,6 +85,7 @@ func (s *Server) refresh() {
 	for server := range s.seen {
 		if _, ok := versions[server]; !ok {
 			delete(s.paces, server)
+			delete(s.prior, server)
 			delete(s.seen, server) // a reload removed it
 			gone = append(gone, server)
 		}
@@ -283,19 +284,37 @@ func (s *Server) pace(server string, descs, all []resource.Descriptor, still boo
 		// off for now: a hold). A reload that gives it a new mirror keeps
 		// its pace: all the mirror holds then is no first list (what the
 		// copy checks and the pace kept off came whole at each reload).
-		if len(all) > 0 && s.seen[server].Syncs > 0 {
-			s.paces[server] = &listPace{tokens: burst, burst: burst, at: now, since: map[resource.Key]time.Time{}, most: len(all), size: len(all), settleUntil: now.Add(s.opts.PaceSettle)}
+		// Nor does a restart of contextd (Options.StateFile): what was
+		// kept off before stays off, and waits as it did.
+		s.stateGen++
+		prior, kept := s.prior[server], 0
+		if prior != nil && len(prior.Off) > 0 {
+			n := len(descs)
+			descs = slices.DeleteFunc(slices.Clone(descs), func(d resource.Descriptor) bool {
+				_, off := prior.Off[d.URI]
+				return off
+			})
+			kept = n - len(descs)
 		}
-		s.eng.ServedLists().NotePaced(server, 0)
+		if len(all) > 0 && s.seen[server].Syncs > 0 {
+			if prior != nil {
+				s.paces[server] = prior.restore(now, burst, s.opts.PaceSettle, all)
+				delete(s.prior, server)
+			} else {
+				s.paces[server] = &listPace{tokens: burst, burst: burst, at: now, since: map[resource.Key]time.Time{}, most: len(all), size: len(all), settleUntil: now.Add(s.opts.PaceSettle)}
+			}
+		}
+		s.eng.ServedLists().NotePaced(server, kept)
 		return descs
 	}
+	s.stateGen++
 	p.tokens, p.at = p.allowance(now), now
-	p.settle(now, len(descs))
 	type entry struct {
 		i  int       // in descs
 		at time.Time // since when it waits
 	}
 	var fresh []entry // new to the list
+	prior := 0        // of them, kept off before a restart
 	for i, d := range descs {
 		k := d.Key()
 		if s.listed[k] != nil {
@@ -306,8 +325,12 @@ func (s *Server) pace(server string, descs, all []resource.Descriptor, still boo
 			at = now
 			p.since[k] = at
 		}
+		if p.prior[k] {
+			prior++
+		}
 		fresh = append(fresh, entry{i, at})
 	}
+	p.settle(now, len(descs)-prior)
 	// Up to the most it ever had listed, an entry takes the place of one
 	// gone (a rename, a list that emptied and came back, a log dropping
 	// its oldest record for each new one): only growth past that is
@@ -378,6 +401,9 @@ type listPace struct {
 	// settled), and the most entries other filters let through meanwhile.
 	settleUntil time.Time
 	size        int
+	// prior holds, for a pace restored at a restart until it settles,
+	// the entries kept off before: growth, not first list.
+	prior map[resource.Key]bool
 }
 
 // settle brings p's first list up to now, the other filters letting
@@ -395,7 +421,10 @@ func (p *listPace) settle(now time.Time, size int) {
 	case p.settled(now):
 		p.settleUntil = time.Time{}
 		p.most = max(p.most, p.size)
-		p.tokens = p.burst // what it spent was its first list
+		if p.prior == nil {
+			p.tokens = p.burst // what it spent was its first list
+		}
+		p.prior = nil
 	default:
 		p.size = max(p.size, size)
 	}

@@ -144,6 +144,12 @@ type Options struct {
 	// repository) is paced as ever, and what still waits of it is listed
 	// when it ends. Zero means DefaultPaceSettle.
 	PaceSettle time.Duration
+	// StateFile, when set, is where each server's pace (see PaceBurst)
+	// and what of its mirror was kept off the resource list are kept
+	// between runs, so a restart of contextd gives no server a first list
+	// (which comes whole). serve and mcp put it in data_dir when they
+	// hold it. Empty keeps them in memory: each run starts afresh.
+	StateFile string
 	// Relay, when set, is the Relay whose WrapMirror was given to the
 	// engine (engine.Options.Mirror): upstream resource updates reach this
 	// server through it. Nil means updates are not relayed.
@@ -226,7 +232,15 @@ type Server struct {
 	// paces holds, for each server listed, how fast its entries new to
 	// the list may come (see pace).
 	paces map[string]*listPace
-	subs  map[resource.Key]int // downstream subscriptions per resource
+	// prior holds the paces saved by an earlier run (Options.StateFile)
+	// of the servers whose first sync of this run has not ended. stateGen
+	// counts the changes to paces and the list, savedGen the count last
+	// written; stateErr is the last write's error.
+	prior              map[string]*savedPace
+	stateGen, savedGen int64
+	stateErr           string
+
+	subs map[resource.Key]int // downstream subscriptions per resource
 	// sessSubs holds each session's subscriptions, by the URI it sent:
 	// they are dropped when the session ends.
 	sessSubs map[*mcpsdk.ServerSession]map[string]resource.Key
@@ -330,6 +344,7 @@ func New(eng *engine.Engine, opts *Options) *Server {
 		stop:         make(chan struct{}),
 		posts:        newPosts(),
 	}
+	s.loadPaces()
 	// Capabilities are declared exactly as served: tools, prompts and
 	// resources whose lists change (the resource list does), resource
 	// subscriptions, and completions. No logging capability: logs go to
@@ -632,11 +647,16 @@ func (s *Server) Run(ctx context.Context) error {
 	}()
 	t := time.NewTicker(s.opts.CheckInterval)
 	defer t.Stop()
+	save := time.NewTicker(stateSaveEvery)
+	defer save.Stop()
 	for {
 		s.refresh()
 		select {
 		case <-ctx.Done():
+			s.savePaces()
 			return nil
+		case <-save.C:
+			s.savePaces()
 		case <-t.C:
 		}
 	}

@@ -36,8 +36,9 @@ const oddURI = "file:///srv/My Notes/Überblick 50%25 fertig #1?.md"
 // transports; a nil server is one that cannot be reached) and the MCP
 // server in front of it.
 type facade struct {
-	eng *engine.Engine
-	srv *mcpserver.Server
+	eng  *engine.Engine
+	srv  *mcpserver.Server
+	stop func() // ends both Runs and closes the engine; once
 }
 
 func startFacade(t *testing.T, upstreams map[string]*mcpsdk.Server, opts *mcpserver.Options, eopts engine.Options) *facade {
@@ -91,8 +92,9 @@ func startFacade(t *testing.T, upstreams map[string]*mcpsdk.Server, opts *mcpser
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = eng.Run(ctx) })
 	wg.Go(func() { _ = srv.Run(ctx) })
-	t.Cleanup(func() { cancel(); wg.Wait(); eng.Close() })
-	return &facade{eng: eng, srv: srv}
+	stop := sync.OnceFunc(func() { cancel(); wg.Wait(); eng.Close() })
+	t.Cleanup(stop)
+	return &facade{eng: eng, srv: srv, stop: stop}
 }
 
 // newFacade is startFacade, returning once every mirror is ready.

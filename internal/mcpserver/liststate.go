@@ -1,0 +1,237 @@
+package mcpserver
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/google/renameio/v2"
+
+	"github.com/contextd/contextd/internal/resource"
+)
+
+// What Run keeps on disk between runs of each server's pace (see pace), so
+// that a restart of contextd is no first list: without it, all a server's
+// mirror held came whole at each start, what the pace and the copy checks
+// had kept off included, and a loop of bridges passing contextd's list
+// back doubled at every restart.
+//
+// The file (Options.StateFile) is JSON, written whole through a temporary
+// file renamed over it, at most each stateSaveEvery and when Run ends; a
+// crash loses what changed since the last write. A file that cannot be
+// read or decoded is logged and ignored: the servers then start as on a
+// first run.
+
+// StateFileIn returns the Options.StateFile for data directory dir, "" for
+// "" (no data directory: paces are kept in memory).
+func StateFileIn(dir string) string {
+	if dir == "" {
+		return ""
+	}
+	return filepath.Join(dir, "mcp-list-paces.json")
+}
+
+// stateVersion is the version of the file's format.
+const stateVersion = 1
+
+// stateSaveEvery is how often Run writes what changed.
+const stateSaveEvery = 15 * time.Second
+
+// maxStateBytes bounds the file read at start: 100,000 entries kept off
+// for each of many servers, at a few hundred bytes each.
+const maxStateBytes = 256 << 20
+
+// savedState is the file's content.
+type savedState struct {
+	Version int                   `json:"version"`
+	Servers map[string]*savedPace `json:"servers"` // by configured server name
+}
+
+// savedPace is one server's listPace, and what of its mirror was kept off
+// the resource list when written.
+type savedPace struct {
+	Most   int     `json:"most"`   // the most entries listed at once
+	Tokens float64 `json:"tokens"` // its allowance at At
+	At     int64   `json:"at"`     // Unix milliseconds
+	// Off holds its mirrored entries that were not on the list, by
+	// upstream URI, each with since when (Unix milliseconds).
+	Off map[string]int64 `json:"off,omitempty"`
+}
+
+// loadState reads the state file at path, of at most maxBytes; nil, with
+// no error, when there is none. Values out of range are brought in range.
+func loadState(path string, burst float64, maxBytes int64) (map[string]*savedPace, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > maxBytes {
+		return nil, fmt.Errorf("larger than %d bytes", maxBytes)
+	}
+	var st savedState
+	if err := json.Unmarshal(data, &st); err != nil {
+		return nil, err
+	}
+	if st.Version != stateVersion {
+		return nil, fmt.Errorf("format version %d, want %d", st.Version, stateVersion)
+	}
+	for name, p := range st.Servers {
+		if p == nil {
+			delete(st.Servers, name)
+			continue
+		}
+		p.Most = max(p.Most, 0)
+		if math.IsNaN(p.Tokens) || p.Tokens < 0 {
+			p.Tokens = 0
+		}
+		p.Tokens = min(p.Tokens, burst)
+	}
+	return st.Servers, nil
+}
+
+// writeState writes servers to path (see the file's description above).
+func writeState(path string, servers map[string]*savedPace) error {
+	data, err := json.Marshal(savedState{Version: stateVersion, Servers: servers})
+	if err != nil {
+		return err
+	}
+	return renameio.WriteFile(path, data, 0o600)
+}
+
+// restore returns the listPace saved as p, brought up to now, for a server
+// whose mirror holds all now. Its first list is not whole: what was kept
+// off waits as it did (since its time), and its allowance is what it had,
+// grown by the time contextd was down. It settles like a first list (a
+// server slow to start after a restart lists all it had listed before at
+// once then), counting what was kept off as growth.
+func (p *savedPace) restore(now time.Time, burst float64, settle time.Duration, all []resource.Descriptor) *listPace {
+	lp := &listPace{tokens: p.Tokens, burst: burst, at: time.UnixMilli(p.At), since: map[resource.Key]time.Time{},
+		prior: map[resource.Key]bool{}, settleUntil: now.Add(settle)}
+	if lp.at.After(now) {
+		lp.at = now
+	}
+	lp.tokens = lp.allowance(now)
+	lp.at = now
+	for _, d := range all {
+		if at, ok := p.Off[d.URI]; ok {
+			k := d.Key()
+			lp.since[k] = time.UnixMilli(min(at, now.UnixMilli()))
+			lp.prior[k] = true
+		}
+	}
+	lp.most = max(p.Most, len(all)-len(lp.prior))
+	lp.size = len(all) - len(lp.prior)
+	return lp
+}
+
+// loadPaces loads Options.StateFile, if set, into s.prior.
+func (s *Server) loadPaces() {
+	if s.opts.StateFile == "" {
+		return
+	}
+	prior, err := loadState(s.opts.StateFile, float64(s.opts.PaceBurst), maxStateBytes)
+	if err != nil {
+		s.log.Warn("the saved resource list paces cannot be read: every server's first list comes whole", "file", s.opts.StateFile, "err", err)
+		return
+	}
+	s.prior = prior
+	if s.prior == nil {
+		s.prior = map[string]*savedPace{}
+	}
+}
+
+// savePaces writes the servers' paces to Options.StateFile if they changed
+// since the last write.
+func (s *Server) savePaces() {
+	if s.opts.StateFile == "" {
+		return
+	}
+	versions := s.eng.ListVersions()
+	s.mu.Lock()
+	if s.stateGen == s.savedGen {
+		s.mu.Unlock()
+		return
+	}
+	gen := s.stateGen
+	now := time.Now()
+	servers := make(map[string]*savedPace, len(s.paces)+len(s.prior))
+	since := map[string]map[resource.Key]time.Time{}
+	listed := map[string]map[string]bool{}
+	for name, p := range s.paces {
+		servers[name] = &savedPace{Most: p.most, Tokens: p.allowance(now), At: now.UnixMilli()}
+		since[name] = make(map[resource.Key]time.Time, len(p.since))
+		for k, t := range p.since {
+			since[name][k] = t
+		}
+		for k, t := range s.waiting[name] {
+			since[name][k] = t
+		}
+		for k, t := range s.unread[name] {
+			since[name][k] = t
+		}
+		listed[name] = map[string]bool{}
+	}
+	for k := range s.listed {
+		if l := listed[k.Server]; l != nil {
+			l[k.URI] = true
+		}
+	}
+	for name, p := range s.prior {
+		if _, ok := versions[name]; ok && servers[name] == nil {
+			servers[name] = p // its first sync of this run has not ended
+		}
+	}
+	s.mu.Unlock()
+	for name, l := range listed {
+		all, err := s.eng.Descriptors(name)
+		if err != nil {
+			servers[name] = nil // gone meanwhile
+			continue
+		}
+		off := map[string]int64{}
+		for _, d := range all {
+			if !l[d.URI] {
+				t, ok := since[name][d.Key()]
+				if !ok {
+					t = now
+				}
+				off[d.URI] = t.UnixMilli()
+			}
+		}
+		servers[name].Off = off
+	}
+	for name, p := range servers {
+		if p == nil {
+			delete(servers, name)
+		}
+	}
+	err := writeState(s.opts.StateFile, servers)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case err != nil && s.stateErr == "":
+		s.log.Warn("saving the resource list paces failed: a restart now gives every server a first list again; retrying", "file", s.opts.StateFile, "err", err)
+	case err == nil && s.stateErr != "":
+		s.log.Info("saving the resource list paces works again", "file", s.opts.StateFile)
+	}
+	if err != nil {
+		s.stateErr = err.Error()
+		return
+	}
+	s.stateErr = ""
+	s.savedGen = max(s.savedGen, gen)
+}

@@ -1,0 +1,78 @@
+package mcpserver
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/contextd/contextd/internal/resource"
+)
+
+// A state file that cannot be used is refused with a reason, and one with
+// values out of range is brought in range: either way the servers start.
+func TestSavedPacesAreCheckedWhenRead(t *testing.T) {
+	dir := t.TempDir()
+	write := func(s string) string {
+		p := filepath.Join(dir, "state.json")
+		if err := os.WriteFile(p, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	if got, err := loadState(filepath.Join(dir, "none.json"), 8, 1<<10); got != nil || err != nil {
+		t.Errorf("no file: %v, %v; want nothing and no error", got, err)
+	}
+	for _, bad := range []string{`{"version":1,"servers":{"a":`, `{"version":2,"servers":{}}`, `[]`, "\x00\x01"} {
+		if _, err := loadState(write(bad), 8, 1<<10); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+	got, err := loadState(write(`{"version":1,"servers":{"a":{"most":-5,"tokens":1e300,"at":0},"b":null,"c":{"most":3,"tokens":-1,"at":0}}}`), 8, 1<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := got["a"]; a == nil || a.Most != 0 || a.Tokens != 8 {
+		t.Errorf("a: %+v; want most 0, tokens at the burst", a)
+	}
+	if _, ok := got["b"]; ok {
+		t.Error("a null server kept")
+	}
+	if c := got["c"]; c == nil || c.Tokens != 0 || c.Most != 3 {
+		t.Errorf("c: %+v; want tokens 0", c)
+	}
+	big := write(`{"version":1,"servers":{"a":{"off":{"` + strings.Repeat("x", 1<<10) + `":1}}}}`)
+	if _, err := loadState(big, 8, 1<<10); err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Errorf("an oversized file: %v; want refused for its size", err)
+	}
+}
+
+// A restored pace keeps what was kept off waiting, since its time, and
+// counts it as growth; its allowance grows by the time contextd was down,
+// up to the burst.
+func TestARestoredPaceKeepsWhatWaited(t *testing.T) {
+	now := time.Now()
+	saved := &savedPace{Most: 2, Tokens: 1, At: now.Add(-30 * time.Second).UnixMilli(), Off: map[string]int64{
+		"s://c": now.Add(-time.Hour).UnixMilli(), "s://gone": 1, "s://future": now.Add(time.Hour).UnixMilli()}}
+	var all []resource.Descriptor
+	for _, u := range []string{"s://a", "s://b", "s://c", "s://d", "s://future"} {
+		all = append(all, resource.Descriptor{Server: "s", URI: u})
+	}
+	p := saved.restore(now, 8, time.Minute, all)
+	if len(p.since) != 2 || !p.prior[resource.Key{Server: "s", URI: "s://c"}] || p.prior[resource.Key{Server: "s", URI: "s://gone"}] {
+		t.Errorf("waiting %v, prior %v; want s://c and s://future", p.since, p.prior)
+	}
+	if at := p.since[resource.Key{Server: "s", URI: "s://future"}]; at.After(now) {
+		t.Errorf("a time to come kept: %v", at)
+	}
+	if p.most != 3 {
+		t.Errorf("most %d; want the 3 not kept off", p.most)
+	}
+	if p.tokens < 3.9 || p.tokens > 4.1 {
+		t.Errorf("tokens %.2f; want 1 and 3 for the 30 s down", p.tokens)
+	}
+	if p.settled(now) {
+		t.Error("settled at once")
+	}
+}
