@@ -1350,8 +1350,8 @@ func (r *Redactor) Line(text string) string {
 // Control escapes what a terminal would act on: C0 and C1 control
 // characters (ESC starts cursor, title and OSC 8 hyperlink sequences), DEL,
 // bidirectional overrides, the characters that show as nothing (U+200B
-// ZERO WIDTH SPACE, U+00AD SOFT HYPHEN, U+FEFF, word joiners), and bytes
-// that are not UTF-8. Newlines and tabs
+// ZERO WIDTH SPACE, U+00AD SOFT HYPHEN, U+FEFF, word joiners), interlinear
+// annotation marks, and bytes that are not UTF-8. Newlines and tabs
 // are escaped too; see [ControlText] for multi-line text.
 func Control(s string) string { return escape(s, false) }
 
@@ -1424,6 +1424,10 @@ func unsafe(c rune, keepLines bool) bool {
 	case c >= 0xe0000 && c <= 0xe007f:
 		// Tags: each spells an ASCII character no terminal shows, a
 		// text hidden in plain sight (for a model reading it later).
+		return true
+	case c >= 0xfff9 && c <= 0xfffb:
+		// Interlinear annotation marks: a text between them may be shown
+		// as a ruby annotation, or not at all.
 		return true
 	case c == 0x2028 || c == 0x2029:
 		// Line and paragraph separators: some terminals break the line.

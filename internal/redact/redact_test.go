@@ -92,6 +92,7 @@ func TestControlEscapesWhatATerminalActsOn(t *testing.T) {
 		{"ls\u2028forged line", `ls\u2028forged line`, `ls\u2028forged line`},
 		{"filler\u3164 cgj\u034f", `filler\u3164 cgj\u034f`, `filler\u3164 cgj\u034f`},
 		{"emoji 👩\u200d💻", "emoji 👩\u200d💻", "emoji 👩\u200d💻"},
+		{"shown\ufff9hidden\ufffaruby\ufffb", `shown\ufff9hidden\ufffaruby\ufffb`, `shown\ufff9hidden\ufffaruby\ufffb`},
 	}
 	for _, tt := range tests {
 		if got := redact.Control(tt.in); got != tt.line {
