@@ -209,19 +209,38 @@ func TestSSEStopsAtEndlessNotificationsOnACall(t *testing.T) {
 		}
 		return string(out)
 	}
-	log := "event: message\ndata: " + `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"` + strings.Repeat("x", 8<<10) + `"}}` + "\n\n"
-	src := &notifying{event: log}
-	out := post(func() io.ReadCloser { return src })
-	if !strings.Contains(out, `"id":7,"error"`) || !strings.Contains(out, "without answering") {
-		t.Errorf("the call's answer = %.300q…, want an error saying the server never answered", out[max(0, len(out)-300):])
-	}
-	if n := src.n.Load(); n > 2*limit+(64<<10) {
-		t.Errorf("read %d bytes of notifications, want little more than the %d-byte cap", n, limit)
+	pad := strings.Repeat("x", 8<<10)
+	// Whatever is not the call's answer counts, whatever it claims to be.
+	for name, event := range map[string]string{
+		"log notifications":   "event: message\ndata: " + `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"` + pad + `"}}` + "\n\n",
+		"ping requests":       "event: message\ndata: " + `{"jsonrpc":"2.0","id":"p1","method":"ping","params":{"_meta":{"pad":"` + pad + `"}}}` + "\n\n",
+		"null-id messages":    "event: message\ndata: " + `{"jsonrpc":"2.0","id":null,"method":"notifications/message","params":{"data":"` + pad + `"}}` + "\n\n",
+		"answers to another":  "event: message\ndata: " + `{"jsonrpc":"2.0","id":8,"result":{"pad":"` + pad + `"}}` + "\n\n",
+		"comments":            ": " + pad + "\n\n",
+		"events of no type":   "event: foo\ndata: " + `{"pad":"` + pad + `"}` + "\n\n",
+		"ignored field lines": pad + "\n",
+	} {
+		src := &notifying{event: event}
+		out := post(func() io.ReadCloser { return src })
+		if !strings.Contains(out, `"id":7,"error"`) || !strings.Contains(out, "without answering") {
+			t.Errorf("%s: the call's answer = %.300q…, want an error saying the server never answered", name, out[max(0, len(out)-300):])
+		}
+		if n := src.n.Load(); n > 2*limit+(64<<10) {
+			t.Errorf("%s: read %d bytes, want little more than the %d-byte cap", name, n, limit)
+		}
 	}
 	progress := strings.Repeat("event: message\ndata: "+`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}`+"\n\n", 20)
 	answer := "event: message\ndata: " + `{"jsonrpc":"2.0","id":7,"result":{"contents":[]}}` + "\n\n"
-	out = post(func() io.ReadCloser { return io.NopCloser(strings.NewReader(progress + answer)) })
+	out := post(func() io.ReadCloser { return io.NopCloser(strings.NewReader(progress + answer)) })
 	if !strings.Contains(out, `"id":7,"result"`) || strings.Count(out, "notifications/progress") != 20 {
 		t.Errorf("a call with 20 progress notifications: %.300q, want them and its answer", out)
+	}
+	// The answer itself does not count: 40 KiB of notifications and an
+	// answer of 60 KiB (each under the cap, over it together) pass.
+	logs := strings.Repeat("event: message\ndata: "+`{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"`+strings.Repeat("y", 4<<10)+`"}}`+"\n\n", 10)
+	big := "event: message\ndata: " + `{"jsonrpc":"2.0","id":7,"result":{"contents":[{"uri":"x://a","text":"` + strings.Repeat("z", 60<<10) + `"}]}}` + "\n\n"
+	out = post(func() io.ReadCloser { return io.NopCloser(strings.NewReader(logs + big)) })
+	if !strings.Contains(out, `"id":7,"result"`) || strings.Contains(out, `"error"`) {
+		t.Errorf("a call with 40 KiB of logs and a 60 KiB answer: %.300q…, want its answer", out[max(0, len(out)-300):])
 	}
 }

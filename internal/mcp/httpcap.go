@@ -244,7 +244,7 @@ type sseCap struct {
 	skipped   int    // bytes of the oversized events before it, on this stream
 	head      []byte // the first bytes of an oversized event
 	tail      []byte // its last bytes
-	other     int    // bytes of the server's own messages on the call's stream
+	other     int    // bytes on the call's stream that are not its answer
 	lineStart bool
 	out       []byte
 	err       error
@@ -268,6 +268,21 @@ func (s *sseCap) Read(p []byte) (int, error) {
 // events to out.
 func (s *sseCap) next() {
 	line, err := s.r.ReadSlice('\n')
+	if s.id != nil && s.max > 0 {
+		// Everything on a call's stream counts but its answer (taken
+		// back when it completes): notifications, the server's requests,
+		// answers to other calls, comments and ignored fields. A call's
+		// progress and log messages are small; without a bound a server
+		// could keep a call, and a core, busy for its whole time share
+		// (ping requests or comment lines: 4.6 GB in a read's 30 s).
+		// The event being read may be the answer: what came before it
+		// counts now.
+		if s.other-len(s.event) > s.max {
+			s.failCall()
+			return
+		}
+		s.other += len(line)
+	}
 	blank := s.lineStart && (string(line) == "\n" || string(line) == "\r\n")
 	if s.lineStart && !blank && err == nil && ignorableLine(line) {
 		return // a field the SSE spec ignores, which the go-sdk rejects
@@ -333,18 +348,10 @@ func (s *sseCap) next() {
 			s.skipped += s.size
 		case !s.validData():
 			s.out = s.malformed()
-		case s.tooMuchOther():
-			// Notifications without end on the call's stream: the call
-			// fails, and no more is read (an endless stream of 900 KB log
-			// messages had a read pull 343 MB in its 7 s).
-			s.log.Warn("a server sent more than max_message_bytes of notifications on one call's stream without answering it; failing the call", "bytes", s.other, "max_message_bytes", s.max, "id", string(s.id))
-			s.out = append(append([]byte("event: message\ndata: "), errorAnswer(s.id, fmt.Sprintf("the server sent more than max_message_bytes (%d) of notifications on this call's stream without answering it", s.max))...), "\n\n"...)
-			s.id = nil
-			s.event, s.size, s.head, s.tail = nil, 0, nil, nil
-			s.err = io.EOF
-			s.body.Close()
-			return
 		default:
+			if s.id != nil && isAnswer(eventData(s.event), s.id) {
+				s.other -= len(s.event)
+			}
 			s.out = s.event
 		}
 		s.event, s.size, s.head, s.tail = nil, 0, nil, nil
@@ -354,32 +361,31 @@ func (s *sseCap) next() {
 	}
 }
 
-// tooMuchOther counts the complete event s.event towards the
-// notifications on the call's stream when it is one, and reports whether
-// they passed max_message_bytes in all: a call's progress and log
-// messages are small, and the answer is what the call waits for. (The
-// server's requests are answered, at most MaxAnswersInFlight at once.)
-func (s *sseCap) tooMuchOther() bool {
-	if s.id == nil || s.max <= 0 || !isNotification(eventData(s.event)) {
-		return false
-	}
-	s.other += len(s.event)
-	return s.other > s.max
+// failCall ends the call's stream with an error answer: the server sent
+// more than max_message_bytes on it besides the answer (see next).
+func (s *sseCap) failCall() {
+	s.log.Warn("a server sent more than max_message_bytes on one call's stream without answering it; failing the call", "bytes", s.other, "max_message_bytes", s.max, "id", string(s.id))
+	s.out = append(append([]byte("event: message\ndata: "), errorAnswer(s.id, fmt.Sprintf("the server sent more than max_message_bytes (%d) of other messages on this call's stream without answering it", s.max))...), "\n\n"...)
+	s.id = nil
+	s.event, s.size, s.head, s.tail = nil, 0, nil, nil
+	s.err = io.EOF
+	s.body.Close()
 }
 
-// isNotification reports whether data is a JSON-RPC notification: an
-// object with a method member and no id member at its top level.
-func isNotification(data []byte) bool {
-	method, id := false, false
-	ok := topMembers(data, func(name, _ []byte) {
+// isAnswer reports whether data is a JSON-RPC answer to call id: an
+// object with an id member equal to id and no method member at its top
+// level.
+func isAnswer(data, id []byte) bool {
+	method, same := false, false
+	ok := topMembers(data, func(name, v []byte) {
 		switch string(name) {
 		case `"method"`:
 			method = true
 		case `"id"`:
-			id = true
+			same = sameRawID(v, id)
 		}
 	})
-	return ok && method && !id
+	return ok && same && !method
 }
 
 // oversized returns the event that replaces one of s.size bytes (so far,
@@ -608,6 +614,20 @@ func isErrorAnswer(msg jsonrpc.Message) bool {
 }
 
 // sameID reports whether the raw JSON id of a request names id.
+// sameRawID reports whether the JSON ids a and b are the same value (1 and
+// 1.0 are; 1 and "1" are not).
+func sameRawID(a, b []byte) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	switch x.(type) {
+	case float64, string:
+		return x == y
+	}
+	return false
+}
+
 func sameID(raw []byte, id jsonrpc.ID) bool {
 	var v any
 	if json.Unmarshal(raw, &v) != nil {

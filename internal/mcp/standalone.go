@@ -38,6 +38,9 @@ import (
 //     (at least minRetry, at most standaloneMaxDelay) or the backoff, which
 //     grows (from standaloneBaseDelay, ×1.5, up to standaloneMaxDelay) while
 //     streams keep breaking within standaloneStable of opening;
+//   - a stream that carries more than twice max_message_bytes within
+//     standaloneRateWindow (a flood of notifications or comments: 667 MB in
+//     20 s, most of a core) is closed, and opened again as one that broke;
 //   - standaloneMaxAttempts GETs in a row that do not give a stream end the
 //     session (its Read fails), so contextd reconnects and drops what it
 //     cached under subscriptions instead of claiming them without the stream.
@@ -54,6 +57,9 @@ const (
 	// standaloneStable is how long a stream must have stayed open for the
 	// next break to start the backoff over.
 	standaloneStable = 30 * time.Second
+	// standaloneRateWindow is the window the bytes a stream carries are
+	// counted over (see above).
+	standaloneRateWindow = time.Minute
 	// maxEventID bounds an event id kept for Last-Event-ID; a longer one
 	// is ignored (it would be sent back in every reconnection's headers).
 	maxEventID = 1024
@@ -344,13 +350,23 @@ func (s *standaloneStream) deliver(m jsonrpc.Message) bool {
 // message to Read, and keeps the last event id and retry field.
 func (s *standaloneStream) consume(resp *http.Response) {
 	defer resp.Body.Close()
-	r := bufio.NewReaderSize(resp.Body, 4<<10)
+	body := &countedReader{r: resp.Body}
+	r := bufio.NewReaderSize(body, 4<<10)
 	var data []byte
 	var name string
 	hasData, over := false, false
+	window := time.Now()
 	for {
 		line, err := readLine(r, s.maxEvent+1)
 		if err != nil && !errors.Is(err, errLongLine) {
+			return
+		}
+		if time.Since(window) >= standaloneRateWindow {
+			window, body.n = time.Now(), 0
+		} else if body.n > 2*int64(s.maxEvent) {
+			if ok, _ := s.quiet.allow(); ok {
+				s.log.Warn("the server sent more than twice max_message_bytes on the standalone SSE stream within a minute; closing it, to open again later", "bytes", body.n, "max_message_bytes", s.maxEvent)
+			}
 			return
 		}
 		if errors.Is(err, errLongLine) {
@@ -401,6 +417,18 @@ func (s *standaloneStream) consume(resp *http.Response) {
 			}
 		}
 	}
+}
+
+// countedReader counts the bytes read through it.
+type countedReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countedReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // errLongLine reports a line longer than readLine's bound; the rest of it

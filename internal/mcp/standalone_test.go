@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -367,6 +368,44 @@ func TestHostileStandaloneStreams(t *testing.T) {
 		ups.mu.Unlock()
 		if n != 1 {
 			t.Errorf("%d updates, want only the one within the cap", n)
+		}
+		if _, err := sess.ListResources(t.Context()); err != nil {
+			t.Errorf("the session does not work: %v", err)
+		}
+	})
+	t.Run("flood", func(t *testing.T) {
+		// Notifications and comments without end: the stream is closed
+		// past twice max_message_bytes and opened again after a pause,
+		// so the bytes read stay near that per opening, and what the
+		// server sends once the flood stops still arrives.
+		defer mcp.SetStandaloneBaseDelay(300 * time.Millisecond)()
+		var sent atomic.Int64
+		var gets atomic.Int32
+		_, hs := standaloneServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+			gets.Store(int32(n))
+			f := sse(w)
+			if n > 2 {
+				fmt.Fprintf(w, "data: %s\n\n", updated("x://after"))
+				f.Flush()
+				<-r.Context().Done()
+				return
+			}
+			note := fmt.Sprintf("data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"level\":\"info\",\"data\":%q}}\n\n: %s\n\n", strings.Repeat("x", 2<<10), strings.Repeat("c", 2<<10))
+			for r.Context().Err() == nil {
+				k, err := io.WriteString(w, note)
+				sent.Add(int64(k))
+				if err != nil {
+					return
+				}
+			}
+		})
+		var ups uriLog
+		sess := connectHTTP(t, hs.URL, &mcp.Options{OnUpdated: ups.add, MaxMessageBytes: 64 << 10})
+		waitFor(t, "the update after the flood", 10*time.Second, func() bool { return ups.has("x://after") })
+		// Two floods of about 2 × (64 KiB + 4 KiB) read each, and what
+		// loopback's socket buffers took besides (a few MiB).
+		if n := sent.Load(); n > 16<<20 {
+			t.Errorf("the server wrote %d bytes over %d streams; want about %d a stream read", n, gets.Load()-1, 2*(68<<10))
 		}
 		if _, err := sess.ListResources(t.Context()); err != nil {
 			t.Errorf("the session does not work: %v", err)

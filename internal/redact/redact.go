@@ -90,10 +90,10 @@ type Redactor struct {
 	// n, for text that begins after one).
 	heads, tails map[uint32][]piece
 
-	// own holds the credential-like secrets (and their forms) of those the
+	// own is a Redactor of the credential-like secrets of those the
 	// writer of the text was given (NewFor; New: all of strong): what
-	// Configured masks.
-	own []string
+	// Configured masks. Nil when there are none.
+	own *Redactor
 
 	// bare holds the credential-like secrets, as written and as they
 	// read, without their ASCII punctuation, when minBare bytes or more
@@ -123,6 +123,13 @@ const pieceBytes = 8
 // Escaped), base64 (standard and URL alphabets, padded or not, and inside
 // base64 of a longer text: see Base64Inside), and hexadecimal.
 func New(secrets ...string) *Redactor {
+	r := newRedactor(secrets)
+	r.own = ownOf(secrets)
+	return r
+}
+
+// newRedactor is New without own.
+func newRedactor(secrets []string) *Redactor {
 	r := &Redactor{pieces: map[uint64]bool{}}
 	strong := false // the secret being added is credential-like
 	var add func(s string, pieces bool)
@@ -190,8 +197,22 @@ func New(secrets ...string) *Redactor {
 		}
 	}
 	r.indexPieces()
-	r.own = r.strong
 	return r
+}
+
+// ownOf returns the Redactor of the credential-like ones of secrets (see
+// Redactor.own), nil when there are none.
+func ownOf(secrets []string) *Redactor {
+	var own []string
+	for _, s := range secrets {
+		if s = strings.TrimSpace(visible(s)); credentialLike(s) {
+			own = append(own, s)
+		}
+	}
+	if len(own) == 0 {
+		return nil
+	}
+	return newRedactor(own)
 }
 
 // Base64Inside returns what base64 of a longer text holding s shows of s
@@ -358,30 +379,7 @@ func (r *Redactor) String(s string) string {
 	// Pass.wοrd!Battery#Staple" up to the "!") would leave no whole
 	// secret to find, and the rest would show. No step takes a mask
 	// away: "REDACTED" reads as itself.
-	m := r.secretMarks(s)
-	for _, display := range []bool{true, false} {
-		if plain(s) || !display && !strings.Contains(s, rlo) {
-			break
-		}
-		k, origin := reading(s, display)
-		if k == s {
-			continue
-		}
-		km := r.secretMarks(k)
-		for j, on := range km {
-			if on {
-				at := int(origin[j])
-				_, n := utf8.DecodeRuneInString(s[at:])
-				m = mark(m, len(s), at, at+n)
-			}
-		}
-	}
-	out := s
-	if m != nil {
-		wholeOverrides(s, m)
-		between(s, m)
-		out = render(s, m)
-	}
+	out := render(s, r.readMarks(s))
 	out = rules(out)
 	if k := skeleton(out); k != out {
 		if red := rules(k); red != k {
@@ -405,6 +403,34 @@ func (r *Redactor) String(s string) string {
 	// script with combining marks ends inside one): answers carry the
 	// text in protobuf strings, which must be UTF-8.
 	return strings.ToValidUTF8(out, "\uFFFD")
+}
+
+// readMarks returns which bytes of s belong to r's secrets, whole, in
+// pieces, and in each way s reads (see String), or nil when none does.
+func (r *Redactor) readMarks(s string) []bool {
+	m := r.secretMarks(s)
+	for _, display := range []bool{true, false} {
+		if plain(s) || !display && !strings.Contains(s, rlo) {
+			break
+		}
+		k, origin := reading(s, display)
+		if k == s {
+			continue
+		}
+		km := r.secretMarks(k)
+		for j, on := range km {
+			if on {
+				at := int(origin[j])
+				_, n := utf8.DecodeRuneInString(s[at:])
+				m = mark(m, len(s), at, at+n)
+			}
+		}
+	}
+	if m != nil {
+		wholeOverrides(s, m)
+		between(s, m)
+	}
+	return m
 }
 
 // bidiControl reports whether c is one of Unicode's bidirectional
@@ -646,20 +672,44 @@ func wholeMarks(s string, secrets []string) []bool {
 
 // Configured returns s with the credential-like secrets (eight bytes or
 // more, not letters alone) of those the writer was given (NewFor's given;
-// New's all) masked whole, in every form New derives (escaped, base64,
-// hexadecimal), and nothing else. It is for what a server serves as its
-// own text (its descriptors, the texts it answers reads with), which may
-// echo the credentials contextd sent it (an endpoint that shows the
-// request it got): the generic rules would spoil it where it documents
-// credentials ("token=YOUR_TOKEN", a URL with a query), the shorter
-// secrets (a URL's "?format=json") are words, and another server's
-// secrets it was never sent. It costs one search of s for each form of
-// each secret.
+// New's all) masked as String masks them — whole in every form New
+// derives (escaped, base64, hexadecimal), spelled with characters that
+// show as nothing or that read as others between its own, spaced out or
+// split across lines, and the 8-byte pieces of a generated one (a secret
+// cut short, or split in two) — and nothing else. It is for what a server
+// serves as its own text (its descriptors, the texts it answers reads
+// with), which may echo the credentials contextd sent it (an endpoint
+// that shows the request it got): the generic rules would spoil it where
+// it documents credentials ("token=YOUR_TOKEN", a URL with a query), the
+// shorter secrets (a URL's "?format=json") are words, and another
+// server's secrets it was never sent. Unlike String it keeps the rest of
+// s byte for byte (bidirectional controls, bytes that are not UTF-8).
 func (r *Redactor) Configured(s string) string {
-	if r == nil || len(r.own) == 0 {
+	if r == nil || r.own == nil {
 		return s
 	}
-	return render(s, wholeMarks(s, r.own))
+	return render(s, r.own.readMarks(s))
+}
+
+// ConfiguredBytes is Configured for bytes that are no text (a blob): the
+// secrets Configured masks, whole in every form New derives, are
+// overwritten with '*' byte for byte, so the data keeps its length and
+// layout. b is returned as is when it holds none, else a copy.
+func (r *Redactor) ConfiguredBytes(b []byte) []byte {
+	if r == nil || r.own == nil {
+		return b
+	}
+	m := wholeMarks(string(b), r.own.secrets)
+	if m == nil {
+		return b
+	}
+	out := slices.Clone(b)
+	for i, on := range m {
+		if on {
+			out[i] = '*'
+		}
+	}
+	return out
 }
 
 // mark sets m[from:to], making m (n bytes long) when it is nil.
@@ -735,7 +785,7 @@ func NewFor(given, all []string) *Redactor {
 	r := New(append(slices.Clone(all), given...)...)
 	g := New(given...)
 	r.pieces = g.pieces // runs of bytes, not tied to r.secrets' order
-	r.own = g.strong
+	r.own = g.own
 	// Cut ends point into r.secrets: keep those of given's secrets.
 	mine := func(ps []piece) []piece {
 		return slices.DeleteFunc(slices.Clone(ps), func(p piece) bool { return !slices.Contains(g.secrets, r.secrets[p.secret]) })

@@ -62,3 +62,62 @@ func TestCredentialsAServerEchoesAreMasked(t *testing.T) {
 		}
 	})
 }
+
+// The same credential echoed where a plain search for it misses: in a MIME
+// type, inside a blob, spelled with zero-width spaces between its
+// characters, cut short by a byte, and split between a name and a title.
+// None of it reaches a caller whole; a blob keeps its length.
+func TestCredentialsAServerEchoesInOtherShapesAreMasked(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const secret = "sk-live-4f9Qz81XbT"
+		zw := strings.Join(strings.Split(secret, ""), "\u200b")
+		blob := []byte("\x89PNG header then " + secret + " then more")
+		srv := mcptest.NewServer(nil, nil)
+		srv.AddResource(&mcpsdk.Resource{URI: "echo://mime", Name: "first half " + secret[:9], Title: secret[9:] + " second half", MIMEType: "text/plain; key=" + secret}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+			return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: "echo://mime", MIMEType: "text/x-" + secret, Text: "spelled " + zw + " and cut " + secret[:len(secret)-1]}}}, nil
+		})
+		srv.AddResource(&mcpsdk.Resource{URI: "echo://blob", Name: "blob", MIMEType: "image/png"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+			return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: "echo://blob", MIMEType: "image/png", Blob: blob}}}, nil
+		})
+		srv.AddResourceTemplate(&mcpsdk.ResourceTemplate{URITemplate: "echo://page/{id}", Name: "page", MIMEType: "text/x-" + secret}, nil)
+		ix := newIndex(t)
+		defer ix.Close()
+		m := ctxsync.New(ctxsync.Options{Server: "echo", Index: ix, Dial: mcptest.Dial(t, "echo", srv), Redact: redact.NewFor([]string{secret}, []string{secret})})
+		start(t, m)
+		<-m.Ready()
+		synctest.Wait()
+		var all strings.Builder
+		for _, d := range ix.Descriptors("echo") {
+			all.WriteString(d.Name + " " + d.Title + " " + d.MIMEType + "\n")
+		}
+		for _, tp := range m.Templates() {
+			all.WriteString(tp.MIMEType + "\n")
+		}
+		cs, err := m.Read(t.Context(), "echo://mime")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range cs {
+			all.WriteString(c.MIMEType + " " + c.Text + "\n")
+		}
+		bs, err := m.Read(t.Context(), "echo://blob")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(bs) != 1 || len(bs[0].Blob) != len(blob) || !strings.HasPrefix(string(bs[0].Blob), "\x89PNG header then ***") {
+			t.Errorf("blob read as %+v; want it the same length, the credential overwritten", bs)
+		}
+		for _, c := range bs {
+			all.Write(c.Blob)
+		}
+		got := all.String()
+		for _, leak := range []string{secret, zw, secret[:len(secret)-1], secret[:9], secret[9:]} {
+			if strings.Contains(got, leak) {
+				t.Errorf("%q reached what contextd shows:\n%s", leak, got)
+			}
+		}
+		if strings.Count(got, redact.Mask) < 6 {
+			t.Errorf("want the credential masked in each place:\n%s", got)
+		}
+	})
+}

@@ -1264,7 +1264,7 @@ func (m *Mirror) within(ds []resource.Descriptor) []resource.Descriptor {
 }
 
 // maskListed masks the credentials contextd sent the server in its
-// descriptors' names, titles, descriptions and audiences
+// descriptors' names, titles, descriptions, MIME types, dates and audiences
 // (redact.Redactor.Configured): a server may echo them, and its
 // descriptors reach every caller. URIs are its identifiers and stay as
 // listed (the configuration counts a URL's query values and long path
@@ -1274,6 +1274,7 @@ func (m *Mirror) maskListed(res mcp.List[resource.Descriptor]) mcp.List[resource
 	for i := range res.Items {
 		d := &res.Items[i]
 		d.Name, d.Title, d.Description = red.Configured(d.Name), red.Configured(d.Title), red.Configured(d.Description)
+		d.MIMEType, d.LastModified = red.Configured(d.MIMEType), red.Configured(d.LastModified)
 		for j, a := range d.Audience {
 			d.Audience[j] = red.Configured(a)
 		}
@@ -1287,6 +1288,7 @@ func (m *Mirror) maskTemplates(tpl mcp.List[resource.Template]) mcp.List[resourc
 	for i := range tpl.Items {
 		t := &tpl.Items[i]
 		t.Name, t.Title, t.Description = red.Configured(t.Name), red.Configured(t.Title), red.Configured(t.Description)
+		t.MIMEType = red.Configured(t.MIMEType)
 	}
 	return tpl
 }
@@ -1900,7 +1902,10 @@ func (m *Mirror) readHint(ctx context.Context, sess *mcp.Session, uri string, pa
 	for i, c := range cs {
 		// Not its URI: an identifier, which the configuration's secrets
 		// (a URL's query values, long path segments) may name.
-		if !c.IsBlob {
+		cs[i].MIMEType = red.Configured(c.MIMEType)
+		if c.IsBlob {
+			cs[i].Blob = red.ConfiguredBytes(c.Blob)
+		} else {
 			cs[i].Text = red.Configured(c.Text)
 		}
 	}
