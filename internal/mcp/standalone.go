@@ -40,7 +40,8 @@ import (
 //     streams keep breaking within standaloneStable of opening;
 //   - a stream that carries more than twice max_message_bytes within
 //     standaloneRateWindow (a flood of notifications or comments: 667 MB in
-//     20 s, most of a core) is closed, and opened again as one that broke;
+//     20 s, most of a core) is closed, and opened again standaloneMaxDelay
+//     later;
 //   - standaloneMaxAttempts GETs in a row that do not give a stream end the
 //     session (its Read fails), so contextd reconnects and drops what it
 //     cached under subscriptions instead of claiming them without the stream.
@@ -216,7 +217,7 @@ func (s *standaloneStream) run(resp *http.Response, cancel context.CancelFunc) {
 	quick := 0 // breaks in a row of streams that lasted under standaloneStable
 	for {
 		began := time.Now()
-		s.consume(resp)
+		flooded := s.consume(resp)
 		cancel()
 		if s.ctx.Err() != nil {
 			return
@@ -225,6 +226,9 @@ func (s *standaloneStream) run(resp *http.Response, cancel context.CancelFunc) {
 			quick = 0
 		}
 		quick++
+		if flooded {
+			quick = max(quick, floodedQuick) // the longest wait at once
+		}
 		var err error
 		resumed := false
 		for failures := 0; ; {
@@ -346,9 +350,15 @@ func (s *standaloneStream) deliver(m jsonrpc.Message) bool {
 	}
 }
 
+// floodedQuick is the count of quick breaks a stream closed for carrying
+// too much counts as: the next opening waits standaloneMaxDelay (the
+// backoff from a 1 s start passes it at the tenth).
+const floodedQuick = 10
+
 // consume reads resp's events until the body ends, handing each JSON-RPC
-// message to Read, and keeps the last event id and retry field.
-func (s *standaloneStream) consume(resp *http.Response) {
+// message to Read, and keeps the last event id and retry field. It reports
+// whether it closed the stream for carrying too much (see above).
+func (s *standaloneStream) consume(resp *http.Response) (flooded bool) {
 	defer resp.Body.Close()
 	body := &countedReader{r: resp.Body}
 	r := bufio.NewReaderSize(body, 4<<10)
@@ -365,9 +375,9 @@ func (s *standaloneStream) consume(resp *http.Response) {
 			window, body.n = time.Now(), 0
 		} else if body.n > 2*int64(s.maxEvent) {
 			if ok, _ := s.quiet.allow(); ok {
-				s.log.Warn("the server sent more than twice max_message_bytes on the standalone SSE stream within a minute; closing it, to open again later", "bytes", body.n, "max_message_bytes", s.maxEvent)
+				s.log.Warn("the server sent more than twice max_message_bytes on the standalone SSE stream within a minute; closing it, to open again later", "bytes", body.n, "max_message_bytes", s.maxEvent, "reopen_in", standaloneMaxDelay)
 			}
-			return
+			return true
 		}
 		if errors.Is(err, errLongLine) {
 			over = true

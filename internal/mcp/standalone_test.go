@@ -378,7 +378,7 @@ func TestHostileStandaloneStreams(t *testing.T) {
 		// past twice max_message_bytes and opened again after a pause,
 		// so the bytes read stay near that per opening, and what the
 		// server sends once the flood stops still arrives.
-		defer mcp.SetStandaloneBaseDelay(300 * time.Millisecond)()
+		defer mcp.SetStandaloneBaseDelay(50 * time.Millisecond)() // the flood's wait: 1.9 s
 		var sent atomic.Int64
 		var gets atomic.Int32
 		_, hs := standaloneServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
@@ -401,7 +401,11 @@ func TestHostileStandaloneStreams(t *testing.T) {
 		})
 		var ups uriLog
 		sess := connectHTTP(t, hs.URL, &mcp.Options{OnUpdated: ups.add, MaxMessageBytes: 64 << 10})
-		waitFor(t, "the update after the flood", 10*time.Second, func() bool { return ups.has("x://after") })
+		began := time.Now()
+		waitFor(t, "the update after the flood", 20*time.Second, func() bool { return ups.has("x://after") })
+		if d := time.Since(began); d < 3500*time.Millisecond {
+			t.Errorf("the update came %v after connecting; want the stream reopened only after the longest wait, twice", d)
+		}
 		// Two floods of about 2 × (64 KiB + 4 KiB) read each, and what
 		// loopback's socket buffers took besides (a few MiB).
 		if n := sent.Load(); n > 16<<20 {
