@@ -128,6 +128,7 @@ func runBeside(ctx context.Context, eng *engine.Engine, fac *mcpserver.Server) {
 	}()
 	_ = eng.Run(ctx)
 	<-done
+	fac.SaveState() // with what the mirrors stored as they stopped
 }
 
 // mcpHTTP is serve's Streamable HTTP endpoint.

@@ -1333,3 +1333,67 @@ func TestARestartKeepsThePace(t *testing.T) {
 		}
 	})
 }
+
+// A restart inside a server's first window keeps its first list's
+// backlog whole: it comes when the window would have ended.
+func TestARestartInsideTheFirstWindowKeepsItsBacklogWhole(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		hub := mcptest.NewServer(map[string]string{"hub://0": "a page on the release calendar\n"}, nil)
+		opts := &mcpserver.Options{CheckInterval: 250 * time.Millisecond, PaceBurst: 128, PaceSettle: settle, StateFile: mcpserver.StateFileIn(t.TempDir())}
+		f := newFacade(t, map[string]*mcpsdk.Server{"hub": hub}, opts, engine.Options{})
+		host := f.connect(t, nil)
+		time.Sleep(5 * time.Second)
+		addPages(hub, "a", 500) // a slow starter's real list, inside its first window
+		time.Sleep(15 * time.Second)
+		synctest.Wait()
+		if n := countListed(t, host, "hub", ""); n > 140 {
+			t.Fatalf("15 s after 500 came: %d listed; want the pace's 129 and a few", n)
+		}
+		host.Close()
+		f.stop()
+		f = newFacade(t, map[string]*mcpsdk.Server{"hub": hub}, opts, engine.Options{})
+		host = f.connect(t, nil)
+		time.Sleep(settle)
+		synctest.Wait()
+		if n := countListed(t, host, "hub", ""); n != 501 {
+			t.Errorf("after the first window's end, restarted inside it: %d listed; want all 501", n)
+		}
+	})
+}
+
+// A restart opens no new window: what a server adds after it is growth,
+// paced.
+func TestGrowthAfterARestartIsPaced(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		hub := mcptest.NewServer(map[string]string{"hub://0": "a page on the release calendar\n"}, nil)
+		opts := &mcpserver.Options{CheckInterval: 250 * time.Millisecond, PaceBurst: 128, PaceSettle: settle, StateFile: mcpserver.StateFileIn(t.TempDir())}
+		f := newFacade(t, map[string]*mcpsdk.Server{"hub": hub}, opts, engine.Options{})
+		host := f.connect(t, nil)
+		time.Sleep(settle + time.Second)
+		addPages(hub, "a", 500)
+		time.Sleep(20 * time.Second)
+		synctest.Wait()
+		before := countListed(t, host, "hub", "")
+		host.Close()
+		f.stop()
+		f = newFacade(t, map[string]*mcpsdk.Server{"hub": hub}, opts, engine.Options{})
+		host = f.connect(t, nil)
+		time.Sleep(5 * time.Second)
+		addPages(hub, "b", 1000)
+		time.Sleep(settle + 30*time.Second)
+		synctest.Wait()
+		if n := countListed(t, host, "hub", ""); n > before+10 {
+			t.Errorf("%v after 1,000 were added past a restart: %d listed (%d before); want a few more at the pace", settle+30*time.Second, n, before)
+		}
+	})
+}
+
+// addPages adds n text pages hub://prefix/NNN to hub.
+func addPages(hub *mcpsdk.Server, prefix string, n int) {
+	for i := range n {
+		uri := fmt.Sprintf("hub://%s/%03d", prefix, i)
+		hub.AddResource(&mcpsdk.Resource{URI: uri, Name: uri, MIMEType: "text/plain"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+			return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: "a page on the release calendar: " + uri + "\n"}}}, nil
+		})
+	}
+}

@@ -1,6 +1,8 @@
 package mcpserver
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/google/renameio/v2"
 
+	"github.com/contextd/contextd/internal/mcp"
 	"github.com/contextd/contextd/internal/resource"
 )
 
@@ -23,10 +26,15 @@ import (
 // back doubled at every restart.
 //
 // The file (Options.StateFile) is JSON, written whole through a temporary
-// file renamed over it, at most each stateSaveEvery and when Run ends; a
-// crash loses what changed since the last write. A file that cannot be
-// read or decoded is logged and ignored: the servers then start as on a
-// first run.
+// file renamed over it, at most each stateSaveEvery, when Run ends and on
+// SaveState; a crash loses what changed since the last write. Entries are
+// kept by a fixed-size hash of their URI (see offKey), so the file's size
+// depends on how many entries were kept off, not on what their servers
+// named them. A file that cannot be read or decoded is logged and ignored:
+// the servers then start as on a first run.
+//
+// stateVersion 1 (kept by URI) is not read: its file's size followed its
+// servers' URIs (a few thousand 4 KiB URIs made it hundreds of MiB).
 
 // StateFileIn returns the Options.StateFile for data directory dir, "" for
 // "" (no data directory: paces are kept in memory).
@@ -38,14 +46,22 @@ func StateFileIn(dir string) string {
 }
 
 // stateVersion is the version of the file's format.
-const stateVersion = 1
+const stateVersion = 2
 
 // stateSaveEvery is how often Run writes what changed.
 const stateSaveEvery = 15 * time.Second
 
 // maxStateBytes bounds the file read at start: 100,000 entries kept off
-// for each of many servers, at a few hundred bytes each.
-const maxStateBytes = 256 << 20
+// (mcp.DefaultMaxResources) for each of a hundred servers, at about 40
+// bytes each.
+const maxStateBytes = 512 << 20
+
+// offKey returns the key an entry kept off is saved under: the first 8
+// bytes of its URI's SHA-256, in hexadecimal.
+func offKey(uri string) string {
+	h := sha256.Sum256([]byte(uri))
+	return hex.EncodeToString(h[:8])
+}
 
 // savedState is the file's content.
 type savedState struct {
@@ -60,8 +76,14 @@ type savedPace struct {
 	Tokens float64 `json:"tokens"` // its allowance at At
 	At     int64   `json:"at"`     // Unix milliseconds
 	// Off holds its mirrored entries that were not on the list, by
-	// upstream URI, each with since when (Unix milliseconds).
+	// offKey of their upstream URI, each with since when (Unix
+	// milliseconds).
 	Off map[string]int64 `json:"off,omitempty"`
+	// While its first list had not settled: until when (Unix
+	// milliseconds; zero once settled), and the most entries other
+	// filters had let through (see listPace.settle).
+	SettleUntil int64 `json:"settle_until,omitempty"`
+	Size        int   `json:"size,omitempty"`
 }
 
 // loadState reads the state file at path, of at most maxBytes; nil, with
@@ -94,7 +116,8 @@ func loadState(path string, burst float64, maxBytes int64) (map[string]*savedPac
 			delete(st.Servers, name)
 			continue
 		}
-		p.Most = max(p.Most, 0)
+		p.Most = min(max(p.Most, 0), mcp.DefaultMaxResources)
+		p.Size = min(max(p.Size, 0), mcp.DefaultMaxResources)
 		if math.IsNaN(p.Tokens) || p.Tokens < 0 {
 			p.Tokens = 0
 		}
@@ -109,32 +132,43 @@ func writeState(path string, servers map[string]*savedPace) error {
 	if err != nil {
 		return err
 	}
-	return renameio.WriteFile(path, data, 0o600)
+	// Private whatever mode a file there had, and written beside it.
+	return renameio.WriteFile(path, data, 0o600, renameio.WithStaticPermissions(0o600), renameio.WithTempDir(filepath.Dir(path)))
 }
 
 // restore returns the listPace saved as p, brought up to now, for a server
 // whose mirror holds all now. Its first list is not whole: what was kept
 // off waits as it did (since its time), and its allowance is what it had,
-// grown by the time contextd was down. It settles like a first list (a
-// server slow to start after a restart lists all it had listed before at
-// once then), counting what was kept off as growth.
-func (p *savedPace) restore(now time.Time, burst float64, settle time.Duration, all []resource.Descriptor) *listPace {
+// grown by the time contextd was down; what it had listed, up to the most
+// it had, takes no pace (a server slow to start after a restart lists it
+// at once). A first list that had not settled settles when it would have
+// (at once if that time passed), counting what it had let through then:
+// its backlog comes then, as without the restart.
+func (p *savedPace) restore(now time.Time, burst float64, all []resource.Descriptor) *listPace {
 	lp := &listPace{tokens: p.Tokens, burst: burst, at: time.UnixMilli(p.At), since: map[resource.Key]time.Time{},
-		prior: map[resource.Key]bool{}, settleUntil: now.Add(settle)}
+		prior: map[resource.Key]bool{}}
 	if lp.at.After(now) {
 		lp.at = now
 	}
 	lp.tokens = lp.allowance(now)
 	lp.at = now
 	for _, d := range all {
-		if at, ok := p.Off[d.URI]; ok {
+		if at, ok := p.Off[offKey(d.URI)]; ok {
 			k := d.Key()
 			lp.since[k] = time.UnixMilli(min(at, now.UnixMilli()))
 			lp.prior[k] = true
 		}
 	}
 	lp.most = max(p.Most, len(all)-len(lp.prior))
-	lp.size = len(all) - len(lp.prior)
+	if p.SettleUntil != 0 {
+		lp.settleUntil = time.UnixMilli(p.SettleUntil)
+		if lp.settleUntil.Before(now) {
+			lp.settleUntil = now
+		}
+		lp.size = max(p.Size, len(all)-len(lp.prior))
+	} else {
+		lp.prior = nil
+	}
 	return lp
 }
 
@@ -154,15 +188,22 @@ func (s *Server) loadPaces() {
 	}
 }
 
+// SaveState writes each server's pace and what of its mirror is kept off
+// the resource list to Options.StateFile (if set), whatever changed: call
+// it once the engine's mirrors stopped, so what they stored after Run
+// ended counts as kept off, not as new at the next start. Failures are
+// logged.
+func (s *Server) SaveState() { s.savePaces(true) }
+
 // savePaces writes the servers' paces to Options.StateFile if they changed
-// since the last write.
-func (s *Server) savePaces() {
+// since the last write, or force.
+func (s *Server) savePaces(force bool) {
 	if s.opts.StateFile == "" {
 		return
 	}
 	versions := s.eng.ListVersions()
 	s.mu.Lock()
-	if s.stateGen == s.savedGen {
+	if !force && s.stateGen == s.savedGen {
 		s.mu.Unlock()
 		return
 	}
@@ -173,6 +214,9 @@ func (s *Server) savePaces() {
 	listed := map[string]map[string]bool{}
 	for name, p := range s.paces {
 		servers[name] = &savedPace{Most: p.most, Tokens: p.allowance(now), At: now.UnixMilli()}
+		if !p.settled(now) {
+			servers[name].SettleUntil, servers[name].Size = p.settleUntil.UnixMilli(), p.size
+		}
 		since[name] = make(map[resource.Key]time.Time, len(p.since))
 		for k, t := range p.since {
 			since[name][k] = t
@@ -209,7 +253,7 @@ func (s *Server) savePaces() {
 				if !ok {
 					t = now
 				}
-				off[d.URI] = t.UnixMilli()
+				off[offKey(d.URI)] = t.UnixMilli()
 			}
 		}
 		servers[name].Off = off

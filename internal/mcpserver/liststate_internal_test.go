@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/contextd/contextd/internal/mcp"
 	"github.com/contextd/contextd/internal/resource"
 )
 
@@ -24,12 +25,12 @@ func TestSavedPacesAreCheckedWhenRead(t *testing.T) {
 	if got, err := loadState(filepath.Join(dir, "none.json"), 8, 1<<10); got != nil || err != nil {
 		t.Errorf("no file: %v, %v; want nothing and no error", got, err)
 	}
-	for _, bad := range []string{`{"version":1,"servers":{"a":`, `{"version":2,"servers":{}}`, `[]`, "\x00\x01"} {
+	for _, bad := range []string{`{"version":2,"servers":{"a":`, `{"version":1,"servers":{}}`, `[]`, "\x00\x01"} {
 		if _, err := loadState(write(bad), 8, 1<<10); err == nil {
 			t.Errorf("%q: no error", bad)
 		}
 	}
-	got, err := loadState(write(`{"version":1,"servers":{"a":{"most":-5,"tokens":1e300,"at":0},"b":null,"c":{"most":3,"tokens":-1,"at":0}}}`), 8, 1<<10)
+	got, err := loadState(write(`{"version":2,"servers":{"a":{"most":-5,"tokens":1e300,"at":0},"b":null,"c":{"most":3,"tokens":-1,"at":0},"d":{"most":1000000000,"size":-4}}}`), 8, 1<<10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,26 +43,30 @@ func TestSavedPacesAreCheckedWhenRead(t *testing.T) {
 	if c := got["c"]; c == nil || c.Tokens != 0 || c.Most != 3 {
 		t.Errorf("c: %+v; want tokens 0", c)
 	}
-	big := write(`{"version":1,"servers":{"a":{"off":{"` + strings.Repeat("x", 1<<10) + `":1}}}}`)
+	if d := got["d"]; d == nil || d.Most != mcp.DefaultMaxResources || d.Size != 0 {
+		t.Errorf("d: %+v; want most at the per-server cap, size 0", d)
+	}
+	big := write(`{"version":2,"servers":{"a":{"off":{"` + strings.Repeat("x", 1<<10) + `":1}}}}`)
 	if _, err := loadState(big, 8, 1<<10); err == nil || !strings.Contains(err.Error(), "larger than") {
 		t.Errorf("an oversized file: %v; want refused for its size", err)
 	}
 }
 
-// A restored pace keeps what was kept off waiting, since its time, and
-// counts it as growth; its allowance grows by the time contextd was down,
-// up to the burst.
+// A restored pace keeps what waited, since its time, and counts it as
+// growth; its allowance grows by the time contextd was down, up to the
+// burst. Settled, it opens no new window; a first list that had not
+// settled settles when it would have, with what it had let through.
 func TestARestoredPaceKeepsWhatWaited(t *testing.T) {
 	now := time.Now()
 	saved := &savedPace{Most: 2, Tokens: 1, At: now.Add(-30 * time.Second).UnixMilli(), Off: map[string]int64{
-		"s://c": now.Add(-time.Hour).UnixMilli(), "s://gone": 1, "s://future": now.Add(time.Hour).UnixMilli()}}
+		offKey("s://c"): now.Add(-time.Hour).UnixMilli(), offKey("s://gone"): 1, offKey("s://future"): now.Add(time.Hour).UnixMilli()}}
 	var all []resource.Descriptor
 	for _, u := range []string{"s://a", "s://b", "s://c", "s://d", "s://future"} {
 		all = append(all, resource.Descriptor{Server: "s", URI: u})
 	}
-	p := saved.restore(now, 8, time.Minute, all)
-	if len(p.since) != 2 || !p.prior[resource.Key{Server: "s", URI: "s://c"}] || p.prior[resource.Key{Server: "s", URI: "s://gone"}] {
-		t.Errorf("waiting %v, prior %v; want s://c and s://future", p.since, p.prior)
+	p := saved.restore(now, 8, all)
+	if len(p.since) != 2 || p.since[resource.Key{Server: "s", URI: "s://c"}].IsZero() || !p.since[resource.Key{Server: "s", URI: "s://gone"}].IsZero() {
+		t.Errorf("waiting %v; want s://c and s://future", p.since)
 	}
 	if at := p.since[resource.Key{Server: "s", URI: "s://future"}]; at.After(now) {
 		t.Errorf("a time to come kept: %v", at)
@@ -72,7 +77,19 @@ func TestARestoredPaceKeepsWhatWaited(t *testing.T) {
 	if p.tokens < 3.9 || p.tokens > 4.1 {
 		t.Errorf("tokens %.2f; want 1 and 3 for the 30 s down", p.tokens)
 	}
-	if p.settled(now) {
-		t.Error("settled at once")
+	if !p.settled(now) {
+		t.Error("a settled pace opened a new window")
+	}
+	saved.SettleUntil, saved.Size = now.Add(-time.Minute).UnixMilli(), 40
+	if p := saved.restore(now, 8, all); p.settled(now.Add(-time.Millisecond)) || !p.settled(now) || p.size != 40 || !p.prior[resource.Key{Server: "s", URI: "s://c"}] {
+		t.Errorf("an unsettled first list whose time passed: until %v, size %d, prior %v; want settling now with its size 40", p.settleUntil, p.size, p.prior)
+	}
+}
+
+// An entry is kept under a key of fixed size, whatever its URI.
+func TestOffKeysHaveAFixedSize(t *testing.T) {
+	long := "file:///" + strings.Repeat("&", 4000)
+	if a, b := offKey(long), offKey("x://a"); len(a) != 16 || len(b) != 16 || a == b {
+		t.Errorf("keys %q, %q; want 16 hexadecimal digits each, distinct", a, b)
 	}
 }

@@ -291,14 +291,14 @@ func (s *Server) pace(server string, descs, all []resource.Descriptor, still boo
 		if prior != nil && len(prior.Off) > 0 {
 			n := len(descs)
 			descs = slices.DeleteFunc(slices.Clone(descs), func(d resource.Descriptor) bool {
-				_, off := prior.Off[d.URI]
+				_, off := prior.Off[offKey(d.URI)]
 				return off
 			})
 			kept = n - len(descs)
 		}
 		if len(all) > 0 && s.seen[server].Syncs > 0 {
 			if prior != nil {
-				s.paces[server] = prior.restore(now, burst, s.opts.PaceSettle, all)
+				s.paces[server] = prior.restore(now, burst, all)
 				delete(s.prior, server)
 			} else {
 				s.paces[server] = &listPace{tokens: burst, burst: burst, at: now, since: map[resource.Key]time.Time{}, most: len(all), size: len(all), settleUntil: now.Add(s.opts.PaceSettle)}

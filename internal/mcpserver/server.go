@@ -653,10 +653,10 @@ func (s *Server) Run(ctx context.Context) error {
 		s.refresh()
 		select {
 		case <-ctx.Done():
-			s.savePaces()
+			s.savePaces(false)
 			return nil
 		case <-save.C:
-			s.savePaces()
+			s.savePaces(false)
 		case <-t.C:
 		}
 	}
