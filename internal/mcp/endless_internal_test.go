@@ -219,6 +219,9 @@ func TestSSEStopsAtEndlessNotificationsOnACall(t *testing.T) {
 		"comments":            ": " + pad + "\n\n",
 		"events of no type":   "event: foo\ndata: " + `{"pad":"` + pad + `"}` + "\n\n",
 		"ignored field lines": pad + "\n",
+		// Taken for no answer by the go-sdk, so for none here.
+		"answer-like named events": "event: x\ndata: " + `{"jsonrpc":"2.0","id":7,"result":{"pad":"` + pad + `"}}` + "\n\n",
+		"escaped method names":     "event: message\ndata: " + `{"jsonrpc":"2.0","id":7,"\u006dethod":"ping","params":{"pad":"` + pad + `"}}` + "\n\n",
 	} {
 		src := &notifying{event: event}
 		out := post(func() io.ReadCloser { return src })
@@ -228,6 +231,15 @@ func TestSSEStopsAtEndlessNotificationsOnACall(t *testing.T) {
 		if n := src.n.Load(); n > 2*limit+(64<<10) {
 			t.Errorf("%s: read %d bytes, want little more than the %d-byte cap", name, n, limit)
 		}
+	}
+	// The answer ends the stream: what the server sends after it is not
+	// read.
+	after := &notifying{event: "event: message\ndata: " + `{"jsonrpc":"2.0","id":7,"result":{"contents":[]}}` + "\n\n" + strings.Repeat(": "+pad+"\n\n", 8)}
+	if out := post(func() io.ReadCloser { return after }); !strings.HasSuffix(out, `{"jsonrpc":"2.0","id":7,"result":{"contents":[]}}`+"\n\n") {
+		t.Errorf("an answer, then more: %.300q; want the answer last", out)
+	}
+	if n := after.n.Load(); n > 128<<10 {
+		t.Errorf("read %d bytes after the answer; want the stream ended", n)
 	}
 	progress := strings.Repeat("event: message\ndata: "+`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}`+"\n\n", 20)
 	answer := "event: message\ndata: " + `{"jsonrpc":"2.0","id":7,"result":{"contents":[]}}` + "\n\n"
@@ -244,3 +256,47 @@ func TestSSEStopsAtEndlessNotificationsOnACall(t *testing.T) {
 		t.Errorf("a call with 40 KiB of logs and a 60 KiB answer: %.300q…, want its answer", out[max(0, len(out)-300):])
 	}
 }
+
+// A call's stream that ends after an event id without the answer is
+// resumed by the go-sdk with a GET carrying Last-Event-ID: what the
+// resumed stream carries counts with what the first did, so a server
+// cannot get max_message_bytes afresh at each resumption.
+func TestSSEResumedCallStreamsCountTogether(t *testing.T) {
+	const limit = 64 << 10
+	flood := &notifying{event: "id: e2\nevent: message\ndata: " + `{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"` + strings.Repeat("x", 8<<10) + `"}}` + "\n\n"}
+	first := "id: e1\nevent: message\ndata: " + `{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"` + strings.Repeat("y", 40<<10) + `"}}` + "\n\n"
+	rt := capTransport{max: limit, log: slog.New(slog.DiscardHandler), quiet: &warnLimit{}, calls: &callStreams{}}
+	rt.base = roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		body := io.ReadCloser(flood)
+		if req.Method == http.MethodPost {
+			body = io.NopCloser(strings.NewReader(first))
+		}
+		return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: body, Request: req}, nil
+	})
+	call := `{"jsonrpc":"2.0","id":7,"method":"resources/read","params":{"uri":"x://a"}}`
+	req, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1/mcp", strings.NewReader(call))
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader(call)), nil }
+	resp, err := rt.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := io.ReadAll(resp.Body); err != nil || strings.Contains(string(out), `"error"`) {
+		t.Fatalf("the first stream: %v, %.200q; want its 40 KiB notification", err, out)
+	}
+	get, _ := http.NewRequest(http.MethodGet, "http://127.0.0.1/mcp", nil)
+	get.Header.Set(lastEventIDHeader, "e1")
+	if resp, err = rt.RoundTrip(get); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := io.ReadAll(resp.Body)
+	if !strings.Contains(string(out), `"id":7,"error"`) {
+		t.Errorf("the resumed stream's end = %.300q…; want the call failed", out[max(0, len(out)-300):])
+	}
+	if n := flood.n.Load(); n > limit {
+		t.Errorf("read %d bytes of the resumed stream; want under the %d left of the cap", n, limit-40<<10)
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }

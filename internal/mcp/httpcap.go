@@ -11,6 +11,7 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -44,7 +45,87 @@ type capTransport struct {
 	// answered 202 Accepted with a body of no matter (the answer comes on
 	// the event stream).
 	legacySSE bool
+	// calls, when set, links a call's event stream to the streams that
+	// resume it (see callStreams).
+	calls *callStreams
 }
+
+// A callBudget is what one call's event streams carried besides its
+// answer, in all: the stream the POST opened and those the go-sdk opens
+// to resume it (GET with Last-Event-ID) count together.
+type callBudget struct {
+	id    []byte // the call's id; nil when unknown (a resumption of a stream forgotten)
+	other int    // bytes besides the answer
+	last  string // the last event id seen on its streams
+}
+
+// callStreams maps the last event id of each call's stream to its budget,
+// so that a stream resuming it (Last-Event-ID) goes on counting: else a
+// server ending the stream after each event id, without answering, would
+// get max_message_bytes afresh at each resumption (603 MB in a read's
+// 29 s). At most maxCallStreams are kept (calls in flight); past it an
+// arbitrary one is forgotten.
+type callStreams struct {
+	mu     sync.Mutex
+	byLast map[string]*callBudget
+}
+
+// maxCallStreams bounds callStreams.
+const maxCallStreams = 1024
+
+// note records that b's streams carried event id last.
+func (c *callStreams) note(b *callBudget, last string) {
+	if c == nil || last == "" {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.byLast == nil {
+		c.byLast = map[string]*callBudget{}
+	}
+	if b.last != "" && c.byLast[b.last] == b {
+		delete(c.byLast, b.last)
+	}
+	for k := range c.byLast {
+		if len(c.byLast) < maxCallStreams {
+			break
+		}
+		delete(c.byLast, k)
+	}
+	b.last = last
+	c.byLast[last] = b
+}
+
+// done forgets b: its call was answered.
+func (c *callStreams) done(b *callBudget) {
+	if c == nil || b.last == "" {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.byLast[b.last] == b {
+		delete(c.byLast, b.last)
+	}
+}
+
+// resumed returns the budget of the call whose stream a GET with
+// Last-Event-ID last resumes: a new one of unknown id when it was
+// forgotten.
+func (c *callStreams) resumed(last string) *callBudget {
+	if c != nil {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if b := c.byLast[last]; b != nil {
+			return b
+		}
+	}
+	return &callBudget{}
+}
+
+// standaloneGET marks the context of the standalone stream's GETs (see
+// standaloneStream.get), which a Last-Event-ID resumes too but which is
+// no call's: it has bounds of its own.
+type standaloneGET struct{}
 
 // HTTPStatusError is a connection's failure whose last HTTP answer had an
 // error status (400 to 999): Code is that status, Err what the go-sdk
@@ -123,7 +204,15 @@ func (c capTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			// are read in pieces) keeps each subscription cheap.
 			buf = 4 << 10
 		}
-		resp.Body = &sseCap{body: resp.Body, r: bufio.NewReaderSize(resp.Body, buf), max: c.max, id: id, log: c.log, quiet: c.quiet, lineStart: true}
+		var b *callBudget
+		switch {
+		case id != nil:
+			b = &callBudget{id: id}
+		case req.Method == http.MethodGet && req.Header.Get(lastEventIDHeader) != "" && req.Context().Value(standaloneGET{}) == nil:
+			b = c.calls.resumed(req.Header.Get(lastEventIDHeader))
+			id = b.id
+		}
+		resp.Body = &sseCap{body: resp.Body, r: bufio.NewReaderSize(resp.Body, buf), max: c.max, id: id, b: b, calls: c.calls, log: c.log, quiet: c.quiet, lineStart: true}
 	} else {
 		resp.Body = &wholeCap{body: resp.Body, max: c.max, id: id, ok: resp.StatusCode/100 == 2, log: c.log}
 	}
@@ -244,7 +333,11 @@ type sseCap struct {
 	skipped   int    // bytes of the oversized events before it, on this stream
 	head      []byte // the first bytes of an oversized event
 	tail      []byte // its last bytes
-	other     int    // bytes on the call's stream that are not its answer
+	// b counts what a call's streams carry besides its answer (nil on
+	// streams of no call); calls links it to those resuming this one.
+	b         *callBudget
+	calls     *callStreams
+	eventID   string // the id field of the event being read
 	lineStart bool
 	out       []byte
 	err       error
@@ -268,8 +361,8 @@ func (s *sseCap) Read(p []byte) (int, error) {
 // events to out.
 func (s *sseCap) next() {
 	line, err := s.r.ReadSlice('\n')
-	if s.id != nil && s.max > 0 {
-		// Everything on a call's stream counts but its answer (taken
+	if s.b != nil && s.max > 0 {
+		// Everything on a call's streams counts but its answer (taken
 		// back when it completes): notifications, the server's requests,
 		// answers to other calls, comments and ignored fields. A call's
 		// progress and log messages are small; without a bound a server
@@ -277,11 +370,16 @@ func (s *sseCap) next() {
 		// (ping requests or comment lines: 4.6 GB in a read's 30 s).
 		// The event being read may be the answer: what came before it
 		// counts now.
-		if s.other-len(s.event) > s.max {
+		if s.b.other-len(s.event) > s.max {
 			s.failCall()
 			return
 		}
-		s.other += len(line)
+		s.b.other += len(line)
+	}
+	if s.lineStart && err == nil {
+		if v, ok := bytes.CutPrefix(bytes.TrimRight(line, "\r\n"), []byte("id:")); ok {
+			s.eventID = string(bytes.TrimPrefix(v, []byte(" ")))
+		}
 	}
 	blank := s.lineStart && (string(line) == "\n" || string(line) == "\r\n")
 	if s.lineStart && !blank && err == nil && ignorableLine(line) {
@@ -349,11 +447,23 @@ func (s *sseCap) next() {
 		case !s.validData():
 			s.out = s.malformed()
 		default:
-			if s.id != nil && isAnswer(eventData(s.event), s.id) {
-				s.other -= len(s.event)
-			}
 			s.out = s.event
+			if s.b != nil && s.id != nil && s.isAnswer() {
+				// The call's answer: it ends the call, and the stream
+				// (one answer per call; reading on, events the go-sdk
+				// takes for no answer could be taken for one here).
+				s.b.other -= len(s.event)
+				s.calls.done(s.b)
+				s.event, s.size, s.head, s.tail = nil, 0, nil, nil
+				s.err = io.EOF
+				s.body.Close()
+				return
+			}
+			if s.b != nil && len(s.eventID) <= maxEventID {
+				s.calls.note(s.b, s.eventID)
+			}
 		}
+		s.eventID = ""
 		s.event, s.size, s.head, s.tail = nil, 0, nil, nil
 	}
 	if err != nil {
@@ -362,30 +472,46 @@ func (s *sseCap) next() {
 }
 
 // failCall ends the call's stream with an error answer: the server sent
-// more than max_message_bytes on it besides the answer (see next).
+// more than max_message_bytes on its streams besides the answer (see
+// next). On a resumed stream of a call forgotten (no id), the stream
+// ends.
 func (s *sseCap) failCall() {
-	s.log.Warn("a server sent more than max_message_bytes on one call's stream without answering it; failing the call", "bytes", s.other, "max_message_bytes", s.max, "id", string(s.id))
-	s.out = append(append([]byte("event: message\ndata: "), errorAnswer(s.id, fmt.Sprintf("the server sent more than max_message_bytes (%d) of other messages on this call's stream without answering it", s.max))...), "\n\n"...)
+	s.log.Warn("a server sent more than max_message_bytes on one call's streams without answering it; failing the call", "bytes", s.b.other, "max_message_bytes", s.max, "id", string(s.id))
+	s.out = nil
+	if s.id != nil {
+		s.out = append(append([]byte("event: message\ndata: "), errorAnswer(s.id, fmt.Sprintf("the server sent more than max_message_bytes (%d) of other messages on this call's stream without answering it", s.max))...), "\n\n"...)
+	}
+	s.calls.done(s.b)
 	s.id = nil
 	s.event, s.size, s.head, s.tail = nil, 0, nil, nil
 	s.err = io.EOF
+	if s.out == nil {
+		s.err = errEndless
+	}
 	s.body.Close()
 }
 
-// isAnswer reports whether data is a JSON-RPC answer to call id: an
-// object with an id member equal to id and no method member at its top
-// level.
-func isAnswer(data, id []byte) bool {
-	method, same := false, false
-	ok := topMembers(data, func(name, v []byte) {
-		switch string(name) {
-		case `"method"`:
-			method = true
-		case `"id"`:
-			same = sameRawID(v, id)
+// isAnswer reports whether the complete event s.event is the answer to
+// the call as the go-sdk reads it: a message event (no name, or
+// "message") whose data, decoded whole, is a response with the call's id.
+func (s *sseCap) isAnswer() bool {
+	for line := range bytes.Lines(s.event) {
+		if name, ok := bytes.CutPrefix(bytes.TrimRight(line, "\r\n"), []byte("event:")); ok {
+			if n := bytes.TrimSpace(name); len(n) > 0 && string(n) != "message" {
+				return false
+			}
 		}
-	})
-	return ok && same && !method
+	}
+	data, ok := s.eventData()
+	if !ok {
+		return false
+	}
+	msg, err := decodeMessage(data)
+	if err != nil {
+		return false
+	}
+	r, ok := msg.(*jsonrpc.Response)
+	return ok && sameID(s.id, r.ID)
 }
 
 // oversized returns the event that replaces one of s.size bytes (so far,
@@ -614,20 +740,6 @@ func isErrorAnswer(msg jsonrpc.Message) bool {
 }
 
 // sameID reports whether the raw JSON id of a request names id.
-// sameRawID reports whether the JSON ids a and b are the same value (1 and
-// 1.0 are; 1 and "1" are not).
-func sameRawID(a, b []byte) bool {
-	var x, y any
-	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
-		return false
-	}
-	switch x.(type) {
-	case float64, string:
-		return x == y
-	}
-	return false
-}
-
 func sameID(raw []byte, id jsonrpc.ID) bool {
 	var v any
 	if json.Unmarshal(raw, &v) != nil {

@@ -39,9 +39,10 @@ import (
 //     grows (from standaloneBaseDelay, ×1.5, up to standaloneMaxDelay) while
 //     streams keep breaking within standaloneStable of opening;
 //   - a stream that carries more than twice max_message_bytes within
-//     standaloneRateWindow (a flood of notifications or comments: 667 MB in
-//     20 s, most of a core) is closed, and opened again standaloneMaxDelay
-//     later;
+//     standaloneRateWindow, each event counted standaloneEventBytes more (a
+//     flood of notifications or comments: 667 MB in 20 s, most of a core;
+//     of tiny pings: 830 answers a second) is closed, and opened again
+//     standaloneMaxDelay later;
 //   - standaloneMaxAttempts GETs in a row that do not give a stream end the
 //     session (its Read fails), so contextd reconnects and drops what it
 //     cached under subscriptions instead of claiming them without the stream.
@@ -61,6 +62,9 @@ const (
 	// standaloneRateWindow is the window the bytes a stream carries are
 	// counted over (see above).
 	standaloneRateWindow = time.Minute
+	// standaloneEventBytes is what each event counts for besides its
+	// bytes: 8,192 events a minute at the default max_message_bytes.
+	standaloneEventBytes = 4 << 10
 	// maxEventID bounds an event id kept for Last-Event-ID; a longer one
 	// is ignored (it would be sent back in every reconnection's headers).
 	maxEventID = 1024
@@ -142,7 +146,7 @@ func (s *standaloneStream) get(ctx context.Context, lastID string, wait time.Dur
 	if wait > 0 {
 		timer = time.AfterFunc(wait, cancel)
 	}
-	req, err := http.NewRequestWithContext(rctx, http.MethodGet, s.url, nil)
+	req, err := http.NewRequestWithContext(context.WithValue(rctx, standaloneGET{}, true), http.MethodGet, s.url, nil)
 	if err != nil {
 		stop()
 		cancel()
@@ -384,6 +388,10 @@ func (s *standaloneStream) consume(resp *http.Response) (flooded bool) {
 			continue
 		}
 		if len(line) == 0 { // the blank line that ends an event
+			// Each event costs what it takes to handle (decoding, a
+			// ping's answer POSTed back), whatever its size: counted
+			// as standaloneEventBytes at least, tiny ones cannot flood.
+			body.n += standaloneEventBytes
 			if over {
 				if ok, _ := s.quiet.allow(); ok {
 					s.log.Warn("dropped a standalone SSE event over the size cap", "max_bytes", s.maxEvent)

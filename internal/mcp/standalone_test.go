@@ -415,6 +415,29 @@ func TestHostileStandaloneStreams(t *testing.T) {
 			t.Errorf("the session does not work: %v", err)
 		}
 	})
+	t.Run("tiny flood", func(t *testing.T) {
+		// 200 tiny pings, 10 KB in all: each costs an answer POSTed
+		// back, so each counts for more than its bytes, and the stream
+		// is closed (then opened again) though far under the bytes.
+		defer mcp.SetStandaloneBaseDelay(50 * time.Millisecond)()
+		_, hs := standaloneServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+			f := sse(w)
+			if n > 1 {
+				fmt.Fprintf(w, "data: %s\n\n", updated("x://after"))
+				f.Flush()
+				<-r.Context().Done()
+				return
+			}
+			for i := range 200 {
+				fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"id\":\"p%d\",\"method\":\"ping\"}\n\n", i)
+			}
+			f.Flush()
+			<-r.Context().Done()
+		})
+		var ups uriLog
+		connectHTTP(t, hs.URL, &mcp.Options{OnUpdated: ups.add, MaxMessageBytes: 64 << 10})
+		waitFor(t, "the update after the flood", 20*time.Second, func() bool { return ups.has("x://after") })
+	})
 	t.Run("retry 1 loop", func(t *testing.T) {
 		var gets atomic.Int32
 		_, hs := standaloneServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
