@@ -328,11 +328,11 @@ type sseCap struct {
 	log   *slog.Logger
 	quiet *warnLimit
 
-	event     []byte // the event being read, up to max bytes
-	size      int    // bytes of an oversized event so far; 0 while within max
-	skipped   int    // bytes of the oversized events before it, on this stream
-	head      []byte // the first bytes of an oversized event
-	tail      []byte // its last bytes
+	event   []byte // the event being read, up to max bytes
+	size    int    // bytes of an oversized event so far; 0 while within max
+	skipped int    // bytes of the oversized events before it, on this stream
+	head    []byte // the first bytes of an oversized event
+	tail    []byte // its last bytes
 	// b counts what a call's streams carry besides its answer (nil on
 	// streams of no call); calls links it to those resuming this one.
 	b         *callBudget
