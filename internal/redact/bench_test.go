@@ -93,3 +93,14 @@ func BenchmarkConfigured(b *testing.B) {
 		})
 	}
 }
+
+// A text of one character outside ASCII that reads as others ("…" as
+// "..."), repeated: each is folded once.
+func BenchmarkConfiguredRepeatedCharacter(b *testing.B) {
+	text := strings.Repeat("… ", 1<<19)[:1<<20]
+	r := redact.New("ghp_Q7xv9KpL2mN4rT8wZ3bY6cD1fH5jA0sE", "sk-live-4f9Qz81XbT", "PassW0rdAlpha9x", "HKEYzz99887766554433aa")
+	b.SetBytes(int64(len(text)))
+	for b.Loop() {
+		_ = r.Configured(text)
+	}
+}

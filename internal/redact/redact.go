@@ -30,6 +30,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -200,12 +201,13 @@ func newRedactor(secrets []string) *Redactor {
 	return r
 }
 
-// ownOf returns the Redactor of the credential-like ones of secrets (see
-// Redactor.own), nil when there are none.
+// ownOf returns the Redactor of the ones of secrets worth masking in what
+// their holder serves (see Redactor.own and echoable), nil when there are
+// none.
 func ownOf(secrets []string) *Redactor {
 	var own []string
 	for _, s := range secrets {
-		if s = strings.TrimSpace(visible(s)); credentialLike(s) {
+		if s = strings.TrimSpace(visible(s)); echoable(s) {
 			own = append(own, s)
 		}
 	}
@@ -670,9 +672,10 @@ func wholeMarks(s string, secrets []string) []bool {
 	return m
 }
 
-// Configured returns s with the credential-like secrets (eight bytes or
-// more, not letters alone) of those the writer was given (NewFor's given;
-// New's all) masked as String masks them — whole in every form New
+// Configured returns s with the secrets the writer was given (NewFor's
+// given; New's all) that look like credentials (see echoable: not a date,
+// a region or a project name from a URL's query) masked as String masks
+// them — whole in every form New
 // derives (escaped, base64, hexadecimal), spelled with characters that
 // show as nothing or that read as others between its own, spaced out or
 // split across lines, and the 8-byte pieces of a generated one (a secret
@@ -922,6 +925,33 @@ func CredentialLike(s string) bool { return credentialLike(s) }
 
 func credentialLike(s string) bool {
 	return len(s) >= 8 && strings.IndexFunc(s, func(c rune) bool { return !unicode.IsLetter(c) && !unicode.IsSpace(c) }) >= 0
+}
+
+// echoable reports whether a secret a server was given is masked in what
+// it serves (Configured): credential-like, and generated-looking (twelve
+// bytes or more of letters and digits, see random) or holding a symbol
+// passwords hold. The configuration counts every URL query value among
+// the secrets, which in a server's own text are words: a date
+// ("api-version=2024-10-21" masked every date of its pages, and broke
+// lastModified), a region ("eu-west-1"), a project ("acme-prod-2"), a
+// MIME type. Those stay masked in errors and logs (String).
+func echoable(s string) bool {
+	if !credentialLike(s) || isDate(s) {
+		return false
+	}
+	return random(s) || strings.ContainsFunc(s, func(c rune) bool {
+		return c < utf8.RuneSelf && asciiPunct(byte(c)) && !strings.ContainsRune("-._/:+,", c)
+	})
+}
+
+// isDate reports whether s is a date or a date and time (RFC 3339).
+func isDate(s string) bool {
+	for _, layout := range []string{time.DateOnly, time.RFC3339, time.RFC3339Nano, "2006-01-02T15:04:05", time.DateTime} {
+		if _, err := time.Parse(layout, s); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // ignorable are the code points a terminal or a browser shows as nothing

@@ -1126,3 +1126,24 @@ func testTokenShapedFindsRandomKeys(t *testing.T) {
 		}
 	}
 }
+
+// What a server serves keeps the words its URL's query holds (a date, a
+// region, a project): only credentials are masked there.
+func TestConfiguredMasksCredentialsNotQueryWords(t *testing.T) {
+	r := redact.NewFor([]string{"2024-10-21", "eu-west-1", "acme-prod-2", "text/markdown", "sk-live-4f9Qz81XbT", "P@ss!word"}, nil)
+	text := "Updated 2024-10-21T09:00:00Z in eu-west-1 for acme-prod-2 (text/markdown). Key sk-live-4f9Qz81XbT, password P@ss!word."
+	got := r.Configured(text)
+	for _, keep := range []string{"2024-10-21T09:00:00Z", "eu-west-1", "acme-prod-2", "text/markdown"} {
+		if !strings.Contains(got, keep) {
+			t.Errorf("%q masked: %q", keep, got)
+		}
+	}
+	for _, leak := range []string{"sk-live-4f9Qz81XbT", "P@ss!word"} {
+		if strings.Contains(got, leak) {
+			t.Errorf("%q shown: %q", leak, got)
+		}
+	}
+	if s := r.String(text); strings.Contains(s, "eu-west-1") {
+		t.Errorf("String shows a configured value: %q", s)
+	}
+}
