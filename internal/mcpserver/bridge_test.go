@@ -1361,8 +1361,8 @@ func TestARestartInsideTheFirstWindowKeepsItsBacklogWhole(t *testing.T) {
 	})
 }
 
-// A restart opens no new window: what a server adds after it is growth,
-// paced.
+// A restart opens a short window only (a sixth of PaceSettle, 5 s here):
+// what a server adds after it is growth, paced.
 func TestGrowthAfterARestartIsPaced(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		hub := mcptest.NewServer(map[string]string{"hub://0": "a page on the release calendar\n"}, nil)
@@ -1378,7 +1378,7 @@ func TestGrowthAfterARestartIsPaced(t *testing.T) {
 		f.stop()
 		f = newFacade(t, map[string]*mcpsdk.Server{"hub": hub}, opts, engine.Options{})
 		host = f.connect(t, nil)
-		time.Sleep(5 * time.Second)
+		time.Sleep(10 * time.Second)
 		addPages(hub, "b", 1000)
 		time.Sleep(settle + 30*time.Second)
 		synctest.Wait()
@@ -1396,4 +1396,70 @@ func addPages(hub *mcpsdk.Server, prefix string, n int) {
 			return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: "a page on the release calendar: " + uri + "\n"}}}, nil
 		})
 	}
+}
+
+// A restart inside a server's first window while it goes on growing (an
+// indexer walking a repository): all it lists comes at the window's end,
+// what waited before the restart included.
+func TestARestartInsideTheFirstWindowOfAGrowingServer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		hub := mcptest.NewServer(map[string]string{"hub://0": "a page on the release calendar\n"}, nil)
+		opts := &mcpserver.Options{CheckInterval: 250 * time.Millisecond, PaceBurst: 128, PaceSettle: settle, StateFile: mcpserver.StateFileIn(t.TempDir())}
+		f := newFacade(t, map[string]*mcpsdk.Server{"hub": hub}, opts, engine.Options{})
+		host := f.connect(t, nil)
+		time.Sleep(3 * time.Second)
+		addPages(hub, "a", 400)
+		time.Sleep(7 * time.Second)
+		host.Close()
+		f.stop()
+		f = newFacade(t, map[string]*mcpsdk.Server{"hub": hub}, opts, engine.Options{})
+		host = f.connect(t, nil)
+		time.Sleep(4 * time.Second)
+		addPages(hub, "b", 600)
+		time.Sleep(settle)
+		synctest.Wait()
+		if n := countListed(t, host, "hub", ""); n != 1001 {
+			t.Errorf("past the first window's end, restarted inside it as the server grew: %d listed; want all 1,001", n)
+		}
+	})
+}
+
+// A server that grew while contextd was down and lists a few entries
+// first after the restart, then all: its growth comes whole, what was
+// kept off before stays growth.
+func TestAServerThatGrewWhileDownAndStartsSlowly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		hub := mcptest.NewServer(map[string]string{"hub://0": "a page on the release calendar\n"}, nil)
+		opts := &mcpserver.Options{CheckInterval: 250 * time.Millisecond, PaceBurst: 128, PaceSettle: settle, StateFile: mcpserver.StateFileIn(t.TempDir())}
+		addPages(hub, "a", 300)
+		f := newFacade(t, map[string]*mcpsdk.Server{"hub": hub}, opts, engine.Options{})
+		host := f.connect(t, nil)
+		time.Sleep(settle + 10*time.Second)
+		addPages(hub, "w", 300) // growth: 128 now, the rest waits
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		before := countListed(t, host, "hub", "")
+		host.Close()
+		f.stop()
+		var all []string
+		for i := range 300 {
+			all = append(all, fmt.Sprintf("hub://a/%03d", i), fmt.Sprintf("hub://w/%03d", i))
+		}
+		hub.RemoveResources(all...)
+		addPages(hub, "s", 3)
+		f = newFacade(t, map[string]*mcpsdk.Server{"hub": hub}, opts, engine.Options{})
+		host = f.connect(t, nil)
+		time.Sleep(2 * time.Second)
+		hub.RemoveResources("hub://s/000", "hub://s/001", "hub://s/002")
+		addPages(hub, "a", 300)
+		addPages(hub, "w", 300)
+		addPages(hub, "g", 400) // grew while contextd was down
+		time.Sleep(20 * time.Second)
+		synctest.Wait()
+		g := countListed(t, host, "hub", "hub://g/")
+		n := countListed(t, host, "hub", "")
+		if g != 400 || n > before+400+5 {
+			t.Errorf("after a slow start: %d listed (%d before), %d of the 400 it grew while down; want all 400 of those and what was kept off still waiting", n, before, g)
+		}
+	})
 }

@@ -140,13 +140,17 @@ func writeState(path string, servers map[string]*savedPace) error {
 // whose mirror holds all now. Its first list is not whole: what was kept
 // off waits as it did (since its time), and its allowance is what it had,
 // grown by the time contextd was down; what it had listed, up to the most
-// it had, takes no pace (a server slow to start after a restart lists it
-// at once). A first list that had not settled settles when it would have
-// (at once if that time passed), counting what it had let through then:
-// its backlog comes then, as without the restart.
-func (p *savedPace) restore(now time.Time, burst float64, all []resource.Descriptor) *listPace {
+// it had, takes no pace. A first list that had not settled settles when
+// it would have (at once if that time passed), counting all the server
+// lists then, what waited included: its backlog comes then, as without
+// the restart. A settled one settles again restartSettle(settle) on,
+// counting what the server lists then that was not kept off: a server
+// that grew while contextd was down and starts slowly (a few entries,
+// then all) lists that growth whole then, while what was kept off stays
+// growth (looked up in p.Off until then, as the server lists it).
+func (p *savedPace) restore(now time.Time, burst float64, settle time.Duration, all []resource.Descriptor) *listPace {
 	lp := &listPace{tokens: p.Tokens, burst: burst, at: time.UnixMilli(p.At), since: map[resource.Key]time.Time{},
-		prior: map[resource.Key]bool{}}
+		prior: map[resource.Key]bool{}, off: p.Off}
 	if lp.at.After(now) {
 		lp.at = now
 	}
@@ -165,12 +169,22 @@ func (p *savedPace) restore(now time.Time, burst float64, all []resource.Descrip
 		if lp.settleUntil.Before(now) {
 			lp.settleUntil = now
 		}
-		lp.size = max(p.Size, len(all)-len(lp.prior))
+		lp.size = max(p.Size, len(all))
+		lp.priorIsFirst = true
 	} else {
-		lp.prior = nil
+		lp.settleUntil = now.Add(restartSettle(settle))
+		lp.size = len(all) - len(lp.prior)
 	}
 	return lp
 }
+
+// restartSettle is how long after a restart a settled server's list
+// settles again (see restore): a sixth of Options.PaceSettle (5 minutes
+// by default), long enough for a server starting slowly, short enough
+// that a bridge passing contextd's list back has little new to pass
+// meanwhile (contextd lists what it listed before, and growth at the
+// pace).
+func restartSettle(settle time.Duration) time.Duration { return settle / 6 }
 
 // loadPaces loads Options.StateFile, if set, into s.prior.
 func (s *Server) loadPaces() {

@@ -298,7 +298,7 @@ func (s *Server) pace(server string, descs, all []resource.Descriptor, still boo
 		}
 		if len(all) > 0 && s.seen[server].Syncs > 0 {
 			if prior != nil {
-				s.paces[server] = prior.restore(now, burst, all)
+				s.paces[server] = prior.restore(now, burst, s.opts.PaceSettle, all)
 				delete(s.prior, server)
 			} else {
 				s.paces[server] = &listPace{tokens: burst, burst: burst, at: now, since: map[resource.Key]time.Time{}, most: len(all), size: len(all), settleUntil: now.Add(s.opts.PaceSettle)}
@@ -323,6 +323,12 @@ func (s *Server) pace(server string, descs, all []resource.Descriptor, still boo
 		at, ok := p.since[k]
 		if !ok {
 			at = now
+			if saved, off := p.off[offKey(d.URI)]; off && p.prior != nil {
+				// Kept off before the restart, listed only now (the
+				// server starts slowly): it waits as it did.
+				at = time.UnixMilli(min(saved, now.UnixMilli()))
+				p.prior[k] = true
+			}
 			p.since[k] = at
 		}
 		if p.prior[k] {
@@ -330,6 +336,10 @@ func (s *Server) pace(server string, descs, all []resource.Descriptor, still boo
 		}
 		fresh = append(fresh, entry{i, at})
 	}
+	if p.priorIsFirst {
+		prior = 0 // what waited is first list too
+	}
+	wasOff, growth := p.prior, p.prior != nil && !p.priorIsFirst // as before settle forgets them
 	p.settle(now, len(descs)-prior)
 	// Up to the most it ever had listed, an entry takes the place of one
 	// gone (a rename, a list that emptied and came back, a log dropping
@@ -339,6 +349,18 @@ func (s *Server) pace(server string, descs, all []resource.Descriptor, still boo
 	room := min(len(fresh), free+int(p.tokens))
 	if room < len(fresh) {
 		slices.SortFunc(fresh, func(a, b entry) int {
+			if growth {
+				// What was kept off before a restart is growth: what
+				// takes the place of entries gone goes first to what
+				// was not.
+				pa, pb := wasOff[descs[a.i].Key()], wasOff[descs[b.i].Key()]
+				if pa != pb {
+					if pb {
+						return -1
+					}
+					return 1
+				}
+			}
 			if c := a.at.Compare(b.at); c != 0 {
 				return c
 			}
@@ -402,8 +424,11 @@ type listPace struct {
 	settleUntil time.Time
 	size        int
 	// prior holds, for a pace restored at a restart until it settles,
-	// the entries kept off before: growth, not first list.
-	prior map[resource.Key]bool
+	// the entries kept off before: growth, not first list, unless
+	// priorIsFirst (they waited in a first list that had not settled).
+	prior        map[resource.Key]bool
+	priorIsFirst bool
+	off          map[string]int64 // savedPace.Off, while prior is kept
 }
 
 // settle brings p's first list up to now, the other filters letting
@@ -424,7 +449,7 @@ func (p *listPace) settle(now time.Time, size int) {
 		if p.prior == nil {
 			p.tokens = p.burst // what it spent was its first list
 		}
-		p.prior = nil
+		p.prior, p.off = nil, nil
 	default:
 		p.size = max(p.size, size)
 	}
