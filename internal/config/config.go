@@ -1497,6 +1497,36 @@ func (s Server) Secrets() []string {
 	return append(out, s.varSecrets...)
 }
 
+// URLWords returns the secrets Secrets takes from s's URL for where they
+// stand alone: its query values under names no credential has
+// ("api-version=2024-10-21", "region=eu-west-1") and its long path
+// segments. In what the server serves they may be words (see
+// redact.Redactor.WithWords); its user info and credential-named query
+// values are not among them.
+func (s Server) URLWords() []string {
+	u, err := url.Parse(s.URL)
+	if err != nil || u.Host == "" {
+		return nil
+	}
+	var out []string
+	for k, vs := range u.Query() {
+		if !credentialName(k) {
+			out = append(out, vs...)
+		}
+	}
+	for _, kv := range strings.Split(u.RawQuery, "&") {
+		if k, v, ok := strings.Cut(kv, "="); ok && v != "" && !credentialName(k) {
+			out = append(out, v)
+		}
+	}
+	for _, seg := range strings.Split(u.Path, "/") {
+		if len(seg) >= 16 {
+			out = append(out, seg)
+		}
+	}
+	return out
+}
+
 // headerArgSecrets returns the value of arg when it is a header with a
 // credential's name, as mcp-remote's --header takes it ("Authorization:
 // Bearer X"), and, for "Bearer X" or "Basic X", X alone.

@@ -281,7 +281,7 @@ func givenRedactors(cfg *config.Config, all []string) map[string]*redact.Redacto
 				}
 			}
 		}
-		out[srv.Name] = redact.NewFor(given, all)
+		out[srv.Name] = redact.NewFor(given, all).WithWords(srv.URLWords())
 	}
 	return out
 }

@@ -260,40 +260,65 @@ func TestSSEStopsAtEndlessNotificationsOnACall(t *testing.T) {
 // A call's stream that ends after an event id without the answer is
 // resumed by the go-sdk with a GET carrying Last-Event-ID: what the
 // resumed stream carries counts with what the first did, so a server
-// cannot get max_message_bytes afresh at each resumption.
+// cannot get max_message_bytes afresh at each resumption, whatever the
+// id's spelling or length; resumptions of ids never seen share one count.
 func TestSSEResumedCallStreamsCountTogether(t *testing.T) {
 	const limit = 64 << 10
-	flood := &notifying{event: "id: e2\nevent: message\ndata: " + `{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"` + strings.Repeat("x", 8<<10) + `"}}` + "\n\n"}
-	first := "id: e1\nevent: message\ndata: " + `{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"` + strings.Repeat("y", 40<<10) + `"}}` + "\n\n"
-	rt := capTransport{max: limit, log: slog.New(slog.DiscardHandler), quiet: &warnLimit{}, calls: &callStreams{}}
-	rt.base = roundTripFunc(func(req *http.Request) (*http.Response, error) {
-		body := io.ReadCloser(flood)
-		if req.Method == http.MethodPost {
-			body = io.NopCloser(strings.NewReader(first))
-		}
-		return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: body, Request: req}, nil
-	})
-	call := `{"jsonrpc":"2.0","id":7,"method":"resources/read","params":{"uri":"x://a"}}`
-	req, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1/mcp", strings.NewReader(call))
-	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader(call)), nil }
-	resp, err := rt.RoundTrip(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if out, err := io.ReadAll(resp.Body); err != nil || strings.Contains(string(out), `"error"`) {
-		t.Fatalf("the first stream: %v, %.200q; want its 40 KiB notification", err, out)
-	}
-	get, _ := http.NewRequest(http.MethodGet, "http://127.0.0.1/mcp", nil)
-	get.Header.Set(lastEventIDHeader, "e1")
-	if resp, err = rt.RoundTrip(get); err != nil {
-		t.Fatal(err)
-	}
-	out, _ := io.ReadAll(resp.Body)
-	if !strings.Contains(string(out), `"id":7,"error"`) {
-		t.Errorf("the resumed stream's end = %.300q…; want the call failed", out[max(0, len(out)-300):])
-	}
-	if n := flood.n.Load(); n > limit {
-		t.Errorf("read %d bytes of the resumed stream; want under the %d left of the cap", n, limit-40<<10)
+	long := strings.Repeat("L", 2<<10)
+	for _, tc := range []struct{ name, idLine, sent string }{
+		{"plain", "id: e1", "e1"},
+		{"spaces around", "id:  e1 ", "e1"},
+		{"a tab", "id:\te1", "e1"},
+		{"over 1 KiB", "id: " + long, long},
+		{"never seen", "id: e1", "zz"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			flood := &notifying{event: "id: e2\nevent: message\ndata: " + `{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"` + strings.Repeat("x", 8<<10) + `"}}` + "\n\n"}
+			first := tc.idLine + "\nevent: message\ndata: " + `{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"` + strings.Repeat("y", 40<<10) + `"}}` + "\n\n"
+			rt := capTransport{max: limit, log: slog.New(slog.DiscardHandler), quiet: &warnLimit{}, calls: &callStreams{}}
+			rt.base = roundTripFunc(func(req *http.Request) (*http.Response, error) {
+				body := io.ReadCloser(flood)
+				if req.Method == http.MethodPost {
+					body = io.NopCloser(strings.NewReader(first))
+				}
+				return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: body, Request: req}, nil
+			})
+			call := `{"jsonrpc":"2.0","id":7,"method":"resources/read","params":{"uri":"x://a"}}`
+			req, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1/mcp", strings.NewReader(call))
+			req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader(call)), nil }
+			resp, err := rt.RoundTrip(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out, err := io.ReadAll(resp.Body); err != nil || strings.Contains(string(out), `"error"`) {
+				t.Fatalf("the first stream: %v, %.200q; want its 40 KiB notification", err, out)
+			}
+			resume := func() int64 {
+				before := flood.n.Load()
+				get, _ := http.NewRequest(http.MethodGet, "http://127.0.0.1/mcp", nil)
+				get.Header.Set(lastEventIDHeader, tc.sent)
+				resp, err := rt.RoundTrip(get)
+				if err != nil {
+					t.Fatal(err)
+				}
+				io.Copy(io.Discard, resp.Body)
+				return flood.n.Load() - before
+			}
+			if tc.sent == "zz" {
+				// Unknown: the first such resumption has a whole cap,
+				// the next shares it.
+				if n := resume(); n > limit+(64<<10) {
+					t.Errorf("read %d bytes of a resumption of an unknown id; want about the %d-byte cap", n, limit)
+				}
+				if n := resume(); n > 64<<10 {
+					t.Errorf("read %d bytes of a second resumption of an unknown id; want the cap shared", n)
+				}
+				return
+			}
+			if n := resume(); n > limit {
+				t.Errorf("read %d bytes of the resumed stream; want under the %d left of the cap", n, limit-40<<10)
+			}
+		})
 	}
 }
 

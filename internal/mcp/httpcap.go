@@ -3,6 +3,8 @@ package mcp
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -68,6 +70,10 @@ type callBudget struct {
 type callStreams struct {
 	mu     sync.Mutex
 	byLast map[string]*callBudget
+	// unknown is the budget resumptions of ids not kept share, since
+	// unknownAt.
+	unknown   *callBudget
+	unknownAt time.Time
 }
 
 // maxCallStreams bounds callStreams.
@@ -109,17 +115,34 @@ func (c *callStreams) done(b *callBudget) {
 }
 
 // resumed returns the budget of the call whose stream a GET with
-// Last-Event-ID last resumes: a new one of unknown id when it was
-// forgotten.
+// Last-Event-ID last resumes. Of a call forgotten (or an id never seen)
+// it is one budget all such resumptions share for a minute: a server
+// cannot get max_message_bytes afresh by sending ids contextd does not
+// keep.
 func (c *callStreams) resumed(last string) *callBudget {
-	if c != nil {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if b := c.byLast[last]; b != nil {
-			return b
-		}
+	if c == nil {
+		return &callBudget{}
 	}
-	return &callBudget{}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if b := c.byLast[eventKey(last)]; b != nil {
+		return b
+	}
+	if c.unknown == nil || time.Since(c.unknownAt) >= time.Minute {
+		c.unknown, c.unknownAt = &callBudget{}, time.Now()
+	}
+	return c.unknown
+}
+
+// eventKey returns what an event id is kept under: itself, or for one
+// longer than maxEventID its SHA-256 (the go-sdk sends back ids of any
+// length).
+func eventKey(id string) string {
+	if len(id) <= maxEventID {
+		return id
+	}
+	h := sha256.Sum256([]byte(id))
+	return "sha256:" + hex.EncodeToString(h[:])
 }
 
 // standaloneGET marks the context of the standalone stream's GETs (see
@@ -378,7 +401,9 @@ func (s *sseCap) next() {
 	}
 	if s.lineStart && err == nil {
 		if v, ok := bytes.CutPrefix(bytes.TrimRight(line, "\r\n"), []byte("id:")); ok {
-			s.eventID = string(bytes.TrimPrefix(v, []byte(" ")))
+			// As the go-sdk reads it, and sends it back: whitespace
+			// around it trimmed.
+			s.eventID = eventKey(string(bytes.TrimSpace(v)))
 		}
 	}
 	blank := s.lineStart && (string(line) == "\n" || string(line) == "\r\n")
@@ -459,7 +484,7 @@ func (s *sseCap) next() {
 				s.body.Close()
 				return
 			}
-			if s.b != nil && len(s.eventID) <= maxEventID {
+			if s.b != nil {
 				s.calls.note(s.b, s.eventID)
 			}
 		}

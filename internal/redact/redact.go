@@ -95,6 +95,8 @@ type Redactor struct {
 	// writer of the text was given (NewFor; New: all of strong): what
 	// Configured masks. Nil when there are none.
 	own *Redactor
+	// given holds the secrets own was made of, for WithWords.
+	given []string
 
 	// bare holds the credential-like secrets, as written and as they
 	// read, without their ASCII punctuation, when minBare bytes or more
@@ -125,8 +127,32 @@ const pieceBytes = 8
 // base64 of a longer text: see Base64Inside), and hexadecimal.
 func New(secrets ...string) *Redactor {
 	r := newRedactor(secrets)
-	r.own = ownOf(secrets)
+	r.given = secrets
+	r.own = ownOf(secrets, nil)
 	return r
+}
+
+// WithWords returns r masking, in what the writer serves (Configured),
+// those of words it was given only when they look generated or hold a
+// password's symbol (see echoable): words are the values the
+// configuration counts as secrets for where they stand alone (a URL's
+// query values under names no credential has, its long path segments),
+// which in a server's own text are words ("api-version=2024-10-21"
+// masked every date of its pages; "region=eu-west-1" every mention).
+// Its other given secrets (headers, a URL's password, env values) are
+// masked whenever they look like credentials. Errors and logs (String)
+// mask all of them still.
+func (r *Redactor) WithWords(words []string) *Redactor {
+	if r == nil || len(words) == 0 {
+		return r
+	}
+	w := *r
+	set := make(map[string]bool, len(words))
+	for _, v := range words {
+		set[strings.TrimSpace(visible(v))] = true
+	}
+	w.own = ownOf(r.given, set)
+	return &w
 }
 
 // newRedactor is New without own.
@@ -202,12 +228,13 @@ func newRedactor(secrets []string) *Redactor {
 }
 
 // ownOf returns the Redactor of the ones of secrets worth masking in what
-// their holder serves (see Redactor.own and echoable), nil when there are
-// none.
-func ownOf(secrets []string) *Redactor {
+// their holder serves (see Redactor.own and WithWords), nil when there are
+// none: credential-like, no date, and of words only what echoable takes.
+func ownOf(secrets []string, words map[string]bool) *Redactor {
 	var own []string
 	for _, s := range secrets {
-		if s = strings.TrimSpace(visible(s)); echoable(s) {
+		s = strings.TrimSpace(visible(s))
+		if credentialLike(s) && !isDate(s) && (!words[s] || echoable(s)) {
 			own = append(own, s)
 		}
 	}
@@ -673,9 +700,9 @@ func wholeMarks(s string, secrets []string) []bool {
 }
 
 // Configured returns s with the secrets the writer was given (NewFor's
-// given; New's all) that look like credentials (see echoable: not a date,
-// a region or a project name from a URL's query) masked as String masks
-// them — whole in every form New
+// given; New's all) that look like credentials (eight bytes or more, not
+// letters alone, no date; of words, see WithWords, only generated-looking
+// ones) masked as String masks them — whole in every form New
 // derives (escaped, base64, hexadecimal), spelled with characters that
 // show as nothing or that read as others between its own, spaced out or
 // split across lines, and the 8-byte pieces of a generated one (a secret
@@ -691,8 +718,18 @@ func (r *Redactor) Configured(s string) string {
 	if r == nil || r.own == nil {
 		return s
 	}
+	if len(s) > maxReadBytes {
+		// Read as it shows only up to maxReadBytes: folding every
+		// character of a text of ever new ones cost 2 s a MiB.
+		return render(s, r.own.secretMarks(s))
+	}
 	return render(s, r.own.readMarks(s))
 }
+
+// maxReadBytes is the longest text Configured also reads as it shows
+// (readings): longer texts (most of which no caller is shown whole) are
+// searched as written.
+const maxReadBytes = 1 << 20
 
 // ConfiguredBytes is Configured for bytes that are no text (a blob): the
 // secrets Configured masks, whole in every form New derives, are
@@ -788,7 +825,7 @@ func NewFor(given, all []string) *Redactor {
 	r := New(append(slices.Clone(all), given...)...)
 	g := New(given...)
 	r.pieces = g.pieces // runs of bytes, not tied to r.secrets' order
-	r.own = g.own
+	r.own, r.given = g.own, g.given
 	// Cut ends point into r.secrets: keep those of given's secrets.
 	mine := func(ps []piece) []piece {
 		return slices.DeleteFunc(slices.Clone(ps), func(p piece) bool { return !slices.Contains(g.secrets, r.secrets[p.secret]) })
@@ -927,18 +964,11 @@ func credentialLike(s string) bool {
 	return len(s) >= 8 && strings.IndexFunc(s, func(c rune) bool { return !unicode.IsLetter(c) && !unicode.IsSpace(c) }) >= 0
 }
 
-// echoable reports whether a secret a server was given is masked in what
-// it serves (Configured): credential-like, and generated-looking (twelve
-// bytes or more of letters and digits, see random) or holding a symbol
-// passwords hold. The configuration counts every URL query value among
-// the secrets, which in a server's own text are words: a date
-// ("api-version=2024-10-21" masked every date of its pages, and broke
-// lastModified), a region ("eu-west-1"), a project ("acme-prod-2"), a
-// MIME type. Those stay masked in errors and logs (String).
+// echoable reports whether a word (see WithWords) is masked in what its
+// server serves: generated-looking (twelve bytes or more of letters and
+// digits, see random) or holding a symbol passwords hold; not a region
+// ("eu-west-1"), a project ("acme-prod-2") or a MIME type.
 func echoable(s string) bool {
-	if !credentialLike(s) || isDate(s) {
-		return false
-	}
 	return random(s) || strings.ContainsFunc(s, func(c rune) bool {
 		return c < utf8.RuneSelf && asciiPunct(byte(c)) && !strings.ContainsRune("-._/:+,", c)
 	})

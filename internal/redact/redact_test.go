@@ -1128,17 +1128,19 @@ func testTokenShapedFindsRandomKeys(t *testing.T) {
 }
 
 // What a server serves keeps the words its URL's query holds (a date, a
-// region, a project): only credentials are masked there.
+// region, a project): of those only generated-looking ones are masked
+// there; its passwords, however plain, are.
 func TestConfiguredMasksCredentialsNotQueryWords(t *testing.T) {
-	r := redact.NewFor([]string{"2024-10-21", "eu-west-1", "acme-prod-2", "text/markdown", "sk-live-4f9Qz81XbT", "P@ss!word"}, nil)
-	text := "Updated 2024-10-21T09:00:00Z in eu-west-1 for acme-prod-2 (text/markdown). Key sk-live-4f9Qz81XbT, password P@ss!word."
+	words := []string{"2024-10-21", "eu-west-1", "acme-prod-2", "text/markdown", "qk-9f8e7d6c5b4a"}
+	r := redact.NewFor(append([]string{"sk-live-4f9Qz81XbT", "P@ss!word", "Winter2024", "hunter22"}, words...), nil).WithWords(words)
+	text := "Updated 2024-10-21T09:00:00Z in eu-west-1 for acme-prod-2 (text/markdown). Key sk-live-4f9Qz81XbT, password P@ss!word, Winter2024 or hunter22; query key qk-9f8e7d6c5b4a."
 	got := r.Configured(text)
 	for _, keep := range []string{"2024-10-21T09:00:00Z", "eu-west-1", "acme-prod-2", "text/markdown"} {
 		if !strings.Contains(got, keep) {
 			t.Errorf("%q masked: %q", keep, got)
 		}
 	}
-	for _, leak := range []string{"sk-live-4f9Qz81XbT", "P@ss!word"} {
+	for _, leak := range []string{"sk-live-4f9Qz81XbT", "P@ss!word", "Winter2024", "hunter22", "qk-9f8e7d6c5b4a"} {
 		if strings.Contains(got, leak) {
 			t.Errorf("%q shown: %q", leak, got)
 		}

@@ -178,6 +178,9 @@ func fold(b *strings.Builder, text string) {
 // 0.5 s a MiB).
 type folder struct{ seen map[rune]string }
 
+// maxFolded bounds the characters a folder remembers.
+const maxFolded = 4096
+
 func (f *folder) rune(b *strings.Builder, c rune) {
 	if c < 0x80 {
 		foldRune(b, c)
@@ -185,6 +188,10 @@ func (f *folder) rune(b *strings.Builder, c rune) {
 	}
 	if r, ok := f.seen[c]; ok {
 		b.WriteString(r)
+		return
+	}
+	if len(f.seen) >= maxFolded {
+		foldRune(b, c) // a text of ever new characters: remembering costs more
 		return
 	}
 	var one strings.Builder
