@@ -138,19 +138,17 @@ func writeState(path string, servers map[string]*savedPace) error {
 
 // restore returns the listPace saved as p, brought up to now, for a server
 // whose mirror holds all now. Its first list is not whole: what was kept
-// off waits as it did (since its time), and its allowance is what it had,
-// grown by the time contextd was down; what it had listed, up to the most
-// it had, takes no pace. A first list that had not settled settles when
-// it would have (at once if that time passed), counting all the server
-// lists then, what waited included: its backlog comes then, as without
-// the restart. A settled one settles again restartSettle(settle) on,
-// counting what the server lists then that was not kept off: a server
-// that grew while contextd was down and starts slowly (a few entries,
-// then all) lists that growth whole then, while what was kept off stays
-// growth (looked up in p.Off until then, as the server lists it).
-func (p *savedPace) restore(now time.Time, burst float64, settle time.Duration, all []resource.Descriptor) *listPace {
-	lp := &listPace{tokens: p.Tokens, burst: burst, at: time.UnixMilli(p.At), since: map[resource.Key]time.Time{},
-		prior: map[resource.Key]bool{}, off: p.Off}
+// off waits as it did (since its time), as growth, and its allowance is
+// what it had, grown by the time contextd was down; what it had listed,
+// up to the most it had, takes no pace. A first list that had not settled
+// settles when it would have (at once if that time passed), counting all
+// the server lists then, what waited included: its backlog comes then, as
+// without the restart. A settled one opens no window: what the server
+// lists past its most and the allowance is growth, however it came (a
+// window after each restart let a loop restarted twice in it list all it
+// had kept off at its end).
+func (p *savedPace) restore(now time.Time, burst float64, all []resource.Descriptor) *listPace {
+	lp := &listPace{tokens: p.Tokens, burst: burst, at: time.UnixMilli(p.At), since: map[resource.Key]time.Time{}}
 	if lp.at.After(now) {
 		lp.at = now
 	}
@@ -158,33 +156,19 @@ func (p *savedPace) restore(now time.Time, burst float64, settle time.Duration, 
 	lp.at = now
 	for _, d := range all {
 		if at, ok := p.Off[offKey(d.URI)]; ok {
-			k := d.Key()
-			lp.since[k] = time.UnixMilli(min(at, now.UnixMilli()))
-			lp.prior[k] = true
+			lp.since[d.Key()] = time.UnixMilli(min(at, now.UnixMilli()))
 		}
 	}
-	lp.most = max(p.Most, len(all)-len(lp.prior))
+	lp.most = max(p.Most, len(all)-len(lp.since))
 	if p.SettleUntil != 0 {
 		lp.settleUntil = time.UnixMilli(p.SettleUntil)
 		if lp.settleUntil.Before(now) {
 			lp.settleUntil = now
 		}
 		lp.size = max(p.Size, len(all))
-		lp.priorIsFirst = true
-	} else {
-		lp.settleUntil = now.Add(restartSettle(settle))
-		lp.size = len(all) - len(lp.prior)
 	}
 	return lp
 }
-
-// restartSettle is how long after a restart a settled server's list
-// settles again (see restore): a sixth of Options.PaceSettle (5 minutes
-// by default), long enough for a server starting slowly, short enough
-// that a bridge passing contextd's list back has little new to pass
-// meanwhile (contextd lists what it listed before, and growth at the
-// pace).
-func restartSettle(settle time.Duration) time.Duration { return settle / 6 }
 
 // loadPaces loads Options.StateFile, if set, into s.prior.
 func (s *Server) loadPaces() {

@@ -298,7 +298,7 @@ func (s *Server) pace(server string, descs, all []resource.Descriptor, still boo
 		}
 		if len(all) > 0 && s.seen[server].Syncs > 0 {
 			if prior != nil {
-				s.paces[server] = prior.restore(now, burst, s.opts.PaceSettle, all)
+				s.paces[server] = prior.restore(now, burst, all)
 				delete(s.prior, server)
 			} else {
 				s.paces[server] = &listPace{tokens: burst, burst: burst, at: now, since: map[resource.Key]time.Time{}, most: len(all), size: len(all), settleUntil: now.Add(s.opts.PaceSettle)}
@@ -314,7 +314,6 @@ func (s *Server) pace(server string, descs, all []resource.Descriptor, still boo
 		at time.Time // since when it waits
 	}
 	var fresh []entry // new to the list
-	prior := 0        // of them, kept off before a restart
 	for i, d := range descs {
 		k := d.Key()
 		if s.listed[k] != nil {
@@ -323,24 +322,11 @@ func (s *Server) pace(server string, descs, all []resource.Descriptor, still boo
 		at, ok := p.since[k]
 		if !ok {
 			at = now
-			if saved, off := p.off[offKey(d.URI)]; off && p.prior != nil {
-				// Kept off before the restart, listed only now (the
-				// server starts slowly): it waits as it did.
-				at = time.UnixMilli(min(saved, now.UnixMilli()))
-				p.prior[k] = true
-			}
 			p.since[k] = at
-		}
-		if p.prior[k] {
-			prior++
 		}
 		fresh = append(fresh, entry{i, at})
 	}
-	if p.priorIsFirst {
-		prior = 0 // what waited is first list too
-	}
-	wasOff, growth := p.prior, p.prior != nil && !p.priorIsFirst // as before settle forgets them
-	p.settle(now, len(descs)-prior)
+	p.settle(now, len(descs))
 	// Up to the most it ever had listed, an entry takes the place of one
 	// gone (a rename, a list that emptied and came back, a log dropping
 	// its oldest record for each new one): only growth past that is
@@ -349,18 +335,6 @@ func (s *Server) pace(server string, descs, all []resource.Descriptor, still boo
 	room := min(len(fresh), free+int(p.tokens))
 	if room < len(fresh) {
 		slices.SortFunc(fresh, func(a, b entry) int {
-			if growth {
-				// What was kept off before a restart is growth: what
-				// takes the place of entries gone goes first to what
-				// was not.
-				pa, pb := wasOff[descs[a.i].Key()], wasOff[descs[b.i].Key()]
-				if pa != pb {
-					if pb {
-						return -1
-					}
-					return 1
-				}
-			}
 			if c := a.at.Compare(b.at); c != 0 {
 				return c
 			}
@@ -423,12 +397,6 @@ type listPace struct {
 	// settled), and the most entries other filters let through meanwhile.
 	settleUntil time.Time
 	size        int
-	// prior holds, for a pace restored at a restart until it settles,
-	// the entries kept off before: growth, not first list, unless
-	// priorIsFirst (they waited in a first list that had not settled).
-	prior        map[resource.Key]bool
-	priorIsFirst bool
-	off          map[string]int64 // savedPace.Off, while prior is kept
 }
 
 // settle brings p's first list up to now, the other filters letting
@@ -446,10 +414,7 @@ func (p *listPace) settle(now time.Time, size int) {
 	case p.settled(now):
 		p.settleUntil = time.Time{}
 		p.most = max(p.most, p.size)
-		if p.prior == nil {
-			p.tokens = p.burst // what it spent was its first list
-		}
-		p.prior, p.off = nil, nil
+		p.tokens = p.burst // what it spent was its first list
 	default:
 		p.size = max(p.size, size)
 	}
