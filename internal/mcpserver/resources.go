@@ -245,8 +245,9 @@ func (s *Server) apply(server string, descs []resource.Descriptor) (added int) {
 
 // pace returns descs less the entries new to the resource list that
 // server may not list yet. Its first list comes whole: all its mirror
-// holds once its first sync ends (since contextd started or the server
-// was added: a reload that replaces its mirror keeps its pace), and all it
+// holds once its first sync ends (since the server was added: a reload
+// that replaces its mirror keeps its pace, and so does a restart with
+// Options.StateFile, see savedPace.restore), and all it
 // lists in the Options.PaceSettle after (what waits of that comes then, see
 // listPace.settle). So does what takes the place of entries gone (a
 // rename, a list that emptied and came back, a log dropping its oldest
