@@ -13,8 +13,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/google/renameio/v2"
-
 	"github.com/contextd/contextd/internal/mcp"
 	"github.com/contextd/contextd/internal/resource"
 )
@@ -132,8 +130,7 @@ func writeState(path string, servers map[string]*savedPace) error {
 	if err != nil {
 		return err
 	}
-	// Private whatever mode a file there had, and written beside it.
-	return renameio.WriteFile(path, data, 0o600, renameio.WithStaticPermissions(0o600), renameio.WithTempDir(filepath.Dir(path)))
+	return replaceFile(path, data)
 }
 
 // restore returns the listPace saved as p, brought up to now, for a server
