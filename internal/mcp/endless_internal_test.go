@@ -222,6 +222,7 @@ func TestSSEStopsAtEndlessNotificationsOnACall(t *testing.T) {
 		// Taken for no answer by the go-sdk, so for none here.
 		"answer-like named events": "event: x\ndata: " + `{"jsonrpc":"2.0","id":7,"result":{"pad":"` + pad + `"}}` + "\n\n",
 		"escaped method names":     "event: message\ndata: " + `{"jsonrpc":"2.0","id":7,"\u006dethod":"ping","params":{"pad":"` + pad + `"}}` + "\n\n",
+		"renamed from message":     "event: message\nevent: x\ndata: " + `{"jsonrpc":"2.0","id":7,"result":{"pad":"` + pad + `"}}` + "\n\n",
 	} {
 		src := &notifying{event: event}
 		out := post(func() io.ReadCloser { return src })
@@ -240,6 +241,15 @@ func TestSSEStopsAtEndlessNotificationsOnACall(t *testing.T) {
 	}
 	if n := after.n.Load(); n > 128<<10 {
 		t.Errorf("read %d bytes after the answer; want the stream ended", n)
+	}
+	// An event named twice is of its last name, as the go-sdk reads it:
+	// renamed to a message event, the answer ends the stream.
+	renamed := &notifying{event: "event: x\nevent: message\ndata: " + `{"jsonrpc":"2.0","id":7,"result":{"contents":[]}}` + "\n\n" + strings.Repeat(": "+pad+"\n\n", 8)}
+	if out := post(func() io.ReadCloser { return renamed }); !strings.HasSuffix(out, `{"jsonrpc":"2.0","id":7,"result":{"contents":[]}}`+"\n\n") {
+		t.Errorf("an answer named twice, then more: %.300q; want the answer last", out)
+	}
+	if n := renamed.n.Load(); n > 128<<10 {
+		t.Errorf("read %d bytes after an answer named twice; want the stream ended", n)
 	}
 	progress := strings.Repeat("event: message\ndata: "+`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}`+"\n\n", 20)
 	answer := "event: message\ndata: " + `{"jsonrpc":"2.0","id":7,"result":{"contents":[]}}` + "\n\n"

@@ -150,6 +150,9 @@ func TestMalformedHTTPAnswerFailsOnlyItsRead(t *testing.T) {
 		{name: "html", contentType: "text/html; charset=utf-8", body: "<html>502 from a proxy</html>"},
 		{name: "event not json", contentType: "text/event-stream", body: "event: message\ndata: <html>502</html>\n\n"},
 		{name: "event json but not json-rpc", contentType: "text/event-stream", body: "data: 42\n\n"},
+		// The go-sdk takes an event's last name: a message event, whatever
+		// came before.
+		{name: "event renamed to message", contentType: "text/event-stream", body: "event: ping\nevent: message\ndata: <html>502</html>\n\n"},
 		{name: "bad content-type parameter", contentType: "application/json; charset", body: `{"jsonrpc":"2.0","id":1,"result":{}}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

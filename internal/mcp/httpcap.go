@@ -520,12 +520,8 @@ func (s *sseCap) failCall() {
 // the call as the go-sdk reads it: a message event (no name, or
 // "message") whose data, decoded whole, is a response with the call's id.
 func (s *sseCap) isAnswer() bool {
-	for line := range bytes.Lines(s.event) {
-		if name, ok := bytes.CutPrefix(bytes.TrimRight(line, "\r\n"), []byte("event:")); ok {
-			if n := bytes.TrimSpace(name); len(n) > 0 && string(n) != "message" {
-				return false
-			}
-		}
+	if !s.messageEvent() {
+		return false
 	}
 	data, ok := s.eventData()
 	if !ok {
@@ -596,15 +592,24 @@ func (s *sseCap) eventData() (data []byte, ok bool) {
 	return data, ok
 }
 
+// messageEvent reports whether the event in s.event is a message event as
+// the go-sdk reads it: its last event field (trimmed) empty or "message",
+// or none.
+func (s *sseCap) messageEvent() bool {
+	var name []byte
+	for line := range bytes.Lines(s.event) {
+		if n, ok := bytes.CutPrefix(bytes.TrimRight(line, "\r\n"), []byte("event:")); ok {
+			name = bytes.TrimSpace(n)
+		}
+	}
+	return len(name) == 0 || string(name) == "message"
+}
+
 // validData reports whether the event is one the go-sdk can take: not a
 // message event (it skips those), no data, or a JSON-RPC message.
 func (s *sseCap) validData() bool {
-	for line := range bytes.Lines(s.event) {
-		if name, ok := bytes.CutPrefix(bytes.TrimRight(line, "\r\n"), []byte("event:")); ok {
-			if n := bytes.TrimSpace(name); len(n) > 0 && string(n) != "message" {
-				return true
-			}
-		}
+	if !s.messageEvent() {
+		return true
 	}
 	data, ok := s.eventData()
 	if !ok || len(bytes.TrimSpace(data)) == 0 {
