@@ -1,6 +1,8 @@
 package index
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"strconv"
 	"strings"
 	"sync"
@@ -57,6 +59,8 @@ type passageWords struct {
 	size  map[resource.Key]int // bytes of text indexed per text
 	total int                  // Σ size
 	max   int                  // MaxPassageWordsBytes, or a test's bound
+	// long holds the keys named by a hash (see prefix), by that name.
+	long map[string]resource.Key
 }
 
 func newPassageWords() *passageWords {
@@ -65,20 +69,49 @@ func newPassageWords() *passageWords {
 		n:    make(map[resource.Key]int),
 		size: make(map[resource.Key]int),
 		max:  MaxPassageWordsBytes,
+		long: make(map[string]resource.Key),
 	}
 }
 
-// passageWordsID is the lexical document ID of k's i-th passage: the key,
-// "\x00#" and i, as passageID names stored passages.
-func passageWordsID(k resource.Key, i int) string {
-	return k.String() + "\x00#" + strconv.Itoa(i)
+// maxPlainKeyBytes is the longest key (Key.String) whose passages' IDs
+// hold it whole. A longer one (a URI may take 4 KiB, and a long text has
+// thousands of passages) is named by a hash, so that a passage's ID
+// costs tens of bytes, not its key's length: whole, a server's IDs took
+// as much heap as its texts.
+const maxPlainKeyBytes = 256
+
+// prefix returns what the IDs of k's passages begin with: k.String(),
+// or for a key longer than maxPlainKeyBytes "\x01" and its SHA-256 in hex.
+// The caller holds mu; a hash name is recorded in long when keep.
+func (p *passageWords) prefix(k resource.Key, keep bool) string {
+	if len(k.Server)+1+len(k.URI) <= maxPlainKeyBytes {
+		return k.String()
+	}
+	h := sha256.Sum256([]byte(k.String()))
+	name := "\x01" + hex.EncodeToString(h[:])
+	if keep {
+		p.long[name] = k
+	}
+	return name
 }
 
-// passageWordsKey is the key of a passageWordsID.
-func passageWordsKey(id string) (resource.Key, bool) {
+// passageWordsID is the lexical document ID of the i-th passage of the key
+// whose passages' IDs begin with prefix: prefix, "\x00#" and i.
+func passageWordsID(prefix string, i int) string {
+	return prefix + "\x00#" + strconv.Itoa(i)
+}
+
+// key returns the key of a passage's lexical document ID.
+func (p *passageWords) key(id string) (resource.Key, bool) {
 	i := strings.LastIndex(id, "\x00#")
 	if i < 0 {
 		return resource.Key{}, false
+	}
+	if strings.HasPrefix(id, "\x01") {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		k, ok := p.long[id[:i]]
+		return k, ok
 	}
 	return resource.ParseKey(id[:i])
 }
@@ -100,9 +133,11 @@ func (p *passageWords) set(k resource.Key, text string) {
 	if len(spans) > 0 && p.total+len(text) > p.max {
 		spans = nil // no room: left out, as a text of one passage is
 	}
+	prefix := p.prefix(k, len(spans) > 0)
 	if len(spans) == 0 {
 		delete(p.n, k)
 		delete(p.size, k)
+		delete(p.long, prefix)
 	} else {
 		p.n[k] = len(spans)
 		p.size[k] = len(text)
@@ -111,12 +146,12 @@ func (p *passageWords) set(k resource.Key, text string) {
 	p.mu.Unlock()
 	docs := make([]lexical.Doc, len(spans))
 	for i, sp := range spans {
-		docs[i] = lexical.Doc{ID: passageWordsID(k, i), Content: text[sp.Start:sp.End], Group: k.Server}
+		docs[i] = lexical.Doc{ID: passageWordsID(prefix, i), Content: text[sp.Start:sp.End], Group: k.Server}
 	}
 	if old > len(spans) {
 		ids := make([]string, 0, old-len(spans))
 		for i := len(spans); i < old; i++ {
-			ids = append(ids, passageWordsID(k, i))
+			ids = append(ids, passageWordsID(prefix, i))
 		}
 		p.x.Delete(ids...)
 	}
@@ -130,9 +165,11 @@ func (p *passageWords) drop(keys ...resource.Key) {
 	var ids []string
 	p.mu.Lock()
 	for _, k := range keys {
+		prefix := p.prefix(k, false)
 		for i := range p.n[k] {
-			ids = append(ids, passageWordsID(k, i))
+			ids = append(ids, passageWordsID(prefix, i))
 		}
+		delete(p.long, prefix)
 		delete(p.n, k)
 		p.total -= p.size[k]
 		delete(p.size, k)
@@ -161,11 +198,11 @@ func (ix *Index) PassageLexical(query string, n int, f Filter) []Hit {
 	if n > 0 {
 		depth = n * passageDepth
 	}
-	ph := ix.words.x.Search(query, depth, ix.lexKeep(f, passageWordsKey))
+	ph := ix.words.x.Search(query, depth, ix.lexKeep(f, ix.words.key))
 	seen := make(map[resource.Key]bool, len(ph))
 	var hits []Hit
 	for _, h := range ph { // best first: a key's first passage is its best
-		k, ok := passageWordsKey(h.ID)
+		k, ok := ix.words.key(h.ID)
 		if !ok || seen[k] {
 			continue
 		}

@@ -71,3 +71,49 @@ func TestPassageWordsAreBoundedPerServer(t *testing.T) {
 		t.Errorf("another server's passage: %v, want one hit", hits)
 	}
 }
+
+// A passage's ID costs tens of bytes whatever its key's length: a 4 KiB
+// URI named whole in each of a long text's passage IDs took as much heap
+// as the text. Long keys are found, shrunk and dropped like short ones.
+func TestPassageIDsOfLongKeysAreShort(t *testing.T) {
+	p := newPassageWords()
+	long := resource.Key{Server: "s", URI: "doc://" + strings.Repeat("a", 4000)}
+	short := resource.Key{Server: "s", URI: "doc://b"}
+	text := func(word string, n int) string {
+		return strings.Repeat(word+" runs every night and keeps the ledger.\n\n", n)
+	}
+	p.set(long, text("alpha", 300))
+	p.set(short, text("alpha", 300))
+	hits := p.x.Search("alpha", 0, nil)
+	if len(hits) != 2*p.n[long] || p.n[long] < 2 {
+		t.Fatalf("%d hits for %d passages each, want all", len(hits), p.n[long])
+	}
+	found := map[resource.Key]int{}
+	for _, h := range hits {
+		k, ok := p.key(h.ID)
+		if !ok {
+			t.Fatalf("passage ID %.80q names no key", h.ID)
+		}
+		if k == long && len(h.ID) > 100 {
+			t.Fatalf("a passage ID of %d bytes for a key of %d", len(h.ID), len(long.String()))
+		}
+		found[k]++
+	}
+	if found[long] != p.n[long] || found[short] != p.n[short] {
+		t.Fatalf("passages by key %v, want %d each", found, p.n[long])
+	}
+	// Shrinking a text drops its passages past the new end.
+	p.set(long, text("alpha", 60))
+	if got := len(p.x.Search("alpha", 0, nil)); got != p.n[long]+p.n[short] || p.x.Len() != got {
+		t.Fatalf("after shrinking: %d hits, %d documents; want %d", got, p.x.Len(), p.n[long]+p.n[short])
+	}
+	p.drop(long)
+	if p.x.Len() != p.n[short] || len(p.long) != 0 {
+		t.Fatalf("after drop: %d documents and %d hash names, want %d and none", p.x.Len(), len(p.long), p.n[short])
+	}
+	p.set(long, text("alpha", 60))
+	p.set(long, "")
+	if p.x.Len() != p.n[short] || len(p.long) != 0 {
+		t.Fatalf("after removing its text: %d documents and %d hash names, want %d and none", p.x.Len(), len(p.long), p.n[short])
+	}
+}
