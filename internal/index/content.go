@@ -196,6 +196,9 @@ func (ix *Index) passageDocID(k resource.Key, i int) string {
 		return ids[i]
 	}
 	base := passageID(k, i)
+	if e, ok := ix.docs[k]; ok && e.id == base {
+		base = e.id // the same string, kept once
+	}
 	id := base
 	for n := 1; ; n++ {
 		f := docFile(id)

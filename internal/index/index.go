@@ -566,7 +566,7 @@ func (ix *Index) upsertChunk(ctx context.Context, descs []resource.Descriptor) (
 		if !existed {
 			id = ix.docID(key)
 		}
-		doc := chromem.Document{ID: id, Metadata: toMetadata(j.d, j.hash), Embedding: j.vec, Content: j.text}
+		doc := chromem.Document{ID: id, Metadata: toMetadata(j.d, j.hash), Embedding: j.vec}
 		if err := ix.coll.AddDocument(ctx, doc); err != nil {
 			return embedded, fmt.Errorf("index: store %s %q: %v", j.d.Server, j.d.URI, err)
 		}
@@ -908,6 +908,17 @@ func (ix *Index) dropPending(keys []resource.Key) {
 // a server's terms fill its share (lexical.Options.GroupBytes): its later
 // resources are then indexed by their names' first words only.
 func (ix *Index) lexUpsert(docs ...lexical.Doc) {
+	// A document's ID is its key's string, which its descriptor's stored
+	// document ID mostly is too: kept once, a 4 KiB URI costs 4 KiB less.
+	ix.mu.RLock()
+	for i := range docs {
+		if k, ok := resource.ParseKey(docs[i].ID); ok {
+			if e, ok := ix.docs[k]; ok && e.id == docs[i].ID {
+				docs[i].ID = e.id
+			}
+		}
+	}
+	ix.mu.RUnlock()
 	ix.lex.Upsert(docs...)
 	bound := ix.lexOpt.GroupBytes
 	for i, d := range docs {

@@ -125,7 +125,7 @@ func (ix *Index) Apply(ctx context.Context, recs ...Record) (int, error) {
 		if !existed {
 			id = ix.docID(k)
 		}
-		doc := chromem.Document{ID: id, Metadata: toMetadata(d, r.Hash), Embedding: r.Vec, Content: EmbeddingText(d)}
+		doc := chromem.Document{ID: id, Metadata: toMetadata(d, r.Hash), Embedding: r.Vec}
 		if err := ix.coll.AddDocument(ctx, doc); err != nil {
 			return n, fmt.Errorf("index: store %s %q: %v", d.Server, d.URI, err)
 		}
