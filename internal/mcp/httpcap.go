@@ -43,13 +43,67 @@ type capTransport struct {
 	// status, when set, holds the status code of the last answer to a
 	// POST.
 	status *atomic.Int32
-	// legacySSE: the HTTP+SSE transport of 2024-11-05, whose POSTs are
-	// answered 202 Accepted with a body of no matter (the answer comes on
-	// the event stream).
-	legacySSE bool
+	// legacy, set for the HTTP+SSE transport of 2024-11-05 (whose POSTs
+	// are answered 202 Accepted with a body of no matter: the answers come
+	// on the event stream), holds the calls its stream owes an answer.
+	legacy *legacyCalls
 	// calls, when set, links a call's event stream to the streams that
 	// resume it (see callStreams).
 	calls *callStreams
+}
+
+// legacyCalls holds the ids of the calls POSTed on an HTTP+SSE session
+// (2024-11-05) whose answers its event stream has not carried yet: those
+// answers, each bounded by max_message_bytes, come at the pace contextd
+// asks for them, and do not count against the stream's bound (sseCap:
+// an Assemble reading large resources would otherwise end the session).
+// It keeps the maxLegacyCalls latest; one whose answer never came is
+// forgotten then.
+type legacyCalls struct {
+	mu   sync.Mutex
+	ids  map[string]uint64 // by idKey: the order added
+	next uint64
+}
+
+// maxLegacyCalls bounds legacyCalls: far more than the calls a session
+// has in flight (reads are bounded per server).
+const maxLegacyCalls = 4096
+
+func newLegacyCalls() *legacyCalls { return &legacyCalls{ids: map[string]uint64{}} }
+
+// add records the call whose raw JSON id is raw.
+func (l *legacyCalls) add(raw []byte) {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return
+	}
+	k, ok := rawIDKey(v)
+	if !ok {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.ids) >= maxLegacyCalls {
+		oldest, at := "", ^uint64(0)
+		for id, n := range l.ids {
+			if n < at {
+				oldest, at = id, n
+			}
+		}
+		delete(l.ids, oldest)
+	}
+	l.next++
+	l.ids[k] = l.next
+}
+
+// take reports whether id is a call's that was waiting, and forgets it.
+func (l *legacyCalls) take(id jsonrpc.ID) bool {
+	k := idKey(id)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, ok := l.ids[k]
+	delete(l.ids, k)
+	return ok
 }
 
 // A callBudget is what one call's event streams carried besides its
@@ -166,6 +220,9 @@ func (e *HTTPStatusError) Unwrap() error { return e.Err }
 
 func (c capTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	id, method := postedCall(req)
+	if c.legacy != nil && id != nil {
+		c.legacy.add(id) // its answer may come on the stream before the POST's
+	}
 	resp, err := c.base.RoundTrip(req)
 	if err != nil {
 		return resp, boundedError{err}
@@ -204,7 +261,7 @@ func (c capTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		mt = "" // as the go-sdk reads it: an unsupported type
 	}
 	if id != nil && resp.StatusCode/100 == 2 && mt != "text/event-stream" && mt != "application/json" &&
-		!(c.legacySSE && resp.StatusCode == http.StatusAccepted) {
+		!(c.legacy != nil && resp.StatusCode == http.StatusAccepted) {
 		// The go-sdk ends the session on any other type (a proxy's HTML
 		// page): answer the call with an error instead.
 		resp.Body.Close()
@@ -235,7 +292,11 @@ func (c capTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			b = c.calls.resumed(req.Header.Get(lastEventIDHeader))
 			id = b.id
 		}
-		resp.Body = &sseCap{body: resp.Body, r: bufio.NewReaderSize(resp.Body, buf), max: c.max, id: id, b: b, calls: c.calls, log: c.log, quiet: c.quiet, lineStart: true}
+		sc := &sseCap{body: resp.Body, r: bufio.NewReaderSize(resp.Body, buf), max: c.max, id: id, b: b, calls: c.calls, log: c.log, quiet: c.quiet, lineStart: true}
+		if c.legacy != nil && req.Method == http.MethodGet {
+			sc.legacy, sc.window = c.legacy, time.Now()
+		}
+		resp.Body = sc
 	} else {
 		resp.Body = &wholeCap{body: resp.Body, max: c.max, id: id, ok: resp.StatusCode/100 == 2, log: c.log}
 	}
@@ -361,6 +422,13 @@ type sseCap struct {
 	b         *callBudget
 	calls     *callStreams
 	eventID   string // the id field of the event being read
+	// legacy is set on the event stream of the HTTP+SSE transport, which
+	// lives as long as the session and carries the answers to its calls:
+	// carried counts what it carried since window began besides those
+	// answers (see legacyCalls).
+	legacy    *legacyCalls
+	window    time.Time
+	carried   int
 	lineStart bool
 	out       []byte
 	err       error
@@ -398,6 +466,16 @@ func (s *sseCap) next() {
 			return
 		}
 		s.b.other += len(line)
+	}
+	if s.legacy != nil && s.max > 0 {
+		if time.Since(s.window) >= standaloneRateWindow {
+			s.window, s.carried = time.Now(), 0
+		}
+		if s.carried > 2*s.max {
+			s.flooded()
+			return
+		}
+		s.carried += len(line)
 	}
 	if s.lineStart && err == nil {
 		if v, ok := bytes.CutPrefix(bytes.TrimRight(line, "\r\n"), []byte("id:")); ok {
@@ -465,15 +543,29 @@ func (s *sseCap) next() {
 		return
 	}
 	if blank || err != nil {
+		if s.legacy != nil {
+			// What handling an event costs, whatever its size (decoding,
+			// a ping's answer POSTed back): tiny ones cannot flood.
+			s.carried += standaloneEventBytes
+		}
+		var msg jsonrpc.Message
+		valid := true
+		if s.size == 0 {
+			msg, valid = s.message()
+		}
 		switch {
 		case s.size > 0:
 			s.out = s.oversized(true)
 			s.skipped += s.size
-		case !s.validData():
+		case !valid:
 			s.out = s.malformed()
 		default:
 			s.out = s.event
-			if s.b != nil && s.id != nil && s.isAnswer() {
+			r, isResponse := msg.(*jsonrpc.Response)
+			if s.legacy != nil && isResponse && s.legacy.take(r.ID) {
+				s.carried -= len(s.event) + standaloneEventBytes // an answer contextd waited for
+			}
+			if s.b != nil && s.id != nil && isResponse && sameID(s.id, r.ID) {
 				// The call's answer: it ends the call, and the stream
 				// (one answer per call; reading on, events the go-sdk
 				// takes for no answer could be taken for one here).
@@ -496,6 +588,25 @@ func (s *sseCap) next() {
 	}
 }
 
+// flooded ends the event stream of the HTTP+SSE transport: it carried more
+// than twice max_message_bytes within standaloneRateWindow besides the
+// answers contextd waited for (each event counted standaloneEventBytes
+// more). The session ends with it, and contextd reconnects after its
+// backoff, which grows while sessions end that soon. Unbounded, a flood
+// of notifications took 1.3 cores for as long as the session lasted.
+func (s *sseCap) flooded() {
+	if ok, n := s.quiet.allow(); ok {
+		s.log.Warn("the server sent more than twice max_message_bytes on its SSE stream within a minute besides the answers to calls; ending the session", "bytes", s.carried, "max_message_bytes", s.max, "not_logged_since_last", n)
+	}
+	s.out = nil
+	s.event, s.size, s.head, s.tail = nil, 0, nil, nil
+	s.err = errFlooded
+	s.body.Close()
+}
+
+// errFlooded ends an event stream closed by sseCap.flooded.
+var errFlooded = errors.New("mcp: the server sent more than twice max_message_bytes within a minute on its event stream")
+
 // failCall ends the call's stream with an error answer: the server sent
 // more than max_message_bytes on its streams besides the answer (see
 // next). On a resumed stream of a call forgotten (no id), the stream
@@ -514,25 +625,6 @@ func (s *sseCap) failCall() {
 		s.err = errEndless
 	}
 	s.body.Close()
-}
-
-// isAnswer reports whether the complete event s.event is the answer to
-// the call as the go-sdk reads it: a message event (no name, or
-// "message") whose data, decoded whole, is a response with the call's id.
-func (s *sseCap) isAnswer() bool {
-	if !s.messageEvent() {
-		return false
-	}
-	data, ok := s.eventData()
-	if !ok {
-		return false
-	}
-	msg, err := decodeMessage(data)
-	if err != nil {
-		return false
-	}
-	r, ok := msg.(*jsonrpc.Response)
-	return ok && sameID(s.id, r.ID)
 }
 
 // oversized returns the event that replaces one of s.size bytes (so far,
@@ -605,18 +697,20 @@ func (s *sseCap) messageEvent() bool {
 	return len(name) == 0 || string(name) == "message"
 }
 
-// validData reports whether the event is one the go-sdk can take: not a
-// message event (it skips those), no data, or a JSON-RPC message.
-func (s *sseCap) validData() bool {
+// message returns the JSON-RPC message the event in s.event carries as the
+// go-sdk reads it (a message event whose data decodes whole), nil for an
+// event it skips (another name, no data); ok is false when it would fail
+// the session on it (data that is not a JSON-RPC message).
+func (s *sseCap) message() (msg jsonrpc.Message, ok bool) {
 	if !s.messageEvent() {
-		return true
+		return nil, true
 	}
-	data, ok := s.eventData()
-	if !ok || len(bytes.TrimSpace(data)) == 0 {
-		return true
+	data, found := s.eventData()
+	if !found || len(bytes.TrimSpace(data)) == 0 {
+		return nil, true
 	}
-	_, err := decodeMessage(data)
-	return err == nil
+	msg, err := decodeMessage(data)
+	return msg, err == nil
 }
 
 // malformed returns the event that replaces one whose data is not a

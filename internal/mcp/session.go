@@ -596,7 +596,11 @@ func sseHTTPClient(endpoint string, headers map[string]string, o *Options, statu
 }
 
 func newHTTPClient(endpoint string, headers map[string]string, o *Options, status *atomic.Int32, legacySSE bool) *http.Client {
-	var rt http.RoundTripper = capTransport{base: http.DefaultTransport, max: maxMessage(o), log: o.Logger, quiet: &warnLimit{}, odd: &warnLimit{}, status: status, legacySSE: legacySSE, calls: &callStreams{}}
+	c := capTransport{base: http.DefaultTransport, max: maxMessage(o), log: o.Logger, quiet: &warnLimit{}, odd: &warnLimit{}, status: status, calls: &callStreams{}}
+	if legacySSE {
+		c.legacy = newLegacyCalls()
+	}
+	var rt http.RoundTripper = c
 	if len(headers) > 0 {
 		h := headerTransport{base: rt, headers: headers}
 		if u, err := url.Parse(endpoint); err == nil {
