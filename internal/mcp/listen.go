@@ -499,9 +499,11 @@ func (s *Session) restoreListChanged(ctx context.Context, conn *repairConn, reli
 
 // restoreListChanged's spacing of rounds that follow each other within
 // restoreQuiet (plus twice the last wait): from restoreMinWait, doubling,
-// up to restoreMaxWait.
+// up to restoreMaxWait. A server ending each stream restoreQuiet after it
+// began gets a round (a new stream and a re-list) that often at most: with
+// a second, one holding each stream a second got one a second.
 const (
-	restoreQuiet   = time.Second
+	restoreQuiet   = 10 * time.Second
 	restoreMinWait = 250 * time.Millisecond
 	restoreMaxWait = 30 * time.Second
 )

@@ -472,3 +472,48 @@ func TestListenStreamsEndedAtOnceAreNotReopenedInALoop(t *testing.T) {
 		}
 	})
 }
+
+// A server that holds each list_changed stream a while before it ends it
+// is spaced out as one that ends them at once: rounds that came more than
+// a second apart counted as after a quiet spell, so a server holding each
+// stream for a second got a new stream and a full re-list every second.
+func TestListenStreamsHeldAWhileAreNotReopenedInALoop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := mcptest.NewServer(map[string]string{"doc://0": "zero"}, &mcpsdk.ServerOptions{
+			SubscribeHandler:   func(context.Context, *mcpsdk.SubscribeRequest) error { return nil },
+			UnsubscribeHandler: func(context.Context, *mcpsdk.UnsubscribeRequest) error { return nil },
+		})
+		var mu gosync.Mutex
+		listens, lists := 0, 0
+		srv.AddReceivingMiddleware(func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
+			return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
+				mu.Lock()
+				switch method {
+				case "subscriptions/listen":
+					listens++
+				case "resources/list":
+					lists++
+				}
+				mu.Unlock()
+				if method != "subscriptions/listen" {
+					return next(ctx, method, req)
+				}
+				held, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
+				defer cancel()
+				return next(held, method, req)
+			}
+		})
+		m := ctxsync.New(ctxsync.Options{Server: "s", Index: newIndex(t), ContentMaxResources: noContentIndex,
+			Dial: era("2026-07-28", mcptest.Dial(t, "s", srv))})
+		start(t, m)
+		<-m.Ready()
+		time.Sleep(2 * time.Minute)
+		synctest.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		// Each held 1.5 s, then 0.25 + 0.5 + … + 30 s apart: about ten.
+		if listens > 25 || lists > 25 {
+			t.Errorf("%d subscriptions/listen and %d resources/list requests in 2 minutes to a server that ends each stream after 1.5 s, want them spaced out", listens, lists)
+		}
+	})
+}

@@ -857,7 +857,8 @@ func (m *Mirror) serve(ctx context.Context, sess *mcp.Session, warm []string) (e
 	var lastContent time.Time       // when the last one was asked for
 	contentWait, quickContent := m.opts.Debounce, 0
 	failures, quick := 0, 0
-	relist := false // a re-list for a notification is scheduled
+	listWait := m.opts.Debounce // the last window after list_changed
+	relist := false             // a re-list for a notification is scheduled
 	var lastSync time.Time
 	resync := func() {
 		ok := m.sync(ctx, sess)
@@ -907,20 +908,23 @@ func (m *Mirror) serve(ctx context.Context, sess *mcp.Session, warm []string) (e
 			return err, synced
 		case <-m.changed:
 			// Coalesce: wait out the debounce window. A server that keeps
-			// notifying right after each re-list (a storm, or one
-			// notification per list) gets, from the third time in a row, a
-			// window that doubles each time up to MaxStormDelay; a quiet
-			// spell resets it.
+			// notifying soon after each re-list (within twice the last
+			// window, or 2 s: a storm, one notification per list, or one
+			// a little after each, which a window-long test let re-list
+			// three times a second) gets, from the third time in a row,
+			// a window that doubles each time up to MaxStormDelay; a
+			// quiet spell resets it.
 			if relist {
 				continue // already covered by the re-list that is scheduled
 			}
-			if time.Since(lastSync) < m.opts.Debounce {
+			if time.Since(lastSync) < max(2*listWait, 2*time.Second) {
 				quick = min(quick+1, 20)
 			} else {
 				quick = 0
 			}
 			relist = true
-			schedule(min(m.opts.Debounce<<max(quick-2, 0), max(m.opts.Debounce, m.opts.MaxStormDelay)))
+			listWait = min(m.opts.Debounce<<max(quick-2, 0), max(m.opts.Debounce, m.opts.MaxStormDelay))
+			schedule(listWait)
 		case <-fire:
 			fire, relist = nil, false
 			resync()

@@ -187,6 +187,40 @@ func TestUnreachableServerFailsAndOthersKeepServing(t *testing.T) {
 	})
 }
 
+// A server that says its list changed a little after each list (past the
+// debounce window) is throttled as one that says it at once: it was
+// re-listed three times a second.
+func TestListChangedSoonAfterEveryListIsThrottled(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := mcptest.NewServer(map[string]string{"doc://a": "a"}, nil)
+		var mu gosync.Mutex
+		lists := 0
+		srv.AddReceivingMiddleware(func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
+			return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
+				res, err := next(ctx, method, req)
+				if method == "resources/list" {
+					mu.Lock()
+					lists++
+					mu.Unlock()
+					time.AfterFunc(300*time.Millisecond, func() { mcptest.AddText(srv, "doc://a", "a", "a") })
+				}
+				return res, err
+			}
+		})
+		m := ctxsync.New(ctxsync.Options{Server: "s", Index: newIndex(t), Dial: mcptest.Dial(t, "s", srv),
+			Debounce: 250 * time.Millisecond, MaxStormDelay: 10 * time.Second})
+		start(t, m)
+		<-m.Ready()
+		time.Sleep(2 * time.Minute)
+		synctest.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		if lists > 25 || lists < 8 {
+			t.Errorf("%d lists in 2 minutes from a server notifying 300 ms after every list; want a throttled 8..25", lists)
+		}
+	})
+}
+
 // legacy dials with protocol 2025-11-25, the resources/subscribe era.
 func legacy(dial ctxsync.DialFunc) ctxsync.DialFunc {
 	return func(ctx context.Context, o *mcp.Options) (*mcp.Session, error) {
