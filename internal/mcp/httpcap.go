@@ -419,9 +419,9 @@ type sseCap struct {
 	tail    []byte // its last bytes
 	// b counts what a call's streams carry besides its answer (nil on
 	// streams of no call); calls links it to those resuming this one.
-	b         *callBudget
-	calls     *callStreams
-	eventID   string // the id field of the event being read
+	b       *callBudget
+	calls   *callStreams
+	eventID string // the id field of the event being read
 	// legacy is set on the event stream of the HTTP+SSE transport, which
 	// lives as long as the session and carries the answers to its calls:
 	// carried counts what it carried since window began besides those
