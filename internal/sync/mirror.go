@@ -547,6 +547,12 @@ func (m *Mirror) TemplateList() ([]resource.Template, uint64) {
 // session closes it.
 func (m *Mirror) Ready() <-chan struct{} { return m.ready }
 
+// relistDutyFactor spaces re-lists a server asks for (list_changed) so
+// that they take at most about one part in relistDutyFactor of the time:
+// the next starts relistDutyFactor times the last one's duration after
+// it, at most MaxStormDelay after the notification.
+const relistDutyFactor = 10
+
 // Run mirrors the server until ctx ends, then closes the session. It returns
 // nil on cancellation: that is how a mirror stops.
 //
@@ -857,11 +863,13 @@ func (m *Mirror) serve(ctx context.Context, sess *mcp.Session, warm []string) (e
 	var lastContent time.Time       // when the last one was asked for
 	contentWait, quickContent := m.opts.Debounce, 0
 	failures, quick := 0, 0
-	listWait := m.opts.Debounce // the last window after list_changed
-	relist := false             // a re-list for a notification is scheduled
+	relist := false // a re-list for a notification is scheduled
 	var lastSync time.Time
+	var syncTook time.Duration // the last re-list's
 	resync := func() {
+		began := time.Now()
 		ok := m.sync(ctx, sess)
+		syncTook = time.Since(began)
 		synced = synced || ok
 		if ok {
 			pass()
@@ -908,23 +916,27 @@ func (m *Mirror) serve(ctx context.Context, sess *mcp.Session, warm []string) (e
 			return err, synced
 		case <-m.changed:
 			// Coalesce: wait out the debounce window. A server that keeps
-			// notifying soon after each re-list (within twice the last
-			// window, or 2 s: a storm, one notification per list, or one
-			// a little after each, which a window-long test let re-list
-			// three times a second) gets, from the third time in a row,
-			// a window that doubles each time up to MaxStormDelay; a
-			// quiet spell resets it.
+			// notifying right after each re-list (a storm, or one
+			// notification per list) gets, from the third time in a row, a
+			// window that doubles each time up to MaxStormDelay; a quiet
+			// spell resets it.
 			if relist {
 				continue // already covered by the re-list that is scheduled
 			}
-			if time.Since(lastSync) < max(2*listWait, 2*time.Second) {
+			if time.Since(lastSync) < m.opts.Debounce {
 				quick = min(quick+1, 20)
 			} else {
 				quick = 0
 			}
 			relist = true
-			listWait = min(m.opts.Debounce<<max(quick-2, 0), max(m.opts.Debounce, m.opts.MaxStormDelay))
-			schedule(listWait)
+			stormCap := max(m.opts.Debounce, m.opts.MaxStormDelay)
+			wait := min(m.opts.Debounce<<max(quick-2, 0), stormCap)
+			// And re-lists take at most a tenth of the time: a server
+			// notifying a little after each re-list (past the window,
+			// which resets the storm count) had a list of 20,000 re-listed
+			// each second, a quarter of a core.
+			wait = max(wait, min(time.Until(lastSync.Add(relistDutyFactor*syncTook)), stormCap))
+			schedule(wait)
 		case <-fire:
 			fire, relist = nil, false
 			resync()
