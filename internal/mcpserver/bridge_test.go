@@ -1310,20 +1310,22 @@ func TestARestartKeepsThePace(t *testing.T) {
 			t.Fatalf("no state written when the server stopped: %v", err)
 		}
 
-		// While contextd is down the server grows: that is its first list
-		// after the restart, and comes whole; what the pace kept off
-		// before still waits.
+		// While contextd is down (30 min: the burst is whole again) the
+		// server grows: that is growth, as it would have been with
+		// contextd up, and comes after what waited before, which waits
+		// as it did.
 		add("b", 300)
+		time.Sleep(30 * time.Minute)
 		f = newFacade(t, map[string]*mcpsdk.Server{"hub": hub}, opts, engine.Options{})
 		host = f.connect(t, nil)
 		time.Sleep(20 * time.Second)
 		synctest.Wait()
 		n := countListed(t, host, "hub", "")
-		if n < before+300 || n > before+300+5 {
-			t.Errorf("20 s after a restart: %d listed (%d before, 300 added while down); want %d and a few", n, before, before+300)
+		if n < before+128 || n > before+128+5 {
+			t.Errorf("20 s after a restart: %d listed (%d before, 370 waiting, 300 added while down); want %d and a few", n, before, before+128)
 		}
-		if b := countListed(t, host, "hub", "hub://b/"); b != 300 {
-			t.Errorf("of those added while down, %d listed; want all 300", b)
+		if b := countListed(t, host, "hub", "hub://b/"); b != 0 {
+			t.Errorf("of those added while down, %d listed; want none before what waited longer", b)
 		}
 		// What waits keeps coming at the pace.
 		time.Sleep(5 * time.Minute)
@@ -1449,6 +1451,109 @@ func TestTwoRestartsInARowKeepTheBacklogPaced(t *testing.T) {
 		synctest.Wait()
 		if n := countListed(t, host, "hub", ""); n > before+10 {
 			t.Errorf("%v after two restarts 2 s apart: %d listed (%d before); want a few more at the pace", settle+14*time.Second, n, before)
+		}
+	})
+}
+
+// pageURIs returns the URIs addPages(_, prefix, n) adds.
+func pageURIs(prefix string, n int) []string {
+	var uris []string
+	for i := range n {
+		uris = append(uris, fmt.Sprintf("hub://%s/%03d", prefix, i))
+	}
+	return uris
+}
+
+// What a server lacked when the state was written (a bridge that dropped
+// what it passed back while contextd was down) is growth when it comes
+// back after a restart, not listed: kept by what was off the list, it
+// counted as listed, and a loop doubled (429 → 901 of 901).
+func TestEntriesMissingAtARestartComeBackAsGrowth(t *testing.T) {
+	for _, crash := range []bool{false, true} {
+		t.Run(fmt.Sprintf("crash=%v", crash), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				hub := mcptest.NewServer(map[string]string{"hub://0": "a page on the release calendar\n"}, nil)
+				opts := &mcpserver.Options{CheckInterval: 250 * time.Millisecond, PaceBurst: 128, PaceSettle: settle, StateFile: mcpserver.StateFileIn(t.TempDir())}
+				addPages(hub, "a", 300)
+				f := newFacade(t, map[string]*mcpsdk.Server{"hub": hub}, opts, engine.Options{})
+				host := f.connect(t, nil)
+				time.Sleep(settle + 10*time.Second)
+				addPages(hub, "w", 600) // 128 listed, 472 wait
+				time.Sleep(5 * time.Second)
+				synctest.Wait()
+				before := countListed(t, host, "hub", "")
+				host.Close()
+				f.stop()
+				hub.RemoveResources(pageURIs("w", 600)...)
+				f = newFacade(t, map[string]*mcpsdk.Server{"hub": hub}, opts, engine.Options{})
+				host = f.connect(t, nil)
+				time.Sleep(20 * time.Second) // past a periodic write
+				synctest.Wait()
+				saved, err := os.ReadFile(opts.StateFile)
+				if err != nil {
+					t.Fatal(err)
+				}
+				host.Close()
+				f.stop()
+				if crash {
+					// A crash: what the last periodic write saw.
+					if err := os.WriteFile(opts.StateFile, saved, 0o600); err != nil {
+						t.Fatal(err)
+					}
+				}
+				addPages(hub, "w", 600)
+				f = newFacade(t, map[string]*mcpsdk.Server{"hub": hub}, opts, engine.Options{})
+				host = f.connect(t, nil)
+				time.Sleep(3 * time.Second)
+				synctest.Wait()
+				// Up to the most it had listed (the room of what left), and
+				// the allowance: no more than it had.
+				if n := countListed(t, host, "hub", ""); n > before+5 {
+					t.Errorf("3 s after the second restart: %d listed (%d before the first); want no more than before and a few", n, before)
+				}
+				time.Sleep(60 * time.Second)
+				synctest.Wait()
+				if n := countListed(t, host, "hub", ""); n < before || n > before+12 {
+					t.Errorf("a minute later: %d listed (%d before the first restart); want the pace's few more", n, before)
+				}
+			})
+		})
+	}
+}
+
+// A server that lists nothing at its first sync after a restart (a bridge
+// whose upstream is down) and all it had and more later is paced as if
+// it had listed all at once: what it adds is growth. Its restore waited
+// for its first list, and all of that counted as listed.
+func TestAServerEmptyAtItsFirstSyncAfterARestartIsPaced(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		hub := mcptest.NewServer(map[string]string{"hub://0": "a page on the release calendar\n"}, nil)
+		opts := &mcpserver.Options{CheckInterval: 250 * time.Millisecond, PaceBurst: 128, PaceSettle: settle, StateFile: mcpserver.StateFileIn(t.TempDir())}
+		addPages(hub, "a", 300)
+		f := newFacade(t, map[string]*mcpsdk.Server{"hub": hub}, opts, engine.Options{})
+		host := f.connect(t, nil)
+		time.Sleep(settle + 10*time.Second)
+		addPages(hub, "w", 600)
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		before := countListed(t, host, "hub", "")
+		host.Close()
+		f.stop()
+		hub.RemoveResources(append(append(pageURIs("a", 300), pageURIs("w", 600)...), "hub://0")...)
+		f = newFacade(t, map[string]*mcpsdk.Server{"hub": hub}, opts, engine.Options{})
+		host = f.connect(t, nil)
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		addPages(hub, "a", 300)
+		addPages(hub, "w", 600)
+		addPages(hub, "n", 1000)
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		if n := countListed(t, host, "hub", ""); n > before+10 {
+			t.Errorf("5 s after the server listed all it had and 1,000 new: %d listed (%d before the restart); want what it had listed and a few", n, before)
+		}
+		if n := countListed(t, host, "hub", "hub://a/"); n != 300 {
+			t.Errorf("%d of the 300 it had listed are listed again; want all", n)
 		}
 	})
 }

@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/contextd/contextd/internal/mcp"
@@ -27,12 +28,16 @@ import (
 // file renamed over it, at most each stateSaveEvery, when Run ends and on
 // SaveState; a crash loses what changed since the last write. Entries are
 // kept by a fixed-size hash of their URI (see offKey), so the file's size
-// depends on how many entries were kept off, not on what their servers
-// named them. A file that cannot be read or decoded is logged and ignored:
-// the servers then start as on a first run.
+// depends on how many entries there were, not on what their servers named
+// them. A file that cannot be read or decoded is logged and ignored: the
+// servers then start as on a first run.
 //
 // stateVersion 1 (kept by URI) is not read: its file's size followed its
 // servers' URIs (a few thousand 4 KiB URIs made it hundreds of MiB).
+// Version 2 kept what was off the list and not what was on it, so an
+// entry the mirror lacked at the write (a bridge that had dropped what it
+// passed back while contextd was down) counted as listed at the next
+// start, and a loop doubled; it is read as it was meant, once.
 
 // StateFileIn returns the Options.StateFile for data directory dir, "" for
 // "" (no data directory: paces are kept in memory).
@@ -43,19 +48,19 @@ func StateFileIn(dir string) string {
 	return filepath.Join(dir, "mcp-list-paces.json")
 }
 
-// stateVersion is the version of the file's format.
-const stateVersion = 2
+// stateVersion is the version of the file's format; version 2 is read too.
+const stateVersion = 3
 
 // stateSaveEvery is how often Run writes what changed.
 const stateSaveEvery = 15 * time.Second
 
-// maxStateBytes bounds the file read at start: 100,000 entries kept off
+// maxStateBytes bounds the file read at start: 100,000 entries
 // (mcp.DefaultMaxResources) for each of a hundred servers, at about 40
 // bytes each.
 const maxStateBytes = 512 << 20
 
-// offKey returns the key an entry kept off is saved under: the first 8
-// bytes of its URI's SHA-256, in hexadecimal.
+// offKey returns the key an entry is saved under: the first 8 bytes of its
+// URI's SHA-256, in hexadecimal.
 func offKey(uri string) string {
 	h := sha256.Sum256([]byte(uri))
 	return hex.EncodeToString(h[:8])
@@ -73,15 +78,32 @@ type savedPace struct {
 	Most   int     `json:"most"`   // the most entries listed at once
 	Tokens float64 `json:"tokens"` // its allowance at At
 	At     int64   `json:"at"`     // Unix milliseconds
-	// Off holds its mirrored entries that were not on the list, by
-	// offKey of their upstream URI, each with since when (Unix
-	// milliseconds).
-	Off map[string]int64 `json:"off,omitempty"`
+	// Listed holds its entries on the list, by offKey of their upstream
+	// URI; Off its mirrored entries that were not, each with since when
+	// (Unix milliseconds). At the next start only those listed come at
+	// once; the others are growth, those of Off with their old times.
+	Listed []string          `json:"listed"`
+	Off    map[string]int64 `json:"off,omitempty"`
 	// While its first list had not settled: until when (Unix
 	// milliseconds; zero once settled), and the most entries other
 	// filters had let through (see listPace.settle).
 	SettleUntil int64 `json:"settle_until,omitempty"`
 	Size        int   `json:"size,omitempty"`
+
+	// listed is Listed as a set; nil when the file was of version 2
+	// (everything mirrored but Off counts as listed).
+	listed map[string]bool
+}
+
+// wasListed reports whether the entry of upstream URI uri was on the list
+// when the file was written.
+func (p *savedPace) wasListed(uri string) bool {
+	k := offKey(uri)
+	if p.listed == nil {
+		_, off := p.Off[k]
+		return !off
+	}
+	return p.listed[k]
 }
 
 // loadState reads the state file at path, of at most maxBytes; nil, with
@@ -106,7 +128,7 @@ func loadState(path string, burst float64, maxBytes int64) (map[string]*savedPac
 	if err := json.Unmarshal(data, &st); err != nil {
 		return nil, err
 	}
-	if st.Version != stateVersion {
+	if st.Version != stateVersion && st.Version != 2 {
 		return nil, fmt.Errorf("format version %d, want %d", st.Version, stateVersion)
 	}
 	for name, p := range st.Servers {
@@ -120,6 +142,13 @@ func loadState(path string, burst float64, maxBytes int64) (map[string]*savedPac
 			p.Tokens = 0
 		}
 		p.Tokens = min(p.Tokens, burst)
+		if st.Version != 2 {
+			p.listed = make(map[string]bool, len(p.Listed))
+			for _, k := range p.Listed {
+				p.listed[k] = true
+			}
+		}
+		p.Listed = nil
 	}
 	return st.Servers, nil
 }
@@ -134,10 +163,12 @@ func writeState(path string, servers map[string]*savedPace) error {
 }
 
 // restore returns the listPace saved as p, brought up to now, for a server
-// whose mirror holds all now. Its first list is not whole: what was kept
-// off waits as it did (since its time), as growth, and its allowance is
-// what it had, grown by the time contextd was down; what it had listed,
-// up to the most it had, takes no pace. A first list that had not settled
+// whose mirror holds all now. Its first list is not whole: what it had
+// listed comes at once (up to the most it had); the rest is growth — what
+// was kept off waiting as it did (since its time), what it lists anew
+// (added while contextd was down, or dropped from its list at the write
+// and back) since now — and its allowance is what it had, grown by the
+// time contextd was down. A first list that had not settled
 // settles when it would have (at once if that time passed), counting all
 // the server lists then, what waited included: its backlog comes then, as
 // without the restart. A settled one opens no window: what the server
@@ -152,9 +183,14 @@ func (p *savedPace) restore(now time.Time, burst float64, all []resource.Descrip
 	lp.tokens = lp.allowance(now)
 	lp.at = now
 	for _, d := range all {
-		if at, ok := p.Off[offKey(d.URI)]; ok {
-			lp.since[d.Key()] = time.UnixMilli(min(at, now.UnixMilli()))
+		if p.wasListed(d.URI) {
+			continue
 		}
+		at, ok := p.Off[offKey(d.URI)]
+		if !ok {
+			at = now.UnixMilli()
+		}
+		lp.since[d.Key()] = time.UnixMilli(min(at, now.UnixMilli()))
 	}
 	lp.most = max(p.Most, len(all)-len(lp.since))
 	if p.SettleUntil != 0 {
@@ -229,12 +265,36 @@ func (s *Server) savePaces(force bool) {
 			l[k.URI] = true
 		}
 	}
+	var older []string // of version 2: what was listed is what the mirror holds but Off
 	for name, p := range s.prior {
 		if _, ok := versions[name]; ok && servers[name] == nil {
-			servers[name] = p // its first sync of this run has not ended
+			// Its first sync of this run has not ended: written as read.
+			q := *p
+			q.Listed = make([]string, 0, len(p.listed))
+			for k := range p.listed {
+				q.Listed = append(q.Listed, k)
+			}
+			slices.Sort(q.Listed)
+			servers[name] = &q
+			if p.listed == nil {
+				older = append(older, name)
+			}
 		}
 	}
 	s.mu.Unlock()
+	for _, name := range older {
+		all, err := s.eng.Descriptors(name)
+		if err != nil {
+			servers[name] = nil // gone meanwhile
+			continue
+		}
+		for _, d := range all {
+			if servers[name].wasListed(d.URI) {
+				servers[name].Listed = append(servers[name].Listed, offKey(d.URI))
+			}
+		}
+		slices.Sort(servers[name].Listed)
+	}
 	for name, l := range listed {
 		all, err := s.eng.Descriptors(name)
 		if err != nil {
@@ -252,6 +312,11 @@ func (s *Server) savePaces(force bool) {
 			}
 		}
 		servers[name].Off = off
+		servers[name].Listed = make([]string, 0, len(l))
+		for uri := range l {
+			servers[name].Listed = append(servers[name].Listed, offKey(uri))
+		}
+		slices.Sort(servers[name].Listed)
 	}
 	for name, p := range servers {
 		if p == nil {
@@ -263,7 +328,7 @@ func (s *Server) savePaces(force bool) {
 	defer s.mu.Unlock()
 	switch {
 	case err != nil && s.stateErr == "":
-		s.log.Warn("saving the resource list paces failed: a restart now gives every server a first list again; retrying", "file", s.opts.StateFile, "err", err)
+		s.log.Warn("saving the resource list paces failed: a restart now reads the last ones saved (what was listed since comes at the pace); retrying", "file", s.opts.StateFile, "err", err)
 	case err == nil && s.stateErr != "":
 		s.log.Info("saving the resource list paces works again", "file", s.opts.StateFile)
 	}

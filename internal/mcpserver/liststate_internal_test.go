@@ -46,6 +46,23 @@ func TestSavedPacesAreCheckedWhenRead(t *testing.T) {
 	if d := got["d"]; d == nil || d.Most != mcp.DefaultMaxResources || d.Size != 0 {
 		t.Errorf("d: %+v; want most at the per-server cap, size 0", d)
 	}
+	// Version 3 says what was listed: only that is; version 2 said what
+	// was off: all else is.
+	a, b := offKey("s://a"), offKey("s://b")
+	got, err = loadState(write(`{"version":3,"servers":{"s":{"listed":["`+a+`"],"off":{"`+b+`":1}}}}`), 8, 1<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := got["s"]; s == nil || !s.wasListed("s://a") || s.wasListed("s://b") || s.wasListed("s://new") {
+		t.Errorf("version 3: %+v; want s://a listed, s://b and s://new not", s)
+	}
+	got, err = loadState(write(`{"version":2,"servers":{"s":{"off":{"`+b+`":1}}}}`), 8, 1<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := got["s"]; s == nil || !s.wasListed("s://a") || s.wasListed("s://b") || !s.wasListed("s://new") {
+		t.Errorf("version 2: %+v; want all but s://b listed", s)
+	}
 	big := write(`{"version":2,"servers":{"a":{"off":{"` + strings.Repeat("x", 1<<10) + `":1}}}}`)
 	if _, err := loadState(big, 8, 1<<10); err == nil || !strings.Contains(err.Error(), "larger than") {
 		t.Errorf("an oversized file: %v; want refused for its size", err)
@@ -73,6 +90,17 @@ func TestARestoredPaceKeepsWhatWaited(t *testing.T) {
 	}
 	if p.most != 3 {
 		t.Errorf("most %d; want the 3 not kept off", p.most)
+	}
+	// Saved with what was listed: the rest is growth, what waited with its
+	// time, what is new since now.
+	listed := *saved
+	listed.listed = map[string]bool{offKey("s://a"): true, offKey("s://b"): true}
+	p = listed.restore(now, 8, all)
+	if len(p.since) != 3 || !p.since[resource.Key{Server: "s", URI: "s://c"}].Equal(time.UnixMilli(now.Add(-time.Hour).UnixMilli())) || !p.since[resource.Key{Server: "s", URI: "s://d"}].Equal(time.UnixMilli(now.UnixMilli())) {
+		t.Errorf("with what was listed, waiting %v; want s://c since an hour, s://d since now, s://future", p.since)
+	}
+	if p.most != 2 {
+		t.Errorf("with what was listed, most %d; want the 2 saved", p.most)
 	}
 	if p.tokens < 3.9 || p.tokens > 4.1 {
 		t.Errorf("tokens %.2f; want 1 and 3 for the 30 s down", p.tokens)

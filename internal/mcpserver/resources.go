@@ -285,15 +285,15 @@ func (s *Server) pace(server string, descs, all []resource.Descriptor, still boo
 		// off for now: a hold). A reload that gives it a new mirror keeps
 		// its pace: all the mirror holds then is no first list (what the
 		// copy checks and the pace kept off came whole at each reload).
-		// Nor does a restart of contextd (Options.StateFile): what was
-		// kept off before stays off, and waits as it did.
+		// Nor does a restart of contextd (Options.StateFile): only what
+		// was listed before is listed at once; what was kept off waits
+		// as it did, and what is new is growth.
 		s.stateGen++
 		prior, kept := s.prior[server], 0
-		if prior != nil && len(prior.Off) > 0 {
+		if prior != nil {
 			n := len(descs)
 			descs = slices.DeleteFunc(slices.Clone(descs), func(d resource.Descriptor) bool {
-				_, off := prior.Off[offKey(d.URI)]
-				return off
+				return !prior.wasListed(d.URI)
 			})
 			kept = n - len(descs)
 		}
