@@ -82,7 +82,7 @@ type savedPace struct {
 	// URI; Off its mirrored entries that were not, each with since when
 	// (Unix milliseconds). At the next start only those listed come at
 	// once; the others are growth, those of Off with their old times.
-	Listed []string          `json:"listed"`
+	Listed []string         `json:"listed"`
 	Off    map[string]int64 `json:"off,omitempty"`
 	// While its first list had not settled: until when (Unix
 	// milliseconds; zero once settled), and the most entries other
