@@ -1460,9 +1460,11 @@ func (r *Redactor) Line(text string) string {
 // Control escapes what a terminal would act on: C0 and C1 control
 // characters (ESC starts cursor, title and OSC 8 hyperlink sequences), DEL,
 // bidirectional overrides, the characters that show as nothing (U+200B
-// ZERO WIDTH SPACE, U+00AD SOFT HYPHEN, U+FEFF, word joiners), interlinear
-// annotation marks, and bytes that are not UTF-8. Newlines and tabs
-// are escaped too; see [ControlText] for multi-line text.
+// ZERO WIDTH SPACE, U+00AD SOFT HYPHEN, U+FEFF, word joiners, every other
+// format character and variation selector but the zero-width joiners and
+// an emoji's one presentation selector), interlinear annotation marks,
+// and bytes that are not UTF-8. Newlines and tabs are escaped too; see
+// [ControlText] for multi-line text.
 func Control(s string) string { return escape(s, false) }
 
 // ControlText is Control keeping newlines and tabs, for text shown as a
@@ -1471,22 +1473,27 @@ func ControlText(s string) string { return escape(s, true) }
 
 func escape(s string, keepLines bool) string {
 	clean := true
+	prev := rune(-1)
 	for i, c := range s {
-		if unsafe(c, keepLines) || (c == utf8.RuneError && !validAt(s, i)) {
+		if unsafe(c, prev, keepLines) || (c == utf8.RuneError && !validAt(s, i)) {
 			clean = false
 			break
 		}
+		prev = c
 	}
 	if clean {
 		return s
 	}
 	var b strings.Builder
+	prev = -1
 	for i := 0; i < len(s); {
 		c, n := utf8.DecodeRuneInString(s[i:])
+		was := prev
+		prev = c
 		switch {
 		case c == utf8.RuneError && n <= 1:
 			b.WriteString(`\x` + hex2(s[i]))
-		case unsafe(c, keepLines):
+		case unsafe(c, was, keepLines):
 			switch c {
 			case '\n':
 				b.WriteString(`\n`)
@@ -1519,7 +1526,8 @@ func validAt(s string, i int) bool {
 	return !(c == utf8.RuneError && n <= 1)
 }
 
-func unsafe(c rune, keepLines bool) bool {
+// unsafe reports whether c, after prev (-1 at the start), is escaped.
+func unsafe(c, prev rune, keepLines bool) bool {
 	switch {
 	case c == '\n' || c == '\t':
 		return !keepLines
@@ -1550,6 +1558,20 @@ func unsafe(c rune, keepLines bool) bool {
 	case c >= 0x300 && unicode.Is(unicode.Other_Default_Ignorable_Code_Point, c):
 		// Fillers that show as nothing or a blank (U+3164 HANGUL
 		// FILLER, U+034F COMBINING GRAPHEME JOINER).
+		return true
+	case c == 0xfe0e || c == 0xfe0f:
+		// Text and emoji presentation selectors, which emoji need: one
+		// after a character is kept; a run of them, or one alone or
+		// after a space, is invisible, as below.
+		return prev < 0 || unicode.IsSpace(prev) || unicode.Is(unicode.Variation_Selector, prev)
+	case c == 0x200c || c == 0x200d, unicode.Is(unicode.Prepended_Concatenation_Mark, c):
+		// Zero-width non-joiner and joiner, which scripts and emoji
+		// need; marks shown over the digits that follow.
+		return false
+	case unicode.In(c, unicode.Cf, unicode.Variation_Selector):
+		// Every other format character and variation selector shows as
+		// nothing: 256 variation selectors spell any byte, a text
+		// hidden behind a visible character (for a model reading it).
 		return true
 	}
 	return false

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"golang.org/x/text/unicode/norm"
@@ -93,6 +94,12 @@ func TestControlEscapesWhatATerminalActsOn(t *testing.T) {
 		{"filler\u3164 cgj\u034f", `filler\u3164 cgj\u034f`, `filler\u3164 cgj\u034f`},
 		{"emoji 👩\u200d💻", "emoji 👩\u200d💻", "emoji 👩\u200d💻"},
 		{"shown\ufff9hidden\ufffaruby\ufffb", `shown\ufff9hidden\ufffaruby\ufffb`, `shown\ufff9hidden\ufffaruby\ufffb`},
+		// Variation selectors spell bytes behind a visible character; an
+		// emoji's one presentation selector is kept.
+		{"a\U000e0100\U000e0148\ufe01b", `a\U000e0100\U000e0148\ufe01b`, `a\U000e0100\U000e0148\ufe01b`},
+		{"heart \u2764\ufe0f x\ufe0f\ufe0f \ufe0e", "heart \u2764\ufe0f x\ufe0f\\ufe0f \\ufe0e", "heart \u2764\ufe0f x\ufe0f\\ufe0f \\ufe0e"},
+		{"fmt\u206a\U0001d173\U0001bca0\u180b", `fmt\u206a\U0001d173\U0001bca0\u180b`, `fmt\u206a\U0001d173\U0001bca0\u180b`},
+		{"\u0600\u0661 zwnj\u200cx", "\u0600\u0661 zwnj\u200cx", "\u0600\u0661 zwnj\u200cx"},
 	}
 	for _, tt := range tests {
 		if got := redact.Control(tt.in); got != tt.line {
@@ -101,6 +108,28 @@ func TestControlEscapesWhatATerminalActsOn(t *testing.T) {
 		if got := redact.ControlText(tt.in); got != tt.text {
 			t.Errorf("ControlText(%q) = %q, want %q", tt.in, got, tt.text)
 		}
+	}
+}
+
+// Nothing that shows as nothing reaches a terminal raw: every format
+// character, variation selector and default-ignorable code point is
+// escaped, save the joiners and the marks scripts and emoji need.
+func TestControlLeavesNoInvisibleCharacterRaw(t *testing.T) {
+	kept := map[rune]bool{0x200c: true, 0x200d: true, 0x200e: true, 0x200f: true, 0x61c: true}
+	n := 0
+	for c := rune(0); c <= unicode.MaxRune; c++ {
+		if !unicode.In(c, unicode.Cf, unicode.Variation_Selector, unicode.Other_Default_Ignorable_Code_Point) ||
+			kept[c] || unicode.Is(unicode.Prepended_Concatenation_Mark, c) || !utf8.ValidRune(c) {
+			continue
+		}
+		if s := "x " + string(c); redact.Control(s) == s {
+			if n++; n <= 10 {
+				t.Errorf("U+%04X shown raw", c)
+			}
+		}
+	}
+	if n > 10 {
+		t.Errorf("and %d more", n-10)
 	}
 }
 
