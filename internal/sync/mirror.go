@@ -553,6 +553,12 @@ func (m *Mirror) Ready() <-chan struct{} { return m.ready }
 // it, at most MaxStormDelay after the notification.
 const relistDutyFactor = 10
 
+// maxContentSpacing bounds the wait relistDutyFactor gives a content pass
+// asked for by resources/updated after a long one: reads are not delayed
+// meanwhile (the notification dropped the cached text), only the index's
+// copy of the texts.
+const maxContentSpacing = 5 * time.Minute
+
 // Run mirrors the server until ctx ends, then closes the session. It returns
 // nil on cancellation: that is how a mirror stops.
 //
@@ -808,6 +814,12 @@ func (m *Mirror) serve(ctx context.Context, sess *mcp.Session, warm []string) (e
 		default:
 		}
 	}
+	// What the worker tells this loop of its passes (see recontent below):
+	// whether one runs, when the last ended (Unix nanoseconds) and how
+	// long it took.
+	var passing atomic.Bool
+	var passEnd, passTook atomic.Int64
+	passDone := make(chan struct{}, 1)
 	wctx, stopWorker := context.WithCancel(ctx)
 	var worker gosync.WaitGroup
 	defer func() { stopWorker(); worker.Wait() }()
@@ -842,6 +854,8 @@ func (m *Mirror) serve(ctx context.Context, sess *mcp.Session, warm []string) (e
 			case <-kick:
 			case <-refresh:
 			}
+			began := time.Now()
+			passing.Store(true)
 			// The first pass leaves old text for later, so Ready does not
 			// wait for texts that are only being checked.
 			if m.indexContents(wctx, sess, !first, sessEnd) {
@@ -854,6 +868,13 @@ func (m *Mirror) serve(ctx context.Context, sess *mcp.Session, warm []string) (e
 			if !m.embedPassages(wctx, kick) {
 				pass() // a pass was asked for meanwhile: it goes first
 			}
+			passTook.Store(int64(time.Since(began)))
+			passEnd.Store(time.Now().UnixNano())
+			passing.Store(false)
+			select {
+			case passDone <- struct{}{}:
+			default:
+			}
 			if m.opts.ContentMaxAge > 0 && m.opts.ContentMaxResources >= 0 {
 				refresh = time.After(max(m.opts.ContentMaxAge/4, time.Minute))
 			}
@@ -861,7 +882,14 @@ func (m *Mirror) serve(ctx context.Context, sess *mcp.Session, warm []string) (e
 	})
 	var contentDue <-chan time.Time // a content pass after resources/updated
 	var lastContent time.Time       // when the last one was asked for
+	contentPending := false         // one waits for the running pass to end
 	contentWait, quickContent := m.opts.Debounce, 0
+	// contentSpacing is how long a pass asked for by resources/updated
+	// waits yet for the last one's cost (see relistDutyFactor).
+	contentSpacing := func() time.Duration {
+		end := time.Unix(0, passEnd.Load()).Add(relistDutyFactor * time.Duration(passTook.Load()))
+		return min(time.Until(end), maxContentSpacing)
+	}
 	failures, quick := 0, 0
 	relist := false // a re-list for a notification is scheduled
 	var lastSync time.Time
@@ -948,19 +976,35 @@ func (m *Mirror) serve(ctx context.Context, sess *mcp.Session, warm []string) (e
 			// re-embeds what changed, and a storm would keep it busy for
 			// good. Reads are not delayed: the notification already
 			// dropped the cached text.
-			if contentDue == nil {
-				if time.Since(lastContent) < max(2*contentWait, 2*time.Second) {
+			// And passes take at most about a tenth of the time: a storm
+			// whose passes outlasted the window (64 texts of 8 MB, 22 s a
+			// pass) had them run back to back, half a core for good.
+			if contentDue == nil && !contentPending {
+				last := lastContent
+				if end := time.Unix(0, passEnd.Load()); end.After(last) {
+					last = end
+				}
+				if time.Since(last) < max(2*contentWait, 2*time.Second) {
 					quickContent = min(quickContent+1, 20)
 				} else {
 					quickContent = 0
 				}
 				contentWait = min(m.opts.Debounce<<max(quickContent-2, 0), max(m.opts.Debounce, m.opts.MaxStormDelay))
-				contentDue = time.After(contentWait)
+				contentDue = time.After(max(contentWait, contentSpacing()))
 			}
 		case <-contentDue:
 			contentDue = nil
+			if passing.Load() {
+				contentPending = true // asked for once it ends, spaced by its cost
+				break
+			}
 			lastContent = time.Now()
 			pass()
+		case <-passDone:
+			if contentPending {
+				contentPending = false
+				contentDue = time.After(contentSpacing())
+			}
 		}
 	}
 }
