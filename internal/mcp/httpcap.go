@@ -71,13 +71,40 @@ const maxLegacyCalls = 4096
 
 func newLegacyCalls() *legacyCalls { return &legacyCalls{ids: map[string]uint64{}} }
 
-// add records the call whose raw JSON id is raw.
-func (l *legacyCalls) add(raw []byte) {
+// jsonIDKey returns the idKey of the raw JSON id raw.
+func jsonIDKey(raw []byte) (string, bool) {
 	var v any
 	if json.Unmarshal(raw, &v) != nil {
-		return
+		return "", false
 	}
-	k, ok := rawIDKey(v)
+	return rawIDKey(v)
+}
+
+// waits reports whether the call whose raw JSON id is raw waits for its
+// answer.
+func (l *legacyCalls) waits(raw []byte) bool {
+	k, ok := jsonIDKey(raw)
+	if !ok {
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, ok = l.ids[k]
+	return ok
+}
+
+// takeRaw forgets the call whose raw JSON id is raw.
+func (l *legacyCalls) takeRaw(raw []byte) {
+	if k, ok := jsonIDKey(raw); ok {
+		l.mu.Lock()
+		delete(l.ids, k)
+		l.mu.Unlock()
+	}
+}
+
+// add records the call whose raw JSON id is raw.
+func (l *legacyCalls) add(raw []byte) {
+	k, ok := jsonIDKey(raw)
 	if !ok {
 		return
 	}
@@ -429,6 +456,7 @@ type sseCap struct {
 	legacy    *legacyCalls
 	window    time.Time
 	carried   int
+	answering []byte // the raw id of the call an oversized event answers, if it waits (legacy)
 	lineStart bool
 	out       []byte
 	err       error
@@ -475,7 +503,9 @@ func (s *sseCap) next() {
 			s.flooded()
 			return
 		}
-		s.carried += len(line)
+		if s.answering == nil {
+			s.carried += len(line)
+		}
 	}
 	if s.lineStart && err == nil {
 		if v, ok := bytes.CutPrefix(bytes.TrimRight(line, "\r\n"), []byte("id:")); ok {
@@ -513,6 +543,15 @@ func (s *sseCap) next() {
 		}
 		s.tail = append([]byte(nil), line[max(0, len(line)-256):]...)
 		s.event = nil
+		if s.legacy != nil {
+			if m := idPatterns[0].FindSubmatch(eventData(s.head)); m != nil && s.legacy.waits(m[1]) {
+				// The answer to a call contextd made, too big: it fails
+				// that call alone (skipped to its end, within
+				// skipBound), and counts no more than other answers.
+				s.answering = m[1]
+				s.carried -= s.size
+			}
+		}
 		if s.id != nil && !isRequest(eventData(s.head)) {
 			// The POSTed call's answer, too big: answer it now and read no
 			// more of the stream, as for a JSON body. Reading on to the
@@ -557,6 +596,11 @@ func (s *sseCap) next() {
 		case s.size > 0:
 			s.out = s.oversized(true)
 			s.skipped += s.size
+			if s.answering != nil {
+				s.legacy.takeRaw(s.answering)
+				s.carried -= standaloneEventBytes
+				s.answering = nil
+			}
 		case !valid:
 			s.out = s.malformed()
 		default:

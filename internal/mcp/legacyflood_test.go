@@ -141,4 +141,30 @@ func TestLegacySSEStreamFloodsEndTheSession(t *testing.T) {
 			}
 		}
 	})
+	// An answer over max_message_bytes fails its call alone, as on the
+	// other transports, however large (here three times the stream's
+	// bound): it ended the session.
+	t.Run("oversized answer", func(t *testing.T) {
+		huge := strings.Repeat("z", 6<<20)
+		var reads atomic.Int32
+		srv := &legacyServer{out: make(chan []byte), answer: func(req *jsonrpc.Request) []byte {
+			if reads.Add(1) == 1 {
+				return []byte(`{"contents":[{"uri":"x://a","text":"` + huge + `"}]}`)
+			}
+			return []byte(`{"contents":[{"uri":"x://a","text":"small"}]}`)
+		}}
+		hs := httptest.NewServer(srv)
+		t.Cleanup(hs.Close)
+		sess, err := mcp.Connect(t.Context(), config.Server{Name: "old", Transport: config.TransportSSE, URL: hs.URL}, &mcp.Options{KeepAlive: -1, MaxMessageBytes: limit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { sess.Close() })
+		if _, err := sess.Read(t.Context(), "x://a"); err == nil || !strings.Contains(err.Error(), "max_message_bytes") {
+			t.Fatalf("the oversized read = %v; want a failure naming max_message_bytes", err)
+		}
+		if cs, err := sess.Read(t.Context(), "x://a"); err != nil || len(cs) != 1 || cs[0].Text != "small" {
+			t.Fatalf("the next read = %v, %v; want the session up and its answer", cs, err)
+		}
+	})
 }

@@ -1560,14 +1560,19 @@ func unsafe(c, prev rune, keepLines bool) bool {
 		// FILLER, U+034F COMBINING GRAPHEME JOINER).
 		return true
 	case c == 0xfe0e || c == 0xfe0f:
-		// Text and emoji presentation selectors, which emoji need: one
-		// after a character is kept; a run of them, or one alone or
-		// after a space, is invisible, as below.
-		return prev < 0 || unicode.IsSpace(prev) || unicode.Is(unicode.Variation_Selector, prev)
-	case c == 0x200c || c == 0x200d, unicode.Is(unicode.Prepended_Concatenation_Mark, c):
+		// Text and emoji presentation selectors, which emoji (and
+		// keycaps: digits, # and *) need: one after such a character is
+		// kept; after a letter of ASCII, a space, another invisible
+		// character or nothing, it hides, as below.
+		return prev < 0 || prev < 0x80 && (unicode.IsLetter(prev) || unicode.IsSpace(prev)) || hidden(prev)
+	case c == 0x200c || c == 0x200d:
 		// Zero-width non-joiner and joiner, which scripts and emoji
-		// need; marks shown over the digits that follow.
-		return false
+		// need: one after a character (an emoji's presentation selector
+		// included) is kept; in a run, or after a space, they hide.
+		return prev < 0 || unicode.IsSpace(prev) || prev == 0x200c || prev == 0x200d
+	case unicode.Is(unicode.Prepended_Concatenation_Mark, c):
+		// Marks shown over the digits that follow; a run of them hides.
+		return unicode.Is(unicode.Prepended_Concatenation_Mark, prev)
 	case unicode.In(c, unicode.Cf, unicode.Variation_Selector):
 		// Every other format character and variation selector shows as
 		// nothing: 256 variation selectors spell any byte, a text
@@ -1575,6 +1580,12 @@ func unsafe(c, prev rune, keepLines bool) bool {
 		return true
 	}
 	return false
+}
+
+// hidden reports whether c shows as nothing: a format character (the
+// joiners too) or a variation selector.
+func hidden(c rune) bool {
+	return c >= 0 && unicode.In(c, unicode.Cf, unicode.Variation_Selector)
 }
 
 func hex2(b byte) string {

@@ -97,9 +97,16 @@ func TestControlEscapesWhatATerminalActsOn(t *testing.T) {
 		// Variation selectors spell bytes behind a visible character; an
 		// emoji's one presentation selector is kept.
 		{"a\U000e0100\U000e0148\ufe01b", `a\U000e0100\U000e0148\ufe01b`, `a\U000e0100\U000e0148\ufe01b`},
-		{"heart \u2764\ufe0f x\ufe0f\ufe0f \ufe0e", "heart \u2764\ufe0f x\ufe0f\\ufe0f \\ufe0e", "heart \u2764\ufe0f x\ufe0f\\ufe0f \\ufe0e"},
+		{"heart \u2764\ufe0f \u2764\ufe0f\ufe0f \ufe0e", "heart \u2764\ufe0f \u2764\ufe0f\\ufe0f \\ufe0e", "heart \u2764\ufe0f \u2764\ufe0f\\ufe0f \\ufe0e"},
 		{"fmt\u206a\U0001d173\U0001bca0\u180b", `fmt\u206a\U0001d173\U0001bca0\u180b`, `fmt\u206a\U0001d173\U0001bca0\u180b`},
 		{"\u0600\u0661 zwnj\u200cx", "\u0600\u0661 zwnj\u200cx", "\u0600\u0661 zwnj\u200cx"},
+		// Runs of joiners and selectors hide bytes too; an emoji's
+		// sequence, a keycap and a joined emoji do not.
+		{"a\u200d\ufe0f\u200d\ufe0e", "a\u200d\\ufe0f\u200d\\ufe0e", "a\u200d\\ufe0f\u200d\\ufe0e"},
+		{"a\u200d\u200c\u200d", "a\u200d\\u200c\\u200d", "a\u200d\\u200c\\u200d"},
+		{"b\ufe0ey\ufe0f", "b\\ufe0ey\\ufe0f", "b\\ufe0ey\\ufe0f"},
+		{"\u0600\u0600\u0600", "\u0600\\u0600\\u0600", "\u0600\\u0600\\u0600"},
+		{"eye \U0001f441\ufe0f\u200d\U0001f5e8\ufe0f 1\ufe0f\u20e3", "eye \U0001f441\ufe0f\u200d\U0001f5e8\ufe0f 1\ufe0f\u20e3", "eye \U0001f441\ufe0f\u200d\U0001f5e8\ufe0f 1\ufe0f\u20e3"},
 	}
 	for _, tt := range tests {
 		if got := redact.Control(tt.in); got != tt.line {
