@@ -3,6 +3,7 @@ package mcpserver_test
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -1554,6 +1555,96 @@ func TestAServerEmptyAtItsFirstSyncAfterARestartIsPaced(t *testing.T) {
 		}
 		if n := countListed(t, host, "hub", "hub://a/"); n != 300 {
 			t.Errorf("%d of the 300 it had listed are listed again; want all", n)
+		}
+	})
+}
+
+// A state file of the previous format (which said what was off the list,
+// not what was on it) is read as it was meant even when the server lists
+// nothing at the first sync after it: rewritten then, what was listed
+// had been worked out from an empty mirror, and the honest pages waited
+// behind the backlog (an hour) at the next start.
+func TestAnOlderStateFileKeepsWhatWasListedThroughAnEmptyStart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		hub := mcptest.NewServer(map[string]string{"hub://0": "a page on the release calendar\n"}, nil)
+		opts := &mcpserver.Options{CheckInterval: 250 * time.Millisecond, PaceBurst: 128, PaceSettle: settle, StateFile: mcpserver.StateFileIn(t.TempDir())}
+		addPages(hub, "a", 300)
+		f := newFacade(t, map[string]*mcpsdk.Server{"hub": hub}, opts, engine.Options{})
+		host := f.connect(t, nil)
+		time.Sleep(settle + 10*time.Second)
+		addPages(hub, "w", 600) // 128 listed, 472 wait
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		host.Close()
+		f.stop()
+		// Written as version 2 would have been.
+		data, err := os.ReadFile(opts.StateFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st map[string]any
+		if err := json.Unmarshal(data, &st); err != nil {
+			t.Fatal(err)
+		}
+		st["version"] = 2
+		for _, p := range st["servers"].(map[string]any) {
+			delete(p.(map[string]any), "listed")
+		}
+		if data, err = json.Marshal(st); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(opts.StateFile, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		all := append(append(pageURIs("a", 300), pageURIs("w", 600)...), "hub://0")
+		hub.RemoveResources(all...)
+		f = newFacade(t, map[string]*mcpsdk.Server{"hub": hub}, opts, engine.Options{})
+		host = f.connect(t, nil)
+		time.Sleep(20 * time.Second) // past a periodic write
+		synctest.Wait()
+		host.Close()
+		f.stop()
+		addPages(hub, "a", 300)
+		addPages(hub, "w", 600)
+		hub.AddResource(&mcpsdk.Resource{URI: "hub://0", Name: "hub://0", MIMEType: "text/plain"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+			return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: "hub://0", MIMEType: "text/plain", Text: "a page on the release calendar\n"}}}, nil
+		})
+		f = newFacade(t, map[string]*mcpsdk.Server{"hub": hub}, opts, engine.Options{})
+		host = f.connect(t, nil)
+		time.Sleep(3 * time.Second)
+		synctest.Wait()
+		if n := countListed(t, host, "hub", "hub://a/"); n != 300 {
+			t.Errorf("3 s after the second start: %d of the 300 pages listed before; want all", n)
+		}
+	})
+}
+
+// After a restart, a server that renamed what it lists while contextd was
+// down gets its renamed entries in place of the old up to the most it had
+// listed at once, whatever its allowance: with none left, they waited for
+// its next entry's time (10 s).
+func TestRenamesAfterARestartComeAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		hub := mcptest.NewServer(map[string]string{"hub://0": "a page on the release calendar\n"}, nil)
+		opts := &mcpserver.Options{CheckInterval: 250 * time.Millisecond, PaceBurst: 128, PaceSettle: settle, StateFile: mcpserver.StateFileIn(t.TempDir())}
+		addPages(hub, "a", 300)
+		f := newFacade(t, map[string]*mcpsdk.Server{"hub": hub}, opts, engine.Options{})
+		host := f.connect(t, nil)
+		time.Sleep(settle + 10*time.Second)
+		addPages(hub, "w", 600) // the burst spent: 128 listed, 472 wait
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		before := countListed(t, host, "hub", "")
+		host.Close()
+		f.stop()
+		hub.RemoveResources(append(append(pageURIs("a", 300), pageURIs("w", 600)...), "hub://0")...)
+		addPages(hub, "r", before) // renamed: as many as were listed
+		f = newFacade(t, map[string]*mcpsdk.Server{"hub": hub}, opts, engine.Options{})
+		host = f.connect(t, nil)
+		time.Sleep(3 * time.Second)
+		synctest.Wait()
+		if n := countListed(t, host, "hub", "hub://r/"); n != before {
+			t.Errorf("3 s after a restart: %d of %d renamed entries listed; want all", n, before)
 		}
 	})
 }

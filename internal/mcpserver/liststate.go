@@ -82,7 +82,7 @@ type savedPace struct {
 	// URI; Off its mirrored entries that were not, each with since when
 	// (Unix milliseconds). At the next start only those listed come at
 	// once; the others are growth, those of Off with their old times.
-	Listed []string         `json:"listed"`
+	Listed []string         `json:"listed"` // null: not said (see listed)
 	Off    map[string]int64 `json:"off,omitempty"`
 	// While its first list had not settled: until when (Unix
 	// milliseconds; zero once settled), and the most entries other
@@ -90,8 +90,8 @@ type savedPace struct {
 	SettleUntil int64 `json:"settle_until,omitempty"`
 	Size        int   `json:"size,omitempty"`
 
-	// listed is Listed as a set; nil when the file was of version 2
-	// (everything mirrored but Off counts as listed).
+	// listed is Listed as a set; nil when the file did not say (version
+	// 2, or Listed null): everything mirrored but Off counts as listed.
 	listed map[string]bool
 }
 
@@ -142,7 +142,7 @@ func loadState(path string, burst float64, maxBytes int64) (map[string]*savedPac
 			p.Tokens = 0
 		}
 		p.Tokens = min(p.Tokens, burst)
-		if st.Version != 2 {
+		if p.Listed != nil { // null (or version 2): what was listed is unknown
 			p.listed = make(map[string]bool, len(p.Listed))
 			for _, k := range p.Listed {
 				p.listed[k] = true
@@ -192,7 +192,14 @@ func (p *savedPace) restore(now time.Time, burst float64, all []resource.Descrip
 		}
 		lp.since[d.Key()] = time.UnixMilli(min(at, now.UnixMilli()))
 	}
-	lp.most = max(p.Most, len(all)-len(lp.since))
+	// Up to the most it had listed, entries taking the place of others
+	// come at once; but the room the list had left when written is not
+	// for what was kept off then: with room left, only another filter
+	// (the copy checks, a hold) kept those off, and what those had found
+	// is not kept across the restart (in a loop of two, each restart let
+	// what they held back fill the room).
+	lp.most = max(p.Most-len(p.Off), len(p.listed), len(all)-len(lp.since))
+	lp.restored = true
 	if p.SettleUntil != 0 {
 		lp.settleUntil = time.UnixMilli(p.SettleUntil)
 		if lp.settleUntil.Before(now) {
@@ -265,36 +272,22 @@ func (s *Server) savePaces(force bool) {
 			l[k.URI] = true
 		}
 	}
-	var older []string // of version 2: what was listed is what the mirror holds but Off
 	for name, p := range s.prior {
 		if _, ok := versions[name]; ok && servers[name] == nil {
-			// Its first sync of this run has not ended: written as read.
+			// Its first sync of this run has not ended: written as read
+			// (Listed null if the file did not say).
 			q := *p
-			q.Listed = make([]string, 0, len(p.listed))
-			for k := range p.listed {
-				q.Listed = append(q.Listed, k)
+			if p.listed != nil {
+				q.Listed = make([]string, 0, len(p.listed))
+				for k := range p.listed {
+					q.Listed = append(q.Listed, k)
+				}
+				slices.Sort(q.Listed)
 			}
-			slices.Sort(q.Listed)
 			servers[name] = &q
-			if p.listed == nil {
-				older = append(older, name)
-			}
 		}
 	}
 	s.mu.Unlock()
-	for _, name := range older {
-		all, err := s.eng.Descriptors(name)
-		if err != nil {
-			servers[name] = nil // gone meanwhile
-			continue
-		}
-		for _, d := range all {
-			if servers[name].wasListed(d.URI) {
-				servers[name].Listed = append(servers[name].Listed, offKey(d.URI))
-			}
-		}
-		slices.Sort(servers[name].Listed)
-	}
 	for name, l := range listed {
 		all, err := s.eng.Descriptors(name)
 		if err != nil {

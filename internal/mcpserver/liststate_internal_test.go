@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -119,5 +120,47 @@ func TestOffKeysHaveAFixedSize(t *testing.T) {
 	long := "file:///" + strings.Repeat("&", 4000)
 	if a, b := offKey(long), offKey("x://a"); len(a) != 16 || len(b) != 16 || a == b {
 		t.Errorf("keys %q, %q; want 16 hexadecimal digits each, distinct", a, b)
+	}
+}
+
+// After a restart the room up to the most a server had listed is not for
+// what was kept off when the state was written: with room left, another
+// filter (the copy checks, a hold) kept those off, and what it had found
+// is gone with the restart. In a loop of two daemons each restart let
+// what the copy checks held back fill the room (the list ×1.6–1.8).
+func TestARestoredPaceGivesNoRoomToWhatWasKeptOff(t *testing.T) {
+	now := time.Now()
+	var all []resource.Descriptor
+	listed, off := map[string]bool{}, map[string]int64{}
+	for i := range 20 {
+		u := fmt.Sprintf("s://%d", i)
+		all = append(all, resource.Descriptor{Server: "s", URI: u})
+		if i < 5 {
+			listed[offKey(u)] = true
+		} else {
+			off[offKey(u)] = now.UnixMilli()
+		}
+	}
+	p := (&savedPace{Most: 18, At: now.UnixMilli(), listed: listed, Off: off}).restore(now, 8, all)
+	if p.most != 5 || len(p.since) != 15 {
+		t.Errorf("most %d, %d waiting; want the 5 listed, 15 waiting", p.most, len(p.since))
+	}
+	// Room the pace left is kept: a server that shrank keeps its most.
+	p = (&savedPace{Most: 18, At: now.UnixMilli(), listed: listed}).restore(now, 8, all[:5])
+	if p.most != 18 {
+		t.Errorf("a server that shrank from 18 to 5: most %d; want 18", p.most)
+	}
+	// A version 3 file that did not say what was listed reads as version 2.
+	dir := t.TempDir()
+	path := filepath.Join(dir, "state.json")
+	if err := os.WriteFile(path, []byte(`{"version":3,"servers":{"s":{"listed":null,"off":{"`+offKey("s://9")+`":1}}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, err := loadState(path, 8, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := got["s"]; s == nil || s.listed != nil || !s.wasListed("s://1") || s.wasListed("s://9") {
+		t.Errorf("listed null: %+v; want everything but Off listed", s)
 	}
 }

@@ -73,7 +73,7 @@ func (s *Server) refresh() {
 				break
 			}
 		}
-		if p := s.paces[server]; p != nil && len(p.since) > 0 && !held[server] && (p.allowance(now) >= 1 || !p.settleUntil.IsZero() && p.settled(now)) {
+		if p := s.paces[server]; p != nil && len(p.since) > 0 && !held[server] && (p.restored || p.allowance(now) >= 1 || !p.settleUntil.IsZero() && p.settled(now)) {
 			waited = true // entries kept off for want of pace may come now
 		}
 		if old, ok := s.seen[server]; !ok || old != v || again || waited || contents[server] != s.seenContents[server] || held[server] != (s.holding[server] != nil) || checked[server] != (s.checked[server] != nil) {
@@ -310,6 +310,7 @@ func (s *Server) pace(server string, descs, all []resource.Descriptor, still boo
 	}
 	s.stateGen++
 	p.tokens, p.at = p.allowance(now), now
+	p.restored = false
 	type entry struct {
 		i  int       // in descs
 		at time.Time // since when it waits
@@ -394,6 +395,9 @@ type listPace struct {
 	since  map[resource.Key]time.Time
 	most   int  // the most entries of the server the list held
 	logged bool // its first wait was logged
+	// restored: brought back from Options.StateFile and not applied
+	// since; what waits may take the room up to most at once.
+	restored bool
 	// While its first list settles (see settle): until when (zero once
 	// settled), and the most entries other filters let through meanwhile.
 	settleUntil time.Time
