@@ -526,3 +526,31 @@ func TestRecordRoundTrip(t *testing.T) {
 		t.Error("a vector length of 2^62 decoded")
 	}
 }
+
+// A document file that inflates to more than any document written here
+// (a vector of millions of zeros compresses to next to nothing) fails to
+// read, as a torn one, without being decoded whole.
+func TestADocumentFileInflatingPastItsBoundFails(t *testing.T) {
+	old := maxDocFileBytes
+	maxDocFileBytes = 1 << 20
+	t.Cleanup(func() { maxDocFileBytes = old })
+	p := filepath.Join(t.TempDir(), "0badc0d1.gob.gz")
+	write := func(n int) {
+		data, err := encodeDoc(&chromem.Document{ID: "s\x00x://a", Embedding: make([]float32, n)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(2 << 20) // 2 MiB of gob: one byte a zero
+	var zr *gzip.Reader
+	if d, err := readDoc(p, &zr, bufio.NewReader(nil)); err == nil {
+		t.Fatalf("a document inflating to 2 MiB read (%d floats); want it refused past 1 MiB", len(d.Embedding))
+	}
+	write(512)
+	if d, err := readDoc(p, &zr, bufio.NewReader(nil)); err != nil || len(d.Embedding) != 512 {
+		t.Fatalf("a small document: %v; want it read", err)
+	}
+}

@@ -442,6 +442,10 @@ func readGob(p string, v any) error {
 
 // readDoc decodes the document file at p, reusing *zr and br. The gzip
 // trailer (CRC-32 and length) is checked: a file cut short is an error.
+// maxDocFileBytes bounds what one document file may inflate to (see
+// readDoc); a variable for tests.
+var maxDocFileBytes int64 = 16 << 20
+
 func readDoc(p string, zr **gzip.Reader, br *bufio.Reader) (*chromem.Document, error) {
 	// A named pipe or a device in a document's place would block the
 	// open, and the load with it, for good.
@@ -466,6 +470,11 @@ func readDoc(p string, zr **gzip.Reader, br *bufio.Reader) (*chromem.Document, e
 		}
 		r = *zr
 	}
+	// A document is at most MaxContentBytes of text, a vector and a
+	// descriptor's fields: a file that inflates to more was not written
+	// here (190 KB of gzip held an 800 MB vector of zeros: 5.6 GB at
+	// load for four of them). Read so far, it fails like a torn one.
+	r = io.LimitReader(r, maxDocFileBytes)
 	d := &chromem.Document{}
 	if err := gob.NewDecoder(r).Decode(d); err != nil {
 		return nil, err
