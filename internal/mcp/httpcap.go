@@ -457,6 +457,7 @@ type sseCap struct {
 	window    time.Time
 	carried   int
 	answering []byte // the raw id of the call an oversized event answers, if it waits (legacy)
+	exempt    int    // what of that event may yet pass uncounted
 	lineStart bool
 	out       []byte
 	err       error
@@ -503,7 +504,11 @@ func (s *sseCap) next() {
 			s.flooded()
 			return
 		}
-		if s.answering == nil {
+		if s.exempt > 0 && s.size > 0 {
+			n := min(s.exempt, len(line))
+			s.exempt -= n
+			s.carried += len(line) - n
+		} else {
 			s.carried += len(line)
 		}
 	}
@@ -515,11 +520,16 @@ func (s *sseCap) next() {
 		}
 	}
 	blank := s.lineStart && (string(line) == "\n" || string(line) == "\r\n")
-	if s.lineStart && !blank && err == nil && ignorableLine(line) {
-		return // a field the SSE spec ignores, which the go-sdk rejects
-	}
-	if s.lineStart && err == nil && shortRetry(line) {
-		return // the go-sdk's own backoff applies
+	if s.lineStart && !blank && err == nil && (ignorableLine(line) || shortRetry(line)) {
+		// A field the SSE spec ignores, which the go-sdk rejects, or a
+		// retry field under minRetry (the go-sdk's own backoff applies):
+		// dropped, but read, so inside an oversized event it counts
+		// towards the bound on what is skipped.
+		if s.size > 0 {
+			s.size += len(line)
+			s.stopSkipping()
+		}
+		return
 	}
 	s.lineStart = err == nil
 	switch {
@@ -527,12 +537,7 @@ func (s *sseCap) next() {
 		s.size += len(line)
 		s.tail = append(s.tail, line...)
 		s.tail = s.tail[max(0, len(s.tail)-256):]
-		if b := skipBound(s.max); b > 0 && s.skipped+s.size > b {
-			// An event that does not end, or oversized events that do not
-			// stop: stop reading (the stream with them).
-			s.out = s.oversized(false)
-			s.err = errEndless
-			s.body.Close()
+		if s.stopSkipping() {
 			return
 		}
 	case len(s.event)+len(line) > s.max:
@@ -546,10 +551,12 @@ func (s *sseCap) next() {
 		if s.legacy != nil {
 			if m := idPatterns[0].FindSubmatch(eventData(s.head)); m != nil && s.legacy.waits(m[1]) {
 				// The answer to a call contextd made, too big: it fails
-				// that call alone (skipped to its end, within
-				// skipBound), and counts no more than other answers.
+				// that call alone, and its first twice max_message_bytes
+				// count no more than other answers; past them it counts
+				// (an answer that never ends floods like anything else).
 				s.answering = m[1]
-				s.carried -= s.size
+				s.exempt = max(0, 2*s.max-s.size)
+				s.carried -= min(s.size, 2*s.max)
 			}
 		}
 		if s.id != nil && !isRequest(eventData(s.head)) {
@@ -599,7 +606,7 @@ func (s *sseCap) next() {
 			if s.answering != nil {
 				s.legacy.takeRaw(s.answering)
 				s.carried -= standaloneEventBytes
-				s.answering = nil
+				s.answering, s.exempt = nil, 0
 			}
 		case !valid:
 			s.out = s.malformed()
@@ -650,6 +657,19 @@ func (s *sseCap) flooded() {
 
 // errFlooded ends an event stream closed by sseCap.flooded.
 var errFlooded = errors.New("mcp: the server sent more than twice max_message_bytes within a minute on its event stream")
+
+// stopSkipping ends the stream when the oversized events skipped on it
+// pass skipBound (one that does not end, or ones that do not stop), and
+// reports whether it did.
+func (s *sseCap) stopSkipping() bool {
+	if b := skipBound(s.max); b > 0 && s.skipped+s.size > b {
+		s.out = s.oversized(false)
+		s.err = errEndless
+		s.body.Close()
+		return true
+	}
+	return false
+}
 
 // failCall ends the call's stream with an error answer: the server sent
 // more than max_message_bytes on its streams besides the answer (see

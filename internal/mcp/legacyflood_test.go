@@ -1,6 +1,8 @@
 package mcp_test
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -21,10 +23,11 @@ import (
 // carries the answers to the calls POSTed to its endpoint, and, once the
 // session is initialized, flood (if set) written over and over.
 type legacyServer struct {
-	flood  string
-	answer func(req *jsonrpc.Request) []byte // a read's result; nil: {}
-	out    chan []byte
-	sent   atomic.Int64 // bytes of flood written
+	flood   string
+	answer  func(req *jsonrpc.Request) []byte // a read's result; nil: {}
+	endless func(id jsonrpc.ID)               // if set, answers reads on its own
+	out     chan []byte
+	sent    atomic.Int64 // bytes of flood written
 }
 
 func (l *legacyServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -71,6 +74,10 @@ func (l *legacyServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "initialize":
 		resp.Result = []byte(`{"protocolVersion":"2024-11-05","capabilities":{"resources":{}},"serverInfo":{"name":"old","version":"0"}}`)
 	case "resources/read":
+		if l.endless != nil {
+			go l.endless(req.ID)
+			return
+		}
 		if l.answer != nil {
 			resp.Result = l.answer(req)
 		}
@@ -141,11 +148,54 @@ func TestLegacySSEStreamFloodsEndTheSession(t *testing.T) {
 			}
 		}
 	})
+	// An oversized answer to a waiting call that never ends, in data or
+	// in lines the SSE spec ignores, is read within a bound: exempted
+	// whole, it was read until the call's deadline, session after session.
+	for name, line := range map[string]string{"data lines": "data: " + strings.Repeat("x", 1<<10) + "\n", "bare lines": strings.Repeat("x", 1<<10) + "\n", "retry lines": "retry: 1\n"} {
+		t.Run("endless answer of "+name, func(t *testing.T) {
+			var sent atomic.Int64
+			srv := &legacyServer{out: make(chan []byte)}
+			srv.endless = func(id jsonrpc.ID) {
+				b, _ := json.Marshal(id.Raw())
+				head := "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":" + string(b) + ",\"result\":{\"contents\":[{\"uri\":\"x://a\",\"text\":\"" + strings.Repeat("y", limit) + "\n"
+				srv.out <- []byte(head)
+				chunk := []byte(strings.Repeat(line, (64<<10)/len(line)))
+				for {
+					select {
+					case srv.out <- chunk:
+						sent.Add(int64(len(chunk)))
+					case <-time.After(5 * time.Second):
+						return // the stream is gone
+					}
+				}
+			}
+			hs := httptest.NewServer(srv)
+			t.Cleanup(hs.Close)
+			sess, err := mcp.Connect(t.Context(), config.Server{Name: "old", Transport: config.TransportSSE, URL: hs.URL}, &mcp.Options{KeepAlive: -1, MaxMessageBytes: limit})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { sess.Close() })
+			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+			defer cancel()
+			go sess.Read(ctx, "x://a")
+			ended := make(chan error, 1)
+			go func() { ended <- sess.Wait() }()
+			select {
+			case <-ended:
+			case <-ctx.Done():
+				t.Fatalf("the session still runs after %d bytes of an endless answer; want it ended", sent.Load())
+			}
+			if n := sent.Load(); n > 4*limit+(8<<20) {
+				t.Errorf("%d bytes of an endless answer read, want little more than %d", n, 4*limit)
+			}
+		})
+	}
 	// An answer over max_message_bytes fails its call alone, as on the
-	// other transports, however large (here three times the stream's
-	// bound): it ended the session.
+	// other transports, up to four times the cap (twice pass uncounted,
+	// twice more within the stream's bound): it ended the session.
 	t.Run("oversized answer", func(t *testing.T) {
-		huge := strings.Repeat("z", 6<<20)
+		huge := strings.Repeat("z", 3<<20+512<<10)
 		var reads atomic.Int32
 		srv := &legacyServer{out: make(chan []byte), answer: func(req *jsonrpc.Request) []byte {
 			if reads.Add(1) == 1 {
