@@ -1648,3 +1648,69 @@ func TestRenamesAfterARestartComeAtOnce(t *testing.T) {
 		}
 	})
 }
+
+// A bridge found passing back copies of what contextd served (withheld)
+// that had shrunk gets no room and no allowance of its own after a
+// restart: what the copy checks had found is not kept, and its copies
+// came at once (310 → 610), even when it dropped them while contextd
+// stopped (its state then said nothing was kept off).
+func TestAWithheldBridgeGetsNoRoomAfterARestart(t *testing.T) {
+	page := func(i int) string {
+		return fmt.Sprintf("Page %d on postgres vacuum tuning: autovacuum settings,\nthe monitoring queries and the runbook steps an engineer follows %d.\n", i, i)
+	}
+	for _, dropped := range []bool{false, true} {
+		t.Run(fmt.Sprintf("dropped=%v", dropped), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				a, b := mcptest.NewServer(nil, nil), mcptest.NewServer(nil, nil)
+				for i := range 300 {
+					addText(a, fmt.Sprintf("doc://a/%d", i), page(i))
+				}
+				for i := range 500 {
+					addText(b, fmt.Sprintf("doc://b/own/%d", i), fmt.Sprintf("b's own page %d, on kafka consumer rebalancing and partition lag, runbook %d\n", i, i))
+				}
+				opts := &mcpserver.Options{CheckInterval: 250 * time.Millisecond, PaceBurst: 128, PaceSettle: settle, StateFile: mcpserver.StateFileIn(t.TempDir())}
+				f := newFacade(t, map[string]*mcpsdk.Server{"a": a, "b": b}, opts, engine.Options{})
+				host := f.connect(t, nil)
+				time.Sleep(settle + 10*time.Second)
+				for i := range 300 { // what contextd serves of a, read by a host
+					if _, err := host.ReadResource(t.Context(), &mcpsdk.ReadResourceParams{URI: fmt.Sprintf("contextd:resource/a/doc://a/%d", i)}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				for i := 10; i < 500; i++ {
+					b.RemoveResources(fmt.Sprintf("doc://b/own/%d", i))
+				}
+				time.Sleep(5 * time.Second)
+				copies := make([]string, 300)
+				for i := range 300 { // b passes back a's pages
+					copies[i] = fmt.Sprintf("doc://b/c/%d", i)
+					addText(b, copies[i], page(i))
+				}
+				time.Sleep(time.Minute)
+				synctest.Wait()
+				if !f.eng.ServedLists().Withheld("b") {
+					t.Fatal("b not withheld for passing back a's pages")
+				}
+				before := countListed(t, host, "b", "")
+				if dropped {
+					b.RemoveResources(copies...)
+					time.Sleep(3 * time.Second)
+				}
+				host.Close()
+				f.stop()
+				if dropped {
+					for i := range 300 {
+						addText(b, copies[i], page(i))
+					}
+				}
+				f = newFacade(t, map[string]*mcpsdk.Server{"a": a, "b": b}, opts, engine.Options{})
+				host = f.connect(t, nil)
+				time.Sleep(3 * time.Second)
+				synctest.Wait()
+				if n := countListed(t, host, "b", ""); n > before+5 {
+					t.Errorf("3 s after a restart: b lists %d (%d before); want its copies paced", n, before)
+				}
+			})
+		})
+	}
+}

@@ -54,6 +54,12 @@ const stateVersion = 3
 // stateSaveEvery is how often Run writes what changed.
 const stateSaveEvery = 15 * time.Second
 
+// restoredWithheldFor is how long a restart keeps a server that was
+// withheld so in the state it writes, while the copy checks, which start
+// again with no record of what contextd served, have had no time to
+// tell: restarted again meanwhile, it gets no room either.
+const restoredWithheldFor = time.Hour
+
 // maxStateBytes bounds the file read at start: 100,000 entries
 // (mcp.DefaultMaxResources) for each of a hundred servers, at about 40
 // bytes each.
@@ -89,6 +95,12 @@ type savedPace struct {
 	// filters had let through (see listPace.settle).
 	SettleUntil int64 `json:"settle_until,omitempty"`
 	Size        int   `json:"size,omitempty"`
+	// Withheld: the server was found passing back what contextd served
+	// (mcp.ServedLists.Withheld) when written, or within
+	// restoredWithheldFor of a restart that said so. What the copy
+	// checks had found is not kept: after a restart such a server gets
+	// no room and no allowance of its own (see restore).
+	Withheld bool `json:"withheld,omitempty"`
 
 	// listed is Listed as a set; nil when the file did not say (version
 	// 2, or Listed null): everything mirrored but Off counts as listed.
@@ -176,7 +188,15 @@ func writeState(path string, servers map[string]*savedPace) error {
 // window after each restart let a loop restarted twice in it list all it
 // had kept off at its end).
 func (p *savedPace) restore(now time.Time, burst float64, all []resource.Descriptor) *listPace {
-	lp := &listPace{tokens: p.Tokens, burst: burst, at: time.UnixMilli(p.At), since: map[resource.Key]time.Time{}}
+	// What was kept off spends the allowance it had (it is growth now):
+	// kept off by the copy checks or a hold, it never reached the pace,
+	// whose allowance stayed whole, and a loop spent it at each restart.
+	// The downtime's share comes on top.
+	tokens := max(0, p.Tokens-float64(len(p.Off)))
+	if p.Withheld {
+		tokens = 0 // the copy checks held what it added: its allowance is not its own
+	}
+	lp := &listPace{tokens: tokens, burst: burst, at: time.UnixMilli(p.At), since: map[resource.Key]time.Time{}}
 	if lp.at.After(now) {
 		lp.at = now
 	}
@@ -193,12 +213,19 @@ func (p *savedPace) restore(now time.Time, burst float64, all []resource.Descrip
 		lp.since[d.Key()] = time.UnixMilli(min(at, now.UnixMilli()))
 	}
 	// Up to the most it had listed, entries taking the place of others
-	// come at once; but the room the list had left when written is not
-	// for what was kept off then: with room left, only another filter
-	// (the copy checks, a hold) kept those off, and what those had found
-	// is not kept across the restart (in a loop of two, each restart let
-	// what they held back fill the room).
-	lp.most = max(p.Most-len(p.Off), len(p.listed), len(all)-len(lp.since))
+	// come at once; but not while entries were kept off when it was
+	// written: with room left, only another filter (the copy checks, a
+	// hold) kept those off, and what those had found is not kept across
+	// the restart (in a loop of two, each restart let what they held back
+	// fill the room; a bridge that shrank got its copies back, even when
+	// it dropped them while contextd stopped).
+	if p.Withheld {
+		lp.withheldUntil = now.Add(restoredWithheldFor)
+	}
+	lp.most = max(len(p.listed), len(all)-len(lp.since))
+	if len(p.Off) == 0 && !p.Withheld {
+		lp.most = max(lp.most, p.Most)
+	}
 	lp.restored = true
 	if p.SettleUntil != 0 {
 		lp.settleUntil = time.UnixMilli(p.SettleUntil)
@@ -240,6 +267,11 @@ func (s *Server) savePaces(force bool) {
 		return
 	}
 	versions := s.eng.ListVersions()
+	lists := s.eng.ServedLists()
+	withheld := map[string]bool{}
+	for name := range versions {
+		withheld[name] = lists.Withheld(name)
+	}
 	s.mu.Lock()
 	if !force && s.stateGen == s.savedGen {
 		s.mu.Unlock()
@@ -251,7 +283,7 @@ func (s *Server) savePaces(force bool) {
 	since := map[string]map[resource.Key]time.Time{}
 	listed := map[string]map[string]bool{}
 	for name, p := range s.paces {
-		servers[name] = &savedPace{Most: p.most, Tokens: p.allowance(now), At: now.UnixMilli()}
+		servers[name] = &savedPace{Most: p.most, Tokens: p.allowance(now), At: now.UnixMilli(), Withheld: withheld[name] || now.Before(p.withheldUntil)}
 		if !p.settled(now) {
 			servers[name].SettleUntil, servers[name].Size = p.settleUntil.UnixMilli(), p.size
 		}

@@ -398,6 +398,9 @@ type listPace struct {
 	// restored: brought back from Options.StateFile and not applied
 	// since; what waits may take the room up to most at once.
 	restored bool
+	// withheldUntil: restored from a state that said the server was
+	// withheld, it is written so until then (restoredWithheldFor).
+	withheldUntil time.Time
 	// While its first list settles (see settle): until when (zero once
 	// settled), and the most entries other filters let through meanwhile.
 	settleUntil time.Time
