@@ -1562,9 +1562,9 @@ func unsafe(c, prev rune, keepLines bool) bool {
 	case c == 0xfe0e || c == 0xfe0f:
 		// Text and emoji presentation selectors, which emoji (and
 		// keycaps: digits, # and *) need: one after such a character is
-		// kept; after a letter of ASCII, a space, another invisible
-		// character or nothing, it hides, as below.
-		return prev < 0 || prev < 0x80 && (unicode.IsLetter(prev) || unicode.IsSpace(prev)) || hidden(prev)
+		// kept; after a letter, a space, another invisible character or
+		// nothing, it hides, as below.
+		return prev < 0 || unicode.IsLetter(prev) || unicode.IsSpace(prev) || hidden(prev)
 	case c == 0x200c || c == 0x200d:
 		// Zero-width non-joiner and joiner, which scripts and emoji
 		// need: one after a character (an emoji's presentation selector

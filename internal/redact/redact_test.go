@@ -105,6 +105,7 @@ func TestControlEscapesWhatATerminalActsOn(t *testing.T) {
 		{"a\u200d\ufe0f\u200d\ufe0e", "a\u200d\\ufe0f\u200d\\ufe0e", "a\u200d\\ufe0f\u200d\\ufe0e"},
 		{"a\u200d\u200c\u200d", "a\u200d\\u200c\\u200d", "a\u200d\\u200c\\u200d"},
 		{"b\ufe0ey\ufe0f", "b\\ufe0ey\\ufe0f", "b\\ufe0ey\\ufe0f"},
+		{"д\ufe0fж\ufe0e", "д\\ufe0fж\\ufe0e", "д\\ufe0fж\\ufe0e"},
 		{"\u0600\u0600\u0600", "\u0600\\u0600\\u0600", "\u0600\\u0600\\u0600"},
 		{"eye \U0001f441\ufe0f\u200d\U0001f5e8\ufe0f 1\ufe0f\u20e3", "eye \U0001f441\ufe0f\u200d\U0001f5e8\ufe0f 1\ufe0f\u20e3", "eye \U0001f441\ufe0f\u200d\U0001f5e8\ufe0f 1\ufe0f\u20e3"},
 	}

@@ -1192,3 +1192,38 @@ func TestUpdatedStormWithLongPassesIsSpacedByTheirCost(t *testing.T) {
 		}
 	})
 }
+
+// A server that says its list changed with every lastModified moved, each
+// second, has the content passes those re-lists ask for spaced by their
+// cost as resources/updated's are: they ran back to back.
+func TestListChangedWithNewDatesIsSpacedByThePassesCost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := subscribableServer()
+		var rc readCounter
+		srv.AddReceivingMiddleware(rc.middleware())
+		stamp := func(i int) {
+			srv.AddResource(&mcpsdk.Resource{URI: "doc://slow", Name: "slow", MIMEType: "text/plain",
+				Annotations: &mcpsdk.Annotations{LastModified: time.Date(2026, 1, 1, 0, 0, i, 0, time.UTC).Format(time.RFC3339)}},
+				func(_ context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+					time.Sleep(5 * time.Second) // a long pass
+					return textResult(req.Params.URI, "walrus"), nil
+				})
+		}
+		stamp(0)
+		m := ctxsync.New(ctxsync.Options{Server: "s", Index: newIndex(t), Dial: mcptest.Dial(t, "s", srv), MaxStormDelay: 10 * time.Second})
+		start(t, m)
+		<-m.Ready()
+		reads0 := rc.get("doc://slow")
+		for i := range 120 {
+			time.Sleep(time.Second)
+			stamp(i + 1) // list_changed, with a new date
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		n := rc.get("doc://slow") - reads0
+		t.Logf("%d reads", n)
+		if n < 2 || n > 5 {
+			t.Errorf("a new date each second for 2 minutes, 5 s a read: %d reads; want 2 to 5", n)
+		}
+	})
+}

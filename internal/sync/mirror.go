@@ -885,7 +885,8 @@ func (m *Mirror) serve(ctx context.Context, sess *mcp.Session, warm []string) (e
 	contentPending := false         // one waits for the running pass to end
 	contentWait, quickContent := m.opts.Debounce, 0
 	// contentSpacing is how long a pass asked for by resources/updated
-	// waits yet for the last one's cost (see relistDutyFactor).
+	// or a re-list waits yet for the last one's cost (see
+	// relistDutyFactor).
 	contentSpacing := func() time.Duration {
 		end := time.Unix(0, passEnd.Load()).Add(relistDutyFactor * time.Duration(passTook.Load()))
 		return min(time.Until(end), maxContentSpacing)
@@ -898,9 +899,16 @@ func (m *Mirror) serve(ctx context.Context, sess *mcp.Session, warm []string) (e
 		began := time.Now()
 		ok := m.sync(ctx, sess)
 		syncTook = time.Since(began)
+		first := !synced
 		synced = synced || ok
-		if ok {
+		switch {
+		case ok && first:
 			pass()
+		case ok && contentDue == nil && !contentPending:
+			// Spaced as those resources/updated asks for: a server
+			// notifying list_changed with every lastModified changed
+			// after each pass had them run back to back.
+			contentDue = time.After(contentSpacing())
 		}
 		lastSync = time.Now()
 		m.evictNotFound(ctx)
