@@ -554,9 +554,9 @@ func (m *Mirror) Ready() <-chan struct{} { return m.ready }
 const relistDutyFactor = 10
 
 // maxContentSpacing bounds the wait relistDutyFactor gives a content pass
-// asked for by resources/updated after a long one: reads are not delayed
-// meanwhile (the notification dropped the cached text), only the index's
-// copy of the texts.
+// asked for by resources/updated or a re-list after a long one: reads are
+// not delayed meanwhile (a notification drops the cached text), only the
+// index's copy of the texts.
 const maxContentSpacing = 5 * time.Minute
 
 // Run mirrors the server until ctx ends, then closes the session. It returns
@@ -880,7 +880,7 @@ func (m *Mirror) serve(ctx context.Context, sess *mcp.Session, warm []string) (e
 			}
 		}
 	})
-	var contentDue <-chan time.Time // a content pass after resources/updated
+	var contentDue <-chan time.Time // a content pass after resources/updated or a re-list
 	var lastContent time.Time       // when the last one was asked for
 	contentPending := false         // one waits for the running pass to end
 	contentWait, quickContent := m.opts.Debounce, 0
