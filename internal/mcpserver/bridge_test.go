@@ -1714,3 +1714,50 @@ func TestAWithheldBridgeGetsNoRoomAfterARestart(t *testing.T) {
 		})
 	}
 }
+
+// A restart inside a withheld bridge's first window counts at that
+// window's end only what other filters let through (not the copies the
+// copy checks held back) and does not make its allowance whole: it
+// counted all the mirror held, copies included (310 → 610).
+func TestAWithheldBridgeRestartedInItsFirstWindowIsPaced(t *testing.T) {
+	page := func(i int) string {
+		return fmt.Sprintf("Page %d on postgres vacuum tuning: autovacuum settings,\nthe monitoring queries and the runbook steps an engineer follows %d.\n", i, i)
+	}
+	synctest.Test(t, func(t *testing.T) {
+		a, b := mcptest.NewServer(nil, nil), mcptest.NewServer(nil, nil)
+		for i := range 300 {
+			addText(a, fmt.Sprintf("doc://a/%d", i), page(i))
+		}
+		for i := range 10 {
+			addText(b, fmt.Sprintf("doc://b/own/%d", i), fmt.Sprintf("b's own page %d, on kafka consumer rebalancing and partition lag, runbook %d\n", i, i))
+		}
+		opts := &mcpserver.Options{CheckInterval: 250 * time.Millisecond, PaceBurst: 128, PaceSettle: 10 * time.Minute, StateFile: mcpserver.StateFileIn(t.TempDir())}
+		f := newFacade(t, map[string]*mcpsdk.Server{"a": a, "b": b}, opts, engine.Options{})
+		host := f.connect(t, nil)
+		time.Sleep(5 * time.Second)
+		for i := range 300 {
+			if _, err := host.ReadResource(t.Context(), &mcpsdk.ReadResourceParams{URI: fmt.Sprintf("contextd:resource/a/doc://a/%d", i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i := range 300 {
+			addText(b, fmt.Sprintf("doc://b/c/%d", i), page(i))
+		}
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if !f.eng.ServedLists().Withheld("b") {
+			t.Fatal("b not withheld for passing back a's pages")
+		}
+		before := countListed(t, host, "b", "")
+		host.Close()
+		f.stop()
+		f = newFacade(t, map[string]*mcpsdk.Server{"a": a, "b": b}, opts, engine.Options{})
+		host = f.connect(t, nil)
+		time.Sleep(10 * time.Minute) // past the first window's end
+		synctest.Wait()
+		// The pace's one each 10 s for the window's 9 minutes left, at most.
+		if n := countListed(t, host, "b", ""); n > before+60 {
+			t.Errorf("after the first window's end, restarted inside it: b lists %d (%d before); want its copies paced", n, before)
+		}
+	})
+}

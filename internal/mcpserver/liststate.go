@@ -51,8 +51,16 @@ func StateFileIn(dir string) string {
 // stateVersion is the version of the file's format; version 2 is read too.
 const stateVersion = 3
 
-// stateSaveEvery is how often Run writes what changed.
-const stateSaveEvery = 15 * time.Second
+// stateSaveEvery is how often Run writes what changed; it writes at
+// once when a server is found passing back copies (mcp.ServedLists'
+// withheld generation moved: a crash soon after would lose it), and
+// every stateRefreshEvery whatever changed, so that a crash after a
+// still spell is not read as as long a downtime (each server's allowance
+// grows by it).
+const (
+	stateSaveEvery    = 15 * time.Second
+	stateRefreshEvery = 5 * time.Minute
+)
 
 // restoredWithheldFor is how long a restart keeps a server that was
 // withheld so in the state it writes, while the copy checks, which start
@@ -232,7 +240,18 @@ func (p *savedPace) restore(now time.Time, burst float64, all []resource.Descrip
 		if lp.settleUntil.Before(now) {
 			lp.settleUntil = now
 		}
-		lp.size = max(p.Size, len(all))
+		switch {
+		case p.Withheld:
+			// What it listed: the most other filters had let through
+			// may hold what it passed back before the copy checks told.
+			lp.size = len(all) - len(lp.since)
+		case len(p.Off) > 0:
+			// Not what the copy checks or a hold kept off: the most
+			// other filters had let through, and what is listed now.
+			lp.size = max(p.Size, len(all)-len(lp.since))
+		default:
+			lp.size = max(p.Size, len(all))
+		}
 	}
 	return lp
 }

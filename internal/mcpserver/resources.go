@@ -422,9 +422,15 @@ func (p *listPace) settle(now time.Time, size int) {
 	case p.settled(now):
 		p.settleUntil = time.Time{}
 		p.most = max(p.most, p.size)
-		p.tokens = p.burst // what it spent was its first list
-	default:
+		if now.After(p.withheldUntil) {
+			p.tokens = p.burst // what it spent was its first list
+		}
+	case now.After(p.withheldUntil):
 		p.size = max(p.size, size)
+	default:
+		// Restarted withheld: what other filters let through now may
+		// be what it passes back, which the copy checks, starting
+		// again, have not told yet.
 	}
 }
 

@@ -649,14 +649,23 @@ func (s *Server) Run(ctx context.Context) error {
 	defer t.Stop()
 	save := time.NewTicker(stateSaveEvery)
 	defer save.Stop()
+	withheld, written := s.eng.ServedLists().WithheldGen(), time.Now()
 	for {
 		s.refresh()
+		if g := s.eng.ServedLists().WithheldGen(); g != withheld {
+			withheld = g
+			s.savePaces(true) // see stateSaveEvery
+		}
 		select {
 		case <-ctx.Done():
-			s.savePaces(false)
+			s.savePaces(true) // its time is when contextd stopped
 			return nil
 		case <-save.C:
-			s.savePaces(false)
+			refresh := time.Since(written) >= stateRefreshEvery
+			if refresh {
+				written = time.Now()
+			}
+			s.savePaces(refresh)
 		case <-t.C:
 		}
 	}
