@@ -1562,9 +1562,9 @@ func unsafe(c, prev rune, keepLines bool) bool {
 	case c == 0xfe0e || c == 0xfe0f:
 		// Text and emoji presentation selectors, which emoji (and
 		// keycaps: digits, # and *) need: one after such a character is
-		// kept; after a letter, a space, another invisible character or
-		// nothing, it hides, as below.
-		return prev < 0 || unicode.IsLetter(prev) || unicode.IsSpace(prev) || hidden(prev)
+		// kept; after anything else (a letter, a mark, punctuation, a
+		// space, another invisible character) it hides, as below.
+		return !emojiBase(prev)
 	case c == 0x200c || c == 0x200d:
 		// Zero-width non-joiner and joiner, which scripts and emoji
 		// need: one after a character (an emoji's presentation selector
@@ -1580,6 +1580,19 @@ func unsafe(c, prev rune, keepLines bool) bool {
 		return true
 	}
 	return false
+}
+
+// emojiBase reports whether c may take a presentation selector: the
+// emoji are symbols (So), save a few arrows, marks and signs past U+2000
+// (↔ ‼ 〰 ℹ), and the keycaps' digits, # and *.
+func emojiBase(c rune) bool {
+	switch {
+	case c >= '0' && c <= '9', c == '#', c == '*', c == 0x2139:
+		return true
+	case c >= 0x2000 && unicode.In(c, unicode.Sm, unicode.Po, unicode.Pd):
+		return true
+	}
+	return c >= 0 && unicode.Is(unicode.So, c)
 }
 
 // hidden reports whether c shows as nothing: a format character (the

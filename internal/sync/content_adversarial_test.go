@@ -1227,3 +1227,55 @@ func TestListChangedWithNewDatesIsSpacedByThePassesCost(t *testing.T) {
 		}
 	})
 }
+
+// A server that ends each session soon after its content pass, with
+// every lastModified moved at each list, has the first pass of each new
+// session spaced by the last pass's cost too: each session's came at
+// once, back to back with the last (0.5 core for as long as it cycled).
+func TestSessionsEndedAfterEachPassAreSpacedByThePassesCost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := mcptest.NewServer(nil, nil)
+		var rc readCounter
+		srv.AddReceivingMiddleware(rc.middleware())
+		n := 0
+		stamp := func() {
+			n++
+			srv.AddResource(&mcpsdk.Resource{URI: "doc://slow", Name: "slow", MIMEType: "text/plain",
+				Annotations: &mcpsdk.Annotations{LastModified: time.Date(2026, 1, 1, 0, 0, n, 0, time.UTC).Format(time.RFC3339)}},
+				func(_ context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+					time.Sleep(10 * time.Second) // a long pass
+					return textResult(req.Params.URI, "walrus"), nil
+				})
+		}
+		stamp()
+		srv.AddReceivingMiddleware(func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
+			return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
+				res, err := next(ctx, method, req)
+				if method == "resources/list" {
+					go stamp() // a new date for the next list
+				}
+				return res, err
+			}
+		})
+		inner := mcptest.Dial(t, "s", srv)
+		dial := func(ctx context.Context, o *mcp.Options) (*mcp.Session, error) {
+			s, err := inner(ctx, o)
+			if err == nil {
+				time.AfterFunc(31*time.Second, func() { s.Close() }) // past MaxBackoff: the backoff starts over
+			}
+			return s, err
+		}
+		m := ctxsync.New(ctxsync.Options{Server: "s", Index: newIndex(t), Dial: dial, MaxStormDelay: 10 * time.Second, MaxBackoff: 30 * time.Second})
+		start(t, m)
+		<-m.Ready()
+		time.Sleep(5 * time.Minute)
+		synctest.Wait()
+		reads := rc.get("doc://slow")
+		t.Logf("%d reads", reads)
+		// Passes of 10 s, each followed by 100 s of rest: about three in
+		// 5 minutes, where a pass at each session's start gives ten.
+		if reads < 2 || reads > 5 {
+			t.Errorf("a session each 31 s, a new date at each list, 10 s a read: %d reads in 5 minutes; want 2 to 5", reads)
+		}
+	})
+}

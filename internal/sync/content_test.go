@@ -233,8 +233,11 @@ func TestFailedReadsAreNotRetriedEveryPass(t *testing.T) {
 		<-m.Ready()
 		first := ix.ContentLen("s")
 
-		mcptest.AddText(srv, "doc://new", "new", "narwhal") // a re-list and another pass
-		time.Sleep(time.Minute)
+		// A re-list and another pass, once the first pass's cost is
+		// paid (ten times its length, its hung reads included: at most
+		// 5 minutes).
+		mcptest.AddText(srv, "doc://new", "new", "narwhal")
+		time.Sleep(6 * time.Minute)
 		synctest.Wait()
 		mu.Lock()
 		denied, hung := reads["doc://denied"], reads["doc://hung-0"]

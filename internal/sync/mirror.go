@@ -296,6 +296,10 @@ type Mirror struct {
 	// over it are not sent.
 	unsubHung      *mcp.Session
 	unsubHungUntil time.Time
+	// passEnd and passTook are when the last content pass ended (Unix
+	// nanoseconds, 0 before the first) and how long it took, across
+	// sessions (see serve).
+	passEnd, passTook atomic.Int64
 	// contentStale holds URIs whose indexed content the server said was
 	// updated; recontent (capacity 1) asks the run loop for a content pass.
 	contentStale map[string]bool
@@ -815,10 +819,10 @@ func (m *Mirror) serve(ctx context.Context, sess *mcp.Session, warm []string) (e
 		}
 	}
 	// What the worker tells this loop of its passes (see recontent below):
-	// whether one runs, when the last ended (Unix nanoseconds) and how
-	// long it took.
+	// whether one runs; when the last ended and how long it took are the
+	// Mirror's (m.passEnd, m.passTook), kept across sessions.
 	var passing atomic.Bool
-	var passEnd, passTook atomic.Int64
+	passEnd, passTook := &m.passEnd, &m.passTook
 	passDone := make(chan struct{}, 1)
 	wctx, stopWorker := context.WithCancel(ctx)
 	var worker gosync.WaitGroup
@@ -902,12 +906,13 @@ func (m *Mirror) serve(ctx context.Context, sess *mcp.Session, warm []string) (e
 		first := !synced
 		synced = synced || ok
 		switch {
-		case ok && first:
-			pass()
+		case ok && first && passEnd.Load() == 0:
+			pass() // the mirror's first: Ready waits for it
 		case ok && contentDue == nil && !contentPending:
 			// Spaced as those resources/updated asks for: a server
 			// notifying list_changed with every lastModified changed
-			// after each pass had them run back to back.
+			// after each pass, or ending each session soon after its
+			// pass, had them run back to back.
 			contentDue = time.After(contentSpacing())
 		}
 		lastSync = time.Now()
