@@ -74,6 +74,8 @@ type ServedLists struct {
 	// paced holds, by server, how many of its new resources wait for
 	// their pace to be listed (see NotePaced).
 	paced map[string]int
+	// changes moves with what MarshalBinary writes (see Changes).
+	changes uint64
 }
 
 // A servedRead is a resources/read the MCP server answered.
@@ -204,6 +206,7 @@ func (s *ServedLists) NoteRead(k resource.Key, contents []resource.Content) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.reads = append(s.reads, servedRead{key: k, digest: d, sketch: sketch, short: n < MinDigestBytes, at: time.Now()})
+	s.changes++
 	// Cut back a quarter past the bound, not at each read: a cut moves
 	// them all.
 	if n := len(s.reads); n > maxServedReads+maxServedReads/4 {
@@ -533,6 +536,7 @@ func (s *ServedLists) Forget(server string) {
 	delete(s.copies, server)
 	delete(s.own, server)
 	s.gen++
+	s.changes++
 }
 
 // ListedSince reports whether the MCP server listed a page of resources
@@ -563,6 +567,7 @@ func (s *ServedLists) Hold(server string, until time.Time) {
 	}
 	s.held[server] = until
 	s.gen++
+	s.changes++
 }
 
 // Check records that the MCP server must list server's resources listed
@@ -586,6 +591,7 @@ func (s *ServedLists) Check(server string, until time.Time) {
 		s.gen++
 	}
 	s.checked[server] = until
+	s.changes++
 }
 
 // Checked reports whether server's new resources are listed once read
@@ -615,6 +621,7 @@ func (s *ServedLists) Freeze(server string, until time.Time) {
 	}
 	s.frozen[server] = until
 	s.gen++
+	s.changes++
 }
 
 // Held reports whether server is held (until its time) or frozen (Hold,

@@ -1761,3 +1761,48 @@ func TestAWithheldBridgeRestartedInItsFirstWindowIsPaced(t *testing.T) {
 		}
 	})
 }
+
+// What contextd served is remembered across a restart: a bridge that
+// passes back, after the restart and before a host reads anything again,
+// what a host read before it is told as a copy as without the restart.
+// Forgotten, its copies came as plain growth, a burst of them at once.
+func TestCopiesOfWhatWasServedBeforeARestartAreTold(t *testing.T) {
+	page := func(i int) string {
+		return fmt.Sprintf("Page %d on postgres vacuum tuning: autovacuum settings,\nthe monitoring queries and the runbook steps an engineer follows %d.\n", i, i)
+	}
+	synctest.Test(t, func(t *testing.T) {
+		a, b := mcptest.NewServer(nil, nil), mcptest.NewServer(nil, nil)
+		for i := range 300 {
+			addText(a, fmt.Sprintf("doc://a/%d", i), page(i))
+		}
+		for i := range 10 {
+			addText(b, fmt.Sprintf("doc://b/own/%d", i), fmt.Sprintf("b's own page %d, on kafka consumer rebalancing and partition lag, runbook %d\n", i, i))
+		}
+		opts := &mcpserver.Options{CheckInterval: 250 * time.Millisecond, PaceBurst: 128, PaceSettle: settle, StateFile: mcpserver.StateFileIn(t.TempDir())}
+		f := newFacade(t, map[string]*mcpsdk.Server{"a": a, "b": b}, opts, engine.Options{})
+		host := f.connect(t, nil)
+		time.Sleep(settle + 10*time.Second)
+		for i := range 300 {
+			if _, err := host.ReadResource(t.Context(), &mcpsdk.ReadResourceParams{URI: fmt.Sprintf("contextd:resource/a/doc://a/%d", i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		before := countListed(t, host, "b", "")
+		host.Close()
+		f.stop()
+		f = newFacade(t, map[string]*mcpsdk.Server{"a": a, "b": b}, opts, engine.Options{})
+		host = f.connect(t, nil)
+		time.Sleep(3 * time.Second)
+		for i := range 300 { // b passes back a's pages, read before the restart
+			addText(b, fmt.Sprintf("doc://b/c/%d", i), page(i))
+		}
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if !f.eng.ServedLists().Withheld("b") {
+			t.Error("b not withheld for passing back a's pages read before the restart")
+		}
+		if n := countListed(t, host, "b", ""); n > before+5 {
+			t.Errorf("a minute after b passed back 300 pages read before the restart: b lists %d (%d before); want its copies kept off", n, before)
+		}
+	})
+}

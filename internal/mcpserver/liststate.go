@@ -256,11 +256,13 @@ func (p *savedPace) restore(now time.Time, burst float64, all []resource.Descrip
 	return lp
 }
 
-// loadPaces loads Options.StateFile, if set, into s.prior.
+// loadPaces loads Options.StateFile, if set, into s.prior, and
+// servedFile into the engine's ServedLists.
 func (s *Server) loadPaces() {
 	if s.opts.StateFile == "" {
 		return
 	}
+	s.loadServed()
 	prior, err := loadState(s.opts.StateFile, float64(s.opts.PaceBurst), maxStateBytes)
 	if err != nil {
 		s.log.Warn("the saved resource list paces cannot be read: every server's first list comes whole", "file", s.opts.StateFile, "err", err)
@@ -277,7 +279,10 @@ func (s *Server) loadPaces() {
 // it once the engine's mirrors stopped, so what they stored after Run
 // ended counts as kept off, not as new at the next start. Failures are
 // logged.
-func (s *Server) SaveState() { s.savePaces(true) }
+func (s *Server) SaveState() {
+	s.savePaces(true)
+	s.saveServed(true)
+}
 
 // savePaces writes the servers' paces to Options.StateFile if they changed
 // since the last write, or force.
@@ -382,4 +387,89 @@ func (s *Server) savePaces(force bool) {
 	}
 	s.stateErr = ""
 	s.savedGen = max(s.savedGen, gen)
+}
+
+// servedFile is the file beside Options.StateFile that keeps what the
+// copy checks compare with (mcp.ServedLists.MarshalBinary), "" if none.
+func (s *Server) servedFile() string {
+	if s.opts.StateFile == "" {
+		return ""
+	}
+	return filepath.Join(filepath.Dir(s.opts.StateFile), "mcp-served-reads.gob")
+}
+
+// servedSaveEvery is how often, at most, Run writes servedFile when only
+// reads were answered (a few MiB at most): a crash loses the reads
+// answered since, whose copies a bridge may then pass back after the
+// restart as plain growth (paced). A server checked, held or frozen is
+// written at once, like its pace.
+const servedSaveEvery = time.Minute
+
+// maxServedBytes bounds servedFile read at start: mcp's 4,096 reads of
+// about 1.6 KB each, with room.
+const maxServedBytes = 64 << 20
+
+// loadServed restores servedFile into the engine's ServedLists. A file
+// that cannot be read is logged and ignored: the copy checks then start
+// with no record of what contextd served before.
+func (s *Server) loadServed() {
+	path := s.servedFile()
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return
+	}
+	if err == nil {
+		defer f.Close()
+		var data []byte
+		data, err = io.ReadAll(io.LimitReader(f, maxServedBytes+1))
+		switch {
+		case err != nil:
+		case len(data) > maxServedBytes:
+			err = fmt.Errorf("larger than %d bytes", maxServedBytes)
+		default:
+			err = s.eng.ServedLists().Restore(data)
+		}
+	}
+	if err != nil {
+		s.log.Warn("what contextd served before cannot be read: copies of it a server passes back now are told only once a host reads it again", "file", path, "err", err)
+		return
+	}
+	s.servedChanges = s.eng.ServedLists().Changes()
+	s.servedAt = time.Now()
+}
+
+// saveServed writes the engine's ServedLists to servedFile if it changed
+// since the last write and that was servedSaveEvery ago, or force and it
+// changed at all. Failures are logged once until a write works.
+func (s *Server) saveServed(force bool) {
+	path := s.servedFile()
+	if path == "" {
+		return
+	}
+	lists := s.eng.ServedLists()
+	s.mu.Lock()
+	changes := lists.Changes()
+	due := changes != s.servedChanges && (force || time.Since(s.servedAt) >= servedSaveEvery)
+	s.mu.Unlock()
+	if !due {
+		return
+	}
+	data, err := lists.MarshalBinary()
+	if err == nil {
+		err = replaceFile(path, data)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case err != nil && s.servedErr == "":
+		s.log.Warn("saving what contextd served failed: after a restart, copies of what was served since are told only once a host reads it again; retrying", "file", path, "err", err)
+	case err == nil && s.servedErr != "":
+		s.log.Info("saving what contextd served works again", "file", path)
+	}
+	if err != nil {
+		s.servedErr = err.Error()
+		return
+	}
+	s.servedErr = ""
+	s.servedChanges, s.servedAt = max(s.servedChanges, changes), time.Now()
 }

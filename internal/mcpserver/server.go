@@ -148,7 +148,9 @@ type Options struct {
 	// and what of its mirror was kept off the resource list are kept
 	// between runs, so a restart of contextd gives no server a first list
 	// (which comes whole). serve and mcp put it in data_dir when they
-	// hold it. Empty keeps them in memory: each run starts afresh.
+	// hold it. Beside it (servedFile) go what the copy checks compare a
+	// server's resources with (mcp.ServedLists.MarshalBinary). Empty
+	// keeps them in memory: each run starts afresh.
 	StateFile string
 	// Relay, when set, is the Relay whose WrapMirror was given to the
 	// engine (engine.Options.Mirror): upstream resource updates reach this
@@ -239,6 +241,11 @@ type Server struct {
 	prior              map[string]*savedPace
 	stateGen, savedGen int64
 	stateErr           string
+	// servedChanges is the engine's ServedLists.Changes last written to
+	// servedFile, servedAt when; servedErr is the last write's error.
+	servedChanges uint64
+	servedAt      time.Time
+	servedErr     string
 
 	subs map[resource.Key]int // downstream subscriptions per resource
 	// sessSubs holds each session's subscriptions, by the URI it sent:
@@ -655,10 +662,11 @@ func (s *Server) Run(ctx context.Context) error {
 		if g := s.eng.ServedLists().WithheldGen(); g != withheld {
 			withheld = g
 			s.savePaces(true) // see stateSaveEvery
+			s.saveServed(true)
 		}
 		select {
 		case <-ctx.Done():
-			s.savePaces(true) // its time is when contextd stopped
+			s.SaveState() // its time is when contextd stopped
 			return nil
 		case <-save.C:
 			refresh := time.Since(written) >= stateRefreshEvery
@@ -666,6 +674,7 @@ func (s *Server) Run(ctx context.Context) error {
 				written = time.Now()
 			}
 			s.savePaces(refresh)
+			s.saveServed(false)
 		case <-t.C:
 		}
 	}
