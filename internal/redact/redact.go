@@ -1607,7 +1607,12 @@ func hex2(b byte) string {
 }
 
 // Handler returns a slog.Handler that masks, with r, the message and every
-// string and error attribute before passing records to h.
+// string and error attribute before passing records to h, and escapes
+// what a terminal would act on or show as nothing in them (ControlText:
+// newlines and tabs are h's to quote). slog's JSON handler writes C1
+// controls, bidirectional overrides and variation selectors as they are,
+// and its text handler the last two: an upstream's error message would
+// reach a terminal tailing the log, or hide text in it.
 func Handler(h slog.Handler, r *Redactor) slog.Handler {
 	return &handler{next: h, r: func() *Redactor { return r }}
 }
@@ -1626,7 +1631,7 @@ type handler struct {
 func (h *handler) Enabled(ctx context.Context, l slog.Level) bool { return h.next.Enabled(ctx, l) }
 
 func (h *handler) Handle(ctx context.Context, rec slog.Record) error {
-	out := slog.NewRecord(rec.Time, rec.Level, h.r().String(rec.Message), rec.PC)
+	out := slog.NewRecord(rec.Time, rec.Level, h.clean(rec.Message), rec.PC)
 	rec.Attrs(func(a slog.Attr) bool {
 		out.AddAttrs(h.attr(a))
 		return true
@@ -1646,11 +1651,14 @@ func (h *handler) WithGroup(name string) slog.Handler {
 	return &handler{next: h.next.WithGroup(name), r: h.r}
 }
 
+// clean masks s's secrets and escapes its controls.
+func (h *handler) clean(s string) string { return ControlText(h.r().String(s)) }
+
 func (h *handler) attr(a slog.Attr) slog.Attr {
 	v := a.Value.Resolve()
 	switch v.Kind() {
 	case slog.KindString:
-		return slog.String(a.Key, h.r().String(v.String()))
+		return slog.String(a.Key, h.clean(v.String()))
 	case slog.KindGroup:
 		g := v.Group()
 		red := make([]any, len(g))
@@ -1661,15 +1669,15 @@ func (h *handler) attr(a slog.Attr) slog.Attr {
 	case slog.KindAny:
 		switch x := v.Any().(type) {
 		case error:
-			return slog.String(a.Key, h.r().String(x.Error()))
+			return slog.String(a.Key, h.clean(x.Error()))
 		case []string:
 			red := make([]string, len(x))
 			for i, s := range x {
-				red[i] = h.r().String(s)
+				red[i] = h.clean(s)
 			}
 			return slog.Any(a.Key, red)
 		case interface{ String() string }:
-			return slog.String(a.Key, h.r().String(x.String()))
+			return slog.String(a.Key, h.clean(x.String()))
 		}
 	}
 	return slog.Attr{Key: a.Key, Value: v}

@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -366,6 +367,44 @@ func TestHandlerMasksMessagesAndAttributes(t *testing.T) {
 		slog.Group("g", "s", "password=topsecret4"), "list", []string{"Bearer topsecret5x"})
 	if out := buf.String(); strings.Contains(out, "topsecret") {
 		t.Fatalf("log holds a secret:\n%s", out)
+	}
+}
+
+// What a terminal would act on, or shows as nothing, in a message or an
+// attribute (an upstream's error message) reaches neither log format raw:
+// slog's JSON handler writes C1 controls, bidirectional overrides and
+// variation selectors as they are, its text handler the last two.
+func TestHandlerEscapesControls(t *testing.T) {
+	const hostile = "list failed \u009b31m\u0085\u202egnp.exe\u200b\ufe0f\U000e0100"
+	raw := []string{"\u009b", "\u0085", "\u202e", "\u200b", "\ufe0f", "\U000e0100"}
+	for i := range raw {
+		var err error
+		raw[i], err = strconv.Unquote(`"` + raw[i] + `"`)
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	msg, err := strconv.Unquote(`"` + hostile + `"`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, format := range []string{"text", "json"} {
+		var buf bytes.Buffer
+		var h slog.Handler = slog.NewTextHandler(&buf, nil)
+		if format == "json" {
+			h = slog.NewJSONHandler(&buf, nil)
+		}
+		log := slog.New(redact.Handler(h, redact.New()))
+		log.With("server", msg).Warn(msg, "err", errors.New(msg), "uri", msg, slog.Group("g", "s", msg), "list", []string{msg})
+		out := buf.String()
+		for _, c := range raw {
+			if strings.Contains(out, c) {
+				t.Errorf("%s log holds %+q raw:\n%s", format, c, out)
+			}
+		}
+		if !strings.Contains(out, "list failed") {
+			t.Errorf("%s log lost the message:\n%s", format, out)
+		}
 	}
 }
 
