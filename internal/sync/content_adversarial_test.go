@@ -1279,3 +1279,60 @@ func TestSessionsEndedAfterEachPassAreSpacedByThePassesCost(t *testing.T) {
 		}
 	})
 }
+
+// A server that ends each session before its content pass ends, with
+// every lastModified moved at each list, has the passes of its sessions
+// spaced by what the cut ones cost: a cut pass stored no end, so each new
+// session's came at once, back to back (0.6 to 0.9 core for as long as it
+// cycled; 197 reads in 10 minutes here).
+func TestSessionsEndedInsideEachPassAreSpacedByThePassesCost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := mcptest.NewServer(nil, nil)
+		var rc readCounter
+		srv.AddReceivingMiddleware(rc.middleware())
+		n := 0
+		stamp := func() {
+			n++
+			for i := range 32 {
+				uri := fmt.Sprintf("doc://slow/%d", i)
+				srv.AddResource(&mcpsdk.Resource{URI: uri, Name: "slow", MIMEType: "text/plain",
+					Annotations: &mcpsdk.Annotations{LastModified: time.Date(2026, 1, 1, 0, 0, n, 0, time.UTC).Format(time.RFC3339)}},
+					func(_ context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+						time.Sleep(5 * time.Second) // 4 at once: a pass of 40 s, longer than a session
+						return textResult(req.Params.URI, "walrus "+req.Params.URI), nil
+					})
+			}
+		}
+		stamp()
+		srv.AddReceivingMiddleware(func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
+			return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
+				res, err := next(ctx, method, req)
+				if method == "resources/list" {
+					go stamp() // new dates for the next list
+				}
+				return res, err
+			}
+		})
+		inner := mcptest.Dial(t, "s", srv)
+		dial := func(ctx context.Context, o *mcp.Options) (*mcp.Session, error) {
+			s, err := inner(ctx, o)
+			if err == nil {
+				time.AfterFunc(31*time.Second, func() { s.Close() }) // past MaxBackoff: the backoff starts over
+			}
+			return s, err
+		}
+		m := ctxsync.New(ctxsync.Options{Server: "s", Index: newIndex(t), Dial: dial, MaxStormDelay: 10 * time.Second, MaxBackoff: 30 * time.Second})
+		start(t, m)
+		<-m.Ready()
+		before := rc.total()
+		time.Sleep(10 * time.Minute)
+		synctest.Wait()
+		reads := rc.total() - before
+		t.Logf("%d reads before Ready, %d in the 10 minutes after", before, reads)
+		// Cut passes of about 31 s (24 reads at most), each followed by
+		// ten times that, at most 5 minutes: two in 10 minutes at most.
+		if reads > 48 {
+			t.Errorf("a session each 31 s cutting a 40 s pass, new dates at each list: %d reads in 10 minutes; want at most 48", reads)
+		}
+	})
+}

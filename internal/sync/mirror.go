@@ -296,10 +296,14 @@ type Mirror struct {
 	// over it are not sent.
 	unsubHung      *mcp.Session
 	unsubHungUntil time.Time
-	// passEnd and passTook are when the last content pass ended (Unix
-	// nanoseconds, 0 before the first) and how long it took, across
-	// sessions (see serve).
+	// passEnd and passTook are when the last content pass ended, whole
+	// or cut short by its session's end (Unix nanoseconds, 0 before the
+	// first), and how long it took, across sessions (see serve);
+	// passCuts counts the passes cut short, passWhole is set once one
+	// ended whole.
 	passEnd, passTook atomic.Int64
+	passCuts          atomic.Int32
+	passWhole         atomic.Bool
 	// contentStale holds URIs whose indexed content the server said was
 	// updated; recontent (capacity 1) asks the run loop for a content pass.
 	contentStale map[string]bool
@@ -863,7 +867,13 @@ func (m *Mirror) serve(ctx context.Context, sess *mcp.Session, warm []string) (e
 			// The first pass leaves old text for later, so Ready does not
 			// wait for texts that are only being checked.
 			if m.indexContents(wctx, sess, !first, sessEnd) {
-				return // cut short by the session's end
+				// Cut short by the session's end: it cost as much as a
+				// pass (a server ending each session before its pass
+				// ends had one at each session's start, for good).
+				passTook.Store(int64(time.Since(began)))
+				passEnd.Store(time.Now().UnixNano())
+				m.passCuts.Add(1)
+				return
 			}
 			if m.opts.PassagesBeforeReady {
 				m.embedPassages(wctx, nil)
@@ -874,6 +884,7 @@ func (m *Mirror) serve(ctx context.Context, sess *mcp.Session, warm []string) (e
 			}
 			passTook.Store(int64(time.Since(began)))
 			passEnd.Store(time.Now().UnixNano())
+			m.passWhole.Store(true)
 			passing.Store(false)
 			select {
 			case passDone <- struct{}{}:
@@ -906,8 +917,12 @@ func (m *Mirror) serve(ctx context.Context, sess *mcp.Session, warm []string) (e
 		first := !synced
 		synced = synced || ok
 		switch {
-		case ok && first && passEnd.Load() == 0:
-			pass() // the mirror's first: Ready waits for it
+		case ok && first && (passEnd.Load() == 0 || !m.passWhole.Load() && m.passCuts.Load() == 1):
+			// The mirror's first, which Ready waits for; or its second,
+			// the first having been cut short (Ready waits for that
+			// one too, see the worker). Once: a server cutting every
+			// pass short has them spaced as any.
+			pass()
 		case ok && contentDue == nil && !contentPending:
 			// Spaced as those resources/updated asks for: a server
 			// notifying list_changed with every lastModified changed
