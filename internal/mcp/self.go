@@ -76,6 +76,11 @@ type ServedLists struct {
 	paced map[string]int
 	// changes moves with what MarshalBinary writes (see Changes).
 	changes uint64
+	// journal holds the entries noted since the last MarshalBinary or
+	// Journal, once journaling (see servedstate.go); journalLost says
+	// some were not kept.
+	journaling, journalLost bool
+	journal                 []byte
 }
 
 // A servedRead is a resources/read the MCP server answered.
@@ -84,7 +89,9 @@ type servedRead struct {
 	digest [32]byte        // of its contents (contentsDigest)
 	sketch []sketchShingle // of its shingles (see nearcopy.go); nil if too few
 	short  bool            // its contents are under MinDigestBytes
-	at     time.Time       // when it was answered
+	// first and at are when it was first and last answered (a read of
+	// the same text again moves it last, see NoteRead).
+	first, at time.Time
 }
 
 // maxServedReads bounds the reads remembered (a quarter more at times):
@@ -203,9 +210,21 @@ func (s *ServedLists) NoteRead(k resource.Key, contents []resource.Content) {
 	if n >= MinDigestBytes {
 		sketch = sketchOf(contents)
 	}
+	now := time.Now()
+	r := servedRead{key: k, digest: d, sketch: sketch, short: n < MinDigestBytes, first: now, at: now}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.reads = append(s.reads, servedRead{key: k, digest: d, sketch: sketch, short: n < MinDigestBytes, at: time.Now()})
+	// The same text read again is one read, moved last: a host polling
+	// one resource would push every other out of the bound.
+	for i := len(s.reads) - 1; i >= 0; i-- {
+		if s.reads[i].key == k && s.reads[i].digest == d {
+			r.first = s.reads[i].first
+			s.reads = slices.Delete(s.reads, i, i+1)
+			break
+		}
+	}
+	s.reads = append(s.reads, r)
+	s.journalRead(&r)
 	s.changes++
 	// Cut back a quarter past the bound, not at each read: a cut moves
 	// them all.
@@ -313,7 +332,7 @@ func (s *ServedLists) copyOf(k resource.Key, match func(*servedRead) bool) Copy 
 		if len(spans) > 0 {
 			if sp := spans[r.key]; sp != nil {
 				if match(r) {
-					sp.last = r.at
+					sp.first, sp.last = minTime(sp.first, r.first), r.at
 				}
 				continue
 			}
@@ -332,7 +351,7 @@ func (s *ServedLists) copyOf(k resource.Key, match func(*servedRead) bool) Copy 
 		} else {
 			continue
 		}
-		spans[r.key] = &span{r.at, r.at}
+		spans[r.key] = &span{r.first, r.at}
 	}
 	c := Copy{Own: len(own) > 0}
 	if len(others)+len(own) == 0 {
@@ -346,6 +365,13 @@ func (s *ServedLists) copyOf(k resource.Key, match func(*servedRead) bool) Copy 
 		c.Last = append(c.Last, spans[o].last)
 	}
 	return c
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // NoteCopy records whether k is (still) a copy of a resource contextd
@@ -537,6 +563,9 @@ func (s *ServedLists) Forget(server string) {
 	delete(s.own, server)
 	s.gen++
 	s.changes++
+	if s.journaling {
+		s.journal, s.journalLost = nil, true // its check is gone: a whole write next
+	}
 }
 
 // ListedSince reports whether the MCP server listed a page of resources
@@ -567,7 +596,6 @@ func (s *ServedLists) Hold(server string, until time.Time) {
 	}
 	s.held[server] = until
 	s.gen++
-	s.changes++
 }
 
 // Check records that the MCP server must list server's resources listed
@@ -591,6 +619,7 @@ func (s *ServedLists) Check(server string, until time.Time) {
 		s.gen++
 	}
 	s.checked[server] = until
+	s.journalEntry(entryCheck, checkPayload(nil, server, until))
 	s.changes++
 }
 
@@ -621,7 +650,6 @@ func (s *ServedLists) Freeze(server string, until time.Time) {
 	}
 	s.frozen[server] = until
 	s.gen++
-	s.changes++
 }
 
 // Held reports whether server is held (until its time) or frozen (Hold,

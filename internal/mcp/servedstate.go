@@ -3,184 +3,353 @@ package mcp
 import (
 	"bytes"
 	"cmp"
-	"encoding/gob"
-	"fmt"
+	"encoding/binary"
+	"errors"
+	"hash/crc32"
 	"slices"
 	"time"
 
 	"github.com/contextd/contextd/internal/resource"
 )
 
-// What a ServedLists keeps across restarts (MarshalBinary, Restore): the
-// reads the MCP server answered, by which the copy checks tell what a
-// bridge passes back, and until when servers are checked, held or
-// frozen. Forgotten at each restart, what a host had read before it was
-// no copy of anything until read again, and a bridge passing it back
-// meanwhile had a burst of its copies listed at each restart.
+// What a ServedLists keeps across restarts: the reads the MCP server
+// answered, by which the copy checks tell what a bridge passes back, and
+// until when servers are checked (Check). Forgotten at each restart, what
+// a host had read before it was no copy of anything until read again,
+// and a bridge passing it back meanwhile had its copies listed: a burst
+// at once, or all, where the room of entries it had dropped or a first
+// window let them.
 //
-// What is not kept is found again: which of a server's resources are
-// copies (NoteCopy) the next read of each tells, and a server found
-// passing back copies (Withhold) is kept so by the mcpserver package's
-// own state, and found so again at its next copies.
+// The encoding is a journal: servedMagic, then entries, each a kind byte,
+// the payload's length (uvarint), the payload, and the CRC-32 of kind and
+// payload. MarshalBinary writes all s holds; Journal the entries noted
+// since (appended to what was written, a read costs about 1.5 KB, not
+// the whole). Restore reads entries up to the first that is cut short or
+// damaged (a crash while appending), each checked and bounded before it
+// is kept, so the memory it takes is bounded by the data's length.
+//
+// Not kept: holds and freezes (their "no more than is listed now" would
+// empty a restarted process's list, which lists nothing yet), which of a
+// server's resources are copies (the next read of each tells), and
+// whether a server passes back copies (the mcpserver package's own state
+// keeps that, and its next copies tell again).
 
-// servedVersion is the version of MarshalBinary's format.
-const servedVersion = 1
+// servedMagic opens the encoding; its last byte is the format's version.
+const servedMagic = "contextd-served\x01"
 
-// maxMarkAhead bounds how far past the restart a restored check, hold or
-// freeze runs: longer than any the sync package sets (a day's check, a
-// 32-hour freeze).
+// The kinds of entry.
+const (
+	entryRead  = 1 // a servedRead
+	entryCheck = 2 // a server checked until a time
+)
+
+// maxEntryBytes bounds an entry's payload: a read's key and sketch
+// (URIs are bounded by what the mirror takes), or a server's name.
+const maxEntryBytes = 1 << 20
+
+// maxJournalBytes bounds the entries Journal has not taken yet: past it
+// they are dropped, and the next write must be whole (Journal says so).
+const maxJournalBytes = 8 << 20
+
+// maxMarkAhead bounds how far past the restart a restored check runs:
+// longer than any the sync package sets (a day).
 const maxMarkAhead = 48 * time.Hour
 
-// servedFile is MarshalBinary's format, a gob.
-type servedFile struct {
-	Version int
-	Reads   []servedRecord
-	// Until when each server is checked, held or frozen (Unix
-	// milliseconds).
-	Checked, Held, Frozen map[string]int64
+// maxRestoredChecks bounds the checks restored (one per server).
+const maxRestoredChecks = 10_000
+
+// shingleBytes is a sketch shingle's encoded length, but for its line.
+const shingleBytes = 8 + 8*shingleWords + 1
+
+// appendEntry appends the entry of kind with payload p to b.
+func appendEntry(b []byte, kind byte, p []byte) []byte {
+	b = append(b, kind)
+	b = binary.AppendUvarint(b, uint64(len(p)))
+	b = append(b, p...)
+	c := crc32.NewIEEE()
+	c.Write([]byte{kind})
+	c.Write(p)
+	return binary.BigEndian.AppendUint32(b, c.Sum32())
 }
 
-// servedRecord is one servedRead.
-type servedRecord struct {
-	Server, URI string
-	Digest      [32]byte
-	Short       bool
-	At          int64 // Unix milliseconds
-	Sketch      []shingleRecord
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
 }
 
-// shingleRecord is one sketchShingle.
-type shingleRecord struct {
-	Hash  uint64
-	Words [shingleWords]uint64
-	N     uint8
-	Line  uint32
-}
-
-// Changes returns a number that moves whenever what MarshalBinary
-// writes changes (a read answered, a server checked, held or frozen).
-func (s *ServedLists) Changes() uint64 {
-	if s == nil {
-		return 0
+// readPayload encodes r.
+func readPayload(b []byte, r *servedRead) []byte {
+	b = appendString(b, r.key.Server)
+	b = appendString(b, r.key.URI)
+	b = append(b, r.digest[:]...)
+	short := byte(0)
+	if r.short {
+		short = 1
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.changes
+	b = append(b, short)
+	b = binary.AppendVarint(b, r.first.UnixMilli())
+	b = binary.AppendVarint(b, r.at.UnixMilli())
+	b = append(b, byte(len(r.sketch)))
+	for _, sh := range r.sketch {
+		b = binary.BigEndian.AppendUint64(b, sh.hash)
+		for _, w := range sh.words {
+			b = binary.BigEndian.AppendUint64(b, uint64(w))
+		}
+		b = append(b, sh.n)
+		b = binary.AppendUvarint(b, uint64(sh.line))
+	}
+	return b
 }
 
-// MarshalBinary encodes what s keeps across restarts (see Restore): at
-// most maxServedReads reads of about 1.5 KB each, and the servers' check,
-// hold and freeze times.
+// checkPayload encodes server's check until then.
+func checkPayload(b []byte, server string, until time.Time) []byte {
+	b = appendString(b, server)
+	return binary.AppendVarint(b, until.UnixMilli())
+}
+
+// journalRead records r for Journal. s.mu is held.
+func (s *ServedLists) journalRead(r *servedRead) {
+	if s.journaling && !s.journalLost {
+		s.journalEntry(entryRead, readPayload(nil, r))
+	}
+}
+
+// journalEntry records an entry for Journal. s.mu is held.
+func (s *ServedLists) journalEntry(kind byte, p []byte) {
+	if !s.journaling || s.journalLost {
+		return
+	}
+	if len(s.journal)+len(p)+16 > maxJournalBytes {
+		s.journal, s.journalLost = nil, true
+		return
+	}
+	s.journal = appendEntry(s.journal, kind, p)
+}
+
+// MarshalBinary encodes all s keeps across restarts (see Restore): its
+// reads (at most maxServedReads and a quarter, about 1.5 KB each) and its
+// checks. From then on s records what changes for Journal.
 func (s *ServedLists) MarshalBinary() ([]byte, error) {
-	f := servedFile{Version: servedVersion}
-	if s != nil {
-		s.mu.Lock()
-		reads := s.reads[max(0, len(s.reads)-maxServedReads):]
-		f.Reads = make([]servedRecord, len(reads))
-		for i, r := range reads {
-			rec := servedRecord{Server: r.key.Server, URI: r.key.URI, Digest: r.digest, Short: r.short, At: r.at.UnixMilli()}
-			if r.sketch != nil {
-				rec.Sketch = make([]shingleRecord, len(r.sketch))
-				for j, sh := range r.sketch {
-					rec.Sketch[j] = shingleRecord{Hash: sh.hash, N: sh.n, Line: sh.line}
-					for w := range sh.words {
-						rec.Sketch[j].Words[w] = uint64(sh.words[w])
-					}
-				}
-			}
-			f.Reads[i] = rec
-		}
-		f.Checked, f.Held, f.Frozen = untilMillis(s.checked), untilMillis(s.held), untilMillis(s.frozen)
-		s.mu.Unlock()
-	}
-	var buf bytes.Buffer
-	if err := gob.NewEncoder(&buf).Encode(&f); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
-}
-
-func untilMillis(m map[string]time.Time) map[string]int64 {
-	now := time.Now()
-	out := make(map[string]int64, len(m))
-	for server, until := range m {
-		if until.After(now) {
-			out[server] = until.UnixMilli()
-		}
-	}
-	return out
-}
-
-// Restore adds what MarshalBinary encoded in an earlier run to s: its
-// reads before those s answered since, the latest maxServedReads kept;
-// each server's check, hold or freeze, until the later of its two times
-// and at most maxMarkAhead from now. Records that cannot be right (a
-// sketch out of order or too long, a read in the future) are dropped. An
-// error says data is no such encoding, or of another version; s is then
-// unchanged.
-func (s *ServedLists) Restore(data []byte) error {
+	b := []byte(servedMagic)
 	if s == nil {
-		return nil
-	}
-	var f servedFile
-	if err := gob.NewDecoder(bytes.NewReader(data)).Decode(&f); err != nil {
-		return err
-	}
-	if f.Version != servedVersion {
-		return fmt.Errorf("format version %d, want %d", f.Version, servedVersion)
-	}
-	now := time.Now()
-	reads := make([]servedRead, 0, min(len(f.Reads), maxServedReads))
-	for _, rec := range f.Reads[max(0, len(f.Reads)-maxServedReads):] {
-		at := time.UnixMilli(rec.At)
-		if rec.URI == "" || at.After(now) || len(rec.Sketch) > nearSketch ||
-			rec.Sketch != nil && len(rec.Sketch) < nearMinSketch ||
-			!slices.IsSortedFunc(rec.Sketch, func(a, b shingleRecord) int { return cmp.Compare(a.Hash, b.Hash) }) {
-			continue
-		}
-		r := servedRead{key: resource.Key{Server: rec.Server, URI: rec.URI}, digest: rec.Digest, short: rec.Short, at: at}
-		if rec.Sketch != nil {
-			r.sketch = make([]sketchShingle, len(rec.Sketch))
-			for j, sh := range rec.Sketch {
-				r.sketch[j] = sketchShingle{hash: sh.Hash, n: min(sh.N, shingleWords), line: sh.Line}
-				for w := range sh.Words {
-					r.sketch[j].words[w] = word(sh.Words[w])
-				}
-			}
-		}
-		reads = append(reads, r)
+		return b, nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.reads = append(reads, s.reads...)
-	if n := len(s.reads); n > maxServedReads {
+	var p []byte
+	for i := range s.reads {
+		p = readPayload(p[:0], &s.reads[i])
+		b = appendEntry(b, entryRead, p)
+	}
+	now := time.Now()
+	for server, until := range s.checked {
+		if until.After(now) {
+			b = appendEntry(b, entryCheck, checkPayload(nil, server, until))
+		}
+	}
+	s.journaling, s.journal, s.journalLost = true, nil, false
+	return b, nil
+}
+
+// Journal returns the entries noted since the last MarshalBinary or
+// Journal, to append to what those returned. ok is false when the next
+// write must be MarshalBinary's: some were dropped (more than
+// maxJournalBytes waited, or a Forget), or s was restored (what it was
+// restored from may end in a damaged entry).
+func (s *ServedLists) Journal() (entries []byte, ok bool) {
+	if s == nil {
+		return nil, true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.journalLost {
+		return nil, false
+	}
+	entries = s.journal
+	s.journal = nil
+	return entries, true
+}
+
+// errServedFormat is the error of data that is no encoding of a
+// ServedLists.
+var errServedFormat = errors.New("not a record of what contextd served (or of another version)")
+
+// Restore adds what MarshalBinary and Journal encoded in an earlier run to
+// s: its reads before those s answered since (a read of a text s answered
+// again counts once), the latest maxServedReads and a quarter kept; each
+// server's check until the later of its two times, at most maxMarkAhead
+// from now. It stops at an entry cut short or damaged, keeping those
+// before; entries that cannot be right (a sketch out of order, a read in
+// the future) are dropped. An error says data is no such encoding; s is
+// then unchanged. From then on s records what changes for Journal.
+func (s *ServedLists) Restore(data []byte) (dropped int, err error) {
+	if s == nil {
+		return 0, nil
+	}
+	if !bytes.HasPrefix(data, []byte(servedMagic)) {
+		return 0, errServedFormat
+	}
+	data = data[len(servedMagic):]
+	now := time.Now()
+	var reads []servedRead
+	checks := map[string]time.Time{}
+	for len(data) > 0 {
+		kind := data[0]
+		n, w := binary.Uvarint(data[1:])
+		if w <= 0 || n > maxEntryBytes || uint64(len(data)-1-w) < n+4 {
+			dropped++ // cut short: a crash while appending
+			break
+		}
+		p := data[1+w : 1+w+int(n)]
+		c := crc32.NewIEEE()
+		c.Write([]byte{kind})
+		c.Write(p)
+		if binary.BigEndian.Uint32(data[1+w+int(n):]) != c.Sum32() {
+			dropped++
+			break
+		}
+		data = data[1+w+int(n)+4:]
+		switch kind {
+		case entryRead:
+			r, ok := decodeRead(p, now)
+			if !ok {
+				dropped++
+				continue
+			}
+			reads = append(reads, r)
+			if len(reads) >= 2*maxServedReads {
+				reads = slices.Delete(reads, 0, len(reads)-maxServedReads)
+			}
+		case entryCheck:
+			server, rest, ok := decodeString(p)
+			until, w := binary.Varint(rest)
+			if !ok || w <= 0 || (len(checks) >= maxRestoredChecks && checks[server].IsZero()) {
+				dropped++
+				continue
+			}
+			t := time.UnixMilli(until)
+			if t.After(now.Add(maxMarkAhead)) {
+				t = now.Add(maxMarkAhead)
+			}
+			checks[server] = t
+		default:
+			dropped++
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	// A text answered again counts once, at its latest, since its first;
+	// what s answered since the start goes after what was restored.
+	seen := map[readID]int{}
+	var kept []servedRead
+	for i := len(s.reads) - 1; i >= 0; i-- {
+		seen[readID{s.reads[i].key, s.reads[i].digest}] = -1 - i
+	}
+	for i := len(reads) - 1; i >= 0; i-- {
+		r := reads[i]
+		j, ok := seen[readID{r.key, r.digest}]
+		switch {
+		case !ok:
+			seen[readID{r.key, r.digest}] = len(kept)
+			kept = append(kept, r)
+		case j < 0:
+			if old := &s.reads[-1-j]; r.first.Before(old.first) {
+				old.first = r.first
+			}
+		case r.first.Before(kept[j].first):
+			kept[j].first = r.first
+		}
+	}
+	slices.Reverse(kept)
+	s.reads = append(kept, s.reads...)
+	if n := len(s.reads); n > maxServedReads+maxServedReads/4 {
 		s.reads = slices.Delete(s.reads, 0, n-maxServedReads)
 	}
-	s.checked = restoreUntil(s.checked, f.Checked, now)
-	s.held = restoreUntil(s.held, f.Held, now)
-	s.frozen = restoreUntil(s.frozen, f.Frozen, now)
+	for server, until := range checks {
+		if until.After(now) && until.After(s.checked[server]) {
+			if s.checked == nil {
+				s.checked = map[string]time.Time{}
+			}
+			s.checked[server] = until
+		}
+	}
+	s.journaling, s.journal, s.journalLost = true, nil, true // a whole write next
 	s.gen++
 	s.changes++
-	return nil
+	return dropped, nil
 }
 
-// restoreUntil merges saved (Unix milliseconds) into m, keeping the later
-// time of each server, none past maxMarkAhead from now.
-func restoreUntil(m map[string]time.Time, saved map[string]int64, now time.Time) map[string]time.Time {
-	if len(saved) == 0 {
-		return m
+// decodeString decodes a string encoded by appendString from p, and what
+// follows it.
+func decodeString(p []byte) (string, []byte, bool) {
+	n, w := binary.Uvarint(p)
+	if w <= 0 || n > uint64(len(p)-w) {
+		return "", nil, false
 	}
-	if m == nil {
-		m = make(map[string]time.Time, len(saved))
+	return string(p[w : w+int(n)]), p[w+int(n):], true
+}
+
+// decodeRead decodes a read encoded by readPayload; ok is false for one
+// that cannot be right.
+func decodeRead(p []byte, now time.Time) (r servedRead, ok bool) {
+	var server, uri string
+	if server, p, ok = decodeString(p); !ok {
+		return r, false
 	}
-	for server, ms := range saved {
-		until := time.UnixMilli(ms)
-		if until.After(now.Add(maxMarkAhead)) {
-			until = now.Add(maxMarkAhead)
+	if uri, p, ok = decodeString(p); !ok || uri == "" || len(p) < 32+1 {
+		return r, false
+	}
+	r.key = resource.Key{Server: server, URI: uri}
+	copy(r.digest[:], p)
+	r.short = p[32] == 1
+	p = p[33:]
+	first, w := binary.Varint(p)
+	if w <= 0 {
+		return r, false
+	}
+	p = p[w:]
+	at, w := binary.Varint(p)
+	if w <= 0 || len(p) < w+1 {
+		return r, false
+	}
+	r.first, r.at = time.UnixMilli(first), time.UnixMilli(at)
+	if r.at.After(now) || r.first.After(r.at) {
+		return r, false
+	}
+	p = p[w:]
+	k := int(p[0])
+	p = p[1:]
+	if k > nearSketch || k > 0 && k < nearMinSketch || len(p) < k*shingleBytes {
+		return r, false
+	}
+	if k > 0 {
+		r.sketch = make([]sketchShingle, k)
+	}
+	for i := range k {
+		if len(p) < shingleBytes {
+			return r, false
 		}
-		if until.After(now) && until.After(m[server]) {
-			m[server] = until
+		sh := &r.sketch[i]
+		sh.hash = binary.BigEndian.Uint64(p)
+		for j := range sh.words {
+			sh.words[j] = word(binary.BigEndian.Uint64(p[8+8*j:]))
+		}
+		sh.n = min(p[8+8*shingleWords], shingleWords)
+		line, w := binary.Uvarint(p[shingleBytes:])
+		if w <= 0 || line > 1<<32-1 {
+			return r, false
+		}
+		sh.line = uint32(line)
+		p = p[shingleBytes+w:]
+		if i > 0 && cmp.Less(sh.hash, r.sketch[i-1].hash) {
+			return r, false
 		}
 	}
-	return m
+	return r, len(p) == 0
+}
+
+// readID names a read's text: a read of the same text again replaces it.
+type readID struct {
+	key    resource.Key
+	digest [32]byte
 }

@@ -1,9 +1,9 @@
 package mcp
 
 import (
-	"bytes"
-	"encoding/gob"
+	"encoding/binary"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,8 +13,8 @@ import (
 
 // What a ServedLists answered survives MarshalBinary and Restore: copies,
 // near copies and short copies of it are told as before, and a server's
-// check, hold and freeze run on; a read answered after the restart is
-// kept beside the restored ones.
+// check runs on; a read answered after the restart is kept beside the
+// restored ones.
 func TestServedListsRestoreTellsCopiesAsBefore(t *testing.T) {
 	page := "# Runbook 7\n\nThis page explains postgres vacuum tuning in depth, part 7.\nIt covers the configuration knobs, the monitoring queries\nand the operational runbook steps that an engineer follows.\n"
 	text := func(s string) []resource.Content { return []resource.Content{{Text: s}} }
@@ -24,7 +24,8 @@ func TestServedListsRestoreTellsCopiesAsBefore(t *testing.T) {
 	old.NoteRead(a, text(page))
 	old.NoteRead(short, text("ok"))
 	old.Check("b", time.Now().Add(time.Hour))
-	old.Freeze("c", time.Now().Add(1000*time.Hour)) // past maxMarkAhead
+	old.Check("c", time.Now().Add(1000*time.Hour)) // past maxMarkAhead
+	old.Freeze("d", time.Now().Add(time.Hour))     // not kept: see servedstate.go
 	data, err := old.MarshalBinary()
 	if err != nil {
 		t.Fatal(err)
@@ -34,7 +35,7 @@ func TestServedListsRestoreTellsCopiesAsBefore(t *testing.T) {
 	later := resource.Key{Server: "a", URI: "doc://a/8"}
 	laterPage := strings.ReplaceAll(page, "7", "8") + "It adds a section on freezing.\n"
 	s.NoteRead(later, text(laterPage))
-	if err := s.Restore(data); err != nil {
+	if _, err := s.Restore(data); err != nil {
 		t.Fatal(err)
 	}
 	b := resource.Key{Server: "b", URI: "doc://b/c/7"}
@@ -62,78 +63,138 @@ func TestServedListsRestoreTellsCopiesAsBefore(t *testing.T) {
 	if !s.Checked("b") {
 		t.Error("b's check did not survive the restore")
 	}
-	if !s.Frozen("c") {
-		t.Error("c's freeze did not survive the restore")
+	if s.checked["c"].After(time.Now().Add(maxMarkAhead)) {
+		t.Errorf("c checked until %v: want at most %v from now", s.checked["c"], maxMarkAhead)
 	}
-	if s.frozen["c"].After(time.Now().Add(maxMarkAhead)) {
-		t.Errorf("c frozen until %v: want at most %v from now", s.frozen["c"], maxMarkAhead)
+	if s.Held("d") {
+		t.Error("d's freeze survived the restore: a restarted process listing nothing yet would list none of it")
 	}
 }
 
-// Restore keeps the latest maxServedReads of the restored and new reads,
-// drops records that cannot be right, and refuses what is no encoding of
-// its own, leaving the ServedLists as it was.
+// Restore keeps the latest reads of the restored and new ones (a text
+// read again once), and stops at an entry cut short or damaged, keeping
+// those before; it refuses what is no encoding of its own, leaving the
+// ServedLists as it was.
 func TestServedListsRestoreIsBoundedAndChecked(t *testing.T) {
+	read := func(s *ServedLists, run string, i int) {
+		s.NoteRead(resource.Key{Server: "a", URI: fmt.Sprintf("doc://a/%s/%d", run, i)}, []resource.Content{{Text: fmt.Sprintf("page %d of the %s run, long enough to be told by its digest alone, %d", i, run, i)}})
+	}
 	var old ServedLists
 	for i := range maxServedReads {
-		old.NoteRead(resource.Key{Server: "a", URI: fmt.Sprintf("doc://a/%d", i)}, []resource.Content{{Text: fmt.Sprintf("page %d of the old run, long enough to be told by its digest alone, %d", i, i)}})
+		read(&old, "old", i)
 	}
 	data, err := old.MarshalBinary()
 	if err != nil {
 		t.Fatal(err)
 	}
+	for range 100 { // polled: one read, moved last
+		read(&old, "old", 7)
+	}
+	read(&old, "old", maxServedReads)
+	more, ok := old.Journal()
+	if !ok || len(more) == 0 {
+		t.Fatalf("Journal = %d bytes, %v; want the reads since MarshalBinary", len(more), ok)
+	}
+	data = append(data, more...)
+
 	var s ServedLists
 	for i := range 10 {
-		s.NoteRead(resource.Key{Server: "a", URI: fmt.Sprintf("doc://a/new/%d", i)}, []resource.Content{{Text: fmt.Sprintf("page %d of the new run, long enough to be told by its digest alone, %d", i, i)}})
+		read(&s, "new", i)
 	}
-	if err := s.Restore(data); err != nil {
-		t.Fatal(err)
+	dropped, err := s.Restore(data)
+	if err != nil || dropped != 0 {
+		t.Fatalf("Restore = %d dropped, %v", dropped, err)
 	}
-	if len(s.reads) != maxServedReads {
-		t.Fatalf("%d reads after the restore; want %d", len(s.reads), maxServedReads)
+	if len(s.reads) != maxServedReads+11 {
+		t.Fatalf("%d reads after the restore; want %d (the old run's, one read polled once, and the new run's)", len(s.reads), maxServedReads+11)
 	}
 	if got := s.reads[len(s.reads)-1].key.URI; got != "doc://a/new/9" {
 		t.Errorf("the latest read is %s; want the new run's last", got)
 	}
-	if got := s.reads[0].key.URI; got != "doc://a/10" {
-		t.Errorf("the oldest read kept is %s; want doc://a/10 (the ten oldest dropped)", got)
+	if got := s.reads[maxServedReads-1]; got.key.URI != "doc://a/old/7" || !got.first.Before(got.at) && !got.first.Equal(got.at) {
+		t.Errorf("the polled read is %s, first %v, last %v; want doc://a/old/7 just before the old run's last", got.key.URI, got.first, got.at)
 	}
 
-	var f servedFile
-	f.Version = servedVersion
-	f.Reads = []servedRecord{
-		{Server: "a", URI: "doc://a/future", At: time.Now().Add(time.Hour).UnixMilli()},
-		{Server: "a", URI: "doc://a/unsorted", Sketch: make([]shingleRecord, nearSketch)},
-		{Server: "a", URI: "doc://a/long", Sketch: make([]shingleRecord, nearSketch+1)},
-		{Server: "a", URI: "doc://a/fine", At: time.Now().UnixMilli()},
+	// Cut short anywhere, or damaged: what comes before is kept.
+	for _, cut := range []int{len(data) - 1, len(data) - 700, len(servedMagic) + 3} {
+		var c ServedLists
+		if _, err := c.Restore(data[:cut]); err != nil {
+			t.Fatalf("cut at %d: %v", cut, err)
+		}
+		if len(c.reads) == 0 && cut > 1000 || len(c.reads) > maxServedReads+1 {
+			t.Errorf("cut at %d: %d reads kept", cut, len(c.reads))
+		}
 	}
-	f.Reads[1].Sketch[0].Hash = 9
+	bad := slices.Clone(data)
+	bad[len(bad)/2] ^= 0xff
+	var d ServedLists
+	if dropped, err := d.Restore(bad); err != nil || dropped != 1 || len(d.reads) == 0 || len(d.reads) >= maxServedReads {
+		t.Errorf("a byte flipped in the middle: %d reads kept, %d dropped, %v; want those before it", len(d.reads), dropped, err)
+	}
+
+	// Entries that cannot be right are dropped alone.
+	now := time.Now()
+	good := servedRead{key: resource.Key{Server: "a", URI: "doc://a/fine"}, first: now, at: now}
+	future := good
+	future.key.URI, future.at = "doc://a/future", now.Add(time.Hour)
+	unsorted := good
+	unsorted.key.URI = "doc://a/unsorted"
+	unsorted.sketch = make([]sketchShingle, nearSketch)
+	unsorted.sketch[0].hash = 9
+	long := good
+	long.key.URI = "doc://a/long"
+	long.sketch = make([]sketchShingle, nearSketch+1)
+	enc := []byte(servedMagic)
+	for _, r := range []servedRead{future, unsorted, long, good} {
+		enc = appendEntry(enc, entryRead, readPayload(nil, &r))
+	}
 	var fresh ServedLists
-	if err := fresh.Restore(encodeServed(t, f)); err != nil {
-		t.Fatal(err)
+	if dropped, err := fresh.Restore(enc); err != nil || dropped != 3 {
+		t.Fatalf("Restore = %d dropped, %v; want 3", dropped, err)
 	}
 	if len(fresh.reads) != 1 || fresh.reads[0].key.URI != "doc://a/fine" {
 		t.Errorf("restored %v; want only doc://a/fine", fresh.reads)
 	}
-	f.Version = servedVersion + 1
-	for name, bad := range map[string][]byte{"garbage": []byte("not a gob"), "empty": nil, "another version": encodeServed(t, f)} {
-		before := fresh.Changes()
-		if err := fresh.Restore(bad); err == nil {
+	for name, bad := range map[string][]byte{"garbage": []byte("not a record"), "empty": nil, "another version": []byte("contextd-served\x02")} {
+		before := len(fresh.reads)
+		if _, err := fresh.Restore(bad); err == nil {
 			t.Errorf("%s: Restore succeeded", name)
 		}
-		if len(fresh.reads) != 1 || fresh.Changes() != before {
+		if len(fresh.reads) != before {
 			t.Errorf("%s: a failed Restore changed the ServedLists", name)
 		}
 	}
 }
 
-func encodeServed(t *testing.T, f servedFile) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	if err := gob.NewEncoder(&buf).Encode(&f); err != nil {
+// However it was made, a file within maxServedBytes restores within a
+// bounded memory: each entry is checked against what is left before it is
+// kept (a gob of empty shingles took 1.9 GB for 63 MB).
+func TestServedListsRestoreOfAStuffedFileIsBounded(t *testing.T) {
+	enc := []byte(servedMagic)
+	// A read claiming a huge sketch, then a million checks.
+	p := appendString(nil, "a")
+	p = appendString(p, "doc://a/x")
+	p = append(p, make([]byte, 33)...)
+	p = binary.AppendVarint(p, 0)
+	p = binary.AppendVarint(p, 0)
+	p = append(p, 255)
+	enc = appendEntry(enc, entryRead, p)
+	for i := range 1_000_000 {
+		enc = appendEntry(enc, entryCheck, checkPayload(nil, fmt.Sprint(i), time.Now().Add(time.Hour)))
+	}
+	var s ServedLists
+	dropped, err := s.Restore(enc)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return buf.Bytes()
+	if len(s.reads) != 0 || len(s.checked) != maxRestoredChecks || dropped != 1+1_000_000-maxRestoredChecks {
+		t.Errorf("%d reads, %d checks restored, %d dropped; want none, %d, the rest", len(s.reads), len(s.checked), dropped, maxRestoredChecks)
+	}
+	huge := append([]byte(servedMagic), entryRead)
+	huge = binary.AppendUvarint(huge, 1<<40)
+	if dropped, err := s.Restore(huge); err != nil || dropped != 1 {
+		t.Errorf("an entry claiming 1 TiB: %d dropped, %v", dropped, err)
+	}
 }
 
 // BenchmarkServedListsMarshalBinary writes a full ServedLists: 4,096

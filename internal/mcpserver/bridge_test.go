@@ -9,6 +9,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -1803,6 +1804,69 @@ func TestCopiesOfWhatWasServedBeforeARestartAreTold(t *testing.T) {
 		}
 		if n := countListed(t, host, "b", ""); n > before+5 {
 			t.Errorf("a minute after b passed back 300 pages read before the restart: b lists %d (%d before); want its copies kept off", n, before)
+		}
+	})
+}
+
+// A crash right after a host read is no gap in what the copy checks know
+// after the restart: each read is on disk once answered. A bridge that
+// had shrunk (its room: the most it listed) passing back what was read
+// then had all of it listed at once (10 → 610).
+func TestACrashRightAfterReadsKeepsThem(t *testing.T) {
+	page := func(i int) string {
+		return fmt.Sprintf("Page %d on postgres vacuum tuning: autovacuum settings,\nthe monitoring queries and the runbook steps an engineer follows %d.\n", i, i)
+	}
+	synctest.Test(t, func(t *testing.T) {
+		a, b := mcptest.NewServer(nil, nil), mcptest.NewServer(nil, nil)
+		for i := range 300 {
+			addText(a, fmt.Sprintf("doc://a/%d", i), page(i))
+		}
+		for i := range 500 {
+			addText(b, fmt.Sprintf("doc://b/own/%d", i), fmt.Sprintf("b's own page %d, on kafka consumer rebalancing and partition lag, runbook %d\n", i, i))
+		}
+		dir := t.TempDir()
+		opts := &mcpserver.Options{CheckInterval: 250 * time.Millisecond, PaceBurst: 128, PaceSettle: settle, StateFile: mcpserver.StateFileIn(dir)}
+		f := newFacade(t, map[string]*mcpsdk.Server{"a": a, "b": b}, opts, engine.Options{})
+		host := f.connect(t, nil)
+		time.Sleep(settle + 10*time.Second)
+		for i := 10; i < 500; i++ { // b shrinks: room for 490
+			b.RemoveResources(fmt.Sprintf("doc://b/own/%d", i))
+		}
+		time.Sleep(5 * time.Minute)
+		for i := range 300 {
+			if _, err := host.ReadResource(t.Context(), &mcpsdk.ReadResourceParams{URI: fmt.Sprintf("contextd:resource/a/doc://a/%d", i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Killed at once: the files as they are now.
+		files := map[string][]byte{}
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			if data, err := os.ReadFile(filepath.Join(dir, e.Name())); err == nil {
+				files[e.Name()] = data
+			}
+		}
+		before := countListed(t, host, "b", "")
+		host.Close()
+		f.stop()
+		for name, data := range files {
+			if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		f = newFacade(t, map[string]*mcpsdk.Server{"a": a, "b": b}, opts, engine.Options{})
+		host = f.connect(t, nil)
+		time.Sleep(3 * time.Second)
+		for i := range 300 { // b passes back a's pages, read just before the crash
+			addText(b, fmt.Sprintf("doc://b/c/%d", i), page(i))
+		}
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if n := countListed(t, host, "b", ""); n > before+5 {
+			t.Errorf("a minute after b passed back 300 pages read just before a crash: b lists %d (%d before); want its copies kept off", n, before)
 		}
 	})
 }

@@ -281,7 +281,7 @@ func (s *Server) loadPaces() {
 // logged.
 func (s *Server) SaveState() {
 	s.savePaces(true)
-	s.saveServed(true)
+	s.saveServed(false)
 }
 
 // savePaces writes the servers' paces to Options.StateFile if they changed
@@ -395,19 +395,16 @@ func (s *Server) servedFile() string {
 	if s.opts.StateFile == "" {
 		return ""
 	}
-	return filepath.Join(filepath.Dir(s.opts.StateFile), "mcp-served-reads.gob")
+	return filepath.Join(filepath.Dir(s.opts.StateFile), "mcp-served-reads")
 }
 
-// servedSaveEvery is how often, at most, Run writes servedFile when only
-// reads were answered (a few MiB at most): a crash loses the reads
-// answered since, whose copies a bridge may then pass back after the
-// restart as plain growth (paced). A server checked, held or frozen is
-// written at once, like its pace.
-const servedSaveEvery = time.Minute
+// maxServedBytes bounds servedFile read at start: a whole write of mcp's
+// 5,120 reads of about 1.5 KB each, and as much appended since.
+const maxServedBytes = 32 << 20
 
-// maxServedBytes bounds servedFile read at start: mcp's 4,096 reads of
-// about 1.6 KB each, with room.
-const maxServedBytes = 64 << 20
+// servedSlack is how much more than its last whole write servedFile may
+// grow by appends before it is written whole again.
+const servedSlack = 4 << 20
 
 // loadServed restores servedFile into the engine's ServedLists. A file
 // that cannot be read is logged and ignored: the copy checks then start
@@ -418,6 +415,7 @@ func (s *Server) loadServed() {
 	if errors.Is(err, fs.ErrNotExist) {
 		return
 	}
+	dropped := 0
 	if err == nil {
 		defer f.Close()
 		var data []byte
@@ -427,39 +425,64 @@ func (s *Server) loadServed() {
 		case len(data) > maxServedBytes:
 			err = fmt.Errorf("larger than %d bytes", maxServedBytes)
 		default:
-			err = s.eng.ServedLists().Restore(data)
+			dropped, err = s.eng.ServedLists().Restore(data)
 		}
 	}
 	if err != nil {
 		s.log.Warn("what contextd served before cannot be read: copies of it a server passes back now are told only once a host reads it again", "file", path, "err", err)
 		return
 	}
-	s.servedChanges = s.eng.ServedLists().Changes()
-	s.servedAt = time.Now()
+	if dropped > 0 {
+		s.log.Warn("some of what contextd served before could not be read (a crash while it was written, or damage): copies of those are told only once a host reads them again", "file", path, "entries", dropped)
+	}
 }
 
-// saveServed writes the engine's ServedLists to servedFile if it changed
-// since the last write and that was servedSaveEvery ago, or force and it
-// changed at all. Failures are logged once until a write works.
-func (s *Server) saveServed(force bool) {
+// saveServed brings servedFile up to date with the engine's ServedLists:
+// it appends what was noted since (a few KB for a read), or, when the
+// journal cannot be appended to (the first write of a run, a failed
+// write, the file grown servedSlack past its last whole write), writes it
+// whole, unless appendOnly (a read's answer waits for it: the next tick
+// of Run does that). Failures are logged once until a write works.
+func (s *Server) saveServed(appendOnly bool) {
 	path := s.servedFile()
 	if path == "" {
 		return
 	}
 	lists := s.eng.ServedLists()
-	s.mu.Lock()
-	changes := lists.Changes()
-	due := changes != s.servedChanges && (force || time.Since(s.servedAt) >= servedSaveEvery)
-	s.mu.Unlock()
-	if !due {
+	if appendOnly {
+		// Not behind a whole write: what the journal holds goes with
+		// the next.
+		if !s.servedMu.TryLock() {
+			return
+		}
+	} else {
+		s.servedMu.Lock()
+	}
+	defer s.servedMu.Unlock()
+	whole := !s.servedWhole || s.servedAppended > s.servedSize+servedSlack
+	var entries []byte
+	if !whole {
+		var ok bool
+		entries, ok = lists.Journal()
+		whole = !ok
+	}
+	if whole && appendOnly {
 		return
 	}
-	data, err := lists.MarshalBinary()
-	if err == nil {
-		err = replaceFile(path, data)
+	var err error
+	switch {
+	case whole:
+		var data []byte
+		if data, err = lists.MarshalBinary(); err == nil {
+			err = replaceFile(path, data)
+		}
+		if err == nil {
+			s.servedWhole, s.servedSize, s.servedAppended = true, len(data), 0
+		}
+	case len(entries) > 0:
+		err = appendFile(path, entries)
+		s.servedAppended += len(entries)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	switch {
 	case err != nil && s.servedErr == "":
 		s.log.Warn("saving what contextd served failed: after a restart, copies of what was served since are told only once a host reads it again; retrying", "file", path, "err", err)
@@ -468,8 +491,21 @@ func (s *Server) saveServed(force bool) {
 	}
 	if err != nil {
 		s.servedErr = err.Error()
+		s.servedWhole = false // written whole next: an append may have been cut
 		return
 	}
 	s.servedErr = ""
-	s.servedChanges, s.servedAt = max(s.servedChanges, changes), time.Now()
+}
+
+// appendFile appends data to the file at path, which exists.
+func appendFile(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

@@ -520,6 +520,7 @@ func (s *Server) readResource(ctx context.Context, req *mcpsdk.ReadResourceReque
 	// Remembered, so that a bridge passing it back to this contextd is
 	// known by it.
 	s.eng.ServedLists().NoteRead(k, cs)
+	s.saveServed(true) // a crash right after must not lose it
 	out := &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{}}
 	var bad []string
 	for _, c := range cs {

@@ -241,11 +241,13 @@ type Server struct {
 	prior              map[string]*savedPace
 	stateGen, savedGen int64
 	stateErr           string
-	// servedChanges is the engine's ServedLists.Changes last written to
-	// servedFile, servedAt when; servedErr is the last write's error.
-	servedChanges uint64
-	servedAt      time.Time
-	servedErr     string
+	// servedMu serializes the writes of servedFile; servedWhole says it
+	// was written whole in this run (servedSize bytes, servedAppended
+	// appended since), servedErr is the last write's error.
+	servedMu                   sync.Mutex
+	servedWhole                bool
+	servedSize, servedAppended int
+	servedErr                  string
 
 	subs map[resource.Key]int // downstream subscriptions per resource
 	// sessSubs holds each session's subscriptions, by the URI it sent:
@@ -657,12 +659,12 @@ func (s *Server) Run(ctx context.Context) error {
 	save := time.NewTicker(stateSaveEvery)
 	defer save.Stop()
 	withheld, written := s.eng.ServedLists().WithheldGen(), time.Now()
+	s.saveServed(false) // whole: the reads answered from now on are appended as answered
 	for {
 		s.refresh()
 		if g := s.eng.ServedLists().WithheldGen(); g != withheld {
 			withheld = g
 			s.savePaces(true) // see stateSaveEvery
-			s.saveServed(true)
 		}
 		select {
 		case <-ctx.Done():
