@@ -15,6 +15,7 @@ import (
 	"github.com/contextd/contextd/internal/config"
 	"github.com/contextd/contextd/internal/engine"
 	"github.com/contextd/contextd/internal/mcpserver"
+	"github.com/contextd/contextd/internal/redact"
 	"github.com/contextd/contextd/internal/service"
 	ctxsync "github.com/contextd/contextd/internal/sync"
 )
@@ -47,6 +48,9 @@ func mcpStdio(ctx context.Context, args []string, stderr io.Writer) error {
 	if !log.Enabled(ctx, slog.LevelDebug) {
 		log = slog.New(hostLog{log.Handler()})
 	}
+	// Credentials masked and controls escaped from the start; once the
+	// engine runs, as its configuration says after each reload.
+	log = slog.New(redact.Handler(log.Handler(), redact.New(cfg.Secrets()...)))
 	dropSelf(cfg, log)
 	if len(cfg.Servers) == 0 {
 		log.Warn("no servers configured: every request will fail until some are added", "config", cfg.Path)
@@ -58,6 +62,7 @@ func mcpStdio(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	log = slog.New(eng.WrapLog(log.Handler()))
 	fac := mcpserver.New(eng, &mcpserver.Options{Version: version, Logger: log.With("component", "mcpserver"), Relay: relay, ReadyWait: *readyWait,
 		StateFile: mcpserver.StateFileIn(eng.DataDir())})
 

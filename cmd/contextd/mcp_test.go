@@ -43,6 +43,9 @@ func TestMain(m *testing.M) {
 	case "doc-upstream":
 		docUpstream()
 		os.Exit(0)
+	case "hostile-upstream":
+		hostileUpstream(os.Getenv("HOSTILE_TOKEN"))
+		os.Exit(0)
 	}
 	os.Exit(m.Run())
 }
@@ -88,6 +91,30 @@ func changingUpstream(trigger string) {
 		for {
 			_ = s.ResourceUpdated(context.Background(), &mcpsdk.ResourceUpdatedNotificationParams{URI: oddURI})
 			time.Sleep(200 * time.Millisecond)
+		}
+	}()
+	_ = s.Run(context.Background(), &mcpsdk.StdioTransport{})
+}
+
+// hostileURI is the resource the hostile upstream serves: its name for
+// it holds the token it was given and controls a terminal acts on.
+func hostileURI(token string) string { return "doc://x/" + token + "/\u009b31m\u202e" }
+
+// hostileUpstream serves, on stdio, one resource named with token (see
+// hostileURI), and announces an update of it every 100 ms to the
+// sessions subscribed to it.
+func hostileUpstream(token string) {
+	s := mcpsdk.NewServer(&mcpsdk.Implementation{Name: "hostile-upstream", Version: "v0"}, &mcpsdk.ServerOptions{
+		Capabilities:              &mcpsdk.ServerCapabilities{Resources: &mcpsdk.ResourceCapabilities{ListChanged: true}},
+		SubscribeHandler:          func(context.Context, *mcpsdk.SubscribeRequest) error { return nil },
+		UnsubscribeHandler:        func(context.Context, *mcpsdk.UnsubscribeRequest) error { return nil },
+		SupportedProtocolVersions: []string{"2025-11-25"},
+	})
+	addText(s, hostileURI(token), "a page on walrus migration")
+	go func() {
+		for {
+			_ = s.ResourceUpdated(context.Background(), &mcpsdk.ResourceUpdatedNotificationParams{URI: hostileURI(token)})
+			time.Sleep(100 * time.Millisecond)
 		}
 	}()
 	_ = s.Run(context.Background(), &mcpsdk.StdioTransport{})
@@ -550,5 +577,97 @@ func TestAConfigRefusedAtStartIsMasked(t *testing.T) {
 	}
 	if strings.Contains(err.Error()+errb.String(), "Sup3rS3cretPw") {
 		t.Errorf("the refusal shows the password: %v\n%s", err, errb.String())
+	}
+}
+
+// contextd mcp's own log (its MCP server's, the go-sdk's beneath it) masks
+// the configured credentials and escapes controls as the engine's does:
+// an upstream naming a resource with its token, and with C1 controls, had
+// both written raw at --log-level debug ("resource updated notification
+// sent"), in text and JSON.
+func TestMCPLogMasksAndEscapesUpstreamBytes(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const token = "tok-5f1e9c2b7a4d8e3f6a0b"
+	for _, format := range []string{"text", "json"} {
+		t.Run(format, func(t *testing.T) {
+			cfg := writeConfig(t, fmt.Sprintf(`
+data_dir: %s
+embedder: glove
+log_format: %s
+mcpServers:
+  hostile:
+    command: %q
+    env: { CONTEXTD_TEST_EXEC: hostile-upstream, HOSTILE_TOKEN: %q }
+`, t.TempDir(), format, self, token))
+			ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, self, "mcp", "--config", cfg, "--log-level", "debug")
+			cmd.Env = append(os.Environ(), "CONTEXTD_TEST_EXEC=contextd")
+			stdin, err := cmd.StdinPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			stdout, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprint(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}
+{"jsonrpc":"2.0","method":"notifications/initialized"}
+{"jsonrpc":"2.0","id":2,"method":"resources/list"}
+`)
+			sc := bufio.NewScanner(stdout)
+			sc.Buffer(nil, 1<<20)
+			notified := 0
+			for notified < 3 && sc.Scan() {
+				var msg struct {
+					ID     float64 `json:"id"`
+					Method string  `json:"method"`
+					Result struct {
+						Resources []struct {
+							URI string `json:"uri"`
+						} `json:"resources"`
+					} `json:"result"`
+				}
+				if err := json.Unmarshal(sc.Bytes(), &msg); err != nil {
+					t.Fatalf("stdout: %q: %v", sc.Text(), err)
+				}
+				switch {
+				case msg.ID == 2 && len(msg.Result.Resources) == 1:
+					uri, _ := json.Marshal(msg.Result.Resources[0].URI)
+					fmt.Fprintf(stdin, `{"jsonrpc":"2.0","id":3,"method":"resources/subscribe","params":{"uri":%s}}`+"\n", uri)
+				case msg.ID == 2:
+					time.Sleep(100 * time.Millisecond) // its first sync has not ended
+					fmt.Fprint(stdin, `{"jsonrpc":"2.0","id":2,"method":"resources/list"}`+"\n")
+				case msg.Method == "notifications/resources/updated":
+					notified++
+				}
+			}
+			stdin.Close()
+			_, _ = io.Copy(io.Discard, stdout)
+			_ = cmd.Wait()
+			log := stderr.String()
+			if notified < 3 {
+				t.Fatalf("%d updates relayed to the host; want 3\nstderr:\n%s", notified, log)
+			}
+			if !strings.Contains(log, "notification sent") {
+				t.Errorf("the go-sdk's debug line for an update sent is not in the log:\n%s", log)
+			}
+			if strings.Contains(log, token) {
+				t.Errorf("the log holds the upstream's token:\n%s", log)
+			}
+			for _, c := range []string{"\u009b", "\u202e"} {
+				if strings.Contains(log, c) {
+					t.Errorf("the log holds %+q raw:\n%s", c, log)
+				}
+			}
+		})
 	}
 }

@@ -154,7 +154,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		metricsWeb = newHTTPServer(guardMetrics(cfg.Auth.Token, met.Handler(cfg.Ops.Pprof)), cfg.Conns, log)
 		log.Info("contextd serving metrics", "url", "http://"+metricsLis.Addr().String()+"/metrics", "pprof", cfg.Ops.Pprof)
 	}
-	fac := mcpserver.New(eng, &mcpserver.Options{Version: version, Logger: log.With("component", "mcpserver"), Relay: relay, Admit: adm.Admit,
+	fac := mcpserver.New(eng, &mcpserver.Options{Version: version, Logger: slog.New(eng.WrapLog(log.Handler())).With("component", "mcpserver"), Relay: relay, Admit: adm.Admit,
 		StateFile: mcpserver.StateFileIn(eng.DataDir())})
 	var web *mcpHTTP
 	if cfg.MCPListen != "" {

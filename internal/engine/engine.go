@@ -155,6 +155,11 @@ const tokensPerCandidate = 200
 // bridge passing that list back as this contextd.
 func (e *Engine) ServedLists() *mcp.ServedLists { return e.served }
 
+// WrapLog returns h behind what the engine's own log goes through: the
+// configured credentials masked (those of the configuration loaded last)
+// and what a terminal would act on escaped (redact.HandlerFunc).
+func (e *Engine) WrapLog(h slog.Handler) slog.Handler { return redact.HandlerFunc(h, e.logRed.Load) }
+
 // CandidatesFor returns how many ranked descriptors Assemble considers for
 // a token budget.
 func CandidatesFor(tokenBudget int) int {

@@ -1228,6 +1228,45 @@ func TestListChangedWithNewDatesIsSpacedByThePassesCost(t *testing.T) {
 	})
 }
 
+// A pass of minutes is spaced by ten times its cost too, not by a few
+// minutes at most: a server moving every lastModified each few seconds,
+// whose texts took 6 minutes to read, had a pass each 11 minutes (half a
+// core for good).
+func TestLongPassesAreSpacedByTheirCost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := subscribableServer()
+		var rc readCounter
+		srv.AddReceivingMiddleware(rc.middleware())
+		stamp := func(i int) {
+			for j := range 288 {
+				srv.AddResource(&mcpsdk.Resource{URI: fmt.Sprintf("doc://slow/%d", j), Name: "slow", MIMEType: "text/plain",
+					Annotations: &mcpsdk.Annotations{LastModified: time.Date(2026, 1, 1, 0, 0, i, 0, time.UTC).Format(time.RFC3339)}},
+					func(_ context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+						time.Sleep(5 * time.Second) // 288, 4 at once: a pass of 6 minutes
+						return textResult(req.Params.URI, "walrus "+req.Params.URI), nil
+					})
+			}
+		}
+		stamp(0)
+		m := ctxsync.New(ctxsync.Options{Server: "s", Index: newIndex(t), Dial: mcptest.Dial(t, "s", srv), MaxStormDelay: 10 * time.Second})
+		start(t, m)
+		<-m.Ready()
+		reads0 := rc.total()
+		for i := range 240 { // 2 hours of a new date each 30 s
+			time.Sleep(30 * time.Second)
+			stamp(i + 1)
+		}
+		synctest.Wait()
+		n := rc.total() - reads0
+		t.Logf("%d reads in 2 hours", n)
+		// Passes of 6 minutes each an hour at most: two or three in 2
+		// hours (288 reads each), where a 5-minute bound gave eleven.
+		if n > 3*288 {
+			t.Errorf("a new date each 30 s for 2 hours, passes of 6 minutes: %d reads; want at most %d", n, 3*288)
+		}
+	})
+}
+
 // A server that ends each session soon after its content pass, with
 // every lastModified moved at each list, has the first pass of each new
 // session spaced by the last pass's cost too: each session's came at

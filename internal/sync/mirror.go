@@ -562,10 +562,12 @@ func (m *Mirror) Ready() <-chan struct{} { return m.ready }
 const relistDutyFactor = 10
 
 // maxContentSpacing bounds the wait relistDutyFactor gives a content pass
-// asked for by resources/updated or a re-list after a long one: reads are
-// not delayed meanwhile (a notification drops the cached text), only the
-// index's copy of the texts.
-const maxContentSpacing = 5 * time.Minute
+// after a long one (asked for by resources/updated, a re-list, a new
+// session or its age): reads are not delayed meanwhile (a notification
+// drops the cached text), only the index's copy of the texts. Only passes
+// over 6 minutes reach it: a tighter bound let a server moving every
+// lastModified at each list have them run half the time, for good.
+const maxContentSpacing = time.Hour
 
 // Run mirrors the server until ctx ends, then closes the session. It returns
 // nil on cancellation: that is how a mirror stops.
@@ -891,7 +893,8 @@ func (m *Mirror) serve(ctx context.Context, sess *mcp.Session, warm []string) (e
 			default:
 			}
 			if m.opts.ContentMaxAge > 0 && m.opts.ContentMaxResources >= 0 {
-				refresh = time.After(max(m.opts.ContentMaxAge/4, time.Minute))
+				spaced := min(relistDutyFactor*time.Duration(passTook.Load()), maxContentSpacing)
+				refresh = time.After(max(m.opts.ContentMaxAge/4, time.Minute, spaced))
 			}
 		}
 	})
