@@ -261,13 +261,20 @@ func appendWords(words []word, line string) ([]word, string) {
 // A sketchShingle is one of a sketch's shingles.
 type sketchShingle struct {
 	hash uint64
-	// words are its words, n of them, if three or more (masked); none
-	// for fewer.
-	words [shingleWords]word
-	n     uint8
+	// masked are its hashes with each of its words masked, n of them,
+	// if it has three words or more; none for fewer. tags tell its words
+	// apart (16 bits of each's hash), not what they are: the words' own
+	// hashes, kept across restarts (see servedstate.go), a word list
+	// would reverse.
+	masked [shingleWords]uint64
+	tags   [shingleWords]uint16
+	n      uint8
 	// line is the line it came from, counting lines with words from 1.
 	line uint32
 }
+
+// wordTag returns 16 bits of w's hash.
+func wordTag(w word) uint16 { return uint16(w ^ w>>16 ^ w>>32 ^ w>>48) }
 
 // sketchOf returns the sketch of contents: the nearSketch smallest
 // distinct shingle hashes, ascending, each with its words and line; nil
@@ -306,7 +313,12 @@ func sketchOf(contents []resource.Content) []sketchShingle {
 			i, ok := slices.BinarySearchFunc(sketch, shingleHash(w), func(s sketchShingle, h uint64) int { return cmp.Compare(s.hash, h) })
 			if ok && sketch[i].line == 0 {
 				if len(w) >= shingleWords-1 {
-					sketch[i].n = uint8(copy(sketch[i].words[:], w))
+					sh := &sketch[i]
+					sh.n = uint8(min(len(w), shingleWords))
+					for j := range int(sh.n) {
+						sh.masked[j] = masked(w[:sh.n], j)
+						sh.tags[j] = wordTag(w[j])
+					}
 				}
 				sketch[i].line = line
 				left--
@@ -340,7 +352,7 @@ func holdsSketch(set map[uint64]struct{}, sketch []sketchShingle) bool {
 	// few words replaced.
 	var lineSet, replacedSet [nearSketch]uint32
 	lines, replaced := lineSet[:0], replacedSet[:0]
-	var words [rewrittenLines]word
+	var words [rewrittenLines]uint16
 	nw := 0
 	for i := range sketch {
 		s := &sketch[i]
@@ -352,7 +364,7 @@ func holdsSketch(set map[uint64]struct{}, sketch []sketchShingle) bool {
 		}
 		at := -1
 		for j := range int(s.n) {
-			if _, ok := set[masked(s.words[:s.n], j)]; ok {
+			if _, ok := set[s.masked[j]]; ok {
 				at = j
 				break
 			}
@@ -367,7 +379,7 @@ func holdsSketch(set map[uint64]struct{}, sketch []sketchShingle) bool {
 		if !slices.Contains(replaced, s.line) {
 			replaced = append(replaced, s.line)
 		}
-		if w := s.words[at]; nw < len(words) && !slices.Contains(words[:nw], w) {
+		if w := s.tags[at]; nw < len(words) && !slices.Contains(words[:nw], w) {
 			words[nw] = w
 			nw++
 		}

@@ -89,6 +89,9 @@ type servedRead struct {
 	digest [32]byte        // of its contents (contentsDigest)
 	sketch []sketchShingle // of its shingles (see nearcopy.go); nil if too few
 	short  bool            // its contents are under MinDigestBytes
+	// private: its contents were for the requesting user only (see
+	// NotePrivateRead).
+	private bool
 	// first and at are when it was first and last answered (a read of
 	// the same text again moves it last, see NoteRead).
 	first, at time.Time
@@ -199,6 +202,17 @@ func contentsDigest(cs []resource.Content) ([32]byte, int) {
 // NoteRead records a resources/read the MCP server answered: contents, of
 // the resource k.
 func (s *ServedLists) NoteRead(k resource.Key, contents []resource.Content) {
+	s.noteRead(k, contents, false)
+}
+
+// NotePrivateRead is NoteRead for contents their server marked for the
+// requesting user only: remembered as any, but never written
+// (MarshalBinary, Journal).
+func (s *ServedLists) NotePrivateRead(k resource.Key, contents []resource.Content) {
+	s.noteRead(k, contents, true)
+}
+
+func (s *ServedLists) noteRead(k resource.Key, contents []resource.Content, private bool) {
 	if s == nil {
 		return
 	}
@@ -211,7 +225,7 @@ func (s *ServedLists) NoteRead(k resource.Key, contents []resource.Content) {
 		sketch = sketchOf(contents)
 	}
 	now := time.Now()
-	r := servedRead{key: k, digest: d, sketch: sketch, short: n < MinDigestBytes, first: now, at: now}
+	r := servedRead{key: k, digest: d, sketch: sketch, short: n < MinDigestBytes, private: private, first: now, at: now}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	// The same text read again is one read, moved last: a host polling
@@ -219,6 +233,7 @@ func (s *ServedLists) NoteRead(k resource.Key, contents []resource.Content) {
 	for i := len(s.reads) - 1; i >= 0; i-- {
 		if s.reads[i].key == k && s.reads[i].digest == d {
 			r.first = s.reads[i].first
+			r.private = r.private || s.reads[i].private
 			s.reads = slices.Delete(s.reads, i, i+1)
 			break
 		}

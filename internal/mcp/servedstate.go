@@ -35,7 +35,7 @@ import (
 // keeps that, and its next copies tell again).
 
 // servedMagic opens the encoding; its last byte is the format's version.
-const servedMagic = "contextd-served\x01"
+const servedMagic = "contextd-served\x02"
 
 // The kinds of entry.
 const (
@@ -59,7 +59,7 @@ const maxMarkAhead = 48 * time.Hour
 const maxRestoredChecks = 10_000
 
 // shingleBytes is a sketch shingle's encoded length, but for its line.
-const shingleBytes = 8 + 8*shingleWords + 1
+const shingleBytes = 8 + 8*shingleWords + 2*shingleWords + 1
 
 // appendEntry appends the entry of kind with payload p to b.
 func appendEntry(b []byte, kind byte, p []byte) []byte {
@@ -92,8 +92,11 @@ func readPayload(b []byte, r *servedRead) []byte {
 	b = append(b, byte(len(r.sketch)))
 	for _, sh := range r.sketch {
 		b = binary.BigEndian.AppendUint64(b, sh.hash)
-		for _, w := range sh.words {
-			b = binary.BigEndian.AppendUint64(b, uint64(w))
+		for _, h := range sh.masked {
+			b = binary.BigEndian.AppendUint64(b, h)
+		}
+		for _, tag := range sh.tags {
+			b = binary.BigEndian.AppendUint16(b, tag)
 		}
 		b = append(b, sh.n)
 		b = binary.AppendUvarint(b, uint64(sh.line))
@@ -109,7 +112,7 @@ func checkPayload(b []byte, server string, until time.Time) []byte {
 
 // journalRead records r for Journal. s.mu is held.
 func (s *ServedLists) journalRead(r *servedRead) {
-	if s.journaling && !s.journalLost {
+	if s.journaling && !s.journalLost && !r.private {
 		s.journalEntry(entryRead, readPayload(nil, r))
 	}
 }
@@ -138,6 +141,9 @@ func (s *ServedLists) MarshalBinary() ([]byte, error) {
 	defer s.mu.Unlock()
 	var p []byte
 	for i := range s.reads {
+		if s.reads[i].private {
+			continue
+		}
 		p = readPayload(p[:0], &s.reads[i])
 		b = appendEntry(b, entryRead, p)
 	}
@@ -331,10 +337,13 @@ func decodeRead(p []byte, now time.Time) (r servedRead, ok bool) {
 		}
 		sh := &r.sketch[i]
 		sh.hash = binary.BigEndian.Uint64(p)
-		for j := range sh.words {
-			sh.words[j] = word(binary.BigEndian.Uint64(p[8+8*j:]))
+		for j := range sh.masked {
+			sh.masked[j] = binary.BigEndian.Uint64(p[8+8*j:])
 		}
-		sh.n = min(p[8+8*shingleWords], shingleWords)
+		for j := range sh.tags {
+			sh.tags[j] = binary.BigEndian.Uint16(p[8+8*shingleWords+2*j:])
+		}
+		sh.n = min(p[8+10*shingleWords], shingleWords)
 		line, w := binary.Uvarint(p[shingleBytes:])
 		if w <= 0 || line > 1<<32-1 {
 			return r, false

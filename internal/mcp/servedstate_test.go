@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"slices"
@@ -155,7 +156,7 @@ func TestServedListsRestoreIsBoundedAndChecked(t *testing.T) {
 	if len(fresh.reads) != 1 || fresh.reads[0].key.URI != "doc://a/fine" {
 		t.Errorf("restored %v; want only doc://a/fine", fresh.reads)
 	}
-	for name, bad := range map[string][]byte{"garbage": []byte("not a record"), "empty": nil, "another version": []byte("contextd-served\x02")} {
+	for name, bad := range map[string][]byte{"garbage": []byte("not a record"), "empty": nil, "another version": []byte("contextd-served\x03")} {
 		before := len(fresh.reads)
 		if _, err := fresh.Restore(bad); err == nil {
 			t.Errorf("%s: Restore succeeded", name)
@@ -215,4 +216,56 @@ func BenchmarkServedListsMarshalBinary(b *testing.B) {
 		n = len(data)
 	}
 	b.ReportMetric(float64(n), "bytes/file")
+}
+
+// What is written holds no word's hash (a word list reverses those: 29
+// of 36 words of a confidential page came back, in order), and nothing
+// of a read its server marked for the requesting user only, which is
+// still told within the run.
+func TestServedListsWriteNoWordsAndNoPrivateReads(t *testing.T) {
+	page := "# Runbook 7\n\nPatient Alice Morgan was seen for a diagnosis of chronic migraine.\nThe confidential plan raises the dose and reviews it in March.\nEvery engineer on call follows the operational runbook steps.\n"
+	private := "# Salaries\n\nThe compensation table lists every engineer's salary, bonus and equity grant.\nIt is for the requesting user only and must not outlive the process.\n"
+	text := func(s string) []resource.Content { return []resource.Content{{Text: s}} }
+	var s ServedLists
+	if _, err := s.MarshalBinary(); err != nil { // journaling from here
+		t.Fatal(err)
+	}
+	s.NoteRead(resource.Key{Server: "a", URI: "doc://a/7"}, text(page))
+	s.NotePrivateRead(resource.Key{Server: "a", URI: "doc://a/salaries"}, text(private))
+	journal, ok := s.Journal()
+	if !ok {
+		t.Fatal("Journal not ok")
+	}
+	whole, err := s.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string][]byte{"journal": journal, "whole": whole} {
+		var ws []word
+		ws, _ = appendWords(ws, strings.ReplaceAll(page, "\n", " "))
+		for _, w := range ws {
+			if bytes.Contains(data, binary.BigEndian.AppendUint64(nil, uint64(w))) {
+				t.Errorf("%s: holds a word's hash", name)
+				break
+			}
+		}
+		if bytes.Contains(data, []byte("salaries")) {
+			t.Errorf("%s: holds the private read", name)
+		}
+		if !bytes.Contains(data, []byte("doc://a/7")) {
+			t.Errorf("%s: lacks the public read", name)
+		}
+	}
+	if c := s.ServedBack(resource.Key{Server: "b", URI: "doc://b/x"}, text(private)); len(c.Of) == 0 {
+		t.Error("a copy of the private read is not told within the run")
+	}
+	// A near copy of what was restored is told as before: the masked
+	// hashes do what the words did.
+	var r ServedLists
+	if _, err := r.Restore(whole); err != nil {
+		t.Fatal(err)
+	}
+	if c := r.ServedBack(resource.Key{Server: "b", URI: "doc://b/y"}, text("> "+strings.ReplaceAll(page, "\n", "\n> "))); len(c.Of) == 0 || !c.Near {
+		t.Errorf("a quoted copy after the restore: %+v; want a near copy", c)
+	}
 }

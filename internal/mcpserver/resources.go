@@ -513,13 +513,17 @@ func (s *Server) readResource(ctx context.Context, req *mcpsdk.ReadResourceReque
 	if err != nil {
 		return nil, rpcError(ctx, err, uri)
 	}
-	cs, _, err := s.eng.Read(ctx, k) // its server is ready (see readyScope)
+	cs, fetch, err := s.eng.Read(ctx, k) // its server is ready (see readyScope)
 	if err != nil {
 		return nil, rpcError(ctx, err, uri)
 	}
 	// Remembered, so that a bridge passing it back to this contextd is
-	// known by it.
-	s.eng.ServedLists().NoteRead(k, cs)
+	// known by it; one for its caller alone, not past this run.
+	if fetch.Private {
+		s.eng.ServedLists().NotePrivateRead(k, cs)
+	} else {
+		s.eng.ServedLists().NoteRead(k, cs)
+	}
 	s.saveServed(true) // a crash right after must not lose it
 	out := &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{}}
 	var bad []string

@@ -1564,6 +1564,11 @@ type Fetch struct {
 	// Subscribed is true (the subscription keeps the copy current, so the
 	// TTL is not needed) and for contents read for this request only.
 	Expires time.Time
+	// Private is set when the server marked the result for the
+	// requesting user only (a cacheScope "private", or one the protocol
+	// does not define): it is not cached, and what remembers what was
+	// served keeps it no longer than the process.
+	Private bool
 }
 
 // Freshness names how the contents are kept fresh: "subscription" (cached
@@ -1874,7 +1879,7 @@ func (m *Mirror) read(ctx context.Context, sess *mcp.Session, uri string) ([]res
 	m.unsubscribe(ctx, sess, drop)
 	switch {
 	case !stored:
-		return contents, Fetch{At: at}, nil
+		return contents, Fetch{At: at, Private: hint.Scope != "" && !hint.Public()}, nil
 	case expires.IsZero():
 		return contents, Fetch{At: at, Subscribed: true}, nil
 	}
