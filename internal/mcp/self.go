@@ -101,6 +101,47 @@ type servedRead struct {
 // a key, 32 bytes and a sketch of 1.5 KB each.
 const maxServedReads = 4096
 
+// maxPerText bounds the reads of one text remembered (of different
+// resources, the latest): a text served under many URIs (a template's,
+// pins) would push every other out of the bound.
+const maxPerText = 4
+
+// addRead appends r to reads as the latest: the same text read again is
+// one read, moved last (a host polling one resource would push every
+// other out of the bound), taking the first time of the one it replaces;
+// and of a text read under more than maxPerText resources the oldest
+// read is dropped. repeat says it replaced a read of the same text of the
+// same resource answered within the minute.
+func addRead(reads []servedRead, r servedRead) (_ []servedRead, repeat bool) {
+	same, oldest := -1, -1
+	others := 0
+	for i := len(reads) - 1; i >= 0; i-- {
+		switch {
+		case reads[i].digest != r.digest:
+		case reads[i].key == r.key:
+			same = i
+		default:
+			others++
+			oldest = i
+		}
+	}
+	drop := []int{}
+	if same >= 0 {
+		repeat = r.at.Sub(reads[same].at) < time.Minute
+		r.first = minTime(r.first, reads[same].first)
+		r.private = r.private || reads[same].private
+		drop = append(drop, same)
+	}
+	if others >= maxPerText {
+		drop = append(drop, oldest)
+	}
+	slices.Sort(drop)
+	for i := len(drop) - 1; i >= 0; i-- {
+		reads = slices.Delete(reads, drop[i], drop[i]+1)
+	}
+	return append(reads, r), repeat
+}
+
 // MinDigestBytes is the least contents a read must hold to be told by
 // them: two empty or one-word resources are alike anywhere. Reads of
 // fewer (not none) are told apart from those only, and a copy of one is
@@ -228,18 +269,13 @@ func (s *ServedLists) noteRead(k resource.Key, contents []resource.Content, priv
 	r := servedRead{key: k, digest: d, sketch: sketch, short: n < MinDigestBytes, private: private, first: now, at: now}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	// The same text read again is one read, moved last: a host polling
-	// one resource would push every other out of the bound.
-	for i := len(s.reads) - 1; i >= 0; i-- {
-		if s.reads[i].key == k && s.reads[i].digest == d {
-			r.first = s.reads[i].first
-			r.private = r.private || s.reads[i].private
-			s.reads = slices.Delete(s.reads, i, i+1)
-			break
-		}
+	var repeat bool
+	s.reads, repeat = addRead(s.reads, r)
+	if !repeat {
+		// A text polled is written once a minute: its order among
+		// the others is all a later write would add.
+		s.journalRead(&r)
 	}
-	s.reads = append(s.reads, r)
-	s.journalRead(&r)
 	s.changes++
 	// Cut back a quarter past the bound, not at each read: a cut moves
 	// them all.

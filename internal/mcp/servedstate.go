@@ -223,8 +223,8 @@ func (s *ServedLists) Restore(data []byte) (dropped int, err error) {
 				continue
 			}
 			reads = append(reads, r)
-			if len(reads) >= 2*maxServedReads {
-				reads = slices.Delete(reads, 0, len(reads)-maxServedReads)
+			if len(reads) >= 4*maxServedReads {
+				reads = compactReads(reads, maxServedReads+maxServedReads/4)
 			}
 		case entryCheck:
 			server, rest, ok := decodeString(p)
@@ -244,33 +244,8 @@ func (s *ServedLists) Restore(data []byte) (dropped int, err error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	// A text answered again counts once, at its latest, since its first;
-	// what s answered since the start goes after what was restored.
-	seen := map[readID]int{}
-	var kept []servedRead
-	for i := len(s.reads) - 1; i >= 0; i-- {
-		seen[readID{s.reads[i].key, s.reads[i].digest}] = -1 - i
-	}
-	for i := len(reads) - 1; i >= 0; i-- {
-		r := reads[i]
-		j, ok := seen[readID{r.key, r.digest}]
-		switch {
-		case !ok:
-			seen[readID{r.key, r.digest}] = len(kept)
-			kept = append(kept, r)
-		case j < 0:
-			if old := &s.reads[-1-j]; r.first.Before(old.first) {
-				old.first = r.first
-			}
-		case r.first.Before(kept[j].first):
-			kept[j].first = r.first
-		}
-	}
-	slices.Reverse(kept)
-	s.reads = append(kept, s.reads...)
-	if n := len(s.reads); n > maxServedReads+maxServedReads/4 {
-		s.reads = slices.Delete(s.reads, 0, n-maxServedReads)
-	}
+	// What s answered since the start goes after what was restored.
+	s.reads = compactReads(append(reads, s.reads...), maxServedReads+maxServedReads/4)
 	for server, until := range checks {
 		if until.After(now) && until.After(s.checked[server]) {
 			if s.checked == nil {
@@ -361,4 +336,31 @@ func decodeRead(p []byte, now time.Time) (r servedRead, ok bool) {
 type readID struct {
 	key    resource.Key
 	digest [32]byte
+}
+
+// compactReads returns the latest at most max of reads (oldest first, as
+// they came), less those addRead drops: a read of the same text of the
+// same resource as a later one (which takes its first time), and reads
+// of a text maxPerText later reads of other resources hold.
+func compactReads(reads []servedRead, max int) []servedRead {
+	kept := make([]servedRead, 0, min(len(reads), max))
+	at := map[readID]int{}
+	texts := map[[32]byte]int{}
+	for i := len(reads) - 1; i >= 0; i-- {
+		r := reads[i]
+		id := readID{r.key, r.digest}
+		if j, ok := at[id]; ok {
+			kept[j].first = minTime(kept[j].first, r.first)
+			kept[j].private = kept[j].private || r.private
+			continue
+		}
+		if len(kept) == max || texts[r.digest] == maxPerText {
+			continue
+		}
+		at[id] = len(kept)
+		texts[r.digest]++
+		kept = append(kept, r)
+	}
+	slices.Reverse(kept)
+	return kept
 }

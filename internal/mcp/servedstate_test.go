@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/contextd/contextd/internal/resource"
@@ -88,13 +89,25 @@ func TestServedListsRestoreIsBoundedAndChecked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for range 100 { // polled: one read, moved last
-		read(&old, "old", 7)
+	whole := len(data)
+	// Polled: one read, moved last, however many times the journal
+	// holds it (more than Restore keeps before it compacts; a poll is
+	// journaled once a minute).
+	var polled servedRead
+	for _, r := range old.reads {
+		if r.key.URI == "doc://a/old/7" {
+			polled = r
+		}
+	}
+	polled.first, polled.at = time.Now().Add(-time.Hour), time.Now().Add(-time.Minute)
+	for range 5 * maxServedReads {
+		polled.at = polled.at.Add(time.Millisecond)
+		data = appendEntry(data, entryRead, readPayload(nil, &polled))
 	}
 	read(&old, "old", maxServedReads)
 	more, ok := old.Journal()
 	if !ok || len(more) == 0 {
-		t.Fatalf("Journal = %d bytes, %v; want the reads since MarshalBinary", len(more), ok)
+		t.Fatalf("Journal = %d bytes, %v; want the read since MarshalBinary", len(more), ok)
 	}
 	data = append(data, more...)
 
@@ -127,7 +140,7 @@ func TestServedListsRestoreIsBoundedAndChecked(t *testing.T) {
 		}
 	}
 	bad := slices.Clone(data)
-	bad[len(bad)/2] ^= 0xff
+	bad[whole/2] ^= 0xff
 	var d ServedLists
 	if dropped, err := d.Restore(bad); err != nil || dropped != 1 || len(d.reads) == 0 || len(d.reads) >= maxServedReads {
 		t.Errorf("a byte flipped in the middle: %d reads kept, %d dropped, %v; want those before it", len(d.reads), dropped, err)
@@ -268,4 +281,57 @@ func TestServedListsWriteNoWordsAndNoPrivateReads(t *testing.T) {
 	if c := r.ServedBack(resource.Key{Server: "b", URI: "doc://b/y"}, text("> "+strings.ReplaceAll(page, "\n", "\n> "))); len(c.Of) == 0 || !c.Near {
 		t.Errorf("a quoted copy after the restore: %+v; want a near copy", c)
 	}
+}
+
+// One text read under many resources (a template's URIs, pins) is
+// remembered under the latest maxPerText of them, and pushes no other
+// read out of the bound: 4,900 such reads forgot every other page.
+func TestATextReadUnderManyURIsPushesNothingOut(t *testing.T) {
+	text := func(s string) []resource.Content { return []resource.Content{{Text: s}} }
+	page := func(i int) string {
+		return fmt.Sprintf("Page %d on postgres vacuum tuning: autovacuum settings,\nthe monitoring queries and the runbook steps an engineer follows %d.\n", i, i)
+	}
+	var s ServedLists
+	for i := range 300 {
+		s.NoteRead(resource.Key{Server: "a", URI: fmt.Sprintf("doc://a/%d", i)}, text(page(i)))
+	}
+	status := "status: green, every replica in sync, no lag on any partition today"
+	for i := range 5 * maxServedReads {
+		s.NoteRead(resource.Key{Server: "a", URI: fmt.Sprintf("doc://a/status/%d", i)}, text(status))
+	}
+	told := 0
+	for i := range 300 {
+		if c := s.ServedBack(resource.Key{Server: "b", URI: fmt.Sprintf("doc://b/%d", i)}, text(page(i))); len(c.Of) > 0 {
+			told++
+		}
+	}
+	if told != 300 || len(s.reads) != 300+maxPerText {
+		t.Errorf("after one text read under %d URIs: %d of 300 copies told, %d reads remembered; want all, %d", 5*maxServedReads, told, len(s.reads), 300+maxPerText)
+	}
+	if c := s.ServedBack(resource.Key{Server: "b", URI: "doc://b/status"}, text(status)); len(c.Of) != maxPerText {
+		t.Errorf("a copy of the text read under many URIs: %+v; want the latest %d", c.Of, maxPerText)
+	}
+}
+
+// The same text of the same resource read again within the minute is not
+// journaled again: a host polling it wrote about 1.1 KB a read.
+func TestARepeatedReadIsJournaledOnceAMinute(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var s ServedLists
+		if _, err := s.MarshalBinary(); err != nil {
+			t.Fatal(err)
+		}
+		k := resource.Key{Server: "a", URI: "doc://a/status"}
+		text := []resource.Content{{Text: "status: green, every replica in sync, no lag on any partition today"}}
+		s.NoteRead(k, text)
+		once, _ := s.Journal()
+		for range 100 {
+			time.Sleep(time.Second)
+			s.NoteRead(k, text)
+		}
+		polled, _ := s.Journal()
+		if len(once) == 0 || len(polled) > 2*len(once) {
+			t.Errorf("100 reads of one text over 100 s journaled %d bytes, one read %d; want one entry a minute", len(polled), len(once))
+		}
+	})
 }

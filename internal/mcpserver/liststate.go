@@ -281,7 +281,7 @@ func (s *Server) loadPaces() {
 // logged.
 func (s *Server) SaveState() {
 	s.savePaces(true)
-	s.saveServed(false)
+	s.saveServed()
 }
 
 // savePaces writes the servers' paces to Options.StateFile if they changed
@@ -398,13 +398,14 @@ func (s *Server) servedFile() string {
 	return filepath.Join(filepath.Dir(s.opts.StateFile), "mcp-served-reads")
 }
 
-// maxServedBytes bounds servedFile read at start: a whole write of mcp's
-// 5,120 reads of about 1.5 KB each, and as much appended since.
-const maxServedBytes = 32 << 20
+// maxServedBytes bounds servedFile read at start: twice a whole write of
+// mcp's 5,120 reads of about 1.5 KB each and a URI of up to 4 KiB, and
+// servedSlack (see saveServed).
+const maxServedBytes = 64 << 20
 
-// servedSlack is how much more than its last whole write servedFile may
-// grow by appends before it is written whole again.
-const servedSlack = 4 << 20
+// servedSlack is how much servedFile may grow by appends before it is
+// written whole again, besides as much as its last whole write.
+const servedSlack = 1 << 20
 
 // loadServed restores servedFile into the engine's ServedLists. A file
 // that cannot be read is logged and ignored: the copy checks then start
@@ -418,13 +419,11 @@ func (s *Server) loadServed() {
 	dropped := 0
 	if err == nil {
 		defer f.Close()
+		// Past the bound (which a file written as it is written does
+		// not reach), what comes first is read: the entries are in the
+		// order they were written, and the cut ends them.
 		var data []byte
-		data, err = io.ReadAll(io.LimitReader(f, maxServedBytes+1))
-		switch {
-		case err != nil:
-		case len(data) > maxServedBytes:
-			err = fmt.Errorf("larger than %d bytes", maxServedBytes)
-		default:
+		if data, err = io.ReadAll(io.LimitReader(f, maxServedBytes)); err == nil {
 			dropped, err = s.eng.ServedLists().Restore(data)
 		}
 	}
@@ -440,24 +439,16 @@ func (s *Server) loadServed() {
 // saveServed brings servedFile up to date with the engine's ServedLists:
 // it appends what was noted since (a few KB for a read), or, when the
 // journal cannot be appended to (the first write of a run, a failed
-// write, the file grown servedSlack past its last whole write), writes it
-// whole, unless appendOnly (a read's answer waits for it: the next tick
-// of Run does that). Failures are logged once until a write works.
-func (s *Server) saveServed(appendOnly bool) {
+// write, a reload, the file grown by appends past its last whole write
+// and servedSlack), writes it whole (a few ms). Failures are logged once
+// until a write works.
+func (s *Server) saveServed() {
 	path := s.servedFile()
 	if path == "" {
 		return
 	}
 	lists := s.eng.ServedLists()
-	if appendOnly {
-		// Not behind a whole write: what the journal holds goes with
-		// the next.
-		if !s.servedMu.TryLock() {
-			return
-		}
-	} else {
-		s.servedMu.Lock()
-	}
+	s.servedMu.Lock()
 	defer s.servedMu.Unlock()
 	whole := !s.servedWhole || s.servedAppended > s.servedSize+servedSlack
 	var entries []byte
@@ -465,9 +456,6 @@ func (s *Server) saveServed(appendOnly bool) {
 		var ok bool
 		entries, ok = lists.Journal()
 		whole = !ok
-	}
-	if whole && appendOnly {
-		return
 	}
 	var err error
 	switch {

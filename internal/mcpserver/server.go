@@ -659,7 +659,7 @@ func (s *Server) Run(ctx context.Context) error {
 	save := time.NewTicker(stateSaveEvery)
 	defer save.Stop()
 	withheld, written := s.eng.ServedLists().WithheldGen(), time.Now()
-	s.saveServed(false) // whole: the reads answered from now on are appended as answered
+	s.saveServed() // whole: the reads answered from now on are appended as answered
 	for {
 		s.refresh()
 		if g := s.eng.ServedLists().WithheldGen(); g != withheld {
@@ -676,7 +676,7 @@ func (s *Server) Run(ctx context.Context) error {
 				written = time.Now()
 			}
 			s.savePaces(refresh)
-			s.saveServed(false)
+			s.saveServed()
 		case <-t.C:
 		}
 	}
