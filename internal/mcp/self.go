@@ -74,8 +74,6 @@ type ServedLists struct {
 	// paced holds, by server, how many of its new resources wait for
 	// their pace to be listed (see NotePaced).
 	paced map[string]int
-	// changes moves with what MarshalBinary writes (see Changes).
-	changes uint64
 	// journal holds the entries noted since the last MarshalBinary or
 	// Journal, once journaling (see servedstate.go); journalLost says
 	// some were not kept.
@@ -276,7 +274,6 @@ func (s *ServedLists) noteRead(k resource.Key, contents []resource.Content, priv
 		// the others is all a later write would add.
 		s.journalRead(&r)
 	}
-	s.changes++
 	// Cut back a quarter past the bound, not at each read: a cut moves
 	// them all.
 	if n := len(s.reads); n > maxServedReads+maxServedReads/4 {
@@ -613,7 +610,6 @@ func (s *ServedLists) Forget(server string) {
 	delete(s.copies, server)
 	delete(s.own, server)
 	s.gen++
-	s.changes++
 	if s.journaling {
 		s.journal, s.journalLost = nil, true // its check is gone: a whole write next
 	}
@@ -671,7 +667,6 @@ func (s *ServedLists) Check(server string, until time.Time) {
 	}
 	s.checked[server] = until
 	s.journalEntry(entryCheck, checkPayload(nil, server, until))
-	s.changes++
 }
 
 // Checked reports whether server's new resources are listed once read

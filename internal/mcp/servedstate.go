@@ -256,7 +256,6 @@ func (s *ServedLists) Restore(data []byte) (dropped int, err error) {
 	}
 	s.journaling, s.journal, s.journalLost = true, nil, true // a whole write next
 	s.gen++
-	s.changes++
 	return dropped, nil
 }
 
