@@ -91,8 +91,9 @@ type servedRead struct {
 	// NotePrivateRead).
 	private bool
 	// first and at are when it was first and last answered (a read of
-	// the same text again moves it last, see NoteRead).
-	first, at time.Time
+	// the same text again moves it last, see NoteRead); written, when it
+	// was last written where it stands (MarshalBinary, Journal).
+	first, at, written time.Time
 }
 
 // maxServedReads bounds the reads remembered (a quarter more at times):
@@ -109,7 +110,7 @@ const maxPerText = 4
 // other out of the bound), taking the first time of the one it replaces;
 // and of a text read under more than maxPerText resources the oldest
 // read is dropped. repeat says it replaced a read of the same text of the
-// same resource answered within the minute.
+// same resource written within the minute (r then keeps that time).
 func addRead(reads []servedRead, r servedRead) (_ []servedRead, repeat bool) {
 	same, oldest := -1, -1
 	others := 0
@@ -125,7 +126,9 @@ func addRead(reads []servedRead, r servedRead) (_ []servedRead, repeat bool) {
 	}
 	drop := []int{}
 	if same >= 0 {
-		repeat = r.at.Sub(reads[same].at) < time.Minute
+		if w := reads[same].written; !w.IsZero() && r.at.Sub(w) < time.Minute {
+			repeat, r.written = true, w
+		}
 		r.first = minTime(r.first, reads[same].first)
 		r.private = r.private || reads[same].private
 		drop = append(drop, same)
@@ -270,9 +273,12 @@ func (s *ServedLists) noteRead(k resource.Key, contents []resource.Content, priv
 	var repeat bool
 	s.reads, repeat = addRead(s.reads, r)
 	if !repeat {
-		// A text polled is written once a minute: its order among
-		// the others is all a later write would add.
-		s.journalRead(&r)
+		// A text polled is written once a minute (since it was last
+		// written, not read: read each 30 s, it stayed where it was
+		// first written, and a restart forgot it behind 5,120 others).
+		last := &s.reads[len(s.reads)-1]
+		last.written = now
+		s.journalRead(last)
 	}
 	// Cut back a quarter past the bound, not at each read: a cut moves
 	// them all.

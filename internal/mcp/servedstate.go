@@ -140,14 +140,15 @@ func (s *ServedLists) MarshalBinary() ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var p []byte
+	now := time.Now()
 	for i := range s.reads {
 		if s.reads[i].private {
 			continue
 		}
+		s.reads[i].written = now
 		p = readPayload(p[:0], &s.reads[i])
 		b = appendEntry(b, entryRead, p)
 	}
-	now := time.Now()
 	for server, until := range s.checked {
 		if until.After(now) {
 			b = appendEntry(b, entryCheck, checkPayload(nil, server, until))
