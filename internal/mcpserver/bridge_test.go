@@ -1870,3 +1870,36 @@ func TestACrashRightAfterReadsKeepsThem(t *testing.T) {
 		}
 	})
 }
+
+// A record of what was served that cannot be written (a full disk, a
+// directory in its place) costs reads nothing but a failed append: each
+// read tried a whole write, every read waiting behind it (6 reads a
+// second at 16 in flight), retried by Run's tick at most once a minute.
+func TestAnUnwritableRecordOfReadsCostsReadsNoWholeWrite(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := mcptest.NewServer(nil, nil)
+		for i := range 50 {
+			addText(a, fmt.Sprintf("doc://a/%d", i), fmt.Sprintf("page %d on postgres vacuum tuning and the runbook an engineer follows", i))
+		}
+		dir := t.TempDir()
+		if err := os.Mkdir(filepath.Join(dir, "mcp-served-reads"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		opts := &mcpserver.Options{CheckInterval: 250 * time.Millisecond, PaceBurst: 128, PaceSettle: settle, StateFile: mcpserver.StateFileIn(dir)}
+		f := newFacade(t, map[string]*mcpsdk.Server{"a": a}, opts, engine.Options{})
+		host := f.connect(t, nil)
+		time.Sleep(time.Second)
+		for round := range 4 {
+			for i := range 50 {
+				if _, err := host.ReadResource(t.Context(), &mcpsdk.ReadResourceParams{URI: fmt.Sprintf("contextd:resource/a/doc://a/%d", i)}); err != nil {
+					t.Fatalf("round %d, read %d: %v", round, i, err)
+				}
+			}
+			time.Sleep(30 * time.Second)
+		}
+		// The start's, then at most one a minute from Run's tick.
+		if n := mcpserver.ServedWholeWrites(f.srv); n > 4 {
+			t.Errorf("200 reads over 2 minutes with the record unwritable: %d whole writes tried; want at most 4", n)
+		}
+	})
+}

@@ -39,3 +39,11 @@ func SetHandOverWaits(handOver, start time.Duration) (restore func()) {
 
 // MaxQuietWait is maxQuietWait.
 const MaxQuietWait = maxQuietWait
+
+// ServedWholeWrites returns how many whole writes of the record of what
+// was served s has tried.
+func ServedWholeWrites(s *Server) int {
+	s.servedMu.Lock()
+	defer s.servedMu.Unlock()
+	return s.servedWholeWrites
+}

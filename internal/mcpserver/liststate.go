@@ -129,7 +129,7 @@ func (p *savedPace) wasListed(uri string) bool {
 // loadState reads the state file at path, of at most maxBytes; nil, with
 // no error, when there is none. Values out of range are brought in range.
 func loadState(path string, burst float64, maxBytes int64) (map[string]*savedPace, error) {
-	f, err := os.Open(path)
+	f, err := openRegular(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -281,7 +281,7 @@ func (s *Server) loadPaces() {
 // logged.
 func (s *Server) SaveState() {
 	s.savePaces(true)
-	s.saveServed()
+	s.saveServed(false)
 }
 
 // savePaces writes the servers' paces to Options.StateFile if they changed
@@ -407,12 +407,26 @@ const maxServedBytes = 64 << 20
 // written whole again, besides as much as its last whole write.
 const servedSlack = 1 << 20
 
+// openRegular opens the file at path for reading, if it is a regular
+// file (through symbolic links): a FIFO put there would block the start
+// for good, a device read without end.
+func openRegular(path string) (*os.File, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file (%s)", path, fi.Mode().Type())
+	}
+	return os.Open(path)
+}
+
 // loadServed restores servedFile into the engine's ServedLists. A file
 // that cannot be read is logged and ignored: the copy checks then start
 // with no record of what contextd served before.
 func (s *Server) loadServed() {
 	path := s.servedFile()
-	f, err := os.Open(path)
+	f, err := openRegular(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return
 	}
@@ -436,13 +450,18 @@ func (s *Server) loadServed() {
 	}
 }
 
+// servedRetry is how long after a failed write of servedFile the next is
+// tried (a full disk, a directory in its place).
+const servedRetry = time.Minute
+
 // saveServed brings servedFile up to date with the engine's ServedLists:
 // it appends what was noted since (a few KB for a read), or, when the
 // journal cannot be appended to (the first write of a run, a failed
 // write, a reload, the file grown by appends past its last whole write
-// and servedSlack), writes it whole (a few ms). Failures are logged once
-// until a write works.
-func (s *Server) saveServed() {
+// and servedSlack), writes it whole (a few ms), unless inRead (a read's
+// answer waits: Run's tick does that) or a write failed within
+// servedRetry. Failures are logged once until a write works.
+func (s *Server) saveServed(inRead bool) {
 	path := s.servedFile()
 	if path == "" {
 		return
@@ -450,7 +469,13 @@ func (s *Server) saveServed() {
 	lists := s.eng.ServedLists()
 	s.servedMu.Lock()
 	defer s.servedMu.Unlock()
+	if s.servedErr != "" && time.Since(s.servedFailed) < servedRetry {
+		return
+	}
 	whole := !s.servedWhole || s.servedAppended > s.servedSize+servedSlack
+	if whole && inRead {
+		return
+	}
 	var entries []byte
 	if !whole {
 		var ok bool
@@ -460,6 +485,7 @@ func (s *Server) saveServed() {
 	var err error
 	switch {
 	case whole:
+		s.servedWholeWrites++
 		var data []byte
 		if data, err = lists.MarshalBinary(); err == nil {
 			err = replaceFile(path, data)
@@ -478,7 +504,7 @@ func (s *Server) saveServed() {
 		s.log.Info("saving what contextd served works again", "file", path)
 	}
 	if err != nil {
-		s.servedErr = err.Error()
+		s.servedErr, s.servedFailed = err.Error(), time.Now()
 		s.servedWhole = false // written whole next: an append may have been cut
 		return
 	}

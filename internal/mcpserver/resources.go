@@ -524,7 +524,7 @@ func (s *Server) readResource(ctx context.Context, req *mcpsdk.ReadResourceReque
 	} else {
 		s.eng.ServedLists().NoteRead(k, cs)
 	}
-	s.saveServed() // a crash right after must not lose it
+	s.saveServed(true) // a crash right after must not lose it
 	out := &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{}}
 	var bad []string
 	for _, c := range cs {

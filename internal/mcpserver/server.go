@@ -248,6 +248,8 @@ type Server struct {
 	servedWhole                bool
 	servedSize, servedAppended int
 	servedErr                  string
+	servedFailed               time.Time
+	servedWholeWrites          int // tried
 
 	subs map[resource.Key]int // downstream subscriptions per resource
 	// sessSubs holds each session's subscriptions, by the URI it sent:
@@ -659,7 +661,7 @@ func (s *Server) Run(ctx context.Context) error {
 	save := time.NewTicker(stateSaveEvery)
 	defer save.Stop()
 	withheld, written := s.eng.ServedLists().WithheldGen(), time.Now()
-	s.saveServed() // whole: the reads answered from now on are appended as answered
+	s.saveServed(false) // whole: the reads answered from now on are appended as answered
 	for {
 		s.refresh()
 		if g := s.eng.ServedLists().WithheldGen(); g != withheld {
@@ -676,7 +678,7 @@ func (s *Server) Run(ctx context.Context) error {
 				written = time.Now()
 			}
 			s.savePaces(refresh)
-			s.saveServed()
+			s.saveServed(false)
 		case <-t.C:
 		}
 	}
