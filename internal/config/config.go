@@ -18,7 +18,9 @@ package config
 import (
 	"bytes"
 	"cmp"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -173,6 +175,35 @@ func (c *Config) Server(name string) (Server, bool) {
 		return Server{}, false
 	}
 	return c.Servers[i], true
+}
+
+// Endpoint returns what tells the server s reaches from another, for
+// state kept by its name across restarts: 32 hexadecimal digits, a
+// SHA-256 prefix of its transport, command, args and working directory,
+// or its URL. Its secrets (see Secrets) count as one placeholder, so a
+// rotated credential keeps the endpoint and none can be worked back from
+// it; env and headers do not count.
+func (s Server) Endpoint() string {
+	secrets := s.Secrets()
+	slices.SortFunc(secrets, func(a, b string) int { return cmp.Compare(len(b), len(a)) }) // longest first
+	h := sha256.New()
+	field := func(v string) {
+		for _, sec := range secrets {
+			if sec != "" {
+				v = strings.ReplaceAll(v, sec, "\x00")
+			}
+		}
+		fmt.Fprintf(h, "%d:%s", len(v), v)
+	}
+	field(s.Transport)
+	field(s.Command)
+	field(strconv.Itoa(len(s.Args)))
+	for _, a := range s.Args {
+		field(a)
+	}
+	field(s.Cwd)
+	field(s.URL)
+	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 
 // file is the on-disk shape.

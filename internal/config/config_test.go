@@ -394,3 +394,39 @@ func TestAnUnquotedVariableInAFlowMappingIsNamed(t *testing.T) {
 		}
 	}
 }
+
+// An endpoint tells servers apart by what they reach, not by a rotated
+// credential, an environment or headers.
+func TestEndpointTellsServersApartButNotTheirCredentials(t *testing.T) {
+	base := config.Server{Name: "gh", Transport: config.TransportStdio, Command: "npx", Args: []string{"-y", "server-github", "--token", "ghp_1111aaaa2222bbbb3333"}}
+	same := base
+	same.Args = []string{"-y", "server-github", "--token", "ghp_9999zzzz8888yyyy7777"}
+	same.Env = map[string]string{"LOG": "debug"}
+	other := base
+	other.Args = []string{"-y", "server-gitlab", "--token", "ghp_1111aaaa2222bbbb3333"}
+	web := config.Server{Name: "gh", Transport: config.TransportHTTP, URL: "https://mcp.example.com/mcp?api_key=k1k1k1k1k1k1", Headers: map[string]string{"Authorization": "Bearer abcdefgh12345678"}}
+	webRotated := web
+	webRotated.URL = "https://mcp.example.com/mcp?api_key=k2k2k2k2k2k2"
+	webRotated.Headers = map[string]string{"Authorization": "Bearer zyxwvuts87654321"}
+	webOther := web
+	webOther.URL = "https://mcp.other.example.com/mcp?api_key=k1k1k1k1k1k1"
+
+	if a, b := base.Endpoint(), same.Endpoint(); a != b {
+		t.Errorf("a rotated token and an env change the endpoint: %s, %s", a, b)
+	}
+	if base.Endpoint() == other.Endpoint() {
+		t.Error("another package in args keeps the endpoint")
+	}
+	if a, b := web.Endpoint(), webRotated.Endpoint(); a != b {
+		t.Errorf("a rotated query key and header change the endpoint: %s, %s", a, b)
+	}
+	if web.Endpoint() == webOther.Endpoint() {
+		t.Error("another host keeps the endpoint")
+	}
+	if web.Endpoint() == base.Endpoint() {
+		t.Error("a stdio and an HTTP server share an endpoint")
+	}
+	if e := base.Endpoint(); len(e) != 32 || strings.Contains(e, "ghp_") {
+		t.Errorf("endpoint %q: want 32 hex digits", e)
+	}
+}

@@ -1264,7 +1264,8 @@ func TestAReloadThatReplacesAServerKeepsItsPace(t *testing.T) {
 		if before < 129 || before > 135 {
 			t.Fatalf("20 s after 500 were added: %d listed; want its 1 and 128 and a few", before)
 		}
-		cfg := &config.Config{Servers: []config.Server{{Name: "hub", Transport: config.TransportStdio, Command: "unused", Args: []string{"--v2"}}}}
+		// Changed (its environment), still the same server.
+		cfg := &config.Config{Servers: []config.Server{{Name: "hub", Transport: config.TransportStdio, Command: "unused", Env: map[string]string{"HUB_LOG": "debug"}}}}
 		ch, err := f.eng.Reload(t.Context(), cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -1710,6 +1711,85 @@ func TestAWithheldBridgeGetsNoRoomAfterARestart(t *testing.T) {
 				synctest.Wait()
 				if n := countListed(t, host, "b", ""); n > before+5 {
 					t.Errorf("3 s after a restart: b lists %d (%d before); want its copies paced", n, before)
+				}
+			})
+		})
+	}
+}
+
+// A name pointed at another server (its command's args, its URL), by a
+// reload or across a restart, starts afresh: the new server's first list
+// comes whole, and what the old one was found doing is not held against
+// it (a withheld bridge's name, pointed at an honest server, kept it to
+// the pace: 10 → 430 over 70 minutes).
+func TestANamePointedAtAnotherServerStartsAfresh(t *testing.T) {
+	page := func(i int) string {
+		return fmt.Sprintf("Page %d on postgres vacuum tuning: autovacuum settings,\nthe monitoring queries and the runbook steps an engineer follows %d.\n", i, i)
+	}
+	honest := func() *mcpsdk.Server {
+		c := mcptest.NewServer(nil, nil)
+		for i := range 500 {
+			addText(c, fmt.Sprintf("doc://c/%d", i), fmt.Sprintf("c's page %d, on kafka consumer rebalancing and partition lag, runbook %d\n", i, i))
+		}
+		return c
+	}
+	at := func(args ...string) engine.Options {
+		return engine.Options{Config: &config.Config{Servers: []config.Server{{Name: "b", Transport: config.TransportStdio, Command: "unused", Args: args}}}}
+	}
+	for _, how := range []string{"restart", "reload"} {
+		t.Run(how, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				a, b := mcptest.NewServer(nil, nil), mcptest.NewServer(nil, nil)
+				for i := range 300 {
+					addText(a, fmt.Sprintf("doc://a/%d", i), page(i))
+				}
+				for i := range 10 {
+					addText(b, fmt.Sprintf("doc://b/own/%d", i), fmt.Sprintf("b's own page %d, on kafka consumer rebalancing and partition lag, runbook %d\n", i, i))
+				}
+				opts := &mcpserver.Options{CheckInterval: 250 * time.Millisecond, PaceBurst: 128, PaceSettle: settle, StateFile: mcpserver.StateFileIn(t.TempDir())}
+				ups := map[string]*mcpsdk.Server{"a": a, "b": b}
+				f := newFacade(t, ups, opts, at("--bridge"))
+				host := f.connect(t, nil)
+				time.Sleep(settle + 10*time.Second)
+				for i := range 300 {
+					if _, err := host.ReadResource(t.Context(), &mcpsdk.ReadResourceParams{URI: fmt.Sprintf("contextd:resource/a/doc://a/%d", i)}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				for i := range 300 { // b passes back a's pages
+					addText(b, fmt.Sprintf("doc://b/c/%d", i), page(i))
+				}
+				time.Sleep(time.Minute)
+				synctest.Wait()
+				if !f.eng.ServedLists().Withheld("b") {
+					t.Fatal("b not withheld for passing back a's pages")
+				}
+				if n := countListed(t, host, "b", ""); n > 15 {
+					t.Fatalf("the bridge lists %d; want its 10 own and a few", n)
+				}
+				switch how {
+				case "restart":
+					host.Close()
+					f.stop()
+					ups["b"] = honest()
+					f = newFacade(t, ups, opts, at("--honest"))
+					host = f.connect(t, nil)
+				case "reload":
+					// The reload's new mirror dials ups["b"] (startFacade).
+					ups["b"] = honest()
+					cfg := at("--honest").Config
+					cfg.Servers = append(cfg.Servers, config.Server{Name: "a", Transport: config.TransportStdio, Command: "unused"})
+					if _, err := f.eng.Reload(t.Context(), cfg); err != nil {
+						t.Fatal(err)
+					}
+				}
+				time.Sleep(5 * time.Second)
+				synctest.Wait()
+				if n := countListed(t, host, "b", "doc://c/"); n != 500 {
+					t.Errorf("5 s after b was pointed at an honest server of 500 pages (by a %s): %d listed; want all, its first list", how, n)
+				}
+				if f.eng.ServedLists().Withheld("b") {
+					t.Errorf("b still withheld after it was pointed at another server")
 				}
 			})
 		})

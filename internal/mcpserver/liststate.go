@@ -109,6 +109,10 @@ type savedPace struct {
 	// checks had found is not kept: after a restart such a server gets
 	// no room and no allowance of its own (see restore).
 	Withheld bool `json:"withheld,omitempty"`
+	// Endpoint is what the name stood for (config.Server.Endpoint): a
+	// name pointed at another server since starts afresh. Empty in
+	// files written before it was kept: taken as the same.
+	Endpoint string `json:"endpoint,omitempty"`
 
 	// listed is Listed as a set; nil when the file did not say (version
 	// 2, or Listed null): everything mirrored but Off counts as listed.
@@ -307,7 +311,7 @@ func (s *Server) savePaces(force bool) {
 	since := map[string]map[resource.Key]time.Time{}
 	listed := map[string]map[string]bool{}
 	for name, p := range s.paces {
-		servers[name] = &savedPace{Most: p.most, Tokens: p.allowance(now), At: now.UnixMilli(), Withheld: withheld[name] || now.Before(p.withheldUntil)}
+		servers[name] = &savedPace{Most: p.most, Tokens: p.allowance(now), At: now.UnixMilli(), Withheld: withheld[name] || now.Before(p.withheldUntil), Endpoint: p.endpoint}
 		if !p.settled(now) {
 			servers[name].SettleUntil, servers[name].Size = p.settleUntil.UnixMilli(), p.size
 		}

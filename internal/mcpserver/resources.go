@@ -273,11 +273,22 @@ func (s *Server) apply(server string, descs []resource.Descriptor) (added int) {
 // more than one entry each paceEvery for long, or more than the burst at
 // once.
 func (s *Server) pace(server string, descs, all []resource.Descriptor, still bool) []resource.Descriptor {
+	ep := s.endpoint(server)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	burst := float64(s.opts.PaceBurst)
 	now := time.Now()
 	p := s.paces[server]
+	if p != nil && p.endpoint != ep || p == nil && s.prior[server] != nil && s.prior[server].Endpoint != "" && s.prior[server].Endpoint != ep {
+		// The name now stands for another server (a reload or a restart
+		// pointed it elsewhere): what the old one listed, kept off or was
+		// found doing says nothing of it, and its first list comes whole.
+		s.log.Info("the server now points at another endpoint: its resource list starts afresh", "server", server)
+		delete(s.paces, server)
+		delete(s.prior, server)
+		s.eng.ServedLists().Forget(server)
+		p = nil
+	}
 	if p == nil {
 		// Its first list comes whole: while its first sync stores what it
 		// listed, what the mirror holds so far is part of it; once
@@ -304,6 +315,7 @@ func (s *Server) pace(server string, descs, all []resource.Descriptor, still boo
 			} else {
 				s.paces[server] = &listPace{tokens: burst, burst: burst, at: now, since: map[resource.Key]time.Time{}, most: len(all), size: len(all), settleUntil: now.Add(s.opts.PaceSettle)}
 			}
+			s.paces[server].endpoint = ep
 		}
 		s.eng.ServedLists().NotePaced(server, kept)
 		return descs
@@ -405,6 +417,18 @@ type listPace struct {
 	// settled), and the most entries other filters let through meanwhile.
 	settleUntil time.Time
 	size        int
+	// endpoint is the server's config.Server.Endpoint when it was made.
+	endpoint string
+}
+
+// endpoint returns what tells the server configured as name from another
+// (config.Server.Endpoint); "" if none is configured so.
+func (s *Server) endpoint(name string) string {
+	srv, ok := s.eng.Config().Server(name)
+	if !ok {
+		return ""
+	}
+	return srv.Endpoint()
 }
 
 // settle brings p's first list up to now, the other filters letting

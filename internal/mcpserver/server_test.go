@@ -43,9 +43,17 @@ type facade struct {
 
 func startFacade(t *testing.T, upstreams map[string]*mcpsdk.Server, opts *mcpserver.Options, eopts engine.Options) *facade {
 	t.Helper()
+	// Each upstream is configured as a stdio server (never started), as
+	// eopts.Config says if it names it (args telling it apart).
 	cfg := &config.Config{}
 	for name := range upstreams {
-		cfg.Servers = append(cfg.Servers, config.Server{Name: name, Transport: config.TransportStdio, Command: "unused"})
+		srv := config.Server{Name: name, Transport: config.TransportStdio, Command: "unused"}
+		if eopts.Config != nil {
+			if given, ok := eopts.Config.Server(name); ok {
+				srv = given
+			}
+		}
+		cfg.Servers = append(cfg.Servers, srv)
 	}
 	slices.SortFunc(cfg.Servers, func(a, b config.Server) int { return strings.Compare(a.Name, b.Name) })
 	relay := &mcpserver.Relay{}
