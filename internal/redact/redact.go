@@ -1648,14 +1648,19 @@ func (h *handler) WithAttrs(as []slog.Attr) slog.Handler {
 }
 
 func (h *handler) WithGroup(name string) slog.Handler {
-	return &handler{next: h.next.WithGroup(name), r: h.r}
+	return &handler{next: h.next.WithGroup(h.clean(name)), r: h.r}
 }
 
 // clean masks s's secrets and escapes its controls.
 func (h *handler) clean(s string) string { return ControlText(h.r().String(s)) }
 
+// attr returns a with its key and value masked and escaped. A value of a
+// kind slog writes as it is (a map, a struct, bytes: JSON writes map
+// keys and nested strings raw, and bytes in base64) is written as its
+// text, cleaned.
 func (h *handler) attr(a slog.Attr) slog.Attr {
 	v := a.Value.Resolve()
+	a.Key = h.clean(a.Key)
 	switch v.Kind() {
 	case slog.KindString:
 		return slog.String(a.Key, h.clean(v.String()))
@@ -1678,6 +1683,11 @@ func (h *handler) attr(a slog.Attr) slog.Attr {
 			return slog.Any(a.Key, red)
 		case interface{ String() string }:
 			return slog.String(a.Key, h.clean(x.String()))
+		case []byte:
+			return slog.String(a.Key, h.clean(string(x)))
+		case nil:
+		default:
+			return slog.String(a.Key, h.clean(fmt.Sprint(x)))
 		}
 	}
 	return slog.Attr{Key: a.Key, Value: v}

@@ -394,13 +394,18 @@ func TestHandlerEscapesControls(t *testing.T) {
 		if format == "json" {
 			h = slog.NewJSONHandler(&buf, nil)
 		}
-		log := slog.New(redact.Handler(h, redact.New()))
-		log.With("server", msg).Warn(msg, "err", errors.New(msg), "uri", msg, slog.Group("g", "s", msg), "list", []string{msg})
+		const token = "ghp_Zq8XvT2mN4kLp9RwYb3HcJ6d"
+		log := slog.New(redact.Handler(h, redact.New(token)))
+		log.With("server", msg).WithGroup(msg).Warn(msg, "err", errors.New(msg), "uri", msg, slog.Group("g", "s", msg), "list", []string{msg},
+			msg, "as a key", "map", map[string]string{msg + token: token}, "bytes", []byte(msg+token), "struct", struct{ A string }{msg + token})
 		out := buf.String()
 		for _, c := range raw {
 			if strings.Contains(out, c) {
 				t.Errorf("%s log holds %+q raw:\n%s", format, c, out)
 			}
+		}
+		if strings.Contains(out, token) || strings.Contains(out, base64.StdEncoding.EncodeToString([]byte(msg + token))[:20]) {
+			t.Errorf("%s log holds the token:\n%s", format, out)
 		}
 		if !strings.Contains(out, "list failed") {
 			t.Errorf("%s log lost the message:\n%s", format, out)
