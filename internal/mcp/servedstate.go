@@ -145,7 +145,10 @@ func (s *ServedLists) MarshalBinary() ([]byte, error) {
 		if s.reads[i].private {
 			continue
 		}
-		s.reads[i].written = now
+		// Written where its last read put it, which a repeat within
+		// the minute since (not appended) does not move: that read's time
+		// (see noteRead).
+		s.reads[i].written = s.reads[i].at
 		p = readPayload(p[:0], &s.reads[i])
 		b = appendEntry(b, entryRead, p)
 	}
@@ -186,8 +189,8 @@ var errServedFormat = errors.New("not a record of what contextd served (or of an
 // again counts once), the latest maxServedReads and a quarter kept; each
 // server's check until the later of its two times, at most maxMarkAhead
 // from now. It stops at an entry cut short or damaged, keeping those
-// before; entries that cannot be right (a sketch out of order, a read in
-// the future) are dropped. An error says data is no such encoding; s is
+// before; entries that cannot be right (a sketch out of order) are
+// dropped, and reads dated after now (the clock set back) taken as of now. An error says data is no such encoding; s is
 // then unchanged. From then on s records what changes for Journal.
 func (s *ServedLists) Restore(data []byte) (dropped int, err error) {
 	if s == nil {
@@ -294,8 +297,16 @@ func decodeRead(p []byte, now time.Time) (r servedRead, ok bool) {
 		return r, false
 	}
 	r.first, r.at = time.UnixMilli(first), time.UnixMilli(at)
-	if r.at.After(now) || r.first.After(r.at) {
+	if r.first.After(r.at) {
 		return r, false
+	}
+	// Read later than now: the clock was set back since (a virtual
+	// machine's snapshot, a clock kept in local time). Dropped, they
+	// would be lost for good at the next whole write; taken as of now,
+	// the file's order keeps theirs.
+	if r.at.After(now) {
+		r.at = now
+		r.first = minTime(r.first, now)
 	}
 	p = p[w:]
 	k := int(p[0])
