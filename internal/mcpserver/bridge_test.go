@@ -23,6 +23,7 @@ import (
 	"github.com/contextd/contextd/internal/config"
 	"github.com/contextd/contextd/internal/engine"
 	"github.com/contextd/contextd/internal/index/indextest"
+	"github.com/contextd/contextd/internal/mcp"
 	"github.com/contextd/contextd/internal/mcp/mcptest"
 	"github.com/contextd/contextd/internal/mcpserver"
 	"github.com/contextd/contextd/internal/resource"
@@ -1947,6 +1948,65 @@ func TestACrashRightAfterReadsKeepsThem(t *testing.T) {
 		synctest.Wait()
 		if n := countListed(t, host, "b", ""); n > before+5 {
 			t.Errorf("a minute after b passed back 300 pages read just before a crash: b lists %d (%d before); want its copies kept off", n, before)
+		}
+	})
+}
+
+// Every read answered is on disk once answered, also once the record's
+// appends have grown past its last whole write and its slack: a crash
+// then lost those answered until Run's next tick wrote it whole.
+func TestReadsPastTheRecordsSlackAreOnDiskOnceAnswered(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// Pages of words their own, under URIs of 1,200 bytes: about 2 KB
+		// written for each read.
+		page := func(i int) string {
+			var b strings.Builder
+			for l := range 8 {
+				for w := range 8 {
+					fmt.Fprintf(&b, "p%dl%dw%d ", i, l, w)
+				}
+				b.WriteString("\n")
+			}
+			return b.String()
+		}
+		uri := func(i int) string { return fmt.Sprintf("doc://a/%d/%s", i, strings.Repeat("x", 1200)) }
+		const pages = 800
+		a := mcptest.NewServer(nil, nil)
+		for i := range pages {
+			addText(a, uri(i), page(i))
+		}
+		dir := t.TempDir()
+		opts := &mcpserver.Options{CheckInterval: time.Hour, StateFile: mcpserver.StateFileIn(dir)}
+		f := newFacade(t, map[string]*mcpsdk.Server{"a": a}, opts, engine.Options{})
+		host := f.connect(t, nil)
+		synctest.Wait()
+		start := time.Now()
+		for i := range pages {
+			if _, err := host.ReadResource(t.Context(), &mcpsdk.ReadResourceParams{URI: "contextd:resource/a/" + uri(i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		synctest.Wait()
+		if time.Since(start) >= 15*time.Second {
+			t.Fatalf("the reads took %v: Run's tick came between", time.Since(start))
+		}
+		// Killed now: what the file holds.
+		data, err := os.ReadFile(filepath.Join(dir, "mcp-served-reads"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var restored mcp.ServedLists
+		if dropped, err := restored.Restore(data); err != nil || dropped != 0 {
+			t.Fatalf("Restore: %d dropped, %v", dropped, err)
+		}
+		told := 0
+		for i := range pages {
+			if c := restored.ServedBack(resource.Key{Server: "b", URI: fmt.Sprintf("doc://b/%d", i)}, []resource.Content{{Text: page(i)}}); len(c.Of) > 0 {
+				told++
+			}
+		}
+		if told != pages {
+			t.Errorf("the record on disk (%d bytes, %d whole writes) right after %d reads tells %d of them; want all", len(data), mcpserver.ServedWholeWrites(f.srv), pages, told)
 		}
 	})
 }

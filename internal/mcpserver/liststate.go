@@ -403,9 +403,9 @@ func (s *Server) servedFile() string {
 }
 
 // maxServedBytes bounds servedFile read at start: twice a whole write of
-// mcp's 5,120 reads of about 1.5 KB each and a URI of up to 4 KiB, and
-// servedSlack (see saveServed).
-const maxServedBytes = 64 << 20
+// mcp's 5,120 reads of about 1.5 KB each and a URI of up to 4 KiB (about
+// 29 MiB each), servedSlack and servedLate (see saveServed), and room.
+const maxServedBytes = 80 << 20
 
 // servedSlack is how much servedFile may grow by appends before it is
 // written whole again, besides as much as its last whole write.
@@ -458,13 +458,20 @@ func (s *Server) loadServed() {
 // tried (a full disk, a directory in its place).
 const servedRetry = time.Minute
 
+// servedLate is how far appends may grow servedFile past its slack
+// while Run is busy before a read writes it whole itself.
+const servedLate = 4 << 20
+
 // saveServed brings servedFile up to date with the engine's ServedLists:
 // it appends what was noted since (a few KB for a read), or, when the
 // journal cannot be appended to (the first write of a run, a failed
-// write, a reload, the file grown by appends past its last whole write
-// and servedSlack), writes it whole (a few ms), unless inRead (a read's
-// answer waits: Run's tick does that) or a write failed within
-// servedRetry. Failures are logged once until a write works.
+// write, a reload) or the file grew by appends past its last whole write
+// and servedSlack, writes it whole (a few ms to a few hundred). With
+// inRead (a read's answer waits) it never writes whole but where Run
+// lags servedLate behind: it appends what it can and has Run do the
+// rest (see servedDue); a read is on disk once answered unless a write
+// failed, and then Run tries again each servedRetry. Failures are logged
+// once until a write works.
 func (s *Server) saveServed(inRead bool) {
 	path := s.servedFile()
 	if path == "" {
@@ -476,15 +483,24 @@ func (s *Server) saveServed(inRead bool) {
 	if s.servedErr != "" && time.Since(s.servedFailed) < servedRetry {
 		return
 	}
-	whole := !s.servedWhole || s.servedAppended > s.servedSize+servedSlack
-	if whole && inRead {
+	if inRead && !s.servedWhole {
 		return
 	}
+	due := s.servedAppended > s.servedSize+servedSlack
+	whole := !s.servedWhole || due && (!inRead || s.servedAppended > s.servedSize+servedSlack+servedLate)
 	var entries []byte
 	if !whole {
 		var ok bool
-		entries, ok = lists.Journal()
-		whole = !ok
+		if entries, ok = lists.Journal(); !ok {
+			// Entries are gone from the journal (a server forgotten,
+			// the journal past its bound): only a whole write is right.
+			s.servedWhole = false
+			if inRead {
+				s.wantServedWrite()
+				return
+			}
+			whole = true
+		}
 	}
 	var err error
 	switch {
@@ -500,6 +516,9 @@ func (s *Server) saveServed(inRead bool) {
 	case len(entries) > 0:
 		err = appendFile(path, entries)
 		s.servedAppended += len(entries)
+		if err == nil && due {
+			s.wantServedWrite()
+		}
 	}
 	switch {
 	case err != nil && s.servedErr == "":
@@ -515,13 +534,30 @@ func (s *Server) saveServed(inRead bool) {
 	s.servedErr = ""
 }
 
-// appendFile appends data to the file at path, which exists.
+// wantServedWrite has Run write servedFile whole as soon as it can.
+func (s *Server) wantServedWrite() {
+	select {
+	case s.servedDue <- struct{}{}:
+	default:
+	}
+}
+
+// appendFile appends data to the file at path, a regular file: anything
+// else put there since it was written (a FIFO would block every read's
+// answer until someone read it; a symbolic link would be followed) is an
+// error, and the next whole write replaces it.
 func appendFile(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|appendFlags, 0)
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(data)
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = fmt.Errorf("%s is not a regular file (%s)", path, fi.Mode().Type())
+	}
+	if err == nil {
+		_, err = f.Write(data)
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

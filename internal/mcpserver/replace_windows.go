@@ -31,3 +31,6 @@ func replaceFile(path string, data []byte) error {
 	}
 	return err
 }
+
+// appendFlags: Windows has neither FIFOs nor O_NOFOLLOW (see appendFile).
+const appendFlags = 0

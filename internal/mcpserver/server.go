@@ -250,6 +250,8 @@ type Server struct {
 	servedErr                  string
 	servedFailed               time.Time
 	servedWholeWrites          int // tried
+	// servedDue asks Run to write servedFile whole (see saveServed).
+	servedDue chan struct{}
 
 	subs map[resource.Key]int // downstream subscriptions per resource
 	// sessSubs holds each session's subscriptions, by the URI it sent:
@@ -353,6 +355,7 @@ func New(eng *engine.Engine, opts *Options) *Server {
 		relaying:     map[resource.Key]bool{},
 		recent:       map[*mcpsdk.ServerSession][]string{},
 		stop:         make(chan struct{}),
+		servedDue:    make(chan struct{}, 1),
 		posts:        newPosts(),
 	}
 	s.loadPaces()
@@ -678,6 +681,8 @@ func (s *Server) Run(ctx context.Context) error {
 				written = time.Now()
 			}
 			s.savePaces(refresh)
+			s.saveServed(false)
+		case <-s.servedDue:
 			s.saveServed(false)
 		case <-t.C:
 		}
