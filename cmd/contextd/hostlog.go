@@ -6,8 +6,10 @@ import (
 )
 
 // hostLogKeys are the attributes contextd mcp's log keeps below debug level:
-// names of contextd's own choosing.
-var hostLogKeys = map[string]bool{"server": true, "component": true, "config": true, "setting": true}
+// names of contextd's own choosing, and what its own files say (their
+// paths, an entry count, a file system's error: the state files in
+// data_dir).
+var hostLogKeys = map[string]bool{"server": true, "component": true, "config": true, "setting": true, "file": true, "entries": true, "fs_err": true}
 
 // hostLog is the handler of contextd mcp's log, which goes to the MCP host
 // (its server log, which an agent may read): the host's side is a caller,

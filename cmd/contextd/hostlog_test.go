@@ -24,3 +24,19 @@ func TestHostLogKeepsNoServerText(t *testing.T) {
 		t.Errorf("the host's log lost contextd's own words: %q", got)
 	}
 }
+
+// What contextd's own state files say (which file, how many entries, the
+// file system's error) stays in the host's log: a full disk and a
+// directory in a file's place read alike without it.
+func TestHostLogKeepsWhatItsFilesSay(t *testing.T) {
+	var b bytes.Buffer
+	log := slog.New(hostLog{slog.NewTextHandler(&b, &slog.HandlerOptions{Level: slog.LevelWarn})}).With("component", "mcpserver")
+	log.Warn("saving what contextd served failed", "file", "/data/mcp-served-reads", "fs_err", errors.New("no space left on device"))
+	log.Warn("some of what contextd served before could not be read", "file", "/data/mcp-served-reads", "entries", 3)
+	got := b.String()
+	for _, want := range []string{"file=/data/mcp-served-reads", "no space left on device", "entries=3"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the host's log lacks %q: %q", want, got)
+		}
+	}
+}

@@ -269,7 +269,7 @@ func (s *Server) loadPaces() {
 	s.loadServed()
 	prior, err := loadState(s.opts.StateFile, float64(s.opts.PaceBurst), maxStateBytes)
 	if err != nil {
-		s.log.Warn("the saved resource list paces cannot be read: every server's first list comes whole", "file", s.opts.StateFile, "err", err)
+		s.log.Warn("the saved resource list paces cannot be read: every server's first list comes whole", "file", s.opts.StateFile, "fs_err", err)
 		return
 	}
 	s.prior = prior
@@ -381,7 +381,7 @@ func (s *Server) savePaces(force bool) {
 	defer s.mu.Unlock()
 	switch {
 	case err != nil && s.stateErr == "":
-		s.log.Warn("saving the resource list paces failed: a restart now reads the last ones saved (what was listed since comes at the pace); retrying", "file", s.opts.StateFile, "err", err)
+		s.log.Warn("saving the resource list paces failed: a restart now reads the last ones saved (what was listed since comes at the pace); retrying", "file", s.opts.StateFile, "fs_err", err)
 	case err == nil && s.stateErr != "":
 		s.log.Info("saving the resource list paces works again", "file", s.opts.StateFile)
 	}
@@ -446,7 +446,7 @@ func (s *Server) loadServed() {
 		}
 	}
 	if err != nil {
-		s.log.Warn("what contextd served before cannot be read: copies of it a server passes back now are told only once a host reads it again", "file", path, "err", err)
+		s.log.Warn("what contextd served before cannot be read: copies of it a server passes back now are told only once a host reads it again", "file", path, "fs_err", err)
 		return
 	}
 	if dropped > 0 {
@@ -522,7 +522,7 @@ func (s *Server) saveServed(inRead bool) {
 	}
 	switch {
 	case err != nil && s.servedErr == "":
-		s.log.Warn("saving what contextd served failed: after a restart, copies of what was served since are told only once a host reads it again; retrying", "file", path, "err", err)
+		s.log.Warn("saving what contextd served failed: after a restart, copies of what was served since are told only once a host reads it again; retrying", "file", path, "fs_err", err)
 	case err == nil && s.servedErr != "":
 		s.log.Info("saving what contextd served works again", "file", path)
 	}
