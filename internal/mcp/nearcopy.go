@@ -2,6 +2,9 @@ package mcp
 
 import (
 	"cmp"
+	"crypto/aes"
+	"crypto/cipher"
+	"encoding/binary"
 	"slices"
 	"strings"
 	"unicode"
@@ -220,14 +223,37 @@ func (w word) glue(next string) word {
 	return w
 }
 
-// shingleHash returns the hash of words, in order.
+// shingleHash returns the hash of words, in order, one-way (see oneWay).
 func shingleHash(words []word) uint64 {
 	h := uint64(fnvOffset) ^ uint64(len(words))
 	for _, w := range words {
 		h = (h ^ uint64(w)) * fnvPrime
 		h ^= h >> 29
 	}
-	return h
+	return oneWay(h)
+}
+
+// shingleCipher is AES-128 under a fixed, public key (see oneWay).
+var shingleCipher = func() cipher.Block {
+	b, err := aes.NewCipher([]byte("contextd shingle"))
+	if err != nil {
+		panic(err)
+	}
+	return b
+}()
+
+// oneWay returns E(h) XOR h, E being shingleCipher (the Matyas–Meyer–Oseas
+// construction): no h is found for a value but by trying. The steps above
+// it can each be undone, so a shingle's hash and its hash with one word
+// masked, both kept across restarts (see servedstate.go), gave that word's
+// hash exactly, and a word list or counting (a PIN, an account number)
+// the word; through oneWay, a text's words are found from its sketch only
+// by guessing whole runs of them, as its digest confirms a guessed text.
+func oneWay(h uint64) uint64 {
+	var in, out [aes.BlockSize]byte
+	binary.LittleEndian.PutUint64(in[:], h)
+	shingleCipher.Encrypt(out[:], in[:])
+	return binary.LittleEndian.Uint64(out[:]) ^ h
 }
 
 // appendWords appends line's words, lower-cased, to words; it returns
@@ -263,9 +289,9 @@ type sketchShingle struct {
 	hash uint64
 	// masked are its hashes with each of its words masked, n of them,
 	// if it has three words or more; none for fewer. tags tell its words
-	// apart (16 bits of each's hash), not what they are: the words' own
-	// hashes, kept across restarts (see servedstate.go), a word list
-	// would reverse.
+	// apart (wordTagBits of each's hash), not what they are: the words'
+	// own hashes, or more of their bits, kept across restarts (see
+	// servedstate.go), a word list would reverse, or narrow a guess by.
 	masked [shingleWords]uint64
 	tags   [shingleWords]uint16
 	n      uint8
@@ -273,8 +299,17 @@ type sketchShingle struct {
 	line uint32
 }
 
-// wordTag returns 16 bits of w's hash.
-func wordTag(w word) uint16 { return uint16(w ^ w>>16 ^ w>>32 ^ w>>48) }
+// wordTagBits is how many bits of a word's hash its tag keeps: enough
+// to tell three words of a rewrite apart (among sixteen tags, three words
+// have three in four times in five; a rewrite masks a word in most lines),
+// too few to narrow a guess of them.
+const wordTagBits = 4
+
+// wordTag returns wordTagBits bits of w's hash.
+func wordTag(w word) uint16 {
+	x := uint64(w) * 0x9e3779b97f4a7c15
+	return uint16(x >> (64 - wordTagBits))
+}
 
 // sketchOf returns the sketch of contents: the nearSketch smallest
 // distinct shingle hashes, ascending, each with its words and line; nil

@@ -35,7 +35,12 @@ import (
 // keeps that, and its next copies tell again).
 
 // servedMagic opens the encoding; its last byte is the format's version.
-const servedMagic = "contextd-served\x02"
+// Version 2 kept sketches of hashes a word list reversed (see oneWay):
+// its reads are restored without them (told by their digests).
+const (
+	servedMagic   = "contextd-served\x03"
+	servedMagicV2 = "contextd-served\x02"
+)
 
 // The kinds of entry.
 const (
@@ -196,7 +201,8 @@ func (s *ServedLists) Restore(data []byte) (dropped int, err error) {
 	if s == nil {
 		return 0, nil
 	}
-	if !bytes.HasPrefix(data, []byte(servedMagic)) {
+	v2 := bytes.HasPrefix(data, []byte(servedMagicV2))
+	if !v2 && !bytes.HasPrefix(data, []byte(servedMagic)) {
 		return 0, errServedFormat
 	}
 	data = data[len(servedMagic):]
@@ -225,6 +231,9 @@ func (s *ServedLists) Restore(data []byte) (dropped int, err error) {
 			if !ok {
 				dropped++
 				continue
+			}
+			if v2 {
+				r.sketch = nil
 			}
 			reads = append(reads, r)
 			if len(reads) >= 4*maxServedReads {

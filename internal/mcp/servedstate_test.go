@@ -173,7 +173,7 @@ func TestServedListsRestoreIsBoundedAndChecked(t *testing.T) {
 	if at := fresh.reads[0].at; at.After(time.Now()) || at.Before(now.Add(-time.Second)) {
 		t.Errorf("the read dated an hour ahead is restored at %v; want now (%v)", at, now)
 	}
-	for name, bad := range map[string][]byte{"garbage": []byte("not a record"), "empty": nil, "another version": []byte("contextd-served\x03")} {
+	for name, bad := range map[string][]byte{"garbage": []byte("not a record"), "empty": nil, "another version": []byte("contextd-served\x04")} {
 		before := len(fresh.reads)
 		if _, err := fresh.Restore(bad); err == nil {
 			t.Errorf("%s: Restore succeeded", name)
@@ -453,4 +453,83 @@ func TestPagesReReadAmongManyTextsSurviveWholeWrites(t *testing.T) {
 			}
 		}
 	})
+}
+
+// What the record keeps of a text gives no word back: a shingle's hash
+// and its hash with the last word masked, were the steps of shingleHash
+// all that made them, give that word's hash by undoing the last step of
+// each (29 of 29 shingles, 35 of 35 words of a runbook, and its PIN by
+// counting); and a tag narrows a guess of its word to a sixteenth.
+func TestTheRecordsSketchesGiveNoWordBack(t *testing.T) {
+	page := "Vault recovery runbook for the payments database.\nThe on-call engineer opens the vault with PIN 482913 and account 77302154.\nRotate the credentials after each recovery, then page the database owner.\nCall extension 4471 with code 90210 if the vault stays sealed.\n"
+	var s ServedLists
+	s.NoteRead(resource.Key{Server: "a", URI: "doc://a/vault"}, []resource.Content{{Text: page}})
+	data, err := s.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r ServedLists
+	if _, err := r.Restore(data); err != nil || len(r.reads) != 1 || len(r.reads[0].sketch) < nearMinSketch {
+		t.Fatalf("restored %d reads, %v", len(r.reads), err)
+	}
+	words := map[word]bool{}
+	for line := range strings.Lines(page) {
+		ws, _ := appendWords(nil, line)
+		for _, w := range ws {
+			words[w] = true
+		}
+	}
+	inv := uint64(fnvPrime) // fnvPrime⁻¹ mod 2⁶⁴, by Newton's steps
+	for range 6 {
+		inv *= 2 - fnvPrime*inv
+	}
+	undo := func(h uint64) uint64 { // the last step of shingleHash, undone
+		h ^= h>>29 ^ h>>58
+		return h * inv
+	}
+	tried, found := 0, 0
+	for _, sh := range r.reads[0].sketch {
+		for _, tag := range sh.tags {
+			if tag >= 1<<wordTagBits {
+				t.Fatalf("a tag of %d: more than %d bits of a word's hash kept", tag, wordTagBits)
+			}
+		}
+		if sh.n != shingleWords {
+			continue
+		}
+		tried++
+		if words[word(undo(sh.hash)^undo(sh.masked[shingleWords-1])^uint64(maskWord))] {
+			found++
+		}
+	}
+	if tried == 0 {
+		t.Fatal("no shingle of four words in the sketch")
+	}
+	if found > 0 {
+		t.Errorf("%d of %d shingles gave their last word's hash back", found, tried)
+	}
+}
+
+// A record of the previous format (its sketches of hashes a word list
+// reversed, which no sketch now matches) is restored by its digests: exact
+// copies of what it holds are told, near ones once read again.
+func TestARecordOfThePreviousFormatKeepsItsDigests(t *testing.T) {
+	page := "# Runbook 7\n\nThis page explains postgres vacuum tuning in depth, part 7.\nIt covers the configuration knobs, the monitoring queries\nand the operational runbook steps that an engineer follows.\n"
+	var s ServedLists
+	s.NoteRead(resource.Key{Server: "a", URI: "doc://a/7"}, []resource.Content{{Text: page}})
+	data, err := s.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := append([]byte(servedMagicV2), data[len(servedMagic):]...)
+	var r ServedLists
+	if dropped, err := r.Restore(old); err != nil || dropped != 0 || len(r.reads) != 1 {
+		t.Fatalf("Restore of a version 2 record: %d reads, %d dropped, %v", len(r.reads), dropped, err)
+	}
+	if r.reads[0].sketch != nil {
+		t.Error("a version 2 record's sketch was kept")
+	}
+	if c := r.ServedBack(resource.Key{Server: "b", URI: "doc://b/x"}, []resource.Content{{Text: page}}); len(c.Of) != 1 || c.Of[0].URI != "doc://a/7" {
+		t.Errorf("an exact copy after restoring a version 2 record: %+v; want told", c)
+	}
 }
