@@ -180,18 +180,18 @@ func (c *Config) Server(name string) (Server, bool) {
 // Endpoint returns what tells the server s reaches from another, for
 // state kept by its name across restarts: 32 hexadecimal digits, a
 // SHA-256 prefix of its transport, command, args and working directory,
-// or its URL. Its secrets (see Secrets) count as one placeholder, so a
-// rotated credential keeps the endpoint and none can be worked back from
-// it; env and headers do not count.
+// or its URL. Its secrets of 8 bytes or more (see Secrets) count as one
+// placeholder, so a rotated credential keeps the endpoint and none can be
+// worked back from it; env and headers do not count. The same s gives
+// the same endpoint, whatever order Secrets finds them in.
 func (s Server) Endpoint() string {
-	secrets := s.Secrets()
-	slices.SortFunc(secrets, func(a, b string) int { return cmp.Compare(len(b), len(a)) }) // longest first
+	secrets := slices.DeleteFunc(s.Secrets(), func(v string) bool { return len(v) < minEndpointSecret })
+	slices.SortFunc(secrets, func(a, b string) int { return cmp.Or(cmp.Compare(len(b), len(a)), strings.Compare(a, b)) }) // longest first
+	secrets = slices.Compact(secrets)
 	h := sha256.New()
 	field := func(v string) {
 		for _, sec := range secrets {
-			if sec != "" {
-				v = strings.ReplaceAll(v, sec, "\x00")
-			}
+			v = strings.ReplaceAll(v, sec, "\x00")
 		}
 		fmt.Fprintf(h, "%d:%s", len(v), v)
 	}
@@ -205,6 +205,10 @@ func (s Server) Endpoint() string {
 	field(s.URL)
 	return hex.EncodeToString(h.Sum(nil)[:16])
 }
+
+// minEndpointSecret is the shortest secret Endpoint leaves out: a short
+// one ("p", a profile named in a URL's query) would make servers alike.
+const minEndpointSecret = 8
 
 // file is the on-disk shape.
 type file struct {

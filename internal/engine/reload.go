@@ -121,9 +121,12 @@ func (e *Engine) Reload(ctx context.Context, cfg *config.Config) (Changes, error
 		e.shared.rep.SetServers(next.names)
 	}
 	e.logRed.Store(next.red)
-	// A server replaced or removed is judged afresh: what its name was
-	// withheld or frozen for was another server's doing.
-	for _, name := range slices.Concat(ch.Changed, ch.Removed) {
+	// A server removed is forgotten: what its name was withheld or
+	// frozen for was another server's doing if it comes back. One changed
+	// keeps its marks (a rotated credential, a setting: the same server);
+	// one pointed at another endpoint is the MCP server's to judge afresh
+	// (see mcp.ServedLists.Repointed).
+	for _, name := range ch.Removed {
 		e.served.Forget(name)
 	}
 	e.setMu.Lock()

@@ -621,6 +621,30 @@ func (s *ServedLists) Forget(server string) {
 	}
 }
 
+// Repointed records that server's name now stands for another server
+// (its configured endpoint changed). What was known of the old one is
+// forgotten (see Forget) unless it was withheld, or withheld is set (the
+// old one was found passing back in an earlier run): the new one may be
+// the same bridge reached another way (an argument added, a version
+// bumped, a URL written otherwise), so it stays withheld — what it lists
+// that the content pass read and found its own comes, copies and what is
+// not read do not — and is checked until then. An honest server so waits
+// for one content pass.
+func (s *ServedLists) Repointed(server string, withheld bool, until time.Time) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	withheld = withheld || s.withheld[server]
+	s.mu.Unlock()
+	if !withheld {
+		s.Forget(server)
+		return
+	}
+	s.Withhold(server)
+	s.Check(server, until)
+}
+
 // ListedSince reports whether the MCP server listed a page of resources
 // since t.
 func (s *ServedLists) ListedSince(t time.Time) bool {

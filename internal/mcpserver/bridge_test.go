@@ -1720,9 +1720,11 @@ func TestAWithheldBridgeGetsNoRoomAfterARestart(t *testing.T) {
 
 // A name pointed at another server (its command's args, its URL), by a
 // reload or across a restart, starts afresh: the new server's first list
-// comes whole, and what the old one was found doing is not held against
-// it (a withheld bridge's name, pointed at an honest server, kept it to
-// the pace: 10 → 430 over 70 minutes).
+// comes whole once read (a withheld bridge's name, pointed at an honest
+// server, kept it to the pace: 10 → 430 over 70 minutes). But the same
+// bridge reached another way (an argument added), or with its credential
+// rotated, gets none of its copies listed: a reload forgot it for any
+// change (128 copies listed), and an argument added listed all 300.
 func TestANamePointedAtAnotherServerStartsAfresh(t *testing.T) {
 	page := func(i int) string {
 		return fmt.Sprintf("Page %d on postgres vacuum tuning: autovacuum settings,\nthe monitoring queries and the runbook steps an engineer follows %d.\n", i, i)
@@ -1734,66 +1736,78 @@ func TestANamePointedAtAnotherServerStartsAfresh(t *testing.T) {
 		}
 		return c
 	}
-	at := func(args ...string) engine.Options {
-		return engine.Options{Config: &config.Config{Servers: []config.Server{{Name: "b", Transport: config.TransportStdio, Command: "unused", Args: args}}}}
+	at := func(env string, args ...string) engine.Options {
+		return engine.Options{Config: &config.Config{Servers: []config.Server{{Name: "b", Transport: config.TransportStdio, Command: "unused", Args: args, Env: map[string]string{"API_TOKEN": env}}}}}
 	}
 	for _, how := range []string{"restart", "reload"} {
-		t.Run(how, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				a, b := mcptest.NewServer(nil, nil), mcptest.NewServer(nil, nil)
-				for i := range 300 {
-					addText(a, fmt.Sprintf("doc://a/%d", i), page(i))
-				}
-				for i := range 10 {
-					addText(b, fmt.Sprintf("doc://b/own/%d", i), fmt.Sprintf("b's own page %d, on kafka consumer rebalancing and partition lag, runbook %d\n", i, i))
-				}
-				opts := &mcpserver.Options{CheckInterval: 250 * time.Millisecond, PaceBurst: 128, PaceSettle: settle, StateFile: mcpserver.StateFileIn(t.TempDir())}
-				ups := map[string]*mcpsdk.Server{"a": a, "b": b}
-				f := newFacade(t, ups, opts, at("--bridge"))
-				host := f.connect(t, nil)
-				time.Sleep(settle + 10*time.Second)
-				for i := range 300 {
-					if _, err := host.ReadResource(t.Context(), &mcpsdk.ReadResourceParams{URI: fmt.Sprintf("contextd:resource/a/doc://a/%d", i)}); err != nil {
-						t.Fatal(err)
+		for _, to := range []string{"honest", "same bridge, an argument added", "same bridge, its token rotated"} {
+			t.Run(how+"/"+to, func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					a, b := mcptest.NewServer(nil, nil), mcptest.NewServer(nil, nil)
+					for i := range 300 {
+						addText(a, fmt.Sprintf("doc://a/%d", i), page(i))
 					}
-				}
-				for i := range 300 { // b passes back a's pages
-					addText(b, fmt.Sprintf("doc://b/c/%d", i), page(i))
-				}
-				time.Sleep(time.Minute)
-				synctest.Wait()
-				if !f.eng.ServedLists().Withheld("b") {
-					t.Fatal("b not withheld for passing back a's pages")
-				}
-				if n := countListed(t, host, "b", ""); n > 15 {
-					t.Fatalf("the bridge lists %d; want its 10 own and a few", n)
-				}
-				switch how {
-				case "restart":
-					host.Close()
-					f.stop()
-					ups["b"] = honest()
-					f = newFacade(t, ups, opts, at("--honest"))
-					host = f.connect(t, nil)
-				case "reload":
-					// The reload's new mirror dials ups["b"] (startFacade).
-					ups["b"] = honest()
-					cfg := at("--honest").Config
-					cfg.Servers = append(cfg.Servers, config.Server{Name: "a", Transport: config.TransportStdio, Command: "unused"})
-					if _, err := f.eng.Reload(t.Context(), cfg); err != nil {
-						t.Fatal(err)
+					for i := range 10 {
+						addText(b, fmt.Sprintf("doc://b/own/%d", i), fmt.Sprintf("b's own page %d, on kafka consumer rebalancing and partition lag, runbook %d\n", i, i))
 					}
-				}
-				time.Sleep(5 * time.Second)
-				synctest.Wait()
-				if n := countListed(t, host, "b", "doc://c/"); n != 500 {
-					t.Errorf("5 s after b was pointed at an honest server of 500 pages (by a %s): %d listed; want all, its first list", how, n)
-				}
-				if f.eng.ServedLists().Withheld("b") {
-					t.Errorf("b still withheld after it was pointed at another server")
-				}
+					opts := &mcpserver.Options{CheckInterval: 250 * time.Millisecond, PaceBurst: 128, PaceSettle: settle, StateFile: mcpserver.StateFileIn(t.TempDir())}
+					ups := map[string]*mcpsdk.Server{"a": a, "b": b}
+					f := newFacade(t, ups, opts, at("tok_1a2b3c4d5e6f7a8b", "/srv/bridge.py"))
+					host := f.connect(t, nil)
+					time.Sleep(settle + 10*time.Second)
+					for i := range 300 {
+						if _, err := host.ReadResource(t.Context(), &mcpsdk.ReadResourceParams{URI: fmt.Sprintf("contextd:resource/a/doc://a/%d", i)}); err != nil {
+							t.Fatal(err)
+						}
+					}
+					for i := range 300 { // b passes back a's pages
+						addText(b, fmt.Sprintf("doc://b/c/%d", i), page(i))
+					}
+					time.Sleep(time.Minute)
+					synctest.Wait()
+					if !f.eng.ServedLists().Withheld("b") {
+						t.Fatal("b not withheld for passing back a's pages")
+					}
+					if n := countListed(t, host, "b", ""); n > 15 {
+						t.Fatalf("the bridge lists %d; want its 10 own and a few", n)
+					}
+					next := at("tok_1a2b3c4d5e6f7a8b", "-u", "/srv/bridge.py")
+					switch to {
+					case "honest":
+						ups["b"] = honest() // the facade's dial finds it by name
+						next = at("tok_1a2b3c4d5e6f7a8b", "/srv/honest.py")
+					case "same bridge, its token rotated":
+						next = at("tok_9f8e7d6c5b4a3f2e", "/srv/bridge.py")
+					}
+					switch how {
+					case "restart":
+						host.Close()
+						f.stop()
+						f = newFacade(t, ups, opts, next)
+						host = f.connect(t, nil)
+					case "reload":
+						cfg := next.Config
+						cfg.Servers = append(cfg.Servers, config.Server{Name: "a", Transport: config.TransportStdio, Command: "unused"})
+						if _, err := f.eng.Reload(t.Context(), cfg); err != nil {
+							t.Fatal(err)
+						}
+					}
+					for _, wait := range []time.Duration{5 * time.Second, 10 * time.Minute} {
+						time.Sleep(wait)
+						synctest.Wait()
+						if to == "honest" {
+							if n := countListed(t, host, "b", "doc://c/"); n != 500 {
+								t.Errorf("%v after b was pointed at an honest server of 500 pages: %d listed; want all, its first list", wait, n)
+							}
+							continue
+						}
+						if n := countListed(t, host, "b", "doc://b/c/"); n > 0 {
+							t.Errorf("%v after the bridge came back (%s): %d of its 300 copies listed; want none", wait, to, n)
+						}
+					}
+				})
 			})
-		})
+		}
 	}
 }
 

@@ -281,12 +281,15 @@ func (s *Server) pace(server string, descs, all []resource.Descriptor, still boo
 	p := s.paces[server]
 	if p != nil && p.endpoint != ep || p == nil && s.prior[server] != nil && s.prior[server].Endpoint != "" && s.prior[server].Endpoint != ep {
 		// The name now stands for another server (a reload or a restart
-		// pointed it elsewhere): what the old one listed, kept off or was
-		// found doing says nothing of it, and its first list comes whole.
+		// pointed it elsewhere): what the old one listed or kept off says
+		// nothing of it, and its first list comes whole; but one found
+		// passing back may be the same server reached another way, so
+		// the new one is checked a while (see ServedLists.Repointed).
 		s.log.Info("the server now points at another endpoint: its resource list starts afresh", "server", server)
+		withheld := p != nil && now.Before(p.withheldUntil) || p == nil && s.prior[server].Withheld
 		delete(s.paces, server)
 		delete(s.prior, server)
-		s.eng.ServedLists().Forget(server)
+		s.eng.ServedLists().Repointed(server, withheld, now.Add(restoredWithheldFor))
 		p = nil
 	}
 	if p == nil {
