@@ -78,7 +78,10 @@ type ServedLists struct {
 	// Journal, once journaling (see servedstate.go); journalLost says
 	// some were not kept.
 	journaling, journalLost bool
-	journal                 []byte
+	// written counts the reads written (MarshalBinary, Journal) in this
+	// run: where each stands (see maxRepeatLag).
+	written uint64
+	journal []byte
 }
 
 // A servedRead is a resources/read the MCP server answered.
@@ -91,9 +94,11 @@ type servedRead struct {
 	// NotePrivateRead).
 	private bool
 	// first and at are when it was first and last answered (a read of
-	// the same text again moves it last, see NoteRead); written, when it
-	// was last written where it stands (MarshalBinary, Journal).
-	first, at, written time.Time
+	// the same text again moves it last, see NoteRead).
+	first, at time.Time
+	// written is where it was last written (ServedLists.written then),
+	// in this run; 0 if not yet.
+	written uint64
 }
 
 // maxServedReads bounds the reads remembered (a quarter more at times):
@@ -105,13 +110,21 @@ const maxServedReads = 4096
 // pins) would push every other out of the bound.
 const maxPerText = 4
 
+// maxRepeatLag is how many reads may be written after a read before the
+// same text read again is written again: a restore keeps the latest
+// maxServedReads and a quarter in the order written, so a text read again
+// and again stays among them, and one polled while nothing else is read
+// is written once.
+const maxRepeatLag = maxServedReads / 4
+
 // addRead appends r to reads as the latest: the same text read again is
 // one read, moved last (a host polling one resource would push every
 // other out of the bound), taking the first time of the one it replaces;
 // and of a text read under more than maxPerText resources the oldest
 // read is dropped. repeat says it replaced a read of the same text of the
-// same resource written within the minute (r then keeps that time).
-func addRead(reads []servedRead, r servedRead) (_ []servedRead, repeat bool) {
+// same resource written fewer than maxRepeatLag reads before written, the
+// count of reads written so far (r then keeps where that one stands).
+func addRead(reads []servedRead, r servedRead, written uint64) (_ []servedRead, repeat bool) {
 	same, oldest := -1, -1
 	others := 0
 	for i := len(reads) - 1; i >= 0; i-- {
@@ -126,7 +139,7 @@ func addRead(reads []servedRead, r servedRead) (_ []servedRead, repeat bool) {
 	}
 	drop := []int{}
 	if same >= 0 {
-		if w := reads[same].written; !w.IsZero() && r.at.Sub(w) < time.Minute {
+		if w := reads[same].written; w != 0 && written-w < maxRepeatLag {
 			repeat, r.written = true, w
 		}
 		r.first = minTime(r.first, reads[same].first)
@@ -271,13 +284,16 @@ func (s *ServedLists) noteRead(k resource.Key, contents []resource.Content, priv
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var repeat bool
-	s.reads, repeat = addRead(s.reads, r)
+	s.reads, repeat = addRead(s.reads, r, s.written)
 	if !repeat {
-		// A text polled is written once a minute (since it was last
-		// written, not read: read each 30 s, it stayed where it was
-		// first written, and a restart forgot it behind 5,120 others).
+		// A text polled is written again once others were (a rule in
+		// time, once a minute, let a page re-read each 59 s among 45
+		// texts a second fall behind 5,120 others where it was written).
 		last := &s.reads[len(s.reads)-1]
-		last.written = now
+		if !last.private {
+			s.written++
+			last.written = s.written
+		}
 		s.journalRead(last)
 	}
 	// Cut back a quarter past the bound, not at each read: a cut moves

@@ -150,10 +150,8 @@ func (s *ServedLists) MarshalBinary() ([]byte, error) {
 		if s.reads[i].private {
 			continue
 		}
-		// Written where its last read put it, which a repeat within
-		// the minute since (not appended) does not move: that read's time
-		// (see noteRead).
-		s.reads[i].written = s.reads[i].at
+		s.written++
+		s.reads[i].written = s.written
 		p = readPayload(p[:0], &s.reads[i])
 		b = appendEntry(b, entryRead, p)
 	}
