@@ -441,32 +441,36 @@ func TestReloadRestartsStdioServersThatInheritedANewSecret(t *testing.T) {
 	}
 }
 
-// A server withheld from contextd's MCP list, held or frozen, that a
-// reload replaces (or removes) is judged afresh: the name stood for
-// another server's doings. A server the reload keeps stays so.
-func TestReloadForgetsWhatAReplacedServerWasWithheldFor(t *testing.T) {
+// A server withheld from contextd's MCP list, held or frozen, whose entry
+// a reload changes (its environment: the same server) stays so: a rotated
+// credential forgot a bridge's withholding, and 128 of its copies were
+// listed at once. One the reload removes is forgotten: its name, if it
+// comes back, may stand for another server. (One pointed at another
+// endpoint is the MCP server's to judge: see mcp.ServedLists.Repointed.)
+func TestReloadKeepsWhatAChangedServerWasWithheldFor(t *testing.T) {
 	servers := map[string]*mcpsdk.Server{
 		"wiki": mcptest.NewServer(map[string]string{"doc://wiki/1": "wiki notes"}, nil),
-		"kept": mcptest.NewServer(map[string]string{"doc://kept/1": "kept notes"}, nil),
+		"gone": mcptest.NewServer(map[string]string{"doc://gone/1": "gone notes"}, nil),
 	}
 	entry := func(name, mode string) config.Server {
 		return config.Server{Name: name, Transport: config.TransportStdio, Command: "unused", NoContentIndex: true, Env: map[string]string{"MODE": mode}}
 	}
-	cfg := &config.Config{Servers: []config.Server{entry("wiki", "a"), entry("kept", "a")}}
+	cfg := &config.Config{Servers: []config.Server{entry("wiki", "a"), entry("gone", "a")}}
 	eng := newEngineOpts(t, "", servers, engine.Options{Config: cfg})
 	lists := eng.ServedLists()
-	for _, s := range []string{"wiki", "kept"} {
+	for _, s := range []string{"wiki", "gone"} {
 		lists.Withhold(s)
 		lists.Freeze(s, time.Now().Add(time.Hour))
 	}
-	next := &config.Config{Servers: []config.Server{entry("wiki", "b"), entry("kept", "a")}}
-	if _, err := eng.Reload(t.Context(), next); err != nil {
-		t.Fatal(err)
+	next := &config.Config{Servers: []config.Server{entry("wiki", "b")}}
+	ch, err := eng.Reload(t.Context(), next)
+	if err != nil || !slices.Equal(ch.Changed, []string{"wiki"}) || !slices.Equal(ch.Removed, []string{"gone"}) {
+		t.Fatalf("reload: %+v, %v; want wiki changed, gone removed", ch, err)
 	}
-	if lists.Withheld("wiki") || lists.Frozen("wiki") {
-		t.Errorf("wiki, replaced: withheld %v, frozen %v; want neither", lists.Withheld("wiki"), lists.Frozen("wiki"))
+	if !lists.Withheld("wiki") || !lists.Frozen("wiki") {
+		t.Errorf("wiki, changed: withheld %v, frozen %v; want both still", lists.Withheld("wiki"), lists.Frozen("wiki"))
 	}
-	if !lists.Withheld("kept") || !lists.Frozen("kept") {
-		t.Errorf("kept: withheld %v, frozen %v; want both still", lists.Withheld("kept"), lists.Frozen("kept"))
+	if lists.Withheld("gone") || lists.Frozen("gone") {
+		t.Errorf("gone, removed: withheld %v, frozen %v; want neither", lists.Withheld("gone"), lists.Frozen("gone"))
 	}
 }

@@ -2057,3 +2057,52 @@ func TestAnUnwritableRecordOfReadsCostsReadsNoWholeWrite(t *testing.T) {
 		}
 	})
 }
+
+// A stop within a minute of a failed write of the record (a disk full for
+// a few seconds) still writes it: the retry's wait skipped the last write,
+// and every read answered since the failure was lost.
+func TestAStopRightAfterAFailedWriteStillWritesTheRecord(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := mcptest.NewServer(nil, nil)
+		for i := range 50 {
+			addText(a, fmt.Sprintf("doc://a/%d", i), fmt.Sprintf("page %d on postgres vacuum tuning and the runbook an engineer follows", i))
+		}
+		dir := t.TempDir()
+		record := filepath.Join(dir, "mcp-served-reads")
+		if err := os.Mkdir(record, 0o700); err != nil { // unwritable at the start
+			t.Fatal(err)
+		}
+		opts := &mcpserver.Options{CheckInterval: 250 * time.Millisecond, StateFile: mcpserver.StateFileIn(dir)}
+		f := newFacade(t, map[string]*mcpsdk.Server{"a": a}, opts, engine.Options{})
+		host := f.connect(t, nil)
+		synctest.Wait()
+		if err := os.Remove(record); err != nil { // writable again
+			t.Fatal(err)
+		}
+		for i := range 50 {
+			if _, err := host.ReadResource(t.Context(), &mcpsdk.ReadResourceParams{URI: fmt.Sprintf("contextd:resource/a/doc://a/%d", i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(10 * time.Second)
+		host.Close()
+		f.stop()
+		data, err := os.ReadFile(record)
+		if err != nil {
+			t.Fatalf("no record written at the stop: %v", err)
+		}
+		var restored mcp.ServedLists
+		if _, err := restored.Restore(data); err != nil {
+			t.Fatal(err)
+		}
+		told := 0
+		for i := range 50 {
+			if c := restored.ServedBack(resource.Key{Server: "b", URI: fmt.Sprintf("doc://b/%d", i)}, []resource.Content{{Text: fmt.Sprintf("page %d on postgres vacuum tuning and the runbook an engineer follows", i)}}); len(c.Of) > 0 {
+				told++
+			}
+		}
+		if told != 50 {
+			t.Errorf("the record written at the stop tells %d of the 50 reads; want all", told)
+		}
+	})
+}

@@ -285,6 +285,9 @@ func (s *Server) loadPaces() {
 // logged.
 func (s *Server) SaveState() {
 	s.savePaces(true)
+	s.servedMu.Lock()
+	s.servedFailed = time.Time{} // the last chance: a write that failed within servedRetry is tried again
+	s.servedMu.Unlock()
 	s.saveServed(false)
 }
 
@@ -415,14 +418,19 @@ const servedSlack = 1 << 20
 // file (through symbolic links): a FIFO put there would block the start
 // for good, a device read without end.
 func openRegular(path string) (*os.File, error) {
-	fi, err := os.Stat(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|nonBlocking, 0)
 	if err != nil {
 		return nil, err
 	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file (%s)", path, fi.Mode().Type())
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = fmt.Errorf("%s is not a regular file (%s)", path, fi.Mode().Type())
 	}
-	return os.Open(path)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
 
 // loadServed restores servedFile into the engine's ServedLists. A file

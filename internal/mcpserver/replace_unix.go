@@ -24,6 +24,10 @@ func replaceFile(path string, data []byte) error {
 	return f.CloseAtomicallyReplace()
 }
 
-// appendFlags open a file to append to without following a symbolic link
-// or waiting for a FIFO's reader (see appendFile).
-const appendFlags = syscall.O_NOFOLLOW | syscall.O_NONBLOCK
+// nonBlocking opens a FIFO without waiting for its other end (see
+// openRegular); appendFlags open a file to append to without following a
+// symbolic link either (see appendFile).
+const (
+	nonBlocking = syscall.O_NONBLOCK
+	appendFlags = syscall.O_NOFOLLOW | nonBlocking
+)

@@ -32,5 +32,9 @@ func replaceFile(path string, data []byte) error {
 	return err
 }
 
-// appendFlags: Windows has neither FIFOs nor O_NOFOLLOW (see appendFile).
-const appendFlags = 0
+// nonBlocking and appendFlags: Windows has neither FIFOs nor O_NOFOLLOW
+// (see openRegular, appendFile).
+const (
+	nonBlocking = 0
+	appendFlags = 0
+)
