@@ -478,8 +478,9 @@ const servedLate = 4 << 20
 // inRead (a read's answer waits) it never writes whole but where Run
 // lags servedLate behind: it appends what it can and has Run do the
 // rest (see servedDue); a read is on disk once answered unless a write
-// failed, and then Run tries again each servedRetry. Failures are logged
-// once until a write works.
+// failed (Run tries again each servedRetry) or the journal was cut (a
+// server forgotten: until Run's whole write, at its next turn). Failures
+// are logged once until a write works.
 func (s *Server) saveServed(inRead bool) {
 	path := s.servedFile()
 	if path == "" {
