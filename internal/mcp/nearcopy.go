@@ -289,9 +289,9 @@ type sketchShingle struct {
 	hash uint64
 	// masked are its hashes with each of its words masked, n of them,
 	// if it has three words or more; none for fewer. tags tell its words
-	// apart (wordTagBits of each's hash), not what they are: the words'
-	// own hashes, or more of their bits, kept across restarts (see
-	// servedstate.go), a word list would reverse, or narrow a guess by.
+	// apart (16 bits of each's hash), not what they are: the words' own
+	// hashes, kept across restarts (see servedstate.go), a word list
+	// would reverse.
 	masked [shingleWords]uint64
 	tags   [shingleWords]uint16
 	n      uint8
@@ -299,17 +299,11 @@ type sketchShingle struct {
 	line uint32
 }
 
-// wordTagBits is how many bits of a word's hash its tag keeps: enough
-// to tell three words of a rewrite apart (among sixteen tags, three words
-// have three in four times in five; a rewrite masks a word in most lines),
-// too few to narrow a guess of them.
-const wordTagBits = 4
-
-// wordTag returns wordTagBits bits of w's hash.
-func wordTag(w word) uint16 {
-	x := uint64(w) * 0x9e3779b97f4a7c15
-	return uint16(x >> (64 - wordTagBits))
-}
+// wordTag returns 16 bits of w's hash: enough to tell the words a
+// rewrite masked apart (with 4, three words of a three-line page shared a
+// tag one time in five, and a bridge stamping a word in each line of such
+// pages got a fifth of them past as its own).
+func wordTag(w word) uint16 { return uint16(w ^ w>>16 ^ w>>32 ^ w>>48) }
 
 // sketchOf returns the sketch of contents: the nearSketch smallest
 // distinct shingle hashes, ascending, each with its words and line; nil

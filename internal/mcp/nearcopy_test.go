@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"runtime"
 	"slices"
 	"strconv"
@@ -242,5 +243,42 @@ func TestServedBackSaysWhetherACopyIsWhole(t *testing.T) {
 	}
 	if c := s.ServedBack(resource.Key{Server: "hub", URI: "hub://up/1"}, []resource.Content{{Text: before}}); len(c.Of) != 1 || c.Own || !c.Equal {
 		t.Errorf("the page passed back as it was: ServedBack = %+v; want the log's page, equal", c)
+	}
+}
+
+// A bridge stamping a word in each line of short pages (three lines)
+// passes back near copies, each told: the words it masked are told apart
+// by their tags (with 4 bits of a word's hash, three words shared a tag
+// one time in five, and such copies counted as the bridge's own).
+func TestStampedShortPagesAreNearCopies(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	word := func() string {
+		const letters = "abcdefghijklmnopqrstuvwxyz"
+		b := make([]byte, 3+rng.IntN(6))
+		for i := range b {
+			b[i] = letters[rng.IntN(len(letters))]
+		}
+		return string(b)
+	}
+	const pages = 1000
+	told := 0
+	for p := range pages {
+		var page, stamped strings.Builder
+		for range 3 {
+			words := make([]string, 6+rng.IntN(5))
+			for i := range words {
+				words[i] = word()
+			}
+			page.WriteString(strings.Join(words, " ") + "\n")
+			words[len(words)/2] = fmt.Sprintf("n%dx%d", p, rng.IntN(1e6)) // a nonce stamped on each line
+			stamped.WriteString(strings.Join(words, " ") + "\n")
+		}
+		sketch := sketchOf([]resource.Content{{Text: page.String()}})
+		if holdsSketch(shingleSet([]resource.Content{{Text: stamped.String()}}), sketch) {
+			told++
+		}
+	}
+	if told < pages-2 {
+		t.Errorf("%d of %d short pages stamped on each line told as near copies; want all", told, pages)
 	}
 }
