@@ -51,8 +51,9 @@ type ServedLists struct {
 	mu    sync.Mutex
 	reads []servedRead // oldest first, at most maxServedReads
 	// withheld are the servers the MCP server lists nothing of (see
-	// Withhold); gen counts its changes.
-	withheld map[string]bool
+	// Withhold), until when (zero: for the run; see Repointed); gen
+	// counts its changes.
+	withheld map[string]time.Time
 	gen      int
 	// copies holds the resources last found copies (see NoteCopy), by
 	// server; own those of withheld servers last read and found their
@@ -112,10 +113,11 @@ const maxPerText = 4
 
 // maxRepeatLag is how many reads may be written after a read before the
 // same text read again is written again: a restore keeps the latest
-// maxServedReads and a quarter in the order written, so a text read again
-// and again stays among them, and one polled while nothing else is read
-// is written once.
-const maxRepeatLag = maxServedReads / 4
+// maxServedReads and a quarter in the order written, and a text read
+// again is written at most twice the lag behind, so it stays among them;
+// one polled while nothing else is read is written once, and so are up
+// to that many polled in turn.
+const maxRepeatLag = maxServedReads / 2
 
 // addRead appends r to reads as the latest: the same text read again is
 // one read, moved last (a host polling one resource would push every
@@ -446,7 +448,8 @@ func minTime(a, b time.Time) time.Time {
 
 // NoteCopy records whether k is (still) a copy of a resource contextd
 // served, of any kind (see ServedBack): a withheld server's copies are not
-// listed, save those listed before it was withheld.
+// listed, save those listed before it was withheld that were not passed
+// back (see NotePassedBack).
 func (s *ServedLists) NoteCopy(k resource.Key, copied bool) {
 	if s == nil {
 		return
@@ -468,8 +471,39 @@ func (s *ServedLists) NoteCopy(k resource.Key, copied bool) {
 			}
 			s.copies[k.Server] = m
 		}
-		m[k.URI] = true
+		m[k.URI] = m[k.URI] // passed back or not, as it was
 	}
+}
+
+// NotePassedBack records that k, a copy (NoteCopy) that counts towards
+// withholding its server, was first listed after contextd's MCP server
+// answered a read of what it copies: passed back, as a bridge does, not
+// a page two servers shared before a host read it. Such a copy leaves
+// the MCP server's list once its server is withheld, even if listed
+// before (a bridge answering reads of its copies slowly had a burst of
+// them listed before two were read).
+func (s *ServedLists) NotePassedBack(k resource.Key) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if m := s.copies[k.Server]; m != nil {
+		if _, ok := m[k.URI]; ok {
+			m[k.URI] = true
+		}
+	}
+}
+
+// IsPassedBack reports whether k is a copy passed back (see
+// NotePassedBack).
+func (s *ServedLists) IsPassedBack(k resource.Key) bool {
+	if s == nil {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.copies[k.Server][k.URI]
 }
 
 // NoteOwn records that a read of k, a resource of a withheld server
@@ -482,7 +516,7 @@ func (s *ServedLists) NoteOwn(k resource.Key) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.withheld[k.Server] || s.copies[k.Server][k.URI] {
+	if _, copied := s.copies[k.Server][k.URI]; !s.isWithheld(k.Server) || copied {
 		return
 	}
 	m := s.own[k.Server]
@@ -527,7 +561,8 @@ func (s *ServedLists) IsCopy(k resource.Key) bool {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.copies[k.Server][k.URI]
+	_, ok := s.copies[k.Server][k.URI]
+	return ok
 }
 
 // CopyCount returns how many of server's resources are copies
@@ -607,12 +642,22 @@ func (s *ServedLists) Withhold(server string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.withheld == nil {
-		s.withheld = map[string]bool{}
+		s.withheld = map[string]time.Time{}
 	}
-	if !s.withheld[server] {
-		s.withheld[server] = true
-		s.gen++
+	if until, ok := s.withheld[server]; !ok || !until.IsZero() {
+		if !s.isWithheld(server) {
+			s.gen++
+		}
+		s.withheld[server] = time.Time{}
 	}
+}
+
+// isWithheld reports whether server is withheld now: for the run, or
+// until a time, past which it is no longer unless copies of it are known
+// (see Repointed). s.mu is held.
+func (s *ServedLists) isWithheld(server string) bool {
+	until, ok := s.withheld[server]
+	return ok && (until.IsZero() || time.Now().Before(until) || len(s.copies[server]) > 0)
 }
 
 // Forget drops what is known of server (withheld, held, frozen, its
@@ -642,22 +687,31 @@ func (s *ServedLists) Forget(server string) {
 // forgotten (see Forget) unless it was withheld, or withheld is set (the
 // old one was found passing back in an earlier run): the new one may be
 // the same bridge reached another way (an argument added, a version
-// bumped, a URL written otherwise), so it stays withheld — what it lists
-// that the content pass read and found its own comes, copies and what is
-// not read do not — and is checked until then. An honest server so waits
-// for one content pass.
+// bumped, a URL written otherwise), so it stays withheld and is checked
+// until then — what it lists that the content pass read and found its own
+// comes, copies and what is not read do not — and past then for as long
+// as copies of it are known (its mirror drops those it no longer lists,
+// see Prune; the content pass's copies withhold it for the run). An honest
+// server so waits for one content pass, and what is too short to tell
+// from a copy for the hour.
 func (s *ServedLists) Repointed(server string, withheld bool, until time.Time) {
 	if s == nil {
 		return
 	}
 	s.mu.Lock()
-	withheld = withheld || s.withheld[server]
+	withheld = withheld || s.isWithheld(server)
+	if withheld {
+		if s.withheld == nil {
+			s.withheld = map[string]time.Time{}
+		}
+		s.withheld[server] = until
+		s.gen++
+	}
 	s.mu.Unlock()
 	if !withheld {
 		s.Forget(server)
 		return
 	}
-	s.Withhold(server)
 	s.Check(server, until)
 }
 
@@ -795,7 +849,7 @@ func (s *ServedLists) Listing(server string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var why []string
-	if s.withheld[server] {
+	if s.isWithheld(server) {
 		why = append(why, "withheld")
 	}
 	now := time.Now()
@@ -858,7 +912,7 @@ func (s *ServedLists) Withheld(server string) bool {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.withheld[server]
+	return s.isWithheld(server)
 }
 
 // WithheldGen returns a number that changes whenever a server is

@@ -342,17 +342,26 @@ func TestARepeatedReadIsWrittenAgainOnceOthersWere(t *testing.T) {
 		}
 		return len(r.reads)
 	}
-	for i := range 3 * maxRepeatLag { // the status read again after each other read
+	for i := range 2 * maxRepeatLag { // the status read again after each other read
 		s.NoteRead(resource.Key{Server: "a", URI: fmt.Sprintf("doc://a/%d", i)}, []resource.Content{{Text: fmt.Sprintf("page %d", i)}})
 		s.NoteRead(k, text)
 	}
 	j, _ := s.Journal()
-	if n := entries(j); n < 3*maxRepeatLag+1 || n > 3*maxRepeatLag+4 {
-		t.Errorf("%d other reads with the status read after each: %d entries restored; want those and the status", 3*maxRepeatLag, n)
+	if n := entries(j); n != 2*maxRepeatLag+1 {
+		t.Errorf("%d other reads with the status read after each: %d entries restored; want those and the status", 2*maxRepeatLag, n)
 	}
-	// The status is written again each maxRepeatLag reads: 3 times.
-	if entriesOfStatus := bytes.Count(j, []byte("doc://a/status")); entriesOfStatus < 2 || entriesOfStatus > 4 {
-		t.Errorf("the status polled among %d reads was written %d times; want about 3", 3*maxRepeatLag, entriesOfStatus)
+	// The status is written again each maxRepeatLag reads: twice.
+	if entriesOfStatus := bytes.Count(j, []byte("doc://a/status")); entriesOfStatus != 2 {
+		t.Errorf("the status polled among %d reads was written %d times; want 2", 2*maxRepeatLag, entriesOfStatus)
+	}
+	// Up to maxRepeatLag resources polled in turn are written once each.
+	for range 3 {
+		for i := range maxRepeatLag - 1 {
+			s.NoteRead(resource.Key{Server: "a", URI: fmt.Sprintf("doc://a/polled/%d", i)}, []resource.Content{{Text: fmt.Sprintf("polled %d", i)}})
+		}
+	}
+	if j, _ := s.Journal(); entries(j) != maxRepeatLag-1 || bytes.Count(j, []byte("doc://a/polled/1000")) != 1 {
+		t.Errorf("%d resources polled three times in turn: %d entries written; want each once", maxRepeatLag-1, entries(j))
 	}
 }
 
@@ -482,11 +491,11 @@ func pagesReReadAmongManyTexts(t *testing.T, page func(int) string, period, rate
 	})
 }
 
-// What the record keeps of a text gives no word back: a shingle's hash
-// and its hash with the last word masked, were the steps of shingleHash
-// all that made them, give that word's hash by undoing the last step of
-// each (29 of 29 shingles, 35 of 35 words of a runbook, and its PIN by
-// counting); and a tag narrows a guess of its word to a sixteenth.
+// What the record keeps of a text gives no word's hash back: a shingle's
+// hash and its hash with the last word masked, were the steps of
+// shingleHash all that made them, give that word's hash by undoing the
+// last step of each (29 of 29 shingles, 35 of 35 words of a runbook, and
+// its PIN by counting).
 func TestTheRecordsSketchesGiveNoWordBack(t *testing.T) {
 	page := "Vault recovery runbook for the payments database.\nThe on-call engineer opens the vault with PIN 482913 and account 77302154.\nRotate the credentials after each recovery, then page the database owner.\nCall extension 4471 with code 90210 if the vault stays sealed.\n"
 	var s ServedLists
@@ -516,11 +525,6 @@ func TestTheRecordsSketchesGiveNoWordBack(t *testing.T) {
 	}
 	tried, found := 0, 0
 	for _, sh := range r.reads[0].sketch {
-		for _, tag := range sh.tags {
-			if tag >= 1<<wordTagBits {
-				t.Fatalf("a tag of %d: more than %d bits of a word's hash kept", tag, wordTagBits)
-			}
-		}
 		if sh.n != shingleWords {
 			continue
 		}

@@ -316,6 +316,55 @@ func TestAWithheldServerKeepsWhatWasListed(t *testing.T) {
 	}
 }
 
+// A bridge answering reads of its copies slowly has them listed before
+// the content pass reads two and withholds it; once found copies they
+// leave the list, listed before or not (all 300 stayed listed: what was
+// listed before the withholding stayed).
+func TestSlowCopiesListedBeforeTheWithholdingLeaveTheList(t *testing.T) {
+	page := func(i int) string {
+		return fmt.Sprintf("Page %d on postgres vacuum tuning: autovacuum settings,\nthe monitoring queries and the runbook steps an engineer follows %d.\n", i, i)
+	}
+	synctest.Test(t, func(t *testing.T) {
+		a, b := mcptest.NewServer(nil, nil), mcptest.NewServer(nil, nil)
+		for i := range 300 {
+			addText(a, fmt.Sprintf("doc://a/%d", i), page(i))
+		}
+		for i := range 10 {
+			addText(b, fmt.Sprintf("doc://b/own/%d", i), fmt.Sprintf("b's own page %d, on kafka consumer rebalancing and partition lag, runbook %d\n", i, i))
+		}
+		opts := &mcpserver.Options{CheckInterval: 250 * time.Millisecond, PaceBurst: 128, PaceSettle: settle}
+		f := newFacade(t, map[string]*mcpsdk.Server{"a": a, "b": b}, opts, engine.Options{})
+		host := f.connect(t, nil)
+		time.Sleep(settle + 10*time.Second)
+		for i := range 300 {
+			if _, err := host.ReadResource(t.Context(), &mcpsdk.ReadResourceParams{URI: fmt.Sprintf("contextd:resource/a/doc://a/%d", i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i := range 300 { // b passes back a's pages, each read taking 0.4 s
+			uri, text := fmt.Sprintf("doc://b/c/%d", i), page(i)
+			b.AddResource(&mcpsdk.Resource{URI: uri, Name: uri, MIMEType: "text/markdown"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+				time.Sleep(400 * time.Millisecond)
+				return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: "text/markdown", Text: text}}}, nil
+			})
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		t.Logf("1 s after b passed back 300 pages: %d listed, withheld %v", countListed(t, host, "b", "doc://b/c/"), f.eng.ServedLists().Withheld("b"))
+		time.Sleep(10 * time.Minute)
+		synctest.Wait()
+		if !f.eng.ServedLists().Withheld("b") {
+			t.Fatal("b not withheld")
+		}
+		if n := countListed(t, host, "b", "doc://b/c/"); n > 0 {
+			t.Errorf("10 min after b passed back 300 pages slowly: %d of them listed; want none", n)
+		}
+		if n := countListed(t, host, "b", "doc://b/own/"); n != 10 {
+			t.Errorf("b's own pages: %d listed; want 10", n)
+		}
+	})
+}
+
 // A withheld server whose texts are not indexed (index_content: false)
 // has what it lists later read once, to tell its own pages from copies:
 // its own are listed, copies not. Before, nothing it listed after being
@@ -1734,6 +1783,9 @@ func TestANamePointedAtAnotherServerStartsAfresh(t *testing.T) {
 		for i := range 500 {
 			addText(c, fmt.Sprintf("doc://c/%d", i), fmt.Sprintf("c's page %d, on kafka consumer rebalancing and partition lag, runbook %d\n", i, i))
 		}
+		for i := range 20 { // too short to tell from a copy
+			addText(c, fmt.Sprintf("note://c/%d", i), fmt.Sprintf("todo %d: ship it", i))
+		}
 		return c
 	}
 	at := func(env string, args ...string) engine.Options {
@@ -1792,12 +1844,17 @@ func TestANamePointedAtAnotherServerStartsAfresh(t *testing.T) {
 							t.Fatal(err)
 						}
 					}
-					for _, wait := range []time.Duration{5 * time.Second, 10 * time.Minute} {
+					for _, wait := range []time.Duration{5 * time.Second, 10 * time.Minute, 55 * time.Minute} {
 						time.Sleep(wait)
 						synctest.Wait()
 						if to == "honest" {
 							if n := countListed(t, host, "b", "doc://c/"); n != 500 {
 								t.Errorf("%v after b was pointed at an honest server of 500 pages: %d listed; want all, its first list", wait, n)
+							}
+							// Its short notes wait for the hour's check to end:
+							// they were kept off for good.
+							if n := countListed(t, host, "b", "note://c/"); wait == 55*time.Minute && n != 20 {
+								t.Errorf("65 min after b was pointed at an honest server: %d of its 20 short notes listed; want all", n)
 							}
 							continue
 						}

@@ -119,6 +119,7 @@ func (s *Server) refresh() {
 func (s *Server) apply(server string, descs []resource.Descriptor) (added int) {
 	lists := s.eng.ServedLists()
 	all := descs
+	s.repoint(server)
 	// Held or frozen (mcp.ServedLists.Hold, Freeze): no more than is
 	// listed now. Kept still by another server's hold (Quiet): no more
 	// than is listed now, save what has waited maxQuietWait.
@@ -200,10 +201,15 @@ func (s *Server) apply(server string, descs []resource.Descriptor) (added int) {
 		delete(s.unread, server)
 		s.mu.Unlock()
 	}
+	// Withheld: what was listed before stays, save copies passed back
+	// after the read of what they copy (a bridge answering reads of its
+	// copies slowly had a burst of them listed before two were read; a
+	// page two servers shared before a host read it stays); of what came
+	// since, what the content pass read and found no copy.
 	if kept := s.listedSince(s.kept, server, lists.Withheld(server)); kept != nil {
 		descs = slices.DeleteFunc(slices.Clone(descs), func(d resource.Descriptor) bool {
 			k := d.Key()
-			return !kept[k] && (lists.IsCopy(k) || s.eng.ContentBytes(k) < mcp.MinDigestBytes && !lists.IsOwn(k))
+			return lists.IsPassedBack(k) || !kept[k] && (lists.IsCopy(k) || s.eng.ContentBytes(k) < mcp.MinDigestBytes && !lists.IsOwn(k))
 		})
 	}
 	descs = s.pace(server, descs, all, held || quiet)
@@ -279,19 +285,6 @@ func (s *Server) pace(server string, descs, all []resource.Descriptor, still boo
 	burst := float64(s.opts.PaceBurst)
 	now := time.Now()
 	p := s.paces[server]
-	if p != nil && p.endpoint != ep || p == nil && s.prior[server] != nil && s.prior[server].Endpoint != "" && s.prior[server].Endpoint != ep {
-		// The name now stands for another server (a reload or a restart
-		// pointed it elsewhere): what the old one listed or kept off says
-		// nothing of it, and its first list comes whole; but one found
-		// passing back may be the same server reached another way, so
-		// the new one is checked a while (see ServedLists.Repointed).
-		s.log.Info("the server now points at another endpoint: its resource list starts afresh", "server", server)
-		withheld := p != nil && now.Before(p.withheldUntil) || p == nil && s.prior[server].Withheld
-		delete(s.paces, server)
-		delete(s.prior, server)
-		s.eng.ServedLists().Repointed(server, withheld, now.Add(restoredWithheldFor))
-		p = nil
-	}
 	if p == nil {
 		// Its first list comes whole: while its first sync stores what it
 		// listed, what the mirror holds so far is part of it; once
@@ -422,6 +415,31 @@ type listPace struct {
 	size        int
 	// endpoint is the server's config.Server.Endpoint when it was made.
 	endpoint string
+}
+
+// repoint starts server's list afresh if its name now stands for another
+// server (a reload or a restart pointed it elsewhere; see
+// config.Server.Endpoint): what the old one listed or kept off says
+// nothing of it, and its first list comes whole (see pace); but one found
+// passing back may be the same server reached another way, so it stays
+// withheld a while (see mcp.ServedLists.Repointed), from before its
+// other filters apply.
+func (s *Server) repoint(server string) {
+	ep := s.endpoint(server)
+	s.mu.Lock()
+	p, prior := s.paces[server], s.prior[server]
+	moved := p != nil && p.endpoint != ep || p == nil && prior != nil && prior.Endpoint != "" && prior.Endpoint != ep
+	now := time.Now()
+	withheld := moved && (p != nil && now.Before(p.withheldUntil) || p == nil && prior.Withheld)
+	if moved {
+		delete(s.paces, server)
+		delete(s.prior, server)
+	}
+	s.mu.Unlock()
+	if moved {
+		s.log.Info("the server now points at another endpoint: its resource list starts afresh", "server", server)
+		s.eng.ServedLists().Repointed(server, withheld, now.Add(restoredWithheldFor))
+	}
 }
 
 // endpoint returns what tells the server configured as name from another

@@ -2047,14 +2047,17 @@ func (m *Mirror) readHint(ctx context.Context, sess *mcp.Session, uri string, pa
 		kind = copyShort
 	}
 	counts := c.Other(m.opts.Server)
+	listed, _ := m.readsBack.firstListed(uri)
 	if !counts && kind == copyExact {
-		listed, _ := m.readsBack.firstListed(uri)
 		for i, o := range c.Of {
 			if m.readsBack.listedBefore(o.URI, uri) && (listed.After(c.First[i]) || pass && !c.Last[i].Before(began)) {
 				counts = true
 				break
 			}
 		}
+	}
+	if counts && slices.ContainsFunc(c.First, listed.After) {
+		m.opts.Served.NotePassedBack(k)
 	}
 	if withhold, added := m.readsBack.add(uri, counts, kind); added {
 		if withhold {
