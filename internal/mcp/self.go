@@ -687,13 +687,15 @@ func (s *ServedLists) Forget(server string) {
 // forgotten (see Forget) unless it was withheld, or withheld is set (the
 // old one was found passing back in an earlier run): the new one may be
 // the same bridge reached another way (an argument added, a version
-// bumped, a URL written otherwise), so it stays withheld and is checked
+// bumped, a URL written otherwise), so it stays withheld, and is checked
 // until then — what it lists that the content pass read and found its own
-// comes, copies and what is not read do not — and past then for as long
-// as copies of it are known (its mirror drops those it no longer lists,
-// see Prune; the content pass's copies withhold it for the run). An honest
-// server so waits for one content pass, and what is too short to tell
-// from a copy for the hour.
+// comes, copies and what is not read do not. Withheld in this run, it
+// stays so for the run; withheld in an earlier one, until then, and past
+// then for as long as copies of it are known (its mirror drops those it
+// no longer lists, see Prune; the content pass's copies withhold it for
+// the run). An honest server so waits for one content pass, and what is
+// too short to tell from a copy for the hour after a restart, or the run
+// after a reload.
 func (s *ServedLists) Repointed(server string, withheld bool, until time.Time) {
 	if s == nil {
 		return
@@ -704,7 +706,12 @@ func (s *ServedLists) Repointed(server string, withheld bool, until time.Time) {
 		if s.withheld == nil {
 			s.withheld = map[string]time.Time{}
 		}
-		s.withheld[server] = until
+		// Withheld for the run (found passing back in this run) it
+		// stays so: a bridge dropping its copies at the repoint came
+		// back unwithheld after the hour.
+		if was, ok := s.withheld[server]; !ok || !was.IsZero() {
+			s.withheld[server] = until
+		}
 		s.gen++
 	}
 	s.mu.Unlock()

@@ -365,6 +365,118 @@ func TestSlowCopiesListedBeforeTheWithholdingLeaveTheList(t *testing.T) {
 	})
 }
 
+// A bridge reading through contextd when read, slowly, its entries
+// listed before any read: its copies are not first listed after the reads
+// they copy, but those reads are answered while the content pass reads
+// them, so they leave the list once it is withheld (all 300 stayed).
+func TestReadThroughCopiesListedFromTheStartLeaveTheList(t *testing.T) {
+	page := func(i int) string {
+		return fmt.Sprintf("Page %d on postgres vacuum tuning: autovacuum settings,\nthe monitoring queries and the runbook steps an engineer follows %d.\n", i, i)
+	}
+	synctest.Test(t, func(t *testing.T) {
+		a, b := mcptest.NewServer(nil, nil), mcptest.NewServer(nil, nil)
+		for i := range 300 {
+			addText(a, fmt.Sprintf("doc://a/%d", i), page(i))
+		}
+		var through atomic.Pointer[mcpsdk.ClientSession] // the bridge's own session to contextd
+		for i := range 300 {
+			uri := fmt.Sprintf("doc://b/c/%d", i)
+			b.AddResource(&mcpsdk.Resource{URI: uri, Name: uri, MIMEType: "text/markdown"}, func(ctx context.Context, _ *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+				text := "a page of b's own, on kafka consumer rebalancing and partition lag, runbook " + uri + "\n"
+				if cs := through.Load(); cs != nil {
+					time.Sleep(400 * time.Millisecond)
+					res, err := cs.ReadResource(ctx, &mcpsdk.ReadResourceParams{URI: fmt.Sprintf("contextd:resource/a/doc://a/%d", i)})
+					if err != nil {
+						return nil, err
+					}
+					text = res.Contents[0].Text
+				}
+				return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: "text/markdown", Text: text}}}, nil
+			})
+		}
+		opts := &mcpserver.Options{CheckInterval: 250 * time.Millisecond, PaceBurst: 128, PaceSettle: settle}
+		f := newFacade(t, map[string]*mcpsdk.Server{"a": a, "b": b}, opts, engine.Options{})
+		host := f.connect(t, nil)
+		time.Sleep(settle + 10*time.Second)
+		synctest.Wait()
+		if n := countListed(t, host, "b", "doc://b/c/"); n != 300 {
+			t.Fatalf("b lists %d of its 300 pages at first; want all", n)
+		}
+		through.Store(f.connect(t, nil)) // from now on b reads through contextd
+		time.Sleep(3 * time.Hour)        // the content pass reads b's pages again as they age
+		synctest.Wait()
+		if !f.eng.ServedLists().Withheld("b") {
+			t.Fatal("b, reading a's pages through contextd, not withheld in 3 h")
+		}
+		if n := countListed(t, host, "b", "doc://b/c/"); n > 0 {
+			t.Errorf("3 h after b began reading through contextd, withheld: %d of its 300 entries listed; want none", n)
+		}
+	})
+}
+
+// Two honest servers sharing pages, a host reading both through contextd:
+// the second is withheld, and its pages listed before stay listed, after
+// a restart too (its mirror's first list holds them at a time after the
+// reads: they are not passed back).
+func TestSharedPagesStayListedAcrossARestart(t *testing.T) {
+	for _, how := range []string{"restart", "reload"} {
+		t.Run(how, func(t *testing.T) { sharedPagesStayListed(t, how) })
+	}
+}
+
+func sharedPagesStayListed(t *testing.T, how string) {
+	page := func(i int) string {
+		return fmt.Sprintf("Page %d on postgres vacuum tuning: autovacuum settings,\nthe monitoring queries and the runbook steps an engineer follows %d.\n", i, i)
+	}
+	synctest.Test(t, func(t *testing.T) {
+		a, b := mcptest.NewServer(nil, nil), mcptest.NewServer(nil, nil)
+		for i := range 20 {
+			addText(a, fmt.Sprintf("doc://a/%d", i), page(i))
+			addText(b, fmt.Sprintf("doc://b/%d", i), page(i)) // a mirror site
+		}
+		opts := &mcpserver.Options{CheckInterval: 250 * time.Millisecond, PaceBurst: 128, PaceSettle: settle, StateFile: mcpserver.StateFileIn(t.TempDir())}
+		ups := map[string]*mcpsdk.Server{"a": a, "b": b}
+		f := newFacade(t, ups, opts, engine.Options{})
+		host := f.connect(t, nil)
+		time.Sleep(settle + 10*time.Second)
+		for _, server := range []string{"a", "b"} {
+			for i := range 20 {
+				if _, err := host.ReadResource(t.Context(), &mcpsdk.ReadResourceParams{URI: fmt.Sprintf("contextd:resource/%s/doc://%s/%d", server, server, i)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		before := countListed(t, host, "b", "")
+		if before != 20 {
+			t.Fatalf("b lists %d of its 20 shared pages before the restart; want all", before)
+		}
+		switch how {
+		case "restart":
+			host.Close()
+			f.stop()
+			f = newFacade(t, ups, opts, engine.Options{})
+			host = f.connect(t, nil)
+		case "reload": // b's token rotated: a new mirror, the same server
+			cfg := &config.Config{Servers: []config.Server{
+				{Name: "a", Transport: config.TransportStdio, Command: "unused"},
+				{Name: "b", Transport: config.TransportStdio, Command: "unused", Env: map[string]string{"API_TOKEN": "tok_9f8e7d6c5b4a3f2e"}},
+			}}
+			if _, err := f.eng.Reload(t.Context(), cfg); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, wait := range []time.Duration{5 * time.Second, 10 * time.Minute, 2 * time.Hour} {
+			time.Sleep(wait)
+			synctest.Wait()
+			if n := countListed(t, host, "b", ""); n != 20 {
+				t.Errorf("%v after a %s: b lists %d of its 20 shared pages (withheld %v); want all", wait, how, n, f.eng.ServedLists().Withheld("b"))
+			}
+		}
+	})
+}
+
 // A withheld server whose texts are not indexed (index_content: false)
 // has what it lists later read once, to tell its own pages from copies:
 // its own are listed, copies not. Before, nothing it listed after being
@@ -1851,10 +1963,17 @@ func TestANamePointedAtAnotherServerStartsAfresh(t *testing.T) {
 							if n := countListed(t, host, "b", "doc://c/"); n != 500 {
 								t.Errorf("%v after b was pointed at an honest server of 500 pages: %d listed; want all, its first list", wait, n)
 							}
-							// Its short notes wait for the hour's check to end:
-							// they were kept off for good.
-							if n := countListed(t, host, "b", "note://c/"); wait == 55*time.Minute && n != 20 {
+							// Its short notes wait for the hour's check to end
+							// after a restart (they were kept off for good); a
+							// name withheld in this run stays so for the run (a
+							// bridge dropping its copies at the repoint came
+							// back unwithheld after the hour).
+							n := countListed(t, host, "b", "note://c/")
+							if wait == 55*time.Minute && how == "restart" && n != 20 {
 								t.Errorf("65 min after b was pointed at an honest server: %d of its 20 short notes listed; want all", n)
+							}
+							if how == "reload" && !f.eng.ServedLists().Withheld("b") {
+								t.Errorf("%v after a reload pointed b elsewhere: not withheld; want it withheld for the run", wait)
 							}
 							continue
 						}

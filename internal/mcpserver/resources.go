@@ -207,6 +207,7 @@ func (s *Server) apply(server string, descs []resource.Descriptor) (added int) {
 	// page two servers shared before a host read it stays); of what came
 	// since, what the content pass read and found no copy.
 	if kept := s.listedSince(s.kept, server, lists.Withheld(server)); kept != nil {
+		s.keepPriorListed(kept, server, all)
 		descs = slices.DeleteFunc(slices.Clone(descs), func(d resource.Descriptor) bool {
 			k := d.Key()
 			return lists.IsPassedBack(k) || !kept[k] && (lists.IsCopy(k) || s.eng.ContentBytes(k) < mcp.MinDigestBytes && !lists.IsOwn(k))
@@ -526,6 +527,25 @@ func (s *Server) listedSince(since map[string]map[resource.Key]bool, server stri
 		since[server] = held
 	}
 	return held
+}
+
+// keepPriorListed adds to kept, what was listed of server when it was
+// withheld, what the list held of it before a restart (Options.StateFile)
+// while its first list since has not come: withheld again by the content
+// pass before that, an honest server sharing pages with another (a
+// mirror site a host read both of) lost every one of them.
+func (s *Server) keepPriorListed(kept map[resource.Key]bool, server string, all []resource.Descriptor) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	prior := s.prior[server]
+	if prior == nil {
+		return
+	}
+	for _, d := range all {
+		if prior.wasListed(d.URI) {
+			kept[d.Key()] = true
+		}
+	}
 }
 
 // descriptor returns the namespaced MCP descriptor of d.

@@ -2047,8 +2047,8 @@ func (m *Mirror) readHint(ctx context.Context, sess *mcp.Session, uri string, pa
 		kind = copyShort
 	}
 	counts := c.Other(m.opts.Server)
-	listed, _ := m.readsBack.firstListed(uri)
 	if !counts && kind == copyExact {
+		listed, _ := m.readsBack.firstListed(uri)
 		for i, o := range c.Of {
 			if m.readsBack.listedBefore(o.URI, uri) && (listed.After(c.First[i]) || pass && !c.Last[i].Before(began)) {
 				counts = true
@@ -2056,7 +2056,13 @@ func (m *Mirror) readHint(ctx context.Context, sess *mcp.Session, uri string, pa
 			}
 		}
 	}
-	if counts && slices.ContainsFunc(c.First, listed.After) {
+	// Passed back: first listed after the read of what it copies (since
+	// the mirror's first list), or, read by the content pass, that read
+	// answered meanwhile (a bridge reading through contextd when read,
+	// whatever it listed before).
+	at, later := m.readsBack.listedLater(uri)
+	readThrough := pass && slices.ContainsFunc(c.Last, func(t time.Time) bool { return !t.Before(began) })
+	if counts && (later && slices.ContainsFunc(c.First, at.After) || readThrough) {
 		m.opts.Served.NotePassedBack(k)
 	}
 	if withhold, added := m.readsBack.add(uri, counts, kind); added {
@@ -2674,6 +2680,17 @@ func (r *readsBack) firstListed(uri string) (time.Time, bool) {
 	defer r.mu.Unlock()
 	l, ok := r.listed[uri]
 	return l.at, ok
+}
+
+// listedLater returns when uri was first listed, if after the mirror's
+// first list: what that list holds (at a start, a reload) may have been
+// listed for long, and a page two servers shared before a host read it
+// would look passed back after each restart.
+func (r *readsBack) listedLater(uri string) (time.Time, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	l, ok := r.listed[uri]
+	return l.at, ok && l.n > 1
 }
 
 // listedBefore reports whether the server's lists held a before they
