@@ -2181,22 +2181,8 @@ func TestReadsPastTheRecordsSlackAreOnDiskOnceAnswered(t *testing.T) {
 			t.Fatalf("the reads took %v: Run's tick came between", time.Since(start))
 		}
 		// Killed now: what the file holds.
-		data, err := os.ReadFile(filepath.Join(dir, "mcp-served-reads"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var restored mcp.ServedLists
-		if dropped, err := restored.Restore(data); err != nil || dropped != 0 {
-			t.Fatalf("Restore: %d dropped, %v", dropped, err)
-		}
-		told := 0
-		for i := range pages {
-			if c := restored.ServedBack(resource.Key{Server: "b", URI: fmt.Sprintf("doc://b/%d", i)}, []resource.Content{{Text: page(i)}}); len(c.Of) > 0 {
-				told++
-			}
-		}
-		if told != pages {
-			t.Errorf("the record on disk (%d bytes, %d whole writes) right after %d reads tells %d of them; want all", len(data), mcpserver.ServedWholeWrites(f.srv), pages, told)
+		if told := recordTells(t, filepath.Join(dir, "mcp-served-reads"), pages, page); told != pages {
+			t.Errorf("the record on disk (%d whole writes) right after %d reads tells %d of them; want all", mcpserver.ServedWholeWrites(f.srv), pages, told)
 		}
 	})
 }
@@ -2263,22 +2249,33 @@ func TestAStopRightAfterAFailedWriteStillWritesTheRecord(t *testing.T) {
 		time.Sleep(10 * time.Second)
 		host.Close()
 		f.stop()
-		data, err := os.ReadFile(record)
-		if err != nil {
-			t.Fatalf("no record written at the stop: %v", err)
+		page := func(i int) string {
+			return fmt.Sprintf("page %d on postgres vacuum tuning and the runbook an engineer follows", i)
 		}
-		var restored mcp.ServedLists
-		if _, err := restored.Restore(data); err != nil {
-			t.Fatal(err)
-		}
-		told := 0
-		for i := range 50 {
-			if c := restored.ServedBack(resource.Key{Server: "b", URI: fmt.Sprintf("doc://b/%d", i)}, []resource.Content{{Text: fmt.Sprintf("page %d on postgres vacuum tuning and the runbook an engineer follows", i)}}); len(c.Of) > 0 {
-				told++
-			}
-		}
-		if told != 50 {
+		if told := recordTells(t, record, 50, page); told != 50 {
 			t.Errorf("the record written at the stop tells %d of the 50 reads; want all", told)
 		}
 	})
+}
+
+// recordTells restores the record of what was served at path, as a
+// restart would, and returns how many of n texts, text(i), it tells as
+// copies passed back by another server.
+func recordTells(t *testing.T, path string, n int, text func(int) string) int {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("no record: %v", err)
+	}
+	var restored mcp.ServedLists
+	if dropped, err := restored.Restore(data); err != nil || dropped != 0 {
+		t.Fatalf("Restore of %d bytes: %d dropped, %v", len(data), dropped, err)
+	}
+	told := 0
+	for i := range n {
+		if c := restored.ServedBack(resource.Key{Server: "b", URI: fmt.Sprintf("doc://b/%d", i)}, []resource.Content{{Text: text(i)}}); len(c.Of) > 0 {
+			told++
+		}
+	}
+	return told
 }
