@@ -286,6 +286,38 @@ func (ix *Index) HasContent(k resource.Key) (bool, time.Time) {
 	return true, e.content.at
 }
 
+// A TextVersion is a resource text the index held: the hash of the text
+// (see TextHash) and when it was indexed, or last read again unchanged.
+type TextVersion struct {
+	Hash string
+	At   time.Time
+}
+
+// LastText returns the text indexed for k: for its current descriptor, or,
+// when a change of the descriptor dropped that and the new version was not
+// read yet, for the version before. ok is false when none was indexed in
+// this index's life (a text kept on disk counts), or k is not indexed.
+func (ix *Index) LastText(k resource.Key) (v TextVersion, ok bool) {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	e, found := ix.docs[k]
+	switch {
+	case !found:
+		return TextVersion{}, false
+	case e.content != nil:
+		return TextVersion{Hash: e.content.hash, At: e.content.at}, true
+	case e.was != nil:
+		return *e.was, true
+	}
+	return TextVersion{}, false
+}
+
+// TextHash returns the hash a TextVersion holds of text, the text of a
+// read as SetContents is given it: only its first MaxContentBytes count.
+func (ix *Index) TextHash(text string) string {
+	return textHash(ix.emb.Name(), cutBytes(text, MaxContentBytes))
+}
+
 // ContentLen returns how many of server's descriptors (all servers when "")
 // have text indexed. A resource read with no words to index (or whose
 // result was private) does not count, though HasContent reports it.

@@ -203,6 +203,10 @@ type entry struct {
 	// (never modified): Dense scores from it when it must score everything.
 	vec     []float32
 	content *contentInfo // nil until SetContents
+	// was is the text content held before a change of the descriptor
+	// dropped it (nil if none did): what LastText reports until the new
+	// version is read.
+	was *TextVersion
 }
 
 // Open opens (or creates) the index.
@@ -590,7 +594,11 @@ func (ix *Index) upsertChunk(ctx context.Context, descs []resource.Descriptor) (
 			ix.pcount[key.Server]--
 		}
 		ix.files[docFile(id)] = key
-		ix.docs[key] = entry{desc: j.d, id: id, hash: j.hash, vec: j.vec, content: j.content}
+		was := old.was
+		if j.dropC && old.content != nil {
+			was = &TextVersion{Hash: old.content.hash, At: old.content.at}
+		}
+		ix.docs[key] = entry{desc: j.d, id: id, hash: j.hash, vec: j.vec, content: j.content, was: was}
 		ix.mu.Unlock()
 		ix.lexUpsert(lexDoc(j.d, ctext))
 		if j.content == nil {

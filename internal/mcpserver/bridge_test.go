@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -414,12 +415,69 @@ func TestReadThroughCopiesListedFromTheStartLeaveTheList(t *testing.T) {
 	})
 }
 
+// A bridge listing pages of its own from the start, then, once a host read
+// another server's pages through contextd, answering the same URIs with
+// copies of them (a new size, so contextd reads them again): its entries
+// were listed before any read, and the bridge read before contextd did,
+// but each held another text before the read it copies, so they leave the
+// list once it is withheld (all 40 stayed, serving a's text).
+func TestPagesTurnedIntoCopiesLeaveTheList(t *testing.T) {
+	page := func(i int) string {
+		return fmt.Sprintf("Page %d on postgres vacuum tuning: autovacuum settings,\nthe monitoring queries and the runbook steps an engineer follows %d.\n", i, i)
+	}
+	synctest.Test(t, func(t *testing.T) {
+		a, b := mcptest.NewServer(nil, nil), mcptest.NewServer(nil, nil)
+		for i := range 40 {
+			addText(a, fmt.Sprintf("doc://a/%d", i), page(i))
+			addText(b, fmt.Sprintf("doc://b/c/%d", i), fmt.Sprintf("b's placeholder %d, on kafka consumer rebalancing and partition lag, runbook %d\n", i, i))
+		}
+		for i := range 10 {
+			addText(b, fmt.Sprintf("doc://b/own/%d", i), fmt.Sprintf("b's own page %d, on terraform state locking and drift detection, runbook %d\n", i, i))
+		}
+		opts := &mcpserver.Options{CheckInterval: 250 * time.Millisecond, PaceBurst: 128, PaceSettle: settle}
+		f := newFacade(t, map[string]*mcpsdk.Server{"a": a, "b": b}, opts, engine.Options{})
+		host := f.connect(t, nil)
+		time.Sleep(settle + 10*time.Second)
+		synctest.Wait()
+		if n := countListed(t, host, "b", "doc://b/c/"); n != 40 {
+			t.Fatalf("b lists %d of its 40 pages at first; want all", n)
+		}
+		for i := range 40 {
+			if _, err := host.ReadResource(t.Context(), &mcpsdk.ReadResourceParams{URI: fmt.Sprintf("contextd:resource/a/doc://a/%d", i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(time.Second)
+		for i := range 40 { // the same URIs now answer a's pages
+			uri, text := fmt.Sprintf("doc://b/c/%d", i), page(i)
+			b.AddResource(&mcpsdk.Resource{URI: uri, Name: uri, MIMEType: "text/markdown", Size: int64(len(text)), Description: "page " + strconv.Itoa(i)},
+				func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+					return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: "text/markdown", Text: text}}}, nil
+				})
+		}
+		time.Sleep(10 * time.Minute)
+		synctest.Wait()
+		if !f.eng.ServedLists().Withheld("b") {
+			t.Fatal("b, answering its URIs with a's pages, not withheld")
+		}
+		if n := countListed(t, host, "b", "doc://b/c/"); n > 0 {
+			t.Errorf("10 min after b's pages turned into a's: %d of 40 listed; want none", n)
+		}
+		if n := countListed(t, host, "b", "doc://b/own/"); n != 10 {
+			t.Errorf("b's own pages: %d listed; want 10", n)
+		}
+		if n := countListed(t, host, "a", ""); n != 40 {
+			t.Errorf("a: %d of its 40 pages listed; want all", n)
+		}
+	})
+}
+
 // Two honest servers sharing pages, a host reading both through contextd:
 // the second is withheld, and its pages listed before stay listed, after
 // a restart too (its mirror's first list holds them at a time after the
 // reads: they are not passed back).
 func TestSharedPagesStayListedAcrossARestart(t *testing.T) {
-	for _, how := range []string{"restart", "reload"} {
+	for _, how := range []string{"restart", "reload", "touched"} {
 		t.Run(how, func(t *testing.T) { sharedPagesStayListed(t, how) })
 	}
 }
@@ -465,6 +523,16 @@ func sharedPagesStayListed(t *testing.T, how string) {
 			}}
 			if _, err := f.eng.Reload(t.Context(), cfg); err != nil {
 				t.Fatal(err)
+			}
+		case "touched": // new descriptors, the same texts: read again
+			for _, srv := range []string{"a", "b"} {
+				for i := range 20 {
+					uri, text := fmt.Sprintf("doc://%s/%d", srv, i), page(i)
+					ups[srv].AddResource(&mcpsdk.Resource{URI: uri, Name: uri, MIMEType: "text/markdown", Size: int64(len(text))},
+						func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+							return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: "text/markdown", Text: text}}}, nil
+						})
+				}
 			}
 		}
 		for _, wait := range []time.Duration{5 * time.Second, 10 * time.Minute, 2 * time.Hour} {

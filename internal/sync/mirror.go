@@ -2059,10 +2059,15 @@ func (m *Mirror) readHint(ctx context.Context, sess *mcp.Session, uri string, pa
 	// Passed back: first listed after the read of what it copies (since
 	// the mirror's first list), or, read by the content pass, that read
 	// answered meanwhile (a bridge reading through contextd when read,
-	// whatever it listed before).
+	// whatever it listed before), or it held another text, indexed before
+	// that read (a bridge listing pages of its own from the start, then
+	// answering them with what a host read). An honest mirror updating a
+	// page after a host read the update elsewhere is taken for one too: a
+	// copy of a text another server lists, that one stays listed; and one
+	// whose text stayed (a shared page) is not.
 	at, later := m.readsBack.listedLater(uri)
 	readThrough := pass && slices.ContainsFunc(c.Last, func(t time.Time) bool { return !t.Before(began) })
-	if counts && (later && slices.ContainsFunc(c.First, at.After) || readThrough) {
+	if counts && (later && slices.ContainsFunc(c.First, at.After) || readThrough || m.turnedInto(k, cs, hint, c)) {
 		m.opts.Served.NotePassedBack(k)
 	}
 	if withhold, added := m.readsBack.add(uri, counts, kind); added {
@@ -2073,6 +2078,21 @@ func (m *Mirror) readHint(ctx context.Context, sess *mcp.Session, uri string, pa
 		m.log.Debug("a copy of a resource this contextd served", "uri", uri, "near", c.Near, "short", c.Short)
 	}
 	return cs, hint, nil
+}
+
+// turnedInto reports whether k's index held another text than cs's,
+// indexed (or last read unchanged) before a read of what c copies was
+// answered: the resource was turned into the copy after that read.
+func (m *Mirror) turnedInto(k resource.Key, cs []resource.Content, hint mcp.CacheHint, c mcp.Copy) bool {
+	v, ok := m.opts.Index.LastText(k)
+	if !ok || !slices.ContainsFunc(c.First, v.At.Before) {
+		return false
+	}
+	var text string
+	if hint.Scope == "" || hint.Public() {
+		text = contentText(cs) // as the content pass indexes it
+	}
+	return v.Hash != m.opts.Index.TextHash(text)
 }
 
 // extendsOwn reports whether a copy that holds its text with lines added
