@@ -471,7 +471,7 @@ func pagesReReadAmongManyTexts(t *testing.T, page func(int) string, period, rate
 			if sec%period == 0 {
 				readPages()
 			}
-			if sec <= 120 || sec%7 != 0 {
+			if sec <= 120 || sec%21 != 0 {
 				continue
 			}
 			var restarted ServedLists
