@@ -60,6 +60,10 @@ type ServedLists struct {
 	// own (see NoteOwn).
 	copies map[string]map[string]bool
 	own    map[string]map[string]bool
+	// besideCopies holds, by server, resources first listed with or
+	// after a copy passed back, and when they were noted (see
+	// NoteBesideCopies).
+	besideCopies map[string]map[string]time.Time
 	// lastPage is when the MCP server last listed a page (NoteListed).
 	lastPage time.Time
 	// grown is when the MCP server's list gained entries, and how many
@@ -495,6 +499,46 @@ func (s *ServedLists) NotePassedBack(k resource.Key) {
 	}
 }
 
+// NoteBesideCopies records that server's resources under uris were first
+// listed in the list that brought a copy passed back (NotePassedBack), or
+// a later one: a bridge lists what it passes back in bursts, and reads of
+// its copies may each take a while. Of a withheld server, the MCP server
+// lists such a resource once the content pass read it and found it no
+// copy, or after a while unread (see BesideCopies). At most maxCopies are
+// kept a server; one noted before keeps its time.
+func (s *ServedLists) NoteBesideCopies(server string, uris []string) {
+	if s == nil || len(uris) == 0 {
+		return
+	}
+	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.besideCopies[server]
+	if m == nil {
+		m = map[string]time.Time{}
+		if s.besideCopies == nil {
+			s.besideCopies = map[string]map[string]time.Time{}
+		}
+		s.besideCopies[server] = m
+	}
+	for _, uri := range uris {
+		if _, ok := m[uri]; !ok && len(m) < maxCopies {
+			m[uri] = now
+		}
+	}
+}
+
+// BesideCopies reports whether k was noted by NoteBesideCopies, and when.
+func (s *ServedLists) BesideCopies(k resource.Key) (time.Time, bool) {
+	if s == nil {
+		return time.Time{}, false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	at, ok := s.besideCopies[k.Server][k.URI]
+	return at, ok
+}
+
 // IsPassedBack reports whether k is a copy passed back (see
 // NotePassedBack).
 func (s *ServedLists) IsPassedBack(k resource.Key) bool {
@@ -576,10 +620,10 @@ func (s *ServedLists) CopyCount(server string) int {
 	return len(s.copies[server])
 }
 
-// Prune forgets what NoteCopy and NoteOwn recorded of server's resources
-// whose URIs listed does not hold (the server's last complete list): a
-// server turning its list over would fill them to maxCopies, and past
-// that its new copies would go unrecorded.
+// Prune forgets what NoteCopy, NoteOwn and NoteBesideCopies recorded of
+// server's resources whose URIs listed does not hold (the server's last
+// complete list): a server turning its list over would fill them to
+// maxCopies, and past that its new copies would go unrecorded.
 func (s *ServedLists) Prune(server string, listed map[string]bool) {
 	if s == nil {
 		return
@@ -591,6 +635,11 @@ func (s *ServedLists) Prune(server string, listed map[string]bool) {
 			if !listed[uri] {
 				delete(m, uri)
 			}
+		}
+	}
+	for uri := range s.besideCopies[server] {
+		if !listed[uri] {
+			delete(s.besideCopies[server], uri)
 		}
 	}
 }
@@ -676,6 +725,7 @@ func (s *ServedLists) Forget(server string) {
 	delete(s.paced, server)
 	delete(s.copies, server)
 	delete(s.own, server)
+	delete(s.besideCopies, server)
 	s.gen++
 	if s.journaling {
 		s.journal, s.journalLost = nil, true // its check is gone: a whole write next

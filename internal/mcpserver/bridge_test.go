@@ -318,9 +318,10 @@ func TestAWithheldServerKeepsWhatWasListed(t *testing.T) {
 }
 
 // A bridge answering reads of its copies slowly has them listed before
-// the content pass reads two and withholds it; once found copies they
-// leave the list, listed before or not (all 300 stayed listed: what was
-// listed before the withholding stayed).
+// the content pass reads two and withholds it: they leave the list then,
+// read or not, as they came with copies passed back (all 300 stayed
+// listed when what was listed before the withholding stayed; 80 for a
+// while when they left as each was read).
 func TestSlowCopiesListedBeforeTheWithholdingLeaveTheList(t *testing.T) {
 	page := func(i int) string {
 		return fmt.Sprintf("Page %d on postgres vacuum tuning: autovacuum settings,\nthe monitoring queries and the runbook steps an engineer follows %d.\n", i, i)
@@ -342,6 +343,7 @@ func TestSlowCopiesListedBeforeTheWithholdingLeaveTheList(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		began := time.Now()
 		for i := range 300 { // b passes back a's pages, each read taking 0.4 s
 			uri, text := fmt.Sprintf("doc://b/c/%d", i), page(i)
 			b.AddResource(&mcpsdk.Resource{URI: uri, Name: uri, MIMEType: "text/markdown"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
@@ -349,9 +351,13 @@ func TestSlowCopiesListedBeforeTheWithholdingLeaveTheList(t *testing.T) {
 				return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: "text/markdown", Text: text}}}, nil
 			})
 		}
-		time.Sleep(time.Second)
-		synctest.Wait()
-		t.Logf("1 s after b passed back 300 pages: %d listed, withheld %v", countListed(t, host, "b", "doc://b/c/"), f.eng.ServedLists().Withheld("b"))
+		for _, wait := range []time.Duration{5 * time.Second, 30 * time.Second, time.Minute, 2 * time.Minute, 3 * time.Minute} {
+			time.Sleep(wait - time.Since(began))
+			synctest.Wait()
+			if n := countListed(t, host, "b", "doc://b/c/"); n > 0 {
+				t.Errorf("%v after b passed back 300 pages, read 0.4 s each: %d listed (withheld %v); want none", wait, n, f.eng.ServedLists().Withheld("b"))
+			}
+		}
 		time.Sleep(10 * time.Minute)
 		synctest.Wait()
 		if !f.eng.ServedLists().Withheld("b") {
@@ -362,6 +368,58 @@ func TestSlowCopiesListedBeforeTheWithholdingLeaveTheList(t *testing.T) {
 		}
 		if n := countListed(t, host, "b", "doc://b/own/"); n != 10 {
 			t.Errorf("b's own pages: %d listed; want 10", n)
+		}
+	})
+}
+
+// An honest mirror syncing pages a host read on the other server, its own
+// new pages coming with the copies: withheld, the copies leave the list,
+// its own new pages are listed once read, and what it listed before stays.
+func TestOwnPagesListedWithACopyPassedBackAreListedOnceRead(t *testing.T) {
+	page := func(i int) string {
+		return fmt.Sprintf("Page %d on postgres vacuum tuning: autovacuum settings,\nthe monitoring queries and the runbook steps an engineer follows %d.\n", i, i)
+	}
+	synctest.Test(t, func(t *testing.T) {
+		a, b := mcptest.NewServer(nil, nil), mcptest.NewServer(nil, nil)
+		for i := range 20 {
+			addText(a, fmt.Sprintf("doc://a/%d", i), page(i))
+		}
+		for i := range 10 {
+			addText(b, fmt.Sprintf("doc://b/old/%d", i), fmt.Sprintf("b's page %d, on kafka consumer rebalancing and partition lag, runbook %d\n", i, i))
+		}
+		opts := &mcpserver.Options{CheckInterval: 250 * time.Millisecond, PaceBurst: 128, PaceSettle: settle}
+		f := newFacade(t, map[string]*mcpsdk.Server{"a": a, "b": b}, opts, engine.Options{})
+		host := f.connect(t, nil)
+		time.Sleep(settle + 10*time.Second)
+		for i := range 20 {
+			if _, err := host.ReadResource(t.Context(), &mcpsdk.ReadResourceParams{URI: fmt.Sprintf("contextd:resource/a/doc://a/%d", i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(time.Minute)
+		var news []*mcpsdk.Resource
+		for i := range 3 {
+			uri, text := fmt.Sprintf("doc://b/a/%d", i), page(i)
+			news = append(news, &mcpsdk.Resource{URI: uri, Name: uri, MIMEType: "text/markdown"})
+			b.AddResource(news[len(news)-1], func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+				return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: "text/markdown", Text: text}}}, nil
+			})
+		}
+		for i := range 5 {
+			addText(b, fmt.Sprintf("doc://b/new/%d", i), fmt.Sprintf("b's new page %d, on terraform state locking and drift detection, runbook %d\n", i, i))
+		}
+		time.Sleep(2 * time.Minute)
+		synctest.Wait()
+		if !f.eng.ServedLists().Withheld("b") {
+			t.Fatal("b, listing copies of pages a host read, not withheld")
+		}
+		for _, c := range []struct {
+			prefix string
+			want   int
+		}{{"doc://b/old/", 10}, {"doc://b/new/", 5}, {"doc://b/a/", 0}} {
+			if n := countListed(t, host, "b", c.prefix); n != c.want {
+				t.Errorf("b's %s…: %d listed; want %d", c.prefix, n, c.want)
+			}
 		}
 	})
 }

@@ -208,9 +208,10 @@ func (s *Server) apply(server string, descs []resource.Descriptor) (added int) {
 	// since, what the content pass read and found no copy.
 	if kept := s.listedSince(s.kept, server, lists.Withheld(server)); kept != nil {
 		s.keepPriorListed(kept, server, all)
+		at := time.Now()
 		descs = slices.DeleteFunc(slices.Clone(descs), func(d resource.Descriptor) bool {
 			k := d.Key()
-			return lists.IsPassedBack(k) || !kept[k] && (lists.IsCopy(k) || s.eng.ContentBytes(k) < mcp.MinDigestBytes && !lists.IsOwn(k))
+			return lists.IsPassedBack(k) || s.besideCopies(d, at) || !kept[k] && (lists.IsCopy(k) || s.eng.ContentBytes(k) < mcp.MinDigestBytes && !lists.IsOwn(k))
 		})
 	}
 	descs = s.pace(server, descs, all, held || quiet)
@@ -527,6 +528,17 @@ func (s *Server) listedSince(since map[string]map[resource.Key]bool, server stri
 		since[server] = held
 	}
 	return held
+}
+
+// besideCopies reports whether d, of a withheld server, first listed with
+// or after a copy passed back (mcp.ServedLists.NoteBesideCopies), is left
+// out: found a copy, or not read yet for less than maxUnreadWait (a burst
+// of copies read slowly, listed before two were read, left the list one
+// read at a time).
+func (s *Server) besideCopies(d resource.Descriptor, at time.Time) bool {
+	lists, k := s.eng.ServedLists(), d.Key()
+	since, ok := lists.BesideCopies(k)
+	return ok && (lists.IsCopy(k) || s.eng.ContentWanted(d) && !s.eng.ContentRead(k) && at.Sub(since) < maxUnreadWait)
 }
 
 // keepPriorListed adds to kept, what was listed of server when it was

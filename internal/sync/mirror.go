@@ -1216,6 +1216,7 @@ func (m *Mirror) sync(parent context.Context, sess *mcp.Session) (ok bool) {
 		res = m.maskListed(res)
 		m.dropRelisted(res)
 		m.watchGrowth(listFrom, m.readsBack.noteListed(res.Items))
+		m.opts.Served.NoteBesideCopies(m.opts.Server, m.readsBack.besideCopies())
 	}
 	tpl, terr := sess.ListTemplates(ctx)
 	if terr == nil {
@@ -2069,6 +2070,9 @@ func (m *Mirror) readHint(ctx context.Context, sess *mcp.Session, uri string, pa
 	readThrough := pass && slices.ContainsFunc(c.Last, func(t time.Time) bool { return !t.Before(began) })
 	if counts && (later && slices.ContainsFunc(c.First, at.After) || readThrough || m.turnedInto(k, cs, hint, c)) {
 		m.opts.Served.NotePassedBack(k)
+		if m.readsBack.notePassedBack(uri) {
+			m.opts.Served.NoteBesideCopies(m.opts.Server, m.readsBack.besideCopies())
+		}
 	}
 	if withhold, added := m.readsBack.add(uri, counts, kind); added {
 		if withhold {
@@ -2147,6 +2151,9 @@ type readsBack struct {
 	listed     map[string]listing
 	lists      uint64
 	withheldAt uint64
+	// passedFrom is the number of the first list that held a copy
+	// passed back (0: none was found).
+	passedFrom uint64
 }
 
 // A listing is the list that first held a URI: its number, and when it
@@ -2690,6 +2697,38 @@ func (r *readsBack) listedSinceWithheld() []string {
 	slices.SortFunc(uris, func(a, b string) int {
 		return cmp.Or(cmp.Compare(r.listed[a].n, r.listed[b].n), strings.Compare(a, b))
 	})
+	return uris
+}
+
+// notePassedBack records that uri, in the server's last list, is a copy
+// passed back; it reports whether that moved passedFrom back (besideCopies
+// then holds more).
+func (r *readsBack) notePassedBack(uri string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	l, ok := r.listed[uri]
+	if !ok || r.passedFrom != 0 && r.passedFrom <= l.n {
+		return false
+	}
+	r.passedFrom = l.n
+	return true
+}
+
+// besideCopies returns the URIs of the server's last list first listed
+// in the list that first held a copy passed back, or later; none if no
+// copy was found passed back.
+func (r *readsBack) besideCopies() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.passedFrom == 0 {
+		return nil
+	}
+	var uris []string
+	for uri, l := range r.listed {
+		if l.n >= r.passedFrom {
+			uris = append(uris, uri)
+		}
+	}
 	return uris
 }
 
