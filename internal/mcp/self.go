@@ -99,8 +99,9 @@ type servedRead struct {
 	// NotePrivateRead).
 	private bool
 	// first and at are when it was first and last answered (a read of
-	// the same text again moves it last, see NoteRead).
-	first, at time.Time
+	// the same text again moves it last, see NoteRead); prev when it was
+	// answered before at, in this run (zero if not).
+	first, at, prev time.Time
 	// written is where it was last written (ServedLists.written then),
 	// in this run; 0 if not yet.
 	written uint64
@@ -149,6 +150,7 @@ func addRead(reads []servedRead, r servedRead, written uint64) (_ []servedRead, 
 			repeat, r.written = true, w
 		}
 		r.first = minTime(r.first, reads[same].first)
+		r.prev = reads[same].at
 		r.private = r.private || reads[same].private
 		drop = append(drop, same)
 	}
@@ -331,6 +333,9 @@ type Copy struct {
 	// of its remembered reads that matched were answered (the first
 	// since it entered Of; reads are remembered up to maxServedReads).
 	First, Last []time.Time
+	// Prev are, for each of Of, when the matching read before the last
+	// was answered, in this run (zero if none was).
+	Prev []time.Time
 }
 
 // Other reports whether c is a copy of another server's resource than
@@ -398,7 +403,7 @@ func (s *ServedLists) ServedBack(k resource.Key, contents []resource.Content) Co
 // of them if any matched. s.mu is held.
 func (s *ServedLists) copyOf(k resource.Key, match func(*servedRead) bool) Copy {
 	var others, own []resource.Key
-	type span struct{ first, last time.Time }
+	type span struct{ first, last, prev time.Time }
 	spans := map[resource.Key]*span{}
 	for i := range s.reads {
 		r := &s.reads[i]
@@ -408,7 +413,7 @@ func (s *ServedLists) copyOf(k resource.Key, match func(*servedRead) bool) Copy 
 		if len(spans) > 0 {
 			if sp := spans[r.key]; sp != nil {
 				if match(r) {
-					sp.first, sp.last = minTime(sp.first, r.first), r.at
+					sp.first, sp.last, sp.prev = minTime(sp.first, r.first), r.at, maxTime(sp.last, r.prev)
 				}
 				continue
 			}
@@ -427,7 +432,7 @@ func (s *ServedLists) copyOf(k resource.Key, match func(*servedRead) bool) Copy 
 		} else {
 			continue
 		}
-		spans[r.key] = &span{r.first, r.at}
+		spans[r.key] = &span{r.first, r.at, r.prev}
 	}
 	c := Copy{Own: len(own) > 0}
 	if len(others)+len(own) == 0 {
@@ -439,12 +444,20 @@ func (s *ServedLists) copyOf(k resource.Key, match func(*servedRead) bool) Copy 
 	for _, o := range c.Of {
 		c.First = append(c.First, spans[o].first)
 		c.Last = append(c.Last, spans[o].last)
+		c.Prev = append(c.Prev, spans[o].prev)
 	}
 	return c
 }
 
 func minTime(a, b time.Time) time.Time {
 	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
 		return b
 	}
 	return a

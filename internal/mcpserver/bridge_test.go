@@ -530,6 +530,54 @@ func TestPagesTurnedIntoCopiesLeaveTheList(t *testing.T) {
 	})
 }
 
+// A host polling an honest server's pages while the content pass reads
+// again, slowly, the same pages on a mirror site: the polls answered
+// during those reads are no bridge reading through contextd (the pages
+// were read just before), so the mirror's pages stay listed (12 of 20
+// left the list for the run).
+func TestAHostPollingPagesKeepsTheirMirrorListed(t *testing.T) {
+	page := func(i int) string {
+		return fmt.Sprintf("Page %d on postgres vacuum tuning: autovacuum settings,\nthe monitoring queries and the runbook steps an engineer follows %d.\n", i, i)
+	}
+	synctest.Test(t, func(t *testing.T) {
+		a, b := mcptest.NewServer(nil, nil), mcptest.NewServer(nil, nil)
+		mirror := func(i int, size int64) {
+			uri, text := fmt.Sprintf("doc://b/%d", i), page(i)
+			b.AddResource(&mcpsdk.Resource{URI: uri, Name: uri, MIMEType: "text/markdown", Size: size}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+				time.Sleep(300 * time.Millisecond)
+				return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: "text/markdown", Text: text}}}, nil
+			})
+		}
+		for i := range 20 {
+			addText(a, fmt.Sprintf("doc://a/%d", i), page(i))
+			mirror(i, 0)
+		}
+		opts := &mcpserver.Options{CheckInterval: 250 * time.Millisecond, PaceBurst: 128, PaceSettle: settle}
+		f := newFacade(t, map[string]*mcpsdk.Server{"a": a, "b": b}, opts, engine.Options{})
+		host := f.connect(t, nil)
+		time.Sleep(settle + 10*time.Second)
+		synctest.Wait()
+		poll := func(d time.Duration) {
+			for j := range int(d / (50 * time.Millisecond)) {
+				if _, err := host.ReadResource(t.Context(), &mcpsdk.ReadResourceParams{URI: fmt.Sprintf("contextd:resource/a/doc://a/%d", j%20)}); err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+		}
+		poll(30 * time.Second)
+		for i := range 20 { // a new size, the same text: read again
+			mirror(i, int64(len(page(i))))
+		}
+		poll(2 * time.Minute)
+		time.Sleep(10 * time.Minute)
+		synctest.Wait()
+		if n := countListed(t, host, "b", ""); n != 20 {
+			t.Errorf("b lists %d of the 20 pages it shares with a (withheld %v); want all", n, f.eng.ServedLists().Withheld("b"))
+		}
+	})
+}
+
 // Two honest servers sharing pages, a host reading both through contextd:
 // the second is withheld, and its pages listed before stay listed, after
 // a restart too (its mirror's first list holds them at a time after the

@@ -2059,15 +2059,21 @@ func (m *Mirror) readHint(ctx context.Context, sess *mcp.Session, uri string, pa
 	}
 	// Passed back: first listed after the read of what it copies (since
 	// the mirror's first list), or, read by the content pass, that read
-	// answered meanwhile (a bridge reading through contextd when read,
-	// whatever it listed before), or it held another text, indexed before
+	// answered meanwhile and none in throughQuiet before (a bridge reading
+	// through contextd when read, whatever it listed before), or it held
+	// another text, indexed before
 	// that read (a bridge listing pages of its own from the start, then
 	// answering them with what a host read). An honest mirror updating a
 	// page after a host read the update elsewhere is taken for one too: a
 	// copy of a text another server lists, that one stays listed; and one
 	// whose text stayed (a shared page) is not.
 	at, later := m.readsBack.listedLater(uri)
-	readThrough := pass && slices.ContainsFunc(c.Last, func(t time.Time) bool { return !t.Before(began) })
+	readThrough := false
+	for i := range c.Of {
+		// Not read before for a while: a host polling the page reads it
+		// during some of the content pass's reads too.
+		readThrough = readThrough || pass && !c.Last[i].Before(began) && c.Prev[i].Before(began.Add(-throughQuiet))
+	}
 	if counts && (later && slices.ContainsFunc(c.First, at.After) || readThrough || m.turnedInto(k, cs, hint, c)) {
 		m.opts.Served.NotePassedBack(k)
 		if m.readsBack.notePassedBack(uri) {
@@ -2133,6 +2139,12 @@ const (
 	copyNear
 	copyShort
 )
+
+// throughQuiet is how long before a content pass's read of a copy its
+// original must not have been read for a read answered meanwhile to tell
+// a bridge reading through contextd: a host polling a page more often is
+// no bridge's doing.
+const throughQuiet = 5 * time.Minute
 
 // readsBack holds the URIs of a server that are copies of resources this
 // contextd serves (see readHint), at most maxReadsBack, with their kind
