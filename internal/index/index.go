@@ -596,7 +596,7 @@ func (ix *Index) upsertChunk(ctx context.Context, descs []resource.Descriptor) (
 		ix.files[docFile(id)] = key
 		was := old.was
 		if j.dropC && old.content != nil {
-			was = &TextVersion{Hash: old.content.hash, At: old.content.at}
+			was = &TextVersion{Hash: old.content.hash, At: old.content.at, Since: old.content.since}
 		}
 		ix.docs[key] = entry{desc: j.d, id: id, hash: j.hash, vec: j.vec, content: j.content, was: was}
 		ix.mu.Unlock()

@@ -2061,12 +2061,9 @@ func (m *Mirror) readHint(ctx context.Context, sess *mcp.Session, uri string, pa
 	// the mirror's first list), or, read by the content pass, that read
 	// answered meanwhile and none in throughQuiet before (a bridge reading
 	// through contextd when read, whatever it listed before), or it held
-	// another text, indexed before
-	// that read (a bridge listing pages of its own from the start, then
-	// answering them with what a host read). An honest mirror updating a
-	// page after a host read the update elsewhere is taken for one too: a
-	// copy of a text another server lists, that one stays listed; and one
-	// whose text stayed (a shared page) is not.
+	// another text while what it copies was there, and turned into it
+	// after that read (a bridge listing pages of its own from the start,
+	// then answering them with what a host read; see turnedInto).
 	at, later := m.readsBack.listedLater(uri)
 	readThrough := false
 	for i := range c.Of {
@@ -2091,11 +2088,25 @@ func (m *Mirror) readHint(ctx context.Context, sess *mcp.Session, uri string, pa
 }
 
 // turnedInto reports whether k's index held another text than cs's,
-// indexed (or last read unchanged) before a read of what c copies was
-// answered: the resource was turned into the copy after that read.
+// last read (unchanged) before a read of what c copies was answered, and
+// after the index first held that copied text: the resource held its own
+// text while the page it now copies was there, and turned into the copy
+// after a host read it. A page two servers publish anew, the mirror read
+// a little after the original, held the old text only before the new
+// one came.
 func (m *Mirror) turnedInto(k resource.Key, cs []resource.Content, hint mcp.CacheHint, c mcp.Copy) bool {
 	v, ok := m.opts.Index.LastText(k)
-	if !ok || !slices.ContainsFunc(c.First, v.At.Before) {
+	if !ok {
+		return false
+	}
+	turned := false
+	for i, o := range c.Of {
+		if ov, ok := m.opts.Index.LastText(o); ok && c.First[i].After(v.At) && !ov.Since.After(v.At) {
+			turned = true
+			break
+		}
+	}
+	if !turned {
 		return false
 	}
 	var text string
