@@ -314,6 +314,17 @@ func (ix *Index) LastText(k resource.Key) (v TextVersion, ok bool) {
 	return TextVersion{}, false
 }
 
+// FirstIndexed returns when the index first held k's descriptor: in this
+// run or, kept on disk, an earlier one. ok is false when k is not indexed,
+// or the time is not known (stored by an older version, or taken from a
+// shared store).
+func (ix *Index) FirstIndexed(k resource.Key) (time.Time, bool) {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	e, ok := ix.docs[k]
+	return e.since, ok && !e.since.IsZero()
+}
+
 // TextHash returns the hash a TextVersion holds of text, the text of a
 // read as SetContents is given it: only its first MaxContentBytes count.
 func (ix *Index) TextHash(text string) string {

@@ -491,3 +491,42 @@ func TestLastTextOutlivesADescriptorChange(t *testing.T) {
 		t.Errorf("after the new version was read: LastText = %+v, %v; want narwhal notes, first indexed now", got, ok)
 	}
 }
+
+// TestFirstIndexedOutlivesChangesAndRestarts checks that FirstIndexed
+// tells when a descriptor first came, kept across a new version of it and
+// a restart, and anew once it was removed and came back.
+func TestFirstIndexedOutlivesChangesAndRestarts(t *testing.T) {
+	dir := t.TempDir()
+	ctx := t.Context()
+	d := descs("s", "alpha")[0]
+	ix := open(t, dir, &indextest.BagEmbedder{})
+	if _, ok := ix.FirstIndexed(d.Key()); ok {
+		t.Fatal("FirstIndexed of what is not indexed: ok")
+	}
+	if _, err := ix.Replace(ctx, "s", []resource.Descriptor{d}); err != nil {
+		t.Fatal(err)
+	}
+	first, ok := ix.FirstIndexed(d.Key())
+	if !ok {
+		t.Fatal("FirstIndexed after Replace: not ok")
+	}
+	time.Sleep(10 * time.Millisecond)
+	d.Description = "a new version"
+	if _, err := ix.Replace(ctx, "s", []resource.Descriptor{d}); err != nil {
+		t.Fatal(err)
+	}
+	ix.Close()
+	ix = open(t, dir, &indextest.BagEmbedder{})
+	if got, ok := ix.FirstIndexed(d.Key()); !ok || !got.Equal(first) {
+		t.Errorf("after a new version and a restart: FirstIndexed = %v, %v; want %v", got, ok, first)
+	}
+	if _, err := ix.Replace(ctx, "s", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ix.Replace(ctx, "s", []resource.Descriptor{d}); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := ix.FirstIndexed(d.Key()); !ok || !got.After(first) {
+		t.Errorf("removed and back: FirstIndexed = %v, %v; want after %v", got, ok, first)
+	}
+}

@@ -203,6 +203,9 @@ type entry struct {
 	// (never modified): Dense scores from it when it must score everything.
 	vec     []float32
 	content *contentInfo // nil until SetContents
+	// since is when the index first held the resource (zero if not known:
+	// stored before the time was, or taken from a shared store).
+	since time.Time
 	// was is the text content held before a change of the descriptor
 	// dropped it (nil if none did): what LastText reports until the new
 	// version is read.
@@ -379,7 +382,8 @@ func (ix *Index) load(ctx context.Context) error {
 			bad = append(bad, r.ID)
 			continue
 		}
-		ix.docs[d.Key()] = entry{desc: d, id: r.ID, hash: hash, vec: r.Embedding}
+		since, _ := time.Parse(time.RFC3339Nano, r.Metadata[mListedSince])
+		ix.docs[d.Key()] = entry{desc: d, id: r.ID, hash: hash, vec: r.Embedding, since: since}
 		ix.files[docFile(r.ID)] = d.Key()
 		ix.count[d.Server]++
 		lex = append(lex, lexDoc(d, ""))
@@ -570,7 +574,14 @@ func (ix *Index) upsertChunk(ctx context.Context, descs []resource.Descriptor) (
 		if !existed {
 			id = ix.docID(key)
 		}
+		since := old.since
+		if !existed {
+			since = time.Now()
+		}
 		doc := chromem.Document{ID: id, Metadata: toMetadata(j.d, j.hash), Embedding: j.vec}
+		if !since.IsZero() {
+			doc.Metadata[mListedSince] = since.UTC().Format(time.RFC3339Nano)
+		}
 		if err := ix.coll.AddDocument(ctx, doc); err != nil {
 			return embedded, fmt.Errorf("index: store %s %q: %v", j.d.Server, j.d.URI, err)
 		}
@@ -598,7 +609,7 @@ func (ix *Index) upsertChunk(ctx context.Context, descs []resource.Descriptor) (
 		if j.dropC && old.content != nil {
 			was = &TextVersion{Hash: old.content.hash, At: old.content.at, Since: old.content.since}
 		}
-		ix.docs[key] = entry{desc: j.d, id: id, hash: j.hash, vec: j.vec, content: j.content, was: was}
+		ix.docs[key] = entry{desc: j.d, id: id, hash: j.hash, vec: j.vec, content: j.content, was: was, since: since}
 		ix.mu.Unlock()
 		ix.lexUpsert(lexDoc(j.d, ctext))
 		if j.content == nil {

@@ -139,6 +139,7 @@ const (
 	mLastModified, mHash                = "last_modified", "text_sha256"
 	mStamp, mAt, mPassage, mSpan        = "content_stamp", "indexed_at", "passage", "span" // of a content
 	mSince                              = "text_since"                                     // of a content
+	mListedSince                        = "indexed_since"                                  // of a descriptor
 )
 
 func toMetadata(d resource.Descriptor, hash string) map[string]string {

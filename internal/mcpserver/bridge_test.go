@@ -631,6 +631,82 @@ func TestAMirrorPublishingANewEditionLateKeepsItsPagesListed(t *testing.T) {
 	})
 }
 
+// A bridge listing a burst of copies, read 0.4 s each, just before
+// contextd restarts (its index kept on disk) or a reload makes its mirror
+// anew: the copies are in the new mirror's first list, but were first
+// indexed after the reads they copy, so they leave the list once it is
+// withheld (112 of 300 stayed listed for good).
+func TestABurstListedJustBeforeARestartLeavesTheList(t *testing.T) {
+	for _, how := range []string{"restart", "reload"} {
+		t.Run(how, func(t *testing.T) { burstBeforeARestart(t, how) })
+	}
+}
+
+func burstBeforeARestart(t *testing.T, how string) {
+	page := func(i int) string {
+		return fmt.Sprintf("Page %d on postgres vacuum tuning: autovacuum settings,\nthe monitoring queries and the runbook steps an engineer follows %d.\n", i, i)
+	}
+	synctest.Test(t, func(t *testing.T) {
+		a, b := mcptest.NewServer(nil, nil), mcptest.NewServer(nil, nil)
+		for i := range 300 {
+			addText(a, fmt.Sprintf("doc://a/%d", i), page(i))
+		}
+		for i := range 10 {
+			addText(b, fmt.Sprintf("doc://b/own/%d", i), fmt.Sprintf("b's own page %d, on kafka consumer rebalancing and partition lag, runbook %d\n", i, i))
+		}
+		dir := t.TempDir()
+		opts := &mcpserver.Options{CheckInterval: 250 * time.Millisecond, PaceBurst: 128, PaceSettle: settle, StateFile: mcpserver.StateFileIn(dir)}
+		eopts := engine.Options{Config: &config.Config{DataDir: dir}}
+		ups := map[string]*mcpsdk.Server{"a": a, "b": b}
+		f := newFacade(t, ups, opts, eopts)
+		host := f.connect(t, nil)
+		time.Sleep(settle + 10*time.Second)
+		for i := range 300 {
+			if _, err := host.ReadResource(t.Context(), &mcpsdk.ReadResourceParams{URI: fmt.Sprintf("contextd:resource/a/doc://a/%d", i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(time.Minute)
+		for i := range 300 {
+			uri, text := fmt.Sprintf("doc://b/c/%d", i), page(i)
+			b.AddResource(&mcpsdk.Resource{URI: uri, Name: uri, MIMEType: "text/markdown"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+				time.Sleep(400 * time.Millisecond)
+				return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: "text/markdown", Text: text}}}, nil
+			})
+		}
+		time.Sleep(300 * time.Millisecond) // listed and indexed; none read yet
+		synctest.Wait()
+		if f.eng.ServedLists().Withheld("b") {
+			t.Fatal("b withheld before any copy was read")
+		}
+		switch how {
+		case "restart":
+			host.Close()
+			f.stop()
+			f = newFacade(t, ups, opts, eopts)
+			host = f.connect(t, nil)
+		case "reload": // b's token rotated: a new mirror, the same server
+			cfg := &config.Config{DataDir: dir, Servers: []config.Server{
+				{Name: "a", Transport: config.TransportStdio, Command: "unused"},
+				{Name: "b", Transport: config.TransportStdio, Command: "unused", Env: map[string]string{"API_TOKEN": "tok_9f8e7d6c5b4a3f2e"}},
+			}}
+			if _, err := f.eng.Reload(t.Context(), cfg); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, wait := range []time.Duration{10 * time.Minute, 2 * time.Hour} {
+			time.Sleep(wait)
+			synctest.Wait()
+			if n := countListed(t, host, "b", "doc://b/c/"); n > 0 {
+				t.Errorf("%v after a %s: %d of b's 300 copies listed (withheld %v); want none", wait, how, n, f.eng.ServedLists().Withheld("b"))
+			}
+		}
+		if n := countListed(t, host, "b", "doc://b/own/"); n != 10 {
+			t.Errorf("b's own pages: %d listed; want 10", n)
+		}
+	})
+}
+
 // Two honest servers sharing pages, a host reading both through contextd:
 // the second is withheld, and its pages listed before stay listed, after
 // a restart too (its mirror's first list holds them at a time after the

@@ -44,7 +44,8 @@ type facade struct {
 func startFacade(t *testing.T, upstreams map[string]*mcpsdk.Server, opts *mcpserver.Options, eopts engine.Options) *facade {
 	t.Helper()
 	// Each upstream is configured as a stdio server (never started), as
-	// eopts.Config says if it names it (args telling it apart).
+	// eopts.Config says if it names it (args telling it apart). The index
+	// is in memory unless eopts.Config names a data_dir.
 	cfg := &config.Config{}
 	for name := range upstreams {
 		srv := config.Server{Name: name, Transport: config.TransportStdio, Command: "unused"}
@@ -57,7 +58,10 @@ func startFacade(t *testing.T, upstreams map[string]*mcpsdk.Server, opts *mcpser
 	}
 	slices.SortFunc(cfg.Servers, func(a, b config.Server) int { return strings.Compare(a.Name, b.Name) })
 	relay := &mcpserver.Relay{}
-	eopts.Config, eopts.InMemory = cfg, true
+	if eopts.Config != nil {
+		cfg.DataDir = eopts.Config.DataDir // the index kept there across restarts
+	}
+	eopts.Config, eopts.InMemory = cfg, cfg.DataDir == ""
 	if eopts.Embedder == nil {
 		eopts.Embedder = &indextest.BagEmbedder{}
 	}

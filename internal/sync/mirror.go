@@ -2058,13 +2058,22 @@ func (m *Mirror) readHint(ctx context.Context, sess *mcp.Session, uri string, pa
 		}
 	}
 	// Passed back: first listed after the read of what it copies (since
-	// the mirror's first list), or, read by the content pass, that read
+	// the mirror's first list, or the index's first holding it before
+	// that), or, read by the content pass, that read
 	// answered meanwhile and none in throughQuiet before (a bridge reading
 	// through contextd when read, whatever it listed before), or it held
 	// another text while what it copies was there, and turned into it
 	// after that read (a bridge listing pages of its own from the start,
 	// then answering them with what a host read; see turnedInto).
 	at, later := m.readsBack.listedLater(uri)
+	if first, listed := m.readsBack.firstListed(uri); listed && !later {
+		// In the mirror's first list (a start, a reload): listed since the
+		// index first held it, if before (kept on disk): a burst listed
+		// just before a restart came after the reads it copies.
+		if since, ok := m.opts.Index.FirstIndexed(k); ok && since.Before(first) {
+			at, later = since, true
+		}
+	}
 	readThrough := false
 	for i := range c.Of {
 		// Not read before for a while: a host polling the page reads it
