@@ -477,9 +477,14 @@ func (s *ServedLists) NoteCopy(k resource.Key, copied bool) {
 		delete(s.own[k.Server], k.URI)
 	}
 	m := s.copies[k.Server]
+	_, was := m[k.URI]
 	switch {
 	case !copied:
-		delete(m, k.URI)
+		if was {
+			delete(m, k.URI)
+			s.journalEntry(entryCopy, copyPayload(nil, k, copyNone))
+		}
+	case was:
 	case len(m) < maxCopies:
 		if m == nil {
 			m = map[string]bool{}
@@ -488,7 +493,8 @@ func (s *ServedLists) NoteCopy(k resource.Key, copied bool) {
 			}
 			s.copies[k.Server] = m
 		}
-		m[k.URI] = m[k.URI] // passed back or not, as it was
+		m[k.URI] = false
+		s.journalEntry(entryCopy, copyPayload(nil, k, copyFound))
 	}
 }
 
@@ -506,8 +512,9 @@ func (s *ServedLists) NotePassedBack(k resource.Key) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if m := s.copies[k.Server]; m != nil {
-		if _, ok := m[k.URI]; ok {
+		if back, ok := m[k.URI]; ok && !back {
 			m[k.URI] = true
+			s.journalEntry(entryCopy, copyPayload(nil, k, copyPassedBack))
 		}
 	}
 }
@@ -643,11 +650,15 @@ func (s *ServedLists) Prune(server string, listed map[string]bool) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, m := range []map[string]bool{s.copies[server], s.own[server]} {
-		for uri := range m {
-			if !listed[uri] {
-				delete(m, uri)
-			}
+	for uri := range s.copies[server] {
+		if !listed[uri] {
+			delete(s.copies[server], uri)
+			s.journalEntry(entryCopy, copyPayload(nil, resource.Key{Server: server, URI: uri}, copyNone))
+		}
+	}
+	for uri := range s.own[server] {
+		if !listed[uri] {
+			delete(s.own[server], uri)
 		}
 	}
 	for uri := range s.besideCopies[server] {
@@ -766,16 +777,7 @@ func (s *ServedLists) Repointed(server string, withheld bool, until time.Time) {
 	s.mu.Lock()
 	withheld = withheld || s.isWithheld(server)
 	if withheld {
-		if s.withheld == nil {
-			s.withheld = map[string]time.Time{}
-		}
-		// Withheld for the run (found passing back in this run) it
-		// stays so: a bridge dropping its copies at the repoint came
-		// back unwithheld after the hour.
-		if was, ok := s.withheld[server]; !ok || !was.IsZero() {
-			s.withheld[server] = until
-		}
-		s.gen++
+		s.withholdUntil(server, until)
 	}
 	s.mu.Unlock()
 	if !withheld {
@@ -783,6 +785,32 @@ func (s *ServedLists) Repointed(server string, withheld bool, until time.Time) {
 		return
 	}
 	s.Check(server, until)
+}
+
+// WithholdUntil withholds server until then, and past it while copies of
+// it are known (see Withheld), as a restart does a server found passing
+// back before it; one withheld for the run, or longer, stays so.
+func (s *ServedLists) WithholdUntil(server string, until time.Time) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.withholdUntil(server, until)
+}
+
+// withholdUntil is WithholdUntil. s.mu is held.
+func (s *ServedLists) withholdUntil(server string, until time.Time) {
+	if s.withheld == nil {
+		s.withheld = map[string]time.Time{}
+	}
+	// Withheld for the run (found passing back in this run) it stays
+	// so: a bridge dropping its copies at a repoint came back
+	// unwithheld after the hour.
+	if was, ok := s.withheld[server]; !ok || !was.IsZero() && was.Before(until) {
+		s.withheld[server] = until
+	}
+	s.gen++
 }
 
 // ListedSince reports whether the MCP server listed a page of resources

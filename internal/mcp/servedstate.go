@@ -46,7 +46,18 @@ const (
 const (
 	entryRead  = 1 // a servedRead
 	entryCheck = 2 // a server checked until a time
+	entryCopy  = 3 // a resource found a copy, passed back, or no more
 )
+
+// What an entryCopy says of its resource.
+const (
+	copyNone       = 0 // no copy (any longer)
+	copyFound      = 1 // a copy (NoteCopy)
+	copyPassedBack = 2 // a copy passed back (NotePassedBack)
+)
+
+// maxRestoredCopies bounds the copies restored, of all servers.
+const maxRestoredCopies = 4 * maxCopies
 
 // maxEntryBytes bounds an entry's payload: a read's key and sketch
 // (URIs are bounded by what the mirror takes), or a server's name.
@@ -115,6 +126,13 @@ func checkPayload(b []byte, server string, until time.Time) []byte {
 	return binary.AppendVarint(b, until.UnixMilli())
 }
 
+// copyPayload encodes what k is: copyNone, copyFound or copyPassedBack.
+func copyPayload(b []byte, k resource.Key, state byte) []byte {
+	b = appendString(b, k.Server)
+	b = appendString(b, k.URI)
+	return append(b, state)
+}
+
 // journalRead records r for Journal. s.mu is held.
 func (s *ServedLists) journalRead(r *servedRead) {
 	if s.journaling && !s.journalLost && !r.private {
@@ -135,8 +153,8 @@ func (s *ServedLists) journalEntry(kind byte, p []byte) {
 }
 
 // MarshalBinary encodes all s keeps across restarts (see Restore): its
-// reads (at most maxServedReads and a quarter, about 1.5 KB each) and its
-// checks. From then on s records what changes for Journal.
+// reads (at most maxServedReads and a quarter, about 1.5 KB each), its
+// checks, and the copies it knows (NoteCopy, NotePassedBack). From then on s records what changes for Journal.
 func (s *ServedLists) MarshalBinary() ([]byte, error) {
 	b := []byte(servedMagic)
 	if s == nil {
@@ -158,6 +176,16 @@ func (s *ServedLists) MarshalBinary() ([]byte, error) {
 	for server, until := range s.checked {
 		if until.After(now) {
 			b = appendEntry(b, entryCheck, checkPayload(nil, server, until))
+		}
+	}
+	for server, m := range s.copies {
+		for uri, back := range m {
+			state := byte(copyFound)
+			if back {
+				state = copyPassedBack
+			}
+			p = copyPayload(p[:0], resource.Key{Server: server, URI: uri}, state)
+			b = appendEntry(b, entryCopy, p)
 		}
 	}
 	s.journaling, s.journal, s.journalLost = true, nil, false
@@ -191,10 +219,13 @@ var errServedFormat = errors.New("not a record of what contextd served (or of an
 // s: its reads before those s answered since (a read of a text s answered
 // again counts once), the latest maxServedReads and a quarter kept; each
 // server's check until the later of its two times, at most maxMarkAhead
-// from now. It stops at an entry cut short or damaged, keeping those
-// before; entries that cannot be right (a sketch out of order) are
-// dropped, and reads dated after now (the clock set back) taken as of now. An error says data is no such encoding; s is
-// then unchanged. From then on s records what changes for Journal.
+// from now; the copies known then (at most maxRestoredCopies), but for
+// those s found copies since (it is called at the start). It stops at an
+// entry cut short or damaged, keeping those before; entries that cannot
+// be right (a sketch out of order) are dropped, and reads dated after now
+// (the clock set back) taken as of now. An error says data is no such
+// encoding; s is then unchanged. From then on s records what changes for
+// Journal.
 func (s *ServedLists) Restore(data []byte) (dropped int, err error) {
 	if s == nil {
 		return 0, nil
@@ -207,6 +238,7 @@ func (s *ServedLists) Restore(data []byte) (dropped int, err error) {
 	now := time.Now()
 	var reads []servedRead
 	checks := map[string]time.Time{}
+	copies := map[resource.Key]byte{}
 	for len(data) > 0 {
 		kind := data[0]
 		n, w := binary.Uvarint(data[1:])
@@ -249,6 +281,13 @@ func (s *ServedLists) Restore(data []byte) (dropped int, err error) {
 				t = now.Add(maxMarkAhead)
 			}
 			checks[server] = t
+		case entryCopy:
+			k, state, ok := decodeCopy(p)
+			if _, known := copies[k]; !ok || !known && len(copies) >= maxRestoredCopies {
+				dropped++
+				continue
+			}
+			copies[k] = state
 		default:
 			dropped++
 		}
@@ -265,9 +304,35 @@ func (s *ServedLists) Restore(data []byte) (dropped int, err error) {
 			s.checked[server] = until
 		}
 	}
+	for k, state := range copies {
+		m := s.copies[k.Server]
+		if _, known := m[k.URI]; known || state == copyNone || len(m) >= maxCopies {
+			continue // what this run found since stands
+		}
+		if m == nil {
+			m = map[string]bool{}
+			if s.copies == nil {
+				s.copies = map[string]map[string]bool{}
+			}
+			s.copies[k.Server] = m
+		}
+		m[k.URI] = state == copyPassedBack
+	}
 	s.journaling, s.journal, s.journalLost = true, nil, true // a whole write next
 	s.gen++
 	return dropped, nil
+}
+
+// decodeCopy decodes an entry encoded by copyPayload; ok is false for one
+// that cannot be right.
+func decodeCopy(p []byte) (k resource.Key, state byte, ok bool) {
+	if k.Server, p, ok = decodeString(p); !ok {
+		return k, 0, false
+	}
+	if k.URI, p, ok = decodeString(p); !ok || k.URI == "" || len(p) != 1 || p[0] > copyPassedBack {
+		return k, 0, false
+	}
+	return k, p[0], true
 }
 
 // decodeString decodes a string encoded by appendString from p, and what

@@ -564,3 +564,39 @@ func TestARecordOfThePreviousFormatKeepsItsDigests(t *testing.T) {
 		t.Errorf("an exact copy after restoring a version 2 record: %+v; want told", c)
 	}
 }
+
+// The copies known, passed back or not, outlive a restart, whether written
+// whole or journaled since; one found no copy any more, or pruned, does not.
+func TestCopiesKnownSurviveARestart(t *testing.T) {
+	key := func(uri string) resource.Key { return resource.Key{Server: "b", URI: uri} }
+	var s ServedLists
+	s.NoteCopy(key("doc://b/whole"), true)
+	s.NotePassedBack(key("doc://b/whole"))
+	s.NoteCopy(key("doc://b/gone"), true)
+	s.NoteCopy(key("doc://b/pruned"), true)
+	data, err := s.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.NoteCopy(key("doc://b/later"), true)
+	s.NoteCopy(key("doc://b/back"), true)
+	s.NotePassedBack(key("doc://b/back"))
+	s.NoteCopy(key("doc://b/gone"), false)
+	s.Prune("b", map[string]bool{"doc://b/whole": true, "doc://b/later": true, "doc://b/back": true})
+	more, ok := s.Journal()
+	if !ok {
+		t.Fatal("Journal: not ok")
+	}
+	var restarted ServedLists
+	if dropped, err := restarted.Restore(append(data, more...)); err != nil || dropped != 0 {
+		t.Fatalf("Restore: %d dropped, %v", dropped, err)
+	}
+	for _, c := range []struct {
+		uri          string
+		copied, back bool
+	}{{"doc://b/whole", true, true}, {"doc://b/later", true, false}, {"doc://b/back", true, true}, {"doc://b/gone", false, false}, {"doc://b/pruned", false, false}} {
+		if got, back := restarted.IsCopy(key(c.uri)), restarted.IsPassedBack(key(c.uri)); got != c.copied || back != c.back {
+			t.Errorf("%s after a restart: copy %v, passed back %v; want %v, %v", c.uri, got, back, c.copied, c.back)
+		}
+	}
+}

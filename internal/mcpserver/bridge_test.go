@@ -707,6 +707,63 @@ func burstBeforeARestart(t *testing.T, how string) {
 	})
 }
 
+// A bridge withheld for the copies it passed back, none of them listed,
+// then contextd restarted (its index and record kept): the copies are not
+// read again (their texts are indexed), and were taken for the bridge's
+// own, listed a few more at each restart. What was found copies is kept.
+func TestCopiesFoundBeforeARestartStayOffTheList(t *testing.T) {
+	page := func(i int) string {
+		return fmt.Sprintf("Page %d on postgres vacuum tuning: autovacuum settings,\nthe monitoring queries and the runbook steps an engineer follows %d.\n", i, i)
+	}
+	synctest.Test(t, func(t *testing.T) {
+		a, b := mcptest.NewServer(nil, nil), mcptest.NewServer(nil, nil)
+		for i := range 40 {
+			addText(a, fmt.Sprintf("doc://a/%d", i), page(i))
+		}
+		for i := range 10 {
+			addText(b, fmt.Sprintf("doc://b/own/%d", i), fmt.Sprintf("b's own page %d, on kafka consumer rebalancing and partition lag, runbook %d\n", i, i))
+		}
+		dir := t.TempDir()
+		opts := &mcpserver.Options{CheckInterval: 250 * time.Millisecond, PaceBurst: 128, PaceSettle: settle, StateFile: mcpserver.StateFileIn(dir)}
+		eopts := engine.Options{Config: &config.Config{DataDir: dir}}
+		ups := map[string]*mcpsdk.Server{"a": a, "b": b}
+		f := newFacade(t, ups, opts, eopts)
+		host := f.connect(t, nil)
+		time.Sleep(settle + 10*time.Second)
+		for i := range 40 {
+			if _, err := host.ReadResource(t.Context(), &mcpsdk.ReadResourceParams{URI: fmt.Sprintf("contextd:resource/a/doc://a/%d", i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(time.Minute)
+		for i := range 40 {
+			addText(b, fmt.Sprintf("doc://b/c/%d", i), page(i))
+		}
+		time.Sleep(10 * time.Minute)
+		synctest.Wait()
+		if !f.eng.ServedLists().Withheld("b") {
+			t.Fatal("b not withheld")
+		}
+		for run := range 3 {
+			if n := countListed(t, host, "b", "doc://b/c/"); n > 0 {
+				t.Errorf("run %d: %d of b's 40 copies listed; want none", run+1, n)
+			}
+			host.Close()
+			f.stop()
+			f = newFacade(t, ups, opts, eopts)
+			host = f.connect(t, nil)
+			time.Sleep(30 * time.Minute)
+			synctest.Wait()
+		}
+		if n := countListed(t, host, "b", "doc://b/c/"); n > 0 {
+			t.Errorf("after 3 restarts: %d of b's 40 copies listed; want none", n)
+		}
+		if n := countListed(t, host, "b", "doc://b/own/"); n != 10 {
+			t.Errorf("b's own pages: %d listed; want 10", n)
+		}
+	})
+}
+
 // Two honest servers sharing pages, a host reading both through contextd:
 // the second is withheld, and its pages listed before stay listed, after
 // a restart too (its mirror's first list holds them at a time after the

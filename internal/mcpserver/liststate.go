@@ -276,6 +276,14 @@ func (s *Server) loadPaces() {
 	if s.prior == nil {
 		s.prior = map[string]*savedPace{}
 	}
+	// Found passing back before: its copies, known from the record, are
+	// not read again (their texts are indexed) to tell it again.
+	until := time.Now().Add(restoredWithheldFor)
+	for name, p := range s.prior {
+		if p.Withheld {
+			s.eng.ServedLists().WithholdUntil(name, until)
+		}
+	}
 }
 
 // SaveState writes each server's pace and what of its mirror is kept off
