@@ -105,9 +105,9 @@ type savedPace struct {
 	Size        int   `json:"size,omitempty"`
 	// Withheld: the server was found passing back what contextd served
 	// (mcp.ServedLists.Withheld) when written, or within
-	// restoredWithheldFor of a restart that said so. What the copy
-	// checks had found is not kept: after a restart such a server gets
-	// no room and no allowance of its own (see restore).
+	// restoredWithheldFor of a restart that said so: a restart withholds
+	// it again for that long, and it gets no room and no allowance of its
+	// own (see restore).
 	Withheld bool `json:"withheld,omitempty"`
 	// Endpoint is what the name stood for (config.Server.Endpoint): a
 	// name pointed at another server since starts afresh. Empty in

@@ -171,3 +171,34 @@ func TestARestoredPaceGivesNoRoomToWhatWasKeptOff(t *testing.T) {
 		t.Errorf("listed null: %+v; want everything but Off listed", s)
 	}
 }
+
+// What a state file says was listed is kept through a withholding before
+// the first list; one that does not say (version 2, or "listed" dropped)
+// vouches for nothing: every entry not off counted, copies too.
+func TestAStateThatDoesNotSayWhatWasListedKeepsNothing(t *testing.T) {
+	dir := t.TempDir()
+	all := []resource.Descriptor{{Server: "s", URI: "s://a"}, {Server: "s", URI: "s://copy"}}
+	for _, c := range []struct {
+		file string
+		want int
+	}{
+		{`{"version":3,"servers":{"s":{"listed":["` + offKey("s://a") + `"]}}}`, 1},
+		{`{"version":3,"servers":{"s":{"off":{"` + offKey("s://b") + `":1}}}}`, 0},
+		{`{"version":2,"servers":{"s":{"off":{"` + offKey("s://b") + `":1}}}}`, 0},
+	} {
+		p := filepath.Join(dir, "state.json")
+		if err := os.WriteFile(p, []byte(c.file), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		prior, err := loadState(p, 8, 1<<10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := &Server{prior: prior}
+		kept := map[resource.Key]bool{}
+		s.keepPriorListed(kept, "s", all)
+		if len(kept) != c.want || c.want == 1 && !kept[all[0].Key()] {
+			t.Errorf("%s: kept %d; want %d", c.file, len(kept), c.want)
+		}
+	}
+}

@@ -550,8 +550,8 @@ func (s *Server) keepPriorListed(kept map[resource.Key]bool, server string, all 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	prior := s.prior[server]
-	if prior == nil {
-		return
+	if prior == nil || prior.listed == nil {
+		return // not said (an older file): its copies are not vouched for
 	}
 	for _, d := range all {
 		if prior.wasListed(d.URI) {
