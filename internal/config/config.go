@@ -180,9 +180,9 @@ func (c *Config) Server(name string) (Server, bool) {
 // Endpoint returns what tells the server s reaches from another, for
 // state kept by its name across restarts: 32 hexadecimal digits, a
 // SHA-256 prefix of its transport, command, args and working directory,
-// or its URL. Its secrets of 8 bytes or more (see Secrets) count as one
-// placeholder, so a rotated credential keeps the endpoint and none can be
-// worked back from it; env and headers do not count. The same s gives
+// or its URL. Its secrets of 8 bytes or more (see Secrets) count as a
+// placeholder of their length, so a rotated credential keeps the endpoint
+// and none can be worked back from it; env and headers do not count. The same s gives
 // the same endpoint, whatever order Secrets finds them in.
 func (s Server) Endpoint() string {
 	secrets := slices.DeleteFunc(s.Secrets(), func(v string) bool { return len(v) < minEndpointSecret })
@@ -191,7 +191,10 @@ func (s Server) Endpoint() string {
 	h := sha256.New()
 	field := func(v string) {
 		for _, sec := range secrets {
-			v = strings.ReplaceAll(v, sec, "\x00")
+			// Its length stays: a rotated token keeps its format, where
+			// two servers' path segments taken for secrets (a name with
+			// digits) are told apart.
+			v = strings.ReplaceAll(v, sec, "\x00"+strconv.Itoa(len(sec))+"\x00")
 		}
 		fmt.Fprintf(h, "%d:%s", len(v), v)
 	}

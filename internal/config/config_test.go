@@ -426,6 +426,14 @@ func TestEndpointTellsServersApartButNotTheirCredentials(t *testing.T) {
 	if web.Endpoint() == base.Endpoint() {
 		t.Error("a stdio and an HTTP server share an endpoint")
 	}
+	// Path segments with digits are taken for secrets: two of other
+	// lengths are two servers on one host.
+	gw := config.Server{Name: "docs", Transport: config.TransportHTTP, URL: "https://gateway.example.com/servers/honest-docs-server-1234/mcp"}
+	gwOther := gw
+	gwOther.URL = "https://gateway.example.com/servers/other-docs-server-98/mcp"
+	if len(gw.Secrets()) == 0 || gw.Endpoint() == gwOther.Endpoint() {
+		t.Errorf("two servers on a gateway, path segments taken for secrets (%d): one endpoint", len(gw.Secrets()))
+	}
 	if e := base.Endpoint(); len(e) != 32 || strings.Contains(e, "ghp_") {
 		t.Errorf("endpoint %q: want 32 hex digits", e)
 	}
