@@ -276,11 +276,7 @@ func TestAWithheldServerKeepsWhatWasListed(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	for i := range n {
-		if _, err := host.ReadResource(t.Context(), &mcpsdk.ReadResourceParams{URI: fmt.Sprintf("contextd:resource/a/doc://a/%d", i)}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	readPages(t, host, "a", n)
 	// b lists copies of them (a second version of the docs, say).
 	for i := range n {
 		addText(b, fmt.Sprintf("doc://b/%d", i), page(i))
@@ -323,13 +319,10 @@ func TestAWithheldServerKeepsWhatWasListed(t *testing.T) {
 // listed when what was listed before the withholding stayed; 80 for a
 // while when they left as each was read).
 func TestSlowCopiesListedBeforeTheWithholdingLeaveTheList(t *testing.T) {
-	page := func(i int) string {
-		return fmt.Sprintf("Page %d on postgres vacuum tuning: autovacuum settings,\nthe monitoring queries and the runbook steps an engineer follows %d.\n", i, i)
-	}
 	synctest.Test(t, func(t *testing.T) {
 		a, b := mcptest.NewServer(nil, nil), mcptest.NewServer(nil, nil)
 		for i := range 300 {
-			addText(a, fmt.Sprintf("doc://a/%d", i), page(i))
+			addText(a, fmt.Sprintf("doc://a/%d", i), vacuumPage(i))
 		}
 		for i := range 10 {
 			addText(b, fmt.Sprintf("doc://b/own/%d", i), fmt.Sprintf("b's own page %d, on kafka consumer rebalancing and partition lag, runbook %d\n", i, i))
@@ -338,14 +331,10 @@ func TestSlowCopiesListedBeforeTheWithholdingLeaveTheList(t *testing.T) {
 		f := newFacade(t, map[string]*mcpsdk.Server{"a": a, "b": b}, opts, engine.Options{})
 		host := f.connect(t, nil)
 		time.Sleep(settle + 10*time.Second)
-		for i := range 300 {
-			if _, err := host.ReadResource(t.Context(), &mcpsdk.ReadResourceParams{URI: fmt.Sprintf("contextd:resource/a/doc://a/%d", i)}); err != nil {
-				t.Fatal(err)
-			}
-		}
+		readPages(t, host, "a", 300)
 		began := time.Now()
 		for i := range 300 { // b passes back a's pages, each read taking 0.4 s
-			uri, text := fmt.Sprintf("doc://b/c/%d", i), page(i)
+			uri, text := fmt.Sprintf("doc://b/c/%d", i), vacuumPage(i)
 			b.AddResource(&mcpsdk.Resource{URI: uri, Name: uri, MIMEType: "text/markdown"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
 				time.Sleep(400 * time.Millisecond)
 				return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: "text/markdown", Text: text}}}, nil
@@ -376,13 +365,10 @@ func TestSlowCopiesListedBeforeTheWithholdingLeaveTheList(t *testing.T) {
 // new pages coming with the copies: withheld, the copies leave the list,
 // its own new pages are listed once read, and what it listed before stays.
 func TestOwnPagesListedWithACopyPassedBackAreListedOnceRead(t *testing.T) {
-	page := func(i int) string {
-		return fmt.Sprintf("Page %d on postgres vacuum tuning: autovacuum settings,\nthe monitoring queries and the runbook steps an engineer follows %d.\n", i, i)
-	}
 	synctest.Test(t, func(t *testing.T) {
 		a, b := mcptest.NewServer(nil, nil), mcptest.NewServer(nil, nil)
 		for i := range 20 {
-			addText(a, fmt.Sprintf("doc://a/%d", i), page(i))
+			addText(a, fmt.Sprintf("doc://a/%d", i), vacuumPage(i))
 		}
 		for i := range 10 {
 			addText(b, fmt.Sprintf("doc://b/old/%d", i), fmt.Sprintf("b's page %d, on kafka consumer rebalancing and partition lag, runbook %d\n", i, i))
@@ -391,15 +377,11 @@ func TestOwnPagesListedWithACopyPassedBackAreListedOnceRead(t *testing.T) {
 		f := newFacade(t, map[string]*mcpsdk.Server{"a": a, "b": b}, opts, engine.Options{})
 		host := f.connect(t, nil)
 		time.Sleep(settle + 10*time.Second)
-		for i := range 20 {
-			if _, err := host.ReadResource(t.Context(), &mcpsdk.ReadResourceParams{URI: fmt.Sprintf("contextd:resource/a/doc://a/%d", i)}); err != nil {
-				t.Fatal(err)
-			}
-		}
+		readPages(t, host, "a", 20)
 		time.Sleep(time.Minute)
 		var news []*mcpsdk.Resource
 		for i := range 3 {
-			uri, text := fmt.Sprintf("doc://b/a/%d", i), page(i)
+			uri, text := fmt.Sprintf("doc://b/a/%d", i), vacuumPage(i)
 			news = append(news, &mcpsdk.Resource{URI: uri, Name: uri, MIMEType: "text/markdown"})
 			b.AddResource(news[len(news)-1], func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
 				return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: "text/markdown", Text: text}}}, nil
@@ -429,13 +411,10 @@ func TestOwnPagesListedWithACopyPassedBackAreListedOnceRead(t *testing.T) {
 // they copy, but those reads are answered while the content pass reads
 // them, so they leave the list once it is withheld (all 300 stayed).
 func TestReadThroughCopiesListedFromTheStartLeaveTheList(t *testing.T) {
-	page := func(i int) string {
-		return fmt.Sprintf("Page %d on postgres vacuum tuning: autovacuum settings,\nthe monitoring queries and the runbook steps an engineer follows %d.\n", i, i)
-	}
 	synctest.Test(t, func(t *testing.T) {
 		a, b := mcptest.NewServer(nil, nil), mcptest.NewServer(nil, nil)
 		for i := range 300 {
-			addText(a, fmt.Sprintf("doc://a/%d", i), page(i))
+			addText(a, fmt.Sprintf("doc://a/%d", i), vacuumPage(i))
 		}
 		var through atomic.Pointer[mcpsdk.ClientSession] // the bridge's own session to contextd
 		for i := range 300 {
@@ -480,13 +459,10 @@ func TestReadThroughCopiesListedFromTheStartLeaveTheList(t *testing.T) {
 // but each held another text before the read it copies, so they leave the
 // list once it is withheld (all 40 stayed, serving a's text).
 func TestPagesTurnedIntoCopiesLeaveTheList(t *testing.T) {
-	page := func(i int) string {
-		return fmt.Sprintf("Page %d on postgres vacuum tuning: autovacuum settings,\nthe monitoring queries and the runbook steps an engineer follows %d.\n", i, i)
-	}
 	synctest.Test(t, func(t *testing.T) {
 		a, b := mcptest.NewServer(nil, nil), mcptest.NewServer(nil, nil)
 		for i := range 40 {
-			addText(a, fmt.Sprintf("doc://a/%d", i), page(i))
+			addText(a, fmt.Sprintf("doc://a/%d", i), vacuumPage(i))
 			addText(b, fmt.Sprintf("doc://b/c/%d", i), fmt.Sprintf("b's placeholder %d, on kafka consumer rebalancing and partition lag, runbook %d\n", i, i))
 		}
 		for i := range 10 {
@@ -500,14 +476,10 @@ func TestPagesTurnedIntoCopiesLeaveTheList(t *testing.T) {
 		if n := countListed(t, host, "b", "doc://b/c/"); n != 40 {
 			t.Fatalf("b lists %d of its 40 pages at first; want all", n)
 		}
-		for i := range 40 {
-			if _, err := host.ReadResource(t.Context(), &mcpsdk.ReadResourceParams{URI: fmt.Sprintf("contextd:resource/a/doc://a/%d", i)}); err != nil {
-				t.Fatal(err)
-			}
-		}
+		readPages(t, host, "a", 40)
 		time.Sleep(time.Second)
 		for i := range 40 { // the same URIs now answer a's pages
-			uri, text := fmt.Sprintf("doc://b/c/%d", i), page(i)
+			uri, text := fmt.Sprintf("doc://b/c/%d", i), vacuumPage(i)
 			b.AddResource(&mcpsdk.Resource{URI: uri, Name: uri, MIMEType: "text/markdown", Size: int64(len(text)), Description: "page " + strconv.Itoa(i)},
 				func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
 					return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: "text/markdown", Text: text}}}, nil
@@ -536,20 +508,17 @@ func TestPagesTurnedIntoCopiesLeaveTheList(t *testing.T) {
 // were read just before), so the mirror's pages stay listed (12 of 20
 // left the list for the run).
 func TestAHostPollingPagesKeepsTheirMirrorListed(t *testing.T) {
-	page := func(i int) string {
-		return fmt.Sprintf("Page %d on postgres vacuum tuning: autovacuum settings,\nthe monitoring queries and the runbook steps an engineer follows %d.\n", i, i)
-	}
 	synctest.Test(t, func(t *testing.T) {
 		a, b := mcptest.NewServer(nil, nil), mcptest.NewServer(nil, nil)
 		mirror := func(i int, size int64) {
-			uri, text := fmt.Sprintf("doc://b/%d", i), page(i)
+			uri, text := fmt.Sprintf("doc://b/%d", i), vacuumPage(i)
 			b.AddResource(&mcpsdk.Resource{URI: uri, Name: uri, MIMEType: "text/markdown", Size: size}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
 				time.Sleep(300 * time.Millisecond)
 				return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: "text/markdown", Text: text}}}, nil
 			})
 		}
 		for i := range 20 {
-			addText(a, fmt.Sprintf("doc://a/%d", i), page(i))
+			addText(a, fmt.Sprintf("doc://a/%d", i), vacuumPage(i))
 			mirror(i, 0)
 		}
 		opts := &mcpserver.Options{CheckInterval: 250 * time.Millisecond, PaceBurst: 128, PaceSettle: settle}
@@ -567,7 +536,7 @@ func TestAHostPollingPagesKeepsTheirMirrorListed(t *testing.T) {
 		}
 		poll(30 * time.Second)
 		for i := range 20 { // a new size, the same text: read again
-			mirror(i, int64(len(page(i))))
+			mirror(i, int64(len(vacuumPage(i))))
 		}
 		poll(2 * time.Minute)
 		time.Sleep(10 * time.Minute)
@@ -643,13 +612,10 @@ func TestABurstListedJustBeforeARestartLeavesTheList(t *testing.T) {
 }
 
 func burstBeforeARestart(t *testing.T, how string) {
-	page := func(i int) string {
-		return fmt.Sprintf("Page %d on postgres vacuum tuning: autovacuum settings,\nthe monitoring queries and the runbook steps an engineer follows %d.\n", i, i)
-	}
 	synctest.Test(t, func(t *testing.T) {
 		a, b := mcptest.NewServer(nil, nil), mcptest.NewServer(nil, nil)
 		for i := range 300 {
-			addText(a, fmt.Sprintf("doc://a/%d", i), page(i))
+			addText(a, fmt.Sprintf("doc://a/%d", i), vacuumPage(i))
 		}
 		for i := range 10 {
 			addText(b, fmt.Sprintf("doc://b/own/%d", i), fmt.Sprintf("b's own page %d, on kafka consumer rebalancing and partition lag, runbook %d\n", i, i))
@@ -661,14 +627,10 @@ func burstBeforeARestart(t *testing.T, how string) {
 		f := newFacade(t, ups, opts, eopts)
 		host := f.connect(t, nil)
 		time.Sleep(settle + 10*time.Second)
-		for i := range 300 {
-			if _, err := host.ReadResource(t.Context(), &mcpsdk.ReadResourceParams{URI: fmt.Sprintf("contextd:resource/a/doc://a/%d", i)}); err != nil {
-				t.Fatal(err)
-			}
-		}
+		readPages(t, host, "a", 300)
 		time.Sleep(time.Minute)
 		for i := range 300 {
-			uri, text := fmt.Sprintf("doc://b/c/%d", i), page(i)
+			uri, text := fmt.Sprintf("doc://b/c/%d", i), vacuumPage(i)
 			b.AddResource(&mcpsdk.Resource{URI: uri, Name: uri, MIMEType: "text/markdown"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
 				time.Sleep(400 * time.Millisecond)
 				return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: "text/markdown", Text: text}}}, nil
@@ -712,13 +674,10 @@ func burstBeforeARestart(t *testing.T, how string) {
 // read again (their texts are indexed), and were taken for the bridge's
 // own, listed a few more at each restart. What was found copies is kept.
 func TestCopiesFoundBeforeARestartStayOffTheList(t *testing.T) {
-	page := func(i int) string {
-		return fmt.Sprintf("Page %d on postgres vacuum tuning: autovacuum settings,\nthe monitoring queries and the runbook steps an engineer follows %d.\n", i, i)
-	}
 	synctest.Test(t, func(t *testing.T) {
 		a, b := mcptest.NewServer(nil, nil), mcptest.NewServer(nil, nil)
 		for i := range 40 {
-			addText(a, fmt.Sprintf("doc://a/%d", i), page(i))
+			addText(a, fmt.Sprintf("doc://a/%d", i), vacuumPage(i))
 		}
 		for i := range 10 {
 			addText(b, fmt.Sprintf("doc://b/own/%d", i), fmt.Sprintf("b's own page %d, on kafka consumer rebalancing and partition lag, runbook %d\n", i, i))
@@ -730,14 +689,10 @@ func TestCopiesFoundBeforeARestartStayOffTheList(t *testing.T) {
 		f := newFacade(t, ups, opts, eopts)
 		host := f.connect(t, nil)
 		time.Sleep(settle + 10*time.Second)
-		for i := range 40 {
-			if _, err := host.ReadResource(t.Context(), &mcpsdk.ReadResourceParams{URI: fmt.Sprintf("contextd:resource/a/doc://a/%d", i)}); err != nil {
-				t.Fatal(err)
-			}
-		}
+		readPages(t, host, "a", 40)
 		time.Sleep(time.Minute)
 		for i := range 40 {
-			addText(b, fmt.Sprintf("doc://b/c/%d", i), page(i))
+			addText(b, fmt.Sprintf("doc://b/c/%d", i), vacuumPage(i))
 		}
 		time.Sleep(10 * time.Minute)
 		synctest.Wait()
@@ -775,14 +730,11 @@ func TestSharedPagesStayListedAcrossARestart(t *testing.T) {
 }
 
 func sharedPagesStayListed(t *testing.T, how string) {
-	page := func(i int) string {
-		return fmt.Sprintf("Page %d on postgres vacuum tuning: autovacuum settings,\nthe monitoring queries and the runbook steps an engineer follows %d.\n", i, i)
-	}
 	synctest.Test(t, func(t *testing.T) {
 		a, b := mcptest.NewServer(nil, nil), mcptest.NewServer(nil, nil)
 		for i := range 20 {
-			addText(a, fmt.Sprintf("doc://a/%d", i), page(i))
-			addText(b, fmt.Sprintf("doc://b/%d", i), page(i)) // a mirror site
+			addText(a, fmt.Sprintf("doc://a/%d", i), vacuumPage(i))
+			addText(b, fmt.Sprintf("doc://b/%d", i), vacuumPage(i)) // a mirror site
 		}
 		opts := &mcpserver.Options{CheckInterval: 250 * time.Millisecond, PaceBurst: 128, PaceSettle: settle, StateFile: mcpserver.StateFileIn(t.TempDir())}
 		ups := map[string]*mcpsdk.Server{"a": a, "b": b}
@@ -819,7 +771,7 @@ func sharedPagesStayListed(t *testing.T, how string) {
 		case "touched": // new descriptors, the same texts: read again
 			for _, srv := range []string{"a", "b"} {
 				for i := range 20 {
-					uri, text := fmt.Sprintf("doc://%s/%d", srv, i), page(i)
+					uri, text := fmt.Sprintf("doc://%s/%d", srv, i), vacuumPage(i)
 					ups[srv].AddResource(&mcpsdk.Resource{URI: uri, Name: uri, MIMEType: "text/markdown", Size: int64(len(text))},
 						func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
 							return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: "text/markdown", Text: text}}}, nil
@@ -901,6 +853,23 @@ func TestAWithheldServerWhoseTextsAreNotIndexedListsItsOwnLater(t *testing.T) {
 	}
 	if got := f.eng.ContentCount("b"); got != 0 {
 		t.Errorf("%d of b's texts indexed; want none", got)
+	}
+}
+
+// vacuumPage is the i-th of a server's pages, each told apart by its
+// number in two places.
+func vacuumPage(i int) string {
+	return fmt.Sprintf("Page %d on postgres vacuum tuning: autovacuum settings,\nthe monitoring queries and the runbook steps an engineer follows %d.\n", i, i)
+}
+
+// readPages reads server's pages doc://SERVER/0 to n-1 through host.
+func readPages(t *testing.T, host *mcpsdk.ClientSession, server string, n int) {
+	t.Helper()
+	for i := range n {
+		uri := fmt.Sprintf("contextd:resource/%s/doc://%s/%d", server, server, i)
+		if _, err := host.ReadResource(t.Context(), &mcpsdk.ReadResourceParams{URI: uri}); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
@@ -2179,15 +2148,12 @@ func TestRenamesAfterARestartComeAtOnce(t *testing.T) {
 // came at once (310 → 610), even when it dropped them while contextd
 // stopped (its state then said nothing was kept off).
 func TestAWithheldBridgeGetsNoRoomAfterARestart(t *testing.T) {
-	page := func(i int) string {
-		return fmt.Sprintf("Page %d on postgres vacuum tuning: autovacuum settings,\nthe monitoring queries and the runbook steps an engineer follows %d.\n", i, i)
-	}
 	for _, dropped := range []bool{false, true} {
 		t.Run(fmt.Sprintf("dropped=%v", dropped), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				a, b := mcptest.NewServer(nil, nil), mcptest.NewServer(nil, nil)
 				for i := range 300 {
-					addText(a, fmt.Sprintf("doc://a/%d", i), page(i))
+					addText(a, fmt.Sprintf("doc://a/%d", i), vacuumPage(i))
 				}
 				for i := range 500 {
 					addText(b, fmt.Sprintf("doc://b/own/%d", i), fmt.Sprintf("b's own page %d, on kafka consumer rebalancing and partition lag, runbook %d\n", i, i))
@@ -2208,7 +2174,7 @@ func TestAWithheldBridgeGetsNoRoomAfterARestart(t *testing.T) {
 				copies := make([]string, 300)
 				for i := range 300 { // b passes back a's pages
 					copies[i] = fmt.Sprintf("doc://b/c/%d", i)
-					addText(b, copies[i], page(i))
+					addText(b, copies[i], vacuumPage(i))
 				}
 				time.Sleep(time.Minute)
 				synctest.Wait()
@@ -2224,7 +2190,7 @@ func TestAWithheldBridgeGetsNoRoomAfterARestart(t *testing.T) {
 				f.stop()
 				if dropped {
 					for i := range 300 {
-						addText(b, copies[i], page(i))
+						addText(b, copies[i], vacuumPage(i))
 					}
 				}
 				f = newFacade(t, map[string]*mcpsdk.Server{"a": a, "b": b}, opts, engine.Options{})
@@ -2247,9 +2213,6 @@ func TestAWithheldBridgeGetsNoRoomAfterARestart(t *testing.T) {
 // rotated, gets none of its copies listed: a reload forgot it for any
 // change (128 copies listed), and an argument added listed all 300.
 func TestANamePointedAtAnotherServerStartsAfresh(t *testing.T) {
-	page := func(i int) string {
-		return fmt.Sprintf("Page %d on postgres vacuum tuning: autovacuum settings,\nthe monitoring queries and the runbook steps an engineer follows %d.\n", i, i)
-	}
 	honest := func() *mcpsdk.Server {
 		c := mcptest.NewServer(nil, nil)
 		for i := range 500 {
@@ -2269,7 +2232,7 @@ func TestANamePointedAtAnotherServerStartsAfresh(t *testing.T) {
 				synctest.Test(t, func(t *testing.T) {
 					a, b := mcptest.NewServer(nil, nil), mcptest.NewServer(nil, nil)
 					for i := range 300 {
-						addText(a, fmt.Sprintf("doc://a/%d", i), page(i))
+						addText(a, fmt.Sprintf("doc://a/%d", i), vacuumPage(i))
 					}
 					for i := range 10 {
 						addText(b, fmt.Sprintf("doc://b/own/%d", i), fmt.Sprintf("b's own page %d, on kafka consumer rebalancing and partition lag, runbook %d\n", i, i))
@@ -2279,13 +2242,9 @@ func TestANamePointedAtAnotherServerStartsAfresh(t *testing.T) {
 					f := newFacade(t, ups, opts, at("tok_1a2b3c4d5e6f7a8b", "/srv/bridge.py"))
 					host := f.connect(t, nil)
 					time.Sleep(settle + 10*time.Second)
-					for i := range 300 {
-						if _, err := host.ReadResource(t.Context(), &mcpsdk.ReadResourceParams{URI: fmt.Sprintf("contextd:resource/a/doc://a/%d", i)}); err != nil {
-							t.Fatal(err)
-						}
-					}
+					readPages(t, host, "a", 300)
 					for i := range 300 { // b passes back a's pages
-						addText(b, fmt.Sprintf("doc://b/c/%d", i), page(i))
+						addText(b, fmt.Sprintf("doc://b/c/%d", i), vacuumPage(i))
 					}
 					time.Sleep(time.Minute)
 					synctest.Wait()
@@ -2352,13 +2311,10 @@ func TestANamePointedAtAnotherServerStartsAfresh(t *testing.T) {
 // copy checks held back) and does not make its allowance whole: it
 // counted all the mirror held, copies included (310 → 610).
 func TestAWithheldBridgeRestartedInItsFirstWindowIsPaced(t *testing.T) {
-	page := func(i int) string {
-		return fmt.Sprintf("Page %d on postgres vacuum tuning: autovacuum settings,\nthe monitoring queries and the runbook steps an engineer follows %d.\n", i, i)
-	}
 	synctest.Test(t, func(t *testing.T) {
 		a, b := mcptest.NewServer(nil, nil), mcptest.NewServer(nil, nil)
 		for i := range 300 {
-			addText(a, fmt.Sprintf("doc://a/%d", i), page(i))
+			addText(a, fmt.Sprintf("doc://a/%d", i), vacuumPage(i))
 		}
 		for i := range 10 {
 			addText(b, fmt.Sprintf("doc://b/own/%d", i), fmt.Sprintf("b's own page %d, on kafka consumer rebalancing and partition lag, runbook %d\n", i, i))
@@ -2367,13 +2323,9 @@ func TestAWithheldBridgeRestartedInItsFirstWindowIsPaced(t *testing.T) {
 		f := newFacade(t, map[string]*mcpsdk.Server{"a": a, "b": b}, opts, engine.Options{})
 		host := f.connect(t, nil)
 		time.Sleep(5 * time.Second)
+		readPages(t, host, "a", 300)
 		for i := range 300 {
-			if _, err := host.ReadResource(t.Context(), &mcpsdk.ReadResourceParams{URI: fmt.Sprintf("contextd:resource/a/doc://a/%d", i)}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		for i := range 300 {
-			addText(b, fmt.Sprintf("doc://b/c/%d", i), page(i))
+			addText(b, fmt.Sprintf("doc://b/c/%d", i), vacuumPage(i))
 		}
 		time.Sleep(time.Minute)
 		synctest.Wait()
@@ -2399,13 +2351,10 @@ func TestAWithheldBridgeRestartedInItsFirstWindowIsPaced(t *testing.T) {
 // what a host read before it is told as a copy as without the restart.
 // Forgotten, its copies came as plain growth, a burst of them at once.
 func TestCopiesOfWhatWasServedBeforeARestartAreTold(t *testing.T) {
-	page := func(i int) string {
-		return fmt.Sprintf("Page %d on postgres vacuum tuning: autovacuum settings,\nthe monitoring queries and the runbook steps an engineer follows %d.\n", i, i)
-	}
 	synctest.Test(t, func(t *testing.T) {
 		a, b := mcptest.NewServer(nil, nil), mcptest.NewServer(nil, nil)
 		for i := range 300 {
-			addText(a, fmt.Sprintf("doc://a/%d", i), page(i))
+			addText(a, fmt.Sprintf("doc://a/%d", i), vacuumPage(i))
 		}
 		for i := range 10 {
 			addText(b, fmt.Sprintf("doc://b/own/%d", i), fmt.Sprintf("b's own page %d, on kafka consumer rebalancing and partition lag, runbook %d\n", i, i))
@@ -2414,11 +2363,7 @@ func TestCopiesOfWhatWasServedBeforeARestartAreTold(t *testing.T) {
 		f := newFacade(t, map[string]*mcpsdk.Server{"a": a, "b": b}, opts, engine.Options{})
 		host := f.connect(t, nil)
 		time.Sleep(settle + 10*time.Second)
-		for i := range 300 {
-			if _, err := host.ReadResource(t.Context(), &mcpsdk.ReadResourceParams{URI: fmt.Sprintf("contextd:resource/a/doc://a/%d", i)}); err != nil {
-				t.Fatal(err)
-			}
-		}
+		readPages(t, host, "a", 300)
 		before := countListed(t, host, "b", "")
 		host.Close()
 		f.stop()
@@ -2426,7 +2371,7 @@ func TestCopiesOfWhatWasServedBeforeARestartAreTold(t *testing.T) {
 		host = f.connect(t, nil)
 		time.Sleep(3 * time.Second)
 		for i := range 300 { // b passes back a's pages, read before the restart
-			addText(b, fmt.Sprintf("doc://b/c/%d", i), page(i))
+			addText(b, fmt.Sprintf("doc://b/c/%d", i), vacuumPage(i))
 		}
 		time.Sleep(time.Minute)
 		synctest.Wait()
@@ -2444,13 +2389,10 @@ func TestCopiesOfWhatWasServedBeforeARestartAreTold(t *testing.T) {
 // had shrunk (its room: the most it listed) passing back what was read
 // then had all of it listed at once (10 → 610).
 func TestACrashRightAfterReadsKeepsThem(t *testing.T) {
-	page := func(i int) string {
-		return fmt.Sprintf("Page %d on postgres vacuum tuning: autovacuum settings,\nthe monitoring queries and the runbook steps an engineer follows %d.\n", i, i)
-	}
 	synctest.Test(t, func(t *testing.T) {
 		a, b := mcptest.NewServer(nil, nil), mcptest.NewServer(nil, nil)
 		for i := range 300 {
-			addText(a, fmt.Sprintf("doc://a/%d", i), page(i))
+			addText(a, fmt.Sprintf("doc://a/%d", i), vacuumPage(i))
 		}
 		for i := range 500 {
 			addText(b, fmt.Sprintf("doc://b/own/%d", i), fmt.Sprintf("b's own page %d, on kafka consumer rebalancing and partition lag, runbook %d\n", i, i))
@@ -2464,11 +2406,7 @@ func TestACrashRightAfterReadsKeepsThem(t *testing.T) {
 			b.RemoveResources(fmt.Sprintf("doc://b/own/%d", i))
 		}
 		time.Sleep(5 * time.Minute)
-		for i := range 300 {
-			if _, err := host.ReadResource(t.Context(), &mcpsdk.ReadResourceParams{URI: fmt.Sprintf("contextd:resource/a/doc://a/%d", i)}); err != nil {
-				t.Fatal(err)
-			}
-		}
+		readPages(t, host, "a", 300)
 		// Killed at once: the files as they are now.
 		files := map[string][]byte{}
 		entries, err := os.ReadDir(dir)
@@ -2492,7 +2430,7 @@ func TestACrashRightAfterReadsKeepsThem(t *testing.T) {
 		host = f.connect(t, nil)
 		time.Sleep(3 * time.Second)
 		for i := range 300 { // b passes back a's pages, read just before the crash
-			addText(b, fmt.Sprintf("doc://b/c/%d", i), page(i))
+			addText(b, fmt.Sprintf("doc://b/c/%d", i), vacuumPage(i))
 		}
 		time.Sleep(time.Minute)
 		synctest.Wait()
@@ -2601,11 +2539,7 @@ func TestAStopRightAfterAFailedWriteStillWritesTheRecord(t *testing.T) {
 		if err := os.Remove(record); err != nil { // writable again
 			t.Fatal(err)
 		}
-		for i := range 50 {
-			if _, err := host.ReadResource(t.Context(), &mcpsdk.ReadResourceParams{URI: fmt.Sprintf("contextd:resource/a/doc://a/%d", i)}); err != nil {
-				t.Fatal(err)
-			}
-		}
+		readPages(t, host, "a", 50)
 		time.Sleep(10 * time.Second)
 		host.Close()
 		f.stop()
