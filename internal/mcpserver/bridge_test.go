@@ -719,6 +719,53 @@ func TestCopiesFoundBeforeARestartStayOffTheList(t *testing.T) {
 	})
 }
 
+// A bridge withheld for its copies, then fixed (its copies removed), and
+// contextd restarted every 50 minutes: each start withheld it again from
+// the pace file, and the state written then said so again, so its short
+// notes stayed off the list for good. With no copy of it known, a start
+// does not withhold it.
+func TestAServerWhoseCopiesAreGoneIsNotWithheldAtEachStart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a, b := mcptest.NewServer(nil, nil), mcptest.NewServer(nil, nil)
+		for i := range 40 {
+			addText(a, fmt.Sprintf("doc://a/%d", i), vacuumPage(i))
+		}
+		opts := &mcpserver.Options{CheckInterval: 250 * time.Millisecond, PaceBurst: 128, PaceSettle: settle, StateFile: mcpserver.StateFileIn(t.TempDir())}
+		ups := map[string]*mcpsdk.Server{"a": a, "b": b}
+		f := newFacade(t, ups, opts, engine.Options{})
+		host := f.connect(t, nil)
+		time.Sleep(settle + 10*time.Second)
+		readPages(t, host, "a", 40)
+		time.Sleep(time.Minute)
+		var copies []string
+		for i := range 40 {
+			copies = append(copies, fmt.Sprintf("doc://b/c/%d", i))
+			addText(b, copies[i], vacuumPage(i))
+		}
+		time.Sleep(10 * time.Minute)
+		synctest.Wait()
+		if !f.eng.ServedLists().Withheld("b") {
+			t.Fatal("b not withheld")
+		}
+		b.RemoveResources(copies...)
+		for i := range 5 {
+			addText(b, fmt.Sprintf("doc://b/note/%d", i), fmt.Sprintf("b note %d", i))
+		}
+		time.Sleep(time.Minute)
+		for run := range 4 {
+			host.Close()
+			f.stop()
+			f = newFacade(t, ups, opts, engine.Options{})
+			host = f.connect(t, nil)
+			time.Sleep(50 * time.Minute)
+			synctest.Wait()
+			if n := countListed(t, host, "b", "doc://b/note/"); n != 5 {
+				t.Errorf("restart %d, 50 min in: b's notes %d of 5 listed (withheld %v, copies known %d); want all", run+1, n, f.eng.ServedLists().Withheld("b"), f.eng.ServedLists().CopyCount("b"))
+			}
+		}
+	})
+}
+
 // Two honest servers sharing pages, a host reading both through contextd:
 // the second is withheld, and its pages listed before stay listed, after
 // a restart too (its mirror's first list holds them at a time after the

@@ -276,12 +276,15 @@ func (s *Server) loadPaces() {
 	if s.prior == nil {
 		s.prior = map[string]*savedPace{}
 	}
-	// Found passing back before: its copies, known from the record, are
-	// not read again (their texts are indexed) to tell it again.
+	// Found passing back before, with copies of it known from the record:
+	// they are not read again (their texts are indexed) to tell it again.
+	// Not a server whose copies are gone: each start would withhold it
+	// anew, and the state it writes would say so again.
 	until := time.Now().Add(restoredWithheldFor)
+	lists := s.eng.ServedLists()
 	for name, p := range s.prior {
-		if p.Withheld {
-			s.eng.ServedLists().WithholdUntil(name, until)
+		if p.Withheld && lists.CopyCount(name) > 0 {
+			lists.WithholdUntil(name, until)
 		}
 	}
 }
