@@ -60,6 +60,11 @@ type ServedLists struct {
 	// own (see NoteOwn).
 	copies map[string]map[string]bool
 	own    map[string]map[string]bool
+	// restoredCopies holds, by server, the copies Restore brought back
+	// that this run has not told since, under uriKey of their URIs (the
+	// record keeps no URI: a server's URIs may each be kilobytes), each
+	// with whether it was passed back.
+	restoredCopies map[string]map[uint64]bool
 	// besideCopies holds, by server, resources first listed with or
 	// after a copy passed back, and when they were noted (see
 	// NoteBesideCopies).
@@ -478,11 +483,15 @@ func (s *ServedLists) NoteCopy(k resource.Key, copied bool) {
 	}
 	m := s.copies[k.Server]
 	_, was := m[k.URI]
+	restored, back := s.restoredCopy(k)
+	if restored {
+		delete(s.restoredCopies[k.Server], uriKey(k.URI)) // told again now
+	}
 	switch {
 	case !copied:
-		if was {
+		if was || restored {
 			delete(m, k.URI)
-			s.journalEntry(entryCopy, copyPayload(nil, k, copyNone))
+			s.journalEntry(entryCopy, copyPayload(nil, k.Server, uriKey(k.URI), copyNone))
 		}
 	case was:
 	case len(m) < maxCopies:
@@ -493,9 +502,23 @@ func (s *ServedLists) NoteCopy(k resource.Key, copied bool) {
 			}
 			s.copies[k.Server] = m
 		}
-		m[k.URI] = false
-		s.journalEntry(entryCopy, copyPayload(nil, k, copyFound))
+		m[k.URI] = back // passed back before a restart, it still was
+		if !restored {
+			s.journalEntry(entryCopy, copyPayload(nil, k.Server, uriKey(k.URI), copyFound))
+		}
 	}
+}
+
+// restoredCopy reports whether k is among the copies Restore brought back
+// and this run has not told since, and whether it was passed back. s.mu
+// is held.
+func (s *ServedLists) restoredCopy(k resource.Key) (copied, back bool) {
+	r := s.restoredCopies[k.Server]
+	if len(r) == 0 {
+		return false, false
+	}
+	back, copied = r[uriKey(k.URI)]
+	return copied, back
 }
 
 // NotePassedBack records that k, a copy (NoteCopy) that counts towards
@@ -514,7 +537,7 @@ func (s *ServedLists) NotePassedBack(k resource.Key) {
 	if m := s.copies[k.Server]; m != nil {
 		if back, ok := m[k.URI]; ok && !back {
 			m[k.URI] = true
-			s.journalEntry(entryCopy, copyPayload(nil, k, copyPassedBack))
+			s.journalEntry(entryCopy, copyPayload(nil, k.Server, uriKey(k.URI), copyPassedBack))
 		}
 	}
 }
@@ -567,7 +590,11 @@ func (s *ServedLists) IsPassedBack(k resource.Key) bool {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.copies[k.Server][k.URI]
+	if back, ok := s.copies[k.Server][k.URI]; ok {
+		return back
+	}
+	_, back := s.restoredCopy(k)
+	return back
 }
 
 // NoteOwn records that a read of k, a resource of a withheld server
@@ -580,7 +607,8 @@ func (s *ServedLists) NoteOwn(k resource.Key) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, copied := s.copies[k.Server][k.URI]; !s.isWithheld(k.Server) || copied {
+	_, copied := s.copies[k.Server][k.URI]
+	if restored, _ := s.restoredCopy(k); !s.isWithheld(k.Server) || copied || restored {
 		return
 	}
 	m := s.own[k.Server]
@@ -626,7 +654,8 @@ func (s *ServedLists) IsCopy(k resource.Key) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	_, ok := s.copies[k.Server][k.URI]
-	return ok
+	restored, _ := s.restoredCopy(k)
+	return ok || restored
 }
 
 // CopyCount returns how many of server's resources are copies
@@ -637,7 +666,7 @@ func (s *ServedLists) CopyCount(server string) int {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.copies[server])
+	return len(s.copies[server]) + len(s.restoredCopies[server])
 }
 
 // Prune forgets what NoteCopy, NoteOwn and NoteBesideCopies recorded of
@@ -653,7 +682,19 @@ func (s *ServedLists) Prune(server string, listed map[string]bool) {
 	for uri := range s.copies[server] {
 		if !listed[uri] {
 			delete(s.copies[server], uri)
-			s.journalEntry(entryCopy, copyPayload(nil, resource.Key{Server: server, URI: uri}, copyNone))
+			s.journalEntry(entryCopy, copyPayload(nil, server, uriKey(uri), copyNone))
+		}
+	}
+	if r := s.restoredCopies[server]; len(r) > 0 {
+		keys := make(map[uint64]bool, len(listed))
+		for uri := range listed {
+			keys[uriKey(uri)] = true
+		}
+		for key := range r {
+			if !keys[key] {
+				delete(r, key)
+				s.journalEntry(entryCopy, copyPayload(nil, server, key, copyNone))
+			}
 		}
 	}
 	for uri := range s.own[server] {
@@ -730,7 +771,7 @@ func (s *ServedLists) Withhold(server string) {
 // (see Repointed). s.mu is held.
 func (s *ServedLists) isWithheld(server string) bool {
 	until, ok := s.withheld[server]
-	return ok && (until.IsZero() || time.Now().Before(until) || len(s.copies[server]) > 0)
+	return ok && (until.IsZero() || time.Now().Before(until) || len(s.copies[server])+len(s.restoredCopies[server]) > 0)
 }
 
 // Forget drops what is known of server (withheld, held, frozen, its
@@ -748,6 +789,7 @@ func (s *ServedLists) Forget(server string) {
 	delete(s.checked, server)
 	delete(s.paced, server)
 	delete(s.copies, server)
+	delete(s.restoredCopies, server)
 	delete(s.own, server)
 	delete(s.besideCopies, server)
 	s.gen++

@@ -3,6 +3,7 @@ package mcp
 import (
 	"bytes"
 	"cmp"
+	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
@@ -126,11 +127,19 @@ func checkPayload(b []byte, server string, until time.Time) []byte {
 	return binary.AppendVarint(b, until.UnixMilli())
 }
 
-// copyPayload encodes what k is: copyNone, copyFound or copyPassedBack.
-func copyPayload(b []byte, k resource.Key, state byte) []byte {
-	b = appendString(b, k.Server)
-	b = appendString(b, k.URI)
+// copyPayload encodes what server's resource of uriKey key is: copyNone,
+// copyFound or copyPassedBack.
+func copyPayload(b []byte, server string, key uint64, state byte) []byte {
+	b = appendString(b, server)
+	b = binary.BigEndian.AppendUint64(b, key)
 	return append(b, state)
+}
+
+// uriKey is what the record keeps of a copy's URI: 64 bits of its
+// SHA-256.
+func uriKey(uri string) uint64 {
+	h := sha256.Sum256([]byte(uri))
+	return binary.BigEndian.Uint64(h[:8])
 }
 
 // journalRead records r for Journal. s.mu is held.
@@ -178,14 +187,20 @@ func (s *ServedLists) MarshalBinary() ([]byte, error) {
 			b = appendEntry(b, entryCheck, checkPayload(nil, server, until))
 		}
 	}
+	copyState := func(back bool) byte {
+		if back {
+			return copyPassedBack
+		}
+		return copyFound
+	}
 	for server, m := range s.copies {
 		for uri, back := range m {
-			state := byte(copyFound)
-			if back {
-				state = copyPassedBack
-			}
-			p = copyPayload(p[:0], resource.Key{Server: server, URI: uri}, state)
-			b = appendEntry(b, entryCopy, p)
+			b = appendEntry(b, entryCopy, copyPayload(p[:0], server, uriKey(uri), copyState(back)))
+		}
+	}
+	for server, m := range s.restoredCopies {
+		for key, back := range m {
+			b = appendEntry(b, entryCopy, copyPayload(p[:0], server, key, copyState(back)))
 		}
 	}
 	s.journaling, s.journal, s.journalLost = true, nil, false
@@ -238,7 +253,11 @@ func (s *ServedLists) Restore(data []byte) (dropped int, err error) {
 	now := time.Now()
 	var reads []servedRead
 	checks := map[string]time.Time{}
-	copies := map[resource.Key]byte{}
+	type copyKey struct {
+		server string
+		key    uint64
+	}
+	copies := map[copyKey]byte{}
 	for len(data) > 0 {
 		kind := data[0]
 		n, w := binary.Uvarint(data[1:])
@@ -282,7 +301,8 @@ func (s *ServedLists) Restore(data []byte) (dropped int, err error) {
 			}
 			checks[server] = t
 		case entryCopy:
-			k, state, ok := decodeCopy(p)
+			server, key, state, ok := decodeCopy(p)
+			k := copyKey{server, key}
 			if _, known := copies[k]; !ok || !known && len(copies) >= maxRestoredCopies {
 				dropped++
 				continue
@@ -304,19 +324,25 @@ func (s *ServedLists) Restore(data []byte) (dropped int, err error) {
 			s.checked[server] = until
 		}
 	}
+	told := map[copyKey]bool{} // what this run found since stands
+	for server, m := range s.copies {
+		for uri := range m {
+			told[copyKey{server, uriKey(uri)}] = true
+		}
+	}
 	for k, state := range copies {
-		m := s.copies[k.Server]
-		if _, known := m[k.URI]; known || state == copyNone || len(m) >= maxCopies {
-			continue // what this run found since stands
+		m := s.restoredCopies[k.server]
+		if told[k] || state == copyNone || len(m) >= maxCopies {
+			continue
 		}
 		if m == nil {
-			m = map[string]bool{}
-			if s.copies == nil {
-				s.copies = map[string]map[string]bool{}
+			m = map[uint64]bool{}
+			if s.restoredCopies == nil {
+				s.restoredCopies = map[string]map[uint64]bool{}
 			}
-			s.copies[k.Server] = m
+			s.restoredCopies[k.server] = m
 		}
-		m[k.URI] = state == copyPassedBack
+		m[k.key] = state == copyPassedBack
 	}
 	s.journaling, s.journal, s.journalLost = true, nil, true // a whole write next
 	s.gen++
@@ -325,14 +351,11 @@ func (s *ServedLists) Restore(data []byte) (dropped int, err error) {
 
 // decodeCopy decodes an entry encoded by copyPayload; ok is false for one
 // that cannot be right.
-func decodeCopy(p []byte) (k resource.Key, state byte, ok bool) {
-	if k.Server, p, ok = decodeString(p); !ok {
-		return k, 0, false
+func decodeCopy(p []byte) (server string, key uint64, state byte, ok bool) {
+	if server, p, ok = decodeString(p); !ok || len(p) != 8+1 || p[8] > copyPassedBack {
+		return "", 0, 0, false
 	}
-	if k.URI, p, ok = decodeString(p); !ok || k.URI == "" || len(p) != 1 || p[0] > copyPassedBack {
-		return k, 0, false
-	}
-	return k, p[0], true
+	return server, binary.BigEndian.Uint64(p), p[8], true
 }
 
 // decodeString decodes a string encoded by appendString from p, and what

@@ -600,3 +600,38 @@ func TestCopiesKnownSurviveARestart(t *testing.T) {
 		}
 	}
 }
+
+// What the record keeps of a copy does not grow with its URI: a server
+// listing one page a host read under thousands of 4 KB URIs made it
+// 12 MB at 3,000 copies, rewritten whole while reads waited.
+func TestCopiesInTheRecordAreSmallWhateverTheirURIs(t *testing.T) {
+	var s ServedLists
+	long := strings.Repeat("x", 4096)
+	for i := range 3000 {
+		k := resource.Key{Server: "b", URI: fmt.Sprintf("doc://b/%d/%s", i, long)}
+		s.NoteCopy(k, true)
+		if i%2 == 0 {
+			s.NotePassedBack(k)
+		}
+	}
+	data, err := s.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(data) > 3000*32 {
+		t.Errorf("record of 3,000 copies under 4 KB URIs: %d bytes; want at most 32 a copy", len(data))
+	}
+	var restarted ServedLists
+	if _, err := restarted.Restore(data); err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range []int{0, 1, 2998, 2999} {
+		k := resource.Key{Server: "b", URI: fmt.Sprintf("doc://b/%d/%s", i, long)}
+		if !restarted.IsCopy(k) || restarted.IsPassedBack(k) != (i%2 == 0) {
+			t.Errorf("copy %d after a restart: copy %v, passed back %v", i, restarted.IsCopy(k), restarted.IsPassedBack(k))
+		}
+	}
+	if n := restarted.CopyCount("b"); n != 3000 {
+		t.Errorf("%d copies restored; want 3000", n)
+	}
+}
