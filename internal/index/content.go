@@ -140,9 +140,8 @@ type Content struct {
 type contentInfo struct {
 	stamp string
 	at    time.Time
-	since time.Time // when this text was first indexed (at, or before)
-	hash  string    // textHash of the indexed text
-	size  int       // bytes of the indexed text, counted against ContentBytes
+	hash  string // textHash of the indexed text
+	size  int    // bytes of the indexed text, counted against ContentBytes
 	// spans are the text's passages (Passages); none when it has no words.
 	spans []Span
 	// vecs, parallel to spans, are the passages' unit vectors, shared with
@@ -288,11 +287,12 @@ func (ix *Index) HasContent(k resource.Key) (bool, time.Time) {
 }
 
 // A TextVersion is a resource text the index held: the hash of the text
-// (see TextHash), when it was indexed or last read again unchanged (At),
-// and when it was first indexed (Since, no later than At).
+// (see TextHash), when it was indexed or last read again unchanged, and
+// its sketch (TextSketch).
 type TextVersion struct {
-	Hash      string
-	At, Since time.Time
+	Hash   string
+	At     time.Time
+	Sketch []uint64
 }
 
 // LastText returns the text indexed for k: for its current descriptor, or,
@@ -301,13 +301,15 @@ type TextVersion struct {
 // this index's life (a text kept on disk counts), or k is not indexed.
 func (ix *Index) LastText(k resource.Key) (v TextVersion, ok bool) {
 	ix.mu.RLock()
-	defer ix.mu.RUnlock()
 	e, found := ix.docs[k]
+	ix.mu.RUnlock()
 	switch {
 	case !found:
 		return TextVersion{}, false
 	case e.content != nil:
-		return TextVersion{Hash: e.content.hash, At: e.content.at, Since: e.content.since}, true
+		v := TextVersion{Hash: e.content.hash, At: e.content.at}
+		v.Sketch = TextSketch(ix.contentText(context.Background(), k))
+		return v, true
 	case e.was != nil:
 		return *e.was, true
 	}
@@ -566,7 +568,7 @@ func (ix *Index) SetContents(ctx context.Context, cs ...Content) (embedded int, 
 		}
 		c.at = now
 		if c.hasWords() && c.vecs[0] != nil { // the time is stored with the first passage
-			if err := ix.ccoll.AddDocument(ctx, contentDoc(ix.passageDocID(j.c.Key, 0), j.c, j.text, j.hash, c.vecs[0], now, c.since)); err != nil {
+			if err := ix.ccoll.AddDocument(ctx, contentDoc(ix.passageDocID(j.c.Key, 0), j.c, j.text, j.hash, c.vecs[0], now)); err != nil {
 				return len(todo), fmt.Errorf("index: store content of %s %q: %v", j.c.Key.Server, j.c.Key.URI, err)
 			}
 		}
@@ -586,7 +588,7 @@ func (ix *Index) SetContents(ctx context.Context, cs ...Content) (embedded int, 
 		if err := ctx.Err(); err != nil {
 			return len(todo), err
 		}
-		info := &contentInfo{stamp: j.c.Stamp, at: now, since: now, hash: j.hash, size: len(j.text), spans: j.spans}
+		info := &contentInfo{stamp: j.c.Stamp, at: now, hash: j.hash, size: len(j.text), spans: j.spans}
 		if len(j.spans) > 0 {
 			info.vecs = make([][]float32, len(j.spans))
 			info.vecs[0] = j.vec
@@ -596,7 +598,7 @@ func (ix *Index) SetContents(ctx context.Context, cs ...Content) (embedded int, 
 			return len(todo), err
 		}
 		if j.vec != nil {
-			if err := ix.ccoll.AddDocument(ctx, contentDoc(ix.passageDocID(j.c.Key, 0), j.c, j.text, j.hash, j.vec, now, now)); err != nil {
+			if err := ix.ccoll.AddDocument(ctx, contentDoc(ix.passageDocID(j.c.Key, 0), j.c, j.text, j.hash, j.vec, now)); err != nil {
 				return len(todo), fmt.Errorf("index: store content of %s %q: %v", j.c.Key.Server, j.c.Key.URI, err)
 			}
 		}
@@ -789,10 +791,10 @@ func (ix *Index) attach(k resource.Key, info *contentInfo, text string) {
 
 // contentDoc is how a text's first passage is stored: its vector, the
 // indexed text, and what loadContents needs to attach it again.
-func contentDoc(id string, c Content, text, hash string, vec []float32, at, since time.Time) chromem.Document {
+func contentDoc(id string, c Content, text, hash string, vec []float32, at time.Time) chromem.Document {
 	return chromem.Document{ID: id, Embedding: vec, Content: text, Metadata: map[string]string{
 		mServer: c.Key.Server, mURI: c.Key.URI, mStamp: c.Stamp, mHash: hash,
-		mAt: at.UTC().Format(time.RFC3339Nano), mSince: since.UTC().Format(time.RFC3339Nano),
+		mAt: at.UTC().Format(time.RFC3339Nano),
 	}}
 }
 
@@ -863,11 +865,7 @@ func (ix *Index) loadContents(ctx context.Context) error {
 			continue
 		}
 		at, _ := time.Parse(time.RFC3339Nano, r.Metadata[mAt])
-		since, err := time.Parse(time.RFC3339Nano, r.Metadata[mSince])
-		if err != nil || since.After(at) {
-			since = at // stored before the time was
-		}
-		c := &contentInfo{stamp: r.Metadata[mStamp], at: at, since: since, hash: r.Metadata[mHash], size: len(r.Content),
+		c := &contentInfo{stamp: r.Metadata[mStamp], at: at, hash: r.Metadata[mHash], size: len(r.Content),
 			spans: spans, vecs: make([][]float32, len(spans))}
 		c.vecs[0] = r.Embedding
 		e.content = c

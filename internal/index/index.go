@@ -586,9 +586,13 @@ func (ix *Index) upsertChunk(ctx context.Context, descs []resource.Descriptor) (
 			return embedded, fmt.Errorf("index: store %s %q: %v", j.d.Server, j.d.URI, err)
 		}
 		var ctext string
+		was := old.was
 		if j.content != nil {
 			ctext = ix.contentText(ctx, key)
 		} else if j.dropC {
+			if old.content != nil {
+				was = &TextVersion{Hash: old.content.hash, At: old.content.at, Sketch: TextSketch(ix.contentText(ctx, key))}
+			}
 			if ids := ix.releasePassages(key, 0); len(ids) > 0 {
 				if err := ix.ccoll.Delete(ctx, nil, nil, ids...); err != nil {
 					return embedded, fmt.Errorf("index: delete content of %s %q: %v", j.d.Server, j.d.URI, err)
@@ -605,10 +609,6 @@ func (ix *Index) upsertChunk(ctx context.Context, descs []resource.Descriptor) (
 			ix.pcount[key.Server]--
 		}
 		ix.files[docFile(id)] = key
-		was := old.was
-		if j.dropC && old.content != nil {
-			was = &TextVersion{Hash: old.content.hash, At: old.content.at, Since: old.content.since}
-		}
 		ix.docs[key] = entry{desc: j.d, id: id, hash: j.hash, vec: j.vec, content: j.content, was: was, since: since}
 		ix.mu.Unlock()
 		ix.lexUpsert(lexDoc(j.d, ctext))

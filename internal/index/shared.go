@@ -136,7 +136,7 @@ func (ix *Index) Apply(ctx context.Context, recs ...Record) (int, error) {
 		}
 		if info.hasWords() {
 			c := Content{Key: k, Stamp: info.stamp}
-			if err := ix.ccoll.AddDocument(ctx, contentDoc(ix.passageDocID(k, 0), c, text, info.hash, info.vecs[0], info.at, info.since)); err != nil {
+			if err := ix.ccoll.AddDocument(ctx, contentDoc(ix.passageDocID(k, 0), c, text, info.hash, info.vecs[0], info.at)); err != nil {
 				return n, fmt.Errorf("index: store content of %s %q: %v", d.Server, d.URI, err)
 			}
 			for i, v := range info.vecs[1:] {
@@ -179,7 +179,7 @@ func (ix *Index) recordContent(k resource.Key, rc *RecordContent) (*contentInfo,
 		return nil, ""
 	}
 	text := cutBytes(rc.Text, MaxContentBytes)
-	info := &contentInfo{stamp: rc.Stamp, at: rc.At, since: rc.At, hash: rc.Hash, size: len(text)}
+	info := &contentInfo{stamp: rc.Stamp, at: rc.At, hash: rc.Hash, size: len(text)}
 	if text == "" {
 		return info, ""
 	}

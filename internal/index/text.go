@@ -138,7 +138,6 @@ const (
 	mMIME, mSize, mAudience, mPriority  = "mime_type", "size", "audience", "priority"
 	mLastModified, mHash                = "last_modified", "text_sha256"
 	mStamp, mAt, mPassage, mSpan        = "content_stamp", "indexed_at", "passage", "span" // of a content
-	mSince                              = "text_since"                                     // of a content
 	mListedSince                        = "indexed_since"                                  // of a descriptor
 )
 
