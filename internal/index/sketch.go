@@ -5,19 +5,20 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // sketchSize is how many shingle hashes a TextSketch keeps.
 const sketchSize = 64
 
 // TextSketch returns a bottom-k sketch of text: the sketchSize smallest
-// 64-bit FNV-1a hashes of its runs of three words (lower-cased, split at
-// anything but letters and digits), sorted, without repeats; fewer for a
+// 64-bit FNV-1a hashes of its runs of three words (lower-cased; see
+// sketchWords), sorted, without repeats; fewer for a
 // text of fewer runs, none under three words. Two texts' sketches give
 // how much of their runs they share (Resemblance): a page edited or
 // brought to a new edition shares most, another text next to none.
 func TextSketch(text string) []uint64 {
-	words := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+	words := sketchWords(strings.ToLower(text))
 	if len(words) < 3 {
 		return nil
 	}
@@ -35,6 +36,36 @@ func TextSketch(text string) []uint64 {
 	slices.Sort(hs)
 	hs = slices.Compact(hs)
 	return slices.Clip(hs[:min(len(hs), sketchSize)])
+}
+
+// sketchWords splits text into words: runs of letters and digits, and
+// each character of a script written without spaces (Han, Hiragana,
+// Katakana, Hangul, Thai) on its own, so that a page in one of those,
+// edited, keeps most of its runs.
+func sketchWords(text string) []string {
+	var words []string
+	start := -1
+	for i, r := range text {
+		switch {
+		case unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Hangul, unicode.Thai):
+			if start >= 0 {
+				words = append(words, text[start:i])
+				start = -1
+			}
+			words = append(words, text[i:i+utf8.RuneLen(r)])
+		case unicode.IsLetter(r) || unicode.IsDigit(r):
+			if start < 0 {
+				start = i
+			}
+		case start >= 0:
+			words = append(words, text[start:i])
+			start = -1
+		}
+	}
+	if start >= 0 {
+		words = append(words, text[start:])
+	}
+	return words
 }
 
 // Resemblance estimates, from 0 to 1, the share of runs of three words

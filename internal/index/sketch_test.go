@@ -23,6 +23,11 @@ func TestResemblanceTellsVersionsOfAPage(t *testing.T) {
 		words[i], words[j] = words[j], words[i]
 	}
 	shuffled := strings.Join(words, " ")
+	var jb strings.Builder
+	for i := range 12 {
+		fmt.Fprintf(&jb, "手順%d：自動バキュームの設定を確認し、デッドタプルとレプリカ%dの遅延を監視する。\n", i, i%3)
+	}
+	japanese := jb.String()
 	for _, c := range []struct {
 		name     string
 		a, b     string
@@ -33,6 +38,8 @@ func TestResemblanceTellsVersionsOfAPage(t *testing.T) {
 		{"another text", page, other, 0, 0.05},
 		{"the same words reversed", page, shuffled, 0, 0.1},
 		{"a text of two words", page, "two words", 0, 0},
+		{"a Japanese page edited", japanese, strings.Replace(japanese, "設定", "構成", 1), 0.7, 1},
+		{"a Japanese page and another", japanese, strings.Repeat("カフカのコンシューマーの再調整とパーティションの遅延について。", 10), 0, 0.05},
 	} {
 		if r := index.Resemblance(index.TextSketch(c.a), index.TextSketch(c.b)); r < c.min || r > c.max {
 			t.Errorf("%s: resemblance %.2f; want %.2f to %.2f", c.name, r, c.min, c.max)
