@@ -286,36 +286,6 @@ func (ix *Index) HasContent(k resource.Key) (bool, time.Time) {
 	return true, e.content.at
 }
 
-// A TextVersion is a resource text the index held: the hash of the text
-// (see TextHash), when it was indexed or last read again unchanged, and
-// its sketch (TextSketch).
-type TextVersion struct {
-	Hash   string
-	At     time.Time
-	Sketch []uint64
-}
-
-// LastText returns the text indexed for k: for its current descriptor, or,
-// when a change of the descriptor dropped that and the new version was not
-// read yet, for the version before. ok is false when none was indexed in
-// this index's life (a text kept on disk counts), or k is not indexed.
-func (ix *Index) LastText(k resource.Key) (v TextVersion, ok bool) {
-	ix.mu.RLock()
-	e, found := ix.docs[k]
-	ix.mu.RUnlock()
-	switch {
-	case !found:
-		return TextVersion{}, false
-	case e.content != nil:
-		v := TextVersion{Hash: e.content.hash, At: e.content.at}
-		v.Sketch = TextSketch(ix.contentText(context.Background(), k))
-		return v, true
-	case e.was != nil:
-		return *e.was, true
-	}
-	return TextVersion{}, false
-}
-
 // FirstIndexed returns when the index first held k's descriptor: in this
 // run or, kept on disk, an earlier one. ok is false when k is not indexed,
 // or the time is not known (stored by an older version, or taken from a
@@ -325,12 +295,6 @@ func (ix *Index) FirstIndexed(k resource.Key) (time.Time, bool) {
 	defer ix.mu.RUnlock()
 	e, ok := ix.docs[k]
 	return e.since, ok && !e.since.IsZero()
-}
-
-// TextHash returns the hash a TextVersion holds of text, the text of a
-// read as SetContents is given it: only its first MaxContentBytes count.
-func (ix *Index) TextHash(text string) string {
-	return textHash(ix.emb.Name(), cutBytes(text, MaxContentBytes))
 }
 
 // ContentLen returns how many of server's descriptors (all servers when "")

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -441,54 +440,6 @@ func TestContentBytesCapsTextAcrossServers(t *testing.T) {
 	defer unc.Close()
 	if got := unc.ContentRoom(); got != math.MaxInt64 {
 		t.Errorf("ContentRoom without a cap = %d", got)
-	}
-}
-
-// TestLastTextOutlivesADescriptorChange checks what LastText tells: the
-// text indexed (its hash and sketch), kept across a restart and, once a
-// new version of the descriptor drops the text, until that is read.
-func TestLastTextOutlivesADescriptorChange(t *testing.T) {
-	dir := t.TempDir()
-	ctx := t.Context()
-	d := descs("s", "alpha")[0]
-	ix := open(t, dir, &indextest.BagEmbedder{})
-	if _, err := ix.Replace(ctx, "s", []resource.Descriptor{d}); err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := ix.LastText(d.Key()); ok {
-		t.Fatal("LastText before any text was indexed: ok")
-	}
-	const walrus = "walrus notes from the arctic survey, with the ice charts and the tide tables"
-	c := index.Content{Key: d.Key(), Stamp: index.ContentStamp(d), Text: walrus}
-	if _, err := ix.SetContents(ctx, c); err != nil {
-		t.Fatal(err)
-	}
-	want := index.TextSketch(walrus)
-	v, ok := ix.LastText(d.Key())
-	if !ok || v.Hash != ix.TextHash(walrus) || v.Hash == ix.TextHash("narwhal notes") || !slices.Equal(v.Sketch, want) || len(want) == 0 {
-		t.Fatalf("LastText = %+v, %v; want the walrus notes' hash and sketch", v, ok)
-	}
-	ix.Close()
-	ix = open(t, dir, &indextest.BagEmbedder{})
-	if got, ok := ix.LastText(d.Key()); !ok || got.Hash != v.Hash || !got.At.Equal(v.At) || !slices.Equal(got.Sketch, want) {
-		t.Errorf("after reopening: LastText = %+v, %v; want %+v", got, ok, v)
-	}
-	d.Size = 99 // a new version: its text is dropped until read
-	if _, err := ix.Replace(ctx, "s", []resource.Descriptor{d}); err != nil {
-		t.Fatal(err)
-	}
-	if has, _ := ix.HasContent(d.Key()); has {
-		t.Fatal("the old version's text is still the content of the new one")
-	}
-	if got, ok := ix.LastText(d.Key()); !ok || got.Hash != v.Hash || !slices.Equal(got.Sketch, want) {
-		t.Errorf("after a new version: LastText = %+v, %v; want the old text %+v", got, ok, v)
-	}
-	c = index.Content{Key: d.Key(), Stamp: index.ContentStamp(d), Text: "narwhal notes"}
-	if _, err := ix.SetContents(ctx, c); err != nil {
-		t.Fatal(err)
-	}
-	if got, ok := ix.LastText(d.Key()); !ok || got.Hash != ix.TextHash("narwhal notes") {
-		t.Errorf("after the new version was read: LastText = %+v, %v; want narwhal notes", got, ok)
 	}
 }
 

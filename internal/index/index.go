@@ -206,10 +206,6 @@ type entry struct {
 	// since is when the index first held the resource (zero if not known:
 	// stored before the time was, or taken from a shared store).
 	since time.Time
-	// was is the text content held before a change of the descriptor
-	// dropped it (nil if none did): what LastText reports until the new
-	// version is read.
-	was *TextVersion
 }
 
 // Open opens (or creates) the index.
@@ -586,13 +582,9 @@ func (ix *Index) upsertChunk(ctx context.Context, descs []resource.Descriptor) (
 			return embedded, fmt.Errorf("index: store %s %q: %v", j.d.Server, j.d.URI, err)
 		}
 		var ctext string
-		was := old.was
 		if j.content != nil {
 			ctext = ix.contentText(ctx, key)
 		} else if j.dropC {
-			if old.content != nil {
-				was = &TextVersion{Hash: old.content.hash, At: old.content.at, Sketch: TextSketch(ix.contentText(ctx, key))}
-			}
 			if ids := ix.releasePassages(key, 0); len(ids) > 0 {
 				if err := ix.ccoll.Delete(ctx, nil, nil, ids...); err != nil {
 					return embedded, fmt.Errorf("index: delete content of %s %q: %v", j.d.Server, j.d.URI, err)
@@ -609,7 +601,7 @@ func (ix *Index) upsertChunk(ctx context.Context, descs []resource.Descriptor) (
 			ix.pcount[key.Server]--
 		}
 		ix.files[docFile(id)] = key
-		ix.docs[key] = entry{desc: j.d, id: id, hash: j.hash, vec: j.vec, content: j.content, was: was, since: since}
+		ix.docs[key] = entry{desc: j.d, id: id, hash: j.hash, vec: j.vec, content: j.content, since: since}
 		ix.mu.Unlock()
 		ix.lexUpsert(lexDoc(j.d, ctext))
 		if j.content == nil {

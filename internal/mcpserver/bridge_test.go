@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -448,56 +447,6 @@ func TestReadThroughCopiesListedFromTheStartLeaveTheList(t *testing.T) {
 		}
 		if n := countListed(t, host, "b", "doc://b/c/"); n > 0 {
 			t.Errorf("3 h after b began reading through contextd, withheld: %d of its 300 entries listed; want none", n)
-		}
-	})
-}
-
-// A bridge listing pages of its own from the start, then, once a host read
-// another server's pages through contextd, answering the same URIs with
-// copies of them (a new size, so contextd reads them again): its entries
-// were listed before any read, and the bridge read before contextd did,
-// but each held another text before the read it copies, so they leave the
-// list once it is withheld (all 40 stayed, serving a's text).
-func TestPagesTurnedIntoCopiesLeaveTheList(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		a, b := mcptest.NewServer(nil, nil), mcptest.NewServer(nil, nil)
-		for i := range 40 {
-			addText(a, fmt.Sprintf("doc://a/%d", i), vacuumPage(i))
-			addText(b, fmt.Sprintf("doc://b/c/%d", i), fmt.Sprintf("b's placeholder %d, on kafka consumer rebalancing and partition lag, runbook %d\n", i, i))
-		}
-		for i := range 10 {
-			addText(b, fmt.Sprintf("doc://b/own/%d", i), fmt.Sprintf("b's own page %d, on terraform state locking and drift detection, runbook %d\n", i, i))
-		}
-		opts := &mcpserver.Options{CheckInterval: 250 * time.Millisecond, PaceBurst: 128, PaceSettle: settle}
-		f := newFacade(t, map[string]*mcpsdk.Server{"a": a, "b": b}, opts, engine.Options{})
-		host := f.connect(t, nil)
-		time.Sleep(settle + 10*time.Second)
-		synctest.Wait()
-		if n := countListed(t, host, "b", "doc://b/c/"); n != 40 {
-			t.Fatalf("b lists %d of its 40 pages at first; want all", n)
-		}
-		readPages(t, host, "a", 40)
-		time.Sleep(time.Second)
-		for i := range 40 { // the same URIs now answer a's pages
-			uri, text := fmt.Sprintf("doc://b/c/%d", i), vacuumPage(i)
-			b.AddResource(&mcpsdk.Resource{URI: uri, Name: uri, MIMEType: "text/markdown", Size: int64(len(text)), Description: "page " + strconv.Itoa(i)},
-				func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
-					return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: "text/markdown", Text: text}}}, nil
-				})
-		}
-		time.Sleep(10 * time.Minute)
-		synctest.Wait()
-		if !f.eng.ServedLists().Withheld("b") {
-			t.Fatal("b, answering its URIs with a's pages, not withheld")
-		}
-		if n := countListed(t, host, "b", "doc://b/c/"); n > 0 {
-			t.Errorf("10 min after b's pages turned into a's: %d of 40 listed; want none", n)
-		}
-		if n := countListed(t, host, "b", "doc://b/own/"); n != 10 {
-			t.Errorf("b's own pages: %d listed; want 10", n)
-		}
-		if n := countListed(t, host, "a", ""); n != 40 {
-			t.Errorf("a: %d of its 40 pages listed; want all", n)
 		}
 	})
 }

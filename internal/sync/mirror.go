@@ -2059,12 +2059,13 @@ func (m *Mirror) readHint(ctx context.Context, sess *mcp.Session, uri string, pa
 	}
 	// Passed back: first listed after the read of what it copies (since
 	// the mirror's first list, or the index's first holding it before
-	// that), or, read by the content pass, that read
-	// answered meanwhile and none in throughQuiet before (a bridge reading
-	// through contextd when read, whatever it listed before), or it held
-	// another text, not a version of this one (a bridge listing pages of
-	// its own from the start, then answering them with what a host read;
-	// see turnedInto).
+	// that), or, read by the content pass, that read answered meanwhile,
+	// and none in throughQuiet before (a bridge reading through contextd
+	// when read, whatever it listed before). A resource that held
+	// a text of its own and now answers a copy is not: an honest mirror's
+	// page brought to the original's new edition does that too, and
+	// neither when it was read nor how alike the two texts are tells them
+	// apart (both were tried; each was gamed, or lost honest pages).
 	at, later := m.readsBack.listedLater(uri)
 	if first, listed := m.readsBack.firstListed(uri); listed && !later {
 		// In the mirror's first list (a start, a reload): listed since the
@@ -2076,12 +2077,13 @@ func (m *Mirror) readHint(ctx context.Context, sess *mcp.Session, uri string, pa
 	}
 	readThrough := false
 	for i := range c.Of {
-		// Read before, but not for a while: a host polling the page
-		// reads it during some of the content pass's reads too, and one
-		// reading a new text for the first time may.
-		readThrough = readThrough || pass && !c.Last[i].Before(began) && !c.Prev[i].IsZero() && c.Prev[i].Before(began.Add(-throughQuiet))
+		// Not read before for a while: a host polling the page reads it
+		// during some of the content pass's reads too. (Nor a host's
+		// first read of a page may be, but a bridge reading through
+		// pages no host read looks the same.)
+		readThrough = readThrough || pass && !c.Last[i].Before(began) && c.Prev[i].Before(began.Add(-throughQuiet))
 	}
-	if counts && (later && slices.ContainsFunc(c.First, at.After) || readThrough || m.turnedInto(k, cs, hint)) {
+	if counts && (later && slices.ContainsFunc(c.First, at.After) || readThrough) {
 		m.opts.Served.NotePassedBack(k)
 		if m.readsBack.notePassedBack(uri) {
 			m.opts.Served.NoteBesideCopies(m.opts.Server, m.readsBack.besideCopies())
@@ -2096,29 +2098,6 @@ func (m *Mirror) readHint(ctx context.Context, sess *mcp.Session, uri string, pa
 	}
 	return cs, hint, nil
 }
-
-// turnedInto reports whether k's index held another text than cs's that
-// shares little with it (index.Resemblance under turnedResemblance): the
-// resource was turned from a text of its own into the copy, as a bridge
-// listing placeholders does, however it times it. A page brought to a new
-// edition, an honest mirror's as the original's, shares most of its runs
-// of words with the one before.
-func (m *Mirror) turnedInto(k resource.Key, cs []resource.Content, hint mcp.CacheHint) bool {
-	v, ok := m.opts.Index.LastText(k)
-	if !ok {
-		return false
-	}
-	var text string
-	if hint.Scope == "" || hint.Public() {
-		text = contentText(cs) // as the content pass indexes it
-	}
-	return v.Hash != m.opts.Index.TextHash(text) && index.Resemblance(v.Sketch, index.TextSketch(text)) < turnedResemblance
-}
-
-// turnedResemblance is the least resemblance of a text to the one before
-// it for the two to be versions of one page: a page with one word in
-// three changed still has about a third of its runs of three words.
-const turnedResemblance = 0.25
 
 // extendsOwn reports whether a copy that holds its text with lines added
 // (not Equal) holds one of the server's own pages that is no copy, and
