@@ -532,14 +532,20 @@ func (s *Server) listedSince(since map[string]map[resource.Key]bool, server stri
 
 // besideCopies reports whether d, of a withheld server, first listed with
 // or after a copy passed back (mcp.ServedLists.NoteBesideCopies), is left
-// out: found a copy, or not read yet for less than maxUnreadWait (a burst
+// out: found a copy, or not read yet for less than maxBesideWait (a burst
 // of copies read slowly, listed before two were read, left the list one
 // read at a time).
 func (s *Server) besideCopies(d resource.Descriptor, at time.Time) bool {
 	lists, k := s.eng.ServedLists(), d.Key()
 	since, ok := lists.BesideCopies(k)
-	return ok && (lists.IsCopy(k) || s.eng.ContentWanted(d) && !s.eng.ContentRead(k) && at.Sub(since) < maxUnreadWait)
+	return ok && (lists.IsCopy(k) || s.eng.ContentWanted(d) && !s.eng.ContentRead(k) && at.Sub(since) < maxBesideWait)
 }
+
+// maxBesideWait is the longest an entry first listed with a copy passed
+// back waits, unread, off a withheld server's list: a bridge answering
+// reads of its copies in 9.5 s, just inside the content pass's read
+// timeout, had a burst of them listed past a 2-minute wait.
+const maxBesideWait = time.Hour
 
 // keepPriorListed adds to kept, what was listed of server when it was
 // withheld, what the list held of it before a restart (Options.StateFile)
