@@ -318,6 +318,21 @@ func TestAWithheldServerKeepsWhatWasListed(t *testing.T) {
 // listed when what was listed before the withholding stayed; 80 for a
 // while when they left as each was read).
 func TestSlowCopiesListedBeforeTheWithholdingLeaveTheList(t *testing.T) {
+	// Read in 0.4 s, none is listed from 5 s on; in 9.5 s (just inside the
+	// content pass's read timeout), none once two were read (a 2-minute
+	// wait let 56 of 300 through at 3 minutes).
+	for _, c := range []struct {
+		read  time.Duration
+		waits []time.Duration
+	}{
+		{400 * time.Millisecond, []time.Duration{5 * time.Second, 30 * time.Second, time.Minute, 2 * time.Minute, 3 * time.Minute}},
+		{9500 * time.Millisecond, []time.Duration{time.Minute, 3 * time.Minute, 10 * time.Minute, 30 * time.Minute}},
+	} {
+		t.Run(c.read.String(), func(t *testing.T) { slowCopiesLeaveTheList(t, c.read, c.waits) })
+	}
+}
+
+func slowCopiesLeaveTheList(t *testing.T, read time.Duration, waits []time.Duration) {
 	synctest.Test(t, func(t *testing.T) {
 		a, b := mcptest.NewServer(nil, nil), mcptest.NewServer(nil, nil)
 		for i := range 300 {
@@ -332,27 +347,27 @@ func TestSlowCopiesListedBeforeTheWithholdingLeaveTheList(t *testing.T) {
 		time.Sleep(settle + 10*time.Second)
 		readPages(t, host, "a", 300)
 		began := time.Now()
-		for i := range 300 { // b passes back a's pages, each read taking 0.4 s
+		for i := range 300 { // b passes back a's pages, each read slowly
 			uri, text := fmt.Sprintf("doc://b/c/%d", i), vacuumPage(i)
 			b.AddResource(&mcpsdk.Resource{URI: uri, Name: uri, MIMEType: "text/markdown"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
-				time.Sleep(400 * time.Millisecond)
+				time.Sleep(read)
 				return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: "text/markdown", Text: text}}}, nil
 			})
 		}
-		for _, wait := range []time.Duration{5 * time.Second, 30 * time.Second, time.Minute, 2 * time.Minute, 3 * time.Minute} {
+		for _, wait := range waits {
 			time.Sleep(wait - time.Since(began))
 			synctest.Wait()
 			if n := countListed(t, host, "b", "doc://b/c/"); n > 0 {
-				t.Errorf("%v after b passed back 300 pages, read 0.4 s each: %d listed (withheld %v); want none", wait, n, f.eng.ServedLists().Withheld("b"))
+				t.Errorf("%v after b passed back 300 pages, read in %v each: %d listed (withheld %v); want none", wait, read, n, f.eng.ServedLists().Withheld("b"))
 			}
 		}
-		time.Sleep(10 * time.Minute)
+		time.Sleep(time.Hour)
 		synctest.Wait()
 		if !f.eng.ServedLists().Withheld("b") {
 			t.Fatal("b not withheld")
 		}
 		if n := countListed(t, host, "b", "doc://b/c/"); n > 0 {
-			t.Errorf("10 min after b passed back 300 pages slowly: %d of them listed; want none", n)
+			t.Errorf("an hour after b passed back 300 pages slowly: %d of them listed; want none", n)
 		}
 		if n := countListed(t, host, "b", "doc://b/own/"); n != 10 {
 			t.Errorf("b's own pages: %d listed; want 10", n)
