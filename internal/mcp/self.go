@@ -798,6 +798,23 @@ func (s *ServedLists) Forget(server string) {
 	}
 }
 
+// ForgetCopiesOf forgets the copies Restore brought back of servers for
+// which keep reports false (no longer configured): nothing prunes them
+// otherwise, and each whole write kept them.
+func (s *ServedLists) ForgetCopiesOf(keep func(server string) bool) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for server := range s.restoredCopies {
+		if !keep(server) {
+			delete(s.restoredCopies, server)
+			s.journalLost = s.journaling // a whole write next
+		}
+	}
+}
+
 // Repointed records that server's name now stands for another server
 // (its configured endpoint changed). What was known of the old one is
 // forgotten (see Forget) unless it was withheld, or withheld is set (the

@@ -635,3 +635,31 @@ func TestCopiesInTheRecordAreSmallWhateverTheirURIs(t *testing.T) {
 		t.Errorf("%d copies restored; want 3000", n)
 	}
 }
+
+// Copies restored of a server no longer configured are forgotten when the
+// caller says so, and those of the others kept.
+func TestCopiesOfServersGoneAreForgotten(t *testing.T) {
+	var s ServedLists
+	for _, server := range []string{"b", "gone"} {
+		s.NoteCopy(resource.Key{Server: server, URI: "doc://" + server + "/c"}, true)
+	}
+	data, err := s.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var restarted ServedLists
+	if _, err := restarted.Restore(data); err != nil {
+		t.Fatal(err)
+	}
+	restarted.ForgetCopiesOf(func(server string) bool { return server != "gone" })
+	if restarted.CopyCount("gone") != 0 || restarted.CopyCount("b") != 1 {
+		t.Errorf("copies known: gone %d, b %d; want 0 and 1", restarted.CopyCount("gone"), restarted.CopyCount("b"))
+	}
+	data, err = restarted.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(data, []byte("gone")) {
+		t.Error("the next whole write still holds the server gone")
+	}
+}
