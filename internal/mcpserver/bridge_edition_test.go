@@ -46,15 +46,8 @@ func TestAMirrorTouchedBetweenEditionsKeepsItsPagesListed(t *testing.T) {
 				host := f.connect(t, nil)
 				time.Sleep(settle + 10*time.Second)
 				synctest.Wait()
-				readAll := func(server string) {
-					for i := range 20 {
-						if _, err := host.ReadResource(t.Context(), &mcpsdk.ReadResourceParams{URI: fmt.Sprintf("contextd:resource/%s/doc://%s/%d", server, server, i)}); err != nil {
-							t.Fatal(err)
-						}
-					}
-				}
-				readAll("a")
-				readAll("b")
+				readPages(t, host, "a", 20)
+				readPages(t, host, "b", 20)
 				time.Sleep(time.Minute)
 				publish(a, "a", "second")
 				time.Sleep(5 * time.Minute)
@@ -64,7 +57,7 @@ func TestAMirrorTouchedBetweenEditionsKeepsItsPagesListed(t *testing.T) {
 					time.Sleep(5 * time.Minute)
 					synctest.Wait()
 				}
-				readAll("a")
+				readPages(t, host, "a", 20)
 				time.Sleep(time.Hour)
 				publish(b, "b", "second")
 				lists := f.eng.ServedLists()

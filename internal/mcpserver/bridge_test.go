@@ -511,59 +511,6 @@ func TestAHostPollingPagesKeepsTheirMirrorListed(t *testing.T) {
 	})
 }
 
-// Two honest servers publishing the same new edition of their shared
-// pages, the mirror seen a little after the original, a host reading the
-// original's new pages meanwhile: the mirror's pages changed into copies
-// of what the host read, but its old texts were read before the new
-// edition was, so they are no bridge's turned placeholders and stay
-// listed (all 20 left the list).
-func TestAMirrorPublishingANewEditionLateKeepsItsPagesListed(t *testing.T) {
-	page := func(i int, edition string) string {
-		return fmt.Sprintf("Page %d on postgres vacuum tuning, %s edition: autovacuum settings,\nthe monitoring queries and the runbook steps an engineer follows %d.\n", i, edition, i)
-	}
-	synctest.Test(t, func(t *testing.T) {
-		a, b := mcptest.NewServer(nil, nil), mcptest.NewServer(nil, nil)
-		publish := func(srv *mcpsdk.Server, name, edition string) {
-			for i := range 20 {
-				uri, text := fmt.Sprintf("doc://%s/%d", name, i), page(i, edition)
-				srv.AddResource(&mcpsdk.Resource{URI: uri, Name: uri, MIMEType: "text/markdown", Size: int64(len(text))}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
-					return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: "text/markdown", Text: text}}}, nil
-				})
-			}
-		}
-		publish(a, "a", "first")
-		publish(b, "b", "first")
-		opts := &mcpserver.Options{CheckInterval: 250 * time.Millisecond, PaceBurst: 128, PaceSettle: settle}
-		f := newFacade(t, map[string]*mcpsdk.Server{"a": a, "b": b}, opts, engine.Options{})
-		host := f.connect(t, nil)
-		time.Sleep(settle + 10*time.Second)
-		synctest.Wait()
-		readAll := func(server string) {
-			for i := range 20 {
-				if _, err := host.ReadResource(t.Context(), &mcpsdk.ReadResourceParams{URI: fmt.Sprintf("contextd:resource/%s/doc://%s/%d", server, server, i)}); err != nil {
-					t.Fatal(err)
-				}
-			}
-		}
-		readAll("a")
-		readAll("b")
-		time.Sleep(time.Minute)
-		publish(a, "a", "second")
-		time.Sleep(10 * time.Second)
-		synctest.Wait()
-		readAll("a")
-		time.Sleep(time.Second)
-		publish(b, "b", "second")
-		time.Sleep(10 * time.Minute)
-		synctest.Wait()
-		for _, server := range []string{"a", "b"} {
-			if n := countListed(t, host, server, ""); n != 20 {
-				t.Errorf("%s lists %d of its 20 pages after the new edition (withheld %v); want all", server, n, f.eng.ServedLists().Withheld(server))
-			}
-		}
-	})
-}
-
 // A bridge listing a burst of copies, read 0.4 s each, just before
 // contextd restarts (its index kept on disk) or a reload makes its mirror
 // anew: the copies are in the new mirror's first list, but were first
