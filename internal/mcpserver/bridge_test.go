@@ -531,6 +531,12 @@ func burstBeforeARestart(t *testing.T, how string) {
 		for i := range 10 {
 			addText(b, fmt.Sprintf("doc://b/own/%d", i), fmt.Sprintf("b's own page %d, on kafka consumer rebalancing and partition lag, runbook %d\n", i, i))
 		}
+		for i := range 5 { // its own, listed for long, never read
+			uri := fmt.Sprintf("doc://b/broken/%d", i)
+			b.AddResource(&mcpsdk.Resource{URI: uri, Name: uri, MIMEType: "text/markdown"}, func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+				return nil, errors.New("backend unavailable")
+			})
+		}
 		dir := t.TempDir()
 		opts := &mcpserver.Options{CheckInterval: 250 * time.Millisecond, PaceBurst: 128, PaceSettle: settle, StateFile: mcpserver.StateFileIn(dir)}
 		eopts := engine.Options{Config: &config.Config{DataDir: dir}}
@@ -576,6 +582,11 @@ func burstBeforeARestart(t *testing.T, how string) {
 		}
 		if n := countListed(t, host, "b", "doc://b/own/"); n != 10 {
 			t.Errorf("b's own pages: %d listed; want 10", n)
+		}
+		// Listed before the restart, not beside the copies its first list
+		// after it held: no wait for reads that fail.
+		if n := countListed(t, host, "b", "doc://b/broken/"); n != 5 {
+			t.Errorf("b's pages whose reads fail: %d listed; want 5", n)
 		}
 	})
 }

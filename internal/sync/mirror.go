@@ -1215,7 +1215,10 @@ func (m *Mirror) sync(parent context.Context, sess *mcp.Session) (ok bool) {
 	if rerr == nil {
 		res = m.maskListed(res)
 		m.dropRelisted(res)
-		m.watchGrowth(listFrom, m.readsBack.noteListed(res.Items))
+		firstIndexed := func(uri string) (time.Time, bool) {
+			return m.opts.Index.FirstIndexed(resource.Key{Server: m.opts.Server, URI: uri})
+		}
+		m.watchGrowth(listFrom, m.readsBack.noteListed(res.Items, firstIndexed))
 		m.opts.Served.NoteBesideCopies(m.opts.Server, m.readsBack.besideCopies())
 	}
 	tpl, terr := sess.ListTemplates(ctx)
@@ -2067,14 +2070,6 @@ func (m *Mirror) readHint(ctx context.Context, sess *mcp.Session, uri string, pa
 	// neither when it was read nor how alike the two texts are tells them
 	// apart (both were tried; each was gamed, or lost honest pages).
 	at, later := m.readsBack.listedLater(uri)
-	if first, listed := m.readsBack.firstListed(uri); listed && !later {
-		// In the mirror's first list (a start, a reload): listed since the
-		// index first held it, if before (kept on disk): a burst listed
-		// just before a restart came after the reads it copies.
-		if since, ok := m.opts.Index.FirstIndexed(k); ok && since.Before(first) {
-			at, later = since, true
-		}
-	}
 	readThrough := false
 	for i := range c.Of {
 		// Not read before for a while: a host polling the page reads it
@@ -2157,16 +2152,20 @@ type readsBack struct {
 	listed     map[string]listing
 	lists      uint64
 	withheldAt uint64
-	// passedFrom is the number of the first list that held a copy
-	// passed back (0: none was found).
-	passedFrom uint64
+	// passedAt is when the first copy found passed back was first
+	// listed (zero: none was found).
+	passedAt time.Time
 }
 
 // A listing is the list that first held a URI: its number, and when it
-// was answered.
+// was answered (or, for the first list, when the index first held it).
 type listing struct {
 	n  uint64
 	at time.Time
+	// known: at is when the server first listed it (a later list, or
+	// the index holding it from before the first), not the first list's
+	// time.
+	known bool
 }
 
 const (
@@ -2225,7 +2224,7 @@ func (r *readsBack) forget(uri string) {
 // noteListed records items, the server's list just answered; it returns
 // by how many entries it outgrew the last (0 the first time, and for a
 // list no longer: a bridge's own entries may come and go).
-func (r *readsBack) noteListed(items []resource.Descriptor) (grown int) {
+func (r *readsBack) noteListed(items []resource.Descriptor, firstIndexed func(uri string) (time.Time, bool)) (grown int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.lists++
@@ -2234,7 +2233,12 @@ func (r *readsBack) noteListed(items []resource.Descriptor) (grown int) {
 	for _, d := range items {
 		l, ok := r.listed[d.URI]
 		if !ok {
-			l = listing{r.lists, now}
+			l = listing{n: r.lists, at: now, known: r.lists > 1}
+			if since, ok := firstIndexed(d.URI); ok && since.Before(now) && r.lists == 1 {
+				// In the first list (a start, a reload), listed since
+				// the index first held it (kept on disk).
+				l.at, l.known = since, true
+			}
 		}
 		listed[d.URI] = l
 	}
@@ -2707,31 +2711,33 @@ func (r *readsBack) listedSinceWithheld() []string {
 }
 
 // notePassedBack records that uri, in the server's last list, is a copy
-// passed back; it reports whether that moved passedFrom back (besideCopies
+// passed back; it reports whether that moved passedAt back (besideCopies
 // then holds more).
 func (r *readsBack) notePassedBack(uri string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	l, ok := r.listed[uri]
-	if !ok || r.passedFrom != 0 && r.passedFrom <= l.n {
+	if !ok || !r.passedAt.IsZero() && !l.at.Before(r.passedAt) {
 		return false
 	}
-	r.passedFrom = l.n
+	r.passedAt = l.at
 	return true
 }
 
 // besideCopies returns the URIs of the server's last list first listed
-// in the list that first held a copy passed back, or later; none if no
-// copy was found passed back.
+// when the first copy passed back was, or later; none if no copy was
+// found passed back. What a start's first list holds counts as listed
+// when the index first held it: a server's own pages listed for long are
+// not beside a copy its first list after a restart holds.
 func (r *readsBack) besideCopies() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.passedFrom == 0 {
+	if r.passedAt.IsZero() {
 		return nil
 	}
 	var uris []string
 	for uri, l := range r.listed {
-		if l.n >= r.passedFrom {
+		if !l.at.Before(r.passedAt) {
 			uris = append(uris, uri)
 		}
 	}
@@ -2747,15 +2753,16 @@ func (r *readsBack) firstListed(uri string) (time.Time, bool) {
 	return l.at, ok
 }
 
-// listedLater returns when uri was first listed, if after the mirror's
-// first list: what that list holds (at a start, a reload) may have been
+// listedLater returns when uri was first listed, if that is known: after
+// the mirror's first list, or before it when the index held it already.
+// Otherwise what the first list holds (at a start, a reload) may have been
 // listed for long, and a page two servers shared before a host read it
 // would look passed back after each restart.
 func (r *readsBack) listedLater(uri string) (time.Time, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	l, ok := r.listed[uri]
-	return l.at, ok && l.n > 1
+	return l.at, ok && l.known
 }
 
 // listedBefore reports whether the server's lists held a before they
