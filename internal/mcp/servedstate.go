@@ -303,11 +303,15 @@ func (s *ServedLists) Restore(data []byte) (dropped int, err error) {
 		case entryCopy:
 			server, key, state, ok := decodeCopy(p)
 			k := copyKey{server, key}
-			if _, known := copies[k]; !ok || !known && len(copies) >= maxRestoredCopies {
+			if _, known := copies[k]; !ok || !known && state != copyNone && len(copies) >= maxRestoredCopies {
 				dropped++
 				continue
 			}
-			copies[k] = state
+			if state == copyNone {
+				delete(copies, k) // not a copy any more: no room taken
+			} else {
+				copies[k] = state
+			}
 		default:
 			dropped++
 		}
@@ -332,7 +336,7 @@ func (s *ServedLists) Restore(data []byte) (dropped int, err error) {
 	}
 	for k, state := range copies {
 		m := s.restoredCopies[k.server]
-		if told[k] || state == copyNone || len(m) >= maxCopies {
+		if told[k] || len(m) >= maxCopies {
 			continue
 		}
 		if m == nil {

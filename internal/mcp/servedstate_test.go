@@ -663,3 +663,23 @@ func TestCopiesOfServersGoneAreForgotten(t *testing.T) {
 		t.Error("the next whole write still holds the server gone")
 	}
 }
+
+// Copies found and then found no copies any more (a server churning its
+// URIs) take no room among those restored: a bridge's copies journaled
+// after 410,000 such pairs were all dropped at a restart.
+func TestCopiesNoLongerCopiesTakeNoRoomInARestore(t *testing.T) {
+	data := []byte(servedMagic)
+	for i := range maxRestoredCopies + 10_000 {
+		data = appendEntry(data, entryCopy, copyPayload(nil, "churn", uint64(i), copyFound))
+		data = appendEntry(data, entryCopy, copyPayload(nil, "churn", uint64(i), copyNone))
+	}
+	k := resource.Key{Server: "b", URI: "doc://b/c"}
+	data = appendEntry(data, entryCopy, copyPayload(nil, k.Server, uriKey(k.URI), copyPassedBack))
+	var s ServedLists
+	if _, err := s.Restore(data); err != nil {
+		t.Fatal(err)
+	}
+	if !s.IsPassedBack(k) || s.CopyCount("churn") != 0 {
+		t.Errorf("after churn: the bridge's copy passed back %v, churned copies known %d; want true, 0", s.IsPassedBack(k), s.CopyCount("churn"))
+	}
+}
