@@ -106,6 +106,15 @@ func (e *Engine) ContentRead(k resource.Key) bool {
 	return has
 }
 
+// Reread has server's mirror read again the texts the index holds of it
+// (ctxsync.Mirror.Reread): its name now stands for another server. It
+// does nothing for a server not configured.
+func (e *Engine) Reread(server string) {
+	if m := e.set().mirrors[server]; m != nil {
+		m.Reread()
+	}
+}
+
 // ContentRefused reports whether the content pass's last read of k found
 // an empty text or an error (ctxsync.Mirror.ContentRefused).
 func (e *Engine) ContentRefused(k resource.Key) bool {

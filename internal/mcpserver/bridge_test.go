@@ -2182,22 +2182,32 @@ func TestAWithheldBridgeGetsNoRoomAfterARestart(t *testing.T) {
 // rotated, gets none of its copies listed: a reload forgot it for any
 // change (128 copies listed), and an argument added listed all 300.
 func TestANamePointedAtAnotherServerStartsAfresh(t *testing.T) {
-	honest := func() *mcpsdk.Server {
+	honest := func(prefix string) *mcpsdk.Server {
 		c := mcptest.NewServer(nil, nil)
 		for i := range 500 {
-			addText(c, fmt.Sprintf("doc://c/%d", i), fmt.Sprintf("c's page %d, on kafka consumer rebalancing and partition lag, runbook %d\n", i, i))
+			addText(c, fmt.Sprintf("%s%d", prefix, i), fmt.Sprintf("c's page %d, on kafka consumer rebalancing and partition lag, runbook %d\n", i, i))
 		}
 		for i := range 20 { // too short to tell from a copy
 			addText(c, fmt.Sprintf("note://c/%d", i), fmt.Sprintf("todo %d: ship it", i))
 		}
 		return c
 	}
-	at := func(env string, args ...string) engine.Options {
-		return engine.Options{Config: &config.Config{Servers: []config.Server{{Name: "b", Transport: config.TransportStdio, Command: "unused", Args: args, Env: map[string]string{"API_TOKEN": env}}}}}
-	}
 	for _, how := range []string{"restart", "reload"} {
-		for _, to := range []string{"honest", "same bridge, an argument added", "same bridge, its token rotated"} {
+		for _, to := range []string{"honest", "honest, the bridge's URIs", "honest, the bridge's URIs, content off", "same bridge, an argument added", "same bridge, an argument added, content off", "same bridge, its token rotated"} {
 			t.Run(how+"/"+to, func(t *testing.T) {
+				dir := t.TempDir() // the index is kept across the restart
+				// Its texts not indexed once pointed elsewhere: what
+				// tells its own from copies then is checkWithheld's reads.
+				var off atomic.Bool
+				at := func(env string, args ...string) engine.Options {
+					o := engine.Options{Config: &config.Config{DataDir: dir, Servers: []config.Server{{Name: "b", Transport: config.TransportStdio, Command: "unused", Args: args, Env: map[string]string{"API_TOKEN": env}}}}}
+					o.Mirror = func(o *ctxsync.Options) {
+						if o.Server == "b" && off.Load() {
+							o.ContentMaxResources = -1
+						}
+					}
+					return o
+				}
 				synctest.Test(t, func(t *testing.T) {
 					a, b := mcptest.NewServer(nil, nil), mcptest.NewServer(nil, nil)
 					for i := range 300 {
@@ -2224,9 +2234,17 @@ func TestANamePointedAtAnotherServerStartsAfresh(t *testing.T) {
 						t.Fatalf("the bridge lists %d; want its 10 own and a few", n)
 					}
 					next := at("tok_1a2b3c4d5e6f7a8b", "-u", "/srv/bridge.py")
+					off.Store(strings.HasSuffix(to, "content off"))
 					switch to {
 					case "honest":
-						ups["b"] = honest() // the facade's dial finds it by name
+						ups["b"] = honest("doc://c/") // the facade's dial finds it by name
+						next = at("tok_1a2b3c4d5e6f7a8b", "/srv/honest.py")
+					case "honest, the bridge's URIs", "honest, the bridge's URIs, content off":
+						// Its pages under the URIs the bridge listed its copies
+						// under (a mirror of the same tree that was bridged):
+						// what the record and the index hold of those are the
+						// bridge's, not its.
+						ups["b"] = honest("doc://b/c/")
 						next = at("tok_1a2b3c4d5e6f7a8b", "/srv/honest.py")
 					case "same bridge, its token rotated":
 						next = at("tok_9f8e7d6c5b4a3f2e", "/srv/bridge.py")
@@ -2247,8 +2265,14 @@ func TestANamePointedAtAnotherServerStartsAfresh(t *testing.T) {
 					for _, wait := range []time.Duration{5 * time.Second, 10 * time.Minute, 55 * time.Minute} {
 						time.Sleep(wait)
 						synctest.Wait()
-						if to == "honest" {
-							if n := countListed(t, host, "b", "doc://c/"); n != 500 {
+						if strings.HasPrefix(to, "honest") {
+							prefix := "doc://c/"
+							if to != "honest" {
+								prefix = "doc://b/c/"
+							}
+							// Not indexed, its pages are read a few dozen a
+							// pass: all within minutes.
+							if n := countListed(t, host, "b", prefix); n != 500 && (wait > 5*time.Second || !off.Load()) {
 								t.Errorf("%v after b was pointed at an honest server of 500 pages: %d listed; want all, its first list", wait, n)
 							}
 							// Its short notes wait for the hour's check to end

@@ -441,6 +441,10 @@ func (s *Server) repoint(server string) {
 	if moved {
 		s.log.Info("the server now points at another endpoint: its resource list starts afresh", "server", server)
 		s.eng.ServedLists().Repointed(server, withheld, now.Add(restoredWithheldFor))
+		// The texts indexed under its name, and the copies found among
+		// them, are the earlier server's: each is read again, and what
+		// the new one answers decides.
+		s.eng.Reread(server)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -241,15 +242,25 @@ func (m *Mirror) checkWithheld(ctx context.Context, sess *mcp.Session) {
 		at, ok := m.withheldChecked[uri]
 		return ok && (at.IsZero() || now.Sub(at) < contentRetryAfter)
 	})
+	reread := maps.Clone(m.reread)
 	m.mu.Unlock()
 	read, failed := 0, 0
 	for _, uri := range todo {
-		if read == withheldChecks || failed == contentMaxFailures || ctx.Err() != nil {
+		if read == withheldChecks {
+			// More wait: another pass soon (at the pace the content
+			// passes keep), not at the server's next change.
+			select {
+			case m.recontent <- struct{}{}:
+			default:
+			}
+			break
+		}
+		if failed == contentMaxFailures || ctx.Err() != nil {
 			break
 		}
 		k := resource.Key{Server: m.opts.Server, URI: uri}
 		d, ok := m.opts.Index.Get(k)
-		if !ok || !contentWanted(d, m.opts.ContentMaxBytes) || m.opts.Served.IsCopy(k) || m.opts.Served.IsOwn(k) {
+		if !ok || !contentWanted(d, m.opts.ContentMaxBytes) || m.opts.Served.IsCopy(k) && !reread[uri] || m.opts.Served.IsOwn(k) {
 			continue
 		}
 		read++
@@ -261,6 +272,9 @@ func (m *Mirror) checkWithheld(ctx context.Context, sess *mcp.Session) {
 			failed = 0
 		}
 		m.mu.Lock()
+		if err == nil {
+			delete(m.reread, uri)
+		}
 		if len(m.withheldChecked) < maxReadsBack {
 			at := time.Time{} // checked
 			if err != nil {
@@ -305,6 +319,35 @@ func (m *Mirror) contentUpdated(uri string) {
 	}
 	m.mu.Lock()
 	m.contentStale[uri] = true
+	m.mu.Unlock()
+	select {
+	case m.recontent <- struct{}{}:
+	default:
+	}
+}
+
+// Reread has the next content pass read again every resource of the
+// server whose text the index holds, as if the server had said each was
+// updated, and checkWithheld read again those known as copies: the
+// server's name now stands for another server (its endpoint changed; see
+// config.Server.Endpoint), so those texts, and the copies found among
+// them, are the earlier server's. Until read, the old texts stay indexed
+// and the copies stay copies. It asks for a content pass at once.
+func (m *Mirror) Reread() {
+	ds := m.opts.Index.Descriptors(m.opts.Server)
+	m.mu.Lock()
+	if m.reread == nil {
+		m.reread = map[string]bool{}
+	}
+	for _, d := range ds {
+		if len(m.reread) < maxReadsBack {
+			m.reread[d.URI] = true
+			delete(m.withheldChecked, d.URI)
+		}
+		if has, _ := m.opts.Index.HasContent(d.Key()); has {
+			m.contentStale[d.URI] = true
+		}
+	}
 	m.mu.Unlock()
 	select {
 	case m.recontent <- struct{}{}:

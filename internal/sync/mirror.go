@@ -266,6 +266,10 @@ type Mirror struct {
 	// withheldChecked holds the URIs checkWithheld read (the zero time)
 	// or failed to read (when), under mu.
 	withheldChecked map[string]time.Time
+	// reread holds, under mu, the URIs Reread asked checkWithheld to
+	// read again though they are known copies: what the name's earlier
+	// server answered under them tells nothing of this one.
+	reread map[string]bool
 	// growth follows the server's lists for a loop (see growthWatch).
 	growth growthWatch
 
@@ -2691,16 +2695,17 @@ func (w *growthWatch) shortest() time.Duration {
 
 // listedSinceWithheld returns the URIs of the server's last list first
 // listed by the list it was withheld after, or later, the oldest first;
-// none if it is not withheld.
+// all of them if this mirror did not find it so (withheld before its
+// first list: by an earlier run, or the name's earlier server), of which
+// the MCP server lists only what was read since and found its own. Its
+// callers know the server is withheld.
 func (r *readsBack) listedSinceWithheld() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.withheldAt == 0 {
-		return nil
-	}
+	from := max(r.withheldAt, 1)
 	var uris []string
 	for uri, l := range r.listed {
-		if l.n >= r.withheldAt {
+		if l.n >= from {
 			uris = append(uris, uri)
 		}
 	}
