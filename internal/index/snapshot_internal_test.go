@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -552,5 +553,46 @@ func TestADocumentFileInflatingPastItsBoundFails(t *testing.T) {
 	write(512)
 	if d, err := readDoc(p, &zr, bufio.NewReader(nil)); err != nil || len(d.Embedding) != 512 {
 		t.Fatalf("a small document: %v; want it read", err)
+	}
+}
+
+// A collection's metadata file that holds or inflates to more than any
+// written here (a map of a few settings) fails to read, unread past the
+// bound: an 875 KB gzip bomb decoded to a 900 MB value, 3.8 GB resident.
+func TestAMetadataFileInflatingPastItsBoundFails(t *testing.T) {
+	old := maxMetaFileBytes
+	maxMetaFileBytes = 64 << 10
+	t.Cleanup(func() { maxMetaFileBytes = old })
+	p := filepath.Join(t.TempDir(), metadataFile)
+	write := func(n int, gz bool) {
+		m := collMeta{Name: "descriptors", Metadata: map[string]string{"pad": strings.Repeat("0", n)}}
+		data, err := encodeDoc(&m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !gz {
+			zr, err := gzip.NewReader(strings.NewReader(string(data)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if data, err = io.ReadAll(zr); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.WriteFile(p, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, gz := range []bool{true, false} {
+		write(1<<20, gz) // 1 MiB of zeros: about 1 KB of gzip
+		var m collMeta
+		if err := readGob(p, &m); err != errMetaTooBig {
+			t.Errorf("gzip %v: a metadata file of 1 MiB read: %v (%d bytes of pad); want errMetaTooBig", gz, err, len(m.Metadata["pad"]))
+		}
+		write(100, gz)
+		m = collMeta{}
+		if err := readGob(p, &m); err != nil || m.Name != "descriptors" || len(m.Metadata["pad"]) != 100 {
+			t.Errorf("gzip %v: a small metadata file: %v %q; want it read", gz, err, m.Name)
+		}
 	}
 }

@@ -423,11 +423,30 @@ func isDataErr(err error) bool {
 	return !errors.As(err, &pe) && !errors.Is(err, syscall.EIO)
 }
 
-// readGob decodes the gzip'd (or plain) gob file at p into v.
+// maxMetaFileBytes bounds what a collection's metadata file may hold,
+// read and inflated: its name and a few settings, well under a kilobyte
+// when written here. A variable for tests.
+var maxMetaFileBytes int64 = 1 << 20
+
+// errMetaTooBig is readGob's error for a file past maxMetaFileBytes.
+var errMetaTooBig = fmt.Errorf("larger than %d bytes: not written here", maxMetaFileBytes)
+
+// readGob decodes the gzip'd (or plain) gob file at p into v. A file that
+// holds, or inflates to, more than maxMetaFileBytes fails with
+// errMetaTooBig, unread past it: 875 KB of gzip decoded to a 900 MB
+// value, 3.8 GB resident at the start.
 func readGob(p string, v any) error {
-	data, err := os.ReadFile(p)
+	f, err := os.Open(p)
 	if err != nil {
 		return err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxMetaFileBytes+1))
+	if err != nil {
+		return err
+	}
+	if int64(len(data)) > maxMetaFileBytes {
+		return errMetaTooBig
 	}
 	var r io.Reader = bytes.NewReader(data)
 	if len(data) >= 2 && data[0] == 0x1f && data[1] == 0x8b {
@@ -437,7 +456,14 @@ func readGob(p string, v any) error {
 		}
 		r = zr
 	}
-	return gob.NewDecoder(r).Decode(v)
+	lr := &io.LimitedReader{R: r, N: maxMetaFileBytes + 1}
+	if err := gob.NewDecoder(lr).Decode(v); err != nil {
+		if lr.N <= 0 {
+			return errMetaTooBig
+		}
+		return err
+	}
+	return nil
 }
 
 // readDoc decodes the document file at p, reusing *zr and br. The gzip
