@@ -215,10 +215,13 @@ func (w word) add(r rune) word {
 	return w
 }
 
-// glue returns the hash of w's word followed by next (lower-cased).
+// glue returns the hash of w's word followed by next (lower-cased; what
+// is invisible passed over, as appendWords does).
 func (w word) glue(next string) word {
 	for _, r := range next {
-		w = w.add(r)
+		if !invisible(r) {
+			w = w.add(r)
+		}
 	}
 	return w
 }
@@ -267,6 +270,13 @@ func appendWords(words []word, line string) ([]word, string) {
 		if i < len(line) {
 			r, size = utf8.DecodeRuneInString(line[i:])
 		}
+		if i < len(line) && start >= 0 && invisible(r) {
+			// Within a word it is passed over: a zero-width space or
+			// a soft hyphen put between every few letters broke
+			// every word of a copy, and left the text as it reads.
+			i += size
+			continue
+		}
 		if i < len(line) && (unicode.IsLetter(r) || unicode.IsDigit(r)) {
 			if start < 0 {
 				start, h = i, word(fnvOffset)
@@ -282,6 +292,15 @@ func appendWords(words []word, line string) ([]word, string) {
 		i += size
 	}
 	return words, first
+}
+
+// invisible reports whether r is drawn as nothing, or only as a mark on
+// the letter before it: a format character (Unicode Cf: zero-width
+// spaces and joiners, the soft hyphen, bidirectional marks, the byte
+// order mark), a nonspacing mark (Mn: combining accents, variation
+// selectors) or an enclosing one (Me).
+func invisible(r rune) bool {
+	return unicode.In(r, unicode.Cf, unicode.Mn, unicode.Me)
 }
 
 // A sketchShingle is one of a sketch's shingles.

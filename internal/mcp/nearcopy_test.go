@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/contextd/contextd/internal/resource"
 )
@@ -47,6 +48,11 @@ func TestNearCopiesAreTextsRewrittenNotTemplated(t *testing.T) {
 		{"a word replaced in three lines, a word each", long, text(strings.Replace(strings.Replace(strings.Replace(long, "cost limit bounds", "cost cap bounds", 1), "Index bloat grows", "Index size grows", -1), "workers wake every", "workers run every", -1)), true},
 		{"a word of every long line replaced", long, text(wordline(long, 1, 1)), true},
 		{"a word of every line replaced, quoted", long, text("> " + strings.ReplaceAll(wordline(long, 1, 1), "\n", "\n> ")), true},
+		{"a zero-width space after every third letter", page, text(sprinkle(page, "\u200b", 3)), true},
+		{"a soft hyphen after every second letter", long, text(sprinkle(long, "\u00ad", 2)), true},
+		{"zero-width joiners and combining marks", page, text(sprinkle(sprinkle(page, "\u200d", 4), "\u0301", 5)), true},
+		{"a zero-width space within every word, quoted", long, text("> " + strings.ReplaceAll(sprinkle(long, "\u200b", 2), "\n", "\n> ")), true},
+		{"a zero-width space within every word, a word of every line replaced", page, text(sprinkle(wordline(page, 1, 1), "\u200b", 3)), true},
 		{"two words of every line replaced", page, text(wordline(wordline(page, 1, 1), 1, 3)), false},
 		{"a record of the same form", record(1), text(record(2)), false},
 		{"code made for another type", typed("AuthenticationOk"), text(typed("AuthenticationSASL")), false},
@@ -69,6 +75,25 @@ func TestNearCopiesAreTextsRewrittenNotTemplated(t *testing.T) {
 	if s := sketchOf(text("vacuum the tables\nreindex the indexes\n")); s != nil {
 		t.Errorf("a sketch of %d hashes of 6 words; want none", len(s))
 	}
+}
+
+// sprinkle returns text with mark put after every nth letter or digit of
+// each word, as a bridge hiding what it passes back does: the text reads
+// the same.
+func sprinkle(text, mark string, n int) string {
+	var b strings.Builder
+	run := 0
+	for _, r := range text {
+		b.WriteRune(r)
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
+			run = 0
+			continue
+		}
+		if run++; run%n == 0 {
+			b.WriteString(mark)
+		}
+	}
+	return b.String()
 }
 
 // wordline returns text with the middle word of every line (the one
@@ -141,6 +166,11 @@ func TestServedBackFindsRewrittenCopies(t *testing.T) {
 	quoted := "> " + strings.ReplaceAll(page, "\n", "\n> ")
 	if c := s.ServedBack(k, []resource.Content{{Text: quoted}}); !c.Near || len(c.Of) != 2 || c.Of[0] != docs {
 		t.Errorf("quoted: %+v; want a near copy of docs first", c)
+	}
+	// What is drawn as nothing, sprinkled within its words, leaves the
+	// text the same: an exact copy.
+	if c := s.ServedBack(k, []resource.Content{{Text: sprinkle(page, "\u200b", 3)}}); c.Near || len(c.Of) != 2 || c.Of[0] != docs || !c.Equal {
+		t.Errorf("zero-width spaces within its words: %+v; want an equal copy of docs first", c)
 	}
 	if c := s.ServedBack(own, []resource.Content{{Text: page}}); len(c.Of) != 1 || c.Of[0] != docs {
 		t.Errorf("the resource read itself: %+v; want a copy of the other only", c)

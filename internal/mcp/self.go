@@ -247,7 +247,8 @@ func (s *ServedLists) GrewSince(t time.Time) bool {
 
 // contentsDigest returns a digest of cs's texts and blobs, in order, and
 // their bytes; the URIs and MIME types, which a bridge may replace, are
-// left out.
+// left out, and so are the characters of texts drawn as nothing (see
+// invisible: a bridge may sprinkle them, the text reading the same).
 func contentsDigest(cs []resource.Content) ([32]byte, int) {
 	h := sha256.New()
 	n := 0
@@ -257,9 +258,18 @@ func contentsDigest(cs []resource.Content) ([32]byte, int) {
 			h.Write(c.Blob)
 			n += len(c.Blob)
 		} else {
+			text := c.Text
+			if strings.IndexFunc(text, invisible) >= 0 {
+				text = strings.Map(func(r rune) rune {
+					if invisible(r) {
+						return -1
+					}
+					return r
+				}, text)
+			}
 			h.Write([]byte{0})
-			h.Write([]byte(c.Text))
-			n += len(c.Text)
+			h.Write([]byte(text))
+			n += len(text)
 		}
 	}
 	var d [32]byte
