@@ -10,6 +10,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/contextd/contextd/internal/redact"
 	"github.com/contextd/contextd/internal/resource"
 )
 
@@ -52,6 +53,35 @@ const (
 	// nearTextBytes bounds the text shingled, for the cost of a read.
 	nearTextBytes = 256 << 10
 )
+
+// readable returns contents with each text as it reads
+// (redact.Skeleton), for the digests and shingles: what shows as nothing,
+// or only marks the letter before it (zero-width spaces, soft hyphens,
+// combining marks), dropped, and letters of other scripts, fullwidth or
+// mathematical forms that look like Latin ones made those. A bridge
+// sprinkling zero-width spaces within every word, or swapping Cyrillic
+// letters for Latin ones, passed its copies back untold, the text reading
+// the same. contents itself is not changed; plain ASCII texts are kept.
+func readable(contents []resource.Content) []resource.Content {
+	var out []resource.Content
+	for i, c := range contents {
+		if c.IsBlob {
+			continue
+		}
+		k := redact.Skeleton(c.Text)
+		if k == c.Text {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(contents)
+		}
+		out[i].Text = k
+	}
+	if out == nil {
+		return contents
+	}
+	return out
+}
 
 // nearText returns the texts of contents joined, at most nearTextBytes.
 func nearText(contents []resource.Content) string {
@@ -215,13 +245,10 @@ func (w word) add(r rune) word {
 	return w
 }
 
-// glue returns the hash of w's word followed by next (lower-cased; what
-// is invisible passed over, as appendWords does).
+// glue returns the hash of w's word followed by next (lower-cased).
 func (w word) glue(next string) word {
 	for _, r := range next {
-		if !invisible(r) {
-			w = w.add(r)
-		}
+		w = w.add(r)
 	}
 	return w
 }
@@ -270,13 +297,6 @@ func appendWords(words []word, line string) ([]word, string) {
 		if i < len(line) {
 			r, size = utf8.DecodeRuneInString(line[i:])
 		}
-		if i < len(line) && start >= 0 && invisible(r) {
-			// Within a word it is passed over: a zero-width space or
-			// a soft hyphen put between every few letters broke
-			// every word of a copy, and left the text as it reads.
-			i += size
-			continue
-		}
 		if i < len(line) && (unicode.IsLetter(r) || unicode.IsDigit(r)) {
 			if start < 0 {
 				start, h = i, word(fnvOffset)
@@ -292,15 +312,6 @@ func appendWords(words []word, line string) ([]word, string) {
 		i += size
 	}
 	return words, first
-}
-
-// invisible reports whether r is drawn as nothing, or only as a mark on
-// the letter before it: a format character (Unicode Cf: zero-width
-// spaces and joiners, the soft hyphen, bidirectional marks, the byte
-// order mark), a nonspacing mark (Mn: combining accents, variation
-// selectors) or an enclosing one (Me).
-func invisible(r rune) bool {
-	return unicode.In(r, unicode.Cf, unicode.Mn, unicode.Me)
 }
 
 // A sketchShingle is one of a sketch's shingles.

@@ -247,8 +247,7 @@ func (s *ServedLists) GrewSince(t time.Time) bool {
 
 // contentsDigest returns a digest of cs's texts and blobs, in order, and
 // their bytes; the URIs and MIME types, which a bridge may replace, are
-// left out, and so are the characters of texts drawn as nothing (see
-// invisible: a bridge may sprinkle them, the text reading the same).
+// left out. Callers pass texts as they read (see readable).
 func contentsDigest(cs []resource.Content) ([32]byte, int) {
 	h := sha256.New()
 	n := 0
@@ -258,18 +257,9 @@ func contentsDigest(cs []resource.Content) ([32]byte, int) {
 			h.Write(c.Blob)
 			n += len(c.Blob)
 		} else {
-			text := c.Text
-			if strings.IndexFunc(text, invisible) >= 0 {
-				text = strings.Map(func(r rune) rune {
-					if invisible(r) {
-						return -1
-					}
-					return r
-				}, text)
-			}
 			h.Write([]byte{0})
-			h.Write([]byte(text))
-			n += len(text)
+			h.Write([]byte(c.Text))
+			n += len(c.Text)
 		}
 	}
 	var d [32]byte
@@ -294,6 +284,7 @@ func (s *ServedLists) noteRead(k resource.Key, contents []resource.Content, priv
 	if s == nil {
 		return
 	}
+	contents = readable(contents)
 	d, n := contentsDigest(contents)
 	if n == 0 {
 		return
@@ -381,6 +372,7 @@ func (s *ServedLists) ServedBack(k resource.Key, contents []resource.Content) Co
 	if none {
 		return Copy{} // nothing to compare: nothing was answered
 	}
+	contents = readable(contents)
 	if d, n := contentsDigest(contents); n > 0 && n < MinDigestBytes {
 		s.mu.Lock()
 		defer s.mu.Unlock()
