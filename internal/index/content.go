@@ -819,7 +819,7 @@ func (ix *Index) loadContents(ctx context.Context) error {
 		e, ok := ix.docs[k]
 		// A passage vector with a NaN (or an infinity) would score NaN: it
 		// goes like a stale one, and the next content pass reads it again.
-		if !ok || e.content != nil || ContentStamp(e.desc) != r.Metadata[mStamp] || !isPassageID(r.ID, k, 0) || (len(r.Embedding) > 0 && !validVector(r.Embedding, ix.emb.Dim())) {
+		if !ok || e.content != nil || ContentStamp(e.desc) != r.Metadata[mStamp] || !isPassageID(r.ID, k, 0) || (len(r.Embedding) > 0 && !storedVector(r.Embedding, ix.emb.Dim())) {
 			stale = append(stale, r.ID)
 			continue
 		}

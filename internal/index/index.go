@@ -372,9 +372,10 @@ func (ix *Index) load(ctx context.Context) error {
 		if !ok {
 			continue
 		}
-		if !validVector(r.Embedding, ix.emb.Dim()) {
+		if !storedVector(r.Embedding, ix.emb.Dim()) {
 			// A NaN would rank the resource by lexical scores alone for
-			// good: drop it like a torn document; the next sync embeds it.
+			// good, a vector not of unit length misrank it: drop it like
+			// a torn document; the next sync embeds it.
 			bad = append(bad, r.ID)
 			continue
 		}

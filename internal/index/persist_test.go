@@ -197,13 +197,26 @@ func rewriteWhere(t *testing.T, dir string, match func(*chromem.Document) bool, 
 	t.Fatal("no such stored document")
 }
 
-// A stored vector of the wrong length (which made every load fail) or with
-// a NaN (which loaded, and ranked its resource lexically forever) is
+// A stored vector of the wrong length (which made every load fail), with
+// a NaN (which loaded, and ranked its resource lexically forever) or not
+// of unit length is
 // dropped at load like a torn document, and embedded again by the next sync.
 func TestUnusableStoredVectorsAreSalvaged(t *testing.T) {
 	for name, change := range map[string]func(*chromem.Document){
 		"short": func(d *chromem.Document) { d.Embedding = d.Embedding[:3] },
 		"NaN":   func(d *chromem.Document) { d.Embedding[1] = float32(math.NaN()) },
+		// Finite, but no vector the store writes (it normalises them):
+		// it scored its resource 0.1 where it should have been 1.
+		"huge": func(d *chromem.Document) {
+			for i := range d.Embedding {
+				d.Embedding[i] = 3e38
+			}
+		},
+		"scaled": func(d *chromem.Document) {
+			for i := range d.Embedding {
+				d.Embedding[i] *= 10
+			}
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()

@@ -27,12 +27,31 @@ const (
 )
 
 // salvageVectors removes the document files that do not decode or whose
-// vector is not dim long or holds a NaN or an infinity: chromem-go fails
+// vector is not dim long, holds a NaN or an infinity, or is not of unit
+// length (see storedVector): chromem-go fails
 // every query over a collection holding a vector of another length, and a
 // NaN ranks its resource by lexical scores alone, forever. The next sync
 // embeds them again.
 func salvageVectors(dir string, dim int) (int, error) {
-	return salvageWhere(dir, func(d *chromem.Document) bool { return !validVector(d.Embedding, dim) })
+	return salvageWhere(dir, func(d *chromem.Document) bool { return !storedVector(d.Embedding, dim) })
+}
+
+// storedVector reports whether v, read from a document file, is what
+// the store writes: dim finite components of unit length (it normalises
+// every vector before writing it, see docStore). A vector of 3e38s is
+// finite, and scored its resource 0.1 where it should have been 1, until
+// its text changed.
+func storedVector(v []float32, dim int) bool {
+	if !validVector(v, dim) {
+		return false
+	}
+	var sq float64
+	for _, x := range v {
+		sq += float64(x) * float64(x)
+	}
+	// Loose: normalizeVector sums in float32, and a vector it wrote
+	// must not be dropped (and embedded again) at every start.
+	return math.Abs(math.Sqrt(sq)-1) < 1e-3
 }
 
 // validVector reports whether v has dim finite components.
