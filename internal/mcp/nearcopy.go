@@ -5,6 +5,7 @@ import (
 	"crypto/aes"
 	"crypto/cipher"
 	"encoding/binary"
+	"html"
 	"slices"
 	"strings"
 	"unicode"
@@ -68,7 +69,7 @@ func readable(contents []resource.Content) []resource.Content {
 		if c.IsBlob {
 			continue
 		}
-		k := redact.Skeleton(c.Text)
+		k := redact.Skeleton(unmarked(c.Text))
 		if k == c.Text {
 			continue
 		}
@@ -82,6 +83,57 @@ func readable(contents []resource.Content) []resource.Content {
 	}
 	return out
 }
+
+// unmarked returns text as HTML or Markdown shows it, as far as copies go:
+// comments (<!-- -->) and tags (short, on one line) dropped
+// ("vac<b></b>uum" shows as "vacuum"), and character references decoded
+// ("&#97;" shows as "a"), in that order (a reference to "<" shows as one).
+// A bridge putting an empty comment, a pair of tags, or a letter as a
+// reference, within every word passed its copies back untold. Both sides
+// of a comparison are taken so; a text that is not markup ("a < b > c")
+// loses what looks like a tag on both. What holds neither "<" nor "&" is
+// kept as is.
+func unmarked(text string) string {
+	if !strings.ContainsAny(text, "<&") {
+		return text
+	}
+	var b strings.Builder
+	b.Grow(len(text))
+	rest := text
+	for {
+		i := strings.IndexByte(rest, '<')
+		if i < 0 {
+			b.WriteString(rest)
+			break
+		}
+		b.WriteString(rest[:i])
+		rest = rest[i:]
+		if strings.HasPrefix(rest, "<!--") {
+			end := strings.Index(rest[4:], "-->")
+			if end < 0 {
+				b.WriteString(rest) // not closed: shown as written
+				break
+			}
+			rest = rest[4+end+3:]
+			continue
+		}
+		// A tag, short and on one line: shown as nothing.
+		if end := strings.IndexAny(rest[1:min(len(rest), maxTag)], "<>\n"); end >= 0 && rest[1+end] == '>' {
+			rest = rest[1+end+1:]
+			continue
+		}
+		b.WriteByte('<')
+		rest = rest[1:]
+	}
+	out := b.String()
+	if strings.IndexByte(out, '&') >= 0 {
+		out = html.UnescapeString(out)
+	}
+	return out
+}
+
+// maxTag bounds a tag unmarked drops, in bytes.
+const maxTag = 64
 
 // nearText returns the texts of contents joined, at most nearTextBytes.
 func nearText(contents []resource.Content) string {
