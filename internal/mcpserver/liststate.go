@@ -70,8 +70,19 @@ const restoredWithheldFor = time.Hour
 
 // maxStateBytes bounds the file read at start: 100,000 entries
 // (mcp.DefaultMaxResources) for each of a hundred servers, at about 40
-// bytes each.
-const maxStateBytes = 512 << 20
+// bytes each. stateBytesPerServer bounds it by the servers configured:
+// a server's listed and kept-off entries take at most about 5.5 MB (a
+// file of 530 MB decoded to 3.2 GB at the start, for a server or two).
+const (
+	maxStateBytes       = 512 << 20
+	stateBytesPerServer = 8 << 20
+)
+
+// stateBytesFor returns the bound of the file read at start for servers
+// configured servers.
+func stateBytesFor(servers int) int64 {
+	return min(maxStateBytes, int64(servers+1)*stateBytesPerServer)
+}
 
 // offKey returns the key an entry is saved under: the first 8 bytes of its
 // URI's SHA-256, in hexadecimal.
@@ -166,7 +177,13 @@ func loadState(path string, burst float64, maxBytes int64) (map[string]*savedPac
 			p.Tokens = 0
 		}
 		p.Tokens = min(p.Tokens, burst)
+		if len(p.Off) > mcp.DefaultMaxResources {
+			return nil, fmt.Errorf("server %q: %d entries kept off, more than a server may list (%d)", name, len(p.Off), mcp.DefaultMaxResources)
+		}
 		if p.Listed != nil { // null (or version 2): what was listed is unknown
+			if len(p.Listed) > mcp.DefaultMaxResources {
+				return nil, fmt.Errorf("server %q: %d entries listed, more than a server may list (%d)", name, len(p.Listed), mcp.DefaultMaxResources)
+			}
 			p.listed = make(map[string]bool, len(p.Listed))
 			for _, k := range p.Listed {
 				p.listed[k] = true
@@ -267,7 +284,7 @@ func (s *Server) loadPaces() {
 		return
 	}
 	s.loadServed()
-	prior, err := loadState(s.opts.StateFile, float64(s.opts.PaceBurst), maxStateBytes)
+	prior, err := loadState(s.opts.StateFile, float64(s.opts.PaceBurst), stateBytesFor(len(s.eng.Config().Servers)))
 	if err != nil {
 		s.log.Warn("the saved resource list paces cannot be read: every server's first list comes whole", "file", s.opts.StateFile, "fs_err", err)
 		return

@@ -68,6 +68,23 @@ func TestSavedPacesAreCheckedWhenRead(t *testing.T) {
 	if _, err := loadState(big, 8, 1<<10); err == nil || !strings.Contains(err.Error(), "larger than") {
 		t.Errorf("an oversized file: %v; want refused for its size", err)
 	}
+	// More entries than a server may list: no file written here (one of
+	// 530 MB, under the bound for a hundred servers, took 3.2 GB to
+	// decode for one).
+	keys := make([]string, mcp.DefaultMaxResources+1)
+	for i := range keys {
+		keys[i] = fmt.Sprintf(`"%016x"`, i)
+	}
+	many := write(`{"version":3,"servers":{"s":{"listed":[` + strings.Join(keys, ",") + `]}}}`)
+	if _, err := loadState(many, 8, 64<<20); err == nil || !strings.Contains(err.Error(), "more than a server may list") {
+		t.Errorf("%d entries listed of one server: %v; want refused", len(keys), err)
+	}
+	if got := stateBytesFor(1); got != 2*stateBytesPerServer {
+		t.Errorf("the bound for one server: %d bytes; want %d", got, 2*stateBytesPerServer)
+	}
+	if got := stateBytesFor(10_000); got != maxStateBytes {
+		t.Errorf("the bound for 10,000 servers: %d bytes; want %d", got, maxStateBytes)
+	}
 }
 
 // A restored pace keeps what waited, since its time, and counts it as
