@@ -625,7 +625,7 @@ func TestSilentConnectionsMakeRoom(t *testing.T) {
 // cannot make it buffer gigabytes.
 func TestPprofSymbolBodiesAreBounded(t *testing.T) {
 	const token = "pprof-token-0123456789abcdef"
-	ts := httptest.NewServer(guardMetrics(token, metrics.New().Handler(true)))
+	ts := httptest.NewServer(guardMetrics(service.NewToken(token), metrics.New().Handler(true)))
 	defer ts.Close()
 	pc := reflect.ValueOf(TestPprofSymbolBodiesAreBounded).Pointer()
 	body := strings.Repeat(fmt.Sprintf("%#x+", pc), (8<<20)/len(fmt.Sprintf("%#x+", pc)))

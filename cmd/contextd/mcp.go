@@ -143,9 +143,9 @@ type mcpHTTP struct {
 }
 
 // newMCPHTTP listens on cfg.MCPListen (loopback only) and serves fac at
-// cfg.MCPPath, to requests with the token of cfg.Auth when one is set,
+// cfg.MCPPath, to requests with the token held by token when one is set,
 // holding at most maxConns connections at once.
-func newMCPHTTP(cfg *config.Config, fac *mcpserver.Server, maxConns int, log *slog.Logger) (*mcpHTTP, error) {
+func newMCPHTTP(cfg *config.Config, token *service.Token, fac *mcpserver.Server, maxConns int, log *slog.Logger) (*mcpHTTP, error) {
 	if err := config.CheckLoopback(cfg.MCPListen); err != nil {
 		return nil, fmt.Errorf("--mcp-listen: %w", err)
 	}
@@ -156,7 +156,7 @@ func newMCPHTTP(cfg *config.Config, fac *mcpserver.Server, maxConns int, log *sl
 	mux := http.NewServeMux()
 	// The endpoint asks for the daemon's token as the gRPC one does: on a
 	// shared machine every local user can reach a loopback port.
-	mux.Handle(cfg.MCPPath, service.RequireBearer(cfg.Auth.Token, trustConn(fac.HTTPHandler())))
+	mux.Handle(cfg.MCPPath, service.RequireBearerOf(token, trustConn(fac.HTTPHandler())))
 	lis = withWriteStall(limitConns(lis, maxConns, silentGrace(cfg.Conns), "mcp_listen", log), cfg.Conns.IdleTimeout)
 	// Answers waiting for clients that do not read them are bounded as
 	// gRPC's are (32 × max_response_bytes).

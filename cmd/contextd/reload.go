@@ -20,6 +20,7 @@ import (
 	"github.com/contextd/contextd/internal/engine"
 	"github.com/contextd/contextd/internal/metrics"
 	"github.com/contextd/contextd/internal/redact"
+	"github.com/contextd/contextd/internal/service"
 )
 
 // reloadDebounce coalesces the events of one save (an editor's write,
@@ -47,6 +48,9 @@ type reloader struct {
 	// loaded is the hash (fileHash) of the file as it was when cur was
 	// loaded: an edit made while the daemon starts is a change too.
 	loaded string
+	// token is the one the guards check (see rotate); nil in tests of
+	// the engine's part alone.
+	token *service.Token
 }
 
 // reload reads the file and applies it. A file that does not load or
@@ -81,6 +85,7 @@ func (r *reloader) reload(ctx context.Context, why string) error {
 		r.m.Reloaded(err)
 		return err
 	}
+	r.rotate(next)
 	r.cur = next
 	r.m.Forget(ch.Removed...)
 	r.m.Reloaded(nil)
@@ -90,6 +95,20 @@ func (r *reloader) reload(ctx context.Context, why string) error {
 	r.red = redact.New(append(next.Secrets(), r.eng.Config().Secrets()...)...)
 	r.log.Info("config reloaded", "why", why, "config", r.path, "added", ch.Added, "removed", ch.Removed, "changed", ch.Changed, "kept", ch.Kept)
 	return nil
+}
+
+// rotate makes next's token the one every call must bring, when both the
+// running configuration and next have one: a leaked token, replaced in its
+// file or variable and reloaded, is refused from the next call on. Adding
+// or removing the token changes who may call at all: that waits for a
+// restart (see restartOnly).
+func (r *reloader) rotate(next *config.Config) {
+	was, now := r.token.Get(), next.Auth.Token
+	if r.token == nil || was == "" || now == "" || now == was {
+		return
+	}
+	r.token.Set(now)
+	r.log.Info("config reload: the auth token changed; calls with the one before it are refused from now on", "token_file", next.Auth.TokenFile)
 }
 
 // errLine finds the line an error names.
@@ -107,6 +126,15 @@ func refusal(path string, err error) string {
 	return "config reload refused (" + where + "); the running configuration is kept, and the daemon's log says why"
 }
 
+// authOnRestart returns a less what a reload applies when b is what it
+// changes to: a token replacing another (see reloader.rotate).
+func authOnRestart(a, b config.Auth) config.Auth {
+	if a.Token != "" && b.Token != "" {
+		a.Token, a.TokenFile = "", ""
+	}
+	return a
+}
+
 // restartOnly names serve's settings that differ between cur and next and
 // are read once, at start: the listeners, access control, admission, log
 // format. (The engine reports its own: data_dir, tokenizer, embedder.)
@@ -119,7 +147,7 @@ func restartOnly(cur, next *config.Config) []string {
 		{"listen", cur.Listen, next.Listen},
 		{"mcp_listen", cur.MCPListen, next.MCPListen},
 		{"mcp_path", cur.MCPPath, next.MCPPath},
-		{"auth, tls or allow_insecure_listen", cur.Auth, next.Auth},
+		{"auth, tls or allow_insecure_listen", authOnRestart(cur.Auth, next.Auth), authOnRestart(next.Auth, cur.Auth)},
 		{"max_concurrent_requests", cur.Limits.MaxConcurrent, next.Limits.MaxConcurrent},
 		{"max_queued_requests", cur.Limits.MaxQueued, next.Limits.MaxQueued},
 		{"metrics_listen, metrics_pprof or allow_insecure_metrics", [3]any{cur.Ops.MetricsListen, cur.Ops.Pprof, cur.Ops.AllowInsecureMetrics},

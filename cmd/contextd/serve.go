@@ -133,7 +133,10 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 			log.Warn("gRPC calls refused busy as they arrive: too many calls wait for the daemon to start them (the CPU is far behind, or a client floods calls); see contextd_grpc_refused_at_headers_total")
 		}
 	}
-	sopts := append([]grpc.ServerOption{service.Instrument(met.GRPC)}, service.Guard(service.GuardOptions{Token: cfg.Auth.Token, Admission: adm,
+	// The token a reload may rotate (see reloader.rotate): every guard
+	// reads it at each call.
+	token := service.NewToken(cfg.Auth.Token)
+	sopts := append([]grpc.ServerOption{service.Instrument(met.GRPC)}, service.Guard(service.GuardOptions{Tokens: token, Admission: adm,
 		MaxUnstarted: cfg.Limits.MaxConcurrent + cfg.Limits.MaxQueued, OnRefused: onRefused, OnAuthenticated: trustGRPC,
 		RequestWait: cfg.Conns.HandshakeTimeout})...)
 	sopts = append(sopts, grpcConnOptions(cfg.Conns)...)
@@ -151,14 +154,14 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 			return fmt.Errorf("metrics_listen: %w", err)
 		}
 		metricsLis = withWriteStall(limitConns(metricsLis, nconns, silentGrace(cfg.Conns), "metrics_listen", log), cfg.Conns.IdleTimeout)
-		metricsWeb = newHTTPServer(guardMetrics(cfg.Auth.Token, met.Handler(cfg.Ops.Pprof)), cfg.Conns, log)
+		metricsWeb = newHTTPServer(guardMetrics(token, met.Handler(cfg.Ops.Pprof)), cfg.Conns, log)
 		log.Info("contextd serving metrics", "url", "http://"+metricsLis.Addr().String()+"/metrics", "pprof", cfg.Ops.Pprof)
 	}
 	fac := mcpserver.New(eng, &mcpserver.Options{Version: version, Logger: slog.New(eng.WrapLog(log.Handler())).With("component", "mcpserver"), Relay: relay, Admit: adm.Admit,
 		StateFile: mcpserver.StateFileIn(eng.DataDir())})
 	var web *mcpHTTP
 	if cfg.MCPListen != "" {
-		if web, err = newMCPHTTP(cfg, fac, nconns, log); err != nil {
+		if web, err = newMCPHTTP(cfg, token, fac, nconns, log); err != nil {
 			lis.Close()
 			if metricsLis != nil {
 				metricsLis.Close()
@@ -187,7 +190,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		})
 	}
 	if cfg.Path != "" {
-		r := &reloader{path: cfg.Path, cur: cfg, flags: overrides, eng: eng, m: met, log: log.With("component", "reload"),
+		r := &reloader{path: cfg.Path, cur: cfg, flags: overrides, eng: eng, m: met, log: log.With("component", "reload"), token: token,
 			red: redact.New(cfg.Secrets()...), refused: svc.SetConfigError, loaded: loaded}
 		g.Go(func() error { r.watch(gctx, watch); return nil })
 	} else {
@@ -274,7 +277,7 @@ const maxMetricsBody = 1 << 20
 // A request past the token check marks its connection trusted (see
 // limitConn.trusted); with a token, an open /metrics scrape does not, so
 // that scrapes without it cannot keep a full listener's connections.
-func guardMetrics(token string, h http.Handler) http.Handler {
+func guardMetrics(token *service.Token, h http.Handler) http.Handler {
 	inner := h
 	h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body != nil {
@@ -282,10 +285,10 @@ func guardMetrics(token string, h http.Handler) http.Handler {
 		}
 		inner.ServeHTTP(w, r)
 	})
-	if token == "" {
+	if token.Get() == "" {
 		h = trustConn(h)
 	} else {
-		open, guarded := h, service.RequireBearer(token, trustConn(h))
+		open, guarded := h, service.RequireBearerOf(token, trustConn(h))
 		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path == "/metrics" {
 				open.ServeHTTP(w, r)

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/net/http2"
 
 	"github.com/contextd/contextd/internal/metrics"
+	"github.com/contextd/contextd/internal/service"
 )
 
 // partialConn returns a followed connection reading a client preface and
@@ -105,7 +106,7 @@ func TestAConnectionWhoseWritesAreBlockedMakesRoom(t *testing.T) {
 // passes the token check does.
 func TestMetricsScrapesWithoutTheTokenAreNotTrusted(t *testing.T) {
 	const token = "metrics-trust-token-0123456789ab"
-	h := guardMetrics(token, metrics.New().Handler(true))
+	h := guardMetrics(service.NewToken(token), metrics.New().Handler(true))
 	for _, tc := range []struct {
 		path, auth string
 		want       bool

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -26,6 +27,10 @@ type GuardOptions struct {
 	// UNAUTHENTICATED. Health is not exempt: a liveness probe passes the
 	// token too (grpc-health-probe -rpc-header).
 	Token string
+	// Tokens, when set, holds the token instead of Token, read at each
+	// call: a reload may rotate it (see Token.Set). A token empty when
+	// Guard is called stays so: calls are not checked.
+	Tokens *Token
 	// MaxConcurrent is how many Assemble and Search calls run at once;
 	// zero means no limit. ListServers, health and reflection are cheap and
 	// not counted.
@@ -74,12 +79,16 @@ func Guard(o GuardOptions) []grpc.ServerOption {
 		a = NewAdmission(o.MaxConcurrent, o.MaxQueued, o.MaxQueueWait)
 	}
 	refused := status.Error(codes.Unauthenticated, "missing or wrong token: send \"authorization: Bearer TOKEN\" with the token of the daemon's auth config")
+	if o.Tokens == nil {
+		o.Tokens = NewToken(o.Token)
+	}
+	checked := o.Tokens.Get() != ""
 	auth := func(ctx context.Context) error {
-		if o.Token == "" {
+		if !checked {
 			return nil
 		}
 		md, _ := metadata.FromIncomingContext(ctx)
-		if bearerOK(md.Get("authorization"), o.Token) {
+		if bearerOK(md.Get("authorization"), o.Tokens.Get()) {
 			return nil
 		}
 		return refused
@@ -132,7 +141,7 @@ func Guard(o GuardOptions) []grpc.ServerOption {
 			// connection: 2 GB). The tap refuses them as their headers
 			// arrive, before any is started.
 			var err error
-			if o.Token != "" && !bearerOK(info.Header.Get("authorization"), o.Token) {
+			if checked && !bearerOK(info.Header.Get("authorization"), o.Tokens.Get()) {
 				err = refused
 			} else {
 				if o.OnAuthenticated != nil {
@@ -171,6 +180,37 @@ func bearerOK(values []string, token string) bool {
 	return ok
 }
 
+// A Token is the daemon's token, which a reload may rotate: the old one
+// is refused from the next call on. Safe for concurrent use; a nil Token
+// holds "".
+type Token struct{ v atomic.Pointer[string] }
+
+// NewToken returns a Token holding s.
+func NewToken(s string) *Token {
+	t := &Token{}
+	t.v.Store(&s)
+	return t
+}
+
+// Get returns the token held.
+func (t *Token) Get() string {
+	if t == nil {
+		return ""
+	}
+	if p := t.v.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// Set replaces the token held with s, which must not be empty (whether
+// calls are checked at all is decided when the guards are made).
+func (t *Token) Set(s string) {
+	if s != "" {
+		t.v.Store(&s)
+	}
+}
+
 // RequireBearer returns h guarded like the gRPC calls: when token is not
 // empty, a request without the header "Authorization: Bearer TOKEN" gets
 // 401 Unauthorized and never reaches h, and its connection is closed
@@ -179,11 +219,18 @@ func bearerOK(values []string, token string) bool {
 // serve runs beside the gRPC one, so a token set for a shared machine is
 // not bypassed there.
 func RequireBearer(token string, h http.Handler) http.Handler {
-	if token == "" {
+	return RequireBearerOf(NewToken(token), h)
+}
+
+// RequireBearerOf is RequireBearer with the token held by t, read at each
+// request (a reload may rotate it). Empty when called, requests are not
+// checked.
+func RequireBearerOf(t *Token, h http.Handler) http.Handler {
+	if t.Get() == "" {
 		return h
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !bearerOK(r.Header.Values("Authorization"), token) {
+		if !bearerOK(r.Header.Values("Authorization"), t.Get()) {
 			// Without the read deadline, net/http would still wait for a
 			// declared body that never comes before closing.
 			_ = http.NewResponseController(w).SetReadDeadline(time.Now())

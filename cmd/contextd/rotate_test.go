@@ -1,0 +1,109 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	contextdv1 "github.com/contextd/contextd/proto/contextd/v1"
+)
+
+// A token replaced in its file and reloaded (SIGHUP) is the one every
+// listener asks for from then on: the one before it, leaked perhaps, is
+// refused by gRPC, the MCP endpoint and pprof. It was kept until a
+// restart (auth was restart-only), so rotating a leaked token with a
+// reload left it working.
+func TestAReloadRotatesTheToken(t *testing.T) {
+	const old, next = "rotate-old-token-0123456789abcdef", "rotate-new-token-fedcba9876543210"
+	dir := t.TempDir()
+	tokenFile := filepath.Join(dir, "token")
+	if err := os.WriteFile(tokenFile, []byte(old+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr, mcpAddr, metAddr := freeAddr(t), freeAddr(t), freeAddr(t)
+	cfg := writeConfig(t, fmt.Sprintf("listen: %s\nmcp_listen: %s\nmetrics_listen: %s\nmetrics_pprof: true\nauth: {token_file: %s}\ndata_dir: %s\nmcpServers: {}\n",
+		addr, mcpAddr, metAddr, tokenFile, t.TempDir()))
+	w, buf := startServe(t, cfg, addr, mcpAddr, metAddr)
+	logText := func() string {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return buf.String()
+	}
+	gc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gc.Close()
+	grpcCode := func(token string) codes.Code {
+		ctx := metadata.AppendToOutgoingContext(t.Context(), "authorization", "Bearer "+token)
+		_, err := contextdv1.NewContextServiceClient(gc).ListServers(ctx, &contextdv1.ListServersRequest{})
+		return status.Code(err)
+	}
+	httpStatus := func(url, token string) int {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	mcpURL, pprofURL := "http://"+mcpAddr+"/mcp", "http://"+metAddr+"/debug/pprof/cmdline"
+	if c := grpcCode(old); c != codes.OK {
+		t.Fatalf("gRPC with the token: %v", c)
+	}
+	if s := httpStatus(pprofURL, old); s != http.StatusOK {
+		t.Fatalf("pprof with the token: %d", s)
+	}
+
+	if err := os.WriteFile(tokenFile, []byte(next+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for grpcCode(next) != codes.OK {
+		if time.Now().After(deadline) {
+			t.Fatalf("the new token refused 30 s after the reload; logs:\n%s", logText())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if c := grpcCode(old); c != codes.Unauthenticated {
+		t.Errorf("gRPC with the token before: %v; want Unauthenticated", c)
+	}
+	if s := httpStatus(mcpURL, old); s != http.StatusUnauthorized {
+		t.Errorf("the MCP endpoint with the token before: %d; want 401", s)
+	}
+	if s := httpStatus(mcpURL, next); s == http.StatusUnauthorized {
+		t.Errorf("the MCP endpoint with the new token: %d", s)
+	}
+	if s := httpStatus(pprofURL, old); s != http.StatusUnauthorized {
+		t.Errorf("pprof with the token before: %d; want 401", s)
+	}
+	if s := httpStatus(pprofURL, next); s != http.StatusOK {
+		t.Errorf("pprof with the new token: %d; want 200", s)
+	}
+	l := logText()
+	if !strings.Contains(l, "the auth token changed") || strings.Contains(l, "takes effect only when contextd restarts") {
+		t.Errorf("the log does not say the token changed, or says it waits for a restart:\n%s", l)
+	}
+	if strings.Contains(l, next) || strings.Contains(l, old) {
+		t.Errorf("a token reached the log:\n%s", l)
+	}
+}
