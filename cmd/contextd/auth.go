@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"google.golang.org/grpc/credentials"
 
@@ -18,24 +19,48 @@ import (
 
 // serverTLS returns the gRPC server's transport credentials: TLS with the
 // configured certificate and, with tls.client_ca_file, required client
-// certificates signed by one of its CAs (mTLS). Nil when TLS is off.
-func serverTLS(t config.TLS) (credentials.TransportCredentials, error) {
+// certificates signed by one of its CAs (mTLS), and when the certificate
+// stops being valid (zero when TLS is off). Nil when TLS is off.
+func serverTLS(t config.TLS) (credentials.TransportCredentials, time.Time, error) {
 	if !t.Enabled() {
-		return nil, nil
+		return nil, time.Time{}, nil
 	}
 	cert, err := keyPair(t.CertFile, t.KeyFile)
 	if err != nil {
-		return nil, fmt.Errorf("tls: %w", err)
+		return nil, time.Time{}, fmt.Errorf("tls: %w", err)
+	}
+	var notAfter time.Time
+	if cert.Leaf != nil {
+		notAfter = cert.Leaf.NotAfter
 	}
 	tc := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	if t.ClientCAFile != "" {
 		pool, err := certPool(t.ClientCAFile)
 		if err != nil {
-			return nil, fmt.Errorf("tls.client_ca_file: %w", err)
+			return nil, time.Time{}, fmt.Errorf("tls.client_ca_file: %w", err)
 		}
 		tc.ClientCAs, tc.ClientAuth = pool, tls.RequireAndVerifyClientCert
 	}
-	return credentials.NewTLS(tc), nil
+	return credentials.NewTLS(tc), notAfter, nil
+}
+
+// certExpiryWarning is how long before its certificate expires serve
+// warns at start.
+const certExpiryWarning = 14 * 24 * time.Hour
+
+// certWarning returns what serve warns of a certificate valid until
+// notAfter, at now: "" when it is valid for longer than
+// certExpiryWarning (or unknown).
+func certWarning(notAfter, now time.Time) string {
+	switch {
+	case notAfter.IsZero():
+		return ""
+	case !now.Before(notAfter):
+		return "tls.cert_file has expired: clients that verify it (the CLI, gRPC clients) refuse every connection until it is replaced and contextd restarted"
+	case notAfter.Sub(now) < certExpiryWarning:
+		return "tls.cert_file expires soon: replace it and restart contextd before then"
+	}
+	return ""
 }
 
 // maxClientCAs is the most CAs a tls.client_ca_file may hold before

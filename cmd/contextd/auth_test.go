@@ -166,3 +166,25 @@ func TestServeRefusesHTTPEndpointsClientCertificatesCannotGuard(t *testing.T) {
 		t.Errorf("serve with client certificates, a token and mcp_listen: %v", err)
 	}
 }
+
+// An expired certificate, or one expiring within two weeks, is warned of
+// at start: clients refuse an expired one, and the daemon started
+// without a word.
+func TestCertWarning(t *testing.T) {
+	now := time.Date(2026, 12, 6, 0, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		notAfter time.Time
+		want     string
+	}{
+		{time.Time{}, ""},
+		{now.Add(-time.Hour), "expired"},
+		{now, "expired"},
+		{now.Add(3 * 24 * time.Hour), "expires soon"},
+		{now.Add(90 * 24 * time.Hour), ""},
+	} {
+		got := certWarning(c.notAfter, now)
+		if c.want == "" && got != "" || c.want != "" && !strings.Contains(got, c.want) {
+			t.Errorf("certWarning(%v) = %q; want %q", c.notAfter, got, c.want)
+		}
+	}
+}

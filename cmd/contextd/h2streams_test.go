@@ -51,7 +51,7 @@ func startAnswerServer(t *testing.T, useTLS bool, answer int, stall time.Duratio
 		dir := t.TempDir()
 		writePKI(t, dir)
 		var err error
-		if creds, err = serverTLS(config.TLS{CertFile: filepath.Join(dir, "server.pem"), KeyFile: filepath.Join(dir, "server-key.pem"),
+		if creds, _, err = serverTLS(config.TLS{CertFile: filepath.Join(dir, "server.pem"), KeyFile: filepath.Join(dir, "server-key.pem"),
 			ClientCAFile: filepath.Join(dir, "ca.pem")}); err != nil {
 			t.Fatal(err)
 		}

@@ -84,9 +84,12 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if cfg.Auth.Token != "" && !cfg.Auth.TLS.Enabled() && !strings.HasPrefix(cfg.Listen, "unix://") && (config.Auth{}).CheckListen(cfg.Listen) != nil {
 		log.Warn("the token crosses the network in clear text: set tls.cert_file and tls.key_file", "listen", cfg.Listen)
 	}
-	creds, err := serverTLS(cfg.Auth.TLS)
+	creds, notAfter, err := serverTLS(cfg.Auth.TLS)
 	if err != nil {
 		return err
+	}
+	if w := certWarning(notAfter, time.Now()); w != "" {
+		log.Warn(w, "not_after", notAfter.UTC().Format(time.RFC3339))
 	}
 	if n := clientCAs(cfg.Auth.TLS); n > maxClientCAs && cfg.Auth.Token == "" && (config.Auth{}).CheckListen(cfg.Listen) != nil {
 		log.Warn("tls.client_ca_file holds many CAs (a system bundle?) and no auth.token is set: a client certificate from any of them is let in; name your own CA", "cas", n, "listen", cfg.Listen)
