@@ -85,14 +85,13 @@ func readable(contents []resource.Content) []resource.Content {
 }
 
 // unmarked returns text as HTML or Markdown shows it, as far as copies go:
-// comments (<!-- -->) and tags (short, on one line) dropped
+// comments (<!-- -->) and inline elements' tags (see inlineTag) dropped
 // ("vac<b></b>uum" shows as "vacuum"), and character references decoded
 // ("&#97;" shows as "a"), in that order (a reference to "<" shows as one).
 // A bridge putting an empty comment, a pair of tags, or a letter as a
 // reference, within every word passed its copies back untold. Both sides
-// of a comparison are taken so; a text that is not markup ("a < b > c")
-// loses what looks like a tag on both. What holds neither "<" nor "&" is
-// kept as is.
+// of a comparison are taken so. What holds neither "<" nor "&" is kept as
+// is.
 func unmarked(text string) string {
 	if !strings.ContainsAny(text, "<&") {
 		return text
@@ -117,9 +116,10 @@ func unmarked(text string) string {
 			rest = rest[4+end+3:]
 			continue
 		}
-		// A tag, short and on one line: shown as nothing.
-		if end := strings.IndexAny(rest[1:min(len(rest), maxTag)], "<>\n"); end >= 0 && rest[1+end] == '>' {
-			rest = rest[1+end+1:]
+		// An inline HTML element's tag, short and on one line: shown as
+		// nothing.
+		if n := inlineTag(rest); n > 0 {
+			rest = rest[n:]
 			continue
 		}
 		b.WriteByte('<')
@@ -134,6 +134,39 @@ func unmarked(text string) string {
 
 // maxTag bounds a tag unmarked drops, in bytes.
 const maxTag = 64
+
+// inlineTag returns the length of the tag text starts with, if it is a
+// start or end tag of an inline HTML element (see inlineElements), short
+// and on one line; 0 otherwise. Only those: "List<String>" and
+// "<Callout variant=…/>" are code and props, which tell pages apart (code
+// files from one template, alike but for their type parameters, were
+// taken for copies when every tag was dropped).
+func inlineTag(text string) int {
+	end := strings.IndexAny(text[1:min(len(text), maxTag)], "<>\n")
+	if end < 0 || text[1+end] != '>' {
+		return 0
+	}
+	tag := strings.TrimPrefix(text[1:1+end], "/")
+	name := tag
+	if i := strings.IndexAny(tag, " \t/"); i >= 0 {
+		name = tag[:i]
+	}
+	if !inlineElements[strings.ToLower(name)] {
+		return 0
+	}
+	return 1 + end + 1
+}
+
+// inlineElements are the HTML elements shown within a line of text, with
+// no break of their own (phrasing content): empty, or around part of a
+// word, they leave it the word it was.
+var inlineElements = map[string]bool{
+	"a": true, "abbr": true, "b": true, "bdi": true, "bdo": true, "big": true, "cite": true,
+	"code": true, "data": true, "del": true, "dfn": true, "em": true, "font": true, "i": true, "ins": true,
+	"kbd": true, "mark": true, "q": true, "s": true, "samp": true, "small": true, "span": true,
+	"strike": true, "strong": true, "sub": true, "sup": true, "time": true, "tt": true, "u": true,
+	"var": true, "wbr": true,
+}
 
 // nearText returns the texts of contents joined, at most nearTextBytes.
 func nearText(contents []resource.Content) string {

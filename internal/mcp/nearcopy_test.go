@@ -136,6 +136,9 @@ func TestUnmarked(t *testing.T) {
 		"&lt;!----&gt; &lt;b&gt;":       "<!----> <b>",
 		"an <!-- unclosed comment":      "an <!-- unclosed comment",
 		"a < b\n> c":                    "a < b\n> c",
+		"Map<String, List<Integer>> m":  "Map<String, List<Integer>> m",
+		"<Callout variant=\"info\" />":  "<Callout variant=\"info\" />",
+		"<SPAN class=\"x\">ab</Span>c":  "abc",
 		"plain text":                    "plain text",
 	} {
 		if got := unmarked(in); got != want {
@@ -237,6 +240,25 @@ func TestServedBackFindsRewrittenCopies(t *testing.T) {
 	} {
 		if c := s.ServedBack(k, []resource.Content{{Text: text}}); len(c.Of) != 2 || c.Of[0] != docs || !c.Equal {
 			t.Errorf("%s: %+v; want an equal copy of docs first", name, c)
+		}
+	}
+	// Code from one template, alike but for its type parameters, and
+	// pages alike but for a component's props, are not copies of each
+	// other: only inline HTML elements' tags are dropped.
+	for name, pair := range map[string][2]string{
+		"type parameters": {
+			"public final class Repository {\n    private final Map<String, List<Integer>> byName = new HashMap<>();\n    public List<Integer> find(String name) { return byName.get(name); }\n}\n",
+			"public final class Repository {\n    private final Map<String, List<Order>> byName = new HashMap<>();\n    public List<Order> find(String name) { return byName.get(name); }\n}\n",
+		},
+		"component props": {
+			"# Upgrading\n\n<Callout variant=\"warning\" id=\"c3\" />\n\nStop the workers before you upgrade the schema, then start them again.\n",
+			"# Upgrading\n\n<Callout variant=\"info\" id=\"c4\" />\n\nStop the workers before you upgrade the schema, then start them again.\n",
+		},
+	} {
+		t2 := &ServedLists{}
+		t2.NoteRead(docs, []resource.Content{{Text: pair[0]}})
+		if c := t2.ServedBack(k, []resource.Content{{Text: pair[1]}}); len(c.Of) != 0 {
+			t.Errorf("pages alike but for their %s: %+v; want no copy", name, c)
 		}
 	}
 	if c := s.ServedBack(own, []resource.Content{{Text: page}}); len(c.Of) != 1 || c.Of[0] != docs {
