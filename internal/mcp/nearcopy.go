@@ -69,7 +69,7 @@ func readable(contents []resource.Content) []resource.Content {
 		if c.IsBlob {
 			continue
 		}
-		k := redact.Skeleton(unmarked(c.Text))
+		k := redact.Skeleton(scriptMarks(unmarked(c.Text)))
 		if k == c.Text {
 			continue
 		}
@@ -130,6 +130,34 @@ func unmarked(text string) string {
 		out = html.UnescapeString(out)
 	}
 	return out
+}
+
+// scriptMarks returns text with the nonspacing marks that belong to a
+// script (Thai tone marks, Devanagari vowel signs, Hebrew points) moved
+// to plane 15's private use area (keptMark), where redact.Skeleton, which
+// drops every mark, keeps them: in those scripts a mark makes another
+// word ("ไม่" and "ไม้" are not the same), where the marks every script
+// shares (Unicode's Inherited: accents, the combining acute) only accent
+// a letter, and are dropped. Thai pages alike but for their tone marks
+// were taken for copies of each other.
+func scriptMarks(text string) string {
+	if !strings.ContainsFunc(text, scriptMark) {
+		return text
+	}
+	return strings.Map(func(r rune) rune {
+		if scriptMark(r) {
+			return keptMark + r
+		}
+		return r
+	}, text)
+}
+
+// keptMark is where scriptMarks moves marks to (plane 15, U+F0000 on).
+const keptMark = 0xf0000
+
+// scriptMark reports whether r is a nonspacing mark of one script.
+func scriptMark(r rune) bool {
+	return r >= 0x0590 && unicode.Is(unicode.Mn, r) && !unicode.Is(unicode.Inherited, r)
 }
 
 // maxTag bounds a tag unmarked drops, in bytes.
@@ -382,7 +410,7 @@ func appendWords(words []word, line string) ([]word, string) {
 		if i < len(line) {
 			r, size = utf8.DecodeRuneInString(line[i:])
 		}
-		if i < len(line) && (unicode.IsLetter(r) || unicode.IsDigit(r)) {
+		if i < len(line) && (unicode.IsLetter(r) || unicode.IsDigit(r) || r >= keptMark && r < keptMark+0x20000) {
 			if start < 0 {
 				start, h = i, word(fnvOffset)
 			}

@@ -236,6 +236,7 @@ func TestServedBackFindsRewrittenCopies(t *testing.T) {
 		"empty tags within every word":            sprinkle(page, "<b></b>", 3),
 		"Hangul fillers within every word":        sprinkle(page, "\u3164", 3),
 		"accents as combining marks":              strings.ReplaceAll(page, "e", "e\u0301"),
+		"inline tags within every word":           sprinkle(page, "<span></span>", 2),
 		"zero-width spaces, then a reference too": rewriteLetters(sprinkle(page, "\u200b", 2), 1, func(r rune) string { return "&#x" + strconv.FormatInt(int64(r), 16) + ";" }),
 	} {
 		if c := s.ServedBack(k, []resource.Content{{Text: text}}); len(c.Of) != 2 || c.Of[0] != docs || !c.Equal {
@@ -250,6 +251,11 @@ func TestServedBackFindsRewrittenCopies(t *testing.T) {
 			"public final class Repository {\n    private final Map<String, List<Integer>> byName = new HashMap<>();\n    public List<Integer> find(String name) { return byName.get(name); }\n}\n",
 			"public final class Repository {\n    private final Map<String, List<Order>> byName = new HashMap<>();\n    public List<Order> find(String name) { return byName.get(name); }\n}\n",
 		},
+		// Tone marks make other words in Thai (ไม่ "not", ไม้ "wood").
+		"Thai tone marks": {
+			"ไม่ ต้อง ปิด เครื่อง ก่อน อัปเกรด ระบบ\nให้ หยุด งาน ทั้งหมด แล้ว ค่อย เริ่ม ใหม่\nตรวจ สอบ บันทึก ทุก ครั้ง หลัง อัปเกรด\n",
+			"ไม้ ต้อง ปิด เครื่อง ก้อน อัปเกรด ระบบ\nให้ หยุด งาน ทั้งหมด แล้ว ค้อย เริ่ม ใหม้\nตรวจ สอบ บันทึก ทุก ครั้ง หลัง อัปเกรด\n",
+		},
 		"component props": {
 			"# Upgrading\n\n<Callout variant=\"warning\" id=\"c3\" />\n\nStop the workers before you upgrade the schema, then start them again.\n",
 			"# Upgrading\n\n<Callout variant=\"info\" id=\"c4\" />\n\nStop the workers before you upgrade the schema, then start them again.\n",
@@ -259,6 +265,9 @@ func TestServedBackFindsRewrittenCopies(t *testing.T) {
 		t2.NoteRead(docs, []resource.Content{{Text: pair[0]}})
 		if c := t2.ServedBack(k, []resource.Content{{Text: pair[1]}}); len(c.Of) != 0 {
 			t.Errorf("pages alike but for their %s: %+v; want no copy", name, c)
+		}
+		if c := t2.ServedBack(k, []resource.Content{{Text: sprinkle(pair[0], "\u200b", 2)}}); !c.Equal {
+			t.Errorf("the first of the pages alike but for their %s, zero-width spaces within its words: %+v; want an equal copy", name, c)
 		}
 	}
 	if c := s.ServedBack(own, []resource.Content{{Text: page}}); len(c.Of) != 1 || c.Of[0] != docs {
