@@ -76,6 +76,9 @@ func (r *reloader) reload(ctx context.Context, why string) error {
 	for _, key := range restartOnly(r.cur, next) {
 		r.log.Warn("config reload: this setting changed but takes effect only when contextd restarts", "setting", key)
 	}
+	// The token first: a reload the engine fails part way (a server
+	// it could not drop) must not leave a leaked token working.
+	r.rotate(next)
 	ch, err := r.eng.Reload(ctx, next)
 	for _, key := range ch.Restart {
 		r.log.Warn("config reload: this setting changed but takes effect only when contextd restarts", "setting", key)
@@ -85,7 +88,6 @@ func (r *reloader) reload(ctx context.Context, why string) error {
 		r.m.Reloaded(err)
 		return err
 	}
-	r.rotate(next)
 	r.cur = next
 	r.m.Forget(ch.Removed...)
 	r.m.Reloaded(nil)
