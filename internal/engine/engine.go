@@ -182,9 +182,13 @@ type Engine struct {
 	slowTO     time.Duration
 	slowFor    time.Duration
 	slowMu     gosync.Mutex
-	slowUntil  map[string]time.Time     // server → end of its slow spell
-	slowStreak map[string]int           // server → spells in a row without a read answered in time
-	probeAt    map[string]time.Time     // server → when its last probe started (see probe); slowMu
+	slowUntil  map[string]time.Time // server → end of its slow spell
+	slowStreak map[string]int       // server → spells in a row without a read answered in time
+	probeAt    map[string]time.Time // server → when its last probe started (see probe); slowMu
+	// probes run the probes' reads; stopProbes (at Close) cancels them.
+	probes     gosync.WaitGroup
+	probeCtx   context.Context
+	stopProbes context.CancelFunc
 	readTimes  map[string]time.Duration // server → its typical read time (see noteReadTime); slowMu
 	slowReads  slowReads                // per server, reads past slowTO
 	unlock     func()                   // releases data_dir; nil for an in-memory index
@@ -393,6 +397,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	e.slowUntil = map[string]time.Time{}
 	e.slowStreak = map[string]int{}
 	e.probeAt = map[string]time.Time{}
+	e.probeCtx, e.stopProbes = context.WithCancel(context.Background())
 	e.readTimes = map[string]time.Duration{}
 	e.cur = &serverSet{cfg: opts.Config, mirrors: map[string]*ctxsync.Mirror{}, limits: opts.Config.Limits.WithDefaults(), secrets: secrets, red: red, callers: callerRedactor(opts.Config), given: givenRedactors(opts.Config, secrets)}
 	for _, srv := range opts.Config.Servers {
@@ -598,6 +603,10 @@ func (e *Engine) DataDir() string { return e.dataDir }
 
 // Close releases the index and data_dir. Call it after Run has returned.
 func (e *Engine) Close() error {
+	// A probe's read outlives the request that started it; not the
+	// engine.
+	e.stopProbes()
+	e.probes.Wait()
 	err := e.ix.Close()
 	if e.shared != nil {
 		e.shared.store.Close()

@@ -1266,11 +1266,14 @@ func (e *Engine) probe(m *ctxsync.Mirror, server, uri string) {
 	if !due {
 		return
 	}
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), e.readTO)
+	e.probes.Go(func() {
+		ctx, cancel := context.WithTimeout(e.probeCtx, e.readTO)
 		defer cancel()
 		start := time.Now()
 		_, f, err := m.ReadFetch(ctx, uri)
+		if e.probeCtx.Err() != nil {
+			return // the engine closed
+		}
 		if err != nil && ctx.Err() != nil {
 			// No answer in the full timeout: the spell goes on, as long
 			// again as a timed-out probe's would, so that a hung server
@@ -1286,7 +1289,7 @@ func (e *Engine) probe(m *ctxsync.Mirror, server, uri string) {
 			e.noteReadTime(server, took)
 			e.markSlow(server, false)
 		}
-	}()
+	})
 }
 
 // markSlowAgain starts server's next spell now, unless a read was
