@@ -62,14 +62,16 @@ const (
 // mathematical forms that look like Latin ones made those. A bridge
 // sprinkling zero-width spaces within every word, or swapping Cyrillic
 // letters for Latin ones, passed its copies back untold, the text reading
-// the same. contents itself is not changed; plain ASCII texts are kept.
+// the same. Markup is taken as it shows first (unmarked), and Markdown's
+// marks within words last (unemphasized). contents itself is not changed;
+// plain texts are kept.
 func readable(contents []resource.Content) []resource.Content {
 	var out []resource.Content
 	for i, c := range contents {
 		if c.IsBlob {
 			continue
 		}
-		k := redact.Skeleton(scriptMarks(unmarked(c.Text)))
+		k := unemphasized(redact.Skeleton(scriptMarks(unmarked(c.Text))))
 		if k == c.Text {
 			continue
 		}
@@ -84,12 +86,13 @@ func readable(contents []resource.Content) []resource.Content {
 	return out
 }
 
-// unmarked returns text as HTML or Markdown shows it, as far as copies go:
-// comments (<!-- -->) and inline elements' tags (see inlineTag) dropped
-// ("vac<b></b>uum" shows as "vacuum"), and character references decoded
-// ("&#97;" shows as "a"), in that order (a reference to "<" shows as one).
-// A bridge putting an empty comment, a pair of tags, or a letter as a
-// reference, within every word passed its copies back untold. Both sides
+// unmarked returns text as HTML shows it, as far as copies go: comments
+// dropped, inline elements' tags dropped (see inlineTag) with what the
+// hidden ones hold ("vac<b></b>uum" and "vac<span hidden>zq</span>uum"
+// show as "vacuum"), and character references decoded ("&#97;" shows as
+// "a"), in that order (a reference to "<" shows as one). A bridge putting
+// an empty comment, a pair of tags, a hidden span or a letter as a
+// reference within every word passed its copies back untold. Both sides
 // of a comparison are taken so. What holds neither "<" nor "&" is kept as
 // is.
 func unmarked(text string) string {
@@ -108,16 +111,14 @@ func unmarked(text string) string {
 		b.WriteString(rest[:i])
 		rest = rest[i:]
 		if strings.HasPrefix(rest, "<!--") {
-			end := strings.Index(rest[4:], "-->")
-			if end < 0 {
+			n := commentLen(rest)
+			if n < 0 {
 				b.WriteString(rest) // not closed: shown as written
 				break
 			}
-			rest = rest[4+end+3:]
+			rest = rest[n:]
 			continue
 		}
-		// An inline HTML element's tag, short and on one line: shown as
-		// nothing.
 		if n := inlineTag(rest); n > 0 {
 			rest = rest[n:]
 			continue
@@ -130,6 +131,26 @@ func unmarked(text string) string {
 		out = html.UnescapeString(out)
 	}
 	return out
+}
+
+// commentLen returns the length of the HTML comment text starts with
+// ("<!--" is its start), as a browser ends it: at "-->" or "--!>", or at
+// once for "<!-->" and "<!--->"; -1 if it is not closed.
+func commentLen(text string) int {
+	for _, abrupt := range []string{"<!-->", "<!--->"} {
+		if strings.HasPrefix(text, abrupt) {
+			return len(abrupt)
+		}
+	}
+	body := text[4:]
+	end, n := strings.Index(body, "-->"), 3
+	if bang := strings.Index(body, "--!>"); bang >= 0 && (end < 0 || bang < end) {
+		end, n = bang, 4
+	}
+	if end < 0 {
+		return -1
+	}
+	return 4 + end + n
 }
 
 // scriptMarks returns text with the nonspacing marks that belong to a
@@ -160,29 +181,180 @@ func scriptMark(r rune) bool {
 	return r >= 0x0590 && unicode.Is(unicode.Mn, r) && !unicode.Is(unicode.Inherited, r)
 }
 
-// maxTag bounds a tag unmarked drops, in bytes.
-const maxTag = 64
+// maxTag bounds a tag unmarked drops, in bytes, and maxHidden what a
+// hidden element it drops may hold.
+const (
+	maxTag    = 512
+	maxHidden = 1024
+)
 
-// inlineTag returns the length of the tag text starts with, if it is a
-// start or end tag of an inline HTML element (see inlineElements), short
-// and on one line; 0 otherwise. Only those: "List<String>" and
+// inlineTag returns the length of the tag text starts with if it is a
+// start or end tag of an inline HTML element (see inlineElements), within
+// maxTag bytes (it may span lines; quoted attribute values may hold "<"
+// and ">"); 0 otherwise. Only those: "List<String>" and
 // "<Callout variant=…/>" are code and props, which tell pages apart (code
 // files from one template, alike but for their type parameters, were
-// taken for copies when every tag was dropped).
+// taken for copies when every tag was dropped). A start tag of a hidden
+// element (the hidden attribute, or styled display: none, visibility:
+// hidden or font-size: 0) runs on to the end of the element, if that is
+// within maxHidden bytes: what it holds does not show.
 func inlineTag(text string) int {
-	end := strings.IndexAny(text[1:min(len(text), maxTag)], "<>\n")
-	if end < 0 || text[1+end] != '>' {
+	i := 1
+	end := i < len(text) && text[i] == '/'
+	if end {
+		i++
+	}
+	start := i
+	for i < len(text) && i-start < 16 && isASCIIAlnum(text[i]) {
+		i++
+	}
+	name := strings.ToLower(text[start:i])
+	if !inlineElements[name] || i == len(text) || !strings.ContainsRune(" \t\n\r/>", rune(text[i])) {
 		return 0
 	}
-	tag := strings.TrimPrefix(text[1:1+end], "/")
-	name := tag
-	if i := strings.IndexAny(tag, " \t/"); i >= 0 {
-		name = tag[:i]
+	var quote byte
+	for ; i < len(text) && i < maxTag; i++ {
+		c := text[i]
+		switch {
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			}
+		case c == '"' || c == '\'':
+			quote = c
+		case c == '<':
+			return 0
+		case c == '>':
+			n := i + 1
+			if !end && hidden(text[:n]) {
+				if close := endTag(text[n:min(len(text), n+maxHidden)], name); close > 0 {
+					n += close
+				}
+			}
+			return n
+		}
 	}
-	if !inlineElements[strings.ToLower(name)] {
-		return 0
+	return 0
+}
+
+// hidden reports whether the start tag tag keeps its element from
+// showing: a hidden attribute, or a style of display: none, visibility:
+// hidden or font-size: 0.
+func hidden(tag string) bool {
+	t := strings.ToLower(tag)
+	for i := 0; ; {
+		j := strings.Index(t[i:], "hidden")
+		if j < 0 {
+			break
+		}
+		j += i
+		before, after := t[j-1], t[min(len(t)-1, j+len("hidden"))]
+		if strings.IndexByte(" \t\n\r", before) >= 0 && strings.IndexByte(" \t\n\r=/>", after) >= 0 {
+			return true
+		}
+		i = j + len("hidden")
 	}
-	return 1 + end + 1
+	style := strings.Map(func(r rune) rune {
+		if unicode.IsSpace(r) {
+			return -1
+		}
+		return r
+	}, t)
+	if strings.Contains(style, "display:none") || strings.Contains(style, "visibility:hidden") {
+		return true
+	}
+	if i := strings.Index(style, "font-size:0"); i >= 0 {
+		rest := style[i+len("font-size:0"):]
+		return rest == "" || !strings.ContainsRune("0123456789.", rune(rest[0]))
+	}
+	return false
+}
+
+// endTag returns the length of text up to and past the first end tag of
+// the element name in it, 0 if it holds none.
+func endTag(text, name string) int {
+	for i := 0; ; {
+		j := strings.Index(text[i:], "</")
+		if j < 0 {
+			return 0
+		}
+		j += i + 2
+		if k := j + len(name); k < len(text) && strings.EqualFold(text[j:k], name) {
+			if gt := strings.IndexByte(text[k:], '>'); gt >= 0 {
+				return k + gt + 1
+			}
+			return 0
+		}
+		i = j
+	}
+}
+
+func isASCIIAlnum(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+}
+
+// unemphasized returns text with Markdown's marks next to a word
+// dropped: runs of "*", "_", "~", "`", "\\", "{", "}" and "[", and a
+// link's "](destination)", before or after a letter or digit ("va**cu**um",
+// "[va](#)cuum" and "*vacuum*" show as "vacuum"). A bridge putting
+// emphasis, escapes or links within every word passed its copies back
+// untold. Marks between spaces (a list's "*") are kept. What holds none of
+// them is kept as is.
+func unemphasized(text string) string {
+	if !strings.ContainsAny(text, markChars) {
+		return text
+	}
+	var b strings.Builder
+	b.Grow(len(text))
+	afterWord := false
+	for i := 0; i < len(text); {
+		if n := markRun(text[i:]); n > 0 {
+			r, _ := utf8.DecodeRuneInString(text[i+n:])
+			if afterWord || i+n < len(text) && wordRune(r) {
+				i += n
+				continue
+			}
+			b.WriteString(text[i : i+n])
+			i += n
+			afterWord = false
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(text[i:])
+		b.WriteString(text[i : i+size])
+		afterWord = wordRune(r)
+		i += size
+	}
+	return b.String()
+}
+
+// markChars are the Markdown marks unemphasized drops.
+const markChars = "*_~`\\{}["
+
+// markRun returns the length of the run of Markdown marks text starts
+// with (see unemphasized), 0 if it starts with none.
+func markRun(text string) int {
+	i := 0
+	for i < len(text) {
+		switch c := text[i]; {
+		case strings.IndexByte(markChars, c) >= 0:
+			i++
+		case strings.HasPrefix(text[i:], "]("):
+			dest := text[i+2 : min(len(text), i+2+256)]
+			end := strings.IndexAny(dest, ") \t\n")
+			if end < 0 || dest[end] != ')' {
+				return i
+			}
+			i += 2 + end + 1
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// wordRune reports whether r is part of a word (appendWords).
+func wordRune(r rune) bool {
+	return unicode.IsLetter(r) || unicode.IsDigit(r) || r >= keptMark && r < keptMark+0x20000
 }
 
 // inlineElements are the HTML elements shown within a line of text, with
@@ -410,7 +582,7 @@ func appendWords(words []word, line string) ([]word, string) {
 		if i < len(line) {
 			r, size = utf8.DecodeRuneInString(line[i:])
 		}
-		if i < len(line) && (unicode.IsLetter(r) || unicode.IsDigit(r) || r >= keptMark && r < keptMark+0x20000) {
+		if i < len(line) && wordRune(r) {
 			if start < 0 {
 				start, h = i, word(fnvOffset)
 			}

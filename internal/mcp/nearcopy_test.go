@@ -105,6 +105,19 @@ func sprinkle(text, mark string, n int) string {
 	return b.String()
 }
 
+// linkSplit returns text with each word of four letters or more split
+// by a Markdown link around its first two letters ("[va](#)cuum").
+func linkSplit(text string) string {
+	var b strings.Builder
+	for _, w := range strings.SplitAfter(text, " ") {
+		if len(w) >= 4 && unicode.IsLetter(rune(w[0])) {
+			w = "[" + w[:2] + "](#x" + w[:1] + ")" + w[2:]
+		}
+		b.WriteString(w)
+	}
+	return b.String()
+}
+
 // rewriteLetters returns text with the first n letters of each word
 // written as f has them.
 func rewriteLetters(text string, n int, f func(rune) string) string {
@@ -140,9 +153,39 @@ func TestUnmarked(t *testing.T) {
 		"<Callout variant=\"info\" />":  "<Callout variant=\"info\" />",
 		"<SPAN class=\"x\">ab</Span>c":  "abc",
 		"plain text":                    "plain text",
+		"vac<span hidden>zq</span>uum":  "vacuum",
+		"<b\nclass=\"x\">bold</b>":      "bold",
+		`<i title="a>b">x</i>`:          "x",
+		"vac<!--->uum <!-->x":           "vacuum x",
+		"a <!-- note --!> b":            "a  b",
+		// Shown: aria-hidden hides from screen readers only.
+		`<span aria-hidden="true">shown</span>`:        "shown",
+		`<span style="font-size: 0.9em">shown</span>`:  "shown",
+		`<SPAN STYLE="Display: None">gone</span>shown`: "shown",
+		"<span hidden>never closed":                    "never closed",
+		"a <b and c> d; x <b\ny":                       "a  d; x <b\ny",
 	} {
 		if got := unmarked(in); got != want {
 			t.Errorf("unmarked(%q) = %q; want %q", in, got, want)
+		}
+	}
+}
+
+// Markdown's marks next to words are taken as they show: dropped.
+func TestUnemphasized(t *testing.T) {
+	for in, want := range map[string]string{
+		"va**cu**um tuning":                 "vacuum tuning",
+		"*vacuum* and __bold__":             "vacuum and bold",
+		"* an item\n- another":              "* an item\n- another",
+		"a * b":                             "a * b",
+		"[va](#x)cuum":                      "vacuum",
+		"see [the docs](https://x.y/z) now": "see the docs now",
+		"x](not a link":                     "x](not a link",
+		"snake_case and \\_escaped\\_":      "snakecase and escaped",
+		"plain text":                        "plain text",
+	} {
+		if got := unemphasized(in); got != want {
+			t.Errorf("unemphasized(%q) = %q; want %q", in, got, want)
 		}
 	}
 }
@@ -238,6 +281,16 @@ func TestServedBackFindsRewrittenCopies(t *testing.T) {
 		"accents as combining marks":              strings.ReplaceAll(page, "e", "e\u0301"),
 		"inline tags within every word":           sprinkle(page, "<span></span>", 2),
 		"zero-width spaces, then a reference too": rewriteLetters(sprinkle(page, "\u200b", 2), 1, func(r rune) string { return "&#x" + strconv.FormatInt(int64(r), 16) + ";" }),
+		"long tags within every word":             sprinkle(page, `<span class="c-a0f3 c-b19e c-77d2 c-e5c1 c-0d4a c-91bb c-3f0e c-5a2d c-e0e0 c-1b7f">`+"</span>", 3),
+		"tags broken over lines":                  sprinkle(page, "<b\n></b\n>", 3),
+		"tags whose attributes hold > and <":      sprinkle(page, `<i title="a>b" data-x='<c'></i>`, 3),
+		"hidden spans of junk within every word":  sprinkle(page, `<span hidden>zq</span>`, 3),
+		"spans of junk styled away":               sprinkle(page, `<span style="display: none">qx</span><font style='font-size:0'>vv</font>`, 2),
+		"abrupt and bang-closed comments":         sprinkle(sprinkle(page, "<!--->", 3), "<!-- x --!>", 2),
+		"Markdown emphasis within every word":     sprinkle(page, "**", 2),
+		"Markdown escapes and code marks":         sprinkle(sprinkle(page, `\_`, 3), "``", 2),
+		"empty MDX expressions":                   sprinkle(page, "{}", 3),
+		"every word a link split in two":          linkSplit(page),
 	} {
 		if c := s.ServedBack(k, []resource.Content{{Text: text}}); len(c.Of) != 2 || c.Of[0] != docs || !c.Equal {
 			t.Errorf("%s: %+v; want an equal copy of docs first", name, c)
@@ -302,6 +355,21 @@ func BenchmarkServedCopies(b *testing.B) {
 		s := &ServedLists{}
 		for i := range maxServedReads {
 			s.NoteRead(resource.Key{Server: "docs", URI: "doc://" + strconv.Itoa(i)}, []resource.Content{{Text: strconv.Itoa(i) + " " + para + para}})
+		}
+		// What costs markup the most: tags that open a quote and never
+		// close, hidden spans that never end, links and marks in words.
+		for name, unit := range map[string]string{
+			"open-quotes":  `<b "`,
+			"hidden-spans": `<s hidden>x`,
+			"marks":        "a*[b](c)_",
+		} {
+			b.Run("served-back-"+name+"/"+strconv.Itoa(size>>10)+"KiB", func(b *testing.B) {
+				text := strings.Repeat(unit, size/len(unit))
+				k := resource.Key{Server: "hub", URI: "hub://1"}
+				for b.Loop() {
+					s.ServedBack(k, []resource.Content{{Text: text}})
+				}
+			})
 		}
 		b.Run("note/"+strconv.Itoa(size>>10)+"KiB", func(b *testing.B) {
 			for b.Loop() {

@@ -289,6 +289,10 @@ type Server struct {
 	// waited ReadyWait for in vain: later requests do not wait for them
 	// again.
 	waitedOut map[<-chan struct{}]bool
+	// started holds the ready channels of the mirrors the engine had when
+	// the server was made: only those hold up requests that name no
+	// server (see waitReady).
+	started map[<-chan struct{}]bool
 }
 
 // New returns the server for eng, with its tools, prompt, templates and
@@ -357,6 +361,12 @@ func New(eng *engine.Engine, opts *Options) *Server {
 		stop:         make(chan struct{}),
 		servedDue:    make(chan struct{}, 1),
 		posts:        newPosts(),
+		started:      map[<-chan struct{}]bool{},
+	}
+	for _, st := range eng.Servers() {
+		if ch := eng.Ready(st.Server); ch != nil {
+			s.started[ch] = true
+		}
 	}
 	s.loadPaces()
 	// Capabilities are declared exactly as served: tools, prompts and
@@ -870,9 +880,13 @@ func toolScope(servers, pins []string) []string {
 	return scope
 }
 
-// waitReady waits, at most ReadyWait, until the servers in scope (every
-// configured server when none are named) have finished their first sync
-// and first content pass. A server that does not get there in time only
+// waitReady waits, at most ReadyWait, until the servers in scope have
+// finished their first sync and first content pass. A request that names
+// no server waits for the mirrors contextd started with, not for one a
+// reload started since (a server added, or a name pointed elsewhere): its
+// hosts already have a list, and are told when it changes; and a server
+// that answers contextd from contextd's own list would have every such
+// request wait on itself. A server that does not get there in time only
 // delays the request, which is answered with what is mirrored. A server
 // that has synced but whose first content pass outlasted one such wait
 // delays no later request: the pass may read slowly for minutes
@@ -880,7 +894,8 @@ func toolScope(servers, pins []string) []string {
 // not synced is waited for by each request, until its connect attempt
 // ends (within sync_timeout).
 func (s *Server) waitReady(ctx context.Context, servers []string) {
-	if len(servers) == 0 {
+	all := len(servers) == 0
+	if all {
 		for _, st := range s.eng.Servers() {
 			servers = append(servers, st.Server)
 		}
@@ -889,7 +904,7 @@ func (s *Server) waitReady(ctx context.Context, servers []string) {
 	var names []string
 	s.mu.Lock()
 	for _, name := range servers {
-		if ch := s.eng.Ready(name); ch != nil && !s.waitedOut[ch] {
+		if ch := s.eng.Ready(name); ch != nil && !s.waitedOut[ch] && (!all || s.started[ch]) {
 			chans, names = append(chans, ch), append(names, name)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -982,5 +983,88 @@ func TestReadOfAURIWithAControlCharacterKeepsTheSession(t *testing.T) {
 			t.Fatalf("after a read of %q the session is gone: %v", uri, err)
 		}
 		cancel()
+	}
+}
+
+// A mirror a reload starts (a server added, or a name pointed elsewhere)
+// does not hold up requests that do not name its server: hosts already
+// have a list, and get the new entries with the next list_changed. A
+// server whose list reads contextd's own list (a bridge configured
+// against contextd) otherwise stalled every host's list for ReadyWait at
+// each reload, waiting on itself.
+func TestAMirrorAReloadStartsHoldsUpOnlyRequestsNamingIt(t *testing.T) {
+	stuck := make(chan struct{})
+	defer close(stuck) // before any cleanup: sessions close once their calls end
+	var blocking atomic.Bool
+	hold := func(s *mcpsdk.Server) *mcpsdk.Server {
+		s.AddReceivingMiddleware(func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
+			return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
+				if method == "resources/list" && blocking.Load() {
+					select {
+					case <-stuck:
+					case <-ctx.Done():
+					}
+				}
+				return next(ctx, method, req)
+			}
+		})
+		return s
+	}
+	a := mcptest.NewServer(map[string]string{"doc://a": "architecture of the billing service"}, nil)
+	b := hold(mcptest.NewServer(map[string]string{"doc://b": "billing runbook"}, nil))
+	added := hold(mcptest.NewServer(map[string]string{"doc://c": "billing glossary"}, nil))
+	f := newFacade(t, map[string]*mcpsdk.Server{"a": a, "b": b}, &mcpserver.Options{ReadyWait: time.Hour}, engine.Options{
+		Dial: func(s config.Server) ctxsync.DialFunc {
+			if s.Name == "added" {
+				return mcptest.Dial(t, s.Name, added)
+			}
+			return nil
+		},
+	})
+	cs := f.connect(t, nil)
+	waitList(t, cs, func(rs []*mcpsdk.Resource) bool {
+		return hasURI("contextd:resource/a/doc://a")(rs) && hasURI("contextd:resource/b/doc://b")(rs)
+	})
+	blocking.Store(true)
+	cfg := &config.Config{Servers: []config.Server{
+		{Name: "a", Transport: config.TransportStdio, Command: "unused"},
+		// Another token: a new mirror under the same name.
+		{Name: "b", Transport: config.TransportStdio, Command: "unused", Env: map[string]string{"API_TOKEN": "tok_rotated"}},
+		{Name: "added", Transport: config.TransportStdio, Command: "unused"},
+	}}
+	if _, err := f.eng.Reload(t.Context(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"b", "added"} {
+		select {
+		case <-f.eng.Ready(name):
+			t.Fatalf("%s's new mirror is ready; the test needs its first list stuck", name)
+		default:
+		}
+	}
+	// Each would wait out its context if it waited for b or added.
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	res, err := cs.ListResources(ctx, nil)
+	if err != nil {
+		t.Fatalf("a host's list after the reload: %v; want an answer without waiting for the new mirrors", err)
+	}
+	if !hasURI("contextd:resource/a/doc://a")(res.Resources) || !hasURI("contextd:resource/b/doc://b")(res.Resources) {
+		t.Errorf("the list after the reload lost what was mirrored before it: %d resources", len(res.Resources))
+	}
+	for _, args := range []map[string]any{
+		{"query": "billing"},
+		{"query": "billing", "servers": []string{"a"}},
+	} {
+		r, err := cs.CallTool(ctx, &mcpsdk.CallToolParams{Name: "search_resources", Arguments: args})
+		if err != nil || r.IsError {
+			t.Fatalf("search %v after the reload: %v %v; want an answer without waiting for the new mirrors", args, err, r)
+		}
+	}
+	// A request naming the new server still waits for its first sync.
+	short, cancel2 := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel2()
+	if _, err := cs.CallTool(short, &mcpsdk.CallToolParams{Name: "search_resources", Arguments: map[string]any{"query": "billing", "servers": []string{"added"}}}); err == nil {
+		t.Error("a search naming the added server answered before its first sync; want it to wait")
 	}
 }
