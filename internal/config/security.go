@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -10,8 +11,8 @@ import (
 	"strings"
 )
 
-// maxTokenFileBytes is how much of auth.token_file is read: the token is
-// its first line.
+// maxTokenFileBytes bounds the first line of auth.token_file, the token;
+// a longer one is refused.
 const maxTokenFileBytes = 64 << 10
 
 // readHead returns at most n bytes from the start of the file at path.
@@ -203,7 +204,10 @@ func (c *Config) parseSecurity(f *file, lookup func(string) (string, bool)) erro
 		if fi, err := os.Stat(file); err == nil && !fi.Mode().IsRegular() {
 			return errors.New("field auth.token_file: not a regular file")
 		}
-		b, err := readHead(file, maxTokenFileBytes)
+		b, err := readHead(file, maxTokenFileBytes+1)
+		if err == nil && len(b) > maxTokenFileBytes && bytes.IndexByte(b[:maxTokenFileBytes], '\n') < 0 {
+			return fmt.Errorf("field auth.token_file: its first line is over %d bytes; the token is the first line", maxTokenFileBytes)
+		}
 		if err != nil {
 			var pe *fs.PathError
 			if errors.As(err, &pe) {

@@ -79,6 +79,28 @@ func TestSecurityKeyErrors(t *testing.T) {
 	}
 }
 
+// A token file whose first line runs past what is read is refused, not
+// cut: the token would be a prefix of the one clients send. Its first
+// line is the token; what follows it may be long.
+func TestATokenFileWithAnOverlongFirstLineIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	long := filepath.Join(dir, "long")
+	if err := os.WriteFile(long, []byte(strings.Repeat("0123456789abcdef", 8<<10)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := config.Parse("c.yaml", []byte("auth: { token_file: "+long+" }\n"), env(nil)); err == nil || !strings.Contains(err.Error(), "first line is over 65536 bytes") {
+		t.Errorf("a token file of one 128 KiB line: err = %v; want it refused", err)
+	}
+	notes := filepath.Join(dir, "notes")
+	if err := os.WriteFile(notes, []byte("0123456789abcdef0123\n"+strings.Repeat("a note\n", 20<<10)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := config.Parse("c.yaml", []byte("auth: { token_file: "+notes+" }\n"), env(nil))
+	if err != nil || c.Auth.Token != "0123456789abcdef0123" {
+		t.Errorf("a token file of a token and 140 KiB of notes: %v, token %d bytes; want the first line", err, len(c.Auth.Token))
+	}
+}
+
 func TestCheckListen(t *testing.T) {
 	open := config.Auth{}
 	for _, addr := range []string{"127.0.0.1:7878", "[::1]:1", "localhost:7878", "unix:///tmp/c.sock"} {

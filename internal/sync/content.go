@@ -335,16 +335,21 @@ func (m *Mirror) contentUpdated(uri string) {
 // and the copies stay copies. It asks for a content pass at once.
 func (m *Mirror) Reread() {
 	ds := m.opts.Index.Descriptors(m.opts.Server)
+	// Asked of the index before the lock: reads wait on m.mu.
+	indexed := make([]bool, len(ds))
+	for i, d := range ds {
+		indexed[i], _ = m.opts.Index.HasContent(d.Key())
+	}
 	m.mu.Lock()
 	if m.reread == nil {
 		m.reread = map[string]bool{}
 	}
-	for _, d := range ds {
+	for i, d := range ds {
 		if len(m.reread) < maxReadsBack {
 			m.reread[d.URI] = true
 			delete(m.withheldChecked, d.URI)
 		}
-		if has, _ := m.opts.Index.HasContent(d.Key()); has {
+		if indexed[i] {
 			m.contentStale[d.URI] = true
 		}
 	}
