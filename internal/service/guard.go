@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -109,8 +110,14 @@ func Guard(o GuardOptions) []grpc.ServerOption {
 	reflections := make(chan struct{}, MaxReflectionStreams)
 	watches := make(chan struct{}, MaxWatchStreams)
 	stream := func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+		rotated := o.Tokens.Rotated() // before the check: a rotation after it ends the stream
 		if err := auth(ss.Context()); err != nil {
 			return err
+		}
+		if checked {
+			ctx, cancel := untilRotated(ss.Context(), rotated)
+			defer cancel()
+			ss = &rotatedStream{ServerStream: ss, ctx: ctx}
 		}
 		switch {
 		case reflectionMethod(info.FullMethod):
@@ -183,7 +190,11 @@ func bearerOK(values []string, token string) bool {
 // A Token is the daemon's token, which a reload may rotate: the old one
 // is refused from the next call on. Safe for concurrent use; a nil Token
 // holds "".
-type Token struct{ v atomic.Pointer[string] }
+type Token struct {
+	v       atomic.Pointer[string]
+	mu      sync.Mutex
+	rotated chan struct{} // closed when the token held is replaced; nil until asked for
+}
 
 // NewToken returns a Token holding s.
 func NewToken(s string) *Token {
@@ -206,9 +217,69 @@ func (t *Token) Get() string {
 // Set replaces the token held with s, which must not be empty (whether
 // calls are checked at all is decided when the guards are made).
 func (t *Token) Set(s string) {
-	if s != "" {
-		t.v.Store(&s)
+	if s == "" || s == t.Get() {
+		return
 	}
+	t.v.Store(&s)
+	t.mu.Lock()
+	if t.rotated != nil {
+		close(t.rotated)
+		t.rotated = nil
+	}
+	t.mu.Unlock()
+}
+
+// Rotated returns a channel closed when Set next replaces the token held.
+// A stream checked against the token it held when asked ends on it: what
+// a leaked token opened does not outlive its rotation.
+func (t *Token) Rotated() <-chan struct{} {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.rotated == nil {
+		t.rotated = make(chan struct{})
+	}
+	return t.rotated
+}
+
+// untilRotated returns ctx, cancelled too once rotated is closed, and its
+// cancel func, which must be called.
+func untilRotated(ctx context.Context, rotated <-chan struct{}) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-rotated:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
+
+// rotatedStream is a stream that ends once the token it was opened with
+// is rotated: its context is cancelled, and it neither takes nor sends a
+// message after that.
+type rotatedStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+var errRotated = status.Error(codes.Unauthenticated, "the token this stream was opened with has been replaced: open it again with the new one")
+
+func (s *rotatedStream) Context() context.Context { return s.ctx }
+
+func (s *rotatedStream) RecvMsg(m any) error {
+	err := s.ServerStream.RecvMsg(m)
+	if s.ctx.Err() != nil {
+		return errRotated
+	}
+	return err
+}
+
+func (s *rotatedStream) SendMsg(m any) error {
+	if s.ctx.Err() != nil {
+		return errRotated
+	}
+	return s.ServerStream.SendMsg(m)
 }
 
 // RequireBearer returns h guarded like the gRPC calls: when token is not
@@ -230,6 +301,7 @@ func RequireBearerOf(t *Token, h http.Handler) http.Handler {
 		return h
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rotated := t.Rotated() // before the check: a rotation after it ends the stream
 		if !bearerOK(r.Header.Values("Authorization"), t.Get()) {
 			// Without the read deadline, net/http would still wait for a
 			// declared body that never comes before closing.
@@ -238,6 +310,13 @@ func RequireBearerOf(t *Token, h http.Handler) http.Handler {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="contextd"`)
 			http.Error(w, "missing or wrong token: send \"Authorization: Bearer TOKEN\" with the token of the daemon's auth config", http.StatusUnauthorized)
 			return
+		}
+		if r.Method == http.MethodGet {
+			// An event stream (MCP's GET) lasts as long as its session:
+			// it ends when the token it was opened with is rotated.
+			ctx, cancel := untilRotated(r.Context(), rotated)
+			defer cancel()
+			r = r.WithContext(ctx)
 		}
 		h.ServeHTTP(w, r)
 	})

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -286,5 +288,61 @@ func TestReflectionStreamsAreBounded(t *testing.T) {
 			t.Fatalf("a reflection stream after one ended: %v", err)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Streams opened with a token a reload has since replaced end: a
+// reflection stream answers no more requests, and an MCP event stream
+// (a GET on the endpoint) is closed. The token may have leaked; whoever
+// holds it keeps nothing it opened.
+func TestStreamsOpenedWithARotatedTokenEnd(t *testing.T) {
+	const old, rotated = "0123456789abcdef-old", "0123456789abcdef-new"
+	tok := service.NewToken(old)
+	dial := startGuarded(t, service.GuardOptions{Tokens: tok}, &stubService{})
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	rs, err := reflectionpb.NewServerReflectionClient(dial(grpc.WithPerRPCCredentials(service.BearerToken{Token: old}))).ServerReflectionInfo(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := func() error {
+		if err := rs.Send(&reflectionpb.ServerReflectionRequest{MessageRequest: &reflectionpb.ServerReflectionRequest_ListServices{}}); err != nil && !errors.Is(err, io.EOF) {
+			return err
+		}
+		_, err := rs.Recv()
+		return err
+	}
+	if err := list(); err != nil {
+		t.Fatalf("reflection with the token: %v", err)
+	}
+
+	streaming := make(chan struct{})
+	ended := make(chan error, 1)
+	h := service.RequireBearerOf(tok, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		close(streaming)
+		<-r.Context().Done()
+		ended <- r.Context().Err()
+	}))
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+	req.Header.Set("Authorization", "Bearer "+old)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	<-streaming
+
+	tok.Set(rotated)
+	if err := list(); status.Code(err) != codes.Unauthenticated {
+		t.Errorf("reflection on the stream opened with the old token, after the rotation: %v; want UNAUTHENTICATED", err)
+	}
+	select {
+	case <-ended:
+	case <-ctx.Done():
+		t.Error("the event stream opened with the old token is still open 10 s after the rotation")
 	}
 }
