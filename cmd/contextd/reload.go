@@ -34,6 +34,11 @@ const pollEvery = 2 * time.Second
 type reloader struct {
 	path string         // the configuration file
 	cur  *config.Config // the configuration in use, as loaded
+	// running holds the settings read once, at start (see restartOnly),
+	// as they are in force: the start configuration's, with the token
+	// rotate set. A reload's warnings compare with it, not with cur: a
+	// setting changed, refused, then changed back is as it runs.
+	running *config.Config
 	// flags are serve's flag overrides, applied to every configuration read.
 	flags func(*config.Config)
 	eng   *engine.Engine
@@ -73,7 +78,10 @@ func (r *reloader) reload(ctx context.Context, why string) error {
 		r.log.Warn("config: " + w)
 	}
 	dropSelf(next, r.log)
-	for _, key := range restartOnly(r.cur, next) {
+	if r.running == nil {
+		r.running = r.cur
+	}
+	for _, key := range restartOnly(r.running, next) {
 		r.log.Warn("config reload: this setting changed but takes effect only when contextd restarts", "setting", key)
 	}
 	// The token first: a reload the engine fails part way (a server
@@ -110,6 +118,9 @@ func (r *reloader) rotate(next *config.Config) {
 		return
 	}
 	r.token.Set(now)
+	running := *r.running
+	running.Auth.Token, running.Auth.TokenFile = now, next.Auth.TokenFile
+	r.running = &running
 	r.log.Info("config reload: the auth token changed; calls with the one before it are refused from now on", "token_file", next.Auth.TokenFile)
 }
 

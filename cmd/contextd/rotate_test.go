@@ -31,9 +31,9 @@ func TestAReloadRotatesTheToken(t *testing.T) {
 	if err := os.WriteFile(tokenFile, []byte(old+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	addr, mcpAddr, metAddr := freeAddr(t), freeAddr(t), freeAddr(t)
+	addr, mcpAddr, metAddr, dataDir := freeAddr(t), freeAddr(t), freeAddr(t), t.TempDir()
 	cfg := writeConfig(t, fmt.Sprintf("listen: %s\nmcp_listen: %s\nmetrics_listen: %s\nmetrics_pprof: true\nauth: {token_file: %s}\ndata_dir: %s\nmcpServers: {}\n",
-		addr, mcpAddr, metAddr, tokenFile, t.TempDir()))
+		addr, mcpAddr, metAddr, tokenFile, dataDir))
 	w, buf := startServe(t, cfg, addr, mcpAddr, metAddr)
 	logText := func() string {
 		w.mu.Lock()
@@ -105,5 +105,41 @@ func TestAReloadRotatesTheToken(t *testing.T) {
 	}
 	if strings.Contains(l, next) || strings.Contains(l, old) {
 		t.Errorf("a token reached the log:\n%s", l)
+	}
+
+	// auth taken out: that waits for a restart, and the token in force
+	// stays. Put back with a third token, it is a rotation, not a
+	// change waiting for a restart.
+	reload := func(config string) {
+		t.Helper()
+		if err := os.WriteFile(cfg, []byte(config), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const third = "rotate-third-token-00112233445566"
+	reload(fmt.Sprintf("listen: %s\nmcp_listen: %s\nmetrics_listen: %s\nmetrics_pprof: true\ndata_dir: %s\nmcpServers: {}\n", addr, mcpAddr, metAddr, dataDir))
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(logText(), "takes effect only when contextd restarts"); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("auth taken out: no word that it waits for a restart within 30 s; logs:\n%s", logText())
+		}
+	}
+	if c := grpcCode(next); c != codes.OK {
+		t.Errorf("gRPC with the token in force after auth was taken out of the file: %v", c)
+	}
+	mark := len(logText())
+	if err := os.WriteFile(tokenFile, []byte(third+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	reload(fmt.Sprintf("listen: %s\nmcp_listen: %s\nmetrics_listen: %s\nmetrics_pprof: true\nauth: {token_file: %s}\ndata_dir: %s\nmcpServers: {}\n", addr, mcpAddr, metAddr, tokenFile, dataDir))
+	for deadline := time.Now().Add(30 * time.Second); grpcCode(third) != codes.OK; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the third token refused 30 s after the reload; logs:\n%s", logText())
+		}
+	}
+	if l := logText()[mark:]; strings.Contains(l, "takes effect only when contextd restarts") {
+		t.Errorf("auth put back with another token: the log says it waits for a restart, and it rotated:\n%s", l)
 	}
 }
