@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"html"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -119,7 +120,11 @@ func unmarked(text string) string {
 			rest = rest[n:]
 			continue
 		}
-		if n := inlineTag(rest); n > 0 {
+		if n := bogusComment(rest); n > 0 {
+			rest = rest[n:]
+			continue
+		}
+		if n := shownAsNothing(rest); n > 0 {
 			rest = rest[n:]
 			continue
 		}
@@ -188,120 +193,224 @@ const (
 	maxHidden = 1024
 )
 
-// inlineTag returns the length of the tag text starts with if it is a
-// start or end tag of an inline HTML element (see inlineElements), within
-// maxTag bytes (it may span lines; quoted attribute values may hold "<"
-// and ">"); 0 otherwise. Only those: "List<String>" and
-// "<Callout variant=…/>" are code and props, which tell pages apart (code
-// files from one template, alike but for their type parameters, were
-// taken for copies when every tag was dropped). A start tag of a hidden
-// element (the hidden attribute, or styled display: none, visibility:
-// hidden or font-size: 0) runs on to the end of the element, if that is
-// within maxHidden bytes: what it holds does not show.
-func inlineTag(text string) int {
+// bogusComment returns the length of the bogus comment text starts with
+// ("<!>", "<!DOCTYPE …>", "<?…>", "</>"), on one line within maxTag
+// bytes, which a browser shows as nothing; 0 otherwise. Not "<![": in
+// XML, a CDATA section is text.
+func bogusComment(text string) int {
+	if strings.HasPrefix(text, "</>") {
+		return 3
+	}
+	if !strings.HasPrefix(text, "<?") && (!strings.HasPrefix(text, "<!") || strings.HasPrefix(text, "<![")) {
+		return 0
+	}
+	end := strings.IndexAny(text[2:min(len(text), maxTag)], ">\n")
+	if end < 0 || text[2+end] != '>' {
+		return 0
+	}
+	return 2 + end + 1
+}
+
+// A startTag is an HTML tag as read: its element's name, lower-cased,
+// its length in bytes, whether it ends an element ("</b>"), and
+// whether it keeps its element from showing.
+type startTag struct {
+	name   string
+	n      int
+	end    bool
+	hidden bool
+}
+
+// parseTag reads the tag text starts with ("<" is its start): a name of
+// ASCII letters, digits and dashes, then attributes (a quoted value may
+// hold "<", ">" and line breaks) up to ">", within maxTag bytes. ok is
+// false for what is no tag ("a < b", "List<String, Integer>" has no
+// end). A tag is hidden by a hidden attribute, or a style attribute of
+// display: none, visibility: hidden, opacity: 0 or font-size: 0; what
+// another attribute's value says is not read (title="Show hidden files").
+func parseTag(text string) (t startTag, ok bool) {
 	i := 1
-	end := i < len(text) && text[i] == '/'
-	if end {
+	if i < len(text) && text[i] == '/' {
+		t.end = true
 		i++
 	}
 	start := i
-	for i < len(text) && i-start < 16 && isASCIIAlnum(text[i]) {
+	for i < len(text) && i-start < 32 && (isASCIIAlnum(text[i]) || i > start && text[i] == '-') {
 		i++
 	}
-	name := strings.ToLower(text[start:i])
-	if !inlineElements[name] || i == len(text) || !strings.ContainsRune(" \t\n\r/>", rune(text[i])) {
-		return 0
+	if i == start || i == len(text) || !isASCIIAlpha(text[start]) {
+		return t, false
 	}
-	var quote byte
-	for ; i < len(text) && i < maxTag; i++ {
-		c := text[i]
-		switch {
-		case quote != 0:
-			if c == quote {
-				quote = 0
+	t.name = strings.ToLower(text[start:i])
+	if !isTagSpace(text[i]) && text[i] != '/' && text[i] != '>' {
+		return t, false
+	}
+	limit := min(len(text), maxTag)
+	for i < limit {
+		// Between attributes.
+		for i < limit && (isTagSpace(text[i]) || text[i] == '/') {
+			i++
+		}
+		if i >= limit || text[i] == '<' {
+			return t, false
+		}
+		if text[i] == '>' {
+			t.n = i + 1
+			return t, true
+		}
+		nameStart := i
+		for i < limit && !isTagSpace(text[i]) && !strings.ContainsRune("/>=<\"'", rune(text[i])) {
+			i++
+		}
+		if i == nameStart {
+			return t, false // a quote where a name belongs
+		}
+		attr := strings.ToLower(text[nameStart:i])
+		for i < limit && isTagSpace(text[i]) {
+			i++
+		}
+		value := ""
+		if i < limit && text[i] == '=' {
+			i++
+			for i < limit && isTagSpace(text[i]) {
+				i++
 			}
-		case c == '"' || c == '\'':
-			quote = c
-		case c == '<':
-			return 0
-		case c == '>':
-			n := i + 1
-			if !end && hidden(text[:n]) {
-				if close := endTag(text[n:min(len(text), n+maxHidden)], name); close > 0 {
-					n += close
+			if i < limit && (text[i] == '"' || text[i] == '\'') {
+				q := text[i]
+				end := strings.IndexByte(text[i+1:limit], q)
+				if end < 0 {
+					return t, false
 				}
+				value, i = text[i+1:i+1+end], i+1+end+1
+			} else {
+				vs := i
+				for i < limit && !isTagSpace(text[i]) && text[i] != '>' && text[i] != '<' {
+					i++
+				}
+				value = text[vs:i]
 			}
-			return n
+		}
+		switch attr {
+		case "hidden":
+			t.hidden = true
+		case "style":
+			t.hidden = t.hidden || hiddenStyle(value)
 		}
 	}
-	return 0
+	return t, false
 }
 
-// hidden reports whether the start tag tag keeps its element from
-// showing: a hidden attribute, or a style of display: none, visibility:
-// hidden or font-size: 0.
-func hidden(tag string) bool {
-	t := strings.ToLower(tag)
-	for i := 0; ; {
-		j := strings.Index(t[i:], "hidden")
-		if j < 0 {
-			break
+// hiddenStyle reports whether the CSS declarations style keep an element
+// from showing: display: none, visibility: hidden, or opacity or
+// font-size 0.
+func hiddenStyle(style string) bool {
+	for decl := range strings.SplitSeq(strings.ToLower(style), ";") {
+		prop, value, ok := strings.Cut(decl, ":")
+		if !ok {
+			continue
 		}
-		j += i
-		before, after := t[j-1], t[min(len(t)-1, j+len("hidden"))]
-		if strings.IndexByte(" \t\n\r", before) >= 0 && strings.IndexByte(" \t\n\r=/>", after) >= 0 {
-			return true
+		value = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(value), "!important"))
+		switch strings.TrimSpace(prop) {
+		case "display":
+			if value == "none" {
+				return true
+			}
+		case "visibility":
+			if value == "hidden" || value == "collapse" {
+				return true
+			}
+		case "opacity", "font-size":
+			num := strings.TrimRight(value, "abcdefghijklmnopqrstuvwxyz%")
+			if f, err := strconv.ParseFloat(num, 64); err == nil && f == 0 {
+				return true
+			}
 		}
-		i = j + len("hidden")
-	}
-	style := strings.Map(func(r rune) rune {
-		if unicode.IsSpace(r) {
-			return -1
-		}
-		return r
-	}, t)
-	if strings.Contains(style, "display:none") || strings.Contains(style, "visibility:hidden") {
-		return true
-	}
-	if i := strings.Index(style, "font-size:0"); i >= 0 {
-		rest := style[i+len("font-size:0"):]
-		return rest == "" || !strings.ContainsRune("0123456789.", rune(rest[0]))
 	}
 	return false
 }
 
-// endTag returns the length of text up to and past the first end tag of
-// the element name in it, 0 if it holds none.
-func endTag(text, name string) int {
+// shownAsNothing returns the length of what text starts with that shows
+// as nothing, as far as copies go: a tag of an inline element (see
+// inlineElements), and a hidden element (see parseTag) or a template
+// with what it holds, if it ends within maxHidden bytes (nested elements
+// of its name counted); 0 otherwise. Only those: "List<String>" and
+// "<Callout variant=…/>" are code and props, which tell pages apart (code
+// files from one template, alike but for their type parameters, were
+// taken for copies when every tag was dropped).
+func shownAsNothing(text string) int {
+	t, ok := parseTag(text)
+	if !ok {
+		return 0
+	}
+	if !t.end && (t.hidden || t.name == "template") && !strings.HasSuffix(text[:t.n], "/>") {
+		if n := endOf(text[t.n:min(len(text), t.n+maxHidden)], t.name); n > 0 {
+			return t.n + n
+		}
+	}
+	if inlineElements[t.name] {
+		return t.n
+	}
+	return 0
+}
+
+// endOf returns the length of text up to and past the end tag of an
+// element named name whose start tag came just before it, other elements
+// of that name within it counted; 0 if it does not end in text. Tags are
+// told by their names alone here, attributes unread: what a hidden
+// element holds is passed over, not read.
+func endOf(text, name string) int {
+	depth := 1
 	for i := 0; ; {
-		j := strings.Index(text[i:], "</")
+		j := strings.IndexByte(text[i:], '<')
 		if j < 0 {
 			return 0
 		}
-		j += i + 2
-		if k := j + len(name); k < len(text) && strings.EqualFold(text[j:k], name) {
-			if gt := strings.IndexByte(text[k:], '>'); gt >= 0 {
-				return k + gt + 1
-			}
+		i += j + 1
+		end := i < len(text) && text[i] == '/'
+		k := i
+		if end {
+			k++
+		}
+		if k+len(name) >= len(text) || !strings.EqualFold(text[k:k+len(name)], name) {
+			continue
+		}
+		k += len(name)
+		if c := text[k]; c != '>' && c != '/' && !isTagSpace(c) {
+			continue
+		}
+		if !end {
+			depth++
+			continue
+		}
+		gt := strings.IndexByte(text[k:], '>')
+		if gt < 0 {
 			return 0
 		}
-		i = j
+		if depth--; depth == 0 {
+			return k + gt + 1
+		}
 	}
 }
 
-func isASCIIAlnum(c byte) bool {
-	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+func isTagSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f'
 }
 
+func isASCIIAlpha(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
+
+func isASCIIAlnum(c byte) bool { return isASCIIAlpha(c) || '0' <= c && c <= '9' }
+
 // unemphasized returns text with Markdown's marks next to a word
-// dropped: runs of "*", "_", "~", "`", "\\", "{", "}" and "[", and a
-// link's "](destination)", before or after a letter or digit ("va**cu**um",
-// "[va](#)cuum" and "*vacuum*" show as "vacuum"). A bridge putting
-// emphasis, escapes or links within every word passed its copies back
-// untold. Marks between spaces (a list's "*") are kept. What holds none of
-// them is kept as is.
+// dropped, as they show: runs of "*", "~", "`", "{", "}", "[", a link's
+// "](destination)" and escaping backslashes before or after a letter or
+// digit ("va**cu**um", "[va](#)cuum" and "*vacuum*" show as "vacuum"),
+// and "_" at a word's edge ("_vacuum_"); an underscore within a word is
+// no emphasis (snake_case, ENV_VARS), and a backslash before a letter is
+// no escape ("\alpha"). A bridge putting emphasis, escapes or links
+// within every word passed its copies back untold. Marks between spaces
+// (a list's "*") are kept. What holds none of them is kept as is.
 func unemphasized(text string) string {
-	if !strings.ContainsAny(text, markChars) {
+	if !strings.ContainsAny(text, markChars+"]") {
 		return text
 	}
 	var b strings.Builder
@@ -310,7 +419,9 @@ func unemphasized(text string) string {
 	for i := 0; i < len(text); {
 		if n := markRun(text[i:]); n > 0 {
 			r, _ := utf8.DecodeRuneInString(text[i+n:])
-			if afterWord || i+n < len(text) && wordRune(r) {
+			beforeWord := i+n < len(text) && wordRune(r)
+			within := afterWord && beforeWord && strings.IndexByte(text[i:i+n], '_') >= 0
+			if (afterWord || beforeWord) && !within {
 				i += n
 				continue
 			}
@@ -336,6 +447,12 @@ func markRun(text string) int {
 	i := 0
 	for i < len(text) {
 		switch c := text[i]; {
+		case c == '\\':
+			// An escape only before punctuation: "\*" shows "*".
+			if i+1 == len(text) || !isASCIIPunct(text[i+1]) {
+				return i
+			}
+			i++
 		case strings.IndexByte(markChars, c) >= 0:
 			i++
 		case strings.HasPrefix(text[i:], "]("):
@@ -352,6 +469,10 @@ func markRun(text string) int {
 	return i
 }
 
+func isASCIIPunct(c byte) bool {
+	return '!' <= c && c <= '/' || ':' <= c && c <= '@' || '[' <= c && c <= '`' || '{' <= c && c <= '~'
+}
+
 // wordRune reports whether r is part of a word (appendWords).
 func wordRune(r rune) bool {
 	return unicode.IsLetter(r) || unicode.IsDigit(r) || r >= keptMark && r < keptMark+0x20000
@@ -365,7 +486,7 @@ var inlineElements = map[string]bool{
 	"code": true, "data": true, "del": true, "dfn": true, "em": true, "font": true, "i": true, "ins": true,
 	"kbd": true, "mark": true, "q": true, "s": true, "samp": true, "small": true, "span": true,
 	"strike": true, "strong": true, "sub": true, "sup": true, "time": true, "tt": true, "u": true,
-	"var": true, "wbr": true,
+	"var": true, "wbr": true, "label": true, "nobr": true, "ruby": true, "rb": true, "rt": true, "rtc": true,
 }
 
 // nearText returns the texts of contents joined, at most nearTextBytes.

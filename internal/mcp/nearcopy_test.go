@@ -105,6 +105,32 @@ func sprinkle(text, mark string, n int) string {
 	return b.String()
 }
 
+// sprinkleText is sprinkle, leaving what stands within "<" and ">" as it
+// is: the words, not the markup.
+func sprinkleText(text, mark string, n int) string {
+	var b strings.Builder
+	for {
+		i := strings.IndexByte(text, '<')
+		j := strings.IndexByte(text[max(i, 0):], '>')
+		if i < 0 || j < 0 {
+			b.WriteString(sprinkle(text, mark, n))
+			return b.String()
+		}
+		b.WriteString(sprinkle(text[:i], mark, n))
+		b.WriteString(text[i : i+j+1])
+		text = text[i+j+1:]
+	}
+}
+
+// navPage returns a page of links, each titled title.
+func navPage(title string, names ...string) string {
+	var b strings.Builder
+	for _, n := range names {
+		fmt.Fprintf(&b, "<p><a href=\"/docs/%d\" title=%q>%s</a></p>\n", len(n), title, n)
+	}
+	return b.String()
+}
+
 // linkSplit returns text with each word of four letters or more split
 // by a Markdown link around its first two letters ("[va](#)cuum").
 func linkSplit(text string) string {
@@ -164,6 +190,14 @@ func TestUnmarked(t *testing.T) {
 		`<SPAN STYLE="Display: None">gone</span>shown`: "shown",
 		"<span hidden>never closed":                    "never closed",
 		"a <b and c> d; x <b\ny":                       "a  d; x <b\ny",
+		`<a title="Show hidden files">shown</a>`:       "shown",
+		`<span data-css="display:none">shown</span>`:   "shown",
+		"<span hidden><span>zq</span>zz</span>shown":   "shown",
+		"<div hidden>gone</div>shown":                  "shown",
+		"<template><b>gone</b></template>shown":        "shown",
+		`<i style="opacity: 0.5">shown</i>`:            "shown",
+		"<!>a<?x>b</>c <!DOCTYPE html>":                "abc ",
+		"Map<String, hidden> m":                        "Map<String, hidden> m",
 	} {
 		if got := unmarked(in); got != want {
 			t.Errorf("unmarked(%q) = %q; want %q", in, got, want)
@@ -181,7 +215,9 @@ func TestUnemphasized(t *testing.T) {
 		"[va](#x)cuum":                      "vacuum",
 		"see [the docs](https://x.y/z) now": "see the docs now",
 		"x](not a link":                     "x](not a link",
-		"snake_case and \\_escaped\\_":      "snakecase and escaped",
+		"snake_case and \\_escaped\\_":      "snake_case and escaped",
+		"_emphasis_ and ENV_VARS":           "emphasis and ENV_VARS",
+		`\alpha and a\.b`:                   `\alpha and a.b`,
 		"plain text":                        "plain text",
 	} {
 		if got := unemphasized(in); got != want {
@@ -286,11 +322,23 @@ func TestServedBackFindsRewrittenCopies(t *testing.T) {
 		"tags whose attributes hold > and <":      sprinkle(page, `<i title="a>b" data-x='<c'></i>`, 3),
 		"hidden spans of junk within every word":  sprinkle(page, `<span hidden>zq</span>`, 3),
 		"spans of junk styled away":               sprinkle(page, `<span style="display: none">qx</span><font style='font-size:0'>vv</font>`, 2),
-		"abrupt and bang-closed comments":         sprinkle(sprinkle(page, "<!--->", 3), "<!-- x --!>", 2),
+		"abrupt comments":                         sprinkle(page, "<!--->", 3),
+		"bang-closed comments":                    sprinkle(page, "<!-- x --!>", 2),
 		"Markdown emphasis within every word":     sprinkle(page, "**", 2),
-		"Markdown escapes and code marks":         sprinkle(sprinkle(page, `\_`, 3), "``", 2),
+		"code marks within every word":            sprinkle(page, "``", 2),
+		"strikethrough marks within every word":   sprinkle(page, "~~", 3),
 		"empty MDX expressions":                   sprinkle(page, "{}", 3),
 		"every word a link split in two":          linkSplit(page),
+		"hidden spans nested":                     sprinkle(page, `<span hidden><span>zq</span>zz</span>`, 3),
+		"hidden blocks":                           sprinkle(page, `<div hidden>zq</div>`, 3),
+		"templates":                               sprinkle(page, `<template><b>qz</b></template>`, 2),
+		"spans faded out":                         sprinkle(page, `<span style="opacity:0">zq</span>`, 3),
+		"spans shrunk to nothing":                 sprinkle(page, `<i style="font-size:0.0em">qz</i>`, 2),
+		"tags parted by a form feed":              sprinkle(page, "<SPAN\f></span>", 3),
+		"bogus comments":                          sprinkle(page, "<!>", 3),
+		"processing instructions":                 sprinkle(page, "<?x>", 2),
+		"nobr tags":                               sprinkle(page, "<nobr></nobr>", 3),
+		"label tags":                              sprinkle(page, "<label></label>", 2),
 	} {
 		if c := s.ServedBack(k, []resource.Content{{Text: text}}); len(c.Of) != 2 || c.Of[0] != docs || !c.Equal {
 			t.Errorf("%s: %+v; want an equal copy of docs first", name, c)
@@ -309,6 +357,20 @@ func TestServedBackFindsRewrittenCopies(t *testing.T) {
 			"ไม่ ต้อง ปิด เครื่อง ก่อน อัปเกรด ระบบ\nให้ หยุด งาน ทั้งหมด แล้ว ค่อย เริ่ม ใหม่\nตรวจ สอบ บันทึก ทุก ครั้ง หลัง อัปเกรด\n",
 			"ไม้ ต้อง ปิด เครื่อง ก้อน อัปเกรด ระบบ\nให้ หยุด งาน ทั้งหมด แล้ว ค้อย เริ่ม ใหม้\nตรวจ สอบ บันทึก ทุก ครั้ง หลัง อัปเกรด\n",
 		},
+		// An attribute's value naming what hides is no hiding.
+		"links whose titles say hidden": {
+			navPage("Show hidden files in the tree", "Vacuum tables whose dead tuples passed the threshold", "Analyze statistics after a bulk load of rows", "Reindex concurrently without blocking writers"),
+			navPage("Show hidden files in the tree", "Back up the cluster with a base backup nightly", "Restore a single schema from a dump file", "Promote a replica when the primary fails over"),
+		},
+		"styles quoted in data attributes": {
+			`<p><code data-css="display: none">vacuum analyze reindex cluster tables nightly</code></p>` + "\n",
+			`<p><code data-css="display: none">backup restore replica failover drills weekly</code></p>` + "\n",
+		},
+		// Two SDKs' examples: an underscore within a word is no emphasis.
+		"snake_case and camelCase names": {
+			"client.list_items(page_size=10, order_by=name)\nclient.get_item(item_id=42, with_tags=true)\nclient.delete_item(item_id=42, dry_run=false)\n",
+			"client.listItems(pageSize=10, orderBy=name)\nclient.getItem(itemId=42, withTags=true)\nclient.deleteItem(itemId=42, dryRun=false)\n",
+		},
 		"component props": {
 			"# Upgrading\n\n<Callout variant=\"warning\" id=\"c3\" />\n\nStop the workers before you upgrade the schema, then start them again.\n",
 			"# Upgrading\n\n<Callout variant=\"info\" id=\"c4\" />\n\nStop the workers before you upgrade the schema, then start them again.\n",
@@ -319,7 +381,7 @@ func TestServedBackFindsRewrittenCopies(t *testing.T) {
 		if c := t2.ServedBack(k, []resource.Content{{Text: pair[1]}}); len(c.Of) != 0 {
 			t.Errorf("pages alike but for their %s: %+v; want no copy", name, c)
 		}
-		if c := t2.ServedBack(k, []resource.Content{{Text: sprinkle(pair[0], "\u200b", 2)}}); !c.Equal {
+		if c := t2.ServedBack(k, []resource.Content{{Text: sprinkleText(pair[0], "\u200b", 2)}}); !c.Equal {
 			t.Errorf("the first of the pages alike but for their %s, zero-width spaces within its words: %+v; want an equal copy", name, c)
 		}
 	}
