@@ -297,6 +297,7 @@ func givenRedactors(cfg *config.Config, all []string) map[string]*redact.Redacto
 
 // mirrorRun is one running mirror.
 type mirrorRun struct {
+	ctx    context.Context // cancelled when the mirror stops (a reload, or Run's end)
 	cancel context.CancelFunc
 	done   chan struct{}
 }
@@ -491,7 +492,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	}
 	e.spawn = func(m *ctxsync.Mirror) *mirrorRun {
 		mctx, cancel := context.WithCancel(ctx)
-		r := &mirrorRun{cancel: cancel, done: make(chan struct{})}
+		r := &mirrorRun{ctx: mctx, cancel: cancel, done: make(chan struct{})}
 		e.runWG.Go(func() {
 			defer close(r.done)
 			_ = m.Run(mctx)

@@ -1285,3 +1285,69 @@ func TestServersFailingLateAreReadShortNextTime(t *testing.T) {
 		}
 	}
 }
+
+// A background probe of a hung server lives no longer than the server's
+// mirror: a reload taking the server out, and the daemon stopping, wait
+// for the mirror's calls, and a probe's read held each for a whole read
+// timeout (27 s past a 10 s stop grace; a token rotation queued behind
+// the reload stayed unapplied as long).
+func TestAProbeOfAHungServerEndsWithItsMirror(t *testing.T) {
+	for _, how := range []string{"reload", "stop"} {
+		t.Run(how, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				hung := make(chan struct{})
+				defer close(hung)
+				srv := mcptest.NewServer(map[string]string{"doc://fast-architecture": "fast notes on the architecture\n"}, nil)
+				slow := mcptest.NewServer(nil, nil)
+				slow.AddResource(&mcpsdk.Resource{URI: "doc://slow-architecture", Name: "architecture slow"},
+					func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+						<-hung // never answers, nor hears a cancellation
+						return nil, errors.New("hung")
+					})
+				const readTO = 30 * time.Second
+				servers := map[string]*mcpsdk.Server{"s": srv, "slow": slow}
+				cfg := &config.Config{}
+				for name := range servers {
+					cfg.Servers = append(cfg.Servers, config.Server{Name: name, Transport: config.TransportStdio, Command: "unused"})
+				}
+				eng, err := engine.New(t.Context(), engine.Options{
+					Config: cfg, InMemory: true, Embedder: &indextest.BagEmbedder{}, ReadTimeout: readTO,
+					Dial: func(s config.Server) ctxsync.DialFunc { return mcptest.Dial(t, s.Name, servers[s.Name]) },
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer eng.Close()
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				ran := make(chan struct{})
+				go func() { _ = eng.Run(ctx); close(ran) }()
+				if err := eng.WaitReady(t.Context()); err != nil {
+					t.Fatal(err)
+				}
+				// The first read times out and starts a slow spell; the
+				// next Assemble, in it, starts a probe with the full timeout.
+				for range 2 {
+					if _, err := eng.Assemble(t.Context(), engine.AssembleRequest{Query: "architecture", TokenBudget: 500, Filter: engine.Filter{Servers: []string{"slow"}}}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				synctest.Wait()
+				start := time.Now()
+				switch how {
+				case "reload":
+					keep := &config.Config{Servers: []config.Server{{Name: "s", Transport: config.TransportStdio, Command: "unused"}}}
+					if _, err := eng.Reload(t.Context(), keep); err != nil {
+						t.Fatal(err)
+					}
+				case "stop":
+					cancel()
+					<-ran
+				}
+				if took := time.Since(start); took >= readTO/2 {
+					t.Errorf("the %s took %v with a probe of the hung server reading; want it not to wait for the probe's %v timeout", how, took, readTO)
+				}
+			})
+		})
+	}
+}

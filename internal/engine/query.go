@@ -1266,13 +1266,24 @@ func (e *Engine) probe(m *ctxsync.Mirror, server, uri string) {
 	if !due {
 		return
 	}
+	// A probe lives as long as its mirror: stopping the mirror (a reload
+	// taking the server out, or the daemon stopping) waits for its
+	// session's calls, and a probe of a hung server would hold that for
+	// a whole read timeout.
+	e.runMu.Lock()
+	run := e.runs[m]
+	e.runMu.Unlock()
+	if run == nil {
+		return // not running, or stopping
+	}
 	e.probes.Go(func() {
-		ctx, cancel := context.WithTimeout(e.probeCtx, e.readTO)
+		ctx, cancel := context.WithTimeout(run.ctx, e.readTO)
 		defer cancel()
+		defer context.AfterFunc(e.probeCtx, cancel)()
 		start := time.Now()
 		_, f, err := m.ReadFetch(ctx, uri)
-		if e.probeCtx.Err() != nil {
-			return // the engine closed
+		if e.probeCtx.Err() != nil || run.ctx.Err() != nil {
+			return // the engine closed, or the mirror stopped
 		}
 		if err != nil && ctx.Err() != nil {
 			// No answer in the full timeout: the spell goes on, as long
