@@ -302,8 +302,9 @@ func TestServeHealthMetricsAndReload(t *testing.T) {
 		t.Errorf("the refused reload is not logged with its reason; logs:\n%s", logs.String())
 	}
 	// Callers are told that it was refused and where, not the error,
-	// which may quote what was written.
-	if r, err := client.ListServers(t.Context(), &contextdv1.ListServersRequest{}); err != nil || !strings.Contains(r.GetConfigError(), "config reload refused") || strings.Contains(r.GetConfigError(), "not both") {
+	// which may quote what was written; and that the token in force
+	// stays (one rotated in its file meanwhile is not applied).
+	if r, err := client.ListServers(t.Context(), &contextdv1.ListServersRequest{}); err != nil || !strings.Contains(r.GetConfigError(), "config reload refused") || !strings.Contains(r.GetConfigError(), "auth token too") || strings.Contains(r.GetConfigError(), "not both") {
 		t.Errorf("ListServers config_error = %q (%v), want that the file was refused, the log saying why", r.GetConfigError(), err)
 	}
 	var human bytes.Buffer

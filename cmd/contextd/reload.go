@@ -69,7 +69,7 @@ func (r *reloader) reload(ctx context.Context, why string) error {
 		err = next.Auth.CheckListen(next.Listen)
 	}
 	if err != nil {
-		r.log.Error("config reload refused; the running configuration is kept", "why", why, "config", r.path, "err", err)
+		r.log.Error("config reload refused; the running configuration is kept, its auth token too", "why", why, "config", r.path, "err", err)
 		r.m.Reloaded(err)
 		r.refused(refusal(r.path, err))
 		return err
@@ -136,7 +136,7 @@ func refusal(path string, err error) string {
 	if m := errLine.FindStringSubmatch(err.Error()); m != nil {
 		where += ", line " + m[1]
 	}
-	return "config reload refused (" + where + "); the running configuration is kept, and the daemon's log says why"
+	return "config reload refused (" + where + "); the running configuration is kept, its auth token too, and the daemon's log says why"
 }
 
 // authOnRestart returns a less what a reload applies when b is what it
