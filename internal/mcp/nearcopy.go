@@ -7,7 +7,6 @@ import (
 	"encoding/binary"
 	"html"
 	"slices"
-	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -88,12 +87,11 @@ func readable(contents []resource.Content) []resource.Content {
 }
 
 // unmarked returns text as HTML shows it, as far as copies go: comments
-// dropped, inline elements' tags dropped (see inlineTag) with what the
-// hidden ones hold ("vac<b></b>uum" and "vac<span hidden>zq</span>uum"
-// show as "vacuum"), and character references decoded ("&#97;" shows as
+// dropped, inline elements' tags dropped (see inlineTag: "vac<b></b>uum"
+// shows as "vacuum"), and character references decoded ("&#97;" shows as
 // "a"), in that order (a reference to "<" shows as one). A bridge putting
-// an empty comment, a pair of tags, a hidden span or a letter as a
-// reference within every word passed its copies back untold. Both sides
+// an empty comment, a pair of tags or a letter as a reference within
+// every word passed its copies back untold. Both sides
 // of a comparison are taken so. What holds neither "<" nor "&" is kept as
 // is.
 func unmarked(text string) string {
@@ -120,11 +118,7 @@ func unmarked(text string) string {
 			rest = rest[n:]
 			continue
 		}
-		if n := bogusComment(rest); n > 0 {
-			rest = rest[n:]
-			continue
-		}
-		if n := shownAsNothing(rest); n > 0 {
+		if n := inlineTag(rest); n > 0 {
 			rest = rest[n:]
 			continue
 		}
@@ -186,48 +180,22 @@ func scriptMark(r rune) bool {
 	return r >= 0x0590 && unicode.Is(unicode.Mn, r) && !unicode.Is(unicode.Inherited, r)
 }
 
-// maxTag bounds a tag unmarked drops, in bytes, and maxHidden what a
-// hidden element it drops may hold.
-const (
-	maxTag    = 512
-	maxHidden = 1024
-)
-
-// bogusComment returns the length of the bogus comment text starts with
-// ("<!>", "<!DOCTYPE …>", "<?…>", "</>"), on one line within maxTag
-// bytes, which a browser shows as nothing; 0 otherwise. Not "<![": in
-// XML, a CDATA section is text.
-func bogusComment(text string) int {
-	if strings.HasPrefix(text, "</>") {
-		return 3
-	}
-	if !strings.HasPrefix(text, "<?") && (!strings.HasPrefix(text, "<!") || strings.HasPrefix(text, "<![")) {
-		return 0
-	}
-	end := strings.IndexAny(text[2:min(len(text), maxTag)], ">\n")
-	if end < 0 || text[2+end] != '>' {
-		return 0
-	}
-	return 2 + end + 1
-}
+// maxTag bounds a tag unmarked drops, in bytes.
+const maxTag = 512
 
 // A startTag is an HTML tag as read: its element's name, lower-cased,
-// its length in bytes, whether it ends an element ("</b>"), and
-// whether it keeps its element from showing.
+// its length in bytes, and whether it ends an element ("</b>").
 type startTag struct {
-	name   string
-	n      int
-	end    bool
-	hidden bool
+	name string
+	n    int
+	end  bool
 }
 
 // parseTag reads the tag text starts with ("<" is its start): a name of
 // ASCII letters, digits and dashes, then attributes (a quoted value may
 // hold "<", ">" and line breaks) up to ">", within maxTag bytes. ok is
 // false for what is no tag ("a < b", "List<String, Integer>" has no
-// end). A tag is hidden by a hidden attribute, or a style attribute of
-// display: none, visibility: hidden, opacity: 0 or font-size: 0; what
-// another attribute's value says is not read (title="Show hidden files").
+// end).
 func parseTag(text string) (t startTag, ok bool) {
 	i := 1
 	if i < len(text) && text[i] == '/' {
@@ -265,11 +233,9 @@ func parseTag(text string) (t startTag, ok bool) {
 		if i == nameStart {
 			return t, false // a quote where a name belongs
 		}
-		attr := strings.ToLower(text[nameStart:i])
 		for i < limit && isTagSpace(text[i]) {
 			i++
 		}
-		value := ""
 		if i < limit && text[i] == '=' {
 			i++
 			for i < limit && isTagSpace(text[i]) {
@@ -281,115 +247,32 @@ func parseTag(text string) (t startTag, ok bool) {
 				if end < 0 {
 					return t, false
 				}
-				value, i = text[i+1:i+1+end], i+1+end+1
+				i += 1 + end + 1
 			} else {
-				vs := i
 				for i < limit && !isTagSpace(text[i]) && text[i] != '>' && text[i] != '<' {
 					i++
 				}
-				value = text[vs:i]
 			}
-		}
-		switch attr {
-		case "hidden":
-			t.hidden = true
-		case "style":
-			t.hidden = t.hidden || hiddenStyle(value)
 		}
 	}
 	return t, false
 }
 
-// hiddenStyle reports whether the CSS declarations style keep an element
-// from showing: display: none, visibility: hidden, or opacity or
-// font-size 0.
-func hiddenStyle(style string) bool {
-	for decl := range strings.SplitSeq(strings.ToLower(style), ";") {
-		prop, value, ok := strings.Cut(decl, ":")
-		if !ok {
-			continue
-		}
-		value = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(value), "!important"))
-		switch strings.TrimSpace(prop) {
-		case "display":
-			if value == "none" {
-				return true
-			}
-		case "visibility":
-			if value == "hidden" || value == "collapse" {
-				return true
-			}
-		case "opacity", "font-size":
-			num := strings.TrimRight(value, "abcdefghijklmnopqrstuvwxyz%")
-			if f, err := strconv.ParseFloat(num, 64); err == nil && f == 0 {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// shownAsNothing returns the length of what text starts with that shows
-// as nothing, as far as copies go: a tag of an inline element (see
-// inlineElements), and a hidden element (see parseTag) or a template
-// with what it holds, if it ends within maxHidden bytes (nested elements
-// of its name counted); 0 otherwise. Only those: "List<String>" and
-// "<Callout variant=…/>" are code and props, which tell pages apart (code
-// files from one template, alike but for their type parameters, were
-// taken for copies when every tag was dropped).
-func shownAsNothing(text string) int {
-	t, ok := parseTag(text)
-	if !ok {
-		return 0
-	}
-	if !t.end && (t.hidden || t.name == "template") && !strings.HasSuffix(text[:t.n], "/>") {
-		if n := endOf(text[t.n:min(len(text), t.n+maxHidden)], t.name); n > 0 {
-			return t.n + n
-		}
-	}
-	if inlineElements[t.name] {
+// inlineTag returns the length of the tag text starts with if it is a
+// start or end tag of an inline HTML element (see inlineElements, and
+// parseTag for what a tag is); 0 otherwise. Only those: "List<String>"
+// and "<Callout variant=…/>" are code and props, which tell pages apart
+// (code files from one template, alike but for their type parameters,
+// were taken for copies when every tag was dropped). What an element
+// holds is kept, hidden or not: a tab's panel, an accordion's body, a
+// section that fades in, a Vue template are shown in time, and pages
+// alike but for them were taken for copies when hidden elements were
+// dropped with what they hold.
+func inlineTag(text string) int {
+	if t, ok := parseTag(text); ok && inlineElements[t.name] {
 		return t.n
 	}
 	return 0
-}
-
-// endOf returns the length of text up to and past the end tag of an
-// element named name whose start tag came just before it, other elements
-// of that name within it counted; 0 if it does not end in text. Tags are
-// told by their names alone here, attributes unread: what a hidden
-// element holds is passed over, not read.
-func endOf(text, name string) int {
-	depth := 1
-	for i := 0; ; {
-		j := strings.IndexByte(text[i:], '<')
-		if j < 0 {
-			return 0
-		}
-		i += j + 1
-		end := i < len(text) && text[i] == '/'
-		k := i
-		if end {
-			k++
-		}
-		if k+len(name) >= len(text) || !strings.EqualFold(text[k:k+len(name)], name) {
-			continue
-		}
-		k += len(name)
-		if c := text[k]; c != '>' && c != '/' && !isTagSpace(c) {
-			continue
-		}
-		if !end {
-			depth++
-			continue
-		}
-		gt := strings.IndexByte(text[k:], '>')
-		if gt < 0 {
-			return 0
-		}
-		if depth--; depth == 0 {
-			return k + gt + 1
-		}
-	}
 }
 
 func isTagSpace(c byte) bool {
@@ -402,7 +285,7 @@ func isASCIIAlnum(c byte) bool { return isASCIIAlpha(c) || '0' <= c && c <= '9' 
 
 // unemphasized returns text with Markdown's marks next to a word
 // dropped, as they show: runs of "*", "~", "`", "{", "}", "[", a link's
-// "](destination)" and escaping backslashes before or after a letter or
+// "](#fragment)" or "]()" and escaping backslashes before or after a letter or
 // digit ("va**cu**um", "[va](#)cuum" and "*vacuum*" show as "vacuum"),
 // and "_" at a word's edge ("_vacuum_"); an underscore within a word is
 // no emphasis (snake_case, ENV_VARS), and a backslash before a letter is
@@ -456,9 +339,11 @@ func markRun(text string) int {
 		case strings.IndexByte(markChars, c) >= 0:
 			i++
 		case strings.HasPrefix(text[i:], "]("):
-			dest := text[i+2 : min(len(text), i+2+256)]
+			// A link to nowhere or within the page: where a link to
+			// another page goes tells pages apart (a version, a host).
+			dest := text[i+2 : min(len(text), i+2+64)]
 			end := strings.IndexAny(dest, ") \t\n")
-			if end < 0 || dest[end] != ')' {
+			if end < 0 || dest[end] != ')' || end > 0 && dest[0] != '#' {
 				return i
 			}
 			i += 2 + end + 1

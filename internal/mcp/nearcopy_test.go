@@ -179,25 +179,25 @@ func TestUnmarked(t *testing.T) {
 		"<Callout variant=\"info\" />":  "<Callout variant=\"info\" />",
 		"<SPAN class=\"x\">ab</Span>c":  "abc",
 		"plain text":                    "plain text",
-		"vac<span hidden>zq</span>uum":  "vacuum",
+		"vac<span hidden>zq</span>uum":  "vaczquum",
 		"<b\nclass=\"x\">bold</b>":      "bold",
 		`<i title="a>b">x</i>`:          "x",
 		"vac<!--->uum <!-->x":           "vacuum x",
 		"a <!-- note --!> b":            "a  b",
 		// Shown: aria-hidden hides from screen readers only.
-		`<span aria-hidden="true">shown</span>`:        "shown",
-		`<span style="font-size: 0.9em">shown</span>`:  "shown",
-		`<SPAN STYLE="Display: None">gone</span>shown`: "shown",
-		"<span hidden>never closed":                    "never closed",
-		"a <b and c> d; x <b\ny":                       "a  d; x <b\ny",
-		`<a title="Show hidden files">shown</a>`:       "shown",
-		`<span data-css="display:none">shown</span>`:   "shown",
-		"<span hidden><span>zq</span>zz</span>shown":   "shown",
-		"<div hidden>gone</div>shown":                  "shown",
-		"<template><b>gone</b></template>shown":        "shown",
-		`<i style="opacity: 0.5">shown</i>`:            "shown",
-		"<!>a<?x>b</>c <!DOCTYPE html>":                "abc ",
-		"Map<String, hidden> m":                        "Map<String, hidden> m",
+		`<span aria-hidden="true">shown</span>`:       "shown",
+		`<span style="font-size: 0.9em">shown</span>`: "shown",
+		`<SPAN STYLE="Display: None">tab</span>shown`: "tabshown",
+		"<span hidden>never closed":                   "never closed",
+		"a <b and c> d; x <b\ny":                      "a  d; x <b\ny",
+		`<a title="Show hidden files">shown</a>`:      "shown",
+		`<span data-css="display:none">shown</span>`:  "shown",
+		"<span hidden><span>zq</span>zz</span>shown":  "zqzzshown",
+		"<div hidden>panel</div>shown":                "<div hidden>panel</div>shown",
+		"<template><b>it</b></template>shown":         "<template>it</template>shown",
+		`<i style="opacity: 0.5">shown</i>`:           "shown",
+		"List<? extends Number> <!DOCTYPE html>":      "List<? extends Number> <!DOCTYPE html>",
+		"Map<String, hidden> m":                       "Map<String, hidden> m",
 	} {
 		if got := unmarked(in); got != want {
 			t.Errorf("unmarked(%q) = %q; want %q", in, got, want)
@@ -213,7 +213,8 @@ func TestUnemphasized(t *testing.T) {
 		"* an item\n- another":              "* an item\n- another",
 		"a * b":                             "a * b",
 		"[va](#x)cuum":                      "vacuum",
-		"see [the docs](https://x.y/z) now": "see the docs now",
+		"see [the docs](https://x.y/z) now": "see the docs](https://x.y/z) now",
+		"[top](#) and [up]()":               "top and up",
 		"x](not a link":                     "x](not a link",
 		"snake_case and \\_escaped\\_":      "snake_case and escaped",
 		"_emphasis_ and ENV_VARS":           "emphasis and ENV_VARS",
@@ -320,8 +321,6 @@ func TestServedBackFindsRewrittenCopies(t *testing.T) {
 		"long tags within every word":             sprinkle(page, `<span class="c-a0f3 c-b19e c-77d2 c-e5c1 c-0d4a c-91bb c-3f0e c-5a2d c-e0e0 c-1b7f">`+"</span>", 3),
 		"tags broken over lines":                  sprinkle(page, "<b\n></b\n>", 3),
 		"tags whose attributes hold > and <":      sprinkle(page, `<i title="a>b" data-x='<c'></i>`, 3),
-		"hidden spans of junk within every word":  sprinkle(page, `<span hidden>zq</span>`, 3),
-		"spans of junk styled away":               sprinkle(page, `<span style="display: none">qx</span><font style='font-size:0'>vv</font>`, 2),
 		"abrupt comments":                         sprinkle(page, "<!--->", 3),
 		"bang-closed comments":                    sprinkle(page, "<!-- x --!>", 2),
 		"Markdown emphasis within every word":     sprinkle(page, "**", 2),
@@ -329,14 +328,7 @@ func TestServedBackFindsRewrittenCopies(t *testing.T) {
 		"strikethrough marks within every word":   sprinkle(page, "~~", 3),
 		"empty MDX expressions":                   sprinkle(page, "{}", 3),
 		"every word a link split in two":          linkSplit(page),
-		"hidden spans nested":                     sprinkle(page, `<span hidden><span>zq</span>zz</span>`, 3),
-		"hidden blocks":                           sprinkle(page, `<div hidden>zq</div>`, 3),
-		"templates":                               sprinkle(page, `<template><b>qz</b></template>`, 2),
-		"spans faded out":                         sprinkle(page, `<span style="opacity:0">zq</span>`, 3),
-		"spans shrunk to nothing":                 sprinkle(page, `<i style="font-size:0.0em">qz</i>`, 2),
 		"tags parted by a form feed":              sprinkle(page, "<SPAN\f></span>", 3),
-		"bogus comments":                          sprinkle(page, "<!>", 3),
-		"processing instructions":                 sprinkle(page, "<?x>", 2),
 		"nobr tags":                               sprinkle(page, "<nobr></nobr>", 3),
 		"label tags":                              sprinkle(page, "<label></label>", 2),
 	} {
@@ -365,6 +357,24 @@ func TestServedBackFindsRewrittenCopies(t *testing.T) {
 		"styles quoted in data attributes": {
 			`<p><code data-css="display: none">vacuum analyze reindex cluster tables nightly</code></p>` + "\n",
 			`<p><code data-css="display: none">backup restore replica failover drills weekly</code></p>` + "\n",
+		},
+		// What a hidden element holds shows in time: a tab's panel, an
+		// accordion's body, a Vue component's template.
+		"hidden tab panels": {
+			"<div class=\"tabs\">Install on your platform</div>\n<div hidden>Run the installer and follow the wizard to the end.\nReboot once the drivers are in place.</div>\n",
+			"<div class=\"tabs\">Install on your platform</div>\n<div hidden>Unpack the tarball into opt and add its bin folder to PATH.\nSource the profile again to pick it up.</div>\n",
+		},
+		"Vue templates": {
+			"<template>\n  <ul class=\"orders\"><li v-for=\"o in orders\">{{ o.total }} paid by card</li></ul>\n</template>\n<script>export default { props: ['orders'] }</script>\n",
+			"<template>\n  <table class=\"orders\"><tr v-for=\"o in orders\"><td>{{ o.customer }} owes a refund</td></tr></table>\n</template>\n<script>export default { props: ['orders'] }</script>\n",
+		},
+		"Java wildcards": {
+			"static double sum(List<? extends Number> xs) { return xs.stream().mapToDouble(Number::doubleValue).sum(); }\n",
+			"static void fill(List<? super Integer> xs) { for (int i = 0; i < 10; i++) xs.add(i); }\n",
+		},
+		"download links": {
+			"Get the release: [download](https://example.com/v1.4.2/tool-linux-amd64.tar.gz) and check its sum.\n",
+			"Get the release: [download](https://example.com/v2.0.0/tool-darwin-arm64.tar.gz) and check its sum.\n",
 		},
 		// Two SDKs' examples: an underscore within a word is no emphasis.
 		"snake_case and camelCase names": {
