@@ -1351,3 +1351,57 @@ func TestAProbeOfAHungServerEndsWithItsMirror(t *testing.T) {
 		})
 	}
 }
+
+// A reload that stops no mirror (nothing changed, or a server added)
+// does not wait for the requests in flight: reloads run one at a time,
+// and one waiting on a slow request held back the next, and a token
+// rotated by it, for as long (13–28 s).
+func TestAReloadStoppingNoMirrorDoesNotWaitForRequests(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		hung := make(chan struct{})
+		defer close(hung)
+		slow := mcptest.NewServer(nil, nil)
+		slow.AddResource(&mcpsdk.Resource{URI: "doc://slow-architecture", Name: "architecture slow"},
+			func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+				<-hung
+				return nil, errors.New("hung")
+			})
+		servers := map[string]*mcpsdk.Server{
+			"slow":  slow,
+			"added": mcptest.NewServer(map[string]string{"doc://added": "added architecture notes"}, nil),
+		}
+		const readTO = 30 * time.Second
+		server := func(name string) config.Server {
+			return config.Server{Name: name, Transport: config.TransportStdio, Command: "unused"}
+		}
+		eng := newEngineOpts(t, "", servers, engine.Options{
+			ReadTimeout: readTO,
+			Config:      &config.Config{Servers: []config.Server{server("slow")}},
+			Dial:        func(s config.Server) ctxsync.DialFunc { return mcptest.Dial(t, s.Name, servers[s.Name]) },
+		})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_, _ = eng.Assemble(context.Background(), engine.AssembleRequest{Query: "architecture", TokenBudget: 500, Filter: engine.Filter{Servers: []string{"slow"}}})
+		}()
+		synctest.Wait() // the Assemble waits on its read
+		for _, cfg := range []*config.Config{
+			{Servers: []config.Server{server("slow")}},
+			{Servers: []config.Server{server("slow"), server("added")}},
+		} {
+			start := time.Now()
+			if _, err := eng.Reload(t.Context(), cfg); err != nil {
+				t.Fatal(err)
+			}
+			if took := time.Since(start); took > time.Second {
+				t.Errorf("a reload to %d servers, stopping none, took %v with a request in flight; want no wait", len(cfg.Servers), took)
+			}
+		}
+		select {
+		case <-done:
+			t.Fatal("the Assemble ended before the reloads; the test needs it in flight")
+		default:
+		}
+		<-done
+	})
+}

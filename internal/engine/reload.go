@@ -47,7 +47,8 @@ func (c Changes) Empty() bool { return len(c.Added)+len(c.Removed)+len(c.Changed
 // sessions. The request limits (max_pins, max_reads, max_response_bytes)
 // apply to requests that begin after Reload installs cfg. Requests in
 // flight finish on the mirrors they began with: Reload waits for them, at
-// most ReloadDrain, before it stops the mirrors it replaced, and returns
+// most ReloadDrain, before it stops the mirrors it replaced (it does not
+// wait when it replaces none), and returns
 // once those have stopped and the removed servers have left the index.
 // Settings that need a restart are reported in Changes.Restart and not
 // applied.
@@ -146,20 +147,26 @@ func (e *Engine) Reload(ctx context.Context, cfg *config.Config) (Changes, error
 	}
 	e.runMu.Unlock()
 
-	// Wait for the requests that began under the old set.
-	drained := make(chan struct{})
-	go func() {
-		old.inflight.Wait()
-		close(drained)
-	}()
-	t := time.NewTimer(ReloadDrain)
-	select {
-	case <-drained:
-	case <-t.C:
-		e.log.Warn("reload: requests still running after the drain time; stopping the replaced servers under them", "drain", ReloadDrain)
-	case <-ctx.Done():
+	// Wait for the requests that began under the old set, if a mirror
+	// they may read is to stop. A reload that stops none (nothing
+	// changed, or servers only added) does not wait: reloads run one at
+	// a time, and one waiting on a slow request held the next back (a
+	// token rotated after it stayed unapplied for as long).
+	if len(stop) > 0 {
+		drained := make(chan struct{})
+		go func() {
+			old.inflight.Wait()
+			close(drained)
+		}()
+		t := time.NewTimer(ReloadDrain)
+		select {
+		case <-drained:
+		case <-t.C:
+			e.log.Warn("reload: requests still running after the drain time; stopping the replaced servers under them", "drain", ReloadDrain)
+		case <-ctx.Done():
+		}
+		t.Stop()
 	}
-	t.Stop()
 
 	e.runMu.Lock()
 	var runs []*mirrorRun

@@ -135,7 +135,17 @@ func Guard(o GuardOptions) []grpc.ServerOption {
 				return status.Errorf(codes.ResourceExhausted, "busy: %d health Watch streams are open; retry later, or call Check", MaxWatchStreams)
 			}
 		}
-		return handler(srv, ss)
+		err := handler(srv, ss)
+		if rs, ok := ss.(*rotatedStream); ok && err != nil && rs.ctx.Err() != nil {
+			select {
+			case <-rotated:
+				// Ended by the rotation (a Watch returns its context's
+				// error): say so, not "canceled".
+				return errRotated
+			default:
+			}
+		}
+		return err
 	}
 	gate := &startGate{max: int64(max(o.MaxUnstarted, DefaultMaxUnstarted)), requestWait: o.RequestWait}
 	return []grpc.ServerOption{grpc.ChainUnaryInterceptor(unary), grpc.ChainStreamInterceptor(stream),

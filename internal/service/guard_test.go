@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
 	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
@@ -336,7 +337,31 @@ func TestStreamsOpenedWithARotatedTokenEnd(t *testing.T) {
 	defer resp.Body.Close()
 	<-streaming
 
+	// A health Watch, as grpc's health server runs it.
+	hl := bufconn.Listen(1 << 20)
+	hs := grpc.NewServer(service.Guard(service.GuardOptions{Tokens: tok})...)
+	healthpb.RegisterHealthServer(hs, health.NewServer())
+	go hs.Serve(hl)
+	defer hs.Stop()
+	hconn, err := grpc.NewClient("passthrough:///bufnet",
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return hl.DialContext(ctx) }),
+		grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithPerRPCCredentials(service.BearerToken{Token: old}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hconn.Close()
+	watch, err := healthpb.NewHealthClient(hconn).Watch(ctx, &healthpb.HealthCheckRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := watch.Recv(); err != nil {
+		t.Fatalf("health Watch with the token: %v", err)
+	}
+
 	tok.Set(rotated)
+	if _, err := watch.Recv(); status.Code(err) != codes.Unauthenticated {
+		t.Errorf("the health Watch opened with the old token, after the rotation: %v; want UNAUTHENTICATED", err)
+	}
 	if err := list(); status.Code(err) != codes.Unauthenticated {
 		t.Errorf("reflection on the stream opened with the old token, after the rotation: %v; want UNAUTHENTICATED", err)
 	}
