@@ -641,6 +641,13 @@ func (e *Engine) Servers() []ServerStatus {
 	return out
 }
 
+// ServerNames returns the configured servers' names, in the
+// configuration's order: what Servers returns without each one's status,
+// which counts the server's entries over the whole index.
+func (e *Engine) ServerNames() []string {
+	return slices.Clone(e.set().names)
+}
+
 // ListVersions returns each configured server's mirror ListVersion, by
 // server name: cheap enough to poll (see ctxsync.Mirror.ListVersion).
 func (e *Engine) ListVersions() map[string]ctxsync.ListVersion {

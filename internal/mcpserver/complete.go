@@ -65,9 +65,7 @@ func (s *Server) complete(ctx context.Context, req *mcpsdk.CompleteRequest) (*mc
 	prefix := p.Argument.Value
 	switch p.Argument.Name {
 	case "server":
-		for _, st := range s.eng.Servers() {
-			values = append(values, st.Server)
-		}
+		values = s.eng.ServerNames()
 	case "task":
 		s.mu.Lock()
 		values = slices.Clone(s.recent[req.Session])

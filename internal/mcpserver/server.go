@@ -363,8 +363,8 @@ func New(eng *engine.Engine, opts *Options) *Server {
 		posts:        newPosts(),
 		started:      map[<-chan struct{}]bool{},
 	}
-	for _, st := range eng.Servers() {
-		if ch := eng.Ready(st.Server); ch != nil {
+	for _, name := range eng.ServerNames() {
+		if ch := eng.Ready(name); ch != nil {
 			s.started[ch] = true
 		}
 	}
@@ -896,9 +896,7 @@ func toolScope(servers, pins []string) []string {
 func (s *Server) waitReady(ctx context.Context, servers []string) {
 	all := len(servers) == 0
 	if all {
-		for _, st := range s.eng.Servers() {
-			servers = append(servers, st.Server)
-		}
+		servers = s.eng.ServerNames()
 	}
 	var chans []<-chan struct{}
 	var names []string
@@ -919,8 +917,8 @@ func (s *Server) waitReady(ctx context.Context, servers []string) {
 		case <-ch:
 		case <-t.C:
 			synced := map[string]bool{}
-			for _, st := range s.eng.Servers() {
-				synced[st.Server] = st.Syncs > 0
+			for name, v := range s.eng.ListVersions() {
+				synced[name] = v.Syncs > 0
 			}
 			s.mu.Lock()
 			if s.waitedOut == nil {
