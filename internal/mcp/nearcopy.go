@@ -118,7 +118,7 @@ func unmarked(text string) string {
 			rest = rest[n:]
 			continue
 		}
-		if n := inlineTag(rest); n > 0 {
+		if n := inlineTag(rest); n > 0 && (n <= maxShortTag && !strings.Contains(rest[:n], "\n") || withinWord(b.String(), rest[inlineTags(rest):])) {
 			rest = rest[n:]
 			continue
 		}
@@ -180,8 +180,37 @@ func scriptMark(r rune) bool {
 	return r >= 0x0590 && unicode.Is(unicode.Mn, r) && !unicode.Is(unicode.Inherited, r)
 }
 
-// maxTag bounds a tag unmarked drops, in bytes.
-const maxTag = 512
+// maxTag bounds a tag unmarked drops, in bytes. Tags over maxShortTag,
+// or spanning lines, are dropped only within a word: there an
+// attribute's value (a link's destination, a time's datetime) may be what
+// tells honest pages apart, and only a tag breaking a word hides a copy
+// from the shingles.
+const (
+	maxTag      = 512
+	maxShortTag = 64
+)
+
+// inlineTags returns the length of the run of inline elements' tags text
+// starts with (see inlineTag), 0 if it starts with none.
+func inlineTags(text string) int {
+	n := 0
+	for n < len(text) && text[n] == '<' {
+		m := inlineTag(text[n:])
+		if m == 0 {
+			break
+		}
+		n += m
+	}
+	return n
+}
+
+// withinWord reports whether before ends, and after starts, with a
+// letter or digit: what stands between them is within a word.
+func withinWord(before, after string) bool {
+	r, _ := utf8.DecodeLastRuneInString(before)
+	a, _ := utf8.DecodeRuneInString(after)
+	return before != "" && after != "" && wordRune(r) && wordRune(a)
+}
 
 // A startTag is an HTML tag as read: its element's name, lower-cased,
 // its length in bytes, and whether it ends an element ("</b>").
@@ -226,12 +255,11 @@ func parseTag(text string) (t startTag, ok bool) {
 			t.n = i + 1
 			return t, true
 		}
+		// An attribute's name, as a browser reads it: it may start with
+		// "=" and hold quotes ("<b =x>", "<b "q">" are b tags).
 		nameStart := i
-		for i < limit && !isTagSpace(text[i]) && !strings.ContainsRune("/>=<\"'", rune(text[i])) {
+		for i < limit && !isTagSpace(text[i]) && text[i] != '/' && text[i] != '>' && text[i] != '<' && (text[i] != '=' || i == nameStart) {
 			i++
-		}
-		if i == nameStart {
-			return t, false // a quote where a name belongs
 		}
 		for i < limit && isTagSpace(text[i]) {
 			i++
@@ -283,15 +311,15 @@ func isASCIIAlpha(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <=
 
 func isASCIIAlnum(c byte) bool { return isASCIIAlpha(c) || '0' <= c && c <= '9' }
 
-// unemphasized returns text with Markdown's marks next to a word
-// dropped, as they show: runs of "*", "~", "`", "{", "}", "[", a link's
-// "](#fragment)" or "]()" and escaping backslashes before or after a letter or
-// digit ("va**cu**um", "[va](#)cuum" and "*vacuum*" show as "vacuum"),
-// and "_" at a word's edge ("_vacuum_"); an underscore within a word is
-// no emphasis (snake_case, ENV_VARS), and a backslash before a letter is
-// no escape ("\alpha"). A bridge putting emphasis, escapes or links
-// within every word passed its copies back untold. Marks between spaces
-// (a list's "*") are kept. What holds none of them is kept as is.
+// unemphasized returns text with Markdown's marks within words dropped,
+// as they show: runs of "**" or more, "~~", "`", "{}", "[", a link's
+// "](#fragment)" or "]()" and escaping backslashes, between two letters
+// or digits ("va**cu**um" and "[va](#)cuum" show as "vacuum"). A bridge
+// putting emphasis, escapes or links within every word passed its copies
+// back untold. Marks at a word's edge are kept ("*done*" and "done" are
+// other texts to a digest, and words are words without them), and so is
+// an underscore (snake_case is no emphasis). What holds none of them is
+// kept as is.
 func unemphasized(text string) string {
 	if !strings.ContainsAny(text, markChars+"]") {
 		return text
@@ -302,9 +330,7 @@ func unemphasized(text string) string {
 	for i := 0; i < len(text); {
 		if n := markRun(text[i:]); n > 0 {
 			r, _ := utf8.DecodeRuneInString(text[i+n:])
-			beforeWord := i+n < len(text) && wordRune(r)
-			within := afterWord && beforeWord && strings.IndexByte(text[i:i+n], '_') >= 0
-			if (afterWord || beforeWord) && !within {
+			if afterWord && i+n < len(text) && wordRune(r) && strings.IndexByte(text[i:i+n], '_') < 0 {
 				i += n
 				continue
 			}
@@ -336,6 +362,24 @@ func markRun(text string) int {
 				return i
 			}
 			i++
+		case c == '{' || c == '}':
+			// An empty expression only (MDX's "{}"): braces around
+			// something group it (LaTeX's "\frac{a}{bc}", "${VAR}x").
+			if !strings.HasPrefix(text[i:], "{}") {
+				return i
+			}
+			i += 2
+		case c == '*' || c == '~':
+			// Emphasis and strikethrough doubled ("va**cu**um"): one
+			// alone is as likely a product or a range ("a*b", "10時～18時").
+			n := 1
+			for i+n < len(text) && text[i+n] == c {
+				n++
+			}
+			if n < 2 {
+				return i
+			}
+			i += n
 		case strings.IndexByte(markChars, c) >= 0:
 			i++
 		case strings.HasPrefix(text[i:], "]("):
@@ -371,7 +415,7 @@ var inlineElements = map[string]bool{
 	"code": true, "data": true, "del": true, "dfn": true, "em": true, "font": true, "i": true, "ins": true,
 	"kbd": true, "mark": true, "q": true, "s": true, "samp": true, "small": true, "span": true,
 	"strike": true, "strong": true, "sub": true, "sup": true, "time": true, "tt": true, "u": true,
-	"var": true, "wbr": true, "label": true, "nobr": true, "ruby": true, "rb": true, "rt": true, "rtc": true,
+	"var": true, "wbr": true, "label": true, "nobr": true,
 }
 
 // nearText returns the texts of contents joined, at most nearTextBytes.

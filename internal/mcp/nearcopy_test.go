@@ -105,6 +105,25 @@ func sprinkle(text, mark string, n int) string {
 	return b.String()
 }
 
+// sprinkleWithin is sprinkle within words only: not after a word's last
+// letter.
+func sprinkleWithin(text, mark string, n int) string {
+	var b strings.Builder
+	rs := []rune(text)
+	run := 0
+	for i, r := range rs {
+		b.WriteRune(r)
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
+			run = 0
+			continue
+		}
+		if run++; run%n == 0 && i+1 < len(rs) && (unicode.IsLetter(rs[i+1]) || unicode.IsDigit(rs[i+1])) {
+			b.WriteString(mark)
+		}
+	}
+	return b.String()
+}
+
 // sprinkleText is sprinkle, leaving what stands within "<" and ">" as it
 // is: the words, not the markup.
 func sprinkleText(text, mark string, n int) string {
@@ -132,12 +151,12 @@ func navPage(title string, names ...string) string {
 }
 
 // linkSplit returns text with each word of four letters or more split
-// by a Markdown link around its first two letters ("[va](#)cuum").
+// by a Markdown link around its second letter ("v[a](#xv)cuum").
 func linkSplit(text string) string {
 	var b strings.Builder
 	for _, w := range strings.SplitAfter(text, " ") {
 		if len(w) >= 4 && unicode.IsLetter(rune(w[0])) {
-			w = "[" + w[:2] + "](#x" + w[:1] + ")" + w[2:]
+			w = w[:1] + "[" + w[1:2] + "](#x" + w[:1] + ")" + w[2:]
 		}
 		b.WriteString(w)
 	}
@@ -180,10 +199,12 @@ func TestUnmarked(t *testing.T) {
 		"<SPAN class=\"x\">ab</Span>c":  "abc",
 		"plain text":                    "plain text",
 		"vac<span hidden>zq</span>uum":  "vaczquum",
-		"<b\nclass=\"x\">bold</b>":      "bold",
-		`<i title="a>b">x</i>`:          "x",
-		"vac<!--->uum <!-->x":           "vacuum x",
-		"a <!-- note --!> b":            "a  b",
+		"<b\nclass=\"x\">bold</b>":      "<b\nclass=\"x\">bold",
+		"va<b\nclass=\"x\">cu</b>um":    "vacuum",
+		`<a href="https://docs.example.com/en-us/v1/reference/storage/overview">Overview</a>`: `<a href="https://docs.example.com/en-us/v1/reference/storage/overview">Overview`,
+		`<i title="a>b">x</i>`: "x",
+		"vac<!--->uum <!-->x":  "vacuum x",
+		"a <!-- note --!> b":   "a  b",
 		// Shown: aria-hidden hides from screen readers only.
 		`<span aria-hidden="true">shown</span>`:       "shown",
 		`<span style="font-size: 0.9em">shown</span>`: "shown",
@@ -208,18 +229,20 @@ func TestUnmarked(t *testing.T) {
 // Markdown's marks next to words are taken as they show: dropped.
 func TestUnemphasized(t *testing.T) {
 	for in, want := range map[string]string{
-		"va**cu**um tuning":                 "vacuum tuning",
-		"*vacuum* and __bold__":             "vacuum and bold",
-		"* an item\n- another":              "* an item\n- another",
-		"a * b":                             "a * b",
-		"[va](#x)cuum":                      "vacuum",
-		"see [the docs](https://x.y/z) now": "see the docs](https://x.y/z) now",
-		"[top](#) and [up]()":               "top and up",
-		"x](not a link":                     "x](not a link",
-		"snake_case and \\_escaped\\_":      "snake_case and escaped",
-		"_emphasis_ and ENV_VARS":           "emphasis and ENV_VARS",
-		`\alpha and a\.b`:                   `\alpha and a.b`,
-		"plain text":                        "plain text",
+		"va**cu**um tuning":                    "vacuum tuning",
+		"*vacuum* and __bold__":                "*vacuum* and __bold__",
+		"* an item\n- another":                 "* an item\n- another",
+		"a * b":                                "a * b",
+		"v[a](#x)cuum":                         "vacuum",
+		"[va](#x)cuum":                         "[vacuum",
+		"see [the docs](https://x.y/z) now":    "see [the docs](https://x.y/z) now",
+		"to[p](#)s and u[p]()s":                "tops and ups",
+		"x](not a link":                        "x](not a link",
+		"snake_case and \\_escaped\\_":         "snake_case and \\_escaped\\_",
+		"a\\*\\*b":                             "a\\*\\*b", // escaped stars show
+		"_emphasis_ and ENV_VARS and ~~done~~": "_emphasis_ and ENV_VARS and ~~done~~",
+		`\alpha and a\.b`:                      `\alpha and a\.b`,
+		"plain text":                           "plain text",
 	} {
 		if got := unemphasized(in); got != want {
 			t.Errorf("unemphasized(%q) = %q; want %q", in, got, want)
@@ -318,15 +341,15 @@ func TestServedBackFindsRewrittenCopies(t *testing.T) {
 		"accents as combining marks":              strings.ReplaceAll(page, "e", "e\u0301"),
 		"inline tags within every word":           sprinkle(page, "<span></span>", 2),
 		"zero-width spaces, then a reference too": rewriteLetters(sprinkle(page, "\u200b", 2), 1, func(r rune) string { return "&#x" + strconv.FormatInt(int64(r), 16) + ";" }),
-		"long tags within every word":             sprinkle(page, `<span class="c-a0f3 c-b19e c-77d2 c-e5c1 c-0d4a c-91bb c-3f0e c-5a2d c-e0e0 c-1b7f">`+"</span>", 3),
-		"tags broken over lines":                  sprinkle(page, "<b\n></b\n>", 3),
-		"tags whose attributes hold > and <":      sprinkle(page, `<i title="a>b" data-x='<c'></i>`, 3),
+		"long tags within every word":             sprinkleWithin(page, `<span class="c-a0f3 c-b19e c-77d2 c-e5c1 c-0d4a c-91bb c-3f0e c-5a2d c-e0e0 c-1b7f">`+"</span>", 3),
+		"tags broken over lines":                  sprinkleWithin(page, "<b\n></b\n>", 3),
+		"tags whose attributes hold > and <":      sprinkleWithin(page, `<i title="a>b" data-x='<c'></i>`, 3),
 		"abrupt comments":                         sprinkle(page, "<!--->", 3),
 		"bang-closed comments":                    sprinkle(page, "<!-- x --!>", 2),
-		"Markdown emphasis within every word":     sprinkle(page, "**", 2),
-		"code marks within every word":            sprinkle(page, "``", 2),
-		"strikethrough marks within every word":   sprinkle(page, "~~", 3),
-		"empty MDX expressions":                   sprinkle(page, "{}", 3),
+		"Markdown emphasis within every word":     sprinkleWithin(page, "**", 2),
+		"code marks within every word":            sprinkleWithin(page, "``", 2),
+		"strikethrough marks within every word":   sprinkleWithin(page, "~~", 3),
+		"empty MDX expressions":                   sprinkleWithin(page, "{}", 3),
 		"every word a link split in two":          linkSplit(page),
 		"tags parted by a form feed":              sprinkle(page, "<SPAN\f></span>", 3),
 		"nobr tags":                               sprinkle(page, "<nobr></nobr>", 3),
