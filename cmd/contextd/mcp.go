@@ -9,8 +9,12 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"slices"
+	"syscall"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/contextd/contextd/internal/config"
 	"github.com/contextd/contextd/internal/engine"
@@ -23,6 +27,11 @@ import (
 // mcpStdio serves MCP on stdin/stdout for an MCP host's mcpServers entry.
 // stdout carries the protocol only: every log line goes to stderr.
 func mcpStdio(ctx context.Context, args []string, stderr io.Writer) error {
+	// A hangup (the terminal or the host's pty going away) stops it as
+	// SIGTERM does, closing its upstream sessions and stdio servers,
+	// rather than killing it on the spot.
+	ctx, stopHUP := signal.NotifyContext(ctx, syscall.SIGHUP)
+	defer stopHUP()
 	fs := newFlagSet("mcp", stderr)
 	cfgPath := fs.String("config", "", "config file (YAML or JSON)")
 	logLevel := fs.String("log-level", "warn", "debug, info, warn or error (logs go to stderr, the host's; below debug they hold no text of the servers' or the embedder's)")
@@ -76,6 +85,17 @@ func mcpStdio(ctx context.Context, args []string, stderr io.Writer) error {
 	// go-sdk's default line is 16 MiB, and a query of that size is refused
 	// only after it is read and decoded), and one it sends malformed is
 	// answered with an error rather than ending the session.
+	// Calls in flight end with the process: a signal cancels them, where
+	// the session would otherwise wait for each to finish (a read of a
+	// hung server: its whole timeout).
+	fac.MCP().AddReceivingMiddleware(func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
+		return func(c context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
+			c, cancel := context.WithCancel(c)
+			defer cancel()
+			defer context.AfterFunc(ctx, cancel)()
+			return next(c, method, req)
+		}
+	})
 	err = fac.MCP().Run(ctx, mcpserver.StdioTransport(os.Stdin, os.Stdout, log.With("component", "mcpserver")))
 	stopMirrors() // closes upstream sessions; stdio servers are stopped in stages
 	<-done

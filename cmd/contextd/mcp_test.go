@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -45,6 +46,9 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	case "hostile-upstream":
 		hostileUpstream(os.Getenv("HOSTILE_TOKEN"))
+		os.Exit(0)
+	case "hung-upstream":
+		hungUpstream()
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
@@ -118,6 +122,74 @@ func hostileUpstream(token string) {
 		}
 	}()
 	_ = s.Run(context.Background(), &mcpsdk.StdioTransport{})
+}
+
+// hungUpstream serves, on stdio, one resource whose reads never answer.
+func hungUpstream() {
+	s := mcpsdk.NewServer(&mcpsdk.Implementation{Name: "hung-upstream", Version: "v0"}, nil)
+	s.AddResource(&mcpsdk.Resource{URI: "doc://walrus", Name: "walrus migration notes", MIMEType: "text/plain"},
+		func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+			select {}
+		})
+	_ = s.Run(context.Background(), &mcpsdk.StdioTransport{})
+}
+
+// contextd mcp stops soon on SIGTERM, and on SIGHUP (its terminal hung
+// up), with a call in flight on a read that never answers: it waited for
+// the call's whole read timeout (46 s: a first content pass, then the
+// read), and SIGHUP killed it on the spot, its stdio servers left running.
+func TestMCPStopsSoonOnASignalWithACallInFlight(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGHUP} {
+		t.Run(sig.String(), func(t *testing.T) {
+			cfg := writeConfig(t, fmt.Sprintf("data_dir: %s\nembedder: glove\nmcpServers:\n  hung:\n    command: %q\n    env: { CONTEXTD_TEST_EXEC: hung-upstream }\n", t.TempDir(), self))
+			ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, self, "mcp", "--config", cfg, "--ready-wait", "1s")
+			cmd.Env = append(os.Environ(), "CONTEXTD_TEST_EXEC=contextd")
+			stdin, err := cmd.StdinPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer stdin.Close()
+			stdout, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprint(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}
+{"jsonrpc":"2.0","method":"notifications/initialized"}
+{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"assemble_context","arguments":{"task":"walrus migration","servers":["hung"]}}}
+`)
+			sc := bufio.NewScanner(stdout)
+			if !sc.Scan() {
+				t.Fatalf("no answer to initialize; stderr:\n%s", stderr.String())
+			}
+			go func() { _, _ = io.Copy(io.Discard, stdout) }()
+			time.Sleep(3 * time.Second) // the call waits 1 s, then reads
+			start := time.Now()
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			err = cmd.Wait()
+			took := time.Since(start)
+			if err != nil {
+				t.Errorf("contextd mcp after %v: %v, want exit 0\nstderr:\n%s", sig, err, stderr.String())
+			}
+			// The read's timeout is 30 s: a stop waiting for the call
+			// takes about 28 s.
+			if took > 15*time.Second {
+				t.Errorf("contextd mcp took %v to stop after %v with a call in flight; want it not to wait for the call's read", took, sig)
+			}
+		})
+	}
 }
 
 func addText(s *mcpsdk.Server, uri, text string) {
