@@ -14,9 +14,12 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/contextd/contextd/internal/config"
 )
 
 func TestServeRefusesAnOpenNonLoopbackListen(t *testing.T) {
@@ -186,5 +189,42 @@ func TestCertWarning(t *testing.T) {
 		if c.want == "" && got != "" || c.want != "" && !strings.Contains(got, c.want) {
 			t.Errorf("certWarning(%v) = %q; want %q", c.notAfter, got, c.want)
 		}
+	}
+}
+
+// A TLS file rewritten in place (a renewed certificate, a client CA
+// replaced to drop one) is named at a reload: serve reads them only at
+// start, and a reload had said nothing, as if applied.
+func TestTLSFilesRewrittenInPlaceAreNamed(t *testing.T) {
+	dir := t.TempDir()
+	tls := config.TLS{CertFile: filepath.Join(dir, "srv.pem"), KeyFile: filepath.Join(dir, "srv.key"), ClientCAFile: filepath.Join(dir, "ca.pem")}
+	for _, p := range []string{tls.CertFile, tls.KeyFile, tls.ClientCAFile} {
+		if err := os.WriteFile(p, []byte("first "+p), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read := tlsDigests(tls)
+	if got := tlsRewritten(read, tls, tls); len(got) != 0 {
+		t.Errorf("nothing rewritten: %q", got)
+	}
+	if err := os.WriteFile(tls.ClientCAFile, []byte("another CA"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(tls.CertFile, []byte("a renewed certificate"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := tlsRewritten(read, tls, tls); !slices.Equal(got, []string{"tls.cert_file", "tls.client_ca_file"}) {
+		t.Errorf("the certificate and the client CA rewritten: %q", got)
+	}
+	other := tls
+	other.CertFile = filepath.Join(dir, "new.pem")
+	if got := tlsRewritten(read, tls, other); len(got) != 0 {
+		t.Errorf("another path (restartOnly's to name): %q", got)
+	}
+	if err := os.Remove(tls.KeyFile); err != nil {
+		t.Fatal(err)
+	}
+	if got := tlsRewritten(read, tls, tls); !slices.Contains(got, "tls.key_file") {
+		t.Errorf("the key removed: %q", got)
 	}
 }

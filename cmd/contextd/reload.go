@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"log/slog"
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"syscall"
 	"time"
 
@@ -56,6 +58,48 @@ type reloader struct {
 	// token is the one the guards check (see rotate); nil in tests of
 	// the engine's part alone.
 	token *service.Token
+	// tlsRead is what the TLS files serve read at start held (see
+	// tlsDigests): a file replaced in place is not read again until a
+	// restart, and a reload says so.
+	tlsRead map[string]string
+}
+
+// tlsDigests returns the SHA-256, in hex, of each of the TLS files serve
+// reads once, at start (its certificate, key and client CAs), by field
+// name; "" for a file that cannot be read; none for a field not set.
+func tlsDigests(t config.TLS) map[string]string {
+	out := map[string]string{}
+	for _, f := range []struct{ field, path string }{{"tls.cert_file", t.CertFile}, {"tls.key_file", t.KeyFile}, {"tls.client_ca_file", t.ClientCAFile}} {
+		if f.path == "" {
+			continue
+		}
+		b, err := config.ReadTLSFile(f.path)
+		if err != nil {
+			out[f.field] = ""
+			continue
+		}
+		sum := sha256.Sum256(b)
+		out[f.field] = hex.EncodeToString(sum[:])
+	}
+	return out
+}
+
+// tlsRewritten names the TLS files whose content differs from what serve
+// read at start (read, as digested by tlsDigests) though next names the
+// same paths: a renewed certificate, a client CA replaced to revoke one,
+// written in place, that only a restart puts in use.
+func tlsRewritten(read map[string]string, running, next config.TLS) []string {
+	if read == nil || running.CertFile != next.CertFile || running.KeyFile != next.KeyFile || running.ClientCAFile != next.ClientCAFile {
+		return nil // other paths: restartOnly says auth/tls changed
+	}
+	var out []string
+	for field, sum := range tlsDigests(next) {
+		if sum != read[field] {
+			out = append(out, field)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // reload reads the file and applies it. A file that does not load or
@@ -83,6 +127,9 @@ func (r *reloader) reload(ctx context.Context, why string) error {
 	}
 	for _, key := range restartOnly(r.running, next) {
 		r.log.Warn("config reload: this setting changed but takes effect only when contextd restarts", "setting", key)
+	}
+	for _, field := range tlsRewritten(r.tlsRead, r.running.Auth.TLS, next.Auth.TLS) {
+		r.log.Warn("config reload: this TLS file changed on disk but is read only at start: restart contextd to use it", "setting", field)
 	}
 	// The token first: a reload the engine fails part way (a server
 	// it could not drop) must not leave a leaked token working.
