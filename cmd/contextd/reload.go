@@ -13,6 +13,8 @@ import (
 	"reflect"
 	"regexp"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -58,6 +60,13 @@ type reloader struct {
 	// token is the one the guards check (see rotate); nil in tests of
 	// the engine's part alone.
 	token *service.Token
+	// pending hands a configuration read and checked to the goroutine
+	// applying them to the engine (see apply), the latest only. read
+	// counts the files read; refusedAt is the count when one was last
+	// refused, so that an apply finishing after does not clear that.
+	pending   chan pendingReload
+	read      atomic.Uint64
+	refusedAt atomic.Uint64
 	// tlsRead is what the TLS files serve read at start held (see
 	// tlsDigests): a file replaced in place is not read again until a
 	// restart, and a reload says so.
@@ -102,11 +111,26 @@ func tlsRewritten(read map[string]string, running, next config.TLS) []string {
 	return out
 }
 
-// reload reads the file and applies it. A file that does not load or
-// validate is refused: the error is logged and counted, and the running
-// configuration stays. Settings that cannot change while serving are
-// logged and keep their running value.
+// A pendingReload is a configuration read and checked, waiting to be
+// applied to the engine.
+type pendingReload struct {
+	next *config.Config
+	why  string
+	read uint64 // reloader.read when it was read
+}
+
+// reload reads the file, checks it, rotates the token, and hands it to
+// apply (or, without a running apply goroutine, applies it itself). A
+// file that does not load or validate is refused: the error is logged
+// and counted, and the running configuration stays. Settings that cannot
+// change while serving are logged and keep their running value.
+//
+// The token rotates here, as the file is read, not when the engine has
+// applied it: an engine reload that stops servers waits for the requests
+// on them (up to a minute), and a leaked token rotated meanwhile would
+// wait as long behind it.
 func (r *reloader) reload(ctx context.Context, why string) error {
+	seq := r.read.Add(1)
 	next, err := config.LoadRegular(r.path)
 	if err == nil {
 		r.flags(next)
@@ -115,6 +139,7 @@ func (r *reloader) reload(ctx context.Context, why string) error {
 	if err != nil {
 		r.log.Error("config reload refused; the running configuration is kept, its auth token too", "why", why, "config", r.path, "err", err)
 		r.m.Reloaded(err)
+		r.refusedAt.Store(seq)
 		r.refused(refusal(r.path, err))
 		return err
 	}
@@ -134,6 +159,35 @@ func (r *reloader) reload(ctx context.Context, why string) error {
 	// The token first: a reload the engine fails part way (a server
 	// it could not drop) must not leave a leaked token working.
 	r.rotate(next)
+	p := pendingReload{next: next, why: why, read: seq}
+	if r.pending == nil {
+		return r.apply(ctx, p)
+	}
+	// The latest replaces one not yet taken: it holds every change.
+	select {
+	case <-r.pending:
+	default:
+	}
+	r.pending <- p
+	return nil
+}
+
+// applyLoop applies the configurations reload hands over, one at a time,
+// until ctx ends.
+func (r *reloader) applyLoop(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case p := <-r.pending:
+			_ = r.apply(ctx, p)
+		}
+	}
+}
+
+// apply makes p's configuration the engine's, and the one in use.
+func (r *reloader) apply(ctx context.Context, p pendingReload) error {
+	next, why := p.next, p.why
 	ch, err := r.eng.Reload(ctx, next)
 	for _, key := range ch.Restart {
 		r.log.Warn("config reload: this setting changed but takes effect only when contextd restarts", "setting", key)
@@ -146,7 +200,9 @@ func (r *reloader) reload(ctx context.Context, why string) error {
 	r.cur = next
 	r.m.Forget(ch.Removed...)
 	r.m.Reloaded(nil)
-	r.refused("")
+	if r.refusedAt.Load() < p.read {
+		r.refused("") // not a file refused since this one was read
+	}
 	// The next refusal may quote the servers just added, or the secrets
 	// still in use that next no longer names (a changed auth token).
 	r.red = redact.New(append(next.Secrets(), r.eng.Config().Secrets()...)...)
@@ -276,6 +332,10 @@ func (w *watcher) Close() {
 // as it was (a touch, an editor's backup file beside it) reload nothing;
 // SIGHUP always reloads.
 func (r *reloader) watch(ctx context.Context, w *watcher) {
+	r.pending = make(chan pendingReload, 1)
+	var applying sync.WaitGroup
+	applying.Go(func() { r.applyLoop(ctx) })
+	defer applying.Wait()
 	last := r.loaded
 	var events <-chan fsnotify.Event
 	var errs <-chan error

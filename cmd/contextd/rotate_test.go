@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"os"
@@ -141,5 +142,81 @@ func TestAReloadRotatesTheToken(t *testing.T) {
 	}
 	if l := logText()[mark:]; strings.Contains(l, "takes effect only when contextd restarts") {
 		t.Errorf("auth put back with another token: the log says it waits for a restart, and it rotated:\n%s", l)
+	}
+}
+
+// A token rotated while an earlier reload waits on the requests of a
+// server it stops (at most a minute) is in force at once: it waited
+// behind that reload, and the old token worked 27 s on.
+func TestARotationDoesNotWaitBehindAReloadDrainingRequests(t *testing.T) {
+	const old, next = "drain-old-token-0123456789abcdef", "drain-new-token-fedcba9876543210"
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	tokenFile := filepath.Join(dir, "token")
+	if err := os.WriteFile(tokenFile, []byte(old+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr, dataDir := freeAddr(t), t.TempDir()
+	head := fmt.Sprintf("listen: %s\nauth: {token_file: %s}\ndata_dir: %s\nembedder: glove\n", addr, tokenFile, dataDir)
+	cfg := writeConfig(t, head+fmt.Sprintf("mcpServers:\n  hung:\n    command: %q\n    env: { CONTEXTD_TEST_EXEC: hung-upstream }\n", self))
+	w, buf := startServe(t, cfg, addr)
+	logText := func() string {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return buf.String()
+	}
+	gc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gc.Close()
+	client := contextdv1.NewContextServiceClient(gc)
+	with := func(token string) context.Context {
+		return metadata.AppendToOutgoingContext(t.Context(), "authorization", "Bearer "+token)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		r, err := client.ListServers(with(old), &contextdv1.ListServersRequest{})
+		if err == nil && len(r.GetServers()) == 1 && r.GetServers()[0].GetResourceCount() > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the hung server did not sync within 30 s: %v; logs:\n%s", err, logText())
+		}
+	}
+	// A query reading the hung server: in flight for its read timeout.
+	go func() {
+		_, _ = client.Assemble(with(old), &contextdv1.AssembleRequest{Query: "walrus migration", TokenBudget: 200, Servers: []string{"hung"}})
+	}()
+	time.Sleep(time.Second)
+	// The server taken out: that reload waits for the query.
+	if err := os.WriteFile(cfg, []byte(head+"mcpServers: {}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if err := os.WriteFile(tokenFile, []byte(next+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	rotated := time.Now()
+	code := func(token string) codes.Code {
+		_, err := client.ListServers(with(token), &contextdv1.ListServersRequest{})
+		return status.Code(err)
+	}
+	for code(old) != codes.Unauthenticated {
+		if time.Since(rotated) > 10*time.Second {
+			t.Fatalf("the old token still accepted 10 s after its rotation, behind a reload waiting for a query (read timeout 30 s); logs:\n%s", logText())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if c := code(next); c != codes.OK {
+		t.Errorf("the new token: %v", c)
 	}
 }
