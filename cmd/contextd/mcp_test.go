@@ -124,6 +124,28 @@ func hostileUpstream(token string) {
 	_ = s.Run(context.Background(), &mcpsdk.StdioTransport{})
 }
 
+// startMCP starts the test binary as contextd mcp with args, its stdin
+// and stdout piped and its stderr kept.
+func startMCP(t *testing.T, ctx context.Context, self string, args ...string) (*exec.Cmd, io.WriteCloser, io.ReadCloser, *bytes.Buffer) {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, self, append([]string{"mcp"}, args...)...)
+	cmd.Env = append(os.Environ(), "CONTEXTD_TEST_EXEC=contextd")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr := &bytes.Buffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd, stdin, stdout, stderr
+}
+
 // hungUpstream serves, on stdio, one resource whose reads never answer.
 func hungUpstream() {
 	s := mcpsdk.NewServer(&mcpsdk.Implementation{Name: "hung-upstream", Version: "v0"}, nil)
@@ -148,22 +170,8 @@ func TestMCPStopsSoonOnASignalWithACallInFlight(t *testing.T) {
 			cfg := writeConfig(t, fmt.Sprintf("data_dir: %s\nembedder: glove\nmcpServers:\n  hung:\n    command: %q\n    env: { CONTEXTD_TEST_EXEC: hung-upstream }\n", t.TempDir(), self))
 			ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 			defer cancel()
-			cmd := exec.CommandContext(ctx, self, "mcp", "--config", cfg, "--ready-wait", "1s")
-			cmd.Env = append(os.Environ(), "CONTEXTD_TEST_EXEC=contextd")
-			stdin, err := cmd.StdinPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
+			cmd, stdin, stdout, stderr := startMCP(t, ctx, self, "--config", cfg, "--ready-wait", "1s")
 			defer stdin.Close()
-			stdout, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
 			fmt.Fprint(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}
 {"jsonrpc":"2.0","method":"notifications/initialized"}
 {"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"assemble_context","arguments":{"task":"walrus migration","servers":["hung"]}}}
@@ -550,21 +558,7 @@ mcpServers:
 `, t.TempDir(), self, filepath.Join(t.TempDir(), "never")))
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, self, "mcp", "--config", cfg, "--log-level", "debug")
-	cmd.Env = append(os.Environ(), "CONTEXTD_TEST_EXEC=contextd")
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, stdin, stdout, stderr := startMCP(t, ctx, self, "--config", cfg, "--log-level", "debug")
 	fmt.Fprint(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}
 {"jsonrpc":"2.0","method":"notifications/initialized"}
 {"jsonrpc":"2.0","id":2,"method":"resources/list"}
@@ -676,21 +670,7 @@ mcpServers:
 `, t.TempDir(), format, self, token))
 			ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 			defer cancel()
-			cmd := exec.CommandContext(ctx, self, "mcp", "--config", cfg, "--log-level", "debug")
-			cmd.Env = append(os.Environ(), "CONTEXTD_TEST_EXEC=contextd")
-			stdin, err := cmd.StdinPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			stdout, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
+			cmd, stdin, stdout, stderr := startMCP(t, ctx, self, "--config", cfg, "--log-level", "debug")
 			fmt.Fprint(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}
 {"jsonrpc":"2.0","method":"notifications/initialized"}
 {"jsonrpc":"2.0","id":2,"method":"resources/list"}

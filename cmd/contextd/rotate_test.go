@@ -35,17 +35,7 @@ func TestAReloadRotatesTheToken(t *testing.T) {
 	addr, mcpAddr, metAddr, dataDir := freeAddr(t), freeAddr(t), freeAddr(t), t.TempDir()
 	cfg := writeConfig(t, fmt.Sprintf("listen: %s\nmcp_listen: %s\nmetrics_listen: %s\nmetrics_pprof: true\nauth: {token_file: %s}\ndata_dir: %s\nmcpServers: {}\n",
 		addr, mcpAddr, metAddr, tokenFile, dataDir))
-	w, buf := startServe(t, cfg, addr, mcpAddr, metAddr)
-	logText := func() string {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		return buf.String()
-	}
-	gc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer gc.Close()
+	logText, gc := serveForRotation(t, cfg, addr, mcpAddr, metAddr)
 	grpcCode := func(token string) codes.Code {
 		ctx := metadata.AppendToOutgoingContext(t.Context(), "authorization", "Bearer "+token)
 		_, err := contextdv1.NewContextServiceClient(gc).ListServers(ctx, &contextdv1.ListServersRequest{})
@@ -162,17 +152,7 @@ func TestARotationDoesNotWaitBehindAReloadDrainingRequests(t *testing.T) {
 	addr, dataDir := freeAddr(t), t.TempDir()
 	head := fmt.Sprintf("listen: %s\nauth: {token_file: %s}\ndata_dir: %s\nembedder: glove\n", addr, tokenFile, dataDir)
 	cfg := writeConfig(t, head+fmt.Sprintf("mcpServers:\n  hung:\n    command: %q\n    env: { CONTEXTD_TEST_EXEC: hung-upstream }\n", self))
-	w, buf := startServe(t, cfg, addr)
-	logText := func() string {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		return buf.String()
-	}
-	gc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer gc.Close()
+	logText, gc := serveForRotation(t, cfg, addr)
 	client := contextdv1.NewContextServiceClient(gc)
 	with := func(token string) context.Context {
 		return metadata.AppendToOutgoingContext(t.Context(), "authorization", "Bearer "+token)
@@ -219,4 +199,22 @@ func TestARotationDoesNotWaitBehindAReloadDrainingRequests(t *testing.T) {
 	if c := code(next); c != codes.OK {
 		t.Errorf("the new token: %v", c)
 	}
+}
+
+// serveForRotation starts serve with cfg, listening on addrs (the gRPC
+// one first), and returns its log so far and a gRPC connection to it.
+func serveForRotation(t *testing.T, cfg string, addrs ...string) (logText func() string, gc *grpc.ClientConn) {
+	t.Helper()
+	w, buf := startServe(t, cfg, addrs...)
+	logText = func() string {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return buf.String()
+	}
+	gc, err := grpc.NewClient(addrs[0], grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { gc.Close() })
+	return logText, gc
 }

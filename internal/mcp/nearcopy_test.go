@@ -89,35 +89,24 @@ func TestNearCopiesAreTextsRewrittenNotTemplated(t *testing.T) {
 // sprinkle returns text with mark put after every nth letter or digit of
 // each word, as a bridge hiding what it passes back does: the text reads
 // the same.
-func sprinkle(text, mark string, n int) string {
-	var b strings.Builder
-	run := 0
-	for _, r := range text {
-		b.WriteRune(r)
-		if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
-			run = 0
-			continue
-		}
-		if run++; run%n == 0 {
-			b.WriteString(mark)
-		}
-	}
-	return b.String()
-}
+func sprinkle(text, mark string, n int) string { return sprinkleIn(text, mark, n, false) }
 
 // sprinkleWithin is sprinkle within words only: not after a word's last
 // letter.
-func sprinkleWithin(text, mark string, n int) string {
+func sprinkleWithin(text, mark string, n int) string { return sprinkleIn(text, mark, n, true) }
+
+func sprinkleIn(text, mark string, n int, within bool) string {
+	word := func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
 	var b strings.Builder
 	rs := []rune(text)
 	run := 0
 	for i, r := range rs {
 		b.WriteRune(r)
-		if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
+		if !word(r) {
 			run = 0
 			continue
 		}
-		if run++; run%n == 0 && i+1 < len(rs) && (unicode.IsLetter(rs[i+1]) || unicode.IsDigit(rs[i+1])) {
+		if run++; run%n == 0 && (!within || i+1 < len(rs) && word(rs[i+1])) {
 			b.WriteString(mark)
 		}
 	}
