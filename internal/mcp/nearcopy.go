@@ -118,8 +118,22 @@ func unmarked(text string) string {
 			rest = rest[n:]
 			continue
 		}
-		if n := inlineTag(rest); n > 0 && (n <= maxShortTag && !strings.Contains(rest[:n], "\n") || withinWord(b.String(), rest[inlineTags(rest):])) {
-			rest = rest[n:]
+		if run := inlineTags(rest); len(run) > 0 {
+			// The run of tags is read once: whether it stands within a
+			// word is asked of what comes before and after it all.
+			end := 0
+			for _, n := range run {
+				end += n
+			}
+			within := withinWord(b.String(), rest[end:])
+			at := 0
+			for _, n := range run {
+				if tag := rest[at : at+n]; !within && (n > maxShortTag || strings.Contains(tag, "\n")) {
+					b.WriteString(tag)
+				}
+				at += n
+			}
+			rest = rest[end:]
 			continue
 		}
 		b.WriteByte('<')
@@ -190,18 +204,20 @@ const (
 	maxShortTag = 64
 )
 
-// inlineTags returns the length of the run of inline elements' tags text
-// starts with (see inlineTag), 0 if it starts with none.
-func inlineTags(text string) int {
-	n := 0
-	for n < len(text) && text[n] == '<' {
-		m := inlineTag(text[n:])
-		if m == 0 {
+// inlineTags returns the lengths of the run of inline elements' tags
+// text starts with (see inlineTag), each parsed once; none if it starts
+// with none.
+func inlineTags(text string) []int {
+	var run []int
+	for at := 0; at < len(text) && text[at] == '<'; {
+		n := inlineTag(text[at:])
+		if n == 0 {
 			break
 		}
-		n += m
+		run = append(run, n)
+		at += n
 	}
-	return n
+	return run
 }
 
 // withinWord reports whether before ends, and after starts, with a
@@ -313,8 +329,7 @@ func isASCIIAlnum(c byte) bool { return isASCIIAlpha(c) || '0' <= c && c <= '9' 
 
 // unemphasized returns text with Markdown's marks within words dropped,
 // as they show: runs of "**" or more, "~~", "`", "{}", "[", a link's
-// "](#fragment)" or "]()" and escaping backslashes, between two letters
-// or digits ("va**cu**um" and "[va](#)cuum" show as "vacuum"). A bridge
+// "](#fragment)" or "]()" and escaping backslashes, between two letters ("va**cu**um" and "[va](#)cuum" show as "vacuum"). A bridge
 // putting emphasis, escapes or links within every word passed its copies
 // back untold. Marks at a word's edge are kept ("*done*" and "done" are
 // other texts to a digest, and words are words without them), and so is
@@ -330,7 +345,7 @@ func unemphasized(text string) string {
 	for i := 0; i < len(text); {
 		if n := markRun(text[i:]); n > 0 {
 			r, _ := utf8.DecodeRuneInString(text[i+n:])
-			if afterWord && i+n < len(text) && wordRune(r) && strings.IndexByte(text[i:i+n], '_') < 0 {
+			if afterWord && i+n < len(text) && letterRune(r) && strings.IndexByte(text[i:i+n], '_') < 0 {
 				i += n
 				continue
 			}
@@ -341,10 +356,17 @@ func unemphasized(text string) string {
 		}
 		r, size := utf8.DecodeRuneInString(text[i:])
 		b.WriteString(text[i : i+size])
-		afterWord = wordRune(r)
+		afterWord = letterRune(r)
 		i += size
 	}
 	return b.String()
+}
+
+// letterRune reports whether r is a letter (or a mark kept as one, see
+// scriptMarks). Markdown's marks fold between letters only: between
+// digits they are arithmetic ("2**10").
+func letterRune(r rune) bool {
+	return unicode.IsLetter(r) || r >= keptMark && r < keptMark+0x20000
 }
 
 // markChars are the Markdown marks unemphasized drops.

@@ -446,6 +446,7 @@ func BenchmarkServedCopies(b *testing.B) {
 			"open-quotes":  `<b "`,
 			"hidden-spans": `<s hidden>x`,
 			"marks":        "a*[b](c)_",
+			"tag-runs":     "<b\n>",
 		} {
 			b.Run("served-back-"+name+"/"+strconv.Itoa(size>>10)+"KiB", func(b *testing.B) {
 				text := strings.Repeat(unit, size/len(unit))
