@@ -193,15 +193,22 @@ func (r *reloader) apply(ctx context.Context, p pendingReload) error {
 		r.log.Warn("config reload: this setting changed but takes effect only when contextd restarts", "setting", key)
 	}
 	if err != nil {
+		if ctx.Err() != nil {
+			// The daemon is stopping: no failure of the file's.
+			r.log.Info("config reload cut short: contextd is stopping", "why", why)
+			return err
+		}
 		r.log.Error("config reload failed part way", "why", why, "err", err)
 		r.m.Reloaded(err)
 		return err
 	}
 	r.cur = next
 	r.m.Forget(ch.Removed...)
-	r.m.Reloaded(nil)
+	// A file refused since this one was read is what the file on disk
+	// is: its refusal stays shown, and counted as the last reload.
 	if r.refusedAt.Load() < p.read {
-		r.refused("") // not a file refused since this one was read
+		r.m.Reloaded(nil)
+		r.refused("")
 	}
 	// The next refusal may quote the servers just added, or the secrets
 	// still in use that next no longer names (a changed auth token).

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -149,8 +150,8 @@ func TestARotationDoesNotWaitBehindAReloadDrainingRequests(t *testing.T) {
 	if err := os.WriteFile(tokenFile, []byte(old+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	addr, dataDir := freeAddr(t), t.TempDir()
-	head := fmt.Sprintf("listen: %s\nauth: {token_file: %s}\ndata_dir: %s\nembedder: glove\n", addr, tokenFile, dataDir)
+	addr, metAddr, dataDir := freeAddr(t), freeAddr(t), t.TempDir()
+	head := fmt.Sprintf("listen: %s\nmetrics_listen: %s\nauth: {token_file: %s}\ndata_dir: %s\nembedder: glove\n", addr, metAddr, tokenFile, dataDir)
 	cfg := writeConfig(t, head+fmt.Sprintf("mcpServers:\n  hung:\n    command: %q\n    env: { CONTEXTD_TEST_EXEC: hung-upstream }\n", self))
 	logText, gc := serveForRotation(t, cfg, addr)
 	client := contextdv1.NewContextServiceClient(gc)
@@ -199,6 +200,43 @@ func TestARotationDoesNotWaitBehindAReloadDrainingRequests(t *testing.T) {
 	if c := code(next); c != codes.OK {
 		t.Errorf("the new token: %v", c)
 	}
+
+	// A file refused while the removal still drains stays the last word
+	// once the removal applies: the gauge operators alert on says 0.
+	if err := os.WriteFile(cfg, []byte(head+"mcpServers: [oops\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(60 * time.Second); !strings.Contains(logText(), "removed=[hung]"); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the removal not applied within 60 s; logs:\n%s", logText())
+		}
+	}
+	resp, err := http.Get("http://" + metAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), "contextd_config_last_reload_successful 0") {
+		t.Errorf("after a refused file, then the removal read before it applied: the reload gauge is not 0:\n%s", grepLines(string(body), "contextd_config_"))
+	}
+	if r, err := client.ListServers(with(next), &contextdv1.ListServersRequest{}); err != nil || r.GetConfigError() == "" {
+		t.Errorf("ListServers config_error = %q (%v); want the refusal", r.GetConfigError(), err)
+	}
+}
+
+// grepLines returns the lines of s holding sub.
+func grepLines(s, sub string) string {
+	var out []string
+	for l := range strings.Lines(s) {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "")
 }
 
 // serveForRotation starts serve with cfg, listening on addrs (the gRPC
