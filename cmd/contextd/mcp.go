@@ -30,8 +30,12 @@ func mcpStdio(ctx context.Context, args []string, stderr io.Writer) error {
 	// A hangup (the terminal or the host's pty going away) stops it as
 	// SIGTERM does, closing its upstream sessions and stdio servers,
 	// rather than killing it on the spot.
-	ctx, stopHUP := signal.NotifyContext(ctx, syscall.SIGHUP)
-	defer stopHUP()
+	// Not under nohup, which asks for hangups to be ignored.
+	if !signal.Ignored(syscall.SIGHUP) {
+		var stopHUP context.CancelFunc
+		ctx, stopHUP = signal.NotifyContext(ctx, syscall.SIGHUP)
+		defer stopHUP()
+	}
 	fs := newFlagSet("mcp", stderr)
 	cfgPath := fs.String("config", "", "config file (YAML or JSON)")
 	logLevel := fs.String("log-level", "warn", "debug, info, warn or error (logs go to stderr, the host's; below debug they hold no text of the servers' or the embedder's)")

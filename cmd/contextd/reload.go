@@ -67,6 +67,9 @@ type reloader struct {
 	pending   chan pendingReload
 	read      atomic.Uint64
 	refusedAt atomic.Uint64
+	// outcome orders a refusal (its count, metric and message) against
+	// an apply's check of refusedAt and its clearing of them.
+	outcome sync.Mutex
 	// tlsRead is what the TLS files serve read at start held (see
 	// tlsDigests): a file replaced in place is not read again until a
 	// restart, and a reload says so.
@@ -138,9 +141,11 @@ func (r *reloader) reload(ctx context.Context, why string) error {
 	}
 	if err != nil {
 		r.log.Error("config reload refused; the running configuration is kept, its auth token too", "why", why, "config", r.path, "err", err)
-		r.m.Reloaded(err)
+		r.outcome.Lock()
 		r.refusedAt.Store(seq)
+		r.m.Reloaded(err)
 		r.refused(refusal(r.path, err))
+		r.outcome.Unlock()
 		return err
 	}
 	for _, w := range next.Warnings {
@@ -206,10 +211,12 @@ func (r *reloader) apply(ctx context.Context, p pendingReload) error {
 	r.m.Forget(ch.Removed...)
 	// A file refused since this one was read is what the file on disk
 	// is: its refusal stays shown, and counted as the last reload.
+	r.outcome.Lock()
 	if r.refusedAt.Load() < p.read {
 		r.m.Reloaded(nil)
 		r.refused("")
 	}
+	r.outcome.Unlock()
 	// The next refusal may quote the servers just added, or the secrets
 	// still in use that next no longer names (a changed auth token).
 	r.red = redact.New(append(next.Secrets(), r.eng.Config().Secrets()...)...)

@@ -204,8 +204,8 @@ func (c *Config) parseSecurity(f *file, lookup func(string) (string, bool)) erro
 		if fi, err := os.Stat(file); err == nil && !fi.Mode().IsRegular() {
 			return errors.New("field auth.token_file: not a regular file")
 		}
-		b, err := readHead(file, maxTokenFileBytes+1)
-		if err == nil && len(b) > maxTokenFileBytes && bytes.IndexByte(b[:maxTokenFileBytes], '\n') < 0 {
+		b, err := readHead(file, maxTokenFileBytes+2)
+		if err == nil && len(b) > maxTokenFileBytes && bytes.IndexByte(b, '\n') < 0 {
 			return fmt.Errorf("field auth.token_file: its first line is over %d bytes; the token is the first line", maxTokenFileBytes)
 		}
 		if err != nil {

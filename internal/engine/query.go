@@ -1257,6 +1257,17 @@ func (e *Engine) readTimeout(server string) (time.Duration, bool) {
 // only when its spell, doubled after each timed-out probe, ran out: up
 // to 16 minutes after it was back.
 func (e *Engine) probe(m *ctxsync.Mirror, server, uri string) {
+	// A probe lives as long as its mirror: stopping the mirror (a reload
+	// taking the server out, or the daemon stopping) waits for its
+	// session's calls, and a probe of a hung server would hold that for
+	// a whole read timeout. One of a mirror not running is not made, nor
+	// counted as made.
+	e.runMu.Lock()
+	run := e.runs[m]
+	e.runMu.Unlock()
+	if run == nil {
+		return // not running, or stopping
+	}
 	e.slowMu.Lock()
 	due := time.Since(e.probeAt[server]) >= e.slowFor
 	if due {
@@ -1265,16 +1276,6 @@ func (e *Engine) probe(m *ctxsync.Mirror, server, uri string) {
 	e.slowMu.Unlock()
 	if !due {
 		return
-	}
-	// A probe lives as long as its mirror: stopping the mirror (a reload
-	// taking the server out, or the daemon stopping) waits for its
-	// session's calls, and a probe of a hung server would hold that for
-	// a whole read timeout.
-	e.runMu.Lock()
-	run := e.runs[m]
-	e.runMu.Unlock()
-	if run == nil {
-		return // not running, or stopping
 	}
 	e.probes.Go(func() {
 		ctx, cancel := context.WithTimeout(run.ctx, e.readTO)

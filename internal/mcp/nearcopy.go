@@ -155,15 +155,24 @@ func commentLen(text string) int {
 			return len(abrupt)
 		}
 	}
+	// The first "--" followed by ">" or "!>": one pass, whatever follows
+	// (searching for each ending over the whole rest was quadratic in a
+	// page of comments).
 	body := text[4:]
-	end, n := strings.Index(body, "-->"), 3
-	if bang := strings.Index(body, "--!>"); bang >= 0 && (end < 0 || bang < end) {
-		end, n = bang, 4
+	for i := 0; ; {
+		j := strings.Index(body[i:], "--")
+		if j < 0 {
+			return -1
+		}
+		i += j + 2
+		switch {
+		case strings.HasPrefix(body[i:], ">"):
+			return 4 + i + 1
+		case strings.HasPrefix(body[i:], "!>"):
+			return 4 + i + 2
+		}
+		i-- // "--->": the next "--" may start at the second dash
 	}
-	if end < 0 {
-		return -1
-	}
-	return 4 + end + n
 }
 
 // scriptMarks returns text with the nonspacing marks that belong to a

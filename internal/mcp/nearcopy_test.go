@@ -191,9 +191,10 @@ func TestUnmarked(t *testing.T) {
 		"<b\nclass=\"x\">bold</b>":      "<b\nclass=\"x\">bold",
 		"va<b\nclass=\"x\">cu</b>um":    "vacuum",
 		`<a href="https://docs.example.com/en-us/v1/reference/storage/overview">Overview</a>`: `<a href="https://docs.example.com/en-us/v1/reference/storage/overview">Overview`,
-		`<i title="a>b">x</i>`: "x",
-		"vac<!--->uum <!-->x":  "vacuum x",
-		"a <!-- note --!> b":   "a  b",
+		`<i title="a>b">x</i>`:              "x",
+		"vac<!--->uum <!-->x":               "vacuum x",
+		"a <!-- x ---> b <!-- a -- b --> c": "a  b  c",
+		"a <!-- note --!> b":                "a  b",
 		// Shown: aria-hidden hides from screen readers only.
 		`<span aria-hidden="true">shown</span>`:       "shown",
 		`<span style="font-size: 0.9em">shown</span>`: "shown",
@@ -447,6 +448,7 @@ func BenchmarkServedCopies(b *testing.B) {
 			"hidden-spans": `<s hidden>x`,
 			"marks":        "a*[b](c)_",
 			"tag-runs":     "<b\n>",
+			"comments":     "<!--x-->",
 		} {
 			b.Run("served-back-"+name+"/"+strconv.Itoa(size>>10)+"KiB", func(b *testing.B) {
 				text := strings.Repeat(unit, size/len(unit))
