@@ -23,7 +23,6 @@ import (
 	"github.com/contextd/contextd/internal/config"
 	"github.com/contextd/contextd/internal/engine"
 	"github.com/contextd/contextd/internal/metrics"
-	"github.com/contextd/contextd/internal/redact"
 	"github.com/contextd/contextd/internal/service"
 )
 
@@ -48,9 +47,6 @@ type reloader struct {
 	eng   *engine.Engine
 	m     *metrics.Metrics
 	log   *slog.Logger
-	// red masks credentials, in the refusal ListServers shows: those of
-	// the configuration in use.
-	red *redact.Redactor
 	// refused is told why a file was refused ("" once one is applied);
 	// ListServers shows it.
 	refused func(msg string)
@@ -217,9 +213,6 @@ func (r *reloader) apply(ctx context.Context, p pendingReload) error {
 		r.refused("")
 	}
 	r.outcome.Unlock()
-	// The next refusal may quote the servers just added, or the secrets
-	// still in use that next no longer names (a changed auth token).
-	r.red = redact.New(append(next.Secrets(), r.eng.Config().Secrets()...)...)
 	r.log.Info("config reloaded", "why", why, "config", r.path, "added", ch.Added, "removed", ch.Removed, "changed", ch.Changed, "kept", ch.Kept)
 	return nil
 }

@@ -194,7 +194,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	if cfg.Path != "" {
 		r := &reloader{path: cfg.Path, cur: cfg, running: cfg, flags: overrides, eng: eng, m: met, log: log.With("component", "reload"), token: token,
-			red: redact.New(cfg.Secrets()...), refused: svc.SetConfigError, loaded: loaded, tlsRead: tlsDigests(cfg.Auth.TLS)}
+			refused: svc.SetConfigError, loaded: loaded, tlsRead: tlsDigests(cfg.Auth.TLS)}
 		g.Go(func() error { r.watch(gctx, watch); return nil })
 	} else {
 		g.Go(func() error { ignoreHangup(gctx, watch, log); return nil })
