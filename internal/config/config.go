@@ -39,6 +39,7 @@ import (
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
+	"golang.org/x/net/http/httpguts"
 	"golang.org/x/text/width"
 
 	"github.com/contextd/contextd/internal/redact"
@@ -772,6 +773,11 @@ func (sf serverFile) resolve(name string, lookup func(string) (string, bool), ex
 			// Not quoted: a value typed into the name ("X-Api-Key KEY")
 			// would be.
 			return Server{}, fmt.Errorf("server %q: field headers: a header name holds a character no header name may (a space, a comma, a colon…): is a value written in the name?", name)
+		}
+		if !httpguts.ValidHeaderFieldValue(s.Headers[h]) {
+			// Not quoted either: the value is most likely a credential,
+			// and net/http would refuse it at every connect.
+			return Server{}, fmt.Errorf("server %q: field headers: the value of %s holds a control character (a NUL, a line break…): is a file or variable read with its line ending?", name, h)
 		}
 	}
 	slices.Sort(ex.secrets)

@@ -387,6 +387,26 @@ func TestBadURLErrorsHideCredentials(t *testing.T) {
 	}
 }
 
+// A header value holding a control character (a token file read with
+// its line ending, a NUL) is refused at load, naming the header and not
+// quoting the value: net/http refuses it at every connect instead, and the
+// server never connects.
+func TestHeaderValuesWithControlCharactersAreRefused(t *testing.T) {
+	for _, v := range []string{`"Bearer Zk9fQ2xW7rT1\u0000"`, `"Bearer Zk9fQ2xW7rT1\n"`, `"Zk9f\rQ2xW7rT1"`, `"Zk9fQ2xW7rT1\u007f"`} {
+		_, err := config.Parse("c.yaml", []byte("mcpServers:\n  s: { url: \"https://h.example/mcp\", headers: { Authorization: "+v+" } }\n"), func(string) (string, bool) { return "", false })
+		if err == nil || strings.Contains(err.Error(), "Zk9f") || !strings.Contains(err.Error(), "Authorization") {
+			t.Errorf("header value %s: err = %v; want it refused, naming the header, the value not quoted", v, err)
+		}
+	}
+	env := func(k string) (string, bool) { return "Bearer Zk9fQ2xW7rT1\n", k == "TOKEN" }
+	if _, err := config.Parse("c.yaml", []byte("mcpServers:\n  s: { url: \"https://h.example/mcp\", headers: { Authorization: \"${TOKEN}\" } }\n"), env); err == nil || strings.Contains(err.Error(), "Zk9f") {
+		t.Errorf("a variable ending in a line break: err = %v; want it refused, the value not quoted", err)
+	}
+	if _, err := config.Parse("c.yaml", []byte("mcpServers:\n  s: { url: \"https://h.example/mcp\", headers: { X-Note: \"a\tb é\" } }\n"), func(string) (string, bool) { return "", false }); err != nil {
+		t.Errorf("a tab and non-ASCII in a value refused: %v", err)
+	}
+}
+
 // A value typed into a header's name ("X-Api-Key KEY": "") is refused
 // without quoting it: net/http would quote it at every connect.
 func TestHeaderNamesMustBeTokens(t *testing.T) {
