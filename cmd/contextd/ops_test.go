@@ -12,12 +12,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -25,73 +23,6 @@ import (
 	"github.com/contextd/contextd/internal/metrics/metricstest"
 	contextdv1 "github.com/contextd/contextd/proto/contextd/v1"
 )
-
-// docUpstream serves, on stdio, the documents in $FAKE_DOCS (a JSON object
-// URI → text), once the file $FAKE_GATE exists (when set). With
-// $FAKE_SLOW_URI it also serves that resource ("walrus ledger"), whose read
-// creates $FAKE_STARTED and answers once $FAKE_RELEASE exists.
-func docUpstream() {
-	waitFile := func(ctx context.Context, p string) error {
-		for {
-			if _, err := os.Stat(p); err == nil {
-				return nil
-			}
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(20 * time.Millisecond):
-			}
-		}
-	}
-	if gate := os.Getenv("FAKE_GATE"); gate != "" {
-		_ = waitFile(context.Background(), gate)
-	}
-	var docs map[string]string
-	_ = json.Unmarshal([]byte(os.Getenv("FAKE_DOCS")), &docs)
-	s := mcpsdk.NewServer(&mcpsdk.Implementation{Name: "doc-upstream", Version: "v0"}, &mcpsdk.ServerOptions{
-		Capabilities: &mcpsdk.ServerCapabilities{Resources: &mcpsdk.ResourceCapabilities{ListChanged: true}},
-	})
-	for uri, text := range docs {
-		addText(s, uri, text)
-	}
-	if slow := os.Getenv("FAKE_SLOW_URI"); slow != "" {
-		s.AddResource(&mcpsdk.Resource{URI: slow, Name: "walrus ledger", MIMEType: "text/plain"},
-			func(ctx context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
-				_ = os.WriteFile(os.Getenv("FAKE_STARTED"), nil, 0o644)
-				if err := waitFile(ctx, os.Getenv("FAKE_RELEASE")); err != nil {
-					return nil, err
-				}
-				return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: "the walrus ledger of invoices"}}}, nil
-			})
-	}
-	_ = s.Run(context.Background(), &mcpsdk.StdioTransport{})
-}
-
-// lockedBuffer is a bytes.Buffer safe to write from serve and read here.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-// upstreamEntry is a config entry running the test binary as docUpstream.
-func upstreamEntry(name string, env map[string]string) string {
-	self, _ := os.Executable()
-	env["CONTEXTD_TEST_EXEC"] = "doc-upstream"
-	b, _ := json.Marshal(env)
-	return fmt.Sprintf("  %s:\n    command: %q\n    env: %s\n", name, self, b)
-}
 
 // TestServeHealthMetricsAndReload runs the daemon with JSON logs and
 // metrics, and checks, over its real socket and HTTP endpoint: health is

@@ -12,12 +12,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/contextd/contextd/internal/cputime"
 	"github.com/contextd/contextd/internal/embed/use"
 	"github.com/contextd/contextd/internal/engine"
 	"github.com/contextd/contextd/internal/index/indextest"
@@ -120,22 +120,22 @@ func BenchmarkScaleSearch(b *testing.B) {
 				eng, built := scaleEngine(b, emb, n, contents)
 				var lat, cpus, longLat, longCPU []time.Duration
 				i := 0
-				cpu := processCPU()
+				cpu := cputime.Used()
 				for b.Loop() {
-					t0, c0 := time.Now(), processCPU()
+					t0, c0 := time.Now(), cputime.Used()
 					req := engine.SearchRequest{Query: scaleQueries[i%len(scaleQueries)], Limit: 10}
 					if hits, err := eng.Search(b.Context(), req); err != nil || len(hits) != 10 {
 						b.Fatal(len(hits), err)
 					}
 					lat = append(lat, time.Since(t0))
-					cpus = append(cpus, processCPU()-c0)
+					cpus = append(cpus, cputime.Used()-c0)
 					if i%len(scaleQueries) == len(scaleQueries)-1 {
 						longLat = append(longLat, lat[len(lat)-1])
 						longCPU = append(longCPU, cpus[len(cpus)-1])
 					}
 					i++
 				}
-				b.ReportMetric(float64((processCPU()-cpu).Microseconds())/1000/float64(b.N), "cpu-ms/op")
+				b.ReportMetric(float64((cputime.Used()-cpu).Microseconds())/1000/float64(b.N), "cpu-ms/op")
 				slices.Sort(lat)
 				b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
 				b.ReportMetric(float64(lat[len(lat)*95/100].Microseconds())/1000, "p95-ms")
@@ -188,16 +188,16 @@ func BenchmarkLongQuery(b *testing.B) {
 					b.Fatal(len(hits), err)
 				}
 				var lat, cpus []time.Duration
-				cpu := processCPU()
+				cpu := cputime.Used()
 				for b.Loop() {
-					t0, c0 := time.Now(), processCPU()
+					t0, c0 := time.Now(), cputime.Used()
 					if hits, err := eng.Search(b.Context(), req); err != nil || len(hits) != 10 {
 						b.Fatal(len(hits), err)
 					}
 					lat = append(lat, time.Since(t0))
-					cpus = append(cpus, processCPU()-c0)
+					cpus = append(cpus, cputime.Used()-c0)
 				}
-				b.ReportMetric(float64((processCPU()-cpu).Microseconds())/1000/float64(b.N), "cpu-ms/op")
+				b.ReportMetric(float64((cputime.Used()-cpu).Microseconds())/1000/float64(b.N), "cpu-ms/op")
 				slices.Sort(lat)
 				slices.Sort(cpus)
 				b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
@@ -284,15 +284,4 @@ func reportMem(b *testing.B) {
 			}
 		}
 	}
-}
-
-// processCPU returns the CPU time the process has used so far, user and
-// system, on all threads: on a machine other processes load, a fairer
-// measure of work than wall time.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

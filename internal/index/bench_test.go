@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/contextd/contextd/internal/cputime"
 	"github.com/contextd/contextd/internal/index"
 	"github.com/contextd/contextd/internal/index/indextest"
 	"github.com/contextd/contextd/internal/resource"
@@ -61,14 +62,14 @@ func benchDense(b *testing.B, size int, contents bool) {
 			b.Fatal(len(hits), err)
 		}
 	}
-	t0, c0 := time.Now(), processCPU()
+	t0, c0 := time.Now(), cputime.Used()
 	dense()
-	first, firstCPU := time.Since(t0), processCPU()-c0
-	c0 = processCPU()
+	first, firstCPU := time.Since(t0), cputime.Used()-c0
+	c0 = cputime.Used()
 	for b.Loop() {
 		dense()
 	}
-	b.ReportMetric(float64((processCPU()-c0).Microseconds())/1000/float64(b.N), "cpu-ms/op")
+	b.ReportMetric(float64((cputime.Used()-c0).Microseconds())/1000/float64(b.N), "cpu-ms/op")
 	b.ReportMetric(float64(first.Microseconds())/1000, "first-ms")
 	b.ReportMetric(float64(firstCPU.Microseconds())/1000, "first-cpu-ms")
 }
@@ -217,11 +218,11 @@ func BenchmarkDenseEach(b *testing.B) {
 				}
 			}
 			each()
-			c0 := processCPU()
+			c0 := cputime.Used()
 			for b.Loop() {
 				each()
 			}
-			b.ReportMetric(float64((processCPU()-c0).Microseconds())/1000/float64(b.N), "cpu-ms/op")
+			b.ReportMetric(float64((cputime.Used()-c0).Microseconds())/1000/float64(b.N), "cpu-ms/op")
 		})
 	}
 }

@@ -10,10 +10,10 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/contextd/contextd/internal/cputime"
 	"github.com/contextd/contextd/internal/index"
 	"github.com/contextd/contextd/internal/index/indextest"
 	"github.com/contextd/contextd/internal/resource"
@@ -100,7 +100,7 @@ func BenchmarkScaleColdBuild(b *testing.B) {
 			root := b.TempDir()
 			i := 0
 			var last *index.Index // kept open for memStats
-			cpu := processCPU()
+			cpu := cputime.Used()
 			for b.Loop() {
 				b.StopTimer()
 				if last != nil {
@@ -123,7 +123,7 @@ func BenchmarkScaleColdBuild(b *testing.B) {
 				last = ix
 			}
 			b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N)/1000, "s/build")
-			b.ReportMetric((processCPU()-cpu).Seconds()/float64(b.N), "cpu-s/build") // includes the untimed removals
+			b.ReportMetric((cputime.Used()-cpu).Seconds()/float64(b.N), "cpu-s/build") // includes the untimed removals
 			memStats(b)
 			last.Close()
 		})
@@ -186,7 +186,7 @@ func benchRestart(b *testing.B, noSnapshot bool) {
 						b.Fatal(err)
 					}
 				}
-				c0 := processCPU()
+				c0 := cputime.Used()
 				b.StartTimer()
 				ix, err := index.Open(b.Context(), index.Options{Dir: dir, Embedder: emb})
 				if err != nil {
@@ -201,7 +201,7 @@ func benchRestart(b *testing.B, noSnapshot bool) {
 				if hits := ix.Lexical("invoice payment report", 100, index.Filter{}); len(hits) == 0 {
 					b.Fatal("no lexical hits")
 				}
-				cpu += processCPU() - c0
+				cpu += cputime.Used() - c0
 				last = ix
 			}
 			b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N)/1000, "s/restart")
@@ -210,15 +210,4 @@ func benchRestart(b *testing.B, noSnapshot bool) {
 			last.Close()
 		})
 	}
-}
-
-// processCPU returns the CPU time the process has used so far, user and
-// system, on all threads: on a machine other processes load, a fairer
-// measure of work than wall time.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

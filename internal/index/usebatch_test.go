@@ -6,6 +6,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/contextd/contextd/internal/cputime"
 	"github.com/contextd/contextd/internal/embed/use"
 	"github.com/contextd/contextd/internal/index"
 )
@@ -36,7 +37,7 @@ func BenchmarkUpsertUSE(b *testing.B) {
 		}
 	}{{"batched", e}, {"one-by-one", oneByOne{e}}} {
 		b.Run(bc.name, func(b *testing.B) {
-			cpu := processCPU()
+			cpu := cputime.Used()
 			for b.Loop() {
 				ix, err := index.Open(b.Context(), index.Options{Embedder: bc.emb})
 				if err != nil {
@@ -47,7 +48,7 @@ func BenchmarkUpsertUSE(b *testing.B) {
 				}
 				ix.Close()
 			}
-			b.ReportMetric(float64((processCPU()-cpu).Microseconds())/1000/float64(b.N*len(ds)), "cpu-ms/desc")
+			b.ReportMetric(float64((cputime.Used()-cpu).Microseconds())/1000/float64(b.N*len(ds)), "cpu-ms/desc")
 		})
 	}
 }

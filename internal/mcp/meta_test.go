@@ -3,10 +3,9 @@ package mcp_test
 import (
 	"fmt"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
+	"github.com/contextd/contextd/internal/cputime"
 	"github.com/contextd/contextd/internal/mcp"
 	"github.com/contextd/contextd/internal/mcp/mcptest"
 )
@@ -128,22 +127,15 @@ func BenchmarkReadWithHeavyMeta(b *testing.B) {
 			}
 			b.Cleanup(func() { sess.Close() })
 			b.ReportAllocs()
-			cpu0 := cpuTime()
+			cpu0 := cputime.Used()
 			for b.Loop() {
 				if items, err := sess.Read(b.Context(), "x://a"); err != nil || len(items) != 1 || items[0].Text != "alpha" {
 					b.Fatalf("read: %+v, %v", items, err)
 				}
 			}
-			b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+			b.ReportMetric(float64(cputime.Used()-cpu0)/float64(b.N), "cpu-ns/op")
 		})
 	}
-}
-
-// cpuTime returns the process's user and system CPU time so far.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // An initialize result's _meta, experimental capabilities and extensions
@@ -182,11 +174,11 @@ func BenchmarkReadLargeTextWithMeta(b *testing.B) {
 	b.Cleanup(func() { sess.Close() })
 	b.ReportAllocs()
 	b.SetBytes(int64(len(text)))
-	cpu0 := cpuTime()
+	cpu0 := cputime.Used()
 	for b.Loop() {
 		if items, err := sess.Read(b.Context(), "x://big"); err != nil || len(items) != 1 || len(items[0].Text) != len(text) {
 			b.Fatalf("read: %d items, %v", len(items), err)
 		}
 	}
-	b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64(cputime.Used()-cpu0)/float64(b.N), "cpu-ns/op")
 }

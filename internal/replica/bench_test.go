@@ -6,10 +6,10 @@ import (
 	"os"
 	"runtime"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/contextd/contextd/internal/cputime"
 	"github.com/contextd/contextd/internal/index"
 	"github.com/contextd/contextd/internal/index/indextest"
 	"github.com/contextd/contextd/internal/replica"
@@ -124,11 +124,11 @@ func BenchmarkQuery(b *testing.B) {
 	}{{"embedded", src}, {"replica", rep}} {
 		b.Run(tc.name, func(b *testing.B) {
 			i := 0
-			cpu0 := cpuTime()
+			cpu0 := cputime.Used()
 			defer func() {
 				// CPU time: on a shared machine wall time measures the
 				// neighbours.
-				b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
+				b.ReportMetric(float64((cputime.Used()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
 			}()
 			for b.Loop() {
 				q := fmt.Sprintf("configuration of topic%d", i%97)
@@ -140,13 +140,4 @@ func BenchmarkQuery(b *testing.B) {
 			}
 		})
 	}
-}
-
-// cpuTime returns the process's user and system CPU time.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/contextd/contextd/internal/cputime"
 )
 
 // benchQuery is a 12-word query.
@@ -53,12 +55,12 @@ type cpuMeter struct {
 }
 
 func startCPU(b *testing.B) *cpuMeter {
-	t, ok := processCPU()
+	t, ok := cputime.Process()
 	return &cpuMeter{b: b, start: t, ok: ok}
 }
 
 func (c *cpuMeter) report() {
-	t, ok := processCPU()
+	t, ok := cputime.Process()
 	if c.ok && ok && c.b.N > 0 {
 		c.b.ReportMetric(float64(t-c.start)/float64(c.b.N), "cpu-ns/op")
 	}
