@@ -153,6 +153,10 @@ type tlsFile struct {
 // minTokenBytes is the shortest token accepted: shorter ones can be guessed.
 const minTokenBytes = 16
 
+// maxTokenBytes is the longest token accepted: it travels in every call's
+// headers, which the daemon bounds (16 KiB a gRPC call).
+const maxTokenBytes = 4096
+
 func (c *Config) parseSecurity(f *file, lookup func(string) (string, bool)) error {
 	for _, v := range []struct {
 		name string
@@ -205,7 +209,8 @@ func (c *Config) parseSecurity(f *file, lookup func(string) (string, bool)) erro
 			return errors.New("field auth.token_file: not a regular file")
 		}
 		b, err := readHead(file, maxTokenFileBytes+2)
-		if err == nil && len(b) > maxTokenFileBytes && bytes.IndexByte(b, '\n') < 0 {
+		line, _, _ := bytes.Cut(b, []byte("\n"))
+		if err == nil && len(bytes.TrimSuffix(line, []byte("\r"))) > maxTokenFileBytes {
 			return fmt.Errorf("field auth.token_file: its first line is over %d bytes; the token is the first line", maxTokenFileBytes)
 		}
 		if err != nil {
@@ -225,6 +230,12 @@ func (c *Config) parseSecurity(f *file, lookup func(string) (string, bool)) erro
 	}
 	if tok != "" && len(tok) < minTokenBytes {
 		return fmt.Errorf("field auth: the token is %d bytes; use at least %d (e.g. openssl rand -hex 32)", len(tok), minTokenBytes)
+	}
+	if len(tok) > maxTokenBytes {
+		// gRPC callers send it in a header, and the daemon takes 16 KiB
+		// of headers a call: a longer token passed the load and then
+		// failed every call.
+		return fmt.Errorf("field auth: the token is %d bytes; use at most %d (e.g. openssl rand -hex 32)", len(tok), maxTokenBytes)
 	}
 	for i := range len(tok) {
 		if c := tok[i]; c < ' ' || c > '~' {

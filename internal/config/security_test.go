@@ -91,6 +91,16 @@ func TestATokenFileWithAnOverlongFirstLineIsRefused(t *testing.T) {
 	if _, err := config.Parse("c.yaml", []byte("auth: { token_file: "+long+" }\n"), env(nil)); err == nil || !strings.Contains(err.Error(), "first line is over 65536 bytes") {
 		t.Errorf("a token file of one 128 KiB line: err = %v; want it refused", err)
 	}
+	// One byte over, with its line ending read too.
+	for _, end := range []string{"\n", "\r\n", ""} {
+		over := filepath.Join(dir, "over")
+		if err := os.WriteFile(over, []byte(strings.Repeat("a", 64<<10+1)+end), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := config.Parse("c.yaml", []byte("auth: { token_file: "+over+" }\n"), env(nil)); err == nil || !strings.Contains(err.Error(), "first line is over 65536 bytes") {
+			t.Errorf("a token file of one 65,537-byte line ending %q: err = %v; want it refused", end, err)
+		}
+	}
 	notes := filepath.Join(dir, "notes")
 	if err := os.WriteFile(notes, []byte("0123456789abcdef0123\n"+strings.Repeat("a note\n", 20<<10)), 0o600); err != nil {
 		t.Fatal(err)
@@ -98,6 +108,21 @@ func TestATokenFileWithAnOverlongFirstLineIsRefused(t *testing.T) {
 	c, err := config.Parse("c.yaml", []byte("auth: { token_file: "+notes+" }\n"), env(nil))
 	if err != nil || c.Auth.Token != "0123456789abcdef0123" {
 		t.Errorf("a token file of a token and 140 KiB of notes: %v, token %d bytes; want the first line", err, len(c.Auth.Token))
+	}
+}
+
+// A token longer than a call's headers may carry is refused at load: it
+// passed, and then every gRPC call failed for the size of its headers.
+func TestATokenTooLongToSendIsRefused(t *testing.T) {
+	long := strings.Repeat("0123456789abcdef", 20_000/16)
+	for _, file := range []string{"auth: { token: " + long + " }\n", "auth: { token: \"${T}\" }\n"} {
+		_, err := config.Parse("c.yaml", []byte(file), env(map[string]string{"T": long}))
+		if err == nil || !strings.Contains(err.Error(), "at most 4096") || strings.Contains(err.Error(), "0123456789abcdef") {
+			t.Errorf("a 20,000-byte token: err = %v; want it refused, not quoted", err)
+		}
+	}
+	if c, err := config.Parse("c.yaml", []byte("auth: { token: "+long[:4096]+" }\n"), env(nil)); err != nil || len(c.Auth.Token) != 4096 {
+		t.Errorf("a 4,096-byte token: %v; want it taken", err)
 	}
 }
 
