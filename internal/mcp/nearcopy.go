@@ -36,14 +36,18 @@ import (
 // taken for a near copy: it is, nearly.
 //
 // A word replaced in every line breaks every shingle of a short line. So
-// a sketch also keeps the words of each of its shingles of three words
-// or more, and the line it came from; a read holding every sketch hash
-// but an eighth, each missing one with a word masked (replaced by one or
-// two words), in rewrittenLines lines or more and as many distinct words
-// masked, holds the text rewritten. A template's page differs from
-// another in a line or two, or by a name wherever it stands (code made
-// for each type of a list: one word masked); record pages (a name and a
-// value to a line) have lines of two words, never masked.
+// a sketch also keeps, for each of its shingles of three words or more,
+// the hash of its whole line with each of the shingle's words masked,
+// and the line it came from; a read holding every sketch hash but an
+// eighth, each missing one's line there whole with a word masked
+// (replaced by one or two words), in rewrittenLines lines or more and as
+// many distinct words masked, holds the text rewritten. A template's
+// page differs from another in a line or two, or by a name wherever it
+// stands (code made for each type of a list: one word masked); record
+// pages (a name and a value to a line) have lines of two words, never
+// masked; records of one form (log lines, table rows) differ in more
+// than one word a line, or in numbers, which are never masked, or in a
+// field the text itself repeats (see sketchOf).
 const (
 	shingleWords  = 4
 	nearSketch    = 32
@@ -480,6 +484,7 @@ func eachShingle(text string, loose bool, f func(uint64)) {
 		first string // the first word, for glue
 	}
 	var lines []lineWords
+	var ml maskedLines
 	for line := range strings.Lines(text) {
 		words, first := appendWords(nil, line)
 		if len(words) == 0 {
@@ -490,7 +495,7 @@ func eachShingle(text string, loose bool, f func(uint64)) {
 			continue
 		}
 		skipShingles(words, f)
-		maskedShingles(words, f)
+		ml.each(words, 2, func(h uint64) { f(oneWay(h)) })
 		for n := 1; n < shingleWords && n < len(words); n++ {
 			f(shingleHash(words[:n]))
 			f(shingleHash(words[len(words)-n:]))
@@ -542,44 +547,74 @@ func skipShingles(words []word, f func(uint64)) {
 	}
 }
 
-// maskWord stands for a masked word in a shingle (see maskedShingles).
+// maskWord stands for a masked word in a line (see maskedLines).
 const maskWord word = 0x9e3779b97f4a7c15
 
-// maskedShingles calls f with the hashes of the shingles of three words
-// or more a line of words would have with one word, or two in a row,
-// replaced by maskWord: those of a line that had a word replaced by
-// these (see maskedHashes).
-func maskedShingles(words []word, f func(uint64)) {
-	var w [shingleWords]word
-	for repl := 1; repl <= 2; repl++ {
-		n := len(words) - repl + 1 // the line's words with those masked
-		if n < shingleWords-1 {
-			break
+// maskedLines computes the hashes of a line of words with one word, or
+// two in a row, replaced by maskWord: a line a bridge stamped with a
+// nonce (one word or two in place of one of the line's) has such a hash
+// in common with the line it was, and a line that differs from it in
+// more than one place (another record of the same form: another time,
+// service and duration in a log line) has none. The whole line counts,
+// not the shingle around the word: shingles of four words took log and
+// CSV lines of one format, a field or two apart, for each other stamped.
+// The hashes are of the words before the mask run forward and those after
+// it run backward, so a line costs time linear in its words; they are not
+// one-way (see oneWay): apply it to what is kept.
+type maskedLines struct {
+	suffix []uint64 // suffix[i]: the backward hash of words[i:]
+}
+
+// each calls f with the hash of words with each run of one to most words
+// in a row masked, for lines of shingleWords-1 words or more.
+func (m *maskedLines) each(words []word, most int, f func(uint64)) {
+	if len(words) < shingleWords-1 {
+		return
+	}
+	m.hashes(words)
+	prefix := uint64(fnvOffset)
+	for i := range words {
+		for repl := 1; repl <= most && i+repl <= len(words); repl++ {
+			f(maskedLineHash(prefix, m.suffix[i+repl], len(words)-repl))
 		}
-		for i := 0; i+repl <= len(words); i++ {
-			if n < shingleWords { // all of a short line
-				k := copy(w[:], words[:i])
-				w[k] = maskWord
-				copy(w[k+1:], words[i+repl:])
-				f(shingleHash(w[:n]))
-				continue
-			}
-			for s := max(0, i-shingleWords+1); s <= i && s+shingleWords <= n; s++ {
-				k := copy(w[:], words[s:i])
-				w[k] = maskWord
-				copy(w[k+1:], words[i+repl:s+shingleWords-1+repl])
-				f(shingleHash(w[:]))
-			}
-		}
+		prefix = mixForward(prefix, words[i])
 	}
 }
 
-// masked returns the hash of a shingle's words with the i-th masked.
-func masked(words []word, i int) uint64 {
-	var w [shingleWords]word
-	n := copy(w[:], words)
-	w[i] = maskWord
-	return shingleHash(w[:n])
+// at returns the hash of words with words[i] masked; m.hashes(words)
+// must have been called.
+func (m *maskedLines) at(words []word, i int) uint64 {
+	prefix := uint64(fnvOffset)
+	for _, w := range words[:i] {
+		prefix = mixForward(prefix, w)
+	}
+	return maskedLineHash(prefix, m.suffix[i+1], len(words)-1)
+}
+
+// hashes fills m.suffix for words.
+func (m *maskedLines) hashes(words []word) {
+	m.suffix = slices.Grow(m.suffix[:0], len(words)+1)[:len(words)+1]
+	h := uint64(fnvOffset) ^ 0x5bd1e995
+	m.suffix[len(words)] = h
+	for i := len(words) - 1; i >= 0; i-- {
+		h = (h ^ uint64(words[i])) * fnvPrime
+		h ^= h >> 31
+		m.suffix[i] = h
+	}
+}
+
+func mixForward(h uint64, w word) uint64 {
+	h = (h ^ uint64(w)) * fnvPrime
+	return h ^ h>>29
+}
+
+// maskedLineHash joins the hash of the words before a mask, the mask, and
+// the backward hash of those after it, kept words in all.
+func maskedLineHash(prefix, suffix uint64, kept int) uint64 {
+	h := mixForward(prefix, maskWord)
+	h = (h ^ suffix) * fnvPrime
+	h ^= h >> 29
+	return (h ^ uint64(kept)) * fnvPrime
 }
 
 // joinedShingles calls f with the hashes of the shingles of a and b
@@ -680,11 +715,39 @@ func appendWords(words []word, line string) ([]word, string) {
 	return words, first
 }
 
+// numericWords appends, for each of line's words as appendWords reads
+// them, whether it holds a digit: a time, an amount, an ID, a version, a
+// count. Records of one form (log lines, table rows) differ from one
+// another in such words, so one put in place of another is no stamp: a
+// mask there is not kept (see sketchOf), and two services' log lines a
+// timestamp apart, or two exports' rows an amount apart, are not told
+// apart from a bridge's stamp otherwise.
+func numericWords(flags []bool, line string) []bool {
+	in, digit := false, false
+	for _, r := range line {
+		if wordRune(r) {
+			in = true
+			digit = digit || unicode.IsDigit(r)
+			continue
+		}
+		if in {
+			flags = append(flags, digit)
+		}
+		in, digit = false, false
+	}
+	if in {
+		flags = append(flags, digit)
+	}
+	return flags
+}
+
 // A sketchShingle is one of a sketch's shingles.
 type sketchShingle struct {
 	hash uint64
-	// masked are its hashes with each of its words masked, n of them,
-	// if it has three words or more; none for fewer. tags tell its words
+	// masked are the hashes of its line with each of its words masked
+	// (see maskedLines), n of them, if it has three words or more; none
+	// for fewer, and 0 for a word that is no stamp's place (a number, a
+	// field of a form the text repeats). tags tell its words
 	// apart (16 bits of each's hash), not what they are: the words' own
 	// hashes, kept across restarts (see servedstate.go), a word list
 	// would reverse.
@@ -722,9 +785,13 @@ func sketchOf(contents []resource.Content) []sketchShingle {
 	for i := range sketch {
 		sketch[i].hash = all[i]
 	}
-	// The words and line of each, where it first stands.
+	// The words and line of each, where it first stands, and the hashes
+	// of its line with each of its words masked.
+	var ml maskedLines
+	raw := map[uint64][]*uint64{} // a masked line's hash → the sketch's entries of it
 	left, line := len(sketch), uint32(0)
 	var words []word
+	var numeric []bool
 	for l := range strings.Lines(text) {
 		if left == 0 {
 			break
@@ -734,21 +801,69 @@ func sketchOf(contents []resource.Content) []sketchShingle {
 			continue
 		}
 		line++
-		lineShingles(words, func(w []word) {
+		ml.hashes(words)
+		numeric = numericWords(numeric[:0], l)
+		for start := 0; start == 0 || start+shingleWords <= len(words); start++ {
+			w := words[start:min(len(words), start+shingleWords)]
 			i, ok := slices.BinarySearchFunc(sketch, shingleHash(w), func(s sketchShingle, h uint64) int { return cmp.Compare(s.hash, h) })
-			if ok && sketch[i].line == 0 {
-				if len(w) >= shingleWords-1 {
-					sh := &sketch[i]
-					sh.n = uint8(min(len(w), shingleWords))
-					for j := range int(sh.n) {
-						sh.masked[j] = masked(w[:sh.n], j)
-						sh.tags[j] = wordTag(w[j])
+			if !ok || sketch[i].line != 0 {
+				continue
+			}
+			if len(w) >= shingleWords-1 {
+				sh := &sketch[i]
+				sh.n = uint8(len(w))
+				for j := range int(sh.n) {
+					sh.tags[j] = wordTag(w[j])
+					if numeric[start+j] {
+						continue // a number: see numericWords
+					}
+					h := ml.at(words, start+j)
+					sh.masked[j] = h
+					raw[h] = append(raw[h], &sh.masked[j])
+				}
+			}
+			sketch[i].line = line
+			left--
+		}
+	}
+	// A word whose line, masked there, is another line of the text masked
+	// there too is a field of a form the text repeats (a log's time, a
+	// table's amount): another text of that form differs from it in such
+	// fields wherever it is no copy at all, so a stamp there tells
+	// nothing. Those masks are not kept. Lines that are the same are one.
+	if len(raw) > 0 {
+		seen := map[uint64]struct{}{}
+		first := map[uint64]uint64{} // a masked line's hash → the line it came from
+		for l := range strings.Lines(text) {
+			if words, _ = appendWords(words[:0], l); len(words) < shingleWords-1 {
+				continue
+			}
+			whole := shingleHash(words)
+			if _, dup := seen[whole]; dup {
+				continue
+			}
+			seen[whole] = struct{}{}
+			ml.each(words, 1, func(h uint64) {
+				ptrs, ok := raw[h]
+				if !ok {
+					return
+				}
+				if from, ok := first[h]; !ok {
+					first[h] = whole
+				} else if from != whole {
+					for _, p := range ptrs {
+						*p = 0
 					}
 				}
-				sketch[i].line = line
-				left--
+			})
+		}
+	}
+	for i := range sketch {
+		for j := range int(sketch[i].n) {
+			if h := sketch[i].masked[j]; h != 0 {
+				sketch[i].masked[j] = oneWay(h)
 			}
-		})
+		}
 	}
 	return sketch
 }
@@ -789,7 +904,7 @@ func holdsSketch(set map[uint64]struct{}, sketch []sketchShingle) bool {
 		}
 		at := -1
 		for j := range int(s.n) {
-			if _, ok := set[s.masked[j]]; ok {
+			if _, ok := set[s.masked[j]]; ok && s.masked[j] != 0 {
 				at = j
 				break
 			}

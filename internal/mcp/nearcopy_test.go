@@ -3,7 +3,11 @@ package mcp
 import (
 	"cmp"
 	"fmt"
+	"go/build"
+	"io/fs"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -576,5 +580,139 @@ func TestStampedShortPagesAreNearCopies(t *testing.T) {
 	}
 	if told < pages-2 {
 		t.Errorf("%d of %d short pages stamped on each line told as near copies; want all", told, pages)
+	}
+}
+
+// Pages of one format whose lines differ from another's in a field or two
+// (two services' logs, two sites' access logs, two exports of one table,
+// two services' status pages) are not near copies of each other, nor are
+// two servers' logs whose lines differ only in their times.
+func TestRecordsOfOneFormatAreNoNearCopies(t *testing.T) {
+	type form func(side, page int) string
+	services := []string{"billing-api", "search-indexer"}
+	paths := []string{"users", "orders", "invoices", "payments", "sessions", "tokens", "projects", "builds"}
+	forms := map[string]form{
+		"logfmt logs": func(side, page int) string {
+			var b strings.Builder
+			for j := range 20 {
+				fmt.Fprintf(&b, "time=2026-12-06T08:%02d:%02dZ level=info msg=\"request completed\" service=%s method=GET path=/v1/%s status=200 dur=%dms\n",
+					page, (j*3+side)%60, services[side], paths[(j*(side+3))%len(paths)], (j*7+side*5)%90)
+			}
+			return b.String()
+		},
+		"JSON logs": func(side, page int) string {
+			var b strings.Builder
+			for j := range 20 {
+				fmt.Fprintf(&b, `{"level":"info","ts":"2026-12-06T08:%02d:%02d.%03dZ","logger":"%s","msg":"request completed","path":"/v1/%s/%d","status":200,"duration_ms":%d}`+"\n",
+					page, j*3%60, (j*37+side*11)%1000, services[side], paths[(j+side)%len(paths)], j*13+page, (j*7+side*5)%90)
+			}
+			return b.String()
+		},
+		"access logs": func(side, page int) string {
+			var b strings.Builder
+			for j := range 15 {
+				fmt.Fprintf(&b, "10.0.%d.%d - - [06/Dec/2026:08:%02d:%02d +0000] \"GET /%s HTTP/1.1\" 200 %d \"-\" \"Mozilla/5.0 (X11; Linux x86_64) Firefox/133.0\"\n",
+					side, j*7+page, page, (j*4+side)%60, paths[(j+side*3)%len(paths)], 512+j*(side+3)*13)
+			}
+			return b.String()
+		},
+		"CSV exports": func(side, page int) string {
+			var b strings.Builder
+			b.WriteString("id,date,status,amount,currency,country\n")
+			for j := range 15 {
+				fmt.Fprintf(&b, "%d,2026-12-%02d,paid,%d.00,EUR,DE\n", page*100+j+side*1000, j+1, (j*37+side*13)%500)
+			}
+			return b.String()
+		},
+		"status pages": func(side, page int) string {
+			var b strings.Builder
+			fmt.Fprintf(&b, "# %s status\n\nAll Systems Operational\n\n", services[side])
+			for j := range 8 {
+				fmt.Fprintf(&b, "%s %s: Operational (99.9%d%% uptime over the past 90 days)\n", services[side], paths[j], (page+j+side)%10)
+			}
+			return b.String()
+		},
+		"health checks, only the times differ": func(side, page int) string {
+			var b strings.Builder
+			for j := range 20 {
+				fmt.Fprintf(&b, "2026-12-06T08:%02d:%02d.%03dZ INFO probe GET /healthz answered 200 in 2ms from kubelet\n", page, j*3, (j*211+side*97)%1000)
+			}
+			return b.String()
+		},
+	}
+	for name, f := range forms {
+		s := &ServedLists{}
+		for page := range 12 {
+			s.NoteRead(resource.Key{Server: "a", URI: fmt.Sprintf("a://%d", page)}, []resource.Content{{Text: f(0, page)}})
+		}
+		copies := 0
+		for page := range 12 {
+			if c := s.ServedBack(resource.Key{Server: "b", URI: fmt.Sprintf("b://%d", page)}, []resource.Content{{Text: f(1, page)}}); len(c.Of) > 0 {
+				copies++
+			}
+		}
+		if copies > 0 {
+			t.Errorf("%s: %d of the other server's 12 pages taken for copies; want none", name, copies)
+		}
+	}
+}
+
+// BenchmarkNearCopiesInTheModuleCache measures the near-copy test on real
+// text: about 3,000 Go and Markdown files of 1–64 KiB from the Go module
+// cache (every k-th by path), every ordered pair. near-pairs counts the
+// pairs whose second file holds the first's sketch (versions of one file
+// in two module versions are most of them); stamped-told counts the files
+// whose copy, the middle whitespace-separated token of every line
+// replaced by a nonce, is told a near copy of them.
+//
+//	go test ./internal/mcp -run '^$' -bench NearCopiesInTheModuleCache -benchtime 1x
+func BenchmarkNearCopiesInTheModuleCache(b *testing.B) {
+	root := filepath.Join(build.Default.GOPATH, "pkg", "mod")
+	if v := os.Getenv("GOMODCACHE"); v != "" {
+		root = v
+	}
+	var paths []string
+	_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") && !strings.HasSuffix(p, ".md") {
+			return nil
+		}
+		if fi, err := d.Info(); err == nil && fi.Size() >= 1<<10 && fi.Size() <= 64<<10 {
+			paths = append(paths, p)
+		}
+		return nil
+	})
+	if len(paths) < 100 {
+		b.Fatalf("%d files under %s; want a module cache (go mod download)", len(paths), root)
+	}
+	slices.Sort(paths)
+	type doc struct {
+		text   string
+		sketch []sketchShingle
+		set    map[uint64]struct{}
+	}
+	var docs []doc
+	for i := 0; i < len(paths); i += max(1, len(paths)/3000) {
+		text, err := os.ReadFile(paths[i])
+		if err != nil {
+			b.Fatal(err)
+		}
+		c := readable([]resource.Content{{Text: string(text)}})
+		docs = append(docs, doc{string(text), sketchOf(c), shingleSet(c)})
+	}
+	for b.Loop() {
+		near, told := 0, 0
+		for i := range docs {
+			for j := range docs {
+				if i != j && holdsSketch(docs[j].set, docs[i].sketch) {
+					near++
+				}
+			}
+			if holdsSketch(shingleSet(readable([]resource.Content{{Text: wordline(docs[i].text, 1, 1)}})), docs[i].sketch) {
+				told++
+			}
+		}
+		b.ReportMetric(float64(len(docs)), "files")
+		b.ReportMetric(float64(near), "near-pairs")
+		b.ReportMetric(float64(told), "stamped-told")
 	}
 }

@@ -36,10 +36,13 @@ import (
 // keeps that, and its next copies tell again).
 
 // servedMagic opens the encoding; its last byte is the format's version.
-// Version 2 kept sketches of hashes a word list reversed (see oneWay):
-// its reads are restored without them (told by their digests).
+// Version 2 kept sketches of hashes a word list reversed (see oneWay),
+// version 3 sketches whose masks were of shingles, not lines (see
+// maskedLines): their reads are restored without them (told by their
+// digests).
 const (
-	servedMagic   = "contextd-served\x03"
+	servedMagic   = "contextd-served\x04"
+	servedMagicV3 = "contextd-served\x03"
 	servedMagicV2 = "contextd-served\x02"
 )
 
@@ -245,8 +248,8 @@ func (s *ServedLists) Restore(data []byte) (dropped int, err error) {
 	if s == nil {
 		return 0, nil
 	}
-	v2 := bytes.HasPrefix(data, []byte(servedMagicV2))
-	if !v2 && !bytes.HasPrefix(data, []byte(servedMagic)) {
+	older := bytes.HasPrefix(data, []byte(servedMagicV2)) || bytes.HasPrefix(data, []byte(servedMagicV3))
+	if !older && !bytes.HasPrefix(data, []byte(servedMagic)) {
 		return 0, errServedFormat
 	}
 	data = data[len(servedMagic):]
@@ -281,7 +284,7 @@ func (s *ServedLists) Restore(data []byte) (dropped int, err error) {
 				dropped++
 				continue
 			}
-			if v2 {
+			if older {
 				r.sketch = nil
 			}
 			reads = append(reads, r)

@@ -173,7 +173,7 @@ func TestServedListsRestoreIsBoundedAndChecked(t *testing.T) {
 	if at := fresh.reads[0].at; at.After(time.Now()) || at.Before(now.Add(-time.Second)) {
 		t.Errorf("the read dated an hour ahead is restored at %v; want now (%v)", at, now)
 	}
-	for name, bad := range map[string][]byte{"garbage": []byte("not a record"), "empty": nil, "another version": []byte("contextd-served\x04")} {
+	for name, bad := range map[string][]byte{"garbage": []byte("not a record"), "empty": nil, "another version": []byte("contextd-served\x05")} {
 		before := len(fresh.reads)
 		if _, err := fresh.Restore(bad); err == nil {
 			t.Errorf("%s: Restore succeeded", name)
@@ -541,10 +541,11 @@ func TestTheRecordsSketchesGiveNoWordBack(t *testing.T) {
 	}
 }
 
-// A record of the previous format (its sketches of hashes a word list
-// reversed, which no sketch now matches) is restored by its digests: exact
-// copies of what it holds are told, near ones once read again.
-func TestARecordOfThePreviousFormatKeepsItsDigests(t *testing.T) {
+// A record of an earlier format (version 2: sketches of hashes a word
+// list reversed; version 3: masks of shingles, not lines — neither matches
+// a read now) is restored by its digests: exact copies of what it holds
+// are told, near ones once read again.
+func TestARecordOfAnEarlierFormatKeepsItsDigests(t *testing.T) {
 	page := "# Runbook 7\n\nThis page explains postgres vacuum tuning in depth, part 7.\nIt covers the configuration knobs, the monitoring queries\nand the operational runbook steps that an engineer follows.\n"
 	var s ServedLists
 	s.NoteRead(resource.Key{Server: "a", URI: "doc://a/7"}, []resource.Content{{Text: page}})
@@ -552,16 +553,18 @@ func TestARecordOfThePreviousFormatKeepsItsDigests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	old := append([]byte(servedMagicV2), data[len(servedMagic):]...)
-	var r ServedLists
-	if dropped, err := r.Restore(old); err != nil || dropped != 0 || len(r.reads) != 1 {
-		t.Fatalf("Restore of a version 2 record: %d reads, %d dropped, %v", len(r.reads), dropped, err)
-	}
-	if r.reads[0].sketch != nil {
-		t.Error("a version 2 record's sketch was kept")
-	}
-	if c := r.ServedBack(resource.Key{Server: "b", URI: "doc://b/x"}, []resource.Content{{Text: page}}); len(c.Of) != 1 || c.Of[0].URI != "doc://a/7" {
-		t.Errorf("an exact copy after restoring a version 2 record: %+v; want told", c)
+	for _, magic := range []string{servedMagicV2, servedMagicV3} {
+		old := append([]byte(magic), data[len(servedMagic):]...)
+		var r ServedLists
+		if dropped, err := r.Restore(old); err != nil || dropped != 0 || len(r.reads) != 1 {
+			t.Fatalf("Restore of a version %d record: %d reads, %d dropped, %v", magic[len(magic)-1], len(r.reads), dropped, err)
+		}
+		if r.reads[0].sketch != nil {
+			t.Errorf("a version %d record's sketch was kept", magic[len(magic)-1])
+		}
+		if c := r.ServedBack(resource.Key{Server: "b", URI: "doc://b/x"}, []resource.Content{{Text: page}}); len(c.Of) != 1 || c.Of[0].URI != "doc://a/7" {
+			t.Errorf("an exact copy after restoring a version %d record: %+v; want told", magic[len(magic)-1], c)
+		}
 	}
 }
 
