@@ -814,7 +814,7 @@ func sketchOf(contents []resource.Content) []sketchShingle {
 				sh.n = uint8(len(w))
 				for j := range int(sh.n) {
 					sh.tags[j] = wordTag(w[j])
-					if numeric[start+j] {
+					if start+j < len(numeric) && numeric[start+j] {
 						continue // a number: see numericWords
 					}
 					h := ml.at(words, start+j)

@@ -716,3 +716,37 @@ func BenchmarkNearCopiesInTheModuleCache(b *testing.B) {
 		b.ReportMetric(float64(told), "stamped-told")
 	}
 }
+
+// numericWords reads a line's words as appendWords does: one flag a word,
+// set for those holding a digit of any script.
+func TestNumericWordsAlignWithWords(t *testing.T) {
+	for line, want := range map[string][]bool{
+		"time=2026-12-06T08:01:02Z level=info": {false, true, true, true, true, true, false, false},
+		"v1.34.2 ٣٤ abc\xffdef":                {true, true, true, true, false, false},
+		"":                                     nil,
+		"  --  ":                               nil,
+		"x\u0301y 12ms":                        {false, false, true},
+	} {
+		words, _ := appendWords(nil, line)
+		got := numericWords(nil, line)
+		if len(got) != len(words) || !slices.Equal(got, want) {
+			t.Errorf("numericWords(%q) = %v (%d words); want %v", line, got, len(words), want)
+		}
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	alphabet := []rune{'a', 'Z', '7', '٣', ' ', '-', '\u0301', '\u200b', 'ж', '\n', 0xfffd, keptMark + 0x0e48}
+	for range 2000 {
+		var b strings.Builder
+		for range rng.IntN(40) {
+			if rng.IntN(20) == 0 {
+				b.WriteByte(0xff)
+				continue
+			}
+			b.WriteRune(alphabet[rng.IntN(len(alphabet))])
+		}
+		words, _ := appendWords(nil, b.String())
+		if got := numericWords(nil, b.String()); len(got) != len(words) {
+			t.Fatalf("numericWords(%q): %d flags for %d words", b.String(), len(got), len(words))
+		}
+	}
+}
