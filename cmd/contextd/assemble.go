@@ -339,7 +339,7 @@ func printJSON(w io.Writer, m proto.Message) error {
 }
 
 func printAssemble(w io.Writer, r *contextdv1.AssembleResponse, content bool) {
-	fmt.Fprintf(w, "%d item(s), %d of %d tokens (%s), %d read(s)\n\n", len(r.GetItems()), r.GetTotalTokens(), r.GetTokenBudget(), r.GetTokenizer(), r.GetReads())
+	fmt.Fprintf(w, "%d item(s), %d of %d tokens (%s), %d read(s)\n\n", len(r.GetItems()), r.GetTotalTokens(), r.GetTokenBudget(), esc(r.GetTokenizer()), r.GetReads())
 	for _, it := range r.GetItems() {
 		trunc := ""
 		if f := it.GetForm(); f != "" && f != "whole" {

@@ -24,7 +24,7 @@ type hostileDaemon struct {
 }
 
 func (hostileDaemon) Assemble(context.Context, *contextdv1.AssembleRequest) (*contextdv1.AssembleResponse, error) {
-	return &contextdv1.AssembleResponse{TokenBudget: 10, Items: []*contextdv1.Item{{
+	return &contextdv1.AssembleResponse{TokenBudget: 10, Tokenizer: "cl100k" + hostile, Items: []*contextdv1.Item{{
 		Server: "s", Uri: "doc://" + hostile, Reason: "why " + hostile, Form: "whole",
 		Contents: []*contextdv1.Content{{Body: &contextdv1.Content_Text{Text: "line one\n" + hostile + "\nline three"}}},
 	}}, Omitted: []*contextdv1.Omitted{{Server: "s", Uri: "doc://x" + hostile, Reason: "read_failed", Detail: "boom " + hostile}}}, nil
