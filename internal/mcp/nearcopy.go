@@ -45,9 +45,10 @@ import (
 // page differs from another in a line or two, or by a name wherever it
 // stands (code made for each type of a list: one word masked); record
 // pages (a name and a value to a line) have lines of two words, never
-// masked; records of one form (log lines, table rows) differ in more
-// than one word a line, or in numbers, which are never masked, or in a
-// field the text itself repeats (see sketchOf).
+// masked; records of one form (log lines, table rows, key and value
+// files) differ in more than one word a line, or in numbers, a line's
+// first or last word, or a field the text itself repeats, none of which
+// is masked (see sketchShingle).
 const (
 	shingleWords  = 4
 	nearSketch    = 32
@@ -746,8 +747,11 @@ type sketchShingle struct {
 	hash uint64
 	// masked are the hashes of its line with each of its words masked
 	// (see maskedLines), n of them, if it has three words or more; none
-	// for fewer, and 0 for a word that is no stamp's place (a number, a
-	// field of a form the text repeats). tags tell its words
+	// for fewer, and 0 for a word that is no stamp's place: records put
+	// their fields at a line's edges (a key first, its value last: two
+	// locales' strings, two apps' .env files, two wiki pages' infoboxes,
+	// two tables' columns differ there in every line), in numbers (times,
+	// amounts, IDs), or in a field the text itself repeats. tags tell its words
 	// apart (16 bits of each's hash), not what they are: the words' own
 	// hashes, kept across restarts (see servedstate.go), a word list
 	// would reverse.
@@ -814,8 +818,10 @@ func sketchOf(contents []resource.Content) []sketchShingle {
 				sh.n = uint8(len(w))
 				for j := range int(sh.n) {
 					sh.tags[j] = wordTag(w[j])
-					if start+j < len(numeric) && numeric[start+j] {
-						continue // a number: see numericWords
+					if at := start + j; at == 0 || at == len(words)-1 || at < len(numeric) && numeric[at] {
+						// A line's first or last word, or a number: no
+						// stamp's place (see sketchShingle.masked).
+						continue
 					}
 					h := ml.at(words, start+j)
 					sh.masked[j] = h

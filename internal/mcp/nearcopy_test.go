@@ -585,8 +585,10 @@ func TestStampedShortPagesAreNearCopies(t *testing.T) {
 
 // Pages of one format whose lines differ from another's in a field or two
 // (two services' logs, two sites' access logs, two exports of one table,
-// two services' status pages) are not near copies of each other, nor are
-// two servers' logs whose lines differ only in their times.
+// two services' status pages), or in a key or a value (two locales, two
+// apps' .env files, two infoboxes, two tables' columns), are not near
+// copies of each other, nor are two servers' logs whose lines differ only
+// in their times.
 func TestRecordsOfOneFormatAreNoNearCopies(t *testing.T) {
 	type form func(side, page int) string
 	services := []string{"billing-api", "search-indexer"}
@@ -630,6 +632,48 @@ func TestRecordsOfOneFormatAreNoNearCopies(t *testing.T) {
 			for j := range 8 {
 				fmt.Fprintf(&b, "%s %s: Operational (99.9%d%% uptime over the past 90 days)\n", services[side], paths[j], (page+j+side)%10)
 			}
+			return b.String()
+		},
+		"locale files in two languages": func(side, page int) string {
+			words := [][]string{{"Save", "Cancel", "Delete", "Search", "Settings", "Profile", "Logout", "Help", "Close", "Open"},
+				{"Speichern", "Abbrechen", "Löschen", "Suchen", "Einstellungen", "Profil", "Abmelden", "Hilfe", "Schließen", "Öffnen"}}[side]
+			var b strings.Builder
+			b.WriteString("{\n")
+			for j, key := range []string{"save", "cancel", "delete", "search", "settings", "profile", "logout", "help", "close", "open"} {
+				fmt.Fprintf(&b, "  \"%s.%s.label\": \"%s\",\n", paths[page%len(paths)], key, words[(j+page)%len(words)])
+			}
+			b.WriteString("}\n")
+			return b.String()
+		},
+		"two apps' .env files": func(side, page int) string {
+			var b strings.Builder
+			for j, key := range []string{"APP_NAME", "APP_ENV", "DB_CONNECTION", "DB_HOST", "DB_DATABASE", "CACHE_STORE", "QUEUE_CONNECTION", "MAIL_MAILER", "LOG_CHANNEL"} {
+				fmt.Fprintf(&b, "%s_%s=%s\n", strings.ToUpper(paths[page%len(paths)]), key, [][]string{
+					{"billing", "production", "pgsql", "primary", "billing", "redis", "sqs", "ses", "stack"},
+					{"search", "staging", "mysql", "replica", "search", "memcached", "database", "smtp", "daily"}}[side][j])
+			}
+			return b.String()
+		},
+		"wiki infoboxes from one template": func(side, page int) string {
+			var b strings.Builder
+			fmt.Fprintf(&b, "{| class=\"infobox\"\n")
+			for j, key := range []string{"Owner team", "On call rotation", "Primary language", "Data store", "Deploy target", "Support channel"} {
+				fmt.Fprintf(&b, "| %s of the %s service | %s |\n", key, paths[page%len(paths)], [][]string{
+					{"payments", "finance", "golang", "postgres", "kubernetes", "slack"},
+					{"discovery", "platform", "kotlin", "elasticsearch", "nomad", "teams"}}[side][(j+page)%6])
+			}
+			b.WriteString("|}\n")
+			return b.String()
+		},
+		"two tables' column lists": func(side, page int) string {
+			var b strings.Builder
+			fmt.Fprintf(&b, "CREATE TABLE %s (\n", paths[page%len(paths)])
+			for j := range 8 {
+				fmt.Fprintf(&b, "  %s_ref text NOT NULL DEFAULT '',\n", [][]string{
+					{"customer", "invoice", "merchant", "ledger", "payout", "refund", "dispute", "charge"},
+					{"document", "shard", "crawler", "snippet", "facet", "synonym", "ranking", "query"}}[side][(j+page)%8])
+			}
+			b.WriteString(");\n")
 			return b.String()
 		},
 		"health checks, only the times differ": func(side, page int) string {
