@@ -25,6 +25,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/url"
 	"os"
@@ -768,16 +769,21 @@ func (sf serverFile) resolve(name string, lookup func(string) (string, bool), ex
 	if ex.err != nil {
 		return Server{}, ex.err
 	}
-	for h := range s.Headers {
+	for _, h := range slices.Sorted(maps.Keys(s.Headers)) {
 		if !headerName.MatchString(h) {
 			// Not quoted: a value typed into the name ("X-Api-Key KEY")
 			// would be.
 			return Server{}, fmt.Errorf("server %q: field headers: a header name holds a character no header name may (a space, a comma, a colon…): is a value written in the name?", name)
 		}
-		if !httpguts.ValidHeaderFieldValue(s.Headers[h]) {
+		// Spaces and line breaks around a value are dropped, as the
+		// hosts whose files these are (their fetch) drop them: a token
+		// read from a file or a variable with its line ending.
+		v := strings.Trim(s.Headers[h], " \t\r\n")
+		s.Headers[h] = v
+		if !httpguts.ValidHeaderFieldValue(v) {
 			// Not quoted either: the value is most likely a credential,
 			// and net/http would refuse it at every connect.
-			return Server{}, fmt.Errorf("server %q: field headers: the value of %s holds a control character (a NUL, a line break…): is a file or variable read with its line ending?", name, h)
+			return Server{}, fmt.Errorf("server %q: field headers: the value of %s holds a control character (a NUL, a line break…) within it", name, h)
 		}
 	}
 	slices.Sort(ex.secrets)
@@ -909,7 +915,11 @@ func (e *expander) str(field, s string) string {
 			}
 		}
 		if v != "" && credentialName(m[1]) {
+			// Trimmed too, as a header value is (see resolve).
 			e.secrets = append(e.secrets, v)
+			if t := strings.Trim(v, " \t\r\n"); t != v && t != "" {
+				e.secrets = append(e.secrets, t)
+			}
 		}
 		e.secrets = append(e.secrets, valueSecrets(v, credentialName(m[1]))...)
 		return v

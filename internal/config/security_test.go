@@ -412,23 +412,30 @@ func TestBadURLErrorsHideCredentials(t *testing.T) {
 	}
 }
 
-// A header value holding a control character (a token file read with
-// its line ending, a NUL) is refused at load, naming the header and not
+// A header value holding a control character within it (a NUL, a line
+// break between two tokens) is refused at load, naming the header and not
 // quoting the value: net/http refuses it at every connect instead, and the
-// server never connects.
+// server never connects. Spaces and line breaks around it are dropped, as
+// the hosts whose files these are drop them: a variable read with its
+// line ending works.
 func TestHeaderValuesWithControlCharactersAreRefused(t *testing.T) {
-	for _, v := range []string{`"Bearer Zk9fQ2xW7rT1\u0000"`, `"Bearer Zk9fQ2xW7rT1\n"`, `"Zk9f\rQ2xW7rT1"`, `"Zk9fQ2xW7rT1\u007f"`} {
+	for _, v := range []string{`"Bearer Zk9fQ2xW7rT1\u0000x"`, `"Bearer Zk9fQ2xW7rT1\nx"`, `"Zk9f\rQ2xW7rT1"`, `"Zk9fQ2xW7rT1\u007fx"`} {
 		_, err := config.Parse("c.yaml", []byte("mcpServers:\n  s: { url: \"https://h.example/mcp\", headers: { Authorization: "+v+" } }\n"), func(string) (string, bool) { return "", false })
 		if err == nil || strings.Contains(err.Error(), "Zk9f") || !strings.Contains(err.Error(), "Authorization") {
 			t.Errorf("header value %s: err = %v; want it refused, naming the header, the value not quoted", v, err)
 		}
 	}
-	env := func(k string) (string, bool) { return "Bearer Zk9fQ2xW7rT1\n", k == "TOKEN" }
-	if _, err := config.Parse("c.yaml", []byte("mcpServers:\n  s: { url: \"https://h.example/mcp\", headers: { Authorization: \"${TOKEN}\" } }\n"), env); err == nil || strings.Contains(err.Error(), "Zk9f") {
-		t.Errorf("a variable ending in a line break: err = %v; want it refused, the value not quoted", err)
+	env := func(k string) (string, bool) { return "Bearer Zk9fQ2xW7rT1\r\n", k == "TOKEN" }
+	c, err := config.Parse("c.yaml", []byte("mcpServers:\n  s: { url: \"https://h.example/mcp\", headers: { Authorization: \"${TOKEN}\", X-Note: \" a\\tb é \" } }\n"), env)
+	if err != nil {
+		t.Fatalf("a variable ending in a line break, a tab and non-ASCII within a value: %v", err)
 	}
-	if _, err := config.Parse("c.yaml", []byte("mcpServers:\n  s: { url: \"https://h.example/mcp\", headers: { X-Note: \"a\tb é\" } }\n"), func(string) (string, bool) { return "", false }); err != nil {
-		t.Errorf("a tab and non-ASCII in a value refused: %v", err)
+	s := c.Servers[0]
+	if s.Headers["Authorization"] != "Bearer Zk9fQ2xW7rT1" || s.Headers["X-Note"] != "a\tb é" {
+		t.Errorf("headers %q; want the values without what surrounds them", s.Headers)
+	}
+	if !slices.Contains(s.Secrets(), "Zk9fQ2xW7rT1") {
+		t.Errorf("secrets %q; want the token as sent", s.Secrets())
 	}
 }
 
