@@ -1,7 +1,6 @@
 package mcp
 
 import (
-	"cmp"
 	"crypto/aes"
 	"crypto/cipher"
 	"encoding/binary"
@@ -35,27 +34,18 @@ import (
 // sketch is a sample, and a page differing from it in a word or two is
 // taken for a near copy: it is, nearly.
 //
-// A word replaced in every line breaks every shingle of a short line. So
-// a sketch also keeps, for each of its shingles of three words or more,
-// the hash of its whole line with each of the shingle's words masked,
-// and the line it came from; a read holding every sketch hash but an
-// eighth, each missing one's line there whole with a word masked
-// (replaced by one or two words), in rewrittenLines lines or more and as
-// many distinct words masked, holds the text rewritten. A template's
-// page differs from another in a line or two, or by a name wherever it
-// stands (code made for each type of a list: one word masked); record
-// pages (a name and a value to a line) have lines of two words, never
-// masked; records of one form (log lines, table rows, key and value
-// files) differ in more than one word a line, or in numbers, a line's
-// first or last word, or a field the text itself repeats, none of which
-// is masked (see sketchShingle).
+// A word replaced in every line (a nonce stamped on each read) breaks
+// every shingle of a short line, and such a copy is not told: a line the
+// same but for one word is also what a template's slot, a table's column,
+// a record's field or a translated string makes of it, and honest pages
+// of one form were taken for stamped copies of each other however that
+// was narrowed (logs, CSV, locale and .env files, infoboxes, feature
+// tables, filled-in reports). A bridge stamping what it passes back is
+// bounded by the holds and the pace, as any rewrite past these tests.
 const (
 	shingleWords  = 4
 	nearSketch    = 32
 	nearMinSketch = 4
-	// rewrittenLines is the least lines a read must hold with a word
-	// replaced, each, to hold a sketch's text rewritten.
-	rewrittenLines = 3
 	// nearTextBytes bounds the text shingled, for the cost of a read.
 	nearTextBytes = 256 << 10
 )
@@ -472,9 +462,8 @@ func nearText(contents []resource.Content) string {
 
 // eachShingle calls f with the hash of each shingle of text. With loose
 // set it also calls f with those a line would have with a word or two
-// put in within it (see skipShingles), with a word masked where one or
-// two stand (see maskedShingles), and those a line of few words, or
-// a line broken in two, would have within the text: each line's first
+// put in within it (see skipShingles), and those a line of few words,
+// or a line broken in two, would have within the text: each line's first
 // and last one to three words, and the shingles across each two lines
 // joined, next to each other or with one line between (a line put in
 // within a line).
@@ -485,7 +474,6 @@ func eachShingle(text string, loose bool, f func(uint64)) {
 		first string // the first word, for glue
 	}
 	var lines []lineWords
-	var ml maskedLines
 	for line := range strings.Lines(text) {
 		words, first := appendWords(nil, line)
 		if len(words) == 0 {
@@ -496,7 +484,6 @@ func eachShingle(text string, loose bool, f func(uint64)) {
 			continue
 		}
 		skipShingles(words, f)
-		ml.each(words, 2, func(h uint64) { f(oneWay(h)) })
 		for n := 1; n < shingleWords && n < len(words); n++ {
 			f(shingleHash(words[:n]))
 			f(shingleHash(words[len(words)-n:]))
@@ -546,76 +533,6 @@ func skipShingles(words []word, f func(uint64)) {
 			}
 		}
 	}
-}
-
-// maskWord stands for a masked word in a line (see maskedLines).
-const maskWord word = 0x9e3779b97f4a7c15
-
-// maskedLines computes the hashes of a line of words with one word, or
-// two in a row, replaced by maskWord: a line a bridge stamped with a
-// nonce (one word or two in place of one of the line's) has such a hash
-// in common with the line it was, and a line that differs from it in
-// more than one place (another record of the same form: another time,
-// service and duration in a log line) has none. The whole line counts,
-// not the shingle around the word: shingles of four words took log and
-// CSV lines of one format, a field or two apart, for each other stamped.
-// The hashes are of the words before the mask run forward and those after
-// it run backward, so a line costs time linear in its words; they are not
-// one-way (see oneWay): apply it to what is kept.
-type maskedLines struct {
-	suffix []uint64 // suffix[i]: the backward hash of words[i:]
-}
-
-// each calls f with the hash of words with each run of one to most words
-// in a row masked, for lines of shingleWords-1 words or more.
-func (m *maskedLines) each(words []word, most int, f func(uint64)) {
-	if len(words) < shingleWords-1 {
-		return
-	}
-	m.hashes(words)
-	prefix := uint64(fnvOffset)
-	for i := range words {
-		for repl := 1; repl <= most && i+repl <= len(words); repl++ {
-			f(maskedLineHash(prefix, m.suffix[i+repl], len(words)-repl))
-		}
-		prefix = mixForward(prefix, words[i])
-	}
-}
-
-// at returns the hash of words with words[i] masked; m.hashes(words)
-// must have been called.
-func (m *maskedLines) at(words []word, i int) uint64 {
-	prefix := uint64(fnvOffset)
-	for _, w := range words[:i] {
-		prefix = mixForward(prefix, w)
-	}
-	return maskedLineHash(prefix, m.suffix[i+1], len(words)-1)
-}
-
-// hashes fills m.suffix for words.
-func (m *maskedLines) hashes(words []word) {
-	m.suffix = slices.Grow(m.suffix[:0], len(words)+1)[:len(words)+1]
-	h := uint64(fnvOffset) ^ 0x5bd1e995
-	m.suffix[len(words)] = h
-	for i := len(words) - 1; i >= 0; i-- {
-		h = (h ^ uint64(words[i])) * fnvPrime
-		h ^= h >> 31
-		m.suffix[i] = h
-	}
-}
-
-func mixForward(h uint64, w word) uint64 {
-	h = (h ^ uint64(w)) * fnvPrime
-	return h ^ h>>29
-}
-
-// maskedLineHash joins the hash of the words before a mask, the mask, and
-// the backward hash of those after it, kept words in all.
-func maskedLineHash(prefix, suffix uint64, kept int) uint64 {
-	h := mixForward(prefix, maskWord)
-	h = (h ^ suffix) * fnvPrime
-	h ^= h >> 29
-	return (h ^ uint64(kept)) * fnvPrime
 }
 
 // joinedShingles calls f with the hashes of the shingles of a and b
@@ -676,11 +593,11 @@ var shingleCipher = func() cipher.Block {
 
 // oneWay returns E(h) XOR h, E being shingleCipher (the Matyas–Meyer–Oseas
 // construction): no h is found for a value but by trying. The steps above
-// it can each be undone, so a shingle's hash and its hash with one word
-// masked, both kept across restarts (see servedstate.go), gave that word's
-// hash exactly, and a word list or counting (a PIN, an account number)
-// the word; through oneWay, a text's words are found from its sketch only
-// by guessing whole runs of them, as its digest confirms a guessed text.
+// it can each be undone, so two hashes kept across restarts (see
+// servedstate.go) of shingles a word apart gave that word's hash exactly,
+// and a word list or counting (a PIN, an account number) the word;
+// through oneWay, a text's words are found from its sketch only by
+// guessing whole runs of them, as its digest confirms a guessed text.
 func oneWay(h uint64) uint64 {
 	var in, out [aes.BlockSize]byte
 	binary.LittleEndian.PutUint64(in[:], h)
@@ -716,65 +633,11 @@ func appendWords(words []word, line string) ([]word, string) {
 	return words, first
 }
 
-// numericWords appends, for each of line's words as appendWords reads
-// them, whether it holds a digit: a time, an amount, an ID, a version, a
-// count. Records of one form (log lines, table rows) differ from one
-// another in such words, so one put in place of another is no stamp: a
-// mask there is not kept (see sketchOf), and two services' log lines a
-// timestamp apart, or two exports' rows an amount apart, are not told
-// apart from a bridge's stamp otherwise.
-func numericWords(flags []bool, line string) []bool {
-	in, digit := false, false
-	for _, r := range line {
-		if wordRune(r) {
-			in = true
-			digit = digit || unicode.IsDigit(r)
-			continue
-		}
-		if in {
-			flags = append(flags, digit)
-		}
-		in, digit = false, false
-	}
-	if in {
-		flags = append(flags, digit)
-	}
-	return flags
-}
-
-// A sketchShingle is one of a sketch's shingles.
-type sketchShingle struct {
-	hash uint64
-	// masked are the hashes of its line with each of its words masked
-	// (see maskedLines), n of them, if it has three words or more; none
-	// for fewer, and 0 for a word that is no stamp's place: records put
-	// their fields at a line's edges (a key first, its value last: two
-	// locales' strings, two apps' .env files, two wiki pages' infoboxes,
-	// two tables' columns differ there in every line), in numbers (times,
-	// amounts, IDs), or in a field the text itself repeats. tags tell its words
-	// apart (16 bits of each's hash), not what they are: the words' own
-	// hashes, kept across restarts (see servedstate.go), a word list
-	// would reverse.
-	masked [shingleWords]uint64
-	tags   [shingleWords]uint16
-	n      uint8
-	// line is the line it came from, counting lines with words from 1.
-	line uint32
-}
-
-// wordTag returns 16 bits of w's hash: enough to tell the words a
-// rewrite masked apart (with 4, three words of a three-line page shared a
-// tag one time in five, and a bridge stamping a word in each line of such
-// pages got a fifth of them past as its own).
-func wordTag(w word) uint16 { return uint16(w ^ w>>16 ^ w>>32 ^ w>>48) }
-
 // sketchOf returns the sketch of contents: the nearSketch smallest
-// distinct shingle hashes, ascending, each with its words and line; nil
-// under nearMinSketch.
-func sketchOf(contents []resource.Content) []sketchShingle {
-	text := nearText(contents)
+// distinct shingle hashes, ascending; nil under nearMinSketch.
+func sketchOf(contents []resource.Content) []uint64 {
 	set := map[uint64]struct{}{}
-	eachShingle(text, false, func(h uint64) { set[h] = struct{}{} })
+	eachShingle(nearText(contents), false, func(h uint64) { set[h] = struct{}{} })
 	if len(set) < nearMinSketch {
 		return nil
 	}
@@ -783,95 +646,9 @@ func sketchOf(contents []resource.Content) []sketchShingle {
 		all = append(all, h)
 	}
 	slices.Sort(all)
-	// A new slice: the sketch is kept for thousands of reads, all of
-	// its shingles not.
-	sketch := make([]sketchShingle, min(len(all), nearSketch))
-	for i := range sketch {
-		sketch[i].hash = all[i]
-	}
-	// The words and line of each, where it first stands, and the hashes
-	// of its line with each of its words masked.
-	var ml maskedLines
-	raw := map[uint64][]*uint64{} // a masked line's hash → the sketch's entries of it
-	left, line := len(sketch), uint32(0)
-	var words []word
-	var numeric []bool
-	for l := range strings.Lines(text) {
-		if left == 0 {
-			break
-		}
-		words, _ = appendWords(words[:0], l)
-		if len(words) == 0 {
-			continue
-		}
-		line++
-		ml.hashes(words)
-		numeric = numericWords(numeric[:0], l)
-		for start := 0; start == 0 || start+shingleWords <= len(words); start++ {
-			w := words[start:min(len(words), start+shingleWords)]
-			i, ok := slices.BinarySearchFunc(sketch, shingleHash(w), func(s sketchShingle, h uint64) int { return cmp.Compare(s.hash, h) })
-			if !ok || sketch[i].line != 0 {
-				continue
-			}
-			if len(w) >= shingleWords-1 {
-				sh := &sketch[i]
-				sh.n = uint8(len(w))
-				for j := range int(sh.n) {
-					sh.tags[j] = wordTag(w[j])
-					if at := start + j; at == 0 || at == len(words)-1 || at < len(numeric) && numeric[at] {
-						// A line's first or last word, or a number: no
-						// stamp's place (see sketchShingle.masked).
-						continue
-					}
-					h := ml.at(words, start+j)
-					sh.masked[j] = h
-					raw[h] = append(raw[h], &sh.masked[j])
-				}
-			}
-			sketch[i].line = line
-			left--
-		}
-	}
-	// A word whose line, masked there, is another line of the text masked
-	// there too is a field of a form the text repeats (a log's time, a
-	// table's amount): another text of that form differs from it in such
-	// fields wherever it is no copy at all, so a stamp there tells
-	// nothing. Those masks are not kept. Lines that are the same are one.
-	if len(raw) > 0 {
-		seen := map[uint64]struct{}{}
-		first := map[uint64]uint64{} // a masked line's hash → the line it came from
-		for l := range strings.Lines(text) {
-			if words, _ = appendWords(words[:0], l); len(words) < shingleWords-1 {
-				continue
-			}
-			whole := shingleHash(words)
-			if _, dup := seen[whole]; dup {
-				continue
-			}
-			seen[whole] = struct{}{}
-			ml.each(words, 1, func(h uint64) {
-				ptrs, ok := raw[h]
-				if !ok {
-					return
-				}
-				if from, ok := first[h]; !ok {
-					first[h] = whole
-				} else if from != whole {
-					for _, p := range ptrs {
-						*p = 0
-					}
-				}
-			})
-		}
-	}
-	for i := range sketch {
-		for j := range int(sketch[i].n) {
-			if h := sketch[i].masked[j]; h != 0 {
-				sketch[i].masked[j] = oneWay(h)
-			}
-		}
-	}
-	return sketch
+	// A copy: the sketch is kept for thousands of reads, all of its
+	// shingles not.
+	return slices.Clone(all[:min(len(all), nearSketch)])
 }
 
 // shingleSet returns the shingle hashes of contents, the lines' ends
@@ -882,56 +659,16 @@ func shingleSet(contents []resource.Content) map[uint64]struct{} {
 	return set
 }
 
-// holdsSketch reports whether set, a read's shingleSet, holds the text of
-// sketch, a sketch of nearMinSketch or more: every hash of it, or all but
-// an eighth with each of the others there with a word masked, in
-// rewrittenLines lines or more, half the lines the sketch was taken from
-// or more, and with rewrittenLines distinct words masked or more (a
-// word replaced in every line; not a name replaced wherever it stands,
-// nor a template's fields in a few of its lines).
-func holdsSketch(set map[uint64]struct{}, sketch []sketchShingle) bool {
+// holdsSketch reports whether set, a read's shingleSet, holds every hash
+// of sketch, a sketch of nearMinSketch or more.
+func holdsSketch(set map[uint64]struct{}, sketch []uint64) bool {
 	if len(sketch) < nearMinSketch {
 		return false
 	}
-	missed := 0
-	// The lines of the sketch, and those with a word replaced; the first
-	// few words replaced.
-	var lineSet, replacedSet [nearSketch]uint32
-	lines, replaced := lineSet[:0], replacedSet[:0]
-	var words [rewrittenLines]uint16
-	nw := 0
-	for i := range sketch {
-		s := &sketch[i]
-		if !slices.Contains(lines, s.line) {
-			lines = append(lines, s.line)
-		}
-		if _, ok := set[s.hash]; ok {
-			continue
-		}
-		at := -1
-		for j := range int(s.n) {
-			if _, ok := set[s.masked[j]]; ok && s.masked[j] != 0 {
-				at = j
-				break
-			}
-		}
-		if at < 0 {
-			missed++
-			if missed > len(sketch)/8 {
-				return false
-			}
-			continue
-		}
-		if !slices.Contains(replaced, s.line) {
-			replaced = append(replaced, s.line)
-		}
-		if w := s.tags[at]; nw < len(words) && !slices.Contains(words[:nw], w) {
-			words[nw] = w
-			nw++
+	for _, h := range sketch {
+		if _, ok := set[h]; !ok {
+			return false
 		}
 	}
-	if missed == 0 && len(replaced) == 0 {
-		return true
-	}
-	return len(replaced) >= rewrittenLines && 2*len(replaced) >= len(lines) && nw >= rewrittenLines
+	return true
 }

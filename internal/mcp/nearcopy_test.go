@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"go/build"
 	"io/fs"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -48,25 +47,23 @@ func TestNearCopiesAreTextsRewrittenNotTemplated(t *testing.T) {
 		{"a long text quoted", long, text("> " + strings.ReplaceAll(long, "\n", "\n> ")), true},
 		{"a word within each line", page, text(strings.ReplaceAll(page, " the ", " the [1764864000] ")), true},
 		{"two words within a line", page, text(strings.Replace(page, "in depth", "in [hub 1764864000] depth", 1)), true},
-		{"a word of every line replaced", page, text(wordline(page, 1, 1)), true},
-		{"a word of every line replaced by two", page, text(wordline(page, 2, 1)), true},
-		{"a word of every line replaced, then that one again (a copy of a copy)", page, text(wordline(wordline(page, 1, 1), 1, 2)), true},
+		// A word replaced in a line reads as a template's slot filled
+		// otherwise: not told, stamped or not.
+		{"a word of every line replaced", page, text(wordline(page, 1, 1)), false},
+		{"a word of every line replaced by two", page, text(wordline(page, 2, 1)), false},
 		{"a word replaced in two lines only", long, text(strings.Replace(strings.Replace(long, "cost limit bounds", "cost cap bounds", 1), "Index bloat grows", "Index size grows", -1)), false},
-		{"a word replaced in three lines, a word each", long, text(strings.Replace(strings.Replace(strings.Replace(long, "cost limit bounds", "cost cap bounds", 1), "Index bloat grows", "Index size grows", -1), "workers wake every", "workers run every", -1)), true},
-		{"a word of every long line replaced", long, text(wordline(long, 1, 1)), true},
-		{"a word of every line replaced, quoted", long, text("> " + strings.ReplaceAll(wordline(long, 1, 1), "\n", "\n> ")), true},
+		{"a word replaced in three lines, a word each", long, text(strings.Replace(strings.Replace(strings.Replace(long, "cost limit bounds", "cost cap bounds", 1), "Index bloat grows", "Index size grows", -1), "workers wake every", "workers run every", -1)), false},
+		{"a word of every long line replaced", long, text(wordline(long, 1, 1)), false},
 		{"a zero-width space after every third letter", page, text(sprinkle(page, "\u200b", 3)), true},
 		{"a soft hyphen after every second letter", long, text(sprinkle(long, "\u00ad", 2)), true},
 		{"zero-width joiners and combining marks", page, text(sprinkle(sprinkle(page, "\u200d", 4), "\u0301", 5)), true},
 		{"a zero-width space within every word, quoted", long, text("> " + strings.ReplaceAll(sprinkle(long, "\u200b", 2), "\n", "\n> ")), true},
-		{"a zero-width space within every word, a word of every line replaced", page, text(sprinkle(wordline(page, 1, 1), "\u200b", 3)), true},
 		{"Cyrillic look-alikes for Latin letters", page, text(strings.NewReplacer("a", "а", "e", "е", "o", "о", "c", "с", "p", "р").Replace(page)), true},
 		{"fullwidth letters", page, text(strings.NewReplacer("t", "ｔ", "n", "ｎ", "s", "ｓ").Replace(page)), true},
 		{"look-alikes in a long text, quoted", long, text("> " + strings.ReplaceAll(strings.NewReplacer("a", "а", "o", "о").Replace(long), "\n", "\n> ")), true},
 		{"a Russian page as it was", ru, text(ru), true},
 		{"a Russian page, a word changed", ru, text(strings.Replace(ru, "очистки", "анализа", 1)), false},
 		{"a Russian page, another part", ru, text(strings.ReplaceAll(ru, "7", "8")), false},
-		{"two words of every line replaced", page, text(wordline(wordline(page, 1, 1), 1, 3)), false},
 		{"a record of the same form", record(1), text(record(2)), false},
 		{"code made for another type", typed("AuthenticationOk"), text(typed("AuthenticationSASL")), false},
 		{"a word changed", page, text(strings.Replace(page, "vacuum tuning", "vacuum sizing", 1)), false},
@@ -546,43 +543,6 @@ func TestServedBackSaysWhetherACopyIsWhole(t *testing.T) {
 	}
 }
 
-// A bridge stamping a word in each line of short pages (three lines)
-// passes back near copies, each told: the words it masked are told apart
-// by their tags (with 4 bits of a word's hash, three words shared a tag
-// one time in five, and such copies counted as the bridge's own).
-func TestStampedShortPagesAreNearCopies(t *testing.T) {
-	rng := rand.New(rand.NewPCG(7, 11))
-	word := func() string {
-		const letters = "abcdefghijklmnopqrstuvwxyz"
-		b := make([]byte, 3+rng.IntN(6))
-		for i := range b {
-			b[i] = letters[rng.IntN(len(letters))]
-		}
-		return string(b)
-	}
-	const pages = 1000
-	told := 0
-	for p := range pages {
-		var page, stamped strings.Builder
-		for range 3 {
-			words := make([]string, 6+rng.IntN(5))
-			for i := range words {
-				words[i] = word()
-			}
-			page.WriteString(strings.Join(words, " ") + "\n")
-			words[len(words)/2] = fmt.Sprintf("n%dx%d", p, rng.IntN(1e6)) // a nonce stamped on each line
-			stamped.WriteString(strings.Join(words, " ") + "\n")
-		}
-		sketch := sketchOf([]resource.Content{{Text: page.String()}})
-		if holdsSketch(shingleSet([]resource.Content{{Text: stamped.String()}}), sketch) {
-			told++
-		}
-	}
-	if told < pages-2 {
-		t.Errorf("%d of %d short pages stamped on each line told as near copies; want all", told, pages)
-	}
-}
-
 // Pages of one format whose lines differ from another's in a field or two
 // (two services' logs, two sites' access logs, two exports of one table,
 // two services' status pages), or in a key or a value (two locales, two
@@ -676,6 +636,19 @@ func TestRecordsOfOneFormatAreNoNearCopies(t *testing.T) {
 			b.WriteString(");\n")
 			return b.String()
 		},
+		"state changes, a word apart mid-line": func(side, page int) string {
+			// Each pod's line comes twice, a state apart: the state is a
+			// field this text repeats, and the other server's lines are
+			// these with other states.
+			states := [][]string{{"pending", "running", "waiting", "ready"}, {"failed", "stopped", "evicted", "unknown"}}[side]
+			var b strings.Builder
+			for j, pod := range []string{"alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel"} {
+				for k := range 2 {
+					fmt.Fprintf(&b, "pod %s of the %s deployment went %s after the rollout began\n", pod, paths[page%len(paths)], states[(j+k+page)%len(states)])
+				}
+			}
+			return b.String()
+		},
 		"health checks, only the times differ": func(side, page int) string {
 			var b strings.Builder
 			for j := range 20 {
@@ -705,9 +678,9 @@ func TestRecordsOfOneFormatAreNoNearCopies(t *testing.T) {
 // text: about 3,000 Go and Markdown files of 1–64 KiB from the Go module
 // cache (every k-th by path), every ordered pair. near-pairs counts the
 // pairs whose second file holds the first's sketch (versions of one file
-// in two module versions are most of them); stamped-told counts the files
-// whose copy, the middle whitespace-separated token of every line
-// replaced by a nonce, is told a near copy of them.
+// in two module versions are most of them); quoted-told counts the files
+// whose copy with every line quoted is told a near copy of them (all of
+// them but those too short for a sketch).
 //
 //	go test ./internal/mcp -run '^$' -bench NearCopiesInTheModuleCache -benchtime 1x
 func BenchmarkNearCopiesInTheModuleCache(b *testing.B) {
@@ -731,7 +704,7 @@ func BenchmarkNearCopiesInTheModuleCache(b *testing.B) {
 	slices.Sort(paths)
 	type doc struct {
 		text   string
-		sketch []sketchShingle
+		sketch []uint64
 		set    map[uint64]struct{}
 	}
 	var docs []doc
@@ -751,46 +724,13 @@ func BenchmarkNearCopiesInTheModuleCache(b *testing.B) {
 					near++
 				}
 			}
-			if holdsSketch(shingleSet(readable([]resource.Content{{Text: wordline(docs[i].text, 1, 1)}})), docs[i].sketch) {
+			quoted := "> " + strings.ReplaceAll(docs[i].text, "\n", "\n> ")
+			if holdsSketch(shingleSet(readable([]resource.Content{{Text: quoted}})), docs[i].sketch) {
 				told++
 			}
 		}
 		b.ReportMetric(float64(len(docs)), "files")
 		b.ReportMetric(float64(near), "near-pairs")
-		b.ReportMetric(float64(told), "stamped-told")
-	}
-}
-
-// numericWords reads a line's words as appendWords does: one flag a word,
-// set for those holding a digit of any script.
-func TestNumericWordsAlignWithWords(t *testing.T) {
-	for line, want := range map[string][]bool{
-		"time=2026-12-06T08:01:02Z level=info": {false, true, true, true, true, true, false, false},
-		"v1.34.2 ٣٤ abc\xffdef":                {true, true, true, true, false, false},
-		"":                                     nil,
-		"  --  ":                               nil,
-		"x\u0301y 12ms":                        {false, false, true},
-	} {
-		words, _ := appendWords(nil, line)
-		got := numericWords(nil, line)
-		if len(got) != len(words) || !slices.Equal(got, want) {
-			t.Errorf("numericWords(%q) = %v (%d words); want %v", line, got, len(words), want)
-		}
-	}
-	rng := rand.New(rand.NewPCG(1, 2))
-	alphabet := []rune{'a', 'Z', '7', '٣', ' ', '-', '\u0301', '\u200b', 'ж', '\n', 0xfffd, keptMark + 0x0e48}
-	for range 2000 {
-		var b strings.Builder
-		for range rng.IntN(40) {
-			if rng.IntN(20) == 0 {
-				b.WriteByte(0xff)
-				continue
-			}
-			b.WriteRune(alphabet[rng.IntN(len(alphabet))])
-		}
-		words, _ := appendWords(nil, b.String())
-		if got := numericWords(nil, b.String()); len(got) != len(words) {
-			t.Fatalf("numericWords(%q): %d flags for %d words", b.String(), len(got), len(words))
-		}
+		b.ReportMetric(float64(told), "quoted-told")
 	}
 }

@@ -96,10 +96,10 @@ type ServedLists struct {
 
 // A servedRead is a resources/read the MCP server answered.
 type servedRead struct {
-	key    resource.Key    // the resource read: its server and URI there
-	digest [32]byte        // of its contents (contentsDigest)
-	sketch []sketchShingle // of its shingles (see nearcopy.go); nil if too few
-	short  bool            // its contents are under MinDigestBytes
+	key    resource.Key // the resource read: its server and URI there
+	digest [32]byte     // of its contents (contentsDigest)
+	sketch []uint64     // of its shingles (see nearcopy.go); nil if too few
+	short  bool         // its contents are under MinDigestBytes
 	// private: its contents were for the requesting user only (see
 	// NotePrivateRead).
 	private bool
@@ -113,7 +113,7 @@ type servedRead struct {
 }
 
 // maxServedReads bounds the reads remembered (a quarter more at times):
-// a key, 32 bytes and a sketch of 1.5 KB each.
+// a key, 32 bytes and a sketch of 256 bytes each.
 const maxServedReads = 4096
 
 // maxPerText bounds the reads of one text remembered (of different
@@ -289,7 +289,7 @@ func (s *ServedLists) noteRead(k resource.Key, contents []resource.Content, priv
 	if n == 0 {
 		return
 	}
-	var sketch []sketchShingle
+	var sketch []uint64
 	if n >= MinDigestBytes {
 		sketch = sketchOf(contents)
 	}

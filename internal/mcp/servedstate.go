@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"bytes"
-	"cmp"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
@@ -24,7 +23,7 @@ import (
 // The encoding is a journal: servedMagic, then entries, each a kind byte,
 // the payload's length (uvarint), the payload, and the CRC-32 of kind and
 // payload. MarshalBinary writes all s holds; Journal the entries noted
-// since (appended to what was written, a read costs about 1.5 KB, not
+// since (appended to what was written, a read costs about 350 bytes, not
 // the whole). Restore reads entries up to the first that is cut short or
 // damaged (a crash while appending), each checked and bounded before it
 // is kept, so the memory it takes is bounded by the data's length.
@@ -36,15 +35,17 @@ import (
 // keeps that, and its next copies tell again).
 
 // servedMagic opens the encoding; its last byte is the format's version.
-// Version 2 kept sketches of hashes a word list reversed (see oneWay),
-// version 3 sketches whose masks were of shingles, not lines (see
-// maskedLines): their reads are restored without them (told by their
-// digests).
-const (
-	servedMagic   = "contextd-served\x04"
-	servedMagicV3 = "contextd-served\x03"
-	servedMagicV2 = "contextd-served\x02"
-)
+// Versions 2 to 4 kept, with each sketch hash, its hashes with a word
+// masked (2: hashes a word list reversed, see oneWay; 3 and 4: for
+// stamped copies, no longer told): their reads are restored without
+// their sketches (told by their digests).
+const servedMagic = "contextd-served\x05"
+
+// olderMagic reports whether data opens with a version 2 to 4 magic.
+func olderMagic(data []byte) bool {
+	const prefix = "contextd-served"
+	return len(data) >= len(servedMagic) && string(data[:len(prefix)]) == prefix && data[len(prefix)] >= 2 && data[len(prefix)] <= 4
+}
 
 // The kinds of entry.
 const (
@@ -78,9 +79,6 @@ const maxMarkAhead = 48 * time.Hour
 // maxRestoredChecks bounds the checks restored (one per server).
 const maxRestoredChecks = 10_000
 
-// shingleBytes is a sketch shingle's encoded length, but for its line.
-const shingleBytes = 8 + 8*shingleWords + 2*shingleWords + 1
-
 // appendEntry appends the entry of kind with payload p to b.
 func appendEntry(b []byte, kind byte, p []byte) []byte {
 	b = append(b, kind)
@@ -110,16 +108,8 @@ func readPayload(b []byte, r *servedRead) []byte {
 	b = binary.AppendVarint(b, r.first.UnixMilli())
 	b = binary.AppendVarint(b, r.at.UnixMilli())
 	b = append(b, byte(len(r.sketch)))
-	for _, sh := range r.sketch {
-		b = binary.BigEndian.AppendUint64(b, sh.hash)
-		for _, h := range sh.masked {
-			b = binary.BigEndian.AppendUint64(b, h)
-		}
-		for _, tag := range sh.tags {
-			b = binary.BigEndian.AppendUint16(b, tag)
-		}
-		b = append(b, sh.n)
-		b = binary.AppendUvarint(b, uint64(sh.line))
+	for _, h := range r.sketch {
+		b = binary.BigEndian.AppendUint64(b, h)
 	}
 	return b
 }
@@ -165,7 +155,7 @@ func (s *ServedLists) journalEntry(kind byte, p []byte) {
 }
 
 // MarshalBinary encodes all s keeps across restarts (see Restore): its
-// reads (at most maxServedReads and a quarter, about 1.5 KB each), its
+// reads (at most maxServedReads and a quarter, about 350 bytes each), its
 // checks, and the copies it knows (NoteCopy, NotePassedBack). From then on s records what changes for Journal.
 func (s *ServedLists) MarshalBinary() ([]byte, error) {
 	b := []byte(servedMagic)
@@ -248,11 +238,11 @@ func (s *ServedLists) Restore(data []byte) (dropped int, err error) {
 	if s == nil {
 		return 0, nil
 	}
-	older := bytes.HasPrefix(data, []byte(servedMagicV2)) || bytes.HasPrefix(data, []byte(servedMagicV3))
+	older := olderMagic(data)
 	if !older && !bytes.HasPrefix(data, []byte(servedMagic)) {
 		return 0, errServedFormat
 	}
-	data = data[len(servedMagic):]
+	data = data[len(servedMagic):] // every version's magic is as long
 	now := time.Now()
 	var reads []servedRead
 	checks := map[string]time.Time{}
@@ -279,13 +269,10 @@ func (s *ServedLists) Restore(data []byte) (dropped int, err error) {
 		data = data[1+w+int(n)+4:]
 		switch kind {
 		case entryRead:
-			r, ok := decodeRead(p, now)
+			r, ok := decodeRead(p, now, older)
 			if !ok {
 				dropped++
 				continue
-			}
-			if older {
-				r.sketch = nil
 			}
 			reads = append(reads, r)
 			if len(reads) >= 4*maxServedReads {
@@ -377,7 +364,7 @@ func decodeString(p []byte) (string, []byte, bool) {
 
 // decodeRead decodes a read encoded by readPayload; ok is false for one
 // that cannot be right.
-func decodeRead(p []byte, now time.Time) (r servedRead, ok bool) {
+func decodeRead(p []byte, now time.Time, older bool) (r servedRead, ok bool) {
 	var server, uri string
 	if server, p, ok = decodeString(p); !ok {
 		return r, false
@@ -411,38 +398,24 @@ func decodeRead(p []byte, now time.Time) (r servedRead, ok bool) {
 		r.first = minTime(r.first, now)
 	}
 	p = p[w:]
+	if older {
+		return r, true // its sketch, the rest, is of another form
+	}
 	k := int(p[0])
 	p = p[1:]
-	if k > nearSketch || k > 0 && k < nearMinSketch || len(p) < k*shingleBytes {
+	if k > nearSketch || k > 0 && k < nearMinSketch || len(p) != 8*k {
 		return r, false
 	}
 	if k > 0 {
-		r.sketch = make([]sketchShingle, k)
+		r.sketch = make([]uint64, k)
 	}
 	for i := range k {
-		if len(p) < shingleBytes {
-			return r, false
-		}
-		sh := &r.sketch[i]
-		sh.hash = binary.BigEndian.Uint64(p)
-		for j := range sh.masked {
-			sh.masked[j] = binary.BigEndian.Uint64(p[8+8*j:])
-		}
-		for j := range sh.tags {
-			sh.tags[j] = binary.BigEndian.Uint16(p[8+8*shingleWords+2*j:])
-		}
-		sh.n = min(p[8+10*shingleWords], shingleWords)
-		line, w := binary.Uvarint(p[shingleBytes:])
-		if w <= 0 || line > 1<<32-1 {
-			return r, false
-		}
-		sh.line = uint32(line)
-		p = p[shingleBytes+w:]
-		if i > 0 && cmp.Less(sh.hash, r.sketch[i-1].hash) {
+		r.sketch[i] = binary.BigEndian.Uint64(p[8*i:])
+		if i > 0 && r.sketch[i] < r.sketch[i-1] {
 			return r, false
 		}
 	}
-	return r, len(p) == 0
+	return r, true
 }
 
 // readID names a read's text: a read of the same text again replaces it.

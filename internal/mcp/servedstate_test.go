@@ -154,11 +154,11 @@ func TestServedListsRestoreIsBoundedAndChecked(t *testing.T) {
 	future.key.URI, future.at = "doc://a/future", now.Add(time.Hour)
 	unsorted := good
 	unsorted.key.URI = "doc://a/unsorted"
-	unsorted.sketch = make([]sketchShingle, nearSketch)
-	unsorted.sketch[0].hash = 9
+	unsorted.sketch = make([]uint64, nearSketch)
+	unsorted.sketch[0] = 9
 	long := good
 	long.key.URI = "doc://a/long"
-	long.sketch = make([]sketchShingle, nearSketch+1)
+	long.sketch = make([]uint64, nearSketch+1)
 	enc := []byte(servedMagic)
 	for _, r := range []servedRead{future, unsorted, long, good} {
 		enc = appendEntry(enc, entryRead, readPayload(nil, &r))
@@ -173,7 +173,7 @@ func TestServedListsRestoreIsBoundedAndChecked(t *testing.T) {
 	if at := fresh.reads[0].at; at.After(time.Now()) || at.Before(now.Add(-time.Second)) {
 		t.Errorf("the read dated an hour ahead is restored at %v; want now (%v)", at, now)
 	}
-	for name, bad := range map[string][]byte{"garbage": []byte("not a record"), "empty": nil, "another version": []byte("contextd-served\x05")} {
+	for name, bad := range map[string][]byte{"garbage": []byte("not a record"), "empty": nil, "another version": []byte("contextd-served\x06")} {
 		before := len(fresh.reads)
 		if _, err := fresh.Restore(bad); err == nil {
 			t.Errorf("%s: Restore succeeded", name)
@@ -491,79 +491,36 @@ func pagesReReadAmongManyTexts(t *testing.T, page func(int) string, period, rate
 	})
 }
 
-// What the record keeps of a text gives no word's hash back: a shingle's
-// hash and its hash with the last word masked, were the steps of
-// shingleHash all that made them, give that word's hash by undoing the
-// last step of each (29 of 29 shingles, 35 of 35 words of a runbook, and
-// its PIN by counting).
-func TestTheRecordsSketchesGiveNoWordBack(t *testing.T) {
-	page := "Vault recovery runbook for the payments database.\nThe on-call engineer opens the vault with PIN 482913 and account 77302154.\nRotate the credentials after each recovery, then page the database owner.\nCall extension 4471 with code 90210 if the vault stays sealed.\n"
-	var s ServedLists
-	s.NoteRead(resource.Key{Server: "a", URI: "doc://a/vault"}, []resource.Content{{Text: page}})
-	data, err := s.MarshalBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r ServedLists
-	if _, err := r.Restore(data); err != nil || len(r.reads) != 1 || len(r.reads[0].sketch) < nearMinSketch {
-		t.Fatalf("restored %d reads, %v", len(r.reads), err)
-	}
-	words := map[word]bool{}
-	for line := range strings.Lines(page) {
-		ws, _ := appendWords(nil, line)
-		for _, w := range ws {
-			words[w] = true
-		}
-	}
-	inv := uint64(fnvPrime) // fnvPrime⁻¹ mod 2⁶⁴, by Newton's steps
-	for range 6 {
-		inv *= 2 - fnvPrime*inv
-	}
-	undo := func(h uint64) uint64 { // the last step of shingleHash, undone
-		h ^= h>>29 ^ h>>58
-		return h * inv
-	}
-	tried, found := 0, 0
-	for _, sh := range r.reads[0].sketch {
-		if sh.n != shingleWords {
-			continue
-		}
-		tried++
-		if words[word(undo(sh.hash)^undo(sh.masked[shingleWords-1])^uint64(maskWord))] {
-			found++
-		}
-	}
-	if tried == 0 {
-		t.Fatal("no shingle of four words in the sketch")
-	}
-	if found > 0 {
-		t.Errorf("%d of %d shingles gave their last word's hash back", found, tried)
-	}
-}
-
-// A record of an earlier format (version 2: sketches of hashes a word
-// list reversed; version 3: masks of shingles, not lines — neither matches
-// a read now) is restored by its digests: exact copies of what it holds
-// are told, near ones once read again.
+// A record of an earlier format (versions 2 to 4: sketches whose hashes
+// came with their words masked, of another length) is restored by its
+// digests: exact copies of what it holds are told, near ones once read
+// again.
 func TestARecordOfAnEarlierFormatKeepsItsDigests(t *testing.T) {
 	page := "# Runbook 7\n\nThis page explains postgres vacuum tuning in depth, part 7.\nIt covers the configuration knobs, the monitoring queries\nand the operational runbook steps that an engineer follows.\n"
 	var s ServedLists
 	s.NoteRead(resource.Key{Server: "a", URI: "doc://a/7"}, []resource.Content{{Text: page}})
-	data, err := s.MarshalBinary()
-	if err != nil {
-		t.Fatal(err)
+	read := s.reads[0]
+	p := readPayload(nil, &read)
+	p = append(p[:len(p)-1-8*len(read.sketch)], byte(len(read.sketch)))
+	for i, h := range read.sketch {
+		// Each hash with its four words masked, their four tags, how many
+		// words, and its line.
+		p = binary.BigEndian.AppendUint64(p, h)
+		p = append(p, make([]byte, 8*4+2*4)...)
+		p = append(p, 4)
+		p = binary.AppendUvarint(p, uint64(i+1))
 	}
-	for _, magic := range []string{servedMagicV2, servedMagicV3} {
-		old := append([]byte(magic), data[len(servedMagic):]...)
+	for version := byte(2); version <= 4; version++ {
+		old := appendEntry([]byte("contextd-served"+string(rune(version))), entryRead, p)
 		var r ServedLists
-		if dropped, err := r.Restore(old); err != nil || dropped != 0 || len(r.reads) != 1 {
-			t.Fatalf("Restore of a version %d record: %d reads, %d dropped, %v", magic[len(magic)-1], len(r.reads), dropped, err)
+		if dropped, err := r.Restore(old); err != nil || dropped != 0 || len(r.reads) != 1 || r.reads[0].digest != read.digest {
+			t.Fatalf("Restore of a version %d record: %d reads, %d dropped, %v", version, len(r.reads), dropped, err)
 		}
 		if r.reads[0].sketch != nil {
-			t.Errorf("a version %d record's sketch was kept", magic[len(magic)-1])
+			t.Errorf("a version %d record's sketch was kept", version)
 		}
 		if c := r.ServedBack(resource.Key{Server: "b", URI: "doc://b/x"}, []resource.Content{{Text: page}}); len(c.Of) != 1 || c.Of[0].URI != "doc://a/7" {
-			t.Errorf("an exact copy after restoring a version %d record: %+v; want told", magic[len(magic)-1], c)
+			t.Errorf("an exact copy after restoring a version %d record: %+v; want told", version, c)
 		}
 	}
 }

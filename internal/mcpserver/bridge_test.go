@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -135,7 +134,10 @@ func newRenamingBridge(own int) *renamingBridge {
 // what the content pass read and found its own: what it passes back next
 // is not listed, and the loop stops.
 func testABridgeRenamingContextdsListIsCut(t *testing.T) {
-	for _, mode := range []string{"as is", "quoting", "a word of every line replaced"} {
+	// A bridge replacing a word of every line is not told by its texts (a
+	// template's slot reads the same): the holds and the pace bound it
+	// (sync's TestAServerGrowingWithWhatContextdListsIsFrozen).
+	for _, mode := range []string{"as is", "quoting"} {
 		t.Run(mode, func(t *testing.T) {
 			docs := map[string]string{}
 			for i := range 5 {
@@ -147,21 +149,6 @@ func testABridgeRenamingContextdsListIsCut(t *testing.T) {
 			case "quoting":
 				hub.rewrite = func(s string) string {
 					return "> " + strings.ReplaceAll(strings.TrimSuffix(s, "\n"), "\n", "\n> ") + "\n"
-				}
-			case "a word of every line replaced":
-				for i := range 5 {
-					docs[fmt.Sprintf("doc://a/%d", i)] = fmt.Sprintf("Page %d: postgres vacuum tuning, autovacuum settings and index bloat.\nIt covers the configuration knobs,\nthe monitoring queries and the runbook steps.\n", i)
-				}
-				hub.rewrite = func(s string) string { // a nonce stamped on each read
-					var b strings.Builder
-					for line := range strings.Lines(s) {
-						fields := strings.Fields(line)
-						if len(fields) > 0 {
-							fields[len(fields)/2] = fmt.Sprintf("n%x", rand.Uint64())
-						}
-						b.WriteString(strings.Join(fields, " ") + "\n")
-					}
-					return b.String()
 				}
 			}
 			f := newFacade(t, map[string]*mcpsdk.Server{"a": mcptest.NewServer(docs, nil), "hub": hub.srv}, nil, engine.Options{})
