@@ -123,12 +123,14 @@ func (e *Engine) Reload(ctx context.Context, cfg *config.Config) (Changes, error
 	}
 	e.logRed.Store(next.red)
 	// A server removed is forgotten: what its name was withheld or
-	// frozen for was another server's doing if it comes back. One changed
+	// frozen for was another server's doing if it comes back, and the
+	// reads of its resources contextd served are no longer contextd's to
+	// be passed back (a server renamed serves them all). One changed
 	// keeps its marks (a rotated credential, a setting: the same server);
 	// one pointed at another endpoint is the MCP server's to judge afresh
 	// (see mcp.ServedLists.Repointed).
 	for _, name := range ch.Removed {
-		e.served.Forget(name)
+		e.served.Removed(name)
 	}
 	e.setMu.Lock()
 	e.cur = next

@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"cmp"
 	"fmt"
 	"go/build"
@@ -732,5 +733,32 @@ func BenchmarkNearCopiesInTheModuleCache(b *testing.B) {
 		b.ReportMetric(float64(len(docs)), "files")
 		b.ReportMetric(float64(near), "near-pairs")
 		b.ReportMetric(float64(told), "quoted-told")
+	}
+}
+
+// Texts with fewer than three words that hold a letter (an empty JSON
+// object, a blank file, "null", "TODO", a version number, markup that
+// folds to nothing) are alike by chance: no copies, short or not, of
+// another server's; a short note of a few words still is one.
+func TestTextsOfFewWordsAreNoCopies(t *testing.T) {
+	s := &ServedLists{}
+	few := []string{"{}\n", "[]", "null\n", "TODO\n", "\n", "1.0.0\n", "<!-- generated -->\n", "v20.11.1\n", "OK done", strings.Repeat("=", 80) + "\n"}
+	for i, text := range few {
+		s.NoteRead(resource.Key{Server: "a", URI: fmt.Sprintf("a://%d", i)}, []resource.Content{{Text: text}})
+	}
+	for i, text := range few {
+		if c := s.ServedBack(resource.Key{Server: "b", URI: fmt.Sprintf("b://%d", i)}, []resource.Content{{Text: text}}); len(c.Of) > 0 {
+			t.Errorf("%q: %+v; want no copy", text, c)
+		}
+	}
+	const note = "note 3: vacuum at 2am."
+	s.NoteRead(resource.Key{Server: "a", URI: "a://note"}, []resource.Content{{Text: note}})
+	if c := s.ServedBack(resource.Key{Server: "b", URI: "b://note"}, []resource.Content{{Text: note}}); !c.Short || len(c.Of) != 1 {
+		t.Errorf("a short note: %+v; want a short copy", c)
+	}
+	logo := []resource.Content{{IsBlob: true, Blob: bytes.Repeat([]byte{0x89, 'P', 'N', 'G'}, 40)}}
+	s.NoteRead(resource.Key{Server: "a", URI: "a://logo.png"}, logo)
+	if c := s.ServedBack(resource.Key{Server: "b", URI: "b://logo.png"}, logo); len(c.Of) != 1 {
+		t.Errorf("an image of 160 bytes: %+v; want a copy", c)
 	}
 }

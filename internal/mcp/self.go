@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/contextd/contextd/internal/resource"
 )
@@ -352,6 +353,49 @@ func (c Copy) Other(server string) bool {
 
 const maxCopyOf = 8
 
+// minCopyWords is the least words with a letter a text must hold to be
+// taken for a copy of another (see wordy).
+const minCopyWords = 3
+
+// wordy reports whether contents' texts hold minCopyWords words with a
+// letter in them, or contents hold a blob of MinDigestBytes or more.
+// Texts of fewer words are alike by chance, not by copying: an empty JSON
+// object, a blank file, "null", "TODO", a version number, a page of
+// markup that folds to nothing; a repository has many, and two servers'
+// were taken for short copies of each other. So are blobs of a few bytes
+// (a 1×1 image).
+func wordy(contents []resource.Content) bool {
+	n := 0
+	for _, c := range contents {
+		if c.IsBlob {
+			if len(c.Blob) >= MinDigestBytes {
+				return true
+			}
+			continue
+		}
+		in, letter := false, false
+		for _, r := range c.Text {
+			if wordRune(r) {
+				in = true
+				letter = letter || unicode.IsLetter(r)
+				continue
+			}
+			if in && letter {
+				if n++; n >= minCopyWords {
+					return true
+				}
+			}
+			in, letter = false, false
+		}
+		if in && letter {
+			if n++; n >= minCopyWords {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // ServedBack reports what contents, what k's server answered a read of k
 // with, are a copy of: the resources the MCP server answered a read of
 // with them (one of the last maxServedReads; a text with up to three
@@ -373,6 +417,9 @@ func (s *ServedLists) ServedBack(k resource.Key, contents []resource.Content) Co
 		return Copy{} // nothing to compare: nothing was answered
 	}
 	contents = readable(contents)
+	if !wordy(contents) {
+		return Copy{} // no evidence: see wordy
+	}
 	if d, n := contentsDigest(contents); n > 0 && n < MinDigestBytes {
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -785,6 +832,36 @@ func (s *ServedLists) Forget(server string) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.forget(server)
+}
+
+// Removed forgets server (see Forget) and the reads the MCP server
+// answered of its resources: it is no longer configured, so contextd
+// serves them no more, and another server serving their texts passes
+// nothing of contextd's back — the same server renamed in the
+// configuration serves them all, and was withheld for it.
+func (s *ServedLists) Removed(server string) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.forget(server)
+	s.dropReads(func(k resource.Key) bool { return k.Server == server })
+}
+
+// dropReads drops the reads of the resources drop reports true for.
+// s.mu is held.
+func (s *ServedLists) dropReads(drop func(resource.Key) bool) {
+	n := len(s.reads)
+	s.reads = slices.DeleteFunc(s.reads, func(r servedRead) bool { return drop(r.key) })
+	if len(s.reads) != n && s.journaling {
+		s.journal, s.journalLost = nil, true // a whole write next
+	}
+}
+
+// forget is Forget with s.mu held.
+func (s *ServedLists) forget(server string) {
 	delete(s.withheld, server)
 	delete(s.held, server)
 	delete(s.frozen, server)
@@ -800,10 +877,11 @@ func (s *ServedLists) Forget(server string) {
 	}
 }
 
-// ForgetCopiesOf forgets the copies Restore brought back of servers for
-// which keep reports false (no longer configured): nothing prunes them
-// otherwise, and each whole write kept them.
-func (s *ServedLists) ForgetCopiesOf(keep func(server string) bool) {
+// ForgetUnconfigured forgets the copies Restore brought back of servers
+// for which keep reports false (no longer configured), and the reads of
+// their resources (see Removed): nothing prunes them otherwise, and each
+// whole write kept them.
+func (s *ServedLists) ForgetUnconfigured(keep func(server string) bool) {
 	if s == nil {
 		return
 	}
@@ -815,6 +893,7 @@ func (s *ServedLists) ForgetCopiesOf(keep func(server string) bool) {
 			s.journalLost = s.journaling // a whole write next
 		}
 	}
+	s.dropReads(func(k resource.Key) bool { return !keep(k.Server) })
 }
 
 // Repointed records that server's name now stands for another server

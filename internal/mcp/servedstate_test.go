@@ -24,7 +24,7 @@ func TestServedListsRestoreTellsCopiesAsBefore(t *testing.T) {
 	short := resource.Key{Server: "a", URI: "doc://a/short"}
 	var old ServedLists
 	old.NoteRead(a, text(page))
-	old.NoteRead(short, text("ok"))
+	old.NoteRead(short, text("vacuum at two, reindex at three"))
 	old.Check("b", time.Now().Add(time.Hour))
 	old.Check("c", time.Now().Add(1000*time.Hour)) // past maxMarkAhead
 	old.Freeze("d", time.Now().Add(time.Hour))     // not kept: see servedstate.go
@@ -51,7 +51,7 @@ func TestServedListsRestoreTellsCopiesAsBefore(t *testing.T) {
 		{"as it was", text(page), a, false, false},
 		{"a header line added", text("passed back\n" + page), a, false, false},
 		{"every line quoted", text("> " + strings.ReplaceAll(page, "\n", "\n> ")), a, true, false},
-		{"short", text("ok"), short, false, true},
+		{"short", text("vacuum at two, reindex at three"), short, false, true},
 		{"read after the restart", text(laterPage), later, false, false},
 	} {
 		got := s.ServedBack(b, c.got)
@@ -611,7 +611,7 @@ func TestCopiesOfServersGoneAreForgotten(t *testing.T) {
 	if _, err := restarted.Restore(data); err != nil {
 		t.Fatal(err)
 	}
-	restarted.ForgetCopiesOf(func(server string) bool { return server != "gone" })
+	restarted.ForgetUnconfigured(func(server string) bool { return server != "gone" })
 	if restarted.CopyCount("gone") != 0 || restarted.CopyCount("b") != 1 {
 		t.Errorf("copies known: gone %d, b %d; want 0 and 1", restarted.CopyCount("gone"), restarted.CopyCount("b"))
 	}
@@ -641,5 +641,59 @@ func TestCopiesNoLongerCopiesTakeNoRoomInARestore(t *testing.T) {
 	}
 	if !s.IsPassedBack(k) || s.CopyCount("churn") != 0 {
 		t.Errorf("after churn: the bridge's copy passed back %v, churned copies known %d; want true, 0", s.IsPassedBack(k), s.CopyCount("churn"))
+	}
+}
+
+// A server renamed in the configuration serves the texts contextd served
+// under its old name: once the old name is removed (a reload) or not
+// configured (a start), its reads are forgotten and the new name's texts
+// are no copies of anything contextd serves; another server's reads stay.
+func TestReadsOfAServerRemovedAreForgotten(t *testing.T) {
+	page := func(i int) []resource.Content {
+		return []resource.Content{{Text: fmt.Sprintf("Page %d of the runbook: vacuum the tables nightly, reindex weekly, and page the owner.\n", i)}}
+	}
+	fill := func(s *ServedLists) {
+		for i := range 3 {
+			s.NoteRead(resource.Key{Server: "ok", URI: fmt.Sprintf("file:///doc%d.md", i)}, page(i))
+		}
+		s.NoteRead(resource.Key{Server: "docs", URI: "doc://9"}, page(9))
+	}
+	renamed := func(s *ServedLists, i int) Copy {
+		return s.ServedBack(resource.Key{Server: "ok2", URI: fmt.Sprintf("file:///doc%d.md", i)}, page(i))
+	}
+	var s ServedLists
+	fill(&s)
+	if c := renamed(&s, 0); len(c.Of) != 1 {
+		t.Fatalf("before the old name was removed: %+v; want a copy of ok's page", c)
+	}
+	s.Removed("ok")
+	for i := range 3 {
+		if c := renamed(&s, i); len(c.Of) != 0 {
+			t.Errorf("page %d after a reload removed ok: %+v; want no copy", i, c)
+		}
+	}
+	if c := renamed(&s, 9); len(c.Of) != 1 || c.Of[0].Server != "docs" {
+		t.Errorf("docs' page: %+v; want still a copy of it", c)
+	}
+
+	var before ServedLists
+	fill(&before)
+	data, err := before.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var restarted ServedLists
+	if _, err := restarted.Restore(data); err != nil {
+		t.Fatal(err)
+	}
+	restarted.ForgetUnconfigured(func(server string) bool { return server != "ok" })
+	if c := renamed(&restarted, 1); len(c.Of) != 0 {
+		t.Errorf("after a restart without ok: %+v; want no copy", c)
+	}
+	if c := renamed(&restarted, 9); len(c.Of) != 1 {
+		t.Errorf("docs' page after the restart: %+v; want still a copy of it", c)
+	}
+	if data, err = restarted.MarshalBinary(); err != nil || bytes.Contains(data, []byte("file:///doc1.md")) {
+		t.Errorf("the next whole write still holds ok's reads (%v)", err)
 	}
 }

@@ -489,7 +489,7 @@ func (s *Server) loadServed() {
 		s.log.Warn("some of what contextd served before could not be read (a crash while it was written, or damage): copies of those are told only once a host reads them again", "file", path, "entries", dropped)
 	}
 	cfg := s.eng.Config()
-	s.eng.ServedLists().ForgetCopiesOf(func(server string) bool {
+	s.eng.ServedLists().ForgetUnconfigured(func(server string) bool {
 		_, ok := cfg.Server(server)
 		return ok
 	})
