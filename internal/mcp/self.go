@@ -909,12 +909,17 @@ func (s *ServedLists) ForgetUnconfigured(keep func(server string) bool) {
 // no longer lists, see Prune; the content pass's copies withhold it for
 // the run). An honest server so waits for one content pass, and what is
 // too short to tell from a copy for the hour after a restart, or the run
-// after a reload.
+// after a reload. The reads the MCP server answered under the name are
+// forgotten either way: they were of the old server's texts.
 func (s *ServedLists) Repointed(server string, withheld bool, until time.Time) {
 	if s == nil {
 		return
 	}
 	s.mu.Lock()
+	// The texts contextd served under the name were the old server's:
+	// contextd serves them no more (see Removed). Two names swapped, or
+	// another name given the old server, serve them now.
+	s.dropReads(func(k resource.Key) bool { return k.Server == server })
 	withheld = withheld || s.isWithheld(server)
 	if withheld {
 		s.withholdUntil(server, until)

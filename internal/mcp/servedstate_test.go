@@ -697,3 +697,27 @@ func TestReadsOfAServerRemovedAreForgotten(t *testing.T) {
 		t.Errorf("the next whole write still holds ok's reads (%v)", err)
 	}
 }
+
+// Two names swapped in the configuration (each now points at the other's
+// server): the reads answered under each name were of the other's texts
+// now, and are forgotten, so neither is a copy of the other.
+func TestNamesSwappedAreNoCopiesOfEachOther(t *testing.T) {
+	page := func(set string, i int) []resource.Content {
+		return []resource.Content{{Text: fmt.Sprintf("Set %s, page %d of the runbook: vacuum the tables nightly, reindex weekly.\n", set, i)}}
+	}
+	var s ServedLists
+	for i := range 3 {
+		s.NoteRead(resource.Key{Server: "alpha", URI: fmt.Sprintf("a://%d", i)}, page("a", i))
+		s.NoteRead(resource.Key{Server: "beta", URI: fmt.Sprintf("b://%d", i)}, page("b", i))
+	}
+	s.Repointed("alpha", false, time.Now().Add(time.Hour))
+	s.Repointed("beta", false, time.Now().Add(time.Hour))
+	for i := range 3 {
+		if c := s.ServedBack(resource.Key{Server: "beta", URI: fmt.Sprintf("a://%d", i)}, page("a", i)); len(c.Of) != 0 {
+			t.Errorf("beta serving alpha's old page %d: %+v; want no copy", i, c)
+		}
+		if c := s.ServedBack(resource.Key{Server: "alpha", URI: fmt.Sprintf("b://%d", i)}, page("b", i)); len(c.Of) != 0 {
+			t.Errorf("alpha serving beta's old page %d: %+v; want no copy", i, c)
+		}
+	}
+}
