@@ -118,7 +118,7 @@ type servedRead struct {
 const maxServedReads = 4096
 
 // maxPerText bounds the reads of one text remembered (of different
-// resources, the latest): a text served under many URIs (a template's,
+// resources, the first answered and the latest): a text served under many URIs (a template's,
 // pins) would push every other out of the bound.
 const maxPerText = 4
 
@@ -134,11 +134,13 @@ const maxRepeatLag = maxServedReads / 2
 // one read, moved last (a host polling one resource would push every
 // other out of the bound), taking the first time of the one it replaces;
 // and of a text read under more than maxPerText resources the oldest
-// read is dropped. repeat says it replaced a read of the same text of the
+// read is dropped, save the one first answered: that resource is the
+// text's origin (see copyOf), and a bridge passing the text back under
+// new URIs must not push it out. repeat says it replaced a read of the same text of the
 // same resource written fewer than maxRepeatLag reads before written, the
 // count of reads written so far (r then keeps where that one stands).
 func addRead(reads []servedRead, r servedRead, written uint64) (_ []servedRead, repeat bool) {
-	same, oldest := -1, -1
+	same, origin := -1, -1
 	others := 0
 	for i := len(reads) - 1; i >= 0; i-- {
 		switch {
@@ -147,8 +149,13 @@ func addRead(reads []servedRead, r servedRead, written uint64) (_ []servedRead, 
 			same = i
 		default:
 			others++
-			oldest = i
+			if origin < 0 || !reads[origin].first.Before(reads[i].first) {
+				origin = i
+			}
 		}
+	}
+	if same >= 0 && origin >= 0 && reads[same].first.Before(reads[origin].first) {
+		origin = -1 // r's resource is the origin, kept as the one it replaces
 	}
 	drop := []int{}
 	if same >= 0 {
@@ -161,7 +168,12 @@ func addRead(reads []servedRead, r servedRead, written uint64) (_ []servedRead, 
 		drop = append(drop, same)
 	}
 	if others >= maxPerText {
-		drop = append(drop, oldest)
+		for i := range reads {
+			if i != origin && i != same && reads[i].digest == r.digest {
+				drop = append(drop, i) // the oldest read
+				break
+			}
+		}
 	}
 	slices.Sort(drop)
 	for i := len(drop) - 1; i >= 0; i-- {
@@ -406,6 +418,8 @@ func wordy(contents []resource.Content) bool {
 // bridge that read it from contextd (when contextd read k, or ahead of
 // time), or an honest copy of a text a host read from contextd (a
 // server's boilerplate, another server's page, another version of it).
+// It is none if the MCP server answered k with them before any of
+// those: they copy k.
 func (s *ServedLists) ServedBack(k resource.Key, contents []resource.Content) Copy {
 	if s == nil {
 		return Copy{}
@@ -436,7 +450,7 @@ func (s *ServedLists) ServedBack(k resource.Key, contents []resource.Content) Co
 	equal := false
 	s.mu.Lock()
 	c := s.copyOf(k, func(r *servedRead) bool {
-		equal = equal || r.digest == whole
+		equal = equal || r.key != k && r.digest == whole
 		return ds[r.digest]
 	})
 	s.mu.Unlock()
@@ -459,21 +473,29 @@ func (s *ServedLists) copyOf(k resource.Key, match func(*servedRead) bool) Copy 
 	var others, own []resource.Key
 	type span struct{ first, last, prev time.Time }
 	spans := map[resource.Key]*span{}
+	var ownFirst, othersFirst time.Time // k's and the others' first matching reads
 	for i := range s.reads {
 		r := &s.reads[i]
 		if r.key == k {
+			if match(r) && (ownFirst.IsZero() || r.first.Before(ownFirst)) {
+				ownFirst = r.first
+			}
 			continue
 		}
 		if len(spans) > 0 {
 			if sp := spans[r.key]; sp != nil {
 				if match(r) {
 					sp.first, sp.last, sp.prev = minTime(sp.first, r.first), r.at, maxTime(sp.last, r.prev)
+					othersFirst = minTime(othersFirst, r.first)
 				}
 				continue
 			}
 		}
 		if !match(r) {
 			continue
+		}
+		if othersFirst.IsZero() || r.first.Before(othersFirst) {
+			othersFirst = r.first
 		}
 		if r.key.Server != k.Server {
 			others = append(others, r.key)
@@ -491,6 +513,12 @@ func (s *ServedLists) copyOf(k resource.Key, match func(*servedRead) bool) Copy 
 	c := Copy{Own: len(own) > 0}
 	if len(others)+len(own) == 0 {
 		return c
+	}
+	if !ownFirst.IsZero() && !othersFirst.Before(ownFirst) {
+		// k was answered with it before any other: they copy k, and
+		// their reads came after (a host reading a bridge's copies
+		// must not make the page they copy one of them).
+		return Copy{}
 	}
 	slices.Reverse(others) // the latest read first
 	c.Of = append(others[:min(len(others), maxCopyOf-min(len(own), 1))], own...)

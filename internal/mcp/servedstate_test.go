@@ -721,3 +721,43 @@ func TestNamesSwappedAreNoCopiesOfEachOther(t *testing.T) {
 		}
 	}
 }
+
+// A page a bridge passes back is read under the bridge's names after
+// contextd answered it under its own: the page is no copy of those, even
+// once they outnumber maxPerText, a host reads it again, and the bridge
+// is renamed at each reload. Each of the bridge's is still a copy of it.
+// A host reading the copies a bridge had listed made the honest server
+// withheld 3 s after the bridge's first rename.
+func TestThePageABridgeCopiesIsNoCopyOfTheCopies(t *testing.T) {
+	text := []resource.Content{{Text: "Runbook: drain the node, cordon it, then roll the deployment back and watch the error rate.\n"}}
+	origin := resource.Key{Server: "alpha", URI: "doc://alpha/runbook"}
+	var s ServedLists
+	s.NoteRead(origin, text)
+	for i := range 3 * (maxPerText + 1) {
+		bridge := fmt.Sprintf("br%d", i/(maxPerText+1))
+		s.NoteRead(resource.Key{Server: bridge, URI: fmt.Sprintf("hub://up/%d", i)}, text)
+		if i%(maxPerText+1) == maxPerText {
+			s.Removed(bridge) // renamed by a reload
+		}
+		if i == 2*maxPerText {
+			s.NoteRead(origin, text) // a host reads it again
+		}
+		if c := s.ServedBack(origin, text); len(c.Of) != 0 {
+			t.Fatalf("after %d reads of the bridge's copies: the page they copy is %+v; want no copy", i+1, c)
+		}
+	}
+	c := s.ServedBack(resource.Key{Server: "br9", URI: "hub://up/next"}, text)
+	if !c.Equal || !slices.Contains(c.Of, origin) {
+		t.Errorf("the bridge's next copy: %+v; want an equal copy of %v among others", c, origin)
+	}
+	// A text answered first under another resource still makes the
+	// later one a copy, read again or not.
+	var t2 ServedLists
+	other := resource.Key{Server: "beta", URI: "doc://beta/runbook"}
+	t2.NoteRead(origin, text)
+	t2.NoteRead(other, text)
+	t2.NoteRead(other, text)
+	if c := t2.ServedBack(other, text); len(c.Of) != 1 || c.Of[0] != origin {
+		t.Errorf("a page answered after another with its text: %+v; want a copy of %v", c, origin)
+	}
+}

@@ -899,6 +899,48 @@ func TestCopiesOfAServersPagesDoNotTakeThemAway(t *testing.T) {
 	}
 }
 
+// A host reading, through contextd, the copies a bridge passes back of
+// a server's pages (listed before the bridge was withheld) makes the
+// bridge withheld and not the server: its pages were answered first.
+// Read again by an assemble, they were taken for copies of the bridge's,
+// and the honest server was withheld 3 s after the bridge's first
+// rename.
+func TestCopiesReadAfterThePagesTheyCopyLeaveThePagesTheirs(t *testing.T) {
+	docs, copies := map[string]string{}, map[string]string{}
+	for i := range 6 {
+		text := fmt.Sprintf("runbook step %d: drain the node, cordon it, then roll the kubernetes deployment back\n", i)
+		docs[fmt.Sprintf("doc://docs/%d", i)] = text
+		copies[fmt.Sprintf("hub://up/%d", i)] = text
+	}
+	f := newFacade(t, map[string]*mcpsdk.Server{"docs": mcptest.NewServer(docs, nil), "hub": mcptest.NewServer(copies, nil)}, nil, engine.Options{})
+	host := f.connect(t, nil)
+	read := func(uri string) {
+		t.Helper()
+		if _, err := host.ReadResource(t.Context(), &mcpsdk.ReadResourceParams{URI: uri}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 6 {
+		read(fmt.Sprintf("contextd:resource/docs/doc://docs/%d", i))
+	}
+	for i := range 6 {
+		read(fmt.Sprintf("contextd:resource/hub/hub://up/%d", i))
+	}
+	for range 2 { // docs' pages read again from docs
+		if _, err := f.eng.Assemble(t.Context(), engine.AssembleRequest{Query: "roll the kubernetes deployment back", TokenBudget: 4000}); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 6 {
+			read(fmt.Sprintf("contextd:resource/docs/doc://docs/%d", i))
+		}
+	}
+	for _, s := range f.eng.Servers() {
+		if withheld := strings.Contains(s.MCPListing, "withheld"); withheld != (s.Server == "hub") {
+			t.Errorf("%s: MCP listing %q; want the hub withheld and docs not", s.Server, s.MCPListing)
+		}
+	}
+}
+
 // A bridge beside a server growing on its own (a log adding a page every
 // 5 s), its reads empty texts so that no copy tells it: held, it still
 // passed back the log's pages that contextd listed meanwhile, was taken
