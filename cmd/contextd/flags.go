@@ -156,15 +156,21 @@ func newLogger(w io.Writer, level string) (*slog.Logger, error) {
 
 // newLoggerFormat writes logs at level to w, as text or JSON
 // (config.LogText, config.LogJSON: one object per line, with the keys
-// time, level, msg and the record's own).
+// time, level, msg and the record's own). The passwords of the proxy URLs
+// in the environment are masked (config.ProxySecrets): a proxy may quote
+// them in an error an upstream's connection logs.
 func newLoggerFormat(w io.Writer, level, format string) (*slog.Logger, error) {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(level)); err != nil {
 		return nil, fmt.Errorf("--log-level: %w", err)
 	}
 	o := &slog.HandlerOptions{Level: l}
+	var h slog.Handler = slog.NewTextHandler(w, o)
 	if format == config.LogJSON {
-		return slog.New(slog.NewJSONHandler(w, o)), nil
+		h = slog.NewJSONHandler(w, o)
 	}
-	return slog.New(slog.NewTextHandler(w, o)), nil
+	if p := config.ProxySecrets(os.Environ()); len(p) > 0 {
+		h = redact.Handler(h, redact.New(p...))
+	}
+	return slog.New(h), nil
 }

@@ -80,3 +80,28 @@ func TestRejectedFlagIsAFlagError(t *testing.T) {
 		t.Errorf("-h: %v, want flag.ErrHelp", err)
 	}
 }
+
+// A proxy answering with the credentials it was sent (decoded, as the
+// user:password pair, or as written in the URL) has them masked in the
+// log, text or JSON; the proxy's host and the rest of the line stay.
+func TestProxyPasswordsAreMaskedInTheLog(t *testing.T) {
+	t.Setenv("HTTP_PROXY", "http://pxu:SECRETPX1zz@proxy.corp:3128")
+	t.Setenv("all_proxy", "socks5://ops:p%40ssw0rd%21x@proxy.corp:1080")
+	for _, format := range []string{"text", "json"} {
+		var b bytes.Buffer
+		log, err := newLoggerFormat(&b, "info", format)
+		if err != nil {
+			t.Fatal(err)
+		}
+		log.Warn("connect failed", "server", "wiki", "err", errors.New("calling initialize: the server answered error -32603: decoded pxu:SECRETPX1zz raw SECRETPX1zz via proxy.corp; socks ops:p@ssw0rd!x"))
+		out := b.String()
+		for _, secret := range []string{"SECRETPX1zz", "p@ssw0rd!x"} {
+			if strings.Contains(out, secret) {
+				t.Errorf("%s log holds the proxy password %q: %s", format, secret, out)
+			}
+		}
+		if !strings.Contains(out, "proxy.corp") || !strings.Contains(out, "wiki") {
+			t.Errorf("%s log lost what is no secret: %s", format, out)
+		}
+	}
+}
