@@ -427,11 +427,18 @@ type readID struct {
 // compactReads returns the latest at most max of reads (oldest first, as
 // they came), less those addRead drops: a read of the same text of the
 // same resource as a later one (which takes its first time), and reads
-// of a text maxPerText later reads of other resources hold.
+// of a text maxPerText later reads of other resources hold, save the
+// read of the resource first answered with it (its origin, see addRead).
 func compactReads(reads []servedRead, max int) []servedRead {
 	kept := make([]servedRead, 0, min(len(reads), max))
 	at := map[readID]int{}
-	texts := map[[32]byte]int{}
+	origin := map[[32]byte]servedRead{}
+	for _, r := range reads {
+		if o, ok := origin[r.digest]; !ok || r.first.Before(o.first) {
+			origin[r.digest] = r
+		}
+	}
+	texts := map[[32]byte]int{} // the reads of each text kept, less its origin's
 	for i := len(reads) - 1; i >= 0; i-- {
 		r := reads[i]
 		id := readID{r.key, r.digest}
@@ -440,11 +447,14 @@ func compactReads(reads []servedRead, max int) []servedRead {
 			kept[j].private = kept[j].private || r.private
 			continue
 		}
-		if len(kept) == max || texts[r.digest] == maxPerText {
+		isOrigin := origin[r.digest].key == r.key
+		if len(kept) == max || !isOrigin && texts[r.digest] == maxPerText-1 {
 			continue
 		}
 		at[id] = len(kept)
-		texts[r.digest]++
+		if !isOrigin {
+			texts[r.digest]++
+		}
 		kept = append(kept, r)
 	}
 	slices.Reverse(kept)

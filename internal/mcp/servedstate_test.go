@@ -750,6 +750,21 @@ func TestThePageABridgeCopiesIsNoCopyOfTheCopies(t *testing.T) {
 	if !c.Equal || !slices.Contains(c.Of, origin) {
 		t.Errorf("the bridge's next copy: %+v; want an equal copy of %v among others", c, origin)
 	}
+	// A restart keeps the origin's read among a text's: its record holds
+	// every read appended as answered, the bridge's too.
+	var reads []servedRead
+	base := time.Now()
+	for i := range 3 * maxPerText {
+		k := resource.Key{Server: "br", URI: fmt.Sprintf("hub://up/%d", i)}
+		if i == 0 {
+			k = origin
+		}
+		reads = append(reads, servedRead{key: k, digest: [32]byte{1}, first: base.Add(time.Duration(i) * time.Second), at: base.Add(time.Duration(i) * time.Second)})
+	}
+	kept := compactReads(reads, maxServedReads)
+	if len(kept) != maxPerText || kept[0].key != origin || kept[len(kept)-1].key != reads[len(reads)-1].key {
+		t.Errorf("a restart kept %d reads of a text read under %d resources, the first of %v; want %d, the origin's and the latest", len(kept), len(reads), kept[0].key, maxPerText)
+	}
 	// A text answered first under another resource still makes the
 	// later one a copy, read again or not.
 	var t2 ServedLists
