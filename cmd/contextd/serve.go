@@ -164,6 +164,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		StateFile: mcpserver.StateFileIn(eng.DataDir())})
 	var web *mcpHTTP
 	if cfg.MCPListen != "" {
+		svc.NoteAnswers(fac.NoteAnswered) // a bridge may take texts from gRPC too
 		if web, err = newMCPHTTP(cfg, token, fac, nconns, log); err != nil {
 			lis.Close()
 			if metricsLis != nil {

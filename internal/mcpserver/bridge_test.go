@@ -941,6 +941,56 @@ func TestCopiesReadAfterThePagesTheyCopyLeaveThePagesTheirs(t *testing.T) {
 	}
 }
 
+// A bridge taking a server's texts from the assemble_context tool (pins)
+// instead of reading them, and passing them back: the tool's answers are
+// reads answered too, so the bridge is withheld and the server is not.
+// Before, the bridge's copies, read first, were taken for the texts'
+// origin, and the honest server was withheld 5 s after the bridge.
+func TestTextsTakenFromTheAssembleToolAndPassedBackAreCopies(t *testing.T) {
+	docs, copies := map[string]string{}, map[string]string{}
+	for i := range 6 {
+		text := fmt.Sprintf("runbook step %d: drain the node, cordon it, then roll the kubernetes deployment back\n", i)
+		docs[fmt.Sprintf("doc://docs/%d", i)] = text
+		copies[fmt.Sprintf("hub://up/%d", i)] = text
+	}
+	f := newFacade(t, map[string]*mcpsdk.Server{"docs": mcptest.NewServer(docs, nil), "hub": mcptest.NewServer(copies, nil)}, nil, engine.Options{})
+	host := f.connect(t, nil)
+	var pins []any
+	for i := range 6 {
+		pins = append(pins, fmt.Sprintf("contextd:resource/docs/doc://docs/%d", i))
+	}
+	res, err := host.CallTool(t.Context(), &mcpsdk.CallToolParams{Name: "assemble_context", Arguments: map[string]any{"task": "roll the deployment back", "pins": pins, "budget": 4000}})
+	if err != nil || res.IsError {
+		t.Fatalf("assemble_context: %v %+v", err, res)
+	}
+	got := 0
+	for _, c := range res.Content {
+		if r, ok := c.(*mcpsdk.EmbeddedResource); ok && strings.HasPrefix(r.Resource.URI, "contextd:resource/docs/") {
+			got++
+		}
+	}
+	if got != 6 {
+		t.Fatalf("the tool returned %d of docs' 6 pinned pages", got)
+	}
+	read := func(uri string) {
+		t.Helper()
+		if _, err := host.ReadResource(t.Context(), &mcpsdk.ReadResourceParams{URI: uri}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 6 {
+		read(fmt.Sprintf("contextd:resource/hub/hub://up/%d", i))
+	}
+	for i := range 6 {
+		read(fmt.Sprintf("contextd:resource/docs/doc://docs/%d", i))
+	}
+	for _, s := range f.eng.Servers() {
+		if withheld := strings.Contains(s.MCPListing, "withheld"); withheld != (s.Server == "hub") {
+			t.Errorf("%s: MCP listing %q; want the hub withheld and docs not", s.Server, s.MCPListing)
+		}
+	}
+}
+
 // A bridge beside a server growing on its own (a log adding a page every
 // 5 s), its reads empty texts so that no copy tells it: held, it still
 // passed back the log's pages that contextd listed meanwhile, was taken

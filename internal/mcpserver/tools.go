@@ -11,6 +11,7 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/contextd/contextd/internal/engine"
+	"github.com/contextd/contextd/internal/mcp"
 	"github.com/contextd/contextd/internal/resource"
 	"github.com/contextd/contextd/internal/selector"
 )
@@ -163,6 +164,7 @@ func (s *Server) assembleTool(ctx context.Context, req *mcpsdk.CallToolRequest, 
 		// unknown server, nothing synced yet).
 		return nil, AssembleOutput{}, err
 	}
+	s.NoteAnswered(res)
 	out := AssembleOutput{Items: []ItemOutput{}, Omitted: []OmittedOutput{}, TotalTokens: res.TotalTokens, TokenBudget: ar.TokenBudget, Tokenizer: res.Tokenizer}
 	result := &mcpsdk.CallToolResult{}
 	for _, it := range res.Items {
@@ -185,6 +187,50 @@ func (s *Server) assembleTool(ctx context.Context, req *mcpsdk.CallToolRequest, 
 	}
 	result.Content = append(result.Content, &mcpsdk.TextContent{Text: summary(res, ar.TokenBudget)})
 	return result, out, nil
+}
+
+// NoteAnswered remembers the texts res hands a caller (of the
+// assemble_context tool, or of the gRPC Assemble beside this server) as
+// reads the MCP server answered (see readResource): a bridge may take
+// them from an assemble instead of reading them, and pass them back. A whole item is one
+// read, as resources/read answers it; each section or cut head is a read
+// of its own, of MinDigestBytes or more (a bridge passes back what it
+// got, and the resource's other texts are no copies of a part of it).
+// An outline is contextd's own text, and is not remembered.
+func (s *Server) NoteAnswered(res *engine.AssembleResult) {
+	lists := s.eng.ServedLists()
+	noted := false
+	note := func(k resource.Key, cs []resource.Content, private bool) {
+		if private {
+			lists.NotePrivateRead(k, cs)
+		} else {
+			lists.NoteRead(k, cs)
+		}
+		noted = true
+	}
+	for _, it := range res.Items {
+		k := it.Key()
+		private := res.Fetched[k].Private
+		switch it.Form {
+		case selector.FormWhole:
+			cs := make([]resource.Content, 0, len(it.Contents))
+			for _, c := range it.Contents {
+				cs = append(cs, c.Content)
+			}
+			if len(cs) > 0 {
+				note(k, cs, private)
+			}
+		case selector.FormSections, selector.FormTruncated:
+			for _, c := range it.Contents {
+				if len(c.Text) >= mcp.MinDigestBytes || len(c.Blob) >= mcp.MinDigestBytes {
+					note(k, []resource.Content{c.Content}, private)
+				}
+			}
+		}
+	}
+	if noted {
+		s.saveServed(true) // a crash right after must not lose them
+	}
 }
 
 // itemContents is one content of a returned item; a part of the text (a

@@ -40,7 +40,16 @@ type Service struct {
 	// configError is why the configuration file was last refused ("" when
 	// it was not); see SetConfigError.
 	configError atomic.Pointer[string]
+	// answered, when set, is given each Assemble answer before it is
+	// sent (see NoteAnswers).
+	answered func(*engine.AssembleResult)
 }
+
+// NoteAnswers has Assemble give each answer to f before sending it: the
+// MCP server remembers the texts contextd hands out, so that a bridge
+// passing them back is told (mcpserver.Server.NoteAnswered). Call it
+// before serving.
+func (s *Service) NoteAnswers(f func(*engine.AssembleResult)) { s.answered = f }
 
 var _ contextdv1.ContextServiceServer = (*Service)(nil)
 
@@ -92,6 +101,9 @@ func (s *Service) Assemble(ctx context.Context, in *contextdv1.AssembleRequest) 
 	res, err := s.eng.Assemble(ctx, req)
 	if err != nil {
 		return nil, s.status(ctx, "assemble", err)
+	}
+	if s.answered != nil {
+		s.answered(res)
 	}
 	return AssembleResponse(res, in.GetTokenBudget()), nil
 }

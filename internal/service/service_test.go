@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +24,8 @@ import (
 	"github.com/contextd/contextd/internal/index/indextest"
 	"github.com/contextd/contextd/internal/mcp"
 	"github.com/contextd/contextd/internal/mcp/mcptest"
+	"github.com/contextd/contextd/internal/mcpserver"
+	"github.com/contextd/contextd/internal/resource"
 	"github.com/contextd/contextd/internal/service"
 	ctxsync "github.com/contextd/contextd/internal/sync"
 	contextdv1 "github.com/contextd/contextd/proto/contextd/v1"
@@ -37,6 +40,13 @@ var docs = map[string]string{
 // newClient runs the service over bufconn with two upstreams: "docs" (a
 // go-sdk server in memory) and "broken" (whose connect always fails).
 func newClient(t *testing.T) contextdv1.ContextServiceClient {
+	t.Helper()
+	return newClientWith(t, nil)
+}
+
+// newClientWith is newClient, with setup called on the engine and the
+// service before it serves.
+func newClientWith(t *testing.T, setup func(*engine.Engine, *service.Service)) contextdv1.ContextServiceClient {
 	t.Helper()
 	cfg := &config.Config{Tokenizer: "cl100k_base", Servers: []config.Server{
 		{Name: "broken", Transport: config.TransportStdio, Command: "does-not-exist"},
@@ -69,7 +79,11 @@ func newClient(t *testing.T) contextdv1.ContextServiceClient {
 	}
 
 	lis := bufconn.Listen(1 << 20)
-	gs := service.NewServer(service.New(eng, nil))
+	svc := service.New(eng, nil)
+	if setup != nil {
+		setup(eng, svc)
+	}
+	gs := service.NewServer(svc)
 	go func() { _ = gs.Serve(lis) }()
 	t.Cleanup(gs.Stop)
 	conn, err := grpc.NewClient("passthrough:///bufnet",
@@ -122,6 +136,35 @@ func TestAssembleOverGRPC(t *testing.T) {
 	}
 	if resp.GetReads() != int32(len(resp.GetItems())) {
 		t.Errorf("reads = %d for %d items: something was read and not returned", resp.GetReads(), len(resp.GetItems()))
+	}
+}
+
+// The texts an Assemble hands out are remembered as reads the MCP server
+// answered, so that a bridge taking them from gRPC and passing them back
+// under its own URIs is told a copy of them.
+func TestTextsAnsweredOverGRPCAreRemembered(t *testing.T) {
+	var eng *engine.Engine
+	c := newClientWith(t, func(e *engine.Engine, svc *service.Service) {
+		eng = e
+		svc.NoteAnswers(mcpserver.New(e, nil).NoteAnswered)
+	})
+	resp, err := c.Assemble(t.Context(), &contextdv1.AssembleRequest{Query: "billing invoices", TokenBudget: 4000,
+		Pinned: []*contextdv1.ResourceRef{{Server: "docs", Uri: "doc://architecture.md"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text string
+	for _, it := range resp.GetItems() {
+		if it.GetUri() == "doc://architecture.md" && len(it.GetContents()) == 1 {
+			text = it.GetContents()[0].GetText()
+		}
+	}
+	if text != docs["doc://architecture.md"] {
+		t.Fatalf("the pinned page came back as %q; want it whole", text)
+	}
+	c2 := eng.ServedLists().ServedBack(resource.Key{Server: "hub", URI: "hub://up/1"}, []resource.Content{{Text: text}})
+	if want := (resource.Key{Server: "docs", URI: "doc://architecture.md"}); !slices.Contains(c2.Of, want) {
+		t.Errorf("a bridge passing the answered text back: %+v; want a copy of %v", c2, want)
 	}
 }
 
