@@ -12,7 +12,8 @@ var proxyVars = []string{"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "FTP_PROXY"}
 
 // ProxySecrets returns the passwords in environ's proxy URLs (proxyVars,
 // upper or lower case, "KEY=value" entries as os.Environ gives them),
-// each as written and percent-decoded, and each user:password pair: a
+// each as written and percent-decoded, and each user:password pair (of a
+// URL with a user name and no password, the user name, a token then): a
 // proxy may quote them in an error contextd logs. They are masked in
 // logs only: they are no configured secrets, and stdio servers inherit
 // the variables to reach the same proxy. A URL without a scheme is read
@@ -32,16 +33,23 @@ func ProxySecrets(environ []string) []string {
 		if err != nil || u.User == nil {
 			continue
 		}
-		p, set := u.User.Password()
-		if !set || p == "" {
-			continue
-		}
 		// The user information as written (percent-encoded or not).
 		auth := v[strings.Index(v, "://")+3:]
 		auth = auth[:strings.IndexAny(auth+"/", "/?#")]
 		info := auth[:max(strings.LastIndex(auth, "@"), 0)]
-		_, rawPass, _ := strings.Cut(info, ":")
-		out = append(out, p, u.User.Username()+":"+p)
+		rawUser, rawPass, _ := strings.Cut(info, ":")
+		user := u.User.Username()
+		p, _ := u.User.Password()
+		if p == "" {
+			// A user name alone is the credential (a token as the user,
+			// as some proxies take it); a proxy echoes it as "user:".
+			if user != "" {
+				out = append(out, user, user+":")
+				out = append(out, withDecoded(rawUser)...)
+			}
+			continue
+		}
+		out = append(out, p, user+":"+p)
 		out = append(out, withDecoded(rawPass)...)
 		out = append(out, withDecoded(info)...)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/contextd/contextd/internal/config"
 	"github.com/contextd/contextd/internal/engine"
 	"github.com/contextd/contextd/internal/mcp/mcptest"
+	"github.com/contextd/contextd/internal/mcpserver"
 	"github.com/contextd/contextd/internal/service"
 	ctxsync "github.com/contextd/contextd/internal/sync"
 	contextdv1 "github.com/contextd/contextd/proto/contextd/v1"
@@ -40,7 +41,9 @@ import (
 // goroutine and live-heap growth between the first and the last second, and
 // fails if p99 exceeds 15 s (the 10 s queue bound plus one answer), if
 // goroutines grow by more than 20, or if the live heap grows by more than
-// 64 MiB. CONTEXTD_LOAD_NO_ADMISSION=1 turns admission off, for a baseline.
+// 64 MiB. CONTEXTD_LOAD_NO_ADMISSION=1 turns admission off, for a baseline;
+// CONTEXTD_LOAD_MCP=1 has the texts answered remembered, as the daemon
+// does with mcp_listen set (mcpserver.Server.NoteAnswered).
 //
 //	go test -run X -bench BenchmarkLoad -benchtime 1x ./internal/service/
 //	CONTEXTD_LOAD=60s go test -run X -bench BenchmarkLoad -benchtime 1x -timeout 10m ./internal/service/
@@ -90,7 +93,14 @@ func BenchmarkLoad(b *testing.B) {
 		if os.Getenv("CONTEXTD_LOAD_NO_ADMISSION") != "" {
 			guard.MaxConcurrent = 0 // the baseline: every request runs at once
 		}
-		gs := service.NewServer(service.New(eng, nil), service.Guard(guard)...)
+		svc := service.New(eng, nil)
+		if os.Getenv("CONTEXTD_LOAD_MCP") != "" {
+			// As the daemon with mcp_listen set: each answer's texts are
+			// remembered, and journaled to data_dir/mcp-served-reads.
+			mcps := mcpserver.New(eng, &mcpserver.Options{StateFile: mcpserver.StateFileIn(b.TempDir())})
+			svc.NoteAnswers(mcps.NoteAnswered)
+		}
+		gs := service.NewServer(svc, service.Guard(guard)...)
 		go func() { _ = gs.Serve(lis) }()
 		conn, err := grpc.NewClient("passthrough:///bufnet",
 			grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
