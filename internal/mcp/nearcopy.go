@@ -7,6 +7,7 @@ import (
 	"html"
 	"slices"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -656,6 +657,55 @@ func sketchOf(contents []resource.Content) []uint64 {
 func shingleSet(contents []resource.Content) map[uint64]struct{} {
 	set := map[uint64]struct{}{}
 	eachShingle(nearText(contents), true, func(h uint64) { set[h] = struct{}{} })
+	return set
+}
+
+// A shingleMemo keeps the shingle sets of the texts compared lately, by
+// their digest (contentsDigest), up to maxMemoHashes hashes in all, the
+// oldest dropped first: a page read again (each request reading the same
+// pages from a server that lets nothing be cached) is not shingled
+// again, which was most of a read's copy check. The zero value is empty
+// and ready; it is safe for concurrent use, and a set it returns is
+// never changed.
+type shingleMemo struct {
+	mu    sync.Mutex
+	sets  map[[32]byte]map[uint64]struct{}
+	order [][32]byte // oldest first
+	size  int        // the hashes sets hold
+}
+
+// maxMemoHashes bounds the hashes a shingleMemo holds (a few MB); a set
+// of over a quarter of it is not kept.
+const maxMemoHashes = 1 << 18
+
+// get returns shingleSet(contents), whose digest is d.
+func (m *shingleMemo) get(d [32]byte, contents []resource.Content) map[uint64]struct{} {
+	m.mu.Lock()
+	set, ok := m.sets[d]
+	m.mu.Unlock()
+	if ok {
+		return set
+	}
+	set = shingleSet(contents)
+	if len(set) > maxMemoHashes/4 {
+		return set
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.sets[d]; ok {
+		return set
+	}
+	for m.size+len(set) > maxMemoHashes && len(m.order) > 0 {
+		m.size -= len(m.sets[m.order[0]])
+		delete(m.sets, m.order[0])
+		m.order = m.order[1:]
+	}
+	if m.sets == nil {
+		m.sets = map[[32]byte]map[uint64]struct{}{}
+	}
+	m.sets[d] = set
+	m.order = append(m.order, d)
+	m.size += len(set)
 	return set
 }
 

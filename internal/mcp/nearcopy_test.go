@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"go/build"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"unicode"
 
@@ -768,5 +770,43 @@ func TestTextsOfFewWordsAreNoCopies(t *testing.T) {
 	s.NoteRead(resource.Key{Server: "a", URI: "a://logo.png"}, logo)
 	if c := s.ServedBack(resource.Key{Server: "b", URI: "b://logo.png"}, logo); len(c.Of) != 1 {
 		t.Errorf("an image of 160 bytes: %+v; want a copy", c)
+	}
+}
+
+// The memo of shingle sets gives what shingleSet gives, for a text seen
+// before too, from many goroutines at once, and holds at most
+// maxMemoHashes hashes however many texts pass.
+func TestShingleSetsRememberedAreBoundedAndTheSame(t *testing.T) {
+	var m shingleMemo
+	text := func(i int) []resource.Content {
+		var b strings.Builder
+		for j := range 150 {
+			fmt.Fprintf(&b, "line %d of page %d holds words %d and %d\n", j, i, i*j, i+j)
+		}
+		return []resource.Content{{Text: b.String()}}
+	}
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for i := range 60 {
+				cs := text(i % (40 + g))
+				d, _ := contentsDigest(cs)
+				if got, want := m.get(d, cs), shingleSet(cs); !maps.Equal(got, want) {
+					t.Errorf("page %d: the remembered set differs from the text's (%d against %d hashes)", i, len(got), len(want))
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, s := range m.sets {
+		n += len(s)
+	}
+	t.Logf("%d sets, %d hashes", len(m.sets), n)
+	if n != m.size || m.size > maxMemoHashes || len(m.order) != len(m.sets) || len(m.sets) == 0 {
+		t.Errorf("the memo holds %d sets, %d hashes (counted %d), %d in order; want at most %d hashes, counted right", len(m.sets), n, m.size, len(m.order), maxMemoHashes)
 	}
 }

@@ -51,6 +51,8 @@ func isSelf(meta map[string]any) bool {
 type ServedLists struct {
 	mu    sync.Mutex
 	reads []servedRead // oldest first, at most maxServedReads
+	// sets keeps the shingle sets of texts ServedBack compared lately.
+	sets shingleMemo
 	// withheld are the servers the MCP server lists nothing of (see
 	// Withhold), until when (zero: for the run; see Repointed); gen
 	// counts its changes.
@@ -458,7 +460,7 @@ func (s *ServedLists) ServedBack(k resource.Key, contents []resource.Content) Co
 		c.Equal = equal
 		return c
 	}
-	set := shingleSet(contents)
+	set := s.sets.get(whole, contents)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c = s.copyOf(k, func(r *servedRead) bool { return holdsSketch(set, r.sketch) })
