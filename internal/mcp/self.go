@@ -106,6 +106,11 @@ type servedRead struct {
 	// private: its contents were for the requesting user only (see
 	// NotePrivateRead).
 	private bool
+	// origin is set when no read of another resource with its text was
+	// remembered when it was first answered: it may be the text's
+	// origin (see copyOf). A bridge's copy, answered while what it
+	// copies is remembered, never is.
+	origin bool
 	// first and at are when it was first and last answered (a read of
 	// the same text again moves it last, see NoteRead); prev when it was
 	// answered before at, in this run (zero if not).
@@ -159,12 +164,14 @@ func addRead(reads []servedRead, r servedRead, written uint64) (_ []servedRead, 
 	if same >= 0 && origin >= 0 && reads[same].first.Before(reads[origin].first) {
 		origin = -1 // r's resource is the origin, kept as the one it replaces
 	}
+	r.origin = others == 0
 	drop := []int{}
 	if same >= 0 {
 		if w := reads[same].written; w != 0 && written-w < maxRepeatLag {
 			repeat, r.written = true, w
 		}
 		r.first = minTime(r.first, reads[same].first)
+		r.origin = reads[same].origin
 		r.prev = reads[same].at
 		r.private = r.private || reads[same].private
 		drop = append(drop, same)
@@ -476,11 +483,12 @@ func (s *ServedLists) copyOf(k resource.Key, match func(*servedRead) bool) Copy 
 	type span struct{ first, last, prev time.Time }
 	spans := map[resource.Key]*span{}
 	var ownFirst, othersFirst time.Time // k's and the others' first matching reads
+	ownOrigin := false                   // k's first matching read may be the origin
 	for i := range s.reads {
 		r := &s.reads[i]
 		if r.key == k {
 			if match(r) && (ownFirst.IsZero() || r.first.Before(ownFirst)) {
-				ownFirst = r.first
+				ownFirst, ownOrigin = r.first, r.origin
 			}
 			continue
 		}
@@ -516,10 +524,13 @@ func (s *ServedLists) copyOf(k resource.Key, match func(*servedRead) bool) Copy 
 	if len(others)+len(own) == 0 {
 		return c
 	}
-	if !ownFirst.IsZero() && !othersFirst.Before(ownFirst) {
-		// k was answered with it before any other: they copy k, and
-		// their reads came after (a host reading a bridge's copies
-		// must not make the page they copy one of them).
+	if ownOrigin && ownFirst.Before(othersFirst) {
+		// k was answered with it before any other, and none was
+		// remembered then: they copy k (a host reading a bridge's
+		// copies must not make the page they copy one of them). Not if
+		// k's first read came after another's, since forgotten (pushed
+		// out of the bound, private across a restart, of a server
+		// removed): a bridge's copy would be its text's origin then.
 		return Copy{}
 	}
 	slices.Reverse(others) // the latest read first

@@ -100,11 +100,14 @@ func readPayload(b []byte, r *servedRead) []byte {
 	b = appendString(b, r.key.Server)
 	b = appendString(b, r.key.URI)
 	b = append(b, r.digest[:]...)
-	short := byte(0)
+	flags := byte(0) // 1: short; 2: origin
 	if r.short {
-		short = 1
+		flags |= 1
 	}
-	b = append(b, short)
+	if r.origin {
+		flags |= 2
+	}
+	b = append(b, flags)
 	b = binary.AppendVarint(b, r.first.UnixMilli())
 	b = binary.AppendVarint(b, r.at.UnixMilli())
 	b = append(b, byte(len(r.sketch)))
@@ -374,7 +377,7 @@ func decodeRead(p []byte, now time.Time, older bool) (r servedRead, ok bool) {
 	}
 	r.key = resource.Key{Server: server, URI: uri}
 	copy(r.digest[:], p)
-	r.short = p[32] == 1
+	r.short, r.origin = p[32]&1 != 0, p[32]&2 != 0
 	p = p[33:]
 	first, w := binary.Varint(p)
 	if w <= 0 {
@@ -443,6 +446,9 @@ func compactReads(reads []servedRead, max int) []servedRead {
 		r := reads[i]
 		id := readID{r.key, r.digest}
 		if j, ok := at[id]; ok {
+			if r.first.Before(kept[j].first) {
+				kept[j].origin = r.origin
+			}
 			kept[j].first = minTime(kept[j].first, r.first)
 			kept[j].private = kept[j].private || r.private
 			continue

@@ -763,7 +763,33 @@ func TestThePageABridgeCopiesIsNoCopyOfTheCopies(t *testing.T) {
 	}
 	kept := compactReads(reads, maxServedReads)
 	if len(kept) != maxPerText || kept[0].key != origin || kept[len(kept)-1].key != reads[len(reads)-1].key {
-		t.Errorf("a restart kept %d reads of a text read under %d resources, the first of %v; want %d, the origin's and the latest", len(kept), len(reads), kept[0].key, maxPerText)
+		t.Errorf("a restart kept %d reads of a text read under %d resources: %v; want %d, the origin's and the latest", len(kept), len(reads), kept, maxPerText)
+	}
+	// The origin's first read forgotten (pushed out of the bound, or
+	// private across a restart) and the page read again: the bridge's
+	// copy, answered while the origin's read was remembered, is no
+	// origin, and stays a copy.
+	var forgot ServedLists
+	hub := resource.Key{Server: "hub", URI: "hub://up/1"}
+	forgot.NoteRead(origin, text)
+	forgot.NoteRead(hub, text)
+	forgot.mu.Lock()
+	forgot.dropReads(func(k resource.Key) bool { return k == origin })
+	forgot.mu.Unlock()
+	forgot.NoteRead(origin, text)
+	if c := forgot.ServedBack(hub, text); !slices.Contains(c.Of, origin) {
+		t.Errorf("the bridge's copy once the origin's first read was forgotten: %+v; want a copy of %v", c, origin)
+	}
+	// Two reads of one text answered in the same instant: neither is the
+	// other's origin.
+	var tie ServedLists
+	tie.NoteRead(origin, text)
+	tie.NoteRead(hub, text)
+	tie.mu.Lock()
+	tie.reads[1].first = tie.reads[0].first
+	tie.mu.Unlock()
+	if c := tie.ServedBack(hub, text); !slices.Contains(c.Of, origin) {
+		t.Errorf("a copy answered in the same instant as the origin: %+v; want a copy of %v", c, origin)
 	}
 	// A text answered first under another resource still makes the
 	// later one a copy, read again or not.
