@@ -13,7 +13,8 @@ var proxyVars = []string{"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "FTP_PROXY"}
 // ProxySecrets returns the passwords in environ's proxy URLs (proxyVars,
 // upper or lower case, "KEY=value" entries as os.Environ gives them),
 // each as written and percent-decoded, and each user:password pair (of a
-// URL with a user name and no password, the user name, a token then): a
+// URL with a user name and no password, the user name if it looks
+// generated or chosen as a password: a token then): a
 // proxy may quote them in an error contextd logs. They are masked in
 // logs only: they are no configured secrets, and stdio servers inherit
 // the variables to reach the same proxy. A URL without a scheme is read
@@ -41,9 +42,11 @@ func ProxySecrets(environ []string) []string {
 		user := u.User.Username()
 		p, _ := u.User.Password()
 		if p == "" {
-			// A user name alone is the credential (a token as the user,
-			// as some proxies take it); a proxy echoes it as "user:".
-			if user != "" {
+			// A user name alone that looks generated or chosen as a
+			// password is the credential (a token as the user, as some
+			// proxies take it); a proxy echoes it as "user:". A word
+			// ("proxy", "admin") is none, and would mask the log's words.
+			if chosenOrGenerated(user) {
 				out = append(out, user, user+":")
 				out = append(out, withDecoded(rawUser)...)
 			}

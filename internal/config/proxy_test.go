@@ -14,6 +14,7 @@ func TestProxySecretsAreThePasswordsInProxyURLs(t *testing.T) {
 		"HTTP_PROXY_NOT=http://a:NOTAPROXYVAR1@h",
 		"FTP_PROXY=http://SECRETUSERONLYtok9@h:21",
 		"PATH=/usr/bin",
+		"ftp_proxy=http://proxy@proxy.corp:2121",
 	}
 	got := ProxySecrets(env)
 	for _, want := range []string{"SECRETPX1zz", "pxu:SECRETPX1zz", "p@ss/word9", "p%40ss%2Fword9", "pxv:p%40ss%2Fword9", "pxv:p@ss/word9", "SECRETPXALL9zz", "u:SECRETPXALL9zz", "SECRETUSERONLYtok9", "SECRETUSERONLYtok9:"} {
@@ -21,7 +22,7 @@ func TestProxySecretsAreThePasswordsInProxyURLs(t *testing.T) {
 			t.Errorf("ProxySecrets lacks %q: %q", want, got)
 		}
 	}
-	for _, not := range []string{"NOTAPROXYVAR1", "pxu", "pxv", "localhost,127.0.0.1", "/usr/bin"} {
+	for _, not := range []string{"NOTAPROXYVAR1", "pxu", "pxv", "proxy", "proxy:", "localhost,127.0.0.1", "/usr/bin"} {
 		if slices.ContainsFunc(got, func(s string) bool { return s == not || s == "a:"+not }) {
 			t.Errorf("ProxySecrets holds %q: %q", not, got)
 		}

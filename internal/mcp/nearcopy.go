@@ -660,9 +660,9 @@ func shingleSet(contents []resource.Content) map[uint64]struct{} {
 	return set
 }
 
-// A shingleMemo keeps the shingle sets of the texts compared lately, by
-// their digest (contentsDigest), up to maxMemoHashes hashes in all, the
-// oldest dropped first: a page read again (each request reading the same
+// A shingleMemo keeps the shingle sets of texts compared, by their
+// digest (contentsDigest), up to maxMemoHashes hashes in all, the first
+// kept dropped first (a hit does not move a set): a page read again (each request reading the same
 // pages from a server that lets nothing be cached) is not shingled
 // again, which was most of a read's copy check. The zero value is empty
 // and ready; it is safe for concurrent use, and a set it returns is

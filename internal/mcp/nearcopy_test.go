@@ -810,3 +810,34 @@ func TestShingleSetsRememberedAreBoundedAndTheSame(t *testing.T) {
 		t.Errorf("the memo holds %d sets, %d hashes (counted %d), %d in order; want at most %d hashes, counted right", len(m.sets), n, m.size, len(m.order), maxMemoHashes)
 	}
 }
+
+// A part of a page handed out (a section) is told when passed back as it
+// is, and a page holding it among lines of its own is no copy of it: a
+// licence's paragraph sits in many READMEs.
+func TestAPartHandedOutIsToldOnlyWhole(t *testing.T) {
+	const part = "Permission is hereby granted, free of charge, to any person obtaining a copy\nof this software and associated documentation files (the Software), to deal\nin the Software without restriction, including without limitation the rights\n"
+	var s ServedLists
+	s.NotePart(resource.Key{Server: "a", URI: "a://readme"}, []resource.Content{{Text: part}}, false)
+	if c := s.ServedBack(resource.Key{Server: "hub", URI: "hub://up/1"}, []resource.Content{{Text: part}}); !c.Equal || len(c.Of) != 1 {
+		t.Errorf("the part passed back as it is: %+v; want an equal copy", c)
+	}
+	readme := "# b, a tool for tables\n\nInstall it with go install, then run b with a file.\nIt reads CSV and TSV, and writes Markdown tables.\n\n## Licence\n\n" + part + "\nSee the LICENSE file for the rest of it.\n"
+	if c := s.ServedBack(resource.Key{Server: "b", URI: "b://readme"}, []resource.Content{{Text: readme}}); len(c.Of) != 0 {
+		t.Errorf("a page holding the part among its own lines: %+v; want no copy", c)
+	}
+}
+
+// A bridge's page with a line added before another server's text, which
+// the bridge's own page was answered with before: a copy of the other,
+// not an equal one (its own earlier read is no match of another).
+func TestACopyWithALineAddedIsNotEqualForItsOwnEarlierRead(t *testing.T) {
+	const text = "Runbook: drain the node, cordon it, then roll the deployment back.\nWatch the error rate for ten minutes before you close the incident.\n"
+	hub := resource.Key{Server: "hub", URI: "hub://up/1"}
+	var s ServedLists
+	s.NoteRead(resource.Key{Server: "docs", URI: "doc://runbook"}, []resource.Content{{Text: text}})
+	s.NoteRead(hub, []resource.Content{{Text: "From the hub:\n" + text}})
+	c := s.ServedBack(hub, []resource.Content{{Text: "From the hub:\n" + text}})
+	if len(c.Of) != 1 || c.Of[0].Server != "docs" || c.Equal {
+		t.Errorf("the bridge's page: %+v; want a copy of docs' page, not equal", c)
+	}
+}

@@ -51,7 +51,7 @@ func isSelf(meta map[string]any) bool {
 type ServedLists struct {
 	mu    sync.Mutex
 	reads []servedRead // oldest first, at most maxServedReads
-	// sets keeps the shingle sets of texts ServedBack compared lately.
+	// sets keeps the shingle sets of texts ServedBack compared.
 	sets shingleMemo
 	// withheld are the servers the MCP server lists nothing of (see
 	// Withhold), until when (zero: for the run; see Repointed); gen
@@ -292,17 +292,26 @@ func contentsDigest(cs []resource.Content) ([32]byte, int) {
 // NoteRead records a resources/read the MCP server answered: contents, of
 // the resource k.
 func (s *ServedLists) NoteRead(k resource.Key, contents []resource.Content) {
-	s.noteRead(k, contents, false)
+	s.noteRead(k, contents, false, false)
 }
 
 // NotePrivateRead is NoteRead for contents their server marked for the
 // requesting user only: remembered as any, but never written
 // (MarshalBinary, Journal).
 func (s *ServedLists) NotePrivateRead(k resource.Key, contents []resource.Content) {
-	s.noteRead(k, contents, true)
+	s.noteRead(k, contents, true, false)
 }
 
-func (s *ServedLists) noteRead(k resource.Key, contents []resource.Content, private bool) {
+// NotePart is NoteRead (NotePrivateRead if private) for a part of k's
+// text handed out (a section, a head cut to fit): remembered by its
+// digest alone, with no sketch. A bridge passes a part back as it got it,
+// an exact copy; but a page holding it nearly whole among lines of its
+// own (a licence's paragraph in a README) is no near copy of it.
+func (s *ServedLists) NotePart(k resource.Key, contents []resource.Content, private bool) {
+	s.noteRead(k, contents, private, true)
+}
+
+func (s *ServedLists) noteRead(k resource.Key, contents []resource.Content, private, part bool) {
 	if s == nil {
 		return
 	}
@@ -312,7 +321,7 @@ func (s *ServedLists) noteRead(k resource.Key, contents []resource.Content, priv
 		return
 	}
 	var sketch []uint64
-	if n >= MinDigestBytes {
+	if n >= MinDigestBytes && !part {
 		sketch = sketchOf(contents)
 	}
 	now := time.Now()
@@ -483,7 +492,7 @@ func (s *ServedLists) copyOf(k resource.Key, match func(*servedRead) bool) Copy 
 	type span struct{ first, last, prev time.Time }
 	spans := map[resource.Key]*span{}
 	var ownFirst, othersFirst time.Time // k's and the others' first matching reads
-	ownOrigin := false                   // k's first matching read may be the origin
+	ownOrigin := false                  // k's first matching read may be the origin
 	for i := range s.reads {
 		r := &s.reads[i]
 		if r.key == k {

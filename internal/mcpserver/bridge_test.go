@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -988,6 +989,62 @@ func TestTextsTakenFromTheAssembleToolAndPassedBackAreCopies(t *testing.T) {
 		if withheld := strings.Contains(s.MCPListing, "withheld"); withheld != (s.Server == "hub") {
 			t.Errorf("%s: MCP listing %q; want the hub withheld and docs not", s.Server, s.MCPListing)
 		}
+	}
+}
+
+// Every way an MCP host gets an assemble's texts (the tool, the context
+// prompt, the contextd:context template) remembers them: passed back
+// under a bridge's URI, each is a copy.
+func TestTextsOfEveryAssembleAreRemembered(t *testing.T) {
+	for _, via := range []string{"tool", "prompt", "template"} {
+		t.Run(via, func(t *testing.T) {
+			docs := map[string]string{}
+			for i := range 3 {
+				docs[fmt.Sprintf("doc://docs/%d", i)] = fmt.Sprintf("runbook step %d: drain the node, cordon it, then roll the kubernetes deployment back\n", i)
+			}
+			f := newFacade(t, map[string]*mcpsdk.Server{"docs": mcptest.NewServer(docs, nil)}, nil, engine.Options{})
+			host := f.connect(t, nil)
+			const task = "roll the kubernetes deployment back"
+			var texts []string
+			switch via {
+			case "tool":
+				res, err := host.CallTool(t.Context(), &mcpsdk.CallToolParams{Name: "assemble_context", Arguments: map[string]any{"task": task, "budget": 4000}})
+				if err != nil || res.IsError {
+					t.Fatal(err, res)
+				}
+				for _, c := range res.Content {
+					if r, ok := c.(*mcpsdk.EmbeddedResource); ok {
+						texts = append(texts, r.Resource.Text)
+					}
+				}
+			case "prompt":
+				res, err := host.GetPrompt(t.Context(), &mcpsdk.GetPromptParams{Name: "context", Arguments: map[string]string{"task": task}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, m := range res.Messages {
+					if r, ok := m.Content.(*mcpsdk.EmbeddedResource); ok {
+						texts = append(texts, r.Resource.Text)
+					}
+				}
+			case "template":
+				res, err := host.ReadResource(t.Context(), &mcpsdk.ReadResourceParams{URI: "contextd:context?task=" + url.PathEscape(task) + "&budget=4000"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, c := range res.Contents {
+					texts = append(texts, c.Text)
+				}
+			}
+			if len(texts) != 3 {
+				t.Fatalf("%d texts handed out; want docs' 3", len(texts))
+			}
+			for _, text := range texts {
+				if c := f.eng.ServedLists().ServedBack(resource.Key{Server: "hub", URI: "hub://up/x"}, []resource.Content{{Text: text}}); len(c.Of) == 0 {
+					t.Errorf("handed out %q, and passed back under a bridge's URI it is no copy", strings.TrimSpace(text))
+				}
+			}
+		})
 	}
 }
 

@@ -164,7 +164,6 @@ func (s *Server) assembleTool(ctx context.Context, req *mcpsdk.CallToolRequest, 
 		// unknown server, nothing synced yet).
 		return nil, AssembleOutput{}, err
 	}
-	s.NoteAnswered(res)
 	out := AssembleOutput{Items: []ItemOutput{}, Omitted: []OmittedOutput{}, TotalTokens: res.TotalTokens, TokenBudget: ar.TokenBudget, Tokenizer: res.Tokenizer}
 	result := &mcpsdk.CallToolResult{}
 	for _, it := range res.Items {
@@ -189,25 +188,17 @@ func (s *Server) assembleTool(ctx context.Context, req *mcpsdk.CallToolRequest, 
 	return result, out, nil
 }
 
-// NoteAnswered remembers the texts res hands a caller (of the
-// assemble_context tool, or of the gRPC Assemble beside this server) as
-// reads the MCP server answered (see readResource): a bridge may take
-// them from an assemble instead of reading them, and pass them back. A whole item is one
-// read, as resources/read answers it; each section or cut head is a read
-// of its own, of MinDigestBytes or more (a bridge passes back what it
-// got, and the resource's other texts are no copies of a part of it).
-// An outline is contextd's own text, and is not remembered.
+// NoteAnswered remembers the texts res hands a caller (of an assemble
+// of this server's, or of the gRPC Assemble beside it) as reads the MCP
+// server answered (see readResource): a bridge may take them from an
+// assemble instead of reading them, and pass them back. A whole item is
+// one read, as resources/read answers it; each section or cut head of
+// MinDigestBytes or more is a part (mcp.ServedLists.NotePart: told only
+// when passed back as it is). An outline is contextd's own text, and is
+// not remembered. It may append to the record of reads (Options.StateFile).
 func (s *Server) NoteAnswered(res *engine.AssembleResult) {
 	lists := s.eng.ServedLists()
 	noted := false
-	note := func(k resource.Key, cs []resource.Content, private bool) {
-		if private {
-			lists.NotePrivateRead(k, cs)
-		} else {
-			lists.NoteRead(k, cs)
-		}
-		noted = true
-	}
 	for _, it := range res.Items {
 		k := it.Key()
 		private := res.Fetched[k].Private
@@ -217,13 +208,19 @@ func (s *Server) NoteAnswered(res *engine.AssembleResult) {
 			for _, c := range it.Contents {
 				cs = append(cs, c.Content)
 			}
-			if len(cs) > 0 {
-				note(k, cs, private)
+			switch {
+			case len(cs) == 0:
+			case private:
+				lists.NotePrivateRead(k, cs)
+			default:
+				lists.NoteRead(k, cs)
 			}
+			noted = noted || len(cs) > 0
 		case selector.FormSections, selector.FormTruncated:
 			for _, c := range it.Contents {
 				if len(c.Text) >= mcp.MinDigestBytes || len(c.Blob) >= mcp.MinDigestBytes {
-					note(k, []resource.Content{c.Content}, private)
+					lists.NotePart(k, []resource.Content{c.Content}, private)
+					noted = true
 				}
 			}
 		}
@@ -317,10 +314,16 @@ func (s *Server) searchTool(ctx context.Context, req *mcpsdk.CallToolRequest, in
 	return result, out, nil
 }
 
-// assemble remembers the task for the session's completions and
-// assembles. The servers in scope were waited for before the request took
-// its turn (see readyScope).
+// assemble remembers the task for the session's completions, assembles,
+// and remembers the texts it hands out (NoteAnswered): the tool, the
+// context prompt and the contextd:context template all answer with them.
+// The servers in scope were waited for before the request took its turn
+// (see readyScope).
 func (s *Server) assemble(ctx context.Context, sess *mcpsdk.ServerSession, req engine.AssembleRequest) (*engine.AssembleResult, error) {
 	s.remember(sess, req.Query)
-	return s.eng.Assemble(ctx, req)
+	res, err := s.eng.Assemble(ctx, req)
+	if err == nil {
+		s.NoteAnswered(res)
+	}
+	return res, err
 }
