@@ -315,3 +315,52 @@ func TestReloadFollowsASymlinkedConfig(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// A writer that empties the file and writes it again a moment later
+// (not by rename) leaves it empty between the two: that is not applied,
+// so no server is removed and its texts stay in the index. The 110th
+// pass's 600-resource server took 43 s to come back whole.
+func TestAConfigEmptiedAndRewrittenIsAppliedOnceItSettles(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "contextd.yaml")
+	head := fmt.Sprintf("listen: unix://%s\ndata_dir: %s\nembedder: glove\nmcpServers:\n", filepath.Join(dir, "c.sock"), filepath.Join(dir, "data"))
+	one := upstreamEntry("one", map[string]string{"FAKE_DOCS": `{"doc://one":"one"}`})
+	if err := os.WriteFile(path, []byte(head+one), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	logs := &lockedBuffer{}
+	go func() { done <- run(ctx, []string{"serve", "--config", path}, io.Discard, logs) }()
+	defer func() { cancel(); <-done }()
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(logs.String(), "contextd serving") {
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not start; logs:\n%s", logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	two := upstreamEntry("two", map[string]string{"FAKE_DOCS": `{"doc://two":"two"}`})
+	for _, cut := range []string{"", head} { // empty, then cut after mcpServers:
+		if err := os.WriteFile(path, []byte(cut), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(600 * time.Millisecond)
+		if err := os.WriteFile(path, []byte(head+one), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err := os.WriteFile(path, []byte(head+one+two), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for !strings.Contains(logs.String(), "added=[two]") && !strings.Contains(logs.String(), `added="[one two]"`) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the last edit was not reloaded; logs:\n%s", logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if s := logs.String(); strings.Contains(s, "removed=[one]") {
+		t.Errorf("a file emptied for 0.6 s was applied, removing a server; logs:\n%s", s)
+	}
+}

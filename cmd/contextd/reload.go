@@ -30,6 +30,13 @@ import (
 // rename and chmod) into one reload.
 const reloadDebounce = 300 * time.Millisecond
 
+// reloadSettle is how long a changed file must stay the same before it is
+// applied: a writer that truncates the file and writes it again a moment
+// later (not by rename) leaves it empty or cut between the two, and that
+// file, applied, would remove servers and drop their texts from the
+// index.
+const reloadSettle = time.Second
+
 // pollEvery is how often the file is checked when it cannot be watched.
 const pollEvery = 2 * time.Second
 
@@ -379,25 +386,39 @@ func (r *reloader) watch(ctx context.Context, w *watcher) {
 		last = h
 		return true
 	}
+	// settling: the file changed, and is applied once it has stayed the
+	// same for reloadSettle (the next poll when polled).
+	settling := false
+	settled := func() {
+		if !settling {
+			if settling = changed(); settling {
+				debounce.Reset(reloadSettle)
+			}
+			return
+		}
+		if h := fileHash(r.path); h != last {
+			last = h // changed again: wait again
+			debounce.Reset(reloadSettle)
+			return
+		}
+		settling = false
+		_ = r.reload(ctx, "file changed")
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-w.hup:
-			last = fileHash(r.path)
+			last, settling = fileHash(r.path), false
 			_ = r.reload(ctx, "SIGHUP")
 		case <-events:
 			debounce.Reset(reloadDebounce)
 		case err := <-errs:
 			r.log.Warn("config watch", "err", err)
 		case <-poll:
-			if changed() {
-				_ = r.reload(ctx, "file changed")
-			}
+			settled()
 		case <-debounce.C:
-			if changed() {
-				_ = r.reload(ctx, "file changed")
-			}
+			settled()
 		}
 	}
 }
