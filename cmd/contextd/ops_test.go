@@ -273,6 +273,25 @@ func TestServeHealthMetricsAndReload(t *testing.T) {
 
 // TestReloadFollowsASymlinkedConfig: a config file that is a symbolic link
 // to a file elsewhere is reloaded when the target is edited in place.
+// serveConfig runs serve on the configuration at path until t ends, and
+// returns its log once it serves.
+func serveConfig(t *testing.T, path string) *lockedBuffer {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	logs := &lockedBuffer{}
+	go func() { done <- run(ctx, []string{"serve", "--config", path}, io.Discard, logs) }()
+	t.Cleanup(func() { cancel(); <-done })
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(logs.String(), "contextd serving") {
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not start; logs:\n%s", logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return logs
+}
+
 func TestReloadFollowsASymlinkedConfig(t *testing.T) {
 	// The daemon writes its socket and data elsewhere, so nothing else
 	// stirs the link's directory.
@@ -287,18 +306,8 @@ func TestReloadFollowsASymlinkedConfig(t *testing.T) {
 	if err := os.Symlink(target, link); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	logs := &lockedBuffer{}
-	go func() { done <- run(ctx, []string{"serve", "--config", link}, io.Discard, logs) }()
-	defer func() { cancel(); <-done }()
+	logs := serveConfig(t, link)
 	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(logs.String(), "contextd serving") {
-		if time.Now().After(deadline) {
-			t.Fatalf("serve did not start; logs:\n%s", logs.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 	two := upstreamEntry("two", map[string]string{"FAKE_DOCS": `{"doc://two":"two"}`})
 	f, err := os.OpenFile(target, os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
@@ -328,18 +337,8 @@ func TestAConfigEmptiedAndRewrittenIsAppliedOnceItSettles(t *testing.T) {
 	if err := os.WriteFile(path, []byte(head+one), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	logs := &lockedBuffer{}
-	go func() { done <- run(ctx, []string{"serve", "--config", path}, io.Discard, logs) }()
-	defer func() { cancel(); <-done }()
+	logs := serveConfig(t, path)
 	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(logs.String(), "contextd serving") {
-		if time.Now().After(deadline) {
-			t.Fatalf("serve did not start; logs:\n%s", logs.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 	two := upstreamEntry("two", map[string]string{"FAKE_DOCS": `{"doc://two":"two"}`})
 	for _, cut := range []string{"", head} { // empty, then cut after mcpServers:
 		if err := os.WriteFile(path, []byte(cut), 0o644); err != nil {

@@ -900,13 +900,14 @@ func TestCopiesOfAServersPagesDoNotTakeThemAway(t *testing.T) {
 	}
 }
 
-// A host reading, through contextd, the copies a bridge passes back of
-// a server's pages (listed before the bridge was withheld) makes the
-// bridge withheld and not the server: its pages were answered first.
-// Read again by an assemble, they were taken for copies of the bridge's,
-// and the honest server was withheld 3 s after the bridge's first
-// rename.
-func TestCopiesReadAfterThePagesTheyCopyLeaveThePagesTheirs(t *testing.T) {
+// copyRig is a facade over "docs", six honest pages, and "hub", a
+// bridge's copies of them under hub://up/N, with a host connected.
+type copyRig struct {
+	f    *facade
+	host *mcpsdk.ClientSession
+}
+
+func newCopyRig(t *testing.T) *copyRig {
 	docs, copies := map[string]string{}, map[string]string{}
 	for i := range 6 {
 		text := fmt.Sprintf("runbook step %d: drain the node, cordon it, then roll the kubernetes deployment back\n", i)
@@ -914,82 +915,74 @@ func TestCopiesReadAfterThePagesTheyCopyLeaveThePagesTheirs(t *testing.T) {
 		copies[fmt.Sprintf("hub://up/%d", i)] = text
 	}
 	f := newFacade(t, map[string]*mcpsdk.Server{"docs": mcptest.NewServer(docs, nil), "hub": mcptest.NewServer(copies, nil)}, nil, engine.Options{})
-	host := f.connect(t, nil)
-	read := func(uri string) {
-		t.Helper()
-		if _, err := host.ReadResource(t.Context(), &mcpsdk.ReadResourceParams{URI: uri}); err != nil {
+	return &copyRig{f: f, host: f.connect(t, nil)}
+}
+
+// read has the host read each server's six pages through contextd.
+func (r *copyRig) read(t *testing.T, server string) {
+	t.Helper()
+	for i := range 6 {
+		uri := fmt.Sprintf("contextd:resource/docs/doc://docs/%d", i)
+		if server == "hub" {
+			uri = fmt.Sprintf("contextd:resource/hub/hub://up/%d", i)
+		}
+		if _, err := r.host.ReadResource(t.Context(), &mcpsdk.ReadResourceParams{URI: uri}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for i := range 6 {
-		read(fmt.Sprintf("contextd:resource/docs/doc://docs/%d", i))
-	}
-	for i := range 6 {
-		read(fmt.Sprintf("contextd:resource/hub/hub://up/%d", i))
-	}
-	for range 2 { // docs' pages read again from docs
-		if _, err := f.eng.Assemble(t.Context(), engine.AssembleRequest{Query: "roll the kubernetes deployment back", TokenBudget: 4000}); err != nil {
-			t.Fatal(err)
-		}
-		for i := range 6 {
-			read(fmt.Sprintf("contextd:resource/docs/doc://docs/%d", i))
-		}
-	}
-	for _, s := range f.eng.Servers() {
+}
+
+// onlyHubWithheld fails t unless the hub is withheld and docs is not.
+func (r *copyRig) onlyHubWithheld(t *testing.T) {
+	t.Helper()
+	for _, s := range r.f.eng.Servers() {
 		if withheld := strings.Contains(s.MCPListing, "withheld"); withheld != (s.Server == "hub") {
 			t.Errorf("%s: MCP listing %q; want the hub withheld and docs not", s.Server, s.MCPListing)
 		}
 	}
 }
 
+// A host reading, through contextd, the copies a bridge passes back of
+// a server's pages (listed before the bridge was withheld) makes the
+// bridge withheld and not the server: its pages were answered first.
+func TestCopiesReadAfterThePagesTheyCopyLeaveThePagesTheirs(t *testing.T) {
+	r := newCopyRig(t)
+	r.read(t, "docs")
+	r.read(t, "hub")
+	for range 2 { // docs' pages read again from docs
+		if _, err := r.f.eng.Assemble(t.Context(), engine.AssembleRequest{Query: "roll the kubernetes deployment back", TokenBudget: 4000}); err != nil {
+			t.Fatal(err)
+		}
+		r.read(t, "docs")
+	}
+	r.onlyHubWithheld(t)
+}
+
 // A bridge taking a server's texts from the assemble_context tool (pins)
 // instead of reading them, and passing them back: the tool's answers are
 // reads answered too, so the bridge is withheld and the server is not.
-// Before, the bridge's copies, read first, were taken for the texts'
-// origin, and the honest server was withheld 5 s after the bridge.
 func TestTextsTakenFromTheAssembleToolAndPassedBackAreCopies(t *testing.T) {
-	docs, copies := map[string]string{}, map[string]string{}
-	for i := range 6 {
-		text := fmt.Sprintf("runbook step %d: drain the node, cordon it, then roll the kubernetes deployment back\n", i)
-		docs[fmt.Sprintf("doc://docs/%d", i)] = text
-		copies[fmt.Sprintf("hub://up/%d", i)] = text
-	}
-	f := newFacade(t, map[string]*mcpsdk.Server{"docs": mcptest.NewServer(docs, nil), "hub": mcptest.NewServer(copies, nil)}, nil, engine.Options{})
-	host := f.connect(t, nil)
+	r := newCopyRig(t)
 	var pins []any
 	for i := range 6 {
 		pins = append(pins, fmt.Sprintf("contextd:resource/docs/doc://docs/%d", i))
 	}
-	res, err := host.CallTool(t.Context(), &mcpsdk.CallToolParams{Name: "assemble_context", Arguments: map[string]any{"task": "roll the deployment back", "pins": pins, "budget": 4000}})
+	res, err := r.host.CallTool(t.Context(), &mcpsdk.CallToolParams{Name: "assemble_context", Arguments: map[string]any{"task": "roll the deployment back", "pins": pins, "budget": 4000}})
 	if err != nil || res.IsError {
 		t.Fatalf("assemble_context: %v %+v", err, res)
 	}
 	got := 0
 	for _, c := range res.Content {
-		if r, ok := c.(*mcpsdk.EmbeddedResource); ok && strings.HasPrefix(r.Resource.URI, "contextd:resource/docs/") {
+		if e, ok := c.(*mcpsdk.EmbeddedResource); ok && strings.HasPrefix(e.Resource.URI, "contextd:resource/docs/") {
 			got++
 		}
 	}
 	if got != 6 {
 		t.Fatalf("the tool returned %d of docs' 6 pinned pages", got)
 	}
-	read := func(uri string) {
-		t.Helper()
-		if _, err := host.ReadResource(t.Context(), &mcpsdk.ReadResourceParams{URI: uri}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for i := range 6 {
-		read(fmt.Sprintf("contextd:resource/hub/hub://up/%d", i))
-	}
-	for i := range 6 {
-		read(fmt.Sprintf("contextd:resource/docs/doc://docs/%d", i))
-	}
-	for _, s := range f.eng.Servers() {
-		if withheld := strings.Contains(s.MCPListing, "withheld"); withheld != (s.Server == "hub") {
-			t.Errorf("%s: MCP listing %q; want the hub withheld and docs not", s.Server, s.MCPListing)
-		}
-	}
+	r.read(t, "hub")
+	r.read(t, "docs")
+	r.onlyHubWithheld(t)
 }
 
 // Every way an MCP host gets an assemble's texts (the tool, the context
