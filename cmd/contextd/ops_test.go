@@ -323,6 +323,38 @@ func TestReloadFollowsASymlinkedConfig(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	// The link pointed at a file in a third directory, then that file
+	// edited in place: the new target's directory is watched too.
+	third := filepath.Join(t.TempDir(), "moved.yaml")
+	if err := os.WriteFile(third, []byte(head+one), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(third, link+".new"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(link+".new", link); err != nil {
+		t.Fatal(err)
+	}
+	for !strings.Contains(logs.String(), "removed=[two]") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the link pointed elsewhere was not reloaded; logs:\n%s", logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	three := upstreamEntry("three", map[string]string{"FAKE_DOCS": `{"doc://three":"three"}`})
+	if f, err = os.OpenFile(third, os.O_WRONLY|os.O_APPEND, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(three); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	for !strings.Contains(logs.String(), "added=[three]") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the edit of the link's new target was not reloaded; logs:\n%s", logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // A writer that empties the file and writes it again a moment later
@@ -340,11 +372,16 @@ func TestAConfigEmptiedAndRewrittenIsAppliedOnceItSettles(t *testing.T) {
 	logs := serveConfig(t, path)
 	deadline := time.Now().Add(30 * time.Second)
 	two := upstreamEntry("two", map[string]string{"FAKE_DOCS": `{"doc://two":"two"}`})
+	other := filepath.Join(dir, "other.txt") // another file in the directory
 	for _, cut := range []string{"", head} { // empty, then cut after mcpServers:
 		if err := os.WriteFile(path, []byte(cut), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(600 * time.Millisecond)
+		time.Sleep(450 * time.Millisecond)
+		if err := os.WriteFile(other, []byte(cut), 0o644); err != nil { // an event meanwhile
+			t.Fatal(err)
+		}
+		time.Sleep(450 * time.Millisecond)
 		if err := os.WriteFile(path, []byte(head+one), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -353,11 +390,19 @@ func TestAConfigEmptiedAndRewrittenIsAppliedOnceItSettles(t *testing.T) {
 	if err := os.WriteFile(path, []byte(head+one+two), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// Another file written every 0.2 s does not put the reload off.
+	edited := time.Now()
 	for !strings.Contains(logs.String(), "added=[two]") && !strings.Contains(logs.String(), `added="[one two]"`) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the last edit was not reloaded; logs:\n%s", logs.String())
 		}
-		time.Sleep(20 * time.Millisecond)
+		if err := os.WriteFile(other, []byte(time.Now().String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if took := time.Since(edited); took > 8*time.Second {
+		t.Errorf("the edit took %v to apply while another file in the directory was written every 0.2 s; want at most %v and the settle", took, maxEventWait)
 	}
 	if s := logs.String(); strings.Contains(s, "removed=[one]") {
 		t.Errorf("a file emptied for 0.6 s was applied, removing a server; logs:\n%s", s)

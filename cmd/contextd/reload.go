@@ -37,6 +37,10 @@ const reloadDebounce = 300 * time.Millisecond
 // index.
 const reloadSettle = time.Second
 
+// maxEventWait bounds how long events keep putting a check of the file
+// off (see reloadDebounce).
+const maxEventWait = 2 * time.Second
+
 // pollEvery is how often the file is checked when it cannot be watched.
 const pollEvery = 2 * time.Second
 
@@ -330,6 +334,22 @@ func startWatch(path string, log *slog.Logger) *watcher {
 	return w
 }
 
+// follow watches the directory of path's target too, when path is a
+// symbolic link pointed since at a file in a directory not watched: an
+// edit of the new target shows there.
+func (w *watcher) follow(path string) {
+	if w.fs == nil {
+		return
+	}
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return
+	}
+	if d := filepath.Dir(real); d != filepath.Dir(path) && !slices.Contains(w.fs.WatchList(), d) {
+		_ = w.fs.Add(d)
+	}
+}
+
 // Close stops listening.
 func (w *watcher) Close() {
 	signal.Stop(w.hup)
@@ -386,22 +406,30 @@ func (r *reloader) watch(ctx context.Context, w *watcher) {
 		last = h
 		return true
 	}
-	// settling: the file changed, and is applied once it has stayed the
-	// same for reloadSettle (the next poll when polled).
-	settling := false
-	settled := func() {
-		if !settling {
-			if settling = changed(); settling {
-				debounce.Reset(reloadSettle)
+	// changedAt is when the file was last seen to change to what is not
+	// yet applied (zero: nothing waits); it is applied once it has stayed
+	// the same for reloadSettle. eventAt is when the first event not yet
+	// checked came: events (of any file in the directory) put the check
+	// off by reloadDebounce, but not past maxEventWait after it, so a
+	// directory written to without pause does not put a reload off for
+	// ever.
+	var changedAt, eventAt time.Time
+	settle := func() {
+		eventAt = time.Time{}
+		w.follow(r.path)
+		if changedAt.IsZero() {
+			if !changed() {
+				return
 			}
+			changedAt = time.Now()
+		} else if h := fileHash(r.path); h != last {
+			last, changedAt = h, time.Now() // changed again: wait again
+		}
+		if wait := reloadSettle - time.Since(changedAt); wait > 0 {
+			debounce.Reset(wait)
 			return
 		}
-		if h := fileHash(r.path); h != last {
-			last = h // changed again: wait again
-			debounce.Reset(reloadSettle)
-			return
-		}
-		settling = false
+		changedAt = time.Time{}
 		_ = r.reload(ctx, "file changed")
 	}
 	for {
@@ -409,16 +437,24 @@ func (r *reloader) watch(ctx context.Context, w *watcher) {
 		case <-ctx.Done():
 			return
 		case <-w.hup:
-			last, settling = fileHash(r.path), false
+			last, changedAt = fileHash(r.path), time.Time{}
 			_ = r.reload(ctx, "SIGHUP")
 		case <-events:
-			debounce.Reset(reloadDebounce)
+			now := time.Now()
+			if eventAt.IsZero() {
+				eventAt = now
+			}
+			delay := min(reloadDebounce, eventAt.Add(maxEventWait).Sub(now))
+			if !changedAt.IsZero() { // nor past the settle's end
+				delay = min(delay, changedAt.Add(reloadSettle).Sub(now))
+			}
+			debounce.Reset(max(delay, 0))
 		case err := <-errs:
 			r.log.Warn("config watch", "err", err)
 		case <-poll:
-			settled()
+			settle()
 		case <-debounce.C:
-			settled()
+			settle()
 		}
 	}
 }
