@@ -117,7 +117,7 @@ func Guard(o GuardOptions) []grpc.ServerOption {
 		if checked {
 			ctx, cancel := untilRotated(ss.Context(), rotated)
 			defer cancel()
-			ss = &rotatedStream{ServerStream: ss, ctx: ctx}
+			ss = &rotatedStream{ServerStream: ss, ctx: ctx, rotated: rotated}
 		}
 		switch {
 		case reflectionMethod(info.FullMethod):
@@ -270,7 +270,21 @@ func untilRotated(ctx context.Context, rotated <-chan struct{}) (context.Context
 // message after that.
 type rotatedStream struct {
 	grpc.ServerStream
-	ctx context.Context
+	ctx     context.Context
+	rotated <-chan struct{} // closed by the rotation, before ctx is cancelled
+}
+
+// ended reports whether the stream's token was rotated or its context
+// ended. The rotation is read from its channel, not only from ctx: ctx is
+// cancelled by a goroutine a moment later, and a message taken or sent
+// meanwhile would be answered with the token replaced.
+func (s *rotatedStream) ended() bool {
+	select {
+	case <-s.rotated:
+		return true
+	default:
+		return s.ctx.Err() != nil
+	}
 }
 
 var errRotated = status.Error(codes.Unauthenticated, "the token this stream was opened with has been replaced: open it again with the new one")
@@ -279,14 +293,14 @@ func (s *rotatedStream) Context() context.Context { return s.ctx }
 
 func (s *rotatedStream) RecvMsg(m any) error {
 	err := s.ServerStream.RecvMsg(m)
-	if s.ctx.Err() != nil {
+	if s.ended() {
 		return errRotated
 	}
 	return err
 }
 
 func (s *rotatedStream) SendMsg(m any) error {
-	if s.ctx.Err() != nil {
+	if s.ended() {
 		return errRotated
 	}
 	return s.ServerStream.SendMsg(m)
