@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -140,8 +141,18 @@ type pendingReload struct {
 // on them (up to a minute), and a leaked token rotated meanwhile would
 // wait as long behind it.
 func (r *reloader) reload(ctx context.Context, why string) error {
+	data, err := config.ReadRegular(r.path)
+	return r.reloadRead(ctx, why, data, err)
+}
+
+// reloadRead is reload of data, the file's content as read (readErr: why
+// it could not be), so that what is applied is what was checked.
+func (r *reloader) reloadRead(ctx context.Context, why string, data []byte, readErr error) error {
 	seq := r.read.Add(1)
-	next, err := config.LoadRegular(r.path)
+	next, err := (*config.Config)(nil), readErr
+	if err == nil {
+		next, err = config.LoadData(r.path, data)
+	}
 	if err == nil {
 		r.flags(next)
 		err = next.Auth.CheckListen(next.Listen)
@@ -296,33 +307,42 @@ func restartOnly(cur, next *config.Config) []string {
 	return out
 }
 
-// watcher is what reloader.watch listens to: SIGHUP, and the file's
-// directory or, when that cannot be watched, a poll ticker.
+// watcher is what reloader.watch listens to: SIGHUP, and the directories
+// that decide the file's content (see linkDirs) or, when those cannot be
+// watched, a poll ticker.
 type watcher struct {
 	hup  chan os.Signal
 	fs   *fsnotify.Watcher // nil when polling
 	poll *time.Ticker      // nil when watching
+	log  *slog.Logger
+	// unwatchable holds the directories follow could not watch, each
+	// warned of once until it can be.
+	unwatchable map[string]bool
 }
 
 // startWatch starts listening for SIGHUP (from now on SIGHUP no longer
 // stops the process) and for changes of path. Close the watcher when done.
 func startWatch(path string, log *slog.Logger) *watcher {
-	w := &watcher{hup: make(chan os.Signal, 1)}
+	w := &watcher{hup: make(chan os.Signal, 1), log: log, unwatchable: map[string]bool{}}
 	signal.Notify(w.hup, syscall.SIGHUP)
 	if path == "" {
 		return w
 	}
+	// Directories, not the file: editors and ConfigMaps replace the file
+	// rather than write it in place.
 	fw, err := fsnotify.NewWatcher()
+	dirs := linkDirs(path)
+	if err == nil && len(dirs) == 0 {
+		err = errors.New("its directory cannot be found")
+		fw.Close()
+	}
 	if err == nil {
-		// The directory: editors and ConfigMaps replace the file rather
-		// than write it in place. For a symbolic link, the target's
-		// directory too, where an edit of the target shows.
-		err = fw.Add(filepath.Dir(path))
-		if real, rerr := filepath.EvalSymlinks(path); err == nil && rerr == nil && filepath.Dir(real) != filepath.Dir(path) {
-			err = fw.Add(filepath.Dir(real))
-		}
-		if err != nil {
-			fw.Close()
+		for _, d := range dirs {
+			if err = fw.Add(d); err != nil {
+				err = fmt.Errorf("%s: %w", d, err)
+				fw.Close()
+				break
+			}
 		}
 	}
 	if err != nil {
@@ -334,19 +354,36 @@ func startWatch(path string, log *slog.Logger) *watcher {
 	return w
 }
 
-// follow watches the directory of path's target too, when path is a
-// symbolic link pointed since at a file in a directory not watched: an
-// edit of the new target shows there.
+// follow makes the directories watched those that decide path's content
+// now (see linkDirs): a link along the path repointed, a directory
+// removed and created again, moves the file to directories not watched
+// before, and those it left are watched no longer.
 func (w *watcher) follow(path string) {
 	if w.fs == nil {
 		return
 	}
-	real, err := filepath.EvalSymlinks(path)
-	if err != nil {
+	want := linkDirs(path)
+	if len(want) == 0 {
 		return
 	}
-	if d := filepath.Dir(real); d != filepath.Dir(path) && !slices.Contains(w.fs.WatchList(), d) {
-		_ = w.fs.Add(d)
+	have := w.fs.WatchList()
+	for _, d := range want {
+		if slices.Contains(have, d) {
+			continue
+		}
+		if err := w.fs.Add(d); err != nil {
+			if !w.unwatchable[d] {
+				w.unwatchable[d] = true
+				w.log.Warn("cannot watch a directory the config file's path goes through; its changes are seen at the next SIGHUP or change elsewhere", "dir", d, "err", err)
+			}
+			continue
+		}
+		delete(w.unwatchable, d)
+	}
+	for _, d := range have {
+		if !slices.Contains(want, d) {
+			_ = w.fs.Remove(d)
+		}
 	}
 }
 
@@ -422,23 +459,34 @@ func (r *reloader) watch(ctx context.Context, w *watcher) {
 				return
 			}
 			changedAt = time.Now()
-		} else if h := fileHash(r.path); h != last {
+			debounce.Reset(reloadSettle)
+			return
+		}
+		// The bytes hashed are those applied: a writer starting again
+		// between a check and a read of its own would have its cut file
+		// applied.
+		data, h, err := readHashed(r.path)
+		if h != last {
 			last, changedAt = h, time.Now() // changed again: wait again
+			debounce.Reset(reloadSettle)
+			return
 		}
 		if wait := reloadSettle - time.Since(changedAt); wait > 0 {
 			debounce.Reset(wait)
 			return
 		}
 		changedAt = time.Time{}
-		_ = r.reload(ctx, "file changed")
+		_ = r.reloadRead(ctx, "file changed", data, err)
 	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-w.hup:
-			last, changedAt = fileHash(r.path), time.Time{}
-			_ = r.reload(ctx, "SIGHUP")
+			w.follow(r.path)
+			data, h, err := readHashed(r.path)
+			last, changedAt = h, time.Time{}
+			_ = r.reloadRead(ctx, "SIGHUP", data, err)
 		case <-events:
 			now := time.Now()
 			if eventAt.IsZero() {
@@ -462,6 +510,17 @@ func (r *reloader) watch(ctx context.Context, w *watcher) {
 // racyModTime is how recent a modification time may be for the file to be
 // hashed even though its size and time are those it had when last hashed.
 const racyModTime = 3 * time.Second
+
+// readHashed returns the content of the file at path as
+// config.ReadRegular does, and its hash as fileHash gives it ("" with the
+// error).
+func readHashed(path string) ([]byte, string, error) {
+	data, err := config.ReadRegular(path)
+	if err != nil {
+		return nil, "", err
+	}
+	return data, fmt.Sprintf("%x", sha256.Sum256(data)), nil
+}
 
 // fileHash returns the SHA-256 of path's content, or "" when it cannot be
 // read (a rename in progress: the next event reads it again) or is not a

@@ -329,6 +329,13 @@ func LoadRegular(path string) (*Config, error) {
 	return load(path, data)
 }
 
+// LoadData is [Load] of data, the content of the file at path as read by
+// the caller ([ReadRegular]): what a daemon checked before applying it is
+// what it applies, though the file changed since.
+func LoadData(path string, data []byte) (*Config, error) {
+	return load(path, data)
+}
+
 // ReadRegular returns the content of the regular file at path (links
 // followed), at most MaxReloadBytes; see [LoadRegular].
 func ReadRegular(path string) ([]byte, error) {
