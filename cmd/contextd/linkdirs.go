@@ -11,31 +11,31 @@ import (
 // the kernel's ELOOP does (40 on Linux).
 const maxLinkHops = 40
 
-// linkDirs returns the directories, free of symbolic links, whose entries
-// decide which file path names: the one holding each symbolic link
-// followed on the way (a link in any component of the path, or at its
-// end), and the one holding the file. Where a component is missing (a
+// linkChain returns the directories, free of symbolic links, whose
+// entries decide which file path names: the one holding each symbolic
+// link followed on the way (a link in any component of the path, or at
+// its end), and the one holding the file. Where a component is missing (a
 // directory removed, to be created again), it returns the directory that
-// would hold it, whose entries show it coming back. A loop of links, or
-// a link that cannot be read, ends the walk with the directories found
-// so far.
+// would hold it, whose entries show it coming back. names are the entries
+// in those directories that the walk went through: each link, the file,
+// or the missing component. A loop of links, or a link that cannot be
+// read, ends the walk with what was found so far.
 //
 // A change of any of these directories' entries may make path name
 // another file: a link repointed, a directory in the path replaced, the
 // file itself replaced by rename. Edits of the file in place show in its
 // directory too.
-func linkDirs(path string) []string {
+func linkChain(path string) (dirs, names []string) {
 	// Not filepath.Abs, which cleans the path: ".." after a link is
 	// the link target's parent, not the link's directory.
 	abs := path
 	if !filepath.IsAbs(abs) {
 		wd, err := os.Getwd()
 		if err != nil {
-			return nil
+			return nil, nil
 		}
 		abs = wd + string(filepath.Separator) + path
 	}
-	var dirs []string
 	add := func(d string) {
 		if !slices.Contains(dirs, d) {
 			dirs = append(dirs, d)
@@ -59,16 +59,17 @@ func linkDirs(path string) []string {
 		fi, err := os.Lstat(next)
 		if err != nil {
 			add(resolved)
-			return dirs
+			return dirs, append(names, next)
 		}
 		if fi.Mode()&os.ModeSymlink == 0 {
 			resolved = next
 			continue
 		}
 		add(resolved)
+		names = append(names, next)
 		target, err := os.Readlink(next)
 		if hops++; err != nil || hops > maxLinkHops {
-			return dirs
+			return dirs, names
 		}
 		if filepath.IsAbs(target) {
 			v := filepath.VolumeName(target)
@@ -78,8 +79,9 @@ func linkDirs(path string) []string {
 	}
 	if resolved != root {
 		add(filepath.Dir(resolved))
+		names = append(names, resolved)
 	}
-	return dirs
+	return dirs, names
 }
 
 // splitPath splits p at its separators; empty parts are kept.

@@ -33,7 +33,7 @@ func repoint(t *testing.T, target, link string) {
 	}
 }
 
-func TestLinkDirsAreEveryDirectoryAlongThePath(t *testing.T) {
+func TestLinkChainIsEveryDirectoryAlongThePath(t *testing.T) {
 	// t.TempDir may itself be reached through links (macOS's /var).
 	root, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
@@ -72,11 +72,11 @@ func TestLinkDirsAreEveryDirectoryAlongThePath(t *testing.T) {
 		{"a link to a link", at("etc", "contextd.yaml"), []string{at("etc"), at("mid"), at("srv"), at("releases", "v1")}},
 		{"dot-dot after a link", at("srv", "current") + "/../v1/real.yaml", []string{at("srv"), at("releases", "v1")}},
 	} {
-		got := linkDirs(c.path)
+		got, _ := linkChain(c.path)
 		slices.Sort(got)
 		slices.Sort(c.want)
 		if !slices.Equal(got, c.want) {
-			t.Errorf("%s: linkDirs(%s) = %q, want %q", c.name, c.path, got, c.want)
+			t.Errorf("%s: linkChain(%s) = %q, want %q", c.name, c.path, got, c.want)
 		}
 	}
 	// A loop ends the walk, with what was found.
@@ -86,8 +86,8 @@ func TestLinkDirsAreEveryDirectoryAlongThePath(t *testing.T) {
 	if err := os.Symlink("a", at("b")); err != nil {
 		t.Fatal(err)
 	}
-	if got := linkDirs(at("a")); !slices.Equal(got, []string{root}) {
-		t.Errorf("a loop of links: linkDirs = %q, want %q", got, []string{root})
+	if got, _ := linkChain(at("a")); !slices.Equal(got, []string{root}) {
+		t.Errorf("a loop of links: linkChain = %q, want %q", got, []string{root})
 	}
 }
 

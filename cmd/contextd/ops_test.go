@@ -408,3 +408,58 @@ func TestAConfigEmptiedAndRewrittenIsAppliedOnceItSettles(t *testing.T) {
 		t.Errorf("a file emptied for 0.6 s was applied, removing a server; logs:\n%s", s)
 	}
 }
+
+// A writer rewriting the file in place faster than the checks come (empty
+// it, write its head, the rest a moment later) leaves the cut file on disk
+// at each check: sampled, it seemed to have stayed the same for the
+// settle, and was applied, removing a server while the writer ran (the
+// 113th pass: at periods of 0.4 and 0.6 s, for 6 and 10 s). Writes seen
+// meanwhile restart the settle.
+func TestACutRewriteInPlaceIsNotApplied(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "contextd.yaml")
+	head := fmt.Sprintf("listen: unix://%s\ndata_dir: %s\nembedder: glove\nmcpServers:\n", filepath.Join(dir, "c.sock"), filepath.Join(dir, "data"))
+	one := upstreamEntry("one", map[string]string{"FAKE_DOCS": `{"doc://one":"one"}`})
+	if err := os.WriteFile(path, []byte(head+one), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	logs := serveConfig(t, path)
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, w := range []struct {
+		period time.Duration
+		n      int
+	}{{600 * time.Millisecond, 9}, {400 * time.Millisecond, 10}} {
+		for range w.n {
+			if err := f.Truncate(0); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.WriteAt([]byte(head), 0); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(w.period * 6 / 10)
+			if _, err := f.WriteAt([]byte(one), int64(len(head))); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(w.period * 4 / 10)
+		}
+	}
+	// The watch goes on: an edit after is applied.
+	two := upstreamEntry("two", map[string]string{"FAKE_DOCS": `{"doc://two":"two"}`})
+	if err := os.WriteFile(path, []byte(head+one+two), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(logs.String(), "added=[two]") && !strings.Contains(logs.String(), `added="[one two]"`) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the edit after the rewrites was not reloaded; logs:\n%s", logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if s := logs.String(); strings.Contains(s, "removed=[one]") {
+		t.Errorf("the cut file was applied while the writer rewrote it, removing a server; logs:\n%s", s)
+	}
+}

@@ -308,13 +308,17 @@ func restartOnly(cur, next *config.Config) []string {
 }
 
 // watcher is what reloader.watch listens to: SIGHUP, and the directories
-// that decide the file's content (see linkDirs) or, when those cannot be
+// that decide the file's content (see linkChain) or, when those cannot be
 // watched, a poll ticker.
 type watcher struct {
 	hup  chan os.Signal
 	fs   *fsnotify.Watcher // nil when polling
 	poll *time.Ticker      // nil when watching
 	log  *slog.Logger
+	// names are the entries the path goes through (see linkChain): an
+	// event naming one is a write of the file, or a change of a link
+	// along it.
+	names map[string]bool
 	// unwatchable holds the directories follow could not watch, each
 	// warned of once until it can be.
 	unwatchable map[string]bool
@@ -323,7 +327,7 @@ type watcher struct {
 // startWatch starts listening for SIGHUP (from now on SIGHUP no longer
 // stops the process) and for changes of path. Close the watcher when done.
 func startWatch(path string, log *slog.Logger) *watcher {
-	w := &watcher{hup: make(chan os.Signal, 1), log: log, unwatchable: map[string]bool{}}
+	w := &watcher{hup: make(chan os.Signal, 1), log: log, names: map[string]bool{}, unwatchable: map[string]bool{}}
 	signal.Notify(w.hup, syscall.SIGHUP)
 	if path == "" {
 		return w
@@ -331,7 +335,8 @@ func startWatch(path string, log *slog.Logger) *watcher {
 	// Directories, not the file: editors and ConfigMaps replace the file
 	// rather than write it in place.
 	fw, err := fsnotify.NewWatcher()
-	dirs := linkDirs(path)
+	dirs, names := linkChain(path)
+	w.setNames(names)
 	if err == nil && len(dirs) == 0 {
 		err = errors.New("its directory cannot be found")
 		fw.Close()
@@ -354,18 +359,32 @@ func startWatch(path string, log *slog.Logger) *watcher {
 	return w
 }
 
+// setNames makes names the entries events are told apart by.
+func (w *watcher) setNames(names []string) {
+	clear(w.names)
+	for _, n := range names {
+		w.names[n] = true
+	}
+}
+
+// touches reports whether ev names an entry the path goes through.
+func (w *watcher) touches(ev fsnotify.Event) bool {
+	return w.names[filepath.Clean(ev.Name)]
+}
+
 // follow makes the directories watched those that decide path's content
-// now (see linkDirs): a link along the path repointed, a directory
+// now (see linkChain): a link along the path repointed, a directory
 // removed and created again, moves the file to directories not watched
 // before, and those it left are watched no longer.
 func (w *watcher) follow(path string) {
 	if w.fs == nil {
 		return
 	}
-	want := linkDirs(path)
+	want, names := linkChain(path)
 	if len(want) == 0 {
 		return
 	}
+	w.setNames(names)
 	have := w.fs.WatchList()
 	for _, d := range want {
 		if slices.Contains(have, d) {
@@ -445,12 +464,15 @@ func (r *reloader) watch(ctx context.Context, w *watcher) {
 	}
 	// changedAt is when the file was last seen to change to what is not
 	// yet applied (zero: nothing waits); it is applied once it has stayed
-	// the same for reloadSettle. eventAt is when the first event not yet
-	// checked came: events (of any file in the directory) put the check
-	// off by reloadDebounce, but not past maxEventWait after it, so a
-	// directory written to without pause does not put a reload off for
-	// ever.
-	var changedAt, eventAt time.Time
+	// the same for reloadSettle, with no event naming it (or a link on
+	// its path) since: checks are samples, and a file rewritten in place
+	// faster than they come would show the same cut content at each.
+	// eventAt is when the first event not yet checked came: events (of
+	// any file in the directory) put the check off by reloadDebounce, but
+	// not past maxEventWait after it, so a directory written to without
+	// pause does not put a reload off for ever. touchedAt is when the
+	// last event naming the file, or a link on its path, came.
+	var changedAt, eventAt, touchedAt time.Time
 	settle := func() {
 		eventAt = time.Time{}
 		w.follow(r.path)
@@ -466,7 +488,7 @@ func (r *reloader) watch(ctx context.Context, w *watcher) {
 		// between a check and a read of its own would have its cut file
 		// applied.
 		data, h, err := readHashed(r.path)
-		if h != last {
+		if h != last || touchedAt.After(changedAt) {
 			last, changedAt = h, time.Now() // changed again: wait again
 			debounce.Reset(reloadSettle)
 			return
@@ -487,8 +509,11 @@ func (r *reloader) watch(ctx context.Context, w *watcher) {
 			data, h, err := readHashed(r.path)
 			last, changedAt = h, time.Time{}
 			_ = r.reloadRead(ctx, "SIGHUP", data, err)
-		case <-events:
+		case ev := <-events:
 			now := time.Now()
+			if w.touches(ev) {
+				touchedAt = now
+			}
 			if eventAt.IsZero() {
 				eventAt = now
 			}
