@@ -79,6 +79,21 @@ type listenTracker struct {
 	// refusedAll, once set, is why every URI counts as refused: the
 	// server refused maxRefused of them (refused is then nil).
 	refusedAll string
+	// serverEnded is set when a stream ends that contextd did not end by
+	// unsubscribing from its resource: one the server ended or refused,
+	// or a list_changed stream (see restoreListChanged); takeServerEnded
+	// clears it.
+	serverEnded bool
+}
+
+// takeServerEnded reports whether a stream ended since the last call that
+// contextd did not end by unsubscribing (see serverEnded).
+func (t *listenTracker) takeServerEnded() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	was := t.serverEnded
+	t.serverEnded = false
+	return was
 }
 
 func newListenTracker() *listenTracker {
@@ -177,6 +192,9 @@ func (t *listenTracker) received(msg jsonrpc.Message) {
 			return
 		}
 		delete(t.byID, idKey(m.ID))
+		if !l.cancelled || l.listChanged {
+			t.serverEnded = true
+		}
 		var ended []string
 		select {
 		case <-l.acked:
@@ -401,33 +419,50 @@ func (t *listenTracker) currentListChanged() (string, *listen) {
 // notifications/resources/list_changed. So after each stream's answer,
 // this cancels the list_changed stream in use (and waits for its answer,
 // after which its own end can delete nothing more), opens a new one, and
-// calls relist, since a list change may have gone unnoticed meanwhile. It
+// calls missed, since a list change may have gone unnoticed meanwhile. It
 // runs until ctx ends.
 //
-// Rounds that follow each other quickly (a server that answers every
-// listen at once, or refuses it) are spaced out: each waits twice the
-// last, from restoreMinWait up to restoreMaxWait, until a round comes
-// after a quiet spell.
-func (s *Session) restoreListChanged(ctx context.Context, conn *repairConn, relist func()) {
+// Rounds that follow each other quickly because of the server (one that
+// answers every listen at once, or refuses it, or answers the cancelled
+// list_changed stream late, which ends the registration of the next) are
+// spaced out: each waits twice the last, from restoreMinWait up to
+// restoreMaxWait, until a round comes after a quiet spell. Rounds for
+// streams contextd ended itself, unsubscribing as its cache evicts, come
+// at most once per restoreMinWait and do not grow the spacing: a list
+// change the server sends to no one meanwhile goes unseen for as long,
+// and a copy cached under a subscription is served though the re-list
+// that would drop it (its descriptor changed) waits.
+func (s *Session) restoreListChanged(ctx context.Context, conn *repairConn, missed func()) {
 	n := 0
 	var last time.Time
 	var wait time.Duration
+	pause := func(d time.Duration) bool {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-s.listens.ended:
 		}
-		if !last.IsZero() && time.Since(last) < 2*wait+restoreQuiet {
-			wait = min(max(2*wait, restoreMinWait), restoreMaxWait)
-			t := time.NewTimer(wait)
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				t.Stop()
+		switch {
+		case !s.listens.takeServerEnded():
+			if d := restoreMinWait - time.Since(last); !last.IsZero() && d > 0 && !pause(d) {
 				return
 			}
-		} else {
+		case !last.IsZero() && time.Since(last) < 2*wait+restoreQuiet:
+			wait = min(max(2*wait, restoreMinWait), restoreMaxWait)
+			if !pause(wait) {
+				return
+			}
+		default:
 			wait = 0
 		}
 		last = time.Now()
@@ -474,7 +509,12 @@ func (s *Session) restoreListChanged(ctx context.Context, conn *repairConn, reli
 				wait.Stop()
 				// That answer signalled ended again: it needs no new round.
 				select {
-				case <-s.listens.ended:
+				case <-cur.done:
+					select {
+					case <-s.listens.ended:
+					default:
+					}
+					s.listens.takeServerEnded()
 				default:
 				}
 			}
@@ -493,7 +533,7 @@ func (s *Session) restoreListChanged(ctx context.Context, conn *repairConn, reli
 		if err := conn.Write(ctx, &jsonrpc.Request{ID: id2, Method: "subscriptions/listen", Params: params}); err != nil {
 			return
 		}
-		relist()
+		missed()
 	}
 }
 

@@ -75,6 +75,14 @@ type Options struct {
 	// OnListChanged is called (from the SDK's reader goroutine: it must not
 	// block) when the server sends notifications/resources/list_changed.
 	OnListChanged func()
+	// OnListMissed is called (must not block) when the server may have
+	// changed its list without telling this session: on 2026-07-28 a
+	// go-sdk server forgets the session's list_changed subscription each
+	// time a listen stream ends, and the session subscribes again (see
+	// restoreListChanged). A re-list catches up; unlike list_changed it
+	// announces no change, so it is no notification storm. Nil: such
+	// gaps call OnListChanged.
+	OnListMissed func()
 	// OnUpdated is called (must not block) with the URI of
 	// notifications/resources/updated, byte for byte as sent.
 	OnUpdated func(uri string)
@@ -401,7 +409,11 @@ func ConnectTransport(ctx context.Context, name string, t mcpsdk.Transport, opts
 	if s.streamingSubscriptions() && s.caps.ListChanged && s.caps.Subscribe && o.OnListChanged != nil && listens.conn != nil {
 		rctx, stop := context.WithCancel(context.Background())
 		s.stopRestore = stop
-		s.restoring.Go(func() { s.restoreListChanged(rctx, listens.conn, o.OnListChanged) })
+		missed := o.OnListMissed
+		if missed == nil {
+			missed = o.OnListChanged
+		}
+		s.restoring.Go(func() { s.restoreListChanged(rctx, listens.conn, missed) })
 	}
 	return s, nil
 }

@@ -284,6 +284,32 @@ func TestListChangedSurvivesACancelledStream(t *testing.T) {
 	})
 }
 
+// Streams contextd cancels itself, as its cache evicts, do not space out
+// the rounds that restore list_changed: spaced as a server ending them
+// would be, ten evictions a second left the session deaf to list
+// changes for seconds (up to 30), and copies cached under a subscription
+// whose descriptor changed meanwhile were served as fresh.
+func TestListChangedIsRestoredSoonAfterEveryEviction(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ls := newListenServer(2, "public")
+		m := ctxsync.New(ctxsync.Options{Server: "s", Index: newIndex(t), ContentMaxResources: noContentIndex, CacheBytes: 300,
+			Dial: era("2026-07-28", mcptest.Dial(t, "s", ls.srv))})
+		start(t, m)
+		<-m.Ready()
+		for i := range 45 { // each read evicts the other's copy: its stream is cancelled
+			read(t, m, fmt.Sprintf("doc://%d", i%2))
+			time.Sleep(100 * time.Millisecond)
+			synctest.Wait()
+		}
+		mcptest.AddText(ls.srv, "doc://new", "new", "new")
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if m.Status().Resources != 3 {
+			t.Errorf("%d resources mirrored a second after a list change, want 3: list_changed was not restored after the evictions", m.Status().Resources)
+		}
+	})
+}
+
 // A server that speaks 2026-07-28 on one session and 2025-11-25 on the
 // next (a rollback, or a proxy in front of two versions) is served on both:
 // each session subscribes in its own era, caches, and evicts on

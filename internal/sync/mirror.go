@@ -257,6 +257,7 @@ type Mirror struct {
 	// Options.CallerText, or the mirror's own.
 	callerText *atomic.Bool
 	changed    chan struct{} // capacity 1: a re-list is pending
+	missed     chan struct{} // capacity 1: a re-list to catch up is pending (see listMissed)
 	// self is set once the server listed this very mirror's resources
 	// back (see listsItself): it is this contextd, through a bridge.
 	self atomic.Bool
@@ -409,6 +410,7 @@ func New(opts Options) *Mirror {
 	m := &Mirror{
 		opts:     opts,
 		changed:  make(chan struct{}, 1),
+		missed:   make(chan struct{}, 1),
 		status:   Status{Server: opts.Server, State: StateConnecting},
 		ready:    make(chan struct{}),
 		newSess:  make(chan struct{}),
@@ -737,6 +739,7 @@ func (m *Mirror) connect(ctx context.Context) (*mcp.Session, error) {
 	return m.opts.Dial(cctx, &mcp.Options{
 		Logger:        m.log,
 		OnListChanged: m.listChanged,
+		OnListMissed:  m.listMissed,
 		OnUpdated: func(uri string) {
 			m.cache.invalidate(uri)
 			m.contentUpdated(uri)
@@ -793,6 +796,10 @@ func (m *Mirror) serve(ctx context.Context, sess *mcp.Session, warm []string) (e
 	// Drain a list_changed that raced the initial sync: the full sync covers it.
 	select {
 	case <-m.changed:
+	default:
+	}
+	select {
+	case <-m.missed:
 	default:
 	}
 	// One timer drives every re-list: the debounce after list_changed, the
@@ -1000,6 +1007,14 @@ func (m *Mirror) serve(ctx context.Context, sess *mcp.Session, warm []string) (e
 			// each second, a quarter of a core.
 			wait = max(wait, min(time.Until(lastSync.Add(relistDutyFactor*syncTook)), stormCap))
 			schedule(wait)
+		case <-m.missed:
+			// Spaced only by the last re-list's cost (see
+			// relistDutyFactor), after the debounce.
+			if relist {
+				continue
+			}
+			relist = true
+			schedule(max(m.opts.Debounce, min(time.Until(lastSync.Add(relistDutyFactor*syncTook)), max(m.opts.Debounce, m.opts.MaxStormDelay))))
 		case <-fire:
 			fire, relist = nil, false
 			resync()
@@ -1179,6 +1194,20 @@ func (m *Mirror) evictNotFound(ctx context.Context) {
 func (m *Mirror) listChanged() {
 	m.cache.listChanged()
 	m.notifyListChanged()
+}
+
+// listMissed is the session's callback for a list change it may have
+// missed (mcp.Options.OnListMissed); it never blocks. It schedules a
+// re-list that, announcing no change, neither drops TTL entries nor counts
+// toward a notification storm's window: a cache that evicts often ends
+// listen streams as often, and re-lists spaced as a storm's (up to
+// MaxStormDelay) left descriptor changes, and the copies they make stale,
+// unseen for as long.
+func (m *Mirror) listMissed() {
+	select {
+	case m.missed <- struct{}{}:
+	default:
+	}
 }
 
 // notifyListChanged schedules a re-list; it never blocks.
