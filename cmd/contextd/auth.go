@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"google.golang.org/grpc/credentials"
@@ -135,6 +136,14 @@ func listenOn(addr string) (net.Listener, error) {
 		}
 		_ = os.Remove(p)
 	}
+	// bind would say only "invalid argument".
+	switch {
+	case len(p) > maxSocketPath:
+		return nil, fmt.Errorf("listen %s: the socket path is %d bytes, over the %d a unix socket path may hold", addr, len(p), maxSocketPath)
+	case len(filepath.Dir(p)) > maxSocketPath-bindOverhead:
+		return nil, fmt.Errorf("listen %s: the socket's directory is a path of %d bytes: contextd binds the socket first in a private directory inside it, and a unix socket path may hold %d bytes, so that directory's path may be at most %d",
+			addr, len(filepath.Dir(p)), maxSocketPath, maxSocketPath-bindOverhead)
+	}
 	// Bind inside a private (0700) directory next to the socket, set the
 	// mode, then move it into place: it is never reachable with the
 	// umask's mode, not even for a moment.
@@ -160,6 +169,15 @@ func listenOn(addr string) (net.Listener, error) {
 	}
 	return &unixListener{UnixListener: ul, path: p}, nil
 }
+
+// maxSocketPath is the longest path a unix socket may be bound at: the
+// system's sun_path (108 bytes on Linux, 104 on macOS) less its NUL.
+var maxSocketPath = len(syscall.RawSockaddrUnix{}.Path) - 1
+
+// bindOverhead is what binding in a private directory adds to the path of
+// the socket's directory: os.MkdirTemp's name (the pattern and at most 10
+// digits) and the socket's own name there.
+const bindOverhead = len("/.contextd-sock-") + 10 + len("/s")
 
 // unixListener removes its socket file on Close.
 type unixListener struct {

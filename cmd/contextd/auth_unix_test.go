@@ -3,6 +3,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -45,5 +46,37 @@ func TestUnixSocketIsPrivateWhateverTheUmask(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(sock); string(b) != "keep me" {
 		t.Error("listen replaced a regular file")
+	}
+}
+
+// A socket path that fits, in a directory deep enough that the private
+// directory it is bound in first does not, fails saying how long the
+// directory's path may be, not "bind: invalid argument"; a directory that
+// long binds.
+func TestALongSocketPathFailsSayingHowLongAPathMayBe(t *testing.T) {
+	base := t.TempDir()
+	most := maxSocketPath - bindOverhead
+	if len(base)+2 > most {
+		t.Fatalf("the test's directory %s is too long for this test", base)
+	}
+	fits := filepath.Join(base, strings.Repeat("d", most-len(base)-1))
+	over := fits + "x"
+	for _, d := range []string{fits, over} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l, err := listenOn("unix://" + filepath.Join(fits, "c.sock"))
+	if err != nil {
+		t.Fatalf("listen in a directory of %d bytes, the most allowed: %v", len(fits), err)
+	}
+	l.Close()
+	_, err = listenOn("unix://" + filepath.Join(over, "c.sock"))
+	if want := fmt.Sprintf("may be at most %d", most); err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("listen in a directory of %d bytes: err = %v, want one saying it %s", len(over), err, want)
+	}
+	long := filepath.Join(base, strings.Repeat("s", maxSocketPath))
+	if _, err := listenOn("unix://" + long); err == nil || !strings.Contains(err.Error(), "over the") {
+		t.Fatalf("listen at a %d-byte path: err = %v, want it too long", len(long), err)
 	}
 }
