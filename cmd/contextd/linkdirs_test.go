@@ -216,3 +216,63 @@ func TestReloadFollowsEveryLinkAlongThePath(t *testing.T) {
 	mkfile(t, at("releases", "v2", "real.yaml"), head+entry("one")+entry("five"))
 	waitFor("the target's directory made again", "added=[five]")
 }
+
+// A directory on the path that cannot be watched (made unreadable a
+// moment) keeps the watches held, and the file is checked every pollEvery
+// until the path can be watched whole again. Before, the watches no
+// longer wanted were dropped all the same: none was left, nothing was
+// polled, and changes went unseen until a SIGHUP.
+func TestAPathThatCannotBeWatchedWholeIsPolled(t *testing.T) {
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(root, "etc", "contextd.yaml")
+	mkfile(t, filepath.Join(root, "a", "real.yaml"), "x")
+	mkfile(t, filepath.Join(root, "b", "real.yaml"), "x")
+	if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(root, "a", "real.yaml"), link); err != nil {
+		t.Fatal(err)
+	}
+	w := startWatch(link, slog.New(slog.DiscardHandler))
+	defer w.Close()
+	if w.fs == nil {
+		t.Fatal("the directories could not be watched")
+	}
+	held := []string{filepath.Join(root, "a"), filepath.Join(root, "etc")}
+	watched := func() []string {
+		l := w.fs.WatchList()
+		slices.Sort(l)
+		return l
+	}
+	if got := watched(); !slices.Equal(got, held) {
+		t.Fatalf("the watch holds %q, want %q", got, held)
+	}
+	add := w.watchDir
+	w.watchDir = func(d string) error {
+		if d == filepath.Join(root, "b") {
+			return os.ErrPermission
+		}
+		return add(d)
+	}
+	repoint(t, filepath.Join(root, "b", "real.yaml"), link)
+	w.follow(link)
+	if got := watched(); !slices.Equal(got, held) {
+		t.Errorf("with the new target's directory unwatchable the watch holds %q, want the watches held before, %q", got, held)
+	}
+	select {
+	case <-w.poll.C:
+	case <-time.After(3 * pollEvery):
+		t.Fatal("with a directory of the path unwatchable the file is not polled")
+	}
+	w.watchDir = add
+	w.follow(link)
+	if got, want := watched(), []string{filepath.Join(root, "b"), filepath.Join(root, "etc")}; !slices.Equal(got, want) {
+		t.Errorf("once the directory can be watched the watch holds %q, want %q", got, want)
+	}
+	if w.polling {
+		t.Error("still polling once the path is watched whole")
+	}
+}

@@ -312,24 +312,27 @@ func restartOnly(cur, next *config.Config) []string {
 // watched, a poll ticker.
 type watcher struct {
 	hup  chan os.Signal
-	fs   *fsnotify.Watcher // nil when polling
-	poll *time.Ticker      // nil when watching
+	fs *fsnotify.Watcher // nil when polling only
+	// poll ticks every pollEvery when fs is nil, or while some directory
+	// of the path cannot be watched (polling); it is stopped otherwise.
+	poll    *time.Ticker
+	polling bool
+	// watchDir adds a directory to fs (fs.Add; tests make it fail).
+	watchDir func(dir string) error
 	log  *slog.Logger
 	// names are the entries the path goes through (see linkChain): an
 	// event naming one is a write of the file, or a change of a link
 	// along it.
 	names map[string]bool
-	// unwatchable holds the directories follow could not watch, each
-	// warned of once until it can be.
-	unwatchable map[string]bool
 }
 
 // startWatch starts listening for SIGHUP (from now on SIGHUP no longer
 // stops the process) and for changes of path. Close the watcher when done.
 func startWatch(path string, log *slog.Logger) *watcher {
-	w := &watcher{hup: make(chan os.Signal, 1), log: log, names: map[string]bool{}, unwatchable: map[string]bool{}}
+	w := &watcher{hup: make(chan os.Signal, 1), log: log, names: map[string]bool{}, poll: time.NewTicker(pollEvery)}
 	signal.Notify(w.hup, syscall.SIGHUP)
 	if path == "" {
+		w.poll.Stop()
 		return w
 	}
 	// Directories, not the file: editors and ConfigMaps replace the file
@@ -352,10 +355,10 @@ func startWatch(path string, log *slog.Logger) *watcher {
 	}
 	if err != nil {
 		log.Warn("cannot watch the config file; checking it every "+pollEvery.String(), "config", path, "err", err)
-		w.poll = time.NewTicker(pollEvery)
 		return w
 	}
-	w.fs = fw
+	w.poll.Stop()
+	w.fs, w.watchDir = fw, fw.Add
 	return w
 }
 
@@ -386,23 +389,36 @@ func (w *watcher) follow(path string) {
 	}
 	w.setNames(names)
 	have := w.fs.WatchList()
+	var failed error
 	for _, d := range want {
 		if slices.Contains(have, d) {
 			continue
 		}
-		if err := w.fs.Add(d); err != nil {
-			if !w.unwatchable[d] {
-				w.unwatchable[d] = true
-				w.log.Warn("cannot watch a directory the config file's path goes through; its changes are seen at the next SIGHUP or change elsewhere", "dir", d, "err", err)
-			}
-			continue
+		if err := w.watchDir(d); err != nil && failed == nil {
+			failed = fmt.Errorf("%s: %w", d, err)
 		}
-		delete(w.unwatchable, d)
+	}
+	if failed != nil {
+		// The directories watched still show what they can: kept, and
+		// the file is checked every pollEvery as well until the path
+		// can be watched whole (a directory on it made unreadable a
+		// moment, say).
+		if !w.polling {
+			w.polling = true
+			w.poll.Reset(pollEvery)
+			w.log.Warn("cannot watch a directory the config file's path goes through; checking the file every "+pollEvery.String()+" until it can", "err", failed)
+		}
+		return
 	}
 	for _, d := range have {
 		if !slices.Contains(want, d) {
 			_ = w.fs.Remove(d)
 		}
+	}
+	if w.polling {
+		w.polling = false
+		w.poll.Stop()
+		w.log.Info("watching the config file's path again")
 	}
 }
 
@@ -412,9 +428,7 @@ func (w *watcher) Close() {
 	if w.fs != nil {
 		w.fs.Close()
 	}
-	if w.poll != nil {
-		w.poll.Stop()
-	}
+	w.poll.Stop()
 }
 
 // watch reloads on SIGHUP and when the file's content changes, until ctx
@@ -429,13 +443,10 @@ func (r *reloader) watch(ctx context.Context, w *watcher) {
 	last := r.loaded
 	var events <-chan fsnotify.Event
 	var errs <-chan error
-	var poll <-chan time.Time
 	if w.fs != nil {
 		events, errs = w.fs.Events, w.fs.Errors
 	}
-	if w.poll != nil {
-		poll = w.poll.C
-	}
+	poll := w.poll.C // ticks only while polling (see watcher.poll)
 	debounce := time.NewTimer(time.Hour)
 	debounce.Stop()
 	defer debounce.Stop()
