@@ -311,15 +311,15 @@ func restartOnly(cur, next *config.Config) []string {
 // that decide the file's content (see linkChain) or, when those cannot be
 // watched, a poll ticker.
 type watcher struct {
-	hup  chan os.Signal
-	fs *fsnotify.Watcher // nil when polling only
+	hup chan os.Signal
+	fs  *fsnotify.Watcher // nil when polling only
 	// poll ticks every pollEvery when fs is nil, or while some directory
 	// of the path cannot be watched (polling); it is stopped otherwise.
 	poll    *time.Ticker
 	polling bool
 	// watchDir adds a directory to fs (fs.Add; tests make it fail).
 	watchDir func(dir string) error
-	log  *slog.Logger
+	log      *slog.Logger
 	// names are the entries the path goes through (see linkChain): an
 	// event naming one is a write of the file, or a change of a link
 	// along it.
