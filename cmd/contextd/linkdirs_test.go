@@ -33,6 +33,37 @@ func repoint(t *testing.T, target, link string) {
 	}
 }
 
+// linkedWatch makes root/etc/contextd.yaml a link to root/D/real.yaml for
+// the first of dirs (root/D/real.yaml is made for each), and watches it.
+// watched lists the directories watched, sorted.
+func linkedWatch(t *testing.T, dirs ...string) (root, link string, w *watcher, watched func() []string) {
+	t.Helper()
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	link = filepath.Join(root, "etc", "contextd.yaml")
+	for _, d := range dirs {
+		mkfile(t, filepath.Join(root, d, "real.yaml"), "x")
+	}
+	if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(root, dirs[0], "real.yaml"), link); err != nil {
+		t.Fatal(err)
+	}
+	w = startWatch(link, slog.New(slog.DiscardHandler))
+	t.Cleanup(w.Close)
+	if w.fs == nil {
+		t.Fatal("the directories could not be watched")
+	}
+	return root, link, w, func() []string {
+		l := w.fs.WatchList()
+		slices.Sort(l)
+		return l
+	}
+}
+
 func TestLinkChainIsEveryDirectoryAlongThePath(t *testing.T) {
 	// t.TempDir may itself be reached through links (macOS's /var).
 	root, err := filepath.EvalSymlinks(t.TempDir())
@@ -95,28 +126,7 @@ func TestLinkChainIsEveryDirectoryAlongThePath(t *testing.T) {
 // directories removed and made again, and holds only what the path goes
 // through now: it does not grow with every place a link once pointed.
 func TestTheWatchHoldsTheDirectoriesThePathGoesThroughNow(t *testing.T) {
-	root, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	link := filepath.Join(root, "etc", "contextd.yaml")
-	mkfile(t, filepath.Join(root, "r0", "real.yaml"), "x")
-	if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(filepath.Join(root, "r0", "real.yaml"), link); err != nil {
-		t.Fatal(err)
-	}
-	w := startWatch(link, slog.New(slog.DiscardHandler))
-	defer w.Close()
-	if w.fs == nil {
-		t.Fatal("the directories could not be watched")
-	}
-	watched := func() []string {
-		l := w.fs.WatchList()
-		slices.Sort(l)
-		return l
-	}
+	root, link, w, watched := linkedWatch(t, "r0")
 	for i := 1; i <= 30; i++ {
 		r := filepath.Join(root, fmt.Sprintf("r%d", i))
 		mkfile(t, filepath.Join(r, "real.yaml"), "x")
@@ -223,30 +233,8 @@ func TestReloadFollowsEveryLinkAlongThePath(t *testing.T) {
 // longer wanted were dropped all the same: none was left, nothing was
 // polled, and changes went unseen until a SIGHUP.
 func TestAPathThatCannotBeWatchedWholeIsPolled(t *testing.T) {
-	root, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	link := filepath.Join(root, "etc", "contextd.yaml")
-	mkfile(t, filepath.Join(root, "a", "real.yaml"), "x")
-	mkfile(t, filepath.Join(root, "b", "real.yaml"), "x")
-	if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(filepath.Join(root, "a", "real.yaml"), link); err != nil {
-		t.Fatal(err)
-	}
-	w := startWatch(link, slog.New(slog.DiscardHandler))
-	defer w.Close()
-	if w.fs == nil {
-		t.Fatal("the directories could not be watched")
-	}
+	root, link, w, watched := linkedWatch(t, "a", "b")
 	held := []string{filepath.Join(root, "a"), filepath.Join(root, "etc")}
-	watched := func() []string {
-		l := w.fs.WatchList()
-		slices.Sort(l)
-		return l
-	}
 	if got := watched(); !slices.Equal(got, held) {
 		t.Fatalf("the watch holds %q, want %q", got, held)
 	}
