@@ -587,11 +587,15 @@ func TestCachedReadsDoNotEndASlowSpell(t *testing.T) {
 			SubscribeHandler:   func(context.Context, *mcpsdk.SubscribeRequest) error { return nil },
 			UnsubscribeHandler: func(context.Context, *mcpsdk.UnsubscribeRequest) error { return nil },
 		})
-		for _, u := range []string{"doc://late-architecture", "doc://late-architecture-notes"} {
+		// The first is read in time for the read timeout (5 s) and cached;
+		// the second never is, even by the probe in the background that
+		// has the whole timeout, so each request reads it (cached, it
+		// would take no time at all).
+		for u, after := range map[string]time.Duration{"doc://late-architecture": 4 * time.Second, "doc://late-architecture-notes": 6 * time.Second} {
 			late.AddResource(&mcpsdk.Resource{URI: u, Name: "architecture late"},
 				func(ctx context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
 					select {
-					case <-time.After(4 * time.Second):
+					case <-time.After(after):
 					case <-ctx.Done():
 						return nil, ctx.Err()
 					}
