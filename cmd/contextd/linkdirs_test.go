@@ -22,6 +22,16 @@ func mkfile(t *testing.T, path, text string) {
 	}
 }
 
+// mkdirs makes each directory, with its parents.
+func mkdirs(t *testing.T, dirs ...string) {
+	t.Helper()
+	for _, d := range dirs {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // repoint makes link point at target, by rename, as deploy tools do.
 func repoint(t *testing.T, target, link string) {
 	t.Helper()
@@ -46,9 +56,7 @@ func linkedWatch(t *testing.T, dirs ...string) (root, link string, w *watcher, w
 	for _, d := range dirs {
 		mkfile(t, filepath.Join(root, d, "real.yaml"), "x")
 	}
-	if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	mkdirs(t, filepath.Dir(link))
 	if err := os.Symlink(filepath.Join(root, dirs[0], "real.yaml"), link); err != nil {
 		t.Fatal(err)
 	}
@@ -72,17 +80,9 @@ func TestLinkChainIsEveryDirectoryAlongThePath(t *testing.T) {
 	}
 	at := func(p ...string) string { return filepath.Join(append([]string{root}, p...)...) }
 	mkfile(t, at("releases", "v1", "real.yaml"), "x")
-	if err := os.MkdirAll(at("etc"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(at("mid"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	mkdirs(t, at("etc"), at("mid"), at("srv"))
 	// etc/contextd.yaml -> ../mid/next.yaml -> srv/current/real.yaml,
 	// with srv/current -> ../releases/v1 (relative, a directory).
-	if err := os.MkdirAll(at("srv"), 0o755); err != nil {
-		t.Fatal(err)
-	}
 	for _, l := range [][2]string{
 		{filepath.Join("..", "releases", "v1"), at("srv", "current")},
 		{at("srv", "current", "real.yaml"), at("mid", "next.yaml")},
@@ -161,20 +161,9 @@ func TestReloadFollowsEveryLinkAlongThePath(t *testing.T) {
 	}
 	state := t.TempDir()
 	at := func(p ...string) string { return filepath.Join(append([]string{root}, p...)...) }
-	head := fmt.Sprintf("listen: unix://%s\ndata_dir: %s\nembedder: glove\nmcpServers:\n", filepath.Join(state, "c.sock"), filepath.Join(state, "data"))
-	entry := func(name string) string {
-		return upstreamEntry(name, map[string]string{"FAKE_DOCS": fmt.Sprintf(`{"doc://%s":"%s"}`, name, name)})
-	}
-	mkfile(t, at("releases", "v1", "real.yaml"), head+entry("one"))
-	if err := os.MkdirAll(at("etc"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(at("mid"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(at("srv"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	head := serveHead(state)
+	mkfile(t, at("releases", "v1", "real.yaml"), head+docEntry("one"))
+	mkdirs(t, at("etc"), at("mid"), at("srv"))
 	// etc/contextd.yaml -> mid/next.yaml -> srv/current/real.yaml, and
 	// srv/current -> releases/v1.
 	for _, l := range [][2]string{
@@ -198,7 +187,7 @@ func TestReloadFollowsEveryLinkAlongThePath(t *testing.T) {
 		}
 	}
 
-	mkfile(t, at("elsewhere", "b.yaml"), head+entry("one")+entry("two"))
+	mkfile(t, at("elsewhere", "b.yaml"), head+docEntry("one")+docEntry("two"))
 	repoint(t, at("elsewhere", "b.yaml"), at("mid", "next.yaml"))
 	waitFor("the middle link repointed", "added=[two]")
 
@@ -206,7 +195,7 @@ func TestReloadFollowsEveryLinkAlongThePath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.WriteString(entry("three")); err != nil {
+	if _, err := f.WriteString(docEntry("three")); err != nil {
 		t.Fatal(err)
 	}
 	f.Close()
@@ -215,7 +204,7 @@ func TestReloadFollowsEveryLinkAlongThePath(t *testing.T) {
 	repoint(t, at("srv", "current", "real.yaml"), at("mid", "next.yaml"))
 	waitFor("the middle link pointed back", `removed="[three two]"`)
 
-	mkfile(t, at("releases", "v2", "real.yaml"), head+entry("one")+entry("four"))
+	mkfile(t, at("releases", "v2", "real.yaml"), head+docEntry("one")+docEntry("four"))
 	repoint(t, at("releases", "v2"), at("srv", "current"))
 	waitFor("the directory link repointed", "added=[four]")
 
@@ -223,7 +212,7 @@ func TestReloadFollowsEveryLinkAlongThePath(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor("the target's directory removed", "config reload refused")
-	mkfile(t, at("releases", "v2", "real.yaml"), head+entry("one")+entry("five"))
+	mkfile(t, at("releases", "v2", "real.yaml"), head+docEntry("one")+docEntry("five"))
 	waitFor("the target's directory made again", "added=[five]")
 }
 

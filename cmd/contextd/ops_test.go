@@ -271,8 +271,18 @@ func TestServeHealthMetricsAndReload(t *testing.T) {
 	done <- nil // for the deferred wait
 }
 
-// TestReloadFollowsASymlinkedConfig: a config file that is a symbolic link
-// to a file elsewhere is reloaded when the target is edited in place.
+// serveHead is the head of a configuration serving on a unix socket, with
+// its data, in state: the mcpServers entries follow it.
+func serveHead(state string) string {
+	return fmt.Sprintf("listen: unix://%s\ndata_dir: %s\nembedder: glove\nmcpServers:\n", filepath.Join(state, "c.sock"), filepath.Join(state, "data"))
+}
+
+// docEntry is the mcpServers entry of a doc-upstream named name serving
+// one document, doc://name, whose text is name.
+func docEntry(name string) string {
+	return upstreamEntry(name, map[string]string{"FAKE_DOCS": fmt.Sprintf(`{"doc://%s":"%s"}`, name, name)})
+}
+
 // serveConfig runs serve on the configuration at path until t ends, and
 // returns its log once it serves.
 func serveConfig(t *testing.T, path string) *lockedBuffer {
@@ -292,13 +302,15 @@ func serveConfig(t *testing.T, path string) *lockedBuffer {
 	return logs
 }
 
+// A config file that is a symbolic link to a file elsewhere is reloaded
+// when the target is edited in place.
 func TestReloadFollowsASymlinkedConfig(t *testing.T) {
 	// The daemon writes its socket and data elsewhere, so nothing else
 	// stirs the link's directory.
 	dir, elsewhere, state := t.TempDir(), t.TempDir(), t.TempDir()
 	target := filepath.Join(elsewhere, "real.yaml")
-	head := fmt.Sprintf("listen: unix://%s\ndata_dir: %s\nembedder: glove\nmcpServers:\n", filepath.Join(state, "c.sock"), filepath.Join(state, "data"))
-	one := upstreamEntry("one", map[string]string{"FAKE_DOCS": `{"doc://one":"one"}`})
+	head := serveHead(state)
+	one := docEntry("one")
 	if err := os.WriteFile(target, []byte(head+one), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -308,7 +320,7 @@ func TestReloadFollowsASymlinkedConfig(t *testing.T) {
 	}
 	logs := serveConfig(t, link)
 	deadline := time.Now().Add(30 * time.Second)
-	two := upstreamEntry("two", map[string]string{"FAKE_DOCS": `{"doc://two":"two"}`})
+	two := docEntry("two")
 	f, err := os.OpenFile(target, os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -341,7 +353,7 @@ func TestReloadFollowsASymlinkedConfig(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	three := upstreamEntry("three", map[string]string{"FAKE_DOCS": `{"doc://three":"three"}`})
+	three := docEntry("three")
 	if f, err = os.OpenFile(third, os.O_WRONLY|os.O_APPEND, 0); err != nil {
 		t.Fatal(err)
 	}
@@ -364,14 +376,14 @@ func TestReloadFollowsASymlinkedConfig(t *testing.T) {
 func TestAConfigEmptiedAndRewrittenIsAppliedOnceItSettles(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "contextd.yaml")
-	head := fmt.Sprintf("listen: unix://%s\ndata_dir: %s\nembedder: glove\nmcpServers:\n", filepath.Join(dir, "c.sock"), filepath.Join(dir, "data"))
-	one := upstreamEntry("one", map[string]string{"FAKE_DOCS": `{"doc://one":"one"}`})
+	head := serveHead(dir)
+	one := docEntry("one")
 	if err := os.WriteFile(path, []byte(head+one), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	logs := serveConfig(t, path)
 	deadline := time.Now().Add(30 * time.Second)
-	two := upstreamEntry("two", map[string]string{"FAKE_DOCS": `{"doc://two":"two"}`})
+	two := docEntry("two")
 	other := filepath.Join(dir, "other.txt") // another file in the directory
 	for _, cut := range []string{"", head} { // empty, then cut after mcpServers:
 		if err := os.WriteFile(path, []byte(cut), 0o644); err != nil {
@@ -418,8 +430,8 @@ func TestAConfigEmptiedAndRewrittenIsAppliedOnceItSettles(t *testing.T) {
 func TestACutRewriteInPlaceIsNotApplied(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "contextd.yaml")
-	head := fmt.Sprintf("listen: unix://%s\ndata_dir: %s\nembedder: glove\nmcpServers:\n", filepath.Join(dir, "c.sock"), filepath.Join(dir, "data"))
-	one := upstreamEntry("one", map[string]string{"FAKE_DOCS": `{"doc://one":"one"}`})
+	head := serveHead(dir)
+	one := docEntry("one")
 	if err := os.WriteFile(path, []byte(head+one), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -448,7 +460,7 @@ func TestACutRewriteInPlaceIsNotApplied(t *testing.T) {
 		}
 	}
 	// The watch goes on: an edit after is applied.
-	two := upstreamEntry("two", map[string]string{"FAKE_DOCS": `{"doc://two":"two"}`})
+	two := docEntry("two")
 	if err := os.WriteFile(path, []byte(head+one+two), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -922,6 +922,9 @@ func (m *Mirror) serve(ctx context.Context, sess *mcp.Session, warm []string) (e
 	}
 	failures, quick := 0, 0
 	relist := false // a re-list for a notification is scheduled
+	// stormCap bounds the window of a notification storm, and the spacing
+	// of re-lists by their cost.
+	stormCap := max(m.opts.Debounce, m.opts.MaxStormDelay)
 	var lastSync time.Time
 	var syncTook time.Duration // the last re-list's
 	resync := func() {
@@ -999,7 +1002,6 @@ func (m *Mirror) serve(ctx context.Context, sess *mcp.Session, warm []string) (e
 				quick = 0
 			}
 			relist = true
-			stormCap := max(m.opts.Debounce, m.opts.MaxStormDelay)
 			wait := min(m.opts.Debounce<<max(quick-2, 0), stormCap)
 			// And re-lists take at most a tenth of the time: a server
 			// notifying a little after each re-list (past the window,
@@ -1014,7 +1016,7 @@ func (m *Mirror) serve(ctx context.Context, sess *mcp.Session, warm []string) (e
 				continue
 			}
 			relist = true
-			schedule(max(m.opts.Debounce, min(time.Until(lastSync.Add(relistDutyFactor*syncTook)), max(m.opts.Debounce, m.opts.MaxStormDelay))))
+			schedule(max(m.opts.Debounce, min(time.Until(lastSync.Add(relistDutyFactor*syncTook)), stormCap)))
 		case <-fire:
 			fire, relist = nil, false
 			resync()
